@@ -1,0 +1,105 @@
+import { Writable, type Readable, type Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { builtinRegistry } from './builtins.js';
+import { UsageError } from './errors.js';
+import type { PluginContext, PluginDefinition, Registry } from './plugin.js';
+import { Run } from './run.js';
+
+export interface ComponentSpec {
+  use: string;
+  [option: string]: unknown;
+}
+
+export interface ChainSpec {
+  stages: ComponentSpec[];
+  sinks: ComponentSpec[];
+}
+
+export const DEFAULT_STAGES: readonly ComponentSpec[] = Object.freeze([{ use: 'line-parser' }, { use: 'channel-router' }]);
+
+export interface ChainOptions {
+  registry?: Registry;
+  run?: Run;
+  signal?: AbortSignal;
+  env?: NodeJS.ProcessEnv;
+  stderr?: Writable;
+}
+
+/**
+ * Checks a chain spec against the registry and returns every problem at once, so a config
+ * is fixed in one round: unknown stage or sink names, unknown option keys, wrong types.
+ */
+export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
+  const problems: string[] = [];
+  for (const [section, kind] of [['stages', 'stage'], ['sinks', 'sink']] as const) {
+    const list = spec[section];
+    if (!Array.isArray(list)) {
+      problems.push(`${section}: must be a list`);
+      continue;
+    }
+    list.forEach((c, i) => {
+      const at = `${section}[${i}]`;
+      if (typeof c !== 'object' || c === null || typeof c.use !== 'string') {
+        problems.push(`${at}: needs "use": the name of a ${kind}`);
+        return;
+      }
+      const def = registry.get(c.use);
+      if (!def) {
+        problems.push(`${at}: unknown ${kind} "${c.use}" (known: ${registry.names().join(', ')})`);
+        return;
+      }
+      if (def.kind !== kind) problems.push(`${at}: "${c.use}" is a ${def.kind}, not a ${kind}`);
+      for (const [key, value] of Object.entries(c)) {
+        if (key === 'use') continue;
+        const o = def.options[key];
+        if (!o) {
+          problems.push(`${at}.${key}: unknown option for "${c.use}" (known: ${Object.keys(def.options).join(', ') || 'none'})`);
+          continue;
+        }
+        const actual = Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
+        if (actual !== o.type) problems.push(`${at}.${key}: must be a ${o.type}, got ${actual}`);
+        else if (o.choices && !o.choices.includes(value as string | number)) problems.push(`${at}.${key}: must be one of ${o.choices.join(', ')}`);
+        else if (o.min !== undefined && typeof value === 'number' && !(value >= o.min)) problems.push(`${at}.${key}: must be at least ${o.min}`);
+      }
+    });
+  }
+  return problems;
+}
+
+/**
+ * Builds the streams of one chain in data order. Byte stages (a raw stdout tee) go first,
+ * then the line parser (the bytes → records edge), then record stages and sinks in the
+ * order given. Every component is created through its plugin definition.
+ */
+export function buildChain(spec: ChainSpec, options: ChainOptions = {}): { streams: Transform[]; run: Run } {
+  const registry = options.registry ?? builtinRegistry();
+  const problems = chainProblems(spec, registry);
+  if (problems.length > 0) throw new UsageError('ERR_CONFIG', `invalid chain: ${problems.join('; ')}`);
+  const run = options.run ?? new Run();
+  const ctx: PluginContext = { run, env: options.env ?? process.env, stderr: options.stderr ?? process.stderr, signal: options.signal };
+  const parts = [...spec.stages, ...spec.sinks].map((c) => {
+    const def = registry.get(c.use) as PluginDefinition;
+    const { use: _use, ...opts } = c;
+    return { def, opts, input: def.input?.(opts) ?? 'records' };
+  });
+  const byteTaps = parts.filter((p) => p.input === 'bytes' && p.def.name !== 'line-parser' && p.def.kind === 'sink');
+  const rest = parts.filter((p) => !byteTaps.includes(p));
+  const parsers = rest.filter((p) => p.input === 'bytes');
+  if (parsers.length !== 1 || rest[0] !== parsers[0]) {
+    throw new UsageError('ERR_CONFIG', 'invalid chain: exactly one line parser must come first among the stages');
+  }
+  const streams = [...byteTaps, ...rest].map((p) => p.def.create(p.opts, ctx));
+  return { streams, run };
+}
+
+/** A sink at the very end of the chain: records have been written by then, so drop them. */
+export function createDiscard(): Writable {
+  return new Writable({ objectMode: true, write: (_rec, _enc, cb) => cb() });
+}
+
+/** Runs input through the chain to the end; resolves with the run's state. */
+export async function runChain(input: Readable, spec: ChainSpec, options: ChainOptions = {}): Promise<Run> {
+  const { streams, run } = buildChain(spec, options);
+  await pipeline([input, ...streams, createDiscard()], { signal: options.signal });
+  return run;
+}

@@ -1,0 +1,54 @@
+import type { Run } from './run.js';
+import type { Channel } from './tree.js';
+
+export const INDEX_FORMAT = 'subtee-index/1';
+
+export interface ChannelPaths {
+  log: string;
+  jsonl: string;
+}
+
+/** The `index.json` document (format documented in the README). Plain data, no I/O. */
+export function buildIndex(
+  run: Run,
+  paths: (ch: Channel) => ChannelPaths | undefined,
+  quarantine: string | null,
+  extra: (ch: Channel) => Record<string, unknown> = () => ({}),
+): Record<string, unknown> {
+  const tree = run.tree;
+  return {
+    format: INDEX_FORMAT,
+    session_id: tree.sessionId,
+    claude_code_version: tree.version,
+    interrupted: run.interrupted,
+    stalled: run.stalled,
+    input: {
+      lines: run.input.lines,
+      bytes: run.input.bytes,
+      quarantined: run.input.quarantined,
+      blank_lines: run.input.blankLines,
+    },
+    quarantine,
+    quarantine_lines: run.quarantineLines,
+    warnings: run.warnings,
+    channels: tree.channels().map((ch) => ({
+      id: ch.id,
+      parent: ch.parent,
+      orphan: ch.orphan,
+      depth: ch.depth,
+      agent: ch.id === null ? null : ch.agent,
+      description: ch.description,
+      status: ch.status,
+      background: ch.background,
+      summary: ch.summary,
+      log: paths(ch)?.log ?? null,
+      jsonl: paths(ch)?.jsonl ?? null,
+      lines: ch.lines,
+      counts: ch.counts,
+      usage: ch.usage,
+      first_seen: ch.firstSeen,
+      last_seen: ch.lastSeen,
+      ...extra(ch),
+    })),
+  };
+}

@@ -1,0 +1,13 @@
+export { createLineParser, LineSplitter, classifyLine, isBlank, LINE_PARSER_DEFAULTS } from './stages/line-parser.js';
+export { createChannelRouter } from './stages/channel-router.js';
+export { createFilesSink, prepareOutDir, FILES_SINK_DEFAULTS } from './sinks/files.js';
+export { createStdoutSink, stdoutText, STDOUT_MODES, STDOUT_SINK_DEFAULTS } from './sinks/stdout.js';
+export { buildChain, runChain, chainProblems, createDiscard, DEFAULT_STAGES, type ChainSpec, type ComponentSpec } from './chain.js';
+export { definePlugin, loadPlugin, Registry, KIT_VERSION, type PluginDefinition, type PluginContext } from './plugin.js';
+export { builtinRegistry, BUILTINS } from './builtins.js';
+export { ChannelTree, SPAWN_TOOLS, channelIdOf, type Channel, type ChannelStatus } from './tree.js';
+export { Run, type Warning } from './run.js';
+export { buildIndex, INDEX_FORMAT } from './index-file.js';
+export { escapeControl, renderRecord } from './render.js';
+export { SubteeError, UsageError, OutputError, EXIT } from './errors.js';
+export type { SubteeRecord, LineRecord, QuarantineRecord, ChannelEvent } from './record.js';

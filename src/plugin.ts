@@ -1,0 +1,101 @@
+import { createRequire } from 'node:module';
+import { isAbsolute, resolve } from 'node:path';
+import type { Transform, Writable } from 'node:stream';
+import { pathToFileURL } from 'node:url';
+import { UsageError } from './errors.js';
+import type { Run } from './run.js';
+import { isValidRange, satisfies } from './semver.js';
+
+/** The kit version plugins declare support for. Kept in step with package.json by a test. */
+export const KIT_VERSION = '0.1.0';
+
+export interface PluginContext {
+  run: Run;
+  env: NodeJS.ProcessEnv;
+  /** Human-readable diagnostics (never stdout). */
+  stderr: Writable;
+  signal?: AbortSignal;
+}
+
+export interface OptionSpec {
+  type: 'string' | 'number' | 'boolean' | 'object' | 'array';
+  choices?: readonly (string | number)[];
+  min?: number;
+  description: string;
+}
+
+/**
+ * The one contract for every stage and sink, built-in or not. A stage transforms records;
+ * a sink is a pass-through stage that also writes them somewhere. `create` returns a core
+ * Transform in object mode on both sides, unless `input(options)` says the stage wants the
+ * raw input bytes (it then runs before the line parser, bytes in and bytes out).
+ */
+export interface PluginDefinition<O = any> {
+  name: string;
+  kind: 'stage' | 'sink';
+  /** Kit versions supported, as a range (`^0.1.0`). */
+  kit: string;
+  /** Accepted options; unknown keys are rejected when a config is validated. */
+  options: Record<string, OptionSpec>;
+  input?: (options: O) => 'bytes' | 'records';
+  create(options: O, ctx: PluginContext): Transform;
+}
+
+const NAME = /^[a-z0-9][a-z0-9._-]*$/;
+
+export function definePlugin<O>(def: PluginDefinition<O>): Readonly<PluginDefinition<O>> {
+  return Object.freeze(checkDefinition(def, def?.name ?? '(unnamed)'));
+}
+
+function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDefinition<O> {
+  const problems: string[] = [];
+  if (typeof def !== 'object' || def === null) throw new UsageError('ERR_PLUGIN_INVALID', `plugin ${source}: does not export a definition object`);
+  if (typeof def.name !== 'string' || !NAME.test(def.name)) problems.push('name must be a lowercase identifier');
+  if (def.kind !== 'stage' && def.kind !== 'sink') problems.push('kind must be "stage" or "sink"');
+  if (typeof def.kit !== 'string' || !isValidRange(def.kit)) problems.push('kit must be a version range such as "^0.1.0"');
+  if (typeof def.create !== 'function') problems.push('create must be a function');
+  if (typeof def.options !== 'object' || def.options === null) problems.push('options must describe the accepted options');
+  if (problems.length > 0) throw new UsageError('ERR_PLUGIN_INVALID', `plugin ${source}: ${problems.join('; ')}`);
+  if (!satisfies(KIT_VERSION, def.kit)) {
+    throw new UsageError('ERR_PLUGIN_VERSION', `plugin ${def.name} supports subtee ${def.kit}, this is ${KIT_VERSION}`);
+  }
+  return def;
+}
+
+/** Loads a plugin from a path (relative to `baseDir`) or a package name. */
+export async function loadPlugin(spec: string, baseDir: string): Promise<PluginDefinition> {
+  let mod: any;
+  try {
+    const isPath = spec.startsWith('.') || isAbsolute(spec);
+    const url = isPath
+      ? pathToFileURL(resolve(baseDir, spec)).href
+      : pathToFileURL(createRequire(resolve(baseDir, 'package.json')).resolve(spec)).href;
+    mod = await import(url);
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException)?.code === 'ERR_MODULE_NOT_FOUND' || (err as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND'
+      ? 'not found'
+      : (err as Error)?.message ?? String(err);
+    throw new UsageError('ERR_PLUGIN_LOAD', `plugin ${spec}: cannot load (${why})`, err);
+  }
+  let def = mod?.default ?? mod?.plugin;
+  if (def && typeof def === 'object' && 'default' in def && !('create' in def)) def = def.default;
+  return checkDefinition(def, spec);
+}
+
+export class Registry {
+  private readonly defs = new Map<string, PluginDefinition>();
+
+  add(def: PluginDefinition): this {
+    if (this.defs.has(def.name)) throw new UsageError('ERR_PLUGIN_DUPLICATE', `plugin ${def.name}: a stage or sink of that name is already registered`);
+    this.defs.set(def.name, def);
+    return this;
+  }
+
+  get(name: string): PluginDefinition | undefined {
+    return this.defs.get(name);
+  }
+
+  names(): string[] {
+    return [...this.defs.keys()];
+  }
+}

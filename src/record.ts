@@ -1,0 +1,40 @@
+import type { Channel } from './tree.js';
+
+/** A JSON object line, as the line parser emits it and every later stage passes it on. */
+export interface LineRecord {
+  kind: 'line';
+  /** 1-based line number in the input, blank lines included (so `sed -n Np` finds it). */
+  lineNo: number;
+  /** The line's bytes without its terminator; sinks write these unchanged. */
+  raw: Buffer;
+  /** The parsed object. */
+  value: Record<string, unknown>;
+  /** Set by the channel router. */
+  channel?: Channel;
+  /** Tree changes this line caused, set by the channel router. */
+  events?: ChannelEvent[];
+  /** Readable text overrides set by stages such as the thinking truncator (block index → text; null hides the block). */
+  display?: Map<number, string | null>;
+}
+
+/** Bytes that are not a JSON object line. Kept byte for byte for the quarantine file. */
+export interface QuarantineRecord {
+  kind: 'quarantine';
+  lineNo: number;
+  raw: Buffer;
+  reason: QuarantineReason;
+  /**
+   * False while a line longer than the parser's limit is still being streamed out in
+   * pieces: the pieces of one line are consecutive and the last one has `final: true`.
+   */
+  final: boolean;
+}
+
+export type QuarantineReason = 'not-json' | 'not-object' | 'truncated' | 'too-long';
+
+export type SubteeRecord = LineRecord | QuarantineRecord;
+
+export type ChannelEvent =
+  | { type: 'open'; channel: Channel }
+  | { type: 'spawn'; channel: Channel }
+  | { type: 'status'; channel: Channel; summary: string | null };

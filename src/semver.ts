@@ -1,0 +1,54 @@
+/** Just enough semver for version ranges: `>=2.1.219`, `<3`, `^0.1.0`, `2.1.x`, joined by spaces (AND) or `||`. */
+export type Version = [number, number, number];
+
+export function parseVersion(s: string): Version | null {
+  const m = /^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?/.exec(s);
+  if (!m) return null;
+  return [Number(m[1]), Number(m[2] ?? 0), Number(m[3] ?? 0)];
+}
+
+export function compareVersions(a: Version, b: Version): number {
+  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
+  return 0;
+}
+
+const COMPARATOR = /^(>=|<=|>|<|=|\^|~)?\s*v?(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?$/;
+
+/** True when the range is well-formed; used to reject bad `--require-version` values early. */
+export function isValidRange(range: string): boolean {
+  return range.split('||').every((alt) => {
+    const parts = alt.trim().split(/\s+/).filter(Boolean);
+    return parts.length > 0 && parts.every((p) => COMPARATOR.test(p));
+  });
+}
+
+export function satisfies(version: string, range: string): boolean {
+  const v = parseVersion(version);
+  if (!v || !isValidRange(range)) return false;
+  return range.split('||').some((alt) =>
+    alt.trim().split(/\s+/).filter(Boolean).every((p) => test(v, p)),
+  );
+}
+
+function test(v: Version, comparator: string): boolean {
+  const m = COMPARATOR.exec(comparator)!;
+  const op = m[1] ?? '=';
+  const wild = (x: string | undefined) => x === undefined || x === 'x' || x === '*';
+  const base: Version = [Number(m[2]), wild(m[3]) ? 0 : Number(m[3]), wild(m[4]) ? 0 : Number(m[4])];
+  const c = compareVersions(v, base);
+  switch (op) {
+    case '>=': return c >= 0;
+    case '<=': return c <= 0;
+    case '>': return c > 0;
+    case '<': return c < 0;
+    case '^': {
+      const upper: Version = base[0] > 0 ? [base[0] + 1, 0, 0] : base[1] > 0 ? [0, base[1] + 1, 0] : [0, 0, base[2] + 1];
+      return c >= 0 && compareVersions(v, upper) < 0;
+    }
+    case '~': return c >= 0 && compareVersions(v, [base[0], base[1] + 1, 0]) < 0;
+    default:
+      if (wild(m[3])) return v[0] === base[0];
+      if (wild(m[4])) return v[0] === base[0] && v[1] === base[1];
+      return c === 0;
+  }
+}

@@ -1,0 +1,179 @@
+import { mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Transform, type TransformCallback } from 'node:stream';
+import { OutputError, writeFailed } from '../errors.js';
+import { buildIndex, type ChannelPaths } from '../index-file.js';
+import type { LineRecord, SubteeRecord } from '../record.js';
+import { headerLines, renderRecord, statusLine } from '../render.js';
+import { Run } from '../run.js';
+import type { Channel } from '../tree.js';
+import { AppendFiles, type AppendFile } from './append-files.js';
+import { FileNamer } from './file-names.js';
+
+export const FILES_SINK_DEFAULTS = Object.freeze({
+  /** Open descriptors kept at most; others are closed and reopened for append. */
+  maxOpenFiles: 128,
+  /** Queued bytes that force a write before the next record is taken. */
+  flushBytes: 1024 * 1024,
+  /** Write into a folder that already holds files. */
+  force: false,
+});
+
+export interface FilesSinkOptions {
+  out: string;
+  maxOpenFiles?: number;
+  flushBytes?: number;
+  force?: boolean;
+  run?: Run;
+  /** Extra per-channel fields for index.json, from other stages. */
+  indexFields?: (ch: Channel) => Record<string, unknown>;
+}
+
+interface ChannelFiles extends ChannelPaths {
+  logFile: AppendFile;
+  jsonlFile: AppendFile;
+}
+
+const NL = Buffer.from('\n');
+
+/** Refuses an `out` that is a file, or a folder that already holds files (unless forced). */
+export function prepareOutDir(out: string, force: boolean): void {
+  let st;
+  try {
+    st = statSync(out);
+  } catch {
+    st = null;
+  }
+  if (st && !st.isDirectory()) throw new OutputError('ERR_OUT_NOT_DIR', out, `--out ${out} exists and is not a folder`);
+  if (st && !force && readdirSync(out).length > 0) {
+    throw new OutputError('ERR_OUT_NOT_EMPTY', out, `--out ${out} already holds files (a previous run?); choose a new folder or pass --force`);
+  }
+  try {
+    mkdirSync(join(out, 'agents'), { recursive: true });
+  } catch (err) {
+    throw writeFailed(out, err);
+  }
+}
+
+/**
+ * Files sink: a pass-through stage (records in, the same records out) that writes
+ * `main.log`/`main.jsonl`, `agents/<id>.log`/`.jsonl`, `quarantine.log` and `index.json`.
+ *
+ * Writes are queued and written synchronously in batches: when the queue passes
+ * `flushBytes` (before the next record is accepted, which is the backpressure), and on the
+ * next turn of the event loop otherwise, so a line is on disk as soon as input pauses —
+ * never held back waiting for more. On interruption (destroy) whatever was received is
+ * flushed and index.json is still written.
+ */
+export function createFilesSink(options: FilesSinkOptions): Transform {
+  const opts = { ...FILES_SINK_DEFAULTS, ...options };
+  const run = options.run ?? new Run();
+  prepareOutDir(opts.out, opts.force);
+  const files = new AppendFiles(opts.out, opts.maxOpenFiles, opts.force);
+  const namer = new FileNamer();
+  const byChannel = new Map<Channel, ChannelFiles>();
+  let quarantine: AppendFile | null = null;
+  let scheduled: NodeJS.Immediate | null = null;
+  let finished = false;
+
+  const filesOf = (ch: Channel): ChannelFiles => {
+    let f = byChannel.get(ch);
+    if (f) return f;
+    const stem = ch.id === null ? 'main' : `agents/${namer.stemFor(ch.id)}`;
+    const log = `${stem}.log`;
+    const jsonl = `${stem}.jsonl`;
+    f = { log, jsonl, logFile: files.file(log), jsonlFile: files.file(jsonl) };
+    byChannel.set(ch, f);
+    files.write(f.logFile, headerLines(ch).join('\n') + '\n');
+    files.write(f.jsonlFile, Buffer.alloc(0));
+    return f;
+  };
+
+  const writeLine = (rec: LineRecord) => {
+    for (const ev of rec.events ?? []) {
+      const f = filesOf(ev.channel);
+      if (ev.type === 'spawn') {
+        files.write(f.logFile, `[spawn] parent ${ev.channel.parent ?? 'main'}, depth ${ev.channel.depth ?? '(unknown)'}\n`);
+      } else if (ev.type === 'status') {
+        files.write(f.logFile, statusLine(ev.channel.status, ev.summary) + '\n');
+      }
+    }
+    const f = filesOf(rec.channel ?? run.tree.main);
+    files.write(f.jsonlFile, rec.raw);
+    files.write(f.jsonlFile, NL);
+    const lines = renderRecord(rec);
+    if (lines.length > 0) files.write(f.logFile, lines.join('\n') + '\n');
+  };
+
+  const writeIndex = () => {
+    const index = buildIndex(run, (ch) => byChannel.get(ch), quarantine?.rel ?? null, opts.indexFields);
+    const path = join(opts.out, 'index.json');
+    try {
+      writeFileSync(`${path}.tmp`, JSON.stringify(index, null, 2) + '\n');
+      renameSync(`${path}.tmp`, path);
+    } catch (err) {
+      throw writeFailed(path, err);
+    }
+  };
+
+  const flushNow = () => {
+    if (scheduled) clearImmediate(scheduled);
+    scheduled = null;
+    files.flush();
+  };
+
+  const finish = () => {
+    if (finished) return;
+    finished = true;
+    flushNow();
+    writeIndex();
+    files.closeAll();
+  };
+
+  filesOf(run.tree.main);
+
+  const sink = new Transform({
+    objectMode: true,
+    transform(rec: SubteeRecord, _enc, cb: TransformCallback) {
+      try {
+        if (rec.kind === 'quarantine') {
+          quarantine ??= files.file('quarantine.log');
+          files.write(quarantine, rec.raw);
+          if (rec.final) files.write(quarantine, NL);
+        } else {
+          writeLine(rec);
+        }
+        if (files.pendingBytes >= opts.flushBytes) flushNow();
+        else scheduled ??= setImmediate(() => {
+          scheduled = null;
+          try {
+            files.flush();
+          } catch (err) {
+            sink.destroy(err as Error);
+          }
+        });
+      } catch (err) {
+        return cb(err as Error);
+      }
+      cb(null, rec);
+    },
+    flush(cb: TransformCallback) {
+      try {
+        finish();
+      } catch (err) {
+        return cb(err as Error);
+      }
+      cb();
+    },
+    destroy(err, cb) {
+      // Interrupted or failed upstream: keep what arrived and say so in the index.
+      try {
+        finish();
+      } catch (finishErr) {
+        return cb(err ?? (finishErr as Error));
+      }
+      cb(err);
+    },
+  });
+  return sink;
+}

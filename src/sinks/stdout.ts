@@ -1,0 +1,92 @@
+import { Transform, type TransformCallback, type Writable } from 'node:stream';
+import type { LineRecord, SubteeRecord } from '../record.js';
+import { channelLabel, escapeControl, statusLine } from '../render.js';
+import { contentBlocks } from '../tree.js';
+
+export const STDOUT_MODES = ['text', 'main', 'raw', 'none'] as const;
+export type StdoutMode = (typeof STDOUT_MODES)[number];
+
+export const STDOUT_SINK_DEFAULTS = Object.freeze({ mode: 'text' as StdoutMode, indent: '  ' });
+
+export interface StdoutSinkOptions {
+  mode?: StdoutMode;
+  /** Where to write; process.stdout by default. */
+  stream?: Writable;
+  indent?: string;
+}
+
+/** The text a record shows on stdout in `text` or `main` mode, or null for nothing. */
+export function stdoutText(rec: LineRecord, mode: 'text' | 'main', indent: string): string | null {
+  const ch = rec.channel;
+  const isMain = !ch || ch.id === null;
+  const out: string[] = [];
+  if (mode === 'text') {
+    for (const ev of rec.events ?? []) {
+      if (ev.type === 'status') out.push(prefixed(ev.channel.depth, channelLabel(ev.channel), statusLine(ev.channel.status, ev.summary), indent));
+    }
+  }
+  if (rec.value.type === 'assistant' && (isMain || mode === 'text')) {
+    for (const b of contentBlocks(rec.value)) {
+      if (b.type !== 'text' || typeof b.text !== 'string') continue;
+      const text = escapeControl(b.text);
+      out.push(isMain ? text : prefixed(ch!.depth, channelLabel(ch!), text, indent));
+    }
+  }
+  return out.length > 0 ? out.join('\n') + '\n' : null;
+}
+
+function prefixed(depth: number | null, label: string, text: string, indent: string): string {
+  const pad = indent.repeat(Math.max(0, (depth ?? 1) - 1));
+  return text
+    .split('\n')
+    .map((l) => `${pad}[${escapeControl(label)}] ${l}`)
+    .join('\n');
+}
+
+/**
+ * Stdout sink. In `text`/`main` mode a pass-through object stage; in `raw` mode a byte
+ * stage that the chain puts before the parser, so the input is copied unchanged (like tee).
+ * Waits for 'drain' when the reader is slow. A reader that goes away (EPIPE, `| head -1`)
+ * ends this sink only: records keep flowing to the other sinks.
+ */
+export function createStdoutSink(options: StdoutSinkOptions = {}): Transform {
+  const opts = { ...STDOUT_SINK_DEFAULTS, ...options };
+  const stream = options.stream ?? process.stdout;
+  let closed = opts.mode === 'none';
+  const onError = () => {
+    closed = true;
+  };
+  stream.on('error', onError);
+  stream.once('close', onError);
+
+  const write = (data: string | Buffer, cb: TransformCallback, pass: unknown) => {
+    if (closed || stream.destroyed || stream.writableEnded) {
+      closed = true;
+      return cb(null, pass);
+    }
+    if (stream.write(data)) return cb(null, pass);
+    const done = () => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      cb(null, pass);
+    };
+    stream.on('drain', done);
+    stream.on('close', done);
+  };
+
+  const raw = opts.mode === 'raw';
+  return new Transform({
+    objectMode: !raw,
+    transform(rec: SubteeRecord | Buffer, _enc, cb: TransformCallback) {
+      if (raw) return write(rec as Buffer, cb, rec);
+      const r = rec as SubteeRecord;
+      const text = !closed && r.kind === 'line' ? stdoutText(r, opts.mode as 'text' | 'main', opts.indent) : null;
+      if (text === null) return cb(null, rec);
+      write(text, cb, rec);
+    },
+    final(cb) {
+      stream.off('error', onError);
+      cb();
+    },
+  });
+}

@@ -1,0 +1,212 @@
+import { Transform, type TransformCallback } from 'node:stream';
+import type { QuarantineReason, SubteeRecord } from '../record.js';
+import { Run } from '../run.js';
+
+export const LINE_PARSER_DEFAULTS = Object.freeze({
+  /** Longest line held in memory; longer lines stream to the quarantine in pieces. */
+  maxLineBytes: 64 * 1024 * 1024,
+});
+
+export interface LineParserOptions {
+  maxLineBytes?: number;
+  run?: Run;
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+/**
+ * Splits bytes into lines without decoding them. 0x0A never occurs inside a multi-byte UTF-8
+ * sequence, so splitting bytes first is safe for any chunking; a partial line is kept as a
+ * list of chunk views and joined once, which keeps long lines linear (split2 re-splits its
+ * whole tail on every chunk). A line past `maxLineBytes` is not held: its bytes are handed
+ * on in pieces as they arrive, so memory stays bounded by the limit.
+ */
+export class LineSplitter {
+  private parts: Buffer[] = [];
+  private partsBytes = 0;
+  private overflowing = false;
+  private lineNo = 0;
+  private atStart = true;
+
+  constructor(
+    private readonly maxLineBytes: number,
+    private readonly sink: {
+      line(raw: Buffer, lineNo: number, terminated: boolean): void;
+      overflow(piece: Buffer, lineNo: number, final: boolean): void;
+    },
+  ) {}
+
+  push(chunk: Buffer): void {
+    if (this.atStart) chunk = this.stripBom(chunk);
+    let start = 0;
+    let nl: number;
+    while ((nl = chunk.indexOf(LF, start)) !== -1) {
+      this.lineNo++;
+      const tail = chunk.subarray(start, nl);
+      if (this.overflowing) {
+        this.overflowing = false;
+        this.sink.overflow(stripCr(tail), this.lineNo, true);
+      } else if (this.partsBytes === 0) {
+        this.sink.line(stripCr(tail), this.lineNo, true);
+      } else {
+        this.parts.push(tail);
+        const line = Buffer.concat(this.parts, this.partsBytes + tail.length);
+        this.parts = [];
+        this.partsBytes = 0;
+        this.sink.line(stripCr(line), this.lineNo, true);
+      }
+      start = nl + 1;
+    }
+    if (start === chunk.length) return;
+    const rest = chunk.subarray(start);
+    if (this.overflowing) {
+      this.sink.overflow(rest, this.lineNo + 1, false);
+      return;
+    }
+    this.parts.push(rest);
+    this.partsBytes += rest.length;
+    if (this.partsBytes > this.maxLineBytes) {
+      this.overflowing = true;
+      const head = Buffer.concat(this.parts, this.partsBytes);
+      this.parts = [];
+      this.partsBytes = 0;
+      this.sink.overflow(head, this.lineNo + 1, false);
+    }
+  }
+
+  /** At end of input: an unterminated last line is handed on as such. */
+  end(): void {
+    if (this.overflowing) {
+      this.overflowing = false;
+      this.sink.overflow(Buffer.alloc(0), ++this.lineNo, true);
+    } else if (this.partsBytes > 0) {
+      const line = Buffer.concat(this.parts, this.partsBytes);
+      this.parts = [];
+      this.partsBytes = 0;
+      this.sink.line(line, ++this.lineNo, false);
+    }
+  }
+
+  /** A BOM can only start the stream, and may itself arrive split over chunks. */
+  private stripBom(chunk: Buffer): Buffer {
+    const pending = this.partsBytes > 0 ? Buffer.concat([...this.parts, chunk]) : chunk;
+    const bom = [0xef, 0xbb, 0xbf];
+    for (let i = 0; i < Math.min(3, pending.length); i++) {
+      if (pending[i] !== bom[i]) {
+        this.atStart = false;
+        if (this.partsBytes > 0) this.resetParts();
+        return pending;
+      }
+    }
+    if (pending.length < 3) {
+      // Not yet decidable: hold the bytes until the next chunk.
+      this.parts = [pending];
+      this.partsBytes = pending.length;
+      return Buffer.alloc(0);
+    }
+    this.atStart = false;
+    if (this.partsBytes > 0) this.resetParts();
+    return pending.subarray(3);
+  }
+
+  private resetParts(): void {
+    this.parts = [];
+    this.partsBytes = 0;
+  }
+
+  /** Bytes held for an unfinished line (for tests and memory accounting). */
+  get heldBytes(): number {
+    return this.partsBytes;
+  }
+}
+
+function stripCr(line: Buffer): Buffer {
+  return line.length > 0 && line[line.length - 1] === CR ? line.subarray(0, line.length - 1) : line;
+}
+
+export function isBlank(line: Buffer): boolean {
+  for (let i = 0; i < line.length; i++) {
+    const b = line[i];
+    if (b !== 0x20 && b !== 0x09 && b !== CR) return false;
+  }
+  return true;
+}
+
+export type Classified =
+  | { ok: true; value: Record<string, unknown> }
+  | { ok: false; reason: QuarantineReason };
+
+/** Decides whether a line is a JSON object. Anything else is kept, not parsed further. */
+export function classifyLine(line: Buffer, terminated = true): Classified {
+  let i = 0;
+  while (i < line.length && (line[i] === 0x20 || line[i] === 0x09)) i++;
+  if (line[i] !== 0x7b /* { */) return { ok: false, reason: terminated ? 'not-object' : 'truncated' };
+  let value: unknown;
+  try {
+    value = JSON.parse(line.toString('utf8'));
+  } catch {
+    return { ok: false, reason: terminated ? 'not-json' : 'truncated' };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { ok: false, reason: 'not-object' };
+  }
+  return { ok: true, value: value as Record<string, unknown> };
+}
+
+/**
+ * Line parser: bytes in, records out (object mode on the readable side only).
+ * Never fails on content: a line that is not a JSON object becomes a quarantine record.
+ * Backpressure is core Transform's: records are pushed synchronously inside transform().
+ */
+export function createLineParser(options: LineParserOptions = {}): Transform {
+  const opts = { ...LINE_PARSER_DEFAULTS, ...options };
+  const run = options.run ?? new Run();
+  let out: Transform;
+  const quarantine = (raw: Buffer, lineNo: number, reason: QuarantineReason, final: boolean) => {
+    if (final) {
+      run.input.quarantined++;
+      run.quarantineLines.push(lineNo);
+    }
+    out.push({ kind: 'quarantine', lineNo, raw, reason, final } satisfies SubteeRecord);
+  };
+  let overflowStart = 0;
+  const splitter = new LineSplitter(opts.maxLineBytes, {
+    line(raw, lineNo, terminated) {
+      if (isBlank(raw)) {
+        run.input.blankLines++;
+        return;
+      }
+      run.input.lines++;
+      const c = classifyLine(raw, terminated);
+      if (c.ok) out.push({ kind: 'line', lineNo, raw, value: c.value } satisfies SubteeRecord);
+      else quarantine(raw, lineNo, c.reason, true);
+    },
+    overflow(piece, lineNo, final) {
+      if (overflowStart !== lineNo) {
+        overflowStart = lineNo;
+        run.input.lines++;
+        run.warn(
+          'LINE_TOO_LONG',
+          `line ${lineNo} is longer than ${opts.maxLineBytes} bytes; it was kept in the quarantine file, not routed`,
+        );
+      }
+      quarantine(piece, lineNo, 'too-long', final);
+      if (final) overflowStart = 0;
+    },
+  });
+  out = new Transform({
+    writableObjectMode: false,
+    readableObjectMode: true,
+    transform(chunk: Buffer, _enc, cb: TransformCallback) {
+      run.input.bytes += chunk.length;
+      splitter.push(chunk);
+      cb();
+    },
+    flush(cb: TransformCallback) {
+      splitter.end();
+      cb();
+    },
+  });
+  return out;
+}
