@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict';
+import { existsSync, realpathSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join, resolve, sep } from 'node:path';
+import { test } from 'node:test';
+import { FileNamer, safeStem } from '../src/sinks/file-names.js';
+import { createFilesSink } from '../src/sinks/files.js';
+import { linesOf, runToFiles, tmpDir } from './helpers.js';
+
+const hostileIds = [
+  '../../x',
+  '..',
+  '.',
+  'a/b',
+  'a\\b',
+  '/etc/passwd',
+  'CON',
+  'con',
+  'nul',
+  'LPT1',
+  'x'.repeat(300),
+  'y'.repeat(4096),
+  'ид-агента',
+  'агент/../../',
+  'toolu_AAAA12345678',
+  'toolu_BBBB12345678',
+  'toolu_Case',
+  'toolu_case',
+  'a\u202eb',
+  'a\x1b]0;title\x07',
+  'main',
+  'agents',
+  'a:b',
+  ' ',
+];
+
+test('file stems are safe, unique, and never derived from an id suffix alone', () => {
+  const namer = new FileNamer();
+  const stems = hostileIds.map((id) => namer.stemFor(id));
+  for (const s of stems) {
+    assert.match(s, /^[A-Za-z0-9_-]{1,80}$/, s);
+    assert.doesNotMatch(s, /^(con|prn|aux|nul|com\d|lpt\d)$/i);
+  }
+  assert.equal(new Set(stems.map((s) => s.toLowerCase())).size, stems.length);
+  assert.equal(safeStem('toolu_0001mrr4h7sc'), 'toolu_0001mrr4h7sc');
+});
+
+test('hostile ids write only inside --out, one file pair per channel', async () => {
+  const lines = hostileIds.map((id, i) => JSON.stringify({ type: 'assistant', parent_tool_use_id: id, message: { id: `m${i}`, content: [{ type: 'text', text: `from ${i}` }] } }));
+  const { index, files, out } = await runToFiles(Buffer.from(lines.join('\n') + '\n'));
+  const root = realpathSync(out) + sep;
+  const subs = index.channels.filter((c: any) => c.id !== null);
+  assert.equal(subs.length, hostileIds.length);
+  const paths = new Set<string>();
+  for (const c of subs) {
+    for (const p of [c.log, c.jsonl]) {
+      assert.ok(resolve(out, p).startsWith(root), p);
+      assert.ok(p.startsWith('agents/'), p);
+      assert.ok(!paths.has(p.toLowerCase()), `shared file ${p}`);
+      paths.add(p.toLowerCase());
+    }
+    const i = hostileIds.indexOf(c.id);
+    assert.deepEqual(linesOf(files.get(c.jsonl)), [lines[i]]);
+  }
+  assert.ok(!existsSync(join(out, '..', 'x')));
+});
+
+test('a folder that already holds files is refused unless forced; a file is not a folder', () => {
+  const dir = tmpDir();
+  writeFileSync(join(dir, 'keep.txt'), 'mine');
+  assert.throws(() => createFilesSink({ out: dir }), { code: 'ERR_OUT_NOT_EMPTY' });
+  assert.throws(() => createFilesSink({ out: join(dir, 'keep.txt') }), { code: 'ERR_OUT_NOT_DIR' });
+  const empty = join(dir, 'empty');
+  mkdirSync(empty);
+  createFilesSink({ out: empty }).destroy();
+  createFilesSink({ out: dir, force: true }).destroy();
+});
+
+test('readable logs: header, blocks, status; control characters escaped', async () => {
+  const id = 'toolu_abc';
+  const lines = [
+    { type: 'assistant', parent_tool_use_id: null, message: { id: 'm1', content: [{ type: 'tool_use', id, name: 'Agent', input: { subagent_type: 'Explore', description: 'look \x1b[2J around' } }] } },
+    { type: 'assistant', parent_tool_use_id: id, message: { id: 'm2', content: [{ type: 'thinking', thinking: 'hmm\x07' }, { type: 'text', text: 'red \x1b[31mX\x1b[0m\rdone \u202eevil' }] } },
+    { type: 'user', parent_tool_use_id: null, message: { content: [{ type: 'tool_result', tool_use_id: id, content: 'report\x1b]0;pwned\x07' }] } },
+  ].map((l) => JSON.stringify(l));
+  const { files, index } = await runToFiles(Buffer.from(lines.join('\n') + '\n'));
+  const log = files.get(index.channels[1].log)!.toString();
+  assert.match(log, /^# subtee transcript: Explore\n# description: look \\x1b\[2J around\n# id: toolu_abc\n# parent: main\n# depth: 1\n/);
+  assert.match(log, /\[thinking\] hmm\\x07\n/);
+  assert.match(log, /red \\x1b\[31mX\\x1b\[0m\\x0ddone \\u202eevil\n/);
+  assert.match(log, /\[status\] completed — report\\x1b\]0;pwned\\x07\n/);
+  for (const [name, buf] of files) {
+    if (name.endsWith('.log')) assert.doesNotMatch(buf.toString(), /[\x1b\x07\r\u202e]/, name);
+  }
+  const main = files.get('main.log')!.toString();
+  assert.match(main, /\[tool\] Agent \{"subagent_type":"Explore"/);
+  assert.match(main, /\[result\] report\\x1b/);
+});
+
+test('10,000 channels with at most 16 open files lose nothing', async () => {
+  const n = 10_000;
+  const lines: string[] = [];
+  for (let i = 0; i < n; i++) lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: `toolu_${i}`, message: { id: `m${i}`, content: [{ type: 'text', text: `a${i}` }] } }));
+  for (let i = 0; i < n; i++) lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: `toolu_${i}`, message: { id: `n${i}`, content: [{ type: 'text', text: `b${i}` }] } }));
+  const { index, files } = await runToFiles(Buffer.from(lines.join('\n') + '\n'), { maxOpenFiles: 16, flushBytes: 64 * 1024 });
+  assert.equal(index.channels.length, n + 1);
+  for (const i of [0, 1, 4999, n - 1]) {
+    const c = index.channels.find((x: any) => x.id === `toolu_${i}`);
+    assert.deepEqual(linesOf(files.get(c.jsonl)), [lines[i], lines[n + i]]);
+  }
+});

@@ -1,0 +1,87 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { after } from 'node:test';
+import { runChain, type ChainSpec } from '../src/chain.js';
+import { Run } from '../src/run.js';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const BIN = join(ROOT, 'bin', 'subtee.js');
+export const FIXTURES = join(ROOT, 'test', 'fixtures');
+
+/** The recordings shipped with the repository (test/fixtures/*.jsonl). */
+export function fixtureFiles(): string[] {
+  return readdirSync(FIXTURES).filter((f) => f.endsWith('.jsonl')).sort().map((f) => join(FIXTURES, f));
+}
+
+const made: string[] = [];
+after(() => {
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
+
+export function tmpDir(prefix = 'subtee-test-'): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  made.push(d);
+  return d;
+}
+
+/** A readable that yields exactly these chunks, so tests choose every chunk boundary. */
+export function chunked(chunks: Buffer[]): Readable {
+  return Readable.from(chunks.map((c) => Buffer.from(c)), { objectMode: false });
+}
+
+export function splitEvery(buf: Buffer, size: number): Buffer[] {
+  const out: Buffer[] = [];
+  for (let i = 0; i < buf.length; i += size) out.push(buf.subarray(i, i + size));
+  return out;
+}
+
+export interface RunResult {
+  run: Run;
+  out: string;
+  index: any;
+  /** Every file written, by path relative to out. */
+  files: Map<string, Buffer>;
+}
+
+export async function runToFiles(chunks: Buffer[] | Buffer, sinkOptions: Record<string, unknown> = {}, stageOptions: Record<string, unknown> = {}): Promise<RunResult> {
+  const out = join(tmpDir(), 'out');
+  const spec: ChainSpec = {
+    stages: [{ use: 'line-parser', ...stageOptions }, { use: 'channel-router' }],
+    sinks: [{ use: 'files', out, ...sinkOptions }],
+  };
+  const run = await runChain(chunked(Array.isArray(chunks) ? chunks : [chunks]), spec);
+  return { run, out, index: JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')), files: readTree(out) };
+}
+
+export function readTree(dir: string): Map<string, Buffer> {
+  const files = new Map<string, Buffer>();
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else files.set(relative(dir, p).split('\\').join('/'), readFileSync(p));
+    }
+  };
+  walk(dir);
+  return files;
+}
+
+export function linesOf(buf: Buffer | undefined): string[] {
+  if (!buf || buf.length === 0) return [];
+  const s = buf.toString('utf8');
+  return (s.endsWith('\n') ? s.slice(0, -1) : s).split('\n');
+}
+
+/** The recordings in ../shared/samples beside the checkout, when that folder is there. */
+export const SHARED_SAMPLES = join(ROOT, '..', 'shared', 'samples');
+
+export function sampleFiles(): string[] {
+  try {
+    return readdirSync(SHARED_SAMPLES).filter((f) => f.endsWith('.jsonl')).sort().map((f) => join(SHARED_SAMPLES, f));
+  } catch {
+    return [];
+  }
+}

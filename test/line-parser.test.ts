@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createLineParser, LineSplitter, classifyLine } from '../src/stages/line-parser.js';
+import type { SubteeRecord } from '../src/record.js';
+import { Run } from '../src/run.js';
+import { chunked, splitEvery } from './helpers.js';
+
+async function parse(chunks: Buffer[], maxLineBytes?: number): Promise<{ recs: SubteeRecord[]; run: Run }> {
+  const run = new Run();
+  const recs: SubteeRecord[] = [];
+  await pipeline(
+    chunked(chunks),
+    createLineParser({ run, maxLineBytes }),
+    new Writable({ objectMode: true, write: (r, _e, cb) => (recs.push(r), cb()) }),
+  );
+  return { recs, run };
+}
+
+const multiByte = Buffer.from('{"type":"assistant","message":{"content":[{"type":"text","text":"é — → ✓ 日本語 🚀"}]}}\n');
+
+test('every split point of a line with multi-byte UTF-8 yields the same record', async () => {
+  const whole = JSON.parse(multiByte.toString());
+  for (let i = 0; i <= multiByte.length; i++) {
+    const { recs } = await parse([multiByte.subarray(0, i), multiByte.subarray(i)]);
+    assert.equal(recs.length, 1, `split at ${i}`);
+    assert.equal(recs[0].kind, 'line');
+    assert.deepEqual(recs[0].kind === 'line' && recs[0].value, whole, `split at ${i}`);
+    assert.ok(recs[0].raw.equals(multiByte.subarray(0, -1)), `raw bytes at split ${i}`);
+  }
+});
+
+test('one byte at a time, three lines', async () => {
+  const input = Buffer.concat([multiByte, Buffer.from('{"a":1}\n'), multiByte]);
+  const { recs } = await parse(splitEvery(input, 1));
+  assert.deepEqual(recs.map((r) => r.lineNo), [1, 2, 3]);
+  assert.ok(recs.every((r) => r.kind === 'line'));
+});
+
+test('CRLF line ends and a BOM, the BOM split over chunks', async () => {
+  const input = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"a":1}\r\n{"b":2}\r\n')]);
+  for (let i = 0; i <= 4; i++) {
+    const { recs } = await parse([input.subarray(0, i), input.subarray(i)]);
+    assert.deepEqual(recs.map((r) => r.kind === 'line' && r.value), [{ a: 1 }, { b: 2 }], `split at ${i}`);
+    assert.deepEqual(recs.map((r) => r.raw.toString()), ['{"a":1}', '{"b":2}']);
+  }
+  // A BOM-like sequence later in the stream is content, not stripped.
+  const { recs } = await parse([Buffer.from('{"a":1}\n\ufeff{"b":2}\n')]);
+  assert.equal(recs[1].kind, 'quarantine');
+});
+
+test('noise, non-objects, blank lines and a truncated last line are quarantined byte for byte', async () => {
+  const lines = ['npm WARN deprecated foo', '42', '[1]', '"str"', 'null', '{"ok":true}', '\x1b[31mred\x1b[0m', '{"type":"assistant",'];
+  const input = Buffer.from(`${lines.slice(0, 6).join('\n')}\n\n   \n\t\n${lines[6]}\n${lines[7]}`);
+  const { recs, run } = await parse([input]);
+  const q = recs.filter((r) => r.kind === 'quarantine');
+  assert.deepEqual(q.map((r) => r.raw.toString()), [...lines.slice(0, 5), lines[6], lines[7]]);
+  assert.deepEqual(q.map((r) => r.kind === 'quarantine' && r.reason), ['not-object', 'not-object', 'not-object', 'not-object', 'not-object', 'not-object', 'truncated']);
+  assert.equal(run.input.quarantined, 7);
+  assert.equal(run.input.blankLines, 3);
+  assert.equal(run.input.lines, 8);
+  assert.deepEqual(run.quarantineLines, [1, 2, 3, 4, 5, 10, 11]);
+});
+
+test('a complete last line without a newline is a record', async () => {
+  const { recs } = await parse([Buffer.from('{"a":1}\n{"b":2}')]);
+  assert.deepEqual(recs.map((r) => r.kind), ['line', 'line']);
+});
+
+test('invalid UTF-8 in a noise line is kept byte for byte', async () => {
+  const bad = Buffer.from([0x6e, 0xff, 0xfe, 0xc3, 0x28, 0x0a]);
+  const { recs } = await parse([bad]);
+  assert.equal(recs[0].kind, 'quarantine');
+  assert.ok(recs[0].raw.equals(bad.subarray(0, -1)));
+});
+
+test('a line over the limit streams to quarantine in pieces and memory stays bounded', async () => {
+  const max = 4096;
+  const long = Buffer.from(`{"x":"${'y'.repeat(50_000)}"}`);
+  const input = Buffer.concat([Buffer.from('{"a":1}\n'), long, Buffer.from('\n{"b":2}\n')]);
+  const { recs, run } = await parse(splitEvery(input, 1000), max);
+  const pieces = recs.filter((r) => r.kind === 'quarantine');
+  assert.ok(pieces.length > 1);
+  assert.ok(pieces.every((p) => p.raw.length <= max + 1000));
+  assert.ok(Buffer.concat(pieces.map((p) => p.raw)).equals(long));
+  assert.deepEqual(pieces.map((p) => p.kind === 'quarantine' && p.final), [...pieces.slice(1).map(() => false), true]);
+  assert.deepEqual(recs.filter((r) => r.kind === 'line').map((r) => r.lineNo), [1, 3]);
+  assert.equal(run.input.quarantined, 1);
+  assert.equal(run.warnings[0].code, 'LINE_TOO_LONG');
+
+  const held: number[] = [];
+  const splitter = new LineSplitter(max, { line() {}, overflow() {} });
+  for (const c of splitEvery(long, 700)) {
+    splitter.push(c);
+    held.push(splitter.heldBytes);
+  }
+  assert.ok(Math.max(...held) <= max);
+});
+
+test('classifyLine tells objects from everything else', () => {
+  assert.equal(classifyLine(Buffer.from('  {"a":1}')).ok, true);
+  assert.deepEqual(classifyLine(Buffer.from('{"a":')), { ok: false, reason: 'not-json' });
+  assert.deepEqual(classifyLine(Buffer.from('{"a":'), false), { ok: false, reason: 'truncated' });
+  assert.deepEqual(classifyLine(Buffer.from('[1]')), { ok: false, reason: 'not-object' });
+});
