@@ -27,7 +27,7 @@ export const RENDER_DEFAULTS = Object.freeze({ toolInputChars: 200, resultChars:
 
 export function channelLabel(ch: Channel): string {
   if (ch.id === null) return 'main';
-  return `${ch.agent ?? 'agent'}·${ch.id.slice(-6)}`;
+  return `${ch.agent ?? 'agent'}·${ch.tag}`;
 }
 
 export function headerLines(ch: Channel): string[] {

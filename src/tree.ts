@@ -22,6 +22,8 @@ export interface Channel {
   firstSeen: string | null;
   lastSeen: string | null;
   children: string[];
+  /** A short tag unique within the run, for labels such as `[Explore·a1b2c3]`. */
+  readonly tag: string;
   /** Creation order, for stable listings. */
   readonly seq: number;
 }
@@ -64,6 +66,7 @@ export class ChannelTree {
   readonly main: Channel;
   private readonly byId = new Map<string, Channel>();
   private readonly messageUsage = new Map<Channel, Map<string, Record<string, number>>>();
+  private readonly tags = new Set<string>();
   private seq = 0;
   sessionId: string | null = null;
   version: string | null = null;
@@ -132,8 +135,25 @@ export class ChannelTree {
       firstSeen: null,
       lastSeen: null,
       children: [],
+      tag: id === null ? 'main' : this.uniqueTag(id),
       seq: this.seq++,
     };
+  }
+
+  /** The random part of an id starts after `toolu_01`; take 6 characters, more if taken. */
+  private uniqueTag(id: string): string {
+    const body = id.replace(/^toolu_(01)?/, '') || id;
+    for (let n = 6; n < body.length; n++) {
+      const tag = body.slice(0, n);
+      if (!this.tags.has(tag)) {
+        this.tags.add(tag);
+        return tag;
+      }
+    }
+    let tag = body;
+    for (let i = 2; this.tags.has(tag); i++) tag = `${body}~${i}`;
+    this.tags.add(tag);
+    return tag;
   }
 
   private channelFor(id: string | null, events: ChannelEvent[]): Channel {

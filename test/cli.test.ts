@@ -66,7 +66,7 @@ test('stdin to files: text on stdout with labels, escaped; summary on stderr', (
   const out = join(tmpDir(), 'o');
   const r = subtee(['--out', out], stream);
   assert.equal(r.status, 0, r.stderr);
-  assert.equal(r.stdout, 'main says hi\n[Explore·u_sub1] sub says \\x1b[31mhi\\x1b[0m\n[Explore·u_sub1] [status] completed — ok\n');
+  assert.equal(r.stdout, 'main says hi\n[Explore·sub1] sub says \\x1b[31mhi\\x1b[0m\n[Explore·sub1] [status] completed — ok\n');
   assert.match(r.stderr, /1 subagents \(1 completed, 0 failed, 0 running\), 6 lines, 1 quarantined/);
   assert.doesNotMatch(r.stderr, /\x1b/);
   const files = readTree(out);

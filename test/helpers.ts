@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { after } from 'node:test';
 import { runChain, type ChainSpec } from '../src/chain.js';
 import { Run } from '../src/run.js';
+import { readStream, type Oracle } from './oracle.js';
+import assert from 'node:assert/strict';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BIN = join(ROOT, 'bin', 'subtee.js');
@@ -84,4 +86,29 @@ export function sampleFiles(): string[] {
   } catch {
     return [];
   }
+}
+
+/**
+ * Checks subtee's output folder against an independent reading of the same input bytes:
+ * the tree (ids, parents, depths, agents, statuses), each channel's lines in arrival order,
+ * and conservation (every non-blank input line in exactly one .jsonl file or the quarantine).
+ */
+export function checkOutput(input: Buffer, out: string, name: string): { index: any; expected: Oracle } {
+  const expected = readStream(input.toString('utf8'));
+  const files = readTree(out);
+  const index = JSON.parse(files.get('index.json')!.toString('utf8'));
+  const got = new Map<string | null, any>(index.channels.map((c: any) => [c.id, c]));
+  assert.deepEqual([...got.keys()].sort(), [...expected.channels.keys()].sort(), `${name}: channel ids`);
+  for (const [id, e] of expected.channels) {
+    const c = got.get(id);
+    assert.deepEqual({ parent: c.parent, depth: c.depth, status: c.status }, { parent: e.parent, depth: e.depth, status: e.status }, `${name}: channel ${id}`);
+    if (id !== null) assert.equal(c.agent, e.agent, `${name}: agent of ${id}`);
+    assert.deepEqual(linesOf(files.get(c.jsonl)), e.lines, `${name}: lines of ${id}`);
+    assert.equal(c.lines, e.lines.length, `${name}: line count of ${id}`);
+  }
+  const all = [...index.channels.flatMap((c: any) => linesOf(files.get(c.jsonl))), ...linesOf(files.get('quarantine.log'))];
+  assert.deepEqual(all.sort(), [...expected.nonBlank].sort(), `${name}: conservation`);
+  assert.equal(index.input.lines, expected.nonBlank.length, `${name}: input lines`);
+  assert.equal(index.input.quarantined, expected.quarantined.length, `${name}: quarantined`);
+  return { index, expected };
 }
