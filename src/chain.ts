@@ -15,7 +15,9 @@ export interface ChainSpec {
   sinks: ComponentSpec[];
 }
 
-export const DEFAULT_STAGES: readonly ComponentSpec[] = Object.freeze([{ use: 'line-parser' }, { use: 'channel-router' }]);
+export const DEFAULT_STAGES: readonly ComponentSpec[] = Object.freeze(
+  ['line-parser', 'version-guard', 'channel-router', 'thinking-truncator', 'idle-watchdog'].map((use) => ({ use })),
+);
 
 export interface ChainOptions {
   registry?: Registry;
@@ -88,7 +90,13 @@ export function buildChain(spec: ChainSpec, options: ChainOptions = {}): { strea
   if (parsers.length !== 1 || rest[0] !== parsers[0]) {
     throw new UsageError('ERR_CONFIG', 'invalid chain: exactly one line parser must come first among the stages');
   }
-  const streams = [...byteTaps, ...rest].map((p) => p.def.create(p.opts, ctx));
+  const streams: Transform[] = [];
+  try {
+    for (const p of [...byteTaps, ...rest]) streams.push(p.def.create(p.opts, ctx));
+  } catch (err) {
+    for (const s of streams) s.destroy();
+    throw err;
+  }
   return { streams, run };
 }
 

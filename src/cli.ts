@@ -1,27 +1,36 @@
-import { open } from 'node:fs/promises';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
+import { builtinRegistry } from './builtins.js';
 import { DEFAULT_STAGES, runChain, type ChainSpec } from './chain.js';
+import { applyFlags, checkSpec, readConfig, registerPlugins } from './config.js';
 import { EXIT, SubteeError } from './errors.js';
 import { helpText, parseArgs, type ParsedOptions } from './options.js';
 import { escapeOneLine } from './render.js';
 import { Run } from './run.js';
-import { summaryText } from './summary.js';
+import { checkRequiredVersion } from './stages/version-guard.js';
+import { StallError } from './stages/idle-watchdog.js';
+import { statusLine, summaryText } from './summary.js';
 
 export interface CliIO {
   stdin: Readable;
   stdout: Writable;
-  stderr: Writable;
+  stderr: Writable & { isTTY?: boolean };
   env: NodeJS.ProcessEnv;
 }
 
 const USAGE = `subtee [options] [FILE]
+subtee run [options] -- CMD [ARGS…]
 
-Splits Claude Code's stream-json (stdin, or FILE) into one transcript per subagent:
-  claude -p "…" --output-format stream-json --verbose --forward-subagent-text | subtee --out logs`;
+Splits Claude Code's stream-json (stdin, FILE, or the stdout of CMD) into one transcript per subagent:
+  claude -p "…" --output-format stream-json --verbose --forward-subagent-text | subtee --out logs
+  subtee run --out logs -- claude -p "…" --output-format stream-json --verbose --forward-subagent-text`;
 
-export const EXIT_CODES_HELP = `Exit codes: 0 ok, 1 internal error, 2 bad usage or config, 3 output or input unusable (disk full, --out not a folder),
-  4 agent version refused, 124 stalled, 130 SIGINT, 143 SIGTERM.`;
+export const EXIT_CODES_HELP = `Exit codes: 0 ok (subtee run: the command's exit code), 1 internal error, 2 bad usage or config,
+  3 input or output unusable (disk full, --out not a folder), 4 agent version refused, 124 stalled,
+  130 SIGINT, 143 SIGTERM.`;
 
 export function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -39,16 +48,6 @@ export function reportError(stderr: Writable, err: unknown): number {
   return EXIT.INTERNAL;
 }
 
-export function specFromOptions(o: ParsedOptions): ChainSpec {
-  return {
-    stages: [{ use: 'line-parser', maxLineBytes: o['max-line-bytes'] }, ...DEFAULT_STAGES.slice(1)],
-    sinks: [
-      { use: 'files', out: o.out, force: o.force, maxOpenFiles: o['max-open-files'] },
-      { use: 'stdout', mode: o.stdout },
-    ],
-  };
-}
-
 async function openInput(file: string | undefined, stdin: Readable): Promise<Readable> {
   if (file === undefined || file === '-') return stdin;
   try {
@@ -60,50 +59,141 @@ async function openInput(file: string | undefined, stdin: Readable): Promise<Rea
   }
 }
 
+/** Builds the chain spec from the config file (if any) and the flags, and the registry with its plugins. */
+export async function resolveSpec(o: ParsedOptions) {
+  const registry = builtinRegistry();
+  let spec: ChainSpec;
+  if (typeof o.config === 'string') {
+    const { config, baseDir } = readConfig(o.config);
+    await registerPlugins(registry, config.plugins, baseDir);
+    spec = applyFlags(config, o, true);
+  } else {
+    spec = applyFlags({ stages: DEFAULT_STAGES.map((s) => ({ ...s })), sinks: [{ use: 'files' }, { use: 'stdout' }] }, o, false);
+  }
+  checkSpec(spec, registry, typeof o.config === 'string' ? `config ${o.config}` : 'options');
+  return { spec, registry };
+}
+
+/** Asks the agent command for its version, as `claude --version` prints it (`2.1.220 (Claude Code)`). */
+export function commandVersion(cmd: string): string | null {
+  const r = spawnSync(cmd, ['--version'], { encoding: 'utf8', timeout: 20_000 });
+  if (r.error || r.status !== 0) return null;
+  return r.stdout.trim().split(/\s+/)[0] || null;
+}
+
+function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
+  if (code !== null) return code;
+  return 128 + (signal ? constants.signals[signal] ?? 0 : 0);
+}
+
 export async function main(argv: string[], io: CliIO = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env }): Promise<number> {
+  const isRun = argv[0] === 'run';
   let opts: ParsedOptions;
+  let spec: ChainSpec;
+  let registry;
   try {
-    opts = parseArgs(argv);
+    opts = parseArgs(isRun ? argv.slice(1) : argv);
+    if (opts.help) {
+      io.stdout.write(`${helpText(USAGE)}\n${EXIT_CODES_HELP}\n`);
+      return EXIT.OK;
+    }
+    if (opts.version) {
+      io.stdout.write(`subtee ${packageVersion()}\n`);
+      return EXIT.OK;
+    }
+    if (isRun && (opts.rest.length === 0 || opts._.length > 0)) throw new SubteeError('ERR_USAGE', 'subtee run needs the command after --: subtee run [options] -- CMD [ARGS…]', { exitCode: EXIT.USAGE });
+    if (!isRun && opts.rest.length > 0) throw new SubteeError('ERR_USAGE', 'a command after -- needs subtee run: subtee run [options] -- CMD [ARGS…]', { exitCode: EXIT.USAGE });
     if (opts._.length > 1) throw new SubteeError('ERR_USAGE', `expected at most one input FILE, got ${opts._.length}`, { exitCode: EXIT.USAGE });
+    ({ spec, registry } = await resolveSpec(opts));
   } catch (err) {
     return reportError(io.stderr, err);
   }
-  if (opts.help) {
-    io.stdout.write(`${helpText(USAGE)}\n${EXIT_CODES_HELP}\n`);
-    return EXIT.OK;
-  }
-  if (opts.version) {
-    io.stdout.write(`subtee ${packageVersion()}\n`);
-    return EXIT.OK;
-  }
 
   const run = new Run();
+  const status = !opts.quiet && io.stderr.isTTY === true ? startStatusLine(run, io.stderr) : null;
+  run.onWarning((w) => {
+    status?.clear();
+    io.stderr.write(`subtee: warning ${w.code}: ${escapeOneLine(w.message)}\n`);
+  });
+
+  let child: ChildProcess | null = null;
+  let childExit: Promise<number> | null = null;
   const ac = new AbortController();
   let signalled: NodeJS.Signals | null = null;
   const onSignal = (sig: NodeJS.Signals) => {
-    signalled = sig;
     run.interrupted = true;
+    if (child && signalled === null) {
+      // The agent gets the signal and ends its output; the chain then ends on its own.
+      signalled = sig;
+      child.kill(sig);
+      return;
+    }
+    signalled = sig;
     ac.abort();
   };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const stopChild = () => {
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    setTimeout(() => child!.kill('SIGKILL'), Number(opts['kill-grace-ms'])).unref();
+  };
+
+  let code: number = EXIT.OK;
   try {
-    const input = await openInput(opts._[0], io.stdin);
-    const spec = specFromOptions(opts);
-    await runChain(input, spec, { run, signal: ac.signal, env: io.env, stderr: io.stderr });
-  } catch (err) {
-    if (signalled === null) {
-      if (!opts.quiet && run.input.lines > 0) io.stderr.write(summaryText(run, String(opts.out)));
-      return reportError(io.stderr, err);
+    let input: Readable;
+    if (isRun) {
+      const required = spec.stages.find((s) => s.use === 'version-guard')?.requireVersion;
+      if (typeof required === 'string') checkRequiredVersion(commandVersion(opts.rest[0]), required);
+      child = spawn(opts.rest[0], opts.rest.slice(1), { stdio: ['inherit', 'pipe', 'inherit'] });
+      const c = child;
+      childExit = new Promise((resolve) => c.on('close', (code, sig) => resolve(exitCodeOf(code, sig))));
+      const started = await new Promise<Error | null>((resolve) => {
+        c.once('spawn', () => resolve(null));
+        c.once('error', resolve);
+      });
+      if (started) throw new SubteeError('ERR_COMMAND', `cannot start ${opts.rest[0]}: ${(started as NodeJS.ErrnoException).code ?? started.message}`, { exitCode: EXIT.USAGE, cause: started });
+      input = c.stdout!;
+    } else {
+      input = await openInput(opts._[0], io.stdin);
     }
+    await runChain(input, spec, { run, registry, signal: ac.signal, env: io.env, stderr: io.stderr });
+    if (childExit) code = await childExit;
+  } catch (err) {
+    stopChild();
+    if (err instanceof StallError) code = EXIT.STALL;
+    else if (signalled === null || (err as Error)?.name !== 'AbortError') code = reportError(io.stderr, err);
+    if (childExit && code !== EXIT.STALL) await childExit;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    status?.stop();
   }
-  if (!opts.quiet) io.stderr.write(summaryText(run, String(opts.out)));
-  if (signalled) {
+  if (!opts.quiet && run.input.lines > 0) io.stderr.write(summaryText(run, String(spec.sinks.find((s) => s.use === 'files')?.out ?? '')));
+  if (code === EXIT.STALL) io.stderr.write(`subtee: stalled; ${isRun ? 'the command was stopped; ' : ''}index.json marks what was still running\n`);
+  if (signalled && code === EXIT.OK) {
     io.stderr.write(`subtee: interrupted by ${signalled}; index.json marks what was still running\n`);
-    return signalled === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;
+    if (!isRun) code = signalled === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;
   }
-  return EXIT.OK;
+  return code;
+}
+
+function startStatusLine(run: Run, stderr: Writable) {
+  let shown = false;
+  let lastLines = 0;
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    const rate = ((run.input.lines - lastLines) * 1000) / Math.max(1, now - last);
+    lastLines = run.input.lines;
+    last = now;
+    stderr.write(`\r\x1b[2K${statusLine(run, rate)}`);
+    shown = true;
+  }, 250);
+  timer.unref();
+  const clear = () => {
+    if (shown) stderr.write('\r\x1b[2K');
+    shown = false;
+  };
+  return { clear, stop: () => (clearInterval(timer), clear()) };
 }

@@ -6,6 +6,7 @@ export const INDEX_FORMAT = 'subtee-index/1';
 export interface ChannelPaths {
   log: string;
   jsonl: string;
+  thinking_log?: string;
 }
 
 /** The `index.json` document (format documented in the README). Plain data, no I/O. */
@@ -13,7 +14,6 @@ export function buildIndex(
   run: Run,
   paths: (ch: Channel) => ChannelPaths | undefined,
   quarantine: string | null,
-  extra: (ch: Channel) => Record<string, unknown> = () => ({}),
 ): Record<string, unknown> {
   const tree = run.tree;
   return {
@@ -43,12 +43,13 @@ export function buildIndex(
       summary: ch.summary,
       log: paths(ch)?.log ?? null,
       jsonl: paths(ch)?.jsonl ?? null,
+      ...(paths(ch)?.thinking_log ? { thinking_log: paths(ch)!.thinking_log } : {}),
       lines: ch.lines,
       counts: ch.counts,
       usage: ch.usage,
       first_seen: ch.firstSeen,
       last_seen: ch.lastSeen,
-      ...extra(ch),
+      ...Object.assign({}, ...run.channelFields.map((f) => f(ch))),
     })),
   };
 }

@@ -15,6 +15,8 @@ export interface LineRecord {
   events?: ChannelEvent[];
   /** Readable text overrides set by stages such as the thinking truncator (block index → text; null hides the block). */
   display?: Map<number, string | null>;
+  /** Full thinking texts moved out of the transcript (thinking truncator, `file` mode). */
+  thinkingFull?: string[];
 }
 
 /** Bytes that are not a JSON object line. Kept byte for byte for the quarantine file. */

@@ -1,4 +1,4 @@
-import { ChannelTree } from './tree.js';
+import { ChannelTree, type Channel } from './tree.js';
 
 export interface Warning {
   code: string;
@@ -17,6 +17,8 @@ export class Run {
   readonly warnings: Warning[] = [];
   interrupted = false;
   stalled = false;
+  /** Per-channel fields that stages add to index.json (the thinking truncator's counts…). */
+  readonly channelFields: Array<(ch: Channel) => Record<string, unknown>> = [];
   private readonly listeners: Array<(w: Warning) => void> = [];
 
   /** Records a warning once per code; listeners (stderr, pino) hear it once. */

@@ -38,3 +38,10 @@ export function summaryText(run: Run, out: string): string {
   }
   return lines.join('\n') + '\n';
 }
+
+/** The live one-line status for a terminal. */
+export function statusLine(run: Run, linesPerSecond: number): string {
+  const subs = run.tree.channels().filter((c) => c.id !== null);
+  const n = (s: string) => subs.filter((c) => c.status === s).length;
+  return `subtee: ${run.input.lines} lines (${Math.round(linesPerSecond)}/s) · ${n('running')} running · ${n('completed')} done · ${n('failed')} failed · ${run.input.quarantined} quarantined`;
+}

@@ -4,11 +4,12 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { OutputError, writeFailed } from '../errors.js';
 import { buildIndex, type ChannelPaths } from '../index-file.js';
 import type { LineRecord, SubteeRecord } from '../record.js';
-import { headerLines, renderRecord, statusLine } from '../render.js';
+import { escapeControl, headerLines, renderRecord, statusLine } from '../render.js';
 import { Run } from '../run.js';
 import type { Channel } from '../tree.js';
 import { AppendFiles, type AppendFile } from './append-files.js';
 import { FileNamer } from './file-names.js';
+import { withDefaults } from '../defaults.js';
 
 export const FILES_SINK_DEFAULTS = Object.freeze({
   /** Open descriptors kept at most; others are closed and reopened for append. */
@@ -25,13 +26,12 @@ export interface FilesSinkOptions {
   flushBytes?: number;
   force?: boolean;
   run?: Run;
-  /** Extra per-channel fields for index.json, from other stages. */
-  indexFields?: (ch: Channel) => Record<string, unknown>;
 }
 
 interface ChannelFiles extends ChannelPaths {
   logFile: AppendFile;
   jsonlFile: AppendFile;
+  thinkingFile?: AppendFile;
 }
 
 const NL = Buffer.from('\n');
@@ -66,7 +66,7 @@ export function prepareOutDir(out: string, force: boolean): void {
  * flushed and index.json is still written.
  */
 export function createFilesSink(options: FilesSinkOptions): Transform {
-  const opts = { ...FILES_SINK_DEFAULTS, ...options };
+  const opts = withDefaults(FILES_SINK_DEFAULTS, options);
   const run = options.run ?? new Run();
   prepareOutDir(opts.out, opts.force);
   const files = new AppendFiles(opts.out, opts.maxOpenFiles, opts.force);
@@ -103,10 +103,17 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
     files.write(f.jsonlFile, NL);
     const lines = renderRecord(rec);
     if (lines.length > 0) files.write(f.logFile, lines.join('\n') + '\n');
+    if (rec.thinkingFull) {
+      if (!f.thinkingFile) {
+        f.thinking_log = f.log.replace(/\.log$/, '.thinking.log');
+        f.thinkingFile = files.file(f.thinking_log);
+      }
+      for (const t of rec.thinkingFull) files.write(f.thinkingFile, `[thinking] input line ${rec.lineNo}\n${escapeControl(t)}\n\n`);
+    }
   };
 
   const writeIndex = () => {
-    const index = buildIndex(run, (ch) => byChannel.get(ch), quarantine?.rel ?? null, opts.indexFields);
+    const index = buildIndex(run, (ch) => byChannel.get(ch), quarantine?.rel ?? null);
     const path = join(opts.out, 'index.json');
     try {
       writeFileSync(`${path}.tmp`, JSON.stringify(index, null, 2) + '\n');

@@ -2,6 +2,7 @@ import { Transform, type TransformCallback, type Writable } from 'node:stream';
 import type { LineRecord, SubteeRecord } from '../record.js';
 import { channelLabel, escapeControl, statusLine } from '../render.js';
 import { contentBlocks } from '../tree.js';
+import { withDefaults } from '../defaults.js';
 
 export const STDOUT_MODES = ['text', 'main', 'raw', 'none'] as const;
 export type StdoutMode = (typeof STDOUT_MODES)[number];
@@ -50,7 +51,7 @@ function prefixed(depth: number | null, label: string, text: string, indent: str
  * ends this sink only: records keep flowing to the other sinks.
  */
 export function createStdoutSink(options: StdoutSinkOptions = {}): Transform {
-  const opts = { ...STDOUT_SINK_DEFAULTS, ...options };
+  const opts = withDefaults(STDOUT_SINK_DEFAULTS, options);
   const stream = options.stream ?? process.stdout;
   let closed = opts.mode === 'none';
   const onError = () => {

@@ -1,6 +1,7 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import type { QuarantineReason, SubteeRecord } from '../record.js';
 import { Run } from '../run.js';
+import { withDefaults } from '../defaults.js';
 
 export const LINE_PARSER_DEFAULTS = Object.freeze({
   /** Longest line held in memory; longer lines stream to the quarantine in pieces. */
@@ -160,7 +161,7 @@ export function classifyLine(line: Buffer, terminated = true): Classified {
  * Backpressure is core Transform's: records are pushed synchronously inside transform().
  */
 export function createLineParser(options: LineParserOptions = {}): Transform {
-  const opts = { ...LINE_PARSER_DEFAULTS, ...options };
+  const opts = withDefaults(LINE_PARSER_DEFAULTS, options);
   const run = options.run ?? new Run();
   let out: Transform;
   const quarantine = (raw: Buffer, lineNo: number, reason: QuarantineReason, final: boolean) => {

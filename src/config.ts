@@ -1,0 +1,105 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { builtinRegistry } from './builtins.js';
+import { chainProblems, DEFAULT_STAGES, type ChainSpec, type ComponentSpec } from './chain.js';
+import { UsageError } from './errors.js';
+import { OPTIONS, type OptionDef, type ParsedOptions } from './options.js';
+import { loadPlugin, type Registry } from './plugin.js';
+
+export interface Config extends ChainSpec {
+  /** Plugin modules to register: paths (relative to the config file), package names, or bundled plugin names. */
+  plugins: string[];
+}
+
+const TOP_KEYS = new Set(['$schema', 'stages', 'sinks', 'plugins']);
+
+/** The plugins shipped in `plugins/`, loadable by bare name. */
+export const BUNDLED_PLUGINS_DIR = fileURLToPath(new URL('../plugins/', import.meta.url));
+
+/** Reads and checks the shape of a config file. Every problem is reported in one message. */
+export function readConfig(path: string): { config: Config; baseDir: string } {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new UsageError('ERR_CONFIG_READ', `cannot read config ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, err);
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError('ERR_CONFIG', `config ${path} is not valid JSON: ${(err as Error).message}`, err);
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new UsageError('ERR_CONFIG', `config ${path}: must be a JSON object`);
+  const problems: string[] = [];
+  const d = data as Record<string, unknown>;
+  for (const k of Object.keys(d)) if (!TOP_KEYS.has(k)) problems.push(`${k}: unknown key (known: stages, sinks, plugins)`);
+  if (d.plugins !== undefined && (!Array.isArray(d.plugins) || !d.plugins.every((p) => typeof p === 'string'))) problems.push('plugins: must be a list of module paths or names');
+  for (const k of ['stages', 'sinks']) if (d[k] !== undefined && !Array.isArray(d[k])) problems.push(`${k}: must be a list`);
+  if (problems.length > 0) throw new UsageError('ERR_CONFIG', `config ${path}: ${problems.join('; ')}`);
+  return {
+    config: {
+      stages: (d.stages as ComponentSpec[] | undefined) ?? DEFAULT_STAGES.map((s) => ({ ...s })),
+      sinks: (d.sinks as ComponentSpec[] | undefined) ?? [],
+      plugins: (d.plugins as string[] | undefined) ?? [],
+    },
+    baseDir: dirname(resolve(path)),
+  };
+}
+
+/** Registers the config's plugins; a bare name that matches a bundled plugin loads that one. */
+export async function registerPlugins(registry: Registry, plugins: string[], baseDir: string): Promise<void> {
+  for (const spec of plugins) {
+    const bundled = /^[a-z0-9-]+$/.test(spec) ? join(BUNDLED_PLUGINS_DIR, spec, 'index.js') : null;
+    let def;
+    try {
+      def = await loadPlugin(bundled ?? spec, baseDir);
+    } catch (err) {
+      if (!bundled) throw err;
+      def = await loadPlugin(spec, baseDir);
+    }
+    registry.add(def);
+  }
+}
+
+/**
+ * Applies command-line flags to a chain spec. Without a config every flag applies (defaults
+ * included); with one, only flags given on the command line do, overriding the file. A flag
+ * for a stage or sink the spec does not have adds it (stages at their default position).
+ */
+export function applyFlags(spec: ChainSpec, o: ParsedOptions, fromConfig: boolean, table: readonly OptionDef[] = OPTIONS): ChainSpec {
+  const out: ChainSpec = { stages: spec.stages.map((c) => ({ ...c })), sinks: spec.sinks.map((c) => ({ ...c })) };
+  const order = DEFAULT_STAGES.map((s) => s.use);
+  for (const def of table) {
+    if (!def.target || o[def.name] === undefined) continue;
+    const explicit = o.given.has(def.name);
+    if (fromConfig && !explicit) continue;
+    if (def.target.use === 'pino' && !explicit) continue;
+    const isSink = builtinRegistry().get(def.target.use)?.kind === 'sink';
+    const list = isSink ? out.sinks : out.stages;
+    let c = list.find((x) => x.use === def.target!.use);
+    if (!c) {
+      c = { use: def.target.use };
+      const at = isSink ? -1 : list.findIndex((x) => order.indexOf(x.use) > order.indexOf(def.target!.use));
+      if (at === -1) list.push(c);
+      else list.splice(at, 0, c);
+    }
+    c[def.target.key] = o[def.name];
+  }
+  const files = out.sinks.find((c) => c.use === 'files');
+  const pinoSink = out.sinks.find((c) => c.use === 'pino');
+  const bare = OPTIONS.find((d) => d.name === 'pino')!.optionalDefault;
+  if (pinoSink && files && pinoSink.destination === bare && typeof files.out === 'string') pinoSink.destination = join(files.out, String(bare));
+  return out;
+}
+
+export function checkSpec(spec: ChainSpec, registry: Registry, where: string): void {
+  const problems = chainProblems(spec, registry);
+  const stdoutWriters = [
+    spec.sinks.some((c) => c.use === 'stdout' && c.mode !== 'none'),
+    spec.sinks.some((c) => c.use === 'pino' && (c.destination ?? '-') === '-' && c.transport === undefined),
+  ].filter(Boolean).length;
+  if (stdoutWriters > 1) problems.push('stdout and pino both write to stdout: use --stdout none, or --pino FILE');
+  if (problems.length > 0) throw new UsageError('ERR_CONFIG', `${where}: ${problems.join('; ')}`);
+}

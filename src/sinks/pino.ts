@@ -1,0 +1,120 @@
+import { Transform, type TransformCallback } from 'node:stream';
+import { once } from 'node:events';
+import pino, { type Logger } from 'pino';
+import { writeFailed } from '../errors.js';
+import type { LineRecord, SubteeRecord } from '../record.js';
+import { shorten } from '../render.js';
+import { Run } from '../run.js';
+import { contentBlocks, resultText, type Channel } from '../tree.js';
+import { withDefaults } from '../defaults.js';
+
+export const PINO_SINK_DEFAULTS = Object.freeze({
+  /** A file path, or `-` for stdout. Ignored when `transport` is set. */
+  destination: '-',
+  /** Longest content logged per event, in characters. */
+  maxContentChars: 20_000,
+});
+
+export interface PinoSinkOptions {
+  destination?: string;
+  /** Any pino transport config (`{ target, options }`, `{ targets }` or `{ pipeline }`). */
+  transport?: Record<string, unknown>;
+  maxContentChars?: number;
+  run?: Run;
+}
+
+type Kind = 'text' | 'thinking' | 'tool_use' | 'tool_result' | 'status' | 'warning' | 'quarantine';
+
+function where(ch: Channel | undefined) {
+  return { channel: ch?.id ?? 'main', parent: ch?.parent ?? null, depth: ch?.depth ?? 0, agent: ch?.id ? ch.agent : null };
+}
+
+/** The pino events of one line record: one per content block, plus tree changes. */
+export function pinoEvents(rec: LineRecord, maxChars: number): Array<{ level: 'info' | 'warn' | 'error'; kind: Kind; fields: Record<string, unknown> }> {
+  const out: ReturnType<typeof pinoEvents> = [];
+  const ch = rec.channel;
+  const v = rec.value;
+  if (v.type === 'assistant' || v.type === 'user') {
+    const blocks = contentBlocks(v);
+    blocks.forEach((b, i) => {
+      const shown = rec.display?.get(i);
+      if (shown === null) return;
+      if (b.type === 'text' && typeof b.text === 'string') out.push({ level: 'info', kind: 'text', fields: { role: v.type, content: shorten(b.text, maxChars) } });
+      else if (b.type === 'thinking') out.push({ level: 'info', kind: 'thinking', fields: { content: shorten(shown ?? String(b.thinking ?? ''), maxChars) } });
+      else if (b.type === 'tool_use') out.push({ level: 'info', kind: 'tool_use', fields: { tool: b.name, id: b.id, content: shorten(JSON.stringify(b.input ?? {}), maxChars) } });
+      else if (b.type === 'tool_result') {
+        out.push({ level: b.is_error === true ? 'warn' : 'info', kind: 'tool_result', fields: { id: b.tool_use_id, is_error: b.is_error === true, content: shorten(resultText(b), maxChars) } });
+      }
+    });
+  }
+  for (const ev of rec.events ?? []) {
+    if (ev.type !== 'status') continue;
+    out.push({ level: ev.channel.status === 'failed' ? 'error' : 'info', kind: 'status', fields: { ...where(ev.channel), status: ev.channel.status, content: ev.summary ?? '' } });
+  }
+  return out;
+}
+
+/**
+ * Pino sink: a pass-through stage (object mode) that logs one structured line per routed
+ * event. Written through `pino.destination` synchronously: an async destination buffers
+ * without bound behind a slow reader, a sync one is the backpressure. Flushed on end and
+ * on destroy. With `transport`, any pino transport target receives the events instead.
+ */
+export function createPinoSink(options: PinoSinkOptions = {}): Transform {
+  const opts = withDefaults(PINO_SINK_DEFAULTS, options);
+  const run = options.run ?? new Run();
+  let dest: ReturnType<typeof pino.destination> | null = null;
+  let transport: ReturnType<typeof pino.transport> | null = null;
+  if (opts.transport) {
+    transport = pino.transport(opts.transport as unknown as Parameters<typeof pino.transport>[0]);
+  } else {
+    const target = opts.destination === '-' ? 1 : opts.destination;
+    try {
+      dest = pino.destination({ dest: target, sync: true, mkdir: true });
+    } catch (err) {
+      throw writeFailed(String(opts.destination), err);
+    }
+  }
+  const logger: Logger = pino({ base: null, timestamp: pino.stdTimeFunctions.isoTime, messageKey: 'msg' }, (transport ?? dest)!);
+  const log = (level: 'info' | 'warn' | 'error', kind: Kind, fields: Record<string, unknown>) => logger[level]({ kind, ...fields });
+  run.onWarning((w) => log('warn', 'warning', { code: w.code, content: w.message }));
+
+  const close = async () => {
+    if (dest) {
+      dest.flushSync();
+      dest.end();
+    } else if (transport) {
+      transport.end();
+      await once(transport, 'close');
+    }
+  };
+
+  return new Transform({
+    objectMode: true,
+    transform(rec: SubteeRecord, _enc, cb: TransformCallback) {
+      try {
+        if (rec.kind === 'quarantine') {
+          if (rec.final) log('warn', 'quarantine', { channel: null, line: rec.lineNo, reason: rec.reason, content: shorten(rec.raw.subarray(0, opts.maxContentChars * 4).toString('utf8'), opts.maxContentChars) });
+        } else {
+          const base = where(rec.channel);
+          for (const e of pinoEvents(rec, opts.maxContentChars)) log(e.level, e.kind, { ...base, line: rec.lineNo, ...e.fields });
+        }
+      } catch (err) {
+        return cb(writeFailed(String(opts.destination), err));
+      }
+      cb(null, rec);
+    },
+    flush(cb: TransformCallback) {
+      close().then(() => cb(), (err) => cb(writeFailed(String(opts.destination), err)));
+    },
+    destroy(err, cb) {
+      try {
+        dest?.flushSync();
+      } catch {
+        // The original error is the one to report.
+      }
+      transport?.end();
+      cb(err);
+    },
+  });
+}

@@ -1,0 +1,75 @@
+import { Transform, type TransformCallback } from 'node:stream';
+import type { SubteeRecord } from '../record.js';
+import { Run } from '../run.js';
+import { contentBlocks, type Channel } from '../tree.js';
+import { withDefaults } from '../defaults.js';
+
+export const THINKING_MODES = ['keep', 'truncate', 'drop', 'file'] as const;
+export type ThinkingMode = (typeof THINKING_MODES)[number];
+
+export const THINKING_TRUNCATOR_DEFAULTS = Object.freeze({
+  mode: 'truncate' as ThinkingMode,
+  /** Characters kept in the transcript per thinking block in `truncate` mode (head + tail). */
+  maxChars: 2000,
+});
+
+export interface ThinkingTruncatorOptions {
+  mode?: ThinkingMode;
+  maxChars?: number;
+  run?: Run;
+}
+
+/** Head and tail of a long text with a marker saying how much was cut; short text unchanged. */
+export function truncateMiddle(text: string, maxChars: number): { text: string; cut: number } {
+  if (text.length <= maxChars) return { text, cut: 0 };
+  const head = Math.ceil(maxChars * 0.7);
+  const tail = maxChars - head;
+  const cut = text.length - head - tail;
+  return { text: `${text.slice(0, head)} […${cut} chars cut…] ${tail > 0 ? text.slice(text.length - tail) : ''}`, cut };
+}
+
+/**
+ * Thinking truncator: records in, the same records out (object mode), with `display` set for
+ * thinking blocks so readable sinks show the kept part. The raw line is never changed, so
+ * `.jsonl` files keep everything. In `file` mode the full text is attached as `thinkingFull`
+ * for the files sink to write to `<channel>.thinking.log`. Kept/cut character counts per
+ * channel go into index.json as `thinking: { kept_chars, cut_chars }`.
+ */
+export function createThinkingTruncator(options: ThinkingTruncatorOptions = {}): Transform {
+  const opts = withDefaults(THINKING_TRUNCATOR_DEFAULTS, options);
+  const run = options.run ?? new Run();
+  const stats = new Map<Channel | null, { kept_chars: number; cut_chars: number }>();
+  run.channelFields.push((ch) => ({ thinking: stats.get(ch) ?? { kept_chars: 0, cut_chars: 0 } }));
+  return new Transform({
+    objectMode: true,
+    transform(rec: SubteeRecord, _enc, cb: TransformCallback) {
+      if (rec.kind !== 'line' || rec.value.type !== 'assistant') return cb(null, rec);
+      const blocks = contentBlocks(rec.value);
+      for (let i = 0; i < blocks.length; i++) {
+        const b = blocks[i];
+        if (b.type !== 'thinking' || typeof b.thinking !== 'string') continue;
+        const key = rec.channel ?? null;
+        let s = stats.get(key);
+        if (!s) stats.set(key, (s = { kept_chars: 0, cut_chars: 0 }));
+        const full = b.thinking;
+        rec.display ??= new Map();
+        if (opts.mode === 'keep') {
+          s.kept_chars += full.length;
+        } else if (opts.mode === 'drop') {
+          s.cut_chars += full.length;
+          rec.display.set(i, null);
+        } else if (opts.mode === 'file') {
+          s.cut_chars += full.length;
+          (rec.thinkingFull ??= []).push(full);
+          rec.display.set(i, `(${full.length} chars, in the .thinking.log beside this transcript)`);
+        } else {
+          const t = truncateMiddle(full, opts.maxChars);
+          s.kept_chars += full.length - t.cut;
+          s.cut_chars += t.cut;
+          rec.display.set(i, t.text);
+        }
+      }
+      cb(null, rec);
+    },
+  });
+}

@@ -1,0 +1,176 @@
+import { Transform, type TransformCallback } from 'node:stream';
+import { EXIT, SubteeError } from '../errors.js';
+import type { SubteeRecord } from '../record.js';
+import { Run } from '../run.js';
+import { compareVersions, parseVersion, satisfies, type Version } from '../semver.js';
+import { channelIdOf, contentBlocks } from '../tree.js';
+import { withDefaults } from '../defaults.js';
+
+export const VERSION_GUARD_DEFAULTS = Object.freeze({
+  /** A semver range the agent's version must satisfy, or null for warnings only. */
+  requireVersion: null as string | null,
+});
+
+export interface VersionGuardOptions {
+  requireVersion?: string | null;
+  run?: Run;
+}
+
+export interface GuardWarning {
+  code: string;
+  message: string;
+}
+
+const FORWARD_HINT = 'pass --forward-subagent-text or set CLAUDE_CODE_FORWARD_SUBAGENT_TEXT=1 (Claude Code 2.1.211 or later)';
+
+/** What Claude Code's version timeline says about a version. */
+export const VERSION_NOTES: ReadonlyArray<{ code: string; applies: (v: Version) => boolean; message: (v: string) => string }> = [
+  {
+    code: 'VERSION_PIPE_TRUNCATION',
+    applies: (v) => compareVersions(v, [2, 1, 208]) < 0,
+    message: (v) => `Claude Code ${v} can lose the last line and the result when piped (fixed in 2.1.208)`,
+  },
+  {
+    code: 'VERSION_NO_SUBAGENT_TEXT',
+    applies: (v) => compareVersions(v, [2, 1, 211]) < 0,
+    message: (v) => `Claude Code ${v} does not forward subagent text or thinking (added in 2.1.211): transcripts will hold tool calls only`,
+  },
+  {
+    code: 'VERSION_NO_NESTING',
+    applies: (v) => compareVersions(v, [2, 1, 217]) >= 0 && compareVersions(v, [2, 1, 218]) <= 0,
+    message: (v) => `Claude Code ${v} spawns no nested subagents by default: set CLAUDE_CODE_MAX_SUBAGENT_SPAWN_DEPTH to allow them`,
+  },
+  {
+    code: 'VERSION_NO_NESTED_FORWARDING',
+    applies: (v) => compareVersions(v, [2, 1, 219]) < 0,
+    message: (v) => `Claude Code ${v} does not forward nested subagents (depth 2 and deeper; added in 2.1.219)`,
+  },
+];
+
+export class VersionRefused extends SubteeError {
+  constructor(message: string) {
+    super('ERR_VERSION', message, { exitCode: EXIT.VERSION });
+    this.name = 'VersionRefused';
+  }
+}
+
+/** Checks a version against the timeline and an optional required range. */
+export function versionWarnings(version: string): GuardWarning[] {
+  const v = parseVersion(version);
+  if (!v) return [{ code: 'VERSION_UNKNOWN', message: `cannot read the agent's version "${version}"` }];
+  return VERSION_NOTES.filter((n) => n.applies(v)).map((n) => ({ code: n.code, message: n.message(version) }));
+}
+
+export function checkRequiredVersion(version: string | null, range: string | null): void {
+  if (range === null) return;
+  if (version === null || !parseVersion(version)) {
+    throw new VersionRefused(`the agent's version is unknown and --require-version ${range} is set`);
+  }
+  if (!satisfies(version, range)) throw new VersionRefused(`Claude Code ${version} does not satisfy --require-version ${range}`);
+}
+
+/**
+ * What the guard learns from the stream as it passes: plain logic, no I/O. `observe()` returns
+ * warnings (each code once) and throws VersionRefused when a required version is not met.
+ */
+export class VersionGuard {
+  version: string | null = null;
+  private readonly said = new Set<string>();
+  private readonly subagents = new Map<string, { tools: number; words: number }>();
+
+  constructor(private readonly requireVersion: string | null) {}
+
+  observe(rec: SubteeRecord): GuardWarning[] {
+    const out: GuardWarning[] = [];
+    const say = (w: GuardWarning) => {
+      if (!this.said.has(w.code)) {
+        this.said.add(w.code);
+        out.push(w);
+      }
+    };
+    if (rec.kind === 'quarantine') {
+      const text = rec.raw.subarray(0, 4096).toString('utf8');
+      if (/requires --verbose/.test(text)) {
+        say({ code: 'VERBOSE_REQUIRED', message: 'the agent refused to run: stream-json output needs --verbose (claude -p … --output-format stream-json --verbose)' });
+      }
+      const m = /unknown option '([^']+)'/.exec(text);
+      if (m) say({ code: 'UNKNOWN_OPTION', message: `the agent does not know the option ${m[1]}: it is older than that option, or the option is misspelt` });
+      return out;
+    }
+    const v = rec.value;
+    if (v.type === 'system' && v.subtype === 'init') {
+      const version = typeof v.claude_code_version === 'string' ? v.claude_code_version : null;
+      if (version !== this.version || this.version === null) {
+        this.version = version;
+        checkRequiredVersion(version, this.requireVersion);
+        if (version) versionWarnings(version).forEach(say);
+      }
+    }
+    const ch = channelIdOf(v);
+    let s = ch === null ? undefined : this.subagents.get(ch);
+    if (ch !== null && !s && (v.type === 'assistant' || v.type === 'user')) this.subagents.set(ch, (s = { tools: 0, words: 0 }));
+    for (const b of v.type === 'assistant' ? contentBlocks(v) : []) {
+      if (b.type === 'tool_use' && s) s.tools++;
+      if ((b.type === 'text' || b.type === 'thinking' || b.type === 'redacted_thinking') && s) s.words++;
+      if (b.type === 'thinking' && b.thinking === '' && typeof b.signature === 'string' && b.signature !== '') {
+        say({ code: 'THINKING_OMITTED', message: 'thinking blocks arrive empty (signature only): thinking text is omitted; ask for summarized thinking (claude --thinking-display summarized, where supported) to see it' });
+      }
+    }
+    if (v.type === 'system' && v.subtype === 'task_notification' && typeof v.tool_use_id === 'string') {
+      this.checkForwarding(v.tool_use_id).forEach(say);
+    }
+    return out;
+  }
+
+  /** At the end of input: subagents with tool calls but no words mean forwarding was off. */
+  end(): GuardWarning[] {
+    if (this.version === null) checkRequiredVersion(null, this.requireVersion);
+    const out: GuardWarning[] = [];
+    for (const id of this.subagents.keys()) {
+      for (const w of this.checkForwarding(id)) {
+        if (!this.said.has(w.code)) {
+          this.said.add(w.code);
+          out.push(w);
+        }
+      }
+    }
+    return out;
+  }
+
+  private checkForwarding(id: string): GuardWarning[] {
+    const s = this.subagents.get(id);
+    if (!s || s.tools === 0 || s.words > 0) return [];
+    return [{ code: 'FORWARDING_OFF', message: `subagents' text and thinking are not in the stream (only their tool calls are): ${FORWARD_HINT}` }];
+  }
+}
+
+/**
+ * Version guard: records in, the same records out (object mode). Warnings go to the run
+ * (stderr, index.json, pino hear them once each). A refused version fails the stream with
+ * VersionRefused (exit 4).
+ */
+export function createVersionGuard(options: VersionGuardOptions = {}): Transform {
+  const opts = withDefaults(VERSION_GUARD_DEFAULTS, options);
+  const run = options.run ?? new Run();
+  const guard = new VersionGuard(opts.requireVersion);
+  const warn = (ws: GuardWarning[]) => ws.forEach((w) => run.warn(w.code, w.message));
+  return new Transform({
+    objectMode: true,
+    transform(rec: SubteeRecord, _enc, cb: TransformCallback) {
+      try {
+        warn(guard.observe(rec));
+      } catch (err) {
+        return cb(err as Error);
+      }
+      cb(null, rec);
+    },
+    flush(cb: TransformCallback) {
+      try {
+        warn(guard.end());
+      } catch (err) {
+        return cb(err as Error);
+      }
+      cb();
+    },
+  });
+}
