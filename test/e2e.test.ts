@@ -3,7 +3,9 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { claudeAvailable } from './e2e/claude.js';
 import { startFakeApi, type FakeApi } from './e2e/fake-api.js';
-import { pipeClaudeIntoSubtee } from './e2e/pipe.js';
+import { pipeClaudeIntoSubtee, subteeRunsClaude } from './e2e/pipe.js';
+import { readFileSync } from 'node:fs';
+import { execSync } from 'node:child_process';
 import { SCENARIOS } from './e2e/scenarios.js';
 import { BIN, checkOutput, tmpDir } from './helpers.js';
 
@@ -33,4 +35,35 @@ describe('real Claude Code CLI piped into subtee', { skip: !claudeAvailable() &&
       assert.equal(index.claude_code_version, '2.1.328');
     });
   }
+
+  test('a background subagent silent for longer than the idle timeout is not a hang', async () => {
+    const out = join(tmpDir(), 'out');
+    const r = await subteeRunsClaude(BIN, { prompt: 'SCRIPT:quiet:4000', apiUrl: api.url }, out, ['--idle-timeout-ms', '1500']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.doesNotMatch(r.stderr, /STALL/);
+    assert.ok(r.ms > 4000, `the worker was silent for 4 s (run took ${r.ms} ms)`);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.equal(index.stalled, false);
+    assert.deepEqual(index.channels.map((c: any) => c.status), ['completed', 'completed']);
+  });
+
+  test('a hung API under subtee run: stall reported, the CLI stopped, exit 124', async () => {
+    const out = join(tmpDir(), 'out');
+    const r = await subteeRunsClaude(BIN, { prompt: 'SCRIPT:hang', apiUrl: api.url }, out, ['--idle-timeout-ms', '1500', '--kill-grace-ms', '1000']);
+    assert.equal(r.code, 124, r.stderr);
+    assert.match(r.stderr, /warning STALL: no input for \d+s/);
+    assert.ok(r.ms < 20_000, `stopped in ${r.ms} ms`);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.equal(index.stalled, true);
+    assert.equal(index.channels[0].status, 'running');
+    assert.equal(execSync(`ps -eo args | grep -c "[S]CRIPT:hang" || true`, { encoding: 'utf8' }).trim(), '0', 'the CLI is gone');
+  });
+
+  test('a hung API on a pipe: exit 124', async () => {
+    const out = join(tmpDir(), 'out');
+    const r = await pipeClaudeIntoSubtee(BIN, { prompt: 'SCRIPT:hang', apiUrl: api.url }, out, ['--idle-timeout-ms', '1500'], 15_000);
+    assert.equal(r.subteeCode, 124, r.subteeStderr);
+    assert.match(r.subteeStderr, /STALL/);
+    assert.equal(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).stalled, true);
+  });
 });

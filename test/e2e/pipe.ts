@@ -35,6 +35,8 @@ export async function pipeClaudeIntoSubtee(
     claude.kill('SIGKILL');
     subtee.kill('SIGKILL');
   }, timeoutMs);
+  // Once subtee is gone the CLI has no reader; a real pipe would end it at its next write.
+  subtee.on('close', () => claude.kill('SIGTERM'));
   const [claudeCode, subteeCode] = await Promise.all([
     new Promise<number | null>((r) => claude.on('close', r)),
     new Promise<number | null>((r) => subtee.on('close', r)),
@@ -42,4 +44,19 @@ export async function pipeClaudeIntoSubtee(
   clearTimeout(timer);
   cleanup();
   return { raw: Buffer.concat(raw), out: join(out), claudeCode, subteeCode, subteeStderr, claudeStderr };
+}
+
+/** `subtee run [args] -- claude -p …`: subtee starts the real CLI itself. */
+export async function subteeRunsClaude(bin: string, run: ClaudeRun, out: string, subteeArgs: string[] = [], timeoutMs = 60_000) {
+  const { argv, env, cleanup } = claudeCommand(run);
+  const child = spawn(process.execPath, [bin, 'run', '--out', out, '--stdout', 'none', '-q', ...subteeArgs, '--', ...argv], { env, cwd: env.SUBTEE_E2E_CWD, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  child.stdout.resume();
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const started = Date.now();
+  const code = await new Promise<number | null>((r) => child.on('close', r));
+  clearTimeout(timer);
+  cleanup();
+  return { code, stderr, ms: Date.now() - started };
 }
