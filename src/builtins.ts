@@ -75,7 +75,7 @@ export const filesSink = definePlugin<{ out: string; maxOpenFiles?: number; flus
   kind: 'sink',
   kit: KIT,
   options: {
-    out: { type: 'string', description: 'output folder' },
+    out: { type: 'string', required: true, description: 'output folder (new or empty)' },
     maxOpenFiles: { type: 'number', min: 4, description: `open descriptors kept at most (default ${FILES_SINK_DEFAULTS.maxOpenFiles})` },
     flushBytes: { type: 'number', min: 1, description: `queued bytes that force a write (default ${FILES_SINK_DEFAULTS.flushBytes})` },
     force: { type: 'boolean', description: 'write into a folder that already holds files' },

@@ -51,6 +51,7 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
         return;
       }
       if (def.kind !== kind) problems.push(`${at}: "${c.use}" is a ${def.kind}, not a ${kind}`);
+      for (const [key, o] of Object.entries(def.options)) if (o.required && c[key] === undefined) problems.push(`${at}.${key}: required`);
       for (const [key, value] of Object.entries(c)) {
         if (key === 'use') continue;
         const o = def.options[key];

@@ -21,6 +21,8 @@ export interface OptionSpec {
   type: 'string' | 'number' | 'boolean' | 'object' | 'array';
   choices?: readonly (string | number)[];
   min?: number;
+  /** The component cannot be built without it. */
+  required?: boolean;
   description: string;
 }
 

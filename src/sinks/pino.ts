@@ -84,8 +84,16 @@ export function createPinoSink(options: PinoSinkOptions = {}): Transform {
       dest.flushSync();
       dest.end();
     } else if (transport) {
-      transport.end();
-      await once(transport, 'close');
+      // pino unrefs the transport's worker once it is ready (which may be after this
+      // point); hold the process open until the worker has written everything.
+      const hold = setInterval(() => {}, 60_000);
+      try {
+        const closed = once(transport, 'close');
+        transport.end();
+        await closed;
+      } finally {
+        clearInterval(hold);
+      }
     }
   };
 

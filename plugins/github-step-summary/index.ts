@@ -1,0 +1,146 @@
+import { appendFileSync } from 'node:fs';
+import { Transform, type TransformCallback } from 'node:stream';
+import { writeFailed } from '../../src/errors.js';
+import { definePlugin } from '../../src/plugin.js';
+import type { SubteeRecord } from '../../src/record.js';
+import { escapeControl } from '../../src/render.js';
+import { Run } from '../../src/run.js';
+import { contentBlocks, type Channel } from '../../src/tree.js';
+
+/** GitHub rejects a step summary over 1 MiB; stay well below it. */
+export const STEP_SUMMARY_DEFAULTS = Object.freeze({ maxBytes: 1_000_000, reportChars: 4000 });
+
+export interface StepSummaryOptions {
+  /** Where to append; `$GITHUB_STEP_SUMMARY` by default. */
+  path?: string;
+  maxBytes?: number;
+  reportChars?: number;
+}
+
+const ICON: Record<string, string> = { completed: '✅', failed: '❌', running: '⏳' };
+
+/** Text safe inside Markdown and HTML: control characters escaped, markup neutralised. */
+export function mdEscape(s: string): string {
+  return escapeControl(s)
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/([\\`*_{}[\]()#+!|~])/g, '\\$1')
+    .replace(/\n/g, ' ');
+}
+
+function htmlEscape(s: string): string {
+  return escapeControl(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+function tokens(ch: Channel): number {
+  return (ch.usage.input_tokens ?? 0) + (ch.usage.output_tokens ?? 0);
+}
+
+/**
+ * The summary as Markdown, never longer than maxBytes: the tree first (one line per agent),
+ * then each agent's last report in a collapsed section; what does not fit is counted in a
+ * closing note instead of being cut mid-way.
+ */
+export function stepSummary(run: Run, lastText: Map<Channel, string>, o: { maxBytes: number; reportChars: number }): string {
+  const all = run.tree.channels();
+  const subs = all.filter((c) => c.id !== null);
+  const n = (s: string) => subs.filter((c) => c.status === s).length;
+  const parts: string[] = [
+    `## subtee: ${subs.length} subagents — ${n('completed')} completed, ${n('failed')} failed, ${n('running')} running\n\n`,
+    `${run.input.lines} lines, ${run.input.quarantined} quarantined${run.stalled ? ', **stalled**' : ''}${run.interrupted ? ', **interrupted**' : ''}\n\n`,
+  ];
+  let size = Buffer.byteLength(parts.join(''));
+  const budget = o.maxBytes - 200; // room for the closing note
+  const add = (s: string) => {
+    const b = Buffer.byteLength(s);
+    if (size + b > budget) return false;
+    parts.push(s);
+    size += b;
+    return true;
+  };
+  const order: Channel[] = [];
+  const walk = (ch: Channel) => {
+    order.push(ch);
+    for (const id of ch.children) {
+      const c = run.tree.get(id);
+      if (c && !order.includes(c)) walk(c);
+    }
+  };
+  walk(run.tree.main);
+  for (const c of all) if (!order.includes(c)) order.push(c);
+  let omitted = 0;
+  for (const ch of order) {
+    const indent = '  '.repeat(Math.max(0, ch.depth ?? 1));
+    const name = ch.id === null ? '**main**' : `${mdEscape(ch.agent ?? 'agent')} \`${mdEscape(ch.tag)}\` ${ch.description ? `“${mdEscape(ch.description)}”` : ''}`;
+    if (!add(`${indent}- ${ICON[ch.status]} ${name} — ${ch.status}, ${ch.lines} lines, ${tokens(ch)} tokens\n`)) omitted++;
+  }
+  add('\n');
+  for (const ch of order) {
+    const report = ch.summary ?? lastText.get(ch);
+    if (!report) continue;
+    const text = report.length > o.reportChars ? `${report.slice(0, o.reportChars)}… (${report.length - o.reportChars} more chars)` : report;
+    const title = ch.id === null ? 'main' : `${mdEscape(ch.agent ?? 'agent')} ${mdEscape(ch.tag)} — ${ch.status}`;
+    if (!add(`<details><summary>${title}</summary>\n\n<pre>${htmlEscape(text)}</pre>\n\n</details>\n\n`)) omitted++;
+  }
+  if (omitted > 0) parts.push(`\n_${omitted} more entries not shown: the summary is kept under ${o.maxBytes} bytes; see the output folder for everything._\n`);
+  return parts.join('');
+}
+
+/**
+ * A sink (pass-through, object mode) that appends a Markdown summary of the run to
+ * `$GITHUB_STEP_SUMMARY` at the end: the tree, statuses, and each agent's last report.
+ */
+export function createGithubStepSummary(options: StepSummaryOptions & { run?: Run; env?: NodeJS.ProcessEnv } = {}): Transform {
+  const o = { ...STEP_SUMMARY_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
+  const run = options.run ?? new Run();
+  const path = options.path ?? (options.env ?? process.env).GITHUB_STEP_SUMMARY;
+  const lastText = new Map<Channel, string>();
+  let written = false;
+  const write = () => {
+    if (written || !path) return;
+    written = true;
+    try {
+      appendFileSync(path, stepSummary(run, lastText, o));
+    } catch (err) {
+      throw writeFailed(path, err);
+    }
+  };
+  return new Transform({
+    objectMode: true,
+    transform(rec: SubteeRecord, _enc, cb: TransformCallback) {
+      if (rec.kind === 'line' && rec.value.type === 'assistant' && rec.channel) {
+        for (const b of contentBlocks(rec.value)) if (b.type === 'text' && typeof b.text === 'string' && b.text.trim()) lastText.set(rec.channel, b.text.slice(0, o.reportChars + 1));
+      }
+      cb(null, rec);
+    },
+    flush(cb: TransformCallback) {
+      try {
+        write();
+      } catch (err) {
+        return cb(err as Error);
+      }
+      cb();
+    },
+    destroy(err, cb) {
+      try {
+        write();
+      } catch {
+        // The original error is the one to report.
+      }
+      cb(err);
+    },
+  });
+}
+
+export default definePlugin<StepSummaryOptions>({
+  name: 'github-step-summary',
+  kind: 'sink',
+  kit: '^0.1.0',
+  options: {
+    path: { type: 'string', description: 'file to append to (default $GITHUB_STEP_SUMMARY; nothing is written when neither is set)' },
+    maxBytes: { type: 'number', min: 1000, description: `size limit of the summary (default ${STEP_SUMMARY_DEFAULTS.maxBytes}; GitHub allows 1 MiB)` },
+    reportChars: { type: 'number', min: 1, description: `characters of each agent's last report (default ${STEP_SUMMARY_DEFAULTS.reportChars})` },
+  },
+  create: (o, ctx) => createGithubStepSummary({ ...o, run: ctx.run, env: ctx.env }),
+});

@@ -1,0 +1,81 @@
+import { Transform, type TransformCallback } from 'node:stream';
+import { definePlugin } from '../../src/plugin.js';
+import type { SubteeRecord } from '../../src/record.js';
+
+export const MASK = '[REDACTED]';
+
+/**
+ * Credentials that show up in agent transcripts: provider API keys, tokens of code hosts and
+ * chat tools, cloud access keys, Authorization headers, and `password=`/`"api_key": "…"`
+ * style assignments. The mask has no quote or backslash, so a masked JSON line stays valid.
+ */
+export const SECRET_PATTERNS: readonly RegExp[] = [
+  /sk-ant-[A-Za-z0-9_-]{16,}/g,
+  /\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_-]{20,}/g,
+  /\bgh[pousr]_[A-Za-z0-9]{30,}/g,
+  /\bgithub_pat_[A-Za-z0-9_]{30,}/g,
+  /\bglpat-[A-Za-z0-9_-]{20,}/g,
+  /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g,
+  /\bxox[abprs]-[A-Za-z0-9-]{10,}/g,
+  /\bAIza[0-9A-Za-z_-]{35}\b/g,
+  /\bnpm_[A-Za-z0-9]{36}\b/g,
+  /\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}/g,
+];
+
+// Keeps the scheme or key name, masks the value.
+const KEEP_PREFIX: readonly RegExp[] = [
+  /(\b(?:Bearer|Basic|Token)\s+)[A-Za-z0-9._~+/-]{16,}=*/gi,
+  /((?:api[_-]?key|secret|password|passwd|access[_-]?token|auth[_-]?token)\\?"?\s*[:=]\s*\\?"?)[^"\s\\,}]{8,}/gi,
+];
+
+// A cheap first look, so lines with nothing secret-like skip the full pass.
+const HINT = /sk-|gh[pousr]_|github_pat_|glpat-|AKIA|ASIA|xox[abprs]-|AIza|npm_|eyJ|bearer|basic|token|api[_-]?key|secret|passw/i;
+
+export function redact(text: string): string {
+  if (!HINT.test(text)) return text;
+  let out = text;
+  for (const re of SECRET_PATTERNS) out = out.replace(re, MASK);
+  for (const re of KEEP_PREFIX) out = out.replace(re, (_m, prefix: string) => prefix + MASK);
+  return out;
+}
+
+function redactValue(v: unknown): unknown {
+  if (typeof v === 'string') return redact(v);
+  if (Array.isArray(v)) return v.map(redactValue);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, redactValue(x)]));
+  return v;
+}
+
+/**
+ * A stage that masks secrets in every record before any sink sees it: the raw line (so the
+ * `.jsonl` files and the quarantine hold the masked text) and the parsed value (so readable
+ * transcripts, stdout and pino do). Put it right after the line parser. `--stdout raw`
+ * copies input before any stage and is not masked.
+ */
+export function createRedactSecrets(): Transform {
+  return new Transform({
+    objectMode: true,
+    transform(rec: SubteeRecord, _enc, cb: TransformCallback) {
+      const text = rec.raw.toString('utf8');
+      const masked = redact(text);
+      if (masked === text) return cb(null, rec);
+      if (rec.kind === 'quarantine') return cb(null, { ...rec, raw: Buffer.from(masked) });
+      let value: Record<string, unknown>;
+      try {
+        value = JSON.parse(masked);
+      } catch {
+        value = redactValue(rec.value) as Record<string, unknown>;
+        return cb(null, { ...rec, value, raw: Buffer.from(JSON.stringify(value)) });
+      }
+      cb(null, { ...rec, value, raw: Buffer.from(masked) });
+    },
+  });
+}
+
+export default definePlugin<Record<string, never>>({
+  name: 'redact-secrets',
+  kind: 'stage',
+  kit: '^0.1.0',
+  options: {},
+  create: () => createRedactSecrets(),
+});

@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { builtinRegistry } from '../src/builtins.js';
+import { runChain } from '../src/chain.js';
+import { readConfig, registerPlugins, applyFlags, checkSpec } from '../src/config.js';
+import { parseArgs } from '../src/options.js';
+import { configSchema } from '../src/schema.js';
+import { loadPlugin, definePlugin, Registry } from '../src/plugin.js';
+import { BIN, ROOT, chunked, readTree, tmpDir } from './helpers.js';
+
+const writeJson = (data: unknown) => {
+  const p = join(tmpDir(), 'c.json');
+  writeFileSync(p, typeof data === 'string' ? data : JSON.stringify(data));
+  return p;
+};
+
+test('every problem of a config is reported in one message', async () => {
+  const p = writeJson({ stagez: [], stages: [{ use: 'line-parser', maxLineBytes: 'big' }, { use: 'nope' }, { use: 'channel-router', colour: 1 }], sinks: [{ use: 'files' }, { use: 'stdout', mode: 'loud' }] });
+  const { config, baseDir } = (() => {
+    try {
+      return readConfig(p);
+    } catch (e) {
+      return { error: e } as never;
+    }
+  })();
+  assert.equal(config, undefined, 'unknown top-level key is refused');
+  const e1 = (() => {
+    try {
+      readConfig(p);
+    } catch (e) {
+      return e as any;
+    }
+  })();
+  assert.equal(e1.code, 'ERR_CONFIG');
+  assert.match(e1.message, /stagez: unknown key/);
+  const p2 = writeJson({ stages: [{ use: 'line-parser', maxLineBytes: 'big' }, { use: 'nope' }, { use: 'channel-router', colour: 1 }], sinks: [{ use: 'files' }, { use: 'stdout', mode: 'loud' }] });
+  const r = readConfig(p2);
+  assert.ok(baseDir === undefined);
+  const registry = builtinRegistry();
+  const err = (() => {
+    try {
+      checkSpec(applyFlags(r.config, parseArgs([]), true), registry, 'config');
+    } catch (e) {
+      return e as any;
+    }
+  })();
+  assert.equal(err.code, 'ERR_CONFIG');
+  for (const part of ['stages[0].maxLineBytes: must be a number', 'stages[1]: unknown stage "nope"', 'stages[2].colour: unknown option', 'sinks[0].out: required', 'sinks[1].mode: must be one of']) {
+    assert.ok(err.message.includes(part), `${part} in ${err.message}`);
+  }
+  assert.equal(err.message.split('\n').length, 1);
+});
+
+test('flags override the config; a flag for a missing stage adds it in order', () => {
+  const { config } = readConfig(writeJson({ stages: [{ use: 'line-parser' }, { use: 'channel-router' }], sinks: [{ use: 'files', out: 'a' }] }));
+  const spec = applyFlags(config, parseArgs(['--out', 'b', '--thinking', 'drop', '--require-version', '>=2.1.219']), true);
+  assert.deepEqual(spec.stages.map((s) => s.use), ['line-parser', 'version-guard', 'channel-router', 'thinking-truncator']);
+  assert.equal(spec.sinks[0].out, 'b');
+  const kept = applyFlags(config, parseArgs([]), true);
+  assert.equal(kept.sinks[0].out, 'a', 'defaults of flags do not override the file');
+});
+
+test('bad configs through the CLI: one line, exit 2', () => {
+  const cases = [
+    join(tmpDir(), 'missing.json'),
+    writeJson('{ not json'),
+    writeJson({ stages: [{ use: 'line-parser' }], sinks: [{ use: 'files', out: 'x', bogus: true }] }),
+    writeJson({ plugins: ['./does-not-exist.js'], stages: [{ use: 'line-parser' }], sinks: [] }),
+    writeJson({ stages: [{ use: 'channel-router' }, { use: 'line-parser' }], sinks: [{ use: 'files', out: join(tmpDir(), 'o') }] }),
+  ];
+  for (const p of cases) {
+    const r = spawnSync(process.execPath, [BIN, '--config', p], { input: '', encoding: 'utf8' });
+    assert.equal(r.status, 2, `${p}: ${r.stderr}`);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    assert.match(r.stderr, /\[ERR_(CONFIG|CONFIG_READ|PLUGIN_LOAD)\]/);
+  }
+  const both = spawnSync(process.execPath, [BIN, '--out', join(tmpDir(), 'o'), '--pino', '-'], { input: '', encoding: 'utf8' });
+  assert.equal(both.status, 2);
+  assert.match(both.stderr, /both write to stdout/);
+});
+
+test('the shipped JSON Schema is the one the registry describes', async () => {
+  const registry = builtinRegistry();
+  await registerPlugins(registry, ['redact-secrets', 'github-step-summary'], ROOT);
+  const shipped = JSON.parse(readFileSync(join(ROOT, 'schema', 'subtee-config.schema.json'), 'utf8'));
+  assert.deepEqual(shipped, configSchema(registry), 'run `npm run schema` after changing an option');
+});
+
+test('every example config builds and runs a real recording', async () => {
+  const dir = join(ROOT, 'examples');
+  const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl'));
+  const examples = readdirSync(dir).filter((f) => f.endsWith('.json'));
+  assert.ok(examples.length >= 10);
+  for (const name of examples) {
+    const { config, baseDir } = readConfig(join(dir, name));
+    const registry = builtinRegistry();
+    await registerPlugins(registry, config.plugins, baseDir);
+    const work = tmpDir();
+    const o = parseArgs(['--out', join(work, 'logs')]);
+    const spec = applyFlags(config, o, true);
+    for (const s of spec.sinks) {
+      if (s.use === 'stdout') s.mode = 'none';
+      if (s.use === 'pino' && typeof s.destination === 'string') s.destination = join(work, 'events.log');
+      if (s.use === 'pino' && s.transport) (s.transport as any).options.destination = join(work, 'events.log');
+      if (s.use === 'github-step-summary') s.path = join(work, 'summary.md');
+    }
+    checkSpec(spec, registry, name);
+    const run = await runChain(chunked([recording]), spec, { registry });
+    assert.equal(run.tree.size, 4, name);
+    assert.ok(readTree(join(work, 'logs')).has('index.json'), name);
+  }
+});
+
+test('plugins: contract checked, loading errors name the plugin and keep the cause', async () => {
+  const dir = tmpDir();
+  writeFileSync(join(dir, 'bad-shape.js'), 'export default { name: "x" };');
+  writeFileSync(join(dir, 'old.js'), 'export default { name: "old", kind: "stage", kit: "^9.0.0", options: {}, create() {} };');
+  writeFileSync(join(dir, 'throws.js'), 'throw new Error("boom at load");');
+  await assert.rejects(loadPlugin('./bad-shape.js', dir), { code: 'ERR_PLUGIN_INVALID', message: /plugin \.\/bad-shape\.js: kind must be/ });
+  await assert.rejects(loadPlugin('./old.js', dir), { code: 'ERR_PLUGIN_VERSION' });
+  const e = await loadPlugin('./throws.js', dir).catch((x) => x);
+  assert.equal(e.code, 'ERR_PLUGIN_LOAD');
+  assert.match(e.message, /throws\.js/);
+  assert.equal(e.cause.message, 'boom at load');
+  await assert.rejects(loadPlugin('no-such-package-xyz', dir), { code: 'ERR_PLUGIN_LOAD', message: /not found/ });
+  const r = new Registry().add(definePlugin({ name: 'a', kind: 'stage', kit: '^0.1.0', options: {}, create: () => null as never }));
+  assert.throws(() => r.add(definePlugin({ name: 'a', kind: 'sink', kit: '^0.1.0', options: {}, create: () => null as never })), { code: 'ERR_PLUGIN_DUPLICATE' });
+  mkdirSync(join(dir, 'node_modules', 'subtee-plugin-upper'), { recursive: true });
+  writeFileSync(join(dir, 'node_modules', 'subtee-plugin-upper', 'package.json'), '{"name":"subtee-plugin-upper","type":"module","main":"index.js"}');
+  writeFileSync(join(dir, 'node_modules', 'subtee-plugin-upper', 'index.js'), 'export default { name: "upper", kind: "stage", kit: "^0.1.0", options: {}, create() {} };');
+  assert.equal((await loadPlugin('subtee-plugin-upper', dir)).name, 'upper');
+});
+
+test('built-in stages register through the same contract as plugins', () => {
+  const r = builtinRegistry();
+  for (const n of r.names()) {
+    const d = r.get(n)!;
+    assert.ok(Object.isFrozen(d) && typeof d.create === 'function' && typeof d.kit === 'string', n);
+  }
+});

@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { builtinRegistry } from '../src/builtins.js';
+import { runChain, type ComponentSpec } from "../src/chain.js";
+import { registerPlugins } from '../src/config.js';
+import { Run } from '../src/run.js';
+import { redact, MASK } from '../plugins/redact-secrets/index.js';
+import { stepSummary } from '../plugins/github-step-summary/index.js';
+import { ROOT, chunked, linesOf, readTree, tmpDir } from './helpers.js';
+
+const secrets = {
+  anthropic: 'sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789',
+  github: 'ghp_abcdefghijklmnopqrstuvwxyz0123456789',
+  aws: 'AKIAIOSFODNN7EXAMPLE',
+  slack: 'xoxb-123456789012-abcdefghij',
+  bearer: 'Authorization: Bearer abcdef0123456789abcdef',
+  assignment: 'password=hunter2hunter2',
+};
+
+test('redact masks each kind of secret and leaves ordinary text alone', () => {
+  for (const [kind, s] of Object.entries(secrets)) {
+    const out = redact(`before ${s} after`);
+    assert.ok(out.includes(MASK), kind);
+    assert.ok(!out.includes(s.slice(-10)), `${kind}: ${out}`);
+  }
+  assert.equal(redact('Bearer '), 'Bearer ');
+  const plain = '{"usage":{"input_tokens":10,"output_tokens":5},"text":"the token bucket"}';
+  assert.equal(redact(plain), plain);
+});
+
+async function chainWith(pluginNames: string[], stages: string[], sinks: ComponentSpec[], input: Buffer) {
+  const registry = builtinRegistry();
+  await registerPlugins(registry, pluginNames, ROOT);
+  const run = new Run();
+  await runChain(chunked([input]), { stages: stages.map((use) => ({ use })), sinks }, { registry, run });
+  return run;
+}
+
+test('redact-secrets runs before every sink: jsonl, log, quarantine and pino are masked', async () => {
+  const out = join(tmpDir(), 'out');
+  const pinoFile = join(tmpDir(), 'p.log');
+  const lines = [
+    JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: 'm', content: [{ type: 'text', text: `key ${secrets.anthropic}` }, { type: 'tool_use', id: 't', name: 'Bash', input: { command: `curl -H "Authorization: Bearer ${'x'.repeat(30)}"` } }] } }),
+    `npm WARN token ${secrets.github}`,
+  ];
+  await chainWith(['redact-secrets'], ['line-parser', 'redact-secrets', 'channel-router'], [{ use: 'files', out }, { use: 'pino', destination: pinoFile }], Buffer.from(lines.join('\n') + '\n'));
+  const files = readTree(out);
+  const everything = [...files.values()].map((b) => b.toString()).join('\n') + readFileSync(pinoFile, 'utf8');
+  assert.ok(!everything.includes(secrets.anthropic.slice(-12)));
+  assert.ok(!everything.includes(secrets.github.slice(-12)));
+  assert.ok(!everything.includes('x'.repeat(30)));
+  const jsonl = linesOf(files.get('main.jsonl'));
+  assert.equal(jsonl.length, 1);
+  assert.doesNotThrow(() => JSON.parse(jsonl[0]), 'masked line is still JSON');
+  assert.match(files.get('main.log')!.toString(), /key \[REDACTED\]/);
+});
+
+test('github-step-summary: tree, statuses, collapsed reports, escaped text', async () => {
+  const path = join(tmpDir(), 'summary.md');
+  const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'failing-beside-healthy.jsonl'));
+  await chainWith(['github-step-summary'], ['line-parser', 'channel-router'], [{ use: 'files', out: join(tmpDir(), 'o') }, { use: 'github-step-summary', path }], recording);
+  const md = readFileSync(path, 'utf8');
+  assert.match(md, /^## subtee: 2 subagents — 1 completed, 1 failed, 0 running/);
+  assert.match(md, /❌ general-purpose/);
+  assert.match(md, /✅ general-purpose/);
+  assert.match(md, /<details><summary>general-purpose \S+ — failed<\/summary>/);
+  const run = new Run();
+  run.tree.route({ type: 'assistant', parent_tool_use_id: null, message: { content: [{ type: 'tool_use', id: 'toolu_x', name: 'Agent', input: { subagent_type: '<img src=x>', description: '\x1b]0;t\x07' } }] } });
+  const hostile = stepSummary(run, new Map([[run.tree.main, '</pre><script>alert(1)</script>\x1b[2J']]), { maxBytes: 100_000, reportChars: 1000 });
+  assert.ok(!hostile.includes('<script>') && !hostile.includes('<img') && !/[\x1b\x07]/.test(hostile));
+});
+
+test('github-step-summary stays under its limit however large the run', () => {
+  const run = new Run();
+  const last = new Map();
+  for (let i = 0; i < 5000; i++) {
+    run.tree.route({ type: 'assistant', parent_tool_use_id: null, message: { content: [{ type: 'tool_use', id: `toolu_${i}`, name: 'Agent', input: { subagent_type: 'Explore', description: 'd'.repeat(100) } }] } });
+    last.set(run.tree.get(`toolu_${i}`), 'report '.repeat(1000));
+  }
+  const md = stepSummary(run, last, { maxBytes: 1_000_000, reportChars: 4000 });
+  assert.ok(Buffer.byteLength(md) <= 1_000_000, `${Buffer.byteLength(md)} bytes`);
+  assert.ok(Buffer.byteLength(md) > 900_000);
+  assert.match(md, /more entries not shown/);
+});

@@ -1,0 +1,9 @@
+/** Writes schema/subtee-config.schema.json from the registry: `npm run schema`. */
+import { writeFileSync } from 'node:fs';
+import { configSchema } from '../src/schema.js';
+import { builtinRegistry } from '../src/builtins.js';
+import { registerPlugins } from '../src/config.js';
+
+const registry = builtinRegistry();
+await registerPlugins(registry, ['redact-secrets', 'github-step-summary'], process.cwd());
+writeFileSync(new URL('../../schema/subtee-config.schema.json', import.meta.url), JSON.stringify(configSchema(registry), null, 2) + '\n');

@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { VersionGuard, versionWarnings, checkRequiredVersion } from '../src/stages/version-guard.js';
+import { satisfies } from '../src/semver.js';
+import type { SubteeRecord } from '../src/record.js';
+
+const init = (v: string | undefined): SubteeRecord => ({ kind: 'line', lineNo: 1, raw: Buffer.from('{}'), value: { type: 'system', subtype: 'init', ...(v ? { claude_code_version: v } : {}) } });
+const codes = (v: string) => versionWarnings(v).map((w) => w.code).sort();
+
+test('each boundary of the version timeline', () => {
+  assert.deepEqual(codes('2.1.207'), ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_SUBAGENT_TEXT', 'VERSION_PIPE_TRUNCATION']);
+  assert.deepEqual(codes('2.1.208'), ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_SUBAGENT_TEXT']);
+  assert.deepEqual(codes('2.1.210'), ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_SUBAGENT_TEXT']);
+  assert.deepEqual(codes('2.1.211'), ['VERSION_NO_NESTED_FORWARDING']);
+  assert.deepEqual(codes('2.1.216'), ['VERSION_NO_NESTED_FORWARDING']);
+  assert.deepEqual(codes('2.1.217'), ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_NESTING']);
+  assert.deepEqual(codes('2.1.218'), ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_NESTING']);
+  assert.deepEqual(codes('2.1.219'), []);
+  assert.deepEqual(codes('2.1.328'), []);
+  assert.deepEqual(codes('1.0.56'), ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_SUBAGENT_TEXT', 'VERSION_PIPE_TRUNCATION']);
+  assert.deepEqual(codes('nonsense'), ['VERSION_UNKNOWN']);
+});
+
+test('--require-version refuses older and unknown versions with ERR_VERSION (exit 4)', () => {
+  assert.doesNotThrow(() => checkRequiredVersion('2.1.219', '>=2.1.219'));
+  assert.throws(() => checkRequiredVersion('2.1.218', '>=2.1.219'), { code: 'ERR_VERSION', exitCode: 4 });
+  assert.throws(() => checkRequiredVersion(null, '>=2.1.219'), { code: 'ERR_VERSION' });
+  const g = new VersionGuard('>=2.1.219');
+  assert.throws(() => g.observe(init('2.1.210')), { code: 'ERR_VERSION' });
+  assert.throws(() => new VersionGuard('>=2.1.219').observe(init(undefined)), { code: 'ERR_VERSION' });
+  assert.throws(() => new VersionGuard('>=2').end(), { code: 'ERR_VERSION' }, 'no init at all');
+  assert.ok(satisfies('2.1.328', '>=2.1.219 <3'));
+  assert.ok(satisfies('2.1.5', '^2.1.0 || 1.x'));
+  assert.ok(!satisfies('3.0.0', '^2.1.0'));
+});
+
+test('warnings are said once each, from init and from the stream', () => {
+  const g = new VersionGuard(null);
+  assert.deepEqual(g.observe(init('2.1.210')).map((w) => w.code).sort(), ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_SUBAGENT_TEXT']);
+  assert.deepEqual(g.observe(init('2.1.210')), []);
+  const q = (text: string): SubteeRecord => ({ kind: 'quarantine', lineNo: 2, raw: Buffer.from(text), reason: 'not-object', final: true });
+  assert.equal(g.observe(q('Error: When using --print, --output-format=stream-json requires --verbose'))[0].code, 'VERBOSE_REQUIRED');
+  const u = g.observe(q("error: unknown option '--forward-subagent-text'"))[0];
+  assert.equal(u.code, 'UNKNOWN_OPTION');
+  assert.match(u.message, /--forward-subagent-text/);
+  const thinking: SubteeRecord = { kind: 'line', lineNo: 3, raw: Buffer.from('{}'), value: { type: 'assistant', parent_tool_use_id: null, message: { content: [{ type: 'thinking', thinking: '', signature: 'abc' }] } } };
+  assert.equal(g.observe(thinking)[0].code, 'THINKING_OMITTED');
+  assert.deepEqual(g.observe(thinking), []);
+});
+
+test('subagents with tool calls but no text mean forwarding is off, with the flag to turn it on', () => {
+  const g = new VersionGuard(null);
+  const line = (value: Record<string, unknown>): SubteeRecord => ({ kind: 'line', lineNo: 1, raw: Buffer.from('{}'), value });
+  g.observe(line({ type: 'assistant', parent_tool_use_id: 'toolu_a', message: { content: [{ type: 'tool_use', name: 'Bash', id: 'x', input: {} }] } }));
+  g.observe(line({ type: 'assistant', parent_tool_use_id: 'toolu_b', message: { content: [{ type: 'text', text: 'hi' }, { type: 'tool_use', name: 'Bash', id: 'y', input: {} }] } }));
+  const w = g.observe(line({ type: 'system', subtype: 'task_notification', tool_use_id: 'toolu_a', status: 'completed' }));
+  assert.equal(w[0].code, 'FORWARDING_OFF');
+  assert.match(w[0].message, /--forward-subagent-text|CLAUDE_CODE_FORWARD_SUBAGENT_TEXT/);
+  const g2 = new VersionGuard(null);
+  g2.observe(line({ type: 'assistant', parent_tool_use_id: 'toolu_b', message: { content: [{ type: 'text', text: 'hi' }, { type: 'tool_use', name: 'Bash', id: 'y', input: {} }] } }));
+  assert.deepEqual(g2.end(), []);
+});
