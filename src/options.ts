@@ -16,8 +16,6 @@ export interface OptionDef {
   optionalDefault?: string;
   /** The chain option this flag sets: stage or sink name and option key. */
   target?: { use: string; key: string };
-  /** Only meaningful for `subtee run`. */
-  runOnly?: boolean;
   help: string;
 }
 
@@ -36,7 +34,7 @@ export const OPTIONS: readonly OptionDef[] = Object.freeze([
   { name: 'max-line-bytes', type: 'number', arg: 'N', default: 64 * 1024 * 1024, min: 1024, target: { use: 'line-parser', key: 'maxLineBytes' }, help: 'longest line held in memory; longer lines are quarantined in pieces' },
   { name: 'max-open-files', type: 'number', arg: 'N', default: 128, min: 4, target: { use: 'files', key: 'maxOpenFiles' }, help: 'open file handles kept at most (others are reopened for append)' },
   { name: 'config', alias: 'c', type: 'string', arg: 'FILE', help: 'JSON config: stages, sinks, plugins (flags given here override it)' },
-  { name: 'kill-grace-ms', type: 'number', arg: 'MS', default: 5000, min: 0, runOnly: true, help: 'subtee run: wait this long after SIGTERM before SIGKILL' },
+  { name: 'kill-grace-ms', type: 'number', arg: 'MS', default: 5000, min: 0, help: 'subtee run: wait this long after SIGTERM before SIGKILL' },
   { name: 'quiet', alias: 'q', type: 'boolean', default: false, help: 'no summary or status line on stderr' },
   { name: 'help', alias: 'h', type: 'boolean', default: false, help: 'show this help' },
   { name: 'version', alias: 'V', type: 'boolean', default: false, help: 'print the version' },

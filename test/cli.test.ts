@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { OPTIONS, helpText, parseArgs } from '../src/options.js';
@@ -99,4 +99,17 @@ test('a closed stdout (| head -1) ends that sink only: files complete, exit 0', 
   const files = readTree(out);
   assert.equal(linesOf(files.get('main.jsonl')).length, 20_000);
   assert.equal(JSON.parse(files.get('index.json')!.toString()).input.lines, 20_000);
+});
+
+test('the README documents every option, warning code and error code', async () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  for (const o of OPTIONS) assert.ok(readme.includes(`--${o.name}`), `--${o.name}`);
+  const sources = ['src/stages/line-parser.ts', 'src/stages/version-guard.ts', 'src/stages/idle-watchdog.ts'].map((f) => readFileSync(join(ROOT, f), 'utf8')).join('\n');
+  const warnings = new Set([...sources.matchAll(/'([A-Z]+(?:_[A-Z]+)+)'/g)].map((m) => m[1]).filter((c) => !c.startsWith('ERR_')));
+  assert.ok(warnings.size >= 10);
+  for (const c of warnings) assert.ok(readme.includes(`\`${c}\``), c);
+  const all = readdirSync(join(ROOT, 'src'), { recursive: true }).filter((f) => String(f).endsWith('.ts')).map((f) => readFileSync(join(ROOT, 'src', String(f)), 'utf8')).join('\n');
+  const errors = new Set([...all.matchAll(/(?:Error\(|super\()\s*'(ERR_[A-Z_]+)'/g)].map((x) => x[1]));
+  assert.ok(errors.size >= 14);
+  for (const m of errors) assert.ok(readme.includes(`\`${m}\``), m);
 });

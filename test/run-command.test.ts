@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { BIN, ROOT, linesOf, readTree, tmpDir } from './helpers.js';
+
+const recording = join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl');
+
+/** A stand-in agent: prints a recording, answers --version like Claude Code, exits as told. */
+function fakeAgent(version: string, exitCode = 0, extra = ''): string {
+  const p = join(tmpDir(), 'agent.sh');
+  writeFileSync(p, `#!/bin/sh\nif [ "$1" = "--version" ]; then echo "${version} (Claude Code)"; exit 0; fi\ncat "${recording}"\necho "agent stderr line" >&2\n${extra}\nexit ${exitCode}\n`);
+  chmodSync(p, 0o755);
+  return p;
+}
+
+test('subtee run: reads the command, passes its stderr, exits with its code', () => {
+  const out = join(tmpDir(), 'o');
+  const r = spawnSync(process.execPath, [BIN, 'run', '--out', out, '--stdout', 'none', '-q', '--', fakeAgent('2.1.328', 7)], { encoding: 'utf8' });
+  assert.equal(r.status, 7, r.stderr);
+  assert.match(r.stderr, /agent stderr line/);
+  const files = readTree(out);
+  assert.equal(linesOf(files.get('main.jsonl')).length + [...files.keys()].filter((k) => k.startsWith('agents/') && k.endsWith('.jsonl')).reduce((n, k) => n + linesOf(files.get(k)).length, 0), linesOf(readFileSync(recording)).length);
+});
+
+test('subtee run --require-version: refuses a too-old agent before starting it', () => {
+  const out = join(tmpDir(), 'o');
+  const marker = join(tmpDir(), 'started');
+  const agent = fakeAgent('2.1.210', 0, `touch "${marker}"`);
+  const r = spawnSync(process.execPath, [BIN, 'run', '--out', out, '--require-version', '>=2.1.219', '--', agent], { encoding: 'utf8' });
+  assert.equal(r.status, 4);
+  assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+  assert.match(r.stderr, /Claude Code 2\.1\.210 does not satisfy --require-version >=2\.1\.219 \[ERR_VERSION\]/);
+  assert.throws(() => readFileSync(marker), 'the agent never ran');
+  const ok = spawnSync(process.execPath, [BIN, 'run', '--out', join(tmpDir(), 'o'), '-q', '--stdout', 'none', '--require-version', '>=2.1.219', '--', fakeAgent('2.1.328')], { encoding: 'utf8' });
+  assert.equal(ok.status, 0, ok.stderr);
+});
+
+test('--require-version on a pipe: exit 4 when the stream says the version is too old', () => {
+  const old = readFileSync(recording, 'utf8').replace('"claude_code_version":"2.1.328"', '"claude_code_version":"2.1.218"');
+  const r = spawnSync(process.execPath, [BIN, '--out', join(tmpDir(), 'o'), '-q', '--require-version', '>=2.1.219'], { input: old, encoding: 'utf8' });
+  assert.equal(r.status, 4);
+  assert.match(r.stderr, /\[ERR_VERSION\]/);
+  const warn = spawnSync(process.execPath, [BIN, '--out', join(tmpDir(), 'o'), '-q', '--stdout', 'none'], { input: old, encoding: 'utf8' });
+  assert.equal(warn.status, 0);
+  assert.match(warn.stderr, /warning VERSION_NO_NESTED_FORWARDING/);
+  assert.match(warn.stderr, /warning VERSION_NO_NESTING: .*CLAUDE_CODE_MAX_SUBAGENT_SPAWN_DEPTH/);
+});
+
+test('subtee run forwards SIGTERM to the command and exits with its code', async () => {
+  const out = join(tmpDir(), 'o');
+  const agent = join(tmpDir(), 'slow.sh');
+  writeFileSync(agent, `#!/bin/sh\nhead -3 "${recording}"\ntrap 'echo got-term >&2; exit 143' TERM\nwhile true; do sleep 0.1; done\n`);
+  chmodSync(agent, 0o755);
+  const child = spawn(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--', agent], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  await new Promise((r) => setTimeout(r, 800));
+  child.kill('SIGTERM');
+  const code = await new Promise((r) => child.on('close', r));
+  assert.equal(code, 143, stderr);
+  assert.match(stderr, /got-term/);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.interrupted, true);
+  assert.equal(index.input.lines, 3);
+});
+
+test('usage errors of subtee run', () => {
+  for (const args of [['run'], ['run', '--out', 'x'], ['--', 'ls'], ['run', '--', join(tmpDir(), 'no-such-command')]]) {
+    const r = spawnSync(process.execPath, [BIN, ...args, ...(args.length === 0 ? [] : [])], { encoding: 'utf8', input: '' });
+    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+  }
+});
+
+test('on a terminal, a live status line on stderr that never reaches stdout', { skip: spawnSync('script', ['--version']).status !== 0 && 'script(1) is not installed' }, () => {
+  const dir = tmpDir();
+  const agent = join(dir, 'slow.sh');
+  writeFileSync(agent, `#!/bin/sh\nhead -5 "${recording}"\nsleep 1\ntail -n +6 "${recording}"\n`);
+  chmodSync(agent, 0o755);
+  const stdoutFile = join(dir, 'stdout.txt');
+  const cmd = `"${process.execPath}" "${BIN}" run --out "${join(dir, 'o')}" -- "${agent}" > "${stdoutFile}"`;
+  const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { encoding: 'utf8', timeout: 20_000 });
+  assert.equal(r.status, 0, r.stdout);
+  assert.match(r.stdout, /\r\x1b\[2Ksubtee: 5 lines \(\d+\/s\) · 1 running · 0 done · 0 failed · 0 quarantined/);
+  const stdout = readFileSync(stdoutFile, 'utf8');
+  assert.doesNotMatch(stdout, /subtee:|\x1b/);
+  assert.match(stdout, /Level 3 report: done\./);
+  const quiet = spawnSync('script', ['-qec', cmd.replace(' run ', ' run -q '), '/dev/null'], { encoding: 'utf8', timeout: 20_000 });
+  assert.doesNotMatch(quiet.stdout, /\x1b\[2K/);
+});
