@@ -1,0 +1,143 @@
+/**
+ * subtee's benchmarks, side by side with the floors and the baselines, on the same
+ * generated input in one run:  npm run bench  (or `npm run bench -- --quick` for the smoke form).
+ *
+ *   --quick        small inputs, one run each: proves the benchmark works (used by the tests)
+ *   --runs N       repetitions per measurement (default 5; the median is reported)
+ *   --size-mb N    size of the main inputs (default 200)
+ *   --big-mb N     size of the long input for the memory check (default 1024; 0 skips it)
+ *   --out-root D   where outputs are written (default: the system temp folder)
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { writeStream } from './gen.js';
+import { measureLatency } from './latency.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BIN = join(ROOT, 'bin', 'subtee.js');
+const DEMUX = join(ROOT, '..', 'shared', 'baselines', 'demux.mjs');
+const arg = (name: string, d: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : d;
+};
+const quick = process.argv.includes('--quick');
+const runs = Number(arg('runs', quick ? '1' : '5'));
+const sizeMb = Number(arg('size-mb', quick ? '4' : '200'));
+const bigMb = Number(arg('big-mb', quick ? '8' : '1024'));
+const work = mkdtempSync(join(arg('out-root', tmpdir()), 'subtee-bench-'));
+const hasTime = existsSync('/usr/bin/time');
+const hasJq = spawnSync('jq', ['--version']).status === 0;
+const node = process.execPath;
+
+interface Sample { ms: number; rssKb: number | null; code: number | null }
+
+/** Runs one shell command with stdin from a file; wall time and peak RSS (GNU time). */
+function measure(cmd: string, input: string): Sample {
+  const timed = hasTime ? `/usr/bin/time -f '%M' -o ${work}/rss ${cmd}` : cmd;
+  const t0 = performance.now();
+  const r = spawnSync('bash', ['-c', `${timed} < '${input}' > /dev/null 2>${work}/stderr`], { stdio: 'ignore' });
+  const ms = performance.now() - t0;
+  const rssKb = hasTime ? Number(readFileSync(`${work}/rss`, 'utf8').trim().split('\n').pop()) : null;
+  return { ms, rssKb, code: r.status };
+}
+
+function fresh(name: string): string {
+  const d = join(work, 'out', name);
+  rmSync(d, { recursive: true, force: true });
+  return d;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+interface Row { label: string; samples: Sample[] }
+
+function table(title: string, file: string, rows: Row[], lines: number, ratiosTo: string[]) {
+  const mb = statSync(file).size / 1e6;
+  const med = new Map(rows.map((r) => [r.label, median(r.samples.map((s) => s.ms))]));
+  const out = [`### ${title}`, '', `${(mb).toFixed(0)} MB, ${lines.toLocaleString('en')} lines, ${runs} runs each; median (min–max)`, ''];
+  out.push(`| label | wall s | MB/s | lines/s | peak RSS MB | exit |${ratiosTo.map((r) => ` × vs ${r} |`).join('')}`);
+  out.push(`|---|---|---|---|---|---|${ratiosTo.map(() => '---|').join('')}`);
+  for (const r of rows) {
+    const ms = r.samples.map((s) => s.ms);
+    const m = med.get(r.label)!;
+    const rss = r.samples.map((s) => s.rssKb).filter((x): x is number => x !== null);
+    const ratio = ratiosTo.map((b) => (med.has(b) ? (med.get(b)! / m).toFixed(2) : '–'));
+    out.push(`| ${r.label} | ${(m / 1000).toFixed(2)} (${(Math.min(...ms) / 1000).toFixed(2)}–${(Math.max(...ms) / 1000).toFixed(2)}) | ${(mb / (m / 1000)).toFixed(0)} | ${Math.round(lines / (m / 1000)).toLocaleString('en')} | ${rss.length ? (Math.max(...rss) / 1024).toFixed(0) : '–'} | ${[...new Set(r.samples.map((s) => s.code))].join(',')} |${ratio.map((x) => ` ${x} |`).join('')}`);
+  }
+  return out.join('\n') + '\n';
+}
+
+async function main() {
+  const report: string[] = [];
+  report.push(`# subtee benchmark — ${new Date().toISOString()}`, '', `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, outputs in ${work}`, '');
+  if (!existsSync(DEMUX)) report.push(`_demux.mjs baseline skipped: ${DEMUX} is not there._`, '');
+  if (!hasJq) report.push('_jq baseline skipped: jq is not installed._', '');
+
+  const inputs: Record<string, { file: string; lines: number }> = {};
+  const gen = async (name: string, mb: number, fanout: number, shape: 'large' | 'small', seed: number) => {
+    const file = join(work, `${name}.jsonl`);
+    const r = await writeStream({ sizeBytes: mb * 1024 * 1024, fanout, shape, seed }, file);
+    inputs[name] = { file, lines: r.lines };
+  };
+  await gen('large', sizeMb, 50, 'large', 1);
+  await gen('small', sizeMb, 50, 'small', 2);
+  await gen('large-f2000', sizeMb, 2000, 'large', 3);
+  await gen('large-f10000', sizeMb, 10_000, 'large', 4);
+
+  const commands = (shape: string): Array<[string, () => string]> => [
+    ['cat (floor)', () => 'cat'],
+    ['node read (floor)', () => `${node} ${join(ROOT, 'dist/bench/drain.js')}`],
+    ...(existsSync(DEMUX) ? [['demux.mjs', () => `${node} ${DEMUX} ${fresh('demux')}`] as [string, () => string]] : []),
+    ...(hasJq ? [
+      ['jq one-liner (aborts at first bad line)', () => `jq -r 'select(.type == "assistant" and .parent_tool_use_id == null) | .message.content[]? | select(.type == "text") | .text'`] as [string, () => string],
+      ['jq, tolerant (fromjson?)', () => `jq -rR 'fromjson? | select(.type == "assistant" and .parent_tool_use_id == null) | .message.content[]? | select(.type == "text") | .text'`] as [string, () => string],
+    ] : []),
+    ['subtee parse only', () => `${node} ${join(ROOT, 'dist/bench/parse-only.js')}`],
+    ['subtee → files', () => `${node} ${BIN} --out ${fresh(`files-${shape}`)} --stdout none -q`],
+    ['subtee → files + pino', () => `${node} ${BIN} --out ${fresh(`pino-${shape}`)} --stdout none -q --pino=${join(work, 'out', `pino-${shape}.log`)}`],
+  ];
+
+  for (const shape of ['large', 'small']) {
+    const rows: Row[] = commands(shape).map(([label]) => ({ label, samples: [] }));
+    for (let i = 0; i < runs; i++) {
+      commands(shape).forEach(([, cmd], k) => rows[k].samples.push(measure(cmd(), inputs[shape].file)));
+    }
+    report.push(table(`${shape} lines, 50 subagents`, inputs[shape].file, rows, inputs[shape].lines, ['demux.mjs', 'jq, tolerant (fromjson?)', 'node read (floor)']));
+  }
+
+  // Many channels, with a low descriptor limit: open files stay bounded by --max-open-files.
+  const fanRows: Row[] = [];
+  for (const name of ['large-f2000', 'large-f10000']) {
+    const withDemux = existsSync(DEMUX) ? [{ label: `demux.mjs, ${name}`, samples: [] as Sample[] }] : [];
+    const row = { label: `subtee → files, ${name}, ulimit -n 256`, samples: [] as Sample[] };
+    for (let i = 0; i < Math.min(runs, 3); i++) {
+      row.samples.push(measure(`bash -c 'ulimit -n 256 && exec ${node} ${BIN} --out ${fresh('fan')} --stdout none -q'`, inputs[name].file));
+      for (const d of withDemux) d.samples.push(measure(`${node} ${DEMUX} ${fresh('demux-fan')}`, inputs[name].file));
+    }
+    fanRows.push(row, ...withDemux);
+  }
+  report.push(table('many subagents (2,000 and 10,000)', inputs['large-f2000'].file, fanRows, inputs['large-f2000'].lines, []));
+  report.push('(lines/s and MB/s in this table use the 2,000-channel input\'s size; the 10,000-channel input is the same size.)\n');
+
+  if (bigMb > 0) {
+    await gen('big-f2000', bigMb, 2000, 'large', 5);
+    const rows: Row[] = [{ label: `subtee → files, ${sizeMb} MB, 2,000 subagents`, samples: [] }, { label: `subtee → files, ${bigMb} MB, 2,000 subagents`, samples: [] }];
+    for (let i = 0; i < Math.min(runs, 3); i++) {
+      rows[0].samples.push(measure(`${node} ${BIN} --out ${fresh('rss1')} --stdout none -q`, inputs['large-f2000'].file));
+      rows[1].samples.push(measure(`${node} ${BIN} --out ${fresh('rss2')} --stdout none -q`, inputs['big-f2000'].file));
+    }
+    report.push(table('peak memory against stream length', inputs['big-f2000'].file, rows, inputs['big-f2000'].lines, []));
+  }
+
+  const lat = await measureLatency(BIN, { linesPerSecond: 1000, seconds: quick ? 2 : 10, channels: 20 });
+  report.push('### live latency', '', `1,000 lines/s through a pipe into \`subtee --out\`, 20 channels, ${lat.lines} lines: time from the write into subtee's stdin to the line being in its channel's .jsonl file.`, '');
+  report.push(`| p50 ms | p99 ms | max ms | lines not seen |`, '|---|---|---|---|', `| ${lat.p50.toFixed(2)} | ${lat.p99.toFixed(2)} | ${lat.max.toFixed(2)} | ${lat.lost} |`, '');
+
+  process.stdout.write(report.join('\n') + '\n');
+  rmSync(work, { recursive: true, force: true });
+}
+
+await main();
