@@ -22,7 +22,10 @@ export const DEFAULT_STAGES: readonly ComponentSpec[] = Object.freeze(
 export interface ChainOptions {
   registry?: Registry;
   run?: Run;
+  /** Aborts the chain at once: every stream is destroyed (sinks still flush what they hold). */
   signal?: AbortSignal;
+  /** Stops reading input: what was read still flows through every stage and sink, then the chain ends. */
+  stop?: AbortSignal;
   env?: NodeJS.ProcessEnv;
   stderr?: Writable;
 }
@@ -106,9 +109,37 @@ export function createDiscard(): Writable {
   return new Writable({ objectMode: true, write: (_rec, _enc, cb) => cb() });
 }
 
+const STOPPED = Symbol('stopped');
+
+/**
+ * The input until `stop` fires. A pending read is abandoned at once (the input may be a pipe
+ * that stays silent), and the chain then drains what it already holds, as at end of input.
+ */
+function untilStopped(stop: AbortSignal) {
+  return async function* (source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+    const it = source[Symbol.asyncIterator]();
+    const stopped = new Promise<typeof STOPPED>((resolve) => {
+      if (stop.aborted) resolve(STOPPED);
+      stop.addEventListener('abort', () => resolve(STOPPED), { once: true });
+    });
+    try {
+      while (true) {
+        const next = await Promise.race([it.next(), stopped]);
+        if (next === STOPPED || next.done) return;
+        yield next.value;
+      }
+    } finally {
+      void it.return?.();
+    }
+  };
+}
+
 /** Runs input through the chain to the end; resolves with the run's state. */
 export async function runChain(input: Readable, spec: ChainSpec, options: ChainOptions = {}): Promise<Run> {
   const { streams, run } = buildChain(spec, options);
-  await pipeline([input, ...streams, createDiscard()], { signal: options.signal });
+  const head = options.stop ? [input, untilStopped(options.stop)] : [input];
+  // The typings have no overload for a list that mixes streams and a generator stage.
+  const all = [...head, ...streams, createDiscard()] as unknown as NodeJS.ReadableStream[];
+  await pipeline(all, { signal: options.signal });
   return run;
 }

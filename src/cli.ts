@@ -119,17 +119,17 @@ export async function main(argv: string[], io: CliIO = { stdin: process.stdin, s
   let child: ChildProcess | null = null;
   let childExit: Promise<number> | null = null;
   const ac = new AbortController();
+  const stop = new AbortController();
   let signalled: NodeJS.Signals | null = null;
+  // First signal: stop reading (or, under subtee run, pass it to the agent, which then ends
+  // its output) and let everything already read reach the sinks. A second one aborts.
   const onSignal = (sig: NodeJS.Signals) => {
     run.interrupted = true;
-    if (child && signalled === null) {
-      // The agent gets the signal and ends its output; the chain then ends on its own.
-      signalled = sig;
-      child.kill(sig);
-      return;
-    }
+    const first = signalled === null;
     signalled = sig;
-    ac.abort();
+    if (!first) ac.abort();
+    else if (child) child.kill(sig);
+    else stop.abort();
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
@@ -157,7 +157,7 @@ export async function main(argv: string[], io: CliIO = { stdin: process.stdin, s
     } else {
       input = await openInput(opts._[0], io.stdin);
     }
-    await runChain(input, spec, { run, registry, signal: ac.signal, env: io.env, stderr: io.stderr });
+    await runChain(input, spec, { run, registry, signal: ac.signal, stop: isRun ? undefined : stop.signal, env: io.env, stderr: io.stderr });
     if (childExit) code = await childExit;
   } catch (err) {
     stopChild();
@@ -171,7 +171,7 @@ export async function main(argv: string[], io: CliIO = { stdin: process.stdin, s
   }
   if (!opts.quiet && run.input.lines > 0) io.stderr.write(summaryText(run, String(spec.sinks.find((s) => s.use === 'files')?.out ?? '')));
   if (code === EXIT.STALL) io.stderr.write(`subtee: stalled; ${isRun ? 'the command was stopped; ' : ''}index.json marks what was still running\n`);
-  if (signalled && code === EXIT.OK) {
+  if (signalled && (code === EXIT.OK || !isRun)) {
     io.stderr.write(`subtee: interrupted by ${signalled}; index.json marks what was still running\n`);
     if (!isRun) code = signalled === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;
   }

@@ -27,6 +27,7 @@ export function readStream(text: string): Oracle {
   const quarantined: string[] = [];
   const nonBlank: string[] = [];
   const spawnParent = new Map<string, string | null>();
+  const chOf = (v: any): string | null => (typeof v.parent_tool_use_id === 'string' && v.parent_tool_use_id !== '' ? v.parent_tool_use_id : null);
   const background = new Set<string>();
   const parsed: any[] = [];
   const rawLines = text.replace(/^\uFEFF/, '').split('\n');
@@ -45,35 +46,45 @@ export function readStream(text: string): Oracle {
       quarantined.push(l);
       return;
     }
-    const ch = typeof v.parent_tool_use_id === 'string' && v.parent_tool_use_id !== '' ? v.parent_tool_use_id : null;
-    get(ch).lines.push(l);
+    get(chOf(v)).lines.push(l);
     parsed.push(v);
   });
+  // Spawns: the first Agent/Task tool_use with an id opens that channel under the line's channel.
   for (const v of parsed) {
-    const ch = typeof v.parent_tool_use_id === 'string' && v.parent_tool_use_id !== '' ? v.parent_tool_use_id : null;
+    const ch = chOf(v);
+    if (v.type !== 'assistant') continue;
     for (const b of v.message?.content ?? []) {
-      if (v.type === 'assistant' && b?.type === 'tool_use' && (b.name === 'Agent' || b.name === 'Task')) {
+      if (b?.type === 'tool_use' && (b.name === 'Agent' || b.name === 'Task') && typeof b.id === 'string' && b.id !== '' && b.id !== ch && !spawnParent.has(b.id)) {
         spawnParent.set(b.id, ch);
         const c = get(b.id);
         c.parent = ch;
         c.agent = b.input?.subagent_type ?? c.agent;
       }
     }
-    if (v.type === 'system' && v.subtype === 'task_started' && v.is_backgrounded) background.add(v.tool_use_id);
   }
+  // Statuses, in arrival order: a channel exists from its first line or its spawn.
+  const known = new Set<string | null>([null]);
   for (const v of parsed) {
+    const ch = chOf(v);
+    known.add(ch);
+    if (v.type === 'assistant') for (const b of v.message?.content ?? []) if (b?.type === 'tool_use' && spawnParent.get(b.id) === ch) known.add(b.id);
     if (v.type === 'system' && v.subtype === 'init') get(null).status = 'running';
     if (v.type === 'result') get(null).status = v.is_error === true ? 'failed' : 'completed';
-    if (v.type === 'system' && v.subtype === 'task_notification' && channels.has(v.tool_use_id)) {
-      if (v.status === 'completed' || v.status === 'failed') get(v.tool_use_id).status = v.status;
+    if (v.type === 'system' && v.subtype === 'task_started' && known.has(v.tool_use_id) && typeof v.is_backgrounded === 'boolean') {
+      if (v.is_backgrounded) background.add(v.tool_use_id);
+      else background.delete(v.tool_use_id);
+    }
+    if (v.type === 'system' && v.subtype === 'task_notification' && known.has(v.tool_use_id) && (v.status === 'completed' || v.status === 'failed')) {
+      get(v.tool_use_id).status = v.status;
     }
     if (v.type === 'user') {
       for (const b of v.message?.content ?? []) {
-        if (b?.type !== 'tool_result' || !spawnParent.has(b.tool_use_id) || background.has(b.tool_use_id)) continue;
-        const text = typeof b.content === 'string' ? b.content : (b.content ?? []).map((x: any) => x.text ?? '').join('');
-        if (text.startsWith('Async agent launched')) continue;
+        if (b?.type !== 'tool_result' || !known.has(b.tool_use_id) || b.tool_use_id === null) continue;
         const c = get(b.tool_use_id);
-        if (c.status === 'running') c.status = b.is_error ? 'failed' : 'completed';
+        if (c.status !== 'running') continue;
+        const text = typeof b.content === 'string' ? b.content : (Array.isArray(b.content) ? b.content : []).map((x: any) => x?.text ?? '').join('\n');
+        if (/^\s*Async agent launched/.test(text)) background.add(b.tool_use_id);
+        else if (!background.has(b.tool_use_id)) c.status = b.is_error === true ? 'failed' : 'completed';
       }
     }
   }
