@@ -118,13 +118,16 @@ const STOPPED = Symbol('stopped');
 function untilStopped(stop: AbortSignal) {
   return async function* (source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
     const it = source[Symbol.asyncIterator]();
-    const stopped = new Promise<typeof STOPPED>((resolve) => {
-      if (stop.aborted) resolve(STOPPED);
-      stop.addEventListener('abort', () => resolve(STOPPED), { once: true });
-    });
     try {
-      while (true) {
+      while (!stop.aborted) {
+        // A fresh promise per read: racing one long-lived promise would keep every chunk alive.
+        let onAbort = () => {};
+        const stopped = new Promise<typeof STOPPED>((resolve) => {
+          onAbort = () => resolve(STOPPED);
+          stop.addEventListener('abort', onAbort, { once: true });
+        });
         const next = await Promise.race([it.next(), stopped]);
+        stop.removeEventListener('abort', onAbort);
         if (next === STOPPED || next.done) return;
         yield next.value;
       }

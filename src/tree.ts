@@ -183,7 +183,7 @@ export class ChannelTree {
     ch.orphan = false;
     ch.parent = parent.id;
     parent.children.push(id);
-    ch.agent = str(input.subagent_type) ?? ch.agent ?? (block.name === 'Task' ? 'task' : 'agent');
+    ch.agent = str(input.subagent_type) ?? ch.agent;
     ch.description = str(input.description) ?? ch.description;
     if (typeof input.run_in_background === 'boolean' && ch.background === null) ch.background = input.run_in_background;
     this.setDepth(ch, parent.depth === null ? null : parent.depth + 1);

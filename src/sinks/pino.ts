@@ -75,11 +75,21 @@ export function createPinoSink(options: PinoSinkOptions = {}): Transform {
       throw writeFailed(String(opts.destination), err);
     }
   }
+  // sonic-boom reports a failed write as an event (and its flushSync then retries forever):
+  // stop at the first failure and fail the chain with it.
+  let failed: Error | null = null;
+  const onFail = (err: unknown) => {
+    if (failed) return;
+    failed = writeFailed(String(opts.destination), err);
+    stream.destroy(failed);
+  };
+  (dest ?? transport)!.on('error', onFail);
   const logger: Logger = pino({ base: null, timestamp: pino.stdTimeFunctions.isoTime, messageKey: 'msg' }, (transport ?? dest)!);
   const log = (level: 'info' | 'warn' | 'error', kind: Kind, fields: Record<string, unknown>) => logger[level]({ kind, ...fields });
   run.onWarning((w) => log('warn', 'warning', { code: w.code, content: w.message }));
 
   const close = async () => {
+    if (failed) throw failed;
     if (dest) {
       dest.flushSync();
       dest.end();
@@ -97,9 +107,10 @@ export function createPinoSink(options: PinoSinkOptions = {}): Transform {
     }
   };
 
-  return new Transform({
+  const stream = new Transform({
     objectMode: true,
     transform(rec: SubteeRecord, _enc, cb: TransformCallback) {
+      if (failed) return cb(failed);
       try {
         if (rec.kind === 'quarantine') {
           if (rec.final) log('warn', 'quarantine', { channel: null, line: rec.lineNo, reason: rec.reason, content: shorten(rec.raw.subarray(0, opts.maxContentChars * 4).toString('utf8'), opts.maxContentChars) });
@@ -113,16 +124,20 @@ export function createPinoSink(options: PinoSinkOptions = {}): Transform {
       cb(null, rec);
     },
     flush(cb: TransformCallback) {
-      close().then(() => cb(), (err) => cb(writeFailed(String(opts.destination), err)));
+      close().then(() => cb(), (err) => cb(err instanceof Error && 'code' in err && (err as { code: string }).code === 'ERR_WRITE' ? err : writeFailed(String(opts.destination), err)));
     },
     destroy(err, cb) {
-      try {
-        dest?.flushSync();
-      } catch {
-        // The original error is the one to report.
+      if (dest && !failed) {
+        try {
+          dest.flushSync();
+        } catch {
+          // The original error is the one to report.
+        }
       }
+      if (failed) dest?.destroy();
       transport?.end();
       cb(err);
     },
   });
+  return stream;
 }

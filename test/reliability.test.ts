@@ -1,0 +1,186 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { once } from 'node:events';
+import { BIN, ROOT, checkOutput, linesOf, readTree, tmpDir } from './helpers.js';
+
+const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'binary-tree-depth-3.jsonl'));
+const recLines = linesOf(recording);
+
+/** Starts subtee on a pipe we write to; resolves when `file` in out has at least `min` bytes. */
+function startOnPipe(out: string, extra: string[] = []) {
+  const child = spawn(process.execPath, [BIN, '--out', out, '--stdout', 'none', ...extra], { stdio: ['pipe', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const closed = new Promise<{ code: number | null; signal: string | null }>((r) => child.on('close', (code, signal) => r({ code, signal })));
+  return { child, closed, stderr: () => stderr };
+}
+
+async function waitFor(pred: () => boolean, ms = 10_000) {
+  const t0 = Date.now();
+  while (!pred()) {
+    if (Date.now() - t0 > ms) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  test(`${sig} mid-stream: everything received is on disk, index says interrupted, exit ${code}`, async () => {
+    const out = join(tmpDir(), 'o');
+    const s = startOnPipe(out);
+    const half = recLines.slice(0, 80);
+    s.child.stdin.write(half.join('\n') + '\n{"type":"assist');
+    await waitFor(() => existsSync(join(out, 'main.jsonl')) && readFileSync(join(out, 'main.jsonl'), 'utf8').length > 0);
+    await new Promise((r) => setTimeout(r, 200));
+    s.child.kill(sig);
+    const r = await s.closed;
+    assert.equal(r.code, code, s.stderr());
+    const received = Buffer.from(half.join('\n') + '\n{"type":"assist');
+    const { index } = checkOutput(received, out, sig);
+    assert.equal(index.interrupted, true);
+    assert.ok(index.channels.some((c: any) => c.status === 'running'), 'still-running channels are marked');
+    assert.equal(readFileSync(join(out, 'quarantine.log'), 'utf8'), '{"type":"assist\n', 'the partial line is kept');
+    assert.doesNotMatch(s.stderr(), /\n\s+at /);
+  });
+}
+
+test('kill -9: every file is valid line by line but for one torn last line; a rerun is unaffected', async () => {
+  const out = join(tmpDir(), 'o');
+  const s = startOnPipe(out, ['--max-open-files', '8']);
+  let i = 0;
+  // Keep writing until killed, so the kill lands mid-stream.
+  const writer = setInterval(() => {
+    for (let k = 0; k < 20; k++) s.child.stdin.write(recLines[i++ % recLines.length] + '\n');
+  }, 5);
+  await waitFor(() => existsSync(join(out, 'agents')) && readdirSync(join(out, 'agents')).length > 4);
+  await new Promise((r) => setTimeout(r, 300));
+  s.child.kill('SIGKILL');
+  clearInterval(writer);
+  await s.closed;
+  s.child.stdin.destroy();
+  for (const [name, buf] of readTree(out)) {
+    if (!name.endsWith('.jsonl')) continue;
+    const lines = buf.toString('utf8').split('\n');
+    const last = lines.pop();
+    for (const l of lines) assert.doesNotThrow(() => JSON.parse(l), `${name}: ${l.slice(0, 80)}`);
+    if (last) assert.ok(true, `${name} ends with a torn line, allowed once`);
+  }
+  const again = join(tmpDir(), 'again');
+  const r = spawnSync(process.execPath, [BIN, '--out', again, '--stdout', 'none', '-q'], { input: recording });
+  assert.equal(r.status, 0);
+  checkOutput(recording, again, 'rerun');
+});
+
+function tryMountTmpfs(dir: string, size: string): boolean {
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+test('a full disk ends with one line naming the path, exit 3, no hang', async (t) => {
+  const dir = join(tmpDir(), 'small');
+  mkdirSync(dir);
+  if (!tryMountTmpfs(dir, '256k')) {
+    t.skip('cannot mount a small tmpfs here (needs root and mount(8)); the /dev/full check below still runs');
+  } else {
+    try {
+      const big = Buffer.from(Array.from({ length: 3000 }, (_, k) => JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: `m${k}`, content: [{ type: 'text', text: 'x'.repeat(300) }] } })).join('\n') + '\n');
+      const r = spawnSync(process.execPath, [BIN, '--out', join(dir, 'o'), '--stdout', 'none', '-q'], { input: big, encoding: 'utf8', timeout: 30_000 });
+      assert.equal(r.status, 3, r.stderr);
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+      assert.match(r.stderr, /cannot write .*small\/o\/.*: no space left on device \[ERR_WRITE\]/);
+    } finally {
+      execFileSync('umount', [dir]);
+    }
+  }
+  const pino = spawnSync(process.execPath, [BIN, '--out', join(tmpDir(), 'o'), '--stdout', 'none', '-q', '--pino=/dev/full'], { input: recording, encoding: 'utf8', timeout: 30_000 });
+  assert.equal(pino.status, 3, pino.stderr);
+  assert.equal(pino.stderr.trim().split('\n').length, 1, pino.stderr);
+  assert.match(pino.stderr, /\/dev\/full: no space left on device \[ERR_WRITE\]/);
+});
+
+test('10,000 subagents under ulimit -n 256: nothing lost', () => {
+  const lines: string[] = [];
+  for (let k = 0; k < 10_000; k++) lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: `s${k}`, content: [{ type: 'tool_use', id: `toolu_f${k}`, name: 'Agent', input: {} }] } }));
+  for (let k = 0; k < 20_000; k++) lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: `toolu_f${k % 10_000}`, message: { id: `m${k}`, content: [{ type: 'text', text: `t${k}` }] } }));
+  const input = Buffer.from(lines.join('\n') + '\n');
+  const out = join(tmpDir(), 'o');
+  const r = spawnSync('bash', ['-c', `ulimit -n 256 && exec "${process.execPath}" "${BIN}" --out "${out}" --stdout none -q`], { input, encoding: 'utf8', timeout: 120_000 });
+  assert.equal(r.status, 0, r.stderr);
+  const { index } = checkOutput(input, out, '10k');
+  assert.equal(index.channels.length, 10_001);
+});
+
+test('a 200 MB line is quarantined past the limit with bounded memory, never an out-of-memory crash', { skip: !existsSync('/usr/bin/time') && 'GNU time is not installed' }, async () => {
+  const out = join(tmpDir(), 'o');
+  const child = spawn('/usr/bin/time', ['-f', '%M', process.execPath, BIN, '--out', out, '--stdout', 'none', '-q', '--max-line-bytes', String(16 * 1024 * 1024)], { stdio: ['pipe', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  child.stdin.write('{"type":"system","subtype":"init"}\n');
+  const piece = Buffer.alloc(1 << 20, 'a');
+  const head = '{"type":"user","message":{"content":[{"type":"tool_result","content":"';
+  const tail = '"}]}}';
+  child.stdin.write(head);
+  for (let k = 0; k < 200; k++) if (!child.stdin.write(piece)) await once(child.stdin, 'drain');
+  child.stdin.end(`${tail}\n{"type":"result","subtype":"success"}\n`);
+  const [code] = await once(child, 'close');
+  assert.equal(code, 0, stderr);
+  const rssKb = Number(stderr.trim().split('\n').pop());
+  assert.ok(rssKb < 150 * 1024, `peak RSS ${Math.round(rssKb / 1024)} MB for a 200 MB line`);
+  assert.match(stderr, /warning LINE_TOO_LONG: line 2 is longer than 16777216 bytes/);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.deepEqual(index.quarantine_lines, [2]);
+  assert.equal(index.channels[0].lines, 2);
+  const q = readFileSync(join(out, 'quarantine.log'));
+  assert.equal(q.length, head.length + 200 * (1 << 20) + tail.length + 1);
+  assert.ok(q.subarray(0, head.length).equals(Buffer.from(head)) && q.subarray(-tail.length - 1).equals(Buffer.from(`${tail}\n`)));
+});
+
+test('a slow reader on stdout: memory stays bounded and nothing is dropped', { skip: !existsSync('/usr/bin/time') && 'GNU time is not installed' }, async () => {
+  const lines = Array.from({ length: 60_000 }, (_, k) => JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: `m${k}`, content: [{ type: 'text', text: `${k} ${'y'.repeat(1000)}` }] } }));
+  const input = Buffer.from(lines.join('\n') + '\n');
+  const out = join(tmpDir(), 'o');
+  const child = spawn('/usr/bin/time', ['-f', '%M', process.execPath, BIN, '--out', out, '--stdout', 'raw', '-q'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  child.stdin.end(input);
+  // Read stdout slowly: a pause after every chunk.
+  let got = 0;
+  const closed = once(child, 'close');
+  for await (const c of child.stdout) {
+    got += (c as Buffer).length;
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  const [code] = await closed;
+  assert.equal(code, 0, stderr);
+  assert.equal(got, input.length, 'stdout got every byte');
+  const rssKb = Number(stderr.trim().split('\n').pop());
+  assert.ok(rssKb < 120 * 1024, `peak RSS ${Math.round(rssKb / 1024)} MB with a 60 MB input behind a slow reader`);
+  checkOutput(input, out, 'slow reader');
+});
+
+test('--force writes into a used folder but leaves files subtee does not write alone', () => {
+  const out = tmpDir();
+  writeFileSync(join(out, 'notes.txt'), 'mine');
+  const refused = spawnSync(process.execPath, [BIN, '--out', out, '-q'], { input: recording, encoding: 'utf8' });
+  assert.equal(refused.status, 3);
+  assert.match(refused.stderr, /already holds files.*--force \[ERR_OUT_NOT_EMPTY\]/);
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '-q', '--force', '--stdout', 'none'], { input: recording, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(readFileSync(join(out, 'notes.txt'), 'utf8'), 'mine');
+  checkOutput(recording, out, 'forced');
+});
+
+test('invalid UTF-8 in a noise line reaches the quarantine file byte for byte', () => {
+  const bad = Buffer.from([0x6e, 0x6f, 0xff, 0xfe, 0xc3, 0x28, 0x1b, 0x5b, 0x32, 0x4a]);
+  const input = Buffer.concat([recording.subarray(0, recording.indexOf(10) + 1), bad, Buffer.from('\n')]);
+  const out = join(tmpDir(), 'o');
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '-q'], { input });
+  assert.equal(r.status, 0);
+  assert.ok(readFileSync(join(out, 'quarantine.log')).equals(Buffer.concat([bad, Buffer.from('\n')])));
+});
