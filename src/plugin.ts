@@ -27,10 +27,11 @@ export interface OptionSpec {
 }
 
 /**
- * The one contract for every stage and sink, built-in or not. A stage transforms records;
- * a sink is a pass-through stage that also writes them somewhere. `create` returns a core
- * Transform in object mode on both sides, unless `input(options)` says the stage wants the
- * raw input bytes (it then runs before the line parser, bytes in and bytes out).
+ * The one contract for every stage and sink, built-in or not. A stage transforms record
+ * batches (arrays of records, see RecordBatch); a sink is a pass-through stage that also
+ * writes them somewhere. `create` returns a core Transform in object mode on both sides,
+ * unless `input(options)` says the stage wants the raw input bytes (it then runs before the
+ * line parser, bytes in and bytes out).
  */
 export interface PluginDefinition<O = any> {
   name: string;

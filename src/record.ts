@@ -36,6 +36,14 @@ export type QuarantineReason = 'not-json' | 'not-object' | 'truncated' | 'too-lo
 
 export type SubteeRecord = LineRecord | QuarantineRecord;
 
+/**
+ * What flows between object-mode stages: the records of one input chunk, in order. Moving
+ * arrays instead of single records keeps the per-record cost of stream plumbing out of the
+ * hot path (a stream hop costs about as much as routing a small line). A stage may return a
+ * shorter or longer array (dropping or adding records); an empty one is not passed on.
+ */
+export type RecordBatch = SubteeRecord[];
+
 export type ChannelEvent =
   | { type: 'open'; channel: Channel }
   | { type: 'spawn'; channel: Channel }

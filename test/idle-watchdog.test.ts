@@ -23,7 +23,8 @@ function fakeClock() {
   return { clock, advance, running: () => tick !== null };
 }
 
-const line = (value: Record<string, unknown>, lineNo = 1): SubteeRecord => ({ kind: 'line', lineNo, raw: Buffer.from(JSON.stringify(value)), value });
+/** One batch holding one line record, as the line parser would emit it. */
+const line = (value: Record<string, unknown>, lineNo = 1): SubteeRecord[] => [{ kind: 'line', lineNo, raw: Buffer.from(JSON.stringify(value)), value }];
 const opts = { idleTimeoutMs: 10_000, bgWaitCeilingMs: 60_000, drainGraceMs: 5_000, checkIntervalMs: 1000 };
 
 function watch(extra: Record<string, unknown> = {}) {

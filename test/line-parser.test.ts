@@ -13,7 +13,7 @@ async function parse(chunks: Buffer[], maxLineBytes?: number): Promise<{ recs: S
   await pipeline(
     chunked(chunks),
     createLineParser({ run, maxLineBytes }),
-    new Writable({ objectMode: true, write: (r, _e, cb) => (recs.push(r), cb()) }),
+    new Writable({ objectMode: true, write: (batch: SubteeRecord[], _e, cb) => (recs.push(...batch), cb()) }),
   );
   return { recs, run };
 }

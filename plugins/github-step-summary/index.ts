@@ -2,7 +2,7 @@ import { appendFileSync } from 'node:fs';
 import { Transform, type TransformCallback } from 'node:stream';
 import { writeFailed } from '../../src/errors.js';
 import { definePlugin } from '../../src/plugin.js';
-import type { SubteeRecord } from '../../src/record.js';
+import type { RecordBatch } from '../../src/record.js';
 import { escapeControl } from '../../src/render.js';
 import { Run } from '../../src/run.js';
 import { contentBlocks, type Channel } from '../../src/tree.js';
@@ -108,11 +108,12 @@ export function createGithubStepSummary(options: StepSummaryOptions & { run?: Ru
   };
   return new Transform({
     objectMode: true,
-    transform(rec: SubteeRecord, _enc, cb: TransformCallback) {
-      if (rec.kind === 'line' && rec.value.type === 'assistant' && rec.channel) {
+    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
+      for (const rec of batch) {
+        if (rec.kind !== 'line' || rec.value.type !== 'assistant' || !rec.channel) continue;
         for (const b of contentBlocks(rec.value)) if (b.type === 'text' && typeof b.text === 'string' && b.text.trim()) lastText.set(rec.channel, b.text.slice(0, o.reportChars + 1));
       }
-      cb(null, rec);
+      cb(null, batch);
     },
     flush(cb: TransformCallback) {
       try {

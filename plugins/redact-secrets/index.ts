@@ -1,6 +1,6 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { definePlugin } from '../../src/plugin.js';
-import type { SubteeRecord } from '../../src/record.js';
+import type { RecordBatch, SubteeRecord } from '../../src/record.js';
 
 export const MASK = '[REDACTED]';
 
@@ -46,6 +46,19 @@ function redactValue(v: unknown): unknown {
   return v;
 }
 
+export function redactRecord(rec: SubteeRecord): SubteeRecord {
+  const text = rec.raw.toString('utf8');
+  const masked = redact(text);
+  if (masked === text) return rec;
+  if (rec.kind === 'quarantine') return { ...rec, raw: Buffer.from(masked) };
+  try {
+    return { ...rec, value: JSON.parse(masked), raw: Buffer.from(masked) };
+  } catch {
+    const value = redactValue(rec.value) as Record<string, unknown>;
+    return { ...rec, value, raw: Buffer.from(JSON.stringify(value)) };
+  }
+}
+
 /**
  * A stage that masks secrets in every record before any sink sees it: the raw line (so the
  * `.jsonl` files and the quarantine hold the masked text) and the parsed value (so readable
@@ -55,19 +68,8 @@ function redactValue(v: unknown): unknown {
 export function createRedactSecrets(): Transform {
   return new Transform({
     objectMode: true,
-    transform(rec: SubteeRecord, _enc, cb: TransformCallback) {
-      const text = rec.raw.toString('utf8');
-      const masked = redact(text);
-      if (masked === text) return cb(null, rec);
-      if (rec.kind === 'quarantine') return cb(null, { ...rec, raw: Buffer.from(masked) });
-      let value: Record<string, unknown>;
-      try {
-        value = JSON.parse(masked);
-      } catch {
-        value = redactValue(rec.value) as Record<string, unknown>;
-        return cb(null, { ...rec, value, raw: Buffer.from(JSON.stringify(value)) });
-      }
-      cb(null, { ...rec, value, raw: Buffer.from(masked) });
+    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
+      cb(null, batch.map(redactRecord));
     },
   });
 }

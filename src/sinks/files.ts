@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { OutputError, writeFailed } from '../errors.js';
 import { buildIndex, type ChannelPaths } from '../index-file.js';
-import type { LineRecord, SubteeRecord } from '../record.js';
+import type { LineRecord, RecordBatch } from '../record.js';
 import { escapeControl, headerLines, renderRecord, statusLine } from '../render.js';
 import { Run } from '../run.js';
 import type { Channel } from '../tree.js';
@@ -56,7 +56,7 @@ export function prepareOutDir(out: string, force: boolean): void {
 }
 
 /**
- * Files sink: a pass-through stage (records in, the same records out) that writes
+ * Files sink: a pass-through stage (record batches in, the same out) that writes
  * `main.log`/`main.jsonl`, `agents/<id>.log`/`.jsonl`, `quarantine.log` and `index.json`.
  *
  * Writes are queued and written synchronously in batches: when the queue passes
@@ -141,14 +141,16 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
 
   const sink = new Transform({
     objectMode: true,
-    transform(rec: SubteeRecord, _enc, cb: TransformCallback) {
+    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       try {
-        if (rec.kind === 'quarantine') {
-          quarantine ??= files.file('quarantine.log');
-          files.write(quarantine, rec.raw);
-          if (rec.final) files.write(quarantine, NL);
-        } else {
-          writeLine(rec);
+        for (const rec of batch) {
+          if (rec.kind === 'quarantine') {
+            quarantine ??= files.file('quarantine.log');
+            files.write(quarantine, rec.raw);
+            if (rec.final) files.write(quarantine, NL);
+          } else {
+            writeLine(rec);
+          }
         }
         if (files.pendingBytes >= opts.flushBytes) flushNow();
         else scheduled ??= setImmediate(() => {
@@ -162,7 +164,7 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
       } catch (err) {
         return cb(err as Error);
       }
-      cb(null, rec);
+      cb(null, batch);
     },
     flush(cb: TransformCallback) {
       try {

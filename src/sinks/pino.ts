@@ -2,7 +2,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { once } from 'node:events';
 import pino, { type Logger } from 'pino';
 import { writeFailed } from '../errors.js';
-import type { LineRecord, SubteeRecord } from '../record.js';
+import type { LineRecord, RecordBatch } from '../record.js';
 import { shorten } from '../render.js';
 import { Run } from '../run.js';
 import { contentBlocks, resultText, type Channel } from '../tree.js';
@@ -109,19 +109,21 @@ export function createPinoSink(options: PinoSinkOptions = {}): Transform {
 
   const stream = new Transform({
     objectMode: true,
-    transform(rec: SubteeRecord, _enc, cb: TransformCallback) {
+    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       if (failed) return cb(failed);
       try {
-        if (rec.kind === 'quarantine') {
-          if (rec.final) log('warn', 'quarantine', { channel: null, line: rec.lineNo, reason: rec.reason, content: shorten(rec.raw.subarray(0, opts.maxContentChars * 4).toString('utf8'), opts.maxContentChars) });
-        } else {
-          const base = where(rec.channel);
-          for (const e of pinoEvents(rec, opts.maxContentChars)) log(e.level, e.kind, { ...base, line: rec.lineNo, ...e.fields });
+        for (const rec of batch) {
+          if (rec.kind === 'quarantine') {
+            if (rec.final) log('warn', 'quarantine', { channel: null, line: rec.lineNo, reason: rec.reason, content: shorten(rec.raw.subarray(0, opts.maxContentChars * 4).toString('utf8'), opts.maxContentChars) });
+          } else {
+            const base = where(rec.channel);
+            for (const e of pinoEvents(rec, opts.maxContentChars)) log(e.level, e.kind, { ...base, line: rec.lineNo, ...e.fields });
+          }
         }
       } catch (err) {
         return cb(writeFailed(String(opts.destination), err));
       }
-      cb(null, rec);
+      cb(null, batch);
     },
     flush(cb: TransformCallback) {
       close().then(() => cb(), (err) => cb(err instanceof Error && 'code' in err && (err as { code: string }).code === 'ERR_WRITE' ? err : writeFailed(String(opts.destination), err)));

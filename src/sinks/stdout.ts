@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback, type Writable } from 'node:stream';
-import type { LineRecord, SubteeRecord } from '../record.js';
+import type { LineRecord, RecordBatch } from '../record.js';
 import { channelLabel, escapeControl, statusLine } from '../render.js';
 import { contentBlocks } from '../tree.js';
 import { withDefaults } from '../defaults.js';
@@ -78,12 +78,13 @@ export function createStdoutSink(options: StdoutSinkOptions = {}): Transform {
   const raw = opts.mode === 'raw';
   return new Transform({
     objectMode: !raw,
-    transform(rec: SubteeRecord | Buffer, _enc, cb: TransformCallback) {
-      if (raw) return write(rec as Buffer, cb, rec);
-      const r = rec as SubteeRecord;
-      const text = !closed && r.kind === 'line' ? stdoutText(r, opts.mode as 'text' | 'main', opts.indent) : null;
-      if (text === null) return cb(null, rec);
-      write(text, cb, rec);
+    transform(chunk: RecordBatch | Buffer, _enc, cb: TransformCallback) {
+      if (raw) return write(chunk as Buffer, cb, chunk);
+      if (closed) return cb(null, chunk);
+      let text = '';
+      for (const r of chunk as RecordBatch) if (r.kind === 'line') text += stdoutText(r, opts.mode as 'text' | 'main', opts.indent) ?? '';
+      if (text === '') return cb(null, chunk);
+      write(text, cb, chunk);
     },
     final(cb) {
       stream.off('error', onError);

@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import type { SubteeRecord } from '../record.js';
+import type { RecordBatch } from '../record.js';
 import { Run } from '../run.js';
 
 export interface ChannelRouterOptions {
@@ -7,7 +7,7 @@ export interface ChannelRouterOptions {
 }
 
 /**
- * Channel router: records in, the same records out with `channel` and `events` set.
+ * Channel router: record batches in, the same records out with `channel` and `events` set.
  * Object mode on both sides. The tree logic lives in ChannelTree; this is the stream adapter.
  * Quarantine records pass through untouched.
  */
@@ -15,13 +15,14 @@ export function createChannelRouter(options: ChannelRouterOptions = {}): Transfo
   const tree = (options.run ?? new Run()).tree;
   return new Transform({
     objectMode: true,
-    transform(rec: SubteeRecord, _enc, cb: TransformCallback) {
-      if (rec.kind === 'line') {
+    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
+      for (const rec of batch) {
+        if (rec.kind !== 'line') continue;
         const { channel, events } = tree.route(rec.value);
         rec.channel = channel;
         if (events.length > 0) rec.events = events;
       }
-      cb(null, rec);
+      cb(null, batch);
     },
   });
 }

@@ -1,6 +1,6 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { EXIT, SubteeError } from '../errors.js';
-import type { SubteeRecord } from '../record.js';
+import type { RecordBatch } from '../record.js';
 import { escapeOneLine } from '../render.js';
 import { Run } from '../run.js';
 import { withDefaults } from '../defaults.js';
@@ -156,10 +156,10 @@ export function createIdleWatchdog(options: IdleWatchdogOptions = {}): Transform
   };
   const stream = new Transform({
     objectMode: true,
-    transform(rec: SubteeRecord, _enc, cb: TransformCallback) {
+    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       dog.activity(clock.now());
-      if (rec.kind === 'line') dog.observe(rec.value);
-      cb(null, rec);
+      for (const rec of batch) if (rec.kind === 'line') dog.observe(rec.value);
+      cb(null, batch);
     },
     flush(cb: TransformCallback) {
       stop();

@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import type { QuarantineReason, SubteeRecord } from '../record.js';
+import type { QuarantineReason, RecordBatch } from '../record.js';
 import { Run } from '../run.js';
 import { withDefaults } from '../defaults.js';
 
@@ -156,20 +156,21 @@ export function classifyLine(line: Buffer, terminated = true): Classified {
 }
 
 /**
- * Line parser: bytes in, records out (object mode on the readable side only).
+ * Line parser: bytes in, record batches out (object mode on the readable side only): one
+ * batch per input chunk.
  * Never fails on content: a line that is not a JSON object becomes a quarantine record.
  * Backpressure is core Transform's: records are pushed synchronously inside transform().
  */
 export function createLineParser(options: LineParserOptions = {}): Transform {
   const opts = withDefaults(LINE_PARSER_DEFAULTS, options);
   const run = options.run ?? new Run();
-  let out: Transform;
+  let batch: RecordBatch = [];
   const quarantine = (raw: Buffer, lineNo: number, reason: QuarantineReason, final: boolean) => {
     if (final) {
       run.input.quarantined++;
       run.quarantineLines.push(lineNo);
     }
-    out.push({ kind: 'quarantine', lineNo, raw, reason, final } satisfies SubteeRecord);
+    batch.push({ kind: 'quarantine', lineNo, raw, reason, final });
   };
   let overflowStart = 0;
   const splitter = new LineSplitter(opts.maxLineBytes, {
@@ -180,7 +181,7 @@ export function createLineParser(options: LineParserOptions = {}): Transform {
       }
       run.input.lines++;
       const c = classifyLine(raw, terminated);
-      if (c.ok) out.push({ kind: 'line', lineNo, raw, value: c.value } satisfies SubteeRecord);
+      if (c.ok) batch.push({ kind: 'line', lineNo, raw, value: c.value });
       else quarantine(raw, lineNo, c.reason, true);
     },
     overflow(piece, lineNo, final) {
@@ -196,18 +197,23 @@ export function createLineParser(options: LineParserOptions = {}): Transform {
       if (final) overflowStart = 0;
     },
   });
-  out = new Transform({
+  const take = (): RecordBatch | undefined => {
+    if (batch.length === 0) return undefined;
+    const b = batch;
+    batch = [];
+    return b;
+  };
+  return new Transform({
     writableObjectMode: false,
     readableObjectMode: true,
     transform(chunk: Buffer, _enc, cb: TransformCallback) {
       run.input.bytes += chunk.length;
       splitter.push(chunk);
-      cb();
+      cb(null, take());
     },
     flush(cb: TransformCallback) {
       splitter.end();
-      cb();
+      cb(null, take());
     },
   });
-  return out;
 }

@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import type { SubteeRecord } from '../record.js';
+import type { LineRecord, RecordBatch } from '../record.js';
 import { Run } from '../run.js';
 import { contentBlocks, type Channel } from '../tree.js';
 import { withDefaults } from '../defaults.js';
@@ -42,34 +42,37 @@ export function createThinkingTruncator(options: ThinkingTruncatorOptions = {}):
   run.channelFields.push((ch) => ({ thinking: stats.get(ch) ?? { kept_chars: 0, cut_chars: 0 } }));
   return new Transform({
     objectMode: true,
-    transform(rec: SubteeRecord, _enc, cb: TransformCallback) {
-      if (rec.kind !== 'line' || rec.value.type !== 'assistant') return cb(null, rec);
-      const blocks = contentBlocks(rec.value);
-      for (let i = 0; i < blocks.length; i++) {
-        const b = blocks[i];
-        if (b.type !== 'thinking' || typeof b.thinking !== 'string') continue;
-        const key = rec.channel ?? null;
-        let s = stats.get(key);
-        if (!s) stats.set(key, (s = { kept_chars: 0, cut_chars: 0 }));
-        const full = b.thinking;
-        rec.display ??= new Map();
-        if (opts.mode === 'keep') {
-          s.kept_chars += full.length;
-        } else if (opts.mode === 'drop') {
-          s.cut_chars += full.length;
-          rec.display.set(i, null);
-        } else if (opts.mode === 'file') {
-          s.cut_chars += full.length;
-          (rec.thinkingFull ??= []).push(full);
-          rec.display.set(i, `(${full.length} chars, in the .thinking.log beside this transcript)`);
-        } else {
-          const t = truncateMiddle(full, opts.maxChars);
-          s.kept_chars += full.length - t.cut;
-          s.cut_chars += t.cut;
-          rec.display.set(i, t.text);
-        }
-      }
-      cb(null, rec);
+    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
+      for (const rec of batch) if (rec.kind === 'line' && rec.value.type === 'assistant') shorten(rec);
+      cb(null, batch);
     },
   });
+
+  function shorten(rec: LineRecord): void {
+    const blocks = contentBlocks(rec.value);
+    for (let i = 0; i < blocks.length; i++) {
+      const b = blocks[i];
+      if (b.type !== 'thinking' || typeof b.thinking !== 'string') continue;
+      const key = rec.channel ?? null;
+      let s = stats.get(key);
+      if (!s) stats.set(key, (s = { kept_chars: 0, cut_chars: 0 }));
+      const full = b.thinking;
+      rec.display ??= new Map();
+      if (opts.mode === 'keep') {
+        s.kept_chars += full.length;
+      } else if (opts.mode === 'drop') {
+        s.cut_chars += full.length;
+        rec.display.set(i, null);
+      } else if (opts.mode === 'file') {
+        s.cut_chars += full.length;
+        (rec.thinkingFull ??= []).push(full);
+        rec.display.set(i, `(${full.length} chars, in the .thinking.log beside this transcript)`);
+      } else {
+        const t = truncateMiddle(full, opts.maxChars);
+        s.kept_chars += full.length - t.cut;
+        s.cut_chars += t.cut;
+        rec.display.set(i, t.text);
+      }
+    }
+  }
 }

@@ -1,6 +1,6 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { EXIT, SubteeError } from '../errors.js';
-import type { SubteeRecord } from '../record.js';
+import type { RecordBatch, SubteeRecord } from '../record.js';
 import { Run } from '../run.js';
 import { compareVersions, parseVersion, satisfies, type Version } from '../semver.js';
 import { channelIdOf, contentBlocks } from '../tree.js';
@@ -156,13 +156,13 @@ export function createVersionGuard(options: VersionGuardOptions = {}): Transform
   const warn = (ws: GuardWarning[]) => ws.forEach((w) => run.warn(w.code, w.message));
   return new Transform({
     objectMode: true,
-    transform(rec: SubteeRecord, _enc, cb: TransformCallback) {
+    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       try {
-        warn(guard.observe(rec));
+        for (const rec of batch) warn(guard.observe(rec));
       } catch (err) {
         return cb(err as Error);
       }
-      cb(null, rec);
+      cb(null, batch);
     },
     flush(cb: TransformCallback) {
       try {
