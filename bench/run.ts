@@ -52,12 +52,18 @@ function fresh(name: string): string {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-interface Row { label: string; samples: Sample[] }
+interface Row {
+  label: string;
+  samples: Sample[];
+  /** The input of this row when it differs from the table's. */
+  input?: { file: string; lines: number };
+}
 
 function table(title: string, file: string, rows: Row[], lines: number, ratiosTo: string[]) {
-  const mb = statSync(file).size / 1e6;
+  const mbOf = (f: string) => statSync(f).size / 1e6;
   const med = new Map(rows.map((r) => [r.label, median(r.samples.map((s) => s.ms))]));
-  const out = [`### ${title}`, '', `${(mb).toFixed(0)} MB, ${lines.toLocaleString('en')} lines, ${runs} runs each; median (min–max)`, ''];
+  const n = Math.max(...rows.map((r) => r.samples.length));
+  const out = [`### ${title}`, '', `${mbOf(file).toFixed(0)} MB, ${lines.toLocaleString('en')} lines unless the label says otherwise; ${n} runs each; median (min–max)`, ''];
   out.push(`| label | wall s | MB/s | lines/s | peak RSS MB | exit |${ratiosTo.map((r) => ` × vs ${r} |`).join('')}`);
   out.push(`|---|---|---|---|---|---|${ratiosTo.map(() => '---|').join('')}`);
   for (const r of rows) {
@@ -65,7 +71,9 @@ function table(title: string, file: string, rows: Row[], lines: number, ratiosTo
     const m = med.get(r.label)!;
     const rss = r.samples.map((s) => s.rssKb).filter((x): x is number => x !== null);
     const ratio = ratiosTo.map((b) => (med.has(b) ? (med.get(b)! / m).toFixed(2) : '–'));
-    out.push(`| ${r.label} | ${(m / 1000).toFixed(2)} (${(Math.min(...ms) / 1000).toFixed(2)}–${(Math.max(...ms) / 1000).toFixed(2)}) | ${(mb / (m / 1000)).toFixed(0)} | ${Math.round(lines / (m / 1000)).toLocaleString('en')} | ${rss.length ? (Math.max(...rss) / 1024).toFixed(0) : '–'} | ${[...new Set(r.samples.map((s) => s.code))].join(',')} |${ratio.map((x) => ` ${x} |`).join('')}`);
+    const mb = mbOf(r.input?.file ?? file);
+    const rowLines = r.input?.lines ?? lines;
+    out.push(`| ${r.label} | ${(m / 1000).toFixed(2)} (${(Math.min(...ms) / 1000).toFixed(2)}–${(Math.max(...ms) / 1000).toFixed(2)}) | ${(mb / (m / 1000)).toFixed(0)} | ${Math.round(rowLines / (m / 1000)).toLocaleString('en')} | ${rss.length ? (Math.max(...rss) / 1024).toFixed(0) : '–'} | ${[...new Set(r.samples.map((s) => s.code))].join(',')} |${ratio.map((x) => ` ${x} |`).join('')}`);
   }
   return out.join('\n') + '\n';
 }
@@ -111,20 +119,22 @@ async function main() {
   // Many channels, with a low descriptor limit: open files stay bounded by --max-open-files.
   const fanRows: Row[] = [];
   for (const name of ['large-f2000', 'large-f10000']) {
-    const withDemux = existsSync(DEMUX) ? [{ label: `demux.mjs, ${name}`, samples: [] as Sample[] }] : [];
-    const row = { label: `subtee → files, ${name}, ulimit -n 256`, samples: [] as Sample[] };
+    const withDemux: Row[] = existsSync(DEMUX) ? [{ label: `demux.mjs, ${name}`, samples: [], input: inputs[name] }] : [];
+    const row: Row = { label: `subtee → files, ${name}, ulimit -n 256`, samples: [], input: inputs[name] };
     for (let i = 0; i < Math.min(runs, 3); i++) {
       row.samples.push(measure(`bash -c 'ulimit -n 256 && exec ${node} ${BIN} --out ${fresh('fan')} --stdout none -q'`, inputs[name].file));
       for (const d of withDemux) d.samples.push(measure(`${node} ${DEMUX} ${fresh('demux-fan')}`, inputs[name].file));
     }
     fanRows.push(row, ...withDemux);
   }
-  report.push(table('many subagents (2,000 and 10,000)', inputs['large-f2000'].file, fanRows, inputs['large-f2000'].lines, []));
-  report.push('(lines/s and MB/s in this table use the 2,000-channel input\'s size; the 10,000-channel input is the same size.)\n');
+  report.push(table('many subagents (2,000 and 10,000), large lines', inputs['large-f2000'].file, fanRows, inputs['large-f2000'].lines, []));
 
   if (bigMb > 0) {
     await gen('big-f2000', bigMb, 2000, 'large', 5);
-    const rows: Row[] = [{ label: `subtee → files, ${sizeMb} MB, 2,000 subagents`, samples: [] }, { label: `subtee → files, ${bigMb} MB, 2,000 subagents`, samples: [] }];
+    const rows: Row[] = [
+      { label: `subtee → files, ${sizeMb} MB, 2,000 subagents`, samples: [], input: inputs['large-f2000'] },
+      { label: `subtee → files, ${bigMb} MB, 2,000 subagents`, samples: [], input: inputs['big-f2000'] },
+    ];
     for (let i = 0; i < Math.min(runs, 3); i++) {
       rows[0].samples.push(measure(`${node} ${BIN} --out ${fresh('rss1')} --stdout none -q`, inputs['large-f2000'].file));
       rows[1].samples.push(measure(`${node} ${BIN} --out ${fresh('rss2')} --stdout none -q`, inputs['big-f2000'].file));

@@ -2,7 +2,8 @@ import { channelLabel, escapeOneLine } from './render.js';
 import type { Run } from './run.js';
 import type { Channel } from './tree.js';
 
-function tokens(ch: Channel): number {
+/** Input plus output tokens of a channel. */
+export function channelTokens(ch: Channel): number {
   return (ch.usage.input_tokens ?? 0) + (ch.usage.output_tokens ?? 0);
 }
 
@@ -16,7 +17,7 @@ export function summaryText(run: Run, out: string): string {
       `${run.input.lines} lines, ${run.input.quarantined} quarantined → ${escapeOneLine(out)}`,
   ];
   const row = (ch: Channel, prefix: string) =>
-    `${prefix}${escapeOneLine(channelLabel(ch))}  ${ch.status}${ch.id !== null ? `  depth ${ch.depth ?? '?'}` : ''}  lines ${ch.lines}  tokens ${tokens(ch)}`;
+    `${prefix}${escapeOneLine(channelLabel(ch))}  ${ch.status}${ch.id !== null ? `  depth ${ch.depth ?? '?'}` : ''}  lines ${ch.lines}  tokens ${channelTokens(ch)}`;
   lines.push(row(tree.main, ''));
   const seen = new Set<Channel>([tree.main]);
   const walk = (ch: Channel, indent: string) => {

@@ -65,7 +65,8 @@ export function resultText(block: Obj): string {
 export class ChannelTree {
   readonly main: Channel;
   private readonly byId = new Map<string, Channel>();
-  private readonly messageUsage = new Map<Channel, Map<string, Record<string, number>>>();
+  /** Per channel, the API message whose lines are arriving and the usage counted for it. */
+  private readonly lastMessage = new Map<Channel, { id: string; usage: Record<string, number> }>();
   private readonly tags = new Set<string>();
   private seq = 0;
   sessionId: string | null = null;
@@ -215,18 +216,29 @@ export class ChannelTree {
   }
 
   /**
-   * One API message arrives as one line per block, each repeating the message's usage; the
-   * last line's usage replaces what earlier lines of that message contributed.
+   * One API message arrives as consecutive lines, one per block, each repeating the
+   * message's usage; the latest line's usage replaces what earlier lines of that message
+   * contributed. Only the current message per channel is remembered, so memory does not
+   * grow with the length of the run.
    */
   private addUsage(channel: Channel, messageId: string, usage: Obj): void {
-    let seen = this.messageUsage.get(channel);
-    if (!seen) this.messageUsage.set(channel, (seen = new Map()));
-    const before = seen.get(messageId);
+    const last = this.lastMessage.get(channel);
+    const before = last?.id === messageId ? last.usage : undefined;
     const now: Record<string, number> = {};
-    for (const [k, v] of Object.entries(usage)) if (typeof v === 'number' && Number.isFinite(v)) now[k] = v;
-    for (const [k, v] of Object.entries(now)) channel.usage[k] = (channel.usage[k] ?? 0) + v - (before?.[k] ?? 0);
-    if (before) for (const k of Object.keys(before)) if (!(k in now)) channel.usage[k] -= before[k];
-    seen.set(messageId, now);
+    for (const k in usage) {
+      const v = usage[k];
+      if (typeof v === 'number' && Number.isFinite(v)) {
+        now[k] = v;
+        channel.usage[k] = (channel.usage[k] ?? 0) + v - (before?.[k] ?? 0);
+      }
+    }
+    if (before) for (const k in before) if (!(k in now)) channel.usage[k] -= before[k];
+    if (last) {
+      last.id = messageId;
+      last.usage = now;
+    } else {
+      this.lastMessage.set(channel, { id: messageId, usage: now });
+    }
   }
 
   private user(value: Obj, channel: Channel, events: ChannelEvent[]): void {

@@ -141,3 +141,8 @@ test('built-in stages register through the same contract as plugins', () => {
     assert.ok(Object.isFrozen(d) && typeof d.create === 'function' && typeof d.kit === 'string', n);
   }
 });
+
+test('the kit version plugins check is the package version', async () => {
+  const { KIT_VERSION } = await import('../src/plugin.js');
+  assert.equal(KIT_VERSION, JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
+});

@@ -5,6 +5,7 @@ import { definePlugin } from '../../src/plugin.js';
 import type { RecordBatch } from '../../src/record.js';
 import { escapeControl } from '../../src/render.js';
 import { Run } from '../../src/run.js';
+import { channelTokens } from '../../src/summary.js';
 import { contentBlocks, type Channel } from '../../src/tree.js';
 
 /** GitHub rejects a step summary over 1 MiB; stay well below it. */
@@ -31,10 +32,6 @@ export function mdEscape(s: string): string {
 
 function htmlEscape(s: string): string {
   return escapeControl(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
-
-function tokens(ch: Channel): number {
-  return (ch.usage.input_tokens ?? 0) + (ch.usage.output_tokens ?? 0);
 }
 
 /**
@@ -73,7 +70,7 @@ export function stepSummary(run: Run, lastText: Map<Channel, string>, o: { maxBy
   for (const ch of order) {
     const indent = '  '.repeat(Math.max(0, ch.depth ?? 1));
     const name = ch.id === null ? '**main**' : `${mdEscape(ch.agent ?? 'agent')} \`${mdEscape(ch.tag)}\` ${ch.description ? `“${mdEscape(ch.description)}”` : ''}`;
-    if (!add(`${indent}- ${ICON[ch.status]} ${name} — ${ch.status}, ${ch.lines} lines, ${tokens(ch)} tokens\n`)) omitted++;
+    if (!add(`${indent}- ${ICON[ch.status]} ${name} — ${ch.status}, ${ch.lines} lines, ${channelTokens(ch)} tokens\n`)) omitted++;
   }
   add('\n');
   for (const ch of order) {
