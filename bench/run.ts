@@ -103,6 +103,8 @@ async function main() {
       ['jq one-liner (aborts at first bad line)', () => `jq -r 'select(.type == "assistant" and .parent_tool_use_id == null) | .message.content[]? | select(.type == "text") | .text'`] as [string, () => string],
       ['jq, tolerant (fromjson?)', () => `jq -rR 'fromjson? | select(.type == "assistant" and .parent_tool_use_id == null) | .message.content[]? | select(.type == "text") | .text'`] as [string, () => string],
     ] : []),
+    ['split2 + JSON.parse, routing only (not chosen)', () => `${node} ${join(ROOT, 'dist/bench/alt-parse.js')} split2`],
+    ['stream-json jsonl, routing only (not chosen)', () => `${node} ${join(ROOT, 'dist/bench/alt-parse.js')} stream-json`],
     ['subtee parse only', () => `${node} ${join(ROOT, 'dist/bench/parse-only.js')}`],
     ['subtee → files', () => `${node} ${BIN} --out ${fresh(`files-${shape}`)} --stdout none -q`],
     ['subtee → files + pino', () => `${node} ${BIN} --out ${fresh(`pino-${shape}`)} --stdout none -q --pino=${join(work, 'out', `pino-${shape}.log`)}`],
