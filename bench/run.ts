@@ -80,7 +80,7 @@ function table(title: string, file: string, rows: Row[], lines: number, ratiosTo
 
 async function main() {
   const report: string[] = [];
-  report.push(`# subtee benchmark — ${new Date().toISOString()}`, '', `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, outputs in ${work}`, '');
+  report.push(`# subtee benchmark — ${new Date().toISOString()}`, '', `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`, '');
   if (!existsSync(DEMUX)) report.push(`_demux.mjs baseline skipped: ${DEMUX} is not there._`, '');
   if (!hasJq) report.push('_jq baseline skipped: jq is not installed._', '');
 

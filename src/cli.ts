@@ -133,10 +133,15 @@ export async function main(argv: string[], io: CliIO = { stdin: process.stdin, s
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  const stopChild = () => {
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    setTimeout(() => child!.kill('SIGKILL'), Number(opts['kill-grace-ms'])).unref();
+  // SIGTERM, then SIGKILL after the grace; resolves once the command is gone.
+  const stopChild = async () => {
+    if (!child || !childExit) return;
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const kill = setTimeout(() => child!.kill('SIGKILL'), Number(opts['kill-grace-ms']));
+      await childExit;
+      clearTimeout(kill);
+    }
   };
 
   let code: number = EXIT.OK;
@@ -147,7 +152,7 @@ export async function main(argv: string[], io: CliIO = { stdin: process.stdin, s
       if (typeof required === 'string') checkRequiredVersion(commandVersion(opts.rest[0]), required);
       child = spawn(opts.rest[0], opts.rest.slice(1), { stdio: ['inherit', 'pipe', 'inherit'] });
       const c = child;
-      childExit = new Promise((resolve) => c.on('close', (code, sig) => resolve(exitCodeOf(code, sig))));
+      childExit = new Promise((resolve) => c.on('exit', (code, sig) => resolve(exitCodeOf(code, sig))));
       const started = await new Promise<Error | null>((resolve) => {
         c.once('spawn', () => resolve(null));
         c.once('error', resolve);
@@ -160,10 +165,9 @@ export async function main(argv: string[], io: CliIO = { stdin: process.stdin, s
     await runChain(input, spec, { run, registry, signal: ac.signal, stop: isRun ? undefined : stop.signal, env: io.env, stderr: io.stderr });
     if (childExit) code = await childExit;
   } catch (err) {
-    stopChild();
     if (err instanceof StallError) code = EXIT.STALL;
     else if (signalled === null || (err as Error)?.name !== 'AbortError') code = reportError(io.stderr, err);
-    if (childExit && code !== EXIT.STALL) await childExit;
+    await stopChild();
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

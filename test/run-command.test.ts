@@ -90,3 +90,22 @@ test('on a terminal, a live status line on stderr that never reaches stdout', { 
   const quiet = spawnSync('script', ['-qec', cmd.replace(' run ', ' run -q '), '/dev/null'], { encoding: 'utf8', timeout: 20_000 });
   assert.doesNotMatch(quiet.stdout, /\x1b\[2K/);
 });
+
+test('subtee run: a stalled command that ignores SIGTERM is killed after the grace, exit 124', () => {
+  const out = join(tmpDir(), 'o');
+  const dir = tmpDir();
+  const agent = join(dir, 'stubborn.sh');
+  const pidFile = join(dir, 'pid');
+  writeFileSync(agent, `#!/bin/sh\ntrap '' TERM\necho $$ > "${pidFile}"\nhead -3 "${recording}"\nexec sleep 60\n`);
+  chmodSync(agent, 0o755);
+  const started = Date.now();
+  const r = spawnSync(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--idle-timeout-ms', '800', '--kill-grace-ms', '500', '--', agent], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(r.status, 124, r.stderr);
+  assert.ok(Date.now() - started < 15_000, 'did not wait for the command to finish on its own');
+  assert.match(r.stderr, /warning STALL/);
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  assert.throws(() => process.kill(pid, 0), { code: 'ESRCH' }, 'the command is gone');
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.stalled, true);
+  assert.equal(index.input.lines, 3);
+});
