@@ -123,7 +123,7 @@ async function main() {
   for (const name of ['large-f2000', 'large-f10000']) {
     const withDemux: Row[] = existsSync(DEMUX) ? [{ label: `demux.mjs, ${name}`, samples: [], input: inputs[name] }] : [];
     const row: Row = { label: `subtee → files, ${name}, ulimit -n 256`, samples: [], input: inputs[name] };
-    for (let i = 0; i < Math.min(runs, 3); i++) {
+    for (let i = 0; i < runs; i++) {
       row.samples.push(measure(`bash -c 'ulimit -n 256 && exec ${node} ${BIN} --out ${fresh('fan')} --stdout none -q'`, inputs[name].file));
       for (const d of withDemux) d.samples.push(measure(`${node} ${DEMUX} ${fresh('demux-fan')}`, inputs[name].file));
     }
@@ -137,7 +137,7 @@ async function main() {
       { label: `subtee → files, ${sizeMb} MB, 2,000 subagents`, samples: [], input: inputs['large-f2000'] },
       { label: `subtee → files, ${bigMb} MB, 2,000 subagents`, samples: [], input: inputs['big-f2000'] },
     ];
-    for (let i = 0; i < Math.min(runs, 3); i++) {
+    for (let i = 0; i < runs; i++) {
       rows[0].samples.push(measure(`${node} ${BIN} --out ${fresh('rss1')} --stdout none -q`, inputs['large-f2000'].file));
       rows[1].samples.push(measure(`${node} ${BIN} --out ${fresh('rss2')} --stdout none -q`, inputs['big-f2000'].file));
     }

@@ -19,6 +19,11 @@ export const DEFAULT_STAGES: readonly ComponentSpec[] = Object.freeze(
   ['line-parser', 'version-guard', 'channel-router', 'thinking-truncator', 'idle-watchdog'].map((use) => ({ use })),
 );
 
+/** The chain the CLI runs without a config: every built-in stage, the files and stdout sinks. */
+export function defaultSpec(out: string, stdout: 'text' | 'main' | 'raw' | 'none' = 'text'): ChainSpec {
+  return { stages: DEFAULT_STAGES.map((s) => ({ ...s })), sinks: [{ use: 'files', out }, { use: 'stdout', mode: stdout }] };
+}
+
 export interface ChainOptions {
   registry?: Registry;
   run?: Run;

@@ -4,7 +4,7 @@ import { open } from 'node:fs/promises';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { builtinRegistry } from './builtins.js';
-import { DEFAULT_STAGES, runChain, type ChainSpec } from './chain.js';
+import { defaultSpec, runChain, type ChainSpec } from './chain.js';
 import { applyFlags, checkSpec, readConfig, registerPlugins } from './config.js';
 import { EXIT, SubteeError } from './errors.js';
 import { helpText, parseArgs, type ParsedOptions } from './options.js';
@@ -68,7 +68,7 @@ export async function resolveSpec(o: ParsedOptions) {
     await registerPlugins(registry, config.plugins, baseDir);
     spec = applyFlags(config, o, true);
   } else {
-    spec = applyFlags({ stages: DEFAULT_STAGES.map((s) => ({ ...s })), sinks: [{ use: 'files' }, { use: 'stdout' }] }, o, false);
+    spec = applyFlags(defaultSpec(String(o.out)), o, false);
   }
   checkSpec(spec, registry, typeof o.config === 'string' ? `config ${o.config}` : 'options');
   return { spec, registry };

@@ -6,7 +6,7 @@ export { createIdleWatchdog, IdleWatchdog, IDLE_WATCHDOG_DEFAULTS, StallError, t
 export { createFilesSink, prepareOutDir, FILES_SINK_DEFAULTS } from './sinks/files.js';
 export { createStdoutSink, stdoutText, STDOUT_MODES, STDOUT_SINK_DEFAULTS } from './sinks/stdout.js';
 export { createPinoSink, pinoEvents, PINO_SINK_DEFAULTS } from './sinks/pino.js';
-export { buildChain, runChain, chainProblems, createDiscard, DEFAULT_STAGES, type ChainSpec, type ComponentSpec, type ChainOptions } from './chain.js';
+export { buildChain, runChain, defaultSpec, chainProblems, createDiscard, DEFAULT_STAGES, type ChainSpec, type ComponentSpec, type ChainOptions } from './chain.js';
 export { readConfig, registerPlugins, applyFlags } from './config.js';
 export { configSchema } from './schema.js';
 export { definePlugin, loadPlugin, Registry, KIT_VERSION, type PluginDefinition, type PluginContext, type OptionSpec } from './plugin.js';

@@ -42,7 +42,7 @@ describe('real Claude Code CLI piped into subtee', { skip: !claudeAvailable() &&
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stderr, /STALL/);
     assert.ok(r.ms > 4000, `the worker was silent for 4 s (run took ${r.ms} ms)`);
-    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    const { index } = checkOutput(r.raw, out, 'quiet background worker');
     assert.equal(index.stalled, false);
     assert.deepEqual(index.channels.map((c: any) => c.status), ['completed', 'completed']);
   });
@@ -53,7 +53,7 @@ describe('real Claude Code CLI piped into subtee', { skip: !claudeAvailable() &&
     assert.equal(r.code, 124, r.stderr);
     assert.match(r.stderr, /warning STALL: no input for \d+s/);
     assert.ok(r.ms < 20_000, `stopped in ${r.ms} ms`);
-    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    const { index } = checkOutput(r.raw, out, 'hung API');
     assert.equal(index.stalled, true);
     assert.equal(index.channels[0].status, 'running');
     assert.equal(execSync(`ps -eo args | grep -c "[S]CRIPT:hang" || true`, { encoding: 'utf8' }).trim(), '0', 'the CLI is gone');

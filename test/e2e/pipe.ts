@@ -49,14 +49,15 @@ export async function pipeClaudeIntoSubtee(
 /** `subtee run [args] -- claude -p …`: subtee starts the real CLI itself. */
 export async function subteeRunsClaude(bin: string, run: ClaudeRun, out: string, subteeArgs: string[] = [], timeoutMs = 60_000) {
   const { argv, env, cleanup } = claudeCommand(run);
-  const child = spawn(process.execPath, [bin, 'run', '--out', out, '--stdout', 'none', '-q', ...subteeArgs, '--', ...argv], { env, cwd: env.SUBTEE_E2E_CWD, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [bin, 'run', '--out', out, '--stdout', 'raw', '-q', ...subteeArgs, '--', ...argv], { env, cwd: env.SUBTEE_E2E_CWD, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
+  const raw: Buffer[] = [];
   child.stderr.on('data', (d) => (stderr += d));
-  child.stdout.resume();
+  child.stdout.on('data', (d) => raw.push(d));
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   const started = Date.now();
   const code = await new Promise<number | null>((r) => child.on('close', r));
   clearTimeout(timer);
   cleanup();
-  return { code, stderr, ms: Date.now() - started };
+  return { code, stderr, ms: Date.now() - started, raw: Buffer.concat(raw) };
 }
