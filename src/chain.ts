@@ -1,6 +1,7 @@
 import { Writable, type Readable, type Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { builtinRegistry } from './builtins.js';
+import { BATCH_HIGH_WATER_MARK } from './record.js';
 import { UsageError } from './errors.js';
 import type { PluginContext, PluginDefinition, Registry } from './plugin.js';
 import { Run } from './run.js';
@@ -111,7 +112,7 @@ export function buildChain(spec: ChainSpec, options: ChainOptions = {}): { strea
 
 /** A sink at the very end of the chain: records have been written by then, so drop them. */
 export function createDiscard(): Writable {
-  return new Writable({ objectMode: true, write: (_rec, _enc, cb) => cb() });
+  return new Writable({ objectMode: true, highWaterMark: BATCH_HIGH_WATER_MARK, write: (_batch, _enc, cb) => cb() });
 }
 
 const STOPPED = Symbol('stopped');

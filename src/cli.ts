@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createReadStream, fstatSync, readFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
@@ -48,14 +48,29 @@ export function reportError(stderr: Writable, err: unknown): number {
   return EXIT.INTERNAL;
 }
 
+/** Reads of 512 KiB when the input is a file (a pipe gives at most 64 KiB a read anyway). */
+const FILE_READ_BYTES = 512 * 1024;
+
 async function openInput(file: string | undefined, stdin: Readable): Promise<Readable> {
-  if (file === undefined || file === '-') return stdin;
+  if (file === undefined || file === '-') {
+    // `subtee < recorded.jsonl`: read the file behind stdin in large reads.
+    if (stdin === process.stdin && isRegularFile(0)) return createReadStream('', { fd: 0, highWaterMark: FILE_READ_BYTES });
+    return stdin;
+  }
   try {
     const fh = await open(file, 'r');
-    return fh.createReadStream({ highWaterMark: 1024 * 1024 });
+    return fh.createReadStream({ highWaterMark: FILE_READ_BYTES });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new SubteeError('ERR_INPUT', `cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code ?? String(err)}`, { exitCode: EXIT.IO, cause: err });
+  }
+}
+
+function isRegularFile(fd: number): boolean {
+  try {
+    return fstatSync(fd).isFile();
+  } catch {
+    return false;
   }
 }
 

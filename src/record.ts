@@ -44,6 +44,13 @@ export type SubteeRecord = LineRecord | QuarantineRecord;
  */
 export type RecordBatch = SubteeRecord[];
 
+/**
+ * Batches a stage buffers on each side. A batch holds a whole input chunk (up to 1 MiB), so
+ * the object-mode default of 16 would let every stage hold 16 MiB; two keep memory flat
+ * without starving the next stage.
+ */
+export const BATCH_HIGH_WATER_MARK = 2;
+
 export type ChannelEvent =
   | { type: 'open'; channel: Channel }
   | { type: 'spawn'; channel: Channel }

@@ -25,6 +25,8 @@ function fakeClock() {
 
 /** One batch holding one line record, as the line parser would emit it. */
 const line = (value: Record<string, unknown>, lineNo = 1): SubteeRecord[] => [{ kind: 'line', lineNo, raw: Buffer.from(JSON.stringify(value)), value }];
+/** Lets queued writes reach the stage (a stream processes its write queue on later ticks). */
+const settle = () => new Promise((r) => setImmediate(r));
 const opts = { idleTimeoutMs: 10_000, bgWaitCeilingMs: 60_000, drainGraceMs: 5_000, checkIntervalMs: 1000 };
 
 function watch(extra: Record<string, unknown> = {}) {
@@ -48,11 +50,12 @@ test('a real hang fires after the idle timeout, naming nothing in flight', () =>
   assert.equal(w.running(), false);
 });
 
-test('a silent background subagent is not a hang until the ceiling plus drain grace', () => {
+test('a silent background subagent is not a hang until the ceiling plus drain grace', async () => {
   const w = watch();
   w.dog.resume();
   w.dog.write(line({ type: 'system', subtype: 'task_started', task_id: 't1', is_backgrounded: true, subagent_type: 'Explore', description: 'dig' }));
   w.dog.write(line({ type: 'result', subtype: 'success' }));
+  await settle();
   w.advance(65_000);
   assert.equal(w.dog.errored, null);
   w.advance(1000);
@@ -60,23 +63,26 @@ test('a silent background subagent is not a hang until the ceiling plus drain gr
   assert.match(w.run.warnings[0].message, /Explore "dig" \(t1\)/);
 });
 
-test('task_notification and background_tasks_changed end the background allowance', () => {
+test('task_notification and background_tasks_changed end the background allowance', async () => {
   const w = watch();
   w.dog.resume();
   w.dog.write(line({ type: 'system', subtype: 'task_started', task_id: 't1', is_backgrounded: true }));
   w.dog.write(line({ type: 'system', subtype: 'task_started', task_id: 't2', is_backgrounded: true }));
   w.dog.write(line({ type: 'system', subtype: 'task_notification', task_id: 't1', status: 'completed' }));
+  await settle();
   w.advance(30_000);
   assert.equal(w.dog.errored, null, 't2 still in flight');
   w.dog.write(line({ type: 'system', subtype: 'background_tasks_changed', tasks: [] }));
+  await settle();
   w.advance(11_000);
   assert.equal((w.dog.errored as any)?.code, 'ERR_STALL');
 });
 
-test('a ceiling of 0 waits for background tasks without limit', () => {
+test('a ceiling of 0 waits for background tasks without limit', async () => {
   const w = watch({ bgWaitCeilingMs: 0 });
   w.dog.resume();
   w.dog.write(line({ type: 'system', subtype: 'background_tasks_changed', tasks: [{ task_id: 't9', task_type: 'local_agent' }] }));
+  await settle();
   w.advance(3_600_000, 60_000);
   assert.equal(w.dog.errored, null);
 });

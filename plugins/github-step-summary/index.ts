@@ -2,7 +2,7 @@ import { appendFileSync } from 'node:fs';
 import { Transform, type TransformCallback } from 'node:stream';
 import { writeFailed } from '../../src/errors.js';
 import { definePlugin } from '../../src/plugin.js';
-import type { RecordBatch } from '../../src/record.js';
+import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../src/record.js';
 import { escapeControl } from '../../src/render.js';
 import { Run } from '../../src/run.js';
 import { channelTokens } from '../../src/summary.js';
@@ -105,6 +105,7 @@ export function createGithubStepSummary(options: StepSummaryOptions & { run?: Ru
   };
   return new Transform({
     objectMode: true,
+    highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       for (const rec of batch) {
         if (rec.kind !== 'line' || rec.value.type !== 'assistant' || !rec.channel) continue;

@@ -1,6 +1,6 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { definePlugin } from '../../src/plugin.js';
-import type { RecordBatch, SubteeRecord } from '../../src/record.js';
+import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../src/record.js';
 
 export const MASK = '[REDACTED]';
 
@@ -68,6 +68,7 @@ export function redactRecord(rec: SubteeRecord): SubteeRecord {
 export function createRedactSecrets(): Transform {
   return new Transform({
     objectMode: true,
+    highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       cb(null, batch.map(redactRecord));
     },

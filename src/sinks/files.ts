@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { OutputError, writeFailed } from '../errors.js';
 import { buildIndex, type ChannelPaths } from '../index-file.js';
-import type { LineRecord, RecordBatch } from '../record.js';
+import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../record.js';
 import { escapeControl, headerLines, renderRecord, statusLine } from '../render.js';
 import { Run } from '../run.js';
 import type { Channel } from '../tree.js';
@@ -141,6 +141,7 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
 
   const sink = new Transform({
     objectMode: true,
+    highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       try {
         for (const rec of batch) {

@@ -2,7 +2,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { once } from 'node:events';
 import pino, { type Logger } from 'pino';
 import { writeFailed } from '../errors.js';
-import type { LineRecord, RecordBatch } from '../record.js';
+import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../record.js';
 import { shorten } from '../render.js';
 import { Run } from '../run.js';
 import { contentBlocks, resultText, type Channel } from '../tree.js';
@@ -109,6 +109,7 @@ export function createPinoSink(options: PinoSinkOptions = {}): Transform {
 
   const stream = new Transform({
     objectMode: true,
+    highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       if (failed) return cb(failed);
       try {

@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import type { RecordBatch } from '../record.js';
+import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../record.js';
 import { Run } from '../run.js';
 
 export interface ChannelRouterOptions {
@@ -15,6 +15,7 @@ export function createChannelRouter(options: ChannelRouterOptions = {}): Transfo
   const tree = (options.run ?? new Run()).tree;
   return new Transform({
     objectMode: true,
+    highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       for (const rec of batch) {
         if (rec.kind !== 'line') continue;

@@ -1,6 +1,6 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { EXIT, SubteeError } from '../errors.js';
-import type { RecordBatch } from '../record.js';
+import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../record.js';
 import { escapeOneLine } from '../render.js';
 import { Run } from '../run.js';
 import { withDefaults } from '../defaults.js';
@@ -156,6 +156,7 @@ export function createIdleWatchdog(options: IdleWatchdogOptions = {}): Transform
   };
   const stream = new Transform({
     objectMode: true,
+    highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       dog.activity(clock.now());
       for (const rec of batch) if (rec.kind === 'line') dog.observe(rec.value);

@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import type { QuarantineReason, RecordBatch } from '../record.js';
+import { BATCH_HIGH_WATER_MARK, type QuarantineReason, type RecordBatch } from '../record.js';
 import { Run } from '../run.js';
 import { withDefaults } from '../defaults.js';
 
@@ -206,6 +206,7 @@ export function createLineParser(options: LineParserOptions = {}): Transform {
   return new Transform({
     writableObjectMode: false,
     readableObjectMode: true,
+    readableHighWaterMark: BATCH_HIGH_WATER_MARK,
     transform(chunk: Buffer, _enc, cb: TransformCallback) {
       run.input.bytes += chunk.length;
       splitter.push(chunk);

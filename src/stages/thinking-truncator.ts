@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import type { LineRecord, RecordBatch } from '../record.js';
+import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../record.js';
 import { Run } from '../run.js';
 import { contentBlocks, type Channel } from '../tree.js';
 import { withDefaults } from '../defaults.js';
@@ -42,6 +42,7 @@ export function createThinkingTruncator(options: ThinkingTruncatorOptions = {}):
   run.channelFields.push((ch) => ({ thinking: stats.get(ch) ?? { kept_chars: 0, cut_chars: 0 } }));
   return new Transform({
     objectMode: true,
+    highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       for (const rec of batch) if (rec.kind === 'line' && rec.value.type === 'assistant') shorten(rec);
       cb(null, batch);

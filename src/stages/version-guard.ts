@@ -1,6 +1,6 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { EXIT, SubteeError } from '../errors.js';
-import type { RecordBatch, SubteeRecord } from '../record.js';
+import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../record.js';
 import { Run } from '../run.js';
 import { compareVersions, parseVersion, satisfies, type Version } from '../semver.js';
 import { channelIdOf, contentBlocks } from '../tree.js';
@@ -156,6 +156,7 @@ export function createVersionGuard(options: VersionGuardOptions = {}): Transform
   const warn = (ws: GuardWarning[]) => ws.forEach((w) => run.warn(w.code, w.message));
   return new Transform({
     objectMode: true,
+    highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       try {
         for (const rec of batch) warn(guard.observe(rec));
