@@ -49,14 +49,18 @@ test('warnings are said once each, from init and from the stream', () => {
 });
 
 test('subagents with tool calls but no text mean forwarding is off, with the flag to turn it on', () => {
-  const g = new VersionGuard(null);
   const line = (value: Record<string, unknown>): SubteeRecord => ({ kind: 'line', lineNo: 1, raw: Buffer.from('{}'), value });
-  g.observe(line({ type: 'assistant', parent_tool_use_id: 'toolu_a', message: { content: [{ type: 'tool_use', name: 'Bash', id: 'x', input: {} }] } }));
-  g.observe(line({ type: 'assistant', parent_tool_use_id: 'toolu_b', message: { content: [{ type: 'text', text: 'hi' }, { type: 'tool_use', name: 'Bash', id: 'y', input: {} }] } }));
+  const toolOnly = (id: string) => line({ type: 'assistant', parent_tool_use_id: id, message: { content: [{ type: 'tool_use', name: 'Bash', id: `x${id}`, input: {} }] } });
+  const g = new VersionGuard(null);
+  g.observe(toolOnly('toolu_a'));
+  g.observe(toolOnly('toolu_b'));
   const w = g.observe(line({ type: 'system', subtype: 'task_notification', tool_use_id: 'toolu_a', status: 'completed' }));
   assert.equal(w[0].code, 'FORWARDING_OFF');
   assert.match(w[0].message, /--forward-subagent-text|CLAUDE_CODE_FORWARD_SUBAGENT_TEXT/);
+  // One subagent that speaks shows forwarding is on; a quiet orchestrator beside it is normal.
   const g2 = new VersionGuard(null);
+  g2.observe(toolOnly('toolu_a'));
   g2.observe(line({ type: 'assistant', parent_tool_use_id: 'toolu_b', message: { content: [{ type: 'text', text: 'hi' }, { type: 'tool_use', name: 'Bash', id: 'y', input: {} }] } }));
+  g2.observe(line({ type: 'system', subtype: 'task_notification', tool_use_id: 'toolu_a', status: 'completed' }));
   assert.deepEqual(g2.end(), []);
 });

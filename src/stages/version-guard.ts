@@ -116,30 +116,27 @@ export class VersionGuard {
         say({ code: 'THINKING_OMITTED', message: 'thinking blocks arrive empty (signature only): thinking text is omitted; ask for summarized thinking (claude --thinking-display summarized, where supported) to see it' });
       }
     }
-    if (v.type === 'system' && v.subtype === 'task_notification' && typeof v.tool_use_id === 'string') {
-      this.checkForwarding(v.tool_use_id).forEach(say);
-    }
+    if (v.type === 'system' && v.subtype === 'task_notification') this.checkForwarding().forEach(say);
     return out;
   }
 
-  /** At the end of input: subagents with tool calls but no words mean forwarding was off. */
+  /** At the end of input: the forwarding check once more, and a required version never seen. */
   end(): GuardWarning[] {
     if (this.version === null) checkRequiredVersion(null, this.requireVersion);
-    const out: GuardWarning[] = [];
-    for (const id of this.subagents.keys()) {
-      for (const w of this.checkForwarding(id)) {
-        if (!this.said.has(w.code)) {
-          this.said.add(w.code);
-          out.push(w);
-        }
-      }
-    }
-    return out;
+    return this.checkForwarding().filter((w) => !this.said.has(w.code) && this.said.add(w.code));
   }
 
-  private checkForwarding(id: string): GuardWarning[] {
-    const s = this.subagents.get(id);
-    if (!s || s.tools === 0 || s.words > 0) return [];
+  /**
+   * Forwarding is off when subagents show tool calls but none of them ever says a word. One
+   * quiet subagent proves nothing (an orchestrator may only spawn), so the check is over all.
+   */
+  private checkForwarding(): GuardWarning[] {
+    let tools = 0;
+    for (const s of this.subagents.values()) {
+      if (s.words > 0) return [];
+      tools += s.tools;
+    }
+    if (tools === 0) return [];
     return [{ code: 'FORWARDING_OFF', message: `subagents' text and thinking are not in the stream (only their tool calls are): ${FORWARD_HINT}` }];
   }
 }
