@@ -23,7 +23,6 @@ export class AppendFiles {
   private readonly open = new Set<AppendFile>();
   private readonly dirty = new Set<AppendFile>();
   pendingBytes = 0;
-  opens = 0;
 
   constructor(
     private readonly dir: string,
@@ -84,7 +83,6 @@ export class AppendFiles {
     } catch (err) {
       throw writeFailed(f.path, err);
     }
-    this.opens++;
     f.created = true;
     this.open.add(f);
     return f.fd;

@@ -75,7 +75,6 @@ export class IdleWatchdog {
   private silence = 0;
   private lastCheck: number;
   private readonly background = new Map<string, string>();
-  results = 0;
 
   constructor(private readonly opts: IdleWatchdogSettings, now: number) {
     this.lastCheck = now;
@@ -87,7 +86,6 @@ export class IdleWatchdog {
   }
 
   observe(v: Record<string, unknown>): void {
-    if (v.type === 'result') this.results++;
     if (v.type !== 'system') return;
     const taskId = typeof v.task_id === 'string' ? v.task_id : null;
     if (v.subtype === 'task_started' && taskId && v.is_backgrounded === true) {
