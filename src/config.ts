@@ -71,12 +71,13 @@ export async function registerPlugins(registry: Registry, plugins: string[], bas
 export function applyFlags(spec: ChainSpec, o: ParsedOptions, fromConfig: boolean, table: readonly OptionDef[] = OPTIONS): ChainSpec {
   const out: ChainSpec = { stages: spec.stages.map((c) => ({ ...c })), sinks: spec.sinks.map((c) => ({ ...c })) };
   const order = DEFAULT_STAGES.map((s) => s.use);
+  const builtins = builtinRegistry();
   for (const def of table) {
     if (!def.target || o[def.name] === undefined) continue;
     const explicit = o.given.has(def.name);
     if (fromConfig && !explicit) continue;
     if (def.target.use === 'pino' && !explicit) continue;
-    const isSink = builtinRegistry().get(def.target.use)?.kind === 'sink';
+    const isSink = builtins.get(def.target.use)?.kind === 'sink';
     const list = isSink ? out.sinks : out.stages;
     let c = list.find((x) => x.use === def.target!.use);
     if (!c) {

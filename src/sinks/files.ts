@@ -1,6 +1,7 @@
 import { mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
+import { withDefaults } from '../defaults.js';
 import { OutputError, writeFailed } from '../errors.js';
 import { buildIndex, type ChannelPaths } from '../index-file.js';
 import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../record.js';
@@ -9,7 +10,6 @@ import { Run } from '../run.js';
 import type { Channel } from '../tree.js';
 import { AppendFiles, type AppendFile } from './append-files.js';
 import { FileNamer } from './file-names.js';
-import { withDefaults } from '../defaults.js';
 
 export const FILES_SINK_DEFAULTS = Object.freeze({
   /** Open descriptors kept at most; others are closed and reopened for append. */
