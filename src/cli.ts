@@ -3,16 +3,16 @@ import { createReadStream, fstatSync, readFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
-import { builtinRegistry } from './builtins.js';
-import { defaultSpec, runChain, type ChainSpec } from './chain.js';
-import { applyFlags, checkSpec, readConfig, registerPlugins } from './config.js';
+import { builtinRegistry } from './chain/builtins.js';
+import { defaultSpec, runChain, type ChainSpec } from './chain/chain.js';
+import { applyFlags, checkSpec, readConfig, registerPlugins } from './chain/config.js';
 import { EXIT, SubteeError } from './errors.js';
-import { helpText, parseArgs, type ParsedOptions } from './options.js';
-import { escapeOneLine } from './render.js';
-import { Run } from './run.js';
-import { checkRequiredVersion } from './stages/version-guard.js';
-import { StallError } from './stages/idle-watchdog.js';
-import { statusLine, summaryText } from './summary.js';
+import { helpText, parseArgs, type ParsedOptions } from './chain/options.js';
+import { escapeOneLine } from './views/text.js';
+import { Run } from './model/session.js';
+import { checkRequiredVersion } from './chain/stages/version-guard.js';
+import { StallError } from './chain/stages/idle-watchdog.js';
+import { statusLine, summaryText } from './views/summary.js';
 
 export interface CliIO {
   stdin: Readable;

@@ -3,12 +3,12 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { builtinRegistry } from '../src/builtins.js';
-import { runChain } from '../src/chain.js';
-import { readConfig, registerPlugins, applyFlags, checkSpec } from '../src/config.js';
-import { parseArgs } from '../src/options.js';
-import { configSchema } from '../src/schema.js';
-import { loadPlugin, definePlugin, Registry } from '../src/plugin.js';
+import { builtinRegistry } from '../src/chain/builtins.js';
+import { runChain } from '../src/chain/chain.js';
+import { readConfig, registerPlugins, applyFlags, checkSpec } from '../src/chain/config.js';
+import { parseArgs } from '../src/chain/options.js';
+import { configSchema } from '../src/chain/schema.js';
+import { loadPlugin, definePlugin, Registry } from '../src/chain/plugin.js';
 import { BIN, ROOT, chunked, readTree, tmpDir } from './helpers.js';
 
 const writeJson = (data: unknown) => {
@@ -126,6 +126,6 @@ test('built-in stages register through the same contract as plugins', () => {
 });
 
 test('the kit version plugins check is the package version', async () => {
-  const { KIT_VERSION } = await import('../src/plugin.js');
+  const { KIT_VERSION } = await import('../src/chain/plugin.js');
   assert.equal(KIT_VERSION, JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
 });

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { existsSync, realpathSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
 import { test } from 'node:test';
-import { FileNamer, safeStem } from '../src/sinks/file-names.js';
-import { createFilesSink } from '../src/sinks/files.js';
+import { FileNamer, safeStem } from '../src/chain/sinks/file-names.js';
+import { createFilesSink } from '../src/chain/sinks/files.js';
 import { linesOf, runToFiles, tmpDir } from './helpers.js';
 
 const hostileIds = [

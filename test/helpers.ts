@@ -4,8 +4,8 @@ import { join, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { after } from 'node:test';
-import { runChain, type ChainSpec } from '../src/chain.js';
-import { Run } from '../src/run.js';
+import { runChain, type ChainSpec } from '../src/chain/chain.js';
+import { Run } from '../src/model/session.js';
 import { readStream, type Oracle } from './oracle.js';
 import assert from 'node:assert/strict';
 

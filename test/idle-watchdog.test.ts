@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Writable } from 'node:stream';
-import { createIdleWatchdog, IdleWatchdog, IDLE_WATCHDOG_DEFAULTS, type Clock } from '../src/stages/idle-watchdog.js';
-import type { SubteeRecord } from '../src/record.js';
-import { Run } from '../src/run.js';
+import { createIdleWatchdog, IdleWatchdog, IDLE_WATCHDOG_DEFAULTS, type Clock } from '../src/chain/stages/idle-watchdog.js';
+import type { SubteeRecord } from '../src/model/record.js';
+import { Run } from '../src/model/session.js';
 
 function fakeClock() {
   let t = 0;

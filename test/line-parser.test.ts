@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createLineParser, LineSplitter, classifyLine } from '../src/stages/line-parser.js';
-import type { SubteeRecord } from '../src/record.js';
-import { Run } from '../src/run.js';
+import { createLineParser, LineSplitter, classifyLine } from '../src/chain/stages/line-parser.js';
+import type { SubteeRecord } from '../src/model/record.js';
+import { Run } from '../src/model/session.js';
 import { chunked, splitEvery } from './helpers.js';
 
 async function parse(chunks: Buffer[], maxLineBytes?: number): Promise<{ recs: SubteeRecord[]; run: Run }> {

@@ -1,8 +1,8 @@
 /** Writes schema/subtee-config.schema.json from the registry: `npm run schema`. */
 import { writeFileSync } from 'node:fs';
-import { configSchema } from '../src/schema.js';
-import { builtinRegistry } from '../src/builtins.js';
-import { registerPlugins } from '../src/config.js';
+import { configSchema } from '../src/chain/schema.js';
+import { builtinRegistry } from '../src/chain/builtins.js';
+import { registerPlugins } from '../src/chain/config.js';
 
 const registry = builtinRegistry();
 await registerPlugins(registry, ['redact-secrets', 'github-step-summary'], process.cwd());

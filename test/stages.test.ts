@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
-import { runChain } from '../src/chain.js';
-import { truncateMiddle } from '../src/stages/thinking-truncator.js';
+import { runChain } from '../src/chain/chain.js';
+import { truncateMiddle } from '../src/chain/stages/thinking-truncator.js';
 import { ROOT, chunked, linesOf, readTree, tmpDir } from './helpers.js';
 
 const thinkingLine = (parent: string | null, text: string) => JSON.stringify({ type: 'assistant', parent_tool_use_id: parent, message: { id: `m${Math.random()}`, content: [{ type: 'thinking', thinking: text, signature: 's' }, { type: 'text', text: 'after' }] } });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ChannelTree } from '../src/tree.js';
+import { ChannelTree } from '../src/model/tree.js';
 
 const spawn = (id: string, parent: string | null, name = 'Agent', input: Record<string, unknown> = {}) => ({
   type: 'assistant',

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { VersionGuard, versionWarnings, checkRequiredVersion } from '../src/stages/version-guard.js';
+import { VersionGuard, versionWarnings, checkRequiredVersion } from '../src/chain/stages/version-guard.js';
 import { satisfies } from '../src/semver.js';
-import type { SubteeRecord } from '../src/record.js';
+import type { SubteeRecord } from '../src/model/record.js';
 
 const init = (v: string | undefined): SubteeRecord => ({ kind: 'line', lineNo: 1, raw: Buffer.from('{}'), value: { type: 'system', subtype: 'init', ...(v ? { claude_code_version: v } : {}) } });
 const codes = (v: string) => versionWarnings(v).map((w) => w.code).sort();

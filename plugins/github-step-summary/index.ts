@@ -1,12 +1,12 @@
 import { appendFileSync } from 'node:fs';
 import { Transform, type TransformCallback } from 'node:stream';
 import { writeFailed } from '../../src/errors.js';
-import { definePlugin } from '../../src/plugin.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../src/record.js';
-import { escapeControl } from '../../src/render.js';
-import { Run } from '../../src/run.js';
-import { channelTokens } from '../../src/summary.js';
-import { contentBlocks, type Channel } from '../../src/tree.js';
+import { definePlugin } from '../../src/chain/plugin.js';
+import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../src/model/record.js';
+import { escapeControl } from '../../src/views/text.js';
+import { Run } from '../../src/model/session.js';
+import { channelTokens } from '../../src/views/summary.js';
+import { contentBlocks, type Channel } from '../../src/model/tree.js';
 
 /** GitHub rejects a step summary over 1 MiB; stay well below it. */
 export const STEP_SUMMARY_DEFAULTS = Object.freeze({ maxBytes: 1_000_000, reportChars: 4000 });

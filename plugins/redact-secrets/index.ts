@@ -1,6 +1,6 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { definePlugin } from '../../src/plugin.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../src/record.js';
+import { definePlugin } from '../../src/chain/plugin.js';
+import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../src/model/record.js';
 
 export const MASK = '[REDACTED]';
 

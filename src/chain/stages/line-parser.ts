@@ -1,7 +1,7 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { withDefaults } from '../defaults.js';
-import { BATCH_HIGH_WATER_MARK, type QuarantineReason, type RecordBatch } from '../record.js';
-import { Run } from '../run.js';
+import { withDefaults } from '../../defaults.js';
+import { BATCH_HIGH_WATER_MARK, type QuarantineReason, type RecordBatch } from '../../model/record.js';
+import { Run } from '../../model/session.js';
 
 export const LINE_PARSER_DEFAULTS = Object.freeze({
   /** Longest line held in memory; longer lines stream to the quarantine in pieces. */

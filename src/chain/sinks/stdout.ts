@@ -1,8 +1,8 @@
 import { Transform, type TransformCallback, type Writable } from 'node:stream';
-import { withDefaults } from '../defaults.js';
-import type { LineRecord, RecordBatch } from '../record.js';
-import { channelLabel, escapeControl, statusLine } from '../render.js';
-import { contentBlocks } from '../tree.js';
+import { withDefaults } from '../../defaults.js';
+import type { LineRecord, RecordBatch } from '../../model/record.js';
+import { channelLabel, escapeControl, statusLine } from '../../views/text.js';
+import { contentBlocks } from '../../model/tree.js';
 
 export const STDOUT_MODES = ['text', 'main', 'raw', 'none'] as const;
 export type StdoutMode = (typeof STDOUT_MODES)[number];

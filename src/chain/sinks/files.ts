@@ -1,13 +1,13 @@
 import { mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
-import { withDefaults } from '../defaults.js';
-import { OutputError, writeFailed } from '../errors.js';
-import { buildIndex, type ChannelPaths } from '../index-file.js';
-import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../record.js';
-import { escapeControl, headerLines, renderRecord, statusLine } from '../render.js';
-import { Run } from '../run.js';
-import type { Channel } from '../tree.js';
+import { withDefaults } from '../../defaults.js';
+import { OutputError, writeFailed } from '../../errors.js';
+import { buildIndex, type ChannelPaths } from '../../views/index-file.js';
+import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
+import { escapeControl, headerLines, renderRecord, statusLine } from '../../views/text.js';
+import { Run } from '../../model/session.js';
+import type { Channel } from '../../model/tree.js';
 import { AppendFiles, type AppendFile } from './append-files.js';
 import { FileNamer } from './file-names.js';
 

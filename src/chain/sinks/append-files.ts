@@ -1,6 +1,6 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFailed } from '../errors.js';
+import { writeFailed } from '../../errors.js';
 
 export interface AppendFile {
   /** Path relative to the output folder, with `/` separators (as written in index.json). */

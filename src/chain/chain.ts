@@ -1,10 +1,10 @@
 import { Writable, type Readable, type Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { builtinRegistry } from './builtins.js';
-import { BATCH_HIGH_WATER_MARK } from './record.js';
-import { UsageError } from './errors.js';
+import { BATCH_HIGH_WATER_MARK } from '../model/record.js';
+import { UsageError } from '../errors.js';
 import type { PluginContext, PluginDefinition, Registry } from './plugin.js';
-import { Run } from './run.js';
+import { Run } from '../model/session.js';
 
 export interface ComponentSpec {
   use: string;

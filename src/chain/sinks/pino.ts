@@ -1,12 +1,12 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { once } from 'node:events';
 import pino, { type Logger } from 'pino';
-import { withDefaults } from '../defaults.js';
-import { writeFailed } from '../errors.js';
-import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../record.js';
-import { shorten } from '../render.js';
-import { Run } from '../run.js';
-import { contentBlocks, resultText, type Channel } from '../tree.js';
+import { withDefaults } from '../../defaults.js';
+import { writeFailed } from '../../errors.js';
+import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
+import { shorten } from '../../views/text.js';
+import { Run } from '../../model/session.js';
+import { contentBlocks, resultText, type Channel } from '../../model/tree.js';
 
 export const PINO_SINK_DEFAULTS = Object.freeze({
   /** A file path, or `-` for stdout. Ignored when `transport` is set. */

@@ -1,10 +1,10 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { withDefaults } from '../defaults.js';
-import { EXIT, SubteeError } from '../errors.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../record.js';
-import { Run } from '../run.js';
-import { compareVersions, parseVersion, satisfies, type Version } from '../semver.js';
-import { channelIdOf, contentBlocks } from '../tree.js';
+import { withDefaults } from '../../defaults.js';
+import { EXIT, SubteeError } from '../../errors.js';
+import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../model/record.js';
+import { Run } from '../../model/session.js';
+import { compareVersions, parseVersion, satisfies, type Version } from '../../semver.js';
+import { channelIdOf, contentBlocks } from '../../model/tree.js';
 
 export const VERSION_GUARD_DEFAULTS = Object.freeze({
   /** A semver range the agent's version must satisfy, or null for warnings only. */

@@ -1,5 +1,5 @@
-import type { Run } from './run.js';
-import type { Channel } from './tree.js';
+import type { Run } from '../model/session.js';
+import type { Channel } from '../model/tree.js';
 
 export const INDEX_FORMAT = 'subtee-index/1';
 

@@ -1,5 +1,5 @@
 import minimist from 'minimist';
-import { UsageError } from './errors.js';
+import { UsageError } from '../errors.js';
 import { THINKING_MODES } from './stages/thinking-truncator.js';
 import { STDOUT_MODES } from './sinks/stdout.js';
 

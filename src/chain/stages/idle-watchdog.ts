@@ -1,9 +1,9 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { withDefaults } from '../defaults.js';
-import { EXIT, SubteeError } from '../errors.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../record.js';
-import { escapeOneLine } from '../render.js';
-import { Run } from '../run.js';
+import { withDefaults } from '../../defaults.js';
+import { EXIT, SubteeError } from '../../errors.js';
+import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
+import { escapeOneLine } from '../../views/text.js';
+import { Run } from '../../model/session.js';
 
 export interface IdleWatchdogSettings {
   idleTimeoutMs: number;

@@ -1,6 +1,6 @@
-import { channelLabel, escapeOneLine } from './render.js';
-import type { Run } from './run.js';
-import type { Channel } from './tree.js';
+import { channelLabel, escapeOneLine } from './text.js';
+import type { Run } from '../model/session.js';
+import type { Channel } from '../model/tree.js';
 
 /** Input plus output tokens of a channel. */
 export function channelTokens(ch: Channel): number {

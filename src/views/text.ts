@@ -1,5 +1,5 @@
-import type { LineRecord } from './record.js';
-import { contentBlocks, resultText, type Channel } from './tree.js';
+import type { LineRecord } from '../model/record.js';
+import { contentBlocks, resultText, type Channel } from '../model/tree.js';
 
 // C0 controls except TAB and LF, DEL, C1 controls, and the bidi controls that can reorder
 // what a reader sees (Trojan Source). CR is escaped too: a raw CR overwrites a log line.

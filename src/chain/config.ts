@@ -3,7 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { builtinRegistry } from './builtins.js';
 import { chainProblems, DEFAULT_STAGES, type ChainSpec, type ComponentSpec } from './chain.js';
-import { UsageError } from './errors.js';
+import { UsageError } from '../errors.js';
 import { OPTIONS, type OptionDef, type ParsedOptions } from './options.js';
 import { loadPlugin, type Registry } from './plugin.js';
 
@@ -15,7 +15,7 @@ export interface Config extends ChainSpec {
 const TOP_KEYS = new Set(['$schema', 'stages', 'sinks', 'plugins']);
 
 /** The plugins shipped in `plugins/`, loadable by bare name. */
-export const BUNDLED_PLUGINS_DIR = fileURLToPath(new URL('../plugins/', import.meta.url));
+export const BUNDLED_PLUGINS_DIR = fileURLToPath(new URL('../../plugins/', import.meta.url));
 
 /** Reads and checks the shape of a config file. Every problem is reported in one message. */
 export function readConfig(path: string): { config: Config; baseDir: string } {

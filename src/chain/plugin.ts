@@ -2,9 +2,9 @@ import { createRequire } from 'node:module';
 import { isAbsolute, resolve } from 'node:path';
 import type { Transform, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
-import { UsageError } from './errors.js';
-import type { Run } from './run.js';
-import { isValidRange, satisfies } from './semver.js';
+import { UsageError } from '../errors.js';
+import type { Run } from '../model/session.js';
+import { isValidRange, satisfies } from '../semver.js';
 
 /** The kit version plugins declare support for. Kept in step with package.json by a test. */
 export const KIT_VERSION = '0.1.0';

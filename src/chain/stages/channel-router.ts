@@ -1,6 +1,6 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../record.js';
-import { Run } from '../run.js';
+import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
+import { Run } from '../../model/session.js';
 
 export interface ChannelRouterOptions {
   run?: Run;

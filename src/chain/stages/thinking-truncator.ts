@@ -1,8 +1,8 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { withDefaults } from '../defaults.js';
-import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../record.js';
-import { Run } from '../run.js';
-import { contentBlocks, type Channel } from '../tree.js';
+import { withDefaults } from '../../defaults.js';
+import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
+import { Run } from '../../model/session.js';
+import { contentBlocks, type Channel } from '../../model/tree.js';
 
 export const THINKING_MODES = ['keep', 'truncate', 'drop', 'file'] as const;
 export type ThinkingMode = (typeof THINKING_MODES)[number];
