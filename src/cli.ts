@@ -8,8 +8,8 @@ import { defaultSpec, runChain, type ChainSpec } from './chain/chain.js';
 import { applyFlags, checkSpec, readConfig, registerPlugins } from './chain/config.js';
 import { EXIT, SubteeError } from './errors.js';
 import { helpText, parseArgs, type ParsedOptions } from './chain/options.js';
-import { escapeOneLine } from './views/text.js';
-import { Run } from './model/session.js';
+import { escapeOneLine } from './views/escape.js';
+import { Session } from './model/session.js';
 import { checkRequiredVersion } from './chain/stages/version-guard.js';
 import { StallError } from './chain/stages/idle-watchdog.js';
 import { statusLine, summaryText } from './views/summary.js';
@@ -124,7 +124,7 @@ export async function main(argv: string[], io: CliIO = { stdin: process.stdin, s
     return reportError(io.stderr, err);
   }
 
-  const run = new Run();
+  const run = new Session();
   const status = !opts.quiet && io.stderr.isTTY === true ? startStatusLine(run, io.stderr) : null;
   run.onWarning((w) => {
     status?.clear();
@@ -177,7 +177,7 @@ export async function main(argv: string[], io: CliIO = { stdin: process.stdin, s
     } else {
       input = await openInput(opts._[0], io.stdin);
     }
-    await runChain(input, spec, { run, registry, signal: ac.signal, stop: isRun ? undefined : stop.signal, env: io.env, stderr: io.stderr });
+    await runChain(input, spec, { session: run, registry, signal: ac.signal, stop: isRun ? undefined : stop.signal, env: io.env, stderr: io.stderr });
     if (childExit) code = await childExit;
   } catch (err) {
     if (err instanceof StallError) code = EXIT.STALL;
@@ -197,7 +197,7 @@ export async function main(argv: string[], io: CliIO = { stdin: process.stdin, s
   return code;
 }
 
-function startStatusLine(run: Run, stderr: Writable) {
+function startStatusLine(run: Session, stderr: Writable) {
   let shown = false;
   let lastLines = 0;
   let last = performance.now();

@@ -1,3 +1,4 @@
+import { Session } from '../src/model/session.js';
 import assert from 'node:assert/strict';
 import { existsSync, realpathSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
@@ -67,12 +68,13 @@ test('hostile ids write only inside --out, one file pair per channel', async () 
 test('a folder that already holds files is refused unless forced; a file is not a folder', () => {
   const dir = tmpDir();
   writeFileSync(join(dir, 'keep.txt'), 'mine');
-  assert.throws(() => createFilesSink({ out: dir }), { code: 'ERR_OUT_NOT_EMPTY' });
-  assert.throws(() => createFilesSink({ out: join(dir, 'keep.txt') }), { code: 'ERR_OUT_NOT_DIR' });
+  const session = new Session();
+  assert.throws(() => createFilesSink({ out: dir, session }), { code: 'ERR_OUT_NOT_EMPTY' });
+  assert.throws(() => createFilesSink({ out: join(dir, 'keep.txt'), session }), { code: 'ERR_OUT_NOT_DIR' });
   const empty = join(dir, 'empty');
   mkdirSync(empty);
-  createFilesSink({ out: empty }).destroy();
-  createFilesSink({ out: dir, force: true }).destroy();
+  createFilesSink({ out: empty, session }).destroy();
+  createFilesSink({ out: dir, force: true, session: new Session() }).destroy();
 });
 
 test('readable logs: header, blocks, status; control characters escaped', async () => {

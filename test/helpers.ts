@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { after } from 'node:test';
 import { runChain, type ChainSpec } from '../src/chain/chain.js';
-import { Run } from '../src/model/session.js';
+import { Session } from '../src/model/session.js';
 import { readStream, type Oracle } from './oracle.js';
 import assert from 'node:assert/strict';
 
@@ -41,7 +41,7 @@ export function splitEvery(buf: Buffer, size: number): Buffer[] {
 }
 
 export interface RunResult {
-  run: Run;
+  run: Session;
   out: string;
   index: any;
   /** Every file written, by path relative to out. */

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { Writable } from 'node:stream';
 import { createIdleWatchdog, IdleWatchdog, IDLE_WATCHDOG_DEFAULTS, type Clock } from '../src/chain/stages/idle-watchdog.js';
 import type { SubteeRecord } from '../src/model/record.js';
-import { Run } from '../src/model/session.js';
+import { Session } from '../src/model/session.js';
 
 function fakeClock() {
   let t = 0;
@@ -31,8 +31,8 @@ const opts = { idleTimeoutMs: 10_000, bgWaitCeilingMs: 60_000, drainGraceMs: 5_0
 
 function watch(extra: Record<string, unknown> = {}) {
   const fc = fakeClock();
-  const run = new Run();
-  const dog = createIdleWatchdog({ ...opts, ...extra, clock: fc.clock, run });
+  const run = new Session();
+  const dog = createIdleWatchdog({ ...opts, ...extra, clock: fc.clock, session: run });
   dog.on('error', () => {});
   return { ...fc, run, dog };
 }

@@ -4,15 +4,15 @@ import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createLineParser, LineSplitter, classifyLine } from '../src/chain/stages/line-parser.js';
 import type { SubteeRecord } from '../src/model/record.js';
-import { Run } from '../src/model/session.js';
+import { Session } from '../src/model/session.js';
 import { chunked, splitEvery } from './helpers.js';
 
-async function parse(chunks: Buffer[], maxLineBytes?: number): Promise<{ recs: SubteeRecord[]; run: Run }> {
-  const run = new Run();
+async function parse(chunks: Buffer[], maxLineBytes?: number): Promise<{ recs: SubteeRecord[]; run: Session }> {
+  const run = new Session();
   const recs: SubteeRecord[] = [];
   await pipeline(
     chunked(chunks),
-    createLineParser({ run, maxLineBytes }),
+    createLineParser({ session: run, maxLineBytes }),
     new Writable({ objectMode: true, write: (batch: SubteeRecord[], _e, cb) => (recs.push(...batch), cb()) }),
   );
   return { recs, run };

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain, type ComponentSpec } from "../src/chain/chain.js";
 import { registerPlugins } from '../src/chain/config.js';
-import { Run } from '../src/model/session.js';
+import { Session } from '../src/model/session.js';
 import { redact, MASK } from '../plugins/redact-secrets/index.js';
 import { stepSummary } from '../plugins/github-step-summary/index.js';
 import { ROOT, chunked, linesOf, readTree, tmpDir } from './helpers.js';
@@ -33,8 +33,8 @@ test('redact masks each kind of secret and leaves ordinary text alone', () => {
 async function chainWith(pluginNames: string[], stages: string[], sinks: ComponentSpec[], input: Buffer) {
   const registry = builtinRegistry();
   await registerPlugins(registry, pluginNames, ROOT);
-  const run = new Run();
-  await runChain(chunked([input]), { stages: stages.map((use) => ({ use })), sinks }, { registry, run });
+  const run = new Session();
+  await runChain(chunked([input]), { stages: stages.map((use) => ({ use })), sinks }, { registry, session: run });
   return run;
 }
 
@@ -66,14 +66,14 @@ test('github-step-summary: tree, statuses, collapsed reports, escaped text', asy
   assert.match(md, /❌ general-purpose/);
   assert.match(md, /✅ general-purpose/);
   assert.match(md, /<details><summary>general-purpose \S+ — failed<\/summary>/);
-  const run = new Run();
+  const run = new Session();
   run.tree.route({ type: 'assistant', parent_tool_use_id: null, message: { content: [{ type: 'tool_use', id: 'toolu_x', name: 'Agent', input: { subagent_type: '<img src=x>', description: '\x1b]0;t\x07' } }] } });
   const hostile = stepSummary(run, new Map([[run.tree.main, '</pre><script>alert(1)</script>\x1b[2J']]), { maxBytes: 100_000, reportChars: 1000 });
   assert.ok(!hostile.includes('<script>') && !hostile.includes('<img') && !/[\x1b\x07]/.test(hostile));
 });
 
 test('github-step-summary stays under its limit however large the run', () => {
-  const run = new Run();
+  const run = new Session();
   const last = new Map();
   for (let i = 0; i < 5000; i++) {
     run.tree.route({ type: 'assistant', parent_tool_use_id: null, message: { content: [{ type: 'tool_use', id: `toolu_${i}`, name: 'Agent', input: { subagent_type: 'Explore', description: 'd'.repeat(100) } }] } });

@@ -3,10 +3,12 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { writeFailed } from '../../src/errors.js';
 import { definePlugin } from '../../src/chain/plugin.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../src/model/record.js';
-import { escapeControl } from '../../src/views/text.js';
-import { Run } from '../../src/model/session.js';
-import { channelTokens } from '../../src/views/summary.js';
-import { contentBlocks, type Channel } from '../../src/model/tree.js';
+import { contentBlocks } from '../../src/model/message.js';
+import { requireSession, type Session } from '../../src/model/session.js';
+import type { Channel } from '../../src/model/tree.js';
+import { escapeHtml, escapeMarkdown } from '../../src/views/escape.js';
+import { passOn } from '../../src/chain/sinks/pass-on.js';
+import { channelTokens, statusCounts, walkTree } from '../../src/views/walk.js';
 
 /** GitHub rejects a step summary over 1 MiB; stay well below it. */
 export const STEP_SUMMARY_DEFAULTS = Object.freeze({ maxBytes: 1_000_000, reportChars: 4000 });
@@ -20,31 +22,15 @@ export interface StepSummaryOptions {
 
 const ICON: Record<string, string> = { completed: '✅', failed: '❌', running: '⏳' };
 
-/** Text safe inside Markdown and HTML: control characters escaped, markup neutralised. */
-export function mdEscape(s: string): string {
-  return escapeControl(s)
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/([\\`*_{}[\]()#+!|~])/g, '\\$1')
-    .replace(/\n/g, ' ');
-}
-
-function htmlEscape(s: string): string {
-  return escapeControl(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
-
 /**
  * The summary as Markdown, never longer than maxBytes: the tree first (one line per agent),
  * then each agent's last report in a collapsed section; what does not fit is counted in a
  * closing note instead of being cut mid-way.
  */
-export function stepSummary(run: Run, lastText: Map<Channel, string>, o: { maxBytes: number; reportChars: number }): string {
-  const all = run.tree.channels();
-  const subs = all.filter((c) => c.id !== null);
-  const n = (s: string) => subs.filter((c) => c.status === s).length;
+export function stepSummary(run: Session, lastText: Map<Channel, string>, o: { maxBytes: number; reportChars: number }): string {
+  const n = statusCounts(run.tree.channels());
   const parts: string[] = [
-    `## subtee: ${subs.length} subagents — ${n('completed')} completed, ${n('failed')} failed, ${n('running')} running\n\n`,
+    `## subtee: ${run.tree.size - 1} subagents — ${n.completed} completed, ${n.failed} failed, ${n.running} running\n\n`,
     `${run.input.lines} lines, ${run.input.quarantined} quarantined${run.stalled ? ', **stalled**' : ''}${run.interrupted ? ', **interrupted**' : ''}\n\n`,
   ];
   let size = Buffer.byteLength(parts.join(''));
@@ -56,20 +42,11 @@ export function stepSummary(run: Run, lastText: Map<Channel, string>, o: { maxBy
     size += b;
     return true;
   };
-  const order: Channel[] = [];
-  const walk = (ch: Channel) => {
-    order.push(ch);
-    for (const id of ch.children) {
-      const c = run.tree.get(id);
-      if (c && !order.includes(c)) walk(c);
-    }
-  };
-  walk(run.tree.main);
-  for (const c of all) if (!order.includes(c)) order.push(c);
+  const order = walkTree(run.tree).map((row) => row.channel);
   let omitted = 0;
   for (const ch of order) {
     const indent = '  '.repeat(Math.max(0, ch.depth ?? 1));
-    const name = ch.id === null ? '**main**' : `${mdEscape(ch.agent ?? 'agent')} \`${mdEscape(ch.tag)}\` ${ch.description ? `“${mdEscape(ch.description)}”` : ''}`;
+    const name = ch.id === null ? '**main**' : `${escapeMarkdown(ch.agent ?? 'agent')} \`${escapeMarkdown(ch.tag)}\` ${ch.description ? `“${escapeMarkdown(ch.description)}”` : ''}`;
     if (!add(`${indent}- ${ICON[ch.status]} ${name} — ${ch.status}, ${ch.lines} lines, ${channelTokens(ch)} tokens\n`)) omitted++;
   }
   add('\n');
@@ -77,8 +54,8 @@ export function stepSummary(run: Run, lastText: Map<Channel, string>, o: { maxBy
     const report = ch.summary ?? lastText.get(ch);
     if (!report) continue;
     const text = report.length > o.reportChars ? `${report.slice(0, o.reportChars)}… (${report.length - o.reportChars} more chars)` : report;
-    const title = ch.id === null ? 'main' : `${mdEscape(ch.agent ?? 'agent')} ${mdEscape(ch.tag)} — ${ch.status}`;
-    if (!add(`<details><summary>${title}</summary>\n\n<pre>${htmlEscape(text)}</pre>\n\n</details>\n\n`)) omitted++;
+    const title = ch.id === null ? 'main' : `${escapeMarkdown(ch.agent ?? 'agent')} ${escapeMarkdown(ch.tag)} — ${ch.status}`;
+    if (!add(`<details><summary>${title}</summary>\n\n<pre>${escapeHtml(text)}</pre>\n\n</details>\n\n`)) omitted++;
   }
   if (omitted > 0) parts.push(`\n_${omitted} more entries not shown: the summary is kept under ${o.maxBytes} bytes; see the output folder for everything._\n`);
   return parts.join('');
@@ -88,9 +65,9 @@ export function stepSummary(run: Run, lastText: Map<Channel, string>, o: { maxBy
  * A sink (pass-through, object mode) that appends a Markdown summary of the run to
  * `$GITHUB_STEP_SUMMARY` at the end: the tree, statuses, and each agent's last report.
  */
-export function createGithubStepSummary(options: StepSummaryOptions & { run?: Run; env?: NodeJS.ProcessEnv } = {}): Transform {
+export function createGithubStepSummary(options: StepSummaryOptions & { session: Session; env?: NodeJS.ProcessEnv }): Transform {
   const o = { ...STEP_SUMMARY_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
-  const run = options.run ?? new Run();
+  const run = requireSession(options, 'createGithubStepSummary');
   const path = options.path ?? (options.env ?? process.env).GITHUB_STEP_SUMMARY;
   const lastText = new Map<Channel, string>();
   let written = false;
@@ -103,15 +80,17 @@ export function createGithubStepSummary(options: StepSummaryOptions & { run?: Ru
       throw writeFailed(path, err);
     }
   };
-  return new Transform({
+  const sink = new Transform({
     objectMode: true,
     highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       for (const rec of batch) {
         if (rec.kind !== 'line' || rec.value.type !== 'assistant' || !rec.channel) continue;
-        for (const b of contentBlocks(rec.value)) if (b.type === 'text' && typeof b.text === 'string' && b.text.trim()) lastText.set(rec.channel, b.text.slice(0, o.reportChars + 1));
+        for (const b of contentBlocks(rec.value)) {
+          if (b.type === 'text' && b.text.trim()) lastText.set(rec.channel, b.text.slice(0, o.reportChars + 1));
+        }
       }
-      cb(null, batch);
+      cb(null, passOn(sink, batch));
     },
     flush(cb: TransformCallback) {
       try {
@@ -130,6 +109,7 @@ export function createGithubStepSummary(options: StepSummaryOptions & { run?: Ru
       cb(err);
     },
   });
+  return sink;
 }
 
 export default definePlugin<StepSummaryOptions>({
@@ -141,5 +121,5 @@ export default definePlugin<StepSummaryOptions>({
     maxBytes: { type: 'number', min: 1000, description: `size limit of the summary (default ${STEP_SUMMARY_DEFAULTS.maxBytes}; GitHub allows 1 MiB)` },
     reportChars: { type: 'number', min: 1, description: `characters of each agent's last report (default ${STEP_SUMMARY_DEFAULTS.reportChars})` },
   },
-  create: (o, ctx) => createGithubStepSummary({ ...o, run: ctx.run, env: ctx.env }),
+  create: (o, ctx) => createGithubStepSummary({ ...o, session: ctx.session, env: ctx.env }),
 });

@@ -18,7 +18,7 @@ export const lineParser = definePlugin<{ maxLineBytes?: number }>({
     maxLineBytes: { type: 'number', min: 1024, description: `longest line held in memory; longer ones are quarantined in pieces (default ${LINE_PARSER_DEFAULTS.maxLineBytes})` },
   },
   input: () => 'bytes',
-  create: (o, ctx) => createLineParser({ ...o, run: ctx.run }),
+  create: (o, ctx) => createLineParser({ ...o, session: ctx.session }),
 });
 
 export const versionGuard = definePlugin<{ requireVersion?: string }>({
@@ -28,7 +28,7 @@ export const versionGuard = definePlugin<{ requireVersion?: string }>({
   options: {
     requireVersion: { type: 'string', description: 'a version range the agent must satisfy, e.g. ">=2.1.219"; otherwise exit 4' },
   },
-  create: (o, ctx) => createVersionGuard({ ...o, run: ctx.run }),
+  create: (o, ctx) => createVersionGuard({ ...o, session: ctx.session }),
 });
 
 export const channelRouter = definePlugin<Record<string, never>>({
@@ -36,7 +36,7 @@ export const channelRouter = definePlugin<Record<string, never>>({
   kind: 'stage',
   kit: KIT,
   options: {},
-  create: (_o, ctx) => createChannelRouter({ run: ctx.run }),
+  create: (_o, ctx) => createChannelRouter({ session: ctx.session }),
 });
 
 export const thinkingTruncator = definePlugin<{ mode?: (typeof THINKING_MODES)[number]; maxChars?: number }>({
@@ -47,7 +47,7 @@ export const thinkingTruncator = definePlugin<{ mode?: (typeof THINKING_MODES)[n
     mode: { type: 'string', choices: THINKING_MODES, description: `keep, truncate, drop or file (default ${THINKING_TRUNCATOR_DEFAULTS.mode})` },
     maxChars: { type: 'number', min: 0, description: `characters kept per thinking block in truncate mode (default ${THINKING_TRUNCATOR_DEFAULTS.maxChars})` },
   },
-  create: (o, ctx) => createThinkingTruncator({ ...o, run: ctx.run }),
+  create: (o, ctx) => createThinkingTruncator({ ...o, session: ctx.session }),
 });
 
 /** CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS as Claude Code reads it, when it is a whole number. */
@@ -67,7 +67,7 @@ export const idleWatchdog = definePlugin<{ idleTimeoutMs?: number; bgWaitCeiling
     onStall: { type: 'string', choices: ['fail', 'warn'], description: 'fail: end the run with exit 124; warn: report only' },
     checkIntervalMs: { type: 'number', min: 1, description: `how often silence is measured (default ${IDLE_WATCHDOG_DEFAULTS.checkIntervalMs})` },
   },
-  create: (o, ctx) => createIdleWatchdog({ bgWaitCeilingMs: bgCeilingFromEnv(ctx.env), ...o, run: ctx.run }),
+  create: (o, ctx) => createIdleWatchdog({ bgWaitCeilingMs: bgCeilingFromEnv(ctx.env), ...o, session: ctx.session }),
 });
 
 export const filesSink = definePlugin<{ out: string; maxOpenFiles?: number; flushBytes?: number; force?: boolean }>({
@@ -80,7 +80,7 @@ export const filesSink = definePlugin<{ out: string; maxOpenFiles?: number; flus
     flushBytes: { type: 'number', min: 1, description: `queued bytes that force a write (default ${FILES_SINK_DEFAULTS.flushBytes})` },
     force: { type: 'boolean', description: 'write into a folder that already holds files' },
   },
-  create: (o, ctx) => createFilesSink({ ...o, run: ctx.run }),
+  create: (o, ctx) => createFilesSink({ ...o, session: ctx.session }),
 });
 
 export const stdoutSink = definePlugin<{ mode?: (typeof STDOUT_MODES)[number] }>({
@@ -103,7 +103,7 @@ export const pinoSink = definePlugin<{ destination?: string; transport?: Record<
     transport: { type: 'object', description: 'a pino transport config: { "target": …, "options": … }, { "targets": […] } or { "pipeline": […] }' },
     maxContentChars: { type: 'number', min: 1, description: `longest content per event (default ${PINO_SINK_DEFAULTS.maxContentChars})` },
   },
-  create: (o, ctx) => createPinoSink({ ...o, run: ctx.run }),
+  create: (o, ctx) => createPinoSink({ ...o, session: ctx.session }),
 });
 
 export const BUILTINS: readonly PluginDefinition[] = [lineParser, versionGuard, channelRouter, thinkingTruncator, idleWatchdog, filesSink, stdoutSink, pinoSink];

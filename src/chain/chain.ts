@@ -4,7 +4,7 @@ import { builtinRegistry } from './builtins.js';
 import { BATCH_HIGH_WATER_MARK } from '../model/record.js';
 import { UsageError } from '../errors.js';
 import type { PluginContext, PluginDefinition, Registry } from './plugin.js';
-import { Run } from '../model/session.js';
+import { Session } from '../model/session.js';
 
 export interface ComponentSpec {
   use: string;
@@ -27,7 +27,7 @@ export function defaultSpec(out: string, stdout: 'text' | 'main' | 'raw' | 'none
 
 export interface ChainOptions {
   registry?: Registry;
-  run?: Run;
+  session?: Session;
   /** Aborts the chain at once: every stream is destroyed (sinks still flush what they hold). */
   signal?: AbortSignal;
   /** Stops reading input: what was read still flows through every stage and sink, then the chain ends. */
@@ -83,12 +83,12 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
  * then the line parser (the bytes → records edge), then record stages and sinks in the
  * order given. Every component is created through its plugin definition.
  */
-export function buildChain(spec: ChainSpec, options: ChainOptions = {}): { streams: Transform[]; run: Run } {
+export function buildChain(spec: ChainSpec, options: ChainOptions = {}): { streams: Transform[]; session: Session } {
   const registry = options.registry ?? builtinRegistry();
   const problems = chainProblems(spec, registry);
   if (problems.length > 0) throw new UsageError('ERR_CONFIG', `invalid chain: ${problems.join('; ')}`);
-  const run = options.run ?? new Run();
-  const ctx: PluginContext = { run, env: options.env ?? process.env, stderr: options.stderr ?? process.stderr, signal: options.signal };
+  const session = options.session ?? new Session();
+  const ctx: PluginContext = { session, env: options.env ?? process.env, stderr: options.stderr ?? process.stderr, signal: options.signal };
   const parts = [...spec.stages, ...spec.sinks].map((c) => {
     const def = registry.get(c.use) as PluginDefinition;
     const { use: _use, ...opts } = c;
@@ -107,7 +107,7 @@ export function buildChain(spec: ChainSpec, options: ChainOptions = {}): { strea
     for (const s of streams) s.destroy();
     throw err;
   }
-  return { streams, run };
+  return { streams, session };
 }
 
 /** A sink at the very end of the chain: records have been written by then, so drop them. */
@@ -144,11 +144,11 @@ function untilStopped(stop: AbortSignal) {
 }
 
 /** Runs input through the chain to the end; resolves with the run's state. */
-export async function runChain(input: Readable, spec: ChainSpec, options: ChainOptions = {}): Promise<Run> {
-  const { streams, run } = buildChain(spec, options);
+export async function runChain(input: Readable, spec: ChainSpec, options: ChainOptions = {}): Promise<Session> {
+  const { streams, session } = buildChain(spec, options);
   const head = options.stop ? [input, untilStopped(options.stop)] : [input];
   // The typings have no overload for a list that mixes streams and a generator stage.
   const all = [...head, ...streams, createDiscard()] as unknown as NodeJS.ReadableStream[];
   await pipeline(all, { signal: options.signal });
-  return run;
+  return session;
 }

@@ -3,14 +3,15 @@ import { isAbsolute, resolve } from 'node:path';
 import type { Transform, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { UsageError } from '../errors.js';
-import type { Run } from '../model/session.js';
+import type { Session } from '../model/session.js';
 import { isValidRange, satisfies } from '../semver.js';
 
 /** The kit version plugins declare support for. Kept in step with package.json by a test. */
 export const KIT_VERSION = '0.1.0';
 
 export interface PluginContext {
-  run: Run;
+  /** The chain's session: counters, warnings, the tree. Hand it to every factory that asks. */
+  session: Session;
   env: NodeJS.ProcessEnv;
   /** Human-readable diagnostics (never stdout). */
   stderr: Writable;

@@ -1,4 +1,7 @@
-import type { Channel } from './tree.js';
+import type { JsonObject } from './message.js';
+import type { Channel, ChannelEvent } from './tree.js';
+
+export type { ChannelEvent } from './tree.js';
 
 /** A JSON object line, as the line parser emits it and every later stage passes it on. */
 export interface LineRecord {
@@ -8,11 +11,14 @@ export interface LineRecord {
   /** The line's bytes without its terminator; sinks write these unchanged. */
   raw: Buffer;
   /** The parsed object. */
-  value: Record<string, unknown>;
-  /** Set by the channel router. */
+  value: JsonObject;
+  /**
+   * Set by the channel router: the live channel, to be read while the record is being handled
+   * (it changes as later lines arrive; `events` carry snapshots that do not).
+   */
   channel?: Channel;
   /** Tree changes this line caused, set by the channel router. */
-  events?: ChannelEvent[];
+  events?: readonly ChannelEvent[];
   /** Readable text overrides set by stages such as the thinking truncator (block index → text; null hides the block). */
   display?: Map<number, string | null>;
   /** Full thinking texts moved out of the transcript (thinking truncator, `file` mode). */
@@ -50,8 +56,3 @@ export type RecordBatch = SubteeRecord[];
  * without starving the next stage.
  */
 export const BATCH_HIGH_WATER_MARK = 2;
-
-export type ChannelEvent =
-  | { type: 'open'; channel: Channel }
-  | { type: 'spawn'; channel: Channel }
-  | { type: 'status'; channel: Channel; summary: string | null };

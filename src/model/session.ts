@@ -1,3 +1,4 @@
+import { UsageError } from '../errors.js';
 import { ChannelTree, type Channel } from './tree.js';
 
 export interface Warning {
@@ -8,9 +9,11 @@ export interface Warning {
 /**
  * What one run knows about itself, shared by the stages of one chain: each stage adds what
  * it sees (the parser counts input, the router owns the tree, any stage may warn) and the
- * sinks read it to write `index.json` and the summary. Stages used on their own create one.
+ * sinks read it to write `index.json` and the summary. One session per chain, created by
+ * whoever assembles the chain and handed to every stage: `buildChain` does it, and a
+ * program composing the factories itself passes the same `session` to each.
  */
-export class Run {
+export class Session {
   readonly tree = new ChannelTree();
   readonly input = { lines: 0, blankLines: 0, bytes: 0, quarantined: 0 };
   readonly quarantineLines: number[] = [];
@@ -33,4 +36,17 @@ export class Run {
   onWarning(listener: (w: Warning) => void): void {
     this.listeners.push(listener);
   }
+}
+
+/**
+ * The session a stage factory was given. A factory never makes its own: stages that each
+ * kept a private one would build separate trees and fight over the same files.
+ */
+export function requireSession(options: { session?: Session } | undefined, factory: string): Session {
+  const session = options?.session;
+  if (session instanceof Session) return session;
+  throw new UsageError(
+    'ERR_SESSION_REQUIRED',
+    `${factory} needs { session }: create one with new Session() and pass the same one to every stage of the chain`,
+  );
 }

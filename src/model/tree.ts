@@ -1,7 +1,22 @@
-import type { ChannelEvent } from './record.js';
+import {
+  ASYNC_LAUNCH,
+  asStreamLine,
+  channelIdOf,
+  contentBlocks,
+  nonEmpty,
+  resultText,
+  SPAWN_TOOLS,
+  usageNumbers,
+  type AssistantLine,
+  type CountedBlockType,
+  isObject,
+  type JsonObject,
+  type SystemLine,
+  type ToolUseBlock,
+  type UserLine,
+} from './message.js';
 
 export type ChannelStatus = 'running' | 'completed' | 'failed';
-export type BlockKind = 'text' | 'thinking' | 'tool_use' | 'tool_result';
 
 export interface Channel {
   /** The spawning tool_use id; null for the main conversation. */
@@ -17,7 +32,7 @@ export interface Channel {
   background: boolean | null;
   summary: string | null;
   lines: number;
-  counts: Record<BlockKind, number>;
+  counts: Record<CountedBlockType, number>;
   usage: Record<string, number>;
   firstSeen: string | null;
   lastSeen: string | null;
@@ -28,35 +43,25 @@ export interface Channel {
   readonly seq: number;
 }
 
-/** Names of the tool that spawns a subagent: `Agent`, and `Task` before 2.1.63. */
-export const SPAWN_TOOLS: ReadonlySet<string> = new Set(['Agent', 'Task']);
+/** A channel as it was at one moment: what events carry, frozen, never updated. */
+export type ChannelSnapshot = Readonly<Omit<Channel, 'children' | 'counts' | 'usage'>> & {
+  readonly counts: Readonly<Record<CountedBlockType, number>>;
+  readonly usage: Readonly<Record<string, number>>;
+};
 
-const ASYNC_LAUNCH = /^\s*Async agent launched/;
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
-
-/** The channel id of a line: its non-empty `parent_tool_use_id`, else null (main). */
-export function channelIdOf(value: Obj): string | null {
-  return str(value.parent_tool_use_id);
+export function snapshotOf(ch: Channel): ChannelSnapshot {
+  const { children: _children, ...fields } = ch;
+  return Object.freeze({ ...fields, counts: Object.freeze({ ...ch.counts }), usage: Object.freeze({ ...ch.usage }) });
 }
 
-export function contentBlocks(value: Obj): Obj[] {
-  const message = value.message;
-  if (!isObj(message) || !Array.isArray(message.content)) return [];
-  return message.content.filter(isObj);
-}
-
-/** Text of a tool_result's content, which is a string or a list of blocks. */
-export function resultText(block: Obj): string {
-  const c = block.content;
-  if (typeof c === 'string') return c;
-  if (!Array.isArray(c)) return '';
-  let s = '';
-  for (const part of c) if (isObj(part) && typeof part.text === 'string') s += (s ? '\n' : '') + part.text;
-  return s;
-}
+/** A tree change caused by one line, carrying the channel as it was right after that line. */
+export type ChannelEvent =
+  /** A channel seen for the first time: from its spawn call, or from a line on an unknown id. */
+  | { readonly type: 'open'; readonly channel: ChannelSnapshot }
+  /** The spawn call of a channel that was first seen as an orphan: parent and depth now known. */
+  | { readonly type: 'spawn'; readonly channel: ChannelSnapshot }
+  /** The channel ended (completed or failed), with the summary that came with this change. */
+  | { readonly type: 'status'; readonly channel: ChannelSnapshot; readonly summary: string | null };
 
 /**
  * The subagent tree, rebuilt from the stream alone. Plain logic with no I/O: `route()` takes
@@ -92,30 +97,37 @@ export class ChannelTree {
     return this.byId.size + 1;
   }
 
-  route(value: Obj): { channel: Channel; events: ChannelEvent[] } {
-    const events: ChannelEvent[] = [];
-    const channel = this.channelFor(channelIdOf(value), events);
+  route(value: JsonObject): { channel: Channel; events: ChannelEvent[] } {
+    const pending: PendingEvent[] = [];
+    const channel = this.channelFor(channelIdOf(value), pending);
     channel.lines++;
-    const ts = str(value.timestamp);
+    const ts = nonEmpty(value.timestamp);
     if (ts) {
       channel.firstSeen ??= ts;
       channel.lastSeen = ts;
     }
-    switch (value.type) {
+    const line = asStreamLine(value);
+    switch (line?.type) {
       case 'assistant':
-        this.assistant(value, channel, events);
+        this.assistant(line, channel, pending);
         break;
       case 'user':
-        this.user(value, channel, events);
+        this.user(line, channel, pending);
         break;
       case 'system':
-        this.system(value, events);
+        this.system(line, pending);
         break;
       case 'result':
         this.results++;
-        this.main.status = value.is_error === true ? 'failed' : 'completed';
+        this.main.status = line.is_error === true ? 'failed' : 'completed';
         break;
     }
+    // Snapshots are taken once the whole line is applied, so an event shows its line's effect.
+    const events = pending.map((ev): ChannelEvent =>
+      ev.type === 'status'
+        ? { type: 'status', channel: snapshotOf(ev.channel), summary: ev.summary }
+        : { type: ev.type, channel: snapshotOf(ev.channel) },
+    );
     return { channel, events };
   }
 
@@ -157,22 +169,22 @@ export class ChannelTree {
     return tag;
   }
 
-  private channelFor(id: string | null, events: ChannelEvent[]): Channel {
+  private channelFor(id: string | null, pending: PendingEvent[]): Channel {
     if (id === null) return this.main;
     let ch = this.byId.get(id);
     if (!ch) {
       ch = this.newChannel(id);
       ch.orphan = true;
       this.byId.set(id, ch);
-      events.push({ type: 'open', channel: ch });
+      pending.push({ type: 'open', channel: ch });
     }
     return ch;
   }
 
-  private spawn(block: Obj, parent: Channel, events: ChannelEvent[]): void {
-    const id = str(block.id);
+  private spawn(block: ToolUseBlock, parent: Channel, pending: PendingEvent[]): void {
+    const id = nonEmpty(block.id);
     if (!id || id === parent.id) return;
-    const input = isObj(block.input) ? block.input : {};
+    const input: JsonObject = isObject(block.input) ? block.input : {};
     let ch = this.byId.get(id);
     const known = ch !== undefined;
     if (!ch) {
@@ -184,35 +196,43 @@ export class ChannelTree {
     ch.orphan = false;
     ch.parent = parent.id;
     parent.children.push(id);
-    ch.agent = str(input.subagent_type) ?? ch.agent;
-    ch.description = str(input.description) ?? ch.description;
-    if (typeof input.run_in_background === 'boolean' && ch.background === null) ch.background = input.run_in_background;
-    this.setDepth(ch, parent.depth === null ? null : parent.depth + 1);
-    events.push({ type: known ? 'spawn' : 'open', channel: ch });
-  }
-
-  /** Depth flows down to children that were waiting on an unknown ancestor. */
-  private setDepth(ch: Channel, depth: number | null): void {
-    ch.depth = depth;
-    for (const childId of ch.children) {
-      const child = this.byId.get(childId);
-      if (child) this.setDepth(child, depth === null ? null : depth + 1);
+    ch.agent = nonEmpty(input.subagent_type) ?? ch.agent;
+    ch.description = nonEmpty(input.description) ?? ch.description;
+    if (typeof input.run_in_background === 'boolean' && ch.background === null) {
+      ch.background = input.run_in_background;
     }
+    this.setDepth(ch, parent.depth === null ? null : parent.depth + 1);
+    pending.push({ type: known ? 'spawn' : 'open', channel: ch });
   }
 
-  private assistant(value: Obj, channel: Channel, events: ChannelEvent[]): void {
-    for (const block of contentBlocks(value)) {
-      const t = block.type;
-      if (t === 'text' || t === 'thinking' || t === 'tool_use') channel.counts[t]++;
-      if (t === 'tool_use' && typeof block.name === 'string' && SPAWN_TOOLS.has(block.name)) {
-        this.spawn(block, channel, events);
+  /**
+   * Depth flows down to children that were waiting on an unknown ancestor. A loop over an
+   * explicit stack: the stream chooses how deep the tree is, so no recursion over it, and
+   * each channel is visited once, so a spawn cycle cannot loop.
+   */
+  private setDepth(root: Channel, depth: number | null): void {
+    const seen = new Set<Channel>();
+    const stack: Array<[Channel, number | null]> = [[root, depth]];
+    while (stack.length > 0) {
+      const [ch, d] = stack.pop()!;
+      if (seen.has(ch)) continue;
+      seen.add(ch);
+      ch.depth = d;
+      for (const childId of ch.children) {
+        const child = this.byId.get(childId);
+        if (child && !seen.has(child)) stack.push([child, d === null ? null : d + 1]);
       }
     }
-    const message = value.message;
-    if (isObj(message) && isObj(message.usage)) {
-      const key = str(message.id);
-      if (key) this.addUsage(channel, key, message.usage);
+  }
+
+  private assistant(line: AssistantLine, channel: Channel, pending: PendingEvent[]): void {
+    for (const block of contentBlocks(line as unknown as JsonObject)) {
+      if (block.type === 'redacted_thinking') continue;
+      channel.counts[block.type]++;
+      if (block.type === 'tool_use' && SPAWN_TOOLS.has(block.name)) this.spawn(block, channel, pending);
     }
+    const key = nonEmpty(line.message.id);
+    if (key && isObject(line.message.usage)) this.addUsage(channel, key, usageNumbers(line.message.usage));
   }
 
   /**
@@ -221,17 +241,10 @@ export class ChannelTree {
    * contributed. Only the current message per channel is remembered, so memory does not
    * grow with the length of the run.
    */
-  private addUsage(channel: Channel, messageId: string, usage: Obj): void {
+  private addUsage(channel: Channel, messageId: string, now: Record<string, number>): void {
     const last = this.lastMessage.get(channel);
     const before = last?.id === messageId ? last.usage : undefined;
-    const now: Record<string, number> = {};
-    for (const k in usage) {
-      const v = usage[k];
-      if (typeof v === 'number' && Number.isFinite(v)) {
-        now[k] = v;
-        channel.usage[k] = (channel.usage[k] ?? 0) + v - (before?.[k] ?? 0);
-      }
-    }
+    for (const k in now) channel.usage[k] = (channel.usage[k] ?? 0) + now[k] - (before?.[k] ?? 0);
     if (before) for (const k in before) if (!(k in now)) channel.usage[k] -= before[k];
     if (last) {
       last.id = messageId;
@@ -241,11 +254,11 @@ export class ChannelTree {
     }
   }
 
-  private user(value: Obj, channel: Channel, events: ChannelEvent[]): void {
-    for (const block of contentBlocks(value)) {
+  private user(line: UserLine, channel: Channel, pending: PendingEvent[]): void {
+    for (const block of contentBlocks(line as unknown as JsonObject)) {
       if (block.type !== 'tool_result') continue;
       channel.counts.tool_result++;
-      const target = this.byId.get(str(block.tool_use_id) ?? '');
+      const target = this.byId.get(block.tool_use_id);
       if (!target || target.status !== 'running') continue;
       const text = resultText(block);
       if (ASYNC_LAUNCH.test(text)) {
@@ -253,40 +266,51 @@ export class ChannelTree {
         continue;
       }
       if (target.background === true) continue;
-      this.end(target, block.is_error === true ? 'failed' : 'completed', text, events);
+      this.end(target, block.is_error === true ? 'failed' : 'completed', text, pending);
     }
   }
 
-  private system(value: Obj, events: ChannelEvent[]): void {
-    switch (value.subtype) {
+  private system(line: SystemLine, pending: PendingEvent[]): void {
+    switch (line.subtype) {
       case 'init':
-        this.sessionId = str(value.session_id) ?? this.sessionId;
-        this.version = str(value.claude_code_version) ?? this.version;
+        this.sessionId = nonEmpty(line.session_id) ?? this.sessionId;
+        this.version = nonEmpty(line.claude_code_version) ?? this.version;
         if (this.main.status !== 'running') this.main.status = 'running';
         return;
       case 'task_started': {
-        const ch = this.byId.get(str(value.tool_use_id) ?? '');
+        const ch = this.byId.get(nonEmpty(line.tool_use_id) ?? '');
         if (!ch) return;
-        if (typeof value.is_backgrounded === 'boolean') ch.background = value.is_backgrounded;
-        ch.agent ??= str(value.subagent_type);
-        ch.description ??= str(value.description);
-        if (ch.depth === null && typeof value.spawn_depth === 'number') this.setDepth(ch, value.spawn_depth);
+        if (typeof line.is_backgrounded === 'boolean') ch.background = line.is_backgrounded;
+        ch.agent ??= nonEmpty(line.subagent_type);
+        ch.description ??= nonEmpty(line.description);
+        if (ch.depth === null && typeof line.spawn_depth === 'number') this.setDepth(ch, line.spawn_depth);
         return;
       }
       case 'task_notification': {
-        const ch = this.byId.get(str(value.tool_use_id) ?? '');
+        const ch = this.byId.get(nonEmpty(line.tool_use_id) ?? '');
         if (!ch) return;
-        const status = value.status === 'completed' ? 'completed' : value.status === 'failed' ? 'failed' : null;
-        if (status) this.end(ch, status, str(value.summary), events, true);
+        const status = line.status === 'completed' ? 'completed' : line.status === 'failed' ? 'failed' : null;
+        if (status) this.end(ch, status, nonEmpty(line.summary), pending, true);
       }
     }
   }
 
-  private end(ch: Channel, status: ChannelStatus, summary: string | null, events: ChannelEvent[], final = false): void {
+  private end(
+    ch: Channel,
+    status: ChannelStatus,
+    summary: string | null,
+    pending: PendingEvent[],
+    final = false,
+  ): void {
     if (ch.status !== 'running' && !final) return;
     if (ch.status === status && ch.summary !== null) return;
     ch.status = status;
     ch.summary = summary ?? ch.summary;
-    events.push({ type: 'status', channel: ch, summary });
+    pending.push({ type: 'status', channel: ch, summary });
   }
 }
+
+/** An event while its line is being applied: the live channel, snapshotted at the end. */
+type PendingEvent =
+  | { type: 'open' | 'spawn'; channel: Channel }
+  | { type: 'status'; channel: Channel; summary: string | null };

@@ -1,4 +1,4 @@
-import type { Run } from '../model/session.js';
+import type { Session } from '../model/session.js';
 import type { Channel } from '../model/tree.js';
 
 export const INDEX_FORMAT = 'subtee-index/1';
@@ -11,7 +11,7 @@ export interface ChannelPaths {
 
 /** The `index.json` document (format documented in the README). Plain data, no I/O. */
 export function buildIndex(
-  run: Run,
+  run: Session,
   paths: (ch: Channel) => ChannelPaths | undefined,
   quarantine: string | null,
 ): Record<string, unknown> {

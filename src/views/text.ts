@@ -1,36 +1,16 @@
+import { asBlock, rawBlocks, resultText, type ContentBlock } from '../model/message.js';
 import type { LineRecord } from '../model/record.js';
-import { contentBlocks, resultText, type Channel } from '../model/tree.js';
-
-// C0 controls except TAB and LF, DEL, C1 controls, and the bidi controls that can reorder
-// what a reader sees (Trojan Source). CR is escaped too: a raw CR overwrites a log line.
-const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-
-/** Makes model text safe for a terminal or a log viewer: control characters become visible escapes. */
-export function escapeControl(s: string): string {
-  return s.replace(UNSAFE, (c) => {
-    const n = c.charCodeAt(0);
-    return n <= 0xff ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`;
-  });
-}
-
-/** Same as escapeControl, and newlines and tabs become `\n`/`\t` too: for one-line fields. */
-export function escapeOneLine(s: string): string {
-  return escapeControl(s).replace(/\n/g, '\\n').replace(/\t/g, '\\t');
-}
-
-export function shorten(s: string, max: number): string {
-  if (s.length <= max) return s;
-  return `${s.slice(0, max)}… (${s.length - max} more chars)`;
-}
+import type { ChannelSnapshot } from '../model/tree.js';
+import { escapeControl, escapeOneLine, shorten } from './escape.js';
 
 export const RENDER_DEFAULTS = Object.freeze({ toolInputChars: 200, resultChars: 500, promptChars: 500 });
 
-export function channelLabel(ch: Channel): string {
+export function channelLabel(ch: ChannelSnapshot): string {
   if (ch.id === null) return 'main';
   return `${ch.agent ?? 'agent'}·${ch.tag}`;
 }
 
-export function headerLines(ch: Channel): string[] {
+export function headerLines(ch: ChannelSnapshot): string[] {
   return [
     `# subtee transcript: ${escapeOneLine(ch.agent ?? 'unknown agent')}`,
     `# description: ${escapeOneLine(ch.description ?? '(unknown)')}`,
@@ -46,41 +26,53 @@ export function statusLine(status: string, summary: string | null): string {
 }
 
 /**
- * The readable lines of one record, in block order. `display` carries text that an earlier
- * stage chose to show instead of a block's own (the thinking truncator); null hides a block.
+ * The content blocks of a line subtee understands, each with what readable outputs show for
+ * it: `display` carries text an earlier stage chose to show instead of a block's own (the
+ * thinking truncator) and is keyed by the block's index in the raw content list.
  */
+export function* shownBlocks(rec: LineRecord): Generator<{ block: ContentBlock; override: string | undefined }> {
+  const raw = rawBlocks(rec.value);
+  for (let i = 0; i < raw.length; i++) {
+    const override = rec.display?.get(i);
+    if (override === null) continue;
+    const block = asBlock(raw[i]);
+    if (block) yield { block, override };
+  }
+}
+
+/** The readable lines of one record, in block order. */
 export function renderRecord(rec: LineRecord): string[] {
   const v = rec.value;
   const out: string[] = [];
   if (v.type === 'assistant' || v.type === 'user') {
-    const blocks = contentBlocks(v);
-    for (let i = 0; i < blocks.length; i++) {
-      const override = rec.display?.get(i);
-      if (override === null) continue;
-      const b = blocks[i];
-      switch (b.type) {
+    for (const { block, override } of shownBlocks(rec)) {
+      switch (block.type) {
         case 'text':
-          if (typeof b.text === 'string') out.push(v.type === 'user' ? `[prompt] ${escapeControl(shorten(b.text, RENDER_DEFAULTS.promptChars))}` : escapeControl(b.text));
+          out.push(
+            v.type === 'user'
+              ? `[prompt] ${escapeControl(shorten(block.text, RENDER_DEFAULTS.promptChars))}`
+              : escapeControl(block.text),
+          );
           break;
         case 'thinking':
-          out.push(`[thinking] ${escapeControl(override ?? String(b.thinking ?? ''))}`);
+          out.push(`[thinking] ${escapeControl(override ?? block.thinking ?? '')}`);
           break;
         case 'redacted_thinking':
           out.push('[thinking] (redacted)');
           break;
         case 'tool_use': {
-          const input = JSON.stringify(b.input ?? {});
-          out.push(`[tool] ${escapeOneLine(String(b.name))} ${escapeOneLine(shorten(input, RENDER_DEFAULTS.toolInputChars))}`);
+          const input = shorten(inputPreview(block.input), RENDER_DEFAULTS.toolInputChars);
+          out.push(`[tool] ${escapeOneLine(block.name)} ${escapeOneLine(input)}`);
           break;
         }
         case 'tool_result': {
-          const tag = b.is_error === true ? '[result:error]' : '[result]';
-          out.push(`${tag} ${escapeOneLine(shorten(resultText(b), RENDER_DEFAULTS.resultChars))}`);
+          const tag = block.is_error === true ? '[result:error]' : '[result]';
+          out.push(`${tag} ${escapeOneLine(shorten(resultText(block), RENDER_DEFAULTS.resultChars))}`);
           break;
         }
       }
     }
-    const message = v.message as Record<string, unknown> | undefined;
+    const message = v.message as { content?: unknown } | undefined;
     if (v.type === 'user' && typeof message?.content === 'string') {
       out.push(`[prompt] ${escapeControl(shorten(message.content, RENDER_DEFAULTS.promptChars))}`);
     }
@@ -89,4 +81,9 @@ export function renderRecord(rec: LineRecord): string[] {
     out.push(`[run] ${escapeOneLine(String(v.subtype ?? 'result'))}${v.is_error === true ? ' (error)' : ''}${text}`);
   }
   return out;
+}
+
+/** A tool call's input as JSON for a one-line preview. */
+export function inputPreview(input: unknown): string {
+  return JSON.stringify(input ?? {}) ?? '';
 }

@@ -5,9 +5,11 @@ import { withDefaults } from '../../defaults.js';
 import { OutputError, writeFailed } from '../../errors.js';
 import { buildIndex, type ChannelPaths } from '../../views/index-file.js';
 import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
-import { escapeControl, headerLines, renderRecord, statusLine } from '../../views/text.js';
-import { Run } from '../../model/session.js';
-import type { Channel } from '../../model/tree.js';
+import { escapeControl } from '../../views/escape.js';
+import { headerLines, renderRecord, statusLine } from '../../views/text.js';
+import { requireSession, type Session } from '../../model/session.js';
+import type { ChannelSnapshot } from '../../model/tree.js';
+import { passOn } from './pass-on.js';
 import { AppendFiles, type AppendFile } from './append-files.js';
 import { FileNamer } from './file-names.js';
 
@@ -25,7 +27,8 @@ export interface FilesSinkOptions {
   maxOpenFiles?: number;
   flushBytes?: number;
   force?: boolean;
-  run?: Run;
+  /** The chain's session, shared by every stage (required). */
+  session: Session;
 }
 
 interface ChannelFiles extends ChannelPaths {
@@ -67,23 +70,23 @@ export function prepareOutDir(out: string, force: boolean): void {
  */
 export function createFilesSink(options: FilesSinkOptions): Transform {
   const opts = withDefaults(FILES_SINK_DEFAULTS, options);
-  const run = options.run ?? new Run();
+  const run = requireSession(options, 'createFilesSink');
   prepareOutDir(opts.out, opts.force);
   const files = new AppendFiles(opts.out, opts.maxOpenFiles, opts.force);
   const namer = new FileNamer();
-  const byChannel = new Map<Channel, ChannelFiles>();
+  const byChannel = new Map<string | null, ChannelFiles>();
   let quarantine: AppendFile | null = null;
   let scheduled: NodeJS.Immediate | null = null;
   let finished = false;
 
-  const filesOf = (ch: Channel): ChannelFiles => {
-    let f = byChannel.get(ch);
+  const filesOf = (ch: ChannelSnapshot): ChannelFiles => {
+    let f = byChannel.get(ch.id);
     if (f) return f;
     const stem = ch.id === null ? 'main' : `agents/${namer.stemFor(ch.id)}`;
     const log = `${stem}.log`;
     const jsonl = `${stem}.jsonl`;
     f = { log, jsonl, logFile: files.file(log), jsonlFile: files.file(jsonl) };
-    byChannel.set(ch, f);
+    byChannel.set(ch.id, f);
     files.write(f.logFile, headerLines(ch).join('\n') + '\n');
     files.write(f.jsonlFile, Buffer.alloc(0));
     return f;
@@ -113,7 +116,7 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
   };
 
   const writeIndex = () => {
-    const index = buildIndex(run, (ch) => byChannel.get(ch), quarantine?.rel ?? null);
+    const index = buildIndex(run, (ch) => byChannel.get(ch.id), quarantine?.rel ?? null);
     const path = join(opts.out, 'index.json');
     try {
       writeFileSync(`${path}.tmp`, JSON.stringify(index, null, 2) + '\n');
@@ -165,7 +168,7 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
       } catch (err) {
         return cb(err as Error);
       }
-      cb(null, batch);
+      cb(null, passOn(sink, batch));
     },
     flush(cb: TransformCallback) {
       try {

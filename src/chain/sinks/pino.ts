@@ -4,9 +4,12 @@ import pino, { type Logger } from 'pino';
 import { withDefaults } from '../../defaults.js';
 import { writeFailed } from '../../errors.js';
 import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
-import { shorten } from '../../views/text.js';
-import { Run } from '../../model/session.js';
-import { contentBlocks, resultText, type Channel } from '../../model/tree.js';
+import { shorten } from '../../views/escape.js';
+import { inputPreview, shownBlocks } from '../../views/text.js';
+import { resultText } from '../../model/message.js';
+import { passOn } from './pass-on.js';
+import { requireSession, type Session } from '../../model/session.js';
+import type { ChannelSnapshot } from '../../model/tree.js';
 
 export const PINO_SINK_DEFAULTS = Object.freeze({
   /** A file path, or `-` for stdout. Ignored when `transport` is set. */
@@ -20,12 +23,13 @@ export interface PinoSinkOptions {
   /** Any pino transport config (`{ target, options }`, `{ targets }` or `{ pipeline }`). */
   transport?: Record<string, unknown>;
   maxContentChars?: number;
-  run?: Run;
+  /** The chain's session, shared by every stage (required). */
+  session: Session;
 }
 
 type Kind = 'text' | 'thinking' | 'tool_use' | 'tool_result' | 'status' | 'warning' | 'quarantine';
 
-function where(ch: Channel | undefined) {
+function where(ch: ChannelSnapshot | undefined) {
   return { channel: ch?.id ?? 'main', parent: ch?.parent ?? null, depth: ch?.depth ?? 0, agent: ch?.id ? ch.agent : null };
 }
 
@@ -35,17 +39,23 @@ export function pinoEvents(rec: LineRecord, maxChars: number): Array<{ level: 'i
   const ch = rec.channel;
   const v = rec.value;
   if (v.type === 'assistant' || v.type === 'user') {
-    const blocks = contentBlocks(v);
-    blocks.forEach((b, i) => {
-      const shown = rec.display?.get(i);
-      if (shown === null) return;
-      if (b.type === 'text' && typeof b.text === 'string') out.push({ level: 'info', kind: 'text', fields: { role: v.type, content: shorten(b.text, maxChars) } });
-      else if (b.type === 'thinking') out.push({ level: 'info', kind: 'thinking', fields: { content: shorten(shown ?? String(b.thinking ?? ''), maxChars) } });
-      else if (b.type === 'tool_use') out.push({ level: 'info', kind: 'tool_use', fields: { tool: b.name, id: b.id, content: shorten(JSON.stringify(b.input ?? {}), maxChars) } });
-      else if (b.type === 'tool_result') {
-        out.push({ level: b.is_error === true ? 'warn' : 'info', kind: 'tool_result', fields: { id: b.tool_use_id, is_error: b.is_error === true, content: shorten(resultText(b), maxChars) } });
+    for (const { block: b, override } of shownBlocks(rec)) {
+      const content = (text: string) => shorten(text, maxChars);
+      if (b.type === 'text') {
+        out.push({ level: 'info', kind: 'text', fields: { role: v.type, content: content(b.text) } });
+      } else if (b.type === 'thinking') {
+        out.push({ level: 'info', kind: 'thinking', fields: { content: content(override ?? b.thinking ?? '') } });
+      } else if (b.type === 'tool_use') {
+        out.push({ level: 'info', kind: 'tool_use', fields: { tool: b.name, id: b.id, content: content(inputPreview(b.input)) } });
+      } else if (b.type === 'tool_result') {
+        const isError = b.is_error === true;
+        out.push({
+          level: isError ? 'warn' : 'info',
+          kind: 'tool_result',
+          fields: { id: b.tool_use_id, is_error: isError, content: content(resultText(b)) },
+        });
       }
-    });
+    }
   }
   for (const ev of rec.events ?? []) {
     if (ev.type !== 'status') continue;
@@ -60,9 +70,9 @@ export function pinoEvents(rec: LineRecord, maxChars: number): Array<{ level: 'i
  * without bound behind a slow reader, a sync one is the backpressure. Flushed on end and
  * on destroy. With `transport`, any pino transport target receives the events instead.
  */
-export function createPinoSink(options: PinoSinkOptions = {}): Transform {
+export function createPinoSink(options: PinoSinkOptions): Transform {
   const opts = withDefaults(PINO_SINK_DEFAULTS, options);
-  const run = options.run ?? new Run();
+  const run = requireSession(options, 'createPinoSink');
   let dest: ReturnType<typeof pino.destination> | null = null;
   let transport: ReturnType<typeof pino.transport> | null = null;
   if (opts.transport) {
@@ -124,7 +134,7 @@ export function createPinoSink(options: PinoSinkOptions = {}): Transform {
       } catch (err) {
         return cb(writeFailed(String(opts.destination), err));
       }
-      cb(null, batch);
+      cb(null, passOn(stream, batch));
     },
     flush(cb: TransformCallback) {
       close().then(() => cb(), (err) => cb(err instanceof Error && 'code' in err && (err as { code: string }).code === 'ERR_WRITE' ? err : writeFailed(String(opts.destination), err)));

@@ -1,8 +1,10 @@
 import { Transform, type TransformCallback, type Writable } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import type { LineRecord, RecordBatch } from '../../model/record.js';
-import { channelLabel, escapeControl, statusLine } from '../../views/text.js';
-import { contentBlocks } from '../../model/tree.js';
+import { contentBlocks } from '../../model/message.js';
+import { escapeControl } from '../../views/escape.js';
+import { channelLabel, statusLine } from '../../views/text.js';
+import { passOn } from './pass-on.js';
 
 export const STDOUT_MODES = ['text', 'main', 'raw', 'none'] as const;
 export type StdoutMode = (typeof STDOUT_MODES)[number];
@@ -28,7 +30,7 @@ export function stdoutText(rec: LineRecord, mode: 'text' | 'main', indent: strin
   }
   if (rec.value.type === 'assistant' && (isMain || mode === 'text')) {
     for (const b of contentBlocks(rec.value)) {
-      if (b.type !== 'text' || typeof b.text !== 'string') continue;
+      if (b.type !== 'text') continue;
       const text = escapeControl(b.text);
       out.push(isMain ? text : prefixed(ch!.depth, channelLabel(ch!), text, indent));
     }
@@ -76,19 +78,21 @@ export function createStdoutSink(options: StdoutSinkOptions = {}): Transform {
   };
 
   const raw = opts.mode === 'raw';
-  return new Transform({
+  const sink = new Transform({
     objectMode: !raw,
     transform(chunk: RecordBatch | Buffer, _enc, cb: TransformCallback) {
-      if (raw) return write(chunk as Buffer, cb, chunk);
-      if (closed) return cb(null, chunk);
+      const pass = passOn(sink, chunk);
+      if (raw) return write(chunk as Buffer, cb, pass);
+      if (closed) return cb(null, pass);
       let text = '';
       for (const r of chunk as RecordBatch) if (r.kind === 'line') text += stdoutText(r, opts.mode as 'text' | 'main', opts.indent) ?? '';
-      if (text === '') return cb(null, chunk);
-      write(text, cb, chunk);
+      if (text === '') return cb(null, pass);
+      write(text, cb, pass);
     },
     final(cb) {
       stream.off('error', onError);
       cb();
     },
   });
+  return sink;
 }

@@ -1,9 +1,10 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
-import { Run } from '../../model/session.js';
+import { requireSession, type Session } from '../../model/session.js';
 
 export interface ChannelRouterOptions {
-  run?: Run;
+  /** The chain's session, shared by every stage (required). */
+  session: Session;
 }
 
 /**
@@ -11,8 +12,8 @@ export interface ChannelRouterOptions {
  * Object mode on both sides. The tree logic lives in ChannelTree; this is the stream adapter.
  * Quarantine records pass through untouched.
  */
-export function createChannelRouter(options: ChannelRouterOptions = {}): Transform {
-  const tree = (options.run ?? new Run()).tree;
+export function createChannelRouter(options: ChannelRouterOptions): Transform {
+  const tree = requireSession(options, 'createChannelRouter').tree;
   return new Transform({
     objectMode: true,
     highWaterMark: BATCH_HIGH_WATER_MARK,

@@ -2,8 +2,8 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { EXIT, SubteeError } from '../../errors.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
-import { escapeOneLine } from '../../views/text.js';
-import { Run } from '../../model/session.js';
+import { escapeOneLine } from '../../views/escape.js';
+import { requireSession, type Session } from '../../model/session.js';
 
 export interface IdleWatchdogSettings {
   idleTimeoutMs: number;
@@ -49,7 +49,8 @@ export interface IdleWatchdogOptions {
   onStall?: 'fail' | 'warn';
   checkIntervalMs?: number;
   clock?: Clock;
-  run?: Run;
+  /** The chain's session, shared by every stage (required). */
+  session: Session;
 }
 
 export class StallError extends SubteeError {
@@ -142,10 +143,10 @@ export function stallMessage(s: Stall): string {
  * stalled, and with `onStall: 'fail'` fails the stream with StallError (exit 124), which
  * makes every sink flush and index.json record the channels still running.
  */
-export function createIdleWatchdog(options: IdleWatchdogOptions = {}): Transform {
+export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
   const opts = withDefaults(IDLE_WATCHDOG_DEFAULTS, options);
   const clock = options.clock ?? systemClock;
-  const run = options.run ?? new Run();
+  const run = requireSession(options, 'createIdleWatchdog');
   const dog = new IdleWatchdog(opts, clock.now());
   let timer: unknown = null;
   const stop = () => {

@@ -1,7 +1,7 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { BATCH_HIGH_WATER_MARK, type QuarantineReason, type RecordBatch } from '../../model/record.js';
-import { Run } from '../../model/session.js';
+import { requireSession, type Session } from '../../model/session.js';
 
 export const LINE_PARSER_DEFAULTS = Object.freeze({
   /** Longest line held in memory; longer lines stream to the quarantine in pieces. */
@@ -10,7 +10,8 @@ export const LINE_PARSER_DEFAULTS = Object.freeze({
 
 export interface LineParserOptions {
   maxLineBytes?: number;
-  run?: Run;
+  /** The chain's session, shared by every stage (required). */
+  session: Session;
 }
 
 const LF = 0x0a;
@@ -161,9 +162,9 @@ export function classifyLine(line: Buffer, terminated = true): Classified {
  * Never fails on content: a line that is not a JSON object becomes a quarantine record.
  * Backpressure is core Transform's: records are pushed synchronously inside transform().
  */
-export function createLineParser(options: LineParserOptions = {}): Transform {
+export function createLineParser(options: LineParserOptions): Transform {
   const opts = withDefaults(LINE_PARSER_DEFAULTS, options);
-  const run = options.run ?? new Run();
+  const run = requireSession(options, 'createLineParser');
   let batch: RecordBatch = [];
   const quarantine = (raw: Buffer, lineNo: number, reason: QuarantineReason, final: boolean) => {
     if (final) {

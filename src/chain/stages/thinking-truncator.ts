@@ -1,8 +1,9 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
-import { Run } from '../../model/session.js';
-import { contentBlocks, type Channel } from '../../model/tree.js';
+import { requireSession, type Session } from '../../model/session.js';
+import { asBlock, rawBlocks } from '../../model/message.js';
+import type { Channel } from '../../model/tree.js';
 
 export const THINKING_MODES = ['keep', 'truncate', 'drop', 'file'] as const;
 export type ThinkingMode = (typeof THINKING_MODES)[number];
@@ -16,7 +17,8 @@ export const THINKING_TRUNCATOR_DEFAULTS = Object.freeze({
 export interface ThinkingTruncatorOptions {
   mode?: ThinkingMode;
   maxChars?: number;
-  run?: Run;
+  /** The chain's session, shared by every stage (required). */
+  session: Session;
 }
 
 /** Head and tail of a long text with a marker saying how much was cut; short text unchanged. */
@@ -35,9 +37,9 @@ export function truncateMiddle(text: string, maxChars: number): { text: string; 
  * for the files sink to write to `<channel>.thinking.log`. Kept/cut character counts per
  * channel go into index.json as `thinking: { kept_chars, cut_chars }`.
  */
-export function createThinkingTruncator(options: ThinkingTruncatorOptions = {}): Transform {
+export function createThinkingTruncator(options: ThinkingTruncatorOptions): Transform {
   const opts = withDefaults(THINKING_TRUNCATOR_DEFAULTS, options);
-  const run = options.run ?? new Run();
+  const run = requireSession(options, 'createThinkingTruncator');
   const stats = new Map<Channel | null, { kept_chars: number; cut_chars: number }>();
   run.channelFields.push((ch) => ({ thinking: stats.get(ch) ?? { kept_chars: 0, cut_chars: 0 } }));
   return new Transform({
@@ -50,10 +52,10 @@ export function createThinkingTruncator(options: ThinkingTruncatorOptions = {}):
   });
 
   function shorten(rec: LineRecord): void {
-    const blocks = contentBlocks(rec.value);
+    const blocks = rawBlocks(rec.value);
     for (let i = 0; i < blocks.length; i++) {
-      const b = blocks[i];
-      if (b.type !== 'thinking' || typeof b.thinking !== 'string') continue;
+      const b = asBlock(blocks[i]);
+      if (b?.type !== 'thinking' || typeof b.thinking !== 'string') continue;
       const key = rec.channel ?? null;
       let s = stats.get(key);
       if (!s) stats.set(key, (s = { kept_chars: 0, cut_chars: 0 }));

@@ -2,9 +2,9 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { EXIT, SubteeError } from '../../errors.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../model/record.js';
-import { Run } from '../../model/session.js';
+import { requireSession, type Session } from '../../model/session.js';
 import { compareVersions, parseVersion, satisfies, type Version } from '../../semver.js';
-import { channelIdOf, contentBlocks } from '../../model/tree.js';
+import { channelIdOf, contentBlocks } from '../../model/message.js';
 
 export const VERSION_GUARD_DEFAULTS = Object.freeze({
   /** A semver range the agent's version must satisfy, or null for warnings only. */
@@ -13,7 +13,8 @@ export const VERSION_GUARD_DEFAULTS = Object.freeze({
 
 export interface VersionGuardOptions {
   requireVersion?: string | null;
-  run?: Run;
+  /** The chain's session, shared by every stage (required). */
+  session: Session;
 }
 
 export interface GuardWarning {
@@ -146,9 +147,9 @@ export class VersionGuard {
  * (stderr, index.json, pino hear them once each). A refused version fails the stream with
  * VersionRefused (exit 4).
  */
-export function createVersionGuard(options: VersionGuardOptions = {}): Transform {
+export function createVersionGuard(options: VersionGuardOptions): Transform {
   const opts = withDefaults(VERSION_GUARD_DEFAULTS, options);
-  const run = options.run ?? new Run();
+  const run = requireSession(options, 'createVersionGuard');
   const guard = new VersionGuard(opts.requireVersion);
   const warn = (ws: GuardWarning[]) => ws.forEach((w) => run.warn(w.code, w.message));
   return new Transform({

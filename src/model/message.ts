@@ -1,0 +1,206 @@
+/**
+ * What a stream-json line means, as types. Lines are parsed once by the line parser and
+ * never copied: the readers below check the shape of a parsed object and hand back the same
+ * object, narrowed, or skip what does not have the shape. Everything here is pure.
+ */
+
+export type JsonObject = Record<string, unknown>;
+
+export const isObject = (value: unknown): value is JsonObject =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A non-empty string, or null. */
+export const nonEmpty = (value: unknown): string | null =>
+  typeof value === 'string' && value.length > 0 ? value : null;
+
+// Content blocks ─────────────────────────────────────────────────────────────────────────
+
+export interface TextBlock {
+  type: 'text';
+  text: string;
+}
+
+export interface ThinkingBlock {
+  type: 'thinking';
+  /** Empty when the CLI omits thinking text and sends only a signature. */
+  thinking: string;
+  signature?: string;
+}
+
+export interface RedactedThinkingBlock {
+  type: 'redacted_thinking';
+}
+
+export interface ToolUseBlock {
+  type: 'tool_use';
+  id: string;
+  name: string;
+  input: unknown;
+}
+
+export interface ToolResultBlock {
+  type: 'tool_result';
+  tool_use_id: string;
+  /** A string, or a list of blocks of which the text ones are read (see resultText). */
+  content?: unknown;
+  is_error?: boolean;
+}
+
+export type ContentBlock = TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolUseBlock | ToolResultBlock;
+export type ContentBlockType = ContentBlock['type'];
+
+/** The block kinds counted per channel in index.json. */
+export type CountedBlockType = 'text' | 'thinking' | 'tool_use' | 'tool_result';
+
+/** The block's type when it is one subtee understands and its fields have their types. */
+export function blockType(block: JsonObject): ContentBlockType | null {
+  switch (block.type) {
+    case 'text':
+      return typeof block.text === 'string' ? 'text' : null;
+    case 'thinking':
+      return block.thinking === undefined || typeof block.thinking === 'string' ? 'thinking' : null;
+    case 'redacted_thinking':
+      return 'redacted_thinking';
+    case 'tool_use':
+      return typeof block.id === 'string' && typeof block.name === 'string' ? 'tool_use' : null;
+    case 'tool_result':
+      return typeof block.tool_use_id === 'string' ? 'tool_result' : null;
+    default:
+      return null;
+  }
+}
+
+/**
+ * The raw content list of an assistant or user line, in order, objects only. Its index is
+ * the block index that stages such as the thinking truncator refer to.
+ */
+export function rawBlocks(line: JsonObject): JsonObject[] {
+  const message = line.message;
+  if (!isObject(message) || !Array.isArray(message.content)) return [];
+  return message.content.filter(isObject);
+}
+
+/** A raw block as a typed block, or null when subtee does not understand it. */
+export function asBlock(block: JsonObject): ContentBlock | null {
+  return blockType(block) === null ? null : (block as unknown as ContentBlock);
+}
+
+/** The typed blocks of a line; blocks subtee does not understand are left out. */
+export function contentBlocks(line: JsonObject): ContentBlock[] {
+  const out: ContentBlock[] = [];
+  for (const raw of rawBlocks(line)) {
+    const block = asBlock(raw);
+    if (block) out.push(block);
+  }
+  return out;
+}
+
+/** Text of a tool_result's content, which is a string or a list of blocks. */
+export function resultText(block: ToolResultBlock): string {
+  const content = block.content;
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  let text = '';
+  for (const part of content) {
+    if (isObject(part) && typeof part.text === 'string') text += (text ? '\n' : '') + part.text;
+  }
+  return text;
+}
+
+// Lines ─────────────────────────────────────────────────────────────────────────────────
+
+export type Usage = Readonly<Record<string, number>>;
+
+interface LineBase {
+  parent_tool_use_id?: string | null;
+  timestamp?: string;
+  session_id?: string;
+  uuid?: string;
+}
+
+export interface AssistantLine extends LineBase {
+  type: 'assistant';
+  message: { id?: string; model?: string; content: unknown[]; usage?: JsonObject; stop_reason?: string | null };
+}
+
+export interface UserLine extends LineBase {
+  type: 'user';
+  /** `content` is a list of blocks, or a plain string for a prompt. */
+  message: { content: unknown };
+}
+
+export interface SystemLine extends LineBase {
+  type: 'system';
+  subtype: string;
+  /** `init` */
+  claude_code_version?: string;
+  /** `task_started`, `task_notification`, `task_progress`, `task_updated` */
+  tool_use_id?: string;
+  task_id?: string;
+  subagent_type?: string;
+  description?: string;
+  is_backgrounded?: boolean;
+  spawn_depth?: number;
+  status?: string;
+  summary?: string;
+}
+
+export interface ResultLine extends LineBase {
+  type: 'result';
+  subtype?: string;
+  is_error?: boolean;
+  result?: string;
+  duration_ms?: number;
+  usage?: JsonObject;
+  total_cost_usd?: number;
+}
+
+export interface StreamEventLine extends LineBase {
+  type: 'stream_event';
+  event: JsonObject;
+}
+
+export type StreamLine = AssistantLine | UserLine | SystemLine | ResultLine | StreamEventLine;
+export type LineType = StreamLine['type'];
+
+/**
+ * The line as one of the kinds subtee reads, when its discriminating fields have the right
+ * shape; null for any other JSON object (still routed and kept, just not interpreted).
+ */
+export function asStreamLine(value: JsonObject): StreamLine | null {
+  switch (value.type) {
+    case 'assistant':
+    case 'user':
+      return isObject(value.message) ? (value as unknown as StreamLine) : null;
+    case 'system':
+      return typeof value.subtype === 'string' ? (value as unknown as SystemLine) : null;
+    case 'result':
+      return value as unknown as ResultLine;
+    case 'stream_event':
+      return isObject(value.event) ? (value as unknown as StreamEventLine) : null;
+    default:
+      return null;
+  }
+}
+
+/** The channel id of a line: its non-empty `parent_tool_use_id`, else null (main). */
+export function channelIdOf(value: JsonObject): string | null {
+  return nonEmpty(value.parent_tool_use_id);
+}
+
+/** The finite numeric fields of a usage object (the CLI nests objects such as server_tool_use). */
+export function usageNumbers(usage: unknown): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (!isObject(usage)) return out;
+  for (const key in usage) {
+    const value = usage[key];
+    if (typeof value === 'number' && Number.isFinite(value)) out[key] = value;
+  }
+  return out;
+}
+
+/** Names of the tool that spawns a subagent: `Agent`, and `Task` before 2.1.63. */
+export const SPAWN_TOOLS: ReadonlySet<string> = new Set(['Agent', 'Task']);
+
+/** The result text of a background spawn: the subagent runs on, it has not ended. */
+export const ASYNC_LAUNCH = /^\s*Async agent launched/;

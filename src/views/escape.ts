@@ -1,0 +1,40 @@
+/**
+ * Escaping for every place model text is shown: a terminal, a log file, Markdown, HTML.
+ * Written once here so the transcript, the summaries and the report cannot disagree.
+ */
+
+// C0 controls except TAB and LF, DEL, C1 controls, and the bidi controls that can reorder
+// what a reader sees (Trojan Source). CR is escaped too: a raw CR overwrites a log line.
+const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** Makes model text safe for a terminal or a log viewer: control characters become visible escapes. */
+export function escapeControl(text: string): string {
+  return text.replace(UNSAFE, (c) => {
+    const code = c.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
+}
+
+/** Same as escapeControl, and newlines and tabs become `\n`/`\t` too: for one-line fields. */
+export function escapeOneLine(text: string): string {
+  return escapeControl(text).replace(/\n/g, '\\n').replace(/\t/g, '\\t');
+}
+
+const HTML: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/** Text safe inside HTML element content and quoted attributes, control characters escaped. */
+export function escapeHtml(text: string): string {
+  return escapeControl(text).replace(/[&<>"']/g, (c) => HTML[c]);
+}
+
+/** Text safe inline in Markdown (and the HTML it may contain), on one line. */
+export function escapeMarkdown(text: string): string {
+  return escapeHtml(text)
+    .replace(/([\\`*_{}[\]()#+!|~])/g, '\\$1')
+    .replace(/\n/g, ' ');
+}
+
+export function shorten(text: string, max: number): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max)}… (${text.length - max} more chars)`;
+}
