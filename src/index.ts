@@ -20,3 +20,21 @@ export { escapeControl, escapeOneLine, escapeHtml, escapeMarkdown } from './view
 export { walkTree, statusCounts, channelTokens, subtreeTotals, type TreeRow, type SubtreeTotals } from './views/walk.js';
 export { SubteeError, UsageError, OutputError, EXIT } from './errors.js';
 export type { SubteeRecord, RecordBatch, LineRecord, QuarantineRecord } from './model/record.js';
+export { open, type OpenOptions, type RunProjection, type Projections, type ProjectionName } from './open.js';
+export {
+  Projection,
+  ProjectionError,
+  ToolCallPairing,
+  toMessage,
+  PROJECTION_DEFAULTS,
+  type Message,
+  type MessageBlock,
+  type ToolCall,
+  type ToolCallStatus,
+  type SubagentHandle,
+  type SubagentOutput,
+  type SubagentStatus,
+  type RunEvent,
+  type Totals,
+} from './views/projection.js';
+export { createProjectionSink } from './chain/sinks/projection.js';

@@ -1,6 +1,13 @@
 import { UsageError } from '../errors.js';
 import { ChannelTree, type Channel } from './tree.js';
 
+export interface ChannelFiles {
+  /** The absolute path of a channel's `.jsonl` file, once the channel has one. */
+  jsonlPath(id: string | null): string | undefined;
+  /** Writes what is queued, so the files hold every line handed to the sink so far. */
+  flush(): void;
+}
+
 export interface Warning {
   code: string;
   message: string;
@@ -18,6 +25,11 @@ export class Session {
   readonly input = { lines: 0, blankLines: 0, bytes: 0, quarantined: 0 };
   readonly quarantineLines: number[] = [];
   readonly warnings: Warning[] = [];
+  /**
+   * Set by a sink that writes each channel's raw lines to a file (the files sink), so a
+   * reader that starts late can replay a channel from disk instead of from memory.
+   */
+  channelFiles: ChannelFiles | null = null;
   interrupted = false;
   stalled = false;
   /** Per-channel fields that stages add to index.json (the thinking truncator's counts…). */

@@ -1,5 +1,5 @@
 import { mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { OutputError, writeFailed } from '../../errors.js';
@@ -141,6 +141,15 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
   };
 
   filesOf(run.tree.main);
+  run.channelFiles = {
+    jsonlPath: (id) => {
+      const f = byChannel.get(id);
+      return f && resolve(opts.out, f.jsonl);
+    },
+    flush: () => {
+      if (!finished) flushNow();
+    },
+  };
 
   const sink = new Transform({
     objectMode: true,

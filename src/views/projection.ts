@@ -1,0 +1,756 @@
+import { createReadStream } from 'node:fs';
+import { SubteeError } from '../errors.js';
+import {
+  asBlock,
+  channelIdOf,
+  isObject,
+  nonEmpty,
+  rawBlocks,
+  resultText,
+  usageNumbers,
+  type JsonObject,
+  type Usage,
+} from '../model/message.js';
+import type { RecordBatch } from '../model/record.js';
+import type { Session } from '../model/session.js';
+import { snapshotOf, type Channel, type ChannelEvent, type ChannelSnapshot, type ChannelStatus } from '../model/tree.js';
+import { deepFreeze, Feed } from './feed.js';
+import { channelTokens } from './walk.js';
+
+export const PROJECTION_DEFAULTS = Object.freeze({
+  /**
+   * Raw line bytes kept in memory so a reader opened late can start from a channel's first
+   * line, when no files are written (with files, late readers replay the `.jsonl` instead).
+   */
+  maxBufferedBytes: 64 * 1024 * 1024,
+  /** Lines queued for one open reader before the input waits for it to catch up. */
+  readerHighWaterLines: 1000,
+});
+
+export interface ProjectionOptions {
+  maxBufferedBytes?: number;
+  readerHighWaterLines?: number;
+}
+
+export type SubagentStatus = ChannelStatus | 'interrupted';
+
+/** A content block as the projection yields it: typed, frozen, field names in camelCase. */
+export type MessageBlock =
+  | { readonly type: 'text'; readonly text: string }
+  | { readonly type: 'thinking'; readonly text: string }
+  | { readonly type: 'redacted_thinking' }
+  | { readonly type: 'tool_use'; readonly id: string; readonly name: string; readonly input: unknown }
+  | { readonly type: 'tool_result'; readonly toolUseId: string; readonly text: string; readonly isError: boolean };
+
+/** One assistant or user line of a channel. */
+export interface Message {
+  /** Position of the line among its channel's lines (0 = the channel's first line). */
+  readonly index: number;
+  readonly channel: string | null;
+  readonly role: 'assistant' | 'user';
+  /** The API message id: the CLI sends one line per block, all with the same id. */
+  readonly id: string | null;
+  readonly blocks: readonly MessageBlock[];
+  /** The text blocks joined by newlines ('' when there are none). */
+  readonly text: string;
+  readonly timestamp: string | null;
+  /** Usage as of this line (repeated on every line of one API message). */
+  readonly usage: Usage | null;
+}
+
+export type ToolCallStatus = 'finished' | 'error' | 'interrupted';
+
+/** A tool_use paired with its tool_result on the same channel. */
+export interface ToolCall {
+  readonly id: string;
+  /** Alias of `id` under the name Deep Agents uses. */
+  readonly callId: string;
+  readonly name: string;
+  readonly input: unknown;
+  readonly channel: string | null;
+  /** Partial `input_json` deltas streamed before the call (with --include-partial-messages). */
+  readonly inputDeltas: AsyncIterable<string>;
+  /** The result text; null when the call failed or the input ended first. */
+  readonly output: Promise<string | null>;
+  readonly status: Promise<ToolCallStatus>;
+  /** The error text of a failed call; null otherwise. */
+  readonly error: Promise<string | null>;
+}
+
+export interface Totals {
+  readonly usage: Usage;
+  /** Input plus output tokens. */
+  readonly tokens: number;
+  readonly firstSeen: string | null;
+  readonly lastSeen: string | null;
+  /** From the stream's own timestamps: last line minus first line. */
+  readonly elapsedMs: number | null;
+}
+
+export interface SubagentOutput extends Totals {
+  readonly status: SubagentStatus;
+  /** The final report: the task notification's summary or the spawn call's result. */
+  readonly summary: string | null;
+  readonly lines: number;
+  /** This subagent and every subagent under it, rolled up. */
+  readonly subtree: Totals & { readonly subagents: number };
+}
+
+/** Every record in arrival order, with where it went. */
+export interface RunEvent {
+  /** 1-based input line number. */
+  readonly lineNo: number;
+  readonly kind: 'line' | 'quarantine';
+  /** The channel (null: main); undefined for quarantined bytes. */
+  readonly channel?: string | null;
+  /** Ids from the main conversation down to the channel (empty for main). */
+  readonly path: readonly string[];
+  /** The parsed line, frozen. */
+  readonly line?: JsonObject;
+  /** Tree changes this line caused, as snapshots. */
+  readonly changes: readonly ChannelEvent[];
+}
+
+export interface SubagentHandle {
+  readonly id: string;
+  /** The subagent type (`subagent_type`), null while unknown. */
+  readonly name: string | null;
+  readonly description: string | null;
+  readonly depth: number | null;
+  readonly background: boolean | null;
+  /** The spawning tool call, as Deep Agents names it. */
+  readonly cause: { readonly type: 'toolCall'; readonly toolCallId: string };
+  /** Ids from the main conversation down to this subagent (ancestors first, itself last). */
+  readonly path: readonly string[];
+  /** Live: changes as the run goes on. */
+  readonly status: SubagentStatus;
+  /** Each access starts a new reader from this subagent's first line. */
+  readonly messages: AsyncIterable<Message>;
+  readonly toolCalls: AsyncIterable<ToolCall>;
+  /** Subagents this one spawned, as they are seen. */
+  readonly subagents: AsyncIterable<SubagentHandle>;
+  /** Resolves when the subagent ends (or the run does). Never rejects. */
+  readonly output: Promise<SubagentOutput>;
+  /** The channel as it is now, frozen. */
+  snapshot(): ChannelSnapshot;
+}
+
+/** A reader could not start from the beginning: the memory buffer had to be given up. */
+export class ProjectionError extends SubteeError {
+  constructor(code: string, message: string) {
+    super(code, message);
+    this.name = 'ProjectionError';
+  }
+}
+
+// Pure readers ──────────────────────────────────────────────────────────────────────────
+
+/** The message of an assistant or user line, or null for any other line. */
+export function toMessage(value: JsonObject, index: number): Message | null {
+  if (value.type !== 'assistant' && value.type !== 'user') return null;
+  const message = isObject(value.message) ? value.message : {};
+  const blocks: MessageBlock[] = [];
+  const texts: string[] = [];
+  for (const raw of rawBlocks(value)) {
+    const block = asBlock(raw);
+    if (!block) continue;
+    switch (block.type) {
+      case 'text':
+        blocks.push({ type: 'text', text: block.text });
+        texts.push(block.text);
+        break;
+      case 'thinking':
+        blocks.push({ type: 'thinking', text: block.thinking ?? '' });
+        break;
+      case 'redacted_thinking':
+        blocks.push({ type: 'redacted_thinking' });
+        break;
+      case 'tool_use':
+        blocks.push({ type: 'tool_use', id: block.id, name: block.name, input: block.input });
+        break;
+      case 'tool_result':
+        blocks.push({ type: 'tool_result', toolUseId: block.tool_use_id, text: resultText(block), isError: block.is_error === true });
+        break;
+    }
+  }
+  if (value.type === 'user' && typeof message.content === 'string') {
+    blocks.push({ type: 'text', text: message.content });
+    texts.push(message.content);
+  }
+  return deepFreeze({
+    index,
+    channel: channelIdOf(value),
+    role: value.type,
+    id: nonEmpty(message.id),
+    blocks,
+    text: texts.join('\n'),
+    timestamp: nonEmpty(value.timestamp),
+    usage: isObject(message.usage) ? usageNumbers(message.usage) : null,
+  });
+}
+
+interface PendingCall {
+  settle(result: { text: string; isError: boolean } | null): void;
+}
+
+/**
+ * Pairs tool_use blocks with their tool_result on one channel's lines, in order, and keeps
+ * the partial input deltas that stream events carried for each call before it.
+ */
+export class ToolCallPairing {
+  private readonly pending = new Map<string, PendingCall>();
+  /** `message id:block index` → tool_use id, from content_block_start stream events. */
+  private readonly streamingIds = new Map<string, string>();
+  private readonly deltas = new Map<string, string[]>();
+
+  /** The calls a line opens; results it carries settle earlier calls. */
+  take(value: JsonObject): ToolCall[] {
+    const calls: ToolCall[] = [];
+    if (value.type === 'stream_event' && isObject(value.event)) {
+      this.streamEvent(value.event, nonEmpty(value.api_message_id) ?? '');
+      return calls;
+    }
+    for (const raw of rawBlocks(value)) {
+      const block = asBlock(raw);
+      if (block?.type === 'tool_use' && value.type === 'assistant' && !this.pending.has(block.id)) {
+        calls.push(this.open(block.id, block.name, block.input, channelIdOf(value)));
+      } else if (block?.type === 'tool_result') {
+        const call = this.pending.get(block.tool_use_id);
+        this.pending.delete(block.tool_use_id);
+        call?.settle({ text: resultText(block), isError: block.is_error === true });
+      }
+    }
+    return calls;
+  }
+
+  /** At the end of the channel: calls without a result were interrupted. */
+  end(): void {
+    for (const call of this.pending.values()) call.settle(null);
+    this.pending.clear();
+    this.deltas.clear();
+    this.streamingIds.clear();
+  }
+
+  private streamEvent(event: JsonObject, messageId: string): void {
+    const key = `${messageId}:${String(event.index)}`;
+    if (event.type === 'message_start') {
+      this.streamingIds.clear();
+    } else if (event.type === 'content_block_start' && isObject(event.content_block)) {
+      const id = nonEmpty(event.content_block.id);
+      if (event.content_block.type === 'tool_use' && id) {
+        this.streamingIds.set(key, id);
+        this.deltas.set(id, []);
+      }
+    } else if (event.type === 'content_block_delta' && isObject(event.delta)) {
+      const id = this.streamingIds.get(key);
+      const partial = event.delta.partial_json;
+      if (id && typeof partial === 'string') this.deltas.get(id)?.push(partial);
+    }
+  }
+
+  private open(id: string, name: string, input: unknown, channel: string | null): ToolCall {
+    const deltas = Object.freeze(this.deltas.get(id) ?? []);
+    this.deltas.delete(id);
+    let settle!: PendingCall['settle'];
+    const settled = new Promise<{ text: string; isError: boolean } | null>((resolve) => (settle = resolve));
+    this.pending.set(id, { settle });
+    return Object.freeze({
+      id,
+      callId: id,
+      name,
+      input: deepFreeze(input),
+      channel,
+      inputDeltas: {
+        async *[Symbol.asyncIterator]() {
+          yield* deltas;
+        },
+      },
+      output: settled.then((r) => (r && !r.isError ? r.text : null)),
+      status: settled.then((r): ToolCallStatus => (r === null ? 'interrupted' : r.isError ? 'error' : 'finished')),
+      error: settled.then((r) => (r?.isError ? r.text : null)),
+    });
+  }
+}
+
+// Live state ────────────────────────────────────────────────────────────────────────────
+
+/** A list that only grows, read from its start by any number of readers; never applies backpressure. */
+class GrowingList<T> {
+  readonly items: T[] = [];
+  private ended = false;
+  private wake: Array<() => void> = [];
+
+  add(item: T): void {
+    this.items.push(item);
+    this.notify();
+  }
+
+  end(): void {
+    this.ended = true;
+    this.notify();
+  }
+
+  async *read(): AsyncGenerator<T> {
+    for (let i = 0; ; ) {
+      if (i < this.items.length) yield this.items[i++];
+      else if (this.ended) return;
+      else await new Promise<void>((resolve) => this.wake.push(resolve));
+    }
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.wake = [];
+    for (const resolve of wake) resolve();
+  }
+}
+
+/**
+ * One open reader of a channel. Lines are handed to `take` eagerly, as they are routed, not
+ * when the consumer pulls: a tool call's result must settle its promise even while the
+ * consumer is awaiting that very promise. The consumer's side is `feed`.
+ */
+interface ChannelReader {
+  feed: Feed<unknown>;
+  take(value: JsonObject): void;
+  end(): void;
+  /** Lines routed while the reader was still replaying the channel's earlier lines. */
+  held: JsonObject[] | null;
+  endPending: boolean;
+}
+
+/** What the projection keeps per channel: a line count, open readers, and the memory buffer. */
+interface ChannelLog {
+  count: number;
+  readers: Set<ChannelReader>;
+  /** Raw lines in memory mode; null once given up or when files are written. */
+  memory: Buffer[] | null;
+  ended: boolean;
+}
+
+function elapsed(first: string | null, last: string | null): number | null {
+  if (!first || !last) return null;
+  const ms = Date.parse(last) - Date.parse(first);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+function totalsOf(usage: Record<string, number>, first: string | null, last: string | null): Totals {
+  return {
+    usage: Object.freeze({ ...usage }),
+    tokens: channelTokens({ usage }),
+    firstSeen: first,
+    lastSeen: last,
+    elapsedMs: elapsed(first, last),
+  };
+}
+
+/**
+ * The live projection of one run: handles for every subagent, and readers over each
+ * channel's lines. Fed record batches by the projection sink at the end of the chain; holds
+ * nothing per line unless a reader is open, or (without files) within `maxBufferedBytes`.
+ */
+export class Projection {
+  readonly subagentList = new GrowingList<SubagentHandle>();
+  private readonly handles = new Map<string, SubagentHandleImpl>();
+  private readonly children = new Map<string | null, GrowingList<SubagentHandle>>();
+  private readonly logs = new Map<string | null, ChannelLog>();
+  private readonly eventFeeds = new Set<Feed<RunEvent>>();
+  private readonly opts: Required<ProjectionOptions>;
+  private bufferedBytes = 0;
+  private bufferGivenUp = false;
+  private drainWaiters: Array<() => void> = [];
+  finished = false;
+
+  constructor(readonly session: Session, options: ProjectionOptions = {}) {
+    this.opts = { ...PROJECTION_DEFAULTS, ...options };
+  }
+
+  /** Takes one batch of routed records. */
+  accept(batch: RecordBatch): void {
+    for (const rec of batch) {
+      if (rec.kind === 'quarantine') {
+        if (rec.final) this.emitEvent({ lineNo: rec.lineNo, kind: 'quarantine', path: [], changes: [] });
+        continue;
+      }
+      for (const ev of rec.events ?? []) this.change(ev);
+      const id = rec.channel?.id ?? null;
+      this.append(id, rec.value, rec.raw);
+      if (this.eventFeeds.size > 0) {
+        this.emitEvent({
+          lineNo: rec.lineNo,
+          kind: 'line',
+          channel: id,
+          path: this.pathOf(id),
+          line: deepFreeze(rec.value),
+          changes: rec.events ?? [],
+        });
+      }
+    }
+  }
+
+  /** True while an open reader is too far behind: the sink then waits for `drained()`. */
+  get pressured(): boolean {
+    const limit = this.opts.readerHighWaterLines;
+    for (const log of this.logs.values()) {
+      for (const reader of log.readers) if (reader.feed.backlog + (reader.held?.length ?? 0) > limit) return true;
+    }
+    for (const feed of this.eventFeeds) if (feed.backlog > limit) return true;
+    return false;
+  }
+
+  drained(): Promise<void> {
+    if (!this.pressured) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  /** The input ended, was interrupted, or the chain failed: every reader ends. */
+  finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    for (const handle of this.handles.values()) handle.ended();
+    for (const id of this.logs.keys()) this.endLog(id);
+    for (const list of this.children.values()) list.end();
+    this.subagentList.end();
+    for (const feed of this.eventFeeds) feed.end();
+    this.releaseDrain();
+  }
+
+  handle(id: string): SubagentHandle | undefined {
+    return this.handles.get(id);
+  }
+
+  childrenOf(id: string | null): AsyncIterable<SubagentHandle> {
+    return this.childList(id).read();
+  }
+
+  events(): AsyncIterable<RunEvent> {
+    const feed: Feed<RunEvent> = new Feed(
+      () => this.checkDrain(),
+      () => {
+        this.eventFeeds.delete(feed);
+        this.checkDrain();
+      },
+    );
+    if (this.finished) feed.end();
+    else this.eventFeeds.add(feed);
+    return feed;
+  }
+
+  /**
+   * A reader of a channel from its first line: replayed (file or memory), then live. `take`
+   * turns each line into values pushed onto the returned feed; `end` runs once after the last.
+   */
+  openReader<T>(id: string | null, take: (value: JsonObject, feed: Feed<T>) => void, end: (feed: Feed<T>) => void): Feed<T> {
+    const log = this.log(id);
+    let ended = false;
+    const endOnce = () => {
+      if (ended) return;
+      ended = true;
+      end(feed);
+      feed.end();
+    };
+    const feed: Feed<T> = new Feed(
+      () => this.checkDrain(),
+      () => {
+        // `break` in the consumer's loop: drop the queue, settle what is pending.
+        log.readers.delete(reader);
+        endOnce();
+        this.checkDrain();
+      },
+    );
+    const reader: ChannelReader = {
+      feed: feed as Feed<unknown>,
+      take: (value) => take(value, feed),
+      end: endOnce,
+      held: log.count > 0 ? [] : null,
+      endPending: false,
+    };
+    // Registered before the replay starts, so lines routed meanwhile are held, not missed.
+    log.readers.add(reader);
+    if (reader.held) void this.replayInto(id, log, reader, log.count);
+    else if (log.ended) reader.end();
+    return feed;
+  }
+
+  private async replayInto(id: string | null, log: ChannelLog, reader: ChannelReader, count: number): Promise<void> {
+    const limit = this.opts.readerHighWaterLines;
+    try {
+      for await (const value of this.replay(id, log, count)) {
+        if (reader.feed.closed) return;
+        reader.take(value);
+        await reader.feed.room(limit);
+      }
+    } catch (err) {
+      log.readers.delete(reader);
+      reader.feed.fail(err instanceof SubteeError ? err : new ProjectionError('ERR_PROJECTION_REPLAY', String(err)));
+      return;
+    }
+    const held = reader.held ?? [];
+    reader.held = null;
+    for (const value of held) reader.take(value);
+    if (reader.endPending || log.ended) reader.end();
+    this.checkDrain();
+  }
+
+  pathOf(id: string | null): string[] {
+    const path: string[] = [];
+    const seen = new Set<string>();
+    for (let at = id; at !== null && !seen.has(at); ) {
+      seen.add(at);
+      path.push(at);
+      const ch = this.session.tree.get(at);
+      if (!ch || ch.orphan) break;
+      at = ch.parent;
+    }
+    return path.reverse();
+  }
+
+  totals(ch: Channel): SubagentOutput['subtree'] {
+    const usage: Record<string, number> = {};
+    let first: string | null = null;
+    let last: string | null = null;
+    let subagents = 0;
+    const seen = new Set<Channel>();
+    const stack = [ch];
+    while (stack.length > 0) {
+      const at = stack.pop()!;
+      if (seen.has(at)) continue;
+      seen.add(at);
+      subagents++;
+      for (const key in at.usage) usage[key] = (usage[key] ?? 0) + at.usage[key];
+      if (at.firstSeen && (!first || at.firstSeen < first)) first = at.firstSeen;
+      if (at.lastSeen && (!last || at.lastSeen > last)) last = at.lastSeen;
+      for (const childId of at.children) {
+        const child = this.session.tree.get(childId);
+        if (child) stack.push(child);
+      }
+    }
+    return Object.freeze({ ...totalsOf(usage, first, last), subagents });
+  }
+
+  private change(ev: ChannelEvent): void {
+    const id = ev.channel.id;
+    if (id === null) return;
+    if (ev.type === 'open') {
+      const channel = this.session.tree.get(id)!;
+      const handle = new SubagentHandleImpl(this, channel);
+      this.handles.set(id, handle);
+      this.subagentList.add(handle);
+      if (!ev.channel.orphan) this.childList(ev.channel.parent).add(handle);
+    } else if (ev.type === 'spawn') {
+      const handle = this.handles.get(id);
+      if (handle) this.childList(ev.channel.parent).add(handle);
+    } else if (ev.channel.status !== 'running') {
+      this.handles.get(id)?.ended();
+      this.endLog(id);
+      this.children.get(id)?.end();
+    }
+  }
+
+  private append(id: string | null, value: JsonObject, raw: Buffer): void {
+    const log = this.log(id);
+    log.count++;
+    if (log.memory) {
+      // A copy: `raw` is a view into the input chunk and would keep the whole chunk alive.
+      log.memory.push(Buffer.from(raw));
+      this.bufferedBytes += raw.length;
+      if (this.bufferedBytes > this.opts.maxBufferedBytes) this.giveUpBuffer();
+    }
+    for (const reader of log.readers) {
+      if (reader.held) reader.held.push(value);
+      else reader.take(value);
+    }
+  }
+
+  private log(id: string | null): ChannelLog {
+    let log = this.logs.get(id);
+    if (!log) {
+      const memory = this.session.channelFiles || this.bufferGivenUp ? null : [];
+      log = { count: 0, readers: new Set(), memory, ended: false };
+      this.logs.set(id, log);
+    }
+    return log;
+  }
+
+  private endLog(id: string | null): void {
+    const log = this.log(id);
+    if (log.ended) return;
+    log.ended = true;
+    for (const reader of log.readers) {
+      if (reader.held) reader.endPending = true;
+      else reader.end();
+    }
+  }
+
+  private giveUpBuffer(): void {
+    this.bufferGivenUp = true;
+    this.bufferedBytes = 0;
+    for (const log of this.logs.values()) log.memory = null;
+  }
+
+  private async *replay(id: string | null, log: ChannelLog, count: number): AsyncGenerator<JsonObject> {
+    const files = this.session.channelFiles;
+    if (files) {
+      files.flush();
+      const path = files.jsonlPath(id);
+      if (path) {
+        yield* readJsonLines(path, count);
+        return;
+      }
+    }
+    if (!log.memory) {
+      throw new ProjectionError(
+        'ERR_PROJECTION_BUFFER',
+        `cannot replay channel ${id ?? 'main'} from its start: the run buffered more than maxBufferedBytes ` +
+          `(${this.opts.maxBufferedBytes} bytes) with no files to replay from; open readers earlier, ` +
+          'write files (out), or raise maxBufferedBytes',
+      );
+    }
+    const lines = log.memory.slice(0, count);
+    for (const raw of lines) yield JSON.parse(raw.toString('utf8')) as JsonObject;
+  }
+
+  private childList(id: string | null): GrowingList<SubagentHandle> {
+    let list = this.children.get(id);
+    if (!list) {
+      list = new GrowingList();
+      if (this.finished) list.end();
+      this.children.set(id, list);
+    }
+    return list;
+  }
+
+  private emitEvent(event: RunEvent): void {
+    const frozen = Object.freeze(event);
+    for (const feed of this.eventFeeds) feed.push(frozen);
+  }
+
+  private checkDrain(): void {
+    if (this.drainWaiters.length > 0 && !this.pressured) this.releaseDrain();
+  }
+
+  private releaseDrain(): void {
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+}
+
+/** The first `count` lines of a `.jsonl` file, parsed. */
+async function* readJsonLines(path: string, count: number): AsyncGenerator<JsonObject> {
+  let taken = 0;
+  let carry: Buffer[] = [];
+  const stream = createReadStream(path);
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      let start = 0;
+      for (let nl = chunk.indexOf(0x0a); nl !== -1 && taken < count; nl = chunk.indexOf(0x0a, start)) {
+        const line = carry.length > 0 ? Buffer.concat([...carry, chunk.subarray(start, nl)]) : chunk.subarray(start, nl);
+        carry = [];
+        start = nl + 1;
+        taken++;
+        yield JSON.parse(line.toString('utf8')) as JsonObject;
+      }
+      if (taken >= count) return;
+      if (start < chunk.length) carry.push(chunk.subarray(start));
+    }
+  } finally {
+    stream.destroy();
+  }
+}
+
+class SubagentHandleImpl implements SubagentHandle {
+  readonly id: string;
+  readonly cause: SubagentHandle['cause'];
+  readonly output: Promise<SubagentOutput>;
+  private resolveOutput!: (output: SubagentOutput) => void;
+  private done = false;
+
+  constructor(private readonly projection: Projection, private readonly channel: Channel) {
+    this.id = channel.id!;
+    this.cause = Object.freeze({ type: 'toolCall', toolCallId: this.id });
+    this.output = new Promise((resolve) => (this.resolveOutput = resolve));
+  }
+
+  get name(): string | null {
+    return this.channel.agent;
+  }
+  get description(): string | null {
+    return this.channel.description;
+  }
+  get depth(): number | null {
+    return this.channel.depth;
+  }
+  get background(): boolean | null {
+    return this.channel.background;
+  }
+  get path(): readonly string[] {
+    return Object.freeze(this.projection.pathOf(this.id));
+  }
+  get status(): SubagentStatus {
+    return this.channel.status === 'running' && this.projection.finished ? 'interrupted' : this.channel.status;
+  }
+
+  get messages(): AsyncIterable<Message> {
+    return messagesOf(this.projection, this.id);
+  }
+  get toolCalls(): AsyncIterable<ToolCall> {
+    return toolCallsOf(this.projection, this.id);
+  }
+  get subagents(): AsyncIterable<SubagentHandle> {
+    return this.projection.childrenOf(this.id);
+  }
+
+  snapshot(): ChannelSnapshot {
+    return snapshotOf(this.channel);
+  }
+
+  /** The subagent ended (or the run did): settle its output once. */
+  ended(): void {
+    if (this.done) return;
+    this.done = true;
+    const ch = this.channel;
+    this.resolveOutput(
+      Object.freeze({
+        ...totalsOf(ch.usage, ch.firstSeen, ch.lastSeen),
+        status: this.status,
+        summary: ch.summary,
+        lines: ch.lines,
+        subtree: this.projection.totals(ch),
+      }),
+    );
+  }
+}
+
+/** A channel's messages; the reader opens when iteration starts, so an unread one costs nothing. */
+export function messagesOf(projection: Projection, id: string | null): AsyncIterable<Message> {
+  return {
+    [Symbol.asyncIterator]: () => {
+      let index = 0;
+      return projection.openReader<Message>(
+        id,
+        (value, feed) => {
+          const message = toMessage(value, index++);
+          if (message) feed.push(message);
+        },
+        () => {},
+      );
+    },
+  };
+}
+
+/** A channel's tool calls, paired with their results as the lines arrive. */
+export function toolCallsOf(projection: Projection, id: string | null): AsyncIterable<ToolCall> {
+  return {
+    [Symbol.asyncIterator]: () => {
+      const pairing = new ToolCallPairing();
+      return projection.openReader<ToolCall>(
+        id,
+        (value, feed) => {
+          for (const call of pairing.take(value)) feed.push(call);
+        },
+        () => pairing.end(),
+      );
+    },
+  };
+}
