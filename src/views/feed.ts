@@ -50,13 +50,15 @@ export class Feed<T> implements AsyncIterableIterator<T> {
 
   fail(error: SubteeError): void {
     if (this.ended) return;
-    this.error = error;
-    this.end();
-    if (this.rejectWaiting) {
+    if (this.rejectWaiting && this.backlog === 0) {
       const reject = this.rejectWaiting;
       this.waiting = this.rejectWaiting = null;
+      this.ended = true;
       reject(error);
+      return;
     }
+    this.error = error;
+    this.end();
   }
 
   next(): Promise<IteratorResult<T>> {

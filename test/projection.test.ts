@@ -1,0 +1,267 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PassThrough, Readable } from 'node:stream';
+import { test } from 'node:test';
+import { open, type Message, type RunProjection, type SubagentHandle } from '../src/index.js';
+import { readStream } from './oracle.js';
+import { chunked, fixtureFiles, splitEvery, tmpDir } from './helpers.js';
+
+/** What a reader of the raw stream expects per channel, written plainly from the lines. */
+function expectedOf(text: string) {
+  const oracle = readStream(text);
+  const parse = (line: string) => JSON.parse(line);
+  const perChannel = new Map<string | null, { texts: string[]; calls: Map<string, string | null>; usage: number }>();
+  for (const [id, ch] of oracle.channels) {
+    const texts: string[] = [];
+    const calls = new Map<string, string | null>();
+    const lastUsage = new Map<string, number>();
+    for (const value of ch.lines.map(parse)) {
+      if (value.type !== 'assistant' && value.type !== 'user') continue;
+      const content = value.message?.content;
+      const parts = typeof content === 'string' ? [content] : [];
+      for (const b of Array.isArray(content) ? content : []) {
+        if (b?.type === 'text' && typeof b.text === 'string') parts.push(b.text);
+        if (value.type === 'assistant' && b?.type === 'tool_use') calls.set(b.id, null);
+        if (b?.type === 'tool_result' && calls.has(b.tool_use_id) && b.is_error !== true) {
+          const c = b.content;
+          calls.set(b.tool_use_id, typeof c === 'string' ? c : c.map((x: { text?: string }) => x.text ?? '').join('\n'));
+        }
+      }
+      texts.push(parts.join('\n'));
+      const u = value.message?.usage;
+      if (value.type === 'assistant' && u && value.message.id) {
+        lastUsage.set(value.message.id, (u.input_tokens ?? 0) + (u.output_tokens ?? 0));
+      }
+    }
+    let usage = 0;
+    for (const n of lastUsage.values()) usage += n;
+    perChannel.set(id, { texts, calls, usage });
+  }
+  return { oracle, perChannel };
+}
+
+function pathOf(oracle: ReturnType<typeof readStream>, id: string): string[] {
+  const path: string[] = [];
+  for (let at: string | null = id; at !== null; at = oracle.channels.get(at)?.parent ?? null) path.unshift(at);
+  return path;
+}
+
+async function collect(run: RunProjection) {
+  const subs: Array<{ handle: SubagentHandle; texts: string[]; calls: Map<string, string | null> }> = [];
+  for await (const handle of run.subagents) {
+    const texts: string[] = [];
+    for await (const m of handle.messages) texts.push(m.text);
+    const calls = new Map<string, string | null>();
+    for await (const call of handle.toolCalls) calls.set(call.id, await call.output);
+    subs.push({ handle, texts, calls });
+  }
+  const main: string[] = [];
+  for await (const m of run.messages) main.push(m.text);
+  return { subs, main, index: await run.done };
+}
+
+for (const file of fixtureFiles()) {
+  for (const mode of ['memory', 'files'] as const) {
+    test(`projection of ${file.split('/').pop()} (${mode}) equals a plain reading of the stream`, async () => {
+      const text = readFileSync(file, 'utf8');
+      const { oracle, perChannel } = expectedOf(text);
+      const out = mode === 'files' ? join(tmpDir(), 'out') : undefined;
+      const run = open(chunked(splitEvery(Buffer.from(text), 4096)), { out });
+      const { subs, main, index } = await collect(run);
+      const expectedIds = [...oracle.channels.keys()].filter((id) => id !== null);
+      assert.deepEqual(subs.map((s) => s.handle.id).sort(), [...expectedIds].sort());
+      for (const { handle, texts, calls } of subs) {
+        const o = oracle.channels.get(handle.id)!;
+        const e = perChannel.get(handle.id)!;
+        assert.equal(handle.name, o.agent, handle.id);
+        assert.equal(handle.depth, o.depth, handle.id);
+        assert.deepEqual(handle.path, pathOf(oracle, handle.id));
+        assert.equal(handle.status, o.status === 'running' ? 'interrupted' : o.status);
+        assert.deepEqual(texts, e.texts);
+        assert.deepEqual(calls, e.calls);
+        const output = await handle.output;
+        assert.equal(output.tokens, e.usage, `usage of ${handle.id}`);
+        assert.equal(output.lines, o.lines.length);
+      }
+      assert.deepEqual(main, perChannel.get(null)!.texts);
+      const channels = (index as { channels: Array<{ id: string | null }> }).channels;
+      assert.equal(channels.length, oracle.channels.size);
+      if (out) assert.deepEqual(index, JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')));
+    });
+  }
+}
+
+test('subtree totals roll usage and time up from every descendant', async () => {
+  const text = readFileSync(join(fixtureFiles().find((f) => f.includes('nested-depth-3.'))!), 'utf8');
+  const run = open(chunked([Buffer.from(text)]));
+  const handles: SubagentHandle[] = [];
+  for await (const h of run.subagents) handles.push(h);
+  const top = handles.find((h) => h.depth === 1)!;
+  const out = await top.output;
+  const all = await Promise.all(handles.map((h) => h.output));
+  assert.equal(out.subtree.subagents, 3);
+  assert.equal(out.subtree.tokens, all.reduce((n, o) => n + o.tokens, 0));
+  assert.ok(out.subtree.tokens > out.tokens);
+  assert.ok((out.subtree.elapsedMs ?? -1) >= (out.elapsedMs ?? 0));
+});
+
+/** Lines of a fixture, for feeding one at a time. */
+function fixtureLines(name: string): string[] {
+  const file = fixtureFiles().find((f) => f.endsWith(`/${name}.jsonl`))!;
+  return readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '');
+}
+
+test('live: a handle arrives at its spawn, before its first message; messages as their lines arrive', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  const input = new PassThrough();
+  const run = open(input);
+  const subs = run.subagents[Symbol.asyncIterator]();
+  const spawnAt = lines.findIndex((l) => l.includes('"name":"Agent"'));
+  const firstId = JSON.parse(lines[spawnAt]).message.content.find((b: { name?: string }) => b.name === 'Agent').id;
+  for (const l of lines.slice(0, spawnAt + 1)) input.write(l + '\n');
+  const first = await subs.next();
+  assert.equal(first.value?.id, firstId);
+  // The subagent's own lines have not been written yet: its reader waits for them.
+  const messages = first.value!.messages[Symbol.asyncIterator]();
+  const pending = messages.next();
+  const own = lines.findIndex((l, i) => i > spawnAt && l.includes(`"parent_tool_use_id":"${firstId}"`));
+  for (const l of lines.slice(spawnAt + 1, own + 1)) input.write(l + '\n');
+  const m = await pending;
+  assert.equal((m.value as Message).channel, firstId);
+  assert.equal((m.value as Message).index, 0);
+  for (const l of lines.slice(own + 1)) input.write(l + '\n');
+  input.end();
+  await messages.return!();
+  await run.done;
+});
+
+test('without files, a reader opened after the memory limit fails with a coded error naming it', async () => {
+  const text = readFileSync(fixtureFiles().find((f) => f.includes('background-fanout-12'))!, 'utf8');
+  const run = open(chunked([Buffer.from(text)]), { maxBufferedBytes: 2048 });
+  const handles: SubagentHandle[] = [];
+  for await (const h of run.subagents) handles.push(h);
+  await run.done;
+  await assert.rejects(
+    async () => {
+      for await (const _m of handles[0].messages);
+    },
+    (err: { code?: string; message?: string }) => err.code === 'ERR_PROJECTION_BUFFER' && /2048/.test(err.message ?? ''),
+  );
+  // With files written, the same late reader replays the channel from its .jsonl file.
+  const withFiles = open(chunked([Buffer.from(text)]), { maxBufferedBytes: 2048, out: join(tmpDir(), 'o') });
+  const late: SubagentHandle[] = [];
+  for await (const h of withFiles.subagents) late.push(h);
+  await withFiles.done;
+  let count = 0;
+  for await (const _m of late[0].messages) count++;
+  assert.ok(count > 0);
+});
+
+/** A source of many small lines that counts how many were pulled. */
+function countingSource(total: number) {
+  const state = { pulled: 0 };
+  const line = (i: number) =>
+    JSON.stringify({ type: 'assistant', message: { id: `m${i}`, content: [{ type: 'text', text: `line ${i}` }] } }) + '\n';
+  const stream = Readable.from(
+    (function* () {
+      for (let i = 0; i < total; i++) {
+        state.pulled++;
+        yield Buffer.from(line(i));
+      }
+    })(),
+    { objectMode: false, highWaterMark: 1 },
+  );
+  return { stream, state };
+}
+
+test('backpressure: a slow reader holds the input; a projection nobody reads holds nothing', async () => {
+  const total = 3000;
+  const slow = countingSource(total);
+  const run = open(slow.stream, { readerHighWaterLines: 20 });
+  let seen = 0;
+  let maxLead = 0;
+  for await (const _m of run.messages) {
+    seen++;
+    maxLead = Math.max(maxLead, slow.state.pulled - seen);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await run.done;
+  assert.equal(seen, total);
+  // Lead = the reader's high-water mark plus what the streams between hold (a few batches).
+  assert.ok(maxLead < 500, `input ran ${maxLead} lines ahead of the reader`);
+
+  const idle = countingSource(total);
+  const unread = open(idle.stream, { readerHighWaterLines: 20 });
+  const handles = unread.subagents; // taken, never iterated
+  assert.ok(handles);
+  await unread.done;
+  assert.equal(idle.state.pulled, total);
+});
+
+test('break releases a reader: the run then finishes with nobody reading', async () => {
+  const source = countingSource(3000);
+  const run = open(source.stream, { readerHighWaterLines: 10 });
+  for await (const _m of run.messages) break;
+  await run.done;
+  assert.equal(source.state.pulled, 3000);
+});
+
+test('iterators end and done rejects with the coded error when the run is aborted', async () => {
+  const input = new PassThrough();
+  const controller = new AbortController();
+  const run = open(input, { signal: controller.signal });
+  // Events are those routed after the loop starts: start it before writing.
+  const events = run.events[Symbol.asyncIterator]();
+  input.write(fixtureLines('nested-depth-3').slice(0, 3).join('\n') + '\n');
+  const first = await events.next();
+  assert.equal(first.done, false);
+  const subs: SubagentHandle[] = [];
+  const reading = (async () => {
+    for await (const h of run.subagents) subs.push(h);
+  })();
+  controller.abort();
+  await reading;
+  await assert.rejects(run.done, (err: { name?: string }) => err.name === 'AbortError');
+  for (;;) if ((await events.next()).done) break;
+});
+
+test('values are frozen snapshots: an event keeps the status it carried', async () => {
+  const text = readFileSync(fixtureFiles().find((f) => f.includes('failing-beside-healthy'))!, 'utf8');
+  const run = open(chunked([Buffer.from(text)]));
+  const statuses: Array<{ id: string | null; status: string; event: { channel: { status: string } } }> = [];
+  const messages: Message[] = [];
+  const reading = (async () => {
+    for await (const m of run.messages) messages.push(m);
+  })();
+  for await (const ev of run.events) {
+    for (const change of ev.changes) {
+      if (change.type === 'status') statuses.push({ id: change.channel.id, status: change.channel.status, event: change });
+    }
+  }
+  await reading;
+  await run.done;
+  assert.ok(statuses.length >= 2);
+  for (const s of statuses) {
+    assert.equal(s.event.channel.status, s.status);
+    assert.ok(Object.isFrozen(s.event.channel));
+  }
+  assert.ok(messages.length > 0);
+  for (const m of messages) {
+    assert.ok(Object.isFrozen(m) && Object.isFrozen(m.blocks) && m.blocks.every((b) => Object.isFrozen(b)));
+    assert.throws(() => ((m as { text: string }).text = 'changed'));
+  }
+});
+
+test('interleave merges projections in arrival order, each value tagged', async () => {
+  const text = readFileSync(fixtureFiles().find((f) => f.includes('foreground-fanout-3'))!, 'utf8');
+  const run = open(chunked(splitEvery(Buffer.from(text), 512)));
+  const seen: string[] = [];
+  for await (const [name, item] of run.interleave('messages', 'subagents')) {
+    seen.push(name === 'subagents' ? `sub:${(item as SubagentHandle).id}` : 'message');
+  }
+  await run.done;
+  assert.equal(seen.filter((s) => s.startsWith('sub:')).length, 3);
+  // The first subagent is seen after the main message that spawned it.
+  assert.ok(seen.indexOf('message') < seen.findIndex((s) => s.startsWith('sub:')));
+});
