@@ -7,6 +7,10 @@ import { pipeClaudeIntoSubtee, subteeRunsClaude } from './e2e/pipe.js';
 import { readFileSync } from 'node:fs';
 import { execSync } from 'node:child_process';
 import { SCENARIOS } from './e2e/scenarios.js';
+import { spawn } from 'node:child_process';
+import { claudeCommand } from './e2e/claude.js';
+import { open } from '../src/index.js';
+import { checkCollected, collect } from './projection-check.js';
 import { BIN, checkOutput, tmpDir } from './helpers.js';
 
 describe('real Claude Code CLI piped into subtee', { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (npm ci installs it)' }, () => {
@@ -33,6 +37,26 @@ describe('real Claude Code CLI piped into subtee', { skip: !claudeAvailable() &&
       assert.equal(subs.filter((c: any) => c.status === 'failed').length, s.expect.failed, 'failed');
       assert.equal(index.channels[0].status, 'completed', 'main');
       assert.equal(index.claude_code_version, '2.1.328');
+    });
+  }
+
+  for (const s of SCENARIOS) {
+    test(`${s.name}: the library projection, live on the CLI's stdout, equals a plain reading`, async () => {
+      const { argv, env, cleanup } = claudeCommand({ prompt: s.prompt, apiUrl: api.url, forward: s.forward, partial: s.partial });
+      try {
+        const claude = spawn(argv[0], argv.slice(1), { env, cwd: env.SUBTEE_E2E_CWD, stdio: ['ignore', 'pipe', 'inherit'] });
+        const raw: Buffer[] = [];
+        claude.stdout.on('data', (chunk: Buffer) => raw.push(chunk));
+        const exited = new Promise((resolve) => claude.on('close', resolve));
+        const run = open(claude.stdout, { out: join(tmpDir(), 'out') });
+        // Read while the CLI runs; checked against the captured bytes once it is done.
+        const live = await collect(run);
+        assert.equal(await exited, 0);
+        const { subagents } = await checkCollected(Buffer.concat(raw).toString('utf8'), live);
+        assert.equal(subagents, s.expect.subagents);
+      } finally {
+        cleanup();
+      }
     });
   }
 

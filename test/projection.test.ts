@@ -3,90 +3,17 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
-import { open, type Message, type RunProjection, type SubagentHandle } from '../src/index.js';
-import { readStream } from './oracle.js';
+import { open, type Message, type SubagentHandle } from '../src/index.js';
+import { checkProjection } from './projection-check.js';
 import { chunked, fixtureFiles, splitEvery, tmpDir } from './helpers.js';
-
-/** What a reader of the raw stream expects per channel, written plainly from the lines. */
-function expectedOf(text: string) {
-  const oracle = readStream(text);
-  const parse = (line: string) => JSON.parse(line);
-  const perChannel = new Map<string | null, { texts: string[]; calls: Map<string, string | null>; usage: number }>();
-  for (const [id, ch] of oracle.channels) {
-    const texts: string[] = [];
-    const calls = new Map<string, string | null>();
-    const lastUsage = new Map<string, number>();
-    for (const value of ch.lines.map(parse)) {
-      if (value.type !== 'assistant' && value.type !== 'user') continue;
-      const content = value.message?.content;
-      const parts = typeof content === 'string' ? [content] : [];
-      for (const b of Array.isArray(content) ? content : []) {
-        if (b?.type === 'text' && typeof b.text === 'string') parts.push(b.text);
-        if (value.type === 'assistant' && b?.type === 'tool_use') calls.set(b.id, null);
-        if (b?.type === 'tool_result' && calls.has(b.tool_use_id) && b.is_error !== true) {
-          const c = b.content;
-          calls.set(b.tool_use_id, typeof c === 'string' ? c : c.map((x: { text?: string }) => x.text ?? '').join('\n'));
-        }
-      }
-      texts.push(parts.join('\n'));
-      const u = value.message?.usage;
-      if (value.type === 'assistant' && u && value.message.id) {
-        lastUsage.set(value.message.id, (u.input_tokens ?? 0) + (u.output_tokens ?? 0));
-      }
-    }
-    let usage = 0;
-    for (const n of lastUsage.values()) usage += n;
-    perChannel.set(id, { texts, calls, usage });
-  }
-  return { oracle, perChannel };
-}
-
-function pathOf(oracle: ReturnType<typeof readStream>, id: string): string[] {
-  const path: string[] = [];
-  for (let at: string | null = id; at !== null; at = oracle.channels.get(at)?.parent ?? null) path.unshift(at);
-  return path;
-}
-
-async function collect(run: RunProjection) {
-  const subs: Array<{ handle: SubagentHandle; texts: string[]; calls: Map<string, string | null> }> = [];
-  for await (const handle of run.subagents) {
-    const texts: string[] = [];
-    for await (const m of handle.messages) texts.push(m.text);
-    const calls = new Map<string, string | null>();
-    for await (const call of handle.toolCalls) calls.set(call.id, await call.output);
-    subs.push({ handle, texts, calls });
-  }
-  const main: string[] = [];
-  for await (const m of run.messages) main.push(m.text);
-  return { subs, main, index: await run.done };
-}
 
 for (const file of fixtureFiles()) {
   for (const mode of ['memory', 'files'] as const) {
     test(`projection of ${file.split('/').pop()} (${mode}) equals a plain reading of the stream`, async () => {
       const text = readFileSync(file, 'utf8');
-      const { oracle, perChannel } = expectedOf(text);
       const out = mode === 'files' ? join(tmpDir(), 'out') : undefined;
       const run = open(chunked(splitEvery(Buffer.from(text), 4096)), { out });
-      const { subs, main, index } = await collect(run);
-      const expectedIds = [...oracle.channels.keys()].filter((id) => id !== null);
-      assert.deepEqual(subs.map((s) => s.handle.id).sort(), [...expectedIds].sort());
-      for (const { handle, texts, calls } of subs) {
-        const o = oracle.channels.get(handle.id)!;
-        const e = perChannel.get(handle.id)!;
-        assert.equal(handle.name, o.agent, handle.id);
-        assert.equal(handle.depth, o.depth, handle.id);
-        assert.deepEqual(handle.path, pathOf(oracle, handle.id));
-        assert.equal(handle.status, o.status === 'running' ? 'interrupted' : o.status);
-        assert.deepEqual(texts, e.texts);
-        assert.deepEqual(calls, e.calls);
-        const output = await handle.output;
-        assert.equal(output.tokens, e.usage, `usage of ${handle.id}`);
-        assert.equal(output.lines, o.lines.length);
-      }
-      assert.deepEqual(main, perChannel.get(null)!.texts);
-      const channels = (index as { channels: Array<{ id: string | null }> }).channels;
-      assert.equal(channels.length, oracle.channels.size);
+      const { index } = await checkProjection(text, run);
       if (out) assert.deepEqual(index, JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')));
     });
   }
