@@ -131,15 +131,41 @@ async function main() {
   }
   report.push(table('many subagents (2,000 and 10,000), large lines', inputs['large-f2000'].file, fanRows, inputs['large-f2000'].lines, []));
 
+  // The library's projection: a program reading the tree, or every message, beside files only.
+  const proj = (mode: string) => `${node} ${join(ROOT, 'dist/bench/projection.js')} ${fresh(`proj-${mode}`)} ${mode}`;
+  const projRows: Row[] = [
+    { label: 'subtee → files (CLI)', samples: [] },
+    { label: 'open() → files, no consumer', samples: [] },
+    { label: 'open() → files, lifecycle consumer', samples: [] },
+    { label: 'open() → files, every message read', samples: [] },
+  ];
+  const projCommands = [
+    () => `${node} ${BIN} --out ${fresh('proj-cli')} --stdout none -q`,
+    () => proj('none'),
+    () => proj('lifecycle'),
+    () => proj('messages'),
+  ];
+  for (let i = 0; i < runs; i++) {
+    projCommands.forEach((cmd, k) => projRows[k].samples.push(measure(cmd(), inputs['large-f2000'].file)));
+  }
+  report.push(
+    table('library projection, 2,000 subagents, large lines', inputs['large-f2000'].file, projRows, inputs['large-f2000'].lines, [
+      'subtee → files (CLI)',
+      'open() → files, no consumer',
+    ]),
+  );
+
   if (bigMb > 0) {
     await gen('big-f2000', bigMb, 2000, 'large', 5);
     const rows: Row[] = [
       { label: `subtee → files, ${sizeMb} MB, 2,000 subagents`, samples: [], input: inputs['large-f2000'] },
       { label: `subtee → files, ${bigMb} MB, 2,000 subagents`, samples: [], input: inputs['big-f2000'] },
+      { label: `open() → files, lifecycle consumer, ${bigMb} MB, 2,000 subagents`, samples: [], input: inputs['big-f2000'] },
     ];
     for (let i = 0; i < runs; i++) {
       rows[0].samples.push(measure(`${node} ${BIN} --out ${fresh('rss1')} --stdout none -q`, inputs['large-f2000'].file));
       rows[1].samples.push(measure(`${node} ${BIN} --out ${fresh('rss2')} --stdout none -q`, inputs['big-f2000'].file));
+      rows[2].samples.push(measure(proj('lifecycle'), inputs['big-f2000'].file));
     }
     report.push(table('peak memory against stream length', inputs['big-f2000'].file, rows, inputs['big-f2000'].lines, []));
   }

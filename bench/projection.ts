@@ -1,0 +1,29 @@
+/**
+ * A program on the library's projection, reading stdin into an output folder:
+ *
+ *   node dist/bench/projection.js OUT none|lifecycle|messages < FILE
+ *
+ * none: `open()` with no consumer; lifecycle: iterates `run.subagents` and awaits each
+ * `output`; messages: also reads every message of every subagent (one task per subagent).
+ */
+import { open } from '../src/index.js';
+
+const [out, mode = 'none'] = process.argv.slice(2);
+const run = open(process.stdin, { out });
+let messages = 0;
+const tasks: Array<Promise<unknown>> = [];
+if (mode !== 'none') {
+  for await (const sub of run.subagents) {
+    tasks.push(sub.output);
+    if (mode === 'messages') {
+      tasks.push(
+        (async () => {
+          for await (const _message of sub.messages) messages++;
+        })(),
+      );
+    }
+  }
+}
+await Promise.all(tasks);
+const index = (await run.done) as { channels: unknown[] };
+process.stderr.write(`${index.channels.length} channels, ${messages} subagent messages read\n`);

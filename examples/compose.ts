@@ -1,0 +1,14 @@
+// Your own pipeline() from the stage factories: one Session shared by every stage.
+import { createReadStream } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
+import { createChannelRouter, createFilesSink, createLineParser, Session } from 'subtee';
+
+const [file, out] = process.argv.slice(2);
+const session = new Session();
+await pipeline(
+  createReadStream(file),
+  createLineParser({ session }),
+  createChannelRouter({ session }),
+  createFilesSink({ session, out }), // the last sink ends the pipeline by itself
+);
+console.log(`${session.input.lines} lines, ${session.tree.size - 1} subagents → ${out}`);

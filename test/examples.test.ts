@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { writeStream } from '../bench/gen.js';
+import { builtinRegistry } from '../src/chain/builtins.js';
+import { runChain } from '../src/chain/chain.js';
+import { registerPlugins } from '../src/chain/config.js';
+import { Session } from '../src/model/session.js';
+import { checkOutput, chunked, FIXTURES, linesOf, readTree, ROOT, tmpDir } from './helpers.js';
+
+const example = (name: string) => join(ROOT, 'dist', 'examples', `${name}.js`);
+
+test('the README shows every example exactly as it is in examples/', () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  for (const name of ['projection', 'compose', 'drop-progress']) {
+    const code = readFileSync(join(ROOT, 'examples', `${name}.ts`), 'utf8').trim();
+    assert.ok(readme.includes(code), `README holds examples/${name}.ts`);
+  }
+});
+
+test('examples/projection: each subagent starts, speaks and ends, at every depth', () => {
+  const out = execFileSync(process.execPath, [example('projection'), join(FIXTURES, 'nested-depth-3.jsonl')], {
+    encoding: 'utf8',
+  });
+  const starts = out.split('\n').filter((l) => l.includes('▶ general-purpose'));
+  assert.deepEqual(starts.map((l) => l.indexOf('▶')), [2, 4, 6]);
+  assert.equal(out.split('\n').filter((l) => /■ general-purpose completed in the (fore|back)ground/.test(l)).length, 3);
+  assert.match(out, /Worker leaf report: done\./);
+  assert.match(out, /22 tokens, 66 with its subagents/);
+  assert.match(out, /^3 subagents$/m);
+});
+
+test('examples/compose: a pipeline() of the factories finishes a 5 MB input, nothing lost', async () => {
+  const dir = tmpDir();
+  const input = join(dir, 'in.jsonl');
+  await writeStream({ sizeBytes: 5 * 1024 * 1024, fanout: 50, shape: 'small', seed: 9 }, input);
+  const out = join(dir, 'out');
+  const printed = execFileSync(process.execPath, [example('compose'), input, out], { encoding: 'utf8', timeout: 120_000 });
+  assert.match(printed, /50 subagents/);
+  checkOutput(readFileSync(input), out, 'compose example');
+});
+
+test('examples/drop-progress: the plugin loads by path and takes task_progress lines out', async () => {
+  const file = join(FIXTURES, 'background-fanout-12.jsonl');
+  const input = readFileSync(file);
+  const progress = linesOf(input).filter((l) => l.includes('"subtype":"task_progress"'));
+  assert.ok(progress.length > 0);
+  const registry = builtinRegistry();
+  await registerPlugins(registry, [example('drop-progress')], ROOT);
+  const out = join(tmpDir(), 'out');
+  await runChain(
+    chunked([input]),
+    { stages: [{ use: 'line-parser' }, { use: 'drop-progress' }, { use: 'channel-router' }], sinks: [{ use: 'files', out }] },
+    { registry, session: new Session() },
+  );
+  const written = [...readTree(out)].filter(([f]) => f.endsWith('.jsonl')).flatMap(([, b]) => linesOf(b));
+  assert.equal(written.length, linesOf(input).length - progress.length);
+  assert.ok(!written.some((l) => l.includes('"subtype":"task_progress"')));
+});
