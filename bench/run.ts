@@ -7,6 +7,7 @@
  *   --size-mb N    size of the main inputs (default 200)
  *   --big-mb N     size of the long input for the memory check (default 1024; 0 skips it)
  *   --out-root D   where outputs are written (default: the system temp folder)
+ *   --only T,…     run only these tables: shapes, fanout, projection, memory, latency
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
@@ -31,6 +32,8 @@ const work = mkdtempSync(join(arg('out-root', tmpdir()), 'subtee-bench-'));
 const hasTime = existsSync('/usr/bin/time');
 const hasJq = spawnSync('jq', ['--version']).status === 0;
 const node = process.execPath;
+const only = arg('only', '');
+const wanted = (table: string) => only === '' || only.split(',').includes(table);
 
 interface Sample { ms: number; rssKb: number | null; code: number | null }
 
@@ -90,10 +93,10 @@ async function main() {
     const r = await writeStream({ sizeBytes: mb * 1024 * 1024, fanout, shape, seed }, file);
     inputs[name] = { file, lines: r.lines };
   };
-  await gen('large', sizeMb, 50, 'large', 1);
-  await gen('small', sizeMb, 50, 'small', 2);
-  await gen('large-f2000', sizeMb, 2000, 'large', 3);
-  await gen('large-f10000', sizeMb, 10_000, 'large', 4);
+  if (wanted('shapes')) await gen('large', sizeMb, 50, 'large', 1);
+  if (wanted('shapes')) await gen('small', sizeMb, 50, 'small', 2);
+  if (wanted('fanout') || wanted('projection') || wanted('memory')) await gen('large-f2000', sizeMb, 2000, 'large', 3);
+  if (wanted('fanout')) await gen('large-f10000', sizeMb, 10_000, 'large', 4);
 
   const commands = (shape: string): Array<[string, () => string]> => [
     ['cat (floor)', () => 'cat'],
@@ -110,7 +113,7 @@ async function main() {
     ['subtee → files + pino', () => `${node} ${BIN} --out ${fresh(`pino-${shape}`)} --stdout none -q --pino=${join(work, 'out', `pino-${shape}.log`)}`],
   ];
 
-  for (const shape of ['large', 'small']) {
+  for (const shape of wanted('shapes') ? ['large', 'small'] : []) {
     const rows: Row[] = commands(shape).map(([label]) => ({ label, samples: [] }));
     for (let i = 0; i < runs; i++) {
       commands(shape).forEach(([, cmd], k) => rows[k].samples.push(measure(cmd(), inputs[shape].file)));
@@ -120,7 +123,7 @@ async function main() {
 
   // Many channels, with a low descriptor limit: open files stay bounded by --max-open-files.
   const fanRows: Row[] = [];
-  for (const name of ['large-f2000', 'large-f10000']) {
+  for (const name of wanted('fanout') ? ['large-f2000', 'large-f10000'] : []) {
     const withDemux: Row[] = existsSync(DEMUX) ? [{ label: `demux.mjs, ${name}`, samples: [], input: inputs[name] }] : [];
     const row: Row = { label: `subtee → files, ${name}, ulimit -n 256`, samples: [], input: inputs[name] };
     for (let i = 0; i < runs; i++) {
@@ -129,7 +132,7 @@ async function main() {
     }
     fanRows.push(row, ...withDemux);
   }
-  report.push(table('many subagents (2,000 and 10,000), large lines', inputs['large-f2000'].file, fanRows, inputs['large-f2000'].lines, []));
+  if (wanted('fanout')) report.push(table('many subagents (2,000 and 10,000), large lines', inputs['large-f2000'].file, fanRows, inputs['large-f2000'].lines, []));
 
   // The library's projection: a program reading the tree, or every message, beside files only.
   const proj = (mode: string) => `${node} ${join(ROOT, 'dist/bench/projection.js')} ${fresh(`proj-${mode}`)} ${mode}`;
@@ -145,17 +148,17 @@ async function main() {
     () => proj('lifecycle'),
     () => proj('messages'),
   ];
-  for (let i = 0; i < runs; i++) {
+  for (let i = 0; i < (wanted('projection') ? runs : 0); i++) {
     projCommands.forEach((cmd, k) => projRows[k].samples.push(measure(cmd(), inputs['large-f2000'].file)));
   }
-  report.push(
+  if (wanted('projection')) report.push(
     table('library projection, 2,000 subagents, large lines', inputs['large-f2000'].file, projRows, inputs['large-f2000'].lines, [
       'subtee → files (CLI)',
       'open() → files, no consumer',
     ]),
   );
 
-  if (bigMb > 0) {
+  if (bigMb > 0 && wanted('memory')) {
     await gen('big-f2000', bigMb, 2000, 'large', 5);
     const rows: Row[] = [
       { label: `subtee → files, ${sizeMb} MB, 2,000 subagents`, samples: [], input: inputs['large-f2000'] },
@@ -170,9 +173,9 @@ async function main() {
     report.push(table('peak memory against stream length', inputs['big-f2000'].file, rows, inputs['big-f2000'].lines, []));
   }
 
-  const lat = await measureLatency(BIN, { linesPerSecond: 1000, seconds: quick ? 2 : 10, channels: 20 });
-  report.push('### live latency', '', `1,000 lines/s through a pipe into \`subtee --out\`, 20 channels, ${lat.lines} lines: time from the write into subtee's stdin to the line being in its channel's .jsonl file.`, '');
-  report.push(`| p50 ms | p99 ms | max ms | lines not seen |`, '|---|---|---|---|', `| ${lat.p50.toFixed(2)} | ${lat.p99.toFixed(2)} | ${lat.max.toFixed(2)} | ${lat.lost} |`, '');
+  const lat = wanted('latency') ? await measureLatency(BIN, { linesPerSecond: 1000, seconds: quick ? 2 : 10, channels: 20 }) : null;
+  if (lat) report.push('### live latency', '', `1,000 lines/s through a pipe into \`subtee --out\`, 20 channels, ${lat.lines} lines: time from the write into subtee's stdin to the line being in its channel's .jsonl file.`, '');
+  if (lat) report.push(`| p50 ms | p99 ms | max ms | lines not seen |`, '|---|---|---|---|', `| ${lat.p50.toFixed(2)} | ${lat.p99.toFixed(2)} | ${lat.max.toFixed(2)} | ${lat.lost} |`, '');
 
   process.stdout.write(report.join('\n') + '\n');
   rmSync(work, { recursive: true, force: true });

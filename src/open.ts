@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { builtinRegistry } from './chain/builtins.js';
 import { DEFAULT_STAGES, runChain, type ChainSpec } from './chain/chain.js';
-import { definePlugin, KIT_VERSION, type Registry } from './chain/plugin.js';
+import { definePlugin, KIT_VERSION, Registry } from './chain/plugin.js';
 import { createProjectionSink } from './chain/sinks/projection.js';
 import { Session } from './model/session.js';
 import { buildIndex } from './views/index-file.js';
@@ -70,7 +70,10 @@ export interface RunProjection {
 export function open(input: Readable | AsyncIterable<Buffer | string>, options: OpenOptions = {}): RunProjection {
   const session = new Session();
   const projection = new Projection(session, options);
-  const registry = options.registry ?? builtinRegistry();
+  // A copy: the caller's registry may serve several runs, each with its own projection sink.
+  const registry = new Registry();
+  const given = options.registry ?? builtinRegistry();
+  for (const name of given.names()) registry.add(given.get(name)!);
   registry.add(
     definePlugin({
       name: 'projection',

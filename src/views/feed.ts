@@ -75,12 +75,10 @@ export class Feed<T> implements AsyncIterableIterator<T> {
       return Promise.resolve({ value, done: false });
     }
     if (this.ended || this.released) {
-      if (this.error && !this.released) {
-        const error = this.error;
-        this.error = null;
-        return Promise.reject(error);
-      }
-      return Promise.resolve({ value: undefined, done: true });
+      const error = this.released ? null : this.error;
+      // Read to the end: nothing more will be queued, so let go of it as `break` would.
+      this.release();
+      return error ? Promise.reject(error) : Promise.resolve({ value: undefined, done: true });
     }
     this.onPull();
     return new Promise((resolve, reject) => {

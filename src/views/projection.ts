@@ -355,6 +355,8 @@ export class Projection {
   private readonly children = new Map<string | null, GrowingList<SubagentHandle>>();
   private readonly logs = new Map<string | null, ChannelLog>();
   private readonly eventFeeds = new Set<Feed<RunEvent>>();
+  /** Every open channel reader, for the backpressure check. */
+  private readonly readers = new Set<ChannelReader>();
   private readonly opts: Required<ProjectionOptions>;
   private bufferedBytes = 0;
   private bufferGivenUp = false;
@@ -391,9 +393,7 @@ export class Projection {
   /** True while an open reader is too far behind: the sink then waits for `drained()`. */
   get pressured(): boolean {
     const limit = this.opts.readerHighWaterLines;
-    for (const log of this.logs.values()) {
-      for (const reader of log.readers) if (reader.feed.backlog + (reader.held?.length ?? 0) > limit) return true;
-    }
+    for (const reader of this.readers) if (reader.feed.backlog + (reader.held?.length ?? 0) > limit) return true;
     for (const feed of this.eventFeeds) if (feed.backlog > limit) return true;
     return false;
   }
@@ -454,6 +454,7 @@ export class Projection {
       () => {
         // `break` in the consumer's loop: drop the queue, settle what is pending.
         log.readers.delete(reader);
+        this.readers.delete(reader);
         endOnce();
         this.checkDrain();
       },
@@ -467,6 +468,7 @@ export class Projection {
     };
     // Registered before the replay starts, so lines routed meanwhile are held, not missed.
     log.readers.add(reader);
+    this.readers.add(reader);
     if (reader.held) void this.replayInto(id, log, reader, log.count);
     else if (log.ended) reader.end();
     return feed;
@@ -482,6 +484,7 @@ export class Projection {
       }
     } catch (err) {
       log.readers.delete(reader);
+      this.readers.delete(reader);
       reader.feed.fail(err instanceof SubteeError ? err : new ProjectionError('ERR_PROJECTION_REPLAY', String(err)));
       return;
     }
