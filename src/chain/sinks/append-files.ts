@@ -1,4 +1,4 @@
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, openSync, writeSync, writevSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFailed } from '../../errors.js';
 
@@ -54,13 +54,17 @@ export class AppendFiles {
   }
 
   private flushFile(f: AppendFile): void {
-    const data = f.pending.length === 1 ? f.pending[0] : Buffer.concat(f.pending, f.pendingBytes);
+    const parts = f.pending;
+    const total = f.pendingBytes;
     this.pendingBytes -= f.pendingBytes;
     f.pending = [];
     f.pendingBytes = 0;
     const fd = this.fdFor(f);
     try {
-      for (let off = 0; off < data.length; ) off += writeSync(fd, data, off, data.length - off);
+      // Gathered by writev: copying the parts into one new buffer first cost more than the write.
+      const written = parts.length > 1 ? writevSync(fd, parts) : 0;
+      const data = written >= total ? null : parts.length === 1 ? parts[0] : Buffer.concat(parts, total).subarray(written);
+      for (let off = 0; data && off < data.length; ) off += writeSync(fd, data, off, data.length - off);
     } catch (err) {
       throw writeFailed(f.path, err);
     }
