@@ -1,0 +1,109 @@
+import type { JsonObject } from './message.js';
+import type { LineRecord } from './record.js';
+import { buildView, LAZY_TEXT_BYTES, NOT_JSON, scanJson, Tape, type Bytes } from './scan.js';
+
+let VALUE: PropertyDescriptor;
+let viewOfScanned: (rec: ScannedLine) => JsonObject;
+
+/**
+ * A line record whose `value` is parsed only when something reads it. The line was checked
+ * by the scanner (it is a JSON object) and the built-in stages read `viewOf(rec)`: the same
+ * object built from the scan, with the long strings a transcript shortens left undecoded
+ * (see `buildView` for exactly what a view holds).
+ *
+ * `value` is an own, enumerable accessor, so `{ ...rec }` copies a parsed value as it always
+ * did; the view is private, so a copy never carries a view of bytes it no longer holds. Once
+ * `value` has been read or assigned, `viewOf` returns `value`: a stage that changes `value`
+ * is seen by every stage after it.
+ */
+export class ScannedLine implements LineRecord {
+  readonly kind = 'line' as const;
+  declare value: JsonObject;
+  /** The bytes that were scanned: `value` is theirs even if a stage assigns `raw`. */
+  #bytes: Buffer;
+  #value: JsonObject | undefined = undefined;
+  #view: JsonObject;
+
+  constructor(
+    readonly lineNo: number,
+    public raw: Buffer,
+    view: JsonObject,
+  ) {
+    this.#bytes = raw;
+    this.#view = view;
+    Object.defineProperty(this, 'value', VALUE);
+  }
+
+  static {
+    VALUE = {
+      get(this: ScannedLine) {
+        return (this.#value ??= JSON.parse(this.#bytes.toString('utf8')) as JsonObject);
+      },
+      set(this: ScannedLine, v: JsonObject) {
+        this.#value = v;
+      },
+      enumerable: true,
+      configurable: true,
+    };
+    viewOfScanned = (rec) => rec.#value ?? rec.#view;
+  }
+}
+
+/**
+ * What the built-in stages read of a line: the view a ScannedLine was scanned into, else
+ * `value`. Long strings in `message.content` blocks (`thinking`, a tool result's `content`)
+ * may be LazyText.
+ */
+export function viewOf(rec: LineRecord): JsonObject {
+  if (rec instanceof ScannedLine) return viewOfScanned(rec);
+  return rec.value;
+}
+
+export type Scanned =
+  | { ok: true; view: JsonObject; value?: undefined }
+  | { ok: true; view?: undefined; value: JsonObject }
+  | { ok: false; reason: 'not-json' | 'not-object' | 'truncated' };
+
+/** Scratch space for one line's scan; the view built from it keeps nothing of it. */
+const SCRATCH_INTS = 1 << 14;
+const scratch = new Tape(SCRATCH_INTS);
+
+const STREAM_EVENT = Buffer.from('{"type":"stream_event"');
+
+/**
+ * classifyLine's verdict, by the scanner; `JSON.parse` decides only what the scanner cannot.
+ * A short line is parsed with `JSON.parse` directly, which builds small objects faster than
+ * a view is built, unless it is a `stream_event` (as the CLI writes it), whose view is only
+ * its top-level fields (see buildView). Either way the verdict and the view are the same.
+ */
+export function scanLine(line: Buffer, terminated: boolean): Scanned {
+  let k = 0;
+  while (k < line.length && (line[k] === 0x20 || line[k] === 0x09)) k++;
+  if (line[k] !== 0x7b) return { ok: false, reason: terminated ? 'not-object' : 'truncated' };
+  const streamEvent = line.length - k >= STREAM_EVENT.length && line.compare(STREAM_EVENT, 0, STREAM_EVENT.length, k, k + STREAM_EVENT.length) === 0;
+  if (line.length < LAZY_TEXT_BYTES && !streamEvent) {
+    return parseWhole(line, terminated);
+  }
+  scratch.reset(SCRATCH_INTS);
+  const at = scanJson(line, 0, line.length, scratch);
+  if (at >= 0) return { ok: true, view: buildView(line as Bytes, scratch, at) };
+  if (at === NOT_JSON) return { ok: false, reason: terminated ? 'not-json' : 'truncated' };
+  return parseWhole(line, terminated);
+}
+
+function parseWhole(line: Buffer, terminated: boolean): Scanned {
+  let value: unknown;
+  try {
+    value = JSON.parse(line.toString('utf8'));
+  } catch {
+    return { ok: false, reason: terminated ? 'not-json' : 'truncated' };
+  }
+  // A line that starts with `{` and parses is an object.
+  return { ok: true, value: value as JsonObject };
+}
+
+/** The record of a line `scanLine` accepted. */
+export function scannedRecord(lineNo: number, raw: Buffer, scanned: Scanned & { ok: true }): LineRecord {
+  if (scanned.view) return new ScannedLine(lineNo, raw, scanned.view);
+  return { kind: 'line', lineNo, raw, value: scanned.value };
+}
