@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createLineParser, LineSplitter, classifyLine } from '../src/chain/stages/line-parser.js';
-import type { SubteeRecord } from '../src/model/record.js';
+import type { SpooledRecord, SubteeRecord } from '../src/model/record.js';
+import { existsSync } from 'node:fs';
 import { Session } from '../src/model/session.js';
 import { chunked, splitEvery } from './helpers.js';
 
@@ -43,7 +44,7 @@ test('CRLF line ends and a BOM, the BOM split over chunks', async () => {
   for (let i = 0; i <= 4; i++) {
     const { recs } = await parse([input.subarray(0, i), input.subarray(i)]);
     assert.deepEqual(recs.map((r) => r.kind === 'line' && r.value), [{ a: 1 }, { b: 2 }], `split at ${i}`);
-    assert.deepEqual(recs.map((r) => r.raw.toString()), ['{"a":1}', '{"b":2}']);
+    assert.deepEqual(recs.map((r) => r.kind !== 'spooled' && r.raw.toString()), ['{"a":1}', '{"b":2}']);
   }
   // A BOM-like sequence later in the stream is content, not stripped.
   const { recs } = await parse([Buffer.from('{"a":1}\n\ufeff{"b":2}\n')]);
@@ -75,19 +76,36 @@ test('invalid UTF-8 in a noise line is kept byte for byte', async () => {
   assert.ok(recs[0].raw.equals(bad.subarray(0, -1)));
 });
 
-test('a line over the limit streams to quarantine in pieces and memory stays bounded', async () => {
+test('a line over the limit is spooled, never held: routed when it is a JSON object, quarantined otherwise', async () => {
   const max = 4096;
-  const long = Buffer.from(`{"x":"${'y'.repeat(50_000)}"}`);
-  const input = Buffer.concat([Buffer.from('{"a":1}\n'), long, Buffer.from('\n{"b":2}\n')]);
-  const { recs, run } = await parse(splitEvery(input, 1000), max);
-  const pieces = recs.filter((r) => r.kind === 'quarantine');
-  assert.ok(pieces.length > 1);
-  assert.ok(pieces.every((p) => p.raw.length <= max + 1000));
-  assert.ok(Buffer.concat(pieces.map((p) => p.raw)).equals(long));
-  assert.deepEqual(pieces.map((p) => p.kind === 'quarantine' && p.final), [...pieces.slice(1).map(() => false), true]);
-  assert.deepEqual(recs.filter((r) => r.kind === 'line').map((r) => r.lineNo), [1, 3]);
+  const long = Buffer.from(`{"x":"${'y'.repeat(100_000)}","type":"user","n":1}`);
+  const bad = Buffer.from(`{"x":"${'y'.repeat(100_000)}"`);
+  // The CRLF after the long line falls across two chunks.
+  const first = Buffer.concat([Buffer.from('{"a":1}\n'), long, Buffer.from('\r')]);
+  const rest = Buffer.concat([Buffer.from('\n{"b":2}\n'), bad, Buffer.from('\n')]);
+  const { recs, run } = await parse([...splitEvery(first, 1000), ...splitEvery(rest, 1000)], max);
+  const spooled = recs.filter((r) => r.kind === 'spooled');
+  assert.deepEqual(recs.map((r) => [r.kind, r.lineNo]), [['line', 1], ['spooled', 2], ['line', 3], ['spooled', 4]]);
+  const bytesOf = (r: SpooledRecord) => {
+    const parts: Buffer[] = [];
+    r.spool.copy((piece) => parts.push(Buffer.from(piece)));
+    return Buffer.concat(parts);
+  };
+  const [routed, quarantined] = spooled as SpooledRecord[];
+  assert.ok(bytesOf(routed).equals(long), 'the line byte for byte, its CR left out');
+  assert.deepEqual([routed.value, routed.reason], [{ type: 'user', n: 1 }, null], 'top-level scalars short enough to keep');
+  assert.ok(routed.head.equals(long.subarray(0, routed.head.length)) && routed.head.length > 0);
+  assert.ok(bytesOf(quarantined).equals(bad));
+  assert.deepEqual([quarantined.value, quarantined.reason], [null, 'not-json']);
+  assert.equal(run.input.lines, 4);
   assert.equal(run.input.quarantined, 1);
+  assert.deepEqual(run.quarantineLines, [4]);
   assert.equal(run.warnings[0].code, 'LINE_TOO_LONG');
+  for (const r of [routed, quarantined]) {
+    assert.ok(existsSync(r.spool.path));
+    r.spool.release();
+    assert.ok(!existsSync(r.spool.path), 'released spools are deleted');
+  }
 
   const held: number[] = [];
   const splitter = new LineSplitter(max, { line() {}, overflow() {} });

@@ -1,6 +1,9 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { definePlugin } from '../../src/chain/plugin.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../src/model/record.js';
+import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SpooledRecord, type SubteeRecord } from '../../src/model/record.js';
+import { LineSpool } from '../../src/chain/stages/huge-line.js';
+import { dirname } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 
 export const MASK = '[REDACTED]';
 
@@ -47,6 +50,7 @@ function redactValue(v: unknown): unknown {
 }
 
 export function redactRecord(rec: SubteeRecord): SubteeRecord {
+  if (rec.kind === 'spooled') return redactSpooled(rec);
   const text = rec.raw.toString('utf8');
   const masked = redact(text);
   if (masked === text) return rec;
@@ -57,6 +61,51 @@ export function redactRecord(rec: SubteeRecord): SubteeRecord {
     const value = redactValue(rec.value) as Record<string, unknown>;
     return { ...rec, value, raw: Buffer.from(JSON.stringify(value)) };
   }
+}
+
+/** Text of a spooled line redacted at a time (the window grows to the next `,` or `}`). */
+const WINDOW_CHARS = 1 << 20;
+const MAX_WINDOW_CHARS = 1 << 22;
+
+/**
+ * A line too long to hold, redacted as it is copied to a new spool. It is cut after a `,`
+ * or `}`: no pattern above can match either, so a secret never straddles a cut and `\b`
+ * sees the same neighbour. A stretch longer than MAX_WINDOW_CHARS with neither is cut
+ * where it stands, and a secret crossing that cut is masked only in part.
+ */
+export function redactSpooled(rec: SpooledRecord): SpooledRecord {
+  const out = new LineSpool(dirname(rec.spool.path), rec.lineNo);
+  const decoder = new StringDecoder('utf8');
+  let text = '';
+  let changed = false;
+  const emit = (piece: string) => {
+    const masked = redact(piece);
+    changed ||= masked !== piece;
+    out.push(Buffer.from(masked));
+  };
+  try {
+    rec.spool.copy((bytes) => {
+      text += decoder.write(bytes);
+      while (text.length >= WINDOW_CHARS) {
+        const cut = Math.max(text.lastIndexOf(',', MAX_WINDOW_CHARS), text.lastIndexOf('}', MAX_WINDOW_CHARS)) + 1;
+        const at = cut > 0 ? cut : Math.min(text.length, MAX_WINDOW_CHARS);
+        if (cut === 0 && text.length < MAX_WINDOW_CHARS) break;
+        emit(text.slice(0, at));
+        text = text.slice(at);
+      }
+    });
+    emit(text + decoder.end());
+  } catch (err) {
+    out.discard();
+    throw err;
+  }
+  if (!changed) {
+    out.discard();
+    return rec;
+  }
+  const next = out.finish(true);
+  rec.spool.release();
+  return { ...next, channel: rec.channel, events: rec.events };
 }
 
 /**

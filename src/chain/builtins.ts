@@ -15,7 +15,7 @@ export const lineParser = definePlugin<{ maxLineBytes?: number }>({
   kind: 'stage',
   kit: KIT,
   options: {
-    maxLineBytes: { type: 'number', min: 1024, description: `longest line held in memory; longer ones are quarantined in pieces (default ${LINE_PARSER_DEFAULTS.maxLineBytes})` },
+    maxLineBytes: { type: 'number', min: 1024, description: `longest line held in memory; longer ones are spooled to a file and routed from there (default ${LINE_PARSER_DEFAULTS.maxLineBytes})` },
   },
   input: () => 'bytes',
   create: (o, ctx) => createLineParser({ ...o, session: ctx.session }),

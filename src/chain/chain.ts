@@ -1,7 +1,7 @@
 import { Writable, type Readable, type Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { builtinRegistry } from './builtins.js';
-import { BATCH_HIGH_WATER_MARK } from '../model/record.js';
+import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../model/record.js';
 import { UsageError } from '../errors.js';
 import type { PluginContext, PluginDefinition, Registry } from './plugin.js';
 import { Session } from '../model/session.js';
@@ -110,9 +110,19 @@ export function buildChain(spec: ChainSpec, options: ChainOptions = {}): { strea
   return { streams, session };
 }
 
-/** A sink at the very end of the chain: records have been written by then, so drop them. */
+/**
+ * A sink at the very end of the chain: records have been written by then, so drop them, and
+ * delete the files of spooled lines.
+ */
 export function createDiscard(): Writable {
-  return new Writable({ objectMode: true, highWaterMark: BATCH_HIGH_WATER_MARK, write: (_batch, _enc, cb) => cb() });
+  return new Writable({
+    objectMode: true,
+    highWaterMark: BATCH_HIGH_WATER_MARK,
+    write: (batch: RecordBatch | Buffer, _enc, cb) => {
+      if (Array.isArray(batch)) for (const rec of batch) if (rec.kind === 'spooled') rec.spool.release();
+      cb();
+    },
+  });
 }
 
 const STOPPED = Symbol('stopped');

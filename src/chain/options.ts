@@ -31,7 +31,7 @@ export const OPTIONS: readonly OptionDef[] = Object.freeze([
   { name: 'bg-wait-ceiling-ms', type: 'number', arg: 'MS', min: 0, target: { use: 'idle-watchdog', key: 'bgWaitCeilingMs' }, help: 'silence allowed while background tasks run (default $CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS or 600000; 0 = no limit)' },
   { name: 'on-stall', type: 'string', arg: 'ACTION', default: 'fail', choices: ['fail', 'warn'], target: { use: 'idle-watchdog', key: 'onStall' }, help: 'fail: stop (exit 124, and stop the agent under subtee run); warn: report only' },
   { name: 'pino', type: 'string', arg: '[FILE]', optionalDefault: 'events.pino.log', target: { use: 'pino', key: 'destination' }, help: 'also log one pino line per event to FILE (- for stdout; alone: OUT/events.pino.log)' },
-  { name: 'max-line-bytes', type: 'number', arg: 'N', default: 64 * 1024 * 1024, min: 1024, target: { use: 'line-parser', key: 'maxLineBytes' }, help: 'longest line held in memory; longer lines are quarantined in pieces' },
+  { name: 'max-line-bytes', type: 'number', arg: 'N', default: 16 * 1024 * 1024, min: 1024, target: { use: 'line-parser', key: 'maxLineBytes' }, help: 'longest line held in memory; longer lines are spooled to a file in --out and routed from there' },
   { name: 'max-open-files', type: 'number', arg: 'N', default: 128, min: 4, target: { use: 'files', key: 'maxOpenFiles' }, help: 'open file handles kept at most (others are reopened for append)' },
   { name: 'config', alias: 'c', type: 'string', arg: 'FILE', help: 'JSON config: stages, sinks, plugins (flags given here override it)' },
   { name: 'kill-grace-ms', type: 'number', arg: 'MS', default: 5000, min: 0, help: 'subtee run: wait this long after SIGTERM before SIGKILL' },

@@ -3,6 +3,7 @@
  * never copied: the readers below check the shape of a parsed object and hand back the same
  * object, narrowed, or skip what does not have the shape. Everything here is pure.
  */
+import { isText, LazyText } from './scan.js';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -58,7 +59,7 @@ export function blockType(block: JsonObject): ContentBlockType | null {
     case 'text':
       return typeof block.text === 'string' ? 'text' : null;
     case 'thinking':
-      return block.thinking === undefined || typeof block.thinking === 'string' ? 'thinking' : null;
+      return block.thinking === undefined || isText(block.thinking) ? 'thinking' : null;
     case 'redacted_thinking':
       return 'redacted_thinking';
     case 'tool_use':
@@ -99,12 +100,18 @@ export function contentBlocks(line: JsonObject): ContentBlock[] {
 export function resultText(block: ToolResultBlock): string {
   const content = block.content;
   if (typeof content === 'string') return content;
+  if (content instanceof LazyText) return content.toString();
   if (!Array.isArray(content)) return '';
   let text = '';
   for (const part of content) {
     if (isObject(part) && typeof part.text === 'string') text += (text ? '\n' : '') + part.text;
   }
   return text;
+}
+
+/** The same, but a long string left undecoded in a line view stays a LazyText (for previews). */
+export function resultTextLazy(block: ToolResultBlock): string | LazyText {
+  return block.content instanceof LazyText ? block.content : resultText(block);
 }
 
 // Lines ─────────────────────────────────────────────────────────────────────────────────

@@ -40,7 +40,41 @@ export interface QuarantineRecord {
 
 export type QuarantineReason = 'not-json' | 'not-object' | 'truncated' | 'too-long';
 
-export type SubteeRecord = LineRecord | QuarantineRecord;
+/**
+ * A line longer than the parser's `maxLineBytes`: its bytes went to a spool file as they
+ * arrived and are never held whole. It is routed like any line when it is a JSON object
+ * (`value` then holds its top-level scalar members only: its content is not interpreted),
+ * and quarantined otherwise (`reason`). Sinks copy `spool` byte for byte.
+ */
+export interface SpooledRecord {
+  kind: 'spooled';
+  lineNo: number;
+  /** The line's first bytes, for previews; the whole line is in `spool`. */
+  head: Buffer;
+  spool: Spool;
+  /** The top-level scalar members (`type`, `parent_tool_use_id`…) of a JSON object line; null when quarantined. */
+  value: JsonObject | null;
+  /** Why the line is quarantined; null when it is routed. */
+  reason: QuarantineReason | null;
+  /** Set by the channel router, as for a line record. */
+  channel?: Channel;
+  events?: readonly ChannelEvent[];
+}
+
+/** The bytes of one spooled line, in a file of its own. */
+export interface Spool {
+  readonly path: string;
+  readonly bytes: number;
+  /**
+   * Hands the line's bytes to `write` in order, in pieces of at most 1 MiB from one reused
+   * buffer: `write` must be done with a piece when it returns.
+   */
+  copy(write: (piece: Buffer) => void): void;
+  /** Deletes the file. The chain's end calls it; a spool still there at exit is deleted then. */
+  release(): void;
+}
+
+export type SubteeRecord = LineRecord | QuarantineRecord | SpooledRecord;
 
 /**
  * What flows between object-mode stages: the records of one input chunk, in order. Moving

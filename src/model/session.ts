@@ -6,6 +6,8 @@ export interface ChannelFiles {
   jsonlPath(id: string | null): string | undefined;
   /** Writes what is queued, so the files hold every line handed to the sink so far. */
   flush(): void;
+  /** Where the line parser spools lines too long to hold (the output folder). */
+  spoolDir?: string;
 }
 
 export interface Warning {

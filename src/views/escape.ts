@@ -2,6 +2,7 @@
  * Escaping for every place model text is shown: a terminal, a log file, Markdown, HTML.
  * Written once here so the transcript, the summaries and the report cannot disagree.
  */
+import type { LazyText } from '../model/scan.js';
 
 // C0 controls except TAB and LF, DEL, C1 controls, and the bidi controls that can reorder
 // what a reader sees (Trojan Source). CR is escaped too: a raw CR overwrites a log line.
@@ -34,7 +35,7 @@ export function escapeMarkdown(text: string): string {
     .replace(/\n/g, ' ');
 }
 
-export function shorten(text: string, max: number): string {
-  if (text.length <= max) return text;
+export function shorten(text: string | LazyText, max: number): string {
+  if (text.length <= max) return text.toString();
   return `${text.slice(0, max)}… (${text.length - max} more chars)`;
 }

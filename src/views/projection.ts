@@ -11,7 +11,7 @@ import {
   type JsonObject,
   type Usage,
 } from '../model/message.js';
-import type { RecordBatch } from '../model/record.js';
+import type { LineRecord, RecordBatch, SpooledRecord } from '../model/record.js';
 import type { Session } from '../model/session.js';
 import { snapshotOf, type Channel, type ChannelEvent, type ChannelSnapshot, type ChannelStatus } from '../model/tree.js';
 import { deepFreeze, Feed } from './feed.js';
@@ -370,20 +370,20 @@ export class Projection {
   /** Takes one batch of routed records. */
   accept(batch: RecordBatch): void {
     for (const rec of batch) {
-      if (rec.kind === 'quarantine') {
-        if (rec.final) this.emitEvent({ lineNo: rec.lineNo, kind: 'quarantine', path: [], changes: [] });
+      if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) {
+        if (rec.kind === 'spooled' || rec.final) this.emitEvent({ lineNo: rec.lineNo, kind: 'quarantine', path: [], changes: [] });
         continue;
       }
       for (const ev of rec.events ?? []) this.change(ev);
       const id = rec.channel?.id ?? null;
-      this.append(id, rec.value, rec.raw);
+      this.append(id, rec);
       if (this.eventFeeds.size > 0) {
         this.emitEvent({
           lineNo: rec.lineNo,
           kind: 'line',
           channel: id,
           path: this.pathOf(id),
-          line: deepFreeze(rec.value),
+          line: deepFreeze(rec.value!),
           changes: rec.events ?? [],
         });
       }
@@ -550,15 +550,21 @@ export class Projection {
     }
   }
 
-  private append(id: string | null, value: JsonObject, raw: Buffer): void {
+  private append(id: string | null, rec: LineRecord | SpooledRecord): void {
     const log = this.log(id);
     log.count++;
-    if (log.memory) {
+    if (log.memory && rec.kind === 'spooled') {
+      // A line too long to hold cannot be replayed from memory.
+      this.giveUpBuffer();
+    } else if (log.memory && rec.kind === 'line') {
       // A copy: `raw` is a view into the input chunk and would keep the whole chunk alive.
-      log.memory.push(Buffer.from(raw));
-      this.bufferedBytes += raw.length;
+      log.memory.push(Buffer.from(rec.raw));
+      this.bufferedBytes += rec.raw.length;
       if (this.bufferedBytes > this.opts.maxBufferedBytes) this.giveUpBuffer();
     }
+    if (log.readers.size === 0) return;
+    // Read only for a reader: a line's value may be parsed on first read.
+    const value = rec.value!;
     for (const reader of log.readers) {
       if (reader.held) reader.held.push(value);
       else reader.take(value);

@@ -1,5 +1,6 @@
-import { asBlock, rawBlocks, resultText, type ContentBlock } from '../model/message.js';
-import type { LineRecord } from '../model/record.js';
+import { asBlock, rawBlocks, resultTextLazy, type ContentBlock } from '../model/message.js';
+import { viewOf } from '../model/line-view.js';
+import type { LineRecord, SpooledRecord } from '../model/record.js';
 import type { ChannelSnapshot } from '../model/tree.js';
 import { escapeControl, escapeOneLine, shorten } from './escape.js';
 
@@ -31,7 +32,7 @@ export function statusLine(status: string, summary: string | null): string {
  * thinking truncator) and is keyed by the block's index in the raw content list.
  */
 export function* shownBlocks(rec: LineRecord): Generator<{ block: ContentBlock; override: string | undefined }> {
-  const raw = rawBlocks(rec.value);
+  const raw = rawBlocks(viewOf(rec));
   for (let i = 0; i < raw.length; i++) {
     const override = rec.display?.get(i);
     if (override === null) continue;
@@ -42,7 +43,7 @@ export function* shownBlocks(rec: LineRecord): Generator<{ block: ContentBlock; 
 
 /** The readable lines of one record, in block order. */
 export function renderRecord(rec: LineRecord): string[] {
-  const v = rec.value;
+  const v = viewOf(rec);
   const out: string[] = [];
   if (v.type === 'assistant' || v.type === 'user') {
     for (const { block, override } of shownBlocks(rec)) {
@@ -55,7 +56,7 @@ export function renderRecord(rec: LineRecord): string[] {
           );
           break;
         case 'thinking':
-          out.push(`[thinking] ${escapeControl(override ?? block.thinking ?? '')}`);
+          out.push(`[thinking] ${escapeControl(String(override ?? block.thinking ?? ''))}`);
           break;
         case 'redacted_thinking':
           out.push('[thinking] (redacted)');
@@ -67,7 +68,7 @@ export function renderRecord(rec: LineRecord): string[] {
         }
         case 'tool_result': {
           const tag = block.is_error === true ? '[result:error]' : '[result]';
-          out.push(`${tag} ${escapeOneLine(shorten(resultText(block), RENDER_DEFAULTS.resultChars))}`);
+          out.push(`${tag} ${escapeOneLine(shorten(resultTextLazy(block), RENDER_DEFAULTS.resultChars))}`);
           break;
         }
       }
@@ -86,4 +87,17 @@ export function renderRecord(rec: LineRecord): string[] {
 /** A tool call's input as JSON for a one-line preview. */
 export function inputPreview(input: unknown): string {
   return JSON.stringify(input ?? {}) ?? '';
+}
+
+/** Characters of a spooled line's start shown in its readable entry. */
+export const SPOOLED_PREVIEW_CHARS = 200;
+
+/**
+ * The readable entry of a line too long to hold: its size, where its bytes are, and its
+ * start (the line's own bytes, escaped onto one line).
+ */
+export function spooledLine(rec: SpooledRecord, jsonl: string): string {
+  const type = typeof rec.value?.type === 'string' ? `${escapeOneLine(rec.value.type)} ` : '';
+  const start = shorten(rec.head.toString('utf8'), SPOOLED_PREVIEW_CHARS).replace(/… \(\d+ more chars\)$/, '…');
+  return `[long line] ${type}line of ${rec.spool.bytes} bytes, whole in ${jsonl}: ${escapeOneLine(start)}`;
 }

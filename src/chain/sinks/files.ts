@@ -4,13 +4,14 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { OutputError, writeFailed } from '../../errors.js';
 import { buildIndex, type ChannelPaths } from '../../views/index-file.js';
-import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
+import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch, type SpooledRecord } from '../../model/record.js';
 import { escapeControl } from '../../views/escape.js';
-import { headerLines, renderRecord, statusLine } from '../../views/text.js';
+import { headerLines, renderRecord, spooledLine, statusLine } from '../../views/text.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 import { passOn } from './pass-on.js';
 import { AppendFiles, type AppendFile } from './append-files.js';
+import { appendSpool } from './spool-copy.js';
 import { FileNamer } from './file-names.js';
 
 export const FILES_SINK_DEFAULTS = Object.freeze({
@@ -92,7 +93,7 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
     return f;
   };
 
-  const writeLine = (rec: LineRecord) => {
+  const writeLine = (rec: LineRecord | SpooledRecord) => {
     for (const ev of rec.events ?? []) {
       const f = filesOf(ev.channel);
       if (ev.type === 'spawn') {
@@ -102,6 +103,12 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
       }
     }
     const f = filesOf(rec.channel ?? run.tree.main);
+    if (rec.kind === 'spooled') {
+      appendSpool(files, f.jsonlFile, rec.spool);
+      files.write(f.jsonlFile, NL);
+      files.write(f.logFile, spooledLine(rec, f.jsonl) + '\n');
+      return;
+    }
     files.write(f.jsonlFile, rec.raw);
     files.write(f.jsonlFile, NL);
     const lines = renderRecord(rec);
@@ -149,6 +156,7 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
     flush: () => {
       if (!finished) flushNow();
     },
+    spoolDir: opts.out,
   };
 
   const sink = new Transform({
@@ -161,6 +169,10 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
             quarantine ??= files.file('quarantine.log');
             files.write(quarantine, rec.raw);
             if (rec.final) files.write(quarantine, NL);
+          } else if (rec.kind === 'spooled' && rec.reason) {
+            quarantine ??= files.file('quarantine.log');
+            appendSpool(files, quarantine, rec.spool);
+            files.write(quarantine, NL);
           } else {
             writeLine(rec);
           }

@@ -6,8 +6,10 @@ import { writeFailed } from '../../errors.js';
 import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
 import { shorten } from '../../views/escape.js';
 import { inputPreview, shownBlocks } from '../../views/text.js';
-import { resultText } from '../../model/message.js';
+import { resultTextLazy } from '../../model/message.js';
+import { viewOf } from '../../model/line-view.js';
 import { passOn } from './pass-on.js';
+import { batchLines } from './pino-batch.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 
@@ -37,10 +39,10 @@ function where(ch: ChannelSnapshot | undefined) {
 export function pinoEvents(rec: LineRecord, maxChars: number): Array<{ level: 'info' | 'warn' | 'error'; kind: Kind; fields: Record<string, unknown> }> {
   const out: ReturnType<typeof pinoEvents> = [];
   const ch = rec.channel;
-  const v = rec.value;
+  const v = viewOf(rec);
   if (v.type === 'assistant' || v.type === 'user') {
     for (const { block: b, override } of shownBlocks(rec)) {
-      const content = (text: string) => shorten(text, maxChars);
+      const content = (text: Parameters<typeof shorten>[0]) => shorten(text, maxChars);
       if (b.type === 'text') {
         out.push({ level: 'info', kind: 'text', fields: { role: v.type, content: content(b.text) } });
       } else if (b.type === 'thinking') {
@@ -52,7 +54,7 @@ export function pinoEvents(rec: LineRecord, maxChars: number): Array<{ level: 'i
         out.push({
           level: isError ? 'warn' : 'info',
           kind: 'tool_result',
-          fields: { id: b.tool_use_id, is_error: isError, content: content(resultText(b)) },
+          fields: { id: b.tool_use_id, is_error: isError, content: content(resultTextLazy(b)) },
         });
       }
     }
@@ -94,13 +96,18 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
     stream.destroy(failed);
   };
   (dest ?? transport)!.on('error', onFail);
-  const logger: Logger = pino({ base: null, timestamp: pino.stdTimeFunctions.isoTime, messageKey: 'msg' }, (transport ?? dest)!);
+  const lines = dest ? batchLines(dest) : null;
+  const logger: Logger = pino({ base: null, timestamp: pino.stdTimeFunctions.isoTime, messageKey: 'msg' }, (lines?.stream ?? transport)!);
   const log = (level: 'info' | 'warn' | 'error', kind: Kind, fields: Record<string, unknown>) => logger[level]({ kind, ...fields });
-  run.onWarning((w) => log('warn', 'warning', { code: w.code, content: w.message }));
+  run.onWarning((w) => {
+    log('warn', 'warning', { code: w.code, content: w.message });
+    lines?.flush();
+  });
 
   const close = async () => {
     if (failed) throw failed;
     if (dest) {
+      lines?.flush();
       dest.flushSync();
       dest.end();
     } else if (transport) {
@@ -126,11 +133,15 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
         for (const rec of batch) {
           if (rec.kind === 'quarantine') {
             if (rec.final) log('warn', 'quarantine', { channel: null, line: rec.lineNo, reason: rec.reason, content: shorten(rec.raw.subarray(0, opts.maxContentChars * 4).toString('utf8'), opts.maxContentChars) });
+          } else if (rec.kind === 'spooled') {
+            // A line too long to hold: only its start is known here (see SpooledRecord).
+            if (rec.reason) log('warn', 'quarantine', { channel: null, line: rec.lineNo, reason: rec.reason, content: shorten(rec.head.toString('utf8'), opts.maxContentChars) });
           } else {
             const base = where(rec.channel);
-            for (const e of pinoEvents(rec, opts.maxContentChars)) log(e.level, e.kind, { ...base, line: rec.lineNo, ...e.fields });
+            for (const e of pinoEvents(rec, opts.maxContentChars)) logger[e.level]({ kind: e.kind, ...base, line: rec.lineNo, ...e.fields });
           }
         }
+        lines?.flush();
       } catch (err) {
         return cb(writeFailed(String(opts.destination), err));
       }
@@ -142,6 +153,7 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
     destroy(err, cb) {
       if (dest && !failed) {
         try {
+          lines?.flush();
           dest.flushSync();
         } catch {
           // The original error is the one to report.

@@ -5,6 +5,7 @@ import { contentBlocks } from '../../model/message.js';
 import { escapeControl } from '../../views/escape.js';
 import { channelLabel, statusLine } from '../../views/text.js';
 import { passOn } from './pass-on.js';
+import { viewOf } from '../../model/line-view.js';
 
 export const STDOUT_MODES = ['text', 'main', 'raw', 'none'] as const;
 export type StdoutMode = (typeof STDOUT_MODES)[number];
@@ -28,8 +29,9 @@ export function stdoutText(rec: LineRecord, mode: 'text' | 'main', indent: strin
       if (ev.type === 'status') out.push(prefixed(ev.channel.depth, channelLabel(ev.channel), statusLine(ev.channel.status, ev.summary), indent));
     }
   }
-  if (rec.value.type === 'assistant' && (isMain || mode === 'text')) {
-    for (const b of contentBlocks(rec.value)) {
+  const v = viewOf(rec);
+  if (v.type === 'assistant' && (isMain || mode === 'text')) {
+    for (const b of contentBlocks(v)) {
       if (b.type !== 'text') continue;
       const text = escapeControl(b.text);
       out.push(isMain ? text : prefixed(ch!.depth, channelLabel(ch!), text, indent));

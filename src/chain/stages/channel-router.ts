@@ -1,6 +1,7 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
+import { viewOf } from '../../model/line-view.js';
 
 export interface ChannelRouterOptions {
   /** The chain's session, shared by every stage (required). */
@@ -19,8 +20,8 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
     highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       for (const rec of batch) {
-        if (rec.kind !== 'line') continue;
-        const { channel, events } = tree.route(rec.value);
+        if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) continue;
+        const { channel, events } = tree.route(rec.kind === 'spooled' ? rec.value! : viewOf(rec));
         rec.channel = channel;
         if (events.length > 0) rec.events = events;
       }

@@ -4,6 +4,7 @@ import { EXIT, SubteeError } from '../../errors.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
 import { escapeOneLine } from '../../views/escape.js';
 import { requireSession, type Session } from '../../model/session.js';
+import { viewOf } from '../../model/line-view.js';
 
 export interface IdleWatchdogSettings {
   idleTimeoutMs: number;
@@ -158,7 +159,7 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
     highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       dog.activity(clock.now());
-      for (const rec of batch) if (rec.kind === 'line') dog.observe(rec.value);
+      for (const rec of batch) if (rec.kind === 'line') dog.observe(viewOf(rec));
       cb(null, batch);
     },
     flush(cb: TransformCallback) {

@@ -2,10 +2,12 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { BATCH_HIGH_WATER_MARK, type QuarantineReason, type RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
+import { scanLine, scannedRecord } from '../../model/line-view.js';
+import { LineSpool, spoolDir } from './huge-line.js';
 
 export const LINE_PARSER_DEFAULTS = Object.freeze({
-  /** Longest line held in memory; longer lines stream to the quarantine in pieces. */
-  maxLineBytes: 64 * 1024 * 1024,
+  /** Longest line held in memory; longer lines are spooled to a file as they stream past. */
+  maxLineBytes: 16 * 1024 * 1024,
 });
 
 export interface LineParserOptions {
@@ -35,7 +37,8 @@ export class LineSplitter {
     private readonly maxLineBytes: number,
     private readonly sink: {
       line(raw: Buffer, lineNo: number, terminated: boolean): void;
-      overflow(piece: Buffer, lineNo: number, final: boolean): void;
+      /** `terminated`: the final piece ended at a newline, not with the input. */
+      overflow(piece: Buffer, lineNo: number, final: boolean, terminated?: boolean): void;
     },
   ) {}
 
@@ -70,10 +73,11 @@ export class LineSplitter {
     this.partsBytes += rest.length;
     if (this.partsBytes > this.maxLineBytes) {
       this.overflowing = true;
-      const head = Buffer.concat(this.parts, this.partsBytes);
+      // Piece by piece: joining them first would hold the line twice.
+      const parts = this.parts;
       this.parts = [];
       this.partsBytes = 0;
-      this.sink.overflow(head, this.lineNo + 1, false);
+      for (const part of parts) this.sink.overflow(part, this.lineNo + 1, false);
     }
   }
 
@@ -81,7 +85,7 @@ export class LineSplitter {
   end(): void {
     if (this.overflowing) {
       this.overflowing = false;
-      this.sink.overflow(Buffer.alloc(0), ++this.lineNo, true);
+      this.sink.overflow(Buffer.alloc(0), ++this.lineNo, true, false);
     } else if (this.partsBytes > 0) {
       const line = Buffer.concat(this.parts, this.partsBytes);
       this.parts = [];
@@ -173,7 +177,7 @@ export function createLineParser(options: LineParserOptions): Transform {
     }
     batch.push({ kind: 'quarantine', lineNo, raw, reason, final });
   };
-  let overflowStart = 0;
+  let spool: LineSpool | null = null;
   const splitter = new LineSplitter(opts.maxLineBytes, {
     line(raw, lineNo, terminated) {
       if (isBlank(raw)) {
@@ -181,21 +185,24 @@ export function createLineParser(options: LineParserOptions): Transform {
         return;
       }
       run.input.lines++;
-      const c = classifyLine(raw, terminated);
-      if (c.ok) batch.push({ kind: 'line', lineNo, raw, value: c.value });
+      const c = scanLine(raw, terminated);
+      if (c.ok) batch.push(scannedRecord(lineNo, raw, c));
       else quarantine(raw, lineNo, c.reason, true);
     },
-    overflow(piece, lineNo, final) {
-      if (overflowStart !== lineNo) {
-        overflowStart = lineNo;
-        run.input.lines++;
-        run.warn(
-          'LINE_TOO_LONG',
-          `line ${lineNo} is longer than ${opts.maxLineBytes} bytes; it was kept in the quarantine file, not routed`,
-        );
+    overflow(piece, lineNo, final, terminated = true) {
+      spool ??= new LineSpool(spoolDir(run), lineNo);
+      spool.push(piece);
+      if (!final) return;
+      const rec = spool.finish(terminated);
+      spool = null;
+      run.input.lines++;
+      if (rec.reason) {
+        run.input.quarantined++;
+        run.quarantineLines.push(lineNo);
       }
-      quarantine(piece, lineNo, 'too-long', final);
-      if (final) overflowStart = 0;
+      const fate = rec.reason ? 'it is not a JSON object and was kept in the quarantine file' : 'it was routed byte for byte from a spool file; transcripts show only its start';
+      run.warn('LINE_TOO_LONG', `line ${lineNo} is longer than ${opts.maxLineBytes} bytes: ${fate}`);
+      batch.push(rec);
     },
   });
   const take = (): RecordBatch | undefined => {
@@ -216,6 +223,10 @@ export function createLineParser(options: LineParserOptions): Transform {
     flush(cb: TransformCallback) {
       splitter.end();
       cb(null, take());
+    },
+    destroy(err, cb) {
+      spool?.discard();
+      cb(err);
     },
   });
 }

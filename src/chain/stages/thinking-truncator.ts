@@ -4,6 +4,8 @@ import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../
 import { requireSession, type Session } from '../../model/session.js';
 import { asBlock, rawBlocks } from '../../model/message.js';
 import type { Channel } from '../../model/tree.js';
+import { viewOf } from '../../model/line-view.js';
+import { isText, type LazyText } from '../../model/scan.js';
 
 export const THINKING_MODES = ['keep', 'truncate', 'drop', 'file'] as const;
 export type ThinkingMode = (typeof THINKING_MODES)[number];
@@ -22,8 +24,8 @@ export interface ThinkingTruncatorOptions {
 }
 
 /** Head and tail of a long text with a marker saying how much was cut; short text unchanged. */
-export function truncateMiddle(text: string, maxChars: number): { text: string; cut: number } {
-  if (text.length <= maxChars) return { text, cut: 0 };
+export function truncateMiddle(text: string | LazyText, maxChars: number): { text: string; cut: number } {
+  if (text.length <= maxChars) return { text: text.toString(), cut: 0 };
   const head = Math.ceil(maxChars * 0.7);
   const tail = maxChars - head;
   const cut = text.length - head - tail;
@@ -46,20 +48,20 @@ export function createThinkingTruncator(options: ThinkingTruncatorOptions): Tran
     objectMode: true,
     highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      for (const rec of batch) if (rec.kind === 'line' && rec.value.type === 'assistant') shorten(rec);
+      for (const rec of batch) if (rec.kind === 'line' && viewOf(rec).type === 'assistant') shorten(rec);
       cb(null, batch);
     },
   });
 
   function shorten(rec: LineRecord): void {
-    const blocks = rawBlocks(rec.value);
+    const blocks = rawBlocks(viewOf(rec));
     for (let i = 0; i < blocks.length; i++) {
       const b = asBlock(blocks[i]);
-      if (b?.type !== 'thinking' || typeof b.thinking !== 'string') continue;
+      if (b?.type !== 'thinking' || !isText(b.thinking)) continue;
       const key = rec.channel ?? null;
       let s = stats.get(key);
       if (!s) stats.set(key, (s = { kept_chars: 0, cut_chars: 0 }));
-      const full = b.thinking;
+      const full: string | LazyText = b.thinking;
       rec.display ??= new Map();
       if (opts.mode === 'keep') {
         s.kept_chars += full.length;
@@ -68,7 +70,7 @@ export function createThinkingTruncator(options: ThinkingTruncatorOptions): Tran
         rec.display.set(i, null);
       } else if (opts.mode === 'file') {
         s.cut_chars += full.length;
-        (rec.thinkingFull ??= []).push(full);
+        (rec.thinkingFull ??= []).push(full.toString());
         rec.display.set(i, `(${full.length} chars, in the .thinking.log beside this transcript)`);
       } else {
         const t = truncateMiddle(full, opts.maxChars);

@@ -5,6 +5,7 @@ import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../.
 import { requireSession, type Session } from '../../model/session.js';
 import { compareVersions, parseVersion, satisfies, type Version } from '../../semver.js';
 import { channelIdOf, contentBlocks } from '../../model/message.js';
+import { viewOf } from '../../model/line-view.js';
 
 export const VERSION_GUARD_DEFAULTS = Object.freeze({
   /** A semver range the agent's version must satisfy, or null for warnings only. */
@@ -89,8 +90,8 @@ export class VersionGuard {
         out.push(w);
       }
     };
-    if (rec.kind === 'quarantine') {
-      const text = rec.raw.subarray(0, 4096).toString('utf8');
+    if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) {
+      const text = (rec.kind === 'spooled' ? rec.head : rec.raw).subarray(0, 4096).toString('utf8');
       if (/requires --verbose/.test(text)) {
         say({ code: 'VERBOSE_REQUIRED', message: 'the agent refused to run: stream-json output needs --verbose (claude -p … --output-format stream-json --verbose)' });
       }
@@ -98,7 +99,7 @@ export class VersionGuard {
       if (m) say({ code: 'UNKNOWN_OPTION', message: `the agent does not know the option ${m[1]}: it is older than that option, or the option is misspelt` });
       return out;
     }
-    const v = rec.value;
+    const v = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
     if (v.type === 'system' && v.subtype === 'init') {
       const version = typeof v.claude_code_version === 'string' ? v.claude_code_version : null;
       if (version !== this.version || this.version === null) {

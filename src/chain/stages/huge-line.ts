@@ -1,0 +1,158 @@
+import { randomBytes } from 'node:crypto';
+import { closeSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { writeFailed } from '../../errors.js';
+import type { Spool, SpooledRecord } from '../../model/record.js';
+import type { Session } from '../../model/session.js';
+import { StreamScanner } from '../../model/stream-scan.js';
+
+/** Bytes of a spooled line kept in memory for previews (the readable log, pino, warnings). */
+export const SPOOL_HEAD_BYTES = 4096;
+/** Top-level scalar members of a spooled line longer than this are left out of its value. */
+export const SPOOL_CAPTURE_BYTES = 64 * 1024;
+const COPY_BYTES = 1024 * 1024;
+const CR = 0x0d;
+
+/** Spools not released yet, deleted at exit whatever happened to the chain. */
+const live = new Set<string>();
+let exitHook = false;
+
+function track(path: string): void {
+  live.add(path);
+  if (exitHook) return;
+  exitHook = true;
+  process.once('exit', () => {
+    for (const p of live) {
+      try {
+        unlinkSync(p);
+      } catch {
+        // Already gone.
+      }
+    }
+  });
+}
+
+/** Where spools go: beside the output (`--out`) when there is one, else the system temp folder. */
+export function spoolDir(run: Session): string {
+  return run.channelFiles?.spoolDir ?? tmpdir();
+}
+
+/**
+ * One line longer than the parser's limit, as it streams past: its bytes go to a file of
+ * its own, a StreamScanner judges it and keeps its top-level scalar members, and its first
+ * bytes are kept for previews. Memory stays at the scanner's few kilobytes whatever the
+ * line's length.
+ */
+export class LineSpool {
+  private readonly path: string;
+  private fd: number;
+  private bytes = 0;
+  private readonly head: Buffer[] = [];
+  private headBytes = 0;
+  private readonly scanner = new StreamScanner(SPOOL_CAPTURE_BYTES);
+  /** A CR at the end of the last piece: the line's own, unless a newline follows it. */
+  private pendingCr = false;
+
+  constructor(
+    dir: string,
+    private readonly lineNo: number,
+  ) {
+    this.path = join(dir, `.subtee-spool-${process.pid}-${lineNo}-${randomBytes(6).toString('hex')}`);
+    try {
+      // wx: never follows or reuses what is there; 0600: the line may hold anything.
+      this.fd = openSync(this.path, 'wx', 0o600);
+    } catch (err) {
+      throw writeFailed(this.path, err);
+    }
+    track(this.path);
+  }
+
+  push(piece: Buffer): void {
+    if (piece.length === 0) return;
+    if (this.pendingCr) {
+      this.pendingCr = false;
+      this.take(Buffer.from([CR]));
+    }
+    if (piece.length > 0 && piece[piece.length - 1] === CR) {
+      this.pendingCr = true;
+      piece = piece.subarray(0, piece.length - 1);
+    }
+    this.take(piece);
+  }
+
+  /** The line ended: at a newline (`terminated`), or with the input. */
+  finish(terminated: boolean): SpooledRecord {
+    if (this.pendingCr && !terminated) this.take(Buffer.from([CR]));
+    this.pendingCr = false;
+    closeSync(this.fd);
+    const verdict = this.scanner.end(terminated);
+    return {
+      kind: 'spooled',
+      lineNo: this.lineNo,
+      head: Buffer.concat(this.head, this.headBytes),
+      spool: spoolAt(this.path, this.bytes),
+      value: verdict.ok ? verdict.value : null,
+      reason: verdict.ok ? null : verdict.reason,
+    };
+  }
+
+  /** Deletes the file of a line that will never be handed on (the chain was torn down). */
+  discard(): void {
+    try {
+      closeSync(this.fd);
+    } catch {
+      // Closed by finish already.
+    }
+    spoolAt(this.path, this.bytes).release();
+  }
+
+  private take(piece: Buffer): void {
+    try {
+      for (let off = 0; off < piece.length; ) off += writeSync(this.fd, piece, off, piece.length - off);
+    } catch (err) {
+      throw writeFailed(this.path, err);
+    }
+    this.bytes += piece.length;
+    if (!this.scanner.failed) this.scanner.push(piece);
+    if (this.headBytes < SPOOL_HEAD_BYTES) {
+      const part = Buffer.from(piece.subarray(0, SPOOL_HEAD_BYTES - this.headBytes));
+      this.head.push(part);
+      this.headBytes += part.length;
+    }
+  }
+}
+
+function spoolAt(path: string, bytes: number): Spool {
+  return {
+    path,
+    bytes,
+    copy(write) {
+      let fd: number;
+      try {
+        fd = openSync(path, 'r');
+      } catch (err) {
+        throw writeFailed(path, err);
+      }
+      const buf = Buffer.allocUnsafe(Math.min(COPY_BYTES, Math.max(1, bytes)));
+      try {
+        for (let at = 0; at < bytes; ) {
+          const n = readSync(fd, buf, 0, Math.min(buf.length, bytes - at), at);
+          if (n === 0) throw new Error(`${path} ended after ${at} of ${bytes} bytes`);
+          write(buf.subarray(0, n));
+          at += n;
+        }
+      } finally {
+        closeSync(fd);
+      }
+    },
+    release() {
+      live.delete(path);
+      try {
+        unlinkSync(path);
+      } catch {
+        // Already gone.
+      }
+    },
+  };
+}
