@@ -49,6 +49,8 @@ for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
 test('kill -9: every file is valid line by line but for one torn last line; a rerun is unaffected', async () => {
   const out = join(tmpDir(), 'o');
   const s = startOnPipe(out, ['--max-open-files', '8']);
+  // A write still in flight when the child dies fails with EPIPE: expected here, not an error.
+  s.child.stdin.on('error', () => {});
   let i = 0;
   // Keep writing until killed, so the kill lands mid-stream.
   const writer = setInterval(() => {
@@ -113,31 +115,6 @@ test('10,000 subagents under ulimit -n 256: nothing lost', () => {
   assert.equal(r.status, 0, r.stderr);
   const { index } = checkOutput(input, out, '10k');
   assert.equal(index.channels.length, 10_001);
-});
-
-test('a 200 MB line is quarantined past the limit with bounded memory, never an out-of-memory crash', { skip: !existsSync('/usr/bin/time') && 'GNU time is not installed' }, async () => {
-  const out = join(tmpDir(), 'o');
-  const child = spawn('/usr/bin/time', ['-f', '%M', process.execPath, BIN, '--out', out, '--stdout', 'none', '-q', '--max-line-bytes', String(16 * 1024 * 1024)], { stdio: ['pipe', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d) => (stderr += d));
-  child.stdin.write('{"type":"system","subtype":"init"}\n');
-  const piece = Buffer.alloc(1 << 20, 'a');
-  const head = '{"type":"user","message":{"content":[{"type":"tool_result","content":"';
-  const tail = '"}]}}';
-  child.stdin.write(head);
-  for (let k = 0; k < 200; k++) if (!child.stdin.write(piece)) await once(child.stdin, 'drain');
-  child.stdin.end(`${tail}\n{"type":"result","subtype":"success"}\n`);
-  const [code] = await once(child, 'close');
-  assert.equal(code, 0, stderr);
-  const rssKb = Number(stderr.trim().split('\n').pop());
-  assert.ok(rssKb < 150 * 1024, `peak RSS ${Math.round(rssKb / 1024)} MB for a 200 MB line`);
-  assert.match(stderr, /warning LINE_TOO_LONG: line 2 is longer than 16777216 bytes/);
-  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
-  assert.deepEqual(index.quarantine_lines, [2]);
-  assert.equal(index.channels[0].lines, 2);
-  const q = readFileSync(join(out, 'quarantine.log'));
-  assert.equal(q.length, head.length + 200 * (1 << 20) + tail.length + 1);
-  assert.ok(q.subarray(0, head.length).equals(Buffer.from(head)) && q.subarray(-tail.length - 1).equals(Buffer.from(`${tail}\n`)));
 });
 
 test('a slow reader on stdout: memory stays bounded and nothing is dropped', { skip: !existsSync('/usr/bin/time') && 'GNU time is not installed' }, async () => {
