@@ -5,7 +5,10 @@ import { once } from 'node:events';
 import { createReadStream, existsSync, readdirSync, readFileSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { BIN, tmpDir } from './helpers.js';
+import { builtinRegistry } from '../src/chain/builtins.js';
+import { runChain, type ComponentSpec } from '../src/chain/chain.js';
+import redactSecrets, { MASK } from '../plugins/redact-secrets/index.js';
+import { BIN, chunked, readTree, splitEvery, tmpDir } from './helpers.js';
 
 // Lines longer than --max-line-bytes (16 MiB by default) are spooled to a file as they
 // stream past and routed from there. These run subtee in a child with default options and
@@ -109,4 +112,50 @@ test('a 2 GB line is routed to its channel byte for byte with peak RSS under 150
   assert.ok(r.rssKb < RSS_LIMIT_KB, `peak RSS ${Math.round(r.rssKb / 1024)} MB for a 2 GB line`);
   assert.equal(await hashFile(join(out, 'agents', 'toolu_01huge.jsonl')), r.routed, 'the channel holds the line byte for byte');
   assert.deepEqual(readdirSync(out).filter((f) => f.startsWith('.subtee-spool')), []);
+});
+
+// In process, with a small limit: the stages and sinks that meet a spooled line.
+
+async function runSpooled(lines: string[], stages: ComponentSpec[], sinks: ComponentSpec[] = []) {
+  const out = join(tmpDir(), 'o');
+  const registry = builtinRegistry();
+  registry.add(redactSecrets);
+  const input = Buffer.from(lines.join('\n') + '\n');
+  const run = await runChain(chunked(splitEvery(input, 64 * 1024)), { stages: [{ use: 'line-parser', maxLineBytes: 4096 }, ...stages], sinks: [{ use: 'files', out }, ...sinks] }, { registry });
+  return { run, out, files: readTree(out) };
+}
+
+test('redact-secrets masks a spooled line as it copies it, secrets across each 1 MiB mark included', async () => {
+  const secret = 'sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789';
+  // Fields of ~1,000 characters; a secret straddles each MiB mark, where a fixed window would cut.
+  let line = `{"type":"user","parent_tool_use_id":null,${Array.from({ length: 3500 }, (_, k) => `"f${k}":"${'x'.repeat(1000)} token ${k}"`).join(',')},"tail":"${secret}"}`;
+  for (const mark of [1, 2, 3].map((m) => m * 1024 * 1024)) {
+    const at = mark - 20;
+    assert.match(line.slice(at - 1, at + secret.length + 1), /^x+$/, 'the secret goes inside a field');
+    line = `${line.slice(0, at - 1)} ${secret} ${line.slice(at + secret.length + 1)}`;
+  }
+  const { out, files, run } = await runSpooled([line], [{ use: 'redact-secrets' }, { use: 'channel-router' }]);
+  const jsonl = files.get('main.jsonl')!.toString('utf8');
+  assert.ok(!jsonl.includes(secret.slice(8)), 'no secret is left in the channel');
+  assert.equal(jsonl, line.split(secret).join(MASK) + '\n', 'everything else byte for byte');
+  assert.equal(run.input.quarantined, 0);
+  assert.deepEqual(readdirSync(out).filter((f) => f.startsWith('.subtee-spool')), []);
+});
+
+test('a spooled line is counted on its channel; a spooled non-object goes to the quarantine and to pino as one', async () => {
+  const long = 'y'.repeat(10_000);
+  const lines = [
+    '{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"toolu_01sp","name":"Agent","input":{"subagent_type":"Plan"}}]},"parent_tool_use_id":null}',
+    `{"type":"assistant","parent_tool_use_id":"toolu_01sp","timestamp":"2026-11-30T12:00:01Z","message":{"id":"m2","content":[{"type":"text","text":"${long}"}]}}`,
+    `npm WARN ${long}`,
+  ];
+  const pinoFile = join(tmpDir(), 'events.pino.log');
+  const { files, run } = await runSpooled(lines, [{ use: 'channel-router' }], [{ use: 'pino', destination: pinoFile }]);
+  assert.equal(files.get('agents/toolu_01sp.jsonl')!.toString('utf8'), lines[1] + '\n');
+  assert.equal(files.get('quarantine.log')!.toString('utf8'), lines[2] + '\n');
+  const ch = run.tree.get('toolu_01sp')!;
+  assert.deepEqual([ch.lines, ch.lastSeen, ch.agent], [1, '2026-11-30T12:00:01Z', 'Plan']);
+  assert.deepEqual(run.quarantineLines, [3]);
+  const events = readFileSync(pinoFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(events.filter((e) => e.kind === 'quarantine').map((e) => [e.line, e.reason, e.content.slice(0, 9)]), [[3, 'not-object', 'npm WARN ']]);
 });
