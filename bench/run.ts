@@ -7,10 +7,11 @@
  *   --size-mb N    size of the main inputs (default 200)
  *   --big-mb N     size of the long input for the memory check (default 1024; 0 skips it)
  *   --out-root D   where outputs are written (default: the system temp folder)
- *   --only T,…     run only these tables: shapes, fanout, projection, memory, latency
+ *   --only T,…     run only these tables: shapes, fanout, projection, memory, huge, latency
+ *   --huge-mb L    sizes of the single-line inputs (default 200,2048; 0 skips them)
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,15 +34,17 @@ const hasTime = existsSync('/usr/bin/time');
 const hasJq = spawnSync('jq', ['--version']).status === 0;
 const node = process.execPath;
 const only = arg('only', '');
+const hugeMb = arg('huge-mb', quick ? '20' : '200,2048').split(',').map(Number).filter((n) => n > 0);
 const wanted = (table: string) => only === '' || only.split(',').includes(table);
 
 interface Sample { ms: number; rssKb: number | null; code: number | null }
 
-/** Runs one shell command with stdin from a file; wall time and peak RSS (GNU time). */
-function measure(cmd: string, input: string): Sample {
+/** Runs one shell command with stdin from a file (or from `feed | …`); wall time and peak RSS (GNU time). */
+function measure(cmd: string, input: string, feed?: string): Sample {
   const timed = hasTime ? `/usr/bin/time -f '%M' -o ${work}/rss ${cmd}` : cmd;
   const t0 = performance.now();
-  const r = spawnSync('bash', ['-c', `${timed} < '${input}' > /dev/null 2>${work}/stderr`], { stdio: 'ignore' });
+  const shell = feed ? `${feed} | ${timed} > /dev/null 2>${work}/stderr` : `${timed} < '${input}' > /dev/null 2>${work}/stderr`;
+  const r = spawnSync('bash', ['-c', shell], { stdio: 'ignore' });
   const ms = performance.now() - t0;
   const rssKb = hasTime ? Number(readFileSync(`${work}/rss`, 'utf8').trim().split('\n').pop()) : null;
   return { ms, rssKb, code: r.status };
@@ -98,6 +101,12 @@ async function main() {
   if (wanted('fanout') || wanted('projection') || wanted('memory')) await gen('large-f2000', sizeMb, 2000, 'large', 3);
   if (wanted('fanout')) await gen('large-f10000', sizeMb, 10_000, 'large', 4);
 
+  // The default chain with the line parser's worker option, as a config file.
+  const workerConfig = join(work, 'worker.json');
+  writeFileSync(workerConfig, JSON.stringify({
+    stages: ['line-parser', 'version-guard', 'channel-router', 'thinking-truncator', 'idle-watchdog'].map((use) => (use === 'line-parser' ? { use, worker: true } : { use })),
+    sinks: [{ use: 'files', out: 'unused' }, { use: 'stdout', mode: 'none' }],
+  }));
   const commands = (shape: string): Array<[string, () => string]> => [
     ['cat (floor)', () => 'cat'],
     ['node read (floor)', () => `${node} ${join(ROOT, 'dist/bench/drain.js')}`],
@@ -111,6 +120,7 @@ async function main() {
     ['subtee parse only', () => `${node} ${join(ROOT, 'dist/bench/parse-only.js')}`],
     ['subtee → files', () => `${node} ${BIN} --out ${fresh(`files-${shape}`)} --stdout none -q`],
     ['subtee → files + pino', () => `${node} ${BIN} --out ${fresh(`pino-${shape}`)} --stdout none -q --pino=${join(work, 'out', `pino-${shape}.log`)}`],
+    ['subtee → files, line-parser worker (option)', () => `${node} ${BIN} --config ${workerConfig} --out ${fresh(`worker-${shape}`)} -q`],
   ];
 
   for (const shape of wanted('shapes') ? ['large', 'small'] : []) {
@@ -171,6 +181,27 @@ async function main() {
       rows[2].samples.push(measure(proj('lifecycle'), inputs['big-f2000'].file));
     }
     report.push(table('peak memory against stream length', inputs['big-f2000'].file, rows, inputs['big-f2000'].lines, []));
+  }
+
+  // Single lines of hundreds of MB and more, generated as they are piped in (never a file).
+  if (wanted('huge') && hugeMb.length > 0) {
+    const rows: Row[] = [];
+    const gen = (mb: number) => `${node} ${join(ROOT, 'dist/bench/huge-line.js')} ${mb}`;
+    const lineFile = (mb: number) => ({ file: join(work, `huge-${mb}.size`), lines: 4 });
+    for (const mb of hugeMb) {
+      // A stand-in file of the stream's size, for the MB/s column (the stream itself is piped).
+      writeFileSync(lineFile(mb).file, '');
+      spawnSync('truncate', ['-s', String(mb * 1024 * 1024 + 400), lineFile(mb).file]);
+      rows.push({ label: `subtee → files, one ${mb} MB line, default options`, samples: [], input: lineFile(mb) });
+      rows.push({ label: `generator → cat (floor), ${mb} MB`, samples: [], input: lineFile(mb) });
+    }
+    for (let i = 0; i < runs; i++) {
+      hugeMb.forEach((mb, k) => {
+        rows[2 * k].samples.push(measure(`${node} ${BIN} --out ${fresh('huge')} --stdout none -q`, '', gen(mb)));
+        rows[2 * k + 1].samples.push(measure('cat', '', gen(mb)));
+      });
+    }
+    report.push(table('one line larger than --max-line-bytes (spooled, routed byte for byte)', lineFile(hugeMb[0]).file, rows, 4, []));
   }
 
   const lat = wanted('latency') ? await measureLatency(BIN, { linesPerSecond: 1000, seconds: quick ? 2 : 10, channels: 20 }) : null;

@@ -9,8 +9,8 @@ import { ROOT } from './helpers.js';
 test('npm run bench -- --quick prints every table', () => {
   const r = spawnSync(process.execPath, [join(ROOT, 'dist', 'bench', 'run.js'), '--quick'], { encoding: 'utf8', timeout: 600_000 });
   assert.equal(r.status, 0, r.stderr);
-  for (const heading of ['### large lines', '### small lines', '### many subagents', '### peak memory', '### library projection', '### live latency']) assert.ok(r.stdout.includes(heading), heading);
-  for (const label of ['cat (floor)', 'node read (floor)', 'subtee parse only', 'subtee → files', 'subtee → files + pino', 'open() → files, every message read']) {
+  for (const heading of ['### large lines', '### small lines', '### many subagents', '### peak memory', '### library projection', '### one line larger than --max-line-bytes', '### live latency']) assert.ok(r.stdout.includes(heading), heading);
+  for (const label of ['cat (floor)', 'node read (floor)', 'subtee parse only', 'subtee → files', 'subtee → files + pino', 'subtee → files, line-parser worker (option)', 'subtee → files, one 20 MB line, default options', 'open() → files, every message read']) {
     assert.ok(r.stdout.includes(`| ${label} |`), label);
   }
   const rows = r.stdout.split('\n').filter((l) => l.startsWith('| subtee') || l.startsWith('| open()'));

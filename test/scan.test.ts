@@ -5,6 +5,8 @@ import { classifyLine } from '../src/chain/stages/line-parser.js';
 import { ScannedLine, scanLine, scannedRecord, viewOf } from '../src/model/line-view.js';
 import { LazyText, LAZY_TEXT_BYTES } from '../src/model/scan.js';
 import { StreamScanner } from '../src/model/stream-scan.js';
+import { readFileSync } from 'node:fs';
+import { fixtureFiles, runToFiles, splitEvery } from './helpers.js';
 
 // The scanner must judge every line exactly as classifyLine (JSON.parse) does, and a view
 // must equal JSON.parse's value but for the strings it leaves lazy. JSON.parse is the oracle.
@@ -191,4 +193,18 @@ test('a scanned line parses its value on first read; a copy carries the value, n
   assert.equal(viewOf(copy), copy.value);
   rec.value = { replaced: true };
   assert.deepEqual(viewOf(rec), { replaced: true }, 'a stage that assigns value is seen by every later stage');
+});
+
+test('the line parser with its worker option makes the same files as without (fixtures, any chunking, spooled lines)', async () => {
+  const long = `{"type":"assistant","parent_tool_use_id":null,"message":{"content":[{"type":"thinking","thinking":"${'é\\n'.repeat(3000)}"}]}}`;
+  const inputs = [...fixtureFiles().map((f) => readFileSync(f)), Buffer.from(`${long}\n${'x'.repeat(9000)}\n{"type":"stream_event","event":{}}\n${long}`)];
+  let seed = 99;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  for (const input of inputs) {
+    const chunks = splitEvery(input, 1 + Math.floor(rnd() * 5000));
+    const plain = await runToFiles(chunks, {}, { maxLineBytes: 8192 });
+    const worker = await runToFiles(chunks, {}, { maxLineBytes: 8192, worker: true });
+    assert.deepEqual([...worker.files.keys()].sort(), [...plain.files.keys()].sort());
+    for (const [name, bytes] of plain.files) assert.ok(worker.files.get(name)!.equals(bytes), name);
+  }
 });

@@ -2,6 +2,7 @@ import { definePlugin, Registry, type PluginDefinition } from './plugin.js';
 import { createChannelRouter } from './stages/channel-router.js';
 import { createIdleWatchdog, IDLE_WATCHDOG_DEFAULTS } from './stages/idle-watchdog.js';
 import { createLineParser, LINE_PARSER_DEFAULTS } from './stages/line-parser.js';
+import { createWorkerLineParser } from './stages/line-parser-worker.js';
 import { createThinkingTruncator, THINKING_MODES, THINKING_TRUNCATOR_DEFAULTS } from './stages/thinking-truncator.js';
 import { createVersionGuard } from './stages/version-guard.js';
 import { createFilesSink, FILES_SINK_DEFAULTS } from './sinks/files.js';
@@ -10,15 +11,16 @@ import { createStdoutSink, STDOUT_MODES } from './sinks/stdout.js';
 
 const KIT = '^0.1.0';
 
-export const lineParser = definePlugin<{ maxLineBytes?: number }>({
+export const lineParser = definePlugin<{ maxLineBytes?: number; worker?: boolean }>({
   name: 'line-parser',
   kind: 'stage',
   kit: KIT,
   options: {
     maxLineBytes: { type: 'number', min: 1024, description: `longest line held in memory; longer ones are spooled to a file and routed from there (default ${LINE_PARSER_DEFAULTS.maxLineBytes})` },
+    worker: { type: 'boolean', description: 'check long lines on a worker thread while the main thread routes and writes (default false)' },
   },
   input: () => 'bytes',
-  create: (o, ctx) => createLineParser({ ...o, session: ctx.session }),
+  create: ({ worker, ...o }, ctx) => (worker ? createWorkerLineParser : createLineParser)({ ...o, session: ctx.session }),
 });
 
 export const versionGuard = definePlugin<{ requireVersion?: string }>({

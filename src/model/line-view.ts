@@ -77,21 +77,30 @@ const STREAM_EVENT = Buffer.from('{"type":"stream_event"');
  * its top-level fields (see buildView). Either way the verdict and the view are the same.
  */
 export function scanLine(line: Buffer, terminated: boolean): Scanned {
+  const plan = planLine(line);
+  if (plan === 'not-object') return { ok: false, reason: terminated ? 'not-object' : 'truncated' };
+  if (plan === 'parse') return parseWhole(line, terminated);
+  scratch.reset(SCRATCH_INTS);
+  return fromScan(line, scratch, scanJson(line, 0, line.length, scratch), terminated);
+}
+
+/** How `scanLine` judges a line: at once, by `JSON.parse`, or by the scanner. */
+export function planLine(line: Buffer): 'not-object' | 'parse' | 'scan' {
   let k = 0;
   while (k < line.length && (line[k] === 0x20 || line[k] === 0x09)) k++;
-  if (line[k] !== 0x7b) return { ok: false, reason: terminated ? 'not-object' : 'truncated' };
+  if (line[k] !== 0x7b) return 'not-object';
   const streamEvent = line.length - k >= STREAM_EVENT.length && line.compare(STREAM_EVENT, 0, STREAM_EVENT.length, k, k + STREAM_EVENT.length) === 0;
-  if (line.length < LAZY_TEXT_BYTES && !streamEvent) {
-    return parseWhole(line, terminated);
-  }
-  scratch.reset(SCRATCH_INTS);
-  const at = scanJson(line, 0, line.length, scratch);
-  if (at >= 0) return { ok: true, view: buildView(line as Bytes, scratch, at) };
+  return line.length < LAZY_TEXT_BYTES && !streamEvent ? 'parse' : 'scan';
+}
+
+/** The verdict of a scan: `at` is what scanJson returned for `line` (tape positions relative to `bytes`). */
+export function fromScan(line: Buffer, tape: Tape, at: number, terminated: boolean, bytes: Buffer = line): Scanned {
+  if (at >= 0) return { ok: true, view: buildView(bytes as Bytes, tape, at) };
   if (at === NOT_JSON) return { ok: false, reason: terminated ? 'not-json' : 'truncated' };
   return parseWhole(line, terminated);
 }
 
-function parseWhole(line: Buffer, terminated: boolean): Scanned {
+export function parseWhole(line: Buffer, terminated: boolean): Scanned {
   let value: unknown;
   try {
     value = JSON.parse(line.toString('utf8'));

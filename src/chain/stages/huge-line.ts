@@ -123,6 +123,22 @@ export class LineSpool {
   }
 }
 
+/**
+ * The record of a spooled line once it has ended, counted in the session as the parser
+ * counts every line, with a LINE_TOO_LONG warning (once per run) saying what became of it.
+ */
+export function endSpool(run: Session, spool: LineSpool, lineNo: number, terminated: boolean, maxLineBytes: number): SpooledRecord {
+  const rec = spool.finish(terminated);
+  run.input.lines++;
+  if (rec.reason) {
+    run.input.quarantined++;
+    run.quarantineLines.push(lineNo);
+  }
+  const fate = rec.reason ? 'it is not a JSON object and was kept in the quarantine file' : 'it was routed byte for byte from a spool file; transcripts show only its start';
+  run.warn('LINE_TOO_LONG', `line ${lineNo} is longer than ${maxLineBytes} bytes: ${fate}`);
+  return rec;
+}
+
 function spoolAt(path: string, bytes: number): Spool {
   return {
     path,

@@ -3,7 +3,7 @@ import { withDefaults } from '../../defaults.js';
 import { BATCH_HIGH_WATER_MARK, type QuarantineReason, type RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { scanLine, scannedRecord } from '../../model/line-view.js';
-import { LineSpool, spoolDir } from './huge-line.js';
+import { endSpool, LineSpool, spoolDir } from './huge-line.js';
 
 export const LINE_PARSER_DEFAULTS = Object.freeze({
   /** Longest line held in memory; longer lines are spooled to a file as they stream past. */
@@ -193,16 +193,8 @@ export function createLineParser(options: LineParserOptions): Transform {
       spool ??= new LineSpool(spoolDir(run), lineNo);
       spool.push(piece);
       if (!final) return;
-      const rec = spool.finish(terminated);
+      batch.push(endSpool(run, spool, lineNo, terminated, opts.maxLineBytes));
       spool = null;
-      run.input.lines++;
-      if (rec.reason) {
-        run.input.quarantined++;
-        run.quarantineLines.push(lineNo);
-      }
-      const fate = rec.reason ? 'it is not a JSON object and was kept in the quarantine file' : 'it was routed byte for byte from a spool file; transcripts show only its start';
-      run.warn('LINE_TOO_LONG', `line ${lineNo} is longer than ${opts.maxLineBytes} bytes: ${fate}`);
-      batch.push(rec);
     },
   });
   const take = (): RecordBatch | undefined => {

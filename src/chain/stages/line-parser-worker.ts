@@ -1,0 +1,204 @@
+import { Transform, type TransformCallback } from 'node:stream';
+import { Worker } from 'node:worker_threads';
+import { withDefaults } from '../../defaults.js';
+import { SubteeError } from '../../errors.js';
+import { fromScan, parseWhole, planLine, scannedRecord, scanLine, type Scanned } from '../../model/line-view.js';
+import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../model/record.js';
+import { Tape } from '../../model/scan.js';
+import { requireSession } from '../../model/session.js';
+import { endSpool, LineSpool, spoolDir } from './huge-line.js';
+import { isBlank, LINE_PARSER_DEFAULTS, LineSplitter, type LineParserOptions } from './line-parser.js';
+import type { ScanJob, ScanResult } from './scan-thread.js';
+
+/** Chunks handed to the worker and not back yet, before the parser stops taking input. */
+const IN_FLIGHT = 3;
+
+/** A line of a job: a record made on the main thread, or one waiting for the worker's scan. */
+type Slot = SubteeRecord | { lineNo: number; raw: Buffer; scan: number };
+
+interface Job {
+  id: number;
+  chunk: Buffer;
+  slots: Slot[];
+  /** Lines sent to the worker; null when the job needs no scan and is done. */
+  sent: number | null;
+  result: ScanResult | null;
+}
+
+/**
+ * The line parser with its byte scanning on a worker thread: the same records, counts and
+ * warnings as `createLineParser`, in the same order. The main thread splits lines and makes
+ * records; the worker checks each chunk's long lines (and token deltas) with the scanner,
+ * working on a copy of the chunk while the main thread routes and writes the chunk before.
+ * A line that spans two chunks, a short line (parsed whole) and a line past `maxLineBytes`
+ * (spooled) stay on the main thread. Up to IN_FLIGHT chunks are with the worker at a time.
+ */
+export function createWorkerLineParser(options: LineParserOptions): Transform {
+  const opts = withDefaults(LINE_PARSER_DEFAULTS, options);
+  const run = requireSession(options, 'createLineParser');
+  let worker: Worker | null = null;
+  let failed: Error | null = null;
+  let nextId = 0;
+  const queue: Job[] = [];
+  const spareBytes: ArrayBuffer[] = [];
+  const spareTapes: ArrayBuffer[] = [];
+  let waiting: TransformCallback | null = null;
+  let ending: TransformCallback | null = null;
+
+  let job: Job | null = null;
+  let spool: LineSpool | null = null;
+  const quarantine = (raw: Buffer, lineNo: number, reason: 'not-json' | 'not-object' | 'truncated'): SubteeRecord => {
+    run.input.quarantined++;
+    run.quarantineLines.push(lineNo);
+    return { kind: 'quarantine', lineNo, raw, reason, final: true };
+  };
+  const settle = (lineNo: number, raw: Buffer, s: Scanned): SubteeRecord => (s.ok ? scannedRecord(lineNo, raw, s) : quarantine(raw, lineNo, s.reason));
+
+  const splitter = new LineSplitter(opts.maxLineBytes, {
+    line(raw, lineNo, terminated) {
+      if (isBlank(raw)) {
+        run.input.blankLines++;
+        return;
+      }
+      run.input.lines++;
+      if (!terminated || planLine(raw) !== 'scan') {
+        job!.slots.push(settle(lineNo, raw, scanLine(raw, terminated)));
+        return;
+      }
+      job!.slots.push({ lineNo, raw, scan: 0 });
+    },
+    overflow(piece, lineNo, final, terminated = true) {
+      spool ??= new LineSpool(spoolDir(run), lineNo);
+      spool.push(piece);
+      if (!final) return;
+      job!.slots.push(endSpool(run, spool, lineNo, terminated, opts.maxLineBytes));
+      spool = null;
+    },
+  });
+
+  const start = (): Worker => {
+    const w = new Worker(new URL('./scan-thread.js', import.meta.url));
+    w.on('message', (r: ScanResult) => {
+      const j = queue.find((q) => q.id === r.id);
+      if (j) j.result = r;
+      drain();
+    });
+    w.on('error', (err) => fail(err));
+    w.on('exit', (code) => {
+      if (code !== 0 && !stream.destroyed) fail(new Error(`the scan worker exited with code ${code}`));
+    });
+    return w;
+  };
+
+  const fail = (err: Error) => {
+    if (failed) return;
+    failed = new SubteeError('ERR_SCAN_WORKER', `line parser worker failed: ${err.message}`, { cause: err });
+    stream.destroy(failed);
+  };
+
+  /**
+   * Sends the job's lines to the worker, on a copy: the chunk, then any line that began in
+   * an earlier chunk (the splitter joined it into a buffer of its own).
+   */
+  const send = (j: Job) => {
+    const lines: number[] = [];
+    const c = j.chunk;
+    const joined: Buffer[] = [];
+    let length = c.length;
+    for (const s of j.slots) {
+      if (!('scan' in s)) continue;
+      const r = s.raw;
+      if (r.buffer === c.buffer && r.byteOffset >= c.byteOffset && r.byteOffset + r.length <= c.byteOffset + c.length) {
+        lines.push(r.byteOffset - c.byteOffset, r.byteOffset - c.byteOffset + r.length);
+      } else {
+        lines.push(length, length + r.length);
+        joined.push(r);
+        length += r.length;
+      }
+    }
+    if (lines.length === 0) return;
+    let bytes = spareBytes.pop();
+    if (!bytes || bytes.byteLength < length) bytes = new ArrayBuffer(Math.max(length, 256 * 1024));
+    const view = new Uint8Array(bytes);
+    view.set(c);
+    for (let k = 0, at = c.length; k < joined.length; at += joined[k].length, k++) view.set(joined[k], at);
+    const msg: ScanJob = { id: j.id, bytes, length, lines: Int32Array.from(lines), tape: spareTapes.pop() ?? null };
+    j.sent = lines.length >> 1;
+    worker ??= start();
+    worker.postMessage(msg, [bytes, msg.lines.buffer as ArrayBuffer, ...(msg.tape ? [msg.tape] : [])]);
+  };
+
+  /** Hands on finished jobs in order, and lets input in again when there is room. */
+  const drain = () => {
+    while (queue.length > 0 && (queue[0].sent === null || queue[0].result)) {
+      const j = queue.shift()!;
+      const batch = complete(j);
+      if (batch.length > 0) stream.push(batch);
+    }
+    if (waiting && queue.length < IN_FLIGHT) {
+      const cb = waiting;
+      waiting = null;
+      cb();
+    }
+    if (ending && queue.length === 0) finish();
+  };
+
+  const complete = (j: Job): RecordBatch => {
+    const r = j.result;
+    const tape = new Tape(0);
+    if (r) tape.ints = new Int32Array(r.tape);
+    let k = 0;
+    const batch = j.slots.map((s): SubteeRecord => {
+      if (!('scan' in s)) return s;
+      const at = r!.at[k++];
+      return settle(s.lineNo, s.raw, fromScan(s.raw, tape, at, true));
+    });
+    if (r) {
+      spareBytes.push(r.bytes);
+      spareTapes.push(r.tape);
+    }
+    return batch;
+  };
+
+  const finish = () => {
+    const cb = ending!;
+    ending = null;
+    job = { id: nextId++, chunk: Buffer.alloc(0), slots: [], sent: null, result: null };
+    splitter.end();
+    const last = job.slots as RecordBatch;
+    job = null;
+    void worker?.terminate();
+    worker = null;
+    cb(null, last.length > 0 ? last : undefined);
+  };
+
+  const stream: Transform = new Transform({
+    writableObjectMode: false,
+    readableObjectMode: true,
+    readableHighWaterMark: BATCH_HIGH_WATER_MARK,
+    transform(chunk: Buffer, _enc, cb: TransformCallback) {
+      if (failed) return cb(failed);
+      run.input.bytes += chunk.length;
+      job = { id: nextId++, chunk, slots: [], sent: null, result: null };
+      splitter.push(chunk);
+      const j = job;
+      job = null;
+      queue.push(j);
+      send(j);
+      drain();
+      if (queue.length >= IN_FLIGHT) waiting = cb;
+      else cb();
+    },
+    flush(cb: TransformCallback) {
+      ending = cb;
+      drain();
+    },
+    destroy(err, cb) {
+      spool?.discard();
+      void worker?.terminate();
+      worker = null;
+      cb(err);
+    },
+  });
+  return stream;
+}
