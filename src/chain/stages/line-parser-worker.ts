@@ -4,7 +4,7 @@ import { withDefaults } from '../../defaults.js';
 import { SubteeError } from '../../errors.js';
 import { fromScan, parseWhole, planLine, scannedRecord, scanLine, type Scanned } from '../../model/line-view.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../model/record.js';
-import { Tape } from '../../model/scan.js';
+import { LAZY_TEXT_BYTES, Tape } from '../../model/scan.js';
 import { requireSession } from '../../model/session.js';
 import { endSpool, LineSpool, spoolDir } from './huge-line.js';
 import { isBlank, LINE_PARSER_DEFAULTS, LineSplitter, type LineParserOptions } from './line-parser.js';
@@ -28,7 +28,7 @@ interface Job {
 /**
  * The line parser with its byte scanning on a worker thread: the same records, counts and
  * warnings as `createLineParser`, in the same order. The main thread splits lines and makes
- * records; the worker checks each chunk's long lines (and token deltas) with the scanner,
+ * records; the worker checks each chunk's lines of LAZY_TEXT_BYTES or more with the scanner,
  * working on a copy of the chunk while the main thread routes and writes the chunk before.
  * A line that spans two chunks, a short line (parsed whole) and a line past `maxLineBytes`
  * (spooled) stay on the main thread. Up to IN_FLIGHT chunks are with the worker at a time.
@@ -61,7 +61,8 @@ export function createWorkerLineParser(options: LineParserOptions): Transform {
         return;
       }
       run.input.lines++;
-      if (!terminated || planLine(raw) !== 'scan') {
+      // Short lines are cheaper to check here than to hand over.
+      if (!terminated || raw.length < LAZY_TEXT_BYTES || planLine(raw) !== 'scan') {
         job!.slots.push(settle(lineNo, raw, scanLine(raw, terminated)));
         return;
       }
