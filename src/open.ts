@@ -67,7 +67,10 @@ export interface RunProjection {
  * messages, tool calls and events as async iterables. The chain starts at once; iterating is
  * optional, and a projection nobody iterates costs nothing beyond the tree.
  */
-export function open(input: Readable | AsyncIterable<Buffer | string>, options: OpenOptions = {}): RunProjection {
+export function open(
+  input: Readable | AsyncIterable<Buffer | string>,
+  options: OpenOptions = {},
+): RunProjection {
   const session = new Session();
   const projection = new Projection(session, options);
   // A copy: the caller's registry may serve several runs, each with its own projection sink.
@@ -85,7 +88,8 @@ export function open(input: Readable | AsyncIterable<Buffer | string>, options: 
   );
   const base: ChainSpec = options.spec ?? {
     stages: DEFAULT_STAGES.map((stage) => ({ ...stage })),
-    sinks: options.out === undefined ? [] : [{ use: 'files', out: options.out, force: options.force ?? false }],
+    sinks:
+      options.out === undefined ? [] : [{ use: 'files', out: options.out, force: options.force ?? false }],
   };
   const spec: ChainSpec = { stages: base.stages, sinks: [...base.sinks, { use: 'projection' }] };
   const source = input instanceof Readable ? input : Readable.from(input, { objectMode: false });

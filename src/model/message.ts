@@ -13,7 +13,7 @@ export const isObject = (value: unknown): value is JsonObject =>
 export const nonEmpty = (value: unknown): string | null =>
   typeof value === 'string' && value.length > 0 ? value : null;
 
-// Content blocks ─────────────────────────────────────────────────────────────────────────
+// Content blocks
 
 export interface TextBlock {
   type: 'text';
@@ -107,7 +107,7 @@ export function resultText(block: ToolResultBlock): string {
   return text;
 }
 
-// Lines ─────────────────────────────────────────────────────────────────────────────────
+// Lines
 
 export type Usage = Readonly<Record<string, number>>;
 
@@ -120,7 +120,13 @@ interface LineBase {
 
 export interface AssistantLine extends LineBase {
   type: 'assistant';
-  message: { id?: string; model?: string; content: unknown[]; usage?: JsonObject; stop_reason?: string | null };
+  message: {
+    id?: string;
+    model?: string;
+    content: unknown[];
+    usage?: JsonObject;
+    stop_reason?: string | null;
+  };
 }
 
 export interface UserLine extends LineBase {

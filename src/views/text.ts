@@ -22,7 +22,8 @@ export function headerLines(ch: ChannelSnapshot): string[] {
 }
 
 export function statusLine(status: string, summary: string | null): string {
-  return `[status] ${status}${summary ? ` — ${escapeOneLine(shorten(summary, RENDER_DEFAULTS.resultChars))}` : ''}`;
+  const text = summary ? ` — ${escapeOneLine(shorten(summary, RENDER_DEFAULTS.resultChars))}` : '';
+  return `[status] ${status}${text}`;
 }
 
 /**
@@ -30,7 +31,9 @@ export function statusLine(status: string, summary: string | null): string {
  * it: `display` carries text an earlier stage chose to show instead of a block's own (the
  * thinking truncator) and is keyed by the block's index in the raw content list.
  */
-export function* shownBlocks(rec: LineRecord): Generator<{ block: ContentBlock; override: string | undefined }> {
+export function* shownBlocks(
+  rec: LineRecord,
+): Generator<{ block: ContentBlock; override: string | undefined }> {
   const raw = rawBlocks(rec.value);
   for (let i = 0; i < raw.length; i++) {
     const override = rec.display?.get(i);
@@ -77,8 +80,9 @@ export function renderRecord(rec: LineRecord): string[] {
       out.push(`[prompt] ${escapeControl(shorten(message.content, RENDER_DEFAULTS.promptChars))}`);
     }
   } else if (v.type === 'result') {
-    const text = typeof v.result === 'string' ? ` — ${escapeOneLine(shorten(v.result, RENDER_DEFAULTS.resultChars))}` : '';
-    out.push(`[run] ${escapeOneLine(String(v.subtype ?? 'result'))}${v.is_error === true ? ' (error)' : ''}${text}`);
+    const result = typeof v.result === 'string' ? escapeOneLine(shorten(v.result, RENDER_DEFAULTS.resultChars)) : null;
+    const error = v.is_error === true ? ' (error)' : '';
+    out.push(`[run] ${escapeOneLine(String(v.subtype ?? 'result'))}${error}${result === null ? '' : ` — ${result}`}`);
   }
   return out;
 }
