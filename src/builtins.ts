@@ -6,6 +6,7 @@ import { createThinkingTruncator, THINKING_MODES, THINKING_TRUNCATOR_DEFAULTS } 
 import { createVersionGuard } from './stages/version-guard.js';
 import { createFilesSink, FILES_SINK_DEFAULTS } from './sinks/files.js';
 import { createPinoSink, PINO_SINK_DEFAULTS } from './sinks/pino.js';
+import { createOtlpSink, OTLP_PROTOCOLS, OTLP_SINK_DEFAULTS, type OtlpSinkOptions } from './sinks/otlp.js';
 import { createStdoutSink, STDOUT_MODES } from './sinks/stdout.js';
 
 const KIT = '^0.1.0';
@@ -106,7 +107,25 @@ export const pinoSink = definePlugin<{ destination?: string; transport?: Record<
   create: (o, ctx) => createPinoSink({ ...o, run: ctx.run }),
 });
 
-export const BUILTINS: readonly PluginDefinition[] = [lineParser, versionGuard, channelRouter, thinkingTruncator, idleWatchdog, filesSink, stdoutSink, pinoSink];
+export const otlpSink = definePlugin<Omit<OtlpSinkOptions, 'run' | 'env'>>({
+  name: 'otlp',
+  kind: 'sink',
+  kit: KIT,
+  options: {
+    url: { type: 'string', description: 'OTLP/HTTP collector endpoint (/v1/traces is added to a URL without a path); "env" or absent: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318' },
+    protocol: { type: 'string', choices: OTLP_PROTOCOLS, description: 'http/protobuf or http/json (default OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)' },
+    captureContent: { type: 'boolean', description: 'prompts, reports, tool arguments and results as span attributes (default off)' },
+    maxContentChars: { type: 'number', min: 1, description: `longest content attribute (default ${OTLP_SINK_DEFAULTS.maxContentChars})` },
+    timeoutMs: { type: 'number', min: 1, description: 'one export request\'s timeout (default OTEL_EXPORTER_OTLP_TIMEOUT, else 10000)' },
+    retryMs: { type: 'number', min: 0, description: `how long a batch of spans is retried before it counts as not delivered (default ${OTLP_SINK_DEFAULTS.retryMs})` },
+    flushTimeoutMs: { type: 'number', min: 0, description: `at the end, how long to wait for the last spans (default ${OTLP_SINK_DEFAULTS.flushTimeoutMs})` },
+    maxQueueSpans: { type: 'number', min: 1, description: `finished spans held before input waits (default ${OTLP_SINK_DEFAULTS.maxQueueSpans})` },
+    maxBatchSpans: { type: 'number', min: 1, description: `spans per export request (default ${OTLP_SINK_DEFAULTS.maxBatchSpans})` },
+  },
+  create: (o, ctx) => createOtlpSink({ ...o, run: ctx.run, env: ctx.env }),
+});
+
+export const BUILTINS: readonly PluginDefinition[] = [lineParser, versionGuard, channelRouter, thinkingTruncator, idleWatchdog, filesSink, stdoutSink, pinoSink, otlpSink];
 
 export function builtinRegistry(): Registry {
   const r = new Registry();
