@@ -7,6 +7,8 @@ import { createVersionGuard } from './stages/version-guard.js';
 import { createFilesSink, FILES_SINK_DEFAULTS } from './sinks/files.js';
 import { createPinoSink, PINO_SINK_DEFAULTS } from './sinks/pino.js';
 import { createOtlpSink, OTLP_PROTOCOLS, OTLP_SINK_DEFAULTS, type OtlpSinkOptions } from './sinks/otlp.js';
+import { CLICKHOUSE_SINK_DEFAULTS, createClickHouseSink, type ClickHouseSinkOptions } from './sinks/clickhouse.js';
+import type { Run } from './run.js';
 import { createStdoutSink, STDOUT_MODES } from './sinks/stdout.js';
 
 const KIT = '^0.1.0';
@@ -81,8 +83,14 @@ export const filesSink = definePlugin<{ out: string; maxOpenFiles?: number; flus
     flushBytes: { type: 'number', min: 1, description: `queued bytes that force a write (default ${FILES_SINK_DEFAULTS.flushBytes})` },
     force: { type: 'boolean', description: 'write into a folder that already holds files' },
   },
-  create: (o, ctx) => createFilesSink({ ...o, run: ctx.run }),
+  create: (o, ctx) => {
+    OUT_FOLDERS.set(ctx.run, o.out);
+    return createFilesSink({ ...o, run: ctx.run });
+  },
 });
+
+/** The files sink's folder of each run, where other sinks keep what they could not send. */
+const OUT_FOLDERS = new WeakMap<Run, string>();
 
 export const stdoutSink = definePlugin<{ mode?: (typeof STDOUT_MODES)[number] }>({
   name: 'stdout',
@@ -125,7 +133,29 @@ export const otlpSink = definePlugin<Omit<OtlpSinkOptions, 'run' | 'env'>>({
   create: (o, ctx) => createOtlpSink({ ...o, run: ctx.run, env: ctx.env }),
 });
 
-export const BUILTINS: readonly PluginDefinition[] = [lineParser, versionGuard, channelRouter, thinkingTruncator, idleWatchdog, filesSink, stdoutSink, pinoSink, otlpSink];
+export const clickhouseSink = definePlugin<Omit<ClickHouseSinkOptions, 'run' | 'spoolDir'> & { spoolDir?: string }>({
+  name: 'clickhouse',
+  kind: 'sink',
+  kit: KIT,
+  options: {
+    url: { type: 'string', required: true, description: 'the HTTP interface, e.g. http://user:password@host:8123 (a path names the database)' },
+    eventsTable: { type: 'string', description: `table of one row per input line, created if missing (default ${CLICKHOUSE_SINK_DEFAULTS.eventsTable})` },
+    channelsTable: { type: 'string', description: `table of index.json's channel rows, created if missing (default ${CLICKHOUSE_SINK_DEFAULTS.channelsTable})` },
+    runId: { type: 'string', description: 'the run\'s key in both tables (default: the uuid of the stream\'s first line)' },
+    spoolDir: { type: 'string', description: 'where rows wait while the server is away (default the files sink\'s out folder)' },
+    resend: { type: 'string', description: 'a folder whose spool files (and its subfolders\') are sent first: what earlier runs could not send' },
+    maxContentChars: { type: 'number', min: 0, description: `content prefix kept per row (default ${CLICKHOUSE_SINK_DEFAULTS.maxContentChars})` },
+    batchRows: { type: 'number', min: 1, description: `rows per insert (default ${CLICKHOUSE_SINK_DEFAULTS.batchRows})` },
+    flushIntervalMs: { type: 'number', min: 1, description: `a partial batch is inserted after this long (default ${CLICKHOUSE_SINK_DEFAULTS.flushIntervalMs})` },
+    maxQueueRows: { type: 'number', min: 1, description: `rows held before input waits (default ${CLICKHOUSE_SINK_DEFAULTS.maxQueueRows})` },
+    timeoutMs: { type: 'number', min: 1, description: `one request's timeout (default ${CLICKHOUSE_SINK_DEFAULTS.timeoutMs})` },
+    maxRetryDelayMs: { type: 'number', min: 1, description: `longest pause between attempts to reach the server again (default ${CLICKHOUSE_SINK_DEFAULTS.maxRetryDelayMs})` },
+    flushTimeoutMs: { type: 'number', min: 0, description: `at the end, how long to wait for the last rows (default ${CLICKHOUSE_SINK_DEFAULTS.flushTimeoutMs})` },
+  },
+  create: (o, ctx) => createClickHouseSink({ ...o, spoolDir: o.spoolDir ?? (() => OUT_FOLDERS.get(ctx.run)), run: ctx.run }),
+});
+
+export const BUILTINS: readonly PluginDefinition[] = [lineParser, versionGuard, channelRouter, thinkingTruncator, idleWatchdog, filesSink, stdoutSink, pinoSink, otlpSink, clickhouseSink];
 
 export function builtinRegistry(): Registry {
   const r = new Registry();

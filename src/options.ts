@@ -32,6 +32,8 @@ export const OPTIONS: readonly OptionDef[] = Object.freeze([
   { name: 'on-stall', type: 'string', arg: 'ACTION', default: 'fail', choices: ['fail', 'warn'], target: { use: 'idle-watchdog', key: 'onStall' }, help: 'fail: stop (exit 124, and stop the agent under subtee run); warn: report only' },
   { name: 'pino', type: 'string', arg: '[FILE]', optionalDefault: 'events.pino.log', target: { use: 'pino', key: 'destination' }, help: 'also log one pino line per event to FILE (- for stdout; alone: OUT/events.pino.log)' },
   { name: 'otlp', type: 'string', arg: '[URL]', optionalDefault: 'env', target: { use: 'otlp', key: 'url' }, help: 'also send the run as OpenTelemetry traces to the OTLP/HTTP collector at URL (alone: from OTEL_EXPORTER_OTLP_*, else localhost:4318)' },
+  { name: 'clickhouse', type: 'string', arg: 'URL', target: { use: 'clickhouse', key: 'url' }, help: 'also insert one row per line and the channel rows into ClickHouse at URL (rows wait in OUT when it is away)' },
+  { name: 'clickhouse-resend', type: 'string', arg: 'DIR', target: { use: 'clickhouse', key: 'resend' }, help: 'first send what earlier runs spooled in DIR and its subfolders (with --clickhouse)' },
   { name: 'max-line-bytes', type: 'number', arg: 'N', default: 64 * 1024 * 1024, min: 1024, target: { use: 'line-parser', key: 'maxLineBytes' }, help: 'longest line held in memory; longer lines are quarantined in pieces' },
   { name: 'max-open-files', type: 'number', arg: 'N', default: 128, min: 4, target: { use: 'files', key: 'maxOpenFiles' }, help: 'open file handles kept at most (others are reopened for append)' },
   { name: 'config', alias: 'c', type: 'string', arg: 'FILE', help: 'JSON config: stages, sinks, plugins (flags given here override it)' },

@@ -26,7 +26,7 @@ export interface SpanLike {
  * Runs bytes through the real parser, router and files sink, handing every routed batch to
  * `tap` on its way to the files; returns the run and the index.json it wrote.
  */
-export async function routeThrough(input: Buffer, tap: (batch: RecordBatch, run: Run) => void, chunkBytes = 4096): Promise<{ run: Run; index: any; out: string }> {
+export async function routeThrough(input: Buffer, tap: (batch: RecordBatch, run: Run) => void, chunkBytes = 4096, maxLineBytes?: number): Promise<{ run: Run; index: any; out: string }> {
   const run = new Run();
   const out = join(tmpDir(), 'out');
   const chunks: Buffer[] = [];
@@ -38,7 +38,7 @@ export async function routeThrough(input: Buffer, tap: (batch: RecordBatch, run:
       cb(null, batch);
     },
   });
-  await pipeline(chunked(chunks), createLineParser({ run }), createChannelRouter({ run }), tapStream, createFilesSink({ out, run }), createDiscard());
+  await pipeline(chunked(chunks), createLineParser({ run, maxLineBytes }), createChannelRouter({ run }), tapStream, createFilesSink({ out, run }), createDiscard());
   return { run, out, index: JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')) };
 }
 
