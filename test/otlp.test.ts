@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { basename, join } from 'node:path';
@@ -31,7 +31,10 @@ function subtee(args: string[], o: { env?: NodeJS.ProcessEnv; stdin?: Buffer; ti
     env: { PATH: process.env.PATH, ...o.env },
     stdio: [o.stdin ? 'pipe' : 'ignore', 'ignore', 'pipe'],
   });
-  if (o.stdin) child.stdin!.write(o.stdin);
+  if (o.stdin) {
+    child.stdin!.on('error', () => {}); // subtee stops reading when it stalls
+    child.stdin!.write(o.stdin);
+  }
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
   const timer = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs ?? 60_000);
@@ -245,4 +248,20 @@ describe('OTLP sink on live runs of the real Claude Code CLI', { skip: !claudeAv
       assert.ok(readTree(out).has('main.jsonl'));
     });
   }
+});
+
+test('the OpenTelemetry SDK and the ClickHouse client are loaded only by a run that uses their sink', () => {
+  const probe = `
+    import { createRequire } from 'node:module';
+    const { main } = await import(${JSON.stringify(join(BIN, '..', '..', 'dist', 'src', 'cli.js'))});
+    const loaded = () => Object.keys(createRequire(import.meta.url).cache).filter((k) => /@opentelemetry|@clickhouse/.test(k)).length;
+    const before = loaded();
+    await main(process.argv.slice(1), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' } });
+    console.error(JSON.stringify({ before, after: loaded() }));`;
+  const run = (args: string[]) => {
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', probe, '--', '--out', join(tmpDir(), 'out'), '--stdout', 'none', '-q', ...args], { encoding: 'utf8' });
+    return JSON.parse(r.stderr.trim().split('\n').pop()!);
+  };
+  assert.deepEqual(run([NESTED]), { before: 0, after: 0 });
+  assert.ok(run(['-c', otlpConfig({ url: 'http://127.0.0.1:9', retryMs: 0, flushTimeoutMs: 0, timeoutMs: 50 }), NESTED]).after > 0);
 });

@@ -1,6 +1,8 @@
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
-import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
+import type * as ClickHouseModule from '@clickhouse/client';
+import type { ClickHouseClient } from '@clickhouse/client';
 import { withDefaults } from '../defaults.js';
 import { UsageError } from '../errors.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../record.js';
@@ -51,6 +53,9 @@ export interface ClickHouseSinkOptions {
 
 type Mode = 'online' | 'offline' | 'draining';
 
+/** Loaded when a ClickHouse sink is made, not when subtee starts (most runs never use it). */
+const loadClient = () => createRequire(import.meta.url)('@clickhouse/client') as typeof ClickHouseModule;
+
 function safeUrl(url: string): string {
   try {
     const u = new URL(url);
@@ -93,6 +98,7 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
   let client: ClickHouseClient;
   try {
     new URL(opts.url);
+    const { createClient, ClickHouseLogLevel } = loadClient();
     client = createClient({ url: opts.url, request_timeout: opts.timeoutMs, log: { level: ClickHouseLogLevel.OFF }, max_open_connections: 2 });
   } catch (err) {
     throw new UsageError('ERR_BAD_OPTION', `clickhouse: not a usable URL: ${safeUrl(opts.url)} (${describe(err)})`, err);

@@ -1,11 +1,14 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
+import { createRequire } from 'node:module';
 import { Transform, type TransformCallback } from 'node:stream';
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type HrTime } from '@opentelemetry/api';
-import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { AlwaysOnSampler, BasicTracerProvider, type IdGenerator, type ReadableSpan, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type * as OtelApi from '@opentelemetry/api';
+import type * as ProtoExporter from '@opentelemetry/exporter-trace-otlp-proto';
+import type * as JsonExporter from '@opentelemetry/exporter-trace-otlp-http';
+import type * as OtelResources from '@opentelemetry/resources';
+import type * as TraceSdk from '@opentelemetry/sdk-trace-base';
+import type { HrTime } from '@opentelemetry/api';
+import type { IdGenerator, ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { withDefaults } from '../defaults.js';
 import { UsageError } from '../errors.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../record.js';
@@ -77,6 +80,22 @@ export function otlpProtocol(protocol: string | undefined, env: NodeJS.ProcessEn
     throw new UsageError('ERR_BAD_OPTION', `otlp: protocol ${p} is not supported (use ${OTLP_PROTOCOLS.join(' or ')})`);
   }
   return p as OtlpProtocol;
+}
+
+const require = createRequire(import.meta.url);
+
+/**
+ * The SDK is loaded when an OTLP sink is made, not when subtee starts: it takes longer to
+ * load than subtee takes to split a small run, and most runs never use it.
+ */
+function loadSdk() {
+  return {
+    api: require('@opentelemetry/api') as typeof OtelApi,
+    sdk: require('@opentelemetry/sdk-trace-base') as typeof TraceSdk,
+    resources: require('@opentelemetry/resources') as typeof OtelResources,
+    proto: require('@opentelemetry/exporter-trace-otlp-proto') as typeof ProtoExporter,
+    json: require('@opentelemetry/exporter-trace-otlp-http') as typeof JsonExporter,
+  };
 }
 
 const hrTime = (ms: number): HrTime => [Math.floor(ms / 1000), Math.round((ms % 1000) * 1e6)];
@@ -279,16 +298,19 @@ export function createOtlpSink(options: OtlpSinkOptions = {}): Transform {
       return agent;
     },
   };
-  const exporter: SpanExporter = protocol === 'http/json' ? new JsonExporter(exporterConfig) : new ProtoExporter(exporterConfig);
+  const { api, sdk, resources, proto, json } = loadSdk();
+  const exporter: SpanExporter = protocol === 'http/json' ? new json.OTLPTraceExporter(exporterConfig) : new proto.OTLPTraceExporter(exporterConfig);
   const delivery = new SpanDelivery(exporter, opts, (error) => {
     run.warn('OTLP_UNAVAILABLE', `collector ${url} is not accepting spans (${error}); the run goes on and spans are retried`);
   });
 
   const ids = new DerivedIds();
-  const resource = defaultResource()
-    .merge(resourceFromAttributes({ 'service.name': 'subtee' }))
-    .merge(detectResources({ detectors: [envDetector] }));
-  const provider = new BasicTracerProvider({ resource, idGenerator: ids, sampler: new AlwaysOnSampler(), spanProcessors: [new HandOver((s) => delivery.push(s))] });
+  const resource = resources
+    .defaultResource()
+    .merge(resources.resourceFromAttributes({ 'service.name': 'subtee' }))
+    .merge(resources.detectResources({ detectors: [resources.envDetector] }));
+  // Always on: a sampled part of a tree is no tree.
+  const provider = new sdk.BasicTracerProvider({ resource, idGenerator: ids, sampler: new sdk.AlwaysOnSampler(), spanProcessors: [new HandOver((s) => delivery.push(s))] });
   const tracer = provider.getTracer('subtee');
   let fallbackRunId: string | null = null;
 
@@ -297,10 +319,10 @@ export function createOtlpSink(options: OtlpSinkOptions = {}): Transform {
       ids.traceId ||= traceIdOf(builder.runId ?? (fallbackRunId ??= randomRunId()));
       ids.next = spanIdOf(ids.traceId, sd.key);
       const parent = sd.parentKey === null
-        ? ROOT_CONTEXT
-        : trace.setSpanContext(ROOT_CONTEXT, { traceId: ids.traceId, spanId: spanIdOf(ids.traceId, sd.parentKey), traceFlags: TraceFlags.SAMPLED });
-      const span = tracer.startSpan(sd.name, { kind: SpanKind.INTERNAL, startTime: hrTime(sd.startMs), attributes: sd.attributes }, parent);
-      if (sd.error !== null) span.setStatus({ code: SpanStatusCode.ERROR, message: sd.error });
+        ? api.ROOT_CONTEXT
+        : api.trace.setSpanContext(api.ROOT_CONTEXT, { traceId: ids.traceId, spanId: spanIdOf(ids.traceId, sd.parentKey), traceFlags: api.TraceFlags.SAMPLED });
+      const span = tracer.startSpan(sd.name, { kind: api.SpanKind.INTERNAL, startTime: hrTime(sd.startMs), attributes: sd.attributes }, parent);
+      if (sd.error !== null) span.setStatus({ code: api.SpanStatusCode.ERROR, message: sd.error });
       span.end(hrTime(sd.endMs));
     }
   };
