@@ -21,7 +21,7 @@ async function rowsOf(input: Buffer, options: ConstructorParameters<typeof RowBu
 for (const file of fixtureFiles()) {
   test(`rows of ${basename(file)}: one event per line, tokens and channels as in index.json`, async () => {
     const input = readFileSync(file);
-    const { events, midRun, final, index } = await rowsOf(input);
+    const { events, midRun, final, index, builder } = await rowsOf(input);
     const nonBlank = linesOf(input).map((l, i) => [l, i + 1] as const).filter(([l]) => l.trim() !== '').map(([, n]) => n);
     assert.deepEqual(events.map((e) => e.line), nonBlank, 'one row per non-blank line, keyed by its line number');
     assert.equal(events.length, index.input.lines);
@@ -43,6 +43,7 @@ for (const file of fixtureFiles()) {
       );
       assert.equal(row.first_seen_ms, Date.parse(c.first_seen));
       assert.ok(midRun.filter((r) => r.channel === (c.id ?? '')).every((r) => r.ver < row.ver), 'the final row outranks every earlier one');
+      assert.ok(row.ver > builder.lines, 'even one taken at the last line');
     }
   });
 }

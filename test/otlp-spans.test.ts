@@ -104,8 +104,9 @@ test('message content only when asked for, bounded', async () => {
 });
 
 test('an orphan is placed once its spawn call shows up; one never spawned hangs under main', async () => {
-  // a2's lines arrive before the call that spawns it; a3's spawn call never arrives.
-  const input = bytes(init, say('a2', 1, 'early'), spawn('a1', 2), spawn('a2', 3, 'a1'), say('a3', 4, 'lost'), toolResult(null, 'a1', 5, 'done'));
+  // a2's lines arrive before the call that spawns it; a3's spawn call never arrives; t9 is
+  // a Bash call, not a spawn, whose id some lines name as their parent.
+  const input = bytes(init, say('a2', 1, 'early'), spawn('a1', 2), spawn('a2', 3, 'a1'), say('a3', 4, 'lost'), toolUse(null, 't9', 'Bash', 4), say('t9', 4, 'progress'), toolResult(null, 'a1', 5, 'done'));
   const { spans, index } = await spansOf(input);
   assertSpanTree(spans.map(like), index, 'orphans');
   const a2 = spans.find((s) => s.key === 'agent:a2')!;
@@ -114,6 +115,7 @@ test('an orphan is placed once its spawn call shows up; one never spawned hangs 
   const a3 = spans.find((s) => s.key === 'agent:a3')!;
   assert.equal(a3.parentKey, 'agent:');
   assert.equal(a3.attributes['subtee.orphan'], true);
+  assert.equal(spans.find((s) => s.key === 'agent:t9')!.parentKey, 'agent:', 'not under the Bash call');
 });
 
 test('a stream without any timestamp uses the fallback time', async () => {
