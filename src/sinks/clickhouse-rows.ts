@@ -126,7 +126,7 @@ const USAGE_COLUMNS = [
   ['cache_creation_input_tokens', 'cache_creation_tokens'],
 ] as const;
 
-export const ROW_BUILDER_DEFAULTS = Object.freeze({ maxContentChars: 1000 });
+export const ROW_BUILDER_DEFAULTS = Object.freeze({ maxContentChars: 256 });
 
 /** Rows held at most while waiting for the stream's first timestamp. */
 const UNTIMED_MAX = 10_000;

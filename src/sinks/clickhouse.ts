@@ -15,7 +15,7 @@ export const CLICKHOUSE_SINK_DEFAULTS = Object.freeze({
   eventsTable: 'subtee_events',
   channelsTable: 'subtee_channels',
   /** Longest content prefix (and summary, description) kept per row, in characters. */
-  maxContentChars: 1000,
+  maxContentChars: 256,
   /** Rows per insert. */
   batchRows: 5000,
   /** A partial batch is inserted after this long, so rows arrive while the run goes on. */
