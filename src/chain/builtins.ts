@@ -6,6 +6,8 @@ import { createThinkingTruncator, THINKING_MODES, THINKING_TRUNCATOR_DEFAULTS } 
 import { createVersionGuard } from './stages/version-guard.js';
 import { createFilesSink, FILES_SINK_DEFAULTS } from './sinks/files.js';
 import { createPinoSink, PINO_SINK_DEFAULTS } from './sinks/pino.js';
+import { createOtlpSink, OTLP_PROTOCOLS, OTLP_SINK_DEFAULTS, type OtlpSinkOptions } from './sinks/otlp.js';
+import { CLICKHOUSE_SINK_DEFAULTS, createClickHouseSink, type ClickHouseSinkOptions } from './sinks/clickhouse.js';
 import { createStdoutSink, STDOUT_MODES } from './sinks/stdout.js';
 
 const KIT = '^0.1.0';
@@ -106,7 +108,48 @@ export const pinoSink = definePlugin<{ destination?: string; transport?: Record<
   create: (o, ctx) => createPinoSink({ ...o, session: ctx.session }),
 });
 
-export const BUILTINS: readonly PluginDefinition[] = [lineParser, versionGuard, channelRouter, thinkingTruncator, idleWatchdog, filesSink, stdoutSink, pinoSink];
+export const otlpSink = definePlugin<Omit<OtlpSinkOptions, 'session' | 'env'>>({
+  name: 'otlp',
+  kind: 'sink',
+  kit: KIT,
+  options: {
+    url: { type: 'string', description: 'OTLP/HTTP collector endpoint (/v1/traces is added to a URL without a path); "env" or absent: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318' },
+    protocol: { type: 'string', choices: OTLP_PROTOCOLS, description: 'http/protobuf or http/json (default OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)' },
+    captureContent: { type: 'boolean', description: 'prompts, reports, tool arguments and results as span attributes (default off)' },
+    maxContentChars: { type: 'number', min: 1, description: `longest content attribute (default ${OTLP_SINK_DEFAULTS.maxContentChars})` },
+    timeoutMs: { type: 'number', min: 1, description: 'one export request\'s timeout (default OTEL_EXPORTER_OTLP_TIMEOUT, else 10000)' },
+    retryMs: { type: 'number', min: 0, description: `how long a batch of spans is retried before it counts as not delivered (default ${OTLP_SINK_DEFAULTS.retryMs})` },
+    flushTimeoutMs: { type: 'number', min: 0, description: `at the end, how long to wait for the last spans (default ${OTLP_SINK_DEFAULTS.flushTimeoutMs})` },
+    maxQueueSpans: { type: 'number', min: 1, description: `finished spans held before input waits (default ${OTLP_SINK_DEFAULTS.maxQueueSpans})` },
+    maxBatchSpans: { type: 'number', min: 1, description: `spans per export request (default ${OTLP_SINK_DEFAULTS.maxBatchSpans})` },
+  },
+  create: (o, ctx) => createOtlpSink({ ...o, session: ctx.session, env: ctx.env }),
+});
+
+export const clickhouseSink = definePlugin<Omit<ClickHouseSinkOptions, 'session' | 'spoolDir'> & { spoolDir?: string }>({
+  name: 'clickhouse',
+  kind: 'sink',
+  kit: KIT,
+  options: {
+    url: { type: 'string', required: true, description: 'the HTTP interface, e.g. http://user:password@host:8123 (a path names the database)' },
+    eventsTable: { type: 'string', description: `table of one row per input line, created if missing (default ${CLICKHOUSE_SINK_DEFAULTS.eventsTable})` },
+    channelsTable: { type: 'string', description: `table of index.json's channel rows, created if missing (default ${CLICKHOUSE_SINK_DEFAULTS.channelsTable})` },
+    runId: { type: 'string', description: 'the run\'s key in both tables (default: the uuid of the stream\'s first line)' },
+    spoolDir: { type: 'string', description: 'where rows wait while the server is away (default the files sink\'s out folder)' },
+    resend: { type: 'string', description: 'a folder whose spool files (and its subfolders\') are sent first: what earlier runs could not send' },
+    maxContentChars: { type: 'number', min: 0, description: `content prefix kept per row (default ${CLICKHOUSE_SINK_DEFAULTS.maxContentChars})` },
+    batchRows: { type: 'number', min: 1, description: `rows per insert (default ${CLICKHOUSE_SINK_DEFAULTS.batchRows})` },
+    flushIntervalMs: { type: 'number', min: 1, description: `a partial batch is inserted after this long (default ${CLICKHOUSE_SINK_DEFAULTS.flushIntervalMs})` },
+    maxQueueRows: { type: 'number', min: 1, description: `rows held before input waits (default ${CLICKHOUSE_SINK_DEFAULTS.maxQueueRows})` },
+    timeoutMs: { type: 'number', min: 1, description: `one request's timeout (default ${CLICKHOUSE_SINK_DEFAULTS.timeoutMs})` },
+    maxRetryDelayMs: { type: 'number', min: 1, description: `longest pause between attempts to reach the server again (default ${CLICKHOUSE_SINK_DEFAULTS.maxRetryDelayMs})` },
+    flushTimeoutMs: { type: 'number', min: 0, description: `at the end, how long to wait for the last rows (default ${CLICKHOUSE_SINK_DEFAULTS.flushTimeoutMs})` },
+  },
+  create: (o, ctx) =>
+    createClickHouseSink({ ...o, spoolDir: o.spoolDir ?? (() => ctx.session.channelFiles?.out), session: ctx.session }),
+});
+
+export const BUILTINS: readonly PluginDefinition[] = [lineParser, versionGuard, channelRouter, thinkingTruncator, idleWatchdog, filesSink, stdoutSink, pinoSink, otlpSink, clickhouseSink];
 
 export function builtinRegistry(): Registry {
   const r = new Registry();

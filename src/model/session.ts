@@ -2,6 +2,8 @@ import { UsageError } from '../errors.js';
 import { ChannelTree, type Channel } from './tree.js';
 
 export interface ChannelFiles {
+  /** The output folder. */
+  readonly out: string;
   /** The absolute path of a channel's `.jsonl` file, once the channel has one. */
   jsonlPath(id: string | null): string | undefined;
   /** Writes what is queued, so the files hold every line handed to the sink so far. */

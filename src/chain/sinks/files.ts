@@ -142,6 +142,7 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
 
   filesOf(run.tree.main);
   run.channelFiles = {
+    out: opts.out,
     jsonlPath: (id) => {
       const f = byChannel.get(id);
       return f && resolve(opts.out, f.jsonl);
