@@ -7,6 +7,8 @@ import { createVersionGuard } from './stages/version-guard.js';
 import { createFilesSink, FILES_SINK_DEFAULTS } from './sinks/files.js';
 import { createPinoSink, PINO_SINK_DEFAULTS } from './sinks/pino.js';
 import { createStdoutSink, STDOUT_MODES } from './sinks/stdout.js';
+import { createReportSink, type ReportSinkOptions } from './views/report/sink.js';
+import { REPORT_DEFAULTS } from './views/report/model.js';
 
 const KIT = '^0.1.0';
 
@@ -106,7 +108,22 @@ export const pinoSink = definePlugin<{ destination?: string; transport?: Record<
   create: (o, ctx) => createPinoSink({ ...o, run: ctx.run }),
 });
 
-export const BUILTINS: readonly PluginDefinition[] = [lineParser, versionGuard, channelRouter, thinkingTruncator, idleWatchdog, filesSink, stdoutSink, pinoSink];
+export const reportSink = definePlugin<Omit<ReportSinkOptions, 'run' | 'stderr'>>({
+  name: 'report',
+  kind: 'sink',
+  kit: KIT,
+  options: {
+    out: { type: 'string', description: 'the output folder the static report is built from (set from --out by --html)' },
+    html: { type: 'boolean', description: 'write OUT/report.html when the run ends, stalls or is interrupted (list this sink after files)' },
+    serve: { type: 'string', description: '[HOST:]PORT to serve the live report on (host 127.0.0.1 unless given; port 0 picks one)' },
+    quiet: { type: 'boolean', description: 'no line on stderr about the written report' },
+    maxPageBytes: { type: 'number', min: 262144, description: `largest page; transcripts are cut to fit (default ${REPORT_DEFAULTS.maxPageBytes})` },
+    channelChars: { type: 'number', min: 0, description: `transcript characters per agent at most (default ${REPORT_DEFAULTS.channelChars})` },
+  },
+  create: (o, ctx) => createReportSink({ ...o, run: ctx.run, stderr: ctx.stderr }),
+});
+
+export const BUILTINS: readonly PluginDefinition[] = [lineParser, versionGuard, channelRouter, thinkingTruncator, idleWatchdog, filesSink, stdoutSink, pinoSink, reportSink];
 
 export function builtinRegistry(): Registry {
   const r = new Registry();
