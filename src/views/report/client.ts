@@ -356,7 +356,9 @@ function runSpan(state: State): { from: number; to: number } | null {
     if (r.own.last !== null) to = Math.max(to, r.own.last);
   }
   if (!Number.isFinite(from)) return null;
-  return { from, to: Math.max(to, from + 1) };
+  // A little room after the last line, so the shortest bars at the very end stay visible.
+  const pad = Math.max(1, (to - from) * 0.02);
+  return { from, to: Math.max(to, from) + pad };
 }
 
 function niceStep(span: number, px: number): number {
