@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { after } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { BIN, ROOT } from './helpers.js';
 
@@ -75,9 +76,16 @@ export interface Started {
   url: () => Promise<string>;
 }
 
+const children = new Set<ChildProcess>();
+// A test that fails half-way leaves its subtee waiting on stdin; end it with the file.
+after(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
 /** Starts the CLI with stdin on a pipe the test writes to. */
 export function startSubtee(args: string[]): Started {
   const child = spawn(process.execPath, [BIN, ...args], { stdio: ['pipe', 'ignore', 'pipe'] });
+  children.add(child);
   let err = '';
   const waiters: Array<() => void> = [];
   child.stderr!.on('data', (d) => {

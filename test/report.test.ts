@@ -152,6 +152,18 @@ test('the page stays under its size limit: transcripts are cut with a pointer to
   // Ticks survive a cut: they are read from every line that holds a tool call.
   assert.ok(data.channels.filter((c: any) => c.ticks.length > 0).length > 30);
   assert.equal(subtee(['report', '--max-page-bytes', '100', out]).status, 2, 'a limit below a usable page is refused');
+
+  // Text that grows when escaped (each `<` takes six bytes in the page) still fits.
+  const heavy = [JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { content: [{ type: 'text', text: '<'.repeat(3000) }] } })];
+  for (let i = 0; i < 400; i++) heavy.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: i % 10 ? `toolu_${i % 10}` : null, message: { content: [{ type: 'text', text: `<tag>${'<é'.repeat(1500)}` }] } }));
+  const out2 = join(dir, 'o2');
+  assert.equal(subtee(['--out', out2, '--stdout', 'none', '-q'], heavy.join('\n') + '\n').status, 0);
+  assert.equal(subtee(['report', '--max-page-bytes', '400000', out2]).status, 0);
+  const size2 = statSync(join(out2, 'report.html')).size;
+  assert.ok(size2 <= 400_000 && size2 > 250_000, `page ${size2} bytes`);
+  const heavyData = pageData(readFileSync(join(out2, 'report.html'), 'utf8'));
+  assert.equal(heavyData.channels.length, 10);
+  assert.ok(heavyData.channels.every((c: any) => c.cut && c.entries.length > 0), 'every transcript cut, none emptied');
 });
 
 test('a hostile index.json: paths outside the folder are neither read nor linked', () => {
