@@ -7,6 +7,9 @@ import type { Browser, Page } from 'playwright-core';
 import { chromiumAvailable, launchBrowser, openReport, screenshot, startSubtee } from './browser.js';
 import { BIN, FIXTURES, linesOf, tmpDir } from './helpers.js';
 import { readStream } from './oracle.js';
+import { writeStream } from '../bench/gen.js';
+import { readReportData } from '../src/views/report/build.js';
+import { treeRows } from '../src/views/report/client.js';
 
 const skip = !chromiumAvailable() && 'Chromium is not installed (.ci/run installs it: apt-get install chromium)';
 
@@ -168,6 +171,47 @@ describe('the static report in Chromium', { skip }, () => {
     const fill = await page.locator('#timeline rect.bar.failed').evaluate((e) => getComputedStyle(e).fill);
     assert.equal(fill, 'rgb(198, 47, 47)');
     await screenshot(page, 'failing-beside-healthy');
+    assert.deepEqual(console, []);
+    await page.close();
+  });
+
+  test('an old Claude Code: the version guard’s warnings are listed with their codes, the version shown', async () => {
+    const input = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8').replaceAll('"claude_code_version":"2.1.328"', '"claude_code_version":"2.1.205"');
+    const out = reportOf(input);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.ok(index.warnings.length >= 3);
+    const { page, console } = await openReport(browser, out);
+    const shown = await page.locator('#warnings li').evaluateAll((lis) => lis.map((li) => [(li as HTMLElement).dataset.code, li.textContent]));
+    assert.deepEqual(shown, index.warnings.map((w: any) => [w.code, `${w.code}${w.message}`]));
+    assert.match(await page.locator('#facts').innerText(), /Claude Code 2\.1\.205/);
+    assert.deepEqual(console, []);
+    await page.close();
+  });
+
+  test('a run with 600 subagents: the tree and the timeline draw the rows in view; a deep link scrolls to its row', async () => {
+    const dir = tmpDir();
+    await writeStream({ sizeBytes: 4 * 1024 * 1024, fanout: 600, shape: 'small', seed: 3 }, join(dir, 'in.jsonl'));
+    const out = reportOf(readFileSync(join(dir, 'in.jsonl')));
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.equal(index.channels.length, 601);
+    const target = index.channels[590].id;
+    const { page, console } = await openReport(browser, out, `#agent=${target}`);
+    assert.equal(await page.locator('#tree tr.selected').getAttribute('data-key'), `a:${target}`);
+    assert.equal(await page.locator('#transcript').getAttribute('data-key'), `a:${target}`);
+    const drawn = await seen(page);
+    assert.ok(drawn.rows.length < 300 && drawn.bars.length < 300, `${drawn.rows.length} rows, ${drawn.bars.length} bars drawn`);
+    assert.ok(drawn.bars.some((b) => b.key === `a:${target}`));
+    // Scrolled to the end, the tree and the timeline draw the last row in tree order.
+    const drawnAtEnd = await page.evaluate(() => {
+      for (const id of ['tree-wrap', 'timeline-wrap']) document.getElementById(id)!.scrollTop = 1e9;
+      return new Promise<string[]>((r) => requestAnimationFrame(() => requestAnimationFrame(() => r([
+        [...document.querySelectorAll<HTMLElement>('#tree tr.tree-row')].at(-1)!.dataset.key!,
+        [...document.querySelectorAll<SVGElement>('#timeline rect.bar')].at(-1)!.dataset.key!,
+      ]))));
+    });
+    const order = treeRows(readReportData(out).data.channels);
+    const lastKey = `a:${order.at(-1)!.ch.id}`;
+    assert.deepEqual(drawnAtEnd, [lastKey, lastKey]);
     assert.deepEqual(console, []);
     await page.close();
   });

@@ -110,7 +110,7 @@ test('subtee report: one self-contained page, a strict CSP that allows exactly i
   const out = runFixture('nested-depth-3');
   const r = subtee(['report', out]);
   assert.equal(r.status, 0, r.stderr);
-  assert.match(r.stderr, /wrote .*report\.html: [\d.]+ KB \(limit 16\.0 MB\), 4 transcripts, none cut/);
+  assert.match(r.stderr, /wrote .*report\.html: [\d.]+ KB \(limit 8\.0 MB\), 4 transcripts, none cut/);
   const html = readFileSync(join(out, 'report.html'), 'utf8');
   assert.equal(statSync(join(out, 'report.html')).size, pageData(html).page.bytes, 'the page knows its own size');
   assert.equal(html.match(/<script/g)!.length, 2);

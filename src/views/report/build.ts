@@ -32,6 +32,11 @@ export interface ReportResult {
 }
 
 type Obj = Record<string, unknown>;
+
+/** Estimates for sharing the page: its style and script, one channel's fields, one tick. */
+const PAGE_BYTES = 64 * 1024;
+const CHANNEL_BYTES = 800;
+const TICK_BYTES = 14;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function subteeVersion(): string {
@@ -133,8 +138,12 @@ export function readReportData(out: string, options: ReportBuildOptions = {}): {
   const channels = raw.map(channelView);
   const byId = new Map<string, ChannelView>();
   for (const ch of channels) if (ch.id !== null && !byId.has(ch.id)) byId.set(ch.id, ch);
-  // Room for metadata first; transcripts share the rest.
-  const perChannel = Math.max(0, Math.min(limits.channelChars, Math.floor((limits.maxPageBytes * 0.7) / Math.max(1, channels.length))));
+  // Room for the page itself and each channel's fields and ticks first; transcripts share
+  // the rest (a little less: escaping and multi-byte text make bytes outgrow characters).
+  let overhead = PAGE_BYTES;
+  for (const c of raw) overhead += CHANNEL_BYTES + TICK_BYTES * Math.min(limits.ticksPerChannel, isObj(c.counts) && typeof c.counts.tool_use === 'number' ? c.counts.tool_use : 0);
+  const share = Math.floor(((limits.maxPageBytes - overhead) * 0.9) / Math.max(1, channels.length));
+  const perChannel = Math.max(0, Math.min(limits.channelChars, share));
   const budgets = channels.map(() => new TranscriptBudget(perChannel, limits.ticksPerChannel));
   const spawnPrompts = new Map<string, string>();
 

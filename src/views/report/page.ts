@@ -45,13 +45,16 @@ section.panel, aside > div, #transcript { background: var(--bg); border: 1px sol
 #timeline .ticks { stroke: #111; stroke-width: 1; opacity: .65; pointer-events: none; }
 #timeline .sel { fill: var(--hl); }
 #tip { position: absolute; pointer-events: none; background: #222; color: #fff; padding: 6px 8px; border-radius: 4px; font-size: 12px; white-space: pre; z-index: 5; }
-table { border-collapse: collapse; width: 100%; }
+table { border-collapse: collapse; width: 100%; table-layout: fixed; }
+#tree th:nth-child(2) { width: 158px; } #tree th:nth-child(3) { width: 48px; } #tree th:nth-child(4), #tree th:nth-child(8) { width: 60px; }
+#tree th:nth-child(5), #tree th:nth-child(6), #tree th:nth-child(7) { width: 78px; }
+tr.tree-row td { height: 25px; padding-top: 0; padding-bottom: 0; overflow: hidden; text-overflow: ellipsis; }
+tr.spacer td { padding: 0; border: none; }
 th, td { text-align: left; padding: 3px 5px; border-bottom: 1px solid #eef; white-space: nowrap; }
 th { font-weight: 600; color: var(--muted); position: sticky; top: 0; background: var(--bg); }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 #tree-wrap { max-height: 560px; overflow: auto; }
 tr.tree-row { cursor: pointer; } tr.tree-row:hover { background: #f2f4fb; } tr.tree-row.selected { background: var(--hl); }
-td.name { max-width: 320px; overflow: hidden; text-overflow: ellipsis; }
 .toggle { border: none; background: none; width: 18px; padding: 0; cursor: pointer; color: var(--muted); }
 .badge { display: inline-block; padding: 0 6px; border-radius: 8px; color: #fff; font-size: 11px; }
 .badge.completed { background: var(--ok); } .badge.failed { background: var(--fail); } .badge.running { background: var(--run); }
