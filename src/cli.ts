@@ -13,6 +13,8 @@ import { Session } from './model/session.js';
 import { checkRequiredVersion } from './chain/stages/version-guard.js';
 import { StallError } from './chain/stages/idle-watchdog.js';
 import { statusLine, summaryText } from './views/summary.js';
+import { reportCommand } from './views/report/command.js';
+import { applyReportFlags } from './views/report/flags.js';
 
 export interface CliIO {
   stdin: Readable;
@@ -23,6 +25,7 @@ export interface CliIO {
 
 const USAGE = `subtee [options] [FILE]
 subtee run [options] -- CMD [ARGS…]
+subtee report OUT
 
 Splits Claude Code's stream-json (stdin, FILE, or the stdout of CMD) into one transcript per subagent:
   claude -p "…" --output-format stream-json --verbose --forward-subagent-text | subtee --out logs
@@ -85,6 +88,7 @@ export async function resolveSpec(o: ParsedOptions) {
   } else {
     spec = applyFlags(defaultSpec(String(o.out)), o, false);
   }
+  spec = applyReportFlags(spec, o);
   checkSpec(spec, registry, typeof o.config === 'string' ? `config ${o.config}` : 'options');
   return { spec, registry };
 }
@@ -102,6 +106,13 @@ function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number 
 }
 
 export async function main(argv: string[], io: CliIO = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env }): Promise<number> {
+  if (argv[0] === 'report') {
+    try {
+      return reportCommand(argv.slice(1), io.stdout, io.stderr);
+    } catch (err) {
+      return reportError(io.stderr, err);
+    }
+  }
   const isRun = argv[0] === 'run';
   let opts: ParsedOptions;
   let spec: ChainSpec;

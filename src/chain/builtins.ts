@@ -9,6 +9,8 @@ import { createPinoSink, PINO_SINK_DEFAULTS } from './sinks/pino.js';
 import { createOtlpSink, OTLP_PROTOCOLS, OTLP_SINK_DEFAULTS, type OtlpSinkOptions } from './sinks/otlp.js';
 import { CLICKHOUSE_SINK_DEFAULTS, createClickHouseSink, type ClickHouseSinkOptions } from './sinks/clickhouse.js';
 import { createStdoutSink, STDOUT_MODES } from './sinks/stdout.js';
+import { createReportSink, type ReportSinkOptions } from '../views/report/sink.js';
+import { REPORT_DEFAULTS } from '../views/report/model.js';
 
 const KIT = '^0.1.0';
 
@@ -149,7 +151,34 @@ export const clickhouseSink = definePlugin<Omit<ClickHouseSinkOptions, 'session'
     createClickHouseSink({ ...o, spoolDir: o.spoolDir ?? (() => ctx.session.channelFiles?.out), session: ctx.session }),
 });
 
-export const BUILTINS: readonly PluginDefinition[] = [lineParser, versionGuard, channelRouter, thinkingTruncator, idleWatchdog, filesSink, stdoutSink, pinoSink, otlpSink, clickhouseSink];
+export const reportSink = definePlugin<Omit<ReportSinkOptions, 'session' | 'stderr'>>({
+  name: 'report',
+  kind: 'sink',
+  kit: KIT,
+  options: {
+    out: { type: 'string', description: 'the output folder the static report is built from (set from --out by --html)' },
+    html: { type: 'boolean', description: 'write OUT/report.html when the run ends, stalls or is interrupted (list this sink after files)' },
+    serve: { type: 'string', description: '[HOST:]PORT to serve the live report on (host 127.0.0.1 unless given; port 0 picks one)' },
+    quiet: { type: 'boolean', description: 'no line on stderr about the written report' },
+    maxPageBytes: { type: 'number', min: 262144, description: `largest page; transcripts are cut to fit (default ${REPORT_DEFAULTS.maxPageBytes})` },
+    channelChars: { type: 'number', min: 0, description: `transcript characters per agent at most (default ${REPORT_DEFAULTS.channelChars})` },
+  },
+  create: (o, ctx) => createReportSink({ ...o, session: ctx.session, stderr: ctx.stderr }),
+});
+
+export const BUILTINS: readonly PluginDefinition[] = [
+  lineParser,
+  versionGuard,
+  channelRouter,
+  thinkingTruncator,
+  idleWatchdog,
+  filesSink,
+  stdoutSink,
+  pinoSink,
+  otlpSink,
+  clickhouseSink,
+  reportSink,
+];
 
 export function builtinRegistry(): Registry {
   const r = new Registry();

@@ -36,6 +36,8 @@ export const OPTIONS: readonly OptionDef[] = Object.freeze([
   { name: 'clickhouse-resend', type: 'string', arg: 'DIR', target: { use: 'clickhouse', key: 'resend' }, help: 'first send what earlier runs spooled in DIR and its subfolders (with --clickhouse)' },
   { name: 'max-line-bytes', type: 'number', arg: 'N', default: 64 * 1024 * 1024, min: 1024, target: { use: 'line-parser', key: 'maxLineBytes' }, help: 'longest line held in memory; longer lines are quarantined in pieces' },
   { name: 'max-open-files', type: 'number', arg: 'N', default: 128, min: 4, target: { use: 'files', key: 'maxOpenFiles' }, help: 'open file handles kept at most (others are reopened for append)' },
+  { name: 'html', type: 'boolean', default: false, help: 'also write OUT/report.html at the end: tree, timeline, transcripts, search (subtee report OUT does it later)' },
+  { name: 'serve', type: 'string', arg: '[HOST:]PORT', help: 'serve the report live while the run goes (host 127.0.0.1 unless given; port 0 picks a free one)' },
   { name: 'config', alias: 'c', type: 'string', arg: 'FILE', help: 'JSON config: stages, sinks, plugins (flags given here override it)' },
   { name: 'kill-grace-ms', type: 'number', arg: 'MS', default: 5000, min: 0, help: 'subtee run: wait this long after SIGTERM before SIGKILL' },
   { name: 'quiet', alias: 'q', type: 'boolean', default: false, help: 'no summary or status line on stderr' },
