@@ -1,6 +1,7 @@
 import minimist from 'minimist';
 import { UsageError } from '../errors.js';
 import { THINKING_MODES } from './stages/thinking-truncator.js';
+import { INPUT_FORMATS } from './stages/input-format.js';
 import { STDOUT_MODES } from './sinks/stdout.js';
 
 export interface OptionDef {
@@ -31,6 +32,7 @@ export const OPTIONS: readonly OptionDef[] = Object.freeze([
   { name: 'bg-wait-ceiling-ms', type: 'number', arg: 'MS', min: 0, target: { use: 'idle-watchdog', key: 'bgWaitCeilingMs' }, help: 'silence allowed while background tasks run (default $CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS or 600000; 0 = no limit)' },
   { name: 'on-stall', type: 'string', arg: 'ACTION', default: 'fail', choices: ['fail', 'warn'], target: { use: 'idle-watchdog', key: 'onStall' }, help: 'fail: stop (exit 124, and stop the agent under subtee run); warn: report only' },
   { name: 'pino', type: 'string', arg: '[FILE]', optionalDefault: 'events.pino.log', target: { use: 'pino', key: 'destination' }, help: 'also log one pino line per event to FILE (- for stdout; alone: OUT/events.pino.log)' },
+  { name: 'input-format', type: 'string', arg: 'FORMAT', default: 'auto', choices: INPUT_FORMATS, target: { use: 'input-format', key: 'format' }, help: 'claude: stream-json (CLI or Agent SDK); langgraph: recorded LangGraph protocol events; auto: from the first line' },
   { name: 'max-line-bytes', type: 'number', arg: 'N', default: 64 * 1024 * 1024, min: 1024, target: { use: 'line-parser', key: 'maxLineBytes' }, help: 'longest line held in memory; longer lines are quarantined in pieces' },
   { name: 'max-open-files', type: 'number', arg: 'N', default: 128, min: 4, target: { use: 'files', key: 'maxOpenFiles' }, help: 'open file handles kept at most (others are reopened for append)' },
   { name: 'config', alias: 'c', type: 'string', arg: 'FILE', help: 'JSON config: stages, sinks, plugins (flags given here override it)' },
