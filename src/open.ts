@@ -5,6 +5,7 @@ import { builtinRegistry } from './chain/builtins.js';
 import { DEFAULT_STAGES, runChain, type ChainSpec } from './chain/chain.js';
 import { definePlugin, KIT_VERSION, type Registry } from './chain/plugin.js';
 import { createProjectionSink } from './chain/sinks/projection.js';
+import { NULL_INPUT } from './chain/stages/object-source.js';
 import { Session } from './model/session.js';
 import { buildIndex } from './views/index-file.js';
 import {
@@ -156,8 +157,8 @@ async function inputOf(input: OpenInput): Promise<{ source: Readable; edge: 'lin
   const values = async function* () {
     try {
       if (first.done) return;
-      yield first.value;
-      for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value;
+      yield first.value ?? NULL_INPUT;
+      for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value ?? NULL_INPUT;
     } finally {
       await iterator.return?.();
     }

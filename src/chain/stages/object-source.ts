@@ -18,13 +18,17 @@ export interface ObjectSourceOptions {
   session: Session;
 }
 
+/** Stands for a `null` input value: Node streams cannot carry `null`, which ends them. */
+export const NULL_INPUT: unique symbol = Symbol('null input');
+
 /**
  * The record one input object becomes: its JSON text is its raw line, so the `.jsonl`
  * files hold what a byte stream of the same messages would have held, and replaying them
  * gives the same index. A value that is not a plain JSON object (a string, an array, a
  * number, something `JSON.stringify` refuses) is quarantined, as the line parser would.
  */
-export function recordOfObject(value: unknown, lineNo: number): SubteeRecord {
+export function recordOfObject(input: unknown, lineNo: number): SubteeRecord {
+  const value = input === NULL_INPUT ? null : input;
   let text: string | undefined;
   try {
     text = JSON.stringify(value);
