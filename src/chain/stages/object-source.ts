@@ -5,9 +5,9 @@ import { requireSession, type Session } from '../../model/session.js';
 
 export const OBJECT_SOURCE_DEFAULTS = Object.freeze({
   /**
-   * Objects gathered into one batch at most. Objects already queued when the stage gets to
-   * run are handed on together, so a producer that outruns the chain pays one stream hop per
-   * batch rather than per message.
+   * Objects gathered into one batch at most. Objects that arrive while a batch waits for the
+   * next turn of the event loop are handed on together, so a producer that outruns the chain
+   * pays one stream hop per batch rather than per message.
    */
   maxBatch: 512,
 });
@@ -88,11 +88,14 @@ export function createObjectSource(options: ObjectSourceOptions): Transform {
     writableHighWaterMark: maxBatch,
     readableHighWaterMark: BATCH_HIGH_WATER_MARK,
     transform(value: unknown, _enc, cb: TransformCallback) {
-      cb(null, toRecords(value instanceof Gathered ? value.values : [value]));
+      const records = toRecords(value instanceof Gathered ? value.values : [value]);
+      // Hand the batch on after one turn of the event loop: objects the producer hands over
+      // meanwhile queue up and arrive together below, one batch and one stream hop for all.
+      setImmediate(() => cb(null, records));
     },
   });
-  // Writes that queued up while the stage was busy arrive here together and go through the
-  // ordinary transform as one batch, so Transform's own backpressure still applies.
+  // Writes that queued up while the stage was waiting arrive here together and go through
+  // the ordinary transform as one batch, so Transform's own backpressure still applies.
   const write = stage._write.bind(stage);
   stage._writev = (chunks, cb) => write(new Gathered(chunks.map((c) => c.chunk)), 'utf8', cb);
   return stage;
