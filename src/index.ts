@@ -38,3 +38,17 @@ export {
   type Totals,
 } from './views/projection.js';
 export { createProjectionSink } from './chain/sinks/projection.js';
+export { createObjectSource, recordOfObject, OBJECT_SOURCE_DEFAULTS } from './chain/stages/object-source.js';
+export { createInputFormat, detectProducer, INPUT_FORMATS, INPUT_FORMAT_DEFAULTS, type InputFormat } from './chain/stages/input-format.js';
+export { teeJsonl, type SdkMessageLike } from './adapters/claude-sdk.js';
+export {
+  LangGraphMapper,
+  LANGGRAPH_DEFAULTS,
+  isProtocolEvent,
+  messageFields,
+  toolOutputText,
+  type ProtocolEvent,
+  type LangGraphMapperOptions,
+} from './adapters/langgraph.js';
+export type { Producer } from './model/session.js';
+export type { OpenInput } from './open.js';

@@ -2,6 +2,8 @@ import { definePlugin, Registry, type PluginDefinition } from './plugin.js';
 import { createChannelRouter } from './stages/channel-router.js';
 import { createIdleWatchdog, IDLE_WATCHDOG_DEFAULTS } from './stages/idle-watchdog.js';
 import { createLineParser, LINE_PARSER_DEFAULTS } from './stages/line-parser.js';
+import { createInputFormat, INPUT_FORMATS } from './stages/input-format.js';
+import { createObjectSource, OBJECT_SOURCE_DEFAULTS } from './stages/object-source.js';
 import { createThinkingTruncator, THINKING_MODES, THINKING_TRUNCATOR_DEFAULTS } from './stages/thinking-truncator.js';
 import { createVersionGuard } from './stages/version-guard.js';
 import { createFilesSink, FILES_SINK_DEFAULTS } from './sinks/files.js';
@@ -23,6 +25,28 @@ export const lineParser = definePlugin<{ maxLineBytes?: number }>({
   },
   input: () => 'bytes',
   create: (o, ctx) => createLineParser({ ...o, session: ctx.session }),
+});
+
+export const objectSource = definePlugin<{ maxBatch?: number }>({
+  name: 'object-source',
+  kind: 'stage',
+  kit: KIT,
+  options: {
+    maxBatch: { type: 'number', min: 1, description: `objects handed on together at most when they queue up (default ${OBJECT_SOURCE_DEFAULTS.maxBatch})` },
+  },
+  input: () => 'objects',
+  create: (o, ctx) => createObjectSource({ ...o, session: ctx.session }),
+});
+
+export const inputFormat = definePlugin<{ format?: (typeof INPUT_FORMATS)[number]; spawnTools?: string[] }>({
+  name: 'input-format',
+  kind: 'stage',
+  kit: KIT,
+  options: {
+    format: { type: 'string', choices: INPUT_FORMATS, description: 'claude (stream-json, Agent SDK messages), langgraph (protocol events), or auto: decided from the first line' },
+    spawnTools: { type: 'array', description: 'langgraph: tools whose calls start subagents (default ["task"])' },
+  },
+  create: (o, ctx) => createInputFormat({ ...o, session: ctx.session }),
 });
 
 export const versionGuard = definePlugin<{ requireVersion?: string }>({
@@ -168,6 +192,8 @@ export const reportSink = definePlugin<Omit<ReportSinkOptions, 'session' | 'stde
 
 export const BUILTINS: readonly PluginDefinition[] = [
   lineParser,
+  objectSource,
+  inputFormat,
   versionGuard,
   channelRouter,
   thinkingTruncator,

@@ -17,7 +17,7 @@ export interface ChainSpec {
 }
 
 export const DEFAULT_STAGES: readonly ComponentSpec[] = Object.freeze(
-  ['line-parser', 'version-guard', 'channel-router', 'thinking-truncator', 'idle-watchdog'].map((use) => ({ use })),
+  ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator', 'idle-watchdog'].map((use) => ({ use })),
 );
 
 /** The chain the CLI runs without a config: every built-in stage, the files and stdout sinks. */
@@ -80,8 +80,9 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
 
 /**
  * Builds the streams of one chain in data order. Byte stages (a raw stdout tee) go first,
- * then the line parser (the bytes → records edge), then record stages and sinks in the
- * order given. Every component is created through its plugin definition.
+ * then the one input edge (the line parser for bytes, the object source for message
+ * objects), then record stages and sinks in the order given. Every component is created
+ * through its plugin definition.
  */
 export function buildChain(spec: ChainSpec, options: ChainOptions = {}): { streams: Transform[]; session: Session } {
   const registry = options.registry ?? builtinRegistry();
@@ -94,11 +95,14 @@ export function buildChain(spec: ChainSpec, options: ChainOptions = {}): { strea
     const { use: _use, ...opts } = c;
     return { def, opts, input: def.input?.(opts) ?? 'records' };
   });
-  const byteTaps = parts.filter((p) => p.input === 'bytes' && p.def.name !== 'line-parser' && p.def.kind === 'sink');
+  const byteTaps = parts.filter((p) => p.input === 'bytes' && p.def.kind === 'sink');
   const rest = parts.filter((p) => !byteTaps.includes(p));
-  const parsers = rest.filter((p) => p.input === 'bytes');
-  if (parsers.length !== 1 || rest[0] !== parsers[0]) {
-    throw new UsageError('ERR_CONFIG', 'invalid chain: exactly one line parser must come first among the stages');
+  const edges = rest.filter((p) => p.input === 'bytes' || p.input === 'objects');
+  if (edges.length !== 1 || rest[0] !== edges[0]) {
+    throw new UsageError('ERR_CONFIG', 'invalid chain: exactly one input edge (line-parser or object-source) must come first among the stages');
+  }
+  if (edges[0].input === 'objects' && byteTaps.length > 0) {
+    throw new UsageError('ERR_CONFIG', `invalid chain: ${byteTaps[0].def.name} copies input bytes, and message objects have none`);
   }
   const streams: Transform[] = [];
   try {

@@ -1,6 +1,7 @@
 import minimist from 'minimist';
 import { UsageError } from '../errors.js';
 import { THINKING_MODES } from './stages/thinking-truncator.js';
+import { INPUT_FORMATS } from './stages/input-format.js';
 import { STDOUT_MODES } from './sinks/stdout.js';
 
 export interface OptionDef {
@@ -34,6 +35,7 @@ export const OPTIONS: readonly OptionDef[] = Object.freeze([
   { name: 'otlp', type: 'string', arg: '[URL]', optionalDefault: 'env', target: { use: 'otlp', key: 'url' }, help: 'also send the run as OpenTelemetry traces to the OTLP/HTTP collector at URL (alone: from OTEL_EXPORTER_OTLP_*, else localhost:4318)' },
   { name: 'clickhouse', type: 'string', arg: 'URL', target: { use: 'clickhouse', key: 'url' }, help: 'also insert one row per line and the channel rows into ClickHouse at URL (rows wait in OUT when it is away)' },
   { name: 'clickhouse-resend', type: 'string', arg: 'DIR', target: { use: 'clickhouse', key: 'resend' }, help: 'first send what earlier runs spooled in DIR and its subfolders (with --clickhouse)' },
+  { name: 'input-format', type: 'string', arg: 'FORMAT', default: 'auto', choices: INPUT_FORMATS, target: { use: 'input-format', key: 'format' }, help: 'claude: stream-json (CLI or Agent SDK); langgraph: recorded LangGraph protocol events; auto: from the first line' },
   { name: 'max-line-bytes', type: 'number', arg: 'N', default: 64 * 1024 * 1024, min: 1024, target: { use: 'line-parser', key: 'maxLineBytes' }, help: 'longest line held in memory; longer lines are quarantined in pieces' },
   { name: 'max-open-files', type: 'number', arg: 'N', default: 128, min: 4, target: { use: 'files', key: 'maxOpenFiles' }, help: 'open file handles kept at most (others are reopened for append)' },
   { name: 'html', type: 'boolean', default: false, help: 'also write OUT/report.html at the end: tree, timeline, transcripts, search (subtee report OUT does it later)' },

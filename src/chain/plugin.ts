@@ -32,7 +32,8 @@ export interface OptionSpec {
  * batches (arrays of records, see RecordBatch); a sink is a pass-through stage that also
  * writes them somewhere. `create` returns a core Transform in object mode on both sides,
  * unless `input(options)` says the stage wants the raw input bytes (it then runs before the
- * line parser, bytes in and bytes out).
+ * line parser, bytes in and bytes out). An input edge (the line parser, the object source)
+ * says what it reads, `bytes` or `objects`, and records come out of it.
  */
 export interface PluginDefinition<O = any> {
   name: string;
@@ -41,7 +42,7 @@ export interface PluginDefinition<O = any> {
   kit: string;
   /** Accepted options; unknown keys are rejected when a config is validated. */
   options: Record<string, OptionSpec>;
-  input?: (options: O) => 'bytes' | 'records';
+  input?: (options: O) => 'bytes' | 'objects' | 'records';
   create(options: O, ctx: PluginContext): Transform;
 }
 

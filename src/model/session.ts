@@ -10,6 +10,9 @@ export interface ChannelFiles {
   flush(): void;
 }
 
+/** Who wrote the input: Claude Code stream-json (the CLI or the Agent SDK), or a LangGraph run. */
+export type Producer = 'claude' | 'langgraph';
+
 export interface Warning {
   code: string;
   message: string;
@@ -32,6 +35,8 @@ export class Session {
    * reader that starts late can replay a channel from disk instead of from memory.
    */
   channelFiles: ChannelFiles | null = null;
+  /** Set by the input-format stage; null when the chain has none or no line arrived. */
+  producer: Producer | null = null;
   interrupted = false;
   stalled = false;
   /** Per-channel fields that stages add to index.json (the thinking truncator's counts…). */

@@ -20,6 +20,7 @@ export function buildIndex(
     format: INDEX_FORMAT,
     session_id: tree.sessionId,
     claude_code_version: tree.version,
+    producer: run.producer,
     interrupted: run.interrupted,
     stalled: run.stalled,
     input: {
