@@ -23,18 +23,22 @@ interface IndexChannel {
  * The main conversation's follow-up turns: when background subagents finish, Claude Code
  * starts a new turn on the main channel (one `system/init`, one short assistant text, one
  * `result`), and how many it starts depends on how their completions batch up in time: two
- * CLI runs of the same scenario differ there as well. Counted from the raw lines, so they can
- * be taken out of the main channel's figures before comparing.
+ * CLI runs of the same scenario differ there as well. Counted from the raw lines, with the
+ * main channel's stream events, so they can be taken out of its figures before comparing.
  */
 export function followUpTurns(jsonl: string) {
   const main = jsonl.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l)).filter((v) => !v.parent_tool_use_id);
   let inits = 0;
   let results = 0;
-  const out = { turns: 0, lines: 0, text: 0, usage: {} as Record<string, number> };
+  const out = { turns: 0, lines: 0, conversation: 0, text: 0, usage: {} as Record<string, number> };
   const lastUsage = new Map<string, Record<string, number>>();
   for (const v of main) {
     if (v.type === 'system' && v.subtype === 'init' && ++inits > 1) out.lines++;
     if (v.type === 'result' && ++results > 1) out.lines++;
+    // Partial output (--include-partial-messages): how many stream events the main channel
+    // gets varies with timing as well (follow-up turns and batching), so none are compared.
+    if (v.type === 'stream_event') out.lines++;
+    if ((v.type === 'assistant' && inits <= 1) || v.type === 'user') out.conversation++;
     if (v.type === 'assistant' && inits > 1) {
       out.lines++;
       out.text += (v.message.content as Array<{ type: string }>).filter((b) => b.type === 'text').length;
@@ -51,7 +55,8 @@ export function followUpTurns(jsonl: string) {
  * What two runs of one scenario share, whatever ids and clocks they got: each channel keyed
  * by its description (unique within every scenario; the main conversation has none), with
  * its parent's description, depth, agent, status, background, report, line count, block
- * counts and usage; the main channel's figures without its follow-up turns (above). Ids,
+ * counts and usage; for the main channel, its assistant and user lines and its counts and
+ * usage without the follow-up turns (above). Ids,
  * session ids, timestamps and byte counts differ between any two runs and are not compared.
  */
 export function structureOf(index: Record<string, unknown>, jsonl: string) {
@@ -62,7 +67,9 @@ export function structureOf(index: Record<string, unknown>, jsonl: string) {
   const shape = channels.map((c) => {
     const fields = pick(c, ['orphan', 'depth', 'agent', 'status', 'background', 'summary', 'lines', 'counts', 'usage']);
     if (c.id === null) {
-      fields.lines = (c.lines as number) - extra.lines;
+      // Its bookkeeping lines (task progress, background task lists, stream events) come in
+      // numbers that vary with timing too: of the main channel, its conversation is compared.
+      fields.lines = extra.conversation;
       fields.counts = { ...(c.counts as object), text: (c.counts as { text: number }).text - extra.text };
       const usage = { ...(c.usage as Record<string, number>) };
       for (const [k, n] of Object.entries(extra.usage)) usage[k] -= n;
