@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from 'node:test';
-import { BIN, ROOT, linesOf, readTree, tmpDir } from './helpers.js';
+import { after, test } from 'node:test';
+import { BIN, ROOT, checkOutput, linesOf, readTree, tmpDir } from './helpers.js';
 
 const recording = join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl');
 
@@ -48,15 +48,28 @@ test('--require-version on a pipe: exit 4 when the stream says the version is to
   assert.match(warn.stderr, /warning VERSION_NO_NESTING: .*CLAUDE_CODE_MAX_SUBAGENT_SPAWN_DEPTH/);
 });
 
+/** Polls until `pred` holds: a readiness signal, never a fixed sleep. */
+async function waitFor(pred: () => boolean, what: string, ms = 30_000) {
+  const t0 = Date.now();
+  while (!pred()) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Lines in main.jsonl so far: once the agent's first lines are there, subtee's signal handlers are installed. */
+const mainLines = (out: string) => (existsSync(join(out, 'main.jsonl')) ? linesOf(readFileSync(join(out, 'main.jsonl'))).length : 0);
+
 test('subtee run forwards SIGTERM to the command and exits with its code', async () => {
   const out = join(tmpDir(), 'o');
   const agent = join(tmpDir(), 'slow.sh');
-  writeFileSync(agent, `#!/bin/sh\nhead -3 "${recording}"\ntrap 'echo got-term >&2; exit 143' TERM\nwhile true; do sleep 0.1; done\n`);
+  // The trap is set before the first line is printed, so lines on disk mean both sides are ready.
+  writeFileSync(agent, `#!/bin/sh\ntrap 'echo got-term >&2; exit 143' TERM\nhead -3 "${recording}"\nwhile true; do sleep 0.1; done\n`);
   chmodSync(agent, 0o755);
   const child = spawn(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--', agent], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
-  await new Promise((r) => setTimeout(r, 800));
+  await waitFor(() => mainLines(out) === 3, 'the first three lines on disk');
   child.kill('SIGTERM');
   const code = await new Promise((r) => child.on('close', r));
   assert.equal(code, 143, stderr);
