@@ -46,6 +46,8 @@ for (const mode of ['keep', 'truncate', 'drop', 'file']) {
       assert.deepEqual(main.thinking, { kept_chars: 0, cut_chars: long.length + 9 });
     } else {
       assert.match(log, /\[thinking\] \(6006 chars, in the \.thinking\.log beside this transcript\)/);
+      // Moved out of the transcript: none of it is kept there.
+      assert.deepEqual(main.thinking, { kept_chars: 0, cut_chars: long.length + 9 });
       assert.equal(main.thinking_log, 'main.thinking.log');
       assert.ok(files.get('main.thinking.log')!.toString().includes(long));
     }
