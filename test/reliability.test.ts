@@ -193,3 +193,37 @@ test('invalid UTF-8 in a noise line reaches the quarantine file byte for byte', 
   assert.equal(r.status, 0);
   assert.ok(readFileSync(join(out, 'quarantine.log')).equals(Buffer.concat([bad, Buffer.from('\n')])));
 });
+
+test('a stall keeps the partial last line: it goes to the quarantine, as on SIGINT; exit 124', async () => {
+  const out = join(tmpDir(), 'o');
+  const s = startOnPipe(out, ['--idle-timeout-ms', '1000']);
+  const half = recLines.slice(0, 40);
+  // stdin stays open and silent after this write: only the watchdog ends the run.
+  s.child.stdin.write(half.join('\n') + '\n{"type":"assist');
+  const r = await s.closed;
+  s.child.stdin.destroy();
+  assert.equal(r.code, 124, s.stderr());
+  assert.match(s.stderr(), /warning STALL/);
+  const { index } = checkOutput(Buffer.from(half.join('\n') + '\n{"type":"assist'), out, 'stall');
+  assert.equal(index.stalled, true);
+  assert.equal(readFileSync(join(out, 'quarantine.log'), 'utf8'), '{"type":"assist\n', 'the partial line is kept');
+  assert.deepEqual(index.quarantine_lines, [41]);
+});
+
+test('one long line trickling in (bytes every 200 ms, longer than the idle timeout) is not a stall', async () => {
+  const out = join(tmpDir(), 'o');
+  const s = startOnPipe(out, ['--idle-timeout-ms', '2000']);
+  s.child.stdin.on('error', () => {}); // if subtee wrongly stops early, the failure is the exit code below
+  const line = JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: 'm', content: [{ type: 'text', text: 'x'.repeat(300) }] } });
+  // 30 pieces, 200 ms apart: 6 s for one line, three times the idle timeout.
+  const pieces = line.match(/.{1,11}/g)!;
+  for (const p of pieces) {
+    s.child.stdin.write(p);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  s.child.stdin.end('\n');
+  const r = await s.closed;
+  assert.equal(r.code, 0, s.stderr());
+  assert.doesNotMatch(s.stderr(), /STALL/);
+  assert.deepEqual(linesOf(readFileSync(join(out, 'main.jsonl'))), [line]);
+});
