@@ -214,6 +214,10 @@ export function createLineParser(options: LineParserOptions = {}): Transform {
     },
     flush(cb: TransformCallback) {
       splitter.end();
+      const { lines, quarantined } = run.input;
+      if (lines > 0 && quarantined === lines) {
+        run.warn('INPUT_QUARANTINED', `none of the ${lines} input lines is a JSON object, all are in the quarantine file: is this Claude Code's --output-format stream-json output?`);
+      }
       cb(null, take());
     },
   });
