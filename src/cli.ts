@@ -1,5 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, constants as fsConstants, createReadStream, fstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import {
+  accessSync, constants as fsConstants, createReadStream, fstatSync, readdirSync, readFileSync, statSync,
+} from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import { constants } from 'node:os';
@@ -58,7 +60,8 @@ const FILE_READ_BYTES = 256 * 1024;
 
 function inputUnreadable(file: string, err: unknown): SubteeError {
   const code = (err as NodeJS.ErrnoException).code;
-  return new SubteeError('ERR_INPUT', `cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code ?? String(err)}`, { exitCode: EXIT.IO, cause: err });
+  const why = code === 'ENOENT' ? 'no such file' : code ?? String(err);
+  return new SubteeError('ERR_INPUT', `cannot read ${file}: ${why}`, { exitCode: EXIT.IO, cause: err });
 }
 
 function inputIsFolder(file: string): SubteeError {
@@ -71,7 +74,9 @@ function inputIsFolder(file: string): SubteeError {
  */
 export function checkInputs(files: string[]): string[] {
   const inputs = files.length === 0 ? ['-'] : files;
-  if (inputs.filter((f) => f === '-').length > 1) throw new SubteeError('ERR_USAGE', 'stdin (-) can be read only once', { exitCode: EXIT.USAGE });
+  if (inputs.filter((f) => f === '-').length > 1) {
+    throw new SubteeError('ERR_USAGE', 'stdin (-) can be read only once', { exitCode: EXIT.USAGE });
+  }
   for (const file of inputs) {
     if (file === '-') continue;
     try {
@@ -87,8 +92,8 @@ export function checkInputs(files: string[]): string[] {
 async function openInput(file: string, stdin: Readable): Promise<Readable> {
   if (file === '-') {
     // `subtee < recorded.jsonl`: read the file behind stdin in large reads.
-    if (stdin === process.stdin && isRegularFile(0)) return decompressed(createReadStream('', { fd: 0, highWaterMark: FILE_READ_BYTES }), 'stdin');
-    return decompressed(stdin, 'stdin');
+    const fileBehind = stdin === process.stdin && isRegularFile(0);
+    return decompressed(fileBehind ? createReadStream('', { fd: 0, highWaterMark: FILE_READ_BYTES }) : stdin, 'stdin');
   }
   let fh;
   try {
@@ -114,7 +119,8 @@ async function openInput(file: string, stdin: Readable): Promise<Readable> {
 export function inputFolderNames(inputs: string[]): string[] {
   const namer = new FileNamer();
   return inputs.map((f) => {
-    const name = f === '-' ? 'stdin' : basename(f).replace(/\.(gz|zst)$/i, '').replace(/\.(jsonl|ndjson|json|log|txt)$/i, '');
+    if (f === '-') return namer.stemFor('stdin');
+    const name = basename(f).replace(/\.(gz|zst)$/i, '').replace(/\.(jsonl|ndjson|json|log|txt)$/i, '');
     return namer.stemFor(name || 'input');
   });
 }
@@ -149,13 +155,16 @@ function checkInputFolders(spec: ChainSpec, names: string[]): void {
   for (const files of spec.sinks.filter((c) => c.use === 'files' && typeof c.out === 'string')) {
     const out = String(files.out);
     const top = statOrNull(out);
-    if (top && !top.isDirectory()) throw new OutputError('ERR_OUT_NOT_DIR', out, `--out ${out} exists and is not a folder`);
+    if (top && !top.isDirectory()) {
+      throw new OutputError('ERR_OUT_NOT_DIR', out, `--out ${out} exists and is not a folder`);
+    }
     for (const name of names) {
       const dir = join(out, name);
       const st = statOrNull(dir);
       if (st && !st.isDirectory()) throw new OutputError('ERR_OUT_NOT_DIR', dir, `${dir} exists and is not a folder`);
       if (st && files.force !== true && readdirSync(dir).length > 0) {
-        throw new OutputError('ERR_OUT_NOT_EMPTY', dir, `${dir} already holds files (a previous run?); choose a new folder or pass --force`);
+        const why = 'already holds files (a previous run?); choose a new folder or pass --force';
+        throw new OutputError('ERR_OUT_NOT_EMPTY', dir, `${dir} ${why}`);
       }
     }
   }
@@ -349,16 +358,23 @@ export async function main(argv: string[], io: CliIO = { stdin: process.stdin, s
           c.once('spawn', () => resolve(null));
           c.once('error', resolve);
         });
-        if (started) throw new SubteeError('ERR_COMMAND', `cannot start ${opts.rest[0]}: ${(started as NodeJS.ErrnoException).code ?? started.message}`, { exitCode: EXIT.USAGE, cause: started });
+        if (started) {
+          const why = (started as NodeJS.ErrnoException).code ?? started.message;
+          const message = `cannot start ${opts.rest[0]}: ${why}`;
+          throw new SubteeError('ERR_COMMAND', message, { exitCode: EXIT.USAGE, cause: started });
+        }
         c.once('exit', (exitCode, sig) => watchHeldPipe(c.stdout as Socket, () => {
-          run.warn('PIPE_HELD', `${opts.rest[0]} exited with code ${exitCodeOf(exitCode, sig)}, but a process it started still holds its stdout open; subtee stopped reading it`);
+          const what = `${opts.rest[0]} exited with code ${exitCodeOf(exitCode, sig)}`;
+          const held = 'but a process it started still holds its stdout open; subtee stopped reading it';
+          run.warn('PIPE_HELD', `${what}, ${held}`);
           stop.abort();
         }));
         input = Readable.from(untilExit(c.stdout!, childExit), { objectMode: false });
       } else {
         input = await openInput(file, io.stdin);
       }
-      await runChain(input, chainSpec, { run, registry, signal: ac.signal, stop: stop.signal, env: io.env, stderr: io.stderr });
+      const chainOptions = { run, registry, signal: ac.signal, stop: stop.signal, env: io.env, stderr: io.stderr };
+      await runChain(input, chainSpec, chainOptions);
       if (childExit) code = await childExit;
     } catch (err) {
       if (err instanceof StallError) code = EXIT.STALL;
@@ -369,7 +385,8 @@ export async function main(argv: string[], io: CliIO = { stdin: process.stdin, s
       // A process the agent started may hold the pipe open; it must not keep subtee alive.
       child?.stdout?.destroy();
     }
-    if (!opts.quiet && run.input.lines > 0) io.stderr.write(summaryText(run, String(chainSpec.sinks.find((s) => s.use === 'files')?.out ?? '')));
+    const out = String(chainSpec.sinks.find((s) => s.use === 'files')?.out ?? '');
+    if (!opts.quiet && run.input.lines > 0) io.stderr.write(summaryText(run, out));
     return code;
   };
 
@@ -378,7 +395,11 @@ export async function main(argv: string[], io: CliIO = { stdin: process.stdin, s
     if (isRun) code = await runOne('', spec);
     // Several inputs run one after another, each into its own folder; the first failure or
     // signal ends the series.
-    else for (let i = 0; i < inputs.length && code === EXIT.OK && signalled === null; i++) code = await runOne(inputs[i], names.length > 0 ? specForInput(spec, names[i]) : spec);
+    else {
+      for (let i = 0; i < inputs.length && code === EXIT.OK && signalled === null; i++) {
+        code = await runOne(inputs[i], names.length > 0 ? specForInput(spec, names[i]) : spec);
+      }
+    }
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

@@ -70,12 +70,16 @@ function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDef
 const IMPORT_CONDITIONS = new Set(['node', 'import', 'default']);
 
 function notExported(name: string, subpath: string): Error {
-  return Object.assign(new Error(`package ${name} does not export "${subpath}" to import()`), { code: 'ERR_PACKAGE_PATH_NOT_EXPORTED' });
+  const err = new Error(`package ${name} does not export "${subpath}" to import()`);
+  return Object.assign(err, { code: 'ERR_PACKAGE_PATH_NOT_EXPORTED' });
 }
 
 /** One `exports` target: a path, a list (first that resolves), or conditions (first that matches). */
 function exportTarget(target: unknown, star: string | null): string | null {
-  if (typeof target === 'string') return target.startsWith('./') ? (star === null ? target : target.split('*').join(star)) : null;
+  if (typeof target === 'string') {
+    if (!target.startsWith('./')) return null;
+    return star === null ? target : target.split('*').join(star);
+  }
   if (Array.isArray(target)) {
     for (const t of target) {
       const r = exportTarget(t, star);
@@ -95,7 +99,8 @@ function exportTarget(target: unknown, star: string | null): string | null {
 
 /** The file `exports` maps `subpath` (`.` or `./x`) to under the import conditions, or null. */
 export function resolveExports(exportsField: unknown, subpath: string): string | null {
-  const isMap = exportsField && typeof exportsField === 'object' && !Array.isArray(exportsField) && Object.keys(exportsField).some((k) => k.startsWith('.'));
+  const isObject = exportsField !== null && typeof exportsField === 'object' && !Array.isArray(exportsField);
+  const isMap = isObject && Object.keys(exportsField).some((k) => k.startsWith('.'));
   if (!isMap) return subpath === '.' ? exportTarget(exportsField, null) : null;
   const map = exportsField as Record<string, unknown>;
   if (subpath in map && !subpath.includes('*')) return exportTarget(map[subpath], null);
@@ -105,7 +110,8 @@ export function resolveExports(exportsField: unknown, subpath: string): string |
     const at = key.indexOf('*');
     if (at === -1) continue;
     const [prefix, suffix] = [key.slice(0, at), key.slice(at + 1)];
-    if (subpath.length >= key.length && subpath.startsWith(prefix) && subpath.endsWith(suffix) && (!best || prefix.length > best.key.indexOf('*'))) {
+    const matches = subpath.length >= key.length && subpath.startsWith(prefix) && subpath.endsWith(suffix);
+    if (matches && (!best || prefix.length > best.key.indexOf('*'))) {
       best = { key, star: subpath.slice(prefix.length, subpath.length - suffix.length) };
     }
   }

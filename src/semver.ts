@@ -43,7 +43,9 @@ function test(v: Version, comparator: string): boolean {
     case '<': return c < 0;
     case '^': {
       // The first non-zero part is pinned; a part left out counts as any (`^0` is <1.0.0, `^0.0` is <0.1.0).
-      const upper: Version = base[0] > 0 || wild(m[3]) ? [base[0] + 1, 0, 0] : base[1] > 0 || wild(m[4]) ? [0, base[1] + 1, 0] : [0, 0, base[2] + 1];
+      const upper: Version = base[0] > 0 || wild(m[3])
+        ? [base[0] + 1, 0, 0]
+        : base[1] > 0 || wild(m[4]) ? [0, base[1] + 1, 0] : [0, 0, base[2] + 1];
       return c >= 0 && compareVersions(v, upper) < 0;
     }
     case '~': return c >= 0 && compareVersions(v, wild(m[3]) ? [base[0] + 1, 0, 0] : [base[0], base[1] + 1, 0]) < 0;

@@ -73,17 +73,23 @@ export function pinoEvents(rec: LineRecord, maxChars: number): PinoEvent[] {
     blocks.forEach((b, i) => {
       const shown = rec.display?.get(i);
       if (shown === null) return;
-      if (b.type === 'text' && typeof b.text === 'string') push('info', 'text', { role: v.type, content: shorten(b.text, maxChars) });
-      else if (b.type === 'thinking') push('info', 'thinking', { content: shorten(shown ?? String(b.thinking ?? ''), maxChars) });
-      else if (b.type === 'tool_use') push('info', 'tool_use', { tool: b.name, id: b.id, content: shorten(JSON.stringify(b.input ?? {}), maxChars) });
-      else if (b.type === 'tool_result') {
-        push(b.is_error === true ? 'warn' : 'info', 'tool_result', { id: b.tool_use_id, is_error: b.is_error === true, content: shorten(resultText(b), maxChars) });
+      if (b.type === 'text' && typeof b.text === 'string') {
+        push('info', 'text', { role: v.type, content: shorten(b.text, maxChars) });
+      } else if (b.type === 'thinking') {
+        push('info', 'thinking', { content: shorten(shown ?? String(b.thinking ?? ''), maxChars) });
+      } else if (b.type === 'tool_use') {
+        push('info', 'tool_use', { tool: b.name, id: b.id, content: shorten(JSON.stringify(b.input ?? {}), maxChars) });
+      } else if (b.type === 'tool_result') {
+        const isError = b.is_error === true;
+        const fields = { id: b.tool_use_id, is_error: isError, content: shorten(resultText(b), maxChars) };
+        push(isError ? 'warn' : 'info', 'tool_result', fields);
       }
     });
   }
   for (const ev of rec.events ?? []) {
     if (ev.type !== 'status') continue;
-    push(ev.channel.status === 'failed' ? 'error' : 'info', 'status', { ...where(ev.channel), status: ev.channel.status, content: shorten(ev.summary ?? '', maxChars) }, ev.channel);
+    const fields = { ...where(ev.channel), status: ev.channel.status, content: shorten(ev.summary ?? '', maxChars) };
+    push(ev.channel.status === 'failed' ? 'error' : 'info', 'status', fields, ev.channel);
   }
   return out;
 }
@@ -97,7 +103,9 @@ export function streamTime(value: Record<string, unknown>): string | null {
 
 function transportTargets(t: Record<string, unknown>): string {
   const list = [t, ...(Array.isArray(t.targets) ? t.targets : []), ...(Array.isArray(t.pipeline) ? t.pipeline : [])];
-  const names = list.map((x) => (x && typeof x === 'object' ? (x as Record<string, unknown>).target : undefined)).filter((x) => typeof x === 'string');
+  const names = list
+    .map((x) => (x && typeof x === 'object' ? (x as Record<string, unknown>).target : undefined))
+    .filter((x) => typeof x === 'string');
   return names.length > 0 ? names.join(', ') : '(no target)';
 }
 
@@ -209,14 +217,17 @@ export function createPinoSink(options: PinoSinkOptions = {}): Transform {
         for (const rec of batch) {
           if (rec.kind === 'quarantine') {
             if (!rec.final) continue;
-            const fields = { channel: null, line: rec.lineNo, reason: rec.reason, content: shorten(rec.raw.subarray(0, opts.maxContentChars * 4).toString('utf8'), opts.maxContentChars) };
+            const text = rec.raw.subarray(0, opts.maxContentChars * 4).toString('utf8');
+            const content = shorten(text, opts.maxContentChars);
+            const fields = { channel: null, line: rec.lineNo, reason: rec.reason, content };
             log('warn', 'quarantine', fields, eventMessage('quarantine', undefined, fields));
           } else {
             const base = where(rec.channel);
             const time = streamTime(rec.value);
             eventTime = time;
             for (const e of pinoEvents(rec, opts.maxContentChars)) {
-              log(e.level, e.kind, { ...base, line: rec.lineNo, ...(hostLogger && time ? { timestamp: time } : {}), ...e.fields }, e.msg);
+              const stamp = hostLogger && time ? { timestamp: time } : {};
+              log(e.level, e.kind, { ...base, line: rec.lineNo, ...stamp, ...e.fields }, e.msg);
             }
             eventTime = null;
           }
@@ -228,7 +239,8 @@ export function createPinoSink(options: PinoSinkOptions = {}): Transform {
       cb(null, batch);
     },
     flush(cb: TransformCallback) {
-      close().then(() => cb(), (err) => cb(failed ?? (err instanceof Error && 'code' in err && (err as { code: string }).code === 'ERR_WRITE' ? err : writeFailed(what, err))));
+      const isWriteError = (err: unknown) => (err as { code?: unknown } | null)?.code === 'ERR_WRITE';
+      close().then(() => cb(), (err) => cb(failed ?? (isWriteError(err) ? err : writeFailed(what, err))));
     },
     destroy(err, cb) {
       if (dest && !failed && !readerGone) {

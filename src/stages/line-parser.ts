@@ -216,7 +216,8 @@ export function createLineParser(options: LineParserOptions = {}): Transform {
       splitter.end();
       const { lines, quarantined } = run.input;
       if (lines > 0 && quarantined === lines) {
-        run.warn('INPUT_QUARANTINED', `none of the ${lines} input lines is a JSON object, all are in the quarantine file: is this Claude Code's --output-format stream-json output?`);
+        const what = `none of the ${lines} input lines is a JSON object, all are in the quarantine file`;
+        run.warn('INPUT_QUARANTINED', `${what}: is this Claude Code's --output-format stream-json output?`);
       }
       cb(null, take());
     },
