@@ -70,15 +70,18 @@ function inputIsFolder(file: string): SubteeError {
 
 /**
  * Checks every input before anything is written: a missing, unreadable or folder input is
- * exit 3 with no output folder left behind. No FILE means stdin.
+ * exit 3 with no output folder left behind. No FILE means stdin (`subtee < dir` is a folder too).
  */
-export function checkInputs(files: string[]): string[] {
+export function checkInputs(files: string[], stdinIsProcess = true): string[] {
   const inputs = files.length === 0 ? ['-'] : files;
   if (inputs.filter((f) => f === '-').length > 1) {
     throw new SubteeError('ERR_USAGE', 'stdin (-) can be read only once', { exitCode: EXIT.USAGE });
   }
   for (const file of inputs) {
-    if (file === '-') continue;
+    if (file === '-') {
+      if (stdinIsProcess && isFolder(0)) throw inputIsFolder('stdin');
+      continue;
+    }
     try {
       accessSync(file, fsConstants.R_OK);
       if (statSync(file).isDirectory()) throw inputIsFolder(file);
@@ -186,6 +189,14 @@ function isRegularFile(fd: number): boolean {
   }
 }
 
+function isFolder(fd: number): boolean {
+  try {
+    return fstatSync(fd).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /** Builds the chain spec from the config file (if any) and the flags, and the registry with its plugins. */
 export async function resolveSpec(o: ParsedOptions) {
   const registry = builtinRegistry();
@@ -215,28 +226,37 @@ function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number 
 
 /** Silence on the agent's stdout, after the agent exited, that means another process holds it. */
 const HELD_PIPE_QUIET_MS = 1000;
+/** Time caught up with a pipe that another process keeps writing to, after the agent exited. */
+const HELD_PIPE_MAX_MS = 5000;
 const HELD_PIPE_CHECK_MS = 100;
 
 /**
  * Once the agent has exited, its stdout ends as soon as what it wrote has been read, unless a
  * process it started inherited the pipe: then the end comes when that process exits, maybe
- * never. Calls `onHeld` when the pipe has stayed empty for HELD_PIPE_QUIET_MS. Quiet time is
- * counted per check and capped, as the watchdog does, so an event loop blocked with bytes
- * waiting in the pipe is not mistaken for silence.
+ * never. Calls `onHeld` when the pipe has stayed empty for HELD_PIPE_QUIET_MS, or when subtee
+ * has been caught up with it (nothing buffered: what the agent wrote before it exited has been
+ * read) for HELD_PIPE_MAX_MS while that process still writes. Time is counted per check and
+ * capped, as the watchdog does, so an event loop blocked with bytes waiting in the pipe is not
+ * mistaken for silence; a backlog behind a slow sink keeps the buffer full and is not counted.
  */
 function watchHeldPipe(pipe: Socket, onHeld: () => void): void {
   let bytes = pipe.bytesRead;
   let quietMs = 0;
+  let caughtUpMs = 0;
   let last = performance.now();
   const timer = setInterval(() => {
     if (pipe.readableEnded || pipe.destroyed) return clearInterval(timer);
     const now = performance.now();
     const gap = Math.min(now - last, 2 * HELD_PIPE_CHECK_MS);
     last = now;
-    if (pipe.bytesRead !== bytes || pipe.readableLength > 0) {
-      bytes = pipe.bytesRead;
+    if (pipe.readableLength > 0) {
       quietMs = 0;
-    } else if ((quietMs += gap) >= HELD_PIPE_QUIET_MS) {
+    } else {
+      caughtUpMs += gap;
+      quietMs = pipe.bytesRead === bytes ? quietMs + gap : 0;
+    }
+    bytes = pipe.bytesRead;
+    if (quietMs >= HELD_PIPE_QUIET_MS || caughtUpMs >= HELD_PIPE_MAX_MS) {
       clearInterval(timer);
       onHeld();
     }
@@ -287,7 +307,7 @@ export async function main(argv: string[], io: CliIO = { stdin: process.stdin, s
     if (isRun && (opts.rest.length === 0 || opts._.length > 0)) throw new SubteeError('ERR_USAGE', 'subtee run needs the command after --: subtee run [options] -- CMD [ARGS…]', { exitCode: EXIT.USAGE });
     if (!isRun && opts.rest.length > 0) throw new SubteeError('ERR_USAGE', 'a command after -- needs subtee run: subtee run [options] -- CMD [ARGS…]', { exitCode: EXIT.USAGE });
     ({ spec, registry } = await resolveSpec(opts));
-    if (!isRun) inputs = checkInputs(opts._);
+    if (!isRun) inputs = checkInputs(opts._, io.stdin === process.stdin);
   } catch (err) {
     return reportError(io.stderr, err);
   }

@@ -163,6 +163,10 @@ test('a folder as input: exit 3 with ERR_INPUT, and no output folder is left beh
     assert.match(r.stderr, /in: it is a folder, not a file \[ERR_INPUT\]/);
     assert.equal(existsSync(out), false, 'no output folder');
   }
+  const onStdin = spawnSync('bash', ['-c', `"${process.execPath}" "${BIN}" --out "${out}" < "${join(dir, 'in')}"`], { encoding: 'utf8' });
+  assert.equal(onStdin.status, 3, onStdin.stderr);
+  assert.match(onStdin.stderr, /^subtee: cannot read stdin: it is a folder, not a file \[ERR_INPUT\]\n$/);
+  assert.equal(existsSync(out), false, 'no output folder');
 });
 
 test('gzip input is read by its magic bytes, from a file or stdin, several members too', () => {

@@ -158,6 +158,28 @@ test('subtee run: an agent that exits while a process it started holds its stdou
   checkOutput(readFileSync(recording), out, 'held pipe');
 });
 
+test('subtee run: a process the agent started that keeps writing to its stdout is let go too', async () => {
+  const dir = tmpDir();
+  const out = join(dir, 'o');
+  const pidFile = join(dir, 'grandchild.pid');
+  // A line every 100 ms for as long as anyone reads: never 1 s of silence.
+  const agent = fakeAgent('2.1.328', 5, `(while true; do echo "grandchild noise"; sleep 0.1; done) 2>/dev/null &\necho $! > "${pidFile}"`);
+  const child = spawn(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--idle-timeout-ms', '600000', '--', agent], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const exited = new Promise<number | null>((r) => child.on('close', r));
+  const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 30_000).unref());
+  const result = await Promise.race([exited, timeout]);
+  if (existsSync(pidFile)) strays.push(Number(readFileSync(pidFile, 'utf8')));
+  if (result === 'timeout') child.kill('SIGKILL');
+  assert.equal(result, 5, stderr);
+  assert.match(stderr, /warning PIPE_HELD/);
+  const files = readTree(out);
+  const routed = [...files.keys()].filter((k) => k.endsWith('.jsonl')).flatMap((k) => linesOf(files.get(k)));
+  assert.deepEqual(routed.sort(), linesOf(readFileSync(recording)).sort(), 'every line the agent wrote');
+  assert.ok(linesOf(files.get('quarantine.log')).every((l) => l === 'grandchild noise'));
+});
+
 test('subtee run: an agent that closes its stdout and then hangs is stopped by the watchdog (exit 124)', () => {
   const dir = tmpDir();
   const out = join(dir, 'o');
