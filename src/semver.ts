@@ -42,10 +42,13 @@ function test(v: Version, comparator: string): boolean {
     case '>': return c > 0;
     case '<': return c < 0;
     case '^': {
-      const upper: Version = base[0] > 0 ? [base[0] + 1, 0, 0] : base[1] > 0 ? [0, base[1] + 1, 0] : [0, 0, base[2] + 1];
+      // The first non-zero part is pinned; a part left out counts as any (`^0` is <1.0.0, `^0.0` is <0.1.0).
+      const upper: Version = base[0] > 0 || wild(m[3])
+        ? [base[0] + 1, 0, 0]
+        : base[1] > 0 || wild(m[4]) ? [0, base[1] + 1, 0] : [0, 0, base[2] + 1];
       return c >= 0 && compareVersions(v, upper) < 0;
     }
-    case '~': return c >= 0 && compareVersions(v, [base[0], base[1] + 1, 0]) < 0;
+    case '~': return c >= 0 && compareVersions(v, wild(m[3]) ? [base[0] + 1, 0, 0] : [base[0], base[1] + 1, 0]) < 0;
     default:
       if (wild(m[3])) return v[0] === base[0];
       if (wild(m[4])) return v[0] === base[0] && v[1] === base[1];

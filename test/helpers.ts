@@ -77,15 +77,12 @@ export function linesOf(buf: Buffer | undefined): string[] {
   return (s.endsWith('\n') ? s.slice(0, -1) : s).split('\n');
 }
 
-/** The recordings in ../shared/samples beside the checkout, when that folder is there. */
-export const SHARED_SAMPLES = join(ROOT, '..', 'shared', 'samples');
+/** Recordings of the real CLI made by another script than ours (see its README). */
+export const SAMPLES = join(FIXTURES, 'samples');
 
+/** The recordings in test/fixtures/samples; a missing folder throws rather than checking nothing. */
 export function sampleFiles(): string[] {
-  try {
-    return readdirSync(SHARED_SAMPLES).filter((f) => f.endsWith('.jsonl')).sort().map((f) => join(SHARED_SAMPLES, f));
-  } catch {
-    return [];
-  }
+  return readdirSync(SAMPLES).filter((f) => f.endsWith('.jsonl')).sort().map((f) => join(SAMPLES, f));
 }
 
 /**

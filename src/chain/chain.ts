@@ -149,10 +149,25 @@ function untilStopped(stop: AbortSignal) {
 
 /** Runs input through the chain to the end; resolves with the run's state. */
 export async function runChain(input: Readable, spec: ChainSpec, options: ChainOptions = {}): Promise<Session> {
-  const { streams, session } = buildChain(spec, options);
-  const head = options.stop ? [input, untilStopped(options.stop)] : [input];
+  const { streams, session: run } = buildChain(spec, options);
+  // Input stops on the caller's `stop` or when a stage asks (the watchdog on a stall).
+  const stopped = new AbortController();
+  const onStop = () => stopped.abort();
+  if (options.stop?.aborted) stopped.abort();
+  options.stop?.addEventListener('abort', onStop, { once: true });
+  let reason: Error | null = null;
+  run.stopInput = (why) => {
+    reason ??= why;
+    stopped.abort();
+  };
   // The typings have no overload for a list that mixes streams and a generator stage.
-  const all = [...head, ...streams, createDiscard()] as unknown as NodeJS.ReadableStream[];
-  await pipeline(all, { signal: options.signal });
-  return session;
+  const all = [input, untilStopped(stopped.signal), ...streams, createDiscard()] as unknown as NodeJS.ReadableStream[];
+  try {
+    await pipeline(all, { signal: options.signal });
+  } finally {
+    run.stopInput = null;
+    options.stop?.removeEventListener('abort', onStop);
+  }
+  if (reason) throw reason;
+  return run;
 }

@@ -1,5 +1,6 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Transform, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { UsageError } from '../errors.js';
@@ -67,14 +68,90 @@ function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDef
   return def;
 }
 
+/** The conditions `import()` matches in a package's `exports`, in Node.js's order of preference. */
+const IMPORT_CONDITIONS = new Set(['node', 'import', 'default']);
+
+function notExported(name: string, subpath: string): Error {
+  const err = new Error(`package ${name} does not export "${subpath}" to import()`);
+  return Object.assign(err, { code: 'ERR_PACKAGE_PATH_NOT_EXPORTED' });
+}
+
+/** One `exports` target: a path, a list (first that resolves), or conditions (first that matches). */
+function exportTarget(target: unknown, star: string | null): string | null {
+  if (typeof target === 'string') {
+    if (!target.startsWith('./')) return null;
+    return star === null ? target : target.split('*').join(star);
+  }
+  if (Array.isArray(target)) {
+    for (const t of target) {
+      const r = exportTarget(t, star);
+      if (r !== null) return r;
+    }
+    return null;
+  }
+  if (target && typeof target === 'object') {
+    for (const [condition, t] of Object.entries(target)) {
+      if (!IMPORT_CONDITIONS.has(condition)) continue;
+      const r = exportTarget(t, star);
+      if (r !== null) return r;
+    }
+  }
+  return null;
+}
+
+/** The file `exports` maps `subpath` (`.` or `./x`) to under the import conditions, or null. */
+export function resolveExports(exportsField: unknown, subpath: string): string | null {
+  const isObject = exportsField !== null && typeof exportsField === 'object' && !Array.isArray(exportsField);
+  const isMap = isObject && Object.keys(exportsField).some((k) => k.startsWith('.'));
+  if (!isMap) return subpath === '.' ? exportTarget(exportsField, null) : null;
+  const map = exportsField as Record<string, unknown>;
+  if (subpath in map && !subpath.includes('*')) return exportTarget(map[subpath], null);
+  // Subpath patterns (`./features/*`): the longest matching prefix wins.
+  let best: { key: string; star: string } | null = null;
+  for (const key of Object.keys(map)) {
+    const at = key.indexOf('*');
+    if (at === -1) continue;
+    const [prefix, suffix] = [key.slice(0, at), key.slice(at + 1)];
+    const matches = subpath.length >= key.length && subpath.startsWith(prefix) && subpath.endsWith(suffix);
+    if (matches && (!best || prefix.length > best.key.indexOf('*'))) {
+      best = { key, star: subpath.slice(prefix.length, subpath.length - suffix.length) };
+    }
+  }
+  return best ? exportTarget(map[best.key], best.star) : null;
+}
+
+/**
+ * Resolves a package name the way `import()` would from `baseDir`: the nearest
+ * `node_modules/<name>` up the tree, and its `exports` under the import conditions, so ESM-only
+ * packages (`"exports": { ".": { "import": … } }`) load. A package without `exports` is
+ * resolved by Node's own resolver (its `main`). (`import.meta.resolve` takes a parent only
+ * behind a flag in Node.js 20.)
+ */
+export function resolvePackage(spec: string, baseDir: string): string {
+  const parts = spec.split('/');
+  const name = spec.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+  const subpath = spec === name ? '.' : `./${spec.slice(name.length + 1)}`;
+  for (let dir = resolve(baseDir); ; dir = dirname(dir)) {
+    const pkgDir = join(dir, 'node_modules', name);
+    const pkgJson = join(pkgDir, 'package.json');
+    if (existsSync(pkgJson)) {
+      const pkg = JSON.parse(readFileSync(pkgJson, 'utf8')) as { exports?: unknown };
+      if (pkg.exports === undefined) break;
+      const target = resolveExports(pkg.exports, subpath);
+      if (target === null) throw notExported(name, subpath);
+      return pathToFileURL(join(pkgDir, target)).href;
+    }
+    if (dirname(dir) === dir) break;
+  }
+  return pathToFileURL(createRequire(resolve(baseDir, 'package.json')).resolve(spec)).href;
+}
+
 /** Loads a plugin from a path (relative to `baseDir`) or a package name. */
 export async function loadPlugin(spec: string, baseDir: string): Promise<PluginDefinition> {
   let mod: any;
   try {
     const isPath = spec.startsWith('.') || isAbsolute(spec);
-    const url = isPath
-      ? pathToFileURL(resolve(baseDir, spec)).href
-      : pathToFileURL(createRequire(resolve(baseDir, 'package.json')).resolve(spec)).href;
+    const url = isPath ? pathToFileURL(resolve(baseDir, spec)).href : resolvePackage(spec, baseDir);
     mod = await import(url);
   } catch (err) {
     const why = (err as NodeJS.ErrnoException)?.code === 'ERR_MODULE_NOT_FOUND' || (err as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND'

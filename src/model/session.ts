@@ -39,6 +39,12 @@ export class Session {
   producer: Producer | null = null;
   interrupted = false;
   stalled = false;
+  /**
+   * Set by runChain while a chain runs: stops reading input, lets what was read reach every
+   * stage and sink (a partial last line goes to the quarantine), then fails the chain with
+   * `reason`. Null for stages used outside a chain.
+   */
+  stopInput: ((reason: Error) => void) | null = null;
   /** Per-channel fields that stages add to index.json (the thinking truncator's counts…). */
   readonly channelFields: Array<(ch: Channel) => Record<string, unknown>> = [];
   private readonly listeners: Array<(w: Warning) => void> = [];

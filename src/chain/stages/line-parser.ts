@@ -215,6 +215,11 @@ export function createLineParser(options: LineParserOptions): Transform {
     },
     flush(cb: TransformCallback) {
       splitter.end();
+      const { lines, quarantined } = run.input;
+      if (lines > 0 && quarantined === lines) {
+        const what = `none of the ${lines} input lines is a JSON object, all are in the quarantine file`;
+        run.warn('INPUT_QUARANTINED', `${what}: is this Claude Code's --output-format stream-json output?`);
+      }
       cb(null, take());
     },
   });
