@@ -104,7 +104,7 @@ test('a closed stdout (| head -1) ends that sink only: files complete, exit 0', 
 test('the README documents every option, warning code and error code', async () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
   for (const o of OPTIONS) assert.ok(readme.includes(`--${o.name}`), `--${o.name}`);
-  const sources = ['src/chain/stages/line-parser.ts', 'src/chain/stages/version-guard.ts', 'src/chain/stages/idle-watchdog.ts'].map((f) => readFileSync(join(ROOT, f), 'utf8')).join('\n');
+  const sources = ['src/chain/stages/line-parser.ts', 'src/chain/stages/version-guard.ts', 'src/chain/stages/idle-watchdog.ts', 'src/chain/stages/channel-router.ts', 'src/model/session.ts'].map((f) => readFileSync(join(ROOT, f), 'utf8')).join('\n');
   const warnings = new Set([...sources.matchAll(/'([A-Z]+(?:_[A-Z]+)+)'/g)].map((m) => m[1]).filter((c) => !c.startsWith('ERR_')));
   assert.ok(warnings.size >= 10);
   for (const c of warnings) assert.ok(readme.includes(`\`${c}\``), c);

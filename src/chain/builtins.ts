@@ -91,7 +91,7 @@ export const stdoutSink = definePlugin<{ mode?: (typeof STDOUT_MODES)[number] }>
     mode: { type: 'string', choices: STDOUT_MODES, description: 'text, main, raw or none' },
   },
   input: (o) => (o.mode === 'raw' ? 'bytes' : 'records'),
-  create: (o) => createStdoutSink(o),
+  create: (o, ctx) => createStdoutSink({ ...o, session: ctx.session }),
 });
 
 export const pinoSink = definePlugin<{ destination?: string; transport?: Record<string, unknown>; maxContentChars?: number }>({

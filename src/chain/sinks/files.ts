@@ -5,7 +5,7 @@ import { withDefaults } from '../../defaults.js';
 import { OutputError, writeFailed } from '../../errors.js';
 import { buildIndex, type ChannelPaths } from '../../views/index-file.js';
 import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
-import { escapeControl } from '../../views/escape.js';
+import { escapeControl, escapeOneLine } from '../../views/escape.js';
 import { headerLines, renderRecord, statusLine } from '../../views/text.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
@@ -93,18 +93,25 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
   };
 
   const writeLine = (rec: LineRecord) => {
-    for (const ev of rec.events ?? []) {
-      const f = filesOf(ev.channel);
-      if (ev.type === 'spawn') {
-        files.write(f.logFile, `[spawn] parent ${ev.channel.parent ?? 'main'}, depth ${ev.channel.depth ?? '(unknown)'}\n`);
-      } else if (ev.type === 'status') {
-        files.write(f.logFile, statusLine(ev.channel.status, ev.summary) + '\n');
+    // The raw line is written whatever happens; a record that cannot be shown gets a marker
+    // in the transcript instead of failing the run (and losing the records after it).
+    let lines: string[];
+    try {
+      for (const ev of rec.events ?? []) {
+        const f = filesOf(ev.channel);
+        if (ev.type === 'spawn') {
+          files.write(f.logFile, `[spawn] parent ${ev.channel.parent ?? 'main'}, depth ${ev.channel.depth ?? '(unknown)'}\n`);
+        } else if (ev.type === 'status') {
+          files.write(f.logFile, statusLine(ev.channel.status, ev.summary) + '\n');
+        }
       }
+      lines = renderRecord(rec);
+    } catch (err) {
+      lines = [`[line ${rec.lineNo} could not be shown: ${escapeOneLine(run.recordFailed('files', rec.lineNo, err))}]`];
     }
     const f = filesOf(rec.channel ?? run.tree.main);
     files.write(f.jsonlFile, rec.raw);
     files.write(f.jsonlFile, NL);
-    const lines = renderRecord(rec);
     if (lines.length > 0) files.write(f.logFile, lines.join('\n') + '\n');
     if (rec.thinkingFull) {
       if (!f.thinkingFile) {

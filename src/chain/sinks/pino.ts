@@ -46,7 +46,7 @@ export function pinoEvents(rec: LineRecord, maxChars: number): Array<{ level: 'i
       } else if (b.type === 'thinking') {
         out.push({ level: 'info', kind: 'thinking', fields: { content: content(override ?? b.thinking ?? '') } });
       } else if (b.type === 'tool_use') {
-        out.push({ level: 'info', kind: 'tool_use', fields: { tool: b.name, id: b.id, content: content(inputPreview(b.input)) } });
+        out.push({ level: 'info', kind: 'tool_use', fields: { tool: b.name, id: b.id, content: inputPreview(b.input, maxChars) } });
       } else if (b.type === 'tool_result') {
         const isError = b.is_error === true;
         out.push({
