@@ -8,6 +8,7 @@ import { shorten } from '../../views/escape.js';
 import { inputPreview, shownBlocks } from '../../views/text.js';
 import { resultText } from '../../model/message.js';
 import { passOn } from './pass-on.js';
+import { openLogFile } from './safe-open.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 
@@ -80,7 +81,8 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
   } else {
     const target = opts.destination === '-' ? 1 : opts.destination;
     try {
-      dest = pino.destination({ dest: target, sync: true, mkdir: true });
+      // Opened here, not by pino: no link followed, no blocking on a pipe (see safe-open).
+      dest = pino.destination({ dest: target === 1 ? 1 : openLogFile(target), sync: true });
     } catch (err) {
       throw writeFailed(String(opts.destination), err);
     }
