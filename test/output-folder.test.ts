@@ -117,6 +117,10 @@ test('the default open-file budget comes from the real descriptor limit', () => 
   assert.equal(descriptorBudget(128, limits('20')), 4);
   assert.equal(descriptorBudget(128, limits('unlimited')), 128);
   assert.equal(descriptorBudget(128, join(tmpDir(), 'missing')), 128);
+  if (existsSync('/proc/self/limits')) {
+    const help = subtee(['--help'], '', 'ulimit -n 64');
+    assert.match(help.stdout, /--max-open-files N .*\(default: 32\)/, 'the CLI shows and uses the derived default');
+  }
 });
 
 test('a low ulimit -n never gives EMFILE: with the default budget, and with one set too high', { skip: !existsSync('/proc/self/limits') && 'no /proc/self/limits' }, () => {
