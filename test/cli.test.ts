@@ -50,7 +50,7 @@ for (const [args, code] of [
 test('parseArgs throws typed errors', () => {
   assert.throws(() => parseArgs(['--nope']), { code: 'ERR_UNKNOWN_OPTION' });
   assert.equal(parseArgs(['-o', 'x']).out, 'x');
-  assert.equal(parseArgs([])['max-open-files'], 128);
+  assert.equal(parseArgs([])['max-open-files'], undefined, 'left to the files sink, whose default fits the descriptor limit');
 });
 
 test('unusable input or output: exit 3 with one line', () => {
@@ -105,7 +105,14 @@ test('a closed stdout (| head -1) ends that sink only: files complete, exit 0', 
 test('the README documents every option, warning code and error code', async () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
   for (const o of OPTIONS) assert.ok(readme.includes(`--${o.name}`), `--${o.name}`);
-  const sources = ['src/chain/stages/line-parser.ts', 'src/chain/stages/version-guard.ts', 'src/chain/stages/idle-watchdog.ts', 'src/cli.ts'].map((f) => readFileSync(join(ROOT, f), 'utf8')).join('\n');
+  // The options table says each flag's default as --help does (both read the option specs).
+  const rows = readme.split('\n').filter((l) => l.startsWith('| `'));
+  for (const o of OPTIONS) {
+    if (o.type === 'boolean' || o.default === undefined) continue;
+    const row = rows.find((l) => l.includes(`--${o.name}`));
+    assert.ok(row?.split('|')[2].includes(String(o.default)), `README default of --${o.name}: ${o.default}`);
+  }
+  const sources = ['src/chain/stages/line-parser.ts', 'src/chain/stages/version-guard.ts', 'src/chain/stages/idle-watchdog.ts', 'src/chain/stages/channel-router.ts', 'src/model/session.ts', 'src/cli.ts'].map((f) => readFileSync(join(ROOT, f), 'utf8')).join('\n');
   const warnings = new Set([...sources.matchAll(/'([A-Z]+(?:_[A-Z]+)+)'/g)].map((m) => m[1]).filter((c) => !c.startsWith('ERR_')));
   assert.ok(warnings.size >= 10);
   for (const c of warnings) assert.ok(readme.includes(`\`${c}\``), c);

@@ -31,7 +31,7 @@ test('every problem of a config is reported in one message', async () => {
     }
   })();
   assert.equal(err.code, 'ERR_CONFIG');
-  for (const part of ['stages[0].maxLineBytes: must be a number', 'stages[1]: unknown stage "nope"', 'stages[2].colour: unknown option', 'sinks[0].out: required', 'sinks[1].mode: must be one of']) {
+  for (const part of ['stages[0].maxLineBytes: must be a whole number', 'stages[1]: unknown stage "nope"', 'stages[2].colour: unknown option', 'sinks[0].out: required', 'sinks[1].mode: must be one of']) {
     assert.ok(err.message.includes(part), `${part} in ${err.message}`);
   }
   assert.equal(err.message.split('\n').length, 1);

@@ -116,3 +116,15 @@ test('10,000 channels with at most 16 open files lose nothing, across closes and
     assert.ok(log.startsWith('# subtee transcript:') && log.includes(`a${i}\n`) && log.includes(`b${i}\n`), `${c.log}: header and both lines`);
   }
 });
+
+test('quarantine_lines lists the first 1,000 quarantined line numbers and counts the rest', async () => {
+  const good = JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: 'm', content: [{ type: 'text', text: 'ok' }] } });
+  const lines = [good, ...Array.from({ length: 5000 }, (_, i) => `junk ${i}`), good, 'junk at the end'];
+  const { index, files } = await runToFiles(Buffer.from(lines.join('\n') + '\n'));
+  assert.equal(index.input.quarantined, 5001);
+  assert.equal(index.quarantine_lines.length, 1000);
+  assert.deepEqual(index.quarantine_lines.slice(0, 3), [2, 3, 4]);
+  assert.equal(index.quarantine_lines[999], 1001);
+  assert.equal(index.quarantine_lines_omitted, 4001);
+  assert.equal(linesOf(files.get('quarantine.log')).length, 5001, 'the quarantine file itself keeps every line');
+});

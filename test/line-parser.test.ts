@@ -60,7 +60,7 @@ test('noise, non-objects, blank lines and a truncated last line are quarantined 
   assert.equal(run.input.quarantined, 7);
   assert.equal(run.input.blankLines, 3);
   assert.equal(run.input.lines, 8);
-  assert.deepEqual(run.quarantineLines, [1, 2, 3, 4, 5, 10, 11]);
+  assert.deepEqual(run.quarantineLines.listed, [1, 2, 3, 4, 5, 10, 11]);
 });
 
 test('a complete last line without a newline is a record', async () => {

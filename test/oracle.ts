@@ -49,12 +49,18 @@ export function readStream(text: string): Oracle {
     get(chOf(v)).lines.push(l);
     parsed.push(v);
   });
-  // Spawns: the first Agent/Task tool_use with an id opens that channel under the line's channel.
+  // Walks up the spawns seen so far: is `id` the channel `from` or one of its ancestors?
+  const isAncestor = (id: string, from: string | null) => {
+    for (let at = from; at !== null; at = spawnParent.get(at) ?? null) if (at === id) return true;
+    return false;
+  };
+  // Spawns: the first Agent/Task tool_use with an id opens that channel under the line's
+  // channel, unless the channel is that line's own channel or one of its ancestors (a cycle).
   for (const v of parsed) {
     const ch = chOf(v);
     if (v.type !== 'assistant') continue;
     for (const b of v.message?.content ?? []) {
-      if (b?.type === 'tool_use' && (b.name === 'Agent' || b.name === 'Task') && typeof b.id === 'string' && b.id !== '' && b.id !== ch && !spawnParent.has(b.id)) {
+      if (b?.type === 'tool_use' && (b.name === 'Agent' || b.name === 'Task') && typeof b.id === 'string' && b.id !== '' && !spawnParent.has(b.id) && !isAncestor(b.id, ch)) {
         spawnParent.set(b.id, ch);
         const c = get(b.id);
         c.parent = ch;
@@ -88,12 +94,11 @@ export function readStream(text: string): Oracle {
       }
     }
   }
-  const depthOf = (id: string | null, seen = new Set<string | null>()): number | null => {
-    if (id === null) return 0;
-    if (seen.has(id) || !spawnParent.has(id)) return null;
-    seen.add(id);
-    const p = depthOf(spawnParent.get(id)!, seen);
-    return p === null ? null : p + 1;
+  // Steps up to main; a chain that ends at a channel whose spawn was never seen has no depth.
+  const depthOf = (id: string | null): number | null => {
+    let depth = 0;
+    for (let at = id; at !== null; at = spawnParent.get(at)!, depth++) if (!spawnParent.has(at)) return null;
+    return depth;
   };
   for (const c of channels.values()) c.depth = depthOf(c.id);
   return { channels, quarantined, nonBlank };

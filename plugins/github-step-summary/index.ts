@@ -8,7 +8,7 @@ import { requireSession, type Session } from '../../src/model/session.js';
 import type { Channel } from '../../src/model/tree.js';
 import { escapeHtml, escapeMarkdown } from '../../src/views/escape.js';
 import { passOn } from '../../src/chain/sinks/pass-on.js';
-import { channelTokens, statusCounts, walkTree } from '../../src/views/walk.js';
+import { channelTokens, MAX_GUIDE_LEVELS, statusCounts, walkTree } from '../../src/views/walk.js';
 
 /** GitHub rejects a step summary over 1 MiB; stay well below it. */
 export const STEP_SUMMARY_DEFAULTS = Object.freeze({ maxBytes: 1_000_000, reportChars: 4000 });
@@ -45,7 +45,7 @@ export function stepSummary(run: Session, lastText: Map<Channel, string>, o: { m
   const order = walkTree(run.tree).map((row) => row.channel);
   let omitted = 0;
   for (const ch of order) {
-    const indent = '  '.repeat(Math.max(0, ch.depth ?? 1));
+    const indent = '  '.repeat(Math.min(MAX_GUIDE_LEVELS, Math.max(0, ch.depth ?? 1)));
     const name = ch.id === null ? '**main**' : `${escapeMarkdown(ch.agent ?? 'agent')} \`${escapeMarkdown(ch.tag)}\` ${ch.description ? `“${escapeMarkdown(ch.description)}”` : ''}`;
     if (!add(`${indent}- ${ICON[ch.status]} ${name} — ${ch.status}, ${ch.lines} lines, ${channelTokens(ch)} tokens\n`)) omitted++;
   }
@@ -117,9 +117,9 @@ export default definePlugin<StepSummaryOptions>({
   kind: 'sink',
   kit: '^0.1.0',
   options: {
-    path: { type: 'string', description: 'file to append to (default $GITHUB_STEP_SUMMARY; nothing is written when neither is set)' },
-    maxBytes: { type: 'number', min: 1000, description: `size limit of the summary (default ${STEP_SUMMARY_DEFAULTS.maxBytes}; GitHub allows 1 MiB)` },
-    reportChars: { type: 'number', min: 1, description: `characters of each agent's last report (default ${STEP_SUMMARY_DEFAULTS.reportChars})` },
+    path: { type: 'string', minLength: 1, description: 'file to append to (default $GITHUB_STEP_SUMMARY; nothing is written when neither is set)' },
+    maxBytes: { type: 'integer', min: 1000, default: STEP_SUMMARY_DEFAULTS.maxBytes, description: 'size limit of the summary (GitHub allows 1 MiB)' },
+    reportChars: { type: 'integer', min: 1, default: STEP_SUMMARY_DEFAULTS.reportChars, description: "characters of each agent's last report" },
   },
   create: (o, ctx) => createGithubStepSummary({ ...o, session: ctx.session, env: ctx.env }),
 });

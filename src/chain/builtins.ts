@@ -10,18 +10,21 @@ import { createFilesSink, FILES_SINK_DEFAULTS } from './sinks/files.js';
 import { createPinoSink, PINO_SINK_DEFAULTS } from './sinks/pino.js';
 import { createOtlpSink, OTLP_PROTOCOLS, OTLP_SINK_DEFAULTS, type OtlpSinkOptions } from './sinks/otlp.js';
 import { CLICKHOUSE_SINK_DEFAULTS, createClickHouseSink, type ClickHouseSinkOptions } from './sinks/clickhouse.js';
-import { createStdoutSink, STDOUT_MODES } from './sinks/stdout.js';
 import { createReportSink, type ReportSinkOptions } from '../views/report/sink.js';
 import { REPORT_DEFAULTS } from '../views/report/model.js';
+import { createStdoutSink, STDOUT_MODES, STDOUT_SINK_DEFAULTS } from './sinks/stdout.js';
+import { isValidRange } from '../semver.js';
 
 const KIT = '^0.1.0';
+
+const STALL_ACTIONS = ['fail', 'warn'] as const;
 
 export const lineParser = definePlugin<{ maxLineBytes?: number }>({
   name: 'line-parser',
   kind: 'stage',
   kit: KIT,
   options: {
-    maxLineBytes: { type: 'number', min: 1024, description: `longest line held in memory; longer ones are quarantined in pieces (default ${LINE_PARSER_DEFAULTS.maxLineBytes})` },
+    maxLineBytes: { type: 'integer', min: 1024, default: LINE_PARSER_DEFAULTS.maxLineBytes, description: 'longest line held in memory; longer lines are quarantined in pieces' },
   },
   input: () => 'bytes',
   create: (o, ctx) => createLineParser({ ...o, session: ctx.session }),
@@ -54,7 +57,11 @@ export const versionGuard = definePlugin<{ requireVersion?: string }>({
   kind: 'stage',
   kit: KIT,
   options: {
-    requireVersion: { type: 'string', description: 'a version range the agent must satisfy, e.g. ">=2.1.219"; otherwise exit 4' },
+    requireVersion: {
+      type: 'string',
+      check: (v: string) => (isValidRange(v) ? null : 'must be a version range such as ">=2.1.219"'),
+      description: 'refuse an agent whose version is not in this range, e.g. ">=2.1.219" (exit 4)',
+    },
   },
   create: (o, ctx) => createVersionGuard({ ...o, session: ctx.session }),
 });
@@ -72,8 +79,8 @@ export const thinkingTruncator = definePlugin<{ mode?: (typeof THINKING_MODES)[n
   kind: 'stage',
   kit: KIT,
   options: {
-    mode: { type: 'string', choices: THINKING_MODES, description: `keep, truncate, drop or file (default ${THINKING_TRUNCATOR_DEFAULTS.mode})` },
-    maxChars: { type: 'number', min: 0, description: `characters kept per thinking block in truncate mode (default ${THINKING_TRUNCATOR_DEFAULTS.maxChars})` },
+    mode: { type: 'string', choices: THINKING_MODES, default: THINKING_TRUNCATOR_DEFAULTS.mode, description: 'thinking in transcripts: keep, truncate, drop, or file (full text in <channel>.thinking.log)' },
+    maxChars: { type: 'integer', min: 0, default: THINKING_TRUNCATOR_DEFAULTS.maxChars, description: 'characters of each thinking block kept in truncate mode' },
   },
   create: (o, ctx) => createThinkingTruncator({ ...o, session: ctx.session }),
 });
@@ -89,11 +96,16 @@ export const idleWatchdog = definePlugin<{ idleTimeoutMs?: number; bgWaitCeiling
   kind: 'stage',
   kit: KIT,
   options: {
-    idleTimeoutMs: { type: 'number', min: 1, description: `silence allowed with nothing in flight (default ${IDLE_WATCHDOG_DEFAULTS.idleTimeoutMs})` },
-    bgWaitCeilingMs: { type: 'number', min: 0, description: 'silence allowed while background tasks run; 0 = no limit (default CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS or 600000)' },
-    drainGraceMs: { type: 'number', min: 0, description: `added to the ceiling for the CLI's exit drain (default ${IDLE_WATCHDOG_DEFAULTS.drainGraceMs})` },
-    onStall: { type: 'string', choices: ['fail', 'warn'], description: 'fail: end the run with exit 124; warn: report only' },
-    checkIntervalMs: { type: 'number', min: 1, description: `how often silence is measured (default ${IDLE_WATCHDOG_DEFAULTS.checkIntervalMs})` },
+    idleTimeoutMs: { type: 'integer', min: 1, default: IDLE_WATCHDOG_DEFAULTS.idleTimeoutMs, description: 'silence that counts as a hang while no background task is in flight' },
+    bgWaitCeilingMs: {
+      type: 'integer',
+      min: 0,
+      default: IDLE_WATCHDOG_DEFAULTS.bgWaitCeilingMs,
+      description: 'silence allowed while background tasks run (0 = no limit); $CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS replaces the default',
+    },
+    drainGraceMs: { type: 'integer', min: 0, default: IDLE_WATCHDOG_DEFAULTS.drainGraceMs, description: "added to that ceiling for the agent's exit drain" },
+    onStall: { type: 'string', choices: STALL_ACTIONS, default: IDLE_WATCHDOG_DEFAULTS.onStall, description: 'fail: stop (exit 124, and stop the agent under subtee run); warn: report only' },
+    checkIntervalMs: { type: 'integer', min: 1, default: IDLE_WATCHDOG_DEFAULTS.checkIntervalMs, description: 'how often silence is measured' },
   },
   create: (o, ctx) => createIdleWatchdog({ bgWaitCeilingMs: bgCeilingFromEnv(ctx.env), ...o, session: ctx.session }),
 });
@@ -103,10 +115,10 @@ export const filesSink = definePlugin<{ out: string; maxOpenFiles?: number; flus
   kind: 'sink',
   kit: KIT,
   options: {
-    out: { type: 'string', required: true, description: 'output folder (new or empty)' },
-    maxOpenFiles: { type: 'number', min: 4, description: `open descriptors kept at most (default ${FILES_SINK_DEFAULTS.maxOpenFiles})` },
-    flushBytes: { type: 'number', min: 1, description: `queued bytes that force a write (default ${FILES_SINK_DEFAULTS.flushBytes})` },
-    force: { type: 'boolean', description: 'write into a folder that already holds files' },
+    out: { type: 'string', required: true, minLength: 1, description: 'folder for transcripts and index.json (must be new or empty)' },
+    maxOpenFiles: { type: 'integer', min: 4, default: FILES_SINK_DEFAULTS.maxOpenFiles, defaultVaries: true, description: 'open file handles kept at most (others are reopened for append; the default fits under ulimit -n)' },
+    flushBytes: { type: 'integer', min: 1, default: FILES_SINK_DEFAULTS.flushBytes, description: 'queued bytes that force a write' },
+    force: { type: 'boolean', default: FILES_SINK_DEFAULTS.force, description: 'write into an output folder that already holds files (entries of the same names are replaced)' },
   },
   create: (o, ctx) => createFilesSink({ ...o, session: ctx.session }),
 });
@@ -116,10 +128,10 @@ export const stdoutSink = definePlugin<{ mode?: (typeof STDOUT_MODES)[number] }>
   kind: 'sink',
   kit: KIT,
   options: {
-    mode: { type: 'string', choices: STDOUT_MODES, description: 'text, main, raw or none' },
+    mode: { type: 'string', choices: STDOUT_MODES, default: STDOUT_SINK_DEFAULTS.mode, description: 'text: main text + labelled subagent text; main: main text only; raw: input unchanged (tee); none' },
   },
   input: (o) => (o.mode === 'raw' ? 'bytes' : 'records'),
-  create: (o) => createStdoutSink(o),
+  create: (o, ctx) => createStdoutSink({ ...o, session: ctx.session }),
 });
 
 export const pinoSink = definePlugin<{ destination?: string; transport?: Record<string, unknown>; maxContentChars?: number }>({
@@ -127,9 +139,9 @@ export const pinoSink = definePlugin<{ destination?: string; transport?: Record<
   kind: 'sink',
   kit: KIT,
   options: {
-    destination: { type: 'string', description: `a file, or - for stdout (default ${PINO_SINK_DEFAULTS.destination})` },
+    destination: { type: 'string', minLength: 1, default: PINO_SINK_DEFAULTS.destination, description: 'also log one pino line per event to this file (appended to; - for stdout)' },
     transport: { type: 'object', description: 'a pino transport config: { "target": …, "options": … }, { "targets": […] } or { "pipeline": […] }' },
-    maxContentChars: { type: 'number', min: 1, description: `longest content per event (default ${PINO_SINK_DEFAULTS.maxContentChars})` },
+    maxContentChars: { type: 'integer', min: 1, default: PINO_SINK_DEFAULTS.maxContentChars, description: 'longest content per event' },
   },
   create: (o, ctx) => createPinoSink({ ...o, session: ctx.session }),
 });

@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import { builtinRegistry } from './builtins.js';
 import { BATCH_HIGH_WATER_MARK } from '../model/record.js';
 import { UsageError } from '../errors.js';
-import type { PluginContext, PluginDefinition, Registry } from './plugin.js';
+import { optionProblem, type PluginContext, type PluginDefinition, type Registry } from './plugin.js';
 import { Session } from '../model/session.js';
 
 export interface ComponentSpec {
@@ -68,10 +68,8 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
           problems.push(`${at}.${key}: unknown option for "${c.use}" (known: ${Object.keys(def.options).join(', ') || 'none'})`);
           continue;
         }
-        const actual = Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
-        if (actual !== o.type) problems.push(`${at}.${key}: must be a ${o.type}, got ${actual}`);
-        else if (o.choices && !o.choices.includes(value as string | number)) problems.push(`${at}.${key}: must be one of ${o.choices.join(', ')}`);
-        else if (o.min !== undefined && typeof value === 'number' && !(value >= o.min)) problems.push(`${at}.${key}: must be at least ${o.min}`);
+        const problem = optionProblem(o, value);
+        if (problem) problems.push(`${at}.${key}: ${problem}`);
       }
     });
   }

@@ -19,13 +19,49 @@ export interface PluginContext {
   signal?: AbortSignal;
 }
 
+/**
+ * One option of a stage or sink, every fact about it in one place: the config check, the
+ * JSON Schema, and the command-line flag that sets it (its type, bounds, default and help)
+ * all read this.
+ */
 export interface OptionSpec {
-  type: 'string' | 'number' | 'boolean' | 'object' | 'array';
+  /** `integer`: a whole number that is exact in JSON and JavaScript (a safe integer). */
+  type: 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array';
   choices?: readonly (string | number)[];
+  /** Smallest value of a number. */
   min?: number;
+  /** Largest value of a number. */
+  max?: number;
+  /** Shortest string: 1 for a name or path that must not be empty. */
+  minLength?: number;
+  /** What the component uses when the option is left out (shown in --help and the schema). */
+  default?: string | number | boolean;
+  /** The default depends on the machine (the open-file budget): --help shows it, the schema does not. */
+  defaultVaries?: boolean;
+  /** A further check of a value of the right type: what is wrong with it, or null. */
+  check?: (value: never) => string | null;
   /** The component cannot be built without it. */
   required?: boolean;
   description: string;
+}
+
+const typeName = (value: unknown) => (Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value);
+
+/** What is wrong with a value for an option, or null: the one check behind configs and flags. */
+export function optionProblem(o: OptionSpec, value: unknown): string | null {
+  const actual = typeName(value);
+  if (o.type === 'integer') {
+    if (actual !== 'number' || !Number.isSafeInteger(value)) return `must be a whole number${o.min !== undefined ? ` of at least ${o.min}` : ''}, not ${actual === 'number' ? String(value) : actual}`;
+  } else if (o.type === 'number') {
+    if (actual !== 'number' || !Number.isFinite(value)) return `must be a finite number, not ${actual === 'number' ? String(value) : actual}`;
+  } else if (actual !== o.type) {
+    return `must be a ${o.type}, not ${actual}`;
+  }
+  if (o.choices && !o.choices.includes(value as string | number)) return `must be one of ${o.choices.join(', ')}`;
+  if (typeof value === 'number' && o.min !== undefined && value < o.min) return `must be at least ${o.min}`;
+  if (typeof value === 'number' && o.max !== undefined && value > o.max) return `must be at most ${o.max}`;
+  if (typeof value === 'string' && o.minLength !== undefined && value.length < o.minLength) return o.minLength === 1 ? 'must not be empty' : `must be at least ${o.minLength} characters`;
+  return o.check?.(value as never) ?? null;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { asBlock, rawBlocks, resultText, type ContentBlock } from '../model/message.js';
+import { asBlock, isObject, rawBlocks, resultText, type ContentBlock, type JsonObject } from '../model/message.js';
 import type { LineRecord } from '../model/record.js';
 import type { ChannelSnapshot } from '../model/tree.js';
 import { escapeControl, escapeOneLine, shorten } from './escape.js';
@@ -64,7 +64,7 @@ export function renderRecord(rec: LineRecord): string[] {
           out.push('[thinking] (redacted)');
           break;
         case 'tool_use': {
-          const input = shorten(inputPreview(block.input), RENDER_DEFAULTS.toolInputChars);
+          const input = inputPreview(block.input, RENDER_DEFAULTS.toolInputChars);
           out.push(`[tool] ${escapeOneLine(block.name)} ${escapeOneLine(input)}`);
           break;
         }
@@ -87,7 +87,51 @@ export function renderRecord(rec: LineRecord): string[] {
   return out;
 }
 
-/** A tool call's input as JSON for a one-line preview. */
-export function inputPreview(input: unknown): string {
-  return JSON.stringify(input ?? {}) ?? '';
+type PreviewFrame = { value: unknown[]; keys: null; at: number } | { value: JsonObject; keys: string[]; at: number };
+
+/**
+ * A tool call's input as JSON (what JSON.stringify would give), cut to at most `maxChars`
+ * characters, the last one `…` when cut. Written as a loop that stops once enough is
+ * written: the stream chooses how deep and how large an input is, and JSON.stringify
+ * recurses (a 10,000-deep input overflows the stack) and serialises all of it.
+ */
+export function inputPreview(input: unknown, maxChars: number): string {
+  let out = '';
+  const full = () => out.length > maxChars;
+  const scalar = (v: unknown) => {
+    // A long string is cut before it is quoted, so a huge input costs only what is shown.
+    const s = typeof v === 'string' && v.length > maxChars ? v.slice(0, maxChars + 1) : v;
+    out += JSON.stringify(s) ?? 'null';
+  };
+  const stack: PreviewFrame[] = [];
+  const open = (v: unknown) => {
+    if (Array.isArray(v)) {
+      out += '[';
+      stack.push({ value: v, keys: null, at: 0 });
+    } else if (isObject(v)) {
+      out += '{';
+      stack.push({ value: v, keys: Object.keys(v), at: 0 });
+    } else {
+      scalar(v);
+    }
+  };
+  open(input ?? {});
+  while (stack.length > 0 && !full()) {
+    const top = stack[stack.length - 1];
+    const length = top.keys === null ? top.value.length : top.keys.length;
+    if (top.at === length) {
+      out += top.keys === null ? ']' : '}';
+      stack.pop();
+      continue;
+    }
+    if (top.at > 0) out += ',';
+    if (top.keys === null) {
+      open(top.value[top.at++] ?? null);
+    } else {
+      const key = top.keys[top.at++];
+      out += `${JSON.stringify(key)}:`;
+      open(top.value[key]);
+    }
+  }
+  return out.length > maxChars ? `${out.slice(0, Math.max(0, maxChars - 1))}…` : out;
 }

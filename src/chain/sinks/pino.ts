@@ -8,6 +8,7 @@ import { escapeOneLine, shorten } from '../../views/escape.js';
 import { channelLabel, inputPreview, shownBlocks } from '../../views/text.js';
 import { resultText } from '../../model/message.js';
 import { passOn } from './pass-on.js';
+import { openLogFile } from './safe-open.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 
@@ -80,7 +81,7 @@ export function pinoEvents(rec: LineRecord, maxChars: number): PinoEvent[] {
       } else if (b.type === 'thinking') {
         push('info', 'thinking', { content: content(override ?? b.thinking ?? '') });
       } else if (b.type === 'tool_use') {
-        push('info', 'tool_use', { tool: b.name, id: b.id, content: content(inputPreview(b.input)) });
+        push('info', 'tool_use', { tool: b.name, id: b.id, content: inputPreview(b.input, maxChars) });
       } else if (b.type === 'tool_result') {
         const isError = b.is_error === true;
         push(isError ? 'warn' : 'info', 'tool_result', { id: b.tool_use_id, is_error: isError, content: content(resultText(b)) });
@@ -137,7 +138,8 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
   } else {
     const target = opts.destination === '-' ? 1 : opts.destination;
     try {
-      dest = pino.destination({ dest: target, sync: true, mkdir: true });
+      // Opened here, not by pino: no link followed, no blocking on a pipe (see safe-open).
+      dest = pino.destination({ dest: target === 1 ? 1 : openLogFile(target), sync: true });
     } catch (err) {
       throw writeFailed(String(opts.destination), err);
     }

@@ -46,7 +46,18 @@ export function createThinkingTruncator(options: ThinkingTruncatorOptions): Tran
     objectMode: true,
     highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      for (const rec of batch) if (rec.kind === 'line' && rec.value.type === 'assistant') shorten(rec);
+      try {
+        for (const rec of batch) {
+          if (rec.kind !== 'line') continue;
+          try {
+            if (rec.value.type === 'assistant') shorten(rec);
+          } catch (err) {
+            run.recordFailed('thinking-truncator', rec.lineNo, err);
+          }
+        }
+      } catch (err) {
+        return cb(err as Error);
+      }
       cb(null, batch);
     },
   });

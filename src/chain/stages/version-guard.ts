@@ -157,7 +157,13 @@ export function createVersionGuard(options: VersionGuardOptions): Transform {
     highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       try {
-        for (const rec of batch) warn(guard.observe(rec));
+        for (const rec of batch) {
+          try {
+            warn(guard.observe(rec));
+          } catch (err) {
+            run.recordFailed('version-guard', rec.lineNo, err);
+          }
+        }
       } catch (err) {
         return cb(err as Error);
       }
