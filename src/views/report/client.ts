@@ -144,6 +144,9 @@ const ROW_H = 20;
 const BAR_H = 12;
 const AXIS_H = 22;
 const LABEL_W = 250;
+/** Above this many rows the tree and the timeline draw only the rows in view, plus a margin. */
+const WINDOW_ABOVE = 400;
+const WINDOW_MARGIN = 60;
 
 type Key = string;
 const keyOf = (id: string | null): Key => (id === null ? '' : `a:${id}`);
@@ -156,6 +159,8 @@ interface State {
   collapsed: Set<Key>;
   selected: Key | null;
   view: { from: number; to: number } | null;
+  /** Height of a tree row as laid out (measured once rows exist). */
+  treeRowH: number;
   ended: boolean;
   lower: WeakMap<Entry, string>;
 }
@@ -192,6 +197,7 @@ function boot(): void {
     collapsed: new Set(),
     selected: null,
     view: null,
+    treeRowH: 25,
     ended: !data.live,
     lower: new WeakMap(),
   };
@@ -217,7 +223,12 @@ function boot(): void {
     state.selected = key;
     const ch = key === null ? undefined : state.byKey.get(key);
     if (ch && location.hash !== linkFor(ch)) history.replaceState(null, '', linkFor(ch));
-    for (const tr of document.querySelectorAll<HTMLElement>('tr.tree-row')) tr.classList.toggle('selected', tr.dataset.key === key);
+    const at = state.visible.findIndex((r) => keyOf(r.ch.id) === key);
+    if (at >= 0) {
+      bringIntoView($('tree-wrap'), at * state.treeRowH, state.treeRowH);
+      bringIntoView($('timeline-wrap'), AXIS_H + at * ROW_H, ROW_H);
+    }
+    renderTree(state);
     renderTimeline(state);
     renderTranscript(state, true, focusEntry);
   };
@@ -227,6 +238,8 @@ function boot(): void {
   };
   wireTimeline(state, select, () => renderTimeline(state));
   wireTree(state, select, render);
+  onScroll($('tree-wrap'), () => renderTree(state, false));
+  onScroll($('timeline-wrap'), () => renderTimeline(state));
   wireCards(select);
   wireSearch(state, select);
   addEventListener('hashchange', fromHash);
@@ -237,6 +250,28 @@ function boot(): void {
   else app.dataset.state = 'ready';
 }
 
+/** Redraws on scroll, once per frame: long lists draw only the rows in view. */
+function onScroll(box: HTMLElement, redraw: () => void): void {
+  let frame = 0;
+  box.addEventListener('scroll', () => {
+    frame ||= requestAnimationFrame(() => {
+      frame = 0;
+      redraw();
+    });
+  }, { passive: true });
+}
+
+function bringIntoView(box: HTMLElement, top: number, height: number): void {
+  if (top < box.scrollTop || top + height > box.scrollTop + box.clientHeight) box.scrollTop = Math.max(0, top - box.clientHeight / 3);
+}
+
+/** The rows to draw: all of them when there are few, else those in view and a margin. */
+function windowOf(box: HTMLElement, total: number, rowH: number, offset: number): [number, number] {
+  if (total <= WINDOW_ABOVE) return [0, total];
+  const first = Math.max(0, Math.floor((box.scrollTop - offset) / rowH) - WINDOW_MARGIN);
+  return [first, Math.min(total, first + Math.ceil(box.clientHeight / rowH) + 2 * WINDOW_MARGIN)];
+}
+
 // ---- header ------------------------------------------------------------------------------
 
 function renderHeader(state: State): void {
@@ -245,7 +280,7 @@ function renderHeader(state: State): void {
   const n = (s: string) => subs.filter((c) => c.status === s).length;
   $('mode').textContent = live ? (state.ended ? 'live · run ended' : 'live') : '';
   $('summary').textContent =
-    `${subs.length} subagents: ${n('completed')} completed, ${n('failed')} failed, ${n('running')} running · ` +
+    `${formatCount(subs.length)} subagents: ${n('completed')} completed, ${n('failed')} failed, ${n('running')} running · ` +
     `${formatCount(run.input.lines)} lines · ${formatCount(run.input.quarantined)} quarantined`;
   const banner = $('banner');
   const why = run.stalled ? 'This run stalled: the idle watchdog fired.' : run.interrupted ? 'This run was interrupted before its input ended.' : '';
@@ -289,11 +324,22 @@ function visibleRows(state: State): Row[] {
   return out;
 }
 
-function renderTree(state: State): void {
-  state.visible = visibleRows(state);
+function spacer(height: number): HTMLElement {
+  const tr = el('tr', 'spacer');
+  const td = el('td');
+  td.colSpan = 8;
+  td.style.height = `${height}px`;
+  tr.append(td);
+  return tr;
+}
+
+function renderTree(state: State, again = true): void {
+  if (again) state.visible = visibleRows(state);
   const body = document.querySelector('#tree tbody')!;
   const frag = document.createDocumentFragment();
-  for (const r of state.visible) {
+  const [from, to] = windowOf($('tree-wrap'), state.visible.length, state.treeRowH, 0);
+  if (from > 0) frag.append(spacer(from * state.treeRowH));
+  for (const r of state.visible.slice(from, to)) {
     const ch = r.ch;
     const key = keyOf(ch.id);
     const tr = el('tr', 'tree-row');
@@ -327,7 +373,10 @@ function renderTree(state: State): void {
     );
     frag.append(tr);
   }
+  if (to < state.visible.length) frag.append(spacer((state.visible.length - to) * state.treeRowH));
   body.replaceChildren(frag);
+  const row = body.querySelector<HTMLElement>('tr.tree-row');
+  if (row && row.offsetHeight > 0) state.treeRowH = row.offsetHeight;
 }
 
 function wireTree(state: State, select: (k: Key) => void, rerender: () => void): void {
@@ -405,7 +454,9 @@ function renderTimeline(state: State): void {
   }
   frag.append(axis);
   const labels = svg('g', {});
-  rows.forEach((r, i) => {
+  const [from, to] = windowOf($('timeline-wrap'), rows.length, ROW_H, AXIS_H);
+  rows.slice(from, to).forEach((r, k) => {
+    const i = from + k;
     const y = AXIS_H + i * ROW_H;
     const ch = r.ch;
     const key = keyOf(ch.id);
