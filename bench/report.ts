@@ -33,7 +33,9 @@ interface Sample {
 
 /** Wall time and peak RSS (GNU time) of one subtee command. */
 function timed(args: string[]): Sample {
-  const cmd = hasTime ? ['/usr/bin/time', '-f', '%M', '-o', join(work, 'rss'), process.execPath, BIN, ...args] : [process.execPath, BIN, ...args];
+  const cmd = hasTime
+    ? ['/usr/bin/time', '-f', '%M', '-o', join(work, 'rss'), process.execPath, BIN, ...args]
+    : [process.execPath, BIN, ...args];
   const t0 = performance.now();
   const r = spawnSync(cmd[0], cmd.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
   const ms = performance.now() - t0;
@@ -50,7 +52,11 @@ const mb = (bytes: number) => (bytes / 1e6).toFixed(1);
 async function openInBrowser(page: string): Promise<string[]> {
   if (!existsSync(CHROMIUM)) return [`(Chromium not found at ${CHROMIUM}: page not opened)`];
   const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
   try {
     const tab = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     const t0 = performance.now();
@@ -60,7 +66,10 @@ async function openInBrowser(page: string): Promise<string[]> {
     const rows = await tab.locator('#tree tr.tree-row').count();
     const bars = await tab.locator('#timeline rect.bar').count();
     const t1 = performance.now();
-    await tab.locator('#tree tr.tree-row').nth(Math.floor(rows / 2)).click();
+    await tab
+      .locator('#tree tr.tree-row')
+      .nth(Math.floor(rows / 2))
+      .click();
     await tab.waitForSelector('#transcript:not([hidden]) .entries');
     const click = performance.now() - t1;
     const t2 = performance.now();
@@ -95,7 +104,11 @@ for (let i = 0; i < runs; i++) {
   rmSync(both, { recursive: true, force: true });
   lastOut = out;
 }
-const data = JSON.parse(/<script type="application\/json" id="subtee-data">([^<]*)<\/script>/.exec(readFileSync(join(lastOut, 'report.html'), 'utf8'))![1]);
+const data = JSON.parse(
+  /<script type="application\/json" id="subtee-data">([^<]*)<\/script>/.exec(
+    readFileSync(join(lastOut, 'report.html'), 'utf8'),
+  )![1],
+);
 const runMs = median(runSamples.map((x) => x.ms));
 const row = (label: string, xs: Sample[]) => {
   const ms = xs.map((x) => x.ms);
@@ -115,7 +128,7 @@ const lines = [
   '',
   `| page | size |`,
   '|---|---|',
-  `| report.html | ${mb(pageBytes)} MB (limit ${mb(data.page.limitBytes)} MB), ${(pageBytes / gen.bytes * 100).toFixed(1)}% of the input |`,
+  `| report.html | ${mb(pageBytes)} MB (limit ${mb(data.page.limitBytes)} MB), ${((pageBytes / gen.bytes) * 100).toFixed(1)}% of the input |`,
   `| transcripts | ${data.channels.length.toLocaleString('en')} channels, ${data.page.cutChannels.toLocaleString('en')} cut to ${data.page.channelChars.toLocaleString('en')} characters each (the rest in the .log files) |`,
   '',
   '| in the browser (once) | s |',
