@@ -188,6 +188,7 @@ export class LiveReport {
   private readonly spawnTimes = new Map<string, { t: number | null; prompt: string | null }>();
   private readonly touched = new Set<string | null>();
   private version: string | null = null;
+  private session: string | null = null;
   private sentRun = '';
   private chars = 0;
 
@@ -229,6 +230,7 @@ export class LiveReport {
       const t = this.track(rec.channel as ChannelFields);
       const f = lineFacts(rec.value, this.limits);
       if (f.version) this.version = f.version;
+      if (f.session) this.session = f.session;
       for (let k = 0; k < f.tools; k++) t.budget.tick(f.time);
       for (const s of f.spawns) {
         if (!this.spawnTimes.has(s.id)) this.spawnTimes.set(s.id, { t: f.time, prompt: s.prompt });
@@ -259,7 +261,7 @@ export class LiveReport {
     return {
       subtee: this.subtee,
       claudeCode: this.version,
-      session: null,
+      session: this.session,
       stalled: run?.stalled === true,
       interrupted: run?.interrupted === true,
       input: {

@@ -166,8 +166,9 @@ export interface LineFacts {
   tools: number;
   time: number | null;
   spawns: Array<{ id: string; prompt: string | null }>;
-  /** claude_code_version of a system/init line. */
+  /** claude_code_version and session_id of a system/init line. */
   version: string | null;
+  session: string | null;
 }
 
 function entry(k: EntryKind, t: number | null, text: string, max: number, extra: Partial<Entry> = {}): Entry {
@@ -180,7 +181,7 @@ function entry(k: EntryKind, t: number | null, text: string, max: number, extra:
 /** Reads one parsed line: its transcript entries, tool calls and spawn calls. */
 export function lineFacts(value: Obj, limits: ReportLimits = REPORT_DEFAULTS): LineFacts {
   const t = timeOf(value);
-  const facts: LineFacts = { entries: [], tools: 0, time: t, spawns: [], version: null };
+  const facts: LineFacts = { entries: [], tools: 0, time: t, spawns: [], version: null, session: null };
   const type = value.type;
   if (type === 'assistant' || type === 'user') {
     for (const b of contentBlocks(value)) {
@@ -242,6 +243,7 @@ export function lineFacts(value: Obj, limits: ReportLimits = REPORT_DEFAULTS): L
     );
   } else if (type === 'system' && value.subtype === 'init') {
     facts.version = field(value.claude_code_version, 100);
+    facts.session = field(value.session_id, 200);
   }
   return facts;
 }
