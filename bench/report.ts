@@ -29,19 +29,23 @@ const hasTime = existsSync('/usr/bin/time');
 interface Sample {
   ms: number;
   rssKb: number | null;
+  /** User + system CPU time: steadier than wall time on a machine shared with other work. */
+  cpuMs: number | null;
 }
 
-/** Wall time and peak RSS (GNU time) of one subtee command. */
+/** Wall time, peak RSS and CPU time (GNU time) of one subtee command. */
 function timed(args: string[]): Sample {
   const cmd = hasTime
-    ? ['/usr/bin/time', '-f', '%M', '-o', join(work, 'rss'), process.execPath, BIN, ...args]
+    ? ['/usr/bin/time', '-f', '%M %U %S', '-o', join(work, 'rss'), process.execPath, BIN, ...args]
     : [process.execPath, BIN, ...args];
   const t0 = performance.now();
   const r = spawnSync(cmd[0], cmd.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
   const ms = performance.now() - t0;
   if (r.status !== 0) throw new Error(`subtee ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
-  const rssKb = hasTime ? Number(readFileSync(join(work, 'rss'), 'utf8').trim().split('\n').pop()) : null;
-  return { ms, rssKb };
+  const t = hasTime
+    ? readFileSync(join(work, 'rss'), 'utf8').trim().split('\n').pop()!.split(' ').map(Number)
+    : null;
+  return { ms, rssKb: t ? t[0] : null, cpuMs: t ? (t[1] + t[2]) * 1000 : null };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -110,18 +114,24 @@ const data = JSON.parse(
   )![1],
 );
 const runMs = median(runSamples.map((x) => x.ms));
+const runCpu = median(runSamples.map((x) => x.cpuMs ?? NaN));
 const row = (label: string, xs: Sample[]) => {
   const ms = xs.map((x) => x.ms);
   const rss = xs.map((x) => x.rssKb).filter((x): x is number => x !== null);
-  return `| ${label} | ${s(median(ms))} (${s(Math.min(...ms))}–${s(Math.max(...ms))}) | ${rss.length ? (Math.max(...rss) / 1024).toFixed(0) : '–'} | ${(median(ms) / runMs).toFixed(2)} |`;
+  const cpu = median(xs.map((x) => x.cpuMs ?? NaN));
+  return (
+    `| ${label} | ${s(median(ms))} (${s(Math.min(...ms))}–${s(Math.max(...ms))}) | ${(median(ms) / runMs).toFixed(2)} | ` +
+    `${Number.isNaN(cpu) ? '–' : s(cpu)} | ${Number.isNaN(cpu) ? '–' : (cpu / runCpu).toFixed(2)} | ` +
+    `${rss.length ? (Math.max(...rss) / 1024).toFixed(0) : '–'} |`
+  );
 };
 const lines = [
   `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}`,
   '',
   `Input: ${mb(gen.bytes)} MB, ${gen.lines.toLocaleString('en')} lines, ${fanout.toLocaleString('en')} subagents (bench/gen.ts, large lines, seed 1); ${runs} runs, median (min–max)`,
   '',
-  '| step | wall s | peak RSS MB | × the run |',
-  '|---|---|---|---|',
+  '| step | wall s | × the run | CPU s | × the run | peak RSS MB |',
+  '|---|---|---|---|---|---|',
   row('subtee → files (the run)', runSamples),
   row('subtee report OUT (the page from the folder)', reportSamples),
   row('subtee → files with --html (both in one)', htmlSamples),
