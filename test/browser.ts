@@ -22,7 +22,11 @@ export function chromiumAvailable(): boolean {
 }
 
 export function launchBrowser(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
 }
 
 export interface OpenedPage {
@@ -32,7 +36,10 @@ export interface OpenedPage {
 }
 
 /** A new page that records its console (CSP violations show up there) and uncaught errors. */
-export async function newPage(browser: Browser, viewport = { width: 1400, height: 900 }): Promise<OpenedPage> {
+export async function newPage(
+  browser: Browser,
+  viewport = { width: 1400, height: 900 },
+): Promise<OpenedPage> {
   const page = await browser.newPage({ viewport });
   const console: string[] = [];
   page.on('console', (m) => console.push(`${m.type()}: ${m.text()}`));

@@ -11,7 +11,8 @@ import { startReportServer } from '../src/views/report/server.js';
 import { chromiumAvailable, launchBrowser, newPage, screenshot, startSubtee } from './browser.js';
 import { FIXTURES, linesOf, tmpDir } from './helpers.js';
 
-const skip = !chromiumAvailable() && 'Chromium is not installed (.ci/run installs it: apt-get install chromium)';
+const skip =
+  !chromiumAvailable() && 'Chromium is not installed (.ci/run installs it: apt-get install chromium)';
 
 const fanout = linesOf(readFileSync(join(FIXTURES, 'background-fanout-12.jsonl')));
 /** Lines up to and including the n-th spawn call. */
@@ -41,7 +42,8 @@ describe('the live page in Chromium', { skip }, () => {
   test('the live page gains cards and bars while a slow replay feeds --serve, and ends with every status', async () => {
     const s = startSubtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none', '-q', '--serve', '127.0.0.1:0']);
     const url = await s.url();
-    const write = (from: number, to: number) => s.child.stdin!.write(fanout.slice(from, to).join('\n') + '\n');
+    const write = (from: number, to: number) =>
+      s.child.stdin!.write(fanout.slice(from, to).join('\n') + '\n');
     const three = throughSpawn(fanout, 3);
     write(0, three);
     // Opened mid-run: the page shows everything so far.
@@ -61,14 +63,21 @@ describe('the live page in Chromium', { skip }, () => {
     // The workers talk: a card streams its agent's latest text.
     const talking = fanout.findIndex((l) => l.includes('Worker w1 starting'));
     write(eight, talking + 1);
-    await page.waitForFunction(() => document.querySelector('#cards .card .last')?.textContent === 'Worker w1 starting.');
+    await page.waitForFunction(
+      () => document.querySelector('#cards .card .last')?.textContent === 'Worker w1 starting.',
+    );
     write(talking + 1, fanout.length);
-    await page.waitForFunction(() => document.querySelectorAll('#cards .card[data-status="completed"]').length === 12);
+    await page.waitForFunction(
+      () => document.querySelectorAll('#cards .card[data-status="completed"]').length === 12,
+    );
     s.child.stdin!.end();
     await page.waitForSelector('#app[data-state="ended"]');
     assert.equal(await s.closed, 0, s.stderr());
     assert.deepEqual(await counts(page), { cards: 12, completed: 12, bars: 13, rows: 13 });
-    assert.ok((await firstWorker.locator('.last').innerText()).length > 0, 'a finished card shows its final report');
+    assert.ok(
+      (await firstWorker.locator('.last').innerText()).length > 0,
+      'a finished card shows its final report',
+    );
     assert.match(await page.locator('#mode').innerText(), /run ended/);
     await firstWorker.click();
     assert.match(await page.locator('#transcript').innerText(), /Worker w1 report: done\./);
@@ -80,7 +89,13 @@ describe('the live page in Chromium', { skip }, () => {
   test('a dropped event stream reconnects with Last-Event-ID: the page ends with exactly what a fresh page gets', async () => {
     const feed = new ReportFeed();
     const live = new LiveReport(feed, undefined, 'test');
-    const server = await startReportServer({ host: '127.0.0.1', port: 0, feed, page: () => pageHtml(live.skeleton()), retryMs: 100 });
+    const server = await startReportServer({
+      host: '127.0.0.1',
+      port: 0,
+      feed,
+      page: () => pageHtml(live.skeleton()),
+      retryMs: 100,
+    });
     const tree = new ChannelTree();
     const feedLines = (from: number, to: number) => {
       const batch: LineRecord[] = fanout.slice(from, to).map((line, i) => {
@@ -112,16 +127,27 @@ describe('the live page in Chromium', { skip }, () => {
         p.evaluate(() => ({
           channels: document.getElementById('app')!.dataset.channels,
           entries: document.getElementById('app')!.dataset.entries,
-          cards: [...document.querySelectorAll<HTMLElement>('#cards .card')].map((c) => `${c.dataset.status} ${c.innerText}`),
+          cards: [...document.querySelectorAll<HTMLElement>('#cards .card')].map(
+            (c) => `${c.dataset.status} ${c.innerText}`,
+          ),
           rows: [...document.querySelectorAll<HTMLElement>('#tree tr.tree-row')].map((r) => r.innerText),
         }));
       const resumed = await state(page);
       assert.deepEqual(resumed, await state(fresh.page), 'no gap and no repeat');
       assert.equal(resumed.channels, '13');
       // One entry per content block, and one for each `result` line.
-      const blocks = fanout.map((l) => JSON.parse(l)).reduce((n, v) => n + (v.type === 'result' ? 1 : Array.isArray(v.message?.content) ? v.message.content.length : 0), 0);
+      const blocks = fanout
+        .map((l) => JSON.parse(l))
+        .reduce(
+          (n, v) =>
+            n + (v.type === 'result' ? 1 : Array.isArray(v.message?.content) ? v.message.content.length : 0),
+          0,
+        );
       assert.equal(Number(resumed.entries), blocks);
-      assert.deepEqual([...console, ...fresh.console].filter((m) => !/EventSource|ERR_/.test(m)), []);
+      assert.deepEqual(
+        [...console, ...fresh.console].filter((m) => !/EventSource|ERR_/.test(m)),
+        [],
+      );
       await page.close();
       await fresh.page.close();
     } finally {
@@ -134,21 +160,51 @@ describe('the live page in Chromium', { skip }, () => {
     const id = `toolu_"><svg onload=window.__pwned=3>`;
     const s = startSubtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none', '-q', '--serve', '0']);
     const url = await s.url();
-    s.child.stdin!.write([
-      { type: 'assistant', parent_tool_use_id: null, message: { id: 'm1', content: [{ type: 'text', text: P }, { type: 'tool_use', id, name: 'Agent', input: { subagent_type: P, description: P } }] } },
-      { type: 'assistant', parent_tool_use_id: id, message: { id: 'm2', content: [{ type: 'text', text: P }] } },
-    ].map((l) => JSON.stringify(l)).join('\n') + '\n');
+    s.child.stdin!.write(
+      [
+        {
+          type: 'assistant',
+          parent_tool_use_id: null,
+          message: {
+            id: 'm1',
+            content: [
+              { type: 'text', text: P },
+              { type: 'tool_use', id, name: 'Agent', input: { subagent_type: P, description: P } },
+            ],
+          },
+        },
+        {
+          type: 'assistant',
+          parent_tool_use_id: id,
+          message: { id: 'm2', content: [{ type: 'text', text: P }] },
+        },
+      ]
+        .map((l) => JSON.stringify(l))
+        .join('\n') + '\n',
+    );
     const { page, console } = await newPage(browser);
     await page.goto(url);
-    await page.waitForFunction(() => document.querySelector('#cards .card .last')?.textContent?.includes('<script>'));
+    await page.waitForFunction(() =>
+      document.querySelector('#cards .card .last')?.textContent?.includes('<script>'),
+    );
     await page.locator('#cards .card').click();
     await page.waitForSelector('#transcript:not([hidden])');
     s.child.stdin!.end();
     await page.waitForSelector('#app[data-state="ended"]');
     assert.equal(await s.closed, 0);
-    assert.ok((await page.locator('#cards .card').innerText()).includes('<img src=x onerror="window.__pwned=2">\\u202e'));
-    assert.deepEqual(await page.evaluate(() => [(window as any).__pwned, document.querySelectorAll('img, svg svg').length]), [undefined, 0]);
-    assert.deepEqual(console.filter((m) => !/EventSource|ERR_/.test(m)), []);
+    assert.ok(
+      (await page.locator('#cards .card').innerText()).includes(
+        '<img src=x onerror="window.__pwned=2">\\u202e',
+      ),
+    );
+    assert.deepEqual(
+      await page.evaluate(() => [(window as any).__pwned, document.querySelectorAll('img, svg svg').length]),
+      [undefined, 0],
+    );
+    assert.deepEqual(
+      console.filter((m) => !/EventSource|ERR_/.test(m)),
+      [],
+    );
     await page.close();
   });
 });

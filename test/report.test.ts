@@ -36,33 +36,76 @@ function pageData(html: string): any {
 
 function channel(over: Partial<ChannelView>): ChannelView {
   return {
-    id: null, parent: null, orphan: false, depth: null, agent: null, description: null, status: 'completed', background: null,
-    summary: null, lines: 1, counts: {}, usage: { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 },
-    first: null, last: null, spawned: null, log: null, prompt: null, ticks: [], entries: [], cut: null, ...over,
+    id: null,
+    parent: null,
+    orphan: false,
+    depth: null,
+    agent: null,
+    description: null,
+    status: 'completed',
+    background: null,
+    summary: null,
+    lines: 1,
+    counts: {},
+    usage: { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 },
+    first: null,
+    last: null,
+    spawned: null,
+    log: null,
+    prompt: null,
+    ticks: [],
+    entries: [],
+    cut: null,
+    ...over,
   };
 }
 
 test('lineFacts: text, thinking, tool calls, results, prompts and spawns; control characters made visible', () => {
   const t = '2026-11-30T11:49:20.242Z';
   const a = lineFacts({
-    type: 'assistant', timestamp: t,
-    message: { content: [
-      { type: 'thinking', thinking: 'plan\x1b[2J' },
-      { type: 'text', text: 'hello \u202eevil' },
-      { type: 'tool_use', id: 'toolu_child', name: 'Agent', input: { prompt: 'do it', description: 'd' } },
-      { type: 'tool_use', id: 'toolu_b', name: 'Bash', input: { command: 'x'.repeat(5000) } },
-    ] },
+    type: 'assistant',
+    timestamp: t,
+    message: {
+      content: [
+        { type: 'thinking', thinking: 'plan\x1b[2J' },
+        { type: 'text', text: 'hello \u202eevil' },
+        { type: 'tool_use', id: 'toolu_child', name: 'Agent', input: { prompt: 'do it', description: 'd' } },
+        { type: 'tool_use', id: 'toolu_b', name: 'Bash', input: { command: 'x'.repeat(5000) } },
+      ],
+    },
   });
-  assert.deepEqual(a.entries.map((e) => e.k), ['thinking', 'text', 'tool', 'tool']);
+  assert.deepEqual(
+    a.entries.map((e) => e.k),
+    ['thinking', 'text', 'tool', 'tool'],
+  );
   assert.equal(a.entries[0].s, 'plan\\x1b[2J');
   assert.equal(a.entries[1].s, 'hello \\u202eevil');
   assert.equal(a.tools, 2);
   assert.equal(a.time, Date.parse(t));
   assert.deepEqual(a.spawns, [{ id: 'toolu_child', prompt: 'do it' }]);
   assert.ok(a.entries[3].cut! > 3000 && a.entries[3].s.includes('chars cut'));
-  const u = lineFacts({ type: 'user', message: { content: [{ type: 'tool_result', tool_use_id: 'toolu_b', is_error: true, content: [{ type: 'text', text: 'boom' }] }, { type: 'text', text: 'the task' }] } });
-  assert.deepEqual(u.entries, [{ k: 'result', t: null, s: 'boom', id: 'toolu_b', err: true }, { k: 'prompt', t: null, s: 'the task' }]);
-  assert.equal(lineFacts({ type: 'system', subtype: 'init', claude_code_version: '2.1.328' }).version, '2.1.328');
+  const u = lineFacts({
+    type: 'user',
+    message: {
+      content: [
+        {
+          type: 'tool_result',
+          tool_use_id: 'toolu_b',
+          is_error: true,
+          content: [{ type: 'text', text: 'boom' }],
+        },
+        { type: 'text', text: 'the task' },
+      ],
+    },
+  });
+  assert.deepEqual(u.entries, [
+    { k: 'result', t: null, s: 'boom', id: 'toolu_b', err: true },
+    { k: 'prompt', t: null, s: 'the task' },
+  ]);
+  assert.equal(
+    lineFacts({ type: 'system', subtype: 'init', claude_code_version: '2.1.328' }).version,
+    '2.1.328',
+  );
 });
 
 test('TranscriptBudget keeps what happened first and counts what it cut', () => {
@@ -85,21 +128,55 @@ test('TranscriptBudget keeps what happened first and counts what it cut', () => 
 test('treeRows: nesting, rollups per subtree, orphans last, cycles and a 100,000-deep chain without recursion', () => {
   const T = 1_000_000;
   const chans = [
-    channel({ id: null, first: T, last: T + 100, usage: { input: 1, output: 1, cacheRead: 0, cacheCreation: 0 } }),
-    channel({ id: 'a', parent: null, first: T + 10, last: T + 50, usage: { input: 10, output: 0, cacheRead: 0, cacheCreation: 0 } }),
-    channel({ id: 'b', parent: 'a', first: T + 20, last: T + 300, usage: { input: 100, output: 0, cacheRead: 0, cacheCreation: 0 } }),
+    channel({
+      id: null,
+      first: T,
+      last: T + 100,
+      usage: { input: 1, output: 1, cacheRead: 0, cacheCreation: 0 },
+    }),
+    channel({
+      id: 'a',
+      parent: null,
+      first: T + 10,
+      last: T + 50,
+      usage: { input: 10, output: 0, cacheRead: 0, cacheCreation: 0 },
+    }),
+    channel({
+      id: 'b',
+      parent: 'a',
+      first: T + 20,
+      last: T + 300,
+      usage: { input: 100, output: 0, cacheRead: 0, cacheCreation: 0 },
+    }),
     channel({ id: 'o', orphan: true, first: T + 5, last: T + 6 }),
     channel({ id: 'x', parent: 'y' }),
     channel({ id: 'y', parent: 'x' }),
   ];
   const rows = treeRows(chans);
-  assert.deepEqual(rows.map((r) => [r.ch.id, r.level]), [[null, 0], ['a', 1], ['b', 2], ['o', 0], ['x', 0], ['y', 1]]);
+  assert.deepEqual(
+    rows.map((r) => [r.ch.id, r.level]),
+    [
+      [null, 0],
+      ['a', 1],
+      ['b', 2],
+      ['o', 0],
+      ['x', 0],
+      ['y', 1],
+    ],
+  );
   assert.equal(rows[0].sub.tokens, 112);
   assert.equal(rows[1].sub.tokens, 110);
   assert.deepEqual([rows[1].sub.first, rows[1].sub.last], [T + 10, T + 300], 'a subtree spans its children');
   assert.deepEqual([rows[0].sub.first, rows[0].sub.last], [T, T + 300]);
   const deep = [channel({ id: null })];
-  for (let i = 0; i < 100_000; i++) deep.push(channel({ id: `c${i}`, parent: i === 0 ? null : `c${i - 1}`, usage: { input: 1, output: 0, cacheRead: 0, cacheCreation: 0 } }));
+  for (let i = 0; i < 100_000; i++)
+    deep.push(
+      channel({
+        id: `c${i}`,
+        parent: i === 0 ? null : `c${i - 1}`,
+        usage: { input: 1, output: 0, cacheRead: 0, cacheCreation: 0 },
+      }),
+    );
   const d = treeRows(deep);
   assert.equal(d.length, 100_001);
   assert.equal(d[100_000].level, 100_000);
@@ -112,21 +189,38 @@ test('subtee report: one self-contained page, a strict CSP that allows exactly i
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stderr, /wrote .*report\.html: [\d.]+ KB \(limit 8\.0 MB\), 4 transcripts, none cut/);
   const html = readFileSync(join(out, 'report.html'), 'utf8');
-  assert.equal(statSync(join(out, 'report.html')).size, pageData(html).page.bytes, 'the page knows its own size');
+  assert.equal(
+    statSync(join(out, 'report.html')).size,
+    pageData(html).page.bytes,
+    'the page knows its own size',
+  );
   assert.equal(html.match(/<script/g)!.length, 2);
   assert.doesNotMatch(html, /\ssrc=|<link|@import|url\((?!#)/i, 'nothing is loaded from anywhere');
-  assert.doesNotMatch(html.replace(/http:\/\/www\.w3\.org\/2000\/svg/g, ''), /https?:\/\//, 'no address outside the page');
+  assert.doesNotMatch(
+    html.replace(/http:\/\/www\.w3\.org\/2000\/svg/g, ''),
+    /https?:\/\//,
+    'no address outside the page',
+  );
   const csp = /<meta http-equiv="Content-Security-Policy" content="([^"]+)">/.exec(html)![1];
   const script = /<script type="module">([\s\S]*?)<\/script>/.exec(html)![1];
   const hash = createHash('sha256').update(script).digest('base64');
   assert.ok(csp.includes(`script-src 'sha256-${hash}'`), csp);
-  for (const d of ["default-src 'none'", "connect-src 'none'", "base-uri 'none'", "require-trusted-types-for 'script'"]) assert.ok(csp.includes(d), d);
+  for (const d of [
+    "default-src 'none'",
+    "connect-src 'none'",
+    "base-uri 'none'",
+    "require-trusted-types-for 'script'",
+  ])
+    assert.ok(csp.includes(d), d);
   assert.doesNotMatch(script, /innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/);
   const data = pageData(html);
   assert.equal(data.channels.length, 4);
   assert.equal(data.run.claudeCode, '2.1.328');
   const leaf = data.channels.find((c: any) => c.depth === 3);
-  assert.deepEqual(leaf.entries.map((e: any) => e.k), ['prompt', 'thinking', 'text', 'tool', 'result', 'text']);
+  assert.deepEqual(
+    leaf.entries.map((e: any) => e.k),
+    ['prompt', 'thinking', 'text', 'tool', 'result', 'text'],
+  );
   assert.equal(leaf.prompt, 'SCRIPT:nest:0');
   assert.equal(leaf.summary, 'Worker leaf report: done.');
   assert.equal(leaf.ticks.length, 1);
@@ -151,11 +245,28 @@ test('the page stays under its size limit: transcripts are cut with a pointer to
   assert.match(r.stderr, new RegExp(`${cut.length} of 41 transcripts cut to fit`));
   // Ticks survive a cut: they are read from every line that holds a tool call.
   assert.ok(data.channels.filter((c: any) => c.ticks.length > 0).length > 30);
-  assert.equal(subtee(['report', '--max-page-bytes', '100', out]).status, 2, 'a limit below a usable page is refused');
+  assert.equal(
+    subtee(['report', '--max-page-bytes', '100', out]).status,
+    2,
+    'a limit below a usable page is refused',
+  );
 
   // Text that grows when escaped (each `<` takes six bytes in the page) still fits.
-  const heavy = [JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { content: [{ type: 'text', text: '<'.repeat(3000) }] } })];
-  for (let i = 0; i < 400; i++) heavy.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: i % 10 ? `toolu_${i % 10}` : null, message: { content: [{ type: 'text', text: `<tag>${'<é'.repeat(1500)}` }] } }));
+  const heavy = [
+    JSON.stringify({
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: { content: [{ type: 'text', text: '<'.repeat(3000) }] },
+    }),
+  ];
+  for (let i = 0; i < 400; i++)
+    heavy.push(
+      JSON.stringify({
+        type: 'assistant',
+        parent_tool_use_id: i % 10 ? `toolu_${i % 10}` : null,
+        message: { content: [{ type: 'text', text: `<tag>${'<é'.repeat(1500)}` }] },
+      }),
+    );
   const out2 = join(dir, 'o2');
   assert.equal(subtee(['--out', out2, '--stdout', 'none', '-q'], heavy.join('\n') + '\n').status, 0);
   assert.equal(subtee(['report', '--max-page-bytes', '400000', out2]).status, 0);
@@ -163,27 +274,53 @@ test('the page stays under its size limit: transcripts are cut with a pointer to
   assert.ok(size2 <= 400_000 && size2 > 250_000, `page ${size2} bytes`);
   const heavyData = pageData(readFileSync(join(out2, 'report.html'), 'utf8'));
   assert.equal(heavyData.channels.length, 10);
-  assert.ok(heavyData.channels.every((c: any) => c.cut && c.entries.length > 0), 'every transcript cut, none emptied');
+  assert.ok(
+    heavyData.channels.every((c: any) => c.cut && c.entries.length > 0),
+    'every transcript cut, none emptied',
+  );
 });
 
 test('a hostile index.json: paths outside the folder are neither read nor linked', () => {
   const dir = tmpDir();
   const out = join(dir, 'o');
   mkdirSync(join(out, 'agents'), { recursive: true });
-  writeFileSync(join(dir, 'secret.jsonl'), JSON.stringify({ type: 'assistant', message: { content: [{ type: 'text', text: 'SECRET' }] } }) + '\n');
-  writeFileSync(join(out, 'agents', 'ok.jsonl'), JSON.stringify({ type: 'assistant', message: { content: [{ type: 'text', text: 'fine' }] } }) + '\n');
-  writeFileSync(join(out, 'index.json'), JSON.stringify({
-    channels: [
-      { id: null, jsonl: '../secret.jsonl', log: 'javascript:alert(1)' },
-      { id: 'a', parent: 'a', jsonl: '/etc/passwd', log: '../../x.log', usage: 'lots', counts: { '<b>': 1 }, depth: 'deep' },
-      { id: 'b', jsonl: 'agents/ok.jsonl', log: 'agents/ok.log' },
-      'not a channel',
-    ],
-    warnings: [{ code: '<X>', message: 7 }],
-  }));
+  writeFileSync(
+    join(dir, 'secret.jsonl'),
+    JSON.stringify({ type: 'assistant', message: { content: [{ type: 'text', text: 'SECRET' }] } }) + '\n',
+  );
+  writeFileSync(
+    join(out, 'agents', 'ok.jsonl'),
+    JSON.stringify({ type: 'assistant', message: { content: [{ type: 'text', text: 'fine' }] } }) + '\n',
+  );
+  writeFileSync(
+    join(out, 'index.json'),
+    JSON.stringify({
+      channels: [
+        { id: null, jsonl: '../secret.jsonl', log: 'javascript:alert(1)' },
+        {
+          id: 'a',
+          parent: 'a',
+          jsonl: '/etc/passwd',
+          log: '../../x.log',
+          usage: 'lots',
+          counts: { '<b>': 1 },
+          depth: 'deep',
+        },
+        { id: 'b', jsonl: 'agents/ok.jsonl', log: 'agents/ok.log' },
+        'not a channel',
+      ],
+      warnings: [{ code: '<X>', message: 7 }],
+    }),
+  );
   const { data } = readReportData(out);
-  assert.deepEqual(data.channels.map((c) => c.log), [null, null, 'agents/ok.log']);
-  assert.deepEqual(data.channels.map((c) => c.entries.map((e) => e.s)), [[], [], ['fine']]);
+  assert.deepEqual(
+    data.channels.map((c) => c.log),
+    [null, null, 'agents/ok.log'],
+  );
+  assert.deepEqual(
+    data.channels.map((c) => c.entries.map((e) => e.s)),
+    [[], [], ['fine']],
+  );
   assert.equal(data.channels[1].depth, null);
   assert.deepEqual(data.run.warnings, [{ code: '<X>', message: '' }]);
   assert.equal(treeRows(data.channels).length, 3);
@@ -212,7 +349,15 @@ test('subtee report and --serve: bad usage and unusable folders give one line an
   const taken = createServer().listen(0, '127.0.0.1');
   await once(taken, 'listening');
   const port = (taken.address() as { port: number }).port;
-  const r = subtee(['--out', join(dir, 'o3'), '--stdout', 'none', '--serve', `127.0.0.1:${port}`, join(FIXTURES, 'nested-depth-3.jsonl')]);
+  const r = subtee([
+    '--out',
+    join(dir, 'o3'),
+    '--stdout',
+    'none',
+    '--serve',
+    `127.0.0.1:${port}`,
+    join(FIXTURES, 'nested-depth-3.jsonl'),
+  ]);
   taken.close();
   assert.equal(r.status, 2, r.stderr);
   assert.match(r.stderr, /cannot listen on 127\.0\.0\.1:\d+: EADDRINUSE \[ERR_BAD_OPTION\]/);
@@ -224,12 +369,24 @@ test('ReportFeed: a replaced event leaves the log; a client resuming after any i
   feed.publish('entries', '{"e":1}');
   feed.publish('channel', '{"v":2}', 'a');
   feed.publish('channel', '{"b":1}', 'b');
-  assert.deepEqual(feed.since(0).map((e) => e.id), [2, 3, 4]);
-  assert.deepEqual(feed.since(1).map((e) => e.id), [2, 3, 4]);
-  assert.deepEqual(feed.since(3).map((e) => e.id), [4]);
+  assert.deepEqual(
+    feed.since(0).map((e) => e.id),
+    [2, 3, 4],
+  );
+  assert.deepEqual(
+    feed.since(1).map((e) => e.id),
+    [2, 3, 4],
+  );
+  assert.deepEqual(
+    feed.since(3).map((e) => e.id),
+    [4],
+  );
   for (let i = 0; i < 5000; i++) feed.publish('channel', `{"v":${i}}`, 'a');
   assert.equal(feed.size, 3, 'replaced events are compacted away');
-  assert.deepEqual(feed.since(3).map((e) => e.data), ['{"b":1}', '{"v":4999}']);
+  assert.deepEqual(
+    feed.since(3).map((e) => e.data),
+    ['{"b":1}', '{"v":4999}'],
+  );
   feed.end();
   feed.publish('entries', '{}');
   assert.equal(feed.since(0).at(-1)!.type, 'end');
@@ -242,7 +399,11 @@ interface Sse {
 }
 
 /** Reads an event stream; `done` resolves on `end` (or when `until` is true) with the events read. */
-function readEvents(url: string, headers: Record<string, string>, until: (evs: Sse[]) => boolean = () => false) {
+function readEvents(
+  url: string,
+  headers: Record<string, string>,
+  until: (evs: Sse[]) => boolean = () => false,
+) {
   let connected!: () => void;
   const isConnected = new Promise<void>((r) => (connected = r));
   const done = new Promise<{ events: Sse[]; res: IncomingMessage }>((resolve, reject) => {
@@ -304,24 +465,41 @@ test('--serve: a reconnect with Last-Event-ID resumes without gaps; only the pag
   assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/, 'loopback unless a host is given');
   const get = (path: string, opts: { method?: string; host?: string } = {}) =>
     new Promise<{ status: number; headers: IncomingMessage['headers']; body: string }>((resolve, reject) => {
-      const req = request(new URL(path, url), { method: opts.method ?? 'GET', headers: opts.host ? { host: opts.host } : {} }, (res) => {
-        let body = '';
-        res.on('data', (d) => (body += d));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-      });
+      const req = request(
+        new URL(path, url),
+        { method: opts.method ?? 'GET', headers: opts.host ? { host: opts.host } : {} },
+        (res) => {
+          let body = '';
+          res.on('data', (d) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+        },
+      );
       req.on('error', reject);
       req.end();
     });
   const page = await get('/');
   assert.equal(page.status, 200);
-  assert.match(String(page.headers['content-security-policy']), /default-src 'none'.*connect-src 'self'.*frame-ancestors 'none'/);
+  assert.match(
+    String(page.headers['content-security-policy']),
+    /default-src 'none'.*connect-src 'self'.*frame-ancestors 'none'/,
+  );
   assert.equal(pageData(page.body).live, true);
-  for (const p of ['/index.json', '/main.jsonl', '/../index.json', '/%2e%2e/index.json', '/events/../index.json']) assert.equal((await get(p)).status, 404, p);
+  for (const p of [
+    '/index.json',
+    '/main.jsonl',
+    '/../index.json',
+    '/%2e%2e/index.json',
+    '/events/../index.json',
+  ])
+    assert.equal((await get(p)).status, 404, p);
   assert.equal((await get('/', { method: 'POST' })).status, 405);
   assert.equal((await get('/', { host: 'attacker.example:80' })).status, 403, 'DNS rebinding is refused');
 
   // The first part of the run; a client reads until it has seen three subagents, then drops.
-  const spawnsIn = (n: number) => lines.findIndex((l, i) => lines.slice(0, i + 1).filter((x) => x.includes('"name":"Agent"')).length === n) + 1;
+  const spawnsIn = (n: number) =>
+    lines.findIndex(
+      (l, i) => lines.slice(0, i + 1).filter((x) => x.includes('"name":"Agent"')).length === n,
+    ) + 1;
   s.child.stdin!.write(lines.slice(0, spawnsIn(3)).join('\n') + '\n');
   const first = await readEvents(url, {}, (evs) => applyEvents(evs).size >= 4).done;
   first.res.destroy();
@@ -334,9 +512,15 @@ test('--serve: a reconnect with Last-Event-ID resumes without gaps; only the pag
   s.child.stdin!.end();
   const [resumed, fresh] = await Promise.all([resumedR.done, freshR.done]);
   assert.equal(await s.closed, 0, s.stderr());
-  assert.ok(resumed.events.every((e) => e.id > lastId), 'nothing before Last-Event-ID is sent again');
+  assert.ok(
+    resumed.events.every((e) => e.id > lastId),
+    'nothing before Last-Event-ID is sent again',
+  );
   const ids = resumed.events.map((e) => e.id);
-  assert.deepEqual(ids, [...ids].sort((a, b) => a - b));
+  assert.deepEqual(
+    ids,
+    [...ids].sort((a, b) => a - b),
+  );
   const afterResume = applyEvents(resumed.events, applyEvents(first.events));
   const fromScratch = applyEvents(fresh.events);
   assert.equal(fromScratch.size, 13);

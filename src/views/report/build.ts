@@ -41,7 +41,9 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 
 export function subteeVersion(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+    const pkg = JSON.parse(readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8')) as {
+      version?: unknown;
+    };
     return typeof pkg.version === 'string' ? pkg.version : 'unknown';
   } catch {
     return 'unknown';
@@ -85,23 +87,34 @@ function readIndex(out: string): Obj {
     text = readFileSync(path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new SubteeError('ERR_INPUT', `cannot read ${path}: ${code === 'ENOENT' ? 'no such file (is it a subtee output folder?)' : code ?? String(err)}`, { exitCode: EXIT.IO, cause: err });
+    throw new SubteeError(
+      'ERR_INPUT',
+      `cannot read ${path}: ${code === 'ENOENT' ? 'no such file (is it a subtee output folder?)' : (code ?? String(err))}`,
+      { exitCode: EXIT.IO, cause: err },
+    );
   }
   let index: unknown;
   try {
     index = JSON.parse(text);
   } catch (err) {
-    throw new SubteeError('ERR_INPUT', `cannot read ${path}: not valid JSON`, { exitCode: EXIT.IO, cause: err });
+    throw new SubteeError('ERR_INPUT', `cannot read ${path}: not valid JSON`, {
+      exitCode: EXIT.IO,
+      cause: err,
+    });
   }
   if (!isObj(index) || !Array.isArray(index.channels)) {
-    throw new SubteeError('ERR_INPUT', `cannot read ${path}: not a subtee index (no channels)`, { exitCode: EXIT.IO });
+    throw new SubteeError('ERR_INPUT', `cannot read ${path}: not a subtee index (no channels)`, {
+      exitCode: EXIT.IO,
+    });
   }
   return index;
 }
 
 function channelView(c: Obj): ChannelView {
   const counts: Record<string, number> = {};
-  if (isObj(c.counts)) for (const [k, v] of Object.entries(c.counts)) if (typeof v === 'number' && Number.isFinite(v)) counts[field(k, 40) ?? '?'] = v;
+  if (isObj(c.counts))
+    for (const [k, v] of Object.entries(c.counts))
+      if (typeof v === 'number' && Number.isFinite(v)) counts[field(k, 40) ?? '?'] = v;
   return {
     id: typeof c.id === 'string' ? field(c.id, 400) : null,
     parent: field(c.parent, 400),
@@ -131,7 +144,10 @@ function channelView(c: Obj): ChannelView {
  * facts, and each channel's `.jsonl` read line by line for its transcript, tool calls and
  * spawn times. Transcripts share the page budget; the rest stays in the `.log` files.
  */
-export function readReportData(out: string, options: ReportBuildOptions = {}): { data: ReportData; budgets: TranscriptBudget[] } {
+export function readReportData(
+  out: string,
+  options: ReportBuildOptions = {},
+): { data: ReportData; budgets: TranscriptBudget[] } {
   const limits = withDefaults(REPORT_DEFAULTS, options) as ReportLimits;
   const index = readIndex(out);
   const raw = (index.channels as unknown[]).filter(isObj);
@@ -141,7 +157,14 @@ export function readReportData(out: string, options: ReportBuildOptions = {}): {
   // Room for the page itself and each channel's fields and ticks first; transcripts share
   // the rest (a little less: escaping and multi-byte text make bytes outgrow characters).
   let overhead = PAGE_BYTES;
-  for (const c of raw) overhead += CHANNEL_BYTES + TICK_BYTES * Math.min(limits.ticksPerChannel, isObj(c.counts) && typeof c.counts.tool_use === 'number' ? c.counts.tool_use : 0);
+  for (const c of raw)
+    overhead +=
+      CHANNEL_BYTES +
+      TICK_BYTES *
+        Math.min(
+          limits.ticksPerChannel,
+          isObj(c.counts) && typeof c.counts.tool_use === 'number' ? c.counts.tool_use : 0,
+        );
   const share = Math.floor(((limits.maxPageBytes - overhead) * 0.9) / Math.max(1, channels.length));
   const perChannel = Math.max(0, Math.min(limits.channelChars, share));
   const budgets = channels.map(() => new TranscriptBudget(perChannel, limits.ticksPerChannel));
@@ -183,10 +206,15 @@ export function readReportData(out: string, options: ReportBuildOptions = {}): {
       });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT') throw new SubteeError('ERR_INPUT', `cannot read ${join(out, rel)}: ${code ?? String(err)}`, { exitCode: EXIT.IO, cause: err });
+      if (code !== 'ENOENT')
+        throw new SubteeError('ERR_INPUT', `cannot read ${join(out, rel)}: ${code ?? String(err)}`, {
+          exitCode: EXIT.IO,
+          cause: err,
+        });
     }
   });
-  for (const ch of channels) if (ch.prompt === null && ch.id !== null) ch.prompt = spawnPrompts.get(ch.id) ?? null;
+  for (const ch of channels)
+    if (ch.prompt === null && ch.id !== null) ch.prompt = spawnPrompts.get(ch.id) ?? null;
 
   const input = isObj(index.input) ? index.input : {};
   const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
@@ -227,7 +255,10 @@ function attach(data: ReportData, budgets: TranscriptBudget[]): void {
  * fit (JSON escaping and multi-byte text make bytes outgrow characters), every channel's
  * budget shrinks by the overshoot and the page is built again, from memory.
  */
-export function buildReportPage(out: string, options: ReportBuildOptions = {}): { html: string; data: ReportData } {
+export function buildReportPage(
+  out: string,
+  options: ReportBuildOptions = {},
+): { html: string; data: ReportData } {
   const limits = withDefaults(REPORT_DEFAULTS, options) as ReportLimits;
   const { data, budgets } = readReportData(out, options);
   let html = pageHtml(data);
@@ -253,7 +284,13 @@ export function writeReport(out: string, options: ReportBuildOptions = {}): Repo
   } catch (err) {
     throw writeFailed(path, err);
   }
-  return { path, bytes: data.page.bytes, limitBytes: data.page.limitBytes, channels: data.channels.length, cutChannels: data.page.cutChannels };
+  return {
+    path,
+    bytes: data.page.bytes,
+    limitBytes: data.page.limitBytes,
+    channels: data.channels.length,
+    cutChannels: data.page.cutChannels,
+  };
 }
 
 function mb(n: number): string {
@@ -262,6 +299,9 @@ function mb(n: number): string {
 
 /** The line subtee prints about a report it wrote. */
 export function reportLine(r: ReportResult): string {
-  const cut = r.cutChannels > 0 ? `${r.cutChannels} of ${r.channels} transcripts cut to fit (the .log files have them whole)` : `${r.channels} transcripts, none cut`;
+  const cut =
+    r.cutChannels > 0
+      ? `${r.cutChannels} of ${r.channels} transcripts cut to fit (the .log files have them whole)`
+      : `${r.channels} transcripts, none cut`;
   return `subtee: wrote ${r.path}: ${mb(r.bytes)} (limit ${mb(r.limitBytes)}), ${cut}\n`;
 }

@@ -46,7 +46,7 @@ export function treeRows(channels: readonly ChannelView[]): Row[] {
   channels.forEach((c, i) => {
     let parent = -1;
     if (c.id !== null && byId.get(c.id) === i && !c.orphan) {
-      parent = c.parent === null ? main : byId.get(c.parent) ?? -1;
+      parent = c.parent === null ? main : (byId.get(c.parent) ?? -1);
     }
     if (parent === -1 || parent === i) roots.push(i);
     else children[parent].push(i);
@@ -60,7 +60,11 @@ export function treeRows(channels: readonly ChannelView[]): Row[] {
       if (visited[i]) continue;
       visited[i] = 1;
       const ch = channels[i];
-      const own = { tokens: tokensOf(ch), first: ch.first ?? ch.spawned, last: ch.last ?? ch.first ?? ch.spawned };
+      const own = {
+        tokens: tokensOf(ch),
+        first: ch.first ?? ch.spawned,
+        last: ch.last ?? ch.first ?? ch.spawned,
+      };
       rows.push({ index: i, ch, level, parentRow, hasChildren: false, own, sub: { ...own } });
       const row = rows.length - 1;
       const kids = children[i];
@@ -144,6 +148,9 @@ const ROW_H = 20;
 const BAR_H = 12;
 const AXIS_H = 22;
 const LABEL_W = 250;
+/** Above this many rows the tree and the timeline draw only the rows in view, plus a margin. */
+const WINDOW_ABOVE = 400;
+const WINDOW_MARGIN = 60;
 
 type Key = string;
 const keyOf = (id: string | null): Key => (id === null ? '' : `a:${id}`);
@@ -156,18 +163,27 @@ interface State {
   collapsed: Set<Key>;
   selected: Key | null;
   view: { from: number; to: number } | null;
+  /** Height of a tree row as laid out (measured once rows exist). */
+  treeRowH: number;
   ended: boolean;
   lower: WeakMap<Entry, string>;
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  cls?: string,
+  text?: string,
+): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
   if (text !== undefined) e.textContent = text;
   return e;
 }
 
-function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number>): SVGElementTagNameMap[K] {
+function svg<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string | number>,
+): SVGElementTagNameMap[K] {
   const e = document.createElementNS(SVG, tag);
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
   return e;
@@ -192,6 +208,7 @@ function boot(): void {
     collapsed: new Set(),
     selected: null,
     view: null,
+    treeRowH: 25,
     ended: !data.live,
     lower: new WeakMap(),
   };
@@ -217,7 +234,12 @@ function boot(): void {
     state.selected = key;
     const ch = key === null ? undefined : state.byKey.get(key);
     if (ch && location.hash !== linkFor(ch)) history.replaceState(null, '', linkFor(ch));
-    for (const tr of document.querySelectorAll<HTMLElement>('tr.tree-row')) tr.classList.toggle('selected', tr.dataset.key === key);
+    const at = state.visible.findIndex((r) => keyOf(r.ch.id) === key);
+    if (at >= 0) {
+      bringIntoView($('tree-wrap'), at * state.treeRowH, state.treeRowH);
+      bringIntoView($('timeline-wrap'), AXIS_H + at * ROW_H, ROW_H);
+    }
+    renderTree(state);
     renderTimeline(state);
     renderTranscript(state, true, focusEntry);
   };
@@ -227,6 +249,8 @@ function boot(): void {
   };
   wireTimeline(state, select, () => renderTimeline(state));
   wireTree(state, select, render);
+  onScroll($('tree-wrap'), () => renderTree(state, false));
+  onScroll($('timeline-wrap'), () => renderTimeline(state));
   wireCards(select);
   wireSearch(state, select);
   addEventListener('hashchange', fromHash);
@@ -237,6 +261,33 @@ function boot(): void {
   else app.dataset.state = 'ready';
 }
 
+/** Redraws on scroll, once per frame: long lists draw only the rows in view. */
+function onScroll(box: HTMLElement, redraw: () => void): void {
+  let frame = 0;
+  box.addEventListener(
+    'scroll',
+    () => {
+      frame ||= requestAnimationFrame(() => {
+        frame = 0;
+        redraw();
+      });
+    },
+    { passive: true },
+  );
+}
+
+function bringIntoView(box: HTMLElement, top: number, height: number): void {
+  if (top < box.scrollTop || top + height > box.scrollTop + box.clientHeight)
+    box.scrollTop = Math.max(0, top - box.clientHeight / 3);
+}
+
+/** The rows to draw: all of them when there are few, else those in view and a margin. */
+function windowOf(box: HTMLElement, total: number, rowH: number, offset: number): [number, number] {
+  if (total <= WINDOW_ABOVE) return [0, total];
+  const first = Math.max(0, Math.floor((box.scrollTop - offset) / rowH) - WINDOW_MARGIN);
+  return [first, Math.min(total, first + Math.ceil(box.clientHeight / rowH) + 2 * WINDOW_MARGIN)];
+}
+
 // ---- header ------------------------------------------------------------------------------
 
 function renderHeader(state: State): void {
@@ -245,24 +296,32 @@ function renderHeader(state: State): void {
   const n = (s: string) => subs.filter((c) => c.status === s).length;
   $('mode').textContent = live ? (state.ended ? 'live · run ended' : 'live') : '';
   $('summary').textContent =
-    `${subs.length} subagents: ${n('completed')} completed, ${n('failed')} failed, ${n('running')} running · ` +
+    `${formatCount(subs.length)} subagents: ${n('completed')} completed, ${n('failed')} failed, ${n('running')} running · ` +
     `${formatCount(run.input.lines)} lines · ${formatCount(run.input.quarantined)} quarantined`;
   const banner = $('banner');
-  const why = run.stalled ? 'This run stalled: the idle watchdog fired.' : run.interrupted ? 'This run was interrupted before its input ended.' : '';
+  const why = run.stalled
+    ? 'This run stalled: the idle watchdog fired.'
+    : run.interrupted
+      ? 'This run was interrupted before its input ended.'
+      : '';
   banner.hidden = why === '';
   banner.textContent = why ? `${why} Agents still running at that point are marked running.` : '';
   const ul = $('warnings');
-  ul.replaceChildren(...run.warnings.map((w) => {
-    const li = el('li');
-    li.dataset.code = w.code;
-    li.append(el('code', '', w.code), document.createTextNode(w.message));
-    return li;
-  }));
+  ul.replaceChildren(
+    ...run.warnings.map((w) => {
+      const li = el('li');
+      li.dataset.code = w.code;
+      li.append(el('code', '', w.code), document.createTextNode(w.message));
+      return li;
+    }),
+  );
   $('facts').textContent = factsLine(run);
   $('pageinfo').textContent = live
     ? ''
     : `page ${formatBytes(page.bytes)} (limit ${formatBytes(page.limitBytes)})` +
-      (page.cutChannels > 0 ? ` · ${page.cutChannels} transcripts cut to fit, the full ones are in the .log files` : ' · no transcript cut');
+      (page.cutChannels > 0
+        ? ` · ${page.cutChannels} transcripts cut to fit, the full ones are in the .log files`
+        : ' · no transcript cut');
 }
 
 function factsLine(run: RunView): string {
@@ -272,7 +331,9 @@ function factsLine(run: RunView): string {
     run.session ? `session ${run.session}` : null,
     `${formatBytes(run.input.bytes)} read`,
     run.quarantine ? `quarantine: ${run.quarantine}` : null,
-  ].filter(Boolean).join(' · ');
+  ]
+    .filter(Boolean)
+    .join(' · ');
 }
 
 // ---- tree ------------------------------------------------------------------------------
@@ -289,11 +350,22 @@ function visibleRows(state: State): Row[] {
   return out;
 }
 
-function renderTree(state: State): void {
-  state.visible = visibleRows(state);
+function spacer(height: number): HTMLElement {
+  const tr = el('tr', 'spacer');
+  const td = el('td');
+  td.colSpan = 8;
+  td.style.height = `${height}px`;
+  tr.append(td);
+  return tr;
+}
+
+function renderTree(state: State, again = true): void {
+  if (again) state.visible = visibleRows(state);
   const body = document.querySelector('#tree tbody')!;
   const frag = document.createDocumentFragment();
-  for (const r of state.visible) {
+  const [from, to] = windowOf($('tree-wrap'), state.visible.length, state.treeRowH, 0);
+  if (from > 0) frag.append(spacer(from * state.treeRowH));
+  for (const r of state.visible.slice(from, to)) {
     const ch = r.ch;
     const key = keyOf(ch.id);
     const tr = el('tr', 'tree-row');
@@ -307,13 +379,19 @@ function renderTree(state: State): void {
     const toggle = el('button', 'toggle', r.hasChildren ? (state.collapsed.has(key) ? '▸' : '▾') : '');
     toggle.type = 'button';
     toggle.tabIndex = r.hasChildren ? 0 : -1;
-    name.append(toggle, el('span', 'agent', channelLabel(ch)));
-    if (ch.description) name.append(el('span', 'desc', ch.description));
+    // The description tells agents of one type apart, so it leads.
+    if (ch.description)
+      name.append(toggle, el('span', 'agent', ch.description), el('span', 'desc dim', channelLabel(ch)));
+    else name.append(toggle, el('span', 'agent', channelLabel(ch)));
     if (ch.orphan) name.append(el('span', 'dim', ' (spawn not seen)'));
     name.title = `${channelLabel(ch)} ${ch.description ?? ''} ${ch.id ?? ''}`;
     const status = el('td');
     status.append(badge(ch.status));
-    if (ch.background) status.append(' ', el('span', 'bgtag', 'background'));
+    if (ch.background) {
+      const bg = el('span', 'bgtag', 'bg');
+      bg.title = 'ran in the background';
+      status.append(' ', bg);
+    }
     const num = (v: string) => el('td', 'num', v);
     tr.append(
       name,
@@ -327,7 +405,10 @@ function renderTree(state: State): void {
     );
     frag.append(tr);
   }
+  if (to < state.visible.length) frag.append(spacer((state.visible.length - to) * state.treeRowH));
   body.replaceChildren(frag);
+  const row = body.querySelector<HTMLElement>('tr.tree-row');
+  if (row && row.offsetHeight > 0) state.treeRowH = row.offsetHeight;
 }
 
 function wireTree(state: State, select: (k: Key) => void, rerender: () => void): void {
@@ -381,7 +462,13 @@ function renderTimeline(state: State): void {
   const x = (t: number) => LABEL_W + ((t - view!.from) / (view!.to - view!.from)) * plotW;
   const frag = document.createDocumentFragment();
   const defs = svg('defs', {});
-  const pat = svg('pattern', { id: 'bg-hatch', width: 6, height: 6, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(45)' });
+  const pat = svg('pattern', {
+    id: 'bg-hatch',
+    width: 6,
+    height: 6,
+    patternUnits: 'userSpaceOnUse',
+    patternTransform: 'rotate(45)',
+  });
   pat.append(svg('rect', { width: 3, height: 6, fill: 'rgba(255,255,255,0.45)' }));
   defs.append(pat);
   const clip = svg('clipPath', { id: 'plot-clip' });
@@ -399,31 +486,54 @@ function renderTimeline(state: State): void {
       label.textContent = `+${formatDuration(t - span.from)}`;
       axis.append(label);
     }
-    $('range').textContent = `${clock(view.from)} – ${clock(view.to)} (${formatDuration(view.to - view.from)} shown of ${formatDuration(span.to - span.from)})`;
+    $('range').textContent =
+      `${clock(view.from)} – ${clock(view.to)} ` +
+      `(${formatDuration(view.to - view.from)} shown of ${formatDuration(span.to - span.from)})`;
   } else {
     $('range').textContent = 'no timestamps yet';
   }
   frag.append(axis);
   const labels = svg('g', {});
-  rows.forEach((r, i) => {
+  const [from, to] = windowOf($('timeline-wrap'), rows.length, ROW_H, AXIS_H);
+  rows.slice(from, to).forEach((r, k) => {
+    const i = from + k;
     const y = AXIS_H + i * ROW_H;
     const ch = r.ch;
     const key = keyOf(ch.id);
-    if (key === state.selected) plot.append(svg('rect', { class: 'sel', x: LABEL_W, y, width: plotW, height: ROW_H }));
+    if (key === state.selected)
+      plot.append(svg('rect', { class: 'sel', x: LABEL_W, y, width: plotW, height: ROW_H }));
     const text = svg('text', { x: 4 + r.level * 12, y: y + 14 });
-    const label = `${channelLabel(ch)}${ch.description ? ` · ${ch.description}` : ''}`;
-    text.textContent = label.length > 36 - r.level * 2 ? `${label.slice(0, Math.max(8, 34 - r.level * 2))}…` : label;
+    const label = ch.description ? `${ch.description} · ${channelLabel(ch)}` : channelLabel(ch);
+    text.textContent =
+      label.length > 36 - r.level * 2 ? `${label.slice(0, Math.max(8, 34 - r.level * 2))}…` : label;
     labels.append(text);
     if (!view || r.own.first === null) return;
     const x0 = x(r.own.first);
     const x1 = Math.max(x0 + 4, x(r.own.last ?? r.own.first));
     const g = svg('g', { class: 'bar-row' });
-    const bar = svg('rect', { class: `bar ${ch.status}`, x: x0, y: y + (ROW_H - BAR_H) / 2, width: x1 - x0, height: BAR_H, rx: 2 });
+    const bar = svg('rect', {
+      class: `bar ${ch.status}`,
+      x: x0,
+      y: y + (ROW_H - BAR_H) / 2,
+      width: x1 - x0,
+      height: BAR_H,
+      rx: 2,
+    });
     bar.dataset.key = key;
     bar.dataset.status = ch.status;
     bar.dataset.background = String(ch.background === true);
     g.append(bar);
-    if (ch.background) g.append(svg('rect', { class: 'bgover', x: x0, y: y + (ROW_H - BAR_H) / 2, width: x1 - x0, height: BAR_H, rx: 2 }));
+    if (ch.background)
+      g.append(
+        svg('rect', {
+          class: 'bgover',
+          x: x0,
+          y: y + (ROW_H - BAR_H) / 2,
+          width: x1 - x0,
+          height: BAR_H,
+          rx: 2,
+        }),
+      );
     if (ch.status === 'running' && span && (r.own.last ?? 0) < span.to) {
       g.append(svg('line', { class: 'tail', x1, x2: x(span.to), y1: y + ROW_H / 2, y2: y + ROW_H / 2 }));
     }
@@ -446,7 +556,8 @@ function tipText(r: Row): string {
     `${ch.status}${ch.background ? ', background' : ch.background === false ? ', foreground' : ''}`,
     `start ${clock(r.own.first)}   end ${clock(r.own.last)}`,
     `elapsed ${formatDuration(elapsed(r.own))}   subtree ${formatDuration(elapsed(r.sub))}`,
-    `tokens ${formatCount(tokensOf(ch))} (in ${formatCount(u.input)}, out ${formatCount(u.output)}, cache read ${formatCount(u.cacheRead)})`,
+    `tokens ${formatCount(tokensOf(ch))} ` +
+      `(in ${formatCount(u.input)}, out ${formatCount(u.output)}, cache read ${formatCount(u.cacheRead)})`,
     `subtree tokens ${formatCount(r.sub.tokens)}   tool calls ${formatCount(ch.counts.tool_use ?? 0)}`,
   ].join('\n');
 }
@@ -481,13 +592,18 @@ function wireTimeline(state: State, select: (k: Key) => void, redraw: () => void
     if (ev.key === '+' || ev.key === '=') zoom(0.5);
     else if (ev.key === '-') zoom(2);
     else if (ev.key === '0') $('zoom-fit').click();
-    else if (ev.key === 'ArrowLeft' || ev.key === 'ArrowRight') pan((ev.key === 'ArrowLeft' ? -1 : 1) * 0.2 * (box.clientWidth - LABEL_W));
+    else if (ev.key === 'ArrowLeft' || ev.key === 'ArrowRight')
+      pan((ev.key === 'ArrowLeft' ? -1 : 1) * 0.2 * (box.clientWidth - LABEL_W));
   });
-  box.addEventListener('wheel', (ev) => {
-    if (!ev.ctrlKey && !ev.metaKey) return;
-    ev.preventDefault();
-    zoom(ev.deltaY < 0 ? 0.8 : 1.25, ev.clientX - box.getBoundingClientRect().left);
-  }, { passive: false });
+  box.addEventListener(
+    'wheel',
+    (ev) => {
+      if (!ev.ctrlKey && !ev.metaKey) return;
+      ev.preventDefault();
+      zoom(ev.deltaY < 0 ? 0.8 : 1.25, ev.clientX - box.getBoundingClientRect().left);
+    },
+    { passive: false },
+  );
   const pan = (dx: number) => {
     const span = runSpan(state);
     if (!span) return;
@@ -534,7 +650,16 @@ function wireTimeline(state: State, select: (k: Key) => void, redraw: () => void
 // ---- transcript ----------------------------------------------------------------------------
 
 function entryHead(e: Entry, from: number | null): string {
-  const label = e.k === 'tool' ? `tool call · ${e.n ?? 'tool'}` : e.k === 'result' ? (e.err ? 'tool result · error' : 'tool result') : e.k === 'run' ? 'run result' : e.k;
+  const label =
+    e.k === 'tool'
+      ? `tool call · ${e.n ?? 'tool'}`
+      : e.k === 'result'
+        ? e.err
+          ? 'tool result · error'
+          : 'tool result'
+        : e.k === 'run'
+          ? 'run result'
+          : e.k;
   const when = e.t !== null && from !== null ? `  +${formatDuration(e.t - from)}` : '';
   return `${label}${when}${e.cut ? `  (${formatCount(e.cut)} chars cut)` : ''}`;
 }
@@ -570,7 +695,12 @@ function renderTranscript(state: State, scroll: boolean, focusEntry?: number): v
   art.dataset.key = keyOf(ch.id);
   const parts: Node[] = [];
   const title = el('h2');
-  title.append(el('span', 'agent', channelLabel(ch)), el('span', 'desc', ch.description ?? ''), ' ', badge(ch.status));
+  title.append(
+    el('span', 'agent', channelLabel(ch)),
+    el('span', 'desc', ch.description ?? ''),
+    ' ',
+    badge(ch.status),
+  );
   parts.push(title);
   const dl = el('dl');
   const item = (k: string, v: string | Node) => {
@@ -579,12 +709,20 @@ function renderTranscript(state: State, scroll: boolean, focusEntry?: number): v
     dl.append(el('dt', '', k), dd);
   };
   item('id', ch.id ?? 'main conversation');
-  if (ch.id !== null) item('parent', ch.orphan ? 'spawn not seen' : ch.parent ?? 'main');
+  if (ch.id !== null) item('parent', ch.orphan ? 'spawn not seen' : (ch.parent ?? 'main'));
   item('depth', ch.depth === null ? 'unknown' : String(ch.depth));
   item('background', ch.background === null ? 'unknown' : ch.background ? 'yes' : 'no');
   if (row) {
-    item('time', `${clock(row.own.first)} – ${clock(row.own.last)} (${formatDuration(elapsed(row.own))}; subtree ${formatDuration(elapsed(row.sub))})`);
-    item('tokens', `${formatCount(tokensOf(ch))} (in ${formatCount(ch.usage.input)}, out ${formatCount(ch.usage.output)}); subtree ${formatCount(row.sub.tokens)}`);
+    item(
+      'time',
+      `${clock(row.own.first)} – ${clock(row.own.last)} ` +
+        `(${formatDuration(elapsed(row.own))}; subtree ${formatDuration(elapsed(row.sub))})`,
+    );
+    item(
+      'tokens',
+      `${formatCount(tokensOf(ch))} (in ${formatCount(ch.usage.input)}, out ${formatCount(ch.usage.output)}); ` +
+        `subtree ${formatCount(row.sub.tokens)}`,
+    );
   }
   item('lines', `${formatCount(ch.lines)}; tool calls ${formatCount(ch.counts.tool_use ?? 0)}`);
   if (ch.log) {
@@ -608,11 +746,19 @@ function renderTranscript(state: State, scroll: boolean, focusEntry?: number): v
     const call = e.k === 'result' && e.id ? tools.get(e.id) : undefined;
     (call ?? list).append(node);
   });
-  if (ch.entries.length === 0) list.append(el('p', 'dim', state.data.live ? 'No text yet.' : 'No content blocks.'));
+  if (ch.entries.length === 0)
+    list.append(el('p', 'dim', state.data.live ? 'No text yet.' : 'No content blocks.'));
   parts.push(list);
   if (ch.cut) {
     const where = ch.log ?? 'its .log file';
-    parts.push(el('div', 'cutnote', `${formatCount(ch.cut.lines)} more lines (${formatCount(ch.cut.chars)} chars) are not shown, to keep this page small; the whole transcript is in ${where}.`));
+    parts.push(
+      el(
+        'div',
+        'cutnote',
+        `${formatCount(ch.cut.lines)} more lines (${formatCount(ch.cut.chars)} chars) are not shown, to keep this ` +
+          `page small; the whole transcript is in ${where}.`,
+      ),
+    );
   }
   art.replaceChildren(...parts);
   if (focusEntry !== undefined) {
@@ -662,7 +808,12 @@ function wireSearch(state: State, select: (k: Key, entry?: number) => void): voi
     };
     for (const r of state.rows) {
       const ch = r.ch;
-      for (const [where, text] of [['description', ch.description], ['id', ch.id], ['prompt', ch.prompt], ['final report', ch.summary]] as const) {
+      for (const [where, text] of [
+        ['description', ch.description],
+        ['id', ch.id],
+        ['prompt', ch.prompt],
+        ['final report', ch.summary],
+      ] as const) {
         const at = text ? text.toLowerCase().indexOf(q) : -1;
         if (text && at >= 0) add(ch, where, text, at);
       }
@@ -673,7 +824,10 @@ function wireSearch(state: State, select: (k: Key, entry?: number) => void): voi
         if (at >= 0) add(ch, e.k === 'tool' ? `tool call ${e.n ?? ''}` : e.k, e.s, at, i);
       });
     }
-    status.textContent = total === 0 ? 'no match' : `${formatCount(total)} match${total === 1 ? '' : 'es'}${total > shown.length ? `, first ${shown.length} shown` : ''}`;
+    status.textContent =
+      total === 0
+        ? 'no match'
+        : `${formatCount(total)} match${total === 1 ? '' : 'es'}${total > shown.length ? `, first ${shown.length} shown` : ''}`;
     hits.replaceChildren(...shown);
   };
   input.addEventListener('input', () => {
@@ -688,7 +842,10 @@ function wireSearch(state: State, select: (k: Key, entry?: number) => void): voi
 
 // ---- live --------------------------------------------------------------------------------------
 
-const cards = new Map<Key, { card: HTMLElement; status: HTMLElement; last: HTMLElement; meta: HTMLElement }>();
+const cards = new Map<
+  Key,
+  { card: HTMLElement; status: HTMLElement; last: HTMLElement; meta: HTMLElement }
+>();
 
 function renderCards(state: State): void {
   $('cards-section').hidden = false;
@@ -714,7 +871,9 @@ function renderCards(state: State): void {
     c.card.className = `card ${ch.status}`;
     c.card.dataset.status = ch.status;
     c.status.replaceChildren(badge(ch.status));
-    c.meta.textContent = `${ch.background ? 'background · ' : ''}depth ${ch.depth ?? '?'} · ${formatCount(tokensOf(ch))} tokens · ${formatCount(ch.lines)} lines`;
+    c.meta.textContent =
+      `${ch.background ? 'background · ' : ''}depth ${ch.depth ?? '?'} · ` +
+      `${formatCount(tokensOf(ch))} tokens · ${formatCount(ch.lines)} lines`;
     let text = '';
     for (let i = ch.entries.length - 1; i >= 0; i--) {
       if (ch.entries[i].k === 'text') {
@@ -738,9 +897,26 @@ type ChannelUpdate = Omit<ChannelView, 'entries' | 'ticks'>;
 
 function placeholder(id: string | null): ChannelView {
   return {
-    id, parent: null, orphan: false, depth: null, agent: null, description: null, status: 'running', background: null,
-    summary: null, lines: 0, counts: {}, usage: { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 },
-    first: null, last: null, spawned: null, log: null, prompt: null, ticks: [], entries: [], cut: null,
+    id,
+    parent: null,
+    orphan: false,
+    depth: null,
+    agent: null,
+    description: null,
+    status: 'running',
+    background: null,
+    summary: null,
+    lines: 0,
+    counts: {},
+    usage: { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 },
+    first: null,
+    last: null,
+    spawned: null,
+    log: null,
+    prompt: null,
+    ticks: [],
+    entries: [],
+    cut: null,
   };
 }
 

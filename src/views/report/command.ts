@@ -10,7 +10,14 @@ Writes OUT/report.html, one self-contained page, from a subtee output folder (in
   subtee report logs && xdg-open logs/report.html`;
 
 export const REPORT_OPTIONS: readonly OptionDef[] = Object.freeze([
-  { name: 'max-page-bytes', type: 'number', arg: 'N', default: REPORT_DEFAULTS.maxPageBytes, min: 256 * 1024, help: 'largest page; transcripts are cut (with a pointer to their .log file) to stay under it' },
+  {
+    name: 'max-page-bytes',
+    type: 'number',
+    arg: 'N',
+    default: REPORT_DEFAULTS.maxPageBytes,
+    min: 256 * 1024,
+    help: 'largest page; transcripts are cut (with a pointer to their .log file) to stay under it',
+  },
   { name: 'quiet', alias: 'q', type: 'boolean', default: false, help: 'no line about the written report' },
   { name: 'help', alias: 'h', type: 'boolean', default: false, help: 'show this help' },
 ]);
@@ -22,7 +29,11 @@ export function reportCommand(argv: string[], stdout: Writable, stderr: Writable
     stdout.write(helpText(REPORT_USAGE, REPORT_OPTIONS));
     return 0;
   }
-  if (o._.length !== 1 || o.rest.length > 0) throw new UsageError('ERR_USAGE', `subtee report needs one output folder: ${REPORT_USAGE.split('\n')[0]}`);
+  if (o._.length !== 1 || o.rest.length > 0)
+    throw new UsageError(
+      'ERR_USAGE',
+      `subtee report needs one output folder: ${REPORT_USAGE.split('\n')[0]}`,
+    );
   const r = writeReport(o._[0], { maxPageBytes: Number(o['max-page-bytes']) });
   if (!o.quiet) stderr.write(reportLine(r));
   return 0;

@@ -24,6 +24,10 @@ export function applyReportFlags(spec: ChainSpec, o: ParsedOptions): ChainSpec {
   if (o.quiet === true && sink.quiet === undefined) sink.quiet = true;
   const files = spec.sinks.find((s) => s.use === 'files');
   if (sink.out === undefined && typeof files?.out === 'string') sink.out = files.out;
-  if (sink.html === true && sink.out === undefined) throw new UsageError('ERR_CONFIG', '--html needs the files sink (--out): the report is built from its folder');
+  if (sink.html === true && sink.out === undefined)
+    throw new UsageError(
+      'ERR_CONFIG',
+      '--html needs the files sink (--out): the report is built from its folder',
+    );
   return spec;
 }

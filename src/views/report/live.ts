@@ -145,7 +145,10 @@ interface Tracked {
 /** A channel's fields without its transcript; `cut` says how much of the transcript was left out. */
 export type ChannelUpdate = Omit<ChannelView, 'entries' | 'ticks'>;
 
-export function channelUpdate(c: ChannelFields, extra: Pick<ChannelView, 'spawned' | 'prompt' | 'log' | 'cut'>): ChannelUpdate {
+export function channelUpdate(
+  c: ChannelFields,
+  extra: Pick<ChannelView, 'spawned' | 'prompt' | 'log' | 'cut'>,
+): ChannelUpdate {
   return {
     id: c.id === null ? null : field(c.id, 400),
     parent: field(c.parent, 400),
@@ -185,6 +188,7 @@ export class LiveReport {
   private readonly spawnTimes = new Map<string, { t: number | null; prompt: string | null }>();
   private readonly touched = new Set<string | null>();
   private version: string | null = null;
+  private session: string | null = null;
   private sentRun = '';
   private chars = 0;
 
@@ -226,6 +230,7 @@ export class LiveReport {
       const t = this.track(rec.channel as ChannelFields);
       const f = lineFacts(rec.value, this.limits);
       if (f.version) this.version = f.version;
+      if (f.session) this.session = f.session;
       for (let k = 0; k < f.tools; k++) t.budget.tick(f.time);
       for (const s of f.spawns) {
         if (!this.spawnTimes.has(s.id)) this.spawnTimes.set(s.id, { t: f.time, prompt: s.prompt });
@@ -256,12 +261,19 @@ export class LiveReport {
     return {
       subtee: this.subtee,
       claudeCode: this.version,
-      session: null,
+      session: this.session,
       stalled: run?.stalled === true,
       interrupted: run?.interrupted === true,
-      input: { lines: run?.input.lines ?? 0, bytes: run?.input.bytes ?? 0, quarantined: run?.input.quarantined ?? 0 },
+      input: {
+        lines: run?.input.lines ?? 0,
+        bytes: run?.input.bytes ?? 0,
+        quarantined: run?.input.quarantined ?? 0,
+      },
       quarantine: null,
-      warnings: (run?.warnings ?? []).map((w) => ({ code: field(w.code, 100) ?? '?', message: field(w.message, 4000) ?? '' })),
+      warnings: (run?.warnings ?? []).map((w) => ({
+        code: field(w.code, 100) ?? '?',
+        message: field(w.message, 4000) ?? '',
+      })),
     };
   }
 
@@ -276,7 +288,9 @@ export class LiveReport {
     this.touched.clear();
     for (const id of touched) {
       const t = this.channels.get(id)!;
-      const json = JSON.stringify(channelUpdate(t.source, { spawned: t.spawned, prompt: t.prompt, log: null, cut: t.budget.cut() }));
+      const json = JSON.stringify(
+        channelUpdate(t.source, { spawned: t.spawned, prompt: t.prompt, log: null, cut: t.budget.cut() }),
+      );
       if (json === t.sentFields) continue;
       t.sentFields = json;
       this.feed.publish('channel', json, id === null ? 'main' : `agent:${id}`);
@@ -289,7 +303,10 @@ export class LiveReport {
       const ticks = b.ticks.slice(t.sentTicks);
       t.sentEntries = b.entries.length;
       t.sentTicks = b.ticks.length;
-      this.feed.publish('entries', JSON.stringify({ id: id === null ? null : field(id, 400), entries, ticks }));
+      this.feed.publish(
+        'entries',
+        JSON.stringify({ id: id === null ? null : field(id, 400), entries, ticks }),
+      );
     }
   }
 
@@ -300,7 +317,12 @@ export class LiveReport {
       live: true,
       run: this.runView(),
       channels: [],
-      page: { bytes: 0, limitBytes: this.limits.maxPageBytes, channelChars: this.limits.channelChars, cutChannels: 0 },
+      page: {
+        bytes: 0,
+        limitBytes: this.limits.maxPageBytes,
+        channelChars: this.limits.channelChars,
+        cutChannels: 0,
+      },
     };
   }
 }

@@ -135,7 +135,10 @@ export function clip(s: string, max: number): { s: string; cut: number } {
   const head = Math.ceil(max * 0.75);
   const tail = max - head;
   const cut = s.length - head - tail;
-  return { s: `${escapeControl(s.slice(0, head))}\n[… ${cut} chars cut …]\n${escapeControl(s.slice(s.length - tail))}`, cut };
+  return {
+    s: `${escapeControl(s.slice(0, head))}\n[… ${cut} chars cut …]\n${escapeControl(s.slice(s.length - tail))}`,
+    cut,
+  };
 }
 
 /** A one-line field (ids, names, descriptions): controls escaped, newlines shown as `\n`. */
@@ -163,8 +166,9 @@ export interface LineFacts {
   tools: number;
   time: number | null;
   spawns: Array<{ id: string; prompt: string | null }>;
-  /** claude_code_version of a system/init line. */
+  /** claude_code_version and session_id of a system/init line. */
   version: string | null;
+  session: string | null;
 }
 
 function entry(k: EntryKind, t: number | null, text: string, max: number, extra: Partial<Entry> = {}): Entry {
@@ -177,16 +181,19 @@ function entry(k: EntryKind, t: number | null, text: string, max: number, extra:
 /** Reads one parsed line: its transcript entries, tool calls and spawn calls. */
 export function lineFacts(value: Obj, limits: ReportLimits = REPORT_DEFAULTS): LineFacts {
   const t = timeOf(value);
-  const facts: LineFacts = { entries: [], tools: 0, time: t, spawns: [], version: null };
+  const facts: LineFacts = { entries: [], tools: 0, time: t, spawns: [], version: null, session: null };
   const type = value.type;
   if (type === 'assistant' || type === 'user') {
     for (const b of contentBlocks(value)) {
       switch (b.type) {
         case 'text':
-          if (typeof b.text === 'string') facts.entries.push(entry(type === 'user' ? 'prompt' : 'text', t, b.text, limits.entryChars));
+          if (typeof b.text === 'string')
+            facts.entries.push(entry(type === 'user' ? 'prompt' : 'text', t, b.text, limits.entryChars));
           break;
         case 'thinking':
-          facts.entries.push(entry('thinking', t, typeof b.thinking === 'string' ? b.thinking : '', limits.entryChars));
+          facts.entries.push(
+            entry('thinking', t, typeof b.thinking === 'string' ? b.thinking : '', limits.entryChars),
+          );
           break;
         case 'redacted_thinking':
           facts.entries.push({ k: 'thinking', t, s: '(redacted)' });
@@ -201,7 +208,9 @@ export function lineFacts(value: Obj, limits: ReportLimits = REPORT_DEFAULTS): L
           } catch {
             input = String(b.input);
           }
-          facts.entries.push(entry('tool', t, input, limits.toolInputChars, { n: name, ...(id ? { id } : {}) }));
+          facts.entries.push(
+            entry('tool', t, input, limits.toolInputChars, { n: name, ...(id ? { id } : {}) }),
+          );
           const spawnId = strOrNull(b.id);
           if (typeof b.name === 'string' && SPAWN_TOOLS.has(b.name) && spawnId) {
             const input = isObj(b.input) ? b.input : {};
@@ -212,7 +221,12 @@ export function lineFacts(value: Obj, limits: ReportLimits = REPORT_DEFAULTS): L
         }
         case 'tool_result': {
           const ref = field(b.tool_use_id, 200) ?? undefined;
-          facts.entries.push(entry('result', t, resultText(b), limits.entryChars, { ...(ref ? { id: ref } : {}), ...(b.is_error === true ? { err: true } : {}) }));
+          facts.entries.push(
+            entry('result', t, resultText(b), limits.entryChars, {
+              ...(ref ? { id: ref } : {}),
+              ...(b.is_error === true ? { err: true } : {}),
+            }),
+          );
           break;
         }
       }
@@ -224,9 +238,12 @@ export function lineFacts(value: Obj, limits: ReportLimits = REPORT_DEFAULTS): L
   } else if (type === 'result') {
     const what = `${typeof value.subtype === 'string' ? value.subtype : 'result'}${value.is_error === true ? ' (error)' : ''}`;
     const text = typeof value.result === 'string' ? `: ${value.result}` : '';
-    facts.entries.push(entry('run', t, `${what}${text}`, limits.entryChars, value.is_error === true ? { err: true } : {}));
+    facts.entries.push(
+      entry('run', t, `${what}${text}`, limits.entryChars, value.is_error === true ? { err: true } : {}),
+    );
   } else if (type === 'system' && value.subtype === 'init') {
     facts.version = field(value.claude_code_version, 100);
+    facts.session = field(value.session_id, 200);
   }
   return facts;
 }
@@ -266,7 +283,11 @@ export class TranscriptBudget {
       // Keep the start of a block that does not fit when that shows something useful.
       if (!cut && room >= 200) {
         const rest = e.s.length - room;
-        this.entries.push({ ...e, s: `${e.s.slice(0, room)}\n[… ${rest} chars not shown here …]`, cut: (e.cut ?? 0) + rest });
+        this.entries.push({
+          ...e,
+          s: `${e.s.slice(0, room)}\n[… ${rest} chars not shown here …]`,
+          cut: (e.cut ?? 0) + rest,
+        });
         this.used += room;
         this.cutChars += rest;
       } else {
@@ -307,7 +328,11 @@ export class TranscriptBudget {
       // The block that straddles the budget keeps its start, as when it was first added.
       const e = this.entries[keep];
       const rest = e.s.length - room;
-      this.entries[keep] = { ...e, s: `${e.s.slice(0, room)}\n[… ${rest} chars not shown here …]`, cut: (e.cut ?? 0) + rest };
+      this.entries[keep] = {
+        ...e,
+        s: `${e.s.slice(0, room)}\n[… ${rest} chars not shown here …]`,
+        cut: (e.cut ?? 0) + rest,
+      };
       this.cutChars += rest;
       this.cutLines++;
       used += room;

@@ -31,7 +31,9 @@ section.panel, aside > div, #transcript { background: var(--bg); border: 1px sol
 #range { color: var(--muted); margin-left: 6px; }
 .legend { margin-left: auto; color: var(--muted); display: flex; gap: 10px; align-items: center; }
 .sw { display: inline-block; width: 14px; height: 9px; border-radius: 2px; vertical-align: middle; margin-right: 3px; }
-.sw.completed { background: var(--ok); } .sw.failed { background: var(--fail); } .sw.running { background: var(--run); }
+.sw.completed { background: var(--ok); }
+.sw.failed { background: var(--fail); }
+.sw.running { background: var(--run); }
 .sw.bgsw { background: repeating-linear-gradient(135deg, #888 0 3px, #ddd 3px 6px); }
 #timeline-wrap { position: relative; max-height: 520px; overflow: auto; border: 1px solid var(--line); border-radius: 4px; }
 #timeline { display: block; cursor: grab; user-select: none; }
@@ -39,52 +41,70 @@ section.panel, aside > div, #transcript { background: var(--bg); border: 1px sol
 #timeline text { font-size: 11px; fill: #333; }
 #timeline .axis text { fill: var(--muted); }
 #timeline .grid { stroke: #eef; }
-#timeline .bar.completed { fill: var(--ok); } #timeline .bar.failed { fill: var(--fail); } #timeline .bar.running { fill: var(--run); }
+#timeline .bar.completed { fill: var(--ok); }
+#timeline .bar.failed { fill: var(--fail); }
+#timeline .bar.running { fill: var(--run); }
 #timeline .bgover { fill: url(#bg-hatch); pointer-events: none; }
 #timeline .tail { stroke: var(--run); stroke-dasharray: 3 3; stroke-width: 2; }
 #timeline .ticks { stroke: #111; stroke-width: 1; opacity: .65; pointer-events: none; }
 #timeline .sel { fill: var(--hl); }
 #tip { position: absolute; pointer-events: none; background: #222; color: #fff; padding: 6px 8px; border-radius: 4px; font-size: 12px; white-space: pre; z-index: 5; }
 table { border-collapse: collapse; width: 100%; table-layout: fixed; }
-#tree th:nth-child(2) { width: 158px; } #tree th:nth-child(3) { width: 48px; } #tree th:nth-child(4), #tree th:nth-child(8) { width: 60px; }
-#tree th:nth-child(5), #tree th:nth-child(6), #tree th:nth-child(7) { width: 78px; }
+#tree th:nth-child(2) { width: 104px; }
+#tree th:nth-child(3) { width: 50px; }
+#tree th:nth-child(4), #tree th:nth-child(8) { width: 54px; }
+#tree th:nth-child(5), #tree th:nth-child(6), #tree th:nth-child(7) { width: 80px; }
 tr.tree-row td { height: 25px; padding-top: 0; padding-bottom: 0; overflow: hidden; text-overflow: ellipsis; }
 tr.spacer td { padding: 0; border: none; }
 th, td { text-align: left; padding: 3px 5px; border-bottom: 1px solid #eef; white-space: nowrap; }
 th { font-weight: 600; color: var(--muted); position: sticky; top: 0; background: var(--bg); }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 #tree-wrap { max-height: 560px; overflow: auto; }
-tr.tree-row { cursor: pointer; } tr.tree-row:hover { background: #f2f4fb; } tr.tree-row.selected { background: var(--hl); }
+tr.tree-row { cursor: pointer; }
+tr.tree-row:hover { background: #f2f4fb; }
+tr.tree-row.selected { background: var(--hl); }
 .toggle { border: none; background: none; width: 18px; padding: 0; cursor: pointer; color: var(--muted); }
 .badge { display: inline-block; padding: 0 6px; border-radius: 8px; color: #fff; font-size: 11px; }
-.badge.completed { background: var(--ok); } .badge.failed { background: var(--fail); } .badge.running { background: var(--run); }
+.badge.completed { background: var(--ok); }
+.badge.failed { background: var(--fail); }
+.badge.running { background: var(--run); }
 .bgtag { display: inline-block; padding: 0 5px; border-radius: 8px; font-size: 11px; background: #e6e6ee; color: #444; }
-.agent { font-weight: 600; } .desc { color: #444; margin-left: 4px; } .dim { color: var(--muted); }
+.agent { font-weight: 600; }
+.desc { color: #444; margin-left: 4px; }
+.dim { color: var(--muted); }
 #search { width: 100%; padding: 6px 8px; font-size: 13px; }
 #search-status { color: var(--muted); margin: 4px 0; }
 #hits { margin: 0; padding-left: 20px; max-height: 260px; overflow: auto; }
-#hits li { cursor: pointer; padding: 2px 0; word-break: break-word; } #hits li:hover { background: #f2f4fb; }
+#hits li { cursor: pointer; padding: 2px 0; word-break: break-word; }
+#hits li:hover { background: #f2f4fb; }
 mark { background: #ffe066; }
 #transcript h2 { font-size: 15px; word-break: break-word; }
 #transcript dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 10px; margin: 6px 0 10px; }
-#transcript dt { color: var(--muted); } #transcript dd { margin: 0; word-break: break-all; }
+#transcript dt { color: var(--muted); }
+#transcript dd { margin: 0; word-break: break-all; }
 .entry { border-left: 3px solid #ccd; padding: 2px 8px; margin: 6px 0; }
 .entry .head { color: var(--muted); font-size: 11px; }
 .entry pre, .block pre { margin: 2px 0 0; white-space: pre-wrap; word-break: break-word; font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; }
-.entry.k-text { border-color: #7a8; } .entry.k-thinking { border-color: #b9b; } .entry.k-tool { border-color: #89c; }
-.entry.k-result { border-color: #9ab; margin-left: 10px; } .entry.err { border-color: var(--fail); }
-.entry.k-prompt { border-color: #ca7; } .entry.k-run { border-color: #555; }
+.entry.k-text { border-color: #7a8; }
+.entry.k-thinking { border-color: #b9b; }
+.entry.k-tool { border-color: #89c; }
+.entry.k-result { border-color: #9ab; margin-left: 10px; }
+.entry.err { border-color: var(--fail); }
+.entry.k-prompt { border-color: #ca7; }
+.entry.k-run { border-color: #555; }
 .entry.flash { background: var(--hl); }
 .block { background: #f7f7fb; border-radius: 4px; padding: 6px 8px; margin: 6px 0; }
 .cutnote { background: #eef3ff; padding: 6px 8px; border-radius: 4px; margin: 8px 0; }
 #cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(230px, 1fr)); gap: 8px; }
 .card { border: 1px solid var(--line); border-top: 4px solid var(--run); border-radius: 5px; padding: 6px 8px; background: #fff; cursor: pointer; }
-.card.completed { border-top-color: var(--ok); } .card.failed { border-top-color: var(--fail); }
+.card.completed { border-top-color: var(--ok); }
+.card.failed { border-top-color: var(--fail); }
 .card .last { color: #333; font-size: 12px; white-space: pre-wrap; word-break: break-word; max-height: 5.6em; overflow: hidden; margin-top: 4px; }
 `;
 
 const SHELL = `<header>
-<h1>subtee report<span id="mode"></span></h1>
+<h1>subtee report<span id="mode"></span>
+</h1>
 <div id="summary"></div>
 <div id="banner" hidden></div>
 <ul id="warnings"></ul>
@@ -93,16 +113,44 @@ const SHELL = `<header>
 </header>
 <main>
 <div id="left">
-<section class="panel" id="cards-section" hidden><h2>Subagents</h2><div id="cards"></div></section>
-<section class="panel" id="timeline-section"><h2>Timeline</h2>
-<div class="toolbar"><button type="button" id="zoom-in" title="Zoom in (+)">+</button><button type="button" id="zoom-out" title="Zoom out (-)">−</button><button type="button" id="zoom-fit" title="Show the whole run (0)">Fit</button><span id="range"></span>
-<span class="legend"><span><span class="sw completed"></span>completed</span><span><span class="sw failed"></span>failed</span><span><span class="sw running"></span>running</span><span><span class="sw bgsw"></span>background</span><span>| tool call</span></span></div>
-<div id="timeline-wrap"><svg id="timeline" tabindex="0" aria-label="Timeline: one bar per agent" xmlns="http://www.w3.org/2000/svg"></svg><div id="tip" role="tooltip" hidden></div></div>
+<section class="panel" id="cards-section" hidden><h2>Subagents</h2><div id="cards"></div>
 </section>
-<section class="panel" id="tree-section"><h2>Agents</h2><div id="tree-wrap"><table id="tree"><thead><tr><th>agent</th><th>status</th><th class="num">depth</th><th class="num" title="input + output tokens of this agent">tokens</th><th class="num" title="tokens of this agent and everything it spawned">Σ tokens</th><th class="num" title="first to last line of this agent">elapsed</th><th class="num" title="first to last line of this agent and everything it spawned">Σ elapsed</th><th class="num">lines</th></tr></thead><tbody></tbody></table></div></section>
+<section class="panel" id="timeline-section"><h2>Timeline</h2>
+<div class="toolbar"><button type="button" id="zoom-in" title="Zoom in (+)">+</button>
+<button type="button" id="zoom-out" title="Zoom out (-)">−</button>
+<button type="button" id="zoom-fit" title="Show the whole run (0)">Fit</button>
+<span id="range"></span>
+<span class="legend"><span><span class="sw completed"></span>
+completed</span>
+<span><span class="sw failed"></span>
+failed</span>
+<span><span class="sw running"></span>
+running</span>
+<span><span class="sw bgsw"></span>
+background</span>
+<span>| tool call</span>
+</span>
+</div>
+<div id="timeline-wrap"><svg id="timeline" tabindex="0" aria-label="Timeline: one bar per agent" xmlns="http://www.w3.org/2000/svg"></svg><div id="tip" role="tooltip" hidden></div>
+</div>
+</section>
+<section class="panel" id="tree-section"><h2>Agents</h2><div id="tree-wrap"><table id="tree"><thead><tr><th>agent</th>
+<th>status</th>
+<th class="num">depth</th>
+<th class="num" title="input + output tokens of this agent">tokens</th>
+<th class="num" title="tokens of this agent and everything it spawned">Σ tokens</th>
+<th class="num" title="first to last line of this agent">elapsed</th>
+<th class="num" title="first to last line of this agent and everything it spawned">Σ elapsed</th>
+<th class="num">lines</th>
+</tr></thead>
+<tbody>
+</tbody></table></div>
+</section>
 </div>
 <aside id="right">
-<div><input id="search" type="search" placeholder="Search all transcripts" autocomplete="off" aria-label="Search all transcripts"><div id="search-status"></div><ol id="hits"></ol></div>
+<div><input id="search" type="search" placeholder="Search all transcripts" autocomplete="off" aria-label="Search all transcripts"><div id="search-status"></div>
+<ol id="hits"></ol>
+</div>
 <article id="transcript" hidden></article>
 </aside>
 </main>`;
@@ -111,7 +159,10 @@ let clientScript: string | null = null;
 
 /** The compiled browser script (client.ts), without its source-map comment. */
 export function reportScript(): string {
-  clientScript ??= readFileSync(new URL('./client.js', import.meta.url), 'utf8').replace(/\n\/\/# sourceMappingURL=.*\s*$/, '\n');
+  clientScript ??= readFileSync(new URL('./client.js', import.meta.url), 'utf8').replace(
+    /\n\/\/# sourceMappingURL=.*\s*$/,
+    '\n',
+  );
   return clientScript;
 }
 

@@ -23,7 +23,11 @@ export interface ServeAddress {
 export function parseServe(value: string): ServeAddress {
   const m = /^(?:(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):)?(\d{1,5})$/.exec(value);
   const port = m ? Number(m[2]) : NaN;
-  if (!m || port > 65535) throw new UsageError('ERR_BAD_OPTION', `--serve must be [HOST:]PORT with PORT 0-65535 (0: any free port), not "${value}"`);
+  if (!m || port > 65535)
+    throw new UsageError(
+      'ERR_BAD_OPTION',
+      `--serve must be [HOST:]PORT with PORT 0-65535 (0: any free port), not "${value}"`,
+    );
   const host = m[1] === undefined ? REPORT_SERVER_DEFAULTS.host : m[1].replace(/^\[(.*)\]$/, '$1');
   return { host, port };
 }
@@ -105,10 +109,14 @@ export function startReportServer(options: ReportServerOptions): Promise<ReportS
 
   const server = createServer((req, res) => {
     const send = (status: number, text: string) => {
-      res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' });
+      res.writeHead(status, {
+        'Content-Type': 'text/plain; charset=utf-8',
+        'X-Content-Type-Options': 'nosniff',
+      });
       res.end(`${text}\n`);
     };
-    if (isLoopback(o.host) && !allowedHosts().has(String(req.headers.host ?? '').toLowerCase())) return send(403, 'forbidden host');
+    if (isLoopback(o.host) && !allowedHosts().has(String(req.headers.host ?? '').toLowerCase()))
+      return send(403, 'forbidden host');
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'method not allowed');
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/' || path === '/report.html') {
@@ -128,7 +136,13 @@ export function startReportServer(options: ReportServerOptions): Promise<ReportS
 
   return new Promise((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
-      reject(new UsageError('ERR_BAD_OPTION', `--serve: cannot listen on ${hostForUrl(o.host)}:${o.port}: ${err.code ?? err.message}`, err));
+      reject(
+        new UsageError(
+          'ERR_BAD_OPTION',
+          `--serve: cannot listen on ${hostForUrl(o.host)}:${o.port}: ${err.code ?? err.message}`,
+          err,
+        ),
+      );
     });
     server.listen(o.port, o.host, () => {
       const addr = server.address();

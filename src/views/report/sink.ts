@@ -30,7 +30,15 @@ export interface ReportSinkOptions extends Partial<ReportLimits> {
   stderr?: Writable;
 }
 
-const LIMIT_KEYS = ['maxPageBytes', 'channelChars', 'entryChars', 'toolInputChars', 'promptChars', 'summaryChars', 'ticksPerChannel'] as const;
+const LIMIT_KEYS = [
+  'maxPageBytes',
+  'channelChars',
+  'entryChars',
+  'toolInputChars',
+  'promptChars',
+  'summaryChars',
+  'ticksPerChannel',
+] as const;
 
 /**
  * Report sink: records pass through unchanged. With `serve` it keeps a live report of the
@@ -40,7 +48,8 @@ const LIMIT_KEYS = ['maxPageBytes', 'channelChars', 'entryChars', 'toolInputChar
  */
 export function createReportSink(options: ReportSinkOptions): Transform {
   const opts = withDefaults(REPORT_SINK_DEFAULTS, options);
-  if (opts.html && !opts.out) throw new UsageError('ERR_CONFIG', 'report: html needs out, the output folder the files sink writes');
+  if (opts.html && !opts.out)
+    throw new UsageError('ERR_CONFIG', 'report: html needs out, the output folder the files sink writes');
   const address = opts.serve === undefined ? null : parseServe(opts.serve);
   const limits: Partial<ReportLimits> = {};
   for (const k of LIMIT_KEYS) if (options[k] !== undefined) limits[k] = options[k];
