@@ -98,6 +98,29 @@ function loadSdk() {
   };
 }
 
+/**
+ * An HTTP(S) agent that, once closed, destroys its sockets and fails every new connection at
+ * once with an error the exporter does not retry.
+ */
+function closableAgent(proto: string): { agent: HttpAgent; close(): void } {
+  const agent = proto === 'https:' ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  let closed = false;
+  type Connect = (options: unknown, cb: (err: Error | null, socket?: unknown) => void) => unknown;
+  const connect = agent.createConnection.bind(agent) as unknown as Connect;
+  (agent as unknown as { createConnection: Connect }).createConnection = (options, cb) => {
+    if (!closed) return connect(options, cb);
+    process.nextTick(cb, Object.assign(new Error('the run has ended'), { code: 'SUBTEE_EXPORT_CLOSED' }));
+    return undefined;
+  };
+  return {
+    agent,
+    close() {
+      closed = true;
+      agent.destroy();
+    },
+  };
+}
+
 const hrTime = (ms: number): HrTime => [Math.floor(ms / 1000), Math.round((ms % 1000) * 1e6)];
 
 /**
@@ -287,15 +310,16 @@ export function createOtlpSink(options: OtlpSinkOptions = {}): Transform {
   const protocol = otlpProtocol(options.protocol, env);
   const builder = new TraceBuilder({ captureContent: opts.captureContent, maxContentChars: opts.maxContentChars, fallbackMs: Date.now() });
 
-  const agents: Array<HttpAgent | HttpsAgent> = [];
+  const agents: Array<{ close(): void }> = [];
   const exporterConfig = {
     url,
     ...(options.timeoutMs !== undefined ? { timeoutMillis: options.timeoutMs } : {}),
-    // Our own agents, so that the end of the run can cut a request to a collector that hangs.
+    // Our own agents, so that the end of the run can cut a request to a collector that hangs
+    // (and the exporter's own retries of it): the process must not outlive the flush deadline.
     httpAgentOptions: (proto: string) => {
-      const agent = proto === 'https:' ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
-      agents.push(agent);
-      return agent;
+      const a = closableAgent(proto);
+      agents.push(a);
+      return a.agent;
     },
   };
   const { api, sdk, resources, proto, json } = loadSdk();
@@ -332,7 +356,7 @@ export function createOtlpSink(options: OtlpSinkOptions = {}): Transform {
     finished ??= (async () => {
       emit(builder.finish(run.tree.channels(), run));
       await delivery.drain(opts.flushTimeoutMs);
-      for (const a of agents) a.destroy();
+      for (const a of agents) a.close();
       void exporter.shutdown().catch(() => {});
       if (delivery.lost > 0) {
         run.warn('OTLP_UNDELIVERED', `${delivery.lost} of ${delivery.total} spans not delivered to ${url}${delivery.lastError ? ` (${delivery.lastError})` : ''}`);
