@@ -69,15 +69,18 @@ export function otlpTracesUrl(url: string | undefined, env: NodeJS.ProcessEnv): 
     }
   } catch {
     const bad = given ?? env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
-    throw new UsageError('ERR_BAD_OPTION', `otlp: not a URL: ${bad}${given ? ' (--otlp alone goes after FILE, or write --otlp=URL)' : ''}`);
+    const hint = given ? ' (--otlp alone goes after FILE, or write --otlp=URL)' : '';
+    throw new UsageError('ERR_BAD_OPTION', `otlp: not a URL: ${bad}${hint}`);
   }
   return 'http://localhost:4318/v1/traces';
 }
 
 export function otlpProtocol(protocol: string | undefined, env: NodeJS.ProcessEnv): OtlpProtocol {
-  const p = protocol ?? env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf';
+  const p = protocol ?? env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL;
+  if (p === undefined) return 'http/protobuf';
   if (!(OTLP_PROTOCOLS as readonly string[]).includes(p)) {
-    throw new UsageError('ERR_BAD_OPTION', `otlp: protocol ${p} is not supported (use ${OTLP_PROTOCOLS.join(' or ')})`);
+    const supported = OTLP_PROTOCOLS.join(' or ');
+    throw new UsageError('ERR_BAD_OPTION', `otlp: protocol ${p} is not supported (use ${supported})`);
   }
   return p as OtlpProtocol;
 }
@@ -308,7 +311,11 @@ export function createOtlpSink(options: OtlpSinkOptions = {}): Transform {
   const env = options.env ?? process.env;
   const url = otlpTracesUrl(options.url, env);
   const protocol = otlpProtocol(options.protocol, env);
-  const builder = new TraceBuilder({ captureContent: opts.captureContent, maxContentChars: opts.maxContentChars, fallbackMs: Date.now() });
+  const builder = new TraceBuilder({
+    captureContent: opts.captureContent,
+    maxContentChars: opts.maxContentChars,
+    fallbackMs: Date.now(),
+  });
 
   const agents: Array<{ close(): void }> = [];
   const exporterConfig = {
@@ -323,9 +330,13 @@ export function createOtlpSink(options: OtlpSinkOptions = {}): Transform {
     },
   };
   const { api, sdk, resources, proto, json } = loadSdk();
-  const exporter: SpanExporter = protocol === 'http/json' ? new json.OTLPTraceExporter(exporterConfig) : new proto.OTLPTraceExporter(exporterConfig);
+  const exporter: SpanExporter =
+    protocol === 'http/json'
+      ? new json.OTLPTraceExporter(exporterConfig)
+      : new proto.OTLPTraceExporter(exporterConfig);
   const delivery = new SpanDelivery(exporter, opts, (error) => {
-    run.warn('OTLP_UNAVAILABLE', `collector ${url} is not accepting spans (${error}); the run goes on and spans are retried`);
+    const what = `collector ${url} is not accepting spans (${error}); the run goes on and spans are retried`;
+    run.warn('OTLP_UNAVAILABLE', what);
   });
 
   const ids = new DerivedIds();
@@ -334,7 +345,12 @@ export function createOtlpSink(options: OtlpSinkOptions = {}): Transform {
     .merge(resources.resourceFromAttributes({ 'service.name': 'subtee' }))
     .merge(resources.detectResources({ detectors: [resources.envDetector] }));
   // Always on: a sampled part of a tree is no tree.
-  const provider = new sdk.BasicTracerProvider({ resource, idGenerator: ids, sampler: new sdk.AlwaysOnSampler(), spanProcessors: [new HandOver((s) => delivery.push(s))] });
+  const provider = new sdk.BasicTracerProvider({
+    resource,
+    idGenerator: ids,
+    sampler: new sdk.AlwaysOnSampler(),
+    spanProcessors: [new HandOver((s) => delivery.push(s))],
+  });
   const tracer = provider.getTracer('subtee');
   let fallbackRunId: string | null = null;
 
@@ -344,8 +360,13 @@ export function createOtlpSink(options: OtlpSinkOptions = {}): Transform {
       ids.next = spanIdOf(ids.traceId, sd.key);
       const parent = sd.parentKey === null
         ? api.ROOT_CONTEXT
-        : api.trace.setSpanContext(api.ROOT_CONTEXT, { traceId: ids.traceId, spanId: spanIdOf(ids.traceId, sd.parentKey), traceFlags: api.TraceFlags.SAMPLED });
-      const span = tracer.startSpan(sd.name, { kind: api.SpanKind.INTERNAL, startTime: hrTime(sd.startMs), attributes: sd.attributes }, parent);
+        : api.trace.setSpanContext(api.ROOT_CONTEXT, {
+            traceId: ids.traceId,
+            spanId: spanIdOf(ids.traceId, sd.parentKey),
+            traceFlags: api.TraceFlags.SAMPLED,
+          });
+      const start = { kind: api.SpanKind.INTERNAL, startTime: hrTime(sd.startMs), attributes: sd.attributes };
+      const span = tracer.startSpan(sd.name, start, parent);
       if (sd.error !== null) span.setStatus({ code: api.SpanStatusCode.ERROR, message: sd.error });
       span.end(hrTime(sd.endMs));
     }
@@ -359,7 +380,8 @@ export function createOtlpSink(options: OtlpSinkOptions = {}): Transform {
       for (const a of agents) a.close();
       void exporter.shutdown().catch(() => {});
       if (delivery.lost > 0) {
-        run.warn('OTLP_UNDELIVERED', `${delivery.lost} of ${delivery.total} spans not delivered to ${url}${delivery.lastError ? ` (${delivery.lastError})` : ''}`);
+        const why = delivery.lastError ? ` (${delivery.lastError})` : '';
+        run.warn('OTLP_UNDELIVERED', `${delivery.lost} of ${delivery.total} spans not delivered to ${url}${why}`);
       }
     })();
     return finished;
