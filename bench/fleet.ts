@@ -34,6 +34,8 @@ const hasTime = existsSync('/usr/bin/time');
 
 interface Sample {
   ms: number;
+  /** User + system CPU time of subtee: steadier than wall time on a shared machine. */
+  cpuMs: number | null;
   rssKb: number | null;
   code: number | null;
   stderr: string;
@@ -43,14 +45,16 @@ interface Sample {
 async function measure(args: string[], input: string): Promise<Sample> {
   const rss = join(work, 'rss');
   const argv = [process.execPath, BIN, ...args, input];
-  const [cmd, ...rest] = hasTime ? ['/usr/bin/time', '-f', '%M', '-o', rss, ...argv] : argv;
+  const [cmd, ...rest] = hasTime ? ['/usr/bin/time', '-f', '%M %U %S', '-o', rss, ...argv] : argv;
   const t0 = performance.now();
   const child = spawn(cmd, rest, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
   const ms = performance.now() - t0;
-  return { ms, rssKb: hasTime ? Number(readFileSync(rss, 'utf8').trim().split('\n').pop()) : null, code, stderr };
+  if (!hasTime) return { ms, cpuMs: null, rssKb: null, code, stderr };
+  const [kb, user, sys] = readFileSync(rss, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
+  return { ms, cpuMs: (user + sys) * 1000, rssKb: kb, code, stderr };
 }
 
 /** A collector that takes everything: counts requests and bytes, answers 200. */
@@ -123,14 +127,31 @@ async function main() {
         rmSync(join(work, 'out'), { recursive: true, force: true });
       }
       const base = median(rows[0].samples.map((s) => s.ms));
+      const cpuOf = (r: (typeof rows)[number]) => r.samples.map((s) => s.cpuMs).filter((x): x is number => x !== null);
+      const baseCpu = hasTime ? median(cpuOf(rows[0])) : NaN;
       report.push(`### ${shape} lines, 50 subagents`, '', `${mb.toFixed(0)} MB, ${lines.toLocaleString('en')} lines; ${runs} runs each, interleaved; median (min–max)`, '');
-      report.push('| label | wall s | MB/s | lines/s | peak RSS MB | × files only | rows stored in ClickHouse |', '|---|---|---|---|---|---|---|');
+      report.push(
+        '| label | wall s | MB/s | lines/s | × files only (wall) | CPU s | × files only (CPU) | peak RSS MB | rows stored in ClickHouse |',
+        '|---|---|---|---|---|---|---|---|---|',
+      );
       for (const row of rows) {
         const ms = row.samples.map((s) => s.ms);
         const m = median(ms);
         const rss = row.samples.map((s) => s.rssKb).filter((x): x is number => x !== null);
         const stored = row.stored.length ? [...new Set(row.stored)].map((x) => x.toLocaleString('en')).join(', ') : '–';
-        report.push(`| ${row.label} | ${(m / 1000).toFixed(2)} (${(Math.min(...ms) / 1000).toFixed(2)}–${(Math.max(...ms) / 1000).toFixed(2)}) | ${(mb / (m / 1000)).toFixed(0)} | ${Math.round(lines / (m / 1000)).toLocaleString('en')} | ${rss.length ? (Math.max(...rss) / 1024).toFixed(0) : '–'} | ${(base / m).toFixed(2)} | ${stored} |`);
+        const cpu = hasTime ? median(cpuOf(row)) : NaN;
+        const cells = [
+          row.label,
+          `${(m / 1000).toFixed(2)} (${(Math.min(...ms) / 1000).toFixed(2)}–${(Math.max(...ms) / 1000).toFixed(2)})`,
+          (mb / (m / 1000)).toFixed(0),
+          Math.round(lines / (m / 1000)).toLocaleString('en'),
+          (base / m).toFixed(2),
+          hasTime ? (cpu / 1000).toFixed(2) : '–',
+          hasTime ? (baseCpu / cpu).toFixed(2) : '–',
+          rss.length ? (Math.max(...rss) / 1024).toFixed(0) : '–',
+          stored,
+        ];
+        report.push(`| ${cells.join(' | ')} |`);
       }
       report.push('');
     }

@@ -318,6 +318,7 @@ export function createOtlpSink(options: OtlpSinkOptions = {}): Transform {
   });
 
   const agents: Array<{ close(): void }> = [];
+  let agentsClosed = false;
   const exporterConfig = {
     url,
     ...(options.timeoutMs !== undefined ? { timeoutMillis: options.timeoutMs } : {}),
@@ -326,6 +327,7 @@ export function createOtlpSink(options: OtlpSinkOptions = {}): Transform {
     httpAgentOptions: (proto: string) => {
       const a = closableAgent(proto);
       agents.push(a);
+      if (agentsClosed) a.close();
       return a.agent;
     },
   };
@@ -377,6 +379,7 @@ export function createOtlpSink(options: OtlpSinkOptions = {}): Transform {
     finished ??= (async () => {
       emit(builder.finish(run.tree.channels(), run));
       await delivery.drain(opts.flushTimeoutMs);
+      agentsClosed = true;
       for (const a of agents) a.close();
       void exporter.shutdown().catch(() => {});
       if (delivery.lost > 0) {
