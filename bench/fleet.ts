@@ -91,36 +91,31 @@ async function main() {
         writeFileSync(file, JSON.stringify({ sinks: [{ use: 'stdout', mode: 'none' }, ...(otlp ? [{ use: 'otlp', url: collector.url }] : []), { use: 'clickhouse', url: ch.url, runId }] }));
         return file;
       };
-      const rows: Array<{ label: string; args: () => { args: string[]; runId?: string }; samples: Sample[]; stored: number[] }> = [
-        { label: 'files only', args: () => ({ args: ['--out', out(), '--stdout', 'none', '-q'] }), samples: [], stored: [] },
-        { label: 'files + otlp', args: () => ({ args: ['--out', out(), '--stdout', 'none', '-q', `--otlp=${collector.url}`] }), samples: [], stored: [] },
-        {
-          label: 'files + clickhouse',
-          args: () => {
-            const runId = `bench-${shape}-${++n}`;
-            return { args: ['--out', out(), '-q', '-c', clickhouseConfig(runId, false)], runId };
-          },
-          samples: [],
-          stored: [],
-        },
-        {
-          label: 'files + otlp + clickhouse',
-          args: () => {
-            const runId = `bench-${shape}-${++n}`;
-            return { args: ['--out', out(), '-q', '-c', clickhouseConfig(runId, true)], runId };
-          },
-          samples: [],
-          stored: [],
-        },
+      type Plan = { args: string[]; out: string; runId?: string };
+      const plan = (extra: string[], runId?: string): Plan => {
+        const dir = out();
+        return { args: ['--out', dir, '--stdout', 'none', '-q', ...extra], out: dir, runId };
+      };
+      const clickhouseRun = (otlp: boolean) => {
+        const runId = `bench-${shape}-${++n}`;
+        return plan(['-c', clickhouseConfig(runId, otlp)], runId);
+      };
+      const rows: Array<{ label: string; args: () => Plan; samples: Sample[]; stored: number[] }> = [
+        { label: 'files only', args: () => plan([]), samples: [], stored: [] },
+        { label: 'files + otlp', args: () => plan([`--otlp=${collector.url}`]), samples: [], stored: [] },
+        { label: 'files + clickhouse', args: () => clickhouseRun(false), samples: [], stored: [] },
+        { label: 'files + otlp + clickhouse', args: () => clickhouseRun(true), samples: [], stored: [] },
       ];
       for (let i = 0; i < runs; i++) {
         for (const row of rows) {
-          const { args, runId } = row.args();
-          const s = await measure(args, input);
+          const p = row.args();
+          const s = await measure(p.args, input);
           if (s.code !== 0 || s.stderr.trim() !== '') throw new Error(`${row.label}: exit ${s.code}\n${s.stderr}`);
           row.samples.push(s);
-          if (runId) {
-            const [r] = await ch.rows<{ n: string }>(`SELECT count() AS n FROM subtee_events FINAL WHERE run = '${runId}'`);
+          if (p.runId) {
+            const [r] = await ch.rows<{ n: string }>(`SELECT count() AS n FROM subtee_events FINAL WHERE run = '${p.runId}'`);
+            const inputLines = JSON.parse(readFileSync(join(p.out, 'index.json'), 'utf8')).input.lines;
+            if (Number(r.n) !== inputLines) throw new Error(`${row.label}: ${r.n} rows stored for ${inputLines} input lines`);
             row.stored.push(Number(r.n));
           }
         }
@@ -131,7 +126,7 @@ async function main() {
       const baseCpu = hasTime ? median(cpuOf(rows[0])) : NaN;
       report.push(`### ${shape} lines, 50 subagents`, '', `${mb.toFixed(0)} MB, ${lines.toLocaleString('en')} lines; ${runs} runs each, interleaved; median (min–max)`, '');
       report.push(
-        '| label | wall s | MB/s | lines/s | × files only (wall) | CPU s | × files only (CPU) | peak RSS MB | rows stored in ClickHouse |',
+        '| label | wall s | MB/s | lines/s | × files only (wall) | CPU s | × files only (CPU) | peak RSS MB | rows stored in ClickHouse (= input lines) |',
         '|---|---|---|---|---|---|---|---|---|',
       );
       for (const row of rows) {
