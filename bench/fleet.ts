@@ -34,6 +34,8 @@ const hasTime = existsSync('/usr/bin/time');
 
 interface Sample {
   ms: number;
+  /** User + system CPU time of subtee: steadier than wall time on a shared machine. */
+  cpuMs: number | null;
   rssKb: number | null;
   code: number | null;
   stderr: string;
@@ -43,14 +45,16 @@ interface Sample {
 async function measure(args: string[], input: string): Promise<Sample> {
   const rss = join(work, 'rss');
   const argv = [process.execPath, BIN, ...args, input];
-  const [cmd, ...rest] = hasTime ? ['/usr/bin/time', '-f', '%M', '-o', rss, ...argv] : argv;
+  const [cmd, ...rest] = hasTime ? ['/usr/bin/time', '-f', '%M %U %S', '-o', rss, ...argv] : argv;
   const t0 = performance.now();
   const child = spawn(cmd, rest, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
   const ms = performance.now() - t0;
-  return { ms, rssKb: hasTime ? Number(readFileSync(rss, 'utf8').trim().split('\n').pop()) : null, code, stderr };
+  if (!hasTime) return { ms, cpuMs: null, rssKb: null, code, stderr };
+  const [kb, user, sys] = readFileSync(rss, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
+  return { ms, cpuMs: (user + sys) * 1000, rssKb: kb, code, stderr };
 }
 
 /** A collector that takes everything: counts requests and bytes, answers 200. */
@@ -87,50 +91,62 @@ async function main() {
         writeFileSync(file, JSON.stringify({ sinks: [{ use: 'stdout', mode: 'none' }, ...(otlp ? [{ use: 'otlp', url: collector.url }] : []), { use: 'clickhouse', url: ch.url, runId }] }));
         return file;
       };
-      const rows: Array<{ label: string; args: () => { args: string[]; runId?: string }; samples: Sample[]; stored: number[] }> = [
-        { label: 'files only', args: () => ({ args: ['--out', out(), '--stdout', 'none', '-q'] }), samples: [], stored: [] },
-        { label: 'files + otlp', args: () => ({ args: ['--out', out(), '--stdout', 'none', '-q', `--otlp=${collector.url}`] }), samples: [], stored: [] },
-        {
-          label: 'files + clickhouse',
-          args: () => {
-            const runId = `bench-${shape}-${++n}`;
-            return { args: ['--out', out(), '-q', '-c', clickhouseConfig(runId, false)], runId };
-          },
-          samples: [],
-          stored: [],
-        },
-        {
-          label: 'files + otlp + clickhouse',
-          args: () => {
-            const runId = `bench-${shape}-${++n}`;
-            return { args: ['--out', out(), '-q', '-c', clickhouseConfig(runId, true)], runId };
-          },
-          samples: [],
-          stored: [],
-        },
+      type Plan = { args: string[]; out: string; runId?: string };
+      const plan = (extra: string[], runId?: string): Plan => {
+        const dir = out();
+        return { args: ['--out', dir, '--stdout', 'none', '-q', ...extra], out: dir, runId };
+      };
+      const clickhouseRun = (otlp: boolean) => {
+        const runId = `bench-${shape}-${++n}`;
+        return plan(['-c', clickhouseConfig(runId, otlp)], runId);
+      };
+      const rows: Array<{ label: string; args: () => Plan; samples: Sample[]; stored: number[] }> = [
+        { label: 'files only', args: () => plan([]), samples: [], stored: [] },
+        { label: 'files + otlp', args: () => plan([`--otlp=${collector.url}`]), samples: [], stored: [] },
+        { label: 'files + clickhouse', args: () => clickhouseRun(false), samples: [], stored: [] },
+        { label: 'files + otlp + clickhouse', args: () => clickhouseRun(true), samples: [], stored: [] },
       ];
       for (let i = 0; i < runs; i++) {
         for (const row of rows) {
-          const { args, runId } = row.args();
-          const s = await measure(args, input);
+          const p = row.args();
+          const s = await measure(p.args, input);
           if (s.code !== 0 || s.stderr.trim() !== '') throw new Error(`${row.label}: exit ${s.code}\n${s.stderr}`);
           row.samples.push(s);
-          if (runId) {
-            const [r] = await ch.rows<{ n: string }>(`SELECT count() AS n FROM subtee_events FINAL WHERE run = '${runId}'`);
+          if (p.runId) {
+            const [r] = await ch.rows<{ n: string }>(`SELECT count() AS n FROM subtee_events FINAL WHERE run = '${p.runId}'`);
+            const inputLines = JSON.parse(readFileSync(join(p.out, 'index.json'), 'utf8')).input.lines;
+            if (Number(r.n) !== inputLines) throw new Error(`${row.label}: ${r.n} rows stored for ${inputLines} input lines`);
             row.stored.push(Number(r.n));
           }
         }
         rmSync(join(work, 'out'), { recursive: true, force: true });
       }
       const base = median(rows[0].samples.map((s) => s.ms));
+      const cpuOf = (r: (typeof rows)[number]) => r.samples.map((s) => s.cpuMs).filter((x): x is number => x !== null);
+      const baseCpu = hasTime ? median(cpuOf(rows[0])) : NaN;
       report.push(`### ${shape} lines, 50 subagents`, '', `${mb.toFixed(0)} MB, ${lines.toLocaleString('en')} lines; ${runs} runs each, interleaved; median (min–max)`, '');
-      report.push('| label | wall s | MB/s | lines/s | peak RSS MB | × files only | rows stored in ClickHouse |', '|---|---|---|---|---|---|---|');
+      report.push(
+        '| label | wall s | MB/s | lines/s | × files only (wall) | CPU s | × files only (CPU) | peak RSS MB | rows stored in ClickHouse (= input lines) |',
+        '|---|---|---|---|---|---|---|---|---|',
+      );
       for (const row of rows) {
         const ms = row.samples.map((s) => s.ms);
         const m = median(ms);
         const rss = row.samples.map((s) => s.rssKb).filter((x): x is number => x !== null);
         const stored = row.stored.length ? [...new Set(row.stored)].map((x) => x.toLocaleString('en')).join(', ') : '–';
-        report.push(`| ${row.label} | ${(m / 1000).toFixed(2)} (${(Math.min(...ms) / 1000).toFixed(2)}–${(Math.max(...ms) / 1000).toFixed(2)}) | ${(mb / (m / 1000)).toFixed(0)} | ${Math.round(lines / (m / 1000)).toLocaleString('en')} | ${rss.length ? (Math.max(...rss) / 1024).toFixed(0) : '–'} | ${(base / m).toFixed(2)} | ${stored} |`);
+        const cpu = hasTime ? median(cpuOf(row)) : NaN;
+        const cells = [
+          row.label,
+          `${(m / 1000).toFixed(2)} (${(Math.min(...ms) / 1000).toFixed(2)}–${(Math.max(...ms) / 1000).toFixed(2)})`,
+          (mb / (m / 1000)).toFixed(0),
+          Math.round(lines / (m / 1000)).toLocaleString('en'),
+          (base / m).toFixed(2),
+          hasTime ? (cpu / 1000).toFixed(2) : '–',
+          hasTime ? (baseCpu / cpu).toFixed(2) : '–',
+          rss.length ? (Math.max(...rss) / 1024).toFixed(0) : '–',
+          stored,
+        ];
+        report.push(`| ${cells.join(' | ')} |`);
       }
       report.push('');
     }

@@ -91,6 +91,12 @@ test('quarantined lines are rows too: one per line, a long one counted whole', a
   assert.equal(events[0].run, 'u1');
 });
 
+test('maxContentChars 0 keeps no content at all', async () => {
+  const { events, final } = await rowsOf(readFileSync(fixtureFiles()[0]), { maxContentChars: 0 });
+  assert.ok(events.every((e) => e.content === '') && final.every((c) => c.summary === '' && c.description === ''));
+  assert.ok(events.some((e) => e.kind === 'text'), 'sanity: there was text');
+});
+
 test('a given run id wins over the stream\'s', async () => {
   const { events, final } = await rowsOf(readFileSync(fixtureFiles()[0]), { runId: 'ci-job-42' });
   assert.ok([...events, ...final].every((r) => r.run === 'ci-job-42'));

@@ -232,7 +232,9 @@ describe('ClickHouse sink against a real ClickHouse server', { skip: !clickhouse
       }
       // A run that stalls: half of a nested run, then silence.
       const half = Buffer.from(linesOf(readFileSync(fixture('nested-depth-3'))).slice(0, 14).join('\n') + '\n');
-      const stalled = await subtee(['--clickhouse', fleet.url, '--idle-timeout-ms', '500'], {
+      // Silence counts from the start of the chain: 4 s, so that a loaded machine loading the
+      // sink's client is not taken for the stall.
+      const stalled = await subtee(['--clickhouse', fleet.url, '--idle-timeout-ms', '4000'], {
         feed: async (stdin) => {
           stdin.write(half);
           await new Promise(() => {}); // the input stays open: the agent hangs

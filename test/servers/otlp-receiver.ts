@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
@@ -34,8 +35,8 @@ export type Behaviour = 'accept' | 'hang' | number;
 export interface OtlpReceiver {
   url: string;
   spans: ReceivedSpan[];
-  /** Requests received, answered or not, with their content type. */
-  requests: Array<{ contentType: string; bytes: number }>;
+  /** Requests received, answered or not, with their content type and a hash of the body. */
+  requests: Array<{ contentType: string; bytes: number; sha1: string }>;
   behave(b: Behaviour | ((n: number) => Behaviour)): void;
   /** Accepts every request held by 'hang' so far. */
   release(): void;
@@ -120,7 +121,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     req.on('end', () => {
       const buf = Buffer.concat(body);
       const contentType = String(req.headers['content-type'] ?? '');
-      requests.push({ contentType, bytes: buf.length });
+      requests.push({ contentType, bytes: buf.length, sha1: createHash('sha1').update(buf).digest('hex') });
       lastHeaders = req.headers;
       const b = typeof behaviour === 'function' ? behaviour(requests.length) : behaviour;
       if (b === 'hang') hung.set(res, () => accept(req.url, contentType, buf, res));

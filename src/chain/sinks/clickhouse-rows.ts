@@ -197,7 +197,8 @@ export class RowBuilder {
       this.lines++;
       const ms = this.clock.latest;
       const content = this.content(rec.raw.subarray(0, this.maxChars * 4).toString('utf8'));
-      return [{ t: 'events', r: this.event(rec.lineNo, ms, false, null, { type: 'quarantine', subtype: rec.reason, kind: 'quarantine', bytes, content }) }];
+      const fields = { type: 'quarantine', subtype: rec.reason, kind: 'quarantine', bytes, content };
+      return [{ t: 'events', r: this.event(rec.lineNo, ms, false, null, fields) }];
     }
     this.lines++;
     const v = rec.value;
@@ -257,7 +258,10 @@ export class RowBuilder {
   }
 
   /** A channels row: as of now, or (at the end) the final one, which outranks every earlier version. */
-  channelRow(ch: ChannelView & { counts?: Readonly<Record<BlockKind, number>> }, o: { final?: boolean; stalled?: boolean; interrupted?: boolean }): ChannelRow {
+  channelRow(
+    ch: ChannelView & { counts?: Readonly<Record<BlockKind, number>> },
+    o: { final?: boolean; stalled?: boolean; interrupted?: boolean },
+  ): ChannelRow {
     const first = ch.firstSeen ? Date.parse(ch.firstSeen) : NaN;
     const last = ch.lastSeen ? Date.parse(ch.lastSeen) : NaN;
     const msOr0 = (x: number) => (Number.isFinite(x) ? x : 0);
@@ -329,14 +333,17 @@ export class RowBuilder {
    * The CLI repeats an API message's usage on every line of that message; the tree counts the
    * latest line's usage in place of the earlier ones. This line's share is that difference.
    */
-  private usageShare(v: Obj, channel: string | null): Pick<EventRow, 'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_creation_tokens'> {
+  private usageShare(v: Obj, channel: string | null): Pick<EventRow, (typeof USAGE_COLUMNS)[number][1]> {
     const share = { input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_creation_tokens: 0 };
     const message = v.message;
     if (v.type !== 'assistant' || !isObj(message) || !isObj(message.usage)) return share;
     const id = str(message.id);
     if (!id) return share;
     const now: Record<string, number> = {};
-    for (const [k] of USAGE_COLUMNS) if (typeof message.usage[k] === 'number' && Number.isFinite(message.usage[k])) now[k] = message.usage[k] as number;
+    for (const [k] of USAGE_COLUMNS) {
+      const n = message.usage[k];
+      if (typeof n === 'number' && Number.isFinite(n)) now[k] = n;
+    }
     const last = this.lastUsage.get(channel);
     const before = last?.id === id ? last.usage : {};
     for (const [k, col] of USAGE_COLUMNS) share[col] = (now[k] ?? 0) - (before[k] ?? 0);

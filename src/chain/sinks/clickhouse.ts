@@ -93,14 +93,22 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
   const tables: Record<TableKind, string> = { events: '', channels: '' };
   for (const [kind, name] of [['events', opts.eventsTable], ['channels', opts.channelsTable]] as const) {
     const quoted = quoteTableName(name);
-    if (!quoted) throw new UsageError('ERR_BAD_OPTION', `clickhouse: ${kind}Table must be a name such as subtee_${kind} or db.subtee_${kind}, not "${name}"`);
+    if (!quoted) {
+      const expected = `a name such as subtee_${kind} or db.subtee_${kind}`;
+      throw new UsageError('ERR_BAD_OPTION', `clickhouse: ${kind}Table must be ${expected}, not "${name}"`);
+    }
     tables[kind] = quoted;
   }
   let client: ClickHouseClient;
   try {
     new URL(opts.url);
     const { createClient, ClickHouseLogLevel } = loadClient();
-    client = createClient({ url: opts.url, request_timeout: opts.timeoutMs, log: { level: ClickHouseLogLevel.OFF }, max_open_connections: 2 });
+    client = createClient({
+      url: opts.url,
+      request_timeout: opts.timeoutMs,
+      log: { level: ClickHouseLogLevel.OFF },
+      max_open_connections: 2,
+    });
   } catch (err) {
     throw new UsageError('ERR_BAD_OPTION', `clickhouse: not a usable URL: ${safeUrl(opts.url)} (${describe(err)})`, err);
   }
@@ -164,7 +172,8 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
     toSpool(entries);
     if (mode !== 'offline') {
       mode = 'offline';
-      run.warn('CLICKHOUSE_UNAVAILABLE', `ClickHouse at ${where} is not taking rows (${lastError}); they are kept in ${spool.file} and sent when it answers`);
+      const what = `ClickHouse at ${where} is not taking rows (${lastError}); they are kept in ${spool.file} and sent when it answers`;
+      run.warn('CLICKHOUSE_UNAVAILABLE', what);
     }
     wake();
     scheduleProbe();
@@ -261,9 +270,10 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
       if (flushTimer) clearTimeout(flushTimer);
       if (probeTimer) clearTimeout(probeTimer);
       flushTimer = probeTimer = null;
+      const flags = { final: true, stalled: run.stalled, interrupted: run.interrupted };
       const final = [
         ...builder.releaseUntimed(),
-        ...run.tree.channels().map((ch): Entry => ({ t: 'channels', r: builder.channelRow(ch, { final: true, stalled: run.stalled, interrupted: run.interrupted }) })),
+        ...run.tree.channels().map((ch): Entry => ({ t: 'channels', r: builder.channelRow(ch, flags) })),
       ];
       if (mode === 'online') queue.push(...final);
       else toSpool(final);
@@ -284,14 +294,17 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
         await changed(Math.min(100, Math.max(1, deadline - Date.now())));
       }
       closed = true;
-      // What did not make it in time waits in the spool (an insert cut short may have landed: keys make that harmless).
+      // What did not make it in time waits in the spool (an insert cut short may have
+      // landed: the keys make that harmless).
       toSpool([...(sending ?? []), ...queue.splice(0)]);
       sending = null;
       const files = [...leftovers, ...backlog, ...(spool.rows > 0 ? [spool.file] : [])];
       let rows = spool.rows;
       for (const f of [...leftovers, ...backlog]) for (const b of readSpool(f, 10_000)) rows += b.length;
       if (files.length > 0) {
-        run.warn('CLICKHOUSE_SPOOLED', `${rows} rows not sent to ClickHouse at ${where}${lastError ? ` (${lastError})` : ''}: kept in ${[...new Set(files)].join(', ')}; send them with --clickhouse-resend ${spool.dir}`);
+        const why = lastError ? ` (${lastError})` : '';
+        const kept = [...new Set(files)].join(', ');
+        run.warn('CLICKHOUSE_SPOOLED', `${rows} rows not sent to ClickHouse at ${where}${why}: kept in ${kept}; send them with --clickhouse-resend ${spool.dir}`);
       }
       await client.close().catch(() => {});
     })();

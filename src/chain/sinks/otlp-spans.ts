@@ -22,6 +22,7 @@ export interface ChannelView {
 }
 
 export type AttributeValue = string | number | boolean;
+type Attributes = Record<string, AttributeValue>;
 
 /** One finished span, in the terms of the run: keys instead of ids, stream times in epoch ms. */
 export interface SpanData {
@@ -31,7 +32,7 @@ export interface SpanData {
   name: string;
   startMs: number;
   endMs: number;
-  attributes: Record<string, AttributeValue>;
+  attributes: Attributes;
   /** Span status ERROR with this description; null leaves the status unset. */
   error: string | null;
 }
@@ -182,7 +183,7 @@ export class TraceBuilder {
     }
     main ??= this.agentOf(null, null);
     if (!main.exported) {
-      const extra: Record<string, AttributeValue> = {};
+      const extra: Attributes = {};
       if (run.interrupted) extra['subtee.run.interrupted'] = true;
       if (run.stalled) extra['subtee.run.stalled'] = true;
       main.endMs = end;
@@ -216,7 +217,8 @@ export class TraceBuilder {
       if (b.type === 'tool_use') {
         const id = str(b.id);
         if (!id || this.tools.has(id) || this.finishedTools.has(id)) continue;
-        const args = this.opts.captureContent ? boundedText(JSON.stringify(b.input ?? {}), this.opts.maxContentChars) : null;
+        const max = this.opts.maxContentChars;
+        const args = this.opts.captureContent ? boundedText(JSON.stringify(b.input ?? {}), max) : null;
         this.tools.set(id, { id, name: str(b.name) ?? 'unknown', agentId: agent.channel.id, startMs: ms, args });
       } else if (b.type === 'text' && this.opts.captureContent && typeof b.text === 'string') {
         agent.lastText = b.text;
@@ -232,10 +234,12 @@ export class TraceBuilder {
         this.tools.delete(tool.id);
         const failed = b.is_error === true;
         const result = this.opts.captureContent ? boundedText(resultText(b), this.opts.maxContentChars) : null;
-        out.push(this.toolSpan(tool, ms ?? this.now(), failed ? this.errorText('tool error', result) : null, result === null ? {} : { [GENAI.toolResult]: result }));
-      } else if (b.type === 'text' && this.opts.captureContent && agent.channel.id !== null && agent.prompt === null && typeof b.text === 'string') {
+        const error = failed ? this.errorText('tool error', result) : null;
+        const extra: Attributes = result === null ? {} : { [GENAI.toolResult]: result };
+        out.push(this.toolSpan(tool, ms ?? this.now(), error, extra));
+      } else if (b.type === 'text' && typeof b.text === 'string' && this.opts.captureContent) {
         // A subagent's first user message is the prompt it was given.
-        agent.prompt = b.text;
+        if (agent.channel.id !== null) agent.prompt ??= b.text;
       }
     }
   }
@@ -244,10 +248,10 @@ export class TraceBuilder {
     return detail ? `${what}: ${boundedText(detail, 200)}` : what;
   }
 
-  private toolSpan(tool: ToolState, endMs: number, error: string | null, extra: Record<string, AttributeValue>): SpanData {
+  private toolSpan(tool: ToolState, endMs: number, error: string | null, extra: Attributes): SpanData {
     this.finishedTools.add(tool.id);
     const startMs = tool.startMs ?? endMs;
-    const attributes: Record<string, AttributeValue> = {
+    const attributes: Attributes = {
       [GENAI.operation]: 'execute_tool',
       [GENAI.toolName]: tool.name,
       [GENAI.toolCallId]: tool.id,
@@ -256,10 +260,12 @@ export class TraceBuilder {
     if (tool.args !== null) attributes[GENAI.toolArguments] = tool.args;
     if (error) attributes[GENAI.errorType] = 'tool_error';
     Object.assign(attributes, extra);
-    return { key: toolKey(tool.id), parentKey: agentKey(tool.agentId), name: `execute_tool ${tool.name}`, startMs, endMs: Math.max(startMs, endMs), attributes, error };
+    const name = `execute_tool ${tool.name}`;
+    const endAt = Math.max(startMs, endMs);
+    return { key: toolKey(tool.id), parentKey: agentKey(tool.agentId), name, startMs, endMs: endAt, attributes, error };
   }
 
-  private agentSpan(a: AgentState, extra: Record<string, AttributeValue> = {}): SpanData {
+  private agentSpan(a: AgentState, extra: Attributes = {}): SpanData {
     a.exported = true;
     const ch = a.channel;
     const isMain = ch.id === null;
@@ -269,7 +275,7 @@ export class TraceBuilder {
     const startMs = (isMain ? this.clock.first ?? a.startMs : a.startMs ?? this.clock.first) ?? this.now();
     let endMs = a.endMs ?? this.now();
     if (Number.isFinite(lastSeen) && lastSeen > endMs) endMs = lastSeen;
-    const attributes: Record<string, AttributeValue> = {
+    const attributes: Attributes = {
       [GENAI.operation]: 'invoke_agent',
       [GENAI.provider]: 'anthropic',
       [GENAI.agentName]: name,
@@ -289,20 +295,26 @@ export class TraceBuilder {
     attributes['subtee.lines'] = ch.lines;
     const max = this.opts.maxContentChars;
     if (this.opts.captureContent) {
-      if (a.prompt !== null) attributes[GENAI.inputMessages] = JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: boundedText(a.prompt, max) }] }]);
+      // The conventions' message form: a list of messages, each a role and its parts.
+      const message = (role: string, text: string) =>
+        JSON.stringify([{ role, parts: [{ type: 'text', content: boundedText(text, max) }] }]);
+      if (a.prompt !== null) attributes[GENAI.inputMessages] = message('user', a.prompt);
       const report = ch.summary ?? a.lastText;
-      if (report !== null) attributes[GENAI.outputMessages] = JSON.stringify([{ role: 'assistant', parts: [{ type: 'text', content: boundedText(report, max) }] }]);
+      if (report !== null) attributes[GENAI.outputMessages] = message('assistant', report);
     }
     let error: string | null = null;
     if (ch.status === 'failed') {
-      error = this.errorText(isMain ? 'run failed' : 'subagent failed', this.opts.captureContent ? ch.summary : null);
+      const detail = this.opts.captureContent ? ch.summary : null;
+      error = this.errorText(isMain ? 'run failed' : 'subagent failed', detail);
       attributes[GENAI.errorType] = isMain ? 'run_failed' : 'subagent_failed';
     }
     Object.assign(attributes, extra);
     // An orphan's spawn call was never seen: it hangs under the main conversation.
     const spawnSeen = !isMain && (this.tools.has(ch.id!) || this.finishedTools.has(ch.id!));
     const parentKey = isMain ? null : ch.orphan || !spawnSeen ? agentKey(null) : toolKey(ch.id!);
-    return { key: agentKey(ch.id), parentKey, name: `invoke_agent ${name}`, startMs, endMs: Math.max(startMs, endMs), attributes, error };
+    const spanName = `invoke_agent ${name}`;
+    const endAt = Math.max(startMs, endMs);
+    return { key: agentKey(ch.id), parentKey, name: spanName, startMs, endMs: endAt, attributes, error };
   }
 }
 

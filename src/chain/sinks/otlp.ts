@@ -70,15 +70,18 @@ export function otlpTracesUrl(url: string | undefined, env: NodeJS.ProcessEnv): 
     }
   } catch {
     const bad = given ?? env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
-    throw new UsageError('ERR_BAD_OPTION', `otlp: not a URL: ${bad}${given ? ' (--otlp alone goes after FILE, or write --otlp=URL)' : ''}`);
+    const hint = given ? ' (--otlp alone goes after FILE, or write --otlp=URL)' : '';
+    throw new UsageError('ERR_BAD_OPTION', `otlp: not a URL: ${bad}${hint}`);
   }
   return 'http://localhost:4318/v1/traces';
 }
 
 export function otlpProtocol(protocol: string | undefined, env: NodeJS.ProcessEnv): OtlpProtocol {
-  const p = protocol ?? env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf';
+  const p = protocol ?? env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL;
+  if (p === undefined) return 'http/protobuf';
   if (!(OTLP_PROTOCOLS as readonly string[]).includes(p)) {
-    throw new UsageError('ERR_BAD_OPTION', `otlp: protocol ${p} is not supported (use ${OTLP_PROTOCOLS.join(' or ')})`);
+    const supported = OTLP_PROTOCOLS.join(' or ');
+    throw new UsageError('ERR_BAD_OPTION', `otlp: protocol ${p} is not supported (use ${supported})`);
   }
   return p as OtlpProtocol;
 }
@@ -96,6 +99,29 @@ function loadSdk() {
     resources: require('@opentelemetry/resources') as typeof OtelResources,
     proto: require('@opentelemetry/exporter-trace-otlp-proto') as typeof ProtoExporter,
     json: require('@opentelemetry/exporter-trace-otlp-http') as typeof JsonExporter,
+  };
+}
+
+/**
+ * An HTTP(S) agent that, once closed, destroys its sockets and fails every new connection at
+ * once with an error the exporter does not retry.
+ */
+function closableAgent(proto: string): { agent: HttpAgent; close(): void } {
+  const agent = proto === 'https:' ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  let closed = false;
+  type Connect = (options: unknown, cb: (err: Error | null, socket?: unknown) => void) => unknown;
+  const connect = agent.createConnection.bind(agent) as unknown as Connect;
+  (agent as unknown as { createConnection: Connect }).createConnection = (options, cb) => {
+    if (!closed) return connect(options, cb);
+    process.nextTick(cb, Object.assign(new Error('the run has ended'), { code: 'SUBTEE_EXPORT_CLOSED' }));
+    return undefined;
+  };
+  return {
+    agent,
+    close() {
+      closed = true;
+      agent.destroy();
+    },
   };
 }
 
@@ -286,23 +312,34 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
   const env = options.env ?? process.env;
   const url = otlpTracesUrl(options.url, env);
   const protocol = otlpProtocol(options.protocol, env);
-  const builder = new TraceBuilder({ captureContent: opts.captureContent, maxContentChars: opts.maxContentChars, fallbackMs: Date.now() });
+  const builder = new TraceBuilder({
+    captureContent: opts.captureContent,
+    maxContentChars: opts.maxContentChars,
+    fallbackMs: Date.now(),
+  });
 
-  const agents: Array<HttpAgent | HttpsAgent> = [];
+  const agents: Array<{ close(): void }> = [];
+  let agentsClosed = false;
   const exporterConfig = {
     url,
     ...(options.timeoutMs !== undefined ? { timeoutMillis: options.timeoutMs } : {}),
-    // Our own agents, so that the end of the run can cut a request to a collector that hangs.
+    // Our own agents, so that the end of the run can cut a request to a collector that hangs
+    // (and the exporter's own retries of it): the process must not outlive the flush deadline.
     httpAgentOptions: (proto: string) => {
-      const agent = proto === 'https:' ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
-      agents.push(agent);
-      return agent;
+      const a = closableAgent(proto);
+      agents.push(a);
+      if (agentsClosed) a.close();
+      return a.agent;
     },
   };
   const { api, sdk, resources, proto, json } = loadSdk();
-  const exporter: SpanExporter = protocol === 'http/json' ? new json.OTLPTraceExporter(exporterConfig) : new proto.OTLPTraceExporter(exporterConfig);
+  const exporter: SpanExporter =
+    protocol === 'http/json'
+      ? new json.OTLPTraceExporter(exporterConfig)
+      : new proto.OTLPTraceExporter(exporterConfig);
   const delivery = new SpanDelivery(exporter, opts, (error) => {
-    run.warn('OTLP_UNAVAILABLE', `collector ${url} is not accepting spans (${error}); the run goes on and spans are retried`);
+    const what = `collector ${url} is not accepting spans (${error}); the run goes on and spans are retried`;
+    run.warn('OTLP_UNAVAILABLE', what);
   });
 
   const ids = new DerivedIds();
@@ -311,7 +348,12 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
     .merge(resources.resourceFromAttributes({ 'service.name': 'subtee' }))
     .merge(resources.detectResources({ detectors: [resources.envDetector] }));
   // Always on: a sampled part of a tree is no tree.
-  const provider = new sdk.BasicTracerProvider({ resource, idGenerator: ids, sampler: new sdk.AlwaysOnSampler(), spanProcessors: [new HandOver((s) => delivery.push(s))] });
+  const provider = new sdk.BasicTracerProvider({
+    resource,
+    idGenerator: ids,
+    sampler: new sdk.AlwaysOnSampler(),
+    spanProcessors: [new HandOver((s) => delivery.push(s))],
+  });
   const tracer = provider.getTracer('subtee');
   let fallbackRunId: string | null = null;
 
@@ -321,8 +363,13 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
       ids.next = spanIdOf(ids.traceId, sd.key);
       const parent = sd.parentKey === null
         ? api.ROOT_CONTEXT
-        : api.trace.setSpanContext(api.ROOT_CONTEXT, { traceId: ids.traceId, spanId: spanIdOf(ids.traceId, sd.parentKey), traceFlags: api.TraceFlags.SAMPLED });
-      const span = tracer.startSpan(sd.name, { kind: api.SpanKind.INTERNAL, startTime: hrTime(sd.startMs), attributes: sd.attributes }, parent);
+        : api.trace.setSpanContext(api.ROOT_CONTEXT, {
+            traceId: ids.traceId,
+            spanId: spanIdOf(ids.traceId, sd.parentKey),
+            traceFlags: api.TraceFlags.SAMPLED,
+          });
+      const start = { kind: api.SpanKind.INTERNAL, startTime: hrTime(sd.startMs), attributes: sd.attributes };
+      const span = tracer.startSpan(sd.name, start, parent);
       if (sd.error !== null) span.setStatus({ code: api.SpanStatusCode.ERROR, message: sd.error });
       span.end(hrTime(sd.endMs));
     }
@@ -333,10 +380,12 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
     finished ??= (async () => {
       emit(builder.finish(run.tree.channels(), run));
       await delivery.drain(opts.flushTimeoutMs);
-      for (const a of agents) a.destroy();
+      agentsClosed = true;
+      for (const a of agents) a.close();
       void exporter.shutdown().catch(() => {});
       if (delivery.lost > 0) {
-        run.warn('OTLP_UNDELIVERED', `${delivery.lost} of ${delivery.total} spans not delivered to ${url}${delivery.lastError ? ` (${delivery.lastError})` : ''}`);
+        const why = delivery.lastError ? ` (${delivery.lastError})` : '';
+        run.warn('OTLP_UNDELIVERED', `${delivery.lost} of ${delivery.total} spans not delivered to ${url}${why}`);
       }
     })();
     return finished;

@@ -66,6 +66,7 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * well-formed UTF-8.
  */
 export function boundedText(s: string, max: number): string {
+  if (max <= 0) return '';
   let out = s;
   if (out.length > max) {
     let end = Math.max(0, max);
