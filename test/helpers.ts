@@ -111,3 +111,17 @@ export function checkOutput(input: Buffer, out: string, name: string): { index: 
   assert.equal(index.input.quarantined, expected.quarantined.length, `${name}: quarantined`);
   return { index, expected };
 }
+
+/**
+ * The rest of each channel against the same independent reading: usage, block counts,
+ * `background` and `summary` (what end-to-end runs of the real CLI must get right too).
+ */
+export function checkDetails(index: any, expected: Oracle, name: string): void {
+  for (const c of index.channels) {
+    const e = expected.channels.get(c.id)!;
+    assert.deepEqual(c.usage, e.usage, `${name}: usage of ${c.id}`);
+    assert.deepEqual(c.counts, e.counts, `${name}: counts of ${c.id}`);
+    assert.equal(c.background, e.background, `${name}: background of ${c.id}`);
+    assert.equal(c.summary, e.summary, `${name}: summary of ${c.id}`);
+  }
+}

@@ -152,6 +152,15 @@ test('orphans: a spawn_depth guess fills an unknown depth, the real chain replac
   assert.equal(t.get('b')!.depth, 5, 'a guess does not replace a known depth');
   t.route(spawn('a', null));
   assert.deepEqual(['a', 'b', 'c'].map((id) => t.get(id)!.depth), [1, 2, 3]);
+  // A guess that happens to equal the real depth does not hide a wrong guess below it.
+  const u = new ChannelTree();
+  u.route(spawn('q', 'p'));
+  u.route({ type: 'system', subtype: 'task_started', tool_use_id: 'q', spawn_depth: 7 });
+  u.route(text('p'));
+  u.route({ type: 'system', subtype: 'task_started', tool_use_id: 'p', spawn_depth: 1 });
+  assert.deepEqual([u.get('p')!.depth, u.get('q')!.depth], [1, 7]);
+  u.route(spawn('p', null));
+  assert.deepEqual([u.get('p')!.depth, u.get('q')!.depth], [1, 2]);
   // Nonsense guesses are ignored.
   t.route(text('z'));
   for (const bad of [0, -3, 1.5, 1e300, '4']) t.route({ type: 'system', subtype: 'task_started', tool_use_id: 'z', spawn_depth: bad });

@@ -82,6 +82,8 @@ export class ChannelTree {
    */
   private readonly treeLink = new Map<Channel, Channel>();
   private readonly treeSize = new Map<Channel, number>();
+  /** Channels whose depth comes from a spawn chain up to main: final, never a guess. */
+  private readonly realDepth = new Set<Channel>();
   private seq = 0;
   sessionId: string | null = null;
   version: string | null = null;
@@ -95,6 +97,7 @@ export class ChannelTree {
   constructor() {
     this.main = this.newChannel(null);
     this.main.depth = 0;
+    this.realDepth.add(this.main);
   }
 
   get(id: string | null): Channel | undefined {
@@ -236,9 +239,9 @@ export class ChannelTree {
   /**
    * Gives `root` a depth and flows it down to its descendants. Under main the depth is the
    * real one and replaces whatever a channel had (a spawn_depth guess); elsewhere it is a
-   * guess from task_started and only fills depths still unknown. Either way a channel's depth
-   * changes at most twice (unknown → guess → real), and the walk stops where nothing changes,
-   * so a chain arriving children-first costs linear time. A loop over an explicit stack: the
+   * guess from task_started and only fills depths still unknown. A channel's depth is thus set
+   * at most twice (unknown → guess → real) and the walk stops at channels already set, so a
+   * chain arriving children-first costs linear time. A loop over an explicit stack: the
    * stream chooses how deep the tree is. The tree has no cycle (see `spawn`).
    */
   private setDepth(root: Channel, depth: number): void {
@@ -246,7 +249,8 @@ export class ChannelTree {
     const stack: Array<[Channel, number]> = [[root, depth]];
     while (stack.length > 0) {
       const [ch, d] = stack.pop()!;
-      if (ch.depth === d || (!real && ch.depth !== null)) continue;
+      if (real ? this.realDepth.has(ch) : ch.depth !== null) continue;
+      if (real) this.realDepth.add(ch);
       ch.depth = d;
       for (const childId of ch.children) {
         const child = this.byId.get(childId);
