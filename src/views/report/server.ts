@@ -1,11 +1,11 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { UsageError } from '../../errors.js';
+import type { ServeAddress } from './flags.js';
 import type { ReportFeed } from './live.js';
 import { contentSecurityPolicy } from './page.js';
 
 export const REPORT_SERVER_DEFAULTS = Object.freeze({
-  host: '127.0.0.1',
   /** How long a browser waits before reconnecting after the stream drops. */
   retryMs: 1000,
   /** A comment line this often keeps idle connections (and proxies) from timing out. */
@@ -13,24 +13,6 @@ export const REPORT_SERVER_DEFAULTS = Object.freeze({
   /** At shutdown, how long clients get to receive the last events. */
   closeGraceMs: 2000,
 });
-
-export interface ServeAddress {
-  host: string;
-  port: number;
-}
-
-/** `--serve [HOST:]PORT`: `8080`, `0` (any free port), `127.0.0.1:8080`, `[::1]:0`, `0.0.0.0:8080`. */
-export function parseServe(value: string): ServeAddress {
-  const m = /^(?:(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):)?(\d{1,5})$/.exec(value);
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || port > 65535)
-    throw new UsageError(
-      'ERR_BAD_OPTION',
-      `--serve must be [HOST:]PORT with PORT 0-65535 (0: any free port), not "${value}"`,
-    );
-  const host = m[1] === undefined ? REPORT_SERVER_DEFAULTS.host : m[1].replace(/^\[(.*)\]$/, '$1');
-  return { host, port };
-}
 
 export interface ReportServerOptions extends ServeAddress {
   feed: ReportFeed;

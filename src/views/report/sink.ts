@@ -7,7 +7,8 @@ import { reportLine, subteeVersion, writeReport } from './build.js';
 import { LiveReport, ReportFeed } from './live.js';
 import type { ReportLimits } from './model.js';
 import { pageHtml } from './page.js';
-import { parseServe, startReportServer, type ReportServer } from './server.js';
+import { parseServe } from './flags.js';
+import type { ReportServer } from './server.js';
 
 export const REPORT_SINK_DEFAULTS = Object.freeze({
   /** Write OUT/report.html when the run ends (also when it stalls or is interrupted). */
@@ -108,16 +109,21 @@ export function createReportSink(options: ReportSinkOptions): Transform {
   });
 
   if (address && live && feed) {
-    server = startReportServer({ ...address, feed, page: () => pageHtml(live.skeleton()) }).then(
-      (s) => {
-        stderr.write(`subtee: live report at ${s.url}\n`);
-        return s;
-      },
-      (err) => {
-        sink.destroy(err);
-        return null;
-      },
-    );
+    // node:http is loaded only by runs that serve.
+    server = import('./server.js')
+      .then(({ startReportServer }) =>
+        startReportServer({ ...address, feed, page: () => pageHtml(live.skeleton()) }),
+      )
+      .then(
+        (s) => {
+          stderr.write(`subtee: live report at ${s.url}\n`);
+          return s;
+        },
+        (err) => {
+          sink.destroy(err);
+          return null;
+        },
+      );
   }
   return sink;
 }
