@@ -117,9 +117,23 @@ export default definePlugin<StepSummaryOptions>({
   kind: 'sink',
   kit: '^0.1.0',
   options: {
-    path: { type: 'string', minLength: 1, description: 'file to append to (default $GITHUB_STEP_SUMMARY; nothing is written when neither is set)' },
-    maxBytes: { type: 'integer', min: 1000, default: STEP_SUMMARY_DEFAULTS.maxBytes, description: 'size limit of the summary (GitHub allows 1 MiB)' },
-    reportChars: { type: 'integer', min: 1, default: STEP_SUMMARY_DEFAULTS.reportChars, description: "characters of each agent's last report" },
+    path: {
+      type: 'string',
+      minLength: 1,
+      description: 'file to append to (default $GITHUB_STEP_SUMMARY; nothing is written when neither is set)',
+    },
+    maxBytes: {
+      type: 'integer',
+      min: 1000,
+      default: STEP_SUMMARY_DEFAULTS.maxBytes,
+      description: 'size limit of the summary (GitHub allows 1 MiB)',
+    },
+    reportChars: {
+      type: 'integer',
+      min: 1,
+      default: STEP_SUMMARY_DEFAULTS.reportChars,
+      description: "characters of each agent's last report",
+    },
   },
   create: (o, ctx) => createGithubStepSummary({ ...o, session: ctx.session, env: ctx.env }),
 });

@@ -24,7 +24,12 @@ export const lineParser = definePlugin<{ maxLineBytes?: number }>({
   kind: 'stage',
   kit: KIT,
   options: {
-    maxLineBytes: { type: 'integer', min: 1024, default: LINE_PARSER_DEFAULTS.maxLineBytes, description: 'longest line held in memory; longer lines are quarantined in pieces' },
+    maxLineBytes: {
+      type: 'integer',
+      min: 1024,
+      default: LINE_PARSER_DEFAULTS.maxLineBytes,
+      description: 'longest line held in memory; longer lines are quarantined in pieces',
+    },
   },
   input: () => 'bytes',
   create: (o, ctx) => createLineParser({ ...o, session: ctx.session }),
@@ -79,8 +84,18 @@ export const thinkingTruncator = definePlugin<{ mode?: (typeof THINKING_MODES)[n
   kind: 'stage',
   kit: KIT,
   options: {
-    mode: { type: 'string', choices: THINKING_MODES, default: THINKING_TRUNCATOR_DEFAULTS.mode, description: 'thinking in transcripts: keep, truncate, drop, or file (full text in <channel>.thinking.log)' },
-    maxChars: { type: 'integer', min: 0, default: THINKING_TRUNCATOR_DEFAULTS.maxChars, description: 'characters of each thinking block kept in truncate mode' },
+    mode: {
+      type: 'string',
+      choices: THINKING_MODES,
+      default: THINKING_TRUNCATOR_DEFAULTS.mode,
+      description: 'thinking in transcripts: keep, truncate, drop, or file (full text in <channel>.thinking.log)',
+    },
+    maxChars: {
+      type: 'integer',
+      min: 0,
+      default: THINKING_TRUNCATOR_DEFAULTS.maxChars,
+      description: 'characters of each thinking block kept in truncate mode',
+    },
   },
   create: (o, ctx) => createThinkingTruncator({ ...o, session: ctx.session }),
 });
@@ -96,16 +111,36 @@ export const idleWatchdog = definePlugin<{ idleTimeoutMs?: number; bgWaitCeiling
   kind: 'stage',
   kit: KIT,
   options: {
-    idleTimeoutMs: { type: 'integer', min: 1, default: IDLE_WATCHDOG_DEFAULTS.idleTimeoutMs, description: 'silence that counts as a hang while no background task is in flight' },
+    idleTimeoutMs: {
+      type: 'integer',
+      min: 1,
+      default: IDLE_WATCHDOG_DEFAULTS.idleTimeoutMs,
+      description: 'silence that counts as a hang while no background task is in flight',
+    },
     bgWaitCeilingMs: {
       type: 'integer',
       min: 0,
       default: IDLE_WATCHDOG_DEFAULTS.bgWaitCeilingMs,
       description: 'silence allowed while background tasks run (0 = no limit); $CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS replaces the default',
     },
-    drainGraceMs: { type: 'integer', min: 0, default: IDLE_WATCHDOG_DEFAULTS.drainGraceMs, description: "added to that ceiling for the agent's exit drain" },
-    onStall: { type: 'string', choices: STALL_ACTIONS, default: IDLE_WATCHDOG_DEFAULTS.onStall, description: 'fail: stop (exit 124, and stop the agent under subtee run); warn: report only' },
-    checkIntervalMs: { type: 'integer', min: 1, default: IDLE_WATCHDOG_DEFAULTS.checkIntervalMs, description: 'how often silence is measured' },
+    drainGraceMs: {
+      type: 'integer',
+      min: 0,
+      default: IDLE_WATCHDOG_DEFAULTS.drainGraceMs,
+      description: "added to that ceiling for the agent's exit drain",
+    },
+    onStall: {
+      type: 'string',
+      choices: STALL_ACTIONS,
+      default: IDLE_WATCHDOG_DEFAULTS.onStall,
+      description: 'fail: stop (exit 124, and stop the agent under subtee run); warn: report only',
+    },
+    checkIntervalMs: {
+      type: 'integer',
+      min: 1,
+      default: IDLE_WATCHDOG_DEFAULTS.checkIntervalMs,
+      description: 'how often silence is measured',
+    },
   },
   create: (o, ctx) => createIdleWatchdog({ bgWaitCeilingMs: bgCeilingFromEnv(ctx.env), ...o, session: ctx.session }),
 });
@@ -115,10 +150,30 @@ export const filesSink = definePlugin<{ out: string; maxOpenFiles?: number; flus
   kind: 'sink',
   kit: KIT,
   options: {
-    out: { type: 'string', required: true, minLength: 1, description: 'folder for transcripts and index.json (must be new or empty)' },
-    maxOpenFiles: { type: 'integer', min: 4, default: FILES_SINK_DEFAULTS.maxOpenFiles, defaultVaries: true, description: 'open file handles kept at most (others are reopened for append; the default fits under ulimit -n)' },
-    flushBytes: { type: 'integer', min: 1, default: FILES_SINK_DEFAULTS.flushBytes, description: 'queued bytes that force a write' },
-    force: { type: 'boolean', default: FILES_SINK_DEFAULTS.force, description: 'write into an output folder that already holds files (entries of the same names are replaced)' },
+    out: {
+      type: 'string',
+      required: true,
+      minLength: 1,
+      description: 'folder for transcripts and index.json (must be new or empty)',
+    },
+    maxOpenFiles: {
+      type: 'integer',
+      min: 4,
+      default: FILES_SINK_DEFAULTS.maxOpenFiles,
+      defaultVaries: true,
+      description: 'open file handles kept at most (others are reopened for append; the default fits under ulimit -n)',
+    },
+    flushBytes: {
+      type: 'integer',
+      min: 1,
+      default: FILES_SINK_DEFAULTS.flushBytes,
+      description: 'queued bytes that force a write',
+    },
+    force: {
+      type: 'boolean',
+      default: FILES_SINK_DEFAULTS.force,
+      description: 'write into an output folder that already holds files (entries of the same names are replaced)',
+    },
   },
   create: (o, ctx) => createFilesSink({ ...o, session: ctx.session }),
 });
@@ -128,7 +183,12 @@ export const stdoutSink = definePlugin<{ mode?: (typeof STDOUT_MODES)[number] }>
   kind: 'sink',
   kit: KIT,
   options: {
-    mode: { type: 'string', choices: STDOUT_MODES, default: STDOUT_SINK_DEFAULTS.mode, description: 'text: main text + labelled subagent text; main: main text only; raw: input unchanged (tee); none' },
+    mode: {
+      type: 'string',
+      choices: STDOUT_MODES,
+      default: STDOUT_SINK_DEFAULTS.mode,
+      description: 'text: main text + labelled subagent text; main: main text only; raw: input unchanged (tee); none',
+    },
   },
   input: (o) => (o.mode === 'raw' ? 'bytes' : 'records'),
   create: (o, ctx) => createStdoutSink({ ...o, session: ctx.session }),
@@ -139,9 +199,22 @@ export const pinoSink = definePlugin<{ destination?: string; transport?: Record<
   kind: 'sink',
   kit: KIT,
   options: {
-    destination: { type: 'string', minLength: 1, default: PINO_SINK_DEFAULTS.destination, description: 'also log one pino line per event to this file (appended to; - for stdout)' },
-    transport: { type: 'object', description: 'a pino transport config: { "target": …, "options": … }, { "targets": […] } or { "pipeline": […] }' },
-    maxContentChars: { type: 'integer', min: 1, default: PINO_SINK_DEFAULTS.maxContentChars, description: 'longest content per event' },
+    destination: {
+      type: 'string',
+      minLength: 1,
+      default: PINO_SINK_DEFAULTS.destination,
+      description: 'also log one pino line per event to this file (appended to; - for stdout)',
+    },
+    transport: {
+      type: 'object',
+      description: 'a pino transport config: { "target": …, "options": … }, { "targets": […] } or { "pipeline": […] }',
+    },
+    maxContentChars: {
+      type: 'integer',
+      min: 1,
+      default: PINO_SINK_DEFAULTS.maxContentChars,
+      description: 'longest content per event',
+    },
   },
   create: (o, ctx) => createPinoSink({ ...o, session: ctx.session }),
 });

@@ -50,7 +50,14 @@ const ROWS: readonly Row[] = [
   { name: 'idle-timeout-ms', arg: 'MS', target: { use: 'idle-watchdog', key: 'idleTimeoutMs' } },
   { name: 'bg-wait-ceiling-ms', arg: 'MS', target: { use: 'idle-watchdog', key: 'bgWaitCeilingMs' } },
   { name: 'on-stall', arg: 'ACTION', target: { use: 'idle-watchdog', key: 'onStall' } },
-  { name: 'pino', arg: '[FILE]', optionalDefault: 'events.pino.log', default: null, note: 'alone: OUT/events.pino.log', target: { use: 'pino', key: 'destination' } },
+  {
+    name: 'pino',
+    arg: '[FILE]',
+    optionalDefault: 'events.pino.log',
+    default: null,
+    note: 'alone: OUT/events.pino.log',
+    target: { use: 'pino', key: 'destination' },
+  },
   { name: 'otlp', arg: '[URL]', optionalDefault: 'env', default: null, note: 'alone: from OTEL_EXPORTER_OTLP_*, else localhost:4318', target: { use: 'otlp', key: 'url' } },
   { name: 'clickhouse', arg: 'URL', target: { use: 'clickhouse', key: 'url' } },
   { name: 'clickhouse-resend', arg: 'DIR', target: { use: 'clickhouse', key: 'resend' } },
@@ -72,7 +79,8 @@ function resolveRow(row: Row): OptionDef {
   const { use, key } = row.target;
   const spec = BUILTINS.find((d) => d.name === use)?.options[key];
   if (!spec) throw new Error(`option table: ${use} has no option ${key}`);
-  const type = spec.type === 'integer' || spec.type === 'number' ? 'number' : spec.type === 'boolean' ? 'boolean' : 'string';
+  const numeric = spec.type === 'integer' || spec.type === 'number';
+  const type = numeric ? 'number' : spec.type === 'boolean' ? 'boolean' : 'string';
   const own = row.default !== undefined;
   return {
     name: row.name,
@@ -138,11 +146,15 @@ export function parseArgs(argv: string[], table: readonly OptionDef[] = OPTIONS)
       if (typeof v !== 'string' || v === '') throw new UsageError('ERR_BAD_OPTION', `--${o.name} needs a value${o.arg ? ` (${o.arg})` : ''}`);
     } else if (o.type === 'number') {
       const n = typeof v === 'number' ? v : /^\d+$/.test(String(v)) ? Number(v) : NaN;
-      if (!Number.isSafeInteger(n)) throw new UsageError('ERR_BAD_OPTION', `--${o.name} must be a whole number${o.min !== undefined ? ` of at least ${o.min}` : ''}, not "${v}"`);
+      if (!Number.isSafeInteger(n)) {
+        const least = o.min !== undefined ? ` of at least ${o.min}` : '';
+        throw new UsageError('ERR_BAD_OPTION', `--${o.name} must be a whole number${least}, not "${v}"`);
+      }
       v = n;
     }
     // The same check a config's value gets (choices, bounds, ranges…).
-    const problem = o.spec ? optionProblem(o.spec, v) : typeof v === 'number' && o.min !== undefined && v < o.min ? `must be at least ${o.min}` : null;
+    const tooSmall = typeof v === 'number' && o.min !== undefined && v < o.min;
+    const problem = o.spec ? optionProblem(o.spec, v) : tooSmall ? `must be at least ${o.min}` : null;
     if (problem) throw new UsageError('ERR_BAD_OPTION', `--${o.name} ${problem}, not "${v}"`);
     out[o.name] = v;
   }

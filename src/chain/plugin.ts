@@ -50,17 +50,21 @@ const typeName = (value: unknown) => (Array.isArray(value) ? 'array' : value ===
 /** What is wrong with a value for an option, or null: the one check behind configs and flags. */
 export function optionProblem(o: OptionSpec, value: unknown): string | null {
   const actual = typeName(value);
+  const shown = actual === 'number' ? String(value) : actual;
   if (o.type === 'integer') {
-    if (actual !== 'number' || !Number.isSafeInteger(value)) return `must be a whole number${o.min !== undefined ? ` of at least ${o.min}` : ''}, not ${actual === 'number' ? String(value) : actual}`;
+    const least = o.min !== undefined ? ` of at least ${o.min}` : '';
+    if (actual !== 'number' || !Number.isSafeInteger(value)) return `must be a whole number${least}, not ${shown}`;
   } else if (o.type === 'number') {
-    if (actual !== 'number' || !Number.isFinite(value)) return `must be a finite number, not ${actual === 'number' ? String(value) : actual}`;
+    if (actual !== 'number' || !Number.isFinite(value)) return `must be a finite number, not ${shown}`;
   } else if (actual !== o.type) {
     return `must be a ${o.type}, not ${actual}`;
   }
   if (o.choices && !o.choices.includes(value as string | number)) return `must be one of ${o.choices.join(', ')}`;
   if (typeof value === 'number' && o.min !== undefined && value < o.min) return `must be at least ${o.min}`;
   if (typeof value === 'number' && o.max !== undefined && value > o.max) return `must be at most ${o.max}`;
-  if (typeof value === 'string' && o.minLength !== undefined && value.length < o.minLength) return o.minLength === 1 ? 'must not be empty' : `must be at least ${o.minLength} characters`;
+  if (typeof value === 'string' && o.minLength !== undefined && value.length < o.minLength) {
+    return o.minLength === 1 ? 'must not be empty' : `must be at least ${o.minLength} characters`;
+  }
   return o.check?.(value as never) ?? null;
 }
 

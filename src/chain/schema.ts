@@ -19,7 +19,11 @@ const defName = (d: PluginDefinition) => `${d.kind}-${d.name}`;
  * entry's option, not at every branch of a `oneOf`), and any other name is left open for a
  * plugin the schema does not know.
  */
-function entrySchema(kind: 'stage' | 'sink', defs: PluginDefinition[], others: PluginDefinition[]): Record<string, unknown> {
+function entrySchema(
+  kind: 'stage' | 'sink',
+  defs: PluginDefinition[],
+  others: PluginDefinition[],
+): Record<string, unknown> {
   const mine = defs.filter((d) => d.kind === kind);
   return {
     type: 'object',
@@ -53,7 +57,10 @@ export function configSchema(registry: Registry): Record<string, unknown> {
         title: d.name,
         required: ['use', ...Object.entries(d.options).filter(([, o]) => o.required).map(([k]) => k)],
         additionalProperties: false,
-        properties: { use: { const: d.name }, ...Object.fromEntries(Object.entries(d.options).map(([k, o]) => [k, optionSchema(o)])) },
+        properties: {
+          use: { const: d.name },
+          ...Object.fromEntries(Object.entries(d.options).map(([k, o]) => [k, optionSchema(o)])),
+        },
       },
     ]),
   );
@@ -64,7 +71,11 @@ export function configSchema(registry: Registry): Record<string, unknown> {
     additionalProperties: false,
     properties: {
       $schema: { type: 'string' },
-      plugins: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'plugin modules: paths relative to this file, package names, or bundled plugin names' },
+      plugins: {
+        type: 'array',
+        items: { type: 'string', minLength: 1 },
+        description: 'plugin modules: paths relative to this file, package names, or bundled plugin names',
+      },
       stages: {
         type: 'array',
         description: 'the stages in order; the line parser comes first',

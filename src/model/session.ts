@@ -74,7 +74,10 @@ export class Session {
     if (err instanceof SubteeError) throw err;
     this.input.failed++;
     const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-    this.warn('RECORD_FAILED', `${stage} could not handle input line ${lineNo} (${why}); the line is kept, see index.json input.failed for how many`);
+    this.warn(
+      'RECORD_FAILED',
+      `${stage} could not handle input line ${lineNo} (${why}); the line is kept, see index.json input.failed for how many`,
+    );
     return why;
   }
 }

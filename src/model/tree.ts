@@ -372,7 +372,8 @@ export class ChannelTree {
 const TAG_MAX_CHARS = 12;
 
 /** A depth a stream may claim: a whole number from 1 (main is 0) to a bound no real tree reaches. */
-const isDepth = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= 1_000_000;
+const isDepth = (v: unknown): v is number =>
+  Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= 1_000_000;
 
 /** An event while its line is being applied: the live channel, snapshotted at the end. */
 type PendingEvent =

@@ -19,7 +19,10 @@ export interface TreeRow {
   last: boolean;
 }
 
-/** Deeper rows are not indented further: a chain thousands deep must not print megabytes of guides (or of indentation, on stdout and in the step summary). */
+/**
+ * Deeper rows are not indented further: a chain thousands deep must not print megabytes of
+ * guides (nor of indentation, on stdout and in the step summary).
+ */
 export const MAX_GUIDE_LEVELS = 32;
 
 /**

@@ -129,7 +129,8 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
       }
       lines = renderRecord(rec);
     } catch (err) {
-      lines = [`[line ${rec.lineNo} could not be shown: ${escapeOneLine(run.recordFailed('files', rec.lineNo, err))}]`];
+      const why = run.recordFailed('files', rec.lineNo, err);
+      lines = [`[line ${rec.lineNo} could not be shown: ${escapeOneLine(why)}]`];
     }
     const f = filesOf(rec.channel ?? run.tree.main);
     files.write(f.jsonlFile, rec.raw);

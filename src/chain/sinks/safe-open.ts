@@ -1,4 +1,15 @@
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  type Stats,
+} from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
 /**

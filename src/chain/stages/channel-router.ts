@@ -41,7 +41,9 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
             session.warn(
               'SPAWN_CYCLE',
               `input line ${rec.lineNo} spawns ${escapeOneLine(c.id)} on ` +
-                (c.on === c.id ? 'its own channel' : `the channel of ${escapeOneLine(String(c.on))}, which descends from it`) +
+                (c.on === c.id
+                  ? 'its own channel'
+                  : `the channel of ${escapeOneLine(String(c.on))}, which descends from it`) +
                 ' (a spawn cycle): that spawn is ignored, the channel stays an orphan (depth unknown)',
             );
           }
