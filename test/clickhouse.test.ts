@@ -164,8 +164,14 @@ describe('ClickHouse sink against a real ClickHouse server', { skip: !clickhouse
   });
 
   test('server away for the whole run: every row waits in OUT; the next run sends it with --clickhouse-resend, once', async () => {
+    // Tables of this test alone: the runs below must not be found in rows other tests stored.
+    const tables = { eventsTable: 'resend_events', channelsTable: 'resend_channels' };
+    const stored = { events: tables.eventsTable, channels: tables.channelsTable };
     const runs = tmpDir();
-    const away = await subtee(['-c', config({ url: `http://127.0.0.1:${await closedPort()}`, maxRetryDelayMs: 50, flushTimeoutMs: 300 }), fixture('failing-beside-healthy')], { out: join(runs, 'run-1') });
+    // With pino on too: its destination is closed before the last warning comes.
+    const cfg = config({ url: `http://127.0.0.1:${await closedPort()}`, ...tables, maxRetryDelayMs: 50, flushTimeoutMs: 300 });
+    const pinoLog = join(tmpDir(), 'events.log');
+    const away = await subtee(['-c', cfg, `--pino=${pinoLog}`, fixture('failing-beside-healthy')], { out: join(runs, 'run-1') });
     assert.equal(away.code, 0, away.stderr);
     const spool = join(runs, 'run-1', 'clickhouse-spool.jsonl');
     const spooled = linesOf(readFileSync(spool)).length;
@@ -178,19 +184,34 @@ describe('ClickHouse sink against a real ClickHouse server', { skip: !clickhouse
     copyFileSync(spool, copy);
 
     // The next run of the fleet sends its own rows and what run-1 left behind.
-    const next = await subtee(['--clickhouse', ch.url, '--clickhouse-resend', runs, fixture('foreground-fanout-3')], { out: join(runs, 'run-2') });
+    const next = await subtee(['-c', config({ url: ch.url, ...tables, resend: runs }), fixture('foreground-fanout-3')], { out: join(runs, 'run-2') });
     assert.equal(next.code, 0, next.stderr);
     assert.equal(next.stderr, '');
     assert.deepEqual(findSpoolFiles(runs), [], 'run-1\'s spool was sent and removed');
-    await assertRunStored(ch, runIdOf(fixture('failing-beside-healthy')), index1, 'resent');
-    await assertRunStored(ch, runIdOf(fixture('foreground-fanout-3')), indexOf(next.out), 'next run');
+    await assertRunStored(ch, runIdOf(fixture('failing-beside-healthy')), index1, 'resent', stored);
+    await assertRunStored(ch, runIdOf(fixture('foreground-fanout-3')), indexOf(next.out), 'next run', stored);
 
     // A resend that was cut short after the insert (the file still there) counts once too.
     const again = tmpDir();
     copyFileSync(copy, join(again, 'clickhouse-spool.jsonl'));
-    const third = await subtee(['--clickhouse', ch.url, '--clickhouse-resend', again, fixture('nested-depth-3-task-tool')]);
+    const third = await subtee(['-c', config({ url: ch.url, ...tables, resend: again }), fixture('nested-depth-3-task-tool')]);
     assert.equal(third.code, 0, third.stderr);
-    await assertRunStored(ch, runIdOf(fixture('failing-beside-healthy')), index1, 'resent twice');
+    await assertRunStored(ch, runIdOf(fixture('failing-beside-healthy')), index1, 'resent twice', stored);
+    await assertRunStored(ch, runIdOf(fixture('nested-depth-3-task-tool')), indexOf(third.out), 'third run', stored);
+    const [{ runs: n }] = await ch.rows<{ runs: string }>(`SELECT uniqExact(run) AS runs FROM ${stored.events}`);
+    assert.equal(Number(n), 3, 'three runs, each under its own id');
+  });
+
+  test('--clickhouse-resend from the command line', async () => {
+    const runs = tmpDir();
+    const cfg = config({ url: `http://127.0.0.1:${await closedPort()}`, runId: 'resent-by-flag', maxRetryDelayMs: 50, flushTimeoutMs: 300 });
+    const away = await subtee(['-c', cfg, fixture('forwarding-off')], { out: join(runs, 'run-1') });
+    assert.equal(away.code, 0, away.stderr);
+    assert.equal(findSpoolFiles(runs).length, 1);
+    const next = await subtee(['--clickhouse', ch.url, '--clickhouse-resend', runs], { out: join(runs, 'run-2'), feed: async () => {} });
+    assert.equal(next.code, 0, next.stderr);
+    assert.deepEqual(findSpoolFiles(runs), []);
+    await assertRunStored(ch, 'resent-by-flag', indexOf(away.out), 'resent from the command line');
   });
 
   test('a server that stops answering (SIGSTOP) holds the input back once the queue is full; resumed, every row arrives', async () => {

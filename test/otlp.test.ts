@@ -130,7 +130,9 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
 
   test('collector down: exit 0, every file written, a warning counts the spans not delivered, no hang', async () => {
     const port = await closedPort();
-    const r = await subtee(['-c', otlpConfig({ url: `http://127.0.0.1:${port}`, timeoutMs: 300, retryMs: 300, flushTimeoutMs: 1000 }), NESTED]);
+    // With pino on too: its destination is closed before the warning comes.
+    const pinoLog = join(tmpDir(), 'events.log');
+    const r = await subtee(['-c', otlpConfig({ url: `http://127.0.0.1:${port}`, timeoutMs: 300, retryMs: 300, flushTimeoutMs: 1000 }), `--pino=${pinoLog}`, NESTED]);
     assert.equal(r.code, 0, r.stderr);
     const { index } = checkOutput(readFileSync(NESTED), r.out, 'collector down');
     assert.match(r.stderr, /warning OTLP_UNAVAILABLE: collector http:\/\/127\.0\.0\.1:\d+\/v1\/traces is not accepting spans \(connect ECONNREFUSED/);

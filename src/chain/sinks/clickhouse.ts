@@ -9,7 +9,7 @@ import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { quoteTableName, RowBuilder, tableDdl, withRun, type Entry, type TableKind } from './clickhouse-rows.js';
 import { claimFile, findSpoolFiles, readSpool, removeSpool, Spool, SPOOL_FILE } from './clickhouse-spool.js';
-import { randomRunId } from './stream-facts.js';
+import { lateWarn, randomRunId } from './stream-facts.js';
 
 export const CLICKHOUSE_SINK_DEFAULTS = Object.freeze({
   eventsTable: 'subtee_events',
@@ -147,8 +147,9 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
 
   const runId = () => (builder.runId ??= randomRunId());
 
+  // Rows of this run get its id when they leave the queue (toward the server or the spool);
+  // rows read back from a spool carry the id of the run that made them.
   const insert = async (entries: Entry[]) => {
-    withRun(entries, runId());
     if (!tablesReady) {
       for (const kind of ['events', 'channels'] as const) await client.command({ query: tableDdl(kind, tables[kind]) });
       tablesReady = true;
@@ -159,7 +160,9 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
     }
   };
 
-  const toSpool = (entries: Entry[]) => spool.append(withRun(entries, runId()));
+  const toSpool = (entries: Entry[]) => {
+    if (entries.length > 0) spool.append(withRun(entries, runId()));
+  };
 
   const scheduleProbe = () => {
     if (closing || probeTimer) return;
@@ -173,7 +176,7 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
     if (mode !== 'offline') {
       mode = 'offline';
       const what = `ClickHouse at ${where} is not taking rows (${lastError}); they are kept in ${spool.file} and sent when it answers`;
-      run.warn('CLICKHOUSE_UNAVAILABLE', what);
+      lateWarn(run, 'CLICKHOUSE_UNAVAILABLE', what);
     }
     wake();
     scheduleProbe();
@@ -181,7 +184,7 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
 
   const send = () => {
     if (closed || mode !== 'online' || sending || queue.length === 0) return;
-    const batch = queue.splice(0, opts.batchRows);
+    const batch = withRun(queue.splice(0, opts.batchRows), runId());
     sending = batch;
     insert(batch).then(
       () => {
@@ -304,7 +307,7 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
       if (files.length > 0) {
         const why = lastError ? ` (${lastError})` : '';
         const kept = [...new Set(files)].join(', ');
-        run.warn('CLICKHOUSE_SPOOLED', `${rows} rows not sent to ClickHouse at ${where}${why}: kept in ${kept}; send them with --clickhouse-resend ${spool.dir}`);
+        lateWarn(run, 'CLICKHOUSE_SPOOLED', `${rows} rows not sent to ClickHouse at ${where}${why}: kept in ${kept}; send them with --clickhouse-resend ${spool.dir}`);
       }
       await client.close().catch(() => {});
     })();

@@ -14,7 +14,7 @@ import { UsageError } from '../../errors.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { TraceBuilder, type SpanData } from './otlp-spans.js';
-import { randomRunId, spanIdOf, traceIdOf } from './stream-facts.js';
+import { lateWarn, randomRunId, spanIdOf, traceIdOf } from './stream-facts.js';
 
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
@@ -339,7 +339,7 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
       : new proto.OTLPTraceExporter(exporterConfig);
   const delivery = new SpanDelivery(exporter, opts, (error) => {
     const what = `collector ${url} is not accepting spans (${error}); the run goes on and spans are retried`;
-    run.warn('OTLP_UNAVAILABLE', what);
+    lateWarn(run, 'OTLP_UNAVAILABLE', what);
   });
 
   const ids = new DerivedIds();
@@ -385,7 +385,7 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
       void exporter.shutdown().catch(() => {});
       if (delivery.lost > 0) {
         const why = delivery.lastError ? ` (${delivery.lastError})` : '';
-        run.warn('OTLP_UNDELIVERED', `${delivery.lost} of ${delivery.total} spans not delivered to ${url}${why}`);
+        lateWarn(run, 'OTLP_UNDELIVERED', `${delivery.lost} of ${delivery.total} spans not delivered to ${url}${why}`);
       }
     })();
     return finished;

@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import type { Run } from '../run.js';
 
 /** Epoch milliseconds of an ISO `timestamp` field, or null when it is missing or not a date. */
 export function streamTimeMs(value: Record<string, unknown>): number | null {
@@ -75,4 +76,17 @@ export function boundedText(s: string, max: number): string {
     out = `${out.slice(0, end)}…`;
   }
   return out.replace(LONE_SURROGATE, '\uFFFD');
+}
+
+/**
+ * Run.warn for a sink that may finish after others: the warning is recorded and printed all
+ * the same, but a listener of a sink that has already closed (pino's destination) throws,
+ * and that must not fail the run.
+ */
+export function lateWarn(run: Run, code: string, message: string): void {
+  try {
+    run.warn(code, message);
+  } catch {
+    // The closed sink misses it; stderr and index.json (when written later) have it.
+  }
 }
