@@ -2,7 +2,7 @@ import { definePlugin, Registry, type PluginDefinition } from './plugin.js';
 import { createChannelRouter } from './stages/channel-router.js';
 import { createIdleWatchdog, IDLE_WATCHDOG_DEFAULTS } from './stages/idle-watchdog.js';
 import { createLineParser, LINE_PARSER_DEFAULTS } from './stages/line-parser.js';
-import { createInputFormat, INPUT_FORMATS } from './stages/input-format.js';
+import { createInputFormat, INPUT_FORMAT_DEFAULTS, INPUT_FORMATS } from './stages/input-format.js';
 import { createObjectSource, OBJECT_SOURCE_DEFAULTS } from './stages/object-source.js';
 import { createThinkingTruncator, THINKING_MODES, THINKING_TRUNCATOR_DEFAULTS } from './stages/thinking-truncator.js';
 import { createVersionGuard } from './stages/version-guard.js';
@@ -51,7 +51,7 @@ export const inputFormat = definePlugin<{ format?: (typeof INPUT_FORMATS)[number
   kind: 'stage',
   kit: KIT,
   options: {
-    format: { type: 'string', choices: INPUT_FORMATS, description: 'claude (stream-json, Agent SDK messages), langgraph (protocol events), or auto: decided from the first line' },
+    format: { type: 'string', choices: INPUT_FORMATS, default: INPUT_FORMAT_DEFAULTS.format, description: 'claude (stream-json, Agent SDK messages), langgraph (protocol events), or auto: decided from the first line' },
     spawnTools: { type: 'array', description: 'langgraph: tools whose calls start subagents (default ["task"])' },
   },
   create: (o, ctx) => createInputFormat({ ...o, session: ctx.session }),

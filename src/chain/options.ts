@@ -61,7 +61,7 @@ const ROWS: readonly Row[] = [
   { name: 'otlp', arg: '[URL]', optionalDefault: 'env', default: null, note: 'alone: from OTEL_EXPORTER_OTLP_*, else localhost:4318', target: { use: 'otlp', key: 'url' } },
   { name: 'clickhouse', arg: 'URL', target: { use: 'clickhouse', key: 'url' } },
   { name: 'clickhouse-resend', arg: 'DIR', target: { use: 'clickhouse', key: 'resend' } },
-  { name: 'input-format', arg: 'FORMAT', default: 'auto', target: { use: 'input-format', key: 'format' } },
+  { name: 'input-format', arg: 'FORMAT', target: { use: 'input-format', key: 'format' } },
   { name: 'max-line-bytes', arg: 'N', target: { use: 'line-parser', key: 'maxLineBytes' } },
   { name: 'max-open-files', arg: 'N', target: { use: 'files', key: 'maxOpenFiles' } },
   { name: 'html', type: 'boolean', default: false, help: 'also write OUT/report.html at the end: tree, timeline, transcripts, search (subtee report OUT does it later)' },

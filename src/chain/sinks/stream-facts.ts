@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Run } from '../run.js';
+import type { Session } from '../../model/session.js';
 
 /** Epoch milliseconds of an ISO `timestamp` field, or null when it is missing or not a date. */
 export function streamTimeMs(value: Record<string, unknown>): number | null {
@@ -83,7 +83,7 @@ export function boundedText(s: string, max: number): string {
  * the same, but a listener of a sink that has already closed (pino's destination) throws,
  * and that must not fail the run.
  */
-export function lateWarn(run: Run, code: string, message: string): void {
+export function lateWarn(run: Session, code: string, message: string): void {
   try {
     run.warn(code, message);
   } catch {

@@ -34,7 +34,8 @@ export function reportCommand(argv: string[], stdout: Writable, stderr: Writable
       'ERR_USAGE',
       `subtee report needs one output folder: ${REPORT_USAGE.split('\n')[0]}`,
     );
-  const r = writeReport(o._[0], { maxPageBytes: Number(o['max-page-bytes']) });
+  const given = o['max-page-bytes'];
+  const r = writeReport(o._[0], { maxPageBytes: given === undefined ? REPORT_DEFAULTS.maxPageBytes : Number(given) });
   if (!o.quiet) stderr.write(reportLine(r));
   return 0;
 }
