@@ -68,7 +68,11 @@ async function startSinkCollector() {
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    seen,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -76,19 +80,34 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 async function main() {
   const report: string[] = [];
   report.push(`# subtee fleet sinks benchmark — ${new Date().toISOString()}`, '');
-  report.push(`Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, load average at start ${loadavg()[0].toFixed(1)}`, '');
+  report.push(
+    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, load average at start ${loadavg()[0].toFixed(1)}`,
+    '',
+  );
   const collector = await startSinkCollector();
   const ch = await startClickHouse();
   try {
     for (const shape of ['large', 'small'] as const) {
       const input = join(work, `${shape}.jsonl`);
-      const { lines } = await writeStream({ sizeBytes: sizeMb * 1024 * 1024, fanout: 50, shape, seed: shape === 'large' ? 21 : 22 }, input);
+      const { lines } = await writeStream(
+        { sizeBytes: sizeMb * 1024 * 1024, fanout: 50, shape, seed: shape === 'large' ? 21 : 22 },
+        input,
+      );
       const mb = statSync(input).size / 1e6;
       let n = 0;
       const out = () => join(work, 'out', `${shape}-${++n}`);
       const clickhouseConfig = (runId: string, otlp: boolean) => {
         const file = join(work, `${runId}.json`);
-        writeFileSync(file, JSON.stringify({ sinks: [{ use: 'stdout', mode: 'none' }, ...(otlp ? [{ use: 'otlp', url: collector.url }] : []), { use: 'clickhouse', url: ch.url, runId }] }));
+        writeFileSync(
+          file,
+          JSON.stringify({
+            sinks: [
+              { use: 'stdout', mode: 'none' },
+              ...(otlp ? [{ use: 'otlp', url: collector.url }] : []),
+              { use: 'clickhouse', url: ch.url, runId },
+            ],
+          }),
+        );
         return file;
       };
       type Plan = { args: string[]; out: string; runId?: string };
@@ -110,21 +129,31 @@ async function main() {
         for (const row of rows) {
           const p = row.args();
           const s = await measure(p.args, input);
-          if (s.code !== 0 || s.stderr.trim() !== '') throw new Error(`${row.label}: exit ${s.code}\n${s.stderr}`);
+          if (s.code !== 0 || s.stderr.trim() !== '')
+            throw new Error(`${row.label}: exit ${s.code}\n${s.stderr}`);
           row.samples.push(s);
           if (p.runId) {
-            const [r] = await ch.rows<{ n: string }>(`SELECT count() AS n FROM subtee_events FINAL WHERE run = '${p.runId}'`);
+            const [r] = await ch.rows<{ n: string }>(
+              `SELECT count() AS n FROM subtee_events FINAL WHERE run = '${p.runId}'`,
+            );
             const inputLines = JSON.parse(readFileSync(join(p.out, 'index.json'), 'utf8')).input.lines;
-            if (Number(r.n) !== inputLines) throw new Error(`${row.label}: ${r.n} rows stored for ${inputLines} input lines`);
+            if (Number(r.n) !== inputLines)
+              throw new Error(`${row.label}: ${r.n} rows stored for ${inputLines} input lines`);
             row.stored.push(Number(r.n));
           }
         }
         rmSync(join(work, 'out'), { recursive: true, force: true });
       }
       const base = median(rows[0].samples.map((s) => s.ms));
-      const cpuOf = (r: (typeof rows)[number]) => r.samples.map((s) => s.cpuMs).filter((x): x is number => x !== null);
+      const cpuOf = (r: (typeof rows)[number]) =>
+        r.samples.map((s) => s.cpuMs).filter((x): x is number => x !== null);
       const baseCpu = hasTime ? median(cpuOf(rows[0])) : NaN;
-      report.push(`### ${shape} lines, 50 subagents`, '', `${mb.toFixed(0)} MB, ${lines.toLocaleString('en')} lines; ${runs} runs each, interleaved; median (min–max)`, '');
+      report.push(
+        `### ${shape} lines, 50 subagents`,
+        '',
+        `${mb.toFixed(0)} MB, ${lines.toLocaleString('en')} lines; ${runs} runs each, interleaved; median (min–max)`,
+        '',
+      );
       report.push(
         '| label | wall s | MB/s | lines/s | × files only (wall) | CPU s | × files only (CPU) | peak RSS MB | rows stored in ClickHouse (= input lines) |',
         '|---|---|---|---|---|---|---|---|---|',
@@ -133,7 +162,9 @@ async function main() {
         const ms = row.samples.map((s) => s.ms);
         const m = median(ms);
         const rss = row.samples.map((s) => s.rssKb).filter((x): x is number => x !== null);
-        const stored = row.stored.length ? [...new Set(row.stored)].map((x) => x.toLocaleString('en')).join(', ') : '–';
+        const stored = row.stored.length
+          ? [...new Set(row.stored)].map((x) => x.toLocaleString('en')).join(', ')
+          : '–';
         const cpu = hasTime ? median(cpuOf(row)) : NaN;
         const cells = [
           row.label,
@@ -150,7 +181,10 @@ async function main() {
       }
       report.push('');
     }
-    report.push(`OTLP collector received ${collector.seen.requests.toLocaleString('en')} requests, ${(collector.seen.bytes / 1e6).toFixed(1)} MB.`, '');
+    report.push(
+      `OTLP collector received ${collector.seen.requests.toLocaleString('en')} requests, ${(collector.seen.bytes / 1e6).toFixed(1)} MB.`,
+      '',
+    );
   } finally {
     await collector.close();
     await ch.stop();

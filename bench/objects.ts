@@ -31,16 +31,26 @@ function specOf(edge: Edge, chain: 'route' | 'files', out: string): ChainSpec {
 async function child(file: string, edge: Edge, chain: 'route' | 'files'): Promise<void> {
   const text = readFileSync(file);
   // The SDK hands over parsed objects: parse them before timing, as the SDK did in its own code.
-  const objects = edge === 'object-source' ? text.toString('utf8').split('\n').filter((l) => l !== '').map(safeParse) : [];
+  const objects =
+    edge === 'object-source'
+      ? text
+          .toString('utf8')
+          .split('\n')
+          .filter((l) => l !== '')
+          .map(safeParse)
+      : [];
   const out = mkdtempSync(join(tmpdir(), 'subtee-bench-objects-'));
-  const source = edge === 'object-source'
-    ? Readable.from(objects, { objectMode: true })
-    : Readable.from(chunks(text, 256 * 1024), { objectMode: false });
+  const source =
+    edge === 'object-source'
+      ? Readable.from(objects, { objectMode: true })
+      : Readable.from(chunks(text, 256 * 1024), { objectMode: false });
   const started = performance.now();
   const session = await runChain(source, specOf(edge, chain, join(out, 'o')));
   const ms = performance.now() - started;
   rmSync(out, { recursive: true, force: true });
-  process.stdout.write(JSON.stringify({ ms, lines: session.input.lines, channels: session.tree.size }) + '\n');
+  process.stdout.write(
+    JSON.stringify({ ms, lines: session.input.lines, channels: session.tree.size }) + '\n',
+  );
 }
 
 function safeParse(line: string): unknown {
@@ -59,25 +69,39 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
-  const flag = (name: string, fallback: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+  const flag = (name: string, fallback: string) =>
+    args.includes(name) ? args[args.indexOf(name) + 1] : fallback;
   if (args[0] === '--child') return child(args[1], args[2] as Edge, args[3] as 'route' | 'files');
   const sizeMb = Number(flag('--size-mb', '50'));
   const runs = Number(flag('--runs', '3'));
   const dir = mkdtempSync(join(tmpdir(), 'subtee-bench-objects-'));
   const self = fileURLToPath(import.meta.url);
-  process.stdout.write(`### objects vs bytes (${sizeMb} MB per shape, median of ${runs} runs, Node ${process.version})\n\n`);
-  process.stdout.write('| input | chain | byte path ms | object path ms | objects / bytes | MB/s bytes | MB/s objects |\n|---|---|---|---|---|---|---|\n');
+  process.stdout.write(
+    `### objects vs bytes (${sizeMb} MB per shape, median of ${runs} runs, Node ${process.version})\n\n`,
+  );
+  process.stdout.write(
+    '| input | chain | byte path ms | object path ms | objects / bytes | MB/s bytes | MB/s objects |\n|---|---|---|---|---|---|---|\n',
+  );
   try {
     for (const shape of ['large', 'small'] as const) {
       const file = join(dir, `${shape}.jsonl`);
-      const { bytes } = await writeStream({ sizeBytes: sizeMb * 1024 * 1024, fanout: 200, shape, seed: 7 }, file);
+      const { bytes } = await writeStream(
+        { sizeBytes: sizeMb * 1024 * 1024, fanout: 200, shape, seed: 7 },
+        file,
+      );
       for (const chain of ['route', 'files'] as const) {
         const times: Record<Edge, number[]> = { 'line-parser': [], 'object-source': [] };
         let lines = 0;
         for (let i = 0; i < runs; i++) {
           // Alternate the two paths so drift on a shared machine hits both alike.
           for (const edge of ['line-parser', 'object-source'] as const) {
-            const r = JSON.parse(execFileSync(process.execPath, ['--max-old-space-size=4096', self, '--child', file, edge, chain], { encoding: 'utf8' }));
+            const r = JSON.parse(
+              execFileSync(
+                process.execPath,
+                ['--max-old-space-size=4096', self, '--child', file, edge, chain],
+                { encoding: 'utf8' },
+              ),
+            );
             times[edge].push(r.ms);
             lines = r.lines;
           }
@@ -86,7 +110,9 @@ async function main(): Promise<void> {
         const o = median(times['object-source']);
         const mb = bytes / 1024 / 1024;
         const label = chain === 'route' ? 'edge → input-format → router' : 'default stages → files';
-        process.stdout.write(`| ${shape} lines (${lines} lines) | ${label} | ${b.toFixed(0)} | ${o.toFixed(0)} | ${(o / b).toFixed(2)} | ${(mb / (b / 1000)).toFixed(0)} | ${(mb / (o / 1000)).toFixed(0)} |\n`);
+        process.stdout.write(
+          `| ${shape} lines (${lines} lines) | ${label} | ${b.toFixed(0)} | ${o.toFixed(0)} | ${(o / b).toFixed(2)} | ${(mb / (b / 1000)).toFixed(0)} | ${(mb / (o / 1000)).toFixed(0)} |\n`,
+        );
       }
     }
   } finally {

@@ -1,6 +1,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import {
-  accessSync, constants as fsConstants, createReadStream, fstatSync, readdirSync, readFileSync, statSync,
+  accessSync,
+  constants as fsConstants,
+  createReadStream,
+  fstatSync,
+  readdirSync,
+  readFileSync,
+  statSync,
 } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { Socket } from 'node:net';
@@ -43,7 +49,9 @@ export const EXIT_CODES_HELP = `Exit codes: 0 ok (subtee run: the command's exit
   130 SIGINT, 143 SIGTERM.`;
 
 export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
   return pkg.version;
 }
 
@@ -54,7 +62,9 @@ export function reportError(stderr: Writable, err: unknown): number {
     return err.exitCode;
   }
   const e = err as NodeJS.ErrnoException;
-  stderr.write(`subtee: internal error: ${escapeOneLine(e?.message ?? String(err))} [${e?.code ?? 'ERR_INTERNAL'}]\n`);
+  stderr.write(
+    `subtee: internal error: ${escapeOneLine(e?.message ?? String(err))} [${e?.code ?? 'ERR_INTERNAL'}]\n`,
+  );
   return EXIT.INTERNAL;
 }
 
@@ -63,12 +73,14 @@ const FILE_READ_BYTES = 256 * 1024;
 
 function inputUnreadable(file: string, err: unknown): SubteeError {
   const code = (err as NodeJS.ErrnoException).code;
-  const why = code === 'ENOENT' ? 'no such file' : code ?? String(err);
+  const why = code === 'ENOENT' ? 'no such file' : (code ?? String(err));
   return new SubteeError('ERR_INPUT', `cannot read ${file}: ${why}`, { exitCode: EXIT.IO, cause: err });
 }
 
 function inputIsFolder(file: string): SubteeError {
-  return new SubteeError('ERR_INPUT', `cannot read ${file}: it is a folder, not a file`, { exitCode: EXIT.IO });
+  return new SubteeError('ERR_INPUT', `cannot read ${file}: it is a folder, not a file`, {
+    exitCode: EXIT.IO,
+  });
 }
 
 /**
@@ -99,7 +111,10 @@ async function openInput(file: string, stdin: Readable): Promise<Readable> {
   if (file === '-') {
     // `subtee < recorded.jsonl`: read the file behind stdin in large reads.
     const fileBehind = stdin === process.stdin && isRegularFile(0);
-    return decompressed(fileBehind ? createReadStream('', { fd: 0, highWaterMark: FILE_READ_BYTES }) : stdin, 'stdin');
+    return decompressed(
+      fileBehind ? createReadStream('', { fd: 0, highWaterMark: FILE_READ_BYTES }) : stdin,
+      'stdin',
+    );
   }
   let fh;
   try {
@@ -126,7 +141,9 @@ export function inputFolderNames(inputs: string[]): string[] {
   const namer = new FileNamer();
   return inputs.map((f) => {
     if (f === '-') return namer.stemFor('stdin');
-    const name = basename(f).replace(/\.(gz|zst)$/i, '').replace(/\.(jsonl|ndjson|json|log|txt)$/i, '');
+    const name = basename(f)
+      .replace(/\.(gz|zst)$/i, '')
+      .replace(/\.(jsonl|ndjson|json|log|txt)$/i, '');
     return namer.stemFor(name || 'input');
   });
 }
@@ -141,7 +158,9 @@ const isInside = (dir: string, p: string) => {
  * inside OUT moves along (one event log per input); anything outside OUT is shared in order.
  */
 export function specForInput(spec: ChainSpec, name: string): ChainSpec {
-  const outs = spec.sinks.filter((c) => c.use === 'files' && typeof c.out === 'string').map((c) => String(c.out));
+  const outs = spec.sinks
+    .filter((c) => c.use === 'files' && typeof c.out === 'string')
+    .map((c) => String(c.out));
   const rebase = (p: unknown) => {
     const out = typeof p === 'string' ? outs.find((o) => isInside(o, p)) : undefined;
     return out === undefined ? p : join(out, name, relative(resolve(out), resolve(String(p))));
@@ -150,7 +169,8 @@ export function specForInput(spec: ChainSpec, name: string): ChainSpec {
     stages: spec.stages.map((c) => ({ ...c })),
     sinks: spec.sinks.map((c) => {
       if (c.use === 'files' && typeof c.out === 'string') return { ...c, out: join(c.out, name) };
-      if (c.use === 'pino' && c.destination !== undefined) return { ...c, destination: rebase(c.destination) };
+      if (c.use === 'pino' && c.destination !== undefined)
+        return { ...c, destination: rebase(c.destination) };
       return { ...c };
     }),
   };
@@ -167,7 +187,8 @@ function checkInputFolders(spec: ChainSpec, names: string[]): void {
     for (const name of names) {
       const dir = join(out, name);
       const st = statOrNull(dir);
-      if (st && !st.isDirectory()) throw new OutputError('ERR_OUT_NOT_DIR', dir, `${dir} exists and is not a folder`);
+      if (st && !st.isDirectory())
+        throw new OutputError('ERR_OUT_NOT_DIR', dir, `${dir} exists and is not a folder`);
       if (st && files.force !== true && readdirSync(dir).length > 0) {
         const why = 'already holds files (a previous run?); choose a new folder or pass --force';
         throw new OutputError('ERR_OUT_NOT_EMPTY', dir, `${dir} ${why}`);
@@ -225,7 +246,7 @@ export function commandVersion(cmd: string): string | null {
 
 function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
   if (code !== null) return code;
-  return 128 + (signal ? constants.signals[signal] ?? 0 : 0);
+  return 128 + (signal ? (constants.signals[signal] ?? 0) : 0);
 }
 
 /** Silence on the agent's stdout, after the agent exited, that means another process holds it. */
@@ -290,7 +311,10 @@ function ignoreClosedReader(stream: Writable): void {
   stream.on('error', () => {});
 }
 
-export async function main(argv: string[], io: CliIO = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env }): Promise<number> {
+export async function main(
+  argv: string[],
+  io: CliIO = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env },
+): Promise<number> {
   ignoreClosedReader(io.stdout);
   ignoreClosedReader(io.stderr);
   if (argv[0] === 'report') {
@@ -315,8 +339,18 @@ export async function main(argv: string[], io: CliIO = { stdin: process.stdin, s
       io.stdout.write(`subtee ${packageVersion()}\n`);
       return EXIT.OK;
     }
-    if (isRun && (opts.rest.length === 0 || opts._.length > 0)) throw new SubteeError('ERR_USAGE', 'subtee run needs the command after --: subtee run [options] -- CMD [ARGS…]', { exitCode: EXIT.USAGE });
-    if (!isRun && opts.rest.length > 0) throw new SubteeError('ERR_USAGE', 'a command after -- needs subtee run: subtee run [options] -- CMD [ARGS…]', { exitCode: EXIT.USAGE });
+    if (isRun && (opts.rest.length === 0 || opts._.length > 0))
+      throw new SubteeError(
+        'ERR_USAGE',
+        'subtee run needs the command after --: subtee run [options] -- CMD [ARGS…]',
+        { exitCode: EXIT.USAGE },
+      );
+    if (!isRun && opts.rest.length > 0)
+      throw new SubteeError(
+        'ERR_USAGE',
+        'a command after -- needs subtee run: subtee run [options] -- CMD [ARGS…]',
+        { exitCode: EXIT.USAGE },
+      );
     ({ spec, registry } = await resolveSpec(opts));
     if (!isRun) inputs = checkInputs(opts._, io.stdin === process.stdin);
   } catch (err) {
@@ -394,17 +428,26 @@ export async function main(argv: string[], io: CliIO = { stdin: process.stdin, s
           const message = `cannot start ${opts.rest[0]}: ${why}`;
           throw new SubteeError('ERR_COMMAND', message, { exitCode: EXIT.USAGE, cause: started });
         }
-        c.once('exit', (exitCode, sig) => watchHeldPipe(c.stdout as Socket, () => {
-          const what = `${opts.rest[0]} exited with code ${exitCodeOf(exitCode, sig)}`;
-          const held = 'but a process it started still holds its stdout open; subtee stopped reading it';
-          run.warn('PIPE_HELD', `${what}, ${held}`);
-          stop.abort();
-        }));
+        c.once('exit', (exitCode, sig) =>
+          watchHeldPipe(c.stdout as Socket, () => {
+            const what = `${opts.rest[0]} exited with code ${exitCodeOf(exitCode, sig)}`;
+            const held = 'but a process it started still holds its stdout open; subtee stopped reading it';
+            run.warn('PIPE_HELD', `${what}, ${held}`);
+            stop.abort();
+          }),
+        );
         input = Readable.from(untilExit(c.stdout!, childExit), { objectMode: false });
       } else {
         input = await openInput(file, io.stdin);
       }
-      const chainOptions = { session: run, registry, signal: ac.signal, stop: stop.signal, env: io.env, stderr: io.stderr };
+      const chainOptions = {
+        session: run,
+        registry,
+        signal: ac.signal,
+        stop: stop.signal,
+        env: io.env,
+        stderr: io.stderr,
+      };
       await runChain(input, chainSpec, chainOptions);
       if (childExit) code = await childExit;
     } catch (err) {
@@ -435,7 +478,10 @@ export async function main(argv: string[], io: CliIO = { stdin: process.stdin, s
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
-  if (code === EXIT.STALL) io.stderr.write(`subtee: stalled; ${isRun ? 'the command was stopped; ' : ''}index.json marks what was still running\n`);
+  if (code === EXIT.STALL)
+    io.stderr.write(
+      `subtee: stalled; ${isRun ? 'the command was stopped; ' : ''}index.json marks what was still running\n`,
+    );
   if (signalled && (code === EXIT.OK || !isRun || aborted)) {
     io.stderr.write(`subtee: interrupted by ${signalled}; index.json marks what was still running\n`);
     if (!isRun || aborted) code = signalled === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;

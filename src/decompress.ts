@@ -32,9 +32,10 @@ function zstdDecompressor(): Transform | null {
 export function unreadableCompression(head: Buffer, name: string): SubteeError | null {
   const kind = compressionOf(head);
   if (kind === null || kind === 'gzip' || (kind === 'zstd' && zstdDecompressor())) return null;
-  const why = kind === 'zstd'
-    ? `it is zstd-compressed and Node.js ${process.version} has no zstd decompressor (22.15 or later has)`
-    : `it is ${kind}-compressed`;
+  const why =
+    kind === 'zstd'
+      ? `it is zstd-compressed and Node.js ${process.version} has no zstd decompressor (22.15 or later has)`
+      : `it is ${kind}-compressed`;
   const message = `cannot read ${name}: ${why}; decompress it first: ${kind} -dc FILE | subtee …`;
   return new SubteeError('ERR_INPUT', message, { exitCode: EXIT.IO });
 }
@@ -43,7 +44,7 @@ function readFailed(name: string, err: unknown, kind: Compression | null = null)
   if (err instanceof SubteeError) return err;
   const e = err as NodeJS.ErrnoException;
   const damaged = kind !== null && e?.code?.startsWith('Z_') === true;
-  const why = damaged ? `${kind} data is damaged or cut short (${e.message})` : e?.code ?? String(err);
+  const why = damaged ? `${kind} data is damaged or cut short (${e.message})` : (e?.code ?? String(err));
   return new SubteeError('ERR_INPUT', `cannot read ${name}: ${why}`, { exitCode: EXIT.IO, cause: err });
 }
 

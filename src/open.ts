@@ -100,7 +100,9 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
   const done = (async () => {
     try {
       const { source, edge } = await inputOf(input);
-      const stages = base.stages.map((stage) => (INPUT_EDGES.has(stage.use) && stage.use !== edge ? { use: edge } : stage));
+      const stages = base.stages.map((stage) =>
+        INPUT_EDGES.has(stage.use) && stage.use !== edge ? { use: edge } : stage,
+      );
       const spec: ChainSpec = { stages, sinks: [...base.sinks, { use: 'projection' }] };
       await runChain(source, spec, { registry, session, signal: options.signal, env: options.env });
     } finally {
@@ -154,7 +156,9 @@ const isBytes = (value: unknown) => typeof value === 'string' || value instanceo
  * otherwise the first value is looked at: bytes or strings go to the line parser, anything
  * else (message objects) to the object source. The value looked at is not lost.
  */
-async function inputOf(input: OpenInput): Promise<{ source: Readable; edge: 'line-parser' | 'object-source' }> {
+async function inputOf(
+  input: OpenInput,
+): Promise<{ source: Readable; edge: 'line-parser' | 'object-source' }> {
   if (input instanceof Readable && !input.readableObjectMode) return { source: input, edge: 'line-parser' };
   const iterator = (input as AsyncIterable<unknown>)[Symbol.asyncIterator]();
   const first = await iterator.next();
@@ -162,13 +166,17 @@ async function inputOf(input: OpenInput): Promise<{ source: Readable; edge: 'lin
     try {
       if (first.done) return;
       yield first.value ?? NULL_INPUT;
-      for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value ?? NULL_INPUT;
+      for (let next = await iterator.next(); !next.done; next = await iterator.next())
+        yield next.value ?? NULL_INPUT;
     } finally {
       await iterator.return?.();
     }
   };
   const objects = !first.done && !isBytes(first.value);
-  return { source: Readable.from(values(), { objectMode: objects }), edge: objects ? 'object-source' : 'line-parser' };
+  return {
+    source: Readable.from(values(), { objectMode: objects }),
+    edge: objects ? 'object-source' : 'line-parser',
+  };
 }
 
 /** Values of several async iterables as they come, tagged with their source's name. */

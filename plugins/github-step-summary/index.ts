@@ -27,7 +27,11 @@ const ICON: Record<string, string> = { completed: '✅', failed: '❌', running:
  * then each agent's last report in a collapsed section; what does not fit is counted in a
  * closing note instead of being cut mid-way.
  */
-export function stepSummary(run: Session, lastText: Map<Channel, string>, o: { maxBytes: number; reportChars: number }): string {
+export function stepSummary(
+  run: Session,
+  lastText: Map<Channel, string>,
+  o: { maxBytes: number; reportChars: number },
+): string {
   const n = statusCounts(run.tree.channels());
   const parts: string[] = [
     `## subtee: ${run.tree.size - 1} subagents — ${n.completed} completed, ${n.failed} failed, ${n.running} running\n\n`,
@@ -46,18 +50,36 @@ export function stepSummary(run: Session, lastText: Map<Channel, string>, o: { m
   let omitted = 0;
   for (const ch of order) {
     const indent = '  '.repeat(Math.min(MAX_GUIDE_LEVELS, Math.max(0, ch.depth ?? 1)));
-    const name = ch.id === null ? '**main**' : `${escapeMarkdown(ch.agent ?? 'agent')} \`${escapeMarkdown(ch.tag)}\` ${ch.description ? `“${escapeMarkdown(ch.description)}”` : ''}`;
-    if (!add(`${indent}- ${ICON[ch.status]} ${name} — ${ch.status}, ${ch.lines} lines, ${channelTokens(ch)} tokens\n`)) omitted++;
+    const name =
+      ch.id === null
+        ? '**main**'
+        : `${escapeMarkdown(ch.agent ?? 'agent')} \`${escapeMarkdown(ch.tag)}\` ${ch.description ? `“${escapeMarkdown(ch.description)}”` : ''}`;
+    if (
+      !add(
+        `${indent}- ${ICON[ch.status]} ${name} — ${ch.status}, ${ch.lines} lines, ${channelTokens(ch)} tokens\n`,
+      )
+    )
+      omitted++;
   }
   add('\n');
   for (const ch of order) {
     const report = ch.summary ?? lastText.get(ch);
     if (!report) continue;
-    const text = report.length > o.reportChars ? `${report.slice(0, o.reportChars)}… (${report.length - o.reportChars} more chars)` : report;
-    const title = ch.id === null ? 'main' : `${escapeMarkdown(ch.agent ?? 'agent')} ${escapeMarkdown(ch.tag)} — ${ch.status}`;
-    if (!add(`<details><summary>${title}</summary>\n\n<pre>${escapeHtml(text)}</pre>\n\n</details>\n\n`)) omitted++;
+    const text =
+      report.length > o.reportChars
+        ? `${report.slice(0, o.reportChars)}… (${report.length - o.reportChars} more chars)`
+        : report;
+    const title =
+      ch.id === null
+        ? 'main'
+        : `${escapeMarkdown(ch.agent ?? 'agent')} ${escapeMarkdown(ch.tag)} — ${ch.status}`;
+    if (!add(`<details><summary>${title}</summary>\n\n<pre>${escapeHtml(text)}</pre>\n\n</details>\n\n`))
+      omitted++;
   }
-  if (omitted > 0) parts.push(`\n_${omitted} more entries not shown: the summary is kept under ${o.maxBytes} bytes; see the output folder for everything._\n`);
+  if (omitted > 0)
+    parts.push(
+      `\n_${omitted} more entries not shown: the summary is kept under ${o.maxBytes} bytes; see the output folder for everything._\n`,
+    );
   return parts.join('');
 }
 
@@ -65,8 +87,13 @@ export function stepSummary(run: Session, lastText: Map<Channel, string>, o: { m
  * A sink (pass-through, object mode) that appends a Markdown summary of the run to
  * `$GITHUB_STEP_SUMMARY` at the end: the tree, statuses, and each agent's last report.
  */
-export function createGithubStepSummary(options: StepSummaryOptions & { session: Session; env?: NodeJS.ProcessEnv }): Transform {
-  const o = { ...STEP_SUMMARY_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
+export function createGithubStepSummary(
+  options: StepSummaryOptions & { session: Session; env?: NodeJS.ProcessEnv },
+): Transform {
+  const o = {
+    ...STEP_SUMMARY_DEFAULTS,
+    ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)),
+  };
   const run = requireSession(options, 'createGithubStepSummary');
   const path = options.path ?? (options.env ?? process.env).GITHUB_STEP_SUMMARY;
   const lastText = new Map<Channel, string>();
@@ -87,7 +114,8 @@ export function createGithubStepSummary(options: StepSummaryOptions & { session:
       for (const rec of batch) {
         if (rec.kind !== 'line' || rec.value.type !== 'assistant' || !rec.channel) continue;
         for (const b of contentBlocks(rec.value)) {
-          if (b.type === 'text' && b.text.trim()) lastText.set(rec.channel, b.text.slice(0, o.reportChars + 1));
+          if (b.type === 'text' && b.text.trim())
+            lastText.set(rec.channel, b.text.slice(0, o.reportChars + 1));
         }
       }
       cb(null, passOn(sink, batch));

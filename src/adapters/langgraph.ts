@@ -83,7 +83,11 @@ export function contentText(content: unknown): string {
 export function toolOutputText(output: unknown, toolCallId: string): string {
   if (typeof output === 'string') return output;
   if (!isObject(output)) return output === undefined ? '' : JSON.stringify(output);
-  const update = isObject(output.update) ? output.update : isObject(messageFields(output).update) ? (messageFields(output).update as JsonObject) : null;
+  const update = isObject(output.update)
+    ? output.update
+    : isObject(messageFields(output).update)
+      ? (messageFields(output).update as JsonObject)
+      : null;
   if (update && Array.isArray(update.messages)) {
     const reply = update.messages.map(messageFields).find((m) => m.tool_call_id === toolCallId);
     if (reply) return contentText(reply.content);
@@ -152,9 +156,10 @@ export class LangGraphMapper {
     if (!isProtocolEvent(event)) return [];
     const ns = event.params.namespace.filter((s): s is string => typeof s === 'string');
     const data = isObject(event.params.data) ? event.params.data : {};
-    const ts = typeof event.params.timestamp === 'number' && Number.isFinite(event.params.timestamp)
-      ? new Date(event.params.timestamp).toISOString()
-      : undefined;
+    const ts =
+      typeof event.params.timestamp === 'number' && Number.isFinite(event.params.timestamp)
+        ? new Date(event.params.timestamp).toISOString()
+        : undefined;
     if (ts) this.lastTimestamp = ts;
     const out: JsonObject[] = [];
     switch (event.method) {
@@ -197,20 +202,54 @@ export class LangGraphMapper {
     const status = data.event;
     if (ns.length === 0) {
       if (status === 'running' || status === 'started') {
-        out.push(line({ type: 'system', subtype: 'init', producer: 'langgraph', graph_name: nonEmpty(data.graph_name) }, ts));
+        out.push(
+          line(
+            { type: 'system', subtype: 'init', producer: 'langgraph', graph_name: nonEmpty(data.graph_name) },
+            ts,
+          ),
+        );
       } else if (status === 'completed' || status === 'failed') {
         this.releaseHeld(ts, out);
         const failed = status === 'failed';
-        out.push(line({ type: 'result', subtype: failed ? 'error' : 'success', is_error: failed, result: this.lastText.get('') ?? null }, ts));
+        out.push(
+          line(
+            {
+              type: 'result',
+              subtype: failed ? 'error' : 'success',
+              is_error: failed,
+              result: this.lastText.get('') ?? null,
+            },
+            ts,
+          ),
+        );
       }
       return;
     }
     const id = this.subagents.get(key(ns));
     if (id === undefined) return;
-    const mapped = status === 'completed' ? 'completed' : status === 'failed' ? 'failed' : status === 'interrupted' ? 'stopped' : null;
+    const mapped =
+      status === 'completed'
+        ? 'completed'
+        : status === 'failed'
+          ? 'failed'
+          : status === 'interrupted'
+            ? 'stopped'
+            : null;
     if (!mapped) return;
     const summary = this.toolResults.get(id) ?? this.lastText.get(id) ?? null;
-    out.push(line({ type: 'system', subtype: 'task_notification', tool_use_id: id, task_id: ns.join('/'), status: mapped, summary }, ts));
+    out.push(
+      line(
+        {
+          type: 'system',
+          subtype: 'task_notification',
+          tool_use_id: id,
+          task_id: ns.join('/'),
+          status: mapped,
+          summary,
+        },
+        ts,
+      ),
+    );
   }
 
   private taskStart(ns: string[], data: JsonObject, ts: string | undefined, out: JsonObject[]): void {
@@ -233,7 +272,8 @@ export class LangGraphMapper {
     const parent = ns.slice(0, -1);
     if (parent.length > 0 && !this.subagents.has(key(parent))) return;
     const segment = ns[ns.length - 1];
-    const cause = this.activeCall.get(k) ?? this.taskCalls.get(segment.slice(segment.indexOf(':') + 1)) ?? null;
+    const cause =
+      this.activeCall.get(k) ?? this.taskCalls.get(segment.slice(segment.indexOf(':') + 1)) ?? null;
     const id = cause ?? `langgraph:${ns.join('/')}`;
     const parentChannel = this.channelOf(ns, false);
     const call = cause ? this.calls.get(cause) : undefined;
@@ -245,11 +285,32 @@ export class LangGraphMapper {
     out.push(this.toolUseLine(parentChannel, call?.messageId ?? null, id, 'Agent', input, ts));
     if (call) call.held = false;
     out.push(
-      line({ type: 'system', subtype: 'task_started', task_id: ns.join('/'), tool_use_id: id, subagent_type: name, description, is_backgrounded: false, spawn_depth: this.depthOf(ns) }, ts),
+      line(
+        {
+          type: 'system',
+          subtype: 'task_started',
+          task_id: ns.join('/'),
+          tool_use_id: id,
+          subagent_type: name,
+          description,
+          is_backgrounded: false,
+          spawn_depth: this.depthOf(ns),
+        },
+        ts,
+      ),
     );
     const prompt = promptOf(data.input) ?? description;
     if (prompt !== null) {
-      out.push(line({ type: 'user', message: { role: 'user', content: [{ type: 'text', text: prompt }] }, parent_tool_use_id: id }, ts));
+      out.push(
+        line(
+          {
+            type: 'user',
+            message: { role: 'user', content: [{ type: 'text', text: prompt }] },
+            parent_tool_use_id: id,
+          },
+          ts,
+        ),
+      );
     }
   }
 
@@ -278,7 +339,15 @@ export class LangGraphMapper {
     }
   }
 
-  private announce(id: string, name: string, input: JsonObject, channel: string | null, messageId: string | null, ts: string | undefined, out: JsonObject[]): void {
+  private announce(
+    id: string,
+    name: string,
+    input: JsonObject,
+    channel: string | null,
+    messageId: string | null,
+    ts: string | undefined,
+    out: JsonObject[],
+  ): void {
     const held = this.spawnTools.has(name);
     this.calls.set(id, { name, input, channel, messageId, held });
     if (!held) out.push(this.toolUseLine(channel, messageId, id, name, input, ts));
@@ -291,19 +360,34 @@ export class LangGraphMapper {
       case 'tool-started':
         this.activeCall.set(key(ns), id);
         if (!this.calls.has(id)) {
-          this.announce(id, nonEmpty(data.tool_name) ?? 'tool', parseInput(data.input), this.channelOf(ns, false), null, ts, out);
+          this.announce(
+            id,
+            nonEmpty(data.tool_name) ?? 'tool',
+            parseInput(data.input),
+            this.channelOf(ns, false),
+            null,
+            ts,
+            out,
+          );
         }
         return;
       case 'tool-finished':
       case 'tool-error': {
         this.release(id, ts, out);
         const isError = data.event === 'tool-error';
-        const text = isError ? nonEmpty(data.message) ?? toolOutputText(data.error ?? data.output, id) : toolOutputText(data.output, id);
+        const text = isError
+          ? (nonEmpty(data.message) ?? toolOutputText(data.error ?? data.output, id))
+          : toolOutputText(data.output, id);
         if (!isError) this.toolResults.set(id, text);
         const channel = this.calls.get(id)?.channel ?? this.channelOf(ns, false);
         const block: JsonObject = { type: 'tool_result', tool_use_id: id, content: text };
         if (isError) block.is_error = true;
-        out.push(line({ type: 'user', message: { role: 'user', content: [block] }, parent_tool_use_id: channel }, ts));
+        out.push(
+          line(
+            { type: 'user', message: { role: 'user', content: [block] }, parent_tool_use_id: channel },
+            ts,
+          ),
+        );
       }
     }
   }
@@ -334,20 +418,29 @@ export class LangGraphMapper {
           this.ignoredMessages.add(streamKey);
           return;
         }
-        this.openMessages.set(streamKey, { channel: this.channelOf(ns, false), id: nonEmpty(data.id), blocks: [], usage: data.usage });
+        this.openMessages.set(streamKey, {
+          channel: this.channelOf(ns, false),
+          id: nonEmpty(data.id),
+          blocks: [],
+          usage: data.usage,
+        });
         return;
       case 'content-block-start':
-        if (open && typeof data.index === 'number' && isObject(data.content)) open.blocks[data.index] = { ...data.content };
+        if (open && typeof data.index === 'number' && isObject(data.content))
+          open.blocks[data.index] = { ...data.content };
         return;
       case 'content-block-delta': {
         const block = open && typeof data.index === 'number' ? open.blocks[data.index] : undefined;
         const delta = isObject(data.delta) ? data.delta : {};
-        if (block && delta.type === 'text-delta' && typeof delta.text === 'string') block.text = String(block.text ?? '') + delta.text;
-        if (block && delta.type === 'reasoning-delta' && typeof delta.reasoning === 'string') block.reasoning = String(block.reasoning ?? '') + delta.reasoning;
+        if (block && delta.type === 'text-delta' && typeof delta.text === 'string')
+          block.text = String(block.text ?? '') + delta.text;
+        if (block && delta.type === 'reasoning-delta' && typeof delta.reasoning === 'string')
+          block.reasoning = String(block.reasoning ?? '') + delta.reasoning;
         return;
       }
       case 'content-block-finish':
-        if (open && typeof data.index === 'number' && isObject(data.content)) open.blocks[data.index] = data.content;
+        if (open && typeof data.index === 'number' && isObject(data.content))
+          open.blocks[data.index] = data.content;
         return;
       case 'message-finish':
         if (!open) return;
@@ -366,7 +459,10 @@ export class LangGraphMapper {
         content.push({ type: 'text', text: block.text });
         texts.push(block.text);
       } else if (block.type === 'reasoning') {
-        content.push({ type: 'thinking', thinking: typeof block.reasoning === 'string' ? block.reasoning : '' });
+        content.push({
+          type: 'thinking',
+          thinking: typeof block.reasoning === 'string' ? block.reasoning : '',
+        });
       }
     }
     if (texts.length > 0) this.lastText.set(m.channel ?? '', texts.join('\n'));
@@ -376,9 +472,25 @@ export class LangGraphMapper {
     return line({ type: 'assistant', message, parent_tool_use_id: m.channel }, ts);
   }
 
-  private toolUseLine(channel: string | null, messageId: string | null, id: string, name: string, input: JsonObject, ts: string | undefined): JsonObject {
+  private toolUseLine(
+    channel: string | null,
+    messageId: string | null,
+    id: string,
+    name: string,
+    input: JsonObject,
+    ts: string | undefined,
+  ): JsonObject {
     return line(
-      { type: 'assistant', message: { id: messageId, type: 'message', role: 'assistant', content: [{ type: 'tool_use', id, name, input }] }, parent_tool_use_id: channel },
+      {
+        type: 'assistant',
+        message: {
+          id: messageId,
+          type: 'message',
+          role: 'assistant',
+          content: [{ type: 'tool_use', id, name, input }],
+        },
+        parent_tool_use_id: channel,
+      },
       ts,
     );
   }
@@ -394,7 +506,12 @@ function promptOf(input: unknown): string | null {
   for (let i = input.messages.length - 1; i >= 0; i--) {
     const m = input.messages[i];
     const fields = messageFields(m);
-    const type = isObject(m) && Array.isArray(m.id) ? String(m.id[m.id.length - 1]) : typeof (m as { _getType?: unknown })?._getType === 'function' ? (m as { _getType(): string })._getType() : fields.type;
+    const type =
+      isObject(m) && Array.isArray(m.id)
+        ? String(m.id[m.id.length - 1])
+        : typeof (m as { _getType?: unknown })?._getType === 'function'
+          ? (m as { _getType(): string })._getType()
+          : fields.type;
     if (type === 'HumanMessage' || type === 'human') return contentText(fields.content);
   }
   return null;

@@ -4,12 +4,20 @@ import { createIdleWatchdog, IDLE_WATCHDOG_DEFAULTS } from './stages/idle-watchd
 import { createLineParser, LINE_PARSER_DEFAULTS } from './stages/line-parser.js';
 import { createInputFormat, INPUT_FORMAT_DEFAULTS, INPUT_FORMATS } from './stages/input-format.js';
 import { createObjectSource, OBJECT_SOURCE_DEFAULTS } from './stages/object-source.js';
-import { createThinkingTruncator, THINKING_MODES, THINKING_TRUNCATOR_DEFAULTS } from './stages/thinking-truncator.js';
+import {
+  createThinkingTruncator,
+  THINKING_MODES,
+  THINKING_TRUNCATOR_DEFAULTS,
+} from './stages/thinking-truncator.js';
 import { createVersionGuard } from './stages/version-guard.js';
 import { createFilesSink, FILES_SINK_DEFAULTS } from './sinks/files.js';
 import { createPinoSink, PINO_SINK_DEFAULTS } from './sinks/pino.js';
 import { createOtlpSink, OTLP_PROTOCOLS, OTLP_SINK_DEFAULTS, type OtlpSinkOptions } from './sinks/otlp.js';
-import { CLICKHOUSE_SINK_DEFAULTS, createClickHouseSink, type ClickHouseSinkOptions } from './sinks/clickhouse.js';
+import {
+  CLICKHOUSE_SINK_DEFAULTS,
+  createClickHouseSink,
+  type ClickHouseSinkOptions,
+} from './sinks/clickhouse.js';
 import { createReportSink, type ReportSinkOptions } from '../views/report/sink.js';
 import { REPORT_DEFAULTS } from '../views/report/model.js';
 import { createStdoutSink, STDOUT_MODES, STDOUT_SINK_DEFAULTS } from './sinks/stdout.js';
@@ -40,7 +48,11 @@ export const objectSource = definePlugin<{ maxBatch?: number }>({
   kind: 'stage',
   kit: KIT,
   options: {
-    maxBatch: { type: 'number', min: 1, description: `objects handed on together at most when they queue up (default ${OBJECT_SOURCE_DEFAULTS.maxBatch})` },
+    maxBatch: {
+      type: 'number',
+      min: 1,
+      description: `objects handed on together at most when they queue up (default ${OBJECT_SOURCE_DEFAULTS.maxBatch})`,
+    },
   },
   input: () => 'objects',
   create: (o, ctx) => createObjectSource({ ...o, session: ctx.session }),
@@ -51,8 +63,17 @@ export const inputFormat = definePlugin<{ format?: (typeof INPUT_FORMATS)[number
   kind: 'stage',
   kit: KIT,
   options: {
-    format: { type: 'string', choices: INPUT_FORMATS, default: INPUT_FORMAT_DEFAULTS.format, description: 'claude (stream-json, Agent SDK messages), langgraph (protocol events), or auto: decided from the first line' },
-    spawnTools: { type: 'array', description: 'langgraph: tools whose calls start subagents (default ["task"])' },
+    format: {
+      type: 'string',
+      choices: INPUT_FORMATS,
+      default: INPUT_FORMAT_DEFAULTS.format,
+      description:
+        'claude (stream-json, Agent SDK messages), langgraph (protocol events), or auto: decided from the first line',
+    },
+    spawnTools: {
+      type: 'array',
+      description: 'langgraph: tools whose calls start subagents (default ["task"])',
+    },
   },
   create: (o, ctx) => createInputFormat({ ...o, session: ctx.session }),
 });
@@ -88,7 +109,8 @@ export const thinkingTruncator = definePlugin<{ mode?: (typeof THINKING_MODES)[n
       type: 'string',
       choices: THINKING_MODES,
       default: THINKING_TRUNCATOR_DEFAULTS.mode,
-      description: 'thinking in transcripts: keep, truncate, drop, or file (full text in <channel>.thinking.log)',
+      description:
+        'thinking in transcripts: keep, truncate, drop, or file (full text in <channel>.thinking.log)',
     },
     maxChars: {
       type: 'integer',
@@ -106,7 +128,13 @@ export function bgCeilingFromEnv(env: NodeJS.ProcessEnv): number | undefined {
   return v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined;
 }
 
-export const idleWatchdog = definePlugin<{ idleTimeoutMs?: number; bgWaitCeilingMs?: number; drainGraceMs?: number; onStall?: 'fail' | 'warn'; checkIntervalMs?: number }>({
+export const idleWatchdog = definePlugin<{
+  idleTimeoutMs?: number;
+  bgWaitCeilingMs?: number;
+  drainGraceMs?: number;
+  onStall?: 'fail' | 'warn';
+  checkIntervalMs?: number;
+}>({
   name: 'idle-watchdog',
   kind: 'stage',
   kit: KIT,
@@ -121,7 +149,8 @@ export const idleWatchdog = definePlugin<{ idleTimeoutMs?: number; bgWaitCeiling
       type: 'integer',
       min: 0,
       default: IDLE_WATCHDOG_DEFAULTS.bgWaitCeilingMs,
-      description: 'silence allowed while background tasks run (0 = no limit); $CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS replaces the default',
+      description:
+        'silence allowed while background tasks run (0 = no limit); $CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS replaces the default',
     },
     drainGraceMs: {
       type: 'integer',
@@ -142,10 +171,16 @@ export const idleWatchdog = definePlugin<{ idleTimeoutMs?: number; bgWaitCeiling
       description: 'how often silence is measured',
     },
   },
-  create: (o, ctx) => createIdleWatchdog({ bgWaitCeilingMs: bgCeilingFromEnv(ctx.env), ...o, session: ctx.session }),
+  create: (o, ctx) =>
+    createIdleWatchdog({ bgWaitCeilingMs: bgCeilingFromEnv(ctx.env), ...o, session: ctx.session }),
 });
 
-export const filesSink = definePlugin<{ out: string; maxOpenFiles?: number; flushBytes?: number; force?: boolean }>({
+export const filesSink = definePlugin<{
+  out: string;
+  maxOpenFiles?: number;
+  flushBytes?: number;
+  force?: boolean;
+}>({
   name: 'files',
   kind: 'sink',
   kit: KIT,
@@ -161,7 +196,8 @@ export const filesSink = definePlugin<{ out: string; maxOpenFiles?: number; flus
       min: 4,
       default: FILES_SINK_DEFAULTS.maxOpenFiles,
       defaultVaries: true,
-      description: 'open file handles kept at most (others are reopened for append; the default fits under ulimit -n)',
+      description:
+        'open file handles kept at most (others are reopened for append; the default fits under ulimit -n)',
     },
     flushBytes: {
       type: 'integer',
@@ -172,7 +208,8 @@ export const filesSink = definePlugin<{ out: string; maxOpenFiles?: number; flus
     force: {
       type: 'boolean',
       default: FILES_SINK_DEFAULTS.force,
-      description: 'write into an output folder that already holds files (entries of the same names are replaced)',
+      description:
+        'write into an output folder that already holds files (entries of the same names are replaced)',
     },
   },
   create: (o, ctx) => createFilesSink({ ...o, session: ctx.session }),
@@ -187,14 +224,19 @@ export const stdoutSink = definePlugin<{ mode?: (typeof STDOUT_MODES)[number] }>
       type: 'string',
       choices: STDOUT_MODES,
       default: STDOUT_SINK_DEFAULTS.mode,
-      description: 'text: main text + labelled subagent text; main: main text only; raw: input unchanged (tee); none',
+      description:
+        'text: main text + labelled subagent text; main: main text only; raw: input unchanged (tee); none',
     },
   },
   input: (o) => (o.mode === 'raw' ? 'bytes' : 'records'),
   create: (o, ctx) => createStdoutSink({ ...o, session: ctx.session }),
 });
 
-export const pinoSink = definePlugin<{ destination?: string; transport?: Record<string, unknown>; maxContentChars?: number }>({
+export const pinoSink = definePlugin<{
+  destination?: string;
+  transport?: Record<string, unknown>;
+  maxContentChars?: number;
+}>({
   name: 'pino',
   kind: 'sink',
   kit: KIT,
@@ -207,7 +249,8 @@ export const pinoSink = definePlugin<{ destination?: string; transport?: Record<
     },
     transport: {
       type: 'object',
-      description: 'a pino transport config: { "target": …, "options": … }, { "targets": […] } or { "pipeline": […] }',
+      description:
+        'a pino transport config: { "target": …, "options": … }, { "targets": […] } or { "pipeline": […] }',
     },
     maxContentChars: {
       type: 'integer',
@@ -224,40 +267,130 @@ export const otlpSink = definePlugin<Omit<OtlpSinkOptions, 'session' | 'env'>>({
   kind: 'sink',
   kit: KIT,
   options: {
-    url: { type: 'string', description: 'OTLP/HTTP collector endpoint (/v1/traces is added to a URL without a path); "env" or absent: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318' },
-    protocol: { type: 'string', choices: OTLP_PROTOCOLS, description: 'http/protobuf or http/json (default OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)' },
-    captureContent: { type: 'boolean', description: 'prompts, reports, tool arguments and results as span attributes (default off)' },
-    maxContentChars: { type: 'number', min: 1, description: `longest content attribute (default ${OTLP_SINK_DEFAULTS.maxContentChars})` },
-    timeoutMs: { type: 'number', min: 1, description: 'one export request\'s timeout (default OTEL_EXPORTER_OTLP_TIMEOUT, else 10000)' },
-    retryMs: { type: 'number', min: 0, description: `how long a batch of spans is retried before it counts as not delivered (default ${OTLP_SINK_DEFAULTS.retryMs})` },
-    flushTimeoutMs: { type: 'number', min: 0, description: `at the end, how long to wait for the last spans (default ${OTLP_SINK_DEFAULTS.flushTimeoutMs})` },
-    maxQueueSpans: { type: 'number', min: 1, description: `finished spans held before input waits (default ${OTLP_SINK_DEFAULTS.maxQueueSpans})` },
-    maxBatchSpans: { type: 'number', min: 1, description: `spans per export request (default ${OTLP_SINK_DEFAULTS.maxBatchSpans})` },
+    url: {
+      type: 'string',
+      description:
+        'OTLP/HTTP collector endpoint (/v1/traces is added to a URL without a path); "env" or absent: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318',
+    },
+    protocol: {
+      type: 'string',
+      choices: OTLP_PROTOCOLS,
+      description:
+        'http/protobuf or http/json (default OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)',
+    },
+    captureContent: {
+      type: 'boolean',
+      description: 'prompts, reports, tool arguments and results as span attributes (default off)',
+    },
+    maxContentChars: {
+      type: 'number',
+      min: 1,
+      description: `longest content attribute (default ${OTLP_SINK_DEFAULTS.maxContentChars})`,
+    },
+    timeoutMs: {
+      type: 'number',
+      min: 1,
+      description: "one export request's timeout (default OTEL_EXPORTER_OTLP_TIMEOUT, else 10000)",
+    },
+    retryMs: {
+      type: 'number',
+      min: 0,
+      description: `how long a batch of spans is retried before it counts as not delivered (default ${OTLP_SINK_DEFAULTS.retryMs})`,
+    },
+    flushTimeoutMs: {
+      type: 'number',
+      min: 0,
+      description: `at the end, how long to wait for the last spans (default ${OTLP_SINK_DEFAULTS.flushTimeoutMs})`,
+    },
+    maxQueueSpans: {
+      type: 'number',
+      min: 1,
+      description: `finished spans held before input waits (default ${OTLP_SINK_DEFAULTS.maxQueueSpans})`,
+    },
+    maxBatchSpans: {
+      type: 'number',
+      min: 1,
+      description: `spans per export request (default ${OTLP_SINK_DEFAULTS.maxBatchSpans})`,
+    },
   },
   create: (o, ctx) => createOtlpSink({ ...o, session: ctx.session, env: ctx.env }),
 });
 
-export const clickhouseSink = definePlugin<Omit<ClickHouseSinkOptions, 'session' | 'spoolDir'> & { spoolDir?: string }>({
+export const clickhouseSink = definePlugin<
+  Omit<ClickHouseSinkOptions, 'session' | 'spoolDir'> & { spoolDir?: string }
+>({
   name: 'clickhouse',
   kind: 'sink',
   kit: KIT,
   options: {
-    url: { type: 'string', required: true, description: 'the HTTP interface, e.g. http://user:password@host:8123 (a path names the database)' },
-    eventsTable: { type: 'string', description: `table of one row per input line, created if missing (default ${CLICKHOUSE_SINK_DEFAULTS.eventsTable})` },
-    channelsTable: { type: 'string', description: `table of index.json's channel rows, created if missing (default ${CLICKHOUSE_SINK_DEFAULTS.channelsTable})` },
-    runId: { type: 'string', description: 'the run\'s key in both tables (default: the uuid of the stream\'s first line)' },
-    spoolDir: { type: 'string', description: 'where rows wait while the server is away (default the files sink\'s out folder)' },
-    resend: { type: 'string', description: 'a folder whose spool files (and its subfolders\') are sent first: what earlier runs could not send' },
-    maxContentChars: { type: 'number', min: 0, description: `content prefix kept per row (default ${CLICKHOUSE_SINK_DEFAULTS.maxContentChars})` },
-    batchRows: { type: 'number', min: 1, description: `rows per insert (default ${CLICKHOUSE_SINK_DEFAULTS.batchRows})` },
-    flushIntervalMs: { type: 'number', min: 1, description: `a partial batch is inserted after this long (default ${CLICKHOUSE_SINK_DEFAULTS.flushIntervalMs})` },
-    maxQueueRows: { type: 'number', min: 1, description: `rows held before input waits (default ${CLICKHOUSE_SINK_DEFAULTS.maxQueueRows})` },
-    timeoutMs: { type: 'number', min: 1, description: `one request's timeout (default ${CLICKHOUSE_SINK_DEFAULTS.timeoutMs})` },
-    maxRetryDelayMs: { type: 'number', min: 1, description: `longest pause between attempts to reach the server again (default ${CLICKHOUSE_SINK_DEFAULTS.maxRetryDelayMs})` },
-    flushTimeoutMs: { type: 'number', min: 0, description: `at the end, how long to wait for the last rows (default ${CLICKHOUSE_SINK_DEFAULTS.flushTimeoutMs})` },
+    url: {
+      type: 'string',
+      required: true,
+      description: 'the HTTP interface, e.g. http://user:password@host:8123 (a path names the database)',
+    },
+    eventsTable: {
+      type: 'string',
+      description: `table of one row per input line, created if missing (default ${CLICKHOUSE_SINK_DEFAULTS.eventsTable})`,
+    },
+    channelsTable: {
+      type: 'string',
+      description: `table of index.json's channel rows, created if missing (default ${CLICKHOUSE_SINK_DEFAULTS.channelsTable})`,
+    },
+    runId: {
+      type: 'string',
+      description: "the run's key in both tables (default: the uuid of the stream's first line)",
+    },
+    spoolDir: {
+      type: 'string',
+      description: "where rows wait while the server is away (default the files sink's out folder)",
+    },
+    resend: {
+      type: 'string',
+      description:
+        "a folder whose spool files (and its subfolders') are sent first: what earlier runs could not send",
+    },
+    maxContentChars: {
+      type: 'number',
+      min: 0,
+      description: `content prefix kept per row (default ${CLICKHOUSE_SINK_DEFAULTS.maxContentChars})`,
+    },
+    batchRows: {
+      type: 'number',
+      min: 1,
+      description: `rows per insert (default ${CLICKHOUSE_SINK_DEFAULTS.batchRows})`,
+    },
+    flushIntervalMs: {
+      type: 'number',
+      min: 1,
+      description: `a partial batch is inserted after this long (default ${CLICKHOUSE_SINK_DEFAULTS.flushIntervalMs})`,
+    },
+    maxQueueRows: {
+      type: 'number',
+      min: 1,
+      description: `rows held before input waits (default ${CLICKHOUSE_SINK_DEFAULTS.maxQueueRows})`,
+    },
+    timeoutMs: {
+      type: 'number',
+      min: 1,
+      description: `one request's timeout (default ${CLICKHOUSE_SINK_DEFAULTS.timeoutMs})`,
+    },
+    maxRetryDelayMs: {
+      type: 'number',
+      min: 1,
+      description: `longest pause between attempts to reach the server again (default ${CLICKHOUSE_SINK_DEFAULTS.maxRetryDelayMs})`,
+    },
+    flushTimeoutMs: {
+      type: 'number',
+      min: 0,
+      description: `at the end, how long to wait for the last rows (default ${CLICKHOUSE_SINK_DEFAULTS.flushTimeoutMs})`,
+    },
   },
   create: (o, ctx) =>
-    createClickHouseSink({ ...o, spoolDir: o.spoolDir ?? (() => ctx.session.channelFiles?.out), session: ctx.session }),
+    createClickHouseSink({
+      ...o,
+      spoolDir: o.spoolDir ?? (() => ctx.session.channelFiles?.out),
+      session: ctx.session,
+    }),
 });
 
 export const reportSink = definePlugin<Omit<ReportSinkOptions, 'session' | 'stderr'>>({
@@ -265,12 +398,30 @@ export const reportSink = definePlugin<Omit<ReportSinkOptions, 'session' | 'stde
   kind: 'sink',
   kit: KIT,
   options: {
-    out: { type: 'string', description: 'the output folder the static report is built from (set from --out by --html)' },
-    html: { type: 'boolean', description: 'write OUT/report.html when the run ends, stalls or is interrupted (list this sink after files)' },
-    serve: { type: 'string', description: '[HOST:]PORT to serve the live report on (host 127.0.0.1 unless given; port 0 picks one)' },
+    out: {
+      type: 'string',
+      description: 'the output folder the static report is built from (set from --out by --html)',
+    },
+    html: {
+      type: 'boolean',
+      description:
+        'write OUT/report.html when the run ends, stalls or is interrupted (list this sink after files)',
+    },
+    serve: {
+      type: 'string',
+      description: '[HOST:]PORT to serve the live report on (host 127.0.0.1 unless given; port 0 picks one)',
+    },
     quiet: { type: 'boolean', description: 'no line on stderr about the written report' },
-    maxPageBytes: { type: 'number', min: 262144, description: `largest page; transcripts are cut to fit (default ${REPORT_DEFAULTS.maxPageBytes})` },
-    channelChars: { type: 'number', min: 0, description: `transcript characters per agent at most (default ${REPORT_DEFAULTS.channelChars})` },
+    maxPageBytes: {
+      type: 'number',
+      min: 262144,
+      description: `largest page; transcripts are cut to fit (default ${REPORT_DEFAULTS.maxPageBytes})`,
+    },
+    channelChars: {
+      type: 'number',
+      min: 0,
+      description: `transcript characters per agent at most (default ${REPORT_DEFAULTS.channelChars})`,
+    },
   },
   create: (o, ctx) => createReportSink({ ...o, session: ctx.session, stderr: ctx.stderr }),
 });

@@ -17,12 +17,25 @@ export interface ChainSpec {
 }
 
 export const DEFAULT_STAGES: readonly ComponentSpec[] = Object.freeze(
-  ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator', 'idle-watchdog'].map((use) => ({ use })),
+  [
+    'line-parser',
+    'input-format',
+    'version-guard',
+    'channel-router',
+    'thinking-truncator',
+    'idle-watchdog',
+  ].map((use) => ({ use })),
 );
 
 /** The chain the CLI runs without a config: every built-in stage, the files and stdout sinks. */
 export function defaultSpec(out: string, stdout: 'text' | 'main' | 'raw' | 'none' = 'text'): ChainSpec {
-  return { stages: DEFAULT_STAGES.map((s) => ({ ...s })), sinks: [{ use: 'files', out }, { use: 'stdout', mode: stdout }] };
+  return {
+    stages: DEFAULT_STAGES.map((s) => ({ ...s })),
+    sinks: [
+      { use: 'files', out },
+      { use: 'stdout', mode: stdout },
+    ],
+  };
 }
 
 export interface ChainOptions {
@@ -42,7 +55,10 @@ export interface ChainOptions {
  */
 export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
   const problems: string[] = [];
-  for (const [section, kind] of [['stages', 'stage'], ['sinks', 'sink']] as const) {
+  for (const [section, kind] of [
+    ['stages', 'stage'],
+    ['sinks', 'sink'],
+  ] as const) {
     const list = spec[section];
     if (!Array.isArray(list)) {
       problems.push(`${section}: must be a list`);
@@ -60,12 +76,15 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
         return;
       }
       if (def.kind !== kind) problems.push(`${at}: "${c.use}" is a ${def.kind}, not a ${kind}`);
-      for (const [key, o] of Object.entries(def.options)) if (o.required && c[key] === undefined) problems.push(`${at}.${key}: required`);
+      for (const [key, o] of Object.entries(def.options))
+        if (o.required && c[key] === undefined) problems.push(`${at}.${key}: required`);
       for (const [key, value] of Object.entries(c)) {
         if (key === 'use') continue;
         const o = def.options[key];
         if (!o) {
-          problems.push(`${at}.${key}: unknown option for "${c.use}" (known: ${Object.keys(def.options).join(', ') || 'none'})`);
+          problems.push(
+            `${at}.${key}: unknown option for "${c.use}" (known: ${Object.keys(def.options).join(', ') || 'none'})`,
+          );
           continue;
         }
         const problem = optionProblem(o, value);
@@ -82,12 +101,20 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
  * objects), then record stages and sinks in the order given. Every component is created
  * through its plugin definition.
  */
-export function buildChain(spec: ChainSpec, options: ChainOptions = {}): { streams: Transform[]; session: Session } {
+export function buildChain(
+  spec: ChainSpec,
+  options: ChainOptions = {},
+): { streams: Transform[]; session: Session } {
   const registry = options.registry ?? builtinRegistry();
   const problems = chainProblems(spec, registry);
   if (problems.length > 0) throw new UsageError('ERR_CONFIG', `invalid chain: ${problems.join('; ')}`);
   const session = options.session ?? new Session();
-  const ctx: PluginContext = { session, env: options.env ?? process.env, stderr: options.stderr ?? process.stderr, signal: options.signal };
+  const ctx: PluginContext = {
+    session,
+    env: options.env ?? process.env,
+    stderr: options.stderr ?? process.stderr,
+    signal: options.signal,
+  };
   const parts = [...spec.stages, ...spec.sinks].map((c) => {
     const def = registry.get(c.use) as PluginDefinition;
     const { use: _use, ...opts } = c;
@@ -97,10 +124,16 @@ export function buildChain(spec: ChainSpec, options: ChainOptions = {}): { strea
   const rest = parts.filter((p) => !byteTaps.includes(p));
   const edges = rest.filter((p) => p.input === 'bytes' || p.input === 'objects');
   if (edges.length !== 1 || rest[0] !== edges[0]) {
-    throw new UsageError('ERR_CONFIG', 'invalid chain: exactly one input edge (line-parser or object-source) must come first among the stages');
+    throw new UsageError(
+      'ERR_CONFIG',
+      'invalid chain: exactly one input edge (line-parser or object-source) must come first among the stages',
+    );
   }
   if (edges[0].input === 'objects' && byteTaps.length > 0) {
-    throw new UsageError('ERR_CONFIG', `invalid chain: ${byteTaps[0].def.name} copies input bytes, and message objects have none`);
+    throw new UsageError(
+      'ERR_CONFIG',
+      `invalid chain: ${byteTaps[0].def.name} copies input bytes, and message objects have none`,
+    );
   }
   const streams: Transform[] = [];
   try {
@@ -114,7 +147,11 @@ export function buildChain(spec: ChainSpec, options: ChainOptions = {}): { strea
 
 /** A sink at the very end of the chain: records have been written by then, so drop them. */
 export function createDiscard(): Writable {
-  return new Writable({ objectMode: true, highWaterMark: BATCH_HIGH_WATER_MARK, write: (_batch, _enc, cb) => cb() });
+  return new Writable({
+    objectMode: true,
+    highWaterMark: BATCH_HIGH_WATER_MARK,
+    write: (_batch, _enc, cb) => cb(),
+  });
 }
 
 const STOPPED = Symbol('stopped');
@@ -146,7 +183,11 @@ function untilStopped(stop: AbortSignal) {
 }
 
 /** Runs input through the chain to the end; resolves with the run's state. */
-export async function runChain(input: Readable, spec: ChainSpec, options: ChainOptions = {}): Promise<Session> {
+export async function runChain(
+  input: Readable,
+  spec: ChainSpec,
+  options: ChainOptions = {},
+): Promise<Session> {
   const { streams, session: run } = buildChain(spec, options);
   // Input stops on the caller's `stop` or when a stage asks (the watchdog on a stall).
   const stopped = new AbortController();
@@ -159,7 +200,12 @@ export async function runChain(input: Readable, spec: ChainSpec, options: ChainO
     stopped.abort();
   };
   // The typings have no overload for a list that mixes streams and a generator stage.
-  const all = [input, untilStopped(stopped.signal), ...streams, createDiscard()] as unknown as NodeJS.ReadableStream[];
+  const all = [
+    input,
+    untilStopped(stopped.signal),
+    ...streams,
+    createDiscard(),
+  ] as unknown as NodeJS.ReadableStream[];
   try {
     await pipeline(all, { signal: options.signal });
   } finally {

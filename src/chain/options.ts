@@ -58,16 +58,46 @@ const ROWS: readonly Row[] = [
     note: 'alone: OUT/events.pino.log',
     target: { use: 'pino', key: 'destination' },
   },
-  { name: 'otlp', arg: '[URL]', optionalDefault: 'env', default: null, note: 'alone: from OTEL_EXPORTER_OTLP_*, else localhost:4318', target: { use: 'otlp', key: 'url' } },
+  {
+    name: 'otlp',
+    arg: '[URL]',
+    optionalDefault: 'env',
+    default: null,
+    note: 'alone: from OTEL_EXPORTER_OTLP_*, else localhost:4318',
+    target: { use: 'otlp', key: 'url' },
+  },
   { name: 'clickhouse', arg: 'URL', target: { use: 'clickhouse', key: 'url' } },
   { name: 'clickhouse-resend', arg: 'DIR', target: { use: 'clickhouse', key: 'resend' } },
   { name: 'input-format', arg: 'FORMAT', target: { use: 'input-format', key: 'format' } },
   { name: 'max-line-bytes', arg: 'N', target: { use: 'line-parser', key: 'maxLineBytes' } },
   { name: 'max-open-files', arg: 'N', target: { use: 'files', key: 'maxOpenFiles' } },
-  { name: 'html', type: 'boolean', default: false, help: 'also write OUT/report.html at the end: tree, timeline, transcripts, search (subtee report OUT does it later)' },
-  { name: 'serve', type: 'string', arg: '[HOST:]PORT', help: 'serve the report live while the run goes (host 127.0.0.1 unless given; port 0 picks a free one)' },
-  { name: 'config', alias: 'c', type: 'string', arg: 'FILE', help: 'JSON config: stages, sinks, plugins (flags given here override it)' },
-  { name: 'kill-grace-ms', type: 'number', arg: 'MS', default: 5000, min: 0, help: 'subtee run: wait this long after SIGTERM before SIGKILL' },
+  {
+    name: 'html',
+    type: 'boolean',
+    default: false,
+    help: 'also write OUT/report.html at the end: tree, timeline, transcripts, search (subtee report OUT does it later)',
+  },
+  {
+    name: 'serve',
+    type: 'string',
+    arg: '[HOST:]PORT',
+    help: 'serve the report live while the run goes (host 127.0.0.1 unless given; port 0 picks a free one)',
+  },
+  {
+    name: 'config',
+    alias: 'c',
+    type: 'string',
+    arg: 'FILE',
+    help: 'JSON config: stages, sinks, plugins (flags given here override it)',
+  },
+  {
+    name: 'kill-grace-ms',
+    type: 'number',
+    arg: 'MS',
+    default: 5000,
+    min: 0,
+    help: 'subtee run: wait this long after SIGTERM before SIGKILL',
+  },
   { name: 'quiet', alias: 'q', type: 'boolean', default: false, help: 'no summary or status line on stderr' },
   { name: 'help', alias: 'h', type: 'boolean', default: false, help: 'show this help' },
   { name: 'version', alias: 'V', type: 'boolean', default: false, help: 'print the version' },
@@ -127,7 +157,11 @@ export function parseArgs(argv: string[], table: readonly OptionDef[] = OPTIONS)
       return true;
     },
   });
-  if (unknown.length > 0) throw new UsageError('ERR_UNKNOWN_OPTION', `unknown option ${unknown[0].split('=')[0]} (see subtee --help)`);
+  if (unknown.length > 0)
+    throw new UsageError(
+      'ERR_UNKNOWN_OPTION',
+      `unknown option ${unknown[0].split('=')[0]} (see subtee --help)`,
+    );
   const given = new Set(
     argv
       .slice(0, argv.includes('--') ? argv.indexOf('--') : argv.length)
@@ -143,7 +177,8 @@ export function parseArgs(argv: string[], table: readonly OptionDef[] = OPTIONS)
     if (v === undefined) continue;
     if (o.type === 'string') {
       if (v === '' && o.optionalDefault !== undefined) v = o.optionalDefault;
-      if (typeof v !== 'string' || v === '') throw new UsageError('ERR_BAD_OPTION', `--${o.name} needs a value${o.arg ? ` (${o.arg})` : ''}`);
+      if (typeof v !== 'string' || v === '')
+        throw new UsageError('ERR_BAD_OPTION', `--${o.name} needs a value${o.arg ? ` (${o.arg})` : ''}`);
     } else if (o.type === 'number') {
       const n = typeof v === 'number' ? v : /^\d+$/.test(String(v)) ? Number(v) : NaN;
       if (!Number.isSafeInteger(n)) {

@@ -45,7 +45,8 @@ export interface OptionSpec {
   description: string;
 }
 
-const typeName = (value: unknown) => (Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value);
+const typeName = (value: unknown) =>
+  Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
 
 /** What is wrong with a value for an option, or null: the one check behind configs and flags. */
 export function optionProblem(o: OptionSpec, value: unknown): string | null {
@@ -53,13 +54,15 @@ export function optionProblem(o: OptionSpec, value: unknown): string | null {
   const shown = actual === 'number' ? String(value) : actual;
   if (o.type === 'integer') {
     const least = o.min !== undefined ? ` of at least ${o.min}` : '';
-    if (actual !== 'number' || !Number.isSafeInteger(value)) return `must be a whole number${least}, not ${shown}`;
+    if (actual !== 'number' || !Number.isSafeInteger(value))
+      return `must be a whole number${least}, not ${shown}`;
   } else if (o.type === 'number') {
     if (actual !== 'number' || !Number.isFinite(value)) return `must be a finite number, not ${shown}`;
   } else if (actual !== o.type) {
     return `must be a ${o.type}, not ${actual}`;
   }
-  if (o.choices && !o.choices.includes(value as string | number)) return `must be one of ${o.choices.join(', ')}`;
+  if (o.choices && !o.choices.includes(value as string | number))
+    return `must be one of ${o.choices.join(', ')}`;
   if (typeof value === 'number' && o.min !== undefined && value < o.min) return `must be at least ${o.min}`;
   if (typeof value === 'number' && o.max !== undefined && value > o.max) return `must be at most ${o.max}`;
   if (typeof value === 'string' && o.minLength !== undefined && value.length < o.minLength) {
@@ -95,15 +98,23 @@ export function definePlugin<O>(def: PluginDefinition<O>): Readonly<PluginDefini
 
 function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDefinition<O> {
   const problems: string[] = [];
-  if (typeof def !== 'object' || def === null) throw new UsageError('ERR_PLUGIN_INVALID', `plugin ${source}: does not export a definition object`);
-  if (typeof def.name !== 'string' || !NAME.test(def.name)) problems.push('name must be a lowercase identifier');
+  if (typeof def !== 'object' || def === null)
+    throw new UsageError('ERR_PLUGIN_INVALID', `plugin ${source}: does not export a definition object`);
+  if (typeof def.name !== 'string' || !NAME.test(def.name))
+    problems.push('name must be a lowercase identifier');
   if (def.kind !== 'stage' && def.kind !== 'sink') problems.push('kind must be "stage" or "sink"');
-  if (typeof def.kit !== 'string' || !isValidRange(def.kit)) problems.push('kit must be a version range such as "^0.1.0"');
+  if (typeof def.kit !== 'string' || !isValidRange(def.kit))
+    problems.push('kit must be a version range such as "^0.1.0"');
   if (typeof def.create !== 'function') problems.push('create must be a function');
-  if (typeof def.options !== 'object' || def.options === null) problems.push('options must describe the accepted options');
-  if (problems.length > 0) throw new UsageError('ERR_PLUGIN_INVALID', `plugin ${source}: ${problems.join('; ')}`);
+  if (typeof def.options !== 'object' || def.options === null)
+    problems.push('options must describe the accepted options');
+  if (problems.length > 0)
+    throw new UsageError('ERR_PLUGIN_INVALID', `plugin ${source}: ${problems.join('; ')}`);
   if (!satisfies(KIT_VERSION, def.kit)) {
-    throw new UsageError('ERR_PLUGIN_VERSION', `plugin ${def.name} supports subtee ${def.kit}, this is ${KIT_VERSION}`);
+    throw new UsageError(
+      'ERR_PLUGIN_VERSION',
+      `plugin ${def.name} supports subtee ${def.kit}, this is ${KIT_VERSION}`,
+    );
   }
   return def;
 }
@@ -194,9 +205,11 @@ export async function loadPlugin(spec: string, baseDir: string): Promise<PluginD
     const url = isPath ? pathToFileURL(resolve(baseDir, spec)).href : resolvePackage(spec, baseDir);
     mod = await import(url);
   } catch (err) {
-    const why = (err as NodeJS.ErrnoException)?.code === 'ERR_MODULE_NOT_FOUND' || (err as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND'
-      ? 'not found'
-      : (err as Error)?.message ?? String(err);
+    const why =
+      (err as NodeJS.ErrnoException)?.code === 'ERR_MODULE_NOT_FOUND' ||
+      (err as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND'
+        ? 'not found'
+        : ((err as Error)?.message ?? String(err));
     throw new UsageError('ERR_PLUGIN_LOAD', `plugin ${spec}: cannot load (${why})`, err);
   }
   let def = mod?.default ?? mod?.plugin;
@@ -208,7 +221,11 @@ export class Registry {
   private readonly defs = new Map<string, PluginDefinition>();
 
   add(def: PluginDefinition): this {
-    if (this.defs.has(def.name)) throw new UsageError('ERR_PLUGIN_DUPLICATE', `plugin ${def.name}: a stage or sink of that name is already registered`);
+    if (this.defs.has(def.name))
+      throw new UsageError(
+        'ERR_PLUGIN_DUPLICATE',
+        `plugin ${def.name}: a stage or sink of that name is already registered`,
+      );
     this.defs.set(def.name, def);
     return this;
   }

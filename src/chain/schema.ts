@@ -55,7 +55,12 @@ export function configSchema(registry: Registry): Record<string, unknown> {
       {
         type: 'object',
         title: d.name,
-        required: ['use', ...Object.entries(d.options).filter(([, o]) => o.required).map(([k]) => k)],
+        required: [
+          'use',
+          ...Object.entries(d.options)
+            .filter(([, o]) => o.required)
+            .map(([k]) => k),
+        ],
         additionalProperties: false,
         properties: {
           use: { const: d.name },
@@ -79,12 +84,20 @@ export function configSchema(registry: Registry): Record<string, unknown> {
       stages: {
         type: 'array',
         description: 'the stages in order; the line parser comes first',
-        items: entrySchema('stage', defs, defs.filter((d) => d.kind === 'sink')),
+        items: entrySchema(
+          'stage',
+          defs,
+          defs.filter((d) => d.kind === 'sink'),
+        ),
       },
       sinks: {
         type: 'array',
         description: 'the sinks; each receives every record',
-        items: entrySchema('sink', defs, defs.filter((d) => d.kind === 'stage')),
+        items: entrySchema(
+          'sink',
+          defs,
+          defs.filter((d) => d.kind === 'stage'),
+        ),
       },
     },
     $defs,

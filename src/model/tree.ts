@@ -51,7 +51,11 @@ export type ChannelSnapshot = Readonly<Omit<Channel, 'children' | 'counts' | 'us
 
 export function snapshotOf(ch: Channel): ChannelSnapshot {
   const { children: _children, ...fields } = ch;
-  return Object.freeze({ ...fields, counts: Object.freeze({ ...ch.counts }), usage: Object.freeze({ ...ch.usage }) });
+  return Object.freeze({
+    ...fields,
+    counts: Object.freeze({ ...ch.counts }),
+    usage: Object.freeze({ ...ch.usage }),
+  });
 }
 
 /** A tree change caused by one line, carrying the channel as it was right after that line. */
@@ -263,7 +267,7 @@ export class ChannelTree {
   private treeOf(ch: Channel): Channel {
     let root = ch;
     for (let up = this.treeLink.get(root); up; up = this.treeLink.get(root)) root = up;
-    for (let at = ch; at !== root; ) {
+    for (let at = ch; at !== root;) {
       const up = this.treeLink.get(at)!;
       this.treeLink.set(at, root);
       at = up;
@@ -377,5 +381,4 @@ const isDepth = (v: unknown): v is number =>
 
 /** An event while its line is being applied: the live channel, snapshotted at the end. */
 type PendingEvent =
-  | { type: 'open' | 'spawn'; channel: Channel }
-  | { type: 'status'; channel: Channel; summary: string | null };
+  { type: 'open' | 'spawn'; channel: Channel } | { type: 'status'; channel: Channel; summary: string | null };

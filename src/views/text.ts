@@ -1,4 +1,11 @@
-import { asBlock, isObject, rawBlocks, resultText, type ContentBlock, type JsonObject } from '../model/message.js';
+import {
+  asBlock,
+  isObject,
+  rawBlocks,
+  resultText,
+  type ContentBlock,
+  type JsonObject,
+} from '../model/message.js';
 import type { LineRecord } from '../model/record.js';
 import type { ChannelSnapshot } from '../model/tree.js';
 import { escapeControl, escapeOneLine, shorten } from './escape.js';
@@ -80,14 +87,18 @@ export function renderRecord(rec: LineRecord): string[] {
       out.push(`[prompt] ${escapeControl(shorten(message.content, RENDER_DEFAULTS.promptChars))}`);
     }
   } else if (v.type === 'result') {
-    const result = typeof v.result === 'string' ? escapeOneLine(shorten(v.result, RENDER_DEFAULTS.resultChars)) : null;
+    const result =
+      typeof v.result === 'string' ? escapeOneLine(shorten(v.result, RENDER_DEFAULTS.resultChars)) : null;
     const error = v.is_error === true ? ' (error)' : '';
-    out.push(`[run] ${escapeOneLine(String(v.subtype ?? 'result'))}${error}${result === null ? '' : ` — ${result}`}`);
+    out.push(
+      `[run] ${escapeOneLine(String(v.subtype ?? 'result'))}${error}${result === null ? '' : ` — ${result}`}`,
+    );
   }
   return out;
 }
 
-type PreviewFrame = { value: unknown[]; keys: null; at: number } | { value: JsonObject; keys: string[]; at: number };
+type PreviewFrame =
+  { value: unknown[]; keys: null; at: number } | { value: JsonObject; keys: string[]; at: number };
 
 /**
  * A tool call's input as JSON (what JSON.stringify would give), cut to at most `maxChars`

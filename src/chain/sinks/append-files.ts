@@ -64,7 +64,7 @@ export class AppendFiles {
     f.pendingBytes = 0;
     const fd = this.fdFor(f);
     try {
-      for (let off = 0; off < data.length; ) off += writeSync(fd, data, off, data.length - off);
+      for (let off = 0; off < data.length;) off += writeSync(fd, data, off, data.length - off);
     } catch (err) {
       throw writeFailed(f.path, err);
     }

@@ -1,6 +1,11 @@
 import type { SubteeRecord } from '../../model/record.js';
 import { escapeControl } from '../../views/escape.js';
-import { rawBlocks, resultText, type CountedBlockType as BlockKind, type ToolResultBlock } from '../../model/message.js';
+import {
+  rawBlocks,
+  resultText,
+  type CountedBlockType as BlockKind,
+  type ToolResultBlock,
+} from '../../model/message.js';
 import type { ChannelView } from './otlp-spans.js';
 import { boundedText, runIdFrom, StreamClock } from './stream-facts.js';
 
@@ -271,7 +276,7 @@ export class RowBuilder {
       channel: ch.id ?? '',
       parent: ch.parent ?? '',
       depth: ch.depth ?? -1,
-      agent: ch.id === null ? 'main' : ch.agent ?? '',
+      agent: ch.id === null ? 'main' : (ch.agent ?? ''),
       description: escapeControl(boundedText(ch.description ?? '', this.maxChars)),
       status: ch.status,
       background: ch.background === null ? -1 : ch.background ? 1 : 0,
@@ -300,7 +305,13 @@ export class RowBuilder {
     return escapeControl(boundedText(s, this.maxChars));
   }
 
-  private event(line: number, ms: number | null, own: boolean, ch: ChannelView | null, fields: Partial<EventRow>): EventRow {
+  private event(
+    line: number,
+    ms: number | null,
+    own: boolean,
+    ch: ChannelView | null,
+    fields: Partial<EventRow>,
+  ): EventRow {
     const t = ms ?? 0;
     return {
       run: this.runId ?? '',
@@ -311,8 +322,8 @@ export class RowBuilder {
       has_ts: own ? 1 : 0,
       channel: ch?.id ?? '',
       parent: ch?.parent ?? '',
-      depth: ch ? ch.depth ?? -1 : -1,
-      agent: ch === null ? '' : ch.id === null ? 'main' : ch.agent ?? '',
+      depth: ch ? (ch.depth ?? -1) : -1,
+      agent: ch === null ? '' : ch.id === null ? 'main' : (ch.agent ?? ''),
       type: '',
       subtype: '',
       kind: '',

@@ -66,7 +66,10 @@ export class Spool {
 
 /** Renames a spool file to a name only this sender uses; null if another sender took it first. */
 export function claimFile(path: string): string | null {
-  const to = join(dirname(path), `clickhouse-spool.sending-${process.pid}-${Date.now().toString(36)}-${++claims}.jsonl`);
+  const to = join(
+    dirname(path),
+    `clickhouse-spool.sending-${process.pid}-${Date.now().toString(36)}-${++claims}.jsonl`,
+  );
   try {
     renameSync(path, to);
     return to;
@@ -139,7 +142,8 @@ function parseEntry(line: string): Entry | null {
   if (line.length === 0) return null;
   try {
     const e = JSON.parse(line);
-    if ((e?.t === 'events' || e?.t === 'channels') && typeof e.r === 'object' && e.r !== null) return e as Entry;
+    if ((e?.t === 'events' || e?.t === 'channels') && typeof e.r === 'object' && e.r !== null)
+      return e as Entry;
   } catch {
     // A torn line: the rest of the file is still good.
   }

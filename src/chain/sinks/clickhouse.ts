@@ -7,7 +7,14 @@ import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
-import { quoteTableName, RowBuilder, tableDdl, withRun, type Entry, type TableKind } from './clickhouse-rows.js';
+import {
+  quoteTableName,
+  RowBuilder,
+  tableDdl,
+  withRun,
+  type Entry,
+  type TableKind,
+} from './clickhouse-rows.js';
 import { claimFile, findSpoolFiles, readSpool, removeSpool, Spool, SPOOL_FILE } from './clickhouse-spool.js';
 import { lateWarn, randomRunId } from './stream-facts.js';
 
@@ -70,7 +77,9 @@ function safeUrl(url: string): string {
 
 function describe(err: unknown): string {
   const e = err as { code?: unknown; message?: unknown };
-  const msg = String(e?.message ?? err).split('\n')[0].slice(0, 200);
+  const msg = String(e?.message ?? err)
+    .split('\n')[0]
+    .slice(0, 200);
   const code = typeof e?.code === 'string' && !/^\d+$/.test(e.code) ? e.code : null;
   return code && !msg.includes(code) ? `${code}: ${msg}` : msg;
 }
@@ -91,7 +100,10 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
   const opts = withDefaults(CLICKHOUSE_SINK_DEFAULTS, options);
   const run = requireSession(options, 'createClickHouseSink');
   const tables: Record<TableKind, string> = { events: '', channels: '' };
-  for (const [kind, name] of [['events', opts.eventsTable], ['channels', opts.channelsTable]] as const) {
+  for (const [kind, name] of [
+    ['events', opts.eventsTable],
+    ['channels', opts.channelsTable],
+  ] as const) {
     const quoted = quoteTableName(name);
     if (!quoted) {
       const expected = `a name such as subtee_${kind} or db.subtee_${kind}`;
@@ -110,7 +122,11 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
       max_open_connections: 2,
     });
   } catch (err) {
-    throw new UsageError('ERR_BAD_OPTION', `clickhouse: not a usable URL: ${safeUrl(opts.url)} (${describe(err)})`, err);
+    throw new UsageError(
+      'ERR_BAD_OPTION',
+      `clickhouse: not a usable URL: ${safeUrl(opts.url)} (${describe(err)})`,
+      err,
+    );
   }
   const where = safeUrl(opts.url);
   const builder = new RowBuilder({ runId: opts.runId, maxContentChars: opts.maxContentChars });
@@ -118,7 +134,11 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
     const dir = typeof opts.spoolDir === 'function' ? opts.spoolDir() : opts.spoolDir;
     return dir ?? join(process.cwd(), 'subtee-clickhouse-spool');
   });
-  const backlog = opts.resend ? findSpoolFiles(opts.resend).map(claimFile).filter((f): f is string => f !== null) : [];
+  const backlog = opts.resend
+    ? findSpoolFiles(opts.resend)
+        .map(claimFile)
+        .filter((f): f is string => f !== null)
+    : [];
   /** Spool files this sink claimed and could not finish: reported at the end. */
   const leftovers = new Set<string>();
 
@@ -151,7 +171,8 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
   // rows read back from a spool carry the id of the run that made them.
   const insert = async (entries: Entry[]) => {
     if (!tablesReady) {
-      for (const kind of ['events', 'channels'] as const) await client.command({ query: tableDdl(kind, tables[kind]) });
+      for (const kind of ['events', 'channels'] as const)
+        await client.command({ query: tableDdl(kind, tables[kind]) });
       tablesReady = true;
     }
     for (const kind of ['events', 'channels'] as const) {
@@ -307,7 +328,11 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
       if (files.length > 0) {
         const why = lastError ? ` (${lastError})` : '';
         const kept = [...new Set(files)].join(', ');
-        lateWarn(run, 'CLICKHOUSE_SPOOLED', `${rows} rows not sent to ClickHouse at ${where}${why}: kept in ${kept}; send them with --clickhouse-resend ${spool.dir}`);
+        lateWarn(
+          run,
+          'CLICKHOUSE_SPOOLED',
+          `${rows} rows not sent to ClickHouse at ${where}${why}: kept in ${kept}; send them with --clickhouse-resend ${spool.dir}`,
+        );
       }
       await client.close().catch(() => {});
     })();
@@ -337,7 +362,10 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
       finish().then(() => cb(), cb);
     },
     destroy(err, cb) {
-      finish().then(() => cb(err), () => cb(err));
+      finish().then(
+        () => cb(err),
+        () => cb(err),
+      );
     },
   });
   return sink;

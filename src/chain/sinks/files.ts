@@ -1,4 +1,13 @@
-import { closeSync, lstatSync, mkdirSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
@@ -56,9 +65,14 @@ export function prepareOutDir(out: string, force: boolean): void {
   } catch {
     st = null;
   }
-  if (st && !st.isDirectory()) throw new OutputError('ERR_OUT_NOT_DIR', out, `--out ${out} exists and is not a folder`);
+  if (st && !st.isDirectory())
+    throw new OutputError('ERR_OUT_NOT_DIR', out, `--out ${out} exists and is not a folder`);
   if (st && !force && readdirSync(out).length > 0) {
-    throw new OutputError('ERR_OUT_NOT_EMPTY', out, `--out ${out} already holds files (a previous run?); choose a new folder or pass --force`);
+    throw new OutputError(
+      'ERR_OUT_NOT_EMPTY',
+      out,
+      `--out ${out} already holds files (a previous run?); choose a new folder or pass --force`,
+    );
   }
   const agents = join(out, 'agents');
   try {
@@ -122,7 +136,10 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
       for (const ev of rec.events ?? []) {
         const f = filesOf(ev.channel);
         if (ev.type === 'spawn') {
-          files.write(f.logFile, `[spawn] parent ${ev.channel.parent ?? 'main'}, depth ${ev.channel.depth ?? '(unknown)'}\n`);
+          files.write(
+            f.logFile,
+            `[spawn] parent ${ev.channel.parent ?? 'main'}, depth ${ev.channel.depth ?? '(unknown)'}\n`,
+          );
         } else if (ev.type === 'status') {
           files.write(f.logFile, statusLine(ev.channel.status, ev.summary) + '\n');
         }
@@ -141,7 +158,8 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
         f.thinking_log = f.log.replace(/\.log$/, '.thinking.log');
         f.thinkingFile = files.file(f.thinking_log);
       }
-      for (const t of rec.thinkingFull) files.write(f.thinkingFile, `[thinking] input line ${rec.lineNo}\n${escapeControl(t)}\n\n`);
+      for (const t of rec.thinkingFull)
+        files.write(f.thinkingFile, `[thinking] input line ${rec.lineNo}\n${escapeControl(t)}\n\n`);
     }
   };
 
@@ -154,7 +172,7 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
       // then one rename: a reader sees the old index or the new one, never half of one.
       const { fd } = createNewFile(`${path}.tmp`, true);
       try {
-        for (let off = 0; off < data.length; ) off += writeSync(fd, data, off, data.length - off);
+        for (let off = 0; off < data.length;) off += writeSync(fd, data, off, data.length - off);
       } finally {
         closeSync(fd);
       }
@@ -209,14 +227,15 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
           }
         }
         if (files.pendingBytes >= opts.flushBytes) flushNow();
-        else scheduled ??= setImmediate(() => {
-          scheduled = null;
-          try {
-            files.flush();
-          } catch (err) {
-            sink.destroy(err as Error);
-          }
-        });
+        else
+          scheduled ??= setImmediate(() => {
+            scheduled = null;
+            try {
+              files.flush();
+            } catch (err) {
+              sink.destroy(err as Error);
+            }
+          });
       } catch (err) {
         return cb(err as Error);
       }

@@ -168,7 +168,10 @@ export class TraceBuilder {
    * Closes the trace at the end of the run: every span not yet handed out, at the last time
    * the stream showed. `channels` are the run's final channels (main first).
    */
-  finish(channels: Iterable<ChannelView>, run: { interrupted?: boolean; stalled?: boolean } = {}): SpanData[] {
+  finish(
+    channels: Iterable<ChannelView>,
+    run: { interrupted?: boolean; stalled?: boolean } = {},
+  ): SpanData[] {
     const out: SpanData[] = [];
     const end = this.now();
     for (const tool of this.tools.values()) {
@@ -200,7 +203,15 @@ export class TraceBuilder {
     const id = ch?.id ?? null;
     let a = this.agents.get(id);
     if (!a) {
-      a = { channel: ch ?? mainPlaceholder, startMs: ms, endMs: null, model: null, prompt: null, lastText: null, exported: false };
+      a = {
+        channel: ch ?? mainPlaceholder,
+        startMs: ms,
+        endMs: null,
+        model: null,
+        prompt: null,
+        lastText: null,
+        exported: false,
+      };
       this.agents.set(id, a);
     } else {
       if (ch) a.channel = ch;
@@ -219,7 +230,13 @@ export class TraceBuilder {
         if (!id || this.tools.has(id) || this.finishedTools.has(id)) continue;
         const max = this.opts.maxContentChars;
         const args = this.opts.captureContent ? boundedText(JSON.stringify(b.input ?? {}), max) : null;
-        this.tools.set(id, { id, name: str(b.name) ?? 'unknown', agentId: agent.channel.id, startMs: ms, args });
+        this.tools.set(id, {
+          id,
+          name: str(b.name) ?? 'unknown',
+          agentId: agent.channel.id,
+          startMs: ms,
+          args,
+        });
       } else if (b.type === 'text' && this.opts.captureContent && typeof b.text === 'string') {
         agent.lastText = b.text;
       }
@@ -233,7 +250,9 @@ export class TraceBuilder {
         if (!tool) continue;
         this.tools.delete(tool.id);
         const failed = b.is_error === true;
-        const result = this.opts.captureContent ? boundedText(resultText(b), this.opts.maxContentChars) : null;
+        const result = this.opts.captureContent
+          ? boundedText(resultText(b), this.opts.maxContentChars)
+          : null;
         const error = failed ? this.errorText('tool error', result) : null;
         const extra: Attributes = result === null ? {} : { [GENAI.toolResult]: result };
         out.push(this.toolSpan(tool, ms ?? this.now(), error, extra));
@@ -262,17 +281,26 @@ export class TraceBuilder {
     Object.assign(attributes, extra);
     const name = `execute_tool ${tool.name}`;
     const endAt = Math.max(startMs, endMs);
-    return { key: toolKey(tool.id), parentKey: agentKey(tool.agentId), name, startMs, endMs: endAt, attributes, error };
+    return {
+      key: toolKey(tool.id),
+      parentKey: agentKey(tool.agentId),
+      name,
+      startMs,
+      endMs: endAt,
+      attributes,
+      error,
+    };
   }
 
   private agentSpan(a: AgentState, extra: Attributes = {}): SpanData {
     a.exported = true;
     const ch = a.channel;
     const isMain = ch.id === null;
-    const name = isMain ? 'main' : ch.agent ?? 'subagent';
+    const name = isMain ? 'main' : (ch.agent ?? 'subagent');
     const lastSeen = ch.lastSeen ? Date.parse(ch.lastSeen) : NaN;
     // The main conversation spans the whole run, whichever channel spoke first.
-    const startMs = (isMain ? this.clock.first ?? a.startMs : a.startMs ?? this.clock.first) ?? this.now();
+    const startMs =
+      (isMain ? (this.clock.first ?? a.startMs) : (a.startMs ?? this.clock.first)) ?? this.now();
     let endMs = a.endMs ?? this.now();
     if (Number.isFinite(lastSeen) && lastSeen > endMs) endMs = lastSeen;
     const attributes: Attributes = {
@@ -286,7 +314,8 @@ export class TraceBuilder {
     if (this.sessionId) attributes[GENAI.conversationId] = this.sessionId;
     const model = a.model ?? (isMain ? this.initModel : null);
     if (model) attributes[GENAI.requestModel] = model;
-    for (const [k, attr] of USAGE_ATTRIBUTES) if (typeof ch.usage[k] === 'number') attributes[attr] = ch.usage[k];
+    for (const [k, attr] of USAGE_ATTRIBUTES)
+      if (typeof ch.usage[k] === 'number') attributes[attr] = ch.usage[k];
     if (this.runId) attributes['subtee.run.id'] = this.runId;
     if (ch.depth !== null) attributes['subtee.depth'] = ch.depth;
     attributes['subtee.status'] = ch.status;

@@ -63,7 +63,8 @@ export function otlpTracesUrl(url: string | undefined, env: NodeJS.ProcessEnv): 
   const given = url === undefined || url === OTLP_URL_FROM_ENV ? undefined : url;
   try {
     if (given !== undefined) return withPath(given);
-    if (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return new URL(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT).toString();
+    if (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+      return new URL(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT).toString();
     if (env.OTEL_EXPORTER_OTLP_ENDPOINT) {
       const base = env.OTEL_EXPORTER_OTLP_ENDPOINT;
       return new URL(`${base.endsWith('/') ? base : `${base}/`}v1/traces`).toString();
@@ -361,13 +362,14 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
     for (const sd of spans) {
       ids.traceId ||= traceIdOf(builder.runId ?? (fallbackRunId ??= randomRunId()));
       ids.next = spanIdOf(ids.traceId, sd.key);
-      const parent = sd.parentKey === null
-        ? api.ROOT_CONTEXT
-        : api.trace.setSpanContext(api.ROOT_CONTEXT, {
-            traceId: ids.traceId,
-            spanId: spanIdOf(ids.traceId, sd.parentKey),
-            traceFlags: api.TraceFlags.SAMPLED,
-          });
+      const parent =
+        sd.parentKey === null
+          ? api.ROOT_CONTEXT
+          : api.trace.setSpanContext(api.ROOT_CONTEXT, {
+              traceId: ids.traceId,
+              spanId: spanIdOf(ids.traceId, sd.parentKey),
+              traceFlags: api.TraceFlags.SAMPLED,
+            });
       const start = { kind: api.SpanKind.INTERNAL, startTime: hrTime(sd.startMs), attributes: sd.attributes };
       const span = tracer.startSpan(sd.name, start, parent);
       if (sd.error !== null) span.setStatus({ code: api.SpanStatusCode.ERROR, message: sd.error });
@@ -385,7 +387,11 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
       void exporter.shutdown().catch(() => {});
       if (delivery.lost > 0) {
         const why = delivery.lastError ? ` (${delivery.lastError})` : '';
-        lateWarn(run, 'OTLP_UNDELIVERED', `${delivery.lost} of ${delivery.total} spans not delivered to ${url}${why}`);
+        lateWarn(
+          run,
+          'OTLP_UNDELIVERED',
+          `${delivery.lost} of ${delivery.total} spans not delivered to ${url}${why}`,
+        );
       }
     })();
     return finished;
@@ -404,7 +410,10 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
     },
     destroy(err, cb) {
       // Interrupted or stalled: the trace still says what was running, within the same deadline.
-      finish().then(() => cb(err), () => cb(err));
+      finish().then(
+        () => cb(err),
+        () => cb(err),
+      );
     },
   });
 }

@@ -40,7 +40,12 @@ export interface PinoSinkOptions {
 type Kind = 'text' | 'thinking' | 'tool_use' | 'tool_result' | 'status' | 'warning' | 'quarantine';
 
 function where(ch: ChannelSnapshot | undefined) {
-  return { channel: ch?.id ?? 'main', parent: ch?.parent ?? null, depth: ch?.depth ?? 0, agent: ch?.id ? ch.agent : null };
+  return {
+    channel: ch?.id ?? 'main',
+    parent: ch?.parent ?? null,
+    depth: ch?.depth ?? 0,
+    agent: ch?.id ? ch.agent : null,
+  };
 }
 
 export interface PinoEvent {
@@ -52,14 +57,19 @@ export interface PinoEvent {
 }
 
 /** The headline of an event: who, what, and the start of the content, on one escaped line. */
-export function eventMessage(kind: Kind, ch: ChannelSnapshot | undefined, fields: Record<string, unknown>): string {
+export function eventMessage(
+  kind: Kind,
+  ch: ChannelSnapshot | undefined,
+  fields: Record<string, unknown>,
+): string {
   const who = ch ? channelLabel(ch) : 'main';
   const content = String(fields.content ?? '');
   let msg: string;
   if (kind === 'text') msg = `[${who}] ${content}`;
   else if (kind === 'thinking') msg = `[${who}] thinking: ${content}`;
   else if (kind === 'tool_use') msg = `[${who}] tool ${String(fields.tool)} ${content}`;
-  else if (kind === 'tool_result') msg = `[${who}] result${fields.is_error === true ? ' (error)' : ''}: ${content}`;
+  else if (kind === 'tool_result')
+    msg = `[${who}] result${fields.is_error === true ? ' (error)' : ''}: ${content}`;
   else if (kind === 'status') msg = `[${who}] ${String(fields.status)}${content ? ` — ${content}` : ''}`;
   else if (kind === 'warning') msg = `warning ${String(fields.code)}: ${content}`;
   else msg = `quarantined line ${String(fields.line)} (${String(fields.reason)}): ${content}`;
@@ -71,8 +81,12 @@ export function pinoEvents(rec: LineRecord, maxChars: number): PinoEvent[] {
   const out: PinoEvent[] = [];
   const ch = rec.channel;
   const v = rec.value;
-  const push = (level: PinoEvent["level"], kind: Kind, fields: Record<string, unknown>, about: ChannelSnapshot | undefined = ch) =>
-    out.push({ level, kind, fields, msg: eventMessage(kind, about, fields) });
+  const push = (
+    level: PinoEvent['level'],
+    kind: Kind,
+    fields: Record<string, unknown>,
+    about: ChannelSnapshot | undefined = ch,
+  ) => out.push({ level, kind, fields, msg: eventMessage(kind, about, fields) });
   if (v.type === 'assistant' || v.type === 'user') {
     for (const { block: b, override } of shownBlocks(rec)) {
       const content = (text: string) => shorten(text, maxChars);
@@ -84,13 +98,21 @@ export function pinoEvents(rec: LineRecord, maxChars: number): PinoEvent[] {
         push('info', 'tool_use', { tool: b.name, id: b.id, content: inputPreview(b.input, maxChars) });
       } else if (b.type === 'tool_result') {
         const isError = b.is_error === true;
-        push(isError ? 'warn' : 'info', 'tool_result', { id: b.tool_use_id, is_error: isError, content: content(resultText(b)) });
+        push(isError ? 'warn' : 'info', 'tool_result', {
+          id: b.tool_use_id,
+          is_error: isError,
+          content: content(resultText(b)),
+        });
       }
     }
   }
   for (const ev of rec.events ?? []) {
     if (ev.type !== 'status') continue;
-    const fields = { ...where(ev.channel), status: ev.channel.status, content: shorten(ev.summary ?? '', maxChars) };
+    const fields = {
+      ...where(ev.channel),
+      status: ev.channel.status,
+      content: shorten(ev.summary ?? '', maxChars),
+    };
     push(ev.channel.status === 'failed' ? 'error' : 'info', 'status', fields, ev.channel);
   }
   return out;
@@ -104,7 +126,11 @@ export function streamTime(value: Record<string, unknown>): string | null {
 }
 
 function transportTargets(t: Record<string, unknown>): string {
-  const list = [t, ...(Array.isArray(t.targets) ? t.targets : []), ...(Array.isArray(t.pipeline) ? t.pipeline : [])];
+  const list = [
+    t,
+    ...(Array.isArray(t.targets) ? t.targets : []),
+    ...(Array.isArray(t.pipeline) ? t.pipeline : []),
+  ];
   const names = list
     .map((x) => (x && typeof x === 'object' ? (x as Record<string, unknown>).target : undefined))
     .filter((x) => typeof x === 'string');
@@ -126,14 +152,20 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
   let dest: ReturnType<typeof pino.destination> | null = null;
   let transport: ReturnType<typeof pino.transport> | null = null;
   const hostLogger = options.logger ?? null;
-  const what = opts.transport ? `pino transport ${transportTargets(opts.transport)}` : String(opts.destination);
+  const what = opts.transport
+    ? `pino transport ${transportTargets(opts.transport)}`
+    : String(opts.destination);
   if (hostLogger) {
     // The host owns its destination and its errors.
   } else if (opts.transport) {
     try {
       transport = pino.transport(opts.transport as unknown as Parameters<typeof pino.transport>[0]);
     } catch (err) {
-      throw new UsageError('ERR_CONFIG', `${what}: cannot load (${(err as Error)?.message ?? String(err)})`, err);
+      throw new UsageError(
+        'ERR_CONFIG',
+        `${what}: cannot load (${(err as Error)?.message ?? String(err)})`,
+        err,
+      );
     }
   } else {
     const target = opts.destination === '-' ? 1 : opts.destination;
@@ -158,19 +190,35 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
       readerGone = true;
       return;
     }
-    failed = transport && !transportReady
-      ? new UsageError('ERR_CONFIG', `${what}: cannot start (${(err as Error)?.message ?? String(err)})`, err)
-      : writeFailed(what, err);
+    failed =
+      transport && !transportReady
+        ? new UsageError(
+            'ERR_CONFIG',
+            `${what}: cannot start (${(err as Error)?.message ?? String(err)})`,
+            err,
+          )
+        : writeFailed(what, err);
     stream.destroy(failed);
   };
   (dest ?? transport)?.on('error', onFail);
   // The time of the event being logged: the line's own timestamp, else now.
   let eventTime: string | null = null;
-  const logger: Logger = hostLogger ?? pino(
-    { base: null, timestamp: () => `,"time":"${eventTime ?? new Date().toISOString()}"`, messageKey: 'msg' },
-    (transport ?? dest)!,
-  );
-  const log = (level: 'info' | 'warn' | 'error', kind: Kind, fields: Record<string, unknown>, msg: string) => {
+  const logger: Logger =
+    hostLogger ??
+    pino(
+      {
+        base: null,
+        timestamp: () => `,"time":"${eventTime ?? new Date().toISOString()}"`,
+        messageKey: 'msg',
+      },
+      (transport ?? dest)!,
+    );
+  const log = (
+    level: 'info' | 'warn' | 'error',
+    kind: Kind,
+    fields: Record<string, unknown>,
+    msg: string,
+  ) => {
     if (!readerGone) logger[level]({ kind, ...fields }, msg);
   };
   run.onWarning((w) => {
@@ -198,7 +246,8 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
           // have been written. Wait until it is ready (or has failed) before ending it.
           const t = transport;
           await new Promise((resolve) => ['ready', 'error', 'close'].forEach((ev) => t.once(ev, resolve)));
-          if (!transportReady) failed ??= new UsageError('ERR_CONFIG', `${what}: cannot start (its worker exited)`);
+          if (!transportReady)
+            failed ??= new UsageError('ERR_CONFIG', `${what}: cannot start (its worker exited)`);
           if (failed) throw failed;
         }
         const closed = once(transport, 'close');
@@ -243,7 +292,10 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
     },
     flush(cb: TransformCallback) {
       const isWriteError = (err: unknown) => (err as { code?: unknown } | null)?.code === 'ERR_WRITE';
-      close().then(() => cb(), (err) => cb(failed ?? (isWriteError(err) ? err : writeFailed(what, err))));
+      close().then(
+        () => cb(),
+        (err) => cb(failed ?? (isWriteError(err) ? err : writeFailed(what, err))),
+      );
     },
     destroy(err, cb) {
       if (dest && !failed && !readerGone) {

@@ -29,7 +29,15 @@ export function stdoutText(rec: LineRecord, mode: 'text' | 'main', indent: strin
   const out: string[] = [];
   if (mode === 'text') {
     for (const ev of rec.events ?? []) {
-      if (ev.type === 'status') out.push(prefixed(ev.channel.depth, channelLabel(ev.channel), statusLine(ev.channel.status, ev.summary), indent));
+      if (ev.type === 'status')
+        out.push(
+          prefixed(
+            ev.channel.depth,
+            channelLabel(ev.channel),
+            statusLine(ev.channel.status, ev.summary),
+            indent,
+          ),
+        );
     }
   }
   if (rec.value.type === 'assistant' && (isMain || mode === 'text')) {

@@ -1,5 +1,10 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch, type SubteeRecord } from '../../model/record.js';
+import {
+  BATCH_HIGH_WATER_MARK,
+  type LineRecord,
+  type RecordBatch,
+  type SubteeRecord,
+} from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { escapeOneLine } from '../../views/escape.js';
 

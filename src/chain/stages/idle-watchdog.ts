@@ -77,7 +77,10 @@ export class IdleWatchdog {
   private lastCheck: number;
   private readonly background = new Map<string, string>();
 
-  constructor(private readonly opts: IdleWatchdogSettings, now: number) {
+  constructor(
+    private readonly opts: IdleWatchdogSettings,
+    now: number,
+  ) {
     this.lastCheck = now;
   }
 
@@ -98,7 +101,10 @@ export class IdleWatchdog {
       this.background.clear();
       for (const t of v.tasks) {
         if (t && typeof t === 'object' && typeof (t as Record<string, unknown>).task_id === 'string') {
-          this.background.set((t as Record<string, unknown>).task_id as string, describe(t as Record<string, unknown>));
+          this.background.set(
+            (t as Record<string, unknown>).task_id as string,
+            describe(t as Record<string, unknown>),
+          );
         }
       }
     }
@@ -127,13 +133,21 @@ export class IdleWatchdog {
 }
 
 function describe(t: Record<string, unknown>): string {
-  const kind = typeof t.subagent_type === 'string' ? t.subagent_type : typeof t.task_type === 'string' ? t.task_type : 'task';
+  const kind =
+    typeof t.subagent_type === 'string'
+      ? t.subagent_type
+      : typeof t.task_type === 'string'
+        ? t.task_type
+        : 'task';
   const d = typeof t.description === 'string' ? ` "${t.description}"` : '';
   return `${kind}${d} (${String(t.task_id)})`;
 }
 
 export function stallMessage(s: Stall): string {
-  const what = s.inFlight.length > 0 ? `; still in flight: ${s.inFlight.map(escapeOneLine).join(', ')}` : '; no background task was in flight';
+  const what =
+    s.inFlight.length > 0
+      ? `; still in flight: ${s.inFlight.map(escapeOneLine).join(', ')}`
+      : '; no background task was in flight';
   return `no input for ${Math.round(s.silenceMs / 1000)}s (allowed ${Math.round(s.allowedMs / 1000)}s)${what}`;
 }
 

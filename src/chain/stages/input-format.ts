@@ -43,7 +43,8 @@ export function createInputFormat(options: InputFormatOptions): Transform {
   if (format !== 'auto') run.producer = format;
   let lastLineNo = 0;
   const toRecords = (values: JsonObject[], lineNo: number, out: RecordBatch) => {
-    for (const value of values) out.push({ kind: 'line', lineNo, raw: Buffer.from(JSON.stringify(value)), value } satisfies LineRecord);
+    for (const value of values)
+      out.push({ kind: 'line', lineNo, raw: Buffer.from(JSON.stringify(value)), value } satisfies LineRecord);
   };
   return new Transform({
     objectMode: true,

@@ -136,8 +136,7 @@ export function isBlank(line: Buffer): boolean {
 }
 
 export type Classified =
-  | { ok: true; value: Record<string, unknown> }
-  | { ok: false; reason: QuarantineReason };
+  { ok: true; value: Record<string, unknown> } | { ok: false; reason: QuarantineReason };
 
 /** Decides whether a line is a JSON object. Anything else is kept, not parsed further. */
 export function classifyLine(line: Buffer, terminated = true): Classified {

@@ -36,7 +36,13 @@ export function recordOfObject(input: unknown, lineNo: number): SubteeRecord {
     text = undefined;
   }
   if (text === undefined) {
-    return { kind: 'quarantine', lineNo, raw: Buffer.from(safeString(value)), reason: 'not-json', final: true };
+    return {
+      kind: 'quarantine',
+      lineNo,
+      raw: Buffer.from(safeString(value)),
+      reason: 'not-json',
+      final: true,
+    };
   }
   const raw = Buffer.from(text);
   if (!isObject(value) || Buffer.isBuffer(value) || value instanceof Uint8Array) {

@@ -27,7 +27,10 @@ export function truncateMiddle(text: string, maxChars: number): { text: string; 
   const head = Math.ceil(maxChars * 0.7);
   const tail = maxChars - head;
   const cut = text.length - head - tail;
-  return { text: `${text.slice(0, head)} […${cut} chars cut…] ${tail > 0 ? text.slice(text.length - tail) : ''}`, cut };
+  return {
+    text: `${text.slice(0, head)} […${cut} chars cut…] ${tail > 0 ? text.slice(text.length - tail) : ''}`,
+    cut,
+  };
 }
 
 /**

@@ -35,7 +35,9 @@ export function reportCommand(argv: string[], stdout: Writable, stderr: Writable
       `subtee report needs one output folder: ${REPORT_USAGE.split('\n')[0]}`,
     );
   const given = o['max-page-bytes'];
-  const r = writeReport(o._[0], { maxPageBytes: given === undefined ? REPORT_DEFAULTS.maxPageBytes : Number(given) });
+  const r = writeReport(o._[0], {
+    maxPageBytes: given === undefined ? REPORT_DEFAULTS.maxPageBytes : Number(given),
+  });
   if (!o.quiet) stderr.write(reportLine(r));
   return 0;
 }
