@@ -19,7 +19,10 @@ const route = (v: unknown) => {
   const key = typeof p === 'string' && p !== '' ? p : 'main';
   channels.set(key, (channels.get(key) ?? 0) + 1);
 };
-const sink = new Writable({ objectMode: true, write: (v, _e, cb) => (route(which === 'split2' ? v : (v as { value: unknown }).value), cb()) });
+const sink = new Writable({
+  objectMode: true,
+  write: (v, _e, cb) => (route(which === 'split2' ? v : (v as { value: unknown }).value), cb()),
+});
 if (which === 'split2') {
   // split2 fails the stream on a mapper error, so the mapper must catch; blank lines are skipped.
   const BAD = Symbol('bad');
@@ -40,4 +43,6 @@ if (which === 'split2') {
 } else {
   throw new Error('usage: alt-parse.js split2|stream-json');
 }
-process.stderr.write(`${[...channels.values()].reduce((a, b) => a + b, 0)} routed, ${bad} bad, ${channels.size} channels\n`);
+process.stderr.write(
+  `${[...channels.values()].reduce((a, b) => a + b, 0)} routed, ${bad} bad, ${channels.size} channels\n`,
+);

@@ -7,16 +7,28 @@ import { mkdtempSync, openSync, readSync, closeSync, existsSync, rmSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export async function measureLatency(bin: string, opts: { linesPerSecond: number; seconds: number; channels: number }) {
+export async function measureLatency(
+  bin: string,
+  opts: { linesPerSecond: number; seconds: number; channels: number },
+) {
   const dir = mkdtempSync(join(tmpdir(), 'subtee-latency-'));
   const out = join(dir, 'out');
-  const child = spawn(process.execPath, [bin, '--out', out, '--stdout', 'none', '-q'], { stdio: ['pipe', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [bin, '--out', out, '--stdout', 'none', '-q'], {
+    stdio: ['pipe', 'ignore', 'inherit'],
+  });
   const ids = Array.from({ length: opts.channels }, (_, i) => `toolu_lat${i}`);
   const total = opts.linesPerSecond * opts.seconds;
   const sentAt: number[] = [];
   const seen: number[] = new Array(total).fill(-1);
   // Spawn lines first so every channel has its file.
-  for (const id of ids) child.stdin.write(JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: `s${id}`, content: [{ type: 'tool_use', id, name: 'Agent', input: {} }] } }) + '\n');
+  for (const id of ids)
+    child.stdin.write(
+      JSON.stringify({
+        type: 'assistant',
+        parent_tool_use_id: null,
+        message: { id: `s${id}`, content: [{ type: 'tool_use', id, name: 'Agent', input: {} }] },
+      }) + '\n',
+    );
   await new Promise((r) => setTimeout(r, 300));
   const fds = new Map<string, { fd: number; buf: string }>();
   const poll = () => {
@@ -48,7 +60,14 @@ export async function measureLatency(bin: string, opts: { linesPerSecond: number
       while (i < due) {
         const id = ids[i % ids.length];
         sentAt[i] = performance.now();
-        child.stdin.write(JSON.stringify({ type: 'assistant', parent_tool_use_id: id, seq: i, message: { id: `m${i}`, content: [{ type: 'text', text: `line ${i} ${'x'.repeat(200)}` }] } }) + '\n');
+        child.stdin.write(
+          JSON.stringify({
+            type: 'assistant',
+            parent_tool_use_id: id,
+            seq: i,
+            message: { id: `m${i}`, content: [{ type: 'text', text: `line ${i} ${'x'.repeat(200)}` }] },
+          }) + '\n',
+        );
         i++;
       }
       poll();
@@ -64,5 +83,11 @@ export async function measureLatency(bin: string, opts: { linesPerSecond: number
   rmSync(dir, { recursive: true, force: true });
   const lat = seen.map((t, k) => (t < 0 ? Infinity : t - sentAt[k])).sort((a, b) => a - b);
   const q = (p: number) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
-  return { p50: q(0.5), p99: q(0.99), max: lat[lat.length - 1], lost: lat.filter((x) => x === Infinity).length, lines: total };
+  return {
+    p50: q(0.5),
+    p99: q(0.99),
+    max: lat[lat.length - 1],
+    lost: lat.filter((x) => x === Infinity).length,
+    lines: total,
+  };
 }

@@ -34,16 +34,25 @@ const hasTime = existsSync('/usr/bin/time');
 const hasJq = spawnSync('jq', ['--version']).status === 0;
 const node = process.execPath;
 const only = arg('only', '');
-const hugeMb = arg('huge-mb', quick ? '20' : '200,2048').split(',').map(Number).filter((n) => n > 0);
+const hugeMb = arg('huge-mb', quick ? '20' : '200,2048')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 const wanted = (table: string) => only === '' || only.split(',').includes(table);
 
-interface Sample { ms: number; rssKb: number | null; code: number | null }
+interface Sample {
+  ms: number;
+  rssKb: number | null;
+  code: number | null;
+}
 
-/** Runs one shell command with stdin from a file (or from `feed | …`); wall time and peak RSS (GNU time). */
+/** Runs one shell command with stdin from a file (or `feed | …`); wall time and peak RSS (GNU time). */
 function measure(cmd: string, input: string, feed?: string): Sample {
   const timed = hasTime ? `/usr/bin/time -f '%M' -o ${work}/rss ${cmd}` : cmd;
   const t0 = performance.now();
-  const shell = feed ? `${feed} | ${timed} > /dev/null 2>${work}/stderr` : `${timed} < '${input}' > /dev/null 2>${work}/stderr`;
+  const shell = feed
+    ? `${feed} | ${timed} > /dev/null 2>${work}/stderr`
+    : `${timed} < '${input}' > /dev/null 2>${work}/stderr`;
   const r = spawnSync('bash', ['-c', shell], { stdio: 'ignore' });
   const ms = performance.now() - t0;
   const rssKb = hasTime ? Number(readFileSync(`${work}/rss`, 'utf8').trim().split('\n').pop()) : null;
@@ -69,8 +78,15 @@ function table(title: string, file: string, rows: Row[], lines: number, ratiosTo
   const mbOf = (f: string) => statSync(f).size / 1e6;
   const med = new Map(rows.map((r) => [r.label, median(r.samples.map((s) => s.ms))]));
   const n = Math.max(...rows.map((r) => r.samples.length));
-  const out = [`### ${title}`, '', `${mbOf(file).toFixed(0)} MB, ${lines.toLocaleString('en')} lines unless the label says otherwise; ${n} runs each; median (min–max)`, ''];
-  out.push(`| label | wall s | MB/s | lines/s | peak RSS MB | exit |${ratiosTo.map((r) => ` × vs ${r} |`).join('')}`);
+  const out = [
+    `### ${title}`,
+    '',
+    `${mbOf(file).toFixed(0)} MB, ${lines.toLocaleString('en')} lines unless the label says otherwise; ${n} runs each; median (min–max)`,
+    '',
+  ];
+  out.push(
+    `| label | wall s | MB/s | lines/s | peak RSS MB | exit |${ratiosTo.map((r) => ` × vs ${r} |`).join('')}`,
+  );
   out.push(`|---|---|---|---|---|---|${ratiosTo.map(() => '---|').join('')}`);
   for (const r of rows) {
     const ms = r.samples.map((s) => s.ms);
@@ -79,14 +95,21 @@ function table(title: string, file: string, rows: Row[], lines: number, ratiosTo
     const ratio = ratiosTo.map((b) => (med.has(b) ? (med.get(b)! / m).toFixed(2) : '–'));
     const mb = mbOf(r.input?.file ?? file);
     const rowLines = r.input?.lines ?? lines;
-    out.push(`| ${r.label} | ${(m / 1000).toFixed(2)} (${(Math.min(...ms) / 1000).toFixed(2)}–${(Math.max(...ms) / 1000).toFixed(2)}) | ${(mb / (m / 1000)).toFixed(0)} | ${Math.round(rowLines / (m / 1000)).toLocaleString('en')} | ${rss.length ? (Math.max(...rss) / 1024).toFixed(0) : '–'} | ${[...new Set(r.samples.map((s) => s.code))].join(',')} |${ratio.map((x) => ` ${x} |`).join('')}`);
+    out.push(
+      `| ${r.label} | ${(m / 1000).toFixed(2)} (${(Math.min(...ms) / 1000).toFixed(2)}–${(Math.max(...ms) / 1000).toFixed(2)}) | ${(mb / (m / 1000)).toFixed(0)} | ${Math.round(rowLines / (m / 1000)).toLocaleString('en')} | ${rss.length ? (Math.max(...rss) / 1024).toFixed(0) : '–'} | ${[...new Set(r.samples.map((s) => s.code))].join(',')} |${ratio.map((x) => ` ${x} |`).join('')}`,
+    );
   }
   return out.join('\n') + '\n';
 }
 
 async function main() {
   const report: string[] = [];
-  report.push(`# subtee benchmark — ${new Date().toISOString()}`, '', `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`, '');
+  report.push(
+    `# subtee benchmark — ${new Date().toISOString()}`,
+    '',
+    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`,
+    '',
+  );
   if (!existsSync(DEMUX)) report.push(`_demux.mjs baseline skipped: ${DEMUX} is not there._`, '');
   if (!hasJq) report.push('_jq baseline skipped: jq is not installed._', '');
 
@@ -98,29 +121,62 @@ async function main() {
   };
   if (wanted('shapes')) await gen('large', sizeMb, 50, 'large', 1);
   if (wanted('shapes')) await gen('small', sizeMb, 50, 'small', 2);
-  if (wanted('fanout') || wanted('projection') || wanted('memory')) await gen('large-f2000', sizeMb, 2000, 'large', 3);
+  if (wanted('fanout') || wanted('projection') || wanted('memory'))
+    await gen('large-f2000', sizeMb, 2000, 'large', 3);
   if (wanted('fanout')) await gen('large-f10000', sizeMb, 10_000, 'large', 4);
 
   // The default chain with the line parser's worker option, as a config file.
   const workerConfig = join(work, 'worker.json');
-  writeFileSync(workerConfig, JSON.stringify({
-    stages: ['line-parser', 'version-guard', 'channel-router', 'thinking-truncator', 'idle-watchdog'].map((use) => (use === 'line-parser' ? { use, worker: true } : { use })),
-    sinks: [{ use: 'files', out: 'unused' }, { use: 'stdout', mode: 'none' }],
-  }));
+  const stages = ['line-parser', 'version-guard', 'channel-router', 'thinking-truncator', 'idle-watchdog'];
+  writeFileSync(
+    workerConfig,
+    JSON.stringify({
+      stages: stages.map((use) => (use === 'line-parser' ? { use, worker: true } : { use })),
+      sinks: [
+        { use: 'files', out: 'unused' },
+        { use: 'stdout', mode: 'none' },
+      ],
+    }),
+  );
   const commands = (shape: string): Array<[string, () => string]> => [
     ['cat (floor)', () => 'cat'],
     ['node read (floor)', () => `${node} ${join(ROOT, 'dist/bench/drain.js')}`],
-    ...(existsSync(DEMUX) ? [['demux.mjs', () => `${node} ${DEMUX} ${fresh('demux')}`] as [string, () => string]] : []),
-    ...(hasJq ? [
-      ['jq one-liner (aborts at first bad line)', () => `jq -r 'select(.type == "assistant" and .parent_tool_use_id == null) | .message.content[]? | select(.type == "text") | .text'`] as [string, () => string],
-      ['jq, tolerant (fromjson?)', () => `jq -rR 'fromjson? | select(.type == "assistant" and .parent_tool_use_id == null) | .message.content[]? | select(.type == "text") | .text'`] as [string, () => string],
-    ] : []),
-    ['split2 + JSON.parse, routing only (not chosen)', () => `${node} ${join(ROOT, 'dist/bench/alt-parse.js')} split2`],
-    ['stream-json jsonl, routing only (not chosen)', () => `${node} ${join(ROOT, 'dist/bench/alt-parse.js')} stream-json`],
+    ...(existsSync(DEMUX)
+      ? [['demux.mjs', () => `${node} ${DEMUX} ${fresh('demux')}`] as [string, () => string]]
+      : []),
+    ...(hasJq
+      ? [
+          [
+            'jq one-liner (aborts at first bad line)',
+            () =>
+              `jq -r 'select(.type == "assistant" and .parent_tool_use_id == null) | .message.content[]? | select(.type == "text") | .text'`,
+          ] as [string, () => string],
+          [
+            'jq, tolerant (fromjson?)',
+            () =>
+              `jq -rR 'fromjson? | select(.type == "assistant" and .parent_tool_use_id == null) | .message.content[]? | select(.type == "text") | .text'`,
+          ] as [string, () => string],
+        ]
+      : []),
+    [
+      'split2 + JSON.parse, routing only (not chosen)',
+      () => `${node} ${join(ROOT, 'dist/bench/alt-parse.js')} split2`,
+    ],
+    [
+      'stream-json jsonl, routing only (not chosen)',
+      () => `${node} ${join(ROOT, 'dist/bench/alt-parse.js')} stream-json`,
+    ],
     ['subtee parse only', () => `${node} ${join(ROOT, 'dist/bench/parse-only.js')}`],
     ['subtee → files', () => `${node} ${BIN} --out ${fresh(`files-${shape}`)} --stdout none -q`],
-    ['subtee → files + pino', () => `${node} ${BIN} --out ${fresh(`pino-${shape}`)} --stdout none -q --pino=${join(work, 'out', `pino-${shape}.log`)}`],
-    ['subtee → files, line-parser worker (option)', () => `${node} ${BIN} --config ${workerConfig} --out ${fresh(`worker-${shape}`)} -q`],
+    [
+      'subtee → files + pino',
+      () =>
+        `${node} ${BIN} --out ${fresh(`pino-${shape}`)} --stdout none -q --pino=${join(work, 'out', `pino-${shape}.log`)}`,
+    ],
+    [
+      'subtee → files, line-parser worker (option)',
+      () => `${node} ${BIN} --config ${workerConfig} --out ${fresh(`worker-${shape}`)} -q`,
+    ],
   ];
 
   for (const shape of wanted('shapes') ? ['large', 'small'] : []) {
@@ -128,24 +184,48 @@ async function main() {
     for (let i = 0; i < runs; i++) {
       commands(shape).forEach(([, cmd], k) => rows[k].samples.push(measure(cmd(), inputs[shape].file)));
     }
-    report.push(table(`${shape} lines, 50 subagents`, inputs[shape].file, rows, inputs[shape].lines, ['demux.mjs', 'jq, tolerant (fromjson?)', 'node read (floor)']));
+    report.push(
+      table(`${shape} lines, 50 subagents`, inputs[shape].file, rows, inputs[shape].lines, [
+        'demux.mjs',
+        'jq, tolerant (fromjson?)',
+        'node read (floor)',
+      ]),
+    );
   }
 
   // Many channels, with a low descriptor limit: open files stay bounded by --max-open-files.
   const fanRows: Row[] = [];
   for (const name of wanted('fanout') ? ['large-f2000', 'large-f10000'] : []) {
-    const withDemux: Row[] = existsSync(DEMUX) ? [{ label: `demux.mjs, ${name}`, samples: [], input: inputs[name] }] : [];
+    const withDemux: Row[] = existsSync(DEMUX)
+      ? [{ label: `demux.mjs, ${name}`, samples: [], input: inputs[name] }]
+      : [];
     const row: Row = { label: `subtee → files, ${name}, ulimit -n 256`, samples: [], input: inputs[name] };
     for (let i = 0; i < runs; i++) {
-      row.samples.push(measure(`bash -c 'ulimit -n 256 && exec ${node} ${BIN} --out ${fresh('fan')} --stdout none -q'`, inputs[name].file));
-      for (const d of withDemux) d.samples.push(measure(`${node} ${DEMUX} ${fresh('demux-fan')}`, inputs[name].file));
+      row.samples.push(
+        measure(
+          `bash -c 'ulimit -n 256 && exec ${node} ${BIN} --out ${fresh('fan')} --stdout none -q'`,
+          inputs[name].file,
+        ),
+      );
+      for (const d of withDemux)
+        d.samples.push(measure(`${node} ${DEMUX} ${fresh('demux-fan')}`, inputs[name].file));
     }
     fanRows.push(row, ...withDemux);
   }
-  if (wanted('fanout')) report.push(table('many subagents (2,000 and 10,000), large lines', inputs['large-f2000'].file, fanRows, inputs['large-f2000'].lines, []));
+  if (wanted('fanout'))
+    report.push(
+      table(
+        'many subagents (2,000 and 10,000), large lines',
+        inputs['large-f2000'].file,
+        fanRows,
+        inputs['large-f2000'].lines,
+        [],
+      ),
+    );
 
   // The library's projection: a program reading the tree, or every message, beside files only.
-  const proj = (mode: string) => `${node} ${join(ROOT, 'dist/bench/projection.js')} ${fresh(`proj-${mode}`)} ${mode}`;
+  const proj = (mode: string) =>
+    `${node} ${join(ROOT, 'dist/bench/projection.js')} ${fresh(`proj-${mode}`)} ${mode}`;
   const projRows: Row[] = [
     { label: 'subtee → files (CLI)', samples: [] },
     { label: 'open() → files, no consumer', samples: [] },
@@ -161,26 +241,46 @@ async function main() {
   for (let i = 0; i < (wanted('projection') ? runs : 0); i++) {
     projCommands.forEach((cmd, k) => projRows[k].samples.push(measure(cmd(), inputs['large-f2000'].file)));
   }
-  if (wanted('projection')) report.push(
-    table('library projection, 2,000 subagents, large lines', inputs['large-f2000'].file, projRows, inputs['large-f2000'].lines, [
-      'subtee → files (CLI)',
-      'open() → files, no consumer',
-    ]),
-  );
+  if (wanted('projection'))
+    report.push(
+      table(
+        'library projection, 2,000 subagents, large lines',
+        inputs['large-f2000'].file,
+        projRows,
+        inputs['large-f2000'].lines,
+        ['subtee → files (CLI)', 'open() → files, no consumer'],
+      ),
+    );
 
   if (bigMb > 0 && wanted('memory')) {
     await gen('big-f2000', bigMb, 2000, 'large', 5);
     const rows: Row[] = [
       { label: `subtee → files, ${sizeMb} MB, 2,000 subagents`, samples: [], input: inputs['large-f2000'] },
       { label: `subtee → files, ${bigMb} MB, 2,000 subagents`, samples: [], input: inputs['big-f2000'] },
-      { label: `open() → files, lifecycle consumer, ${bigMb} MB, 2,000 subagents`, samples: [], input: inputs['big-f2000'] },
+      {
+        label: `open() → files, lifecycle consumer, ${bigMb} MB, 2,000 subagents`,
+        samples: [],
+        input: inputs['big-f2000'],
+      },
     ];
     for (let i = 0; i < runs; i++) {
-      rows[0].samples.push(measure(`${node} ${BIN} --out ${fresh('rss1')} --stdout none -q`, inputs['large-f2000'].file));
-      rows[1].samples.push(measure(`${node} ${BIN} --out ${fresh('rss2')} --stdout none -q`, inputs['big-f2000'].file));
+      rows[0].samples.push(
+        measure(`${node} ${BIN} --out ${fresh('rss1')} --stdout none -q`, inputs['large-f2000'].file),
+      );
+      rows[1].samples.push(
+        measure(`${node} ${BIN} --out ${fresh('rss2')} --stdout none -q`, inputs['big-f2000'].file),
+      );
       rows[2].samples.push(measure(proj('lifecycle'), inputs['big-f2000'].file));
     }
-    report.push(table('peak memory against stream length', inputs['big-f2000'].file, rows, inputs['big-f2000'].lines, []));
+    report.push(
+      table(
+        'peak memory against stream length',
+        inputs['big-f2000'].file,
+        rows,
+        inputs['big-f2000'].lines,
+        [],
+      ),
+    );
   }
 
   // Single lines of hundreds of MB and more, generated as they are piped in (never a file).
@@ -192,21 +292,38 @@ async function main() {
       // A stand-in file of the stream's size, for the MB/s column (the stream itself is piped).
       writeFileSync(lineFile(mb).file, '');
       spawnSync('truncate', ['-s', String(mb * 1024 * 1024 + 400), lineFile(mb).file]);
-      rows.push({ label: `subtee → files, one ${mb} MB line, default options`, samples: [], input: lineFile(mb) });
+      const label = `subtee → files, one ${mb} MB line, default options`;
+      rows.push({ label, samples: [], input: lineFile(mb) });
       rows.push({ label: `generator → cat (floor), ${mb} MB`, samples: [], input: lineFile(mb) });
     }
     for (let i = 0; i < runs; i++) {
       hugeMb.forEach((mb, k) => {
-        rows[2 * k].samples.push(measure(`${node} ${BIN} --out ${fresh('huge')} --stdout none -q`, '', gen(mb)));
+        const cmd = `${node} ${BIN} --out ${fresh('huge')} --stdout none -q`;
+        rows[2 * k].samples.push(measure(cmd, '', gen(mb)));
         rows[2 * k + 1].samples.push(measure('cat', '', gen(mb)));
       });
     }
-    report.push(table('one line larger than --max-line-bytes (spooled, routed byte for byte)', lineFile(hugeMb[0]).file, rows, 4, []));
+    const title = 'one line larger than --max-line-bytes (spooled, routed byte for byte)';
+    report.push(table(title, lineFile(hugeMb[0]).file, rows, 4, []));
   }
 
-  const lat = wanted('latency') ? await measureLatency(BIN, { linesPerSecond: 1000, seconds: quick ? 2 : 10, channels: 20 }) : null;
-  if (lat) report.push('### live latency', '', `1,000 lines/s through a pipe into \`subtee --out\`, 20 channels, ${lat.lines} lines: time from the write into subtee's stdin to the line being in its channel's .jsonl file.`, '');
-  if (lat) report.push(`| p50 ms | p99 ms | max ms | lines not seen |`, '|---|---|---|---|', `| ${lat.p50.toFixed(2)} | ${lat.p99.toFixed(2)} | ${lat.max.toFixed(2)} | ${lat.lost} |`, '');
+  const lat = wanted('latency')
+    ? await measureLatency(BIN, { linesPerSecond: 1000, seconds: quick ? 2 : 10, channels: 20 })
+    : null;
+  if (lat)
+    report.push(
+      '### live latency',
+      '',
+      `1,000 lines/s through a pipe into \`subtee --out\`, 20 channels, ${lat.lines} lines: time from the write into subtee's stdin to the line being in its channel's .jsonl file.`,
+      '',
+    );
+  if (lat)
+    report.push(
+      `| p50 ms | p99 ms | max ms | lines not seen |`,
+      '|---|---|---|---|',
+      `| ${lat.p50.toFixed(2)} | ${lat.p99.toFixed(2)} | ${lat.max.toFixed(2)} | ${lat.lost} |`,
+      '',
+    );
 
   process.stdout.write(report.join('\n') + '\n');
   rmSync(work, { recursive: true, force: true });

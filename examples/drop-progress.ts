@@ -12,7 +12,10 @@ export default definePlugin<Record<string, never>>({
     new Transform({
       objectMode: true,
       transform(batch: RecordBatch, _enc: BufferEncoding, cb: TransformCallback) {
-        cb(null, batch.filter((rec) => !(rec.kind === 'line' && rec.value.subtype === 'task_progress')));
+        cb(
+          null,
+          batch.filter((rec) => !(rec.kind === 'line' && rec.value.subtype === 'task_progress')),
+        );
       },
     }),
 });

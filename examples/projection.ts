@@ -14,7 +14,8 @@ async function follow(sub: SubagentHandle): Promise<void> {
   }
   const out = await sub.output;
   const where = sub.background ? 'in the background' : 'in the foreground';
-  console.log(`${indent}■ ${sub.name} ${out.status} ${where}: ${out.tokens} tokens, ${out.subtree.tokens} with its subagents`);
+  const tokens = `${out.tokens} tokens, ${out.subtree.tokens} with its subagents`;
+  console.log(`${indent}■ ${sub.name} ${out.status} ${where}: ${tokens}`);
 }
 
 const followers: Array<Promise<void>> = [];

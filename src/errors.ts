@@ -45,9 +45,16 @@ export class OutputError extends SubteeError {
   }
 }
 
+const WRITE_FAILURES: Record<string, string> = {
+  ENOSPC: 'no space left on device',
+  ELOOP: 'it is a symbolic link, and subtee does not write through links',
+  ENXIO: 'it is a named pipe with no reader',
+  EREPLACED: 'it was replaced by something else during the run',
+};
+
 /** Wraps a Node fs error as an OutputError naming the path, keeping the original as cause. */
 export function writeFailed(path: string, err: unknown): OutputError {
   const sys = err as NodeJS.ErrnoException;
-  const why = sys?.code === 'ENOSPC' ? 'no space left on device' : sys?.code ?? String(err);
+  const why = (sys?.code && WRITE_FAILURES[sys.code]) ?? sys?.code ?? String(err);
   return new OutputError('ERR_WRITE', path, `cannot write ${path}: ${why}`, err);
 }

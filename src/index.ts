@@ -1,23 +1,78 @@
-export { createLineParser, LineSplitter, classifyLine, isBlank, LINE_PARSER_DEFAULTS } from './chain/stages/line-parser.js';
-export { createVersionGuard, VersionGuard, versionWarnings, checkRequiredVersion, VERSION_GUARD_DEFAULTS } from './chain/stages/version-guard.js';
+export {
+  createLineParser,
+  LineSplitter,
+  classifyLine,
+  isBlank,
+  LINE_PARSER_DEFAULTS,
+} from './chain/stages/line-parser.js';
+export {
+  createVersionGuard,
+  VersionGuard,
+  versionWarnings,
+  checkRequiredVersion,
+  VERSION_GUARD_DEFAULTS,
+} from './chain/stages/version-guard.js';
 export { createChannelRouter } from './chain/stages/channel-router.js';
-export { createThinkingTruncator, truncateMiddle, THINKING_TRUNCATOR_DEFAULTS, THINKING_MODES } from './chain/stages/thinking-truncator.js';
-export { createIdleWatchdog, IdleWatchdog, IDLE_WATCHDOG_DEFAULTS, StallError, type Clock } from './chain/stages/idle-watchdog.js';
+export {
+  createThinkingTruncator,
+  truncateMiddle,
+  THINKING_TRUNCATOR_DEFAULTS,
+  THINKING_MODES,
+} from './chain/stages/thinking-truncator.js';
+export {
+  createIdleWatchdog,
+  IdleWatchdog,
+  IDLE_WATCHDOG_DEFAULTS,
+  StallError,
+  type Clock,
+} from './chain/stages/idle-watchdog.js';
 export { createFilesSink, prepareOutDir, FILES_SINK_DEFAULTS } from './chain/sinks/files.js';
 export { createStdoutSink, stdoutText, STDOUT_MODES, STDOUT_SINK_DEFAULTS } from './chain/sinks/stdout.js';
 export { createPinoSink, pinoEvents, PINO_SINK_DEFAULTS } from './chain/sinks/pino.js';
-export { buildChain, runChain, defaultSpec, chainProblems, createDiscard, DEFAULT_STAGES, type ChainSpec, type ComponentSpec, type ChainOptions } from './chain/chain.js';
+export {
+  buildChain,
+  runChain,
+  defaultSpec,
+  chainProblems,
+  createDiscard,
+  DEFAULT_STAGES,
+  type ChainSpec,
+  type ComponentSpec,
+  type ChainOptions,
+} from './chain/chain.js';
 export { readConfig, registerPlugins, applyFlags } from './chain/config.js';
 export { configSchema } from './chain/schema.js';
-export { definePlugin, loadPlugin, Registry, KIT_VERSION, type PluginDefinition, type PluginContext, type OptionSpec } from './chain/plugin.js';
+export {
+  definePlugin,
+  loadPlugin,
+  Registry,
+  KIT_VERSION,
+  type PluginDefinition,
+  type PluginContext,
+  type OptionSpec,
+} from './chain/plugin.js';
 export { builtinRegistry, BUILTINS } from './chain/builtins.js';
-export { ChannelTree, snapshotOf, type Channel, type ChannelSnapshot, type ChannelStatus, type ChannelEvent } from './model/tree.js';
+export {
+  ChannelTree,
+  snapshotOf,
+  type Channel,
+  type ChannelSnapshot,
+  type ChannelStatus,
+  type ChannelEvent,
+} from './model/tree.js';
 export * from './model/message.js';
 export { Session, type Warning } from './model/session.js';
 export { buildIndex, INDEX_FORMAT } from './views/index-file.js';
 export { renderRecord, shownBlocks } from './views/text.js';
 export { escapeControl, escapeOneLine, escapeHtml, escapeMarkdown } from './views/escape.js';
-export { walkTree, statusCounts, channelTokens, subtreeTotals, type TreeRow, type SubtreeTotals } from './views/walk.js';
+export {
+  walkTree,
+  statusCounts,
+  channelTokens,
+  subtreeTotals,
+  type TreeRow,
+  type SubtreeTotals,
+} from './views/walk.js';
 export { SubteeError, UsageError, OutputError, EXIT } from './errors.js';
 export type { SubteeRecord, RecordBatch, LineRecord, QuarantineRecord } from './model/record.js';
 export { open, type OpenOptions, type RunProjection, type Projections, type ProjectionName } from './open.js';
@@ -38,3 +93,23 @@ export {
   type Totals,
 } from './views/projection.js';
 export { createProjectionSink } from './chain/sinks/projection.js';
+export { createObjectSource, recordOfObject, OBJECT_SOURCE_DEFAULTS } from './chain/stages/object-source.js';
+export {
+  createInputFormat,
+  detectProducer,
+  INPUT_FORMATS,
+  INPUT_FORMAT_DEFAULTS,
+  type InputFormat,
+} from './chain/stages/input-format.js';
+export { teeJsonl, type SdkMessageLike } from './adapters/claude-sdk.js';
+export {
+  LangGraphMapper,
+  LANGGRAPH_DEFAULTS,
+  isProtocolEvent,
+  messageFields,
+  toolOutputText,
+  type ProtocolEvent,
+  type LangGraphMapperOptions,
+} from './adapters/langgraph.js';
+export type { Producer } from './model/session.js';
+export type { OpenInput } from './open.js';

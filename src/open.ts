@@ -5,6 +5,7 @@ import { builtinRegistry } from './chain/builtins.js';
 import { DEFAULT_STAGES, runChain, type ChainSpec } from './chain/chain.js';
 import { definePlugin, KIT_VERSION, Registry } from './chain/plugin.js';
 import { createProjectionSink } from './chain/sinks/projection.js';
+import { NULL_INPUT } from './chain/stages/object-source.js';
 import { Session } from './model/session.js';
 import { buildIndex } from './views/index-file.js';
 import {
@@ -62,12 +63,18 @@ export interface RunProjection {
   readonly done: Promise<Record<string, unknown>>;
 }
 
+/** What `open()` reads: bytes (a stream, chunks), or message objects (an SDK `query()`, a LangGraph run). */
+export type OpenInput = Readable | AsyncIterable<Buffer | Uint8Array | string> | AsyncIterable<unknown>;
+
 /**
  * Runs a stream-json input through subtee's chain and projects it live: subagent handles,
- * messages, tool calls and events as async iterables. The chain starts at once; iterating is
- * optional, and a projection nobody iterates costs nothing beyond the tree.
+ * messages, tool calls and events as async iterables. The input may be bytes or message
+ * objects (the Claude Agent SDK's `query()`, a LangGraph v3 run stream): the first value
+ * decides, and objects enter the chain through the object source instead of the line
+ * parser. The chain starts at once; iterating is optional, and a projection nobody iterates
+ * costs nothing beyond the tree.
  */
-export function open(input: Readable | AsyncIterable<Buffer | string>, options: OpenOptions = {}): RunProjection {
+export function open(input: OpenInput, options: OpenOptions = {}): RunProjection {
   const session = new Session();
   const projection = new Projection(session, options);
   // A copy: the caller's registry may serve several runs, each with its own projection sink.
@@ -85,14 +92,18 @@ export function open(input: Readable | AsyncIterable<Buffer | string>, options: 
   );
   const base: ChainSpec = options.spec ?? {
     stages: DEFAULT_STAGES.map((stage) => ({ ...stage })),
-    sinks: options.out === undefined ? [] : [{ use: 'files', out: options.out, force: options.force ?? false }],
+    sinks:
+      options.out === undefined ? [] : [{ use: 'files', out: options.out, force: options.force ?? false }],
   };
-  const spec: ChainSpec = { stages: base.stages, sinks: [...base.sinks, { use: 'projection' }] };
-  const source = input instanceof Readable ? input : Readable.from(input, { objectMode: false });
-  const filesOut = spec.sinks.find((sink) => sink.use === 'files')?.out;
+  const filesOut = base.sinks.find((sink) => sink.use === 'files')?.out;
 
   const done = (async () => {
     try {
+      const { source, edge } = await inputOf(input);
+      const stages = base.stages.map((stage) =>
+        INPUT_EDGES.has(stage.use) && stage.use !== edge ? { use: edge } : stage,
+      );
+      const spec: ChainSpec = { stages, sinks: [...base.sinks, { use: 'projection' }] };
       await runChain(source, spec, { registry, session, signal: options.signal, env: options.env });
     } finally {
       projection.finish();
@@ -133,6 +144,38 @@ export function open(input: Readable | AsyncIterable<Buffer | string>, options: 
       >;
     },
     done,
+  };
+}
+
+const INPUT_EDGES: ReadonlySet<string> = new Set(['line-parser', 'object-source']);
+
+const isBytes = (value: unknown) => typeof value === 'string' || value instanceof Uint8Array;
+
+/**
+ * The input as a stream, and the chain edge that reads it. A byte stream is taken as it is;
+ * otherwise the first value is looked at: bytes or strings go to the line parser, anything
+ * else (message objects) to the object source. The value looked at is not lost.
+ */
+async function inputOf(
+  input: OpenInput,
+): Promise<{ source: Readable; edge: 'line-parser' | 'object-source' }> {
+  if (input instanceof Readable && !input.readableObjectMode) return { source: input, edge: 'line-parser' };
+  const iterator = (input as AsyncIterable<unknown>)[Symbol.asyncIterator]();
+  const first = await iterator.next();
+  const values = async function* () {
+    try {
+      if (first.done) return;
+      yield first.value ?? NULL_INPUT;
+      for (let next = await iterator.next(); !next.done; next = await iterator.next())
+        yield next.value ?? NULL_INPUT;
+    } finally {
+      await iterator.return?.();
+    }
+  };
+  const objects = !first.done && !isBytes(first.value);
+  return {
+    source: Readable.from(values(), { objectMode: objects }),
+    edge: objects ? 'object-source' : 'line-parser',
   };
 }
 

@@ -26,7 +26,11 @@ export function satisfies(version: string, range: string): boolean {
   const v = parseVersion(version);
   if (!v || !isValidRange(range)) return false;
   return range.split('||').some((alt) =>
-    alt.trim().split(/\s+/).filter(Boolean).every((p) => test(v, p)),
+    alt
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .every((p) => test(v, p)),
   );
 }
 
@@ -37,15 +41,26 @@ function test(v: Version, comparator: string): boolean {
   const base: Version = [Number(m[2]), wild(m[3]) ? 0 : Number(m[3]), wild(m[4]) ? 0 : Number(m[4])];
   const c = compareVersions(v, base);
   switch (op) {
-    case '>=': return c >= 0;
-    case '<=': return c <= 0;
-    case '>': return c > 0;
-    case '<': return c < 0;
+    case '>=':
+      return c >= 0;
+    case '<=':
+      return c <= 0;
+    case '>':
+      return c > 0;
+    case '<':
+      return c < 0;
     case '^': {
-      const upper: Version = base[0] > 0 ? [base[0] + 1, 0, 0] : base[1] > 0 ? [0, base[1] + 1, 0] : [0, 0, base[2] + 1];
+      // The first non-zero part is pinned; a part left out counts as any (`^0` is <1.0.0, `^0.0` is <0.1.0).
+      const upper: Version =
+        base[0] > 0 || wild(m[3])
+          ? [base[0] + 1, 0, 0]
+          : base[1] > 0 || wild(m[4])
+            ? [0, base[1] + 1, 0]
+            : [0, 0, base[2] + 1];
       return c >= 0 && compareVersions(v, upper) < 0;
     }
-    case '~': return c >= 0 && compareVersions(v, [base[0], base[1] + 1, 0]) < 0;
+    case '~':
+      return c >= 0 && compareVersions(v, wild(m[3]) ? [base[0] + 1, 0, 0] : [base[0], base[1] + 1, 0]) < 0;
     default:
       if (wild(m[3])) return v[0] === base[0];
       if (wild(m[4])) return v[0] === base[0] && v[1] === base[1];

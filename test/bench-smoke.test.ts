@@ -7,6 +7,7 @@ import { ROOT } from './helpers.js';
 // Proves the benchmark still runs end to end on small inputs. It asserts what the report
 // contains, never how fast anything was.
 test('npm run bench -- --quick prints every table', () => {
+  // The timeout only catches a hang: on a loaded 2-core machine the quick run takes two minutes.
   const r = spawnSync(process.execPath, [join(ROOT, 'dist', 'bench', 'run.js'), '--quick'], { encoding: 'utf8', timeout: 600_000 });
   assert.equal(r.status, 0, r.stderr);
   for (const heading of ['### large lines', '### small lines', '### many subagents', '### peak memory', '### library projection', '### one line larger than --max-line-bytes', '### live latency']) assert.ok(r.stdout.includes(heading), heading);

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import * as zlib from 'node:zlib';
 import { OPTIONS, helpText, parseArgs } from '../src/chain/options.js';
-import { BIN, ROOT, linesOf, readTree, tmpDir } from './helpers.js';
+import { BIN, FIXTURES, ROOT, checkOutput, linesOf, readTree, tmpDir } from './helpers.js';
 
 function subtee(args: string[], input?: string | Buffer) {
   return spawnSync(process.execPath, [BIN, ...args], { input, encoding: 'utf8', timeout: 30_000 });
@@ -35,7 +36,7 @@ for (const [args, code] of [
   [['--max-open-files', '2'], 'ERR_BAD_OPTION'],
   [['--max-line-bytes', 'lots'], 'ERR_BAD_OPTION'],
   [['--out'], 'ERR_BAD_OPTION'],
-  [['a', 'b'], 'ERR_USAGE'],
+  [['-', '-'], 'ERR_USAGE'],
 ] as const) {
   test(`bad usage ${args.join(' ')} → one line, exit 2, ${code}`, () => {
     const r = subtee([...args], '');
@@ -49,7 +50,7 @@ for (const [args, code] of [
 test('parseArgs throws typed errors', () => {
   assert.throws(() => parseArgs(['--nope']), { code: 'ERR_UNKNOWN_OPTION' });
   assert.equal(parseArgs(['-o', 'x']).out, 'x');
-  assert.equal(parseArgs([])['max-open-files'], 128);
+  assert.equal(parseArgs([])['max-open-files'], undefined, 'left to the files sink, whose default fits the descriptor limit');
 });
 
 test('unusable input or output: exit 3 with one line', () => {
@@ -104,7 +105,14 @@ test('a closed stdout (| head -1) ends that sink only: files complete, exit 0', 
 test('the README documents every option, warning code and error code', async () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
   for (const o of OPTIONS) assert.ok(readme.includes(`--${o.name}`), `--${o.name}`);
-  const sources = ['src/chain/stages/line-parser.ts', 'src/chain/stages/version-guard.ts', 'src/chain/stages/idle-watchdog.ts'].map((f) => readFileSync(join(ROOT, f), 'utf8')).join('\n');
+  // The options table says each flag's default as --help does (both read the option specs).
+  const rows = readme.split('\n').filter((l) => l.startsWith('| `'));
+  for (const o of OPTIONS) {
+    if (o.type === 'boolean' || o.default === undefined) continue;
+    const row = rows.find((l) => l.includes(`--${o.name}`));
+    assert.ok(row?.split('|')[2].includes(String(o.default)), `README default of --${o.name}: ${o.default}`);
+  }
+  const sources = ['src/chain/stages/line-parser.ts', 'src/chain/stages/version-guard.ts', 'src/chain/stages/idle-watchdog.ts', 'src/chain/stages/channel-router.ts', 'src/model/session.ts', 'src/cli.ts'].map((f) => readFileSync(join(ROOT, f), 'utf8')).join('\n');
   const warnings = new Set([...sources.matchAll(/'([A-Z]+(?:_[A-Z]+)+)'/g)].map((m) => m[1]).filter((c) => !c.startsWith('ERR_')));
   assert.ok(warnings.size >= 10);
   for (const c of warnings) assert.ok(readme.includes(`\`${c}\``), c);
@@ -112,4 +120,136 @@ test('the README documents every option, warning code and error code', async () 
   const errors = new Set([...all.matchAll(/(?:Error\(|super\()\s*'(ERR_[A-Z_]+)'/g)].map((x) => x[1]));
   assert.ok(errors.size >= 14);
   for (const m of errors) assert.ok(readme.includes(`\`${m}\``), m);
+});
+
+/** A recording large enough that a reader closing after one line closes while subtee still writes. */
+function bigInput(): string {
+  const file = join(tmpDir(), 'big.jsonl');
+  const lines = Array.from({ length: 20_000 }, (_, i) => JSON.stringify({ type: 'assistant', parent_tool_use_id: null, timestamp: '2026-01-01T00:00:00.000Z', message: { id: `m${i}`, content: [{ type: 'text', text: `line ${i} ${'x'.repeat(100)}` }] } }));
+  writeFileSync(file, lines.join('\n') + '\n');
+  return file;
+}
+
+/** Runs subtee in a shell pipeline and returns subtee's own exit status (PIPESTATUS[0]). */
+function inPipeline(pipeline: string) {
+  return spawnSync('bash', ['-c', `${pipeline}; exit \${PIPESTATUS[0]}`], { encoding: 'utf8', timeout: 60_000 });
+}
+
+test('--pino - into | head -1: the closed reader ends the pino output only; files complete, exit 0', () => {
+  const input = bigInput();
+  const out = join(tmpDir(), 'o');
+  const r = inPipeline(`"${process.execPath}" "${BIN}" --out "${out}" --stdout none --pino - "${input}" | head -1 > /dev/null`);
+  assert.equal(r.status, 0, r.stderr);
+  assert.doesNotMatch(r.stderr, /EPIPE|ERR_|error/i);
+  const files = readTree(out);
+  assert.equal(linesOf(files.get('main.jsonl')).length, 20_000);
+  assert.equal(JSON.parse(files.get('index.json')!.toString()).input.lines, 20_000);
+});
+
+test('2>&1 | head -1: a closed stdout and stderr end those outputs only (no uncaught EPIPE); files complete, exit 0', () => {
+  const input = bigInput();
+  for (const extra of [[], ['--stdout', 'none', '--pino', '-']]) {
+    const out = join(tmpDir(), 'o');
+    // The summary (and any warning) is written to stderr after the reader has gone.
+    const r = inPipeline(`"${process.execPath}" "${BIN}" --out "${out}" ${extra.join(' ')} "${input}" 2>&1 | head -1 > /dev/null`);
+    assert.equal(r.status, 0, `${extra.join(' ')}: ${r.stderr}`);
+    const files = readTree(out);
+    assert.equal(linesOf(files.get('main.jsonl')).length, 20_000);
+    assert.equal(JSON.parse(files.get('index.json')!.toString()).input.lines, 20_000);
+  }
+});
+
+test('a folder as input: exit 3 with ERR_INPUT, and no output folder is left behind', () => {
+  const dir = tmpDir();
+  const out = join(dir, 'o');
+  mkdirSync(join(dir, 'in'));
+  for (const args of [[join(dir, 'in')], [join(FIXTURES, 'nested-depth-3.jsonl'), join(dir, 'in')]]) {
+    const r = subtee(['--out', out, ...args], '');
+    assert.equal(r.status, 3, r.stderr);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    assert.match(r.stderr, /in: it is a folder, not a file \[ERR_INPUT\]/);
+    assert.equal(existsSync(out), false, 'no output folder');
+  }
+  const onStdin = spawnSync('bash', ['-c', `"${process.execPath}" "${BIN}" --out "${out}" < "${join(dir, 'in')}"`], { encoding: 'utf8' });
+  assert.equal(onStdin.status, 3, onStdin.stderr);
+  assert.match(onStdin.stderr, /^subtee: cannot read stdin: it is a folder, not a file \[ERR_INPUT\]\n$/);
+  assert.equal(existsSync(out), false, 'no output folder');
+});
+
+test('gzip input is read by its magic bytes, from a file or stdin, several members too', () => {
+  const recording = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'));
+  const gz = zlib.gzipSync(recording);
+  const dir = tmpDir();
+  const named = join(dir, 'rec.jsonl'); // the name does not say gzip: the bytes do
+  writeFileSync(named, gz);
+  const fromFile = join(dir, 'a');
+  assert.equal(subtee(['--out', fromFile, '-q', '--stdout', 'none', named]).status, 0);
+  checkOutput(recording, fromFile, 'gzip file');
+  const fromStdin = join(dir, 'b');
+  const r = subtee(['--out', fromStdin, '-q', '--stdout', 'raw'], Buffer.concat([gz, gz]));
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, Buffer.concat([recording, recording]).toString(), '--stdout raw passes the decompressed stream on');
+  checkOutput(Buffer.concat([recording, recording]), fromStdin, 'two gzip members on stdin');
+  // One byte at a time: the magic bytes arrive split.
+  const slow = spawnSync('bash', ['-c', `for b in $(od -An -v -tx1 "${named}"); do printf "\\\\x$b"; done | "${process.execPath}" "${BIN}" --out "${join(dir, 'c')}" -q --stdout none`], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(slow.status, 0, slow.stderr);
+  checkOutput(recording, join(dir, 'c'), 'gzip in one-byte writes');
+});
+
+test('damaged gzip is exit 3 with ERR_INPUT; zstd is read where Node.js can, refused with a hint otherwise', () => {
+  const recording = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'));
+  const gz = zlib.gzipSync(recording);
+  const cut = subtee(['--out', join(tmpDir(), 'o'), '-q', '--stdout', 'none'], gz.subarray(0, gz.length - 20));
+  assert.equal(cut.status, 3, cut.stderr);
+  assert.match(cut.stderr, /^subtee: cannot read stdin: gzip data is damaged or cut short .*\[ERR_INPUT\]\n$/);
+  const z = zlib as unknown as { zstdCompressSync?: (b: Buffer) => Buffer };
+  const zstdFile = join(tmpDir(), 'rec.jsonl.zst');
+  const out = join(tmpDir(), 'o');
+  if (typeof z.zstdCompressSync === 'function') {
+    writeFileSync(zstdFile, z.zstdCompressSync(recording));
+    assert.equal(subtee(['--out', out, '-q', '--stdout', 'none', zstdFile]).status, 0);
+    checkOutput(recording, out, 'zstd');
+  } else {
+    writeFileSync(zstdFile, Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), recording]));
+    const r = subtee(['--out', out, '-q', zstdFile]);
+    assert.equal(r.status, 3, r.stderr);
+    assert.match(r.stderr, /rec\.jsonl\.zst: it is zstd-compressed and Node\.js v\d+\S* has no zstd decompressor .*zstd -dc FILE \| subtee … \[ERR_INPUT\]/);
+    assert.equal(existsSync(out), false, 'refused before the output folder is made');
+  }
+  const xz = subtee(['--out', join(tmpDir(), 'o'), '-q'], Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00, 1, 2, 3]));
+  assert.equal(xz.status, 3);
+  assert.match(xz.stderr, /it is xz-compressed; decompress it first: xz -dc FILE \| subtee … \[ERR_INPUT\]/);
+});
+
+test('several inputs: one complete output folder per input, OUT/<name>/, checked before any is written', () => {
+  const dir = tmpDir();
+  const a = join(FIXTURES, 'nested-depth-3.jsonl');
+  const b = join(FIXTURES, 'failing-beside-healthy.jsonl');
+  mkdirSync(join(dir, 'x'));
+  const sameName = join(dir, 'x', 'nested-depth-3.jsonl.gz');
+  writeFileSync(sameName, zlib.gzipSync(readFileSync(a)));
+  const out = join(dir, 'o');
+  const r = subtee(['--out', out, '--stdout', 'none', a, b, sameName, '--pino']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(readdirSync(out).sort(), ['failing-beside-healthy', 'nested-depth-3', 'nested-depth-3-2']);
+  checkOutput(readFileSync(a), join(out, 'nested-depth-3'), 'first input');
+  checkOutput(readFileSync(b), join(out, 'failing-beside-healthy'), 'second input');
+  checkOutput(readFileSync(a), join(out, 'nested-depth-3-2'), 'third input (same name, gzip)');
+  for (const sub of readdirSync(out)) assert.ok(existsSync(join(out, sub, 'events.pino.log')), `the pino log inside OUT goes with each input: ${sub}`);
+  assert.equal(r.stderr.match(/^subtee: \d+ subagents/gm)?.length, 3, 'one summary per input');
+  // A used folder for any input is refused before the first input is read.
+  const again = subtee(['--out', out, '-q', join(FIXTURES, 'nested-depth-3-task-tool.jsonl'), b]);
+  assert.equal(again.status, 3);
+  assert.match(again.stderr, /failing-beside-healthy already holds files .*\[ERR_OUT_NOT_EMPTY\]/);
+  assert.equal(existsSync(join(out, 'nested-depth-3-task-tool')), false);
+});
+
+test('an input with no JSON object line at all gets an INPUT_QUARANTINED warning', () => {
+  const out = join(tmpDir(), 'o');
+  const r = subtee(['--out', out, '--stdout', 'none'], 'PK\x03\x04 not a stream\nnot json either\n');
+  assert.equal(r.status, 0);
+  assert.match(r.stderr, /warning INPUT_QUARANTINED: none of the 2 input lines is a JSON object/);
+  assert.deepEqual(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).warnings.map((w: any) => w.code), ['INPUT_QUARANTINED']);
+  const fine = subtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none'], stream);
+  assert.doesNotMatch(fine.stderr, /INPUT_QUARANTINED/, 'one noise line among JSON lines is no reason to warn');
 });

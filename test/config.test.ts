@@ -31,7 +31,7 @@ test('every problem of a config is reported in one message', async () => {
     }
   })();
   assert.equal(err.code, 'ERR_CONFIG');
-  for (const part of ['stages[0].maxLineBytes: must be a number', 'stages[1]: unknown stage "nope"', 'stages[2].colour: unknown option', 'sinks[0].out: required', 'sinks[1].mode: must be one of']) {
+  for (const part of ['stages[0].maxLineBytes: must be a whole number', 'stages[1]: unknown stage "nope"', 'stages[2].colour: unknown option', 'sinks[0].out: required', 'sinks[1].mode: must be one of']) {
     assert.ok(err.message.includes(part), `${part} in ${err.message}`);
   }
   assert.equal(err.message.split('\n').length, 1);
@@ -128,4 +128,37 @@ test('built-in stages register through the same contract as plugins', () => {
 test('the kit version plugins check is the package version', async () => {
   const { KIT_VERSION } = await import('../src/chain/plugin.js');
   assert.equal(KIT_VERSION, JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
+});
+
+test('plugins published as ESM-only packages load by name, as import() resolves them', async () => {
+  const project = tmpDir();
+  const nested = join(project, 'configs', 'ci');
+  mkdirSync(nested, { recursive: true });
+  const pkg = (name: string, manifest: Record<string, unknown>, files: Record<string, string>) => {
+    const dir = join(project, 'node_modules', name);
+    for (const [file, text] of Object.entries(files)) {
+      mkdirSync(join(dir, file, '..'), { recursive: true });
+      writeFileSync(join(dir, file), text);
+    }
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, type: 'module', ...manifest }));
+  };
+  const def = (name: string) => `export default { name: "${name}", kind: "stage", kit: "^0.1.0", options: {}, create() {} };`;
+  pkg('esm-only', { exports: { '.': { import: './dist/index.js' } } }, { 'dist/index.js': def('esm-only') });
+  // Conditions in order: the first that import() matches wins, `require` is never taken.
+  pkg('dual', { exports: { '.': { require: './cjs.cjs', import: './esm.js' } } }, { 'esm.js': def('dual-esm'), 'cjs.cjs': 'module.exports = { default: { name: "dual-cjs" } };' });
+  pkg('@acme/subtee-tools', { exports: { './redact': { node: { import: './lib/redact.js' } }, './stages/*': './lib/stages/*.js' } }, {
+    'lib/redact.js': def('acme-redact'),
+    'lib/stages/upper.js': def('acme-upper'),
+  });
+  pkg('sugar', { exports: './main.js' }, { 'main.js': def('sugar') });
+  pkg('plain-main', { main: 'lib/entry.js' }, { 'lib/entry.js': def('plain-main') });
+  // Found from a folder below the project, as Node looks up node_modules.
+  for (const [spec, name] of [['esm-only', 'esm-only'], ['dual', 'dual-esm'], ['@acme/subtee-tools/redact', 'acme-redact'], ['@acme/subtee-tools/stages/upper', 'acme-upper'], ['sugar', 'sugar'], ['plain-main', 'plain-main']]) {
+    assert.equal((await loadPlugin(spec, nested)).name, name, spec);
+  }
+  await assert.rejects(loadPlugin('@acme/subtee-tools', nested), { code: 'ERR_PLUGIN_LOAD', message: /does not export "\."/ });
+  // Through the CLI, as a config names it.
+  writeFileSync(join(nested, 'subtee.json'), JSON.stringify({ plugins: ['esm-only'], stages: [{ use: 'line-parser' }, { use: 'channel-router' }], sinks: [{ use: 'files', out: join(project, 'o') }] }));
+  const r = spawnSync(process.execPath, [BIN, '--config', join(nested, 'subtee.json'), '-q'], { input: '', encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
 });

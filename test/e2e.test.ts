@@ -5,13 +5,15 @@ import { claudeAvailable } from './e2e/claude.js';
 import { startFakeApi, type FakeApi } from './e2e/fake-api.js';
 import { pipeClaudeIntoSubtee, subteeRunsClaude } from './e2e/pipe.js';
 import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { execSync } from 'node:child_process';
 import { SCENARIOS } from './e2e/scenarios.js';
 import { spawn } from 'node:child_process';
 import { claudeCommand } from './e2e/claude.js';
 import { open } from '../src/index.js';
 import { checkCollected, collect } from './projection-check.js';
-import { BIN, checkOutput, tmpDir } from './helpers.js';
+import { BIN, checkDetails, checkOutput, fixtureFiles, tmpDir } from './helpers.js';
 
 describe('real Claude Code CLI piped into subtee', { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (npm ci installs it)' }, () => {
   let api: FakeApi;
@@ -28,7 +30,8 @@ describe('real Claude Code CLI piped into subtee', { skip: !claudeAvailable() &&
       const r = await pipeClaudeIntoSubtee(BIN, { prompt: s.prompt, apiUrl: api.url, forward: s.forward, partial: s.partial }, out);
       assert.equal(r.claudeCode, 0, r.claudeStderr);
       assert.equal(r.subteeCode, 0, r.subteeStderr);
-      const { index } = checkOutput(r.raw, out, s.name);
+      const { index, expected } = checkOutput(r.raw, out, s.name);
+      checkDetails(index, expected, s.name);
       const subs = index.channels.filter((c: any) => c.id !== null);
       assert.equal(subs.length, s.expect.subagents, 'subagents');
       assert.equal(Math.max(...subs.map((c: any) => c.depth)), s.expect.maxDepth, 'max depth');
@@ -62,11 +65,15 @@ describe('real Claude Code CLI piped into subtee', { skip: !claudeAvailable() &&
 
   test('a background subagent silent for longer than the idle timeout is not a hang', async () => {
     const out = join(tmpDir(), 'out');
-    const r = await subteeRunsClaude(BIN, { prompt: 'SCRIPT:quiet:4000', apiUrl: api.url }, out, ['--idle-timeout-ms', '1500']);
+    // The idle timeout must outlast the CLI's own start (about 6 s before its first line on a
+    // loaded 2-core machine, when nothing is in the background yet); the worker's silence is
+    // twice the timeout.
+    const r = await subteeRunsClaude(BIN, { prompt: 'SCRIPT:quiet:24000', apiUrl: api.url }, out, ['--idle-timeout-ms', '12000'], 120_000);
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stderr, /STALL/);
-    assert.ok(r.ms > 4000, `the worker was silent for 4 s (run took ${r.ms} ms)`);
-    const { index } = checkOutput(r.raw, out, 'quiet background worker');
+    assert.ok(r.ms > 24_000, `the worker was silent for 24 s (run took ${r.ms} ms)`);
+    const { index, expected } = checkOutput(r.raw, out, 'quiet background worker');
+    checkDetails(index, expected, 'quiet background worker');
     assert.equal(index.stalled, false);
     assert.deepEqual(index.channels.map((c: any) => c.status), ['completed', 'completed']);
   });
@@ -90,4 +97,15 @@ describe('real Claude Code CLI piped into subtee', { skip: !claudeAvailable() &&
     assert.match(r.subteeStderr, /STALL/);
     assert.equal(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).stalled, true);
   });
+});
+
+test('recorded CLI streams: usage, counts, background and summary match the independent reading', () => {
+  for (const file of fixtureFiles()) {
+    const out = join(tmpDir(), 'out');
+    const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', file], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(r.status, 0, r.stderr);
+    const { index, expected } = checkOutput(readFileSync(file), out, basename(file));
+    checkDetails(index, expected, basename(file));
+    assert.ok(index.channels.some((c: any) => c.usage.output_tokens > 0), `${basename(file)}: has usage to compare`);
+  }
 });

@@ -14,19 +14,30 @@ const example = (name: string) => join(ROOT, 'dist', 'examples', `${name}.js`);
 
 test('the README shows every example exactly as it is in examples/', () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  for (const name of ['projection', 'compose', 'drop-progress']) {
-    const code = readFileSync(join(ROOT, 'examples', `${name}.ts`), 'utf8').trim();
-    assert.ok(readme.includes(code), `README holds examples/${name}.ts`);
+  const files = ['projection.ts', 'compose.ts', 'drop-progress.ts', 'claude-agent-sdk.mjs', 'deep-agents.mjs'];
+  for (const name of files) {
+    const code = readFileSync(join(ROOT, 'examples', name), 'utf8').trim();
+    assert.ok(readme.includes(code), `README holds examples/${name}`);
   }
 });
 
 test('examples/projection: each subagent starts, speaks and ends, at every depth', () => {
-  const out = execFileSync(process.execPath, [example('projection'), join(FIXTURES, 'nested-depth-3.jsonl')], {
-    encoding: 'utf8',
-  });
+  const out = execFileSync(
+    process.execPath,
+    [example('projection'), join(FIXTURES, 'nested-depth-3.jsonl')],
+    {
+      encoding: 'utf8',
+    },
+  );
   const starts = out.split('\n').filter((l) => l.includes('▶ general-purpose'));
-  assert.deepEqual(starts.map((l) => l.indexOf('▶')), [2, 4, 6]);
-  assert.equal(out.split('\n').filter((l) => /■ general-purpose completed in the (fore|back)ground/.test(l)).length, 3);
+  assert.deepEqual(
+    starts.map((l) => l.indexOf('▶')),
+    [2, 4, 6],
+  );
+  assert.equal(
+    out.split('\n').filter((l) => /■ general-purpose completed in the (fore|back)ground/.test(l)).length,
+    3,
+  );
   assert.match(out, /Worker leaf report: done\./);
   assert.match(out, /22 tokens, 66 with its subagents/);
   assert.match(out, /^3 subagents$/m);
@@ -37,7 +48,10 @@ test('examples/compose: a pipeline() of the factories finishes a 5 MB input, not
   const input = join(dir, 'in.jsonl');
   await writeStream({ sizeBytes: 5 * 1024 * 1024, fanout: 50, shape: 'small', seed: 9 }, input);
   const out = join(dir, 'out');
-  const printed = execFileSync(process.execPath, [example('compose'), input, out], { encoding: 'utf8', timeout: 120_000 });
+  const printed = execFileSync(process.execPath, [example('compose'), input, out], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   assert.match(printed, /50 subagents/);
   checkOutput(readFileSync(input), out, 'compose example');
 });
@@ -52,7 +66,10 @@ test('examples/drop-progress: the plugin loads by path and takes task_progress l
   const out = join(tmpDir(), 'out');
   await runChain(
     chunked([input]),
-    { stages: [{ use: 'line-parser' }, { use: 'drop-progress' }, { use: 'channel-router' }], sinks: [{ use: 'files', out }] },
+    {
+      stages: [{ use: 'line-parser' }, { use: 'drop-progress' }, { use: 'channel-router' }],
+      sinks: [{ use: 'files', out }],
+    },
     { registry, session: new Session() },
   );
   const written = [...readTree(out)].filter(([f]) => f.endsWith('.jsonl')).flatMap(([, b]) => linesOf(b));

@@ -5,7 +5,7 @@ import { join, resolve, sep } from 'node:path';
 import { test } from 'node:test';
 import { FileNamer, safeStem } from '../src/chain/sinks/file-names.js';
 import { createFilesSink } from '../src/chain/sinks/files.js';
-import { linesOf, runToFiles, tmpDir } from './helpers.js';
+import { linesOf, runToFiles, splitEvery, tmpDir } from './helpers.js';
 
 const hostileIds = [
   '../../x',
@@ -98,15 +98,33 @@ test('readable logs: header, blocks, status; control characters escaped', async 
   assert.match(main, /\[result\] report\\x1b/);
 });
 
-test('10,000 channels with at most 16 open files lose nothing', async () => {
+test('10,000 channels with at most 16 open files lose nothing, across closes and reopens', async () => {
   const n = 10_000;
   const lines: string[] = [];
   for (let i = 0; i < n; i++) lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: `toolu_${i}`, message: { id: `m${i}`, content: [{ type: 'text', text: `a${i}` }] } }));
   for (let i = 0; i < n; i++) lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: `toolu_${i}`, message: { id: `n${i}`, content: [{ type: 'text', text: `b${i}` }] } }));
-  const { index, files } = await runToFiles(Buffer.from(lines.join('\n') + '\n'), { maxOpenFiles: 16, flushBytes: 64 * 1024 });
+  const input = Buffer.from(lines.join('\n') + '\n');
+  // Many chunks, as a pipe gives them: each channel's first line is written (and its file
+  // closed by the LRU) long before its second one arrives, which needs a reopen for append.
+  const { index, files } = await runToFiles(splitEvery(input, 16 * 1024), { maxOpenFiles: 16, flushBytes: 64 * 1024 });
   assert.equal(index.channels.length, n + 1);
-  for (const i of [0, 1, 4999, n - 1]) {
-    const c = index.channels.find((x: any) => x.id === `toolu_${i}`);
-    assert.deepEqual(linesOf(files.get(c.jsonl)), [lines[i], lines[n + i]]);
+  for (const c of index.channels) {
+    if (c.id === null) continue;
+    const i = Number(c.id.slice('toolu_'.length));
+    assert.deepEqual(linesOf(files.get(c.jsonl)), [lines[i], lines[n + i]], c.id);
+    const log = files.get(c.log)!.toString();
+    assert.ok(log.startsWith('# subtee transcript:') && log.includes(`a${i}\n`) && log.includes(`b${i}\n`), `${c.log}: header and both lines`);
   }
+});
+
+test('quarantine_lines lists the first 1,000 quarantined line numbers and counts the rest', async () => {
+  const good = JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: 'm', content: [{ type: 'text', text: 'ok' }] } });
+  const lines = [good, ...Array.from({ length: 5000 }, (_, i) => `junk ${i}`), good, 'junk at the end'];
+  const { index, files } = await runToFiles(Buffer.from(lines.join('\n') + '\n'));
+  assert.equal(index.input.quarantined, 5001);
+  assert.equal(index.quarantine_lines.length, 1000);
+  assert.deepEqual(index.quarantine_lines.slice(0, 3), [2, 3, 4]);
+  assert.equal(index.quarantine_lines[999], 1001);
+  assert.equal(index.quarantine_lines_omitted, 4001);
+  assert.equal(linesOf(files.get('quarantine.log')).length, 5001, 'the quarantine file itself keeps every line');
 });

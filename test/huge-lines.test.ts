@@ -92,7 +92,7 @@ test('a 200 MB line is routed to its channel byte for byte with peak RSS under 1
   assert.equal(await hashFile(join(out, 'quarantine.log')), r.quarantined, 'the quarantine holds the bad line byte for byte');
   const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
   assert.deepEqual(index.quarantine_lines, [4]);
-  assert.deepEqual(index.input, { lines: 5, bytes: index.input.bytes, quarantined: 1, blank_lines: 0 });
+  assert.deepEqual(index.input, { lines: 5, bytes: index.input.bytes, quarantined: 1, blank_lines: 0, failed: 0 });
   const agent = index.channels.find((c: any) => c.id === 'toolu_01huge');
   assert.deepEqual({ lines: agent.lines, parent: agent.parent, agent: agent.agent }, { lines: 1, parent: null, agent: 'Explore' });
   assert.match(readFileSync(join(out, 'agents', 'toolu_01huge.log'), 'utf8'), /\[long line\] user line of 20971\d+ bytes, whole in agents\/toolu_01huge\.jsonl: \{"type":"user"/);
@@ -155,7 +155,7 @@ test('a spooled line is counted on its channel; a spooled non-object goes to the
   assert.equal(files.get('quarantine.log')!.toString('utf8'), lines[2] + '\n');
   const ch = run.tree.get('toolu_01sp')!;
   assert.deepEqual([ch.lines, ch.lastSeen, ch.agent], [1, '2026-11-30T12:00:01Z', 'Plan']);
-  assert.deepEqual(run.quarantineLines, [3]);
+  assert.deepEqual(run.quarantineLines.listed, [3]);
   const events = readFileSync(pinoFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   assert.deepEqual(events.filter((e) => e.kind === 'quarantine').map((e) => [e.line, e.reason, e.content.slice(0, 9)]), [[3, 'not-object', 'npm WARN ']]);
 });

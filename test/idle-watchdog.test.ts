@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Writable } from 'node:stream';
 import { createIdleWatchdog, IdleWatchdog, IDLE_WATCHDOG_DEFAULTS, type Clock } from '../src/chain/stages/idle-watchdog.js';
+import { createLineParser } from '../src/chain/stages/line-parser.js';
 import type { SubteeRecord } from '../src/model/record.js';
 import { Session } from '../src/model/session.js';
 
@@ -127,4 +128,25 @@ test('a blocked event loop counts at most two intervals of silence per check', (
   }
   assert.equal(checks, 5);
   assert.equal(fired.silenceMs, 11_000);
+});
+
+test('input bytes reset the idle clock: one long line arriving slowly is not silence', async () => {
+  const fc = fakeClock();
+  const run = new Session();
+  const parser = createLineParser({ session: run });
+  const dog = createIdleWatchdog({ ...opts, clock: fc.clock, session: run });
+  dog.on('error', () => {});
+  parser.pipe(dog).resume();
+  parser.write('{"type":"assistant","message":{"content":[{"type":"text","text":"');
+  // 30 s of a line growing by a few bytes every 200 ms: no record reaches the watchdog.
+  for (let i = 0; i < 150; i++) {
+    parser.write('abcdefgh');
+    await settle();
+    fc.advance(200, 200);
+  }
+  assert.equal(dog.errored, null, 'bytes kept arriving');
+  assert.equal(run.stalled, false);
+  // Then the bytes stop: real silence.
+  fc.advance(11_000);
+  assert.equal((dog.errored as any)?.code, 'ERR_STALL');
 });

@@ -61,7 +61,7 @@ test('noise, non-objects, blank lines and a truncated last line are quarantined 
   assert.equal(run.input.quarantined, 7);
   assert.equal(run.input.blankLines, 3);
   assert.equal(run.input.lines, 8);
-  assert.deepEqual(run.quarantineLines, [1, 2, 3, 4, 5, 10, 11]);
+  assert.deepEqual(run.quarantineLines.listed, [1, 2, 3, 4, 5, 10, 11]);
 });
 
 test('a complete last line without a newline is a record', async () => {
@@ -99,7 +99,7 @@ test('a line over the limit is spooled, never held: routed when it is a JSON obj
   assert.deepEqual([quarantined.value, quarantined.reason], [null, 'not-json']);
   assert.equal(run.input.lines, 4);
   assert.equal(run.input.quarantined, 1);
-  assert.deepEqual(run.quarantineLines, [4]);
+  assert.deepEqual(run.quarantineLines.listed, [4]);
   assert.equal(run.warnings[0].code, 'LINE_TOO_LONG');
   for (const r of [routed, quarantined]) {
     assert.ok(existsSync(r.spool.path));

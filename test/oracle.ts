@@ -8,6 +8,14 @@ export interface OracleChannel {
   depth: number | null;
   agent: string | null;
   status: 'running' | 'completed' | 'failed';
+  /** From task_started, the spawn input or the launch result; null while unknown. */
+  background: boolean | null;
+  /** The report that ended it: the foreground tool_result's text or task_notification's summary. */
+  summary: string | null;
+  /** Content blocks of each kind, as far as their fields have the right types. */
+  counts: { text: number; thinking: number; tool_use: number; tool_result: number };
+  /** Numeric usage fields summed once per API message (message.id), from its last line. */
+  usage: Record<string, number>;
   lines: string[];
 }
 
@@ -17,10 +25,31 @@ export interface Oracle {
   nonBlank: string[];
 }
 
+/**
+ * The content blocks of an assistant or user line whose fields have the types their kind
+ * needs (a text block's text is a string…); others are not read.
+ */
+function blocksOf(v: any): any[] {
+  const content = v.message?.content;
+  if (!v.message || typeof v.message !== 'object' || !Array.isArray(content)) return [];
+  return content.filter(
+    (b: any) =>
+      b !== null &&
+      typeof b === 'object' &&
+      ((b.type === 'text' && typeof b.text === 'string') ||
+        (b.type === 'thinking' && (b.thinking === undefined || typeof b.thinking === 'string')) ||
+        (b.type === 'tool_use' && typeof b.id === 'string' && typeof b.name === 'string') ||
+        (b.type === 'tool_result' && typeof b.tool_use_id === 'string')),
+  );
+}
+
 export function readStream(text: string): Oracle {
   const channels = new Map<string | null, OracleChannel>();
   const get = (id: string | null) => {
-    if (!channels.has(id)) channels.set(id, { id, parent: null, depth: id === null ? 0 : null, agent: null, status: 'running', lines: [] });
+    if (!channels.has(id)) {
+      const counts = { text: 0, thinking: 0, tool_use: 0, tool_result: 0 };
+      channels.set(id, { id, parent: null, depth: id === null ? 0 : null, agent: null, status: 'running', background: null, summary: null, counts, usage: {}, lines: [] });
+    }
     return channels.get(id)!;
   };
   get(null);
@@ -28,7 +57,6 @@ export function readStream(text: string): Oracle {
   const nonBlank: string[] = [];
   const spawnParent = new Map<string, string | null>();
   const chOf = (v: any): string | null => (typeof v.parent_tool_use_id === 'string' && v.parent_tool_use_id !== '' ? v.parent_tool_use_id : null);
-  const background = new Set<string>();
   const parsed: any[] = [];
   const rawLines = text.replace(/^\uFEFF/, '').split('\n');
   rawLines.forEach((l0, i) => {
@@ -49,12 +77,18 @@ export function readStream(text: string): Oracle {
     get(chOf(v)).lines.push(l);
     parsed.push(v);
   });
-  // Spawns: the first Agent/Task tool_use with an id opens that channel under the line's channel.
+  // Walks up the spawns seen so far: is `id` the channel `from` or one of its ancestors?
+  const isAncestor = (id: string, from: string | null) => {
+    for (let at = from; at !== null; at = spawnParent.get(at) ?? null) if (at === id) return true;
+    return false;
+  };
+  // Spawns: the first Agent/Task tool_use with an id opens that channel under the line's
+  // channel, unless the channel is that line's own channel or one of its ancestors (a cycle).
   for (const v of parsed) {
     const ch = chOf(v);
     if (v.type !== 'assistant') continue;
     for (const b of v.message?.content ?? []) {
-      if (b?.type === 'tool_use' && (b.name === 'Agent' || b.name === 'Task') && typeof b.id === 'string' && b.id !== '' && b.id !== ch && !spawnParent.has(b.id)) {
+      if (b?.type === 'tool_use' && (b.name === 'Agent' || b.name === 'Task') && typeof b.id === 'string' && b.id !== '' && !spawnParent.has(b.id) && !isAncestor(b.id, ch)) {
         spawnParent.set(b.id, ch);
         const c = get(b.id);
         c.parent = ch;
@@ -62,38 +96,71 @@ export function readStream(text: string): Oracle {
       }
     }
   }
-  // Statuses, in arrival order: a channel exists from its first line or its spawn.
+  // Statuses, background and reports, in arrival order: a channel exists from its first
+  // line or its spawn.
   const known = new Set<string | null>([null]);
+  const spawned = new Set<string>();
+  const resultText = (b: any) =>
+    typeof b.content === 'string' ? b.content : (Array.isArray(b.content) ? b.content : []).filter((x: any) => typeof x?.text === 'string').map((x: any) => x.text).join('\n');
+  const end = (c: OracleChannel, status: 'completed' | 'failed', summary: string | null) => {
+    if (c.status === status && c.summary !== null) return;
+    c.status = status;
+    c.summary = summary ?? c.summary;
+  };
   for (const v of parsed) {
     const ch = chOf(v);
     known.add(ch);
-    if (v.type === 'assistant') for (const b of v.message?.content ?? []) if (b?.type === 'tool_use' && spawnParent.get(b.id) === ch) known.add(b.id);
+    if (v.type === 'assistant') {
+      for (const b of blocksOf(v)) {
+        if (b.type !== 'tool_use' || spawnParent.get(b.id) !== ch || spawned.has(b.id)) continue;
+        spawned.add(b.id);
+        known.add(b.id);
+        const c = get(b.id);
+        if (c.background === null && typeof b.input?.run_in_background === 'boolean') c.background = b.input.run_in_background;
+      }
+    }
     if (v.type === 'system' && v.subtype === 'init') get(null).status = 'running';
     if (v.type === 'result') get(null).status = v.is_error === true ? 'failed' : 'completed';
-    if (v.type === 'system' && v.subtype === 'task_started' && known.has(v.tool_use_id) && typeof v.is_backgrounded === 'boolean') {
-      if (v.is_backgrounded) background.add(v.tool_use_id);
-      else background.delete(v.tool_use_id);
+    if (v.type === 'system' && v.subtype === 'task_started' && typeof v.tool_use_id === 'string' && known.has(v.tool_use_id) && typeof v.is_backgrounded === 'boolean') {
+      get(v.tool_use_id).background = v.is_backgrounded;
     }
-    if (v.type === 'system' && v.subtype === 'task_notification' && known.has(v.tool_use_id) && (v.status === 'completed' || v.status === 'failed')) {
-      get(v.tool_use_id).status = v.status;
+    if (v.type === 'system' && v.subtype === 'task_notification' && typeof v.tool_use_id === 'string' && known.has(v.tool_use_id) && (v.status === 'completed' || v.status === 'failed')) {
+      end(get(v.tool_use_id), v.status, typeof v.summary === 'string' && v.summary !== '' ? v.summary : null);
     }
     if (v.type === 'user') {
-      for (const b of v.message?.content ?? []) {
-        if (b?.type !== 'tool_result' || !known.has(b.tool_use_id) || b.tool_use_id === null) continue;
+      for (const b of blocksOf(v)) {
+        if (b.type !== 'tool_result' || !known.has(b.tool_use_id)) continue;
         const c = get(b.tool_use_id);
         if (c.status !== 'running') continue;
-        const text = typeof b.content === 'string' ? b.content : (Array.isArray(b.content) ? b.content : []).map((x: any) => x?.text ?? '').join('\n');
-        if (/^\s*Async agent launched/.test(text)) background.add(b.tool_use_id);
-        else if (!background.has(b.tool_use_id)) c.status = b.is_error === true ? 'failed' : 'completed';
+        const text = resultText(b);
+        if (/^\s*Async agent launched/.test(text)) c.background = true;
+        else if (c.background !== true) end(c, b.is_error === true ? 'failed' : 'completed', text);
       }
     }
   }
-  const depthOf = (id: string | null, seen = new Set<string | null>()): number | null => {
-    if (id === null) return 0;
-    if (seen.has(id) || !spawnParent.has(id)) return null;
-    seen.add(id);
-    const p = depthOf(spawnParent.get(id)!, seen);
-    return p === null ? null : p + 1;
+  // Counts and usage, per channel. Lines of one API message repeat its usage: the last counts.
+  const messageUsage = new Map<OracleChannel, Map<string, Record<string, number>>>();
+  for (const v of parsed) {
+    const c = get(chOf(v));
+    if (v.type === 'assistant') {
+      for (const b of blocksOf(v)) if (b.type in c.counts) c.counts[b.type as keyof OracleChannel['counts']]++;
+      const usage = v.message?.usage;
+      if (typeof v.message?.id === 'string' && v.message.id !== '' && usage && typeof usage === 'object' && !Array.isArray(usage)) {
+        const numbers = Object.fromEntries(Object.entries(usage).filter(([, n]) => typeof n === 'number' && Number.isFinite(n))) as Record<string, number>;
+        if (!messageUsage.has(c)) messageUsage.set(c, new Map());
+        messageUsage.get(c)!.set(v.message.id, numbers);
+      }
+    }
+    if (v.type === 'user') for (const b of blocksOf(v)) if (b.type === 'tool_result') c.counts.tool_result++;
+  }
+  for (const [c, byMessage] of messageUsage) {
+    for (const numbers of byMessage.values()) for (const [k, n] of Object.entries(numbers)) c.usage[k] = (c.usage[k] ?? 0) + n;
+  }
+  // Steps up to main; a chain that ends at a channel whose spawn was never seen has no depth.
+  const depthOf = (id: string | null): number | null => {
+    let depth = 0;
+    for (let at = id; at !== null; at = spawnParent.get(at)!, depth++) if (!spawnParent.has(at)) return null;
+    return depth;
   };
   for (const c of channels.values()) c.depth = depthOf(c.id);
   return { channels, quarantined, nonBlank };

@@ -6,28 +6,57 @@ import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain, type ComponentSpec } from "../src/chain/chain.js";
 import { registerPlugins } from '../src/chain/config.js';
 import { Session } from '../src/model/session.js';
-import { redact, MASK } from '../plugins/redact-secrets/index.js';
+import { redact, MASK, SECRET_PATTERNS } from '../plugins/redact-secrets/index.js';
 import { stepSummary } from '../plugins/github-step-summary/index.js';
 import { ROOT, chunked, linesOf, readTree, tmpDir } from './helpers.js';
 
-const secrets = {
+/** One example per kind of secret the plugin knows; each pattern must be covered by one. */
+const secrets: Record<string, string> = {
   anthropic: 'sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789',
+  openai: 'sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz012345',
+  'openai-legacy': 'sk-AbCdEfGhIjKlMnOpQrStUvWxYz012345',
   github: 'ghp_abcdefghijklmnopqrstuvwxyz0123456789',
+  'github-oauth': 'gho_abcdefghijklmnopqrstuvwxyz0123456789',
+  'github-server': 'ghs_abcdefghijklmnopqrstuvwxyz0123456789',
+  'github-fine-grained': 'github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz',
+  gitlab: 'glpat-AbCdEfGhIjKlMnOpQrSt',
   aws: 'AKIAIOSFODNN7EXAMPLE',
+  'aws-temporary': 'ASIAIOSFODNN7EXAMPLE',
   slack: 'xoxb-123456789012-abcdefghij',
+  google: 'AIzaSyAbCdEfGhIjKlMnOpQrStUvWxYz0123456',
+  npm: 'npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789',
+  jwt: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U',
   bearer: 'Authorization: Bearer abcdef0123456789abcdef',
+  basic: 'Authorization: Basic dXNlcjpwYXNzd29yZDEyMzQ1',
+  'token-scheme': 'Authorization: Token abcdef0123456789abcdef',
   assignment: 'password=hunter2hunter2',
+  'api-key-json': '"api_key": "k3y-v4lue-0123456789"',
+  'escaped-json': '{\\"client_secret\\":\\"s3cr3t-v4lue-0123\\"}',
+  'access-token': 'ACCESS_TOKEN=abcdefgh12345678',
 };
 
-test('redact masks each kind of secret and leaves ordinary text alone', () => {
+/** The part of each example that must not survive. */
+const secretValue = (s: string) => s.replace(/^.*(?:Bearer|Basic|Token) |^.*[=:]\s*\\?"?|\\?"\}?$/g, '').slice(-10);
+
+test('redact masks each kind of secret on its own and leaves ordinary text alone', () => {
   for (const [kind, s] of Object.entries(secrets)) {
+    // Alone in otherwise plain words: no other hint can trigger the full pass for it.
     const out = redact(`before ${s} after`);
-    assert.ok(out.includes(MASK), kind);
-    assert.ok(!out.includes(s.slice(-10)), `${kind}: ${out}`);
+    assert.ok(out.includes(MASK), `${kind}: ${out}`);
+    assert.ok(!out.includes(secretValue(s)), `${kind}: ${out}`);
+    assert.ok(out.startsWith('before ') && out.endsWith(' after'), `${kind}: only the secret is masked: ${out}`);
   }
   assert.equal(redact('Bearer '), 'Bearer ');
   const plain = '{"usage":{"input_tokens":10,"output_tokens":5},"text":"the token bucket"}';
   assert.equal(redact(plain), plain);
+  for (const near of ['sk-short', 'ghp_tooShort', 'npm_install', 'AKIA-lowercase', 'glpat-short', 'the api key is in the vault']) assert.equal(redact(near), near, near);
+});
+
+test('every secret pattern is exercised by an example (a new pattern needs one)', () => {
+  for (const re of [...SECRET_PATTERNS]) {
+    const hits = Object.entries(secrets).filter(([, s]) => new RegExp(re.source, re.flags.replace('g', '')).test(s));
+    assert.ok(hits.length > 0, `no example for ${re}`);
+  }
 });
 
 async function chainWith(pluginNames: string[], stages: string[], sinks: ComponentSpec[], input: Buffer) {

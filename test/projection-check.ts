@@ -6,7 +6,10 @@ import { readStream } from './oracle.js';
 export function expectedOf(text: string) {
   const oracle = readStream(text);
   const parse = (line: string) => JSON.parse(line);
-  const perChannel = new Map<string | null, { texts: string[]; calls: Map<string, string | null>; usage: number }>();
+  const perChannel = new Map<
+    string | null,
+    { texts: string[]; calls: Map<string, string | null>; usage: number }
+  >();
   for (const [id, ch] of oracle.channels) {
     const texts: string[] = [];
     const calls = new Map<string, string | null>();
@@ -20,7 +23,10 @@ export function expectedOf(text: string) {
         if (value.type === 'assistant' && b?.type === 'tool_use') calls.set(b.id, null);
         if (b?.type === 'tool_result' && calls.has(b.tool_use_id) && b.is_error !== true) {
           const c = b.content;
-          calls.set(b.tool_use_id, typeof c === 'string' ? c : c.map((x: { text?: string }) => x.text ?? '').join('\n'));
+          calls.set(
+            b.tool_use_id,
+            typeof c === 'string' ? c : c.map((x: { text?: string }) => x.text ?? '').join('\n'),
+          );
         }
       }
       texts.push(parts.join('\n'));
@@ -38,7 +44,8 @@ export function expectedOf(text: string) {
 
 function pathOf(oracle: ReturnType<typeof readStream>, id: string): string[] {
   const path: string[] = [];
-  for (let at: string | null = id; at !== null; at = oracle.channels.get(at)?.parent ?? null) path.unshift(at);
+  for (let at: string | null = id; at !== null; at = oracle.channels.get(at)?.parent ?? null)
+    path.unshift(at);
   return path;
 }
 

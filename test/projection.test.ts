@@ -28,7 +28,10 @@ test('subtree totals roll usage and time up from every descendant', async () => 
   const out = await top.output;
   const all = await Promise.all(handles.map((h) => h.output));
   assert.equal(out.subtree.subagents, 3);
-  assert.equal(out.subtree.tokens, all.reduce((n, o) => n + o.tokens, 0));
+  assert.equal(
+    out.subtree.tokens,
+    all.reduce((n, o) => n + o.tokens, 0),
+  );
   assert.ok(out.subtree.tokens > out.tokens);
   assert.ok((out.subtree.elapsedMs ?? -1) >= (out.elapsedMs ?? 0));
 });
@@ -36,7 +39,9 @@ test('subtree totals roll usage and time up from every descendant', async () => 
 /** Lines of a fixture, for feeding one at a time. */
 function fixtureLines(name: string): string[] {
   const file = fixtureFiles().find((f) => f.endsWith(`/${name}.jsonl`))!;
-  return readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '');
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '');
 }
 
 test('live: a handle arrives at its spawn, before its first message; messages as their lines arrive', async () => {
@@ -45,7 +50,9 @@ test('live: a handle arrives at its spawn, before its first message; messages as
   const run = open(input);
   const subs = run.subagents[Symbol.asyncIterator]();
   const spawnAt = lines.findIndex((l) => l.includes('"name":"Agent"'));
-  const firstId = JSON.parse(lines[spawnAt]).message.content.find((b: { name?: string }) => b.name === 'Agent').id;
+  const firstId = JSON.parse(lines[spawnAt]).message.content.find(
+    (b: { name?: string }) => b.name === 'Agent',
+  ).id;
   for (const l of lines.slice(0, spawnAt + 1)) input.write(l + '\n');
   const first = await subs.next();
   assert.equal(first.value?.id, firstId);
@@ -64,7 +71,10 @@ test('live: a handle arrives at its spawn, before its first message; messages as
 });
 
 test('without files, a reader opened after the memory limit fails with a coded error naming it', async () => {
-  const text = readFileSync(fixtureFiles().find((f) => f.includes('background-fanout-12'))!, 'utf8');
+  const text = readFileSync(
+    fixtureFiles().find((f) => f.includes('background-fanout-12'))!,
+    'utf8',
+  );
   const run = open(chunked([Buffer.from(text)]), { maxBufferedBytes: 2048 });
   const handles: SubagentHandle[] = [];
   for await (const h of run.subagents) handles.push(h);
@@ -73,7 +83,8 @@ test('without files, a reader opened after the memory limit fails with a coded e
     async () => {
       for await (const _m of handles[0].messages);
     },
-    (err: { code?: string; message?: string }) => err.code === 'ERR_PROJECTION_BUFFER' && /2048/.test(err.message ?? ''),
+    (err: { code?: string; message?: string }) =>
+      err.code === 'ERR_PROJECTION_BUFFER' && /2048/.test(err.message ?? ''),
   );
   // With files written, the same late reader replays the channel from its .jsonl file.
   const withFiles = open(chunked([Buffer.from(text)]), { maxBufferedBytes: 2048, out: join(tmpDir(), 'o') });
@@ -89,7 +100,10 @@ test('without files, a reader opened after the memory limit fails with a coded e
 function countingSource(total: number) {
   const state = { pulled: 0 };
   const line = (i: number) =>
-    JSON.stringify({ type: 'assistant', message: { id: `m${i}`, content: [{ type: 'text', text: `line ${i}` }] } }) + '\n';
+    JSON.stringify({
+      type: 'assistant',
+      message: { id: `m${i}`, content: [{ type: 'text', text: `line ${i}` }] },
+    }) + '\n';
   const stream = Readable.from(
     (function* () {
       for (let i = 0; i < total; i++) {
@@ -154,7 +168,10 @@ test('iterators end and done rejects with the coded error when the run is aborte
 });
 
 test('values are frozen snapshots: an event keeps the status it carried', async () => {
-  const text = readFileSync(fixtureFiles().find((f) => f.includes('failing-beside-healthy'))!, 'utf8');
+  const text = readFileSync(
+    fixtureFiles().find((f) => f.includes('failing-beside-healthy'))!,
+    'utf8',
+  );
   const run = open(chunked([Buffer.from(text)]));
   const statuses: Array<{ id: string | null; status: string; event: { channel: { status: string } } }> = [];
   const messages: Message[] = [];
@@ -163,7 +180,8 @@ test('values are frozen snapshots: an event keeps the status it carried', async 
   })();
   for await (const ev of run.events) {
     for (const change of ev.changes) {
-      if (change.type === 'status') statuses.push({ id: change.channel.id, status: change.channel.status, event: change });
+      if (change.type === 'status')
+        statuses.push({ id: change.channel.id, status: change.channel.status, event: change });
     }
   }
   await reading;
@@ -181,7 +199,10 @@ test('values are frozen snapshots: an event keeps the status it carried', async 
 });
 
 test('interleave merges projections in arrival order, each value tagged', async () => {
-  const text = readFileSync(fixtureFiles().find((f) => f.includes('foreground-fanout-3'))!, 'utf8');
+  const text = readFileSync(
+    fixtureFiles().find((f) => f.includes('foreground-fanout-3'))!,
+    'utf8',
+  );
   const run = open(chunked(splitEvery(Buffer.from(text), 512)));
   const seen: string[] = [];
   for await (const [name, item] of run.interleave('messages', 'subagents')) {

@@ -71,14 +71,16 @@ test('conservation and the same tree under any chunking (property)', async () =>
   );
 });
 
-test('fuzz: mutated real recordings never crash and conserve every line (seeded, time-bounded)', async () => {
-  const budgetMs = Number(process.env.SUBTEE_FUZZ_MS ?? 4000);
+/** Fuzz cases per run: a count, not a time budget, so a loaded machine checks the same cases. */
+const FUZZ_RUNS = Number(process.env.SUBTEE_FUZZ_RUNS ?? 200);
+
+test('fuzz: mutated real recordings never crash and conserve every line (seeded, count-bounded)', async () => {
   const sources = fixtureFiles().map((f) => readFileSync(f));
-  let seed = 12345;
+  let seed = Number(process.env.SUBTEE_FUZZ_SEED ?? 12345);
   const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
-  const started = Date.now();
   let runs = 0;
-  while (Date.now() - started < budgetMs) {
+  let mutated = 0;
+  while (runs < FUZZ_RUNS) {
     const src = Buffer.from(sources[Math.floor(rnd() * sources.length)]);
     const lines = src.toString('latin1').split('\n');
     for (let k = 0; k < 1 + Math.floor(rnd() * 8); k++) {
@@ -92,12 +94,14 @@ test('fuzz: mutated real recordings never crash and conserve every line (seeded,
       else lines[i] = lines[i].replace('"parent_tool_use_id":null', '"parent_tool_use_id":""'); // empty parent
     }
     const input = Buffer.from(lines.join('\n'), 'latin1');
+    if (!input.equals(src)) mutated++;
     const chunks = cut(input, Array.from({ length: 5 }, () => Math.floor(rnd() * input.length)));
     const r = await runToFiles(chunks);
-    checkOutput(input, r.out, `fuzz run ${runs}`);
+    checkOutput(input, r.out, `fuzz run ${runs} (seed ${process.env.SUBTEE_FUZZ_SEED ?? 12345})`);
     runs++;
   }
-  assert.ok(runs > 0);
+  assert.equal(runs, FUZZ_RUNS);
+  assert.ok(mutated > FUZZ_RUNS * 0.9, `${mutated} of ${runs} inputs were mutated`);
 });
 
 test('the recordings shipped in test/fixtures are real CLI output', () => {

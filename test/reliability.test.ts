@@ -18,7 +18,15 @@ function startOnPipe(out: string, extra: string[] = []) {
   return { child, closed, stderr: () => stderr };
 }
 
-async function waitFor(pred: () => boolean, ms = 10_000) {
+/** Lines in every .jsonl file of `out` so far (what subtee has routed to disk). */
+function routedLines(out: string): number {
+  if (!existsSync(out)) return 0;
+  let n = 0;
+  for (const [name, buf] of readTree(out)) if (name.endsWith('.jsonl')) n += linesOf(buf).length;
+  return n;
+}
+
+async function waitFor(pred: () => boolean, ms = 30_000) {
   const t0 = Date.now();
   while (!pred()) {
     if (Date.now() - t0 > ms) throw new Error('timed out waiting');
@@ -32,8 +40,8 @@ for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
     const s = startOnPipe(out);
     const half = recLines.slice(0, 80);
     s.child.stdin.write(half.join('\n') + '\n{"type":"assist');
-    await waitFor(() => existsSync(join(out, 'main.jsonl')) && readFileSync(join(out, 'main.jsonl'), 'utf8').length > 0);
-    await new Promise((r) => setTimeout(r, 200));
+    // Ready when every complete line is on disk (the partial one arrived in the same write).
+    await waitFor(() => routedLines(out) === half.length);
     s.child.kill(sig);
     const r = await s.closed;
     assert.equal(r.code, code, s.stderr());
@@ -49,15 +57,15 @@ for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
 test('kill -9: every file is valid line by line but for one torn last line; a rerun is unaffected', async () => {
   const out = join(tmpDir(), 'o');
   const s = startOnPipe(out, ['--max-open-files', '8']);
-  // A write still in flight when the child dies fails with EPIPE: expected here, not an error.
+  // Writes still queued when subtee dies fail with EPIPE: expected here, not a test failure.
   s.child.stdin.on('error', () => {});
   let i = 0;
   // Keep writing until killed, so the kill lands mid-stream.
   const writer = setInterval(() => {
     for (let k = 0; k < 20; k++) s.child.stdin.write(recLines[i++ % recLines.length] + '\n');
   }, 5);
-  await waitFor(() => existsSync(join(out, 'agents')) && readdirSync(join(out, 'agents')).length > 4);
-  await new Promise((r) => setTimeout(r, 300));
+  // Mid-stream: several subagent files exist and more than one recording's worth is on disk.
+  await waitFor(() => existsSync(join(out, 'agents')) && readdirSync(join(out, 'agents')).length > 4 && routedLines(out) > recLines.length);
   s.child.kill('SIGKILL');
   clearInterval(writer);
   await s.closed;
@@ -159,4 +167,38 @@ test('invalid UTF-8 in a noise line reaches the quarantine file byte for byte', 
   const r = spawnSync(process.execPath, [BIN, '--out', out, '-q'], { input });
   assert.equal(r.status, 0);
   assert.ok(readFileSync(join(out, 'quarantine.log')).equals(Buffer.concat([bad, Buffer.from('\n')])));
+});
+
+test('a stall keeps the partial last line: it goes to the quarantine, as on SIGINT; exit 124', async () => {
+  const out = join(tmpDir(), 'o');
+  const s = startOnPipe(out, ['--idle-timeout-ms', '1000']);
+  const half = recLines.slice(0, 40);
+  // stdin stays open and silent after this write: only the watchdog ends the run.
+  s.child.stdin.write(half.join('\n') + '\n{"type":"assist');
+  const r = await s.closed;
+  s.child.stdin.destroy();
+  assert.equal(r.code, 124, s.stderr());
+  assert.match(s.stderr(), /warning STALL/);
+  const { index } = checkOutput(Buffer.from(half.join('\n') + '\n{"type":"assist'), out, 'stall');
+  assert.equal(index.stalled, true);
+  assert.equal(readFileSync(join(out, 'quarantine.log'), 'utf8'), '{"type":"assist\n', 'the partial line is kept');
+  assert.deepEqual(index.quarantine_lines, [41]);
+});
+
+test('one long line trickling in (bytes every 200 ms, longer than the idle timeout) is not a stall', async () => {
+  const out = join(tmpDir(), 'o');
+  const s = startOnPipe(out, ['--idle-timeout-ms', '2000']);
+  s.child.stdin.on('error', () => {}); // if subtee wrongly stops early, the failure is the exit code below
+  const line = JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: 'm', content: [{ type: 'text', text: 'x'.repeat(300) }] } });
+  // 30 pieces, 200 ms apart: 6 s for one line, three times the idle timeout.
+  const pieces = line.match(/.{1,11}/g)!;
+  for (const p of pieces) {
+    s.child.stdin.write(p);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  s.child.stdin.end('\n');
+  const r = await s.closed;
+  assert.equal(r.code, 0, s.stderr());
+  assert.doesNotMatch(s.stderr(), /STALL/);
+  assert.deepEqual(linesOf(readFileSync(join(out, 'main.jsonl'))), [line]);
 });

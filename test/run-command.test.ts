@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from 'node:test';
-import { BIN, ROOT, linesOf, readTree, tmpDir } from './helpers.js';
+import { after, test } from 'node:test';
+import { BIN, ROOT, checkOutput, linesOf, readTree, tmpDir } from './helpers.js';
 
 const recording = join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl');
 
@@ -48,15 +48,28 @@ test('--require-version on a pipe: exit 4 when the stream says the version is to
   assert.match(warn.stderr, /warning VERSION_NO_NESTING: .*CLAUDE_CODE_MAX_SUBAGENT_SPAWN_DEPTH/);
 });
 
+/** Polls until `pred` holds: a readiness signal, never a fixed sleep. */
+async function waitFor(pred: () => boolean, what: string, ms = 30_000) {
+  const t0 = Date.now();
+  while (!pred()) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Lines in main.jsonl so far: once the agent's first lines are there, subtee's signal handlers are installed. */
+const mainLines = (out: string) => (existsSync(join(out, 'main.jsonl')) ? linesOf(readFileSync(join(out, 'main.jsonl'))).length : 0);
+
 test('subtee run forwards SIGTERM to the command and exits with its code', async () => {
   const out = join(tmpDir(), 'o');
   const agent = join(tmpDir(), 'slow.sh');
-  writeFileSync(agent, `#!/bin/sh\nhead -3 "${recording}"\ntrap 'echo got-term >&2; exit 143' TERM\nwhile true; do sleep 0.1; done\n`);
+  // The trap is set before the first line is printed, so lines on disk mean both sides are ready.
+  writeFileSync(agent, `#!/bin/sh\ntrap 'echo got-term >&2; exit 143' TERM\nhead -3 "${recording}"\nwhile true; do sleep 0.1; done\n`);
   chmodSync(agent, 0o755);
   const child = spawn(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--', agent], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
-  await new Promise((r) => setTimeout(r, 800));
+  await waitFor(() => mainLines(out) === 3, 'the first three lines on disk');
   child.kill('SIGTERM');
   const code = await new Promise((r) => child.on('close', r));
   assert.equal(code, 143, stderr);
@@ -109,3 +122,106 @@ test('subtee run: a stalled command that ignores SIGTERM is killed after the gra
   assert.equal(index.stalled, true);
   assert.equal(index.input.lines, 3);
 });
+
+const strays: number[] = [];
+after(() => {
+  for (const pid of strays) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
+
+test('subtee run: an agent that exits while a process it started holds its stdout → the agent\'s code, PIPE_HELD, no wait', async () => {
+  const dir = tmpDir();
+  const out = join(dir, 'o');
+  const pidFile = join(dir, 'grandchild.pid');
+  // The grandchild inherits the agent's stdout (not its stderr) and keeps it open for a minute.
+  const agent = fakeAgent('2.1.328', 5, `sleep 60 2>/dev/null &\necho $! > "${pidFile}"`);
+  const child = spawn(process.execPath, [BIN, 'run', '--out', out, '--stdout', 'none', '--idle-timeout-ms', '600000', '--', agent], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const exited = new Promise<number | null>((r) => child.on('close', r));
+  // Without the fix subtee waits for the pipe's end, that is for the grandchild.
+  const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 20_000).unref());
+  const result = await Promise.race([exited, timeout]);
+  if (existsSync(pidFile)) strays.push(Number(readFileSync(pidFile, 'utf8')));
+  if (result === 'timeout') child.kill('SIGKILL');
+  assert.equal(result, 5, stderr);
+  assert.match(stderr, /warning PIPE_HELD: \S+agent\.sh exited with code 5, but a process it started still holds its stdout open/);
+  assert.doesNotMatch(stderr, /STALL/);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.deepEqual(index.warnings.map((w: any) => w.code), ['PIPE_HELD']);
+  assert.equal(index.stalled, false);
+  checkOutput(readFileSync(recording), out, 'held pipe');
+});
+
+test('subtee run: a process the agent started that keeps writing to its stdout is let go too', async () => {
+  const dir = tmpDir();
+  const out = join(dir, 'o');
+  const pidFile = join(dir, 'grandchild.pid');
+  // A line every 100 ms for as long as anyone reads: never 1 s of silence.
+  const agent = fakeAgent('2.1.328', 5, `(while true; do echo "grandchild noise"; sleep 0.1; done) 2>/dev/null &\necho $! > "${pidFile}"`);
+  const child = spawn(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--idle-timeout-ms', '600000', '--', agent], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const exited = new Promise<number | null>((r) => child.on('close', r));
+  const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 30_000).unref());
+  const result = await Promise.race([exited, timeout]);
+  if (existsSync(pidFile)) strays.push(Number(readFileSync(pidFile, 'utf8')));
+  if (result === 'timeout') child.kill('SIGKILL');
+  assert.equal(result, 5, stderr);
+  assert.match(stderr, /warning PIPE_HELD/);
+  const files = readTree(out);
+  const routed = [...files.keys()].filter((k) => k.endsWith('.jsonl')).flatMap((k) => linesOf(files.get(k)));
+  assert.deepEqual(routed.sort(), linesOf(readFileSync(recording)).sort(), 'every line the agent wrote');
+  assert.ok(linesOf(files.get('quarantine.log')).every((l) => l === 'grandchild noise'));
+});
+
+test('subtee run: an agent that closes its stdout and then hangs is stopped by the watchdog (exit 124)', () => {
+  const dir = tmpDir();
+  const out = join(dir, 'o');
+  const pidFile = join(dir, 'pid');
+  const agent = join(dir, 'closer.sh');
+  writeFileSync(agent, `#!/bin/sh\necho $$ > "${pidFile}"\ncat "${recording}"\nexec >&-\nexec sleep 60\n`);
+  chmodSync(agent, 0o755);
+  const r = spawnSync(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--idle-timeout-ms', '1000', '--kill-grace-ms', '500', '--', agent], { encoding: 'utf8', timeout: 25_000 });
+  if (existsSync(pidFile)) strays.push(Number(readFileSync(pidFile, 'utf8')));
+  assert.equal(r.status, 124, r.stderr);
+  assert.match(r.stderr, /warning STALL/);
+  assert.throws(() => process.kill(Number(readFileSync(pidFile, 'utf8')), 0), { code: 'ESRCH' }, 'the agent was stopped');
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.stalled, true);
+  checkOutput(readFileSync(recording), out, 'closed stdout');
+});
+
+for (const [sig, code] of [['SIGTERM', 143], ['SIGINT', 130]] as const) {
+  test(`subtee run: a second ${sig} stops at once with ${code}, killing an agent that ignores the first`, async () => {
+    const dir = tmpDir();
+    const out = join(dir, 'o');
+    const pidFile = join(dir, 'pid');
+    const agent = join(dir, 'stubborn.sh');
+    writeFileSync(agent, `#!/bin/sh\necho $$ > "${pidFile}"\ntrap 'echo got-signal >&2' INT TERM\nhead -3 "${recording}"\nwhile true; do sleep 0.1; done\n`);
+    chmodSync(agent, 0o755);
+    // A grace far beyond the test's patience: the second signal must not wait for it.
+    const child = spawn(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--kill-grace-ms', '600000', '--', agent], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const closed = new Promise<number | null>((r) => child.on('close', r));
+    await waitFor(() => mainLines(out) === 3, 'the first three lines on disk');
+    strays.push(Number(readFileSync(pidFile, 'utf8')));
+    child.kill(sig);
+    await waitFor(() => stderr.includes('got-signal'), 'the agent to receive the first signal');
+    child.kill(sig);
+    const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 20_000).unref());
+    const result = await Promise.race([closed, timeout]);
+    if (result === 'timeout') child.kill('SIGKILL');
+    assert.equal(result, code, stderr);
+    assert.throws(() => process.kill(Number(readFileSync(pidFile, 'utf8')), 0), { code: 'ESRCH' }, 'the agent is gone');
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.equal(index.interrupted, true);
+    assert.equal(index.input.lines, 3);
+  });
+}

@@ -5,7 +5,11 @@ import { test } from 'node:test';
 import { checkOutput, fixtureFiles, runToFiles, sampleFiles, splitEvery } from './helpers.js';
 
 const samples = [...sampleFiles(), ...fixtureFiles()];
-if (sampleFiles().length === 0) test.skip('../shared/samples is not beside this checkout: its recordings are not checked');
+
+test('the recordings checked here are all present', () => {
+  assert.deepEqual(sampleFiles().map((f) => basename(f)), ['background-fanout-3.jsonl', 'failing-subagent.jsonl', 'foreground-fanout-2.jsonl', 'nested-depth-3.jsonl', 'partial-messages.jsonl', 'without-forward-flag.jsonl']);
+  assert.ok(fixtureFiles().length >= 9);
+});
 
 for (const file of samples) {
   test(`tree and conservation: ${basename(file)}`, async () => {

@@ -105,3 +105,161 @@ test('an empty parent_tool_use_id is the main channel', () => {
   const t = new ChannelTree();
   assert.equal(t.route(text('')).channel, t.main);
 });
+
+// Each rule of the tree is guarded by at least two tests: the one above and one below.
+
+test('a replayed spawn line changes nothing: no second child entry, parent and depth kept', () => {
+  const t = new ChannelTree();
+  t.route(spawn('a', null));
+  t.route(spawn('b', 'a'));
+  const again = t.route(spawn('b', null));
+  assert.deepEqual(again.events, []);
+  t.route(spawn('b', 'z'));
+  assert.deepEqual([t.get('b')!.parent, t.get('b')!.depth], ['a', 2]);
+  assert.deepEqual(t.get('z')!.children, []);
+  assert.equal(t.spawnCycles, 0, 'a replay is not a cycle');
+  assert.deepEqual(t.get('a')!.children, ['b']);
+  assert.deepEqual(t.main.children, ['a']);
+});
+
+test('depth: thousands deep in order and tens of thousands children-first give the same depths, in linear time', () => {
+  const n = 30_000;
+  const inOrder = new ChannelTree();
+  for (let i = 0; i < n; i++) inOrder.route(spawn(`d${i}`, i === 0 ? null : `d${i - 1}`));
+  const reversed = new ChannelTree();
+  for (let i = n - 1; i >= 0; i--) reversed.route(spawn(`d${i}`, i === 0 ? null : `d${i - 1}`));
+  for (const t of [inOrder, reversed]) {
+    assert.equal(t.get(`d${n - 1}`)!.depth, n);
+    assert.equal(t.get('d0')!.depth, 1);
+    assert.ok(t.channels().every((c) => c.orphan === false && c.depth !== null));
+  }
+  // Until the chain reaches main, a children-first chain has no depth (and no crash).
+  const partial = new ChannelTree();
+  for (let i = n - 1; i >= 1; i--) partial.route(spawn(`d${i}`, `d${i - 1}`));
+  assert.equal(partial.get(`d${n - 1}`)!.depth, null);
+  assert.equal(partial.get('d0')!.orphan, true);
+});
+
+test('orphans: a spawn_depth guess fills an unknown depth, the real chain replaces it, descendants included', () => {
+  const t = new ChannelTree();
+  t.route(spawn('c', 'b'));
+  t.route({ type: 'system', subtype: 'task_started', tool_use_id: 'b', spawn_depth: 5 });
+  assert.deepEqual([t.get('b')!.depth, t.get('c')!.depth], [5, 6]);
+  // Spawned under a parent whose own depth is unknown: the guess stays.
+  t.route(spawn('b', 'a'));
+  assert.deepEqual([t.get('b')!.depth, t.get('b')!.parent, t.get('b')!.orphan], [5, 'a', false]);
+  t.route({ type: 'system', subtype: 'task_started', tool_use_id: 'b', spawn_depth: 9 });
+  assert.equal(t.get('b')!.depth, 5, 'a guess does not replace a known depth');
+  t.route(spawn('a', null));
+  assert.deepEqual(['a', 'b', 'c'].map((id) => t.get(id)!.depth), [1, 2, 3]);
+  // A guess that happens to equal the real depth does not hide a wrong guess below it.
+  const u = new ChannelTree();
+  u.route(spawn('q', 'p'));
+  u.route({ type: 'system', subtype: 'task_started', tool_use_id: 'q', spawn_depth: 7 });
+  u.route(text('p'));
+  u.route({ type: 'system', subtype: 'task_started', tool_use_id: 'p', spawn_depth: 1 });
+  assert.deepEqual([u.get('p')!.depth, u.get('q')!.depth], [1, 7]);
+  u.route(spawn('p', null));
+  assert.deepEqual([u.get('p')!.depth, u.get('q')!.depth], [1, 2]);
+  // Nonsense guesses are ignored.
+  t.route(text('z'));
+  for (const bad of [0, -3, 1.5, 1e300, '4']) t.route({ type: 'system', subtype: 'task_started', tool_use_id: 'z', spawn_depth: bad });
+  assert.equal(t.get('z')!.depth, null);
+});
+
+test('spawn cycles of any length are ignored: the tree stays a tree, depths stay unknown', () => {
+  for (const n of [1, 2, 3, 10_000]) {
+    const t = new ChannelTree();
+    // c0 is spawned on c1's channel, c1 on c2's … and the last on c0's: a cycle of length n.
+    for (let i = 0; i < n; i++) t.route(spawn(`c${i}`, `c${(i + 1) % n}`));
+    assert.equal(t.spawnCycles, 1, `length ${n}`);
+    assert.deepEqual(t.firstCycle, { id: `c${n - 1}`, on: 'c0' });
+    const closing = t.get(`c${n - 1}`)!;
+    assert.deepEqual([closing.orphan, closing.parent, closing.depth], [true, null, null]);
+    // Walking up from any member ends at the orphan, never loops.
+    for (let i = 0; i < n; i += Math.max(1, Math.floor(n / 7))) {
+      let at = t.get(`c${i}`)!;
+      let steps = 0;
+      while (at.parent !== null) {
+        at = t.get(at.parent)!;
+        assert.ok(++steps <= n);
+      }
+      assert.equal(at, closing);
+      assert.equal(t.get(`c${i}`)!.depth, null);
+    }
+    // The cycle stays closed off even when main later spawns a member.
+    t.route(spawn('c0', null));
+    assert.equal(t.get('c0')!.parent, n === 1 ? null : 'c1');
+  }
+});
+
+test('a spawn_depth guess on a channel of an ignored cycle flows down the tree, not around it', () => {
+  const t = new ChannelTree();
+  t.route(spawn('a', 'b'));
+  t.route(spawn('b', 'a'));
+  t.route({ type: 'system', subtype: 'task_started', tool_use_id: 'b', spawn_depth: 2 });
+  assert.deepEqual([t.get('b')!.depth, t.get('a')!.depth], [2, 3]);
+});
+
+test('label tags are unique, short, and cheap even when thousands of ids share a long prefix', () => {
+  const t = new ChannelTree();
+  const ids = [
+    ...Array.from({ length: 3000 }, (_, i) => `toolu_01${'x'.repeat(4000)}${i}`),
+    ...Array.from({ length: 50 }, (_, i) => `toolu_01abcdef~${i}`),
+    'toolu_01abc', 'abc', 'toolu_01', 'toolu_', 'x', 'toolu_01abcdef', 'toolu_01abcdefg',
+  ];
+  for (const id of ids) t.route(text(id));
+  const tags = t.channels().map((c) => c.tag);
+  assert.equal(new Set(tags).size, tags.length, 'every tag is unique');
+  assert.ok(tags.every((tag) => tag.length > 0 && tag.length <= 20), 'tags stay short');
+  assert.equal(t.get('toolu_01abc')!.tag, 'abc');
+});
+
+test('foreground end, again: is_error on a result fails it, the result text is its summary', () => {
+  const t = new ChannelTree();
+  t.route(spawn('a', null));
+  t.route(spawn('b', 'a'));
+  const r = t.route(result('a', 'b', [{ type: 'text', text: 'line 1' }, { type: 'text', text: 'line 2' }], true));
+  assert.equal(r.events.length, 1);
+  const ev = r.events[0];
+  assert.ok(ev.type === 'status');
+  assert.deepEqual([ev.channel.id, ev.channel.status, ev.summary], ['b', 'failed', 'line 1\nline 2']);
+  assert.equal(t.get('a')!.status, 'running', 'the parent is untouched');
+  // A second result for an ended channel, or one for an unknown id, changes nothing.
+  assert.deepEqual(t.route(result('a', 'b', 'again')).events, []);
+  assert.deepEqual(t.route(result(null, 'nobody', 'x')).events, []);
+  assert.equal(t.get('b')!.status, 'failed');
+});
+
+test('background, again: from the spawn input or task_started waits for task_notification', () => {
+  const t = new ChannelTree();
+  t.route(spawn('a', null, 'Agent', { run_in_background: true }));
+  assert.equal(t.get('a')!.background, true);
+  t.route(result(null, 'a', 'some early text'));
+  assert.equal(t.get('a')!.status, 'running', 'a background spawn is not ended by its tool_result');
+  t.route(spawn('b', null));
+  t.route(started('b', false));
+  t.route(result(null, 'b', 'report'));
+  assert.equal(t.get('b')!.status, 'completed', 'a foreground one is');
+  t.route(notified('a', 'failed', 'gave up'));
+  assert.deepEqual([t.get('a')!.status, t.get('a')!.summary], ['failed', 'gave up']);
+  t.route(notified('a', 'completed', 'retried'));
+  assert.deepEqual([t.get('a')!.status, t.get('a')!.summary], ['completed', 'retried'], 'the notification is final');
+});
+
+test('usage, again: per channel, messages interleaved, a key dropped by a later line of a message', () => {
+  const t = new ChannelTree();
+  t.route(spawn('a', null));
+  t.route(text('a', 'x', 'ma', { input_tokens: 5, cache_creation_input_tokens: 4 }));
+  t.route(text(null, 'y', 'mm', { input_tokens: 100, output_tokens: 1 }));
+  t.route(text('a', 'x', 'ma', { input_tokens: 5, output_tokens: 8 }));
+  t.route(text(null, 'y', 'mm', { input_tokens: 100, output_tokens: 3 }));
+  assert.deepEqual(t.get('a')!.usage, { input_tokens: 5, output_tokens: 8, cache_creation_input_tokens: 0 });
+  assert.deepEqual(t.main.usage, { input_tokens: 100, output_tokens: 3 });
+});
+
+test('main channel, again: a parent_tool_use_id that is not a non-empty string is the main channel', () => {
+  const t = new ChannelTree();
+  for (const parent of [null, '', 0, 7, false, {}, ['x']]) assert.equal(t.route({ ...text(null), parent_tool_use_id: parent }).channel, t.main);
+  assert.equal(t.size, 1);
+});

@@ -64,3 +64,43 @@ test('subagents with tool calls but no text mean forwarding is off, with the fla
   g2.observe(line({ type: 'system', subtype: 'task_notification', tool_use_id: 'toolu_a', status: 'completed' }));
   assert.deepEqual(g2.end(), []);
 });
+
+test('caret ranges below 1.0 pin the first non-zero part, as npm does; tilde pins the minor', () => {
+  const cases: Array<[string, string, boolean]> = [
+    ['1.9.9', '^1.2.3', true],
+    ['2.0.0', '^1.2.3', false],
+    ['1.2.2', '^1.2.3', false],
+    ['0.1.0', '^0.1.0', true],
+    ['0.1.9', '^0.1.0', true],
+    ['0.2.0', '^0.1.0', false], // ^0.x is not ^1: a new minor may break
+    ['1.0.0', '^0.1.0', false],
+    ['0.0.3', '^0.0.3', true],
+    ['0.0.4', '^0.0.3', false], // ^0.0.x allows that patch only
+    ['0.1.0', '^0.0.3', false],
+    ['0.2.5', '^0.2', true],
+    ['0.3.0', '^0.2', false],
+    ['0.0.9', '^0', true],
+    ['0.9.0', '^0', true],
+    ['1.0.0', '^0', false],
+    ['0.0.5', '^0.0', true],
+    ['0.1.0', '^0.0', false],
+    ['0.0.5', '^0.0.x', true],
+    ['0.1.0', '^0.0.x', false],
+    ['1.9.0', '~1', true],
+    ['2.0.0', '~1', false],
+    ['1.2.9', '~1.2.3', true],
+    ['1.3.0', '~1.2.3', false],
+    ['0.1.5', '~0.1.0', true],
+    ['0.2.0', '~0.1.0', false],
+  ];
+  for (const [v, range, expected] of cases) assert.equal(satisfies(v, range), expected, `${v} in ${range}`);
+});
+
+test('a plugin for ^0.2.0 is refused by kit 0.1.0, one for ^0.1.0 is not', async () => {
+  const { definePlugin, KIT_VERSION } = await import('../src/chain/plugin.js');
+  assert.equal(KIT_VERSION, '0.1.0');
+  const plugin = (kit: string) => definePlugin({ name: 'p', kind: 'stage', kit, options: {}, create: () => null as never });
+  assert.doesNotThrow(() => plugin('^0.1.0'));
+  assert.throws(() => plugin('^0.2.0'), { code: 'ERR_PLUGIN_VERSION' });
+  assert.throws(() => plugin('^0.0.9'), { code: 'ERR_PLUGIN_VERSION' });
+});

@@ -8,7 +8,7 @@ import { requireSession, type Session } from '../../src/model/session.js';
 import type { Channel } from '../../src/model/tree.js';
 import { escapeHtml, escapeMarkdown } from '../../src/views/escape.js';
 import { passOn } from '../../src/chain/sinks/pass-on.js';
-import { channelTokens, statusCounts, walkTree } from '../../src/views/walk.js';
+import { channelTokens, MAX_GUIDE_LEVELS, statusCounts, walkTree } from '../../src/views/walk.js';
 
 /** GitHub rejects a step summary over 1 MiB; stay well below it. */
 export const STEP_SUMMARY_DEFAULTS = Object.freeze({ maxBytes: 1_000_000, reportChars: 4000 });
@@ -27,7 +27,11 @@ const ICON: Record<string, string> = { completed: '✅', failed: '❌', running:
  * then each agent's last report in a collapsed section; what does not fit is counted in a
  * closing note instead of being cut mid-way.
  */
-export function stepSummary(run: Session, lastText: Map<Channel, string>, o: { maxBytes: number; reportChars: number }): string {
+export function stepSummary(
+  run: Session,
+  lastText: Map<Channel, string>,
+  o: { maxBytes: number; reportChars: number },
+): string {
   const n = statusCounts(run.tree.channels());
   const parts: string[] = [
     `## subtee: ${run.tree.size - 1} subagents — ${n.completed} completed, ${n.failed} failed, ${n.running} running\n\n`,
@@ -45,19 +49,37 @@ export function stepSummary(run: Session, lastText: Map<Channel, string>, o: { m
   const order = walkTree(run.tree).map((row) => row.channel);
   let omitted = 0;
   for (const ch of order) {
-    const indent = '  '.repeat(Math.max(0, ch.depth ?? 1));
-    const name = ch.id === null ? '**main**' : `${escapeMarkdown(ch.agent ?? 'agent')} \`${escapeMarkdown(ch.tag)}\` ${ch.description ? `“${escapeMarkdown(ch.description)}”` : ''}`;
-    if (!add(`${indent}- ${ICON[ch.status]} ${name} — ${ch.status}, ${ch.lines} lines, ${channelTokens(ch)} tokens\n`)) omitted++;
+    const indent = '  '.repeat(Math.min(MAX_GUIDE_LEVELS, Math.max(0, ch.depth ?? 1)));
+    const name =
+      ch.id === null
+        ? '**main**'
+        : `${escapeMarkdown(ch.agent ?? 'agent')} \`${escapeMarkdown(ch.tag)}\` ${ch.description ? `“${escapeMarkdown(ch.description)}”` : ''}`;
+    if (
+      !add(
+        `${indent}- ${ICON[ch.status]} ${name} — ${ch.status}, ${ch.lines} lines, ${channelTokens(ch)} tokens\n`,
+      )
+    )
+      omitted++;
   }
   add('\n');
   for (const ch of order) {
     const report = ch.summary ?? lastText.get(ch);
     if (!report) continue;
-    const text = report.length > o.reportChars ? `${report.slice(0, o.reportChars)}… (${report.length - o.reportChars} more chars)` : report;
-    const title = ch.id === null ? 'main' : `${escapeMarkdown(ch.agent ?? 'agent')} ${escapeMarkdown(ch.tag)} — ${ch.status}`;
-    if (!add(`<details><summary>${title}</summary>\n\n<pre>${escapeHtml(text)}</pre>\n\n</details>\n\n`)) omitted++;
+    const text =
+      report.length > o.reportChars
+        ? `${report.slice(0, o.reportChars)}… (${report.length - o.reportChars} more chars)`
+        : report;
+    const title =
+      ch.id === null
+        ? 'main'
+        : `${escapeMarkdown(ch.agent ?? 'agent')} ${escapeMarkdown(ch.tag)} — ${ch.status}`;
+    if (!add(`<details><summary>${title}</summary>\n\n<pre>${escapeHtml(text)}</pre>\n\n</details>\n\n`))
+      omitted++;
   }
-  if (omitted > 0) parts.push(`\n_${omitted} more entries not shown: the summary is kept under ${o.maxBytes} bytes; see the output folder for everything._\n`);
+  if (omitted > 0)
+    parts.push(
+      `\n_${omitted} more entries not shown: the summary is kept under ${o.maxBytes} bytes; see the output folder for everything._\n`,
+    );
   return parts.join('');
 }
 
@@ -65,8 +87,13 @@ export function stepSummary(run: Session, lastText: Map<Channel, string>, o: { m
  * A sink (pass-through, object mode) that appends a Markdown summary of the run to
  * `$GITHUB_STEP_SUMMARY` at the end: the tree, statuses, and each agent's last report.
  */
-export function createGithubStepSummary(options: StepSummaryOptions & { session: Session; env?: NodeJS.ProcessEnv }): Transform {
-  const o = { ...STEP_SUMMARY_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
+export function createGithubStepSummary(
+  options: StepSummaryOptions & { session: Session; env?: NodeJS.ProcessEnv },
+): Transform {
+  const o = {
+    ...STEP_SUMMARY_DEFAULTS,
+    ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)),
+  };
   const run = requireSession(options, 'createGithubStepSummary');
   const path = options.path ?? (options.env ?? process.env).GITHUB_STEP_SUMMARY;
   const lastText = new Map<Channel, string>();
@@ -87,7 +114,8 @@ export function createGithubStepSummary(options: StepSummaryOptions & { session:
       for (const rec of batch) {
         if (rec.kind !== 'line' || rec.value.type !== 'assistant' || !rec.channel) continue;
         for (const b of contentBlocks(rec.value)) {
-          if (b.type === 'text' && b.text.trim()) lastText.set(rec.channel, b.text.slice(0, o.reportChars + 1));
+          if (b.type === 'text' && b.text.trim())
+            lastText.set(rec.channel, b.text.slice(0, o.reportChars + 1));
         }
       }
       cb(null, passOn(sink, batch));
@@ -117,9 +145,23 @@ export default definePlugin<StepSummaryOptions>({
   kind: 'sink',
   kit: '^0.1.0',
   options: {
-    path: { type: 'string', description: 'file to append to (default $GITHUB_STEP_SUMMARY; nothing is written when neither is set)' },
-    maxBytes: { type: 'number', min: 1000, description: `size limit of the summary (default ${STEP_SUMMARY_DEFAULTS.maxBytes}; GitHub allows 1 MiB)` },
-    reportChars: { type: 'number', min: 1, description: `characters of each agent's last report (default ${STEP_SUMMARY_DEFAULTS.reportChars})` },
+    path: {
+      type: 'string',
+      minLength: 1,
+      description: 'file to append to (default $GITHUB_STEP_SUMMARY; nothing is written when neither is set)',
+    },
+    maxBytes: {
+      type: 'integer',
+      min: 1000,
+      default: STEP_SUMMARY_DEFAULTS.maxBytes,
+      description: 'size limit of the summary (GitHub allows 1 MiB)',
+    },
+    reportChars: {
+      type: 'integer',
+      min: 1,
+      default: STEP_SUMMARY_DEFAULTS.reportChars,
+      description: "characters of each agent's last report",
+    },
   },
   create: (o, ctx) => createGithubStepSummary({ ...o, session: ctx.session, env: ctx.env }),
 });

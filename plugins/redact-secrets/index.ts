@@ -32,7 +32,8 @@ const KEEP_PREFIX: readonly RegExp[] = [
 ];
 
 // A cheap first look, so lines with nothing secret-like skip the full pass.
-const HINT = /sk-|gh[pousr]_|github_pat_|glpat-|AKIA|ASIA|xox[abprs]-|AIza|npm_|eyJ|bearer|basic|token|api[_-]?key|secret|passw/i;
+const HINT =
+  /sk-|gh[pousr]_|github_pat_|glpat-|AKIA|ASIA|xox[abprs]-|AIza|npm_|eyJ|bearer|basic|token|api[_-]?key|secret|passw/i;
 
 export function redact(text: string): string {
   if (!HINT.test(text)) return text;
@@ -45,7 +46,8 @@ export function redact(text: string): string {
 function redactValue(v: unknown): unknown {
   if (typeof v === 'string') return redact(v);
   if (Array.isArray(v)) return v.map(redactValue);
-  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, redactValue(x)]));
+  if (v && typeof v === 'object')
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, redactValue(x)]));
   return v;
 }
 

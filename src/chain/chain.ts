@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import { builtinRegistry } from './builtins.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../model/record.js';
 import { UsageError } from '../errors.js';
-import type { PluginContext, PluginDefinition, Registry } from './plugin.js';
+import { optionProblem, type PluginContext, type PluginDefinition, type Registry } from './plugin.js';
 import { Session } from '../model/session.js';
 
 export interface ComponentSpec {
@@ -17,12 +17,25 @@ export interface ChainSpec {
 }
 
 export const DEFAULT_STAGES: readonly ComponentSpec[] = Object.freeze(
-  ['line-parser', 'version-guard', 'channel-router', 'thinking-truncator', 'idle-watchdog'].map((use) => ({ use })),
+  [
+    'line-parser',
+    'input-format',
+    'version-guard',
+    'channel-router',
+    'thinking-truncator',
+    'idle-watchdog',
+  ].map((use) => ({ use })),
 );
 
 /** The chain the CLI runs without a config: every built-in stage, the files and stdout sinks. */
 export function defaultSpec(out: string, stdout: 'text' | 'main' | 'raw' | 'none' = 'text'): ChainSpec {
-  return { stages: DEFAULT_STAGES.map((s) => ({ ...s })), sinks: [{ use: 'files', out }, { use: 'stdout', mode: stdout }] };
+  return {
+    stages: DEFAULT_STAGES.map((s) => ({ ...s })),
+    sinks: [
+      { use: 'files', out },
+      { use: 'stdout', mode: stdout },
+    ],
+  };
 }
 
 export interface ChainOptions {
@@ -42,7 +55,10 @@ export interface ChainOptions {
  */
 export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
   const problems: string[] = [];
-  for (const [section, kind] of [['stages', 'stage'], ['sinks', 'sink']] as const) {
+  for (const [section, kind] of [
+    ['stages', 'stage'],
+    ['sinks', 'sink'],
+  ] as const) {
     const list = spec[section];
     if (!Array.isArray(list)) {
       problems.push(`${section}: must be a list`);
@@ -60,18 +76,19 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
         return;
       }
       if (def.kind !== kind) problems.push(`${at}: "${c.use}" is a ${def.kind}, not a ${kind}`);
-      for (const [key, o] of Object.entries(def.options)) if (o.required && c[key] === undefined) problems.push(`${at}.${key}: required`);
+      for (const [key, o] of Object.entries(def.options))
+        if (o.required && c[key] === undefined) problems.push(`${at}.${key}: required`);
       for (const [key, value] of Object.entries(c)) {
         if (key === 'use') continue;
         const o = def.options[key];
         if (!o) {
-          problems.push(`${at}.${key}: unknown option for "${c.use}" (known: ${Object.keys(def.options).join(', ') || 'none'})`);
+          problems.push(
+            `${at}.${key}: unknown option for "${c.use}" (known: ${Object.keys(def.options).join(', ') || 'none'})`,
+          );
           continue;
         }
-        const actual = Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
-        if (actual !== o.type) problems.push(`${at}.${key}: must be a ${o.type}, got ${actual}`);
-        else if (o.choices && !o.choices.includes(value as string | number)) problems.push(`${at}.${key}: must be one of ${o.choices.join(', ')}`);
-        else if (o.min !== undefined && typeof value === 'number' && !(value >= o.min)) problems.push(`${at}.${key}: must be at least ${o.min}`);
+        const problem = optionProblem(o, value);
+        if (problem) problems.push(`${at}.${key}: ${problem}`);
       }
     });
   }
@@ -80,25 +97,43 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
 
 /**
  * Builds the streams of one chain in data order. Byte stages (a raw stdout tee) go first,
- * then the line parser (the bytes → records edge), then record stages and sinks in the
- * order given. Every component is created through its plugin definition.
+ * then the one input edge (the line parser for bytes, the object source for message
+ * objects), then record stages and sinks in the order given. Every component is created
+ * through its plugin definition.
  */
-export function buildChain(spec: ChainSpec, options: ChainOptions = {}): { streams: Transform[]; session: Session } {
+export function buildChain(
+  spec: ChainSpec,
+  options: ChainOptions = {},
+): { streams: Transform[]; session: Session } {
   const registry = options.registry ?? builtinRegistry();
   const problems = chainProblems(spec, registry);
   if (problems.length > 0) throw new UsageError('ERR_CONFIG', `invalid chain: ${problems.join('; ')}`);
   const session = options.session ?? new Session();
-  const ctx: PluginContext = { session, env: options.env ?? process.env, stderr: options.stderr ?? process.stderr, signal: options.signal };
+  const ctx: PluginContext = {
+    session,
+    env: options.env ?? process.env,
+    stderr: options.stderr ?? process.stderr,
+    signal: options.signal,
+  };
   const parts = [...spec.stages, ...spec.sinks].map((c) => {
     const def = registry.get(c.use) as PluginDefinition;
     const { use: _use, ...opts } = c;
     return { def, opts, input: def.input?.(opts) ?? 'records' };
   });
-  const byteTaps = parts.filter((p) => p.input === 'bytes' && p.def.name !== 'line-parser' && p.def.kind === 'sink');
+  const byteTaps = parts.filter((p) => p.input === 'bytes' && p.def.kind === 'sink');
   const rest = parts.filter((p) => !byteTaps.includes(p));
-  const parsers = rest.filter((p) => p.input === 'bytes');
-  if (parsers.length !== 1 || rest[0] !== parsers[0]) {
-    throw new UsageError('ERR_CONFIG', 'invalid chain: exactly one line parser must come first among the stages');
+  const edges = rest.filter((p) => p.input === 'bytes' || p.input === 'objects');
+  if (edges.length !== 1 || rest[0] !== edges[0]) {
+    throw new UsageError(
+      'ERR_CONFIG',
+      'invalid chain: exactly one input edge (line-parser or object-source) must come first among the stages',
+    );
+  }
+  if (edges[0].input === 'objects' && byteTaps.length > 0) {
+    throw new UsageError(
+      'ERR_CONFIG',
+      `invalid chain: ${byteTaps[0].def.name} copies input bytes, and message objects have none`,
+    );
   }
   const streams: Transform[] = [];
   try {
@@ -154,11 +189,35 @@ function untilStopped(stop: AbortSignal) {
 }
 
 /** Runs input through the chain to the end; resolves with the run's state. */
-export async function runChain(input: Readable, spec: ChainSpec, options: ChainOptions = {}): Promise<Session> {
-  const { streams, session } = buildChain(spec, options);
-  const head = options.stop ? [input, untilStopped(options.stop)] : [input];
+export async function runChain(
+  input: Readable,
+  spec: ChainSpec,
+  options: ChainOptions = {},
+): Promise<Session> {
+  const { streams, session: run } = buildChain(spec, options);
+  // Input stops on the caller's `stop` or when a stage asks (the watchdog on a stall).
+  const stopped = new AbortController();
+  const onStop = () => stopped.abort();
+  if (options.stop?.aborted) stopped.abort();
+  options.stop?.addEventListener('abort', onStop, { once: true });
+  let reason: Error | null = null;
+  run.stopInput = (why) => {
+    reason ??= why;
+    stopped.abort();
+  };
   // The typings have no overload for a list that mixes streams and a generator stage.
-  const all = [...head, ...streams, createDiscard()] as unknown as NodeJS.ReadableStream[];
-  await pipeline(all, { signal: options.signal });
-  return session;
+  const all = [
+    input,
+    untilStopped(stopped.signal),
+    ...streams,
+    createDiscard(),
+  ] as unknown as NodeJS.ReadableStream[];
+  try {
+    await pipeline(all, { signal: options.signal });
+  } finally {
+    run.stopInput = null;
+    options.stop?.removeEventListener('abort', onStop);
+  }
+  if (reason) throw reason;
+  return run;
 }

@@ -23,7 +23,11 @@ export function readConfig(path: string): { config: Config; baseDir: string } {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new UsageError('ERR_CONFIG_READ', `cannot read config ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, err);
+    throw new UsageError(
+      'ERR_CONFIG_READ',
+      `cannot read config ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+      err,
+    );
   }
   let data: unknown;
   try {
@@ -31,12 +35,19 @@ export function readConfig(path: string): { config: Config; baseDir: string } {
   } catch (err) {
     throw new UsageError('ERR_CONFIG', `config ${path} is not valid JSON: ${(err as Error).message}`, err);
   }
-  if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new UsageError('ERR_CONFIG', `config ${path}: must be a JSON object`);
+  if (typeof data !== 'object' || data === null || Array.isArray(data))
+    throw new UsageError('ERR_CONFIG', `config ${path}: must be a JSON object`);
   const problems: string[] = [];
   const d = data as Record<string, unknown>;
-  for (const k of Object.keys(d)) if (!TOP_KEYS.has(k)) problems.push(`${k}: unknown key (known: stages, sinks, plugins)`);
-  if (d.plugins !== undefined && (!Array.isArray(d.plugins) || !d.plugins.every((p) => typeof p === 'string'))) problems.push('plugins: must be a list of module paths or names');
-  for (const k of ['stages', 'sinks']) if (d[k] !== undefined && !Array.isArray(d[k])) problems.push(`${k}: must be a list`);
+  for (const k of Object.keys(d))
+    if (!TOP_KEYS.has(k)) problems.push(`${k}: unknown key (known: stages, sinks, plugins)`);
+  if (
+    d.plugins !== undefined &&
+    (!Array.isArray(d.plugins) || !d.plugins.every((p) => typeof p === 'string'))
+  )
+    problems.push('plugins: must be a list of module paths or names');
+  for (const k of ['stages', 'sinks'])
+    if (d[k] !== undefined && !Array.isArray(d[k])) problems.push(`${k}: must be a list`);
   if (problems.length > 0) throw new UsageError('ERR_CONFIG', `config ${path}: ${problems.join('; ')}`);
   return {
     config: {
@@ -68,8 +79,16 @@ export async function registerPlugins(registry: Registry, plugins: string[], bas
  * included); with one, only flags given on the command line do, overriding the file. A flag
  * for a stage or sink the spec does not have adds it (stages at their default position).
  */
-export function applyFlags(spec: ChainSpec, o: ParsedOptions, fromConfig: boolean, table: readonly OptionDef[] = OPTIONS): ChainSpec {
-  const out: ChainSpec = { stages: spec.stages.map((c) => ({ ...c })), sinks: spec.sinks.map((c) => ({ ...c })) };
+export function applyFlags(
+  spec: ChainSpec,
+  o: ParsedOptions,
+  fromConfig: boolean,
+  table: readonly OptionDef[] = OPTIONS,
+): ChainSpec {
+  const out: ChainSpec = {
+    stages: spec.stages.map((c) => ({ ...c })),
+    sinks: spec.sinks.map((c) => ({ ...c })),
+  };
   const order = DEFAULT_STAGES.map((s) => s.use);
   const builtins = builtinRegistry();
   for (const def of table) {
@@ -91,7 +110,8 @@ export function applyFlags(spec: ChainSpec, o: ParsedOptions, fromConfig: boolea
   const files = out.sinks.find((c) => c.use === 'files');
   const pinoSink = out.sinks.find((c) => c.use === 'pino');
   const bare = OPTIONS.find((d) => d.name === 'pino')!.optionalDefault;
-  if (pinoSink && files && pinoSink.destination === bare && typeof files.out === 'string') pinoSink.destination = join(files.out, String(bare));
+  if (pinoSink && files && pinoSink.destination === bare && typeof files.out === 'string')
+    pinoSink.destination = join(files.out, String(bare));
   return out;
 }
 
@@ -101,6 +121,7 @@ export function checkSpec(spec: ChainSpec, registry: Registry, where: string): v
     spec.sinks.some((c) => c.use === 'stdout' && c.mode !== 'none'),
     spec.sinks.some((c) => c.use === 'pino' && (c.destination ?? '-') === '-' && c.transport === undefined),
   ].filter(Boolean).length;
-  if (stdoutWriters > 1) problems.push('stdout and pino both write to stdout: use --stdout none, or --pino FILE');
+  if (stdoutWriters > 1)
+    problems.push('stdout and pino both write to stdout: use --stdout none, or --pino FILE');
   if (problems.length > 0) throw new UsageError('ERR_CONFIG', `${where}: ${problems.join('; ')}`);
 }

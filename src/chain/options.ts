@@ -1,44 +1,135 @@
 import minimist from 'minimist';
 import { UsageError } from '../errors.js';
-import { THINKING_MODES } from './stages/thinking-truncator.js';
-import { STDOUT_MODES } from './sinks/stdout.js';
+import { BUILTINS } from './builtins.js';
+import { optionProblem, type OptionSpec } from './plugin.js';
 
+/** A command-line flag as --help, the parser and the config overrides read it. */
 export interface OptionDef {
   name: string;
   alias?: string;
   type: 'string' | 'boolean' | 'number';
   /** Placeholder shown in --help. */
   arg?: string;
+  /** Shown in --help; set by the parser only when `cliDefault` (a flag's own default). */
   default?: string | number | boolean;
-  choices?: readonly string[];
+  /** The parser fills the default in when the flag is not given (CLI-only defaults). */
+  cliDefault?: boolean;
+  choices?: readonly (string | number)[];
   min?: number;
   /** The value may be left out (`--pino` alone); it is then `optionalDefault`. */
   optionalDefault?: string;
   /** The chain option this flag sets: stage or sink name and option key. */
   target?: { use: string; key: string };
+  /** The option spec behind a flag with a target: its value is checked against it. */
+  spec?: OptionSpec;
   help: string;
 }
 
-/** The one table behind argument parsing, --help and the flags that override a config. */
-export const OPTIONS: readonly OptionDef[] = Object.freeze([
-  { name: 'out', alias: 'o', type: 'string', arg: 'DIR', default: 'subtee-out', target: { use: 'files', key: 'out' }, help: 'folder for transcripts and index.json (must be new or empty)' },
-  { name: 'stdout', type: 'string', arg: 'MODE', default: 'text', choices: STDOUT_MODES, target: { use: 'stdout', key: 'mode' }, help: 'text: main text + labelled subagent text; main: main text only; raw: input unchanged (tee); none' },
-  { name: 'force', type: 'boolean', default: false, target: { use: 'files', key: 'force' }, help: 'write into an --out folder that already holds files' },
-  { name: 'thinking', type: 'string', arg: 'MODE', default: 'truncate', choices: THINKING_MODES, target: { use: 'thinking-truncator', key: 'mode' }, help: 'thinking in transcripts: keep, truncate, drop, or file (full text in <channel>.thinking.log)' },
-  { name: 'thinking-max-chars', type: 'number', arg: 'N', default: 2000, min: 0, target: { use: 'thinking-truncator', key: 'maxChars' }, help: 'characters of each thinking block kept by --thinking truncate' },
-  { name: 'require-version', type: 'string', arg: 'RANGE', target: { use: 'version-guard', key: 'requireVersion' }, help: 'refuse an agent whose version is not in RANGE, e.g. ">=2.1.219" (exit 4)' },
-  { name: 'idle-timeout-ms', type: 'number', arg: 'MS', default: 120_000, min: 1, target: { use: 'idle-watchdog', key: 'idleTimeoutMs' }, help: 'silence that counts as a hang while no background task is in flight' },
-  { name: 'bg-wait-ceiling-ms', type: 'number', arg: 'MS', min: 0, target: { use: 'idle-watchdog', key: 'bgWaitCeilingMs' }, help: 'silence allowed while background tasks run (default $CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS or 600000; 0 = no limit)' },
-  { name: 'on-stall', type: 'string', arg: 'ACTION', default: 'fail', choices: ['fail', 'warn'], target: { use: 'idle-watchdog', key: 'onStall' }, help: 'fail: stop (exit 124, and stop the agent under subtee run); warn: report only' },
-  { name: 'pino', type: 'string', arg: '[FILE]', optionalDefault: 'events.pino.log', target: { use: 'pino', key: 'destination' }, help: 'also log one pino line per event to FILE (- for stdout; alone: OUT/events.pino.log)' },
-  { name: 'max-line-bytes', type: 'number', arg: 'N', default: 16 * 1024 * 1024, min: 1024, target: { use: 'line-parser', key: 'maxLineBytes' }, help: 'longest line held in memory; longer lines are spooled to a file in --out and routed from there' },
-  { name: 'max-open-files', type: 'number', arg: 'N', default: 128, min: 4, target: { use: 'files', key: 'maxOpenFiles' }, help: 'open file handles kept at most (others are reopened for append)' },
-  { name: 'config', alias: 'c', type: 'string', arg: 'FILE', help: 'JSON config: stages, sinks, plugins (flags given here override it)' },
-  { name: 'kill-grace-ms', type: 'number', arg: 'MS', default: 5000, min: 0, help: 'subtee run: wait this long after SIGTERM before SIGKILL' },
+/**
+ * A row of the table below. A flag that sets a stage or sink option names its `target`
+ * and carries only what is the command line's own (flag name, alias, placeholder, a default
+ * of its own such as `--out subtee-out`, a note for --help): its type, bounds, choices,
+ * default and help come from that option's spec, so they are written once.
+ */
+type Row =
+  | (Pick<OptionDef, 'name' | 'alias' | 'arg' | 'optionalDefault'> & {
+      target: { use: string; key: string };
+      /** A default of the flag's own (applied by the parser), or null for none shown. */
+      default?: string | null;
+      note?: string;
+    })
+  | (Omit<OptionDef, 'target' | 'spec' | 'cliDefault'> & { target?: undefined });
+
+const ROWS: readonly Row[] = [
+  { name: 'out', alias: 'o', arg: 'DIR', default: 'subtee-out', target: { use: 'files', key: 'out' } },
+  { name: 'stdout', arg: 'MODE', target: { use: 'stdout', key: 'mode' } },
+  { name: 'force', target: { use: 'files', key: 'force' } },
+  { name: 'thinking', arg: 'MODE', target: { use: 'thinking-truncator', key: 'mode' } },
+  { name: 'thinking-max-chars', arg: 'N', target: { use: 'thinking-truncator', key: 'maxChars' } },
+  { name: 'require-version', arg: 'RANGE', target: { use: 'version-guard', key: 'requireVersion' } },
+  { name: 'idle-timeout-ms', arg: 'MS', target: { use: 'idle-watchdog', key: 'idleTimeoutMs' } },
+  { name: 'bg-wait-ceiling-ms', arg: 'MS', target: { use: 'idle-watchdog', key: 'bgWaitCeilingMs' } },
+  { name: 'on-stall', arg: 'ACTION', target: { use: 'idle-watchdog', key: 'onStall' } },
+  {
+    name: 'pino',
+    arg: '[FILE]',
+    optionalDefault: 'events.pino.log',
+    default: null,
+    note: 'alone: OUT/events.pino.log',
+    target: { use: 'pino', key: 'destination' },
+  },
+  {
+    name: 'otlp',
+    arg: '[URL]',
+    optionalDefault: 'env',
+    default: null,
+    note: 'alone: from OTEL_EXPORTER_OTLP_*, else localhost:4318',
+    target: { use: 'otlp', key: 'url' },
+  },
+  { name: 'clickhouse', arg: 'URL', target: { use: 'clickhouse', key: 'url' } },
+  { name: 'clickhouse-resend', arg: 'DIR', target: { use: 'clickhouse', key: 'resend' } },
+  { name: 'input-format', arg: 'FORMAT', target: { use: 'input-format', key: 'format' } },
+  { name: 'max-line-bytes', arg: 'N', target: { use: 'line-parser', key: 'maxLineBytes' } },
+  { name: 'max-open-files', arg: 'N', target: { use: 'files', key: 'maxOpenFiles' } },
+  {
+    name: 'html',
+    type: 'boolean',
+    default: false,
+    help: 'also write OUT/report.html at the end: tree, timeline, transcripts, search (subtee report OUT does it later)',
+  },
+  {
+    name: 'serve',
+    type: 'string',
+    arg: '[HOST:]PORT',
+    help: 'serve the report live while the run goes (host 127.0.0.1 unless given; port 0 picks a free one)',
+  },
+  {
+    name: 'config',
+    alias: 'c',
+    type: 'string',
+    arg: 'FILE',
+    help: 'JSON config: stages, sinks, plugins (flags given here override it)',
+  },
+  {
+    name: 'kill-grace-ms',
+    type: 'number',
+    arg: 'MS',
+    default: 5000,
+    min: 0,
+    help: 'subtee run: wait this long after SIGTERM before SIGKILL',
+  },
   { name: 'quiet', alias: 'q', type: 'boolean', default: false, help: 'no summary or status line on stderr' },
   { name: 'help', alias: 'h', type: 'boolean', default: false, help: 'show this help' },
   { name: 'version', alias: 'V', type: 'boolean', default: false, help: 'print the version' },
-]);
+];
+
+/** A row with its target's facts filled in from the built-in option specs. */
+function resolveRow(row: Row): OptionDef {
+  if (row.target === undefined) return { ...row, cliDefault: row.default !== undefined };
+  const { use, key } = row.target;
+  const spec = BUILTINS.find((d) => d.name === use)?.options[key];
+  if (!spec) throw new Error(`option table: ${use} has no option ${key}`);
+  const numeric = spec.type === 'integer' || spec.type === 'number';
+  const type = numeric ? 'number' : spec.type === 'boolean' ? 'boolean' : 'string';
+  const own = row.default !== undefined;
+  return {
+    name: row.name,
+    alias: row.alias,
+    type,
+    arg: row.arg,
+    default: own ? (row.default ?? undefined) : spec.default,
+    cliDefault: own && row.default !== null,
+    choices: spec.choices,
+    min: spec.min,
+    optionalDefault: row.optionalDefault,
+    target: row.target,
+    spec,
+    help: row.note ? `${spec.description}; ${row.note}` : spec.description,
+  };
+}
+
+/** The one table behind argument parsing, --help and the flags that override a config. */
+export const OPTIONS: readonly OptionDef[] = Object.freeze(ROWS.map(resolveRow));
 
 export interface ParsedOptions {
   /** Positional arguments before `--`. */
@@ -66,7 +157,11 @@ export function parseArgs(argv: string[], table: readonly OptionDef[] = OPTIONS)
       return true;
     },
   });
-  if (unknown.length > 0) throw new UsageError('ERR_UNKNOWN_OPTION', `unknown option ${unknown[0].split('=')[0]} (see subtee --help)`);
+  if (unknown.length > 0)
+    throw new UsageError(
+      'ERR_UNKNOWN_OPTION',
+      `unknown option ${unknown[0].split('=')[0]} (see subtee --help)`,
+    );
   const given = new Set(
     argv
       .slice(0, argv.includes('--') ? argv.indexOf('--') : argv.length)
@@ -78,19 +173,24 @@ export function parseArgs(argv: string[], table: readonly OptionDef[] = OPTIONS)
   for (const o of table) {
     let v = raw[o.name];
     if (Array.isArray(v)) throw new UsageError('ERR_BAD_OPTION', `--${o.name} given more than once`);
-    if (v === undefined) v = o.default;
+    if (v === undefined && o.cliDefault) v = o.default;
     if (v === undefined) continue;
     if (o.type === 'string') {
       if (v === '' && o.optionalDefault !== undefined) v = o.optionalDefault;
-      if (typeof v !== 'string' || v === '') throw new UsageError('ERR_BAD_OPTION', `--${o.name} needs a value${o.arg ? ` (${o.arg})` : ''}`);
-      if (o.choices && !o.choices.includes(v)) throw new UsageError('ERR_BAD_OPTION', `--${o.name} must be one of ${o.choices.join(', ')}, not "${v}"`);
+      if (typeof v !== 'string' || v === '')
+        throw new UsageError('ERR_BAD_OPTION', `--${o.name} needs a value${o.arg ? ` (${o.arg})` : ''}`);
     } else if (o.type === 'number') {
       const n = typeof v === 'number' ? v : /^\d+$/.test(String(v)) ? Number(v) : NaN;
-      if (!Number.isSafeInteger(n) || (o.min !== undefined && n < o.min)) {
-        throw new UsageError('ERR_BAD_OPTION', `--${o.name} must be a whole number${o.min !== undefined ? ` of at least ${o.min}` : ''}, not "${v}"`);
+      if (!Number.isSafeInteger(n)) {
+        const least = o.min !== undefined ? ` of at least ${o.min}` : '';
+        throw new UsageError('ERR_BAD_OPTION', `--${o.name} must be a whole number${least}, not "${v}"`);
       }
       v = n;
     }
+    // The same check a config's value gets (choices, bounds, ranges…).
+    const tooSmall = typeof v === 'number' && o.min !== undefined && v < o.min;
+    const problem = o.spec ? optionProblem(o.spec, v) : tooSmall ? `must be at least ${o.min}` : null;
+    if (problem) throw new UsageError('ERR_BAD_OPTION', `--${o.name} ${problem}, not "${v}"`);
     out[o.name] = v;
   }
   return out;

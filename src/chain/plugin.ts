@@ -1,5 +1,6 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Transform, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { UsageError } from '../errors.js';
@@ -18,13 +19,56 @@ export interface PluginContext {
   signal?: AbortSignal;
 }
 
+/**
+ * One option of a stage or sink, every fact about it in one place: the config check, the
+ * JSON Schema, and the command-line flag that sets it (its type, bounds, default and help)
+ * all read this.
+ */
 export interface OptionSpec {
-  type: 'string' | 'number' | 'boolean' | 'object' | 'array';
+  /** `integer`: a whole number that is exact in JSON and JavaScript (a safe integer). */
+  type: 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array';
   choices?: readonly (string | number)[];
+  /** Smallest value of a number. */
   min?: number;
+  /** Largest value of a number. */
+  max?: number;
+  /** Shortest string: 1 for a name or path that must not be empty. */
+  minLength?: number;
+  /** What the component uses when the option is left out (shown in --help and the schema). */
+  default?: string | number | boolean;
+  /** The default depends on the machine (the open-file budget): --help shows it, the schema does not. */
+  defaultVaries?: boolean;
+  /** A further check of a value of the right type: what is wrong with it, or null. */
+  check?: (value: never) => string | null;
   /** The component cannot be built without it. */
   required?: boolean;
   description: string;
+}
+
+const typeName = (value: unknown) =>
+  Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
+
+/** What is wrong with a value for an option, or null: the one check behind configs and flags. */
+export function optionProblem(o: OptionSpec, value: unknown): string | null {
+  const actual = typeName(value);
+  const shown = actual === 'number' ? String(value) : actual;
+  if (o.type === 'integer') {
+    const least = o.min !== undefined ? ` of at least ${o.min}` : '';
+    if (actual !== 'number' || !Number.isSafeInteger(value))
+      return `must be a whole number${least}, not ${shown}`;
+  } else if (o.type === 'number') {
+    if (actual !== 'number' || !Number.isFinite(value)) return `must be a finite number, not ${shown}`;
+  } else if (actual !== o.type) {
+    return `must be a ${o.type}, not ${actual}`;
+  }
+  if (o.choices && !o.choices.includes(value as string | number))
+    return `must be one of ${o.choices.join(', ')}`;
+  if (typeof value === 'number' && o.min !== undefined && value < o.min) return `must be at least ${o.min}`;
+  if (typeof value === 'number' && o.max !== undefined && value > o.max) return `must be at most ${o.max}`;
+  if (typeof value === 'string' && o.minLength !== undefined && value.length < o.minLength) {
+    return o.minLength === 1 ? 'must not be empty' : `must be at least ${o.minLength} characters`;
+  }
+  return o.check?.(value as never) ?? null;
 }
 
 /**
@@ -32,7 +76,8 @@ export interface OptionSpec {
  * batches (arrays of records, see RecordBatch); a sink is a pass-through stage that also
  * writes them somewhere. `create` returns a core Transform in object mode on both sides,
  * unless `input(options)` says the stage wants the raw input bytes (it then runs before the
- * line parser, bytes in and bytes out).
+ * line parser, bytes in and bytes out). An input edge (the line parser, the object source)
+ * says what it reads, `bytes` or `objects`, and records come out of it.
  */
 export interface PluginDefinition<O = any> {
   name: string;
@@ -41,7 +86,7 @@ export interface PluginDefinition<O = any> {
   kit: string;
   /** Accepted options; unknown keys are rejected when a config is validated. */
   options: Record<string, OptionSpec>;
-  input?: (options: O) => 'bytes' | 'records';
+  input?: (options: O) => 'bytes' | 'objects' | 'records';
   create(options: O, ctx: PluginContext): Transform;
 }
 
@@ -53,17 +98,103 @@ export function definePlugin<O>(def: PluginDefinition<O>): Readonly<PluginDefini
 
 function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDefinition<O> {
   const problems: string[] = [];
-  if (typeof def !== 'object' || def === null) throw new UsageError('ERR_PLUGIN_INVALID', `plugin ${source}: does not export a definition object`);
-  if (typeof def.name !== 'string' || !NAME.test(def.name)) problems.push('name must be a lowercase identifier');
+  if (typeof def !== 'object' || def === null)
+    throw new UsageError('ERR_PLUGIN_INVALID', `plugin ${source}: does not export a definition object`);
+  if (typeof def.name !== 'string' || !NAME.test(def.name))
+    problems.push('name must be a lowercase identifier');
   if (def.kind !== 'stage' && def.kind !== 'sink') problems.push('kind must be "stage" or "sink"');
-  if (typeof def.kit !== 'string' || !isValidRange(def.kit)) problems.push('kit must be a version range such as "^0.1.0"');
+  if (typeof def.kit !== 'string' || !isValidRange(def.kit))
+    problems.push('kit must be a version range such as "^0.1.0"');
   if (typeof def.create !== 'function') problems.push('create must be a function');
-  if (typeof def.options !== 'object' || def.options === null) problems.push('options must describe the accepted options');
-  if (problems.length > 0) throw new UsageError('ERR_PLUGIN_INVALID', `plugin ${source}: ${problems.join('; ')}`);
+  if (typeof def.options !== 'object' || def.options === null)
+    problems.push('options must describe the accepted options');
+  if (problems.length > 0)
+    throw new UsageError('ERR_PLUGIN_INVALID', `plugin ${source}: ${problems.join('; ')}`);
   if (!satisfies(KIT_VERSION, def.kit)) {
-    throw new UsageError('ERR_PLUGIN_VERSION', `plugin ${def.name} supports subtee ${def.kit}, this is ${KIT_VERSION}`);
+    throw new UsageError(
+      'ERR_PLUGIN_VERSION',
+      `plugin ${def.name} supports subtee ${def.kit}, this is ${KIT_VERSION}`,
+    );
   }
   return def;
+}
+
+/** The conditions `import()` matches in a package's `exports`, in Node.js's order of preference. */
+const IMPORT_CONDITIONS = new Set(['node', 'import', 'default']);
+
+function notExported(name: string, subpath: string): Error {
+  const err = new Error(`package ${name} does not export "${subpath}" to import()`);
+  return Object.assign(err, { code: 'ERR_PACKAGE_PATH_NOT_EXPORTED' });
+}
+
+/** One `exports` target: a path, a list (first that resolves), or conditions (first that matches). */
+function exportTarget(target: unknown, star: string | null): string | null {
+  if (typeof target === 'string') {
+    if (!target.startsWith('./')) return null;
+    return star === null ? target : target.split('*').join(star);
+  }
+  if (Array.isArray(target)) {
+    for (const t of target) {
+      const r = exportTarget(t, star);
+      if (r !== null) return r;
+    }
+    return null;
+  }
+  if (target && typeof target === 'object') {
+    for (const [condition, t] of Object.entries(target)) {
+      if (!IMPORT_CONDITIONS.has(condition)) continue;
+      const r = exportTarget(t, star);
+      if (r !== null) return r;
+    }
+  }
+  return null;
+}
+
+/** The file `exports` maps `subpath` (`.` or `./x`) to under the import conditions, or null. */
+export function resolveExports(exportsField: unknown, subpath: string): string | null {
+  const isObject = exportsField !== null && typeof exportsField === 'object' && !Array.isArray(exportsField);
+  const isMap = isObject && Object.keys(exportsField).some((k) => k.startsWith('.'));
+  if (!isMap) return subpath === '.' ? exportTarget(exportsField, null) : null;
+  const map = exportsField as Record<string, unknown>;
+  if (subpath in map && !subpath.includes('*')) return exportTarget(map[subpath], null);
+  // Subpath patterns (`./features/*`): the longest matching prefix wins.
+  let best: { key: string; star: string } | null = null;
+  for (const key of Object.keys(map)) {
+    const at = key.indexOf('*');
+    if (at === -1) continue;
+    const [prefix, suffix] = [key.slice(0, at), key.slice(at + 1)];
+    const matches = subpath.length >= key.length && subpath.startsWith(prefix) && subpath.endsWith(suffix);
+    if (matches && (!best || prefix.length > best.key.indexOf('*'))) {
+      best = { key, star: subpath.slice(prefix.length, subpath.length - suffix.length) };
+    }
+  }
+  return best ? exportTarget(map[best.key], best.star) : null;
+}
+
+/**
+ * Resolves a package name the way `import()` would from `baseDir`: the nearest
+ * `node_modules/<name>` up the tree, and its `exports` under the import conditions, so ESM-only
+ * packages (`"exports": { ".": { "import": … } }`) load. A package without `exports` is
+ * resolved by Node's own resolver (its `main`). (`import.meta.resolve` takes a parent only
+ * behind a flag in Node.js 20.)
+ */
+export function resolvePackage(spec: string, baseDir: string): string {
+  const parts = spec.split('/');
+  const name = spec.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+  const subpath = spec === name ? '.' : `./${spec.slice(name.length + 1)}`;
+  for (let dir = resolve(baseDir); ; dir = dirname(dir)) {
+    const pkgDir = join(dir, 'node_modules', name);
+    const pkgJson = join(pkgDir, 'package.json');
+    if (existsSync(pkgJson)) {
+      const pkg = JSON.parse(readFileSync(pkgJson, 'utf8')) as { exports?: unknown };
+      if (pkg.exports === undefined) break;
+      const target = resolveExports(pkg.exports, subpath);
+      if (target === null) throw notExported(name, subpath);
+      return pathToFileURL(join(pkgDir, target)).href;
+    }
+    if (dirname(dir) === dir) break;
+  }
+  return pathToFileURL(createRequire(resolve(baseDir, 'package.json')).resolve(spec)).href;
 }
 
 /** Loads a plugin from a path (relative to `baseDir`) or a package name. */
@@ -71,14 +202,14 @@ export async function loadPlugin(spec: string, baseDir: string): Promise<PluginD
   let mod: any;
   try {
     const isPath = spec.startsWith('.') || isAbsolute(spec);
-    const url = isPath
-      ? pathToFileURL(resolve(baseDir, spec)).href
-      : pathToFileURL(createRequire(resolve(baseDir, 'package.json')).resolve(spec)).href;
+    const url = isPath ? pathToFileURL(resolve(baseDir, spec)).href : resolvePackage(spec, baseDir);
     mod = await import(url);
   } catch (err) {
-    const why = (err as NodeJS.ErrnoException)?.code === 'ERR_MODULE_NOT_FOUND' || (err as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND'
-      ? 'not found'
-      : (err as Error)?.message ?? String(err);
+    const why =
+      (err as NodeJS.ErrnoException)?.code === 'ERR_MODULE_NOT_FOUND' ||
+      (err as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND'
+        ? 'not found'
+        : ((err as Error)?.message ?? String(err));
     throw new UsageError('ERR_PLUGIN_LOAD', `plugin ${spec}: cannot load (${why})`, err);
   }
   let def = mod?.default ?? mod?.plugin;
@@ -90,7 +221,11 @@ export class Registry {
   private readonly defs = new Map<string, PluginDefinition>();
 
   add(def: PluginDefinition): this {
-    if (this.defs.has(def.name)) throw new UsageError('ERR_PLUGIN_DUPLICATE', `plugin ${def.name}: a stage or sink of that name is already registered`);
+    if (this.defs.has(def.name))
+      throw new UsageError(
+        'ERR_PLUGIN_DUPLICATE',
+        `plugin ${def.name}: a stage or sink of that name is already registered`,
+      );
     this.defs.set(def.name, def);
     return this;
   }

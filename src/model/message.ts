@@ -14,7 +14,7 @@ export const isObject = (value: unknown): value is JsonObject =>
 export const nonEmpty = (value: unknown): string | null =>
   typeof value === 'string' && value.length > 0 ? value : null;
 
-// Content blocks ─────────────────────────────────────────────────────────────────────────
+// Content blocks
 
 export interface TextBlock {
   type: 'text';
@@ -114,7 +114,7 @@ export function resultTextLazy(block: ToolResultBlock): string | LazyText {
   return block.content instanceof LazyText ? block.content : resultText(block);
 }
 
-// Lines ─────────────────────────────────────────────────────────────────────────────────
+// Lines
 
 export type Usage = Readonly<Record<string, number>>;
 
@@ -127,7 +127,13 @@ interface LineBase {
 
 export interface AssistantLine extends LineBase {
   type: 'assistant';
-  message: { id?: string; model?: string; content: unknown[]; usage?: JsonObject; stop_reason?: string | null };
+  message: {
+    id?: string;
+    model?: string;
+    content: unknown[];
+    usage?: JsonObject;
+    stop_reason?: string | null;
+  };
 }
 
 export interface UserLine extends LineBase {

@@ -38,7 +38,8 @@ export interface QuarantineRecord {
   final: boolean;
 }
 
-export type QuarantineReason = 'not-json' | 'not-object' | 'truncated' | 'too-long';
+/** `failed`: a JSON line a stage could not handle (see Session.recordFailed). */
+export type QuarantineReason = 'not-json' | 'not-object' | 'truncated' | 'too-long' | 'failed';
 
 /**
  * A line longer than the parser's `maxLineBytes`: its bytes went to a spool file as they

@@ -1,7 +1,9 @@
-import { UsageError } from '../errors.js';
+import { SubteeError, UsageError } from '../errors.js';
 import { ChannelTree, type Channel } from './tree.js';
 
 export interface ChannelFiles {
+  /** The output folder. */
+  readonly out: string;
   /** The absolute path of a channel's `.jsonl` file, once the channel has one. */
   jsonlPath(id: string | null): string | undefined;
   /** Writes what is queued, so the files hold every line handed to the sink so far. */
@@ -9,6 +11,9 @@ export interface ChannelFiles {
   /** Where the line parser spools lines too long to hold (the output folder). */
   spoolDir?: string;
 }
+
+/** Who wrote the input: Claude Code stream-json (the CLI or the Agent SDK), or a LangGraph run. */
+export type Producer = 'claude' | 'langgraph';
 
 export interface Warning {
   code: string;
@@ -24,16 +29,26 @@ export interface Warning {
  */
 export class Session {
   readonly tree = new ChannelTree();
-  readonly input = { lines: 0, blankLines: 0, bytes: 0, quarantined: 0 };
-  readonly quarantineLines: number[] = [];
+  /** `failed`: lines a stage could not handle (kept all the same, see `recordFailed`). */
+  readonly input = { lines: 0, blankLines: 0, bytes: 0, quarantined: 0, failed: 0 };
+  /** Line numbers in the quarantine file: the first ones, then only a count (any stream keeps a small index). */
+  readonly quarantineLines = new CappedLineList(QUARANTINE_LINES_LISTED);
   readonly warnings: Warning[] = [];
   /**
    * Set by a sink that writes each channel's raw lines to a file (the files sink), so a
    * reader that starts late can replay a channel from disk instead of from memory.
    */
   channelFiles: ChannelFiles | null = null;
+  /** Set by the input-format stage; null when the chain has none or no line arrived. */
+  producer: Producer | null = null;
   interrupted = false;
   stalled = false;
+  /**
+   * Set by runChain while a chain runs: stops reading input, lets what was read reach every
+   * stage and sink (a partial last line goes to the quarantine), then fails the chain with
+   * `reason`. Null for stages used outside a chain.
+   */
+  stopInput: ((reason: Error) => void) | null = null;
   /** Per-channel fields that stages add to index.json (the thinking truncator's counts…). */
   readonly channelFields: Array<(ch: Channel) => Record<string, unknown>> = [];
   private readonly listeners: Array<(w: Warning) => void> = [];
@@ -49,6 +64,39 @@ export class Session {
 
   onWarning(listener: (w: Warning) => void): void {
     this.listeners.push(listener);
+  }
+
+  /**
+   * A stage's logic threw on one record. A typed error (a refused version, a failed write, a
+   * stall) ends the run as documented and is thrown on; anything else is a bug or a record
+   * subtee cannot read, and must not cost the other records: it is counted, reported once
+   * (`RECORD_FAILED`), and the stage keeps the record as the README says.
+   */
+  recordFailed(stage: string, lineNo: number, err: unknown): string {
+    if (err instanceof SubteeError) throw err;
+    this.input.failed++;
+    const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    this.warn(
+      'RECORD_FAILED',
+      `${stage} could not handle input line ${lineNo} (${why}); the line is kept, see index.json input.failed for how many`,
+    );
+    return why;
+  }
+}
+
+/** How many quarantined line numbers index.json lists; the rest are counted. */
+export const QUARANTINE_LINES_LISTED = 1000;
+
+/** Line numbers kept up to a limit, then only counted: memory stays flat on any stream. */
+export class CappedLineList {
+  readonly listed: number[] = [];
+  omitted = 0;
+
+  constructor(readonly limit: number) {}
+
+  push(lineNo: number): void {
+    if (this.listed.length < this.limit) this.listed.push(lineNo);
+    else this.omitted++;
   }
 }
 

@@ -51,7 +51,11 @@ export type ChannelSnapshot = Readonly<Omit<Channel, 'children' | 'counts' | 'us
 
 export function snapshotOf(ch: Channel): ChannelSnapshot {
   const { children: _children, ...fields } = ch;
-  return Object.freeze({ ...fields, counts: Object.freeze({ ...ch.counts }), usage: Object.freeze({ ...ch.usage }) });
+  return Object.freeze({
+    ...fields,
+    counts: Object.freeze({ ...ch.counts }),
+    usage: Object.freeze({ ...ch.usage }),
+  });
 }
 
 /** A tree change caused by one line, carrying the channel as it was right after that line. */
@@ -73,15 +77,31 @@ export class ChannelTree {
   /** Per channel, the API message whose lines are arriving and the usage counted for it. */
   private readonly lastMessage = new Map<Channel, { id: string; usage: Record<string, number> }>();
   private readonly tags = new Set<string>();
+  /** Next `~n` suffix to try per tag base, so a run of colliding ids costs O(1) each. */
+  private readonly tagSuffix = new Map<string, number>();
+  /**
+   * Which spawn trees channels belong to (union-find: a link up, with the size at each
+   * root). A spawn links an orphan's whole tree under its parent; when the parent is in that
+   * same tree the spawn would close a cycle, which this finds without walking the tree.
+   */
+  private readonly treeLink = new Map<Channel, Channel>();
+  private readonly treeSize = new Map<Channel, number>();
+  /** Channels whose depth comes from a spawn chain up to main: final, never a guess. */
+  private readonly realDepth = new Set<Channel>();
   private seq = 0;
   sessionId: string | null = null;
   version: string | null = null;
   /** How many `result` lines the run had; only the last one closes it. */
   results = 0;
+  /** Spawn calls ignored because they would have closed a cycle (see `spawn`). */
+  spawnCycles = 0;
+  /** The first such spawn, for the warning. */
+  firstCycle: { id: string; on: string | null } | null = null;
 
   constructor() {
     this.main = this.newChannel(null);
     this.main.depth = 0;
+    this.realDepth.add(this.main);
   }
 
   get(id: string | null): Channel | undefined {
@@ -153,18 +173,25 @@ export class ChannelTree {
     };
   }
 
-  /** The random part of an id starts after `toolu_01`; take 6 characters, more if taken. */
+  /**
+   * The random part of an id starts after `toolu_01`: take 6 characters, up to 12 while the
+   * shorter ones are taken, then the 6-character base with a `~n` suffix. Bounded work per
+   * id, however many ids share a long prefix.
+   */
   private uniqueTag(id: string): string {
     const body = id.replace(/^toolu_(01)?/, '') || id;
-    for (let n = 6; n < body.length; n++) {
+    for (let n = Math.min(6, body.length); n <= Math.min(TAG_MAX_CHARS, body.length); n++) {
       const tag = body.slice(0, n);
       if (!this.tags.has(tag)) {
         this.tags.add(tag);
         return tag;
       }
     }
-    let tag = body;
-    for (let i = 2; this.tags.has(tag); i++) tag = `${body}~${i}`;
+    const base = body.slice(0, 6);
+    let i = this.tagSuffix.get(base) ?? 2;
+    while (this.tags.has(`${base}~${i}`)) i++;
+    this.tagSuffix.set(base, i + 1);
+    const tag = `${base}~${i}`;
     this.tags.add(tag);
     return tag;
   }
@@ -183,46 +210,81 @@ export class ChannelTree {
 
   private spawn(block: ToolUseBlock, parent: Channel, pending: PendingEvent[]): void {
     const id = nonEmpty(block.id);
-    if (!id || id === parent.id) return;
+    if (!id) return;
     const input: JsonObject = isObject(block.input) ? block.input : {};
     let ch = this.byId.get(id);
     const known = ch !== undefined;
+    if (ch && !ch.orphan) return; // a replayed spawn line: the tree already has it
+    // Claude Code never spawns a channel on its own channel or below it; such a stream would
+    // make the tree a cycle. The spawn is ignored: the channel stays an orphan (depth null,
+    // or task_started's spawn_depth) and the tree stays a tree that every walk can trust.
+    if (id === parent.id || (ch && this.treeOf(ch) === this.treeOf(parent))) {
+      this.spawnCycles++;
+      this.firstCycle ??= { id, on: parent.id };
+      return;
+    }
     if (!ch) {
       ch = this.newChannel(id);
       this.byId.set(id, ch);
-    } else if (!ch.orphan) {
-      return; // a replayed spawn line: the tree already has it
     }
     ch.orphan = false;
     ch.parent = parent.id;
     parent.children.push(id);
+    this.joinTrees(ch, parent);
     ch.agent = nonEmpty(input.subagent_type) ?? ch.agent;
     ch.description = nonEmpty(input.description) ?? ch.description;
     if (typeof input.run_in_background === 'boolean' && ch.background === null) {
       ch.background = input.run_in_background;
     }
-    this.setDepth(ch, parent.depth === null ? null : parent.depth + 1);
+    if (parent.depth !== null) this.setDepth(ch, parent.depth + 1);
     pending.push({ type: known ? 'spawn' : 'open', channel: ch });
   }
 
   /**
-   * Depth flows down to children that were waiting on an unknown ancestor. A loop over an
-   * explicit stack: the stream chooses how deep the tree is, so no recursion over it, and
-   * each channel is visited once, so a spawn cycle cannot loop.
+   * Gives `root` a depth and flows it down to its descendants. Under main the depth is the
+   * real one and replaces whatever a channel had (a spawn_depth guess); elsewhere it is a
+   * guess from task_started and only fills depths still unknown. A channel's depth is thus set
+   * at most twice (unknown → guess → real) and the walk stops at channels already set, so a
+   * chain arriving children-first costs linear time. A loop over an explicit stack: the
+   * stream chooses how deep the tree is. The tree has no cycle (see `spawn`).
    */
-  private setDepth(root: Channel, depth: number | null): void {
-    const seen = new Set<Channel>();
-    const stack: Array<[Channel, number | null]> = [[root, depth]];
+  private setDepth(root: Channel, depth: number): void {
+    const real = this.treeOf(root) === this.treeOf(this.main);
+    const stack: Array<[Channel, number]> = [[root, depth]];
     while (stack.length > 0) {
       const [ch, d] = stack.pop()!;
-      if (seen.has(ch)) continue;
-      seen.add(ch);
+      if (real ? this.realDepth.has(ch) : ch.depth !== null) continue;
+      if (real) this.realDepth.add(ch);
       ch.depth = d;
       for (const childId of ch.children) {
         const child = this.byId.get(childId);
-        if (child && !seen.has(child)) stack.push([child, d === null ? null : d + 1]);
+        if (child) stack.push([child, d + 1]);
       }
     }
+  }
+
+  /** The root of the union-find set of `ch`, shortening the links it walked. */
+  private treeOf(ch: Channel): Channel {
+    let root = ch;
+    for (let up = this.treeLink.get(root); up; up = this.treeLink.get(root)) root = up;
+    for (let at = ch; at !== root;) {
+      const up = this.treeLink.get(at)!;
+      this.treeLink.set(at, root);
+      at = up;
+    }
+    return root;
+  }
+
+  private joinTrees(a: Channel, b: Channel): void {
+    const ra = this.treeOf(a);
+    const rb = this.treeOf(b);
+    if (ra === rb) return;
+    const sa = this.treeSize.get(ra) ?? 1;
+    const sb = this.treeSize.get(rb) ?? 1;
+    const [small, big] = sa < sb ? [ra, rb] : [rb, ra];
+    this.treeLink.set(small, big);
+    this.treeSize.set(big, sa + sb);
+    this.treeSize.delete(small);
   }
 
   private assistant(line: AssistantLine, channel: Channel, pending: PendingEvent[]): void {
@@ -283,7 +345,7 @@ export class ChannelTree {
         if (typeof line.is_backgrounded === 'boolean') ch.background = line.is_backgrounded;
         ch.agent ??= nonEmpty(line.subagent_type);
         ch.description ??= nonEmpty(line.description);
-        if (ch.depth === null && typeof line.spawn_depth === 'number') this.setDepth(ch, line.spawn_depth);
+        if (ch.depth === null && isDepth(line.spawn_depth)) this.setDepth(ch, line.spawn_depth);
         return;
       }
       case 'task_notification': {
@@ -310,7 +372,13 @@ export class ChannelTree {
   }
 }
 
+/** Longest label tag tried before a `~n` suffix. */
+const TAG_MAX_CHARS = 12;
+
+/** A depth a stream may claim: a whole number from 1 (main is 0) to a bound no real tree reaches. */
+const isDepth = (v: unknown): v is number =>
+  Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= 1_000_000;
+
 /** An event while its line is being applied: the live channel, snapshotted at the end. */
 type PendingEvent =
-  | { type: 'open' | 'spawn'; channel: Channel }
-  | { type: 'status'; channel: Channel; summary: string | null };
+  { type: 'open' | 'spawn'; channel: Channel } | { type: 'status'; channel: Channel; summary: string | null };

@@ -16,7 +16,10 @@ export class Feed<T> implements AsyncIterableIterator<T> {
   private released = false;
   private roomWaiters: Array<{ limit: number; resolve: () => void }> = [];
 
-  constructor(private readonly onPull: () => void = () => {}, private readonly onRelease: () => void = () => {}) {}
+  constructor(
+    private readonly onPull: () => void = () => {},
+    private readonly onRelease: () => void = () => {},
+  ) {}
 
   /** Values queued and not yet read. */
   get backlog(): number {

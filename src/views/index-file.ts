@@ -20,6 +20,7 @@ export function buildIndex(
     format: INDEX_FORMAT,
     session_id: tree.sessionId,
     claude_code_version: tree.version,
+    producer: run.producer,
     interrupted: run.interrupted,
     stalled: run.stalled,
     input: {
@@ -27,9 +28,11 @@ export function buildIndex(
       bytes: run.input.bytes,
       quarantined: run.input.quarantined,
       blank_lines: run.input.blankLines,
+      failed: run.input.failed,
     },
     quarantine,
-    quarantine_lines: run.quarantineLines,
+    quarantine_lines: run.quarantineLines.listed,
+    quarantine_lines_omitted: run.quarantineLines.omitted,
     warnings: run.warnings,
     channels: tree.channels().map((ch) => ({
       id: ch.id,

@@ -13,7 +13,14 @@ import {
 } from '../model/message.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../model/record.js';
 import type { Session } from '../model/session.js';
-import { snapshotOf, type Channel, type ChannelEvent, type ChannelSnapshot, type ChannelStatus } from '../model/tree.js';
+import { StreamScanner } from '../model/stream-scan.js';
+import {
+  snapshotOf,
+  type Channel,
+  type ChannelEvent,
+  type ChannelSnapshot,
+  type ChannelStatus,
+} from '../model/tree.js';
 import { deepFreeze, Feed } from './feed.js';
 import { channelTokens } from './walk.js';
 
@@ -40,7 +47,12 @@ export type MessageBlock =
   | { readonly type: 'thinking'; readonly text: string }
   | { readonly type: 'redacted_thinking' }
   | { readonly type: 'tool_use'; readonly id: string; readonly name: string; readonly input: unknown }
-  | { readonly type: 'tool_result'; readonly toolUseId: string; readonly text: string; readonly isError: boolean };
+  | {
+      readonly type: 'tool_result';
+      readonly toolUseId: string;
+      readonly text: string;
+      readonly isError: boolean;
+    };
 
 /** One assistant or user line of a channel. */
 export interface Message {
@@ -143,7 +155,7 @@ export class ProjectionError extends SubteeError {
   }
 }
 
-// Pure readers ──────────────────────────────────────────────────────────────────────────
+// Pure readers
 
 /** The message of an assistant or user line, or null for any other line. */
 export function toMessage(value: JsonObject, index: number): Message | null {
@@ -169,7 +181,12 @@ export function toMessage(value: JsonObject, index: number): Message | null {
         blocks.push({ type: 'tool_use', id: block.id, name: block.name, input: block.input });
         break;
       case 'tool_result':
-        blocks.push({ type: 'tool_result', toolUseId: block.tool_use_id, text: resultText(block), isError: block.is_error === true });
+        blocks.push({
+          type: 'tool_result',
+          toolUseId: block.tool_use_id,
+          text: resultText(block),
+          isError: block.is_error === true,
+        });
         break;
     }
   }
@@ -266,13 +283,15 @@ export class ToolCallPairing {
         },
       },
       output: settled.then((r) => (r && !r.isError ? r.text : null)),
-      status: settled.then((r): ToolCallStatus => (r === null ? 'interrupted' : r.isError ? 'error' : 'finished')),
+      status: settled.then((r): ToolCallStatus =>
+        r === null ? 'interrupted' : r.isError ? 'error' : 'finished',
+      ),
       error: settled.then((r) => (r?.isError ? r.text : null)),
     });
   }
 }
 
-// Live state ────────────────────────────────────────────────────────────────────────────
+// Live state
 
 /** A list that only grows, read from its start by any number of readers; never applies backpressure. */
 class GrowingList<T> {
@@ -291,7 +310,7 @@ class GrowingList<T> {
   }
 
   async *read(): AsyncGenerator<T> {
-    for (let i = 0; ; ) {
+    for (let i = 0; ;) {
       if (i < this.items.length) yield this.items[i++];
       else if (this.ended) return;
       else await new Promise<void>((resolve) => this.wake.push(resolve));
@@ -363,7 +382,10 @@ export class Projection {
   private drainWaiters: Array<() => void> = [];
   finished = false;
 
-  constructor(readonly session: Session, options: ProjectionOptions = {}) {
+  constructor(
+    readonly session: Session,
+    options: ProjectionOptions = {},
+  ) {
     this.opts = { ...PROJECTION_DEFAULTS, ...options };
   }
 
@@ -393,7 +415,8 @@ export class Projection {
   /** True while an open reader is too far behind: the sink then waits for `drained()`. */
   get pressured(): boolean {
     const limit = this.opts.readerHighWaterLines;
-    for (const reader of this.readers) if (reader.feed.backlog + (reader.held?.length ?? 0) > limit) return true;
+    for (const reader of this.readers)
+      if (reader.feed.backlog + (reader.held?.length ?? 0) > limit) return true;
     for (const feed of this.eventFeeds) if (feed.backlog > limit) return true;
     return false;
   }
@@ -440,7 +463,11 @@ export class Projection {
    * A reader of a channel from its first line: replayed (file or memory), then live. `take`
    * turns each line into values pushed onto the returned feed; `end` runs once after the last.
    */
-  openReader<T>(id: string | null, take: (value: JsonObject, feed: Feed<T>) => void, end: (feed: Feed<T>) => void): Feed<T> {
+  openReader<T>(
+    id: string | null,
+    take: (value: JsonObject, feed: Feed<T>) => void,
+    end: (feed: Feed<T>) => void,
+  ): Feed<T> {
     const log = this.log(id);
     let ended = false;
     const endOnce = () => {
@@ -474,7 +501,12 @@ export class Projection {
     return feed;
   }
 
-  private async replayInto(id: string | null, log: ChannelLog, reader: ChannelReader, count: number): Promise<void> {
+  private async replayInto(
+    id: string | null,
+    log: ChannelLog,
+    reader: ChannelReader,
+    count: number,
+  ): Promise<void> {
     const limit = this.opts.readerHighWaterLines;
     try {
       for await (const value of this.replay(id, log, count)) {
@@ -485,7 +517,9 @@ export class Projection {
     } catch (err) {
       log.readers.delete(reader);
       this.readers.delete(reader);
-      reader.feed.fail(err instanceof SubteeError ? err : new ProjectionError('ERR_PROJECTION_REPLAY', String(err)));
+      reader.feed.fail(
+        err instanceof SubteeError ? err : new ProjectionError('ERR_PROJECTION_REPLAY', String(err)),
+      );
       return;
     }
     const held = reader.held ?? [];
@@ -498,7 +532,7 @@ export class Projection {
   pathOf(id: string | null): string[] {
     const path: string[] = [];
     const seen = new Set<string>();
-    for (let at = id; at !== null && !seen.has(at); ) {
+    for (let at = id; at !== null && !seen.has(at);) {
       seen.add(at);
       path.push(at);
       const ch = this.session.tree.get(at);
@@ -645,23 +679,51 @@ export class Projection {
   }
 }
 
+/**
+ * A line longer than this is not held when replayed: as when it streamed past live (spooled
+ * by the line parser at its default limit), a reader gets its top-level scalar members only.
+ */
+const REPLAY_MAX_LINE_BYTES = 16 * 1024 * 1024;
+
 /** The first `count` lines of a `.jsonl` file, parsed. */
 async function* readJsonLines(path: string, count: number): AsyncGenerator<JsonObject> {
   let taken = 0;
   let carry: Buffer[] = [];
+  let carryBytes = 0;
+  let scanner: StreamScanner | null = null;
   const stream = createReadStream(path);
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       let start = 0;
-      for (let nl = chunk.indexOf(0x0a); nl !== -1 && taken < count; nl = chunk.indexOf(0x0a, start)) {
-        const line = carry.length > 0 ? Buffer.concat([...carry, chunk.subarray(start, nl)]) : chunk.subarray(start, nl);
-        carry = [];
+      while (taken < count) {
+        const nl = chunk.indexOf(0x0a, start);
+        const piece = chunk.subarray(start, nl === -1 ? chunk.length : nl);
+        if (scanner) {
+          scanner.push(piece);
+        } else {
+          carry.push(piece);
+          carryBytes += piece.length;
+          if (carryBytes > REPLAY_MAX_LINE_BYTES) {
+            scanner = new StreamScanner();
+            for (const held of carry) scanner.push(held);
+            carry = [];
+          }
+        }
+        if (nl === -1) break;
         start = nl + 1;
         taken++;
-        yield JSON.parse(line.toString('utf8')) as JsonObject;
+        if (scanner) {
+          const verdict = scanner.end();
+          scanner = null;
+          yield verdict.ok ? (verdict.value as JsonObject) : {};
+        } else {
+          const line = carry.length === 1 ? carry[0] : Buffer.concat(carry);
+          yield JSON.parse(line.toString('utf8')) as JsonObject;
+        }
+        carry = [];
+        carryBytes = 0;
       }
       if (taken >= count) return;
-      if (start < chunk.length) carry.push(chunk.subarray(start));
     }
   } finally {
     stream.destroy();
@@ -675,7 +737,10 @@ class SubagentHandleImpl implements SubagentHandle {
   private resolveOutput!: (output: SubagentOutput) => void;
   private done = false;
 
-  constructor(private readonly projection: Projection, private readonly channel: Channel) {
+  constructor(
+    private readonly projection: Projection,
+    private readonly channel: Channel,
+  ) {
     this.id = channel.id!;
     this.cause = Object.freeze({ type: 'toolCall', toolCallId: this.id });
     this.output = new Promise((resolve) => (this.resolveOutput = resolve));
@@ -697,7 +762,9 @@ class SubagentHandleImpl implements SubagentHandle {
     return Object.freeze(this.projection.pathOf(this.id));
   }
   get status(): SubagentStatus {
-    return this.channel.status === 'running' && this.projection.finished ? 'interrupted' : this.channel.status;
+    return this.channel.status === 'running' && this.projection.finished
+      ? 'interrupted'
+      : this.channel.status;
   }
 
   get messages(): AsyncIterable<Message> {

@@ -8,15 +8,19 @@ export function summaryText(session: Session, out: string): string {
   const rows = walkTree(session.tree);
   const n = statusCounts(rows.map((r) => r.channel));
   const lines = [
-    `subtee: ${rows.length - 1} subagents (${n.completed} completed, ${n.failed} failed, ${n.running} running), ` +
+    `subtee: ${rows.length - 1} subagents ` +
+      `(${n.completed} completed, ${n.failed} failed, ${n.running} running), ` +
       `${session.input.lines} lines, ${session.input.quarantined} quarantined → ${escapeOneLine(out)}`,
   ];
   for (const { channel: ch, level, guide, last, parentRow } of rows) {
     const unreached = parentRow < 0 && ch.id !== null;
-    const prefix = unreached ? (ch.orphan ? '?  ' : '   ') : level === 0 ? '' : guide + (last ? '└─ ' : '├─ ');
+    let prefix = '';
+    if (unreached) prefix = ch.orphan ? '?  ' : '   ';
+    else if (level > 0) prefix = guide + (last ? '└─ ' : '├─ ');
     const depth = ch.id !== null ? `  depth ${ch.depth ?? '?'}` : '';
     lines.push(
-      `${prefix}${escapeOneLine(channelLabel(ch))}  ${ch.status}${depth}  lines ${ch.lines}  tokens ${channelTokens(ch)}` +
+      `${prefix}${escapeOneLine(channelLabel(ch))}  ${ch.status}${depth}  ` +
+        `lines ${ch.lines}  tokens ${channelTokens(ch)}` +
         (unreached && ch.orphan ? '  (spawn not seen)' : ''),
     );
   }

@@ -1,4 +1,11 @@
-import { asBlock, rawBlocks, resultTextLazy, type ContentBlock } from '../model/message.js';
+import {
+  asBlock,
+  isObject,
+  rawBlocks,
+  resultTextLazy,
+  type ContentBlock,
+  type JsonObject,
+} from '../model/message.js';
 import { viewOf } from '../model/line-view.js';
 import type { LineRecord, SpooledRecord } from '../model/record.js';
 import type { ChannelSnapshot } from '../model/tree.js';
@@ -23,7 +30,8 @@ export function headerLines(ch: ChannelSnapshot): string[] {
 }
 
 export function statusLine(status: string, summary: string | null): string {
-  return `[status] ${status}${summary ? ` — ${escapeOneLine(shorten(summary, RENDER_DEFAULTS.resultChars))}` : ''}`;
+  const text = summary ? ` — ${escapeOneLine(shorten(summary, RENDER_DEFAULTS.resultChars))}` : '';
+  return `[status] ${status}${text}`;
 }
 
 /**
@@ -31,7 +39,9 @@ export function statusLine(status: string, summary: string | null): string {
  * it: `display` carries text an earlier stage chose to show instead of a block's own (the
  * thinking truncator) and is keyed by the block's index in the raw content list.
  */
-export function* shownBlocks(rec: LineRecord): Generator<{ block: ContentBlock; override: string | undefined }> {
+export function* shownBlocks(
+  rec: LineRecord,
+): Generator<{ block: ContentBlock; override: string | undefined }> {
   const raw = rawBlocks(viewOf(rec));
   for (let i = 0; i < raw.length; i++) {
     const override = rec.display?.get(i);
@@ -62,7 +72,7 @@ export function renderRecord(rec: LineRecord): string[] {
           out.push('[thinking] (redacted)');
           break;
         case 'tool_use': {
-          const input = shorten(inputPreview(block.input), RENDER_DEFAULTS.toolInputChars);
+          const input = inputPreview(block.input, RENDER_DEFAULTS.toolInputChars);
           out.push(`[tool] ${escapeOneLine(block.name)} ${escapeOneLine(input)}`);
           break;
         }
@@ -78,15 +88,64 @@ export function renderRecord(rec: LineRecord): string[] {
       out.push(`[prompt] ${escapeControl(shorten(message.content, RENDER_DEFAULTS.promptChars))}`);
     }
   } else if (v.type === 'result') {
-    const text = typeof v.result === 'string' ? ` — ${escapeOneLine(shorten(v.result, RENDER_DEFAULTS.resultChars))}` : '';
-    out.push(`[run] ${escapeOneLine(String(v.subtype ?? 'result'))}${v.is_error === true ? ' (error)' : ''}${text}`);
+    const result =
+      typeof v.result === 'string' ? escapeOneLine(shorten(v.result, RENDER_DEFAULTS.resultChars)) : null;
+    const error = v.is_error === true ? ' (error)' : '';
+    out.push(
+      `[run] ${escapeOneLine(String(v.subtype ?? 'result'))}${error}${result === null ? '' : ` — ${result}`}`,
+    );
   }
   return out;
 }
 
-/** A tool call's input as JSON for a one-line preview. */
-export function inputPreview(input: unknown): string {
-  return JSON.stringify(input ?? {}) ?? '';
+type PreviewFrame =
+  { value: unknown[]; keys: null; at: number } | { value: JsonObject; keys: string[]; at: number };
+
+/**
+ * A tool call's input as JSON (what JSON.stringify would give), cut to at most `maxChars`
+ * characters, the last one `…` when cut. Written as a loop that stops once enough is
+ * written: the stream chooses how deep and how large an input is, and JSON.stringify
+ * recurses (a 10,000-deep input overflows the stack) and serialises all of it.
+ */
+export function inputPreview(input: unknown, maxChars: number): string {
+  let out = '';
+  const full = () => out.length > maxChars;
+  const scalar = (v: unknown) => {
+    // A long string is cut before it is quoted, so a huge input costs only what is shown.
+    const s = typeof v === 'string' && v.length > maxChars ? v.slice(0, maxChars + 1) : v;
+    out += JSON.stringify(s) ?? 'null';
+  };
+  const stack: PreviewFrame[] = [];
+  const open = (v: unknown) => {
+    if (Array.isArray(v)) {
+      out += '[';
+      stack.push({ value: v, keys: null, at: 0 });
+    } else if (isObject(v)) {
+      out += '{';
+      stack.push({ value: v, keys: Object.keys(v), at: 0 });
+    } else {
+      scalar(v);
+    }
+  };
+  open(input ?? {});
+  while (stack.length > 0 && !full()) {
+    const top = stack[stack.length - 1];
+    const length = top.keys === null ? top.value.length : top.keys.length;
+    if (top.at === length) {
+      out += top.keys === null ? ']' : '}';
+      stack.pop();
+      continue;
+    }
+    if (top.at > 0) out += ',';
+    if (top.keys === null) {
+      open(top.value[top.at++] ?? null);
+    } else {
+      const key = top.keys[top.at++];
+      out += `${JSON.stringify(key)}:`;
+      open(top.value[key]);
+    }
+  }
+  return out.length > maxChars ? `${out.slice(0, Math.max(0, maxChars - 1))}…` : out;
 }
 
 /** Characters of a spooled line's start shown in its readable entry. */
@@ -98,6 +157,11 @@ export const SPOOLED_PREVIEW_CHARS = 200;
  */
 export function spooledLine(rec: SpooledRecord, jsonl: string): string {
   const type = typeof rec.value?.type === 'string' ? `${escapeOneLine(rec.value.type)} ` : '';
-  const start = shorten(rec.head.toString('utf8'), SPOOLED_PREVIEW_CHARS).replace(/… \(\d+ more chars\)$/, '…');
-  return `[long line] ${type}line of ${rec.spool.bytes} bytes, whole in ${jsonl}: ${escapeOneLine(start)}`;
+  const start = shorten(rec.head.toString('utf8'), SPOOLED_PREVIEW_CHARS).replace(
+    /… \(\d+ more chars\)$/,
+    '…',
+  );
+  return (
+    `[long line] ${type}line of ${rec.spool.bytes} bytes, whole in ${jsonl}: ` + escapeOneLine(start)
+  );
 }

@@ -19,7 +19,10 @@ export interface TreeRow {
   last: boolean;
 }
 
-/** Deeper rows are not indented further: a chain thousands deep must not print megabytes of guides. */
+/**
+ * Deeper rows are not indented further: a chain thousands deep must not print megabytes of
+ * guides (nor of indentation, on stdout and in the step summary).
+ */
 export const MAX_GUIDE_LEVELS = 32;
 
 /**
@@ -49,9 +52,19 @@ export function walkTree(tree: TreeLike): TreeRow[] {
         }
       }
       const guide =
-        row.level === 0 ? rootGuide : row.level > MAX_GUIDE_LEVELS ? row.guide : row.guide + (row.last ? '   ' : '│  ');
+        row.level === 0
+          ? rootGuide
+          : row.level > MAX_GUIDE_LEVELS
+            ? row.guide
+            : row.guide + (row.last ? '   ' : '│  ');
       for (let i = kids.length - 1; i >= 0; i--) {
-        stack.push({ channel: kids[i], level: row.level + 1, parentRow: index, guide, last: i === kids.length - 1 });
+        stack.push({
+          channel: kids[i],
+          level: row.level + 1,
+          parentRow: index,
+          guide,
+          last: i === kids.length - 1,
+        });
       }
     }
   };
@@ -86,15 +99,13 @@ export interface SubtreeTotals {
 
 /** Usage, tokens and time span rolled up per subtree of the walk, children into parents. */
 export function subtreeTotals(rows: readonly TreeRow[]): Map<Channel, SubtreeTotals> {
-  const totals = rows.map(
-    (row): SubtreeTotals => ({
-      channels: 1,
-      usage: { ...row.channel.usage },
-      tokens: channelTokens(row.channel),
-      firstSeen: row.channel.firstSeen,
-      lastSeen: row.channel.lastSeen,
-    }),
-  );
+  const totals = rows.map((row): SubtreeTotals => ({
+    channels: 1,
+    usage: { ...row.channel.usage },
+    tokens: channelTokens(row.channel),
+    firstSeen: row.channel.firstSeen,
+    lastSeen: row.channel.lastSeen,
+  }));
   // Children come after their parent in the walk, so one backward pass folds every subtree.
   for (let i = rows.length - 1; i >= 0; i--) {
     const parent = rows[i].parentRow;
@@ -104,7 +115,8 @@ export function subtreeTotals(rows: readonly TreeRow[]): Map<Channel, SubtreeTot
     into.channels += from.channels;
     into.tokens += from.tokens;
     for (const key in from.usage) into.usage[key] = (into.usage[key] ?? 0) + from.usage[key];
-    if (from.firstSeen && (!into.firstSeen || from.firstSeen < into.firstSeen)) into.firstSeen = from.firstSeen;
+    if (from.firstSeen && (!into.firstSeen || from.firstSeen < into.firstSeen))
+      into.firstSeen = from.firstSeen;
     if (from.lastSeen && (!into.lastSeen || from.lastSeen > into.lastSeen)) into.lastSeen = from.lastSeen;
   }
   return new Map(rows.map((row, i) => [row.channel, totals[i]]));

@@ -9,6 +9,9 @@ const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** The pinned Claude Code CLI installed by `npm ci` (its native binary). */
 export const CLAUDE = join(ROOT, 'node_modules', '.bin', 'claude');
 
+/** The same binary by its place in the package, for programs that start it themselves (the Agent SDK). */
+export const CLAUDE_BINARY = join(ROOT, 'node_modules', '@anthropic-ai', 'claude-code', 'bin', 'claude.exe');
+
 export function claudeAvailable(): boolean {
   return existsSync(CLAUDE);
 }

@@ -1,13 +1,15 @@
-import { closeSync, openSync, writeSync, writevSync } from 'node:fs';
+import { closeSync, writeSync, writevSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFailed } from '../../errors.js';
+import { createNewFile, reopenFile, type FileIdentity } from './safe-open.js';
 
 export interface AppendFile {
   /** Path relative to the output folder, with `/` separators (as written in index.json). */
   readonly rel: string;
   readonly path: string;
   fd: number;
-  created: boolean;
+  /** Set once the file is created; a reopen must find this same file. */
+  created: FileIdentity | null;
   pending: Buffer[];
   pendingBytes: number;
 }
@@ -16,8 +18,10 @@ export interface AppendFile {
  * Append-only files with a bounded number of open descriptors and batched writes.
  * Writes are queued per file and written in one call per file at flush time; the least
  * recently used descriptor is closed when the limit is reached and reopened for append
- * later, so 10,000 channels never run into EMFILE. A file is created exclusively on its
- * first write (`wx`), so an existing file is never overwritten unless `overwrite` is set.
+ * later, so 10,000 channels never run into EMFILE (and should the process's limit be lower
+ * than the budget, an EMFILE closes more of them and lowers the budget). A file is created
+ * exclusively on its first write, so an existing file is never overwritten unless
+ * `overwrite` is set, and then the entry is replaced, never written through (see safe-open).
  */
 export class AppendFiles {
   private readonly open = new Set<AppendFile>();
@@ -26,12 +30,12 @@ export class AppendFiles {
 
   constructor(
     private readonly dir: string,
-    private readonly maxOpenFiles: number,
+    private maxOpenFiles: number,
     private readonly overwrite = false,
   ) {}
 
   file(rel: string): AppendFile {
-    return { rel, path: join(this.dir, rel), fd: -1, created: false, pending: [], pendingBytes: 0 };
+    return { rel, path: join(this.dir, rel), fd: -1, created: null, pending: [], pendingBytes: 0 };
   }
 
   write(f: AppendFile, data: Buffer | string): void {
@@ -63,7 +67,12 @@ export class AppendFiles {
     try {
       // Gathered by writev: copying the parts into one new buffer first cost more than the write.
       const written = parts.length > 1 ? writevSync(fd, parts) : 0;
-      const data = written >= total ? null : parts.length === 1 ? parts[0] : Buffer.concat(parts, total).subarray(written);
+      const data =
+        written >= total
+          ? null
+          : parts.length === 1
+            ? parts[0]
+            : Buffer.concat(parts, total).subarray(written);
       for (let off = 0; data && off < data.length; ) off += writeSync(fd, data, off, data.length - off);
     } catch (err) {
       throw writeFailed(f.path, err);
@@ -77,17 +86,25 @@ export class AppendFiles {
       this.open.add(f);
       return f.fd;
     }
-    if (this.open.size >= this.maxOpenFiles) {
-      const oldest = this.open.values().next().value as AppendFile;
-      this.close(oldest);
+    if (this.open.size >= this.maxOpenFiles) this.close(this.open.values().next().value as AppendFile);
+    for (;;) {
+      try {
+        if (f.created) {
+          f.fd = reopenFile(f.path, f.created);
+        } else {
+          const made = createNewFile(f.path, this.overwrite);
+          f.fd = made.fd;
+          f.created = made.id;
+        }
+        break;
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if ((code !== 'EMFILE' && code !== 'ENFILE') || this.open.size === 0) throw writeFailed(f.path, err);
+        // The process has fewer descriptors than the budget: give one back and keep the lower budget.
+        this.maxOpenFiles = Math.max(1, this.open.size);
+        this.close(this.open.values().next().value as AppendFile);
+      }
     }
-    const flags = f.created ? 'a' : this.overwrite ? 'w' : 'wx';
-    try {
-      f.fd = openSync(f.path, flags, 0o644);
-    } catch (err) {
-      throw writeFailed(f.path, err);
-    }
-    f.created = true;
     this.open.add(f);
     return f.fd;
   }

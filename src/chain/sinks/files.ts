@@ -1,11 +1,25 @@
-import { mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { OutputError, writeFailed } from '../../errors.js';
 import { buildIndex, type ChannelPaths } from '../../views/index-file.js';
-import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch, type SpooledRecord } from '../../model/record.js';
-import { escapeControl } from '../../views/escape.js';
+import {
+  BATCH_HIGH_WATER_MARK,
+  type LineRecord,
+  type RecordBatch,
+  type SpooledRecord,
+} from '../../model/record.js';
+import { escapeControl, escapeOneLine } from '../../views/escape.js';
 import { headerLines, renderRecord, spooledLine, statusLine } from '../../views/text.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
@@ -13,10 +27,14 @@ import { passOn } from './pass-on.js';
 import { AppendFiles, type AppendFile } from './append-files.js';
 import { appendSpool } from './spool-copy.js';
 import { FileNamer } from './file-names.js';
+import { createNewFile, descriptorBudget, makeDirs } from './safe-open.js';
 
 export const FILES_SINK_DEFAULTS = Object.freeze({
-  /** Open descriptors kept at most; others are closed and reopened for append. */
-  maxOpenFiles: 128,
+  /**
+   * Open descriptors kept at most; others are closed and reopened for append. 128, or fewer
+   * when the process's own limit (`ulimit -n`) leaves less room.
+   */
+  maxOpenFiles: descriptorBudget(128),
   /** Queued bytes that force a write before the next record is taken. */
   flushBytes: 1024 * 1024,
   /** Write into a folder that already holds files. */
@@ -40,22 +58,45 @@ interface ChannelFiles extends ChannelPaths {
 
 const NL = Buffer.from('\n');
 
-/** Refuses an `out` that is a file, or a folder that already holds files (unless forced). */
+/**
+ * Refuses an `out` that is a file, or a folder that already holds files (unless forced).
+ * With `force`, an `agents` entry that is not a real folder (a link, a file) is replaced by
+ * one: subtee never writes through a link planted in `out`.
+ */
 export function prepareOutDir(out: string, force: boolean): void {
+  if (out === '') throw new OutputError('ERR_OUT_NOT_DIR', out, '--out must name a folder, not ""');
   let st;
   try {
     st = statSync(out);
   } catch {
     st = null;
   }
-  if (st && !st.isDirectory()) throw new OutputError('ERR_OUT_NOT_DIR', out, `--out ${out} exists and is not a folder`);
+  if (st && !st.isDirectory())
+    throw new OutputError('ERR_OUT_NOT_DIR', out, `--out ${out} exists and is not a folder`);
   if (st && !force && readdirSync(out).length > 0) {
-    throw new OutputError('ERR_OUT_NOT_EMPTY', out, `--out ${out} already holds files (a previous run?); choose a new folder or pass --force`);
+    throw new OutputError(
+      'ERR_OUT_NOT_EMPTY',
+      out,
+      `--out ${out} already holds files (a previous run?); choose a new folder or pass --force`,
+    );
   }
+  const agents = join(out, 'agents');
   try {
-    mkdirSync(join(out, 'agents'), { recursive: true });
+    makeDirs(out);
+    const entry = lstatOrNull(agents);
+    if (entry && !entry.isDirectory()) unlinkSync(agents);
+    if (!entry?.isDirectory()) mkdirSync(agents);
   } catch (err) {
-    throw writeFailed(out, err);
+    throw writeFailed(agents, err);
+  }
+}
+
+function lstatOrNull(path: string) {
+  try {
+    return lstatSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
   }
 }
 
@@ -94,13 +135,25 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
   };
 
   const writeLine = (rec: LineRecord | SpooledRecord) => {
-    for (const ev of rec.events ?? []) {
-      const f = filesOf(ev.channel);
-      if (ev.type === 'spawn') {
-        files.write(f.logFile, `[spawn] parent ${ev.channel.parent ?? 'main'}, depth ${ev.channel.depth ?? '(unknown)'}\n`);
-      } else if (ev.type === 'status') {
-        files.write(f.logFile, statusLine(ev.channel.status, ev.summary) + '\n');
+    // The raw line is written whatever happens; a record that cannot be shown gets a marker
+    // in the transcript instead of failing the run (and losing the records after it).
+    let lines: string[];
+    try {
+      for (const ev of rec.events ?? []) {
+        const f = filesOf(ev.channel);
+        if (ev.type === 'spawn') {
+          files.write(
+            f.logFile,
+            `[spawn] parent ${ev.channel.parent ?? 'main'}, depth ${ev.channel.depth ?? '(unknown)'}\n`,
+          );
+        } else if (ev.type === 'status') {
+          files.write(f.logFile, statusLine(ev.channel.status, ev.summary) + '\n');
+        }
       }
+      lines = rec.kind === 'line' ? renderRecord(rec) : [];
+    } catch (err) {
+      const why = run.recordFailed('files', rec.lineNo, err);
+      lines = [`[line ${rec.lineNo} could not be shown: ${escapeOneLine(why)}]`];
     }
     const f = filesOf(rec.channel ?? run.tree.main);
     if (rec.kind === 'spooled') {
@@ -111,22 +164,30 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
     }
     files.write(f.jsonlFile, rec.raw);
     files.write(f.jsonlFile, NL);
-    const lines = renderRecord(rec);
     if (lines.length > 0) files.write(f.logFile, lines.join('\n') + '\n');
     if (rec.thinkingFull) {
       if (!f.thinkingFile) {
         f.thinking_log = f.log.replace(/\.log$/, '.thinking.log');
         f.thinkingFile = files.file(f.thinking_log);
       }
-      for (const t of rec.thinkingFull) files.write(f.thinkingFile, `[thinking] input line ${rec.lineNo}\n${escapeControl(t)}\n\n`);
+      for (const t of rec.thinkingFull)
+        files.write(f.thinkingFile, `[thinking] input line ${rec.lineNo}\n${escapeControl(t)}\n\n`);
     }
   };
 
   const writeIndex = () => {
     const index = buildIndex(run, (ch) => byChannel.get(ch.id), quarantine?.rel ?? null);
     const path = join(opts.out, 'index.json');
+    const data = Buffer.from(JSON.stringify(index, null, 2) + '\n');
     try {
-      writeFileSync(`${path}.tmp`, JSON.stringify(index, null, 2) + '\n');
+      // A fresh temporary file (whatever has its name is replaced, never written through),
+      // then one rename: a reader sees the old index or the new one, never half of one.
+      const { fd } = createNewFile(`${path}.tmp`, true);
+      try {
+        for (let off = 0; off < data.length;) off += writeSync(fd, data, off, data.length - off);
+      } finally {
+        closeSync(fd);
+      }
       renameSync(`${path}.tmp`, path);
     } catch (err) {
       throw writeFailed(path, err);
@@ -142,13 +203,18 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
   const finish = () => {
     if (finished) return;
     finished = true;
-    flushNow();
+    try {
+      flushNow();
+    } finally {
+      // Before the index: under a tight descriptor limit it needs one of them.
+      files.closeAll();
+    }
     writeIndex();
-    files.closeAll();
   };
 
   filesOf(run.tree.main);
   run.channelFiles = {
+    out: opts.out,
     jsonlPath: (id) => {
       const f = byChannel.get(id);
       return f && resolve(opts.out, f.jsonl);
@@ -178,14 +244,15 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
           }
         }
         if (files.pendingBytes >= opts.flushBytes) flushNow();
-        else scheduled ??= setImmediate(() => {
-          scheduled = null;
-          try {
-            files.flush();
-          } catch (err) {
-            sink.destroy(err as Error);
-          }
-        });
+        else
+          scheduled ??= setImmediate(() => {
+            scheduled = null;
+            try {
+              files.flush();
+            } catch (err) {
+              sink.destroy(err as Error);
+            }
+          });
       } catch (err) {
         return cb(err as Error);
       }

@@ -2,14 +2,15 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { once } from 'node:events';
 import pino, { type Logger } from 'pino';
 import { withDefaults } from '../../defaults.js';
-import { writeFailed } from '../../errors.js';
+import { UsageError, writeFailed } from '../../errors.js';
 import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
-import { shorten } from '../../views/escape.js';
-import { inputPreview, shownBlocks } from '../../views/text.js';
+import { escapeOneLine, shorten } from '../../views/escape.js';
+import { channelLabel, inputPreview, shownBlocks } from '../../views/text.js';
 import { resultTextLazy } from '../../model/message.js';
 import { viewOf } from '../../model/line-view.js';
 import { passOn } from './pass-on.js';
 import { batchLines } from './pino-batch.js';
+import { openLogFile } from './safe-open.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 
@@ -20,10 +21,19 @@ export const PINO_SINK_DEFAULTS = Object.freeze({
   maxContentChars: 20_000,
 });
 
+/** Longest `msg` (the one-line headline pino-pretty shows), in characters. */
+const MESSAGE_MAX_CHARS = 200;
+
 export interface PinoSinkOptions {
   destination?: string;
   /** Any pino transport config (`{ target, options }`, `{ targets }` or `{ pipeline }`). */
   transport?: Record<string, unknown>;
+  /**
+   * A pino logger (or child) of the host application to log through instead of a destination
+   * of subtee's own. Its `time` stays the host's; the line's `timestamp` is added as a field.
+   * subtee flushes it at the end but never ends it.
+   */
+  logger?: Logger;
   maxContentChars?: number;
   /** The chain's session, shared by every stage (required). */
   session: Session;
@@ -32,81 +42,203 @@ export interface PinoSinkOptions {
 type Kind = 'text' | 'thinking' | 'tool_use' | 'tool_result' | 'status' | 'warning' | 'quarantine';
 
 function where(ch: ChannelSnapshot | undefined) {
-  return { channel: ch?.id ?? 'main', parent: ch?.parent ?? null, depth: ch?.depth ?? 0, agent: ch?.id ? ch.agent : null };
+  return {
+    channel: ch?.id ?? 'main',
+    parent: ch?.parent ?? null,
+    depth: ch?.depth ?? 0,
+    agent: ch?.id ? ch.agent : null,
+  };
+}
+
+export interface PinoEvent {
+  level: 'info' | 'warn' | 'error';
+  kind: Kind;
+  /** One escaped line saying what happened, for `pino-pretty` and log viewers. */
+  msg: string;
+  fields: Record<string, unknown>;
+}
+
+/** The headline of an event: who, what, and the start of the content, on one escaped line. */
+export function eventMessage(
+  kind: Kind,
+  ch: ChannelSnapshot | undefined,
+  fields: Record<string, unknown>,
+): string {
+  const who = ch ? channelLabel(ch) : 'main';
+  const content = String(fields.content ?? '');
+  let msg: string;
+  if (kind === 'text') msg = `[${who}] ${content}`;
+  else if (kind === 'thinking') msg = `[${who}] thinking: ${content}`;
+  else if (kind === 'tool_use') msg = `[${who}] tool ${String(fields.tool)} ${content}`;
+  else if (kind === 'tool_result')
+    msg = `[${who}] result${fields.is_error === true ? ' (error)' : ''}: ${content}`;
+  else if (kind === 'status') msg = `[${who}] ${String(fields.status)}${content ? ` — ${content}` : ''}`;
+  else if (kind === 'warning') msg = `warning ${String(fields.code)}: ${content}`;
+  else msg = `quarantined line ${String(fields.line)} (${String(fields.reason)}): ${content}`;
+  return escapeOneLine(shorten(msg, MESSAGE_MAX_CHARS));
 }
 
 /** The pino events of one line record: one per content block, plus tree changes. */
-export function pinoEvents(rec: LineRecord, maxChars: number): Array<{ level: 'info' | 'warn' | 'error'; kind: Kind; fields: Record<string, unknown> }> {
-  const out: ReturnType<typeof pinoEvents> = [];
+export function pinoEvents(rec: LineRecord, maxChars: number): PinoEvent[] {
+  const out: PinoEvent[] = [];
   const ch = rec.channel;
   const v = viewOf(rec);
+  const push = (
+    level: PinoEvent['level'],
+    kind: Kind,
+    fields: Record<string, unknown>,
+    about: ChannelSnapshot | undefined = ch,
+  ) => out.push({ level, kind, fields, msg: eventMessage(kind, about, fields) });
   if (v.type === 'assistant' || v.type === 'user') {
     for (const { block: b, override } of shownBlocks(rec)) {
       const content = (text: Parameters<typeof shorten>[0]) => shorten(text, maxChars);
       if (b.type === 'text') {
-        out.push({ level: 'info', kind: 'text', fields: { role: v.type, content: content(b.text) } });
+        push('info', 'text', { role: v.type, content: content(b.text) });
       } else if (b.type === 'thinking') {
-        out.push({ level: 'info', kind: 'thinking', fields: { content: content(override ?? b.thinking ?? '') } });
+        push('info', 'thinking', { content: content(override ?? b.thinking ?? '') });
       } else if (b.type === 'tool_use') {
-        out.push({ level: 'info', kind: 'tool_use', fields: { tool: b.name, id: b.id, content: content(inputPreview(b.input)) } });
+        push('info', 'tool_use', { tool: b.name, id: b.id, content: inputPreview(b.input, maxChars) });
       } else if (b.type === 'tool_result') {
         const isError = b.is_error === true;
-        out.push({
-          level: isError ? 'warn' : 'info',
-          kind: 'tool_result',
-          fields: { id: b.tool_use_id, is_error: isError, content: content(resultTextLazy(b)) },
+        push(isError ? 'warn' : 'info', 'tool_result', {
+          id: b.tool_use_id,
+          is_error: isError,
+          content: content(resultTextLazy(b)),
         });
       }
     }
   }
   for (const ev of rec.events ?? []) {
     if (ev.type !== 'status') continue;
-    out.push({ level: ev.channel.status === 'failed' ? 'error' : 'info', kind: 'status', fields: { ...where(ev.channel), status: ev.channel.status, content: ev.summary ?? '' } });
+    const fields = {
+      ...where(ev.channel),
+      status: ev.channel.status,
+      content: shorten(ev.summary ?? '', maxChars),
+    };
+    push(ev.channel.status === 'failed' ? 'error' : 'info', 'status', fields, ev.channel);
   }
   return out;
 }
 
+/** The line's own `timestamp` as an ISO time, when it has a valid one. */
+export function streamTime(value: Record<string, unknown>): string | null {
+  if (typeof value.timestamp !== 'string') return null;
+  const ms = Date.parse(value.timestamp);
+  return Number.isNaN(ms) ? null : new Date(ms).toISOString();
+}
+
+function transportTargets(t: Record<string, unknown>): string {
+  const list = [
+    t,
+    ...(Array.isArray(t.targets) ? t.targets : []),
+    ...(Array.isArray(t.pipeline) ? t.pipeline : []),
+  ];
+  const names = list
+    .map((x) => (x && typeof x === 'object' ? (x as Record<string, unknown>).target : undefined))
+    .filter((x) => typeof x === 'string');
+  return names.length > 0 ? names.join(', ') : '(no target)';
+}
+
 /**
  * Pino sink: a pass-through stage (object mode) that logs one structured line per routed
- * event. Written through `pino.destination` synchronously: an async destination buffers
- * without bound behind a slow reader, a sync one is the backpressure. Flushed on end and
- * on destroy. With `transport`, any pino transport target receives the events instead.
+ * event, with a one-line `msg` and, where the line has one, its `timestamp` as `time`.
+ * Written through `pino.destination` synchronously: an async destination buffers without
+ * bound behind a slow reader, a sync one is the backpressure. Flushed on end and on destroy.
+ * With `transport`, any pino transport target receives the events instead; with `logger`, a
+ * host's own logger does. A reader that goes away (EPIPE: `--pino - | head -1`) ends this
+ * output only; the other sinks go on.
  */
 export function createPinoSink(options: PinoSinkOptions): Transform {
   const opts = withDefaults(PINO_SINK_DEFAULTS, options);
   const run = requireSession(options, 'createPinoSink');
   let dest: ReturnType<typeof pino.destination> | null = null;
   let transport: ReturnType<typeof pino.transport> | null = null;
-  if (opts.transport) {
-    transport = pino.transport(opts.transport as unknown as Parameters<typeof pino.transport>[0]);
+  const hostLogger = options.logger ?? null;
+  const what = opts.transport
+    ? `pino transport ${transportTargets(opts.transport)}`
+    : String(opts.destination);
+  if (hostLogger) {
+    // The host owns its destination and its errors.
+  } else if (opts.transport) {
+    try {
+      transport = pino.transport(opts.transport as unknown as Parameters<typeof pino.transport>[0]);
+    } catch (err) {
+      throw new UsageError(
+        'ERR_CONFIG',
+        `${what}: cannot load (${(err as Error)?.message ?? String(err)})`,
+        err,
+      );
+    }
   } else {
     const target = opts.destination === '-' ? 1 : opts.destination;
     try {
-      dest = pino.destination({ dest: target, sync: true, mkdir: true });
+      // Opened here, not by pino: no link followed, no blocking on a pipe (see safe-open).
+      dest = pino.destination({ dest: target === 1 ? 1 : openLogFile(target), sync: true });
     } catch (err) {
       throw writeFailed(String(opts.destination), err);
     }
   }
+  // A transport whose worker fails before it is ready is a bad target (a config error);
+  // afterwards a failure is a failed write.
+  let transportReady = false;
+  transport?.once('ready', () => (transportReady = true));
   // sonic-boom reports a failed write as an event (and its flushSync then retries forever):
-  // stop at the first failure and fail the chain with it.
+  // stop at the first failure and fail the chain with it, unless the reader just went away.
   let failed: Error | null = null;
+  let readerGone = false;
   const onFail = (err: unknown) => {
-    if (failed) return;
-    failed = writeFailed(String(opts.destination), err);
+    if (failed || readerGone) return;
+    if ((err as NodeJS.ErrnoException)?.code === 'EPIPE') {
+      readerGone = true;
+      return;
+    }
+    failed =
+      transport && !transportReady
+        ? new UsageError(
+            'ERR_CONFIG',
+            `${what}: cannot start (${(err as Error)?.message ?? String(err)})`,
+            err,
+          )
+        : writeFailed(what, err);
     stream.destroy(failed);
   };
-  (dest ?? transport)!.on('error', onFail);
+  (dest ?? transport)?.on('error', onFail);
+  // Lines to a file or stdout are gathered per batch (see batchLines).
   const lines = dest ? batchLines(dest) : null;
-  const logger: Logger = pino({ base: null, timestamp: pino.stdTimeFunctions.isoTime, messageKey: 'msg' }, (lines?.stream ?? transport)!);
-  const log = (level: 'info' | 'warn' | 'error', kind: Kind, fields: Record<string, unknown>) => logger[level]({ kind, ...fields });
+  // The time of the event being logged: the line's own timestamp, else now.
+  let eventTime: string | null = null;
+  const logger: Logger =
+    hostLogger ??
+    pino(
+      {
+        base: null,
+        timestamp: () => `,"time":"${eventTime ?? new Date().toISOString()}"`,
+        messageKey: 'msg',
+      },
+      (transport ?? lines?.stream)!,
+    );
+  const log = (
+    level: 'info' | 'warn' | 'error',
+    kind: Kind,
+    fields: Record<string, unknown>,
+    msg: string,
+  ) => {
+    if (!readerGone) logger[level]({ kind, ...fields }, msg);
+  };
   run.onWarning((w) => {
-    log('warn', 'warning', { code: w.code, content: w.message });
+    const fields = { code: w.code, content: w.message };
+    log('warn', 'warning', fields, eventMessage('warning', undefined, fields));
     lines?.flush();
   });
 
   const close = async () => {
     if (failed) throw failed;
-    if (dest) {
+    if (hostLogger) {
+      hostLogger.flush?.();
+    } else if (readerGone) {
+      dest?.destroy();
+      transport?.end();
+    } else if (dest) {
       lines?.flush();
       dest.flushSync();
       dest.end();
@@ -115,6 +247,15 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
       // point); hold the process open until the worker has written everything.
       const hold = setInterval(() => {}, 60_000);
       try {
+        if (!transportReady) {
+          // A worker that fails to load can close without an error once ended: nothing would
+          // have been written. Wait until it is ready (or has failed) before ending it.
+          const t = transport;
+          await new Promise((resolve) => ['ready', 'error', 'close'].forEach((ev) => t.once(ev, resolve)));
+          if (!transportReady)
+            failed ??= new UsageError('ERR_CONFIG', `${what}: cannot start (its worker exited)`);
+          if (failed) throw failed;
+        }
         const closed = once(transport, 'close');
         transport.end();
         await closed;
@@ -122,6 +263,7 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
         clearInterval(hold);
       }
     }
+    if (failed) throw failed;
   };
 
   const stream = new Transform({
@@ -132,26 +274,44 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
       try {
         for (const rec of batch) {
           if (rec.kind === 'quarantine') {
-            if (rec.final) log('warn', 'quarantine', { channel: null, line: rec.lineNo, reason: rec.reason, content: shorten(rec.raw.subarray(0, opts.maxContentChars * 4).toString('utf8'), opts.maxContentChars) });
+            if (!rec.final) continue;
+            const text = rec.raw.subarray(0, opts.maxContentChars * 4).toString('utf8');
+            const content = shorten(text, opts.maxContentChars);
+            const fields = { channel: null, line: rec.lineNo, reason: rec.reason, content };
+            log('warn', 'quarantine', fields, eventMessage('quarantine', undefined, fields));
           } else if (rec.kind === 'spooled') {
             // A line too long to hold: only its start is known here (see SpooledRecord).
-            if (rec.reason) log('warn', 'quarantine', { channel: null, line: rec.lineNo, reason: rec.reason, content: shorten(rec.head.toString('utf8'), opts.maxContentChars) });
+            if (!rec.reason) continue;
+            const content = shorten(rec.head.toString('utf8'), opts.maxContentChars);
+            const fields = { channel: null, line: rec.lineNo, reason: rec.reason, content };
+            log('warn', 'quarantine', fields, eventMessage('quarantine', undefined, fields));
           } else {
             const base = where(rec.channel);
-            for (const e of pinoEvents(rec, opts.maxContentChars)) logger[e.level]({ kind: e.kind, ...base, line: rec.lineNo, ...e.fields });
+            const time = streamTime(viewOf(rec));
+            eventTime = time;
+            for (const e of pinoEvents(rec, opts.maxContentChars)) {
+              const stamp = hostLogger && time ? { timestamp: time } : {};
+              log(e.level, e.kind, { ...base, line: rec.lineNo, ...stamp, ...e.fields }, e.msg);
+            }
+            eventTime = null;
           }
         }
         lines?.flush();
       } catch (err) {
-        return cb(writeFailed(String(opts.destination), err));
+        eventTime = null;
+        return cb(failed ?? writeFailed(what, err));
       }
       cb(null, passOn(stream, batch));
     },
     flush(cb: TransformCallback) {
-      close().then(() => cb(), (err) => cb(err instanceof Error && 'code' in err && (err as { code: string }).code === 'ERR_WRITE' ? err : writeFailed(String(opts.destination), err)));
+      const isWriteError = (err: unknown) => (err as { code?: unknown } | null)?.code === 'ERR_WRITE';
+      close().then(
+        () => cb(),
+        (err) => cb(failed ?? (isWriteError(err) ? err : writeFailed(what, err))),
+      );
     },
     destroy(err, cb) {
-      if (dest && !failed) {
+      if (dest && !failed && !readerGone) {
         try {
           lines?.flush();
           dest.flushSync();
@@ -159,7 +319,7 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
           // The original error is the one to report.
         }
       }
-      if (failed) dest?.destroy();
+      if (failed || readerGone) dest?.destroy();
       transport?.end();
       cb(err);
     },

@@ -4,8 +4,10 @@ import type { LineRecord, RecordBatch } from '../../model/record.js';
 import { contentBlocks } from '../../model/message.js';
 import { escapeControl } from '../../views/escape.js';
 import { channelLabel, statusLine } from '../../views/text.js';
+import { MAX_GUIDE_LEVELS } from '../../views/walk.js';
 import { passOn } from './pass-on.js';
 import { viewOf } from '../../model/line-view.js';
+import type { Session } from '../../model/session.js';
 
 export const STDOUT_MODES = ['text', 'main', 'raw', 'none'] as const;
 export type StdoutMode = (typeof STDOUT_MODES)[number];
@@ -17,6 +19,8 @@ export interface StdoutSinkOptions {
   /** Where to write; process.stdout by default. */
   stream?: Writable;
   indent?: string;
+  /** The chain's session: a record that cannot be shown is counted there (optional). */
+  session?: Session;
 }
 
 /** The text a record shows on stdout in `text` or `main` mode, or null for nothing. */
@@ -26,7 +30,15 @@ export function stdoutText(rec: LineRecord, mode: 'text' | 'main', indent: strin
   const out: string[] = [];
   if (mode === 'text') {
     for (const ev of rec.events ?? []) {
-      if (ev.type === 'status') out.push(prefixed(ev.channel.depth, channelLabel(ev.channel), statusLine(ev.channel.status, ev.summary), indent));
+      if (ev.type === 'status')
+        out.push(
+          prefixed(
+            ev.channel.depth,
+            channelLabel(ev.channel),
+            statusLine(ev.channel.status, ev.summary),
+            indent,
+          ),
+        );
     }
   }
   const v = viewOf(rec);
@@ -41,7 +53,7 @@ export function stdoutText(rec: LineRecord, mode: 'text' | 'main', indent: strin
 }
 
 function prefixed(depth: number | null, label: string, text: string, indent: string): string {
-  const pad = indent.repeat(Math.max(0, (depth ?? 1) - 1));
+  const pad = indent.repeat(Math.min(MAX_GUIDE_LEVELS, Math.max(0, (depth ?? 1) - 1)));
   return text
     .split('\n')
     .map((l) => `${pad}[${escapeControl(label)}] ${l}`)
@@ -87,7 +99,19 @@ export function createStdoutSink(options: StdoutSinkOptions = {}): Transform {
       if (raw) return write(chunk as Buffer, cb, pass);
       if (closed) return cb(null, pass);
       let text = '';
-      for (const r of chunk as RecordBatch) if (r.kind === 'line') text += stdoutText(r, opts.mode as 'text' | 'main', opts.indent) ?? '';
+      try {
+        for (const r of chunk as RecordBatch) {
+          if (r.kind !== 'line') continue;
+          try {
+            text += stdoutText(r, opts.mode as 'text' | 'main', opts.indent) ?? '';
+          } catch (err) {
+            // Not shown on stdout; the files still get the line.
+            options.session?.recordFailed('stdout', r.lineNo, err);
+          }
+        }
+      } catch (err) {
+        return cb(err as Error);
+      }
       if (text === '') return cb(null, pass);
       write(text, cb, pass);
     },

@@ -1,7 +1,13 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
+import {
+  BATCH_HIGH_WATER_MARK,
+  type LineRecord,
+  type RecordBatch,
+  type SubteeRecord,
+} from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { viewOf } from '../../model/line-view.js';
+import { escapeOneLine } from '../../views/escape.js';
 
 export interface ChannelRouterOptions {
   /** The chain's session, shared by every stage (required). */
@@ -11,21 +17,54 @@ export interface ChannelRouterOptions {
 /**
  * Channel router: record batches in, the same records out with `channel` and `events` set.
  * Object mode on both sides. The tree logic lives in ChannelTree; this is the stream adapter.
- * Quarantine records pass through untouched.
+ * Quarantine records pass through untouched. A line the tree cannot take (a bug, or a value
+ * an earlier stage made unreadable) is not lost: it goes on as a quarantine record (reason
+ * `failed`), so its bytes land in quarantine.log, and the session counts it.
  */
 export function createChannelRouter(options: ChannelRouterOptions): Transform {
-  const tree = requireSession(options, 'createChannelRouter').tree;
+  const session = requireSession(options, 'createChannelRouter');
+  const tree = session.tree;
+  let cyclesSeen = 0;
   return new Transform({
     objectMode: true,
     highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      for (const rec of batch) {
-        if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) continue;
-        const { channel, events } = tree.route(rec.kind === 'spooled' ? rec.value! : viewOf(rec));
-        rec.channel = channel;
-        if (events.length > 0) rec.events = events;
+      try {
+        for (let i = 0; i < batch.length; i++) {
+          const rec = batch[i];
+          if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) continue;
+          try {
+            const { channel, events } = tree.route(rec.kind === 'spooled' ? rec.value! : viewOf(rec));
+            rec.channel = channel;
+            if (events.length > 0) rec.events = events;
+          } catch (err) {
+            session.recordFailed('channel-router', rec.lineNo, err);
+            // A spooled line has no bytes in memory to quarantine: it stays on main's channel.
+            if (rec.kind === 'line') batch[i] = unroutable(session, rec);
+          }
+          if (tree.spawnCycles !== cyclesSeen) {
+            cyclesSeen = tree.spawnCycles;
+            const c = tree.firstCycle!;
+            session.warn(
+              'SPAWN_CYCLE',
+              `input line ${rec.lineNo} spawns ${escapeOneLine(c.id)} on ` +
+                (c.on === c.id
+                  ? 'its own channel'
+                  : `the channel of ${escapeOneLine(String(c.on))}, which descends from it`) +
+                ' (a spawn cycle): that spawn is ignored, the channel stays an orphan (depth unknown)',
+            );
+          }
+        }
+      } catch (err) {
+        return cb(err as Error);
       }
       cb(null, batch);
     },
   });
+}
+
+function unroutable(session: Session, rec: LineRecord): SubteeRecord {
+  session.input.quarantined++;
+  session.quarantineLines.push(rec.lineNo);
+  return { kind: 'quarantine', lineNo: rec.lineNo, raw: rec.raw, reason: 'failed', final: true };
 }

@@ -78,7 +78,10 @@ export class IdleWatchdog {
   private lastCheck: number;
   private readonly background = new Map<string, string>();
 
-  constructor(private readonly opts: IdleWatchdogSettings, now: number) {
+  constructor(
+    private readonly opts: IdleWatchdogSettings,
+    now: number,
+  ) {
     this.lastCheck = now;
   }
 
@@ -99,7 +102,10 @@ export class IdleWatchdog {
       this.background.clear();
       for (const t of v.tasks) {
         if (t && typeof t === 'object' && typeof (t as Record<string, unknown>).task_id === 'string') {
-          this.background.set((t as Record<string, unknown>).task_id as string, describe(t as Record<string, unknown>));
+          this.background.set(
+            (t as Record<string, unknown>).task_id as string,
+            describe(t as Record<string, unknown>),
+          );
         }
       }
     }
@@ -128,21 +134,35 @@ export class IdleWatchdog {
 }
 
 function describe(t: Record<string, unknown>): string {
-  const kind = typeof t.subagent_type === 'string' ? t.subagent_type : typeof t.task_type === 'string' ? t.task_type : 'task';
+  const kind =
+    typeof t.subagent_type === 'string'
+      ? t.subagent_type
+      : typeof t.task_type === 'string'
+        ? t.task_type
+        : 'task';
   const d = typeof t.description === 'string' ? ` "${t.description}"` : '';
   return `${kind}${d} (${String(t.task_id)})`;
 }
 
 export function stallMessage(s: Stall): string {
-  const what = s.inFlight.length > 0 ? `; still in flight: ${s.inFlight.map(escapeOneLine).join(', ')}` : '; no background task was in flight';
+  const what =
+    s.inFlight.length > 0
+      ? `; still in flight: ${s.inFlight.map(escapeOneLine).join(', ')}`
+      : '; no background task was in flight';
   return `no input for ${Math.round(s.silenceMs / 1000)}s (allowed ${Math.round(s.allowedMs / 1000)}s)${what}`;
 }
 
+/** How long a stalled chain may take to drain what it read before it is torn down. */
+const STALL_DRAIN_MS = 5000;
+
 /**
- * Idle watchdog: records in, the same records out (object mode). Fires when no line arrived
+ * Idle watchdog: records in, the same records out (object mode). Fires when no input arrived
  * for longer than allowed (see IdleWatchdog): records a `STALL` warning, marks the run
- * stalled, and with `onStall: 'fail'` fails the stream with StallError (exit 124), which
- * makes every sink flush and index.json record the channels still running.
+ * stalled, and with `onStall: 'fail'` fails with StallError (exit 124). Input bytes count as
+ * activity, not only whole lines: the run's byte counter (kept by the line parser) is read at
+ * each check, so one long line arriving slowly is not silence. Inside a chain a stall stops
+ * the input as SIGINT does (what was read, a partial last line included, reaches the sinks)
+ * and the chain then fails; used alone the stream fails at once.
  */
 export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
   const opts = withDefaults(IDLE_WATCHDOG_DEFAULTS, options);
@@ -150,9 +170,13 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
   const run = requireSession(options, 'createIdleWatchdog');
   const dog = new IdleWatchdog(opts, clock.now());
   let timer: unknown = null;
+  let drainTimer: NodeJS.Timeout | null = null;
+  let bytesSeen = run.input.bytes;
   const stop = () => {
     if (timer !== null) clock.clearInterval(timer);
     timer = null;
+    if (drainTimer !== null) clearTimeout(drainTimer);
+    drainTimer = null;
   };
   const stream = new Transform({
     objectMode: true,
@@ -172,6 +196,10 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
     },
   });
   timer = clock.setInterval(() => {
+    if (run.input.bytes !== bytesSeen) {
+      bytesSeen = run.input.bytes;
+      dog.activity(clock.now());
+    }
     const backedUp = stream.readableLength >= stream.readableHighWaterMark;
     const stall = dog.check(clock.now(), backedUp);
     if (!stall) return;
@@ -180,7 +208,14 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
     run.warn('STALL', message);
     if (opts.onStall === 'fail') {
       stop();
-      stream.destroy(new StallError(message));
+      const err = new StallError(message);
+      if (run.stopInput) {
+        run.stopInput(err);
+        // A stage above that never finishes must not turn a stall into a hang.
+        drainTimer = setTimeout(() => stream.destroy(err), STALL_DRAIN_MS);
+      } else {
+        stream.destroy(err);
+      }
     } else {
       dog.activity(clock.now());
     }

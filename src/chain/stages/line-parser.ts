@@ -140,8 +140,7 @@ export function isBlank(line: Buffer): boolean {
 }
 
 export type Classified =
-  | { ok: true; value: Record<string, unknown> }
-  | { ok: false; reason: QuarantineReason };
+  { ok: true; value: Record<string, unknown> } | { ok: false; reason: QuarantineReason };
 
 /** Decides whether a line is a JSON object. Anything else is kept, not parsed further. */
 export function classifyLine(line: Buffer, terminated = true): Classified {
@@ -214,6 +213,11 @@ export function createLineParser(options: LineParserOptions): Transform {
     },
     flush(cb: TransformCallback) {
       splitter.end();
+      const { lines, quarantined } = run.input;
+      if (lines > 0 && quarantined === lines) {
+        const what = `none of the ${lines} input lines is a JSON object, all are in the quarantine file`;
+        run.warn('INPUT_QUARANTINED', `${what}: is this Claude Code's --output-format stream-json output?`);
+      }
       cb(null, take());
     },
     destroy(err, cb) {

@@ -29,7 +29,10 @@ export function truncateMiddle(text: string | LazyText, maxChars: number): { tex
   const head = Math.ceil(maxChars * 0.7);
   const tail = maxChars - head;
   const cut = text.length - head - tail;
-  return { text: `${text.slice(0, head)} […${cut} chars cut…] ${tail > 0 ? text.slice(text.length - tail) : ''}`, cut };
+  return {
+    text: `${text.slice(0, head)} […${cut} chars cut…] ${tail > 0 ? text.slice(text.length - tail) : ''}`,
+    cut,
+  };
 }
 
 /**
@@ -48,7 +51,18 @@ export function createThinkingTruncator(options: ThinkingTruncatorOptions): Tran
     objectMode: true,
     highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      for (const rec of batch) if (rec.kind === 'line' && viewOf(rec).type === 'assistant') shorten(rec);
+      try {
+        for (const rec of batch) {
+          if (rec.kind !== 'line') continue;
+          try {
+            if (viewOf(rec).type === 'assistant') shorten(rec);
+          } catch (err) {
+            run.recordFailed('thinking-truncator', rec.lineNo, err);
+          }
+        }
+      } catch (err) {
+        return cb(err as Error);
+      }
       cb(null, batch);
     },
   });

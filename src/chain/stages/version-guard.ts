@@ -23,10 +23,15 @@ export interface GuardWarning {
   message: string;
 }
 
-const FORWARD_HINT = 'pass --forward-subagent-text or set CLAUDE_CODE_FORWARD_SUBAGENT_TEXT=1 (Claude Code 2.1.211 or later)';
+const FORWARD_HINT =
+  'pass --forward-subagent-text or set CLAUDE_CODE_FORWARD_SUBAGENT_TEXT=1 (Claude Code 2.1.211 or later)';
 
 /** What Claude Code's version timeline says about a version. */
-export const VERSION_NOTES: ReadonlyArray<{ code: string; applies: (v: Version) => boolean; message: (v: string) => string }> = [
+export const VERSION_NOTES: ReadonlyArray<{
+  code: string;
+  applies: (v: Version) => boolean;
+  message: (v: string) => string;
+}> = [
   {
     code: 'VERSION_PIPE_TRUNCATION',
     applies: (v) => compareVersions(v, [2, 1, 208]) < 0,
@@ -35,17 +40,20 @@ export const VERSION_NOTES: ReadonlyArray<{ code: string; applies: (v: Version) 
   {
     code: 'VERSION_NO_SUBAGENT_TEXT',
     applies: (v) => compareVersions(v, [2, 1, 211]) < 0,
-    message: (v) => `Claude Code ${v} does not forward subagent text or thinking (added in 2.1.211): transcripts will hold tool calls only`,
+    message: (v) =>
+      `Claude Code ${v} does not forward subagent text or thinking (added in 2.1.211): transcripts will hold tool calls only`,
   },
   {
     code: 'VERSION_NO_NESTING',
     applies: (v) => compareVersions(v, [2, 1, 217]) >= 0 && compareVersions(v, [2, 1, 218]) <= 0,
-    message: (v) => `Claude Code ${v} spawns no nested subagents by default: set CLAUDE_CODE_MAX_SUBAGENT_SPAWN_DEPTH to allow them`,
+    message: (v) =>
+      `Claude Code ${v} spawns no nested subagents by default: set CLAUDE_CODE_MAX_SUBAGENT_SPAWN_DEPTH to allow them`,
   },
   {
     code: 'VERSION_NO_NESTED_FORWARDING',
     applies: (v) => compareVersions(v, [2, 1, 219]) < 0,
-    message: (v) => `Claude Code ${v} does not forward nested subagents (depth 2 and deeper; added in 2.1.219)`,
+    message: (v) =>
+      `Claude Code ${v} does not forward nested subagents (depth 2 and deeper; added in 2.1.219)`,
   },
 ];
 
@@ -60,7 +68,10 @@ export class VersionRefused extends SubteeError {
 export function versionWarnings(version: string): GuardWarning[] {
   const v = parseVersion(version);
   if (!v) return [{ code: 'VERSION_UNKNOWN', message: `cannot read the agent's version "${version}"` }];
-  return VERSION_NOTES.filter((n) => n.applies(v)).map((n) => ({ code: n.code, message: n.message(version) }));
+  return VERSION_NOTES.filter((n) => n.applies(v)).map((n) => ({
+    code: n.code,
+    message: n.message(version),
+  }));
 }
 
 export function checkRequiredVersion(version: string | null, range: string | null): void {
@@ -68,7 +79,8 @@ export function checkRequiredVersion(version: string | null, range: string | nul
   if (version === null || !parseVersion(version)) {
     throw new VersionRefused(`the agent's version is unknown and --require-version ${range} is set`);
   }
-  if (!satisfies(version, range)) throw new VersionRefused(`Claude Code ${version} does not satisfy --require-version ${range}`);
+  if (!satisfies(version, range))
+    throw new VersionRefused(`Claude Code ${version} does not satisfy --require-version ${range}`);
 }
 
 /**
@@ -93,10 +105,18 @@ export class VersionGuard {
     if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) {
       const text = (rec.kind === 'spooled' ? rec.head : rec.raw).subarray(0, 4096).toString('utf8');
       if (/requires --verbose/.test(text)) {
-        say({ code: 'VERBOSE_REQUIRED', message: 'the agent refused to run: stream-json output needs --verbose (claude -p … --output-format stream-json --verbose)' });
+        say({
+          code: 'VERBOSE_REQUIRED',
+          message:
+            'the agent refused to run: stream-json output needs --verbose (claude -p … --output-format stream-json --verbose)',
+        });
       }
       const m = /unknown option '([^']+)'/.exec(text);
-      if (m) say({ code: 'UNKNOWN_OPTION', message: `the agent does not know the option ${m[1]}: it is older than that option, or the option is misspelt` });
+      if (m)
+        say({
+          code: 'UNKNOWN_OPTION',
+          message: `the agent does not know the option ${m[1]}: it is older than that option, or the option is misspelt`,
+        });
       return out;
     }
     const v = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
@@ -110,12 +130,22 @@ export class VersionGuard {
     }
     const ch = channelIdOf(v);
     let s = ch === null ? undefined : this.subagents.get(ch);
-    if (ch !== null && !s && (v.type === 'assistant' || v.type === 'user')) this.subagents.set(ch, (s = { tools: 0, words: 0 }));
+    if (ch !== null && !s && (v.type === 'assistant' || v.type === 'user'))
+      this.subagents.set(ch, (s = { tools: 0, words: 0 }));
     for (const b of v.type === 'assistant' ? contentBlocks(v) : []) {
       if (b.type === 'tool_use' && s) s.tools++;
       if ((b.type === 'text' || b.type === 'thinking' || b.type === 'redacted_thinking') && s) s.words++;
-      if (b.type === 'thinking' && b.thinking === '' && typeof b.signature === 'string' && b.signature !== '') {
-        say({ code: 'THINKING_OMITTED', message: 'thinking blocks arrive empty (signature only): thinking text is omitted; ask for summarized thinking (claude --thinking-display summarized, where supported) to see it' });
+      if (
+        b.type === 'thinking' &&
+        b.thinking === '' &&
+        typeof b.signature === 'string' &&
+        b.signature !== ''
+      ) {
+        say({
+          code: 'THINKING_OMITTED',
+          message:
+            'thinking blocks arrive empty (signature only): thinking text is omitted; ask for summarized thinking (claude --thinking-display summarized, where supported) to see it',
+        });
       }
     }
     if (v.type === 'system' && v.subtype === 'task_notification') this.checkForwarding().forEach(say);
@@ -139,7 +169,12 @@ export class VersionGuard {
       tools += s.tools;
     }
     if (tools === 0) return [];
-    return [{ code: 'FORWARDING_OFF', message: `subagents' text and thinking are not in the stream (only their tool calls are): ${FORWARD_HINT}` }];
+    return [
+      {
+        code: 'FORWARDING_OFF',
+        message: `subagents' text and thinking are not in the stream (only their tool calls are): ${FORWARD_HINT}`,
+      },
+    ];
   }
 }
 
@@ -158,7 +193,13 @@ export function createVersionGuard(options: VersionGuardOptions): Transform {
     highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
       try {
-        for (const rec of batch) warn(guard.observe(rec));
+        for (const rec of batch) {
+          try {
+            warn(guard.observe(rec));
+          } catch (err) {
+            run.recordFailed('version-guard', rec.lineNo, err);
+          }
+        }
       } catch (err) {
         return cb(err as Error);
       }

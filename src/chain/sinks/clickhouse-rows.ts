@@ -1,0 +1,391 @@
+import type { SpooledRecord, SubteeRecord } from '../../model/record.js';
+import { escapeControl } from '../../views/escape.js';
+import {
+  rawBlocks,
+  resultText,
+  type CountedBlockType as BlockKind,
+  type ToolResultBlock,
+} from '../../model/message.js';
+import type { ChannelView } from './otlp-spans.js';
+import { boundedText, runIdFrom, StreamClock } from './stream-facts.js';
+
+/** One row of the events table: one per input line (quarantined lines included). */
+export interface EventRow {
+  run: string;
+  session: string;
+  line: number;
+  /** Unix seconds (DateTime('UTC')): the line's own timestamp, else the latest one before it. */
+  ts: number;
+  ts_ms: number;
+  /** 1 when the line carried its own timestamp. */
+  has_ts: number;
+  /** The channel id; '' for the main conversation (and for quarantined lines). */
+  channel: string;
+  parent: string;
+  /** -1 while unknown. */
+  depth: number;
+  /** The subagent type; 'main' for the main conversation. */
+  agent: string;
+  type: string;
+  subtype: string;
+  /** The content block kinds of the line, comma-separated (`text`, `tool_use`…); `quarantine` for a bad line. */
+  kind: string;
+  tool: string;
+  tool_use_id: string;
+  is_error: number;
+  /**
+   * This line's share of the API message's usage, so that a sum over lines equals index.json's
+   * usage (signed: a later line of a message may report less than an earlier one).
+   */
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_creation_tokens: number;
+  bytes: number;
+  content: string;
+}
+
+/** One row of the channels table: index.json's row of a channel, as of version `ver`. */
+export interface ChannelRow {
+  run: string;
+  session: string;
+  channel: string;
+  parent: string;
+  depth: number;
+  agent: string;
+  description: string;
+  status: string;
+  /** -1 unknown, 0 foreground, 1 background. */
+  background: number;
+  orphan: number;
+  summary: string;
+  lines: number;
+  text_blocks: number;
+  thinking_blocks: number;
+  tool_uses: number;
+  tool_results: number;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_creation_tokens: number;
+  first_seen: number;
+  last_seen: number;
+  first_seen_ms: number;
+  last_seen_ms: number;
+  stalled: number;
+  interrupted: number;
+  /** Rows of a channel replace each other by this version (the input line they were taken at). */
+  ver: number;
+}
+
+export type TableKind = 'events' | 'channels';
+export interface Entry {
+  t: TableKind;
+  r: EventRow | ChannelRow;
+}
+
+/**
+ * The two tables, for ClickHouse 18.16 (Debian's) through current releases: no DateTime64,
+ * no JSON type, no Nullable in keys. ReplacingMergeTree keyed on run + line (run + channel)
+ * makes a resend after a failure harmless: query with FINAL, or count distinct keys.
+ */
+export function tableDdl(kind: TableKind, name: string): string {
+  if (kind === 'events') {
+    return `CREATE TABLE IF NOT EXISTS ${name} (
+  run String, session String, line UInt64,
+  ts DateTime('UTC'), ts_ms UInt64, has_ts UInt8,
+  channel String, parent String, depth Int16, agent String,
+  type String, subtype String, kind String, tool String, tool_use_id String, is_error UInt8,
+  input_tokens Int64, output_tokens Int64, cache_read_tokens Int64, cache_creation_tokens Int64,
+  bytes UInt64, content String
+) ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(ts) ORDER BY (run, line)`;
+  }
+  return `CREATE TABLE IF NOT EXISTS ${name} (
+  run String, session String, channel String, parent String, depth Int16, agent String, description String,
+  status String, background Int8, orphan UInt8, summary String, lines UInt64,
+  text_blocks UInt32, thinking_blocks UInt32, tool_uses UInt32, tool_results UInt32,
+  input_tokens UInt64, output_tokens UInt64, cache_read_tokens UInt64, cache_creation_tokens UInt64,
+  first_seen DateTime('UTC'), last_seen DateTime('UTC'), first_seen_ms UInt64, last_seen_ms UInt64,
+  stalled UInt8, interrupted UInt8, ver UInt64
+) ENGINE = ReplacingMergeTree(ver) ORDER BY (run, channel)`;
+}
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** A table name as SQL: `table` or `database.table`, each part a plain identifier, quoted. */
+export function quoteTableName(name: string): string | null {
+  const parts = name.split('.');
+  if (parts.length > 2 || !parts.every((p) => NAME.test(p))) return null;
+  return parts.map((p) => `\`${p}\``).join('.');
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
+const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+
+const USAGE_COLUMNS = [
+  ['input_tokens', 'input_tokens'],
+  ['output_tokens', 'output_tokens'],
+  ['cache_read_input_tokens', 'cache_read_tokens'],
+  ['cache_creation_input_tokens', 'cache_creation_tokens'],
+] as const;
+
+export const ROW_BUILDER_DEFAULTS = Object.freeze({ maxContentChars: 256 });
+
+/** Rows held at most while waiting for the stream's first timestamp. */
+const UNTIMED_MAX = 10_000;
+
+/**
+ * Turns routed records into table rows. Plain logic, no I/O. The run id is the given one, else
+ * the stream's own (see runIdFrom): rows made before it is known carry '' and are completed
+ * by `withRun` before they are written.
+ */
+export class RowBuilder {
+  readonly clock = new StreamClock();
+  runId: string | null;
+  private session = '';
+  private readonly maxChars: number;
+  /** Per channel, the API message being counted and its usage so far (as the ChannelTree counts it). */
+  private readonly lastUsage = new Map<string | null, { id: string; usage: Record<string, number> }>();
+  /** Tool names by tool_use id, until the result arrives. */
+  private readonly toolNames = new Map<string, string>();
+  /** Bytes of a too-long line whose pieces are still arriving. */
+  private pieceBytes = 0;
+  /** Input lines seen: the version of channel rows. */
+  lines = 0;
+  /** Rows made before the first timestamp; null once released. */
+  private untimed: Entry[] | null = [];
+
+  constructor(options: { runId?: string; maxContentChars?: number } = {}) {
+    this.runId = options.runId ?? null;
+    this.maxChars = options.maxContentChars ?? ROW_BUILDER_DEFAULTS.maxContentChars;
+  }
+
+  /**
+   * The rows of one record: its event row, plus a channel row for every tree change it caused.
+   * Lines before the stream's first timestamp (init, hooks) are held back and given that time.
+   */
+  rows(rec: SubteeRecord): Entry[] {
+    const out = this.rowsOf(rec);
+    if (this.clock.latest === null && this.untimed !== null) {
+      this.untimed.push(...out);
+      if (this.untimed.length < UNTIMED_MAX) return [];
+      return this.releaseUntimed();
+    }
+    if (this.untimed === null || this.untimed.length === 0) return out;
+    const first = this.clock.first!;
+    for (const e of this.untimed) {
+      if (e.t !== 'events') continue;
+      const r = e.r as EventRow;
+      r.ts = Math.floor(first / 1000);
+      r.ts_ms = first;
+    }
+    const held = this.releaseUntimed();
+    if (this.runId) withRun(held, this.runId);
+    return [...held, ...out];
+  }
+
+  /** Rows still held for want of a time (a stream with no timestamp yet): at the end of the run. */
+  releaseUntimed(): Entry[] {
+    const held = this.untimed ?? [];
+    this.untimed = null;
+    return held;
+  }
+
+  private rowsOf(rec: SubteeRecord): Entry[] {
+    if (rec.kind === 'quarantine') {
+      this.pieceBytes += rec.raw.length;
+      if (!rec.final) return [];
+      const bytes = this.pieceBytes;
+      this.pieceBytes = 0;
+      this.lines++;
+      const ms = this.clock.latest;
+      const content = this.content(rec.raw.subarray(0, this.maxChars * 4).toString('utf8'));
+      const fields = { type: 'quarantine', subtype: rec.reason, kind: 'quarantine', bytes, content };
+      return [{ t: 'events', r: this.event(rec.lineNo, ms, false, null, fields) }];
+    }
+    if (rec.kind === 'spooled') return this.spooledRows(rec);
+    this.lines++;
+    const v = rec.value;
+    this.runId ??= runIdFrom(v);
+    this.session = str(v.session_id) ?? this.session;
+    const { ms, own } = this.clock.observe(v);
+    const kinds = new Set<string>();
+    const texts: string[] = [];
+    let tool = '';
+    let toolUseId = '';
+    let isError = v.type === 'result' && v.is_error === true;
+    if (v.type === 'assistant' || v.type === 'user') {
+      rawBlocks(v).forEach((b, i) => {
+        const kind = typeof b.type === 'string' ? b.type : 'unknown';
+        kinds.add(kind);
+        const shown = rec.display?.get(i);
+        if (shown === null) return;
+        if (kind === 'tool_use') {
+          tool ||= str(b.name) ?? '';
+          toolUseId ||= str(b.id) ?? '';
+          if (str(b.id) && str(b.name)) this.toolNames.set(b.id as string, b.name as string);
+          texts.push(`${str(b.name) ?? 'tool'} ${JSON.stringify(b.input ?? {})}`);
+        } else if (kind === 'tool_result') {
+          const id = str(b.tool_use_id) ?? '';
+          toolUseId ||= id;
+          tool ||= this.toolNames.get(id) ?? '';
+          this.toolNames.delete(id);
+          if (b.is_error === true) isError = true;
+          texts.push(resultText(b as unknown as ToolResultBlock));
+        } else if (kind === 'text' && typeof b.text === 'string') {
+          texts.push(b.text);
+        } else if (kind === 'thinking') {
+          texts.push(shown ?? String(b.thinking ?? ''));
+        }
+      });
+    } else if (v.type === 'system') {
+      texts.push(str(v.summary) ?? str(v.description) ?? '');
+    } else if (v.type === 'result') {
+      texts.push(str(v.result) ?? '');
+    }
+    const ch = rec.channel ?? null;
+    const usage = this.usageShare(v, ch?.id ?? null);
+    const row = this.event(rec.lineNo, ms, own, ch, {
+      type: str(v.type) ?? '',
+      subtype: str(v.subtype) ?? '',
+      kind: [...kinds].join(','),
+      tool,
+      tool_use_id: toolUseId,
+      is_error: isError ? 1 : 0,
+      bytes: rec.raw.length,
+      content: this.content(texts.filter(Boolean).join('\n')),
+      ...usage,
+    });
+    const out: Entry[] = [{ t: 'events', r: row }];
+    for (const ev of rec.events ?? []) out.push({ t: 'channels', r: this.channelRow(ev.channel, {}) });
+    return out;
+  }
+
+  /** A line too long to hold: its row has its top-level fields and its start as content. */
+  private spooledRows(rec: SpooledRecord): Entry[] {
+    this.lines++;
+    const content = this.content(rec.head.toString('utf8'));
+    const bytes = rec.spool.bytes;
+    const v = rec.value;
+    if (v === null) {
+      const fields = { type: 'quarantine', subtype: rec.reason ?? '', kind: 'quarantine', bytes, content };
+      return [{ t: 'events', r: this.event(rec.lineNo, this.clock.latest, false, null, fields) }];
+    }
+    this.runId ??= runIdFrom(v);
+    this.session = str(v.session_id) ?? this.session;
+    const { ms, own } = this.clock.observe(v);
+    const ch = rec.channel ?? null;
+    const fields = { type: str(v.type) ?? '', subtype: str(v.subtype) ?? '', kind: 'spooled', bytes, content };
+    const out: Entry[] = [{ t: 'events', r: this.event(rec.lineNo, ms, own, ch, fields) }];
+    for (const ev of rec.events ?? []) out.push({ t: 'channels', r: this.channelRow(ev.channel, {}) });
+    return out;
+  }
+
+  /** A channels row: as of now, or (at the end) the final one, which outranks every earlier version. */
+  channelRow(
+    ch: ChannelView & { counts?: Readonly<Record<BlockKind, number>> },
+    o: { final?: boolean; stalled?: boolean; interrupted?: boolean },
+  ): ChannelRow {
+    const first = ch.firstSeen ? Date.parse(ch.firstSeen) : NaN;
+    const last = ch.lastSeen ? Date.parse(ch.lastSeen) : NaN;
+    const msOr0 = (x: number) => (Number.isFinite(x) ? x : 0);
+    return {
+      run: this.runId ?? '',
+      session: this.session,
+      channel: ch.id ?? '',
+      parent: ch.parent ?? '',
+      depth: ch.depth ?? -1,
+      agent: ch.id === null ? 'main' : (ch.agent ?? ''),
+      description: escapeControl(boundedText(ch.description ?? '', this.maxChars)),
+      status: ch.status,
+      background: ch.background === null ? -1 : ch.background ? 1 : 0,
+      orphan: ch.orphan ? 1 : 0,
+      summary: this.content(ch.summary ?? ''),
+      lines: ch.lines,
+      text_blocks: ch.counts?.text ?? 0,
+      thinking_blocks: ch.counts?.thinking ?? 0,
+      tool_uses: ch.counts?.tool_use ?? 0,
+      tool_results: ch.counts?.tool_result ?? 0,
+      input_tokens: num(ch.usage.input_tokens),
+      output_tokens: num(ch.usage.output_tokens),
+      cache_read_tokens: num(ch.usage.cache_read_input_tokens),
+      cache_creation_tokens: num(ch.usage.cache_creation_input_tokens),
+      first_seen: Math.floor(msOr0(first) / 1000),
+      last_seen: Math.floor(msOr0(last) / 1000),
+      first_seen_ms: msOr0(first),
+      last_seen_ms: msOr0(last),
+      stalled: o.stalled ? 1 : 0,
+      interrupted: o.interrupted ? 1 : 0,
+      ver: o.final ? this.lines + 1 : this.lines,
+    };
+  }
+
+  private content(s: string): string {
+    return escapeControl(boundedText(s, this.maxChars));
+  }
+
+  private event(
+    line: number,
+    ms: number | null,
+    own: boolean,
+    ch: ChannelView | null,
+    fields: Partial<EventRow>,
+  ): EventRow {
+    const t = ms ?? 0;
+    return {
+      run: this.runId ?? '',
+      session: this.session,
+      line,
+      ts: Math.floor(t / 1000),
+      ts_ms: t,
+      has_ts: own ? 1 : 0,
+      channel: ch?.id ?? '',
+      parent: ch?.parent ?? '',
+      depth: ch ? (ch.depth ?? -1) : -1,
+      agent: ch === null ? '' : ch.id === null ? 'main' : (ch.agent ?? ''),
+      type: '',
+      subtype: '',
+      kind: '',
+      tool: '',
+      tool_use_id: '',
+      is_error: 0,
+      input_tokens: 0,
+      output_tokens: 0,
+      cache_read_tokens: 0,
+      cache_creation_tokens: 0,
+      bytes: 0,
+      content: '',
+      ...fields,
+    };
+  }
+
+  /**
+   * The CLI repeats an API message's usage on every line of that message; the tree counts the
+   * latest line's usage in place of the earlier ones. This line's share is that difference.
+   */
+  private usageShare(v: Obj, channel: string | null): Pick<EventRow, (typeof USAGE_COLUMNS)[number][1]> {
+    const share = { input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_creation_tokens: 0 };
+    const message = v.message;
+    if (v.type !== 'assistant' || !isObj(message) || !isObj(message.usage)) return share;
+    const id = str(message.id);
+    if (!id) return share;
+    const now: Record<string, number> = {};
+    for (const [k] of USAGE_COLUMNS) {
+      const n = message.usage[k];
+      if (typeof n === 'number' && Number.isFinite(n)) now[k] = n;
+    }
+    const last = this.lastUsage.get(channel);
+    const before = last?.id === id ? last.usage : {};
+    for (const [k, col] of USAGE_COLUMNS) share[col] = (now[k] ?? 0) - (before[k] ?? 0);
+    this.lastUsage.set(channel, { id, usage: now });
+    return share;
+  }
+}
+
+/** Fills in the run id of rows made before the stream showed it. */
+export function withRun(entries: Entry[], runId: string): Entry[] {
+  for (const e of entries) if (e.r.run === '') e.r.run = runId;
+  return entries;
+}

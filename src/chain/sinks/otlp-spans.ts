@@ -1,0 +1,364 @@
+import { withDefaults } from '../../defaults.js';
+import type { SubteeRecord } from '../../model/record.js';
+import { contentBlocks, resultText } from '../../model/message.js';
+import type { ChannelStatus } from '../../model/tree.js';
+import { boundedText, runIdFrom, StreamClock } from './stream-facts.js';
+
+/** The plain channel fields spans are made of (a live Channel or a snapshot of one). */
+export interface ChannelView {
+  readonly id: string | null;
+  readonly parent: string | null;
+  readonly orphan: boolean;
+  readonly depth: number | null;
+  readonly agent: string | null;
+  readonly description: string | null;
+  readonly status: ChannelStatus;
+  readonly background: boolean | null;
+  readonly summary: string | null;
+  readonly lines: number;
+  readonly usage: Readonly<Record<string, number>>;
+  readonly firstSeen: string | null;
+  readonly lastSeen: string | null;
+}
+
+export type AttributeValue = string | number | boolean;
+type Attributes = Record<string, AttributeValue>;
+
+/** One finished span, in the terms of the run: keys instead of ids, stream times in epoch ms. */
+export interface SpanData {
+  /** `agent:<channel id>` (`agent:` for the main conversation) or `tool:<tool_use id>`; unique in a run. */
+  key: string;
+  parentKey: string | null;
+  name: string;
+  startMs: number;
+  endMs: number;
+  attributes: Attributes;
+  /** Span status ERROR with this description; null leaves the status unset. */
+  error: string | null;
+}
+
+/** OpenTelemetry GenAI semantic-convention attribute names (incubating in semconv 1.45). */
+export const GENAI = Object.freeze({
+  operation: 'gen_ai.operation.name',
+  provider: 'gen_ai.provider.name',
+  agentName: 'gen_ai.agent.name',
+  agentId: 'gen_ai.agent.id',
+  agentDescription: 'gen_ai.agent.description',
+  agentVersion: 'gen_ai.agent.version',
+  conversationId: 'gen_ai.conversation.id',
+  requestModel: 'gen_ai.request.model',
+  inputTokens: 'gen_ai.usage.input_tokens',
+  outputTokens: 'gen_ai.usage.output_tokens',
+  cacheReadTokens: 'gen_ai.usage.cache_read.input_tokens',
+  cacheCreationTokens: 'gen_ai.usage.cache_creation.input_tokens',
+  toolName: 'gen_ai.tool.name',
+  toolCallId: 'gen_ai.tool.call.id',
+  toolArguments: 'gen_ai.tool.call.arguments',
+  toolResult: 'gen_ai.tool.call.result',
+  inputMessages: 'gen_ai.input.messages',
+  outputMessages: 'gen_ai.output.messages',
+  errorType: 'error.type',
+});
+
+/** Anthropic usage keys → GenAI token attributes. */
+const USAGE_ATTRIBUTES: ReadonlyArray<[string, string]> = [
+  ['input_tokens', GENAI.inputTokens],
+  ['output_tokens', GENAI.outputTokens],
+  ['cache_read_input_tokens', GENAI.cacheReadTokens],
+  ['cache_creation_input_tokens', GENAI.cacheCreationTokens],
+];
+
+export const TRACE_BUILDER_DEFAULTS = Object.freeze({
+  /** Prompts, reports, tool arguments and results as span attributes (GenAI content is opt-in). */
+  captureContent: false,
+  /** Longest content attribute, in characters. */
+  maxContentChars: 4000,
+});
+
+export interface TraceBuilderOptions {
+  captureContent?: boolean;
+  maxContentChars?: number;
+  /** Used only for a stream that carries no timestamp at all. */
+  fallbackMs?: number;
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
+
+interface AgentState {
+  channel: ChannelView;
+  startMs: number | null;
+  /** When the channel first stopped running. */
+  endMs: number | null;
+  model: string | null;
+  prompt: string | null;
+  lastText: string | null;
+  exported: boolean;
+}
+
+interface ToolState {
+  id: string;
+  name: string;
+  agentId: string | null;
+  startMs: number | null;
+  args: string | null;
+}
+
+export const agentKey = (id: string | null) => `agent:${id ?? ''}`;
+export const toolKey = (id: string) => `tool:${id}`;
+
+/**
+ * Turns routed records into the spans of one trace, as they finish: an `invoke_agent` span
+ * per channel, parented under the `execute_tool` span of the tool call that spawned it, and
+ * an `execute_tool` span per tool call, from its tool_use to its tool_result. Plain logic,
+ * no I/O; the OTLP sink gives the spans ids and sends them.
+ *
+ * A tool span ends at its result. A subagent's span ends when it stops running, but is only
+ * handed out at its `task_notification` (which can still turn a completed foreground agent
+ * into a failed one) or at the end of the run, when every span still open is closed at the
+ * last time the stream showed.
+ */
+export class TraceBuilder {
+  readonly clock = new StreamClock();
+  runId: string | null = null;
+  sessionId: string | null = null;
+  private version: string | null = null;
+  private initModel: string | null = null;
+  private readonly opts: typeof TRACE_BUILDER_DEFAULTS & TraceBuilderOptions;
+  private readonly agents = new Map<string | null, AgentState>();
+  private readonly tools = new Map<string, ToolState>();
+  private readonly finishedTools = new Set<string>();
+
+  constructor(options: TraceBuilderOptions = {}) {
+    this.opts = withDefaults(TRACE_BUILDER_DEFAULTS, options);
+  }
+
+  /** The spans this record finishes. */
+  add(rec: SubteeRecord): SpanData[] {
+    if (rec.kind !== 'line') return [];
+    const v = rec.value;
+    const { ms } = this.clock.observe(v);
+    this.runId ??= runIdFrom(v);
+    this.sessionId ??= str(v.session_id);
+    const out: SpanData[] = [];
+    for (const ev of rec.events ?? []) {
+      const a = this.agentOf(ev.channel, ms);
+      if (ev.type === 'status' && ev.channel.status !== 'running') a.endMs ??= ms;
+    }
+    const ch = rec.channel;
+    const agent = ch ? this.agentOf(ch, ms) : null;
+    if (v.type === 'system' && v.subtype === 'init') {
+      this.version = str(v.claude_code_version) ?? this.version;
+      this.initModel ??= str(v.model);
+    } else if (v.type === 'assistant' && agent) {
+      this.assistant(v, agent, ms);
+    } else if (v.type === 'user' && agent) {
+      this.user(v, agent, ms, out);
+    } else if (v.type === 'system' && v.subtype === 'task_notification') {
+      const done = this.agents.get(str(v.tool_use_id) ?? '');
+      if (done && !done.exported && done.channel.status !== 'running' && !done.channel.orphan) {
+        out.push(this.agentSpan(done));
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Closes the trace at the end of the run: every span not yet handed out, at the last time
+   * the stream showed. `channels` are the run's final channels (main first).
+   */
+  finish(
+    channels: Iterable<ChannelView>,
+    run: { interrupted?: boolean; stalled?: boolean } = {},
+  ): SpanData[] {
+    const out: SpanData[] = [];
+    const end = this.now();
+    for (const tool of this.tools.values()) {
+      out.push(this.toolSpan(tool, end, null, { 'subtee.tool.unfinished': true }));
+    }
+    this.tools.clear();
+    let main: AgentState | null = null;
+    for (const ch of channels) {
+      const a = this.agentOf(ch, null);
+      if (ch.id === null) main = a;
+      else if (!a.exported) out.push(this.agentSpan(a));
+    }
+    main ??= this.agentOf(null, null);
+    if (!main.exported) {
+      const extra: Attributes = {};
+      if (run.interrupted) extra['subtee.run.interrupted'] = true;
+      if (run.stalled) extra['subtee.run.stalled'] = true;
+      main.endMs = end;
+      out.push(this.agentSpan(main, extra));
+    }
+    return out;
+  }
+
+  private now(): number {
+    return this.clock.latest ?? this.opts.fallbackMs ?? Date.now();
+  }
+
+  private agentOf(ch: ChannelView | null, ms: number | null): AgentState {
+    const id = ch?.id ?? null;
+    let a = this.agents.get(id);
+    if (!a) {
+      a = {
+        channel: ch ?? mainPlaceholder,
+        startMs: ms,
+        endMs: null,
+        model: null,
+        prompt: null,
+        lastText: null,
+        exported: false,
+      };
+      this.agents.set(id, a);
+    } else {
+      if (ch) a.channel = ch;
+      a.startMs ??= ms;
+    }
+    return a;
+  }
+
+  private assistant(v: Obj, agent: AgentState, ms: number | null): void {
+    const message = isObj(v.message) ? v.message : {};
+    const model = str(message.model);
+    if (model && model !== '<synthetic>') agent.model ??= model;
+    for (const b of contentBlocks(v)) {
+      if (b.type === 'tool_use') {
+        const id = str(b.id);
+        if (!id || this.tools.has(id) || this.finishedTools.has(id)) continue;
+        const max = this.opts.maxContentChars;
+        const args = this.opts.captureContent ? boundedText(JSON.stringify(b.input ?? {}), max) : null;
+        this.tools.set(id, {
+          id,
+          name: str(b.name) ?? 'unknown',
+          agentId: agent.channel.id,
+          startMs: ms,
+          args,
+        });
+      } else if (b.type === 'text' && this.opts.captureContent && typeof b.text === 'string') {
+        agent.lastText = b.text;
+      }
+    }
+  }
+
+  private user(v: Obj, agent: AgentState, ms: number | null, out: SpanData[]): void {
+    for (const b of contentBlocks(v)) {
+      if (b.type === 'tool_result') {
+        const tool = this.tools.get(str(b.tool_use_id) ?? '');
+        if (!tool) continue;
+        this.tools.delete(tool.id);
+        const failed = b.is_error === true;
+        const result = this.opts.captureContent
+          ? boundedText(resultText(b), this.opts.maxContentChars)
+          : null;
+        const error = failed ? this.errorText('tool error', result) : null;
+        const extra: Attributes = result === null ? {} : { [GENAI.toolResult]: result };
+        out.push(this.toolSpan(tool, ms ?? this.now(), error, extra));
+      } else if (b.type === 'text' && typeof b.text === 'string' && this.opts.captureContent) {
+        // A subagent's first user message is the prompt it was given.
+        if (agent.channel.id !== null) agent.prompt ??= b.text;
+      }
+    }
+  }
+
+  private errorText(what: string, detail: string | null | undefined): string {
+    return detail ? `${what}: ${boundedText(detail, 200)}` : what;
+  }
+
+  private toolSpan(tool: ToolState, endMs: number, error: string | null, extra: Attributes): SpanData {
+    this.finishedTools.add(tool.id);
+    const startMs = tool.startMs ?? endMs;
+    const attributes: Attributes = {
+      [GENAI.operation]: 'execute_tool',
+      [GENAI.toolName]: tool.name,
+      [GENAI.toolCallId]: tool.id,
+    };
+    if (this.sessionId) attributes[GENAI.conversationId] = this.sessionId;
+    if (tool.args !== null) attributes[GENAI.toolArguments] = tool.args;
+    if (error) attributes[GENAI.errorType] = 'tool_error';
+    Object.assign(attributes, extra);
+    const name = `execute_tool ${tool.name}`;
+    const endAt = Math.max(startMs, endMs);
+    return {
+      key: toolKey(tool.id),
+      parentKey: agentKey(tool.agentId),
+      name,
+      startMs,
+      endMs: endAt,
+      attributes,
+      error,
+    };
+  }
+
+  private agentSpan(a: AgentState, extra: Attributes = {}): SpanData {
+    a.exported = true;
+    const ch = a.channel;
+    const isMain = ch.id === null;
+    const name = isMain ? 'main' : (ch.agent ?? 'subagent');
+    const lastSeen = ch.lastSeen ? Date.parse(ch.lastSeen) : NaN;
+    // The main conversation spans the whole run, whichever channel spoke first.
+    const startMs =
+      (isMain ? (this.clock.first ?? a.startMs) : (a.startMs ?? this.clock.first)) ?? this.now();
+    let endMs = a.endMs ?? this.now();
+    if (Number.isFinite(lastSeen) && lastSeen > endMs) endMs = lastSeen;
+    const attributes: Attributes = {
+      [GENAI.operation]: 'invoke_agent',
+      [GENAI.provider]: 'anthropic',
+      [GENAI.agentName]: name,
+    };
+    if (!isMain) attributes[GENAI.agentId] = ch.id!;
+    if (ch.description) attributes[GENAI.agentDescription] = ch.description;
+    if (this.version) attributes[GENAI.agentVersion] = this.version;
+    if (this.sessionId) attributes[GENAI.conversationId] = this.sessionId;
+    const model = a.model ?? (isMain ? this.initModel : null);
+    if (model) attributes[GENAI.requestModel] = model;
+    for (const [k, attr] of USAGE_ATTRIBUTES)
+      if (typeof ch.usage[k] === 'number') attributes[attr] = ch.usage[k];
+    if (this.runId) attributes['subtee.run.id'] = this.runId;
+    if (ch.depth !== null) attributes['subtee.depth'] = ch.depth;
+    attributes['subtee.status'] = ch.status;
+    if (ch.background !== null) attributes['subtee.background'] = ch.background;
+    if (ch.orphan) attributes['subtee.orphan'] = true;
+    attributes['subtee.lines'] = ch.lines;
+    const max = this.opts.maxContentChars;
+    if (this.opts.captureContent) {
+      // The conventions' message form: a list of messages, each a role and its parts.
+      const message = (role: string, text: string) =>
+        JSON.stringify([{ role, parts: [{ type: 'text', content: boundedText(text, max) }] }]);
+      if (a.prompt !== null) attributes[GENAI.inputMessages] = message('user', a.prompt);
+      const report = ch.summary ?? a.lastText;
+      if (report !== null) attributes[GENAI.outputMessages] = message('assistant', report);
+    }
+    let error: string | null = null;
+    if (ch.status === 'failed') {
+      const detail = this.opts.captureContent ? ch.summary : null;
+      error = this.errorText(isMain ? 'run failed' : 'subagent failed', detail);
+      attributes[GENAI.errorType] = isMain ? 'run_failed' : 'subagent_failed';
+    }
+    Object.assign(attributes, extra);
+    // An orphan's spawn call was never seen: it hangs under the main conversation.
+    const spawnSeen = !isMain && (this.tools.has(ch.id!) || this.finishedTools.has(ch.id!));
+    const parentKey = isMain ? null : ch.orphan || !spawnSeen ? agentKey(null) : toolKey(ch.id!);
+    const spanName = `invoke_agent ${name}`;
+    const endAt = Math.max(startMs, endMs);
+    return { key: agentKey(ch.id), parentKey, name: spanName, startMs, endMs: endAt, attributes, error };
+  }
+}
+
+const mainPlaceholder: ChannelView = Object.freeze({
+  id: null,
+  parent: null,
+  orphan: false,
+  depth: 0,
+  agent: null,
+  description: null,
+  status: 'running',
+  background: null,
+  summary: null,
+  lines: 0,
+  usage: {},
+  firstSeen: null,
+  lastSeen: null,
+});

@@ -1,0 +1,419 @@
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { createRequire } from 'node:module';
+import { Transform, type TransformCallback } from 'node:stream';
+import type * as OtelApi from '@opentelemetry/api';
+import type * as ProtoExporter from '@opentelemetry/exporter-trace-otlp-proto';
+import type * as JsonExporter from '@opentelemetry/exporter-trace-otlp-http';
+import type * as OtelResources from '@opentelemetry/resources';
+import type * as TraceSdk from '@opentelemetry/sdk-trace-base';
+import type { HrTime } from '@opentelemetry/api';
+import type { IdGenerator, ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { withDefaults } from '../../defaults.js';
+import { UsageError } from '../../errors.js';
+import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
+import { requireSession, type Session } from '../../model/session.js';
+import { TraceBuilder, type SpanData } from './otlp-spans.js';
+import { lateWarn, randomRunId, spanIdOf, traceIdOf } from './stream-facts.js';
+
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+
+/** `url` value (and what `--otlp` alone means): take the endpoint from OTEL_EXPORTER_OTLP_* or the default. */
+export const OTLP_URL_FROM_ENV = 'env';
+
+export const OTLP_SINK_DEFAULTS = Object.freeze({
+  captureContent: false,
+  maxContentChars: 4000,
+  /** How long one batch of spans is retried (with backoff) before it counts as not delivered. */
+  retryMs: 5000,
+  /** At the end of the run: how long to wait for the last spans to be delivered. */
+  flushTimeoutMs: 5000,
+  /** Finished spans held while the collector accepts them; input waits beyond this. */
+  maxQueueSpans: 2048,
+  /** Spans per export request. */
+  maxBatchSpans: 512,
+});
+
+export interface OtlpSinkOptions {
+  /** The collector's OTLP/HTTP endpoint (`/v1/traces` is added to a URL without a path), or `env`. */
+  url?: string;
+  /** Default: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf. */
+  protocol?: OtlpProtocol;
+  captureContent?: boolean;
+  maxContentChars?: number;
+  /** One export request's timeout; default OTEL_EXPORTER_OTLP_TIMEOUT, else 10000. */
+  timeoutMs?: number;
+  retryMs?: number;
+  flushTimeoutMs?: number;
+  maxQueueSpans?: number;
+  maxBatchSpans?: number;
+  /** The chain's session, shared by every stage (required). */
+  session: Session;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** The traces endpoint the sink sends to, following the OTLP exporter environment variables. */
+export function otlpTracesUrl(url: string | undefined, env: NodeJS.ProcessEnv): string {
+  const withPath = (base: string) => {
+    const u = new URL(base);
+    if (u.pathname === '' || u.pathname === '/') u.pathname = '/v1/traces';
+    return u.toString();
+  };
+  const given = url === undefined || url === OTLP_URL_FROM_ENV ? undefined : url;
+  try {
+    if (given !== undefined) return withPath(given);
+    if (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+      return new URL(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT).toString();
+    if (env.OTEL_EXPORTER_OTLP_ENDPOINT) {
+      const base = env.OTEL_EXPORTER_OTLP_ENDPOINT;
+      return new URL(`${base.endsWith('/') ? base : `${base}/`}v1/traces`).toString();
+    }
+  } catch {
+    const bad = given ?? env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
+    const hint = given ? ' (--otlp alone goes after FILE, or write --otlp=URL)' : '';
+    throw new UsageError('ERR_BAD_OPTION', `otlp: not a URL: ${bad}${hint}`);
+  }
+  return 'http://localhost:4318/v1/traces';
+}
+
+export function otlpProtocol(protocol: string | undefined, env: NodeJS.ProcessEnv): OtlpProtocol {
+  const p = protocol ?? env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL;
+  if (p === undefined) return 'http/protobuf';
+  if (!(OTLP_PROTOCOLS as readonly string[]).includes(p)) {
+    const supported = OTLP_PROTOCOLS.join(' or ');
+    throw new UsageError('ERR_BAD_OPTION', `otlp: protocol ${p} is not supported (use ${supported})`);
+  }
+  return p as OtlpProtocol;
+}
+
+const require = createRequire(import.meta.url);
+
+/**
+ * The SDK is loaded when an OTLP sink is made, not when subtee starts: it takes longer to
+ * load than subtee takes to split a small run, and most runs never use it.
+ */
+function loadSdk() {
+  return {
+    api: require('@opentelemetry/api') as typeof OtelApi,
+    sdk: require('@opentelemetry/sdk-trace-base') as typeof TraceSdk,
+    resources: require('@opentelemetry/resources') as typeof OtelResources,
+    proto: require('@opentelemetry/exporter-trace-otlp-proto') as typeof ProtoExporter,
+    json: require('@opentelemetry/exporter-trace-otlp-http') as typeof JsonExporter,
+  };
+}
+
+/**
+ * An HTTP(S) agent that, once closed, destroys its sockets and fails every new connection at
+ * once with an error the exporter does not retry.
+ */
+function closableAgent(proto: string): { agent: HttpAgent; close(): void } {
+  const agent = proto === 'https:' ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  let closed = false;
+  type Connect = (options: unknown, cb: (err: Error | null, socket?: unknown) => void) => unknown;
+  const connect = agent.createConnection.bind(agent) as unknown as Connect;
+  (agent as unknown as { createConnection: Connect }).createConnection = (options, cb) => {
+    if (!closed) return connect(options, cb);
+    process.nextTick(cb, Object.assign(new Error('the run has ended'), { code: 'SUBTEE_EXPORT_CLOSED' }));
+    return undefined;
+  };
+  return {
+    agent,
+    close() {
+      closed = true;
+      agent.destroy();
+    },
+  };
+}
+
+const hrTime = (ms: number): HrTime => [Math.floor(ms / 1000), Math.round((ms % 1000) * 1e6)];
+
+/**
+ * Span ids derived from the run and the span's key rather than drawn at random: a span can
+ * then name its parent before the parent exists (children finish first), and a replay of a
+ * recording reproduces the trace. The SDK asks for one id per span it starts; `next` is set
+ * just before.
+ */
+class DerivedIds implements IdGenerator {
+  traceId = '';
+  next = '';
+  generateTraceId(): string {
+    return this.traceId;
+  }
+  generateSpanId(): string {
+    return this.next;
+  }
+}
+
+/** Hands each ended SDK span to the delivery queue (instead of a BatchSpanProcessor, which drops when full). */
+class HandOver implements SpanProcessor {
+  constructor(private readonly take: (span: ReadableSpan) => void) {}
+  onStart(): void {}
+  onEnd(span: ReadableSpan): void {
+    this.take(span);
+  }
+  forceFlush(): Promise<void> {
+    return Promise.resolve();
+  }
+  shutdown(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+interface DeliveryOptions {
+  retryMs: number;
+  maxQueueSpans: number;
+  maxBatchSpans: number;
+}
+
+/**
+ * Sends finished spans one batch at a time. While the collector accepts them, a full queue
+ * holds the input back (backpressure). A batch that still fails after `retryMs` of retries is
+ * given up and the collector counts as unavailable: from then on the queue never holds the
+ * run back; it keeps the newest spans up to its bound, gives up the oldest, and keeps trying
+ * one batch at a time, so a collector that comes back gets everything still queued.
+ */
+export class SpanDelivery {
+  delivered = 0;
+  lost = 0;
+  total = 0;
+  available = true;
+  lastError: string | null = null;
+  private readonly queue: ReadableSpan[] = [];
+  private inFlight: ReadableSpan[] | null = null;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private readonly waiters: Array<() => void> = [];
+
+  constructor(
+    private readonly exporter: SpanExporter,
+    private readonly opts: DeliveryOptions,
+    private readonly onUnavailable: (error: string) => void,
+  ) {}
+
+  push(span: ReadableSpan): void {
+    this.total++;
+    if (this.stopped) {
+      this.lost++;
+      return;
+    }
+    this.queue.push(span);
+    if (!this.available && this.queue.length > this.opts.maxQueueSpans) {
+      this.queue.shift();
+      this.lost++;
+    }
+    this.pump();
+  }
+
+  get pending(): number {
+    return this.queue.length + (this.inFlight?.length ?? 0);
+  }
+
+  hasRoom(): boolean {
+    return !this.available || this.queue.length < this.opts.maxQueueSpans;
+  }
+
+  /** Resolves when the input may go on (room in the queue, or the collector given up on). */
+  async whenRoom(): Promise<void> {
+    while (!this.hasRoom()) await new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Waits for everything queued to be sent, at most `timeoutMs`; what is left counts as lost. */
+  async drain(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.pending > 0 && Date.now() < deadline) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, Math.min(50, Math.max(1, deadline - Date.now())));
+        this.waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+    this.stop();
+  }
+
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.lost += this.pending;
+    this.queue.length = 0;
+    this.inFlight = null;
+    this.wake();
+  }
+
+  private wake(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  private pump(): void {
+    if (this.stopped || this.inFlight || this.queue.length === 0) return;
+    const batch = this.queue.splice(0, this.opts.maxBatchSpans);
+    this.inFlight = batch;
+    this.attempt(batch, Date.now(), 0);
+  }
+
+  private attempt(batch: ReadableSpan[], firstTry: number, tries: number): void {
+    this.exporter.export(batch, (result) => {
+      if (this.stopped || this.inFlight !== batch) return;
+      if (result.code === 0 /* ExportResultCode.SUCCESS */) {
+        this.delivered += batch.length;
+        this.available = true;
+        this.finishBatch();
+        return;
+      }
+      this.lastError = describeError(result.error);
+      const backoffMs = Math.min(2000, 100 * 2 ** tries);
+      if (Date.now() + backoffMs < firstTry + this.opts.retryMs) {
+        this.retryTimer = setTimeout(() => {
+          this.retryTimer = null;
+          if (!this.stopped) this.attempt(batch, firstTry, tries + 1);
+        }, backoffMs);
+        return;
+      }
+      this.lost += batch.length;
+      if (this.available) {
+        this.available = false;
+        this.onUnavailable(this.lastError);
+      }
+      this.finishBatch();
+    });
+  }
+
+  private finishBatch(): void {
+    this.inFlight = null;
+    this.wake();
+    this.pump();
+  }
+}
+
+function describeError(err: unknown): string {
+  if (!err) return 'export failed';
+  const e = err as { message?: string; code?: number | string };
+  const code = typeof e.code === 'number' ? `HTTP ${e.code}` : typeof e.code === 'string' ? e.code : null;
+  const msg = e.message && e.message !== 'undefined' ? e.message : null;
+  if (code && msg?.includes(code)) return msg;
+  return [code, msg].filter(Boolean).join(' ') || String(err);
+}
+
+/**
+ * OTLP traces sink: a pass-through stage (record batches in, the same out) that turns the run
+ * into one trace — GenAI `invoke_agent` and `execute_tool` spans with the stream's own times
+ * (see TraceBuilder) — and sends it with the OpenTelemetry SDK's OTLP/HTTP exporter, which
+ * reads the OTEL_EXPORTER_OTLP_* variables (headers, timeout, compression, certificates);
+ * OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME describe the resource.
+ *
+ * A collector that is down, slow or failing never holds up the run for long and never costs
+ * the files: see SpanDelivery. What was not delivered is reported once, with its count.
+ */
+export function createOtlpSink(options: OtlpSinkOptions): Transform {
+  const opts = withDefaults(OTLP_SINK_DEFAULTS, options);
+  const run = requireSession(options, 'createOtlpSink');
+  const env = options.env ?? process.env;
+  const url = otlpTracesUrl(options.url, env);
+  const protocol = otlpProtocol(options.protocol, env);
+  const builder = new TraceBuilder({
+    captureContent: opts.captureContent,
+    maxContentChars: opts.maxContentChars,
+    fallbackMs: Date.now(),
+  });
+
+  const agents: Array<{ close(): void }> = [];
+  let agentsClosed = false;
+  const exporterConfig = {
+    url,
+    ...(options.timeoutMs !== undefined ? { timeoutMillis: options.timeoutMs } : {}),
+    // Our own agents, so that the end of the run can cut a request to a collector that hangs
+    // (and the exporter's own retries of it): the process must not outlive the flush deadline.
+    httpAgentOptions: (proto: string) => {
+      const a = closableAgent(proto);
+      agents.push(a);
+      if (agentsClosed) a.close();
+      return a.agent;
+    },
+  };
+  const { api, sdk, resources, proto, json } = loadSdk();
+  const exporter: SpanExporter =
+    protocol === 'http/json'
+      ? new json.OTLPTraceExporter(exporterConfig)
+      : new proto.OTLPTraceExporter(exporterConfig);
+  const delivery = new SpanDelivery(exporter, opts, (error) => {
+    const what = `collector ${url} is not accepting spans (${error}); the run goes on and spans are retried`;
+    lateWarn(run, 'OTLP_UNAVAILABLE', what);
+  });
+
+  const ids = new DerivedIds();
+  const resource = resources
+    .defaultResource()
+    .merge(resources.resourceFromAttributes({ 'service.name': 'subtee' }))
+    .merge(resources.detectResources({ detectors: [resources.envDetector] }));
+  // Always on: a sampled part of a tree is no tree.
+  const provider = new sdk.BasicTracerProvider({
+    resource,
+    idGenerator: ids,
+    sampler: new sdk.AlwaysOnSampler(),
+    spanProcessors: [new HandOver((s) => delivery.push(s))],
+  });
+  const tracer = provider.getTracer('subtee');
+  let fallbackRunId: string | null = null;
+
+  const emit = (spans: SpanData[]) => {
+    for (const sd of spans) {
+      ids.traceId ||= traceIdOf(builder.runId ?? (fallbackRunId ??= randomRunId()));
+      ids.next = spanIdOf(ids.traceId, sd.key);
+      const parent =
+        sd.parentKey === null
+          ? api.ROOT_CONTEXT
+          : api.trace.setSpanContext(api.ROOT_CONTEXT, {
+              traceId: ids.traceId,
+              spanId: spanIdOf(ids.traceId, sd.parentKey),
+              traceFlags: api.TraceFlags.SAMPLED,
+            });
+      const start = { kind: api.SpanKind.INTERNAL, startTime: hrTime(sd.startMs), attributes: sd.attributes };
+      const span = tracer.startSpan(sd.name, start, parent);
+      if (sd.error !== null) span.setStatus({ code: api.SpanStatusCode.ERROR, message: sd.error });
+      span.end(hrTime(sd.endMs));
+    }
+  };
+
+  let finished: Promise<void> | null = null;
+  const finish = () => {
+    finished ??= (async () => {
+      emit(builder.finish(run.tree.channels(), run));
+      await delivery.drain(opts.flushTimeoutMs);
+      agentsClosed = true;
+      for (const a of agents) a.close();
+      void exporter.shutdown().catch(() => {});
+      if (delivery.lost > 0) {
+        const why = delivery.lastError ? ` (${delivery.lastError})` : '';
+        lateWarn(
+          run,
+          'OTLP_UNDELIVERED',
+          `${delivery.lost} of ${delivery.total} spans not delivered to ${url}${why}`,
+        );
+      }
+    })();
+    return finished;
+  };
+
+  return new Transform({
+    objectMode: true,
+    highWaterMark: BATCH_HIGH_WATER_MARK,
+    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
+      for (const rec of batch) emit(builder.add(rec));
+      if (delivery.hasRoom()) cb(null, batch);
+      else delivery.whenRoom().then(() => cb(null, batch));
+    },
+    flush(cb: TransformCallback) {
+      finish().then(() => cb(), cb);
+    },
+    destroy(err, cb) {
+      // Interrupted or stalled: the trace still says what was running, within the same deadline.
+      finish().then(
+        () => cb(err),
+        () => cb(err),
+      );
+    },
+  });
+}

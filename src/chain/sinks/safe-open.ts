@@ -1,0 +1,127 @@
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  type Stats,
+} from 'node:fs';
+import { dirname, resolve } from 'node:path';
+
+/**
+ * Opening the files subtee writes without ever writing somewhere else. An output folder may
+ * hold entries planted by someone else (a link to a file outside it, a named pipe, a hard
+ * link): every open refuses to follow a link at the last step (O_NOFOLLOW), never blocks on a
+ * pipe (O_NONBLOCK), and checks what it got before writing.
+ */
+const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
+const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
+const NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW | O_NONBLOCK;
+const APPEND = constants.O_WRONLY | constants.O_APPEND | O_NOFOLLOW | O_NONBLOCK;
+
+/** The identity of a file subtee created, so a reopen can tell it is still the same file. */
+export interface FileIdentity {
+  dev: number;
+  ino: number;
+}
+
+function errno(code: string, message: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(message), { code });
+}
+
+/**
+ * Creates a new regular file. With `replace`, whatever entry already has the name (a file, a
+ * link, a pipe) is removed first: the entry itself, never what a link points to; a folder is
+ * not removed. Without it an existing entry fails with EEXIST.
+ */
+export function createNewFile(path: string, replace: boolean): { fd: number; id: FileIdentity } {
+  let fd: number;
+  try {
+    fd = openSync(path, NEW, 0o644);
+  } catch (err) {
+    if (!replace || (err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    if (lstatSync(path).isDirectory()) throw errno('EISDIR', `${path} is a folder`);
+    unlinkSync(path);
+    fd = openSync(path, NEW, 0o644);
+  }
+  const st = fstatSync(fd);
+  return { fd, id: { dev: st.dev, ino: st.ino } };
+}
+
+/** Reopens a file subtee created, for append; fails if the name now holds anything else. */
+export function reopenFile(path: string, id: FileIdentity): number {
+  const fd = openSync(path, APPEND);
+  const st = fstatSync(fd);
+  if (st.isFile() && st.dev === id.dev && st.ino === id.ino) return fd;
+  closeSync(fd);
+  throw errno('EREPLACED', `${path} was replaced during the run`);
+}
+
+/**
+ * Opens a log file for append, creating it if missing: a link is refused, a pipe with no
+ * reader fails at once (ENXIO) instead of blocking, a device such as /dev/full is allowed.
+ */
+export function openLogFile(path: string): number {
+  makeDirs(dirname(path));
+  const fd = openSync(path, APPEND | constants.O_CREAT, 0o644);
+  let st: Stats;
+  try {
+    st = fstatSync(fd);
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+  if (st.isDirectory()) {
+    closeSync(fd);
+    throw errno('EISDIR', `${path} is a folder`);
+  }
+  return fd;
+}
+
+/**
+ * `mkdir -p` as a loop over the missing components, each created on its own. Node's
+ * recursive mkdirSync spins forever under a path that cannot be created (`/proc/…`);
+ * this fails there with the first component's error.
+ */
+export function makeDirs(path: string): void {
+  const missing: string[] = [];
+  for (let at = resolve(path); ; at = dirname(at)) {
+    try {
+      if (statSync(at).isDirectory()) break;
+      throw errno('ENOTDIR', `${at} is not a folder`);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || dirname(at) === at) throw err;
+      missing.push(at);
+    }
+  }
+  for (const dir of missing.reverse()) {
+    try {
+      mkdirSync(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+}
+
+/** Descriptors kept for everything but output files: Node's own, stdio, pino, a config, a child. */
+const DESCRIPTOR_MARGIN = 32;
+
+/**
+ * The open-file budget that fits under the process's real limit (`ulimit -n`, read from
+ * /proc/self/limits where there is one): the limit less a margin, between 4 and `ceiling`.
+ */
+export function descriptorBudget(ceiling: number, limits = '/proc/self/limits'): number {
+  let soft: number | null = null;
+  try {
+    const m = /^Max open files\s+(\d+|unlimited)\s/m.exec(readFileSync(limits, 'utf8'));
+    if (m && m[1] !== 'unlimited') soft = Number(m[1]);
+  } catch {
+    // No /proc (macOS…): the files sink also shrinks its budget on EMFILE.
+  }
+  if (soft === null) return ceiling;
+  return Math.max(4, Math.min(ceiling, soft - DESCRIPTOR_MARGIN));
+}

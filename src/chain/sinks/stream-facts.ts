@@ -1,0 +1,92 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Session } from '../../model/session.js';
+
+/** Epoch milliseconds of an ISO `timestamp` field, or null when it is missing or not a date. */
+export function streamTimeMs(value: Record<string, unknown>): number | null {
+  const ts = value.timestamp;
+  if (typeof ts !== 'string' || ts.length === 0) return null;
+  const ms = Date.parse(ts);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/**
+ * The time of each record as the stream itself tells it, never the wall clock, so a replayed
+ * recording gets the times of the original run. Only assistant and user lines carry a
+ * `timestamp`; any other line (system lifecycle lines, results) happens at the latest time
+ * seen so far. The clock never runs backwards: lines of concurrent subagents interleave with
+ * timestamps a few milliseconds out of order.
+ */
+export class StreamClock {
+  /** The latest time seen, or null before the first timestamped line. */
+  latest: number | null = null;
+  /** The earliest time seen. */
+  first: number | null = null;
+
+  /** Advances the clock with one line and returns that line's time (null before any time is known). */
+  observe(value: Record<string, unknown>): { ms: number | null; own: boolean } {
+    const own = streamTimeMs(value);
+    if (own !== null) {
+      if (this.first === null || own < this.first) this.first = own;
+      if (this.latest === null || own > this.latest) this.latest = own;
+      return { ms: own, own: true };
+    }
+    return { ms: this.latest, own: false };
+  }
+}
+
+/**
+ * A run's identity, taken from the stream so that a replay of the same recording (or a resend
+ * of what it produced) lands on the same key: the `uuid` of the first line that has one (the
+ * CLI gives every message a fresh UUID). Null until such a line arrives.
+ */
+export function runIdFrom(value: Record<string, unknown>): string | null {
+  const u = value.uuid;
+  return typeof u === 'string' && u.length > 0 && u.length <= 200 ? u : null;
+}
+
+/** A fallback identity for a stream whose lines carry no uuid at all. */
+export function randomRunId(): string {
+  return randomUUID();
+}
+
+/** 32 hex digits derived from a run id: the OTLP trace id of that run. */
+export function traceIdOf(runId: string): string {
+  return createHash('sha256').update(`subtee-trace\0${runId}`).digest('hex').slice(0, 32);
+}
+
+/** 16 hex digits: the span id of one span of a trace, derived from the trace id and a key unique within it. */
+export function spanIdOf(traceId: string, key: string): string {
+  return createHash('sha256').update(`${traceId}\0${key}`).digest('hex').slice(0, 16);
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * At most `max` UTF-16 units of `s` (plus a `…` when cut), never ending inside a surrogate
+ * pair and with lone surrogates replaced, so a database or protocol encoder always gets
+ * well-formed UTF-8.
+ */
+export function boundedText(s: string, max: number): string {
+  if (max <= 0) return '';
+  let out = s;
+  if (out.length > max) {
+    let end = Math.max(0, max);
+    const code = out.charCodeAt(end - 1);
+    if (code >= 0xd800 && code <= 0xdbff) end--;
+    out = `${out.slice(0, end)}…`;
+  }
+  return out.replace(LONE_SURROGATE, '\uFFFD');
+}
+
+/**
+ * Run.warn for a sink that may finish after others: the warning is recorded and printed all
+ * the same, but a listener of a sink that has already closed (pino's destination) throws,
+ * and that must not fail the run.
+ */
+export function lateWarn(run: Session, code: string, message: string): void {
+  try {
+    run.warn(code, message);
+  } catch {
+    // The closed sink misses it; stderr and index.json (when written later) have it.
+  }
+}

@@ -1,0 +1,327 @@
+import { closeSync, openSync, readFileSync, readSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { EXIT, SubteeError, writeFailed } from '../../errors.js';
+import { withDefaults } from '../../defaults.js';
+import {
+  field,
+  isoTime,
+  lineFacts,
+  REPORT_DEFAULTS,
+  REPORT_FORMAT,
+  safeLogPath,
+  TranscriptBudget,
+  usageOf,
+  clip,
+  type ChannelView,
+  type ReportData,
+  type ReportLimits,
+} from './model.js';
+import { pageHtml } from './page.js';
+
+export interface ReportBuildOptions extends Partial<ReportLimits> {
+  /** Shown in the page; the package's version by default. */
+  subteeVersion?: string;
+}
+
+export interface ReportResult {
+  path: string;
+  bytes: number;
+  limitBytes: number;
+  channels: number;
+  cutChannels: number;
+}
+
+type Obj = Record<string, unknown>;
+
+/** Estimates for sharing the page: its style and script, one channel's fields, one tick. */
+const PAGE_BYTES = 64 * 1024;
+const CHANNEL_BYTES = 800;
+const TICK_BYTES = 14;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export function subteeVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8')) as {
+      version?: unknown;
+    };
+    return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * Calls `fn` with each line of a file, without its newline, read in 1 MiB chunks. A line
+ * longer than `maxLineBytes` (one the line parser spooled) is not held: `onLongLine` gets
+ * its length instead.
+ */
+export function forEachLine(
+  path: string,
+  fn: (line: Buffer) => void,
+  onLongLine: (bytes: number) => void,
+  maxLineBytes = 16 * 1024 * 1024,
+): void {
+  const chunkBytes = 1024 * 1024;
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(chunkBytes);
+    let carry: Buffer[] = [];
+    // Bytes of the current line so far; past maxLineBytes its pieces are no longer kept.
+    let lineBytes = 0;
+    const end = (last: Buffer) => {
+      if (lineBytes + last.length > maxLineBytes) onLongLine(lineBytes + last.length);
+      else fn(carry.length > 0 ? Buffer.concat([...carry, last]) : last);
+      carry = [];
+      lineBytes = 0;
+    };
+    for (;;) {
+      const n = readSync(fd, buf, 0, chunkBytes, null);
+      if (n === 0) break;
+      const chunk = buf.subarray(0, n);
+      let start = 0;
+      for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+        end(chunk.subarray(start, nl));
+        start = nl + 1;
+      }
+      if (start < n) {
+        lineBytes += n - start;
+        if (lineBytes <= maxLineBytes) carry.push(Buffer.from(chunk.subarray(start)));
+        else carry = [];
+      }
+    }
+    if (lineBytes > 0) end(Buffer.alloc(0));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A `.jsonl` path from index.json, kept only if it names a file inside the output folder. */
+function safeJsonlPath(v: unknown): string | null {
+  return typeof v === 'string' ? safeLogPath(v.replace(/\.jsonl$/, '.log')) && v : null;
+}
+
+function readIndex(out: string): Obj {
+  const path = join(out, 'index.json');
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new SubteeError(
+      'ERR_INPUT',
+      `cannot read ${path}: ${code === 'ENOENT' ? 'no such file (is it a subtee output folder?)' : (code ?? String(err))}`,
+      { exitCode: EXIT.IO, cause: err },
+    );
+  }
+  let index: unknown;
+  try {
+    index = JSON.parse(text);
+  } catch (err) {
+    throw new SubteeError('ERR_INPUT', `cannot read ${path}: not valid JSON`, {
+      exitCode: EXIT.IO,
+      cause: err,
+    });
+  }
+  if (!isObj(index) || !Array.isArray(index.channels)) {
+    throw new SubteeError('ERR_INPUT', `cannot read ${path}: not a subtee index (no channels)`, {
+      exitCode: EXIT.IO,
+    });
+  }
+  return index;
+}
+
+function channelView(c: Obj): ChannelView {
+  const counts: Record<string, number> = {};
+  if (isObj(c.counts))
+    for (const [k, v] of Object.entries(c.counts))
+      if (typeof v === 'number' && Number.isFinite(v)) counts[field(k, 40) ?? '?'] = v;
+  return {
+    id: typeof c.id === 'string' ? field(c.id, 400) : null,
+    parent: field(c.parent, 400),
+    orphan: c.orphan === true,
+    depth: typeof c.depth === 'number' && Number.isSafeInteger(c.depth) ? c.depth : null,
+    agent: field(c.agent, 200),
+    description: field(c.description, 400),
+    status: c.status === 'completed' || c.status === 'failed' ? c.status : 'running',
+    background: typeof c.background === 'boolean' ? c.background : null,
+    summary: typeof c.summary === 'string' ? clip(c.summary, REPORT_DEFAULTS.summaryChars).s : null,
+    lines: typeof c.lines === 'number' && Number.isFinite(c.lines) ? c.lines : 0,
+    counts,
+    usage: usageOf(c.usage),
+    first: isoTime(c.first_seen),
+    last: isoTime(c.last_seen),
+    spawned: null,
+    log: safeLogPath(c.log),
+    prompt: null,
+    ticks: [],
+    entries: [],
+    cut: null,
+  };
+}
+
+/**
+ * The report's data from an output folder: index.json for the tree, statuses and run
+ * facts, and each channel's `.jsonl` read line by line for its transcript, tool calls and
+ * spawn times. Transcripts share the page budget; the rest stays in the `.log` files.
+ */
+export function readReportData(
+  out: string,
+  options: ReportBuildOptions = {},
+): { data: ReportData; budgets: TranscriptBudget[] } {
+  const limits = withDefaults(REPORT_DEFAULTS, options) as ReportLimits;
+  const index = readIndex(out);
+  const raw = (index.channels as unknown[]).filter(isObj);
+  const channels = raw.map(channelView);
+  const byId = new Map<string, ChannelView>();
+  for (const ch of channels) if (ch.id !== null && !byId.has(ch.id)) byId.set(ch.id, ch);
+  // Room for the page itself and each channel's fields and ticks first; transcripts share
+  // the rest (a little less: escaping and multi-byte text make bytes outgrow characters).
+  let overhead = PAGE_BYTES;
+  for (const c of raw)
+    overhead +=
+      CHANNEL_BYTES +
+      TICK_BYTES *
+        Math.min(
+          limits.ticksPerChannel,
+          isObj(c.counts) && typeof c.counts.tool_use === 'number' ? c.counts.tool_use : 0,
+        );
+  const share = Math.floor(((limits.maxPageBytes - overhead) * 0.9) / Math.max(1, channels.length));
+  const perChannel = Math.max(0, Math.min(limits.channelChars, share));
+  const budgets = channels.map(() => new TranscriptBudget(perChannel, limits.ticksPerChannel));
+  const spawnPrompts = new Map<string, string>();
+
+  channels.forEach((ch, i) => {
+    const rel = safeJsonlPath(raw[i].jsonl);
+    if (rel === null) return;
+    const budget = budgets[i];
+    try {
+      forEachLine(join(out, rel), (line) => {
+        // Once the budget is spent only tool calls matter (ticks and spawn times): skip
+        // decoding the lines that cannot hold one.
+        if (budget.room === 0 && !line.includes('"tool_use"')) {
+          if (line.length > 0) budget.skipLine(line.length);
+          return;
+        }
+        let value: unknown;
+        try {
+          value = JSON.parse(line.toString('utf8'));
+        } catch {
+          return;
+        }
+        if (!isObj(value)) return;
+        const f = lineFacts(value, limits);
+        for (let k = 0; k < f.tools; k++) budget.tick(f.time);
+        for (const s of f.spawns) {
+          const childId = field(s.id, 400) ?? '';
+          const child = byId.get(childId);
+          if (child && child.spawned === null) child.spawned = f.time;
+          if (s.prompt !== null && !spawnPrompts.has(childId)) spawnPrompts.set(childId, s.prompt);
+        }
+        if (ch.prompt === null && ch.id !== null) {
+          const p = f.entries.find((e) => e.k === 'prompt');
+          if (p) ch.prompt = p.s.length > limits.promptChars ? `${p.s.slice(0, limits.promptChars)}…` : p.s;
+        }
+        if (budget.room === 0) budget.skipLine(line.length);
+        else budget.addLine(f.entries);
+      }, (bytes) => budget.skipLine(bytes));
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT')
+        throw new SubteeError('ERR_INPUT', `cannot read ${join(out, rel)}: ${code ?? String(err)}`, {
+          exitCode: EXIT.IO,
+          cause: err,
+        });
+    }
+  });
+  for (const ch of channels)
+    if (ch.prompt === null && ch.id !== null) ch.prompt = spawnPrompts.get(ch.id) ?? null;
+
+  const input = isObj(index.input) ? index.input : {};
+  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+  const data: ReportData = {
+    format: REPORT_FORMAT,
+    live: false,
+    run: {
+      subtee: options.subteeVersion ?? subteeVersion(),
+      claudeCode: field(index.claude_code_version, 100),
+      session: field(index.session_id, 200),
+      stalled: index.stalled === true,
+      interrupted: index.interrupted === true,
+      input: { lines: n(input.lines), bytes: n(input.bytes), quarantined: n(input.quarantined) },
+      quarantine: index.quarantine === 'quarantine.log' ? 'quarantine.log' : null,
+      warnings: (Array.isArray(index.warnings) ? index.warnings : []).filter(isObj).map((w) => ({
+        code: field(w.code, 100) ?? '?',
+        message: field(w.message, 4000) ?? '',
+      })),
+    },
+    channels,
+    page: { bytes: 0, limitBytes: limits.maxPageBytes, channelChars: perChannel, cutChannels: 0 },
+  };
+  attach(data, budgets);
+  return { data, budgets };
+}
+
+function attach(data: ReportData, budgets: TranscriptBudget[]): void {
+  data.channels.forEach((ch, i) => {
+    ch.entries = budgets[i].entries;
+    ch.ticks = budgets[i].ticks;
+    ch.cut = budgets[i].cut();
+  });
+  data.page.cutChannels = data.channels.filter((c) => c.cut !== null).length;
+}
+
+/**
+ * Builds the page and keeps it under the size limit: when the transcripts as read do not
+ * fit (JSON escaping and multi-byte text make bytes outgrow characters), every channel's
+ * budget shrinks by the overshoot and the page is built again, from memory.
+ */
+export function buildReportPage(
+  out: string,
+  options: ReportBuildOptions = {},
+): { html: string; data: ReportData } {
+  const limits = withDefaults(REPORT_DEFAULTS, options) as ReportLimits;
+  const { data, budgets } = readReportData(out, options);
+  let html = pageHtml(data);
+  for (let attempt = 0; Buffer.byteLength(html) > limits.maxPageBytes && attempt < 8; attempt++) {
+    const size = Buffer.byteLength(html);
+    const per = attempt < 7 ? Math.floor(data.page.channelChars * (limits.maxPageBytes / size) * 0.9) : 0;
+    data.page.channelChars = per;
+    const ticks = attempt < 7 ? Math.floor(limits.ticksPerChannel * (limits.maxPageBytes / size)) : 0;
+    for (const b of budgets) b.shrink(per, ticks);
+    attach(data, budgets);
+    html = pageHtml(data);
+  }
+  return { html, data };
+}
+
+/** Writes OUT/report.html (atomically) and says what it holds. */
+export function writeReport(out: string, options: ReportBuildOptions = {}): ReportResult {
+  const { html, data } = buildReportPage(out, options);
+  const path = join(out, 'report.html');
+  try {
+    writeFileSync(`${path}.tmp`, html);
+    renameSync(`${path}.tmp`, path);
+  } catch (err) {
+    throw writeFailed(path, err);
+  }
+  return {
+    path,
+    bytes: data.page.bytes,
+    limitBytes: data.page.limitBytes,
+    channels: data.channels.length,
+    cutChannels: data.page.cutChannels,
+  };
+}
+
+function mb(n: number): string {
+  return n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MB` : `${(n / 1024).toFixed(1)} KB`;
+}
+
+/** The line subtee prints about a report it wrote. */
+export function reportLine(r: ReportResult): string {
+  const cut =
+    r.cutChannels > 0
+      ? `${r.cutChannels} of ${r.channels} transcripts cut to fit (the .log files have them whole)`
+      : `${r.channels} transcripts, none cut`;
+  return `subtee: wrote ${r.path}: ${mb(r.bytes)} (limit ${mb(r.limitBytes)}), ${cut}\n`;
+}

@@ -1,0 +1,969 @@
+/// <reference lib="dom" />
+/**
+ * The report page's script. It runs in the browser, inlined into the page as one module
+ * (so it imports nothing at run time), and puts every string from the data on screen with
+ * textContent or as an SVG text node: nothing from the stream is ever parsed as markup. The
+ * tree helpers at the top are plain functions, exported for tests that run them in Node.
+ */
+import type { ChannelView, Entry, ReportData, RunView } from './model.js';
+
+export interface Totals {
+  tokens: number;
+  first: number | null;
+  last: number | null;
+}
+
+export interface Row {
+  index: number;
+  ch: ChannelView;
+  /** Nesting level in the page's tree (not the stream's depth, which may be unknown). */
+  level: number;
+  /** Row of the parent in the page's tree, -1 for a root. */
+  parentRow: number;
+  hasChildren: boolean;
+  own: Totals;
+  sub: Totals;
+}
+
+export function tokensOf(ch: ChannelView): number {
+  return ch.usage.input + ch.usage.output;
+}
+
+/**
+ * The channels in tree order: the main conversation and everything under it, then the
+ * channels whose spawn was never seen (and any that only lead back to each other, which
+ * hostile input can arrange), each with its subtree. The walk uses an explicit stack, so
+ * the stream cannot choose how deep the call stack grows, and visits every channel once.
+ */
+export function treeRows(channels: readonly ChannelView[]): Row[] {
+  const byId = new Map<string, number>();
+  channels.forEach((c, i) => {
+    if (c.id !== null && !byId.has(c.id)) byId.set(c.id, i);
+  });
+  const main = channels.findIndex((c) => c.id === null);
+  const children: number[][] = channels.map(() => []);
+  const roots: number[] = [];
+  channels.forEach((c, i) => {
+    let parent = -1;
+    if (c.id !== null && byId.get(c.id) === i && !c.orphan) {
+      parent = c.parent === null ? main : (byId.get(c.parent) ?? -1);
+    }
+    if (parent === -1 || parent === i) roots.push(i);
+    else children[parent].push(i);
+  });
+  const rows: Row[] = [];
+  const visited = new Uint8Array(channels.length);
+  const walk = (root: number) => {
+    const stack: Array<[number, number, number]> = [[root, 0, -1]];
+    while (stack.length > 0) {
+      const [i, level, parentRow] = stack.pop()!;
+      if (visited[i]) continue;
+      visited[i] = 1;
+      const ch = channels[i];
+      const own = {
+        tokens: tokensOf(ch),
+        first: ch.first ?? ch.spawned,
+        last: ch.last ?? ch.first ?? ch.spawned,
+      };
+      rows.push({ index: i, ch, level, parentRow, hasChildren: false, own, sub: { ...own } });
+      const row = rows.length - 1;
+      const kids = children[i];
+      for (let k = kids.length - 1; k >= 0; k--) if (!visited[kids[k]]) stack.push([kids[k], level + 1, row]);
+    }
+  };
+  for (const r of roots) walk(r);
+  // Channels left are in cycles (each has a parent, none reaches a root): list them anyway.
+  for (let i = 0; i < channels.length; i++) if (!visited[i]) walk(i);
+  // Preorder puts every child after its parent, so one backward pass rolls subtrees up.
+  for (let r = rows.length - 1; r >= 0; r--) {
+    const p = rows[r].parentRow;
+    if (p < 0) continue;
+    const s = rows[r].sub;
+    const t = rows[p].sub;
+    rows[p].hasChildren = true;
+    t.tokens += s.tokens;
+    if (s.first !== null && (t.first === null || s.first < t.first)) t.first = s.first;
+    if (s.last !== null && (t.last === null || s.last > t.last)) t.last = s.last;
+  }
+  return rows;
+}
+
+export function elapsed(t: Totals): number | null {
+  return t.first !== null && t.last !== null ? Math.max(0, t.last - t.first) : null;
+}
+
+export function formatDuration(ms: number | null): string {
+  if (ms === null) return '–';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(s < 10 ? 2 : 1)} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${String(Math.floor(s % 60)).padStart(2, '0')}s`;
+  return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, '0')}m`;
+}
+
+export function formatCount(n: number): string {
+  return Math.round(n).toLocaleString('en-US');
+}
+
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+function clock(t: number | null): string {
+  return t === null ? '–' : `${new Date(t).toISOString().slice(11, 23)}Z`;
+}
+
+export function channelLabel(ch: ChannelView): string {
+  if (ch.id === null) return 'main';
+  return ch.agent ?? 'agent';
+}
+
+/** Where a deep link points: `#agent=<id>` for a subagent, `#main` for the main conversation. */
+export function linkFor(ch: ChannelView): string {
+  return ch.id === null ? '#main' : `#agent=${encodeURIComponent(ch.id)}`;
+}
+
+export function targetOf(hash: string): { id: string | null } | null {
+  if (hash === '#main') return { id: null };
+  const m = /^#agent=(.*)$/.exec(hash);
+  if (!m) return null;
+  try {
+    return { id: decodeURIComponent(m[1]) };
+  } catch {
+    return null;
+  }
+}
+
+/** Only links the report itself makes: a transcript file inside the output folder. */
+const SAFE_LOG = /^(main|agents\/[A-Za-z0-9_.~-]{1,200})\.log$/;
+
+// ---------------------------------------------------------------------------------------
+// The page. Everything below touches the DOM.
+
+const SVG = 'http://www.w3.org/2000/svg';
+const ROW_H = 20;
+const BAR_H = 12;
+const AXIS_H = 22;
+const LABEL_W = 250;
+/** Above this many rows the tree and the timeline draw only the rows in view, plus a margin. */
+const WINDOW_ABOVE = 400;
+const WINDOW_MARGIN = 60;
+
+type Key = string;
+const keyOf = (id: string | null): Key => (id === null ? '' : `a:${id}`);
+
+interface State {
+  data: ReportData;
+  byKey: Map<Key, ChannelView>;
+  rows: Row[];
+  visible: Row[];
+  collapsed: Set<Key>;
+  selected: Key | null;
+  view: { from: number; to: number } | null;
+  /** Height of a tree row as laid out (measured once rows exist). */
+  treeRowH: number;
+  ended: boolean;
+  lower: WeakMap<Entry, string>;
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  cls?: string,
+  text?: string,
+): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function svg<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string | number>,
+): SVGElementTagNameMap[K] {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  return e;
+}
+
+function $(id: string): HTMLElement {
+  return document.getElementById(id)!;
+}
+
+function badge(status: string): HTMLElement {
+  return el('span', `badge ${status}`, status);
+}
+
+function boot(): void {
+  const app = $('app');
+  const data = JSON.parse($('subtee-data').textContent ?? '{}') as ReportData;
+  const state: State = {
+    data,
+    byKey: new Map(),
+    rows: [],
+    visible: [],
+    collapsed: new Set(),
+    selected: null,
+    view: null,
+    treeRowH: 25,
+    ended: !data.live,
+    lower: new WeakMap(),
+  };
+  for (const ch of data.channels) if (!state.byKey.has(keyOf(ch.id))) state.byKey.set(keyOf(ch.id), ch);
+
+  let frame = 0;
+  const render = () => {
+    frame = 0;
+    state.rows = treeRows(state.data.channels);
+    renderHeader(state);
+    renderTree(state);
+    renderTimeline(state);
+    if (state.data.live) renderCards(state);
+    renderTranscript(state, false);
+    app.dataset.channels = String(state.data.channels.length);
+    app.dataset.entries = String(state.data.channels.reduce((n, c) => n + c.entries.length, 0));
+  };
+  const schedule = () => {
+    frame ||= requestAnimationFrame(render);
+  };
+
+  const select = (key: Key | null, focusEntry?: number) => {
+    state.selected = key;
+    const ch = key === null ? undefined : state.byKey.get(key);
+    if (ch && location.hash !== linkFor(ch)) history.replaceState(null, '', linkFor(ch));
+    const at = state.visible.findIndex((r) => keyOf(r.ch.id) === key);
+    if (at >= 0) {
+      bringIntoView($('tree-wrap'), at * state.treeRowH, state.treeRowH);
+      bringIntoView($('timeline-wrap'), AXIS_H + at * ROW_H, ROW_H);
+    }
+    renderTree(state);
+    renderTimeline(state);
+    renderTranscript(state, true, focusEntry);
+  };
+  const fromHash = () => {
+    const t = targetOf(location.hash);
+    if (t && state.byKey.has(keyOf(t.id))) select(keyOf(t.id));
+  };
+  wireTimeline(state, select, () => renderTimeline(state));
+  wireTree(state, select, render);
+  onScroll($('tree-wrap'), () => renderTree(state, false));
+  onScroll($('timeline-wrap'), () => renderTimeline(state));
+  wireCards(select);
+  wireSearch(state, select);
+  addEventListener('hashchange', fromHash);
+
+  render();
+  fromHash();
+  if (data.live) connect(state, schedule, app);
+  else app.dataset.state = 'ready';
+}
+
+/** Redraws on scroll, once per frame: long lists draw only the rows in view. */
+function onScroll(box: HTMLElement, redraw: () => void): void {
+  let frame = 0;
+  box.addEventListener(
+    'scroll',
+    () => {
+      frame ||= requestAnimationFrame(() => {
+        frame = 0;
+        redraw();
+      });
+    },
+    { passive: true },
+  );
+}
+
+function bringIntoView(box: HTMLElement, top: number, height: number): void {
+  if (top < box.scrollTop || top + height > box.scrollTop + box.clientHeight)
+    box.scrollTop = Math.max(0, top - box.clientHeight / 3);
+}
+
+/** The rows to draw: all of them when there are few, else those in view and a margin. */
+function windowOf(box: HTMLElement, total: number, rowH: number, offset: number): [number, number] {
+  if (total <= WINDOW_ABOVE) return [0, total];
+  const first = Math.max(0, Math.floor((box.scrollTop - offset) / rowH) - WINDOW_MARGIN);
+  return [first, Math.min(total, first + Math.ceil(box.clientHeight / rowH) + 2 * WINDOW_MARGIN)];
+}
+
+// ---- header ------------------------------------------------------------------------------
+
+function renderHeader(state: State): void {
+  const { run, channels, live, page } = state.data;
+  const subs = channels.filter((c) => c.id !== null);
+  const n = (s: string) => subs.filter((c) => c.status === s).length;
+  $('mode').textContent = live ? (state.ended ? 'live · run ended' : 'live') : '';
+  $('summary').textContent =
+    `${formatCount(subs.length)} subagents: ${n('completed')} completed, ${n('failed')} failed, ${n('running')} running · ` +
+    `${formatCount(run.input.lines)} lines · ${formatCount(run.input.quarantined)} quarantined`;
+  const banner = $('banner');
+  const why = run.stalled
+    ? 'This run stalled: the idle watchdog fired.'
+    : run.interrupted
+      ? 'This run was interrupted before its input ended.'
+      : '';
+  banner.hidden = why === '';
+  banner.textContent = why ? `${why} Agents still running at that point are marked running.` : '';
+  const ul = $('warnings');
+  ul.replaceChildren(
+    ...run.warnings.map((w) => {
+      const li = el('li');
+      li.dataset.code = w.code;
+      li.append(el('code', '', w.code), document.createTextNode(w.message));
+      return li;
+    }),
+  );
+  $('facts').textContent = factsLine(run);
+  $('pageinfo').textContent = live
+    ? ''
+    : `page ${formatBytes(page.bytes)} (limit ${formatBytes(page.limitBytes)})` +
+      (page.cutChannels > 0
+        ? ` · ${page.cutChannels} transcripts cut to fit, the full ones are in the .log files`
+        : ' · no transcript cut');
+}
+
+function factsLine(run: RunView): string {
+  return [
+    `subtee ${run.subtee}`,
+    `Claude Code ${run.claudeCode ?? 'unknown'}`,
+    run.session ? `session ${run.session}` : null,
+    `${formatBytes(run.input.bytes)} read`,
+    run.quarantine ? `quarantine: ${run.quarantine}` : null,
+  ]
+    .filter(Boolean)
+    .join(' · ');
+}
+
+// ---- tree ------------------------------------------------------------------------------
+
+function visibleRows(state: State): Row[] {
+  const out: Row[] = [];
+  let hideBelow = Infinity;
+  for (const r of state.rows) {
+    if (r.level > hideBelow) continue;
+    hideBelow = Infinity;
+    out.push(r);
+    if (r.hasChildren && state.collapsed.has(keyOf(r.ch.id))) hideBelow = r.level;
+  }
+  return out;
+}
+
+function spacer(height: number): HTMLElement {
+  const tr = el('tr', 'spacer');
+  const td = el('td');
+  td.colSpan = 8;
+  td.style.height = `${height}px`;
+  tr.append(td);
+  return tr;
+}
+
+function renderTree(state: State, again = true): void {
+  if (again) state.visible = visibleRows(state);
+  const body = document.querySelector('#tree tbody')!;
+  const frag = document.createDocumentFragment();
+  const [from, to] = windowOf($('tree-wrap'), state.visible.length, state.treeRowH, 0);
+  if (from > 0) frag.append(spacer(from * state.treeRowH));
+  for (const r of state.visible.slice(from, to)) {
+    const ch = r.ch;
+    const key = keyOf(ch.id);
+    const tr = el('tr', 'tree-row');
+    tr.dataset.key = key;
+    tr.dataset.status = ch.status;
+    tr.dataset.level = String(r.level);
+    tr.setAttribute('aria-level', String(r.level + 1));
+    if (key === state.selected) tr.classList.add('selected');
+    const name = el('td', 'name');
+    name.style.paddingLeft = `${6 + r.level * 16}px`;
+    const toggle = el('button', 'toggle', r.hasChildren ? (state.collapsed.has(key) ? '▸' : '▾') : '');
+    toggle.type = 'button';
+    toggle.tabIndex = r.hasChildren ? 0 : -1;
+    // The description tells agents of one type apart, so it leads.
+    if (ch.description)
+      name.append(toggle, el('span', 'agent', ch.description), el('span', 'desc dim', channelLabel(ch)));
+    else name.append(toggle, el('span', 'agent', channelLabel(ch)));
+    if (ch.orphan) name.append(el('span', 'dim', ' (spawn not seen)'));
+    name.title = `${channelLabel(ch)} ${ch.description ?? ''} ${ch.id ?? ''}`;
+    const status = el('td');
+    status.append(badge(ch.status));
+    if (ch.background) {
+      const bg = el('span', 'bgtag', 'bg');
+      bg.title = 'ran in the background';
+      status.append(' ', bg);
+    }
+    const num = (v: string) => el('td', 'num', v);
+    tr.append(
+      name,
+      status,
+      num(ch.depth === null ? '?' : String(ch.depth)),
+      num(formatCount(r.own.tokens)),
+      num(formatCount(r.sub.tokens)),
+      num(formatDuration(elapsed(r.own))),
+      num(formatDuration(elapsed(r.sub))),
+      num(formatCount(ch.lines)),
+    );
+    frag.append(tr);
+  }
+  if (to < state.visible.length) frag.append(spacer((state.visible.length - to) * state.treeRowH));
+  body.replaceChildren(frag);
+  const row = body.querySelector<HTMLElement>('tr.tree-row');
+  if (row && row.offsetHeight > 0) state.treeRowH = row.offsetHeight;
+}
+
+function wireTree(state: State, select: (k: Key) => void, rerender: () => void): void {
+  document.querySelector('#tree tbody')!.addEventListener('click', (ev) => {
+    const target = ev.target as HTMLElement;
+    const tr = target.closest<HTMLElement>('tr.tree-row');
+    if (!tr) return;
+    const key = tr.dataset.key!;
+    if (target.closest('.toggle')) {
+      if (state.collapsed.has(key)) state.collapsed.delete(key);
+      else state.collapsed.add(key);
+      rerender();
+      return;
+    }
+    select(key);
+  });
+}
+
+// ---- timeline ----------------------------------------------------------------------------
+
+function runSpan(state: State): { from: number; to: number } | null {
+  let from = Infinity;
+  let to = -Infinity;
+  for (const r of state.rows) {
+    if (r.own.first !== null) from = Math.min(from, r.own.first);
+    if (r.own.last !== null) to = Math.max(to, r.own.last);
+  }
+  if (!Number.isFinite(from)) return null;
+  // A little room after the last line, so the shortest bars at the very end stay visible.
+  const pad = Math.max(1, (to - from) * 0.02);
+  return { from, to: Math.max(to, from) + pad };
+}
+
+function niceStep(span: number, px: number): number {
+  const raw = span / Math.max(1, px / 90);
+  const pow = 10 ** Math.floor(Math.log10(raw));
+  for (const m of [1, 2, 5, 10]) if (m * pow >= raw) return m * pow;
+  return 10 * pow;
+}
+
+function renderTimeline(state: State): void {
+  const box = $('timeline');
+  const width = Math.max(600, ($('timeline-wrap').clientWidth || 900) - 2);
+  const rows = state.visible;
+  const height = AXIS_H + rows.length * ROW_H + 6;
+  box.setAttribute('width', String(width));
+  box.setAttribute('height', String(height));
+  const span = runSpan(state);
+  const view = state.view ?? span;
+  const plotW = width - LABEL_W - 10;
+  const x = (t: number) => LABEL_W + ((t - view!.from) / (view!.to - view!.from)) * plotW;
+  const frag = document.createDocumentFragment();
+  const defs = svg('defs', {});
+  const pat = svg('pattern', {
+    id: 'bg-hatch',
+    width: 6,
+    height: 6,
+    patternUnits: 'userSpaceOnUse',
+    patternTransform: 'rotate(45)',
+  });
+  pat.append(svg('rect', { width: 3, height: 6, fill: 'rgba(255,255,255,0.45)' }));
+  defs.append(pat);
+  const clip = svg('clipPath', { id: 'plot-clip' });
+  clip.append(svg('rect', { x: LABEL_W, y: 0, width: plotW, height }));
+  defs.append(clip);
+  frag.append(defs);
+  const axis = svg('g', { class: 'axis' });
+  const plot = svg('g', { 'clip-path': 'url(#plot-clip)' });
+  if (view && span) {
+    const step = niceStep(view.to - view.from, plotW);
+    for (let t = Math.ceil((view.from - span.from) / step) * step + span.from; t <= view.to; t += step) {
+      const gx = x(t);
+      axis.append(svg('line', { class: 'grid', x1: gx, x2: gx, y1: AXIS_H - 4, y2: height }));
+      const label = svg('text', { x: gx + 2, y: 14 });
+      label.textContent = `+${formatDuration(t - span.from)}`;
+      axis.append(label);
+    }
+    $('range').textContent =
+      `${clock(view.from)} – ${clock(view.to)} ` +
+      `(${formatDuration(view.to - view.from)} shown of ${formatDuration(span.to - span.from)})`;
+  } else {
+    $('range').textContent = 'no timestamps yet';
+  }
+  frag.append(axis);
+  const labels = svg('g', {});
+  const [from, to] = windowOf($('timeline-wrap'), rows.length, ROW_H, AXIS_H);
+  rows.slice(from, to).forEach((r, k) => {
+    const i = from + k;
+    const y = AXIS_H + i * ROW_H;
+    const ch = r.ch;
+    const key = keyOf(ch.id);
+    if (key === state.selected)
+      plot.append(svg('rect', { class: 'sel', x: LABEL_W, y, width: plotW, height: ROW_H }));
+    const text = svg('text', { x: 4 + r.level * 12, y: y + 14 });
+    const label = ch.description ? `${ch.description} · ${channelLabel(ch)}` : channelLabel(ch);
+    text.textContent =
+      label.length > 36 - r.level * 2 ? `${label.slice(0, Math.max(8, 34 - r.level * 2))}…` : label;
+    labels.append(text);
+    if (!view || r.own.first === null) return;
+    const x0 = x(r.own.first);
+    const x1 = Math.max(x0 + 4, x(r.own.last ?? r.own.first));
+    const g = svg('g', { class: 'bar-row' });
+    const bar = svg('rect', {
+      class: `bar ${ch.status}`,
+      x: x0,
+      y: y + (ROW_H - BAR_H) / 2,
+      width: x1 - x0,
+      height: BAR_H,
+      rx: 2,
+    });
+    bar.dataset.key = key;
+    bar.dataset.status = ch.status;
+    bar.dataset.background = String(ch.background === true);
+    g.append(bar);
+    if (ch.background)
+      g.append(
+        svg('rect', {
+          class: 'bgover',
+          x: x0,
+          y: y + (ROW_H - BAR_H) / 2,
+          width: x1 - x0,
+          height: BAR_H,
+          rx: 2,
+        }),
+      );
+    if (ch.status === 'running' && span && (r.own.last ?? 0) < span.to) {
+      g.append(svg('line', { class: 'tail', x1, x2: x(span.to), y1: y + ROW_H / 2, y2: y + ROW_H / 2 }));
+    }
+    if (ch.ticks.length > 0) {
+      let d = '';
+      for (const t of ch.ticks) d += `M${x(t).toFixed(1)} ${y + 2}V${y + ROW_H - 2}`;
+      g.append(svg('path', { class: 'ticks', d }));
+    }
+    plot.append(g);
+  });
+  frag.append(plot, labels);
+  box.replaceChildren(frag);
+}
+
+function tipText(r: Row): string {
+  const ch = r.ch;
+  const u = ch.usage;
+  return [
+    `${channelLabel(ch)}${ch.description ? ` · ${ch.description}` : ''}`,
+    `${ch.status}${ch.background ? ', background' : ch.background === false ? ', foreground' : ''}`,
+    `start ${clock(r.own.first)}   end ${clock(r.own.last)}`,
+    `elapsed ${formatDuration(elapsed(r.own))}   subtree ${formatDuration(elapsed(r.sub))}`,
+    `tokens ${formatCount(tokensOf(ch))} ` +
+      `(in ${formatCount(u.input)}, out ${formatCount(u.output)}, cache read ${formatCount(u.cacheRead)})`,
+    `subtree tokens ${formatCount(r.sub.tokens)}   tool calls ${formatCount(ch.counts.tool_use ?? 0)}`,
+  ].join('\n');
+}
+
+function wireTimeline(state: State, select: (k: Key) => void, redraw: () => void): void {
+  const box = $('timeline') as unknown as SVGSVGElement;
+  const tip = $('tip');
+  const wrap = $('timeline-wrap');
+  const rowAt = (ev: MouseEvent): Row | null => {
+    const rect = box.getBoundingClientRect();
+    const i = Math.floor((ev.clientY - rect.top - AXIS_H) / ROW_H);
+    return i >= 0 && i < state.visible.length ? state.visible[i] : null;
+  };
+  const zoom = (factor: number, centerX?: number) => {
+    const span = runSpan(state);
+    if (!span) return;
+    const v = state.view ?? span;
+    const plotW = box.clientWidth - LABEL_W - 10;
+    const frac = centerX === undefined ? 0.5 : Math.min(1, Math.max(0, (centerX - LABEL_W) / plotW));
+    const at = v.from + frac * (v.to - v.from);
+    const w = Math.max(5, Math.min(span.to - span.from, (v.to - v.from) * factor));
+    state.view = { from: at - frac * w, to: at - frac * w + w };
+    redraw();
+  };
+  $('zoom-in').addEventListener('click', () => zoom(0.5));
+  $('zoom-out').addEventListener('click', () => zoom(2));
+  $('zoom-fit').addEventListener('click', () => {
+    state.view = null;
+    redraw();
+  });
+  box.addEventListener('keydown', (ev) => {
+    if (ev.key === '+' || ev.key === '=') zoom(0.5);
+    else if (ev.key === '-') zoom(2);
+    else if (ev.key === '0') $('zoom-fit').click();
+    else if (ev.key === 'ArrowLeft' || ev.key === 'ArrowRight')
+      pan((ev.key === 'ArrowLeft' ? -1 : 1) * 0.2 * (box.clientWidth - LABEL_W));
+  });
+  box.addEventListener(
+    'wheel',
+    (ev) => {
+      if (!ev.ctrlKey && !ev.metaKey) return;
+      ev.preventDefault();
+      zoom(ev.deltaY < 0 ? 0.8 : 1.25, ev.clientX - box.getBoundingClientRect().left);
+    },
+    { passive: false },
+  );
+  const pan = (dx: number) => {
+    const span = runSpan(state);
+    if (!span) return;
+    const v = state.view ?? span;
+    const dt = (dx / Math.max(1, box.clientWidth - LABEL_W - 10)) * (v.to - v.from);
+    state.view = { from: v.from + dt, to: v.to + dt };
+    redraw();
+  };
+  let drag: { x: number; moved: boolean } | null = null;
+  box.addEventListener('mousedown', (ev) => {
+    drag = { x: ev.clientX, moved: false };
+    box.classList.add('dragging');
+  });
+  addEventListener('mouseup', () => {
+    box.classList.remove('dragging');
+    setTimeout(() => (drag = null));
+  });
+  box.addEventListener('mousemove', (ev) => {
+    if (drag && ev.buttons === 1 && Math.abs(ev.clientX - drag.x) > 2) {
+      pan(drag.x - ev.clientX);
+      drag.x = ev.clientX;
+      drag.moved = true;
+    }
+    const r = rowAt(ev);
+    if (!r) {
+      tip.hidden = true;
+      return;
+    }
+    tip.textContent = tipText(r);
+    tip.hidden = false;
+    const wr = wrap.getBoundingClientRect();
+    const left = ev.clientX - wr.left + wrap.scrollLeft + 14;
+    tip.style.left = `${Math.min(left, wrap.scrollLeft + wrap.clientWidth - tip.offsetWidth - 4)}px`;
+    tip.style.top = `${ev.clientY - wr.top + wrap.scrollTop + 14}px`;
+  });
+  box.addEventListener('mouseleave', () => (tip.hidden = true));
+  box.addEventListener('click', (ev) => {
+    if (drag?.moved) return;
+    const r = rowAt(ev);
+    if (r) select(keyOf(r.ch.id));
+  });
+}
+
+// ---- transcript ----------------------------------------------------------------------------
+
+function entryHead(e: Entry, from: number | null): string {
+  const label =
+    e.k === 'tool'
+      ? `tool call · ${e.n ?? 'tool'}`
+      : e.k === 'result'
+        ? e.err
+          ? 'tool result · error'
+          : 'tool result'
+        : e.k === 'run'
+          ? 'run result'
+          : e.k;
+  const when = e.t !== null && from !== null ? `  +${formatDuration(e.t - from)}` : '';
+  return `${label}${when}${e.cut ? `  (${formatCount(e.cut)} chars cut)` : ''}`;
+}
+
+function entryElement(e: Entry, idx: number, from: number | null): HTMLElement {
+  const div = el('div', `entry k-${e.k}${e.err ? ' err' : ''}`);
+  div.dataset.idx = String(idx);
+  if (e.k === 'thinking') {
+    const details = el('details');
+    details.append(el('summary', 'head', entryHead(e, from)), el('pre', '', e.s));
+    div.append(details);
+  } else {
+    div.append(el('div', 'head', entryHead(e, from)), el('pre', '', e.s));
+  }
+  return div;
+}
+
+function block(title: string, text: string, cls: string): HTMLElement {
+  const div = el('div', `block ${cls}`);
+  div.append(el('div', 'head dim', title), el('pre', '', text));
+  return div;
+}
+
+function renderTranscript(state: State, scroll: boolean, focusEntry?: number): void {
+  const art = $('transcript');
+  const ch = state.selected === null ? undefined : state.byKey.get(state.selected);
+  if (!ch) {
+    art.hidden = true;
+    return;
+  }
+  const row = state.rows.find((r) => r.ch === ch);
+  art.hidden = false;
+  art.dataset.key = keyOf(ch.id);
+  const parts: Node[] = [];
+  const title = el('h2');
+  title.append(
+    el('span', 'agent', channelLabel(ch)),
+    el('span', 'desc', ch.description ?? ''),
+    ' ',
+    badge(ch.status),
+  );
+  parts.push(title);
+  const dl = el('dl');
+  const item = (k: string, v: string | Node) => {
+    const dd = el('dd');
+    dd.append(v);
+    dl.append(el('dt', '', k), dd);
+  };
+  item('id', ch.id ?? 'main conversation');
+  if (ch.id !== null) item('parent', ch.orphan ? 'spawn not seen' : (ch.parent ?? 'main'));
+  item('depth', ch.depth === null ? 'unknown' : String(ch.depth));
+  item('background', ch.background === null ? 'unknown' : ch.background ? 'yes' : 'no');
+  if (row) {
+    item(
+      'time',
+      `${clock(row.own.first)} – ${clock(row.own.last)} ` +
+        `(${formatDuration(elapsed(row.own))}; subtree ${formatDuration(elapsed(row.sub))})`,
+    );
+    item(
+      'tokens',
+      `${formatCount(tokensOf(ch))} (in ${formatCount(ch.usage.input)}, out ${formatCount(ch.usage.output)}); ` +
+        `subtree ${formatCount(row.sub.tokens)}`,
+    );
+  }
+  item('lines', `${formatCount(ch.lines)}; tool calls ${formatCount(ch.counts.tool_use ?? 0)}`);
+  if (ch.log) {
+    if (!state.data.live && SAFE_LOG.test(ch.log)) {
+      const a = el('a', '', ch.log);
+      a.href = ch.log;
+      item('transcript file', a);
+    } else {
+      item('transcript file', ch.log);
+    }
+  }
+  parts.push(dl);
+  if (ch.prompt) parts.push(block('prompt received', ch.prompt, 'prompt'));
+  if (ch.summary) parts.push(block('final report', ch.summary, 'final'));
+  const list = el('div', 'entries');
+  const from = row?.own.first ?? null;
+  const tools = new Map<string, HTMLElement>();
+  ch.entries.forEach((e, i) => {
+    const node = entryElement(e, i, from);
+    if (e.k === 'tool' && e.id) tools.set(e.id, node);
+    const call = e.k === 'result' && e.id ? tools.get(e.id) : undefined;
+    (call ?? list).append(node);
+  });
+  if (ch.entries.length === 0)
+    list.append(el('p', 'dim', state.data.live ? 'No text yet.' : 'No content blocks.'));
+  parts.push(list);
+  if (ch.cut) {
+    const where = ch.log ?? 'its .log file';
+    parts.push(
+      el(
+        'div',
+        'cutnote',
+        `${formatCount(ch.cut.lines)} more lines (${formatCount(ch.cut.chars)} chars) are not shown, to keep this ` +
+          `page small; the whole transcript is in ${where}.`,
+      ),
+    );
+  }
+  art.replaceChildren(...parts);
+  if (focusEntry !== undefined) {
+    const target = art.querySelector<HTMLElement>(`.entry[data-idx="${focusEntry}"]`);
+    if (target) {
+      target.classList.add('flash');
+      target.querySelector('details')?.setAttribute('open', '');
+      target.scrollIntoView({ block: 'center' });
+    }
+  } else if (scroll) {
+    $('right').scrollTop = art.offsetTop - 8;
+  }
+}
+
+// ---- search ----------------------------------------------------------------------------------
+
+function wireSearch(state: State, select: (k: Key, entry?: number) => void): void {
+  const input = $('search') as HTMLInputElement;
+  const status = $('search-status');
+  const hits = $('hits');
+  let timer = 0;
+  const run = () => {
+    const q = input.value.trim().toLowerCase();
+    hits.replaceChildren();
+    if (q.length < 2) {
+      status.textContent = q.length === 0 ? '' : 'type at least 2 characters';
+      return;
+    }
+    let total = 0;
+    const shown: HTMLElement[] = [];
+    const add = (ch: ChannelView, where: string, text: string, at: number, entry?: number) => {
+      total++;
+      if (shown.length >= 200) return;
+      const li = el('li', 'hit');
+      li.dataset.key = keyOf(ch.id);
+      if (entry !== undefined) li.dataset.entry = String(entry);
+      const start = Math.max(0, at - 40);
+      const end = Math.min(text.length, at + q.length + 60);
+      li.append(
+        el('span', 'agent', channelLabel(ch)),
+        el('span', 'desc', `${ch.description ?? ''} · ${where}: `),
+        `${start > 0 ? '…' : ''}${text.slice(start, at)}`,
+        el('mark', '', text.slice(at, at + q.length)),
+        `${text.slice(at + q.length, end)}${end < text.length ? '…' : ''}`,
+      );
+      shown.push(li);
+    };
+    for (const r of state.rows) {
+      const ch = r.ch;
+      for (const [where, text] of [
+        ['description', ch.description],
+        ['id', ch.id],
+        ['prompt', ch.prompt],
+        ['final report', ch.summary],
+      ] as const) {
+        const at = text ? text.toLowerCase().indexOf(q) : -1;
+        if (text && at >= 0) add(ch, where, text, at);
+      }
+      ch.entries.forEach((e, i) => {
+        let low = state.lower.get(e);
+        if (low === undefined) state.lower.set(e, (low = e.s.toLowerCase()));
+        const at = low.indexOf(q);
+        if (at >= 0) add(ch, e.k === 'tool' ? `tool call ${e.n ?? ''}` : e.k, e.s, at, i);
+      });
+    }
+    status.textContent =
+      total === 0
+        ? 'no match'
+        : `${formatCount(total)} match${total === 1 ? '' : 'es'}${total > shown.length ? `, first ${shown.length} shown` : ''}`;
+    hits.replaceChildren(...shown);
+  };
+  input.addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = window.setTimeout(run, 120);
+  });
+  hits.addEventListener('click', (ev) => {
+    const li = (ev.target as HTMLElement).closest<HTMLElement>('li.hit');
+    if (li) select(li.dataset.key!, li.dataset.entry === undefined ? undefined : Number(li.dataset.entry));
+  });
+}
+
+// ---- live --------------------------------------------------------------------------------------
+
+const cards = new Map<
+  Key,
+  { card: HTMLElement; status: HTMLElement; last: HTMLElement; meta: HTMLElement }
+>();
+
+function renderCards(state: State): void {
+  $('cards-section').hidden = false;
+  const box = $('cards');
+  for (const ch of state.data.channels) {
+    if (ch.id === null) continue;
+    const key = keyOf(ch.id);
+    let c = cards.get(key);
+    if (!c) {
+      const card = el('div', 'card');
+      card.dataset.key = key;
+      const title = el('div');
+      title.append(el('span', 'agent', channelLabel(ch)), el('span', 'desc', ch.description ?? ''));
+      const status = el('span');
+      const meta = el('div', 'dim');
+      const last = el('div', 'last');
+      card.append(title, meta, last);
+      title.append(' ', status);
+      box.append(card);
+      c = { card, status, last, meta };
+      cards.set(key, c);
+    }
+    c.card.className = `card ${ch.status}`;
+    c.card.dataset.status = ch.status;
+    c.status.replaceChildren(badge(ch.status));
+    c.meta.textContent =
+      `${ch.background ? 'background · ' : ''}depth ${ch.depth ?? '?'} · ` +
+      `${formatCount(tokensOf(ch))} tokens · ${formatCount(ch.lines)} lines`;
+    let text = '';
+    for (let i = ch.entries.length - 1; i >= 0; i--) {
+      if (ch.entries[i].k === 'text') {
+        text = ch.entries[i].s;
+        break;
+      }
+    }
+    const shown = ch.status !== 'running' && ch.summary ? ch.summary : text;
+    c.last.textContent = shown.length > 300 ? `…${shown.slice(-300)}` : shown;
+  }
+}
+
+function wireCards(select: (k: Key) => void): void {
+  $('cards').addEventListener('click', (ev) => {
+    const card = (ev.target as HTMLElement).closest<HTMLElement>('.card');
+    if (card) select(card.dataset.key!);
+  });
+}
+
+type ChannelUpdate = Omit<ChannelView, 'entries' | 'ticks'>;
+
+function placeholder(id: string | null): ChannelView {
+  return {
+    id,
+    parent: null,
+    orphan: false,
+    depth: null,
+    agent: null,
+    description: null,
+    status: 'running',
+    background: null,
+    summary: null,
+    lines: 0,
+    counts: {},
+    usage: { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 },
+    first: null,
+    last: null,
+    spawned: null,
+    log: null,
+    prompt: null,
+    ticks: [],
+    entries: [],
+    cut: null,
+  };
+}
+
+function connect(state: State, schedule: () => void, app: HTMLElement): void {
+  const es = new EventSource('events');
+  const parse = (ev: Event) => JSON.parse((ev as MessageEvent<string>).data);
+  // A channel's transcript can arrive before its fields: a replaced fields event is dropped
+  // from the log, and its replacement comes later.
+  const liveChannel = (id: string | null): ChannelView => {
+    let ch = state.byKey.get(keyOf(id));
+    if (!ch) {
+      ch = placeholder(id);
+      state.byKey.set(keyOf(id), ch);
+      state.data.channels.push(ch);
+    }
+    return ch;
+  };
+  let opens = 0;
+  es.addEventListener('open', () => {
+    app.dataset.state = 'live';
+    app.dataset.connections = String(++opens);
+  });
+  es.addEventListener('error', () => {
+    if (!state.ended) app.dataset.state = 'reconnecting';
+  });
+  es.addEventListener('run', (ev) => {
+    state.data.run = parse(ev) as RunView;
+    schedule();
+  });
+  es.addEventListener('channel', (ev) => {
+    const u = parse(ev) as ChannelUpdate;
+    Object.assign(liveChannel(u.id), u);
+    schedule();
+  });
+  es.addEventListener('entries', (ev) => {
+    const u = parse(ev) as { id: string | null; entries: Entry[]; ticks: number[] };
+    const ch = liveChannel(u.id);
+    for (const e of u.entries) ch.entries.push(e);
+    for (const t of u.ticks) ch.ticks.push(t);
+    schedule();
+  });
+  es.addEventListener('end', () => {
+    es.close();
+    state.ended = true;
+    app.dataset.state = 'ended';
+    schedule();
+  });
+}
+
+if (typeof document !== 'undefined' && document.getElementById('subtee-data')) boot();

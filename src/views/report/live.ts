@@ -1,0 +1,328 @@
+import type { RecordBatch } from '../../model/record.js';
+import type { Session } from '../../model/session.js';
+import {
+  field,
+  isoTime,
+  lineFacts,
+  REPORT_DEFAULTS,
+  REPORT_FORMAT,
+  TranscriptBudget,
+  usageOf,
+  clip,
+  type ChannelView,
+  type ReportData,
+  type ReportLimits,
+  type RunView,
+} from './model.js';
+
+export type FeedEventType = 'run' | 'channel' | 'entries' | 'end';
+
+export interface FeedEvent {
+  id: number;
+  type: FeedEventType;
+  /** The event's JSON, one line (it goes on an SSE `data:` line as is). */
+  data: string;
+}
+
+/**
+ * The live page's event log. Every event has an increasing id, so a client that reconnects
+ * with `Last-Event-ID: n` gets exactly the events after n. Events with a key (the run's
+ * facts, one channel's fields) replace the previous event of that key, which is then
+ * dropped from the log: whoever has seen an event also gets its replacement, since the
+ * replacement has a later id. Transcript events are never replaced, and the transcripts
+ * are bounded, so the log is bounded too.
+ */
+export class ReportFeed {
+  private events: Array<FeedEvent | null> = [];
+  private readonly ids: number[] = [];
+  private readonly latest = new Map<string, number>();
+  private readonly listeners = new Set<() => void>();
+  private dropped = 0;
+  private next = 1;
+  ended = false;
+
+  get lastId(): number {
+    return this.next - 1;
+  }
+
+  publish(type: FeedEventType, data: string, key?: string): void {
+    if (this.ended) return;
+    const ev: FeedEvent = { id: this.next++, type, data };
+    this.events.push(ev);
+    this.ids.push(ev.id);
+    if (key !== undefined) {
+      const before = this.latest.get(key);
+      this.latest.set(key, this.events.length - 1);
+      if (before !== undefined) this.drop(before);
+    }
+    if (type === 'end') this.ended = true;
+    for (const l of this.listeners) l();
+  }
+
+  end(): void {
+    this.publish('end', '{}');
+  }
+
+  /** Events after `lastId`, oldest first. */
+  since(lastId: number): FeedEvent[] {
+    let lo = 0;
+    let hi = this.ids.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.ids[mid] <= lastId) lo = mid + 1;
+      else hi = mid;
+    }
+    const out: FeedEvent[] = [];
+    for (let i = lo; i < this.events.length; i++) {
+      const ev = this.events[i];
+      if (ev) out.push(ev);
+    }
+    return out;
+  }
+
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Events held (replaced ones excluded). */
+  get size(): number {
+    return this.events.length - this.dropped;
+  }
+
+  private drop(position: number): void {
+    this.events[position] = null;
+    this.dropped++;
+    if (this.dropped > 1000 && this.dropped > this.events.length / 2) this.compact();
+  }
+
+  private compact(): void {
+    const events: FeedEvent[] = [];
+    const ids: number[] = [];
+    const at = new Map<number, number>();
+    for (const ev of this.events) {
+      if (!ev) continue;
+      at.set(ev.id, events.length);
+      events.push(ev);
+      ids.push(ev.id);
+    }
+    for (const [key, pos] of this.latest) this.latest.set(key, at.get(this.events[pos]!.id)!);
+    this.events = events;
+    this.ids.length = 0;
+    this.ids.push(...ids);
+    this.dropped = 0;
+  }
+}
+
+/** The plain fields of a channel the report reads (a live Channel or a snapshot of one). */
+export interface ChannelFields {
+  id: string | null;
+  parent: string | null;
+  orphan: boolean;
+  depth: number | null;
+  agent: string | null;
+  description: string | null;
+  status: string;
+  background: boolean | null;
+  summary: string | null;
+  lines: number;
+  counts: Record<string, number>;
+  usage: Record<string, number>;
+  firstSeen: string | null;
+  lastSeen: string | null;
+}
+
+interface Tracked {
+  source: ChannelFields;
+  budget: TranscriptBudget;
+  spawned: number | null;
+  prompt: string | null;
+  sentEntries: number;
+  sentTicks: number;
+  sentFields: string;
+}
+
+/** A channel's fields without its transcript; `cut` says how much of the transcript was left out. */
+export type ChannelUpdate = Omit<ChannelView, 'entries' | 'ticks'>;
+
+export function channelUpdate(
+  c: ChannelFields,
+  extra: Pick<ChannelView, 'spawned' | 'prompt' | 'log' | 'cut'>,
+): ChannelUpdate {
+  return {
+    id: c.id === null ? null : field(c.id, 400),
+    parent: field(c.parent, 400),
+    orphan: c.orphan === true,
+    depth: typeof c.depth === 'number' ? c.depth : null,
+    agent: field(c.agent, 200),
+    description: field(c.description, 400),
+    status: c.status === 'completed' || c.status === 'failed' ? c.status : 'running',
+    background: typeof c.background === 'boolean' ? c.background : null,
+    summary: typeof c.summary === 'string' ? clip(c.summary, REPORT_DEFAULTS.summaryChars).s : null,
+    lines: c.lines,
+    counts: { ...c.counts },
+    usage: usageOf({
+      input_tokens: c.usage.input_tokens,
+      output_tokens: c.usage.output_tokens,
+      cache_read_input_tokens: c.usage.cache_read_input_tokens,
+      cache_creation_input_tokens: c.usage.cache_creation_input_tokens,
+    }),
+    first: isoTime(c.firstSeen),
+    last: isoTime(c.lastSeen),
+    spawned: extra.spawned,
+    log: extra.log,
+    prompt: extra.prompt,
+    cut: extra.cut,
+  };
+}
+
+/**
+ * The report built from records as they pass (the live page): it keeps each channel's
+ * transcript under the same budgets as the static page and publishes what changed to a
+ * ReportFeed when flushed: changed channels' fields, new transcript entries, the run's facts.
+ */
+export class LiveReport {
+  private readonly limits: ReportLimits;
+  private readonly channels = new Map<string | null, Tracked>();
+  private readonly order: Array<string | null> = [];
+  private readonly spawnTimes = new Map<string, { t: number | null; prompt: string | null }>();
+  private readonly touched = new Set<string | null>();
+  private version: string | null = null;
+  private session: string | null = null;
+  private sentRun = '';
+  private chars = 0;
+
+  constructor(
+    private readonly feed: ReportFeed,
+    private readonly run: Session | undefined,
+    private readonly subtee: string,
+    limits: Partial<ReportLimits> = {},
+  ) {
+    this.limits = { ...REPORT_DEFAULTS, ...limits };
+  }
+
+  private track(c: ChannelFields): Tracked {
+    let t = this.channels.get(c.id);
+    if (!t) {
+      const spawn = c.id === null ? undefined : this.spawnTimes.get(c.id);
+      t = {
+        source: c,
+        budget: new TranscriptBudget(this.limits.channelChars, this.limits.ticksPerChannel),
+        spawned: spawn?.t ?? null,
+        prompt: spawn?.prompt ?? null,
+        sentEntries: 0,
+        sentTicks: 0,
+        sentFields: '',
+      };
+      this.channels.set(c.id, t);
+      this.order.push(c.id);
+    }
+    t.source = c;
+    this.touched.add(c.id);
+    return t;
+  }
+
+  observe(batch: RecordBatch): void {
+    for (const rec of batch) {
+      if (rec.kind !== 'line') continue;
+      for (const ev of rec.events ?? []) this.track(ev.channel as ChannelFields);
+      if (!rec.channel) continue;
+      const t = this.track(rec.channel as ChannelFields);
+      const f = lineFacts(rec.value, this.limits);
+      if (f.version) this.version = f.version;
+      if (f.session) this.session = f.session;
+      for (let k = 0; k < f.tools; k++) t.budget.tick(f.time);
+      for (const s of f.spawns) {
+        if (!this.spawnTimes.has(s.id)) this.spawnTimes.set(s.id, { t: f.time, prompt: s.prompt });
+        const child = this.channels.get(s.id);
+        if (child) {
+          child.spawned ??= f.time;
+          child.prompt ??= s.prompt;
+          this.touched.add(s.id);
+        }
+      }
+      if (rec.channel.id !== null && t.prompt === null) {
+        const p = f.entries.find((e) => e.k === 'prompt');
+        if (p) t.prompt = p.s.slice(0, this.limits.promptChars);
+      }
+      // The page's total is bounded like the static page's; past it, transcripts stop growing.
+      if (this.chars >= this.limits.maxPageBytes * 0.7) {
+        if (f.entries.length > 0) t.budget.skipLine(f.entries.reduce((n, e) => n + e.s.length, 0));
+      } else {
+        const before = t.budget.entries.length;
+        t.budget.addLine(f.entries);
+        for (let i = before; i < t.budget.entries.length; i++) this.chars += t.budget.entries[i].s.length;
+      }
+    }
+  }
+
+  runView(): RunView {
+    const run = this.run;
+    return {
+      subtee: this.subtee,
+      claudeCode: this.version,
+      session: this.session,
+      stalled: run?.stalled === true,
+      interrupted: run?.interrupted === true,
+      input: {
+        lines: run?.input.lines ?? 0,
+        bytes: run?.input.bytes ?? 0,
+        quarantined: run?.input.quarantined ?? 0,
+      },
+      quarantine: null,
+      warnings: (run?.warnings ?? []).map((w) => ({
+        code: field(w.code, 100) ?? '?',
+        message: field(w.message, 4000) ?? '',
+      })),
+    };
+  }
+
+  /** Publishes what changed since the last flush: channel fields first, then transcripts. */
+  flush(): void {
+    const runJson = JSON.stringify(this.runView());
+    if (runJson !== this.sentRun) {
+      this.sentRun = runJson;
+      this.feed.publish('run', runJson, 'run');
+    }
+    const touched = this.order.filter((id) => this.touched.has(id));
+    this.touched.clear();
+    for (const id of touched) {
+      const t = this.channels.get(id)!;
+      const json = JSON.stringify(
+        channelUpdate(t.source, { spawned: t.spawned, prompt: t.prompt, log: null, cut: t.budget.cut() }),
+      );
+      if (json === t.sentFields) continue;
+      t.sentFields = json;
+      this.feed.publish('channel', json, id === null ? 'main' : `agent:${id}`);
+    }
+    for (const id of touched) {
+      const t = this.channels.get(id)!;
+      const b = t.budget;
+      if (b.entries.length === t.sentEntries && b.ticks.length === t.sentTicks) continue;
+      const entries = b.entries.slice(t.sentEntries);
+      const ticks = b.ticks.slice(t.sentTicks);
+      t.sentEntries = b.entries.length;
+      t.sentTicks = b.ticks.length;
+      this.feed.publish(
+        'entries',
+        JSON.stringify({ id: id === null ? null : field(id, 400), entries, ticks }),
+      );
+    }
+  }
+
+  /** The page a browser first loads: the data without channels; the event stream brings them. */
+  skeleton(): ReportData {
+    return {
+      format: REPORT_FORMAT,
+      live: true,
+      run: this.runView(),
+      channels: [],
+      page: {
+        bytes: 0,
+        limitBytes: this.limits.maxPageBytes,
+        channelChars: this.limits.channelChars,
+        cutChannels: 0,
+      },
+    };
+  }
+}

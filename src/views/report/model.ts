@@ -1,0 +1,364 @@
+import { escapeControl } from '../escape.js';
+import { contentBlocks, resultText, SPAWN_TOOLS } from '../../model/message.js';
+
+/**
+ * The report's data: plain JSON, the same shape whether it is embedded in a static page
+ * (built from an output folder) or streamed to a live page (built from records). Every
+ * string in it has had its control characters made visible (escapeControl); the page puts
+ * strings on screen with textContent only, so no string can become markup.
+ */
+export const REPORT_FORMAT = 'subtee-report/1';
+
+export const REPORT_DEFAULTS = Object.freeze({
+  /** The page is kept under this size: transcripts are cut further until it fits. */
+  maxPageBytes: 8 * 1024 * 1024,
+  /** Transcript characters kept per channel at most (less when many channels share the page). */
+  channelChars: 64 * 1024,
+  /** Characters of one text, thinking or result block (head and tail kept around a marker). */
+  entryChars: 4000,
+  /** Characters of one tool call's input. */
+  toolInputChars: 1000,
+  /** Characters of the prompt a subagent received and of its final report. */
+  promptChars: 4000,
+  summaryChars: 8000,
+  /** Tool-call ticks drawn per channel on the timeline. */
+  ticksPerChannel: 400,
+});
+
+export type ReportLimits = { -readonly [K in keyof typeof REPORT_DEFAULTS]: number };
+
+export type EntryKind = 'prompt' | 'text' | 'thinking' | 'tool' | 'result' | 'run';
+
+/** One content block of a transcript. */
+export interface Entry {
+  k: EntryKind;
+  /** Time of its line (ms since the epoch), null when the line had no timestamp. */
+  t: number | null;
+  s: string;
+  /** Tool name (`tool`). */
+  n?: string;
+  /** Tool call id (`tool`), or the call a result answers (`result`). */
+  id?: string;
+  err?: boolean;
+  /** Characters cut out of the middle of this block. */
+  cut?: number;
+}
+
+export interface Usage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheCreation: number;
+}
+
+/** What was left out of a channel's transcript to keep the page bounded. */
+export interface Cut {
+  /** Lines (one content block each, as Claude Code writes them) not shown, wholly or in part. */
+  lines: number;
+  chars: number;
+}
+
+export interface ChannelView {
+  id: string | null;
+  parent: string | null;
+  orphan: boolean;
+  depth: number | null;
+  agent: string | null;
+  description: string | null;
+  status: string;
+  background: boolean | null;
+  summary: string | null;
+  lines: number;
+  counts: Record<string, number>;
+  usage: Usage;
+  /** First and last line times (ms), and when its parent's spawn call was seen. */
+  first: number | null;
+  last: number | null;
+  spawned: number | null;
+  /** The readable transcript, relative to the output folder, when there is one. */
+  log: string | null;
+  prompt: string | null;
+  ticks: number[];
+  entries: Entry[];
+  cut: Cut | null;
+}
+
+export interface RunView {
+  subtee: string;
+  claudeCode: string | null;
+  session: string | null;
+  stalled: boolean;
+  interrupted: boolean;
+  input: { lines: number; bytes: number; quarantined: number };
+  quarantine: string | null;
+  warnings: Array<{ code: string; message: string }>;
+}
+
+export interface PageInfo {
+  /** Size of the page file; filled in when the page is written. */
+  bytes: number;
+  limitBytes: number;
+  /** Transcript characters each channel was allowed. */
+  channelChars: number;
+  cutChannels: number;
+}
+
+export interface ReportData {
+  format: typeof REPORT_FORMAT;
+  live: boolean;
+  run: RunView;
+  channels: ChannelView[];
+  page: PageInfo;
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+const strOrNull = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
+
+/** A line's `timestamp` as ms since the epoch, or null. */
+export function timeOf(value: Obj): number | null {
+  if (typeof value.timestamp !== 'string') return null;
+  const t = Date.parse(value.timestamp);
+  return Number.isFinite(t) ? t : null;
+}
+
+export function isoTime(v: unknown): number | null {
+  if (typeof v !== 'string') return null;
+  const t = Date.parse(v);
+  return Number.isFinite(t) ? t : null;
+}
+
+/** Stream text made safe to show, cut around the middle when longer than `max`. */
+export function clip(s: string, max: number): { s: string; cut: number } {
+  if (s.length <= max) return { s: escapeControl(s), cut: 0 };
+  const head = Math.ceil(max * 0.75);
+  const tail = max - head;
+  const cut = s.length - head - tail;
+  return {
+    s: `${escapeControl(s.slice(0, head))}\n[… ${cut} chars cut …]\n${escapeControl(s.slice(s.length - tail))}`,
+    cut,
+  };
+}
+
+/** A one-line field (ids, names, descriptions): controls escaped, newlines shown as `\n`. */
+export function field(v: unknown, max = 1000): string | null {
+  const s = strOrNull(v);
+  if (s === null) return null;
+  const short = s.length > max ? `${s.slice(0, max)}… (${s.length - max} more chars)` : s;
+  return escapeControl(short).replace(/\n/g, '\\n').replace(/\t/g, '\\t');
+}
+
+export function usageOf(u: unknown): Usage {
+  const o = isObj(u) ? u : {};
+  return {
+    input: num(o.input_tokens),
+    output: num(o.output_tokens),
+    cacheRead: num(o.cache_read_input_tokens),
+    cacheCreation: num(o.cache_creation_input_tokens),
+  };
+}
+
+/** What one stream line adds to the report of its channel (and the spawns it announces). */
+export interface LineFacts {
+  entries: Entry[];
+  /** Tool calls made on this line, for the timeline's ticks. */
+  tools: number;
+  time: number | null;
+  spawns: Array<{ id: string; prompt: string | null }>;
+  /** claude_code_version and session_id of a system/init line. */
+  version: string | null;
+  session: string | null;
+}
+
+function entry(k: EntryKind, t: number | null, text: string, max: number, extra: Partial<Entry> = {}): Entry {
+  const c = clip(text, max);
+  const e: Entry = { k, t, s: c.s, ...extra };
+  if (c.cut > 0) e.cut = c.cut;
+  return e;
+}
+
+/** Reads one parsed line: its transcript entries, tool calls and spawn calls. */
+export function lineFacts(value: Obj, limits: ReportLimits = REPORT_DEFAULTS): LineFacts {
+  const t = timeOf(value);
+  const facts: LineFacts = { entries: [], tools: 0, time: t, spawns: [], version: null, session: null };
+  const type = value.type;
+  if (type === 'assistant' || type === 'user') {
+    for (const b of contentBlocks(value)) {
+      switch (b.type) {
+        case 'text':
+          if (typeof b.text === 'string')
+            facts.entries.push(entry(type === 'user' ? 'prompt' : 'text', t, b.text, limits.entryChars));
+          break;
+        case 'thinking':
+          facts.entries.push(
+            entry('thinking', t, typeof b.thinking === 'string' ? b.thinking : '', limits.entryChars),
+          );
+          break;
+        case 'redacted_thinking':
+          facts.entries.push({ k: 'thinking', t, s: '(redacted)' });
+          break;
+        case 'tool_use': {
+          facts.tools++;
+          const name = field(b.name, 200) ?? 'tool';
+          const id = field(b.id, 200) ?? undefined;
+          let input: string;
+          try {
+            input = JSON.stringify(b.input ?? {}) ?? '';
+          } catch {
+            input = String(b.input);
+          }
+          facts.entries.push(
+            entry('tool', t, input, limits.toolInputChars, { n: name, ...(id ? { id } : {}) }),
+          );
+          const spawnId = strOrNull(b.id);
+          if (typeof b.name === 'string' && SPAWN_TOOLS.has(b.name) && spawnId) {
+            const input = isObj(b.input) ? b.input : {};
+            const prompt = typeof input.prompt === 'string' ? clip(input.prompt, limits.promptChars).s : null;
+            facts.spawns.push({ id: spawnId, prompt });
+          }
+          break;
+        }
+        case 'tool_result': {
+          const ref = field(b.tool_use_id, 200) ?? undefined;
+          facts.entries.push(
+            entry('result', t, resultText(b), limits.entryChars, {
+              ...(ref ? { id: ref } : {}),
+              ...(b.is_error === true ? { err: true } : {}),
+            }),
+          );
+          break;
+        }
+      }
+    }
+    const message = value.message;
+    if (type === 'user' && isObj(message) && typeof message.content === 'string') {
+      facts.entries.push(entry('prompt', t, message.content, limits.entryChars));
+    }
+  } else if (type === 'result') {
+    const what = `${typeof value.subtype === 'string' ? value.subtype : 'result'}${value.is_error === true ? ' (error)' : ''}`;
+    const text = typeof value.result === 'string' ? `: ${value.result}` : '';
+    facts.entries.push(
+      entry('run', t, `${what}${text}`, limits.entryChars, value.is_error === true ? { err: true } : {}),
+    );
+  } else if (type === 'system' && value.subtype === 'init') {
+    facts.version = field(value.claude_code_version, 100);
+    facts.session = field(value.session_id, 200);
+  }
+  return facts;
+}
+
+/**
+ * One channel's transcript under a character budget. The transcript kept is always a
+ * prefix (what happened first); what does not fit is counted, and the page points to the
+ * channel's `.log` file for it. The prompt and final report are kept apart from the budget.
+ */
+export class TranscriptBudget {
+  readonly entries: Entry[] = [];
+  readonly ticks: number[] = [];
+  cutLines = 0;
+  cutChars = 0;
+  private used = 0;
+
+  constructor(
+    private budget: number,
+    private ticksMax: number,
+  ) {}
+
+  /** Room left; 0 once anything was cut (so the transcript stays a prefix). */
+  get room(): number {
+    return this.cutLines > 0 ? 0 : Math.max(0, this.budget - this.used);
+  }
+
+  /** Adds the entries of one line, as far as they fit. */
+  addLine(entries: Entry[]): void {
+    let cut = false;
+    for (const e of entries) {
+      const room = this.room;
+      if (!cut && room >= e.s.length) {
+        this.entries.push(e);
+        this.used += e.s.length;
+        continue;
+      }
+      // Keep the start of a block that does not fit when that shows something useful.
+      if (!cut && room >= 200) {
+        const rest = e.s.length - room;
+        this.entries.push({
+          ...e,
+          s: `${e.s.slice(0, room)}\n[… ${rest} chars not shown here …]`,
+          cut: (e.cut ?? 0) + rest,
+        });
+        this.used += room;
+        this.cutChars += rest;
+      } else {
+        this.cutChars += e.s.length;
+      }
+      cut = true;
+    }
+    if (cut) this.cutLines++;
+  }
+
+  /** A line that was not read because the budget was already spent. */
+  skipLine(chars: number): void {
+    this.cutLines++;
+    this.cutChars += chars;
+  }
+
+  tick(t: number | null): void {
+    if (t !== null && this.ticks.length < this.ticksMax) this.ticks.push(t);
+  }
+
+  cut(): Cut | null {
+    return this.cutLines > 0 ? { lines: this.cutLines, chars: this.cutChars } : null;
+  }
+
+  /** Shrinks a transcript already built to a smaller budget (to fit the page). */
+  shrink(budget: number, ticksMax: number): void {
+    this.budget = budget;
+    this.ticksMax = ticksMax;
+    let used = 0;
+    let keep = 0;
+    for (; keep < this.entries.length; keep++) {
+      const len = this.entries[keep].s.length;
+      if (used + len > budget) break;
+      used += len;
+    }
+    const room = budget - used;
+    if (keep < this.entries.length && room >= 200) {
+      // The block that straddles the budget keeps its start, as when it was first added.
+      const e = this.entries[keep];
+      const rest = e.s.length - room;
+      this.entries[keep] = {
+        ...e,
+        s: `${e.s.slice(0, room)}\n[… ${rest} chars not shown here …]`,
+        cut: (e.cut ?? 0) + rest,
+      };
+      this.cutChars += rest;
+      this.cutLines++;
+      used += room;
+      keep++;
+    }
+    for (let i = keep; i < this.entries.length; i++) this.cutChars += this.entries[i].s.length;
+    this.cutLines += this.entries.length - keep;
+    this.entries.length = keep;
+    this.used = used;
+    if (this.ticks.length > ticksMax) this.ticks.length = ticksMax;
+  }
+}
+
+/** JSON that is safe inside a `<script type="application/json">` element and in HTML generally. */
+export function jsonForScript(data: unknown): string {
+  // One pass per character with a constant replacement is ~20× faster than one pass with a callback.
+  return JSON.stringify(data)
+    .replace(/</g, '\\u003c')
+    .replace(/>/g, '\\u003e')
+    .replace(/&/g, '\\u0026')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
+}
+
+/** A log path from index.json, kept only if it names a file inside the output folder. */
+export function safeLogPath(v: unknown): string | null {
+  if (typeof v !== 'string') return null;
+  return /^(main|agents\/[A-Za-z0-9_.~-]{1,200})\.log$/.test(v) && !v.includes('..') ? v : null;
+}

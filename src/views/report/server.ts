@@ -1,0 +1,168 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
+import { UsageError } from '../../errors.js';
+import type { ServeAddress } from './flags.js';
+import type { ReportFeed } from './live.js';
+import { contentSecurityPolicy } from './page.js';
+
+export const REPORT_SERVER_DEFAULTS = Object.freeze({
+  /** How long a browser waits before reconnecting after the stream drops. */
+  retryMs: 1000,
+  /** A comment line this often keeps idle connections (and proxies) from timing out. */
+  keepAliveMs: 15_000,
+  /** At shutdown, how long clients get to receive the last events. */
+  closeGraceMs: 2000,
+});
+
+export interface ReportServerOptions extends ServeAddress {
+  feed: ReportFeed;
+  /** The page's HTML (built once per request: it embeds the run's current facts). */
+  page: () => string;
+  retryMs?: number;
+  keepAliveMs?: number;
+  closeGraceMs?: number;
+}
+
+export interface ReportServer {
+  readonly url: string;
+  readonly port: number;
+  /** Event-stream connections open now. */
+  readonly clients: number;
+  /** Sends every client what it has not had yet, ends the streams, and stops the server. */
+  close(): Promise<void>;
+  /** Drops every event-stream connection at once, as a network failure would. */
+  dropClients(): void;
+}
+
+const isLoopback = (host: string) => host === 'localhost' || host === '::1' || /^127\./.test(host);
+
+/**
+ * The live page's server: `GET /` is the page and `GET /events` its server-sent event
+ * stream; nothing else is served (no files). Bound to loopback, it also refuses requests
+ * whose Host header names another host, so a web page elsewhere cannot reach it through
+ * DNS rebinding.
+ */
+export function startReportServer(options: ReportServerOptions): Promise<ReportServer> {
+  const o = { ...REPORT_SERVER_DEFAULTS, ...options };
+  const streams = new Set<ServerResponse>();
+  let port = o.port;
+  const allowedHosts = () => {
+    const names = ['127.0.0.1', 'localhost', '[::1]', hostForUrl(o.host).toLowerCase()];
+    return new Set([...names.map((h) => `${h}:${port}`), ...(port === 80 ? names : [])]);
+  };
+
+  const events = (req: IncomingMessage, res: ServerResponse) => {
+    const header = req.headers['last-event-id'];
+    const last = typeof header === 'string' && /^\d{1,15}$/.test(header.trim()) ? Number(header.trim()) : 0;
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-store',
+      Connection: 'keep-alive',
+      'X-Content-Type-Options': 'nosniff',
+    });
+    res.write(`retry: ${o.retryMs}\n\n`);
+    streams.add(res);
+    let cursor = last;
+    let waiting = false;
+    const pump = () => {
+      if (waiting || res.destroyed || res.writableEnded) return;
+      for (const ev of o.feed.since(cursor)) {
+        cursor = ev.id;
+        if (!res.write(`id: ${ev.id}\nevent: ${ev.type}\ndata: ${ev.data}\n\n`)) {
+          waiting = true;
+          res.once('drain', () => {
+            waiting = false;
+            pump();
+          });
+          return;
+        }
+      }
+      if (o.feed.ended) res.end();
+    };
+    const unsubscribe = o.feed.subscribe(pump);
+    const ping = setInterval(() => res.write(': keep-alive\n\n'), o.keepAliveMs).unref();
+    res.on('close', () => {
+      unsubscribe();
+      clearInterval(ping);
+      streams.delete(res);
+    });
+    pump();
+  };
+
+  const server = createServer((req, res) => {
+    const send = (status: number, text: string) => {
+      res.writeHead(status, {
+        'Content-Type': 'text/plain; charset=utf-8',
+        'X-Content-Type-Options': 'nosniff',
+      });
+      res.end(`${text}\n`);
+    };
+    if (isLoopback(o.host) && !allowedHosts().has(String(req.headers.host ?? '').toLowerCase()))
+      return send(403, 'forbidden host');
+    if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'method not allowed');
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/' || path === '/report.html') {
+      const html = o.page();
+      res.writeHead(200, {
+        'Content-Type': 'text/html; charset=utf-8',
+        'Content-Security-Policy': `${contentSecurityPolicy(true)}; frame-ancestors 'none'`,
+        'X-Content-Type-Options': 'nosniff',
+        'Referrer-Policy': 'no-referrer',
+        'Cache-Control': 'no-store',
+      });
+      return res.end(req.method === 'HEAD' ? undefined : html);
+    }
+    if (path === '/events' && req.method === 'GET') return events(req, res);
+    return send(404, 'not found');
+  });
+
+  return new Promise((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      reject(
+        new UsageError(
+          'ERR_BAD_OPTION',
+          `--serve: cannot listen on ${hostForUrl(o.host)}:${o.port}: ${err.code ?? err.message}`,
+          err,
+        ),
+      );
+    });
+    server.listen(o.port, o.host, () => {
+      const addr = server.address();
+      port = typeof addr === 'object' && addr ? addr.port : o.port;
+      const url = `http://${hostForUrl(o.host)}:${port}/`;
+      let closing: Promise<void> | null = null;
+      resolve({
+        url,
+        port,
+        get clients() {
+          return streams.size;
+        },
+        dropClients() {
+          for (const res of streams) res.destroy();
+        },
+        close() {
+          closing ??= new Promise<void>((done) => {
+            server.close(() => done());
+            // Event streams end by themselves once they have sent everything of an ended
+            // feed; whatever is still open after the grace period is cut.
+            server.closeIdleConnections();
+            const force = setTimeout(() => server.closeAllConnections(), o.closeGraceMs);
+            force.unref();
+            const check = setInterval(() => {
+              if (streams.size === 0) {
+                clearInterval(check);
+                server.closeAllConnections();
+              }
+            }, 20);
+            check.unref();
+          });
+          return closing;
+        },
+      });
+    });
+  });
+}
+
+function hostForUrl(host: string): string {
+  return isIP(host) === 6 ? `[${host}]` : host;
+}

@@ -1,0 +1,194 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { test } from 'node:test';
+import {
+  buildChain,
+  detectProducer,
+  LangGraphMapper,
+  open,
+  recordOfObject,
+  runChain,
+  type JsonObject,
+  type RecordBatch,
+} from '../src/index.js';
+import { BIN, chunked, fixtureFiles, splitEvery, tmpDir } from './helpers.js';
+
+const linesOf = (file: string) => readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '');
+
+test('recordOfObject: an object is a line whose raw is its JSON; anything else is quarantined as the line parser would', () => {
+  const rec = recordOfObject({ type: 'assistant', n: 1 }, 7);
+  assert.equal(rec.kind, 'line');
+  assert.equal(rec.lineNo, 7);
+  assert.equal(rec.raw.toString(), '{"type":"assistant","n":1}');
+  for (const value of ['text', 5, null, [1, 2], true]) {
+    const q = recordOfObject(value, 1);
+    assert.equal(q.kind, 'quarantine', JSON.stringify(value));
+    assert.equal(q.kind === 'quarantine' && q.reason, 'not-object');
+    assert.equal(q.raw.toString(), JSON.stringify(value));
+  }
+  const circular: Record<string, unknown> = {};
+  circular.self = circular;
+  for (const value of [circular, 10n, undefined, () => 1]) {
+    const q = recordOfObject(value, 2);
+    assert.equal(q.kind === 'quarantine' && q.reason, 'not-json', String(typeof value));
+  }
+});
+
+for (const file of fixtureFiles()) {
+  test(`objects and bytes give the same index.json: ${file.split('/').pop()}`, async () => {
+    const lines = linesOf(file);
+    const bytes = await open(chunked(splitEvery(Buffer.from(lines.join('\n') + '\n'), 4096))).done;
+    const objects = await open(Readable.from(lines.map((l) => JSON.parse(l)))).done;
+    assert.deepEqual(objects, bytes);
+    assert.equal((objects as { producer: string }).producer, 'claude');
+  });
+}
+
+test('objects that are not messages are quarantined with the line numbers a byte stream would give them', async () => {
+  const values: unknown[] = [{ type: 'system', subtype: 'init' }, 'noise', 42, null, [1], { type: 'result' }];
+  const objects = (await open((async function* () {
+    yield* values;
+  })()).done) as Record<string, any>;
+  const bytes = (await open(chunked([Buffer.from(values.map((v) => JSON.stringify(v)).join('\n') + '\n')])).done) as Record<string, any>;
+  assert.deepEqual(objects.quarantine_lines, [2, 3, 4, 5]);
+  assert.deepEqual(objects, bytes);
+});
+
+test('a producer that outruns the chain: objects queued meanwhile go on together, in order, none lost', async () => {
+  const total = 5000;
+  const sizes: number[] = [];
+  const seen: number[] = [];
+  const slow = new Transform({
+    objectMode: true,
+    highWaterMark: 1,
+    transform(batch: RecordBatch, _enc, cb) {
+      sizes.push(batch.length);
+      for (const rec of batch) if (rec.kind === 'line') seen.push(rec.value.n as number);
+      setImmediate(() => cb(null, batch));
+    },
+  });
+  const { streams } = buildChain({ stages: [{ use: 'object-source' }], sinks: [] });
+  const { pipeline } = await import('node:stream/promises');
+  const source = Readable.from(Array.from({ length: total }, (_, n) => ({ type: 'user', n })));
+  await pipeline(source, streams[0], slow, async function* (s) {
+    for await (const _ of s);
+  });
+  assert.deepEqual(seen, Array.from({ length: total }, (_, n) => n));
+  assert.ok(Math.max(...sizes) > 1, 'queued objects were batched');
+  assert.ok(sizes.length < total, `${sizes.length} batches for ${total} objects`);
+});
+
+test('one input edge, first: two edges, an edge after a stage, or a byte tee on objects are refused', () => {
+  const refuse = (stages: Array<{ use: string }>, sinks: Array<{ use: string; mode?: string }> = []) =>
+    assert.throws(() => buildChain({ stages, sinks }), (err: { code?: string }) => err.code === 'ERR_CONFIG', JSON.stringify(stages));
+  refuse([{ use: 'line-parser' }, { use: 'object-source' }]);
+  refuse([{ use: 'channel-router' }, { use: 'object-source' }]);
+  refuse([{ use: 'channel-router' }]);
+  refuse([{ use: 'object-source' }], [{ use: 'stdout', mode: 'raw' }]);
+  for (const edge of ['line-parser', 'object-source']) {
+    const { streams } = buildChain({ stages: [{ use: edge }, { use: 'input-format' }, { use: 'channel-router' }], sinks: [] });
+    assert.equal(streams.length, 3);
+    for (const s of streams) s.destroy();
+  }
+});
+
+test('detection: Claude Code lines and LangGraph protocol events; index.json names the producer', async () => {
+  for (const file of fixtureFiles()) assert.equal(detectProducer(JSON.parse(linesOf(file)[0])), 'claude');
+  assert.equal(detectProducer({ type: 'event', seq: 0, method: 'lifecycle', params: { namespace: [], data: {} } }), 'langgraph');
+  assert.equal(detectProducer({ method: 'x', params: { namespace: 'not a list' } }), 'claude');
+  // Without the input-format stage nothing is detected, and the index says so.
+  const session = await runChain(chunked([Buffer.from(linesOf(fixtureFiles()[0]).join('\n'))]), { stages: [{ use: 'line-parser' }, { use: 'channel-router' }], sinks: [] });
+  assert.equal(session.producer, null);
+});
+
+test('--input-format: in --help, a bad value is one line and exit 2', () => {
+  const help = spawnSync(process.execPath, [BIN, '--help'], { encoding: 'utf8' });
+  assert.match(help.stdout, /--input-format FORMAT/);
+  const bad = spawnSync(process.execPath, [BIN, '--input-format', 'otel', '--out', join(tmpDir(), 'o')], { input: '', encoding: 'utf8' });
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /^subtee: --input-format must be one of auto, claude, langgraph, not "otel" \[ERR_BAD_OPTION\]\n$/);
+});
+
+/** A protocol event as a recording holds it. */
+const ev = (method: string, namespace: string[], data: JsonObject, timestamp = 1_800_000_000_000): JsonObject => ({
+  type: 'event',
+  method,
+  params: { namespace, timestamp, data },
+});
+
+/** Events of a coordinator that calls `task` once; what happens inside is up to the test. */
+function spawnEvents(inner: JsonObject[], end: JsonObject[]): JsonObject[] {
+  return [
+    ev('lifecycle', [], { event: 'running', graph_name: 'root' }),
+    ev('tasks', [], { id: 'm1', name: 'model_request', result: { messages: [{ lc: 1, type: 'constructor', id: ['AIMessage'], kwargs: { id: 'run-1', content: '', tool_calls: [{ id: 'call_1', name: 'task', args: { description: 'go', subagent_type: 'worker' } }] } }] } }),
+    ev('tools', ['tools:t1'], { event: 'tool-started', tool_call_id: 'call_1', tool_name: 'task', input: '{"description":"go","subagent_type":"worker"}' }),
+    ...inner,
+    ...end,
+  ];
+}
+
+async function indexOf(events: JsonObject[]) {
+  const run = open(Readable.from(events));
+  const calls: Array<[string, string, string]> = [];
+  for await (const call of run.toolCalls) calls.push([call.id, call.name, await call.status]);
+  return { ...((await run.done) as { channels: Array<Record<string, any>> }), calls };
+}
+
+test('LangGraph: a subagent that fails, and one interrupted, keep those statuses; a failed tool is an error result', async () => {
+  const started = ev('tasks', ['tools:t1'], { id: 'x', name: 'model_request', metadata: { lc_agent_name: 'worker' }, input: { messages: [{ lc: 1, type: 'constructor', id: ['HumanMessage'], kwargs: { content: 'go' } }] } });
+  const failed = await indexOf(
+    spawnEvents([started], [
+      ev('tools', ['tools:t1'], { event: 'tool-error', tool_call_id: 'call_1', message: 'model exploded' }),
+      ev('lifecycle', ['tools:t1'], { event: 'failed' }),
+      ev('lifecycle', [], { event: 'failed' }),
+    ]),
+  );
+  assert.deepEqual(failed.channels.map((c) => [c.id, c.agent, c.status, c.depth]), [[null, null, 'failed', 0], ['call_1', 'worker', 'failed', 1]]);
+  // One spawn call (held back, then shown as the Agent call), its result an error.
+  assert.deepEqual(failed.channels[0].counts, { text: 0, thinking: 0, tool_use: 1, tool_result: 1 });
+  assert.deepEqual(failed.calls, [['call_1', 'Agent', 'error']]);
+
+  const interrupted = await indexOf(spawnEvents([started], [ev('lifecycle', ['tools:t1'], { event: 'interrupted' })]));
+  assert.equal(interrupted.channels[1].status, 'running');
+  assert.equal(interrupted.channels[0].status, 'running');
+});
+
+test('LangGraph: a task call that ends without starting a subagent stays an ordinary tool call', async () => {
+  const index = await indexOf(
+    spawnEvents([], [ev('tools', ['tools:t1'], { event: 'tool-finished', tool_call_id: 'call_1', output: 'no such subagent type' }), ev('lifecycle', [], { event: 'completed' })]),
+  );
+  assert.equal(index.channels.length, 1);
+  assert.deepEqual(index.channels[0].counts, { text: 0, thinking: 0, tool_use: 1, tool_result: 1 });
+  assert.deepEqual(index.calls, [['call_1', 'task', 'finished']]);
+});
+
+test('LangGraph mapper: text and reasoning from deltas when no finish block came; usage in Claude Code names', () => {
+  const mapper = new LangGraphMapper();
+  const ns = ['model_request:1'];
+  const out = [
+    ev('messages', ns, { event: 'message-start', id: 'run-9', run_id: 'r9' }),
+    ev('messages', ns, { event: 'content-block-start', index: 0, content: { type: 'reasoning', reasoning: '' }, run_id: 'r9' }),
+    ev('messages', ns, { event: 'content-block-delta', index: 0, delta: { type: 'reasoning-delta', reasoning: 'Think' }, run_id: 'r9' }),
+    ev('messages', ns, { event: 'content-block-start', index: 1, content: { type: 'text', text: '' }, run_id: 'r9' }),
+    ev('messages', ns, { event: 'content-block-delta', index: 1, delta: { type: 'text-delta', text: 'Hel' }, run_id: 'r9' }),
+    ev('messages', ns, { event: 'content-block-delta', index: 1, delta: { type: 'text-delta', text: 'lo' }, run_id: 'r9' }),
+    ev('messages', ns, { event: 'message-finish', usage: { input_tokens: 3, output_tokens: 4, input_token_details: { cache_read: 2 } }, run_id: 'r9' }),
+  ].flatMap((e) => mapper.map(e));
+  assert.deepEqual(out, [
+    {
+      type: 'assistant',
+      message: {
+        id: 'run-9',
+        type: 'message',
+        role: 'assistant',
+        content: [{ type: 'thinking', thinking: 'Think' }, { type: 'text', text: 'Hello' }],
+        usage: { input_tokens: 3, output_tokens: 4, cache_read_input_tokens: 2 },
+      },
+      parent_tool_use_id: null,
+      timestamp: new Date(1_800_000_000_000).toISOString(),
+    },
+  ]);
+});

@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, linkSync, lstatSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { AppendFiles } from '../src/chain/sinks/append-files.js';
+import { createFilesSink, prepareOutDir } from '../src/chain/sinks/files.js';
+import { descriptorBudget, makeDirs } from '../src/chain/sinks/safe-open.js';
+import { Session } from '../src/model/session.js';
+import { BIN, ROOT, checkOutput, tmpDir } from './helpers.js';
+
+const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl'));
+
+function subtee(args: string[], input: Buffer | string = recording, shell?: string) {
+  const argv = [BIN, ...args];
+  if (shell) return spawnSync('bash', ['-c', `${shell} && exec "${process.execPath}" ${argv.map((a) => `"${a}"`).join(' ')}`], { input, encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' });
+  return spawnSync(process.execPath, argv, { input, encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' });
+}
+
+/** A folder outside --out with one precious file, and what it held before the run. */
+function victim() {
+  const dir = tmpDir('subtee-victim-');
+  writeFileSync(join(dir, 'precious'), 'precious\n');
+  return { dir, file: join(dir, 'precious'), before: () => readdirSync(dir).sort() };
+}
+
+test('--force never writes through links planted in --out: each planted entry is replaced, the targets are untouched', () => {
+  const v = victim();
+  const out = tmpDir();
+  symlinkSync(v.file, join(out, 'main.jsonl'));
+  linkSync(v.file, join(out, 'main.log')); // a hard link: truncating it in place would empty the precious file
+  symlinkSync(v.dir, join(out, 'agents'));
+  symlinkSync(join(v.dir, 'created-by-index'), join(out, 'index.json.tmp'));
+  symlinkSync(join(v.dir, 'created-by-quarantine'), join(out, 'quarantine.log'));
+  const input = Buffer.concat([recording, Buffer.from('noise\n')]);
+  const r = subtee(['--out', out, '--force', '-q', '--stdout', 'none'], input);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(readFileSync(v.file, 'utf8'), 'precious\n');
+  assert.deepEqual(readdirSync(v.dir), ['precious'], 'nothing created or removed outside --out');
+  for (const name of ['main.jsonl', 'main.log', 'quarantine.log', 'index.json']) assert.ok(lstatSync(join(out, name)).isFile(), name);
+  assert.ok(lstatSync(join(out, 'agents')).isDirectory());
+  checkOutput(input, out, 'planted links');
+});
+
+test('a FIFO planted as main.log does not block a --force run', () => {
+  const out = tmpDir();
+  execFileSync('mkfifo', [join(out, 'main.log'), join(out, 'main.jsonl')]);
+  const r = subtee(['--out', out, '--force', '-q', '--stdout', 'none']);
+  assert.equal(r.status, 0, r.stderr || String(r.error));
+  assert.ok(lstatSync(join(out, 'main.log')).isFile());
+  checkOutput(recording, out, 'planted fifo');
+});
+
+test('the pino log: a planted link is refused, a FIFO with no reader fails at once; exit 3, one line', () => {
+  const v = victim();
+  const linked = tmpDir();
+  symlinkSync(v.file, join(linked, 'events.pino.log'));
+  const r1 = subtee(['--out', linked, '--force', '-q', '--stdout', 'none', '--pino']);
+  assert.equal(r1.status, 3, r1.stderr);
+  assert.match(r1.stderr, /events\.pino\.log: it is a symbolic link, and subtee does not write through links \[ERR_WRITE\]\n$/);
+  assert.equal(readFileSync(v.file, 'utf8'), 'precious\n');
+  const piped = tmpDir();
+  execFileSync('mkfifo', [join(piped, 'events.pino.log')]);
+  const r2 = subtee(['--out', piped, '--force', '-q', '--stdout', 'none', '--pino']);
+  assert.equal(r2.status, 3, r2.stderr || String(r2.error));
+  assert.match(r2.stderr, /events\.pino\.log: it is a named pipe with no reader \[ERR_WRITE\]\n$/);
+  assert.equal(r2.stderr.trim().split('\n').length, 1);
+});
+
+test('a file replaced by a link during the run is not reopened: the write fails naming it', () => {
+  const v = victim();
+  const out = tmpDir();
+  const files = new AppendFiles(out, 1);
+  const a = files.file('a.log');
+  const b = files.file('b.log');
+  files.write(a, 'one\n');
+  files.write(b, 'two\n');
+  files.flush(); // one descriptor: a is closed again when b is opened
+  execFileSync('mv', [join(out, 'a.log'), join(out, 'a.old')]);
+  symlinkSync(v.file, join(out, 'a.log'));
+  files.write(a, 'three\n');
+  assert.throws(() => files.flush(), { code: 'ERR_WRITE', message: /a\.log: it is a symbolic link/ });
+  execFileSync('rm', [join(out, 'a.log')]);
+  linkSync(v.file, join(out, 'a.log'));
+  files.write(a, 'three\n');
+  assert.throws(() => files.flush(), { code: 'ERR_WRITE', message: /a\.log: it was replaced by something else during the run/ });
+  assert.equal(readFileSync(v.file, 'utf8'), 'precious\n');
+  files.closeAll();
+});
+
+test('--out or --pino under a path that cannot be created fails at once with exit 3', { skip: !existsSync('/proc/self') && 'no /proc here' }, () => {
+  for (const args of [['--out', '/proc/self/no/such/o'], ['--out', join(tmpDir(), 'o'), '--pino=/proc/self/no/such/p.log']]) {
+    const r = subtee([...args, '-q', '--stdout', 'none']);
+    assert.equal(r.status, 3, `${args.join(' ')}: ${r.stderr || String(r.error)}`);
+    assert.match(r.stderr, /cannot write \/proc\/self\/no.*\[ERR_WRITE\]\n$/);
+  }
+  assert.throws(() => makeDirs('/proc/self/no/such'), { code: 'ENOENT' });
+});
+
+test('an empty out is refused; a file where agents/ goes is replaced only with --force', () => {
+  assert.throws(() => prepareOutDir('', false), { code: 'ERR_OUT_NOT_DIR' });
+  const out = tmpDir();
+  writeFileSync(join(out, 'agents'), 'not a folder');
+  assert.throws(() => createFilesSink({ out, session: new Session() }), { code: 'ERR_OUT_NOT_EMPTY' });
+  createFilesSink({ out, force: true, session: new Session() }).destroy();
+  assert.ok(lstatSync(join(out, 'agents')).isDirectory());
+});
+
+test('the default open-file budget comes from the real descriptor limit', () => {
+  const limits = (soft: string) => {
+    const p = join(tmpDir(), 'limits');
+    writeFileSync(p, `Limit                     Soft Limit           Hard Limit           Units\nMax open files            ${soft}                 4096                 files\n`);
+    return p;
+  };
+  assert.equal(descriptorBudget(128, limits('1024')), 128);
+  assert.equal(descriptorBudget(128, limits('64')), 32);
+  assert.equal(descriptorBudget(128, limits('20')), 4);
+  assert.equal(descriptorBudget(128, limits('unlimited')), 128);
+  assert.equal(descriptorBudget(128, join(tmpDir(), 'missing')), 128);
+  if (existsSync('/proc/self/limits')) {
+    const help = subtee(['--help'], '', 'ulimit -n 64');
+    assert.match(help.stdout, /--max-open-files N .*\(default: 32\)/, 'the CLI shows and uses the derived default');
+  }
+});
+
+test('a low ulimit -n never gives EMFILE: with the default budget, and with one set too high', { skip: !existsSync('/proc/self/limits') && 'no /proc/self/limits' }, () => {
+  const lines: string[] = [];
+  for (let k = 0; k < 300; k++) lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: `s${k}`, content: [{ type: 'tool_use', id: `toolu_f${k}`, name: 'Agent', input: {} }] } }));
+  for (let k = 0; k < 600; k++) lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: `toolu_f${k % 300}`, message: { id: `m${k}`, content: [{ type: 'text', text: `t${k}` }] } }));
+  const input = Buffer.from(lines.join('\n') + '\n');
+  for (const extra of [[], ['--max-open-files', '500']]) {
+    const out = join(tmpDir(), 'o');
+    const r = subtee(['--out', out, '--stdout', 'none', '-q', ...extra], input, 'ulimit -n 48');
+    assert.equal(r.status, 0, `${extra.join(' ')}: ${r.stderr}`);
+    checkOutput(input, out, `ulimit 48 ${extra.join(' ')}`);
+  }
+});

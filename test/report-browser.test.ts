@@ -1,0 +1,479 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { chromiumAvailable, launchBrowser, openReport, screenshot, startSubtee } from './browser.js';
+import { BIN, FIXTURES, linesOf, tmpDir } from './helpers.js';
+import { readStream } from './oracle.js';
+import { writeStream } from '../bench/gen.js';
+import { readReportData } from '../src/views/report/build.js';
+import { treeRows } from '../src/views/report/client.js';
+
+const skip =
+  !chromiumAvailable() && 'Chromium is not installed (.ci/run installs it: apt-get install chromium)';
+
+function reportOf(input: string | Buffer, extra: string[] = []): string {
+  const out = join(tmpDir(), 'o');
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', '--html', ...extra], {
+    input,
+    timeout: 60_000,
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  assert.ok(existsSync(join(out, 'report.html')));
+  return out;
+}
+
+/** What the page shows, read from the DOM the way a person reads it. */
+async function seen(page: Page) {
+  return page.evaluate(() => {
+    const rows = [...document.querySelectorAll<HTMLTableRowElement>('#tree tr.tree-row')].map((tr) => ({
+      key: tr.dataset.key!,
+      status: tr.dataset.status!,
+      level: Number(tr.dataset.level),
+      text: tr.innerText,
+      cells: [...tr.cells].map((c) => c.innerText),
+    }));
+    const bars = [...document.querySelectorAll<SVGElement>('#timeline rect.bar')].map((b) => ({
+      key: b.dataset.key!,
+      status: b.dataset.status!,
+      background: b.dataset.background === 'true',
+      width: Number(b.getAttribute('width')),
+    }));
+    return {
+      rows,
+      bars,
+      hatched: document.querySelectorAll('#timeline rect.bgover').length,
+      tickPaths: document.querySelectorAll('#timeline path.ticks').length,
+      summary: document.getElementById('summary')!.innerText,
+      facts: document.getElementById('facts')!.innerText,
+    };
+  });
+}
+
+/** Each row's parent is the nearest row above it one level up; checks that against the recording. */
+function assertNesting(rows: Array<{ key: string; level: number }>, expected: ReturnType<typeof readStream>) {
+  rows.forEach((r, i) => {
+    const id = r.key === '' ? null : r.key.slice(2);
+    const e = expected.channels.get(id)!;
+    assert.ok(e, `row ${r.key} is a channel of the recording`);
+    assert.equal(r.level, e.depth, `level of ${r.key}`);
+    if (r.level === 0) return;
+    let p = i - 1;
+    while (rows[p].level !== r.level - 1) p--;
+    const parentKey = rows[p].key;
+    assert.equal(parentKey === '' ? null : parentKey.slice(2), e.parent ?? null, `parent of ${r.key}`);
+  });
+}
+
+describe('the static report in Chromium', { skip }, () => {
+  let browser: Browser;
+  before(async () => {
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  test('nested-depth-3: four rows and bars nested three deep, tokens rolled up, a transcript on click, search, deep link, zoom and hover', async () => {
+    const input = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'));
+    const expected = readStream(input.toString('utf8'));
+    const out = reportOf(input);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    const { page, console } = await openReport(browser, out);
+    const s = await seen(page);
+    assert.equal(s.rows.length, 4);
+    assert.equal(s.bars.length, 4);
+    assert.deepEqual(
+      s.rows.map((r) => r.level),
+      [0, 1, 2, 3],
+    );
+    assertNesting(s.rows, expected);
+    for (const r of s.rows) assert.equal(r.status, 'completed');
+    assert.match(s.summary, /3 subagents: 3 completed, 0 failed, 0 running · 34 lines · 0 quarantined/);
+    assert.match(s.facts, /subtee \d+\.\d+\.\d+ · Claude Code 2\.1\.328/);
+    // Σ tokens of main is every channel's input + output.
+    const total = index.channels.reduce(
+      (n: number, c: any) => n + (c.usage.input_tokens ?? 0) + (c.usage.output_tokens ?? 0),
+      0,
+    );
+    assert.equal(s.rows[0].cells[4], String(total));
+    assert.equal(s.rows[3].cells[4], s.rows[3].cells[3], 'a leaf’s subtree is itself');
+
+    const leaf = index.channels.find((c: any) => c.depth === 3);
+    await page.click(`#tree tr.tree-row[data-key="a:${leaf.id}"]`);
+    const t = page.locator('#transcript');
+    await t.waitFor();
+    assert.match(await t.innerText(), /prompt received\s+SCRIPT:nest:0/);
+    assert.match(await t.innerText(), /final report\s+Worker leaf report: done\./);
+    assert.equal(
+      await page.locator('#transcript .entry.k-tool .entry.k-result pre').innerText(),
+      'leaf-ok',
+      'the result sits under its tool call',
+    );
+    assert.equal(
+      await page.locator('#transcript .entry.k-tool .head').first().innerText(),
+      'tool call · Bash +28 ms',
+    );
+    assert.equal(new URL(page.url()).hash, `#agent=${leaf.id}`);
+    await screenshot(page, 'nested-depth-3-transcript');
+
+    await page.fill('#search', 'level 1 report');
+    await page.waitForSelector('#hits li.hit');
+    assert.match(await page.locator('#search-status').innerText(), /^\d+ match/);
+    await page.locator('#hits li.hit').first().click();
+    await page.waitForSelector('#transcript .entry.flash');
+    assert.match(await page.locator('#transcript .entry.flash').innerText(), /Level 1 report/i);
+    await page.fill('#search', 'no such phrase anywhere');
+    await page.waitForFunction(() => document.getElementById('search-status')!.textContent === 'no match');
+
+    // Zoom in halves the time shown: the main bar gets twice as wide (clipped to the plot).
+    const before = s.bars[1].width;
+    await page.click('#zoom-in');
+    const zoomed = await page
+      .locator(`#timeline rect.bar[data-key="${s.bars[1].key}"]`)
+      .getAttribute('width');
+    assert.ok(Math.abs(Number(zoomed) - 2 * before) < 1, `${before} → ${zoomed}`);
+    await page.click('#zoom-fit');
+    const bar = page.locator(`#timeline rect.bar[data-key="a:${leaf.id}"]`);
+    await bar.hover();
+    await page.waitForSelector('#tip:not([hidden])');
+    const tip = await page.locator('#tip').innerText();
+    assert.match(
+      tip,
+      /level 0\ncompleted, foreground\nstart \d\d:\d\d:\d\d\.\d{3}Z {3}end \d\d:\d\d:\d\d\.\d{3}Z\nelapsed 87 ms/,
+    );
+    assert.match(tip, /tokens 22 \(in 20, out 2/);
+    await screenshot(page, 'nested-depth-3-hover');
+
+    const linked = await openReport(browser, out, `#agent=${encodeURIComponent(index.channels[1].id)}`);
+    assert.match(await linked.page.locator('#transcript h2').innerText(), /general-purpose\s*level 2/);
+    assert.equal(
+      await linked.page.locator('#tree tr.selected').getAttribute('data-key'),
+      `a:${index.channels[1].id}`,
+    );
+    assert.deepEqual([...console, ...linked.console], [], 'no console message: no CSP violation, no error');
+    await linked.page.close();
+    await page.close();
+  });
+
+  test('background-fanout-12: thirteen rows, twelve hatched background bars under main, tool-call ticks', async () => {
+    const input = readFileSync(join(FIXTURES, 'background-fanout-12.jsonl'));
+    const expected = readStream(input.toString('utf8'));
+    const { page, console } = await openReport(browser, reportOf(input));
+    const s = await seen(page);
+    assert.equal(s.rows.length, 13);
+    assert.equal(s.bars.length, 13);
+    assertNesting(s.rows, expected);
+    assert.deepEqual(
+      s.rows.map((r) => r.level),
+      [0, ...Array(12).fill(1)],
+    );
+    assert.equal(s.bars.filter((b) => b.background).length, 12);
+    assert.equal(s.hatched, 12);
+    assert.ok(s.bars.every((b) => b.status === 'completed'));
+    assert.equal(s.tickPaths, 13, 'main spawns with tool calls, each worker runs one');
+    assert.equal(s.rows.filter((r) => /\bbg\b/.test(r.cells[1])).length, 12);
+    await screenshot(page, 'background-fanout-12');
+    assert.deepEqual(console, []);
+    await page.close();
+  });
+
+  test('failing-beside-healthy: the failed subagent is red with its error as final report, the healthy one green', async () => {
+    const input = readFileSync(join(FIXTURES, 'failing-beside-healthy.jsonl'));
+    const expected = readStream(input.toString('utf8'));
+    const out = reportOf(input);
+    const { page, console } = await openReport(browser, out);
+    const s = await seen(page);
+    assert.equal(s.rows.length, 3);
+    assertNesting(s.rows, expected);
+    const statuses = Object.fromEntries(
+      s.rows.map((r) => [r.text.match(/doomed|healthy|main/)![0], r.status]),
+    );
+    assert.deepEqual(statuses, { main: 'completed', doomed: 'failed', healthy: 'completed' });
+    assert.deepEqual(s.bars.map((b) => b.status).sort(), ['completed', 'completed', 'failed']);
+    assert.match(s.summary, /2 subagents: 1 completed, 1 failed, 0 running/);
+    const doomed = s.rows.find((r) => r.text.includes('doomed'))!;
+    await page.click(`#tree tr.tree-row[data-key="${doomed.key}"]`);
+    assert.match(
+      await page.locator('#transcript .block.final').innerText(),
+      /scripted failure for this subagent/,
+    );
+    assert.equal(await page.locator('#timeline rect.bar.failed').count(), 1);
+    const fill = await page.locator('#timeline rect.bar.failed').evaluate((e) => getComputedStyle(e).fill);
+    assert.equal(fill, 'rgb(198, 47, 47)');
+    await screenshot(page, 'failing-beside-healthy');
+    assert.deepEqual(console, []);
+    await page.close();
+  });
+
+  test('an old Claude Code: the version guard’s warnings are listed with their codes, the version shown', async () => {
+    const input = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8').replaceAll(
+      '"claude_code_version":"2.1.328"',
+      '"claude_code_version":"2.1.205"',
+    );
+    const out = reportOf(input);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.ok(index.warnings.length >= 3);
+    const { page, console } = await openReport(browser, out);
+    const shown = await page
+      .locator('#warnings li')
+      .evaluateAll((lis) => lis.map((li) => [(li as HTMLElement).dataset.code, li.textContent]));
+    assert.deepEqual(
+      shown,
+      index.warnings.map((w: any) => [w.code, `${w.code}${w.message}`]),
+    );
+    assert.match(await page.locator('#facts').innerText(), /Claude Code 2\.1\.205/);
+    assert.deepEqual(console, []);
+    await page.close();
+  });
+
+  test('a run with 600 subagents: the tree and the timeline draw the rows in view; a deep link scrolls to its row', async () => {
+    const dir = tmpDir();
+    await writeStream(
+      { sizeBytes: 4 * 1024 * 1024, fanout: 600, shape: 'small', seed: 3 },
+      join(dir, 'in.jsonl'),
+    );
+    const out = reportOf(readFileSync(join(dir, 'in.jsonl')));
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.equal(index.channels.length, 601);
+    const target = index.channels[590].id;
+    const { page, console } = await openReport(browser, out, `#agent=${target}`);
+    assert.equal(await page.locator('#tree tr.selected').getAttribute('data-key'), `a:${target}`);
+    assert.equal(await page.locator('#transcript').getAttribute('data-key'), `a:${target}`);
+    const drawn = await seen(page);
+    assert.ok(
+      drawn.rows.length < 300 && drawn.bars.length < 300,
+      `${drawn.rows.length} rows, ${drawn.bars.length} bars drawn`,
+    );
+    assert.ok(drawn.bars.some((b) => b.key === `a:${target}`));
+    // Scrolled to the end, the tree and the timeline draw the last row in tree order.
+    const drawnAtEnd = await page.evaluate(() => {
+      for (const id of ['tree-wrap', 'timeline-wrap']) document.getElementById(id)!.scrollTop = 1e9;
+      return new Promise<string[]>((r) =>
+        requestAnimationFrame(() =>
+          requestAnimationFrame(() =>
+            r([
+              [...document.querySelectorAll<HTMLElement>('#tree tr.tree-row')].at(-1)!.dataset.key!,
+              [...document.querySelectorAll<SVGElement>('#timeline rect.bar')].at(-1)!.dataset.key!,
+            ]),
+          ),
+        ),
+      );
+    });
+    const order = treeRows(readReportData(out).data.channels);
+    const lastKey = `a:${order.at(-1)!.ch.id}`;
+    assert.deepEqual(drawnAtEnd, [lastKey, lastKey]);
+    assert.deepEqual(console, []);
+    await page.close();
+  });
+
+  test('a stalled run (--html): the stall, what was in flight, and the agents still running', async () => {
+    const dir = tmpDir();
+    const config = join(dir, 'stall.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        stages: [
+          { use: 'line-parser' },
+          { use: 'version-guard' },
+          { use: 'channel-router' },
+          { use: 'thinking-truncator' },
+          {
+            use: 'idle-watchdog',
+            idleTimeoutMs: 1500,
+            bgWaitCeilingMs: 1500,
+            drainGraceMs: 0,
+            checkIntervalMs: 100,
+          },
+        ],
+        sinks: [{ use: 'files', out: join(dir, 'unused') }],
+      }),
+    );
+    const out = join(dir, 'o');
+    const s = startSubtee(['--config', config, '--out', out, '--stdout', 'none', '-q', '--html']);
+    // The slow worker is running in the background and the input stays open.
+    const lines = linesOf(readFileSync(join(FIXTURES, 'quiet-background-worker.jsonl')));
+    s.child.stdin!.write(
+      lines.slice(0, lines.findIndex((l) => l.includes('echo slow-ok')) + 1).join('\n') + '\n',
+    );
+    assert.equal(await s.closed, 124, s.stderr());
+    s.child.stdin!.destroy();
+    assert.match(s.stderr(), /warning STALL/);
+    const { page, console } = await openReport(browser, out);
+    const banner = page.locator('#banner');
+    assert.equal(await banner.isVisible(), true);
+    assert.match(await banner.innerText(), /stalled/);
+    assert.match(
+      await page.locator('#warnings li[data-code="STALL"]').innerText(),
+      /STALL.*still in flight: general-purpose "slow worker"/s,
+    );
+    const st = await seen(page);
+    assert.equal(st.rows.length, 2);
+    assert.deepEqual(
+      st.rows.map((r) => r.status),
+      ['running', 'running'],
+    );
+    assert.deepEqual(
+      st.bars.map((b) => [b.status, b.background]),
+      [
+        ['running', false],
+        ['running', true],
+      ],
+    );
+    assert.ok(
+      (await page.locator('#timeline line.tail').count()) >= 1,
+      'a running agent’s bar runs on to the end of the run',
+    );
+    assert.match(st.summary, /1 subagents: 0 completed, 0 failed, 1 running/);
+    await screenshot(page, 'stalled');
+    assert.deepEqual(console, []);
+    await page.close();
+  });
+
+  test('hostile ids, descriptions and text render as text: nothing of theirs runs, no CSP violation', async () => {
+    const P = {
+      script: '<script>window.__pwned="script";console.log("PWNED script")</script>',
+      close: '</script><script>window.__pwned="close";console.log("PWNED close")</script>',
+      img: "\"><img src=x onerror=\"window.__pwned='img';console.log('PWNED img')\">",
+      svg: '<svg/onload=window.__pwned="svg">',
+      link: '[click me](javascript:window.__pwned="link")',
+      js: 'javascript:window.__pwned="js"',
+      bidi: 'safe\u202Eexe.txt\u2066x\u2069',
+      comment: '<!-- <script>window.__pwned="comment"</script>',
+    };
+    const all = Object.values(P).join(' ');
+    const outer = `toolu_${P.img}${P.close}`;
+    const inner = `toolu_${P.script}\u202e`;
+    const ts = (i: number) => new Date(Date.UTC(2026, 10, 30, 12, 0, i)).toISOString();
+    const lines =
+      [
+        { type: 'system', subtype: 'init', session_id: P.script, claude_code_version: P.img },
+        {
+          type: 'assistant',
+          parent_tool_use_id: null,
+          timestamp: ts(0),
+          message: {
+            id: 'm1',
+            content: [
+              { type: 'text', text: all },
+              {
+                type: 'tool_use',
+                id: outer,
+                name: 'Agent',
+                input: { subagent_type: P.svg, description: P.close + P.bidi, prompt: P.img },
+              },
+            ],
+          },
+        },
+        {
+          type: 'user',
+          parent_tool_use_id: outer,
+          timestamp: ts(1),
+          message: { content: [{ type: 'text', text: P.img }] },
+        },
+        {
+          type: 'assistant',
+          parent_tool_use_id: outer,
+          timestamp: ts(2),
+          message: {
+            id: 'm2',
+            content: [
+              { type: 'thinking', thinking: P.script },
+              { type: 'text', text: all },
+              {
+                type: 'tool_use',
+                id: inner,
+                name: 'Agent',
+                input: { subagent_type: P.link, description: P.img },
+              },
+            ],
+          },
+        },
+        {
+          type: 'assistant',
+          parent_tool_use_id: inner,
+          timestamp: ts(3),
+          message: {
+            id: 'm3',
+            content: [
+              { type: 'text', text: P.js },
+              { type: 'tool_use', id: P.comment, name: P.script, input: { x: P.close } },
+            ],
+          },
+        },
+        {
+          type: 'user',
+          parent_tool_use_id: inner,
+          timestamp: ts(4),
+          message: { content: [{ type: 'tool_result', tool_use_id: P.comment, content: all }] },
+        },
+        {
+          type: 'user',
+          parent_tool_use_id: outer,
+          timestamp: ts(5),
+          message: { content: [{ type: 'tool_result', tool_use_id: inner, content: P.close }] },
+        },
+        {
+          type: 'user',
+          parent_tool_use_id: null,
+          timestamp: ts(6),
+          message: {
+            content: [{ type: 'tool_result', tool_use_id: outer, is_error: true, content: P.img + P.bidi }],
+          },
+        },
+        { type: 'result', subtype: 'success', is_error: false, result: all, timestamp: ts(7) },
+      ]
+        .map((l) => JSON.stringify(l))
+        .join('\n') + '\n';
+    const out = reportOf(lines);
+    const html = readFileSync(join(out, 'report.html'), 'utf8');
+    assert.equal(html.match(/<script/gi)!.length, 2, 'no script element but the page’s own two');
+    const { page, console } = await openReport(browser, out);
+    const rows = await seen(page);
+    assert.equal(rows.rows.length, 3);
+    assert.deepEqual(
+      rows.rows.map((r) => r.status),
+      ['completed', 'failed', 'completed'],
+    );
+    assert.ok(rows.rows[1].text.includes(P.close), 'the description is shown as the text it is');
+    assert.ok(
+      rows.rows[1].text.includes('safe\\u202eexe.txt\\u2066x\\u2069'),
+      'bidi controls are shown escaped',
+    );
+    assert.ok(rows.rows[2].text.includes(P.link));
+    // Open every transcript, search, hover, follow a deep link to the hostile id.
+    for (const r of rows.rows)
+      await page.click(`#tree tr.tree-row[data-key="${r.key.replace(/["\\]/g, '\\$&')}"]`);
+    assert.ok((await page.locator('#transcript').innerText()).includes(P.js));
+    await page.fill('#search', 'pwned');
+    await page.waitForSelector('#hits li.hit');
+    for (const hit of await page.locator('#hits li.hit').all()) await hit.click();
+    await page.locator('#timeline rect.bar').last().hover();
+    await page.evaluate(
+      (id) => (location.hash = `#agent=${encodeURIComponent(id)}`),
+      rows.rows[1].key.slice(2),
+    );
+    await page.waitForFunction(
+      (k) => document.querySelector('#tree tr.selected')?.getAttribute('data-key') === k,
+      rows.rows[1].key,
+    );
+    await screenshot(page, 'hostile');
+    const state = await page.evaluate(() => ({
+      pwned: (window as any).__pwned,
+      foreign: document.querySelectorAll(
+        'img, iframe, object, embed, svg svg, script:not([type]), body script[src]',
+      ).length,
+      scripts: document.scripts.length,
+      jsLinks: [...document.querySelectorAll('a')].filter((a) => !a.href.startsWith('file:')).length,
+      handlers: [...document.querySelectorAll('*')].filter((e) =>
+        [...e.attributes].some((a) => a.name.startsWith('on')),
+      ).length,
+    }));
+    assert.deepEqual(state, { pwned: undefined, foreign: 0, scripts: 2, jsLinks: 0, handlers: 0 });
+    assert.deepEqual(console, [], 'no marker logged, no CSP violation, no error');
+    await page.close();
+  });
+});

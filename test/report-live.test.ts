@@ -1,0 +1,210 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import type { LineRecord } from '../src/model/record.js';
+import { ChannelTree } from '../src/model/tree.js';
+import { LiveReport, ReportFeed } from '../src/views/report/live.js';
+import { pageHtml } from '../src/views/report/page.js';
+import { startReportServer } from '../src/views/report/server.js';
+import { chromiumAvailable, launchBrowser, newPage, screenshot, startSubtee } from './browser.js';
+import { FIXTURES, linesOf, tmpDir } from './helpers.js';
+
+const skip =
+  !chromiumAvailable() && 'Chromium is not installed (.ci/run installs it: apt-get install chromium)';
+
+const fanout = linesOf(readFileSync(join(FIXTURES, 'background-fanout-12.jsonl')));
+/** Lines up to and including the n-th spawn call. */
+const throughSpawn = (lines: string[], n: number) => {
+  let seen = 0;
+  return lines.findIndex((l) => l.includes('"name":"Agent"') && ++seen === n) + 1;
+};
+
+async function counts(page: Page) {
+  return page.evaluate(() => ({
+    cards: document.querySelectorAll('#cards .card').length,
+    completed: document.querySelectorAll('#cards .card[data-status="completed"]').length,
+    bars: document.querySelectorAll('#timeline rect.bar').length,
+    rows: document.querySelectorAll('#tree tr.tree-row').length,
+  }));
+}
+
+describe('the live page in Chromium', { skip }, () => {
+  let browser: Browser;
+  before(async () => {
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  test('the live page gains cards and bars while a slow replay feeds --serve, and ends with every status', async () => {
+    const s = startSubtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none', '-q', '--serve', '127.0.0.1:0']);
+    const url = await s.url();
+    const write = (from: number, to: number) =>
+      s.child.stdin!.write(fanout.slice(from, to).join('\n') + '\n');
+    const three = throughSpawn(fanout, 3);
+    write(0, three);
+    // Opened mid-run: the page shows everything so far.
+    const { page, console } = await newPage(browser);
+    await page.goto(url);
+    await page.waitForSelector('#app[data-state="live"]');
+    await page.waitForFunction(() => document.querySelectorAll('#cards .card').length === 3);
+    assert.deepEqual(await counts(page), { cards: 3, completed: 0, bars: 4, rows: 4 });
+    await screenshot(page, 'live-3');
+    // The replay goes on line by line; each new subagent becomes a card as it is spawned.
+    const eight = throughSpawn(fanout, 8);
+    for (let i = three; i < eight; i++) write(i, i + 1);
+    await page.waitForFunction(() => document.querySelectorAll('#cards .card').length === 8);
+    assert.deepEqual(await counts(page), { cards: 8, completed: 0, bars: 9, rows: 9 });
+    const firstWorker = page.locator('#cards .card').first();
+    assert.equal(await firstWorker.getAttribute('data-status'), 'running');
+    // The workers talk: a card streams its agent's latest text.
+    const talking = fanout.findIndex((l) => l.includes('Worker w1 starting'));
+    write(eight, talking + 1);
+    await page.waitForFunction(
+      () => document.querySelector('#cards .card .last')?.textContent === 'Worker w1 starting.',
+    );
+    write(talking + 1, fanout.length);
+    await page.waitForFunction(
+      () => document.querySelectorAll('#cards .card[data-status="completed"]').length === 12,
+    );
+    s.child.stdin!.end();
+    await page.waitForSelector('#app[data-state="ended"]');
+    assert.equal(await s.closed, 0, s.stderr());
+    assert.deepEqual(await counts(page), { cards: 12, completed: 12, bars: 13, rows: 13 });
+    assert.ok(
+      (await firstWorker.locator('.last').innerText()).length > 0,
+      'a finished card shows its final report',
+    );
+    assert.match(await page.locator('#mode').innerText(), /run ended/);
+    await firstWorker.click();
+    assert.match(await page.locator('#transcript').innerText(), /Worker w1 report: done\./);
+    await screenshot(page, 'live-ended');
+    assert.deepEqual(console, []);
+    await page.close();
+  });
+
+  test('a dropped event stream reconnects with Last-Event-ID: the page ends with exactly what a fresh page gets', async () => {
+    const feed = new ReportFeed();
+    const live = new LiveReport(feed, undefined, 'test');
+    const server = await startReportServer({
+      host: '127.0.0.1',
+      port: 0,
+      feed,
+      page: () => pageHtml(live.skeleton()),
+      retryMs: 100,
+    });
+    const tree = new ChannelTree();
+    const feedLines = (from: number, to: number) => {
+      const batch: LineRecord[] = fanout.slice(from, to).map((line, i) => {
+        const value = JSON.parse(line);
+        const { channel, events } = tree.route(value);
+        return { kind: 'line', lineNo: from + i + 1, raw: Buffer.from(line), value, channel, events };
+      });
+      live.observe(batch);
+      live.flush();
+    };
+    try {
+      const half = throughSpawn(fanout, 6);
+      feedLines(0, half);
+      const { page, console } = await newPage(browser);
+      await page.goto(server.url);
+      await page.waitForFunction(() => document.querySelectorAll('#cards .card').length === 6);
+      assert.equal(await page.locator('#app').getAttribute('data-connections'), '1');
+      server.dropClients();
+      await page.waitForSelector('#app[data-state="reconnecting"]');
+      // Everything else happens while the page is cut off.
+      feedLines(half, fanout.length);
+      feed.end();
+      await page.waitForSelector('#app[data-state="ended"]');
+      assert.equal(await page.locator('#app').getAttribute('data-connections'), '2', 'it reconnected once');
+      const fresh = await newPage(browser);
+      await fresh.page.goto(server.url);
+      await fresh.page.waitForSelector('#app[data-state="ended"]');
+      const state = (p: Page) =>
+        p.evaluate(() => ({
+          channels: document.getElementById('app')!.dataset.channels,
+          entries: document.getElementById('app')!.dataset.entries,
+          cards: [...document.querySelectorAll<HTMLElement>('#cards .card')].map(
+            (c) => `${c.dataset.status} ${c.innerText}`,
+          ),
+          rows: [...document.querySelectorAll<HTMLElement>('#tree tr.tree-row')].map((r) => r.innerText),
+        }));
+      const resumed = await state(page);
+      assert.deepEqual(resumed, await state(fresh.page), 'no gap and no repeat');
+      assert.equal(resumed.channels, '13');
+      // One entry per content block, and one for each `result` line.
+      const blocks = fanout
+        .map((l) => JSON.parse(l))
+        .reduce(
+          (n, v) =>
+            n + (v.type === 'result' ? 1 : Array.isArray(v.message?.content) ? v.message.content.length : 0),
+          0,
+        );
+      assert.equal(Number(resumed.entries), blocks);
+      assert.deepEqual(
+        [...console, ...fresh.console].filter((m) => !/EventSource|ERR_/.test(m)),
+        [],
+      );
+      await page.close();
+      await fresh.page.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('hostile text through --serve stays text on the live page', async () => {
+    const P = '<script>window.__pwned=1</script></script><img src=x onerror="window.__pwned=2">\u202e';
+    const id = `toolu_"><svg onload=window.__pwned=3>`;
+    const s = startSubtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none', '-q', '--serve', '0']);
+    const url = await s.url();
+    s.child.stdin!.write(
+      [
+        {
+          type: 'assistant',
+          parent_tool_use_id: null,
+          message: {
+            id: 'm1',
+            content: [
+              { type: 'text', text: P },
+              { type: 'tool_use', id, name: 'Agent', input: { subagent_type: P, description: P } },
+            ],
+          },
+        },
+        {
+          type: 'assistant',
+          parent_tool_use_id: id,
+          message: { id: 'm2', content: [{ type: 'text', text: P }] },
+        },
+      ]
+        .map((l) => JSON.stringify(l))
+        .join('\n') + '\n',
+    );
+    const { page, console } = await newPage(browser);
+    await page.goto(url);
+    await page.waitForFunction(() =>
+      document.querySelector('#cards .card .last')?.textContent?.includes('<script>'),
+    );
+    await page.locator('#cards .card').click();
+    await page.waitForSelector('#transcript:not([hidden])');
+    s.child.stdin!.end();
+    await page.waitForSelector('#app[data-state="ended"]');
+    assert.equal(await s.closed, 0);
+    assert.ok(
+      (await page.locator('#cards .card').innerText()).includes(
+        '<img src=x onerror="window.__pwned=2">\\u202e',
+      ),
+    );
+    assert.deepEqual(
+      await page.evaluate(() => [(window as any).__pwned, document.querySelectorAll('img, svg svg').length]),
+      [undefined, 0],
+    );
+    assert.deepEqual(
+      console.filter((m) => !/EventSource|ERR_/.test(m)),
+      [],
+    );
+    await page.close();
+  });
+});

@@ -1,0 +1,530 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { request, type IncomingMessage } from 'node:http';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { writeStream } from '../bench/gen.js';
+import { readReportData } from '../src/views/report/build.js';
+import { treeRows } from '../src/views/report/client.js';
+import { ReportFeed } from '../src/views/report/live.js';
+import { lineFacts, TranscriptBudget, type ChannelView } from '../src/views/report/model.js';
+import { parseServe } from '../src/views/report/flags.js';
+import { startSubtee } from './browser.js';
+import { BIN, FIXTURES, linesOf, tmpDir } from './helpers.js';
+
+function subtee(args: string[], input?: string) {
+  return spawnSync(process.execPath, [BIN, ...args], { input, encoding: 'utf8', timeout: 60_000 });
+}
+
+function runFixture(name: string, extra: string[] = []): string {
+  const out = join(tmpDir(), 'o');
+  const r = subtee(['--out', out, '--stdout', 'none', '-q', ...extra, join(FIXTURES, `${name}.jsonl`)]);
+  assert.equal(r.status, 0, r.stderr);
+  return out;
+}
+
+/** The JSON embedded in a report page. */
+function pageData(html: string): any {
+  const m = /<script type="application\/json" id="subtee-data">([^<]*)<\/script>/.exec(html);
+  assert.ok(m, 'the page embeds its data');
+  return JSON.parse(m[1]);
+}
+
+function channel(over: Partial<ChannelView>): ChannelView {
+  return {
+    id: null,
+    parent: null,
+    orphan: false,
+    depth: null,
+    agent: null,
+    description: null,
+    status: 'completed',
+    background: null,
+    summary: null,
+    lines: 1,
+    counts: {},
+    usage: { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 },
+    first: null,
+    last: null,
+    spawned: null,
+    log: null,
+    prompt: null,
+    ticks: [],
+    entries: [],
+    cut: null,
+    ...over,
+  };
+}
+
+test('lineFacts: text, thinking, tool calls, results, prompts and spawns; control characters made visible', () => {
+  const t = '2026-11-30T11:49:20.242Z';
+  const a = lineFacts({
+    type: 'assistant',
+    timestamp: t,
+    message: {
+      content: [
+        { type: 'thinking', thinking: 'plan\x1b[2J' },
+        { type: 'text', text: 'hello \u202eevil' },
+        { type: 'tool_use', id: 'toolu_child', name: 'Agent', input: { prompt: 'do it', description: 'd' } },
+        { type: 'tool_use', id: 'toolu_b', name: 'Bash', input: { command: 'x'.repeat(5000) } },
+      ],
+    },
+  });
+  assert.deepEqual(
+    a.entries.map((e) => e.k),
+    ['thinking', 'text', 'tool', 'tool'],
+  );
+  assert.equal(a.entries[0].s, 'plan\\x1b[2J');
+  assert.equal(a.entries[1].s, 'hello \\u202eevil');
+  assert.equal(a.tools, 2);
+  assert.equal(a.time, Date.parse(t));
+  assert.deepEqual(a.spawns, [{ id: 'toolu_child', prompt: 'do it' }]);
+  assert.ok(a.entries[3].cut! > 3000 && a.entries[3].s.includes('chars cut'));
+  const u = lineFacts({
+    type: 'user',
+    message: {
+      content: [
+        {
+          type: 'tool_result',
+          tool_use_id: 'toolu_b',
+          is_error: true,
+          content: [{ type: 'text', text: 'boom' }],
+        },
+        { type: 'text', text: 'the task' },
+      ],
+    },
+  });
+  assert.deepEqual(u.entries, [
+    { k: 'result', t: null, s: 'boom', id: 'toolu_b', err: true },
+    { k: 'prompt', t: null, s: 'the task' },
+  ]);
+  assert.equal(
+    lineFacts({ type: 'system', subtype: 'init', claude_code_version: '2.1.328' }).version,
+    '2.1.328',
+  );
+});
+
+test('TranscriptBudget keeps what happened first and counts what it cut', () => {
+  const b = new TranscriptBudget(1000, 2);
+  b.addLine([{ k: 'text', t: null, s: 'a'.repeat(600) }]);
+  b.addLine([{ k: 'text', t: null, s: 'b'.repeat(600) }]);
+  b.addLine([{ k: 'text', t: null, s: 'c' }]);
+  b.skipLine(50);
+  assert.equal(b.entries.length, 2);
+  assert.ok(b.entries[1].s.startsWith('b'.repeat(400)) && b.entries[1].s.includes('200 chars not shown'));
+  assert.equal(b.room, 0);
+  assert.deepEqual(b.cut(), { lines: 3, chars: 200 + 1 + 50 });
+  for (const t of [1, 2, 3]) b.tick(t);
+  assert.deepEqual(b.ticks, [1, 2]);
+  b.shrink(700, 1);
+  assert.equal(b.entries.length, 1);
+  assert.deepEqual(b.ticks, [1]);
+});
+
+test('treeRows: nesting, rollups per subtree, orphans last, cycles and a 100,000-deep chain without recursion', () => {
+  const T = 1_000_000;
+  const chans = [
+    channel({
+      id: null,
+      first: T,
+      last: T + 100,
+      usage: { input: 1, output: 1, cacheRead: 0, cacheCreation: 0 },
+    }),
+    channel({
+      id: 'a',
+      parent: null,
+      first: T + 10,
+      last: T + 50,
+      usage: { input: 10, output: 0, cacheRead: 0, cacheCreation: 0 },
+    }),
+    channel({
+      id: 'b',
+      parent: 'a',
+      first: T + 20,
+      last: T + 300,
+      usage: { input: 100, output: 0, cacheRead: 0, cacheCreation: 0 },
+    }),
+    channel({ id: 'o', orphan: true, first: T + 5, last: T + 6 }),
+    channel({ id: 'x', parent: 'y' }),
+    channel({ id: 'y', parent: 'x' }),
+  ];
+  const rows = treeRows(chans);
+  assert.deepEqual(
+    rows.map((r) => [r.ch.id, r.level]),
+    [
+      [null, 0],
+      ['a', 1],
+      ['b', 2],
+      ['o', 0],
+      ['x', 0],
+      ['y', 1],
+    ],
+  );
+  assert.equal(rows[0].sub.tokens, 112);
+  assert.equal(rows[1].sub.tokens, 110);
+  assert.deepEqual([rows[1].sub.first, rows[1].sub.last], [T + 10, T + 300], 'a subtree spans its children');
+  assert.deepEqual([rows[0].sub.first, rows[0].sub.last], [T, T + 300]);
+  const deep = [channel({ id: null })];
+  for (let i = 0; i < 100_000; i++)
+    deep.push(
+      channel({
+        id: `c${i}`,
+        parent: i === 0 ? null : `c${i - 1}`,
+        usage: { input: 1, output: 0, cacheRead: 0, cacheCreation: 0 },
+      }),
+    );
+  const d = treeRows(deep);
+  assert.equal(d.length, 100_001);
+  assert.equal(d[100_000].level, 100_000);
+  assert.equal(d[0].sub.tokens, 100_000);
+});
+
+test('subtee report: one self-contained page, a strict CSP that allows exactly its own script, the data escaped', () => {
+  const out = runFixture('nested-depth-3');
+  const r = subtee(['report', out]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /wrote .*report\.html: [\d.]+ KB \(limit 8\.0 MB\), 4 transcripts, none cut/);
+  const html = readFileSync(join(out, 'report.html'), 'utf8');
+  assert.equal(
+    statSync(join(out, 'report.html')).size,
+    pageData(html).page.bytes,
+    'the page knows its own size',
+  );
+  assert.equal(html.match(/<script/g)!.length, 2);
+  assert.doesNotMatch(html, /\ssrc=|<link|@import|url\((?!#)/i, 'nothing is loaded from anywhere');
+  assert.doesNotMatch(
+    html.replace(/http:\/\/www\.w3\.org\/2000\/svg/g, ''),
+    /https?:\/\//,
+    'no address outside the page',
+  );
+  const csp = /<meta http-equiv="Content-Security-Policy" content="([^"]+)">/.exec(html)![1];
+  const script = /<script type="module">([\s\S]*?)<\/script>/.exec(html)![1];
+  const hash = createHash('sha256').update(script).digest('base64');
+  assert.ok(csp.includes(`script-src 'sha256-${hash}'`), csp);
+  for (const d of [
+    "default-src 'none'",
+    "connect-src 'none'",
+    "base-uri 'none'",
+    "require-trusted-types-for 'script'",
+  ])
+    assert.ok(csp.includes(d), d);
+  assert.doesNotMatch(script, /innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/);
+  const data = pageData(html);
+  assert.equal(data.channels.length, 4);
+  assert.equal(data.run.claudeCode, '2.1.328');
+  const leaf = data.channels.find((c: any) => c.depth === 3);
+  assert.deepEqual(
+    leaf.entries.map((e: any) => e.k),
+    ['prompt', 'thinking', 'text', 'tool', 'result', 'text'],
+  );
+  assert.equal(leaf.prompt, 'SCRIPT:nest:0');
+  assert.equal(leaf.summary, 'Worker leaf report: done.');
+  assert.equal(leaf.ticks.length, 1);
+});
+
+test('the page stays under its size limit: transcripts are cut with a pointer to their .log file', async () => {
+  const dir = tmpDir();
+  const input = join(dir, 'in.jsonl');
+  await writeStream({ sizeBytes: 6 * 1024 * 1024, fanout: 40, shape: 'large', seed: 7 }, input);
+  const out = join(dir, 'o');
+  assert.equal(subtee(['--out', out, '--stdout', 'none', '-q', input]).status, 0);
+  const r = subtee(['report', '--max-page-bytes', '600000', out]);
+  assert.equal(r.status, 0, r.stderr);
+  const size = statSync(join(out, 'report.html')).size;
+  assert.ok(size <= 600_000, `page ${size} bytes`);
+  const data = pageData(readFileSync(join(out, 'report.html'), 'utf8'));
+  assert.equal(data.page.bytes, size);
+  assert.equal(data.channels.length, 41);
+  const cut = data.channels.filter((c: any) => c.cut);
+  assert.ok(cut.length > 30, `${cut.length} cut`);
+  for (const c of cut) assert.match(c.log, /^(main|agents\/[\w-]+)\.log$/);
+  assert.match(r.stderr, new RegExp(`${cut.length} of 41 transcripts cut to fit`));
+  // Ticks survive a cut: they are read from every line that holds a tool call.
+  assert.ok(data.channels.filter((c: any) => c.ticks.length > 0).length > 30);
+  assert.equal(
+    subtee(['report', '--max-page-bytes', '100', out]).status,
+    2,
+    'a limit below a usable page is refused',
+  );
+
+  // Text that grows when escaped (each `<` takes six bytes in the page) still fits.
+  const heavy = [
+    JSON.stringify({
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: { content: [{ type: 'text', text: '<'.repeat(3000) }] },
+    }),
+  ];
+  for (let i = 0; i < 400; i++)
+    heavy.push(
+      JSON.stringify({
+        type: 'assistant',
+        parent_tool_use_id: i % 10 ? `toolu_${i % 10}` : null,
+        message: { content: [{ type: 'text', text: `<tag>${'<é'.repeat(1500)}` }] },
+      }),
+    );
+  const out2 = join(dir, 'o2');
+  assert.equal(subtee(['--out', out2, '--stdout', 'none', '-q'], heavy.join('\n') + '\n').status, 0);
+  assert.equal(subtee(['report', '--max-page-bytes', '400000', out2]).status, 0);
+  const size2 = statSync(join(out2, 'report.html')).size;
+  assert.ok(size2 <= 400_000 && size2 > 250_000, `page ${size2} bytes`);
+  const heavyData = pageData(readFileSync(join(out2, 'report.html'), 'utf8'));
+  assert.equal(heavyData.channels.length, 10);
+  assert.ok(
+    heavyData.channels.every((c: any) => c.cut && c.entries.length > 0),
+    'every transcript cut, none emptied',
+  );
+});
+
+test('a hostile index.json: paths outside the folder are neither read nor linked', () => {
+  const dir = tmpDir();
+  const out = join(dir, 'o');
+  mkdirSync(join(out, 'agents'), { recursive: true });
+  writeFileSync(
+    join(dir, 'secret.jsonl'),
+    JSON.stringify({ type: 'assistant', message: { content: [{ type: 'text', text: 'SECRET' }] } }) + '\n',
+  );
+  writeFileSync(
+    join(out, 'agents', 'ok.jsonl'),
+    JSON.stringify({ type: 'assistant', message: { content: [{ type: 'text', text: 'fine' }] } }) + '\n',
+  );
+  writeFileSync(
+    join(out, 'index.json'),
+    JSON.stringify({
+      channels: [
+        { id: null, jsonl: '../secret.jsonl', log: 'javascript:alert(1)' },
+        {
+          id: 'a',
+          parent: 'a',
+          jsonl: '/etc/passwd',
+          log: '../../x.log',
+          usage: 'lots',
+          counts: { '<b>': 1 },
+          depth: 'deep',
+        },
+        { id: 'b', jsonl: 'agents/ok.jsonl', log: 'agents/ok.log' },
+        'not a channel',
+      ],
+      warnings: [{ code: '<X>', message: 7 }],
+    }),
+  );
+  const { data } = readReportData(out);
+  assert.deepEqual(
+    data.channels.map((c) => c.log),
+    [null, null, 'agents/ok.log'],
+  );
+  assert.deepEqual(
+    data.channels.map((c) => c.entries.map((e) => e.s)),
+    [[], [], ['fine']],
+  );
+  assert.equal(data.channels[1].depth, null);
+  assert.deepEqual(data.run.warnings, [{ code: '<X>', message: '' }]);
+  assert.equal(treeRows(data.channels).length, 3);
+});
+
+test('subtee report and --serve: bad usage and unusable folders give one line and the documented exit code', async () => {
+  const dir = tmpDir();
+  writeFileSync(join(dir, 'index.json'), '{nope');
+  for (const [args, code, status] of [
+    [['report'], 'ERR_USAGE', 2],
+    [['report', 'a', 'b'], 'ERR_USAGE', 2],
+    [['report', '--bogus', dir], 'ERR_UNKNOWN_OPTION', 2],
+    [['report', join(dir, 'missing')], 'ERR_INPUT', 3],
+    [['report', dir], 'ERR_INPUT', 3],
+    [['--out', join(dir, 'o1'), '--serve', 'localhost:99999'], 'ERR_BAD_OPTION', 2],
+    [['--out', join(dir, 'o2'), '--serve', 'a b:80'], 'ERR_BAD_OPTION', 2],
+  ] as const) {
+    const r = subtee([...args], '');
+    assert.equal(r.status, status, `${args.join(' ')}: ${r.stderr}`);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    assert.ok(r.stderr.includes(`[${code}]`), r.stderr);
+  }
+  assert.deepEqual(parseServe('0'), { host: '127.0.0.1', port: 0 });
+  assert.deepEqual(parseServe('[::1]:8080'), { host: '::1', port: 8080 });
+  assert.deepEqual(parseServe('0.0.0.0:80'), { host: '0.0.0.0', port: 80 });
+  const taken = createServer().listen(0, '127.0.0.1');
+  await once(taken, 'listening');
+  const port = (taken.address() as { port: number }).port;
+  const r = subtee([
+    '--out',
+    join(dir, 'o3'),
+    '--stdout',
+    'none',
+    '--serve',
+    `127.0.0.1:${port}`,
+    join(FIXTURES, 'nested-depth-3.jsonl'),
+  ]);
+  taken.close();
+  assert.equal(r.status, 2, r.stderr);
+  assert.match(r.stderr, /cannot listen on 127\.0\.0\.1:\d+: EADDRINUSE \[ERR_BAD_OPTION\]/);
+});
+
+test('ReportFeed: a replaced event leaves the log; a client resuming after any id gets every later event', () => {
+  const feed = new ReportFeed();
+  feed.publish('channel', '{"v":1}', 'a');
+  feed.publish('entries', '{"e":1}');
+  feed.publish('channel', '{"v":2}', 'a');
+  feed.publish('channel', '{"b":1}', 'b');
+  assert.deepEqual(
+    feed.since(0).map((e) => e.id),
+    [2, 3, 4],
+  );
+  assert.deepEqual(
+    feed.since(1).map((e) => e.id),
+    [2, 3, 4],
+  );
+  assert.deepEqual(
+    feed.since(3).map((e) => e.id),
+    [4],
+  );
+  for (let i = 0; i < 5000; i++) feed.publish('channel', `{"v":${i}}`, 'a');
+  assert.equal(feed.size, 3, 'replaced events are compacted away');
+  assert.deepEqual(
+    feed.since(3).map((e) => e.data),
+    ['{"b":1}', '{"v":4999}'],
+  );
+  feed.end();
+  feed.publish('entries', '{}');
+  assert.equal(feed.since(0).at(-1)!.type, 'end');
+});
+
+interface Sse {
+  id: number;
+  event: string;
+  data: any;
+}
+
+/** Reads an event stream; `done` resolves on `end` (or when `until` is true) with the events read. */
+function readEvents(
+  url: string,
+  headers: Record<string, string>,
+  until: (evs: Sse[]) => boolean = () => false,
+) {
+  let connected!: () => void;
+  const isConnected = new Promise<void>((r) => (connected = r));
+  const done = new Promise<{ events: Sse[]; res: IncomingMessage }>((resolve, reject) => {
+    const req = request(`${url}events`, { headers }, (res) => {
+      connected();
+      const events: Sse[] = [];
+      let buf = '';
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        resolve({ events, res });
+      };
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => {
+        buf += d;
+        let i;
+        while ((i = buf.indexOf('\n\n')) !== -1) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          const f: Record<string, string> = {};
+          for (const line of block.split('\n')) {
+            const m = /^(\w+): (.*)$/.exec(line);
+            if (m) f[m[1]] = m[2];
+          }
+          if (f.id === undefined) continue;
+          events.push({ id: Number(f.id), event: f.event, data: JSON.parse(f.data) });
+          if (f.event === 'end' || until(events)) return finish();
+        }
+      });
+      res.on('end', finish);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  return { connected: isConnected, done };
+}
+
+/** What a page knows after applying events in order (as the page's script does). */
+function applyEvents(events: Sse[], into = new Map<string, any>()): Map<string, any> {
+  for (const e of events) {
+    if (e.event !== 'channel' && e.event !== 'entries') continue;
+    const key = String(e.data.id);
+    const ch = into.get(key) ?? { entries: [], ticks: [] };
+    into.set(key, ch);
+    if (e.event === 'channel') Object.assign(ch, e.data);
+    else {
+      ch.entries.push(...e.data.entries);
+      ch.ticks.push(...e.data.ticks);
+    }
+  }
+  return into;
+}
+
+test('--serve: a reconnect with Last-Event-ID resumes without gaps; only the page and its stream are served, on loopback', async () => {
+  const lines = linesOf(readFileSync(join(FIXTURES, 'background-fanout-12.jsonl')));
+  const s = startSubtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none', '-q', '--serve', '0']);
+  const url = await s.url();
+  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/, 'loopback unless a host is given');
+  const get = (path: string, opts: { method?: string; host?: string } = {}) =>
+    new Promise<{ status: number; headers: IncomingMessage['headers']; body: string }>((resolve, reject) => {
+      const req = request(
+        new URL(path, url),
+        { method: opts.method ?? 'GET', headers: opts.host ? { host: opts.host } : {} },
+        (res) => {
+          let body = '';
+          res.on('data', (d) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+  const page = await get('/');
+  assert.equal(page.status, 200);
+  assert.match(
+    String(page.headers['content-security-policy']),
+    /default-src 'none'.*connect-src 'self'.*frame-ancestors 'none'/,
+  );
+  assert.equal(pageData(page.body).live, true);
+  for (const p of [
+    '/index.json',
+    '/main.jsonl',
+    '/../index.json',
+    '/%2e%2e/index.json',
+    '/events/../index.json',
+  ])
+    assert.equal((await get(p)).status, 404, p);
+  assert.equal((await get('/', { method: 'POST' })).status, 405);
+  assert.equal((await get('/', { host: 'attacker.example:80' })).status, 403, 'DNS rebinding is refused');
+
+  // The first part of the run; a client reads until it has seen three subagents, then drops.
+  const spawnsIn = (n: number) =>
+    lines.findIndex(
+      (l, i) => lines.slice(0, i + 1).filter((x) => x.includes('"name":"Agent"')).length === n,
+    ) + 1;
+  s.child.stdin!.write(lines.slice(0, spawnsIn(3)).join('\n') + '\n');
+  const first = await readEvents(url, {}, (evs) => applyEvents(evs).size >= 4).done;
+  first.res.destroy();
+  const lastId = first.events.at(-1)!.id;
+  // The rest arrives while nobody is connected; then one client resumes and one starts fresh.
+  s.child.stdin!.write(lines.slice(spawnsIn(3)).join('\n') + '\n');
+  const resumedR = readEvents(url, { 'Last-Event-ID': String(lastId) });
+  const freshR = readEvents(url, {});
+  await Promise.all([resumedR.connected, freshR.connected]);
+  s.child.stdin!.end();
+  const [resumed, fresh] = await Promise.all([resumedR.done, freshR.done]);
+  assert.equal(await s.closed, 0, s.stderr());
+  assert.ok(
+    resumed.events.every((e) => e.id > lastId),
+    'nothing before Last-Event-ID is sent again',
+  );
+  const ids = resumed.events.map((e) => e.id);
+  assert.deepEqual(
+    ids,
+    [...ids].sort((a, b) => a - b),
+  );
+  const afterResume = applyEvents(resumed.events, applyEvents(first.events));
+  const fromScratch = applyEvents(fresh.events);
+  assert.equal(fromScratch.size, 13);
+  assert.deepEqual(afterResume, fromScratch, 'resuming gives exactly what a fresh page gets');
+  assert.equal([...fromScratch.values()].filter((c) => c.status === 'completed').length, 13);
+  assert.equal(resumed.events.at(-1)!.event, 'end');
+});

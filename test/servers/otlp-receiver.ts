@@ -1,0 +1,172 @@
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+
+/**
+ * A loopback OTLP/HTTP traces receiver for tests. Protobuf bodies are decoded with the
+ * message classes generated from the official opentelemetry-proto definitions (shipped in
+ * `@opentelemetry/otlp-transformer` 0.57, installed under the alias `otlp-proto`; they are
+ * not the encoder subtee uses), JSON bodies as OTLP/JSON.
+ */
+const root = createRequire(import.meta.url)('otlp-proto/build/src/generated/root.js');
+const ExportTraceServiceRequest = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+
+export interface ReceivedSpan {
+  traceId: string;
+  spanId: string;
+  /** '' for a root span. */
+  parentSpanId: string;
+  name: string;
+  kind: number;
+  startMs: number;
+  endMs: number;
+  attributes: Record<string, string | number | boolean>;
+  /** 0 unset, 1 ok, 2 error. */
+  statusCode: number;
+  statusMessage: string;
+  resource: Record<string, string | number | boolean>;
+  scope: string;
+}
+
+/** What the receiver does with one request: accept it, answer with a status, or never answer. */
+export type Behaviour = 'accept' | 'hang' | number;
+
+export interface OtlpReceiver {
+  url: string;
+  spans: ReceivedSpan[];
+  /** Requests received, answered or not, with their content type and a hash of the body. */
+  requests: Array<{ contentType: string; bytes: number; sha1: string }>;
+  behave(b: Behaviour | ((n: number) => Behaviour)): void;
+  /** Accepts every request held by 'hang' so far. */
+  release(): void;
+  /** Headers of the last request. */
+  lastHeaders: Record<string, string | string[] | undefined>;
+  /** Resolves once `n` spans have been received. */
+  waitForSpans(n: number, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+const hex = (b: Uint8Array | string | undefined | null) =>
+  b === undefined || b === null ? '' : typeof b === 'string' ? b.toLowerCase() : Buffer.from(b).toString('hex');
+
+function anyValue(v: Record<string, unknown>): string | number | boolean {
+  if (v.stringValue !== undefined && v.stringValue !== null) return String(v.stringValue);
+  if (v.boolValue !== undefined && v.boolValue !== null) return Boolean(v.boolValue);
+  if (v.intValue !== undefined && v.intValue !== null) return Number(v.intValue);
+  if (v.doubleValue !== undefined && v.doubleValue !== null) return Number(v.doubleValue);
+  return JSON.stringify(v);
+}
+
+function attrs(list: unknown): Record<string, string | number | boolean> {
+  const out: Record<string, string | number | boolean> = {};
+  for (const kv of (list as Array<{ key: string; value: Record<string, unknown> }>) ?? []) out[kv.key] = anyValue(kv.value ?? {});
+  return out;
+}
+
+const nanosToMs = (n: unknown) => Number(BigInt(String(n)) / 1000n) / 1000;
+
+/** Spans of one decoded ExportTraceServiceRequest (protobuf `toObject` or OTLP/JSON: same shape). */
+function spansOf(req: any): ReceivedSpan[] {
+  const out: ReceivedSpan[] = [];
+  for (const rs of req.resourceSpans ?? []) {
+    const resource = attrs(rs.resource?.attributes);
+    for (const ss of rs.scopeSpans ?? []) {
+      for (const s of ss.spans ?? []) {
+        out.push({
+          traceId: hex(s.traceId),
+          spanId: hex(s.spanId),
+          parentSpanId: hex(s.parentSpanId),
+          name: s.name,
+          kind: Number(s.kind ?? 0),
+          startMs: nanosToMs(s.startTimeUnixNano),
+          endMs: nanosToMs(s.endTimeUnixNano),
+          attributes: attrs(s.attributes),
+          statusCode: Number(s.status?.code ?? 0),
+          statusMessage: s.status?.message ?? '',
+          resource,
+          scope: ss.scope?.name ?? '',
+        });
+      }
+    }
+  }
+  return out;
+}
+
+export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+  const spans: ReceivedSpan[] = [];
+  const requests: OtlpReceiver['requests'] = [];
+  let behaviour: Behaviour | ((n: number) => Behaviour) = 'accept';
+  const hung = new Map<ServerResponse, () => void>();
+  const listeners = new Set<() => void>();
+  let lastHeaders: Record<string, string | string[] | undefined> = {};
+
+  const accept = (path: string | undefined, contentType: string, buf: Buffer, res: ServerResponse) => {
+    if (path !== '/v1/traces') {
+      res.writeHead(404).end();
+      return;
+    }
+    const decoded = contentType.includes('json')
+      ? JSON.parse(buf.toString('utf8'))
+      : ExportTraceServiceRequest.toObject(ExportTraceServiceRequest.decode(buf), { longs: String, enums: Number, bytes: Array });
+    spans.push(...spansOf(decoded));
+    for (const l of listeners) l();
+    if (contentType.includes('json')) res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    else res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+  };
+
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const body: Buffer[] = [];
+    req.on('data', (d) => body.push(d));
+    req.on('end', () => {
+      const buf = Buffer.concat(body);
+      const contentType = String(req.headers['content-type'] ?? '');
+      requests.push({ contentType, bytes: buf.length, sha1: createHash('sha1').update(buf).digest('hex') });
+      lastHeaders = req.headers;
+      const b = typeof behaviour === 'function' ? behaviour(requests.length) : behaviour;
+      if (b === 'hang') hung.set(res, () => accept(req.url, contentType, buf, res));
+      else if (b === 'accept') accept(req.url, contentType, buf, res);
+      else res.writeHead(b, { 'content-type': 'text/plain' }).end('refused by the test');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    spans,
+    requests,
+    behave(b) {
+      behaviour = b;
+    },
+    release() {
+      const held = [...hung.values()];
+      hung.clear();
+      for (const answer of held) answer();
+    },
+    get lastHeaders() {
+      return lastHeaders;
+    },
+    waitForSpans(n, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (spans.length < n) return;
+          listeners.delete(check);
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          reject(new Error(`only ${spans.length} of ${n} spans arrived`));
+        }, timeoutMs);
+        listeners.add(check);
+        check();
+      });
+    },
+    async close() {
+      for (const res of hung.keys()) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,33 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import {
+  createChannelRouter,
+  createFilesSink,
+  createIdleWatchdog,
+  createLineParser,
+  createPinoSink,
+  createProjectionSink,
+  createThinkingTruncator,
+  createVersionGuard,
+  Projection,
+  Session,
+} from '../src/index.js';
+import { tmpDir } from './helpers.js';
+
+test('every factory that shares run state refuses to run without a session', () => {
+  const out = join(tmpDir(), 'out');
+  const factories: Array<[string, () => unknown]> = [
+    ['line parser', () => createLineParser({} as never)],
+    ['version guard', () => createVersionGuard({} as never)],
+    ['channel router', () => createChannelRouter({} as never)],
+    ['thinking truncator', () => createThinkingTruncator({} as never)],
+    ['idle watchdog', () => createIdleWatchdog({} as never)],
+    ['files sink', () => createFilesSink({ out } as never)],
+    ['pino sink', () => createPinoSink({ destination: join(out, 'p.log') } as never)],
+    ['projection sink', () => createProjectionSink({ projection: new Projection(new Session()) } as never)],
+  ];
+  for (const [name, make] of factories) {
+    assert.throws(make, { code: 'ERR_SESSION_REQUIRED' }, name);
+  }
+});
