@@ -2,12 +2,14 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { createReadStream, existsSync, readdirSync, readFileSync, statfsSync } from 'node:fs';
+import { createReadStream, existsSync, readdirSync, readFileSync, statfsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain, type ComponentSpec } from '../src/chain/chain.js';
 import redactSecrets, { MASK } from '../plugins/redact-secrets/index.js';
+import { open, type Message, type SubagentHandle } from '../src/index.js';
+import { forEachLine } from '../src/views/report/build.js';
 import { BIN, chunked, readTree, splitEvery, tmpDir } from './helpers.js';
 
 // Lines longer than --max-line-bytes (16 MiB by default) are spooled to a file as they
@@ -158,4 +160,44 @@ test('a spooled line is counted on its channel; a spooled non-object goes to the
   assert.deepEqual(run.quarantineLines.listed, [3]);
   const events = readFileSync(pinoFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   assert.deepEqual(events.filter((e) => e.kind === 'quarantine').map((e) => [e.line, e.reason, e.content.slice(0, 9)]), [[3, 'not-object', 'npm WARN ']]);
+});
+
+// Readers that go back to a .jsonl file skip past a line too long to hold.
+
+const LATE_LINES = (big: string) => [
+  '{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"toolu_01late","name":"Agent","input":{"subagent_type":"Plan"}}]},"parent_tool_use_id":null}',
+  `{"type":"user","parent_tool_use_id":"toolu_01late","timestamp":"2026-11-30T12:00:02Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_x","content":"${big}"}]}}`,
+  '{"type":"assistant","parent_tool_use_id":"toolu_01late","message":{"id":"m3","content":[{"type":"text","text":"done"}]}}',
+  '{"type":"result","subtype":"success"}',
+];
+
+test('a late projection reader replays a spooled line as a live reader saw it: its top-level fields only', async () => {
+  const input = Buffer.from(LATE_LINES('z'.repeat(17 * MiB)).join('\n') + '\n');
+  const run = open(chunked(splitEvery(input, MiB)), { out: join(tmpDir(), 'o') });
+  const handles: SubagentHandle[] = [];
+  for await (const h of run.subagents) handles.push(h);
+  await run.done;
+  const late: Message[] = [];
+  for await (const m of handles[0].messages) late.push(m);
+  assert.deepEqual(
+    late.map((m) => [m.index, m.role, m.blocks.length, m.text, m.timestamp]),
+    [
+      [0, 'user', 0, '', '2026-11-30T12:00:02Z'],
+      [1, 'assistant', 1, 'done', null],
+    ],
+  );
+});
+
+test('the report reads past a spooled line: later lines are read, the long one counted as left out', () => {
+  const dir = tmpDir();
+  const path = join(dir, 'a.jsonl');
+  // The last line has no newline; the long one is over the limit only with the chunks together.
+  writeFileSync(path, ['{"a":1}', 'x'.repeat(5000), '{"b":2}', 'y'.repeat(3000), '{"c":3}'].join('\n'));
+  for (const chunkAt of [1, 7, 4096]) {
+    const seen: string[] = [];
+    const long: number[] = [];
+    forEachLine(path, (line) => seen.push(line.toString()), (bytes) => long.push(bytes), 4000, chunkAt);
+    assert.deepEqual(seen, ['{"a":1}', '{"b":2}', 'y'.repeat(3000), '{"c":3}'], `chunks of ${chunkAt}`);
+    assert.deepEqual(long, [5000], `chunks of ${chunkAt}`);
+  }
 });

@@ -51,7 +51,7 @@ export function subteeVersion(): string {
 }
 
 /**
- * Calls `fn` with each line of a file, without its newline, read in 1 MiB chunks. A line
+ * Calls `fn` with each line of a file, without its newline, read a chunk at a time. A line
  * longer than `maxLineBytes` (one the line parser spooled) is not held: `onLongLine` gets
  * its length instead.
  */
@@ -60,8 +60,8 @@ export function forEachLine(
   fn: (line: Buffer) => void,
   onLongLine: (bytes: number) => void,
   maxLineBytes = 16 * 1024 * 1024,
+  chunkBytes = 1024 * 1024,
 ): void {
-  const chunkBytes = 1024 * 1024;
   const fd = openSync(path, 'r');
   try {
     const buf = Buffer.allocUnsafe(chunkBytes);
