@@ -65,7 +65,10 @@ export function eventMessage(
   fields: Record<string, unknown>,
 ): string {
   const who = ch ? channelLabel(ch) : 'main';
-  const content = String(fields.content ?? '');
+  const whole = String(fields.content ?? '');
+  // Built from the start of the content only (the headline is cut anyway): joining the whole
+  // content first and cutting after cost more than the rest of the event.
+  const content = whole.length > MESSAGE_MAX_CHARS ? whole.slice(0, MESSAGE_MAX_CHARS) : whole;
   let msg: string;
   if (kind === 'text') msg = `[${who}] ${content}`;
   else if (kind === 'thinking') msg = `[${who}] thinking: ${content}`;
@@ -75,7 +78,9 @@ export function eventMessage(
   else if (kind === 'status') msg = `[${who}] ${String(fields.status)}${content ? ` — ${content}` : ''}`;
   else if (kind === 'warning') msg = `warning ${String(fields.code)}: ${content}`;
   else msg = `quarantined line ${String(fields.line)} (${String(fields.reason)}): ${content}`;
-  return escapeOneLine(shorten(msg, MESSAGE_MAX_CHARS));
+  const length = msg.length - content.length + whole.length;
+  if (length <= MESSAGE_MAX_CHARS) return escapeOneLine(msg);
+  return escapeOneLine(`${msg.slice(0, MESSAGE_MAX_CHARS)}… (${length - MESSAGE_MAX_CHARS} more chars)`);
 }
 
 /** The pino events of one line record: one per content block, plus tree changes. */
@@ -123,9 +128,15 @@ export function pinoEvents(rec: LineRecord, maxChars: number): PinoEvent[] {
 /** The line's own `timestamp` as an ISO time, when it has a valid one. */
 export function streamTime(value: Record<string, unknown>): string | null {
   if (typeof value.timestamp !== 'string') return null;
+  // Consecutive lines often share a timestamp (one per API message): parse it once.
+  if (value.timestamp === lastTimestamp.given) return lastTimestamp.iso;
   const ms = Date.parse(value.timestamp);
-  return Number.isNaN(ms) ? null : new Date(ms).toISOString();
+  const iso = Number.isNaN(ms) ? null : new Date(ms).toISOString();
+  lastTimestamp = { given: value.timestamp, iso };
+  return iso;
 }
+
+let lastTimestamp: { given: string | null; iso: string | null } = { given: null, iso: null };
 
 function transportTargets(t: Record<string, unknown>): string {
   const list = [
@@ -286,12 +297,18 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
             const fields = { channel: null, line: rec.lineNo, reason: rec.reason, content };
             log('warn', 'quarantine', fields, eventMessage('quarantine', undefined, fields));
           } else {
+            const events = pinoEvents(rec, opts.maxContentChars);
+            if (events.length === 0 || readerGone) continue;
             const base = where(rec.channel);
             const time = streamTime(viewOf(rec));
             eventTime = time;
-            for (const e of pinoEvents(rec, opts.maxContentChars)) {
-              const stamp = hostLogger && time ? { timestamp: time } : {};
-              log(e.level, e.kind, { ...base, line: rec.lineNo, ...stamp, ...e.fields }, e.msg);
+            for (const e of events) {
+              // One object in the order the keys are logged, not spreads of spreads: an
+              // event's own fields (a status event's channel) replace the line's in place.
+              const fields: Record<string, unknown> = { kind: e.kind, ...base, line: rec.lineNo };
+              if (hostLogger && time) fields.timestamp = time;
+              for (const key in e.fields) fields[key] = e.fields[key];
+              logger[e.level](fields, e.msg);
             }
             eventTime = null;
           }
