@@ -1,6 +1,11 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { definePlugin } from '../../src/chain/plugin.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SpooledRecord, type SubteeRecord } from '../../src/model/record.js';
+import {
+  BATCH_HIGH_WATER_MARK,
+  type RecordBatch,
+  type SpooledRecord,
+  type SubteeRecord,
+} from '../../src/model/record.js';
 import { LineSpool } from '../../src/chain/stages/huge-line.js';
 import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
@@ -89,7 +94,8 @@ export function redactSpooled(rec: SpooledRecord): SpooledRecord {
     rec.spool.copy((bytes) => {
       text += decoder.write(bytes);
       while (text.length >= WINDOW_CHARS) {
-        const cut = Math.max(text.lastIndexOf(',', MAX_WINDOW_CHARS), text.lastIndexOf('}', MAX_WINDOW_CHARS)) + 1;
+        const cut =
+          Math.max(text.lastIndexOf(',', MAX_WINDOW_CHARS), text.lastIndexOf('}', MAX_WINDOW_CHARS)) + 1;
         const at = cut > 0 ? cut : Math.min(text.length, MAX_WINDOW_CHARS);
         if (cut === 0 && text.length < MAX_WINDOW_CHARS) break;
         emit(text.slice(0, at));

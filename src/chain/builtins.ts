@@ -37,7 +37,8 @@ export const lineParser = definePlugin<{ maxLineBytes?: number; worker?: boolean
       type: 'integer',
       min: 1024,
       default: LINE_PARSER_DEFAULTS.maxLineBytes,
-      description: 'longest line held in memory; longer lines are spooled to a file in --out and routed from there',
+      description:
+        'longest line held in memory; longer lines are spooled to a file in --out and routed from there',
     },
     worker: {
       type: 'boolean',

@@ -89,12 +89,20 @@ export function planLine(line: Buffer): 'not-object' | 'parse' | 'scan' {
   let k = 0;
   while (k < line.length && (line[k] === 0x20 || line[k] === 0x09)) k++;
   if (line[k] !== 0x7b) return 'not-object';
-  const streamEvent = line.length - k >= STREAM_EVENT.length && line.compare(STREAM_EVENT, 0, STREAM_EVENT.length, k, k + STREAM_EVENT.length) === 0;
+  const streamEvent =
+    line.length - k >= STREAM_EVENT.length &&
+    line.compare(STREAM_EVENT, 0, STREAM_EVENT.length, k, k + STREAM_EVENT.length) === 0;
   return line.length < LAZY_TEXT_BYTES && !streamEvent ? 'parse' : 'scan';
 }
 
 /** The verdict of a scan: `at` is what scanJson returned for `line` (tape positions relative to `bytes`). */
-export function fromScan(line: Buffer, tape: Tape, at: number, terminated: boolean, bytes: Buffer = line): Scanned {
+export function fromScan(
+  line: Buffer,
+  tape: Tape,
+  at: number,
+  terminated: boolean,
+  bytes: Buffer = line,
+): Scanned {
   if (at >= 0) return { ok: true, view: buildView(bytes as Bytes, tape, at) };
   if (at === NOT_JSON) return { ok: false, reason: terminated ? 'not-json' : 'truncated' };
   return parseWhole(line, terminated);

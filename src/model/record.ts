@@ -53,7 +53,10 @@ export interface SpooledRecord {
   /** The line's first bytes, for previews; the whole line is in `spool`. */
   head: Buffer;
   spool: Spool;
-  /** The top-level scalar members (`type`, `parent_tool_use_id`…) of a JSON object line; null when quarantined. */
+  /**
+   * The top-level scalar members (`type`, `parent_tool_use_id`…) of a JSON object line; null
+   * when quarantined.
+   */
   value: JsonObject | null;
   /** Why the line is quarantined; null when it is routed. */
   reason: QuarantineReason | null;

@@ -60,7 +60,10 @@ export class Tape {
  * Node's Buffer has decoding methods without `toString`'s argument checks; they are what
  * `toString` calls, on every Node version subtee supports.
  */
-export type Bytes = Buffer & { latin1Slice(start: number, end: number): string; utf8Slice(start: number, end: number): string };
+export type Bytes = Buffer & {
+  latin1Slice(start: number, end: number): string;
+  utf8Slice(start: number, end: number): string;
+};
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -70,7 +73,8 @@ const UNITS = new Uint8Array(256);
 const HEX = new Uint8Array(256);
 const SIMPLE_ESCAPE = new Uint8Array(256);
 for (let c = 0; c < 256; c++) {
-  UNITS[c] = c < 0x20 || c === QUOTE || c === BACKSLASH ? SPECIAL : c < 0x80 ? 1 : c < 0xc0 ? 0 : c < 0xf0 ? 1 : 2;
+  UNITS[c] =
+    c < 0x20 || c === QUOTE || c === BACKSLASH ? SPECIAL : c < 0x80 ? 1 : c < 0xc0 ? 0 : c < 0xf0 ? 1 : 2;
 }
 for (const ch of '0123456789abcdefABCDEF') HEX[ch.charCodeAt(0)] = 1;
 for (const ch of '"\\/bfnrt') SIMPLE_ESCAPE[ch.charCodeAt(0)] = 1;
@@ -135,7 +139,8 @@ function scanString(): void {
     escaped = STRING_ESCAPED;
     const d = buf[j + 1];
     if (d === 0x75) {
-      if (j + 5 >= end || (HEX[buf[j + 2]] & HEX[buf[j + 3]] & HEX[buf[j + 4]] & HEX[buf[j + 5]]) === 0) throw INVALID;
+      if (j + 5 >= end || (HEX[buf[j + 2]] & HEX[buf[j + 3]] & HEX[buf[j + 4]] & HEX[buf[j + 5]]) === 0)
+        throw INVALID;
       j += 6;
     } else if (SIMPLE_ESCAPE[d] === 1) {
       j += 2;
@@ -285,7 +290,7 @@ export function scanJson(buf: Buffer, start: number, end: number, into: Tape): n
 }
 const EMPTY = Buffer.alloc(0);
 
-// ── Views ────────────────────────────────────────────────────────────────────────────────
+// ── Views ──────────────────────────────────────────────────────────────────────────
 
 /**
  * A JSON string left in the input bytes: its length is known, its text is decoded only as
@@ -323,7 +328,8 @@ export class LazyText {
     to = to < 0 ? Math.max(len + to, 0) : Math.min(to, len);
     if (from >= to) return '';
     if (this.decoded !== undefined) return this.decoded.slice(from, to);
-    if (len === this.end - this.start) return this.buf.latin1Slice(this.start + from, this.start + to); // ASCII
+    // ASCII: one byte per unit.
+    if (len === this.end - this.start) return this.buf.latin1Slice(this.start + from, this.start + to);
     if (from === 0) return this.head(to) ?? this.toString().slice(0, to);
     if (to === len) return this.tail(len - from) ?? this.toString().slice(from);
     return this.toString().slice(from, to);
@@ -380,7 +386,8 @@ export class LazyText {
   }
 }
 
-export const isText = (value: unknown): value is string | LazyText => typeof value === 'string' || value instanceof LazyText;
+export const isText = (value: unknown): value is string | LazyText =>
+  typeof value === 'string' || value instanceof LazyText;
 
 /** Strings shorter than this are decoded as they are reached; they are not worth a LazyText. */
 export const LAZY_TEXT_BYTES = 1024;
@@ -431,7 +438,8 @@ function build(buf: Bytes, t: Int32Array, at: number, where: number, key: string
       cursor = at + 4;
       const start = t[at + 1];
       const end = t[at + 2];
-      const lazyHere = where === ANYWHERE || (where === BLOCK_MEMBER && (key === 'thinking' || key === 'content'));
+      const lazyHere =
+        where === ANYWHERE || (where === BLOCK_MEMBER && (key === 'thinking' || key === 'content'));
       if (lazyHere && end - start >= LAZY_TEXT_BYTES) {
         if (!(tag & STRING_HIGH) || isUtf8(buf.subarray(start, end))) {
           return new LazyText(buf, start, end, t[at + 3], (tag & STRING_ESCAPED) !== 0);
@@ -454,7 +462,8 @@ function build(buf: Bytes, t: Int32Array, at: number, where: number, key: string
     case TAG_ARRAY: {
       const count = t[at + 3];
       const out: unknown[] = new Array(count);
-      const inner = where === ANYWHERE ? ANYWHERE : where === MESSAGE_MEMBER && key === 'content' ? CONTENT_ITEM : 0;
+      const inner =
+        where === ANYWHERE ? ANYWHERE : where === MESSAGE_MEMBER && key === 'content' ? CONTENT_ITEM : 0;
       let k = at + 4;
       for (let m = 0; m < count; m++) {
         out[m] = build(buf, t, k, inner, '');
@@ -466,13 +475,21 @@ function build(buf: Bytes, t: Int32Array, at: number, where: number, key: string
     default: {
       const count = t[at + 3];
       const out: Record<string, unknown> = {};
-      const inner = where === ANYWHERE ? ANYWHERE : where === MESSAGE ? MESSAGE_MEMBER : where === CONTENT_ITEM ? BLOCK_MEMBER : 0;
+      const inner =
+        where === ANYWHERE
+          ? ANYWHERE
+          : where === MESSAGE
+            ? MESSAGE_MEMBER
+            : where === CONTENT_ITEM
+              ? BLOCK_MEMBER
+              : 0;
       let k = at + 4;
       for (let m = 0; m < count; m++) {
         const name = decodeString(buf, t[k], t[k + 1], t[k + 2]);
         const value = build(buf, t, k + 4, inner, name);
         k = cursor;
-        if (name === '__proto__') Object.defineProperty(out, name, { value, writable: true, enumerable: true, configurable: true });
+        if (name === '__proto__')
+          Object.defineProperty(out, name, { value, writable: true, enumerable: true, configurable: true });
         else out[name] = value;
       }
       cursor = t[at + 2];
@@ -501,7 +518,9 @@ export function buildView(buf: Bytes, from: Tape, at: number): Record<string, un
   const count = t[at + 3];
   let type: string | undefined;
   for (let m = 0, k = at + 4; m < count; m++) {
-    if (isKey(buf, t, k, 'type')) type = (t[k + 4] & TAG_MASK) === TAG_STRING ? decodeString(buf, t[k + 4], t[k + 5], t[k + 6]) : undefined;
+    if (isKey(buf, t, k, 'type'))
+      type =
+        (t[k + 4] & TAG_MASK) === TAG_STRING ? decodeString(buf, t[k + 4], t[k + 5], t[k + 6]) : undefined;
     k = next(t, k + 4);
   }
   if (type !== undefined && !INTERPRETED.has(type)) return head(buf, t, at);
@@ -509,8 +528,15 @@ export function buildView(buf: Bytes, from: Tape, at: number): Record<string, un
   let k = at + 4;
   for (let m = 0; m < count; m++) {
     const name = decodeString(buf, t[k], t[k + 1], t[k + 2]);
-    const value = build(buf, t, k + 4, name === 'message' ? MESSAGE : name === 'tool_use_result' ? ANYWHERE : 0, name);
-    if (name === '__proto__') Object.defineProperty(out, name, { value, writable: true, enumerable: true, configurable: true });
+    const value = build(
+      buf,
+      t,
+      k + 4,
+      name === 'message' ? MESSAGE : name === 'tool_use_result' ? ANYWHERE : 0,
+      name,
+    );
+    if (name === '__proto__')
+      Object.defineProperty(out, name, { value, writable: true, enumerable: true, configurable: true });
     else out[name] = value;
     k = cursor;
   }
@@ -527,7 +553,8 @@ function head(buf: Bytes, t: Int32Array, at: number): Record<string, unknown> {
     if (tag !== TAG_OBJECT && tag !== TAG_ARRAY) {
       const name = decodeString(buf, t[k], t[k + 1], t[k + 2]);
       const value = build(buf, t, v, 0, name);
-      if (name === '__proto__') Object.defineProperty(out, name, { value, writable: true, enumerable: true, configurable: true });
+      if (name === '__proto__')
+        Object.defineProperty(out, name, { value, writable: true, enumerable: true, configurable: true });
       else out[name] = value;
     }
     k = next(t, v);
@@ -544,7 +571,8 @@ function next(t: Int32Array, at: number): number {
 /** Whether the string entry at `k` is the ASCII key `name`, without decoding it. */
 function isKey(buf: Buffer, t: Int32Array, k: number, name: string): boolean {
   const start = t[k + 1];
-  if (t[k + 2] - start !== name.length) return (t[k] & STRING_ESCAPED) !== 0 && decodeString(buf as Bytes, t[k], start, t[k + 2]) === name;
+  if (t[k + 2] - start !== name.length)
+    return (t[k] & STRING_ESCAPED) !== 0 && decodeString(buf as Bytes, t[k], start, t[k + 2]) === name;
   for (let j = 0; j < name.length; j++) if (buf[start + j] !== name.charCodeAt(j)) return false;
   return true;
 }

@@ -39,7 +39,10 @@ for (const ch of '"\\/bfnrt') SIMPLE_ESCAPE[ch.charCodeAt(0)] = 1;
 const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
 
-/** Number grammar positions: after `-`, after a leading 0, in the integer, after `.`, in the fraction, after `e`, after its sign, in the exponent. */
+/**
+ * Number grammar positions: after `-`, after a leading 0, in the integer, after `.`, in the
+ * fraction, after `e`, after its sign, in the exponent.
+ */
 const N_SIGN = 0;
 const N_ZERO = 1;
 const N_INT = 2;
@@ -108,7 +111,8 @@ export class StreamScanner {
   /** The verdict once the line has ended. */
   end(terminated = true): StreamVerdict {
     if (this.state === DONE) return { ok: true, value: this.value() };
-    if (this.notObject || this.state === ROOT) return { ok: false, reason: terminated ? 'not-object' : 'truncated' };
+    if (this.notObject || this.state === ROOT)
+      return { ok: false, reason: terminated ? 'not-object' : 'truncated' };
     return { ok: false, reason: terminated ? 'not-json' : 'truncated' };
   }
 
@@ -217,30 +221,30 @@ export class StreamScanner {
   private number(c: number): boolean {
     switch (this.numberAt) {
       case N_SIGN:
-        if (!isDigit(c)) return this.fail(), true;
+        if (!isDigit(c)) return (this.fail(), true);
         this.numberAt = c === 0x30 ? N_ZERO : N_INT;
         return true;
       case N_ZERO:
       case N_INT:
         if (this.numberAt === N_INT && isDigit(c)) return true;
-        if (c === 0x2e) return (this.numberAt = N_DOT), true;
-        if (c === 0x65 || c === 0x45) return (this.numberAt = N_E), true;
+        if (c === 0x2e) return ((this.numberAt = N_DOT), true);
+        if (c === 0x65 || c === 0x45) return ((this.numberAt = N_E), true);
         return false;
       case N_DOT:
-        if (!isDigit(c)) return this.fail(), true;
+        if (!isDigit(c)) return (this.fail(), true);
         this.numberAt = N_FRAC;
         return true;
       case N_FRAC:
         if (isDigit(c)) return true;
-        if (c === 0x65 || c === 0x45) return (this.numberAt = N_E), true;
+        if (c === 0x65 || c === 0x45) return ((this.numberAt = N_E), true);
         return false;
       case N_E:
-        if (c === 0x2b || c === 0x2d) return (this.numberAt = N_ESIGN), true;
-        if (!isDigit(c)) return this.fail(), true;
+        if (c === 0x2b || c === 0x2d) return ((this.numberAt = N_ESIGN), true);
+        if (!isDigit(c)) return (this.fail(), true);
         this.numberAt = N_EXP;
         return true;
       case N_ESIGN:
-        if (!isDigit(c)) return this.fail(), true;
+        if (!isDigit(c)) return (this.fail(), true);
         this.numberAt = N_EXP;
         return true;
       default:
@@ -260,7 +264,8 @@ export class StreamScanner {
 
   private endScalar(): void {
     if (this.state === FAILED) return;
-    if (this.capturing && this.key && this.capture) this.members.push([Buffer.from(this.key), Buffer.from(this.capture)]);
+    if (this.capturing && this.key && this.capture)
+      this.members.push([Buffer.from(this.key), Buffer.from(this.capture)]);
     this.capturing = false;
     this.capture = null;
     this.key = null;
@@ -294,7 +299,8 @@ export class StreamScanner {
     for (const [key, raw] of this.members) {
       const name = JSON.parse(key.toString('utf8')) as string;
       const value: unknown = JSON.parse(raw.toString('utf8'));
-      if (name === '__proto__') Object.defineProperty(out, name, { value, writable: true, enumerable: true, configurable: true });
+      if (name === '__proto__')
+        Object.defineProperty(out, name, { value, writable: true, enumerable: true, configurable: true });
       else out[name] = value;
     }
     return out;

@@ -13,6 +13,7 @@ import {
 } from '../model/message.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../model/record.js';
 import type { Session } from '../model/session.js';
+import { HELD_LINE_BYTES, LineSplitter } from '../model/lines.js';
 import { StreamScanner } from '../model/stream-scan.js';
 import {
   snapshotOf,
@@ -393,7 +394,8 @@ export class Projection {
   accept(batch: RecordBatch): void {
     for (const rec of batch) {
       if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) {
-        if (rec.kind === 'spooled' || rec.final) this.emitEvent({ lineNo: rec.lineNo, kind: 'quarantine', path: [], changes: [] });
+        if (rec.kind === 'spooled' || rec.final)
+          this.emitEvent({ lineNo: rec.lineNo, kind: 'quarantine', path: [], changes: [] });
         continue;
       }
       for (const ev of rec.events ?? []) this.change(ev);
@@ -680,50 +682,31 @@ export class Projection {
 }
 
 /**
- * A line longer than this is not held when replayed: as when it streamed past live (spooled
- * by the line parser at its default limit), a reader gets its top-level scalar members only.
+ * The first `count` lines of a `.jsonl` file, parsed. A line too long to hold comes back as a
+ * live reader saw it when the line parser spooled it: its top-level scalar members only.
  */
-const REPLAY_MAX_LINE_BYTES = 16 * 1024 * 1024;
-
-/** The first `count` lines of a `.jsonl` file, parsed. */
 async function* readJsonLines(path: string, count: number): AsyncGenerator<JsonObject> {
-  let taken = 0;
-  let carry: Buffer[] = [];
-  let carryBytes = 0;
+  const values: JsonObject[] = [];
+  let seen = 0;
   let scanner: StreamScanner | null = null;
+  const splitter = new LineSplitter(HELD_LINE_BYTES, {
+    line(raw) {
+      if (seen++ < count) values.push(JSON.parse(raw.toString('utf8')) as JsonObject);
+    },
+    overflow(piece, _lineNo, final) {
+      (scanner ??= new StreamScanner()).push(piece);
+      if (!final) return;
+      const verdict = scanner.end();
+      scanner = null;
+      if (seen++ < count) values.push(verdict.ok ? (verdict.value as JsonObject) : {});
+    },
+  });
   const stream = createReadStream(path);
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
-      let start = 0;
-      while (taken < count) {
-        const nl = chunk.indexOf(0x0a, start);
-        const piece = chunk.subarray(start, nl === -1 ? chunk.length : nl);
-        if (scanner) {
-          scanner.push(piece);
-        } else {
-          carry.push(piece);
-          carryBytes += piece.length;
-          if (carryBytes > REPLAY_MAX_LINE_BYTES) {
-            scanner = new StreamScanner();
-            for (const held of carry) scanner.push(held);
-            carry = [];
-          }
-        }
-        if (nl === -1) break;
-        start = nl + 1;
-        taken++;
-        if (scanner) {
-          const verdict = scanner.end();
-          scanner = null;
-          yield verdict.ok ? (verdict.value as JsonObject) : {};
-        } else {
-          const line = carry.length === 1 ? carry[0] : Buffer.concat(carry);
-          yield JSON.parse(line.toString('utf8')) as JsonObject;
-        }
-        carry = [];
-        carryBytes = 0;
-      }
-      if (taken >= count) return;
+      splitter.push(chunk);
+      yield* values.splice(0);
+      if (seen >= count) return;
     }
   } finally {
     stream.destroy();

@@ -277,7 +277,13 @@ export class RowBuilder {
     this.session = str(v.session_id) ?? this.session;
     const { ms, own } = this.clock.observe(v);
     const ch = rec.channel ?? null;
-    const fields = { type: str(v.type) ?? '', subtype: str(v.subtype) ?? '', kind: 'spooled', bytes, content };
+    const fields = {
+      type: str(v.type) ?? '',
+      subtype: str(v.subtype) ?? '',
+      kind: 'spooled',
+      bytes,
+      content,
+    };
     const out: Entry[] = [{ t: 'events', r: this.event(rec.lineNo, ms, own, ch, fields) }];
     for (const ev of rec.events ?? []) out.push({ t: 'channels', r: this.channelRow(ev.channel, {}) });
     return out;

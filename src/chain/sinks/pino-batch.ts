@@ -15,7 +15,10 @@ const PIECE_UNITS = 32 * 1024;
  * memory is bounded by one batch. (sonic-boom's own `minLength` buffering re-measures its
  * whole buffer on every write, which is quadratic in the buffer.)
  */
-export function batchLines(dest: { write(data: string): boolean }): { stream: DestinationStream; flush(): void } {
+export function batchLines(dest: { write(data: string): boolean }): {
+  stream: DestinationStream;
+  flush(): void;
+} {
   let lines: string[] = [];
   return {
     stream: {

@@ -109,7 +109,7 @@ export class LineSpool {
 
   private take(piece: Buffer): void {
     try {
-      for (let off = 0; off < piece.length; ) off += writeSync(this.fd, piece, off, piece.length - off);
+      for (let off = 0; off < piece.length;) off += writeSync(this.fd, piece, off, piece.length - off);
     } catch (err) {
       throw writeFailed(this.path, err);
     }
@@ -127,14 +127,22 @@ export class LineSpool {
  * The record of a spooled line once it has ended, counted in the session as the parser
  * counts every line, with a LINE_TOO_LONG warning (once per run) saying what became of it.
  */
-export function endSpool(run: Session, spool: LineSpool, lineNo: number, terminated: boolean, maxLineBytes: number): SpooledRecord {
+export function endSpool(
+  run: Session,
+  spool: LineSpool,
+  lineNo: number,
+  terminated: boolean,
+  maxLineBytes: number,
+): SpooledRecord {
   const rec = spool.finish(terminated);
   run.input.lines++;
   if (rec.reason) {
     run.input.quarantined++;
     run.quarantineLines.push(lineNo);
   }
-  const fate = rec.reason ? 'it is not a JSON object and was kept in the quarantine file' : 'it was routed byte for byte from a spool file; transcripts show only its start';
+  const fate = rec.reason
+    ? 'it is not a JSON object and was kept in the quarantine file'
+    : 'it was routed byte for byte from a spool file; transcripts show only its start';
   run.warn('LINE_TOO_LONG', `line ${lineNo} is longer than ${maxLineBytes} bytes: ${fate}`);
   return rec;
 }
@@ -152,7 +160,7 @@ function spoolAt(path: string, bytes: number): Spool {
       }
       const buf = Buffer.allocUnsafe(Math.min(COPY_BYTES, Math.max(1, bytes)));
       try {
-        for (let at = 0; at < bytes; ) {
+        for (let at = 0; at < bytes;) {
           const n = readSync(fd, buf, 0, Math.min(buf.length, bytes - at), at);
           if (n === 0) throw new Error(`${path} ended after ${at} of ${bytes} bytes`);
           write(buf.subarray(0, n));

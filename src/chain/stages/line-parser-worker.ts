@@ -2,7 +2,14 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 import { withDefaults } from '../../defaults.js';
 import { SubteeError } from '../../errors.js';
-import { fromScan, parseWhole, planLine, scannedRecord, scanLine, type Scanned } from '../../model/line-view.js';
+import {
+  fromScan,
+  parseWhole,
+  planLine,
+  scannedRecord,
+  scanLine,
+  type Scanned,
+} from '../../model/line-view.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../model/record.js';
 import { LAZY_TEXT_BYTES, Tape } from '../../model/scan.js';
 import { requireSession } from '../../model/session.js';
@@ -47,12 +54,17 @@ export function createWorkerLineParser(options: LineParserOptions): Transform {
 
   let job: Job | null = null;
   let spool: LineSpool | null = null;
-  const quarantine = (raw: Buffer, lineNo: number, reason: 'not-json' | 'not-object' | 'truncated'): SubteeRecord => {
+  const quarantine = (
+    raw: Buffer,
+    lineNo: number,
+    reason: 'not-json' | 'not-object' | 'truncated',
+  ): SubteeRecord => {
     run.input.quarantined++;
     run.quarantineLines.push(lineNo);
     return { kind: 'quarantine', lineNo, raw, reason, final: true };
   };
-  const settle = (lineNo: number, raw: Buffer, s: Scanned): SubteeRecord => (s.ok ? scannedRecord(lineNo, raw, s) : quarantine(raw, lineNo, s.reason));
+  const settle = (lineNo: number, raw: Buffer, s: Scanned): SubteeRecord =>
+    s.ok ? scannedRecord(lineNo, raw, s) : quarantine(raw, lineNo, s.reason);
 
   const splitter = new LineSplitter(opts.maxLineBytes, {
     line(raw, lineNo, terminated) {
@@ -109,7 +121,11 @@ export function createWorkerLineParser(options: LineParserOptions): Transform {
     for (const s of j.slots) {
       if (!('scan' in s)) continue;
       const r = s.raw;
-      if (r.buffer === c.buffer && r.byteOffset >= c.byteOffset && r.byteOffset + r.length <= c.byteOffset + c.length) {
+      if (
+        r.buffer === c.buffer &&
+        r.byteOffset >= c.byteOffset &&
+        r.byteOffset + r.length <= c.byteOffset + c.length
+      ) {
         lines.push(r.byteOffset - c.byteOffset, r.byteOffset - c.byteOffset + r.length);
       } else {
         lines.push(length, length + r.length);
@@ -123,7 +139,13 @@ export function createWorkerLineParser(options: LineParserOptions): Transform {
     const view = new Uint8Array(bytes);
     view.set(c);
     for (let k = 0, at = c.length; k < joined.length; at += joined[k].length, k++) view.set(joined[k], at);
-    const msg: ScanJob = { id: j.id, bytes, length, lines: Int32Array.from(lines), tape: spareTapes.pop() ?? null };
+    const msg: ScanJob = {
+      id: j.id,
+      bytes,
+      length,
+      lines: Int32Array.from(lines),
+      tape: spareTapes.pop() ?? null,
+    };
     j.sent = lines.length >> 1;
     worker ??= start();
     worker.postMessage(msg, [bytes, msg.lines.buffer as ArrayBuffer, ...(msg.tape ? [msg.tape] : [])]);

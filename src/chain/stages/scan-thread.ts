@@ -5,7 +5,10 @@
 import { parentPort } from 'node:worker_threads';
 import { scanJson, Tape, TAG_ARRAY, TAG_OBJECT } from '../../model/scan.js';
 
-/** Byte positions of a line's entries made relative to the line's start (its own Buffer on the main thread). */
+/**
+ * Byte positions of a line's entries made relative to the line's start (its own Buffer on the
+ * main thread).
+ */
 function rebase(ints: Int32Array, from: number, to: number, start: number): void {
   for (let e = from; e < to; e += 4) {
     const tag = ints[e] & 7;
@@ -19,7 +22,10 @@ export interface ScanJob {
   /** A copy of the chunk; it comes back with the result, to be reused. */
   bytes: ArrayBuffer;
   length: number;
-  /** Start and end of each line to scan, in `bytes`: the chunk's lines, then lines that began in an earlier chunk. */
+  /**
+   * Start and end of each line to scan, in `bytes`: the chunk's lines, then lines that began
+   * in an earlier chunk.
+   */
   lines: Int32Array;
   /** A tape buffer to reuse, if the main thread has one. */
   tape: ArrayBuffer | null;

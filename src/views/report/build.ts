@@ -1,5 +1,6 @@
 import { closeSync, openSync, readFileSync, readSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { HELD_LINE_BYTES, LineSplitter } from '../../model/lines.js';
 import { EXIT, SubteeError, writeFailed } from '../../errors.js';
 import { withDefaults } from '../../defaults.js';
 import {
@@ -59,37 +60,29 @@ export function forEachLine(
   path: string,
   fn: (line: Buffer) => void,
   onLongLine: (bytes: number) => void,
-  maxLineBytes = 16 * 1024 * 1024,
+  maxLineBytes = HELD_LINE_BYTES,
   chunkBytes = 1024 * 1024,
 ): void {
+  let longBytes = 0;
+  const splitter = new LineSplitter(maxLineBytes, {
+    line: fn,
+    overflow(piece, _lineNo, final) {
+      longBytes += piece.length;
+      if (!final) return;
+      onLongLine(longBytes);
+      longBytes = 0;
+    },
+  });
   const fd = openSync(path, 'r');
   try {
-    const buf = Buffer.allocUnsafe(chunkBytes);
-    let carry: Buffer[] = [];
-    // Bytes of the current line so far; past maxLineBytes its pieces are no longer kept.
-    let lineBytes = 0;
-    const end = (last: Buffer) => {
-      if (lineBytes + last.length > maxLineBytes) onLongLine(lineBytes + last.length);
-      else fn(carry.length > 0 ? Buffer.concat([...carry, last]) : last);
-      carry = [];
-      lineBytes = 0;
-    };
     for (;;) {
-      const n = readSync(fd, buf, 0, chunkBytes, null);
+      // A fresh buffer each time: the splitter keeps views of a line's start across reads.
+      const chunk = Buffer.allocUnsafe(chunkBytes);
+      const n = readSync(fd, chunk, 0, chunkBytes, null);
       if (n === 0) break;
-      const chunk = buf.subarray(0, n);
-      let start = 0;
-      for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
-        end(chunk.subarray(start, nl));
-        start = nl + 1;
-      }
-      if (start < n) {
-        lineBytes += n - start;
-        if (lineBytes <= maxLineBytes) carry.push(Buffer.from(chunk.subarray(start)));
-        else carry = [];
-      }
+      splitter.push(chunk.subarray(0, n));
     }
-    if (lineBytes > 0) end(Buffer.alloc(0));
+    splitter.end();
   } finally {
     closeSync(fd);
   }
@@ -195,35 +188,39 @@ export function readReportData(
     if (rel === null) return;
     const budget = budgets[i];
     try {
-      forEachLine(join(out, rel), (line) => {
-        // Once the budget is spent only tool calls matter (ticks and spawn times): skip
-        // decoding the lines that cannot hold one.
-        if (budget.room === 0 && !line.includes('"tool_use"')) {
-          if (line.length > 0) budget.skipLine(line.length);
-          return;
-        }
-        let value: unknown;
-        try {
-          value = JSON.parse(line.toString('utf8'));
-        } catch {
-          return;
-        }
-        if (!isObj(value)) return;
-        const f = lineFacts(value, limits);
-        for (let k = 0; k < f.tools; k++) budget.tick(f.time);
-        for (const s of f.spawns) {
-          const childId = field(s.id, 400) ?? '';
-          const child = byId.get(childId);
-          if (child && child.spawned === null) child.spawned = f.time;
-          if (s.prompt !== null && !spawnPrompts.has(childId)) spawnPrompts.set(childId, s.prompt);
-        }
-        if (ch.prompt === null && ch.id !== null) {
-          const p = f.entries.find((e) => e.k === 'prompt');
-          if (p) ch.prompt = p.s.length > limits.promptChars ? `${p.s.slice(0, limits.promptChars)}…` : p.s;
-        }
-        if (budget.room === 0) budget.skipLine(line.length);
-        else budget.addLine(f.entries);
-      }, (bytes) => budget.skipLine(bytes));
+      forEachLine(
+        join(out, rel),
+        (line) => {
+          // Once the budget is spent only tool calls matter (ticks and spawn times): skip
+          // decoding the lines that cannot hold one.
+          if (budget.room === 0 && !line.includes('"tool_use"')) {
+            if (line.length > 0) budget.skipLine(line.length);
+            return;
+          }
+          let value: unknown;
+          try {
+            value = JSON.parse(line.toString('utf8'));
+          } catch {
+            return;
+          }
+          if (!isObj(value)) return;
+          const f = lineFacts(value, limits);
+          for (let k = 0; k < f.tools; k++) budget.tick(f.time);
+          for (const s of f.spawns) {
+            const childId = field(s.id, 400) ?? '';
+            const child = byId.get(childId);
+            if (child && child.spawned === null) child.spawned = f.time;
+            if (s.prompt !== null && !spawnPrompts.has(childId)) spawnPrompts.set(childId, s.prompt);
+          }
+          if (ch.prompt === null && ch.id !== null) {
+            const p = f.entries.find((e) => e.k === 'prompt');
+            if (p) ch.prompt = p.s.length > limits.promptChars ? `${p.s.slice(0, limits.promptChars)}…` : p.s;
+          }
+          if (budget.room === 0) budget.skipLine(line.length);
+          else budget.addLine(f.entries);
+        },
+        (bytes) => budget.skipLine(bytes),
+      );
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'ENOENT')
