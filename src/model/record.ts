@@ -32,8 +32,9 @@ export interface QuarantineRecord {
   raw: Buffer;
   reason: QuarantineReason;
   /**
-   * False while a line longer than the parser's limit is still being streamed out in
-   * pieces: the pieces of one line are consecutive and the last one has `final: true`.
+   * False on all but the last of consecutive pieces of one line. subtee's own input edges
+   * always set true (a line too long to hold arrives as a SpooledRecord); sinks still join
+   * pieces, for a stage that hands a line on in parts.
    */
   final: boolean;
 }
