@@ -18,3 +18,15 @@ test('npm run bench -- --quick prints every table', () => {
   assert.ok(rows.every((l) => / \| 0 \|/.test(l)), `every subtee run exits 0:\n${rows.join('\n')}`);
   assert.match(r.stdout, /\| \d+\.\d+ \| \d+\.\d+ \| \d+\.\d+ \| 0 \|/, 'latency row, no line lost');
 });
+
+test('bench/tokenizer.js compares the spool checker with stream-json on one line', () => {
+  const r = spawnSync(process.execPath, [join(ROOT, 'dist', 'bench', 'tokenizer.js'), '2', '1'], {
+    encoding: 'utf8',
+    timeout: 600_000,
+  });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(
+    r.stdout,
+    /^run 1, 2 MB line: subtee's checker \d+ MB\/s \(JSON object: true\); stream-json parser \d+ MB\/s \(\d+ tokens\)/,
+  );
+});
