@@ -6,7 +6,7 @@ import {
   type SpooledRecord,
   type SubteeRecord,
 } from '../../src/model/record.js';
-import { LineSpool } from '../../src/chain/stages/huge-line.js';
+import { LineSpool } from '../../src/chain/stages/line-spool.js';
 import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 

@@ -13,7 +13,7 @@ import {
 import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../model/record.js';
 import { LAZY_TEXT_BYTES, Tape } from '../../model/scan.js';
 import { requireSession } from '../../model/session.js';
-import { endSpool, LineSpool, spoolDir } from './huge-line.js';
+import { endSpool, LineSpool, spoolDir } from './line-spool.js';
 import { isBlank, LINE_PARSER_DEFAULTS, LineSplitter, type LineParserOptions } from './line-parser.js';
 import type { ScanJob, ScanResult } from './scan-thread.js';
 

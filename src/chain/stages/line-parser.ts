@@ -4,7 +4,7 @@ import { BATCH_HIGH_WATER_MARK, type QuarantineReason, type RecordBatch } from '
 import { requireSession, type Session } from '../../model/session.js';
 import { scanLine, scannedRecord } from '../../model/line-view.js';
 import { HELD_LINE_BYTES, isBlank, LineSplitter } from '../../model/lines.js';
-import { endSpool, LineSpool, spoolDir } from './huge-line.js';
+import { endSpool, LineSpool, spoolDir } from './line-spool.js';
 
 export const LINE_PARSER_DEFAULTS = Object.freeze({
   /** Longest line held in memory; longer lines are spooled to a file as they stream past. */
