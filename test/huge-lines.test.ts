@@ -53,7 +53,11 @@ interface HugeRun {
  * subagent's channel) and, optionally, a 20 MiB line that is not JSON.
  */
 async function runHuge(out: string, mib: number, withBadLine: boolean): Promise<HugeRun> {
-  const child = spawn('/usr/bin/time', ['-f', '%M', process.execPath, BIN, '--out', out, '--stdout', 'none', '-q'], { stdio: ['pipe', 'ignore', 'pipe'] });
+  const child = spawn(
+    '/usr/bin/time',
+    ['-f', '%M', process.execPath, BIN, '--out', out, '--stdout', 'none', '-q'],
+    { stdio: ['pipe', 'ignore', 'pipe'] },
+  );
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const closed = once(child, 'close');
@@ -61,10 +65,14 @@ async function runHuge(out: string, mib: number, withBadLine: boolean): Promise<
     if (!child.stdin.write(b)) await once(child.stdin, 'drain');
   };
   await write('{"type":"system","subtype":"init","session_id":"s","claude_code_version":"2.1.220"}\n');
-  await write('{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"toolu_01huge","name":"Agent","input":{"subagent_type":"Explore"}}]},"parent_tool_use_id":null}\n');
+  await write(
+    '{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"toolu_01huge","name":"Agent","input":{"subagent_type":"Explore"}}]},"parent_tool_use_id":null}\n',
+  );
   const piece = bodyPiece();
   const routed = sha256();
-  const head = Buffer.from('{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_x","content":"');
+  const head = Buffer.from(
+    '{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_x","content":"',
+  );
   const tail = Buffer.from('"}]},"parent_tool_use_id":"toolu_01huge","timestamp":"2026-11-30T12:00:00Z"}\n');
   for (const b of [head, ...Array.from({ length: mib }, () => piece), tail]) {
     routed.update(b);
@@ -82,39 +90,92 @@ async function runHuge(out: string, mib: number, withBadLine: boolean): Promise<
   }
   child.stdin.end('{"type":"result","subtype":"success"}\n');
   const [code] = await closed;
-  return { code, rssKb: Number(stderr.trim().split('\n').pop()), stderr, routed: routed.digest(), quarantined };
+  return {
+    code,
+    rssKb: Number(stderr.trim().split('\n').pop()),
+    stderr,
+    routed: routed.digest(),
+    quarantined,
+  };
 }
 
-test('a 200 MB line is routed to its channel byte for byte with peak RSS under 150 MB; a huge non-JSON line is quarantined', { skip: noTime }, async () => {
-  const out = join(tmpDir(), 'o');
-  const r = await runHuge(out, 200, true);
-  assert.equal(r.code, 0, r.stderr);
-  assert.ok(r.rssKb < RSS_LIMIT_KB, `peak RSS ${Math.round(r.rssKb / 1024)} MB for a 200 MB line`);
-  assert.equal(await hashFile(join(out, 'agents', 'toolu_01huge.jsonl')), r.routed, 'the channel holds the line byte for byte');
-  assert.equal(await hashFile(join(out, 'quarantine.log')), r.quarantined, 'the quarantine holds the bad line byte for byte');
-  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
-  assert.deepEqual(index.quarantine_lines, [4]);
-  assert.deepEqual(index.input, { lines: 5, bytes: index.input.bytes, quarantined: 1, blank_lines: 0, failed: 0 });
-  const agent = index.channels.find((c: any) => c.id === 'toolu_01huge');
-  assert.deepEqual({ lines: agent.lines, parent: agent.parent, agent: agent.agent }, { lines: 1, parent: null, agent: 'Explore' });
-  assert.match(readFileSync(join(out, 'agents', 'toolu_01huge.log'), 'utf8'), /\[long line\] user line of 20971\d+ bytes, whole in agents\/toolu_01huge\.jsonl: \{"type":"user"/);
-  assert.match(r.stderr, /warning LINE_TOO_LONG: line 3 is longer than 16777216 bytes: it was routed byte for byte/);
-  assert.deepEqual(readdirSync(out).filter((f) => f.startsWith('.subtee-spool')), [], 'no spool file is left behind');
-});
+test(
+  'a 200 MB line is routed to its channel byte for byte with peak RSS under 150 MB; a huge non-JSON line is quarantined',
+  { skip: noTime },
+  async () => {
+    const out = join(tmpDir(), 'o');
+    const r = await runHuge(out, 200, true);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(r.rssKb < RSS_LIMIT_KB, `peak RSS ${Math.round(r.rssKb / 1024)} MB for a 200 MB line`);
+    assert.equal(
+      await hashFile(join(out, 'agents', 'toolu_01huge.jsonl')),
+      r.routed,
+      'the channel holds the line byte for byte',
+    );
+    assert.equal(
+      await hashFile(join(out, 'quarantine.log')),
+      r.quarantined,
+      'the quarantine holds the bad line byte for byte',
+    );
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.deepEqual(index.quarantine_lines, [4]);
+    assert.deepEqual(index.input, {
+      lines: 5,
+      bytes: index.input.bytes,
+      quarantined: 1,
+      blank_lines: 0,
+      failed: 0,
+    });
+    const agent = index.channels.find((c: any) => c.id === 'toolu_01huge');
+    assert.deepEqual(
+      { lines: agent.lines, parent: agent.parent, agent: agent.agent },
+      { lines: 1, parent: null, agent: 'Explore' },
+    );
+    assert.match(
+      readFileSync(join(out, 'agents', 'toolu_01huge.log'), 'utf8'),
+      /\[long line\] user line of 20971\d+ bytes, whole in agents\/toolu_01huge\.jsonl: \{"type":"user"/,
+    );
+    assert.match(
+      r.stderr,
+      /warning LINE_TOO_LONG: line 3 is longer than 16777216 bytes: it was routed byte for byte/,
+    );
+    assert.deepEqual(
+      readdirSync(out).filter((f) => f.startsWith('.subtee-spool')),
+      [],
+      'no spool file is left behind',
+    );
+  },
+);
 
-test('a 2 GB line is routed to its channel byte for byte with peak RSS under 150 MB', {
-  skip: noTime || (() => {
-    const fs = statfsSync(tmpDir());
-    return fs.bavail * fs.bsize < 6 * 1024 * MiB && 'less than 6 GB free in the temp folder (the line, its spool and its copy)';
-  })(),
-}, async () => {
-  const out = join(tmpDir(), 'o');
-  const r = await runHuge(out, 2048, false);
-  assert.equal(r.code, 0, r.stderr);
-  assert.ok(r.rssKb < RSS_LIMIT_KB, `peak RSS ${Math.round(r.rssKb / 1024)} MB for a 2 GB line`);
-  assert.equal(await hashFile(join(out, 'agents', 'toolu_01huge.jsonl')), r.routed, 'the channel holds the line byte for byte');
-  assert.deepEqual(readdirSync(out).filter((f) => f.startsWith('.subtee-spool')), []);
-});
+test(
+  'a 2 GB line is routed to its channel byte for byte with peak RSS under 150 MB',
+  {
+    skip:
+      noTime ||
+      (() => {
+        const fs = statfsSync(tmpDir());
+        return (
+          fs.bavail * fs.bsize < 6 * 1024 * MiB &&
+          'less than 6 GB free in the temp folder (the line, its spool and its copy)'
+        );
+      })(),
+  },
+  async () => {
+    const out = join(tmpDir(), 'o');
+    const r = await runHuge(out, 2048, false);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(r.rssKb < RSS_LIMIT_KB, `peak RSS ${Math.round(r.rssKb / 1024)} MB for a 2 GB line`);
+    assert.equal(
+      await hashFile(join(out, 'agents', 'toolu_01huge.jsonl')),
+      r.routed,
+      'the channel holds the line byte for byte',
+    );
+    assert.deepEqual(
+      readdirSync(out).filter((f) => f.startsWith('.subtee-spool')),
+      [],
+    );
+  },
+);
 
 // In process, with a small limit: the stages and sinks that meet a spooled line.
 
@@ -123,7 +184,14 @@ async function runSpooled(lines: string[], stages: ComponentSpec[], sinks: Compo
   const registry = builtinRegistry();
   registry.add(redactSecrets);
   const input = Buffer.from(lines.join('\n') + '\n');
-  const run = await runChain(chunked(splitEvery(input, 64 * 1024)), { stages: [{ use: 'line-parser', maxLineBytes: 4096 }, ...stages], sinks: [{ use: 'files', out }, ...sinks] }, { registry });
+  const run = await runChain(
+    chunked(splitEvery(input, 64 * 1024)),
+    {
+      stages: [{ use: 'line-parser', maxLineBytes: 4096 }, ...stages],
+      sinks: [{ use: 'files', out }, ...sinks],
+    },
+    { registry },
+  );
   return { run, out, files: readTree(out) };
 }
 
@@ -136,12 +204,18 @@ test('redact-secrets masks a spooled line as it copies it, secrets across each 1
     assert.match(line.slice(at - 1, at + secret.length + 1), /^x+$/, 'the secret goes inside a field');
     line = `${line.slice(0, at - 1)} ${secret} ${line.slice(at + secret.length + 1)}`;
   }
-  const { out, files, run } = await runSpooled([line], [{ use: 'redact-secrets' }, { use: 'channel-router' }]);
+  const { out, files, run } = await runSpooled(
+    [line],
+    [{ use: 'redact-secrets' }, { use: 'channel-router' }],
+  );
   const jsonl = files.get('main.jsonl')!.toString('utf8');
   assert.ok(!jsonl.includes(secret.slice(8)), 'no secret is left in the channel');
   assert.equal(jsonl, line.split(secret).join(MASK) + '\n', 'everything else byte for byte');
   assert.equal(run.input.quarantined, 0);
-  assert.deepEqual(readdirSync(out).filter((f) => f.startsWith('.subtee-spool')), []);
+  assert.deepEqual(
+    readdirSync(out).filter((f) => f.startsWith('.subtee-spool')),
+    [],
+  );
 });
 
 test('a spooled line is counted on its channel; a spooled non-object goes to the quarantine and to pino as one', async () => {
@@ -152,14 +226,24 @@ test('a spooled line is counted on its channel; a spooled non-object goes to the
     `npm WARN ${long}`,
   ];
   const pinoFile = join(tmpDir(), 'events.pino.log');
-  const { files, run } = await runSpooled(lines, [{ use: 'channel-router' }], [{ use: 'pino', destination: pinoFile }]);
+  const { files, run } = await runSpooled(
+    lines,
+    [{ use: 'channel-router' }],
+    [{ use: 'pino', destination: pinoFile }],
+  );
   assert.equal(files.get('agents/toolu_01sp.jsonl')!.toString('utf8'), lines[1] + '\n');
   assert.equal(files.get('quarantine.log')!.toString('utf8'), lines[2] + '\n');
   const ch = run.tree.get('toolu_01sp')!;
   assert.deepEqual([ch.lines, ch.lastSeen, ch.agent], [1, '2026-11-30T12:00:01Z', 'Plan']);
   assert.deepEqual(run.quarantineLines.listed, [3]);
-  const events = readFileSync(pinoFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-  assert.deepEqual(events.filter((e) => e.kind === 'quarantine').map((e) => [e.line, e.reason, e.content.slice(0, 9)]), [[3, 'not-object', 'npm WARN ']]);
+  const events = readFileSync(pinoFile, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    events.filter((e) => e.kind === 'quarantine').map((e) => [e.line, e.reason, e.content.slice(0, 9)]),
+    [[3, 'not-object', 'npm WARN ']],
+  );
 });
 
 // Readers that go back to a .jsonl file skip past a line too long to hold.
@@ -196,7 +280,13 @@ test('the report reads past a spooled line: later lines are read, the long one c
   for (const chunkAt of [1, 7, 4096]) {
     const seen: string[] = [];
     const long: number[] = [];
-    forEachLine(path, (line) => seen.push(line.toString()), (bytes) => long.push(bytes), 4000, chunkAt);
+    forEachLine(
+      path,
+      (line) => seen.push(line.toString()),
+      (bytes) => long.push(bytes),
+      4000,
+      chunkAt,
+    );
     assert.deepEqual(seen, ['{"a":1}', '{"b":2}', 'y'.repeat(3000), '{"c":3}'], `chunks of ${chunkAt}`);
     assert.deepEqual(long, [5000], `chunks of ${chunkAt}`);
   }

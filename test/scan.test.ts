@@ -11,10 +11,29 @@ import { fixtureFiles, runToFiles, splitEvery } from './helpers.js';
 // The scanner must judge every line exactly as classifyLine (JSON.parse) does, and a view
 // must equal JSON.parse's value but for the strings it leaves lazy. JSON.parse is the oracle.
 
-const unit = fc.constantFrom('a', 'Z', ' ', 'é', '日', '🚀', '"', '\\', '/', '\n', '\t', '\u0001', '\u2028', '\ud83d', '\ude80', '\u007f');
+const unit = fc.constantFrom(
+  'a',
+  'Z',
+  ' ',
+  'é',
+  '日',
+  '🚀',
+  '"',
+  '\\',
+  '/',
+  '\n',
+  '\t',
+  '\u0001',
+  '\u2028',
+  '\ud83d',
+  '\ude80',
+  '\u007f',
+);
 const text = (maxLength: number) => fc.string({ unit, maxLength });
 /** Strings long enough to be left lazy, with escapes and multi-byte characters throughout. */
-const longText = fc.tuple(text(40), fc.integer({ min: 30, max: 120 }), text(40)).map(([a, n, b]) => a + (a + 'xé' + b).repeat(n) + b);
+const longText = fc
+  .tuple(text(40), fc.integer({ min: 30, max: 120 }), text(40))
+  .map(([a, n, b]) => a + (a + 'xé' + b).repeat(n) + b);
 
 /** A JSON text for `value` with random whitespace and escape spellings (what other writers emit). */
 function serialize(value: unknown, rnd: () => number): string {
@@ -23,16 +42,20 @@ function serialize(value: unknown, rnd: () => number): string {
     let out = '"';
     for (const ch of value) {
       const code = ch.codePointAt(0)!;
-      if (code > 0xffff && rnd() < 0.3) out += [0, 1].map((k) => `\\u${ch.charCodeAt(k).toString(16)}`).join('');
+      if (code > 0xffff && rnd() < 0.3)
+        out += [0, 1].map((k) => `\\u${ch.charCodeAt(k).toString(16)}`).join('');
       else if (ch === '/' && rnd() < 0.5) out += '\\/';
       else if (code < 0x80 && rnd() < 0.05) out += `\\u${code.toString(16).padStart(4, '0').toUpperCase()}`;
       else out += JSON.stringify(ch).slice(1, -1);
     }
     return out + '"';
   }
-  if (Array.isArray(value)) return `[${ws()}${value.map((v) => serialize(v, rnd)).join(`${ws()},${ws()}`)}${ws()}]`;
+  if (Array.isArray(value))
+    return `[${ws()}${value.map((v) => serialize(v, rnd)).join(`${ws()},${ws()}`)}${ws()}]`;
   if (value && typeof value === 'object') {
-    return `{${ws()}${Object.entries(value).map(([k, v]) => `${serialize(k, rnd)}${ws()}:${ws()}${serialize(v, rnd)}`).join(`${ws()},${ws()}`)}${ws()}}`;
+    return `{${ws()}${Object.entries(value)
+      .map(([k, v]) => `${serialize(k, rnd)}${ws()}:${ws()}${serialize(v, rnd)}`)
+      .join(`${ws()},${ws()}`)}${ws()}}`;
   }
   return JSON.stringify(value);
 }
@@ -40,19 +63,40 @@ function serialize(value: unknown, rnd: () => number): string {
 const block = fc.oneof(
   fc.record({ type: fc.constant('thinking'), thinking: fc.oneof(text(20), longText), signature: text(8) }),
   fc.record({ type: fc.constant('text'), text: fc.oneof(text(20), longText) }),
-  fc.record({ type: fc.constant('tool_result'), tool_use_id: text(8), content: fc.oneof(text(20), longText, fc.array(fc.record({ type: fc.constant('text'), text: longText }), { maxLength: 2 })), is_error: fc.boolean() }),
-  fc.record({ type: fc.constant('tool_use'), id: text(8), name: fc.constantFrom('Agent', 'Bash'), input: fc.dictionary(text(6), fc.oneof(text(20), longText, fc.integer())) }),
+  fc.record({
+    type: fc.constant('tool_result'),
+    tool_use_id: text(8),
+    content: fc.oneof(
+      text(20),
+      longText,
+      fc.array(fc.record({ type: fc.constant('text'), text: longText }), { maxLength: 2 }),
+    ),
+    is_error: fc.boolean(),
+  }),
+  fc.record({
+    type: fc.constant('tool_use'),
+    id: text(8),
+    name: fc.constantFrom('Agent', 'Bash'),
+    input: fc.dictionary(text(6), fc.oneof(text(20), longText, fc.integer())),
+  }),
 );
 const line = fc.record(
   {
     type: fc.constantFrom('assistant', 'user', 'system', 'result', 'stream_event', 'other'),
-    message: fc.record({ id: text(6), content: fc.array(block, { maxLength: 3 }), usage: fc.dictionary(text(5), fc.oneof(fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }))) }),
+    message: fc.record({
+      id: text(6),
+      content: fc.array(block, { maxLength: 3 }),
+      usage: fc.dictionary(
+        text(5),
+        fc.oneof(fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true })),
+      ),
+    }),
     parent_tool_use_id: fc.oneof(fc.constant(null), text(10)),
     event: fc.record({ delta: fc.record({ text: text(30) }) }),
     tool_use_result: fc.record({ stdout: fc.oneof(text(10), longText), interrupted: fc.boolean() }),
     subtype: text(8),
     n: fc.oneof(fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.constant(-0)),
-    '__proto__': fc.constant('own key'),
+    __proto__: fc.constant('own key'),
   },
   { requiredKeys: ['type'] },
 );
@@ -63,19 +107,26 @@ function decoded(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(decoded);
   if (v && typeof v === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) Object.defineProperty(out, k, { value: decoded(x), enumerable: true, writable: true, configurable: true });
+    for (const [k, x] of Object.entries(v))
+      Object.defineProperty(out, k, {
+        value: decoded(x),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     return out;
   }
   return v;
 }
 
-const HEAD_ONLY = (value: Record<string, unknown>) => typeof value.type === 'string' && !['assistant', 'user', 'system', 'result'].includes(value.type);
+const HEAD_ONLY = (value: Record<string, unknown>) =>
+  typeof value.type === 'string' && !['assistant', 'user', 'system', 'result'].includes(value.type);
 
 test('a line view equals JSON.parse but for lazy strings, and top-level scalars for uninterpreted types (property)', () => {
   fc.assert(
     fc.property(line, fc.integer(), (value, seed) => {
       let s = seed;
-      const rnd = () => ((s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+      const rnd = () => (s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
       const raw = Buffer.from(serialize(value, rnd));
       const expected = JSON.parse(raw.toString('utf8'));
       const scanned = scanLine(raw, true);
@@ -83,7 +134,9 @@ test('a line view equals JSON.parse but for lazy strings, and top-level scalars 
       const rec = scannedRecord(1, raw, scanned);
       const view = viewOf(rec);
       // Short lines are parsed whole; any other line of an uninterpreted type keeps its top-level scalars only.
-      const head = Object.fromEntries(Object.entries(expected).filter(([, x]) => typeof x !== 'object' || x === null));
+      const head = Object.fromEntries(
+        Object.entries(expected).filter(([, x]) => typeof x !== 'object' || x === null),
+      );
       const partial = HEAD_ONLY(expected) && Object.keys(view).length !== Object.keys(expected).length;
       assert.deepStrictEqual(decoded(view), partial ? head : expected);
       assert.deepStrictEqual(rec.value, expected, 'value is the whole parse');
@@ -96,10 +149,12 @@ test('lazy strings: length and any head or tail slice as String has them (proper
   fc.assert(
     fc.property(longText, fc.nat(), fc.nat(), fc.integer(), (s, a, b, seed) => {
       let r = seed;
-      const rnd = () => ((r = (r * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+      const rnd = () => (r = (r * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
       const json = serialize(s, rnd);
       if (Buffer.byteLength(json) < LAZY_TEXT_BYTES + 2) return;
-      const raw = Buffer.from(`{"type":"assistant","message":{"content":[{"type":"thinking","thinking":${json}}]}}`);
+      const raw = Buffer.from(
+        `{"type":"assistant","message":{"content":[{"type":"thinking","thinking":${json}}]}}`,
+      );
       const scanned = scanLine(raw, true);
       assert.ok(scanned.ok && scanned.view);
       const lazy = ((scanned.view.message as any).content[0] as { thinking: unknown }).thinking;
@@ -119,7 +174,13 @@ test('lazy strings: length and any head or tail slice as String has them (proper
 
 /** Real lines with bytes changed, dropped or inserted: mostly not JSON any more. */
 const mutated = fc
-  .tuple(line, fc.array(fc.tuple(fc.nat(), fc.nat(255), fc.constantFrom('set', 'drop', 'insert', 'cut')), { minLength: 1, maxLength: 3 }))
+  .tuple(
+    line,
+    fc.array(fc.tuple(fc.nat(), fc.nat(255), fc.constantFrom('set', 'drop', 'insert', 'cut')), {
+      minLength: 1,
+      maxLength: 3,
+    }),
+  )
   .map(([value, edits]) => {
     let b = Buffer.from(JSON.stringify(value));
     for (const [at0, byte, op] of edits) {
@@ -150,7 +211,9 @@ test('the scanners judge every line as JSON.parse does: same verdict and reason 
       assert.equal(verdict.ok, expected.ok);
       if (!verdict.ok && !expected.ok) assert.equal(verdict.reason, expected.reason);
       if (verdict.ok && expected.ok) {
-        const scalars = Object.fromEntries(Object.entries(expected.value).filter(([, x]) => typeof x !== 'object' || x === null));
+        const scalars = Object.fromEntries(
+          Object.entries(expected.value).filter(([, x]) => typeof x !== 'object' || x === null),
+        );
         assert.deepStrictEqual(verdict.value, scalars);
       }
     }),
@@ -160,46 +223,100 @@ test('the scanners judge every line as JSON.parse does: same verdict and reason 
 
 test('grammar corners are judged as JSON.parse judges them', () => {
   const lines = [
-    '{"a":1}', ' \t{"a":-0.5e-3}', '{"a":01}', '{"a":1.}', '{"a":.5}', '{"a":1e}', '{"a":1e+}', '{"a":-}', '{"a":+1}',
-    '{"a":"\\u00e9\\ud800"}', '{"a":"\\x41"}', '{"a":"\\u12"}', '{"a":"\t"}', '{}', '{"a":{}}', '{"a":[]}', '{"a":[,]}',
-    '\r{"a":1}', '{"a":1}\r', '{"a":1} x', '{"a":1}}', '{"a":1,}', '{,}', '{"a"}', '{"a":}', '{"a":1 2}', '{"a":tru}',
-    '{"a":true,"b":false,"c":null}', '{"a":nul}', '[1]', '"s"', '42', '{"a":"\u00e9"}', '{"a":1,"a":"dup"}',
+    '{"a":1}',
+    ' \t{"a":-0.5e-3}',
+    '{"a":01}',
+    '{"a":1.}',
+    '{"a":.5}',
+    '{"a":1e}',
+    '{"a":1e+}',
+    '{"a":-}',
+    '{"a":+1}',
+    '{"a":"\\u00e9\\ud800"}',
+    '{"a":"\\x41"}',
+    '{"a":"\\u12"}',
+    '{"a":"\t"}',
+    '{}',
+    '{"a":{}}',
+    '{"a":[]}',
+    '{"a":[,]}',
+    '\r{"a":1}',
+    '{"a":1}\r',
+    '{"a":1} x',
+    '{"a":1}}',
+    '{"a":1,}',
+    '{,}',
+    '{"a"}',
+    '{"a":}',
+    '{"a":1 2}',
+    '{"a":tru}',
+    '{"a":true,"b":false,"c":null}',
+    '{"a":nul}',
+    '[1]',
+    '"s"',
+    '42',
+    '{"a":"\u00e9"}',
+    '{"a":1,"a":"dup"}',
   ];
   for (const l of lines) {
     const raw = Buffer.from(l);
     const expected = classifyLine(raw, true);
     const scanned = scanLine(raw, true);
-    assert.deepEqual([scanned.ok, scanned.ok ? null : scanned.reason], [expected.ok, expected.ok ? null : expected.reason], l);
+    assert.deepEqual(
+      [scanned.ok, scanned.ok ? null : scanned.reason],
+      [expected.ok, expected.ok ? null : expected.reason],
+      l,
+    );
     const stream = new StreamScanner();
     stream.push(raw);
     const verdict = stream.end(true);
-    assert.deepEqual([verdict.ok, verdict.ok ? null : verdict.reason], [expected.ok, expected.ok ? null : expected.reason], `stream: ${l}`);
+    assert.deepEqual(
+      [verdict.ok, verdict.ok ? null : verdict.reason],
+      [expected.ok, expected.ok ? null : expected.reason],
+      `stream: ${l}`,
+    );
   }
   // Invalid UTF-8 is accepted inside strings (it decodes to U+FFFD) and nowhere else.
-  for (const raw of [Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xc3, 0x22, 0x7d]), Buffer.from([0x7b, 0xff, 0x7d])]) {
+  for (const raw of [
+    Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xc3, 0x22, 0x7d]),
+    Buffer.from([0x7b, 0xff, 0x7d]),
+  ]) {
     assert.equal(scanLine(raw, true).ok, classifyLine(raw, true).ok);
   }
 });
 
 test('a scanned line parses its value on first read; a copy carries the value, not the view', () => {
-  const raw = Buffer.from(`{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"${'x'.repeat(5000)}"}]}}`);
+  const raw = Buffer.from(
+    `{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"${'x'.repeat(5000)}"}]}}`,
+  );
   const scanned = scanLine(raw, true);
   assert.ok(scanned.ok);
   const rec = scannedRecord(7, raw, scanned);
   assert.ok(rec instanceof ScannedLine);
   assert.ok((viewOf(rec).message as any).content[0].thinking instanceof LazyText);
   const copy = { ...rec, raw: Buffer.from('{"other":true}') };
-  assert.equal((copy.value as any).message.content[0].thinking, 'x'.repeat(5000), 'a spread parses and copies value');
+  assert.equal(
+    (copy.value as any).message.content[0].thinking,
+    'x'.repeat(5000),
+    'a spread parses and copies value',
+  );
   assert.equal(viewOf(copy), copy.value);
   rec.value = { replaced: true };
-  assert.deepEqual(viewOf(rec), { replaced: true }, 'a stage that assigns value is seen by every later stage');
+  assert.deepEqual(
+    viewOf(rec),
+    { replaced: true },
+    'a stage that assigns value is seen by every later stage',
+  );
 });
 
 test('the line parser with its worker option makes the same files as without (fixtures, any chunking, spooled lines)', async () => {
   const long = `{"type":"assistant","parent_tool_use_id":null,"message":{"content":[{"type":"thinking","thinking":"${'é\\n'.repeat(3000)}"}]}}`;
-  const inputs = [...fixtureFiles().map((f) => readFileSync(f)), Buffer.from(`${long}\n${'x'.repeat(9000)}\n{"type":"stream_event","event":{}}\n${long}`)];
+  const inputs = [
+    ...fixtureFiles().map((f) => readFileSync(f)),
+    Buffer.from(`${long}\n${'x'.repeat(9000)}\n{"type":"stream_event","event":{}}\n${long}`),
+  ];
   let seed = 99;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
   for (const input of inputs) {
     const chunks = splitEvery(input, 1 + Math.floor(rnd() * 5000));
     const plain = await runToFiles(chunks, {}, { maxLineBytes: 8192 });

@@ -65,13 +65,14 @@ export type Bytes = Buffer & {
   utf8Slice(start: number, end: number): string;
 };
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
+export const QUOTE = 0x22;
+export const BACKSLASH = 0x5c;
 /** Per byte inside a string: UTF-16 units it adds (0 for a continuation byte), or SPECIAL. */
 const SPECIAL = 64;
 const UNITS = new Uint8Array(256);
-const HEX = new Uint8Array(256);
-const SIMPLE_ESCAPE = new Uint8Array(256);
+/** 1 for a hex digit (in `\uXXXX`), 1 for a character allowed after `\` (the JSON grammar). */
+export const HEX = new Uint8Array(256);
+export const SIMPLE_ESCAPE = new Uint8Array(256);
 for (let c = 0; c < 256; c++) {
   UNITS[c] =
     c < 0x20 || c === QUOTE || c === BACKSLASH ? SPECIAL : c < 0x80 ? 1 : c < 0xc0 ? 0 : c < 0xf0 ? 1 : 2;

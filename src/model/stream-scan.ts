@@ -8,9 +8,7 @@
  * value and a string per chunk of every string, which for one multi-gigabyte line is the
  * whole cost; a byte loop over the table below runs at several hundred MB/s (see bench/).
  */
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
+import { BACKSLASH, HEX, QUOTE, SIMPLE_ESCAPE } from './scan.js';
 
 // States outside a token.
 const ROOT = 0; // before the top-level value
@@ -32,10 +30,6 @@ const FAILED = 13;
 /** Per byte inside a string: 1 for a plain byte, 0 for `"`, `\` or a control character. */
 const PLAIN = new Uint8Array(256);
 for (let c = 0x20; c < 256; c++) PLAIN[c] = c === QUOTE || c === BACKSLASH ? 0 : 1;
-const HEX = new Uint8Array(256);
-for (const ch of '0123456789abcdefABCDEF') HEX[ch.charCodeAt(0)] = 1;
-const SIMPLE_ESCAPE = new Uint8Array(256);
-for (const ch of '"\\/bfnrt') SIMPLE_ESCAPE[ch.charCodeAt(0)] = 1;
 const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
 
