@@ -255,7 +255,7 @@ describe('ClickHouse sink against a real ClickHouse server', { skip: !clickhouse
       const half = Buffer.from(linesOf(readFileSync(fixture('nested-depth-3'))).slice(0, 14).join('\n') + '\n');
       // Silence counts from the start of the chain: 4 s, so that a loaded machine loading the
       // sink's client is not taken for the stall.
-      const stalled = await subtee(['--clickhouse', fleet.url, '--idle-timeout-ms', '4000'], {
+      const stalled = await subtee(['--clickhouse', fleet.url, '--idle-timeout-ms', '4000', '--model-timeout-ms', '4000', '--stall-grace-ms', '0'], {
         feed: async (stdin) => {
           stdin.write(half);
           await new Promise(() => {}); // the input stays open: the agent hangs

@@ -80,9 +80,9 @@ describe('real Claude Code CLI piped into subtee', { skip: !claudeAvailable() &&
 
   test('a hung API under subtee run: stall reported, the CLI stopped, exit 124', async () => {
     const out = join(tmpDir(), 'out');
-    const r = await subteeRunsClaude(BIN, { prompt: 'SCRIPT:hang', apiUrl: api.url }, out, ['--idle-timeout-ms', '1500', '--kill-grace-ms', '1000']);
+    const r = await subteeRunsClaude(BIN, { prompt: 'SCRIPT:hang', apiUrl: api.url }, out, ['--idle-timeout-ms', '1500', '--model-timeout-ms', '1500', '--stall-grace-ms', '0', '--kill-grace-ms', '1000']);
     assert.equal(r.code, 124, r.stderr);
-    assert.match(r.stderr, /warning STALL: no input for \d+s/);
+    assert.match(r.stderr, /warning STALL: no input for [\d.]+ s \(allowed 1\.5 s\): model request silent [\d.]+ s of its allowed 1\.5 s in main/);
     assert.ok(r.ms < 20_000, `stopped in ${r.ms} ms`);
     const { index } = checkOutput(r.raw, out, 'hung API');
     assert.equal(index.stalled, true);
@@ -92,7 +92,7 @@ describe('real Claude Code CLI piped into subtee', { skip: !claudeAvailable() &&
 
   test('a hung API on a pipe: exit 124', async () => {
     const out = join(tmpDir(), 'out');
-    const r = await pipeClaudeIntoSubtee(BIN, { prompt: 'SCRIPT:hang', apiUrl: api.url }, out, ['--idle-timeout-ms', '1500'], 15_000);
+    const r = await pipeClaudeIntoSubtee(BIN, { prompt: 'SCRIPT:hang', apiUrl: api.url }, out, ['--idle-timeout-ms', '1500', '--model-timeout-ms', '1500', '--stall-grace-ms', '0'], 15_000);
     assert.equal(r.subteeCode, 124, r.subteeStderr);
     assert.match(r.subteeStderr, /STALL/);
     assert.equal(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).stalled, true);

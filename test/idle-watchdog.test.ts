@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Writable } from 'node:stream';
-import { createIdleWatchdog, IdleWatchdog, IDLE_WATCHDOG_DEFAULTS, type Clock } from '../src/chain/stages/idle-watchdog.js';
+import { createIdleWatchdog, IdleWatchdog, IDLE_WATCHDOG_DEFAULTS, stallMessage, type Clock } from '../src/chain/stages/idle-watchdog.js';
+import { MAX_TRACKED_WAITS } from '../src/model/in-flight.js';
 import { createLineParser } from '../src/chain/stages/line-parser.js';
 import type { SubteeRecord } from '../src/model/record.js';
 import { Session } from '../src/model/session.js';
@@ -28,7 +29,7 @@ function fakeClock() {
 const line = (value: Record<string, unknown>, lineNo = 1): SubteeRecord[] => [{ kind: 'line', lineNo, raw: Buffer.from(JSON.stringify(value)), value }];
 /** Lets queued writes reach the stage (a stream processes its write queue on later ticks). */
 const settle = () => new Promise((r) => setImmediate(r));
-const opts = { idleTimeoutMs: 10_000, bgWaitCeilingMs: 60_000, drainGraceMs: 5_000, checkIntervalMs: 1000 };
+const opts = { idleTimeoutMs: 10_000, bgWaitCeilingMs: 60_000, graceMs: 5_000, checkIntervalMs: 1000 };
 
 function watch(extra: Record<string, unknown> = {}) {
   const fc = fakeClock();
@@ -47,11 +48,12 @@ test('a real hang fires after the idle timeout, naming nothing in flight', () =>
   assert.equal((w.dog.errored as any)?.code, 'ERR_STALL');
   assert.equal(w.run.stalled, true);
   assert.equal(w.run.warnings[0].code, 'STALL');
-  assert.match(w.run.warnings[0].message, /no background task/);
+  assert.match(w.run.warnings[0].message, /nothing was in flight/);
+  assert.deepEqual(w.run.stall?.waitingOn, []);
   assert.equal(w.running(), false);
 });
 
-test('a silent background subagent is not a hang until the ceiling plus drain grace', async () => {
+test('a silent background subagent is not a hang until the ceiling plus the grace', async () => {
   const w = watch();
   w.dog.resume();
   w.dog.write(line({ type: 'system', subtype: 'task_started', task_id: 't1', is_backgrounded: true, subagent_type: 'Explore', description: 'dig' }));
@@ -61,7 +63,7 @@ test('a silent background subagent is not a hang until the ceiling plus drain gr
   assert.equal(w.dog.errored, null);
   w.advance(1000);
   assert.equal((w.dog.errored as any)?.code, 'ERR_STALL');
-  assert.match(w.run.warnings[0].message, /Explore "dig" \(t1\)/);
+  assert.match(w.run.warnings[0].message, /background Explore "dig" \(t1\) silent 66 s of the ceiling 60 s/);
 });
 
 test('task_notification and background_tasks_changed end the background allowance', async () => {
@@ -91,7 +93,7 @@ test('a ceiling of 0 waits for background tasks without limit', async () => {
 test('a slow sink holding the chain back is not silence', async () => {
   const w = watch();
   // Nothing reads the watchdog: its buffer fills and the input stops — subtee's own doing.
-  for (let i = 0; i < 40; i++) w.dog.write(line({ type: 'assistant', message: { content: [] } }, i + 1));
+  for (let i = 0; i < 40; i++) w.dog.write(line({ type: 'system', subtype: 'hook_response' }, i + 1));
   w.advance(60_000);
   assert.equal(w.dog.errored, null);
   // The sink catches up; from then on silence counts.
@@ -149,4 +151,182 @@ test('input bytes reset the idle clock: one long line arriving slowly is not sil
   // Then the bytes stop: real silence.
   fc.advance(11_000);
   assert.equal((dog.errored as any)?.code, 'ERR_STALL');
+});
+
+// ---- what is in flight, with plain numbers -------------------------------------------------
+
+const limits = {
+  ...IDLE_WATCHDOG_DEFAULTS,
+  idleTimeoutMs: 10_000,
+  modelTimeoutMs: 60_000,
+  toolTimeoutMs: 40_000,
+  bashDefaultTimeoutMs: 20_000,
+  bashMaxTimeoutMs: 100_000,
+  mcpToolTimeoutMs: null as number | null,
+  bgWaitCeilingMs: 200_000,
+  graceMs: 5_000,
+  checkIntervalMs: 1000,
+};
+
+const init = { type: 'system', subtype: 'init', session_id: 's' };
+const say = (channel: string | null, ...content: unknown[]) => ({ type: 'assistant', parent_tool_use_id: channel, message: { id: 'm', content } });
+const reply = (channel: string | null, ...content: unknown[]) => ({ type: 'user', parent_tool_use_id: channel, message: { content } });
+const toolUse = (id: string, name: string, input: Record<string, unknown> = {}) => ({ type: 'tool_use', id, name, input });
+const toolResult = (id: string, content = 'ok') => ({ type: 'tool_result', tool_use_id: id, content });
+const event = (channel: string | null, type: string) => ({ type: 'stream_event', parent_tool_use_id: channel, event: { type } });
+
+/**
+ * Feeds `lines` at time 0, then checks once a second until the watchdog fires: the silence
+ * at which it fired, and the stall. Every line is activity, as in the stage.
+ */
+function silenceUntilStall(lines: Array<Record<string, unknown>>, settings: Partial<typeof limits> = {}) {
+  const dog = new IdleWatchdog({ ...limits, ...settings }, 0);
+  for (const value of lines) dog.observe(value, 0);
+  dog.activity(0);
+  for (let t = 1000; t <= 10_000_000; t += 1000) {
+    const stall = dog.check(t, false);
+    if (stall) return { firedAtMs: t, stall, dog };
+  }
+  return { firedAtMs: Infinity, stall: null, dog };
+}
+
+test('before the first line and after the result, nothing is in flight: the idle timeout', () => {
+  assert.equal(silenceUntilStall([]).firedAtMs, 11_000);
+  const ended = silenceUntilStall([init, say(null, { type: 'text', text: 'done' }), { type: 'result', subtype: 'success' }]);
+  assert.equal(ended.firedAtMs, 11_000);
+  assert.deepEqual(ended.stall?.waitingOn, []);
+  assert.match(stallMessage(ended.stall!), /^no input for 11 s \(allowed 10 s\); nothing was in flight$/);
+});
+
+test('a model request (after init, a prompt or the last tool result) allows the model timeout plus the grace', () => {
+  for (const lines of [
+    [init],
+    [init, say(null, toolUse('t1', 'Read', { file_path: 'a.ts' })), reply(null, toolResult('t1'))],
+    [init, say(null, { type: 'text', text: 'thinking on' })],
+  ]) {
+    const { firedAtMs, stall } = silenceUntilStall(lines);
+    assert.equal(firedAtMs, 66_000, JSON.stringify(lines));
+    assert.equal(stall!.allowedMs, 65_000);
+    assert.equal(stall!.waitingOn[0].kind, 'model');
+    assert.equal(stall!.waitingOn[0].channel, 'main');
+  }
+  const { stall } = silenceUntilStall([init]);
+  assert.match(stallMessage(stall!), /model request silent 66 s of its allowed 60 s in main/);
+});
+
+test('a foreground Bash call allows its declared timeout, else the default, capped by the maximum', () => {
+  const bash = (input: Record<string, unknown>) => silenceUntilStall([init, say(null, toolUse('b1', 'Bash', input))]);
+  const declared = bash({ command: 'npm test', timeout: 85_000 });
+  assert.equal(declared.firedAtMs, 91_000);
+  assert.equal(declared.stall!.waitingOn[0].declared, true);
+  assert.match(stallMessage(declared.stall!), /Bash "npm test" silent 91 s of its declared 85 s in main/);
+  assert.equal(bash({ command: 'make' }).firedAtMs, 26_000);
+  assert.equal(bash({ command: 'make', timeout: 10_000_000 }).firedAtMs, 106_000);
+  const powershell = silenceUntilStall([init, say(null, toolUse('p1', 'PowerShell', { command: 'x', timeout: 50_000 }))]);
+  assert.equal(powershell.firedAtMs, 56_000);
+});
+
+test('other tools allow the tool timeout; MCP tools their own when it is set', () => {
+  assert.equal(silenceUntilStall([init, say(null, toolUse('w', 'WebFetch', { url: 'u' }))]).firedAtMs, 46_000);
+  const mcp = [init, say(null, toolUse('m', 'mcp__db__query', {}))];
+  assert.equal(silenceUntilStall(mcp).firedAtMs, 46_000);
+  assert.equal(silenceUntilStall(mcp, { mcpToolTimeoutMs: 150_000 }).firedAtMs, 156_000);
+});
+
+test('a tool_result that never comes is a hang after the allowance; one that comes ends the wait', () => {
+  const pending = silenceUntilStall([init, say(null, toolUse('b1', 'Bash', { command: 'build', timeout: 30_000 }))]);
+  assert.equal(pending.firedAtMs, 36_000);
+  assert.equal(pending.stall!.waitingOn.length, 1);
+  // Two calls in parallel: the first result leaves the second in flight, the model not asked yet.
+  const half = silenceUntilStall([
+    init,
+    say(null, toolUse('b1', 'Bash', { command: 'quick', timeout: 90_000 })),
+    say(null, toolUse('b2', 'Bash', { command: 'slow', timeout: 30_000 })),
+    reply(null, toolResult('b1')),
+  ]);
+  assert.equal(half.firedAtMs, 36_000);
+  assert.match(stallMessage(half.stall!), /Bash "slow"/);
+});
+
+test('with partial messages, a streamed message allows the idle timeout between events', () => {
+  const midMessage = silenceUntilStall([init, event(null, 'message_start'), event(null, 'content_block_delta')]);
+  assert.equal(midMessage.firedAtMs, 11_000);
+  assert.match(stallMessage(midMessage.stall!), /message stream silent 11 s of its allowed 10 s in main/);
+  // An assistant line inside the stream does not turn it into a model response.
+  assert.equal(silenceUntilStall([init, event(null, 'message_start'), say(null, { type: 'text', text: 'x' })]).firedAtMs, 11_000);
+  // After message_stop the tool it asked for is what is awaited; before message_start, the request.
+  const tool = [init, event(null, 'message_start'), say(null, toolUse('b', 'Bash', { command: 'x', timeout: 50_000 })), event(null, 'message_stop')];
+  assert.equal(silenceUntilStall(tool).firedAtMs, 56_000);
+  const next = [...tool, reply(null, toolResult('b')), { type: 'system', subtype: 'status', status: 'requesting' }];
+  assert.equal(silenceUntilStall(next).firedAtMs, 66_000);
+});
+
+test('a foreground subagent is decided by its own channel, interleaved with the others', () => {
+  const spawn = say(null, toolUse('A', 'Agent', { description: 'review', subagent_type: 'general-purpose', prompt: 'p' }));
+  // Spawned, not a line of its own yet: its first request is on its way.
+  const silentChild = silenceUntilStall([init, spawn]);
+  assert.equal(silentChild.firedAtMs, 66_000);
+  assert.deepEqual(silentChild.stall!.waitingOn.map((w) => [w.what, w.channelId]), [['model request', 'A']]);
+  // Its own long command rides through; the parent's spawn adds nothing of its own.
+  const longCommand = [init, spawn, reply('A', { type: 'text', text: 'prompt' }), say('A', toolUse('a1', 'Bash', { command: 'npm test', timeout: 95_000 }))];
+  const child = silenceUntilStall(longCommand);
+  assert.equal(child.firedAtMs, 101_000);
+  assert.match(stallMessage(child.stall!), /Bash "npm test" silent 101 s of its declared 95 s in A/);
+  // Another subagent interleaved, waiting on its model, keeps its own state.
+  const two = silenceUntilStall([
+    ...longCommand,
+    say(null, toolUse('B', 'Agent', { description: 'b', prompt: 'p' })),
+    reply('B', { type: 'text', text: 'prompt' }),
+    say('A', toolUse('a2', 'Read', { file_path: 'x' })),
+    reply('A', toolResult('a1')),
+  ], { toolTimeoutMs: 150_000 });
+  assert.equal(two.firedAtMs, 156_000);
+  assert.deepEqual(two.stall!.waitingOn.map((w) => `${w.channelId}:${w.what}`), ['A:Read "x"', 'B:model request']);
+  // The parent's tool_result ends the subagent: the parent's next request is what is left.
+  const ended = silenceUntilStall([...longCommand, reply(null, toolResult('A', 'report'))]);
+  assert.deepEqual(ended.stall!.waitingOn.map((w) => `${w.channelId}:${w.what}`), ['null:model request']);
+});
+
+test('a background subagent: its launch result does not end it, task_notification does', () => {
+  const lines = [
+    init,
+    say(null, toolUse('A', 'Agent', { description: 'dig', run_in_background: true, prompt: 'p' })),
+    { type: 'system', subtype: 'task_started', task_id: 'k1', tool_use_id: 'A', is_backgrounded: true, subagent_type: 'Explore', description: 'dig' },
+    reply(null, toolResult('A', 'Async agent launched successfully.')),
+    say(null, { type: 'text', text: 'waiting' }),
+    say('A', toolUse('a1', 'Bash', { command: 'find /', timeout: 90_000 })),
+  ];
+  const running = silenceUntilStall(lines);
+  assert.equal(running.firedAtMs, 206_000, 'the ceiling plus the grace');
+  assert.deepEqual(running.stall!.waitingOn.map((w) => w.kind), ['background', 'tool', 'model']);
+  const done = silenceUntilStall([...lines, { type: 'system', subtype: 'task_notification', task_id: 'k1', tool_use_id: 'A', status: 'completed' }]);
+  assert.deepEqual(done.stall!.waitingOn.map((w) => w.what), ['model response']);
+});
+
+test('state stays bounded: calls past the tracking limit are folded, their longest allowance kept', () => {
+  const dog = new IdleWatchdog({ ...limits }, 0);
+  dog.observe(init, 0);
+  for (let i = 0; i < MAX_TRACKED_WAITS + 5000; i++) dog.observe(say(null, toolUse(`t${i}`, 'Read', {})), 0);
+  dog.observe(say(null, toolUse('long', 'Bash', { command: 'x', timeout: 99_000 })), 0);
+  const waits = dog.waits();
+  assert.ok(waits.length <= MAX_TRACKED_WAITS + 1, `${waits.length} waits`);
+  assert.equal(dog.allowedSilenceMs(), 104_000);
+  dog.observe({ type: 'result', subtype: 'success' }, 0);
+  assert.deepEqual(dog.waits(), []);
+});
+
+test('a stall lists at most 20 waits, the longest allowance first, and counts the rest', () => {
+  const calls = Array.from({ length: 30 }, (_, i) => say(null, toolUse(`b${i}`, 'Bash', { command: `job ${i}`, timeout: 10_000 + i * 1000 })));
+  const { stall } = silenceUntilStall([init, ...calls]);
+  assert.equal(stall!.waitingOn.length, 20);
+  assert.equal(stall!.moreWaiting, 10);
+  assert.equal(stall!.waitingOn[0].what, 'Bash "job 29"');
+  assert.match(stallMessage(stall!), /; and 25 more$/);
+});
+
+test('names from the stream are cut and made one line in the message', () => {
+  const command = `evil\x1b[31m\n${'x'.repeat(10_000)}`;
+  const { stall } = silenceUntilStall([init, say(null, toolUse('b', 'Bash', { command, timeout: 1000 }))]);
+  assert.ok(stall!.waitingOn[0].what.length < 100);
+  assert.doesNotMatch(stallMessage(stall!), /[\x00-\x1f]/);
 });

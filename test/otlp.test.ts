@@ -186,7 +186,7 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     const half = Buffer.from(lines.slice(0, 14).join('\n') + '\n');
     // Silence counts from the start of the chain: 4 s, so that a loaded machine loading the
     // sink's client is not taken for the stall.
-    const r = await subtee(['--otlp', receiver.url, '--idle-timeout-ms', '4000'], { stdin: half });
+    const r = await subtee(['--otlp', receiver.url, '--idle-timeout-ms', '4000', '--model-timeout-ms', '4000', '--stall-grace-ms', '0'], { stdin: half });
     assert.equal(r.code, 124, r.stderr);
     const index = indexOf(r.out);
     assert.equal(index.stalled, true);

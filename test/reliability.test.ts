@@ -171,7 +171,7 @@ test('invalid UTF-8 in a noise line reaches the quarantine file byte for byte', 
 
 test('a stall keeps the partial last line: it goes to the quarantine, as on SIGINT; exit 124', async () => {
   const out = join(tmpDir(), 'o');
-  const s = startOnPipe(out, ['--idle-timeout-ms', '1000']);
+  const s = startOnPipe(out, ['--idle-timeout-ms', '1000', '--model-timeout-ms', '1000', '--stall-grace-ms', '0']);
   const half = recLines.slice(0, 40);
   // stdin stays open and silent after this write: only the watchdog ends the run.
   s.child.stdin.write(half.join('\n') + '\n{"type":"assist');

@@ -285,7 +285,9 @@ describe('the static report in Chromium', { skip }, () => {
             use: 'idle-watchdog',
             idleTimeoutMs: 1500,
             bgWaitCeilingMs: 1500,
-            drainGraceMs: 0,
+            modelTimeoutMs: 1500,
+            bashDefaultTimeoutMs: 1500,
+            graceMs: 0,
             checkIntervalMs: 100,
           },
         ],
@@ -305,10 +307,14 @@ describe('the static report in Chromium', { skip }, () => {
     const { page, console } = await openReport(browser, out);
     const banner = page.locator('#banner');
     assert.equal(await banner.isVisible(), true);
-    assert.match(await banner.innerText(), /stalled/);
+    // What was in flight, and for how long, in the banner itself.
+    assert.match(
+      await banner.innerText(),
+      /^This run stalled: the idle watchdog fired \(no input for [\d.]+ s \(allowed 1\.5 s\): background general-purpose "slow worker" \(\w+\) silent [\d.]+ s of the ceiling 1\.5 s; .*Bash "echo slow-ok" silent [\d.]+ s of its allowed 1\.5 s in general-purpose·\w+/s,
+    );
     assert.match(
       await page.locator('#warnings li[data-code="STALL"]').innerText(),
-      /STALL.*still in flight: general-purpose "slow worker"/s,
+      /STALL.*background general-purpose "slow worker"/s,
     );
     const st = await seen(page);
     assert.equal(st.rows.length, 2);

@@ -112,7 +112,7 @@ test('subtee run: a stalled command that ignores SIGTERM is killed after the gra
   writeFileSync(agent, `#!/bin/sh\ntrap '' TERM\necho $$ > "${pidFile}"\nhead -3 "${recording}"\nexec sleep 60\n`);
   chmodSync(agent, 0o755);
   const started = Date.now();
-  const r = spawnSync(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--idle-timeout-ms', '800', '--kill-grace-ms', '500', '--', agent], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--idle-timeout-ms', '800', '--model-timeout-ms', '800', '--stall-grace-ms', '0', '--kill-grace-ms', '500', '--', agent], { encoding: 'utf8', timeout: 30_000 });
   assert.equal(r.status, 124, r.stderr);
   assert.ok(Date.now() - started < 15_000, 'did not wait for the command to finish on its own');
   assert.match(r.stderr, /warning STALL/);

@@ -1,6 +1,10 @@
-import { definePlugin, Registry, type PluginDefinition } from './plugin.js';
+import { definePlugin, Registry, type OptionSpec, type PluginDefinition } from './plugin.js';
 import { createChannelRouter } from './stages/channel-router.js';
-import { createIdleWatchdog, IDLE_WATCHDOG_DEFAULTS } from './stages/idle-watchdog.js';
+import {
+  createIdleWatchdog,
+  IDLE_WATCHDOG_DEFAULTS,
+  type IdleWatchdogSettings,
+} from './stages/idle-watchdog.js';
 import { createLineParser, LINE_PARSER_DEFAULTS } from './stages/line-parser.js';
 import { createWorkerLineParser } from './stages/line-parser-worker.js';
 import { createInputFormat, INPUT_FORMAT_DEFAULTS, INPUT_FORMATS } from './stages/input-format.js';
@@ -130,58 +134,100 @@ export const thinkingTruncator = definePlugin<{ mode?: (typeof THINKING_MODES)[n
   create: (o, ctx) => createThinkingTruncator({ ...o, session: ctx.session }),
 });
 
-/** CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS as Claude Code reads it, when it is a whole number. */
-export function bgCeilingFromEnv(env: NodeJS.ProcessEnv): number | undefined {
-  const v = env.CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS;
-  return v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined;
+/** A whole number of milliseconds from the environment, as Claude Code reads it. */
+function envMs(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const value = env[name];
+  return value !== undefined && /^\d+$/.test(value) && Number.isSafeInteger(Number(value))
+    ? Number(value)
+    : undefined;
 }
 
-export const idleWatchdog = definePlugin<{
-  idleTimeoutMs?: number;
-  bgWaitCeilingMs?: number;
-  drainGraceMs?: number;
-  onStall?: 'fail' | 'warn';
-  checkIntervalMs?: number;
-}>({
+/**
+ * The agent's own time limits from its environment (the one subtee shares with it under
+ * `subtee run`, and usually on a pipe): options given explicitly win over these.
+ */
+export function waitLimitsFromEnv(env: NodeJS.ProcessEnv): Partial<IdleWatchdogSettings> {
+  return {
+    modelTimeoutMs: envMs(env, 'API_TIMEOUT_MS'),
+    bashDefaultTimeoutMs: envMs(env, 'BASH_DEFAULT_TIMEOUT_MS'),
+    bashMaxTimeoutMs: envMs(env, 'BASH_MAX_TIMEOUT_MS'),
+    mcpToolTimeoutMs: envMs(env, 'MCP_TOOL_TIMEOUT'),
+    bgWaitCeilingMs: envMs(env, 'CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS'),
+  };
+}
+
+type IdleWatchdogConfig = Partial<Omit<IdleWatchdogSettings, 'mcpToolTimeoutMs'>> & {
+  mcpToolTimeoutMs?: number;
+};
+
+const msOption = (min: number, fallback: number, description: string): OptionSpec => ({
+  type: 'integer',
+  min,
+  default: fallback,
+  description,
+});
+
+export const idleWatchdog = definePlugin<IdleWatchdogConfig>({
   name: 'idle-watchdog',
   kind: 'stage',
   kit: KIT,
   options: {
-    idleTimeoutMs: {
+    idleTimeoutMs: msOption(
+      1,
+      IDLE_WATCHDOG_DEFAULTS.idleTimeoutMs,
+      'silence that is a hang when nothing is in flight, and between the events of a streamed message',
+    ),
+    modelTimeoutMs: msOption(
+      1,
+      IDLE_WATCHDOG_DEFAULTS.modelTimeoutMs,
+      'silence allowed while a model request is in flight; $API_TIMEOUT_MS replaces the default',
+    ),
+    toolTimeoutMs: msOption(
+      1,
+      IDLE_WATCHDOG_DEFAULTS.toolTimeoutMs,
+      'silence allowed while a tool call other than Bash (and MCP with $MCP_TOOL_TIMEOUT) runs',
+    ),
+    bashDefaultTimeoutMs: msOption(
+      1,
+      IDLE_WATCHDOG_DEFAULTS.bashDefaultTimeoutMs,
+      'a Bash call without a timeout input; $BASH_DEFAULT_TIMEOUT_MS replaces the default',
+    ),
+    bashMaxTimeoutMs: msOption(
+      1,
+      IDLE_WATCHDOG_DEFAULTS.bashMaxTimeoutMs,
+      "the most a Bash call's timeout input counts for; $BASH_MAX_TIMEOUT_MS replaces the default",
+    ),
+    mcpToolTimeoutMs: {
       type: 'integer',
       min: 1,
-      default: IDLE_WATCHDOG_DEFAULTS.idleTimeoutMs,
-      description: 'silence that counts as a hang while no background task is in flight',
+      description: 'an MCP tool call; default $MCP_TOOL_TIMEOUT, else toolTimeoutMs',
     },
-    bgWaitCeilingMs: {
-      type: 'integer',
-      min: 0,
-      default: IDLE_WATCHDOG_DEFAULTS.bgWaitCeilingMs,
-      description:
-        'silence allowed while background tasks run (0 = no limit); $CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS replaces the default',
-    },
-    drainGraceMs: {
-      type: 'integer',
-      min: 0,
-      default: IDLE_WATCHDOG_DEFAULTS.drainGraceMs,
-      description: "added to that ceiling for the agent's exit drain",
-    },
+    bgWaitCeilingMs: msOption(
+      0,
+      IDLE_WATCHDOG_DEFAULTS.bgWaitCeilingMs,
+      'silence allowed while background tasks run (0 = no limit); $CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS replaces the default',
+    ),
+    graceMs: msOption(
+      0,
+      IDLE_WATCHDOG_DEFAULTS.graceMs,
+      "added to every allowance in flight: the agent's own timeout fires first, then it reports",
+    ),
     onStall: {
       type: 'string',
       choices: STALL_ACTIONS,
       default: IDLE_WATCHDOG_DEFAULTS.onStall,
       description: 'fail: stop (exit 124, and stop the agent under subtee run); warn: report only',
     },
-    checkIntervalMs: {
-      type: 'integer',
-      min: 1,
-      default: IDLE_WATCHDOG_DEFAULTS.checkIntervalMs,
-      description: 'how often silence is measured',
-    },
+    checkIntervalMs: msOption(1, IDLE_WATCHDOG_DEFAULTS.checkIntervalMs, 'how often silence is measured'),
   },
   create: (o, ctx) =>
-    createIdleWatchdog({ bgWaitCeilingMs: bgCeilingFromEnv(ctx.env), ...o, session: ctx.session }),
+    createIdleWatchdog({ ...waitLimitsFromEnv(ctx.env), ...definedOnly(o), session: ctx.session }),
 });
+
+/** The options that were given: an option left undefined must not hide the environment's value. */
+function definedOnly<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
 
 export const filesSink = definePlugin<{
   out: string;

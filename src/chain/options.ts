@@ -48,7 +48,10 @@ const ROWS: readonly Row[] = [
   { name: 'thinking-max-chars', arg: 'N', target: { use: 'thinking-truncator', key: 'maxChars' } },
   { name: 'require-version', arg: 'RANGE', target: { use: 'version-guard', key: 'requireVersion' } },
   { name: 'idle-timeout-ms', arg: 'MS', target: { use: 'idle-watchdog', key: 'idleTimeoutMs' } },
+  { name: 'model-timeout-ms', arg: 'MS', target: { use: 'idle-watchdog', key: 'modelTimeoutMs' } },
+  { name: 'tool-timeout-ms', arg: 'MS', target: { use: 'idle-watchdog', key: 'toolTimeoutMs' } },
   { name: 'bg-wait-ceiling-ms', arg: 'MS', target: { use: 'idle-watchdog', key: 'bgWaitCeilingMs' } },
+  { name: 'stall-grace-ms', arg: 'MS', target: { use: 'idle-watchdog', key: 'graceMs' } },
   { name: 'on-stall', arg: 'ACTION', target: { use: 'idle-watchdog', key: 'onStall' } },
   {
     name: 'pino',

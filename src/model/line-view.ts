@@ -74,7 +74,7 @@ const STREAM_EVENT = Buffer.from('{"type":"stream_event"');
  * classifyLine's verdict, by the scanner; `JSON.parse` decides only what the scanner cannot.
  * A short line is parsed with `JSON.parse` directly, which builds small objects faster than
  * a view is built, unless it is a `stream_event` (as the CLI writes it), whose view is only
- * its top-level fields (see buildView). Either way the verdict and the view are the same.
+ * its top-level fields and its event's (see buildView). Either way the verdict and the view are the same.
  */
 export function scanLine(line: Buffer, terminated: boolean): Scanned {
   const plan = planLine(line);

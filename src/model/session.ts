@@ -1,4 +1,5 @@
 import { SubteeError, UsageError } from '../errors.js';
+import type { Stall } from './in-flight.js';
 import { ChannelTree, type Channel } from './tree.js';
 
 export interface ChannelFiles {
@@ -43,6 +44,8 @@ export class Session {
   producer: Producer | null = null;
   interrupted = false;
   stalled = false;
+  /** What the idle watchdog found when it first fired: the silence, its allowance, what was in flight. */
+  stall: Stall | null = null;
   /**
    * Set by runChain while a chain runs: stops reading input, lets what was read reach every
    * stage and sink (a partial last line goes to the quarantine), then fails the chain with

@@ -23,6 +23,7 @@ export function buildIndex(
     producer: run.producer,
     interrupted: run.interrupted,
     stalled: run.stalled,
+    stall: run.stall,
     input: {
       lines: run.input.lines,
       bytes: run.input.bytes,

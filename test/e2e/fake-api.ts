@@ -16,7 +16,9 @@ export type Block =
 export type Reply =
   | { kind: 'message'; blocks: Block[]; delayMs?: number }
   | { kind: 'error'; status: number; message: string }
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /** Starts streaming the message, then holds the connection: deltas stop mid-message. */
+  | { kind: 'cut'; blocks: Block[] };
 
 export interface Turn {
   script: string;
@@ -111,6 +113,36 @@ export const SCRIPTS: Record<string, (t: Turn) => Reply> = {
     if (t.turn === 0 && reply.kind === 'message') reply.delayMs = Number(t.args[0] ?? 3000);
     return reply;
   },
+  /** late:MS — the first answer's first byte comes after MS (a slow API, a long thinking block). */
+  late(t) {
+    const reply: Reply = { kind: 'message', blocks: [{ type: 'text', text: `Answer after turn ${t.turn}.` }] };
+    if (t.turn === 0) reply.delayMs = Number(t.args[0] ?? 3000);
+    return reply;
+  },
+  /** bash:MS:TIMEOUT — one Bash command silent for MS, with a declared `timeout` of TIMEOUT ms. */
+  bash(t) {
+    if (t.turn === 0) {
+      const ms = Number(t.args[0] ?? 1000);
+      const input: Record<string, unknown> = {
+        // A node timer: Claude Code refuses a standalone `sleep`.
+        command: `node -e "setTimeout(() => console.log('slept ${ms}'), ${ms})"`,
+        description: `silent for ${ms} ms`,
+      };
+      if (t.args[1]) input.timeout = Number(t.args[1]);
+      return { kind: 'message', blocks: [{ type: 'text', text: 'Running the long command.' }, { type: 'tool_use', name: 'Bash', input }] };
+    }
+    return { kind: 'message', blocks: [{ type: 'text', text: `Command finished: ${t.lastUser.slice(0, 200)}` }] };
+  },
+  /** fgbash:MS:TIMEOUT — a foreground subagent runs the bash script. */
+  fgbash(t) {
+    if (t.turn === 0) {
+      const call = agentCall(t, `bash:${t.args.join(':')}`, 'long build', false);
+      return { kind: 'message', blocks: [{ type: 'text', text: 'Delegating the build.' }, call] };
+    }
+    return { kind: 'message', blocks: [{ type: 'text', text: 'The build subagent reported.' }] };
+  },
+  /** cut — the answer starts streaming and stops mid-message for ever. */
+  cut: () => ({ kind: 'cut', blocks: [{ type: 'text', text: 'This answer never ends because the connection stalls.' }] }),
   /** hang — the API never answers (a hung connection). */
   hang: () => ({ kind: 'hang' }),
   /** say:TEXT — answer once with text. */
@@ -155,13 +187,20 @@ function sse(res: ServerResponse, event: string, data: unknown): void {
   res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
 }
 
-function streamMessage(res: ServerResponse, model: string, blocks: Block[]): void {
+function streamMessage(res: ServerResponse, model: string, blocks: Block[], cut = false): void {
   const hasTool = blocks.some((b) => b.type === 'tool_use');
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': nextId('req') });
   sse(res, 'message_start', {
     type: 'message_start',
     message: { id: nextId('msg'), type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1 } },
   });
+  if (cut) {
+    // One block begun and one piece of it sent; the rest never comes.
+    sse(res, 'content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
+    const text = blocks[0]?.type === 'text' ? blocks[0].text : '...';
+    sse(res, 'content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: text.slice(0, 12) } });
+    return;
+  }
   blocks.forEach((b, index) => {
     if (b.type === 'text') {
       sse(res, 'content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
@@ -219,6 +258,12 @@ export async function startFakeApi(): Promise<FakeApi> {
       const t = turnOf(body);
       log.push({ path, script: t?.script ?? null, turn: t?.turn ?? null });
       const reply: Reply = t ? SCRIPTS[t.script](t) : { kind: 'message', blocks: [{ type: 'text', text: 'OK' }] };
+      if (reply.kind === 'cut') {
+        hung.add(res);
+        res.on('close', () => hung.delete(res));
+        streamMessage(res, model, reply.blocks, true);
+        return;
+      }
       if (reply.kind === 'hang') {
         hung.add(res);
         res.on('close', () => hung.delete(res));

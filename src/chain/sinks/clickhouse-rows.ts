@@ -7,7 +7,8 @@ import {
   type ToolResultBlock,
 } from '../../model/message.js';
 import type { ChannelView } from './otlp-spans.js';
-import { boundedText, runIdFrom, StreamClock } from './stream-facts.js';
+import { boundedText } from '../../model/bounded-text.js';
+import { runIdFrom, StreamClock } from './stream-facts.js';
 
 /** One row of the events table: one per input line (quarantined lines included). */
 export interface EventRow {

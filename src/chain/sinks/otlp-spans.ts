@@ -2,7 +2,8 @@ import { withDefaults } from '../../defaults.js';
 import type { SubteeRecord } from '../../model/record.js';
 import { contentBlocks, resultText } from '../../model/message.js';
 import type { ChannelStatus } from '../../model/tree.js';
-import { boundedText, runIdFrom, StreamClock } from './stream-facts.js';
+import { boundedText } from '../../model/bounded-text.js';
+import { runIdFrom, StreamClock } from './stream-facts.js';
 
 /** The plain channel fields spans are made of (a live Channel or a snapshot of one). */
 export interface ChannelView {

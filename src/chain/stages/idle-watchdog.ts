@@ -5,25 +5,31 @@ import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
 import { escapeOneLine } from '../../views/escape.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { viewOf } from '../../model/line-view.js';
+import { boundedText } from '../../model/bounded-text.js';
+import {
+  InFlight,
+  STALL_WAITS_LISTED,
+  WAIT_LIMIT_DEFAULTS,
+  type Stall,
+  type StalledWait,
+  type Wait,
+  type WaitLimits,
+} from '../../model/in-flight.js';
+import { channelLabel } from '../../views/text.js';
 
-export interface IdleWatchdogSettings {
-  idleTimeoutMs: number;
-  bgWaitCeilingMs: number;
-  drainGraceMs: number;
+/** Characters of a channel label in a stall report (an agent type is the stream's to choose). */
+const LABEL_CHARS = 120;
+
+export interface IdleWatchdogSettings extends WaitLimits {
+  graceMs: number;
   onStall: 'fail' | 'warn';
   checkIntervalMs: number;
 }
 
 export const IDLE_WATCHDOG_DEFAULTS: Readonly<IdleWatchdogSettings> = Object.freeze({
-  /** Silence allowed while nothing is known to be legitimately quiet. */
-  idleTimeoutMs: 120_000,
-  /**
-   * Silence allowed while background tasks are in flight: Claude Code waits for them up to
-   * CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS (10 minutes by default; 0 = no ceiling).
-   */
-  bgWaitCeilingMs: 600_000,
-  /** Added to the ceiling: the CLI drains its output after the wait. */
-  drainGraceMs: 30_000,
+  ...WAIT_LIMIT_DEFAULTS,
+  /** Added to every allowance: the agent's own timeout fires first, then it reports. */
+  graceMs: 30_000,
   /** `fail` ends the run (exit 124); `warn` only reports. */
   onStall: 'fail',
   /** How often silence is measured. */
@@ -43,12 +49,7 @@ export const systemClock: Clock = {
   clearInterval: (h) => clearInterval(h as NodeJS.Timeout),
 };
 
-export interface IdleWatchdogOptions {
-  idleTimeoutMs?: number;
-  bgWaitCeilingMs?: number;
-  drainGraceMs?: number;
-  onStall?: 'fail' | 'warn';
-  checkIntervalMs?: number;
+export interface IdleWatchdogOptions extends Partial<IdleWatchdogSettings> {
   clock?: Clock;
   /** The chain's session, shared by every stage (required). */
   session: Session;
@@ -61,28 +62,31 @@ export class StallError extends SubteeError {
   }
 }
 
-export interface Stall {
-  silenceMs: number;
-  allowedMs: number;
-  inFlight: string[];
-}
+/** Names a channel in a stall report. */
+export type ChannelLabeler = (channelId: string | null) => string;
+
+const idLabel: ChannelLabeler = (id) => id ?? 'main';
 
 /**
  * Silence accounting, free of streams and timers so tests drive it with plain numbers.
- * Silence grows only between checks while subtee is waiting for input: a check that finds
- * the chain backed up (a slow sink) does not count, and a gap between checks longer than
- * two intervals (the event loop was blocked by a slow synchronous write) counts as two.
+ * The allowed silence is the longest wait in flight (see InFlight) plus the grace, and never
+ * less than the idle timeout. Silence grows only between checks while subtee is waiting for
+ * input: a check that finds the chain backed up (a slow sink) does not count, and a gap
+ * between checks longer than two intervals (the event loop was blocked by a slow synchronous
+ * write) counts as two.
  */
 export class IdleWatchdog {
   private silence = 0;
   private lastCheck: number;
-  private readonly background = new Map<string, string>();
+  private readonly inFlight: InFlight;
 
   constructor(
     private readonly opts: IdleWatchdogSettings,
     now: number,
+    private readonly labelOf: ChannelLabeler = idLabel,
   ) {
     this.lastCheck = now;
+    this.inFlight = new InFlight(opts);
   }
 
   activity(now: number): void {
@@ -90,35 +94,22 @@ export class IdleWatchdog {
     this.lastCheck = now;
   }
 
-  observe(v: Record<string, unknown>): void {
-    if (v.type !== 'system') return;
-    const taskId = typeof v.task_id === 'string' ? v.task_id : null;
-    if (v.subtype === 'task_started' && taskId && v.is_backgrounded === true) {
-      this.background.set(taskId, describe(v));
-    } else if (v.subtype === 'task_notification' && taskId) {
-      this.background.delete(taskId);
-    } else if (v.subtype === 'background_tasks_changed' && Array.isArray(v.tasks)) {
-      // The list replaces what was known: it names every background task still alive.
-      this.background.clear();
-      for (const t of v.tasks) {
-        if (t && typeof t === 'object' && typeof (t as Record<string, unknown>).task_id === 'string') {
-          this.background.set(
-            (t as Record<string, unknown>).task_id as string,
-            describe(t as Record<string, unknown>),
-          );
-        }
-      }
-    }
+  /** Reads one line arriving at `now`: what it starts or ends. */
+  observe(value: Record<string, unknown>, now: number): void {
+    this.inFlight.observe(value, now);
   }
 
-  inFlight(): string[] {
-    return [...this.background.values()];
+  waits(): Wait[] {
+    return this.inFlight.waits();
   }
 
   allowedSilenceMs(): number {
-    if (this.background.size === 0) return this.opts.idleTimeoutMs;
-    if (this.opts.bgWaitCeilingMs === 0) return Infinity;
-    return Math.max(this.opts.idleTimeoutMs, this.opts.bgWaitCeilingMs + this.opts.drainGraceMs);
+    let allowed = this.opts.idleTimeoutMs;
+    for (const wait of this.inFlight.waits()) {
+      if (wait.allowedMs === null) return Infinity;
+      allowed = Math.max(allowed, wait.allowedMs + (wait.graced ? this.opts.graceMs : 0));
+    }
+    return allowed;
   }
 
   /** One periodic check. Returns a Stall when the allowed silence is exceeded. */
@@ -129,27 +120,52 @@ export class IdleWatchdog {
     this.silence += Math.max(0, gap);
     const allowed = this.allowedSilenceMs();
     if (this.silence <= allowed) return null;
-    return { silenceMs: this.silence, allowedMs: allowed, inFlight: this.inFlight() };
+    const waits = this.waits();
+    return Object.freeze({
+      silenceMs: this.silence,
+      allowedMs: allowed,
+      waitingOn: Object.freeze(
+        waits.slice(0, STALL_WAITS_LISTED).map((wait) =>
+          Object.freeze({
+            kind: wait.kind,
+            what: wait.what,
+            channel: this.labelOf(wait.channelId),
+            channelId: wait.channelId,
+            inFlightMs: Math.max(0, now - wait.sinceMs),
+            allowedMs: wait.allowedMs,
+            declared: wait.declared,
+          }),
+        ),
+      ),
+      moreWaiting: Math.max(0, waits.length - STALL_WAITS_LISTED),
+    });
   }
 }
 
-function describe(t: Record<string, unknown>): string {
-  const kind =
-    typeof t.subagent_type === 'string'
-      ? t.subagent_type
-      : typeof t.task_type === 'string'
-        ? t.task_type
-        : 'task';
-  const d = typeof t.description === 'string' ? ` "${t.description}"` : '';
-  return `${kind}${d} (${String(t.task_id)})`;
+/** Whole seconds, or tenths below ten seconds: a short allowance must not read as its own silence. */
+const seconds = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`);
+
+/** One wait in words: `Bash "npm test" silent 212 s of its declared 600 s in general-purpose·a1b2c3`. */
+function describeWait(wait: StalledWait, silenceMs: number): string {
+  const limit =
+    wait.allowedMs === null
+      ? 'with no limit'
+      : `of ${wait.kind === 'background' ? 'the ceiling' : wait.declared ? 'its declared' : 'its allowed'} ${seconds(wait.allowedMs)}`;
+  const longer = wait.inFlightMs > silenceMs + 1000 ? ` (in flight ${seconds(wait.inFlightMs)})` : '';
+  const where = wait.kind === 'background' ? '' : ` in ${wait.channel}`;
+  return `${wait.what} silent ${seconds(silenceMs)} ${limit}${where}${longer}`;
 }
 
-export function stallMessage(s: Stall): string {
-  const what =
-    s.inFlight.length > 0
-      ? `; still in flight: ${s.inFlight.map(escapeOneLine).join(', ')}`
-      : '; no background task was in flight';
-  return `no input for ${Math.round(s.silenceMs / 1000)}s (allowed ${Math.round(s.allowedMs / 1000)}s)${what}`;
+/** How many waits the one-line message names. */
+const WAITS_IN_MESSAGE = 5;
+
+export function stallMessage(stall: Stall): string {
+  const head = `no input for ${seconds(stall.silenceMs)} (allowed ${seconds(stall.allowedMs)})`;
+  if (stall.waitingOn.length === 0) return `${head}; nothing was in flight`;
+  const named = stall.waitingOn.slice(0, WAITS_IN_MESSAGE).map((w) => describeWait(w, stall.silenceMs));
+  const more = stall.waitingOn.length - named.length + stall.moreWaiting;
+  const tail = more > 0 ? `; and ${more} more` : '';
+  return `${head}: ${named.map(escapeOneLine).join('; ')}${tail}`;
 }
 
 /** How long a stalled chain may take to drain what it read before it is torn down. */
@@ -168,7 +184,11 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
   const opts = withDefaults(IDLE_WATCHDOG_DEFAULTS, options);
   const clock = options.clock ?? systemClock;
   const run = requireSession(options, 'createIdleWatchdog');
-  const dog = new IdleWatchdog(opts, clock.now());
+  const labelOf: ChannelLabeler = (id) => {
+    const channel = run.tree.get(id);
+    return boundedText(channel ? channelLabel(channel) : (id ?? 'main'), LABEL_CHARS);
+  };
+  const dog = new IdleWatchdog(opts, clock.now(), labelOf);
   let timer: unknown = null;
   let drainTimer: NodeJS.Timeout | null = null;
   let bytesSeen = run.input.bytes;
@@ -182,8 +202,9 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
     objectMode: true,
     highWaterMark: BATCH_HIGH_WATER_MARK,
     transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      dog.activity(clock.now());
-      for (const rec of batch) if (rec.kind === 'line') dog.observe(viewOf(rec));
+      const now = clock.now();
+      dog.activity(now);
+      for (const rec of batch) if (rec.kind === 'line') dog.observe(viewOf(rec), now);
       cb(null, batch);
     },
     flush(cb: TransformCallback) {
@@ -204,6 +225,7 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
     const stall = dog.check(clock.now(), backedUp);
     if (!stall) return;
     run.stalled = true;
+    run.stall ??= stall;
     const message = stallMessage(stall);
     run.warn('STALL', message);
     if (opts.onStall === 'fail') {

@@ -299,8 +299,10 @@ function renderHeader(state: State): void {
     `${formatCount(subs.length)} subagents: ${n('completed')} completed, ${n('failed')} failed, ${n('running')} running · ` +
     `${formatCount(run.input.lines)} lines · ${formatCount(run.input.quarantined)} quarantined`;
   const banner = $('banner');
+  // The STALL warning says what was in flight and for how long.
+  const stall = run.warnings.find((w) => w.code === 'STALL');
   const why = run.stalled
-    ? 'This run stalled: the idle watchdog fired.'
+    ? `This run stalled: the idle watchdog fired (${stall ? stall.message : 'no details recorded'}).`
     : run.interrupted
       ? 'This run was interrupted before its input ended.'
       : '';

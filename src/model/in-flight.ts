@@ -1,0 +1,384 @@
+import { boundedText } from './bounded-text.js';
+import {
+  ASYNC_LAUNCH,
+  asStreamLine,
+  channelIdOf,
+  contentBlocks,
+  isObject,
+  resultTextLazy,
+  SPAWN_TOOLS,
+  type JsonObject,
+} from './message.js';
+import { isText } from './scan.js';
+
+/**
+ * What a run is waiting on, read from its lines alone: per channel a model request, a
+ * message streaming, foreground tool calls; and the run's background tasks. Each wait has
+ * the allowance the agent itself gives it (Claude Code's own timeouts), so the idle watchdog
+ * can tell a long but legitimate silence from a hang. Pure: times are plain numbers.
+ */
+
+/** The agent's own time limits, in milliseconds (Claude Code's defaults, or its environment). */
+export interface WaitLimits {
+  /** Silence between a streamed message's events (`--include-partial-messages`). */
+  idleTimeoutMs: number;
+  /** One API request: `API_TIMEOUT_MS`. */
+  modelTimeoutMs: number;
+  /** A tool call with no timeout of its own. */
+  toolTimeoutMs: number;
+  /** Bash without a `timeout` input: `BASH_DEFAULT_TIMEOUT_MS`. */
+  bashDefaultTimeoutMs: number;
+  /** The most a Bash `timeout` input may ask for: `BASH_MAX_TIMEOUT_MS`. */
+  bashMaxTimeoutMs: number;
+  /** MCP tool calls: `MCP_TOOL_TIMEOUT`; null = `toolTimeoutMs`. */
+  mcpToolTimeoutMs: number | null;
+  /** Background tasks: `CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS`; 0 = no limit. */
+  bgWaitCeilingMs: number;
+}
+
+export const WAIT_LIMIT_DEFAULTS: Readonly<WaitLimits> = Object.freeze({
+  idleTimeoutMs: 120_000,
+  modelTimeoutMs: 600_000,
+  toolTimeoutMs: 600_000,
+  bashDefaultTimeoutMs: 120_000,
+  bashMaxTimeoutMs: 600_000,
+  mcpToolTimeoutMs: null,
+  bgWaitCeilingMs: 600_000,
+});
+
+/** The shells whose `timeout` input bounds the call. */
+const SHELL_TOOLS: ReadonlySet<string> = new Set(['Bash', 'PowerShell']);
+
+export type WaitKind = 'model' | 'tool' | 'background';
+
+/** The model phases a channel can wait in. */
+const MODEL_REQUEST = 'model request';
+const MODEL_RESPONSE = 'model response';
+const MESSAGE_STREAM = 'message stream';
+
+/** One thing in flight, as a stall reports it. */
+export interface Wait {
+  readonly kind: WaitKind;
+  /** The channel it belongs to (null: main); background tasks carry their spawn's id if known. */
+  readonly channelId: string | null;
+  /** `Bash "npm test"`, `model request`, `message stream`, `Explore "dig" (t1)`… */
+  readonly what: string;
+  /** When it started (the clock of `observe`). */
+  readonly sinceMs: number;
+  /** The silence it allows, before the grace; null: no limit. */
+  readonly allowedMs: number | null;
+  /** The allowance is the call's own `timeout` input. */
+  readonly declared: boolean;
+  /**
+   * The agent enforces this allowance itself (its timeout fires, then it reports), so the
+   * watchdog adds a grace; a streamed message's idle allowance is subtee's own and exact.
+   */
+  readonly graced: boolean;
+}
+
+/** A wait as a stall reports it: where, for how long, and what it was allowed. */
+export interface StalledWait {
+  readonly kind: WaitKind;
+  readonly what: string;
+  /** The channel's label (`main`, `general-purpose·a1b2c3`). */
+  readonly channel: string;
+  readonly channelId: string | null;
+  readonly inFlightMs: number;
+  /** Its allowance before the grace; null: no limit. */
+  readonly allowedMs: number | null;
+  readonly declared: boolean;
+}
+
+/** Why the watchdog fired: `index.json`'s `stall`. */
+export interface Stall {
+  readonly silenceMs: number;
+  /** The silence that was allowed, grace included. */
+  readonly allowedMs: number;
+  /** What was in flight, the longest allowance first (at most STALL_WAITS_LISTED). */
+  readonly waitingOn: readonly StalledWait[];
+  /** In flight but not listed. */
+  readonly moreWaiting: number;
+}
+
+/** How many waits a stall lists; the rest are counted. */
+export const STALL_WAITS_LISTED = 20;
+
+/** How many waits are tracked one by one; past it they are folded into one (state stays bounded). */
+export const MAX_TRACKED_WAITS = 10_000;
+/** Characters of a command or description kept to name a wait. */
+const WHAT_CHARS = 80;
+
+interface ChannelState {
+  /** The model phase: a request sent, a message arriving, or none (tools run, or the turn is over). */
+  model: Wait | null;
+  /** Inside `message_start` … `message_stop`: the request streams, so idle silence applies. */
+  streaming: boolean;
+  /** Foreground tool calls by tool_use id; a foreground spawn is here with no allowance of its own. */
+  readonly tools: Map<string, Wait & { spawn: boolean }>;
+}
+
+export class InFlight {
+  private readonly channels = new Map<string | null, ChannelState>();
+  private readonly background = new Map<string, Wait>();
+  private tracked = 0;
+  /** Waits past MAX_TRACKED_WAITS: how many, and the longest allowance among them (until `result`). */
+  private overflow: { count: number; allowedMs: number | null; sinceMs: number } | null = null;
+
+  constructor(private readonly limits: WaitLimits) {}
+
+  /** Reads one line (a parsed JSON object) arriving at `now`. */
+  observe(value: JsonObject, now: number): void {
+    const line = asStreamLine(value);
+    if (!line) return;
+    const channelId = channelIdOf(value);
+    switch (line.type) {
+      case 'system':
+        this.observeSystem(line as unknown as JsonObject, channelId, now);
+        return;
+      case 'stream_event':
+        this.observeStreamEvent(line.event, channelId, now);
+        return;
+      case 'assistant':
+        this.observeAssistant(value, channelId, now);
+        return;
+      case 'user':
+        this.observeUser(value, channelId, now);
+        return;
+      case 'result':
+        if (channelId !== null) return;
+        // The conversation is over: nothing of it is awaited any more, only background tasks.
+        this.channels.clear();
+        this.tracked = this.background.size;
+        this.overflow = null;
+        return;
+    }
+  }
+
+  /** Everything in flight now, the longest allowance first. */
+  waits(): Wait[] {
+    const all: Wait[] = [...this.background.values()];
+    for (const state of this.channels.values()) {
+      if (state.model) all.push(state.model);
+      for (const tool of state.tools.values()) if (!tool.spawn) all.push(tool);
+    }
+    if (this.overflow) {
+      all.push({
+        kind: 'tool',
+        channelId: null,
+        what: `${this.overflow.count} more calls not tracked one by one`,
+        sinceMs: this.overflow.sinceMs,
+        allowedMs: this.overflow.allowedMs,
+        declared: false,
+        graced: true,
+      });
+    }
+    return all.sort((a, b) => rank(b.allowedMs) - rank(a.allowedMs) || a.sinceMs - b.sinceMs);
+  }
+
+  private observeSystem(line: JsonObject, channelId: string | null, now: number): void {
+    const taskId = typeof line.task_id === 'string' ? line.task_id : null;
+    switch (line.subtype) {
+      case 'init':
+        // A (new) turn of the main conversation: its first request is on its way.
+        this.requestModel(null, now);
+        return;
+      case 'status':
+        if (line.status === 'requesting') this.requestModel(channelId, now);
+        return;
+      case 'task_started':
+        if (taskId && line.is_backgrounded === true) this.addBackground(taskId, line, now);
+        return;
+      case 'task_notification':
+        if (taskId) this.deleteBackground(taskId);
+        if (typeof line.tool_use_id === 'string') this.endChannel(line.tool_use_id);
+        return;
+      case 'background_tasks_changed': {
+        if (!Array.isArray(line.tasks)) return;
+        // The list replaces what was known: it names every background task still alive.
+        const known = new Map(this.background);
+        for (const id of known.keys()) this.deleteBackground(id);
+        for (const task of line.tasks) {
+          if (!isObject(task) || typeof task.task_id !== 'string') continue;
+          const before = known.get(task.task_id);
+          this.addBackground(task.task_id, task, before?.sinceMs ?? now);
+        }
+        return;
+      }
+    }
+  }
+
+  private observeStreamEvent(event: JsonObject, channelId: string | null, now: number): void {
+    const state = this.channel(channelId, now);
+    if (!state) return;
+    if (event.type === 'message_start') {
+      state.streaming = true;
+      state.model = this.modelWait(channelId, MESSAGE_STREAM, this.limits.idleTimeoutMs, now);
+    } else if (event.type === 'message_stop') {
+      state.streaming = false;
+      state.model = null;
+    }
+  }
+
+  private observeAssistant(value: JsonObject, channelId: string | null, now: number): void {
+    const state = this.channel(channelId, now);
+    if (!state) return;
+    let calls = 0;
+    for (const block of contentBlocks(value)) {
+      if (block.type !== 'tool_use') continue;
+      calls++;
+      this.addTool(state, channelId, block.id, block.name, block.input, now);
+    }
+    if (state.streaming) return;
+    // Without partial messages a line is one finished block: the message may go on with
+    // more (a long tool input is silence too), so the model still answers; once it has asked
+    // for a tool, that call's allowance covers the rest of the message.
+    if (calls > 0 || state.tools.size > 0) state.model = null;
+    else if (state.model?.what !== MODEL_RESPONSE)
+      state.model = this.modelWait(channelId, MODEL_RESPONSE, this.limits.modelTimeoutMs, now);
+  }
+
+  private observeUser(value: JsonObject, channelId: string | null, now: number): void {
+    const state = this.channel(channelId, now);
+    if (!state) return;
+    let results = 0;
+    for (const block of contentBlocks(value)) {
+      if (block.type !== 'tool_result') continue;
+      results++;
+      const call = state.tools.get(block.tool_use_id);
+      if (!call) continue;
+      state.tools.delete(block.tool_use_id);
+      this.tracked--;
+      // A background spawn's launch result: the subagent runs on as a background task.
+      if (call.spawn && !ASYNC_LAUNCH.test(resultTextLazy(block).slice(0, 100).toString()))
+        this.endChannel(block.tool_use_id);
+    }
+    // A prompt, or the last awaited result: the next request goes out.
+    if (results === 0 || state.tools.size === 0) this.requestModel(channelId, now);
+  }
+
+  private requestModel(channelId: string | null, now: number): void {
+    const state = this.channel(channelId, now);
+    if (!state || state.streaming || state.model?.what === MODEL_REQUEST) return;
+    state.model = this.modelWait(channelId, MODEL_REQUEST, this.limits.modelTimeoutMs, now);
+  }
+
+  private modelWait(channelId: string | null, what: string, allowedMs: number, now: number): Wait {
+    const graced = what !== MESSAGE_STREAM;
+    return { kind: 'model', channelId, what, sinceMs: now, allowedMs, declared: false, graced };
+  }
+
+  private addTool(
+    state: ChannelState,
+    channelId: string | null,
+    id: string,
+    name: string,
+    input: unknown,
+    now: number,
+  ): void {
+    const args = isObject(input) ? input : {};
+    const spawn = SPAWN_TOOLS.has(name) && args.run_in_background !== true;
+    const { allowedMs, declared } = this.toolAllowance(name, args);
+    const label = describeCall(name, args);
+    if (!this.track()) return this.fold(spawn ? this.limits.modelTimeoutMs : allowedMs, now);
+    const call = { kind: 'tool' as const, channelId, what: label, sinceMs: now, allowedMs, declared, graced: true };
+    state.tools.set(id, { ...call, spawn });
+    // A foreground subagent is decided by its own channel: its first request is on its way.
+    if (spawn && !this.channels.has(id)) this.requestModel(id, now);
+  }
+
+  private toolAllowance(name: string, input: JsonObject): { allowedMs: number; declared: boolean } {
+    const limits = this.limits;
+    if (SHELL_TOOLS.has(name)) {
+      const asked = input.timeout;
+      const declared = typeof asked === 'number' && Number.isFinite(asked) && asked > 0;
+      const wanted = declared ? asked : limits.bashDefaultTimeoutMs;
+      return { allowedMs: Math.min(wanted, limits.bashMaxTimeoutMs), declared };
+    }
+    if (name.startsWith('mcp__') && limits.mcpToolTimeoutMs !== null)
+      return { allowedMs: limits.mcpToolTimeoutMs, declared: false };
+    return { allowedMs: limits.toolTimeoutMs, declared: false };
+  }
+
+  private addBackground(taskId: string, task: JsonObject, since: number): void {
+    if (this.background.has(taskId)) return;
+    const allowedMs = this.limits.bgWaitCeilingMs === 0 ? null : this.limits.bgWaitCeilingMs;
+    if (!this.track()) return this.fold(allowedMs, since);
+    const channelId = typeof task.tool_use_id === 'string' ? task.tool_use_id : null;
+    this.background.set(taskId, {
+      kind: 'background',
+      channelId,
+      what: describeTask(taskId, task),
+      sinceMs: since,
+      allowedMs,
+      declared: false,
+      graced: true,
+    });
+  }
+
+  private deleteBackground(taskId: string): void {
+    if (this.background.delete(taskId)) this.tracked--;
+  }
+
+  /** A subagent ended: its channel waits on nothing any more. */
+  private endChannel(id: string): void {
+    const state = this.channels.get(id);
+    if (!state) return;
+    this.tracked -= 1 + state.tools.size;
+    this.channels.delete(id);
+  }
+
+  /** The channel's state, created on its first line; undefined when the tracking is full. */
+  private channel(channelId: string | null, now: number): ChannelState | undefined {
+    const known = this.channels.get(channelId);
+    if (known) return known;
+    if (!this.track()) {
+      this.fold(this.limits.modelTimeoutMs, now);
+      return undefined;
+    }
+    const state: ChannelState = { model: null, streaming: false, tools: new Map() };
+    this.channels.set(channelId, state);
+    return state;
+  }
+
+  private track(): boolean {
+    if (this.tracked >= MAX_TRACKED_WAITS) return false;
+    this.tracked++;
+    return true;
+  }
+
+  private fold(allowedMs: number | null, now: number): void {
+    const before = this.overflow;
+    const longest = before === null ? allowedMs : maxAllowance(before.allowedMs, allowedMs);
+    this.overflow = { count: (before?.count ?? 0) + 1, allowedMs: longest, sinceMs: before?.sinceMs ?? now };
+  }
+}
+
+const rank = (allowedMs: number | null) => (allowedMs === null ? Infinity : allowedMs);
+
+function maxAllowance(a: number | null, b: number | null): number | null {
+  return a === null || b === null ? null : Math.max(a, b);
+}
+
+function shortText(value: unknown): string | null {
+  if (!isText(value)) return null;
+  const head = value.length > WHAT_CHARS ? value.slice(0, WHAT_CHARS + 1) : value.toString();
+  return boundedText(head.replace(/\s+/g, ' ').trim(), WHAT_CHARS);
+}
+
+/** `Bash "npm test"`, `Read "src/a.ts"`, `Agent "review the diff"`, or the tool's name alone. */
+function describeCall(name: string, input: JsonObject): string {
+  const detail =
+    shortText(input.command) ??
+    shortText(input.description) ??
+    shortText(input.file_path) ??
+    shortText(input.url) ??
+    shortText(input.pattern);
+  const tool = boundedText(name, WHAT_CHARS);
+  return detail ? `${tool} "${detail}"` : tool;
+}
+
+function describeTask(taskId: string, task: JsonObject): string {
+  const kind = shortText(task.subagent_type) ?? shortText(task.task_type) ?? 'task';
+  const description = shortText(task.description);
+  return `background ${kind}${description ? ` "${description}"` : ''} (${boundedText(taskId, WHAT_CHARS)})`;
+}
