@@ -52,7 +52,7 @@ test('the tarball ships what a user runs: no tests, benchmarks or their fixtures
   }
 });
 
-test('the tarball ships a LICENSE and every file its README and ARCHITECTURE.md name; the tests and benchmarks they name are in the repository', () => {
+test('the tarball ships a LICENSE and the files the documents name; the tests they name are in the repo', () => {
   const files = packedFiles();
   assert.ok(files.has('LICENSE'), 'LICENSE');
   assert.match(readFileSync(join(ROOT, 'LICENSE'), 'utf8'), /^MIT License\n\nCopyright \(c\) \d{4} subtee contributors\n/);
