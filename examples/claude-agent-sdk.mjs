@@ -10,6 +10,7 @@ import { createWriteStream } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import { query } from '@anthropic-ai/claude-agent-sdk';
 import { open, teeJsonl } from 'subtee';
+/** @import { SubagentHandle } from 'subtee' */
 
 const [prompt = 'Say hello.', out = 'sdk-run'] = process.argv.slice(2);
 const sandboxed = process.env.IS_SANDBOX === '1';
@@ -25,9 +26,11 @@ const messages = query({
 const recording = createWriteStream(`${out}.jsonl`);
 const run = open(teeJsonl(messages, recording), { out });
 const reports = [];
+/** @param {SubagentHandle} agent its depth is null while its spawn call is unseen */
+const indent = (agent) => '  '.repeat((agent.depth ?? 1) - 1);
 for await (const agent of run.subagents) {
-  console.log(`${'  '.repeat(agent.depth - 1)}${agent.name} started (${agent.id})`);
-  reports.push(agent.output.then((o) => console.log(`${'  '.repeat(agent.depth - 1)}${agent.name} ${o.status}: ${o.summary ?? ''}`)));
+  console.log(`${indent(agent)}${agent.name} started (${agent.id})`);
+  reports.push(agent.output.then((o) => console.log(`${indent(agent)}${agent.name} ${o.status}: ${o.summary ?? ''}`)));
 }
 const index = await run.done;
 await Promise.all(reports);

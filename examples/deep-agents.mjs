@@ -12,11 +12,14 @@ import { AIMessage, HumanMessage } from '@langchain/core/messages';
 import { fakeModel } from '@langchain/core/testing';
 import { createDeepAgent } from 'deepagents';
 import { open, teeJsonl } from 'subtee';
+/** @import { BaseMessage, ToolCall } from '@langchain/core/messages' */
 
 const out = process.argv[2] ?? 'deep-agents-run';
 
 // The coordinator asks a researcher, who asks a writer; each reports back.
+/** @type {(id: string, subagent_type: string, description: string) => ToolCall} */
 const task = (id, subagent_type, description) => ({ id, name: 'task', type: 'tool_call', args: { subagent_type, description } });
+/** @param {BaseMessage[]} messages */
 function answer(messages) {
   const first = String(messages.find((m) => m.getType() === 'human')?.content ?? '');
   const answered = messages.some((m) => m.getType() === 'ai');
@@ -39,7 +42,7 @@ const stream = await agent.streamEvents({ messages: [new HumanMessage('What do t
 const recording = createWriteStream(`${out}.jsonl`);
 const run = open(teeJsonl(stream, recording), { out });
 for await (const sub of run.subagents) {
-  const indent = '  '.repeat(sub.depth - 1);
+  const indent = '  '.repeat((sub.depth ?? 1) - 1);
   console.log(`${indent}${sub.name} started (${sub.id})`);
   for await (const message of sub.messages) if (message.role === 'assistant' && message.text) console.log(`${indent}  ${message.text}`);
   console.log(`${indent}${sub.name} ${sub.status}`);

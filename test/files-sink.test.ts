@@ -94,6 +94,8 @@ test('readable logs: header, blocks, status; control characters escaped', async 
     if (name.endsWith('.log')) assert.doesNotMatch(buf.toString(), /[\x1b\x07\r\u202e]/, name);
   }
   const main = files.get('main.log')!.toString();
+  assert.ok(main.startsWith('# subtee transcript: main conversation\n# depth: 0\n\n'), main);
+  assert.doesNotMatch(main, /unknown agent|# parent:|# id:/, 'main is no subagent');
   assert.match(main, /\[tool\] Agent \{"subagent_type":"Explore"/);
   assert.match(main, /\[result\] report\\x1b/);
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
 import { test } from 'node:test';
 import { ROOT, tmpDir } from './helpers.js';
@@ -13,18 +13,46 @@ function packedFiles(): Set<string> {
   return new Set((JSON.parse(out)[0].files as Array<{ path: string }>).map((f) => f.path));
 }
 
+/** A `*` in a path matches any characters but `/`. */
+function globToRegExp(glob: string): RegExp {
+  return new RegExp(`^${glob.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*')}$`);
+}
+
 /** Whether a path named in a document (a file, a folder ending in `/`, or a `*` glob) is in the tarball. */
 function shipped(files: Set<string>, ref: string): boolean {
   const path = posix.normalize(ref);
   if (path.includes('*')) {
-    const re = new RegExp(`^${path.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*')}$`);
+    const re = globToRegExp(path);
     return [...files].some((f) => re.test(f));
   }
   if (ref.endsWith('/')) return [...files].some((f) => f.startsWith(path.endsWith('/') ? path : `${path}/`));
   return files.has(path);
 }
 
-test('the tarball ships a LICENSE, and every file its README and ARCHITECTURE.md name', () => {
+/** Folders of the source repository that a user of the package never runs. */
+const DEVELOPMENT_ONLY = ['test/', 'bench/', 'dist/test/', 'dist/bench/', 'dist/examples/'];
+
+/** Whether a path a document names exists in the repository (a file, a folder or a `*` glob). */
+function inRepository(ref: string): boolean {
+  const path = posix.normalize(ref);
+  if (!path.includes('*')) return existsSync(join(ROOT, path));
+  const folder = posix.dirname(path);
+  const re = globToRegExp(posix.basename(path));
+  return existsSync(join(ROOT, folder)) && readdirSync(join(ROOT, folder)).some((f) => re.test(f));
+}
+
+test('the tarball ships what a user runs: no tests, benchmarks or their fixtures', () => {
+  const files = packedFiles();
+  const development = [...files].filter(
+    (f) => DEVELOPMENT_ONLY.some((d) => f.startsWith(d)) || /\.test\.[cm]?[jt]s$/.test(f),
+  );
+  assert.deepEqual(development, [], 'files only the repository needs');
+  for (const needed of ['bin/subtee.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'package.json']) {
+    assert.ok(files.has(needed), needed);
+  }
+});
+
+test('the tarball ships a LICENSE and the files the documents name; the tests they name are in the repo', () => {
   const files = packedFiles();
   assert.ok(files.has('LICENSE'), 'LICENSE');
   assert.match(readFileSync(join(ROOT, 'LICENSE'), 'utf8'), /^MIT License\n\nCopyright \(c\) \d{4} subtee contributors\n/);
@@ -36,8 +64,11 @@ test('the tarball ships a LICENSE, and every file its README and ARCHITECTURE.md
     const paths = [...text.matchAll(/(?<![\w./-])((?:src|test|bench|examples|schema|plugins|bin|dist)\/[A-Za-z0-9_.*/-]*|[A-Z][A-Z_]*\.md)/g)].map((m) => m[1]);
     const refs = new Set([...links, ...paths].map((r) => r.replace(/[.,;:]+$/, '')));
     assert.ok(refs.size > 10, `${doc}: found ${refs.size} references`);
-    const missing = [...refs].filter((r) => !shipped(files, r));
+    const development = (r: string) => DEVELOPMENT_ONLY.some((d) => posix.normalize(r).startsWith(d));
+    const missing = [...refs].filter((r) => !development(r) && !shipped(files, r));
     assert.deepEqual(missing, [], `${doc} names files the tarball does not ship`);
+    const absent = [...refs].filter((r) => development(r) && !inRepository(r));
+    assert.deepEqual(absent, [], `${doc} names tests or benchmarks the repository does not hold`);
   }
 });
 

@@ -19,6 +19,8 @@ export function channelLabel(ch: ChannelSnapshot): string {
 }
 
 export function headerLines(ch: ChannelSnapshot): string[] {
+  // The main conversation has no agent type, spawn description, spawning id or parent.
+  if (ch.id === null) return ['# subtee transcript: main conversation', '# depth: 0', ''];
   return [
     `# subtee transcript: ${escapeOneLine(ch.agent ?? 'unknown agent')}`,
     `# description: ${escapeOneLine(ch.description ?? '(unknown)')}`,
