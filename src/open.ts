@@ -33,6 +33,13 @@ export interface OpenOptions extends ProjectionOptions {
   registry?: Registry;
   /** Aborts the run: every iterator ends and `done` rejects. */
   signal?: AbortSignal;
+  /** The idle watchdog's limits (see the README's "When silence is a hang"); its defaults otherwise. */
+  idleTimeoutMs?: number;
+  modelTimeoutMs?: number;
+  toolTimeoutMs?: number;
+  stallGraceMs?: number;
+  /** `fail` (the default): a stall rejects `done` with `ERR_STALL`; `warn`: recorded, the run goes on. */
+  onStall?: 'fail' | 'warn';
   env?: NodeJS.ProcessEnv;
 }
 
@@ -96,12 +103,24 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
       options.out === undefined ? [] : [{ use: 'files', out: options.out, force: options.force ?? false }],
   };
   const filesOut = base.sinks.find((sink) => sink.use === 'files')?.out;
+  const watchdog = {
+    idleTimeoutMs: options.idleTimeoutMs,
+    modelTimeoutMs: options.modelTimeoutMs,
+    toolTimeoutMs: options.toolTimeoutMs,
+    graceMs: options.stallGraceMs,
+    onStall: options.onStall,
+  };
+  const watchdogGiven = Object.fromEntries(Object.entries(watchdog).filter(([, value]) => value !== undefined));
 
   const done = (async () => {
     try {
       const { source, edge } = await inputOf(input);
       const stages = base.stages.map((stage) =>
-        INPUT_EDGES.has(stage.use) && stage.use !== edge ? { use: edge } : stage,
+        INPUT_EDGES.has(stage.use) && stage.use !== edge
+          ? { use: edge }
+          : stage.use === 'idle-watchdog'
+            ? { ...stage, ...watchdogGiven }
+            : stage,
       );
       const spec: ChainSpec = { stages, sinks: [...base.sinks, { use: 'projection' }] };
       await runChain(source, spec, { registry, session, signal: options.signal, env: options.env });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Writable } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
+import { open } from '../src/index.js';
 import { createIdleWatchdog, IdleWatchdog, IDLE_WATCHDOG_DEFAULTS, stallMessage, type Clock } from '../src/chain/stages/idle-watchdog.js';
 import { MAX_TRACKED_WAITS } from '../src/model/in-flight.js';
 import { createLineParser } from '../src/chain/stages/line-parser.js';
@@ -329,4 +330,27 @@ test('names from the stream are cut and made one line in the message', () => {
   const { stall } = silenceUntilStall([init, say(null, toolUse('b', 'Bash', { command, timeout: 1000 }))]);
   assert.ok(stall!.waitingOn[0].what.length < 100);
   assert.doesNotMatch(stallMessage(stall!), /[\x00-\x1f]/);
+});
+
+test('open() takes the watchdog limits directly: a stall rejects done with ERR_STALL and says what was waiting', async (t) => {
+  // A PassThrough keeps no handle open, and the watchdog's timer does not keep a process alive.
+  const keepAlive = setInterval(() => {}, 1000);
+  t.after(() => clearInterval(keepAlive));
+  const input = new PassThrough();
+  const run = open(input, { idleTimeoutMs: 200, modelTimeoutMs: 400, stallGraceMs: 0 });
+  input.write(`${JSON.stringify(init)}\n`);
+  await assert.rejects(run.done, { code: 'ERR_STALL' });
+  input.destroy();
+  assert.equal(run.session.stall?.allowedMs, 400);
+  assert.deepEqual(run.session.stall?.waitingOn.map((w) => w.what), ['model request']);
+  // With warn the stall is recorded and the run goes on to its end.
+  const warned = new PassThrough();
+  const going = open(warned, { idleTimeoutMs: 200, modelTimeoutMs: 300, stallGraceMs: 0, onStall: 'warn' });
+  going.session.onWarning((w) => {
+    if (w.code === 'STALL') warned.end(`${JSON.stringify({ type: 'result', subtype: 'success' })}\n`);
+  });
+  warned.write(`${JSON.stringify(init)}\n`);
+  const index = await going.done;
+  assert.equal(index.stalled, true);
+  assert.equal((index.stall as { allowedMs: number }).allowedMs, 300);
 });
