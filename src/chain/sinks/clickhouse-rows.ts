@@ -1,12 +1,7 @@
 import type { SpooledRecord, SubteeRecord } from '../../model/record.js';
 import { escapeControl } from '../../views/escape.js';
-import {
-  rawBlocks,
-  resultText,
-  type CountedBlockType as BlockKind,
-  type ToolResultBlock,
-} from '../../model/message.js';
-import type { ChannelView } from './otlp-spans.js';
+import { rawBlocks, resultText, type CountedBlockType as BlockKind, type ToolResultBlock, isObject, type JsonObject, nonEmpty } from '../../model/message.js';
+import type { SpanChannel } from './otlp-spans.js';
 import { boundedText } from '../../model/bounded-text.js';
 import { runIdFrom, StreamClock } from './stream-facts.js';
 
@@ -120,9 +115,6 @@ export function quoteTableName(name: string): string | null {
   return parts.map((p) => `\`${p}\``).join('.');
 }
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
 const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 
 const USAGE_COLUMNS = [
@@ -210,7 +202,7 @@ export class RowBuilder {
     this.lines++;
     const v = rec.value;
     this.runId ??= runIdFrom(v);
-    this.session = str(v.session_id) ?? this.session;
+    this.session = nonEmpty(v.session_id) ?? this.session;
     const { ms, own } = this.clock.observe(v);
     const kinds = new Set<string>();
     const texts: string[] = [];
@@ -224,12 +216,12 @@ export class RowBuilder {
         const shown = rec.display?.get(i);
         if (shown === null) return;
         if (kind === 'tool_use') {
-          tool ||= str(b.name) ?? '';
-          toolUseId ||= str(b.id) ?? '';
-          if (str(b.id) && str(b.name)) this.toolNames.set(b.id as string, b.name as string);
-          texts.push(`${str(b.name) ?? 'tool'} ${JSON.stringify(b.input ?? {})}`);
+          tool ||= nonEmpty(b.name) ?? '';
+          toolUseId ||= nonEmpty(b.id) ?? '';
+          if (nonEmpty(b.id) && nonEmpty(b.name)) this.toolNames.set(b.id as string, b.name as string);
+          texts.push(`${nonEmpty(b.name) ?? 'tool'} ${JSON.stringify(b.input ?? {})}`);
         } else if (kind === 'tool_result') {
-          const id = str(b.tool_use_id) ?? '';
+          const id = nonEmpty(b.tool_use_id) ?? '';
           toolUseId ||= id;
           tool ||= this.toolNames.get(id) ?? '';
           this.toolNames.delete(id);
@@ -242,15 +234,15 @@ export class RowBuilder {
         }
       });
     } else if (v.type === 'system') {
-      texts.push(str(v.summary) ?? str(v.description) ?? '');
+      texts.push(nonEmpty(v.summary) ?? nonEmpty(v.description) ?? '');
     } else if (v.type === 'result') {
-      texts.push(str(v.result) ?? '');
+      texts.push(nonEmpty(v.result) ?? '');
     }
     const ch = rec.channel ?? null;
     const usage = this.usageShare(v, ch?.id ?? null);
     const row = this.event(rec.lineNo, ms, own, ch, {
-      type: str(v.type) ?? '',
-      subtype: str(v.subtype) ?? '',
+      type: nonEmpty(v.type) ?? '',
+      subtype: nonEmpty(v.subtype) ?? '',
       kind: [...kinds].join(','),
       tool,
       tool_use_id: toolUseId,
@@ -275,12 +267,12 @@ export class RowBuilder {
       return [{ t: 'events', r: this.event(rec.lineNo, this.clock.latest, false, null, fields) }];
     }
     this.runId ??= runIdFrom(v);
-    this.session = str(v.session_id) ?? this.session;
+    this.session = nonEmpty(v.session_id) ?? this.session;
     const { ms, own } = this.clock.observe(v);
     const ch = rec.channel ?? null;
     const fields = {
-      type: str(v.type) ?? '',
-      subtype: str(v.subtype) ?? '',
+      type: nonEmpty(v.type) ?? '',
+      subtype: nonEmpty(v.subtype) ?? '',
       kind: 'spooled',
       bytes,
       content,
@@ -292,7 +284,7 @@ export class RowBuilder {
 
   /** A channels row: as of now, or (at the end) the final one, which outranks every earlier version. */
   channelRow(
-    ch: ChannelView & { counts?: Readonly<Record<BlockKind, number>> },
+    ch: SpanChannel & { counts?: Readonly<Record<BlockKind, number>> },
     o: { final?: boolean; stalled?: boolean; interrupted?: boolean },
   ): ChannelRow {
     const first = ch.firstSeen ? Date.parse(ch.firstSeen) : NaN;
@@ -337,7 +329,7 @@ export class RowBuilder {
     line: number,
     ms: number | null,
     own: boolean,
-    ch: ChannelView | null,
+    ch: SpanChannel | null,
     fields: Partial<EventRow>,
   ): EventRow {
     const t = ms ?? 0;
@@ -372,11 +364,11 @@ export class RowBuilder {
    * The CLI repeats an API message's usage on every line of that message; the tree counts the
    * latest line's usage in place of the earlier ones. This line's share is that difference.
    */
-  private usageShare(v: Obj, channel: string | null): Pick<EventRow, (typeof USAGE_COLUMNS)[number][1]> {
+  private usageShare(v: JsonObject, channel: string | null): Pick<EventRow, (typeof USAGE_COLUMNS)[number][1]> {
     const share = { input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_creation_tokens: 0 };
     const message = v.message;
-    if (v.type !== 'assistant' || !isObj(message) || !isObj(message.usage)) return share;
-    const id = str(message.id);
+    if (v.type !== 'assistant' || !isObject(message) || !isObject(message.usage)) return share;
+    const id = nonEmpty(message.id);
     if (!id) return share;
     const now: Record<string, number> = {};
     for (const [k] of USAGE_COLUMNS) {

@@ -1,26 +1,12 @@
 import { withDefaults } from '../../defaults.js';
 import type { SubteeRecord } from '../../model/record.js';
-import { contentBlocks, resultText } from '../../model/message.js';
-import type { ChannelStatus } from '../../model/tree.js';
+import { contentBlocks, resultText, isObject, type JsonObject, nonEmpty } from '../../model/message.js';
+import type { ChannelSnapshot } from '../../model/tree.js';
 import { boundedText } from '../../model/bounded-text.js';
 import { runIdFrom, StreamClock } from './stream-facts.js';
 
-/** The plain channel fields spans are made of (a live Channel or a snapshot of one). */
-export interface ChannelView {
-  readonly id: string | null;
-  readonly parent: string | null;
-  readonly orphan: boolean;
-  readonly depth: number | null;
-  readonly agent: string | null;
-  readonly description: string | null;
-  readonly status: ChannelStatus;
-  readonly background: boolean | null;
-  readonly summary: string | null;
-  readonly lines: number;
-  readonly usage: Readonly<Record<string, number>>;
-  readonly firstSeen: string | null;
-  readonly lastSeen: string | null;
-}
+/** The channel fields spans are made of: a live Channel or a snapshot of one. */
+export type SpanChannel = Omit<ChannelSnapshot, 'counts' | 'tag' | 'seq'>;
 
 export type AttributeValue = string | number | boolean;
 type Attributes = Record<string, AttributeValue>;
@@ -83,12 +69,9 @@ export interface TraceBuilderOptions {
   fallbackMs?: number;
 }
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
 
 interface AgentState {
-  channel: ChannelView;
+  channel: SpanChannel;
   startMs: number | null;
   /** When the channel first stopped running. */
   endMs: number | null;
@@ -141,7 +124,7 @@ export class TraceBuilder {
     const v = rec.value;
     const { ms } = this.clock.observe(v);
     this.runId ??= runIdFrom(v);
-    this.sessionId ??= str(v.session_id);
+    this.sessionId ??= nonEmpty(v.session_id);
     const out: SpanData[] = [];
     for (const ev of rec.events ?? []) {
       const a = this.agentOf(ev.channel, ms);
@@ -150,14 +133,14 @@ export class TraceBuilder {
     const ch = rec.channel;
     const agent = ch ? this.agentOf(ch, ms) : null;
     if (v.type === 'system' && v.subtype === 'init') {
-      this.version = str(v.claude_code_version) ?? this.version;
-      this.initModel ??= str(v.model);
+      this.version = nonEmpty(v.claude_code_version) ?? this.version;
+      this.initModel ??= nonEmpty(v.model);
     } else if (v.type === 'assistant' && agent) {
       this.assistant(v, agent, ms);
     } else if (v.type === 'user' && agent) {
       this.user(v, agent, ms, out);
     } else if (v.type === 'system' && v.subtype === 'task_notification') {
-      const done = this.agents.get(str(v.tool_use_id) ?? '');
+      const done = this.agents.get(nonEmpty(v.tool_use_id) ?? '');
       if (done && !done.exported && done.channel.status !== 'running' && !done.channel.orphan) {
         out.push(this.agentSpan(done));
       }
@@ -170,7 +153,7 @@ export class TraceBuilder {
    * the stream showed. `channels` are the run's final channels (main first).
    */
   finish(
-    channels: Iterable<ChannelView>,
+    channels: Iterable<SpanChannel>,
     run: { interrupted?: boolean; stalled?: boolean } = {},
   ): SpanData[] {
     const out: SpanData[] = [];
@@ -200,7 +183,7 @@ export class TraceBuilder {
     return this.clock.latest ?? this.opts.fallbackMs ?? Date.now();
   }
 
-  private agentOf(ch: ChannelView | null, ms: number | null): AgentState {
+  private agentOf(ch: SpanChannel | null, ms: number | null): AgentState {
     const id = ch?.id ?? null;
     let a = this.agents.get(id);
     if (!a) {
@@ -221,19 +204,19 @@ export class TraceBuilder {
     return a;
   }
 
-  private assistant(v: Obj, agent: AgentState, ms: number | null): void {
-    const message = isObj(v.message) ? v.message : {};
-    const model = str(message.model);
+  private assistant(v: JsonObject, agent: AgentState, ms: number | null): void {
+    const message = isObject(v.message) ? v.message : {};
+    const model = nonEmpty(message.model);
     if (model && model !== '<synthetic>') agent.model ??= model;
     for (const b of contentBlocks(v)) {
       if (b.type === 'tool_use') {
-        const id = str(b.id);
+        const id = nonEmpty(b.id);
         if (!id || this.tools.has(id) || this.finishedTools.has(id)) continue;
         const max = this.opts.maxContentChars;
         const args = this.opts.captureContent ? boundedText(JSON.stringify(b.input ?? {}), max) : null;
         this.tools.set(id, {
           id,
-          name: str(b.name) ?? 'unknown',
+          name: nonEmpty(b.name) ?? 'unknown',
           agentId: agent.channel.id,
           startMs: ms,
           args,
@@ -244,10 +227,10 @@ export class TraceBuilder {
     }
   }
 
-  private user(v: Obj, agent: AgentState, ms: number | null, out: SpanData[]): void {
+  private user(v: JsonObject, agent: AgentState, ms: number | null, out: SpanData[]): void {
     for (const b of contentBlocks(v)) {
       if (b.type === 'tool_result') {
-        const tool = this.tools.get(str(b.tool_use_id) ?? '');
+        const tool = this.tools.get(nonEmpty(b.tool_use_id) ?? '');
         if (!tool) continue;
         this.tools.delete(tool.id);
         const failed = b.is_error === true;
@@ -348,7 +331,7 @@ export class TraceBuilder {
   }
 }
 
-const mainPlaceholder: ChannelView = Object.freeze({
+const mainPlaceholder: SpanChannel = Object.freeze({
   id: null,
   parent: null,
   orphan: false,

@@ -1,3 +1,4 @@
+import { isObject, type JsonObject } from '../../model/message.js';
 import { closeSync, openSync, readFileSync, readSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HELD_LINE_BYTES, LineSplitter } from '../../model/lines.js';
@@ -32,13 +33,11 @@ export interface ReportResult {
   cutChannels: number;
 }
 
-type Obj = Record<string, unknown>;
 
 /** Estimates for sharing the page: its style and script, one channel's fields, one tick. */
 const PAGE_BYTES = 64 * 1024;
 const CHANNEL_BYTES = 800;
 const TICK_BYTES = 14;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function subteeVersion(): string {
   try {
@@ -93,7 +92,7 @@ function safeJsonlPath(v: unknown): string | null {
   return typeof v === 'string' ? safeLogPath(v.replace(/\.jsonl$/, '.log')) && v : null;
 }
 
-function readIndex(out: string): Obj {
+function readIndex(out: string): JsonObject {
   const path = join(out, 'index.json');
   let text: string;
   try {
@@ -115,7 +114,7 @@ function readIndex(out: string): Obj {
       cause: err,
     });
   }
-  if (!isObj(index) || !Array.isArray(index.channels)) {
+  if (!isObject(index) || !Array.isArray(index.channels)) {
     throw new SubteeError('ERR_INPUT', `cannot read ${path}: not a subtee index (no channels)`, {
       exitCode: EXIT.IO,
     });
@@ -123,9 +122,9 @@ function readIndex(out: string): Obj {
   return index;
 }
 
-function channelView(c: Obj): ChannelView {
+function channelView(c: JsonObject): ChannelView {
   const counts: Record<string, number> = {};
-  if (isObj(c.counts))
+  if (isObject(c.counts))
     for (const [k, v] of Object.entries(c.counts))
       if (typeof v === 'number' && Number.isFinite(v)) counts[field(k, 40) ?? '?'] = v;
   return {
@@ -163,7 +162,7 @@ export function readReportData(
 ): { data: ReportData; budgets: TranscriptBudget[] } {
   const limits = withDefaults(REPORT_DEFAULTS, options) as ReportLimits;
   const index = readIndex(out);
-  const raw = (index.channels as unknown[]).filter(isObj);
+  const raw = (index.channels as unknown[]).filter(isObject);
   const channels = raw.map(channelView);
   const byId = new Map<string, ChannelView>();
   for (const ch of channels) if (ch.id !== null && !byId.has(ch.id)) byId.set(ch.id, ch);
@@ -176,7 +175,7 @@ export function readReportData(
       TICK_BYTES *
         Math.min(
           limits.ticksPerChannel,
-          isObj(c.counts) && typeof c.counts.tool_use === 'number' ? c.counts.tool_use : 0,
+          isObject(c.counts) && typeof c.counts.tool_use === 'number' ? c.counts.tool_use : 0,
         );
   const share = Math.floor(((limits.maxPageBytes - overhead) * 0.9) / Math.max(1, channels.length));
   const perChannel = Math.max(0, Math.min(limits.channelChars, share));
@@ -203,7 +202,7 @@ export function readReportData(
           } catch {
             return;
           }
-          if (!isObj(value)) return;
+          if (!isObject(value)) return;
           const f = lineFacts(value, limits);
           for (let k = 0; k < f.tools; k++) budget.tick(f.time);
           for (const s of f.spawns) {
@@ -233,7 +232,7 @@ export function readReportData(
   for (const ch of channels)
     if (ch.prompt === null && ch.id !== null) ch.prompt = spawnPrompts.get(ch.id) ?? null;
 
-  const input = isObj(index.input) ? index.input : {};
+  const input = isObject(index.input) ? index.input : {};
   const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
   const data: ReportData = {
     format: REPORT_FORMAT,
@@ -246,7 +245,7 @@ export function readReportData(
       interrupted: index.interrupted === true,
       input: { lines: n(input.lines), bytes: n(input.bytes), quarantined: n(input.quarantined) },
       quarantine: index.quarantine === 'quarantine.log' ? 'quarantine.log' : null,
-      warnings: (Array.isArray(index.warnings) ? index.warnings : []).filter(isObj).map((w) => ({
+      warnings: (Array.isArray(index.warnings) ? index.warnings : []).filter(isObject).map((w) => ({
         code: field(w.code, 100) ?? '?',
         message: field(w.message, 4000) ?? '',
       })),

@@ -1,5 +1,5 @@
 import { escapeControl } from '../escape.js';
-import { contentBlocks, resultText, SPAWN_TOOLS } from '../../model/message.js';
+import { contentBlocks, resultText, SPAWN_TOOLS, isObject, type JsonObject } from '../../model/message.js';
 
 /**
  * The report's data: plain JSON, the same shape whether it is embedded in a static page
@@ -111,13 +111,11 @@ export interface ReportData {
   page: PageInfo;
 }
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 const strOrNull = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
 
 /** A line's `timestamp` as ms since the epoch, or null. */
-export function timeOf(value: Obj): number | null {
+export function timeOf(value: JsonObject): number | null {
   if (typeof value.timestamp !== 'string') return null;
   const t = Date.parse(value.timestamp);
   return Number.isFinite(t) ? t : null;
@@ -150,7 +148,7 @@ export function field(v: unknown, max = 1000): string | null {
 }
 
 export function usageOf(u: unknown): Usage {
-  const o = isObj(u) ? u : {};
+  const o = isObject(u) ? u : {};
   return {
     input: num(o.input_tokens),
     output: num(o.output_tokens),
@@ -179,7 +177,7 @@ function entry(k: EntryKind, t: number | null, text: string, max: number, extra:
 }
 
 /** Reads one parsed line: its transcript entries, tool calls and spawn calls. */
-export function lineFacts(value: Obj, limits: ReportLimits = REPORT_DEFAULTS): LineFacts {
+export function lineFacts(value: JsonObject, limits: ReportLimits = REPORT_DEFAULTS): LineFacts {
   const t = timeOf(value);
   const facts: LineFacts = { entries: [], tools: 0, time: t, spawns: [], version: null, session: null };
   const type = value.type;
@@ -213,7 +211,7 @@ export function lineFacts(value: Obj, limits: ReportLimits = REPORT_DEFAULTS): L
           );
           const spawnId = strOrNull(b.id);
           if (typeof b.name === 'string' && SPAWN_TOOLS.has(b.name) && spawnId) {
-            const input = isObj(b.input) ? b.input : {};
+            const input = isObject(b.input) ? b.input : {};
             const prompt = typeof input.prompt === 'string' ? clip(input.prompt, limits.promptChars).s : null;
             facts.spawns.push({ id: spawnId, prompt });
           }
@@ -232,7 +230,7 @@ export function lineFacts(value: Obj, limits: ReportLimits = REPORT_DEFAULTS): L
       }
     }
     const message = value.message;
-    if (type === 'user' && isObj(message) && typeof message.content === 'string') {
+    if (type === 'user' && isObject(message) && typeof message.content === 'string') {
       facts.entries.push(entry('prompt', t, message.content, limits.entryChars));
     }
   } else if (type === 'result') {
