@@ -2,6 +2,7 @@
  * Escaping for every place model text is shown: a terminal, a log file, Markdown, HTML.
  * Written once here so the transcript, the summaries and the report cannot disagree.
  */
+import { headOf } from '../model/bounded-text.js';
 import type { LazyText } from '../model/scan.js';
 
 // C0 controls except TAB and LF, DEL, C1 controls, and the bidi controls that can reorder
@@ -45,5 +46,6 @@ export function escapeMarkdown(text: string): string {
 
 export function shorten(text: string | LazyText, max: number): string {
   if (text.length <= max) return text.toString();
-  return `${text.slice(0, max)}… (${text.length - max} more chars)`;
+  const head = headOf(text, max);
+  return `${head}… (${text.length - head.length} more chars)`;
 }

@@ -1,3 +1,4 @@
+import { headOf } from '../model/bounded-text.js';
 import {
   asBlock,
   isObject,
@@ -147,7 +148,7 @@ export function inputPreview(input: unknown, maxChars: number): string {
       open(top.value[key]);
     }
   }
-  return out.length > maxChars ? `${out.slice(0, Math.max(0, maxChars - 1))}…` : out;
+  return out.length > maxChars ? `${headOf(out, maxChars - 1)}…` : out;
 }
 
 /** Characters of a spooled line's start shown in its readable entry. */

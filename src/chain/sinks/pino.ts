@@ -1,3 +1,4 @@
+import { headOf } from '../../model/bounded-text.js';
 import { Transform, type TransformCallback } from 'node:stream';
 import { once } from 'node:events';
 import pino, { type Logger } from 'pino';
@@ -80,7 +81,8 @@ export function eventMessage(
   else msg = `quarantined line ${String(fields.line)} (${String(fields.reason)}): ${content}`;
   const length = msg.length - content.length + whole.length;
   if (length <= MESSAGE_MAX_CHARS) return escapeOneLine(msg);
-  return escapeOneLine(`${msg.slice(0, MESSAGE_MAX_CHARS)}… (${length - MESSAGE_MAX_CHARS} more chars)`);
+  const head = headOf(msg, MESSAGE_MAX_CHARS);
+  return escapeOneLine(`${head}… (${length - head.length} more chars)`);
 }
 
 /** The pino events of one line record: one per content block, plus tree changes. */

@@ -1,3 +1,4 @@
+import { headOf, tailOf } from '../../model/bounded-text.js';
 import { Transform, type TransformCallback } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
@@ -26,13 +27,10 @@ export interface ThinkingTruncatorOptions {
 /** Head and tail of a long text with a marker saying how much was cut; short text unchanged. */
 export function truncateMiddle(text: string | LazyText, maxChars: number): { text: string; cut: number } {
   if (text.length <= maxChars) return { text: text.toString(), cut: 0 };
-  const head = Math.ceil(maxChars * 0.7);
-  const tail = maxChars - head;
-  const cut = text.length - head - tail;
-  return {
-    text: `${text.slice(0, head)} […${cut} chars cut…] ${tail > 0 ? text.slice(text.length - tail) : ''}`,
-    cut,
-  };
+  const head = headOf(text, Math.ceil(maxChars * 0.7));
+  const tail = tailOf(text, maxChars - Math.ceil(maxChars * 0.7));
+  const cut = text.length - head.length - tail.length;
+  return { text: `${head} […${cut} chars cut…] ${tail}`, cut };
 }
 
 /**

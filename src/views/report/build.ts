@@ -1,3 +1,4 @@
+import { headOf } from '../../model/bounded-text.js';
 import { isObject, type JsonObject } from '../../model/message.js';
 import { closeSync, openSync, readFileSync, readSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -213,7 +214,7 @@ export function readReportData(
           }
           if (ch.prompt === null && ch.id !== null) {
             const p = f.entries.find((e) => e.k === 'prompt');
-            if (p) ch.prompt = p.s.length > limits.promptChars ? `${p.s.slice(0, limits.promptChars)}…` : p.s;
+            if (p) ch.prompt = p.s.length > limits.promptChars ? `${headOf(p.s, limits.promptChars)}…` : p.s;
           }
           if (budget.room === 0) budget.skipLine(line.length);
           else budget.addLine(f.entries);

@@ -1,4 +1,5 @@
-import { escapeControl } from '../escape.js';
+import { headOf, tailOf } from '../../model/bounded-text.js';
+import { escapeControl, shorten } from '../escape.js';
 import { contentBlocks, resultText, SPAWN_TOOLS, isObject, type JsonObject } from '../../model/message.js';
 
 /**
@@ -130,20 +131,17 @@ export function isoTime(v: unknown): number | null {
 /** Stream text made safe to show, cut around the middle when longer than `max`. */
 export function clip(s: string, max: number): { s: string; cut: number } {
   if (s.length <= max) return { s: escapeControl(s), cut: 0 };
-  const head = Math.ceil(max * 0.75);
-  const tail = max - head;
-  const cut = s.length - head - tail;
-  return {
-    s: `${escapeControl(s.slice(0, head))}\n[… ${cut} chars cut …]\n${escapeControl(s.slice(s.length - tail))}`,
-    cut,
-  };
+  const head = headOf(s, Math.ceil(max * 0.75));
+  const tail = tailOf(s, max - Math.ceil(max * 0.75));
+  const cut = s.length - head.length - tail.length;
+  return { s: `${escapeControl(head)}\n[… ${cut} chars cut …]\n${escapeControl(tail)}`, cut };
 }
 
 /** A one-line field (ids, names, descriptions): controls escaped, newlines shown as `\n`. */
 export function field(v: unknown, max = 1000): string | null {
   const s = strOrNull(v);
   if (s === null) return null;
-  const short = s.length > max ? `${s.slice(0, max)}… (${s.length - max} more chars)` : s;
+  const short = s.length > max ? shorten(s, max) : s;
   return escapeControl(short).replace(/\n/g, '\\n').replace(/\t/g, '\\t');
 }
 
@@ -280,13 +278,10 @@ export class TranscriptBudget {
       }
       // Keep the start of a block that does not fit when that shows something useful.
       if (!cut && room >= 200) {
-        const rest = e.s.length - room;
-        this.entries.push({
-          ...e,
-          s: `${e.s.slice(0, room)}\n[… ${rest} chars not shown here …]`,
-          cut: (e.cut ?? 0) + rest,
-        });
-        this.used += room;
+        const head = headOf(e.s, room);
+        const rest = e.s.length - head.length;
+        this.entries.push({ ...e, s: `${head}\n[… ${rest} chars not shown here …]`, cut: (e.cut ?? 0) + rest });
+        this.used += head.length;
         this.cutChars += rest;
       } else {
         this.cutChars += e.s.length;
@@ -325,12 +320,9 @@ export class TranscriptBudget {
     if (keep < this.entries.length && room >= 200) {
       // The block that straddles the budget keeps its start, as when it was first added.
       const e = this.entries[keep];
-      const rest = e.s.length - room;
-      this.entries[keep] = {
-        ...e,
-        s: `${e.s.slice(0, room)}\n[… ${rest} chars not shown here …]`,
-        cut: (e.cut ?? 0) + rest,
-      };
+      const head = headOf(e.s, room);
+      const rest = e.s.length - head.length;
+      this.entries[keep] = { ...e, s: `${head}\n[… ${rest} chars not shown here …]`, cut: (e.cut ?? 0) + rest };
       this.cutChars += rest;
       this.cutLines++;
       used += room;
