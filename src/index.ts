@@ -63,7 +63,8 @@ export {
 export * from './model/message.js';
 export { Session, type Warning } from './model/session.js';
 export { buildIndex, INDEX_FORMAT } from './views/index-file.js';
-export { renderRecord, shownBlocks } from './views/text.js';
+export { renderRecord } from './views/text.js';
+export { lineContent, type ContentItem, type ContentKind } from './model/content.js';
 export { escapeControl, escapeOneLine, escapeHtml, escapeMarkdown } from './views/escape.js';
 export {
   walkTree,

@@ -1,12 +1,6 @@
 import { headOf } from '../model/bounded-text.js';
-import {
-  asBlock,
-  isObject,
-  rawBlocks,
-  resultTextLazy,
-  type ContentBlock,
-  type JsonObject,
-} from '../model/message.js';
+import { lineContent } from '../model/content.js';
+import { isObject, type JsonObject } from '../model/message.js';
 import { viewOf } from '../model/line-view.js';
 import type { LineRecord, SpooledRecord } from '../model/record.js';
 import type { ChannelSnapshot } from '../model/tree.js';
@@ -37,66 +31,36 @@ export function statusLine(status: string, summary: string | null): string {
   return `[status] ${status}${text}`;
 }
 
-/**
- * The content blocks of a line subtee understands, each with what readable outputs show for
- * it: `display` carries text an earlier stage chose to show instead of a block's own (the
- * thinking truncator) and is keyed by the block's index in the raw content list.
- */
-export function* shownBlocks(
-  rec: LineRecord,
-): Generator<{ block: ContentBlock; override: string | undefined }> {
-  const raw = rawBlocks(viewOf(rec));
-  for (let i = 0; i < raw.length; i++) {
-    const override = rec.display?.get(i);
-    if (override === null) continue;
-    const block = asBlock(raw[i]);
-    if (block) yield { block, override };
-  }
-}
-
 /** The readable lines of one record, in block order. */
 export function renderRecord(rec: LineRecord): string[] {
-  const v = viewOf(rec);
   const out: string[] = [];
-  if (v.type === 'assistant' || v.type === 'user') {
-    for (const { block, override } of shownBlocks(rec)) {
-      switch (block.type) {
-        case 'text':
-          out.push(
-            v.type === 'user'
-              ? `[prompt] ${escapeControl(shorten(block.text, RENDER_DEFAULTS.promptChars))}`
-              : escapeControl(block.text),
-          );
-          break;
-        case 'thinking':
-          out.push(`[thinking] ${escapeControl(String(override ?? block.thinking ?? ''))}`);
-          break;
-        case 'redacted_thinking':
-          out.push('[thinking] (redacted)');
-          break;
-        case 'tool_use': {
-          const input = inputPreview(block.input, RENDER_DEFAULTS.toolInputChars);
-          out.push(`[tool] ${escapeOneLine(block.name)} ${escapeOneLine(input)}`);
-          break;
-        }
-        case 'tool_result': {
-          const tag = block.is_error === true ? '[result:error]' : '[result]';
-          out.push(`${tag} ${escapeOneLine(shorten(resultTextLazy(block), RENDER_DEFAULTS.resultChars))}`);
-          break;
-        }
+  for (const item of lineContent(viewOf(rec), rec.display)) {
+    switch (item.kind) {
+      case 'prompt':
+        out.push(`[prompt] ${escapeControl(shorten(item.text, RENDER_DEFAULTS.promptChars))}`);
+        break;
+      case 'text':
+        out.push(escapeControl(item.text));
+        break;
+      case 'thinking':
+        out.push(item.redacted ? '[thinking] (redacted)' : `[thinking] ${escapeControl(String(item.text))}`);
+        break;
+      case 'tool_use': {
+        const input = inputPreview(item.input, RENDER_DEFAULTS.toolInputChars);
+        out.push(`[tool] ${escapeOneLine(item.name)} ${escapeOneLine(input)}`);
+        break;
+      }
+      case 'tool_result': {
+        const tag = item.isError ? '[result:error]' : '[result]';
+        out.push(`${tag} ${escapeOneLine(shorten(item.text, RENDER_DEFAULTS.resultChars))}`);
+        break;
+      }
+      case 'run': {
+        const result = item.text === null ? '' : ` — ${escapeOneLine(shorten(item.text, RENDER_DEFAULTS.resultChars))}`;
+        out.push(`[run] ${escapeOneLine(item.subtype)}${item.isError ? ' (error)' : ''}${result}`);
+        break;
       }
     }
-    const message = v.message as { content?: unknown } | undefined;
-    if (v.type === 'user' && typeof message?.content === 'string') {
-      out.push(`[prompt] ${escapeControl(shorten(message.content, RENDER_DEFAULTS.promptChars))}`);
-    }
-  } else if (v.type === 'result') {
-    const result =
-      typeof v.result === 'string' ? escapeOneLine(shorten(v.result, RENDER_DEFAULTS.resultChars)) : null;
-    const error = v.is_error === true ? ' (error)' : '';
-    out.push(
-      `[run] ${escapeOneLine(String(v.subtype ?? 'result'))}${error}${result === null ? '' : ` — ${result}`}`,
-    );
   }
   return out;
 }

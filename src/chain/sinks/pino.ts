@@ -6,8 +6,8 @@ import { withDefaults } from '../../defaults.js';
 import { UsageError, writeFailed } from '../../errors.js';
 import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
 import { escapeOneLine, shorten } from '../../views/escape.js';
-import { channelLabel, inputPreview, shownBlocks } from '../../views/text.js';
-import { resultTextLazy } from '../../model/message.js';
+import { channelLabel, inputPreview } from '../../views/text.js';
+import { lineContent } from '../../model/content.js';
 import { viewOf } from '../../model/line-view.js';
 import { passOn } from './pass-on.js';
 import { batchLines } from './pino-batch.js';
@@ -96,23 +96,26 @@ export function pinoEvents(rec: LineRecord, maxChars: number): PinoEvent[] {
     fields: Record<string, unknown>,
     about: ChannelSnapshot | undefined = ch,
   ) => out.push({ level, kind, fields, msg: eventMessage(kind, about, fields) });
-  if (v.type === 'assistant' || v.type === 'user') {
-    for (const { block: b, override } of shownBlocks(rec)) {
-      const content = (text: Parameters<typeof shorten>[0]) => shorten(text, maxChars);
-      if (b.type === 'text') {
-        push('info', 'text', { role: v.type, content: content(b.text) });
-      } else if (b.type === 'thinking') {
-        push('info', 'thinking', { content: content(override ?? b.thinking ?? '') });
-      } else if (b.type === 'tool_use') {
-        push('info', 'tool_use', { tool: b.name, id: b.id, content: inputPreview(b.input, maxChars) });
-      } else if (b.type === 'tool_result') {
-        const isError = b.is_error === true;
-        push(isError ? 'warn' : 'info', 'tool_result', {
-          id: b.tool_use_id,
-          is_error: isError,
-          content: content(resultTextLazy(b)),
+  const content = (text: Parameters<typeof shorten>[0]) => shorten(text, maxChars);
+  for (const item of lineContent(v, rec.display)) {
+    switch (item.kind) {
+      case 'prompt':
+      case 'text':
+        push('info', 'text', { role: item.kind === 'prompt' ? 'user' : 'assistant', content: content(item.text) });
+        break;
+      case 'thinking':
+        if (!item.redacted) push('info', 'thinking', { content: content(item.text) });
+        break;
+      case 'tool_use':
+        push('info', 'tool_use', { tool: item.name, id: item.id, content: inputPreview(item.input, maxChars) });
+        break;
+      case 'tool_result':
+        push(item.isError ? 'warn' : 'info', 'tool_result', {
+          id: item.id,
+          is_error: item.isError,
+          content: content(item.text),
         });
-      }
+        break;
     }
   }
   for (const ev of rec.events ?? []) {

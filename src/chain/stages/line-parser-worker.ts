@@ -4,7 +4,6 @@ import { withDefaults } from '../../defaults.js';
 import { SubteeError } from '../../errors.js';
 import {
   fromScan,
-  parseWhole,
   planLine,
   scannedRecord,
   scanLine,

@@ -1,6 +1,7 @@
 import { headOf, tailOf } from '../../model/bounded-text.js';
 import { escapeControl, shorten } from '../escape.js';
-import { contentBlocks, resultText, SPAWN_TOOLS, isObject, type JsonObject } from '../../model/message.js';
+import { lineContent } from '../../model/content.js';
+import { SPAWN_TOOLS, isObject, type JsonObject } from '../../model/message.js';
 
 /**
  * The report's data: plain JSON, the same shape whether it is embedded in a static page
@@ -178,66 +179,53 @@ function entry(k: EntryKind, t: number | null, text: string, max: number, extra:
 export function lineFacts(value: JsonObject, limits: ReportLimits = REPORT_DEFAULTS): LineFacts {
   const t = timeOf(value);
   const facts: LineFacts = { entries: [], tools: 0, time: t, spawns: [], version: null, session: null };
-  const type = value.type;
-  if (type === 'assistant' || type === 'user') {
-    for (const b of contentBlocks(value)) {
-      switch (b.type) {
-        case 'text':
-          if (typeof b.text === 'string')
-            facts.entries.push(entry(type === 'user' ? 'prompt' : 'text', t, b.text, limits.entryChars));
-          break;
-        case 'thinking':
-          facts.entries.push(
-            entry('thinking', t, typeof b.thinking === 'string' ? b.thinking : '', limits.entryChars),
-          );
-          break;
-        case 'redacted_thinking':
-          facts.entries.push({ k: 'thinking', t, s: '(redacted)' });
-          break;
-        case 'tool_use': {
-          facts.tools++;
-          const name = field(b.name, 200) ?? 'tool';
-          const id = field(b.id, 200) ?? undefined;
-          let input: string;
-          try {
-            input = JSON.stringify(b.input ?? {}) ?? '';
-          } catch {
-            input = String(b.input);
-          }
-          facts.entries.push(
-            entry('tool', t, input, limits.toolInputChars, { n: name, ...(id ? { id } : {}) }),
-          );
-          const spawnId = strOrNull(b.id);
-          if (typeof b.name === 'string' && SPAWN_TOOLS.has(b.name) && spawnId) {
-            const input = isObject(b.input) ? b.input : {};
-            const prompt = typeof input.prompt === 'string' ? clip(input.prompt, limits.promptChars).s : null;
-            facts.spawns.push({ id: spawnId, prompt });
-          }
-          break;
+  for (const item of lineContent(value)) {
+    switch (item.kind) {
+      case 'prompt':
+      case 'text':
+        facts.entries.push(entry(item.kind, t, item.text, limits.entryChars));
+        break;
+      case 'thinking':
+        facts.entries.push(
+          item.redacted
+            ? { k: 'thinking', t, s: '(redacted)' }
+            : entry('thinking', t, String(item.text), limits.entryChars),
+        );
+        break;
+      case 'tool_use': {
+        facts.tools++;
+        const id = field(item.id, 200) ?? undefined;
+        let input: string;
+        try {
+          input = JSON.stringify(item.input ?? {}) ?? '';
+        } catch {
+          input = String(item.input);
         }
-        case 'tool_result': {
-          const ref = field(b.tool_use_id, 200) ?? undefined;
-          facts.entries.push(
-            entry('result', t, resultText(b), limits.entryChars, {
-              ...(ref ? { id: ref } : {}),
-              ...(b.is_error === true ? { err: true } : {}),
-            }),
-          );
-          break;
+        const name = field(item.name, 200) ?? 'tool';
+        facts.entries.push(entry('tool', t, input, limits.toolInputChars, { n: name, ...(id ? { id } : {}) }));
+        if (SPAWN_TOOLS.has(item.name) && item.id !== '') {
+          const spawnInput = isObject(item.input) ? item.input : {};
+          const prompt =
+            typeof spawnInput.prompt === 'string' ? clip(spawnInput.prompt, limits.promptChars).s : null;
+          facts.spawns.push({ id: item.id, prompt });
         }
+        break;
+      }
+      case 'tool_result': {
+        const ref = field(item.id, 200) ?? undefined;
+        const marks = { ...(ref ? { id: ref } : {}), ...(item.isError ? { err: true } : {}) };
+        facts.entries.push(entry('result', t, String(item.text), limits.entryChars, marks));
+        break;
+      }
+      case 'run': {
+        const what = `${item.subtype}${item.isError ? ' (error)' : ''}`;
+        const text = item.text === null ? '' : `: ${item.text}`;
+        facts.entries.push(entry('run', t, `${what}${text}`, limits.entryChars, item.isError ? { err: true } : {}));
+        break;
       }
     }
-    const message = value.message;
-    if (type === 'user' && isObject(message) && typeof message.content === 'string') {
-      facts.entries.push(entry('prompt', t, message.content, limits.entryChars));
-    }
-  } else if (type === 'result') {
-    const what = `${typeof value.subtype === 'string' ? value.subtype : 'result'}${value.is_error === true ? ' (error)' : ''}`;
-    const text = typeof value.result === 'string' ? `: ${value.result}` : '';
-    facts.entries.push(
-      entry('run', t, `${what}${text}`, limits.entryChars, value.is_error === true ? { err: true } : {}),
-    );
-  } else if (type === 'system' && value.subtype === 'init') {
+  }
+  if (value.type === 'system' && value.subtype === 'init') {
     facts.version = field(value.claude_code_version, 100);
     facts.session = field(value.session_id, 200);
   }

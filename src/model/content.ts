@@ -1,0 +1,82 @@
+import {
+  asBlock,
+  asStreamLine,
+  isObject,
+  rawBlocks,
+  resultTextLazy,
+  type JsonObject,
+} from './message.js';
+import type { LazyText } from './scan.js';
+
+/**
+ * What a line says, read once for every view: the transcript, pino, the report. Each view
+ * decides how to show an item (cut, escaped, as a pino event or a report entry); none reads
+ * content blocks itself.
+ */
+export type ContentItem =
+  /** A user's text: the prompt of the run or of a subagent (a text block or a plain string). */
+  | { readonly kind: 'prompt'; readonly text: string }
+  | { readonly kind: 'text'; readonly text: string }
+  /** Thinking as shown: an earlier stage's cut when it made one (see `display`). */
+  | { readonly kind: 'thinking'; readonly text: string | LazyText; readonly redacted: boolean }
+  | { readonly kind: 'tool_use'; readonly id: string; readonly name: string; readonly input: unknown }
+  | {
+      readonly kind: 'tool_result';
+      readonly id: string;
+      readonly text: string | LazyText;
+      readonly isError: boolean;
+    }
+  /** A `result` line: how the run ended. */
+  | { readonly kind: 'run'; readonly subtype: string; readonly text: string | null; readonly isError: boolean };
+
+export type ContentKind = ContentItem['kind'];
+
+/**
+ * The items of one line, in block order. `display` holds what an earlier stage chose to show
+ * for a block instead of its own text, keyed by the block's index in the raw content list;
+ * null hides the block.
+ */
+export function* lineContent(
+  value: JsonObject,
+  display?: ReadonlyMap<number, string | null>,
+): Generator<ContentItem> {
+  const line = asStreamLine(value);
+  if (line?.type === 'result') {
+    const subtype = typeof line.subtype === 'string' ? line.subtype : 'result';
+    const text = typeof line.result === 'string' ? line.result : null;
+    yield { kind: 'run', subtype, text, isError: line.is_error === true };
+    return;
+  }
+  if (line?.type !== 'assistant' && line?.type !== 'user') return;
+  const raw = rawBlocks(value);
+  for (let index = 0; index < raw.length; index++) {
+    const override = display?.get(index);
+    if (override === null) continue;
+    const block = asBlock(raw[index]);
+    switch (block?.type) {
+      case 'text':
+        yield { kind: line.type === 'user' ? 'prompt' : 'text', text: block.text };
+        break;
+      case 'thinking':
+        yield { kind: 'thinking', text: override ?? block.thinking ?? '', redacted: false };
+        break;
+      case 'redacted_thinking':
+        yield { kind: 'thinking', text: '', redacted: true };
+        break;
+      case 'tool_use':
+        yield { kind: 'tool_use', id: block.id, name: block.name, input: block.input };
+        break;
+      case 'tool_result':
+        yield {
+          kind: 'tool_result',
+          id: block.tool_use_id,
+          text: resultTextLazy(block),
+          isError: block.is_error === true,
+        };
+        break;
+    }
+  }
+  const message = line.message as unknown;
+  if (line.type === 'user' && isObject(message) && typeof message.content === 'string')
+    yield { kind: 'prompt', text: message.content };
+}
