@@ -165,9 +165,9 @@ const STALL_DRAIN_MS = 5000;
  * and the chain then fails; used alone the stream fails at once.
  */
 export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
+  const run = requireSession(options, 'createIdleWatchdog');
   const opts = withDefaults(IDLE_WATCHDOG_DEFAULTS, options);
   const clock = options.clock ?? systemClock;
-  const run = requireSession(options, 'createIdleWatchdog');
   const dog = new IdleWatchdog(opts, clock.now());
   let timer: unknown = null;
   let drainTimer: NodeJS.Timeout | null = null;
