@@ -11,6 +11,7 @@ import {
   type JsonObject,
   type Usage,
 } from '../model/message.js';
+import { MessageAssembler, type Message } from './message-stream.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../model/record.js';
 import type { Session } from '../model/session.js';
 import { HELD_LINE_BYTES, LineSplitter } from '../model/lines.js';
@@ -41,35 +42,6 @@ export interface ProjectionOptions {
 }
 
 export type SubagentStatus = ChannelStatus | 'interrupted';
-
-/** A content block as the projection yields it: typed, frozen, field names in camelCase. */
-export type MessageBlock =
-  | { readonly type: 'text'; readonly text: string }
-  | { readonly type: 'thinking'; readonly text: string }
-  | { readonly type: 'redacted_thinking' }
-  | { readonly type: 'tool_use'; readonly id: string; readonly name: string; readonly input: unknown }
-  | {
-      readonly type: 'tool_result';
-      readonly toolUseId: string;
-      readonly text: string;
-      readonly isError: boolean;
-    };
-
-/** One assistant or user line of a channel. */
-export interface Message {
-  /** Position of the line among its channel's lines (0 = the channel's first line). */
-  readonly index: number;
-  readonly channel: string | null;
-  readonly role: 'assistant' | 'user';
-  /** The API message id: the CLI sends one line per block, all with the same id. */
-  readonly id: string | null;
-  readonly blocks: readonly MessageBlock[];
-  /** The text blocks joined by newlines ('' when there are none). */
-  readonly text: string;
-  readonly timestamp: string | null;
-  /** Usage as of this line (repeated on every line of one API message). */
-  readonly usage: Usage | null;
-}
 
 export type ToolCallStatus = 'finished' | 'error' | 'interrupted';
 
@@ -104,24 +76,55 @@ export interface SubagentOutput extends Totals {
   readonly status: SubagentStatus;
   /** The final report: the task notification's summary or the spawn call's result. */
   readonly summary: string | null;
+  /** Why a failed subagent failed (the error its end carried); null unless `failed`. */
+  readonly error: string | null;
   readonly lines: number;
   /** This subagent and every subagent under it, rolled up. */
   readonly subtree: Totals & { readonly subagents: number };
 }
 
-/** Every record in arrival order, with where it went. */
-export interface RunEvent {
+/** A routed line, with where it went. */
+export interface LineEvent {
+  readonly kind: 'line';
   /** 1-based input line number. */
   readonly lineNo: number;
-  readonly kind: 'line' | 'quarantine';
-  /** The channel (null: main); undefined for quarantined bytes. */
-  readonly channel?: string | null;
+  /** The channel (null: main). */
+  readonly channel: string | null;
   /** Ids from the main conversation down to the channel (empty for main). */
   readonly path: readonly string[];
   /** The parsed line, frozen. */
-  readonly line?: JsonObject;
+  readonly line: JsonObject;
   /** Tree changes this line caused, as snapshots. */
   readonly changes: readonly ChannelEvent[];
+}
+
+/** Bytes that were not a JSON object line: they went to the quarantine. */
+export interface QuarantineEvent {
+  readonly kind: 'quarantine';
+  readonly lineNo: number;
+  /** Always empty: quarantined bytes belong to no channel. */
+  readonly path: readonly string[];
+  readonly changes: readonly ChannelEvent[];
+}
+
+/** Every record in arrival order; narrow on `kind`. */
+export type RunEvent = LineEvent | QuarantineEvent;
+
+/** How the run ended, from its `result` line (null fields: the line did not say, or never came). */
+export interface RunOutput {
+  /** `completed` or `failed` as the result line says; `interrupted` when the run ended without one. */
+  readonly status: 'completed' | 'failed' | 'interrupted';
+  /** The final answer (`result`). */
+  readonly result: string | null;
+  /** The error text of a failed run (the result line's `result` or its `errors`). */
+  readonly error: string | null;
+  readonly costUsd: number | null;
+  readonly turns: number | null;
+  readonly durationMs: number | null;
+  /** The usage the result line reports for the run (null: it reported none). */
+  readonly usage: Usage | null;
+  /** Every channel's usage from its lines, rolled up (each API message counted once). */
+  readonly subtree: Totals & { readonly subagents: number };
 }
 
 export interface SubagentHandle {
@@ -131,8 +134,8 @@ export interface SubagentHandle {
   readonly description: string | null;
   readonly depth: number | null;
   readonly background: boolean | null;
-  /** The spawning tool call, as Deep Agents names it. */
-  readonly cause: { readonly type: 'toolCall'; readonly toolCallId: string };
+  /** The spawning tool call, in LangChain's words. */
+  readonly cause: { readonly type: 'toolCall'; readonly tool_call_id: string };
   /** Ids from the main conversation down to this subagent (ancestors first, itself last). */
   readonly path: readonly string[];
   /** Live: changes as the run goes on. */
@@ -140,7 +143,7 @@ export interface SubagentHandle {
   /** Each access starts a new reader from this subagent's first line. */
   readonly messages: AsyncIterable<Message>;
   readonly toolCalls: AsyncIterable<ToolCall>;
-  /** Subagents this one spawned, as they are seen. */
+  /** Subagents this one spawned, as they are seen (see `RunProjection.subagents`). */
   readonly subagents: AsyncIterable<SubagentHandle>;
   /** Resolves when the subagent ends (or the run does). Never rejects. */
   readonly output: Promise<SubagentOutput>;
@@ -157,55 +160,6 @@ export class ProjectionError extends SubteeError {
 }
 
 // Pure readers
-
-/** The message of an assistant or user line, or null for any other line. */
-export function toMessage(value: JsonObject, index: number): Message | null {
-  if (value.type !== 'assistant' && value.type !== 'user') return null;
-  const message = isObject(value.message) ? value.message : {};
-  const blocks: MessageBlock[] = [];
-  const texts: string[] = [];
-  for (const raw of rawBlocks(value)) {
-    const block = asBlock(raw);
-    if (!block) continue;
-    switch (block.type) {
-      case 'text':
-        blocks.push({ type: 'text', text: block.text });
-        texts.push(block.text);
-        break;
-      case 'thinking':
-        blocks.push({ type: 'thinking', text: block.thinking ?? '' });
-        break;
-      case 'redacted_thinking':
-        blocks.push({ type: 'redacted_thinking' });
-        break;
-      case 'tool_use':
-        blocks.push({ type: 'tool_use', id: block.id, name: block.name, input: block.input });
-        break;
-      case 'tool_result':
-        blocks.push({
-          type: 'tool_result',
-          toolUseId: block.tool_use_id,
-          text: resultText(block),
-          isError: block.is_error === true,
-        });
-        break;
-    }
-  }
-  if (value.type === 'user' && typeof message.content === 'string') {
-    blocks.push({ type: 'text', text: message.content });
-    texts.push(message.content);
-  }
-  return deepFreeze({
-    index,
-    channel: channelIdOf(value),
-    role: value.type,
-    id: nonEmpty(message.id),
-    blocks,
-    text: texts.join('\n'),
-    timestamp: nonEmpty(value.timestamp),
-    usage: isObject(message.usage) ? usageNumbers(message.usage) : null,
-  });
-}
 
 interface PendingCall {
   settle(result: { text: string; isError: boolean } | null): void;
@@ -348,6 +302,29 @@ interface ChannelLog {
   ended: boolean;
 }
 
+/** A record as a late `events` loop replays it; `channel` undefined: quarantined bytes. */
+interface EventEntry {
+  lineNo: number;
+  channel: string | null | undefined;
+  changes: readonly ChannelEvent[];
+  /** The line's bytes (parsed again on replay), or for a spooled line its scalar members. */
+  raw: Buffer | null;
+  value: JsonObject | null;
+}
+
+/** Estimated bytes of one entry besides its line, counted against `maxBufferedBytes`. */
+const ENTRY_BYTES = 64;
+
+interface EventReader {
+  feed: Feed<RunEvent>;
+  /** Events routed while the reader was still replaying earlier ones. */
+  held: RunEvent[] | null;
+  endPending: boolean;
+}
+
+const quarantineEvent = (lineNo: number): RunEvent =>
+  Object.freeze({ kind: 'quarantine', lineNo, path: Object.freeze([]), changes: Object.freeze([]) });
+
 function elapsed(first: string | null, last: string | null): number | null {
   if (!first || !last) return null;
   const ms = Date.parse(last) - Date.parse(first);
@@ -370,11 +347,18 @@ function totalsOf(usage: Record<string, number>, first: string | null, last: str
  * nothing per line unless a reader is open, or (without files) within `maxBufferedBytes`.
  */
 export class Projection {
+  /** Every subagent at any depth, as first seen. */
   readonly subagentList = new GrowingList<SubagentHandle>();
   private readonly handles = new Map<string, SubagentHandleImpl>();
   private readonly children = new Map<string | null, GrowingList<SubagentHandle>>();
   private readonly logs = new Map<string | null, ChannelLog>();
-  private readonly eventFeeds = new Set<Feed<RunEvent>>();
+  /** What a late `events` loop replays; null once the memory buffer was given up. */
+  private eventLog: EventEntry[] | null = [];
+  private readonly eventReaders = new Set<EventReader>();
+  private resultLine: JsonObject | null = null;
+  private resolveOutput!: (output: RunOutput) => void;
+  /** How the run ended; settles when it does. */
+  readonly output: Promise<RunOutput> = new Promise((resolve) => (this.resolveOutput = resolve));
   /** Every open channel reader, for the backpressure check. */
   private readonly readers = new Set<ChannelReader>();
   private readonly opts: Required<ProjectionOptions>;
@@ -394,32 +378,27 @@ export class Projection {
   accept(batch: RecordBatch): void {
     for (const rec of batch) {
       if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) {
-        if (rec.kind === 'spooled' || rec.final)
-          this.emitEvent({ lineNo: rec.lineNo, kind: 'quarantine', path: [], changes: [] });
+        if (rec.kind === 'spooled' || rec.final) this.recordQuarantine(rec.lineNo);
         continue;
       }
       for (const ev of rec.events ?? []) this.change(ev);
       const id = rec.channel?.id ?? null;
-      this.append(id, rec);
-      if (this.eventFeeds.size > 0) {
-        this.emitEvent({
-          lineNo: rec.lineNo,
-          kind: 'line',
-          channel: id,
-          path: this.pathOf(id),
-          line: deepFreeze(rec.value!),
-          changes: rec.events ?? [],
-        });
-      }
+      const copy = this.append(id, rec);
+      this.recordLine(id, rec, copy);
+      // A run may have several result lines (one per turn): the last one tells how it ended.
+      if (rec.value?.type === 'result') this.resultLine = rec.value;
     }
   }
 
   /** True while an open reader is too far behind: the sink then waits for `drained()`. */
   get pressured(): boolean {
+    // After the end (an abort drains what was read), nobody is waited for.
+    if (this.finished) return false;
     const limit = this.opts.readerHighWaterLines;
     for (const reader of this.readers)
       if (reader.feed.backlog + (reader.held?.length ?? 0) > limit) return true;
-    for (const feed of this.eventFeeds) if (feed.backlog > limit) return true;
+    for (const reader of this.eventReaders)
+      if (reader.feed.backlog + (reader.held?.length ?? 0) > limit) return true;
     return false;
   }
 
@@ -436,8 +415,30 @@ export class Projection {
     for (const id of this.logs.keys()) this.endLog(id);
     for (const list of this.children.values()) list.end();
     this.subagentList.end();
-    for (const feed of this.eventFeeds) feed.end();
+    for (const reader of this.eventReaders) {
+      if (reader.held) reader.endPending = true;
+      else reader.feed.end();
+    }
+    this.resolveOutput(this.runOutput());
     this.releaseDrain();
+  }
+
+  private runOutput(): RunOutput {
+    const line = this.resultLine;
+    const number = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : null);
+    const failed = line?.is_error === true;
+    const errors = Array.isArray(line?.errors) ? line.errors.filter((e) => typeof e === 'string') : [];
+    const result = nonEmpty(line?.result);
+    return deepFreeze({
+      status: line === null ? 'interrupted' : failed ? 'failed' : 'completed',
+      result,
+      error: failed ? (result ?? (errors.join('\n') || nonEmpty(line?.subtype) || 'failed')) : null,
+      costUsd: number(line?.total_cost_usd),
+      turns: number(line?.num_turns),
+      durationMs: number(line?.duration_ms),
+      usage: isObject(line?.usage) ? (usageNumbers(line.usage) as Usage) : null,
+      subtree: this.totals(this.session.tree.main),
+    });
   }
 
   handle(id: string): SubagentHandle | undefined {
@@ -448,17 +449,88 @@ export class Projection {
     return this.childList(id).read();
   }
 
+  /** Every record from the run's first, replayed from memory, then live. */
   events(): AsyncIterable<RunEvent> {
     const feed: Feed<RunEvent> = new Feed(
       () => this.checkDrain(),
       () => {
-        this.eventFeeds.delete(feed);
+        this.eventReaders.delete(reader);
         this.checkDrain();
       },
     );
-    if (this.finished) feed.end();
-    else this.eventFeeds.add(feed);
+    const log = this.eventLog;
+    const reader: EventReader = { feed, held: log && log.length > 0 ? [] : null, endPending: false };
+    if (!log) {
+      feed.fail(this.bufferGivenUpError('events'));
+      return feed;
+    }
+    this.eventReaders.add(reader);
+    if (reader.held) void this.replayEvents(reader, log, log.length);
+    else if (this.finished) feed.end();
     return feed;
+  }
+
+  private async replayEvents(reader: EventReader, log: EventEntry[], count: number): Promise<void> {
+    const limit = this.opts.readerHighWaterLines;
+    for (let at = 0; at < count; at++) {
+      if (reader.feed.closed) return;
+      reader.feed.push(this.eventOf(log[at]));
+      await reader.feed.room(limit);
+    }
+    const held = reader.held ?? [];
+    reader.held = null;
+    for (const event of held) reader.feed.push(event);
+    if (reader.endPending || this.finished) reader.feed.end();
+    this.checkDrain();
+  }
+
+  private eventOf(entry: EventEntry): RunEvent {
+    if (entry.channel === undefined) return quarantineEvent(entry.lineNo);
+    const line = entry.raw ? (JSON.parse(entry.raw.toString('utf8')) as JsonObject) : entry.value!;
+    return Object.freeze({
+      kind: 'line',
+      lineNo: entry.lineNo,
+      channel: entry.channel,
+      path: Object.freeze(this.pathOf(entry.channel)),
+      line: deepFreeze(line),
+      changes: entry.changes,
+    });
+  }
+
+  private recordQuarantine(lineNo: number): void {
+    if (this.eventLog) {
+      this.eventLog.push({ lineNo, channel: undefined, changes: [], raw: null, value: null });
+      this.countBuffered(ENTRY_BYTES);
+    }
+    if (this.eventReaders.size > 0) this.deliverEvent(quarantineEvent(lineNo));
+  }
+
+  private recordLine(id: string | null, rec: LineRecord | SpooledRecord, copy: Buffer | null): void {
+    if (this.eventLog) {
+      // A copy the channel's memory buffer already holds is shared, not counted twice.
+      const raw = rec.kind === 'line' ? (copy ?? Buffer.from(rec.raw)) : null;
+      const value = rec.kind === 'spooled' ? deepFreeze(rec.value) : null;
+      this.eventLog.push({ lineNo: rec.lineNo, channel: id, changes: rec.events ?? [], raw, value });
+      this.countBuffered(ENTRY_BYTES + (raw && !copy ? raw.length : 0));
+    }
+    if (this.eventReaders.size === 0) return;
+    this.deliverEvent(
+      Object.freeze({
+        kind: 'line',
+        lineNo: rec.lineNo,
+        channel: id,
+        path: Object.freeze(this.pathOf(id)),
+        line: deepFreeze(rec.value!),
+        changes: rec.events ?? [],
+      }),
+    );
+  }
+
+  private deliverEvent(event: RunEvent): void {
+    for (const reader of this.eventReaders) {
+      if (reader.held) reader.held.push(event);
+      else reader.feed.push(event);
+    }
   }
 
   /**
@@ -575,36 +647,44 @@ export class Projection {
       const handle = new SubagentHandleImpl(this, channel);
       this.handles.set(id, handle);
       this.subagentList.add(handle);
-      if (!ev.channel.orphan) this.childList(ev.channel.parent).add(handle);
-    } else if (ev.type === 'spawn') {
-      const handle = this.handles.get(id);
-      if (handle) this.childList(ev.channel.parent).add(handle);
-    } else if (ev.channel.status !== 'running') {
+      // Each handle is in exactly one `subagents` list, so a recursive walk meets it once: a
+      // subagent seen before its spawn (an orphan) is listed at the top level, and stays there.
+      this.childList(ev.channel.orphan ? null : ev.channel.parent).add(handle);
+    } else if (ev.type === 'status' && ev.channel.status !== 'running') {
       this.handles.get(id)?.ended();
       this.endLog(id);
       this.children.get(id)?.end();
     }
   }
 
-  private append(id: string | null, rec: LineRecord | SpooledRecord): void {
+  /** Adds the line to its channel; returns the copy kept in the memory buffer, if one was. */
+  private append(id: string | null, rec: LineRecord | SpooledRecord): Buffer | null {
     const log = this.log(id);
     log.count++;
+    let copy: Buffer | null = null;
     if (log.memory && rec.kind === 'spooled') {
       // A line too long to hold cannot be replayed from memory.
       this.giveUpBuffer();
     } else if (log.memory && rec.kind === 'line') {
       // A copy: `raw` is a view into the input chunk and would keep the whole chunk alive.
-      log.memory.push(Buffer.from(rec.raw));
-      this.bufferedBytes += rec.raw.length;
-      if (this.bufferedBytes > this.opts.maxBufferedBytes) this.giveUpBuffer();
+      copy = Buffer.from(rec.raw);
+      log.memory.push(copy);
+      this.countBuffered(rec.raw.length);
     }
-    if (log.readers.size === 0) return;
-    // Read only for a reader: a line's value may be parsed on first read.
-    const value = rec.value!;
-    for (const reader of log.readers) {
-      if (reader.held) reader.held.push(value);
-      else reader.take(value);
+    if (log.readers.size > 0) {
+      // Read only for a reader: a line's value may be parsed on first read.
+      const value = rec.value!;
+      for (const reader of log.readers) {
+        if (reader.held) reader.held.push(value);
+        else reader.take(value);
+      }
     }
+    return log.memory ? copy : null;
+  }
+
+  private countBuffered(bytes: number): void {
+    this.bufferedBytes += bytes;
+    if (this.bufferedBytes > this.opts.maxBufferedBytes) this.giveUpBuffer();
   }
 
   private log(id: string | null): ChannelLog {
@@ -630,7 +710,17 @@ export class Projection {
   private giveUpBuffer(): void {
     this.bufferGivenUp = true;
     this.bufferedBytes = 0;
+    this.eventLog = null;
     for (const log of this.logs.values()) log.memory = null;
+  }
+
+  private bufferGivenUpError(what: string): ProjectionError {
+    return new ProjectionError(
+      'ERR_PROJECTION_BUFFER',
+      `cannot replay ${what} from the start: the run buffered more than maxBufferedBytes ` +
+        `(${this.opts.maxBufferedBytes} bytes)` +
+        (what === 'events' ? '; open the events loop earlier, or raise maxBufferedBytes' : ''),
+    );
   }
 
   private async *replay(id: string | null, log: ChannelLog, count: number): AsyncGenerator<JsonObject> {
@@ -663,11 +753,6 @@ export class Projection {
       this.children.set(id, list);
     }
     return list;
-  }
-
-  private emitEvent(event: RunEvent): void {
-    const frozen = Object.freeze(event);
-    for (const feed of this.eventFeeds) feed.push(frozen);
   }
 
   private checkDrain(): void {
@@ -725,7 +810,7 @@ class SubagentHandleImpl implements SubagentHandle {
     private readonly channel: Channel,
   ) {
     this.id = channel.id!;
-    this.cause = Object.freeze({ type: 'toolCall', toolCallId: this.id });
+    this.cause = Object.freeze({ type: 'toolCall', tool_call_id: this.id });
     this.output = new Promise((resolve) => (this.resolveOutput = resolve));
   }
 
@@ -774,6 +859,7 @@ class SubagentHandleImpl implements SubagentHandle {
         ...totalsOf(ch.usage, ch.firstSeen, ch.lastSeen),
         status: this.status,
         summary: ch.summary,
+        error: ch.status === 'failed' ? (ch.summary ?? 'failed') : null,
         lines: ch.lines,
         subtree: this.projection.totals(ch),
       }),
@@ -785,14 +871,14 @@ class SubagentHandleImpl implements SubagentHandle {
 export function messagesOf(projection: Projection, id: string | null): AsyncIterable<Message> {
   return {
     [Symbol.asyncIterator]: () => {
-      let index = 0;
+      const assembler = new MessageAssembler();
       return projection.openReader<Message>(
         id,
         (value, feed) => {
-          const message = toMessage(value, index++);
+          const message = assembler.take(value);
           if (message) feed.push(message);
         },
-        () => {},
+        () => assembler.end(),
       );
     },
   };
