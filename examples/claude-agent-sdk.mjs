@@ -25,7 +25,7 @@ const messages = query({
 const recording = createWriteStream(`${out}.jsonl`);
 const run = open(teeJsonl(messages, recording), { out });
 const reports = [];
-for await (const agent of run.subagents) {
+for await (const agent of run.allSubagents) { // every depth, as each starts
   console.log(`${'  '.repeat(agent.depth - 1)}${agent.name} started (${agent.id})`);
   reports.push(agent.output.then((o) => console.log(`${'  '.repeat(agent.depth - 1)}${agent.name} ${o.status}: ${o.summary ?? ''}`)));
 }

@@ -38,12 +38,17 @@ const stream = await agent.streamEvents({ messages: [new HumanMessage('What do t
 
 const recording = createWriteStream(`${out}.jsonl`);
 const run = open(teeJsonl(stream, recording), { out });
-for await (const sub of run.subagents) {
-  const indent = '  '.repeat(sub.depth - 1);
-  console.log(`${indent}${sub.name} started (${sub.id})`);
-  for await (const message of sub.messages) if (message.role === 'assistant' && message.text) console.log(`${indent}  ${message.text}`);
-  console.log(`${indent}${sub.name} ${sub.status}`);
+// As with Deep Agents: run.subagents is the top level, each handle's subagents the nested ones.
+async function follow(sub, indent) {
+  console.log(`${indent}${sub.name} started (${sub.cause.tool_call_id})`);
+  for await (const message of sub.messages) {
+    const text = await message.text;
+    if (message.role === 'assistant' && text) console.log(`${indent}  ${text}`);
+  }
+  for await (const nested of sub.subagents) await follow(nested, `${indent}  `);
+  console.log(`${indent}${sub.name} ${(await sub.output).status}`);
 }
+for await (const sub of run.subagents) await follow(sub, '');
 const index = await run.done;
 recording.end();
 await finished(recording);
