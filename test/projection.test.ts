@@ -12,6 +12,7 @@ import {
   type SubagentHandle,
   type Usage,
 } from '../src/index.js';
+import { writeStream } from '../bench/gen.js';
 import { checkProjection } from './projection-check.js';
 import { chunked, fixtureFiles, splitEvery, tmpDir } from './helpers.js';
 
@@ -343,23 +344,31 @@ test('run.output: the result line\'s result, cost, turns, duration and usage; fa
   for (const o of healthy) assert.equal(o.error, null);
 });
 
-test('events replay from the run\'s first record for a loop that starts late, like messages', async () => {
-  const file = fixtureFiles().find((f) => f.includes('nested-depth-3.'))!;
-  const run = open(file);
-  const early: RunEvent[] = [];
-  const reading = (async () => {
-    for await (const ev of run.events) early.push(ev);
-  })();
-  await run.done;
-  await reading;
-  const late: RunEvent[] = [];
-  for await (const ev of run.events) late.push(ev);
-  assert.ok(early.length > 0);
-  assert.deepEqual(late, early);
-  // The kind narrows the event: a line event has its line and channel.
-  const lines = late.flatMap((ev) => (ev.kind === 'line' ? [ev.line.type] : []));
-  assert.equal(lines.length, late.length);
-});
+for (const mode of ['memory', 'files'] as const) {
+  test(`events replay from the run's first record for a loop that starts late, like messages (${mode})`, async () => {
+    const dir = tmpDir();
+    // Many subagents at once: with files, more channel files than a late loop keeps open.
+    const generated = join(dir, 'fanout.jsonl');
+    await writeStream({ sizeBytes: 2 * 1024 * 1024, fanout: 100, shape: 'small', seed: 5 }, generated);
+    for (const file of [fixtureFiles().find((f) => f.includes('nested-depth-3.'))!, generated]) {
+      const run = open(file, { out: mode === 'files' ? join(dir, `out-${file.length}`) : undefined });
+      const early: RunEvent[] = [];
+      const reading = (async () => {
+        for await (const ev of run.events) early.push(ev);
+      })();
+      await run.done;
+      await reading;
+      const late: RunEvent[] = [];
+      for await (const ev of run.events) late.push(ev);
+      assert.ok(early.length > 0);
+      assert.deepEqual(late, early);
+      // The kind narrows the event: a line event has its line and channel.
+      const types = late.flatMap((ev) => (ev.kind === 'line' ? [ev.line.type] : []));
+      assert.equal(types.length, late.filter((ev) => ev.kind === 'line').length);
+      assert.ok(types.every((type) => typeof type === 'string'));
+    }
+  });
+}
 
 test('an abort is recorded in index.json as an interrupt: interrupted, unfinished channels running', async () => {
   const lines = fixtureLines('nested-depth-3');

@@ -13,8 +13,9 @@ import {
 } from '../model/message.js';
 import { MessageAssembler, type Message } from './message-stream.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../model/record.js';
-import type { Session } from '../model/session.js';
+import type { ChannelFiles, Session } from '../model/session.js';
 import { HELD_LINE_BYTES, LineSplitter } from '../model/lines.js';
+import { viewOf } from '../model/line-view.js';
 import { StreamScanner } from '../model/stream-scan.js';
 import {
   snapshotOf,
@@ -312,8 +313,73 @@ interface EventEntry {
   value: JsonObject | null;
 }
 
-/** Estimated bytes of one entry besides its line, counted against `maxBufferedBytes`. */
-const ENTRY_BYTES = 64;
+/** Bytes of one entry besides its line (two 4-byte columns, doubled while growing). */
+const ENTRY_BYTES = 16;
+
+const NO_CHANGES: readonly ChannelEvent[] = Object.freeze([]);
+
+/**
+ * The run's records in order, column by column: a few bytes a line, so keeping it costs
+ * little beside the lines themselves (held only without files; with files they are read back).
+ */
+class EventLog {
+  /** Per record: its line number, and its channel's slot (0: quarantined bytes). */
+  private lineNos = new Uint32Array(1024);
+  private slots = new Uint32Array(1024);
+  private count = 0;
+  private readonly slotOf = new Map<string | null, number>();
+  private readonly ids: Array<string | null> = [null];
+  private readonly raws: Array<Buffer | null> = [];
+  private readonly changes = new Map<number, readonly ChannelEvent[]>();
+  private readonly values = new Map<number, JsonObject>();
+
+  get length(): number {
+    return this.count;
+  }
+
+  push(entry: EventEntry): void {
+    const at = this.count++;
+    if (at === this.lineNos.length) {
+      this.lineNos = grown(this.lineNos);
+      this.slots = grown(this.slots);
+    }
+    this.lineNos[at] = entry.lineNo;
+    this.slots[at] = entry.channel === undefined ? 0 : this.slot(entry.channel);
+    if (entry.raw) this.raws[at] = entry.raw;
+    if (entry.changes.length > 0) this.changes.set(at, entry.changes);
+    if (entry.value) this.values.set(at, entry.value);
+  }
+
+  entry(at: number): EventEntry {
+    return {
+      lineNo: this.lineNos[at],
+      channel: this.channelOf(at),
+      changes: this.changes.get(at) ?? NO_CHANGES,
+      raw: this.raws[at] ?? null,
+      value: this.values.get(at) ?? null,
+    };
+  }
+
+  channelOf(at: number): string | null | undefined {
+    const slot = this.slots[at];
+    return slot === 0 ? undefined : this.ids[slot];
+  }
+
+  private slot(id: string | null): number {
+    let slot = this.slotOf.get(id);
+    if (slot === undefined) {
+      slot = this.ids.push(id) - 1;
+      this.slotOf.set(id, slot);
+    }
+    return slot;
+  }
+}
+
+function grown(array: Uint32Array<ArrayBuffer>): Uint32Array<ArrayBuffer> {
+  const bigger = new Uint32Array(array.length * 2);
+  bigger.set(array);
+  return bigger;
+}
 
 interface EventReader {
   feed: Feed<RunEvent>;
@@ -353,7 +419,7 @@ export class Projection {
   private readonly children = new Map<string | null, GrowingList<SubagentHandle>>();
   private readonly logs = new Map<string | null, ChannelLog>();
   /** What a late `events` loop replays; null once the memory buffer was given up. */
-  private eventLog: EventEntry[] | null = [];
+  private eventLog: EventLog | null = new EventLog();
   private readonly eventReaders = new Set<EventReader>();
   private resultLine: JsonObject | null = null;
   private resolveOutput!: (output: RunOutput) => void;
@@ -386,7 +452,9 @@ export class Projection {
       const copy = this.append(id, rec);
       this.recordLine(id, rec, copy);
       // A run may have several result lines (one per turn): the last one tells how it ended.
-      if (rec.value?.type === 'result') this.resultLine = rec.value;
+      // The view, not `value`: reading `value` would parse every line.
+      const type = rec.kind === 'line' ? viewOf(rec).type : rec.value?.type;
+      if (type === 'result') this.resultLine = rec.value;
     }
   }
 
@@ -470,12 +538,25 @@ export class Projection {
     return feed;
   }
 
-  private async replayEvents(reader: EventReader, log: EventEntry[], count: number): Promise<void> {
+  private async replayEvents(reader: EventReader, log: EventLog, count: number): Promise<void> {
     const limit = this.opts.readerHighWaterLines;
-    for (let at = 0; at < count; at++) {
-      if (reader.feed.closed) return;
-      reader.feed.push(this.eventOf(log[at]));
-      await reader.feed.room(limit);
+    const files = this.session.channelFiles ? new ChannelFileCursors(this.session.channelFiles, log, count) : null;
+    try {
+      for (let at = 0; at < count; at++) {
+        if (reader.feed.closed) return;
+        const entry = log.entry(at);
+        const line = entry.raw || entry.value || entry.channel === undefined ? null : await files?.next(entry.channel);
+        reader.feed.push(this.eventOf(entry, line ?? null));
+        await reader.feed.room(limit);
+      }
+    } catch (err) {
+      this.eventReaders.delete(reader);
+      reader.feed.fail(
+        err instanceof SubteeError ? err : new ProjectionError('ERR_PROJECTION_REPLAY', String(err)),
+      );
+      return;
+    } finally {
+      await files?.close();
     }
     const held = reader.held ?? [];
     reader.held = null;
@@ -484,9 +565,10 @@ export class Projection {
     this.checkDrain();
   }
 
-  private eventOf(entry: EventEntry): RunEvent {
+  /** The event of an entry; `read` is its line as read back from its channel's file. */
+  private eventOf(entry: EventEntry, read: JsonObject | null): RunEvent {
     if (entry.channel === undefined) return quarantineEvent(entry.lineNo);
-    const line = entry.raw ? (JSON.parse(entry.raw.toString('utf8')) as JsonObject) : entry.value!;
+    const line = entry.raw ? (JSON.parse(entry.raw.toString('utf8')) as JsonObject) : (entry.value ?? read ?? {});
     return Object.freeze({
       kind: 'line',
       lineNo: entry.lineNo,
@@ -499,7 +581,7 @@ export class Projection {
 
   private recordQuarantine(lineNo: number): void {
     if (this.eventLog) {
-      this.eventLog.push({ lineNo, channel: undefined, changes: [], raw: null, value: null });
+      this.eventLog.push({ lineNo, channel: undefined, changes: NO_CHANGES, raw: null, value: null });
       this.countBuffered(ENTRY_BYTES);
     }
     if (this.eventReaders.size > 0) this.deliverEvent(quarantineEvent(lineNo));
@@ -507,10 +589,12 @@ export class Projection {
 
   private recordLine(id: string | null, rec: LineRecord | SpooledRecord, copy: Buffer | null): void {
     if (this.eventLog) {
-      // A copy the channel's memory buffer already holds is shared, not counted twice.
-      const raw = rec.kind === 'line' ? (copy ?? Buffer.from(rec.raw)) : null;
-      const value = rec.kind === 'spooled' ? deepFreeze(rec.value) : null;
-      this.eventLog.push({ lineNo: rec.lineNo, channel: id, changes: rec.events ?? [], raw, value });
+      // With files, a late loop reads lines back from the channel files; without, the copy the
+      // channel's memory buffer holds is shared, not counted twice.
+      const files = this.session.channelFiles !== null;
+      const raw = rec.kind === 'line' && !files ? (copy ?? Buffer.from(rec.raw)) : null;
+      const value = rec.kind === 'spooled' && !files ? deepFreeze(rec.value) : null;
+      this.eventLog.push({ lineNo: rec.lineNo, channel: id, changes: rec.events ?? NO_CHANGES, raw, value });
       this.countBuffered(ENTRY_BYTES + (raw && !copy ? raw.length : 0));
     }
     if (this.eventReaders.size === 0) return;
@@ -766,24 +850,83 @@ export class Projection {
   }
 }
 
+/** Channel files read at once by one late `events` loop; the rest are closed and reopened. */
+const REPLAY_OPEN_FILES = 64;
+
 /**
- * The first `count` lines of a `.jsonl` file, parsed. A line too long to hold comes back as a
+ * Reads channel files back in the order of the run's lines, for a late `events` loop when
+ * files are written: each channel's file from its start, at most REPLAY_OPEN_FILES open at
+ * once (one closed to make room is reopened at its place when its next line is due).
+ */
+class ChannelFileCursors {
+  private readonly open = new Map<string | null, AsyncGenerator<JsonObject>>();
+  private readonly read = new Map<string | null, number>();
+  private readonly total = new Map<string | null, number>();
+
+  constructor(
+    private readonly files: ChannelFiles,
+    log: EventLog,
+    count: number,
+  ) {
+    for (let at = 0; at < count; at++) {
+      const id = log.channelOf(at);
+      if (id !== undefined) this.total.set(id, (this.total.get(id) ?? 0) + 1);
+    }
+    files.flush();
+  }
+
+  async next(id: string | null): Promise<JsonObject> {
+    let lines = this.open.get(id);
+    if (lines) {
+      this.open.delete(id); // re-inserted last: the map's order is the order of use
+    } else {
+      if (this.open.size >= REPLAY_OPEN_FILES) {
+        const [oldest, its] = this.open.entries().next().value!;
+        this.open.delete(oldest);
+        await its.return(undefined);
+      }
+      const path = this.files.jsonlPath(id);
+      if (!path) throw new ProjectionError('ERR_PROJECTION_REPLAY', `no file for channel ${id ?? 'main'}`);
+      lines = readJsonLines(path, this.total.get(id) ?? 0, this.read.get(id) ?? 0);
+    }
+    this.open.set(id, lines);
+    const next = await lines.next();
+    if (next.done) throw new ProjectionError('ERR_PROJECTION_REPLAY', `channel ${id ?? 'main'} file too short`);
+    this.read.set(id, (this.read.get(id) ?? 0) + 1);
+    return next.value;
+  }
+
+  async close(): Promise<void> {
+    for (const lines of this.open.values()) await lines.return(undefined);
+    this.open.clear();
+  }
+}
+
+/**
+ * Lines `skip` to `count` of a `.jsonl` file, parsed. A line too long to hold comes back as a
  * live reader saw it when the line parser spooled it: its top-level scalar members only.
  */
-async function* readJsonLines(path: string, count: number): AsyncGenerator<JsonObject> {
+async function* readJsonLines(path: string, count: number, skip = 0): AsyncGenerator<JsonObject> {
   const values: JsonObject[] = [];
   let seen = 0;
   let scanner: StreamScanner | null = null;
+  const wanted = () => seen >= skip && seen < count;
   const splitter = new LineSplitter(HELD_LINE_BYTES, {
     line(raw) {
-      if (seen++ < count) values.push(JSON.parse(raw.toString('utf8')) as JsonObject);
+      if (wanted()) values.push(JSON.parse(raw.toString('utf8')) as JsonObject);
+      seen++;
     },
     overflow(piece, _lineNo, final) {
+      if (seen < skip) {
+        if (final) seen++;
+        return;
+      }
       (scanner ??= new StreamScanner()).push(piece);
       if (!final) return;
       const verdict = scanner.end();
       scanner = null;
-      if (seen++ < count) values.push(verdict.ok ? (verdict.value as JsonObject) : {});
+      if (wanted()) values.push(verdict.ok ? (verdict.value as JsonObject) : {});
+      seen++;
     },
   });
   const stream = createReadStream(path);
