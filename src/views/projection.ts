@@ -30,7 +30,8 @@ import { channelTokens } from './walk.js';
 export const PROJECTION_DEFAULTS = Object.freeze({
   /**
    * Raw line bytes kept in memory so a reader opened late can start from a channel's first
-   * line, when no files are written (with files, late readers replay the `.jsonl` instead).
+   * line (or an `events` loop from the run's first), when no files are written (with files,
+   * late readers replay the `.jsonl` files instead); the run's record order counts too.
    */
   maxBufferedBytes: 64 * 1024 * 1024,
   /** Lines queued for one open reader before the input waits for it to catch up. */
