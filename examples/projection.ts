@@ -19,7 +19,8 @@ async function follow(sub: SubagentHandle): Promise<void> {
   const out = await sub.output;
   const where = sub.background ? 'in the background' : 'in the foreground';
   const tokens = `${out.tokens} tokens, ${out.subtree.tokens} with its subagents`;
-  console.log(`${indent}■ ${sub.name} ${out.status} ${where}: ${tokens}${out.error ? `: ${out.error}` : ''}`);
+  const failure = out.error ? `: ${out.error}` : '';
+  console.log(`${indent}■ ${sub.name} ${out.status} ${where}: ${tokens}${failure}`);
   await spawning;
   await Promise.all(nested);
 }

@@ -3,7 +3,10 @@ import type { Readable } from 'node:stream';
 import { decompressed, SNIFF_BYTES, unreadableCompression } from './decompress.js';
 import { EXIT, SubteeError } from './errors.js';
 
-/** Reads of 256 KiB when the input is a file (a pipe gives at most 64 KiB a read anyway); larger reads were faster but pushed peak memory with 2,000 subagents to 150 MB. */
+/**
+ * Reads of 256 KiB when the input is a file (a pipe gives at most 64 KiB a read anyway);
+ * larger reads were faster but pushed peak memory with 2,000 subagents to 150 MB.
+ */
 export const FILE_READ_BYTES = 256 * 1024;
 
 export function inputUnreadable(file: string, err: unknown): SubteeError {

@@ -188,13 +188,15 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
 
 /** The chain `open()` runs, from its options; refuses options that cannot work together. */
 function chainSpecOf(options: OpenOptions): ChainSpec {
-  const files = options.out === undefined ? [] : [{ use: 'files', out: options.out, force: options.force ?? false }];
+  const files =
+    options.out === undefined ? [] : [{ use: 'files', out: options.out, force: options.force ?? false }];
   if (!options.spec) return { stages: DEFAULT_STAGES.map((stage) => ({ ...stage })), sinks: files };
   const { stages, sinks } = options.spec;
   if (Array.isArray(stages) && !stages.some((stage) => stage?.use === 'channel-router')) {
     throw new UsageError(
       'ERR_ROUTER_REQUIRED',
-      'open(): spec.stages has no channel-router, so no line would reach its subagent; add { use: "channel-router" }',
+      'open(): spec.stages has no channel-router, so no line would reach its subagent; ' +
+        'add { use: "channel-router" }',
     );
   }
   if (!Array.isArray(sinks) || files.length === 0) return options.spec;
@@ -236,7 +238,8 @@ function inLibraryWords(err: unknown): unknown {
     return new OutputError(
       err.code,
       err.path,
-      `out folder ${err.path} already holds files (a previous run?): choose a new folder, or pass force: true`,
+      `out folder ${err.path} already holds files (a previous run?): ` +
+        'choose a new folder, or pass force: true',
       err,
     );
   }

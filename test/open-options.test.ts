@@ -38,7 +38,7 @@ test('a spec without the channel router is refused, not every line filed under m
   assert.throws(() => open(fixture(), { spec: { stages, sinks: [] } }), { code: 'ERR_ROUTER_REQUIRED' });
 });
 
-test('an out folder that holds files rejects done with a coded error in the words of the options', async () => {
+test('an out folder that holds files rejects done with a coded error in library words', async () => {
   const out = join(tmpDir(), 'used');
   mkdirSync(out);
   writeFileSync(join(out, 'old.txt'), 'x');

@@ -235,7 +235,8 @@ async function usageOfMessages(messages: AsyncIterable<Message>): Promise<Record
 }
 
 for (const file of fixtureFiles()) {
-  test(`usage summed over each channel's messages equals its index.json usage: ${file.split('/').pop()}`, async () => {
+  const name = file.split('/').pop();
+  test(`usage summed over each channel's messages equals its index.json usage: ${name}`, async () => {
     const run = open(chunked(splitEvery(readFileSync(file), 4096)));
     const sums = new Map<string | null, Promise<Record<string, number>>>();
     sums.set(null, usageOfMessages(run.messages));
@@ -317,7 +318,7 @@ for (const file of fixtureFiles()) {
   });
 }
 
-test('run.output: the result line\'s result, cost, turns, duration and usage; failed subagents carry their error', async () => {
+test('run.output: the result line\'s result, cost, turns, duration, usage; a failure\'s error', async () => {
   const file = fixtureFiles().find((f) => f.includes('failing-beside-healthy'))!;
   const result = readFileSync(file, 'utf8')
     .split('\n')
@@ -345,7 +346,7 @@ test('run.output: the result line\'s result, cost, turns, duration and usage; fa
 });
 
 for (const mode of ['memory', 'files'] as const) {
-  test(`events replay from the run's first record for a loop that starts late, like messages (${mode})`, async () => {
+  test(`events replay from the run's first record for a loop that starts late (${mode})`, async () => {
     const dir = tmpDir();
     // Many subagents at once: with files, more channel files than a late loop keeps open.
     const generated = join(dir, 'fanout.jsonl');
@@ -370,20 +371,38 @@ for (const mode of ['memory', 'files'] as const) {
   });
 }
 
-test('an abort is recorded in index.json as an interrupt: interrupted, unfinished channels running', async () => {
+test('an abort is recorded in index.json as an interrupt: interrupted, channels running', async () => {
   const lines = fixtureLines('nested-depth-3');
   const input = new PassThrough();
   const controller = new AbortController();
   const out = join(tmpDir(), 'out');
   const run = open(input, { signal: controller.signal, out });
   const subs = run.allSubagents[Symbol.asyncIterator]();
-  input.write(lines.join('\n').split('\n').slice(0, lines.findIndex((l) => l.includes('"name":"Agent"')) + 1).join('\n') + '\n');
+  const spawnAt = lines.findIndex((l) => l.includes('"name":"Agent"'));
+  input.write(lines.slice(0, spawnAt + 1).join('\n') + '\n');
   const first = await subs.next();
   assert.equal(first.done, false);
   controller.abort();
-  await assert.rejects(run.done, (err: { name?: string; code?: string }) => err.name === 'AbortError' && err.code === 'ABORT_ERR');
+  await assert.rejects(run.done, { name: 'AbortError', code: 'ABORT_ERR' });
   const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')) as IndexDocument;
   assert.equal(index.interrupted, true);
   assert.equal(index.channels.find((c) => c.id === first.value!.id)?.status, 'running');
   assert.equal((await subs.next()).done, true);
+});
+
+const STALL_TEST = { timeout: 20_000 };
+test('a reader holding the input while its loop awaits a later thing is warned of', STALL_TEST, async () => {
+  const source = countingSource(3000);
+  const run = open(source.stream, { readerHighWaterLines: 20, readerStallMs: 50 });
+  const warned = new Promise<{ code: string }>((resolve) => run.session.onWarning(resolve));
+  const messages = run.messages[Symbol.asyncIterator]();
+  await messages.next(); // the loop holds its reader, as one awaiting a later subagent would
+  assert.equal((await warned).code, 'READER_STALLED');
+  await messages.return!();
+  const index = await run.done;
+  assert.deepEqual(
+    index.warnings.map((w) => w.code),
+    ['READER_STALLED'],
+  );
+  assert.equal(source.state.pulled, 3000);
 });

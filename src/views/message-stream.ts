@@ -98,7 +98,13 @@ class LiveMessage {
   private resolveCompleted!: () => void;
   readonly message: Message;
 
-  constructor(index: number, channel: string | null, role: Message['role'], id: string | null, ts: string | null) {
+  constructor(
+    index: number,
+    channel: string | null,
+    role: Message['role'],
+    id: string | null,
+    ts: string | null,
+  ) {
     this.completed = new Promise((resolve) => (this.resolveCompleted = resolve));
     const whole = () => this.completed.then(() => Object.freeze(this.blocks.slice()));
     const texts = () => this.read((b) => (b.type === 'text' ? b.text : undefined));

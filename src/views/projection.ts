@@ -36,11 +36,17 @@ export const PROJECTION_DEFAULTS = Object.freeze({
   maxBufferedBytes: 64 * 1024 * 1024,
   /** Lines queued for one open reader before the input waits for it to catch up. */
   readerHighWaterLines: 1000,
+  /**
+   * How long the input may wait for one reader before a READER_STALLED warning names it: a
+   * loop that awaits something later in the run while it holds its reader would wait for ever.
+   */
+  readerStallMs: 10_000,
 });
 
 export interface ProjectionOptions {
   maxBufferedBytes?: number;
   readerHighWaterLines?: number;
+  readerStallMs?: number;
 }
 
 export type SubagentStatus = ChannelStatus | 'interrupted';
@@ -287,6 +293,8 @@ class GrowingList<T> {
  * consumer is awaiting that very promise. The consumer's side is `feed`.
  */
 interface ChannelReader {
+  /** What the reader reads, for a warning: `messages of main`… */
+  name: string;
   feed: Feed<unknown>;
   take(value: JsonObject): void;
   end(): void;
@@ -383,6 +391,7 @@ function grown(array: Uint32Array<ArrayBuffer>): Uint32Array<ArrayBuffer> {
 }
 
 interface EventReader {
+  name: 'events';
   feed: Feed<RunEvent>;
   /** Events routed while the reader was still replaying earlier ones. */
   held: RunEvent[] | null;
@@ -432,6 +441,7 @@ export class Projection {
   private bufferedBytes = 0;
   private bufferGivenUp = false;
   private drainWaiters: Array<() => void> = [];
+  private stallTimer: NodeJS.Timeout | null = null;
   finished = false;
 
   constructor(
@@ -461,19 +471,37 @@ export class Projection {
 
   /** True while an open reader is too far behind: the sink then waits for `drained()`. */
   get pressured(): boolean {
+    return this.behind().next().done === false;
+  }
+
+  /** The open readers the input waits for. */
+  private *behind(): Generator<ChannelReader | EventReader> {
     // After the end (an abort drains what was read), nobody is waited for.
-    if (this.finished) return false;
+    if (this.finished) return;
     const limit = this.opts.readerHighWaterLines;
-    for (const reader of this.readers)
-      if (reader.feed.backlog + (reader.held?.length ?? 0) > limit) return true;
-    for (const reader of this.eventReaders)
-      if (reader.feed.backlog + (reader.held?.length ?? 0) > limit) return true;
-    return false;
+    const over = (reader: ChannelReader | EventReader) =>
+      reader.feed.backlog + (reader.held?.length ?? 0) > limit;
+    for (const reader of this.readers) if (over(reader)) yield reader;
+    for (const reader of this.eventReaders) if (over(reader)) yield reader;
   }
 
   drained(): Promise<void> {
     if (!this.pressured) return Promise.resolve();
+    this.stallTimer ??= setTimeout(() => this.warnStalled(), this.opts.readerStallMs);
     return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  private warnStalled(): void {
+    const names = [...new Set([...this.behind()].map((reader) => reader.name))];
+    if (names.length === 0) return;
+    const message =
+      `the input has waited ${this.opts.readerStallMs} ms for ${names.join(', ')}: a loop that awaits ` +
+      'something later in the run (a subagent\'s output, done) while it holds this reader waits for ' +
+      'ever; read such things in separate tasks, or with interleave()';
+    // Also a process warning: a program that deadlocks this way may print nothing else.
+    if (this.session.warn('READER_STALLED', message)) {
+      process.emitWarning(message, { code: 'READER_STALLED' });
+    }
   }
 
   /** The input ended, was interrupted, or the chain failed: every reader ends. */
@@ -528,7 +556,12 @@ export class Projection {
       },
     );
     const log = this.eventLog;
-    const reader: EventReader = { feed, held: log && log.length > 0 ? [] : null, endPending: false };
+    const reader: EventReader = {
+      name: 'events',
+      feed,
+      held: log && log.length > 0 ? [] : null,
+      endPending: false,
+    };
     if (!log) {
       feed.fail(this.bufferGivenUpError('events'));
       return feed;
@@ -541,12 +574,14 @@ export class Projection {
 
   private async replayEvents(reader: EventReader, log: EventLog, count: number): Promise<void> {
     const limit = this.opts.readerHighWaterLines;
-    const files = this.session.channelFiles ? new ChannelFileCursors(this.session.channelFiles, log, count) : null;
+    const channelFiles = this.session.channelFiles;
+    const files = channelFiles ? new ChannelFileCursors(channelFiles, log, count) : null;
     try {
       for (let at = 0; at < count; at++) {
         if (reader.feed.closed) return;
         const entry = log.entry(at);
-        const line = entry.raw || entry.value || entry.channel === undefined ? null : await files?.next(entry.channel);
+        const inFile = entry.channel !== undefined && !entry.raw && !entry.value;
+        const line = inFile ? await files?.next(entry.channel as string | null) : null;
         reader.feed.push(this.eventOf(entry, line ?? null));
         await reader.feed.room(limit);
       }
@@ -569,7 +604,9 @@ export class Projection {
   /** The event of an entry; `read` is its line as read back from its channel's file. */
   private eventOf(entry: EventEntry, read: JsonObject | null): RunEvent {
     if (entry.channel === undefined) return quarantineEvent(entry.lineNo);
-    const line = entry.raw ? (JSON.parse(entry.raw.toString('utf8')) as JsonObject) : (entry.value ?? read ?? {});
+    const line = entry.raw
+      ? (JSON.parse(entry.raw.toString('utf8')) as JsonObject)
+      : (entry.value ?? read ?? {});
     return Object.freeze({
       kind: 'line',
       lineNo: entry.lineNo,
@@ -623,6 +660,7 @@ export class Projection {
    * turns each line into values pushed onto the returned feed; `end` runs once after the last.
    */
   openReader<T>(
+    what: string,
     id: string | null,
     take: (value: JsonObject, feed: Feed<T>) => void,
     end: (feed: Feed<T>) => void,
@@ -646,6 +684,7 @@ export class Projection {
       },
     );
     const reader: ChannelReader = {
+      name: `${what} of ${id ?? 'main'}`,
       feed: feed as Feed<unknown>,
       take: (value) => take(value, feed),
       end: endOnce,
@@ -845,6 +884,8 @@ export class Projection {
   }
 
   private releaseDrain(): void {
+    clearTimeout(this.stallTimer ?? undefined);
+    this.stallTimer = null;
     const waiters = this.drainWaiters;
     this.drainWaiters = [];
     for (const resolve of waiters) resolve();
@@ -892,7 +933,9 @@ class ChannelFileCursors {
     }
     this.open.set(id, lines);
     const next = await lines.next();
-    if (next.done) throw new ProjectionError('ERR_PROJECTION_REPLAY', `channel ${id ?? 'main'} file too short`);
+    if (next.done) {
+      throw new ProjectionError('ERR_PROJECTION_REPLAY', `the file of channel ${id ?? 'main'} ends early`);
+    }
     this.read.set(id, (this.read.get(id) ?? 0) + 1);
     return next.value;
   }
@@ -1017,6 +1060,7 @@ export function messagesOf(projection: Projection, id: string | null): AsyncIter
     [Symbol.asyncIterator]: () => {
       const assembler = new MessageAssembler();
       return projection.openReader<Message>(
+        'messages',
         id,
         (value, feed) => {
           const message = assembler.take(value);
@@ -1034,6 +1078,7 @@ export function toolCallsOf(projection: Projection, id: string | null): AsyncIte
     [Symbol.asyncIterator]: () => {
       const pairing = new ToolCallPairing();
       return projection.openReader<ToolCall>(
+        'toolCalls',
         id,
         (value, feed) => {
           for (const call of pairing.take(value)) feed.push(call);
