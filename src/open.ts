@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { builtinRegistry } from './chain/builtins.js';
-import { DEFAULT_STAGES, runChain, type ChainSpec } from './chain/chain.js';
+import { DEFAULT_STAGES, runChain, type ChainSpec, type ComponentSpec } from './chain/chain.js';
+import { configOf, readConfig, registerPlugins } from './chain/config.js';
 import { definePlugin, KIT_VERSION, Registry } from './chain/plugin.js';
 import { createProjectionSink } from './chain/sinks/projection.js';
 import { NULL_INPUT } from './chain/stages/object-source.js';
@@ -33,6 +34,12 @@ export interface OpenOptions extends ProjectionOptions {
    * (list the `channel-router` stage); `out` adds the files sink unless it lists one.
    */
   spec?: ChainSpec;
+  /**
+   * A config instead of a spec: the path of a config file, or its content as an object
+   * (`stages`, `sinks`, `plugins`); its plugins are loaded (paths relative to the file, or
+   * to the working folder for an object).
+   */
+  config?: string | { stages?: ComponentSpec[]; sinks?: ComponentSpec[]; plugins?: string[] };
   /** A registry with plugins registered; the built-in one by default. */
   registry?: Registry;
   /**
@@ -99,13 +106,17 @@ export type OpenInput =
  */
 export function open(input: OpenInput, options: OpenOptions = {}): RunProjection {
   checkInput(input);
-  const base = chainSpecOf(options);
+  if (options.config !== undefined && options.spec !== undefined) {
+    throw new UsageError('ERR_OPEN_OPTIONS', 'open(): pass a config or a spec, not both');
+  }
+  // A config is read (and its plugins loaded) once the run starts; a spec is checked now.
+  const given = options.config === undefined ? chainSpecOf(options) : null;
   const session = new Session();
   const projection = new Projection(session, options);
   // A copy: the caller's registry may serve several runs, each with its own projection sink.
   const registry = new Registry();
-  const given = options.registry ?? builtinRegistry();
-  for (const name of given.names()) registry.add(given.get(name)!);
+  const plugins = options.registry ?? builtinRegistry();
+  for (const name of plugins.names()) registry.add(plugins.get(name)!);
   registry.add(
     definePlugin({
       name: 'projection',
@@ -115,7 +126,6 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
       create: (_options, ctx) => createProjectionSink({ session: ctx.session, projection }),
     }),
   );
-  const filesOut = base.sinks.find((sink) => sink.use === 'files')?.out;
   // An abort is recorded as the command line records an interrupt: input stops, what was
   // read still reaches every sink, and index.json says so. Iterators end at once.
   const stop = new AbortController();
@@ -127,8 +137,11 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
   if (options.signal?.aborted) onAbort();
   else options.signal?.addEventListener('abort', onAbort, { once: true });
 
+  let filesOut: unknown;
   const done = (async (): Promise<IndexDocument> => {
     try {
+      const base = given ?? (await configSpec(options, registry));
+      filesOut = base.sinks.find((sink) => sink.use === 'files')?.out;
       const { source, edge } = await inputOf(input);
       const stages = base.stages.map((stage) =>
         INPUT_EDGES.has(stage.use) && stage.use !== edge ? { use: edge } : stage,
@@ -184,6 +197,16 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
     output: projection.output,
     done,
   };
+}
+
+/** The chain of a config (file or object), its plugins registered. */
+async function configSpec(options: OpenOptions, registry: Registry): Promise<ChainSpec> {
+  const { config, baseDir } =
+    typeof options.config === 'string'
+      ? readConfig(options.config)
+      : { config: configOf(options.config, 'open() config'), baseDir: process.cwd() };
+  await registerPlugins(registry, config.plugins, baseDir);
+  return chainSpecOf({ ...options, spec: { stages: config.stages, sinks: config.sinks } });
 }
 
 /** The chain `open()` runs, from its options; refuses options that cannot work together. */

@@ -50,3 +50,24 @@ test('an out folder that holds files rejects done with a coded error in library 
   const index = await open(fixture(), { out, force: true }).done;
   assert.ok(index.channels.length > 1);
 });
+
+test('open() runs a config, a file or an object, with its plugins loaded', async () => {
+  const secret = 'AKIAIOSFODNN7EXAMPLE';
+  const line = { type: 'assistant', message: { id: 'm1', content: [{ type: 'text', text: `key ${secret}` }] } };
+  const stages = ['line-parser', 'redact-secrets', 'channel-router'].map((use) => ({ use }));
+  const config = { plugins: ['redact-secrets'], stages, sinks: [] };
+  const file = join(tmpDir(), 'subtee.json');
+  writeFileSync(file, JSON.stringify(config));
+  for (const given of [config, file]) {
+    const run = open(chunked([Buffer.from(JSON.stringify(line) + '\n')]), { config: given });
+    const texts: string[] = [];
+    for await (const m of run.messages) texts.push(await m.text);
+    await run.done;
+    assert.equal(texts.length, 1);
+    assert.ok(!texts[0].includes(secret), texts[0]);
+  }
+  assert.throws(() => open(fixture(), { config, spec: { stages, sinks: [] } }), { code: 'ERR_OPEN_OPTIONS' });
+  const unrouted = { stages: [{ use: 'line-parser' }], sinks: [] };
+  await assert.rejects(open(fixture(), { config: unrouted }).done, { code: 'ERR_ROUTER_REQUIRED' });
+  await assert.rejects(open(fixture(), { config: join(tmpDir(), 'none.json') }).done, { code: 'ERR_CONFIG_READ' });
+});
