@@ -53,7 +53,8 @@ test('an out folder that holds files rejects done with a coded error in library 
 
 test('open() runs a config, a file or an object, with its plugins loaded', async () => {
   const secret = 'AKIAIOSFODNN7EXAMPLE';
-  const line = { type: 'assistant', message: { id: 'm1', content: [{ type: 'text', text: `key ${secret}` }] } };
+  const content = [{ type: 'text', text: `key ${secret}` }];
+  const line = { type: 'assistant', message: { id: 'm1', content } };
   const stages = ['line-parser', 'redact-secrets', 'channel-router'].map((use) => ({ use }));
   const config = { plugins: ['redact-secrets'], stages, sinks: [] };
   const file = join(tmpDir(), 'subtee.json');
@@ -69,5 +70,6 @@ test('open() runs a config, a file or an object, with its plugins loaded', async
   assert.throws(() => open(fixture(), { config, spec: { stages, sinks: [] } }), { code: 'ERR_OPEN_OPTIONS' });
   const unrouted = { stages: [{ use: 'line-parser' }], sinks: [] };
   await assert.rejects(open(fixture(), { config: unrouted }).done, { code: 'ERR_ROUTER_REQUIRED' });
-  await assert.rejects(open(fixture(), { config: join(tmpDir(), 'none.json') }).done, { code: 'ERR_CONFIG_READ' });
+  const missing = join(tmpDir(), 'none.json');
+  await assert.rejects(open(fixture(), { config: missing }).done, { code: 'ERR_CONFIG_READ' });
 });
