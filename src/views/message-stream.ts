@@ -98,26 +98,34 @@ class LiveMessage {
   private resolveCompleted!: () => void;
   readonly message: Message;
 
+  /** `observed` runs when a program first awaits or iterates a part of the message. */
   constructor(
     index: number,
     channel: string | null,
     role: Message['role'],
     id: string | null,
     ts: string | null,
+    observed: () => void,
   ) {
     this.completed = new Promise((resolve) => (this.resolveCompleted = resolve));
-    const whole = () => this.completed.then(() => Object.freeze(this.blocks.slice()));
-    const texts = () => this.read((b) => (b.type === 'text' ? b.text : undefined));
+    const whole = () => {
+      observed();
+      return this.completed.then(() => Object.freeze(this.blocks.slice()));
+    };
+    const read = <T>(pick: (block: MessageBlock) => T | undefined) => {
+      observed();
+      return this.read(pick);
+    };
     const blocks: Message['blocks'] = {
-      [Symbol.asyncIterator]: () => this.read((b) => b),
+      [Symbol.asyncIterator]: () => read((b) => b),
       then: (onDone, onFail) => whole().then(onDone, onFail),
     };
     const text: Message['text'] = {
-      [Symbol.asyncIterator]: texts,
+      [Symbol.asyncIterator]: () => read((b) => (b.type === 'text' ? b.text : undefined)),
       then: (onDone, onFail) => whole().then(joinedText).then(onDone, onFail),
     };
     const usage: Message['usage'] = {
-      then: (onDone, onFail) => this.completed.then(() => this.usage).then(onDone, onFail),
+      then: (onDone, onFail) => whole().then(() => this.usage).then(onDone, onFail),
     };
     this.message = Object.freeze({
       index,
@@ -178,8 +186,20 @@ const joinedText = (blocks: readonly MessageBlock[]): string =>
  * other assistant line completes that message and starts the next; a user line is a message
  * of its own.
  */
+interface CurrentMessage {
+  id: string | null;
+  live: WeakRef<LiveMessage> | null;
+  /** Set once a program awaits or iterates a part of the message. */
+  kept: LiveMessage | null;
+}
+
 export class MessageAssembler {
-  private current: { live: LiveMessage; id: string | null } | null = null;
+  /**
+   * The channel's current assistant message, held weakly until a program awaits or iterates
+   * a part of it: one nobody looks at can go (with 2,000 subagents, each channel's last
+   * message held strongly was 90 MB of large lines), one being awaited must stay.
+   */
+  private current: CurrentMessage | null = null;
   private count = 0;
 
   /** The message the line starts, or null when it continues one (or is not a message). */
@@ -188,23 +208,29 @@ export class MessageAssembler {
     const message = isObject(value.message) ? value.message : {};
     const id = nonEmpty(message.id);
     if (value.type === 'assistant' && id !== null && this.current?.id === id) {
-      this.current.live.add(value);
+      this.current.live?.deref()?.add(value);
       return null;
     }
-    const live = new LiveMessage(this.count++, channelIdOf(value), value.type, id, nonEmpty(value.timestamp));
+    const slot: CurrentMessage | null = value.type === 'assistant' ? { id, live: null, kept: null } : null;
+    const channel = channelIdOf(value);
+    const ts = nonEmpty(value.timestamp);
+    const live: LiveMessage = new LiveMessage(this.count++, channel, value.type, id, ts, () => {
+      if (slot) slot.kept = live;
+    });
     live.add(value);
-    if (value.type === 'user') {
-      live.end();
+    if (slot) {
+      slot.live = new WeakRef(live);
+      this.current?.live?.deref()?.end();
+      this.current = slot;
     } else {
-      this.current?.live.end();
-      this.current = { live, id };
+      live.end();
     }
     return live.message;
   }
 
   /** The channel ended (or the reader stopped): its last message is complete. */
   end(): void {
-    this.current?.live.end();
+    this.current?.live?.deref()?.end();
     this.current = null;
   }
 }
