@@ -95,6 +95,10 @@ test('without files, a reader opened after the memory limit fails with a coded e
     (err: { code?: string; message?: string }) =>
       err.code === 'ERR_PROJECTION_BUFFER' && /2048/.test(err.message ?? ''),
   );
+  // So does a late events loop: the run's records are no longer held either.
+  await assert.rejects(async () => {
+    for await (const _ev of run.events);
+  }, { code: 'ERR_PROJECTION_BUFFER' });
   // With files written, the same late reader replays the channel from its .jsonl file.
   const withFiles = open(chunked([Buffer.from(text)]), { maxBufferedBytes: 2048, out: join(tmpDir(), 'o') });
   const late: SubagentHandle[] = [];
