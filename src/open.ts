@@ -148,6 +148,8 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
       );
       const spec: ChainSpec = { stages, sinks: [...base.sinks, { use: 'projection' }] };
       await runChain(source, spec, { registry, session, stop: stop.signal, env: options.env });
+      // An abort after the run's end changes nothing: index.json is written.
+      options.signal?.removeEventListener('abort', onAbort);
       if (session.interrupted) throw abortError(options.signal?.reason);
     } catch (err) {
       throw inLibraryWords(err);
