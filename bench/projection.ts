@@ -3,7 +3,7 @@
  *
  *   node dist/bench/projection.js OUT none|lifecycle|messages < FILE
  *
- * none: `open()` with no consumer; lifecycle: iterates `run.subagents` and awaits each
+ * none: `open()` with no consumer; lifecycle: iterates `run.allSubagents` and awaits each
  * `output`; messages: also reads every message of every subagent (one task per subagent).
  */
 import { open } from '../src/index.js';
@@ -13,7 +13,7 @@ const run = open(process.stdin, { out });
 let messages = 0;
 const tasks: Array<Promise<unknown>> = [];
 if (mode !== 'none') {
-  for await (const sub of run.subagents) {
+  for await (const sub of run.allSubagents) {
     tasks.push(sub.output);
     if (mode === 'messages') {
       tasks.push(
@@ -25,5 +25,5 @@ if (mode !== 'none') {
   }
 }
 await Promise.all(tasks);
-const index = (await run.done) as { channels: unknown[] };
+const index = await run.done;
 process.stderr.write(`${index.channels.length} channels, ${messages} subagent messages read\n`);

@@ -28,7 +28,7 @@ const run = open(teeJsonl(messages, recording), { out });
 const reports = [];
 /** @param {SubagentHandle} agent its depth is null while its spawn call is unseen */
 const indent = (agent) => '  '.repeat((agent.depth ?? 1) - 1);
-for await (const agent of run.subagents) {
+for await (const agent of run.allSubagents) { // every depth, as each starts
   console.log(`${indent(agent)}${agent.name} started (${agent.id})`);
   reports.push(agent.output.then((o) => console.log(`${indent(agent)}${agent.name} ${o.status}: ${o.summary ?? ''}`)));
 }

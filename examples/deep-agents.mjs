@@ -13,6 +13,7 @@ import { fakeModel } from '@langchain/core/testing';
 import { createDeepAgent } from 'deepagents';
 import { open, teeJsonl } from 'subtee';
 /** @import { BaseMessage, ToolCall } from '@langchain/core/messages' */
+/** @import { SubagentHandle } from 'subtee' */
 
 const out = process.argv[2] ?? 'deep-agents-run';
 
@@ -41,12 +42,18 @@ const stream = await agent.streamEvents({ messages: [new HumanMessage('What do t
 
 const recording = createWriteStream(`${out}.jsonl`);
 const run = open(teeJsonl(stream, recording), { out });
-for await (const sub of run.subagents) {
-  const indent = '  '.repeat((sub.depth ?? 1) - 1);
-  console.log(`${indent}${sub.name} started (${sub.id})`);
-  for await (const message of sub.messages) if (message.role === 'assistant' && message.text) console.log(`${indent}  ${message.text}`);
-  console.log(`${indent}${sub.name} ${sub.status}`);
+// As with Deep Agents: run.subagents is the top level, each handle's subagents the nested ones.
+/** @param {SubagentHandle} sub @param {string} indent */
+async function follow(sub, indent) {
+  console.log(`${indent}${sub.name} started (${sub.cause.tool_call_id})`);
+  for await (const message of sub.messages) {
+    const text = await message.text;
+    if (message.role === 'assistant' && text) console.log(`${indent}  ${text}`);
+  }
+  for await (const nested of sub.subagents) await follow(nested, `${indent}  `);
+  console.log(`${indent}${sub.name} ${(await sub.output).status}`);
 }
+for await (const sub of run.subagents) await follow(sub, '');
 const index = await run.done;
 recording.end();
 await finished(recording);

@@ -8,7 +8,6 @@ import {
   readFileSync,
   statSync,
 } from 'node:fs';
-import { open } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import { constants } from 'node:os';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
@@ -16,7 +15,8 @@ import { Readable, type Writable } from 'node:stream';
 import { builtinRegistry } from './chain/builtins.js';
 import { defaultSpec, runChain, type ChainSpec } from './chain/chain.js';
 import { applyFlags, checkSpec, readConfig, registerPlugins } from './chain/config.js';
-import { decompressed, SNIFF_BYTES, unreadableCompression } from './decompress.js';
+import { decompressed } from './decompress.js';
+import { FILE_READ_BYTES, inputIsFolder, inputUnreadable, openInputFile } from './input-file.js';
 import { EXIT, OutputError, SubteeError } from './errors.js';
 import { helpText, parseArgs, type ParsedOptions } from './chain/options.js';
 import { escapeOneLine } from './views/escape.js';
@@ -68,21 +68,6 @@ export function reportError(stderr: Writable, err: unknown): number {
   return EXIT.INTERNAL;
 }
 
-/** Reads of 256 KiB when the input is a file (a pipe gives at most 64 KiB a read anyway); larger reads were faster but pushed peak memory with 2,000 subagents to 150 MB. */
-const FILE_READ_BYTES = 256 * 1024;
-
-function inputUnreadable(file: string, err: unknown): SubteeError {
-  const code = (err as NodeJS.ErrnoException).code;
-  const why = code === 'ENOENT' ? 'no such file' : (code ?? String(err));
-  return new SubteeError('ERR_INPUT', `cannot read ${file}: ${why}`, { exitCode: EXIT.IO, cause: err });
-}
-
-function inputIsFolder(file: string): SubteeError {
-  return new SubteeError('ERR_INPUT', `cannot read ${file}: it is a folder, not a file`, {
-    exitCode: EXIT.IO,
-  });
-}
-
 /**
  * Checks every input before anything is written: a missing, unreadable or folder input is
  * exit 3 with no output folder left behind. No FILE means stdin (`subtee < dir` is a folder too).
@@ -116,24 +101,7 @@ async function openInput(file: string, stdin: Readable): Promise<Readable> {
       'stdin',
     );
   }
-  let fh;
-  try {
-    fh = await open(file, 'r');
-  } catch (err) {
-    throw inputUnreadable(file, err);
-  }
-  // open(2) accepts a folder, and a format subtee cannot read shows in the first bytes: both
-  // are refused here, before the output folder exists.
-  try {
-    if ((await fh.stat()).isDirectory()) throw inputIsFolder(file);
-    const { buffer, bytesRead } = await fh.read(Buffer.alloc(SNIFF_BYTES), 0, SNIFF_BYTES, 0);
-    const refused = unreadableCompression(buffer.subarray(0, bytesRead), file);
-    if (refused) throw refused;
-  } catch (err) {
-    await fh.close();
-    throw err instanceof SubteeError ? err : inputUnreadable(file, err);
-  }
-  return decompressed(fh.createReadStream({ highWaterMark: FILE_READ_BYTES }), file);
+  return openInputFile(file);
 }
 
 /** Folder names under OUT for several inputs: the file names without extensions, made safe and unique. */

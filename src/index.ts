@@ -62,7 +62,12 @@ export {
 } from './model/tree.js';
 export * from './model/message.js';
 export { Session, type Warning } from './model/session.js';
-export { buildIndex, INDEX_FORMAT } from './views/index-file.js';
+export {
+  buildIndex,
+  INDEX_FORMAT,
+  type IndexDocument,
+  type IndexChannel,
+} from './views/index-file.js';
 export { renderRecord } from './views/text.js';
 export { lineContent, type ContentItem, type ContentKind } from './model/content.js';
 export { escapeControl, escapeOneLine, escapeHtml, escapeMarkdown } from './views/escape.js';
@@ -81,18 +86,24 @@ export {
   Projection,
   ProjectionError,
   ToolCallPairing,
-  toMessage,
   PROJECTION_DEFAULTS,
-  type Message,
-  type MessageBlock,
   type ToolCall,
   type ToolCallStatus,
   type SubagentHandle,
   type SubagentOutput,
   type SubagentStatus,
   type RunEvent,
+  type LineEvent,
+  type QuarantineEvent,
+  type RunOutput,
   type Totals,
 } from './views/projection.js';
+export {
+  MessageAssembler,
+  type Message,
+  type MessageBlock,
+  type LiveValues,
+} from './views/message-stream.js';
 export { createProjectionSink } from './chain/sinks/projection.js';
 export { createObjectSource, recordOfObject, OBJECT_SOURCE_DEFAULTS } from './chain/stages/object-source.js';
 export {

@@ -2,19 +2,23 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { builtinRegistry } from './chain/builtins.js';
-import { DEFAULT_STAGES, runChain, type ChainSpec } from './chain/chain.js';
+import { DEFAULT_STAGES, runChain, type ChainSpec, type ComponentSpec } from './chain/chain.js';
+import { configOf, readConfig, registerPlugins } from './chain/config.js';
 import { definePlugin, KIT_VERSION, Registry } from './chain/plugin.js';
 import { createProjectionSink } from './chain/sinks/projection.js';
 import { NULL_INPUT } from './chain/stages/object-source.js';
+import { EXIT, OutputError, SubteeError, UsageError } from './errors.js';
+import { openInputFile } from './input-file.js';
 import { Session } from './model/session.js';
-import { buildIndex } from './views/index-file.js';
+import { buildIndex, type IndexDocument } from './views/index-file.js';
+import type { Message } from './views/message-stream.js';
 import {
   Projection,
   messagesOf,
   toolCallsOf,
-  type Message,
   type ProjectionOptions,
   type RunEvent,
+  type RunOutput,
   type SubagentHandle,
   type ToolCall,
 } from './views/projection.js';
@@ -26,12 +30,23 @@ export interface OpenOptions extends ProjectionOptions {
   force?: boolean;
   /**
    * The chain to run, as in a config file; the projection is added as its last sink. By
-   * default every built-in stage, plus the files sink when `out` is given.
+   * default every built-in stage, plus the files sink when `out` is given. It must route
+   * (list the `channel-router` stage); `out` adds the files sink unless it lists one.
    */
   spec?: ChainSpec;
+  /**
+   * A config instead of a spec: the path of a config file, or its content as an object
+   * (`stages`, `sinks`, `plugins`); its plugins are loaded (paths relative to the file, or
+   * to the working folder for an object).
+   */
+  config?: string | { stages?: ComponentSpec[]; sinks?: ComponentSpec[]; plugins?: string[] };
   /** A registry with plugins registered; the built-in one by default. */
   registry?: Registry;
-  /** Aborts the run: every iterator ends and `done` rejects. */
+  /**
+   * Stops the run as an interrupt (Ctrl-C) stops the command line: reading stops, what was
+   * read reaches every sink, `index.json` says `"interrupted": true` (channels still running
+   * stay `running`), every iterator ends, and `done` rejects with an `AbortError`.
+   */
   signal?: AbortSignal;
   /** The idle watchdog's limits (see the README's "When silence is a hang"); its defaults otherwise. */
   idleTimeoutMs?: number;
@@ -48,6 +63,7 @@ export interface Projections {
   messages: Message;
   toolCalls: ToolCall;
   subagents: SubagentHandle;
+  allSubagents: SubagentHandle;
   events: RunEvent;
 }
 
@@ -56,22 +72,36 @@ export type ProjectionName = keyof Projections;
 export interface RunProjection {
   /** The run's shared state: counters, warnings, the live tree. */
   readonly session: Session;
-  /** Every subagent, at any depth, as it is first seen; from the run's start on every loop. */
+  /**
+   * The subagents the main conversation spawned, as each is first seen; nested ones come
+   * from each handle's `subagents` (as in Deep Agents). Every loop starts from the first.
+   */
   readonly subagents: AsyncIterable<SubagentHandle>;
-  /** The main conversation's messages. */
+  /** Every subagent at any depth, as it is first seen; every loop starts from the first. */
+  readonly allSubagents: AsyncIterable<SubagentHandle>;
+  /** The main conversation's messages, one per API message. */
   readonly messages: AsyncIterable<Message>;
   /** The main conversation's tool calls, paired with their results. */
   readonly toolCalls: AsyncIterable<ToolCall>;
-  /** Every record routed after the loop starts, in arrival order, with its path. */
+  /** Every record in arrival order, with its path; every loop starts from the run's first. */
   readonly events: AsyncIterable<RunEvent>;
   /** Several projections merged in arrival order, each value tagged with its name. */
   interleave<K extends ProjectionName>(...names: K[]): AsyncIterable<{ [N in K]: [N, Projections[N]] }[K]>;
+  /** How the run ended (its result line); settles when the run does, never rejects. */
+  readonly output: Promise<RunOutput>;
   /** The run's `index.json` document; rejects with the run's coded error. */
-  readonly done: Promise<Record<string, unknown>>;
+  readonly done: Promise<IndexDocument>;
 }
 
-/** What `open()` reads: bytes (a stream, chunks), or message objects (an SDK `query()`, a LangGraph run). */
-export type OpenInput = Readable | AsyncIterable<Buffer | Uint8Array | string> | AsyncIterable<unknown>;
+/**
+ * What `open()` reads: the path of a recorded stream (gzip or zstd is decompressed), bytes
+ * (a stream, chunks), or message objects (an SDK `query()`, a LangGraph run).
+ */
+export type OpenInput =
+  | string
+  | Readable
+  | AsyncIterable<Buffer | Uint8Array | string>
+  | AsyncIterable<unknown>;
 
 /**
  * Runs a stream-json input through subtee's chain and projects it live: subagent handles,
@@ -79,15 +109,21 @@ export type OpenInput = Readable | AsyncIterable<Buffer | Uint8Array | string> |
  * objects (the Claude Agent SDK's `query()`, a LangGraph v3 run stream): the first value
  * decides, and objects enter the chain through the object source instead of the line
  * parser. The chain starts at once; iterating is optional, and a projection nobody iterates
- * costs nothing beyond the tree.
+ * costs nothing beyond the tree. Options that cannot work together throw a UsageError here.
  */
 export function open(input: OpenInput, options: OpenOptions = {}): RunProjection {
+  checkInput(input);
+  if (options.config !== undefined && options.spec !== undefined) {
+    throw new UsageError('ERR_OPEN_OPTIONS', 'open(): pass a config or a spec, not both');
+  }
+  // A config is read (and its plugins loaded) once the run starts; a spec is checked now.
+  const given = options.config === undefined ? chainSpecOf(options) : null;
   const session = new Session();
   const projection = new Projection(session, options);
   // A copy: the caller's registry may serve several runs, each with its own projection sink.
   const registry = new Registry();
-  const given = options.registry ?? builtinRegistry();
-  for (const name of given.names()) registry.add(given.get(name)!);
+  const plugins = options.registry ?? builtinRegistry();
+  for (const name of plugins.names()) registry.add(plugins.get(name)!);
   registry.add(
     definePlugin({
       name: 'projection',
@@ -97,12 +133,16 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
       create: (_options, ctx) => createProjectionSink({ session: ctx.session, projection }),
     }),
   );
-  const base: ChainSpec = options.spec ?? {
-    stages: DEFAULT_STAGES.map((stage) => ({ ...stage })),
-    sinks:
-      options.out === undefined ? [] : [{ use: 'files', out: options.out, force: options.force ?? false }],
+  // An abort is recorded as the command line records an interrupt: input stops, what was
+  // read still reaches every sink, and index.json says so. Iterators end at once.
+  const stop = new AbortController();
+  const onAbort = () => {
+    session.interrupted = true;
+    projection.finish();
+    stop.abort();
   };
-  const filesOut = base.sinks.find((sink) => sink.use === 'files')?.out;
+  if (options.signal?.aborted) onAbort();
+  else options.signal?.addEventListener('abort', onAbort, { once: true });
   const watchdog = {
     idleTimeoutMs: options.idleTimeoutMs,
     modelTimeoutMs: options.modelTimeoutMs,
@@ -112,8 +152,11 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
   };
   const watchdogGiven = Object.fromEntries(Object.entries(watchdog).filter(([, value]) => value !== undefined));
 
-  const done = (async () => {
+  let filesOut: unknown;
+  const done = (async (): Promise<IndexDocument> => {
     try {
+      const base = given ?? (await configSpec(options, registry));
+      filesOut = base.sinks.find((sink) => sink.use === 'files')?.out;
       const { source, edge } = await inputOf(input);
       const stages = base.stages.map((stage) =>
         INPUT_EDGES.has(stage.use) && stage.use !== edge
@@ -123,12 +166,18 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
             : stage,
       );
       const spec: ChainSpec = { stages, sinks: [...base.sinks, { use: 'projection' }] };
-      await runChain(source, spec, { registry, session, signal: options.signal, env: options.env });
+      await runChain(source, spec, { registry, session, stop: stop.signal, env: options.env });
+      // An abort after the run's end changes nothing: index.json is written.
+      options.signal?.removeEventListener('abort', onAbort);
+      if (session.interrupted) throw abortError(options.signal?.reason);
+    } catch (err) {
+      throw inLibraryWords(err);
     } finally {
+      options.signal?.removeEventListener('abort', onAbort);
       projection.finish();
     }
     if (typeof filesOut === 'string') {
-      return JSON.parse(await readFile(join(filesOut, 'index.json'), 'utf8')) as Record<string, unknown>;
+      return JSON.parse(await readFile(join(filesOut, 'index.json'), 'utf8')) as IndexDocument;
     }
     return buildIndex(session, () => undefined, null);
   })();
@@ -139,7 +188,8 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
   const byName = {
     messages: () => messagesOf(projection, null),
     toolCalls: () => toolCallsOf(projection, null),
-    subagents: () => projection.subagentList.read(),
+    subagents: () => projection.childrenOf(null),
+    allSubagents: () => projection.subagentList.read(),
     events: () => projection.events(),
   } satisfies { [K in ProjectionName]: () => AsyncIterable<Projections[K]> };
 
@@ -147,6 +197,9 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
     session,
     get subagents() {
       return byName.subagents();
+    },
+    get allSubagents() {
+      return byName.allSubagents();
     },
     get messages() {
       return byName.messages();
@@ -162,8 +215,82 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
         { [N in K]: [N, Projections[N]] }[K]
       >;
     },
+    output: projection.output,
     done,
   };
+}
+
+/** The chain of a config (file or object), its plugins registered. */
+async function configSpec(options: OpenOptions, registry: Registry): Promise<ChainSpec> {
+  const { config, baseDir } =
+    typeof options.config === 'string'
+      ? readConfig(options.config)
+      : { config: configOf(options.config, 'open() config'), baseDir: process.cwd() };
+  await registerPlugins(registry, config.plugins, baseDir);
+  return chainSpecOf({ ...options, spec: { stages: config.stages, sinks: config.sinks } });
+}
+
+/** The chain `open()` runs, from its options; refuses options that cannot work together. */
+function chainSpecOf(options: OpenOptions): ChainSpec {
+  const files =
+    options.out === undefined ? [] : [{ use: 'files', out: options.out, force: options.force ?? false }];
+  if (!options.spec) return { stages: DEFAULT_STAGES.map((stage) => ({ ...stage })), sinks: files };
+  const { stages, sinks } = options.spec;
+  if (Array.isArray(stages) && !stages.some((stage) => stage?.use === 'channel-router')) {
+    throw new UsageError(
+      'ERR_ROUTER_REQUIRED',
+      'open(): spec.stages has no channel-router, so no line would reach its subagent; ' +
+        'add { use: "channel-router" }',
+    );
+  }
+  if (!Array.isArray(sinks) || files.length === 0) return options.spec;
+  if (sinks.some((sink) => sink?.use === 'files')) {
+    throw new UsageError(
+      'ERR_OUT_TWICE',
+      'open(): both the out option and a files sink in spec name an output folder; keep one of them',
+    );
+  }
+  return { stages, sinks: [...sinks, ...files] };
+}
+
+/** A path, a byte stream or an async iterable; anything else is a mistake in the program. */
+function checkInput(input: unknown): void {
+  if (typeof input === 'string' || input instanceof Readable) return;
+  if (typeof (input as AsyncIterable<unknown> | null)?.[Symbol.asyncIterator] === 'function') return;
+  throw new UsageError(
+    'ERR_OPEN_INPUT',
+    `open() reads a file path, a readable stream or an async iterable, not ${describe(input)}`,
+  );
+}
+
+const describe = (value: unknown) =>
+  value === null ? 'null' : Array.isArray(value) ? 'an array' : `a value of type ${typeof value}`;
+
+function abortError(reason: unknown): SubteeError {
+  const err = new SubteeError('ABORT_ERR', 'the run was aborted (its signal fired)', {
+    exitCode: EXIT.SIGINT,
+    cause: reason,
+  });
+  err.name = 'AbortError';
+  return err;
+}
+
+/** The files sink words its refusals for the command line; a program passed options. */
+function inLibraryWords(err: unknown): unknown {
+  if (!(err instanceof OutputError)) return err;
+  if (err.code === 'ERR_OUT_NOT_EMPTY') {
+    return new OutputError(
+      err.code,
+      err.path,
+      `out folder ${err.path} already holds files (a previous run?): ` +
+        'choose a new folder, or pass force: true',
+      err,
+    );
+  }
+  if (err.code === 'ERR_OUT_NOT_DIR') {
+    return new OutputError(err.code, err.path, `out ${JSON.stringify(err.path)} must name a folder`, err);
+  }
+  return err;
 }
 
 const INPUT_EDGES: ReadonlySet<string> = new Set(['line-parser', 'object-source']);
@@ -178,6 +305,7 @@ const isBytes = (value: unknown) => typeof value === 'string' || value instanceo
 async function inputOf(
   input: OpenInput,
 ): Promise<{ source: Readable; edge: 'line-parser' | 'object-source' }> {
+  if (typeof input === 'string') return { source: await openInputFile(input), edge: 'line-parser' };
   if (input instanceof Readable && !input.readableObjectMode) return { source: input, edge: 'line-parser' };
   const iterator = (input as AsyncIterable<unknown>)[Symbol.asyncIterator]();
   const first = await iterator.next();

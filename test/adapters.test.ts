@@ -192,3 +192,20 @@ test('LangGraph mapper: text and reasoning from deltas when no finish block came
     },
   ]);
 });
+
+test('LangGraph: a subagent the run\'s failure stopped carries the run\'s error, not its last words', async () => {
+  const started = ev('tasks', ['tools:t1'], { id: 'x', name: 'model_request', metadata: { lc_agent_name: 'worker' }, input: { messages: [{ lc: 1, type: 'constructor', id: ['HumanMessage'], kwargs: { content: 'go' } }] } });
+  const said = ev('tasks', ['tools:t1'], { id: 'm2', name: 'model_request', result: { messages: [{ lc: 1, type: 'constructor', id: ['AIMessage'], kwargs: { id: 'run-2', content: 'Working on it.' } }] } });
+  const events = spawnEvents([started, said], [
+    ev('lifecycle', ['tools:t1'], { event: 'failed' }),
+    ev('lifecycle', [], { event: 'failed', error: 'rate limited' }),
+  ]);
+  const run = open(Readable.from(events));
+  const outputs = [];
+  for await (const sub of run.allSubagents) outputs.push(await sub.output);
+  const index = await run.done;
+  assert.deepEqual(outputs.map((o) => [o.status, o.error, o.summary]), [['failed', 'rate limited', 'rate limited']]);
+  assert.equal(index.channels[1].summary, 'rate limited');
+  const output = await run.output;
+  assert.deepEqual([output.status, output.error], ['failed', 'rate limited']);
+});

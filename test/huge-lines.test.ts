@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain, type ComponentSpec } from '../src/chain/chain.js';
 import redactSecrets, { MASK } from '../plugins/redact-secrets/index.js';
-import { open, type Message, type SubagentHandle } from '../src/index.js';
+import { open, type SubagentHandle } from '../src/index.js';
 import { forEachLine } from '../src/views/report/build.js';
 import { BIN, chunked, readTree, splitEvery, tmpDir } from './helpers.js';
 
@@ -261,10 +261,12 @@ test('a late projection reader replays a spooled line as a live reader saw it: i
   const handles: SubagentHandle[] = [];
   for await (const h of run.subagents) handles.push(h);
   await run.done;
-  const late: Message[] = [];
-  for await (const m of handles[0].messages) late.push(m);
+  const late: unknown[][] = [];
+  for await (const m of handles[0].messages) {
+    late.push([m.index, m.role, (await m.blocks).length, await m.text, m.timestamp]);
+  }
   assert.deepEqual(
-    late.map((m) => [m.index, m.role, m.blocks.length, m.text, m.timestamp]),
+    late,
     [
       [0, 'user', 0, '', '2026-11-30T12:00:02Z'],
       [1, 'assistant', 1, 'done', null],

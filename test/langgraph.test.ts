@@ -4,7 +4,7 @@ import { createWriteStream, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { test } from 'node:test';
-import { open, teeJsonl, type SubagentHandle } from '../src/index.js';
+import { open, teeJsonl, type Message, type SubagentHandle } from '../src/index.js';
 import { NESTED_SCRIPT, startRun } from './e2e/deep-agents.js';
 import { BIN, tmpDir } from './helpers.js';
 
@@ -61,15 +61,15 @@ async function deepAgentsView(run: Awaited<ReturnType<typeof startRun>>) {
 /** subtee's projection of the same run: handles, their model messages and tool calls. */
 async function subteeView(projection: ReturnType<typeof open>) {
   const seen: Seen[] = [];
-  const modelTexts = async (messages: AsyncIterable<{ role: string; text: string; blocks: readonly { type: string }[] }>) => {
+  const modelTexts = async (messages: AsyncIterable<Message>) => {
     const texts: string[] = [];
-    // A model message is an assistant line without tool calls (tool calls get lines of their own).
-    for await (const m of messages) if (m.role === 'assistant' && !m.blocks.some((b) => b.type === 'tool_use')) texts.push(m.text);
+    // One message per model call, as Deep Agents yields them.
+    for await (const m of messages) if (m.role === 'assistant') texts.push(await m.text);
     return texts;
   };
   const handles: SubagentHandle[] = [];
   const mainTexts = modelTexts(projection.messages);
-  for await (const handle of projection.subagents) handles.push(handle);
+  for await (const handle of projection.allSubagents) handles.push(handle);
   for (const handle of handles) {
     const toolCalls: Seen['toolCalls'] = [];
     for await (const call of handle.toolCalls) toolCalls.push({ id: call.id, name: call.name === 'Agent' ? 'task' : call.name });

@@ -11,11 +11,17 @@ export function expectedOf(text: string) {
     { texts: string[]; calls: Map<string, string | null>; usage: number }
   >();
   for (const [id, ch] of oracle.channels) {
-    const texts: string[] = [];
+    const messageParts: string[][] = [];
     const calls = new Map<string, string | null>();
     const lastUsage = new Map<string, number>();
+    // One message per API message: an assistant line with the id of the channel's assistant
+    // message before it adds its text to that message, even past user lines (tool results).
+    let current = null as { id: string | null; at: number } | null;
     for (const value of ch.lines.map(parse)) {
       if (value.type !== 'assistant' && value.type !== 'user') continue;
+      const id = value.message?.id ? String(value.message.id) : null;
+      const same = value.type === 'assistant' && id !== null && current?.id === id;
+      if (value.type === 'assistant' && !same) current = { id, at: messageParts.length };
       const content = value.message?.content;
       const parts = typeof content === 'string' ? [content] : [];
       for (const b of Array.isArray(content) ? content : []) {
@@ -29,7 +35,8 @@ export function expectedOf(text: string) {
           );
         }
       }
-      texts.push(parts.join('\n'));
+      if (same) messageParts[current!.at].push(...parts);
+      else messageParts.push(parts);
       const u = value.message?.usage;
       if (value.type === 'assistant' && u && value.message.id) {
         lastUsage.set(value.message.id, (u.input_tokens ?? 0) + (u.output_tokens ?? 0));
@@ -37,7 +44,7 @@ export function expectedOf(text: string) {
     }
     let usage = 0;
     for (const n of lastUsage.values()) usage += n;
-    perChannel.set(id, { texts, calls, usage });
+    perChannel.set(id, { texts: messageParts.map((parts) => parts.join('\n')), calls, usage });
   }
   return { oracle, perChannel };
 }
@@ -51,15 +58,15 @@ function pathOf(oracle: ReturnType<typeof readStream>, id: string): string[] {
 
 export async function collect(run: RunProjection) {
   const subs: Array<{ handle: SubagentHandle; texts: string[]; calls: Map<string, string | null> }> = [];
-  for await (const handle of run.subagents) {
+  for await (const handle of run.allSubagents) {
     const texts: string[] = [];
-    for await (const m of handle.messages) texts.push(m.text);
+    for await (const m of handle.messages) texts.push(await m.text);
     const calls = new Map<string, string | null>();
     for await (const call of handle.toolCalls) calls.set(call.id, await call.output);
     subs.push({ handle, texts, calls });
   }
   const main: string[] = [];
-  for await (const m of run.messages) main.push(m.text);
+  for await (const m of run.messages) main.push(await m.text);
   return { subs, main, index: await run.done };
 }
 

@@ -3,7 +3,16 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
-import { open, type Message, type SubagentHandle } from '../src/index.js';
+import {
+  open,
+  type IndexDocument,
+  type Message,
+  type RunEvent,
+  type RunProjection,
+  type SubagentHandle,
+  type Usage,
+} from '../src/index.js';
+import { writeStream } from '../bench/gen.js';
 import { checkProjection } from './projection-check.js';
 import { chunked, fixtureFiles, splitEvery, tmpDir } from './helpers.js';
 
@@ -23,7 +32,7 @@ test('subtree totals roll usage and time up from every descendant', async () => 
   const text = readFileSync(join(fixtureFiles().find((f) => f.includes('nested-depth-3.'))!), 'utf8');
   const run = open(chunked([Buffer.from(text)]));
   const handles: SubagentHandle[] = [];
-  for await (const h of run.subagents) handles.push(h);
+  for await (const h of run.allSubagents) handles.push(h);
   const top = handles.find((h) => h.depth === 1)!;
   const out = await top.output;
   const all = await Promise.all(handles.map((h) => h.output));
@@ -86,6 +95,10 @@ test('without files, a reader opened after the memory limit fails with a coded e
     (err: { code?: string; message?: string }) =>
       err.code === 'ERR_PROJECTION_BUFFER' && /2048/.test(err.message ?? ''),
   );
+  // So does a late events loop: the run's records are no longer held either.
+  await assert.rejects(async () => {
+    for await (const _ev of run.events);
+  }, { code: 'ERR_PROJECTION_BUFFER' });
   // With files written, the same late reader replays the channel from its .jsonl file.
   const withFiles = open(chunked([Buffer.from(text)]), { maxBufferedBytes: 2048, out: join(tmpDir(), 'o') });
   const late: SubagentHandle[] = [];
@@ -193,8 +206,9 @@ test('values are frozen snapshots: an event keeps the status it carried', async 
   }
   assert.ok(messages.length > 0);
   for (const m of messages) {
-    assert.ok(Object.isFrozen(m) && Object.isFrozen(m.blocks) && m.blocks.every((b) => Object.isFrozen(b)));
-    assert.throws(() => ((m as { text: string }).text = 'changed'));
+    const blocks = await m.blocks;
+    assert.ok(Object.isFrozen(m) && Object.isFrozen(blocks) && blocks.every((b) => Object.isFrozen(b)));
+    assert.throws(() => ((m as unknown as { text: string }).text = 'changed'));
   }
 });
 
@@ -212,4 +226,187 @@ test('interleave merges projections in arrival order, each value tagged', async 
   assert.equal(seen.filter((s) => s.startsWith('sub:')).length, 3);
   // The first subagent is seen after the main message that spawned it.
   assert.ok(seen.indexOf('message') < seen.findIndex((s) => s.startsWith('sub:')));
+});
+
+/** Each numeric usage field summed over a channel's messages, each awaited once complete. */
+async function usageOfMessages(messages: AsyncIterable<Message>): Promise<Record<string, number>> {
+  const sum: Record<string, number> = {};
+  for await (const m of messages) {
+    const usage: Usage | null = await m.usage;
+    for (const [key, n] of Object.entries(usage ?? {})) sum[key] = (sum[key] ?? 0) + (n ?? 0);
+  }
+  return sum;
+}
+
+for (const file of fixtureFiles()) {
+  const name = file.split('/').pop();
+  test(`usage summed over each channel's messages equals its index.json usage: ${name}`, async () => {
+    const run = open(chunked(splitEvery(readFileSync(file), 4096)));
+    const sums = new Map<string | null, Promise<Record<string, number>>>();
+    sums.set(null, usageOfMessages(run.messages));
+    for await (const sub of run.allSubagents) sums.set(sub.id, usageOfMessages(sub.messages));
+    const index = await run.done;
+    assert.equal(sums.size, index.channels.length);
+    for (const channel of index.channels) {
+      assert.deepEqual(await sums.get(channel.id), channel.usage, `channel ${channel.id ?? 'main'}`);
+    }
+  });
+}
+
+test('one message per API message: its blocks arrive as its lines do, from the first', async () => {
+  const lines = fixtureLines('binary-tree-depth-3');
+  // The first API message of main written as several lines (one per block).
+  const first = JSON.parse(lines.find((l) => l.includes('"type":"assistant"'))!);
+  const blockLines = lines.filter((l) => l.includes(`"id":"${first.message.id}"`));
+  assert.ok(blockLines.length >= 2, 'the fixture writes a message as several lines');
+  const input = new PassThrough();
+  const run = open(input);
+  const messages = run.messages[Symbol.asyncIterator]();
+  const upTo = lines.indexOf(blockLines[0]);
+  input.write(lines.slice(0, upTo + 1).join('\n') + '\n');
+  let next = await messages.next();
+  while ((next.value as Message).role !== 'assistant') next = await messages.next();
+  const message = next.value as Message;
+  assert.equal(message.id, first.message.id);
+  // The first block is there before the message's other lines are written.
+  const blocks = message.blocks[Symbol.asyncIterator]();
+  assert.equal((await blocks.next()).done, false);
+  const rest = blocks.next();
+  input.write(lines.slice(upTo + 1).join('\n') + '\n');
+  input.end();
+  assert.equal((await rest).done, false);
+  assert.equal((await message.blocks).length, blockLines.length);
+  for (let m = await messages.next(); !m.done; m = await messages.next()) {
+    assert.notEqual((m.value as Message).id, first.message.id, 'no second message with the same id');
+  }
+  await run.done;
+});
+
+test('cause names the spawning call as LangChain does: { type: "toolCall", tool_call_id }', async () => {
+  const run = open(fixtureFiles().find((f) => f.includes('nested-depth-3.'))!);
+  for await (const sub of run.allSubagents) {
+    assert.deepEqual({ ...sub.cause }, { type: 'toolCall', tool_call_id: sub.id });
+  }
+  await run.done;
+});
+
+/** A Deep Agents program, as written for Deep Agents: top-level handles, nested ones from each. */
+async function deepAgentsWalk(run: RunProjection): Promise<string[]> {
+  const visited: string[] = [];
+  const walk = async (sub: SubagentHandle): Promise<void> => {
+    visited.push(sub.cause.tool_call_id);
+    const children: Promise<void>[] = [];
+    for await (const nested of sub.subagents) children.push(walk(nested));
+    await Promise.all(children);
+  };
+  const top: Promise<void>[] = [];
+  for await (const sub of run.subagents) top.push(walk(sub));
+  await Promise.all(top);
+  return visited;
+}
+
+for (const file of fixtureFiles()) {
+  test(`a Deep Agents walk meets every subagent exactly once: ${file.split('/').pop()}`, async () => {
+    const run = open(file);
+    const visited = await deepAgentsWalk(run);
+    const index = await run.done;
+    const ids = index.channels.flatMap((c) => (c.id === null ? [] : [c.id]));
+    assert.equal(visited.length, new Set(visited).size, 'visited twice');
+    assert.deepEqual([...visited].sort(), [...ids].sort());
+    const top = index.channels.filter((c) => c.id !== null && (c.parent === null || c.orphan));
+    const seenTop: string[] = [];
+    const again = open(file);
+    for await (const sub of again.subagents) seenTop.push(sub.id);
+    await again.done;
+    assert.deepEqual(seenTop.sort(), top.map((c) => c.id).sort());
+  });
+}
+
+test('run.output: the result line\'s result, cost, turns, duration, usage; a failure\'s error', async () => {
+  const file = fixtureFiles().find((f) => f.includes('failing-beside-healthy'))!;
+  const result = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('"type":"result"'))
+    .map((l) => JSON.parse(l))
+    .pop();
+  const run = open(file);
+  const outputs: Array<Awaited<SubagentHandle['output']>> = [];
+  for await (const sub of run.allSubagents) outputs.push(await sub.output);
+  const output = await run.output;
+  await run.done;
+  assert.equal(output.status, 'completed');
+  assert.equal(output.result, result.result);
+  assert.equal(output.costUsd, result.total_cost_usd);
+  assert.equal(output.turns, result.num_turns);
+  assert.equal(output.durationMs, result.duration_ms);
+  assert.equal(output.usage?.input_tokens, result.usage.input_tokens);
+  assert.equal(output.error, null);
+  assert.ok(Object.isFrozen(output));
+  const failed = outputs.filter((o) => o.status === 'failed');
+  const healthy = outputs.filter((o) => o.status === 'completed');
+  assert.ok(failed.length > 0 && healthy.length > 0);
+  for (const o of failed) assert.match(o.error ?? '', /scripted failure/);
+  for (const o of healthy) assert.equal(o.error, null);
+});
+
+for (const mode of ['memory', 'files'] as const) {
+  test(`events replay from the run's first record for a loop that starts late (${mode})`, async () => {
+    const dir = tmpDir();
+    // Many subagents at once: with files, more channel files than a late loop keeps open.
+    const generated = join(dir, 'fanout.jsonl');
+    await writeStream({ sizeBytes: 2 * 1024 * 1024, fanout: 100, shape: 'small', seed: 5 }, generated);
+    for (const file of [fixtureFiles().find((f) => f.includes('nested-depth-3.'))!, generated]) {
+      const run = open(file, { out: mode === 'files' ? join(dir, `out-${file.length}`) : undefined });
+      const early: RunEvent[] = [];
+      const reading = (async () => {
+        for await (const ev of run.events) early.push(ev);
+      })();
+      await run.done;
+      await reading;
+      const late: RunEvent[] = [];
+      for await (const ev of run.events) late.push(ev);
+      assert.ok(early.length > 0);
+      assert.deepEqual(late, early);
+      // The kind narrows the event: a line event has its line and channel.
+      const types = late.flatMap((ev) => (ev.kind === 'line' ? [ev.line.type] : []));
+      assert.equal(types.length, late.filter((ev) => ev.kind === 'line').length);
+      assert.ok(types.every((type) => typeof type === 'string'));
+    }
+  });
+}
+
+test('an abort is recorded in index.json as an interrupt: interrupted, channels running', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  const input = new PassThrough();
+  const controller = new AbortController();
+  const out = join(tmpDir(), 'out');
+  const run = open(input, { signal: controller.signal, out });
+  const subs = run.allSubagents[Symbol.asyncIterator]();
+  const spawnAt = lines.findIndex((l) => l.includes('"name":"Agent"'));
+  input.write(lines.slice(0, spawnAt + 1).join('\n') + '\n');
+  const first = await subs.next();
+  assert.equal(first.done, false);
+  controller.abort();
+  await assert.rejects(run.done, { name: 'AbortError', code: 'ABORT_ERR' });
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')) as IndexDocument;
+  assert.equal(index.interrupted, true);
+  assert.equal(index.channels.find((c) => c.id === first.value!.id)?.status, 'running');
+  assert.equal((await subs.next()).done, true);
+});
+
+const STALL_TEST = { timeout: 20_000 };
+test('a reader holding the input while its loop awaits a later thing is warned of', STALL_TEST, async () => {
+  const source = countingSource(3000);
+  const run = open(source.stream, { readerHighWaterLines: 20, readerStallMs: 50 });
+  const warned = new Promise<{ code: string }>((resolve) => run.session.onWarning(resolve));
+  const messages = run.messages[Symbol.asyncIterator]();
+  await messages.next(); // the loop holds its reader, as one awaiting a later subagent would
+  assert.equal((await warned).code, 'READER_STALLED');
+  await messages.return!();
+  const index = await run.done;
+  assert.deepEqual(
+    index.warnings.map((w) => w.code),
+    ['READER_STALLED'],
+  );
+  assert.equal(source.state.pulled, 3000);
 });

@@ -31,3 +31,17 @@ test('every factory that shares run state refuses to run without a session', () 
     assert.throws(make, { code: 'ERR_SESSION_REQUIRED' }, name);
   }
 });
+
+test('a factory called with no options at all refuses the same way, with the same code', () => {
+  const factories: Array<[string, () => unknown]> = [
+    ['line parser', () => (createLineParser as (o?: unknown) => unknown)()],
+    ['version guard', () => (createVersionGuard as (o?: unknown) => unknown)()],
+    ['channel router', () => (createChannelRouter as (o?: unknown) => unknown)()],
+    ['thinking truncator', () => (createThinkingTruncator as (o?: unknown) => unknown)()],
+    ['idle watchdog', () => (createIdleWatchdog as (o?: unknown) => unknown)()],
+    ['projection sink', () => (createProjectionSink as (o?: unknown) => unknown)()],
+  ];
+  for (const [name, make] of factories) {
+    assert.throws(make, { code: 'ERR_SESSION_REQUIRED' }, name);
+  }
+});

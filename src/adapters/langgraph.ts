@@ -146,6 +146,13 @@ export class LangGraphMapper {
   /** Per channel ('' = main), its last assistant text: the report a status line quotes. */
   private readonly lastText = new Map<string, string>();
   private readonly toolResults = new Map<string, string>();
+  /** The error text of a spawn call that failed, by call id. */
+  private readonly toolErrors = new Map<string, string>();
+  /**
+   * Subagents that failed with no error text of their own: LangGraph names the error only on
+   * the root's `failed` event, which follows theirs.
+   */
+  private readonly failedUnexplained: string[] = [];
   private lastTimestamp: string | undefined;
 
   constructor(options: LangGraphMapperOptions = {}) {
@@ -211,6 +218,12 @@ export class LangGraphMapper {
       } else if (status === 'completed' || status === 'failed') {
         this.releaseHeld(ts, out);
         const failed = status === 'failed';
+        const error = failed ? errorText(data.error) : null;
+        // The run's error is why the subagents it stopped failed.
+        for (const id of error ? this.failedUnexplained.splice(0) : []) {
+          const notification = { type: 'system', subtype: 'task_notification', tool_use_id: id };
+          out.push(line({ ...notification, status: 'failed', summary: error }, ts));
+        }
         out.push(
           line(
             {
@@ -218,6 +231,7 @@ export class LangGraphMapper {
               subtype: failed ? 'error' : 'success',
               is_error: failed,
               result: this.lastText.get('') ?? null,
+              ...(error ? { errors: [error] } : {}),
             },
             ts,
           ),
@@ -236,7 +250,12 @@ export class LangGraphMapper {
             ? 'stopped'
             : null;
     if (!mapped) return;
-    const summary = this.toolResults.get(id) ?? this.lastText.get(id) ?? null;
+    // A failed subagent's summary is why it failed, never its last words.
+    const summary =
+      mapped === 'failed'
+        ? (this.toolErrors.get(id) ?? errorText(data.error))
+        : (this.toolResults.get(id) ?? this.lastText.get(id) ?? null);
+    if (mapped === 'failed' && summary === null) this.failedUnexplained.push(id);
     out.push(
       line(
         {
@@ -379,6 +398,7 @@ export class LangGraphMapper {
           ? (nonEmpty(data.message) ?? toolOutputText(data.error ?? data.output, id))
           : toolOutputText(data.output, id);
         if (!isError) this.toolResults.set(id, text);
+        else this.toolErrors.set(id, text);
         const channel = this.calls.get(id)?.channel ?? this.channelOf(ns, false);
         const block: JsonObject = { type: 'tool_result', tool_use_id: id, content: text };
         if (isError) block.is_error = true;
@@ -515,4 +535,10 @@ function promptOf(input: unknown): string | null {
     if (type === 'HumanMessage' || type === 'human') return contentText(fields.content);
   }
   return null;
+}
+
+/** The text of a LangGraph error: a string, or an object with a message. */
+function errorText(error: unknown): string | null {
+  if (typeof error === 'string') return nonEmpty(error);
+  return isObject(error) ? nonEmpty(error.message) : null;
 }

@@ -35,8 +35,13 @@ export function readConfig(path: string): { config: Config; baseDir: string } {
   } catch (err) {
     throw new UsageError('ERR_CONFIG', `config ${path} is not valid JSON: ${(err as Error).message}`, err);
   }
+  return { config: configOf(data, `config ${path}`), baseDir: dirname(resolve(path)) };
+}
+
+/** Checks the shape of a config's data (parsed from a file, or given as an object). */
+export function configOf(data: unknown, where: string): Config {
   if (typeof data !== 'object' || data === null || Array.isArray(data))
-    throw new UsageError('ERR_CONFIG', `config ${path}: must be a JSON object`);
+    throw new UsageError('ERR_CONFIG', `${where}: must be a JSON object`);
   const problems: string[] = [];
   const d = data as Record<string, unknown>;
   for (const k of Object.keys(d))
@@ -48,14 +53,11 @@ export function readConfig(path: string): { config: Config; baseDir: string } {
     problems.push('plugins: must be a list of module paths or names');
   for (const k of ['stages', 'sinks'])
     if (d[k] !== undefined && !Array.isArray(d[k])) problems.push(`${k}: must be a list`);
-  if (problems.length > 0) throw new UsageError('ERR_CONFIG', `config ${path}: ${problems.join('; ')}`);
+  if (problems.length > 0) throw new UsageError('ERR_CONFIG', `${where}: ${problems.join('; ')}`);
   return {
-    config: {
-      stages: (d.stages as ComponentSpec[] | undefined) ?? DEFAULT_STAGES.map((s) => ({ ...s })),
-      sinks: (d.sinks as ComponentSpec[] | undefined) ?? [],
-      plugins: (d.plugins as string[] | undefined) ?? [],
-    },
-    baseDir: dirname(resolve(path)),
+    stages: (d.stages as ComponentSpec[] | undefined) ?? DEFAULT_STAGES.map((s) => ({ ...s })),
+    sinks: (d.sinks as ComponentSpec[] | undefined) ?? [],
+    plugins: (d.plugins as string[] | undefined) ?? [],
   };
 }
 

@@ -116,7 +116,17 @@ export function resultTextLazy(block: ToolResultBlock): string | LazyText {
 
 // Lines
 
-export type Usage = Readonly<Record<string, number>>;
+/**
+ * Token counts of one API message as the API reports them: the four counts below, and any
+ * other numeric field (nested objects such as `server_tool_use` are left out).
+ */
+export interface Usage {
+  readonly input_tokens?: number;
+  readonly output_tokens?: number;
+  readonly cache_creation_input_tokens?: number;
+  readonly cache_read_input_tokens?: number;
+  readonly [field: string]: number | undefined;
+}
 
 interface LineBase {
   parent_tool_use_id?: string | null;

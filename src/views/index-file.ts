@@ -1,5 +1,5 @@
-import type { Session } from '../model/session.js';
-import type { Channel } from '../model/tree.js';
+import type { Producer, Session, Warning } from '../model/session.js';
+import type { Channel, ChannelStatus } from '../model/tree.js';
 
 export const INDEX_FORMAT = 'subtee-index/1';
 
@@ -9,12 +9,56 @@ export interface ChannelPaths {
   thinking_log?: string;
 }
 
+/** One channel of `index.json`: the main conversation (`id` null) or a subagent. */
+export interface IndexChannel {
+  id: string | null;
+  parent: string | null;
+  orphan: boolean;
+  depth: number | null;
+  agent: string | null;
+  description: string | null;
+  status: ChannelStatus;
+  background: boolean | null;
+  summary: string | null;
+  /** Paths relative to the output folder; null without one. */
+  log: string | null;
+  jsonl: string | null;
+  thinking_log?: string;
+  lines: number;
+  counts: { text: number; thinking: number; tool_use: number; tool_result: number };
+  /** Each API message's usage counted once. */
+  usage: Record<string, number>;
+  first_seen: string | null;
+  last_seen: string | null;
+  /** Fields stages add (the thinking truncator's `thinking`…). */
+  [field: string]: unknown;
+}
+
+/** The `index.json` document (format documented in the README). */
+export interface IndexDocument {
+  format: typeof INDEX_FORMAT;
+  session_id: string | null;
+  claude_code_version: string | null;
+  producer: Producer | null;
+  /** The run was stopped (a signal, an abort) before its input ended. */
+  interrupted: boolean;
+  stalled: boolean;
+  input: { lines: number; bytes: number; quarantined: number; blank_lines: number; failed: number };
+  quarantine: string | null;
+  quarantine_lines: number[];
+  quarantine_lines_omitted: number;
+  warnings: Warning[];
+  channels: IndexChannel[];
+  /** Fields a newer writer adds. */
+  [field: string]: unknown;
+}
+
 /** The `index.json` document (format documented in the README). Plain data, no I/O. */
 export function buildIndex(
   run: Session,
   paths: (ch: Channel) => ChannelPaths | undefined,
   quarantine: string | null,
-): Record<string, unknown> {
+): IndexDocument {
   const tree = run.tree;
   return {
     format: INDEX_FORMAT,
@@ -35,7 +79,7 @@ export function buildIndex(
     quarantine_lines: run.quarantineLines.listed,
     quarantine_lines_omitted: run.quarantineLines.omitted,
     warnings: run.warnings,
-    channels: tree.channels().map((ch) => ({
+    channels: tree.channels().map((ch): IndexChannel => ({
       id: ch.id,
       parent: ch.parent,
       orphan: ch.orphan,

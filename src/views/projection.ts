@@ -11,9 +11,11 @@ import {
   type JsonObject,
   type Usage,
 } from '../model/message.js';
+import { MessageAssembler, type Message } from './message-stream.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../model/record.js';
-import type { Session } from '../model/session.js';
+import type { ChannelFiles, Session } from '../model/session.js';
 import { HELD_LINE_BYTES, LineSplitter } from '../model/lines.js';
+import { viewOf } from '../model/line-view.js';
 import { StreamScanner } from '../model/stream-scan.js';
 import {
   snapshotOf,
@@ -28,48 +30,26 @@ import { channelTokens } from './walk.js';
 export const PROJECTION_DEFAULTS = Object.freeze({
   /**
    * Raw line bytes kept in memory so a reader opened late can start from a channel's first
-   * line, when no files are written (with files, late readers replay the `.jsonl` instead).
+   * line (or an `events` loop from the run's first), when no files are written (with files,
+   * late readers replay the `.jsonl` files instead); the run's record order counts too.
    */
   maxBufferedBytes: 64 * 1024 * 1024,
   /** Lines queued for one open reader before the input waits for it to catch up. */
   readerHighWaterLines: 1000,
+  /**
+   * How long the input may wait for one reader before a READER_STALLED warning names it: a
+   * loop that awaits something later in the run while it holds its reader would wait for ever.
+   */
+  readerStallMs: 10_000,
 });
 
 export interface ProjectionOptions {
   maxBufferedBytes?: number;
   readerHighWaterLines?: number;
+  readerStallMs?: number;
 }
 
 export type SubagentStatus = ChannelStatus | 'interrupted';
-
-/** A content block as the projection yields it: typed, frozen, field names in camelCase. */
-export type MessageBlock =
-  | { readonly type: 'text'; readonly text: string }
-  | { readonly type: 'thinking'; readonly text: string }
-  | { readonly type: 'redacted_thinking' }
-  | { readonly type: 'tool_use'; readonly id: string; readonly name: string; readonly input: unknown }
-  | {
-      readonly type: 'tool_result';
-      readonly toolUseId: string;
-      readonly text: string;
-      readonly isError: boolean;
-    };
-
-/** One assistant or user line of a channel. */
-export interface Message {
-  /** Position of the line among its channel's lines (0 = the channel's first line). */
-  readonly index: number;
-  readonly channel: string | null;
-  readonly role: 'assistant' | 'user';
-  /** The API message id: the CLI sends one line per block, all with the same id. */
-  readonly id: string | null;
-  readonly blocks: readonly MessageBlock[];
-  /** The text blocks joined by newlines ('' when there are none). */
-  readonly text: string;
-  readonly timestamp: string | null;
-  /** Usage as of this line (repeated on every line of one API message). */
-  readonly usage: Usage | null;
-}
 
 export type ToolCallStatus = 'finished' | 'error' | 'interrupted';
 
@@ -104,24 +84,55 @@ export interface SubagentOutput extends Totals {
   readonly status: SubagentStatus;
   /** The final report: the task notification's summary or the spawn call's result. */
   readonly summary: string | null;
+  /** Why a failed subagent failed (the error its end carried); null unless `failed`. */
+  readonly error: string | null;
   readonly lines: number;
   /** This subagent and every subagent under it, rolled up. */
   readonly subtree: Totals & { readonly subagents: number };
 }
 
-/** Every record in arrival order, with where it went. */
-export interface RunEvent {
+/** A routed line, with where it went. */
+export interface LineEvent {
+  readonly kind: 'line';
   /** 1-based input line number. */
   readonly lineNo: number;
-  readonly kind: 'line' | 'quarantine';
-  /** The channel (null: main); undefined for quarantined bytes. */
-  readonly channel?: string | null;
+  /** The channel (null: main). */
+  readonly channel: string | null;
   /** Ids from the main conversation down to the channel (empty for main). */
   readonly path: readonly string[];
   /** The parsed line, frozen. */
-  readonly line?: JsonObject;
+  readonly line: JsonObject;
   /** Tree changes this line caused, as snapshots. */
   readonly changes: readonly ChannelEvent[];
+}
+
+/** Bytes that were not a JSON object line: they went to the quarantine. */
+export interface QuarantineEvent {
+  readonly kind: 'quarantine';
+  readonly lineNo: number;
+  /** Always empty: quarantined bytes belong to no channel. */
+  readonly path: readonly string[];
+  readonly changes: readonly ChannelEvent[];
+}
+
+/** Every record in arrival order; narrow on `kind`. */
+export type RunEvent = LineEvent | QuarantineEvent;
+
+/** How the run ended, from its `result` line (null fields: the line did not say, or never came). */
+export interface RunOutput {
+  /** `completed` or `failed` as the result line says; `interrupted` when the run ended without one. */
+  readonly status: 'completed' | 'failed' | 'interrupted';
+  /** The final answer (`result`). */
+  readonly result: string | null;
+  /** The error text of a failed run (the result line's `result` or its `errors`). */
+  readonly error: string | null;
+  readonly costUsd: number | null;
+  readonly turns: number | null;
+  readonly durationMs: number | null;
+  /** The usage the result line reports for the run (null: it reported none). */
+  readonly usage: Usage | null;
+  /** Every channel's usage from its lines, rolled up (each API message counted once). */
+  readonly subtree: Totals & { readonly subagents: number };
 }
 
 export interface SubagentHandle {
@@ -131,8 +142,8 @@ export interface SubagentHandle {
   readonly description: string | null;
   readonly depth: number | null;
   readonly background: boolean | null;
-  /** The spawning tool call, as Deep Agents names it. */
-  readonly cause: { readonly type: 'toolCall'; readonly toolCallId: string };
+  /** The spawning tool call, in LangChain's words. */
+  readonly cause: { readonly type: 'toolCall'; readonly tool_call_id: string };
   /** Ids from the main conversation down to this subagent (ancestors first, itself last). */
   readonly path: readonly string[];
   /** Live: changes as the run goes on. */
@@ -140,7 +151,7 @@ export interface SubagentHandle {
   /** Each access starts a new reader from this subagent's first line. */
   readonly messages: AsyncIterable<Message>;
   readonly toolCalls: AsyncIterable<ToolCall>;
-  /** Subagents this one spawned, as they are seen. */
+  /** Subagents this one spawned, as they are seen (see `RunProjection.subagents`). */
   readonly subagents: AsyncIterable<SubagentHandle>;
   /** Resolves when the subagent ends (or the run does). Never rejects. */
   readonly output: Promise<SubagentOutput>;
@@ -157,55 +168,6 @@ export class ProjectionError extends SubteeError {
 }
 
 // Pure readers
-
-/** The message of an assistant or user line, or null for any other line. */
-export function toMessage(value: JsonObject, index: number): Message | null {
-  if (value.type !== 'assistant' && value.type !== 'user') return null;
-  const message = isObject(value.message) ? value.message : {};
-  const blocks: MessageBlock[] = [];
-  const texts: string[] = [];
-  for (const raw of rawBlocks(value)) {
-    const block = asBlock(raw);
-    if (!block) continue;
-    switch (block.type) {
-      case 'text':
-        blocks.push({ type: 'text', text: block.text });
-        texts.push(block.text);
-        break;
-      case 'thinking':
-        blocks.push({ type: 'thinking', text: block.thinking ?? '' });
-        break;
-      case 'redacted_thinking':
-        blocks.push({ type: 'redacted_thinking' });
-        break;
-      case 'tool_use':
-        blocks.push({ type: 'tool_use', id: block.id, name: block.name, input: block.input });
-        break;
-      case 'tool_result':
-        blocks.push({
-          type: 'tool_result',
-          toolUseId: block.tool_use_id,
-          text: resultText(block),
-          isError: block.is_error === true,
-        });
-        break;
-    }
-  }
-  if (value.type === 'user' && typeof message.content === 'string') {
-    blocks.push({ type: 'text', text: message.content });
-    texts.push(message.content);
-  }
-  return deepFreeze({
-    index,
-    channel: channelIdOf(value),
-    role: value.type,
-    id: nonEmpty(message.id),
-    blocks,
-    text: texts.join('\n'),
-    timestamp: nonEmpty(value.timestamp),
-    usage: isObject(message.usage) ? usageNumbers(message.usage) : null,
-  });
-}
 
 interface PendingCall {
   settle(result: { text: string; isError: boolean } | null): void;
@@ -331,6 +293,8 @@ class GrowingList<T> {
  * consumer is awaiting that very promise. The consumer's side is `feed`.
  */
 interface ChannelReader {
+  /** What the reader reads, for a warning: `messages of main`… */
+  name: string;
   feed: Feed<unknown>;
   take(value: JsonObject): void;
   end(): void;
@@ -347,6 +311,95 @@ interface ChannelLog {
   memory: Buffer[] | null;
   ended: boolean;
 }
+
+/** A record as a late `events` loop replays it; `channel` undefined: quarantined bytes. */
+interface EventEntry {
+  lineNo: number;
+  channel: string | null | undefined;
+  changes: readonly ChannelEvent[];
+  /** The line's bytes (parsed again on replay), or for a spooled line its scalar members. */
+  raw: Buffer | null;
+  value: JsonObject | null;
+}
+
+/** Bytes of one entry besides its line (two 4-byte columns, doubled while growing). */
+const ENTRY_BYTES = 16;
+
+const NO_CHANGES: readonly ChannelEvent[] = Object.freeze([]);
+
+/**
+ * The run's records in order, column by column: a few bytes a line, so keeping it costs
+ * little beside the lines themselves (held only without files; with files they are read back).
+ */
+class EventLog {
+  /** Per record: its line number, and its channel's slot (0: quarantined bytes). */
+  private lineNos = new Uint32Array(1024);
+  private slots = new Uint32Array(1024);
+  private count = 0;
+  private readonly slotOf = new Map<string | null, number>();
+  private readonly ids: Array<string | null> = [null];
+  private readonly raws: Array<Buffer | null> = [];
+  private readonly changes = new Map<number, readonly ChannelEvent[]>();
+  private readonly values = new Map<number, JsonObject>();
+
+  get length(): number {
+    return this.count;
+  }
+
+  push(entry: EventEntry): void {
+    const at = this.count++;
+    if (at === this.lineNos.length) {
+      this.lineNos = grown(this.lineNos);
+      this.slots = grown(this.slots);
+    }
+    this.lineNos[at] = entry.lineNo;
+    this.slots[at] = entry.channel === undefined ? 0 : this.slot(entry.channel);
+    if (entry.raw) this.raws[at] = entry.raw;
+    if (entry.changes.length > 0) this.changes.set(at, entry.changes);
+    if (entry.value) this.values.set(at, entry.value);
+  }
+
+  entry(at: number): EventEntry {
+    return {
+      lineNo: this.lineNos[at],
+      channel: this.channelOf(at),
+      changes: this.changes.get(at) ?? NO_CHANGES,
+      raw: this.raws[at] ?? null,
+      value: this.values.get(at) ?? null,
+    };
+  }
+
+  channelOf(at: number): string | null | undefined {
+    const slot = this.slots[at];
+    return slot === 0 ? undefined : this.ids[slot];
+  }
+
+  private slot(id: string | null): number {
+    let slot = this.slotOf.get(id);
+    if (slot === undefined) {
+      slot = this.ids.push(id) - 1;
+      this.slotOf.set(id, slot);
+    }
+    return slot;
+  }
+}
+
+function grown(array: Uint32Array<ArrayBuffer>): Uint32Array<ArrayBuffer> {
+  const bigger = new Uint32Array(array.length * 2);
+  bigger.set(array);
+  return bigger;
+}
+
+interface EventReader {
+  name: 'events';
+  feed: Feed<RunEvent>;
+  /** Events routed while the reader was still replaying earlier ones. */
+  held: RunEvent[] | null;
+  endPending: boolean;
+}
+
+const quarantineEvent = (lineNo: number): RunEvent =>
+  Object.freeze({ kind: 'quarantine', lineNo, path: Object.freeze([]), changes: Object.freeze([]) });
 
 function elapsed(first: string | null, last: string | null): number | null {
   if (!first || !last) return null;
@@ -370,17 +423,25 @@ function totalsOf(usage: Record<string, number>, first: string | null, last: str
  * nothing per line unless a reader is open, or (without files) within `maxBufferedBytes`.
  */
 export class Projection {
+  /** Every subagent at any depth, as first seen. */
   readonly subagentList = new GrowingList<SubagentHandle>();
   private readonly handles = new Map<string, SubagentHandleImpl>();
   private readonly children = new Map<string | null, GrowingList<SubagentHandle>>();
   private readonly logs = new Map<string | null, ChannelLog>();
-  private readonly eventFeeds = new Set<Feed<RunEvent>>();
+  /** What a late `events` loop replays; null once the memory buffer was given up. */
+  private eventLog: EventLog | null = new EventLog();
+  private readonly eventReaders = new Set<EventReader>();
+  private resultLine: JsonObject | null = null;
+  private resolveOutput!: (output: RunOutput) => void;
+  /** How the run ended; settles when it does. */
+  readonly output: Promise<RunOutput> = new Promise((resolve) => (this.resolveOutput = resolve));
   /** Every open channel reader, for the backpressure check. */
   private readonly readers = new Set<ChannelReader>();
   private readonly opts: Required<ProjectionOptions>;
   private bufferedBytes = 0;
   private bufferGivenUp = false;
   private drainWaiters: Array<() => void> = [];
+  private stallTimer: NodeJS.Timeout | null = null;
   finished = false;
 
   constructor(
@@ -394,38 +455,53 @@ export class Projection {
   accept(batch: RecordBatch): void {
     for (const rec of batch) {
       if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) {
-        if (rec.kind === 'spooled' || rec.final)
-          this.emitEvent({ lineNo: rec.lineNo, kind: 'quarantine', path: [], changes: [] });
+        if (rec.kind === 'spooled' || rec.final) this.recordQuarantine(rec.lineNo);
         continue;
       }
       for (const ev of rec.events ?? []) this.change(ev);
       const id = rec.channel?.id ?? null;
-      this.append(id, rec);
-      if (this.eventFeeds.size > 0) {
-        this.emitEvent({
-          lineNo: rec.lineNo,
-          kind: 'line',
-          channel: id,
-          path: this.pathOf(id),
-          line: deepFreeze(rec.value!),
-          changes: rec.events ?? [],
-        });
-      }
+      const copy = this.append(id, rec);
+      this.recordLine(id, rec, copy);
+      // A run may have several result lines (one per turn): the last one tells how it ended.
+      // The view, not `value`: reading `value` would parse every line.
+      const type = rec.kind === 'line' ? viewOf(rec).type : rec.value?.type;
+      if (type === 'result') this.resultLine = rec.value;
     }
   }
 
   /** True while an open reader is too far behind: the sink then waits for `drained()`. */
   get pressured(): boolean {
+    return this.behind().next().done === false;
+  }
+
+  /** The open readers the input waits for. */
+  private *behind(): Generator<ChannelReader | EventReader> {
+    // After the end (an abort drains what was read), nobody is waited for.
+    if (this.finished) return;
     const limit = this.opts.readerHighWaterLines;
-    for (const reader of this.readers)
-      if (reader.feed.backlog + (reader.held?.length ?? 0) > limit) return true;
-    for (const feed of this.eventFeeds) if (feed.backlog > limit) return true;
-    return false;
+    const over = (reader: ChannelReader | EventReader) =>
+      reader.feed.backlog + (reader.held?.length ?? 0) > limit;
+    for (const reader of this.readers) if (over(reader)) yield reader;
+    for (const reader of this.eventReaders) if (over(reader)) yield reader;
   }
 
   drained(): Promise<void> {
     if (!this.pressured) return Promise.resolve();
+    this.stallTimer ??= setTimeout(() => this.warnStalled(), this.opts.readerStallMs);
     return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  private warnStalled(): void {
+    const names = [...new Set([...this.behind()].map((reader) => reader.name))];
+    if (names.length === 0) return;
+    const message =
+      `the input has waited ${this.opts.readerStallMs} ms for ${names.join(', ')}: a loop that awaits ` +
+      'something later in the run (a subagent\'s output, done) while it holds this reader waits for ' +
+      'ever; read such things in separate tasks, or with interleave()';
+    // Also a process warning: a program that deadlocks this way may print nothing else.
+    if (this.session.warn('READER_STALLED', message)) {
+      process.emitWarning(message, { code: 'READER_STALLED' });
+    }
   }
 
   /** The input ended, was interrupted, or the chain failed: every reader ends. */
@@ -436,8 +512,30 @@ export class Projection {
     for (const id of this.logs.keys()) this.endLog(id);
     for (const list of this.children.values()) list.end();
     this.subagentList.end();
-    for (const feed of this.eventFeeds) feed.end();
+    for (const reader of this.eventReaders) {
+      if (reader.held) reader.endPending = true;
+      else reader.feed.end();
+    }
+    this.resolveOutput(this.runOutput());
     this.releaseDrain();
+  }
+
+  private runOutput(): RunOutput {
+    const line = this.resultLine;
+    const number = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : null);
+    const failed = line?.is_error === true;
+    const errors = Array.isArray(line?.errors) ? line.errors.filter((e) => typeof e === 'string') : [];
+    const result = nonEmpty(line?.result);
+    return deepFreeze({
+      status: line === null ? 'interrupted' : failed ? 'failed' : 'completed',
+      result,
+      error: failed ? (result ?? (errors.join('\n') || nonEmpty(line?.subtype) || 'failed')) : null,
+      costUsd: number(line?.total_cost_usd),
+      turns: number(line?.num_turns),
+      durationMs: number(line?.duration_ms),
+      usage: isObject(line?.usage) ? (usageNumbers(line.usage) as Usage) : null,
+      subtree: this.totals(this.session.tree.main),
+    });
   }
 
   handle(id: string): SubagentHandle | undefined {
@@ -448,17 +546,113 @@ export class Projection {
     return this.childList(id).read();
   }
 
+  /** Every record from the run's first, replayed from memory, then live. */
   events(): AsyncIterable<RunEvent> {
     const feed: Feed<RunEvent> = new Feed(
       () => this.checkDrain(),
       () => {
-        this.eventFeeds.delete(feed);
+        this.eventReaders.delete(reader);
         this.checkDrain();
       },
     );
-    if (this.finished) feed.end();
-    else this.eventFeeds.add(feed);
+    const log = this.eventLog;
+    const reader: EventReader = {
+      name: 'events',
+      feed,
+      held: log && log.length > 0 ? [] : null,
+      endPending: false,
+    };
+    if (!log) {
+      feed.fail(this.bufferGivenUpError('events'));
+      return feed;
+    }
+    this.eventReaders.add(reader);
+    if (reader.held) void this.replayEvents(reader, log, log.length);
+    else if (this.finished) feed.end();
     return feed;
+  }
+
+  private async replayEvents(reader: EventReader, log: EventLog, count: number): Promise<void> {
+    const limit = this.opts.readerHighWaterLines;
+    const channelFiles = this.session.channelFiles;
+    const files = channelFiles ? new ChannelFileCursors(channelFiles, log, count) : null;
+    try {
+      for (let at = 0; at < count; at++) {
+        if (reader.feed.closed) return;
+        const entry = log.entry(at);
+        const inFile = entry.channel !== undefined && !entry.raw && !entry.value;
+        const line = inFile ? await files?.next(entry.channel as string | null) : null;
+        reader.feed.push(this.eventOf(entry, line ?? null));
+        await reader.feed.room(limit);
+      }
+    } catch (err) {
+      this.eventReaders.delete(reader);
+      reader.feed.fail(
+        err instanceof SubteeError ? err : new ProjectionError('ERR_PROJECTION_REPLAY', String(err)),
+      );
+      return;
+    } finally {
+      await files?.close();
+    }
+    const held = reader.held ?? [];
+    reader.held = null;
+    for (const event of held) reader.feed.push(event);
+    if (reader.endPending || this.finished) reader.feed.end();
+    this.checkDrain();
+  }
+
+  /** The event of an entry; `read` is its line as read back from its channel's file. */
+  private eventOf(entry: EventEntry, read: JsonObject | null): RunEvent {
+    if (entry.channel === undefined) return quarantineEvent(entry.lineNo);
+    const line = entry.raw
+      ? (JSON.parse(entry.raw.toString('utf8')) as JsonObject)
+      : (entry.value ?? read ?? {});
+    return Object.freeze({
+      kind: 'line',
+      lineNo: entry.lineNo,
+      channel: entry.channel,
+      path: Object.freeze(this.pathOf(entry.channel)),
+      line: deepFreeze(line),
+      changes: entry.changes,
+    });
+  }
+
+  private recordQuarantine(lineNo: number): void {
+    if (this.eventLog) {
+      this.eventLog.push({ lineNo, channel: undefined, changes: NO_CHANGES, raw: null, value: null });
+      this.countBuffered(ENTRY_BYTES);
+    }
+    if (this.eventReaders.size > 0) this.deliverEvent(quarantineEvent(lineNo));
+  }
+
+  private recordLine(id: string | null, rec: LineRecord | SpooledRecord, copy: Buffer | null): void {
+    if (this.eventLog) {
+      // With files, a late loop reads lines back from the channel files; without, the copy the
+      // channel's memory buffer holds is shared, not counted twice.
+      const files = this.session.channelFiles !== null;
+      const raw = rec.kind === 'line' && !files ? (copy ?? Buffer.from(rec.raw)) : null;
+      const value = rec.kind === 'spooled' && !files ? deepFreeze(rec.value) : null;
+      this.eventLog.push({ lineNo: rec.lineNo, channel: id, changes: rec.events ?? NO_CHANGES, raw, value });
+      this.countBuffered(ENTRY_BYTES + (raw && !copy ? raw.length : 0));
+    }
+    if (this.eventReaders.size === 0) return;
+    this.deliverEvent(
+      Object.freeze({
+        kind: 'line',
+        lineNo: rec.lineNo,
+        channel: id,
+        path: Object.freeze(this.pathOf(id)),
+        line: deepFreeze(rec.value!),
+        changes: rec.events ?? [],
+      }),
+    );
+  }
+
+  private deliverEvent(event: RunEvent): void {
+    for (const reader of this.eventReaders) {
+      if (reader.held) reader.held.push(event);
+      else reader.feed.push(event);
+    }
   }
 
   /**
@@ -466,6 +660,7 @@ export class Projection {
    * turns each line into values pushed onto the returned feed; `end` runs once after the last.
    */
   openReader<T>(
+    what: string,
     id: string | null,
     take: (value: JsonObject, feed: Feed<T>) => void,
     end: (feed: Feed<T>) => void,
@@ -489,6 +684,7 @@ export class Projection {
       },
     );
     const reader: ChannelReader = {
+      name: `${what} of ${id ?? 'main'}`,
       feed: feed as Feed<unknown>,
       take: (value) => take(value, feed),
       end: endOnce,
@@ -575,36 +771,44 @@ export class Projection {
       const handle = new SubagentHandleImpl(this, channel);
       this.handles.set(id, handle);
       this.subagentList.add(handle);
-      if (!ev.channel.orphan) this.childList(ev.channel.parent).add(handle);
-    } else if (ev.type === 'spawn') {
-      const handle = this.handles.get(id);
-      if (handle) this.childList(ev.channel.parent).add(handle);
-    } else if (ev.channel.status !== 'running') {
+      // Each handle is in exactly one `subagents` list, so a recursive walk meets it once: a
+      // subagent seen before its spawn (an orphan) is listed at the top level, and stays there.
+      this.childList(ev.channel.orphan ? null : ev.channel.parent).add(handle);
+    } else if (ev.type === 'status' && ev.channel.status !== 'running') {
       this.handles.get(id)?.ended();
       this.endLog(id);
       this.children.get(id)?.end();
     }
   }
 
-  private append(id: string | null, rec: LineRecord | SpooledRecord): void {
+  /** Adds the line to its channel; returns the copy kept in the memory buffer, if one was. */
+  private append(id: string | null, rec: LineRecord | SpooledRecord): Buffer | null {
     const log = this.log(id);
     log.count++;
+    let copy: Buffer | null = null;
     if (log.memory && rec.kind === 'spooled') {
       // A line too long to hold cannot be replayed from memory.
       this.giveUpBuffer();
     } else if (log.memory && rec.kind === 'line') {
       // A copy: `raw` is a view into the input chunk and would keep the whole chunk alive.
-      log.memory.push(Buffer.from(rec.raw));
-      this.bufferedBytes += rec.raw.length;
-      if (this.bufferedBytes > this.opts.maxBufferedBytes) this.giveUpBuffer();
+      copy = Buffer.from(rec.raw);
+      log.memory.push(copy);
+      this.countBuffered(rec.raw.length);
     }
-    if (log.readers.size === 0) return;
-    // Read only for a reader: a line's value may be parsed on first read.
-    const value = rec.value!;
-    for (const reader of log.readers) {
-      if (reader.held) reader.held.push(value);
-      else reader.take(value);
+    if (log.readers.size > 0) {
+      // Read only for a reader: a line's value may be parsed on first read.
+      const value = rec.value!;
+      for (const reader of log.readers) {
+        if (reader.held) reader.held.push(value);
+        else reader.take(value);
+      }
     }
+    return log.memory ? copy : null;
+  }
+
+  private countBuffered(bytes: number): void {
+    this.bufferedBytes += bytes;
+    if (this.bufferedBytes > this.opts.maxBufferedBytes) this.giveUpBuffer();
   }
 
   private log(id: string | null): ChannelLog {
@@ -630,7 +834,17 @@ export class Projection {
   private giveUpBuffer(): void {
     this.bufferGivenUp = true;
     this.bufferedBytes = 0;
+    this.eventLog = null;
     for (const log of this.logs.values()) log.memory = null;
+  }
+
+  private bufferGivenUpError(what: string): ProjectionError {
+    return new ProjectionError(
+      'ERR_PROJECTION_BUFFER',
+      `cannot replay ${what} from the start: the run buffered more than maxBufferedBytes ` +
+        `(${this.opts.maxBufferedBytes} bytes)` +
+        (what === 'events' ? '; open the events loop earlier, or raise maxBufferedBytes' : ''),
+    );
   }
 
   private async *replay(id: string | null, log: ChannelLog, count: number): AsyncGenerator<JsonObject> {
@@ -665,40 +879,98 @@ export class Projection {
     return list;
   }
 
-  private emitEvent(event: RunEvent): void {
-    const frozen = Object.freeze(event);
-    for (const feed of this.eventFeeds) feed.push(frozen);
-  }
-
   private checkDrain(): void {
     if (this.drainWaiters.length > 0 && !this.pressured) this.releaseDrain();
   }
 
   private releaseDrain(): void {
+    clearTimeout(this.stallTimer ?? undefined);
+    this.stallTimer = null;
     const waiters = this.drainWaiters;
     this.drainWaiters = [];
     for (const resolve of waiters) resolve();
   }
 }
 
+/** Channel files read at once by one late `events` loop; the rest are closed and reopened. */
+const REPLAY_OPEN_FILES = 64;
+
 /**
- * The first `count` lines of a `.jsonl` file, parsed. A line too long to hold comes back as a
+ * Reads channel files back in the order of the run's lines, for a late `events` loop when
+ * files are written: each channel's file from its start, at most REPLAY_OPEN_FILES open at
+ * once (one closed to make room is reopened at its place when its next line is due).
+ */
+class ChannelFileCursors {
+  private readonly open = new Map<string | null, AsyncGenerator<JsonObject>>();
+  private readonly read = new Map<string | null, number>();
+  private readonly total = new Map<string | null, number>();
+
+  constructor(
+    private readonly files: ChannelFiles,
+    log: EventLog,
+    count: number,
+  ) {
+    for (let at = 0; at < count; at++) {
+      const id = log.channelOf(at);
+      if (id !== undefined) this.total.set(id, (this.total.get(id) ?? 0) + 1);
+    }
+    files.flush();
+  }
+
+  async next(id: string | null): Promise<JsonObject> {
+    let lines = this.open.get(id);
+    if (lines) {
+      this.open.delete(id); // re-inserted last: the map's order is the order of use
+    } else {
+      if (this.open.size >= REPLAY_OPEN_FILES) {
+        const [oldest, its] = this.open.entries().next().value!;
+        this.open.delete(oldest);
+        await its.return(undefined);
+      }
+      const path = this.files.jsonlPath(id);
+      if (!path) throw new ProjectionError('ERR_PROJECTION_REPLAY', `no file for channel ${id ?? 'main'}`);
+      lines = readJsonLines(path, this.total.get(id) ?? 0, this.read.get(id) ?? 0);
+    }
+    this.open.set(id, lines);
+    const next = await lines.next();
+    if (next.done) {
+      throw new ProjectionError('ERR_PROJECTION_REPLAY', `the file of channel ${id ?? 'main'} ends early`);
+    }
+    this.read.set(id, (this.read.get(id) ?? 0) + 1);
+    return next.value;
+  }
+
+  async close(): Promise<void> {
+    for (const lines of this.open.values()) await lines.return(undefined);
+    this.open.clear();
+  }
+}
+
+/**
+ * Lines `skip` to `count` of a `.jsonl` file, parsed. A line too long to hold comes back as a
  * live reader saw it when the line parser spooled it: its top-level scalar members only.
  */
-async function* readJsonLines(path: string, count: number): AsyncGenerator<JsonObject> {
+async function* readJsonLines(path: string, count: number, skip = 0): AsyncGenerator<JsonObject> {
   const values: JsonObject[] = [];
   let seen = 0;
   let scanner: StreamScanner | null = null;
+  const wanted = () => seen >= skip && seen < count;
   const splitter = new LineSplitter(HELD_LINE_BYTES, {
     line(raw) {
-      if (seen++ < count) values.push(JSON.parse(raw.toString('utf8')) as JsonObject);
+      if (wanted()) values.push(JSON.parse(raw.toString('utf8')) as JsonObject);
+      seen++;
     },
     overflow(piece, _lineNo, final) {
+      if (seen < skip) {
+        if (final) seen++;
+        return;
+      }
       (scanner ??= new StreamScanner()).push(piece);
       if (!final) return;
       const verdict = scanner.end();
       scanner = null;
-      if (seen++ < count) values.push(verdict.ok ? (verdict.value as JsonObject) : {});
+      if (wanted()) values.push(verdict.ok ? (verdict.value as JsonObject) : {});
+      seen++;
     },
   });
   const stream = createReadStream(path);
@@ -725,7 +997,7 @@ class SubagentHandleImpl implements SubagentHandle {
     private readonly channel: Channel,
   ) {
     this.id = channel.id!;
-    this.cause = Object.freeze({ type: 'toolCall', toolCallId: this.id });
+    this.cause = Object.freeze({ type: 'toolCall', tool_call_id: this.id });
     this.output = new Promise((resolve) => (this.resolveOutput = resolve));
   }
 
@@ -774,6 +1046,7 @@ class SubagentHandleImpl implements SubagentHandle {
         ...totalsOf(ch.usage, ch.firstSeen, ch.lastSeen),
         status: this.status,
         summary: ch.summary,
+        error: ch.status === 'failed' ? (ch.summary ?? 'failed') : null,
         lines: ch.lines,
         subtree: this.projection.totals(ch),
       }),
@@ -785,14 +1058,15 @@ class SubagentHandleImpl implements SubagentHandle {
 export function messagesOf(projection: Projection, id: string | null): AsyncIterable<Message> {
   return {
     [Symbol.asyncIterator]: () => {
-      let index = 0;
+      const assembler = new MessageAssembler();
       return projection.openReader<Message>(
+        'messages',
         id,
         (value, feed) => {
-          const message = toMessage(value, index++);
+          const message = assembler.take(value);
           if (message) feed.push(message);
         },
-        () => {},
+        () => assembler.end(),
       );
     },
   };
@@ -804,6 +1078,7 @@ export function toolCallsOf(projection: Projection, id: string | null): AsyncIte
     [Symbol.asyncIterator]: () => {
       const pairing = new ToolCallPairing();
       return projection.openReader<ToolCall>(
+        'toolCalls',
         id,
         (value, feed) => {
           for (const call of pairing.take(value)) feed.push(call);

@@ -181,9 +181,9 @@ const STALL_DRAIN_MS = 5000;
  * and the chain then fails; used alone the stream fails at once.
  */
 export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
+  const run = requireSession(options, 'createIdleWatchdog');
   const opts = withDefaults(IDLE_WATCHDOG_DEFAULTS, options);
   const clock = options.clock ?? systemClock;
-  const run = requireSession(options, 'createIdleWatchdog');
   const labelOf: ChannelLabeler = (id) => {
     const channel = run.tree.get(id);
     return boundedText(channel ? channelLabel(channel) : (id ?? 'main'), LABEL_CHARS);

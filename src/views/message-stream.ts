@@ -1,0 +1,236 @@
+/**
+ * One `Message` per API message. The CLI writes an API message as several lines, one per
+ * content block, each with the same `message.id` and a copy of the message's usage; a reader
+ * that took each line as a message would count that usage once per block. Here the lines of
+ * one message (consecutive on their channel, as the channel router counts usage) make one
+ * message whose blocks arrive as their lines do and whose usage is counted once.
+ */
+import {
+  asBlock,
+  channelIdOf,
+  isObject,
+  nonEmpty,
+  rawBlocks,
+  resultText,
+  usageNumbers,
+  type JsonObject,
+  type Usage,
+} from '../model/message.js';
+import { deepFreeze } from './feed.js';
+
+/** A content block as the projection yields it: typed, frozen, field names in camelCase. */
+export type MessageBlock =
+  | { readonly type: 'text'; readonly text: string }
+  | { readonly type: 'thinking'; readonly text: string }
+  | { readonly type: 'redacted_thinking' }
+  | { readonly type: 'tool_use'; readonly id: string; readonly name: string; readonly input: unknown }
+  | {
+      readonly type: 'tool_result';
+      readonly toolUseId: string;
+      readonly text: string;
+      readonly isError: boolean;
+    };
+
+/** Values that arrive one by one: iterate for each as it comes, or await the whole. */
+export interface LiveValues<T, Whole> extends AsyncIterable<T>, PromiseLike<Whole> {}
+
+/** One API message of a channel (a user line is a message of its own). */
+export interface Message {
+  /** Position of the message among its channel's messages (0 = the first). */
+  readonly index: number;
+  readonly channel: string | null;
+  readonly role: 'assistant' | 'user';
+  /** The API message id; null when the line has none. */
+  readonly id: string | null;
+  /** The timestamp of the message's first line. */
+  readonly timestamp: string | null;
+  /** Its blocks, from the first, as their lines arrive; awaited: all of them, once complete. */
+  readonly blocks: LiveValues<MessageBlock, readonly MessageBlock[]>;
+  /** Each text block's text as it arrives; awaited: the text blocks joined by newlines. */
+  readonly text: LiveValues<string, string>;
+  /** The message's usage, counted once: resolves when the message is complete (null: none). */
+  readonly usage: PromiseLike<Usage | null>;
+}
+
+/** The typed blocks of an assistant or user line, frozen. */
+export function blocksOfLine(value: JsonObject): MessageBlock[] {
+  const blocks: MessageBlock[] = [];
+  for (const raw of rawBlocks(value)) {
+    const block = asBlock(raw);
+    if (!block) continue;
+    switch (block.type) {
+      case 'text':
+        blocks.push({ type: 'text', text: block.text });
+        break;
+      case 'thinking':
+        blocks.push({ type: 'thinking', text: block.thinking ?? '' });
+        break;
+      case 'redacted_thinking':
+        blocks.push({ type: 'redacted_thinking' });
+        break;
+      case 'tool_use':
+        blocks.push({ type: 'tool_use', id: block.id, name: block.name, input: block.input });
+        break;
+      case 'tool_result':
+        blocks.push({
+          type: 'tool_result',
+          toolUseId: block.tool_use_id,
+          text: resultText(block),
+          isError: block.is_error === true,
+        });
+        break;
+    }
+  }
+  const message = value.message;
+  if (value.type === 'user' && isObject(message) && typeof message.content === 'string') {
+    blocks.push({ type: 'text', text: message.content });
+  }
+  return deepFreeze(blocks);
+}
+
+/** A message being assembled: its blocks so far, read from the first by any number of loops. */
+class LiveMessage {
+  private readonly blocks: MessageBlock[] = [];
+  private usage: Usage | null = null;
+  private complete = false;
+  private wake: Array<() => void> = [];
+  private readonly completed: Promise<void>;
+  private resolveCompleted!: () => void;
+  readonly message: Message;
+
+  /** `observed` runs when a program first awaits or iterates a part of the message. */
+  constructor(
+    index: number,
+    channel: string | null,
+    role: Message['role'],
+    id: string | null,
+    ts: string | null,
+    observed: () => void,
+  ) {
+    this.completed = new Promise((resolve) => (this.resolveCompleted = resolve));
+    const whole = () => {
+      observed();
+      return this.completed.then(() => Object.freeze(this.blocks.slice()));
+    };
+    const read = <T>(pick: (block: MessageBlock) => T | undefined) => {
+      observed();
+      return this.read(pick);
+    };
+    const blocks: Message['blocks'] = {
+      [Symbol.asyncIterator]: () => read((b) => b),
+      then: (onDone, onFail) => whole().then(onDone, onFail),
+    };
+    const text: Message['text'] = {
+      [Symbol.asyncIterator]: () => read((b) => (b.type === 'text' ? b.text : undefined)),
+      then: (onDone, onFail) => whole().then(joinedText).then(onDone, onFail),
+    };
+    const usage: Message['usage'] = {
+      then: (onDone, onFail) => whole().then(() => this.usage).then(onDone, onFail),
+    };
+    this.message = Object.freeze({
+      index,
+      channel,
+      role,
+      id,
+      timestamp: ts,
+      blocks: Object.freeze(blocks),
+      text: Object.freeze(text),
+      usage: Object.freeze(usage),
+    });
+  }
+
+  add(value: JsonObject): void {
+    for (const block of blocksOfLine(value)) this.blocks.push(block);
+    const message = value.message;
+    // Every line of the message repeats its usage; the latest one stands, as in index.json.
+    if (value.type === 'assistant' && isObject(message) && isObject(message.usage)) {
+      this.usage = Object.freeze(usageNumbers(message.usage)) as Usage;
+    }
+    this.notify();
+  }
+
+  end(): void {
+    if (this.complete) return;
+    this.complete = true;
+    this.resolveCompleted();
+    this.notify();
+  }
+
+  private async *read<T>(pick: (block: MessageBlock) => T | undefined): AsyncGenerator<T> {
+    for (let at = 0; ;) {
+      if (at < this.blocks.length) {
+        const picked = pick(this.blocks[at++]);
+        if (picked !== undefined) yield picked;
+      } else if (this.complete) {
+        return;
+      } else {
+        await new Promise<void>((resolve) => this.wake.push(resolve));
+      }
+    }
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.wake = [];
+    for (const resolve of wake) resolve();
+  }
+}
+
+const joinedText = (blocks: readonly MessageBlock[]): string =>
+  blocks.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
+
+/**
+ * Turns one channel's lines, in order, into its messages. An assistant line with the id of
+ * the channel's current assistant message adds to it, even past user lines: the CLI runs a
+ * message's tool calls as their blocks arrive, so their results come between its lines. Any
+ * other assistant line completes that message and starts the next; a user line is a message
+ * of its own.
+ */
+interface CurrentMessage {
+  id: string | null;
+  live: WeakRef<LiveMessage> | null;
+  /** Set once a program awaits or iterates a part of the message. */
+  kept: LiveMessage | null;
+}
+
+export class MessageAssembler {
+  /**
+   * The channel's current assistant message, held weakly until a program awaits or iterates
+   * a part of it: one nobody looks at can go (with 2,000 subagents, each channel's last
+   * message held strongly was 90 MB of large lines), one being awaited must stay.
+   */
+  private current: CurrentMessage | null = null;
+  private count = 0;
+
+  /** The message the line starts, or null when it continues one (or is not a message). */
+  take(value: JsonObject): Message | null {
+    if (value.type !== 'assistant' && value.type !== 'user') return null;
+    const message = isObject(value.message) ? value.message : {};
+    const id = nonEmpty(message.id);
+    if (value.type === 'assistant' && id !== null && this.current?.id === id) {
+      this.current.live?.deref()?.add(value);
+      return null;
+    }
+    const slot: CurrentMessage | null = value.type === 'assistant' ? { id, live: null, kept: null } : null;
+    const channel = channelIdOf(value);
+    const ts = nonEmpty(value.timestamp);
+    const live: LiveMessage = new LiveMessage(this.count++, channel, value.type, id, ts, () => {
+      if (slot) slot.kept = live;
+    });
+    live.add(value);
+    if (slot) {
+      slot.live = new WeakRef(live);
+      this.current?.live?.deref()?.end();
+      this.current = slot;
+    } else {
+      live.end();
+    }
+    return live.message;
+  }
+
+  /** The channel ended (or the reader stopped): its last message is complete. */
+  end(): void {
+    this.current?.live?.deref()?.end();
+    this.current = null;
+  }
+}

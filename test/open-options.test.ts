@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { gzipSync } from 'node:zlib';
+import { DEFAULT_STAGES, open, type OpenInput } from '../src/index.js';
+import { chunked, fixtureFiles, tmpDir } from './helpers.js';
+
+const fixture = () => fixtureFiles().find((f) => f.includes('nested-depth-3.'))!;
+
+test('open() takes the path of a recorded stream, gzip included, as the command line does', async () => {
+  const fromStream = await open(chunked([readFileSync(fixture())])).done;
+  assert.deepEqual(await open(fixture()).done, fromStream);
+  const gz = join(tmpDir(), 'run.jsonl.gz');
+  writeFileSync(gz, gzipSync(readFileSync(fixture())));
+  assert.deepEqual(await open(gz).done, fromStream);
+  await assert.rejects(open(join(tmpDir(), 'missing.jsonl')).done, { code: 'ERR_INPUT' });
+  await assert.rejects(open(tmpDir()).done, { code: 'ERR_INPUT' });
+});
+
+test('open() refuses an input it cannot read with a coded error', () => {
+  for (const input of [42, null, {}, [Buffer.from('{}\n')]]) {
+    assert.throws(() => open(input as unknown as OpenInput), { code: 'ERR_OPEN_INPUT' });
+  }
+});
+
+test('out beside a spec: added as its files sink, refused when the spec has one', async () => {
+  const stages = DEFAULT_STAGES.map((s) => ({ ...s }));
+  const spec = { stages, sinks: [{ use: 'files', out: join(tmpDir(), 'a') }] };
+  assert.throws(() => open(fixture(), { out: join(tmpDir(), 'b'), spec }), { code: 'ERR_OUT_TWICE' });
+  const out = join(tmpDir(), 'c');
+  const index = await open(fixture(), { out, spec: { stages, sinks: [] } }).done;
+  assert.deepEqual(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')), index);
+});
+
+test('a spec without the channel router is refused, not every line filed under main', () => {
+  const stages = DEFAULT_STAGES.filter((s) => s.use !== 'channel-router').map((s) => ({ ...s }));
+  assert.throws(() => open(fixture(), { spec: { stages, sinks: [] } }), { code: 'ERR_ROUTER_REQUIRED' });
+});
+
+test('an out folder that holds files rejects done with a coded error in library words', async () => {
+  const out = join(tmpDir(), 'used');
+  mkdirSync(out);
+  writeFileSync(join(out, 'old.txt'), 'x');
+  await assert.rejects(
+    open(fixture(), { out }).done,
+    (err: { code?: string; message?: string }) =>
+      err.code === 'ERR_OUT_NOT_EMPTY' && !(err.message ?? '').includes('--'),
+  );
+  const index = await open(fixture(), { out, force: true }).done;
+  assert.ok(index.channels.length > 1);
+});
+
+test('open() runs a config, a file or an object, with its plugins loaded', async () => {
+  const secret = 'AKIAIOSFODNN7EXAMPLE';
+  const content = [{ type: 'text', text: `key ${secret}` }];
+  const line = { type: 'assistant', message: { id: 'm1', content } };
+  const stages = ['line-parser', 'redact-secrets', 'channel-router'].map((use) => ({ use }));
+  const config = { plugins: ['redact-secrets'], stages, sinks: [] };
+  const file = join(tmpDir(), 'subtee.json');
+  writeFileSync(file, JSON.stringify(config));
+  for (const given of [config, file]) {
+    const run = open(chunked([Buffer.from(JSON.stringify(line) + '\n')]), { config: given });
+    const texts: string[] = [];
+    for await (const m of run.messages) texts.push(await m.text);
+    await run.done;
+    assert.equal(texts.length, 1);
+    assert.ok(!texts[0].includes(secret), texts[0]);
+  }
+  assert.throws(() => open(fixture(), { config, spec: { stages, sinks: [] } }), { code: 'ERR_OPEN_OPTIONS' });
+  const unrouted = { stages: [{ use: 'line-parser' }], sinks: [] };
+  await assert.rejects(open(fixture(), { config: unrouted }).done, { code: 'ERR_ROUTER_REQUIRED' });
+  const missing = join(tmpDir(), 'none.json');
+  await assert.rejects(open(fixture(), { config: missing }).done, { code: 'ERR_CONFIG_READ' });
+});
