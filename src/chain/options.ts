@@ -120,7 +120,7 @@ function resolveRow(row: Row): OptionDef {
     alias: row.alias,
     type,
     arg: row.arg,
-    default: own ? (row.default ?? undefined) : spec.default,
+    default: own ? (row.default ?? undefined) : (spec.default as OptionDef['default']),
     cliDefault: own && row.default !== null,
     choices: spec.choices,
     min: spec.min,

@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { UsageError } from '../../errors.js';
-import type { ServeAddress } from './flags.js';
-import type { ReportFeed } from './live.js';
-import { contentSecurityPolicy } from './page.js';
+import type { ReportFeed } from '../../views/report/live.js';
+import { contentSecurityPolicy } from '../../views/report/page.js';
+import type { ServeAddress } from './report.js';
 
 export const REPORT_SERVER_DEFAULTS = Object.freeze({
   /** How long a browser waits before reconnecting after the stream drops. */
