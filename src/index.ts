@@ -40,7 +40,7 @@ export {
   type ComponentSpec,
   type ChainOptions,
 } from './chain/chain.js';
-export { readConfig, registerPlugins, applyFlags } from './chain/config.js';
+export { readConfig, registerPlugins } from './chain/config.js';
 export { configSchema } from './chain/schema.js';
 export {
   definePlugin,

@@ -20,7 +20,7 @@ import { OTLP_SINK_DEFAULTS } from '../src/chain/sinks/otlp.js';
 import { CLICKHOUSE_SINK_DEFAULTS } from '../src/chain/sinks/clickhouse.js';
 import { REPORT_SINK_DEFAULTS } from '../src/chain/sinks/report.js';
 import { REPORT_DEFAULTS } from '../src/views/report/model.js';
-import { OPTIONS, parseArgs } from '../src/chain/options.js';
+import { OPTIONS, parseArgs } from '../src/cli/options.js';
 import { BIN, ROOT, tmpDir } from './helpers.js';
 
 const schema = JSON.parse(readFileSync(join(ROOT, 'schema', 'subtee-config.schema.json'), 'utf8'));

@@ -3,7 +3,6 @@ import { isIP } from 'node:net';
 import { UsageError } from '../../errors.js';
 import type { ReportFeed } from '../../views/report/live.js';
 import { contentSecurityPolicy } from '../../views/report/page.js';
-import type { ServeAddress } from './report.js';
 
 export const REPORT_SERVER_DEFAULTS = Object.freeze({
   /** How long a browser waits before reconnecting after the stream drops. */
@@ -13,6 +12,11 @@ export const REPORT_SERVER_DEFAULTS = Object.freeze({
   /** At shutdown, how long clients get to receive the last events. */
   closeGraceMs: 2000,
 });
+
+export interface ServeAddress {
+  host: string;
+  port: number;
+}
 
 export interface ReportServerOptions extends ServeAddress {
   feed: ReportFeed;

@@ -8,7 +8,7 @@ import { LiveReport, ReportFeed } from '../../views/report/live.js';
 import { REPORT_DEFAULTS, type ReportLimits } from '../../views/report/model.js';
 import { pageHtml } from '../../views/report/page.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
-import type { ReportServer } from './report-server.js';
+import type { ReportServer, ServeAddress } from './report-server.js';
 
 export const REPORT_SINK_DEFAULTS = Object.freeze({
   /** Write OUT/report.html when the run ends (also when it stalls or is interrupted). */
@@ -130,11 +130,6 @@ export function createReportSink(options: ReportSinkOptions): Transform {
 
 /** Where `--serve` binds unless a host is given: only this machine can connect. */
 export const SERVE_DEFAULT_HOST = '127.0.0.1';
-
-export interface ServeAddress {
-  host: string;
-  port: number;
-}
 
 /** `--serve [HOST:]PORT`: `8080`, `0` (any free port), `127.0.0.1:8080`, `[::1]:0`, `0.0.0.0:8080`. */
 export function parseServe(value: string): ServeAddress {

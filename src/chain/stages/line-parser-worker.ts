@@ -11,10 +11,9 @@ import {
 } from '../../model/line-view.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../model/record.js';
 import { LAZY_TEXT_BYTES, Tape } from '../../model/scan.js';
-import { requireSession } from '../../model/session.js';
+import { requireSession, type Session } from '../../model/session.js';
 import { endSpool, LineSpool, spoolDir } from './line-spool.js';
 import { isBlank, LineSplitter } from '../../model/lines.js';
-import type { LineParserOptions } from './line-parser.js';
 import type { ScanJob, ScanResult } from './scan-thread.js';
 
 /** Chunks handed to the worker and not back yet, before the parser stops taking input. */
@@ -40,9 +39,7 @@ interface Job {
  * A line that spans two chunks, a short line (parsed whole) and a line past `maxLineBytes`
  * (spooled) stay on the main thread. Up to IN_FLIGHT chunks are with the worker at a time.
  */
-export function createWorkerLineParser(
-  options: LineParserOptions & Required<Pick<LineParserOptions, 'maxLineBytes'>>,
-): Transform {
+export function createWorkerLineParser(options: { maxLineBytes: number; session: Session }): Transform {
   const opts = options;
   const run = requireSession(options, 'createLineParser');
   let worker: Worker | null = null;

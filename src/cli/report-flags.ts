@@ -1,7 +1,7 @@
-import type { ChainSpec } from '../../chain/chain.js';
-import { UsageError } from '../../errors.js';
-import type { ParsedOptions } from '../../chain/options.js';
-import { parseServe } from '../../chain/sinks/report.js';
+import type { ChainSpec } from '../chain/chain.js';
+import { parseServe } from '../chain/sinks/report.js';
+import { UsageError } from '../errors.js';
+import type { ParsedOptions } from './options.js';
 
 /**
  * `--html` and `--serve` add the report sink (or set options of one a config lists), after
