@@ -42,15 +42,7 @@ export {
 } from './chain/chain.js';
 export { readConfig, registerPlugins } from './chain/config.js';
 export { configSchema } from './chain/schema.js';
-export {
-  definePlugin,
-  loadPlugin,
-  Registry,
-  KIT_VERSION,
-  type PluginDefinition,
-  type PluginContext,
-  type OptionSpec,
-} from './chain/plugin.js';
+export { loadPlugin, Registry, KIT_VERSION } from './chain/plugin.js';
 export { builtinRegistry, BUILTINS } from './chain/builtins.js';
 export {
   ChannelTree,
@@ -61,20 +53,10 @@ export {
   type ChannelEvent,
 } from './model/tree.js';
 export * from './model/message.js';
-export { Session, type Warning } from './model/session.js';
+export { type Warning } from './model/session.js';
 export { buildIndex, INDEX_FORMAT } from './views/index-file.js';
 export { renderRecord, shownBlocks } from './views/text.js';
-export { escapeControl, escapeOneLine, escapeHtml, escapeMarkdown } from './views/escape.js';
-export {
-  walkTree,
-  statusCounts,
-  channelTokens,
-  subtreeTotals,
-  type TreeRow,
-  type SubtreeTotals,
-} from './views/walk.js';
-export { SubteeError, UsageError, OutputError, EXIT } from './errors.js';
-export type { SubteeRecord, RecordBatch, LineRecord, QuarantineRecord } from './model/record.js';
+export { SubteeError, UsageError, EXIT } from './errors.js';
 export { open, type OpenOptions, type RunProjection, type Projections, type ProjectionName } from './open.js';
 export {
   Projection,
@@ -113,3 +95,34 @@ export {
 } from './adapters/langgraph.js';
 export type { Producer } from './model/session.js';
 export type { OpenInput } from './open.js';
+
+// Writing a stage or a sink: the helpers the bundled plugins are built from (README, Plugins).
+export {
+  definePlugin,
+  type PluginDefinition,
+  type PluginContext,
+  type OptionSpec,
+  type OptionSpecs,
+} from './chain/plugin.js';
+export { Session, requireSession } from './model/session.js';
+export {
+  BATCH_HIGH_WATER_MARK,
+  type RecordBatch,
+  type SubteeRecord,
+  type LineRecord,
+  type QuarantineRecord,
+  type SpooledRecord,
+} from './model/record.js';
+export { passOn } from './chain/sinks/pass-on.js';
+export { LineSpool } from './chain/stages/line-spool.js';
+export { OutputError, writeFailed } from './errors.js';
+export { escapeControl, escapeOneLine, escapeHtml, escapeMarkdown } from './views/escape.js';
+export {
+  walkTree,
+  statusCounts,
+  channelTokens,
+  subtreeTotals,
+  MAX_GUIDE_LEVELS,
+  type TreeRow,
+  type SubtreeTotals,
+} from './views/walk.js';
