@@ -126,3 +126,23 @@ export {
   type TreeRow,
   type SubtreeTotals,
 } from './views/walk.js';
+
+// Each factory's options, and the sinks a program composes beyond the ones above.
+export type { LineParserOptions } from './chain/stages/line-parser.js';
+export type { ObjectSourceOptions } from './chain/stages/object-source.js';
+export type { InputFormatOptions } from './chain/stages/input-format.js';
+export type { VersionGuardOptions } from './chain/stages/version-guard.js';
+export type { ChannelRouterOptions } from './chain/stages/channel-router.js';
+export type { ThinkingTruncatorOptions, ThinkingMode } from './chain/stages/thinking-truncator.js';
+export type { IdleWatchdogOptions, IdleWatchdogSettings } from './chain/stages/idle-watchdog.js';
+export type { FilesSinkOptions } from './chain/sinks/files.js';
+export type { StdoutSinkOptions, StdoutMode } from './chain/sinks/stdout.js';
+export type { PinoSinkOptions } from './chain/sinks/pino.js';
+export type { ProjectionSinkOptions } from './chain/sinks/projection.js';
+export { createOtlpSink, OTLP_SINK_DEFAULTS, type OtlpSinkOptions } from './chain/sinks/otlp.js';
+export {
+  createClickHouseSink,
+  CLICKHOUSE_SINK_DEFAULTS,
+  type ClickHouseSinkOptions,
+} from './chain/sinks/clickhouse.js';
+export { createReportSink, REPORT_SINK_DEFAULTS, type ReportSinkOptions } from './chain/sinks/report.js';
