@@ -20,6 +20,7 @@ import {
   type ThinkingTruncatorOptions,
   type VersionGuardOptions,
 } from '../src/index.js';
+import { tmpDir } from './helpers.js';
 
 // Compiling this file is most of the test: a program types its options from the package entry.
 test("every factory's options type and every built-in sink's factory come from the package entry", () => {
@@ -50,7 +51,12 @@ test("every factory's options type and every built-in sink's factory come from t
   assert.equal(stages.length + sinks.length, 11);
   const report: ReportSinkOptions = { session, quiet: true };
   const otlp: OtlpSinkOptions = { session, url: 'http://127.0.0.1:1', flushTimeoutMs: 0 };
-  const clickhouse: ClickHouseSinkOptions = { session, url: 'http://127.0.0.1:1', flushTimeoutMs: 0 };
+  const clickhouse: ClickHouseSinkOptions = {
+    session,
+    url: 'http://127.0.0.1:1',
+    flushTimeoutMs: 0,
+    spoolDir: tmpDir(),
+  };
   const factories = [
     () => createReportSink(report),
     () => createOtlpSink(otlp),
