@@ -40,17 +40,9 @@ export {
   type ComponentSpec,
   type ChainOptions,
 } from './chain/chain.js';
-export { readConfig, registerPlugins, applyFlags } from './chain/config.js';
+export { readConfig, registerPlugins } from './chain/config.js';
 export { configSchema } from './chain/schema.js';
-export {
-  definePlugin,
-  loadPlugin,
-  Registry,
-  KIT_VERSION,
-  type PluginDefinition,
-  type PluginContext,
-  type OptionSpec,
-} from './chain/plugin.js';
+export { loadPlugin, Registry, KIT_VERSION } from './chain/plugin.js';
 export { builtinRegistry, BUILTINS } from './chain/builtins.js';
 export {
   ChannelTree,
@@ -61,7 +53,7 @@ export {
   type ChannelEvent,
 } from './model/tree.js';
 export * from './model/message.js';
-export { Session, type Warning } from './model/session.js';
+export { type Warning } from './model/session.js';
 export {
   buildIndex,
   INDEX_FORMAT,
@@ -70,17 +62,7 @@ export {
 } from './views/index-file.js';
 export { renderRecord } from './views/text.js';
 export { lineContent, type ContentItem, type ContentKind } from './model/content.js';
-export { escapeControl, escapeOneLine, escapeHtml, escapeMarkdown } from './views/escape.js';
-export {
-  walkTree,
-  statusCounts,
-  channelTokens,
-  subtreeTotals,
-  type TreeRow,
-  type SubtreeTotals,
-} from './views/walk.js';
-export { SubteeError, UsageError, OutputError, EXIT } from './errors.js';
-export type { SubteeRecord, RecordBatch, LineRecord, QuarantineRecord } from './model/record.js';
+export { SubteeError, UsageError, EXIT } from './errors.js';
 export { open, type OpenOptions, type RunProjection, type Projections, type ProjectionName } from './open.js';
 export {
   Projection,
@@ -125,3 +107,54 @@ export {
 } from './adapters/langgraph.js';
 export type { Producer } from './model/session.js';
 export type { OpenInput } from './open.js';
+
+// Writing a stage or a sink: the helpers the bundled plugins are built from (README, Plugins).
+export {
+  definePlugin,
+  type PluginDefinition,
+  type PluginContext,
+  type OptionSpec,
+  type OptionSpecs,
+} from './chain/plugin.js';
+export { Session, requireSession } from './model/session.js';
+export {
+  BATCH_HIGH_WATER_MARK,
+  type RecordBatch,
+  type SubteeRecord,
+  type LineRecord,
+  type QuarantineRecord,
+  type SpooledRecord,
+} from './model/record.js';
+export { passOn } from './chain/sinks/pass-on.js';
+export { LineSpool } from './chain/stages/line-spool.js';
+export { OutputError, writeFailed } from './errors.js';
+export { escapeControl, escapeOneLine, escapeHtml, escapeMarkdown } from './views/escape.js';
+export {
+  walkTree,
+  statusCounts,
+  channelTokens,
+  subtreeTotals,
+  MAX_GUIDE_LEVELS,
+  type TreeRow,
+  type SubtreeTotals,
+} from './views/walk.js';
+
+// Each factory's options, and the sinks a program composes beyond the ones above.
+export type { LineParserOptions } from './chain/stages/line-parser.js';
+export type { ObjectSourceOptions } from './chain/stages/object-source.js';
+export type { InputFormatOptions } from './chain/stages/input-format.js';
+export type { VersionGuardOptions } from './chain/stages/version-guard.js';
+export type { ChannelRouterOptions } from './chain/stages/channel-router.js';
+export type { ThinkingTruncatorOptions, ThinkingMode } from './chain/stages/thinking-truncator.js';
+export type { IdleWatchdogOptions, IdleWatchdogSettings } from './chain/stages/idle-watchdog.js';
+export type { FilesSinkOptions } from './chain/sinks/files.js';
+export type { StdoutSinkOptions, StdoutMode } from './chain/sinks/stdout.js';
+export type { PinoSinkOptions } from './chain/sinks/pino.js';
+export type { ProjectionSinkOptions } from './chain/sinks/projection.js';
+export { createOtlpSink, OTLP_SINK_DEFAULTS, type OtlpSinkOptions } from './chain/sinks/otlp.js';
+export {
+  createClickHouseSink,
+  CLICKHOUSE_SINK_DEFAULTS,
+  type ClickHouseSinkOptions,
+} from './chain/sinks/clickhouse.js';
+export { createReportSink, REPORT_SINK_DEFAULTS, type ReportSinkOptions } from './chain/sinks/report.js';

@@ -261,7 +261,7 @@ describe('OTLP sink on live runs of the real Claude Code CLI', { skip: !claudeAv
 test('the OpenTelemetry SDK and the ClickHouse client are loaded only by a run that uses their sink', () => {
   const probe = `
     import { createRequire } from 'node:module';
-    const { main } = await import(${JSON.stringify(join(BIN, '..', '..', 'dist', 'src', 'cli.js'))});
+    const { main } = await import(${JSON.stringify(join(BIN, '..', '..', 'dist', 'src', 'cli', 'main.js'))});
     const loaded = () => Object.keys(createRequire(import.meta.url).cache).filter((k) => /@opentelemetry|@clickhouse/.test(k)).length;
     const before = loaded();
     await main(process.argv.slice(1), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' } });

@@ -9,6 +9,7 @@ import { Session } from '../src/model/session.js';
 import { redact, MASK, SECRET_PATTERNS } from '../plugins/redact-secrets/index.js';
 import { stepSummary } from '../plugins/github-step-summary/index.js';
 import { ROOT, chunked, linesOf, readTree, tmpDir } from './helpers.js';
+import { importsUnder } from './imports.js';
 
 /** One example per kind of secret the plugin knows; each pattern must be covered by one. */
 const secrets: Record<string, string> = {
@@ -112,4 +113,28 @@ test('github-step-summary stays under its limit however large the run', () => {
   assert.ok(Buffer.byteLength(md) <= 1_000_000, `${Buffer.byteLength(md)} bytes`);
   assert.ok(Buffer.byteLength(md) > 900_000);
   assert.match(md, /more entries not shown/);
+});
+
+test('the bundled plugins import nothing of subtee but its public entry', () => {
+  const imports = importsUnder(join(ROOT, 'plugins'));
+  assert.ok(imports.length >= 4, `${imports.length} imports found`);
+  const internal = imports.filter((i) => i.to.includes('/') && i.to.endsWith('.ts'));
+  const outside = internal.filter((i) => i.to !== join('..', 'src', 'index.ts'));
+  assert.deepEqual(outside.map((i) => `${i.from} → ${i.to}`), []);
+});
+
+test("every helper the README's Plugins section lists is exported by the package entry", async () => {
+  const entry: Record<string, unknown> = await import('../src/index.js');
+  const entryText = readFileSync(join(ROOT, 'src', 'index.ts'), 'utf8');
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const table = readme.slice(readme.indexOf('| Helper |'), readme.indexOf('\n\n', readme.indexOf('| Helper |')));
+  const names = table
+    .split('\n')
+    .slice(2)
+    .flatMap((row) => [...row.split('|')[1].matchAll(/`(\w+)`/g)].map((m) => m[1]));
+  assert.ok(names.length >= 20, names.join());
+  for (const name of names) {
+    const isType = new RegExp(`\\btype ${name}\\b`).test(entryText);
+    assert.ok(name in entry || isType, `${name} is not exported by src/index.ts`);
+  }
 });

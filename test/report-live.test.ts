@@ -7,7 +7,7 @@ import type { LineRecord } from '../src/model/record.js';
 import { ChannelTree } from '../src/model/tree.js';
 import { LiveReport, ReportFeed } from '../src/views/report/live.js';
 import { pageHtml } from '../src/views/report/page.js';
-import { startReportServer } from '../src/views/report/server.js';
+import { startReportServer } from '../src/chain/sinks/report-server.js';
 import { chromiumAvailable, launchBrowser, newPage, screenshot, startSubtee } from './browser.js';
 import { FIXTURES, linesOf, tmpDir } from './helpers.js';
 

@@ -12,7 +12,7 @@ import { readReportData } from '../src/views/report/build.js';
 import { treeRows } from '../src/views/report/client.js';
 import { ReportFeed } from '../src/views/report/live.js';
 import { lineFacts, TranscriptBudget, type ChannelView } from '../src/views/report/model.js';
-import { parseServe } from '../src/views/report/flags.js';
+import { parseServe } from '../src/chain/sinks/report.js';
 import { startSubtee } from './browser.js';
 import { BIN, FIXTURES, linesOf, tmpDir } from './helpers.js';
 

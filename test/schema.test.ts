@@ -4,8 +4,23 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { BUILTINS } from '../src/chain/builtins.js';
-import { OPTIONS, parseArgs } from '../src/chain/options.js';
+import { BUILTINS, builtinRegistry } from '../src/chain/builtins.js';
+import { checkSpec } from '../src/chain/config.js';
+import { optionProblem } from '../src/chain/plugin.js';
+import { LINE_PARSER_DEFAULTS } from '../src/chain/stages/line-parser.js';
+import { OBJECT_SOURCE_DEFAULTS } from '../src/chain/stages/object-source.js';
+import { INPUT_FORMAT_DEFAULTS } from '../src/chain/stages/input-format.js';
+import { VERSION_GUARD_DEFAULTS } from '../src/chain/stages/version-guard.js';
+import { THINKING_TRUNCATOR_DEFAULTS } from '../src/chain/stages/thinking-truncator.js';
+import { IDLE_WATCHDOG_DEFAULTS } from '../src/chain/stages/idle-watchdog.js';
+import { FILES_SINK_DEFAULTS } from '../src/chain/sinks/files.js';
+import { STDOUT_SINK_DEFAULTS } from '../src/chain/sinks/stdout.js';
+import { PINO_SINK_DEFAULTS } from '../src/chain/sinks/pino.js';
+import { OTLP_SINK_DEFAULTS } from '../src/chain/sinks/otlp.js';
+import { CLICKHOUSE_SINK_DEFAULTS } from '../src/chain/sinks/clickhouse.js';
+import { REPORT_SINK_DEFAULTS } from '../src/chain/sinks/report.js';
+import { REPORT_DEFAULTS } from '../src/views/report/model.js';
+import { OPTIONS, parseArgs } from '../src/cli/options.js';
 import { BIN, ROOT, tmpDir } from './helpers.js';
 
 const schema = JSON.parse(readFileSync(join(ROOT, 'schema', 'subtee-config.schema.json'), 'utf8'));
@@ -94,4 +109,58 @@ test('each flag that sets a stage option takes its type, bounds, choices, defaul
   const o = parseArgs([]);
   for (const d of targeted) if (d.name !== 'out' && d.name !== 'force') assert.equal(o[d.name], undefined, d.name);
   assert.equal(o.out, 'subtee-out');
+});
+
+test('a whole-number option of any built-in refuses a fraction, in a config and in the schema', () => {
+  // ClickHouse's batchRows of 2.5 was accepted while the files sink's maxOpenFiles of 8.5 was refused.
+  const config = {
+    stages: [{ use: 'line-parser' }, { use: 'channel-router' }],
+    sinks: [{ use: 'clickhouse', url: 'http://ch:8123', batchRows: 2.5 }],
+  };
+  assert.throws(() => checkSpec(config, builtinRegistry(), 'config'), {
+    code: 'ERR_CONFIG',
+    message: /batchRows: must be a whole number/,
+  });
+  assert.ok(schemaErrors(config).includes('/sinks/0/batchRows type'), schemaErrors(config).join());
+  for (const def of BUILTINS) {
+    for (const [key, o] of Object.entries(def.options)) {
+      if (o.type !== 'number' && o.type !== 'integer') continue;
+      assert.ok(optionProblem(o, (o.min ?? 0) + 2.5), `${def.name}.${key} accepts a fraction`);
+    }
+  }
+});
+
+/** Each built-in's factory defaults: what it uses when an option is left out. */
+const FACTORY_DEFAULTS: Record<string, object> = {
+  'line-parser': LINE_PARSER_DEFAULTS,
+  'object-source': OBJECT_SOURCE_DEFAULTS,
+  'input-format': INPUT_FORMAT_DEFAULTS,
+  'version-guard': VERSION_GUARD_DEFAULTS,
+  'thinking-truncator': THINKING_TRUNCATOR_DEFAULTS,
+  'idle-watchdog': IDLE_WATCHDOG_DEFAULTS,
+  files: FILES_SINK_DEFAULTS,
+  stdout: STDOUT_SINK_DEFAULTS,
+  pino: PINO_SINK_DEFAULTS,
+  otlp: OTLP_SINK_DEFAULTS,
+  clickhouse: CLICKHOUSE_SINK_DEFAULTS,
+  report: { ...REPORT_SINK_DEFAULTS, ...REPORT_DEFAULTS },
+};
+
+test('every built-in option its factory has a constant default for states it, in the spec and the schema', () => {
+  let checked = 0;
+  for (const def of BUILTINS) {
+    const defaults = FACTORY_DEFAULTS[def.name] ?? {};
+    const kind = def.kind === 'stage' ? 'stage' : 'sink';
+    const shipped = schema.$defs[`${kind}-${def.name}`].properties;
+    for (const [key, o] of Object.entries(def.options)) {
+      const value = (defaults as Record<string, unknown>)[key];
+      if (value === undefined || value === null) continue;
+      checked++;
+      assert.deepEqual(o.default, value, `${def.name}.${key}: default`);
+      assert.doesNotMatch(o.description, /\(default \d/, `${def.name}.${key}: default only in the text`);
+      if (o.defaultVaries) continue;
+      assert.deepEqual(shipped[key].default, value, `${def.name}.${key}: schema default`);
+    }
+  }
+  assert.ok(checked >= 35, `${checked} defaults checked`);
 });

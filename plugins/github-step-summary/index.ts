@@ -1,14 +1,22 @@
 import { appendFileSync } from 'node:fs';
 import { Transform, type TransformCallback } from 'node:stream';
-import { writeFailed } from '../../src/errors.js';
-import { definePlugin } from '../../src/chain/plugin.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../src/model/record.js';
-import { contentBlocks } from '../../src/model/message.js';
-import { requireSession, type Session } from '../../src/model/session.js';
-import type { Channel } from '../../src/model/tree.js';
-import { escapeHtml, escapeMarkdown } from '../../src/views/escape.js';
-import { passOn } from '../../src/chain/sinks/pass-on.js';
-import { channelTokens, MAX_GUIDE_LEVELS, statusCounts, walkTree } from '../../src/views/walk.js';
+import {
+  BATCH_HIGH_WATER_MARK,
+  channelTokens,
+  contentBlocks,
+  definePlugin,
+  escapeHtml,
+  escapeMarkdown,
+  MAX_GUIDE_LEVELS,
+  passOn,
+  requireSession,
+  statusCounts,
+  walkTree,
+  writeFailed,
+  type Channel,
+  type RecordBatch,
+  type Session,
+} from '../../src/index.js';
 
 /** GitHub rejects a step summary over 1 MiB; stay well below it. */
 export const STEP_SUMMARY_DEFAULTS = Object.freeze({ maxBytes: 1_000_000, reportChars: 4000 });

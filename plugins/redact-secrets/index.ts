@@ -1,12 +1,12 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { definePlugin } from '../../src/chain/plugin.js';
 import {
   BATCH_HIGH_WATER_MARK,
+  definePlugin,
+  LineSpool,
   type RecordBatch,
   type SpooledRecord,
   type SubteeRecord,
-} from '../../src/model/record.js';
-import { LineSpool } from '../../src/chain/stages/line-spool.js';
+} from '../../src/index.js';
 import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 

@@ -1,10 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { builtinRegistry } from './builtins.js';
 import { chainProblems, DEFAULT_STAGES, type ChainSpec, type ComponentSpec } from './chain.js';
 import { UsageError } from '../errors.js';
-import { OPTIONS, type OptionDef, type ParsedOptions } from './options.js';
 import { loadPlugin, type Registry } from './plugin.js';
 
 export interface Config extends ChainSpec {
@@ -74,47 +72,6 @@ export async function registerPlugins(registry: Registry, plugins: string[], bas
     }
     registry.add(def);
   }
-}
-
-/**
- * Applies command-line flags to a chain spec. Without a config every flag applies (defaults
- * included); with one, only flags given on the command line do, overriding the file. A flag
- * for a stage or sink the spec does not have adds it (stages at their default position).
- */
-export function applyFlags(
-  spec: ChainSpec,
-  o: ParsedOptions,
-  fromConfig: boolean,
-  table: readonly OptionDef[] = OPTIONS,
-): ChainSpec {
-  const out: ChainSpec = {
-    stages: spec.stages.map((c) => ({ ...c })),
-    sinks: spec.sinks.map((c) => ({ ...c })),
-  };
-  const order = DEFAULT_STAGES.map((s) => s.use);
-  const builtins = builtinRegistry();
-  for (const def of table) {
-    if (!def.target || o[def.name] === undefined) continue;
-    const explicit = o.given.has(def.name);
-    if (fromConfig && !explicit) continue;
-    if (def.target.use === 'pino' && !explicit) continue;
-    const isSink = builtins.get(def.target.use)?.kind === 'sink';
-    const list = isSink ? out.sinks : out.stages;
-    let c = list.find((x) => x.use === def.target!.use);
-    if (!c) {
-      c = { use: def.target.use };
-      const at = isSink ? -1 : list.findIndex((x) => order.indexOf(x.use) > order.indexOf(def.target!.use));
-      if (at === -1) list.push(c);
-      else list.splice(at, 0, c);
-    }
-    c[def.target.key] = o[def.name];
-  }
-  const files = out.sinks.find((c) => c.use === 'files');
-  const pinoSink = out.sinks.find((c) => c.use === 'pino');
-  const bare = OPTIONS.find((d) => d.name === 'pino')!.optionalDefault;
-  if (pinoSink && files && pinoSink.destination === bare && typeof files.out === 'string')
-    pinoSink.destination = join(files.out, String(bare));
-  return out;
 }
 
 export function checkSpec(spec: ChainSpec, registry: Registry, where: string): void {

@@ -10,6 +10,9 @@ import { isValidRange, satisfies } from '../semver.js';
 /** The kit version plugins declare support for. Kept in step with package.json by a test. */
 export const KIT_VERSION = '0.1.0';
 
+/** The kit range the built-in stages and sinks declare. */
+export const BUILTIN_KIT = `^${KIT_VERSION}`;
+
 export interface PluginContext {
   /** The chain's session: counters, warnings, the tree. Hand it to every factory that asks. */
   session: Session;
@@ -35,7 +38,7 @@ export interface OptionSpec {
   /** Shortest string: 1 for a name or path that must not be empty. */
   minLength?: number;
   /** What the component uses when the option is left out (shown in --help and the schema). */
-  default?: string | number | boolean;
+  default?: string | number | boolean | readonly string[];
   /** The default depends on the machine (the open-file budget): --help shows it, the schema does not. */
   defaultVaries?: boolean;
   /** A further check of a value of the right type: what is wrong with it, or null. */
@@ -44,6 +47,29 @@ export interface OptionSpec {
   required?: boolean;
   description: string;
 }
+
+/**
+ * The spec types that can hold a value of type V: a whole-number option is `integer`, which
+ * the type system cannot tell from `number`, so both are allowed for a number.
+ */
+export type OptionType<V> = V extends boolean
+  ? 'boolean'
+  : V extends number
+    ? 'integer' | 'number'
+    : V extends string
+      ? 'string'
+      : V extends readonly unknown[]
+        ? 'array'
+        : 'object';
+
+/**
+ * The option specs of a stage or sink whose options are O: one spec per key of O, no more and
+ * no fewer, each of a type that holds that key's values, so a spec cannot drift from the
+ * factory's options interface.
+ */
+export type OptionSpecs<O> = {
+  [K in keyof O]-?: OptionSpec & { type: OptionType<NonNullable<O[K]>> };
+};
 
 const typeName = (value: unknown) =>
   Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
@@ -85,7 +111,7 @@ export interface PluginDefinition<O = any> {
   /** Kit versions supported, as a range (`^0.1.0`). */
   kit: string;
   /** Accepted options; unknown keys are rejected when a config is validated. */
-  options: Record<string, OptionSpec>;
+  options: OptionSpecs<O>;
   input?: (options: O) => 'bytes' | 'objects' | 'records';
   create(options: O, ctx: PluginContext): Transform;
 }

@@ -17,6 +17,7 @@ import {
 } from './clickhouse-rows.js';
 import { claimFile, findSpoolFiles, readSpool, removeSpool, Spool, SPOOL_FILE } from './clickhouse-spool.js';
 import { lateWarn, randomRunId } from './stream-facts.js';
+import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const CLICKHOUSE_SINK_DEFAULTS = Object.freeze({
   eventsTable: 'subtee_events',
@@ -372,3 +373,89 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
 }
 
 export { SPOOL_FILE };
+
+export const clickhouseSinkPlugin = definePlugin<
+  Omit<ClickHouseSinkOptions, 'session' | 'spoolDir'> & { spoolDir?: string }
+>({
+  name: 'clickhouse',
+  kind: 'sink',
+  kit: BUILTIN_KIT,
+  options: {
+    url: {
+      type: 'string',
+      required: true,
+      description: 'the HTTP interface, e.g. http://user:password@host:8123 (a path names the database)',
+    },
+    eventsTable: {
+      type: 'string',
+      default: CLICKHOUSE_SINK_DEFAULTS.eventsTable,
+      description: 'table of one row per input line, created if missing',
+    },
+    channelsTable: {
+      type: 'string',
+      default: CLICKHOUSE_SINK_DEFAULTS.channelsTable,
+      description: "table of index.json's channel rows, created if missing",
+    },
+    runId: {
+      type: 'string',
+      description: "the run's key in both tables (default: the uuid of the stream's first line)",
+    },
+    spoolDir: {
+      type: 'string',
+      description: "where rows wait while the server is away (default the files sink's out folder)",
+    },
+    resend: {
+      type: 'string',
+      description:
+        "a folder whose spool files (and its subfolders') are sent first: what earlier runs could not send",
+    },
+    maxContentChars: {
+      type: 'integer',
+      min: 0,
+      default: CLICKHOUSE_SINK_DEFAULTS.maxContentChars,
+      description: 'content prefix kept per row',
+    },
+    batchRows: {
+      type: 'integer',
+      min: 1,
+      default: CLICKHOUSE_SINK_DEFAULTS.batchRows,
+      description: 'rows per insert',
+    },
+    flushIntervalMs: {
+      type: 'integer',
+      min: 1,
+      default: CLICKHOUSE_SINK_DEFAULTS.flushIntervalMs,
+      description: 'a partial batch is inserted after this long',
+    },
+    maxQueueRows: {
+      type: 'integer',
+      min: 1,
+      default: CLICKHOUSE_SINK_DEFAULTS.maxQueueRows,
+      description: 'rows held before input waits',
+    },
+    timeoutMs: {
+      type: 'integer',
+      min: 1,
+      default: CLICKHOUSE_SINK_DEFAULTS.timeoutMs,
+      description: "one request's timeout",
+    },
+    maxRetryDelayMs: {
+      type: 'integer',
+      min: 1,
+      default: CLICKHOUSE_SINK_DEFAULTS.maxRetryDelayMs,
+      description: 'longest pause between attempts to reach the server again',
+    },
+    flushTimeoutMs: {
+      type: 'integer',
+      min: 0,
+      default: CLICKHOUSE_SINK_DEFAULTS.flushTimeoutMs,
+      description: 'at the end, how long to wait for the last rows',
+    },
+  },
+  create: (o, ctx) =>
+    createClickHouseSink({
+      ...o,
+      spoolDir: o.spoolDir ?? (() => ctx.session.channelFiles?.out),
+      session: ctx.session,
+    }),
+});

@@ -28,6 +28,7 @@ import { AppendFiles, type AppendFile } from './append-files.js';
 import { appendSpool } from './spool-copy.js';
 import { FileNamer } from './file-names.js';
 import { createNewFile, descriptorBudget, makeDirs } from './safe-open.js';
+import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const FILES_SINK_DEFAULTS = Object.freeze({
   /**
@@ -278,3 +279,38 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
   });
   return sink;
 }
+
+export const filesSinkPlugin = definePlugin<Omit<FilesSinkOptions, 'session'>>({
+  name: 'files',
+  kind: 'sink',
+  kit: BUILTIN_KIT,
+  options: {
+    out: {
+      type: 'string',
+      required: true,
+      minLength: 1,
+      description: 'folder for transcripts and index.json (must be new or empty)',
+    },
+    maxOpenFiles: {
+      type: 'integer',
+      min: 4,
+      default: FILES_SINK_DEFAULTS.maxOpenFiles,
+      defaultVaries: true,
+      description:
+        'open file handles kept at most (others are reopened for append; the default fits under ulimit -n)',
+    },
+    flushBytes: {
+      type: 'integer',
+      min: 1,
+      default: FILES_SINK_DEFAULTS.flushBytes,
+      description: 'queued bytes that force a write',
+    },
+    force: {
+      type: 'boolean',
+      default: FILES_SINK_DEFAULTS.force,
+      description:
+        'write into an output folder that already holds files (entries of the same names are replaced)',
+    },
+  },
+  create: (o, ctx) => createFilesSink({ ...o, session: ctx.session }),
+});

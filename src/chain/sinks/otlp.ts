@@ -15,6 +15,7 @@ import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { TraceBuilder, type SpanData } from './otlp-spans.js';
 import { lateWarn, randomRunId, spanIdOf, traceIdOf } from './stream-facts.js';
+import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
@@ -417,3 +418,63 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
     },
   });
 }
+
+export const otlpSinkPlugin = definePlugin<Omit<OtlpSinkOptions, 'session' | 'env'>>({
+  name: 'otlp',
+  kind: 'sink',
+  kit: BUILTIN_KIT,
+  options: {
+    url: {
+      type: 'string',
+      description:
+        'OTLP/HTTP collector endpoint (/v1/traces is added to a URL without a path); "env" or absent: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318',
+    },
+    protocol: {
+      type: 'string',
+      choices: OTLP_PROTOCOLS,
+      description:
+        'http/protobuf or http/json (default OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)',
+    },
+    captureContent: {
+      type: 'boolean',
+      default: OTLP_SINK_DEFAULTS.captureContent,
+      description: 'prompts, reports, tool arguments and results as span attributes',
+    },
+    maxContentChars: {
+      type: 'integer',
+      min: 1,
+      default: OTLP_SINK_DEFAULTS.maxContentChars,
+      description: 'longest content attribute',
+    },
+    timeoutMs: {
+      type: 'integer',
+      min: 1,
+      description: "one export request's timeout (default OTEL_EXPORTER_OTLP_TIMEOUT, else 10000)",
+    },
+    retryMs: {
+      type: 'integer',
+      min: 0,
+      default: OTLP_SINK_DEFAULTS.retryMs,
+      description: 'how long a batch of spans is retried before it counts as not delivered',
+    },
+    flushTimeoutMs: {
+      type: 'integer',
+      min: 0,
+      default: OTLP_SINK_DEFAULTS.flushTimeoutMs,
+      description: 'at the end, how long to wait for the last spans',
+    },
+    maxQueueSpans: {
+      type: 'integer',
+      min: 1,
+      default: OTLP_SINK_DEFAULTS.maxQueueSpans,
+      description: 'finished spans held before input waits',
+    },
+    maxBatchSpans: {
+      type: 'integer',
+      min: 1,
+      default: OTLP_SINK_DEFAULTS.maxBatchSpans,
+      description: 'spans per export request',
+    },
+  },
+  create: (o, ctx) => createOtlpSink({ ...o, session: ctx.session, env: ctx.env }),
+});

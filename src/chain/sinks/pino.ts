@@ -14,6 +14,7 @@ import { batchLines } from './pino-batch.js';
 import { openLogFile } from './safe-open.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
+import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const PINO_SINK_DEFAULTS = Object.freeze({
   /** A file path, or `-` for stdout. Ignored when `transport` is set. */
@@ -348,3 +349,29 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
   });
   return stream;
 }
+
+export const pinoSinkPlugin = definePlugin<Omit<PinoSinkOptions, 'session' | 'logger'>>({
+  name: 'pino',
+  kind: 'sink',
+  kit: BUILTIN_KIT,
+  options: {
+    destination: {
+      type: 'string',
+      minLength: 1,
+      default: PINO_SINK_DEFAULTS.destination,
+      description: 'also log one pino line per event to this file (appended to; - for stdout)',
+    },
+    transport: {
+      type: 'object',
+      description:
+        'a pino transport config: { "target": …, "options": … }, { "targets": […] } or { "pipeline": […] }',
+    },
+    maxContentChars: {
+      type: 'integer',
+      min: 1,
+      default: PINO_SINK_DEFAULTS.maxContentChars,
+      description: 'longest content per event',
+    },
+  },
+  create: (o, ctx) => createPinoSink({ ...o, session: ctx.session }),
+});

@@ -8,6 +8,7 @@ import { MAX_GUIDE_LEVELS } from '../../views/walk.js';
 import { passOn } from './pass-on.js';
 import { viewOf } from '../../model/line-view.js';
 import type { Session } from '../../model/session.js';
+import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const STDOUT_MODES = ['text', 'main', 'raw', 'none'] as const;
 export type StdoutMode = (typeof STDOUT_MODES)[number];
@@ -122,3 +123,20 @@ export function createStdoutSink(options: StdoutSinkOptions = {}): Transform {
   });
   return sink;
 }
+
+export const stdoutSinkPlugin = definePlugin<Omit<StdoutSinkOptions, 'session' | 'stream' | 'indent'>>({
+  name: 'stdout',
+  kind: 'sink',
+  kit: BUILTIN_KIT,
+  options: {
+    mode: {
+      type: 'string',
+      choices: STDOUT_MODES,
+      default: STDOUT_SINK_DEFAULTS.mode,
+      description:
+        'text: main text + labelled subagent text; main: main text only; raw: input unchanged (tee); none',
+    },
+  },
+  input: (o) => (o.mode === 'raw' ? 'bytes' : 'records'),
+  create: (o, ctx) => createStdoutSink({ ...o, session: ctx.session }),
+});

@@ -8,6 +8,7 @@ import {
 import { requireSession, type Session } from '../../model/session.js';
 import { viewOf } from '../../model/line-view.js';
 import { escapeOneLine } from '../../views/escape.js';
+import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export interface ChannelRouterOptions {
   /** The chain's session, shared by every stage (required). */
@@ -68,3 +69,11 @@ function unroutable(session: Session, rec: LineRecord): SubteeRecord {
   session.quarantineLines.push(rec.lineNo);
   return { kind: 'quarantine', lineNo: rec.lineNo, raw: rec.raw, reason: 'failed', final: true };
 }
+
+export const channelRouterPlugin = definePlugin<Omit<ChannelRouterOptions, 'session'>>({
+  name: 'channel-router',
+  kind: 'stage',
+  kit: BUILTIN_KIT,
+  options: {},
+  create: (_o, ctx) => createChannelRouter({ session: ctx.session }),
+});

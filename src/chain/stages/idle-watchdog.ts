@@ -16,6 +16,7 @@ import {
   type WaitLimits,
 } from '../../model/in-flight.js';
 import { channelLabel } from '../../views/text.js';
+import { BUILTIN_KIT, definePlugin, type OptionSpec } from '../plugin.js';
 
 /** Characters of a channel label in a stall report (an agent type is the stream's to choose). */
 const LABEL_CHARS = 120;
@@ -244,3 +245,92 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
   }, opts.checkIntervalMs);
   return stream;
 }
+
+/** A whole number of milliseconds from the environment, as Claude Code reads it. */
+function envMs(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const value = env[name];
+  return value !== undefined && /^\d+$/.test(value) && Number.isSafeInteger(Number(value))
+    ? Number(value)
+    : undefined;
+}
+
+/**
+ * The agent's own time limits from its environment (the one subtee shares with it under
+ * `subtee run`, and usually on a pipe): options given explicitly win over these.
+ */
+export function waitLimitsFromEnv(env: NodeJS.ProcessEnv): Partial<IdleWatchdogSettings> {
+  return {
+    modelTimeoutMs: envMs(env, 'API_TIMEOUT_MS'),
+    bashDefaultTimeoutMs: envMs(env, 'BASH_DEFAULT_TIMEOUT_MS'),
+    bashMaxTimeoutMs: envMs(env, 'BASH_MAX_TIMEOUT_MS'),
+    mcpToolTimeoutMs: envMs(env, 'MCP_TOOL_TIMEOUT'),
+    bgWaitCeilingMs: envMs(env, 'CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS'),
+  };
+}
+
+/** The options that were given: an option left undefined must not hide the environment's value. */
+function definedOnly<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
+const STALL_ACTIONS = ['fail', 'warn'] as const;
+
+const msOption = (min: number, fallback: number, description: string) =>
+  ({ type: 'integer', min, default: fallback, description }) satisfies OptionSpec;
+
+export const idleWatchdogPlugin = definePlugin<Omit<IdleWatchdogOptions, 'session' | 'clock'>>({
+  name: 'idle-watchdog',
+  kind: 'stage',
+  kit: BUILTIN_KIT,
+  options: {
+    idleTimeoutMs: msOption(
+      1,
+      IDLE_WATCHDOG_DEFAULTS.idleTimeoutMs,
+      'silence that is a hang when nothing is in flight, and between the events of a streamed message',
+    ),
+    modelTimeoutMs: msOption(
+      1,
+      IDLE_WATCHDOG_DEFAULTS.modelTimeoutMs,
+      'silence allowed while a model request is in flight; $API_TIMEOUT_MS replaces the default',
+    ),
+    toolTimeoutMs: msOption(
+      1,
+      IDLE_WATCHDOG_DEFAULTS.toolTimeoutMs,
+      'silence allowed while a tool call other than Bash (and MCP with $MCP_TOOL_TIMEOUT) runs',
+    ),
+    bashDefaultTimeoutMs: msOption(
+      1,
+      IDLE_WATCHDOG_DEFAULTS.bashDefaultTimeoutMs,
+      'a Bash call without a timeout input; $BASH_DEFAULT_TIMEOUT_MS replaces the default',
+    ),
+    bashMaxTimeoutMs: msOption(
+      1,
+      IDLE_WATCHDOG_DEFAULTS.bashMaxTimeoutMs,
+      "the most a Bash call's timeout input counts for; $BASH_MAX_TIMEOUT_MS replaces the default",
+    ),
+    mcpToolTimeoutMs: {
+      type: 'integer',
+      min: 1,
+      description: 'an MCP tool call; default $MCP_TOOL_TIMEOUT, else toolTimeoutMs',
+    },
+    bgWaitCeilingMs: msOption(
+      0,
+      IDLE_WATCHDOG_DEFAULTS.bgWaitCeilingMs,
+      'silence allowed while background tasks run (0 = no limit); $CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS replaces the default',
+    ),
+    graceMs: msOption(
+      0,
+      IDLE_WATCHDOG_DEFAULTS.graceMs,
+      "added to every allowance in flight: the agent's own timeout fires first, then it reports",
+    ),
+    onStall: {
+      type: 'string',
+      choices: STALL_ACTIONS,
+      default: IDLE_WATCHDOG_DEFAULTS.onStall,
+      description: 'fail: stop (exit 124, and stop the agent under subtee run); warn: report only',
+    },
+    checkIntervalMs: msOption(1, IDLE_WATCHDOG_DEFAULTS.checkIntervalMs, 'how often silence is measured'),
+  },
+  create: (o, ctx) =>
+    createIdleWatchdog({ ...waitLimitsFromEnv(ctx.env), ...definedOnly(o), session: ctx.session }),
+});

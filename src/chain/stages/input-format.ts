@@ -3,6 +3,7 @@ import { isProtocolEvent, LangGraphMapper, LANGGRAPH_DEFAULTS } from '../../adap
 import type { JsonObject } from '../../model/message.js';
 import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
 import { requireSession, type Producer, type Session } from '../../model/session.js';
+import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const INPUT_FORMATS = ['auto', 'claude', 'langgraph'] as const;
 export type InputFormat = (typeof INPUT_FORMATS)[number];
@@ -71,3 +72,24 @@ export function createInputFormat(options: InputFormatOptions): Transform {
     },
   });
 }
+
+export const inputFormatPlugin = definePlugin<Omit<InputFormatOptions, 'session'>>({
+  name: 'input-format',
+  kind: 'stage',
+  kit: BUILTIN_KIT,
+  options: {
+    format: {
+      type: 'string',
+      choices: INPUT_FORMATS,
+      default: INPUT_FORMAT_DEFAULTS.format,
+      description:
+        'claude (stream-json, Agent SDK messages), langgraph (protocol events), or auto: decided from the first line',
+    },
+    spawnTools: {
+      type: 'array',
+      default: INPUT_FORMAT_DEFAULTS.spawnTools,
+      description: 'langgraph: tools whose calls start subagents',
+    },
+  },
+  create: (o, ctx) => createInputFormat({ ...o, session: ctx.session }),
+});

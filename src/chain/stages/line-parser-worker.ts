@@ -1,6 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { Worker } from 'node:worker_threads';
-import { withDefaults } from '../../defaults.js';
 import { SubteeError } from '../../errors.js';
 import {
   fromScan,
@@ -11,9 +10,9 @@ import {
 } from '../../model/line-view.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../model/record.js';
 import { LAZY_TEXT_BYTES, Tape } from '../../model/scan.js';
-import { requireSession } from '../../model/session.js';
+import { requireSession, type Session } from '../../model/session.js';
 import { endSpool, LineSpool, spoolDir } from './line-spool.js';
-import { isBlank, LINE_PARSER_DEFAULTS, LineSplitter, type LineParserOptions } from './line-parser.js';
+import { isBlank, LineSplitter } from '../../model/lines.js';
 import type { ScanJob, ScanResult } from './scan-thread.js';
 
 /** Chunks handed to the worker and not back yet, before the parser stops taking input. */
@@ -39,8 +38,8 @@ interface Job {
  * A line that spans two chunks, a short line (parsed whole) and a line past `maxLineBytes`
  * (spooled) stay on the main thread. Up to IN_FLIGHT chunks are with the worker at a time.
  */
-export function createWorkerLineParser(options: LineParserOptions): Transform {
-  const opts = withDefaults(LINE_PARSER_DEFAULTS, options);
+export function createWorkerLineParser(options: { maxLineBytes: number; session: Session }): Transform {
+  const opts = options;
   const run = requireSession(options, 'createLineParser');
   let worker: Worker | null = null;
   let failed: Error | null = null;

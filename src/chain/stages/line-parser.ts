@@ -4,15 +4,20 @@ import { BATCH_HIGH_WATER_MARK, type QuarantineReason, type RecordBatch } from '
 import { requireSession, type Session } from '../../model/session.js';
 import { scanLine, scannedRecord } from '../../model/line-view.js';
 import { HELD_LINE_BYTES, isBlank, LineSplitter } from '../../model/lines.js';
+import { definePlugin, BUILTIN_KIT } from '../plugin.js';
 import { endSpool, LineSpool, spoolDir } from './line-spool.js';
+import { createWorkerLineParser } from './line-parser-worker.js';
 
 export const LINE_PARSER_DEFAULTS = Object.freeze({
   /** Longest line held in memory; longer lines are spooled to a file as they stream past. */
   maxLineBytes: HELD_LINE_BYTES,
+  worker: false,
 });
 
 export interface LineParserOptions {
   maxLineBytes?: number;
+  /** Check long lines on a worker thread (`createWorkerLineParser`). */
+  worker?: boolean;
   /** The chain's session, shared by every stage (required). */
   session: Session;
 }
@@ -48,6 +53,7 @@ export function classifyLine(line: Buffer, terminated = true): Classified {
 export function createLineParser(options: LineParserOptions): Transform {
   const opts = withDefaults(LINE_PARSER_DEFAULTS, options);
   const run = requireSession(options, 'createLineParser');
+  if (opts.worker) return createWorkerLineParser(opts);
   let batch: RecordBatch = [];
   const quarantine = (raw: Buffer, lineNo: number, reason: QuarantineReason, final: boolean) => {
     if (final) {
@@ -106,3 +112,25 @@ export function createLineParser(options: LineParserOptions): Transform {
     },
   });
 }
+
+export const lineParserPlugin = definePlugin<Omit<LineParserOptions, 'session'>>({
+  name: 'line-parser',
+  kind: 'stage',
+  kit: BUILTIN_KIT,
+  options: {
+    maxLineBytes: {
+      type: 'integer',
+      min: 1024,
+      default: LINE_PARSER_DEFAULTS.maxLineBytes,
+      description:
+        'longest line held in memory; longer lines are spooled to a file in --out and routed from there',
+    },
+    worker: {
+      type: 'boolean',
+      default: LINE_PARSER_DEFAULTS.worker,
+      description: 'check long lines on a worker thread while the main thread routes and writes',
+    },
+  },
+  input: () => 'bytes',
+  create: (o, ctx) => createLineParser({ ...o, session: ctx.session }),
+});

@@ -7,6 +7,7 @@ import {
   type RecordBatch,
 } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
+import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const OBJECT_SOURCE_DEFAULTS = Object.freeze({
   /**
@@ -111,3 +112,19 @@ export function createObjectSource(options: ObjectSourceOptions): Transform {
   stage._writev = (chunks, cb) => write(new Gathered(chunks.map((c) => c.chunk)), 'utf8', cb);
   return stage;
 }
+
+export const objectSourcePlugin = definePlugin<Omit<ObjectSourceOptions, 'session'>>({
+  name: 'object-source',
+  kind: 'stage',
+  kit: BUILTIN_KIT,
+  options: {
+    maxBatch: {
+      type: 'integer',
+      min: 1,
+      default: OBJECT_SOURCE_DEFAULTS.maxBatch,
+      description: 'objects handed on together at most when they queue up',
+    },
+  },
+  input: () => 'objects',
+  create: (o, ctx) => createObjectSource({ ...o, session: ctx.session }),
+});

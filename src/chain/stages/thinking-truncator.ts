@@ -7,6 +7,7 @@ import { asBlock, rawBlocks } from '../../model/message.js';
 import type { Channel } from '../../model/tree.js';
 import { viewOf } from '../../model/line-view.js';
 import { isText, type LazyText } from '../../model/scan.js';
+import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const THINKING_MODES = ['keep', 'truncate', 'drop', 'file'] as const;
 export type ThinkingMode = (typeof THINKING_MODES)[number];
@@ -93,3 +94,25 @@ export function createThinkingTruncator(options: ThinkingTruncatorOptions): Tran
     }
   }
 }
+
+export const thinkingTruncatorPlugin = definePlugin<Omit<ThinkingTruncatorOptions, 'session'>>({
+  name: 'thinking-truncator',
+  kind: 'stage',
+  kit: BUILTIN_KIT,
+  options: {
+    mode: {
+      type: 'string',
+      choices: THINKING_MODES,
+      default: THINKING_TRUNCATOR_DEFAULTS.mode,
+      description:
+        'thinking in transcripts: keep, truncate, drop, or file (full text in <channel>.thinking.log)',
+    },
+    maxChars: {
+      type: 'integer',
+      min: 0,
+      default: THINKING_TRUNCATOR_DEFAULTS.maxChars,
+      description: 'characters of each thinking block kept in truncate mode',
+    },
+  },
+  create: (o, ctx) => createThinkingTruncator({ ...o, session: ctx.session }),
+});

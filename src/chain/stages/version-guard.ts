@@ -3,9 +3,10 @@ import { withDefaults } from '../../defaults.js';
 import { EXIT, SubteeError } from '../../errors.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
-import { compareVersions, parseVersion, satisfies, type Version } from '../../semver.js';
+import { compareVersions, isValidRange, parseVersion, satisfies, type Version } from '../../semver.js';
 import { channelIdOf, contentBlocks } from '../../model/message.js';
 import { viewOf } from '../../model/line-view.js';
+import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const VERSION_GUARD_DEFAULTS = Object.freeze({
   /** A semver range the agent's version must satisfy, or null for warnings only. */
@@ -215,3 +216,17 @@ export function createVersionGuard(options: VersionGuardOptions): Transform {
     },
   });
 }
+
+export const versionGuardPlugin = definePlugin<Omit<VersionGuardOptions, 'session'>>({
+  name: 'version-guard',
+  kind: 'stage',
+  kit: BUILTIN_KIT,
+  options: {
+    requireVersion: {
+      type: 'string',
+      check: (v: string) => (isValidRange(v) ? null : 'must be a version range such as ">=2.1.219"'),
+      description: 'refuse an agent whose version is not in this range, e.g. ">=2.1.219" (exit 4)',
+    },
+  },
+  create: (o, ctx) => createVersionGuard({ ...o, session: ctx.session }),
+});

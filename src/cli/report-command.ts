@@ -1,8 +1,8 @@
 import type { Writable } from 'node:stream';
-import { UsageError } from '../../errors.js';
-import { helpText, parseArgs, type OptionDef } from '../../chain/options.js';
-import { reportLine, writeReport } from './build.js';
-import { REPORT_DEFAULTS } from './model.js';
+import { UsageError } from '../errors.js';
+import { reportLine, writeReport } from '../views/report/build.js';
+import { REPORT_DEFAULTS } from '../views/report/model.js';
+import { helpText, parseArgs, type OptionDef } from './options.js';
 
 export const REPORT_USAGE = `subtee report [options] OUT
 

@@ -3,12 +3,12 @@ import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
 import type { Session } from '../../model/session.js';
-import { reportLine, subteeVersion, writeReport } from './build.js';
-import { LiveReport, ReportFeed } from './live.js';
-import type { ReportLimits } from './model.js';
-import { pageHtml } from './page.js';
-import { parseServe } from './flags.js';
-import type { ReportServer } from './server.js';
+import { reportLine, subteeVersion, writeReport } from '../../views/report/build.js';
+import { LiveReport, ReportFeed } from '../../views/report/live.js';
+import { REPORT_DEFAULTS, type ReportLimits } from '../../views/report/model.js';
+import { pageHtml } from '../../views/report/page.js';
+import { BUILTIN_KIT, definePlugin } from '../plugin.js';
+import type { ReportServer, ServeAddress } from './report-server.js';
 
 export const REPORT_SINK_DEFAULTS = Object.freeze({
   /** Write OUT/report.html when the run ends (also when it stalls or is interrupted). */
@@ -110,7 +110,7 @@ export function createReportSink(options: ReportSinkOptions): Transform {
 
   if (address && live && feed) {
     // node:http is loaded only by runs that serve.
-    server = import('./server.js')
+    server = import('./report-server.js')
       .then(({ startReportServer }) =>
         startReportServer({ ...address, feed, page: () => pageHtml(live.skeleton()) }),
       )
@@ -127,3 +127,65 @@ export function createReportSink(options: ReportSinkOptions): Transform {
   }
   return sink;
 }
+
+/** Where `--serve` binds unless a host is given: only this machine can connect. */
+export const SERVE_DEFAULT_HOST = '127.0.0.1';
+
+/** `--serve [HOST:]PORT`: `8080`, `0` (any free port), `127.0.0.1:8080`, `[::1]:0`, `0.0.0.0:8080`. */
+export function parseServe(value: string): ServeAddress {
+  const m = /^(?:(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):)?(\d{1,5})$/.exec(value);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535)
+    throw new UsageError(
+      'ERR_BAD_OPTION',
+      `--serve must be [HOST:]PORT with PORT 0-65535 (0: any free port), not "${value}"`,
+    );
+  const host = m[1] === undefined ? SERVE_DEFAULT_HOST : m[1].replace(/^\[(.*)\]$/, '$1');
+  return { host, port };
+}
+
+/** The report's limits a config sets; the others are the page's own. */
+type ReportPluginOptions = Omit<
+  ReportSinkOptions,
+  'session' | 'stderr' | 'flushMs' | Exclude<keyof ReportLimits, 'maxPageBytes' | 'channelChars'>
+>;
+
+export const reportSinkPlugin = definePlugin<ReportPluginOptions>({
+  name: 'report',
+  kind: 'sink',
+  kit: BUILTIN_KIT,
+  options: {
+    out: {
+      type: 'string',
+      description: 'the output folder the static report is built from (set from --out by --html)',
+    },
+    html: {
+      type: 'boolean',
+      default: REPORT_SINK_DEFAULTS.html,
+      description:
+        'write OUT/report.html when the run ends, stalls or is interrupted (list this sink after files)',
+    },
+    serve: {
+      type: 'string',
+      description: '[HOST:]PORT to serve the live report on (host 127.0.0.1 unless given; port 0 picks one)',
+    },
+    quiet: {
+      type: 'boolean',
+      default: REPORT_SINK_DEFAULTS.quiet,
+      description: 'no line on stderr about the written report',
+    },
+    maxPageBytes: {
+      type: 'integer',
+      min: 262144,
+      default: REPORT_DEFAULTS.maxPageBytes,
+      description: 'largest page; transcripts are cut to fit',
+    },
+    channelChars: {
+      type: 'integer',
+      min: 0,
+      default: REPORT_DEFAULTS.channelChars,
+      description: 'transcript characters per agent at most',
+    },
+  },
+  create: (o, ctx) => createReportSink({ ...o, session: ctx.session, stderr: ctx.stderr }),
+});

@@ -1,9 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { UsageError } from '../../errors.js';
-import type { ServeAddress } from './flags.js';
-import type { ReportFeed } from './live.js';
-import { contentSecurityPolicy } from './page.js';
+import type { ReportFeed } from '../../views/report/live.js';
+import { contentSecurityPolicy } from '../../views/report/page.js';
 
 export const REPORT_SERVER_DEFAULTS = Object.freeze({
   /** How long a browser waits before reconnecting after the stream drops. */
@@ -13,6 +12,11 @@ export const REPORT_SERVER_DEFAULTS = Object.freeze({
   /** At shutdown, how long clients get to receive the last events. */
   closeGraceMs: 2000,
 });
+
+export interface ServeAddress {
+  host: string;
+  port: number;
+}
 
 export interface ReportServerOptions extends ServeAddress {
   feed: ReportFeed;

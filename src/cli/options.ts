@@ -1,7 +1,7 @@
 import minimist from 'minimist';
 import { UsageError } from '../errors.js';
-import { BUILTINS } from './builtins.js';
-import { optionProblem, type OptionSpec } from './plugin.js';
+import { BUILTINS } from '../chain/builtins.js';
+import { optionProblem, type OptionSpec } from '../chain/plugin.js';
 
 /** A command-line flag as --help, the parser and the config overrides read it. */
 export interface OptionDef {
@@ -120,7 +120,7 @@ function resolveRow(row: Row): OptionDef {
     alias: row.alias,
     type,
     arg: row.arg,
-    default: own ? (row.default ?? undefined) : spec.default,
+    default: own ? (row.default ?? undefined) : (spec.default as OptionDef['default']),
     cliDefault: own && row.default !== null,
     choices: spec.choices,
     min: spec.min,

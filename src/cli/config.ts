@@ -1,0 +1,63 @@
+import { join } from 'node:path';
+import { builtinRegistry } from '../chain/builtins.js';
+import { DEFAULT_STAGES, defaultSpec, type ChainSpec } from '../chain/chain.js';
+import { checkSpec, readConfig, registerPlugins } from '../chain/config.js';
+import { OPTIONS, type OptionDef, type ParsedOptions } from './options.js';
+import { applyReportFlags } from './report-flags.js';
+
+/**
+ * Applies command-line flags to a chain spec. Without a config every flag applies (defaults
+ * included); with one, only flags given on the command line do, overriding the file. A flag
+ * for a stage or sink the spec does not have adds it (stages at their default position).
+ */
+export function applyFlags(
+  spec: ChainSpec,
+  o: ParsedOptions,
+  fromConfig: boolean,
+  table: readonly OptionDef[] = OPTIONS,
+): ChainSpec {
+  const out: ChainSpec = {
+    stages: spec.stages.map((c) => ({ ...c })),
+    sinks: spec.sinks.map((c) => ({ ...c })),
+  };
+  const order = DEFAULT_STAGES.map((s) => s.use);
+  const builtins = builtinRegistry();
+  for (const def of table) {
+    if (!def.target || o[def.name] === undefined) continue;
+    const explicit = o.given.has(def.name);
+    if (fromConfig && !explicit) continue;
+    if (def.target.use === 'pino' && !explicit) continue;
+    const isSink = builtins.get(def.target.use)?.kind === 'sink';
+    const list = isSink ? out.sinks : out.stages;
+    let c = list.find((x) => x.use === def.target!.use);
+    if (!c) {
+      c = { use: def.target.use };
+      const at = isSink ? -1 : list.findIndex((x) => order.indexOf(x.use) > order.indexOf(def.target!.use));
+      if (at === -1) list.push(c);
+      else list.splice(at, 0, c);
+    }
+    c[def.target.key] = o[def.name];
+  }
+  const files = out.sinks.find((c) => c.use === 'files');
+  const pinoSink = out.sinks.find((c) => c.use === 'pino');
+  const bare = OPTIONS.find((d) => d.name === 'pino')!.optionalDefault;
+  if (pinoSink && files && pinoSink.destination === bare && typeof files.out === 'string')
+    pinoSink.destination = join(files.out, String(bare));
+  return out;
+}
+
+/** Builds the chain spec from the config file (if any) and the flags, and the registry with its plugins. */
+export async function resolveSpec(o: ParsedOptions) {
+  const registry = builtinRegistry();
+  let spec: ChainSpec;
+  if (typeof o.config === 'string') {
+    const { config, baseDir } = readConfig(o.config);
+    await registerPlugins(registry, config.plugins, baseDir);
+    spec = applyFlags(config, o, true);
+  } else {
+    spec = applyFlags(defaultSpec(String(o.out)), o, false);
+  }
+  spec = applyReportFlags(spec, o);
+  checkSpec(spec, registry, typeof o.config === 'string' ? `config ${o.config}` : 'options');
+  return { spec, registry };
+}

@@ -1,0 +1,139 @@
+import {
+  accessSync,
+  constants as fsConstants,
+  createReadStream,
+  fstatSync,
+  readdirSync,
+  statSync,
+} from 'node:fs';
+import { basename, isAbsolute, join, relative, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import type { ChainSpec } from '../chain/chain.js';
+import { FileNamer } from '../chain/sinks/file-names.js';
+import { decompressed } from '../decompress.js';
+import { FILE_READ_BYTES, inputIsFolder, inputUnreadable, openInputFile } from '../input-file.js';
+import { EXIT, OutputError, SubteeError } from '../errors.js';
+
+/**
+ * Checks every input before anything is written: a missing, unreadable or folder input is
+ * exit 3 with no output folder left behind. No FILE means stdin (`subtee < dir` is a folder too).
+ */
+export function checkInputs(files: string[], stdinIsProcess = true): string[] {
+  const inputs = files.length === 0 ? ['-'] : files;
+  if (inputs.filter((f) => f === '-').length > 1) {
+    throw new SubteeError('ERR_USAGE', 'stdin (-) can be read only once', { exitCode: EXIT.USAGE });
+  }
+  for (const file of inputs) {
+    if (file === '-') {
+      if (stdinIsProcess && isFolder(0)) throw inputIsFolder('stdin');
+      continue;
+    }
+    try {
+      accessSync(file, fsConstants.R_OK);
+      if (statSync(file).isDirectory()) throw inputIsFolder(file);
+    } catch (err) {
+      throw err instanceof SubteeError ? err : inputUnreadable(file, err);
+    }
+  }
+  return inputs;
+}
+
+export async function openInput(file: string, stdin: Readable): Promise<Readable> {
+  if (file === '-') {
+    // `subtee < recorded.jsonl`: read the file behind stdin in large reads.
+    const fileBehind = stdin === process.stdin && isRegularFile(0);
+    return decompressed(
+      fileBehind ? createReadStream('', { fd: 0, highWaterMark: FILE_READ_BYTES }) : stdin,
+      'stdin',
+    );
+  }
+  return openInputFile(file);
+}
+
+/** Folder names under OUT for several inputs: the file names without extensions, made safe and unique. */
+export function inputFolderNames(inputs: string[]): string[] {
+  const namer = new FileNamer();
+  return inputs.map((f) => {
+    if (f === '-') return namer.stemFor('stdin');
+    const name = basename(f)
+      .replace(/\.(gz|zst)$/i, '')
+      .replace(/\.(jsonl|ndjson|json|log|txt)$/i, '');
+    return namer.stemFor(name || 'input');
+  });
+}
+
+const isInside = (dir: string, p: string) => {
+  const rel = relative(resolve(dir), resolve(p));
+  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
+};
+
+/**
+ * The chain for one of several inputs: each files sink writes to OUT/<name>/, and a pino file
+ * inside OUT moves along (one event log per input); anything outside OUT is shared in order.
+ */
+export function specForInput(spec: ChainSpec, name: string): ChainSpec {
+  const outs = spec.sinks
+    .filter((c) => c.use === 'files' && typeof c.out === 'string')
+    .map((c) => String(c.out));
+  const rebase = (p: unknown) => {
+    const out = typeof p === 'string' ? outs.find((o) => isInside(o, p)) : undefined;
+    return out === undefined ? p : join(out, name, relative(resolve(out), resolve(String(p))));
+  };
+  return {
+    stages: spec.stages.map((c) => ({ ...c })),
+    sinks: spec.sinks.map((c) => {
+      if (c.use === 'files' && typeof c.out === 'string') return { ...c, out: join(c.out, name) };
+      if (c.use === 'pino' && c.destination !== undefined)
+        return { ...c, destination: rebase(c.destination) };
+      return { ...c };
+    }),
+  };
+}
+
+/**
+ * Every per-input folder is checked before the first input is read, so a refusal leaves
+ * nothing half done.
+ */
+export function checkInputFolders(spec: ChainSpec, names: string[]): void {
+  for (const files of spec.sinks.filter((c) => c.use === 'files' && typeof c.out === 'string')) {
+    const out = String(files.out);
+    const top = statOrNull(out);
+    if (top && !top.isDirectory()) {
+      throw new OutputError('ERR_OUT_NOT_DIR', out, `--out ${out} exists and is not a folder`);
+    }
+    for (const name of names) {
+      const dir = join(out, name);
+      const st = statOrNull(dir);
+      if (st && !st.isDirectory())
+        throw new OutputError('ERR_OUT_NOT_DIR', dir, `${dir} exists and is not a folder`);
+      if (st && files.force !== true && readdirSync(dir).length > 0) {
+        const why = 'already holds files (a previous run?); choose a new folder or pass --force';
+        throw new OutputError('ERR_OUT_NOT_EMPTY', dir, `${dir} ${why}`);
+      }
+    }
+  }
+}
+
+function statOrNull(p: string) {
+  try {
+    return statSync(p);
+  } catch {
+    return null;
+  }
+}
+
+function isRegularFile(fd: number): boolean {
+  try {
+    return fstatSync(fd).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function isFolder(fd: number): boolean {
+  try {
+    return fstatSync(fd).isDirectory();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,231 @@
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import type { Readable, Writable } from 'node:stream';
+import { runChain, type ChainSpec } from '../chain/chain.js';
+import { StallError } from '../chain/stages/idle-watchdog.js';
+import { checkRequiredVersion } from '../chain/stages/version-guard.js';
+import { EXIT, SubteeError } from '../errors.js';
+import { Session } from '../model/session.js';
+import { escapeOneLine } from '../views/escape.js';
+import { summaryText } from '../views/summary.js';
+import { resolveSpec } from './config.js';
+import { checkInputFolders, checkInputs, inputFolderNames, openInput, specForInput } from './inputs.js';
+import { helpText, parseArgs, type ParsedOptions } from './options.js';
+import { reportCommand } from './report-command.js';
+import { commandOutput, commandStarted, commandVersion, spawnCommand } from './run-command.js';
+import { startStatusLine } from './status-line.js';
+
+export interface CliIO {
+  stdin: Readable;
+  stdout: Writable;
+  stderr: Writable & { isTTY?: boolean };
+  env: NodeJS.ProcessEnv;
+}
+
+const USAGE = `subtee [options] [FILE…]
+subtee run [options] -- CMD [ARGS…]
+subtee report OUT
+
+Splits Claude Code's stream-json (stdin, FILE, or the stdout of CMD) into one transcript per subagent:
+  claude -p "…" --output-format stream-json --verbose --forward-subagent-text | subtee --out logs
+  subtee run --out logs -- claude -p "…" --output-format stream-json --verbose --forward-subagent-text
+gzip input (zstd too, on Node.js 22.15 or later) is decompressed; several FILEs each get a folder OUT/<name>/.`;
+
+export const EXIT_CODES_HELP = `Exit codes: 0 ok (subtee run: the command's exit code), 1 internal error, 2 bad usage or config,
+  3 input or output unusable (disk full, --out not a folder), 4 agent version refused, 124 stalled,
+  130 SIGINT, 143 SIGTERM.`;
+
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}
+
+/** One line on stderr for an error: its message and code, never a stack trace. */
+export function reportError(stderr: Writable, err: unknown): number {
+  if (err instanceof SubteeError) {
+    stderr.write(`subtee: ${escapeOneLine(err.message)} [${err.code}]\n`);
+    return err.exitCode;
+  }
+  const e = err as NodeJS.ErrnoException;
+  stderr.write(
+    `subtee: internal error: ${escapeOneLine(e?.message ?? String(err))} [${e?.code ?? 'ERR_INTERNAL'}]\n`,
+  );
+  return EXIT.INTERNAL;
+}
+
+const guarded = new WeakSet<Writable>();
+
+/**
+ * A reader that goes away (`subtee 2>&1 | head -1`) ends that output only. Without a listener
+ * the EPIPE of a later write (a warning, the summary) would end the process with exit 1; the
+ * stdout sink notices a closed stdout by itself, and nothing can be told on a closed stderr.
+ */
+function ignoreClosedReader(stream: Writable): void {
+  if (guarded.has(stream)) return;
+  guarded.add(stream);
+  stream.on('error', () => {});
+}
+
+export async function main(
+  argv: string[],
+  io: CliIO = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env },
+): Promise<number> {
+  ignoreClosedReader(io.stdout);
+  ignoreClosedReader(io.stderr);
+  if (argv[0] === 'report') {
+    try {
+      return reportCommand(argv.slice(1), io.stdout, io.stderr);
+    } catch (err) {
+      return reportError(io.stderr, err);
+    }
+  }
+  const isRun = argv[0] === 'run';
+  let opts: ParsedOptions;
+  let spec: ChainSpec;
+  let registry;
+  let inputs: string[] = [];
+  try {
+    opts = parseArgs(isRun ? argv.slice(1) : argv);
+    if (opts.help) {
+      io.stdout.write(`${helpText(USAGE)}\n${EXIT_CODES_HELP}\n`);
+      return EXIT.OK;
+    }
+    if (opts.version) {
+      io.stdout.write(`subtee ${packageVersion()}\n`);
+      return EXIT.OK;
+    }
+    if (isRun && (opts.rest.length === 0 || opts._.length > 0))
+      throw new SubteeError(
+        'ERR_USAGE',
+        'subtee run needs the command after --: subtee run [options] -- CMD [ARGS…]',
+        { exitCode: EXIT.USAGE },
+      );
+    if (!isRun && opts.rest.length > 0)
+      throw new SubteeError(
+        'ERR_USAGE',
+        'a command after -- needs subtee run: subtee run [options] -- CMD [ARGS…]',
+        { exitCode: EXIT.USAGE },
+      );
+    ({ spec, registry } = await resolveSpec(opts));
+    if (!isRun) inputs = checkInputs(opts._, io.stdin === process.stdin);
+  } catch (err) {
+    return reportError(io.stderr, err);
+  }
+  const names = inputs.length > 1 ? inputFolderNames(inputs) : [];
+  if (names.length > 0) {
+    try {
+      checkInputFolders(spec, names);
+    } catch (err) {
+      return reportError(io.stderr, err);
+    }
+  }
+
+  let run = new Session();
+  let child: ChildProcess | null = null;
+  let childExit: Promise<number> | null = null;
+  const ac = new AbortController();
+  const stop = new AbortController();
+  let signalled: NodeJS.Signals | null = null;
+  let aborted = false;
+  // First signal: stop reading (or, under subtee run, pass it to the agent, which then ends
+  // its output) and let everything already read reach the sinks. A second one stops at once:
+  // the agent is killed and subtee exits 130/143 without waiting for anything.
+  const onSignal = (sig: NodeJS.Signals) => {
+    run.interrupted = true;
+    const first = signalled === null;
+    signalled = sig;
+    if (first) {
+      if (child) child.kill(sig);
+      else stop.abort();
+      return;
+    }
+    aborted = true;
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    ac.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  // SIGTERM, then SIGKILL after the grace; resolves once the command is gone.
+  const stopChild = async () => {
+    if (!child || !childExit) return;
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill(aborted ? 'SIGKILL' : 'SIGTERM');
+      const kill = setTimeout(() => child!.kill('SIGKILL'), Number(opts['kill-grace-ms']));
+      await childExit;
+      clearTimeout(kill);
+    }
+  };
+
+  /** Runs one input (or the command) through its chain; returns the exit code. */
+  const runOne = async (file: string, chainSpec: ChainSpec): Promise<number> => {
+    run = new Session();
+    const status = !opts.quiet && io.stderr.isTTY === true ? startStatusLine(run, io.stderr) : null;
+    run.onWarning((w) => {
+      status?.clear();
+      io.stderr.write(`subtee: warning ${w.code}: ${escapeOneLine(w.message)}\n`);
+    });
+    let code: number = EXIT.OK;
+    try {
+      let input: Readable;
+      if (isRun) {
+        const required = chainSpec.stages.find((s) => s.use === 'version-guard')?.requireVersion;
+        if (typeof required === 'string') checkRequiredVersion(commandVersion(opts.rest[0]), required);
+        if (signalled) return signalled === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;
+        const command = spawnCommand(opts.rest);
+        ({ child, exited: childExit } = command);
+        await commandStarted(command, opts.rest[0]);
+        input = commandOutput(command, opts.rest[0], run, stop);
+      } else {
+        input = await openInput(file, io.stdin);
+      }
+      const chainOptions = {
+        session: run,
+        registry,
+        signal: ac.signal,
+        stop: stop.signal,
+        env: io.env,
+        stderr: io.stderr,
+      };
+      await runChain(input, chainSpec, chainOptions);
+      if (childExit) code = await childExit;
+    } catch (err) {
+      if (err instanceof StallError) code = EXIT.STALL;
+      else if (!aborted || (err as Error)?.name !== 'AbortError') code = reportError(io.stderr, err);
+      await stopChild();
+    } finally {
+      status?.stop();
+      // A process the agent started may hold the pipe open; it must not keep subtee alive.
+      child?.stdout?.destroy();
+    }
+    const out = String(chainSpec.sinks.find((s) => s.use === 'files')?.out ?? '');
+    if (!opts.quiet && run.input.lines > 0) io.stderr.write(summaryText(run, out));
+    return code;
+  };
+
+  let code: number = EXIT.OK;
+  try {
+    if (isRun) code = await runOne('', spec);
+    // Several inputs run one after another, each into its own folder; the first failure or
+    // signal ends the series.
+    else {
+      for (let i = 0; i < inputs.length && code === EXIT.OK && signalled === null; i++) {
+        code = await runOne(inputs[i], names.length > 0 ? specForInput(spec, names[i]) : spec);
+      }
+    }
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+  if (code === EXIT.STALL)
+    io.stderr.write(
+      `subtee: stalled; ${isRun ? 'the command was stopped; ' : ''}index.json marks what was still running\n`,
+    );
+  if (signalled && (code === EXIT.OK || !isRun || aborted)) {
+    io.stderr.write(`subtee: interrupted by ${signalled}; index.json marks what was still running\n`);
+    if (!isRun || aborted) code = signalled === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;
+  }
+  return code;
+}
+

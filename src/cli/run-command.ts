@@ -1,0 +1,121 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
+import { constants } from 'node:os';
+import { Readable } from 'node:stream';
+import { EXIT, SubteeError } from '../errors.js';
+import type { Session } from '../model/session.js';
+
+/** Asks the agent command for its version, as `claude --version` prints it (`2.1.220 (Claude Code)`). */
+export function commandVersion(cmd: string): string | null {
+  const r = spawnSync(cmd, ['--version'], { encoding: 'utf8', timeout: 20_000 });
+  if (r.error || r.status !== 0) return null;
+  return r.stdout.trim().split(/\s+/)[0] || null;
+}
+
+export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
+  if (code !== null) return code;
+  return 128 + (signal ? (constants.signals[signal] ?? 0) : 0);
+}
+
+/** Silence on the agent's stdout, after the agent exited, that means another process holds it. */
+const HELD_PIPE_QUIET_MS = 1000;
+/** Time caught up with a pipe that another process keeps writing to, after the agent exited. */
+const HELD_PIPE_MAX_MS = 5000;
+const HELD_PIPE_CHECK_MS = 100;
+
+/**
+ * Once the agent has exited, its stdout ends as soon as what it wrote has been read, unless a
+ * process it started inherited the pipe: then the end comes when that process exits, maybe
+ * never. Calls `onHeld` when the pipe has stayed empty for HELD_PIPE_QUIET_MS, or when subtee
+ * has been caught up with it (nothing buffered: what the agent wrote before it exited has been
+ * read) for HELD_PIPE_MAX_MS while that process still writes. Time is counted per check and
+ * capped, as the watchdog does, so an event loop blocked with bytes waiting in the pipe is not
+ * mistaken for silence; a backlog behind a slow sink keeps the buffer full and is not counted.
+ */
+function watchHeldPipe(pipe: Socket, onHeld: () => void): void {
+  let bytes = pipe.bytesRead;
+  let quietMs = 0;
+  let caughtUpMs = 0;
+  let last = performance.now();
+  const timer = setInterval(() => {
+    if (pipe.readableEnded || pipe.destroyed) return clearInterval(timer);
+    const now = performance.now();
+    const gap = Math.min(now - last, 2 * HELD_PIPE_CHECK_MS);
+    last = now;
+    if (pipe.readableLength > 0) {
+      quietMs = 0;
+    } else {
+      caughtUpMs += gap;
+      quietMs = pipe.bytesRead === bytes ? quietMs + gap : 0;
+    }
+    bytes = pipe.bytesRead;
+    if (quietMs >= HELD_PIPE_QUIET_MS || caughtUpMs >= HELD_PIPE_MAX_MS) {
+      clearInterval(timer);
+      onHeld();
+    }
+  }, HELD_PIPE_CHECK_MS);
+  timer.unref();
+}
+
+/**
+ * The agent's output, ending only once the agent has exited: an agent that closes its stdout
+ * and then hangs is still timed by the watchdog (and stopped when it fires).
+ */
+async function* untilExit(stdout: Readable, exited: Promise<number>): AsyncGenerator<Buffer> {
+  yield* stdout as AsyncIterable<Buffer>;
+  await exited;
+}
+
+/** The agent command of `subtee run`, started with its stdout piped to subtee. */
+export interface WrappedCommand {
+  child: ChildProcess;
+  /** The command's exit code (128 + the signal's number when a signal ended it). */
+  exited: Promise<number>;
+}
+
+/**
+ * Starts the command; stdin and stderr stay the terminal's. Returns at once so a signal that
+ * arrives while it starts is passed on to it; `commandStarted` says whether it did start.
+ */
+export function spawnCommand(argv: string[]): WrappedCommand {
+  const child = spawn(argv[0], argv.slice(1), { stdio: ['inherit', 'pipe', 'inherit'] });
+  const exited = new Promise<number>((resolve) =>
+    child.on('exit', (code, sig) => resolve(exitCodeOf(code, sig))),
+  );
+  return { child, exited };
+}
+
+/** Resolves once the command runs; a command that cannot start is ERR_COMMAND (exit 2). */
+export async function commandStarted({ child }: WrappedCommand, name: string): Promise<void> {
+  const started = await new Promise<Error | null>((resolve) => {
+    child.once('spawn', () => resolve(null));
+    child.once('error', resolve);
+  });
+  if (started) {
+    const why = (started as NodeJS.ErrnoException).code ?? started.message;
+    const message = `cannot start ${name}: ${why}`;
+    throw new SubteeError('ERR_COMMAND', message, { exitCode: EXIT.USAGE, cause: started });
+  }
+}
+
+/**
+ * The command's output as the chain's input. When a process the command started still holds
+ * the pipe after the command exited, the run is told (PIPE_HELD) and `stop` ends the reading.
+ */
+export function commandOutput(
+  command: WrappedCommand,
+  name: string,
+  run: Session,
+  stop: AbortController,
+): Readable {
+  const { child, exited } = command;
+  child.once('exit', (exitCode, sig) =>
+    watchHeldPipe(child.stdout as Socket, () => {
+      const what = `${name} exited with code ${exitCodeOf(exitCode, sig)}`;
+      const held = 'but a process it started still holds its stdout open; subtee stopped reading it';
+      run.warn('PIPE_HELD', `${what}, ${held}`);
+      stop.abort();
+    }),
+  );
+  return Readable.from(untilExit(child.stdout!, exited), { objectMode: false });
+}
