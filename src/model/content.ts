@@ -31,23 +31,27 @@ export type ContentItem =
 
 export type ContentKind = ContentItem['kind'];
 
+const NO_CONTENT: readonly ContentItem[] = Object.freeze([]);
+
 /**
  * The items of one line, in block order. `display` holds what an earlier stage chose to show
  * for a block instead of its own text, keyed by the block's index in the raw content list;
- * null hides the block.
+ * null hides the block. A plain array, not a generator: it runs for every line of a run.
  */
-export function* lineContent(
+export function lineContent(
   value: JsonObject,
   display?: ReadonlyMap<number, string | null>,
-): Generator<ContentItem> {
+): readonly ContentItem[] {
+  const type = value.type;
+  if (type !== 'assistant' && type !== 'user' && type !== 'result') return NO_CONTENT;
   const line = asStreamLine(value);
   if (line?.type === 'result') {
     const subtype = typeof line.subtype === 'string' ? line.subtype : 'result';
     const text = typeof line.result === 'string' ? line.result : null;
-    yield { kind: 'run', subtype, text, isError: line.is_error === true };
-    return;
+    return [{ kind: 'run', subtype, text, isError: line.is_error === true }];
   }
-  if (line?.type !== 'assistant' && line?.type !== 'user') return;
+  if (line?.type !== 'assistant' && line?.type !== 'user') return NO_CONTENT;
+  const items: ContentItem[] = [];
   const raw = rawBlocks(value);
   for (let index = 0; index < raw.length; index++) {
     const override = display?.get(index);
@@ -55,28 +59,29 @@ export function* lineContent(
     const block = asBlock(raw[index]);
     switch (block?.type) {
       case 'text':
-        yield { kind: line.type === 'user' ? 'prompt' : 'text', text: block.text };
+        items.push({ kind: line.type === 'user' ? 'prompt' : 'text', text: block.text });
         break;
       case 'thinking':
-        yield { kind: 'thinking', text: override ?? block.thinking ?? '', redacted: false };
+        items.push({ kind: 'thinking', text: override ?? block.thinking ?? '', redacted: false });
         break;
       case 'redacted_thinking':
-        yield { kind: 'thinking', text: '', redacted: true };
+        items.push({ kind: 'thinking', text: '', redacted: true });
         break;
       case 'tool_use':
-        yield { kind: 'tool_use', id: block.id, name: block.name, input: block.input };
+        items.push({ kind: 'tool_use', id: block.id, name: block.name, input: block.input });
         break;
       case 'tool_result':
-        yield {
+        items.push({
           kind: 'tool_result',
           id: block.tool_use_id,
           text: resultTextLazy(block),
           isError: block.is_error === true,
-        };
+        });
         break;
     }
   }
   const message = line.message as unknown;
   if (line.type === 'user' && isObject(message) && typeof message.content === 'string')
-    yield { kind: 'prompt', text: message.content };
+    items.push({ kind: 'prompt', text: message.content });
+  return items;
 }

@@ -61,7 +61,10 @@ export interface Wait {
   readonly kind: WaitKind;
   /** The channel it belongs to (null: main); background tasks carry their spawn's id if known. */
   readonly channelId: string | null;
-  /** `Bash "npm test"`, `model request`, `message stream`, `Explore "dig" (t1)`… */
+  /**
+   * `Bash "npm test"`, `model request`, `message stream`, `Explore "dig" (t1)`…, as the stream
+   * gave it: `cleanName` makes it fit for a message.
+   */
   readonly what: string;
   /** When it started (the clock of `observe`). */
   readonly sinceMs: number;
@@ -359,26 +362,37 @@ function maxAllowance(a: number | null, b: number | null): number | null {
   return a === null || b === null ? null : Math.max(a, b);
 }
 
-function shortText(value: unknown): string | null {
+/**
+ * The first characters of a text, for naming a wait; cleaned up (one line, bounded) only
+ * when a stall is reported. A cut of a long string is copied so that it does not keep the
+ * whole string alive while the call is in flight.
+ */
+function headText(value: unknown): string | null {
   if (!isText(value)) return null;
-  const head = value.length > WHAT_CHARS ? value.slice(0, WHAT_CHARS + 1) : value.toString();
-  return boundedText(head.replace(/\s+/g, ' ').trim(), WHAT_CHARS);
+  if (value.length <= WHAT_CHARS) return value.toString();
+  const head = value.slice(0, WHAT_CHARS + 1).toString();
+  return Buffer.from(head, 'utf16le').toString('utf16le');
 }
 
-/** `Bash "npm test"`, `Read "src/a.ts"`, `Agent "review the diff"`, or the tool's name alone. */
+/** A name fit for a message: one line, at most WHAT_CHARS, whole characters. */
+export function cleanName(text: string): string {
+  return boundedText(text.replace(/\s+/g, ' ').trim(), WHAT_CHARS);
+}
+
+/** `Bash "npm test"`, `Read "src/a.ts"`, `Agent "review the diff"`, or the tool's name alone (raw). */
 function describeCall(name: string, input: JsonObject): string {
   const detail =
-    shortText(input.command) ??
-    shortText(input.description) ??
-    shortText(input.file_path) ??
-    shortText(input.url) ??
-    shortText(input.pattern);
-  const tool = boundedText(name, WHAT_CHARS);
+    headText(input.command) ??
+    headText(input.description) ??
+    headText(input.file_path) ??
+    headText(input.url) ??
+    headText(input.pattern);
+  const tool = name.length > WHAT_CHARS ? name.slice(0, WHAT_CHARS) : name;
   return detail ? `${tool} "${detail}"` : tool;
 }
 
 function describeTask(taskId: string, task: JsonObject): string {
-  const kind = shortText(task.subagent_type) ?? shortText(task.task_type) ?? 'task';
-  const description = shortText(task.description);
-  return `background ${kind}${description ? ` "${description}"` : ''} (${boundedText(taskId, WHAT_CHARS)})`;
+  const kind = headText(task.subagent_type) ?? headText(task.task_type) ?? 'task';
+  const description = headText(task.description);
+  return `background ${kind}${description ? ` "${description}"` : ''} (${taskId.slice(0, WHAT_CHARS)})`;
 }

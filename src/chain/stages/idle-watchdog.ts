@@ -7,6 +7,7 @@ import { requireSession, type Session } from '../../model/session.js';
 import { viewOf } from '../../model/line-view.js';
 import { boundedText } from '../../model/bounded-text.js';
 import {
+  cleanName,
   InFlight,
   STALL_WAITS_LISTED,
   WAIT_LIMIT_DEFAULTS,
@@ -129,7 +130,7 @@ export class IdleWatchdog {
         waits.slice(0, STALL_WAITS_LISTED).map((wait) =>
           Object.freeze({
             kind: wait.kind,
-            what: wait.what,
+            what: cleanName(wait.what),
             channel: this.labelOf(wait.channelId),
             channelId: wait.channelId,
             inFlightMs: Math.max(0, now - wait.sinceMs),
