@@ -1,40 +1,28 @@
-export {
-  createLineParser,
-  LineSplitter,
-  classifyLine,
-  isBlank,
-  LINE_PARSER_DEFAULTS,
-} from './chain/stages/line-parser.js';
-export {
-  createVersionGuard,
-  VersionGuard,
-  versionWarnings,
-  checkRequiredVersion,
-  VERSION_GUARD_DEFAULTS,
-} from './chain/stages/version-guard.js';
+// The public API: the stages and sinks (factories, their defaults and option types), the chain,
+// the live projection, the model of a line, and the helpers for writing a plugin. What the
+// package does internally (the line splitter, the tree's snapshots, the version guard's
+// logic…) stays reachable only through these.
+export { createLineParser, LINE_PARSER_DEFAULTS } from './chain/stages/line-parser.js';
+export { createVersionGuard, VERSION_GUARD_DEFAULTS } from './chain/stages/version-guard.js';
 export { createChannelRouter } from './chain/stages/channel-router.js';
 export {
   createThinkingTruncator,
-  truncateMiddle,
   THINKING_TRUNCATOR_DEFAULTS,
   THINKING_MODES,
 } from './chain/stages/thinking-truncator.js';
 export {
   createIdleWatchdog,
-  IdleWatchdog,
   IDLE_WATCHDOG_DEFAULTS,
   StallError,
   type Clock,
 } from './chain/stages/idle-watchdog.js';
-export { createFilesSink, prepareOutDir, FILES_SINK_DEFAULTS } from './chain/sinks/files.js';
-export { createStdoutSink, stdoutText, STDOUT_MODES, STDOUT_SINK_DEFAULTS } from './chain/sinks/stdout.js';
-export { createPinoSink, pinoEvents, PINO_SINK_DEFAULTS } from './chain/sinks/pino.js';
+export { createFilesSink, FILES_SINK_DEFAULTS } from './chain/sinks/files.js';
+export { createStdoutSink, STDOUT_MODES, STDOUT_SINK_DEFAULTS } from './chain/sinks/stdout.js';
+export { createPinoSink, PINO_SINK_DEFAULTS } from './chain/sinks/pino.js';
 export {
   buildChain,
   runChain,
   defaultSpec,
-  chainProblems,
-  createDiscard,
   DEFAULT_STAGES,
   type ChainSpec,
   type ComponentSpec,
@@ -43,10 +31,9 @@ export {
 export { readConfig, registerPlugins } from './chain/config.js';
 export { configSchema } from './chain/schema.js';
 export { loadPlugin, Registry, KIT_VERSION } from './chain/plugin.js';
-export { builtinRegistry, BUILTINS } from './chain/builtins.js';
+export { builtinRegistry } from './chain/builtins.js';
 export {
   ChannelTree,
-  snapshotOf,
   type Channel,
   type ChannelSnapshot,
   type ChannelStatus,
@@ -65,9 +52,7 @@ export { lineContent, type ContentItem, type ContentKind } from './model/content
 export { SubteeError, UsageError, EXIT } from './errors.js';
 export { open, type OpenOptions, type RunProjection, type Projections, type ProjectionName } from './open.js';
 export {
-  Projection,
   ProjectionError,
-  ToolCallPairing,
   PROJECTION_DEFAULTS,
   type ToolCall,
   type ToolCallStatus,
@@ -81,16 +66,13 @@ export {
   type Totals,
 } from './views/projection.js';
 export {
-  MessageAssembler,
   type Message,
   type MessageBlock,
   type LiveValues,
 } from './views/message-stream.js';
-export { createProjectionSink } from './chain/sinks/projection.js';
-export { createObjectSource, recordOfObject, OBJECT_SOURCE_DEFAULTS } from './chain/stages/object-source.js';
+export { createObjectSource, OBJECT_SOURCE_DEFAULTS } from './chain/stages/object-source.js';
 export {
   createInputFormat,
-  detectProducer,
   INPUT_FORMATS,
   INPUT_FORMAT_DEFAULTS,
   type InputFormat,

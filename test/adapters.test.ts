@@ -6,14 +6,14 @@ import { Readable, Transform } from 'node:stream';
 import { test } from 'node:test';
 import {
   buildChain,
-  detectProducer,
   LangGraphMapper,
   open,
-  recordOfObject,
   runChain,
   type JsonObject,
   type RecordBatch,
 } from '../src/index.js';
+import { detectProducer } from '../src/chain/stages/input-format.js';
+import { recordOfObject } from '../src/chain/stages/object-source.js';
 import { BIN, chunked, fixtureFiles, splitEvery, tmpDir } from './helpers.js';
 
 const linesOf = (file: string) => readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '');

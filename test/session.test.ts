@@ -7,12 +7,12 @@ import {
   createIdleWatchdog,
   createLineParser,
   createPinoSink,
-  createProjectionSink,
   createThinkingTruncator,
   createVersionGuard,
-  Projection,
   Session,
 } from '../src/index.js';
+import { createProjectionSink } from '../src/chain/sinks/projection.js';
+import { Projection } from '../src/views/projection.js';
 import { tmpDir } from './helpers.js';
 
 test('every factory that shares run state refuses to run without a session', () => {
