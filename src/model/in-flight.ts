@@ -1,12 +1,13 @@
 import { boundedText } from './bounded-text.js';
 import {
   ASYNC_LAUNCH,
+  asBlock,
   asStreamLine,
   channelIdOf,
-  contentBlocks,
   isObject,
   resultTextLazy,
   SPAWN_TOOLS,
+  type ContentBlock,
   type JsonObject,
 } from './message.js';
 import { isText } from './scan.js';
@@ -226,8 +227,10 @@ export class InFlight {
     const state = this.channel(channelId, now);
     if (!state) return;
     let calls = 0;
-    for (const block of contentBlocks(value)) {
-      if (block.type !== 'tool_use') continue;
+    const content = contentOf(value);
+    for (let index = 0; index < content.length; index++) {
+      const block = blockOf(content[index], 'tool_use');
+      if (block === null) continue;
       calls++;
       this.addTool(state, channelId, block.id, block.name, block.input, now);
     }
@@ -244,8 +247,10 @@ export class InFlight {
     const state = this.channel(channelId, now);
     if (!state) return;
     let results = 0;
-    for (const block of contentBlocks(value)) {
-      if (block.type !== 'tool_result') continue;
+    const content = contentOf(value);
+    for (let index = 0; index < content.length; index++) {
+      const block = blockOf(content[index], 'tool_result');
+      if (block === null) continue;
       results++;
       const call = state.tools.get(block.tool_use_id);
       if (!call) continue;
@@ -354,6 +359,23 @@ export class InFlight {
     const longest = before === null ? allowedMs : maxAllowance(before.allowedMs, allowedMs);
     this.overflow = { count: (before?.count ?? 0) + 1, allowedMs: longest, sinceMs: before?.sinceMs ?? now };
   }
+}
+
+const NO_BLOCKS: readonly unknown[] = Object.freeze([]);
+
+/** A line's raw content list, read in place: this runs for every line, so nothing is copied. */
+function contentOf(value: JsonObject): readonly unknown[] {
+  const message = value.message;
+  return isObject(message) && Array.isArray(message.content) ? message.content : NO_BLOCKS;
+}
+
+/** The raw block as a typed block of the kind asked for, or null. */
+function blockOf<K extends 'tool_use' | 'tool_result'>(
+  raw: unknown,
+  kind: K,
+): Extract<ContentBlock, { type: K }> | null {
+  if (!isObject(raw) || raw.type !== kind) return null;
+  return asBlock(raw) as Extract<ContentBlock, { type: K }> | null;
 }
 
 const rank = (allowedMs: number | null) => (allowedMs === null ? Infinity : allowedMs);
