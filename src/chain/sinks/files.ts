@@ -27,7 +27,7 @@ import { passOn } from './pass-on.js';
 import { AppendFiles, type AppendFile } from './append-files.js';
 import { appendSpool } from './spool-copy.js';
 import { FileNamer } from './file-names.js';
-import { createNewFile, descriptorBudget, makeDirs } from './safe-open.js';
+import { createNewFile, descriptorBudget, makeDirs } from '../../safe-open.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const FILES_SINK_DEFAULTS = Object.freeze({
