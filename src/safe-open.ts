@@ -117,6 +117,24 @@ export function openLogFile(path: string): number {
 }
 
 /**
+ * Opens a data file for append, creating it if missing: a link is refused (ELOOP), and so is
+ * anything but a regular file (ENOTREG), a pipe without blocking on it.
+ */
+export function openDataFileForAppend(path: string): number {
+  const fd = openSync(path, APPEND | constants.O_CREAT, 0o644);
+  let regular: boolean;
+  try {
+    regular = fstatSync(fd).isFile();
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+  if (regular) return fd;
+  closeSync(fd);
+  throw errno('ENOTREG', `${path} is not a regular file`);
+}
+
+/**
  * `mkdir -p` as a loop over the missing components, each created on its own. Node's
  * recursive mkdirSync spins forever under a path that cannot be created (`/proc/…`);
  * this fails there with the first component's error.

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { BIN, ROOT, tmpDir } from './helpers.js';
@@ -99,4 +100,36 @@ test('subtee report refuses a FIFO planted at agents/*.jsonl or index.json at on
     assert.equal(r.status, 3, r.stderr);
     assert.match(r.stderr, /\[ERR_INPUT\]\n$/);
   }
+});
+
+/** A loopback port nothing listens on: connections to it are refused at once. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+test('--force --clickhouse never appends spool rows through a link planted at clickhouse-spool.jsonl', async () => {
+  const v = victim();
+  const out = tmpDir();
+  symlinkSync(v.file, join(out, 'clickhouse-spool.jsonl'));
+  const url = `http://127.0.0.1:${await closedPort()}`;
+  const r = subtee(['--out', out, '--force', '-q', '--stdout', 'none', '--clickhouse', url]);
+  assert.equal(r.error, undefined, 'the run finished');
+  assert.equal(r.status, 3, r.stderr);
+  assert.match(r.stderr, /\[ERR_WRITE\]\n$/);
+  assert.equal(readFileSync(v.file, 'utf8'), 'precious\n');
+  assert.ok(lstatSync(join(out, 'clickhouse-spool.jsonl')).isSymbolicLink());
+});
+
+test('--force --clickhouse does not block on a FIFO planted at clickhouse-spool.jsonl', async () => {
+  const out = tmpDir();
+  execFileSync('mkfifo', [join(out, 'clickhouse-spool.jsonl')]);
+  const url = `http://127.0.0.1:${await closedPort()}`;
+  const r = subtee(['--out', out, '--force', '-q', '--stdout', 'none', '--clickhouse', url]);
+  assert.equal(r.error, undefined, 'the run finished');
+  assert.equal(r.status, 3, r.stderr);
+  assert.match(r.stderr, /\[ERR_WRITE\]\n$/);
 });
