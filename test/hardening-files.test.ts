@@ -4,6 +4,7 @@ import { existsSync, lstatSync, readdirSync, readFileSync, symlinkSync, writeFil
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { shownUrl, withoutUrlSecrets } from '../src/shown-url.js';
 import { BIN, ROOT, tmpDir } from './helpers.js';
 
 const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl'));
@@ -132,4 +133,88 @@ test('--force --clickhouse does not block on a FIFO planted at clickhouse-spool.
   assert.equal(r.error, undefined, 'the run finished');
   assert.equal(r.status, 3, r.stderr);
   assert.match(r.stderr, /\[ERR_WRITE\]\n$/);
+});
+
+const SECRETS = ['s3cretpw', 't0kenvalue'];
+
+function assertNoSecret(where: string, text: string): void {
+  for (const s of SECRETS) assert.ok(!text.includes(s), `${where} shows ${s}`);
+}
+
+/** Every file under `dir`, for a look for secrets. */
+function everyFileText(dir: string): Map<string, string> {
+  const texts = new Map<string, string>();
+  for (const name of readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
+    const path = join(dir, name);
+    if (lstatSync(path).isFile()) texts.set(name, readFileSync(path, 'utf8'));
+  }
+  return texts;
+}
+
+test('OTLP credentials (user:password@, ?token=) from the flag or the environment are shown redacted', async () => {
+  const port = await closedPort();
+  const secretUrl = `http://us3r:s3cretpw@127.0.0.1:${port}/v1/traces?token=t0kenvalue`;
+  for (const from of ['config', 'env'] as const) {
+    const dir = tmpDir();
+    const out = join(dir, 'o');
+    const config = {
+      stages: [{ use: 'line-parser' }, { use: 'channel-router' }],
+      sinks: [
+        { use: 'files', out },
+        { use: 'otlp', ...(from === 'config' ? { url: secretUrl } : {}), retryMs: 100 },
+        { use: 'pino', destination: join(out, 'events.pino.log') },
+        { use: 'report', out, html: true },
+      ],
+    };
+    writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
+    const env: NodeJS.ProcessEnv = { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://us3r:s3cretpw@127.0.0.1:${port}?token=t0kenvalue` };
+    if (from === 'config') delete env.OTEL_EXPORTER_OTLP_ENDPOINT;
+    delete env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+    const r = spawnSync(process.execPath, [BIN, '--config', join(dir, 'config.json'), '-q', '--stdout', 'none'], {
+      input: recording,
+      encoding: 'utf8',
+      env,
+      timeout: 30_000,
+      killSignal: 'SIGKILL',
+    });
+    assert.equal(r.status, 0, `${from}: ${r.stderr || String(r.error)}`);
+    assert.match(r.stderr, /OTLP_UNDELIVERED/, from);
+    assertNoSecret(`${from}: stderr`, r.stderr);
+    const texts = everyFileText(out);
+    assert.match(texts.get('events.pino.log') ?? '', /OTLP_UNDELIVERED/, `${from}: the pino log has the warning`);
+    for (const [name, text] of texts) assertNoSecret(`${from}: ${name}`, text);
+  }
+  const bad = subtee(['--out', join(tmpDir(), 'o'), '-q', '--otlp=http://us3r:s3cretpw@ho st/?token=t0kenvalue']);
+  assert.equal(bad.status, 2, bad.stderr);
+  assert.match(bad.stderr, /\[ERR_BAD_OPTION\]\n$/);
+  assertNoSecret('a bad --otlp URL', bad.stderr);
+});
+
+test('a ClickHouse URL with ?password=, or one that does not parse, is shown redacted', async () => {
+  const bad = subtee(['--out', join(tmpDir(), 'o'), '-q', '--clickhouse', 'http://us3r:s3cretpw@ho st:8123/?password=t0kenvalue']);
+  assert.equal(bad.status, 2, bad.stderr);
+  assert.match(bad.stderr, /\[ERR_BAD_OPTION\]\n$/);
+  assertNoSecret('a bad --clickhouse URL', bad.stderr);
+
+  // The client refuses a query it does not know, and says so: the refusal names no value.
+  const url = `http://us3r:s3cretpw@127.0.0.1:${await closedPort()}/?password=t0kenvalue`;
+  const refused = subtee(['--out', join(tmpDir(), 'o'), '-q', '--stdout', 'none', '--clickhouse', url]);
+  assert.equal(refused.status, 2, refused.stderr || String(refused.error));
+  assert.match(refused.stderr, /\[ERR_BAD_OPTION\]\n$/);
+  assertNoSecret('a refused --clickhouse URL', refused.stderr);
+});
+
+test('shownUrl redacts the user part and the query of any URL, parsed or not', () => {
+  const cases: Array<[string, string]> = [
+    ['http://u:s3cretpw@h:8123/db?password=t0kenvalue#frag', 'http://***@h:8123/db?***'],
+    ['https://h/v1/traces?token=t0kenvalue&x=1', 'https://h/v1/traces?***'],
+    ['http://h:4318/v1/traces', 'http://h:4318/v1/traces'],
+    ['us3r:s3cretpw@host:8123', '***@host:8123'],
+    ['http://u:s3cretpw@ho st/?password=t0kenvalue', 'http://***@ho st/?***'],
+    ['not a url', 'not a url'],
+  ];
+  for (const [url, shown] of cases) assert.equal(shownUrl(url), shown, url);
+  assert.ok(shownUrl(`http://h/${'a'.repeat(5000)}`).length < 400);
+  const message = withoutUrlSecrets('connect failed: http://u:s3cretpw@h/?token=t0kenvalue', 'http://u:s3cretpw@h/?token=t0kenvalue');
+  assertNoSecret('a library message', message);
 });
