@@ -218,3 +218,16 @@ test('shownUrl redacts the user part and the query of any URL, parsed or not', (
   const message = withoutUrlSecrets('connect failed: http://u:s3cretpw@h/?token=t0kenvalue', 'http://u:s3cretpw@h/?token=t0kenvalue');
   assertNoSecret('a library message', message);
 });
+
+test('a config key named like an Object member (__proto__, constructor) is an unknown option', () => {
+  for (const key of ['__proto__', 'constructor', 'toString']) {
+    const dir = tmpDir();
+    const config = `{"sinks":[{"use":"files","out":${JSON.stringify(join(dir, 'o'))},"${key}":1}]}`;
+    writeFileSync(join(dir, 'config.json'), config);
+    const r = subtee(['--config', join(dir, 'config.json'), '-q'], '');
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /\[ERR_CONFIG\]\n$/);
+    assert.match(r.stderr, new RegExp(`sinks\\[0\\]\\.${key}: unknown option`), key);
+    assert.doesNotMatch(r.stderr, /undefined/, key);
+  }
+});
