@@ -231,3 +231,15 @@ test('a config key named like an Object member (__proto__, constructor) is an un
     assert.doesNotMatch(r.stderr, /undefined/, key);
   }
 });
+
+test('--serve on 0.0.0.0 warns that the transcripts are exposed (stderr and index.json); loopback does not', () => {
+  for (const [host, exposed] of [['0.0.0.0', true], ['127.0.0.1', false]] as const) {
+    const out = join(tmpDir(), 'o');
+    const r = subtee(['--out', out, '-q', '--stdout', 'none', '--serve', `${host}:0`]);
+    assert.equal(r.status, 0, r.stderr || String(r.error));
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')) as { warnings?: Array<{ code: string }> };
+    const codes = (index.warnings ?? []).map((w) => w.code);
+    assert.equal(codes.includes('SERVE_EXPOSED'), exposed, `${host}: ${codes.join(', ')}`);
+    assert.equal(/SERVE_EXPOSED/.test(r.stderr), exposed, `${host}: ${r.stderr}`);
+  }
+});
