@@ -243,3 +243,18 @@ test('--serve on 0.0.0.0 warns that the transcripts are exposed (stderr and inde
     assert.equal(/SERVE_EXPOSED/.test(r.stderr), exposed, `${host}: ${r.stderr}`);
   }
 });
+
+test('a later --force run removes the .subtee-spool-* a killed run left in OUT, and only that', () => {
+  const out = writtenFolder();
+  const gone = spawnSync(process.execPath, ['-e', '']).pid;
+  assert.ok(gone > 0);
+  const leftover = join(out, `.subtee-spool-${gone}-7-0123456789ab`);
+  const live = join(out, `.subtee-spool-${process.pid}-7-0123456789ab`);
+  const lookalike = join(out, `.subtee-spool-${gone}-notes`);
+  for (const path of [leftover, live, lookalike]) writeFileSync(path, '{"a":');
+  const r = subtee(['--out', out, '--force', '-q', '--stdout', 'none']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(existsSync(leftover), false, 'the dead run’s spool is removed');
+  assert.equal(existsSync(live), true, 'a live process’s spool is kept');
+  assert.equal(existsSync(lookalike), true, 'a name subtee does not make is kept');
+});
