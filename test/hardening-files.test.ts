@@ -43,7 +43,7 @@ function firstAgentJsonl(out: string): string {
   return join(out, 'agents', name);
 }
 
-test('report.html.tmp: a planted link is replaced, never written through (--force --html and subtee report)', () => {
+test('report.html.tmp: a planted link is replaced, never written through (--html, subtee report)', () => {
   const v = victim();
   const out = tmpDir();
   symlinkSync(v.file, join(out, 'report.html.tmp'));
@@ -87,7 +87,8 @@ test('subtee report refuses a link planted at agents/*.jsonl: no outside file in
   const r = subtee(['report', '-q', out]);
   assert.equal(r.status, 3, r.stderr || String(r.error));
   assert.match(r.stderr, /\[ERR_INPUT\]\n$/);
-  assert.ok(!existsSync(join(out, 'report.html')) || !readFileSync(join(out, 'report.html'), 'utf8').includes(marker));
+  const page = join(out, 'report.html');
+  assert.ok(!existsSync(page) || !readFileSync(page, 'utf8').includes(marker));
 });
 
 test('subtee report refuses a FIFO planted at agents/*.jsonl or index.json at once, ERR_INPUT', () => {
@@ -112,7 +113,7 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-test('--force --clickhouse never appends spool rows through a link planted at clickhouse-spool.jsonl', async () => {
+test('--force --clickhouse never appends rows through a link planted at clickhouse-spool.jsonl', async () => {
   const v = victim();
   const out = tmpDir();
   symlinkSync(v.file, join(out, 'clickhouse-spool.jsonl'));
@@ -151,7 +152,7 @@ function everyFileText(dir: string): Map<string, string> {
   return texts;
 }
 
-test('OTLP credentials (user:password@, ?token=) from the flag or the environment are shown redacted', async () => {
+test('OTLP credentials (user:password@, ?token=) from a config or the environment are redacted', async () => {
   const port = await closedPort();
   const secretUrl = `http://us3r:s3cretpw@127.0.0.1:${port}/v1/traces?token=t0kenvalue`;
   for (const from of ['config', 'env'] as const) {
@@ -167,10 +168,14 @@ test('OTLP credentials (user:password@, ?token=) from the flag or the environmen
       ],
     };
     writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
-    const env: NodeJS.ProcessEnv = { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://us3r:s3cretpw@127.0.0.1:${port}?token=t0kenvalue` };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://us3r:s3cretpw@127.0.0.1:${port}?token=t0kenvalue`,
+    };
     if (from === 'config') delete env.OTEL_EXPORTER_OTLP_ENDPOINT;
     delete env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
-    const r = spawnSync(process.execPath, [BIN, '--config', join(dir, 'config.json'), '-q', '--stdout', 'none'], {
+    const args = [BIN, '--config', join(dir, 'config.json'), '-q', '--stdout', 'none'];
+    const r = spawnSync(process.execPath, args, {
       input: recording,
       encoding: 'utf8',
       env,
@@ -181,17 +186,20 @@ test('OTLP credentials (user:password@, ?token=) from the flag or the environmen
     assert.match(r.stderr, /OTLP_UNDELIVERED/, from);
     assertNoSecret(`${from}: stderr`, r.stderr);
     const texts = everyFileText(out);
-    assert.match(texts.get('events.pino.log') ?? '', /OTLP_UNDELIVERED/, `${from}: the pino log has the warning`);
+    const pinoLog = texts.get('events.pino.log') ?? '';
+    assert.match(pinoLog, /OTLP_UNDELIVERED/, `${from}: the pino log has the warning`);
     for (const [name, text] of texts) assertNoSecret(`${from}: ${name}`, text);
   }
-  const bad = subtee(['--out', join(tmpDir(), 'o'), '-q', '--otlp=http://us3r:s3cretpw@ho st/?token=t0kenvalue']);
+  const badUrl = 'http://us3r:s3cretpw@ho st/?token=t0kenvalue';
+  const bad = subtee(['--out', join(tmpDir(), 'o'), '-q', `--otlp=${badUrl}`]);
   assert.equal(bad.status, 2, bad.stderr);
   assert.match(bad.stderr, /\[ERR_BAD_OPTION\]\n$/);
   assertNoSecret('a bad --otlp URL', bad.stderr);
 });
 
 test('a ClickHouse URL with ?password=, or one that does not parse, is shown redacted', async () => {
-  const bad = subtee(['--out', join(tmpDir(), 'o'), '-q', '--clickhouse', 'http://us3r:s3cretpw@ho st:8123/?password=t0kenvalue']);
+  const badUrl = 'http://us3r:s3cretpw@ho st:8123/?password=t0kenvalue';
+  const bad = subtee(['--out', join(tmpDir(), 'o'), '-q', '--clickhouse', badUrl]);
   assert.equal(bad.status, 2, bad.stderr);
   assert.match(bad.stderr, /\[ERR_BAD_OPTION\]\n$/);
   assertNoSecret('a bad --clickhouse URL', bad.stderr);
@@ -215,7 +223,8 @@ test('shownUrl redacts the user part and the query of any URL, parsed or not', (
   ];
   for (const [url, shown] of cases) assert.equal(shownUrl(url), shown, url);
   assert.ok(shownUrl(`http://h/${'a'.repeat(5000)}`).length < 400);
-  const message = withoutUrlSecrets('connect failed: http://u:s3cretpw@h/?token=t0kenvalue', 'http://u:s3cretpw@h/?token=t0kenvalue');
+  const quoted = 'http://u:s3cretpw@h/?token=t0kenvalue';
+  const message = withoutUrlSecrets(`connect failed: ${quoted}`, quoted);
   assertNoSecret('a library message', message);
 });
 
@@ -232,12 +241,14 @@ test('a config key named like an Object member (__proto__, constructor) is an un
   }
 });
 
-test('--serve on 0.0.0.0 warns that the transcripts are exposed (stderr and index.json); loopback does not', () => {
+test('--serve on 0.0.0.0 warns SERVE_EXPOSED (stderr and index.json); on loopback it does not', () => {
   for (const [host, exposed] of [['0.0.0.0', true], ['127.0.0.1', false]] as const) {
     const out = join(tmpDir(), 'o');
     const r = subtee(['--out', out, '-q', '--stdout', 'none', '--serve', `${host}:0`]);
     assert.equal(r.status, 0, r.stderr || String(r.error));
-    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')) as { warnings?: Array<{ code: string }> };
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')) as {
+      warnings?: Array<{ code: string }>;
+    };
     const codes = (index.warnings ?? []).map((w) => w.code);
     assert.equal(codes.includes('SERVE_EXPOSED'), exposed, `${host}: ${codes.join(', ')}`);
     assert.equal(/SERVE_EXPOSED/.test(r.stderr), exposed, `${host}: ${r.stderr}`);
