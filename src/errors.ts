@@ -49,6 +49,7 @@ const WRITE_FAILURES: Record<string, string> = {
   ENOSPC: 'no space left on device',
   ELOOP: 'it is a symbolic link, and subtee does not write through links',
   ENXIO: 'it is a named pipe with no reader',
+  ENOTREG: 'it is not a regular file (a named pipe or a device)',
   EREPLACED: 'it was replaced by something else during the run',
 };
 

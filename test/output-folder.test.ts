@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { AppendFiles } from '../src/chain/sinks/append-files.js';
 import { createFilesSink, prepareOutDir } from '../src/chain/sinks/files.js';
-import { descriptorBudget, makeDirs } from '../src/chain/sinks/safe-open.js';
+import { descriptorBudget, makeDirs } from '../src/safe-open.js';
 import { Session } from '../src/model/session.js';
 import { BIN, ROOT, checkOutput, tmpDir } from './helpers.js';
 

@@ -80,7 +80,8 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
         if (o.required && c[key] === undefined) problems.push(`${at}.${key}: required`);
       for (const [key, value] of Object.entries(c)) {
         if (key === 'use') continue;
-        const o = def.options[key];
+        // Own keys only: `__proto__` or `constructor` in a config would find Object's own members.
+        const o = Object.hasOwn(def.options, key) ? def.options[key] : undefined;
         if (!o) {
           problems.push(
             `${at}.${key}: unknown option for "${c.use}" (known: ${Object.keys(def.options).join(', ') || 'none'})`,

@@ -1,7 +1,7 @@
 import { closeSync, writeSync, writevSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFailed } from '../../errors.js';
-import { createNewFile, reopenFile, type FileIdentity } from './safe-open.js';
+import { createNewFile, reopenFile, type FileIdentity } from '../../safe-open.js';
 
 export interface AppendFile {
   /** Path relative to the output folder, with `/` separators (as written in index.json). */

@@ -1,5 +1,4 @@
 import {
-  appendFileSync,
   closeSync,
   mkdirSync,
   openSync,
@@ -8,10 +7,12 @@ import {
   renameSync,
   statSync,
   unlinkSync,
+  writeSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { writeFailed } from '../../errors.js';
+import { openDataFileForAppend } from '../../safe-open.js';
 import type { Entry } from './clickhouse-rows.js';
 
 /** The spool of a run in its output folder; rows waiting for ClickHouse, one JSON entry a line. */
@@ -48,7 +49,15 @@ export class Spool {
     for (const e of entries) text += JSON.stringify(e) + '\n';
     try {
       mkdirSync(this.dir, { recursive: true });
-      appendFileSync(this.file, text);
+      // The spool may sit in an output folder reused with --force: a link planted under its
+      // name would receive the rows, a pipe would block the run.
+      const fd = openDataFileForAppend(this.file);
+      try {
+        const bytes = Buffer.from(text);
+        for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+      } finally {
+        closeSync(fd);
+      }
     } catch (err) {
       throw writeFailed(this.file, err);
     }

@@ -5,6 +5,7 @@ import type * as ClickHouseModule from '@clickhouse/client';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
+import { shownUrl, withoutUrlSecrets } from '../../shown-url.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import {
@@ -65,17 +66,6 @@ type Mode = 'online' | 'offline' | 'draining';
 /** Loaded when a ClickHouse sink is made, not when subtee starts (most runs never use it). */
 const loadClient = () => createRequire(import.meta.url)('@clickhouse/client') as typeof ClickHouseModule;
 
-function safeUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    u.username = '';
-    u.password = '';
-    return u.toString().replace(/\/$/, '');
-  } catch {
-    return url;
-  }
-}
-
 function describe(err: unknown): string {
   const e = err as { code?: unknown; message?: unknown };
   const msg = String(e?.message ?? err)
@@ -112,6 +102,9 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
     }
     tables[kind] = quoted;
   }
+  const where = shownUrl(opts.url);
+  // The client's errors may quote the URL it was given, credentials included.
+  const problem = (err: unknown) => withoutUrlSecrets(describe(err), opts.url);
   let client: ClickHouseClient;
   try {
     new URL(opts.url);
@@ -125,11 +118,10 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
   } catch (err) {
     throw new UsageError(
       'ERR_BAD_OPTION',
-      `clickhouse: not a usable URL: ${safeUrl(opts.url)} (${describe(err)})`,
+      `clickhouse: not a usable URL: ${where} (${problem(err)})`,
       err,
     );
   }
-  const where = safeUrl(opts.url);
   const builder = new RowBuilder({ runId: opts.runId, maxContentChars: opts.maxContentChars });
   const spool = new Spool(() => {
     const dir = typeof opts.spoolDir === 'function' ? opts.spoolDir() : opts.spoolDir;
@@ -193,7 +185,7 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
   };
 
   const goOffline = (err: unknown, entries: Entry[]) => {
-    lastError = describe(err);
+    lastError = problem(err);
     toSpool(entries);
     if (mode !== 'offline') {
       mode = 'offline';
@@ -254,7 +246,7 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
           } catch (err) {
             if (closed) return;
             backlog.unshift(file);
-            lastError = describe(err);
+            lastError = problem(err);
             mode = 'offline';
             scheduleProbe();
             return;
@@ -279,7 +271,7 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
     const ping = await client.ping().catch((err) => ({ success: false as const, error: err as Error }));
     if (closed) return;
     if (!ping.success) {
-      lastError = describe(ping.error);
+      lastError = problem(ping.error);
       scheduleProbe();
       return;
     }
@@ -311,7 +303,7 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
           // One more try at a server that was away: the spool goes now if it answers.
           const ping = await client.ping().catch((err) => ({ success: false as const, error: err as Error }));
           if (!ping.success) {
-            lastError = describe(ping.error);
+            lastError = problem(ping.error);
             break;
           }
           void drain();

@@ -27,8 +27,9 @@ import { passOn } from './pass-on.js';
 import { AppendFiles, type AppendFile } from './append-files.js';
 import { appendSpool } from './spool-copy.js';
 import { FileNamer } from './file-names.js';
-import { createNewFile, descriptorBudget, makeDirs } from './safe-open.js';
+import { createNewFile, descriptorBudget, makeDirs } from '../../safe-open.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
+import { removeLeftoverSpools } from '../stages/line-spool.js';
 
 export const FILES_SINK_DEFAULTS = Object.freeze({
   /**
@@ -90,6 +91,7 @@ export function prepareOutDir(out: string, force: boolean): void {
   } catch (err) {
     throw writeFailed(agents, err);
   }
+  if (st && force) removeLeftoverSpools(out);
 }
 
 function lstatOrNull(path: string) {

@@ -11,6 +11,7 @@ import type { HrTime } from '@opentelemetry/api';
 import type { IdGenerator, ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
+import { shownUrl, withoutUrlSecrets } from '../../shown-url.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { TraceBuilder, type SpanData } from './otlp-spans.js';
@@ -73,7 +74,7 @@ export function otlpTracesUrl(url: string | undefined, env: NodeJS.ProcessEnv): 
   } catch {
     const bad = given ?? env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
     const hint = given ? ' (--otlp alone goes after FILE, or write --otlp=URL)' : '';
-    throw new UsageError('ERR_BAD_OPTION', `otlp: not a URL: ${bad}${hint}`);
+    throw new UsageError('ERR_BAD_OPTION', `otlp: not a URL: ${shownUrl(bad ?? '')}${hint}`);
   }
   return 'http://localhost:4318/v1/traces';
 }
@@ -313,6 +314,8 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
   const run = requireSession(options, 'createOtlpSink');
   const env = options.env ?? process.env;
   const url = otlpTracesUrl(options.url, env);
+  // The endpoint may carry credentials; messages show it redacted (see shownUrl).
+  const where = shownUrl(url);
   const protocol = otlpProtocol(options.protocol, env);
   const builder = new TraceBuilder({
     captureContent: opts.captureContent,
@@ -340,7 +343,8 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
       ? new json.OTLPTraceExporter(exporterConfig)
       : new proto.OTLPTraceExporter(exporterConfig);
   const delivery = new SpanDelivery(exporter, opts, (error) => {
-    const what = `collector ${url} is not accepting spans (${error}); the run goes on and spans are retried`;
+    const why = withoutUrlSecrets(error, url);
+    const what = `collector ${where} is not accepting spans (${why}); the run goes on and spans are retried`;
     lateWarn(run, 'OTLP_UNAVAILABLE', what);
   });
 
@@ -387,11 +391,11 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
       for (const a of agents) a.close();
       void exporter.shutdown().catch(() => {});
       if (delivery.lost > 0) {
-        const why = delivery.lastError ? ` (${delivery.lastError})` : '';
+        const why = delivery.lastError ? ` (${withoutUrlSecrets(delivery.lastError, url)})` : '';
         lateWarn(
           run,
           'OTLP_UNDELIVERED',
-          `${delivery.lost} of ${delivery.total} spans not delivered to ${url}${why}`,
+          `${delivery.lost} of ${delivery.total} spans not delivered to ${where}${why}`,
         );
       }
     })();

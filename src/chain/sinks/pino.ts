@@ -11,7 +11,7 @@ import { lineContent } from '../../model/content.js';
 import { viewOf } from '../../model/line-view.js';
 import { passOn } from './pass-on.js';
 import { batchLines } from './pino-batch.js';
-import { openLogFile } from './safe-open.js';
+import { openLogFile } from '../../safe-open.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';

@@ -55,6 +55,13 @@ export function createReportSink(options: ReportSinkOptions): Transform {
   const limits: Partial<ReportLimits> = {};
   for (const k of LIMIT_KEYS) if (options[k] !== undefined) limits[k] = options[k];
   const stderr = options.stderr ?? process.stderr;
+  if (address && !isLoopback(address.host)) {
+    const message =
+      `the live report on ${address.host} shows the transcripts to every machine that can reach ` +
+      `this one; without a host --serve listens on ${SERVE_DEFAULT_HOST} only`;
+    if (options.session) options.session.warn('SERVE_EXPOSED', message);
+    else stderr.write(`subtee: warning SERVE_EXPOSED: ${message}\n`);
+  }
   const feed = address ? new ReportFeed() : null;
   const live = feed ? new LiveReport(feed, options.session, subteeVersion(), limits) : null;
   let server: Promise<ReportServer | null> = Promise.resolve(null);
@@ -130,6 +137,11 @@ export function createReportSink(options: ReportSinkOptions): Transform {
 
 /** Where `--serve` binds unless a host is given: only this machine can connect. */
 export const SERVE_DEFAULT_HOST = '127.0.0.1';
+
+/** Whether only this machine can connect to `host`. */
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
 
 /** `--serve [HOST:]PORT`: `8080`, `0` (any free port), `127.0.0.1:8080`, `[::1]:0`, `0.0.0.0:8080`. */
 export function parseServe(value: string): ServeAddress {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, readdirSync, readSync, unlinkSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeFailed } from '../../errors.js';
@@ -36,6 +36,41 @@ function track(path: string): void {
 /** Where spools go: beside the output (`--out`) when there is one, else the system temp folder. */
 export function spoolDir(run: Session): string {
   return run.channelFiles?.spoolDir ?? tmpdir();
+}
+
+/** A spool's name: `.subtee-spool-<pid>-<line>-<random>`. */
+const SPOOL_NAME = /^\.subtee-spool-(\d+)-\d+-[0-9a-f]{12}$/;
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes the spools a killed run (`kill -9` mid-line: no exit hook ran) left in `dir`: files
+ * with a spool's name whose process is gone. A live process's spool is left alone.
+ */
+export function removeLeftoverSpools(dir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const m = SPOOL_NAME.exec(name);
+    if (!m || Number(m[1]) === process.pid || processAlive(Number(m[1]))) continue;
+    const path = join(dir, name);
+    try {
+      if (lstatSync(path).isFile()) unlinkSync(path);
+    } catch {
+      // Removed meanwhile, or not ours to remove: a leftover costs only disk.
+    }
+  }
 }
 
 /**

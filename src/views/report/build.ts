@@ -1,10 +1,11 @@
 import { headOf } from '../../model/bounded-text.js';
 import { isObject, type JsonObject } from '../../model/message.js';
-import { closeSync, openSync, readFileSync, readSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, readFileSync, readSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { HELD_LINE_BYTES, LineSplitter } from '../../model/lines.js';
 import { EXIT, SubteeError, writeFailed } from '../../errors.js';
 import { withDefaults } from '../../defaults.js';
+import { openRegularForRead, writeNewFile } from '../../safe-open.js';
 import {
   field,
   isoTime,
@@ -73,7 +74,8 @@ export function forEachLine(
       longBytes = 0;
     },
   });
-  const fd = openSync(path, 'r');
+  // The folder may hold planted entries: a link would show an outside file in the page.
+  const fd = openRegularForRead(path);
   try {
     for (;;) {
       // A fresh buffer each time: the splitter keeps views of a line's start across reads.
@@ -93,18 +95,30 @@ function safeJsonlPath(v: unknown): string | null {
   return typeof v === 'string' ? safeLogPath(v.replace(/\.jsonl$/, '.log')) && v : null;
 }
 
+const READ_REFUSALS: Record<string, string> = {
+  ELOOP: 'it is a symbolic link, and subtee does not read through links',
+  ENOTREG: 'it is not a regular file (a named pipe or a device)',
+};
+
+function readRefusal(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  return (code && READ_REFUSALS[code]) ?? code ?? String(err);
+}
+
 function readIndex(out: string): JsonObject {
   const path = join(out, 'index.json');
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    const fd = openRegularForRead(path);
+    try {
+      text = readFileSync(fd, 'utf8');
+    } finally {
+      closeSync(fd);
+    }
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new SubteeError(
-      'ERR_INPUT',
-      `cannot read ${path}: ${code === 'ENOENT' ? 'no such file (is it a subtee output folder?)' : (code ?? String(err))}`,
-      { exitCode: EXIT.IO, cause: err },
-    );
+    const why = code === 'ENOENT' ? 'no such file (is it a subtee output folder?)' : readRefusal(err);
+    throw new SubteeError('ERR_INPUT', `cannot read ${path}: ${why}`, { exitCode: EXIT.IO, cause: err });
   }
   let index: unknown;
   try {
@@ -224,7 +238,7 @@ export function readReportData(
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'ENOENT')
-        throw new SubteeError('ERR_INPUT', `cannot read ${join(out, rel)}: ${code ?? String(err)}`, {
+        throw new SubteeError('ERR_INPUT', `cannot read ${join(out, rel)}: ${readRefusal(err)}`, {
           exitCode: EXIT.IO,
           cause: err,
         });
@@ -296,7 +310,8 @@ export function writeReport(out: string, options: ReportBuildOptions = {}): Repo
   const { html, data } = buildReportPage(out, options);
   const path = join(out, 'report.html');
   try {
-    writeFileSync(`${path}.tmp`, html);
+    // Not a plain write: a link planted at the temporary name would be written through.
+    writeNewFile(`${path}.tmp`, html);
     renameSync(`${path}.tmp`, path);
   } catch (err) {
     throw writeFailed(path, err);

@@ -8,6 +8,7 @@ import {
   readFileSync,
   statSync,
   unlinkSync,
+  writeSync,
   type Stats,
 } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -22,6 +23,7 @@ const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
 const NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW | O_NONBLOCK;
 const APPEND = constants.O_WRONLY | constants.O_APPEND | O_NOFOLLOW | O_NONBLOCK;
+const READ = constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
 
 /** The identity of a file subtee created, so a reopen can tell it is still the same file. */
 export interface FileIdentity {
@@ -52,6 +54,38 @@ export function createNewFile(path: string, replace: boolean): { fd: number; id:
   return { fd, id: { dev: st.dev, ino: st.ino } };
 }
 
+/**
+ * Writes `data` as the whole content of a new regular file at `path`, replacing whatever entry
+ * had the name (see createNewFile): for temporary files renamed into place afterwards.
+ */
+export function writeNewFile(path: string, data: string | Buffer): void {
+  const { fd } = createNewFile(path, true);
+  try {
+    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Opens a file of an output folder for reading: a link is refused (ELOOP), and so is anything
+ * but a regular file (ENOTREG): a named pipe would block the reader, a device never ends.
+ */
+export function openRegularForRead(path: string): number {
+  const fd = openSync(path, READ);
+  let regular: boolean;
+  try {
+    regular = fstatSync(fd).isFile();
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+  if (regular) return fd;
+  closeSync(fd);
+  throw errno('ENOTREG', `${path} is not a regular file`);
+}
+
 /** Reopens a file subtee created, for append; fails if the name now holds anything else. */
 export function reopenFile(path: string, id: FileIdentity): number {
   const fd = openSync(path, APPEND);
@@ -80,6 +114,24 @@ export function openLogFile(path: string): number {
     throw errno('EISDIR', `${path} is a folder`);
   }
   return fd;
+}
+
+/**
+ * Opens a data file for append, creating it if missing: a link is refused (ELOOP), and so is
+ * anything but a regular file (ENOTREG), a pipe without blocking on it.
+ */
+export function openDataFileForAppend(path: string): number {
+  const fd = openSync(path, APPEND | constants.O_CREAT, 0o644);
+  let regular: boolean;
+  try {
+    regular = fstatSync(fd).isFile();
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+  if (regular) return fd;
+  closeSync(fd);
+  throw errno('ENOTREG', `${path} is not a regular file`);
 }
 
 /**
