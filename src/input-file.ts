@@ -1,4 +1,6 @@
-import { open } from 'node:fs/promises';
+import { constants as fsConstants, createReadStream, openSync } from 'node:fs';
+import { open, stat } from 'node:fs/promises';
+import { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { decompressed, SNIFF_BYTES, unreadableCompression } from './decompress.js';
 import { EXIT, SubteeError } from './errors.js';
@@ -26,6 +28,14 @@ export function inputIsFolder(file: string): SubteeError {
  * format subtee cannot read fails here with ERR_INPUT, before anything is written.
  */
 export async function openInputFile(file: string): Promise<Readable> {
+  let kind;
+  try {
+    kind = await stat(file);
+  } catch (err) {
+    throw inputUnreadable(file, err);
+  }
+  if (kind.isDirectory()) throw inputIsFolder(file);
+  if (!kind.isFile()) return openStreamInput(file, kind.isFIFO());
   let fh;
   try {
     fh = await open(file, 'r');
@@ -44,4 +54,21 @@ export async function openInputFile(file: string): Promise<Readable> {
     throw err instanceof SubteeError ? err : inputUnreadable(file, err);
   }
   return decompressed(fh.createReadStream({ highWaterMark: FILE_READ_BYTES }), file);
+}
+
+/**
+ * A pipe, FIFO or device named as a file (`<(zcat x.gz)`, `/dev/stdin`) cannot be read at a
+ * position, so its format is sniffed from the stream. A FIFO is opened without blocking: a
+ * blocking open(2) waits for a writer in a thread no signal or watchdog can reach, while the
+ * event loop waits for a non-blocking one's first bytes and still hears both.
+ */
+function openStreamInput(file: string, isFifo: boolean): Readable {
+  if (!isFifo) return decompressed(createReadStream(file, { highWaterMark: FILE_READ_BYTES }), file);
+  let fd;
+  try {
+    fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+  } catch (err) {
+    throw inputUnreadable(file, err);
+  }
+  return decompressed(new Socket({ fd, readable: true, writable: false }), file);
 }

@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { BIN, FIXTURES, checkOutput, tmpDir } from './helpers.js';
+
+const FIXTURE = join(FIXTURES, 'foreground-fanout-3.jsonl');
+const NODE = process.execPath;
+
+/** Runs a bash line with SUBTEE set to the real CLI; exit code, stdout, stderr. */
+function shell(line: string, timeout = 30_000) {
+  return spawnSync('bash', ['-c', line], {
+    encoding: 'utf8',
+    timeout,
+    killSignal: 'SIGKILL',
+    env: { ...process.env, SUBTEE: `"${NODE}" "${BIN}"` },
+  });
+}
+
+/** Resolves once `check` holds, polling; fails after `ms`. */
+async function until(check: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('an input that is a pipe by name (<(…), /dev/stdin) is read whole, gzip or plain', () => {
+  const input = readFileSync(FIXTURE);
+  const dir = tmpDir();
+  const cases = {
+    substitution: `eval "$SUBTEE" --out "${dir}/a" -q --stdout none '<(cat "${FIXTURE}")'`,
+    gzipped: `eval "$SUBTEE" --out "${dir}/b" -q --stdout none '<(gzip -c "${FIXTURE}")'`,
+    devStdin: `cat "${FIXTURE}" | eval "$SUBTEE" --out "${dir}/c" -q --stdout none /dev/stdin`,
+  };
+  for (const [name, line] of Object.entries(cases)) {
+    const r = shell(line);
+    assert.equal(r.status, 0, `${name}: ${r.stderr}`);
+  }
+  for (const out of ['a', 'b', 'c']) checkOutput(input, join(dir, out), out);
+});
+
+test('a FIFO with no writer is timed by the watchdog: STALL, exit 124, index.json written', () => {
+  const dir = tmpDir();
+  const fifo = join(dir, 'fifo');
+  assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+  const out = join(dir, 'out');
+  const r = spawnSync(NODE, [BIN, '--out', out, '--idle-timeout-ms', '300', '--stdout', 'none', fifo], {
+    encoding: 'utf8',
+    timeout: 20_000,
+    // A run stuck in open(2) ignores SIGTERM.
+    killSignal: 'SIGKILL',
+  });
+  assert.equal(r.status, 124, r.stderr);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.ok(index.warnings.some((w: { code: string }) => w.code === 'STALL'));
+});
+
+test('a FIFO with no writer hears SIGTERM: exit 143 with index.json', async () => {
+  const dir = tmpDir();
+  const fifo = join(dir, 'fifo');
+  assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+  const out = join(dir, 'out');
+  const child = spawn(NODE, [BIN, '--out', out, '-q', '--stdout', 'none', fifo], { stdio: 'ignore' });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  try {
+    // The output folder appears once the chain runs, which is when a signal can be heard.
+    await until(() => existsSync(join(out, 'agents')), 15_000, 'the output folder');
+    child.kill('SIGTERM');
+    const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('hung'), 10_000))]);
+    assert.equal(code, 143);
+    assert.ok(existsSync(join(out, 'index.json')));
+  } finally {
+    child.kill('SIGKILL');
+  }
+});
