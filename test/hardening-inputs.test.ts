@@ -76,3 +76,21 @@ test('a FIFO with no writer hears SIGTERM: exit 143 with index.json', async () =
     child.kill('SIGKILL');
   }
 });
+
+test('a LangGraph event whose timestamp no date can hold is kept, with TIMESTAMP_OUT_OF_RANGE', () => {
+  const event = (timestamp: number, data: object) =>
+    JSON.stringify({ type: 'event', method: 'lifecycle', params: { namespace: [], timestamp, data } });
+  const input = [event(1e20, { event: 'started' }), event(1_700_000_000_000, { event: 'completed' })].join('\n');
+  const out = join(tmpDir(), 'out');
+  const r = spawnSync(NODE, [BIN, '--out', out, '-q', '--stdout', 'none'], {
+    input: input + '\n',
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  assert.equal(r.status, 0, r.stderr);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.producer, 'langgraph');
+  assert.deepEqual(index.warnings.map((w: { code: string }) => w.code), ['TIMESTAMP_OUT_OF_RANGE']);
+  assert.equal(index.input.lines, 2);
+  assert.equal(index.input.failed ?? 0, 0);
+});
