@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { BIN, FIXTURES, checkOutput, tmpDir } from './helpers.js';
@@ -93,4 +93,53 @@ test('a LangGraph event whose timestamp no date can hold is kept, with TIMESTAMP
   assert.deepEqual(index.warnings.map((w: { code: string }) => w.code), ['TIMESTAMP_OUT_OF_RANGE']);
   assert.equal(index.input.lines, 2);
   assert.equal(index.input.failed ?? 0, 0);
+});
+
+/** A stage plugin whose transform never calls back, throws, or throws from a later callback. */
+function stagePlugin(dir: string, name: string, body: string): string {
+  const file = join(dir, `${name}.mjs`);
+  writeFileSync(
+    file,
+    `import { Transform } from 'node:stream';
+export default { name: '${name}', kind: 'stage', kit: '>=0.0.0', options: {},
+  create: () => new Transform({ objectMode: true, transform(batch, _enc, cb) { ${body} } }) };
+`,
+  );
+  const config = join(dir, `${name}.json`);
+  const stages = [{ use: 'line-parser' }, { use: name }, { use: 'channel-router' }];
+  const watchdog = { use: 'idle-watchdog', idleTimeoutMs: 300 };
+  const spec = { plugins: [file], stages: [...stages, watchdog], sinks: [{ use: 'files', out: join(dir, name) }] };
+  writeFileSync(config, JSON.stringify(spec));
+  return config;
+}
+
+test('a stage plugin that fails is reported by code with index.json written, never a hang or a stack', () => {
+  const dir = tmpDir();
+  const cases = [
+    { name: 'silent', body: 'return;', status: 124, code: 'STALL' },
+    { name: 'thrower', body: "throw new Error('boom');", status: 1, code: 'ERR_PLUGIN_FAILED' },
+    {
+      name: 'late-thrower',
+      body: "setImmediate(() => { throw new Error('late'); }); cb(null, batch);",
+      status: 1,
+      code: 'ERR_PLUGIN_FAILED',
+    },
+  ];
+  for (const c of cases) {
+    const config = stagePlugin(dir, c.name, c.body);
+    const r = spawnSync(NODE, [BIN, '-c', config, '-q', '--stdout', 'none', FIXTURE], {
+      encoding: 'utf8',
+      timeout: 30_000,
+      killSignal: 'SIGKILL',
+    });
+    assert.equal(r.status, c.status, `${c.name}: ${r.stderr}`);
+    assert.doesNotMatch(r.stderr, /^\s+at /m, `${c.name}: no stack`);
+    if (c.code === 'STALL') {
+      const index = JSON.parse(readFileSync(join(dir, c.name, 'index.json'), 'utf8'));
+      assert.ok(index.stalled);
+    } else {
+      assert.match(r.stderr, new RegExp(`\\[${c.code}\\]`), c.name);
+      assert.ok(existsSync(join(dir, c.name, 'index.json')), `${c.name}: index.json`);
+    }
+  }
 });

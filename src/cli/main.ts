@@ -167,6 +167,20 @@ export async function main(
       io.stderr.write(`subtee: warning ${w.code}: ${escapeOneLine(w.message)}\n`);
     });
     let code: number = EXIT.OK;
+    // A stage that never calls back leaves nothing pending once a file is read; without this
+    // the process would end mid-run (exit 13) before the watchdog could report the stall.
+    const keepAlive = setInterval(() => {}, 1 << 30);
+    // Only a plugin's callback can throw outside the chain's streams: stop the run so
+    // index.json is still written, and report it instead of a raw stack.
+    let strayFailure: SubteeError | null = null;
+    const onStrayThrow = (err: unknown) => {
+      const why = err instanceof Error ? err.message : String(err);
+      strayFailure ??= new SubteeError('ERR_PLUGIN_FAILED', `a plugin failed outside its stream: ${why}`, {
+        cause: err,
+      });
+      stop.abort();
+    };
+    process.on('uncaughtException', onStrayThrow);
     try {
       let input: Readable;
       if (isRun) {
@@ -189,12 +203,16 @@ export async function main(
         stderr: io.stderr,
       };
       await runChain(input, chainSpec, chainOptions);
+      if (strayFailure) throw strayFailure;
       if (childExit) code = await childExit;
     } catch (err) {
-      if (err instanceof StallError) code = EXIT.STALL;
+      if (strayFailure) code = reportError(io.stderr, strayFailure);
+      else if (err instanceof StallError) code = EXIT.STALL;
       else if (!aborted || (err as Error)?.name !== 'AbortError') code = reportError(io.stderr, err);
       await stopChild();
     } finally {
+      clearInterval(keepAlive);
+      process.off('uncaughtException', onStrayThrow);
       status?.stop();
       // A process the agent started may hold the pipe open; it must not keep subtee alive.
       child?.stdout?.destroy();
