@@ -27,7 +27,10 @@ export function inputIsFolder(file: string): SubteeError {
  * A recorded stream as bytes, decompressed (gzip, zstd…). A missing file, a folder, or a
  * format subtee cannot read fails here with ERR_INPUT, before anything is written.
  */
-export async function openInputFile(file: string): Promise<Readable> {
+export async function openInputFile(
+  file: string,
+  onCutShort?: (err: SubteeError) => void,
+): Promise<Readable> {
   let kind;
   try {
     kind = await stat(file);
@@ -35,7 +38,7 @@ export async function openInputFile(file: string): Promise<Readable> {
     throw inputUnreadable(file, err);
   }
   if (kind.isDirectory()) throw inputIsFolder(file);
-  if (!kind.isFile()) return openStreamInput(file, kind.isFIFO());
+  if (!kind.isFile()) return openStreamInput(file, kind.isFIFO(), onCutShort);
   let fh;
   try {
     fh = await open(file, 'r');
@@ -53,7 +56,7 @@ export async function openInputFile(file: string): Promise<Readable> {
     await fh.close();
     throw err instanceof SubteeError ? err : inputUnreadable(file, err);
   }
-  return decompressed(fh.createReadStream({ highWaterMark: FILE_READ_BYTES }), file);
+  return decompressed(fh.createReadStream({ highWaterMark: FILE_READ_BYTES }), file, onCutShort);
 }
 
 /**
@@ -62,13 +65,19 @@ export async function openInputFile(file: string): Promise<Readable> {
  * blocking open(2) waits for a writer in a thread no signal or watchdog can reach, while the
  * event loop waits for a non-blocking one's first bytes and still hears both.
  */
-function openStreamInput(file: string, isFifo: boolean): Readable {
-  if (!isFifo) return decompressed(createReadStream(file, { highWaterMark: FILE_READ_BYTES }), file);
+function openStreamInput(
+  file: string,
+  isFifo: boolean,
+  onCutShort?: (err: SubteeError) => void,
+): Readable {
+  if (!isFifo) {
+    return decompressed(createReadStream(file, { highWaterMark: FILE_READ_BYTES }), file, onCutShort);
+  }
   let fd;
   try {
     fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
   } catch (err) {
     throw inputUnreadable(file, err);
   }
-  return decompressed(new Socket({ fd, readable: true, writable: false }), file);
+  return decompressed(new Socket({ fd, readable: true, writable: false }), file, onCutShort);
 }

@@ -3,7 +3,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { BIN, FIXTURES, checkOutput, tmpDir } from './helpers.js';
+import { BIN, FIXTURES, checkOutput, readTree, tmpDir } from './helpers.js';
+import { gzipSync } from 'node:zlib';
 
 const FIXTURE = join(FIXTURES, 'foreground-fanout-3.jsonl');
 const NODE = process.execPath;
@@ -142,4 +143,28 @@ test('a stage plugin that fails is reported by code with index.json written, nev
       assert.ok(existsSync(join(dir, c.name, 'index.json')), `${c.name}: index.json`);
     }
   }
+});
+
+test('a cut-short gzip input keeps every decompressed byte and says so: INPUT_CUT_SHORT, exit 3', () => {
+  const dir = tmpDir();
+  const whole = gzipSync(readFileSync(FIXTURE));
+  const file = join(dir, 'cut.jsonl.gz');
+  writeFileSync(file, whole.subarray(0, whole.length - 20));
+  // What a decompressor gets out of the cut file before it notices the cut.
+  const readable = spawnSync('bash', ['-c', `zcat "${file}" 2>/dev/null`], { maxBuffer: 1 << 26 }).stdout;
+  const expected = readable.toString('utf8').split('\n').filter((l) => l !== '');
+  const out = join(dir, 'out');
+  const r = spawnSync(NODE, [BIN, '--out', out, '-q', '--stdout', 'none', file], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  assert.equal(r.status, 3, r.stderr);
+  assert.match(r.stderr, /\[ERR_INPUT\]/);
+  const files = readTree(out);
+  const index = JSON.parse(files.get('index.json')!.toString('utf8'));
+  assert.ok(index.warnings.some((w: { code: string }) => w.code === 'INPUT_CUT_SHORT'));
+  const kept = [...files]
+    .filter(([name]) => name.endsWith('.jsonl') || name === 'quarantine.log')
+    .flatMap(([, bytes]) => bytes.toString('utf8').split('\n').filter((l) => l !== ''));
+  assert.deepEqual(kept.sort(), expected.sort());
 });

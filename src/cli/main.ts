@@ -173,6 +173,8 @@ export async function main(
     // Only a plugin's callback can throw outside the chain's streams: stop the run so
     // index.json is still written, and report it instead of a raw stack.
     let strayFailure: SubteeError | null = null;
+    // A cut-short compressed input still fails the run (exit 3) once what it held is written.
+    let cutShort: SubteeError | null = null;
     const onStrayThrow = (err: unknown) => {
       const why = err instanceof Error ? err.message : String(err);
       strayFailure ??= new SubteeError('ERR_PLUGIN_FAILED', `a plugin failed outside its stream: ${why}`, {
@@ -192,7 +194,10 @@ export async function main(
         await commandStarted(command, opts.rest[0]);
         input = commandOutput(command, opts.rest[0], run, stop);
       } else {
-        input = await openInput(file, io.stdin);
+        input = await openInput(file, io.stdin, (err) => {
+          cutShort = err;
+          run.warn('INPUT_CUT_SHORT', err.message);
+        });
       }
       const chainOptions = {
         session: run,
@@ -204,6 +209,7 @@ export async function main(
       };
       await runChain(input, chainSpec, chainOptions);
       if (strayFailure) throw strayFailure;
+      if (cutShort) throw cutShort;
       if (childExit) code = await childExit;
     } catch (err) {
       if (strayFailure) code = reportError(io.stderr, strayFailure);
