@@ -168,3 +168,41 @@ test('a cut-short gzip input keeps every decompressed byte and says so: INPUT_CU
     .flatMap(([, bytes]) => bytes.toString('utf8').split('\n').filter((l) => l !== ''));
   assert.deepEqual(kept.sort(), expected.sort());
 });
+
+/** A run whose one subagent has a huge `subagent_type` and speaks on many lines. */
+function hugeAgentStream(agentChars: number, sessionChars = 1): string {
+  const huge = 'X'.repeat(agentChars);
+  const spawn = { type: 'tool_use', id: 'toolu_s1', name: 'Agent', input: { subagent_type: huge, description: 'd' } };
+  const lines: object[] = [
+    { type: 'system', subtype: 'init', session_id: 's'.repeat(sessionChars), claude_code_version: '2.1.328' },
+    { type: 'assistant', parent_tool_use_id: null, message: { id: 'm1', content: [spawn] } },
+  ];
+  for (let i = 0; i < 20; i++) {
+    const content = [{ type: 'text', text: `line ${i}` }];
+    lines.push({ type: 'assistant', parent_tool_use_id: 'toolu_s1', message: { id: `m${i + 2}`, content } });
+  }
+  const result = { type: 'tool_result', tool_use_id: 'toolu_s1', content: 'ok' };
+  lines.push({ type: 'user', parent_tool_use_id: null, message: { content: [result] } });
+  lines.push({ type: 'result', subtype: 'success', is_error: false, result: 'done' });
+  return lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
+}
+
+test('a huge subagent_type is bounded once: stdout labels, pino and index.json stay small', () => {
+  const out = join(tmpDir(), 'out');
+  const pino = join(out, 'events.pino.log');
+  const r = spawnSync(NODE, [BIN, '--out', out, '-q', `--pino=${pino}`], {
+    input: hugeAgentStream(200_000),
+    encoding: 'utf8',
+    timeout: 30_000,
+    maxBuffer: 1 << 28,
+  });
+  assert.equal(r.status, 0, r.stderr);
+  assert.ok(r.stdout.includes('line 19'));
+  assert.ok(r.stdout.length < 20_000, `stdout holds ${r.stdout.length} chars`);
+  const records = readFileSync(pino, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const agents = records.map((rec) => rec.agent).filter((a): a is string => typeof a === 'string');
+  assert.ok(agents.length >= 20);
+  for (const agent of agents) assert.ok(agent.length <= 101, `pino agent of ${agent.length} chars`);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.ok(index.channels[1].agent.length <= 101);
+});
