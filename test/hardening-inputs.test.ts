@@ -3,7 +3,9 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { TraceBuilder, type SpanData } from '../src/chain/sinks/otlp-spans.js';
 import { BIN, FIXTURES, checkOutput, readTree, tmpDir } from './helpers.js';
+import { routeThrough } from './otlp-tree.js';
 import { gzipSync } from 'node:zlib';
 
 const FIXTURE = join(FIXTURES, 'foreground-fanout-3.jsonl');
@@ -205,4 +207,23 @@ test('a huge subagent_type is bounded once: stdout labels, pino and index.json s
   for (const agent of agents) assert.ok(agent.length <= 101, `pino agent of ${agent.length} chars`);
   const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
   assert.ok(index.channels[1].agent.length <= 101);
+});
+
+test('OTLP spans stay small with a huge session id, agent name and tool name', async () => {
+  const tool = { type: 'tool_use', id: 'toolu_t1', name: 'T'.repeat(100_000), input: {} };
+  const message = { id: 'mt', content: [tool] };
+  const toolLine = { type: 'assistant', parent_tool_use_id: 'toolu_s1', message };
+  const extra = JSON.stringify(toolLine);
+  const input = Buffer.from(hugeAgentStream(100_000, 100_000) + extra + '\n');
+  const builder = new TraceBuilder({ captureContent: true });
+  const spans: SpanData[] = [];
+  const { run } = await routeThrough(input, (batch) => {
+    for (const rec of batch) spans.push(...builder.add(rec));
+  });
+  spans.push(...builder.finish(run.tree.channels(), run));
+  assert.ok(spans.length >= 3);
+  for (const span of spans) {
+    const size = span.name.length + JSON.stringify(span.attributes).length;
+    assert.ok(size < 20_000, `span ${span.key} holds ${size} chars`);
+  }
 });
