@@ -142,6 +142,7 @@ test('a stage plugin that fails is reported by code with index.json written, nev
       assert.ok(index.stalled);
     } else {
       assert.match(r.stderr, new RegExp(`\\[${c.code}\\]`), c.name);
+      assert.ok(r.stderr.includes(c.name), `${c.name}: the failure names the plugin`);
       assert.ok(existsSync(join(dir, c.name, 'index.json')), `${c.name}: index.json`);
     }
   }

@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
+import { builtinRegistry } from '../chain/builtins.js';
 import { runChain, type ChainSpec } from '../chain/chain.js';
 import { StallError } from '../chain/stages/idle-watchdog.js';
 import { checkRequiredVersion } from '../chain/stages/version-guard.js';
@@ -170,16 +171,23 @@ export async function main(
     // A stage that never calls back leaves nothing pending once a file is read; without this
     // the process would end mid-run (exit 13) before the watchdog could report the stall.
     const keepAlive = setInterval(() => {}, 1 << 30);
-    // Only a plugin's callback can throw outside the chain's streams: stop the run so
-    // index.json is still written, and report it instead of a raw stack.
+    // A throw outside the chain's streams (a plugin's timer or callback): stop the run so
+    // index.json is still written, and report it by the chain's plugins instead of a stack.
     let strayFailure: SubteeError | null = null;
     // A cut-short compressed input still fails the run (exit 3) once what it held is written.
     let cutShort: SubteeError | null = null;
+    const builtins = builtinRegistry();
+    const plugins = [...chainSpec.stages, ...chainSpec.sinks]
+      .map((c) => c.use)
+      .filter((use) => builtins.get(use) === undefined);
     const onStrayThrow = (err: unknown) => {
       const why = err instanceof Error ? err.message : String(err);
-      strayFailure ??= new SubteeError('ERR_PLUGIN_FAILED', `a plugin failed outside its stream: ${why}`, {
-        cause: err,
-      });
+      strayFailure ??=
+        plugins.length > 0
+          ? new SubteeError('ERR_PLUGIN_FAILED', `plugin ${plugins.join(' or ')} failed: ${why}`, {
+              cause: err,
+            })
+          : new SubteeError('ERR_INTERNAL', `internal error: ${why}`, { cause: err });
       stop.abort();
     };
     process.on('uncaughtException', onStrayThrow);
