@@ -52,11 +52,16 @@ function readFailed(name: string, err: unknown, kind: Compression | null = null)
  * The input as text: a gzip stream (or zstd, where this Node.js can read it) is decompressed,
  * recognised by its first bytes whatever the file is called; a format subtee cannot read is
  * refused with ERR_INPUT instead of being quarantined line by line. Plain input passes as is.
- * Nothing is read before the chain asks, so a silent input is still timed by the watchdog
- * and a signal still stops it.
+ * With `onCutShort`, damaged or cut-short compressed data ends the stream after what could be
+ * decompressed and is handed to it, instead of failing the stream. Nothing is read before
+ * the chain asks, so a silent input is still timed by the watchdog and a signal still stops it.
  */
-export function decompressed(input: Readable, name: string): Readable {
-  const chunks = decode(input, name);
+export function decompressed(
+  input: Readable,
+  name: string,
+  onCutShort?: (err: SubteeError) => void,
+): Readable {
+  const chunks = decode(input, name, onCutShort);
   return new Readable({
     read() {
       chunks.next().then(
@@ -74,7 +79,11 @@ export function decompressed(input: Readable, name: string): Readable {
   });
 }
 
-async function* decode(input: Readable, name: string): AsyncGenerator<Buffer> {
+async function* decode(
+  input: Readable,
+  name: string,
+  onCutShort?: (err: SubteeError) => void,
+): AsyncGenerator<Buffer> {
   const it = input[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   try {
     const parts: Buffer[] = [];
@@ -117,7 +126,12 @@ async function* decode(input: Readable, name: string): AsyncGenerator<Buffer> {
     try {
       yield* decoder as AsyncIterable<Buffer>;
     } catch (err) {
-      throw readFailed(name, err, kind);
+      const failure = readFailed(name, err, kind);
+      const damaged = (err as NodeJS.ErrnoException)?.code?.startsWith('Z_') === true;
+      if (!damaged || !onCutShort) throw failure;
+      // What was decompressed before the damage is already passed on: ending here lets the
+      // chain keep its last partial line and write index.json, where the caller records it.
+      onCutShort(failure);
     } finally {
       source.destroy();
       decoder.destroy();

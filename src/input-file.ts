@@ -1,4 +1,6 @@
-import { open } from 'node:fs/promises';
+import { constants as fsConstants, createReadStream, openSync } from 'node:fs';
+import { open, stat } from 'node:fs/promises';
+import { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { decompressed, SNIFF_BYTES, unreadableCompression } from './decompress.js';
 import { EXIT, SubteeError } from './errors.js';
@@ -25,7 +27,18 @@ export function inputIsFolder(file: string): SubteeError {
  * A recorded stream as bytes, decompressed (gzip, zstd…). A missing file, a folder, or a
  * format subtee cannot read fails here with ERR_INPUT, before anything is written.
  */
-export async function openInputFile(file: string): Promise<Readable> {
+export async function openInputFile(
+  file: string,
+  onCutShort?: (err: SubteeError) => void,
+): Promise<Readable> {
+  let kind;
+  try {
+    kind = await stat(file);
+  } catch (err) {
+    throw inputUnreadable(file, err);
+  }
+  if (kind.isDirectory()) throw inputIsFolder(file);
+  if (!kind.isFile()) return openStreamInput(file, kind.isFIFO(), onCutShort);
   let fh;
   try {
     fh = await open(file, 'r');
@@ -43,5 +56,28 @@ export async function openInputFile(file: string): Promise<Readable> {
     await fh.close();
     throw err instanceof SubteeError ? err : inputUnreadable(file, err);
   }
-  return decompressed(fh.createReadStream({ highWaterMark: FILE_READ_BYTES }), file);
+  return decompressed(fh.createReadStream({ highWaterMark: FILE_READ_BYTES }), file, onCutShort);
+}
+
+/**
+ * A pipe, FIFO or device named as a file (`<(zcat x.gz)`, `/dev/stdin`) cannot be read at a
+ * position, so its format is sniffed from the stream. A FIFO is opened without blocking: a
+ * blocking open(2) waits for a writer in a thread no signal or watchdog can reach, while the
+ * event loop waits for a non-blocking one's first bytes and still hears both.
+ */
+function openStreamInput(
+  file: string,
+  isFifo: boolean,
+  onCutShort?: (err: SubteeError) => void,
+): Readable {
+  if (!isFifo) {
+    return decompressed(createReadStream(file, { highWaterMark: FILE_READ_BYTES }), file, onCutShort);
+  }
+  let fd;
+  try {
+    fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+  } catch (err) {
+    throw inputUnreadable(file, err);
+  }
+  return decompressed(new Socket({ fd, readable: true, writable: false }), file, onCutShort);
 }

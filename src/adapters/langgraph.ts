@@ -24,7 +24,12 @@ export const LANGGRAPH_DEFAULTS = Object.freeze({
 
 export interface LangGraphMapperOptions {
   spawnTools?: readonly string[];
+  /** Told of an event kept without its timestamp (`TIMESTAMP_OUT_OF_RANGE`). */
+  onWarning?: (code: string, message: string) => void;
 }
+
+/** The largest distance from 1970 a JavaScript Date can hold, in milliseconds either way. */
+const MAX_DATE_MS = 8.64e15;
 
 /** A LangGraph streaming-protocol event, as a run stream yields it or a recording holds it. */
 export interface ProtocolEvent {
@@ -155,18 +160,29 @@ export class LangGraphMapper {
   private readonly failedUnexplained: string[] = [];
   private lastTimestamp: string | undefined;
 
+  private readonly onWarning: (code: string, message: string) => void;
+
   constructor(options: LangGraphMapperOptions = {}) {
     this.spawnTools = new Set(options.spawnTools ?? LANGGRAPH_DEFAULTS.spawnTools);
+    this.onWarning = options.onWarning ?? (() => {});
+  }
+
+  /** An event's time as ISO text; a number no Date can hold is dropped, not fatal. */
+  private isoTime(timestamp: unknown): string | undefined {
+    if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) return undefined;
+    if (Math.abs(timestamp) > MAX_DATE_MS) {
+      const shown = String(timestamp).slice(0, 40);
+      this.onWarning('TIMESTAMP_OUT_OF_RANGE', `an event's timestamp ${shown} is not a date; it was kept without one`);
+      return undefined;
+    }
+    return new Date(timestamp).toISOString();
   }
 
   map(event: JsonObject): JsonObject[] {
     if (!isProtocolEvent(event)) return [];
     const ns = event.params.namespace.filter((s): s is string => typeof s === 'string');
     const data = isObject(event.params.data) ? event.params.data : {};
-    const ts =
-      typeof event.params.timestamp === 'number' && Number.isFinite(event.params.timestamp)
-        ? new Date(event.params.timestamp).toISOString()
-        : undefined;
+    const ts = this.isoTime(event.params.timestamp);
     if (ts) this.lastTimestamp = ts;
     const out: JsonObject[] = [];
     switch (event.method) {

@@ -2,7 +2,7 @@ import { Writable, type Readable, type Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { builtinRegistry } from './builtins.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../model/record.js';
-import { UsageError } from '../errors.js';
+import { SubteeError, UsageError } from '../errors.js';
 import { optionProblem, type PluginContext, type PluginDefinition, type Registry } from './plugin.js';
 import { Session } from '../model/session.js';
 
@@ -137,13 +137,35 @@ export function buildChain(
     );
   }
   const streams: Transform[] = [];
+  const builtins = builtinRegistry();
   try {
-    for (const p of [...byteTaps, ...rest]) streams.push(p.def.create(p.opts, ctx));
+    for (const p of [...byteTaps, ...rest]) {
+      const stream = p.def.create(p.opts, ctx);
+      if (builtins.get(p.def.name) !== p.def) nameFailures(stream, p.def.name);
+      streams.push(stream);
+    }
   } catch (err) {
     for (const s of streams) s.destroy();
     throw err;
   }
   return { streams, session };
+}
+
+/** The plugin whose stream failed with an error, so the failure names it, not subtee. */
+const failedPlugin = new WeakMap<object, string>();
+
+function nameFailures(stream: Transform, name: string): void {
+  stream.once('error', (err) => {
+    if (err !== null && typeof err === 'object' && !(err instanceof SubteeError)) failedPlugin.set(err, name);
+  });
+}
+
+/** A plugin's own failure as ERR_PLUGIN_FAILED naming it; anything else as it is. */
+function namedFailure(err: unknown): unknown {
+  const name = err !== null && typeof err === 'object' ? failedPlugin.get(err) : undefined;
+  if (name === undefined) return err;
+  const why = err instanceof Error ? err.message : String(err);
+  return new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} failed: ${why}`, { cause: err });
 }
 
 /**
@@ -215,6 +237,8 @@ export async function runChain(
   ] as unknown as NodeJS.ReadableStream[];
   try {
     await pipeline(all, { signal: options.signal });
+  } catch (err) {
+    throw namedFailure(err);
   } finally {
     run.stopInput = null;
     options.stop?.removeEventListener('abort', onStop);

@@ -38,16 +38,21 @@ export function checkInputs(files: string[], stdinIsProcess = true): string[] {
   return inputs;
 }
 
-export async function openInput(file: string, stdin: Readable): Promise<Readable> {
+export async function openInput(
+  file: string,
+  stdin: Readable,
+  onCutShort?: (err: SubteeError) => void,
+): Promise<Readable> {
   if (file === '-') {
     // `subtee < recorded.jsonl`: read the file behind stdin in large reads.
     const fileBehind = stdin === process.stdin && isRegularFile(0);
     return decompressed(
       fileBehind ? createReadStream('', { fd: 0, highWaterMark: FILE_READ_BYTES }) : stdin,
       'stdin',
+      onCutShort,
     );
   }
-  return openInputFile(file);
+  return openInputFile(file, onCutShort);
 }
 
 /** Folder names under OUT for several inputs: the file names without extensions, made safe and unique. */

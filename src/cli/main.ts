@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
+import { builtinRegistry } from '../chain/builtins.js';
 import { runChain, type ChainSpec } from '../chain/chain.js';
 import { StallError } from '../chain/stages/idle-watchdog.js';
 import { checkRequiredVersion } from '../chain/stages/version-guard.js';
@@ -167,6 +168,29 @@ export async function main(
       io.stderr.write(`subtee: warning ${w.code}: ${escapeOneLine(w.message)}\n`);
     });
     let code: number = EXIT.OK;
+    // A stage that never calls back leaves nothing pending once a file is read; without this
+    // the process would end mid-run (exit 13) before the watchdog could report the stall.
+    const keepAlive = setInterval(() => {}, 1 << 30);
+    // A throw outside the chain's streams (a plugin's timer or callback): stop the run so
+    // index.json is still written, and report it by the chain's plugins instead of a stack.
+    let strayFailure: SubteeError | null = null;
+    // A cut-short compressed input still fails the run (exit 3) once what it held is written.
+    let cutShort: SubteeError | null = null;
+    const builtins = builtinRegistry();
+    const plugins = [...chainSpec.stages, ...chainSpec.sinks]
+      .map((c) => c.use)
+      .filter((use) => builtins.get(use) === undefined);
+    const onStrayThrow = (err: unknown) => {
+      const why = err instanceof Error ? err.message : String(err);
+      strayFailure ??=
+        plugins.length > 0
+          ? new SubteeError('ERR_PLUGIN_FAILED', `plugin ${plugins.join(' or ')} failed: ${why}`, {
+              cause: err,
+            })
+          : new SubteeError('ERR_INTERNAL', `internal error: ${why}`, { cause: err });
+      stop.abort();
+    };
+    process.on('uncaughtException', onStrayThrow);
     try {
       let input: Readable;
       if (isRun) {
@@ -178,7 +202,10 @@ export async function main(
         await commandStarted(command, opts.rest[0]);
         input = commandOutput(command, opts.rest[0], run, stop);
       } else {
-        input = await openInput(file, io.stdin);
+        input = await openInput(file, io.stdin, (err) => {
+          cutShort = err;
+          run.warn('INPUT_CUT_SHORT', err.message);
+        });
       }
       const chainOptions = {
         session: run,
@@ -189,12 +216,17 @@ export async function main(
         stderr: io.stderr,
       };
       await runChain(input, chainSpec, chainOptions);
+      if (strayFailure) throw strayFailure;
+      if (cutShort) throw cutShort;
       if (childExit) code = await childExit;
     } catch (err) {
-      if (err instanceof StallError) code = EXIT.STALL;
+      if (strayFailure) code = reportError(io.stderr, strayFailure);
+      else if (err instanceof StallError) code = EXIT.STALL;
       else if (!aborted || (err as Error)?.name !== 'AbortError') code = reportError(io.stderr, err);
       await stopChild();
     } finally {
+      clearInterval(keepAlive);
+      process.off('uncaughtException', onStrayThrow);
       status?.stop();
       // A process the agent started may hold the pipe open; it must not keep subtee alive.
       child?.stdout?.destroy();

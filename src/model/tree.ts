@@ -15,8 +15,20 @@ import {
   type ToolUseBlock,
   type UserLine,
 } from './message.js';
+import { boundedText } from './bounded-text.js';
 
 export type ChannelStatus = 'running' | 'completed' | 'failed';
+
+/**
+ * Longest agent name kept: every stdout label, pino record, ClickHouse row and span repeats
+ * it, so one huge `subagent_type` would otherwise be copied once per line.
+ */
+export const MAX_AGENT_CHARS = 100;
+
+function agentName(value: unknown): string | null {
+  const name = nonEmpty(value);
+  return name === null ? null : boundedText(name, MAX_AGENT_CHARS);
+}
 
 export interface Channel {
   /** The spawning tool_use id; null for the main conversation. */
@@ -231,7 +243,7 @@ export class ChannelTree {
     ch.parent = parent.id;
     parent.children.push(id);
     this.joinTrees(ch, parent);
-    ch.agent = nonEmpty(input.subagent_type) ?? ch.agent;
+    ch.agent = agentName(input.subagent_type) ?? ch.agent;
     ch.description = nonEmpty(input.description) ?? ch.description;
     if (typeof input.run_in_background === 'boolean' && ch.background === null) {
       ch.background = input.run_in_background;
@@ -343,7 +355,7 @@ export class ChannelTree {
         const ch = this.byId.get(nonEmpty(line.tool_use_id) ?? '');
         if (!ch) return;
         if (typeof line.is_backgrounded === 'boolean') ch.background = line.is_backgrounded;
-        ch.agent ??= nonEmpty(line.subagent_type);
+        ch.agent ??= agentName(line.subagent_type);
         ch.description ??= nonEmpty(line.description);
         if (ch.depth === null && isDepth(line.spawn_depth)) this.setDepth(ch, line.spawn_depth);
         return;

@@ -47,6 +47,30 @@ export const GENAI = Object.freeze({
   errorType: 'error.type',
 });
 
+/** Attributes that carry content, already cut to `maxContentChars` where they are made. */
+const CONTENT_ATTRIBUTES: ReadonlySet<string> = new Set([
+  GENAI.toolArguments,
+  GENAI.toolResult,
+  GENAI.inputMessages,
+  GENAI.outputMessages,
+]);
+
+/**
+ * Longest name or identifier kept in a span (session id, tool name, call id, description,
+ * model…): they come from the input and are repeated on many spans, so one huge value would
+ * otherwise be sent once per span.
+ */
+export const MAX_SPAN_NAME_CHARS = 256;
+
+/** Every attribute that is not content cut to MAX_SPAN_NAME_CHARS. */
+function boundedAttributes(attributes: Attributes): Attributes {
+  for (const [key, value] of Object.entries(attributes)) {
+    if (typeof value === 'string' && !CONTENT_ATTRIBUTES.has(key))
+      attributes[key] = boundedText(value, MAX_SPAN_NAME_CHARS);
+  }
+  return attributes;
+}
+
 /** Anthropic usage keys → GenAI token attributes. */
 const USAGE_ATTRIBUTES: ReadonlyArray<[string, string]> = [
   ['input_tokens', GENAI.inputTokens],
@@ -124,7 +148,10 @@ export class TraceBuilder {
     const v = rec.value;
     const { ms } = this.clock.observe(v);
     this.runId ??= runIdFrom(v);
-    this.sessionId ??= nonEmpty(v.session_id);
+    if (this.sessionId === null) {
+      const sessionId = nonEmpty(v.session_id);
+      this.sessionId = sessionId === null ? null : boundedText(sessionId, MAX_SPAN_NAME_CHARS);
+    }
     const out: SpanData[] = [];
     for (const ev of rec.events ?? []) {
       const a = this.agentOf(ev.channel, ms);
@@ -263,7 +290,7 @@ export class TraceBuilder {
     if (tool.args !== null) attributes[GENAI.toolArguments] = tool.args;
     if (error) attributes[GENAI.errorType] = 'tool_error';
     Object.assign(attributes, extra);
-    const name = `execute_tool ${tool.name}`;
+    const name = boundedText(`execute_tool ${tool.name}`, MAX_SPAN_NAME_CHARS);
     const endAt = Math.max(startMs, endMs);
     return {
       key: toolKey(tool.id),
@@ -271,7 +298,7 @@ export class TraceBuilder {
       name,
       startMs,
       endMs: endAt,
-      attributes,
+      attributes: boundedAttributes(attributes),
       error,
     };
   }
@@ -325,9 +352,10 @@ export class TraceBuilder {
     // An orphan's spawn call was never seen: it hangs under the main conversation.
     const spawnSeen = !isMain && (this.tools.has(ch.id!) || this.finishedTools.has(ch.id!));
     const parentKey = isMain ? null : ch.orphan || !spawnSeen ? agentKey(null) : toolKey(ch.id!);
-    const spanName = `invoke_agent ${name}`;
+    const spanName = boundedText(`invoke_agent ${name}`, MAX_SPAN_NAME_CHARS);
     const endAt = Math.max(startMs, endMs);
-    return { key: agentKey(ch.id), parentKey, name: spanName, startMs, endMs: endAt, attributes, error };
+    const bounded = boundedAttributes(attributes);
+    return { key: agentKey(ch.id), parentKey, name: spanName, startMs, endMs: endAt, attributes: bounded, error };
   }
 }
 

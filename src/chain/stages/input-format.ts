@@ -40,7 +40,10 @@ export function detectProducer(value: JsonObject): Producer {
 export function createInputFormat(options: InputFormatOptions): Transform {
   const format = options.format ?? INPUT_FORMAT_DEFAULTS.format;
   const run = requireSession(options, 'createInputFormat');
-  const mapper = new LangGraphMapper({ spawnTools: options.spawnTools ?? INPUT_FORMAT_DEFAULTS.spawnTools });
+  const mapper = new LangGraphMapper({
+    spawnTools: options.spawnTools ?? INPUT_FORMAT_DEFAULTS.spawnTools,
+    onWarning: (code, message) => run.warn(code, message),
+  });
   if (format !== 'auto') run.producer = format;
   let lastLineNo = 0;
   const toRecords = (values: JsonObject[], lineNo: number, out: RecordBatch) => {
