@@ -288,8 +288,7 @@ export class InFlight {
     const { allowedMs, declared } = this.toolAllowance(name, args);
     const label = describeCall(name, args);
     if (!this.track()) return this.fold(spawn ? this.limits.modelTimeoutMs : allowedMs, now);
-    const call = { kind: 'tool' as const, channelId, what: label, sinceMs: now, allowedMs, declared, graced: true };
-    state.tools.set(id, { ...call, spawn });
+    state.tools.set(id, { kind: 'tool', channelId, what: label, sinceMs: now, allowedMs, declared, graced: true, spawn });
     // A foreground subagent is decided by its own channel: its first request is on its way.
     if (spawn && !this.channels.has(id)) this.requestModel(id, now);
   }
