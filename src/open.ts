@@ -150,7 +150,9 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
     graceMs: options.stallGraceMs,
     onStall: options.onStall,
   };
-  const watchdogGiven = Object.fromEntries(Object.entries(watchdog).filter(([, value]) => value !== undefined));
+  const watchdogGiven = Object.fromEntries(
+    Object.entries(watchdog).filter(([, value]) => value !== undefined),
+  );
 
   let filesOut: unknown;
   const done = (async (): Promise<IndexDocument> => {

@@ -56,7 +56,8 @@ export function renderRecord(rec: LineRecord): string[] {
         break;
       }
       case 'run': {
-        const result = item.text === null ? '' : ` — ${escapeOneLine(shorten(item.text, RENDER_DEFAULTS.resultChars))}`;
+        const shown = item.text === null ? null : shorten(item.text, RENDER_DEFAULTS.resultChars);
+        const result = shown === null ? '' : ` — ${escapeOneLine(shown)}`;
         out.push(`[run] ${escapeOneLine(item.subtype)}${item.isError ? ' (error)' : ''}${result}`);
         break;
       }

@@ -1,6 +1,14 @@
 import type { SpooledRecord, SubteeRecord } from '../../model/record.js';
 import { escapeControl } from '../../views/escape.js';
-import { rawBlocks, resultText, type CountedBlockType as BlockKind, type ToolResultBlock, isObject, type JsonObject, nonEmpty } from '../../model/message.js';
+import {
+  isObject,
+  nonEmpty,
+  rawBlocks,
+  resultText,
+  type CountedBlockType as BlockKind,
+  type JsonObject,
+  type ToolResultBlock,
+} from '../../model/message.js';
 import type { SpanChannel } from './otlp-spans.js';
 import { boundedText } from '../../model/bounded-text.js';
 import { runIdFrom, StreamClock } from './stream-facts.js';

@@ -102,7 +102,10 @@ export function pinoEvents(rec: LineRecord, maxChars: number): PinoEvent[] {
     switch (item.kind) {
       case 'prompt':
       case 'text':
-        push('info', 'text', { role: item.kind === 'prompt' ? 'user' : 'assistant', content: content(item.text) });
+        push('info', 'text', {
+          role: item.kind === 'prompt' ? 'user' : 'assistant',
+          content: content(item.text),
+        });
         break;
       case 'thinking':
         if (!item.redacted) push('info', 'thinking', { content: content(item.text) });

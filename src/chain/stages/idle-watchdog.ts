@@ -149,10 +149,8 @@ const seconds = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `
 
 /** One wait in words: `Bash "npm test" silent 212 s of its declared 600 s in general-purpose·a1b2c3`. */
 function describeWait(wait: StalledWait, silenceMs: number): string {
-  const limit =
-    wait.allowedMs === null
-      ? 'with no limit'
-      : `of ${wait.kind === 'background' ? 'the ceiling' : wait.declared ? 'its declared' : 'its allowed'} ${seconds(wait.allowedMs)}`;
+  const whose = wait.kind === 'background' ? 'the ceiling' : wait.declared ? 'its declared' : 'its allowed';
+  const limit = wait.allowedMs === null ? 'with no limit' : `of ${whose} ${seconds(wait.allowedMs)}`;
   const longer = wait.inFlightMs > silenceMs + 1000 ? ` (in flight ${seconds(wait.inFlightMs)})` : '';
   const where = wait.kind === 'background' ? '' : ` in ${wait.channel}`;
   return `${wait.what} silent ${seconds(silenceMs)} ${limit}${where}${longer}`;
@@ -317,7 +315,8 @@ export const idleWatchdogPlugin = definePlugin<Omit<IdleWatchdogOptions, 'sessio
     bgWaitCeilingMs: msOption(
       0,
       IDLE_WATCHDOG_DEFAULTS.bgWaitCeilingMs,
-      'silence allowed while background tasks run (0 = no limit); $CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS replaces the default',
+      'silence allowed while background tasks run (0 = no limit); ' +
+        '$CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS replaces the default',
     ),
     graceMs: msOption(
       0,
