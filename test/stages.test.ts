@@ -169,3 +169,25 @@ test('a bad pino transport target is a config error: exit 2, ERR_CONFIG, one lin
     assert.match(r.stderr, /\[ERR_CONFIG\]$/m);
   }
 });
+
+test('a line the pino sink cannot read is counted and reported, and the others are still logged', async () => {
+  const { default: pino } = await import('pino');
+  const file = join(tmpDir(), 'events.log');
+  const dest = pino.destination({ dest: file, sync: true });
+  const run = new Session();
+  const sink = createPinoSink({ logger: pino({}, dest), session: run });
+  const unreadable = { type: 'assistant', message: { content: [{ type: 'text', get text(): string { throw new Error('unreadable'); } }] } };
+  const readable = { type: 'assistant', message: { content: [{ type: 'text', text: 'still logged' }] } };
+  const record = (lineNo: number, value: Record<string, unknown>) => ({ kind: 'line' as const, lineNo, raw: Buffer.from('{}'), value, channel: run.tree.main });
+  const { pipeline } = await import('node:stream/promises');
+  const { Readable } = await import('node:stream');
+  const { createDiscard } = await import('../src/chain/chain.js');
+  const batches = [[record(1, unreadable), record(2, readable)]];
+  await pipeline([Readable.from(batches, { objectMode: true }), sink, createDiscard()] as unknown as NodeJS.ReadableStream[]);
+  dest.flushSync();
+  const events = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(events.filter((e) => e.kind === 'text').map((e) => [e.line, e.content]), [[2, 'still logged']]);
+  assert.ok(events.some((e) => e.kind === 'warning' && e.code === 'RECORD_FAILED'), 'the warning is logged too');
+  assert.equal(run.input.failed, 1);
+  assert.deepEqual(run.warnings.map((w) => w.code), ['RECORD_FAILED']);
+});

@@ -306,7 +306,15 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
             const fields = { channel: null, line: rec.lineNo, reason: rec.reason, content };
             log('warn', 'quarantine', fields, eventMessage('quarantine', undefined, fields));
           } else {
-            const events = pinoEvents(rec, opts.maxContentChars);
+            let events: PinoEvent[];
+            try {
+              events = pinoEvents(rec, opts.maxContentChars);
+            } catch (err) {
+              // A line the sink cannot read (a plugin stage made it unreadable) costs only its own
+              // events: it is counted and reported once, and every other line is still logged.
+              run.recordFailed('pino', rec.lineNo, err);
+              continue;
+            }
             if (events.length === 0 || readerGone) continue;
             const base = where(rec.channel);
             const time = streamTime(viewOf(rec));
