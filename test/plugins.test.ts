@@ -6,7 +6,7 @@ import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain, type ComponentSpec } from "../src/chain/chain.js";
 import { registerPlugins } from '../src/chain/config.js';
 import { Session } from '../src/model/session.js';
-import { redact, MASK, SECRET_PATTERNS } from '../plugins/redact-secrets/index.js';
+import { redact, redactRecord, MASK, SECRET_PATTERNS } from '../plugins/redact-secrets/index.js';
 import { stepSummary } from '../plugins/github-step-summary/index.js';
 import { ROOT, chunked, linesOf, readTree, tmpDir } from './helpers.js';
 import { importsUnder } from './imports.js';
@@ -137,4 +137,18 @@ test("every helper the README's Plugins section lists is exported by the package
     const isType = new RegExp(`\\btype ${name}\\b`).test(entryText);
     assert.ok(name in entry || isType, `${name} is not exported by src/index.ts`);
   }
+});
+
+test('redact-secrets: a value too deep for recursion is still redacted when its masked text is not JSON', () => {
+  const secret = `sk-ant-${'a'.repeat(24)}`;
+  let value: unknown = { token: secret };
+  for (let depth = 0; depth < 200_000; depth++) value = depth % 2 ? { nested: value } : [value];
+  // Raw bytes that no longer parse once masked send the record down the value path.
+  const rec = { kind: 'line' as const, lineNo: 1, raw: Buffer.from(`not json ${secret}`), value: { type: 'assistant', deep: value } };
+  const redacted = redactRecord(rec as never) as { raw: Buffer; value: Record<string, unknown> };
+  let inner: unknown = redacted.value.deep;
+  while (typeof inner === 'object' && inner !== null && !('token' in inner))
+    inner = Array.isArray(inner) ? inner[0] : (inner as { nested: unknown }).nested;
+  assert.deepEqual(inner, { token: MASK });
+  assert.ok(!redacted.raw.includes(secret));
 });

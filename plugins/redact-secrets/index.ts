@@ -48,12 +48,30 @@ export function redact(text: string): string {
   return out;
 }
 
-function redactValue(v: unknown): unknown {
-  if (typeof v === 'string') return redact(v);
-  if (Array.isArray(v)) return v.map(redactValue);
-  if (v && typeof v === 'object')
-    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, redactValue(x)]));
-  return v;
+/**
+ * A redacted deep copy of a parsed value. A loop with its own stack, not recursion: the
+ * stream chooses how deep a value is.
+ */
+function redactValue(root: unknown): unknown {
+  const emptyCopy = (value: object): object => (Array.isArray(value) ? [] : {});
+  const copyOf = (value: unknown): unknown => {
+    if (typeof value === 'string') return redact(value);
+    if (value === null || typeof value !== 'object') return value;
+    const copy = emptyCopy(value);
+    pending.push([value, copy]);
+    return copy;
+  };
+  const pending: Array<[object, object]> = [];
+  const top = copyOf(root);
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [source, copy] = next;
+    for (const [key, value] of Object.entries(source)) {
+      // A data property even for a key named `__proto__`, as JSON.parse makes it.
+      const property = { value: copyOf(value), writable: true, enumerable: true, configurable: true };
+      Object.defineProperty(copy, key, property);
+    }
+  }
+  return top;
 }
 
 export function redactRecord(rec: SubteeRecord): SubteeRecord {
@@ -66,7 +84,14 @@ export function redactRecord(rec: SubteeRecord): SubteeRecord {
     return { ...rec, value: JSON.parse(masked), raw: Buffer.from(masked) };
   } catch {
     const value = redactValue(rec.value) as Record<string, unknown>;
-    return { ...rec, value, raw: Buffer.from(JSON.stringify(value)) };
+    let json: string;
+    try {
+      json = JSON.stringify(value);
+    } catch {
+      // Too deep for JSON.stringify: the line keeps its own bytes, its secrets masked.
+      json = masked;
+    }
+    return { ...rec, value, raw: Buffer.from(json) };
   }
 }
 
