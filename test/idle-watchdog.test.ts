@@ -352,5 +352,5 @@ test('open() takes the watchdog limits directly: a stall rejects done with ERR_S
   warned.write(`${JSON.stringify(init)}\n`);
   const index = await going.done;
   assert.equal(index.stalled, true);
-  assert.equal((index.stall as { allowedMs: number }).allowedMs, 300);
+  assert.equal(index.stall?.allowedMs, 300);
 });

@@ -27,7 +27,12 @@ export type ContentItem =
       readonly isError: boolean;
     }
   /** A `result` line: how the run ended. */
-  | { readonly kind: 'run'; readonly subtype: string; readonly text: string | null; readonly isError: boolean };
+  | {
+      readonly kind: 'run';
+      readonly subtype: string;
+      readonly text: string | null;
+      readonly isError: boolean;
+    };
 
 export type ContentKind = ContentItem['kind'];
 

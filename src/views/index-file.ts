@@ -1,3 +1,4 @@
+import type { Stall } from '../model/in-flight.js';
 import type { Producer, Session, Warning } from '../model/session.js';
 import type { Channel, ChannelStatus } from '../model/tree.js';
 
@@ -43,6 +44,8 @@ export interface IndexDocument {
   /** The run was stopped (a signal, an abort) before its input ended. */
   interrupted: boolean;
   stalled: boolean;
+  /** What the idle watchdog found when it fired; null when it did not. */
+  stall: Stall | null;
   input: { lines: number; bytes: number; quarantined: number; blank_lines: number; failed: number };
   quarantine: string | null;
   quarantine_lines: number[];

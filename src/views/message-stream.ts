@@ -6,17 +6,15 @@
  * message whose blocks arrive as their lines do and whose usage is counted once.
  */
 import {
-  asBlock,
   channelIdOf,
   isObject,
   nonEmpty,
-  rawBlocks,
-  resultText,
   usageNumbers,
   type JsonObject,
   type Usage,
 } from '../model/message.js';
 import { deepFreeze } from './feed.js';
+import { lineContent } from '../model/content.js';
 
 /** A content block as the projection yields it: typed, frozen, field names in camelCase. */
 export type MessageBlock =
@@ -52,38 +50,31 @@ export interface Message {
   readonly usage: PromiseLike<Usage | null>;
 }
 
-/** The typed blocks of an assistant or user line, frozen. */
+/** The typed blocks of an assistant or user line, frozen: what `lineContent` reads of it. */
 export function blocksOfLine(value: JsonObject): MessageBlock[] {
   const blocks: MessageBlock[] = [];
-  for (const raw of rawBlocks(value)) {
-    const block = asBlock(raw);
-    if (!block) continue;
-    switch (block.type) {
+  for (const item of lineContent(value)) {
+    switch (item.kind) {
+      case 'prompt':
       case 'text':
-        blocks.push({ type: 'text', text: block.text });
+        blocks.push({ type: 'text', text: item.text });
         break;
       case 'thinking':
-        blocks.push({ type: 'thinking', text: block.thinking ?? '' });
-        break;
-      case 'redacted_thinking':
-        blocks.push({ type: 'redacted_thinking' });
+        if (item.redacted) blocks.push({ type: 'redacted_thinking' });
+        else blocks.push({ type: 'thinking', text: String(item.text) });
         break;
       case 'tool_use':
-        blocks.push({ type: 'tool_use', id: block.id, name: block.name, input: block.input });
+        blocks.push({ type: 'tool_use', id: item.id, name: item.name, input: item.input });
         break;
       case 'tool_result':
         blocks.push({
           type: 'tool_result',
-          toolUseId: block.tool_use_id,
-          text: resultText(block),
-          isError: block.is_error === true,
+          toolUseId: item.id,
+          text: String(item.text),
+          isError: item.isError,
         });
         break;
     }
-  }
-  const message = value.message;
-  if (value.type === 'user' && isObject(message) && typeof message.content === 'string') {
-    blocks.push({ type: 'text', text: message.content });
   }
   return deepFreeze(blocks);
 }
