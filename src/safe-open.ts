@@ -73,7 +73,11 @@ export function writeNewFile(path: string, data: string | Buffer): void {
  * but a regular file (ENOTREG): a named pipe would block the reader, a device never ends.
  */
 export function openRegularForRead(path: string): number {
-  const fd = openSync(path, READ);
+  return onlyRegular(path, openSync(path, READ));
+}
+
+/** The descriptor when it is a regular file's; otherwise it is closed and ENOTREG thrown. */
+function onlyRegular(path: string, fd: number): number {
   let regular: boolean;
   try {
     regular = fstatSync(fd).isFile();
@@ -121,17 +125,7 @@ export function openLogFile(path: string): number {
  * anything but a regular file (ENOTREG), a pipe without blocking on it.
  */
 export function openDataFileForAppend(path: string): number {
-  const fd = openSync(path, APPEND | constants.O_CREAT, 0o644);
-  let regular: boolean;
-  try {
-    regular = fstatSync(fd).isFile();
-  } catch (err) {
-    closeSync(fd);
-    throw err;
-  }
-  if (regular) return fd;
-  closeSync(fd);
-  throw errno('ENOTREG', `${path} is not a regular file`);
+  return onlyRegular(path, openSync(path, APPEND | constants.O_CREAT, 0o644));
 }
 
 /**
