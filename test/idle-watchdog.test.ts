@@ -332,7 +332,7 @@ test('names from the stream are cut and made one line in the message', () => {
   assert.doesNotMatch(stallMessage(stall!), /[\x00-\x1f]/);
 });
 
-test('open() takes the watchdog limits directly: a stall rejects done with ERR_STALL and says what was waiting', async (t) => {
+test('open() takes the watchdog limits directly: a stall rejects done with ERR_STALL and says what was waiting', { timeout: 30_000 }, async (t) => {
   // A PassThrough keeps no handle open, and the watchdog's timer does not keep a process alive.
   const keepAlive = setInterval(() => {}, 1000);
   t.after(() => clearInterval(keepAlive));
