@@ -238,7 +238,10 @@ export async function runChain(
   // An input that fails ends the run as an input that ends does, so what was read reaches every
   // sink and index.json; the failure is recorded there and then fails the run. Left to
   // pipeline(), it would destroy every stream with the input's error, as if a sink had failed.
+  let settled = false;
   const onInputFailure = (err: unknown) => {
+    // Closing the input after the chain failed fails a read still pending: not the input's fault.
+    if (settled) return;
     const why = err instanceof Error ? err.message : String(err);
     run.warn('INPUT_FAILED', `the input failed after ${run.input.bytes} bytes: ${why}`);
     reason ??=
@@ -261,6 +264,7 @@ export async function runChain(
     run.stopInput = null;
     options.stop?.removeEventListener('abort', onStop);
     // Not a member of the pipeline, so close it here: a silent pipe would hold a read open.
+    settled = true;
     input.destroy();
   }
   if (reason) throw reason;
