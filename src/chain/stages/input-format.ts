@@ -5,7 +5,7 @@ import { GeminiMapper, isGeminiEvent } from '../../adapters/gemini.js';
 import { isProtocolEvent, LangGraphMapper, LANGGRAPH_DEFAULTS } from '../../adapters/langgraph.js';
 import { isOpencodeEvent, OpencodeMapper } from '../../adapters/opencode.js';
 import { eventLine, type StreamMapper } from '../../adapters/stream-lines.js';
-import type { JsonObject } from '../../model/message.js';
+import { channelIdOf, type JsonObject } from '../../model/message.js';
 import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch, type SubteeRecord } from '../../model/record.js';
 import { requireSession, type Producer, type Session } from '../../model/session.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
@@ -46,6 +46,19 @@ export interface InputFormatOptions {
   spawnTools?: readonly string[];
   /** The chain's session, shared by every stage (required). */
   session: Session;
+}
+
+/**
+ * How a channel's `.jsonl` of a coding agent's run reads back (for the report built from an
+ * output folder): each event through a fresh mapper of that producer, keeping the lines that
+ * belong to the channel. Null for producers whose files hold stream-json lines.
+ */
+export function channelReaderFor(
+  producer: string,
+): ((event: JsonObject, channel: string | null) => JsonObject[]) | null {
+  if (!isAgentProducer(producer as Producer)) return null;
+  const mapper = createAgentMapper(producer as AgentProducer);
+  return (event, channel) => mapper.map(event).lines.filter((line) => channelIdOf(line) === channel);
 }
 
 /**
