@@ -12,7 +12,7 @@ import { runChain } from '../src/chain/chain.js';
 import { detectProducer } from '../src/chain/stages/input-format.js';
 import type { JsonObject } from '../src/model/message.js';
 import { ChannelTree } from '../src/model/tree.js';
-import { BIN, chunked, FIXTURES, splitEvery, tmpDir } from './helpers.js';
+import { BIN, chunked, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers.js';
 
 const DIR = join(FIXTURES, 'other-agents');
 const RECORDINGS = readdirSync(DIR).filter((f) => f.endsWith('.jsonl')).sort();
@@ -449,4 +449,22 @@ test('the report of a mapped run shows each channel its own transcript, read bac
   const html = readFileSync(join(out, 'report.html'), 'utf8');
   // Written by each leaf in its own channel only: the main transcript does not hold it.
   for (const leaf of ['Leaf 0: checking.', 'Leaf 1: checking.']) assert.equal(html.split(leaf).length - 1, 1, leaf);
+});
+
+test("the README's commands for other coding agents run on the recordings they name", () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('### Other coding agents'));
+  const block = /```sh\n([\s\S]*?)\n```/.exec(section)![1];
+  const commands = block.split('\n').filter((l) => l.startsWith('subtee '));
+  assert.ok(commands.length >= 2);
+  for (const command of commands) {
+    const args = command.split(/\s+/).slice(1);
+    const at = args.indexOf('--out');
+    const out = join(tmpDir(), args[at + 1]);
+    args[at + 1] = out;
+    const r = spawnSync(process.execPath, [BIN, '-q', ...args], { cwd: ROOT, encoding: 'utf8' });
+    assert.equal(r.status, 0, `${command}: ${r.stderr}`);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.equal(index.producer, producerOf(args[args.length - 1].split('/').pop()!), command);
+  }
 });
