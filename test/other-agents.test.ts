@@ -9,6 +9,7 @@ import { GeminiMapper } from '../src/adapters/gemini.js';
 import { OpencodeMapper, taskReport } from '../src/adapters/opencode.js';
 import { shellResultText, usageOf, type StreamMapper } from '../src/adapters/stream-lines.js';
 import { runChain } from '../src/chain/chain.js';
+import { open } from '../src/index.js';
 import { detectProducer } from '../src/chain/stages/input-format.js';
 import type { JsonObject } from '../src/model/message.js';
 import { ChannelTree } from '../src/model/tree.js';
@@ -467,4 +468,35 @@ test("the README's commands for other coding agents run on the recordings they n
     const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
     assert.equal(index.producer, producerOf(args[args.length - 1].split('/').pop()!), command);
   }
+});
+
+test('the projection of a Copilot run: late readers get each subagent its messages and tool calls', async () => {
+  const file = join(DIR, 'copilot-spawn.jsonl');
+  const evs = events(readFileSync(file));
+  // Independent: per task call, the assistant texts and the tool calls its messages made.
+  const want = new Map<string, { texts: string[]; calls: string[] }>();
+  for (const ev of evs) {
+    const ch = ev.data?.parentToolCallId;
+    if (ev.type !== 'assistant.message' || !ch) continue;
+    const w = want.get(ch) ?? { texts: [], calls: [] };
+    if (ev.data.content) w.texts.push(ev.data.content);
+    for (const r of ev.data.toolRequests) w.calls.push(r.toolCallId);
+    want.set(ch, w);
+  }
+  const run = open(file, { out: join(tmpDir(), 'out') });
+  const index = await run.done;
+  assert.equal(index.producer, 'copilot');
+  const seen = new Map<string, { texts: string[]; calls: string[] }>();
+  for await (const handle of run.allSubagents) {
+    const texts: string[] = [];
+    for await (const message of handle.messages) if (message.role === 'assistant') {
+      const text = await message.text;
+      if (text) texts.push(text);
+    }
+    const calls: string[] = [];
+    for await (const call of handle.toolCalls) calls.push(call.id);
+    seen.set(handle.id, { texts, calls });
+    assert.equal((await handle.output).status, 'completed');
+  }
+  assert.deepEqual(seen, want);
 });
