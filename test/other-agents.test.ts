@@ -500,3 +500,27 @@ test('the projection of a Copilot run: late readers get each subagent its messag
   }
   assert.deepEqual(seen, want);
 });
+
+test('lines too long to hold (spooled) still land once, in the file of the agent whose events they are', async () => {
+  // The recording with a subagent's events made longer than the parser holds: their `data`
+  // is padded, so only their top-level fields (`agentId` among them) are read.
+  const source = inputLines(readFileSync(join(DIR, 'copilot-spawn.jsonl')));
+  const pad = `"data":{"pad":"${'x'.repeat(2000)}",`;
+  const input = source.map((l, i) => (l.includes('"agentId"') && i % 3 === 0 ? l.replace('"data":{', pad) : l));
+  const bytes = Buffer.from(input.join('\n') + '\n', 'latin1');
+  const out = join(tmpDir(), 'out');
+  // Chunks smaller than a long line: the parser cannot hold one whole, and spools it.
+  const run = await runChain(chunked(splitEvery(bytes, 700)), {
+    stages: [{ use: 'line-parser', maxLineBytes: 1024 }, { use: 'input-format' }, { use: 'channel-router' }],
+    sinks: [{ use: 'files', out }],
+  });
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.ok(run.warnings.some((w) => w.code === 'LINE_TOO_LONG'));
+  const { all, byChannel } = writtenLines(out, index);
+  assert.deepEqual([...all].sort(), [...input].sort());
+  for (const ev of events(bytes).filter((e) => e.type === 'subagent.started')) {
+    const its = input.filter((l) => JSON.parse(l).agentId === ev.agentId);
+    assert.ok(its.filter((l) => l.length > 1024).length >= 3, 'some of its lines are spooled');
+    assert.deepEqual(byChannel.get(ev.data.toolCallId), its);
+  }
+});
