@@ -496,7 +496,10 @@ test('the projection of a Copilot run: late readers get each subagent its messag
     const calls: string[] = [];
     for await (const call of handle.toolCalls) calls.push(call.id);
     seen.set(handle.id, { texts, calls });
-    assert.equal((await handle.output).status, 'completed');
+    const output = await handle.output;
+    assert.equal(output.status, 'completed');
+    const completed = evs.find((ev) => ev.type === 'subagent.completed' && ev.data.toolCallId === handle.id);
+    assert.equal(output.tokens, completed.data.totalTokens, 'the only token count Copilot gives a subagent');
   }
   assert.deepEqual(seen, want);
 });
