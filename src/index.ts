@@ -111,7 +111,12 @@ export {
   type OpencodeMapperOptions,
 } from './adapters/opencode.js';
 export type { StreamMapper, MappedEvent, ChannelTranscript } from './adapters/stream-lines.js';
-export { AGENT_PRODUCERS, createAgentMapper, detectProducer, type AgentProducer } from './chain/stages/input-format.js';
+export {
+  AGENT_PRODUCERS,
+  createAgentMapper,
+  detectProducer,
+  type AgentProducer,
+} from './chain/stages/input-format.js';
 export type { Producer } from './model/session.js';
 export type { OpenInput } from './open.js';
 

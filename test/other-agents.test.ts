@@ -27,7 +27,8 @@ function inputLines(bytes: Buffer): string[] {
   return bytes.toString('latin1').split('\n').filter((l) => l.length > 0);
 }
 
-const events = (bytes: Buffer): any[] => inputLines(bytes).map((l) => JSON.parse(Buffer.from(l, 'latin1').toString('utf8')));
+const events = (bytes: Buffer): any[] =>
+  inputLines(bytes).map((l) => JSON.parse(Buffer.from(l, 'latin1').toString('utf8')));
 
 interface Expected {
   /** Subagent channels by id: parent, status. */
@@ -41,6 +42,9 @@ interface Expected {
   /** Channels whose transcript is the spawn and the result only. */
   spawnOnly: Set<string>;
 }
+
+/** Codex `agents_states` statuses of a thread that ended without completing. */
+const FAILED_STATES = ['errored', 'failed', 'shutdown', 'not_found', 'interrupted'];
 
 const bump = (m: Map<string, number>, k: string, by = 1) => m.set(k, (m.get(k) ?? 0) + by);
 const addUsage = (m: Map<string, Record<string, number>>, k: string, name: string, n: number) => {
@@ -83,7 +87,8 @@ const READERS: Record<Producer, (evs: any[]) => Expected> = {
         e.children.set(ev.data.toolCallId, { parent: parent === '' ? null : parent, status: 'running' });
       }
       if (ev.type === 'subagent.completed' || ev.type === 'subagent.failed') {
-        e.children.get(ev.data.toolCallId)!.status = ev.type === 'subagent.completed' ? 'completed' : 'failed';
+        const done = ev.type === 'subagent.completed';
+        e.children.get(ev.data.toolCallId)!.status = done ? 'completed' : 'failed';
         addUsage(e.usage, ev.data.toolCallId, 'total_tokens', ev.data.totalTokens);
       }
       if (ev.type === 'result') e.mainStatus = ev.exitCode === 0 ? 'completed' : 'failed';
@@ -116,7 +121,7 @@ const READERS: Record<Producer, (evs: any[]) => Expected> = {
           const child = e.children.get(t);
           if (!child || child.status !== 'running') continue;
           if (s.status === 'completed') child.status = 'completed';
-          else if (['errored', 'failed', 'shutdown', 'not_found', 'interrupted'].includes(s.status)) child.status = 'failed';
+          else if (FAILED_STATES.includes(s.status)) child.status = 'failed';
           if (child.status !== 'running') bump(e.toolResults, '');
         }
       } else if (['command_execution', 'file_change', 'mcp_tool_call', 'web_search'].includes(item.type)) {
@@ -160,7 +165,8 @@ const READERS: Record<Producer, (evs: any[]) => Expected> = {
         const status = ev.part.state.status;
         if (status === 'completed' || status === 'error') bump(e.toolResults, '');
         if (ev.part.tool === 'task') {
-          e.children.set(ev.part.callID, { parent: null, status: status === 'completed' ? 'completed' : 'failed' });
+          const ended = status === 'completed' ? 'completed' : 'failed';
+          e.children.set(ev.part.callID, { parent: null, status: ended });
           e.spawnOnly.add(ev.part.callID);
         }
       }
@@ -198,7 +204,7 @@ function writtenLines(out: string, index: any): { all: string[]; byChannel: Map<
 }
 
 for (const name of RECORDINGS) {
-  test(`${name}: index.json agrees with an independent reading of the same bytes; every line kept once`, () => {
+  test(`${name}: index.json agrees with an independent reading; every line kept once`, () => {
     const file = join(DIR, name);
     const bytes = readFileSync(file);
     const producer = producerOf(name);
@@ -220,11 +226,13 @@ for (const name of RECORDINGS) {
         assert.equal(ch.orphan, false);
       }
       assert.equal(ch.counts.tool_use, expected.toolUses.get(key) ?? 0, `${key || 'main'} tool calls`);
-      assert.equal(ch.counts.tool_result, expected.toolResults.get(key) ?? 0, `${key || 'main'} tool results`);
+      const results = expected.toolResults.get(key) ?? 0;
+      assert.equal(ch.counts.tool_result, results, `${key || 'main'} tool results`);
       const want = expected.usage.get(key) ?? {};
       for (const [k, n] of Object.entries(want)) assert.equal(ch.usage[k], n, `${key || 'main'} ${k}`);
       if (Object.keys(want).length === 0) assert.equal(ch.usage.input_tokens ?? 0, 0);
-      assert.equal(ch.transcript, expected.spawnOnly.has(key) ? 'spawn-and-result' : 'stream', `${key} transcript`);
+      const transcript = expected.spawnOnly.has(key) ? 'spawn-and-result' : 'stream';
+      assert.equal(ch.transcript, transcript, `${key} transcript`);
     }
 
     // Nothing lost, nothing doubled: the files hold the input's lines, byte for byte, once.
@@ -238,7 +246,9 @@ for (const name of RECORDINGS) {
       // A subagent's own events are in its file, all of them (deltas and progress included),
       // and nothing else.
       for (const ch of index.channels.filter((c: any) => c.id !== null)) {
-        const started = events(bytes).find((ev) => ev.type === 'subagent.started' && ev.data.toolCallId === ch.id);
+        const started = events(bytes).find(
+          (ev) => ev.type === 'subagent.started' && ev.data.toolCallId === ch.id,
+        );
         const its = input.filter((l) => JSON.parse(l).agentId === started.agentId);
         assert.deepEqual(byChannel.get(ch.id), its, `${ch.id} holds its agent's events`);
       }
@@ -260,14 +270,14 @@ test('auto: each recording is recognised from its first line; a forced format gi
   }
 });
 
-test('the version: Copilot states it in its skills path, --require-version refuses outside the range (exit 4)', () => {
+test('the version: Copilot states it in its skills path; --require-version outside the range is exit 4', () => {
   const file = join(DIR, 'copilot-shell.jsonl');
   assert.equal(runCli(file, ['--require-version', '>=1.0.0 <2']).index.producer_version, '1.0.102');
-  const r = spawnSync(process.execPath, [BIN, '--out', join(tmpDir(), 'o'), '-q', '--require-version', '>=1.1', file], {
-    encoding: 'utf8',
-  });
+  const args = [BIN, '--out', join(tmpDir(), 'o'), '-q', '--require-version', '>=1.1', file];
+  const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
   assert.equal(r.status, 4, r.stderr);
-  assert.match(r.stderr, /GitHub Copilot CLI 1\.0\.102 does not satisfy --require-version >=1\.1 \[ERR_VERSION\]/);
+  assert.match(r.stderr, /GitHub Copilot CLI 1\.0\.102 does not satisfy --require-version >=1\.1/);
+  assert.match(r.stderr, /\[ERR_VERSION\]\n$/);
   // Codex states none: a required version cannot be checked.
   const codex = spawnSync(
     process.execPath,
@@ -278,7 +288,7 @@ test('the version: Copilot states it in its skills path, --require-version refus
   assert.match(codex.stderr, /version is unknown/);
 });
 
-test('chunk boundaries: the library chain gives the same files and index.json whatever the chunks', async () => {
+test('chunk boundaries: the library chain writes the same files and index.json for any chunks', async () => {
   for (const name of ['copilot-spawn.jsonl', 'gemini-spawn.jsonl', 'codex-spawn.jsonl']) {
     const bytes = readFileSync(join(DIR, name));
     let first: { index: string; files: string[] } | null = null;
@@ -311,18 +321,24 @@ function routed(mapper: StreamMapper, evs: JsonObject[]): ChannelTree {
   return tree;
 }
 
-test('Copilot: subagents nest at any depth by their task call; agentId routes events that lack parentToolCallId', () => {
+test('Copilot: subagents nest at any depth by their task call; agentId routes the rest', () => {
   const mapper = new CopilotMapper();
   const task = (id: string, parent: string | null) => ({
     type: 'assistant.message',
     data: {
       messageId: `m-${id}`,
       content: '',
-      toolRequests: [{ toolCallId: id, name: 'task', arguments: { name: id, agent_type: 'general-purpose', prompt: 'p' } }],
+      toolRequests: [
+        { toolCallId: id, name: 'task', arguments: { name: id, agent_type: 'general-purpose', prompt: 'p' } },
+      ],
       ...(parent ? { parentToolCallId: parent } : {}),
     },
   });
-  const started = (id: string, agentId: string) => ({ type: 'subagent.started', agentId, data: { toolCallId: id, agentName: 'x' } });
+  const started = (id: string, agentId: string) => ({
+    type: 'subagent.started',
+    agentId,
+    data: { toolCallId: id, agentName: 'x' },
+  });
   const evs: JsonObject[] = [
     task('call_A', null),
     started('call_A', 'agent-a'),
@@ -347,20 +363,38 @@ test('Copilot: subagents nest at any depth by their task call; agentId routes ev
 
 test('Copilot pure functions: version from the skills path; a shell result with its exit code', () => {
   const skills = (path: string) => ({ type: 'session.skills_loaded', data: { skills: [{ path }] } });
-  assert.equal(copilotVersionOf(skills('/h/.cache/copilot/pkg/linux-x64/1.0.102/builtin/x/SKILL.md')), '1.0.102');
+  const installed = '/h/.cache/copilot/pkg/linux-x64/1.0.102/builtin/x/SKILL.md';
+  assert.equal(copilotVersionOf(skills(installed)), '1.0.102');
   assert.equal(copilotVersionOf(skills('/h/skills/x/SKILL.md')), null);
   assert.equal(copilotVersionOf({ type: 'user.message', data: {} }), null);
-  const failed = toolResult('c1', { success: false, shellExecution: { exitCode: 2 }, result: { content: 'no such file' } });
-  assert.deepEqual(failed, { type: 'tool_result', tool_use_id: 'c1', content: 'no such file\n[exit code 2]', is_error: true });
-  const ok = toolResult('c2', { success: true, shellExecution: { exitCode: 0 }, result: { content: 'x\n<shellId: 0 completed with exit code 0>' } });
+  const shell = (exitCode: number, content: string) => ({
+    success: exitCode === 0,
+    shellExecution: { exitCode },
+    result: { content },
+  });
+  assert.deepEqual(toolResult('c1', shell(2, 'no such file')), {
+    type: 'tool_result',
+    tool_use_id: 'c1',
+    content: 'no such file\n[exit code 2]',
+    is_error: true,
+  });
+  const ok = toolResult('c2', shell(0, 'x\n<shellId: 0 completed with exit code 0>'));
   assert.equal(ok.content, 'x\n<shellId: 0 completed with exit code 0>');
   assert.equal(ok.is_error, undefined);
 });
 
-test('Codex: a spawned thread gets its prompt, ends with its last message or fails by its state; exit codes', () => {
+test('Codex: a spawned thread has its prompt, ends with its last message or fails by its state', () => {
   const spawn = (thread: string) => ({
     type: 'item.completed',
-    item: { id: `s-${thread}`, type: 'collab_tool_call', tool: 'spawn_agent', receiver_thread_ids: [thread], prompt: `do ${thread}`, agents_states: {}, status: 'completed' },
+    item: {
+      id: `s-${thread}`,
+      type: 'collab_tool_call',
+      tool: 'spawn_agent',
+      receiver_thread_ids: [thread],
+      prompt: `do ${thread}`,
+      agents_states: {},
+      status: 'completed',
+    },
   });
   const wait = {
     type: 'item.completed',
@@ -369,14 +403,18 @@ test('Codex: a spawned thread gets its prompt, ends with its last message or fai
       type: 'collab_tool_call',
       tool: 'wait',
       receiver_thread_ids: ['t1', 't2'],
-      agents_states: { t1: { status: 'completed', message: 'done 1' }, t2: { status: 'errored', message: 'broke' } },
+      agents_states: {
+        t1: { status: 'completed', message: 'done 1' },
+        t2: { status: 'errored', message: 'broke' },
+      },
       status: 'completed',
     },
   };
   const mapper = new CodexMapper();
   const mapped = mapper.map(spawn('t1'));
   assert.equal(mapped.lines[mapped.own].type, 'assistant', 'the spawn call stands for the event');
-  assert.deepEqual(mapped.lines.filter((l) => l.parent_tool_use_id === 't1').map((l: any) => l.message.content[0].text), ['do t1']);
+  const inChild = mapped.lines.filter((l) => l.parent_tool_use_id === 't1');
+  assert.deepEqual(inChild.map((l: any) => l.message.content[0].text), ['do t1']);
   const tree = routed(new CodexMapper(), [spawn('t1'), spawn('t2'), wait]);
   assert.equal(tree.get('t1')!.status, 'completed');
   assert.equal(tree.get('t1')!.summary, 'done 1');
@@ -385,16 +423,33 @@ test('Codex: a spawned thread gets its prompt, ends with its last message or fai
   assert.equal(mapper.transcriptOf('t1'), 'spawn-and-result');
   assert.equal(mapper.transcriptOf(null), 'stream');
   const item = { type: 'command_execution', aggregated_output: 'oops\n', exit_code: 1, status: 'failed' };
-  assert.deepEqual(itemResult('i', item), { type: 'tool_result', tool_use_id: 'i', content: 'oops\n[exit code 1]', is_error: true });
+  assert.deepEqual(itemResult('i', item), {
+    type: 'tool_result',
+    tool_use_id: 'i',
+    content: 'oops\n[exit code 1]',
+    is_error: true,
+  });
 });
 
-test('Gemini: delta pieces become one message, shown when the next event comes; a failed invoke_agent fails its channel', () => {
+test('Gemini: pieces become one message when the next event comes; a failed invoke_agent fails', () => {
   const mapper = new GeminiMapper();
-  const piece = (content: string) => ({ type: 'message', timestamp: 't', role: 'assistant', content, delta: true });
+  const piece = (content: string) => ({
+    type: 'message', timestamp: 't',
+    role: 'assistant', content, delta: true,
+  });
+  const invoke = (parameters: JsonObject) => ({
+    type: 'tool_use',
+    timestamp: 't',
+    tool_name: 'invoke_agent',
+    tool_id: 'a1',
+    parameters,
+  });
   assert.deepEqual(mapper.map(piece('Hel')).lines.map((l) => l.type), ['producer_event']);
   assert.equal(mapper.map(piece('lo')).own, 0);
-  const next = mapper.map({ type: 'tool_use', timestamp: 't', tool_name: 'invoke_agent', tool_id: 'a1', parameters: { agent_name: 'g', prompt: 'go' } });
-  const texts = next.lines.filter((l: any) => l.type === 'assistant' && l.message.content[0]?.type === 'text').map((l: any) => l.message.content[0].text);
+  const next = mapper.map(invoke({ agent_name: 'g', prompt: 'go' }));
+  const texts = next.lines
+    .filter((l: any) => l.type === 'assistant' && l.message.content[0]?.type === 'text')
+    .map((l: any) => l.message.content[0].text);
   assert.deepEqual(texts, ['Hello'], 'one message, the pieces joined');
   assert.equal((next.lines[next.own] as any).message.content[0].name, 'Task');
   assert.deepEqual(
@@ -405,39 +460,49 @@ test('Gemini: delta pieces become one message, shown when the next event comes; 
   mapper.map(piece('tail'));
   assert.equal((mapper.end()[0] as any).message.content[0].text, 'tail', 'pieces left at the end are shown');
   const tree = routed(new GeminiMapper(), [
-    { type: 'tool_use', timestamp: 't', tool_name: 'invoke_agent', tool_id: 'a1', parameters: { prompt: 'go' } },
-    { type: 'tool_result', timestamp: 't', tool_id: 'a1', status: 'error', error: { type: 'x', message: 'agent failed' } },
+    invoke({ prompt: 'go' }),
+    { type: 'tool_result', timestamp: 't', tool_id: 'a1', status: 'error', error: { message: 'agent failed' } },
   ]);
   assert.equal(tree.get('a1')!.status, 'failed');
   assert.equal(tree.get('a1')!.summary, 'agent failed');
 });
 
-test("opencode: a task's report is its channel's result; step tokens are usage; the run's result is made at the end", () => {
-  assert.equal(taskReport('<task id="s" state="completed">\n<task_result>\nAll good.\n</task_result>\n</task>'), 'All good.');
+test("opencode: a task's report is its result; step tokens are usage; the run's result is made", () => {
+  const output = '<task id="s" state="completed">\n<task_result>\nAll good.\n</task_result>\n</task>';
+  assert.equal(taskReport(output), 'All good.');
   assert.equal(taskReport('plain'), null);
   const step = (input: number) => ({
     type: 'step_finish',
     timestamp: 1,
     sessionID: 's',
-    part: { messageID: `m${input}`, tokens: { input, output: 2, reasoning: 0, cache: { read: 1, write: 0 } } },
+    part: {
+      messageID: `m${input}`,
+      tokens: { input, output: 2, reasoning: 0, cache: { read: 1, write: 0 } },
+    },
   });
   const failedTask = {
     type: 'tool_use',
     timestamp: 1,
     sessionID: 's',
-    part: { tool: 'task', callID: 'c1', state: { status: 'error', input: { prompt: 'p', subagent_type: 'general' }, error: 'it broke' } },
+    part: {
+      tool: 'task',
+      callID: 'c1',
+      state: { status: 'error', input: { prompt: 'p', subagent_type: 'general' }, error: 'it broke' },
+    },
   };
-  const tree = routed(new OpencodeMapper(), [step(10), failedTask, step(5), { type: 'error', timestamp: 1, sessionID: 's', error: { name: 'APIError', data: { message: 'down' } } }]);
-  assert.deepEqual({ input: tree.main.usage.input_tokens, read: tree.main.usage.cache_read_input_tokens }, { input: 15, read: 2 });
+  const apiError = { name: 'APIError', data: { message: 'down' } };
+  const error = { type: 'error', timestamp: 1, sessionID: 's', error: apiError };
+  const tree = routed(new OpencodeMapper(), [step(10), failedTask, step(5), error]);
+  const { input_tokens: input, cache_read_input_tokens: read } = tree.main.usage;
+  assert.deepEqual({ input, read }, { input: 15, read: 2 });
   assert.equal(tree.get('c1')!.status, 'failed');
   assert.equal(tree.main.status, 'failed', 'an error event fails the run');
 });
 
 test('shared pieces: usage in Claude Code names, a shell result with its exit code', () => {
-  assert.deepEqual(usageOf({ a: 3, b: { c: 4 }, d: 'x' }, { input_tokens: 'a', cache_read_input_tokens: 'b.c', output_tokens: 'd' }), {
-    input_tokens: 3,
-    cache_read_input_tokens: 4,
-  });
+  const names = { input_tokens: 'a', cache_read_input_tokens: 'b.c', output_tokens: 'd' };
+  const usage = usageOf({ a: 3, b: { c: 4 }, d: 'x' }, names);
+  assert.deepEqual(usage, { input_tokens: 3, cache_read_input_tokens: 4 });
   assert.equal(usageOf({}, { input_tokens: 'a' }), null);
   assert.equal(shellResultText('out', 3), 'out\n[exit code 3]');
   assert.equal(shellResultText('', 0), '[exit code 0]');
@@ -449,7 +514,9 @@ test('the report of a mapped run shows each channel its own transcript, read bac
   assert.ok(existsSync(join(out, 'report.html')));
   const html = readFileSync(join(out, 'report.html'), 'utf8');
   // Written by each leaf in its own channel only: the main transcript does not hold it.
-  for (const leaf of ['Leaf 0: checking.', 'Leaf 1: checking.']) assert.equal(html.split(leaf).length - 1, 1, leaf);
+  for (const leaf of ['Leaf 0: checking.', 'Leaf 1: checking.']) {
+    assert.equal(html.split(leaf).length - 1, 1, leaf);
+  }
 });
 
 test("the README's commands for other coding agents run on the recordings they name", () => {
@@ -470,7 +537,7 @@ test("the README's commands for other coding agents run on the recordings they n
   }
 });
 
-test('the projection of a Copilot run: late readers get each subagent its messages and tool calls', async () => {
+test("a Copilot run's projection: late readers get each subagent's messages and tool calls", async () => {
   const file = join(DIR, 'copilot-spawn.jsonl');
   const evs = events(readFileSync(file));
   // Independent: per task call, the assistant texts and the tool calls its messages made.
@@ -504,12 +571,13 @@ test('the projection of a Copilot run: late readers get each subagent its messag
   assert.deepEqual(seen, want);
 });
 
-test('lines too long to hold (spooled) still land once, in the file of the agent whose events they are', async () => {
+test('lines too long to hold (spooled) land once, in the file of the agent whose events they are', async () => {
   // The recording with a subagent's events made longer than the parser holds: their `data`
   // is padded, so only their top-level fields (`agentId` among them) are read.
   const source = inputLines(readFileSync(join(DIR, 'copilot-spawn.jsonl')));
   const pad = `"data":{"pad":"${'x'.repeat(2000)}",`;
-  const input = source.map((l, i) => (l.includes('"agentId"') && i % 3 === 0 ? l.replace('"data":{', pad) : l));
+  const padded = (l: string, i: number) => l.includes('"agentId"') && i % 3 === 0;
+  const input = source.map((l, i) => (padded(l, i) ? l.replace('"data":{', pad) : l));
   const bytes = Buffer.from(input.join('\n') + '\n', 'latin1');
   const out = join(tmpDir(), 'out');
   // Chunks smaller than a long line: the parser cannot hold one whole, and spools it.

@@ -15,6 +15,7 @@ import {
   promptLine,
   resultLine,
   shellResultText,
+  textLine,
   textOf,
   toolResultBlock,
   toolResultLine,
@@ -140,7 +141,7 @@ export class CodexMapper implements StreamMapper {
       case 'agent_message':
         if (!done) return;
         this.lastText = textOf(item.text);
-        push(assistantLine(null, id, [{ type: 'text', text: this.lastText }], null, null));
+        push(textLine(null, id, this.lastText, null));
         return;
       case 'reasoning':
         if (!done) return;
@@ -148,7 +149,7 @@ export class CodexMapper implements StreamMapper {
         return;
       case 'error':
         if (!done) return;
-        push(assistantLine(null, id, [{ type: 'text', text: `[error] ${textOf(item.message)}` }], null, null));
+        push(textLine(null, id, `[error] ${textOf(item.message)}`, null));
         return;
       case 'todo_list':
         return;
@@ -206,29 +207,29 @@ export class CodexMapper implements StreamMapper {
         }
       } else if (item.status === 'failed') {
         push(assistantLine(null, id, [toolUseBlock(id, tool, { prompt })], null, null));
-        push(toolResultLine(null, [toolResultBlock(id, 'the agent could not be spawned', true)], null), false);
+        const refused = toolResultBlock(id, 'the agent could not be spawned', true);
+        push(toolResultLine(null, [refused], null), false);
       }
       this.endThreads(item, push);
       return;
     }
+    const call = toolUseBlock(id, tool, { receiver_thread_ids: threads, prompt });
     if (!done) {
       if (!this.started.has(id)) {
         this.started.add(id);
-        push(assistantLine(null, id, [toolUseBlock(id, tool, { receiver_thread_ids: threads, prompt })], null, null));
+        push(assistantLine(null, id, [call], null, null));
       }
       return;
     }
     const blocks: JsonObject[] = [];
-    if (!this.started.has(id)) {
-      push(assistantLine(null, id, [toolUseBlock(id, tool, { receiver_thread_ids: threads, prompt })], null, null));
-    }
+    if (!this.started.has(id)) push(assistantLine(null, id, [call], null, null));
     this.started.delete(id);
     blocks.push(toolResultBlock(id, statesText(item.agents_states), item.status === 'failed'));
     push(toolResultLine(null, blocks, null));
     this.endThreads(item, push);
   }
 
-  /** Ends each spawned thread `agents_states` says is done: a Task result in main, its message in its channel. */
+  /** Ends the threads `agents_states` says are done: a Task result in main, the last message in theirs. */
   private endThreads(item: JsonObject, push: (line: JsonObject, isOwn?: boolean) => void): void {
     const states = isObject(item.agents_states) ? item.agents_states : {};
     const blocks: JsonObject[] = [];
@@ -239,7 +240,7 @@ export class CodexMapper implements StreamMapper {
       if (!status) continue;
       this.running.delete(thread);
       const message = nonEmpty(state.message);
-      if (message !== null) push(assistantLine(thread, `codex-final-${thread}`, [{ type: 'text', text: message }], null, null), false);
+      if (message !== null) push(textLine(thread, `codex-final-${thread}`, message, null), false);
       blocks.push(toolResultBlock(thread, message ?? `agent ${String(state.status)}`, status === 'failed'));
     }
     if (blocks.length > 0) push(toolResultLine(null, blocks, null), false);

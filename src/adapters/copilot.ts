@@ -19,6 +19,7 @@ import {
   shellResultText,
   taskNotificationLine,
   taskStartedLine,
+  textLine,
   textOf,
   timestampOf,
   toolResultBlock,
@@ -51,6 +52,8 @@ export function isCopilotEvent(value: JsonObject): boolean {
   );
 }
 
+const INSTALL_PATH = /\/pkg\/[^/]{1,64}\/(\d{1,6}\.\d{1,6}\.\d{1,6}(?:-[0-9A-Za-z.-]{1,40})?)\/builtin\//;
+
 /**
  * The CLI's version, where its stream shows it: the install path of its built-in skills
  * (`…/pkg/<platform>/<version>/builtin/…`) in `session.skills_loaded`. Null otherwise.
@@ -62,7 +65,7 @@ export function copilotVersionOf(event: JsonObject): string | null {
   for (let i = 0; i < Math.min(skills.length, 100); i++) {
     const skill = skills[i];
     const path = isObject(skill) ? nonEmpty(skill.path) : null;
-    const m = path ? /\/pkg\/[^/]{1,64}\/(\d{1,6}\.\d{1,6}\.\d{1,6}(?:-[0-9A-Za-z.-]{1,40})?)\/builtin\//.exec(path) : null;
+    const m = path ? INSTALL_PATH.exec(path) : null;
     if (m) return m[1];
   }
   return null;
@@ -139,7 +142,8 @@ export class CopilotMapper implements StreamMapper {
         }
         case 'assistant.reasoning': {
           const text = textOf(data.content);
-          push(assistantLine(channel, nonEmpty(data.reasoningId), [{ type: 'thinking', thinking: text }], null, ts));
+          const thinking = [{ type: 'thinking', thinking: text }];
+          push(assistantLine(channel, nonEmpty(data.reasoningId), thinking, null, ts));
           break;
         }
         case 'assistant.message':
@@ -157,7 +161,8 @@ export class CopilotMapper implements StreamMapper {
           const id = nonEmpty(data.toolCallId);
           if (id && !this.announced.has(id)) {
             const name = nonEmpty(data.toolName) ?? 'tool';
-            push(assistantLine(channel, null, [this.toolUse(id, name, argumentsOf(data.arguments))], null, ts));
+            const call = this.toolUse(id, name, argumentsOf(data.arguments));
+            push(assistantLine(channel, null, [call], null, ts));
           }
           break;
         }
@@ -212,9 +217,7 @@ export class CopilotMapper implements StreamMapper {
           break;
         }
         case 'session.error':
-          push(
-            assistantLine(channel, nonEmpty(event.id), [{ type: 'text', text: `[error] ${errorMessage(data) ?? ''}` }], null, ts),
-          );
+          push(textLine(channel, nonEmpty(event.id), `[error] ${errorMessage(data) ?? ''}`, ts));
           break;
       }
     }
@@ -262,7 +265,9 @@ export function toolResult(id: string, data: JsonObject): JsonObject {
   const exitCode = finite(shell.exitCode);
   const failed = data.success === false || (exitCode !== undefined && exitCode !== 0);
   const output = textOf(result.content ?? errorMessage(data.error) ?? '');
-  const text = exitCode !== undefined && !/exit code -?\d+/.test(output) ? shellResultText(output, exitCode) : output;
+  // Copilot's own output usually ends with the exit code already.
+  const stated = /exit code -?\d+/.test(output);
+  const text = exitCode !== undefined && !stated ? shellResultText(output, exitCode) : output;
   return toolResultBlock(id, text, failed);
 }
 

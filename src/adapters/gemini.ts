@@ -14,6 +14,7 @@ import {
   initLine,
   promptLine,
   resultLine,
+  textLine,
   textOf,
   timestampOf,
   toolResultBlock,
@@ -40,7 +41,8 @@ const GEMINI_TYPES = new Set(['init', 'message', 'tool_use', 'tool_result', 'err
 export function isGeminiEvent(value: JsonObject): boolean {
   if (typeof value.type !== 'string' || !GEMINI_TYPES.has(value.type)) return false;
   // Claude Code's lines (`result` among them) have a subtype or a parent_tool_use_id.
-  if (typeof value.timestamp !== 'string' || 'parent_tool_use_id' in value || 'subtype' in value) return false;
+  if (typeof value.timestamp !== 'string') return false;
+  if ('parent_tool_use_id' in value || 'subtype' in value) return false;
   if (value.type === 'init') return typeof value.session_id === 'string';
   if (value.type === 'message') return typeof value.role === 'string';
   if (value.type === 'tool_use' || value.type === 'tool_result') return typeof value.tool_id === 'string';
@@ -119,15 +121,9 @@ export class GeminiMapper implements StreamMapper {
         if (this.spawnTools.has(name)) {
           const agent = nonEmpty(args.agent_name) ?? nonEmpty(args.name);
           const prompt = nonEmpty(args.prompt) ?? nonEmpty(args.task);
-          push(
-            assistantLine(
-              null,
-              `gemini-call-${id}`,
-              [toolUseBlock(id, 'Task', { ...args, subagent_type: agent, description: nonEmpty(args.description), tool: name })],
-              null,
-              ts,
-            ),
-          );
+          const description = nonEmpty(args.description);
+          const input = { ...args, subagent_type: agent, description, tool: name };
+          push(assistantLine(null, `gemini-call-${id}`, [toolUseBlock(id, 'Task', input)], null, ts));
           this.spawns.add(id);
           this.spawned.add(id);
           if (prompt !== null) push(promptLine(id, prompt, ts), false);
@@ -144,13 +140,13 @@ export class GeminiMapper implements StreamMapper {
         const output = failed ? (error ?? textOf(event.output)) : textOf(event.output);
         push(toolResultLine(null, [toolResultBlock(id, output, failed)], ts));
         if (this.spawns.delete(id) && output.length > 0) {
-          push(assistantLine(id, `gemini-result-${id}`, [{ type: 'text', text: output }], null, ts), false);
+          push(textLine(id, `gemini-result-${id}`, output, ts), false);
         }
         break;
       }
       case 'error': {
         const text = `[${textOf(event.severity) || 'error'}] ${textOf(event.message)}`;
-        push(assistantLine(null, `gemini-error-${++this.messages}`, [{ type: 'text', text }], null, ts));
+        push(textLine(null, `gemini-error-${++this.messages}`, text, ts));
         break;
       }
       case 'result': {
@@ -160,7 +156,8 @@ export class GeminiMapper implements StreamMapper {
         if (usage) push(assistantLine(null, 'gemini-run-usage', [], usage, ts), false);
         const failed = event.status !== 'success';
         const error = isObject(event.error) ? nonEmpty(event.error.message) : null;
-        push(resultLine(failed, failed ? error : this.lastText, this.sessionId, usage, finite(stats.duration_ms) ?? null, ts));
+        const durationMs = finite(stats.duration_ms) ?? null;
+        push(resultLine(failed, failed ? error : this.lastText, this.sessionId, usage, durationMs, ts));
         break;
       }
     }
@@ -176,7 +173,7 @@ export class GeminiMapper implements StreamMapper {
 
   private textLine(text: string, ts: string | null): JsonObject {
     this.lastText = text;
-    return assistantLine(null, `gemini-message-${++this.messages}`, [{ type: 'text', text }], null, ts);
+    return textLine(null, `gemini-message-${++this.messages}`, text, ts);
   }
 
   /** The joined text of the message the pieces made, as one line (derived: its pieces carry the bytes). */

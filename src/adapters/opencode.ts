@@ -17,6 +17,7 @@ import {
   promptLine,
   resultLine,
   shellResultText,
+  textLine,
   textOf,
   toolResultBlock,
   toolResultLine,
@@ -100,7 +101,7 @@ export class OpencodeMapper implements StreamMapper {
       case 'text': {
         const text = textOf(part.text);
         this.lastText = text;
-        push(assistantLine(null, messageId, [{ type: 'text', text }], null, ts));
+        push(textLine(null, messageId, text, ts));
         break;
       }
       case 'reasoning':
@@ -119,7 +120,7 @@ export class OpencodeMapper implements StreamMapper {
         const data = isObject(error.data) ? error.data : {};
         this.error = nonEmpty(data.message) ?? nonEmpty(error.message) ?? nonEmpty(error.name) ?? 'error';
         const text = `[error] ${this.error}`;
-        push(assistantLine(null, `opencode-error-${++this.errors}`, [{ type: 'text', text }], null, ts));
+        push(textLine(null, `opencode-error-${++this.errors}`, text, ts));
         break;
       }
     }
@@ -131,7 +132,8 @@ export class OpencodeMapper implements StreamMapper {
   end(): JsonObject[] {
     if (!this.seen) return [];
     const failed = this.error !== null;
-    return [resultLine(failed, failed ? this.error : this.lastText, this.sessionId, null, null, this.lastTime)];
+    const text = failed ? this.error : this.lastText;
+    return [resultLine(failed, text, this.sessionId, null, null, this.lastTime)];
   }
 
   private tool(
@@ -149,9 +151,8 @@ export class OpencodeMapper implements StreamMapper {
     const spawn = this.spawnTools.has(name);
     if (spawn) {
       const agent = nonEmpty(input.subagent_type);
-      push(
-        assistantLine(null, messageId, [toolUseBlock(id, 'Task', { ...input, subagent_type: agent, tool: name })], null, ts),
-      );
+      const call = toolUseBlock(id, 'Task', { ...input, subagent_type: agent, tool: name });
+      push(assistantLine(null, messageId, [call], null, ts));
       this.spawned.add(id);
       const prompt = nonEmpty(input.prompt);
       if (prompt !== null) push(promptLine(id, prompt, ts), false);
@@ -169,7 +170,7 @@ export class OpencodeMapper implements StreamMapper {
       const report = taskReport(text);
       push(toolResultLine(null, [toolResultBlock(id, report ?? text, isError)], ts), false);
       if (report !== null || text.length > 0) {
-        push(assistantLine(id, `opencode-result-${id}`, [{ type: 'text', text: report ?? text }], null, ts), false);
+        push(textLine(id, `opencode-result-${id}`, report ?? text, ts), false);
       }
     } else {
       push(toolResultLine(null, [toolResultBlock(id, text, isError)], ts), false);

@@ -87,6 +87,16 @@ export function assistantLine(
   return withTime({ type: 'assistant', message, parent_tool_use_id: channel }, timestamp);
 }
 
+/** An assistant line of one text block. */
+export function textLine(
+  channel: string | null,
+  messageId: string | null,
+  text: string,
+  timestamp: string | null,
+): JsonObject {
+  return assistantLine(channel, messageId, [{ type: 'text', text }], null, timestamp);
+}
+
 export function promptLine(channel: string | null, text: string, timestamp: string | null): JsonObject {
   return withTime(
     {
@@ -108,7 +118,11 @@ export function toolResultBlock(toolUseId: string, text: string, isError: boolea
   return block;
 }
 
-export function toolResultLine(channel: string | null, blocks: JsonObject[], timestamp: string | null): JsonObject {
+export function toolResultLine(
+  channel: string | null,
+  blocks: JsonObject[],
+  timestamp: string | null,
+): JsonObject {
   return withTime(
     { type: 'user', message: { role: 'user', content: blocks }, parent_tool_use_id: channel },
     timestamp,

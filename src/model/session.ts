@@ -45,7 +45,7 @@ export class Session {
   channelFiles: ChannelFiles | null = null;
   /** Set by the input-format stage; null when the chain has none or no line arrived. */
   producer: Producer | null = null;
-  /** The producer's version as its stream states it (not Claude Code's: see the tree); null when it does not. */
+  /** The version a mapped producer's stream states (Claude Code's is the tree's); null when none. */
   producerVersion: string | null = null;
   /**
    * True when the routed lines are mapped from another producer's events whose own bytes are

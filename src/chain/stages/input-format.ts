@@ -6,11 +6,24 @@ import { isProtocolEvent, LangGraphMapper, LANGGRAPH_DEFAULTS } from '../../adap
 import { isOpencodeEvent, OpencodeMapper } from '../../adapters/opencode.js';
 import { eventLine, type StreamMapper } from '../../adapters/stream-lines.js';
 import { channelIdOf, type JsonObject } from '../../model/message.js';
-import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch, type SubteeRecord } from '../../model/record.js';
+import {
+  BATCH_HIGH_WATER_MARK,
+  type LineRecord,
+  type RecordBatch,
+  type SubteeRecord,
+} from '../../model/record.js';
 import { requireSession, type Producer, type Session } from '../../model/session.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
-export const INPUT_FORMATS = ['auto', 'claude', 'langgraph', 'copilot', 'codex', 'gemini', 'opencode'] as const;
+export const INPUT_FORMATS = [
+  'auto',
+  'claude',
+  'langgraph',
+  'copilot',
+  'codex',
+  'gemini',
+  'opencode',
+] as const;
 export type InputFormat = (typeof INPUT_FORMATS)[number];
 
 /** The coding agents whose events are mapped one by one, their bytes kept in the channel files. */
