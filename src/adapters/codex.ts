@@ -6,6 +6,7 @@
  * stream: each thread id named by a spawn becomes a channel with the spawn's prompt, and its
  * status and final message from the `agents_states` later items carry. Pure: no I/O, no clock.
  */
+import { headOf } from '../model/bounded-text.js';
 import { isObject, nonEmpty, type JsonObject } from '../model/message.js';
 import {
   assistantLine,
@@ -64,6 +65,9 @@ const DONE_STATES: Readonly<Record<string, 'completed' | 'failed'>> = Object.fre
 });
 
 const COLLAB_TOOL = 'collab_tool_call';
+
+/** A spawn names no description: the head of its prompt stands for one (surrogate pairs kept whole). */
+const DESCRIPTION_CHARS = 80;
 
 /**
  * Maps Codex events to stream-json-shaped lines. Everything the stream shows happens on the
@@ -194,7 +198,7 @@ export class CodexMapper implements StreamMapper {
         const blocks = fresh.map((t) =>
           toolUseBlock(t, 'Task', {
             prompt,
-            description: prompt === null ? null : prompt.slice(0, 80),
+            description: prompt === null ? null : headOf(prompt, DESCRIPTION_CHARS),
             subagent_type: 'codex',
             tool,
           }),
