@@ -243,6 +243,9 @@ for (const name of RECORDINGS) {
     assert.equal(index.input.lines, input.length);
 
     if (producer === 'copilot') {
+      // The run's result is the main agent's last message.
+      const last = events(bytes).filter((ev) => ev.type === 'assistant.message' && !ev.data.parentToolCallId).pop();
+      assert.ok(readFileSync(join(out, 'main.log'), 'utf8').includes(`[run] success — ${last.data.content}\n`));
       // A subagent's own events are in its file, all of them (deltas and progress included),
       // and nothing else.
       for (const ch of index.channels.filter((c: any) => c.id !== null)) {

@@ -94,6 +94,8 @@ export class CopilotMapper implements StreamMapper {
   /** Subagents whose usage came per call (`assistant.usage`), so their total is not added. */
   private readonly usageSeen = new Set<string>();
   private started = false;
+  /** The main agent's last text: the run's result, as Claude Code's `result` line carries it. */
+  private lastText: string | null = null;
 
   constructor(options: CopilotMapperOptions = {}) {
     this.spawnTools = new Set(options.spawnTools ?? COPILOT_DEFAULTS.spawnTools);
@@ -207,7 +209,7 @@ export class CopilotMapper implements StreamMapper {
           push(
             resultLine(
               exitCode !== undefined && exitCode !== 0,
-              null,
+              this.lastText,
               nonEmpty(event.sessionId),
               null,
               finite(usage.sessionDurationMs) ?? null,
@@ -239,6 +241,7 @@ export class CopilotMapper implements StreamMapper {
     if (reasoning) content.push({ type: 'thinking', thinking: reasoning });
     const text = nonEmpty(data.content);
     if (text) content.push({ type: 'text', text });
+    if (text && channel === null) this.lastText = text;
     const requests = Array.isArray(data.toolRequests) ? data.toolRequests : [];
     for (const request of requests) {
       if (!isObject(request)) continue;
