@@ -244,8 +244,11 @@ for (const name of RECORDINGS) {
 
     if (producer === 'copilot') {
       // The run's result is the main agent's last message.
-      const last = events(bytes).filter((ev) => ev.type === 'assistant.message' && !ev.data.parentToolCallId).pop();
-      assert.ok(readFileSync(join(out, 'main.log'), 'utf8').includes(`[run] success — ${last.data.content}\n`));
+      const mainMessages = events(bytes).filter(
+        (ev) => ev.type === 'assistant.message' && !ev.data.parentToolCallId,
+      );
+      const last = mainMessages[mainMessages.length - 1].data.content;
+      assert.ok(readFileSync(join(out, 'main.log'), 'utf8').includes(`[run] success — ${last}\n`));
       // A subagent's own events are in its file, all of them (deltas and progress included),
       // and nothing else.
       for (const ch of index.channels.filter((c: any) => c.id !== null)) {
