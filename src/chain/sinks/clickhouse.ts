@@ -1,12 +1,12 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import type * as ClickHouseModule from '@clickhouse/client';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
 import { shownUrl, withoutUrlSecrets } from '../../shown-url.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
+import type { RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import {
   quoteTableName,
@@ -18,6 +18,7 @@ import {
 } from './clickhouse-rows.js';
 import { claimFile, findSpoolFiles, readSpool, removeSpool, Spool, SPOOL_FILE } from './clickhouse-spool.js';
 import { lateWarn, randomRunId } from './stream-facts.js';
+import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const CLICKHOUSE_SINK_DEFAULTS = Object.freeze({
@@ -332,34 +333,22 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
     return finished;
   };
 
-  const sink = new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
+  const sink = createBatchTransform({
+    transformBatch(batch: RecordBatch) {
       const entries: Entry[] = [];
       for (const rec of batch) entries.push(...builder.rows(rec));
-      try {
-        if (mode === 'online') queue.push(...entries);
-        else toSpool(entries);
-      } catch (err) {
-        return cb(err as Error);
-      }
+      if (mode === 'online') queue.push(...entries);
+      else toSpool(entries);
       if (queue.length >= opts.batchRows) send();
       else armFlush();
-      if (mode !== 'online' || queue.length < opts.maxQueueRows) return cb(null, batch);
-      (async () => {
+      if (mode !== 'online' || queue.length < opts.maxQueueRows) return batch;
+      return (async () => {
         while (mode === 'online' && queue.length >= opts.maxQueueRows) await changed(1000);
-      })().then(() => cb(null, batch));
+        return batch;
+      })();
     },
-    flush(cb: TransformCallback) {
-      finish().then(() => cb(), cb);
-    },
-    destroy(err, cb) {
-      finish().then(
-        () => cb(err),
-        () => cb(err),
-      );
-    },
+    flushAtEnd: () => finish(),
+    teardown: () => finish(),
   });
   return sink;
 }

@@ -9,25 +9,20 @@ import {
   writeSync,
 } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { OutputError, writeFailed } from '../../errors.js';
 import { buildIndex, type ChannelPaths } from '../../views/index-file.js';
-import {
-  BATCH_HIGH_WATER_MARK,
-  type LineRecord,
-  type RecordBatch,
-  type SpooledRecord,
-} from '../../model/record.js';
+import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
 import { escapeControl, escapeOneLine } from '../../views/escape.js';
 import { headerLines, renderRecord, spooledLine, statusLine } from '../../views/text.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
-import { passOn } from './pass-on.js';
 import { AppendFiles, type AppendFile } from './append-files.js';
 import { appendSpool } from './spool-copy.js';
 import { FileNamer } from './file-names.js';
 import { createNewFile, descriptorBudget, makeDirs } from '../../safe-open.js';
+import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 import { removeLeftoverSpools } from '../stages/line-spool.js';
 
@@ -228,56 +223,37 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
     spoolDir: opts.out,
   };
 
-  const sink = new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      try {
-        for (const rec of batch) {
-          if (rec.kind === 'quarantine') {
-            quarantine ??= files.file('quarantine.log');
-            files.write(quarantine, rec.raw);
-            if (rec.final) files.write(quarantine, NL);
-          } else if (rec.kind === 'spooled' && rec.reason) {
-            quarantine ??= files.file('quarantine.log');
-            appendSpool(files, quarantine, rec.spool);
-            files.write(quarantine, NL);
-          } else {
-            writeLine(rec);
-          }
+  const sink = createBatchTransform({
+    sink: true,
+    transformBatch(batch: RecordBatch) {
+      for (const rec of batch) {
+        if (rec.kind === 'quarantine') {
+          quarantine ??= files.file('quarantine.log');
+          files.write(quarantine, rec.raw);
+          if (rec.final) files.write(quarantine, NL);
+        } else if (rec.kind === 'spooled' && rec.reason) {
+          quarantine ??= files.file('quarantine.log');
+          appendSpool(files, quarantine, rec.spool);
+          files.write(quarantine, NL);
+        } else {
+          writeLine(rec);
         }
-        if (files.pendingBytes >= opts.flushBytes) flushNow();
-        else
-          scheduled ??= setImmediate(() => {
-            scheduled = null;
-            try {
-              files.flush();
-            } catch (err) {
-              sink.destroy(err as Error);
-            }
-          });
-      } catch (err) {
-        return cb(err as Error);
       }
-      cb(null, passOn(sink, batch));
+      if (files.pendingBytes >= opts.flushBytes) flushNow();
+      else
+        scheduled ??= setImmediate(() => {
+          scheduled = null;
+          try {
+            files.flush();
+          } catch (err) {
+            sink.destroy(err as Error);
+          }
+        });
+      return batch;
     },
-    flush(cb: TransformCallback) {
-      try {
-        finish();
-      } catch (err) {
-        return cb(err as Error);
-      }
-      cb();
-    },
-    destroy(err, cb) {
-      // Interrupted or failed upstream: keep what arrived and say so in the index.
-      try {
-        finish();
-      } catch (finishErr) {
-        return cb(err ?? (finishErr as Error));
-      }
-      cb(err);
-    },
+    flushAtEnd: finish,
+    // Interrupted or failed upstream: keep what arrived and say so in the index.
+    teardown: finish,
   });
   return sink;
 }

@@ -1,7 +1,7 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { createRequire } from 'node:module';
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import type * as OtelApi from '@opentelemetry/api';
 import type * as ProtoExporter from '@opentelemetry/exporter-trace-otlp-proto';
 import type * as JsonExporter from '@opentelemetry/exporter-trace-otlp-http';
@@ -12,10 +12,11 @@ import type { IdGenerator, ReadableSpan, SpanExporter, SpanProcessor } from '@op
 import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
 import { shownUrl, withoutUrlSecrets } from '../../shown-url.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
+import type { RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { TraceBuilder, type SpanData } from './otlp-spans.js';
 import { lateWarn, randomRunId, spanIdOf, traceIdOf } from './stream-facts.js';
+import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
@@ -402,24 +403,15 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
     return finished;
   };
 
-  return new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
+  return createBatchTransform({
+    transformBatch(batch: RecordBatch) {
       for (const rec of batch) emit(builder.add(rec));
-      if (delivery.hasRoom()) cb(null, batch);
-      else delivery.whenRoom().then(() => cb(null, batch));
+      if (delivery.hasRoom()) return batch;
+      return delivery.whenRoom().then(() => batch);
     },
-    flush(cb: TransformCallback) {
-      finish().then(() => cb(), cb);
-    },
-    destroy(err, cb) {
-      // Interrupted or stalled: the trace still says what was running, within the same deadline.
-      finish().then(
-        () => cb(err),
-        () => cb(err),
-      );
-    },
+    flushAtEnd: () => finish(),
+    // Interrupted or stalled: the trace still says what was running, within the same deadline.
+    teardown: () => finish(),
   });
 }
 

@@ -1,19 +1,19 @@
 import { headOf } from '../../model/bounded-text.js';
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import { once } from 'node:events';
 import pino, { type Logger } from 'pino';
 import { withDefaults } from '../../defaults.js';
 import { UsageError, writeFailed } from '../../errors.js';
-import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
+import type { LineRecord, RecordBatch } from '../../model/record.js';
 import { escapeOneLine, shorten } from '../../views/escape.js';
 import { channelLabel, inputPreview } from '../../views/text.js';
 import { lineContent } from '../../model/content.js';
 import { viewOf } from '../../model/line-view.js';
-import { passOn } from './pass-on.js';
 import { batchLines } from './pino-batch.js';
 import { openLogFile } from '../../safe-open.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
+import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const PINO_SINK_DEFAULTS = Object.freeze({
@@ -286,11 +286,10 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
     if (failed) throw failed;
   };
 
-  const stream = new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      if (failed) return cb(failed);
+  const stream = createBatchTransform({
+    sink: true,
+    transformBatch(batch: RecordBatch) {
+      if (failed) throw failed;
       try {
         for (const rec of batch) {
           if (rec.kind === 'quarantine') {
@@ -333,18 +332,17 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
         lines?.flush();
       } catch (err) {
         eventTime = null;
-        return cb(failed ?? writeFailed(what, err));
+        throw failed ?? writeFailed(what, err);
       }
-      cb(null, passOn(stream, batch));
+      return batch;
     },
-    flush(cb: TransformCallback) {
+    flushAtEnd() {
       const isWriteError = (err: unknown) => (err as { code?: unknown } | null)?.code === 'ERR_WRITE';
-      close().then(
-        () => cb(),
-        (err) => cb(failed ?? (isWriteError(err) ? err : writeFailed(what, err))),
-      );
+      return close().catch((err) => {
+        throw failed ?? (isWriteError(err) ? err : writeFailed(what, err));
+      });
     },
-    destroy(err, cb) {
+    teardown() {
       if (dest && !failed && !readerGone) {
         try {
           lines?.flush();
@@ -355,7 +353,6 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
       }
       if (failed || readerGone) dest?.destroy();
       transport?.end();
-      cb(err);
     },
   });
   return stream;

@@ -1,12 +1,13 @@
-import { Transform, type TransformCallback, type Writable } from 'node:stream';
+import type { Transform, Writable } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
+import type { RecordBatch } from '../../model/record.js';
 import type { Session } from '../../model/session.js';
 import { reportLine, subteeVersion, writeReport } from '../../views/report/build.js';
 import { LiveReport, ReportFeed } from '../../views/report/live.js';
 import { REPORT_DEFAULTS, type ReportLimits } from '../../views/report/model.js';
 import { pageHtml } from '../../views/report/page.js';
+import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 import type { ReportServer, ServeAddress } from './report-server.js';
 
@@ -81,10 +82,8 @@ export function createReportSink(options: ReportSinkOptions): Transform {
   };
   const closeServer = () => server.then((s) => s?.close()).catch(() => undefined);
 
-  const sink = new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
+  const sink = createBatchTransform({
+    transformBatch(batch: RecordBatch) {
       if (live) {
         live.observe(batch);
         timer ??= setTimeout(() => {
@@ -92,17 +91,17 @@ export function createReportSink(options: ReportSinkOptions): Transform {
           live.flush();
         }, opts.flushMs);
       }
-      cb(null, batch);
+      return batch;
     },
-    flush(cb: TransformCallback) {
+    flushAtEnd() {
       try {
         finish();
       } catch (err) {
-        return void closeServer().then(() => cb(err as Error));
+        return closeServer().then(() => Promise.reject(err));
       }
-      void closeServer().then(() => cb());
+      return closeServer().then(() => undefined);
     },
-    destroy(err, cb) {
+    teardown() {
       // Stalled, interrupted or failed: the live page hears the end and the report is still
       // written from what reached the files (the files sink, earlier in the chain, has
       // already written index.json by now).
@@ -111,7 +110,7 @@ export function createReportSink(options: ReportSinkOptions): Transform {
       } catch {
         // The original error is the one to report.
       }
-      void closeServer().then(() => cb(err));
+      return closeServer().then(() => undefined);
     },
   });
 

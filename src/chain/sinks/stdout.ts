@@ -1,4 +1,4 @@
-import { Transform, type TransformCallback, type Writable } from 'node:stream';
+import type { Transform, Writable } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import type { LineRecord, RecordBatch } from '../../model/record.js';
 import { contentBlocks } from '../../model/message.js';
@@ -8,6 +8,7 @@ import { MAX_GUIDE_LEVELS } from '../../views/walk.js';
 import { passOn } from './pass-on.js';
 import { viewOf } from '../../model/line-view.js';
 import type { Session } from '../../model/session.js';
+import { createBatchTransform, type HandOn } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const STDOUT_MODES = ['text', 'main', 'raw', 'none'] as const;
@@ -77,50 +78,47 @@ export function createStdoutSink(options: StdoutSinkOptions = {}): Transform {
   stream.on('error', onError);
   stream.once('close', onError);
 
-  const write = (data: string | Buffer, cb: TransformCallback, pass: unknown) => {
+  /** Resolves once `data` is written, or at once when the reader is gone. */
+  const write = (data: string | Buffer, pass: HandOn): HandOn | Promise<HandOn> => {
     if (closed || stream.destroyed || stream.writableEnded) {
       closed = true;
-      return cb(null, pass);
+      return pass;
     }
-    if (stream.write(data)) return cb(null, pass);
-    const done = () => {
-      stream.off('drain', done);
-      stream.off('close', done);
-      cb(null, pass);
-    };
-    stream.on('drain', done);
-    stream.on('close', done);
+    if (stream.write(data)) return pass;
+    return new Promise((resolve) => {
+      const done = () => {
+        stream.off('drain', done);
+        stream.off('close', done);
+        resolve(pass);
+      };
+      stream.on('drain', done);
+      stream.on('close', done);
+    });
   };
 
   const raw = opts.mode === 'raw';
-  const sink = new Transform({
+  const sink: Transform = createBatchTransform({
     objectMode: !raw,
-    transform(chunk: RecordBatch | Buffer, _enc, cb: TransformCallback) {
-      const pass = passOn(sink, chunk);
-      if (raw) return write(chunk as Buffer, cb, pass);
-      if (closed) return cb(null, pass);
+    highWaterMark: undefined,
+    transformBatch(chunk: RecordBatch | Buffer) {
+      const pass = passOn(sink, chunk) as HandOn;
+      if (raw) return write(chunk as Buffer, pass);
+      if (closed) return pass;
       let text = '';
-      try {
-        for (const r of chunk as RecordBatch) {
-          if (r.kind !== 'line') continue;
-          try {
-            text += stdoutText(r, opts.mode as 'text' | 'main', opts.indent) ?? '';
-          } catch (err) {
-            // Not shown on stdout; the files still get the line.
-            options.session?.recordFailed('stdout', r.lineNo, err);
-          }
+      for (const r of chunk as RecordBatch) {
+        if (r.kind !== 'line') continue;
+        try {
+          text += stdoutText(r, opts.mode as 'text' | 'main', opts.indent) ?? '';
+        } catch (err) {
+          // Not shown on stdout; the files still get the line.
+          options.session?.recordFailed('stdout', r.lineNo, err);
         }
-      } catch (err) {
-        return cb(err as Error);
       }
-      if (text === '') return cb(null, pass);
-      write(text, cb, pass);
-    },
-    final(cb) {
-      stream.off('error', onError);
-      cb();
+      if (text === '') return pass;
+      return write(text, pass);
     },
   });
+  sink.once('finish', () => stream.off('error', onError));
   return sink;
 }
 

@@ -1,8 +1,9 @@
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import { isProtocolEvent, LangGraphMapper, LANGGRAPH_DEFAULTS } from '../../adapters/langgraph.js';
 import type { JsonObject } from '../../model/message.js';
-import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
+import type { LineRecord, RecordBatch } from '../../model/record.js';
 import { requireSession, type Producer, type Session } from '../../model/session.js';
+import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const INPUT_FORMATS = ['auto', 'claude', 'langgraph'] as const;
@@ -50,15 +51,13 @@ export function createInputFormat(options: InputFormatOptions): Transform {
     for (const value of values)
       out.push({ kind: 'line', lineNo, raw: Buffer.from(JSON.stringify(value)), value } satisfies LineRecord);
   };
-  return new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
+  return createBatchTransform({
+    transformBatch(batch: RecordBatch) {
       if (run.producer === null) {
         const first = batch.find((rec) => rec.kind === 'line');
         if (first?.kind === 'line') run.producer = detectProducer(first.value);
       }
-      if (run.producer !== 'langgraph') return cb(null, batch);
+      if (run.producer !== 'langgraph') return batch;
       const out: RecordBatch = [];
       for (const rec of batch) {
         lastLineNo = rec.lineNo;
@@ -66,12 +65,12 @@ export function createInputFormat(options: InputFormatOptions): Transform {
         if (rec.kind !== 'line' || !isProtocolEvent(rec.value)) out.push(rec);
         else toRecords(mapper.map(rec.value), rec.lineNo, out);
       }
-      cb(null, out.length > 0 ? out : undefined);
+      return out.length > 0 ? out : undefined;
     },
-    flush(cb: TransformCallback) {
+    flushAtEnd() {
       const out: RecordBatch = [];
       if (run.producer === 'langgraph') toRecords(mapper.end(), lastLineNo, out);
-      cb(null, out.length > 0 ? out : undefined);
+      return out.length > 0 ? out : undefined;
     },
   });
 }

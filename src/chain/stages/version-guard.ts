@@ -1,11 +1,12 @@
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { EXIT, SubteeError } from '../../errors.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../model/record.js';
+import type { RecordBatch, SubteeRecord } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { compareVersions, isValidRange, parseVersion, satisfies, type Version } from '../../semver.js';
 import { channelIdOf, contentBlocks } from '../../model/message.js';
 import { viewOf } from '../../model/line-view.js';
+import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const VERSION_GUARD_DEFAULTS = Object.freeze({
@@ -189,30 +190,19 @@ export function createVersionGuard(options: VersionGuardOptions): Transform {
   const run = requireSession(options, 'createVersionGuard');
   const guard = new VersionGuard(opts.requireVersion);
   const warn = (ws: GuardWarning[]) => ws.forEach((w) => run.warn(w.code, w.message));
-  return new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      try {
-        for (const rec of batch) {
-          try {
-            warn(guard.observe(rec));
-          } catch (err) {
-            run.recordFailed('version-guard', rec.lineNo, err);
-          }
+  return createBatchTransform({
+    transformBatch(batch: RecordBatch) {
+      for (const rec of batch) {
+        try {
+          warn(guard.observe(rec));
+        } catch (err) {
+          run.recordFailed('version-guard', rec.lineNo, err);
         }
-      } catch (err) {
-        return cb(err as Error);
       }
-      cb(null, batch);
+      return batch;
     },
-    flush(cb: TransformCallback) {
-      try {
-        warn(guard.end());
-      } catch (err) {
-        return cb(err as Error);
-      }
-      cb();
+    flushAtEnd() {
+      warn(guard.end());
     },
   });
 }
