@@ -7,6 +7,7 @@ import {
   definePlugin,
   escapeHtml,
   escapeMarkdown,
+  lineTypeOf,
   MAX_GUIDE_LEVELS,
   requireSession,
   statusCounts,
@@ -118,7 +119,7 @@ export function createGithubStepSummary(
     sink: true,
     transformBatch(batch: RecordBatch) {
       for (const rec of batch) {
-        if (rec.kind !== 'line' || rec.value.type !== 'assistant' || !rec.channel) continue;
+        if (rec.kind !== 'line' || lineTypeOf(rec.value) !== 'assistant' || !rec.channel) continue;
         for (const b of contentBlocks(rec.value)) {
           if (b.type === 'text' && b.text.trim())
             lastText.set(rec.channel, b.text.slice(0, o.reportChars + 1));

@@ -8,6 +8,7 @@
 import {
   channelIdOf,
   isObject,
+  lineTypeOf,
   nonEmpty,
   usageNumbers,
   type JsonObject,
@@ -134,7 +135,7 @@ class LiveMessage {
     for (const block of blocksOfLine(value)) this.blocks.push(block);
     const message = value.message;
     // Every line of the message repeats its usage; the latest one stands, as in index.json.
-    if (value.type === 'assistant' && isObject(message) && isObject(message.usage)) {
+    if (lineTypeOf(value) === 'assistant' && isObject(message) && isObject(message.usage)) {
       this.usage = Object.freeze(usageNumbers(message.usage)) as Usage;
     }
     this.notify();
@@ -195,17 +196,18 @@ export class MessageAssembler {
 
   /** The message the line starts, or null when it continues one (or is not a message). */
   take(value: JsonObject): Message | null {
-    if (value.type !== 'assistant' && value.type !== 'user') return null;
+    const kind = lineTypeOf(value);
+    if (kind !== 'assistant' && kind !== 'user') return null;
     const message = isObject(value.message) ? value.message : {};
     const id = nonEmpty(message.id);
-    if (value.type === 'assistant' && id !== null && this.current?.id === id) {
+    if (kind === 'assistant' && id !== null && this.current?.id === id) {
       this.current.live?.deref()?.add(value);
       return null;
     }
-    const slot: CurrentMessage | null = value.type === 'assistant' ? { id, live: null, kept: null } : null;
+    const slot: CurrentMessage | null = kind === 'assistant' ? { id, live: null, kept: null } : null;
     const channel = channelIdOf(value);
     const ts = nonEmpty(value.timestamp);
-    const live: LiveMessage = new LiveMessage(this.count++, channel, value.type, id, ts, () => {
+    const live: LiveMessage = new LiveMessage(this.count++, channel, kind, id, ts, () => {
       if (slot) slot.kept = live;
     });
     live.add(value);

@@ -1,7 +1,7 @@
 import type { Transform, Writable } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import type { LineRecord, RecordBatch } from '../../model/record.js';
-import { contentBlocks } from '../../model/message.js';
+import { contentBlocks, lineTypeOf } from '../../model/message.js';
 import { escapeControl } from '../../views/escape.js';
 import { channelLabel, statusLine } from '../../views/text.js';
 import { MAX_GUIDE_LEVELS } from '../../views/walk.js';
@@ -44,7 +44,7 @@ export function stdoutText(rec: LineRecord, mode: 'text' | 'main', indent: strin
     }
   }
   const v = viewOf(rec);
-  if (v.type === 'assistant' && (isMain || mode === 'text')) {
+  if (lineTypeOf(v) === 'assistant' && (isMain || mode === 'text')) {
     for (const b of contentBlocks(v)) {
       if (b.type !== 'text') continue;
       const text = escapeControl(b.text);

@@ -3,7 +3,7 @@ import type { Transform } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import type { LineRecord, RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
-import { asBlock, rawBlocks } from '../../model/message.js';
+import { asBlock, lineTypeOf, rawBlocks } from '../../model/message.js';
 import type { Channel } from '../../model/tree.js';
 import { viewOf } from '../../model/line-view.js';
 import { isText, type LazyText } from '../../model/scan.js';
@@ -52,7 +52,7 @@ export function createThinkingTruncator(options: ThinkingTruncatorOptions): Tran
       for (const rec of batch) {
         if (rec.kind !== 'line') continue;
         try {
-          if (viewOf(rec).type === 'assistant') shorten(rec);
+          if (lineTypeOf(viewOf(rec)) === 'assistant') shorten(rec);
         } catch (err) {
           run.recordFailed('thinking-truncator', rec.lineNo, err);
         }

@@ -4,7 +4,7 @@ import { EXIT, SubteeError } from '../../errors.js';
 import type { RecordBatch, SubteeRecord } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { compareVersions, isValidRange, parseVersion, satisfies, type Version } from '../../semver.js';
-import { channelIdOf, contentBlocks } from '../../model/message.js';
+import { channelIdOf, contentBlocks, lineTypeOf, systemSubtypeOf } from '../../model/message.js';
 import { viewOf } from '../../model/line-view.js';
 import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
@@ -122,7 +122,9 @@ export class VersionGuard {
       return out;
     }
     const v = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
-    if (v.type === 'system' && v.subtype === 'init') {
+    const kind = lineTypeOf(v);
+    const subtype = systemSubtypeOf(v);
+    if (subtype === 'init') {
       const version = typeof v.claude_code_version === 'string' ? v.claude_code_version : null;
       if (version !== this.version || this.version === null) {
         this.version = version;
@@ -132,9 +134,9 @@ export class VersionGuard {
     }
     const ch = channelIdOf(v);
     let s = ch === null ? undefined : this.subagents.get(ch);
-    if (ch !== null && !s && (v.type === 'assistant' || v.type === 'user'))
+    if (ch !== null && !s && (kind === 'assistant' || kind === 'user'))
       this.subagents.set(ch, (s = { tools: 0, words: 0 }));
-    for (const b of v.type === 'assistant' ? contentBlocks(v) : []) {
+    for (const b of kind === 'assistant' ? contentBlocks(v) : []) {
       if (b.type === 'tool_use' && s) s.tools++;
       if ((b.type === 'text' || b.type === 'thinking' || b.type === 'redacted_thinking') && s) s.words++;
       if (
@@ -150,7 +152,7 @@ export class VersionGuard {
         });
       }
     }
-    if (v.type === 'system' && v.subtype === 'task_notification') this.checkForwarding().forEach(say);
+    if (subtype === 'task_notification') this.checkForwarding().forEach(say);
     return out;
   }
 
