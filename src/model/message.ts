@@ -186,7 +186,13 @@ export interface StreamEventLine extends LineBase {
 export type StreamLine = AssistantLine | UserLine | SystemLine | ResultLine | StreamEventLine;
 export type LineType = StreamLine['type'];
 
-const LINE_TYPES: ReadonlySet<string> = new Set<LineType>(['assistant', 'user', 'system', 'result', 'stream_event']);
+const LINE_TYPES: ReadonlySet<string> = new Set<LineType>([
+  'assistant',
+  'user',
+  'system',
+  'result',
+  'stream_event',
+]);
 
 /**
  * The kind a line says it is, when it is one of the kinds subtee reads; null for any other.

@@ -73,7 +73,9 @@ class ReportSink extends BatchTransform {
     this.#stderr = options.stderr ?? process.stderr;
     if (address && !isLoopback(address.host)) this.#warnExposed(address.host);
     this.#feed = address ? new ReportFeed() : null;
-    this.#live = this.#feed ? new LiveReport(this.#feed, options.session, subteeVersion(), this.#limits) : null;
+    this.#live = this.#feed
+      ? new LiveReport(this.#feed, options.session, subteeVersion(), this.#limits)
+      : null;
     if (address && this.#live && this.#feed) this.#serve(address, this.#live, this.#feed);
   }
 
