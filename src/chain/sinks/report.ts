@@ -3,12 +3,13 @@ import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
 import type { RecordBatch } from '../../model/record.js';
 import type { Session } from '../../model/session.js';
-import { reportLine, subteeVersion, writeReport } from '../../views/report/build.js';
+import { reportLine, subteeVersion } from '../../views/report/build.js';
 import { LiveReport, ReportFeed } from '../../views/report/live.js';
 import { REPORT_DEFAULTS, type ReportLimits } from '../../views/report/model.js';
 import { pageHtml } from '../../views/report/page.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
+import { writeReport } from './report-file.js';
 import type { ReportServer, ServeAddress } from './report-server.js';
 
 export const REPORT_SINK_DEFAULTS = Object.freeze({
