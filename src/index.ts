@@ -138,6 +138,14 @@ export {
   type SpooledRecord,
 } from './model/record.js';
 export { passOn } from './chain/sinks/pass-on.js';
+export {
+  BatchTransform,
+  createBatchTransform,
+  type BatchTransformHooks,
+  type BatchTransformOptions,
+  type BatchOutcome,
+  type HandOn,
+} from './chain/batch-transform.js';
 export { LineSpool } from './chain/stages/line-spool.js';
 export { OutputError, writeFailed } from './errors.js';
 export { escapeControl, escapeOneLine, escapeHtml, escapeMarkdown } from './views/escape.js';

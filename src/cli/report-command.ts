@@ -1,6 +1,7 @@
 import type { Writable } from 'node:stream';
 import { UsageError } from '../errors.js';
-import { reportLine, writeReport } from '../views/report/build.js';
+import { writeReport } from '../chain/sinks/report-file.js';
+import { reportLine } from '../views/report/build.js';
 import { channelReaderFor } from '../chain/stages/input-format.js';
 import { REPORT_DEFAULTS } from '../views/report/model.js';
 import { helpText, parseArgs, type OptionDef } from './options.js';

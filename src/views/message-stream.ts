@@ -10,6 +10,7 @@
 import {
   channelIdOf,
   isObject,
+  lineTypeOf,
   nonEmpty,
   usageNumbers,
   type JsonObject,
@@ -196,7 +197,7 @@ export class MessageAssembler {
 
   /** The message the line starts, or null when it continues one (or is not a model call). */
   take(value: JsonObject): Message | null {
-    if (value.type !== 'assistant') return null;
+    if (lineTypeOf(value) !== 'assistant') return null;
     const message = isObject(value.message) ? value.message : {};
     const id = nonEmpty(message.id);
     if (id !== null && this.current?.id === id) {

@@ -4,6 +4,7 @@ import {
   asBlock,
   channelIdOf,
   isObject,
+  lineTypeOf,
   nonEmpty,
   rawBlocks,
   resultText,
@@ -186,13 +187,14 @@ export class ToolCallPairing {
   /** The calls a line opens; results it carries settle earlier calls. */
   take(value: JsonObject): ToolCall[] {
     const calls: ToolCall[] = [];
-    if (value.type === 'stream_event' && isObject(value.event)) {
+    const kind = lineTypeOf(value);
+    if (kind === 'stream_event' && isObject(value.event)) {
       this.streamEvent(value.event, nonEmpty(value.api_message_id) ?? '');
       return calls;
     }
     for (const raw of rawBlocks(value)) {
       const block = asBlock(raw);
-      if (block?.type === 'tool_use' && value.type === 'assistant' && !this.pending.has(block.id)) {
+      if (block?.type === 'tool_use' && kind === 'assistant' && !this.pending.has(block.id)) {
         calls.push(this.open(block.id, block.name, block.input, channelIdOf(value)));
       } else if (block?.type === 'tool_result') {
         const call = this.pending.get(block.tool_use_id);
@@ -464,8 +466,8 @@ export class Projection {
       this.recordLine(id, rec, copy);
       // A run may have several result lines (one per turn): the last one tells how it ended.
       // The view, not `value`: reading `value` would parse every line.
-      const type = rec.kind === 'line' ? viewOf(rec).type : rec.value?.type;
-      if (type === 'result') this.resultLine = rec.value;
+      const line = rec.kind === 'line' ? viewOf(rec) : rec.value;
+      if (line && lineTypeOf(line) === 'result') this.resultLine = rec.value;
     }
   }
 

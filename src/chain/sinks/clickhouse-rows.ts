@@ -2,6 +2,7 @@ import type { SpooledRecord, SubteeRecord } from '../../model/record.js';
 import { escapeControl } from '../../views/escape.js';
 import {
   isObject,
+  lineTypeOf,
   nonEmpty,
   rawBlocks,
   resultText,
@@ -216,8 +217,9 @@ export class RowBuilder {
     const texts: string[] = [];
     let tool = '';
     let toolUseId = '';
-    let isError = v.type === 'result' && v.is_error === true;
-    if (v.type === 'assistant' || v.type === 'user') {
+    const kind = lineTypeOf(v);
+    let isError = kind === 'result' && v.is_error === true;
+    if (kind === 'assistant' || kind === 'user') {
       rawBlocks(v).forEach((b, i) => {
         const kind = typeof b.type === 'string' ? b.type : 'unknown';
         kinds.add(kind);
@@ -241,9 +243,9 @@ export class RowBuilder {
           texts.push(shown ?? String(b.thinking ?? ''));
         }
       });
-    } else if (v.type === 'system') {
+    } else if (kind === 'system') {
       texts.push(nonEmpty(v.summary) ?? nonEmpty(v.description) ?? '');
-    } else if (v.type === 'result') {
+    } else if (kind === 'result') {
       texts.push(nonEmpty(v.result) ?? '');
     }
     const ch = rec.channel ?? null;
@@ -375,7 +377,7 @@ export class RowBuilder {
   private usageShare(v: JsonObject, channel: string | null): Pick<EventRow, (typeof USAGE_COLUMNS)[number][1]> {
     const share = { input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_creation_tokens: 0 };
     const message = v.message;
-    if (v.type !== 'assistant' || !isObject(message) || !isObject(message.usage)) return share;
+    if (lineTypeOf(v) !== 'assistant' || !isObject(message) || !isObject(message.usage)) return share;
     const id = nonEmpty(message.id);
     if (!id) return share;
     const now: Record<string, number> = {};

@@ -1,6 +1,14 @@
 import { withDefaults } from '../../defaults.js';
 import type { SubteeRecord } from '../../model/record.js';
-import { contentBlocks, resultText, isObject, type JsonObject, nonEmpty } from '../../model/message.js';
+import {
+  contentBlocks,
+  resultText,
+  isObject,
+  lineTypeOf,
+  systemSubtypeOf,
+  type JsonObject,
+  nonEmpty,
+} from '../../model/message.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 import { boundedText } from '../../model/bounded-text.js';
 import { runIdFrom, StreamClock } from './stream-facts.js';
@@ -159,14 +167,16 @@ export class TraceBuilder {
     }
     const ch = rec.channel;
     const agent = ch ? this.agentOf(ch, ms) : null;
-    if (v.type === 'system' && v.subtype === 'init') {
+    const kind = lineTypeOf(v);
+    const subtype = systemSubtypeOf(v);
+    if (subtype === 'init') {
       this.version = nonEmpty(v.claude_code_version) ?? this.version;
       this.initModel ??= nonEmpty(v.model);
-    } else if (v.type === 'assistant' && agent) {
+    } else if (kind === 'assistant' && agent) {
       this.assistant(v, agent, ms);
-    } else if (v.type === 'user' && agent) {
+    } else if (kind === 'user' && agent) {
       this.user(v, agent, ms, out);
-    } else if (v.type === 'system' && v.subtype === 'task_notification') {
+    } else if (subtype === 'task_notification') {
       const done = this.agents.get(nonEmpty(v.tool_use_id) ?? '');
       if (done && !done.exported && done.channel.status !== 'running' && !done.channel.orphan) {
         out.push(this.agentSpan(done));

@@ -1,13 +1,9 @@
-import { Transform, type TransformCallback } from 'node:stream';
-import {
-  BATCH_HIGH_WATER_MARK,
-  type LineRecord,
-  type RecordBatch,
-  type SubteeRecord,
-} from '../../model/record.js';
+import type { Transform } from 'node:stream';
+import type { LineRecord, RecordBatch, SubteeRecord } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { viewOf } from '../../model/line-view.js';
 import { escapeOneLine } from '../../views/escape.js';
+import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export interface ChannelRouterOptions {
@@ -26,40 +22,34 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
   const session = requireSession(options, 'createChannelRouter');
   const tree = session.tree;
   let cyclesSeen = 0;
-  return new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      try {
-        for (let i = 0; i < batch.length; i++) {
-          const rec = batch[i];
-          if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) continue;
-          try {
-            const { channel, events } = tree.route(rec.kind === 'spooled' ? rec.value! : viewOf(rec));
-            rec.channel = channel;
-            if (events.length > 0) rec.events = events;
-          } catch (err) {
-            session.recordFailed('channel-router', rec.lineNo, err);
-            // A spooled line has no bytes in memory to quarantine: it stays on main's channel.
-            if (rec.kind === 'line') batch[i] = unroutable(session, rec);
-          }
-          if (tree.spawnCycles !== cyclesSeen) {
-            cyclesSeen = tree.spawnCycles;
-            const c = tree.firstCycle!;
-            session.warn(
-              'SPAWN_CYCLE',
-              `input line ${rec.lineNo} spawns ${escapeOneLine(c.id)} on ` +
-                (c.on === c.id
-                  ? 'its own channel'
-                  : `the channel of ${escapeOneLine(String(c.on))}, which descends from it`) +
-                ' (a spawn cycle): that spawn is ignored, the channel stays an orphan (depth unknown)',
-            );
-          }
+  return createBatchTransform({
+    transformBatch(batch: RecordBatch) {
+      for (let i = 0; i < batch.length; i++) {
+        const rec = batch[i];
+        if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) continue;
+        try {
+          const { channel, events } = tree.route(rec.kind === 'spooled' ? rec.value! : viewOf(rec));
+          rec.channel = channel;
+          if (events.length > 0) rec.events = events;
+        } catch (err) {
+          session.recordFailed('channel-router', rec.lineNo, err);
+          // A spooled line has no bytes in memory to quarantine: it stays on main's channel.
+          if (rec.kind === 'line') batch[i] = unroutable(session, rec);
         }
-      } catch (err) {
-        return cb(err as Error);
+        if (tree.spawnCycles !== cyclesSeen) {
+          cyclesSeen = tree.spawnCycles;
+          const c = tree.firstCycle!;
+          session.warn(
+            'SPAWN_CYCLE',
+            `input line ${rec.lineNo} spawns ${escapeOneLine(c.id)} on ` +
+              (c.on === c.id
+                ? 'its own channel'
+                : `the channel of ${escapeOneLine(String(c.on))}, which descends from it`) +
+              ' (a spawn cycle): that spawn is ignored, the channel stays an orphan (depth unknown)',
+          );
+        }
       }
-      cb(null, batch);
+      return batch;
     },
   });
 }

@@ -1,4 +1,4 @@
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import { CodexMapper, isCodexEvent } from '../../adapters/codex.js';
 import { CopilotMapper, isCopilotEvent } from '../../adapters/copilot.js';
 import { GeminiMapper, isGeminiEvent } from '../../adapters/gemini.js';
@@ -6,13 +6,9 @@ import { isProtocolEvent, LangGraphMapper, LANGGRAPH_DEFAULTS } from '../../adap
 import { isOpencodeEvent, OpencodeMapper } from '../../adapters/opencode.js';
 import { eventLine, type StreamMapper } from '../../adapters/stream-lines.js';
 import { channelIdOf, type JsonObject } from '../../model/message.js';
-import {
-  BATCH_HIGH_WATER_MARK,
-  type LineRecord,
-  type RecordBatch,
-  type SubteeRecord,
-} from '../../model/record.js';
+import type { LineRecord, RecordBatch, SubteeRecord } from '../../model/record.js';
 import { requireSession, type Producer, type Session } from '../../model/session.js';
+import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const INPUT_FORMATS = [
@@ -115,10 +111,8 @@ export function createInputFormat(options: InputFormatOptions): Transform {
     for (const value of values)
       out.push({ kind: 'line', lineNo, raw: Buffer.from(JSON.stringify(value)), value } satisfies LineRecord);
   };
-  return new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
+  return createBatchTransform({
+    transformBatch(batch: RecordBatch) {
       if (run.producer === null) {
         const first = batch.find((rec) => rec.kind === 'line');
         if (first?.kind === 'line') decided(detectProducer(first.value));
@@ -126,9 +120,9 @@ export function createInputFormat(options: InputFormatOptions): Transform {
       if (agent) {
         const out: RecordBatch = [];
         for (const rec of batch) agent.push(rec, out);
-        return cb(null, out.length > 0 ? out : undefined);
+        return out.length > 0 ? out : undefined;
       }
-      if (run.producer !== 'langgraph') return cb(null, batch);
+      if (run.producer !== 'langgraph') return batch;
       const out: RecordBatch = [];
       for (const rec of batch) {
         lastLineNo = rec.lineNo;
@@ -136,13 +130,13 @@ export function createInputFormat(options: InputFormatOptions): Transform {
         if (rec.kind !== 'line' || !isProtocolEvent(rec.value)) out.push(rec);
         else toRecords(mapper.map(rec.value), rec.lineNo, out);
       }
-      cb(null, out.length > 0 ? out : undefined);
+      return out.length > 0 ? out : undefined;
     },
-    flush(cb: TransformCallback) {
+    flushAtEnd() {
       const out: RecordBatch = [];
       if (agent) agent.end(out);
       else if (run.producer === 'langgraph') toRecords(mapper.end(), lastLineNo, out);
-      cb(null, out.length > 0 ? out : undefined);
+      return out.length > 0 ? out : undefined;
     },
   });
 }

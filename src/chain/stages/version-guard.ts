@@ -1,11 +1,12 @@
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { EXIT, SubteeError } from '../../errors.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../model/record.js';
+import type { RecordBatch, SubteeRecord } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { compareVersions, isValidRange, parseVersion, satisfies, type Version } from '../../semver.js';
-import { channelIdOf, contentBlocks } from '../../model/message.js';
+import { channelIdOf, contentBlocks, lineTypeOf, systemSubtypeOf } from '../../model/message.js';
 import { viewOf } from '../../model/line-view.js';
+import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const VERSION_GUARD_DEFAULTS = Object.freeze({
@@ -131,7 +132,9 @@ export class VersionGuard {
       return out;
     }
     const v = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
-    if (v.type === 'system' && v.subtype === 'init' && typeof v.producer === 'string' && v.producer in AGENT_NAMES) {
+    const kind = lineTypeOf(v);
+    const subtype = systemSubtypeOf(v);
+    if (subtype === 'init' && typeof v.producer === 'string' && v.producer in AGENT_NAMES) {
       // Another coding agent, mapped: its version is the one its stream states, if any; the
       // notes about Claude Code versions and forwarding do not apply to it.
       this.agent = AGENT_NAMES[v.producer];
@@ -143,7 +146,7 @@ export class VersionGuard {
       return out;
     }
     if (this.agent !== null) return out;
-    if (v.type === 'system' && v.subtype === 'init') {
+    if (subtype === 'init') {
       const version = typeof v.claude_code_version === 'string' ? v.claude_code_version : null;
       if (version !== this.version || this.version === null) {
         this.version = version;
@@ -153,9 +156,9 @@ export class VersionGuard {
     }
     const ch = channelIdOf(v);
     let s = ch === null ? undefined : this.subagents.get(ch);
-    if (ch !== null && !s && (v.type === 'assistant' || v.type === 'user'))
+    if (ch !== null && !s && (kind === 'assistant' || kind === 'user'))
       this.subagents.set(ch, (s = { tools: 0, words: 0 }));
-    for (const b of v.type === 'assistant' ? contentBlocks(v) : []) {
+    for (const b of kind === 'assistant' ? contentBlocks(v) : []) {
       if (b.type === 'tool_use' && s) s.tools++;
       if ((b.type === 'text' || b.type === 'thinking' || b.type === 'redacted_thinking') && s) s.words++;
       if (
@@ -171,7 +174,7 @@ export class VersionGuard {
         });
       }
     }
-    if (v.type === 'system' && v.subtype === 'task_notification') this.checkForwarding().forEach(say);
+    if (subtype === 'task_notification') this.checkForwarding().forEach(say);
     return out;
   }
 
@@ -212,30 +215,19 @@ export function createVersionGuard(options: VersionGuardOptions): Transform {
   const run = requireSession(options, 'createVersionGuard');
   const guard = new VersionGuard(opts.requireVersion);
   const warn = (ws: GuardWarning[]) => ws.forEach((w) => run.warn(w.code, w.message));
-  return new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      try {
-        for (const rec of batch) {
-          try {
-            warn(guard.observe(rec));
-          } catch (err) {
-            run.recordFailed('version-guard', rec.lineNo, err);
-          }
+  return createBatchTransform({
+    transformBatch(batch: RecordBatch) {
+      for (const rec of batch) {
+        try {
+          warn(guard.observe(rec));
+        } catch (err) {
+          run.recordFailed('version-guard', rec.lineNo, err);
         }
-      } catch (err) {
-        return cb(err as Error);
       }
-      cb(null, batch);
+      return batch;
     },
-    flush(cb: TransformCallback) {
-      try {
-        warn(guard.end());
-      } catch (err) {
-        return cb(err as Error);
-      }
-      cb();
+    flushAtEnd() {
+      warn(guard.end());
     },
   });
 }

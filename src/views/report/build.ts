@@ -1,11 +1,11 @@
 import { headOf } from '../../model/bounded-text.js';
 import { isObject, type JsonObject } from '../../model/message.js';
-import { closeSync, readFileSync, readSync, renameSync } from 'node:fs';
+import { closeSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { HELD_LINE_BYTES, LineSplitter } from '../../model/lines.js';
-import { EXIT, SubteeError, writeFailed } from '../../errors.js';
+import { EXIT, SubteeError } from '../../errors.js';
 import { withDefaults } from '../../defaults.js';
-import { openRegularForRead, writeNewFile } from '../../safe-open.js';
+import { openRegularForRead } from '../../safe-open.js';
 import {
   field,
   isoTime,
@@ -33,6 +33,7 @@ export interface ReportBuildOptions extends Partial<ReportLimits> {
   channelReader?: (producer: string) => ((event: JsonObject, channel: string | null) => JsonObject[]) | null;
 }
 
+/** What a written report holds (see writeReport in the report sink's room). */
 export interface ReportResult {
   path: string;
   bytes: number;
@@ -317,26 +318,6 @@ export function buildReportPage(
     html = pageHtml(data);
   }
   return { html, data };
-}
-
-/** Writes OUT/report.html (atomically) and says what it holds. */
-export function writeReport(out: string, options: ReportBuildOptions = {}): ReportResult {
-  const { html, data } = buildReportPage(out, options);
-  const path = join(out, 'report.html');
-  try {
-    // Not a plain write: a link planted at the temporary name would be written through.
-    writeNewFile(`${path}.tmp`, html);
-    renameSync(`${path}.tmp`, path);
-  } catch (err) {
-    throw writeFailed(path, err);
-  }
-  return {
-    path,
-    bytes: data.page.bytes,
-    limitBytes: data.page.limitBytes,
-    channels: data.channels.length,
-    cutChannels: data.page.cutChannels,
-  };
 }
 
 function mb(n: number): string {

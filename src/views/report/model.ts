@@ -1,7 +1,7 @@
 import { headOf, tailOf } from '../../model/bounded-text.js';
 import { escapeControl, shorten } from '../escape.js';
 import { lineContent } from '../../model/content.js';
-import { SPAWN_TOOLS, isObject, type JsonObject } from '../../model/message.js';
+import { SPAWN_TOOLS, isObject, systemSubtypeOf, type JsonObject } from '../../model/message.js';
 
 /**
  * The report's data: plain JSON, the same shape whether it is embedded in a static page
@@ -225,7 +225,7 @@ export function lineFacts(value: JsonObject, limits: ReportLimits = REPORT_DEFAU
       }
     }
   }
-  if (value.type === 'system' && value.subtype === 'init') {
+  if (systemSubtypeOf(value) === 'init') {
     facts.version = field(value.claude_code_version, 100);
     facts.session = field(value.session_id, 200);
   }
