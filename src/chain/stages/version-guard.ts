@@ -4,7 +4,7 @@ import { EXIT, SubteeError } from '../../errors.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { compareVersions, isValidRange, parseVersion, satisfies, type Version } from '../../semver.js';
-import { channelIdOf, contentBlocks } from '../../model/message.js';
+import { channelIdOf, contentBlocks, type ContentBlock } from '../../model/message.js';
 import { viewOf } from '../../model/line-view.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
@@ -84,6 +84,12 @@ export function checkRequiredVersion(version: string | null, range: string | nul
     throw new VersionRefused(`Claude Code ${version} does not satisfy --require-version ${range}`);
 }
 
+const NO_WARNINGS: GuardWarning[] = [];
+Object.freeze(NO_WARNINGS);
+const NO_BLOCKS: readonly ContentBlock[] = [];
+const VERBOSE_HINT = Buffer.from('requires --verbose');
+const UNKNOWN_OPTION_HINT = Buffer.from("unknown option '");
+
 /**
  * What the guard learns from the stream as it passes: plain logic, no I/O. `observe()` returns
  * warnings (each code once) and throws VersionRefused when a required version is not met.
@@ -96,15 +102,20 @@ export class VersionGuard {
   constructor(private readonly requireVersion: string | null) {}
 
   observe(rec: SubteeRecord): GuardWarning[] {
-    const out: GuardWarning[] = [];
+    // Most lines say nothing: the list is made only for a warning, not once per line.
+    let out: GuardWarning[] = NO_WARNINGS;
     const say = (w: GuardWarning) => {
       if (!this.said.has(w.code)) {
         this.said.add(w.code);
+        if (out === NO_WARNINGS) out = [];
         out.push(w);
       }
     };
     if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) {
-      const text = (rec.kind === 'spooled' ? rec.head : rec.raw).subarray(0, 4096).toString('utf8');
+      const bytes = (rec.kind === 'spooled' ? rec.head : rec.raw).subarray(0, 4096);
+      // Both messages are ASCII: a line holding neither is not decoded (junk can be millions of lines).
+      if (bytes.indexOf(VERBOSE_HINT) === -1 && bytes.indexOf(UNKNOWN_OPTION_HINT) === -1) return out;
+      const text = bytes.toString('utf8');
       if (/requires --verbose/.test(text)) {
         say({
           code: 'VERBOSE_REQUIRED',
@@ -133,7 +144,7 @@ export class VersionGuard {
     let s = ch === null ? undefined : this.subagents.get(ch);
     if (ch !== null && !s && (v.type === 'assistant' || v.type === 'user'))
       this.subagents.set(ch, (s = { tools: 0, words: 0 }));
-    for (const b of v.type === 'assistant' ? contentBlocks(v) : []) {
+    for (const b of v.type === 'assistant' ? contentBlocks(v) : NO_BLOCKS) {
       if (b.type === 'tool_use' && s) s.tools++;
       if ((b.type === 'text' || b.type === 'thinking' || b.type === 'redacted_thinking') && s) s.words++;
       if (
