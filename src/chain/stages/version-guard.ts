@@ -112,8 +112,11 @@ export class VersionGuard {
       }
     };
     if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) {
-      const bytes = (rec.kind === 'spooled' ? rec.head : rec.raw).subarray(0, 4096);
-      // Both messages are ASCII: a line holding neither is not decoded (junk can be millions of lines).
+      const line = rec.kind === 'spooled' ? rec.head : rec.raw;
+      // Both messages are ASCII: a line holding neither is not decoded (junk can be millions
+      // of lines, most too short to hold either).
+      if (line.length < UNKNOWN_OPTION_HINT.length) return out;
+      const bytes = line.length > 4096 ? line.subarray(0, 4096) : line;
       if (bytes.indexOf(VERBOSE_HINT) === -1 && bytes.indexOf(UNKNOWN_OPTION_HINT) === -1) return out;
       const text = bytes.toString('utf8');
       if (/requires --verbose/.test(text)) {
