@@ -81,11 +81,13 @@ export class AppendFiles {
     }
     const size = line.length + (newline ? 1 : 0);
     if (size === 0) return this.write(f, line);
-    if (f.copyBuf === null || f.copyUsed + size > f.copyBuf.length) {
-      if (f.copyUsed > f.copyStart) this.sealCopied(f);
+    if (f.copyBuf === null) {
       f.copyBuf = Buffer.allocUnsafe(COPY_BUFFER_BYTES);
-      f.copyStart = 0;
-      f.copyUsed = 0;
+    } else if (f.copyUsed + size > f.copyBuf.length) {
+      // Full: the file's queue is written now and the one buffer used again, rather than a
+      // new buffer per 64 KiB (garbage the collector was slow to take back).
+      this.flushFile(f);
+      this.dirty.delete(f);
     }
     f.copyBuf.set(line, f.copyUsed);
     f.copyUsed += line.length;
@@ -132,6 +134,9 @@ export class AppendFiles {
     } catch (err) {
       throw writeFailed(f.path, err);
     }
+    // Everything copied is written: the buffer is filled again from its start.
+    f.copyStart = 0;
+    f.copyUsed = 0;
   }
 
   private fdFor(f: AppendFile): number {
