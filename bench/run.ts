@@ -295,7 +295,11 @@ async function main() {
       writeFileSync(file, left >= 1 << 20 ? block : block.subarray(0, 2 * left), { flag: 'a' });
     const input = { file, lines: junkLines };
     const rows: Row[] = [
-      { label: `subtee → files, ${junkLines.toLocaleString('en')} one-byte junk lines`, samples: [], input },
+      {
+        label: `subtee → files, ${junkLines.toLocaleString('en')} one-byte junk lines`,
+        samples: [],
+        input,
+      },
       { label: 'cat (floor)', samples: [], input },
     ];
     for (let i = 0; i < runs; i++) {

@@ -131,8 +131,9 @@ test('quarantine_lines lists the first 1,000 quarantined line numbers and counts
   assert.equal(linesOf(files.get('quarantine.log')).length, 5001, 'the quarantine file itself keeps every line');
 });
 
-test('quarantine.log holds every junk line byte for byte, short lines gathered and long ones among them', async () => {
-  const good = JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: 'm', content: [] } });
+test('quarantine.log keeps every junk line byte for byte, short and long lines mixed', async () => {
+  const message = { id: 'm', content: [] };
+  const good = JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message });
   const lengths = [0, 1, 2, 511, 512, 513, 3000, 1, 70_000, 1];
   const junk = (i: number) => {
     const n = lengths[i % lengths.length];

@@ -82,7 +82,8 @@ export interface Spool {
 export type SubteeRecord = LineRecord | QuarantineRecord | SpooledRecord;
 
 /**
- * What flows between object-mode stages: the records of one input chunk, in order. Moving
+ * What flows between object-mode stages: the records of one input chunk (of at most
+ * MAX_BATCH_RECORDS of its lines when they are many), in order. Moving
  * arrays instead of single records keeps the per-record cost of stream plumbing out of the
  * hot path (a stream hop costs about as much as routing a small line). A stage may return a
  * shorter or longer array (dropping or adding records); an empty one is not passed on.
