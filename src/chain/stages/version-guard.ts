@@ -99,28 +99,31 @@ export class VersionGuard {
   private readonly said = new Set<string>();
   private readonly subagents = new Map<string, { tools: number; words: number }>();
 
+  /** What the line being observed said (NO_WARNINGS until it says something). */
+  private heard: GuardWarning[] = NO_WARNINGS;
+
   constructor(private readonly requireVersion: string | null) {}
 
+  private say(w: GuardWarning): void {
+    if (this.said.has(w.code)) return;
+    this.said.add(w.code);
+    if (this.heard === NO_WARNINGS) this.heard = [];
+    this.heard.push(w);
+  }
+
   observe(rec: SubteeRecord): GuardWarning[] {
-    // Most lines say nothing: the list is made only for a warning, not once per line.
-    let out: GuardWarning[] = NO_WARNINGS;
-    const say = (w: GuardWarning) => {
-      if (!this.said.has(w.code)) {
-        this.said.add(w.code);
-        if (out === NO_WARNINGS) out = [];
-        out.push(w);
-      }
-    };
+    // Most lines say nothing: no list and no closure are made per line, only for a warning.
+    this.heard = NO_WARNINGS;
     if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) {
       const line = rec.kind === 'spooled' ? rec.head : rec.raw;
       // Both messages are ASCII: a line holding neither is not decoded (junk can be millions
       // of lines, most too short to hold either).
-      if (line.length < UNKNOWN_OPTION_HINT.length) return out;
+      if (line.length < UNKNOWN_OPTION_HINT.length) return this.heard;
       const bytes = line.length > 4096 ? line.subarray(0, 4096) : line;
-      if (bytes.indexOf(VERBOSE_HINT) === -1 && bytes.indexOf(UNKNOWN_OPTION_HINT) === -1) return out;
+      if (bytes.indexOf(VERBOSE_HINT) === -1 && bytes.indexOf(UNKNOWN_OPTION_HINT) === -1) return this.heard;
       const text = bytes.toString('utf8');
       if (/requires --verbose/.test(text)) {
-        say({
+        this.say({
           code: 'VERBOSE_REQUIRED',
           message:
             'the agent refused to run: stream-json output needs --verbose (claude -p … --output-format stream-json --verbose)',
@@ -128,11 +131,11 @@ export class VersionGuard {
       }
       const m = /unknown option '([^']+)'/.exec(text);
       if (m)
-        say({
+        this.say({
           code: 'UNKNOWN_OPTION',
           message: `the agent does not know the option ${m[1]}: it is older than that option, or the option is misspelt`,
         });
-      return out;
+      return this.heard;
     }
     const v = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
     if (v.type === 'system' && v.subtype === 'init') {
@@ -140,7 +143,7 @@ export class VersionGuard {
       if (version !== this.version || this.version === null) {
         this.version = version;
         checkRequiredVersion(version, this.requireVersion);
-        if (version) versionWarnings(version).forEach(say);
+        if (version) for (const w of versionWarnings(version)) this.say(w);
       }
     }
     const ch = channelIdOf(v);
@@ -156,15 +159,16 @@ export class VersionGuard {
         typeof b.signature === 'string' &&
         b.signature !== ''
       ) {
-        say({
+        this.say({
           code: 'THINKING_OMITTED',
           message:
             'thinking blocks arrive empty (signature only): thinking text is omitted; ask for summarized thinking (claude --thinking-display summarized, where supported) to see it',
         });
       }
     }
-    if (v.type === 'system' && v.subtype === 'task_notification') this.checkForwarding().forEach(say);
-    return out;
+    if (v.type === 'system' && v.subtype === 'task_notification')
+      for (const w of this.checkForwarding()) this.say(w);
+    return this.heard;
   }
 
   /** At the end of input: the forwarding check once more, and a required version never seen. */
