@@ -4,7 +4,13 @@ import { EXIT, SubteeError } from '../../errors.js';
 import type { RecordBatch, SubteeRecord } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { compareVersions, isValidRange, parseVersion, satisfies, type Version } from '../../semver.js';
-import { channelIdOf, contentBlocks, lineTypeOf, systemSubtypeOf } from '../../model/message.js';
+import {
+  channelIdOf,
+  contentBlocks,
+  lineTypeOf,
+  systemSubtypeOf,
+  type ContentBlock,
+} from '../../model/message.js';
 import { viewOf } from '../../model/line-view.js';
 import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
@@ -85,6 +91,12 @@ export function checkRequiredVersion(version: string | null, range: string | nul
     throw new VersionRefused(`${agent} ${version} does not satisfy --require-version ${range}`);
 }
 
+const NO_WARNINGS: GuardWarning[] = [];
+Object.freeze(NO_WARNINGS);
+const NO_BLOCKS: readonly ContentBlock[] = [];
+const VERBOSE_HINT = Buffer.from('requires --verbose');
+const UNKNOWN_OPTION_HINT = Buffer.from("unknown option '");
+
 /** The names of the other coding agents an input adapter states in its `system/init` line. */
 const AGENT_NAMES: Readonly<Record<string, string>> = Object.freeze({
   copilot: 'GitHub Copilot CLI',
@@ -104,20 +116,31 @@ export class VersionGuard {
   private readonly said = new Set<string>();
   private readonly subagents = new Map<string, { tools: number; words: number }>();
 
+  /** What the line being observed said (NO_WARNINGS until it says something). */
+  private heard: GuardWarning[] = NO_WARNINGS;
+
   constructor(private readonly requireVersion: string | null) {}
 
+  private say(w: GuardWarning): void {
+    if (this.said.has(w.code)) return;
+    this.said.add(w.code);
+    if (this.heard === NO_WARNINGS) this.heard = [];
+    this.heard.push(w);
+  }
+
   observe(rec: SubteeRecord): GuardWarning[] {
-    const out: GuardWarning[] = [];
-    const say = (w: GuardWarning) => {
-      if (!this.said.has(w.code)) {
-        this.said.add(w.code);
-        out.push(w);
-      }
-    };
+    // Most lines say nothing: no list and no closure are made per line, only for a warning.
+    this.heard = NO_WARNINGS;
     if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) {
-      const text = (rec.kind === 'spooled' ? rec.head : rec.raw).subarray(0, 4096).toString('utf8');
+      const line = rec.kind === 'spooled' ? rec.head : rec.raw;
+      // Both messages are ASCII: a line holding neither is not decoded (junk can be millions
+      // of lines, most too short to hold either).
+      if (line.length < UNKNOWN_OPTION_HINT.length) return this.heard;
+      const bytes = line.length > 4096 ? line.subarray(0, 4096) : line;
+      if (bytes.indexOf(VERBOSE_HINT) === -1 && bytes.indexOf(UNKNOWN_OPTION_HINT) === -1) return this.heard;
+      const text = bytes.toString('utf8');
       if (/requires --verbose/.test(text)) {
-        say({
+        this.say({
           code: 'VERBOSE_REQUIRED',
           message:
             'the agent refused to run: stream-json output needs --verbose (claude -p … --output-format stream-json --verbose)',
@@ -125,11 +148,11 @@ export class VersionGuard {
       }
       const m = /unknown option '([^']+)'/.exec(text);
       if (m)
-        say({
+        this.say({
           code: 'UNKNOWN_OPTION',
           message: `the agent does not know the option ${m[1]}: it is older than that option, or the option is misspelt`,
         });
-      return out;
+      return this.heard;
     }
     const v = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
     const kind = lineTypeOf(v);
@@ -143,22 +166,22 @@ export class VersionGuard {
         this.version = version;
         if (version !== null) checkRequiredVersion(version, this.requireVersion, this.agent);
       }
-      return out;
+      return this.heard;
     }
-    if (this.agent !== null) return out;
+    if (this.agent !== null) return this.heard;
     if (subtype === 'init') {
       const version = typeof v.claude_code_version === 'string' ? v.claude_code_version : null;
       if (version !== this.version || this.version === null) {
         this.version = version;
         checkRequiredVersion(version, this.requireVersion);
-        if (version) versionWarnings(version).forEach(say);
+        if (version) for (const w of versionWarnings(version)) this.say(w);
       }
     }
     const ch = channelIdOf(v);
     let s = ch === null ? undefined : this.subagents.get(ch);
     if (ch !== null && !s && (kind === 'assistant' || kind === 'user'))
       this.subagents.set(ch, (s = { tools: 0, words: 0 }));
-    for (const b of kind === 'assistant' ? contentBlocks(v) : []) {
+    for (const b of kind === 'assistant' ? contentBlocks(v) : NO_BLOCKS) {
       if (b.type === 'tool_use' && s) s.tools++;
       if ((b.type === 'text' || b.type === 'thinking' || b.type === 'redacted_thinking') && s) s.words++;
       if (
@@ -167,15 +190,15 @@ export class VersionGuard {
         typeof b.signature === 'string' &&
         b.signature !== ''
       ) {
-        say({
+        this.say({
           code: 'THINKING_OMITTED',
           message:
             'thinking blocks arrive empty (signature only): thinking text is omitted; ask for summarized thinking (claude --thinking-display summarized, where supported) to see it',
         });
       }
     }
-    if (subtype === 'task_notification') this.checkForwarding().forEach(say);
-    return out;
+    if (subtype === 'task_notification') for (const w of this.checkForwarding()) this.say(w);
+    return this.heard;
   }
 
   /** At the end of input: the forwarding check once more, and a required version never seen. */
