@@ -53,6 +53,9 @@ export function codexCommand(o: CodexRun): CliCommand {
     ...provider('request_max_retries', '0'), ...provider('stream_max_retries', '0'),
     // Subagents may start their own (the default allows one level).
     '-c', 'agents.max_depth=3',
+    // Plugin and app sync (github.com, chatgpt.com), update checks and analytics off: nothing leaves loopback.
+    '--disable', 'plugins', '--disable', 'remote_plugin', '--disable', 'apps',
+    '-c', 'check_for_update_on_startup=false', '-c', 'analytics.enabled=false',
     ...(o.extraArgs ?? []),
     o.prompt,
   ];

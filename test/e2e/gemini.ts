@@ -28,7 +28,14 @@ export function geminiCommand(o: GeminiRun): CliCommand {
   const cwd = mkdtempSync(join(tmpdir(), 'subtee-cwd-'));
   mkdirSync(join(home, '.gemini'));
   // An API key is the one authentication that needs no login; the base URL points it here.
-  writeFileSync(join(home, '.gemini', 'settings.json'), JSON.stringify({ security: { auth: { selectedType: 'gemini-api-key' } } }));
+  // Usage statistics (sent to play.googleapis.com) and update checks are off: nothing leaves loopback.
+  const settings = {
+    security: { auth: { selectedType: 'gemini-api-key' } },
+    privacy: { usageStatisticsEnabled: false },
+    telemetry: { enabled: false },
+    general: { disableAutoUpdate: true, disableUpdateNag: true },
+  };
+  writeFileSync(join(home, '.gemini', 'settings.json'), JSON.stringify(settings));
   const argv = [GEMINI, '-p', o.prompt, '--output-format', 'stream-json', '--yolo', '--skip-trust', '-m', 'gemini-2.5-flash'];
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
