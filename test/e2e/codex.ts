@@ -10,7 +10,10 @@ const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export const CODEX = join(ROOT, 'node_modules', '.bin', 'codex');
 
 export function codexAvailable(): boolean {
-  return existsSync(CODEX) && existsSync(join(ROOT, 'node_modules', '@openai', `codex-${process.platform}-${process.arch}`));
+  return (
+    existsSync(CODEX) &&
+    existsSync(join(ROOT, 'node_modules', '@openai', `codex-${process.platform}-${process.arch}`))
+  );
 }
 
 export interface CodexRun {
@@ -45,17 +48,36 @@ export function codexCommand(o: CodexRun): CliCommand {
   mkdirSync(join(home, '.codex'));
   const provider = (key: string, value: string) => ['-c', `model_providers.mock.${key}=${value}`];
   const argv = [
-    CODEX, 'exec', '--json', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox',
-    '-m', o.model ?? 'mock-model', '-c', 'model_provider=mock',
-    ...provider('name', 'mock'), ...provider('base_url', o.apiUrl), ...provider('wire_api', 'responses'),
+    CODEX,
+    'exec',
+    '--json',
+    '--skip-git-repo-check',
+    '--dangerously-bypass-approvals-and-sandbox',
+    '-m',
+    o.model ?? 'mock-model',
+    '-c',
+    'model_provider=mock',
+    ...provider('name', 'mock'),
+    ...provider('base_url', o.apiUrl),
+    ...provider('wire_api', 'responses'),
     ...provider('env_key', 'SUBTEE_FAKE_KEY'),
     // A failing request fails at once instead of after the default retries.
-    ...provider('request_max_retries', '0'), ...provider('stream_max_retries', '0'),
+    ...provider('request_max_retries', '0'),
+    ...provider('stream_max_retries', '0'),
     // Subagents may start their own (the default allows one level).
-    '-c', 'agents.max_depth=3',
+    '-c',
+    'agents.max_depth=3',
     // Plugin and app sync (github.com, chatgpt.com), update checks and analytics off: nothing leaves loopback.
-    '--disable', 'plugins', '--disable', 'remote_plugin', '--disable', 'apps',
-    '-c', 'check_for_update_on_startup=false', '-c', 'analytics.enabled=false',
+    '--disable',
+    'plugins',
+    '--disable',
+    'remote_plugin',
+    '--disable',
+    'apps',
+    '-c',
+    'check_for_update_on_startup=false',
+    '-c',
+    'analytics.enabled=false',
     ...(o.extraArgs ?? []),
     o.prompt,
   ];
@@ -80,8 +102,15 @@ export function codexCommand(o: CodexRun): CliCommand {
 }
 
 /** Runs a CLI command to its end (or the timeout) and returns its stdout bytes. */
-export async function runCli(command: CliCommand, timeoutMs = 90_000): Promise<{ stdout: Buffer; stderr: string; code: number | null }> {
-  const child = spawn(command.argv[0], command.argv.slice(1), { env: command.env, cwd: command.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function runCli(
+  command: CliCommand,
+  timeoutMs = 90_000,
+): Promise<{ stdout: Buffer; stderr: string; code: number | null }> {
+  const child = spawn(command.argv[0], command.argv.slice(1), {
+    env: command.env,
+    cwd: command.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const out: Buffer[] = [];
   let stderr = '';
   child.stdout.on('data', (d) => out.push(d));

@@ -14,7 +14,9 @@ export type GeminiPart =
   | { text: string; thought: true }
   | { functionCall: { name: string; args: Record<string, unknown> } };
 
-export type GeminiReply = { kind: 'parts'; parts: GeminiPart[] } | { kind: 'error'; status: number; message: string };
+export type GeminiReply =
+  | { kind: 'parts'; parts: GeminiPart[] }
+  | { kind: 'error'; status: number; message: string };
 
 export interface GeminiTurn {
   script: string;
@@ -29,14 +31,16 @@ export interface GeminiTurn {
 
 const say = (text: string): GeminiReply => ({ kind: 'parts', parts: [{ text }] });
 const call = (name: string, args: Record<string, unknown>): GeminiPart => ({ functionCall: { name, args } });
-const shell = (command: string): GeminiPart => call('run_shell_command', { command, description: 'scripted command' });
+const shell = (command: string): GeminiPart =>
+  call('run_shell_command', { command, description: 'scripted command' });
 
 /**
  * How an agent ends its work: the main agent answers in text; a subagent must call
  * `complete_task` with its result, or the CLI reports it did not finish.
  */
 function finish(t: GeminiTurn, text: string): GeminiReply {
-  if (t.tools.has('complete_task')) return { kind: 'parts', parts: [{ text }, call('complete_task', { result: { response: text } })] };
+  if (t.tools.has('complete_task'))
+    return { kind: 'parts', parts: [{ text }, call('complete_task', { result: { response: text } })] };
   return say(text);
 }
 
@@ -45,7 +49,9 @@ function delegate(t: GeminiTurn, directives: string[], label: string): GeminiRep
   if (t.turn === 0) {
     // `missing` asks for an agent the CLI does not have: the call itself fails.
     const agentOf = (d: string) => (d === 'missing' ? 'no_such_agent' : 'generalist');
-    const calls = directives.map((d) => call('invoke_agent', { agent_name: agentOf(d), prompt: `SCRIPT:${d}` }));
+    const calls = directives.map((d) =>
+      call('invoke_agent', { agent_name: agentOf(d), prompt: `SCRIPT:${d}` }),
+    );
     return { kind: 'parts', parts: [{ text: `Delegating ${directives.length} parts.` }, ...calls] };
   }
   return finish(t, `All ${directives.length} parts reported. [${label}]`);
@@ -53,30 +59,49 @@ function delegate(t: GeminiTurn, directives: string[], label: string): GeminiRep
 
 export const GEMINI_SCRIPTS: Record<string, (t: GeminiTurn) => GeminiReply> = {
   /** say — one answer after a thought, no tools. */
-  say: (t) => ({ kind: 'parts', parts: [{ text: 'Nothing to run.', thought: true }, ...((finish(t, 'Plain answer from gemini.') as any).parts)] }),
+  say: (t) => ({
+    kind: 'parts',
+    parts: [
+      { text: 'Nothing to run.', thought: true },
+      ...(finish(t, 'Plain answer from gemini.') as any).parts,
+    ],
+  }),
   /** shell:N — one command, then a report. */
   shell(t) {
     const n = t.args[0] ?? '1';
     if (t.turn === 0) {
-      return { kind: 'parts', parts: [{ text: 'Plan: run one command.', thought: true }, { text: 'Running a command.' }, shell(`echo hello-from-gemini-${n}`)] };
+      return {
+        kind: 'parts',
+        parts: [
+          { text: 'Plan: run one command.', thought: true },
+          { text: 'Running a command.' },
+          shell(`echo hello-from-gemini-${n}`),
+        ],
+      };
     }
     return finish(t, `Command finished. [shell ${n}]`);
   },
   /** fail — one command that exits 3. */
   fail(t) {
-    if (t.turn === 0) return { kind: 'parts', parts: [{ text: 'Running a failing command.' }, shell('echo doomed-output; exit 3')] };
+    if (t.turn === 0)
+      return {
+        kind: 'parts',
+        parts: [{ text: 'Running a failing command.' }, shell('echo doomed-output; exit 3')],
+      };
     return finish(t, 'The command failed. [fail]');
   },
   /** leaf:NAME — a subagent that runs one command and reports. */
   leaf(t) {
     const name = t.args[0] ?? '0';
-    if (t.turn === 0) return { kind: 'parts', parts: [{ text: `Leaf ${name} starting.` }, shell(`echo leaf-${name}-ok`)] };
+    if (t.turn === 0)
+      return { kind: 'parts', parts: [{ text: `Leaf ${name} starting.` }, shell(`echo leaf-${name}-ok`)] };
     return finish(t, `Leaf ${name} report: done.`);
   },
   /** broken — a subagent whose model request fails. */
   broken: () => ({ kind: 'error', status: 400, message: 'scripted failure for this subagent' }),
   /** spawn:A:B… — the main agent starts one subagent per script (`leaf.0` is `SCRIPT:leaf:0`). */
-  spawn: (t) => delegate(t, t.args.length ? t.args.map((c) => c.replace(/\./g, ':')) : ['leaf:0', 'leaf:1'], 'spawn'),
+  spawn: (t) =>
+    delegate(t, t.args.length ? t.args.map((c) => c.replace(/\./g, ':')) : ['leaf:0', 'leaf:1'], 'spawn'),
   /** nest:K — a chain of subagents K levels deep below this agent. */
   nest(t) {
     const depth = Number(t.args[0] ?? 0);
@@ -92,7 +117,8 @@ export function geminiTurnOf(body: any): GeminiTurn | null {
   for (const content of contents) {
     if (content?.role !== 'user' || !Array.isArray(content.parts)) continue;
     for (const part of content.parts) {
-      const m = typeof part?.text === 'string' ? /SCRIPT:([a-z]+)((?::[A-Za-z0-9_.-]+)*)/.exec(part.text) : null;
+      const m =
+        typeof part?.text === 'string' ? /SCRIPT:([a-z]+)((?::[A-Za-z0-9_.-]+)*)/.exec(part.text) : null;
       if (m && GEMINI_SCRIPTS[m[1]]) directive = m;
     }
   }
@@ -115,7 +141,12 @@ export function geminiTurnOf(body: any): GeminiTurn | null {
 }
 
 /** Tokens each reply reports, fixed so a reader can add them up. */
-export const GEMINI_USAGE = { promptTokenCount: 100, candidatesTokenCount: 20, thoughtsTokenCount: 5, cachedContentTokenCount: 0 };
+export const GEMINI_USAGE = {
+  promptTokenCount: 100,
+  candidatesTokenCount: 20,
+  thoughtsTokenCount: 5,
+  cachedContentTokenCount: 0,
+};
 
 function chunk(res: ServerResponse, model: string, parts: GeminiPart[], last: boolean): void {
   const u = GEMINI_USAGE;
@@ -139,7 +170,8 @@ function streamReply(res: ServerResponse, model: string, parts: GeminiPart[]): v
   // Text arrives in pieces, as the API streams it; calls and thoughts whole.
   const pieces: GeminiPart[] = [];
   for (const part of parts) {
-    if ('text' in part && !('thought' in part)) for (const piece of part.text.match(/.{1,8}/gs) ?? []) pieces.push({ text: piece });
+    if ('text' in part && !('thought' in part))
+      for (const piece of part.text.match(/.{1,8}/gs) ?? []) pieces.push({ text: piece });
     else pieces.push(part);
   }
   pieces.forEach((piece, index) => chunk(res, model, [piece], index === pieces.length - 1));
@@ -167,7 +199,11 @@ export async function startFakeGemini(): Promise<FakeGemini> {
       } catch {
         body = {};
       }
-      if (process.env.FAKE_DUMP) writeFileSync(`${process.env.FAKE_DUMP}/g-${Date.now()}-${log.length}.json`, JSON.stringify({ path, body }));
+      if (process.env.FAKE_DUMP)
+        writeFileSync(
+          `${process.env.FAKE_DUMP}/g-${Date.now()}-${log.length}.json`,
+          JSON.stringify({ path, body }),
+        );
       const m = /^\/v1beta\/models\/([^/:]+):(streamGenerateContent|generateContent|countTokens)$/.exec(path);
       if (req.method !== 'POST' || !m) {
         log.push({ path, script: null, turn: null });
@@ -185,12 +221,20 @@ export async function startFakeGemini(): Promise<FakeGemini> {
       const reply = t ? GEMINI_SCRIPTS[t.script](t) : say('OK');
       if (reply.kind === 'error') {
         res.writeHead(reply.status, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { code: reply.status, message: reply.message, status: 'INVALID_ARGUMENT' } }));
+        res.end(
+          JSON.stringify({
+            error: { code: reply.status, message: reply.message, status: 'INVALID_ARGUMENT' },
+          }),
+        );
         return;
       }
       if (m[2] === 'generateContent') {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ candidates: [{ content: { role: 'model', parts: reply.parts }, finishReason: 'STOP', index: 0 }] }));
+        res.end(
+          JSON.stringify({
+            candidates: [{ content: { role: 'model', parts: reply.parts }, finishReason: 'STOP', index: 0 }],
+          }),
+        );
         return;
       }
       streamReply(res, m[1], reply.parts);

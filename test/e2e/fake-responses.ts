@@ -15,7 +15,9 @@ export type CodexStep =
   | { type: 'reasoning'; text: string }
   | { type: 'call'; name: string; args: Record<string, unknown>; namespace?: string };
 
-export type CodexReply = { kind: 'steps'; steps: CodexStep[] } | { kind: 'error'; status: number; message: string };
+export type CodexReply =
+  | { kind: 'steps'; steps: CodexStep[] }
+  | { kind: 'error'; status: number; message: string };
 
 export interface CodexTurn {
   script: string;
@@ -35,14 +37,22 @@ const shell = (cmd: string): CodexStep => ({ type: 'call', name: 'exec_command',
  * Codex's own catalog gets the first version (`spawn_agent` returns the new thread's id,
  * `wait_agent` takes ids), whose calls `exec --json` shows as `collab_tool_call` items.
  */
-const collab = (name: string, args: Record<string, unknown>): CodexStep => ({ type: 'call', name, args, namespace: 'multi_agent_v1' });
+const collab = (name: string, args: Record<string, unknown>): CodexStep => ({
+  type: 'call',
+  name,
+  args,
+  namespace: 'multi_agent_v1',
+});
 const THREAD_ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 
 /** Starts one subagent per directive, waits until each has finished, then reports. */
 function delegate(t: CodexTurn, directives: string[], label: string): CodexReply {
   if (t.turn === 0) {
     const calls = directives.map((d) => collab('spawn_agent', { message: `SCRIPT:${d}` }));
-    return { kind: 'steps', steps: [{ type: 'text', text: `Delegating ${directives.length} parts.` }, ...calls] };
+    return {
+      kind: 'steps',
+      steps: [{ type: 'text', text: `Delegating ${directives.length} parts.` }, ...calls],
+    };
   }
   const pending = t.spawned.filter((id) => !t.finished.includes(id));
   // Bounded: a wait that never sees a child finish cannot loop for ever.
@@ -54,33 +64,52 @@ function delegate(t: CodexTurn, directives: string[], label: string): CodexReply
 
 export const CODEX_SCRIPTS: Record<string, (t: CodexTurn) => CodexReply> = {
   /** say — one answer, no tools. */
-  say: () => ({ kind: 'steps', steps: [{ type: 'reasoning', text: 'Nothing to run.' }, { type: 'text', text: 'Plain answer from codex.' }] }),
+  say: () => ({
+    kind: 'steps',
+    steps: [
+      { type: 'reasoning', text: 'Nothing to run.' },
+      { type: 'text', text: 'Plain answer from codex.' },
+    ],
+  }),
   /** shell:N — one command, then a report. */
   shell(t) {
     const n = t.args[0] ?? '1';
     if (t.turn === 0) {
       return {
         kind: 'steps',
-        steps: [{ type: 'reasoning', text: 'Plan: run one command.' }, { type: 'text', text: 'Running a command.' }, shell(`echo hello-from-codex-${n}`)],
+        steps: [
+          { type: 'reasoning', text: 'Plan: run one command.' },
+          { type: 'text', text: 'Running a command.' },
+          shell(`echo hello-from-codex-${n}`),
+        ],
       };
     }
     return say(`Command finished. [shell ${n}]`);
   },
   /** fail — one command that exits 3. */
   fail(t) {
-    if (t.turn === 0) return { kind: 'steps', steps: [{ type: 'text', text: 'Running a failing command.' }, shell('echo doomed-output; exit 3')] };
+    if (t.turn === 0)
+      return {
+        kind: 'steps',
+        steps: [{ type: 'text', text: 'Running a failing command.' }, shell('echo doomed-output; exit 3')],
+      };
     return say('The command failed. [fail]');
   },
   /** leaf:NAME — a subagent that runs one command and reports. */
   leaf(t) {
     const name = t.args[0] ?? '0';
-    if (t.turn === 0) return { kind: 'steps', steps: [{ type: 'text', text: `Leaf ${name} starting.` }, shell(`echo leaf-${name}-ok`)] };
+    if (t.turn === 0)
+      return {
+        kind: 'steps',
+        steps: [{ type: 'text', text: `Leaf ${name} starting.` }, shell(`echo leaf-${name}-ok`)],
+      };
     return say(`Leaf ${name} report: done.`);
   },
   /** broken — a subagent whose model request fails. */
   broken: () => ({ kind: 'error', status: 400, message: 'scripted failure for this subagent' }),
   /** spawn:A:B… — the main agent starts one subagent per script (`leaf.0` is `SCRIPT:leaf:0`). */
-  spawn: (t) => delegate(t, t.args.length ? t.args.map((c) => c.replace(/\./g, ':')) : ['leaf:0', 'leaf:1'], 'spawn'),
+  spawn: (t) =>
+    delegate(t, t.args.length ? t.args.map((c) => c.replace(/\./g, ':')) : ['leaf:0', 'leaf:1'], 'spawn'),
   /** nest:K — a chain of subagents K levels deep below this agent. */
   nest(t) {
     const depth = Number(t.args[0] ?? 0);
@@ -93,12 +122,17 @@ function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   const textOfPart = (part: any) =>
-    typeof part?.text === 'string' ? part.text : typeof part?.encrypted_content === 'string' ? part.encrypted_content : '';
+    typeof part?.text === 'string'
+      ? part.text
+      : typeof part?.encrypted_content === 'string'
+        ? part.encrypted_content
+        : '';
   return content.map(textOfPart).join('\n');
 }
 
 const ASSISTANT_SIDE = new Set(['function_call', 'custom_tool_call', 'reasoning', 'local_shell_call']);
-const isAssistantSide = (item: any) => ASSISTANT_SIDE.has(item?.type) || (item?.type === 'message' && item.role === 'assistant');
+const isAssistantSide = (item: any) =>
+  ASSISTANT_SIDE.has(item?.type) || (item?.type === 'message' && item.role === 'assistant');
 
 /** Picks the script for one request, or null for a request without a directive. */
 export function codexTurnOf(body: any): CodexTurn | null {
@@ -129,14 +163,25 @@ export function codexTurnOf(body: any): CodexTurn | null {
     if (callNames.get(item.call_id) === 'spawn_agent') spawned.push(...found);
     if (callNames.get(item.call_id) === 'wait_agent') finished.push(...found);
   }
-  return { script: directive[1], args: directive[2] ? directive[2].slice(1).split(':') : [], turn, spawned, finished };
+  return {
+    script: directive[1],
+    args: directive[2] ? directive[2].slice(1).split(':') : [],
+    turn,
+    spawned,
+    finished,
+  };
 }
 
 let ids = 0;
 const nextId = (prefix: string) => `${prefix}_${(++ids).toString(36).padStart(6, '0')}`;
 
 /** Tokens each reply reports, fixed so a reader can add them up. */
-export const CODEX_USAGE = { input_tokens: 100, cached_input_tokens: 20, output_tokens: 20, reasoning_tokens: 5 };
+export const CODEX_USAGE = {
+  input_tokens: 100,
+  cached_input_tokens: 20,
+  output_tokens: 20,
+  reasoning_tokens: 5,
+};
 
 function sse(res: ServerResponse, type: string, data: Record<string, unknown>): void {
   res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
@@ -145,17 +190,33 @@ function sse(res: ServerResponse, type: string, data: Record<string, unknown>): 
 function streamReply(res: ServerResponse, model: string, steps: CodexStep[]): void {
   const responseId = nextId('resp');
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  sse(res, 'response.created', { response: { id: responseId, object: 'response', model, status: 'in_progress', output: [] } });
+  sse(res, 'response.created', {
+    response: { id: responseId, object: 'response', model, status: 'in_progress', output: [] },
+  });
   steps.forEach((step, index) => {
     if (step.type === 'text') {
       const id = nextId('msg');
-      sse(res, 'response.output_item.added', { output_index: index, item: { id, type: 'message', role: 'assistant', status: 'in_progress', content: [] } });
+      sse(res, 'response.output_item.added', {
+        output_index: index,
+        item: { id, type: 'message', role: 'assistant', status: 'in_progress', content: [] },
+      });
       for (const piece of step.text.match(/.{1,8}/gs) ?? []) {
-        sse(res, 'response.output_text.delta', { output_index: index, item_id: id, content_index: 0, delta: piece });
+        sse(res, 'response.output_text.delta', {
+          output_index: index,
+          item_id: id,
+          content_index: 0,
+          delta: piece,
+        });
       }
       sse(res, 'response.output_item.done', {
         output_index: index,
-        item: { id, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: step.text, annotations: [] }] },
+        item: {
+          id,
+          type: 'message',
+          role: 'assistant',
+          status: 'completed',
+          content: [{ type: 'output_text', text: step.text, annotations: [] }],
+        },
       });
     } else if (step.type === 'reasoning') {
       const id = nextId('rs');
@@ -172,7 +233,10 @@ function streamReply(res: ServerResponse, model: string, steps: CodexStep[]): vo
         ...(step.namespace ? { namespace: step.namespace } : {}),
         arguments: JSON.stringify(step.args),
       };
-      sse(res, 'response.output_item.added', { output_index: index, item: { ...item, status: 'in_progress', arguments: '' } });
+      sse(res, 'response.output_item.added', {
+        output_index: index,
+        item: { ...item, status: 'in_progress', arguments: '' },
+      });
       sse(res, 'response.output_item.done', { output_index: index, item });
     }
   });
@@ -215,7 +279,8 @@ export async function startFakeResponses(): Promise<FakeResponses> {
       } catch {
         body = {};
       }
-      if (process.env.FAKE_DUMP) writeFileSync(`${process.env.FAKE_DUMP}/${Date.now()}-${ids}.json`, JSON.stringify(body));
+      if (process.env.FAKE_DUMP)
+        writeFileSync(`${process.env.FAKE_DUMP}/${Date.now()}-${ids}.json`, JSON.stringify(body));
       if (req.method !== 'POST' || !path.endsWith('/responses')) {
         log.push({ path, script: null, turn: null });
         res.writeHead(404, { 'content-type': 'application/json' });
@@ -228,7 +293,11 @@ export async function startFakeResponses(): Promise<FakeResponses> {
       const reply = t ? CODEX_SCRIPTS[t.script](t) : say('OK');
       if (reply.kind === 'error') {
         res.writeHead(reply.status, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { type: 'invalid_request_error', code: 'scripted', message: reply.message } }));
+        res.end(
+          JSON.stringify({
+            error: { type: 'invalid_request_error', code: 'scripted', message: reply.message },
+          }),
+        );
         return;
       }
       streamReply(res, model, reply.steps);

@@ -36,7 +36,17 @@ export function geminiCommand(o: GeminiRun): CliCommand {
     general: { disableAutoUpdate: true, disableUpdateNag: true },
   };
   writeFileSync(join(home, '.gemini', 'settings.json'), JSON.stringify(settings));
-  const argv = [GEMINI, '-p', o.prompt, '--output-format', 'stream-json', '--yolo', '--skip-trust', '-m', 'gemini-2.5-flash'];
+  const argv = [
+    GEMINI,
+    '-p',
+    o.prompt,
+    '--output-format',
+    'stream-json',
+    '--yolo',
+    '--skip-trust',
+    '-m',
+    'gemini-2.5-flash',
+  ];
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: home,

@@ -8,10 +8,21 @@ import type { OtherScenario } from './other-scenarios.js';
 export function checkScenario(reading: Reading, s: OtherScenario): void {
   const agents = [...reading.subagents.values()];
   assert.equal(agents.length, s.expect.subagents, `${s.name}: subagents in the stream`);
-  assert.equal(agents.filter((a) => a.status === 'failed').length, s.expect.failedSubagents, `${s.name}: failed subagents`);
-  assert.ok(agents.every((a) => a.status !== 'running'), `${s.name}: every subagent ended`);
+  assert.equal(
+    agents.filter((a) => a.status === 'failed').length,
+    s.expect.failedSubagents,
+    `${s.name}: failed subagents`,
+  );
+  assert.ok(
+    agents.every((a) => a.status !== 'running'),
+    `${s.name}: every subagent ended`,
+  );
   assert.equal(reading.commands.length, s.expect.commands, `${s.name}: commands`);
-  assert.equal(reading.commands.filter((c) => c.failed).length, s.expect.failedCommands, `${s.name}: failed commands`);
+  assert.equal(
+    reading.commands.filter((c) => c.failed).length,
+    s.expect.failedCommands,
+    `${s.name}: failed commands`,
+  );
   assert.equal(reading.mainStatus, 'completed', `${s.name}: the run ended`);
   assert.ok(reading.usage.input_tokens > 0, `${s.name}: usage in the stream`);
 }
@@ -21,7 +32,8 @@ export function checkConservation(reading: Reading, out: string, name: string): 
   const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
   const written: string[] = [];
   for (const channel of index.channels) {
-    if (channel.jsonl && existsSync(join(out, channel.jsonl))) written.push(...linesOf(readFileSync(join(out, channel.jsonl))));
+    if (channel.jsonl && existsSync(join(out, channel.jsonl)))
+      written.push(...linesOf(readFileSync(join(out, channel.jsonl))));
   }
   if (index.quarantine) written.push(...linesOf(readFileSync(join(out, index.quarantine))));
   assert.equal(written.length, reading.lines.length, `${name}: as many lines written as read`);
@@ -36,7 +48,11 @@ export function checkIndex(index: any, reading: Reading, producer: string, name:
   const [main, ...subs] = index.channels;
   assert.equal(main.id, null, `${name}: main first`);
   assert.equal(main.status, reading.mainStatus, `${name}: main status`);
-  assert.deepEqual(subs.map((c: any) => c.id).sort(), [...reading.subagents.keys()].sort(), `${name}: one channel per subagent`);
+  assert.deepEqual(
+    subs.map((c: any) => c.id).sort(),
+    [...reading.subagents.keys()].sort(),
+    `${name}: one channel per subagent`,
+  );
   for (const channel of subs) {
     const agent = reading.subagents.get(channel.id)!;
     assert.equal(channel.parent, null, `${name}: ${channel.id} started by the main agent`);

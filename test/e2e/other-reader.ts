@@ -20,7 +20,10 @@ export interface Reading {
 
 /** Non-blank lines as byte strings: latin1 keeps every byte whatever the encoding. */
 export function linesOf(bytes: Buffer): string[] {
-  return bytes.toString('latin1').split('\n').filter((line) => line.trim().length > 0);
+  return bytes
+    .toString('latin1')
+    .split('\n')
+    .filter((line) => line.trim().length > 0);
 }
 
 function parsed(lines: string[]): any[] {
@@ -69,7 +72,8 @@ export function readCodex(bytes: Buffer): Reading {
     }
     if (item.type !== 'collab_tool_call') continue;
     if (item.tool === 'spawn_agent') {
-      for (const thread of item.receiver_thread_ids) reading.subagents.set(thread, { prompt: item.prompt, status: 'running' });
+      for (const thread of item.receiver_thread_ids)
+        reading.subagents.set(thread, { prompt: item.prompt, status: 'running' });
     } else {
       reading.toolResults++;
     }
@@ -100,7 +104,8 @@ export function readGemini(bytes: Buffer): Reading {
   for (const event of parsed(lines)) {
     if (event.type === 'tool_use') {
       reading.toolUses++;
-      if (event.tool_name === 'invoke_agent') reading.subagents.set(event.tool_id, { prompt: event.parameters?.prompt, status: 'running' });
+      if (event.tool_name === 'invoke_agent')
+        reading.subagents.set(event.tool_id, { prompt: event.parameters?.prompt, status: 'running' });
       if (event.tool_name === 'run_shell_command') shellCalls.set(event.tool_id, event.parameters?.command);
     }
     if (event.type === 'tool_result') {

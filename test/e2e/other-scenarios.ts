@@ -19,23 +19,71 @@ export interface OtherScenario {
 }
 
 export const CODEX_SCENARIOS: readonly OtherScenario[] = [
-  { name: 'plain', prompt: 'SCRIPT:say', expect: { subagents: 0, failedSubagents: 0, commands: 0, failedCommands: 0 } },
-  { name: 'shell', prompt: 'SCRIPT:shell:1', expect: { subagents: 0, failedSubagents: 0, commands: 1, failedCommands: 0 } },
-  { name: 'two-subagents', prompt: 'SCRIPT:spawn:leaf.0:leaf.1', expect: { subagents: 2, failedSubagents: 0, commands: 0, failedCommands: 0 } },
-  { name: 'nested-subagent', prompt: 'SCRIPT:nest:2', expect: { subagents: 1, failedSubagents: 0, commands: 0, failedCommands: 0 } },
-  { name: 'failing-command', prompt: 'SCRIPT:fail', expect: { subagents: 0, failedSubagents: 0, commands: 1, failedCommands: 1 } },
-  { name: 'failing-subagent', prompt: 'SCRIPT:spawn:leaf.0:broken', expect: { subagents: 2, failedSubagents: 1, commands: 0, failedCommands: 0 } },
+  {
+    name: 'plain',
+    prompt: 'SCRIPT:say',
+    expect: { subagents: 0, failedSubagents: 0, commands: 0, failedCommands: 0 },
+  },
+  {
+    name: 'shell',
+    prompt: 'SCRIPT:shell:1',
+    expect: { subagents: 0, failedSubagents: 0, commands: 1, failedCommands: 0 },
+  },
+  {
+    name: 'two-subagents',
+    prompt: 'SCRIPT:spawn:leaf.0:leaf.1',
+    expect: { subagents: 2, failedSubagents: 0, commands: 0, failedCommands: 0 },
+  },
+  {
+    name: 'nested-subagent',
+    prompt: 'SCRIPT:nest:2',
+    expect: { subagents: 1, failedSubagents: 0, commands: 0, failedCommands: 0 },
+  },
+  {
+    name: 'failing-command',
+    prompt: 'SCRIPT:fail',
+    expect: { subagents: 0, failedSubagents: 0, commands: 1, failedCommands: 1 },
+  },
+  {
+    name: 'failing-subagent',
+    prompt: 'SCRIPT:spawn:leaf.0:broken',
+    expect: { subagents: 2, failedSubagents: 1, commands: 0, failedCommands: 0 },
+  },
 ];
 
 export const GEMINI_SCENARIOS: readonly OtherScenario[] = [
-  { name: 'plain', prompt: 'SCRIPT:say', expect: { subagents: 0, failedSubagents: 0, commands: 0, failedCommands: 0 } },
-  { name: 'shell', prompt: 'SCRIPT:shell:1', expect: { subagents: 0, failedSubagents: 0, commands: 1, failedCommands: 0 } },
-  { name: 'two-subagents', prompt: 'SCRIPT:spawn:leaf.0:leaf.1', expect: { subagents: 2, failedSubagents: 0, commands: 0, failedCommands: 0 } },
+  {
+    name: 'plain',
+    prompt: 'SCRIPT:say',
+    expect: { subagents: 0, failedSubagents: 0, commands: 0, failedCommands: 0 },
+  },
+  {
+    name: 'shell',
+    prompt: 'SCRIPT:shell:1',
+    expect: { subagents: 0, failedSubagents: 0, commands: 1, failedCommands: 0 },
+  },
+  {
+    name: 'two-subagents',
+    prompt: 'SCRIPT:spawn:leaf.0:leaf.1',
+    expect: { subagents: 2, failedSubagents: 0, commands: 0, failedCommands: 0 },
+  },
   // The command exits 3, but the stream's tool_result says `success` with the output only.
-  { name: 'failing-command', prompt: 'SCRIPT:fail', expect: { subagents: 0, failedSubagents: 0, commands: 1, failedCommands: 0 } },
+  {
+    name: 'failing-command',
+    prompt: 'SCRIPT:fail',
+    expect: { subagents: 0, failedSubagents: 0, commands: 1, failedCommands: 0 },
+  },
   // The subagent's model request fails; the CLI tells the main agent so, but the stream's
   // tool_result still says `success` (the failure is in the subagent's chat file only).
-  { name: 'failing-subagent', prompt: 'SCRIPT:spawn:leaf.0:broken', expect: { subagents: 2, failedSubagents: 0, commands: 0, failedCommands: 0 } },
+  {
+    name: 'failing-subagent',
+    prompt: 'SCRIPT:spawn:leaf.0:broken',
+    expect: { subagents: 2, failedSubagents: 0, commands: 0, failedCommands: 0 },
+  },
   // A call for an agent the CLI does not have fails as a tool call: the stream says `error`.
-  { name: 'unknown-subagent', prompt: 'SCRIPT:spawn:leaf.0:missing', expect: { subagents: 2, failedSubagents: 1, commands: 0, failedCommands: 0 } },
+  {
+    name: 'unknown-subagent',
+    prompt: 'SCRIPT:spawn:leaf.0:missing',
+    expect: { subagents: 2, failedSubagents: 1, commands: 0, failedCommands: 0 },
+  },
 ];

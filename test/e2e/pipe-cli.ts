@@ -11,9 +11,21 @@ export interface PipedCli {
 }
 
 /** `CLI … | subtee --out OUT --stdout raw …`: both real processes joined by a pipe. */
-export async function pipeCliIntoSubtee(bin: string, command: CliCommand, out: string, subteeArgs: string[] = [], timeoutMs = 120_000): Promise<PipedCli> {
-  const cli = spawn(command.argv[0], command.argv.slice(1), { env: command.env, cwd: command.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-  const subtee = spawn(process.execPath, [bin, '--out', out, '--stdout', 'raw', '-q', ...subteeArgs], { stdio: [cli.stdout, 'pipe', 'pipe'] });
+export async function pipeCliIntoSubtee(
+  bin: string,
+  command: CliCommand,
+  out: string,
+  subteeArgs: string[] = [],
+  timeoutMs = 120_000,
+): Promise<PipedCli> {
+  const cli = spawn(command.argv[0], command.argv.slice(1), {
+    env: command.env,
+    cwd: command.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const subtee = spawn(process.execPath, [bin, '--out', out, '--stdout', 'raw', '-q', ...subteeArgs], {
+    stdio: [cli.stdout, 'pipe', 'pipe'],
+  });
   // subtee holds its own copy of the pipe; ours would keep 'close' from ever firing.
   cli.stdout.destroy();
   const raw: Buffer[] = [];
@@ -37,9 +49,19 @@ export async function pipeCliIntoSubtee(bin: string, command: CliCommand, out: s
 }
 
 /** `subtee run [args] -- CLI …`: subtee starts the real CLI itself. */
-export async function subteeRunsCli(bin: string, command: CliCommand, out: string, subteeArgs: string[] = [], timeoutMs = 120_000) {
+export async function subteeRunsCli(
+  bin: string,
+  command: CliCommand,
+  out: string,
+  subteeArgs: string[] = [],
+  timeoutMs = 120_000,
+) {
   const args = [bin, 'run', '--out', out, '--stdout', 'raw', '-q', ...subteeArgs, '--', ...command.argv];
-  const child = spawn(process.execPath, args, { env: command.env, cwd: command.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    env: command.env,
+    cwd: command.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   const raw: Buffer[] = [];
   child.stderr.on('data', (d) => (stderr += d));

@@ -23,7 +23,12 @@ export function neutralPaths(text: string): string {
     .replace(/subtee-cwd-[A-Za-z0-9]+/gi, 'checkout');
 }
 
-async function record(cli: string, version: string, scenarios: readonly OtherScenario[], command: (prompt: string) => CliCommand) {
+async function record(
+  cli: string,
+  version: string,
+  scenarios: readonly OtherScenario[],
+  command: (prompt: string) => CliCommand,
+) {
   const folder = join(FIXTURES, cli);
   mkdirSync(folder, { recursive: true });
   for (const s of scenarios) {
