@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { Transform, type TransformCallback } from 'node:stream';
+import { UsageError } from '../../errors.js';
+import { overridePrices } from '../../model/prices.js';
 import {
   BATCH_HIGH_WATER_MARK,
   type LineRecord,
@@ -11,8 +14,27 @@ import { escapeOneLine } from '../../views/escape.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export interface ChannelRouterOptions {
+  /**
+   * A price file (JSON, USD per million tokens per model, see `overridePrices`) laid over the
+   * shipped table, for runs whose models or prices it lacks.
+   */
+  prices?: string;
   /** The chain's session, shared by every stage (required). */
   session: Session;
+}
+
+/** The session's price table with the file at `path` laid over it; a UsageError when it is not one. */
+export function loadPrices(session: Session, path: string): void {
+  let data: unknown;
+  try {
+    data = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new UsageError('ERR_PRICES', `prices ${escapeOneLine(path)}: cannot read it as JSON (${why})`, err);
+  }
+  const table = overridePrices(session.cost.prices, data);
+  if (typeof table === 'string') throw new UsageError('ERR_PRICES', `prices ${escapeOneLine(path)}: ${table}`);
+  session.cost.prices = table;
 }
 
 /**
@@ -24,6 +46,7 @@ export interface ChannelRouterOptions {
  */
 export function createChannelRouter(options: ChannelRouterOptions): Transform {
   const session = requireSession(options, 'createChannelRouter');
+  if (options.prices !== undefined) loadPrices(session, options.prices);
   const tree = session.tree;
   let cyclesSeen = 0;
   return new Transform({
@@ -35,7 +58,9 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
           const rec = batch[i];
           if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) continue;
           try {
-            const { channel, events } = tree.route(rec.kind === 'spooled' ? rec.value! : viewOf(rec));
+            const value = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
+            const { channel, events } = tree.route(value);
+            session.cost.observe(value, channel.id);
             rec.channel = channel;
             if (events.length > 0) rec.events = events;
           } catch (err) {
@@ -74,6 +99,12 @@ export const channelRouterPlugin = definePlugin<Omit<ChannelRouterOptions, 'sess
   name: 'channel-router',
   kind: 'stage',
   kit: BUILTIN_KIT,
-  options: {},
-  create: (_o, ctx) => createChannelRouter({ session: ctx.session }),
+  options: {
+    prices: {
+      type: 'string',
+      minLength: 1,
+      description: 'JSON price file (USD per million tokens per model) laid over the shipped, dated table',
+    },
+  },
+  create: (o, ctx) => createChannelRouter({ ...o, session: ctx.session }),
 });
