@@ -88,7 +88,7 @@ interface Tally {
 }
 
 interface OpenMessage {
-  id: string | null;
+  id: string;
   model: string;
   usage: JsonObject;
   chars: number;
@@ -181,11 +181,14 @@ export class CostLedger {
   private assistant(message: JsonObject, channel: string | null): void {
     const model = nonEmpty(message.model) ?? UNNAMED_MODEL;
     if (model === SYNTHETIC_MODEL) return;
+    // A line without a message id cannot be told apart from a repeat: like the tree's usage,
+    // it is not counted.
+    const id = nonEmpty(message.id);
+    if (id === null) return;
     this.cached = null;
     const l = this.ledger(channel);
-    const id = nonEmpty(message.id);
     let msg = l.current;
-    if (!msg || id === null || msg.id !== id || msg.model !== model) {
+    if (!msg || msg.id !== id || msg.model !== model) {
       msg = { id, model, usage: {}, chars: 0, exact: null, applied: emptyTally() };
       l.current = msg;
       if (!l.models.has(model)) l.models.set(model, emptyTally());

@@ -1,7 +1,7 @@
 import type { Stall } from '../model/in-flight.js';
 import type { Producer, Session, Warning } from '../model/session.js';
 import type { Channel, ChannelStatus } from '../model/tree.js';
-import { channelCosts, finalCost, indexCost, type IndexCost } from './cost.js';
+import { channelCosts, finalCost, indexCost, type ChannelCostView, type IndexCost } from './cost.js';
 
 export const INDEX_FORMAT = 'subtee-index/1';
 
@@ -66,6 +66,12 @@ export interface IndexDocument {
   [field: string]: unknown;
 }
 
+/** A channel's `models` and `cost`; one the walk did not reach (none is left out) costs nothing. */
+function costFields(view: ChannelCostView | undefined): Pick<IndexChannel, 'models' | 'cost'> {
+  if (!view) return { models: [], cost: { usd: 0, subtree_usd: 0 } };
+  return { models: view.models, cost: { usd: view.usd, subtree_usd: view.subtreeUsd } };
+}
+
 /** The `index.json` document (format documented in the README). Plain data, no I/O. */
 export function buildIndex(
   run: Session,
@@ -115,8 +121,7 @@ export function buildIndex(
       lines: ch.lines,
       counts: ch.counts,
       usage: usageOf(ch),
-      models: costs.get(ch)?.models ?? [],
-      cost: { usd: costs.get(ch)?.usd ?? 0, subtree_usd: costs.get(ch)?.subtreeUsd ?? 0 },
+      ...costFields(costs.get(ch)),
       first_seen: ch.firstSeen,
       last_seen: ch.lastSeen,
       ...Object.assign({}, ...run.channelFields.map((f) => f(ch))),
