@@ -184,7 +184,7 @@ export class CostLedger {
     // A line without a message id cannot be told apart from a repeat: like the tree's usage,
     // it is not counted.
     const id = nonEmpty(message.id);
-    if (id === null) return;
+    if (id === null || !isObject(message.usage)) return;
     this.cached = null;
     const l = this.ledger(channel);
     let msg = l.current;
@@ -283,7 +283,8 @@ export class CostLedger {
         cache_creation_5m_input_tokens: t.cache5m,
         cache_creation_1h_input_tokens: t.cache1h,
       };
-      const rate = priceOf(this.prices, model);
+      const nothing = Object.values(tokens).every((n) => n === 0);
+      const rate = priceOf(this.prices, model) ?? (nothing ? FREE : null);
       cost.usd = cost.usd === null || rate === null ? null : cost.usd + priceTokens(tokens, rate);
       for (const k of Object.keys(tokens) as (keyof ModelTokens)[]) cost.tokens[k] += tokens[k];
     }
@@ -344,7 +345,9 @@ export class CostLedger {
         );
         tallies.forEach(([key, t], i) => out.set(key, t.exactOutput + shares[i]));
       } else {
-        rates.set(model, table);
+        // Nothing to price is free, whether or not the model has a price.
+        const none = tallies.every(([, t]) => t.input + t.cacheRead + t.cache5m + t.cache1h + t.exactOutput + t.streamOutput === 0);
+        rates.set(model, table ?? (none ? FREE : null));
         if (table) usedTable = true;
         for (const [key, t] of tallies) out.set(key, t.exactOutput + t.streamOutput);
       }
@@ -401,6 +404,8 @@ export class CostLedger {
     };
   }
 }
+
+const FREE: ModelPrice = { input: 0, output: 0, cache_read: 0, cache_write_5m: 0, cache_write_1h: 0 };
 
 const scaled = (p: ModelPrice, factor: number): ModelPrice => ({
   input: p.input * factor,

@@ -20,7 +20,8 @@ import {
   type SpooledRecord,
 } from '../../model/record.js';
 import { escapeControl, escapeOneLine } from '../../views/escape.js';
-import { headerLines, renderRecord, spooledLine, statusLine } from '../../views/text.js';
+import { costLine, headerLines, renderRecord, spooledLine, statusLine } from '../../views/text.js';
+import { channelCosts, finalCost } from '../../views/cost.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 import { passOn } from './pass-on.js';
@@ -203,11 +204,25 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
     files.flush();
   };
 
+  /** Each transcript ends with what its channel cost, known once the run is over. */
+  const writeCostLines = () => {
+    const report = finalCost(run);
+    const costs = channelCosts(report, run.tree);
+    for (const ch of run.tree.channels()) {
+      const f = byChannel.get(ch.id);
+      if (f) files.write(f.logFile, costLine(costs.get(ch), report) + '\n');
+    }
+  };
+
   const finish = () => {
     if (finished) return;
     finished = true;
     try {
-      flushNow();
+      try {
+        writeCostLines();
+      } finally {
+        flushNow();
+      }
     } finally {
       // Before the index: under a tight descriptor limit it needs one of them.
       files.closeAll();
