@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { test } from 'node:test';
+import { open, type SubagentOutput } from '../src/index.js';
 import { BIN, fixtureFiles, FIXTURES, runToFiles, splitEvery, tmpDir } from './helpers.js';
 
 /** claude-opus-5-5 list prices, USD per million tokens (platform.claude.com, models/opus-5-5). */
@@ -236,4 +237,37 @@ test("what the result counts and no channel shows is unattributed, not spread", 
   assert.ok(index.cost.unattributed_usd >= extraUsd * 0.5, `unattributed ${index.cost.unattributed_usd}`);
   for (const c of index.channels) assert.equal(c.usage.input_tokens, reading.channels.get(c.id)!.input);
   near(index.cost.usd, reading.result.total_cost_usd, 'run total is the result');
+});
+
+test("the projection: each subagent's output.cost and subtree.cost, and the run's output.cost beside Claude Code's", async () => {
+  const file = join(FIXTURES, 'nested-depth-3.jsonl');
+  const reading = readRecording(readFileSync(file, 'utf8'));
+  const run = open(file);
+  const outputs = new Map<string, Promise<SubagentOutput>>();
+  for await (const sub of run.allSubagents) outputs.set(sub.id, sub.output);
+  const output = await run.output;
+  await run.done;
+  // A subagent's output settles when the projection sees it end: before the result line its
+  // dollars come from the table, after it (the result was in the same input chunk) from the result.
+  const { index } = runCli(file);
+  const byId = new Map<string | null, any>(index.channels.map((c: any) => [c.id, c]));
+  for (const [id, pending] of outputs) {
+    const out = await pending;
+    const seen = reading.channels.get(id)!;
+    if (out.cost.basis === 'table') {
+      assert.equal(out.cost.outputTokens, 'stream');
+      near(out.cost.usd, (seen.input * OPUS_5_5.input + seen.lineOutput * OPUS_5_5.output) / 1e6, `output.cost of ${id}`);
+    } else {
+      assert.equal(out.cost.outputTokens, 'estimated');
+      near(out.cost.usd, byId.get(id).cost.usd, `output.cost of ${id}`);
+      near(out.subtree.cost.usd, byId.get(id).cost.subtree_usd, `subtree.cost of ${id}`);
+    }
+    assert.ok(out.subtree.cost.usd! >= out.cost.usd!, `subtree.cost of ${id}`);
+  }
+  assert.equal(output.cost.basis, 'result');
+  assert.equal(output.cost.outputTokens, 'estimated');
+  assert.equal(output.cost.resultUsd, reading.result.total_cost_usd);
+  near(output.cost.channelsUsd, reading.result.modelUsage['claude-opus-5-5'].costUSD, 'channelsUsd');
+  near(output.subtree.cost.usd, reading.result.total_cost_usd, 'the run subtree');
+  assert.equal(output.cost.unattributedUsd, 0);
 });

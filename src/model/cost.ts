@@ -150,6 +150,14 @@ export class CostLedger {
 
   constructor(public prices: PriceTable = PRICE_TABLE) {}
 
+  /** Messages whose output is estimated (no message_delta seen for them). */
+  private estimatedMessages = 0;
+
+  /** How the output tokens are found now (cheap: no report is computed). */
+  get outputTokensBasis(): OutputTokensBasis {
+    return this.estimatedMessages === 0 ? 'exact' : this.result ? 'estimated' : 'stream';
+  }
+
   /** Whether a `result` line with usage has been seen. */
   get hasResult(): boolean {
     return this.result !== null;
@@ -239,6 +247,7 @@ export class CostLedger {
       estimatedMessages: msg.exact === null ? 1 : 0,
     };
     for (const k of Object.keys(now) as (keyof Tally)[]) tally[k] += now[k] - msg.applied[k];
+    this.estimatedMessages += now.estimatedMessages - msg.applied.estimatedMessages;
     msg.applied = now;
   }
 
@@ -310,7 +319,6 @@ export class CostLedger {
     const rates = new Map<string, ModelPrice | null>();
     const outputs = new Map<string, Map<string | null, number>>();
     let usedTable = false;
-    let estimated = false;
     for (const model of modelIds) {
       const tallies = channels.flatMap(([key, l]) => (l.models.has(model) ? [[key, l.models.get(model)!] as const] : []));
       const seenTokens = emptyTokens();
@@ -323,7 +331,6 @@ export class CostLedger {
         seenTokens.cache_creation_1h_input_tokens += t.cache1h;
         exact += t.exactOutput;
         estimateSum += t.estimate;
-        if (t.estimatedMessages > 0) estimated = true;
       }
       const table = priceOf(this.prices, model);
       const fromResult = result?.models.get(model);
@@ -396,7 +403,7 @@ export class CostLedger {
       unattributed_usd: unattributed,
       basis: result ? 'result' : 'table',
       prices_date: !result || usedTable ? this.prices.date : null,
-      output_tokens: !estimated ? 'exact' : result ? 'estimated' : 'stream',
+      output_tokens: this.outputTokensBasis,
       result_usd: resultUsd,
       models: perModel,
       channels: perChannel,

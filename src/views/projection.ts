@@ -791,12 +791,8 @@ export class Projection {
 
   /** Dollars as the cost ledger has them now, with how they were found. */
   costOf(usd: number | null): CostFigures {
-    const report = this.session.cost.hasResult ? this.session.cost.report() : null;
-    return Object.freeze({
-      usd,
-      basis: report ? 'result' : 'table',
-      outputTokens: report ? report.output_tokens : this.session.cost.report().output_tokens,
-    });
+    const ledger = this.session.cost;
+    return Object.freeze({ usd, basis: ledger.hasResult ? 'result' : 'table', outputTokens: ledger.outputTokensBasis });
   }
 
   totals(ch: Channel): SubagentOutput['subtree'] {
