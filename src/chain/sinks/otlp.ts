@@ -321,6 +321,7 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
     captureContent: opts.captureContent,
     maxContentChars: opts.maxContentChars,
     fallbackMs: Date.now(),
+    costs: run.cost,
   });
 
   const agents: Array<{ close(): void }> = [];
