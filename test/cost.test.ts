@@ -271,3 +271,22 @@ test("the projection: each subagent's output.cost and subtree.cost, and the run'
   near(output.subtree.cost.usd, reading.result.total_cost_usd, 'the run subtree');
   assert.equal(output.cost.unattributedUsd, 0);
 });
+
+test('pino: each status event carries its channel\'s dollars (cost_usd)', () => {
+  const file = join(FIXTURES, 'nested-depth-3.jsonl');
+  const reading = readRecording(readFileSync(file, 'utf8'));
+  const out = join(tmpDir(), 'out');
+  const log = join(tmpDir(), 'events.log');
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '--pino', log, '-q', file], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  const statuses = readFileSync(log, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((e) => e.kind === 'status');
+  assert.ok(statuses.length >= 3);
+  for (const e of statuses) {
+    const seen = reading.channels.get(e.channel === 'main' ? null : e.channel)!;
+    const table = (seen.input * OPUS_5_5.input + seen.lineOutput * OPUS_5_5.output) / 1e6;
+    const final = index.channels.find((c: any) => (c.id ?? 'main') === e.channel).cost.usd;
+    // Priced when the event is logged: from the table, or from the result when it was read first.
+    assert.ok(Math.abs(e.cost_usd - table) <= TOLERANCE_USD || Math.abs(e.cost_usd - final) <= TOLERANCE_USD, `${e.channel}: ${e.cost_usd}`);
+  }
+});
