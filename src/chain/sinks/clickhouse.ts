@@ -12,6 +12,7 @@ import {
   quoteTableName,
   RowBuilder,
   tableDdl,
+  addColumnsDdl,
   withRun,
   type Entry,
   type TableKind,
@@ -122,7 +123,7 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
       err,
     );
   }
-  const builder = new RowBuilder({ runId: opts.runId, maxContentChars: opts.maxContentChars });
+  const builder = new RowBuilder({ runId: opts.runId, maxContentChars: opts.maxContentChars, costs: run.cost });
   const spool = new Spool(() => {
     const dir = typeof opts.spoolDir === 'function' ? opts.spoolDir() : opts.spoolDir;
     return dir ?? join(process.cwd(), 'subtee-clickhouse-spool');
@@ -164,8 +165,12 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
   // rows read back from a spool carry the id of the run that made them.
   const insert = async (entries: Entry[]) => {
     if (!tablesReady) {
-      for (const kind of ['events', 'channels'] as const)
+      for (const kind of ['events', 'channels'] as const) {
         await client.command({ query: tableDdl(kind, tables[kind]) });
+        const described = await client.query({ query: `DESCRIBE TABLE ${tables[kind]}`, format: 'JSONEachRow' });
+        const columns = ((await described.json()) as Array<{ name: string }>).map((c) => c.name);
+        for (const query of addColumnsDdl(kind, tables[kind], columns)) await client.command({ query });
+      }
       tablesReady = true;
     }
     for (const kind of ['events', 'channels'] as const) {
