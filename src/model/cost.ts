@@ -297,6 +297,7 @@ export class CostLedger {
       cost.usd = cost.usd === null || rate === null ? null : cost.usd + priceTokens(tokens, rate);
       for (const k of Object.keys(tokens) as (keyof ModelTokens)[]) cost.tokens[k] += tokens[k];
     }
+    cost.usd = roundUsd(cost.usd);
     return cost;
   }
 
@@ -397,14 +398,19 @@ export class CostLedger {
       result === null || channelsUsd === null
         ? null
         : noDust((resultUsd ?? sumResultModels(result)) - channelsUsd);
+    for (const c of perChannel.values()) c.usd = roundUsd(c.usd);
+    for (const m of Object.values(perModel)) {
+      m.usd = roundUsd(m.usd);
+      m.result_usd = roundUsd(m.result_usd);
+    }
     return {
-      usd: resultUsd ?? (unpriced.length > 0 ? null : channelsUsd),
-      channels_usd: channelsUsd,
-      unattributed_usd: unattributed,
+      usd: roundUsd(resultUsd ?? (unpriced.length > 0 ? null : channelsUsd)),
+      channels_usd: roundUsd(channelsUsd),
+      unattributed_usd: roundUsd(unattributed),
       basis: result ? 'result' : 'table',
       prices_date: !result || usedTable ? this.prices.date : null,
       output_tokens: this.outputTokensBasis,
-      result_usd: resultUsd,
+      result_usd: roundUsd(resultUsd),
       models: perModel,
       channels: perChannel,
       unpriced,
@@ -427,6 +433,13 @@ function sumResultModels(result: ResultUsage): number {
   for (const m of result.models.values()) sum += m.usd ?? 0;
   return sum;
 }
+
+/**
+ * Dollars to 12 decimal places: far below any price (a token costs at least 1e-8 dollars),
+ * and free of the float dust of sums (0.0029200000000000007 is 0.00292).
+ */
+export const roundUsd = <T extends number | null>(usd: T): T =>
+  (usd === null ? null : Math.round(usd * 1e12) / 1e12) as T;
 
 /** Floating-point dust (a difference of sums of the same figures) is zero. */
 const noDust = (usd: number) => (Math.abs(usd) < 1e-9 ? 0 : usd);

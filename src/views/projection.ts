@@ -26,7 +26,7 @@ import {
 } from '../model/tree.js';
 import { deepFreeze, Feed } from './feed.js';
 import { channelTokens } from './walk.js';
-import type { ModelCost, OutputTokensBasis } from '../model/cost.js';
+import { roundUsd, type ModelCost, type OutputTokensBasis } from '../model/cost.js';
 
 export const PROJECTION_DEFAULTS = Object.freeze({
   /**
@@ -818,7 +818,7 @@ export class Projection {
         if (child) stack.push(child);
       }
     }
-    return Object.freeze({ ...totalsOf(usage, first, last, this.costOf(costUsd)), subagents });
+    return Object.freeze({ ...totalsOf(usage, first, last, this.costOf(roundUsd(costUsd))), subagents });
   }
 
   private change(ev: ChannelEvent): void {
