@@ -290,3 +290,38 @@ test('pino: each status event carries its channel\'s dollars (cost_usd)', () => 
     assert.ok(Math.abs(e.cost_usd - table) <= TOLERANCE_USD || Math.abs(e.cost_usd - final) <= TOLERANCE_USD, `${e.channel}: ${e.cost_usd}`);
   }
 });
+
+test('cache reads and 5-minute and 1-hour cache writes are priced at their own rates', () => {
+  // claude-opus-5-5: cache read $0.20, 5-minute write $5, 1-hour write $8 per million tokens.
+  const cache = { read: 1000, write5m: 100, write1h: 200 };
+  const withCache = (v: any) => {
+    if (v.type === 'assistant' && v.message.usage) {
+      v.message.usage.cache_read_input_tokens = cache.read;
+      v.message.usage.cache_creation_input_tokens = cache.write5m + cache.write1h;
+      v.message.usage.cache_creation = { ephemeral_5m_input_tokens: cache.write5m, ephemeral_1h_input_tokens: cache.write1h };
+    }
+    return v;
+  };
+  const cut = variant('nested-depth-3.jsonl', (v) => (v.type === 'result' ? null : withCache(v)));
+  const text = readFileSync(cut, 'utf8');
+  const reading = readRecording(text);
+  const messages = new Map<string | null, Set<string>>();
+  for (const v of text.split('\n').filter(Boolean).map((l) => JSON.parse(l)))
+    if (v.type === 'assistant') messages.set(v.parent_tool_use_id ?? null, (messages.get(v.parent_tool_use_id ?? null) ?? new Set()).add(v.message.id));
+  const { index } = runCli(cut);
+  let total = 0;
+  for (const c of index.channels) {
+    const seen = reading.channels.get(c.id)!;
+    const n = messages.get(c.id)!.size;
+    const want = (seen.input * 4 + seen.lineOutput * 20 + n * (cache.read * 0.2 + cache.write5m * 5 + cache.write1h * 8)) / 1e6;
+    near(c.cost.usd, want, `dollars of ${c.id}`);
+    total += want;
+  }
+  const m = index.cost.models['claude-opus-5-5'];
+  const count = [...messages.values()].reduce((s, ids) => s + ids.size, 0);
+  assert.deepEqual(
+    [m.cache_read_input_tokens, m.cache_creation_5m_input_tokens, m.cache_creation_1h_input_tokens],
+    [count * cache.read, count * cache.write5m, count * cache.write1h],
+  );
+  near(index.cost.usd, total, 'run total');
+});

@@ -487,12 +487,12 @@ function measure(value: unknown): number {
     else if (typeof v === 'number' || typeof v === 'boolean') chars += String(v).length;
     else if (Array.isArray(v)) {
       chars += 2;
-      for (const item of v) stack.push(item);
+      for (const item of v) if (stack.length < MEASURE_MAX_NODES) stack.push(item);
     } else if (isObject(v)) {
       chars += 2;
       for (const key of Object.keys(v)) {
         chars += key.length + 3;
-        stack.push(v[key]);
+        if (stack.length < MEASURE_MAX_NODES) stack.push(v[key]);
       }
     } else chars += 4;
   }
