@@ -4,6 +4,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { test } from 'node:test';
 import { open, type SubagentOutput } from '../src/index.js';
+import { apportion } from '../src/model/cost.js';
 import { BIN, fixtureFiles, FIXTURES, runToFiles, splitEvery, tmpDir } from './helpers.js';
 
 /** claude-opus-5-5 list prices, USD per million tokens (platform.claude.com, models/opus-5-5). */
@@ -324,4 +325,15 @@ test('cache reads and 5-minute and 1-hour cache writes are priced at their own r
     [count * cache.read, count * cache.write5m, count * cache.write1h],
   );
   near(index.cost.usd, total, 'run total');
+});
+
+test('estimated output tokens: shares add up exactly, and equal remainders go by channel, not by arrival order', () => {
+  assert.deepEqual(apportion(10, [1, 1, 1], 3, ['b', 'a', 'c']), [3, 4, 3]);
+  assert.deepEqual(apportion(10, [1, 1, 1], 3, ['a', 'c', 'b']), [4, 3, 3]);
+  assert.deepEqual(apportion(7, [5, 0, 2], 7, ['x', 'y', 'z']), [5, 0, 2]);
+  assert.deepEqual(apportion(5, [0, 0], 0, ['x', 'y']), [0, 0]);
+  for (const total of [1, 13, 640]) {
+    const shares = apportion(total, [3, 1, 4, 1, 5], 14, ['e', 'd', 'c', 'b', 'a']);
+    assert.equal(shares.reduce((a, b) => a + b, 0), total);
+  }
 });

@@ -350,6 +350,7 @@ export class CostLedger {
           toShare,
           tallies.map(([, t]) => t.estimate),
           estimateSum,
+          tallies.map(([key]) => key ?? ''),
         );
         tallies.forEach(([key, t], i) => out.set(key, t.exactOutput + shares[i]));
       } else {
@@ -446,14 +447,23 @@ const noDust = (usd: number) => (Math.abs(usd) < 1e-9 ? 0 : usd);
 
 /**
  * `total` whole tokens shared in proportion to `weights` (largest remainder: the shares add
- * up to `total` exactly). With no weight at all nothing can be shared: all zeros.
+ * up to `total` exactly). Equal remainders go by `keys`, not by position, so the same run
+ * gets the same shares whatever order its channels first spoke in. With no weight at all
+ * nothing can be shared: all zeros.
  */
-export function apportion(total: number, weights: readonly number[], weightSum: number): number[] {
+export function apportion(
+  total: number,
+  weights: readonly number[],
+  weightSum: number,
+  keys: readonly string[] = weights.map((_, i) => String(i).padStart(12, '0')),
+): number[] {
   if (weightSum <= 0 || total <= 0) return weights.map(() => 0);
   const exact = weights.map((w) => (total * w) / weightSum);
   const shares = exact.map(Math.floor);
   let left = total - shares.reduce((a, b) => a + b, 0);
-  const order = exact.map((e, i) => [e - Math.floor(e), i] as const).sort((a, b) => b[0] - a[0] || a[1] - b[1]);
+  const order = exact
+    .map((e, i) => [e - Math.floor(e), i] as const)
+    .sort((a, b) => b[0] - a[0] || (keys[a[1]] < keys[b[1]] ? -1 : keys[a[1]] > keys[b[1]] ? 1 : a[1] - b[1]));
   for (let k = 0; left > 0 && k < order.length; k++, left--) shares[order[k][1]]++;
   return shares;
 }
