@@ -77,7 +77,14 @@ export {
   type OutputTokensBasis,
   type CostBasis,
 } from './model/cost.js';
-export { PRICE_TABLE, STANDARD_RATIOS, priceOf, overridePrices, type PriceTable, type ModelPrice } from './model/prices.js';
+export {
+  PRICE_TABLE,
+  STANDARD_RATIOS,
+  priceOf,
+  overridePrices,
+  type PriceTable,
+  type ModelPrice,
+} from './model/prices.js';
 export { formatUsd, type IndexCost } from './views/cost.js';
 export {
   type Message,

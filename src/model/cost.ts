@@ -321,7 +321,10 @@ export class CostLedger {
     const outputs = new Map<string, Map<string | null, number>>();
     let usedTable = false;
     for (const model of modelIds) {
-      const tallies = channels.flatMap(([key, l]) => (l.models.has(model) ? [[key, l.models.get(model)!] as const] : []));
+      const tallies = channels.flatMap(([key, l]) => {
+        const t = l.models.get(model);
+        return t ? [[key, t] as const] : [];
+      });
       const seenTokens = emptyTokens();
       let exact = 0;
       let estimateSum = 0;
@@ -355,7 +358,9 @@ export class CostLedger {
         tallies.forEach(([key, t], i) => out.set(key, t.exactOutput + shares[i]));
       } else {
         // Nothing to price is free, whether or not the model has a price.
-        const none = tallies.every(([, t]) => t.input + t.cacheRead + t.cache5m + t.cache1h + t.exactOutput + t.streamOutput === 0);
+        const none = tallies.every(
+          ([, t]) => t.input + t.cacheRead + t.cache5m + t.cache1h + t.exactOutput + t.streamOutput === 0,
+        );
         rates.set(model, table ?? (none ? FREE : null));
         if (table) usedTable = true;
         for (const [key, t] of tallies) out.set(key, t.exactOutput + t.streamOutput);

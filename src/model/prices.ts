@@ -28,7 +28,8 @@ const price = (
   cacheRead: number,
   write5m: number,
   write1h: number,
-): ModelPrice => Object.freeze({ input, output, cache_read: cacheRead, cache_write_5m: write5m, cache_write_1h: write1h });
+): ModelPrice =>
+  Object.freeze({ input, output, cache_read: cacheRead, cache_write_5m: write5m, cache_write_1h: write1h });
 
 const OPUS_4_5 = price(5, 25, 0.5, 6.25, 10);
 const OPUS_4 = price(15, 75, 1.5, 18.75, 30);

@@ -1,4 +1,10 @@
-import { roundUsd, type CostReport, type ModelCost, type ModelTokens, type OutputTokensBasis } from '../model/cost.js';
+import {
+  roundUsd,
+  type CostReport,
+  type ModelCost,
+  type ModelTokens,
+  type OutputTokensBasis,
+} from '../model/cost.js';
 import type { Session } from '../model/session.js';
 import type { Channel } from '../model/tree.js';
 import { escapeOneLine } from './escape.js';
@@ -58,7 +64,8 @@ export function channelCosts(
     if (parent < 0) continue;
     const into = views[parent];
     const from = views[i];
-    into.subtreeUsd = into.subtreeUsd === null || from.subtreeUsd === null ? null : into.subtreeUsd + from.subtreeUsd;
+    into.subtreeUsd =
+      into.subtreeUsd === null || from.subtreeUsd === null ? null : into.subtreeUsd + from.subtreeUsd;
   }
   for (const v of views) v.subtreeUsd = roundUsd(v.subtreeUsd);
   return new Map(rows.map((row, i) => [row.channel, views[i]]));

@@ -792,7 +792,8 @@ export class Projection {
   /** Dollars as the cost ledger has them now, with how they were found. */
   costOf(usd: number | null): CostFigures {
     const ledger = this.session.cost;
-    return Object.freeze({ usd, basis: ledger.hasResult ? 'result' : 'table', outputTokens: ledger.outputTokensBasis });
+    const basis = ledger.hasResult ? 'result' : 'table';
+    return Object.freeze({ usd, basis, outputTokens: ledger.outputTokensBasis });
   }
 
   totals(ch: Channel): SubagentOutput['subtree'] {

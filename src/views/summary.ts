@@ -25,7 +25,8 @@ export function summaryText(session: Session, out: string): string {
     const depth = ch.id !== null ? `  depth ${ch.depth ?? '?'}` : '';
     lines.push(
       `${prefix}${escapeOneLine(channelLabel(ch))}  ${ch.status}${depth}  ` +
-        `lines ${ch.lines}  tokens ${tokensOf(ch, costs.get(ch)?.tokens)}  ${formatUsd(costs.get(ch)?.usd ?? 0)}` +
+        `lines ${ch.lines}  tokens ${tokensOf(ch, costs.get(ch)?.tokens)}  ` +
+        formatUsd(costs.get(ch)?.usd ?? 0) +
         (unreached && ch.orphan ? '  (spawn not seen)' : ''),
     );
   }
@@ -33,14 +34,18 @@ export function summaryText(session: Session, out: string): string {
 }
 
 /** Input plus output tokens, the output true or estimated when the cost ledger knows it. */
-function tokensOf(ch: Parameters<typeof channelTokens>[0], tokens: { output_tokens: number } | null | undefined) {
+function tokensOf(
+  ch: Parameters<typeof channelTokens>[0],
+  tokens: { output_tokens: number } | null | undefined,
+): number {
   return tokens ? (ch.usage.input_tokens ?? 0) + tokens.output_tokens : channelTokens(ch);
 }
 
 /** The run's dollars beside Claude Code's own, and how they were found. */
 export function runCostLine(report: CostReport): string {
   const basis = report.basis === 'result' ? 'basis result' : `basis table ${report.prices_date ?? ''}`.trim();
-  const claude = report.result_usd === null ? 'no result line' : `Claude Code ${formatUsd(report.result_usd)}`;
+  const claude =
+    report.result_usd === null ? 'no result line' : `Claude Code ${formatUsd(report.result_usd)}`;
   const unattributed =
     report.unattributed_usd === null ? '' : `, unattributed ${formatUsd(report.unattributed_usd)}`;
   return (

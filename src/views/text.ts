@@ -35,11 +35,13 @@ export function headerLines(ch: ChannelSnapshot): string[] {
 export function costLine(cost: ChannelCostView | undefined, report: CostReport): string {
   const own = formatUsd(cost?.usd ?? 0);
   const subtree = formatUsd(cost?.subtreeUsd ?? 0);
-  const models = cost && cost.models.length > 0 ? cost.models.map((m) => escapeOneLine(m)).join(', ') : 'no model';
+  const models =
+    cost && cost.models.length > 0 ? cost.models.map((m) => escapeOneLine(m)).join(', ') : 'no model';
   const t = cost?.tokens;
   const tokens = t
     ? `input ${t.input_tokens}, output ${t.output_tokens} (${report.output_tokens}), ` +
-      `cache read ${t.cache_read_input_tokens}, cache write ${t.cache_creation_5m_input_tokens + t.cache_creation_1h_input_tokens}`
+      `cache read ${t.cache_read_input_tokens}, ` +
+      `cache write ${t.cache_creation_5m_input_tokens + t.cache_creation_1h_input_tokens}`
     : 'no tokens';
   const basis = report.basis === 'result' ? 'basis result' : `basis table ${report.prices_date ?? ''}`.trim();
   return `# cost: ${own} · subtree ${subtree} · ${models} · ${tokens} · ${basis}`;

@@ -121,7 +121,8 @@ export function tableDdl(kind: TableKind, name: string): string {
 }
 
 /** Columns later versions added, with their types: a table an older version made lacks them. */
-export const ADDED_COLUMNS: Readonly<Record<TableKind, ReadonlyArray<readonly [string, string]>>> = Object.freeze({
+export const ADDED_COLUMNS: Readonly<Record<TableKind, ReadonlyArray<readonly [string, string]>>> =
+  Object.freeze({
   events: [],
   channels: [
     ['model', 'String'],

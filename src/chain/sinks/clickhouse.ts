@@ -123,7 +123,11 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
       err,
     );
   }
-  const builder = new RowBuilder({ runId: opts.runId, maxContentChars: opts.maxContentChars, costs: run.cost });
+  const builder = new RowBuilder({
+    runId: opts.runId,
+    maxContentChars: opts.maxContentChars,
+    costs: run.cost,
+  });
   const spool = new Spool(() => {
     const dir = typeof opts.spoolDir === 'function' ? opts.spoolDir() : opts.spoolDir;
     return dir ?? join(process.cwd(), 'subtee-clickhouse-spool');
@@ -167,7 +171,8 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
     if (!tablesReady) {
       for (const kind of ['events', 'channels'] as const) {
         await client.command({ query: tableDdl(kind, tables[kind]) });
-        const described = await client.query({ query: `DESCRIBE TABLE ${tables[kind]}`, format: 'JSONEachRow' });
+        const query = `DESCRIBE TABLE ${tables[kind]}`;
+        const described = await client.query({ query, format: 'JSONEachRow' });
         const columns = ((await described.json()) as Array<{ name: string }>).map((c) => c.name);
         for (const query of addColumnsDdl(kind, tables[kind], columns)) await client.command({ query });
       }
