@@ -64,7 +64,28 @@ export {
   type QuarantineEvent,
   type RunOutput,
   type Totals,
+  type CostFigures,
+  type RunCost,
 } from './views/projection.js';
+export {
+  CostLedger,
+  priceTokens,
+  type CostReport,
+  type ChannelCost,
+  type ModelCost,
+  type ModelTokens,
+  type OutputTokensBasis,
+  type CostBasis,
+} from './model/cost.js';
+export {
+  PRICE_TABLE,
+  STANDARD_RATIOS,
+  priceOf,
+  overridePrices,
+  type PriceTable,
+  type ModelPrice,
+} from './model/prices.js';
+export { formatUsd, type IndexCost } from './views/cost.js';
 export {
   type Message,
   type MessageBlock,

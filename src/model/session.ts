@@ -1,6 +1,7 @@
 import { SubteeError, UsageError } from '../errors.js';
 import type { Stall } from './in-flight.js';
 import { ChannelTree, type Channel } from './tree.js';
+import { CostLedger } from './cost.js';
 
 export interface ChannelFiles {
   /** The output folder. */
@@ -33,6 +34,8 @@ export interface Warning {
  */
 export class Session {
   readonly tree = new ChannelTree();
+  /** Tokens and dollars per channel and model (fed by the channel router). */
+  readonly cost = new CostLedger();
   /** `failed`: lines a stage could not handle (kept all the same, see `recordFailed`). */
   readonly input = { lines: 0, blankLines: 0, bytes: 0, quarantined: 0, failed: 0 };
   /** Line numbers in the quarantine file: the first ones, then only a count (any stream keeps a small index). */
@@ -66,9 +69,16 @@ export class Session {
   readonly channelFields: Array<(ch: Channel) => Record<string, unknown>> = [];
   private readonly listeners: Array<(w: Warning) => void> = [];
 
-  /** Records a warning once per code; listeners (stderr, pino) hear it once. */
-  warn(code: string, message: string): boolean {
-    if (this.warnings.some((w) => w.code === code)) return false;
+  private readonly warnedKeys = new Set<string>();
+
+  /**
+   * Records a warning once per code (or once per `subject` of a code, such as a model without
+   * a price); listeners (stderr, pino) hear it once.
+   */
+  warn(code: string, message: string, subject?: string): boolean {
+    const key = subject === undefined ? code : `${code}\u0000${subject}`;
+    if (this.warnedKeys.has(key)) return false;
+    this.warnedKeys.add(key);
     const w = { code, message };
     this.warnings.push(w);
     for (const l of this.listeners) l(w);

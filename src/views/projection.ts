@@ -27,6 +27,7 @@ import {
 } from '../model/tree.js';
 import { deepFreeze, Feed } from './feed.js';
 import { channelTokens } from './walk.js';
+import { roundUsd, type ModelCost, type OutputTokensBasis } from '../model/cost.js';
 
 export const PROJECTION_DEFAULTS = Object.freeze({
   /**
@@ -71,7 +72,32 @@ export interface ToolCall {
   readonly error: Promise<string | null>;
 }
 
+/** What a channel or a subtree cost so far (see the README's cost section). */
+export interface CostFigures {
+  /** Dollars; null when a model it used has no price. */
+  readonly usd: number | null;
+  /** `result`: Claude Code's own dollars (the run has ended); `table`: the dated price table. */
+  readonly basis: 'result' | 'table';
+  /** How the output tokens behind the dollars were found. */
+  readonly outputTokens: OutputTokensBasis;
+}
+
+/** What the run cost: its total beside Claude Code's, per model, and what no channel shows. */
+export interface RunCost extends CostFigures {
+  /** The channels' dollars added up. */
+  readonly channelsUsd: number | null;
+  /** What the result counts and no channel shows; null without a result line. */
+  readonly unattributedUsd: number | null;
+  /** Claude Code's `total_cost_usd`; null without a result line. */
+  readonly resultUsd: number | null;
+  /** The price table's date when it priced anything. */
+  readonly pricesDate: string | null;
+  readonly models: Readonly<Record<string, Readonly<ModelCost>>>;
+}
+
 export interface Totals {
+  /** Dollars, when the subagent ended (or the run, for the run's output). */
+  readonly cost: CostFigures;
   readonly usage: Usage;
   /** Input plus output tokens. */
   readonly tokens: number;
@@ -134,6 +160,8 @@ export interface RunOutput {
   readonly usage: Usage | null;
   /** Every channel's usage from its lines, rolled up (each API message counted once). */
   readonly subtree: Totals & { readonly subagents: number };
+  /** The run's dollars beside Claude Code's own. */
+  readonly cost: RunCost;
 }
 
 export interface SubagentHandle {
@@ -409,8 +437,14 @@ function elapsed(first: string | null, last: string | null): number | null {
   return Number.isFinite(ms) ? ms : null;
 }
 
-function totalsOf(usage: Record<string, number>, first: string | null, last: string | null): Totals {
+function totalsOf(
+  usage: Record<string, number>,
+  first: string | null,
+  last: string | null,
+  cost: CostFigures,
+): Totals {
   return {
+    cost,
     usage: Object.freeze({ ...usage }),
     tokens: channelTokens({ usage }),
     firstSeen: first,
@@ -537,7 +571,22 @@ export class Projection {
       durationMs: number(line?.duration_ms),
       usage: isObject(line?.usage) ? (usageNumbers(line.usage) as Usage) : null,
       subtree: this.totals(this.session.tree.main),
+      cost: this.runCost(),
     });
+  }
+
+  private runCost(): RunCost {
+    const report = this.session.cost.report();
+    return {
+      usd: report.usd,
+      basis: report.basis,
+      outputTokens: report.output_tokens,
+      channelsUsd: report.channels_usd,
+      unattributedUsd: report.unattributed_usd,
+      resultUsd: report.result_usd,
+      pricesDate: report.prices_date,
+      models: report.models,
+    };
   }
 
   handle(id: string): SubagentHandle | undefined {
@@ -742,11 +791,19 @@ export class Projection {
     return path.reverse();
   }
 
+  /** Dollars as the cost ledger has them now, with how they were found. */
+  costOf(usd: number | null): CostFigures {
+    const ledger = this.session.cost;
+    const basis = ledger.hasResult ? 'result' : 'table';
+    return Object.freeze({ usd, basis, outputTokens: ledger.outputTokensBasis });
+  }
+
   totals(ch: Channel): SubagentOutput['subtree'] {
     const usage: Record<string, number> = {};
     let first: string | null = null;
     let last: string | null = null;
     let subagents = 0;
+    let costUsd: number | null = 0;
     const seen = new Set<Channel>();
     const stack = [ch];
     while (stack.length > 0) {
@@ -754,6 +811,8 @@ export class Projection {
       if (seen.has(at)) continue;
       seen.add(at);
       subagents++;
+      const own = this.session.cost.channelCost(at.id);
+      costUsd = costUsd === null || own?.usd === null ? null : costUsd + (own?.usd ?? 0);
       for (const key in at.usage) usage[key] = (usage[key] ?? 0) + at.usage[key];
       if (at.firstSeen && (!first || at.firstSeen < first)) first = at.firstSeen;
       if (at.lastSeen && (!last || at.lastSeen > last)) last = at.lastSeen;
@@ -762,7 +821,7 @@ export class Projection {
         if (child) stack.push(child);
       }
     }
-    return Object.freeze({ ...totalsOf(usage, first, last), subagents });
+    return Object.freeze({ ...totalsOf(usage, first, last, this.costOf(roundUsd(costUsd))), subagents });
   }
 
   private change(ev: ChannelEvent): void {
@@ -1058,7 +1117,12 @@ class SubagentHandleImpl implements SubagentHandle {
     const ch = this.channel;
     this.resolveOutput(
       Object.freeze({
-        ...totalsOf(ch.usage, ch.firstSeen, ch.lastSeen),
+        ...totalsOf(
+          ch.usage,
+          ch.firstSeen,
+          ch.lastSeen,
+          this.projection.costOf(this.projection.session.cost.channelCost(ch.id)?.usd ?? 0),
+        ),
         status: this.status,
         summary: ch.summary,
         error: ch.status === 'failed' ? (ch.summary ?? 'failed') : null,

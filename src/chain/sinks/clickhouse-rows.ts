@@ -1,3 +1,4 @@
+import type { CostLedger } from '../../model/cost.js';
 import type { SpooledRecord, SubteeRecord } from '../../model/record.js';
 import { escapeControl } from '../../views/escape.js';
 import {
@@ -73,6 +74,10 @@ export interface ChannelRow {
   output_tokens: number;
   cache_read_tokens: number;
   cache_creation_tokens: number;
+  /** The first model the channel used ('' before any). */
+  model: string;
+  /** The channel's dollars as of this row; null when its model has no price. */
+  cost_usd: number | null;
   first_seen: number;
   last_seen: number;
   first_seen_ms: number;
@@ -110,9 +115,31 @@ export function tableDdl(kind: TableKind, name: string): string {
   status String, background Int8, orphan UInt8, summary String, lines UInt64,
   text_blocks UInt32, thinking_blocks UInt32, tool_uses UInt32, tool_results UInt32,
   input_tokens UInt64, output_tokens UInt64, cache_read_tokens UInt64, cache_creation_tokens UInt64,
+  model String, cost_usd Nullable(Float64),
   first_seen DateTime('UTC'), last_seen DateTime('UTC'), first_seen_ms UInt64, last_seen_ms UInt64,
   stalled UInt8, interrupted UInt8, ver UInt64
 ) ENGINE = ReplacingMergeTree(ver) ORDER BY (run, channel)`;
+}
+
+/** Columns later versions added, with their types: a table an older version made lacks them. */
+export const ADDED_COLUMNS: Readonly<Record<TableKind, ReadonlyArray<readonly [string, string]>>> =
+  Object.freeze({
+  events: [],
+  channels: [
+    ['model', 'String'],
+    ['cost_usd', 'Nullable(Float64)'],
+  ],
+});
+
+/**
+ * What brings a table made by an older version up to date, given the columns it has (from
+ * `DESCRIBE TABLE`): one ALTER per missing column (ClickHouse 18.16 has no `ADD COLUMN IF
+ * NOT EXISTS`). Old rows read the new columns as their defaults ('' and NULL).
+ */
+export function addColumnsDdl(kind: TableKind, name: string, existing: readonly string[]): string[] {
+  return ADDED_COLUMNS[kind]
+    .filter(([column]) => !existing.includes(column))
+    .map(([column, type]) => `ALTER TABLE ${name} ADD COLUMN ${column} ${type}`);
 }
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -159,8 +186,14 @@ export class RowBuilder {
   /** Rows made before the first timestamp; null once released. */
   private untimed: Entry[] | null = [];
 
-  constructor(options: { runId?: string; maxContentChars?: number } = {}) {
+  /** The run's cost ledger: each channel row carries the channel's model and dollars. */
+  private readonly costs: Pick<CostLedger, 'channelCost'> | null;
+
+  constructor(
+    options: { runId?: string; maxContentChars?: number; costs?: Pick<CostLedger, 'channelCost'> } = {},
+  ) {
     this.runId = options.runId ?? null;
+    this.costs = options.costs ?? null;
     this.maxChars = options.maxContentChars ?? ROW_BUILDER_DEFAULTS.maxContentChars;
   }
 
@@ -300,6 +333,7 @@ export class RowBuilder {
     const first = ch.firstSeen ? Date.parse(ch.firstSeen) : NaN;
     const last = ch.lastSeen ? Date.parse(ch.lastSeen) : NaN;
     const msOr0 = (x: number) => (Number.isFinite(x) ? x : 0);
+    const cost = this.costs?.channelCost(ch.id) ?? null;
     return {
       run: this.runId ?? '',
       session: this.session,
@@ -318,9 +352,12 @@ export class RowBuilder {
       tool_uses: ch.counts?.tool_use ?? 0,
       tool_results: ch.counts?.tool_result ?? 0,
       input_tokens: num(ch.usage.input_tokens),
-      output_tokens: num(ch.usage.output_tokens),
+      // The true (or estimated) output when the ledger knows it: the lines' own is a snapshot.
+      output_tokens: cost ? cost.tokens.output_tokens : num(ch.usage.output_tokens),
       cache_read_tokens: num(ch.usage.cache_read_input_tokens),
       cache_creation_tokens: num(ch.usage.cache_creation_input_tokens),
+      model: cost?.models[0] ?? '',
+      cost_usd: this.costs === null ? null : cost === null ? 0 : cost.usd,
       first_seen: Math.floor(msOr0(first) / 1000),
       last_seen: Math.floor(msOr0(last) / 1000),
       first_seen_ms: msOr0(first),

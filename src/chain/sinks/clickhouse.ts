@@ -12,6 +12,7 @@ import {
   quoteTableName,
   RowBuilder,
   tableDdl,
+  addColumnsDdl,
   withRun,
   type Entry,
   type TableKind,
@@ -144,7 +145,11 @@ class ClickHouseSink extends BatchTransform {
     this.#tables = quotedTables(opts);
     this.#where = shownUrl(opts.url);
     this.#client = this.#connect();
-    this.#builder = new RowBuilder({ runId: opts.runId, maxContentChars: opts.maxContentChars });
+    this.#builder = new RowBuilder({
+      runId: opts.runId,
+      maxContentChars: opts.maxContentChars,
+      costs: this.#run.cost,
+    });
     this.#spool = new Spool(() => {
       const dir = typeof opts.spoolDir === 'function' ? opts.spoolDir() : opts.spoolDir;
       return dir ?? join(process.cwd(), 'subtee-clickhouse-spool');
@@ -233,8 +238,15 @@ class ClickHouseSink extends BatchTransform {
   async #insert(entries: Entry[]): Promise<void> {
     const client = this.#client;
     if (!this.#tablesReady) {
-      for (const kind of ['events', 'channels'] as const)
-        await client.command({ query: tableDdl(kind, this.#tables[kind]) });
+      for (const kind of ['events', 'channels'] as const) {
+        const table = this.#tables[kind];
+        await client.command({ query: tableDdl(kind, table) });
+        // Tables made by an earlier subtee lack the newer columns (18.16 has no ADD COLUMN IF
+        // NOT EXISTS): ask which it has.
+        const described = await client.query({ query: `DESCRIBE TABLE ${table}`, format: 'JSONEachRow' });
+        const columns = ((await described.json()) as Array<{ name: string }>).map((c) => c.name);
+        for (const query of addColumnsDdl(kind, table, columns)) await client.command({ query });
+      }
       this.#tablesReady = true;
     }
     for (const kind of ['events', 'channels'] as const) {

@@ -15,7 +15,8 @@ import { buildIndex, type ChannelPaths } from '../../views/index-file.js';
 import { jsonPieces } from '../../views/json-pieces.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
 import { escapeControl, escapeOneLine } from '../../views/escape.js';
-import { headerLines, renderRecord, spooledLine, statusLine } from '../../views/text.js';
+import { costLine, headerLines, renderRecord, spooledLine, statusLine } from '../../views/text.js';
+import { channelCosts, finalCost } from '../../views/cost.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 import { AppendFiles, type AppendFile } from './append-files.js';
@@ -276,11 +277,25 @@ class FilesSink extends BatchTransform {
     this.#files.flush();
   }
 
+  /** Each transcript ends with what its channel cost, known once the run is over. */
+  #writeCostLines(): void {
+    const report = finalCost(this.#run);
+    const costs = channelCosts(report, this.#run.tree);
+    for (const ch of this.#run.tree.channels()) {
+      const f = this.#byChannel.get(ch.id);
+      if (f) this.#files.write(f.logFile, costLine(costs.get(ch), report) + '\n');
+    }
+  }
+
   #finish(): void {
     if (this.#finished) return;
     this.#finished = true;
     try {
-      this.#flushNow();
+      try {
+        this.#writeCostLines();
+      } finally {
+        this.#flushNow();
+      }
     } finally {
       // Before the index: under a tight descriptor limit it needs one of them.
       this.#files.closeAll();

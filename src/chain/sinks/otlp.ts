@@ -345,6 +345,7 @@ class OtlpSink extends BatchTransform {
       captureContent: opts.captureContent,
       maxContentChars: opts.maxContentChars,
       fallbackMs: Date.now(),
+      costs: this.#run.cost,
     });
     const { api, sdk, resources, proto, json } = loadSdk();
     this.#api = api;

@@ -14,6 +14,7 @@ import { openLogFile } from '../../safe-open.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
+import type { CostLedger } from '../../model/cost.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const PINO_SINK_DEFAULTS = Object.freeze({
@@ -86,8 +87,16 @@ export function eventMessage(
   return escapeOneLine(`${head}… (${length - head.length} more chars)`);
 }
 
-/** The pino events of one line record: one per content block, plus tree changes. */
-export function pinoEvents(rec: LineRecord, maxChars: number): PinoEvent[] {
+/**
+ * The pino events of one line record: one per content block, plus tree changes. A status
+ * event carries the channel's dollars so far (`cost_usd`, null when a model is unpriced) when
+ * the run's cost ledger is given.
+ */
+export function pinoEvents(
+  rec: LineRecord,
+  maxChars: number,
+  costs?: Pick<CostLedger, 'channelCost'>,
+): PinoEvent[] {
   const out: PinoEvent[] = [];
   const ch = rec.channel;
   const v = viewOf(rec);
@@ -128,11 +137,15 @@ export function pinoEvents(rec: LineRecord, maxChars: number): PinoEvent[] {
       ...where(ev.channel),
       status: ev.channel.status,
       content: shorten(ev.summary ?? '', maxChars),
+      ...(costs ? { cost_usd: usdOf(costs.channelCost(ev.channel.id)) } : {}),
     };
     push(ev.channel.status === 'failed' ? 'error' : 'info', 'status', fields, ev.channel);
   }
   return out;
 }
+
+/** A channel's dollars: nothing counted yet costs 0, an unpriced model null. */
+const usdOf = (cost: { usd: number | null } | null) => (cost === null ? 0 : cost.usd);
 
 /** The line's own `timestamp` as an ISO time, when it has a valid one. */
 export function streamTime(value: Record<string, unknown>): string | null {
@@ -321,7 +334,7 @@ class PinoSink extends BatchTransform {
   #logLine(rec: LineRecord): void {
     let events: PinoEvent[];
     try {
-      events = pinoEvents(rec, this.#opts.maxContentChars);
+      events = pinoEvents(rec, this.#opts.maxContentChars, this.#run.cost);
     } catch (err) {
       // A line the sink cannot read (a plugin stage made it unreadable) costs only its own
       // events: it is counted and reported once, and every other line is still logged.

@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
 import type { Transform } from 'node:stream';
 import type { LineRecord, RecordBatch, SubteeRecord } from '../../model/record.js';
+import { UsageError } from '../../errors.js';
+import { overridePrices } from '../../model/prices.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { viewOf } from '../../model/line-view.js';
 import { escapeOneLine } from '../../views/escape.js';
@@ -7,8 +10,27 @@ import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export interface ChannelRouterOptions {
+  /**
+   * A price file (JSON, USD per million tokens per model, see `overridePrices`) laid over the
+   * shipped table, for runs whose models or prices it lacks.
+   */
+  prices?: string;
   /** The chain's session, shared by every stage (required). */
   session: Session;
+}
+
+/** The session's price table with the file at `path` laid over it; a UsageError when it is not one. */
+export function loadPrices(session: Session, path: string): void {
+  let data: unknown;
+  try {
+    data = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new UsageError('ERR_PRICES', `prices ${escapeOneLine(path)}: cannot read it as JSON (${why})`, err);
+  }
+  const table = overridePrices(session.cost.prices, data);
+  if (typeof table === 'string') throw new UsageError('ERR_PRICES', `prices ${escapeOneLine(path)}: ${table}`);
+  session.cost.prices = table;
 }
 
 /**
@@ -20,6 +42,7 @@ export interface ChannelRouterOptions {
  */
 export function createChannelRouter(options: ChannelRouterOptions): Transform {
   const session = requireSession(options, 'createChannelRouter');
+  if (options.prices !== undefined) loadPrices(session, options.prices);
   const tree = session.tree;
   let cyclesSeen = 0;
   return createBatchTransform({
@@ -28,7 +51,9 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
         const rec = batch[i];
         if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) continue;
         try {
-          const { channel, events } = tree.route(rec.kind === 'spooled' ? rec.value! : viewOf(rec));
+          const value = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
+          const { channel, events } = tree.route(value);
+          session.cost.observe(value, channel.id);
           rec.channel = channel;
           if (events.length > 0) rec.events = events;
         } catch (err) {
@@ -64,6 +89,12 @@ export const channelRouterPlugin = definePlugin<Omit<ChannelRouterOptions, 'sess
   name: 'channel-router',
   kind: 'stage',
   kit: BUILTIN_KIT,
-  options: {},
-  create: (_o, ctx) => createChannelRouter({ session: ctx.session }),
+  options: {
+    prices: {
+      type: 'string',
+      minLength: 1,
+      description: 'JSON price file (USD per million tokens per model) laid over the shipped, dated table',
+    },
+  },
+  create: (o, ctx) => createChannelRouter({ ...o, session: ctx.session }),
 });

@@ -73,6 +73,8 @@ export interface ChannelView {
   lines: number;
   counts: Record<string, number>;
   usage: Usage;
+  /** Its own dollars (index.json's `cost.usd`); null when unpriced or unknown. */
+  cost: number | null;
   /** First and last line times (ms), and when its parent's spawn call was seen. */
   first: number | null;
   last: number | null;
@@ -94,6 +96,39 @@ export interface RunView {
   input: { lines: number; bytes: number; quarantined: number };
   quarantine: string | null;
   warnings: Array<{ code: string; message: string }>;
+  /** The run's dollars beside Claude Code's own; null when the index has none. */
+  cost: RunCostView | null;
+}
+
+export interface RunCostView {
+  usd: number | null;
+  channelsUsd: number | null;
+  resultUsd: number | null;
+  unattributedUsd: number | null;
+  basis: string;
+  pricesDate: string | null;
+  outputTokens: string;
+}
+
+const usdOrNull = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+/** The run's cost as the page shows it, from index.json's `cost` (or null). */
+export function runCostView(cost: unknown): RunCostView | null {
+  if (!isObject(cost)) return null;
+  return {
+    usd: usdOrNull(cost.usd),
+    channelsUsd: usdOrNull(cost.channels_usd),
+    resultUsd: usdOrNull(cost.result_usd),
+    unattributedUsd: usdOrNull(cost.unattributed_usd),
+    basis: cost.basis === 'result' ? 'result' : 'table',
+    pricesDate: field(cost.prices_date, 20),
+    outputTokens: field(cost.output_tokens, 20) ?? 'stream',
+  };
+}
+
+/** A channel's own dollars from its index.json row. */
+export function channelUsd(cost: unknown): number | null {
+  return isObject(cost) ? usdOrNull(cost.usd) : null;
 }
 
 export interface PageInfo {
