@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import type * as ClickHouseModule from '@clickhouse/client';
 import type { ClickHouseClient } from '@clickhouse/client';
@@ -16,7 +16,18 @@ import {
   type Entry,
   type TableKind,
 } from './clickhouse-rows.js';
-import { claimFile, findSpoolFiles, readSpool, removeSpool, Spool, SPOOL_FILE } from './clickhouse-spool.js';
+import {
+  claimFile,
+  findSpoolFiles,
+  insertSettingAside,
+  readSpool,
+  refusalReason,
+  Rejects,
+  releaseClaims,
+  removeSpool,
+  Spool,
+  SPOOL_FILE,
+} from './clickhouse-spool.js';
 import { lateWarn, randomRunId } from './stream-facts.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
@@ -134,6 +145,7 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
     : [];
   /** Spool files this sink claimed and could not finish: reported at the end. */
   const leftovers = new Set<string>();
+  const rejects = new Rejects();
 
   let mode: Mode = backlog.length > 0 ? 'draining' : 'online';
   const queue: Entry[] = [];
@@ -239,9 +251,11 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
           if (!file) break;
           leftovers.add(file);
           try {
+            // A row the server refuses as data is set aside, not left to hold back the rest.
+            const setAside = (entry: Entry, err: unknown) => rejects.add(dirname(file), entry, refusalReason(err));
             for (const batch of readSpool(file, opts.batchRows)) {
               if (closed) return;
-              await insert(batch);
+              await insertSettingAside(batch, insert, setAside);
             }
           } catch (err) {
             if (closed) return;
@@ -315,6 +329,12 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
       // landed: the keys make that harmless).
       toSpool([...(sending ?? []), ...queue.splice(0)]);
       sending = null;
+      releaseClaims([...leftovers, ...backlog]);
+      if (rejects.rows > 0) {
+        const aside = [...rejects.files].join(', ');
+        const what = `${rejects.rows} spooled rows refused by ClickHouse at ${where} (${rejects.reason})`;
+        lateWarn(run, 'CLICKHOUSE_REJECTED', `${what}: set aside in ${aside}`);
+      }
       const files = [...leftovers, ...backlog, ...(spool.rows > 0 ? [spool.file] : [])];
       let rows = spool.rows;
       for (const f of [...leftovers, ...backlog]) for (const b of readSpool(f, 10_000)) rows += b.length;
