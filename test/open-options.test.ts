@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { DEFAULT_STAGES, open, type OpenInput } from '../src/index.js';
-import { chunked, fixtureFiles, tmpDir } from './helpers.js';
+import { chunked, fixtureFiles, readTree, tmpDir } from './helpers.js';
 
 const fixture = () => fixtureFiles().find((f) => f.includes('nested-depth-3.'))!;
 
@@ -72,4 +73,28 @@ test('open() runs a config, a file or an object, with its plugins loaded', async
   await assert.rejects(open(fixture(), { config: unrouted }).done, { code: 'ERR_ROUTER_REQUIRED' });
   const missing = join(tmpDir(), 'none.json');
   await assert.rejects(open(fixture(), { config: missing }).done, { code: 'ERR_CONFIG_READ' });
+});
+
+test('open() on a cut-short gzip file keeps every decompressed byte, records INPUT_CUT_SHORT, rejects ERR_INPUT', async () => {
+  const dir = tmpDir();
+  const whole = gzipSync(readFileSync(fixture()));
+  const file = join(dir, 'cut.jsonl.gz');
+  writeFileSync(file, whole.subarray(0, whole.length - 20));
+  // What a decompressor gets out of the cut file before it notices the cut (zcat, not subtee).
+  const readable = spawnSync('bash', ['-c', `zcat "${file}" 2>/dev/null`], { maxBuffer: 1 << 26 }).stdout;
+  const expected = readable.toString('utf8').split('\n').filter((l) => l !== '');
+  const out = join(dir, 'out');
+  const run = open(file, { out });
+  await assert.rejects(run.done, { code: 'ERR_INPUT' });
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.deepEqual(
+    index.warnings.map((w: { code: string }) => w.code),
+    ['INPUT_CUT_SHORT'],
+  );
+  assert.equal(index.input.bytes, readable.length);
+  const files = readTree(out);
+  const kept = [...files]
+    .filter(([name]) => name.endsWith('.jsonl') || name === 'quarantine.log')
+    .flatMap(([, bytes]) => bytes.toString('utf8').split('\n').filter((l) => l !== ''));
+  assert.deepEqual(kept.sort(), expected.sort());
 });
