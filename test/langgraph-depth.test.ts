@@ -81,3 +81,25 @@ test('the CLI routes a 40,000-level namespace to its subagent, with each channel
   const calls = thirdLines.flatMap((l) => l.message?.content ?? []).filter((b: any) => b.id === 'deep-call');
   assert.equal(calls.length, 1);
 });
+
+test('a LangGraph subagent that failed stays failed when its task call finishes afterwards', () => {
+  const spawnCall = { id: 'call-1', name: 'task', args: { description: 'check', subagent_type: 'worker' } };
+  const events = [
+    event('lifecycle', [], { event: 'running' }),
+    event('tasks', [], { id: 'root-1', result: { messages: [{ type: 'ai', id: 'm1', tool_calls: [spawnCall] }] } }),
+    event('tools', ['tools:w'], { event: 'tool-started', tool_call_id: 'call-1', tool_name: 'task', input: {} }),
+    event('tasks', ['tools:w'], { id: 'w-1', input: {}, metadata: { lc_agent_name: 'worker' } }),
+    event('lifecycle', ['tools:w'], { event: 'failed', error: { message: 'the worker broke' } }),
+    event('tools', ['tools:w'], { event: 'tool-finished', tool_call_id: 'call-1', output: 'late words' }),
+    event('lifecycle', [], { event: 'completed' }),
+  ];
+  const out = join(tmpDir(), 'out');
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '-q', '--stdout', 'none'], {
+    input: events.map((e) => JSON.stringify(e)).join('\n') + '\n',
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  const worker = index.channels.find((c: { id: string | null }) => c.id === 'call-1');
+  assert.deepEqual([worker?.status, worker?.summary], ['failed', 'the worker broke']);
+});
