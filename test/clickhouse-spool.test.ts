@@ -16,8 +16,8 @@ interface CliRun {
   out: string;
 }
 
-/** The real CLI, its stdin a file or an empty pipe. */
-function subtee(args: string[], out: string, input?: string): Promise<CliRun> {
+/** The real CLI, its stdin the input given, ended once `hold` (if any) settles. */
+function subtee(args: string[], out: string, input?: string, hold?: Promise<unknown>): Promise<CliRun> {
   const child = spawn(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', ...args], {
     env: { PATH: process.env.PATH },
     stdio: ['pipe', 'ignore', 'pipe'],
@@ -25,7 +25,8 @@ function subtee(args: string[], out: string, input?: string): Promise<CliRun> {
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
   child.stdin!.on('error', () => {});
-  child.stdin!.end(input ?? '');
+  child.stdin!.write(input ?? '');
+  void (hold ?? Promise.resolve()).finally(() => child.stdin!.end());
   const timer = setTimeout(() => child.kill('SIGKILL'), 180_000);
   return new Promise((resolve) =>
     child.on('close', (code) => {
@@ -147,5 +148,38 @@ describe('ClickHouse spool resends against a real server', { skip: !clickhouseAv
       `SELECT count() AS n, uniqExact(line) AS lines FROM ${tables.eventsTable} WHERE run = 'spooled-twice'`,
     );
     assert.deepEqual([Number(ev.n), Number(ev.lines)], [spooledEvents, spooledEvents]);
+  });
+
+  test('a resend cut off midway by the server dying goes on where it stopped once the server is back', async () => {
+    const tables = { eventsTable: 'midway_events', channelsTable: 'midway_channels' };
+    const runs = tmpDir();
+    const input = [...generate({ sizeBytes: 200 * 1024, fanout: 5, shape: 'small', seed: 7 })].join('\n') + '\n';
+    const spool = await spooledRun(join(runs, 'run-1'), 'cut-midway', input, tables);
+    const spooledEvents = linesOf(readFileSync(spool)).filter((l) => JSON.parse(l).t === 'events').length;
+    const stored = async () => {
+      try {
+        const [row] = await ch.rows<{ n: string }>(`SELECT count() AS n FROM ${tables.eventsTable} FINAL WHERE run = 'cut-midway'`);
+        return Number(row.n);
+      } catch {
+        return -1;
+      }
+    };
+    let serverBack!: () => void;
+    const back = new Promise<void>((resolve) => (serverBack = resolve));
+    const cfg = config({ url: ch.url, runId: 'resender', ...tables, resend: runs, batchRows: 1, maxRetryDelayMs: 100, flushTimeoutMs: 120_000 });
+    // The resending run's input stays open until the server is back.
+    const resend = subtee(['-c', cfg], join(runs, 'run-2'), '', back);
+    try {
+      await until('the resend to be under way', async () => (await stored()) > 0);
+      await ch.kill();
+      await ch.start();
+    } finally {
+      serverBack();
+    }
+    const r = await resend;
+    assert.equal(r.code, 0, r.stderr);
+    assert.doesNotMatch(r.stderr, /CLICKHOUSE_SPOOLED/);
+    assert.deepEqual(findSpoolFiles(runs), []);
+    assert.equal(await stored(), spooledEvents);
   });
 });
