@@ -293,3 +293,32 @@ test('the report reads past a spooled line: later lines are read, the long one c
     assert.deepEqual(long, [5000], `chunks of ${chunkAt}`);
   }
 });
+
+test('an oversized last line cut off mid-JSON is quarantined as truncated, its final CR kept', async () => {
+  const cut = `{"type":"assistant","message":{"content":[{"type":"text","text":"${'z'.repeat(10_000)}\r`;
+  const first = '{"type":"system","subtype":"init","session_id":"s"}';
+  const input = Buffer.from(`${first}\n${cut}`);
+  // Chunk edges swept around the end, the CR alone in the last chunk included.
+  for (const size of [64 * 1024, input.length - 1, input.length - 2, 4096, 1000]) {
+    const out = join(tmpDir(), 'o');
+    const pinoFile = join(tmpDir(), 'events.pino.log');
+    await runChain(
+      chunked(splitEvery(input, size)),
+      {
+        stages: [{ use: 'line-parser', maxLineBytes: 4096 }, { use: 'channel-router' }],
+        sinks: [{ use: 'files', out }, { use: 'pino', destination: pinoFile }],
+      },
+      { registry: builtinRegistry() },
+    );
+    assert.equal(readTree(out).get('quarantine.log')!.toString('utf8'), cut + '\n', `chunks of ${size}`);
+    const events = readFileSync(pinoFile, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      events.filter((e) => e.kind === 'quarantine').map((e) => [e.line, e.reason]),
+      [[2, 'truncated']],
+      `chunks of ${size}`,
+    );
+  }
+});

@@ -354,3 +354,16 @@ test('open() takes the watchdog limits directly: a stall rejects done with ERR_S
   assert.equal(index.stalled, true);
   assert.equal(index.stall?.allowedMs, 300);
 });
+
+test('backed up is read on the watchdog\'s output side: full there, with its input side empty, is not silence', () => {
+  const w = watch();
+  // Nothing reads the watchdog: what it passed on fills its output; nothing waits at its input yet.
+  for (let i = 0; i < w.dog.readableHighWaterMark; i++) {
+    w.dog.write(line({ type: 'system', subtype: 'hook_response' }, i + 1));
+  }
+  assert.ok(w.dog.readableLength >= w.dog.readableHighWaterMark, 'its output is full');
+  assert.ok(w.dog.writableLength < w.dog.writableHighWaterMark, 'its input is not');
+  w.advance(60_000);
+  assert.equal(w.dog.errored, null);
+  assert.equal(w.run.stalled, false);
+});

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { DEFAULT_STAGES, open, type OpenInput } from '../src/index.js';
-import { chunked, fixtureFiles, tmpDir } from './helpers.js';
+import { chunked, fixtureFiles, readTree, tmpDir } from './helpers.js';
 
 const fixture = () => fixtureFiles().find((f) => f.includes('nested-depth-3.'))!;
 
@@ -99,4 +100,28 @@ test('an input that fails midway: what was read is filed, index.json records the
   );
   assert.deepEqual(filed.sort(), kept.slice().sort());
   assert.deepEqual(subagents, index.channels.slice(1).map((ch: { id: string }) => ch.id));
+});
+
+test('open() on a cut-short gzip file keeps every decompressed byte, records INPUT_CUT_SHORT, rejects ERR_INPUT', async () => {
+  const dir = tmpDir();
+  const whole = gzipSync(readFileSync(fixture()));
+  const file = join(dir, 'cut.jsonl.gz');
+  writeFileSync(file, whole.subarray(0, whole.length - 20));
+  // What a decompressor gets out of the cut file before it notices the cut (zcat, not subtee).
+  const readable = spawnSync('bash', ['-c', `zcat "${file}" 2>/dev/null`], { maxBuffer: 1 << 26 }).stdout;
+  const expected = readable.toString('utf8').split('\n').filter((l) => l !== '');
+  const out = join(dir, 'out');
+  const run = open(file, { out });
+  await assert.rejects(run.done, { code: 'ERR_INPUT' });
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.deepEqual(
+    index.warnings.map((w: { code: string }) => w.code),
+    ['INPUT_CUT_SHORT'],
+  );
+  assert.equal(index.input.bytes, readable.length);
+  const files = readTree(out);
+  const kept = [...files]
+    .filter(([name]) => name.endsWith('.jsonl') || name === 'quarantine.log')
+    .flatMap(([, bytes]) => bytes.toString('utf8').split('\n').filter((l) => l !== ''));
+  assert.deepEqual(kept.sort(), expected.sort());
 });

@@ -151,3 +151,18 @@ test("spans carry session.id, openinference.span.kind and each agent's dollars a
     assert.equal(main.attributes['gen_ai.usage.output_tokens'], mainChannel.usage.output_tokens, name);
   }
 });
+
+test('every agent span carries its depth, the main conversation 0 included', async () => {
+  const input = readFileSync(fixtureFiles().find((f) => f.endsWith('nested-depth-3.jsonl'))!);
+  const { spans, index } = await spansOf(input);
+  const agents = spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'invoke_agent');
+  const main = agents.filter((s) => s.attributes['gen_ai.agent.id'] === undefined);
+  assert.equal(main.length, 1);
+  assert.equal(main[0].attributes['subtee.depth'], 0);
+  const depthById = new Map(index.channels.map((c: any) => [c.id ?? undefined, c.depth]));
+  assert.deepEqual(
+    agents.map((s) => s.attributes['subtee.depth']),
+    agents.map((s) => depthById.get(s.attributes['gen_ai.agent.id'] as string | undefined)),
+  );
+  assert.ok(agents.some((s) => s.attributes['subtee.depth'] === 3), 'the fixture nests three deep');
+});

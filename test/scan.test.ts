@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { classifyLine } from '../src/chain/stages/line-parser.js';
-import { ScannedLine, scanLine, scannedRecord, viewOf } from '../src/model/line-view.js';
+import { planLine, ScannedLine, scanLine, scannedRecord, viewOf } from '../src/model/line-view.js';
 import { LazyText, LAZY_TEXT_BYTES } from '../src/model/scan.js';
 import { StreamScanner } from '../src/model/stream-scan.js';
 import { readFileSync } from 'node:fs';
@@ -331,5 +331,38 @@ test('the line parser with its worker option makes the same files as without (fi
     const worker = await runToFiles(chunks, {}, { maxLineBytes: 8192, worker: true });
     assert.deepEqual([...worker.files.keys()].sort(), [...plain.files.keys()].sort());
     for (const [name, bytes] of plain.files) assert.ok(worker.files.get(name)!.equals(bytes), name);
+  }
+});
+
+test('grammar corners in lines long enough for the byte scanner are judged as JSON.parse judges them', () => {
+  const corners = [
+    '{"a":01}',
+    '{"a":-01}',
+    '{"a":1.}',
+    '{"a":1e}',
+    '{"a":+1}',
+    '{"a":"\\x41"}',
+    '{"a":"\\u12"}',
+    '{"a":[,]}',
+    '{"a":[1}}',
+    '{"a":{"b":1]}',
+    '{"a":[1]]}',
+    '{"a":1,}',
+    '{"a":tru}',
+    '{"a":1} x',
+    '{"a":0,"b":[0.5,-0,1e5]}',
+  ];
+  // A first member long enough that a line is judged by the scanner, not JSON.parse.
+  const pad = `"pad":"${'p'.repeat(LAZY_TEXT_BYTES)}",`;
+  for (const corner of corners) {
+    const raw = Buffer.from(`{${pad}${corner.slice(1)}`);
+    assert.equal(planLine(raw), 'scan', corner);
+    const expected = classifyLine(raw, true);
+    const scanned = scanLine(raw, true);
+    const verdict = (s: { ok: boolean; reason?: string }) => [s.ok, s.ok ? null : s.reason];
+    assert.deepEqual(verdict(scanned), verdict(expected), `scanner: ${corner}`);
+    const stream = new StreamScanner();
+    stream.push(raw);
+    assert.deepEqual(verdict(stream.end(true)), verdict(expected), `streaming checker: ${corner}`);
   }
 });

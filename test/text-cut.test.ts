@@ -49,3 +49,45 @@ test('a pino headline cut at its limit keeps whole characters', () => {
     assert.doesNotMatch(events[0].msg, LONE);
   }
 });
+
+/** The longest run of whole characters from one end of `text` within `max` UTF-16 units. */
+function wholeCharacters(text: string, max: number, fromEnd: boolean): string {
+  const chars = Array.from(text);
+  if (fromEnd) chars.reverse();
+  let kept = '';
+  for (const c of chars) {
+    if (kept.length + c.length > max) break;
+    kept = fromEnd ? c + kept : kept + c;
+  }
+  return kept;
+}
+
+test('the cutters keep exactly the whole characters that fit, and boundedText marks a cut and mends lone halves', () => {
+  // Lone halves of a pair too, as a broken input holds them.
+  const text = fc
+    .array(fc.constantFrom('a', 'é', 'ｱ', '😀', '\uD800\uDC00', '\uDBFF\uDFFF', '\uD83D', '\uDE00', '\uDFFF'), {
+      minLength: 0,
+      maxLength: 60,
+    })
+    .map((chars) => chars.join(''));
+  fc.assert(
+    fc.property(text, fc.integer({ min: -2, max: 130 }), (s, max) => {
+      const wellFormed = !LONE.test(s);
+      // Text that fits is kept as it is, whatever it holds.
+      if (max > 0 && s.length <= max) assert.deepEqual([headOf(s, max), tailOf(s, max)], [s, s]);
+      if (wellFormed) {
+        assert.equal(headOf(s, max), max <= 0 ? '' : wholeCharacters(s, max, false));
+        assert.equal(tailOf(s, max), max <= 0 ? '' : wholeCharacters(s, max, true));
+      }
+      const mend = (t: string) => t.replace(new RegExp(LONE.source, 'g'), '\uFFFD');
+      const expected = max <= 0 ? '' : s.length <= max ? mend(s) : mend(headOf(s, max)) + '…';
+      assert.equal(boundedText(s, max), expected);
+    }),
+    { numRuns: 2000, seed: 20261202 },
+  );
+  assert.equal(boundedText('ab\uD83D', 3), 'ab\uFFFD');
+  assert.equal(boundedText('abcd', 4), 'abcd');
+  assert.equal(boundedText('abcde', 4), 'abcd…');
+  assert.equal(headOf('a😀', 2), 'a');
+  assert.equal(tailOf('😀a', 2), 'a');
+});

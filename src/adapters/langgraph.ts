@@ -58,6 +58,12 @@ interface ToolCallState {
   held: boolean;
 }
 
+interface SubagentNode {
+  /** The subagent's channel id. */
+  id: string;
+  children: Map<string, SubagentNode>;
+}
+
 interface OpenMessage {
   channel: string | null;
   id: string | null;
@@ -141,6 +147,11 @@ export class LangGraphMapper {
   private readonly agentNames = new Map<string, string | undefined>();
   /** Namespace → channel id of each subagent found. */
   private readonly subagents = new Map<string, string>();
+  /**
+   * The same subagents as a tree of namespace segments, so the ones enclosing a namespace are
+   * found in one walk down it: joining every prefix of a namespace 40,000 deep was quadratic.
+   */
+  private readonly subagentTree: SubagentNode = { id: '', children: new Map() };
   /** Namespace → the tool call that started running there last. */
   private readonly activeCall = new Map<string, string>();
   /** LangGraph task id → the tool call it was sent for, when a task input names one. */
@@ -212,13 +223,27 @@ export class LangGraphMapper {
     return out;
   }
 
+  /**
+   * The subagents enclosing a namespace, outermost first, among its first `levels` segments.
+   * A subagent starts only below the root or below another subagent, so they are the nodes of
+   * the tree met walking down the namespace until a segment has none.
+   */
+  private enclosing(ns: readonly string[], levels: number): SubagentNode[] {
+    const found: SubagentNode[] = [];
+    let node = this.subagentTree;
+    for (let i = 0; i < levels; i++) {
+      const child = node.children.get(ns[i]);
+      if (child === undefined) break;
+      found.push(child);
+      node = child;
+    }
+    return found;
+  }
+
   /** The channel a namespace's events belong to: its nearest enclosing subagent, or main. */
   private channelOf(ns: readonly string[], includeSelf: boolean): string | null {
-    for (let i = includeSelf ? ns.length : ns.length - 1; i >= 1; i--) {
-      const id = this.subagents.get(key(ns.slice(0, i)));
-      if (id !== undefined) return id;
-    }
-    return null;
+    const found = this.enclosing(ns, includeSelf ? ns.length : ns.length - 1);
+    return found.length > 0 ? found[found.length - 1].id : null;
   }
 
   private lifecycle(ns: string[], data: JsonObject, ts: string | undefined, out: JsonObject[]): void {
@@ -317,6 +342,8 @@ export class LangGraphMapper {
     // The running agent's own name is what Deep Agents reports; the spawn call carries it.
     const input: JsonObject = { ...args, subagent_type: name };
     this.subagents.set(k, id);
+    const parentNode = parent.length > 0 ? this.enclosing(parent, parent.length).at(-1) : this.subagentTree;
+    parentNode?.children.set(segment, { id, children: new Map() });
     out.push(this.toolUseLine(parentChannel, call?.messageId ?? null, id, 'Agent', input, ts));
     if (call) call.held = false;
     out.push(
@@ -350,9 +377,7 @@ export class LangGraphMapper {
   }
 
   private depthOf(ns: readonly string[]): number {
-    let depth = 0;
-    for (let i = 1; i <= ns.length; i++) if (this.subagents.has(key(ns.slice(0, i)))) depth++;
-    return depth;
+    return this.enclosing(ns, ns.length).length;
   }
 
   /** A node's result: the tool calls of the model message it produced are announced here. */

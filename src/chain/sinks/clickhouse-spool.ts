@@ -9,7 +9,7 @@ import {
   unlinkSync,
   writeSync,
 } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { writeFailed } from '../../errors.js';
 import { openDataFileForAppend } from '../../safe-open.js';
@@ -19,8 +19,17 @@ import type { Entry } from './clickhouse-rows.js';
 export const SPOOL_FILE = 'clickhouse-spool.jsonl';
 /** What a sender renames a spool file to while it sends it (found again by a later resend if it dies). */
 const SENDING = /^clickhouse-spool(\.sending-[A-Za-z0-9-]+)?\.jsonl$/;
+/** A file a sender renamed for itself: its process id comes first. */
+const CLAIMED = /^clickhouse-spool\.sending-(\d+)-[A-Za-z0-9-]+\.jsonl$/;
+/**
+ * Rows ClickHouse refused as data (a wrong type, an unknown field), set aside beside the spool
+ * they came from so they no longer hold back the rows after them; never sent again by subtee.
+ */
+export const REJECTS_FILE = 'clickhouse-rejected.jsonl';
 
 let claims = 0;
+/** Files this process claimed and is still sending (a sink's own, not to be taken by another). */
+const sendingHere = new Set<string>();
 
 /**
  * Rows that could not be inserted, appended to a file so that nothing is lost while the
@@ -73,18 +82,42 @@ export class Spool {
   }
 }
 
-/** Renames a spool file to a name only this sender uses; null if another sender took it first. */
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Renames a spool file to a name only this sender uses; null if another sender took it first
+ * or is sending it now. A file another sender claimed is taken only when its process is gone
+ * (it died mid-send): taking a live sender's file would send its rows twice.
+ */
 export function claimFile(path: string): string | null {
+  const claimedBy = CLAIMED.exec(basename(path));
+  if (claimedBy) {
+    const pid = Number(claimedBy[1]);
+    if (pid === process.pid ? sendingHere.has(path) : processAlive(pid)) return null;
+  }
   const to = join(
     dirname(path),
     `clickhouse-spool.sending-${process.pid}-${Date.now().toString(36)}-${++claims}.jsonl`,
   );
   try {
     renameSync(path, to);
-    return to;
   } catch {
     return null;
   }
+  sendingHere.add(to);
+  return to;
+}
+
+/** Claimed files this process stops sending (left for a later resend). */
+export function releaseClaims(paths: Iterable<string>): void {
+  for (const path of paths) sendingHere.delete(path);
 }
 
 /** Spool files (waiting or abandoned mid-send) in `dir` and in its immediate subfolders. */
@@ -160,9 +193,95 @@ function parseEntry(line: string): Entry | null {
 }
 
 export function removeSpool(path: string): void {
+  sendingHere.delete(path);
   try {
     unlinkSync(path);
   } catch {
     // Already gone (another sender finished it).
+  }
+}
+
+/**
+ * ClickHouse error codes that say the rows themselves were refused: text that does not parse
+ * as the column's type, a number out of range, an unknown field. Any other failure (no answer,
+ * a server error) says nothing about the rows, and they wait for the server instead.
+ */
+const REFUSED_DATA_CODES = new Set([6, 25, 26, 27, 32, 33, 38, 41, 53, 69, 70, 72, 117, 131, 321, 349]);
+
+/** The ClickHouse code of an error the server answered with, or null (no answer). */
+function clickhouseCode(err: unknown): number | null {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  // The client parses the code from recent servers; older ones are read from the message.
+  if (typeof e?.code === 'string' && /^\d+$/.test(e.code)) return Number(e.code);
+  const m = /^Code: (\d+)[,.]/.exec(String(e?.message ?? ''));
+  return m ? Number(m[1]) : null;
+}
+
+/**
+ * Why the server refused a row, without the row: its code and the exception's first clause
+ * (the message goes on to quote the row's bytes).
+ */
+export function refusalReason(err: unknown): string {
+  const message = String((err as { message?: unknown } | null)?.message ?? err);
+  const clause = /(?:DB::Exception: )?([^:\n]{1,120})/.exec(message.replace(/^Code: \d+, e\.displayText\(\) = /, ''));
+  return `Code: ${clickhouseCode(err)}, ${clause?.[1] ?? 'refused'}`;
+}
+
+/** Whether ClickHouse refused an insert for what some row holds. */
+export function refusedAsData(err: unknown): boolean {
+  const code = clickhouseCode(err);
+  return code !== null && REFUSED_DATA_CODES.has(code);
+}
+
+/**
+ * Inserts a batch; when the server refuses it as data, inserts its halves, and so on down to
+ * the rows it refuses alone, which are handed to `setAside`. A row inserted twice this way
+ * counts once (the tables are keyed). Any other failure is thrown.
+ */
+export async function insertSettingAside(
+  batch: Entry[],
+  insert: (entries: Entry[]) => Promise<void>,
+  setAside: (entry: Entry, err: unknown) => void,
+): Promise<void> {
+  // A list, not recursion: the depth is log2 of the batch.
+  const parts: Entry[][] = [batch];
+  while (parts.length > 0) {
+    const part = parts.pop()!;
+    try {
+      await insert(part);
+    } catch (err) {
+      if (!refusedAsData(err)) throw err;
+      if (part.length === 1) {
+        setAside(part[0], err);
+        continue;
+      }
+      const half = Math.ceil(part.length / 2);
+      parts.push(part.slice(half), part.slice(0, half));
+    }
+  }
+}
+
+/** Rows set aside in REJECTS_FILE files: how many, where, and the first reason given. */
+export class Rejects {
+  rows = 0;
+  readonly files = new Set<string>();
+  reason = '';
+
+  add(dir: string, entry: Entry, reason: string): void {
+    const file = join(dir, REJECTS_FILE);
+    try {
+      const fd = openDataFileForAppend(file);
+      try {
+        const bytes = Buffer.from(JSON.stringify(entry) + '\n');
+        for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+      } finally {
+        closeSync(fd);
+      }
+    } catch (err) {
+      throw writeFailed(file, err);
+    }
+    this.rows++;
+    this.files.add(file);
+    this.reason ||= reason;
   }
 }

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Transform } from 'node:stream';
 import type * as ClickHouseModule from '@clickhouse/client';
 import type { ClickHouseClient } from '@clickhouse/client';
@@ -17,7 +17,18 @@ import {
   type Entry,
   type TableKind,
 } from './clickhouse-rows.js';
-import { claimFile, findSpoolFiles, readSpool, removeSpool, Spool, SPOOL_FILE } from './clickhouse-spool.js';
+import {
+  claimFile,
+  findSpoolFiles,
+  insertSettingAside,
+  readSpool,
+  refusalReason,
+  Rejects,
+  releaseClaims,
+  removeSpool,
+  Spool,
+  SPOOL_FILE,
+} from './clickhouse-spool.js';
 import { lateWarn, randomRunId } from './stream-facts.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
@@ -124,6 +135,8 @@ class ClickHouseSink extends BatchTransform {
   readonly #backlog: string[];
   /** Spool files this sink claimed and could not finish: reported at the end. */
   readonly #leftovers = new Set<string>();
+  /** Spooled rows the server refused as data, set aside beside their spool. */
+  readonly #rejects = new Rejects();
   #mode: Mode;
   readonly #queue: Entry[] = [];
   #sending: Entry[] | null = null;
@@ -329,9 +342,12 @@ class ClickHouseSink extends BatchTransform {
         if (!file) break;
         this.#leftovers.add(file);
         try {
+          // A row the server refuses as data is set aside, not left to hold back the rest.
+          const setAside = (entry: Entry, err: unknown) =>
+            this.#rejects.add(dirname(file), entry, refusalReason(err));
           for (const batch of readSpool(file, this.#opts.batchRows)) {
             if (this.#closed) return;
-            await this.#insert(batch);
+            await insertSettingAside(batch, (entries) => this.#insert(entries), setAside);
           }
         } catch (err) {
           if (this.#closed) return;
@@ -394,6 +410,8 @@ class ClickHouseSink extends BatchTransform {
     // landed: the keys make that harmless).
     this.#toSpool([...(this.#sending ?? []), ...this.#queue.splice(0)]);
     this.#sending = null;
+    releaseClaims([...this.#leftovers, ...this.#backlog]);
+    this.#reportRejected();
     this.#reportSpooled();
     await this.#client.close().catch(() => {});
   }
@@ -415,6 +433,14 @@ class ClickHouseSink extends BatchTransform {
       }
       await this.#changed(Math.min(100, Math.max(1, deadline - Date.now())));
     }
+  }
+
+  #reportRejected(): void {
+    const rejects = this.#rejects;
+    if (rejects.rows === 0) return;
+    const aside = [...rejects.files].join(', ');
+    const what = `${rejects.rows} spooled rows refused by ClickHouse at ${this.#where} (${rejects.reason})`;
+    lateWarn(this.#run, 'CLICKHOUSE_REJECTED', `${what}: set aside in ${aside}`);
   }
 
   #reportSpooled(): void {

@@ -26,7 +26,7 @@ import { FileNamer } from './file-names.js';
 import { createNewFile, descriptorBudget, makeDirs } from '../../safe-open.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
-import { removeLeftoverSpools } from '../stages/line-spool.js';
+import { releaseLiveSpools, removeLeftoverSpools } from '../stages/line-spool.js';
 
 export const FILES_SINK_DEFAULTS = Object.freeze({
   /**
@@ -245,7 +245,7 @@ class FilesSink extends BatchTransform {
     const byChannel = this.#byChannel;
     const index = buildIndex(this.#run, (ch) => byChannel.get(ch.id), this.#quarantine?.rel ?? null);
     const path = join(this.#opts.out, 'index.json');
-    try {
+    const write = () => {
       // A fresh temporary file (whatever has its name is replaced, never written through),
       // then one rename: a reader sees the old index or the new one, never half of one.
       const { fd } = createNewFile(`${path}.tmp`, true);
@@ -256,8 +256,21 @@ class FilesSink extends BatchTransform {
         closeSync(fd);
       }
       renameSync(`${path}.tmp`, path);
+    };
+    try {
+      write();
     } catch (err) {
-      throw writeFailed(path, err);
+      removeQuietly(`${path}.tmp`);
+      // A disk filled by a spooled line: its spool, which will not be copied now, makes room.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOSPC' || releaseLiveSpools() === 0) {
+        throw writeFailed(path, err);
+      }
+      try {
+        write();
+      } catch (again) {
+        removeQuietly(`${path}.tmp`);
+        throw writeFailed(path, again);
+      }
     }
   }
 
@@ -338,3 +351,11 @@ export const filesSinkPlugin = definePlugin<Omit<FilesSinkOptions, 'session'>>({
   },
   create: (o, ctx) => createFilesSink({ ...o, session: ctx.session }),
 });
+
+function removeQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // Not there: nothing to tidy.
+  }
+}

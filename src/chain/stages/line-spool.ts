@@ -74,6 +74,24 @@ export function removeLeftoverSpools(dir: string): void {
 }
 
 /**
+ * Deletes every spool of this process not yet released, and says how many there were: for a
+ * run ending on a full disk, whose spooled lines will not be copied any more, so that its
+ * index.json finds room.
+ */
+export function releaseLiveSpools(): number {
+  const count = live.size;
+  for (const path of live) {
+    try {
+      unlinkSync(path);
+    } catch {
+      // Already gone.
+    }
+  }
+  live.clear();
+  return count;
+}
+
+/**
  * One line longer than the parser's limit, as it streams past: its bytes go to a file of
  * its own, a StreamScanner judges it and keeps its top-level scalar members, and its first
  * bytes are kept for previews. Memory stays at the scanner's few kilobytes whatever the
