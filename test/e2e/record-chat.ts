@@ -22,11 +22,11 @@ export function neutralPaths(text: string): string {
     .replace(/\/[^"\s]*?subtee-home-[A-Za-z0-9]+/g, '/home/ci');
 }
 
-/** What `CLI --version` prints, run the way the recordings run it. */
+/** The first line `CLI --version` prints, run the way the recordings run it. */
 export function chatCliVersion(cli: ChatCli): string {
   const { argv, env, cwd, cleanup } = chatCliCommand(cli, '', 'http://127.0.0.1:9/v1');
   try {
-    return execFileSync(argv[0], ['--version'], { env, cwd, encoding: 'utf8' }).trim();
+    return execFileSync(argv[0], ['--version'], { env, cwd, encoding: 'utf8' }).trim().split('\n')[0];
   } finally {
     cleanup();
   }
