@@ -28,6 +28,8 @@ export interface ReadChannel {
   lines: string[];
   /** The agent's last whole message. */
   lastText: string | null;
+  /** The prompt it was given (a subagent's: the spawning call's). */
+  prompt: string | null;
 }
 
 export interface ChatReading {
@@ -41,7 +43,7 @@ export interface ChatReading {
 }
 
 function newChannel(id: string | null, parent: string | null, depth: number): ReadChannel {
-  return { id, parent, depth, status: 'running', tools: [], usage: { input: 0, output: 0, total: 0 }, lines: [], lastText: null };
+  return { id, parent, depth, status: 'running', tools: [], usage: { input: 0, output: 0, total: 0 }, lines: [], lastText: null, prompt: null };
 }
 
 function splitLines(text: string): { nonBlank: string[]; events: Array<{ line: string; event: any }>; notObjects: string[] } {
@@ -81,7 +83,10 @@ export function readCopilot(text: string): ChatReading {
   }
   const ownerOf = (event: any): string | null => {
     const data = event.data ?? {};
-    if (typeof event.type === 'string' && event.type.startsWith('subagent.')) return data.toolCallId;
+    // subagent.started/completed/failed name their task call; subagent.configured only its agent.
+    if (typeof event.type === 'string' && event.type.startsWith('subagent.') && typeof data.toolCallId === 'string') {
+      return data.toolCallId;
+    }
     if (typeof data.parentToolCallId === 'string') return data.parentToolCallId;
     if (typeof event.agentId === 'string') return agentChannel.get(event.agentId) ?? null;
     return null;
@@ -99,7 +104,9 @@ export function readCopilot(text: string): ChatReading {
     }
     const channel = channels.get(owner)!;
     channel.lines.push(line);
-    if (event.type === 'session.skills_loaded') {
+    if (event.type === 'user.message' && channel.prompt === null) {
+      channel.prompt = data.content;
+    } else if (event.type === 'session.skills_loaded') {
       for (const skill of data.skills ?? []) {
         const found = /\/pkg\/[^/]+\/(\d+\.\d+\.\d+)\/builtin\//.exec(skill.path ?? '');
         if (found && version === null) version = found[1];
@@ -152,6 +159,7 @@ export function readOpencode(text: string): ChatReading {
       });
       if (part.tool === 'task') {
         const child = newChannel(part.callID, null, 1);
+        child.prompt = state.input?.prompt ?? null;
         child.status = state.status === 'completed' ? 'completed' : state.status === 'error' ? 'failed' : 'running';
         const report = /<task_result>\n?([\s\S]*?)\n?<\/task_result>/.exec(state.output ?? '');
         child.lastText = report ? report[1].trim() : null;

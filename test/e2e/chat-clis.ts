@@ -118,3 +118,77 @@ export async function runChatCli(cli: ChatCli, prompt: string, apiUrl: string, t
   cleanup();
   return { stdout: Buffer.concat(out), stderr, code };
 }
+
+export interface PipedChatRun {
+  /** The stream exactly as subtee received it (captured with --stdout raw). */
+  raw: Buffer;
+  cliCode: number | null;
+  subteeCode: number | null;
+  cliStderr: string;
+  subteeStderr: string;
+}
+
+/** `CLI … | subtee --out OUT --stdout raw -q …`, both real processes joined by a pipe. */
+export async function pipeChatCliIntoSubtee(
+  bin: string,
+  cli: ChatCli,
+  prompt: string,
+  apiUrl: string,
+  out: string,
+  subteeArgs: string[] = [],
+  timeoutMs = 180_000,
+): Promise<PipedChatRun> {
+  const { argv, env, cwd, cleanup } = chatCliCommand(cli, prompt, apiUrl);
+  const agent = spawn(argv[0], argv.slice(1), { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const subtee = spawn(process.execPath, [bin, '--out', out, '--stdout', 'raw', '-q', ...subteeArgs], {
+    stdio: [agent.stdout, 'pipe', 'pipe'],
+  });
+  // subtee holds its own copy of the pipe; ours would keep 'close' from ever firing.
+  agent.stdout.destroy();
+  const raw: Buffer[] = [];
+  let subteeStderr = '';
+  let cliStderr = '';
+  subtee.stdout.on('data', (data: Buffer) => raw.push(data));
+  subtee.stderr.on('data', (data) => (subteeStderr += data));
+  agent.stderr.on('data', (data) => (cliStderr += data));
+  const timer = setTimeout(() => {
+    agent.kill('SIGKILL');
+    subtee.kill('SIGKILL');
+  }, timeoutMs);
+  // Once subtee is gone the CLI has no reader; a real pipe would end it at its next write.
+  subtee.on('close', () => agent.kill('SIGTERM'));
+  const [cliCode, subteeCode] = await Promise.all([
+    new Promise<number | null>((resolve) => agent.on('close', resolve)),
+    new Promise<number | null>((resolve) => subtee.on('close', resolve)),
+  ]);
+  clearTimeout(timer);
+  cleanup();
+  return { raw: Buffer.concat(raw), cliCode, subteeCode, cliStderr, subteeStderr };
+}
+
+/** `subtee run [args] -- CLI …`: subtee starts the real CLI itself. */
+export async function subteeRunsChatCli(
+  bin: string,
+  cli: ChatCli,
+  prompt: string,
+  apiUrl: string,
+  out: string,
+  subteeArgs: string[] = [],
+  timeoutMs = 180_000,
+): Promise<{ code: number | null; stderr: string; raw: Buffer }> {
+  const { argv, env, cwd, cleanup } = chatCliCommand(cli, prompt, apiUrl);
+  const child = spawn(process.execPath, [bin, 'run', '--out', out, '--stdout', 'raw', '-q', ...subteeArgs, '--', ...argv], {
+    env,
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  const raw: Buffer[] = [];
+  child.stderr.on('data', (data) => (stderr += data));
+  child.stdout.on('data', (data: Buffer) => raw.push(data));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  clearTimeout(timer);
+  cleanup();
+  return { code, stderr, raw: Buffer.concat(raw) };
+}
