@@ -33,18 +33,18 @@ const REPORTS: Record<string, string[]> = {
   'failing-subagent': ['Leaf ok report: done.'],
 };
 
-function checkScenario(text: string, name: string) {
+function checkScenario(text: string, scenario: string, label: string) {
   const reading = readOpencode(text);
-  checkReading(reading, OPENCODE_EXPECT[name], name);
+  checkReading(reading, OPENCODE_EXPECT[scenario], label);
   const reports = [...reading.channels.values()].filter((c) => c.id !== null && c.lastText !== null).map((c) => c.lastText);
-  assert.deepEqual(reports.sort(), REPORTS[name] ?? [], `${name}: subagent reports`);
+  assert.deepEqual(reports.sort(), REPORTS[scenario] ?? [], `${label}: subagent reports`);
   return reading;
 }
 
 test('recorded opencode streams: each scenario as the independent reading sees it, and subtee agrees', () => {
   for (const scenario of CHAT_SCENARIOS) {
     const file = join(RECORDED, `${scenario.name}.jsonl`);
-    const reading = checkScenario(readFileSync(file, 'utf8'), `recorded ${scenario.name}`);
+    const reading = checkScenario(readFileSync(file, 'utf8'), scenario.name, `recorded ${scenario.name}`);
     const out = join(tmpDir(), 'out');
     const run = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', file], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(run.status, 0, run.stderr);
@@ -70,7 +70,7 @@ describe('real opencode into subtee', { skip: !chatCliAvailable('opencode') && '
           assert.equal(run.subteeCode, 0, run.subteeStderr);
           raw = run.raw;
         }
-        const reading = checkScenario(raw.toString('utf8'), scenario.name);
+        const reading = checkScenario(raw.toString('utf8'), scenario.name, scenario.name);
         // The main session's step tokens are what the server sent its own conversation.
         const main = reading.channels.get(null)!;
         const sent = serverTokens(api.log, reading, { ...main, prompt: scenario.prompt }, false);
