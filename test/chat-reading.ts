@@ -43,10 +43,24 @@ export interface ChatReading {
 }
 
 function newChannel(id: string | null, parent: string | null, depth: number): ReadChannel {
-  return { id, parent, depth, status: 'running', tools: [], usage: { input: 0, output: 0, total: 0 }, lines: [], lastText: null, prompt: null };
+  return {
+    id,
+    parent,
+    depth,
+    status: 'running',
+    tools: [],
+    usage: { input: 0, output: 0, total: 0 },
+    lines: [],
+    lastText: null,
+    prompt: null,
+  };
 }
 
-function splitLines(text: string): { nonBlank: string[]; events: Array<{ line: string; event: any }>; notObjects: string[] } {
+function splitLines(text: string): {
+  nonBlank: string[];
+  events: Array<{ line: string; event: any }>;
+  notObjects: string[];
+} {
   const nonBlank: string[] = [];
   const notObjects: string[] = [];
   const events: Array<{ line: string; event: any }> = [];
@@ -79,12 +93,17 @@ export function readCopilot(text: string): ChatReading {
   // First pass: which agent started which call, and which call each agent runs.
   for (const { event } of events) {
     const data = event.data ?? {};
-    if (event.type === 'subagent.started' && typeof event.agentId === 'string') agentChannel.set(event.agentId, data.toolCallId);
+    if (event.type === 'subagent.started' && typeof event.agentId === 'string')
+      agentChannel.set(event.agentId, data.toolCallId);
   }
   const ownerOf = (event: any): string | null => {
     const data = event.data ?? {};
     // subagent.started/completed/failed name their task call; subagent.configured only its agent.
-    if (typeof event.type === 'string' && event.type.startsWith('subagent.') && typeof data.toolCallId === 'string') {
+    if (
+      typeof event.type === 'string' &&
+      event.type.startsWith('subagent.') &&
+      typeof data.toolCallId === 'string'
+    ) {
       return data.toolCallId;
     }
     if (typeof data.parentToolCallId === 'string') return data.parentToolCallId;
@@ -160,7 +179,8 @@ export function readOpencode(text: string): ChatReading {
       if (part.tool === 'task') {
         const child = newChannel(part.callID, null, 1);
         child.prompt = state.input?.prompt ?? null;
-        child.status = state.status === 'completed' ? 'completed' : state.status === 'error' ? 'failed' : 'running';
+        child.status =
+          state.status === 'completed' ? 'completed' : state.status === 'error' ? 'failed' : 'running';
         const report = /<task_result>\n?([\s\S]*?)\n?<\/task_result>/.exec(state.output ?? '');
         child.lastText = report ? report[1].trim() : null;
         channels.set(part.callID, child);

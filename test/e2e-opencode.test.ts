@@ -18,12 +18,54 @@ const VERSION = readFileSync(join(RECORDED, 'VERSION'), 'utf8').trim();
  * subagent is offered no `task` tool, so the nested scenario stops at depth 1.
  */
 const OPENCODE_EXPECT: Record<string, ChatExpectation> = {
-  plain: { subagents: 0, maxDepth: 0, completed: 0, failed: 0, shellExits: [], lastText: 'The answer is 42. [plain]' },
-  shell: { subagents: 0, maxDepth: 0, completed: 0, failed: 0, shellExits: [0], lastText: 'Command finished: hello-from-shell [shell]' },
-  'spawn-2': { subagents: 2, maxDepth: 1, completed: 2, failed: 0, shellExits: [], lastText: 'All 2 parts reported. [spawn]' },
-  'nested-2': { subagents: 1, maxDepth: 1, completed: 1, failed: 0, shellExits: [], lastText: 'Level 2 report: done.' },
-  'failing-command': { subagents: 0, maxDepth: 0, completed: 0, failed: 0, shellExits: [3], lastText: 'The command failed as expected. [failcmd]' },
-  'failing-subagent': { subagents: 2, maxDepth: 1, completed: 1, failed: 1, shellExits: [], lastText: 'One part failed, one reported. [failsub]' },
+  plain: {
+    subagents: 0,
+    maxDepth: 0,
+    completed: 0,
+    failed: 0,
+    shellExits: [],
+    lastText: 'The answer is 42. [plain]',
+  },
+  shell: {
+    subagents: 0,
+    maxDepth: 0,
+    completed: 0,
+    failed: 0,
+    shellExits: [0],
+    lastText: 'Command finished: hello-from-shell [shell]',
+  },
+  'spawn-2': {
+    subagents: 2,
+    maxDepth: 1,
+    completed: 2,
+    failed: 0,
+    shellExits: [],
+    lastText: 'All 2 parts reported. [spawn]',
+  },
+  'nested-2': {
+    subagents: 1,
+    maxDepth: 1,
+    completed: 1,
+    failed: 0,
+    shellExits: [],
+    lastText: 'Level 2 report: done.',
+  },
+  'failing-command': {
+    subagents: 0,
+    maxDepth: 0,
+    completed: 0,
+    failed: 0,
+    shellExits: [3],
+    lastText: 'The command failed as expected. [failcmd]',
+  },
+  'failing-subagent': {
+    subagents: 2,
+    maxDepth: 1,
+    completed: 1,
+    failed: 1,
+    shellExits: [],
+    lastText: 'One part failed, one reported. [failsub]',
+  },
 };
 
 /** The reports the subagents gave, as the main session's task results hold them. */
@@ -36,7 +78,9 @@ const REPORTS: Record<string, string[]> = {
 function checkScenario(text: string, scenario: string, label: string) {
   const reading = readOpencode(text);
   checkReading(reading, OPENCODE_EXPECT[scenario], label);
-  const reports = [...reading.channels.values()].filter((c) => c.id !== null && c.lastText !== null).map((c) => c.lastText);
+  const reports = [...reading.channels.values()]
+    .filter((c) => c.id !== null && c.lastText !== null)
+    .map((c) => c.lastText);
   assert.deepEqual(reports.sort(), REPORTS[scenario] ?? [], `${label}: subagent reports`);
   return reading;
 }
@@ -46,39 +90,53 @@ test('recorded opencode streams: each scenario as the independent reading sees i
     const file = join(RECORDED, `${scenario.name}.jsonl`);
     const reading = checkScenario(readFileSync(file, 'utf8'), scenario.name, `recorded ${scenario.name}`);
     const out = join(tmpDir(), 'out');
-    const run = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', file], { encoding: 'utf8', timeout: 60_000 });
+    const run = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', file], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     assert.equal(run.status, 0, run.stderr);
     checkIndex(reading, out, `recorded ${scenario.name}`);
   }
 });
 
-describe('real opencode into subtee', { skip: !chatCliAvailable('opencode') && 'opencode is not installed (npm ci installs it)' }, () => {
-  for (const scenario of CHAT_SCENARIOS) {
-    const underRun = scenario.name === 'spawn-2';
-    test(`${scenario.name}${underRun ? ' (subtee run --require-version)' : ''}`, { timeout: 300_000 }, async () => {
-      const api = await startFakeChat();
-      try {
-        const out = join(tmpDir(), 'out');
-        let raw: Buffer;
-        if (underRun) {
-          const run = await subteeRunsChatCli(BIN, 'opencode', scenario.prompt, api.url, out, ['--require-version', VERSION]);
-          assert.equal(run.code, 0, run.stderr);
-          raw = run.raw;
-        } else {
-          const run = await pipeChatCliIntoSubtee(BIN, 'opencode', scenario.prompt, api.url, out);
-          assert.equal(run.cliCode, 0, run.cliStderr);
-          assert.equal(run.subteeCode, 0, run.subteeStderr);
-          raw = run.raw;
-        }
-        const reading = checkScenario(raw.toString('utf8'), scenario.name, scenario.name);
-        // The main session's step tokens are what the server sent its own conversation.
-        const main = reading.channels.get(null)!;
-        const sent = serverTokens(api.log, reading, { ...main, prompt: scenario.prompt }, false);
-        assert.deepEqual(main.usage, sent, `${scenario.name}: main tokens`);
-        checkIndex(reading, out, scenario.name);
-      } finally {
-        await api.close();
-      }
-    });
-  }
-});
+describe(
+  'real opencode into subtee',
+  { skip: !chatCliAvailable('opencode') && 'opencode is not installed (npm ci installs it)' },
+  () => {
+    for (const scenario of CHAT_SCENARIOS) {
+      const underRun = scenario.name === 'spawn-2';
+      test(
+        `${scenario.name}${underRun ? ' (subtee run --require-version)' : ''}`,
+        { timeout: 300_000 },
+        async () => {
+          const api = await startFakeChat();
+          try {
+            const out = join(tmpDir(), 'out');
+            let raw: Buffer;
+            if (underRun) {
+              const run = await subteeRunsChatCli(BIN, 'opencode', scenario.prompt, api.url, out, [
+                '--require-version',
+                VERSION,
+              ]);
+              assert.equal(run.code, 0, run.stderr);
+              raw = run.raw;
+            } else {
+              const run = await pipeChatCliIntoSubtee(BIN, 'opencode', scenario.prompt, api.url, out);
+              assert.equal(run.cliCode, 0, run.cliStderr);
+              assert.equal(run.subteeCode, 0, run.subteeStderr);
+              raw = run.raw;
+            }
+            const reading = checkScenario(raw.toString('utf8'), scenario.name, scenario.name);
+            // The main session's step tokens are what the server sent its own conversation.
+            const main = reading.channels.get(null)!;
+            const sent = serverTokens(api.log, reading, { ...main, prompt: scenario.prompt }, false);
+            assert.deepEqual(main.usage, sent, `${scenario.name}: main tokens`);
+            checkIndex(reading, out, scenario.name);
+          } finally {
+            await api.close();
+          }
+        },
+      );
+    }
+  },
+);

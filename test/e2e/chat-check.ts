@@ -15,7 +15,8 @@ export interface ChatExpectation {
   lastText: string;
 }
 
-export const subagentsOf = (reading: ChatReading): ReadChannel[] => [...reading.channels.values()].filter((c) => c.id !== null);
+export const subagentsOf = (reading: ChatReading): ReadChannel[] =>
+  [...reading.channels.values()].filter((c) => c.id !== null);
 
 /** The scenario's shape, checked on the independent reading of a stream. */
 export function checkReading(reading: ChatReading, expect: ChatExpectation, name: string): void {
@@ -29,8 +30,15 @@ export function checkReading(reading: ChatReading, expect: ChatExpectation, name
   assert.equal(main.status, 'completed', `${name}: main status`);
   assert.equal(main.lastText, expect.lastText, `${name}: main's last message`);
   const shells = [...reading.channels.values()].flatMap((c) => c.tools.filter((t) => t.name === 'bash'));
-  assert.deepEqual(shells.map((t) => t.exitCode).sort(), [...expect.shellExits].sort(), `${name}: shell exit codes`);
-  assert.ok(shells.every((t) => t.failed === (t.exitCode !== 0)), `${name}: a shell call fails exactly when it exits non-zero`);
+  assert.deepEqual(
+    shells.map((t) => t.exitCode).sort(),
+    [...expect.shellExits].sort(),
+    `${name}: shell exit codes`,
+  );
+  assert.ok(
+    shells.every((t) => t.failed === (t.exitCode !== 0)),
+    `${name}: a shell call fails exactly when it exits non-zero`,
+  );
 }
 
 /**
@@ -79,7 +87,10 @@ export function checkConservation(reading: ChatReading, out: string, name: strin
   return index;
 }
 
-/** subtee's index.json against the independent reading: channels, nesting, statuses, tool calls, usage, lines. */
+/**
+ * subtee's index.json against the independent reading: channels, nesting, statuses, tool calls,
+ * usage and each channel's lines.
+ */
 export function checkIndex(reading: ChatReading, out: string, name: string): any {
   const index = checkConservation(reading, out, name);
   const files = readTree(out);
@@ -96,7 +107,11 @@ export function checkIndex(reading: ChatReading, out: string, name: string): any
       `${name}: channel ${id}`,
     );
     // Copilot shows every agent's own events; opencode shows the main session's only.
-    assert.deepEqual(channel.jsonl ? linesOf(files.get(channel.jsonl)) : [], expected.lines, `${name}: lines of ${id}`);
+    assert.deepEqual(
+      channel.jsonl ? linesOf(files.get(channel.jsonl)) : [],
+      expected.lines,
+      `${name}: lines of ${id}`,
+    );
     const finished = expected.tools.filter((tool) => tool.failed !== null).length;
     assert.equal(channel.counts.tool_use, expected.tools.length, `${name}: tool calls of ${id}`);
     assert.equal(channel.counts.tool_result, finished, `${name}: tool results of ${id}`);

@@ -52,7 +52,15 @@ export function chatCliCommand(cli: ChatCli, prompt: string, apiUrl: string): Ch
   let argv: string[];
   let env: NodeJS.ProcessEnv;
   if (cli === 'copilot') {
-    argv = [COPILOT, '-p', prompt, '--output-format', 'json', '--allow-all-tools', '--disable-client-telemetry'];
+    argv = [
+      COPILOT,
+      '-p',
+      prompt,
+      '--output-format',
+      'json',
+      '--allow-all-tools',
+      '--disable-client-telemetry',
+    ];
     env = {
       ...base,
       XDG_CACHE_HOME: SHARED_CACHE,
@@ -105,7 +113,12 @@ export interface ChatCliRun {
 }
 
 /** Runs the CLI to the end (or the timeout) and returns its stdout bytes. */
-export async function runChatCli(cli: ChatCli, prompt: string, apiUrl: string, timeoutMs = 120_000): Promise<ChatCliRun> {
+export async function runChatCli(
+  cli: ChatCli,
+  prompt: string,
+  apiUrl: string,
+  timeoutMs = 120_000,
+): Promise<ChatCliRun> {
   const { argv, env, cwd, cleanup } = chatCliCommand(cli, prompt, apiUrl);
   const child = spawn(argv[0], argv.slice(1), { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   const out: Buffer[] = [];
@@ -177,11 +190,15 @@ export async function subteeRunsChatCli(
   timeoutMs = 180_000,
 ): Promise<{ code: number | null; stderr: string; raw: Buffer }> {
   const { argv, env, cwd, cleanup } = chatCliCommand(cli, prompt, apiUrl);
-  const child = spawn(process.execPath, [bin, 'run', '--out', out, '--stdout', 'raw', '-q', ...subteeArgs, '--', ...argv], {
-    env,
-    cwd,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [bin, 'run', '--out', out, '--stdout', 'raw', '-q', ...subteeArgs, '--', ...argv],
+    {
+      env,
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stderr = '';
   const raw: Buffer[] = [];
   child.stderr.on('data', (data) => (stderr += data));

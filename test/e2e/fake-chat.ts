@@ -37,7 +37,11 @@ export interface ChatTurn {
 
 const say = (text: string, calls: ToolCall[] = []): ChatReply => ({ kind: 'message', text, calls });
 const shell = (command: string): ToolCall => ({ kind: 'shell', text: command, description: 'run a command' });
-const spawnCall = (prompt: string, description: string): ToolCall => ({ kind: 'spawn', text: prompt, description });
+const spawnCall = (prompt: string, description: string): ToolCall => ({
+  kind: 'spawn',
+  text: prompt,
+  description,
+});
 
 /** A subagent that runs one command and reports. */
 function leaf(t: ChatTurn, name: string): ChatReply {
@@ -74,12 +78,17 @@ export const CHAT_SCRIPTS: Record<string, (t: ChatTurn) => ChatReply> = {
     if (k <= 0) return leaf(t, 'bottom');
     // A CLI that gives subagents no spawning tool ends the chain here.
     if (!t.canSpawn) return leaf(t, `level-${k}-cannot-spawn`);
-    if (t.turn === 0) return say(`Level ${k}: delegating deeper.`, [spawnCall(`CHAT:nest:${k - 1}`, `level ${k - 1}`)]);
+    if (t.turn === 0)
+      return say(`Level ${k}: delegating deeper.`, [spawnCall(`CHAT:nest:${k - 1}`, `level ${k - 1}`)]);
     return say(`Level ${k} report: done.`);
   },
   /** failsub — one subagent whose model requests fail beside one that completes. */
   failsub(t) {
-    if (t.turn === 0) return say('Two parts, one doomed.', [spawnCall('CHAT:doomed', 'doomed part'), spawnCall('CHAT:leaf:ok', 'healthy part')]);
+    if (t.turn === 0)
+      return say('Two parts, one doomed.', [
+        spawnCall('CHAT:doomed', 'doomed part'),
+        spawnCall('CHAT:leaf:ok', 'healthy part'),
+      ]);
     return say('One part failed, one reported. [failsub]');
   },
   doomed: () => ({ kind: 'error', status: 400, message: 'scripted failure for this subagent' }),
@@ -123,15 +132,35 @@ export function chatTurnOf(body: any): ChatTurn | null {
 /** The arguments of a call, shaped for the tool the CLI declared (its own names and fields). */
 function toolArguments(call: ToolCall, tools: any[]): { name: string; args: Record<string, unknown> } {
   const names = new Set(tools.map((tool) => tool?.function?.name));
-  if (call.kind === 'shell') return { name: names.has('bash') ? 'bash' : 'shell', args: { command: call.text, description: call.description } };
+  if (call.kind === 'shell')
+    return {
+      name: names.has('bash') ? 'bash' : 'shell',
+      args: { command: call.text, description: call.description },
+    };
   const task = tools.find((tool) => tool?.function?.name === 'task');
   const fields = Object.keys(task?.function?.parameters?.properties ?? {});
   const name = call.description.replace(/[^a-z0-9]/gi, '');
-  // Copilot's task: name, description, prompt, agent_type, mode; opencode's: description, prompt, subagent_type.
-  if (fields.includes('agent_type')) return { name: 'task', args: { name, description: call.description, prompt: call.text, agent_type: 'general-purpose', mode: 'sync' } };
-  return { name: 'task', args: { description: call.description, prompt: call.text, subagent_type: 'general' } };
+  // Copilot's task: name, description, prompt, agent_type, mode;
+  // opencode's: description, prompt, subagent_type.
+  if (fields.includes('agent_type'))
+    return {
+      name: 'task',
+      args: {
+        name,
+        description: call.description,
+        prompt: call.text,
+        agent_type: 'general-purpose',
+        mode: 'sync',
+      },
+    };
+  return {
+    name: 'task',
+    args: { description: call.description, prompt: call.text, subagent_type: 'general' },
+  };
 }
 
+/** A fixed creation time: the answers do not depend on the clock. */
+const CREATED = 1796000000;
 let ids = 0;
 const nextId = (prefix: string) => `${prefix}-${++ids}`;
 
@@ -141,43 +170,81 @@ const nextId = (prefix: string) => `${prefix}-${++ids}`;
  */
 export function usageOf(turn: ChatTurn | null, reply: ChatReply & { kind: 'message' }) {
   const prompt = 100 + 7 * (turn?.turn ?? 0) + (turn ? 0 : 3);
-  const completion = 10 + reply.text.length % 13 + 11 * reply.calls.length;
+  const completion = 10 + (reply.text.length % 13) + 11 * reply.calls.length;
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
 function chunk(res: ServerResponse, id: string, model: string, body: Record<string, unknown>): void {
-  res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1796000000, model, ...body })}\n\n`);
+  res.write(
+    `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: CREATED, model, ...body })}\n\n`,
+  );
 }
 
-function streamReply(res: ServerResponse, model: string, turn: ChatTurn | null, reply: ChatReply & { kind: 'message' }, tools: any[]): void {
+function streamReply(
+  res: ServerResponse,
+  model: string,
+  turn: ChatTurn | null,
+  reply: ChatReply & { kind: 'message' },
+  tools: any[],
+): void {
   const id = nextId('chatcmpl');
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  chunk(res, id, model, { choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
-  for (const piece of reply.text.match(/.{1,12}/gs) ?? []) chunk(res, id, model, { choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
+  chunk(res, id, model, {
+    choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }],
+  });
+  for (const piece of reply.text.match(/.{1,12}/gs) ?? [])
+    chunk(res, id, model, { choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
   reply.calls.forEach((call, index) => {
     const { name, args } = toolArguments(call, tools);
     const json = JSON.stringify(args);
-    chunk(res, id, model, { choices: [{ index: 0, delta: { tool_calls: [{ index, id: nextId('call'), type: 'function', function: { name, arguments: '' } }] }, finish_reason: null }] });
+    chunk(res, id, model, {
+      choices: [
+        {
+          index: 0,
+          delta: {
+            tool_calls: [{ index, id: nextId('call'), type: 'function', function: { name, arguments: '' } }],
+          },
+          finish_reason: null,
+        },
+      ],
+    });
     for (let at = 0; at < json.length; at += 24) {
-      chunk(res, id, model, { choices: [{ index: 0, delta: { tool_calls: [{ index, function: { arguments: json.slice(at, at + 24) } }] }, finish_reason: null }] });
+      chunk(res, id, model, {
+        choices: [
+          {
+            index: 0,
+            delta: { tool_calls: [{ index, function: { arguments: json.slice(at, at + 24) } }] },
+            finish_reason: null,
+          },
+        ],
+      });
     }
   });
-  chunk(res, id, model, { choices: [{ index: 0, delta: {}, finish_reason: reply.calls.length > 0 ? 'tool_calls' : 'stop' }] });
+  chunk(res, id, model, {
+    choices: [{ index: 0, delta: {}, finish_reason: reply.calls.length > 0 ? 'tool_calls' : 'stop' }],
+  });
   chunk(res, id, model, { choices: [], usage: usageOf(turn, reply) });
   res.write('data: [DONE]\n\n');
   res.end();
 }
 
-function jsonReply(res: ServerResponse, model: string, turn: ChatTurn | null, reply: ChatReply & { kind: 'message' }): void {
+function jsonReply(
+  res: ServerResponse,
+  model: string,
+  turn: ChatTurn | null,
+  reply: ChatReply & { kind: 'message' },
+): void {
   res.writeHead(200, { 'content-type': 'application/json' });
-  res.end(JSON.stringify({
-    id: nextId('chatcmpl'),
-    object: 'chat.completion',
-    created: 1796000000,
-    model,
-    choices: [{ index: 0, message: { role: 'assistant', content: reply.text }, finish_reason: 'stop' }],
-    usage: usageOf(turn, reply),
-  }));
+  res.end(
+    JSON.stringify({
+      id: nextId('chatcmpl'),
+      object: 'chat.completion',
+      created: CREATED,
+      model,
+      choices: [{ index: 0, message: { role: 'assistant', content: reply.text }, finish_reason: 'stop' }],
+      usage: usageOf(turn, reply),
+    }),
+  );
 }
 
 export interface ChatRequestLog {
@@ -215,7 +282,9 @@ export async function startFakeChat(): Promise<FakeChat> {
       const tools: any[] = Array.isArray(body.tools) ? body.tools : [];
       if (req.method === 'GET' && path.endsWith('/models')) {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ object: 'list', data: [{ id: 'mock-model', object: 'model', owned_by: 'mock' }] }));
+        res.end(
+          JSON.stringify({ object: 'list', data: [{ id: 'mock-model', object: 'model', owned_by: 'mock' }] }),
+        );
         return;
       }
       if (req.method !== 'POST' || !path.endsWith('/chat/completions')) {
@@ -237,7 +306,11 @@ export async function startFakeChat(): Promise<FakeChat> {
       });
       if (reply.kind === 'error') {
         res.writeHead(reply.status, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: reply.message, type: 'invalid_request_error', code: 'scripted_failure' } }));
+        res.end(
+          JSON.stringify({
+            error: { message: reply.message, type: 'invalid_request_error', code: 'scripted_failure' },
+          }),
+        );
         return;
       }
       if (body.stream) streamReply(res, model, turn, reply, tools);

@@ -14,7 +14,10 @@ import { CHAT_SCENARIOS, startFakeChat } from './fake-chat.js';
 const FIXTURES = fileURLToPath(new URL('../../../test/fixtures/other-agents/', import.meta.url));
 const CLIS: readonly ChatCli[] = ['copilot', 'opencode'];
 
-/** Machine-specific temporary paths become neutral ones, so re-recording changes only what the CLI changed. */
+/**
+ * Machine-specific temporary paths become neutral ones, so re-recording changes only what the
+ * CLI changed.
+ */
 export function neutralPaths(text: string): string {
   return text
     .replace(/\/[^"\s]*?subtee-chat-cli-cache/g, '/home/ci/.cache')
