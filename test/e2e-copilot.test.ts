@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import { readCopilot } from './chat-reading.js';
 import {
   checkIndex,
+  checkProjection,
   checkReading,
   serverTokens,
   subagentsOf,
@@ -71,7 +72,7 @@ export const COPILOT_EXPECT: Record<string, ChatExpectation> = {
   },
 };
 
-test('recorded Copilot streams: each scenario as the independent reading sees it, and subtee agrees', () => {
+test('recorded Copilot streams: each scenario as the independent reading sees it, and subtee agrees', async () => {
   for (const scenario of CHAT_SCENARIOS) {
     const file = join(RECORDED, `${scenario.name}.jsonl`);
     const reading = readCopilot(readFileSync(file, 'utf8'));
@@ -88,6 +89,7 @@ test('recorded Copilot streams: each scenario as the independent reading sees it
     });
     assert.equal(run.status, 0, run.stderr);
     checkIndex(reading, out, `recorded ${scenario.name}`);
+    await checkProjection(reading, readFileSync(file), `recorded ${scenario.name}`);
   }
 });
 
@@ -131,6 +133,7 @@ describe(
               );
             }
             checkIndex(reading, out, scenario.name);
+            await checkProjection(reading, raw, scenario.name);
           } finally {
             await api.close();
           }

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { readOpencode } from './chat-reading.js';
-import { checkIndex, checkReading, serverTokens, type ChatExpectation } from './e2e/chat-check.js';
+import { checkIndex, checkProjection, checkReading, serverTokens, type ChatExpectation } from './e2e/chat-check.js';
 import { chatCliAvailable, pipeChatCliIntoSubtee, subteeRunsChatCli } from './e2e/chat-clis.js';
 import { CHAT_SCENARIOS, startFakeChat } from './e2e/fake-chat.js';
 import { BIN, FIXTURES, tmpDir } from './helpers.js';
@@ -85,7 +85,7 @@ function checkScenario(text: string, scenario: string, label: string) {
   return reading;
 }
 
-test('recorded opencode streams: each scenario as the independent reading sees it, and subtee agrees', () => {
+test('recorded opencode streams: each scenario as the independent reading sees it, and subtee agrees', async () => {
   for (const scenario of CHAT_SCENARIOS) {
     const file = join(RECORDED, `${scenario.name}.jsonl`);
     const reading = checkScenario(readFileSync(file, 'utf8'), scenario.name, `recorded ${scenario.name}`);
@@ -96,6 +96,7 @@ test('recorded opencode streams: each scenario as the independent reading sees i
     });
     assert.equal(run.status, 0, run.stderr);
     checkIndex(reading, out, `recorded ${scenario.name}`);
+    await checkProjection(reading, readFileSync(file), `recorded ${scenario.name}`);
   }
 });
 
@@ -132,6 +133,7 @@ describe(
             const sent = serverTokens(api.log, reading, { ...main, prompt: scenario.prompt }, false);
             assert.deepEqual(main.usage, sent, `${scenario.name}: main tokens`);
             checkIndex(reading, out, scenario.name);
+            await checkProjection(reading, raw, scenario.name);
           } finally {
             await api.close();
           }

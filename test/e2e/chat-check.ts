@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import { open } from '../../src/index.js';
 import { readTree, linesOf } from '../helpers.js';
 import type { ChatReading, ReadChannel } from '../chat-reading.js';
 import type { ChatRequestLog } from './fake-chat.js';
@@ -124,4 +126,42 @@ export function checkIndex(reading: ChatReading, out: string, name: string): any
     }
   }
   return index;
+}
+
+/**
+ * The library's projection of the same bytes (`open()`): every agent's tool calls, by id, name
+ * and how they ended (`error` exactly for the calls the reading saw fail: a shell command's
+ * non-zero exit, a failed subagent), and each subagent's status.
+ */
+export async function checkProjection(reading: ChatReading, input: Buffer, name: string): Promise<void> {
+  const run = open(Readable.from([input]));
+  const seen = new Map<string | null, Array<{ id: string; name: string; status: string }>>();
+  const statuses = new Map<string, string>();
+  const follow = async (id: string | null, calls: AsyncIterable<any>) => {
+    const list: Array<{ id: string; name: string; status: string }> = [];
+    seen.set(id, list);
+    const pending: Array<Promise<void>> = [];
+    for await (const call of calls) {
+      pending.push((async () => void list.push({ id: call.id, name: call.name, status: await call.status }))());
+    }
+    await Promise.all(pending);
+  };
+  const followers: Array<Promise<void>> = [follow(null, run.toolCalls)];
+  for await (const sub of run.allSubagents) {
+    followers.push(follow(sub.id, sub.toolCalls));
+    followers.push(sub.output.then((out: any) => void statuses.set(sub.id, out.status)));
+  }
+  await Promise.all(followers);
+  await run.done;
+  for (const [id, channel] of reading.channels) {
+    const expected = channel.tools.map((tool) => ({
+      id: tool.id,
+      name: tool.name === 'task' ? 'Task' : tool.name,
+      status: tool.failed ? 'error' : 'finished',
+    }));
+    const got = [...(seen.get(id) ?? [])].sort((a, b) => a.id.localeCompare(b.id));
+    expected.sort((a, b) => a.id.localeCompare(b.id));
+    assert.deepEqual(got, expected, `${name}: tool calls of ${id}`);
+    if (id !== null) assert.equal(statuses.get(id), channel.status, `${name}: projected status of ${id}`);
+  }
 }
