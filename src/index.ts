@@ -87,6 +87,36 @@ export {
   type ProtocolEvent,
   type LangGraphMapperOptions,
 } from './adapters/langgraph.js';
+export {
+  CopilotMapper,
+  createCopilotMapper,
+  isCopilotEvent,
+  copilotVersionOf,
+  COPILOT_DEFAULTS,
+  type CopilotMapperOptions,
+} from './adapters/copilot.js';
+export { CodexMapper, createCodexMapper, isCodexEvent } from './adapters/codex.js';
+export {
+  GeminiMapper,
+  createGeminiMapper,
+  isGeminiEvent,
+  GEMINI_DEFAULTS,
+  type GeminiMapperOptions,
+} from './adapters/gemini.js';
+export {
+  OpencodeMapper,
+  createOpencodeMapper,
+  isOpencodeEvent,
+  OPENCODE_DEFAULTS,
+  type OpencodeMapperOptions,
+} from './adapters/opencode.js';
+export type { StreamMapper, MappedEvent, ChannelTranscript } from './adapters/stream-lines.js';
+export {
+  AGENT_PRODUCERS,
+  createAgentMapper,
+  detectProducer,
+  type AgentProducer,
+} from './chain/stages/input-format.js';
 export type { Producer } from './model/session.js';
 export type { OpenInput } from './open.js';
 

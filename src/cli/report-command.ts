@@ -1,6 +1,7 @@
 import type { Writable } from 'node:stream';
 import { UsageError } from '../errors.js';
 import { reportLine, writeReport } from '../views/report/build.js';
+import { channelReaderFor } from '../chain/stages/input-format.js';
 import { REPORT_DEFAULTS } from '../views/report/model.js';
 import { helpText, parseArgs, type OptionDef } from './options.js';
 
@@ -37,6 +38,7 @@ export function reportCommand(argv: string[], stdout: Writable, stderr: Writable
   const given = o['max-page-bytes'];
   const r = writeReport(o._[0], {
     maxPageBytes: given === undefined ? REPORT_DEFAULTS.maxPageBytes : Number(given),
+    channelReader: channelReaderFor,
   });
   if (!o.quiet) stderr.write(reportLine(r));
   return 0;

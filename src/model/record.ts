@@ -23,6 +23,12 @@ export interface LineRecord {
   display?: Map<number, string | null>;
   /** Full thinking texts moved out of the transcript (thinking truncator, `file` mode). */
   thinkingFull?: string[];
+  /**
+   * Made by an input adapter from an input line whose bytes another record carries (a
+   * subagent's prompt from its spawn call, a message joined from its pieces): routed and
+   * shown like any line, never written to a `.jsonl`, so each input line is kept once.
+   */
+  derived?: true;
 }
 
 /** Bytes that are not a JSON object line. Kept byte for byte for the quarantine file. */

@@ -13,8 +13,11 @@ export interface ChannelFiles {
   spoolDir?: string;
 }
 
-/** Who wrote the input: Claude Code stream-json (the CLI or the Agent SDK), or a LangGraph run. */
-export type Producer = 'claude' | 'langgraph';
+/**
+ * Who wrote the input: Claude Code stream-json (the CLI or the Agent SDK), a LangGraph run,
+ * or another coding agent's JSON stream (GitHub Copilot CLI, Codex, Gemini CLI, opencode).
+ */
+export type Producer = 'claude' | 'langgraph' | 'copilot' | 'codex' | 'gemini' | 'opencode';
 
 export interface Warning {
   code: string;
@@ -42,6 +45,13 @@ export class Session {
   channelFiles: ChannelFiles | null = null;
   /** Set by the input-format stage; null when the chain has none or no line arrived. */
   producer: Producer | null = null;
+  /** The version a mapped producer's stream states (Claude Code's is the tree's); null when none. */
+  producerVersion: string | null = null;
+  /**
+   * True when the routed lines are mapped from another producer's events whose own bytes are
+   * what the `.jsonl` files keep: a reader replays such a run from memory, not from the files.
+   */
+  linesMapped = false;
   interrupted = false;
   stalled = false;
   /** What the idle watchdog found when it first fired: the silence, its allowance, what was in flight. */

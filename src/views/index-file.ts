@@ -41,6 +41,8 @@ export interface IndexDocument {
   session_id: string | null;
   claude_code_version: string | null;
   producer: Producer | null;
+  /** The producer's version as its stream states it (Claude Code's is `claude_code_version`). */
+  producer_version: string | null;
   /** The run was stopped (a signal, an abort) before its input ended. */
   interrupted: boolean;
   stalled: boolean;
@@ -68,6 +70,7 @@ export function buildIndex(
     session_id: tree.sessionId,
     claude_code_version: tree.version,
     producer: run.producer,
+    producer_version: run.producer === 'claude' ? tree.version : run.producerVersion,
     interrupted: run.interrupted,
     stalled: run.stalled,
     stall: run.stall,

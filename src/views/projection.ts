@@ -574,7 +574,7 @@ export class Projection {
 
   private async replayEvents(reader: EventReader, log: EventLog, count: number): Promise<void> {
     const limit = this.opts.readerHighWaterLines;
-    const channelFiles = this.session.channelFiles;
+    const channelFiles = this.replayFiles();
     const files = channelFiles ? new ChannelFileCursors(channelFiles, log, count) : null;
     try {
       for (let at = 0; at < count; at++) {
@@ -629,8 +629,8 @@ export class Projection {
     if (this.eventLog) {
       // With files, a late loop reads lines back from the channel files; without, the copy the
       // channel's memory buffer holds is shared, not counted twice.
-      const files = this.session.channelFiles !== null;
-      const raw = rec.kind === 'line' && !files ? (copy ?? Buffer.from(rec.raw)) : null;
+      const files = this.replayFiles() !== null;
+      const raw = rec.kind === 'line' && !files ? (copy ?? this.lineBytes(rec)) : null;
       const value = rec.kind === 'spooled' && !files ? deepFreeze(rec.value) : null;
       this.eventLog.push({ lineNo: rec.lineNo, channel: id, changes: rec.events ?? NO_CHANGES, raw, value });
       this.countBuffered(ENTRY_BYTES + (raw && !copy ? raw.length : 0));
@@ -791,9 +791,9 @@ export class Projection {
       this.giveUpBuffer();
     } else if (log.memory && rec.kind === 'line') {
       // A copy: `raw` is a view into the input chunk and would keep the whole chunk alive.
-      copy = Buffer.from(rec.raw);
+      copy = this.lineBytes(rec);
       log.memory.push(copy);
-      this.countBuffered(rec.raw.length);
+      this.countBuffered(copy.length);
     }
     if (log.readers.size > 0) {
       // Read only for a reader: a line's value may be parsed on first read.
@@ -806,6 +806,19 @@ export class Projection {
     return log.memory ? copy : null;
   }
 
+  /**
+   * The files a late reader replays from: none when the lines were mapped from another
+   * producer's events, because the files keep those events, not the lines routed.
+   */
+  private replayFiles(): ChannelFiles | null {
+    return this.session.linesMapped ? null : this.session.channelFiles;
+  }
+
+  /** A line as a reader replays it: its bytes, or for a mapped line the JSON of what was routed. */
+  private lineBytes(rec: LineRecord): Buffer {
+    return this.session.linesMapped ? Buffer.from(JSON.stringify(rec.value)) : Buffer.from(rec.raw);
+  }
+
   private countBuffered(bytes: number): void {
     this.bufferedBytes += bytes;
     if (this.bufferedBytes > this.opts.maxBufferedBytes) this.giveUpBuffer();
@@ -814,7 +827,7 @@ export class Projection {
   private log(id: string | null): ChannelLog {
     let log = this.logs.get(id);
     if (!log) {
-      const memory = this.session.channelFiles || this.bufferGivenUp ? null : [];
+      const memory = this.replayFiles() || this.bufferGivenUp ? null : [];
       log = { count: 0, readers: new Set(), memory, ended: false };
       this.logs.set(id, log);
     }
@@ -848,7 +861,7 @@ export class Projection {
   }
 
   private async *replay(id: string | null, log: ChannelLog, count: number): AsyncGenerator<JsonObject> {
-    const files = this.session.channelFiles;
+    const files = this.replayFiles();
     if (files) {
       files.flush();
       const path = files.jsonlPath(id);

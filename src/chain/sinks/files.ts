@@ -165,8 +165,11 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
       files.write(f.logFile, spooledLine(rec, f.jsonl) + '\n');
       return;
     }
-    files.write(f.jsonlFile, rec.raw);
-    files.write(f.jsonlFile, NL);
+    // A derived line (mapped from another line's event) has no bytes of its own to keep.
+    if (!rec.derived) {
+      files.write(f.jsonlFile, rec.raw);
+      files.write(f.jsonlFile, NL);
+    }
     if (lines.length > 0) files.write(f.logFile, lines.join('\n') + '\n');
     if (rec.thinkingFull) {
       if (!f.thinkingFile) {

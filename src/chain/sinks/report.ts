@@ -4,6 +4,7 @@ import { UsageError } from '../../errors.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
 import type { Session } from '../../model/session.js';
 import { reportLine, subteeVersion, writeReport } from '../../views/report/build.js';
+import { channelReaderFor } from '../stages/input-format.js';
 import { LiveReport, ReportFeed } from '../../views/report/live.js';
 import { REPORT_DEFAULTS, type ReportLimits } from '../../views/report/model.js';
 import { pageHtml } from '../../views/report/page.js';
@@ -75,7 +76,7 @@ export function createReportSink(options: ReportSinkOptions): Transform {
     live?.flush();
     feed?.end();
     if (opts.html) {
-      const r = writeReport(opts.out!, limits);
+      const r = writeReport(opts.out!, { ...limits, channelReader: channelReaderFor });
       if (!opts.quiet) stderr.write(reportLine(r));
     }
   };

@@ -75,14 +75,22 @@ export function versionWarnings(version: string): GuardWarning[] {
   }));
 }
 
-export function checkRequiredVersion(version: string | null, range: string | null): void {
+export function checkRequiredVersion(version: string | null, range: string | null, agent = 'Claude Code'): void {
   if (range === null) return;
   if (version === null || !parseVersion(version)) {
     throw new VersionRefused(`the agent's version is unknown and --require-version ${range} is set`);
   }
   if (!satisfies(version, range))
-    throw new VersionRefused(`Claude Code ${version} does not satisfy --require-version ${range}`);
+    throw new VersionRefused(`${agent} ${version} does not satisfy --require-version ${range}`);
 }
+
+/** The names of the other coding agents an input adapter states in its `system/init` line. */
+const AGENT_NAMES: Readonly<Record<string, string>> = Object.freeze({
+  copilot: 'GitHub Copilot CLI',
+  codex: 'Codex',
+  gemini: 'Gemini CLI',
+  opencode: 'opencode',
+});
 
 /**
  * What the guard learns from the stream as it passes: plain logic, no I/O. `observe()` returns
@@ -90,6 +98,8 @@ export function checkRequiredVersion(version: string | null, range: string | nul
  */
 export class VersionGuard {
   version: string | null = null;
+  /** The coding agent other than Claude Code whose mapped stream this is; null for Claude Code. */
+  private agent: string | null = null;
   private readonly said = new Set<string>();
   private readonly subagents = new Map<string, { tools: number; words: number }>();
 
@@ -121,6 +131,18 @@ export class VersionGuard {
       return out;
     }
     const v = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
+    if (v.type === 'system' && v.subtype === 'init' && typeof v.producer === 'string' && v.producer in AGENT_NAMES) {
+      // Another coding agent, mapped: its version is the one its stream states, if any; the
+      // notes about Claude Code versions and forwarding do not apply to it.
+      this.agent = AGENT_NAMES[v.producer];
+      const version = typeof v.producer_version === 'string' ? v.producer_version : null;
+      if (version !== null || this.version === null) {
+        this.version = version;
+        if (version !== null) checkRequiredVersion(version, this.requireVersion, this.agent);
+      }
+      return out;
+    }
+    if (this.agent !== null) return out;
     if (v.type === 'system' && v.subtype === 'init') {
       const version = typeof v.claude_code_version === 'string' ? v.claude_code_version : null;
       if (version !== this.version || this.version === null) {
@@ -156,6 +178,7 @@ export class VersionGuard {
   /** At the end of input: the forwarding check once more, and a required version never seen. */
   end(): GuardWarning[] {
     if (this.version === null) checkRequiredVersion(null, this.requireVersion);
+    if (this.agent !== null) return [];
     return this.checkForwarding().filter((w) => !this.said.has(w.code) && this.said.add(w.code));
   }
 

@@ -25,6 +25,12 @@ import { pageHtml } from './page.js';
 export interface ReportBuildOptions extends Partial<ReportLimits> {
   /** Shown in the page; the package's version by default. */
   subteeVersion?: string;
+  /**
+   * For a run whose `.jsonl` files keep another producer's events (index.json `producer`),
+   * a reader of one channel's file that maps each event to the stream-json lines it stands
+   * for, or null when the producer's files already hold stream-json lines.
+   */
+  channelReader?: (producer: string) => ((event: JsonObject, channel: string | null) => JsonObject[]) | null;
 }
 
 export interface ReportResult {
@@ -197,17 +203,20 @@ export function readReportData(
   const budgets = channels.map(() => new TranscriptBudget(perChannel, limits.ticksPerChannel));
   const spawnPrompts = new Map<string, string>();
 
+  const producer = typeof index.producer === 'string' ? index.producer : null;
   channels.forEach((ch, i) => {
     const rel = safeJsonlPath(raw[i].jsonl);
     if (rel === null) return;
     const budget = budgets[i];
+    const mapped = producer === null ? null : (options.channelReader?.(producer) ?? null);
     try {
       forEachLine(
         join(out, rel),
         (line) => {
           // Once the budget is spent only tool calls matter (ticks and spawn times): skip
-          // decoding the lines that cannot hold one.
-          if (budget.room === 0 && !line.includes('"tool_use"')) {
+          // decoding the lines that cannot hold one (a mapped producer's may hold one by
+          // another name).
+          if (budget.room === 0 && mapped === null && !line.includes('"tool_use"')) {
             if (line.length > 0) budget.skipLine(line.length);
             return;
           }
@@ -218,20 +227,8 @@ export function readReportData(
             return;
           }
           if (!isObject(value)) return;
-          const f = lineFacts(value, limits);
-          for (let k = 0; k < f.tools; k++) budget.tick(f.time);
-          for (const s of f.spawns) {
-            const childId = field(s.id, 400) ?? '';
-            const child = byId.get(childId);
-            if (child && child.spawned === null) child.spawned = f.time;
-            if (s.prompt !== null && !spawnPrompts.has(childId)) spawnPrompts.set(childId, s.prompt);
-          }
-          if (ch.prompt === null && ch.id !== null) {
-            const p = f.entries.find((e) => e.k === 'prompt');
-            if (p) ch.prompt = p.s.length > limits.promptChars ? `${headOf(p.s, limits.promptChars)}…` : p.s;
-          }
-          if (budget.room === 0) budget.skipLine(line.length);
-          else budget.addLine(f.entries);
+          if (mapped === null) onValue(value, line.length);
+          else for (const v of mapped(value, ch.id)) onValue(v, line.length);
         },
         (bytes) => budget.skipLine(bytes),
       );
@@ -242,6 +239,23 @@ export function readReportData(
           exitCode: EXIT.IO,
           cause: err,
         });
+    }
+
+    function onValue(value: JsonObject, lineBytes: number): void {
+      const f = lineFacts(value, limits);
+      for (let k = 0; k < f.tools; k++) budget.tick(f.time);
+      for (const s of f.spawns) {
+        const childId = field(s.id, 400) ?? '';
+        const child = byId.get(childId);
+        if (child && child.spawned === null) child.spawned = f.time;
+        if (s.prompt !== null && !spawnPrompts.has(childId)) spawnPrompts.set(childId, s.prompt);
+      }
+      if (ch.prompt === null && ch.id !== null) {
+        const p = f.entries.find((e) => e.k === 'prompt');
+        if (p) ch.prompt = p.s.length > limits.promptChars ? `${headOf(p.s, limits.promptChars)}…` : p.s;
+      }
+      if (budget.room === 0) budget.skipLine(lineBytes);
+      else budget.addLine(f.entries);
     }
   });
   for (const ch of channels)
