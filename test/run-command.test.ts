@@ -37,6 +37,34 @@ test('subtee run --require-version: refuses a too-old agent before starting it',
   assert.equal(ok.status, 0, ok.stderr);
 });
 
+test('subtee run --require-version reads the version wherever --version prints it (GitHub Copilot CLI, opencode), and names the agent', () => {
+  const printing = (output: string, stream = recording, command = 'agent.sh') => {
+    const dir = tmpDir();
+    writeFileSync(join(dir, 'version.txt'), output);
+    const p = join(dir, command);
+    writeFileSync(p, `#!/bin/sh\nif [ "$1" = "--version" ]; then cat "${join(dir, 'version.txt')}"; exit 0; fi\ncat "${stream}"\n`);
+    chmodSync(p, 0o755);
+    return p;
+  };
+  const run = (agent: string, range: string) =>
+    spawnSync(process.execPath, [BIN, 'run', '--out', join(tmpDir(), 'o'), '-q', '--stdout', 'none', '--require-version', range, '--', agent], { encoding: 'utf8' });
+  const copilot = printing("GitHub Copilot CLI 1.0.102.\nRun 'copilot update' to check for updates.\n");
+  const refused = run(copilot, '>=1.0.103');
+  assert.equal(refused.status, 4, refused.stderr);
+  assert.match(refused.stderr, / 1\.0\.102 does not satisfy --require-version >=1\.0\.103 \[ERR_VERSION\]/);
+  // The recording the stand-in prints is Claude Code 2.1.328's: the stream's version is checked too.
+  assert.equal(run(copilot, '1.0.102 || 2.1.328').status, 0);
+  assert.equal(run(printing('1.18.33\n'), '1.18.33 || 2.1.328').status, 0);
+  // opencode's stream states no version: the one its --version printed and met the range stands.
+  const opencodeStream = join(ROOT, 'test', 'fixtures', 'other-agents', 'opencode', 'spawn-2.jsonl');
+  const opencode = printing('1.18.33\n', opencodeStream, 'opencode');
+  const accepted = run(opencode, '1.18.33');
+  assert.equal(accepted.status, 0, accepted.stderr);
+  const tooOld = run(opencode, '>=1.19');
+  assert.equal(tooOld.status, 4, tooOld.stderr);
+  assert.match(tooOld.stderr, /opencode 1\.18\.33 does not satisfy --require-version >=1\.19 \[ERR_VERSION\]/);
+});
+
 test('--require-version on a pipe: exit 4 when the stream says the version is too old', () => {
   const old = readFileSync(recording, 'utf8').replace('"claude_code_version":"2.1.328"', '"claude_code_version":"2.1.218"');
   const r = spawnSync(process.execPath, [BIN, '--out', join(tmpDir(), 'o'), '-q', '--require-version', '>=2.1.219'], { input: old, encoding: 'utf8' });

@@ -13,7 +13,7 @@ import { resolveSpec } from './config.js';
 import { checkInputFolders, checkInputs, inputFolderNames, openInput, specForInput } from './inputs.js';
 import { helpText, parseArgs, type ParsedOptions } from './options.js';
 import { reportCommand } from './report-command.js';
-import { commandOutput, commandStarted, commandVersion, spawnCommand } from './run-command.js';
+import { agentNameOf, commandOutput, commandStarted, commandVersion, spawnCommand } from './run-command.js';
 import { startStatusLine } from './status-line.js';
 
 export interface CliIO {
@@ -195,7 +195,11 @@ export async function main(
       let input: Readable;
       if (isRun) {
         const required = chainSpec.stages.find((s) => s.use === 'version-guard')?.requireVersion;
-        if (typeof required === 'string') checkRequiredVersion(commandVersion(opts.rest[0]), required);
+        if (typeof required === 'string') {
+          const version = commandVersion(opts.rest[0]);
+          checkRequiredVersion(version, required, agentNameOf(opts.rest[0]));
+          run.checkedCommandVersion = version;
+        }
         if (signalled) return signalled === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;
         const command = spawnCommand(opts.rest);
         ({ child, exited: childExit } = command);

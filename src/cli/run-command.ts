@@ -1,15 +1,33 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { constants } from 'node:os';
+import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { EXIT, SubteeError } from '../errors.js';
 import type { Session } from '../model/session.js';
 
-/** Asks the agent command for its version, as `claude --version` prints it (`2.1.220 (Claude Code)`). */
+/** Asks the agent command for its version (`CMD --version`). */
 export function commandVersion(cmd: string): string | null {
   const r = spawnSync(cmd, ['--version'], { encoding: 'utf8', timeout: 20_000 });
   if (r.error || r.status !== 0) return null;
-  return r.stdout.trim().split(/\s+/)[0] || null;
+  // The first version-shaped word: Claude Code prints `2.1.328 (Claude Code)`, opencode
+  // `1.18.33`, GitHub Copilot CLI `GitHub Copilot CLI 1.0.102.` and a second line.
+  const found = /(?:^|\s)v?(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]*[0-9A-Za-z])?)/.exec(r.stdout);
+  return found ? found[1] : r.stdout.trim().split(/\s+/)[0] || null;
+}
+
+/** The coding agents `subtee run` knows by their command's name, for its messages. */
+const AGENT_COMMANDS: Readonly<Record<string, string>> = Object.freeze({
+  copilot: 'GitHub Copilot CLI',
+  codex: 'Codex',
+  gemini: 'Gemini CLI',
+  opencode: 'opencode',
+});
+
+/** The agent a command names (`…/copilot` → GitHub Copilot CLI); Claude Code otherwise. */
+export function agentNameOf(cmd: string): string {
+  const name = basename(cmd).replace(/\.(exe|cmd|js)$/i, '');
+  return Object.hasOwn(AGENT_COMMANDS, name) ? AGENT_COMMANDS[name] : 'Claude Code';
 }
 
 export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {

@@ -51,6 +51,12 @@ export class Session {
   /** The version a mapped producer's stream states (Claude Code's is the tree's); null when none. */
   producerVersion: string | null = null;
   /**
+   * Under `subtee run`: the version the command printed for `--version`, once it met
+   * `--require-version`. A stream that states none (Codex, Gemini CLI, opencode) is then not
+   * refused for it.
+   */
+  checkedCommandVersion: string | null = null;
+  /**
    * True when the routed lines are mapped from another producer's events whose own bytes are
    * what the `.jsonl` files keep: a reader replays such a run from memory, not from the files.
    */

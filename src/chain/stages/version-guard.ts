@@ -201,9 +201,14 @@ export class VersionGuard {
     return this.heard;
   }
 
-  /** At the end of input: the forwarding check once more, and a required version never seen. */
-  end(): GuardWarning[] {
-    if (this.version === null) checkRequiredVersion(null, this.requireVersion);
+  /**
+   * At the end of input: the forwarding check once more, and a required version never seen
+   * (unless the command's own `--version` output met it: `checkedCommandVersion`).
+   */
+  end(checkedCommandVersion: string | null = null): GuardWarning[] {
+    if (this.version === null && checkedCommandVersion === null) {
+      checkRequiredVersion(null, this.requireVersion);
+    }
     if (this.agent !== null) return [];
     return this.checkForwarding().filter((w) => !this.said.has(w.code) && this.said.add(w.code));
   }
@@ -250,7 +255,7 @@ export function createVersionGuard(options: VersionGuardOptions): Transform {
       return batch;
     },
     flushAtEnd() {
-      warn(guard.end());
+      warn(guard.end(run.checkedCommandVersion));
     },
   });
 }
