@@ -54,7 +54,7 @@ export const GROUP_KEYS: Readonly<Record<StatsGrouping | 'all', string>> = Objec
 
 /**
  * One row per group. Elapsed percentiles are exact and nearest-rank: the value at rank
- * ceil(p × n) of the group's sorted elapsed times (the folders path computes the same), not
+ * ceil(percent × n / 100) of the group's sorted elapsed times (the folders path computes the same), not
  * ClickHouse's approximate `quantile`. Dollars: `count(cost_usd)` counts the priced channels.
  */
 export function groupSql(table: string, by: StatsGrouping | 'all', sinceMs: number | null): string {
@@ -66,8 +66,8 @@ export function groupSql(table: string, by: StatsGrouping | 'all', sinceMs: numb
   arraySort(groupArrayIf(toInt64(last_seen_ms) - toInt64(first_seen_ms),
                          first_seen_ms > 0 AND last_seen_ms > 0)) AS elapsed,
   length(elapsed) AS elapsed_n,
-  if(elapsed_n = 0, 0, elapsed[toUInt64(greatest(1, ceil(0.5 * elapsed_n)))]) AS elapsed_p50_ms,
-  if(elapsed_n = 0, 0, elapsed[toUInt64(greatest(1, ceil(0.95 * elapsed_n)))]) AS elapsed_p95_ms
+  if(elapsed_n = 0, 0, elapsed[toUInt64(greatest(1, ceil(50 * elapsed_n / 100)))]) AS elapsed_p50_ms,
+  if(elapsed_n = 0, 0, elapsed[toUInt64(greatest(1, ceil(95 * elapsed_n / 100)))]) AS elapsed_p95_ms
 FROM (${channelsWithStart(table, sinceMs)})
 GROUP BY key`;
 }

@@ -193,16 +193,19 @@ export class Samples {
   }
 
   /** Nearest-rank percentiles (the smallest value with at least p of the values at or below it). */
-  percentiles(ps: readonly number[]): Array<number | null> {
-    if (this.length === 0) return ps.map(() => null);
+  percentiles(percents: readonly number[]): Array<number | null> {
+    if (this.length === 0) return percents.map(() => null);
     const sorted = this.values.subarray(0, this.length).sort();
-    return ps.map((p) => nearestRank(sorted, p));
+    return percents.map((p) => nearestRank(sorted, p));
   }
 }
 
-/** The value at rank ceil(p × n) (1-based) of sorted values: the SQL path computes the same. */
-export function nearestRank(sorted: ArrayLike<number>, p: number): number {
-  const rank = Math.max(1, Math.ceil(p * sorted.length));
+/**
+ * The value at rank ceil(percent × n / 100) (1-based) of sorted values; the SQL path computes
+ * the same. Whole percents keep the rank exact (0.95 × 60 is 57.00000000000001 in floating point).
+ */
+export function nearestRank(sorted: ArrayLike<number>, percent: number): number {
+  const rank = Math.max(1, Math.ceil((percent * sorted.length) / 100));
   return sorted[Math.min(rank, sorted.length) - 1];
 }
 
@@ -239,7 +242,7 @@ class GroupTotals {
   }
 
   row(key: string): StatsGroup {
-    const [p50, p95] = this.elapsed.percentiles([0.5, 0.95]);
+    const [p50, p95] = this.elapsed.percentiles([50, 95]);
     return groupRow(key, { ...this, p50, p95 });
   }
 }
