@@ -21,6 +21,7 @@ import {
   type ReportLimits,
 } from './model.js';
 import { pageHtml } from './page.js';
+import { indexPageHtml, sortRows, type IndexPageRow } from './index-page.js';
 
 export interface ReportBuildOptions extends Partial<ReportLimits> {
   /** Shown in the page; the package's version by default. */
@@ -336,4 +337,16 @@ export function reportLine(r: ReportResult): string {
       ? `${r.cutChannels} of ${r.channels} transcripts cut to fit (the .log files have them whole)`
       : `${r.channels} transcripts, none cut`;
   return `subtee: wrote ${r.path}: ${mb(r.bytes)} (limit ${mb(r.limitBytes)}), ${cut}\n`;
+}
+
+/** Writes ROOT/index.html (atomically), the page over many runs; returns its path. */
+export function writeIndexPage(root: string, rows: IndexPageRow[], version = subteeVersion()): string {
+  const path = join(root, 'index.html');
+  try {
+    writeNewFile(`${path}.tmp`, indexPageHtml(sortRows(rows), version));
+    renameSync(`${path}.tmp`, path);
+  } catch (err) {
+    throw writeFailed(path, err);
+  }
+  return path;
 }
