@@ -256,5 +256,8 @@ describe('subtee stats over run folders', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.ok(!r.stdout.includes('\u001b'), 'no escape byte');
     assert.ok(r.stdout.includes('evil\\x1b[2J'));
+    const csv = stats([root, '--csv']);
+    assert.equal(csv.code, 0, csv.stderr);
+    assert.ok(!csv.stdout.includes('\u001b') && csv.stdout.includes('evil\\x1b[2J'), csv.stdout);
   });
 });

@@ -3,7 +3,7 @@
  * sink's channel rows, which carry the same fields). Plain data, no I/O: the command reads
  * one index.json at a time and hands it here, so memory does not grow with the runs' size.
  */
-import { escapeOneLine } from './escape.js';
+import { escapeControl, escapeOneLine } from './escape.js';
 
 export const STATS_GROUPINGS = ['agent', 'model', 'day'] as const;
 export type StatsGrouping = (typeof STATS_GROUPINGS)[number];
@@ -507,11 +507,13 @@ export function statsText(r: StatsReport): string {
   return `${out.join('\n')}\n`;
 }
 
-/** One CSV field (RFC 4180), text that a spreadsheet would run as a formula made inert. */
+/** One CSV field (RFC 4180); text that a spreadsheet would run as a formula is made inert. */
 function csvField(v: string | number | null): string {
   if (v === null) return '';
   if (typeof v === 'number') return String(v);
-  const safe = /^[=+\-@\t\r]/.test(v) ? `'${v}` : v;
+  // Control characters from the data are escapes here too: CSV often lands on a terminal.
+  const shownText = escapeControl(v);
+  const safe = /^[=+\-@\t\r]/.test(shownText) ? `'${shownText}` : shownText;
   return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
