@@ -31,15 +31,40 @@ async function statsJson(args: string[]): Promise<any> {
   return JSON.parse(r.stdout);
 }
 
-/** What both paths must agree on: everything but the run's key (a folder, or the stream's uuid). */
-const comparable = (report: any) => ({
-  runs: report.runs,
-  tables: report.tables,
-  total: report.total,
-  failed_total: report.failed_total,
-  costliest: report.costliest.map(({ run: _run, log: _log, jsonl: _jsonl, ...s }: any) => s),
-  failed: report.failed.map(({ run: _run, log: _log, jsonl: _jsonl, ...s }: any) => s),
-});
+/**
+ * What both paths must agree on: everything but the run's key (a folder, or the stream's
+ * uuid). Dollars are float sums taken in another order, so they are compared apart, to the
+ * micro-dollar; every other figure exactly.
+ */
+function comparable(report: any) {
+  const dollars: Array<number | null> = [];
+  const withoutDollars = JSON.parse(
+    JSON.stringify({
+      runs: report.runs,
+      tables: report.tables,
+      total: report.total,
+      failed_total: report.failed_total,
+      costliest: report.costliest.map(({ run: _run, log: _log, jsonl: _jsonl, ...s }: any) => s),
+      failed: report.failed.map(({ run: _run, log: _log, jsonl: _jsonl, ...s }: any) => s),
+    }),
+    (key, value) => {
+      if (key !== 'cost_usd') return value;
+      dollars.push(value);
+      return value === null ? null : 'priced';
+    },
+  );
+  return { withoutDollars, dollars };
+}
+
+function assertSameFigures(clickhouse: any, folders: any, label = '') {
+  const a = comparable(clickhouse);
+  const b = comparable(folders);
+  assert.deepEqual(a.withoutDollars, b.withoutDollars, label);
+  a.dollars.forEach((usd, i) => {
+    if (usd === null || b.dollars[i] === null) assert.equal(usd, b.dollars[i], label);
+    else assert.ok(Math.abs(usd - b.dollars[i]!) < 2e-6, `${label}: $${usd} vs $${b.dollars[i]}`);
+  });
+}
 
 describe('subtee stats --clickhouse: the same figures as over the run folders', { skip }, () => {
   let ch: ClickHouseServer;
@@ -92,7 +117,7 @@ describe('subtee stats --clickhouse: the same figures as over the run folders', 
     assert.ok(folders.failed_total > 0 && folders.tables.agent.length >= 3, 'failures and several agent types');
     assert.ok(folders.total.elapsed_p95_ms > 0);
     assert.equal(clickhouse.source, 'clickhouse');
-    assert.deepEqual(comparable(clickhouse), comparable(folders));
+    assertSameFigures(clickhouse, folders);
     assert.ok(folders.costliest.every((s: any) => typeof s.log === 'string'), 'folders name the transcripts');
   });
 
@@ -100,7 +125,7 @@ describe('subtee stats --clickhouse: the same figures as over the run folders', 
     for (const args of [['--by', 'day'], ['--by', 'day', '--since', '2026-11-30T12:00:00Z'], ['--since', '2027-01-01']]) {
       const folders = await statsJson([runs, ...args]);
       const clickhouse = await statsJson(['--clickhouse', ch.url, '--clickhouse-channels-table', table, ...args]);
-      assert.deepEqual(comparable(clickhouse), comparable(folders), args.join(' '));
+      assertSameFigures(clickhouse, folders, args.join(' '));
     }
     const later = await statsJson([runs, '--since', '2026-11-30T12:00:00Z']);
     assert.equal(later.runs, 3, 'only the generated runs started at noon or later');

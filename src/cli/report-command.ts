@@ -75,7 +75,9 @@ function isFolder(dir: string): boolean {
  */
 function indexReport(root: string, maxPageBytes: number, quiet: boolean, stderr: Writable): number {
   const rows: IndexPageRow[] = [];
-  for (const dir of runFolders([root])) {
+  const unreadable = (dir: string, why: string) =>
+    stderr.write(`subtee: skipped ${escapeOneLine(dir)}: folder not read: ${why}\n`);
+  for (const dir of runFolders([root], unreadable)) {
     const rel = relative(root, dir).split(sep).join('/');
     const read = readRunIndex(dir);
     if ('why' in read) {

@@ -19,7 +19,10 @@ const WHY: Record<string, string> = {
  * named index.json is a run folder and is not descended into. An explicit stack (the tree
  * chooses the depth), and links are never followed.
  */
-export function* runFolders(roots: readonly string[]): Generator<string> {
+export function* runFolders(
+  roots: readonly string[],
+  onUnreadable: (dir: string, why: string) => void = () => {},
+): Generator<string> {
   for (const root of roots) {
     const stack = [root];
     while (stack.length > 0) {
@@ -29,6 +32,8 @@ export function* runFolders(roots: readonly string[]): Generator<string> {
         entries = readdirSync(dir, { withFileTypes: true });
       } catch (err) {
         if (dir === root) throw err;
+        const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+        onUnreadable(dir, WHY[code] ?? code);
         continue;
       }
       if (entries.some((e) => e.name === 'index.json' && !e.isDirectory())) {

@@ -42,7 +42,8 @@ export interface FolderStatsOptions {
  */
 export function folderStats(roots: readonly string[], o: FolderStatsOptions = {}): StatsReport {
   const stats = new StatsAggregator({ by: o.by, sinceMs: o.sinceMs, top: o.top, joinPath: join });
-  for (const dir of runFolders(roots)) {
+  const unreadable = (dir: string, why: string) => o.onSkipped?.({ path: dir, why: `folder not read: ${why}` });
+  for (const dir of runFolders(roots, unreadable)) {
     const read = readRunIndex(dir);
     const run = 'index' in read ? statsRunOf(dir, read.index) : null;
     if (run === null) {
