@@ -219,7 +219,14 @@ describe('subtee stats over run folders', () => {
     const main = r.stdout.split('\n').find((l) => l.startsWith('main '))!;
     const expected = expectedGroup('main', f.flat.filter((x) => x.agent === 'main' && x.run.includes(`${join('ci', 'job-1')}`)));
     assert.deepEqual(main.trim().split(/\s+/).slice(1, 5), ['2', '2', '0.0', String(expected.tokens)]);
-    assert.match(r.stdout, /failed subagents \(1\):\ncost .*\n.*failing-beside-healthy\/agents\/toolu_\w+\.log/);
+    const priced = stats([join(f.root, 'fleet'), '--by', 'model']);
+    const opus = priced.stdout.split('\n').find((l) => l.startsWith('claude-opus-5-5 '))!;
+    const fleetOpus = f.flat.filter((x) => x.model === 'claude-opus-5-5' && x.run.includes(join(f.root, 'fleet')));
+    const g = expectedGroup('claude-opus-5-5', fleetOpus);
+    assert.ok(g.cost_usd! > 100 && g.cost_usd! < 1000 && g.unpriced > 0, 'a group with priced and unpriced agents');
+    assert.ok(opus.includes(` $${g.cost_usd!.toFixed(2)}+ `), `${opus} shows $${g.cost_usd}`);
+    assert.match(priced.stdout, /\(cost\+: some agents in the group have no price/);
+    assert.match(r.stdout, /failed subagents \(1\):\n *cost .*\n.*failing-beside-healthy\/agents\/toolu_\w+\.log/);
   });
 
   test('bad usage exits 2, a missing folder 3, each with one line and its code', () => {

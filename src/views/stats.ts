@@ -429,7 +429,8 @@ const thousands = (n: number) => Math.round(n).toLocaleString('en-US');
 
 export function formatUsd(v: number | null): string {
   if (v === null) return '–';
-  return v >= 100 ? `$${v.toFixed(2)}` : `$${v.toFixed(4)}`;
+  if (v < 100) return `$${v.toFixed(4)}`;
+  return `$${v.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
 }
 
 export function formatMs(ms: number | null): string {
@@ -500,9 +501,12 @@ export function statsText(r: StatsReport): string {
       ['all', ...groupCells(r.total)],
     ], (column) => column > 0));
   }
+  const someUnpriced = [r.total, ...Object.values(r.tables).flat()].some((g) => g.cost_usd !== null && g.unpriced > 0);
+  if (someUnpriced) out.push('(cost+: some agents in the group have no price; their cost is not in the figure)');
   out.push('', `costliest subagents (${r.costliest.length}):`);
   if (r.costliest.length > 0) out.push(subagentRows(r.costliest));
-  out.push('', `failed subagents (${r.failed_total}${r.failed_total > r.failed.length ? `, latest ${r.failed.length}` : ''}):`);
+  const latest = r.failed_total > r.failed.length ? `, latest ${r.failed.length}` : '';
+  out.push('', `failed subagents (${thousands(r.failed_total)}${latest}):`);
   if (r.failed.length > 0) out.push(subagentRows(r.failed));
   return `${out.join('\n')}\n`;
 }
