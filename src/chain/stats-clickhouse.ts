@@ -48,7 +48,9 @@ ANY LEFT JOIN (SELECT run, minIf(first_seen_ms, first_seen_ms > 0) AS run_start_
 export const GROUP_KEYS: Readonly<Record<StatsGrouping | 'all', string>> = Object.freeze({
   agent: `if(agent = '', '${UNKNOWN_KEY}', agent)`,
   model: `if(model = '', '${UNKNOWN_KEY}', model)`,
-  day: `if(run_start_ms = 0, '${UNKNOWN_KEY}', toString(toDate(toDateTime(intDiv(run_start_ms, 1000), 'UTC'))))`,
+  day:
+    `if(run_start_ms = 0, '${UNKNOWN_KEY}', ` +
+    `toString(toDate(toDateTime(intDiv(run_start_ms, 1000), 'UTC'))))`,
   all: `'all'`,
 });
 
@@ -72,8 +74,10 @@ FROM (${channelsWithStart(table, sinceMs)})
 GROUP BY key`;
 }
 
-const SUBAGENT_COLUMNS = `run, channel, agent, model, status, input_tokens + output_tokens AS tokens, cost_usd,
-  if(first_seen_ms > 0 AND last_seen_ms > 0, toInt64(last_seen_ms) - toInt64(first_seen_ms), NULL) AS elapsed_ms`;
+const SUBAGENT_COLUMNS = `run, channel, agent, model, status,
+  input_tokens + output_tokens AS tokens, cost_usd,
+  if(first_seen_ms > 0 AND last_seen_ms > 0,
+     toInt64(last_seen_ms) - toInt64(first_seen_ms), NULL) AS elapsed_ms`;
 
 /** The costliest subagents: own cost (unpriced last), tokens, then channel and run. */
 export function costliestSql(table: string, sinceMs: number | null, top: number): string {
@@ -130,7 +134,7 @@ function subagentOf(r: Row): StatsSubagent {
   };
 }
 
-/** The stats report from the sink's channels table. Throws SubteeErrors (exit 2 bad options, 3 unreachable). */
+/** The stats report from the sink's channels table. Throws SubteeErrors (2: bad options, 3: unreachable). */
 export async function clickhouseStats(o: ClickHouseStatsOptions): Promise<StatsReport> {
   const name = o.channelsTable ?? CLICKHOUSE_SINK_DEFAULTS.channelsTable;
   const table = quoteTableName(name);
@@ -154,7 +158,8 @@ export async function clickhouseStats(o: ClickHouseStatsOptions): Promise<StatsR
     try {
       return (await (await client.query({ query, format: 'JSONEachRow' })).json()) as Row[];
     } catch (err) {
-      const msg = withoutUrlSecrets(String((err as Error)?.message ?? err).split('\n')[0].slice(0, 300), o.url);
+      const first = String((err as Error)?.message ?? err).split('\n')[0].slice(0, 300);
+      const msg = withoutUrlSecrets(first, o.url);
       throw new SubteeError('ERR_CLICKHOUSE', `clickhouse: cannot query ${where}: ${msg}`, {
         exitCode: EXIT.IO,
         cause: err,
@@ -163,11 +168,13 @@ export async function clickhouseStats(o: ClickHouseStatsOptions): Promise<StatsR
   };
   try {
     const tables: Partial<Record<StatsGrouping, StatsGroup[]>> = {};
-    for (const by of o.by ?? STATS_GROUPINGS) tables[by] = sortGroups(by, (await rows(groupSql(table, by, sinceMs))).map(groupOf));
+    for (const by of o.by ?? STATS_GROUPINGS)
+      tables[by] = sortGroups(by, (await rows(groupSql(table, by, sinceMs))).map(groupOf));
     const [totalRow] = await rows(groupSql(table, 'all', sinceMs));
     const total = totalRow ? groupOf(totalRow) : groupOf({ key: 'all' });
     const [failedCount] = await rows(
-      `SELECT count() AS n FROM (${channelsWithStart(table, sinceMs)}) WHERE channel != '' AND status = 'failed'`,
+      `SELECT count() AS n FROM (${channelsWithStart(table, sinceMs)})\n` +
+        `WHERE channel != '' AND status = 'failed'`,
     );
     return {
       source: 'clickhouse',

@@ -93,16 +93,19 @@ function indexReport(root: string, maxPageBytes: number, quiet: boolean, stderr:
     } catch (err) {
       if (!(err instanceof SubteeError)) throw err;
       problem = err.message;
-      stderr.write(`subtee: no report for ${escapeOneLine(dir)}: ${escapeOneLine(err.message)} [${err.code}]\n`);
+      const why = `${escapeOneLine(err.message)} [${err.code}]`;
+      stderr.write(`subtee: no report for ${escapeOneLine(dir)}: ${why}\n`);
     }
     const row = indexPageRow(rel, problem === null ? `${rel}/report.html` : null, read.index);
     if (problem !== null) row.problem = problem;
     rows.push(row);
   }
   if (rows.length === 0)
-    throw new SubteeError('ERR_INPUT', `cannot read ${root}: no index.json in it or its subfolders (is it a subtee output folder?)`, {
-      exitCode: EXIT.IO,
-    });
+    throw new SubteeError(
+      'ERR_INPUT',
+      `cannot read ${root}: no index.json in it or its subfolders (is it a subtee output folder?)`,
+      { exitCode: EXIT.IO },
+    );
   const path = writeIndexPage(root, rows);
   if (!quiet) stderr.write(`subtee: wrote ${path}: ${rows.length} runs\n`);
   return 0;

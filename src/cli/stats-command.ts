@@ -42,7 +42,8 @@ export interface FolderStatsOptions {
  */
 export function folderStats(roots: readonly string[], o: FolderStatsOptions = {}): StatsReport {
   const stats = new StatsAggregator({ by: o.by, sinceMs: o.sinceMs, top: o.top, joinPath: join });
-  const unreadable = (dir: string, why: string) => o.onSkipped?.({ path: dir, why: `folder not read: ${why}` });
+  const unreadable = (dir: string, why: string) =>
+    o.onSkipped?.({ path: dir, why: `folder not read: ${why}` });
   for (const dir of runFolders(roots, unreadable)) {
     const read = readRunIndex(dir);
     const run = 'index' in read ? statsRunOf(dir, read.index) : null;
@@ -59,9 +60,13 @@ export function folderStats(roots: readonly string[], o: FolderStatsOptions = {}
 
 /** `--since DATE`: a day (UTC) or a time; ms since the epoch. */
 export function parseSince(v: string): number {
-  const ms = /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(v) ? Date.parse(v.replace(' ', 'T')) : NaN;
+  const shape = /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/;
+  const ms = shape.test(v) ? Date.parse(v.replace(' ', 'T')) : NaN;
   if (!Number.isFinite(ms))
-    throw new UsageError('ERR_BAD_OPTION', `--since must be a date (2026-11-30) or a time (2026-11-30T12:00:00Z), not "${v}"`);
+    throw new UsageError(
+      'ERR_BAD_OPTION',
+      `--since must be a date (2026-11-30) or a time (2026-11-30T12:00:00Z), not "${v}"`,
+    );
   return ms;
 }
 
@@ -90,10 +95,11 @@ export async function statsCommand(argv: string[], stdout: Writable, stderr: Wri
   const top = Number(o.top);
 
   let report: StatsReport;
+  const table = o['clickhouse-channels-table'];
   if (url !== null) {
     report = await clickhouseStats({
       url,
-      channelsTable: typeof o['clickhouse-channels-table'] === 'string' ? o['clickhouse-channels-table'] : undefined,
+      channelsTable: typeof table === 'string' ? table : undefined,
       by,
       since,
       sinceMs,
@@ -122,6 +128,8 @@ export async function statsCommand(argv: string[], stdout: Writable, stderr: Wri
   else if (o.csv) stdout.write(statsCsv(report));
   else stdout.write(statsText(report));
   if (report.skipped > 0)
-    stderr.write(`subtee: ${report.skipped} run folder${report.skipped === 1 ? '' : 's'} skipped (index.json unreadable)\n`);
+    stderr.write(
+      `subtee: ${report.skipped} run folder${report.skipped === 1 ? '' : 's'} skipped (index.json unreadable)\n`,
+    );
   return EXIT.OK;
 }

@@ -114,8 +114,8 @@ function timeMs(v: unknown): number | null {
 /** A transcript path from index.json, kept only when it names a file inside the run folder. */
 function insidePath(v: unknown, ext: 'log' | 'jsonl'): string | null {
   if (typeof v !== 'string') return null;
-  const re = ext === 'log' ? /^(main|agents\/[A-Za-z0-9_.~-]{1,200})\.log$/ : /^(main|agents\/[A-Za-z0-9_.~-]{1,200})\.jsonl$/;
-  return re.test(v) && !v.includes('..') ? v : null;
+  const name = /^(main|agents\/[A-Za-z0-9_.~-]{1,200})\.(log|jsonl)$/.exec(v);
+  return name !== null && name[2] === ext && !v.includes('..') ? v : null;
 }
 
 /**
@@ -300,7 +300,9 @@ export function costlierFirst(a: StatsSubagent, b: StatsSubagent): number {
 }
 
 /** Latest failure first, then channel and run. */
-export function laterFirst(a: StatsSubagent & { lastSeenMs: number }, b: StatsSubagent & { lastSeenMs: number }): number {
+type Failure = StatsSubagent & { lastSeenMs: number };
+
+export function laterFirst(a: Failure, b: Failure): number {
   return (
     b.lastSeenMs - a.lastSeenMs ||
     (a.channel < b.channel ? -1 : a.channel > b.channel ? 1 : 0) ||
@@ -501,8 +503,9 @@ export function statsText(r: StatsReport): string {
       ['all', ...groupCells(r.total)],
     ], (column) => column > 0));
   }
-  const someUnpriced = [r.total, ...Object.values(r.tables).flat()].some((g) => g.cost_usd !== null && g.unpriced > 0);
-  if (someUnpriced) out.push('(cost+: some agents in the group have no price; their cost is not in the figure)');
+  const groups = [r.total, ...Object.values(r.tables).flat()];
+  if (groups.some((g) => g.cost_usd !== null && g.unpriced > 0))
+    out.push('(cost+: some agents in the group have no price; their cost is not in the figure)');
   out.push('', `costliest subagents (${r.costliest.length}):`);
   if (r.costliest.length > 0) out.push(subagentRows(r.costliest));
   const latest = r.failed_total > r.failed.length ? `, latest ${r.failed.length}` : '';

@@ -96,7 +96,8 @@ export function indexPageRow(path: string, report: string | null, index: unknown
 /** Newest first; runs with no time last, by path. */
 export function sortRows(rows: IndexPageRow[]): IndexPageRow[] {
   return rows.sort(
-    (a, b) => (b.startMs ?? -Infinity) - (a.startMs ?? -Infinity) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0),
+    (a, b) =>
+      (b.startMs ?? -Infinity) - (a.startMs ?? -Infinity) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0),
   );
 }
 
@@ -136,13 +137,16 @@ export function relativeHref(path: string): string {
   return path.split('/').map(encodeURIComponent).join('/');
 }
 
-const when = (ms: number | null) => (ms === null ? '–' : new Date(ms).toISOString().replace('T', ' ').slice(0, 19));
+const when = (ms: number | null) =>
+  ms === null ? '–' : new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
 
 function rowHtml(r: IndexPageRow): string {
   const name = escapeHtml(r.path);
   const link = r.report === null ? name : `<a href="${escapeHtml(relativeHref(r.report))}">${name}</a>`;
   const title = r.problem ?? (r.session ? `session ${r.session}` : '');
+  const problem = r.problem ? ` <span class="dim">${escapeHtml(r.problem)}</span>` : '';
   const unreadable = r.status === 'unreadable';
+  const tokens = unreadable ? '–' : r.tokens.toLocaleString('en-US');
   const agents =
     unreadable
       ? '–'
@@ -151,9 +155,9 @@ function rowHtml(r: IndexPageRow): string {
   return (
     `<tr data-status="${r.status}"><td class="path" title="${escapeHtml(title)}">${link}</td>` +
     `<td>${when(r.startMs)}</td>` +
-    `<td><span class="badge ${r.status}">${r.status}</span>${r.problem ? ` <span class="dim">${escapeHtml(r.problem)}</span>` : ''}</td>` +
+    `<td><span class="badge ${r.status}">${r.status}</span>${problem}</td>` +
     `<td class="num" data-subagents="${r.subagents}" data-failed="${r.failed}">${agents}</td>` +
-    `<td class="num" data-tokens="${r.tokens}">${unreadable ? '–' : r.tokens.toLocaleString('en-US')}</td>` +
+    `<td class="num" data-tokens="${r.tokens}">${tokens}</td>` +
     `<td class="num" data-cost="${r.costUsd ?? ''}">${formatUsd(r.costUsd)}</td>` +
     `<td class="num" data-duration-ms="${r.durationMs ?? ''}">${formatMs(r.durationMs)}</td>` +
     `<td>${r.claudeCode === null ? '–' : escapeHtml(r.claudeCode)}</td></tr>`
@@ -175,8 +179,9 @@ export function indexPageHtml(rows: readonly IndexPageRow[], subteeVersion: stri
     '<meta name="referrer" content="no-referrer"><meta name="viewport" content="width=device-width, initial-scale=1">\n' +
     `<title>subtee runs</title>\n<style>${INDEX_CSS}</style>\n</head><body>\n` +
     `<h1>subtee runs</h1>\n<div id="summary">${summary}</div>\n` +
-    '<table id="runs"><thead><tr><th>run</th><th>started (UTC)</th><th>status</th><th class="num">subagents</th>' +
-    '<th class="num">tokens</th><th class="num">cost</th><th class="num">duration</th><th>Claude Code</th></tr></thead>\n<tbody>\n' +
+    '<table id="runs"><thead><tr><th>run</th><th>started (UTC)</th><th>status</th>' +
+    '<th class="num">subagents</th><th class="num">tokens</th><th class="num">cost</th>' +
+    '<th class="num">duration</th><th>Claude Code</th></tr></thead>\n<tbody>\n' +
     rows.map(rowHtml).join('\n') +
     '\n</tbody></table>\n</body></html>\n'
   );
