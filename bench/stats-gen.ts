@@ -69,7 +69,8 @@ export function* generateRuns(runs: number, seed: number): Generator<GeneratedRu
         last_seen: untimed ? null : new Date(last).toISOString(),
       };
       if (withCost) {
-        ch.models = [model];
+        // Now and then a channel switches models: it counts under the first.
+        ch.models = rnd() < 0.1 ? [model, pick(MODELS.filter((m) => m !== model))] : [model];
         const priced = rnd() < 0.95;
         const usd = priced ? Math.round(rnd() * 2_000_000) / 1e6 : null;
         ch.cost = { usd, subtree_usd: usd };

@@ -43,7 +43,7 @@ function flatten(run: string, index: any): Flat[] {
     run,
     id: c.id,
     agent: c.id === null ? 'main' : c.agent || '(unknown)',
-    model: Array.isArray(c.models) && c.models.length ? c.models.join(',') : '(unknown)',
+    model: Array.isArray(c.models) && c.models.length ? c.models[0] : '(unknown)',
     day: startMs === null ? '(unknown)' : new Date(startMs).toISOString().slice(0, 10),
     status: c.status,
     input: c.usage.input_tokens ?? 0,

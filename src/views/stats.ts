@@ -119,12 +119,13 @@ function insidePath(v: unknown, ext: 'log' | 'jsonl'): string | null {
 }
 
 /**
- * A channel's model key: its models in the order index.json lists them, joined by commas
- * (one model almost always); the same string the ClickHouse sink's `model` column holds.
+ * A channel's model key: the first model it used (index.json lists them in first-use order;
+ * almost every channel has one), which is what the ClickHouse sink's `model` column holds.
  */
 export function modelKey(models: unknown): string {
   if (!Array.isArray(models)) return '';
-  return models.filter((m): m is string => typeof m === 'string' && m !== '').join(',');
+  const first = models.find((m): m is string => typeof m === 'string' && m !== '');
+  return first ?? '';
 }
 
 /** A channel's own dollars from index.json's `cost` (absent before index.json carried cost). */
