@@ -7,8 +7,9 @@
  *   --size-mb N    size of the main inputs (default 200)
  *   --big-mb N     size of the long input for the memory check (default 1024; 0 skips it)
  *   --out-root D   where outputs are written (default: the system temp folder)
- *   --only T,…     run only these tables: shapes, fanout, projection, memory, huge, latency
+ *   --only T,…     run only these tables: shapes, fanout, projection, memory, junk, huge, latency
  *   --huge-mb L    sizes of the single-line inputs (default 200,2048; 0 skips them)
+ *   --junk-lines N one-byte junk lines in the junk input (default 45000000; 0 skips it)
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
@@ -39,6 +40,7 @@ const hugeMb = arg('huge-mb', quick ? '20' : '200,2048')
   .map(Number)
   .filter((n) => n > 0);
 const wanted = (table: string) => only === '' || only.split(',').includes(table);
+const junkLines = Number(arg('junk-lines', quick ? '200000' : '45000000'));
 
 interface Sample {
   ms: number;
@@ -281,6 +283,31 @@ async function main() {
         [],
       ),
     );
+  }
+
+  // Millions of one-byte lines that are not JSON: every one is a quarantine record, so the
+  // records in flight (not the bytes) are what memory must stay bounded against.
+  if (wanted('junk') && junkLines > 0) {
+    const file = join(work, 'junk.txt');
+    const block = Buffer.from('x\n'.repeat(1 << 20));
+    writeFileSync(file, '');
+    for (let left = junkLines; left > 0; left -= 1 << 20)
+      writeFileSync(file, left >= 1 << 20 ? block : block.subarray(0, 2 * left), { flag: 'a' });
+    const input = { file, lines: junkLines };
+    const rows: Row[] = [
+      {
+        label: `subtee → files, ${junkLines.toLocaleString('en')} one-byte junk lines`,
+        samples: [],
+        input,
+      },
+      { label: 'cat (floor)', samples: [], input },
+    ];
+    for (let i = 0; i < runs; i++) {
+      rows[0].samples.push(measure(`${node} ${BIN} --out ${fresh('junk')} --stdout none -q`, file));
+      rows[1].samples.push(measure('cat', file));
+    }
+    report.push(table('tiny junk lines (quarantined)', file, rows, junkLines, []));
+    rmSync(file, { force: true });
   }
 
   // Single lines of hundreds of MB and more, generated as they are piped in (never a file).

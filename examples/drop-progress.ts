@@ -1,6 +1,5 @@
 // A stage plugin: leaves `task_progress` lines out of every sink.
-import { Transform, type TransformCallback } from 'node:stream';
-import { definePlugin, type RecordBatch } from 'subtee';
+import { createBatchTransform, definePlugin, type RecordBatch } from 'subtee';
 
 export default definePlugin<Record<string, never>>({
   name: 'drop-progress',
@@ -9,13 +8,8 @@ export default definePlugin<Record<string, never>>({
   options: {}, // accepted options (unknown keys are refused)
   // Records arrive in batches (arrays, one per input chunk); return the batch to pass on.
   create: () =>
-    new Transform({
-      objectMode: true,
-      transform(batch: RecordBatch, _enc: BufferEncoding, cb: TransformCallback) {
-        cb(
-          null,
-          batch.filter((rec) => !(rec.kind === 'line' && rec.value.subtype === 'task_progress')),
-        );
-      },
+    createBatchTransform({
+      transformBatch: (batch: RecordBatch) =>
+        batch.filter((rec) => !(rec.kind === 'line' && rec.value.subtype === 'task_progress')),
     }),
 });

@@ -13,7 +13,6 @@ async function follow(sub: SubagentHandle): Promise<void> {
     for await (const child of sub.subagents) nested.push(follow(child));
   })();
   for await (const message of sub.messages) {
-    if (message.role !== 'assistant') continue;
     for await (const text of message.text) console.log(`${indent}  ${text}`); // each block as it arrives
   }
   const out = await sub.output;

@@ -64,7 +64,28 @@ export {
   type QuarantineEvent,
   type RunOutput,
   type Totals,
+  type CostFigures,
+  type RunCost,
 } from './views/projection.js';
+export {
+  CostLedger,
+  priceTokens,
+  type CostReport,
+  type ChannelCost,
+  type ModelCost,
+  type ModelTokens,
+  type OutputTokensBasis,
+  type CostBasis,
+} from './model/cost.js';
+export {
+  PRICE_TABLE,
+  STANDARD_RATIOS,
+  priceOf,
+  overridePrices,
+  type PriceTable,
+  type ModelPrice,
+} from './model/prices.js';
+export { formatUsd, type IndexCost } from './views/cost.js';
 export {
   type Message,
   type MessageBlock,
@@ -87,6 +108,36 @@ export {
   type ProtocolEvent,
   type LangGraphMapperOptions,
 } from './adapters/langgraph.js';
+export {
+  CopilotMapper,
+  createCopilotMapper,
+  isCopilotEvent,
+  copilotVersionOf,
+  COPILOT_DEFAULTS,
+  type CopilotMapperOptions,
+} from './adapters/copilot.js';
+export { CodexMapper, createCodexMapper, isCodexEvent } from './adapters/codex.js';
+export {
+  GeminiMapper,
+  createGeminiMapper,
+  isGeminiEvent,
+  GEMINI_DEFAULTS,
+  type GeminiMapperOptions,
+} from './adapters/gemini.js';
+export {
+  OpencodeMapper,
+  createOpencodeMapper,
+  isOpencodeEvent,
+  OPENCODE_DEFAULTS,
+  type OpencodeMapperOptions,
+} from './adapters/opencode.js';
+export type { StreamMapper, MappedEvent, ChannelTranscript } from './adapters/stream-lines.js';
+export {
+  AGENT_PRODUCERS,
+  createAgentMapper,
+  detectProducer,
+  type AgentProducer,
+} from './chain/stages/input-format.js';
 export type { Producer } from './model/session.js';
 export type { OpenInput } from './open.js';
 
@@ -108,6 +159,14 @@ export {
   type SpooledRecord,
 } from './model/record.js';
 export { passOn } from './chain/sinks/pass-on.js';
+export {
+  BatchTransform,
+  createBatchTransform,
+  type BatchTransformHooks,
+  type BatchTransformOptions,
+  type BatchOutcome,
+  type HandOn,
+} from './chain/batch-transform.js';
 export { LineSpool } from './chain/stages/line-spool.js';
 export { OutputError, writeFailed } from './errors.js';
 export { escapeControl, escapeOneLine, escapeHtml, escapeMarkdown } from './views/escape.js';

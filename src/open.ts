@@ -79,7 +79,7 @@ export interface RunProjection {
   readonly subagents: AsyncIterable<SubagentHandle>;
   /** Every subagent at any depth, as it is first seen; every loop starts from the first. */
   readonly allSubagents: AsyncIterable<SubagentHandle>;
-  /** The main conversation's messages, one per API message. */
+  /** The main conversation's messages, one per model call. */
   readonly messages: AsyncIterable<Message>;
   /** The main conversation's tool calls, paired with their results. */
   readonly toolCalls: AsyncIterable<ToolCall>;

@@ -109,7 +109,7 @@ test('--input-format: in --help, a bad value is one line and exit 2', () => {
   assert.match(help.stdout, /--input-format FORMAT/);
   const bad = spawnSync(process.execPath, [BIN, '--input-format', 'otel', '--out', join(tmpDir(), 'o')], { input: '', encoding: 'utf8' });
   assert.equal(bad.status, 2);
-  assert.match(bad.stderr, /^subtee: --input-format must be one of auto, claude, langgraph, not "otel" \[ERR_BAD_OPTION\]\n$/);
+  assert.match(bad.stderr, /^subtee: --input-format must be one of auto, claude, langgraph, copilot, codex, gemini, opencode, not "otel" \[ERR_BAD_OPTION\]\n$/);
 });
 
 /** A protocol event as a recording holds it. */

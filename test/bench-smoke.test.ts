@@ -10,7 +10,17 @@ test('npm run bench -- --quick prints every table', () => {
   // The timeout only catches a hang: on a loaded 2-core machine the quick run takes two minutes.
   const r = spawnSync(process.execPath, [join(ROOT, 'dist', 'bench', 'run.js'), '--quick'], { encoding: 'utf8', timeout: 600_000 });
   assert.equal(r.status, 0, r.stderr);
-  for (const heading of ['### large lines', '### small lines', '### many subagents', '### peak memory', '### library projection', '### one line larger than --max-line-bytes', '### live latency']) assert.ok(r.stdout.includes(heading), heading);
+  const headings = [
+    '### large lines',
+    '### small lines',
+    '### many subagents',
+    '### peak memory',
+    '### library projection',
+    '### tiny junk lines',
+    '### one line larger than --max-line-bytes',
+    '### live latency',
+  ];
+  for (const heading of headings) assert.ok(r.stdout.includes(heading), heading);
   for (const label of ['cat (floor)', 'node read (floor)', 'subtee parse only', 'subtee → files', 'subtee → files + pino', 'subtee → files, line-parser worker (option)', 'subtee → files, one 20 MB line, default options', 'open() → files, every message read']) {
     assert.ok(r.stdout.includes(`| ${label} |`), label);
   }

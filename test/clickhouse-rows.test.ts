@@ -2,17 +2,19 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync, appendFileSync, existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { test } from 'node:test';
-import { quoteTableName, RowBuilder, tableDdl, type ChannelRow, type Entry, type EventRow } from '../src/chain/sinks/clickhouse-rows.js';
+import { addColumnsDdl, quoteTableName, RowBuilder, tableDdl, type ChannelRow, type Entry, type EventRow } from '../src/chain/sinks/clickhouse-rows.js';
 import { claimFile, findSpoolFiles, readSpool, Spool } from '../src/chain/sinks/clickhouse-spool.js';
 import { fixtureFiles, linesOf, tmpDir } from './helpers.js';
 import { routeThrough } from './otlp-tree.js';
 
 async function rowsOf(input: Buffer, options: ConstructorParameters<typeof RowBuilder>[0] = {}, chunkBytes?: number) {
-  const builder = new RowBuilder(options);
+  let made: RowBuilder | null = null;
   const entries: Entry[] = [];
-  const { run, index } = await routeThrough(input, (batch) => {
-    for (const rec of batch) entries.push(...builder.rows(rec));
+  const { run, index } = await routeThrough(input, (batch, session) => {
+    made ??= new RowBuilder({ costs: session.cost, ...options });
+    for (const rec of batch) entries.push(...made.rows(rec));
   }, chunkBytes);
+  const builder: RowBuilder = made!;
   entries.push(...builder.releaseUntimed());
   const final = run.tree.channels().map((ch) => builder.channelRow(ch, { final: true, stalled: run.stalled, interrupted: run.interrupted }));
   return { builder, index, events: entries.filter((e) => e.t === 'events').map((e) => e.r as EventRow), midRun: entries.filter((e) => e.t === 'channels').map((e) => e.r as ChannelRow), final };
@@ -32,13 +34,14 @@ for (const file of fixtureFiles()) {
     for (const c of index.channels) {
       const mine = events.filter((e) => e.channel === (c.id ?? ''));
       assert.equal(mine.length, c.lines, `lines of ${c.id}`);
-      for (const [col, key] of [['input_tokens', 'input_tokens'], ['output_tokens', 'output_tokens']] as const) {
-        assert.equal(mine.reduce((n, e) => n + e[col], 0), c.usage[key] ?? 0, `${col} of ${c.id}`);
-      }
+      assert.equal(mine.reduce((n, e) => n + e.input_tokens, 0), c.usage.input_tokens ?? 0, `input_tokens of ${c.id}`);
+      // Event rows carry the lines' own output tokens; index.json's are true or estimated.
+      if (index.cost.output_tokens === 'stream')
+        assert.equal(mine.reduce((n, e) => n + e.output_tokens, 0), c.usage.output_tokens ?? 0, `output_tokens of ${c.id}`);
       const row = final.find((r) => r.channel === (c.id ?? ''))!;
       assert.deepEqual(
-        [row.parent, row.depth, row.agent, row.status, row.lines, row.tool_uses, row.input_tokens, row.output_tokens],
-        [c.parent ?? '', c.depth ?? -1, c.id === null ? 'main' : c.agent ?? '', c.status, c.lines, c.counts.tool_use, c.usage.input_tokens ?? 0, c.usage.output_tokens ?? 0],
+        [row.parent, row.depth, row.agent, row.status, row.lines, row.tool_uses, row.input_tokens, row.output_tokens, row.model, row.cost_usd],
+        [c.parent ?? '', c.depth ?? -1, c.id === null ? 'main' : c.agent ?? '', c.status, c.lines, c.counts.tool_use, c.usage.input_tokens ?? 0, c.usage.output_tokens ?? 0, c.models[0] ?? '', c.cost.usd],
         `channel row of ${c.id}`,
       );
       assert.equal(row.first_seen_ms, Date.parse(c.first_seen));
@@ -108,7 +111,11 @@ test('table names: plain identifiers only, quoted; both tables keyed for replace
   for (const bad of ['x; DROP TABLE y', 'a.b.c', '`x`', '1abc', '', 'a-b']) assert.equal(quoteTableName(bad), null, bad);
   assert.match(tableDdl('events', '`e`'), /ReplacingMergeTree PARTITION BY toYYYYMM\(ts\) ORDER BY \(run, line\)$/);
   assert.match(tableDdl('channels', '`c`'), /ReplacingMergeTree\(ver\) ORDER BY \(run, channel\)$/);
-  assert.doesNotMatch(tableDdl('events', '`e`') + tableDdl('channels', '`c`'), /DateTime64|JSON|Nullable/);
+  assert.doesNotMatch(tableDdl('events', '`e`') + tableDdl('channels', '`c`'), /DateTime64|JSON/);
+  // Nullable only where null means something (an unpriced model), never in a key.
+  assert.deepEqual((tableDdl('events', '`e`') + tableDdl('channels', '`c`')).match(/\w+ Nullable/g), ['cost_usd Nullable']);
+  assert.deepEqual(addColumnsDdl('channels', '`c`', ['run', 'model']), ['ALTER TABLE `c` ADD COLUMN cost_usd Nullable(Float64)']);
+  assert.deepEqual(addColumnsDdl('events', '`e`', ['run']), []);
 });
 
 test('spool: appended entries come back in batches; a torn last line is skipped; claiming moves the file', () => {

@@ -130,3 +130,22 @@ test('quarantine_lines lists the first 1,000 quarantined line numbers and counts
   assert.equal(index.quarantine_lines_omitted, 4001);
   assert.equal(linesOf(files.get('quarantine.log')).length, 5001, 'the quarantine file itself keeps every line');
 });
+
+test('quarantine.log keeps every junk line byte for byte, short and long lines mixed', async () => {
+  const message = { id: 'm', content: [] };
+  const good = JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message });
+  const lengths = [0, 1, 2, 511, 512, 513, 3000, 1, 70_000, 1];
+  const junk = (i: number) => {
+    const n = lengths[i % lengths.length];
+    return n === 0 ? '\u00e9' : `${String.fromCharCode(97 + (i % 26))}${'x'.repeat(Math.max(0, n - 1))}`;
+  };
+  const lines: string[] = [];
+  for (let i = 0; i < 4000; i++) lines.push(i % 997 === 500 ? good : junk(i));
+  const input = Buffer.from(lines.join('\n') + '\n');
+  const expected = Buffer.from(lines.filter((l) => l !== good).join('\n') + '\n');
+  for (const every of [777, 65_536, input.length]) {
+    const { files, index } = await runToFiles(splitEvery(input, every));
+    assert.ok(files.get('quarantine.log')!.equals(expected), `chunks of ${every}`);
+    assert.equal(index.input.quarantined, lines.filter((l) => l !== good).length);
+  }
+});

@@ -63,7 +63,7 @@ test('summaries, index and step summary of a chain 20,000 deep: no recursion, bo
   run.tree.route(JSON.parse(textLine(`toolu_d${n - 1}`, 'from the bottom')));
   const summary = summaryText(run, 'out');
   const rows = summary.split('\n');
-  assert.equal(rows.length, n + 3);
+  assert.equal(rows.length, n + 4, "a headline, the cost line, a row per channel, the final newline");
   assert.ok(rows.every((r) => r.length < 200), 'guides stop growing past a fixed depth');
   assert.match(rows[rows.length - 2], /Explore·d19999  running  depth 20000/);
   const md = stepSummary(run, new Map(), { maxBytes: 100_000, reportChars: 100 });

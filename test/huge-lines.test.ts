@@ -250,7 +250,7 @@ test('a spooled line is counted on its channel; a spooled non-object goes to the
 
 const LATE_LINES = (big: string) => [
   '{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"toolu_01late","name":"Agent","input":{"subagent_type":"Plan"}}]},"parent_tool_use_id":null}',
-  `{"type":"user","parent_tool_use_id":"toolu_01late","timestamp":"2026-11-30T12:00:02Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_x","content":"${big}"}]}}`,
+  `{"type":"assistant","parent_tool_use_id":"toolu_01late","timestamp":"2026-11-30T12:00:02Z","message":{"id":"m2","content":[{"type":"text","text":"${big}"}]}}`,
   '{"type":"assistant","parent_tool_use_id":"toolu_01late","message":{"id":"m3","content":[{"type":"text","text":"done"}]}}',
   '{"type":"result","subtype":"success"}',
 ];
@@ -268,7 +268,7 @@ test('a late projection reader replays a spooled line as a live reader saw it: i
   assert.deepEqual(
     late,
     [
-      [0, 'user', 0, '', '2026-11-30T12:00:02Z'],
+      [0, 'assistant', 0, '', '2026-11-30T12:00:02Z'],
       [1, 'assistant', 1, 'done', null],
     ],
   );

@@ -122,3 +122,49 @@ test('classifyLine tells objects from everything else', () => {
   assert.deepEqual(classifyLine(Buffer.from('{"a":'), false), { ok: false, reason: 'truncated' });
   assert.deepEqual(classifyLine(Buffer.from('[1]')), { ok: false, reason: 'not-object' });
 });
+
+test('a chunk of tiny lines is handed on in bounded batches, each once the next stage wants it', async () => {
+  const { MAX_BATCH_RECORDS } = await import('../src/model/record.js');
+  const total = 5 * MAX_BATCH_RECORDS + 7;
+  const input = Buffer.from('x\n'.repeat(total - 1) + '{"a":1}\n');
+  const run = new Session();
+  const parser = createLineParser({ session: run });
+  // One write, nothing read yet: the parser splits what its buffer holds and waits.
+  parser.write(input);
+  assert.ok(run.input.lines < total, `split ${run.input.lines} of ${total} lines before anything was read`);
+  parser.end();
+  const sizes: number[] = [];
+  const recs: SubteeRecord[] = [];
+  for await (const batch of parser as AsyncIterable<SubteeRecord[]>) {
+    sizes.push(batch.length);
+    recs.push(...batch);
+  }
+  assert.ok(Math.max(...sizes) <= MAX_BATCH_RECORDS, `largest batch ${Math.max(...sizes)}`);
+  assert.deepEqual(
+    recs.map((r) => r.lineNo),
+    Array.from({ length: total }, (_, i) => i + 1),
+  );
+  assert.equal(recs.filter((r) => r.kind === 'quarantine').length, total - 1);
+  assert.equal(recs[total - 1].kind, 'line');
+  assert.equal(run.input.quarantined, total - 1);
+});
+
+test('bounded batches keep every line across chunk boundaries, a long line among tiny ones', async () => {
+  const { MAX_BATCH_RECORDS } = await import('../src/model/record.js');
+  const long = `{"type":"user","x":"${'y'.repeat(3000)}"}`;
+  const lines = [...Array.from({ length: 3 * MAX_BATCH_RECORDS }, (_, i) => `j${i % 10}`), long, 'z', long];
+  const input = Buffer.from(`${lines.join('\n')}\n`);
+  for (const every of [1000, 4093, input.length]) {
+    const { recs } = await parse(splitEvery(input, every), 2048);
+    assert.equal(recs.length, lines.length, `chunks of ${every}`);
+    const texts = recs.map((r) => {
+      if (r.kind !== 'spooled') return r.raw.toString();
+      const parts: Buffer[] = [];
+      r.spool.copy((piece) => parts.push(Buffer.from(piece)));
+      r.spool.release();
+      return Buffer.concat(parts).toString();
+    });
+    assert.deepEqual(texts, lines, `chunks of ${every}`);
+    assert.deepEqual(recs.map((r) => r.lineNo), Array.from({ length: lines.length }, (_, i) => i + 1));
+  }
+});

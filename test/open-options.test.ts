@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { DEFAULT_STAGES, open, type OpenInput } from '../src/index.js';
@@ -72,4 +73,30 @@ test('open() runs a config, a file or an object, with its plugins loaded', async
   await assert.rejects(open(fixture(), { config: unrouted }).done, { code: 'ERR_ROUTER_REQUIRED' });
   const missing = join(tmpDir(), 'none.json');
   await assert.rejects(open(fixture(), { config: missing }).done, { code: 'ERR_CONFIG_READ' });
+});
+
+test('an input that fails midway: what was read is filed, index.json records the failure, done rejects', async () => {
+  const lines = readFileSync(fixture(), 'utf8').split('\n').filter(Boolean);
+  const kept = lines.slice(0, 10);
+  async function* failing() {
+    for (const line of kept) yield Buffer.from(line + '\n');
+    throw Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' });
+  }
+  const out = join(tmpDir(), 'o');
+  const run = open(Readable.from(failing()), { out });
+  const subagents: string[] = [];
+  for await (const sub of run.allSubagents) subagents.push(sub.id);
+  await assert.rejects(run.done, { code: 'ERR_INPUT' });
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.deepEqual(
+    index.warnings.map((w: { code: string }) => w.code),
+    ['INPUT_FAILED'],
+  );
+  assert.equal(index.input.lines, kept.length);
+  // Every line read is in a channel's file, once.
+  const filed = index.channels.flatMap((ch: { jsonl: string }) =>
+    readFileSync(join(out, ch.jsonl), 'utf8').split('\n').filter(Boolean),
+  );
+  assert.deepEqual(filed.sort(), kept.slice().sort());
+  assert.deepEqual(subagents, index.channels.slice(1).map((ch: { id: string }) => ch.id));
 });

@@ -124,3 +124,30 @@ test('a stream without any timestamp uses the fallback time', async () => {
   assert.deepEqual([spans[0].startMs, spans[0].endMs], [1234, 1234]);
   assert.equal(spans[0].attributes['subtee.status'], 'completed');
 });
+
+test("spans carry session.id, openinference.span.kind and each agent's dollars as index.json has them", async () => {
+  for (const file of fixtureFiles()) {
+    const input = readFileSync(file);
+    const session = JSON.parse(input.toString('utf8').split('\n')[0]).session_id;
+    let builder: TraceBuilder | null = null;
+    const spans: SpanData[] = [];
+    const { run, index } = await routeThrough(input, (batch, session) => {
+      builder ??= new TraceBuilder({ costs: session.cost });
+      for (const rec of batch) spans.push(...builder.add(rec));
+    });
+    spans.push(...builder!.finish(run.tree.channels(), run));
+    const name = basename(file);
+    const finalSpans = spans.filter((s) => s.key.startsWith('agent:'));
+    for (const span of spans) {
+      assert.equal(span.attributes['session.id'], session, `${name}: session.id of ${span.name}`);
+      const kind = span.key.startsWith('agent:') ? 'AGENT' : 'TOOL';
+      assert.equal(span.attributes['openinference.span.kind'], kind, `${name}: kind of ${span.name}`);
+    }
+    const main = finalSpans.find((s) => s.key === 'agent:')!;
+    assert.equal(main.attributes['subtee.run.cost.usd'], index.cost.usd, name);
+    assert.equal(main.attributes['subtee.cost.basis'], 'result', name);
+    const mainChannel = index.channels.find((c: any) => c.id === null);
+    assert.equal(main.attributes['subtee.cost.usd'], mainChannel.cost.usd, name);
+    assert.equal(main.attributes['gen_ai.usage.output_tokens'], mainChannel.usage.output_tokens, name);
+  }
+});

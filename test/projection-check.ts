@@ -14,8 +14,9 @@ export function expectedOf(text: string) {
     const messageParts: string[][] = [];
     const calls = new Map<string, string | null>();
     const lastUsage = new Map<string, number>();
-    // One message per API message: an assistant line with the id of the channel's assistant
-    // message before it adds its text to that message, even past user lines (tool results).
+    // One message per model call: an assistant line with the id of the channel's assistant
+    // message before it adds its text to that message, even past user lines (tool results),
+    // which are no messages of their own: their text reaches a reader as a tool call's output.
     let current = null as { id: string | null; at: number } | null;
     for (const value of ch.lines.map(parse)) {
       if (value.type !== 'assistant' && value.type !== 'user') continue;
@@ -35,6 +36,7 @@ export function expectedOf(text: string) {
           );
         }
       }
+      if (value.type === 'user') continue;
       if (same) messageParts[current!.at].push(...parts);
       else messageParts.push(parts);
       const u = value.message?.usage;

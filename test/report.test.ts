@@ -48,6 +48,7 @@ function channel(over: Partial<ChannelView>): ChannelView {
     lines: 1,
     counts: {},
     usage: { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 },
+    cost: 0,
     first: null,
     last: null,
     spawned: null,

@@ -134,13 +134,17 @@ test('a line view equals JSON.parse but for lazy strings, and top-level scalars 
       const rec = scannedRecord(1, raw, scanned);
       const view = viewOf(rec);
       // Short lines are parsed whole; any other line of an uninterpreted type keeps its top-level
-      // scalars only, and a stream event the scalars of its `event` too.
+      // scalars only, and a stream event the scalars of its `event` (and of the event's `usage`) too.
       const scalars = (object: Record<string, unknown>) =>
         Object.fromEntries(Object.entries(object).filter(([, x]) => typeof x !== 'object' || x === null));
       const head = scalars(expected);
       const event = expected.event;
-      if (expected.type === 'stream_event' && event && typeof event === 'object' && !Array.isArray(event))
-        head.event = scalars(event);
+      if (expected.type === 'stream_event' && event && typeof event === 'object' && !Array.isArray(event)) {
+        const inner = scalars(event);
+        const usage = event.usage;
+        if (usage && typeof usage === 'object' && !Array.isArray(usage)) inner.usage = scalars(usage);
+        head.event = inner;
+      }
       const partial = HEAD_ONLY(expected) && scanned.view !== undefined;
       assert.deepStrictEqual(decoded(view), partial ? head : expected);
       assert.deepStrictEqual(rec.value, expected, 'value is the whole parse');

@@ -75,6 +75,12 @@ export function structureOf(index: Record<string, unknown>, jsonl: string) {
       for (const [k, n] of Object.entries(extra.usage)) usage[k] -= n;
       fields.usage = usage;
     }
+    // Estimated output tokens share the result's total, which counts the follow-up turns
+    // (their number varies with timing): compared only when they are the stream's own.
+    if ((index.cost as { output_tokens?: string } | undefined)?.output_tokens !== 'stream') {
+      const { output_tokens: _estimated, ...rest } = fields.usage as Record<string, number>;
+      fields.usage = rest;
+    }
     return { channel: name(c), parent: c.id === null ? null : name(byId.get(c.parent)), ...fields };
   });
   return {

@@ -70,6 +70,7 @@ describe('subtee stats --clickhouse: the same figures as over the run folders', 
   let ch: ClickHouseServer;
   let runs: string;
   const table = 'fleet.channels';
+  let sinkHasCost = false;
 
   before(async () => {
     ch = await startClickHouse();
@@ -100,7 +101,8 @@ describe('subtee stats --clickhouse: the same figures as over the run folders', 
       "SELECT name FROM system.columns WHERE database = 'fleet' AND table = 'channels'",
     );
     const names = new Set(columns.map((c) => c.name));
-    if (!names.has('model') || !names.has('cost_usd')) {
+    sinkHasCost = names.has('model') && names.has('cost_usd');
+    if (!sinkHasCost) {
       // A sink without them stored no models or dollars: the folders then count as written
       // before index.json carried them, and the two paths compare every other figure.
       if (!names.has('model')) await ch.client.command({ query: `ALTER TABLE ${table} ADD COLUMN model String` });
@@ -130,6 +132,10 @@ describe('subtee stats --clickhouse: the same figures as over the run folders', 
     assert.equal(folders.runs, fixtureFiles().length + 3, 'every run folder');
     assert.ok(folders.failed_total > 0 && folders.tables.agent.length >= 3, 'failures and several agent types');
     assert.ok(folders.total.elapsed_p95_ms > 0);
+    if (sinkHasCost) {
+      assert.ok(folders.total.cost_usd > 0, 'dollars compared too');
+      assert.ok(folders.tables.model.some((g: any) => g.key.startsWith('claude-')), 'models compared too');
+    }
     assert.equal(clickhouse.source, 'clickhouse');
     assertSameFigures(clickhouse, folders);
     assert.ok(folders.costliest.every((s: any) => typeof s.log === 'string'), 'folders name the transcripts');

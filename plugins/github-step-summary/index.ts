@@ -1,14 +1,14 @@
 import { appendFileSync } from 'node:fs';
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import {
-  BATCH_HIGH_WATER_MARK,
   channelTokens,
+  createBatchTransform,
   contentBlocks,
   definePlugin,
   escapeHtml,
   escapeMarkdown,
+  lineTypeOf,
   MAX_GUIDE_LEVELS,
-  passOn,
   requireSession,
   statusCounts,
   walkTree,
@@ -115,37 +115,27 @@ export function createGithubStepSummary(
       throw writeFailed(path, err);
     }
   };
-  const sink = new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
+  return createBatchTransform({
+    sink: true,
+    transformBatch(batch: RecordBatch) {
       for (const rec of batch) {
-        if (rec.kind !== 'line' || rec.value.type !== 'assistant' || !rec.channel) continue;
+        if (rec.kind !== 'line' || lineTypeOf(rec.value) !== 'assistant' || !rec.channel) continue;
         for (const b of contentBlocks(rec.value)) {
           if (b.type === 'text' && b.text.trim())
             lastText.set(rec.channel, b.text.slice(0, o.reportChars + 1));
         }
       }
-      cb(null, passOn(sink, batch));
+      return batch;
     },
-    flush(cb: TransformCallback) {
-      try {
-        write();
-      } catch (err) {
-        return cb(err as Error);
-      }
-      cb();
-    },
-    destroy(err, cb) {
+    flushAtEnd: write,
+    teardown() {
       try {
         write();
       } catch {
         // The original error is the one to report.
       }
-      cb(err);
     },
   });
-  return sink;
 }
 
 export default definePlugin<StepSummaryOptions>({

@@ -1,6 +1,6 @@
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import {
-  BATCH_HIGH_WATER_MARK,
+  createBatchTransform,
   definePlugin,
   LineSpool,
   type RecordBatch,
@@ -148,12 +148,8 @@ export function redactSpooled(rec: SpooledRecord): SpooledRecord {
  * copies input before any stage and is not masked.
  */
 export function createRedactSecrets(): Transform {
-  return new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      cb(null, batch.map(redactRecord));
-    },
+  return createBatchTransform({
+    transformBatch: (batch: RecordBatch) => batch.map(redactRecord),
   });
 }
 

@@ -2,7 +2,7 @@ import { Writable, type Readable, type Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { builtinRegistry } from './builtins.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../model/record.js';
-import { SubteeError, UsageError } from '../errors.js';
+import { EXIT, SubteeError, UsageError } from '../errors.js';
 import { optionProblem, type PluginContext, type PluginDefinition, type Registry } from './plugin.js';
 import { Session } from '../model/session.js';
 
@@ -189,7 +189,7 @@ const STOPPED = Symbol('stopped');
  * The input until `stop` fires. A pending read is abandoned at once (the input may be a pipe
  * that stays silent), and the chain then drains what it already holds, as at end of input.
  */
-function untilStopped(stop: AbortSignal) {
+function untilStopped(stop: AbortSignal, onInputFailure: (err: unknown) => void) {
   return async function* (source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
     const it = source[Symbol.asyncIterator]();
     try {
@@ -200,8 +200,15 @@ function untilStopped(stop: AbortSignal) {
           onAbort = () => resolve(STOPPED);
           stop.addEventListener('abort', onAbort, { once: true });
         });
-        const next = await Promise.race([it.next(), stopped]);
-        stop.removeEventListener('abort', onAbort);
+        let next: IteratorResult<Buffer> | typeof STOPPED;
+        try {
+          next = await Promise.race([it.next(), stopped]);
+        } catch (err) {
+          onInputFailure(err);
+          return;
+        } finally {
+          stop.removeEventListener('abort', onAbort);
+        }
         if (next === STOPPED || next.done) return;
         yield next.value;
       }
@@ -228,10 +235,24 @@ export async function runChain(
     reason ??= why;
     stopped.abort();
   };
+  // An input that fails ends the run as an input that ends does, so what was read reaches every
+  // sink and index.json; the failure is recorded there and then fails the run. Left to
+  // pipeline(), it would destroy every stream with the input's error, as if a sink had failed.
+  let settled = false;
+  const onInputFailure = (err: unknown) => {
+    // Closing the input after the chain failed fails a read still pending: not the input's fault.
+    if (settled) return;
+    const why = err instanceof Error ? err.message : String(err);
+    run.warn('INPUT_FAILED', `the input failed after ${run.input.bytes} bytes: ${why}`);
+    reason ??=
+      err instanceof SubteeError
+        ? err
+        : new SubteeError('ERR_INPUT', `cannot read the input: ${why}`, { exitCode: EXIT.IO, cause: err });
+  };
   // The typings have no overload for a list that mixes streams and a generator stage.
+  // The input is read by the generator alone, so its error reaches onInputFailure only.
   const all = [
-    input,
-    untilStopped(stopped.signal),
+    untilStopped(stopped.signal, onInputFailure)(input),
     ...streams,
     createDiscard(),
   ] as unknown as NodeJS.ReadableStream[];
@@ -242,6 +263,9 @@ export async function runChain(
   } finally {
     run.stopInput = null;
     options.stop?.removeEventListener('abort', onStop);
+    // Not a member of the pipeline, so close it here: a silent pipe would hold a read open.
+    settled = true;
+    input.destroy();
   }
   if (reason) throw reason;
   return run;

@@ -2,8 +2,10 @@ import type { Writable } from 'node:stream';
 import { lstatSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { EXIT, SubteeError, UsageError } from '../errors.js';
+import { writeIndexPage, writeReport } from '../chain/sinks/report-file.js';
+import { channelReaderFor } from '../chain/stages/input-format.js';
 import { escapeOneLine } from '../views/escape.js';
-import { reportLine, writeIndexPage, writeReport } from '../views/report/build.js';
+import { reportLine } from '../views/report/build.js';
 import { indexPageRow, type IndexPageRow } from '../views/report/index-page.js';
 import { readRunIndex, runFolders } from './run-folders.js';
 import { REPORT_DEFAULTS } from '../views/report/model.js';
@@ -46,7 +48,7 @@ export function reportCommand(argv: string[], stdout: Writable, stderr: Writable
   const maxPageBytes = given === undefined ? REPORT_DEFAULTS.maxPageBytes : Number(given);
   const out = o._[0];
   if (!isRunFolder(out) && isFolder(out)) return indexReport(out, maxPageBytes, o.quiet === true, stderr);
-  const r = writeReport(out, { maxPageBytes });
+  const r = writeReport(out, { maxPageBytes, channelReader: channelReaderFor });
   if (!o.quiet) stderr.write(reportLine(r));
   return 0;
 }
@@ -89,7 +91,7 @@ function indexReport(root: string, maxPageBytes: number, quiet: boolean, stderr:
     }
     let problem: string | null = null;
     try {
-      writeReport(dir, { maxPageBytes });
+      writeReport(dir, { maxPageBytes, channelReader: channelReaderFor });
     } catch (err) {
       if (!(err instanceof SubteeError)) throw err;
       problem = err.message;

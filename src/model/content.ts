@@ -2,6 +2,7 @@ import {
   asBlock,
   asStreamLine,
   isObject,
+  lineTypeOf,
   rawBlocks,
   resultTextLazy,
   type JsonObject,
@@ -47,7 +48,7 @@ export function lineContent(
   value: JsonObject,
   display?: ReadonlyMap<number, string | null>,
 ): readonly ContentItem[] {
-  const type = value.type;
+  const type = lineTypeOf(value);
   if (type !== 'assistant' && type !== 'user' && type !== 'result') return NO_CONTENT;
   const line = asStreamLine(value);
   if (line?.type === 'result') {

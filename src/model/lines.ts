@@ -31,11 +31,18 @@ export class LineSplitter {
     },
   ) {}
 
-  push(chunk: Buffer): void {
+  /**
+   * Splits `chunk`, or its first `maxLines` lines: then the bytes not yet split are handed
+   * back, to be pushed next (a chunk of tiny lines need not become all its records at once).
+   * Null when the whole chunk was taken.
+   */
+  push(chunk: Buffer, maxLines = Infinity): Buffer | null {
     if (this.atStart) chunk = this.stripBom(chunk);
     let start = 0;
     let nl: number;
+    let count = 0;
     while ((nl = chunk.indexOf(LF, start)) !== -1) {
+      if (count++ === maxLines) return chunk.subarray(start);
       this.lineNo++;
       const tail = chunk.subarray(start, nl);
       if (this.overflowing) {
@@ -52,11 +59,11 @@ export class LineSplitter {
       }
       start = nl + 1;
     }
-    if (start === chunk.length) return;
+    if (start === chunk.length) return null;
     const rest = chunk.subarray(start);
     if (this.overflowing) {
       this.sink.overflow(rest, this.lineNo + 1, false);
-      return;
+      return null;
     }
     this.parts.push(rest);
     this.partsBytes += rest.length;
@@ -68,6 +75,7 @@ export class LineSplitter {
       this.partsBytes = 0;
       for (const part of parts) this.sink.overflow(part, this.lineNo + 1, false);
     }
+    return null;
   }
 
   /** At end of input: an unterminated last line is handed on as such. */

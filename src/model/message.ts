@@ -186,6 +186,51 @@ export interface StreamEventLine extends LineBase {
 export type StreamLine = AssistantLine | UserLine | SystemLine | ResultLine | StreamEventLine;
 export type LineType = StreamLine['type'];
 
+const LINE_TYPES: ReadonlySet<string> = new Set<LineType>([
+  'assistant',
+  'user',
+  'system',
+  'result',
+  'stream_event',
+]);
+
+/**
+ * The kind a line says it is, when it is one of the kinds subtee reads; null for any other.
+ * Typed, so a misspelt kind does not compile. Unlike asStreamLine it reads `type` alone and
+ * not the line's shape (nor its `message`, which a lazy line view would parse).
+ */
+export function lineTypeOf(value: JsonObject): LineType | null {
+  const type = value.type;
+  return typeof type === 'string' && LINE_TYPES.has(type) ? (type as LineType) : null;
+}
+
+/** The system lines subtee reads, by `subtype`. */
+export type SystemSubtype =
+  | 'init'
+  | 'status'
+  | 'task_started'
+  | 'task_progress'
+  | 'task_updated'
+  | 'task_notification'
+  | 'background_tasks_changed';
+
+const SYSTEM_SUBTYPES: ReadonlySet<string> = new Set<SystemSubtype>([
+  'init',
+  'status',
+  'task_started',
+  'task_progress',
+  'task_updated',
+  'task_notification',
+  'background_tasks_changed',
+]);
+
+/** The subtype of a system line when it is one subtee reads; null for any other line. */
+export function systemSubtypeOf(value: JsonObject): SystemSubtype | null {
+  if (value.type !== 'system') return null;
+  const subtype = value.subtype;
+  return typeof subtype === 'string' && SYSTEM_SUBTYPES.has(subtype) ? (subtype as SystemSubtype) : null;
+}
+
 /**
  * The line as one of the kinds subtee reads, when its discriminating fields have the right
  * shape; null for any other JSON object (still routed and kept, just not interpreted).

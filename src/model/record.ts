@@ -23,6 +23,12 @@ export interface LineRecord {
   display?: Map<number, string | null>;
   /** Full thinking texts moved out of the transcript (thinking truncator, `file` mode). */
   thinkingFull?: string[];
+  /**
+   * Made by an input adapter from an input line whose bytes another record carries (a
+   * subagent's prompt from its spawn call, a message joined from its pieces): routed and
+   * shown like any line, never written to a `.jsonl`, so each input line is kept once.
+   */
+  derived?: true;
 }
 
 /** Bytes that are not a JSON object line. Kept byte for byte for the quarantine file. */
@@ -82,7 +88,8 @@ export interface Spool {
 export type SubteeRecord = LineRecord | QuarantineRecord | SpooledRecord;
 
 /**
- * What flows between object-mode stages: the records of one input chunk, in order. Moving
+ * What flows between object-mode stages: the records of one input chunk (of at most
+ * MAX_BATCH_RECORDS of its lines when they are many), in order. Moving
  * arrays instead of single records keeps the per-record cost of stream plumbing out of the
  * hot path (a stream hop costs about as much as routing a small line). A stage may return a
  * shorter or longer array (dropping or adding records); an empty one is not passed on.
@@ -95,3 +102,10 @@ export type RecordBatch = SubteeRecord[];
  * without starving the next stage.
  */
 export const BATCH_HIGH_WATER_MARK = 2;
+
+/**
+ * Records in one batch from the line parser, at most: a 256 KiB read of one-byte lines would
+ * otherwise be 131,072 records at once, in every stage's buffers (448 MB peak on 45 million
+ * such lines); lines of a few hundred bytes never reach it.
+ */
+export const MAX_BATCH_RECORDS = 1024;

@@ -1,6 +1,7 @@
 import { SubteeError, UsageError } from '../errors.js';
 import type { Stall } from './in-flight.js';
 import { ChannelTree, type Channel } from './tree.js';
+import { CostLedger } from './cost.js';
 
 export interface ChannelFiles {
   /** The output folder. */
@@ -13,8 +14,11 @@ export interface ChannelFiles {
   spoolDir?: string;
 }
 
-/** Who wrote the input: Claude Code stream-json (the CLI or the Agent SDK), or a LangGraph run. */
-export type Producer = 'claude' | 'langgraph';
+/**
+ * Who wrote the input: Claude Code stream-json (the CLI or the Agent SDK), a LangGraph run,
+ * or another coding agent's JSON stream (GitHub Copilot CLI, Codex, Gemini CLI, opencode).
+ */
+export type Producer = 'claude' | 'langgraph' | 'copilot' | 'codex' | 'gemini' | 'opencode';
 
 export interface Warning {
   code: string;
@@ -30,6 +34,8 @@ export interface Warning {
  */
 export class Session {
   readonly tree = new ChannelTree();
+  /** Tokens and dollars per channel and model (fed by the channel router). */
+  readonly cost = new CostLedger();
   /** `failed`: lines a stage could not handle (kept all the same, see `recordFailed`). */
   readonly input = { lines: 0, blankLines: 0, bytes: 0, quarantined: 0, failed: 0 };
   /** Line numbers in the quarantine file: the first ones, then only a count (any stream keeps a small index). */
@@ -42,6 +48,13 @@ export class Session {
   channelFiles: ChannelFiles | null = null;
   /** Set by the input-format stage; null when the chain has none or no line arrived. */
   producer: Producer | null = null;
+  /** The version a mapped producer's stream states (Claude Code's is the tree's); null when none. */
+  producerVersion: string | null = null;
+  /**
+   * True when the routed lines are mapped from another producer's events whose own bytes are
+   * what the `.jsonl` files keep: a reader replays such a run from memory, not from the files.
+   */
+  linesMapped = false;
   interrupted = false;
   stalled = false;
   /** What the idle watchdog found when it first fired: the silence, its allowance, what was in flight. */
@@ -56,9 +69,16 @@ export class Session {
   readonly channelFields: Array<(ch: Channel) => Record<string, unknown>> = [];
   private readonly listeners: Array<(w: Warning) => void> = [];
 
-  /** Records a warning once per code; listeners (stderr, pino) hear it once. */
-  warn(code: string, message: string): boolean {
-    if (this.warnings.some((w) => w.code === code)) return false;
+  private readonly warnedKeys = new Set<string>();
+
+  /**
+   * Records a warning once per code (or once per `subject` of a code, such as a model without
+   * a price); listeners (stderr, pino) hear it once.
+   */
+  warn(code: string, message: string, subject?: string): boolean {
+    const key = subject === undefined ? code : `${code}\u0000${subject}`;
+    if (this.warnedKeys.has(key)) return false;
+    this.warnedKeys.add(key);
     const w = { code, message };
     this.warnings.push(w);
     for (const l of this.listeners) l(w);

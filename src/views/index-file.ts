@@ -1,6 +1,7 @@
 import type { Stall } from '../model/in-flight.js';
 import type { Producer, Session, Warning } from '../model/session.js';
 import type { Channel, ChannelStatus } from '../model/tree.js';
+import { channelCosts, finalCost, indexCost, type ChannelCostView, type IndexCost } from './cost.js';
 
 export const INDEX_FORMAT = 'subtee-index/1';
 
@@ -27,8 +28,15 @@ export interface IndexChannel {
   thinking_log?: string;
   lines: number;
   counts: { text: number; thinking: number; tool_use: number; tool_result: number };
-  /** Each API message's usage counted once. */
+  /**
+   * Each API message's usage counted once; `output_tokens` is the true figure (or the
+   * estimate, or the stream's own: see the run's `cost.output_tokens`).
+   */
   usage: Record<string, number>;
+  /** Models the channel used, in first-use order. */
+  models: string[];
+  /** Its own dollars and its subtree's (itself and every channel under it); null: a model is unpriced. */
+  cost: { usd: number | null; subtree_usd: number | null };
   first_seen: string | null;
   last_seen: string | null;
   /** Fields stages add (the thinking truncator's `thinking`…). */
@@ -41,6 +49,8 @@ export interface IndexDocument {
   session_id: string | null;
   claude_code_version: string | null;
   producer: Producer | null;
+  /** The producer's version as its stream states it (Claude Code's is `claude_code_version`). */
+  producer_version: string | null;
   /** The run was stopped (a signal, an abort) before its input ended. */
   interrupted: boolean;
   stalled: boolean;
@@ -51,9 +61,17 @@ export interface IndexDocument {
   quarantine_lines: number[];
   quarantine_lines_omitted: number;
   warnings: Warning[];
+  /** What the run cost (see the README's cost section). */
+  cost: IndexCost;
   channels: IndexChannel[];
   /** Fields a newer writer adds. */
   [field: string]: unknown;
+}
+
+/** A channel's `models` and `cost`; one the walk did not reach (none is left out) costs nothing. */
+function costFields(view: ChannelCostView | undefined): Pick<IndexChannel, 'models' | 'cost'> {
+  if (!view) return { models: [], cost: { usd: 0, subtree_usd: 0 } };
+  return { models: view.models, cost: { usd: view.usd, subtree_usd: view.subtreeUsd } };
 }
 
 /** The `index.json` document (format documented in the README). Plain data, no I/O. */
@@ -63,11 +81,18 @@ export function buildIndex(
   quarantine: string | null,
 ): IndexDocument {
   const tree = run.tree;
+  const report = finalCost(run);
+  const costs = channelCosts(report, tree);
+  const usageOf = (ch: Channel) => {
+    const tokens = costs.get(ch)?.tokens;
+    return tokens ? { ...ch.usage, output_tokens: tokens.output_tokens } : ch.usage;
+  };
   return {
     format: INDEX_FORMAT,
     session_id: tree.sessionId,
     claude_code_version: tree.version,
     producer: run.producer,
+    producer_version: run.producer === 'claude' ? tree.version : run.producerVersion,
     interrupted: run.interrupted,
     stalled: run.stalled,
     stall: run.stall,
@@ -82,6 +107,7 @@ export function buildIndex(
     quarantine_lines: run.quarantineLines.listed,
     quarantine_lines_omitted: run.quarantineLines.omitted,
     warnings: run.warnings,
+    cost: indexCost(report),
     channels: tree.channels().map((ch): IndexChannel => ({
       id: ch.id,
       parent: ch.parent,
@@ -97,7 +123,8 @@ export function buildIndex(
       ...(paths(ch)?.thinking_log ? { thinking_log: paths(ch)!.thinking_log } : {}),
       lines: ch.lines,
       counts: ch.counts,
-      usage: ch.usage,
+      usage: usageOf(ch),
+      ...costFields(costs.get(ch)),
       first_seen: ch.firstSeen,
       last_seen: ch.lastSeen,
       ...Object.assign({}, ...run.channelFields.map((f) => f(ch))),

@@ -1,13 +1,16 @@
 /**
- * One `Message` per API message. The CLI writes an API message as several lines, one per
- * content block, each with the same `message.id` and a copy of the message's usage; a reader
- * that took each line as a message would count that usage once per block. Here the lines of
- * one message (consecutive on their channel, as the channel router counts usage) make one
- * message whose blocks arrive as their lines do and whose usage is counted once.
+ * One `Message` per model call, as Deep Agents yields them. The CLI writes an API message as
+ * several lines, one per content block, each with the same `message.id` and a copy of the
+ * message's usage; a reader that took each line as a message would count that usage once per
+ * block. Here the lines of one message (consecutive on their channel, as the channel router
+ * counts usage) make one message whose blocks arrive as their lines do and whose usage is
+ * counted once. User lines (a prompt, tool results) are no model call: their text reaches a
+ * reader as tool calls' outputs and the subagent's description.
  */
 import {
   channelIdOf,
   isObject,
+  lineTypeOf,
   nonEmpty,
   usageNumbers,
   type JsonObject,
@@ -32,12 +35,13 @@ export type MessageBlock =
 /** Values that arrive one by one: iterate for each as it comes, or await the whole. */
 export interface LiveValues<T, Whole> extends AsyncIterable<T>, PromiseLike<Whole> {}
 
-/** One API message of a channel (a user line is a message of its own). */
+/** One model call of a channel: an assistant message, however many lines it took. */
 export interface Message {
   /** Position of the message among its channel's messages (0 = the first). */
   readonly index: number;
   readonly channel: string | null;
-  readonly role: 'assistant' | 'user';
+  /** Always `assistant`: kept so code written against LangChain's messages reads the same. */
+  readonly role: 'assistant';
   /** The API message id; null when the line has none. */
   readonly id: string | null;
   /** The timestamp of the message's first line. */
@@ -93,7 +97,6 @@ class LiveMessage {
   constructor(
     index: number,
     channel: string | null,
-    role: Message['role'],
     id: string | null,
     ts: string | null,
     observed: () => void,
@@ -121,7 +124,7 @@ class LiveMessage {
     this.message = Object.freeze({
       index,
       channel,
-      role,
+      role: 'assistant',
       id,
       timestamp: ts,
       blocks: Object.freeze(blocks),
@@ -134,7 +137,7 @@ class LiveMessage {
     for (const block of blocksOfLine(value)) this.blocks.push(block);
     const message = value.message;
     // Every line of the message repeats its usage; the latest one stands, as in index.json.
-    if (value.type === 'assistant' && isObject(message) && isObject(message.usage)) {
+    if (isObject(message) && isObject(message.usage)) {
       this.usage = Object.freeze(usageNumbers(message.usage)) as Usage;
     }
     this.notify();
@@ -174,8 +177,7 @@ const joinedText = (blocks: readonly MessageBlock[]): string =>
  * Turns one channel's lines, in order, into its messages. An assistant line with the id of
  * the channel's current assistant message adds to it, even past user lines: the CLI runs a
  * message's tool calls as their blocks arrive, so their results come between its lines. Any
- * other assistant line completes that message and starts the next; a user line is a message
- * of its own.
+ * other assistant line completes that message and starts the next.
  */
 interface CurrentMessage {
   id: string | null;
@@ -193,29 +195,24 @@ export class MessageAssembler {
   private current: CurrentMessage | null = null;
   private count = 0;
 
-  /** The message the line starts, or null when it continues one (or is not a message). */
+  /** The message the line starts, or null when it continues one (or is not a model call). */
   take(value: JsonObject): Message | null {
-    if (value.type !== 'assistant' && value.type !== 'user') return null;
+    if (lineTypeOf(value) !== 'assistant') return null;
     const message = isObject(value.message) ? value.message : {};
     const id = nonEmpty(message.id);
-    if (value.type === 'assistant' && id !== null && this.current?.id === id) {
+    if (id !== null && this.current?.id === id) {
       this.current.live?.deref()?.add(value);
       return null;
     }
-    const slot: CurrentMessage | null = value.type === 'assistant' ? { id, live: null, kept: null } : null;
-    const channel = channelIdOf(value);
+    const slot: CurrentMessage = { id, live: null, kept: null };
     const ts = nonEmpty(value.timestamp);
-    const live: LiveMessage = new LiveMessage(this.count++, channel, value.type, id, ts, () => {
-      if (slot) slot.kept = live;
+    const live: LiveMessage = new LiveMessage(this.count++, channelIdOf(value), id, ts, () => {
+      slot.kept = live;
     });
     live.add(value);
-    if (slot) {
-      slot.live = new WeakRef(live);
-      this.current?.live?.deref()?.end();
-      this.current = slot;
-    } else {
-      live.end();
-    }
+    slot.live = new WeakRef(live);
+    this.current?.live?.deref()?.end();
+    this.current = slot;
     return live.message;
   }
 

@@ -4,6 +4,7 @@ import {
   asBlock,
   channelIdOf,
   isObject,
+  lineTypeOf,
   nonEmpty,
   rawBlocks,
   resultText,
@@ -26,6 +27,7 @@ import {
 } from '../model/tree.js';
 import { deepFreeze, Feed } from './feed.js';
 import { channelTokens } from './walk.js';
+import { roundUsd, type ModelCost, type OutputTokensBasis } from '../model/cost.js';
 
 export const PROJECTION_DEFAULTS = Object.freeze({
   /**
@@ -70,7 +72,32 @@ export interface ToolCall {
   readonly error: Promise<string | null>;
 }
 
+/** What a channel or a subtree cost so far (see the README's cost section). */
+export interface CostFigures {
+  /** Dollars; null when a model it used has no price. */
+  readonly usd: number | null;
+  /** `result`: Claude Code's own dollars (the run has ended); `table`: the dated price table. */
+  readonly basis: 'result' | 'table';
+  /** How the output tokens behind the dollars were found. */
+  readonly outputTokens: OutputTokensBasis;
+}
+
+/** What the run cost: its total beside Claude Code's, per model, and what no channel shows. */
+export interface RunCost extends CostFigures {
+  /** The channels' dollars added up. */
+  readonly channelsUsd: number | null;
+  /** What the result counts and no channel shows; null without a result line. */
+  readonly unattributedUsd: number | null;
+  /** Claude Code's `total_cost_usd`; null without a result line. */
+  readonly resultUsd: number | null;
+  /** The price table's date when it priced anything. */
+  readonly pricesDate: string | null;
+  readonly models: Readonly<Record<string, Readonly<ModelCost>>>;
+}
+
 export interface Totals {
+  /** Dollars, when the subagent ended (or the run, for the run's output). */
+  readonly cost: CostFigures;
   readonly usage: Usage;
   /** Input plus output tokens. */
   readonly tokens: number;
@@ -133,6 +160,8 @@ export interface RunOutput {
   readonly usage: Usage | null;
   /** Every channel's usage from its lines, rolled up (each API message counted once). */
   readonly subtree: Totals & { readonly subagents: number };
+  /** The run's dollars beside Claude Code's own. */
+  readonly cost: RunCost;
 }
 
 export interface SubagentHandle {
@@ -186,13 +215,14 @@ export class ToolCallPairing {
   /** The calls a line opens; results it carries settle earlier calls. */
   take(value: JsonObject): ToolCall[] {
     const calls: ToolCall[] = [];
-    if (value.type === 'stream_event' && isObject(value.event)) {
+    const kind = lineTypeOf(value);
+    if (kind === 'stream_event' && isObject(value.event)) {
       this.streamEvent(value.event, nonEmpty(value.api_message_id) ?? '');
       return calls;
     }
     for (const raw of rawBlocks(value)) {
       const block = asBlock(raw);
-      if (block?.type === 'tool_use' && value.type === 'assistant' && !this.pending.has(block.id)) {
+      if (block?.type === 'tool_use' && kind === 'assistant' && !this.pending.has(block.id)) {
         calls.push(this.open(block.id, block.name, block.input, channelIdOf(value)));
       } else if (block?.type === 'tool_result') {
         const call = this.pending.get(block.tool_use_id);
@@ -407,8 +437,14 @@ function elapsed(first: string | null, last: string | null): number | null {
   return Number.isFinite(ms) ? ms : null;
 }
 
-function totalsOf(usage: Record<string, number>, first: string | null, last: string | null): Totals {
+function totalsOf(
+  usage: Record<string, number>,
+  first: string | null,
+  last: string | null,
+  cost: CostFigures,
+): Totals {
   return {
+    cost,
     usage: Object.freeze({ ...usage }),
     tokens: channelTokens({ usage }),
     firstSeen: first,
@@ -464,8 +500,8 @@ export class Projection {
       this.recordLine(id, rec, copy);
       // A run may have several result lines (one per turn): the last one tells how it ended.
       // The view, not `value`: reading `value` would parse every line.
-      const type = rec.kind === 'line' ? viewOf(rec).type : rec.value?.type;
-      if (type === 'result') this.resultLine = rec.value;
+      const line = rec.kind === 'line' ? viewOf(rec) : rec.value;
+      if (line && lineTypeOf(line) === 'result') this.resultLine = rec.value;
     }
   }
 
@@ -535,7 +571,22 @@ export class Projection {
       durationMs: number(line?.duration_ms),
       usage: isObject(line?.usage) ? (usageNumbers(line.usage) as Usage) : null,
       subtree: this.totals(this.session.tree.main),
+      cost: this.runCost(),
     });
+  }
+
+  private runCost(): RunCost {
+    const report = this.session.cost.report();
+    return {
+      usd: report.usd,
+      basis: report.basis,
+      outputTokens: report.output_tokens,
+      channelsUsd: report.channels_usd,
+      unattributedUsd: report.unattributed_usd,
+      resultUsd: report.result_usd,
+      pricesDate: report.prices_date,
+      models: report.models,
+    };
   }
 
   handle(id: string): SubagentHandle | undefined {
@@ -574,7 +625,7 @@ export class Projection {
 
   private async replayEvents(reader: EventReader, log: EventLog, count: number): Promise<void> {
     const limit = this.opts.readerHighWaterLines;
-    const channelFiles = this.session.channelFiles;
+    const channelFiles = this.replayFiles();
     const files = channelFiles ? new ChannelFileCursors(channelFiles, log, count) : null;
     try {
       for (let at = 0; at < count; at++) {
@@ -629,8 +680,8 @@ export class Projection {
     if (this.eventLog) {
       // With files, a late loop reads lines back from the channel files; without, the copy the
       // channel's memory buffer holds is shared, not counted twice.
-      const files = this.session.channelFiles !== null;
-      const raw = rec.kind === 'line' && !files ? (copy ?? Buffer.from(rec.raw)) : null;
+      const files = this.replayFiles() !== null;
+      const raw = rec.kind === 'line' && !files ? (copy ?? this.lineBytes(rec)) : null;
       const value = rec.kind === 'spooled' && !files ? deepFreeze(rec.value) : null;
       this.eventLog.push({ lineNo: rec.lineNo, channel: id, changes: rec.events ?? NO_CHANGES, raw, value });
       this.countBuffered(ENTRY_BYTES + (raw && !copy ? raw.length : 0));
@@ -740,11 +791,19 @@ export class Projection {
     return path.reverse();
   }
 
+  /** Dollars as the cost ledger has them now, with how they were found. */
+  costOf(usd: number | null): CostFigures {
+    const ledger = this.session.cost;
+    const basis = ledger.hasResult ? 'result' : 'table';
+    return Object.freeze({ usd, basis, outputTokens: ledger.outputTokensBasis });
+  }
+
   totals(ch: Channel): SubagentOutput['subtree'] {
     const usage: Record<string, number> = {};
     let first: string | null = null;
     let last: string | null = null;
     let subagents = 0;
+    let costUsd: number | null = 0;
     const seen = new Set<Channel>();
     const stack = [ch];
     while (stack.length > 0) {
@@ -752,6 +811,8 @@ export class Projection {
       if (seen.has(at)) continue;
       seen.add(at);
       subagents++;
+      const own = this.session.cost.channelCost(at.id);
+      costUsd = costUsd === null || own?.usd === null ? null : costUsd + (own?.usd ?? 0);
       for (const key in at.usage) usage[key] = (usage[key] ?? 0) + at.usage[key];
       if (at.firstSeen && (!first || at.firstSeen < first)) first = at.firstSeen;
       if (at.lastSeen && (!last || at.lastSeen > last)) last = at.lastSeen;
@@ -760,7 +821,7 @@ export class Projection {
         if (child) stack.push(child);
       }
     }
-    return Object.freeze({ ...totalsOf(usage, first, last), subagents });
+    return Object.freeze({ ...totalsOf(usage, first, last, this.costOf(roundUsd(costUsd))), subagents });
   }
 
   private change(ev: ChannelEvent): void {
@@ -791,9 +852,9 @@ export class Projection {
       this.giveUpBuffer();
     } else if (log.memory && rec.kind === 'line') {
       // A copy: `raw` is a view into the input chunk and would keep the whole chunk alive.
-      copy = Buffer.from(rec.raw);
+      copy = this.lineBytes(rec);
       log.memory.push(copy);
-      this.countBuffered(rec.raw.length);
+      this.countBuffered(copy.length);
     }
     if (log.readers.size > 0) {
       // Read only for a reader: a line's value may be parsed on first read.
@@ -806,6 +867,19 @@ export class Projection {
     return log.memory ? copy : null;
   }
 
+  /**
+   * The files a late reader replays from: none when the lines were mapped from another
+   * producer's events, because the files keep those events, not the lines routed.
+   */
+  private replayFiles(): ChannelFiles | null {
+    return this.session.linesMapped ? null : this.session.channelFiles;
+  }
+
+  /** A line as a reader replays it: its bytes, or for a mapped line the JSON of what was routed. */
+  private lineBytes(rec: LineRecord): Buffer {
+    return this.session.linesMapped ? Buffer.from(JSON.stringify(rec.value)) : Buffer.from(rec.raw);
+  }
+
   private countBuffered(bytes: number): void {
     this.bufferedBytes += bytes;
     if (this.bufferedBytes > this.opts.maxBufferedBytes) this.giveUpBuffer();
@@ -814,7 +888,7 @@ export class Projection {
   private log(id: string | null): ChannelLog {
     let log = this.logs.get(id);
     if (!log) {
-      const memory = this.session.channelFiles || this.bufferGivenUp ? null : [];
+      const memory = this.replayFiles() || this.bufferGivenUp ? null : [];
       log = { count: 0, readers: new Set(), memory, ended: false };
       this.logs.set(id, log);
     }
@@ -848,7 +922,7 @@ export class Projection {
   }
 
   private async *replay(id: string | null, log: ChannelLog, count: number): AsyncGenerator<JsonObject> {
-    const files = this.session.channelFiles;
+    const files = this.replayFiles();
     if (files) {
       files.flush();
       const path = files.jsonlPath(id);
@@ -1043,7 +1117,12 @@ class SubagentHandleImpl implements SubagentHandle {
     const ch = this.channel;
     this.resolveOutput(
       Object.freeze({
-        ...totalsOf(ch.usage, ch.firstSeen, ch.lastSeen),
+        ...totalsOf(
+          ch.usage,
+          ch.firstSeen,
+          ch.lastSeen,
+          this.projection.costOf(this.projection.session.cost.channelCost(ch.id)?.usd ?? 0),
+        ),
         status: this.status,
         summary: ch.summary,
         error: ch.status === 'failed' ? (ch.summary ?? 'failed') : null,

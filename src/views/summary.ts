@@ -2,15 +2,20 @@ import type { Session } from '../model/session.js';
 import { escapeOneLine } from './escape.js';
 import { channelLabel } from './text.js';
 import { channelTokens, statusCounts, walkTree } from './walk.js';
+import { channelCosts, formatUsd } from './cost.js';
+import type { CostReport } from '../model/cost.js';
 
 /** The end-of-run tree for stderr: one line per channel, children under their parent. */
 export function summaryText(session: Session, out: string): string {
   const rows = walkTree(session.tree);
   const n = statusCounts(rows.map((r) => r.channel));
+  const report = session.cost.report();
+  const costs = channelCosts(report, session.tree, rows);
   const lines = [
     `subtee: ${rows.length - 1} subagents ` +
       `(${n.completed} completed, ${n.failed} failed, ${n.running} running), ` +
       `${session.input.lines} lines, ${session.input.quarantined} quarantined → ${escapeOneLine(out)}`,
+    runCostLine(report),
   ];
   for (const { channel: ch, level, guide, last, parentRow } of rows) {
     const unreached = parentRow < 0 && ch.id !== null;
@@ -20,11 +25,33 @@ export function summaryText(session: Session, out: string): string {
     const depth = ch.id !== null ? `  depth ${ch.depth ?? '?'}` : '';
     lines.push(
       `${prefix}${escapeOneLine(channelLabel(ch))}  ${ch.status}${depth}  ` +
-        `lines ${ch.lines}  tokens ${channelTokens(ch)}` +
+        `lines ${ch.lines}  tokens ${tokensOf(ch, costs.get(ch)?.tokens)}  ` +
+        formatUsd(costs.get(ch)?.usd ?? 0) +
         (unreached && ch.orphan ? '  (spawn not seen)' : ''),
     );
   }
   return lines.join('\n') + '\n';
+}
+
+/** Input plus output tokens, the output true or estimated when the cost ledger knows it. */
+function tokensOf(
+  ch: Parameters<typeof channelTokens>[0],
+  tokens: { output_tokens: number } | null | undefined,
+): number {
+  return tokens ? (ch.usage.input_tokens ?? 0) + tokens.output_tokens : channelTokens(ch);
+}
+
+/** The run's dollars beside Claude Code's own, and how they were found. */
+export function runCostLine(report: CostReport): string {
+  const basis = report.basis === 'result' ? 'basis result' : `basis table ${report.prices_date ?? ''}`.trim();
+  const claude =
+    report.result_usd === null ? 'no result line' : `Claude Code ${formatUsd(report.result_usd)}`;
+  const unattributed =
+    report.unattributed_usd === null ? '' : `, unattributed ${formatUsd(report.unattributed_usd)}`;
+  return (
+    `cost ${formatUsd(report.usd)}: subagent tree ${formatUsd(report.channels_usd)}${unattributed} ` +
+    `(${claude}; ${basis}; output tokens ${report.output_tokens})`
+  );
 }
 
 /** The live one-line status for a terminal. */

@@ -5,6 +5,8 @@ import { viewOf } from '../model/line-view.js';
 import type { LineRecord, SpooledRecord } from '../model/record.js';
 import type { ChannelSnapshot } from '../model/tree.js';
 import { escapeControl, escapeOneLine, shorten } from './escape.js';
+import type { CostReport } from '../model/cost.js';
+import { formatUsd, type ChannelCostView } from './cost.js';
 
 export const RENDER_DEFAULTS = Object.freeze({ toolInputChars: 200, resultChars: 500, promptChars: 500 });
 
@@ -24,6 +26,25 @@ export function headerLines(ch: ChannelSnapshot): string[] {
     `# depth: ${ch.depth ?? '(unknown)'}`,
     '',
   ];
+}
+
+/**
+ * The closing `# cost:` line of a transcript: the channel's dollars and its subtree's, its
+ * models and tokens, and how they were found (the README's cost section).
+ */
+export function costLine(cost: ChannelCostView | undefined, report: CostReport): string {
+  const own = formatUsd(cost?.usd ?? 0);
+  const subtree = formatUsd(cost?.subtreeUsd ?? 0);
+  const models =
+    cost && cost.models.length > 0 ? cost.models.map((m) => escapeOneLine(m)).join(', ') : 'no model';
+  const t = cost?.tokens;
+  const tokens = t
+    ? `input ${t.input_tokens}, output ${t.output_tokens} (${report.output_tokens}), ` +
+      `cache read ${t.cache_read_input_tokens}, ` +
+      `cache write ${t.cache_creation_5m_input_tokens + t.cache_creation_1h_input_tokens}`
+    : 'no tokens';
+  const basis = report.basis === 'result' ? 'basis result' : `basis table ${report.prices_date ?? ''}`.trim();
+  return `# cost: ${own} · subtree ${subtree} · ${models} · ${tokens} · ${basis}`;
 }
 
 export function statusLine(status: string, summary: string | null): string {

@@ -84,7 +84,10 @@ export function statusCounts(channels: Iterable<Channel>): StatusCounts {
 
 /** Input plus output tokens of a channel. */
 export function channelTokens(ch: { usage: Readonly<Record<string, number>> }): number {
-  return (ch.usage.input_tokens ?? 0) + (ch.usage.output_tokens ?? 0);
+  const { input_tokens: input, output_tokens: output, total_tokens: total } = ch.usage;
+  // A producer that gives only a total (GitHub Copilot CLI's subagents) is counted by it.
+  if (input === undefined && output === undefined) return total ?? 0;
+  return (input ?? 0) + (output ?? 0);
 }
 
 export interface SubtreeTotals {

@@ -12,7 +12,17 @@ export interface AppendFile {
   created: FileIdentity | null;
   pending: Buffer[];
   pendingBytes: number;
+  /** Where `writeCopied` gathers short lines: bytes from `copyStart` on are not in `pending` yet. */
+  copyBuf: Buffer | null;
+  copyStart: number;
+  copyUsed: number;
 }
+
+/** A line up to this long is copied by `writeCopied`; a longer one is queued as it is. */
+const COPIED_LINE_BYTES = 512;
+const COPY_BUFFER_BYTES = 64 * 1024;
+const LF = 0x0a;
+const NEWLINE = Buffer.from('\n');
 
 /**
  * Append-only files with a bounded number of open descriptors and batched writes.
@@ -35,16 +45,62 @@ export class AppendFiles {
   ) {}
 
   file(rel: string): AppendFile {
-    return { rel, path: join(this.dir, rel), fd: -1, created: null, pending: [], pendingBytes: 0 };
+    return {
+      rel,
+      path: join(this.dir, rel),
+      fd: -1,
+      created: null,
+      pending: [],
+      pendingBytes: 0,
+      copyBuf: null,
+      copyStart: 0,
+      copyUsed: 0,
+    };
   }
 
   write(f: AppendFile, data: Buffer | string): void {
     const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     if (buf.length === 0 && f.created) return;
+    if (f.copyUsed > f.copyStart) this.sealCopied(f);
     f.pending.push(buf);
     f.pendingBytes += buf.length;
     this.pendingBytes += buf.length;
     this.dirty.add(f);
+  }
+
+  /**
+   * Queues `line` and, with `newline`, a newline after it. A short line is copied into a
+   * buffer it shares with the lines around it, so a file of millions of tiny lines (junk in
+   * the quarantine) is queued and written as a few large parts, not two views per line.
+   */
+  writeCopied(f: AppendFile, line: Buffer, newline: boolean): void {
+    if (line.length >= COPIED_LINE_BYTES) {
+      this.write(f, line);
+      if (newline) this.write(f, NEWLINE);
+      return;
+    }
+    const size = line.length + (newline ? 1 : 0);
+    if (size === 0) return this.write(f, line);
+    if (f.copyBuf === null) {
+      f.copyBuf = Buffer.allocUnsafe(COPY_BUFFER_BYTES);
+    } else if (f.copyUsed + size > f.copyBuf.length) {
+      // Full: the file's queue is written now and the one buffer used again, rather than a
+      // new buffer per 64 KiB (garbage the collector was slow to take back).
+      this.flushFile(f);
+      this.dirty.delete(f);
+    }
+    f.copyBuf.set(line, f.copyUsed);
+    f.copyUsed += line.length;
+    if (newline) f.copyBuf[f.copyUsed++] = LF;
+    f.pendingBytes += size;
+    this.pendingBytes += size;
+    this.dirty.add(f);
+  }
+
+  /** Moves the copied bytes not yet queued into `pending`, after what is there. */
+  private sealCopied(f: AppendFile): void {
+    f.pending.push(f.copyBuf!.subarray(f.copyStart, f.copyUsed));
+    f.copyStart = f.copyUsed;
   }
 
   /** Writes everything queued. Throws an OutputError naming the file on failure. */
@@ -58,6 +114,7 @@ export class AppendFiles {
   }
 
   private flushFile(f: AppendFile): void {
+    if (f.copyUsed > f.copyStart) this.sealCopied(f);
     const parts = f.pending;
     const total = f.pendingBytes;
     this.pendingBytes -= f.pendingBytes;
@@ -77,6 +134,9 @@ export class AppendFiles {
     } catch (err) {
       throw writeFailed(f.path, err);
     }
+    // Everything copied is written: the buffer is filled again from its start.
+    f.copyStart = 0;
+    f.copyUsed = 0;
   }
 
   private fdFor(f: AppendFile): number {

@@ -1,7 +1,9 @@
+import type { CostLedger } from '../../model/cost.js';
 import type { SpooledRecord, SubteeRecord } from '../../model/record.js';
 import { escapeControl } from '../../views/escape.js';
 import {
   isObject,
+  lineTypeOf,
   nonEmpty,
   rawBlocks,
   resultText,
@@ -72,6 +74,10 @@ export interface ChannelRow {
   output_tokens: number;
   cache_read_tokens: number;
   cache_creation_tokens: number;
+  /** The first model the channel used ('' before any). */
+  model: string;
+  /** The channel's dollars as of this row; null when its model has no price. */
+  cost_usd: number | null;
   first_seen: number;
   last_seen: number;
   first_seen_ms: number;
@@ -109,9 +115,31 @@ export function tableDdl(kind: TableKind, name: string): string {
   status String, background Int8, orphan UInt8, summary String, lines UInt64,
   text_blocks UInt32, thinking_blocks UInt32, tool_uses UInt32, tool_results UInt32,
   input_tokens UInt64, output_tokens UInt64, cache_read_tokens UInt64, cache_creation_tokens UInt64,
+  model String, cost_usd Nullable(Float64),
   first_seen DateTime('UTC'), last_seen DateTime('UTC'), first_seen_ms UInt64, last_seen_ms UInt64,
   stalled UInt8, interrupted UInt8, ver UInt64
 ) ENGINE = ReplacingMergeTree(ver) ORDER BY (run, channel)`;
+}
+
+/** Columns later versions added, with their types: a table an older version made lacks them. */
+export const ADDED_COLUMNS: Readonly<Record<TableKind, ReadonlyArray<readonly [string, string]>>> =
+  Object.freeze({
+  events: [],
+  channels: [
+    ['model', 'String'],
+    ['cost_usd', 'Nullable(Float64)'],
+  ],
+});
+
+/**
+ * What brings a table made by an older version up to date, given the columns it has (from
+ * `DESCRIBE TABLE`): one ALTER per missing column (ClickHouse 18.16 has no `ADD COLUMN IF
+ * NOT EXISTS`). Old rows read the new columns as their defaults ('' and NULL).
+ */
+export function addColumnsDdl(kind: TableKind, name: string, existing: readonly string[]): string[] {
+  return ADDED_COLUMNS[kind]
+    .filter(([column]) => !existing.includes(column))
+    .map(([column, type]) => `ALTER TABLE ${name} ADD COLUMN ${column} ${type}`);
 }
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -158,8 +186,14 @@ export class RowBuilder {
   /** Rows made before the first timestamp; null once released. */
   private untimed: Entry[] | null = [];
 
-  constructor(options: { runId?: string; maxContentChars?: number } = {}) {
+  /** The run's cost ledger: each channel row carries the channel's model and dollars. */
+  private readonly costs: Pick<CostLedger, 'channelCost'> | null;
+
+  constructor(
+    options: { runId?: string; maxContentChars?: number; costs?: Pick<CostLedger, 'channelCost'> } = {},
+  ) {
     this.runId = options.runId ?? null;
+    this.costs = options.costs ?? null;
     this.maxChars = options.maxContentChars ?? ROW_BUILDER_DEFAULTS.maxContentChars;
   }
 
@@ -216,8 +250,9 @@ export class RowBuilder {
     const texts: string[] = [];
     let tool = '';
     let toolUseId = '';
-    let isError = v.type === 'result' && v.is_error === true;
-    if (v.type === 'assistant' || v.type === 'user') {
+    const kind = lineTypeOf(v);
+    let isError = kind === 'result' && v.is_error === true;
+    if (kind === 'assistant' || kind === 'user') {
       rawBlocks(v).forEach((b, i) => {
         const kind = typeof b.type === 'string' ? b.type : 'unknown';
         kinds.add(kind);
@@ -241,9 +276,9 @@ export class RowBuilder {
           texts.push(shown ?? String(b.thinking ?? ''));
         }
       });
-    } else if (v.type === 'system') {
+    } else if (kind === 'system') {
       texts.push(nonEmpty(v.summary) ?? nonEmpty(v.description) ?? '');
-    } else if (v.type === 'result') {
+    } else if (kind === 'result') {
       texts.push(nonEmpty(v.result) ?? '');
     }
     const ch = rec.channel ?? null;
@@ -298,6 +333,7 @@ export class RowBuilder {
     const first = ch.firstSeen ? Date.parse(ch.firstSeen) : NaN;
     const last = ch.lastSeen ? Date.parse(ch.lastSeen) : NaN;
     const msOr0 = (x: number) => (Number.isFinite(x) ? x : 0);
+    const cost = this.costs?.channelCost(ch.id) ?? null;
     return {
       run: this.runId ?? '',
       session: this.session,
@@ -316,9 +352,12 @@ export class RowBuilder {
       tool_uses: ch.counts?.tool_use ?? 0,
       tool_results: ch.counts?.tool_result ?? 0,
       input_tokens: num(ch.usage.input_tokens),
-      output_tokens: num(ch.usage.output_tokens),
+      // The true (or estimated) output when the ledger knows it: the lines' own is a snapshot.
+      output_tokens: cost ? cost.tokens.output_tokens : num(ch.usage.output_tokens),
       cache_read_tokens: num(ch.usage.cache_read_input_tokens),
       cache_creation_tokens: num(ch.usage.cache_creation_input_tokens),
+      model: cost?.models[0] ?? '',
+      cost_usd: this.costs === null ? null : cost === null ? 0 : cost.usd,
       first_seen: Math.floor(msOr0(first) / 1000),
       last_seen: Math.floor(msOr0(last) / 1000),
       first_seen_ms: msOr0(first),
@@ -375,7 +414,7 @@ export class RowBuilder {
   private usageShare(v: JsonObject, channel: string | null): Pick<EventRow, (typeof USAGE_COLUMNS)[number][1]> {
     const share = { input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_creation_tokens: 0 };
     const message = v.message;
-    if (v.type !== 'assistant' || !isObject(message) || !isObject(message.usage)) return share;
+    if (lineTypeOf(v) !== 'assistant' || !isObject(message) || !isObject(message.usage)) return share;
     const id = nonEmpty(message.id);
     if (!id) return share;
     const now: Record<string, number> = {};

@@ -1,23 +1,25 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import type * as ClickHouseModule from '@clickhouse/client';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
 import { shownUrl, withoutUrlSecrets } from '../../shown-url.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
+import type { RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import {
   quoteTableName,
   RowBuilder,
   tableDdl,
+  addColumnsDdl,
   withRun,
   type Entry,
   type TableKind,
 } from './clickhouse-rows.js';
 import { claimFile, findSpoolFiles, readSpool, removeSpool, Spool, SPOOL_FILE } from './clickhouse-spool.js';
 import { lateWarn, randomRunId } from './stream-facts.js';
+import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const CLICKHOUSE_SINK_DEFAULTS = Object.freeze({
@@ -88,8 +90,11 @@ function describe(err: unknown): string {
  * (an insert that failed after the server stored it, a resend) counts once.
  */
 export function createClickHouseSink(options: ClickHouseSinkOptions): Transform {
-  const opts = withDefaults(CLICKHOUSE_SINK_DEFAULTS, options);
-  const run = requireSession(options, 'createClickHouseSink');
+  return new ClickHouseSink(options);
+}
+
+/** Both tables' names, quoted; a name that is not one fails fast. */
+function quotedTables(opts: { eventsTable: string; channelsTable: string }): Record<TableKind, string> {
   const tables: Record<TableKind, string> = { events: '', channels: '' };
   for (const [kind, name] of [
     ['events', opts.eventsTable],
@@ -102,266 +107,332 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
     }
     tables[kind] = quoted;
   }
-  const where = shownUrl(opts.url);
-  // The client's errors may quote the URL it was given, credentials included.
-  const problem = (err: unknown) => withoutUrlSecrets(describe(err), opts.url);
-  let client: ClickHouseClient;
-  try {
-    new URL(opts.url);
-    const { createClient, ClickHouseLogLevel } = loadClient();
-    client = createClient({
-      url: opts.url,
-      request_timeout: opts.timeoutMs,
-      log: { level: ClickHouseLogLevel.OFF },
-      max_open_connections: 2,
-    });
-  } catch (err) {
-    throw new UsageError(
-      'ERR_BAD_OPTION',
-      `clickhouse: not a usable URL: ${where} (${problem(err)})`,
-      err,
-    );
-  }
-  const builder = new RowBuilder({ runId: opts.runId, maxContentChars: opts.maxContentChars });
-  const spool = new Spool(() => {
-    const dir = typeof opts.spoolDir === 'function' ? opts.spoolDir() : opts.spoolDir;
-    return dir ?? join(process.cwd(), 'subtee-clickhouse-spool');
-  });
-  const backlog = opts.resend
-    ? findSpoolFiles(opts.resend)
-        .map(claimFile)
-        .filter((f): f is string => f !== null)
-    : [];
-  /** Spool files this sink claimed and could not finish: reported at the end. */
-  const leftovers = new Set<string>();
+  return tables;
+}
 
-  let mode: Mode = backlog.length > 0 ? 'draining' : 'online';
-  const queue: Entry[] = [];
-  let sending: Entry[] | null = null;
-  let tablesReady = false;
-  let lastError = '';
-  let flushTimer: NodeJS.Timeout | null = null;
-  let probeTimer: NodeJS.Timeout | null = null;
-  let probeDelayMs = 250;
-  let closing = false;
-  let closed = false;
-  const waiters: Array<() => void> = [];
-  const wake = () => {
-    for (const w of waiters.splice(0)) w();
-  };
-  const changed = (ms: number) =>
-    new Promise<void>((resolve) => {
+type Ping = { success: true } | { success: false; error: Error };
+
+class ClickHouseSink extends BatchTransform {
+  readonly #opts: typeof CLICKHOUSE_SINK_DEFAULTS & ClickHouseSinkOptions;
+  readonly #run: Session;
+  readonly #tables: Record<TableKind, string>;
+  readonly #where: string;
+  readonly #client: ClickHouseClient;
+  readonly #builder: RowBuilder;
+  readonly #spool: Spool;
+  /** Spool files of earlier runs (`resend`), claimed by this sink. */
+  readonly #backlog: string[];
+  /** Spool files this sink claimed and could not finish: reported at the end. */
+  readonly #leftovers = new Set<string>();
+  #mode: Mode;
+  readonly #queue: Entry[] = [];
+  #sending: Entry[] | null = null;
+  #tablesReady = false;
+  #lastError = '';
+  #flushTimer: NodeJS.Timeout | null = null;
+  #probeTimer: NodeJS.Timeout | null = null;
+  #probeDelayMs = 250;
+  #closing = false;
+  #closed = false;
+  readonly #waiters: Array<() => void> = [];
+  #draining: Promise<void> | null = null;
+  #finished: Promise<void> | null = null;
+
+  constructor(options: ClickHouseSinkOptions) {
+    super();
+    const opts = (this.#opts = withDefaults(CLICKHOUSE_SINK_DEFAULTS, options));
+    this.#run = requireSession(options, 'createClickHouseSink');
+    this.#tables = quotedTables(opts);
+    this.#where = shownUrl(opts.url);
+    this.#client = this.#connect();
+    this.#builder = new RowBuilder({
+      runId: opts.runId,
+      maxContentChars: opts.maxContentChars,
+      costs: this.#run.cost,
+    });
+    this.#spool = new Spool(() => {
+      const dir = typeof opts.spoolDir === 'function' ? opts.spoolDir() : opts.spoolDir;
+      return dir ?? join(process.cwd(), 'subtee-clickhouse-spool');
+    });
+    this.#backlog = opts.resend
+      ? findSpoolFiles(opts.resend)
+          .map(claimFile)
+          .filter((f): f is string => f !== null)
+      : [];
+    this.#mode = this.#backlog.length > 0 ? 'draining' : 'online';
+    if (this.#mode === 'draining') void this.#drain();
+  }
+
+  protected override transformBatch(batch: RecordBatch): BatchOutcome {
+    const opts = this.#opts;
+    const entries: Entry[] = [];
+    for (const rec of batch) entries.push(...this.#builder.rows(rec));
+    if (this.#mode === 'online') this.#queue.push(...entries);
+    else this.#toSpool(entries);
+    if (this.#queue.length >= opts.batchRows) this.#send();
+    else this.#armFlush();
+    if (this.#mode !== 'online' || this.#queue.length < opts.maxQueueRows) return batch;
+    return this.#queueHasRoom().then(() => batch);
+  }
+
+  protected override flushAtEnd(): BatchOutcome {
+    return this.#finish();
+  }
+
+  protected override teardown(): PromiseLike<void> {
+    return this.#finish();
+  }
+
+  #connect(): ClickHouseClient {
+    const opts = this.#opts;
+    try {
+      new URL(opts.url);
+      const { createClient, ClickHouseLogLevel } = loadClient();
+      return createClient({
+        url: opts.url,
+        request_timeout: opts.timeoutMs,
+        log: { level: ClickHouseLogLevel.OFF },
+        max_open_connections: 2,
+      });
+    } catch (err) {
+      throw new UsageError(
+        'ERR_BAD_OPTION',
+        `clickhouse: not a usable URL: ${this.#where} (${this.#problem(err)})`,
+        err,
+      );
+    }
+  }
+
+  /** The client's errors may quote the URL it was given, credentials included. */
+  #problem(err: unknown): string {
+    return withoutUrlSecrets(describe(err), this.#opts.url);
+  }
+
+  /** While the server takes rows, a full queue holds the input back. */
+  async #queueHasRoom(): Promise<void> {
+    const full = () => this.#mode === 'online' && this.#queue.length >= this.#opts.maxQueueRows;
+    while (full()) await this.#changed(1000);
+  }
+
+  #wake(): void {
+    for (const w of this.#waiters.splice(0)) w();
+  }
+
+  /** Resolves when something changes (a send ends, the mode changes), or after `ms`. */
+  #changed(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
       const t = setTimeout(resolve, ms);
-      waiters.push(() => {
+      this.#waiters.push(() => {
         clearTimeout(t);
         resolve();
       });
     });
+  }
 
-  const runId = () => (builder.runId ??= randomRunId());
+  #runId(): string {
+    return (this.#builder.runId ??= randomRunId());
+  }
 
   // Rows of this run get its id when they leave the queue (toward the server or the spool);
   // rows read back from a spool carry the id of the run that made them.
-  const insert = async (entries: Entry[]) => {
-    if (!tablesReady) {
-      for (const kind of ['events', 'channels'] as const)
-        await client.command({ query: tableDdl(kind, tables[kind]) });
-      tablesReady = true;
+  async #insert(entries: Entry[]): Promise<void> {
+    const client = this.#client;
+    if (!this.#tablesReady) {
+      for (const kind of ['events', 'channels'] as const) {
+        const table = this.#tables[kind];
+        await client.command({ query: tableDdl(kind, table) });
+        // Tables made by an earlier subtee lack the newer columns (18.16 has no ADD COLUMN IF
+        // NOT EXISTS): ask which it has.
+        const described = await client.query({ query: `DESCRIBE TABLE ${table}`, format: 'JSONEachRow' });
+        const columns = ((await described.json()) as Array<{ name: string }>).map((c) => c.name);
+        for (const query of addColumnsDdl(kind, table, columns)) await client.command({ query });
+      }
+      this.#tablesReady = true;
     }
     for (const kind of ['events', 'channels'] as const) {
       const values = entries.filter((e) => e.t === kind).map((e) => e.r);
-      if (values.length > 0) await client.insert({ table: tables[kind], values, format: 'JSONEachRow' });
+      if (values.length === 0) continue;
+      await client.insert({ table: this.#tables[kind], values, format: 'JSONEachRow' });
     }
-  };
+  }
 
-  const toSpool = (entries: Entry[]) => {
-    if (entries.length > 0) spool.append(withRun(entries, runId()));
-  };
+  #toSpool(entries: Entry[]): void {
+    if (entries.length > 0) this.#spool.append(withRun(entries, this.#runId()));
+  }
 
-  const scheduleProbe = () => {
-    if (closing || probeTimer) return;
-    probeTimer = setTimeout(probe, probeDelayMs);
-    probeDelayMs = Math.min(probeDelayMs * 2, opts.maxRetryDelayMs);
-  };
+  #scheduleProbe(): void {
+    if (this.#closing || this.#probeTimer) return;
+    this.#probeTimer = setTimeout(() => void this.#probe(), this.#probeDelayMs);
+    this.#probeDelayMs = Math.min(this.#probeDelayMs * 2, this.#opts.maxRetryDelayMs);
+  }
 
-  const goOffline = (err: unknown, entries: Entry[]) => {
-    lastError = problem(err);
-    toSpool(entries);
-    if (mode !== 'offline') {
-      mode = 'offline';
-      const what = `ClickHouse at ${where} is not taking rows (${lastError}); they are kept in ${spool.file} and sent when it answers`;
-      lateWarn(run, 'CLICKHOUSE_UNAVAILABLE', what);
+  #goOffline(err: unknown, entries: Entry[]): void {
+    this.#lastError = this.#problem(err);
+    this.#toSpool(entries);
+    if (this.#mode !== 'offline') {
+      this.#mode = 'offline';
+      const what = `ClickHouse at ${this.#where} is not taking rows (${this.#lastError})`;
+      lateWarn(
+        this.#run,
+        'CLICKHOUSE_UNAVAILABLE',
+        `${what}; they are kept in ${this.#spool.file} and sent when it answers`,
+      );
     }
-    wake();
-    scheduleProbe();
-  };
+    this.#wake();
+    this.#scheduleProbe();
+  }
 
-  const send = () => {
-    if (closed || mode !== 'online' || sending || queue.length === 0) return;
-    const batch = withRun(queue.splice(0, opts.batchRows), runId());
-    sending = batch;
-    insert(batch).then(
+  #send(): void {
+    const queue = this.#queue;
+    if (this.#closed || this.#mode !== 'online' || this.#sending || queue.length === 0) return;
+    const batch = withRun(queue.splice(0, this.#opts.batchRows), this.#runId());
+    this.#sending = batch;
+    this.#insert(batch).then(
       () => {
-        if (closed) return;
-        sending = null;
-        wake();
-        if (queue.length >= opts.batchRows || (closing && queue.length > 0)) send();
-        else armFlush();
+        if (this.#closed) return;
+        this.#sending = null;
+        this.#wake();
+        if (queue.length >= this.#opts.batchRows || (this.#closing && queue.length > 0)) this.#send();
+        else this.#armFlush();
       },
       (err) => {
-        if (closed) return;
-        sending = null;
+        if (this.#closed) return;
+        this.#sending = null;
         try {
-          goOffline(err, [...batch, ...queue.splice(0)]);
+          this.#goOffline(err, [...batch, ...queue.splice(0)]);
         } catch (spoolErr) {
-          sink.destroy(spoolErr as Error);
+          this.destroy(spoolErr as Error);
         }
       },
     );
-  };
+  }
 
-  const armFlush = () => {
-    if (flushTimer || queue.length === 0 || closing) return;
-    flushTimer = setTimeout(() => {
-      flushTimer = null;
-      send();
-    }, opts.flushIntervalMs);
-  };
+  #armFlush(): void {
+    if (this.#flushTimer || this.#queue.length === 0 || this.#closing) return;
+    this.#flushTimer = setTimeout(() => {
+      this.#flushTimer = null;
+      this.#send();
+    }, this.#opts.flushIntervalMs);
+  }
 
   /** Sends the backlog and this run's spool; rows keep going to the spool until it is empty. */
-  let draining: Promise<void> | null = null;
-  const drain = () => {
-    draining ??= (async () => {
-      mode = 'draining';
-      try {
-        for (;;) {
-          const file = backlog.shift() ?? spool.claimOwn();
-          if (!file) break;
-          leftovers.add(file);
-          try {
-            for (const batch of readSpool(file, opts.batchRows)) {
-              if (closed) return;
-              await insert(batch);
-            }
-          } catch (err) {
-            if (closed) return;
-            backlog.unshift(file);
-            lastError = problem(err);
-            mode = 'offline';
-            scheduleProbe();
-            return;
-          }
-          removeSpool(file);
-          leftovers.delete(file);
-        }
-        // Nothing spooled is left, and rows spooled meanwhile were picked up above: flow directly.
-        mode = 'online';
-        probeDelayMs = 250;
-      } finally {
-        draining = null;
-        wake();
-      }
-    })();
-    return draining;
-  };
+  #drain(): Promise<void> {
+    this.#draining ??= this.#sendSpooled();
+    return this.#draining;
+  }
 
-  const probe = async () => {
-    probeTimer = null;
-    if (closed) return;
-    const ping = await client.ping().catch((err) => ({ success: false as const, error: err as Error }));
-    if (closed) return;
+  async #sendSpooled(): Promise<void> {
+    this.#mode = 'draining';
+    try {
+      for (;;) {
+        const file = this.#backlog.shift() ?? this.#spool.claimOwn();
+        if (!file) break;
+        this.#leftovers.add(file);
+        try {
+          for (const batch of readSpool(file, this.#opts.batchRows)) {
+            if (this.#closed) return;
+            await this.#insert(batch);
+          }
+        } catch (err) {
+          if (this.#closed) return;
+          this.#backlog.unshift(file);
+          this.#lastError = this.#problem(err);
+          this.#mode = 'offline';
+          this.#scheduleProbe();
+          return;
+        }
+        removeSpool(file);
+        this.#leftovers.delete(file);
+      }
+      // Nothing spooled is left, and rows spooled meanwhile were picked up above: flow directly.
+      this.#mode = 'online';
+      this.#probeDelayMs = 250;
+    } finally {
+      this.#draining = null;
+      this.#wake();
+    }
+  }
+
+  #ping(): Promise<Ping> {
+    return this.#client.ping().catch((err) => ({ success: false as const, error: err as Error }));
+  }
+
+  async #probe(): Promise<void> {
+    this.#probeTimer = null;
+    if (this.#closed) return;
+    const ping = await this.#ping();
+    if (this.#closed) return;
     if (!ping.success) {
-      lastError = problem(ping.error);
-      scheduleProbe();
+      this.#lastError = this.#problem(ping.error);
+      this.#scheduleProbe();
       return;
     }
-    await drain();
-  };
+    await this.#drain();
+  }
 
-  if (mode === 'draining') void drain();
+  #finish(): Promise<void> {
+    this.#finished ??= this.#end();
+    return this.#finished;
+  }
 
-  let finished: Promise<void> | null = null;
-  const finish = () => {
-    finished ??= (async () => {
-      closing = true;
-      if (flushTimer) clearTimeout(flushTimer);
-      if (probeTimer) clearTimeout(probeTimer);
-      flushTimer = probeTimer = null;
-      const flags = { final: true, stalled: run.stalled, interrupted: run.interrupted };
-      const final = [
-        ...builder.releaseUntimed(),
-        ...run.tree.channels().map((ch): Entry => ({ t: 'channels', r: builder.channelRow(ch, flags) })),
-      ];
-      if (mode === 'online') queue.push(...final);
-      else toSpool(final);
-      const deadline = Date.now() + opts.flushTimeoutMs;
-      while (Date.now() < deadline) {
-        if (mode === 'online') {
-          if (queue.length === 0 && !sending) break;
-          send();
-        } else if (!draining) {
-          // One more try at a server that was away: the spool goes now if it answers.
-          const ping = await client.ping().catch((err) => ({ success: false as const, error: err as Error }));
-          if (!ping.success) {
-            lastError = problem(ping.error);
-            break;
-          }
-          void drain();
+  async #end(): Promise<void> {
+    this.#closing = true;
+    if (this.#flushTimer) clearTimeout(this.#flushTimer);
+    if (this.#probeTimer) clearTimeout(this.#probeTimer);
+    this.#flushTimer = this.#probeTimer = null;
+    const run = this.#run;
+    const flags = { final: true, stalled: run.stalled, interrupted: run.interrupted };
+    const final = [
+      ...this.#builder.releaseUntimed(),
+      ...run.tree.channels().map((ch): Entry => ({ t: 'channels', r: this.#builder.channelRow(ch, flags) })),
+    ];
+    if (this.#mode === 'online') this.#queue.push(...final);
+    else this.#toSpool(final);
+    await this.#sendUntil(Date.now() + this.#opts.flushTimeoutMs);
+    this.#closed = true;
+    // What did not make it in time waits in the spool (an insert cut short may have
+    // landed: the keys make that harmless).
+    this.#toSpool([...(this.#sending ?? []), ...this.#queue.splice(0)]);
+    this.#sending = null;
+    this.#reportSpooled();
+    await this.#client.close().catch(() => {});
+  }
+
+  /** At the end: the last rows, and the spool if a server that was away answers, until `deadline`. */
+  async #sendUntil(deadline: number): Promise<void> {
+    while (Date.now() < deadline) {
+      if (this.#mode === 'online') {
+        if (this.#queue.length === 0 && !this.#sending) break;
+        this.#send();
+      } else if (!this.#draining) {
+        // One more try at a server that was away: the spool goes now if it answers.
+        const ping = await this.#ping();
+        if (!ping.success) {
+          this.#lastError = this.#problem(ping.error);
+          break;
         }
-        await changed(Math.min(100, Math.max(1, deadline - Date.now())));
+        void this.#drain();
       }
-      closed = true;
-      // What did not make it in time waits in the spool (an insert cut short may have
-      // landed: the keys make that harmless).
-      toSpool([...(sending ?? []), ...queue.splice(0)]);
-      sending = null;
-      const files = [...leftovers, ...backlog, ...(spool.rows > 0 ? [spool.file] : [])];
-      let rows = spool.rows;
-      for (const f of [...leftovers, ...backlog]) for (const b of readSpool(f, 10_000)) rows += b.length;
-      if (files.length > 0) {
-        const why = lastError ? ` (${lastError})` : '';
-        const kept = [...new Set(files)].join(', ');
-        lateWarn(
-          run,
-          'CLICKHOUSE_SPOOLED',
-          `${rows} rows not sent to ClickHouse at ${where}${why}: kept in ${kept}; send them with --clickhouse-resend ${spool.dir}`,
-        );
-      }
-      await client.close().catch(() => {});
-    })();
-    return finished;
-  };
+      await this.#changed(Math.min(100, Math.max(1, deadline - Date.now())));
+    }
+  }
 
-  const sink = new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      const entries: Entry[] = [];
-      for (const rec of batch) entries.push(...builder.rows(rec));
-      try {
-        if (mode === 'online') queue.push(...entries);
-        else toSpool(entries);
-      } catch (err) {
-        return cb(err as Error);
-      }
-      if (queue.length >= opts.batchRows) send();
-      else armFlush();
-      if (mode !== 'online' || queue.length < opts.maxQueueRows) return cb(null, batch);
-      (async () => {
-        while (mode === 'online' && queue.length >= opts.maxQueueRows) await changed(1000);
-      })().then(() => cb(null, batch));
-    },
-    flush(cb: TransformCallback) {
-      finish().then(() => cb(), cb);
-    },
-    destroy(err, cb) {
-      finish().then(
-        () => cb(err),
-        () => cb(err),
-      );
-    },
-  });
-  return sink;
+  #reportSpooled(): void {
+    const spool = this.#spool;
+    const files = [...this.#leftovers, ...this.#backlog, ...(spool.rows > 0 ? [spool.file] : [])];
+    let rows = spool.rows;
+    for (const f of [...this.#leftovers, ...this.#backlog])
+      for (const b of readSpool(f, 10_000)) rows += b.length;
+    if (files.length === 0) return;
+    const why = this.#lastError ? ` (${this.#lastError})` : '';
+    const kept = [...new Set(files)].join(', ');
+    lateWarn(
+      this.#run,
+      'CLICKHOUSE_SPOOLED',
+      `${rows} rows not sent to ClickHouse at ${this.#where}${why}: kept in ${kept}; ` +
+        `send them with --clickhouse-resend ${spool.dir}`,
+    );
+  }
 }
 
 export { SPOOL_FILE };

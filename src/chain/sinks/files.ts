@@ -6,28 +6,25 @@ import {
   renameSync,
   statSync,
   unlinkSync,
-  writeSync,
 } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { OutputError, writeFailed } from '../../errors.js';
 import { buildIndex, type ChannelPaths } from '../../views/index-file.js';
-import {
-  BATCH_HIGH_WATER_MARK,
-  type LineRecord,
-  type RecordBatch,
-  type SpooledRecord,
-} from '../../model/record.js';
+import { jsonPieces } from '../../views/json-pieces.js';
+import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
 import { escapeControl, escapeOneLine } from '../../views/escape.js';
-import { headerLines, renderRecord, spooledLine, statusLine } from '../../views/text.js';
+import { costLine, headerLines, renderRecord, spooledLine, statusLine } from '../../views/text.js';
+import { channelCosts, finalCost } from '../../views/cost.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
-import { passOn } from './pass-on.js';
 import { AppendFiles, type AppendFile } from './append-files.js';
 import { appendSpool } from './spool-copy.js';
+import { writePiecesSync } from './write-pieces.js';
 import { FileNamer } from './file-names.js';
 import { createNewFile, descriptorBudget, makeDirs } from '../../safe-open.js';
+import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 import { removeLeftoverSpools } from '../stages/line-spool.js';
 
@@ -114,80 +111,147 @@ function lstatOrNull(path: string) {
  * flushed and index.json is still written.
  */
 export function createFilesSink(options: FilesSinkOptions): Transform {
-  const opts = withDefaults(FILES_SINK_DEFAULTS, options);
-  const run = requireSession(options, 'createFilesSink');
-  prepareOutDir(opts.out, opts.force);
-  const files = new AppendFiles(opts.out, opts.maxOpenFiles, opts.force);
-  const namer = new FileNamer();
-  const byChannel = new Map<string | null, ChannelFiles>();
-  let quarantine: AppendFile | null = null;
-  let scheduled: NodeJS.Immediate | null = null;
-  let finished = false;
+  return new FilesSink(options);
+}
 
-  const filesOf = (ch: ChannelSnapshot): ChannelFiles => {
-    let f = byChannel.get(ch.id);
+class FilesSink extends BatchTransform {
+  readonly #opts: typeof FILES_SINK_DEFAULTS & FilesSinkOptions;
+  readonly #run: Session;
+  readonly #files: AppendFiles;
+  readonly #namer = new FileNamer();
+  readonly #byChannel = new Map<string | null, ChannelFiles>();
+  #quarantine: AppendFile | null = null;
+  #scheduled: NodeJS.Immediate | null = null;
+  #finished = false;
+
+  constructor(options: FilesSinkOptions) {
+    super({ sink: true });
+    const opts = withDefaults(FILES_SINK_DEFAULTS, options);
+    this.#opts = opts;
+    this.#run = requireSession(options, 'createFilesSink');
+    prepareOutDir(opts.out, opts.force);
+    this.#files = new AppendFiles(opts.out, opts.maxOpenFiles, opts.force);
+    this.#filesOf(this.#run.tree.main);
+    this.#run.channelFiles = {
+      out: opts.out,
+      jsonlPath: (id) => {
+        const f = this.#byChannel.get(id);
+        return f && resolve(opts.out, f.jsonl);
+      },
+      flush: () => {
+        if (!this.#finished) this.#flushNow();
+      },
+      spoolDir: opts.out,
+    };
+  }
+
+  protected override transformBatch(batch: RecordBatch): BatchOutcome {
+    for (const rec of batch) {
+      if (rec.kind === 'quarantine') {
+        this.#files.writeCopied(this.#quarantineFile(), rec.raw, rec.final);
+      } else if (rec.kind === 'spooled' && rec.reason) {
+        const quarantine = this.#quarantineFile();
+        appendSpool(this.#files, quarantine, rec.spool);
+        this.#files.write(quarantine, NL);
+      } else {
+        this.#writeLine(rec);
+      }
+    }
+    if (this.#files.pendingBytes >= this.#opts.flushBytes) this.#flushNow();
+    else this.#scheduled ??= setImmediate(() => this.#flushLater());
+    return batch;
+  }
+
+  protected override flushAtEnd(): void {
+    this.#finish();
+  }
+
+  /** Interrupted or failed upstream: keep what arrived and say so in the index. */
+  protected override teardown(): void {
+    this.#finish();
+  }
+
+  #quarantineFile(): AppendFile {
+    return (this.#quarantine ??= this.#files.file('quarantine.log'));
+  }
+
+  #filesOf(ch: ChannelSnapshot): ChannelFiles {
+    let f = this.#byChannel.get(ch.id);
     if (f) return f;
-    const stem = ch.id === null ? 'main' : `agents/${namer.stemFor(ch.id)}`;
+    const stem = ch.id === null ? 'main' : `agents/${this.#namer.stemFor(ch.id)}`;
     const log = `${stem}.log`;
     const jsonl = `${stem}.jsonl`;
-    f = { log, jsonl, logFile: files.file(log), jsonlFile: files.file(jsonl) };
-    byChannel.set(ch.id, f);
-    files.write(f.logFile, headerLines(ch).join('\n') + '\n');
-    files.write(f.jsonlFile, Buffer.alloc(0));
+    f = { log, jsonl, logFile: this.#files.file(log), jsonlFile: this.#files.file(jsonl) };
+    this.#byChannel.set(ch.id, f);
+    this.#files.write(f.logFile, headerLines(ch).join('\n') + '\n');
+    this.#files.write(f.jsonlFile, Buffer.alloc(0));
     return f;
-  };
+  }
 
-  const writeLine = (rec: LineRecord | SpooledRecord) => {
-    // The raw line is written whatever happens; a record that cannot be shown gets a marker
-    // in the transcript instead of failing the run (and losing the records after it).
-    let lines: string[];
-    try {
-      for (const ev of rec.events ?? []) {
-        const f = filesOf(ev.channel);
-        if (ev.type === 'spawn') {
-          files.write(
-            f.logFile,
-            `[spawn] parent ${ev.channel.parent ?? 'main'}, depth ${ev.channel.depth ?? '(unknown)'}\n`,
-          );
-        } else if (ev.type === 'status') {
-          files.write(f.logFile, statusLine(ev.channel.status, ev.summary) + '\n');
-        }
-      }
-      lines = rec.kind === 'line' ? renderRecord(rec) : [];
-    } catch (err) {
-      const why = run.recordFailed('files', rec.lineNo, err);
-      lines = [`[line ${rec.lineNo} could not be shown: ${escapeOneLine(why)}]`];
-    }
-    const f = filesOf(rec.channel ?? run.tree.main);
+  #writeLine(rec: LineRecord | SpooledRecord): void {
+    const files = this.#files;
+    const lines = this.#shownLines(rec);
+    const f = this.#filesOf(rec.channel ?? this.#run.tree.main);
     if (rec.kind === 'spooled') {
       appendSpool(files, f.jsonlFile, rec.spool);
       files.write(f.jsonlFile, NL);
       files.write(f.logFile, spooledLine(rec, f.jsonl) + '\n');
       return;
     }
-    files.write(f.jsonlFile, rec.raw);
-    files.write(f.jsonlFile, NL);
-    if (lines.length > 0) files.write(f.logFile, lines.join('\n') + '\n');
-    if (rec.thinkingFull) {
-      if (!f.thinkingFile) {
-        f.thinking_log = f.log.replace(/\.log$/, '.thinking.log');
-        f.thinkingFile = files.file(f.thinking_log);
-      }
-      for (const t of rec.thinkingFull)
-        files.write(f.thinkingFile, `[thinking] input line ${rec.lineNo}\n${escapeControl(t)}\n\n`);
+    // A derived line (mapped from another line's event) has no bytes of its own to keep.
+    if (!rec.derived) {
+      files.write(f.jsonlFile, rec.raw);
+      files.write(f.jsonlFile, NL);
     }
-  };
+    if (lines.length > 0) files.write(f.logFile, lines.join('\n') + '\n');
+    if (rec.thinkingFull) this.#writeThinking(f, rec.lineNo, rec.thinkingFull);
+  }
 
-  const writeIndex = () => {
-    const index = buildIndex(run, (ch) => byChannel.get(ch.id), quarantine?.rel ?? null);
-    const path = join(opts.out, 'index.json');
-    const data = Buffer.from(JSON.stringify(index, null, 2) + '\n');
+  /**
+   * The record's events into their channels' transcripts, and its own transcript lines. The
+   * raw line is written whatever happens; a record that cannot be shown gets a marker in the
+   * transcript instead of failing the run (and losing the records after it).
+   */
+  #shownLines(rec: LineRecord | SpooledRecord): string[] {
+    try {
+      for (const ev of rec.events ?? []) {
+        const f = this.#filesOf(ev.channel);
+        if (ev.type === 'spawn') {
+          this.#files.write(
+            f.logFile,
+            `[spawn] parent ${ev.channel.parent ?? 'main'}, depth ${ev.channel.depth ?? '(unknown)'}\n`,
+          );
+        } else if (ev.type === 'status') {
+          this.#files.write(f.logFile, statusLine(ev.channel.status, ev.summary) + '\n');
+        }
+      }
+      return rec.kind === 'line' ? renderRecord(rec) : [];
+    } catch (err) {
+      const why = this.#run.recordFailed('files', rec.lineNo, err);
+      return [`[line ${rec.lineNo} could not be shown: ${escapeOneLine(why)}]`];
+    }
+  }
+
+  #writeThinking(f: ChannelFiles, lineNo: number, texts: readonly string[]): void {
+    if (!f.thinkingFile) {
+      f.thinking_log = f.log.replace(/\.log$/, '.thinking.log');
+      f.thinkingFile = this.#files.file(f.thinking_log);
+    }
+    for (const t of texts)
+      this.#files.write(f.thinkingFile, `[thinking] input line ${lineNo}\n${escapeControl(t)}\n\n`);
+  }
+
+  #writeIndex(): void {
+    const byChannel = this.#byChannel;
+    const index = buildIndex(this.#run, (ch) => byChannel.get(ch.id), this.#quarantine?.rel ?? null);
+    const path = join(this.#opts.out, 'index.json');
     try {
       // A fresh temporary file (whatever has its name is replaced, never written through),
       // then one rename: a reader sees the old index or the new one, never half of one.
       const { fd } = createNewFile(`${path}.tmp`, true);
       try {
-        for (let off = 0; off < data.length;) off += writeSync(fd, data, off, data.length - off);
+        // In pieces: with 10,000 channels the document as one string was ~30 MB of peak memory.
+        writePiecesSync(fd, jsonPieces(index), '\n');
       } finally {
         closeSync(fd);
       }
@@ -195,91 +259,49 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
     } catch (err) {
       throw writeFailed(path, err);
     }
-  };
+  }
 
-  const flushNow = () => {
-    if (scheduled) clearImmediate(scheduled);
-    scheduled = null;
-    files.flush();
-  };
-
-  const finish = () => {
-    if (finished) return;
-    finished = true;
+  /** The queued writes on the next turn of the event loop, unless a batch forces them first. */
+  #flushLater(): void {
+    this.#scheduled = null;
     try {
-      flushNow();
+      this.#files.flush();
+    } catch (err) {
+      this.destroy(err as Error);
+    }
+  }
+
+  #flushNow(): void {
+    if (this.#scheduled) clearImmediate(this.#scheduled);
+    this.#scheduled = null;
+    this.#files.flush();
+  }
+
+  /** Each transcript ends with what its channel cost, known once the run is over. */
+  #writeCostLines(): void {
+    const report = finalCost(this.#run);
+    const costs = channelCosts(report, this.#run.tree);
+    for (const ch of this.#run.tree.channels()) {
+      const f = this.#byChannel.get(ch.id);
+      if (f) this.#files.write(f.logFile, costLine(costs.get(ch), report) + '\n');
+    }
+  }
+
+  #finish(): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    try {
+      try {
+        this.#writeCostLines();
+      } finally {
+        this.#flushNow();
+      }
     } finally {
       // Before the index: under a tight descriptor limit it needs one of them.
-      files.closeAll();
+      this.#files.closeAll();
     }
-    writeIndex();
-  };
-
-  filesOf(run.tree.main);
-  run.channelFiles = {
-    out: opts.out,
-    jsonlPath: (id) => {
-      const f = byChannel.get(id);
-      return f && resolve(opts.out, f.jsonl);
-    },
-    flush: () => {
-      if (!finished) flushNow();
-    },
-    spoolDir: opts.out,
-  };
-
-  const sink = new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      try {
-        for (const rec of batch) {
-          if (rec.kind === 'quarantine') {
-            quarantine ??= files.file('quarantine.log');
-            files.write(quarantine, rec.raw);
-            if (rec.final) files.write(quarantine, NL);
-          } else if (rec.kind === 'spooled' && rec.reason) {
-            quarantine ??= files.file('quarantine.log');
-            appendSpool(files, quarantine, rec.spool);
-            files.write(quarantine, NL);
-          } else {
-            writeLine(rec);
-          }
-        }
-        if (files.pendingBytes >= opts.flushBytes) flushNow();
-        else
-          scheduled ??= setImmediate(() => {
-            scheduled = null;
-            try {
-              files.flush();
-            } catch (err) {
-              sink.destroy(err as Error);
-            }
-          });
-      } catch (err) {
-        return cb(err as Error);
-      }
-      cb(null, passOn(sink, batch));
-    },
-    flush(cb: TransformCallback) {
-      try {
-        finish();
-      } catch (err) {
-        return cb(err as Error);
-      }
-      cb();
-    },
-    destroy(err, cb) {
-      // Interrupted or failed upstream: keep what arrived and say so in the index.
-      try {
-        finish();
-      } catch (finishErr) {
-        return cb(err ?? (finishErr as Error));
-      }
-      cb(err);
-    },
-  });
-  return sink;
+    this.#writeIndex();
+  }
 }
 
 export const filesSinkPlugin = definePlugin<Omit<FilesSinkOptions, 'session'>>({

@@ -1,6 +1,15 @@
 import { withDefaults } from '../../defaults.js';
+import type { CostLedger } from '../../model/cost.js';
 import type { SubteeRecord } from '../../model/record.js';
-import { contentBlocks, resultText, isObject, type JsonObject, nonEmpty } from '../../model/message.js';
+import {
+  contentBlocks,
+  resultText,
+  isObject,
+  lineTypeOf,
+  systemSubtypeOf,
+  type JsonObject,
+  nonEmpty,
+} from '../../model/message.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 import { boundedText } from '../../model/bounded-text.js';
 import { runIdFrom, StreamClock } from './stream-facts.js';
@@ -47,6 +56,19 @@ export const GENAI = Object.freeze({
   errorType: 'error.type',
 });
 
+/** What Langfuse groups a run's traces by: the run's session. */
+export const SESSION_ID = 'session.id';
+/** OpenInference's span kind, which Arize Phoenix shows: `AGENT` or `TOOL`. */
+export const OPENINFERENCE_KIND = 'openinference.span.kind';
+/** subtee's cost attributes: the channel's dollars, how they were found, and the run's on main. */
+export const COST = Object.freeze({
+  usd: 'subtee.cost.usd',
+  basis: 'subtee.cost.basis',
+  runUsd: 'subtee.run.cost.usd',
+  resultUsd: 'subtee.run.result_cost.usd',
+  unattributedUsd: 'subtee.run.unattributed_cost.usd',
+});
+
 /** Attributes that carry content, already cut to `maxContentChars` where they are made. */
 const CONTENT_ATTRIBUTES: ReadonlySet<string> = new Set([
   GENAI.toolArguments,
@@ -91,6 +113,8 @@ export interface TraceBuilderOptions {
   maxContentChars?: number;
   /** Used only for a stream that carries no timestamp at all. */
   fallbackMs?: number;
+  /** The run's cost ledger (the session's `cost`): each agent span carries its channel's dollars. */
+  costs?: Pick<CostLedger, 'channelCost' | 'report' | 'hasResult'>;
 }
 
 
@@ -159,14 +183,16 @@ export class TraceBuilder {
     }
     const ch = rec.channel;
     const agent = ch ? this.agentOf(ch, ms) : null;
-    if (v.type === 'system' && v.subtype === 'init') {
+    const kind = lineTypeOf(v);
+    const subtype = systemSubtypeOf(v);
+    if (subtype === 'init') {
       this.version = nonEmpty(v.claude_code_version) ?? this.version;
       this.initModel ??= nonEmpty(v.model);
-    } else if (v.type === 'assistant' && agent) {
+    } else if (kind === 'assistant' && agent) {
       this.assistant(v, agent, ms);
-    } else if (v.type === 'user' && agent) {
+    } else if (kind === 'user' && agent) {
       this.user(v, agent, ms, out);
-    } else if (v.type === 'system' && v.subtype === 'task_notification') {
+    } else if (subtype === 'task_notification') {
       const done = this.agents.get(nonEmpty(v.tool_use_id) ?? '');
       if (done && !done.exported && done.channel.status !== 'running' && !done.channel.orphan) {
         out.push(this.agentSpan(done));
@@ -274,6 +300,23 @@ export class TraceBuilder {
     }
   }
 
+  /** The channel's dollars (and the run's, on main) as the ledger has them when the span ends. */
+  private costAttributes(id: string | null): Attributes {
+    const costs = this.opts.costs;
+    if (!costs) return {};
+    const out: Attributes = { [COST.basis]: costs.hasResult ? 'result' : 'table' };
+    const own = costs.channelCost(id);
+    const usd = own === null ? 0 : own.usd;
+    if (usd !== null) out[COST.usd] = usd;
+    if (id === null) {
+      const report = costs.report();
+      if (report.usd !== null) out[COST.runUsd] = report.usd;
+      if (report.result_usd !== null) out[COST.resultUsd] = report.result_usd;
+      if (report.unattributed_usd !== null) out[COST.unattributedUsd] = report.unattributed_usd;
+    }
+    return out;
+  }
+
   private errorText(what: string, detail: string | null | undefined): string {
     return detail ? `${what}: ${boundedText(detail, 200)}` : what;
   }
@@ -286,7 +329,11 @@ export class TraceBuilder {
       [GENAI.toolName]: tool.name,
       [GENAI.toolCallId]: tool.id,
     };
-    if (this.sessionId) attributes[GENAI.conversationId] = this.sessionId;
+    if (this.sessionId) {
+      attributes[GENAI.conversationId] = this.sessionId;
+      attributes[SESSION_ID] = this.sessionId;
+    }
+    attributes[OPENINFERENCE_KIND] = 'TOOL';
     if (tool.args !== null) attributes[GENAI.toolArguments] = tool.args;
     if (error) attributes[GENAI.errorType] = 'tool_error';
     Object.assign(attributes, extra);
@@ -322,11 +369,20 @@ export class TraceBuilder {
     if (!isMain) attributes[GENAI.agentId] = ch.id!;
     if (ch.description) attributes[GENAI.agentDescription] = ch.description;
     if (this.version) attributes[GENAI.agentVersion] = this.version;
-    if (this.sessionId) attributes[GENAI.conversationId] = this.sessionId;
+    if (this.sessionId) {
+      attributes[GENAI.conversationId] = this.sessionId;
+      attributes[SESSION_ID] = this.sessionId;
+    }
+    attributes[OPENINFERENCE_KIND] = 'AGENT';
+    Object.assign(attributes, this.costAttributes(ch.id));
     const model = a.model ?? (isMain ? this.initModel : null);
     if (model) attributes[GENAI.requestModel] = model;
     for (const [k, attr] of USAGE_ATTRIBUTES)
       if (typeof ch.usage[k] === 'number') attributes[attr] = ch.usage[k];
+    // The true (or estimated) output tokens when the ledger knows them: the lines' own are the
+    // message_start snapshot.
+    const tokens = this.opts.costs?.channelCost(ch.id)?.tokens;
+    if (tokens) attributes[GENAI.outputTokens] = tokens.output_tokens;
     if (this.runId) attributes['subtee.run.id'] = this.runId;
     if (ch.depth !== null) attributes['subtee.depth'] = ch.depth;
     attributes['subtee.status'] = ch.status;

@@ -1,7 +1,7 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { createRequire } from 'node:module';
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import type * as OtelApi from '@opentelemetry/api';
 import type * as ProtoExporter from '@opentelemetry/exporter-trace-otlp-proto';
 import type * as JsonExporter from '@opentelemetry/exporter-trace-otlp-http';
@@ -12,10 +12,11 @@ import type { IdGenerator, ReadableSpan, SpanExporter, SpanProcessor } from '@op
 import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
 import { shownUrl, withoutUrlSecrets } from '../../shown-url.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
+import type { RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { TraceBuilder, type SpanData } from './otlp-spans.js';
 import { lateWarn, randomRunId, spanIdOf, traceIdOf } from './stream-facts.js';
+import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
@@ -310,62 +311,107 @@ function describeError(err: unknown): string {
  * the files: see SpanDelivery. What was not delivered is reported once, with its count.
  */
 export function createOtlpSink(options: OtlpSinkOptions): Transform {
-  const opts = withDefaults(OTLP_SINK_DEFAULTS, options);
-  const run = requireSession(options, 'createOtlpSink');
-  const env = options.env ?? process.env;
-  const url = otlpTracesUrl(options.url, env);
-  // The endpoint may carry credentials; messages show it redacted (see shownUrl).
-  const where = shownUrl(url);
-  const protocol = otlpProtocol(options.protocol, env);
-  const builder = new TraceBuilder({
-    captureContent: opts.captureContent,
-    maxContentChars: opts.maxContentChars,
-    fallbackMs: Date.now(),
-  });
+  return new OtlpSink(options);
+}
 
-  const agents: Array<{ close(): void }> = [];
-  let agentsClosed = false;
-  const exporterConfig = {
-    url,
-    ...(options.timeoutMs !== undefined ? { timeoutMillis: options.timeoutMs } : {}),
-    // Our own agents, so that the end of the run can cut a request to a collector that hangs
-    // (and the exporter's own retries of it): the process must not outlive the flush deadline.
-    httpAgentOptions: (proto: string) => {
-      const a = closableAgent(proto);
-      agents.push(a);
-      if (agentsClosed) a.close();
-      return a.agent;
-    },
-  };
-  const { api, sdk, resources, proto, json } = loadSdk();
-  const exporter: SpanExporter =
-    protocol === 'http/json'
-      ? new json.OTLPTraceExporter(exporterConfig)
-      : new proto.OTLPTraceExporter(exporterConfig);
-  const delivery = new SpanDelivery(exporter, opts, (error) => {
-    const why = withoutUrlSecrets(error, url);
-    const what = `collector ${where} is not accepting spans (${why}); the run goes on and spans are retried`;
-    lateWarn(run, 'OTLP_UNAVAILABLE', what);
-  });
+type Sdk = ReturnType<typeof loadSdk>;
 
-  const ids = new DerivedIds();
-  const resource = resources
-    .defaultResource()
-    .merge(resources.resourceFromAttributes({ 'service.name': 'subtee' }))
-    .merge(resources.detectResources({ detectors: [resources.envDetector] }));
-  // Always on: a sampled part of a tree is no tree.
-  const provider = new sdk.BasicTracerProvider({
-    resource,
-    idGenerator: ids,
-    sampler: new sdk.AlwaysOnSampler(),
-    spanProcessors: [new HandOver((s) => delivery.push(s))],
-  });
-  const tracer = provider.getTracer('subtee');
-  let fallbackRunId: string | null = null;
+class OtlpSink extends BatchTransform {
+  readonly #opts: typeof OTLP_SINK_DEFAULTS & OtlpSinkOptions;
+  readonly #run: Session;
+  readonly #url: string;
+  /** The endpoint may carry credentials; messages show it redacted (see shownUrl). */
+  readonly #where: string;
+  readonly #builder: TraceBuilder;
+  readonly #agents: Array<{ close(): void }> = [];
+  #agentsClosed = false;
+  readonly #api: Sdk['api'];
+  readonly #exporter: SpanExporter;
+  readonly #delivery: SpanDelivery;
+  readonly #ids = new DerivedIds();
+  readonly #tracer: OtelApi.Tracer;
+  #fallbackRunId: string | null = null;
+  #finished: Promise<void> | null = null;
 
-  const emit = (spans: SpanData[]) => {
+  constructor(options: OtlpSinkOptions) {
+    super();
+    const opts = (this.#opts = withDefaults(OTLP_SINK_DEFAULTS, options));
+    this.#run = requireSession(options, 'createOtlpSink');
+    const env = options.env ?? process.env;
+    this.#url = otlpTracesUrl(options.url, env);
+    this.#where = shownUrl(this.#url);
+    const protocol = otlpProtocol(options.protocol, env);
+    this.#builder = new TraceBuilder({
+      captureContent: opts.captureContent,
+      maxContentChars: opts.maxContentChars,
+      fallbackMs: Date.now(),
+      costs: this.#run.cost,
+    });
+    const { api, sdk, resources, proto, json } = loadSdk();
+    this.#api = api;
+    const config = this.#exporterConfig(options.timeoutMs);
+    this.#exporter =
+      protocol === 'http/json' ? new json.OTLPTraceExporter(config) : new proto.OTLPTraceExporter(config);
+    this.#delivery = new SpanDelivery(this.#exporter, opts, (error) => this.#warnUnavailable(error));
+    this.#tracer = this.#tracerOf(sdk, resources);
+  }
+
+  protected override transformBatch(batch: RecordBatch): BatchOutcome {
+    for (const rec of batch) this.#emit(this.#builder.add(rec));
+    if (this.#delivery.hasRoom()) return batch;
+    return this.#delivery.whenRoom().then(() => batch);
+  }
+
+  protected override flushAtEnd(): BatchOutcome {
+    return this.#finish();
+  }
+
+  /** Interrupted or stalled: the trace still says what was running, within the same deadline. */
+  protected override teardown(): PromiseLike<void> {
+    return this.#finish();
+  }
+
+  #exporterConfig(timeoutMs: number | undefined) {
+    return {
+      url: this.#url,
+      ...(timeoutMs !== undefined ? { timeoutMillis: timeoutMs } : {}),
+      // Our own agents, so that the end of the run can cut a request to a collector that hangs
+      // (and the exporter's own retries of it): the process must not outlive the flush deadline.
+      httpAgentOptions: (proto: string) => {
+        const a = closableAgent(proto);
+        this.#agents.push(a);
+        if (this.#agentsClosed) a.close();
+        return a.agent;
+      },
+    };
+  }
+
+  #tracerOf(sdk: Sdk['sdk'], resources: Sdk['resources']): OtelApi.Tracer {
+    const resource = resources
+      .defaultResource()
+      .merge(resources.resourceFromAttributes({ 'service.name': 'subtee' }))
+      .merge(resources.detectResources({ detectors: [resources.envDetector] }));
+    // Always on: a sampled part of a tree is no tree.
+    const provider = new sdk.BasicTracerProvider({
+      resource,
+      idGenerator: this.#ids,
+      sampler: new sdk.AlwaysOnSampler(),
+      spanProcessors: [new HandOver((span) => this.#delivery.push(span))],
+    });
+    return provider.getTracer('subtee');
+  }
+
+  #warnUnavailable(error: string): void {
+    const why = withoutUrlSecrets(error, this.#url);
+    const what = `collector ${this.#where} is not accepting spans (${why})`;
+    lateWarn(this.#run, 'OTLP_UNAVAILABLE', `${what}; the run goes on and spans are retried`);
+  }
+
+  #emit(spans: SpanData[]): void {
+    const api = this.#api;
+    const ids = this.#ids;
     for (const sd of spans) {
-      ids.traceId ||= traceIdOf(builder.runId ?? (fallbackRunId ??= randomRunId()));
+      ids.traceId ||= traceIdOf(this.#builder.runId ?? (this.#fallbackRunId ??= randomRunId()));
       ids.next = spanIdOf(ids.traceId, sd.key);
       const parent =
         sd.parentKey === null
@@ -376,51 +422,33 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
               traceFlags: api.TraceFlags.SAMPLED,
             });
       const start = { kind: api.SpanKind.INTERNAL, startTime: hrTime(sd.startMs), attributes: sd.attributes };
-      const span = tracer.startSpan(sd.name, start, parent);
+      const span = this.#tracer.startSpan(sd.name, start, parent);
       if (sd.error !== null) span.setStatus({ code: api.SpanStatusCode.ERROR, message: sd.error });
       span.end(hrTime(sd.endMs));
     }
-  };
+  }
 
-  let finished: Promise<void> | null = null;
-  const finish = () => {
-    finished ??= (async () => {
-      emit(builder.finish(run.tree.channels(), run));
-      await delivery.drain(opts.flushTimeoutMs);
-      agentsClosed = true;
-      for (const a of agents) a.close();
-      void exporter.shutdown().catch(() => {});
-      if (delivery.lost > 0) {
-        const why = delivery.lastError ? ` (${withoutUrlSecrets(delivery.lastError, url)})` : '';
-        lateWarn(
-          run,
-          'OTLP_UNDELIVERED',
-          `${delivery.lost} of ${delivery.total} spans not delivered to ${where}${why}`,
-        );
-      }
-    })();
-    return finished;
-  };
+  #finish(): Promise<void> {
+    this.#finished ??= this.#end();
+    return this.#finished;
+  }
 
-  return new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      for (const rec of batch) emit(builder.add(rec));
-      if (delivery.hasRoom()) cb(null, batch);
-      else delivery.whenRoom().then(() => cb(null, batch));
-    },
-    flush(cb: TransformCallback) {
-      finish().then(() => cb(), cb);
-    },
-    destroy(err, cb) {
-      // Interrupted or stalled: the trace still says what was running, within the same deadline.
-      finish().then(
-        () => cb(err),
-        () => cb(err),
+  async #end(): Promise<void> {
+    const delivery = this.#delivery;
+    this.#emit(this.#builder.finish(this.#run.tree.channels(), this.#run));
+    await delivery.drain(this.#opts.flushTimeoutMs);
+    this.#agentsClosed = true;
+    for (const a of this.#agents) a.close();
+    void this.#exporter.shutdown().catch(() => {});
+    if (delivery.lost > 0) {
+      const why = delivery.lastError ? ` (${withoutUrlSecrets(delivery.lastError, this.#url)})` : '';
+      lateWarn(
+        this.#run,
+        'OTLP_UNDELIVERED',
+        `${delivery.lost} of ${delivery.total} spans not delivered to ${this.#where}${why}`,
       );
-    },
-  });
+    }
+  }
 }
 
 export const otlpSinkPlugin = definePlugin<Omit<OtlpSinkOptions, 'session' | 'env'>>({

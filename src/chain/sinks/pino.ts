@@ -1,19 +1,20 @@
 import { headOf } from '../../model/bounded-text.js';
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import { once } from 'node:events';
 import pino, { type Logger } from 'pino';
 import { withDefaults } from '../../defaults.js';
 import { UsageError, writeFailed } from '../../errors.js';
-import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
+import type { LineRecord, RecordBatch } from '../../model/record.js';
 import { escapeOneLine, shorten } from '../../views/escape.js';
 import { channelLabel, inputPreview } from '../../views/text.js';
 import { lineContent } from '../../model/content.js';
 import { viewOf } from '../../model/line-view.js';
-import { passOn } from './pass-on.js';
 import { batchLines } from './pino-batch.js';
 import { openLogFile } from '../../safe-open.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
+import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
+import type { CostLedger } from '../../model/cost.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const PINO_SINK_DEFAULTS = Object.freeze({
@@ -86,8 +87,16 @@ export function eventMessage(
   return escapeOneLine(`${head}… (${length - head.length} more chars)`);
 }
 
-/** The pino events of one line record: one per content block, plus tree changes. */
-export function pinoEvents(rec: LineRecord, maxChars: number): PinoEvent[] {
+/**
+ * The pino events of one line record: one per content block, plus tree changes. A status
+ * event carries the channel's dollars so far (`cost_usd`, null when a model is unpriced) when
+ * the run's cost ledger is given.
+ */
+export function pinoEvents(
+  rec: LineRecord,
+  maxChars: number,
+  costs?: Pick<CostLedger, 'channelCost'>,
+): PinoEvent[] {
   const out: PinoEvent[] = [];
   const ch = rec.channel;
   const v = viewOf(rec);
@@ -128,11 +137,15 @@ export function pinoEvents(rec: LineRecord, maxChars: number): PinoEvent[] {
       ...where(ev.channel),
       status: ev.channel.status,
       content: shorten(ev.summary ?? '', maxChars),
+      ...(costs ? { cost_usd: usdOf(costs.channelCost(ev.channel.id)) } : {}),
     };
     push(ev.channel.status === 'failed' ? 'error' : 'info', 'status', fields, ev.channel);
   }
   return out;
 }
+
+/** A channel's dollars: nothing counted yet costs 0, an unpriced model null. */
+const usdOf = (cost: { usd: number | null } | null) => (cost === null ? 0 : cost.usd);
 
 /** The line's own `timestamp` as an ISO time, when it has a valid one. */
 export function streamTime(value: Record<string, unknown>): string | null {
@@ -169,196 +182,219 @@ function transportTargets(t: Record<string, unknown>): string {
  * output only; the other sinks go on.
  */
 export function createPinoSink(options: PinoSinkOptions): Transform {
-  const opts = withDefaults(PINO_SINK_DEFAULTS, options);
-  const run = requireSession(options, 'createPinoSink');
-  let dest: ReturnType<typeof pino.destination> | null = null;
-  let transport: ReturnType<typeof pino.transport> | null = null;
-  const hostLogger = options.logger ?? null;
-  const what = opts.transport
-    ? `pino transport ${transportTargets(opts.transport)}`
-    : String(opts.destination);
-  if (hostLogger) {
-    // The host owns its destination and its errors.
-  } else if (opts.transport) {
-    try {
-      transport = pino.transport(opts.transport as unknown as Parameters<typeof pino.transport>[0]);
-    } catch (err) {
-      throw new UsageError(
-        'ERR_CONFIG',
-        `${what}: cannot load (${(err as Error)?.message ?? String(err)})`,
-        err,
+  return new PinoSink(options);
+}
+
+type Destination = ReturnType<typeof pino.destination>;
+type PinoTransport = ReturnType<typeof pino.transport>;
+
+class PinoSink extends BatchTransform {
+  readonly #opts: typeof PINO_SINK_DEFAULTS & PinoSinkOptions;
+  readonly #run: Session;
+  readonly #hostLogger: Logger | null;
+  /** What the events go to, as errors name it. */
+  readonly #what: string;
+  #dest: Destination | null = null;
+  #transport: PinoTransport | null = null;
+  /** A transport whose worker fails before it is ready is a bad target (a config error). */
+  #transportReady = false;
+  #failed: Error | null = null;
+  #readerGone = false;
+  /** Lines to a file or stdout, gathered per batch (see batchLines). */
+  readonly #lines: ReturnType<typeof batchLines> | null;
+  /** The time of the event being logged: the line's own timestamp, else now. */
+  #eventTime: string | null = null;
+  readonly #logger: Logger;
+
+  constructor(options: PinoSinkOptions) {
+    super({ sink: true });
+    const opts = (this.#opts = withDefaults(PINO_SINK_DEFAULTS, options));
+    this.#run = requireSession(options, 'createPinoSink');
+    this.#hostLogger = options.logger ?? null;
+    this.#what = opts.transport
+      ? `pino transport ${transportTargets(opts.transport)}`
+      : String(opts.destination);
+    if (!this.#hostLogger) this.#openOutput();
+    this.#transport?.once('ready', () => (this.#transportReady = true));
+    (this.#dest ?? this.#transport)?.on('error', (err: unknown) => this.#onFail(err));
+    this.#lines = this.#dest ? batchLines(this.#dest) : null;
+    this.#logger =
+      this.#hostLogger ??
+      pino(
+        {
+          base: null,
+          timestamp: () => `,"time":"${this.#eventTime ?? new Date().toISOString()}"`,
+          messageKey: 'msg',
+        },
+        (this.#transport ?? this.#lines?.stream)!,
       );
+    this.#run.onWarning((w) => {
+      const fields = { code: w.code, content: w.message };
+      this.#log('warn', 'warning', fields, eventMessage('warning', undefined, fields));
+      this.#lines?.flush();
+    });
+  }
+
+  protected override transformBatch(batch: RecordBatch): BatchOutcome {
+    if (this.#failed) throw this.#failed;
+    try {
+      for (const rec of batch) {
+        if (rec.kind === 'quarantine') {
+          const start = rec.raw.subarray(0, this.#opts.maxContentChars * 4);
+          if (rec.final) this.#logQuarantined(rec.lineNo, rec.reason, start);
+        } else if (rec.kind === 'spooled') {
+          // A line too long to hold: only its start is known here (see SpooledRecord).
+          if (rec.reason) this.#logQuarantined(rec.lineNo, rec.reason, rec.head);
+        } else {
+          this.#logLine(rec);
+        }
+      }
+      this.#lines?.flush();
+    } catch (err) {
+      this.#eventTime = null;
+      throw this.#failed ?? writeFailed(this.#what, err);
     }
-  } else {
+    return batch;
+  }
+
+  protected override flushAtEnd(): BatchOutcome {
+    const isWriteError = (err: unknown) => (err as { code?: unknown } | null)?.code === 'ERR_WRITE';
+    return this.#close().catch((err) => {
+      throw this.#failed ?? (isWriteError(err) ? err : writeFailed(this.#what, err));
+    });
+  }
+
+  protected override teardown(): void {
+    const dest = this.#dest;
+    if (dest && !this.#failed && !this.#readerGone) {
+      try {
+        this.#lines?.flush();
+        dest.flushSync();
+      } catch {
+        // The original error is the one to report.
+      }
+    }
+    if (this.#failed || this.#readerGone) dest?.destroy();
+    this.#transport?.end();
+  }
+
+  /** A transport, or a destination opened here, not by pino (no link followed; see safe-open). */
+  #openOutput(): void {
+    const opts = this.#opts;
+    if (opts.transport) {
+      try {
+        this.#transport = pino.transport(opts.transport as unknown as Parameters<typeof pino.transport>[0]);
+      } catch (err) {
+        const why = (err as Error)?.message ?? String(err);
+        throw new UsageError('ERR_CONFIG', `${this.#what}: cannot load (${why})`, err);
+      }
+      return;
+    }
     const target = opts.destination === '-' ? 1 : opts.destination;
     try {
-      // Opened here, not by pino: no link followed, no blocking on a pipe (see safe-open).
-      dest = pino.destination({ dest: target === 1 ? 1 : openLogFile(target), sync: true });
+      // No blocking on a pipe either.
+      this.#dest = pino.destination({ dest: target === 1 ? 1 : openLogFile(target), sync: true });
     } catch (err) {
       throw writeFailed(String(opts.destination), err);
     }
   }
-  // A transport whose worker fails before it is ready is a bad target (a config error);
-  // afterwards a failure is a failed write.
-  let transportReady = false;
-  transport?.once('ready', () => (transportReady = true));
-  // sonic-boom reports a failed write as an event (and its flushSync then retries forever):
-  // stop at the first failure and fail the chain with it, unless the reader just went away.
-  let failed: Error | null = null;
-  let readerGone = false;
-  const onFail = (err: unknown) => {
-    if (failed || readerGone) return;
+
+  /**
+   * sonic-boom reports a failed write as an event (and its flushSync then retries forever):
+   * stop at the first failure and fail the chain with it, unless the reader just went away.
+   * A transport failing before it is ready is a bad target; afterwards, a failed write.
+   */
+  #onFail(err: unknown): void {
+    if (this.#failed || this.#readerGone) return;
     if ((err as NodeJS.ErrnoException)?.code === 'EPIPE') {
-      readerGone = true;
+      this.#readerGone = true;
       return;
     }
-    failed =
-      transport && !transportReady
+    this.#failed =
+      this.#transport && !this.#transportReady
         ? new UsageError(
             'ERR_CONFIG',
-            `${what}: cannot start (${(err as Error)?.message ?? String(err)})`,
+            `${this.#what}: cannot start (${(err as Error)?.message ?? String(err)})`,
             err,
           )
-        : writeFailed(what, err);
-    stream.destroy(failed);
-  };
-  (dest ?? transport)?.on('error', onFail);
-  // Lines to a file or stdout are gathered per batch (see batchLines).
-  const lines = dest ? batchLines(dest) : null;
-  // The time of the event being logged: the line's own timestamp, else now.
-  let eventTime: string | null = null;
-  const logger: Logger =
-    hostLogger ??
-    pino(
-      {
-        base: null,
-        timestamp: () => `,"time":"${eventTime ?? new Date().toISOString()}"`,
-        messageKey: 'msg',
-      },
-      (transport ?? lines?.stream)!,
-    );
-  const log = (
-    level: 'info' | 'warn' | 'error',
-    kind: Kind,
-    fields: Record<string, unknown>,
-    msg: string,
-  ) => {
-    if (!readerGone) logger[level]({ kind, ...fields }, msg);
-  };
-  run.onWarning((w) => {
-    const fields = { code: w.code, content: w.message };
-    log('warn', 'warning', fields, eventMessage('warning', undefined, fields));
-    lines?.flush();
-  });
+        : writeFailed(this.#what, err);
+    this.destroy(this.#failed);
+  }
 
-  const close = async () => {
-    if (failed) throw failed;
-    if (hostLogger) {
-      hostLogger.flush?.();
-    } else if (readerGone) {
+  #log(level: 'info' | 'warn' | 'error', kind: Kind, fields: Record<string, unknown>, msg: string): void {
+    if (!this.#readerGone) this.#logger[level]({ kind, ...fields }, msg);
+  }
+
+  #logQuarantined(lineNo: number, reason: string, start: Buffer): void {
+    const content = shorten(start.toString('utf8'), this.#opts.maxContentChars);
+    const fields = { channel: null, line: lineNo, reason, content };
+    this.#log('warn', 'quarantine', fields, eventMessage('quarantine', undefined, fields));
+  }
+
+  #logLine(rec: LineRecord): void {
+    let events: PinoEvent[];
+    try {
+      events = pinoEvents(rec, this.#opts.maxContentChars, this.#run.cost);
+    } catch (err) {
+      // A line the sink cannot read (a plugin stage made it unreadable) costs only its own
+      // events: it is counted and reported once, and every other line is still logged.
+      this.#run.recordFailed('pino', rec.lineNo, err);
+      return;
+    }
+    if (events.length === 0 || this.#readerGone) return;
+    const base = where(rec.channel);
+    const time = streamTime(viewOf(rec));
+    this.#eventTime = time;
+    for (const e of events) {
+      // One object in the order the keys are logged, not spreads of spreads: an
+      // event's own fields (a status event's channel) replace the line's in place.
+      const fields: Record<string, unknown> = { kind: e.kind, ...base, line: rec.lineNo };
+      if (this.#hostLogger && time) fields.timestamp = time;
+      for (const key in e.fields) fields[key] = e.fields[key];
+      this.#logger[e.level](fields, e.msg);
+    }
+    this.#eventTime = null;
+  }
+
+  async #close(): Promise<void> {
+    if (this.#failed) throw this.#failed;
+    const dest = this.#dest;
+    if (this.#hostLogger) {
+      this.#hostLogger.flush?.();
+    } else if (this.#readerGone) {
       dest?.destroy();
-      transport?.end();
+      this.#transport?.end();
     } else if (dest) {
-      lines?.flush();
+      this.#lines?.flush();
       dest.flushSync();
       dest.end();
-    } else if (transport) {
-      // pino unrefs the transport's worker once it is ready (which may be after this
-      // point); hold the process open until the worker has written everything.
-      const hold = setInterval(() => {}, 60_000);
-      try {
-        if (!transportReady) {
-          // A worker that fails to load can close without an error once ended: nothing would
-          // have been written. Wait until it is ready (or has failed) before ending it.
-          const t = transport;
-          await new Promise((resolve) => ['ready', 'error', 'close'].forEach((ev) => t.once(ev, resolve)));
-          if (!transportReady)
-            failed ??= new UsageError('ERR_CONFIG', `${what}: cannot start (its worker exited)`);
-          if (failed) throw failed;
-        }
-        const closed = once(transport, 'close');
-        transport.end();
-        await closed;
-      } finally {
-        clearInterval(hold);
-      }
+    } else if (this.#transport) {
+      await this.#closeTransport(this.#transport);
     }
-    if (failed) throw failed;
-  };
+    if (this.#failed) throw this.#failed;
+  }
 
-  const stream = new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      if (failed) return cb(failed);
-      try {
-        for (const rec of batch) {
-          if (rec.kind === 'quarantine') {
-            if (!rec.final) continue;
-            const text = rec.raw.subarray(0, opts.maxContentChars * 4).toString('utf8');
-            const content = shorten(text, opts.maxContentChars);
-            const fields = { channel: null, line: rec.lineNo, reason: rec.reason, content };
-            log('warn', 'quarantine', fields, eventMessage('quarantine', undefined, fields));
-          } else if (rec.kind === 'spooled') {
-            // A line too long to hold: only its start is known here (see SpooledRecord).
-            if (!rec.reason) continue;
-            const content = shorten(rec.head.toString('utf8'), opts.maxContentChars);
-            const fields = { channel: null, line: rec.lineNo, reason: rec.reason, content };
-            log('warn', 'quarantine', fields, eventMessage('quarantine', undefined, fields));
-          } else {
-            let events: PinoEvent[];
-            try {
-              events = pinoEvents(rec, opts.maxContentChars);
-            } catch (err) {
-              // A line the sink cannot read (a plugin stage made it unreadable) costs only its own
-              // events: it is counted and reported once, and every other line is still logged.
-              run.recordFailed('pino', rec.lineNo, err);
-              continue;
-            }
-            if (events.length === 0 || readerGone) continue;
-            const base = where(rec.channel);
-            const time = streamTime(viewOf(rec));
-            eventTime = time;
-            for (const e of events) {
-              // One object in the order the keys are logged, not spreads of spreads: an
-              // event's own fields (a status event's channel) replace the line's in place.
-              const fields: Record<string, unknown> = { kind: e.kind, ...base, line: rec.lineNo };
-              if (hostLogger && time) fields.timestamp = time;
-              for (const key in e.fields) fields[key] = e.fields[key];
-              logger[e.level](fields, e.msg);
-            }
-            eventTime = null;
-          }
-        }
-        lines?.flush();
-      } catch (err) {
-        eventTime = null;
-        return cb(failed ?? writeFailed(what, err));
+  async #closeTransport(transport: PinoTransport): Promise<void> {
+    // pino unrefs the transport's worker once it is ready (which may be after this
+    // point); hold the process open until the worker has written everything.
+    const hold = setInterval(() => {}, 60_000);
+    try {
+      if (!this.#transportReady) {
+        // A worker that fails to load can close without an error once ended: nothing would
+        // have been written. Wait until it is ready (or has failed) before ending it.
+        const events = ['ready', 'error', 'close'];
+        await new Promise((resolve) => events.forEach((ev) => transport.once(ev, resolve)));
+        if (!this.#transportReady)
+          this.#failed ??= new UsageError('ERR_CONFIG', `${this.#what}: cannot start (its worker exited)`);
+        if (this.#failed) throw this.#failed;
       }
-      cb(null, passOn(stream, batch));
-    },
-    flush(cb: TransformCallback) {
-      const isWriteError = (err: unknown) => (err as { code?: unknown } | null)?.code === 'ERR_WRITE';
-      close().then(
-        () => cb(),
-        (err) => cb(failed ?? (isWriteError(err) ? err : writeFailed(what, err))),
-      );
-    },
-    destroy(err, cb) {
-      if (dest && !failed && !readerGone) {
-        try {
-          lines?.flush();
-          dest.flushSync();
-        } catch {
-          // The original error is the one to report.
-        }
-      }
-      if (failed || readerGone) dest?.destroy();
-      transport?.end();
-      cb(err);
-    },
-  });
-  return stream;
+      const closed = once(transport, 'close');
+      transport.end();
+      await closed;
+    } finally {
+      clearInterval(hold);
+    }
+  }
 }
 
 export const pinoSinkPlugin = definePlugin<Omit<PinoSinkOptions, 'session' | 'logger'>>({

@@ -1,8 +1,8 @@
-import { Transform, type TransformCallback } from 'node:stream';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
+import type { Transform } from 'node:stream';
+import type { RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { Projection } from '../../views/projection.js';
-import { passOn } from './pass-on.js';
+import { createBatchTransform } from '../batch-transform.js';
 
 export interface ProjectionSinkOptions {
   session: Session;
@@ -19,26 +19,14 @@ export interface ProjectionSinkOptions {
 export function createProjectionSink(options: ProjectionSinkOptions): Transform {
   requireSession(options, 'createProjectionSink');
   const { projection } = options;
-  const sink = new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      try {
-        projection.accept(batch);
-      } catch (err) {
-        return cb(err as Error);
-      }
-      if (!projection.pressured) return cb(null, passOn(sink, batch));
-      projection.drained().then(() => cb(null, passOn(sink, batch)));
+  return createBatchTransform({
+    sink: true,
+    transformBatch(batch: RecordBatch) {
+      projection.accept(batch);
+      if (!projection.pressured) return batch;
+      return projection.drained().then(() => batch);
     },
-    flush(cb: TransformCallback) {
-      projection.finish();
-      cb();
-    },
-    destroy(err, cb) {
-      projection.finish();
-      cb(err);
-    },
+    flushAtEnd: () => projection.finish(),
+    teardown: () => projection.finish(),
   });
-  return sink;
 }

@@ -1,13 +1,16 @@
-import { Transform, type TransformCallback, type Writable } from 'node:stream';
+import type { Transform, Writable } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
+import type { RecordBatch } from '../../model/record.js';
 import type { Session } from '../../model/session.js';
-import { reportLine, subteeVersion, writeReport } from '../../views/report/build.js';
+import { reportLine, subteeVersion } from '../../views/report/build.js';
+import { channelReaderFor } from '../stages/input-format.js';
 import { LiveReport, ReportFeed } from '../../views/report/live.js';
 import { REPORT_DEFAULTS, type ReportLimits } from '../../views/report/model.js';
 import { pageHtml } from '../../views/report/page.js';
+import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
+import { writeReport } from './report-file.js';
 import type { ReportServer, ServeAddress } from './report-server.js';
 
 export const REPORT_SINK_DEFAULTS = Object.freeze({
@@ -48,91 +51,113 @@ const LIMIT_KEYS = [
  * interrupted. List it after the files sink, whose index.json the static report reads.
  */
 export function createReportSink(options: ReportSinkOptions): Transform {
-  const opts = withDefaults(REPORT_SINK_DEFAULTS, options);
-  if (opts.html && !opts.out)
-    throw new UsageError('ERR_CONFIG', 'report: html needs out, the output folder the files sink writes');
-  const address = opts.serve === undefined ? null : parseServe(opts.serve);
-  const limits: Partial<ReportLimits> = {};
-  for (const k of LIMIT_KEYS) if (options[k] !== undefined) limits[k] = options[k];
-  const stderr = options.stderr ?? process.stderr;
-  if (address && !isLoopback(address.host)) {
-    const message =
-      `the live report on ${address.host} shows the transcripts to every machine that can reach ` +
-      `this one; without a host --serve listens on ${SERVE_DEFAULT_HOST} only`;
-    if (options.session) options.session.warn('SERVE_EXPOSED', message);
-    else stderr.write(`subtee: warning SERVE_EXPOSED: ${message}\n`);
+  return new ReportSink(options);
+}
+
+class ReportSink extends BatchTransform {
+  readonly #opts: typeof REPORT_SINK_DEFAULTS & ReportSinkOptions;
+  readonly #limits: Partial<ReportLimits> = {};
+  readonly #stderr: Writable;
+  readonly #feed: ReportFeed | null;
+  readonly #live: LiveReport | null;
+  #server: Promise<ReportServer | null> = Promise.resolve(null);
+  #timer: NodeJS.Timeout | null = null;
+  #finished = false;
+
+  constructor(options: ReportSinkOptions) {
+    super();
+    const opts = withDefaults(REPORT_SINK_DEFAULTS, options);
+    if (opts.html && !opts.out)
+      throw new UsageError('ERR_CONFIG', 'report: html needs out, the output folder the files sink writes');
+    this.#opts = opts;
+    const address = opts.serve === undefined ? null : parseServe(opts.serve);
+    for (const k of LIMIT_KEYS) if (options[k] !== undefined) this.#limits[k] = options[k];
+    this.#stderr = options.stderr ?? process.stderr;
+    if (address && !isLoopback(address.host)) this.#warnExposed(address.host);
+    this.#feed = address ? new ReportFeed() : null;
+    this.#live = this.#feed
+      ? new LiveReport(this.#feed, options.session, subteeVersion(), this.#limits)
+      : null;
+    if (address && this.#live && this.#feed) this.#serve(address, this.#live, this.#feed);
   }
-  const feed = address ? new ReportFeed() : null;
-  const live = feed ? new LiveReport(feed, options.session, subteeVersion(), limits) : null;
-  let server: Promise<ReportServer | null> = Promise.resolve(null);
-  let timer: NodeJS.Timeout | null = null;
-  let finished = false;
 
-  const finish = () => {
-    if (finished) return;
-    finished = true;
-    if (timer) clearTimeout(timer);
-    live?.flush();
-    feed?.end();
-    if (opts.html) {
-      const r = writeReport(opts.out!, limits);
-      if (!opts.quiet) stderr.write(reportLine(r));
+  protected override transformBatch(batch: RecordBatch): BatchOutcome {
+    const live = this.#live;
+    if (live) {
+      live.observe(batch);
+      this.#timer ??= setTimeout(() => {
+        this.#timer = null;
+        live.flush();
+      }, this.#opts.flushMs);
     }
-  };
-  const closeServer = () => server.then((s) => s?.close()).catch(() => undefined);
+    return batch;
+  }
 
-  const sink = new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      if (live) {
-        live.observe(batch);
-        timer ??= setTimeout(() => {
-          timer = null;
-          live.flush();
-        }, opts.flushMs);
-      }
-      cb(null, batch);
-    },
-    flush(cb: TransformCallback) {
-      try {
-        finish();
-      } catch (err) {
-        return void closeServer().then(() => cb(err as Error));
-      }
-      void closeServer().then(() => cb());
-    },
-    destroy(err, cb) {
-      // Stalled, interrupted or failed: the live page hears the end and the report is still
-      // written from what reached the files (the files sink, earlier in the chain, has
-      // already written index.json by now).
-      try {
-        finish();
-      } catch {
-        // The original error is the one to report.
-      }
-      void closeServer().then(() => cb(err));
-    },
-  });
+  protected override flushAtEnd(): BatchOutcome {
+    try {
+      this.#finish();
+    } catch (err) {
+      return this.#closeServer().then(() => Promise.reject(err));
+    }
+    return this.#closeServer();
+  }
 
-  if (address && live && feed) {
+  protected override teardown(): PromiseLike<void> {
+    // Stalled, interrupted or failed: the live page hears the end and the report is still
+    // written from what reached the files (the files sink, earlier in the chain, has
+    // already written index.json by now).
+    try {
+      this.#finish();
+    } catch {
+      // The original error is the one to report.
+    }
+    return this.#closeServer();
+  }
+
+  #warnExposed(host: string): void {
+    const message =
+      `the live report on ${host} shows the transcripts to every machine that can reach ` +
+      `this one; without a host --serve listens on ${SERVE_DEFAULT_HOST} only`;
+    if (this.#opts.session) this.#opts.session.warn('SERVE_EXPOSED', message);
+    else this.#stderr.write(`subtee: warning SERVE_EXPOSED: ${message}\n`);
+  }
+
+  #serve(address: ServeAddress, live: LiveReport, feed: ReportFeed): void {
     // node:http is loaded only by runs that serve.
-    server = import('./report-server.js')
+    this.#server = import('./report-server.js')
       .then(({ startReportServer }) =>
         startReportServer({ ...address, feed, page: () => pageHtml(live.skeleton()) }),
       )
       .then(
-        (s) => {
-          stderr.write(`subtee: live report at ${s.url}\n`);
-          return s;
+        (server) => {
+          this.#stderr.write(`subtee: live report at ${server.url}\n`);
+          return server;
         },
         (err) => {
-          sink.destroy(err);
+          this.destroy(err);
           return null;
         },
       );
   }
-  return sink;
+
+  #finish(): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#live?.flush();
+    this.#feed?.end();
+    if (this.#opts.html) {
+      const report = writeReport(this.#opts.out!, { ...this.#limits, channelReader: channelReaderFor });
+      if (!this.#opts.quiet) this.#stderr.write(reportLine(report));
+    }
+  }
+
+  #closeServer(): Promise<void> {
+    return this.#server.then((server) => server?.close()).then(
+      () => undefined,
+      () => undefined,
+    );
+  }
 }
 
 /** Where `--serve` binds unless a host is given: only this machine can connect. */

@@ -1,13 +1,14 @@
-import { Transform, type TransformCallback, type Writable } from 'node:stream';
+import type { Transform, Writable } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import type { LineRecord, RecordBatch } from '../../model/record.js';
-import { contentBlocks } from '../../model/message.js';
+import { contentBlocks, lineTypeOf } from '../../model/message.js';
 import { escapeControl } from '../../views/escape.js';
 import { channelLabel, statusLine } from '../../views/text.js';
 import { MAX_GUIDE_LEVELS } from '../../views/walk.js';
 import { passOn } from './pass-on.js';
 import { viewOf } from '../../model/line-view.js';
 import type { Session } from '../../model/session.js';
+import { BatchTransform, type BatchOutcome, type HandOn } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const STDOUT_MODES = ['text', 'main', 'raw', 'none'] as const;
@@ -43,7 +44,7 @@ export function stdoutText(rec: LineRecord, mode: 'text' | 'main', indent: strin
     }
   }
   const v = viewOf(rec);
-  if (v.type === 'assistant' && (isMain || mode === 'text')) {
+  if (lineTypeOf(v) === 'assistant' && (isMain || mode === 'text')) {
     for (const b of contentBlocks(v)) {
       if (b.type !== 'text') continue;
       const text = escapeControl(b.text);
@@ -68,60 +69,77 @@ function prefixed(depth: number | null, label: string, text: string, indent: str
  * ends this sink only: records keep flowing to the other sinks.
  */
 export function createStdoutSink(options: StdoutSinkOptions = {}): Transform {
-  const opts = withDefaults(STDOUT_SINK_DEFAULTS, options);
-  const stream = options.stream ?? process.stdout;
-  let closed = opts.mode === 'none';
-  const onError = () => {
-    closed = true;
-  };
-  stream.on('error', onError);
-  stream.once('close', onError);
+  return new StdoutSink(options);
+}
 
-  const write = (data: string | Buffer, cb: TransformCallback, pass: unknown) => {
-    if (closed || stream.destroyed || stream.writableEnded) {
-      closed = true;
-      return cb(null, pass);
-    }
-    if (stream.write(data)) return cb(null, pass);
-    const done = () => {
-      stream.off('drain', done);
-      stream.off('close', done);
-      cb(null, pass);
-    };
-    stream.on('drain', done);
-    stream.on('close', done);
+class StdoutSink extends BatchTransform {
+  readonly #mode: StdoutMode;
+  readonly #indent: string;
+  readonly #stream: Writable;
+  readonly #session: Session | undefined;
+  #readerGone: boolean;
+  readonly #onReaderGone = () => {
+    this.#readerGone = true;
   };
 
-  const raw = opts.mode === 'raw';
-  const sink = new Transform({
-    objectMode: !raw,
-    transform(chunk: RecordBatch | Buffer, _enc, cb: TransformCallback) {
-      const pass = passOn(sink, chunk);
-      if (raw) return write(chunk as Buffer, cb, pass);
-      if (closed) return cb(null, pass);
-      let text = '';
+  constructor(options: StdoutSinkOptions) {
+    const opts = withDefaults(STDOUT_SINK_DEFAULTS, options);
+    super({ objectMode: opts.mode !== 'raw', highWaterMark: undefined });
+    this.#mode = opts.mode;
+    this.#indent = opts.indent;
+    this.#stream = options.stream ?? process.stdout;
+    this.#session = options.session;
+    this.#readerGone = opts.mode === 'none';
+    this.#stream.on('error', this.#onReaderGone);
+    this.#stream.once('close', this.#onReaderGone);
+    this.once('finish', () => this.#stream.off('error', this.#onReaderGone));
+  }
+
+  /** A batch of records, or a chunk of input bytes in `raw` mode. */
+  protected override transformBatch(chunk: RecordBatch | Buffer): BatchOutcome {
+    const pass = passOn(this, chunk) as HandOn;
+    if (this.#mode === 'raw') return this.#write(chunk as Buffer, pass);
+    if (this.#readerGone) return pass;
+    const text = this.#textOf(chunk as RecordBatch);
+    return text === '' ? pass : this.#write(text, pass);
+  }
+
+  #textOf(batch: RecordBatch): string {
+    let text = '';
+    for (const rec of batch) {
+      if (rec.kind !== 'line') continue;
       try {
-        for (const r of chunk as RecordBatch) {
-          if (r.kind !== 'line') continue;
-          try {
-            text += stdoutText(r, opts.mode as 'text' | 'main', opts.indent) ?? '';
-          } catch (err) {
-            // Not shown on stdout; the files still get the line.
-            options.session?.recordFailed('stdout', r.lineNo, err);
-          }
-        }
+        text += stdoutText(rec, this.#mode as 'text' | 'main', this.#indent) ?? '';
       } catch (err) {
-        return cb(err as Error);
+        // Not shown on stdout; the files still get the line.
+        this.#session?.recordFailed('stdout', rec.lineNo, err);
       }
-      if (text === '') return cb(null, pass);
-      write(text, cb, pass);
-    },
-    final(cb) {
-      stream.off('error', onError);
-      cb();
-    },
-  });
-  return sink;
+    }
+    return text;
+  }
+
+  /** Hands `pass` on once `data` is written, or at once when the reader is gone. */
+  #write(data: string | Buffer, pass: HandOn): BatchOutcome {
+    const stream = this.#stream;
+    if (this.#readerGone || stream.destroyed || stream.writableEnded) {
+      this.#readerGone = true;
+      return pass;
+    }
+    return stream.write(data) ? pass : this.#drained().then(() => pass);
+  }
+
+  #drained(): Promise<void> {
+    const stream = this.#stream;
+    return new Promise((resolve) => {
+      const done = () => {
+        stream.off('drain', done);
+        stream.off('close', done);
+        resolve();
+      };
+      stream.on('drain', done);
+      stream.on('close', done);
+    });
+  }
 }
 
 export const stdoutSinkPlugin = definePlugin<Omit<StdoutSinkOptions, 'session' | 'stream' | 'indent'>>({

@@ -1,18 +1,36 @@
-import { Transform, type TransformCallback } from 'node:stream';
-import {
-  BATCH_HIGH_WATER_MARK,
-  type LineRecord,
-  type RecordBatch,
-  type SubteeRecord,
-} from '../../model/record.js';
+import { readFileSync } from 'node:fs';
+import type { Transform } from 'node:stream';
+import type { LineRecord, RecordBatch, SubteeRecord } from '../../model/record.js';
+import { UsageError } from '../../errors.js';
+import { overridePrices } from '../../model/prices.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { viewOf } from '../../model/line-view.js';
 import { escapeOneLine } from '../../views/escape.js';
+import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export interface ChannelRouterOptions {
+  /**
+   * A price file (JSON, USD per million tokens per model, see `overridePrices`) laid over the
+   * shipped table, for runs whose models or prices it lacks.
+   */
+  prices?: string;
   /** The chain's session, shared by every stage (required). */
   session: Session;
+}
+
+/** The session's price table with the file at `path` laid over it; a UsageError when it is not one. */
+export function loadPrices(session: Session, path: string): void {
+  let data: unknown;
+  try {
+    data = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new UsageError('ERR_PRICES', `prices ${escapeOneLine(path)}: cannot read it as JSON (${why})`, err);
+  }
+  const table = overridePrices(session.cost.prices, data);
+  if (typeof table === 'string') throw new UsageError('ERR_PRICES', `prices ${escapeOneLine(path)}: ${table}`);
+  session.cost.prices = table;
 }
 
 /**
@@ -24,42 +42,39 @@ export interface ChannelRouterOptions {
  */
 export function createChannelRouter(options: ChannelRouterOptions): Transform {
   const session = requireSession(options, 'createChannelRouter');
+  if (options.prices !== undefined) loadPrices(session, options.prices);
   const tree = session.tree;
   let cyclesSeen = 0;
-  return new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      try {
-        for (let i = 0; i < batch.length; i++) {
-          const rec = batch[i];
-          if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) continue;
-          try {
-            const { channel, events } = tree.route(rec.kind === 'spooled' ? rec.value! : viewOf(rec));
-            rec.channel = channel;
-            if (events.length > 0) rec.events = events;
-          } catch (err) {
-            session.recordFailed('channel-router', rec.lineNo, err);
-            // A spooled line has no bytes in memory to quarantine: it stays on main's channel.
-            if (rec.kind === 'line') batch[i] = unroutable(session, rec);
-          }
-          if (tree.spawnCycles !== cyclesSeen) {
-            cyclesSeen = tree.spawnCycles;
-            const c = tree.firstCycle!;
-            session.warn(
-              'SPAWN_CYCLE',
-              `input line ${rec.lineNo} spawns ${escapeOneLine(c.id)} on ` +
-                (c.on === c.id
-                  ? 'its own channel'
-                  : `the channel of ${escapeOneLine(String(c.on))}, which descends from it`) +
-                ' (a spawn cycle): that spawn is ignored, the channel stays an orphan (depth unknown)',
-            );
-          }
+  return createBatchTransform({
+    transformBatch(batch: RecordBatch) {
+      for (let i = 0; i < batch.length; i++) {
+        const rec = batch[i];
+        if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) continue;
+        try {
+          const value = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
+          const { channel, events } = tree.route(value);
+          session.cost.observe(value, channel.id);
+          rec.channel = channel;
+          if (events.length > 0) rec.events = events;
+        } catch (err) {
+          session.recordFailed('channel-router', rec.lineNo, err);
+          // A spooled line has no bytes in memory to quarantine: it stays on main's channel.
+          if (rec.kind === 'line') batch[i] = unroutable(session, rec);
         }
-      } catch (err) {
-        return cb(err as Error);
+        if (tree.spawnCycles !== cyclesSeen) {
+          cyclesSeen = tree.spawnCycles;
+          const c = tree.firstCycle!;
+          session.warn(
+            'SPAWN_CYCLE',
+            `input line ${rec.lineNo} spawns ${escapeOneLine(c.id)} on ` +
+              (c.on === c.id
+                ? 'its own channel'
+                : `the channel of ${escapeOneLine(String(c.on))}, which descends from it`) +
+              ' (a spawn cycle): that spawn is ignored, the channel stays an orphan (depth unknown)',
+          );
+        }
       }
-      cb(null, batch);
+      return batch;
     },
   });
 }
@@ -74,6 +89,12 @@ export const channelRouterPlugin = definePlugin<Omit<ChannelRouterOptions, 'sess
   name: 'channel-router',
   kind: 'stage',
   kit: BUILTIN_KIT,
-  options: {},
-  create: (_o, ctx) => createChannelRouter({ session: ctx.session }),
+  options: {
+    prices: {
+      type: 'string',
+      minLength: 1,
+      description: 'JSON price file (USD per million tokens per model) laid over the shipped, dated table',
+    },
+  },
+  create: (o, ctx) => createChannelRouter({ ...o, session: ctx.session }),
 });

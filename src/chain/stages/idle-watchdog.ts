@@ -1,7 +1,7 @@
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { EXIT, SubteeError } from '../../errors.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../../model/record.js';
+import type { RecordBatch } from '../../model/record.js';
 import { escapeOneLine } from '../../views/escape.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { viewOf } from '../../model/line-view.js';
@@ -17,6 +17,7 @@ import {
   type WaitLimits,
 } from '../../model/in-flight.js';
 import { channelLabel } from '../../views/text.js';
+import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin, type OptionSpec } from '../plugin.js';
 
 /** Characters of a channel label in a stall report (an agent type is the stream's to choose). */
@@ -198,23 +199,15 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
     if (drainTimer !== null) clearTimeout(drainTimer);
     drainTimer = null;
   };
-  const stream = new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
+  const stream = createBatchTransform({
+    transformBatch(batch: RecordBatch) {
       const now = clock.now();
       dog.activity(now);
       for (const rec of batch) if (rec.kind === 'line') dog.observe(viewOf(rec), now);
-      cb(null, batch);
+      return batch;
     },
-    flush(cb: TransformCallback) {
-      stop();
-      cb();
-    },
-    destroy(err, cb) {
-      stop();
-      cb(err);
-    },
+    flushAtEnd: stop,
+    teardown: stop,
   });
   timer = clock.setInterval(() => {
     if (run.input.bytes !== bytesSeen) {

@@ -1,12 +1,47 @@
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
+import { CodexMapper, isCodexEvent } from '../../adapters/codex.js';
+import { CopilotMapper, isCopilotEvent } from '../../adapters/copilot.js';
+import { GeminiMapper, isGeminiEvent } from '../../adapters/gemini.js';
 import { isProtocolEvent, LangGraphMapper, LANGGRAPH_DEFAULTS } from '../../adapters/langgraph.js';
-import type { JsonObject } from '../../model/message.js';
-import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
+import { isOpencodeEvent, OpencodeMapper } from '../../adapters/opencode.js';
+import { eventLine, type StreamMapper } from '../../adapters/stream-lines.js';
+import { channelIdOf, type JsonObject } from '../../model/message.js';
+import type { LineRecord, RecordBatch, SubteeRecord } from '../../model/record.js';
 import { requireSession, type Producer, type Session } from '../../model/session.js';
+import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
-export const INPUT_FORMATS = ['auto', 'claude', 'langgraph'] as const;
+export const INPUT_FORMATS = [
+  'auto',
+  'claude',
+  'langgraph',
+  'copilot',
+  'codex',
+  'gemini',
+  'opencode',
+] as const;
 export type InputFormat = (typeof INPUT_FORMATS)[number];
+
+/** The coding agents whose events are mapped one by one, their bytes kept in the channel files. */
+export const AGENT_PRODUCERS = ['copilot', 'codex', 'gemini', 'opencode'] as const;
+export type AgentProducer = (typeof AGENT_PRODUCERS)[number];
+
+const isAgentProducer = (p: Producer | null): p is AgentProducer =>
+  (AGENT_PRODUCERS as readonly string[]).includes(p ?? '');
+
+/** A mapper for a coding agent's stream. */
+export function createAgentMapper(producer: AgentProducer): StreamMapper {
+  switch (producer) {
+    case 'copilot':
+      return new CopilotMapper();
+    case 'codex':
+      return new CodexMapper();
+    case 'gemini':
+      return new GeminiMapper();
+    case 'opencode':
+      return new OpencodeMapper();
+  }
+}
 
 export const INPUT_FORMAT_DEFAULTS = Object.freeze({
   format: 'auto' as InputFormat,
@@ -23,11 +58,32 @@ export interface InputFormatOptions {
 }
 
 /**
- * Who wrote a line: a LangGraph protocol event (`method` and `params.namespace`), or
- * anything else, read as Claude Code stream-json (the Agent SDK's messages are the same).
+ * How a channel's `.jsonl` of a coding agent's run reads back (for the report built from an
+ * output folder): each event through a fresh mapper of that producer, keeping the lines that
+ * belong to the channel. Null for producers whose files hold stream-json lines.
+ */
+export function channelReaderFor(
+  producer: string,
+): ((event: JsonObject, channel: string | null) => JsonObject[]) | null {
+  if (!isAgentProducer(producer as Producer)) return null;
+  const mapper = createAgentMapper(producer as AgentProducer);
+  return (event, channel) => mapper.map(event).lines.filter((line) => channelIdOf(line) === channel);
+}
+
+/**
+ * Who wrote a line: a LangGraph protocol event (`method` and `params.namespace`), a Copilot
+ * CLI session event (`session.…`/`assistant.…` types with `data`), a Codex event
+ * (`thread.started`, `turn.…`, `item.…`), a Gemini CLI event (`init`, `message`… with an ISO
+ * `timestamp`), an opencode event (`sessionID` and `part`), or anything else, read as Claude
+ * Code stream-json (the Agent SDK's messages are the same).
  */
 export function detectProducer(value: JsonObject): Producer {
-  return isProtocolEvent(value) ? 'langgraph' : 'claude';
+  if (isProtocolEvent(value)) return 'langgraph';
+  if (isCopilotEvent(value)) return 'copilot';
+  if (isCodexEvent(value)) return 'codex';
+  if (isOpencodeEvent(value)) return 'opencode';
+  if (isGeminiEvent(value)) return 'gemini';
+  return 'claude';
 }
 
 /**
@@ -44,21 +100,29 @@ export function createInputFormat(options: InputFormatOptions): Transform {
     spawnTools: options.spawnTools ?? INPUT_FORMAT_DEFAULTS.spawnTools,
     onWarning: (code, message) => run.warn(code, message),
   });
-  if (format !== 'auto') run.producer = format;
+  let agent: AgentEvents | null = null;
+  const decided = (producer: Producer) => {
+    run.producer = producer;
+    if (isAgentProducer(producer)) agent = new AgentEvents(run, producer);
+  };
+  if (format !== 'auto') decided(format);
   let lastLineNo = 0;
   const toRecords = (values: JsonObject[], lineNo: number, out: RecordBatch) => {
     for (const value of values)
       out.push({ kind: 'line', lineNo, raw: Buffer.from(JSON.stringify(value)), value } satisfies LineRecord);
   };
-  return new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
+  return createBatchTransform({
+    transformBatch(batch: RecordBatch) {
       if (run.producer === null) {
         const first = batch.find((rec) => rec.kind === 'line');
-        if (first?.kind === 'line') run.producer = detectProducer(first.value);
+        if (first?.kind === 'line') decided(detectProducer(first.value));
       }
-      if (run.producer !== 'langgraph') return cb(null, batch);
+      if (agent) {
+        const out: RecordBatch = [];
+        for (const rec of batch) agent.push(rec, out);
+        return out.length > 0 ? out : undefined;
+      }
+      if (run.producer !== 'langgraph') return batch;
       const out: RecordBatch = [];
       for (const rec of batch) {
         lastLineNo = rec.lineNo;
@@ -66,14 +130,79 @@ export function createInputFormat(options: InputFormatOptions): Transform {
         if (rec.kind !== 'line' || !isProtocolEvent(rec.value)) out.push(rec);
         else toRecords(mapper.map(rec.value), rec.lineNo, out);
       }
-      cb(null, out.length > 0 ? out : undefined);
+      return out.length > 0 ? out : undefined;
     },
-    flush(cb: TransformCallback) {
+    flushAtEnd() {
       const out: RecordBatch = [];
-      if (run.producer === 'langgraph') toRecords(mapper.end(), lastLineNo, out);
-      cb(null, out.length > 0 ? out : undefined);
+      if (agent) agent.end(out);
+      else if (run.producer === 'langgraph') toRecords(mapper.end(), lastLineNo, out);
+      return out.length > 0 ? out : undefined;
     },
   });
+}
+
+/**
+ * A coding agent's events through its mapper. Each input line stays one record with its own
+ * bytes (so its channel's `.jsonl` keeps it byte for byte), its value the mapped line that
+ * stands for it, or a placeholder routed to its channel when none does; the other mapped
+ * lines follow as `derived` records, which are routed and shown but never written to a file.
+ */
+export class AgentEvents {
+  readonly mapper: StreamMapper;
+  private lastLineNo = 0;
+
+  constructor(
+    private readonly run: Session,
+    private readonly producer: AgentProducer,
+  ) {
+    this.mapper = createAgentMapper(producer);
+    run.linesMapped = true;
+    const mapper = this.mapper;
+    run.channelFields.push((ch) => ({ transcript: mapper.transcriptOf(ch.id) }));
+  }
+
+  push(rec: SubteeRecord, out: RecordBatch): void {
+    this.lastLineNo = rec.lineNo;
+    if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) {
+      out.push(rec);
+      return;
+    }
+    let mapped;
+    try {
+      mapped = this.mapper.map(rec.value!);
+    } catch (err) {
+      // Kept on main's channel as it came: a mapper bug must not cost the line or the run.
+      this.run.recordFailed('input-format', rec.lineNo, err);
+      if (rec.kind === 'line') rec.value = eventLine(this.producer, {}, null);
+      out.push(rec);
+      return;
+    }
+    this.run.producerVersion ??= this.mapper.version;
+    const { lines, own } = mapped;
+    for (let i = 0; i < lines.length; i++) {
+      if (i !== own) {
+        out.push(derivedRecord(rec.lineNo, lines[i]));
+      } else if (rec.kind === 'line') {
+        rec.value = lines[i];
+        out.push(rec);
+      } else {
+        // A line too long to hold: its bytes stay in the spool, its channel is the event's.
+        const placeholder = eventLine(this.producer, rec.value!, mapped.channel);
+        const stands = lines[i];
+        rec.value = placeholder;
+        out.push(rec);
+        if (stands.type !== placeholder.type) out.push(derivedRecord(rec.lineNo, stands));
+      }
+    }
+  }
+
+  end(out: RecordBatch): void {
+    for (const line of this.mapper.end()) out.push(derivedRecord(this.lastLineNo, line));
+  }
+}
+
+function derivedRecord(lineNo: number, value: JsonObject): LineRecord {
+  return { kind: 'line', lineNo, raw: Buffer.from(JSON.stringify(value)), value, derived: true };
 }
 
 export const inputFormatPlugin = definePlugin<Omit<InputFormatOptions, 'session'>>({
@@ -86,7 +215,8 @@ export const inputFormatPlugin = definePlugin<Omit<InputFormatOptions, 'session'
       choices: INPUT_FORMATS,
       default: INPUT_FORMAT_DEFAULTS.format,
       description:
-        'claude (stream-json, Agent SDK messages), langgraph (protocol events), or auto: decided from the first line',
+        'claude (stream-json, Agent SDK messages), langgraph (protocol events), copilot, codex, gemini, ' +
+        'opencode (their JSON streams), or auto: decided from the first line',
     },
     spawnTools: {
       type: 'array',

@@ -1,6 +1,11 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
-import { BATCH_HIGH_WATER_MARK, type QuarantineReason, type RecordBatch } from '../../model/record.js';
+import {
+  BATCH_HIGH_WATER_MARK,
+  MAX_BATCH_RECORDS,
+  type QuarantineReason,
+  type RecordBatch,
+} from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { scanLine, scannedRecord } from '../../model/line-view.js';
 import { HELD_LINE_BYTES, isBlank, LineSplitter } from '../../model/lines.js';
@@ -88,14 +93,26 @@ export function createLineParser(options: LineParserOptions): Transform {
     batch = [];
     return b;
   };
-  return new Transform({
+  /** The rest of a chunk, split once the next stage has taken what was handed on. */
+  let resume: (() => void) | null = null;
+  const stream = new Transform({
     writableObjectMode: false,
     readableObjectMode: true,
     readableHighWaterMark: BATCH_HIGH_WATER_MARK,
     transform(chunk: Buffer, _enc, cb: TransformCallback) {
       run.input.bytes += chunk.length;
-      splitter.push(chunk);
-      cb(null, take());
+      let rest: Buffer | null = chunk;
+      const split = () => {
+        while ((rest = splitter.push(rest!, MAX_BATCH_RECORDS)) !== null) {
+          const b = take();
+          if (b && !stream.push(b)) {
+            resume = split;
+            return;
+          }
+        }
+        cb(null, take());
+      };
+      split();
     },
     flush(cb: TransformCallback) {
       splitter.end();
@@ -107,10 +124,21 @@ export function createLineParser(options: LineParserOptions): Transform {
       cb(null, take());
     },
     destroy(err, cb) {
+      resume = null;
       spool?.discard();
       cb(err);
     },
   });
+  // A chunk of tiny lines is handed on in batches of at most MAX_BATCH_RECORDS, each once
+  // the next stage wants more, so records in flight stay bounded whatever the line length.
+  const transformRead = stream._read.bind(stream);
+  stream._read = (size: number) => {
+    const next = resume;
+    resume = null;
+    if (next) next();
+    else transformRead(size);
+  };
+  return stream;
 }
 
 export const lineParserPlugin = definePlugin<Omit<LineParserOptions, 'session'>>({

@@ -1,12 +1,13 @@
 import { headOf, tailOf } from '../../model/bounded-text.js';
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
-import { BATCH_HIGH_WATER_MARK, type LineRecord, type RecordBatch } from '../../model/record.js';
+import type { LineRecord, RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
-import { asBlock, rawBlocks } from '../../model/message.js';
+import { asBlock, lineTypeOf, rawBlocks } from '../../model/message.js';
 import type { Channel } from '../../model/tree.js';
 import { viewOf } from '../../model/line-view.js';
 import { isText, type LazyText } from '../../model/scan.js';
+import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const THINKING_MODES = ['keep', 'truncate', 'drop', 'file'] as const;
@@ -46,23 +47,17 @@ export function createThinkingTruncator(options: ThinkingTruncatorOptions): Tran
   const run = requireSession(options, 'createThinkingTruncator');
   const stats = new Map<Channel | null, { kept_chars: number; cut_chars: number }>();
   run.channelFields.push((ch) => ({ thinking: stats.get(ch) ?? { kept_chars: 0, cut_chars: 0 } }));
-  return new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      try {
-        for (const rec of batch) {
-          if (rec.kind !== 'line') continue;
-          try {
-            if (viewOf(rec).type === 'assistant') shorten(rec);
-          } catch (err) {
-            run.recordFailed('thinking-truncator', rec.lineNo, err);
-          }
+  return createBatchTransform({
+    transformBatch(batch: RecordBatch) {
+      for (const rec of batch) {
+        if (rec.kind !== 'line') continue;
+        try {
+          if (lineTypeOf(viewOf(rec)) === 'assistant') shorten(rec);
+        } catch (err) {
+          run.recordFailed('thinking-truncator', rec.lineNo, err);
         }
-      } catch (err) {
-        return cb(err as Error);
       }
-      cb(null, batch);
+      return batch;
     },
   });
 

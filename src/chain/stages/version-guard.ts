@@ -1,11 +1,18 @@
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { EXIT, SubteeError } from '../../errors.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../model/record.js';
+import type { RecordBatch, SubteeRecord } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { compareVersions, isValidRange, parseVersion, satisfies, type Version } from '../../semver.js';
-import { channelIdOf, contentBlocks } from '../../model/message.js';
+import {
+  channelIdOf,
+  contentBlocks,
+  lineTypeOf,
+  systemSubtypeOf,
+  type ContentBlock,
+} from '../../model/message.js';
 import { viewOf } from '../../model/line-view.js';
+import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
 export const VERSION_GUARD_DEFAULTS = Object.freeze({
@@ -75,14 +82,28 @@ export function versionWarnings(version: string): GuardWarning[] {
   }));
 }
 
-export function checkRequiredVersion(version: string | null, range: string | null): void {
+export function checkRequiredVersion(version: string | null, range: string | null, agent = 'Claude Code'): void {
   if (range === null) return;
   if (version === null || !parseVersion(version)) {
     throw new VersionRefused(`the agent's version is unknown and --require-version ${range} is set`);
   }
   if (!satisfies(version, range))
-    throw new VersionRefused(`Claude Code ${version} does not satisfy --require-version ${range}`);
+    throw new VersionRefused(`${agent} ${version} does not satisfy --require-version ${range}`);
 }
+
+const NO_WARNINGS: GuardWarning[] = [];
+Object.freeze(NO_WARNINGS);
+const NO_BLOCKS: readonly ContentBlock[] = [];
+const VERBOSE_HINT = Buffer.from('requires --verbose');
+const UNKNOWN_OPTION_HINT = Buffer.from("unknown option '");
+
+/** The names of the other coding agents an input adapter states in its `system/init` line. */
+const AGENT_NAMES: Readonly<Record<string, string>> = Object.freeze({
+  copilot: 'GitHub Copilot CLI',
+  codex: 'Codex',
+  gemini: 'Gemini CLI',
+  opencode: 'opencode',
+});
 
 /**
  * What the guard learns from the stream as it passes: plain logic, no I/O. `observe()` returns
@@ -90,23 +111,36 @@ export function checkRequiredVersion(version: string | null, range: string | nul
  */
 export class VersionGuard {
   version: string | null = null;
+  /** The coding agent other than Claude Code whose mapped stream this is; null for Claude Code. */
+  private agent: string | null = null;
   private readonly said = new Set<string>();
   private readonly subagents = new Map<string, { tools: number; words: number }>();
 
+  /** What the line being observed said (NO_WARNINGS until it says something). */
+  private heard: GuardWarning[] = NO_WARNINGS;
+
   constructor(private readonly requireVersion: string | null) {}
 
+  private say(w: GuardWarning): void {
+    if (this.said.has(w.code)) return;
+    this.said.add(w.code);
+    if (this.heard === NO_WARNINGS) this.heard = [];
+    this.heard.push(w);
+  }
+
   observe(rec: SubteeRecord): GuardWarning[] {
-    const out: GuardWarning[] = [];
-    const say = (w: GuardWarning) => {
-      if (!this.said.has(w.code)) {
-        this.said.add(w.code);
-        out.push(w);
-      }
-    };
+    // Most lines say nothing: no list and no closure are made per line, only for a warning.
+    this.heard = NO_WARNINGS;
     if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) {
-      const text = (rec.kind === 'spooled' ? rec.head : rec.raw).subarray(0, 4096).toString('utf8');
+      const line = rec.kind === 'spooled' ? rec.head : rec.raw;
+      // Both messages are ASCII: a line holding neither is not decoded (junk can be millions
+      // of lines, most too short to hold either).
+      if (line.length < UNKNOWN_OPTION_HINT.length) return this.heard;
+      const bytes = line.length > 4096 ? line.subarray(0, 4096) : line;
+      if (bytes.indexOf(VERBOSE_HINT) === -1 && bytes.indexOf(UNKNOWN_OPTION_HINT) === -1) return this.heard;
+      const text = bytes.toString('utf8');
       if (/requires --verbose/.test(text)) {
-        say({
+        this.say({
           code: 'VERBOSE_REQUIRED',
           message:
             'the agent refused to run: stream-json output needs --verbose (claude -p … --output-format stream-json --verbose)',
@@ -114,26 +148,40 @@ export class VersionGuard {
       }
       const m = /unknown option '([^']+)'/.exec(text);
       if (m)
-        say({
+        this.say({
           code: 'UNKNOWN_OPTION',
           message: `the agent does not know the option ${m[1]}: it is older than that option, or the option is misspelt`,
         });
-      return out;
+      return this.heard;
     }
     const v = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
-    if (v.type === 'system' && v.subtype === 'init') {
+    const kind = lineTypeOf(v);
+    const subtype = systemSubtypeOf(v);
+    if (subtype === 'init' && typeof v.producer === 'string' && v.producer in AGENT_NAMES) {
+      // Another coding agent, mapped: its version is the one its stream states, if any; the
+      // notes about Claude Code versions and forwarding do not apply to it.
+      this.agent = AGENT_NAMES[v.producer];
+      const version = typeof v.producer_version === 'string' ? v.producer_version : null;
+      if (version !== null || this.version === null) {
+        this.version = version;
+        if (version !== null) checkRequiredVersion(version, this.requireVersion, this.agent);
+      }
+      return this.heard;
+    }
+    if (this.agent !== null) return this.heard;
+    if (subtype === 'init') {
       const version = typeof v.claude_code_version === 'string' ? v.claude_code_version : null;
       if (version !== this.version || this.version === null) {
         this.version = version;
         checkRequiredVersion(version, this.requireVersion);
-        if (version) versionWarnings(version).forEach(say);
+        if (version) for (const w of versionWarnings(version)) this.say(w);
       }
     }
     const ch = channelIdOf(v);
     let s = ch === null ? undefined : this.subagents.get(ch);
-    if (ch !== null && !s && (v.type === 'assistant' || v.type === 'user'))
+    if (ch !== null && !s && (kind === 'assistant' || kind === 'user'))
       this.subagents.set(ch, (s = { tools: 0, words: 0 }));
-    for (const b of v.type === 'assistant' ? contentBlocks(v) : []) {
+    for (const b of kind === 'assistant' ? contentBlocks(v) : NO_BLOCKS) {
       if (b.type === 'tool_use' && s) s.tools++;
       if ((b.type === 'text' || b.type === 'thinking' || b.type === 'redacted_thinking') && s) s.words++;
       if (
@@ -142,20 +190,21 @@ export class VersionGuard {
         typeof b.signature === 'string' &&
         b.signature !== ''
       ) {
-        say({
+        this.say({
           code: 'THINKING_OMITTED',
           message:
             'thinking blocks arrive empty (signature only): thinking text is omitted; ask for summarized thinking (claude --thinking-display summarized, where supported) to see it',
         });
       }
     }
-    if (v.type === 'system' && v.subtype === 'task_notification') this.checkForwarding().forEach(say);
-    return out;
+    if (subtype === 'task_notification') for (const w of this.checkForwarding()) this.say(w);
+    return this.heard;
   }
 
   /** At the end of input: the forwarding check once more, and a required version never seen. */
   end(): GuardWarning[] {
     if (this.version === null) checkRequiredVersion(null, this.requireVersion);
+    if (this.agent !== null) return [];
     return this.checkForwarding().filter((w) => !this.said.has(w.code) && this.said.add(w.code));
   }
 
@@ -189,30 +238,19 @@ export function createVersionGuard(options: VersionGuardOptions): Transform {
   const run = requireSession(options, 'createVersionGuard');
   const guard = new VersionGuard(opts.requireVersion);
   const warn = (ws: GuardWarning[]) => ws.forEach((w) => run.warn(w.code, w.message));
-  return new Transform({
-    objectMode: true,
-    highWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(batch: RecordBatch, _enc, cb: TransformCallback) {
-      try {
-        for (const rec of batch) {
-          try {
-            warn(guard.observe(rec));
-          } catch (err) {
-            run.recordFailed('version-guard', rec.lineNo, err);
-          }
+  return createBatchTransform({
+    transformBatch(batch: RecordBatch) {
+      for (const rec of batch) {
+        try {
+          warn(guard.observe(rec));
+        } catch (err) {
+          run.recordFailed('version-guard', rec.lineNo, err);
         }
-      } catch (err) {
-        return cb(err as Error);
       }
-      cb(null, batch);
+      return batch;
     },
-    flush(cb: TransformCallback) {
-      try {
-        warn(guard.end());
-      } catch (err) {
-        return cb(err as Error);
-      }
-      cb();
+    flushAtEnd() {
+      warn(guard.end());
     },
   });
 }

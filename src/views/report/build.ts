@@ -1,11 +1,11 @@
 import { headOf } from '../../model/bounded-text.js';
 import { isObject, type JsonObject } from '../../model/message.js';
-import { closeSync, readFileSync, readSync, renameSync } from 'node:fs';
+import { closeSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { HELD_LINE_BYTES, LineSplitter } from '../../model/lines.js';
-import { EXIT, SubteeError, writeFailed } from '../../errors.js';
+import { EXIT, SubteeError } from '../../errors.js';
 import { withDefaults } from '../../defaults.js';
-import { openRegularForRead, writeNewFile } from '../../safe-open.js';
+import { openRegularForRead } from '../../safe-open.js';
 import {
   field,
   isoTime,
@@ -15,19 +15,27 @@ import {
   safeLogPath,
   TranscriptBudget,
   usageOf,
+  channelUsd,
+  runCostView,
   clip,
   type ChannelView,
   type ReportData,
   type ReportLimits,
 } from './model.js';
 import { pageHtml } from './page.js';
-import { indexPageHtml, sortRows, type IndexPageRow } from './index-page.js';
 
 export interface ReportBuildOptions extends Partial<ReportLimits> {
   /** Shown in the page; the package's version by default. */
   subteeVersion?: string;
+  /**
+   * For a run whose `.jsonl` files keep another producer's events (index.json `producer`),
+   * a reader of one channel's file that maps each event to the stream-json lines it stands
+   * for, or null when the producer's files already hold stream-json lines.
+   */
+  channelReader?: (producer: string) => ((event: JsonObject, channel: string | null) => JsonObject[]) | null;
 }
 
+/** What a written report holds (see writeReport in the report sink's room). */
 export interface ReportResult {
   path: string;
   bytes: number;
@@ -156,6 +164,7 @@ function channelView(c: JsonObject): ChannelView {
     lines: typeof c.lines === 'number' && Number.isFinite(c.lines) ? c.lines : 0,
     counts,
     usage: usageOf(c.usage),
+    cost: channelUsd(c.cost),
     first: isoTime(c.first_seen),
     last: isoTime(c.last_seen),
     spawned: null,
@@ -198,17 +207,20 @@ export function readReportData(
   const budgets = channels.map(() => new TranscriptBudget(perChannel, limits.ticksPerChannel));
   const spawnPrompts = new Map<string, string>();
 
+  const producer = typeof index.producer === 'string' ? index.producer : null;
   channels.forEach((ch, i) => {
     const rel = safeJsonlPath(raw[i].jsonl);
     if (rel === null) return;
     const budget = budgets[i];
+    const mapped = producer === null ? null : (options.channelReader?.(producer) ?? null);
     try {
       forEachLine(
         join(out, rel),
         (line) => {
           // Once the budget is spent only tool calls matter (ticks and spawn times): skip
-          // decoding the lines that cannot hold one.
-          if (budget.room === 0 && !line.includes('"tool_use"')) {
+          // decoding the lines that cannot hold one (a mapped producer's may hold one by
+          // another name).
+          if (budget.room === 0 && mapped === null && !line.includes('"tool_use"')) {
             if (line.length > 0) budget.skipLine(line.length);
             return;
           }
@@ -219,20 +231,8 @@ export function readReportData(
             return;
           }
           if (!isObject(value)) return;
-          const f = lineFacts(value, limits);
-          for (let k = 0; k < f.tools; k++) budget.tick(f.time);
-          for (const s of f.spawns) {
-            const childId = field(s.id, 400) ?? '';
-            const child = byId.get(childId);
-            if (child && child.spawned === null) child.spawned = f.time;
-            if (s.prompt !== null && !spawnPrompts.has(childId)) spawnPrompts.set(childId, s.prompt);
-          }
-          if (ch.prompt === null && ch.id !== null) {
-            const p = f.entries.find((e) => e.k === 'prompt');
-            if (p) ch.prompt = p.s.length > limits.promptChars ? `${headOf(p.s, limits.promptChars)}…` : p.s;
-          }
-          if (budget.room === 0) budget.skipLine(line.length);
-          else budget.addLine(f.entries);
+          if (mapped === null) onValue(value, line.length);
+          else for (const v of mapped(value, ch.id)) onValue(v, line.length);
         },
         (bytes) => budget.skipLine(bytes),
       );
@@ -243,6 +243,23 @@ export function readReportData(
           exitCode: EXIT.IO,
           cause: err,
         });
+    }
+
+    function onValue(value: JsonObject, lineBytes: number): void {
+      const f = lineFacts(value, limits);
+      for (let k = 0; k < f.tools; k++) budget.tick(f.time);
+      for (const s of f.spawns) {
+        const childId = field(s.id, 400) ?? '';
+        const child = byId.get(childId);
+        if (child && child.spawned === null) child.spawned = f.time;
+        if (s.prompt !== null && !spawnPrompts.has(childId)) spawnPrompts.set(childId, s.prompt);
+      }
+      if (ch.prompt === null && ch.id !== null) {
+        const p = f.entries.find((e) => e.k === 'prompt');
+        if (p) ch.prompt = p.s.length > limits.promptChars ? `${headOf(p.s, limits.promptChars)}…` : p.s;
+      }
+      if (budget.room === 0) budget.skipLine(lineBytes);
+      else budget.addLine(f.entries);
     }
   });
   for (const ch of channels)
@@ -265,6 +282,7 @@ export function readReportData(
         code: field(w.code, 100) ?? '?',
         message: field(w.message, 4000) ?? '',
       })),
+      cost: runCostView(index.cost),
     },
     channels,
     page: { bytes: 0, limitBytes: limits.maxPageBytes, channelChars: perChannel, cutChannels: 0 },
@@ -306,26 +324,6 @@ export function buildReportPage(
   return { html, data };
 }
 
-/** Writes OUT/report.html (atomically) and says what it holds. */
-export function writeReport(out: string, options: ReportBuildOptions = {}): ReportResult {
-  const { html, data } = buildReportPage(out, options);
-  const path = join(out, 'report.html');
-  try {
-    // Not a plain write: a link planted at the temporary name would be written through.
-    writeNewFile(`${path}.tmp`, html);
-    renameSync(`${path}.tmp`, path);
-  } catch (err) {
-    throw writeFailed(path, err);
-  }
-  return {
-    path,
-    bytes: data.page.bytes,
-    limitBytes: data.page.limitBytes,
-    channels: data.channels.length,
-    cutChannels: data.page.cutChannels,
-  };
-}
-
 function mb(n: number): string {
   return n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MB` : `${(n / 1024).toFixed(1)} KB`;
 }
@@ -337,16 +335,4 @@ export function reportLine(r: ReportResult): string {
       ? `${r.cutChannels} of ${r.channels} transcripts cut to fit (the .log files have them whole)`
       : `${r.channels} transcripts, none cut`;
   return `subtee: wrote ${r.path}: ${mb(r.bytes)} (limit ${mb(r.limitBytes)}), ${cut}\n`;
-}
-
-/** Writes ROOT/index.html (atomically), the page over many runs; returns its path. */
-export function writeIndexPage(root: string, rows: IndexPageRow[], version = subteeVersion()): string {
-  const path = join(root, 'index.html');
-  try {
-    writeNewFile(`${path}.tmp`, indexPageHtml(sortRows(rows), version));
-    renameSync(`${path}.tmp`, path);
-  } catch (err) {
-    throw writeFailed(path, err);
-  }
-  return path;
 }

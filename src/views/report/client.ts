@@ -9,6 +9,8 @@ import type { ChannelView, Entry, ReportData, RunView } from './model.js';
 
 export interface Totals {
   tokens: number;
+  /** Dollars; null when any channel in it is unpriced. */
+  usd: number | null;
   first: number | null;
   last: number | null;
 }
@@ -62,6 +64,7 @@ export function treeRows(channels: readonly ChannelView[]): Row[] {
       const ch = channels[i];
       const own = {
         tokens: tokensOf(ch),
+        usd: ch.cost,
         first: ch.first ?? ch.spawned,
         last: ch.last ?? ch.first ?? ch.spawned,
       };
@@ -82,6 +85,7 @@ export function treeRows(channels: readonly ChannelView[]): Row[] {
     const t = rows[p].sub;
     rows[p].hasChildren = true;
     t.tokens += s.tokens;
+    t.usd = t.usd === null || s.usd === null ? null : t.usd + s.usd;
     if (s.first !== null && (t.first === null || s.first < t.first)) t.first = s.first;
     if (s.last !== null && (t.last === null || s.last > t.last)) t.last = s.last;
   }
@@ -100,6 +104,27 @@ export function formatDuration(ms: number | null): string {
   const m = Math.floor(s / 60);
   if (m < 60) return `${m}m ${String(Math.floor(s % 60)).padStart(2, '0')}s`;
   return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, '0')}m`;
+}
+
+/** Dollars: more digits for small sums, `?` when unpriced (the page imports nothing at run time). */
+export function formatUsd(usd: number | null): string {
+  if (usd === null) return '$?';
+  if (usd === 0) return '$0';
+  const abs = Math.abs(usd);
+  return `$${usd.toFixed(abs >= 1 ? 2 : abs >= 0.01 ? 4 : 6)}`;
+}
+
+/** The run's cost beside Claude Code's own, for the header. */
+export function costLine(run: RunView): string {
+  const c = run.cost;
+  if (!c) return '';
+  const claude = c.resultUsd === null ? 'no result line' : `Claude Code ${formatUsd(c.resultUsd)}`;
+  const unattributed = c.unattributedUsd === null ? '' : ` · unattributed ${formatUsd(c.unattributedUsd)}`;
+  const basis = c.basis === 'result' ? 'basis result' : `basis table ${c.pricesDate ?? ''}`.trim();
+  return (
+    `cost ${formatUsd(c.usd)} (${claude}) · agents ${formatUsd(c.channelsUsd)}${unattributed} · ` +
+    `${basis} · output tokens ${c.outputTokens}`
+  );
 }
 
 export function formatCount(n: number): string {
@@ -318,6 +343,7 @@ function renderHeader(state: State): void {
     }),
   );
   $('facts').textContent = factsLine(run);
+  $('cost').textContent = costLine(run);
   $('pageinfo').textContent = live
     ? ''
     : `page ${formatBytes(page.bytes)} (limit ${formatBytes(page.limitBytes)})` +
@@ -404,6 +430,8 @@ function renderTree(state: State, again = true): void {
       num(formatDuration(elapsed(r.own))),
       num(formatDuration(elapsed(r.sub))),
       num(formatCount(ch.lines)),
+      num(formatUsd(r.own.usd)),
+      num(formatUsd(r.sub.usd)),
     );
     frag.append(tr);
   }
@@ -911,6 +939,7 @@ function placeholder(id: string | null): ChannelView {
     lines: 0,
     counts: {},
     usage: { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 },
+    cost: 0,
     first: null,
     last: null,
     spawned: null,

@@ -1,4 +1,5 @@
 import type { RecordBatch } from '../../model/record.js';
+import { indexCost } from '../cost.js';
 import type { Session } from '../../model/session.js';
 import {
   field,
@@ -8,6 +9,7 @@ import {
   REPORT_FORMAT,
   TranscriptBudget,
   usageOf,
+  runCostView,
   clip,
   type ChannelView,
   type ReportData,
@@ -147,7 +149,7 @@ export type ChannelUpdate = Omit<ChannelView, 'entries' | 'ticks'>;
 
 export function channelUpdate(
   c: ChannelFields,
-  extra: Pick<ChannelView, 'spawned' | 'prompt' | 'log' | 'cut'>,
+  extra: Pick<ChannelView, 'spawned' | 'prompt' | 'log' | 'cut' | 'cost'>,
 ): ChannelUpdate {
   return {
     id: c.id === null ? null : field(c.id, 400),
@@ -169,6 +171,7 @@ export function channelUpdate(
     }),
     first: isoTime(c.firstSeen),
     last: isoTime(c.lastSeen),
+    cost: extra.cost,
     spawned: extra.spawned,
     log: extra.log,
     prompt: extra.prompt,
@@ -256,6 +259,13 @@ export class LiveReport {
     }
   }
 
+  /** A channel's dollars so far; null when a model it used has no price (or there is no session). */
+  private channelUsd(id: string | null): number | null {
+    if (!this.run) return null;
+    const cost = this.run.cost.channelCost(id);
+    return cost === null ? 0 : cost.usd;
+  }
+
   runView(): RunView {
     const run = this.run;
     return {
@@ -274,6 +284,7 @@ export class LiveReport {
         code: field(w.code, 100) ?? '?',
         message: field(w.message, 4000) ?? '',
       })),
+      cost: run ? runCostView(indexCost(run.cost.report())) : null,
     };
   }
 
@@ -289,7 +300,13 @@ export class LiveReport {
     for (const id of touched) {
       const t = this.channels.get(id)!;
       const json = JSON.stringify(
-        channelUpdate(t.source, { spawned: t.spawned, prompt: t.prompt, log: null, cut: t.budget.cut() }),
+        channelUpdate(t.source, {
+          spawned: t.spawned,
+          prompt: t.prompt,
+          log: null,
+          cut: t.budget.cut(),
+          cost: this.channelUsd(t.source.id),
+        }),
       );
       if (json === t.sentFields) continue;
       t.sentFields = json;

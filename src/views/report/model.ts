@@ -1,7 +1,7 @@
 import { headOf, tailOf } from '../../model/bounded-text.js';
 import { escapeControl, shorten } from '../escape.js';
 import { lineContent } from '../../model/content.js';
-import { SPAWN_TOOLS, isObject, type JsonObject } from '../../model/message.js';
+import { SPAWN_TOOLS, isObject, systemSubtypeOf, type JsonObject } from '../../model/message.js';
 
 /**
  * The report's data: plain JSON, the same shape whether it is embedded in a static page
@@ -73,6 +73,8 @@ export interface ChannelView {
   lines: number;
   counts: Record<string, number>;
   usage: Usage;
+  /** Its own dollars (index.json's `cost.usd`); null when unpriced or unknown. */
+  cost: number | null;
   /** First and last line times (ms), and when its parent's spawn call was seen. */
   first: number | null;
   last: number | null;
@@ -94,6 +96,39 @@ export interface RunView {
   input: { lines: number; bytes: number; quarantined: number };
   quarantine: string | null;
   warnings: Array<{ code: string; message: string }>;
+  /** The run's dollars beside Claude Code's own; null when the index has none. */
+  cost: RunCostView | null;
+}
+
+export interface RunCostView {
+  usd: number | null;
+  channelsUsd: number | null;
+  resultUsd: number | null;
+  unattributedUsd: number | null;
+  basis: string;
+  pricesDate: string | null;
+  outputTokens: string;
+}
+
+const usdOrNull = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+/** The run's cost as the page shows it, from index.json's `cost` (or null). */
+export function runCostView(cost: unknown): RunCostView | null {
+  if (!isObject(cost)) return null;
+  return {
+    usd: usdOrNull(cost.usd),
+    channelsUsd: usdOrNull(cost.channels_usd),
+    resultUsd: usdOrNull(cost.result_usd),
+    unattributedUsd: usdOrNull(cost.unattributed_usd),
+    basis: cost.basis === 'result' ? 'result' : 'table',
+    pricesDate: field(cost.prices_date, 20),
+    outputTokens: field(cost.output_tokens, 20) ?? 'stream',
+  };
+}
+
+/** A channel's own dollars from its index.json row. */
+export function channelUsd(cost: unknown): number | null {
+  return isObject(cost) ? usdOrNull(cost.usd) : null;
 }
 
 export interface PageInfo {
@@ -225,7 +260,7 @@ export function lineFacts(value: JsonObject, limits: ReportLimits = REPORT_DEFAU
       }
     }
   }
-  if (value.type === 'system' && value.subtype === 'init') {
+  if (systemSubtypeOf(value) === 'init') {
     facts.version = field(value.claude_code_version, 100);
     facts.session = field(value.session_id, 200);
   }

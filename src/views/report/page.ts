@@ -109,6 +109,7 @@ const SHELL = `<header>
 <div id="banner" hidden></div>
 <ul id="warnings"></ul>
 <div id="facts"></div>
+<div id="cost"></div>
 <div id="pageinfo"></div>
 </header>
 <main>
@@ -142,6 +143,8 @@ background</span>
 <th class="num" title="first to last line of this agent">elapsed</th>
 <th class="num" title="first to last line of this agent and everything it spawned">Σ elapsed</th>
 <th class="num">lines</th>
+<th class="num" title="dollars of this agent">cost</th>
+<th class="num" title="dollars of this agent and everything it spawned">Σ cost</th>
 </tr></thead>
 <tbody>
 </tbody></table></div>

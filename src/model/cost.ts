@@ -1,0 +1,515 @@
+/**
+ * What each channel cost, in tokens of each kind and in dollars, from the stream alone.
+ *
+ * Tokens: an assistant line's `usage` is the API's `message_start` snapshot. Its input and
+ * cache counts are final; its `output_tokens` is not. A message's true output is its
+ * `message_delta` stream event's (partial messages on: `exact`); otherwise the `result`
+ * line's per-model output total is shared over the messages in proportion to what each
+ * produced (`estimated`); before or without a result, the lines' own figure stands
+ * (`stream`, an undercount).
+ *
+ * Dollars: once the `result` arrives, Claude Code's own `modelUsage[model].costUSD` is the
+ * truth: a per-token rate is derived from it (its dollars over its tokens weighted by the
+ * table's rates for the model, or Anthropic's standard ratios for a model the table lacks),
+ * so the channels' sum reproduces it whenever the stream shows every message. What the
+ * result counts and the channels do not (usage of background subagents missing from the
+ * stream) is `unattributed`, never spread over channels. Before or without a result the
+ * dated table prices each kind of token; a model with no price costs `null`.
+ *
+ * Plain logic: `observe()` takes each routed line, `report()` computes on demand. State is
+ * per channel and per model, plus the one message being assembled per channel.
+ */
+import { isObject, nonEmpty, type JsonObject } from './message.js';
+import { priceOf, STANDARD_RATIOS, type ModelPrice, type PriceTable, PRICE_TABLE } from './prices.js';
+
+/** The kinds of token a message is billed for, as index.json names them. */
+export interface ModelTokens {
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_input_tokens: number;
+  cache_creation_5m_input_tokens: number;
+  cache_creation_1h_input_tokens: number;
+}
+
+/** How the output token counts were found: see the module comment. */
+export type OutputTokensBasis = 'exact' | 'estimated' | 'stream';
+export type CostBasis = 'result' | 'table';
+
+/** Claude Code's marker for a message it wrote itself (an API error shown as text): no API call. */
+export const SYNTHETIC_MODEL = '<synthetic>';
+/** The model of an assistant line that names none (another producer). */
+export const UNNAMED_MODEL = 'unknown';
+
+/** Characters a token is taken to hold when estimating a message's output from its blocks. */
+const CHARS_PER_TOKEN = 4;
+/** Work allowed per tool input when measuring it: the stream chooses how large an input is. */
+const MEASURE_MAX_NODES = 10_000;
+
+export interface ModelCost extends ModelTokens {
+  usd: number | null;
+  result_usd: number | null;
+}
+
+export interface ChannelCost {
+  /** Models in first-use order. */
+  models: string[];
+  usd: number | null;
+  /** Tokens over all its models, output true or estimated. */
+  tokens: ModelTokens;
+}
+
+export interface CostReport {
+  usd: number | null;
+  channels_usd: number | null;
+  unattributed_usd: number | null;
+  basis: CostBasis;
+  prices_date: string | null;
+  output_tokens: OutputTokensBasis;
+  result_usd: number | null;
+  models: Record<string, ModelCost>;
+  /** Per channel key (the channel's id, null for main). */
+  channels: Map<string | null, ChannelCost>;
+  /** Models the run used that nothing prices. */
+  unpriced: string[];
+}
+
+interface Tally {
+  input: number;
+  cacheRead: number;
+  cache5m: number;
+  cache1h: number;
+  /** Output of messages whose message_delta was seen. */
+  exactOutput: number;
+  /** The lines' own output of the other messages. */
+  streamOutput: number;
+  /** What the other messages produced, in estimated tokens: their share of the result's output. */
+  estimate: number;
+  estimatedMessages: number;
+}
+
+interface OpenMessage {
+  id: string;
+  model: string;
+  usage: JsonObject;
+  chars: number;
+  exact: number | null;
+  applied: Tally;
+}
+
+interface ChannelLedger {
+  models: Map<string, Tally>;
+  current: OpenMessage | null;
+  /** A message_delta that came before any line of its message. */
+  early: { id: string; output: number } | null;
+}
+
+interface ResultUsage {
+  totalUsd: number | null;
+  models: Map<string, { tokens: ModelTokens; usd: number | null }>;
+}
+
+const emptyTally = (): Tally => ({
+  input: 0,
+  cacheRead: 0,
+  cache5m: 0,
+  cache1h: 0,
+  exactOutput: 0,
+  streamOutput: 0,
+  estimate: 0,
+  estimatedMessages: 0,
+});
+
+export const emptyTokens = (): ModelTokens => ({
+  input_tokens: 0,
+  output_tokens: 0,
+  cache_read_input_tokens: 0,
+  cache_creation_5m_input_tokens: 0,
+  cache_creation_1h_input_tokens: 0,
+});
+
+const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : 0);
+
+/** The dollars of `tokens` at `rate` (USD per million tokens of each kind). */
+export function priceTokens(tokens: ModelTokens, rate: ModelPrice): number {
+  return (
+    (tokens.input_tokens * rate.input +
+      tokens.output_tokens * rate.output +
+      tokens.cache_read_input_tokens * rate.cache_read +
+      tokens.cache_creation_5m_input_tokens * rate.cache_write_5m +
+      tokens.cache_creation_1h_input_tokens * rate.cache_write_1h) /
+    1e6
+  );
+}
+
+const inputSide = (t: ModelTokens, rate: ModelPrice) => priceTokens({ ...t, output_tokens: 0 }, rate);
+
+export class CostLedger {
+  private readonly byChannel = new Map<string | null, ChannelLedger>();
+  private result: ResultUsage | null = null;
+  private cached: CostReport | null = null;
+
+  constructor(public prices: PriceTable = PRICE_TABLE) {}
+
+  /** Messages whose output is estimated (no message_delta seen for them). */
+  private estimatedMessages = 0;
+
+  /** How the output tokens are found now (cheap: no report is computed). */
+  get outputTokensBasis(): OutputTokensBasis {
+    return this.estimatedMessages === 0 ? 'exact' : this.result ? 'estimated' : 'stream';
+  }
+
+  /** Whether a `result` line with usage has been seen. */
+  get hasResult(): boolean {
+    return this.result !== null;
+  }
+
+  /** Takes one routed line of channel `channel` (its id, null for main). */
+  observe(value: JsonObject, channel: string | null): void {
+    switch (value.type) {
+      case 'assistant':
+        if (isObject(value.message)) this.assistant(value.message, channel);
+        return;
+      case 'stream_event':
+        if (isObject(value.event) && value.event.type === 'message_delta') this.delta(value, channel);
+        return;
+      case 'result':
+        this.takeResult(value);
+    }
+  }
+
+  private ledger(channel: string | null): ChannelLedger {
+    let l = this.byChannel.get(channel);
+    if (!l) {
+      l = { models: new Map(), current: null, early: null };
+      this.byChannel.set(channel, l);
+    }
+    return l;
+  }
+
+  private assistant(message: JsonObject, channel: string | null): void {
+    const model = nonEmpty(message.model) ?? UNNAMED_MODEL;
+    if (model === SYNTHETIC_MODEL) return;
+    // A line without a message id cannot be told apart from a repeat: like the tree's usage,
+    // it is not counted.
+    const id = nonEmpty(message.id);
+    if (id === null || !isObject(message.usage)) return;
+    this.cached = null;
+    const l = this.ledger(channel);
+    let msg = l.current;
+    if (!msg || msg.id !== id || msg.model !== model) {
+      msg = { id, model, usage: {}, chars: 0, exact: null, applied: emptyTally() };
+      l.current = msg;
+      if (!l.models.has(model)) l.models.set(model, emptyTally());
+      if (id !== null && l.early?.id === id) {
+        msg.exact = l.early.output;
+        l.early = null;
+      }
+    }
+    // Every line of a message repeats its usage: the latest one stands.
+    if (isObject(message.usage)) msg.usage = message.usage;
+    msg.chars += producedChars(message.content);
+    this.apply(l, msg);
+  }
+
+  private delta(value: JsonObject, channel: string | null): void {
+    const event = value.event as JsonObject;
+    const usage = isObject(event.usage) ? event.usage : null;
+    if (!usage || typeof usage.output_tokens !== 'number' || !Number.isFinite(usage.output_tokens)) return;
+    const output = count(usage.output_tokens);
+    const id = nonEmpty(value.api_message_id);
+    const l = this.ledger(channel);
+    const msg = l.current;
+    this.cached = null;
+    if (msg && (id === null || msg.id === id)) {
+      msg.exact = output;
+      this.apply(l, msg);
+    } else if (id !== null) {
+      l.early = { id, output };
+    }
+  }
+
+  /** Replaces what the message added to its model's tally with what it adds now. */
+  private apply(l: ChannelLedger, msg: OpenMessage): void {
+    const tally = l.models.get(msg.model)!;
+    const u = msg.usage;
+    const created = count(u.cache_creation_input_tokens);
+    const split = isObject(u.cache_creation) ? u.cache_creation : {};
+    const oneHour = Math.min(created, count(split.ephemeral_1h_input_tokens));
+    const lineOutput = count(u.output_tokens);
+    const now: Tally = {
+      input: count(u.input_tokens),
+      cacheRead: count(u.cache_read_input_tokens),
+      cache5m: created - oneHour,
+      cache1h: oneHour,
+      exactOutput: msg.exact ?? 0,
+      streamOutput: msg.exact === null ? lineOutput : 0,
+      estimate: msg.exact === null ? Math.max(lineOutput, Math.ceil(msg.chars / CHARS_PER_TOKEN)) : 0,
+      estimatedMessages: msg.exact === null ? 1 : 0,
+    };
+    for (const k of Object.keys(now) as (keyof Tally)[]) tally[k] += now[k] - msg.applied[k];
+    this.estimatedMessages += now.estimatedMessages - msg.applied.estimatedMessages;
+    msg.applied = now;
+  }
+
+  private takeResult(value: JsonObject): void {
+    const modelUsage = isObject(value.modelUsage) ? value.modelUsage : null;
+    const total = typeof value.total_cost_usd === 'number' && Number.isFinite(value.total_cost_usd);
+    if (!modelUsage && !total) return;
+    this.cached = null;
+    const models = new Map<string, { tokens: ModelTokens; usd: number | null }>();
+    for (const [model, u] of Object.entries(modelUsage ?? {})) {
+      if (!isObject(u)) continue;
+      const created = count(u.cacheCreationInputTokens);
+      const oneHour = Math.min(created, count(u.cacheCreationEphemeral1hInputTokens));
+      models.set(model, {
+        tokens: {
+          input_tokens: count(u.inputTokens),
+          output_tokens: count(u.outputTokens),
+          cache_read_input_tokens: count(u.cacheReadInputTokens),
+          cache_creation_5m_input_tokens: created - oneHour,
+          cache_creation_1h_input_tokens: oneHour,
+        },
+        usd: typeof u.costUSD === 'number' && Number.isFinite(u.costUSD) ? u.costUSD : null,
+      });
+    }
+    this.result = { totalUsd: total ? (value.total_cost_usd as number) : null, models };
+  }
+
+  /**
+   * One channel's cost as it stands now: without a result, straight from its own tallies and
+   * the table (cheap, for a subagent that just ended); with one, from the whole report.
+   */
+  channelCost(channel: string | null): ChannelCost | null {
+    if (this.result) return this.report().channels.get(channel) ?? null;
+    const l = this.byChannel.get(channel);
+    if (!l) return null;
+    const cost: ChannelCost = { models: [...l.models.keys()], usd: 0, tokens: emptyTokens() };
+    for (const [model, t] of l.models) {
+      const tokens: ModelTokens = {
+        input_tokens: t.input,
+        output_tokens: t.exactOutput + t.streamOutput,
+        cache_read_input_tokens: t.cacheRead,
+        cache_creation_5m_input_tokens: t.cache5m,
+        cache_creation_1h_input_tokens: t.cache1h,
+      };
+      const nothing = Object.values(tokens).every((n) => n === 0);
+      const rate = priceOf(this.prices, model) ?? (nothing ? FREE : null);
+      cost.usd = cost.usd === null || rate === null ? null : cost.usd + priceTokens(tokens, rate);
+      for (const k of Object.keys(tokens) as (keyof ModelTokens)[]) cost.tokens[k] += tokens[k];
+    }
+    cost.usd = roundUsd(cost.usd);
+    return cost;
+  }
+
+  /** Cost and tokens per channel, per model and for the run, as they stand now. */
+  report(): CostReport {
+    this.cached ??= this.compute();
+    return this.cached;
+  }
+
+  private compute(): CostReport {
+    const result = this.result;
+    const channels = [...this.byChannel.entries()];
+    const modelIds: string[] = [];
+    const seen = new Set<string>();
+    for (const [, l] of channels)
+      for (const m of l.models.keys()) if (!seen.has(m) && seen.add(m)) modelIds.push(m);
+    for (const m of result?.models.keys() ?? []) if (!seen.has(m) && seen.add(m)) modelIds.push(m);
+
+    // Per model: the rate of each kind of token, and each channel's output tokens.
+    const rates = new Map<string, ModelPrice | null>();
+    const outputs = new Map<string, Map<string | null, number>>();
+    let usedTable = false;
+    for (const model of modelIds) {
+      const tallies = channels.flatMap(([key, l]) => {
+        const t = l.models.get(model);
+        return t ? [[key, t] as const] : [];
+      });
+      const seenTokens = emptyTokens();
+      let exact = 0;
+      let estimateSum = 0;
+      for (const [, t] of tallies) {
+        seenTokens.input_tokens += t.input;
+        seenTokens.cache_read_input_tokens += t.cacheRead;
+        seenTokens.cache_creation_5m_input_tokens += t.cache5m;
+        seenTokens.cache_creation_1h_input_tokens += t.cache1h;
+        exact += t.exactOutput;
+        estimateSum += t.estimate;
+      }
+      const table = priceOf(this.prices, model);
+      const fromResult = result?.models.get(model);
+      const out = new Map<string | null, number>();
+      if (fromResult && fromResult.usd !== null) {
+        const weights = table ?? STANDARD_RATIOS;
+        const whole = priceTokens(fromResult.tokens, weights);
+        rates.set(model, whole > 0 ? scaled(weights, fromResult.usd / whole) : (table ?? scaled(weights, 0)));
+        if (table) usedTable = true;
+        // The output the stream's messages account for: the result's, times the share of the
+        // result's input side the channels show (less than all when messages are missing).
+        const resultInput = inputSide(fromResult.tokens, weights);
+        const share = resultInput > 0 ? Math.min(1, inputSide(seenTokens, weights) / resultInput) : 1;
+        const toShare = Math.max(0, Math.round(fromResult.tokens.output_tokens * share) - exact);
+        const shares = apportion(
+          toShare,
+          tallies.map(([, t]) => t.estimate),
+          estimateSum,
+          tallies.map(([key]) => key ?? ''),
+        );
+        tallies.forEach(([key, t], i) => out.set(key, t.exactOutput + shares[i]));
+      } else {
+        // Nothing to price is free, whether or not the model has a price.
+        const none = tallies.every(
+          ([, t]) => t.input + t.cacheRead + t.cache5m + t.cache1h + t.exactOutput + t.streamOutput === 0,
+        );
+        rates.set(model, table ?? (none ? FREE : null));
+        if (table) usedTable = true;
+        for (const [key, t] of tallies) out.set(key, t.exactOutput + t.streamOutput);
+      }
+      outputs.set(model, out);
+    }
+
+    const perChannel = new Map<string | null, ChannelCost>();
+    const perModel: Record<string, ModelCost> = {};
+    for (const model of modelIds)
+      perModel[model] = { ...emptyTokens(), usd: 0, result_usd: result?.models.get(model)?.usd ?? null };
+    for (const [key, l] of channels) {
+      const cost: ChannelCost = { models: [...l.models.keys()], usd: 0, tokens: emptyTokens() };
+      for (const [model, t] of l.models) {
+        const tokens: ModelTokens = {
+          input_tokens: t.input,
+          output_tokens: outputs.get(model)!.get(key) ?? 0,
+          cache_read_input_tokens: t.cacheRead,
+          cache_creation_5m_input_tokens: t.cache5m,
+          cache_creation_1h_input_tokens: t.cache1h,
+        };
+        const rate = rates.get(model) ?? null;
+        const usd = rate ? priceTokens(tokens, rate) : null;
+        cost.usd = cost.usd === null || usd === null ? null : cost.usd + usd;
+        const m = perModel[model];
+        m.usd = m.usd === null || usd === null ? null : m.usd + usd;
+        for (const k of Object.keys(tokens) as (keyof ModelTokens)[]) {
+          cost.tokens[k] += tokens[k];
+          m[k] += tokens[k];
+        }
+      }
+      perChannel.set(key, cost);
+    }
+    const unpriced = modelIds.filter((m) => rates.get(m) === null && perModel[m].result_usd === null);
+    for (const m of unpriced) perModel[m].usd = null;
+    let channelsUsd: number | null = 0;
+    for (const c of perChannel.values())
+      channelsUsd = channelsUsd === null || c.usd === null ? null : channelsUsd + c.usd;
+    const resultUsd = result?.totalUsd ?? null;
+    const unattributed =
+      result === null || channelsUsd === null
+        ? null
+        : noDust((resultUsd ?? sumResultModels(result)) - channelsUsd);
+    for (const c of perChannel.values()) c.usd = roundUsd(c.usd);
+    for (const m of Object.values(perModel)) {
+      m.usd = roundUsd(m.usd);
+      m.result_usd = roundUsd(m.result_usd);
+    }
+    return {
+      usd: roundUsd(resultUsd ?? (unpriced.length > 0 ? null : channelsUsd)),
+      channels_usd: roundUsd(channelsUsd),
+      unattributed_usd: roundUsd(unattributed),
+      basis: result ? 'result' : 'table',
+      prices_date: !result || usedTable ? this.prices.date : null,
+      output_tokens: this.outputTokensBasis,
+      result_usd: roundUsd(resultUsd),
+      models: perModel,
+      channels: perChannel,
+      unpriced,
+    };
+  }
+}
+
+const FREE: ModelPrice = { input: 0, output: 0, cache_read: 0, cache_write_5m: 0, cache_write_1h: 0 };
+
+const scaled = (p: ModelPrice, factor: number): ModelPrice => ({
+  input: p.input * factor,
+  output: p.output * factor,
+  cache_read: p.cache_read * factor,
+  cache_write_5m: p.cache_write_5m * factor,
+  cache_write_1h: p.cache_write_1h * factor,
+});
+
+function sumResultModels(result: ResultUsage): number {
+  let sum = 0;
+  for (const m of result.models.values()) sum += m.usd ?? 0;
+  return sum;
+}
+
+/**
+ * Dollars to 12 decimal places: far below any price (a token costs at least 1e-8 dollars),
+ * and free of the float dust of sums (0.0029200000000000007 is 0.00292).
+ */
+export const roundUsd = <T extends number | null>(usd: T): T =>
+  (usd === null ? null : Math.round(usd * 1e12) / 1e12) as T;
+
+/** Floating-point dust (a difference of sums of the same figures) is zero. */
+const noDust = (usd: number) => (Math.abs(usd) < 1e-9 ? 0 : usd);
+
+/**
+ * `total` whole tokens shared in proportion to `weights` (largest remainder: the shares add
+ * up to `total` exactly). Equal remainders go by `keys`, not by position, so the same run
+ * gets the same shares whatever order its channels first spoke in. With no weight at all
+ * nothing can be shared: all zeros.
+ */
+export function apportion(
+  total: number,
+  weights: readonly number[],
+  weightSum: number,
+  keys: readonly string[] = weights.map((_, i) => String(i).padStart(12, '0')),
+): number[] {
+  if (weightSum <= 0 || total <= 0) return weights.map(() => 0);
+  const exact = weights.map((w) => (total * w) / weightSum);
+  const shares = exact.map(Math.floor);
+  let left = total - shares.reduce((a, b) => a + b, 0);
+  const order = exact
+    .map((e, i) => [e - Math.floor(e), i] as const)
+    .sort((a, b) => b[0] - a[0] || (keys[a[1]] < keys[b[1]] ? -1 : keys[a[1]] > keys[b[1]] ? 1 : a[1] - b[1]));
+  for (let k = 0; left > 0 && k < order.length; k++, left--) shares[order[k][1]]++;
+  return shares;
+}
+
+/**
+ * Characters a line's blocks produced: text, thinking, and a tool call's input as JSON
+ * (measured with a bounded walk, never serialised: the stream chooses its size and depth).
+ */
+function producedChars(content: unknown): number {
+  if (!Array.isArray(content)) return 0;
+  let chars = 0;
+  for (const block of content) {
+    if (!isObject(block)) continue;
+    if (block.type === 'text') chars += lengthOf(block.text);
+    else if (block.type === 'thinking') chars += lengthOf(block.thinking);
+    else if (block.type === 'tool_use') chars += lengthOf(block.name) + measure(block.input);
+  }
+  return chars;
+}
+
+/** A string's or LazyText's length. */
+const lengthOf = (v: unknown): number =>
+  typeof v === 'string' ? v.length : isObject(v) && typeof v.length === 'number' ? v.length : 0;
+
+function measure(value: unknown): number {
+  let chars = 0;
+  const stack: unknown[] = [value];
+  for (let nodes = 0; stack.length > 0 && nodes < MEASURE_MAX_NODES; nodes++) {
+    const v = stack.pop();
+    if (typeof v === 'string') chars += v.length + 2;
+    else if (typeof v === 'number' || typeof v === 'boolean') chars += String(v).length;
+    else if (Array.isArray(v)) {
+      chars += 2;
+      for (const item of v) if (stack.length < MEASURE_MAX_NODES) stack.push(item);
+    } else if (isObject(v)) {
+      chars += 2;
+      for (const key of Object.keys(v)) {
+        chars += key.length + 3;
+        if (stack.length < MEASURE_MAX_NODES) stack.push(v[key]);
+      }
+    } else chars += 4;
+  }
+  return chars;
+}

@@ -1,0 +1,79 @@
+/**
+ * `JSON.stringify(value, null, 2)` handed out in pieces, so a large document (the index of
+ * 10,000 channels) is written without ever being one string. The outer `levels` of plain
+ * objects and arrays are walked here, with a stack of fixed depth (never deeper than
+ * `levels`, whatever the data holds); everything below them is one `JSON.stringify` call per
+ * member, re-indented. The pieces joined equal `JSON.stringify(value, null, 2)` exactly, for
+ * any value JSON.stringify accepts, except that a `toJSON` method below the walked levels is
+ * called with the key `''` rather than its member's name (no value subtee writes has one).
+ */
+
+const INDENT = '  ';
+
+interface Frame {
+  readonly isArray: boolean;
+  readonly source: Record<string, unknown> | unknown[];
+  /** The members written, in JSON.stringify's order; omitted ones (undefined…) left out. */
+  readonly keys: readonly string[] | null;
+  readonly length: number;
+  readonly indent: string;
+  next: number;
+}
+
+/** A plain object or array, walked member by member (a `toJSON` or a boxed primitive is not). */
+function walkable(value: unknown): value is Record<string, unknown> | unknown[] {
+  if (value === null || typeof value !== 'object') return false;
+  if (Array.isArray(value)) return true;
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/** A member JSON.stringify leaves out of an object. */
+function omitted(value: unknown): boolean {
+  if (value === undefined || typeof value === 'function' || typeof value === 'symbol') return true;
+  const toJSON = value !== null && typeof value === 'object' && (value as { toJSON?: unknown }).toJSON;
+  return typeof toJSON === 'function' && JSON.stringify(value) === undefined;
+}
+
+/** One member written whole, at `indent`. */
+function whole(value: unknown, indent: string): string {
+  const text = JSON.stringify(value, null, 2);
+  if (text === undefined) return 'null';
+  // JSON text holds no raw newline inside a string, so every newline is a line break.
+  return indent === '' ? text : text.replaceAll('\n', `\n${indent}`);
+}
+
+export function* jsonPieces(value: unknown, levels = 2): Generator<string, void, undefined> {
+  const stack: Frame[] = [];
+  /** Opens a container as a frame, or hands back its text when it is written whole. */
+  const open = (member: unknown, indent: string): string => {
+    if (stack.length >= levels || !walkable(member)) return whole(member, indent);
+    const isArray = Array.isArray(member);
+    const keys = isArray ? null : Object.keys(member).filter((k) => !omitted(member[k]));
+    const length = keys ? keys.length : (member as unknown[]).length;
+    if (length === 0) return isArray ? '[]' : '{}';
+    stack.push({ isArray, source: member, keys, length, indent, next: 0 });
+    return isArray ? '[' : '{';
+  };
+  if (omitted(value) && !walkable(value)) {
+    // JSON.stringify gives undefined here: there is no document to write.
+    return;
+  }
+  yield open(value, '');
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1];
+    if (frame.next === frame.length) {
+      stack.pop();
+      yield `\n${frame.indent}${frame.isArray ? ']' : '}'}`;
+      continue;
+    }
+    const at = frame.next++;
+    const inner = frame.indent + INDENT;
+    const key = frame.keys ? frame.keys[at] : null;
+    const member =
+      key === null ? (frame.source as unknown[])[at] : (frame.source as Record<string, unknown>)[key];
+    const lead = `${at === 0 ? '\n' : ',\n'}${inner}${key === null ? '' : `${JSON.stringify(key)}: `}`;
+    yield lead + open(member, inner);
+  }
+}

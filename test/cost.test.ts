@@ -1,0 +1,339 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { test } from 'node:test';
+import { open, type SubagentOutput } from '../src/index.js';
+import { apportion } from '../src/model/cost.js';
+import { BIN, fixtureFiles, FIXTURES, runToFiles, splitEvery, tmpDir } from './helpers.js';
+
+/** claude-opus-5-5 list prices, USD per million tokens (platform.claude.com, models/opus-5-5). */
+const OPUS_5_5 = { input: 4, output: 20 };
+const TOLERANCE_USD = 0.00001;
+
+interface Reading {
+  /** Per channel: input tokens and the lines' output tokens, each API message once. */
+  channels: Map<string | null, { input: number; lineOutput: number; models: string[] }>;
+  /** Per channel: the output of its messages' message_delta events. */
+  deltaOutput: Map<string | null, number>;
+  /** The last result line, or null. */
+  result: any;
+}
+
+/** An independent reading of a recording: usage grouped by message id, once per message. */
+function readRecording(text: string): Reading {
+  const values = text
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l)];
+      } catch {
+        return [];
+      }
+    });
+  const messages = new Map<string, { channel: string | null; model: string; usage: any }>();
+  const deltaOutput = new Map<string | null, number>();
+  let result: any = null;
+  for (const v of values) {
+    const channel = typeof v.parent_tool_use_id === 'string' && v.parent_tool_use_id !== '' ? v.parent_tool_use_id : null;
+    if (v.type === 'assistant' && typeof v.message?.id === 'string' && v.message.model !== '<synthetic>')
+      messages.set(v.message.id, { channel, model: v.message.model, usage: v.message.usage ?? {} });
+    if (v.type === 'stream_event' && v.event?.type === 'message_delta')
+      deltaOutput.set(channel, (deltaOutput.get(channel) ?? 0) + v.event.usage.output_tokens);
+    if (v.type === 'result') result = v;
+  }
+  const channels: Reading['channels'] = new Map();
+  for (const m of messages.values()) {
+    const c = channels.get(m.channel) ?? { input: 0, lineOutput: 0, models: [] };
+    c.input += m.usage.input_tokens ?? 0;
+    c.lineOutput += m.usage.output_tokens ?? 0;
+    if (!c.models.includes(m.model)) c.models.push(m.model);
+    channels.set(m.channel, c);
+  }
+  return { channels, deltaOutput, result };
+}
+
+function runCli(input: string, ...flags: string[]): { index: any; stderr: string } {
+  const out = join(tmpDir(), 'out');
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', ...flags, input], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return { index: JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')), stderr: r.stderr };
+}
+
+/** A copy of a fixture with some lines dropped or rewritten. */
+function variant(name: string, edit: (line: any) => any | null): string {
+  const text = readFileSync(join(FIXTURES, name), 'utf8');
+  const lines = text.split('\n').filter((l) => l !== '').flatMap((l) => {
+    const edited = edit(JSON.parse(l));
+    return edited === null ? [] : [JSON.stringify(edited)];
+  });
+  const path = join(tmpDir(), name);
+  writeFileSync(path, lines.join('\n') + '\n');
+  return path;
+}
+
+const near = (got: number | null, want: number, what: string) =>
+  assert.ok(got !== null && Math.abs(got - want) <= TOLERANCE_USD, `${what}: ${got} vs ${want}`);
+
+test("on every fixture the channels' dollars add up to the result's costUSD per model, at list prices per channel", () => {
+  for (const file of fixtureFiles()) {
+    const name = basename(file);
+    const reading = readRecording(readFileSync(file, 'utf8'));
+    const { index } = runCli(file);
+    assert.equal(index.cost.basis, 'result', name);
+    near(index.cost.result_usd, reading.result.total_cost_usd, `${name}: result_usd`);
+    for (const [model, usage] of Object.entries<any>(reading.result.modelUsage)) {
+      const channels = index.channels.filter((c: any) => c.models.includes(model));
+      const dollars = channels.reduce((sum: number, c: any) => sum + c.cost.usd, 0);
+      near(dollars, usage.costUSD, `${name}: channels' dollars for ${model}`);
+      near(index.cost.models[model].usd, usage.costUSD, `${name}: cost.models.${model}.usd`);
+      const output = channels.reduce((sum: number, c: any) => sum + c.usage.output_tokens, 0);
+      assert.equal(output, usage.outputTokens, `${name}: channels' output tokens for ${model}`);
+    }
+    near(index.cost.unattributed_usd, 0, `${name}: unattributed`);
+    for (const c of index.channels) {
+      const seen = reading.channels.get(c.id);
+      assert.deepEqual(c.models, seen?.models ?? [], `${name}: models of ${c.id}`);
+      if (!seen) continue;
+      assert.equal(c.usage.input_tokens, seen.input, `${name}: input of ${c.id}`);
+      const listPrice = (seen.input * OPUS_5_5.input + c.usage.output_tokens * OPUS_5_5.output) / 1e6;
+      near(c.cost.usd, listPrice, `${name}: dollars of ${c.id}`);
+    }
+    // A subtree is its channel and every channel under it.
+    const byId = new Map(index.channels.map((c: any) => [c.id, c]));
+    for (const c of index.channels) {
+      let sum = 0;
+      for (const d of index.channels) {
+        let at: any = d;
+        while (at && at.id !== c.id) at = at.id === null ? null : byId.get(at.parent);
+        if (at) sum += d.cost.usd;
+      }
+      near(c.cost.subtree_usd, sum, `${name}: subtree of ${c.id}`);
+    }
+  }
+});
+
+test("partial messages: a channel's output tokens are its message_delta events' (exact), chunked anyhow", async () => {
+  const input = readFileSync(join(FIXTURES, 'partial-messages.jsonl'));
+  const reading = readRecording(input.toString('utf8'));
+  assert.ok(reading.deltaOutput.size > 0);
+  for (const size of [1, 7, 100, 1024, input.length]) {
+    const { index } = await runToFiles(splitEvery(input, size));
+    for (const [channel, output] of reading.deltaOutput) {
+      const c = index.channels.find((x: any) => x.id === channel);
+      assert.equal(c.usage.output_tokens, output, `chunks of ${size}: output of ${channel}`);
+    }
+  }
+  // Only messages with partial-message events: every output is exact.
+  const mainOnly = variant('partial-messages.jsonl', (v) => (v.parent_tool_use_id ? null : v));
+  const { index } = runCli(mainOnly);
+  assert.equal(index.cost.output_tokens, 'exact');
+  assert.equal(index.channels[0].usage.output_tokens, reading.deltaOutput.get(null));
+});
+
+test('a cut run (no result line) is priced from the dated table, output tokens as the stream says', () => {
+  const cut = variant('nested-depth-3.jsonl', (v) => (v.type === 'result' ? null : v));
+  const reading = readRecording(readFileSync(cut, 'utf8'));
+  const { index } = runCli(cut);
+  assert.equal(index.cost.basis, 'table');
+  assert.match(index.cost.prices_date, /^\d{4}-\d{2}-\d{2}$/);
+  assert.equal(index.cost.output_tokens, 'stream');
+  assert.equal(index.cost.result_usd, null);
+  assert.equal(index.cost.unattributed_usd, null);
+  let total = 0;
+  for (const c of index.channels) {
+    const seen = reading.channels.get(c.id)!;
+    assert.equal(c.usage.output_tokens, seen.lineOutput);
+    const want = (seen.input * OPUS_5_5.input + seen.lineOutput * OPUS_5_5.output) / 1e6;
+    near(c.cost.usd, want, `dollars of ${c.id}`);
+    total += want;
+  }
+  near(index.cost.usd, total, 'run total');
+  near(index.cost.channels_usd, total, 'channels total');
+});
+
+test('a model no one prices costs null, with one UNKNOWN_MODEL_PRICE warning per model', () => {
+  const index0 = runCli(join(FIXTURES, 'nested-depth-3.jsonl')).index;
+  const [, first, second] = index0.channels.map((c: any) => c.id);
+  const rename = (v: any) => {
+    if (v.type === 'result') return null;
+    if (v.type === 'assistant' && v.parent_tool_use_id === first) v.message.model = 'claude-imaginary-9';
+    if (v.type === 'assistant' && v.parent_tool_use_id === second) v.message.model = 'claude-imaginary-10';
+    return v;
+  };
+  const { index } = runCli(variant('nested-depth-3.jsonl', rename));
+  const warned = index.warnings.filter((w: any) => w.code === 'UNKNOWN_MODEL_PRICE');
+  assert.equal(warned.length, 2);
+  assert.ok(warned.some((w: any) => w.message.includes('claude-imaginary-9')));
+  const byId = new Map<string | null, any>(index.channels.map((c: any) => [c.id, c]));
+  assert.equal(byId.get(first).cost.usd, null);
+  assert.equal(byId.get(first).cost.subtree_usd, null);
+  assert.equal(byId.get(null).cost.subtree_usd, null);
+  assert.ok((byId.get(null).cost.usd as number) > 0, 'main is still priced');
+  assert.equal(index.cost.usd, null);
+  assert.equal(index.cost.models['claude-imaginary-9'].usd, null);
+
+  // With a result line that lists the model, Claude Code's own dollars price it: no warning.
+  const renameAll = (v: any) => {
+    if (v.type === 'assistant') v.message.model = 'claude-imaginary-9';
+    if (v.type === 'result') v.modelUsage = { 'claude-imaginary-9': v.modelUsage['claude-opus-5-5'] };
+    return v;
+  };
+  const priced = runCli(variant('nested-depth-3.jsonl', renameAll)).index;
+  assert.equal(priced.warnings.filter((w: any) => w.code === 'UNKNOWN_MODEL_PRICE').length, 0);
+  near(priced.cost.channels_usd, index0.cost.result_usd, 'priced by the result');
+});
+
+test('--prices FILE and the config option price a model the table lacks; a bad file fails with ERR_PRICES', () => {
+  const unknown = variant('nested-depth-3.jsonl', (v) => {
+    if (v.type === 'result') return null;
+    if (v.type === 'assistant') v.message.model = 'claude-imaginary-9';
+    return v;
+  });
+  const reading = readRecording(readFileSync(unknown, 'utf8'));
+  const dir = tmpDir();
+  const prices = join(dir, 'prices.json');
+  writeFileSync(prices, JSON.stringify({ date: '2026-01-02', models: { 'claude-imaginary-9': { input: 7, output: 11 } } }));
+  const want = [...reading.channels.values()].reduce((s, c) => s + (c.input * 7 + c.lineOutput * 11) / 1e6, 0);
+
+  const flagged = runCli(unknown, '--prices', prices).index;
+  assert.equal(flagged.cost.prices_date, '2026-01-02');
+  near(flagged.cost.usd, want, 'priced by --prices');
+  assert.equal(flagged.warnings.length, 0);
+
+  const config = join(dir, 'config.json');
+  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router'].map((use) =>
+    use === 'channel-router' ? { use, prices } : { use },
+  );
+  writeFileSync(config, JSON.stringify({ stages, sinks: [{ use: 'files', out: join(dir, 'from-config') }] }));
+  const r = spawnSync(process.execPath, [BIN, '--config', config, '-q', unknown], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const configured = JSON.parse(readFileSync(join(dir, 'from-config', 'index.json'), 'utf8'));
+  near(configured.cost.usd, want, 'priced by the config');
+
+  writeFileSync(prices, JSON.stringify({ date: '2026-01-02', models: { x: { input: -1, output: 1 } } }));
+  const bad = spawnSync(process.execPath, [BIN, '--prices', prices, '-o', join(dir, 'bad'), unknown], { encoding: 'utf8' });
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /\[ERR_PRICES\]/);
+});
+
+test("what the result counts and no channel shows is unattributed, not spread", () => {
+  const extra = { input: 100, output: 200 };
+  const extraUsd = (extra.input * OPUS_5_5.input + extra.output * OPUS_5_5.output) / 1e6;
+  const path = variant('nested-depth-3.jsonl', (v) => {
+    if (v.type !== 'result') return v;
+    const m = v.modelUsage['claude-opus-5-5'];
+    m.inputTokens += extra.input;
+    m.outputTokens += extra.output;
+    m.costUSD += extraUsd;
+    v.total_cost_usd += extraUsd;
+    return v;
+  });
+  const reading = readRecording(readFileSync(path, 'utf8'));
+  const { index } = runCli(path);
+  const channelsUsd = index.channels.reduce((s: number, c: any) => s + c.cost.usd, 0);
+  near(index.cost.channels_usd, channelsUsd, 'channels_usd');
+  near(index.cost.unattributed_usd, reading.result.total_cost_usd - channelsUsd, 'unattributed');
+  assert.ok(index.cost.unattributed_usd >= extraUsd * 0.5, `unattributed ${index.cost.unattributed_usd}`);
+  for (const c of index.channels) assert.equal(c.usage.input_tokens, reading.channels.get(c.id)!.input);
+  near(index.cost.usd, reading.result.total_cost_usd, 'run total is the result');
+});
+
+test("the projection: each subagent's output.cost and subtree.cost, and the run's output.cost beside Claude Code's", async () => {
+  const file = join(FIXTURES, 'nested-depth-3.jsonl');
+  const reading = readRecording(readFileSync(file, 'utf8'));
+  const run = open(file);
+  const outputs = new Map<string, Promise<SubagentOutput>>();
+  for await (const sub of run.allSubagents) outputs.set(sub.id, sub.output);
+  const output = await run.output;
+  await run.done;
+  // A subagent's output settles when the projection sees it end: before the result line its
+  // dollars come from the table, after it (the result was in the same input chunk) from the result.
+  const { index } = runCli(file);
+  const byId = new Map<string | null, any>(index.channels.map((c: any) => [c.id, c]));
+  for (const [id, pending] of outputs) {
+    const out = await pending;
+    const seen = reading.channels.get(id)!;
+    if (out.cost.basis === 'table') {
+      assert.equal(out.cost.outputTokens, 'stream');
+      near(out.cost.usd, (seen.input * OPUS_5_5.input + seen.lineOutput * OPUS_5_5.output) / 1e6, `output.cost of ${id}`);
+    } else {
+      assert.equal(out.cost.outputTokens, 'estimated');
+      near(out.cost.usd, byId.get(id).cost.usd, `output.cost of ${id}`);
+      near(out.subtree.cost.usd, byId.get(id).cost.subtree_usd, `subtree.cost of ${id}`);
+    }
+    assert.ok(out.subtree.cost.usd! >= out.cost.usd!, `subtree.cost of ${id}`);
+  }
+  assert.equal(output.cost.basis, 'result');
+  assert.equal(output.cost.outputTokens, 'estimated');
+  near(output.cost.resultUsd, reading.result.total_cost_usd, 'resultUsd');
+  near(output.cost.channelsUsd, reading.result.modelUsage['claude-opus-5-5'].costUSD, 'channelsUsd');
+  near(output.subtree.cost.usd, reading.result.total_cost_usd, 'the run subtree');
+  assert.equal(output.cost.unattributedUsd, 0);
+});
+
+test('pino: each status event carries its channel\'s dollars (cost_usd)', () => {
+  const file = join(FIXTURES, 'nested-depth-3.jsonl');
+  const reading = readRecording(readFileSync(file, 'utf8'));
+  const out = join(tmpDir(), 'out');
+  const log = join(tmpDir(), 'events.log');
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '--pino', log, '-q', file], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  const statuses = readFileSync(log, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((e) => e.kind === 'status');
+  assert.ok(statuses.length >= 3);
+  for (const e of statuses) {
+    const seen = reading.channels.get(e.channel === 'main' ? null : e.channel)!;
+    const table = (seen.input * OPUS_5_5.input + seen.lineOutput * OPUS_5_5.output) / 1e6;
+    const final = index.channels.find((c: any) => (c.id ?? 'main') === e.channel).cost.usd;
+    // Priced when the event is logged: from the table, or from the result when it was read first.
+    assert.ok(Math.abs(e.cost_usd - table) <= TOLERANCE_USD || Math.abs(e.cost_usd - final) <= TOLERANCE_USD, `${e.channel}: ${e.cost_usd}`);
+  }
+});
+
+test('cache reads and 5-minute and 1-hour cache writes are priced at their own rates', () => {
+  // claude-opus-5-5: cache read $0.20, 5-minute write $5, 1-hour write $8 per million tokens.
+  const cache = { read: 1000, write5m: 100, write1h: 200 };
+  const withCache = (v: any) => {
+    if (v.type === 'assistant' && v.message.usage) {
+      v.message.usage.cache_read_input_tokens = cache.read;
+      v.message.usage.cache_creation_input_tokens = cache.write5m + cache.write1h;
+      v.message.usage.cache_creation = { ephemeral_5m_input_tokens: cache.write5m, ephemeral_1h_input_tokens: cache.write1h };
+    }
+    return v;
+  };
+  const cut = variant('nested-depth-3.jsonl', (v) => (v.type === 'result' ? null : withCache(v)));
+  const text = readFileSync(cut, 'utf8');
+  const reading = readRecording(text);
+  const messages = new Map<string | null, Set<string>>();
+  for (const v of text.split('\n').filter(Boolean).map((l) => JSON.parse(l)))
+    if (v.type === 'assistant') messages.set(v.parent_tool_use_id ?? null, (messages.get(v.parent_tool_use_id ?? null) ?? new Set()).add(v.message.id));
+  const { index } = runCli(cut);
+  let total = 0;
+  for (const c of index.channels) {
+    const seen = reading.channels.get(c.id)!;
+    const n = messages.get(c.id)!.size;
+    const want = (seen.input * 4 + seen.lineOutput * 20 + n * (cache.read * 0.2 + cache.write5m * 5 + cache.write1h * 8)) / 1e6;
+    near(c.cost.usd, want, `dollars of ${c.id}`);
+    total += want;
+  }
+  const m = index.cost.models['claude-opus-5-5'];
+  const count = [...messages.values()].reduce((s, ids) => s + ids.size, 0);
+  assert.deepEqual(
+    [m.cache_read_input_tokens, m.cache_creation_5m_input_tokens, m.cache_creation_1h_input_tokens],
+    [count * cache.read, count * cache.write5m, count * cache.write1h],
+  );
+  near(index.cost.usd, total, 'run total');
+});
+
+test('estimated output tokens: shares add up exactly, and equal remainders go by channel, not by arrival order', () => {
+  assert.deepEqual(apportion(10, [1, 1, 1], 3, ['b', 'a', 'c']), [3, 4, 3]);
+  assert.deepEqual(apportion(10, [1, 1, 1], 3, ['a', 'c', 'b']), [4, 3, 3]);
+  assert.deepEqual(apportion(7, [5, 0, 2], 7, ['x', 'y', 'z']), [5, 0, 2]);
+  assert.deepEqual(apportion(5, [0, 0], 0, ['x', 'y']), [0, 0]);
+  for (const total of [1, 13, 640]) {
+    const shares = apportion(total, [3, 1, 4, 1, 5], 14, ['e', 'd', 'c', 'b', 'a']);
+    assert.equal(shares.reduce((a, b) => a + b, 0), total);
+  }
+});

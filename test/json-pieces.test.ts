@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { jsonPieces } from '../src/views/json-pieces.js';
+import { runToFiles } from './helpers.js';
+
+const joined = (value: unknown, levels?: number) => [...jsonPieces(value, levels)].join('');
+
+test('the pieces joined are JSON.stringify(value, null, 2), for every shape at every depth walked', () => {
+  const values: unknown[] = [
+    {},
+    [],
+    { a: [], b: {}, c: [{}], d: [[]] },
+    { a: undefined, b: () => 1, c: Symbol('s'), d: 1 },
+    { only: undefined },
+    [undefined, () => 1, Symbol('s'), null, 0, -0, NaN, Infinity],
+    { when: new Date(0), boxed: new Number(3), text: new String('t'), nested: { when: new Date(1) } },
+    { toJSON: () => ({ swapped: true }) },
+    { gone: { toJSON: () => undefined }, kept: 1 },
+    JSON.parse('{"__proto__": {"x": 1}, "2": "two", "1": "one", "b": "b"}'),
+    { text: 'line\nbreak "quoted" \u2028 é — 日本語 🚀 \u0000', deep: { a: { b: { c: [1, [2]] } } } },
+    Object.assign(Object.create(null), { a: 1, b: [1, 2] }),
+    'a string',
+    42,
+    null,
+    [[[[[]]]], { x: [{ y: [{ z: 1 }] }] }],
+  ];
+  for (const value of values)
+    for (const levels of [0, 1, 2, 3, 10])
+      assert.equal(
+        joined(value, levels),
+        JSON.stringify(value, null, 2),
+        `${levels} ${JSON.stringify(value)}`,
+      );
+  assert.deepEqual([...jsonPieces(undefined)], []);
+});
+
+test('a document of many channels comes in one piece per channel, never as one string', () => {
+  const doc = {
+    format: 'f',
+    channels: Array.from({ length: 1000 }, (_, i) => ({ id: `a${i}`, usage: { n: i }, tags: [i] })),
+  };
+  const pieces = [...jsonPieces(doc)];
+  assert.equal(pieces.join(''), JSON.stringify(doc, null, 2));
+  assert.ok(pieces.length > 1000, `${pieces.length} pieces`);
+  const longest = Math.max(...pieces.map((p) => p.length));
+  assert.ok(longest < 200, `longest piece ${longest} characters`);
+});
+
+test('index.json written in pieces is JSON.stringify(document, null, 2) on every fixture', async () => {
+  const fixtures = readdirSync(join('test', 'fixtures')).filter((f) => f.endsWith('.jsonl'));
+  assert.ok(fixtures.length > 0);
+  for (const fixture of fixtures) {
+    const { files } = await runToFiles(readFileSync(join('test', 'fixtures', fixture)));
+    const text = files.get('index.json')!.toString('utf8');
+    assert.equal(text, `${JSON.stringify(JSON.parse(text), null, 2)}\n`, fixture);
+  }
+});

@@ -1,0 +1,603 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { CodexMapper, itemResult } from '../src/adapters/codex.js';
+import { copilotVersionOf, CopilotMapper, toolResult } from '../src/adapters/copilot.js';
+import { GeminiMapper } from '../src/adapters/gemini.js';
+import { OpencodeMapper, taskReport } from '../src/adapters/opencode.js';
+import { shellResultText, usageOf, type StreamMapper } from '../src/adapters/stream-lines.js';
+import { runChain } from '../src/chain/chain.js';
+import { open } from '../src/index.js';
+import { detectProducer } from '../src/chain/stages/input-format.js';
+import type { JsonObject } from '../src/model/message.js';
+import { ChannelTree } from '../src/model/tree.js';
+import { BIN, chunked, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers.js';
+
+const DIR = join(FIXTURES, 'other-agents');
+const RECORDINGS = readdirSync(DIR).filter((f) => f.endsWith('.jsonl')).sort();
+const PRODUCERS = ['copilot', 'codex', 'gemini', 'opencode'] as const;
+type Producer = (typeof PRODUCERS)[number];
+
+const producerOf = (file: string) => file.slice(0, file.indexOf('-')) as Producer;
+
+/** The input's lines as byte strings (latin1 keeps every byte), blank lines left out. */
+function inputLines(bytes: Buffer): string[] {
+  return bytes.toString('latin1').split('\n').filter((l) => l.length > 0);
+}
+
+const events = (bytes: Buffer): any[] =>
+  inputLines(bytes).map((l) => JSON.parse(Buffer.from(l, 'latin1').toString('utf8')));
+
+interface Expected {
+  /** Subagent channels by id: parent, status. */
+  children: Map<string, { parent: string | null; status: string }>;
+  mainStatus: string;
+  /** tool calls and results per channel ('' = main). */
+  toolUses: Map<string, number>;
+  toolResults: Map<string, number>;
+  /** Token counts per channel ('' = main): the field names index.json uses. */
+  usage: Map<string, Record<string, number>>;
+  /** Channels whose transcript is the spawn and the result only. */
+  spawnOnly: Set<string>;
+}
+
+/** Codex `agents_states` statuses of a thread that ended without completing. */
+const FAILED_STATES = ['errored', 'failed', 'shutdown', 'not_found', 'interrupted'];
+
+const bump = (m: Map<string, number>, k: string, by = 1) => m.set(k, (m.get(k) ?? 0) + by);
+const addUsage = (m: Map<string, Record<string, number>>, k: string, name: string, n: number) => {
+  const u = m.get(k) ?? {};
+  u[name] = (u[name] ?? 0) + n;
+  m.set(k, u);
+};
+
+function blank(): Expected {
+  return {
+    children: new Map(),
+    mainStatus: 'running',
+    toolUses: new Map(),
+    toolResults: new Map(),
+    usage: new Map(),
+    spawnOnly: new Set(),
+  };
+}
+
+/**
+ * Each producer read from its own events, by their documented fields, without the mappers:
+ * which agents there are, who started them, how they ended, their tool calls and tokens.
+ */
+const READERS: Record<Producer, (evs: any[]) => Expected> = {
+  copilot(evs) {
+    const e = blank();
+    const callChannel = new Map<string, string>();
+    for (const ev of evs) {
+      if (ev.ephemeral === true) continue;
+      const ch = ev.data?.parentToolCallId ?? '';
+      if (ev.type === 'assistant.message') {
+        for (const r of ev.data.toolRequests ?? []) {
+          callChannel.set(r.toolCallId, ch);
+          bump(e.toolUses, ch);
+        }
+      }
+      if (ev.type === 'tool.execution_complete') bump(e.toolResults, ch);
+      if (ev.type === 'subagent.started') {
+        const parent = callChannel.get(ev.data.toolCallId) ?? '';
+        e.children.set(ev.data.toolCallId, { parent: parent === '' ? null : parent, status: 'running' });
+      }
+      if (ev.type === 'subagent.completed' || ev.type === 'subagent.failed') {
+        const done = ev.type === 'subagent.completed';
+        e.children.get(ev.data.toolCallId)!.status = done ? 'completed' : 'failed';
+        addUsage(e.usage, ev.data.toolCallId, 'total_tokens', ev.data.totalTokens);
+      }
+      if (ev.type === 'result') e.mainStatus = ev.exitCode === 0 ? 'completed' : 'failed';
+    }
+    return e;
+  },
+  codex(evs) {
+    const e = blank();
+    const seenItems = new Set<string>();
+    for (const ev of evs) {
+      if (ev.type === 'turn.completed' || ev.type === 'turn.failed') {
+        e.mainStatus = ev.type === 'turn.completed' ? 'completed' : 'failed';
+        addUsage(e.usage, '', 'input_tokens', ev.usage.input_tokens);
+        addUsage(e.usage, '', 'output_tokens', ev.usage.output_tokens);
+      }
+      const item = ev.item;
+      if (!item || ev.type !== 'item.completed') continue;
+      if (item.type === 'collab_tool_call') {
+        if (item.tool === 'spawn_agent') {
+          for (const t of item.receiver_thread_ids) {
+            e.children.set(t, { parent: null, status: 'running' });
+            e.spawnOnly.add(t);
+            bump(e.toolUses, '');
+          }
+        } else {
+          bump(e.toolUses, '');
+          bump(e.toolResults, '');
+        }
+        for (const [t, s] of Object.entries<any>(item.agents_states ?? {})) {
+          const child = e.children.get(t);
+          if (!child || child.status !== 'running') continue;
+          if (s.status === 'completed') child.status = 'completed';
+          else if (FAILED_STATES.includes(s.status)) child.status = 'failed';
+          if (child.status !== 'running') bump(e.toolResults, '');
+        }
+      } else if (['command_execution', 'file_change', 'mcp_tool_call', 'web_search'].includes(item.type)) {
+        if (!seenItems.has(item.id)) bump(e.toolUses, '');
+        seenItems.add(item.id);
+        bump(e.toolResults, '');
+      }
+    }
+    return e;
+  },
+  gemini(evs) {
+    const e = blank();
+    for (const ev of evs) {
+      if (ev.type === 'tool_use') {
+        bump(e.toolUses, '');
+        if (ev.tool_name === 'invoke_agent') {
+          e.children.set(ev.tool_id, { parent: null, status: 'running' });
+          e.spawnOnly.add(ev.tool_id);
+        }
+      }
+      if (ev.type === 'tool_result') {
+        bump(e.toolResults, '');
+        const child = e.children.get(ev.tool_id);
+        if (child) child.status = ev.status === 'success' ? 'completed' : 'failed';
+      }
+      if (ev.type === 'result') {
+        e.mainStatus = ev.status === 'success' ? 'completed' : 'failed';
+        addUsage(e.usage, '', 'input_tokens', ev.stats.input_tokens);
+        addUsage(e.usage, '', 'output_tokens', ev.stats.output_tokens);
+      }
+    }
+    return e;
+  },
+  opencode(evs) {
+    const e = blank();
+    let failed = false;
+    for (const ev of evs) {
+      if (ev.type === 'error') failed = true;
+      if (ev.type === 'tool_use') {
+        bump(e.toolUses, '');
+        const status = ev.part.state.status;
+        if (status === 'completed' || status === 'error') bump(e.toolResults, '');
+        if (ev.part.tool === 'task') {
+          const ended = status === 'completed' ? 'completed' : 'failed';
+          e.children.set(ev.part.callID, { parent: null, status: ended });
+          e.spawnOnly.add(ev.part.callID);
+        }
+      }
+      if (ev.type === 'step_finish') {
+        addUsage(e.usage, '', 'input_tokens', ev.part.tokens.input);
+        addUsage(e.usage, '', 'output_tokens', ev.part.tokens.output);
+      }
+    }
+    e.mainStatus = failed ? 'failed' : 'completed';
+    return e;
+  },
+};
+
+function runCli(file: string, extra: string[] = []): { out: string; index: any } {
+  const out = join(tmpDir(), 'out');
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', ...extra, file], {
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  return { out, index: JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')) };
+}
+
+/** Every line of every `.jsonl` and of the quarantine, as byte strings. */
+function writtenLines(out: string, index: any): { all: string[]; byChannel: Map<string | null, string[]> } {
+  const all: string[] = [];
+  const byChannel = new Map<string | null, string[]>();
+  for (const ch of index.channels) {
+    if (ch.jsonl === null) continue;
+    const lines = inputLines(readFileSync(join(out, ch.jsonl)));
+    byChannel.set(ch.id, lines);
+    all.push(...lines);
+  }
+  if (index.quarantine !== null) all.push(...inputLines(readFileSync(join(out, index.quarantine))));
+  return { all, byChannel };
+}
+
+for (const name of RECORDINGS) {
+  test(`${name}: index.json agrees with an independent reading; every line kept once`, () => {
+    const file = join(DIR, name);
+    const bytes = readFileSync(file);
+    const producer = producerOf(name);
+    const expected = READERS[producer](events(bytes));
+    const { out, index } = runCli(file);
+
+    assert.equal(index.producer, producer);
+    assert.equal(index.channels.length, 1 + expected.children.size, 'one channel per agent');
+    const main = index.channels[0];
+    assert.equal(main.id, null);
+    assert.equal(main.status, expected.mainStatus, 'main status');
+    for (const ch of index.channels) {
+      const key = ch.id ?? '';
+      if (ch.id !== null) {
+        const want = expected.children.get(ch.id);
+        assert.ok(want, `channel ${ch.id} is an agent of the stream`);
+        assert.equal(ch.parent, want.parent, `${ch.id} parent`);
+        assert.equal(ch.status, want.status, `${ch.id} status`);
+        assert.equal(ch.orphan, false);
+      }
+      assert.equal(ch.counts.tool_use, expected.toolUses.get(key) ?? 0, `${key || 'main'} tool calls`);
+      const results = expected.toolResults.get(key) ?? 0;
+      assert.equal(ch.counts.tool_result, results, `${key || 'main'} tool results`);
+      const want = expected.usage.get(key) ?? {};
+      for (const [k, n] of Object.entries(want)) assert.equal(ch.usage[k], n, `${key || 'main'} ${k}`);
+      if (Object.keys(want).length === 0) assert.equal(ch.usage.input_tokens ?? 0, 0);
+      const transcript = expected.spawnOnly.has(key) ? 'spawn-and-result' : 'stream';
+      assert.equal(ch.transcript, transcript, `${key} transcript`);
+    }
+
+    // Nothing lost, nothing doubled: the files hold the input's lines, byte for byte, once.
+    const input = inputLines(bytes);
+    const { all, byChannel } = writtenLines(out, index);
+    assert.equal(all.length, input.length, 'lines over all .jsonl files and the quarantine');
+    assert.deepEqual([...all].sort(), [...input].sort(), 'the same lines, byte for byte');
+    assert.equal(index.input.lines, input.length);
+
+    if (producer === 'copilot') {
+      // The run's result is the main agent's last message.
+      const mainMessages = events(bytes).filter(
+        (ev) => ev.type === 'assistant.message' && !ev.data.parentToolCallId,
+      );
+      const last = mainMessages[mainMessages.length - 1].data.content;
+      assert.ok(readFileSync(join(out, 'main.log'), 'utf8').includes(`[run] success — ${last}\n`));
+      // A subagent's own events are in its file, all of them (deltas and progress included),
+      // and nothing else.
+      for (const ch of index.channels.filter((c: any) => c.id !== null)) {
+        const started = events(bytes).find(
+          (ev) => ev.type === 'subagent.started' && ev.data.toolCallId === ch.id,
+        );
+        const its = input.filter((l) => JSON.parse(l).agentId === started.agentId);
+        assert.deepEqual(byChannel.get(ch.id), its, `${ch.id} holds its agent's events`);
+      }
+    }
+  });
+}
+
+test('auto: each recording is recognised from its first line; a forced format gives the same index', () => {
+  for (const name of RECORDINGS) {
+    const first = JSON.parse(readFileSync(join(DIR, name), 'utf8').split('\n')[0]);
+    assert.equal(detectProducer(first), producerOf(name), name);
+  }
+  const claude = JSON.parse(readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8').split('\n')[0]);
+  assert.equal(detectProducer(claude), 'claude');
+  for (const name of ['copilot-shell.jsonl', 'gemini-spawn.jsonl']) {
+    const auto = runCli(join(DIR, name)).index;
+    const forced = runCli(join(DIR, name), ['--input-format', producerOf(name)]).index;
+    assert.deepEqual(forced, auto);
+  }
+});
+
+test('the version: Copilot states it in its skills path; --require-version outside the range is exit 4', () => {
+  const file = join(DIR, 'copilot-shell.jsonl');
+  assert.equal(runCli(file, ['--require-version', '>=1.0.0 <2']).index.producer_version, '1.0.102');
+  const args = [BIN, '--out', join(tmpDir(), 'o'), '-q', '--require-version', '>=1.1', file];
+  const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
+  assert.equal(r.status, 4, r.stderr);
+  assert.match(r.stderr, /GitHub Copilot CLI 1\.0\.102 does not satisfy --require-version >=1\.1/);
+  assert.match(r.stderr, /\[ERR_VERSION\]\n$/);
+  // Codex states none: a required version cannot be checked.
+  const codex = spawnSync(
+    process.execPath,
+    [BIN, '--out', join(tmpDir(), 'o'), '-q', '--require-version', '>=0.1', join(DIR, 'codex-shell.jsonl')],
+    { encoding: 'utf8' },
+  );
+  assert.equal(codex.status, 4);
+  assert.match(codex.stderr, /version is unknown/);
+});
+
+test('chunk boundaries: the library chain writes the same files and index.json for any chunks', async () => {
+  for (const name of ['copilot-spawn.jsonl', 'gemini-spawn.jsonl', 'codex-spawn.jsonl']) {
+    const bytes = readFileSync(join(DIR, name));
+    let first: { index: string; files: string[] } | null = null;
+    for (const size of [1, 7, 64, 1000, 4096, bytes.length]) {
+      if (size === 1 && bytes.length > 5000) continue;
+      const out = join(tmpDir(), 'out');
+      await runChain(chunked(splitEvery(bytes, size)), {
+        stages: [{ use: 'line-parser' }, { use: 'input-format' }, { use: 'channel-router' }],
+        sinks: [{ use: 'files', out }],
+      });
+      const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+      const files = index.channels.map((c: any) => readFileSync(join(out, c.jsonl), 'latin1'));
+      const seen = { index: JSON.stringify(index), files };
+      if (first === null) {
+        first = seen;
+        assert.equal(index.producer, producerOf(name));
+        assert.equal(files.join('').split('\n').filter(Boolean).length, inputLines(bytes).length);
+      } else {
+        assert.deepEqual(seen, first, `${name} in chunks of ${size}`);
+      }
+    }
+  }
+});
+
+/** A mapper's lines for these events through the tree, as the chain routes them. */
+function routed(mapper: StreamMapper, evs: JsonObject[]): ChannelTree {
+  const tree = new ChannelTree();
+  for (const ev of evs) for (const line of mapper.map(ev).lines) tree.route(line);
+  for (const line of mapper.end()) tree.route(line);
+  return tree;
+}
+
+test('Copilot: subagents nest at any depth by their task call; agentId routes the rest', () => {
+  const mapper = new CopilotMapper();
+  const task = (id: string, parent: string | null) => ({
+    type: 'assistant.message',
+    data: {
+      messageId: `m-${id}`,
+      content: '',
+      toolRequests: [
+        { toolCallId: id, name: 'task', arguments: { name: id, agent_type: 'general-purpose', prompt: 'p' } },
+      ],
+      ...(parent ? { parentToolCallId: parent } : {}),
+    },
+  });
+  const started = (id: string, agentId: string) => ({
+    type: 'subagent.started',
+    agentId,
+    data: { toolCallId: id, agentName: 'x' },
+  });
+  const evs: JsonObject[] = [
+    task('call_A', null),
+    started('call_A', 'agent-a'),
+    task('call_B', 'call_A'),
+    started('call_B', 'agent-b'),
+    task('call_C', 'call_B'),
+    started('call_C', 'agent-c'),
+    { type: 'assistant.message_delta', ephemeral: true, agentId: 'agent-c', data: { deltaContent: 'hi' } },
+    { type: 'subagent.failed', agentId: 'agent-c', data: { toolCallId: 'call_C', error: 'boom' } },
+  ];
+  assert.equal(mapper.map(evs[0]).channel, null);
+  for (const ev of evs.slice(1, 6)) mapper.map(ev);
+  assert.equal(mapper.map(evs[6]).channel, 'call_C', 'an ephemeral event finds its channel by agentId');
+  const tree = routed(new CopilotMapper(), evs);
+  const c = tree.get('call_C')!;
+  assert.equal(tree.get('call_B')!.parent, 'call_A');
+  assert.equal(c.parent, 'call_B');
+  assert.equal(c.depth, 3);
+  assert.equal(c.status, 'failed');
+  assert.equal(c.summary, 'boom');
+});
+
+test('Copilot pure functions: version from the skills path; a shell result with its exit code', () => {
+  const skills = (path: string) => ({ type: 'session.skills_loaded', data: { skills: [{ path }] } });
+  const installed = '/h/.cache/copilot/pkg/linux-x64/1.0.102/builtin/x/SKILL.md';
+  assert.equal(copilotVersionOf(skills(installed)), '1.0.102');
+  assert.equal(copilotVersionOf(skills('/h/skills/x/SKILL.md')), null);
+  assert.equal(copilotVersionOf({ type: 'user.message', data: {} }), null);
+  const shell = (exitCode: number, content: string) => ({
+    success: exitCode === 0,
+    shellExecution: { exitCode },
+    result: { content },
+  });
+  assert.deepEqual(toolResult('c1', shell(2, 'no such file')), {
+    type: 'tool_result',
+    tool_use_id: 'c1',
+    content: 'no such file\n[exit code 2]',
+    is_error: true,
+  });
+  const ok = toolResult('c2', shell(0, 'x\n<shellId: 0 completed with exit code 0>'));
+  assert.equal(ok.content, 'x\n<shellId: 0 completed with exit code 0>');
+  assert.equal(ok.is_error, undefined);
+});
+
+test('Codex: a spawned thread has its prompt, ends with its last message or fails by its state', () => {
+  const spawn = (thread: string) => ({
+    type: 'item.completed',
+    item: {
+      id: `s-${thread}`,
+      type: 'collab_tool_call',
+      tool: 'spawn_agent',
+      receiver_thread_ids: [thread],
+      prompt: `do ${thread}`,
+      agents_states: {},
+      status: 'completed',
+    },
+  });
+  const wait = {
+    type: 'item.completed',
+    item: {
+      id: 'w',
+      type: 'collab_tool_call',
+      tool: 'wait',
+      receiver_thread_ids: ['t1', 't2'],
+      agents_states: {
+        t1: { status: 'completed', message: 'done 1' },
+        t2: { status: 'errored', message: 'broke' },
+      },
+      status: 'completed',
+    },
+  };
+  const mapper = new CodexMapper();
+  const mapped = mapper.map(spawn('t1'));
+  assert.equal(mapped.lines[mapped.own].type, 'assistant', 'the spawn call stands for the event');
+  const inChild = mapped.lines.filter((l) => l.parent_tool_use_id === 't1');
+  assert.deepEqual(inChild.map((l: any) => l.message.content[0].text), ['do t1']);
+  const tree = routed(new CodexMapper(), [spawn('t1'), spawn('t2'), wait]);
+  assert.equal(tree.get('t1')!.status, 'completed');
+  assert.equal(tree.get('t1')!.summary, 'done 1');
+  assert.equal(tree.get('t2')!.status, 'failed');
+  assert.equal(tree.get('t2')!.summary, 'broke');
+  assert.equal(mapper.transcriptOf('t1'), 'spawn-and-result');
+  assert.equal(mapper.transcriptOf(null), 'stream');
+  const item = { type: 'command_execution', aggregated_output: 'oops\n', exit_code: 1, status: 'failed' };
+  assert.deepEqual(itemResult('i', item), {
+    type: 'tool_result',
+    tool_use_id: 'i',
+    content: 'oops\n[exit code 1]',
+    is_error: true,
+  });
+});
+
+test('Gemini: pieces become one message when the next event comes; a failed invoke_agent fails', () => {
+  const mapper = new GeminiMapper();
+  const piece = (content: string) => ({
+    type: 'message', timestamp: 't',
+    role: 'assistant', content, delta: true,
+  });
+  const invoke = (parameters: JsonObject) => ({
+    type: 'tool_use',
+    timestamp: 't',
+    tool_name: 'invoke_agent',
+    tool_id: 'a1',
+    parameters,
+  });
+  assert.deepEqual(mapper.map(piece('Hel')).lines.map((l) => l.type), ['producer_event']);
+  assert.equal(mapper.map(piece('lo')).own, 0);
+  const next = mapper.map(invoke({ agent_name: 'g', prompt: 'go' }));
+  const texts = next.lines
+    .filter((l: any) => l.type === 'assistant' && l.message.content[0]?.type === 'text')
+    .map((l: any) => l.message.content[0].text);
+  assert.deepEqual(texts, ['Hello'], 'one message, the pieces joined');
+  assert.equal((next.lines[next.own] as any).message.content[0].name, 'Task');
+  assert.deepEqual(
+    next.lines.filter((l) => l.parent_tool_use_id === 'a1').map((l: any) => l.message.content[0].text),
+    ['go'],
+    "the child's channel opens with its prompt",
+  );
+  mapper.map(piece('tail'));
+  assert.equal((mapper.end()[0] as any).message.content[0].text, 'tail', 'pieces left at the end are shown');
+  const tree = routed(new GeminiMapper(), [
+    invoke({ prompt: 'go' }),
+    { type: 'tool_result', timestamp: 't', tool_id: 'a1', status: 'error', error: { message: 'agent failed' } },
+  ]);
+  assert.equal(tree.get('a1')!.status, 'failed');
+  assert.equal(tree.get('a1')!.summary, 'agent failed');
+});
+
+test("opencode: a task's report is its result; step tokens are usage; the run's result is made", () => {
+  const output = '<task id="s" state="completed">\n<task_result>\nAll good.\n</task_result>\n</task>';
+  assert.equal(taskReport(output), 'All good.');
+  assert.equal(taskReport('plain'), null);
+  const step = (input: number) => ({
+    type: 'step_finish',
+    timestamp: 1,
+    sessionID: 's',
+    part: {
+      messageID: `m${input}`,
+      tokens: { input, output: 2, reasoning: 0, cache: { read: 1, write: 0 } },
+    },
+  });
+  const failedTask = {
+    type: 'tool_use',
+    timestamp: 1,
+    sessionID: 's',
+    part: {
+      tool: 'task',
+      callID: 'c1',
+      state: { status: 'error', input: { prompt: 'p', subagent_type: 'general' }, error: 'it broke' },
+    },
+  };
+  const apiError = { name: 'APIError', data: { message: 'down' } };
+  const error = { type: 'error', timestamp: 1, sessionID: 's', error: apiError };
+  const tree = routed(new OpencodeMapper(), [step(10), failedTask, step(5), error]);
+  const { input_tokens: input, cache_read_input_tokens: read } = tree.main.usage;
+  assert.deepEqual({ input, read }, { input: 15, read: 2 });
+  assert.equal(tree.get('c1')!.status, 'failed');
+  assert.equal(tree.main.status, 'failed', 'an error event fails the run');
+});
+
+test('shared pieces: usage in Claude Code names, a shell result with its exit code', () => {
+  const names = { input_tokens: 'a', cache_read_input_tokens: 'b.c', output_tokens: 'd' };
+  const usage = usageOf({ a: 3, b: { c: 4 }, d: 'x' }, names);
+  assert.deepEqual(usage, { input_tokens: 3, cache_read_input_tokens: 4 });
+  assert.equal(usageOf({}, { input_tokens: 'a' }), null);
+  assert.equal(shellResultText('out', 3), 'out\n[exit code 3]');
+  assert.equal(shellResultText('', 0), '[exit code 0]');
+  assert.equal(shellResultText('x\n', undefined), 'x\n');
+});
+
+test('the report of a mapped run shows each channel its own transcript, read back through the mapper', () => {
+  const { out } = runCli(join(DIR, 'copilot-spawn.jsonl'), ['--html']);
+  assert.ok(existsSync(join(out, 'report.html')));
+  const html = readFileSync(join(out, 'report.html'), 'utf8');
+  // Written by each leaf in its own channel only: the main transcript does not hold it.
+  for (const leaf of ['Leaf 0: checking.', 'Leaf 1: checking.']) {
+    assert.equal(html.split(leaf).length - 1, 1, leaf);
+  }
+});
+
+test("the README's commands for other coding agents run on the recordings they name", () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('### Other coding agents'));
+  const block = /```sh\n([\s\S]*?)\n```/.exec(section)![1];
+  const commands = block.split('\n').filter((l) => l.startsWith('subtee '));
+  assert.ok(commands.length >= 2);
+  for (const command of commands) {
+    const args = command.split(/\s+/).slice(1);
+    const at = args.indexOf('--out');
+    const out = join(tmpDir(), args[at + 1]);
+    args[at + 1] = out;
+    const r = spawnSync(process.execPath, [BIN, '-q', ...args], { cwd: ROOT, encoding: 'utf8' });
+    assert.equal(r.status, 0, `${command}: ${r.stderr}`);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.equal(index.producer, producerOf(args[args.length - 1].split('/').pop()!), command);
+  }
+});
+
+test("a Copilot run's projection: late readers get each subagent's messages and tool calls", async () => {
+  const file = join(DIR, 'copilot-spawn.jsonl');
+  const evs = events(readFileSync(file));
+  // Independent: per task call, the assistant texts and the tool calls its messages made.
+  const want = new Map<string, { texts: string[]; calls: string[] }>();
+  for (const ev of evs) {
+    const ch = ev.data?.parentToolCallId;
+    if (ev.type !== 'assistant.message' || !ch) continue;
+    const w = want.get(ch) ?? { texts: [], calls: [] };
+    if (ev.data.content) w.texts.push(ev.data.content);
+    for (const r of ev.data.toolRequests) w.calls.push(r.toolCallId);
+    want.set(ch, w);
+  }
+  const run = open(file, { out: join(tmpDir(), 'out') });
+  const index = await run.done;
+  assert.equal(index.producer, 'copilot');
+  const seen = new Map<string, { texts: string[]; calls: string[] }>();
+  for await (const handle of run.allSubagents) {
+    const texts: string[] = [];
+    for await (const message of handle.messages) if (message.role === 'assistant') {
+      const text = await message.text;
+      if (text) texts.push(text);
+    }
+    const calls: string[] = [];
+    for await (const call of handle.toolCalls) calls.push(call.id);
+    seen.set(handle.id, { texts, calls });
+    const output = await handle.output;
+    assert.equal(output.status, 'completed');
+    const completed = evs.find((ev) => ev.type === 'subagent.completed' && ev.data.toolCallId === handle.id);
+    assert.equal(output.tokens, completed.data.totalTokens, 'the only token count Copilot gives a subagent');
+  }
+  assert.deepEqual(seen, want);
+});
+
+test('lines too long to hold (spooled) land once, in the file of the agent whose events they are', async () => {
+  // The recording with a subagent's events made longer than the parser holds: their `data`
+  // is padded, so only their top-level fields (`agentId` among them) are read.
+  const source = inputLines(readFileSync(join(DIR, 'copilot-spawn.jsonl')));
+  const pad = `"data":{"pad":"${'x'.repeat(2000)}",`;
+  const padded = (l: string, i: number) => l.includes('"agentId"') && i % 3 === 0;
+  const input = source.map((l, i) => (padded(l, i) ? l.replace('"data":{', pad) : l));
+  const bytes = Buffer.from(input.join('\n') + '\n', 'latin1');
+  const out = join(tmpDir(), 'out');
+  // Chunks smaller than a long line: the parser cannot hold one whole, and spools it.
+  const run = await runChain(chunked(splitEvery(bytes, 700)), {
+    stages: [{ use: 'line-parser', maxLineBytes: 1024 }, { use: 'input-format' }, { use: 'channel-router' }],
+    sinks: [{ use: 'files', out }],
+  });
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.ok(run.warnings.some((w) => w.code === 'LINE_TOO_LONG'));
+  const { all, byChannel } = writtenLines(out, index);
+  assert.deepEqual([...all].sort(), [...input].sort());
+  for (const ev of events(bytes).filter((e) => e.type === 'subagent.started')) {
+    const its = input.filter((l) => JSON.parse(l).agentId === ev.agentId);
+    assert.ok(its.filter((l) => l.length > 1024).length >= 3, 'some of its lines are spooled');
+    assert.deepEqual(byChannel.get(ev.data.toolCallId), its);
+  }
+});

@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { BIN, ROOT, tmpDir } from './helpers.js';
+
+/** The README's Cost section: its price file and the command that uses it. */
+function costSnippets(): { prices: any; command: string[] } {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Cost'), readme.indexOf('## Report'));
+  const json = /```json\n([\s\S]*?)\n```/.exec(section);
+  const sh = /```sh\n([\s\S]*?)\n```/.exec(section);
+  assert.ok(json && sh, 'the Cost section holds a price file and a command');
+  return { prices: JSON.parse(json[1]), command: sh[1].trim().split(/\s+/) };
+}
+
+test("the README's price file and command run as shown", () => {
+  const { prices, command } = costSnippets();
+  assert.equal(command[0], 'subtee');
+  const dir = tmpDir();
+  writeFileSync(join(dir, 'prices.json'), JSON.stringify(prices));
+  const input = command[command.length - 1];
+  mkdirSync(join(dir, 'test', 'fixtures'), { recursive: true });
+  copyFileSync(join(ROOT, input), join(dir, input));
+  const r = spawnSync(process.execPath, [BIN, ...command.slice(1), '-q'], { cwd: dir, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const out = command[command.indexOf('--out') + 1];
+  const index = JSON.parse(readFileSync(join(dir, out, 'index.json'), 'utf8'));
+  // The file's date stands for the table; the result line still decides the dollars.
+  assert.equal(index.cost.prices_date, prices.date);
+  assert.equal(index.cost.basis, 'result');
+  const recorded = readFileSync(join(ROOT, input), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const result = recorded.filter((v) => v.type === 'result').pop();
+  const channels = index.channels.reduce((s: number, c: any) => s + c.cost.usd, 0);
+  assert.ok(Math.abs(channels - result.total_cost_usd) < 1e-5, `${channels} vs ${result.total_cost_usd}`);
+});
