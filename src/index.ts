@@ -199,3 +199,14 @@ export {
   type ClickHouseSinkOptions,
 } from './chain/sinks/clickhouse.js';
 export { createReportSink, REPORT_SINK_DEFAULTS, type ReportSinkOptions } from './chain/sinks/report.js';
+export {
+  StatsAggregator,
+  statsRunOf,
+  STATS_DEFAULTS,
+  type StatsReport,
+  type StatsGroup,
+  type StatsSubagent,
+  type StatsRun,
+  type StatsChannel,
+  type StatsGrouping,
+} from './views/stats.js';

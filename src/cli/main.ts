@@ -15,6 +15,7 @@ import { helpText, parseArgs, type ParsedOptions } from './options.js';
 import { reportCommand } from './report-command.js';
 import { agentNameOf, commandOutput, commandStarted, commandVersion, spawnCommand } from './run-command.js';
 import { startStatusLine } from './status-line.js';
+import { statsCommand } from './stats-command.js';
 
 export interface CliIO {
   stdin: Readable;
@@ -26,6 +27,7 @@ export interface CliIO {
 const USAGE = `subtee [options] [FILE…]
 subtee run [options] -- CMD [ARGS…]
 subtee report OUT
+subtee stats DIR…   (figures over many runs; subtee stats --help)
 
 Splits Claude Code's stream-json (stdin, FILE, or the stdout of CMD) into one transcript per subagent:
   claude -p "…" --output-format stream-json --verbose --forward-subagent-text | subtee --out logs
@@ -78,6 +80,13 @@ export async function main(
   if (argv[0] === 'report') {
     try {
       return reportCommand(argv.slice(1), io.stdout, io.stderr);
+    } catch (err) {
+      return reportError(io.stderr, err);
+    }
+  }
+  if (argv[0] === 'stats') {
+    try {
+      return await statsCommand(argv.slice(1), io.stdout, io.stderr);
     } catch (err) {
       return reportError(io.stderr, err);
     }

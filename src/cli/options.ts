@@ -2,6 +2,7 @@ import minimist from 'minimist';
 import { UsageError } from '../errors.js';
 import { BUILTINS } from '../chain/builtins.js';
 import { optionProblem, type OptionSpec } from '../chain/plugin.js';
+import { STATS_DEFAULTS } from '../views/stats.js';
 
 /** A command-line flag as --help, the parser and the config overrides read it. */
 export interface OptionDef {
@@ -135,6 +136,49 @@ function resolveRow(row: Row): OptionDef {
 /** The one table behind argument parsing, --help and the flags that override a config. */
 export const OPTIONS: readonly OptionDef[] = Object.freeze(ROWS.map(resolveRow));
 
+/** `subtee stats`: its own flags, and the ClickHouse sink's URL and table name for `--clickhouse`. */
+const STATS_ROWS: readonly Row[] = [
+  {
+    name: 'since',
+    type: 'string',
+    arg: 'DATE',
+    help: 'only runs that started at or after DATE (UTC: 2026-11-30 or 2026-11-30T12:00:00Z)',
+  },
+  {
+    name: 'by',
+    type: 'string',
+    arg: 'WHAT',
+    choices: ['agent', 'model', 'day'],
+    help: 'one table, per agent type, model or day (UTC) the run started (default: agent and model)',
+  },
+  { name: 'json', type: 'boolean', default: false, help: 'print the figures as one JSON document' },
+  { name: 'csv', type: 'boolean', default: false, help: 'print the tables as CSV (one row per group)' },
+  {
+    name: 'top',
+    type: 'number',
+    arg: 'N',
+    default: STATS_DEFAULTS.top,
+    min: 0,
+    help: 'entries in the costliest and the failed subagents lists',
+  },
+  {
+    name: 'clickhouse',
+    arg: 'URL',
+    note: "read the ClickHouse sink's tables instead of run folders",
+    target: { use: 'clickhouse', key: 'url' },
+  },
+  {
+    name: 'clickhouse-channels-table',
+    arg: 'NAME',
+    note: 'read by --clickhouse',
+    target: { use: 'clickhouse', key: 'channelsTable' },
+  },
+  { name: 'help', alias: 'h', type: 'boolean', default: false, help: 'show this help' },
+];
+
+/** The flags of `subtee stats`, from the same table machinery as the main command's. */
+export const STATS_OPTIONS: readonly OptionDef[] = Object.freeze(STATS_ROWS.map(resolveRow));
+
 export interface ParsedOptions {
   /** Positional arguments before `--`. */
   _: string[];
@@ -193,7 +237,14 @@ export function parseArgs(argv: string[], table: readonly OptionDef[] = OPTIONS)
     }
     // The same check a config's value gets (choices, bounds, ranges…).
     const tooSmall = typeof v === 'number' && o.min !== undefined && v < o.min;
-    const problem = o.spec ? optionProblem(o.spec, v) : tooSmall ? `must be at least ${o.min}` : null;
+    const notAChoice = o.choices !== undefined && !o.choices.includes(v as string | number);
+    const problem = o.spec
+      ? optionProblem(o.spec, v)
+      : tooSmall
+        ? `must be at least ${o.min}`
+        : notAChoice
+          ? `must be one of ${o.choices!.join(', ')}`
+          : null;
     if (problem) throw new UsageError('ERR_BAD_OPTION', `--${o.name} ${problem}, not "${v}"`);
     out[o.name] = v;
   }

@@ -1,15 +1,23 @@
 import type { Writable } from 'node:stream';
-import { UsageError } from '../errors.js';
-import { writeReport } from '../chain/sinks/report-file.js';
-import { reportLine } from '../views/report/build.js';
+import { lstatSync, statSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import { EXIT, SubteeError, UsageError } from '../errors.js';
+import { writeIndexPage, writeReport } from '../chain/sinks/report-file.js';
 import { channelReaderFor } from '../chain/stages/input-format.js';
+import { escapeOneLine } from '../views/escape.js';
+import { reportLine } from '../views/report/build.js';
+import { indexPageRow, type IndexPageRow } from '../views/report/index-page.js';
+import { readRunIndex, runFolders } from './run-folders.js';
 import { REPORT_DEFAULTS } from '../views/report/model.js';
 import { helpText, parseArgs, type OptionDef } from './options.js';
 
 export const REPORT_USAGE = `subtee report [options] OUT
 
 Writes OUT/report.html, one self-contained page, from a subtee output folder (index.json and the .jsonl files):
-  subtee report logs && xdg-open logs/report.html`;
+  subtee report logs && xdg-open logs/report.html
+Given a folder of output folders (no index.json of its own), writes each run's report.html and
+DIR/index.html, one row per run linking to its page:
+  subtee report fleet-logs && xdg-open fleet-logs/index.html`;
 
 export const REPORT_OPTIONS: readonly OptionDef[] = Object.freeze([
   {
@@ -37,10 +45,70 @@ export function reportCommand(argv: string[], stdout: Writable, stderr: Writable
       `subtee report needs one output folder: ${REPORT_USAGE.split('\n')[0]}`,
     );
   const given = o['max-page-bytes'];
-  const r = writeReport(o._[0], {
-    maxPageBytes: given === undefined ? REPORT_DEFAULTS.maxPageBytes : Number(given),
-    channelReader: channelReaderFor,
-  });
+  const maxPageBytes = given === undefined ? REPORT_DEFAULTS.maxPageBytes : Number(given);
+  const out = o._[0];
+  if (!isRunFolder(out) && isFolder(out)) return indexReport(out, maxPageBytes, o.quiet === true, stderr);
+  const r = writeReport(out, { maxPageBytes, channelReader: channelReaderFor });
   if (!o.quiet) stderr.write(reportLine(r));
+  return 0;
+}
+
+function isRunFolder(dir: string): boolean {
+  try {
+    lstatSync(join(dir, 'index.json'));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function isFolder(dir: string): boolean {
+  try {
+    return statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A folder of run folders: each run's report page, then ROOT/index.html over them. A run
+ * whose index.json cannot be read, or whose page cannot be built, is a row saying so (and a
+ * line on stderr), never the end of the command.
+ */
+function indexReport(root: string, maxPageBytes: number, quiet: boolean, stderr: Writable): number {
+  const rows: IndexPageRow[] = [];
+  const unreadable = (dir: string, why: string) =>
+    stderr.write(`subtee: skipped ${escapeOneLine(dir)}: folder not read: ${why}\n`);
+  for (const dir of runFolders([root], unreadable)) {
+    const rel = relative(root, dir).split(sep).join('/');
+    const read = readRunIndex(dir);
+    if ('why' in read) {
+      stderr.write(`subtee: skipped ${escapeOneLine(join(dir, 'index.json'))}: ${read.why}\n`);
+      const row = indexPageRow(rel, null, null);
+      row.problem = `index.json ${read.why}`;
+      rows.push(row);
+      continue;
+    }
+    let problem: string | null = null;
+    try {
+      writeReport(dir, { maxPageBytes, channelReader: channelReaderFor });
+    } catch (err) {
+      if (!(err instanceof SubteeError)) throw err;
+      problem = err.message;
+      const why = `${escapeOneLine(err.message)} [${err.code}]`;
+      stderr.write(`subtee: no report for ${escapeOneLine(dir)}: ${why}\n`);
+    }
+    const row = indexPageRow(rel, problem === null ? `${rel}/report.html` : null, read.index);
+    if (problem !== null) row.problem = problem;
+    rows.push(row);
+  }
+  if (rows.length === 0)
+    throw new SubteeError(
+      'ERR_INPUT',
+      `cannot read ${root}: no index.json in it or its subfolders (is it a subtee output folder?)`,
+      { exitCode: EXIT.IO },
+    );
+  const path = writeIndexPage(root, rows);
+  if (!quiet) stderr.write(`subtee: wrote ${path}: ${rows.length} runs\n`);
   return 0;
 }

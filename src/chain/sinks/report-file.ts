@@ -2,7 +2,13 @@ import { renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFailed } from '../../errors.js';
 import { writeNewFile } from '../../safe-open.js';
-import { buildReportPage, type ReportBuildOptions, type ReportResult } from '../../views/report/build.js';
+import {
+  buildReportPage,
+  subteeVersion,
+  type ReportBuildOptions,
+  type ReportResult,
+} from '../../views/report/build.js';
+import { indexPageHtml, sortRows, type IndexPageRow } from '../../views/report/index-page.js';
 
 /**
  * Writes OUT/report.html, the page the view renders from the output folder, and says what it
@@ -25,4 +31,16 @@ export function writeReport(out: string, options: ReportBuildOptions = {}): Repo
     channels: data.channels.length,
     cutChannels: data.page.cutChannels,
   };
+}
+
+/** Writes ROOT/index.html, the page over many runs (atomically, as above); returns its path. */
+export function writeIndexPage(root: string, rows: IndexPageRow[], version = subteeVersion()): string {
+  const path = join(root, 'index.html');
+  try {
+    writeNewFile(`${path}.tmp`, indexPageHtml(sortRows(rows), version));
+    renameSync(`${path}.tmp`, path);
+  } catch (err) {
+    throw writeFailed(path, err);
+  }
+  return path;
 }

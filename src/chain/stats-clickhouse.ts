@@ -1,0 +1,193 @@
+/**
+ * `subtee stats --clickhouse URL`: the same figures as over run folders, from the ClickHouse
+ * sink's channels table (one row per channel of every run, the last version kept by FINAL).
+ * The SQL is plain, for ClickHouse 18.16 through current releases, and printed in the README
+ * so a dashboard can run it as is.
+ */
+import { createRequire } from 'node:module';
+import type * as ClickHouseModule from '@clickhouse/client';
+import { EXIT, SubteeError, UsageError } from '../errors.js';
+import { shownUrl, withoutUrlSecrets } from '../shown-url.js';
+import {
+  groupRow,
+  roundTo,
+  sortGroups,
+  STATS_DEFAULTS,
+  STATS_GROUPINGS,
+  UNKNOWN_KEY,
+  type StatsGroup,
+  type StatsGrouping,
+  type StatsReport,
+  type StatsSubagent,
+} from '../views/stats.js';
+import { CLICKHOUSE_SINK_DEFAULTS } from './sinks/clickhouse.js';
+import { quoteTableName } from './sinks/clickhouse-rows.js';
+
+export interface ClickHouseStatsOptions {
+  url: string;
+  channelsTable?: string;
+  by?: readonly StatsGrouping[];
+  sinceMs?: number | null;
+  since?: string | null;
+  top?: number;
+  timeoutMs?: number;
+}
+
+/**
+ * Every channel row with its run's start (the earliest first_seen of the run's channels, as
+ * over folders), limited to runs since a time: the rows the other queries read.
+ */
+export function channelsWithStart(table: string, sinceMs: number | null): string {
+  const where = sinceMs === null ? '' : `\nWHERE run_start_ms >= ${Math.floor(sinceMs)}`;
+  return `SELECT * FROM ${table} FINAL
+ANY LEFT JOIN (SELECT run, minIf(first_seen_ms, first_seen_ms > 0) AS run_start_ms
+               FROM ${table} FINAL GROUP BY run) USING (run)${where}`;
+}
+
+/** The grouping key of a row: the agent (`main` for the main conversation), the model, the run's UTC day. */
+export const GROUP_KEYS: Readonly<Record<StatsGrouping | 'all', string>> = Object.freeze({
+  agent: `if(agent = '', '${UNKNOWN_KEY}', agent)`,
+  model: `if(model = '', '${UNKNOWN_KEY}', model)`,
+  day:
+    `if(run_start_ms = 0, '${UNKNOWN_KEY}', ` +
+    `toString(toDate(toDateTime(intDiv(run_start_ms, 1000), 'UTC'))))`,
+  all: `'all'`,
+});
+
+/**
+ * One row per group. Elapsed percentiles are exact and nearest-rank: the value at rank
+ * ceil(percent × n / 100) of the group's sorted elapsed times (the folders path computes the same), not
+ * ClickHouse's approximate `quantile`. Dollars: `count(cost_usd)` counts the priced channels.
+ */
+export function groupSql(table: string, by: StatsGrouping | 'all', sinceMs: number | null): string {
+  return `SELECT ${GROUP_KEYS[by]} AS key,
+  uniqExact(run) AS runs, count() AS agents, countIf(status = 'failed') AS failed,
+  sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+  sum(cache_read_tokens) AS cache_read_tokens, sum(cache_creation_tokens) AS cache_creation_tokens,
+  ifNull(sum(cost_usd), 0) AS usd, count(cost_usd) AS priced,
+  arraySort(groupArrayIf(toInt64(last_seen_ms) - toInt64(first_seen_ms),
+                         first_seen_ms > 0 AND last_seen_ms > 0)) AS elapsed,
+  length(elapsed) AS elapsed_n,
+  if(elapsed_n = 0, 0, elapsed[toUInt64(greatest(1, ceil(50 * elapsed_n / 100)))]) AS elapsed_p50_ms,
+  if(elapsed_n = 0, 0, elapsed[toUInt64(greatest(1, ceil(95 * elapsed_n / 100)))]) AS elapsed_p95_ms
+FROM (${channelsWithStart(table, sinceMs)})
+GROUP BY key`;
+}
+
+const SUBAGENT_COLUMNS = `run, channel, agent, model, status,
+  input_tokens + output_tokens AS tokens, cost_usd,
+  if(first_seen_ms > 0 AND last_seen_ms > 0,
+     toInt64(last_seen_ms) - toInt64(first_seen_ms), NULL) AS elapsed_ms`;
+
+/** The costliest subagents: own cost (unpriced last), tokens, then channel and run. */
+export function costliestSql(table: string, sinceMs: number | null, top: number): string {
+  return `SELECT ${SUBAGENT_COLUMNS}
+FROM (${channelsWithStart(table, sinceMs)})
+WHERE channel != ''
+ORDER BY ifNull(cost_usd, -1) DESC, tokens DESC, channel, run
+LIMIT ${Math.floor(top)}`;
+}
+
+/** The failed subagents, the latest first (by last_seen). */
+export function failedSql(table: string, sinceMs: number | null, top: number): string {
+  return `SELECT ${SUBAGENT_COLUMNS}
+FROM (${channelsWithStart(table, sinceMs)})
+WHERE channel != '' AND status = 'failed'
+ORDER BY last_seen_ms DESC, channel, run
+LIMIT ${Math.floor(top)}`;
+}
+
+const loadClient = () => createRequire(import.meta.url)('@clickhouse/client') as typeof ClickHouseModule;
+
+type Row = Record<string, unknown>;
+const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
+
+function groupOf(r: Row): StatsGroup {
+  const n = num(r.elapsed_n);
+  return groupRow(String(r.key), {
+    runs: num(r.runs),
+    agents: num(r.agents),
+    failed: num(r.failed),
+    input: num(r.input_tokens),
+    output: num(r.output_tokens),
+    cacheRead: num(r.cache_read_tokens),
+    cacheCreation: num(r.cache_creation_tokens),
+    cost: num(r.usd),
+    priced: num(r.priced),
+    p50: n === 0 ? null : num(r.elapsed_p50_ms),
+    p95: n === 0 ? null : num(r.elapsed_p95_ms),
+  });
+}
+
+function subagentOf(r: Row): StatsSubagent {
+  return {
+    run: String(r.run),
+    channel: String(r.channel),
+    agent: String(r.agent),
+    model: String(r.model ?? ''),
+    status: String(r.status),
+    tokens: num(r.tokens),
+    cost_usd: r.cost_usd === null || r.cost_usd === undefined ? null : roundTo(Number(r.cost_usd), 6),
+    elapsed_ms: r.elapsed_ms === null || r.elapsed_ms === undefined ? null : Number(r.elapsed_ms),
+    log: null,
+    jsonl: null,
+  };
+}
+
+/** The stats report from the sink's channels table. Throws SubteeErrors (2: bad options, 3: unreachable). */
+export async function clickhouseStats(o: ClickHouseStatsOptions): Promise<StatsReport> {
+  const name = o.channelsTable ?? CLICKHOUSE_SINK_DEFAULTS.channelsTable;
+  const table = quoteTableName(name);
+  if (table === null)
+    throw new UsageError('ERR_BAD_OPTION', `clickhouse: channelsTable must be a table name, not "${name}"`);
+  const where = shownUrl(o.url);
+  try {
+    new URL(o.url);
+  } catch (err) {
+    throw new UsageError('ERR_BAD_OPTION', `clickhouse: not a usable URL: ${where}`, err);
+  }
+  const { createClient, ClickHouseLogLevel } = loadClient();
+  const client = createClient({
+    url: o.url,
+    request_timeout: o.timeoutMs ?? CLICKHOUSE_SINK_DEFAULTS.timeoutMs,
+    log: { level: ClickHouseLogLevel.OFF },
+  });
+  const sinceMs = o.sinceMs ?? null;
+  const top = o.top ?? STATS_DEFAULTS.top;
+  const rows = async (query: string): Promise<Row[]> => {
+    try {
+      return (await (await client.query({ query, format: 'JSONEachRow' })).json()) as Row[];
+    } catch (err) {
+      const first = String((err as Error)?.message ?? err).split('\n')[0].slice(0, 300);
+      const msg = withoutUrlSecrets(first, o.url);
+      throw new SubteeError('ERR_CLICKHOUSE', `clickhouse: cannot query ${where}: ${msg}`, {
+        exitCode: EXIT.IO,
+        cause: err,
+      });
+    }
+  };
+  try {
+    const tables: Partial<Record<StatsGrouping, StatsGroup[]>> = {};
+    for (const by of o.by ?? STATS_GROUPINGS)
+      tables[by] = sortGroups(by, (await rows(groupSql(table, by, sinceMs))).map(groupOf));
+    const [totalRow] = await rows(groupSql(table, 'all', sinceMs));
+    const total = totalRow ? groupOf(totalRow) : groupOf({ key: 'all' });
+    const [failedCount] = await rows(
+      `SELECT count() AS n FROM (${channelsWithStart(table, sinceMs)})\n` +
+        `WHERE channel != '' AND status = 'failed'`,
+    );
+    return {
+      source: 'clickhouse',
+      since: o.since ?? null,
+      runs: total.runs,
+      skipped: 0,
+      tables,
+      total,
+      costliest: top === 0 ? [] : (await rows(costliestSql(table, sinceMs, top))).map(subagentOf),
+      failed: top === 0 ? [] : (await rows(failedSql(table, sinceMs, top))).map(subagentOf),
+      failed_total: num(failedCount?.n),
+    };
+  } finally {
+    await client.close();
+  }
+}

@@ -1,0 +1,135 @@
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Writable } from 'node:stream';
+import { clickhouseStats } from '../chain/stats-clickhouse.js';
+import { EXIT, SubteeError, UsageError } from '../errors.js';
+import { escapeOneLine } from '../views/escape.js';
+import {
+  statsCsv,
+  StatsAggregator,
+  statsRunOf,
+  statsText,
+  STATS_GROUPINGS,
+  type StatsGrouping,
+  type StatsReport,
+} from '../views/stats.js';
+import { helpText, parseArgs, STATS_OPTIONS } from './options.js';
+import { readRunIndex, runFolders, type SkippedRun } from './run-folders.js';
+
+export const STATS_USAGE = `subtee stats [options] DIR…
+subtee stats [options] --clickhouse URL
+
+Figures over many runs: every run folder (a folder holding index.json) under the DIRs, or the
+ClickHouse sink's tables. A table per agent type and per model (runs, agents, failed %, tokens,
+cost, elapsed p50/p95), then the costliest and the failed subagents with their transcripts:
+  subtee stats logs/ --since 2026-11-01 --by day`;
+
+export const STATS_EXIT_CODES_HELP = `Exit codes: 0 ok (unreadable index.json files are named on stderr and skipped),
+  1 internal error, 2 bad usage, 3 a DIR cannot be read or ClickHouse cannot be queried.`;
+
+export interface FolderStatsOptions {
+  by?: readonly StatsGrouping[];
+  sinceMs?: number | null;
+  since?: string | null;
+  top?: number;
+  /** Called for each run folder skipped, as it is found. */
+  onSkipped?: (s: SkippedRun) => void;
+}
+
+/**
+ * The figures over every run folder under the roots, reading one index.json at a time:
+ * memory holds one document, a few numbers per group and the elapsed samples.
+ */
+export function folderStats(roots: readonly string[], o: FolderStatsOptions = {}): StatsReport {
+  const stats = new StatsAggregator({ by: o.by, sinceMs: o.sinceMs, top: o.top, joinPath: join });
+  const unreadable = (dir: string, why: string) =>
+    o.onSkipped?.({ path: dir, why: `folder not read: ${why}` });
+  for (const dir of runFolders(roots, unreadable)) {
+    const read = readRunIndex(dir);
+    const run = 'index' in read ? statsRunOf(dir, read.index) : null;
+    if (run === null) {
+      stats.skipped++;
+      const why = 'why' in read ? read.why : 'not a subtee index.json';
+      o.onSkipped?.({ path: join(dir, 'index.json'), why });
+      continue;
+    }
+    stats.addRun(run);
+  }
+  return stats.report(o.since ?? null);
+}
+
+/** `--since DATE`: a day (UTC) or a time; ms since the epoch. */
+export function parseSince(v: string): number {
+  const shape = /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/;
+  const ms = shape.test(v) ? Date.parse(v.replace(' ', 'T')) : NaN;
+  if (!Number.isFinite(ms))
+    throw new UsageError(
+      'ERR_BAD_OPTION',
+      `--since must be a date (2026-11-30) or a time (2026-11-30T12:00:00Z), not "${v}"`,
+    );
+  return ms;
+}
+
+/** `subtee stats`. Throws SubteeErrors (bad usage, an unreadable DIR, ClickHouse unreachable). */
+export async function statsCommand(argv: string[], stdout: Writable, stderr: Writable): Promise<number> {
+  const o = parseArgs(argv, STATS_OPTIONS);
+  if (o.help) {
+    stdout.write(`${helpText(STATS_USAGE, STATS_OPTIONS)}\n${STATS_EXIT_CODES_HELP}\n`);
+    return EXIT.OK;
+  }
+  if (o.json && o.csv) throw new UsageError('ERR_USAGE', 'subtee stats: --json or --csv, not both');
+  const url = typeof o.clickhouse === 'string' ? o.clickhouse : null;
+  if (o.rest.length > 0 || (url === null) === (o._.length === 0))
+    throw new UsageError(
+      'ERR_USAGE',
+      url === null
+        ? 'subtee stats needs folders of runs: subtee stats [options] DIR… (or --clickhouse URL)'
+        : 'subtee stats reads folders or --clickhouse, not both',
+    );
+  if (o.given.has('clickhouse-channels-table') && url === null)
+    throw new UsageError('ERR_USAGE', '--clickhouse-channels-table needs --clickhouse URL');
+  const since = typeof o.since === 'string' ? o.since : null;
+  const sinceMs = since === null ? null : parseSince(since);
+  const by: readonly StatsGrouping[] =
+    typeof o.by === 'string' ? [o.by as StatsGrouping] : STATS_GROUPINGS.filter((g) => g !== 'day');
+  const top = Number(o.top);
+
+  let report: StatsReport;
+  const table = o['clickhouse-channels-table'];
+  if (url !== null) {
+    report = await clickhouseStats({
+      url,
+      channelsTable: typeof table === 'string' ? table : undefined,
+      by,
+      since,
+      sinceMs,
+      top,
+    });
+  } else {
+    for (const dir of o._) {
+      let isDir = false;
+      try {
+        isDir = statSync(dir).isDirectory();
+      } catch {
+        // reported below
+      }
+      if (!isDir)
+        throw new SubteeError('ERR_INPUT', `cannot read ${dir}: not a folder`, { exitCode: EXIT.IO });
+    }
+    report = folderStats(o._, {
+      by,
+      since,
+      sinceMs,
+      top,
+      onSkipped: (s) => stderr.write(`subtee: skipped ${escapeOneLine(s.path)}: ${s.why}\n`),
+    });
+  }
+  if (o.json) stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else if (o.csv) stdout.write(statsCsv(report));
+  else stdout.write(statsText(report));
+  if (report.skipped > 0)
+    stderr.write(
+      `subtee: ${report.skipped} run folder${report.skipped === 1 ? '' : 's'} skipped (index.json unreadable)\n`,
+    );
+  return EXIT.OK;
+}

@@ -1,0 +1,178 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { writeStream } from '../bench/gen.js';
+import { groupSql } from '../src/chain/stats-clickhouse.js';
+import { BIN, fixtureFiles, tmpDir } from './helpers.js';
+import { clickhouseAvailable, startClickHouse, type ClickHouseServer } from './servers/clickhouse.js';
+
+const skip = !clickhouseAvailable() && 'clickhouse-server is not installed (.ci/run installs it)';
+
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 180_000);
+  return new Promise((resolve) =>
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    }),
+  );
+}
+
+async function statsJson(args: string[]): Promise<any> {
+  const r = await cli(['stats', '--json', ...args]);
+  assert.equal(r.code, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+/**
+ * What both paths must agree on: everything but the run's key (a folder, or the stream's
+ * uuid). Dollars are float sums taken in another order, so they are compared apart, to the
+ * micro-dollar; every other figure exactly.
+ */
+function comparable(report: any) {
+  const dollars: Array<number | null> = [];
+  const withoutDollars = JSON.parse(
+    JSON.stringify({
+      runs: report.runs,
+      tables: report.tables,
+      total: report.total,
+      failed_total: report.failed_total,
+      costliest: report.costliest.map(({ run: _run, log: _log, jsonl: _jsonl, ...s }: any) => s),
+      failed: report.failed.map(({ run: _run, log: _log, jsonl: _jsonl, ...s }: any) => s),
+    }),
+    (key, value) => {
+      if (key !== 'cost_usd') return value;
+      dollars.push(value);
+      return value === null ? null : 'priced';
+    },
+  );
+  return { withoutDollars, dollars };
+}
+
+function assertSameFigures(clickhouse: any, folders: any, label = '') {
+  const a = comparable(clickhouse);
+  const b = comparable(folders);
+  assert.deepEqual(a.withoutDollars, b.withoutDollars, label);
+  a.dollars.forEach((usd, i) => {
+    if (usd === null || b.dollars[i] === null) assert.equal(usd, b.dollars[i], label);
+    else assert.ok(Math.abs(usd - b.dollars[i]!) < 2e-6, `${label}: $${usd} vs $${b.dollars[i]}`);
+  });
+}
+
+describe('subtee stats --clickhouse: the same figures as over the run folders', { skip }, () => {
+  let ch: ClickHouseServer;
+  let runs: string;
+  const table = 'fleet.channels';
+  let sinkHasCost = false;
+
+  before(async () => {
+    ch = await startClickHouse();
+    await ch.client.command({ query: 'CREATE DATABASE IF NOT EXISTS fleet' });
+    runs = join(tmpDir(), 'runs');
+    const sink = (extra: Record<string, unknown>) => {
+      const file = join(tmpDir(), 'subtee.json');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          sinks: [{ use: 'stdout', mode: 'none' }, { use: 'clickhouse', url: ch.url, channelsTable: table, ...extra }],
+        }),
+      );
+      return file;
+    };
+    // Every recorded fixture (its own uuid each), one folder per input under one --out.
+    const fixtures = await cli(['--out', join(runs, 'fixtures'), '-q', '-c', sink({}), ...fixtureFiles()]);
+    assert.equal(fixtures.code, 0, fixtures.stderr);
+    // Generated runs with several agent types; their first lines share a uuid, so each gets a run id.
+    for (const seed of [1, 2, 3]) {
+      const input = join(tmpDir(), `gen-${seed}.jsonl`);
+      await writeStream({ sizeBytes: 400_000, fanout: 12, shape: 'small', seed }, input);
+      const r = await cli(['--out', join(runs, 'generated', `gen-${seed}`), '-q', '-c', sink({ runId: `gen-${seed}` }), input]);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    // The cost columns, when the sink that wrote the rows did not have them yet.
+    const columns = await ch.rows<{ name: string }>(
+      "SELECT name FROM system.columns WHERE database = 'fleet' AND table = 'channels'",
+    );
+    const names = new Set(columns.map((c) => c.name));
+    sinkHasCost = names.has('model') && names.has('cost_usd');
+    if (!sinkHasCost) {
+      // A sink without them stored no models or dollars: the folders then count as written
+      // before index.json carried them, and the two paths compare every other figure.
+      if (!names.has('model')) await ch.client.command({ query: `ALTER TABLE ${table} ADD COLUMN model String` });
+      if (!names.has('cost_usd'))
+        await ch.client.command({ query: `ALTER TABLE ${table} ADD COLUMN cost_usd Nullable(Float64)` });
+      for (const dir of [...fixtureFiles().map((f) => join(runs, 'fixtures', basename(f, '.jsonl'))), ...[1, 2, 3].map((n) => join(runs, 'generated', `gen-${n}`))]) {
+        const file = join(dir, 'index.json');
+        const index = JSON.parse(readFileSync(file, 'utf8'));
+        delete index.cost;
+        for (const c of index.channels) {
+          delete c.cost;
+          delete c.models;
+        }
+        writeFileSync(file, JSON.stringify(index));
+      }
+    }
+  });
+
+  after(async () => {
+    await ch?.stop();
+  });
+
+  test('per agent, per model, the total and both lists', async () => {
+    const folders = await statsJson([runs, '--top', '50']);
+    const clickhouse = await statsJson(['--clickhouse', ch.url, '--clickhouse-channels-table', table, '--top', '50']);
+    assert.equal(folders.skipped, 0);
+    assert.equal(folders.runs, fixtureFiles().length + 3, 'every run folder');
+    assert.ok(folders.failed_total > 0 && folders.tables.agent.length >= 3, 'failures and several agent types');
+    assert.ok(folders.total.elapsed_p95_ms > 0);
+    if (sinkHasCost) {
+      assert.ok(folders.total.cost_usd > 0, 'dollars compared too');
+      assert.ok(folders.tables.model.some((g: any) => g.key.startsWith('claude-')), 'models compared too');
+    }
+    assert.equal(clickhouse.source, 'clickhouse');
+    assertSameFigures(clickhouse, folders);
+    assert.ok(folders.costliest.every((s: any) => typeof s.log === 'string'), 'folders name the transcripts');
+  });
+
+  test('--by day and --since', async () => {
+    for (const args of [['--by', 'day'], ['--by', 'day', '--since', '2026-11-30T12:00:00Z'], ['--since', '2027-01-01']]) {
+      const folders = await statsJson([runs, ...args]);
+      const clickhouse = await statsJson(['--clickhouse', ch.url, '--clickhouse-channels-table', table, ...args]);
+      assertSameFigures(clickhouse, folders, args.join(' '));
+    }
+    const later = await statsJson([runs, '--since', '2026-11-30T12:00:00Z']);
+    assert.equal(later.runs, 3, 'only the generated runs started at noon or later');
+  });
+
+  test('the README query is the one subtee runs', async () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('### The same figures in SQL'));
+    const block = /```sql\n([\s\S]*?)\n```/.exec(section);
+    assert.ok(block, 'the README shows the SQL');
+    assert.equal(block[1], groupSql('subtee_channels', 'agent', null), 'the README shows the query as subtee runs it');
+    const rows = await ch.rows<any>(block[1].replace(/subtee_channels/g, table));
+    const clickhouse = await statsJson(['--clickhouse', ch.url, '--clickhouse-channels-table', table]);
+    const byKey = new Map(rows.map((r) => [r.key, r]));
+    for (const g of clickhouse.tables.agent) {
+      const r = byKey.get(g.key);
+      assert.ok(r, g.key);
+      assert.equal(Number(r.agents), g.agents);
+      assert.equal(Number(r.failed), g.failed);
+      assert.equal(Number(r.input_tokens) + Number(r.output_tokens), g.tokens);
+      assert.equal(Number(r.elapsed_p95_ms), g.elapsed_p95_ms ?? 0);
+    }
+  });
+
+  test('an unreachable server exits 3 with one line', async () => {
+    const r = await cli(['stats', '--clickhouse', 'http://127.0.0.1:9']);
+    assert.equal(r.code, 3, r.stderr);
+    assert.match(r.stderr, /^subtee: clickhouse: cannot query .*\[ERR_CLICKHOUSE\]\n$/);
+  });
+});

@@ -1,0 +1,270 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { generateRuns, writeRuns } from '../bench/stats-gen.js';
+import { BIN, FIXTURES, tmpDir } from './helpers.js';
+
+function stats(args: string[]) {
+  const r = spawnSync(process.execPath, [BIN, 'stats', ...args], { encoding: 'utf8', timeout: 120_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function statsJson(args: string[]): any {
+  const r = stats([...args, '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+// ---- an independent count: straight from the generated documents, not through subtee ----
+
+interface Flat {
+  run: string;
+  id: string | null;
+  agent: string;
+  model: string;
+  day: string;
+  status: string;
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheCreation: number;
+  cost: number | null;
+  elapsed: number | null;
+  lastSeen: number;
+  startMs: number | null;
+}
+
+function flatten(run: string, index: any): Flat[] {
+  const times = index.channels.map((c: any) => c.first_seen).filter((t: any) => typeof t === 'string');
+  const startMs = times.length ? Math.min(...times.map((t: string) => new Date(t).getTime())) : null;
+  return index.channels.map((c: any) => ({
+    run,
+    id: c.id,
+    agent: c.id === null ? 'main' : c.agent || '(unknown)',
+    model: Array.isArray(c.models) && c.models.length ? c.models[0] : '(unknown)',
+    day: startMs === null ? '(unknown)' : new Date(startMs).toISOString().slice(0, 10),
+    status: c.status,
+    input: c.usage.input_tokens ?? 0,
+    output: c.usage.output_tokens ?? 0,
+    cacheRead: c.usage.cache_read_input_tokens ?? 0,
+    cacheCreation: c.usage.cache_creation_input_tokens ?? 0,
+    cost: typeof c.cost?.usd === 'number' ? c.cost.usd : null,
+    elapsed: c.first_seen && c.last_seen ? new Date(c.last_seen).getTime() - new Date(c.first_seen).getTime() : null,
+    lastSeen: c.last_seen ? new Date(c.last_seen).getTime() : 0,
+    startMs,
+  }));
+}
+
+/** The smallest value v with at least `percent`% of the values at or below it (integer arithmetic). */
+function percentile(values: number[], percent: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  for (let i = 0; i < sorted.length; i++) if (100 * (i + 1) >= percent * sorted.length) return sorted[i];
+  throw new Error('unreachable');
+}
+
+function expectedGroup(key: string, rows: Flat[]) {
+  const priced = rows.filter((r) => r.cost !== null);
+  const failed = rows.filter((r) => r.status === 'failed').length;
+  const elapsed = rows.flatMap((r) => (r.elapsed === null ? [] : [r.elapsed]));
+  const input = rows.reduce((s, r) => s + r.input, 0);
+  const output = rows.reduce((s, r) => s + r.output, 0);
+  return {
+    key,
+    runs: new Set(rows.map((r) => r.run)).size,
+    agents: rows.length,
+    failed,
+    failed_pct: rows.length ? Math.round((failed / rows.length) * 10000) / 100 : null,
+    input_tokens: input,
+    output_tokens: output,
+    cache_read_tokens: rows.reduce((s, r) => s + r.cacheRead, 0),
+    cache_creation_tokens: rows.reduce((s, r) => s + r.cacheCreation, 0),
+    tokens: input + output,
+    cost_usd: priced.length ? priced.reduce((s, r) => s + r.cost!, 0) : null,
+    unpriced: rows.length - priced.length,
+    elapsed_p50_ms: percentile(elapsed, 50),
+    elapsed_p95_ms: percentile(elapsed, 95),
+  };
+}
+
+function expectedTable(rows: Flat[], keyOf: (r: Flat) => string) {
+  const groups = new Map<string, Flat[]>();
+  for (const r of rows) groups.set(keyOf(r), [...(groups.get(keyOf(r)) ?? []), r]);
+  return new Map([...groups].map(([k, g]) => [k, expectedGroup(k, g)]));
+}
+
+/** Dollars are sums of floats in another order: equal to the micro-dollar. */
+function assertGroup(actual: any, expected: any, label: string) {
+  const { cost_usd: cost, ...rest } = actual;
+  const { cost_usd: costExpected, ...restExpected } = expected;
+  assert.deepEqual(rest, restExpected, label);
+  if (costExpected === null) assert.equal(cost, null, `${label}: cost`);
+  else assert.ok(Math.abs(cost - costExpected) < 1e-6, `${label}: cost ${cost} vs ${costExpected}`);
+}
+
+function assertTable(actual: any[], expected: Map<string, any>, label: string) {
+  assert.deepEqual(actual.map((g) => g.key).sort(), [...expected.keys()].sort(), `${label}: groups`);
+  for (const g of actual) assertGroup(g, expected.get(g.key), `${label} ${g.key}`);
+}
+
+/** A tree of generated runs plus real output folders and broken ones; what the test expects of it. */
+function fleet(runs: number, seed: number) {
+  const root = tmpDir();
+  writeRuns(join(root, 'fleet'), runs, seed);
+  const flat: Flat[] = [];
+  for (const { rel, index } of generateRuns(runs, seed)) flat.push(...flatten(join(root, 'fleet', rel), index));
+  // Real runs, two inputs into one --out (a folder per input under it).
+  const real = join(root, 'ci', 'job-1');
+  const inputs = ['nested-depth-3', 'failing-beside-healthy'].map((f) => join(FIXTURES, `${f}.jsonl`));
+  const r = spawnSync(process.execPath, [BIN, '--out', real, '--stdout', 'none', '-q', ...inputs], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  for (const name of ['nested-depth-3', 'failing-beside-healthy']) {
+    const dir = join(real, name);
+    flat.push(...flatten(dir, JSON.parse(readFileSync(join(dir, 'index.json'), 'utf8'))));
+  }
+  // Broken: a half-written file (a real one cut short), an empty one, JSON that is not an
+  // index, and a link planted where index.json should be.
+  const broken: string[] = [];
+  const half = join(root, 'fleet', 'broken', 'half-written');
+  mkdirSync(half, { recursive: true });
+  const whole = readFileSync(join(real, 'nested-depth-3', 'index.json'), 'utf8');
+  writeFileSync(join(half, 'index.json'), whole.slice(0, Math.floor(whole.length / 2)));
+  broken.push(join(half, 'index.json'));
+  const empty = join(root, 'fleet', 'broken', 'empty');
+  mkdirSync(empty, { recursive: true });
+  writeFileSync(join(empty, 'index.json'), '');
+  broken.push(join(empty, 'index.json'));
+  const other = join(root, 'other-json');
+  mkdirSync(other, { recursive: true });
+  writeFileSync(join(other, 'index.json'), '{"channels": "not a list"}');
+  broken.push(join(other, 'index.json'));
+  const linked = join(root, 'fleet', 'broken', 'linked');
+  mkdirSync(linked, { recursive: true });
+  symlinkSync(join(real, 'nested-depth-3', 'index.json'), join(linked, 'index.json'));
+  broken.push(join(linked, 'index.json'));
+  return { root, flat, broken, runs: runs + 2 };
+}
+
+describe('subtee stats over run folders', () => {
+  const f = fleet(300, 7);
+
+  test('every table equals an independent count of the same index.json files; broken ones are named and skipped', () => {
+    const r = stats([f.root, '--json', '--top', '5']);
+    assert.equal(r.code, 0, r.stderr);
+    const report = JSON.parse(r.stdout);
+    assert.equal(report.runs, f.runs);
+    assert.equal(report.skipped, f.broken.length);
+    for (const path of f.broken) assert.ok(r.stderr.includes(`skipped ${path}:`), `${path} named on stderr:\n${r.stderr}`);
+    assert.equal(r.stderr.trim().split('\n').length, f.broken.length + 1, 'one line each and a count');
+    assertTable(report.tables.agent, expectedTable(f.flat, (x) => x.agent), 'agent');
+    assertTable(report.tables.model, expectedTable(f.flat, (x) => x.model), 'model');
+    assert.equal(report.tables.day, undefined, 'days only with --by day');
+    assertGroup(report.total, expectedGroup('all', f.flat), 'total');
+
+    const subagents = f.flat.filter((x) => x.id !== null);
+    const costliest = [...subagents].sort(
+      (a, b) => (b.cost ?? -1) - (a.cost ?? -1) || b.input + b.output - (a.input + a.output) || (a.id! < b.id! ? -1 : 1),
+    );
+    assert.deepEqual(
+      report.costliest.map((s: any) => [s.channel, s.cost_usd, s.tokens, s.elapsed_ms, s.log]),
+      costliest.slice(0, 5).map((x) => [x.id, x.cost, x.input + x.output, x.elapsed, join(x.run, 'agents', `${x.id}.log`)]),
+    );
+    const failed = subagents.filter((x) => x.status === 'failed');
+    assert.equal(report.failed_total, failed.length);
+    failed.sort((a, b) => b.lastSeen - a.lastSeen || (a.id! < b.id! ? -1 : 1));
+    assert.deepEqual(
+      report.failed.map((s: any) => [s.channel, s.status, s.jsonl]),
+      failed.slice(0, 5).map((x) => [x.id, 'failed', join(x.run, 'agents', `${x.id}.jsonl`)]),
+    );
+  });
+
+  test('--by day and --since: the runs that started since, per UTC day', () => {
+    const since = '2026-11-12';
+    const sinceMs = Date.parse(since);
+    const kept = f.flat.filter((x) => x.startMs !== null && x.startMs >= sinceMs);
+    const report = statsJson([join(f.root, 'fleet'), join(f.root, 'ci'), '--by', 'day', '--since', since]);
+    assert.deepEqual(Object.keys(report.tables), ['day']);
+    assert.equal(report.runs, new Set(kept.map((x) => x.run)).size);
+    assertTable(report.tables.day, expectedTable(kept, (x) => x.day), 'day');
+    assert.deepEqual(report.tables.day.map((g: any) => g.key), [...new Set(kept.map((x) => x.day))].sort(), 'days in order');
+    const time = statsJson([f.root, '--by', 'day', '--since', '2026-11-12T06:30:00Z']);
+    const keptTime = f.flat.filter((x) => x.startMs !== null && x.startMs >= Date.parse('2026-11-12T06:30:00Z'));
+    assertGroup(time.total, expectedGroup('all', keptTime), 'since a time');
+  });
+
+  test('--csv: the same groups as --json, one row each, the total last', () => {
+    const json = statsJson([f.root, '--by', 'agent']);
+    const r = stats([f.root, '--by', 'agent', '--csv']);
+    assert.equal(r.code, 0, r.stderr);
+    const [head, ...rows] = r.stdout.trimEnd().split('\r\n');
+    const columns = head.split(',');
+    assert.deepEqual(columns.slice(0, 3), ['by', 'key', 'runs']);
+    assert.equal(rows.length, json.tables.agent.length + 1);
+    const parsed = rows.map((line) => Object.fromEntries(line.split(',').map((v, i) => [columns[i], v])));
+    for (const [i, g] of [...json.tables.agent, json.total].entries()) {
+      assert.equal(parsed[i].key, g.key);
+      assert.equal(Number(parsed[i].agents), g.agents);
+      assert.equal(Number(parsed[i].tokens), g.tokens);
+      assert.equal(parsed[i].cost_usd === '' ? null : Number(parsed[i].cost_usd), g.cost_usd);
+    }
+    assert.equal(parsed.at(-1)!.by, 'all');
+  });
+
+  test('the terminal table names each group with its figures', () => {
+    const r = stats([join(f.root, 'ci')]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^2 runs from run folders\n/);
+    const main = r.stdout.split('\n').find((l) => l.startsWith('main '))!;
+    const expected = expectedGroup('main', f.flat.filter((x) => x.agent === 'main' && x.run.includes(`${join('ci', 'job-1')}`)));
+    assert.deepEqual(main.trim().split(/\s+/).slice(1, 5), ['2', '2', '0.0', String(expected.tokens)]);
+    const priced = stats([join(f.root, 'fleet'), '--by', 'model']);
+    const opus = priced.stdout.split('\n').find((l) => l.startsWith('claude-opus-5-5 '))!;
+    const fleetOpus = f.flat.filter((x) => x.model === 'claude-opus-5-5' && x.run.includes(join(f.root, 'fleet')));
+    const g = expectedGroup('claude-opus-5-5', fleetOpus);
+    assert.ok(g.cost_usd! > 100 && g.cost_usd! < 1000 && g.unpriced > 0, 'a group with priced and unpriced agents');
+    assert.ok(opus.includes(` $${g.cost_usd!.toFixed(2)}+ `), `${opus} shows $${g.cost_usd}`);
+    assert.match(priced.stdout, /\(cost\+: some agents in the group have no price/);
+    assert.match(r.stdout, /failed subagents \(1\):\n *cost .*\n.*failing-beside-healthy\/agents\/toolu_\w+\.log/);
+  });
+
+  test('bad usage exits 2, a missing folder 3, each with one line and its code', () => {
+    const cases: Array<[string[], number, string]> = [
+      [[], 2, 'ERR_USAGE'],
+      [[f.root, '--by', 'week'], 2, 'ERR_BAD_OPTION'],
+      [[f.root, '--since', 'yesterday'], 2, 'ERR_BAD_OPTION'],
+      [[f.root, '--json', '--csv'], 2, 'ERR_USAGE'],
+      [[f.root, '--top', 'many'], 2, 'ERR_BAD_OPTION'],
+      [[f.root, '--clickhouse', 'http://127.0.0.1:9'], 2, 'ERR_USAGE'],
+      [[f.root, '--bogus'], 2, 'ERR_UNKNOWN_OPTION'],
+      [[join(f.root, 'nope')], 3, 'ERR_INPUT'],
+    ];
+    for (const [args, code, err] of cases) {
+      const r = stats(args);
+      assert.equal(r.code, code, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+      assert.ok(r.stderr.includes(`[${err}]`), `${args.join(' ')}: ${r.stderr}`);
+    }
+    const help = stats(['--help']);
+    assert.equal(help.code, 0);
+    for (const flag of ['--since', '--by', '--json', '--csv', '--top', '--clickhouse', '--clickhouse-channels-table'])
+      assert.ok(help.stdout.includes(flag), flag);
+  });
+
+  test('names from the data never reach the terminal as control sequences', () => {
+    const root = tmpDir();
+    const dir = join(root, 'run');
+    mkdirSync(dir);
+    const [{ index }] = [...generateRuns(1, 3)];
+    index.channels.push({ ...index.channels[0], id: 'toolu_x', agent: 'evil\u001b[2J\u001b]0;t\u0007', status: 'failed' });
+    writeFileSync(join(dir, 'index.json'), JSON.stringify(index));
+    const r = stats([root]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(!r.stdout.includes('\u001b'), 'no escape byte');
+    assert.ok(r.stdout.includes('evil\\x1b[2J'));
+    const csv = stats([root, '--csv']);
+    assert.equal(csv.code, 0, csv.stderr);
+    assert.ok(!csv.stdout.includes('\u001b') && csv.stdout.includes('evil\\x1b[2J'), csv.stdout);
+  });
+});
