@@ -6,6 +6,7 @@ import {
   mkdirSync,
   openSync,
   readFileSync,
+  renameSync,
   statSync,
   unlinkSync,
   writeSync,
@@ -65,6 +66,26 @@ export function writeNewFile(path: string, data: string | Buffer): void {
     for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * Replaces `path` atomically: a fresh `path.tmp` (whatever had that name is replaced, never
+ * written through), then one rename, so a reader sees the old file or the new one. A write
+ * that fails (a full disk) leaves no temporary file behind.
+ */
+export function replaceFile(path: string, data: string | Buffer): void {
+  const temporary = `${path}.tmp`;
+  try {
+    writeNewFile(temporary, data);
+    renameSync(temporary, path);
+  } catch (err) {
+    try {
+      unlinkSync(temporary);
+    } catch {
+      // Never created, or already gone.
+    }
+    throw err;
   }
 }
 

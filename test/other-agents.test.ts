@@ -10,7 +10,9 @@ import { OpencodeMapper, taskReport } from '../src/adapters/opencode.js';
 import { shellResultText, usageOf, type StreamMapper } from '../src/adapters/stream-lines.js';
 import { runChain } from '../src/chain/chain.js';
 import { open } from '../src/index.js';
-import { detectProducer } from '../src/chain/stages/input-format.js';
+import { AgentEvents, detectProducer } from '../src/chain/stages/input-format.js';
+import type { RecordBatch } from '../src/model/record.js';
+import { Session } from '../src/model/session.js';
 import type { JsonObject } from '../src/model/message.js';
 import { ChannelTree } from '../src/model/tree.js';
 import { BIN, chunked, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers.js';
@@ -600,4 +602,20 @@ test('lines too long to hold (spooled) land once, in the file of the agent whose
     assert.ok(its.filter((l) => l.length > 1024).length >= 3, 'some of its lines are spooled');
     assert.deepEqual(byChannel.get(ev.data.toolCallId), its);
   }
+});
+
+test('an event no mapped line stands for keeps its bytes: a placeholder carries them to its channel', () => {
+  const events = new AgentEvents(new Session(), 'codex');
+  const derived = { type: 'assistant', message: { id: 'm', content: [] }, parent_tool_use_id: null };
+  Object.defineProperty(events, 'mapper', {
+    value: { map: () => ({ channel: 'toolu_x', lines: [derived], own: -1 }), end: () => [], version: null },
+  });
+  const raw = Buffer.from('{"type":"item.started","id":"a"}');
+  const out: RecordBatch = [];
+  events.push({ kind: 'line', lineNo: 1, raw, value: JSON.parse(raw.toString()) }, out);
+  const own = out.filter((rec) => rec.kind === 'line' && !rec.derived);
+  assert.equal(own.length, 1, 'the input line is routed once');
+  assert.equal(own[0].kind === 'line' && own[0].raw, raw);
+  assert.equal(own[0].kind === 'line' && own[0].value.parent_tool_use_id, 'toolu_x');
+  assert.equal(out.length, 2, 'and the derived line after it');
 });

@@ -1,11 +1,20 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, linkSync, lstatSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { AppendFiles } from '../src/chain/sinks/append-files.js';
 import { createFilesSink, prepareOutDir } from '../src/chain/sinks/files.js';
-import { descriptorBudget, makeDirs } from '../src/safe-open.js';
+import { descriptorBudget, makeDirs, replaceFile } from '../src/safe-open.js';
 import { Session } from '../src/model/session.js';
 import { BIN, ROOT, checkOutput, tmpDir } from './helpers.js';
 
@@ -136,4 +145,17 @@ test('a low ulimit -n never gives EMFILE: with the default budget, and with one 
     assert.equal(r.status, 0, `${extra.join(' ')}: ${r.stderr}`);
     checkOutput(input, out, `ulimit 64 ${extra.join(' ')}`);
   }
+});
+
+test('a page that cannot replace its file leaves no temporary file; one that can replaces it whole', () => {
+  const dir = tmpDir();
+  const page = join(dir, 'report.html');
+  writeFileSync(page, 'old');
+  replaceFile(page, 'new');
+  assert.equal(readFileSync(page, 'utf8'), 'new');
+  // A folder in the page's place: the rename fails after the temporary file was written.
+  const blocked = join(dir, 'index.html');
+  mkdirSync(join(blocked, 'inside'), { recursive: true });
+  assert.throws(() => replaceFile(blocked, 'page'));
+  assert.deepEqual(readdirSync(dir).sort(), ['index.html', 'report.html']);
 });

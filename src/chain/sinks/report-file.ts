@@ -1,7 +1,6 @@
-import { renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFailed } from '../../errors.js';
-import { writeNewFile } from '../../safe-open.js';
+import { replaceFile } from '../../safe-open.js';
 import {
   buildReportPage,
   subteeVersion,
@@ -19,8 +18,7 @@ export function writeReport(out: string, options: ReportBuildOptions = {}): Repo
   const { html, data } = buildReportPage(out, options);
   const path = join(out, 'report.html');
   try {
-    writeNewFile(`${path}.tmp`, html);
-    renameSync(`${path}.tmp`, path);
+    replaceFile(path, html);
   } catch (err) {
     throw writeFailed(path, err);
   }
@@ -37,8 +35,7 @@ export function writeReport(out: string, options: ReportBuildOptions = {}): Repo
 export function writeIndexPage(root: string, rows: IndexPageRow[], version = subteeVersion()): string {
   const path = join(root, 'index.html');
   try {
-    writeNewFile(`${path}.tmp`, indexPageHtml(sortRows(rows), version));
-    renameSync(`${path}.tmp`, path);
+    replaceFile(path, indexPageHtml(sortRows(rows), version));
   } catch (err) {
     throw writeFailed(path, err);
   }

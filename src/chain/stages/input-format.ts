@@ -179,6 +179,11 @@ export class AgentEvents {
     }
     this.run.producerVersion ??= this.mapper.version;
     const { lines, own } = mapped;
+    if (own < 0 || own >= lines.length) {
+      // No mapped line stands for the event: a placeholder carries its bytes to its channel.
+      rec.value = eventLine(this.producer, rec.value!, mapped.channel);
+      out.push(rec);
+    }
     for (let i = 0; i < lines.length; i++) {
       if (i !== own) {
         out.push(derivedRecord(rec.lineNo, lines[i]));
