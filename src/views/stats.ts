@@ -3,6 +3,7 @@
  * sink's channel rows, which carry the same fields). Plain data, no I/O: the command reads
  * one index.json at a time and hands it here, so memory does not grow with the runs' size.
  */
+import { isObject } from '../model/message.js';
 import { formatUsd } from './cost.js';
 import { escapeControl, escapeOneLine } from './escape.js';
 
@@ -101,10 +102,9 @@ export interface StatsReport {
   failed_total: number;
 }
 
-const finite = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+/** A number from index.json, 0 when it is missing or not a finite number. */
+export const finite = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 const text = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function timeMs(v: unknown): number | null {
   if (typeof v !== 'string') return null;

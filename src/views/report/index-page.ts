@@ -7,7 +7,8 @@
 import { createHash } from 'node:crypto';
 import { escapeHtml } from '../escape.js';
 import { formatUsd } from '../cost.js';
-import { formatMs } from '../stats.js';
+import { isObject } from '../../model/message.js';
+import { finite, formatMs } from '../stats.js';
 import { field, isoTime } from './model.js';
 
 export type RunStatus = 'completed' | 'failed' | 'running' | 'stalled' | 'interrupted' | 'unreadable';
@@ -31,10 +32,6 @@ export interface IndexPageRow {
   /** The run's dollars (`cost.usd` in index.json); null when unknown or not recorded. */
   costUsd: number | null;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-const finite = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 
 /** A run's row from its parsed index.json; an `unreadable` row when it is not one. */
 export function indexPageRow(path: string, report: string | null, index: unknown): IndexPageRow {
