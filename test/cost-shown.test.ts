@@ -105,7 +105,7 @@ test('a model named __proto__ is a model like any other: its own cost entry, pri
   assert.ok(Math.abs(priced.cost.usd - want) < 1e-9, `${priced.cost.usd} vs ${want}`);
 });
 
-test('a line the cost ledger fails on stays routed to its channel: counted as failed, not quarantined', async () => {
+test('a line the cost ledger fails on stays routed to its channel: failed, not quarantined', async () => {
   const text = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8');
   const lines = text.split('\n').filter((line) => line !== '');
   const expectedPerChannel = new Map<string, number>();

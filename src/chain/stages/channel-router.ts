@@ -31,7 +31,8 @@ export function loadPrices(session: Session, path: string): void {
     throw new UsageError('ERR_PRICES', message, err);
   }
   const table = overridePrices(session.cost.prices, data);
-  if (typeof table === 'string') throw new UsageError('ERR_PRICES', `prices ${escapeOneLine(path)}: ${table}`);
+  if (typeof table === 'string')
+    throw new UsageError('ERR_PRICES', `prices ${escapeOneLine(path)}: ${table}`);
   session.cost.prices = table;
 }
 
