@@ -226,6 +226,20 @@ describe('subtee stats over run folders', () => {
     assert.ok(g.cost_usd! > 100 && g.cost_usd! < 1000 && g.unpriced > 0, 'a group with priced and unpriced agents');
     assert.ok(opus.includes(` $${g.cost_usd!.toFixed(2)}+ `), `${opus} shows $${g.cost_usd}`);
     assert.match(priced.stdout, /\(cost\+: some agents in the group have no price/);
+    // Every group's cost cell: `$?` when no agent in it is priced, else its dollars as shown.
+    const byModel = statsJson([join(f.root, 'fleet'), '--by', 'model']).tables.model;
+    assert.ok(byModel.some((group: any) => group.cost_usd === null), 'a group with no price at all');
+    for (const group of byModel) {
+      const row = priced.stdout.split('\n').find((l) => l.startsWith(`${group.key} `))!;
+      const cell = row.trim().split(/\s+/)[5];
+      if (group.cost_usd === null) assert.equal(cell, '$?', row);
+      else {
+        const shown = /^\$(\d+)\.(\d+)\+?$/.exec(cell)!;
+        assert.ok(shown, row);
+        const within = 0.5 * 10 ** -shown[2].length;
+        assert.ok(Math.abs(Number(`${shown[1]}.${shown[2]}`) - group.cost_usd) <= within + 1e-12, row);
+      }
+    }
     assert.match(r.stdout, /failed subagents \(1\):\n *cost .*\n.*failing-beside-healthy\/agents\/toolu_\w+\.log/);
   });
 

@@ -178,12 +178,12 @@ export class CostLedger {
   }
 
   private ledger(channel: string | null): ChannelLedger {
-    let l = this.byChannel.get(channel);
-    if (!l) {
-      l = { models: new Map(), current: null, early: null };
-      this.byChannel.set(channel, l);
+    let ledger = this.byChannel.get(channel);
+    if (!ledger) {
+      ledger = { models: new Map(), current: null, early: null };
+      this.byChannel.set(channel, ledger);
     }
-    return l;
+    return ledger;
   }
 
   private assistant(message: JsonObject, channel: string | null): void {
@@ -194,21 +194,21 @@ export class CostLedger {
     const id = nonEmpty(message.id);
     if (id === null || !isObject(message.usage)) return;
     this.cached = null;
-    const l = this.ledger(channel);
-    let msg = l.current;
+    const ledger = this.ledger(channel);
+    let msg = ledger.current;
     if (!msg || msg.id !== id || msg.model !== model) {
       msg = { id, model, usage: {}, chars: 0, exact: null, applied: emptyTally() };
-      l.current = msg;
-      if (!l.models.has(model)) l.models.set(model, emptyTally());
-      if (id !== null && l.early?.id === id) {
-        msg.exact = l.early.output;
-        l.early = null;
+      ledger.current = msg;
+      if (!ledger.models.has(model)) ledger.models.set(model, emptyTally());
+      if (id !== null && ledger.early?.id === id) {
+        msg.exact = ledger.early.output;
+        ledger.early = null;
       }
     }
     // Every line of a message repeats its usage: the latest one stands.
     if (isObject(message.usage)) msg.usage = message.usage;
     msg.chars += producedChars(message.content);
-    this.apply(l, msg);
+    this.apply(ledger, msg);
   }
 
   private delta(value: JsonObject, channel: string | null): void {
@@ -217,28 +217,28 @@ export class CostLedger {
     if (!usage || typeof usage.output_tokens !== 'number' || !Number.isFinite(usage.output_tokens)) return;
     const output = count(usage.output_tokens);
     const id = nonEmpty(value.api_message_id);
-    const l = this.ledger(channel);
-    const msg = l.current;
+    const ledger = this.ledger(channel);
+    const msg = ledger.current;
     this.cached = null;
     if (msg && (id === null || msg.id === id)) {
       msg.exact = output;
-      this.apply(l, msg);
+      this.apply(ledger, msg);
     } else if (id !== null) {
-      l.early = { id, output };
+      ledger.early = { id, output };
     }
   }
 
   /** Replaces what the message added to its model's tally with what it adds now. */
-  private apply(l: ChannelLedger, msg: OpenMessage): void {
-    const tally = l.models.get(msg.model)!;
-    const u = msg.usage;
-    const created = count(u.cache_creation_input_tokens);
-    const split = isObject(u.cache_creation) ? u.cache_creation : {};
+  private apply(ledger: ChannelLedger, msg: OpenMessage): void {
+    const tally = ledger.models.get(msg.model)!;
+    const usage = msg.usage;
+    const created = count(usage.cache_creation_input_tokens);
+    const split = isObject(usage.cache_creation) ? usage.cache_creation : {};
     const oneHour = Math.min(created, count(split.ephemeral_1h_input_tokens));
-    const lineOutput = count(u.output_tokens);
+    const lineOutput = count(usage.output_tokens);
     const now: Tally = {
-      input: count(u.input_tokens),
-      cacheRead: count(u.cache_read_input_tokens),
+      input: count(usage.input_tokens),
+      cacheRead: count(usage.cache_read_input_tokens),
       cache5m: created - oneHour,
       cache1h: oneHour,
       exactOutput: msg.exact ?? 0,
@@ -257,19 +257,19 @@ export class CostLedger {
     if (!modelUsage && !total) return;
     this.cached = null;
     const models = new Map<string, { tokens: ModelTokens; usd: number | null }>();
-    for (const [model, u] of Object.entries(modelUsage ?? {})) {
-      if (!isObject(u)) continue;
-      const created = count(u.cacheCreationInputTokens);
-      const oneHour = Math.min(created, count(u.cacheCreationEphemeral1hInputTokens));
+    for (const [model, usage] of Object.entries(modelUsage ?? {})) {
+      if (!isObject(usage)) continue;
+      const created = count(usage.cacheCreationInputTokens);
+      const oneHour = Math.min(created, count(usage.cacheCreationEphemeral1hInputTokens));
       models.set(model, {
         tokens: {
-          input_tokens: count(u.inputTokens),
-          output_tokens: count(u.outputTokens),
-          cache_read_input_tokens: count(u.cacheReadInputTokens),
+          input_tokens: count(usage.inputTokens),
+          output_tokens: count(usage.outputTokens),
+          cache_read_input_tokens: count(usage.cacheReadInputTokens),
           cache_creation_5m_input_tokens: created - oneHour,
           cache_creation_1h_input_tokens: oneHour,
         },
-        usd: typeof u.costUSD === 'number' && Number.isFinite(u.costUSD) ? u.costUSD : null,
+        usd: typeof usage.costUSD === 'number' && Number.isFinite(usage.costUSD) ? usage.costUSD : null,
       });
     }
     this.result = { totalUsd: total ? (value.total_cost_usd as number) : null, models };
@@ -281,10 +281,10 @@ export class CostLedger {
    */
   channelCost(channel: string | null): ChannelCost | null {
     if (this.result) return this.report().channels.get(channel) ?? null;
-    const l = this.byChannel.get(channel);
-    if (!l) return null;
-    const cost: ChannelCost = { models: [...l.models.keys()], usd: 0, tokens: emptyTokens() };
-    for (const [model, t] of l.models) {
+    const ledger = this.byChannel.get(channel);
+    if (!ledger) return null;
+    const cost: ChannelCost = { models: [...ledger.models.keys()], usd: 0, tokens: emptyTokens() };
+    for (const [model, t] of ledger.models) {
       const tokens: ModelTokens = {
         input_tokens: t.input,
         output_tokens: t.exactOutput + t.streamOutput,
@@ -312,8 +312,8 @@ export class CostLedger {
     const channels = [...this.byChannel.entries()];
     const modelIds: string[] = [];
     const seen = new Set<string>();
-    for (const [, l] of channels)
-      for (const m of l.models.keys()) if (!seen.has(m) && seen.add(m)) modelIds.push(m);
+    for (const [, ledger] of channels)
+      for (const m of ledger.models.keys()) if (!seen.has(m) && seen.add(m)) modelIds.push(m);
     for (const m of result?.models.keys() ?? []) if (!seen.has(m) && seen.add(m)) modelIds.push(m);
 
     // Per model: the rate of each kind of token, and each channel's output tokens.
@@ -321,8 +321,8 @@ export class CostLedger {
     const outputs = new Map<string, Map<string | null, number>>();
     let usedTable = false;
     for (const model of modelIds) {
-      const tallies = channels.flatMap(([key, l]) => {
-        const t = l.models.get(model);
+      const tallies = channels.flatMap(([key, ledger]) => {
+        const t = ledger.models.get(model);
         return t ? [[key, t] as const] : [];
       });
       const seenTokens = emptyTokens();
@@ -369,12 +369,13 @@ export class CostLedger {
     }
 
     const perChannel = new Map<string | null, ChannelCost>();
-    const perModel: Record<string, ModelCost> = {};
+    // Model names come from the stream: a null prototype keeps `__proto__` an ordinary key.
+    const perModel: Record<string, ModelCost> = Object.create(null);
     for (const model of modelIds)
       perModel[model] = { ...emptyTokens(), usd: 0, result_usd: result?.models.get(model)?.usd ?? null };
-    for (const [key, l] of channels) {
-      const cost: ChannelCost = { models: [...l.models.keys()], usd: 0, tokens: emptyTokens() };
-      for (const [model, t] of l.models) {
+    for (const [key, ledger] of channels) {
+      const cost: ChannelCost = { models: [...ledger.models.keys()], usd: 0, tokens: emptyTokens() };
+      for (const [model, t] of ledger.models) {
         const tokens: ModelTokens = {
           input_tokens: t.input,
           output_tokens: outputs.get(model)!.get(key) ?? 0,
@@ -468,7 +469,10 @@ export function apportion(
   let left = total - shares.reduce((a, b) => a + b, 0);
   const order = exact
     .map((e, i) => [e - Math.floor(e), i] as const)
-    .sort((a, b) => b[0] - a[0] || (keys[a[1]] < keys[b[1]] ? -1 : keys[a[1]] > keys[b[1]] ? 1 : a[1] - b[1]));
+    .sort(
+      (a, b) =>
+        b[0] - a[0] || (keys[a[1]] < keys[b[1]] ? -1 : keys[a[1]] > keys[b[1]] ? 1 : a[1] - b[1]),
+    );
   for (let k = 0; left > 0 && k < order.length; k++, left--) shares[order[k][1]]++;
   return shares;
 }

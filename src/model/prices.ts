@@ -101,7 +101,8 @@ export function overridePrices(base: PriceTable, data: unknown): PriceTable | st
     return 'sources: must be a list of strings';
   for (const key of Object.keys(data))
     if (!['$schema', 'date', 'sources', 'models'].includes(key)) return `${key}: unknown key`;
-  const models: Record<string, ModelPrice> = { ...base.models };
+  // Ids come from the file: a null prototype keeps `__proto__` an ordinary model id.
+  const models: Record<string, ModelPrice> = Object.assign(Object.create(null), base.models);
   for (const [id, given] of Object.entries(data.models)) {
     if (!isObject(given)) return `models.${id}: must be an object`;
     const rate = (kind: (typeof KINDS)[number]) => {

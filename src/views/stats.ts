@@ -3,6 +3,8 @@
  * sink's channel rows, which carry the same fields). Plain data, no I/O: the command reads
  * one index.json at a time and hands it here, so memory does not grow with the runs' size.
  */
+import { isObject } from '../model/message.js';
+import { formatUsd } from './cost.js';
 import { escapeControl, escapeOneLine } from './escape.js';
 
 export const STATS_GROUPINGS = ['agent', 'model', 'day'] as const;
@@ -100,10 +102,9 @@ export interface StatsReport {
   failed_total: number;
 }
 
-const finite = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+/** A number from index.json, 0 when it is missing or not a finite number. */
+export const finite = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 const text = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function timeMs(v: unknown): number | null {
   if (typeof v !== 'string') return null;
@@ -429,12 +430,6 @@ export function sortGroups(by: StatsGrouping, rows: StatsGroup[]): StatsGroup[] 
 // ---- output ---------------------------------------------------------------------------
 
 const thousands = (n: number) => Math.round(n).toLocaleString('en-US');
-
-export function formatUsd(v: number | null): string {
-  if (v === null) return '–';
-  if (v < 100) return `$${v.toFixed(4)}`;
-  return `$${v.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
-}
 
 export function formatMs(ms: number | null): string {
   if (ms === null) return '–';

@@ -26,11 +26,16 @@ export function summaryText(session: Session, out: string): string {
     lines.push(
       `${prefix}${escapeOneLine(channelLabel(ch))}  ${ch.status}${depth}  ` +
         `lines ${ch.lines}  tokens ${tokensOf(ch, costs.get(ch)?.tokens)}  ` +
-        formatUsd(costs.get(ch)?.usd ?? 0) +
+        usdOf(costs.get(ch)) +
         (unreached && ch.orphan ? '  (spawn not seen)' : ''),
     );
   }
   return lines.join('\n') + '\n';
+}
+
+/** A channel's dollars: `$?` when unpriced (null), `$0` when it has no ledger at all. */
+function usdOf(cost: { usd: number | null } | undefined): string {
+  return formatUsd(cost === undefined ? 0 : cost.usd);
 }
 
 /** Input plus output tokens, the output true or estimated when the cost ledger knows it. */

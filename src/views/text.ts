@@ -33,8 +33,9 @@ export function headerLines(ch: ChannelSnapshot): string[] {
  * models and tokens, and how they were found (the README's cost section).
  */
 export function costLine(cost: ChannelCostView | undefined, report: CostReport): string {
-  const own = formatUsd(cost?.usd ?? 0);
-  const subtree = formatUsd(cost?.subtreeUsd ?? 0);
+  // No ledger means nothing was spent; a null means unpriced and is shown as such, never as $0.
+  const own = formatUsd(cost === undefined ? 0 : cost.usd);
+  const subtree = formatUsd(cost === undefined ? 0 : cost.subtreeUsd);
   const models =
     cost && cost.models.length > 0 ? cost.models.map((m) => escapeOneLine(m)).join(', ') : 'no model';
   const t = cost?.tokens;

@@ -5,6 +5,7 @@ import { UsageError } from '../../errors.js';
 import { overridePrices } from '../../model/prices.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { viewOf } from '../../model/line-view.js';
+import type { JsonObject } from '../../model/message.js';
 import { escapeOneLine } from '../../views/escape.js';
 import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
@@ -26,10 +27,12 @@ export function loadPrices(session: Session, path: string): void {
     data = JSON.parse(readFileSync(path, 'utf8'));
   } catch (err) {
     const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-    throw new UsageError('ERR_PRICES', `prices ${escapeOneLine(path)}: cannot read it as JSON (${why})`, err);
+    const message = `prices ${escapeOneLine(path)}: cannot read it as JSON (${why})`;
+    throw new UsageError('ERR_PRICES', message, err);
   }
   const table = overridePrices(session.cost.prices, data);
-  if (typeof table === 'string') throw new UsageError('ERR_PRICES', `prices ${escapeOneLine(path)}: ${table}`);
+  if (typeof table === 'string')
+    throw new UsageError('ERR_PRICES', `prices ${escapeOneLine(path)}: ${table}`);
   session.cost.prices = table;
 }
 
@@ -50,16 +53,25 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
       for (let i = 0; i < batch.length; i++) {
         const rec = batch[i];
         if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) continue;
+        let routed: { value: JsonObject; channel: string | null } | null = null;
         try {
           const value = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
           const { channel, events } = tree.route(value);
-          session.cost.observe(value, channel.id);
           rec.channel = channel;
           if (events.length > 0) rec.events = events;
+          routed = { value, channel: channel.id };
         } catch (err) {
           session.recordFailed('channel-router', rec.lineNo, err);
           // A spooled line has no bytes in memory to quarantine: it stays on main's channel.
           if (rec.kind === 'line') batch[i] = unroutable(session, rec);
+        }
+        // Costing is a reading of a line already routed: its failure is counted, the line stays put.
+        if (routed !== null) {
+          try {
+            session.cost.observe(routed.value, routed.channel);
+          } catch (err) {
+            session.recordFailed('channel-router', rec.lineNo, err);
+          }
         }
         if (tree.spawnCycles !== cyclesSeen) {
           cyclesSeen = tree.spawnCycles;

@@ -6,7 +6,9 @@
  */
 import { createHash } from 'node:crypto';
 import { escapeHtml } from '../escape.js';
-import { formatMs, formatUsd } from '../stats.js';
+import { formatUsd } from '../cost.js';
+import { isObject } from '../../model/message.js';
+import { finite, formatMs } from '../stats.js';
 import { field, isoTime } from './model.js';
 
 export type RunStatus = 'completed' | 'failed' | 'running' | 'stalled' | 'interrupted' | 'unreadable';
@@ -30,10 +32,6 @@ export interface IndexPageRow {
   /** The run's dollars (`cost.usd` in index.json); null when unknown or not recorded. */
   costUsd: number | null;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-const finite = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 
 /** A run's row from its parsed index.json; an `unreadable` row when it is not one. */
 export function indexPageRow(path: string, report: string | null, index: unknown): IndexPageRow {
@@ -104,7 +102,10 @@ export function sortRows(rows: IndexPageRow[]): IndexPageRow[] {
 export const INDEX_CSS = `
 :root { --ok: #1f8a4c; --fail: #c62f2f; --run: #2f6fd0; --warn: #b26a00; --muted: #667; --line: #dde; }
 * { box-sizing: border-box; }
-body { margin: 0; padding: 12px 16px; font: 13px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1c1c24; background: #f6f6f9; }
+body {
+  margin: 0; padding: 12px 16px; font: 13px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif;
+  color: #1c1c24; background: #f6f6f9;
+}
 h1 { font-size: 17px; margin: 0 0 4px; }
 #summary { color: var(--muted); margin-bottom: 10px; }
 table { border-collapse: collapse; width: 100%; background: #fff; border: 1px solid var(--line); }
@@ -176,7 +177,8 @@ export function indexPageHtml(rows: readonly IndexPageRow[], subteeVersion: stri
   return (
     '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n' +
     `<meta http-equiv="Content-Security-Policy" content="${indexPagePolicy()}">\n` +
-    '<meta name="referrer" content="no-referrer"><meta name="viewport" content="width=device-width, initial-scale=1">\n' +
+    '<meta name="referrer" content="no-referrer">' +
+    '<meta name="viewport" content="width=device-width, initial-scale=1">\n' +
     `<title>subtee runs</title>\n<style>${INDEX_CSS}</style>\n</head><body>\n` +
     `<h1>subtee runs</h1>\n<div id="summary">${summary}</div>\n` +
     '<table id="runs"><thead><tr><th>run</th><th>started (UTC)</th><th>status</th>' +
