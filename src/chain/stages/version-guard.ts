@@ -82,7 +82,11 @@ export function versionWarnings(version: string): GuardWarning[] {
   }));
 }
 
-export function checkRequiredVersion(version: string | null, range: string | null, agent = 'Claude Code'): void {
+export function checkRequiredVersion(
+  version: string | null,
+  range: string | null,
+  agent = 'Claude Code',
+): void {
   if (range === null) return;
   if (version === null || !parseVersion(version)) {
     throw new VersionRefused(`the agent's version is unknown and --require-version ${range} is set`);
@@ -97,7 +101,7 @@ const NO_BLOCKS: readonly ContentBlock[] = [];
 const VERBOSE_HINT = Buffer.from('requires --verbose');
 const UNKNOWN_OPTION_HINT = Buffer.from("unknown option '");
 
-/** The names of the other coding agents an input adapter states in its `system/init` line. */
+/** The names of the other coding agents whose events the input-format stage maps. */
 const AGENT_NAMES: Readonly<Record<string, string>> = Object.freeze({
   copilot: 'GitHub Copilot CLI',
   codex: 'Codex',
@@ -119,7 +123,15 @@ export class VersionGuard {
   /** What the line being observed said (NO_WARNINGS until it says something). */
   private heard: GuardWarning[] = NO_WARNINGS;
 
-  constructor(private readonly requireVersion: string | null) {}
+  /**
+   * `run` is the chain's session: its `producer` (decided by the input-format stage) says which
+   * agent this is, never a field in a line; its `checkedCommandVersion` stands for a version
+   * the stream does not state. Without one the stream is Claude Code's.
+   */
+  constructor(
+    private readonly requireVersion: string | null,
+    private readonly run: Pick<Session, 'producer' | 'checkedCommandVersion'> | null = null,
+  ) {}
 
   private say(w: GuardWarning): void {
     if (this.said.has(w.code)) return;
@@ -157,10 +169,12 @@ export class VersionGuard {
     const v = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
     const kind = lineTypeOf(v);
     const subtype = systemSubtypeOf(v);
-    if (subtype === 'init' && typeof v.producer === 'string' && v.producer in AGENT_NAMES) {
+    const producer = this.run?.producer ?? null;
+    if (producer !== null && Object.hasOwn(AGENT_NAMES, producer)) {
       // Another coding agent, mapped: its version is the one its stream states, if any; the
       // notes about Claude Code versions and forwarding do not apply to it.
-      this.agent = AGENT_NAMES[v.producer];
+      this.agent = AGENT_NAMES[producer];
+      if (subtype !== 'init') return this.heard;
       const version = typeof v.producer_version === 'string' ? v.producer_version : null;
       if (version !== null || this.version === null) {
         this.version = version;
@@ -168,12 +182,14 @@ export class VersionGuard {
       }
       return this.heard;
     }
-    if (this.agent !== null) return this.heard;
     if (subtype === 'init') {
       const version = typeof v.claude_code_version === 'string' ? v.claude_code_version : null;
       if (version !== this.version || this.version === null) {
         this.version = version;
-        checkRequiredVersion(version, this.requireVersion);
+        // An init that states no version is not refused when `CMD --version` met the range.
+        if (version !== null || (this.run?.checkedCommandVersion ?? null) === null) {
+          checkRequiredVersion(version, this.requireVersion);
+        }
         if (version) for (const w of versionWarnings(version)) this.say(w);
       }
     }
@@ -205,7 +221,7 @@ export class VersionGuard {
    * At the end of input: the forwarding check once more, and a required version never seen
    * (unless the command's own `--version` output met it: `checkedCommandVersion`).
    */
-  end(checkedCommandVersion: string | null = null): GuardWarning[] {
+  end(checkedCommandVersion: string | null = this.run?.checkedCommandVersion ?? null): GuardWarning[] {
     if (this.version === null && checkedCommandVersion === null) {
       checkRequiredVersion(null, this.requireVersion);
     }
@@ -241,7 +257,7 @@ export class VersionGuard {
 export function createVersionGuard(options: VersionGuardOptions): Transform {
   const opts = withDefaults(VERSION_GUARD_DEFAULTS, options);
   const run = requireSession(options, 'createVersionGuard');
-  const guard = new VersionGuard(opts.requireVersion);
+  const guard = new VersionGuard(opts.requireVersion, run);
   const warn = (ws: GuardWarning[]) => ws.forEach((w) => run.warn(w.code, w.message));
   return createBatchTransform({
     transformBatch(batch: RecordBatch) {
@@ -255,7 +271,7 @@ export function createVersionGuard(options: VersionGuardOptions): Transform {
       return batch;
     },
     flushAtEnd() {
-      warn(guard.end(run.checkedCommandVersion));
+      warn(guard.end());
     },
   });
 }
