@@ -1,4 +1,7 @@
-/** Just enough semver for version ranges: `>=2.1.219`, `<3`, `^0.1.0`, `2.1.x`, joined by spaces (AND) or `||`. */
+/**
+ * Just enough semver for version ranges: `>=2.1.219`, `<3`, `^0.1.0`, `2.1.x`, joined by
+ * spaces (AND) or `||`.
+ */
 export type Version = [number, number, number];
 
 export function parseVersion(s: string): Version | null {

@@ -49,13 +49,15 @@ export const VERSION_NOTES: ReadonlyArray<{
     code: 'VERSION_NO_SUBAGENT_TEXT',
     applies: (v) => compareVersions(v, [2, 1, 211]) < 0,
     message: (v) =>
-      `Claude Code ${v} does not forward subagent text or thinking (added in 2.1.211): transcripts will hold tool calls only`,
+      `Claude Code ${v} does not forward subagent text or thinking (added in 2.1.211): ` +
+      'transcripts will hold tool calls only',
   },
   {
     code: 'VERSION_NO_NESTING',
     applies: (v) => compareVersions(v, [2, 1, 217]) >= 0 && compareVersions(v, [2, 1, 218]) <= 0,
     message: (v) =>
-      `Claude Code ${v} spawns no nested subagents by default: set CLAUDE_CODE_MAX_SUBAGENT_SPAWN_DEPTH to allow them`,
+      `Claude Code ${v} spawns no nested subagents by default: ` +
+      'set CLAUDE_CODE_MAX_SUBAGENT_SPAWN_DEPTH to allow them',
   },
   {
     code: 'VERSION_NO_NESTED_FORWARDING',
@@ -149,20 +151,24 @@ export class VersionGuard {
       // of lines, most too short to hold either).
       if (line.length < UNKNOWN_OPTION_HINT.length) return this.heard;
       const bytes = line.length > 4096 ? line.subarray(0, 4096) : line;
-      if (bytes.indexOf(VERBOSE_HINT) === -1 && bytes.indexOf(UNKNOWN_OPTION_HINT) === -1) return this.heard;
+      const hinted = bytes.indexOf(VERBOSE_HINT) !== -1 || bytes.indexOf(UNKNOWN_OPTION_HINT) !== -1;
+      if (!hinted) return this.heard;
       const text = bytes.toString('utf8');
       if (/requires --verbose/.test(text)) {
         this.say({
           code: 'VERBOSE_REQUIRED',
           message:
-            'the agent refused to run: stream-json output needs --verbose (claude -p … --output-format stream-json --verbose)',
+            'the agent refused to run: stream-json output needs --verbose ' +
+            '(claude -p … --output-format stream-json --verbose)',
         });
       }
-      const m = /unknown option '([^']+)'/.exec(text);
-      if (m)
+      const unknown = /unknown option '([^']+)'/.exec(text);
+      if (unknown)
         this.say({
           code: 'UNKNOWN_OPTION',
-          message: `the agent does not know the option ${m[1]}: it is older than that option, or the option is misspelt`,
+          message:
+            `the agent does not know the option ${unknown[1]}: ` +
+            'it is older than that option, or the option is misspelt',
         });
       return this.heard;
     }
@@ -209,7 +215,8 @@ export class VersionGuard {
         this.say({
           code: 'THINKING_OMITTED',
           message:
-            'thinking blocks arrive empty (signature only): thinking text is omitted; ask for summarized thinking (claude --thinking-display summarized, where supported) to see it',
+            'thinking blocks arrive empty (signature only): thinking text is omitted; ask for ' +
+            'summarized thinking (claude --thinking-display summarized, where supported) to see it',
         });
       }
     }
@@ -243,7 +250,9 @@ export class VersionGuard {
     return [
       {
         code: 'FORWARDING_OFF',
-        message: `subagents' text and thinking are not in the stream (only their tool calls are): ${FORWARD_HINT}`,
+        message:
+          "subagents' text and thinking are not in the stream (only their tool calls are): " +
+          FORWARD_HINT,
       },
     ];
   }
