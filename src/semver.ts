@@ -1,10 +1,23 @@
-/** Just enough semver for version ranges: `>=2.1.219`, `<3`, `^0.1.0`, `2.1.x`, joined by spaces (AND) or `||`. */
+/**
+ * Just enough semver for version ranges: `>=2.1.219`, `<3`, `^0.1.0`, `2.1.x`, joined by
+ * spaces (AND) or `||`.
+ */
 export type Version = [number, number, number];
 
 export function parseVersion(s: string): Version | null {
   const m = /^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?/.exec(s);
   if (!m) return null;
   return [Number(m[1]), Number(m[2] ?? 0), Number(m[3] ?? 0)];
+}
+
+/**
+ * The first version-shaped word in a text (`x.y.z`, an optional `v` and pre-release part), as
+ * a command's `--version` prints it: `2.1.328 (Claude Code)`, `codex-cli 0.171.0`,
+ * `GitHub Copilot CLI 1.0.102.`; null when there is none.
+ */
+export function findVersion(text: string): string | null {
+  const found = /(?:^|\s)v?(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]*[0-9A-Za-z])?)/.exec(text);
+  return found ? found[1] : null;
 }
 
 export function compareVersions(a: Version, b: Version): number {

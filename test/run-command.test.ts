@@ -253,3 +253,25 @@ for (const [sig, code] of [['SIGTERM', 143], ['SIGINT', 130]] as const) {
     assert.equal(index.input.lines, 3);
   });
 }
+
+test('subtee run --require-version: a system/init stating no version is met by the checked --version', () => {
+  const dir = tmpDir();
+  const stream = join(dir, 'no-version.jsonl');
+  const text = readFileSync(recording, 'utf8');
+  assert.ok(text.includes('"claude_code_version":"2.1.328",'));
+  writeFileSync(stream, text.replace('"claude_code_version":"2.1.328",', ''));
+  const agent = join(dir, 'agent.sh');
+  writeFileSync(agent, `#!/bin/sh\nif [ "$1" = "--version" ]; then echo "2.1.328 (Claude Code)"; exit 0; fi\ncat "${stream}"\n`);
+  chmodSync(agent, 0o755);
+  const args = ['--out', join(dir, 'o'), '-q', '--stdout', 'none', '--require-version', '>=2.1.219'];
+  const accepted = spawnSync(process.execPath, [BIN, 'run', ...args, '--', agent], { encoding: 'utf8' });
+  assert.equal(accepted.status, 0, accepted.stderr);
+  assert.doesNotMatch(accepted.stderr, /ERR_VERSION/);
+  // On a pipe nothing stands for it: the same stream is refused.
+  const piped = spawnSync(process.execPath, [BIN, ...args.slice(2), '--out', join(dir, 'p')], {
+    input: readFileSync(stream),
+    encoding: 'utf8',
+  });
+  assert.equal(piped.status, 4, piped.stderr);
+  assert.match(piped.stderr, /\[ERR_VERSION\]/);
+});

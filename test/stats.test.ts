@@ -194,6 +194,25 @@ describe('subtee stats over run folders', () => {
     assertGroup(time.total, expectedGroup('all', keptTime), 'since a time');
   });
 
+  test('--since a time without an offset is UTC, whatever the local time zone', () => {
+    const utc = Date.parse('2026-11-12T06:30:00Z');
+    const kept = f.flat.filter((x) => x.startMs !== null && x.startMs >= utc);
+    // New York is 5 hours behind in November: read as local time, other runs would be kept.
+    const asNewYork = f.flat.filter((x) => x.startMs !== null && x.startMs >= utc + 5 * 3600_000);
+    assert.notEqual(new Set(kept.map((x) => x.run)).size, new Set(asNewYork.map((x) => x.run)).size);
+    for (const since of ['2026-11-12T06:30:00', '2026-11-12 06:30', '2026-11-12T01:30:00-05:00']) {
+      const r = spawnSync(process.execPath, [BIN, 'stats', f.root, '--since', since, '--json'], {
+        encoding: 'utf8',
+        timeout: 120_000,
+        env: { ...process.env, TZ: 'America/New_York' },
+      });
+      assert.equal(r.status, 0, r.stderr);
+      const report = JSON.parse(r.stdout);
+      assert.equal(report.runs, new Set(kept.map((x) => x.run)).size, since);
+      assertGroup(report.total, expectedGroup('all', kept), since);
+    }
+  });
+
   test('--csv: the same groups as --json, one row each, the total last', () => {
     const json = statsJson([f.root, '--by', 'agent']);
     const r = stats([f.root, '--by', 'agent', '--csv']);

@@ -104,3 +104,63 @@ test('a plugin for ^0.2.0 is refused by kit 0.1.0, one for ^0.1.0 is not', async
   assert.throws(() => plugin('^0.2.0'), { code: 'ERR_PLUGIN_VERSION' });
   assert.throws(() => plugin('^0.0.9'), { code: 'ERR_PLUGIN_VERSION' });
 });
+
+test('the agent is the session producer, not a field a Claude Code line claims', async () => {
+  const { Session } = await import('../src/model/session.js');
+  const claimed = (producer: string): SubteeRecord => ({
+    kind: 'line',
+    lineNo: 1,
+    raw: Buffer.from('{}'),
+    value: { type: 'system', subtype: 'init', producer, claude_code_version: '2.1.210' },
+  });
+  for (const producer of ['codex', 'constructor', 'toString', '__proto__']) {
+    const run = new Session();
+    run.producer = 'claude';
+    const warned = new VersionGuard(null, run).observe(claimed(producer)).map((w) => w.code).sort();
+    assert.deepEqual(warned, ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_SUBAGENT_TEXT'], producer);
+    assert.throws(() => new VersionGuard('>=2.1.219', run).observe(claimed(producer)), {
+      code: 'ERR_VERSION',
+    });
+  }
+  // A mapped Codex stream (producer decided by the input-format stage) gets no Claude Code notes.
+  const codex = new Session();
+  codex.producer = 'codex';
+  const codexGuard = new VersionGuard('>=0.100', codex);
+  const mappedInit: SubteeRecord = {
+    kind: 'line',
+    lineNo: 1,
+    raw: Buffer.from('{}'),
+    value: { type: 'system', subtype: 'init', producer: 'codex', producer_version: '0.171.0' },
+  };
+  assert.deepEqual(codexGuard.observe(mappedInit), []);
+  assert.equal(codexGuard.version, '0.171.0');
+  assert.throws(() => new VersionGuard('>=1', codex).observe(mappedInit), { code: 'ERR_VERSION' });
+});
+
+test('an init that states no version is accepted when the command --version met the range', async () => {
+  const { Session } = await import('../src/model/session.js');
+  const run = new Session();
+  run.producer = 'claude';
+  run.checkedCommandVersion = '2.1.328';
+  const guard = new VersionGuard('>=2.1.219', run);
+  assert.deepEqual(guard.observe(init(undefined)), []);
+  assert.deepEqual(guard.end(), []);
+  // A version the init does state is still checked, and without a checked command it is refused.
+  assert.throws(() => new VersionGuard('>=2.1.219', run).observe(init('2.1.210')), { code: 'ERR_VERSION' });
+  run.checkedCommandVersion = null;
+  assert.throws(() => new VersionGuard('>=2.1.219', run).observe(init(undefined)), { code: 'ERR_VERSION' });
+});
+
+test('findVersion picks the first version-shaped word of --version output', async () => {
+  const { findVersion } = await import('../src/semver.js');
+  const cases: Array<[string, string | null]> = [
+    ["GitHub Copilot CLI 1.0.102.\nRun 'copilot update' to check for updates.\n", '1.0.102'],
+    ['codex-cli 0.171.0\n', '0.171.0'],
+    ['2.1.328 (Claude Code)\n', '2.1.328'],
+    ['0.61.0\n', '0.61.0'],
+    ['1.18.33', '1.18.33'],
+    ['tool v3.2.1-beta.2 build', '3.2.1-beta.2'],
+    ['no version here', null],
+  ];
+  for (const [text, expected] of cases) assert.equal(findVersion(text), expected, text);
+});

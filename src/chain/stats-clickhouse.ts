@@ -102,64 +102,64 @@ const loadClient = () => createRequire(import.meta.url)('@clickhouse/client') as
 type Row = Record<string, unknown>;
 const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
 
-function groupOf(r: Row): StatsGroup {
-  const n = num(r.elapsed_n);
-  return groupRow(String(r.key), {
-    runs: num(r.runs),
-    agents: num(r.agents),
-    failed: num(r.failed),
-    input: num(r.input_tokens),
-    output: num(r.output_tokens),
-    cacheRead: num(r.cache_read_tokens),
-    cacheCreation: num(r.cache_creation_tokens),
-    cost: num(r.usd),
-    priced: num(r.priced),
-    p50: n === 0 ? null : num(r.elapsed_p50_ms),
-    p95: n === 0 ? null : num(r.elapsed_p95_ms),
+function groupOf(row: Row): StatsGroup {
+  const timed = num(row.elapsed_n);
+  return groupRow(String(row.key), {
+    runs: num(row.runs),
+    agents: num(row.agents),
+    failed: num(row.failed),
+    input: num(row.input_tokens),
+    output: num(row.output_tokens),
+    cacheRead: num(row.cache_read_tokens),
+    cacheCreation: num(row.cache_creation_tokens),
+    cost: num(row.usd),
+    priced: num(row.priced),
+    p50: timed === 0 ? null : num(row.elapsed_p50_ms),
+    p95: timed === 0 ? null : num(row.elapsed_p95_ms),
   });
 }
 
-function subagentOf(r: Row): StatsSubagent {
+function subagentOf(row: Row): StatsSubagent {
   return {
-    run: String(r.run),
-    channel: String(r.channel),
-    agent: String(r.agent),
-    model: String(r.model ?? ''),
-    status: String(r.status),
-    tokens: num(r.tokens),
-    cost_usd: r.cost_usd === null || r.cost_usd === undefined ? null : roundTo(Number(r.cost_usd), 6),
-    elapsed_ms: r.elapsed_ms === null || r.elapsed_ms === undefined ? null : Number(r.elapsed_ms),
+    run: String(row.run),
+    channel: String(row.channel),
+    agent: String(row.agent),
+    model: String(row.model ?? ''),
+    status: String(row.status),
+    tokens: num(row.tokens),
+    cost_usd: row.cost_usd === null || row.cost_usd === undefined ? null : roundTo(Number(row.cost_usd), 6),
+    elapsed_ms: row.elapsed_ms === null || row.elapsed_ms === undefined ? null : Number(row.elapsed_ms),
     log: null,
     jsonl: null,
   };
 }
 
 /** The stats report from the sink's channels table. Throws SubteeErrors (2: bad options, 3: unreachable). */
-export async function clickhouseStats(o: ClickHouseStatsOptions): Promise<StatsReport> {
-  const name = o.channelsTable ?? CLICKHOUSE_SINK_DEFAULTS.channelsTable;
+export async function clickhouseStats(options: ClickHouseStatsOptions): Promise<StatsReport> {
+  const name = options.channelsTable ?? CLICKHOUSE_SINK_DEFAULTS.channelsTable;
   const table = quoteTableName(name);
   if (table === null)
     throw new UsageError('ERR_BAD_OPTION', `clickhouse: channelsTable must be a table name, not "${name}"`);
-  const where = shownUrl(o.url);
+  const where = shownUrl(options.url);
   try {
-    new URL(o.url);
+    new URL(options.url);
   } catch (err) {
     throw new UsageError('ERR_BAD_OPTION', `clickhouse: not a usable URL: ${where}`, err);
   }
   const { createClient, ClickHouseLogLevel } = loadClient();
   const client = createClient({
-    url: o.url,
-    request_timeout: o.timeoutMs ?? CLICKHOUSE_SINK_DEFAULTS.timeoutMs,
+    url: options.url,
+    request_timeout: options.timeoutMs ?? CLICKHOUSE_SINK_DEFAULTS.timeoutMs,
     log: { level: ClickHouseLogLevel.OFF },
   });
-  const sinceMs = o.sinceMs ?? null;
-  const top = o.top ?? STATS_DEFAULTS.top;
+  const sinceMs = options.sinceMs ?? null;
+  const top = options.top ?? STATS_DEFAULTS.top;
   const rows = async (query: string): Promise<Row[]> => {
     try {
       return (await (await client.query({ query, format: 'JSONEachRow' })).json()) as Row[];
     } catch (err) {
       const first = String((err as Error)?.message ?? err).split('\n')[0].slice(0, 300);
-      const msg = withoutUrlSecrets(first, o.url);
+      const msg = withoutUrlSecrets(first, options.url);
       throw new SubteeError('ERR_CLICKHOUSE', `clickhouse: cannot query ${where}: ${msg}`, {
         exitCode: EXIT.IO,
         cause: err,
@@ -168,7 +168,7 @@ export async function clickhouseStats(o: ClickHouseStatsOptions): Promise<StatsR
   };
   try {
     const tables: Partial<Record<StatsGrouping, StatsGroup[]>> = {};
-    for (const by of o.by ?? STATS_GROUPINGS)
+    for (const by of options.by ?? STATS_GROUPINGS)
       tables[by] = sortGroups(by, (await rows(groupSql(table, by, sinceMs))).map(groupOf));
     const [totalRow] = await rows(groupSql(table, 'all', sinceMs));
     const total = totalRow ? groupOf(totalRow) : groupOf({ key: 'all' });
@@ -178,7 +178,7 @@ export async function clickhouseStats(o: ClickHouseStatsOptions): Promise<StatsR
     );
     return {
       source: 'clickhouse',
-      since: o.since ?? null,
+      since: options.since ?? null,
       runs: total.runs,
       skipped: 0,
       tables,

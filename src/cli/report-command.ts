@@ -48,8 +48,8 @@ export function reportCommand(argv: string[], stdout: Writable, stderr: Writable
   const maxPageBytes = given === undefined ? REPORT_DEFAULTS.maxPageBytes : Number(given);
   const out = o._[0];
   if (!isRunFolder(out) && isFolder(out)) return indexReport(out, maxPageBytes, o.quiet === true, stderr);
-  const r = writeReport(out, { maxPageBytes, channelReader: channelReaderFor });
-  if (!o.quiet) stderr.write(reportLine(r));
+  const written = writeReport(out, { maxPageBytes, channelReader: channelReaderFor });
+  if (!o.quiet) stderr.write(reportLine(written));
   return 0;
 }
 

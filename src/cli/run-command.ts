@@ -5,15 +5,15 @@ import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { EXIT, SubteeError } from '../errors.js';
 import type { Session } from '../model/session.js';
+import { findVersion } from '../semver.js';
 
 /** Asks the agent command for its version (`CMD --version`). */
 export function commandVersion(cmd: string): string | null {
-  const r = spawnSync(cmd, ['--version'], { encoding: 'utf8', timeout: 20_000 });
-  if (r.error || r.status !== 0) return null;
-  // The first version-shaped word: Claude Code prints `2.1.328 (Claude Code)`, opencode
-  // `1.18.33`, GitHub Copilot CLI `GitHub Copilot CLI 1.0.102.` and a second line.
-  const found = /(?:^|\s)v?(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]*[0-9A-Za-z])?)/.exec(r.stdout);
-  return found ? found[1] : r.stdout.trim().split(/\s+/)[0] || null;
+  const asked = spawnSync(cmd, ['--version'], { encoding: 'utf8', timeout: 20_000 });
+  if (asked.error || asked.status !== 0) return null;
+  // Claude Code prints `2.1.328 (Claude Code)`, opencode `1.18.33`, GitHub Copilot CLI
+  // `GitHub Copilot CLI 1.0.102.` and a second line; with no version-shaped word, the first word.
+  return findVersion(asked.stdout) ?? (asked.stdout.trim().split(/\s+/)[0] || null);
 }
 
 /** The coding agents `subtee run` knows by their command's name, for its messages. */

@@ -24,8 +24,8 @@ ClickHouse sink's tables. A table per agent type and per model (runs, agents, fa
 cost, elapsed p50/p95), then the costliest and the failed subagents with their transcripts:
   subtee stats logs/ --since 2026-11-01 --by day`;
 
-export const STATS_EXIT_CODES_HELP = `Exit codes: 0 ok (unreadable index.json files are named on stderr and skipped),
-  1 internal error, 2 bad usage, 3 a DIR cannot be read or ClickHouse cannot be queried.`;
+export const STATS_EXIT_CODES_HELP = `Exit codes: 0 ok (unreadable index.json files are named on stderr
+  and skipped), 1 internal error, 2 bad usage, 3 a DIR cannot be read or ClickHouse cannot be queried.`;
 
 export interface FolderStatsOptions {
   by?: readonly StatsGrouping[];
@@ -40,62 +40,70 @@ export interface FolderStatsOptions {
  * The figures over every run folder under the roots, reading one index.json at a time:
  * memory holds one document, a few numbers per group and the elapsed samples.
  */
-export function folderStats(roots: readonly string[], o: FolderStatsOptions = {}): StatsReport {
-  const stats = new StatsAggregator({ by: o.by, sinceMs: o.sinceMs, top: o.top, joinPath: join });
-  const unreadable = (dir: string, why: string) =>
-    o.onSkipped?.({ path: dir, why: `folder not read: ${why}` });
+export function folderStats(roots: readonly string[], options: FolderStatsOptions = {}): StatsReport {
+  const { by, sinceMs, top, onSkipped } = options;
+  const stats = new StatsAggregator({ by, sinceMs, top, joinPath: join });
+  const unreadable = (dir: string, why: string) => onSkipped?.({ path: dir, why: `folder not read: ${why}` });
   for (const dir of runFolders(roots, unreadable)) {
     const read = readRunIndex(dir);
     const run = 'index' in read ? statsRunOf(dir, read.index) : null;
     if (run === null) {
       stats.skipped++;
       const why = 'why' in read ? read.why : 'not a subtee index.json';
-      o.onSkipped?.({ path: join(dir, 'index.json'), why });
+      onSkipped?.({ path: join(dir, 'index.json'), why });
       continue;
     }
     stats.addRun(run);
   }
-  return stats.report(o.since ?? null);
+  return stats.report(options.since ?? null);
 }
 
-/** `--since DATE`: a day (UTC) or a time; ms since the epoch. */
-export function parseSince(v: string): number {
-  const shape = /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/;
-  const ms = shape.test(v) ? Date.parse(v.replace(' ', 'T')) : NaN;
+/**
+ * `--since DATE`: a day or a time, in UTC unless the time states an offset; ms since the epoch.
+ * (Date.parse reads a time without an offset as local time, so `Z` is added to one.)
+ */
+export function parseSince(text: string): number {
+  const shape = /^\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/;
+  const found = shape.exec(text);
+  let ms = NaN;
+  if (found) {
+    const iso = text.replace(' ', 'T');
+    ms = Date.parse(iso.length > 10 && found[1] === undefined ? `${iso}Z` : iso);
+  }
   if (!Number.isFinite(ms))
     throw new UsageError(
       'ERR_BAD_OPTION',
-      `--since must be a date (2026-11-30) or a time (2026-11-30T12:00:00Z), not "${v}"`,
+      `--since must be a date (2026-11-30) or a time (2026-11-30T12:00:00Z), not "${text}"`,
     );
   return ms;
 }
 
 /** `subtee stats`. Throws SubteeErrors (bad usage, an unreadable DIR, ClickHouse unreachable). */
 export async function statsCommand(argv: string[], stdout: Writable, stderr: Writable): Promise<number> {
-  const o = parseArgs(argv, STATS_OPTIONS);
-  if (o.help) {
+  const args = parseArgs(argv, STATS_OPTIONS);
+  if (args.help) {
     stdout.write(`${helpText(STATS_USAGE, STATS_OPTIONS)}\n${STATS_EXIT_CODES_HELP}\n`);
     return EXIT.OK;
   }
-  if (o.json && o.csv) throw new UsageError('ERR_USAGE', 'subtee stats: --json or --csv, not both');
-  const url = typeof o.clickhouse === 'string' ? o.clickhouse : null;
-  if (o.rest.length > 0 || (url === null) === (o._.length === 0))
+  if (args.json && args.csv) throw new UsageError('ERR_USAGE', 'subtee stats: --json or --csv, not both');
+  const url = typeof args.clickhouse === 'string' ? args.clickhouse : null;
+  if (args.rest.length > 0 || (url === null) === (args._.length === 0))
     throw new UsageError(
       'ERR_USAGE',
       url === null
         ? 'subtee stats needs folders of runs: subtee stats [options] DIR… (or --clickhouse URL)'
         : 'subtee stats reads folders or --clickhouse, not both',
     );
-  if (o.given.has('clickhouse-channels-table') && url === null)
+  if (args.given.has('clickhouse-channels-table') && url === null)
     throw new UsageError('ERR_USAGE', '--clickhouse-channels-table needs --clickhouse URL');
-  const since = typeof o.since === 'string' ? o.since : null;
+  const since = typeof args.since === 'string' ? args.since : null;
   const sinceMs = since === null ? null : parseSince(since);
   const by: readonly StatsGrouping[] =
-    typeof o.by === 'string' ? [o.by as StatsGrouping] : STATS_GROUPINGS.filter((g) => g !== 'day');
-  const top = Number(o.top);
+    typeof args.by === 'string' ? [args.by as StatsGrouping] : STATS_GROUPINGS.filter((g) => g !== 'day');
+  const top = Number(args.top);
 
   let report: StatsReport;
-  const table = o['clickhouse-channels-table'];
+  const table = args['clickhouse-channels-table'];
   if (url !== null) {
     report = await clickhouseStats({
       url,
@@ -106,7 +114,7 @@ export async function statsCommand(argv: string[], stdout: Writable, stderr: Wri
       top,
     });
   } else {
-    for (const dir of o._) {
+    for (const dir of args._) {
       let isDir = false;
       try {
         isDir = statSync(dir).isDirectory();
@@ -116,7 +124,7 @@ export async function statsCommand(argv: string[], stdout: Writable, stderr: Wri
       if (!isDir)
         throw new SubteeError('ERR_INPUT', `cannot read ${dir}: not a folder`, { exitCode: EXIT.IO });
     }
-    report = folderStats(o._, {
+    report = folderStats(args._, {
       by,
       since,
       sinceMs,
@@ -124,12 +132,12 @@ export async function statsCommand(argv: string[], stdout: Writable, stderr: Wri
       onSkipped: (s) => stderr.write(`subtee: skipped ${escapeOneLine(s.path)}: ${s.why}\n`),
     });
   }
-  if (o.json) stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-  else if (o.csv) stdout.write(statsCsv(report));
+  if (args.json) stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else if (args.csv) stdout.write(statsCsv(report));
   else stdout.write(statsText(report));
-  if (report.skipped > 0)
-    stderr.write(
-      `subtee: ${report.skipped} run folder${report.skipped === 1 ? '' : 's'} skipped (index.json unreadable)\n`,
-    );
+  if (report.skipped > 0) {
+    const folders = `${report.skipped} run folder${report.skipped === 1 ? '' : 's'}`;
+    stderr.write(`subtee: ${folders} skipped (index.json unreadable)\n`);
+  }
   return EXIT.OK;
 }

@@ -506,8 +506,9 @@ const INTERPRETED: ReadonlySet<string> = new Set(['assistant', 'user', 'system',
  * The view of the object at tape index `at`, the whole of `buf`:
  * - a line whose top-level `type` is a string other than assistant, user, system or result
  *   (a `stream_event` token delta, a type subtee does not know) holds its top-level scalars
- *   only, and a `stream_event` its `event`'s scalars (and their `usage`'s) too: no built-in stage reads further
- *   into such a line, and building its nested objects cost more than the rest of its routing;
+ *   only, and a `stream_event` its `event`'s scalars (and their `usage`'s) too: no built-in
+ *   stage reads further into such a line, and building its nested objects cost more than the
+ *   rest of its routing;
  * - any other line equals what `JSON.parse` returns for the same bytes, except that strings
  *   of LAZY_TEXT_BYTES or more are LazyText where no built-in stage needs them whole: a
  *   content block's `thinking` or `content` in `message.content`, and anything in the

@@ -210,11 +210,11 @@ const REFUSED_DATA_CODES = new Set([6, 25, 26, 27, 32, 33, 38, 41, 53, 69, 70, 7
 
 /** The ClickHouse code of an error the server answered with, or null (no answer). */
 function clickhouseCode(err: unknown): number | null {
-  const e = err as { code?: unknown; message?: unknown } | null;
+  const answered = err as { code?: unknown; message?: unknown } | null;
   // The client parses the code from recent servers; older ones are read from the message.
-  if (typeof e?.code === 'string' && /^\d+$/.test(e.code)) return Number(e.code);
-  const m = /^Code: (\d+)[,.]/.exec(String(e?.message ?? ''));
-  return m ? Number(m[1]) : null;
+  if (typeof answered?.code === 'string' && /^\d+$/.test(answered.code)) return Number(answered.code);
+  const stated = /^Code: (\d+)[,.]/.exec(String(answered?.message ?? ''));
+  return stated ? Number(stated[1]) : null;
 }
 
 /**
@@ -223,7 +223,8 @@ function clickhouseCode(err: unknown): number | null {
  */
 export function refusalReason(err: unknown): string {
   const message = String((err as { message?: unknown } | null)?.message ?? err);
-  const clause = /(?:DB::Exception: )?([^:\n]{1,120})/.exec(message.replace(/^Code: \d+, e\.displayText\(\) = /, ''));
+  const exception = message.replace(/^Code: \d+, e\.displayText\(\) = /, '');
+  const clause = /(?:DB::Exception: )?([^:\n]{1,120})/.exec(exception);
   return `Code: ${clickhouseCode(err)}, ${clause?.[1] ?? 'refused'}`;
 }
 

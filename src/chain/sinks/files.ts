@@ -262,7 +262,7 @@ class FilesSink extends BatchTransform {
     } catch (err) {
       removeQuietly(`${path}.tmp`);
       // A disk filled by a spooled line: its spool, which will not be copied now, makes room.
-      if ((err as NodeJS.ErrnoException).code !== 'ENOSPC' || releaseLiveSpools() === 0) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOSPC' || releaseLiveSpools(this.#opts.out) === 0) {
         throw writeFailed(path, err);
       }
       try {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, lstatSync, openSync, readdirSync, readSync, unlinkSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { writeFailed } from '../../errors.js';
 import type { Spool, SpooledRecord } from '../../model/record.js';
 import type { Session } from '../../model/session.js';
@@ -74,20 +74,24 @@ export function removeLeftoverSpools(dir: string): void {
 }
 
 /**
- * Deletes every spool of this process not yet released, and says how many there were: for a
- * run ending on a full disk, whose spooled lines will not be copied any more, so that its
- * index.json finds room.
+ * Deletes the spools of this process not yet released that are in `dir` (the run's spool
+ * folder), and says how many there were: for a run ending on a full disk, whose spooled lines
+ * will not be copied any more, so that its index.json finds room. Another run in the same
+ * process, spooling elsewhere, keeps its spools.
  */
-export function releaseLiveSpools(): number {
-  const count = live.size;
+export function releaseLiveSpools(dir: string): number {
+  const folder = resolve(dir);
+  let count = 0;
   for (const path of live) {
+    if (dirname(resolve(path)) !== folder) continue;
+    count++;
+    live.delete(path);
     try {
       unlinkSync(path);
     } catch {
       // Already gone.
     }
   }
-  live.clear();
   return count;
 }
 

@@ -49,13 +49,15 @@ export const VERSION_NOTES: ReadonlyArray<{
     code: 'VERSION_NO_SUBAGENT_TEXT',
     applies: (v) => compareVersions(v, [2, 1, 211]) < 0,
     message: (v) =>
-      `Claude Code ${v} does not forward subagent text or thinking (added in 2.1.211): transcripts will hold tool calls only`,
+      `Claude Code ${v} does not forward subagent text or thinking (added in 2.1.211): ` +
+      'transcripts will hold tool calls only',
   },
   {
     code: 'VERSION_NO_NESTING',
     applies: (v) => compareVersions(v, [2, 1, 217]) >= 0 && compareVersions(v, [2, 1, 218]) <= 0,
     message: (v) =>
-      `Claude Code ${v} spawns no nested subagents by default: set CLAUDE_CODE_MAX_SUBAGENT_SPAWN_DEPTH to allow them`,
+      `Claude Code ${v} spawns no nested subagents by default: ` +
+      'set CLAUDE_CODE_MAX_SUBAGENT_SPAWN_DEPTH to allow them',
   },
   {
     code: 'VERSION_NO_NESTED_FORWARDING',
@@ -82,7 +84,11 @@ export function versionWarnings(version: string): GuardWarning[] {
   }));
 }
 
-export function checkRequiredVersion(version: string | null, range: string | null, agent = 'Claude Code'): void {
+export function checkRequiredVersion(
+  version: string | null,
+  range: string | null,
+  agent = 'Claude Code',
+): void {
   if (range === null) return;
   if (version === null || !parseVersion(version)) {
     throw new VersionRefused(`the agent's version is unknown and --require-version ${range} is set`);
@@ -97,7 +103,7 @@ const NO_BLOCKS: readonly ContentBlock[] = [];
 const VERBOSE_HINT = Buffer.from('requires --verbose');
 const UNKNOWN_OPTION_HINT = Buffer.from("unknown option '");
 
-/** The names of the other coding agents an input adapter states in its `system/init` line. */
+/** The names of the other coding agents whose events the input-format stage maps. */
 const AGENT_NAMES: Readonly<Record<string, string>> = Object.freeze({
   copilot: 'GitHub Copilot CLI',
   codex: 'Codex',
@@ -119,7 +125,15 @@ export class VersionGuard {
   /** What the line being observed said (NO_WARNINGS until it says something). */
   private heard: GuardWarning[] = NO_WARNINGS;
 
-  constructor(private readonly requireVersion: string | null) {}
+  /**
+   * `run` is the chain's session: its `producer` (decided by the input-format stage) says which
+   * agent this is, never a field in a line; its `checkedCommandVersion` stands for a version
+   * the stream does not state. Without one the stream is Claude Code's.
+   */
+  constructor(
+    private readonly requireVersion: string | null,
+    private readonly run: Pick<Session, 'producer' | 'checkedCommandVersion'> | null = null,
+  ) {}
 
   private say(w: GuardWarning): void {
     if (this.said.has(w.code)) return;
@@ -137,30 +151,36 @@ export class VersionGuard {
       // of lines, most too short to hold either).
       if (line.length < UNKNOWN_OPTION_HINT.length) return this.heard;
       const bytes = line.length > 4096 ? line.subarray(0, 4096) : line;
-      if (bytes.indexOf(VERBOSE_HINT) === -1 && bytes.indexOf(UNKNOWN_OPTION_HINT) === -1) return this.heard;
+      const hinted = bytes.indexOf(VERBOSE_HINT) !== -1 || bytes.indexOf(UNKNOWN_OPTION_HINT) !== -1;
+      if (!hinted) return this.heard;
       const text = bytes.toString('utf8');
       if (/requires --verbose/.test(text)) {
         this.say({
           code: 'VERBOSE_REQUIRED',
           message:
-            'the agent refused to run: stream-json output needs --verbose (claude -p … --output-format stream-json --verbose)',
+            'the agent refused to run: stream-json output needs --verbose ' +
+            '(claude -p … --output-format stream-json --verbose)',
         });
       }
-      const m = /unknown option '([^']+)'/.exec(text);
-      if (m)
+      const unknown = /unknown option '([^']+)'/.exec(text);
+      if (unknown)
         this.say({
           code: 'UNKNOWN_OPTION',
-          message: `the agent does not know the option ${m[1]}: it is older than that option, or the option is misspelt`,
+          message:
+            `the agent does not know the option ${unknown[1]}: ` +
+            'it is older than that option, or the option is misspelt',
         });
       return this.heard;
     }
     const v = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
     const kind = lineTypeOf(v);
     const subtype = systemSubtypeOf(v);
-    if (subtype === 'init' && typeof v.producer === 'string' && v.producer in AGENT_NAMES) {
+    const producer = this.run?.producer ?? null;
+    if (producer !== null && Object.hasOwn(AGENT_NAMES, producer)) {
       // Another coding agent, mapped: its version is the one its stream states, if any; the
       // notes about Claude Code versions and forwarding do not apply to it.
-      this.agent = AGENT_NAMES[v.producer];
+      this.agent = AGENT_NAMES[producer];
+      if (subtype !== 'init') return this.heard;
       const version = typeof v.producer_version === 'string' ? v.producer_version : null;
       if (version !== null || this.version === null) {
         this.version = version;
@@ -168,12 +188,14 @@ export class VersionGuard {
       }
       return this.heard;
     }
-    if (this.agent !== null) return this.heard;
     if (subtype === 'init') {
       const version = typeof v.claude_code_version === 'string' ? v.claude_code_version : null;
       if (version !== this.version || this.version === null) {
         this.version = version;
-        checkRequiredVersion(version, this.requireVersion);
+        // An init that states no version is not refused when `CMD --version` met the range.
+        if (version !== null || (this.run?.checkedCommandVersion ?? null) === null) {
+          checkRequiredVersion(version, this.requireVersion);
+        }
         if (version) for (const w of versionWarnings(version)) this.say(w);
       }
     }
@@ -193,7 +215,8 @@ export class VersionGuard {
         this.say({
           code: 'THINKING_OMITTED',
           message:
-            'thinking blocks arrive empty (signature only): thinking text is omitted; ask for summarized thinking (claude --thinking-display summarized, where supported) to see it',
+            'thinking blocks arrive empty (signature only): thinking text is omitted; ask for ' +
+            'summarized thinking (claude --thinking-display summarized, where supported) to see it',
         });
       }
     }
@@ -205,7 +228,7 @@ export class VersionGuard {
    * At the end of input: the forwarding check once more, and a required version never seen
    * (unless the command's own `--version` output met it: `checkedCommandVersion`).
    */
-  end(checkedCommandVersion: string | null = null): GuardWarning[] {
+  end(checkedCommandVersion: string | null = this.run?.checkedCommandVersion ?? null): GuardWarning[] {
     if (this.version === null && checkedCommandVersion === null) {
       checkRequiredVersion(null, this.requireVersion);
     }
@@ -227,7 +250,9 @@ export class VersionGuard {
     return [
       {
         code: 'FORWARDING_OFF',
-        message: `subagents' text and thinking are not in the stream (only their tool calls are): ${FORWARD_HINT}`,
+        message:
+          "subagents' text and thinking are not in the stream (only their tool calls are): " +
+          FORWARD_HINT,
       },
     ];
   }
@@ -241,7 +266,7 @@ export class VersionGuard {
 export function createVersionGuard(options: VersionGuardOptions): Transform {
   const opts = withDefaults(VERSION_GUARD_DEFAULTS, options);
   const run = requireSession(options, 'createVersionGuard');
-  const guard = new VersionGuard(opts.requireVersion);
+  const guard = new VersionGuard(opts.requireVersion, run);
   const warn = (ws: GuardWarning[]) => ws.forEach((w) => run.warn(w.code, w.message));
   return createBatchTransform({
     transformBatch(batch: RecordBatch) {
@@ -255,7 +280,7 @@ export function createVersionGuard(options: VersionGuardOptions): Transform {
       return batch;
     },
     flushAtEnd() {
-      warn(guard.end(run.checkedCommandVersion));
+      warn(guard.end());
     },
   });
 }
