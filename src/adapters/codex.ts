@@ -252,7 +252,7 @@ export class CodexMapper implements StreamMapper {
 }
 
 /** The tool name and input an item is shown with. */
-export function toolOf(item: JsonObject): [string, JsonObject] {
+function toolOf(item: JsonObject): [string, JsonObject] {
   switch (item.type) {
     case 'command_execution':
       return ['Bash', { command: textOf(item.command) }];

@@ -72,7 +72,7 @@ export function copilotVersionOf(event: JsonObject): string | null {
 }
 
 /** Copilot's per-call usage (`assistant.usage`) in Claude Code's field names. */
-export const COPILOT_USAGE = Object.freeze({
+const COPILOT_USAGE = Object.freeze({
   input_tokens: 'inputTokens',
   output_tokens: 'outputTokens',
   cache_read_input_tokens: 'cacheReadTokens',

@@ -50,7 +50,7 @@ export function isOpencodeEvent(value: JsonObject): boolean {
 }
 
 /** A step's tokens (`step_finish` `part.tokens`) in Claude Code's field names. */
-export const OPENCODE_USAGE = Object.freeze({
+const OPENCODE_USAGE = Object.freeze({
   input_tokens: 'input',
   output_tokens: 'output',
   reasoning_output_tokens: 'reasoning',

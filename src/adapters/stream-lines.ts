@@ -37,7 +37,7 @@ export interface StreamMapper {
 }
 
 /** The `type` of a placeholder line: routed to a channel, counted, never shown. */
-export const EVENT_LINE_TYPE = 'producer_event';
+const EVENT_LINE_TYPE = 'producer_event';
 
 /** The placeholder that carries an event's bytes to its channel when no mapped line does. */
 export function eventLine(producer: string, event: JsonObject, channel: string | null): JsonObject {
@@ -49,7 +49,7 @@ export function eventLine(producer: string, event: JsonObject, channel: string |
   };
 }
 
-export function withTime(fields: JsonObject, timestamp: string | null): JsonObject {
+function withTime(fields: JsonObject, timestamp: string | null): JsonObject {
   return timestamp === null ? fields : { ...fields, timestamp };
 }
 

@@ -23,7 +23,7 @@ import {
 import { CLICKHOUSE_SINK_DEFAULTS } from './sinks/clickhouse.js';
 import { quoteTableName } from './sinks/clickhouse-rows.js';
 
-export interface ClickHouseStatsOptions {
+interface ClickHouseStatsOptions {
   url: string;
   channelsTable?: string;
   by?: readonly StatsGrouping[];
@@ -37,7 +37,7 @@ export interface ClickHouseStatsOptions {
  * Every channel row with its run's start (the earliest first_seen of the run's channels, as
  * over folders), limited to runs since a time: the rows the other queries read.
  */
-export function channelsWithStart(table: string, sinceMs: number | null): string {
+function channelsWithStart(table: string, sinceMs: number | null): string {
   const where = sinceMs === null ? '' : `\nWHERE run_start_ms >= ${Math.floor(sinceMs)}`;
   return `SELECT * FROM ${table} FINAL
 ANY LEFT JOIN (SELECT run, minIf(first_seen_ms, first_seen_ms > 0) AS run_start_ms
@@ -45,7 +45,7 @@ ANY LEFT JOIN (SELECT run, minIf(first_seen_ms, first_seen_ms > 0) AS run_start_
 }
 
 /** The grouping key of a row: the agent (`main` for the main conversation), the model, the run's UTC day. */
-export const GROUP_KEYS: Readonly<Record<StatsGrouping | 'all', string>> = Object.freeze({
+const GROUP_KEYS: Readonly<Record<StatsGrouping | 'all', string>> = Object.freeze({
   agent: `if(agent = '', '${UNKNOWN_KEY}', agent)`,
   model: `if(model = '', '${UNKNOWN_KEY}', model)`,
   day:
@@ -80,7 +80,7 @@ const SUBAGENT_COLUMNS = `run, channel, agent, model, status,
      toInt64(last_seen_ms) - toInt64(first_seen_ms), NULL) AS elapsed_ms`;
 
 /** The costliest subagents: own cost (unpriced last), tokens, then channel and run. */
-export function costliestSql(table: string, sinceMs: number | null, top: number): string {
+function costliestSql(table: string, sinceMs: number | null, top: number): string {
   return `SELECT ${SUBAGENT_COLUMNS}
 FROM (${channelsWithStart(table, sinceMs)})
 WHERE channel != ''
@@ -89,7 +89,7 @@ LIMIT ${Math.floor(top)}`;
 }
 
 /** The failed subagents, the latest first (by last_seen). */
-export function failedSql(table: string, sinceMs: number | null, top: number): string {
+function failedSql(table: string, sinceMs: number | null, top: number): string {
   return `SELECT ${SUBAGENT_COLUMNS}
 FROM (${channelsWithStart(table, sinceMs)})
 WHERE channel != '' AND status = 'failed'

@@ -16,7 +16,7 @@ import {
 import { helpText, parseArgs, STATS_OPTIONS } from './options.js';
 import { readRunIndex, runFolders, type SkippedRun } from './run-folders.js';
 
-export const STATS_USAGE = `subtee stats [options] DIR…
+const STATS_USAGE = `subtee stats [options] DIR…
 subtee stats [options] --clickhouse URL
 
 Figures over many runs: every run folder (a folder holding index.json) under the DIRs, or the
@@ -24,10 +24,10 @@ ClickHouse sink's tables. A table per agent type and per model (runs, agents, fa
 cost, elapsed p50/p95), then the costliest and the failed subagents with their transcripts:
   subtee stats logs/ --since 2026-11-01 --by day`;
 
-export const STATS_EXIT_CODES_HELP = `Exit codes: 0 ok (unreadable index.json files are named on stderr
+const STATS_EXIT_CODES_HELP = `Exit codes: 0 ok (unreadable index.json files are named on stderr
   and skipped), 1 internal error, 2 bad usage, 3 a DIR cannot be read or ClickHouse cannot be queried.`;
 
-export interface FolderStatsOptions {
+interface FolderStatsOptions {
   by?: readonly StatsGrouping[];
   sinceMs?: number | null;
   since?: string | null;
@@ -40,7 +40,7 @@ export interface FolderStatsOptions {
  * The figures over every run folder under the roots, reading one index.json at a time:
  * memory holds one document, a few numbers per group and the elapsed samples.
  */
-export function folderStats(roots: readonly string[], options: FolderStatsOptions = {}): StatsReport {
+function folderStats(roots: readonly string[], options: FolderStatsOptions = {}): StatsReport {
   const { by, sinceMs, top, onSkipped } = options;
   const stats = new StatsAggregator({ by, sinceMs, top, joinPath: join });
   const unreadable = (dir: string, why: string) => onSkipped?.({ path: dir, why: `folder not read: ${why}` });
@@ -62,7 +62,7 @@ export function folderStats(roots: readonly string[], options: FolderStatsOption
  * `--since DATE`: a day or a time, in UTC unless the time states an offset; ms since the epoch.
  * (Date.parse reads a time without an offset as local time, so `Z` is added to one.)
  */
-export function parseSince(text: string): number {
+function parseSince(text: string): number {
   const shape = /^\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/;
   const found = shape.exec(text);
   let ms = NaN;

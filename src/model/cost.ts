@@ -36,9 +36,9 @@ export type OutputTokensBasis = 'exact' | 'estimated' | 'stream';
 export type CostBasis = 'result' | 'table';
 
 /** Claude Code's marker for a message it wrote itself (an API error shown as text): no API call. */
-export const SYNTHETIC_MODEL = '<synthetic>';
+const SYNTHETIC_MODEL = '<synthetic>';
 /** The model of an assistant line that names none (another producer). */
-export const UNNAMED_MODEL = 'unknown';
+const UNNAMED_MODEL = 'unknown';
 
 /** Characters a token is taken to hold when estimating a message's output from its blocks. */
 const CHARS_PER_TOKEN = 4;
@@ -119,7 +119,7 @@ const emptyTally = (): Tally => ({
   estimatedMessages: 0,
 });
 
-export const emptyTokens = (): ModelTokens => ({
+const emptyTokens = (): ModelTokens => ({
   input_tokens: 0,
   output_tokens: 0,
   cache_read_input_tokens: 0,

@@ -205,7 +205,7 @@ export function lineTypeOf(value: JsonObject): LineType | null {
 }
 
 /** The system lines subtee reads, by `subtype`. */
-export type SystemSubtype =
+type SystemSubtype =
   | 'init'
   | 'status'
   | 'task_started'

@@ -16,7 +16,7 @@ export const STATS_DEFAULTS = Object.freeze({
 });
 
 /** The agent name of the main conversation in the tables (the ClickHouse rows' own name for it). */
-export const MAIN_AGENT = 'main';
+const MAIN_AGENT = 'main';
 /** The group of channels whose agent, model or day is not known. */
 export const UNKNOWN_KEY = '(unknown)';
 
@@ -123,7 +123,7 @@ function insidePath(v: unknown, ext: 'log' | 'jsonl'): string | null {
  * A channel's model key: the first model it used (index.json lists them in first-use order;
  * almost every channel has one), which is what the ClickHouse sink's `model` column holds.
  */
-export function modelKey(models: unknown): string {
+function modelKey(models: unknown): string {
   if (!Array.isArray(models)) return '';
   const first = models.find((m): m is string => typeof m === 'string' && m !== '');
   return first ?? '';
@@ -173,7 +173,7 @@ export function statsRunOf(run: string, index: unknown): StatsRun | null {
 }
 
 /** A UTC day `YYYY-MM-DD`. */
-export function dayOf(ms: number | null): string {
+function dayOf(ms: number | null): string {
   return ms === null ? UNKNOWN_KEY : new Date(ms).toISOString().slice(0, 10);
 }
 
@@ -181,7 +181,7 @@ export function dayOf(ms: number | null): string {
  * Elapsed times of one group, kept whole for exact percentiles: 8 bytes a channel in a
  * growing Float64Array (a million subagents are 8 MB per grouping), never an object each.
  */
-export class Samples {
+class Samples {
   private values = new Float64Array(64);
   length = 0;
 
@@ -206,7 +206,7 @@ export class Samples {
  * The value at rank ceil(percent × n / 100) (1-based) of sorted values; the SQL path computes
  * the same. Whole percents keep the rank exact (0.95 × 60 is 57.00000000000001 in floating point).
  */
-export function nearestRank(sorted: ArrayLike<number>, percent: number): number {
+function nearestRank(sorted: ArrayLike<number>, percent: number): number {
   const rank = Math.max(1, Math.ceil((percent * sorted.length) / 100));
   return sorted[Math.min(rank, sorted.length) - 1];
 }
@@ -250,7 +250,7 @@ class GroupTotals {
 }
 
 /** What a group adds up; the folders path and the ClickHouse path both end here. */
-export interface GroupSums {
+interface GroupSums {
   runs: number;
   agents: number;
   failed: number;
@@ -292,7 +292,7 @@ export function roundTo(n: number, digits: number): number {
 const costRank = (s: StatsSubagent) => s.cost_usd ?? -1;
 
 /** Costliest first: own cost (unpriced last), tokens, then channel and run for a stable order. */
-export function costlierFirst(a: StatsSubagent, b: StatsSubagent): number {
+function costlierFirst(a: StatsSubagent, b: StatsSubagent): number {
   return (
     costRank(b) - costRank(a) ||
     b.tokens - a.tokens ||
@@ -304,7 +304,7 @@ export function costlierFirst(a: StatsSubagent, b: StatsSubagent): number {
 /** Latest failure first, then channel and run. */
 type Failure = StatsSubagent & { lastSeenMs: number };
 
-export function laterFirst(a: Failure, b: Failure): number {
+function laterFirst(a: Failure, b: Failure): number {
   return (
     b.lastSeenMs - a.lastSeenMs ||
     (a.channel < b.channel ? -1 : a.channel > b.channel ? 1 : 0) ||
@@ -330,7 +330,7 @@ class TopList<T> {
   }
 }
 
-export interface StatsOptions {
+interface StatsOptions {
   /** Tables to build; all three when not given. */
   by?: readonly StatsGrouping[];
   /** Runs that started before this (ms) are left out, and runs with no time at all. */
@@ -520,7 +520,7 @@ function csvField(v: string | number | null): string {
   return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
-export const CSV_COLUMNS = [
+const CSV_COLUMNS = [
   'by', 'key', 'runs', 'agents', 'failed', 'failed_pct', 'input_tokens', 'output_tokens',
   'cache_read_tokens', 'cache_creation_tokens', 'tokens', 'cost_usd', 'unpriced',
   'elapsed_p50_ms', 'elapsed_p95_ms',

@@ -47,7 +47,7 @@ function tokensOf(
 }
 
 /** The run's dollars beside Claude Code's own, and how they were found. */
-export function runCostLine(report: CostReport): string {
+function runCostLine(report: CostReport): string {
   const basis = report.basis === 'result' ? 'basis result' : `basis table ${report.prices_date ?? ''}`.trim();
   const claude =
     report.result_usd === null ? 'no result line' : `Claude Code ${formatUsd(report.result_usd)}`;

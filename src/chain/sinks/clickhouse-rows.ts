@@ -122,7 +122,7 @@ export function tableDdl(kind: TableKind, name: string): string {
 }
 
 /** Columns later versions added, with their types: a table an older version made lacks them. */
-export const ADDED_COLUMNS: Readonly<Record<TableKind, ReadonlyArray<readonly [string, string]>>> =
+const ADDED_COLUMNS: Readonly<Record<TableKind, ReadonlyArray<readonly [string, string]>>> =
   Object.freeze({
   events: [],
   channels: [

@@ -229,7 +229,7 @@ export function refusalReason(err: unknown): string {
 }
 
 /** Whether ClickHouse refused an insert for what some row holds. */
-export function refusedAsData(err: unknown): boolean {
+function refusedAsData(err: unknown): boolean {
   const code = clickhouseCode(err);
   return code !== null && REFUSED_DATA_CODES.has(code);
 }

@@ -57,11 +57,11 @@ export const GENAI = Object.freeze({
 });
 
 /** What Langfuse groups a run's traces by: the run's session. */
-export const SESSION_ID = 'session.id';
+const SESSION_ID = 'session.id';
 /** OpenInference's span kind, which Arize Phoenix shows: `AGENT` or `TOOL`. */
-export const OPENINFERENCE_KIND = 'openinference.span.kind';
+const OPENINFERENCE_KIND = 'openinference.span.kind';
 /** subtee's cost attributes: the channel's dollars, how they were found, and the run's on main. */
-export const COST = Object.freeze({
+const COST = Object.freeze({
   usd: 'subtee.cost.usd',
   basis: 'subtee.cost.basis',
   runUsd: 'subtee.run.cost.usd',

@@ -21,7 +21,7 @@ export interface ChannelRouterOptions {
 }
 
 /** The session's price table with the file at `path` laid over it; a UsageError when it is not one. */
-export function loadPrices(session: Session, path: string): void {
+function loadPrices(session: Session, path: string): void {
   let data: unknown;
   try {
     data = JSON.parse(readFileSync(path, 'utf8'));

@@ -11,7 +11,7 @@ import { isObject } from '../../model/message.js';
 import { finite, formatMs } from '../stats.js';
 import { field, isoTime } from './model.js';
 
-export type RunStatus = 'completed' | 'failed' | 'running' | 'stalled' | 'interrupted' | 'unreadable';
+type RunStatus = 'completed' | 'failed' | 'running' | 'stalled' | 'interrupted' | 'unreadable';
 
 export interface IndexPageRow {
   /** The run folder relative to the page, `/`-separated. */
@@ -99,7 +99,7 @@ export function sortRows(rows: IndexPageRow[]): IndexPageRow[] {
   );
 }
 
-export const INDEX_CSS = `
+const INDEX_CSS = `
 :root { --ok: #1f8a4c; --fail: #c62f2f; --run: #2f6fd0; --warn: #b26a00; --muted: #667; --line: #dde; }
 * { box-sizing: border-box; }
 body {
@@ -123,7 +123,7 @@ td.path { white-space: normal; word-break: break-all; }
 
 const sha256 = (s: string) => `'sha256-${createHash('sha256').update(s, 'utf8').digest('base64')}'`;
 
-export function indexPagePolicy(): string {
+function indexPagePolicy(): string {
   return [
     "default-src 'none'",
     `style-src ${sha256(INDEX_CSS)}`,
@@ -134,7 +134,7 @@ export function indexPagePolicy(): string {
 }
 
 /** A relative link: each segment percent-encoded, so a folder name cannot leave the attribute or the page. */
-export function relativeHref(path: string): string {
+function relativeHref(path: string): string {
   return path.split('/').map(encodeURIComponent).join('/');
 }
 

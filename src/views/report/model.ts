@@ -100,7 +100,7 @@ export interface RunView {
   cost: RunCostView | null;
 }
 
-export interface RunCostView {
+interface RunCostView {
   usd: number | null;
   channelsUsd: number | null;
   resultUsd: number | null;
