@@ -136,9 +136,8 @@ export {
   AGENT_PRODUCERS,
   createAgentMapper,
   detectProducer,
-  type AgentProducer,
 } from './chain/stages/input-format.js';
-export type { Producer } from './model/session.js';
+export type { AgentProducer, Producer } from './model/session.js';
 export type { OpenInput } from './open.js';
 
 // Writing a stage or a sink: the helpers the bundled plugins are built from (README, Plugins).

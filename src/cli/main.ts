@@ -13,7 +13,7 @@ import { resolveSpec } from './config.js';
 import { checkInputFolders, checkInputs, inputFolderNames, openInput, specForInput } from './inputs.js';
 import { helpText, parseArgs, type ParsedOptions } from './options.js';
 import { reportCommand } from './report-command.js';
-import { agentNameOf, commandOutput, commandStarted, commandVersion, spawnCommand } from './run-command.js';
+import { commandAgentName, commandOutput, commandStarted, commandVersion, spawnCommand } from './run-command.js';
 import { startStatusLine } from './status-line.js';
 import { statsCommand } from './stats-command.js';
 
@@ -206,7 +206,7 @@ export async function main(
         const required = chainSpec.stages.find((s) => s.use === 'version-guard')?.requireVersion;
         if (typeof required === 'string') {
           const version = commandVersion(opts.rest[0]);
-          checkRequiredVersion(version, required, agentNameOf(opts.rest[0]));
+          checkRequiredVersion(version, required, commandAgentName(opts.rest[0]));
           run.checkedCommandVersion = version;
         }
         if (signalled) return signalled === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;

@@ -4,7 +4,7 @@ import { constants } from 'node:os';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { EXIT, SubteeError } from '../errors.js';
-import type { Session } from '../model/session.js';
+import { agentNameOf, type Session } from '../model/session.js';
 import { findVersion } from '../semver.js';
 
 /** Asks the agent command for its version (`CMD --version`). */
@@ -16,18 +16,9 @@ export function commandVersion(cmd: string): string | null {
   return findVersion(asked.stdout) ?? (asked.stdout.trim().split(/\s+/)[0] || null);
 }
 
-/** The coding agents `subtee run` knows by their command's name, for its messages. */
-const AGENT_COMMANDS: Readonly<Record<string, string>> = Object.freeze({
-  copilot: 'GitHub Copilot CLI',
-  codex: 'Codex',
-  gemini: 'Gemini CLI',
-  opencode: 'opencode',
-});
-
 /** The agent a command names (`…/copilot` → GitHub Copilot CLI); Claude Code otherwise. */
-export function agentNameOf(cmd: string): string {
-  const name = basename(cmd).replace(/\.(exe|cmd|js)$/i, '');
-  return Object.hasOwn(AGENT_COMMANDS, name) ? AGENT_COMMANDS[name] : 'Claude Code';
+export function commandAgentName(cmd: string): string {
+  return agentNameOf(basename(cmd).replace(/\.(exe|cmd|js)$/i, '')) ?? 'Claude Code';
 }
 
 export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {

@@ -18,7 +18,21 @@ export interface ChannelFiles {
  * Who wrote the input: Claude Code stream-json (the CLI or the Agent SDK), a LangGraph run,
  * or another coding agent's JSON stream (GitHub Copilot CLI, Codex, Gemini CLI, opencode).
  */
-export type Producer = 'claude' | 'langgraph' | 'copilot' | 'codex' | 'gemini' | 'opencode';
+export type Producer = 'claude' | 'langgraph' | AgentProducer;
+
+/** The coding agents other than Claude Code whose streams are mapped, with their names. */
+export const AGENT_NAMES = Object.freeze({
+  copilot: 'GitHub Copilot CLI',
+  codex: 'Codex',
+  gemini: 'Gemini CLI',
+  opencode: 'opencode',
+});
+export type AgentProducer = keyof typeof AGENT_NAMES;
+
+/** The agent's name for a producer or a command's name; null when it is none of them. */
+export function agentNameOf(name: string | null): string | null {
+  return name !== null && Object.hasOwn(AGENT_NAMES, name) ? AGENT_NAMES[name as AgentProducer] : null;
+}
 
 export interface Warning {
   code: string;

@@ -7,7 +7,14 @@ import { isOpencodeEvent, OpencodeMapper } from '../../adapters/opencode.js';
 import { eventLine, type StreamMapper } from '../../adapters/stream-lines.js';
 import { channelIdOf, type JsonObject } from '../../model/message.js';
 import type { LineRecord, RecordBatch, SubteeRecord } from '../../model/record.js';
-import { requireSession, type Producer, type Session } from '../../model/session.js';
+import {
+  AGENT_NAMES,
+  agentNameOf,
+  requireSession,
+  type AgentProducer,
+  type Producer,
+  type Session,
+} from '../../model/session.js';
 import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 
@@ -23,11 +30,9 @@ export const INPUT_FORMATS = [
 export type InputFormat = (typeof INPUT_FORMATS)[number];
 
 /** The coding agents whose events are mapped one by one, their bytes kept in the channel files. */
-export const AGENT_PRODUCERS = ['copilot', 'codex', 'gemini', 'opencode'] as const;
-export type AgentProducer = (typeof AGENT_PRODUCERS)[number];
+export const AGENT_PRODUCERS = Object.freeze(Object.keys(AGENT_NAMES) as AgentProducer[]);
 
-const isAgentProducer = (p: Producer | null): p is AgentProducer =>
-  (AGENT_PRODUCERS as readonly string[]).includes(p ?? '');
+const isAgentProducer = (p: Producer | null): p is AgentProducer => agentNameOf(p) !== null;
 
 /** A mapper for a coding agent's stream. */
 export function createAgentMapper(producer: AgentProducer): StreamMapper {

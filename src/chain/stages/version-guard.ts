@@ -2,7 +2,7 @@ import type { Transform } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { EXIT, SubteeError } from '../../errors.js';
 import type { RecordBatch, SubteeRecord } from '../../model/record.js';
-import { requireSession, type Session } from '../../model/session.js';
+import { agentNameOf, requireSession, type Session } from '../../model/session.js';
 import { compareVersions, isValidRange, parseVersion, satisfies, type Version } from '../../semver.js';
 import {
   channelIdOf,
@@ -103,14 +103,6 @@ const NO_BLOCKS: readonly ContentBlock[] = [];
 const VERBOSE_HINT = Buffer.from('requires --verbose');
 const UNKNOWN_OPTION_HINT = Buffer.from("unknown option '");
 
-/** The names of the other coding agents whose events the input-format stage maps. */
-const AGENT_NAMES: Readonly<Record<string, string>> = Object.freeze({
-  copilot: 'GitHub Copilot CLI',
-  codex: 'Codex',
-  gemini: 'Gemini CLI',
-  opencode: 'opencode',
-});
-
 /**
  * What the guard learns from the stream as it passes: plain logic, no I/O. `observe()` returns
  * warnings (each code once) and throws VersionRefused when a required version is not met.
@@ -175,11 +167,11 @@ export class VersionGuard {
     const v = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
     const kind = lineTypeOf(v);
     const subtype = systemSubtypeOf(v);
-    const producer = this.run?.producer ?? null;
-    if (producer !== null && Object.hasOwn(AGENT_NAMES, producer)) {
+    const agent = agentNameOf(this.run?.producer ?? null);
+    if (agent !== null) {
       // Another coding agent, mapped: its version is the one its stream states, if any; the
       // notes about Claude Code versions and forwarding do not apply to it.
-      this.agent = AGENT_NAMES[producer];
+      this.agent = agent;
       if (subtype !== 'init') return this.heard;
       const version = typeof v.producer_version === 'string' ? v.producer_version : null;
       if (version !== null || this.version === null) {
