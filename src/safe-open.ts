@@ -62,11 +62,15 @@ export function createNewFile(path: string, replace: boolean): { fd: number; id:
 export function writeNewFile(path: string, data: string | Buffer): void {
   const { fd } = createNewFile(path, true);
   try {
-    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
-    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+    writeAllSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
   } finally {
     closeSync(fd);
   }
+}
+
+/** Writes all of `bytes`: one writeSync may write fewer than it was given. */
+export function writeAllSync(fd: number, bytes: Uint8Array): void {
+  for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
 }
 
 /**

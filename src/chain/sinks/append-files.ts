@@ -1,7 +1,7 @@
-import { closeSync, writeSync, writevSync } from 'node:fs';
+import { closeSync, writevSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFailed } from '../../errors.js';
-import { createNewFile, reopenFile, type FileIdentity } from '../../safe-open.js';
+import { createNewFile, reopenFile, writeAllSync, type FileIdentity } from '../../safe-open.js';
 
 export interface AppendFile {
   /** Path relative to the output folder, with `/` separators (as written in index.json). */
@@ -130,7 +130,7 @@ export class AppendFiles {
           : parts.length === 1
             ? parts[0]
             : Buffer.concat(parts, total).subarray(written);
-      for (let off = 0; data && off < data.length; ) off += writeSync(fd, data, off, data.length - off);
+      if (data) writeAllSync(fd, data);
     } catch (err) {
       throw writeFailed(f.path, err);
     }

@@ -7,12 +7,11 @@ import {
   renameSync,
   statSync,
   unlinkSync,
-  writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { writeFailed } from '../../errors.js';
-import { openDataFileForAppend } from '../../safe-open.js';
+import { openDataFileForAppend, writeAllSync } from '../../safe-open.js';
 import type { Entry } from './clickhouse-rows.js';
 
 /** The spool of a run in its output folder; rows waiting for ClickHouse, one JSON entry a line. */
@@ -62,8 +61,7 @@ export class Spool {
       // name would receive the rows, a pipe would block the run.
       const fd = openDataFileForAppend(this.file);
       try {
-        const bytes = Buffer.from(text);
-        for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+        writeAllSync(fd, Buffer.from(text));
       } finally {
         closeSync(fd);
       }
@@ -273,8 +271,7 @@ export class Rejects {
     try {
       const fd = openDataFileForAppend(file);
       try {
-        const bytes = Buffer.from(JSON.stringify(entry) + '\n');
-        for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+        writeAllSync(fd, Buffer.from(JSON.stringify(entry) + '\n'));
       } finally {
         closeSync(fd);
       }

@@ -1,4 +1,4 @@
-import { writeSync } from 'node:fs';
+import { writeAllSync } from '../../safe-open.js';
 
 /** Characters gathered before one write: large enough for few calls, small beside the document. */
 const WRITE_CHARS = 64 * 1024;
@@ -9,10 +9,7 @@ const WRITE_CHARS = 64 * 1024;
  */
 export function writePiecesSync(fd: number, pieces: Iterable<string>, tail = ''): void {
   let held = '';
-  const put = (text: string) => {
-    const data = Buffer.from(text, 'utf8');
-    for (let off = 0; off < data.length; ) off += writeSync(fd, data, off, data.length - off);
-  };
+  const put = (text: string) => writeAllSync(fd, Buffer.from(text, 'utf8'));
   for (const piece of pieces) {
     held += piece;
     if (held.length >= WRITE_CHARS) {

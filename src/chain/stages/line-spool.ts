@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, lstatSync, openSync, readdirSync, readSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, readdirSync, readSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { writeFailed } from '../../errors.js';
 import type { Spool, SpooledRecord } from '../../model/record.js';
 import type { Session } from '../../model/session.js';
 import { StreamScanner } from '../../model/stream-scan.js';
+import { writeAllSync } from '../../safe-open.js';
 
 /** Bytes of a spooled line kept in memory for previews (the readable log, pino, warnings). */
 export const SPOOL_HEAD_BYTES = 4096;
@@ -166,7 +167,7 @@ export class LineSpool {
 
   private take(piece: Buffer): void {
     try {
-      for (let off = 0; off < piece.length;) off += writeSync(this.fd, piece, off, piece.length - off);
+      writeAllSync(this.fd, piece);
     } catch (err) {
       throw writeFailed(this.path, err);
     }
