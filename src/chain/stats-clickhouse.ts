@@ -4,8 +4,6 @@
  * The SQL is plain, for ClickHouse 18.16 through current releases, and printed in the README
  * so a dashboard can run it as is.
  */
-import { createRequire } from 'node:module';
-import type * as ClickHouseModule from '@clickhouse/client';
 import { EXIT, SubteeError, UsageError } from '../errors.js';
 import { shownUrl, withoutUrlSecrets } from '../shown-url.js';
 import {
@@ -20,7 +18,7 @@ import {
   type StatsReport,
   type StatsSubagent,
 } from '../views/stats.js';
-import { CLICKHOUSE_SINK_DEFAULTS } from './sinks/clickhouse.js';
+import { CLICKHOUSE_SINK_DEFAULTS, connectClickHouse } from './sinks/clickhouse.js';
 import { quoteTableName } from './sinks/clickhouse-rows.js';
 
 interface ClickHouseStatsOptions {
@@ -97,7 +95,6 @@ ORDER BY last_seen_ms DESC, channel, run
 LIMIT ${Math.floor(top)}`;
 }
 
-const loadClient = () => createRequire(import.meta.url)('@clickhouse/client') as typeof ClickHouseModule;
 
 type Row = Record<string, unknown>;
 const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
@@ -141,17 +138,7 @@ export async function clickhouseStats(options: ClickHouseStatsOptions): Promise<
   if (table === null)
     throw new UsageError('ERR_BAD_OPTION', `clickhouse: channelsTable must be a table name, not "${name}"`);
   const where = shownUrl(options.url);
-  try {
-    new URL(options.url);
-  } catch (err) {
-    throw new UsageError('ERR_BAD_OPTION', `clickhouse: not a usable URL: ${where}`, err);
-  }
-  const { createClient, ClickHouseLogLevel } = loadClient();
-  const client = createClient({
-    url: options.url,
-    request_timeout: options.timeoutMs ?? CLICKHOUSE_SINK_DEFAULTS.timeoutMs,
-    log: { level: ClickHouseLogLevel.OFF },
-  });
+  const client = connectClickHouse(options.url, options.timeoutMs ?? CLICKHOUSE_SINK_DEFAULTS.timeoutMs);
   const sinceMs = options.sinceMs ?? null;
   const top = options.top ?? STATS_DEFAULTS.top;
   const rows = async (query: string): Promise<Row[]> => {

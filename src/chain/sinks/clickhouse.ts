@@ -79,6 +79,27 @@ type Mode = 'online' | 'offline' | 'draining';
 /** Loaded when a ClickHouse sink is made, not when subtee starts (most runs never use it). */
 const loadClient = () => createRequire(import.meta.url)('@clickhouse/client') as typeof ClickHouseModule;
 
+/**
+ * A client of the server at `url` (the sink's and `subtee stats --clickhouse`'s). A URL that
+ * does not parse is ERR_BAD_OPTION, shown without its credentials.
+ */
+export function connectClickHouse(url: string, timeoutMs: number): ClickHouseClient {
+  try {
+    new URL(url);
+    const { createClient, ClickHouseLogLevel } = loadClient();
+    return createClient({
+      url,
+      request_timeout: timeoutMs,
+      log: { level: ClickHouseLogLevel.OFF },
+      max_open_connections: 2,
+    });
+  } catch (err) {
+    // The client's errors may quote the URL it was given, credentials included.
+    const why = withoutUrlSecrets(describe(err), url);
+    throw new UsageError('ERR_BAD_OPTION', `clickhouse: not a usable URL: ${shownUrl(url)} (${why})`, err);
+  }
+}
+
 function describe(err: unknown): string {
   const e = err as { code?: unknown; message?: unknown };
   const msg = String(e?.message ?? err)
@@ -157,7 +178,7 @@ class ClickHouseSink extends BatchTransform {
     this.#run = requireSession(options, 'createClickHouseSink');
     this.#tables = quotedTables(opts);
     this.#where = shownUrl(opts.url);
-    this.#client = this.#connect();
+    this.#client = connectClickHouse(opts.url, opts.timeoutMs);
     this.#builder = new RowBuilder({
       runId: opts.runId,
       maxContentChars: opts.maxContentChars,
@@ -194,26 +215,6 @@ class ClickHouseSink extends BatchTransform {
 
   protected override teardown(): PromiseLike<void> {
     return this.#finish();
-  }
-
-  #connect(): ClickHouseClient {
-    const opts = this.#opts;
-    try {
-      new URL(opts.url);
-      const { createClient, ClickHouseLogLevel } = loadClient();
-      return createClient({
-        url: opts.url,
-        request_timeout: opts.timeoutMs,
-        log: { level: ClickHouseLogLevel.OFF },
-        max_open_connections: 2,
-      });
-    } catch (err) {
-      throw new UsageError(
-        'ERR_BAD_OPTION',
-        `clickhouse: not a usable URL: ${this.#where} (${this.#problem(err)})`,
-        err,
-      );
-    }
   }
 
   /** The client's errors may quote the URL it was given, credentials included. */
