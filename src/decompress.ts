@@ -49,19 +49,26 @@ function readFailed(name: string, err: unknown, kind: Compression | null = null)
 }
 
 /**
+ * Compressed input that is damaged or ends mid-stream. What could be decompressed before the
+ * damage was passed on: the run files it (its last partial line as a truncated line), records
+ * INPUT_CUT_SHORT and then fails with ERR_INPUT.
+ */
+export class CutShortError extends SubteeError {
+  constructor(failure: SubteeError) {
+    super('ERR_INPUT', failure.message, { exitCode: EXIT.IO, cause: failure.cause });
+  }
+}
+
+/**
  * The input as text: a gzip stream (or zstd, where this Node.js can read it) is decompressed,
  * recognised by its first bytes whatever the file is called; a format subtee cannot read is
  * refused with ERR_INPUT instead of being quarantined line by line. Plain input passes as is.
- * With `onCutShort`, damaged or cut-short compressed data ends the stream after what could be
- * decompressed and is handed to it, instead of failing the stream. Nothing is read before
+ * Damaged or cut-short compressed data fails the stream with CutShortError after what could be
+ * decompressed. Nothing is read before
  * the chain asks, so a silent input is still timed by the watchdog and a signal still stops it.
  */
-export function decompressed(
-  input: Readable,
-  name: string,
-  onCutShort?: (err: SubteeError) => void,
-): Readable {
-  const chunks = decode(input, name, onCutShort);
+export function decompressed(input: Readable, name: string): Readable {
+  const chunks = decode(input, name);
   return new Readable({
     read() {
       chunks.next().then(
@@ -79,11 +86,7 @@ export function decompressed(
   });
 }
 
-async function* decode(
-  input: Readable,
-  name: string,
-  onCutShort?: (err: SubteeError) => void,
-): AsyncGenerator<Buffer> {
+async function* decode(input: Readable, name: string): AsyncGenerator<Buffer> {
   const it = input[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   try {
     const parts: Buffer[] = [];
@@ -128,10 +131,7 @@ async function* decode(
     } catch (err) {
       const failure = readFailed(name, err, kind);
       const damaged = (err as NodeJS.ErrnoException)?.code?.startsWith('Z_') === true;
-      if (!damaged || !onCutShort) throw failure;
-      // What was decompressed before the damage is already passed on: ending here lets the
-      // chain keep its last partial line and write index.json, where the caller records it.
-      onCutShort(failure);
+      throw damaged ? new CutShortError(failure) : failure;
     } finally {
       source.destroy();
       decoder.destroy();

@@ -27,10 +27,7 @@ export function inputIsFolder(file: string): SubteeError {
  * A recorded stream as bytes, decompressed (gzip, zstd…). A missing file, a folder, or a
  * format subtee cannot read fails here with ERR_INPUT, before anything is written.
  */
-export async function openInputFile(
-  file: string,
-  onCutShort?: (err: SubteeError) => void,
-): Promise<Readable> {
+export async function openInputFile(file: string): Promise<Readable> {
   let kind;
   try {
     kind = await stat(file);
@@ -38,7 +35,7 @@ export async function openInputFile(
     throw inputUnreadable(file, err);
   }
   if (kind.isDirectory()) throw inputIsFolder(file);
-  if (!kind.isFile()) return openStreamInput(file, kind.isFIFO(), onCutShort);
+  if (!kind.isFile()) return openStreamInput(file, kind.isFIFO());
   let fh;
   try {
     fh = await open(file, 'r');
@@ -56,7 +53,7 @@ export async function openInputFile(
     await fh.close();
     throw err instanceof SubteeError ? err : inputUnreadable(file, err);
   }
-  return decompressed(fh.createReadStream({ highWaterMark: FILE_READ_BYTES }), file, onCutShort);
+  return decompressed(fh.createReadStream({ highWaterMark: FILE_READ_BYTES }), file);
 }
 
 /**
@@ -65,13 +62,9 @@ export async function openInputFile(
  * blocking open(2) waits for a writer in a thread no signal or watchdog can reach, while the
  * event loop waits for a non-blocking one's first bytes and still hears both.
  */
-function openStreamInput(
-  file: string,
-  isFifo: boolean,
-  onCutShort?: (err: SubteeError) => void,
-): Readable {
+function openStreamInput(file: string, isFifo: boolean): Readable {
   if (!isFifo) {
-    return decompressed(createReadStream(file, { highWaterMark: FILE_READ_BYTES }), file, onCutShort);
+    return decompressed(createReadStream(file, { highWaterMark: FILE_READ_BYTES }), file);
   }
   let fd;
   try {
@@ -79,5 +72,5 @@ function openStreamInput(
   } catch (err) {
     throw inputUnreadable(file, err);
   }
-  return decompressed(new Socket({ fd, readable: true, writable: false }), file, onCutShort);
+  return decompressed(new Socket({ fd, readable: true, writable: false }), file);
 }

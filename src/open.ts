@@ -159,12 +159,7 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
     try {
       const base = given ?? (await configSpec(options, registry));
       filesOut = base.sinks.find((sink) => sink.use === 'files')?.out;
-      // A cut-short compressed file: what it held is routed and recorded, then done rejects.
-      let cutShort: SubteeError | null = null;
-      const { source, edge } = await inputOf(input, (err) => {
-        cutShort = err;
-        session.warn('INPUT_CUT_SHORT', err.message);
-      });
+      const { source, edge } = await inputOf(input);
       const stages = base.stages.map((stage) =>
         INPUT_EDGES.has(stage.use) && stage.use !== edge
           ? { use: edge }
@@ -177,7 +172,6 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
       // An abort after the run's end changes nothing: index.json is written.
       options.signal?.removeEventListener('abort', onAbort);
       if (session.interrupted) throw abortError(options.signal?.reason);
-      if (cutShort) throw cutShort;
     } catch (err) {
       throw inLibraryWords(err);
     } finally {
@@ -312,11 +306,8 @@ const isBytes = (value: unknown) => typeof value === 'string' || value instanceo
  */
 async function inputOf(
   input: OpenInput,
-  onCutShort: (err: SubteeError) => void,
 ): Promise<{ source: Readable; edge: 'line-parser' | 'object-source' }> {
-  if (typeof input === 'string') {
-    return { source: await openInputFile(input, onCutShort), edge: 'line-parser' };
-  }
+  if (typeof input === 'string') return { source: await openInputFile(input), edge: 'line-parser' };
   if (input instanceof Readable && !input.readableObjectMode) return { source: input, edge: 'line-parser' };
   const iterator = (input as AsyncIterable<unknown>)[Symbol.asyncIterator]();
   const first = await iterator.next();

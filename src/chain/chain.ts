@@ -2,6 +2,7 @@ import { Writable, type Readable, type Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { builtinRegistry } from './builtins.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../model/record.js';
+import { CutShortError } from '../decompress.js';
 import { EXIT, SubteeError, UsageError } from '../errors.js';
 import { optionProblem, type PluginContext, type PluginDefinition, type Registry } from './plugin.js';
 import { Session } from '../model/session.js';
@@ -243,7 +244,8 @@ export async function runChain(
     // Closing the input after the chain failed fails a read still pending: not the input's fault.
     if (settled) return;
     const why = err instanceof Error ? err.message : String(err);
-    run.warn('INPUT_FAILED', `the input failed after ${run.input.bytes} bytes: ${why}`);
+    if (err instanceof CutShortError) run.warn('INPUT_CUT_SHORT', why);
+    else run.warn('INPUT_FAILED', `the input failed after ${run.input.bytes} bytes: ${why}`);
     reason ??=
       err instanceof SubteeError
         ? err

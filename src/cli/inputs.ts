@@ -38,21 +38,16 @@ export function checkInputs(files: string[], stdinIsProcess = true): string[] {
   return inputs;
 }
 
-export async function openInput(
-  file: string,
-  stdin: Readable,
-  onCutShort?: (err: SubteeError) => void,
-): Promise<Readable> {
+export async function openInput(file: string, stdin: Readable): Promise<Readable> {
   if (file === '-') {
     // `subtee < recorded.jsonl`: read the file behind stdin in large reads.
     const fileBehind = stdin === process.stdin && isRegularFile(0);
     return decompressed(
       fileBehind ? createReadStream('', { fd: 0, highWaterMark: FILE_READ_BYTES }) : stdin,
       'stdin',
-      onCutShort,
     );
   }
-  return openInputFile(file, onCutShort);
+  return openInputFile(file);
 }
 
 /** Folder names under OUT for several inputs: the file names without extensions, made safe and unique. */

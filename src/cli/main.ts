@@ -183,8 +183,6 @@ export async function main(
     // A throw outside the chain's streams (a plugin's timer or callback): stop the run so
     // index.json is still written, and report it by the chain's plugins instead of a stack.
     let strayFailure: SubteeError | null = null;
-    // A cut-short compressed input still fails the run (exit 3) once what it held is written.
-    let cutShort: SubteeError | null = null;
     const builtins = builtinRegistry();
     const plugins = [...chainSpec.stages, ...chainSpec.sinks]
       .map((c) => c.use)
@@ -215,10 +213,7 @@ export async function main(
         await commandStarted(command, opts.rest[0]);
         input = commandOutput(command, opts.rest[0], run, stop);
       } else {
-        input = await openInput(file, io.stdin, (err) => {
-          cutShort = err;
-          run.warn('INPUT_CUT_SHORT', err.message);
-        });
+        input = await openInput(file, io.stdin);
       }
       const chainOptions = {
         session: run,
@@ -230,7 +225,6 @@ export async function main(
       };
       await runChain(input, chainSpec, chainOptions);
       if (strayFailure) throw strayFailure;
-      if (cutShort) throw cutShort;
       if (childExit) code = await childExit;
     } catch (err) {
       if (strayFailure) code = reportError(io.stderr, strayFailure);
