@@ -10,7 +10,6 @@ import { headOf } from '../model/bounded-text.js';
 import { isObject, nonEmpty, type JsonObject } from '../model/message.js';
 import {
   assistantLine,
-  eventLine,
   finite,
   initLine,
   promptLine,
@@ -22,6 +21,8 @@ import {
   toolResultLine,
   toolUseBlock,
   usageOf,
+  MappedLines,
+  transcriptOfSpawned,
   type ChannelTranscript,
   type MappedEvent,
   type StreamMapper,
@@ -89,16 +90,12 @@ export class CodexMapper implements StreamMapper {
   private resulted = false;
 
   transcriptOf(channel: string | null): ChannelTranscript {
-    return channel !== null && this.spawned.has(channel) ? 'spawn-and-result' : 'stream';
+    return transcriptOfSpawned(this.spawned, channel);
   }
 
   map(event: JsonObject): MappedEvent {
-    const lines: JsonObject[] = [];
-    let own = -1;
-    const push = (line: JsonObject, isOwn = true) => {
-      if (isOwn && own === -1) own = lines.length;
-      lines.push(line);
-    };
+    const mapped = new MappedLines();
+    const push = mapped.push;
     switch (event.type) {
       case 'thread.started':
         this.threadId ??= nonEmpty(event.thread_id);
@@ -125,8 +122,7 @@ export class CodexMapper implements StreamMapper {
         break;
       }
     }
-    if (own === -1) push(eventLine('codex', event, null));
-    return { channel: null, lines, own };
+    return mapped.of(null);
   }
 
   end(): JsonObject[] {

@@ -11,7 +11,6 @@ import { isObject, nonEmpty, type JsonObject } from '../model/message.js';
 import {
   argumentsOf,
   assistantLine,
-  eventLine,
   finite,
   initLine,
   promptLine,
@@ -26,6 +25,7 @@ import {
   toolResultLine,
   toolUseBlock,
   usageOf,
+  MappedLines,
   type ChannelTranscript,
   type MappedEvent,
   type StreamMapper,
@@ -124,12 +124,8 @@ export class CopilotMapper implements StreamMapper {
     const channel = this.channelOf(event);
     const data = isObject(event.data) ? event.data : {};
     const ts = timestampOf(event);
-    const lines: JsonObject[] = [];
-    let own = -1;
-    const push = (line: JsonObject, isOwn = true) => {
-      if (isOwn && own === -1) own = lines.length;
-      lines.push(line);
-    };
+    const mapped = new MappedLines();
+    const push = mapped.push;
     if (!this.started) {
       this.started = true;
       push(initLine('copilot', this.version, null, null, ts), false);
@@ -223,12 +219,7 @@ export class CopilotMapper implements StreamMapper {
           break;
       }
     }
-    if (own === -1) {
-      // The placeholder goes first when the init line came with this event: the event's bytes
-      // stay in its own channel's file either way.
-      push(eventLine('copilot', event, channel));
-    }
-    return { channel, lines, own };
+    return mapped.of(channel);
   }
 
   end(): never[] {

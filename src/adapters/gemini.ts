@@ -9,7 +9,6 @@
 import { isObject, nonEmpty, type JsonObject } from '../model/message.js';
 import {
   assistantLine,
-  eventLine,
   finite,
   initLine,
   promptLine,
@@ -21,6 +20,8 @@ import {
   toolResultLine,
   toolUseBlock,
   usageOf,
+  MappedLines,
+  transcriptOfSpawned,
   type ChannelTranscript,
   type MappedEvent,
   type StreamMapper,
@@ -84,17 +85,13 @@ export class GeminiMapper implements StreamMapper {
   }
 
   transcriptOf(channel: string | null): ChannelTranscript {
-    return channel !== null && this.spawned.has(channel) ? 'spawn-and-result' : 'stream';
+    return transcriptOfSpawned(this.spawned, channel);
   }
 
   map(event: JsonObject): MappedEvent {
     const ts = timestampOf(event);
-    const lines: JsonObject[] = [];
-    let own = -1;
-    const push = (line: JsonObject, isOwn = true) => {
-      if (isOwn && own === -1) own = lines.length;
-      lines.push(line);
-    };
+    const mapped = new MappedLines();
+    const push = mapped.push;
     const isPiece = event.type === 'message' && event.role === 'assistant';
     if (!isPiece) this.flush(push);
     switch (event.type) {
@@ -161,8 +158,7 @@ export class GeminiMapper implements StreamMapper {
         break;
       }
     }
-    if (own === -1) push(eventLine('gemini', event, null));
-    return { channel: null, lines, own };
+    return mapped.of(null);
   }
 
   end(): JsonObject[] {

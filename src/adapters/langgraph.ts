@@ -183,7 +183,8 @@ export class LangGraphMapper {
     if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) return undefined;
     if (Math.abs(timestamp) > MAX_DATE_MS) {
       const shown = String(timestamp).slice(0, 40);
-      this.onWarning('TIMESTAMP_OUT_OF_RANGE', `an event's timestamp ${shown} is not a date; it was kept without one`);
+      const message = `an event's timestamp ${shown} is not a date; it was kept without one`;
+      this.onWarning('TIMESTAMP_OUT_OF_RANGE', message);
       return undefined;
     }
     return new Date(timestamp).toISOString();

@@ -10,7 +10,6 @@
 import { isObject, nonEmpty, type JsonObject } from '../model/message.js';
 import {
   assistantLine,
-  eventLine,
   finite,
   initLine,
   isoFromMs,
@@ -23,6 +22,8 @@ import {
   toolResultLine,
   toolUseBlock,
   usageOf,
+  MappedLines,
+  transcriptOfSpawned,
   type ChannelTranscript,
   type MappedEvent,
   type StreamMapper,
@@ -78,19 +79,15 @@ export class OpencodeMapper implements StreamMapper {
   }
 
   transcriptOf(channel: string | null): ChannelTranscript {
-    return channel !== null && this.spawned.has(channel) ? 'spawn-and-result' : 'stream';
+    return transcriptOfSpawned(this.spawned, channel);
   }
 
   map(event: JsonObject): MappedEvent {
     const ts = isoFromMs(event.timestamp);
     if (ts !== null) this.lastTime = ts;
     const part = isObject(event.part) ? event.part : {};
-    const lines: JsonObject[] = [];
-    let own = -1;
-    const push = (line: JsonObject, isOwn = true) => {
-      if (isOwn && own === -1) own = lines.length;
-      lines.push(line);
-    };
+    const mapped = new MappedLines();
+    const push = mapped.push;
     if (!this.seen) {
       this.seen = true;
       this.sessionId = nonEmpty(event.sessionID);
@@ -124,8 +121,7 @@ export class OpencodeMapper implements StreamMapper {
         break;
       }
     }
-    if (own === -1) push(eventLine('opencode', event, null));
-    return { channel: null, lines, own };
+    return mapped.of(null);
   }
 
   /** The run's result, which opencode does not print: failed when it printed an error. */

@@ -9,8 +9,8 @@ import { isObject, nonEmpty, type JsonObject } from '../model/message.js';
  * What one input event became. `channel` is the channel whose `.jsonl` keeps the event's own
  * bytes (null: main). `lines` are the stream-json-shaped lines to route, in order; `own` is
  * the index of the one that stands for the event itself (its bytes travel with it), or -1
- * when none does: the input-format stage then routes a placeholder line to `channel` that
- * carries the bytes and shows nothing. The other lines are derived: routed and shown, never
+ * when none does: the input-format stage then routes, after them, a placeholder line to
+ * `channel` that carries the bytes and shows nothing. The other lines are derived: routed and shown, never
  * written to a `.jsonl`, so every input line lands in exactly one file.
  */
 export interface MappedEvent {
@@ -25,6 +25,31 @@ export interface MappedEvent {
  * got (the producer writes the child's transcript elsewhere).
  */
 export type ChannelTranscript = 'stream' | 'spawn-and-result';
+
+/**
+ * The lines a mapper makes of one event, in order. The first pushed as its own stands for the
+ * event; when none does, the input-format stage routes a placeholder after them.
+ */
+export class MappedLines {
+  readonly lines: JsonObject[] = [];
+  own = -1;
+  readonly push = (line: JsonObject, isOwn = true): void => {
+    if (isOwn && this.own === -1) this.own = this.lines.length;
+    this.lines.push(line);
+  };
+
+  of(channel: string | null): MappedEvent {
+    return { channel, lines: this.lines, own: this.own };
+  }
+}
+
+/** `spawn-and-result` for a spawned channel whose steps the stream does not carry. */
+export function transcriptOfSpawned(
+  spawned: ReadonlySet<string>,
+  channel: string | null,
+): ChannelTranscript {
+  return channel !== null && spawned.has(channel) ? 'spawn-and-result' : 'stream';
+}
 
 /** A producer's events onto stream-json-shaped lines, one event at a time. */
 export interface StreamMapper {

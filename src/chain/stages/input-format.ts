@@ -184,11 +184,6 @@ export class AgentEvents {
     }
     this.run.producerVersion ??= this.mapper.version;
     const { lines, own } = mapped;
-    if (own < 0 || own >= lines.length) {
-      // No mapped line stands for the event: a placeholder carries its bytes to its channel.
-      rec.value = eventLine(this.producer, rec.value!, mapped.channel);
-      out.push(rec);
-    }
     for (let i = 0; i < lines.length; i++) {
       if (i !== own) {
         out.push(derivedRecord(rec.lineNo, lines[i]));
@@ -203,6 +198,12 @@ export class AgentEvents {
         out.push(rec);
         if (stands.type !== placeholder.type) out.push(derivedRecord(rec.lineNo, stands));
       }
+    }
+    if (own < 0 || own >= lines.length) {
+      // No mapped line stands for the event: a placeholder after them carries its bytes to its
+      // channel (a spawn among them comes first).
+      rec.value = eventLine(this.producer, rec.value!, mapped.channel);
+      out.push(rec);
     }
   }
 
