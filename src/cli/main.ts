@@ -13,7 +13,13 @@ import { resolveSpec } from './config.js';
 import { checkInputFolders, checkInputs, inputFolderNames, openInput, specForInput } from './inputs.js';
 import { helpText, parseArgs, type ParsedOptions } from './options.js';
 import { reportCommand } from './report-command.js';
-import { commandAgentName, commandOutput, commandStarted, commandVersion, spawnCommand } from './run-command.js';
+import {
+  commandAgentName,
+  commandOutput,
+  commandStarted,
+  commandVersion,
+  spawnCommand,
+} from './run-command.js';
 import { startStatusLine } from './status-line.js';
 import { statsCommand } from './stats-command.js';
 

@@ -411,7 +411,8 @@ export class TraceBuilder {
     const spanName = boundedText(`invoke_agent ${name}`, MAX_SPAN_NAME_CHARS);
     const endAt = Math.max(startMs, endMs);
     const bounded = boundedAttributes(attributes);
-    return { key: agentKey(ch.id), parentKey, name: spanName, startMs, endMs: endAt, attributes: bounded, error };
+    const key = agentKey(ch.id);
+    return { key, parentKey, name: spanName, startMs, endMs: endAt, attributes: bounded, error };
   }
 }
 
