@@ -233,23 +233,37 @@ export class CostLedger {
     const tally = ledger.models.get(msg.model)!;
     const usage = msg.usage;
     const created = count(usage.cache_creation_input_tokens);
-    const split = isObject(usage.cache_creation) ? usage.cache_creation : {};
-    const oneHour = Math.min(created, count(split.ephemeral_1h_input_tokens));
+    const split = isObject(usage.cache_creation) ? usage.cache_creation : null;
+    const oneHour = split === null ? 0 : Math.min(created, count(split.ephemeral_1h_input_tokens));
     const lineOutput = count(usage.output_tokens);
-    const now: Tally = {
-      input: count(usage.input_tokens),
-      cacheRead: count(usage.cache_read_input_tokens),
-      cache5m: created - oneHour,
-      cache1h: oneHour,
-      exactOutput: msg.exact ?? 0,
-      streamOutput: msg.exact === null ? lineOutput : 0,
-      estimate: msg.exact === null ? Math.max(lineOutput, Math.ceil(msg.chars / CHARS_PER_TOKEN)) : 0,
-      estimatedMessages: msg.exact === null ? 1 : 0,
-    };
-    for (const k of Object.keys(now) as (keyof Tally)[]) tally[k] += now[k] - msg.applied[k];
-    this.estimatedMessages += now.estimatedMessages - msg.applied.estimatedMessages;
-    msg.applied = now;
+    const input = count(usage.input_tokens);
+    const cacheRead = count(usage.cache_read_input_tokens);
+    const exact = msg.exact;
+    const streamOutput = exact === null ? lineOutput : 0;
+    const estimate = exact === null ? Math.max(lineOutput, Math.ceil(msg.chars / CHARS_PER_TOKEN)) : 0;
+    const estimated = exact === null ? 1 : 0;
+    // In place, one field at a time (no keyed access, no object per line): this runs for
+    // every assistant line.
+    const applied = msg.applied;
+    tally.input += input - applied.input;
+    tally.cacheRead += cacheRead - applied.cacheRead;
+    tally.cache5m += created - oneHour - applied.cache5m;
+    tally.cache1h += oneHour - applied.cache1h;
+    tally.exactOutput += (exact ?? 0) - applied.exactOutput;
+    tally.streamOutput += streamOutput - applied.streamOutput;
+    tally.estimate += estimate - applied.estimate;
+    tally.estimatedMessages += estimated - applied.estimatedMessages;
+    this.estimatedMessages += estimated - applied.estimatedMessages;
+    applied.input = input;
+    applied.cacheRead = cacheRead;
+    applied.cache5m = created - oneHour;
+    applied.cache1h = oneHour;
+    applied.exactOutput = exact ?? 0;
+    applied.streamOutput = streamOutput;
+    applied.estimate = estimate;
+    applied.estimatedMessages = estimated;
   }
+
 
   private takeResult(value: JsonObject): void {
     const modelUsage = isObject(value.modelUsage) ? value.modelUsage : null;

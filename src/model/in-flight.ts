@@ -139,9 +139,13 @@ export class InFlight {
       case 'system':
         this.observeSystem(line as unknown as JsonObject, channelId, now);
         return;
-      case 'stream_event':
-        this.observeStreamEvent(line.event, channelId, now);
+      case 'stream_event': {
+        // Most stream events are token deltas: only a message's start and stop matter here.
+        const eventType = line.event.type;
+        if (eventType === 'message_start' || eventType === 'message_stop')
+          this.observeStreamEvent(eventType, channelId, now);
         return;
+      }
       case 'assistant':
         this.observeAssistant(value, channelId, now);
         return;
@@ -211,13 +215,17 @@ export class InFlight {
     }
   }
 
-  private observeStreamEvent(event: JsonObject, channelId: string | null, now: number): void {
+  private observeStreamEvent(
+    eventType: 'message_start' | 'message_stop',
+    channelId: string | null,
+    now: number,
+  ): void {
     const state = this.channel(channelId, now);
     if (!state) return;
-    if (event.type === 'message_start') {
+    if (eventType === 'message_start') {
       state.streaming = true;
       state.model = this.modelWait(channelId, MESSAGE_STREAM, this.limits.idleTimeoutMs, now);
-    } else if (event.type === 'message_stop') {
+    } else {
       state.streaming = false;
       state.model = null;
     }
@@ -396,14 +404,17 @@ function maxAllowance(a: number | null, b: number | null): number | null {
 /**
  * The first characters of a text, for naming a wait; cleaned up (one line, bounded) only
  * when a stall is reported. A cut of a long string is copied so that it does not keep the
- * whole string alive while the call is in flight.
+ * whole string alive while the call is in flight (at most MAX_TRACKED_WAITS of them).
  */
 function headText(value: unknown): string | null {
   if (!isText(value)) return null;
   if (value.length <= WHAT_CHARS) return value.toString();
   const head = value.slice(0, WHAT_CHARS + 1).toString();
-  return Buffer.from(head, 'utf16le').toString('utf16le');
+  return value.length <= SLICE_KEEPS_CHARS ? head : Buffer.from(head, 'utf16le').toString('utf16le');
 }
+
+/** Up to this length, a cut that keeps its whole string alive costs less than a copy. */
+const SLICE_KEEPS_CHARS = 1024;
 
 /** A name fit for a message: one line, at most WHAT_CHARS, whole characters. */
 export function cleanName(text: string): string {

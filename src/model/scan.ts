@@ -506,7 +506,7 @@ const INTERPRETED: ReadonlySet<string> = new Set(['assistant', 'user', 'system',
  * The view of the object at tape index `at`, the whole of `buf`:
  * - a line whose top-level `type` is a string other than assistant, user, system or result
  *   (a `stream_event` token delta, a type subtee does not know) holds its top-level scalars
- *   only, and a `stream_event` its `event`'s scalars (and their `usage`'s) too: no built-in
+ *   only, and a `stream_event` its `event`'s `type` and `usage` too: no built-in
  *   stage reads further into such a line, and building its nested objects cost more than the
  *   rest of its routing;
  * - any other line equals what `JSON.parse` returns for the same bytes, except that strings
@@ -547,26 +547,16 @@ export function buildView(buf: Bytes, from: Tape, at: number): Record<string, un
 
 /**
  * The top-level scalars of the object at `at`; nested containers are left out, except a
- * stream event's `event`, whose own scalars (its `type`: `message_start`, `message_stop`…)
- * tell the idle watchdog where a streamed message is, and that event's `usage` scalars (a
- * `message_delta`'s final `output_tokens`, which the cost ledger reads).
+ * stream event's `event`, as `eventHead` reads it.
  */
-function head(
-  buf: Bytes,
-  t: Int32Array,
-  at: number,
-  withEvent = false,
-  withUsage = false,
-): Record<string, unknown> {
+function head(buf: Bytes, t: Int32Array, at: number, withEvent = false): Record<string, unknown> {
   const count = t[at + 3];
   const out: Record<string, unknown> = {};
   for (let m = 0, k = at + 4; m < count; m++) {
     const v = k + 4;
     const tag = t[v] & TAG_MASK;
     if (withEvent && tag === TAG_OBJECT && isKey(buf, t, k, 'event')) {
-      out.event = head(buf, t, v, false, true);
-    } else if (withUsage && tag === TAG_OBJECT && isKey(buf, t, k, 'usage')) {
-      out.usage = head(buf, t, v);
+      out.event = eventHead(buf, t, v);
     } else if (tag !== TAG_OBJECT && tag !== TAG_ARRAY) {
       const name = decodeString(buf, t[k], t[k + 1], t[k + 2]);
       const value = build(buf, t, v, 0, name);
@@ -574,6 +564,25 @@ function head(
         Object.defineProperty(out, name, { value, writable: true, enumerable: true, configurable: true });
       else out[name] = value;
     }
+    k = next(t, v);
+  }
+  return out;
+}
+
+/**
+ * A stream event as the built-in stages read it: its `type` (`message_start`, `message_stop`
+ * tell the idle watchdog where a streamed message is) and its `usage` scalars (a
+ * `message_delta`'s final `output_tokens`, which the cost ledger reads); nothing else is
+ * decoded, as most stream events are token deltas nobody reads in the view.
+ */
+function eventHead(buf: Bytes, t: Int32Array, at: number): Record<string, unknown> {
+  const count = t[at + 3];
+  const out: Record<string, unknown> = {};
+  for (let m = 0, k = at + 4; m < count; m++) {
+    const v = k + 4;
+    const tag = t[v] & TAG_MASK;
+    if (tag === TAG_STRING && isKey(buf, t, k, 'type')) out.type = decodeString(buf, t[v], t[v + 1], t[v + 2]);
+    else if (tag === TAG_OBJECT && isKey(buf, t, k, 'usage')) out.usage = head(buf, t, v);
     k = next(t, v);
   }
   return out;
