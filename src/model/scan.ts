@@ -581,7 +581,8 @@ function eventHead(buf: Bytes, t: Int32Array, at: number): Record<string, unknow
   for (let m = 0, k = at + 4; m < count; m++) {
     const v = k + 4;
     const tag = t[v] & TAG_MASK;
-    if (tag === TAG_STRING && isKey(buf, t, k, 'type')) out.type = decodeString(buf, t[v], t[v + 1], t[v + 2]);
+    if (tag === TAG_STRING && isKey(buf, t, k, 'type'))
+      out.type = decodeString(buf, t[v], t[v + 1], t[v + 2]);
     else if (tag === TAG_OBJECT && isKey(buf, t, k, 'usage')) out.usage = head(buf, t, v);
     k = next(t, v);
   }
