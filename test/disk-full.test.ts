@@ -42,6 +42,10 @@ test('a disk that fills while a spooled line is copied still gets its index.json
     assert.equal(existsSync(join(out, 'index.json.tmp')), false, 'no temporary index left');
     const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
     assert.equal(index.input.lines, lines.length);
+    // index.json says why the run failed, as the exit code and stderr do.
+    const failed = index.warnings.filter((w: { code: string }) => w.code === 'OUTPUT_FAILED');
+    assert.equal(failed.length, 1, JSON.stringify(index.warnings));
+    assert.match(failed[0].message, /cannot write .*main\.jsonl: no space left on device/);
     assert.deepEqual(readdirSync(out).filter((n) => n.startsWith('.subtee-spool-')), []);
   } finally {
     spawnSync('umount', [disk!]);

@@ -179,6 +179,8 @@ export async function main(
     run = new Session();
     const status = !opts.quiet && io.stderr.isTTY === true ? startStatusLine(run, io.stderr) : null;
     run.onWarning((w) => {
+      // The run's error line says the same: index.json keeps it for readers of the folder.
+      if (w.code === 'OUTPUT_FAILED') return;
       status?.clear();
       io.stderr.write(`subtee: warning ${w.code}: ${escapeOneLine(w.message)}\n`);
     });

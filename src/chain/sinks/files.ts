@@ -167,8 +167,8 @@ class FilesSink extends BatchTransform {
   }
 
   /** Interrupted or failed upstream: keep what arrived and say so in the index. */
-  protected override teardown(): void {
-    this.#finish();
+  protected override teardown(error: Error | null): void {
+    this.#finish(error);
   }
 
   #quarantineFile(): AppendFile {
@@ -300,20 +300,31 @@ class FilesSink extends BatchTransform {
     }
   }
 
-  #finish(): void {
+  /**
+   * Ends the files: cost lines, what is buffered, then index.json, which is written even when
+   * an output failed (here or in another sink) and then names it in an OUTPUT_FAILED warning,
+   * so a reader of the folder learns why the run failed.
+   */
+  #finish(error: Error | null = null): void {
     if (this.#finished) return;
     this.#finished = true;
+    let failure: unknown = null;
     try {
       try {
         this.#writeCostLines();
       } finally {
         this.#flushNow();
       }
+    } catch (err) {
+      failure = err;
     } finally {
       // Before the index: under a tight descriptor limit it needs one of them.
       this.#files.closeAll();
     }
+    const output = failure ?? error;
+    if (output instanceof OutputError) this.#run.warn('OUTPUT_FAILED', output.message);
     this.#writeIndex();
+    if (failure !== null) throw failure;
   }
 }
 
