@@ -45,6 +45,7 @@ export {
   buildIndex,
   INDEX_FORMAT,
   type IndexDocument,
+  type IndexHead,
   type IndexChannel,
 } from './views/index-file.js';
 export { renderRecord } from './views/text.js';

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { jsonPieces } from '../src/views/json-pieces.js';
+import { jsonPieces, MadeOnDemand } from '../src/views/json-pieces.js';
+import { buildIndex, type ChannelPaths } from '../src/views/index-file.js';
 import { runToFiles } from './helpers.js';
 
 const joined = (value: unknown, levels?: number) => [...jsonPieces(value, levels)].join('');
@@ -55,5 +56,35 @@ test('index.json written in pieces is JSON.stringify(document, null, 2) on every
     const { files } = await runToFiles(readFileSync(join('test', 'fixtures', fixture)));
     const text = files.get('index.json')!.toString('utf8');
     assert.equal(text, `${JSON.stringify(JSON.parse(text), null, 2)}\n`, fixture);
+  }
+});
+
+test('members made on demand are written as the array they stand for, each made only when its piece is', () => {
+  const member = (i: number) => ({ id: `a${i}`, usage: { n: i }, tags: [i, { deep: [i] }] });
+  const made: number[] = [];
+  const channels = new MadeOnDemand(50, (i) => {
+    made.push(i);
+    return member(i);
+  });
+  const doc = { format: 'f', channels, after: [1] };
+  const expected = JSON.stringify({ ...doc, channels: Array.from({ length: 50 }, (_, i) => member(i)) }, null, 2);
+  for (const levels of [0, 1, 2, 3]) assert.equal(joined(doc, levels), expected, `levels ${levels}`);
+  made.length = 0;
+  const pieces = jsonPieces(doc);
+  for (let taken = 0; taken < 5; taken++) pieces.next();
+  // `{`, `"format"`, `"channels": [`, then one piece per member: two members made so far.
+  assert.deepEqual(made, [0, 1]);
+  assert.equal(joined({ none: new MadeOnDemand(0, member) }), JSON.stringify({ none: [] }, null, 2));
+});
+
+test('index.json as written is JSON.stringify(buildIndex(…), null, 2) on every fixture', async () => {
+  const fixtures = readdirSync(join('test', 'fixtures')).filter((f) => f.endsWith('.jsonl'));
+  for (const fixture of fixtures) {
+    const { run, files, index } = await runToFiles(readFileSync(join('test', 'fixtures', fixture)));
+    const written = index as { quarantine: string | null; channels: Array<ChannelPaths & { id: string | null }> };
+    const paths = new Map(written.channels.map((c) => [c.id, { log: c.log, jsonl: c.jsonl, thinking_log: c.thinking_log }]));
+    const document = buildIndex(run, (ch) => paths.get(ch.id), written.quarantine);
+    assert.ok(document.channels.length > 0, fixture);
+    assert.equal(files.get('index.json')!.toString('utf8'), `${JSON.stringify(document, null, 2)}\n`, fixture);
   }
 });

@@ -76,6 +76,30 @@ test('the pino log: a planted link is refused, a FIFO with no reader fails at on
   assert.equal(r2.stderr.trim().split('\n').length, 1);
 });
 
+test('a file keeps no queue once written: bytes written are no longer held, and later writes queue afresh', () => {
+  const out = tmpDir();
+  const files = new AppendFiles(out, 4);
+  const a = files.file('a.log');
+  const line = Buffer.from('a line of the input\n');
+  files.write(a, line);
+  files.writeCopied(a, Buffer.from('junk'), true);
+  files.write(a, 'text\n');
+  assert.equal(a.pendingBytes, line.length + 5 + 5);
+  files.flush();
+  // Nothing of what was written stays reachable from the file (a kept list would hold the
+  // input chunks its lines are views of).
+  assert.equal(a.pending, null);
+  assert.equal(a.pendingBytes, 0);
+  assert.equal(files.pendingBytes, 0);
+  files.flush(); // nothing queued: nothing written, nothing fails
+  files.writeCopied(a, Buffer.from('more'), true);
+  files.write(a, 'end\n');
+  files.flush();
+  assert.equal(a.pending, null);
+  files.closeAll();
+  assert.equal(readFileSync(join(out, 'a.log'), 'utf8'), 'a line of the input\njunk\ntext\nmore\nend\n');
+});
+
 test('a file replaced by a link during the run is not reopened: the write fails naming it', () => {
   const v = victim();
   const out = tmpDir();

@@ -2,6 +2,7 @@ import type { Stall } from '../model/in-flight.js';
 import type { Producer, Session, Warning } from '../model/session.js';
 import type { Channel, ChannelStatus } from '../model/tree.js';
 import { channelCosts, finalCost, indexCost, type ChannelCostView, type IndexCost } from './cost.js';
+import { MadeOnDemand } from './json-pieces.js';
 
 export const INDEX_FORMAT = 'subtee-index/1';
 
@@ -43,8 +44,8 @@ export interface IndexChannel {
   [field: string]: unknown;
 }
 
-/** The `index.json` document (format documented in the README). */
-export interface IndexDocument {
+/** The index's members before `channels`, in the order they are written. */
+export interface IndexHead {
   format: typeof INDEX_FORMAT;
   session_id: string | null;
   claude_code_version: string | null;
@@ -63,6 +64,10 @@ export interface IndexDocument {
   warnings: Warning[];
   /** What the run cost (see the README's cost section). */
   cost: IndexCost;
+}
+
+/** The `index.json` document (format documented in the README). */
+export interface IndexDocument extends IndexHead {
   channels: IndexChannel[];
   /** Fields a newer writer adds. */
   [field: string]: unknown;
@@ -80,6 +85,28 @@ export function buildIndex(
   paths: (ch: Channel) => ChannelPaths | undefined,
   quarantine: string | null,
 ): IndexDocument {
+  const { head, channels, entry } = indexParts(run, paths, quarantine);
+  return { ...head, channels: channels.map(entry) };
+}
+
+/**
+ * The index as `buildIndex` gives it, except that each channel's entry is made only when
+ * `jsonPieces` writes it: the document written from this is byte for byte the same.
+ */
+export function indexForWriting(
+  run: Session,
+  paths: (ch: Channel) => ChannelPaths | undefined,
+  quarantine: string | null,
+): IndexHead & { channels: MadeOnDemand<IndexChannel> } {
+  const { head, channels, entry } = indexParts(run, paths, quarantine);
+  return { ...head, channels: new MadeOnDemand(channels.length, (i) => entry(channels[i])) };
+}
+
+function indexParts(
+  run: Session,
+  paths: (ch: Channel) => ChannelPaths | undefined,
+  quarantine: string | null,
+): { head: IndexHead; channels: Channel[]; entry: (ch: Channel) => IndexChannel } {
   const tree = run.tree;
   const report = finalCost(run);
   const costs = channelCosts(report, tree);
@@ -87,7 +114,7 @@ export function buildIndex(
     const tokens = costs.get(ch)?.tokens;
     return tokens ? { ...ch.usage, output_tokens: tokens.output_tokens } : ch.usage;
   };
-  return {
+  const head: IndexHead = {
     format: INDEX_FORMAT,
     session_id: tree.sessionId,
     claude_code_version: tree.version,
@@ -108,26 +135,27 @@ export function buildIndex(
     quarantine_lines_omitted: run.quarantineLines.omitted,
     warnings: run.warnings,
     cost: indexCost(report),
-    channels: tree.channels().map((ch): IndexChannel => ({
-      id: ch.id,
-      parent: ch.parent,
-      orphan: ch.orphan,
-      depth: ch.depth,
-      agent: ch.id === null ? null : ch.agent,
-      description: ch.description,
-      status: ch.status,
-      background: ch.background,
-      summary: ch.summary,
-      log: paths(ch)?.log ?? null,
-      jsonl: paths(ch)?.jsonl ?? null,
-      ...(paths(ch)?.thinking_log ? { thinking_log: paths(ch)!.thinking_log } : {}),
-      lines: ch.lines,
-      counts: ch.counts,
-      usage: usageOf(ch),
-      ...costFields(costs.get(ch)),
-      first_seen: ch.firstSeen,
-      last_seen: ch.lastSeen,
-      ...Object.assign({}, ...run.channelFields.map((f) => f(ch))),
-    })),
   };
+  const entry = (ch: Channel): IndexChannel => ({
+    id: ch.id,
+    parent: ch.parent,
+    orphan: ch.orphan,
+    depth: ch.depth,
+    agent: ch.id === null ? null : ch.agent,
+    description: ch.description,
+    status: ch.status,
+    background: ch.background,
+    summary: ch.summary,
+    log: paths(ch)?.log ?? null,
+    jsonl: paths(ch)?.jsonl ?? null,
+    ...(paths(ch)?.thinking_log ? { thinking_log: paths(ch)!.thinking_log } : {}),
+    lines: ch.lines,
+    counts: ch.counts,
+    usage: usageOf(ch),
+    ...costFields(costs.get(ch)),
+    first_seen: ch.firstSeen,
+    last_seen: ch.lastSeen,
+    ...Object.assign({}, ...run.channelFields.map((f) => f(ch))),
+  });
+  return { head, channels: tree.channels(), entry };
 }

@@ -10,9 +10,30 @@
 
 const INDENT = '  ';
 
+/**
+ * An array whose members are made only as they are written: `jsonPieces` walks it as an
+ * array, asking for one member at a time, so a member is garbage as soon as its piece is
+ * written (10,000 channel entries of an index were otherwise all alive at once, at the end
+ * of the run when memory peaks). `JSON.stringify` sees the array itself (`toJSON`).
+ */
+export class MadeOnDemand<T> {
+  constructor(
+    readonly length: number,
+    private readonly make: (index: number) => T,
+  ) {}
+
+  at(index: number): T {
+    return this.make(index);
+  }
+
+  toJSON(): T[] {
+    return Array.from({ length: this.length }, (_, i) => this.make(i));
+  }
+}
+
 interface Frame {
   readonly isArray: boolean;
-  readonly source: Record<string, unknown> | unknown[];
+  readonly source: Record<string, unknown> | unknown[] | MadeOnDemand<unknown>;
   /** The members written, in JSON.stringify's order; omitted ones (undefined…) left out. */
   readonly keys: readonly string[] | null;
   readonly length: number;
@@ -20,10 +41,13 @@ interface Frame {
   next: number;
 }
 
-/** A plain object or array, walked member by member (a `toJSON` or a boxed primitive is not). */
-function walkable(value: unknown): value is Record<string, unknown> | unknown[] {
+/**
+ * A plain object or array, walked member by member (a `toJSON` or a boxed primitive is not),
+ * or members made on demand, walked as the array they stand for.
+ */
+function walkable(value: unknown): value is Record<string, unknown> | unknown[] | MadeOnDemand<unknown> {
   if (value === null || typeof value !== 'object') return false;
-  if (Array.isArray(value)) return true;
+  if (Array.isArray(value) || value instanceof MadeOnDemand) return true;
   if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
   const proto = Object.getPrototypeOf(value);
   return proto === Object.prototype || proto === null;
@@ -32,6 +56,8 @@ function walkable(value: unknown): value is Record<string, unknown> | unknown[] 
 /** A member JSON.stringify leaves out of an object. */
 function omitted(value: unknown): boolean {
   if (value === undefined || typeof value === 'function' || typeof value === 'symbol') return true;
+  // Asking its toJSON would make every member at once.
+  if (value instanceof MadeOnDemand) return false;
   const toJSON = value !== null && typeof value === 'object' && (value as { toJSON?: unknown }).toJSON;
   return typeof toJSON === 'function' && JSON.stringify(value) === undefined;
 }
@@ -49,9 +75,11 @@ export function* jsonPieces(value: unknown, levels = 2): Generator<string, void,
   /** Opens a container as a frame, or hands back its text when it is written whole. */
   const open = (member: unknown, indent: string): string => {
     if (stack.length >= levels || !walkable(member)) return whole(member, indent);
-    const isArray = Array.isArray(member);
-    const keys = isArray ? null : Object.keys(member).filter((k) => !omitted(member[k]));
-    const length = keys ? keys.length : (member as unknown[]).length;
+    const isArray = Array.isArray(member) || member instanceof MadeOnDemand;
+    const keys = isArray
+      ? null
+      : Object.keys(member).filter((k) => !omitted((member as Record<string, unknown>)[k]));
+    const length = keys ? keys.length : (member as unknown[] | MadeOnDemand<unknown>).length;
     if (length === 0) return isArray ? '[]' : '{}';
     stack.push({ isArray, source: member, keys, length, indent, next: 0 });
     return isArray ? '[' : '{';
@@ -71,8 +99,13 @@ export function* jsonPieces(value: unknown, levels = 2): Generator<string, void,
     const at = frame.next++;
     const inner = frame.indent + INDENT;
     const key = frame.keys ? frame.keys[at] : null;
+    const source = frame.source;
     const member =
-      key === null ? (frame.source as unknown[])[at] : (frame.source as Record<string, unknown>)[key];
+      key !== null
+        ? (source as Record<string, unknown>)[key]
+        : source instanceof MadeOnDemand
+          ? source.at(at)
+          : (source as unknown[])[at];
     const lead = `${at === 0 ? '\n' : ',\n'}${inner}${key === null ? '' : `${JSON.stringify(key)}: `}`;
     yield lead + open(member, inner);
   }
