@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { createServer as createTcpServer, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { BasicTracerProvider, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
@@ -36,7 +37,7 @@ function spansNamed(names: string[]): ReadableSpan[] {
  * The SDK's protobuf exporter to the receiver, reporting each answer after SpanDelivery has
  * seen it, so that a test can wait for an answer to have been handled.
  */
-function exporterTo(receiver: OtlpReceiver) {
+function exporterTo(receiver: OtlpReceiver | { url: string }) {
   const real = new OTLPTraceExporter({ url: `${receiver.url}/v1/traces`, timeoutMillis: 60_000 });
   let answers = 0;
   const listeners = new Set<() => void>();
@@ -171,7 +172,7 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
       ['a'],
     );
     assert.deepEqual(counts(delivery), { total: 1, delivered: 1, lost: 0, pending: 0, available: true });
-    assert.match(delivery.lastError ?? '', /^HTTP 500\b/);
+    assert.equal(delivery.lastError, 'HTTP 500 Internal Server Error');
     assert.deepEqual(unavailable, []);
     await shutdown();
   });
@@ -303,6 +304,49 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     assert.deepEqual(counts(delivery), { total: 1, delivered: 0, lost: 1, pending: 0, available: true });
     await shutdown();
   });
+});
+
+test('the reason kept for a refused batch: status and reason phrase, once each, or the client error code', async () => {
+  // A collector answering each connection with the next raw reply: statuses the exporter does
+  // not retry, and one answer that is not HTTP at all.
+  const replies = [
+    'HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+    'HTTP/1.1 413 \r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+    'HTTP/1.1 418 HTTP 418 refused\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+    'HTTP/1.1 400 undefined\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+    'SSH-2.0-OpenSSH_9.6\r\n\r\n',
+  ];
+  let served = 0;
+  const sockets = new Set<Socket>();
+  const collector = createTcpServer((socket) => {
+    sockets.add(socket);
+    const reply = replies[served++];
+    socket.once('data', () => socket.end(reply));
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(collector.address() as { port: number }).port}`;
+  const { exporter, answered, shutdown } = exporterTo({ url });
+  const unavailable: string[] = [];
+  const delivery = new SpanDelivery(exporter, { retryMs: 0, maxQueueSpans: 10, maxBatchSpans: 10 }, (e) =>
+    unavailable.push(e),
+  );
+  const reasons: Array<string | null> = [];
+  try {
+    for (const [i, span] of spansNamed(['a', 'b', 'c', 'd', 'e']).entries()) {
+      delivery.push(span);
+      await answered(i + 1);
+      reasons.push(delivery.lastError);
+    }
+  } finally {
+    await shutdown();
+    for (const socket of sockets) socket.destroy();
+    collector.close();
+  }
+  assert.deepEqual(reasons.slice(0, 4), ['HTTP 400 Bad Request', 'HTTP 413', 'HTTP 418 refused', 'HTTP 400']);
+  assert.match(reasons[4] ?? '', /^HPE_[A-Z_]+ Parse Error: /);
+  assert.deepEqual(unavailable, ['HTTP 400 Bad Request'], 'reported once, with the first reason');
+  assert.deepEqual(counts(delivery), { total: 5, delivered: 0, lost: 5, pending: 0, available: false });
 });
 
 describe('the OTLP sink at the end of a run', () => {
