@@ -1,0 +1,399 @@
+// SpanDelivery and the OTLP sink's end of run against a real loopback OTLP/HTTP receiver, with
+// the SDK's own protobuf exporter: batching, backpressure, retries, giving up, recovering, and
+// what counts as lost. Tests wait on what the receiver got or on the exporter's answers.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createServer as createTcpServer, type Socket } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { BasicTracerProvider, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { RecordBatch } from '../src/model/record.js';
+import { createOtlpSink, SpanDelivery } from '../src/chain/sinks/otlp.js';
+import { fixtureFiles } from './helpers.js';
+import { routeThrough } from './otlp-tree.js';
+import { startOtlpReceiver, type OtlpReceiver } from './servers/otlp-receiver.js';
+
+/** Ended SDK spans with these names, in this order. */
+function spansNamed(names: string[]): ReadableSpan[] {
+  const ended: ReadableSpan[] = [];
+  const provider = new BasicTracerProvider({
+    spanProcessors: [
+      {
+        onStart() {},
+        onEnd: (span) => ended.push(span),
+        forceFlush: () => Promise.resolve(),
+        shutdown: () => Promise.resolve(),
+      },
+    ],
+  });
+  const tracer = provider.getTracer('delivery-test');
+  for (const name of names) tracer.startSpan(name).end();
+  return ended;
+}
+
+/**
+ * The SDK's protobuf exporter to the receiver, reporting each answer after SpanDelivery has
+ * seen it, so that a test can wait for an answer to have been handled.
+ */
+function exporterTo(receiver: OtlpReceiver | { url: string }) {
+  const real = new OTLPTraceExporter({ url: `${receiver.url}/v1/traces`, timeoutMillis: 60_000 });
+  let answers = 0;
+  const listeners = new Set<() => void>();
+  const exporter: SpanExporter = {
+    export(spans, done) {
+      real.export(spans, (result) => {
+        done(result);
+        answers++;
+        for (const l of [...listeners]) l();
+      });
+    },
+    shutdown: () => real.shutdown(),
+  };
+  /** Resolves once the exporter has answered `n` requests in all. */
+  const answered = (n: number) =>
+    new Promise<void>((resolve) => {
+      const check = () => {
+        if (answers < n) return;
+        listeners.delete(check);
+        resolve();
+      };
+      listeners.add(check);
+      check();
+    });
+  return { exporter, answered, shutdown: () => real.shutdown() };
+}
+
+/** Resolves once the receiver has received `n` requests (answered or held). */
+async function requestsReceived(receiver: OtlpReceiver, n: number): Promise<void> {
+  while (receiver.requests.length < n) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+const counts = (d: SpanDelivery) => ({
+  total: d.total,
+  delivered: d.delivered,
+  lost: d.lost,
+  pending: d.pending,
+  available: d.available,
+});
+
+describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
+  let receiver: OtlpReceiver;
+  before(async () => {
+    receiver = await startOtlpReceiver();
+  });
+  after(async () => {
+    await receiver?.close();
+  });
+  const reset = () => {
+    receiver.release();
+    receiver.spans.length = 0;
+    receiver.requests.length = 0;
+    receiver.behave('accept');
+  };
+
+  test('one batch in flight at a time, at most maxBatchSpans per request; drain waits for all of it', async () => {
+    reset();
+    // The receiver's span count when each request arrives gives each request's size.
+    const before: number[] = [];
+    receiver.behave(() => (before.push(receiver.spans.length), 'accept'));
+    const { exporter, shutdown } = exporterTo(receiver);
+    const unavailable: string[] = [];
+    const delivery = new SpanDelivery(exporter, { retryMs: 60_000, maxQueueSpans: 100, maxBatchSpans: 2 }, (e) =>
+      unavailable.push(e),
+    );
+    for (const span of spansNamed(['a', 'b', 'c', 'd', 'e', 'f'])) delivery.push(span);
+    // The first span left at once; the others wait for it.
+    assert.equal(delivery.pending, 6);
+    await delivery.drain(600_000);
+    const sizes = [...before.slice(1), receiver.spans.length].map((n, i) => n - (i === 0 ? 0 : before[i]));
+    assert.deepEqual(sizes, [1, 2, 2, 1]);
+    assert.deepEqual(
+      receiver.spans.map((s) => s.name),
+      ['a', 'b', 'c', 'd', 'e', 'f'],
+    );
+    assert.deepEqual(counts(delivery), { total: 6, delivered: 6, lost: 0, pending: 0, available: true });
+    assert.equal(delivery.lastError, null);
+    assert.deepEqual(unavailable, []);
+    // Once drained, the delivery is over: a late span counts as lost and is not sent.
+    delivery.push(spansNamed(['late'])[0]);
+    assert.deepEqual(counts(delivery), { total: 7, delivered: 6, lost: 1, pending: 0, available: true });
+    assert.equal(receiver.requests.length, 4);
+    await shutdown();
+  });
+
+  test('while a request is held and the queue is full there is no room; room comes back when it is answered', async () => {
+    reset();
+    receiver.behave('hang');
+    const { exporter, answered, shutdown } = exporterTo(receiver);
+    const delivery = new SpanDelivery(exporter, { retryMs: 60_000, maxQueueSpans: 2, maxBatchSpans: 5 }, () => {});
+    const [a, b, c] = spansNamed(['a', 'b', 'c']);
+    delivery.push(a);
+    await requestsReceived(receiver, 1);
+    delivery.push(b);
+    assert.equal(delivery.hasRoom(), true, 'one queued of two');
+    delivery.push(c);
+    assert.equal(delivery.hasRoom(), false, 'two queued of two');
+    assert.equal(delivery.pending, 3);
+    let roomed = false;
+    const room = delivery.whenRoom().then(() => (roomed = true));
+    // Let everything else run: the held request keeps the queue full.
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(roomed, false);
+    receiver.behave('accept');
+    receiver.release();
+    await answered(1);
+    await room;
+    assert.equal(delivery.hasRoom(), true);
+    await delivery.drain(600_000);
+    assert.deepEqual(
+      receiver.spans.map((s) => s.name),
+      ['a', 'b', 'c'],
+    );
+    assert.deepEqual(counts(delivery), { total: 3, delivered: 3, lost: 0, pending: 0, available: true });
+    await shutdown();
+  });
+
+  test('a refused batch is retried within retryMs and then delivered; the collector never counts as unavailable', async () => {
+    reset();
+    receiver.behave((n) => (n === 1 ? 500 : 'accept'));
+    const { exporter, shutdown } = exporterTo(receiver);
+    const unavailable: string[] = [];
+    const delivery = new SpanDelivery(exporter, { retryMs: 60_000, maxQueueSpans: 10, maxBatchSpans: 10 }, (e) =>
+      unavailable.push(e),
+    );
+    for (const span of spansNamed(['a'])) delivery.push(span);
+    await delivery.drain(600_000);
+    assert.equal(receiver.requests.length, 2);
+    assert.equal(receiver.requests[0].sha1, receiver.requests[1].sha1, 'the same batch again');
+    assert.deepEqual(
+      receiver.spans.map((s) => s.name),
+      ['a'],
+    );
+    assert.deepEqual(counts(delivery), { total: 1, delivered: 1, lost: 0, pending: 0, available: true });
+    assert.equal(delivery.lastError, 'HTTP 500 Internal Server Error');
+    assert.deepEqual(unavailable, []);
+    await shutdown();
+  });
+
+  test('the first retry comes after a short backoff, well inside a retryMs of two seconds', async () => {
+    reset();
+    receiver.behave((n) => (n === 1 ? 500 : 'accept'));
+    const { exporter, shutdown } = exporterTo(receiver);
+    const delivery = new SpanDelivery(exporter, { retryMs: 1900, maxQueueSpans: 10, maxBatchSpans: 10 }, () => {});
+    delivery.push(spansNamed(['a'])[0]);
+    await delivery.drain(600_000);
+    assert.equal(delivery.delivered, 1, `retried once (${delivery.lastError})`);
+    await shutdown();
+  });
+
+  test('retryMs 0: a refused batch is given up at once, counted lost, and the collector reported unavailable once', async () => {
+    reset();
+    receiver.behave(500);
+    const { exporter, answered, shutdown } = exporterTo(receiver);
+    const unavailable: string[] = [];
+    const delivery = new SpanDelivery(exporter, { retryMs: 0, maxQueueSpans: 10, maxBatchSpans: 2 }, (e) =>
+      unavailable.push(e),
+    );
+    for (const span of spansNamed(['a', 'b', 'c'])) delivery.push(span);
+    await answered(2);
+    assert.deepEqual(counts(delivery), { total: 3, delivered: 0, lost: 3, pending: 0, available: false });
+    assert.equal(receiver.requests.length, 2, 'no request sent twice');
+    assert.equal(unavailable.length, 1);
+    assert.match(unavailable[0], /^HTTP 500\b/);
+    assert.equal(delivery.lastError, unavailable[0]);
+    await shutdown();
+  });
+
+  test('collector unavailable: the queue never holds the run back, keeps the newest, and a collector back gets them', async () => {
+    reset();
+    receiver.behave((n) => (n === 1 ? 500 : 'hang'));
+    const { exporter, answered, shutdown } = exporterTo(receiver);
+    const unavailable: string[] = [];
+    const delivery = new SpanDelivery(exporter, { retryMs: 0, maxQueueSpans: 2, maxBatchSpans: 10 }, (e) =>
+      unavailable.push(e),
+    );
+    const [a, b, c, d, e, f] = spansNamed(['a', 'b', 'c', 'd', 'e', 'f']);
+    delivery.push(a);
+    await answered(1);
+    assert.equal(delivery.available, false);
+    delivery.push(b); // sent, and held by the receiver
+    await requestsReceived(receiver, 2);
+    for (const span of [c, d, e]) {
+      delivery.push(span);
+      assert.equal(delivery.hasRoom(), true, 'an unavailable collector never holds the input');
+    }
+    delivery.push(f);
+    assert.deepEqual(counts(delivery), { total: 6, delivered: 0, lost: 3, pending: 3, available: false });
+    await delivery.whenRoom();
+    receiver.behave('accept');
+    receiver.release();
+    await delivery.drain(600_000);
+    assert.deepEqual(
+      receiver.spans.map((s) => s.name),
+      ['b', 'e', 'f'],
+      'c and d, the oldest, were given up',
+    );
+    assert.deepEqual(counts(delivery), { total: 6, delivered: 3, lost: 3, pending: 0, available: true });
+    assert.equal(unavailable.length, 1);
+    await shutdown();
+  });
+
+  test('once back, the collector is bounded again, and a new failure is reported again', async () => {
+    reset();
+    receiver.behave((n) => (n === 1 ? 500 : n === 2 ? 'accept' : n === 3 ? 'hang' : 500));
+    const { exporter, answered, shutdown } = exporterTo(receiver);
+    const unavailable: string[] = [];
+    const delivery = new SpanDelivery(exporter, { retryMs: 0, maxQueueSpans: 1, maxBatchSpans: 10 }, (e) =>
+      unavailable.push(e),
+    );
+    const [a, b, c, d] = spansNamed(['a', 'b', 'c', 'd']);
+    delivery.push(a);
+    await answered(1);
+    delivery.push(b);
+    await answered(2);
+    assert.equal(delivery.available, true);
+    delivery.push(c); // held
+    await requestsReceived(receiver, 3);
+    delivery.push(d);
+    assert.equal(delivery.hasRoom(), false, 'bounded again');
+    receiver.behave(500);
+    receiver.release(); // c accepted; d is refused
+    await answered(4);
+    assert.deepEqual(counts(delivery), { total: 4, delivered: 2, lost: 2, pending: 0, available: false });
+    assert.equal(unavailable.length, 2);
+    await shutdown();
+  });
+
+  test('drain gives up at its deadline: what is pending is lost, waiters are released, a late answer changes nothing', async () => {
+    reset();
+    receiver.behave('hang');
+    const { exporter, answered, shutdown } = exporterTo(receiver);
+    const delivery = new SpanDelivery(exporter, { retryMs: 60_000, maxQueueSpans: 1, maxBatchSpans: 1 }, () => {});
+    const [a, b, c] = spansNamed(['a', 'b', 'c']);
+    delivery.push(a);
+    await requestsReceived(receiver, 1);
+    delivery.push(b);
+    delivery.push(c);
+    assert.equal(delivery.hasRoom(), false);
+    const room = delivery.whenRoom();
+    await delivery.drain(30);
+    await room;
+    assert.deepEqual(counts(delivery), { total: 3, delivered: 0, lost: 3, pending: 0, available: true });
+    receiver.behave('accept');
+    receiver.release();
+    await answered(1);
+    assert.equal(receiver.spans.length, 1, 'the receiver took it');
+    assert.deepEqual(counts(delivery), { total: 3, delivered: 0, lost: 3, pending: 0, available: true });
+    assert.equal(receiver.requests.length, 1, 'nothing more was sent');
+    // A second drain adds nothing.
+    await delivery.drain(30);
+    assert.equal(delivery.lost, 3);
+    await shutdown();
+  });
+
+  test('drain during a retry backoff stops the retries', async () => {
+    reset();
+    receiver.behave(500);
+    const { exporter, answered, shutdown } = exporterTo(receiver);
+    const delivery = new SpanDelivery(exporter, { retryMs: 600_000, maxQueueSpans: 10, maxBatchSpans: 10 }, () => {});
+    delivery.push(spansNamed(['a'])[0]);
+    await answered(1);
+    await delivery.drain(0);
+    assert.deepEqual(counts(delivery), { total: 1, delivered: 0, lost: 1, pending: 0, available: true });
+    await shutdown();
+  });
+});
+
+test('the reason kept for a refused batch: status and reason phrase, once each, or the client error code', async () => {
+  // A collector answering each connection with the next raw reply: statuses the exporter does
+  // not retry, and one answer that is not HTTP at all.
+  const replies = [
+    'HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+    'HTTP/1.1 413 \r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+    'HTTP/1.1 418 HTTP 418 refused\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+    'HTTP/1.1 400 undefined\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+    'SSH-2.0-OpenSSH_9.6\r\n\r\n',
+  ];
+  let served = 0;
+  const sockets = new Set<Socket>();
+  const collector = createTcpServer((socket) => {
+    sockets.add(socket);
+    const reply = replies[served++];
+    socket.once('data', () => socket.end(reply));
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(collector.address() as { port: number }).port}`;
+  const { exporter, answered, shutdown } = exporterTo({ url });
+  const unavailable: string[] = [];
+  const delivery = new SpanDelivery(exporter, { retryMs: 0, maxQueueSpans: 10, maxBatchSpans: 10 }, (e) =>
+    unavailable.push(e),
+  );
+  const reasons: Array<string | null> = [];
+  try {
+    for (const [i, span] of spansNamed(['a', 'b', 'c', 'd', 'e']).entries()) {
+      delivery.push(span);
+      await answered(i + 1);
+      reasons.push(delivery.lastError);
+    }
+  } finally {
+    await shutdown();
+    for (const socket of sockets) socket.destroy();
+    collector.close();
+  }
+  assert.deepEqual(reasons.slice(0, 4), ['HTTP 400 Bad Request', 'HTTP 413', 'HTTP 418 refused', 'HTTP 400']);
+  assert.match(reasons[4] ?? '', /^HPE_[A-Z_]+ Parse Error: /);
+  assert.deepEqual(unavailable, ['HTTP 400 Bad Request'], 'reported once, with the first reason');
+  assert.deepEqual(counts(delivery), { total: 5, delivered: 0, lost: 5, pending: 0, available: false });
+});
+
+describe('the OTLP sink at the end of a run', () => {
+  let receiver: OtlpReceiver;
+  before(async () => {
+    receiver = await startOtlpReceiver();
+  });
+  after(async () => {
+    await receiver?.close();
+  });
+
+  async function runSink(options: Record<string, unknown>) {
+    const batches: RecordBatch[] = [];
+    const { run } = await routeThrough(readFileSync(fixtureFiles().find((f) => f.endsWith('nested-depth-3.jsonl'))!), (b) => {
+      batches.push(b);
+    });
+    const spanCount = run.tree.channels().reduce((n, c) => n + 1 + c.counts.tool_use, 0);
+    const before = run.warnings.length;
+    const sink = createOtlpSink({ url: receiver.url, session: run, ...options });
+    let passed = 0;
+    await pipeline(
+      Readable.from(batches, { objectMode: true }),
+      sink,
+      new Writable({ objectMode: true, write: (_b, _e, cb) => (passed++, cb()) }),
+    );
+    assert.equal(passed, batches.length, 'every batch passes through');
+    return { warnings: run.warnings.slice(before), spanCount };
+  }
+
+  test('every span delivered: no warning', async () => {
+    receiver.spans.length = 0;
+    receiver.behave('accept');
+    const { warnings, spanCount } = await runSink({ maxBatchSpans: 3 });
+    assert.deepEqual(warnings, []);
+    assert.equal(receiver.spans.length, spanCount);
+  });
+
+  test('a refusing collector: one OTLP_UNAVAILABLE, then OTLP_UNDELIVERED counting every span and why', async () => {
+    receiver.spans.length = 0;
+    receiver.behave(500);
+    const { warnings, spanCount } = await runSink({ retryMs: 0, flushTimeoutMs: 60_000 });
+    assert.deepEqual(
+      warnings.map((w) => w.code),
+      ['OTLP_UNAVAILABLE', 'OTLP_UNDELIVERED'],
+    );
+    assert.match(warnings[0].message, /^collector http:\/\/127\.0\.0\.1:\d+\/v1\/traces is not accepting spans \(HTTP 500\b/);
+    assert.ok(warnings[1].message.startsWith(`${spanCount} of ${spanCount} spans not delivered to http://127.0.0.1:`));
+    assert.match(warnings[1].message, /\(HTTP 500\b.*\)$/);
+  });
+});
