@@ -325,3 +325,223 @@ test('priceTokens and roundUsd: each kind at its own rate per million; float dus
   assert.equal(roundUsd(1.23456789012345), 1.234567890123);
   assert.equal(roundUsd(null), null);
 });
+
+/** The output the ledger gives channel `main` when `otherChars` of text are the other channel's. */
+function mainShare(mainContent: unknown[], otherChars: number, total: number, mainOutput = 0): number {
+  const ledger = new CostLedger(TABLE);
+  ledger.observe(line('a1', 'm-b', { input_tokens: 1, output_tokens: mainOutput }, mainContent), null);
+  const other = [{ type: 'text', text: 'o'.repeat(otherChars) }];
+  ledger.observe(line('b1', 'm-b', { input_tokens: 1 }, other), 'c');
+  const modelUsage = { 'm-b': { inputTokens: 2, outputTokens: total, costUSD: 1 } };
+  ledger.observe({ type: 'result', modelUsage }, null);
+  const report = ledger.report();
+  const main = report.channels.get(null)!.tokens.output_tokens;
+  assert.equal(main + report.channels.get('c')!.tokens.output_tokens, total);
+  return main;
+}
+
+test('the estimate measures a tool input as its JSON without separators, whatever its values', () => {
+  const input = {
+    command: 'ls',
+    n: 12.5,
+    ok: true,
+    no: false,
+    none: null,
+    list: [1, 'ab', [true]],
+    deep: { k: 'v' },
+  };
+  const json = JSON.stringify(input);
+  const separators = json.split(',').length - 1; // no string in `input` holds a comma
+  // Padding text moves the count over each remainder of 4, so a miscount by any amount shows.
+  for (let pad = 0; pad < 4; pad++) {
+    const chars = 'Bash'.length + json.length - separators + pad;
+    const estimate = Math.ceil(chars / 4);
+    const content = [
+      { type: 'tool_use', id: 'u', name: 'Bash', input },
+      { type: 'text', text: 'p'.repeat(pad) },
+    ];
+    // 400 characters are 100 tokens; a total of 10 per estimated token shares without remainder.
+    assert.equal(mainShare(content, 400, 10 * (estimate + 100)), 10 * estimate, `pad ${pad}`);
+  }
+});
+
+test('the estimate: blocks that produce nothing count nothing; the lines\' own output when larger', () => {
+  const odd = [
+    null,
+    'loose',
+    { type: 'text', text: null },
+    { type: 'text', text: 5 },
+    { type: 'text', text: ['a', 'b', 'c'] },
+    { type: 'text', text: { length: '9' } },
+    { type: 'image', name: 'picture', input: { source: 'xxxxxxxx' } },
+    { type: 'text', text: 'm'.repeat(400) },
+  ];
+  assert.equal(mainShare(odd, 400, 2000), 1000);
+  // 40 characters are 10 tokens, fewer than the line's 30; the other channel's 400 are 100.
+  assert.equal(mainShare([{ type: 'text', text: 'm'.repeat(40) }], 400, 1300, 30), 300);
+  // A content that is no list is no text at all.
+  const ledger = new CostLedger(TABLE);
+  const message = { id: 'x', model: 'm-a', usage: { input_tokens: 1 }, content: {} };
+  ledger.observe({ type: 'assistant', message }, null);
+  ledger.observe({ type: 'assistant', message: null }, null);
+  assert.equal(ledger.channelCost(null)!.tokens.input_tokens, 1);
+});
+
+test('the estimate of a huge tool input stops at a bounded walk', () => {
+  const items = (n: number) => Array.from({ length: n }, () => 'x');
+  const huge = (n: number) => [{ type: 'tool_use', id: 'u', name: 'Bash', input: items(n) }];
+  // Unbounded, 40,000 items would count twice what 20,000 do; bounded, both stop at the same node.
+  assert.equal(mainShare(huge(40_000), 400, 1_000_000), mainShare(huge(20_000), 400, 1_000_000));
+  assert.notEqual(mainShare(huge(20_000), 400, 1_000_000), mainShare(huge(2_000), 400, 1_000_000));
+});
+
+test('odd usage figures: a numeric string and an infinite count are no tokens', () => {
+  const ledger = new CostLedger(TABLE);
+  const usage = { input_tokens: '7', output_tokens: Number.POSITIVE_INFINITY, cache_read_input_tokens: 2 };
+  ledger.observe(line('m1', 'm-a', usage), null);
+  assert.deepEqual(ledger.channelCost(null)!.tokens, tokens(0, 0, 2));
+});
+
+test('one message id under two models is two messages', () => {
+  const ledger = new CostLedger(TABLE);
+  ledger.observe(line('m1', 'm-a', { input_tokens: 10 }), null);
+  ledger.observe(line('m1', 'no-price', { input_tokens: 20 }), null);
+  const report = ledger.report();
+  assert.deepEqual(report.channels.get(null)!.models, ['m-a', 'no-price']);
+  assert.deepEqual([report.models['m-a'].input_tokens, report.models['no-price'].input_tokens], [10, 20]);
+  assert.deepEqual(Object.keys(report.models), ['m-a', 'no-price']);
+});
+
+test('a delta without an id, with no message open, does not replace one waiting for its message', () => {
+  const ledger = new CostLedger(TABLE);
+  ledger.observe(delta(5, 'x9'), 'c');
+  ledger.observe(delta(8), 'c');
+  ledger.observe(line('x9', 'm-a', { input_tokens: 1, output_tokens: 1 }), 'c');
+  assert.equal(ledger.channelCost('c')!.tokens.output_tokens, 5);
+});
+
+test('an exact message takes no share of the result\'s output; the estimated ones share the rest', () => {
+  const ledger = new CostLedger(TABLE);
+  const text = [{ type: 'text', text: 'x'.repeat(400) }];
+  ledger.observe(line('a1', 'm-b', { input_tokens: 1 }, text), null);
+  ledger.observe(delta(50, 'a1'), null);
+  ledger.observe(line('b1', 'm-b', { input_tokens: 1 }, text), 'c');
+  const modelUsage = { 'm-b': { inputTokens: 2, outputTokens: 250, costUSD: 1 } };
+  ledger.observe({ type: 'result', modelUsage }, null);
+  const report = ledger.report();
+  assert.equal(report.channels.get(null)!.tokens.output_tokens, 50);
+  assert.equal(report.channels.get('c')!.tokens.output_tokens, 200);
+});
+
+test('equal shares left over go by channel id, main first, not by which channel spoke first', () => {
+  const ledger = new CostLedger(TABLE);
+  const text = [{ type: 'text', text: 'x'.repeat(400) }];
+  ledger.observe(line('b1', 'm-b', { input_tokens: 1 }, text), 'A');
+  ledger.observe(line('a1', 'm-b', { input_tokens: 1 }, text), null);
+  const modelUsage = { 'm-b': { inputTokens: 2, outputTokens: 101, costUSD: 1 } };
+  ledger.observe({ type: 'result', modelUsage }, null);
+  const report = ledger.report();
+  const outputs = [null, 'A'].map((key) => report.channels.get(key)!.tokens.output_tokens);
+  assert.deepEqual(outputs, [51, 50]);
+});
+
+test('a result with dollars but no tokens: the table rate, or nothing to spread without one', () => {
+  const ledger = new CostLedger(TABLE);
+  ledger.observe(line('a1', 'm-a', { input_tokens: 100 }), null);
+  ledger.observe(line('b1', 'm-b', { input_tokens: 100 }), 'c');
+  ledger.observe({ type: 'result', modelUsage: { 'm-a': { costUSD: 0.3 }, 'm-b': { costUSD: 0.3 } } }, null);
+  const report = ledger.report();
+  assert.equal(report.channels.get(null)!.usd, 100 / M);
+  assert.equal(report.channels.get('c')!.usd, 0);
+  assert.deepEqual(report.unpriced, []);
+});
+
+test('a result with output but no input: every channel\'s output is the result\'s', () => {
+  const ledger = new CostLedger(TABLE);
+  ledger.observe(line('a1', 'm-b', { output_tokens: 1 }, [{ type: 'text', text: 'x'.repeat(40) }]), null);
+  ledger.observe({ type: 'result', modelUsage: { 'm-b': { outputTokens: 90, costUSD: 0.9 } } }, null);
+  const report = ledger.report();
+  assert.equal(report.channels.get(null)!.tokens.output_tokens, 90);
+  close(report.channels.get(null)!.usd, 0.9);
+});
+
+test('a result dollar figure that is not finite is no dollars: the table prices the model', () => {
+  const ledger = new CostLedger(TABLE);
+  ledger.observe(line('a1', 'm-a', { input_tokens: 100 }), null);
+  const modelUsage = { 'm-a': { inputTokens: 100, costUSD: Number.POSITIVE_INFINITY } };
+  ledger.observe({ type: 'result', modelUsage }, null);
+  const report = ledger.report();
+  assert.deepEqual([report.channels.get(null)!.usd, report.models['m-a'].result_usd], [100 / M, null]);
+});
+
+test('without a result, a channel\'s cost prices its own tokens: a model it used none of is free', () => {
+  const ledger = new CostLedger(TABLE);
+  ledger.observe(line('a1', 'no-price', { input_tokens: 0 }), 'idle');
+  ledger.observe(line('b1', 'no-price', { input_tokens: 5 }), 'busy');
+  assert.equal(ledger.channelCost('idle')!.usd, 0);
+  assert.equal(ledger.channelCost('busy')!.usd, null);
+  assert.deepEqual(ledger.report().unpriced, ['no-price']);
+});
+
+test('a model with no price is unpriced as soon as any channel used any kind of its tokens', () => {
+  const cases: Array<Array<[string, unknown]>> = [
+    [['m1', { input_tokens: 5, cache_read_input_tokens: 5 }]],
+    [['m1', { cache_read_input_tokens: 5, cache_creation_input_tokens: 5 }]],
+    [['m1', { cache_creation_input_tokens: 10, cache_creation: { ephemeral_1h_input_tokens: 5 } }]],
+    [
+      ['m1', { cache_creation_input_tokens: 5, cache_creation: { ephemeral_1h_input_tokens: 5 } }],
+      ['delta', 5],
+    ],
+    [['m1', { output_tokens: 1 }], ['delta', 5], ['m2', { output_tokens: 5 }]],
+  ];
+  for (const steps of cases) {
+    const ledger = new CostLedger(TABLE);
+    // Another channel used the model too, without a token.
+    ledger.observe(line('z', 'no-price', {}), 'other');
+    for (const [id, data] of steps)
+      ledger.observe(id === 'delta' ? delta(data, 'm1') : line(id, 'no-price', data), null);
+    const report = ledger.report();
+    assert.deepEqual(report.unpriced, ['no-price'], JSON.stringify(steps));
+    assert.equal(report.usd, null);
+  }
+  // And free while none did, on any channel.
+  const ledger = new CostLedger(TABLE);
+  ledger.observe(line('a1', 'm-a', { input_tokens: 100 }), null);
+  ledger.observe(line('z', 'no-price', {}), 'other');
+  assert.deepEqual([ledger.report().unpriced, ledger.report().usd], [[], 100 / M]);
+});
+
+test('with a result, a model it does not name: table-priced, listed without result dollars', () => {
+  const ledger = new CostLedger(TABLE);
+  ledger.observe(line('a1', 'm-b', { input_tokens: 100 }), null);
+  ledger.observe(line('b1', 'm-z', { input_tokens: 0 }), 'c');
+  ledger.observe({ type: 'result', modelUsage: { 'm-b': { inputTokens: 100, costUSD: 0.1 } } }, null);
+  const report = ledger.report();
+  assert.equal(report.prices_date, null, 'no table rate was used');
+  assert.equal(report.models['m-z'].result_usd, null);
+  assert.equal(report.channels.get('c')!.usd, 0);
+});
+
+test('dollars: an unpriced channel makes the channels\' sum unknown; sums are free of float dust', () => {
+  const ledger = new CostLedger(TABLE);
+  ledger.observe(line('a1', 'm-z', { input_tokens: 5 }), null);
+  ledger.observe(line('b1', 'm-a', { input_tokens: 5 }), 'c');
+  assert.equal(ledger.report().channels_usd, null);
+  // 0.1 + 0.2 is 0.30000000000000004 in floating point.
+  const sums = new CostLedger(TABLE);
+  sums.observe(line('a1', 'm-a', { input_tokens: 100_000 }), 'a');
+  sums.observe(line('b1', 'm-a', { input_tokens: 200_000 }), 'b');
+  assert.deepEqual([sums.report().models['m-a'].usd, sums.report().channels_usd], [0.3, 0.3]);
+  // A difference below a billionth of a dollar is dust, not unattributed dollars.
+  sums.observe({ type: 'result', total_cost_usd: 0.3000000001 }, null);
+  assert.equal(sums.report().unattributed_usd, 0);
+});
+
+test('apportion: remainders ranked by their fraction; default ties go by position past ten', () => {
+  assert.deepEqual(apportion(10, [62, 38], 100), [6, 4]);
+  const twelve = apportion(3, Array(12).fill(1), 12);
+  assert.deepEqual(twelve, [1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+  assert.deepEqual(apportion(2, [1, 1, 1, 1], 4, ['d', 'c', 'b', 'a']), [0, 0, 1, 1]);
+  assert.deepEqual(apportion(3, [1, 1, 1, 1, 1, 1], 6, ['k', 'k', 'k', 'k', 'k', 'k']), [1, 1, 1, 0, 0, 0]);
+  assert.deepEqual(apportion(2, [1, 1, 1, 1, 1], 5, ['e', 'a', 'd', 'b', 'c']), [0, 1, 0, 1, 0]);
+});
