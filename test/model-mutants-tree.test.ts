@@ -46,6 +46,16 @@ test('tags: the id after toolu_ (and 01), longer while taken, then numbered', ()
   for (const id of shared) tree.route(say(id, {}));
   assert.equal(tree.get('toolu_abcdefghij')!.tag, 'abcdef');
   assert.equal(tree.get('xtoolu_01zzzzzz')!.tag, 'xtoolu');
+  // An id whose own tag looks numbered pushes the numbering past it.
+  tree.route(say('toolu_01aaaaaa~', {}));
+  tree.route(say('toolu_01aaaaaa~5', {}));
+  assert.equal(tree.get('toolu_01aaaaaa~5')!.tag, 'aaaaaa~5');
+  tree.route(say(`toolu_01${'a'.repeat(12)}x`, {}));
+  tree.route(say(`toolu_01${'a'.repeat(12)}y`, {}));
+  assert.deepEqual(
+    [`toolu_01${'a'.repeat(12)}x`, `toolu_01${'a'.repeat(12)}y`].map((id) => tree.get(id)!.tag),
+    ['aaaaaa~6', 'aaaaaa~7'],
+  );
   assert.deepEqual(
     shared.map((id) => tree.get(id)!.tag),
     [6, 7, 8, 9, 10, 11, 12].map((n) => 'a'.repeat(n)).concat(['aaaaaa~2', 'aaaaaa~3', 'aaaaaa~4']),
@@ -60,7 +70,11 @@ test('spawns: a new one opens its channel with description and background; an em
   tree.route(spawn('b', null, { run_in_background: 'yes' }));
   assert.deepEqual([tree.get('b')!.description, tree.get('b')!.background], [null, null]);
   tree.route(spawn('', null));
-  assert.equal(tree.size, 3);
+  assert.deepEqual([tree.size, tree.spawnCycles], [3, 0]);
+  // Only a tool_use block spawns, whatever another block's name.
+  const named = { type: 'text', text: 'x', id: 'zz', name: 'Agent', input: {} };
+  tree.route({ type: 'assistant', message: { content: [named] } });
+  assert.equal(tree.get('zz'), undefined);
   // An orphan told by task_started keeps what it said unless the spawn says otherwise.
   tree.route(say('c', {}));
   tree.route(system('task_started', { tool_use_id: 'c', is_backgrounded: true, description: 'early' }));
