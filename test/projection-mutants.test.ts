@@ -1,11 +1,12 @@
 // The projection's edges that a plain reading of the fixtures does not reach: readers that start
 // late and replay a channel's `.jsonl`, readers that stop early, and what the handles report.
 import assert from 'node:assert/strict';
-import fs, { readFileSync, statSync, type ReadStream } from 'node:fs';
+import fs, { readFileSync, rmSync, statSync, type ReadStream } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
-import { open, type Message, type RunEvent } from '../src/index.js';
+import { open, type Message, type RunEvent, type SubagentHandle } from '../src/index.js';
 import { chunked, FIXTURES, tmpDir } from './helpers.js';
 
 /** Lines of a recorded fixture. */
@@ -145,5 +146,104 @@ test('a late events loop replaying the channel files reads them only as fast as 
     await events.return!();
   } finally {
     watch.restore();
+  }
+});
+
+test('a late reader whose channel file is gone fails with ERR_PROJECTION_REPLAY; the others read on', async () => {
+  const out = join(tmpDir(), 'out');
+  const run = open(join(FIXTURES, 'nested-depth-3.jsonl'), { out });
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
+  const index = await run.done;
+  const [gone, kept] = handles;
+  const file = index.channels.find((channel) => channel.id === gone.id)!.jsonl;
+  rmSync(join(out, file!));
+  for (const what of ['messages', 'toolCalls'] as const) {
+    await assert.rejects(async () => {
+      for await (const _value of gone[what]);
+    }, { code: 'ERR_PROJECTION_REPLAY' });
+  }
+  let count = 0;
+  for await (const _message of kept.messages) count++;
+  assert.equal(count, expectedMessages(join(FIXTURES, 'nested-depth-3.jsonl'), kept.id!));
+});
+
+/** Model calls of one channel, counted from the raw lines: assistant lines, one per message id. */
+function expectedMessages(file: string, channel: string): number {
+  const ids = new Set<string>();
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (line.trim() === '') continue;
+    const value = JSON.parse(line);
+    if (value.type === 'assistant' && value.parent_tool_use_id === channel) ids.add(value.message.id);
+  }
+  return ids.size;
+}
+
+for (const mode of ['files', 'memory given up'] as const) {
+  test(`a subagent reader opened at its spawn reads live (${mode}), as a late reader would`, async () => {
+    const lines = fixtureLines('nested-depth-3');
+    const input = new PassThrough();
+    // Given up: the lines before the spawn are more than the memory buffer may hold.
+    const options = mode === 'files' ? { out: join(tmpDir(), 'out') } : { maxBufferedBytes: 1024 };
+    const run = open(input, options);
+    const subagents = run.subagents[Symbol.asyncIterator]();
+    const spawnAt = lines.findIndex((line) => line.includes('"name":"Agent"'));
+    input.write(lines.slice(0, spawnAt + 1).join('\n') + '\n');
+    const handle = (await subagents.next()).value as SubagentHandle;
+    // Its channel has no line yet: nothing to replay, the reader waits for its lines.
+    const early: string[] = [];
+    const reading = (async () => {
+      for await (const message of handle.messages) early.push(idOfMessage(message));
+    })();
+    input.end(lines.slice(spawnAt + 1).join('\n') + '\n');
+    await run.done;
+    await reading;
+    assert.equal(early.length, expectedMessages(join(FIXTURES, 'nested-depth-3.jsonl'), handle.id));
+    if (mode === 'files') {
+      const late: string[] = [];
+      for await (const message of handle.messages) late.push(idOfMessage(message));
+      assert.deepEqual(late, early);
+    } else {
+      await assert.rejects(async () => {
+        for await (const _message of handle.messages);
+      }, { code: 'ERR_PROJECTION_BUFFER' });
+    }
+  });
+}
+
+const idOfMessage = (message: Message) => `${message.index}:${message.id}`;
+
+test('a stalled reader is named in the warning: what it reads, of which channel', { timeout: 20_000 }, async () => {
+  const input = longMainRun(3000);
+  const run = open(chunked([input]), { readerHighWaterLines: 20, readerStallMs: 50 });
+  const warned = new Promise<{ code: string; message: string }>((resolve) => run.session.onWarning(resolve));
+  const calls = run.toolCalls[Symbol.asyncIterator]();
+  const messages = run.messages[Symbol.asyncIterator]();
+  await messages.next();
+  const warning = await warned;
+  assert.equal(warning.code, 'READER_STALLED');
+  assert.match(warning.message, /for messages of main[,:]/);
+  assert.doesNotMatch(warning.message, /toolCalls/);
+  await messages.return!();
+  await calls.return!();
+  await run.done;
+});
+
+test('readers of a subagent with no line of its own, opened after the run, end at once', async () => {
+  // The run stops right after the spawn: the subagent never wrote a line.
+  const lines = fixtureLines('nested-depth-3');
+  const spawnAt = lines.findIndex((line) => line.includes('"name":"Agent"'));
+  for (const out of [undefined, join(tmpDir(), 'out')]) {
+    const run = open(chunked([Buffer.from(lines.slice(0, spawnAt + 1).join('\n') + '\n')]), { out });
+    const handles: SubagentHandle[] = [];
+    for await (const handle of run.allSubagents) handles.push(handle);
+    await run.done;
+    assert.equal(handles.length, 1);
+    assert.equal(handles[0].status, 'interrupted');
+    for (const what of ['messages', 'toolCalls'] as const) {
+      let count = 0;
+      for await (const _value of handles[0][what]) count++;
+      assert.equal(count, 0);
+    }
   }
 });
