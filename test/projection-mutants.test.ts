@@ -6,7 +6,7 @@ import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
-import { open, type Message, type RunEvent, type SubagentHandle } from '../src/index.js';
+import { open, type Message, type RunEvent, type SubagentHandle, type ToolCall } from '../src/index.js';
 import { chunked, FIXTURES, tmpDir } from './helpers.js';
 
 /** Lines of a recorded fixture. */
@@ -245,5 +245,110 @@ test('readers of a subagent with no line of its own, opened after the run, end a
       for await (const _value of handles[0][what]) count++;
       assert.equal(count, 0);
     }
+  }
+});
+
+/** Every tool call of a stream as a plain reading of its lines settles it, per channel. */
+function expectedCalls(lines: string[]) {
+  const calls = new Map<string, { channel: string | null; name: string; input: unknown; deltas: string[] }>();
+  const settled = new Map<string, { status: string; output: string | null; error: string | null }>();
+  const streaming = new Map<string, string>();
+  const deltas = new Map<string, string[]>();
+  for (const line of lines) {
+    const value = JSON.parse(line);
+    const channel = value.parent_tool_use_id ?? null;
+    if (value.type === 'stream_event') {
+      const event = value.event;
+      const key = `${channel}:${value.api_message_id}:${event.index}`;
+      if (event.type === 'content_block_start' && event.content_block.type === 'tool_use') {
+        streaming.set(key, event.content_block.id);
+        deltas.set(event.content_block.id, []);
+      }
+      if (event.type === 'content_block_delta' && typeof event.delta.partial_json === 'string') {
+        deltas.get(streaming.get(key)!)?.push(event.delta.partial_json);
+      }
+      continue;
+    }
+    const content = Array.isArray(value.message?.content) ? value.message.content : [];
+    for (const block of content) {
+      if (value.type === 'assistant' && block.type === 'tool_use' && !calls.has(block.id)) {
+        calls.set(block.id, { channel, name: block.name, input: block.input, deltas: deltas.get(block.id) ?? [] });
+      }
+      if (block.type === 'tool_result' && calls.has(block.tool_use_id) && !settled.has(block.tool_use_id)) {
+        const text =
+          typeof block.content === 'string'
+            ? block.content
+            : block.content.map((part: { text: string }) => part.text).join('\n');
+        settled.set(
+          block.tool_use_id,
+          block.is_error === true
+            ? { status: 'error', output: null, error: text }
+            : { status: 'finished', output: text, error: null },
+        );
+      }
+    }
+  }
+  return [...calls].map(([id, call]) => ({
+    id,
+    ...call,
+    ...(settled.get(id) ?? { status: 'interrupted', output: null, error: null }),
+  }));
+}
+
+/** Every tool call a run projects, on every channel, settled, in the order of `expectedCalls`. */
+async function projectedCalls(run: ReturnType<typeof open>) {
+  const readers = [run.toolCalls];
+  for await (const handle of run.allSubagents) readers.push(handle.toolCalls);
+  const calls: ToolCall[] = [];
+  for (const reader of readers) for await (const call of reader) calls.push(call);
+  await run.done;
+  return Promise.all(
+    calls.map(async (call) => {
+      assert.equal(call.callId, call.id);
+      const deltas: string[] = [];
+      for await (const delta of call.inputDeltas) deltas.push(delta);
+      return {
+        id: call.id,
+        channel: call.channel,
+        name: call.name,
+        input: call.input,
+        deltas,
+        status: await call.status,
+        output: await call.output,
+        error: await call.error,
+      };
+    }),
+  );
+}
+
+const byId = <T extends { id: string }>(list: T[]) => [...list].sort((a, b) => a.id.localeCompare(b.id));
+
+test('tool calls carry the input deltas streamed before them, as a plain reading of the stream finds', async () => {
+  const lines = fixtureLines('partial-messages');
+  const expected = expectedCalls(lines);
+  assert.ok(expected.filter((call) => call.deltas.length > 0).length >= 2);
+  for (const call of expected) if (call.deltas.length > 0) assert.deepEqual(JSON.parse(call.deltas.join('')), call.input);
+  for (const out of [undefined, join(tmpDir(), 'out')]) {
+    const run = open(chunked([Buffer.from(lines.join('\n') + '\n')]), { out });
+    assert.deepEqual(byId(await projectedCalls(run)), byId(expected));
+  }
+});
+
+test('a failed tool call settles as error with its text; an unanswered one as interrupted', async () => {
+  // The recording with one tool result turned into a failure, and the run cut before the last
+  // subagent call's result: every way a call can settle, on main and on subagents.
+  const lines = fixtureLines('nested-depth-3');
+  const results = lines.flatMap((line, at) => (line.includes('"tool_result"') ? [at] : []));
+  const failing = results.find((at) => JSON.parse(lines[at]).parent_tool_use_id != null)!;
+  const value = JSON.parse(lines[failing]);
+  for (const block of value.message.content) if (block.type === 'tool_result') block.is_error = true;
+  lines[failing] = JSON.stringify(value);
+  const cut = lines.slice(0, results[results.length - 1]);
+  const expected = expectedCalls(cut);
+  const statuses = new Set(expected.map((call) => call.status));
+  assert.deepEqual([...statuses].sort(), ['error', 'finished', 'interrupted']);
+  for (const out of [undefined, join(tmpDir(), 'out')]) {
+    const run = open(chunked([Buffer.from(cut.join('\n') + '\n')]), { out });
+    assert.deepEqual(byId(await projectedCalls(run)), byId(expected));
   }
 });
