@@ -352,3 +352,74 @@ test('a failed tool call settles as error with its text; an unanswered one as in
     assert.deepEqual(byId(await projectedCalls(run)), byId(expected));
   }
 });
+
+test('run.output without a result line says interrupted; a failed result gives its errors, else its subtype', async () => {
+  const lines = fixtureLines('foreground-fanout-3');
+  const results = lines.filter((line) => JSON.parse(line).type === 'result');
+  const before = lines.filter((line) => JSON.parse(line).type !== 'result');
+  const failedWith = (fields: Record<string, unknown>) => {
+    const value = { ...JSON.parse(results[results.length - 1]), is_error: true, ...fields };
+    delete value.result;
+    for (const [key, field] of Object.entries(fields)) if (field === undefined) delete value[key];
+    return JSON.stringify(value);
+  };
+  const outputOf = async (input: string[]) => {
+    const run = open(chunked([Buffer.from(input.join('\n') + '\n')]));
+    const output = await run.output;
+    await run.done;
+    return output;
+  };
+  const cut = await outputOf(before);
+  assert.equal(cut.status, 'interrupted');
+  assert.deepEqual([cut.result, cut.error, cut.costUsd, cut.turns, cut.durationMs, cut.usage], [null, null, null, null, null, null]);
+  const errors = await outputOf([...before, failedWith({ subtype: 'error_during_execution', errors: ['one', 2, 'two'] })]);
+  assert.equal(errors.status, 'failed');
+  assert.equal(errors.error, 'one\ntwo');
+  assert.equal(errors.result, null);
+  const subtype = await outputOf([...before, failedWith({ subtype: 'error_max_turns', errors: [] })]);
+  assert.equal(subtype.error, 'error_max_turns');
+  const bare = await outputOf([...before, failedWith({ subtype: undefined, errors: undefined, usage: 'none' })]);
+  assert.equal(bare.error, 'failed');
+  assert.equal(bare.usage, null);
+  // The channels' figures are there whatever the result line says.
+  assert.equal(bare.subtree.subagents, cut.subtree.subagents);
+  assert.ok(cut.subtree.tokens > 0);
+});
+
+test('a late events loop replays quarantined bytes in their place, with files or without', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  const bad = ['not json at all', '{"cut": "short'];
+  const input = [lines[0], bad[0], ...lines.slice(1, 5), bad[1], ...lines.slice(5)];
+  for (const out of [undefined, join(tmpDir(), 'out')]) {
+    const run = open(chunked([Buffer.from(input.join('\n') + '\n')]), { out });
+    const early: RunEvent[] = [];
+    const reading = (async () => {
+      for await (const event of run.events) early.push(event);
+    })();
+    const index = await run.done;
+    await reading;
+    const late: RunEvent[] = [];
+    for await (const event of run.events) late.push(event);
+    assert.deepEqual(late, early);
+    assert.equal(late.length, input.length);
+    const quarantined = late.filter((event) => event.kind === 'quarantine');
+    assert.deepEqual(quarantined, [
+      { kind: 'quarantine', lineNo: 2, path: [], changes: [] },
+      { kind: 'quarantine', lineNo: 7, path: [], changes: [] },
+    ]);
+    assert.ok(quarantined.every((event) => Object.isFrozen(event) && Object.isFrozen(event.path)));
+    assert.deepEqual(index.quarantine_lines, [2, 7]);
+    // Every other event is its input line, in order, with its channel's path.
+    const routed = late.filter((event) => event.kind === 'line');
+    assert.deepEqual(
+      routed.map((event) => event.lineNo),
+      input.flatMap((line, at) => (bad.includes(line) ? [] : [at + 1])),
+    );
+    for (const event of routed) {
+      const value = JSON.parse(input[event.lineNo - 1]);
+      assert.deepEqual(event.line, value);
+      assert.equal(event.channel, value.parent_tool_use_id ?? null);
+      assert.equal(event.path.at(-1), event.channel ?? undefined);
+    }
+  }
+});
