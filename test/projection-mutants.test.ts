@@ -8,6 +8,7 @@ import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { open, type Message, type RunEvent, type SubagentHandle, type ToolCall } from '../src/index.js';
 import { chunked, FIXTURES, tmpDir } from './helpers.js';
+import { readStream } from './oracle.js';
 
 /** Lines of a recorded fixture. */
 function fixtureLines(name: string): string[] {
@@ -423,3 +424,49 @@ test('a late events loop replays quarantined bytes in their place, with files or
     }
   }
 });
+
+for (const name of ['failing-beside-healthy', 'binary-tree-depth-3', 'background-fanout-12']) {
+  test(`each handle's output and subtree equal a plain reading of the stream: ${name}`, async () => {
+    const text = readFileSync(join(FIXTURES, `${name}.jsonl`), 'utf8');
+    const oracle = readStream(text);
+    // Cut before the result lines and the last notifications: some subagents never end.
+    const lines = text.split('\n').filter((line) => line.trim() !== '');
+    const cut = lines.slice(0, Math.floor(lines.length * 0.8));
+    const partial = readStream(cut.join('\n') + '\n');
+    for (const [input, expected] of [[lines, oracle], [cut, partial]] as const) {
+      const run = open(chunked([Buffer.from(input.join('\n') + '\n')]));
+      const handles: SubagentHandle[] = [];
+      for await (const handle of run.allSubagents) handles.push(handle);
+      await run.done;
+      const outputs = new Map(await Promise.all(handles.map(async (h) => [h.id, await h.output] as const)));
+      const under = (id: string): string[] => [
+        id,
+        ...[...expected.channels.values()].filter((ch) => ch.parent === id).flatMap((ch) => under(ch.id!)),
+      ];
+      for (const handle of handles) {
+        const channel = expected.channels.get(handle.id)!;
+        const output = outputs.get(handle.id)!;
+        const status = channel.status === 'running' ? 'interrupted' : channel.status;
+        assert.equal(output.status, status, handle.id);
+        assert.equal(handle.status, status);
+        assert.equal(output.summary, channel.summary);
+        assert.equal(output.error, channel.status === 'failed' ? (channel.summary ?? 'failed') : null);
+        assert.equal(output.lines, channel.lines.length);
+        assert.equal(handle.background, channel.background);
+        assert.deepEqual(handle.cause, { type: 'toolCall', tool_call_id: handle.id });
+        assert.equal(handle.snapshot().id, handle.id);
+        const subtree = under(handle.id);
+        assert.equal(output.subtree.subagents, subtree.length);
+        const tokens = subtree.reduce((sum, id) => sum + outputs.get(id)!.tokens, 0);
+        assert.equal(output.subtree.tokens, tokens);
+        const seen = subtree.flatMap((id) => [outputs.get(id)!.firstSeen, outputs.get(id)!.lastSeen]);
+        const stamps = seen.filter((stamp): stamp is string => stamp !== null).sort();
+        assert.equal(output.subtree.firstSeen, stamps[0] ?? null);
+        assert.equal(output.subtree.lastSeen, stamps.at(-1) ?? null);
+        if (output.firstSeen && output.lastSeen) {
+          assert.equal(output.elapsedMs, Date.parse(output.lastSeen) - Date.parse(output.firstSeen));
+        }
+      }
+    }
+  });
+}
