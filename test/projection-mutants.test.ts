@@ -1,7 +1,7 @@
 // The projection's edges that a plain reading of the fixtures does not reach: readers that start
 // late and replay a channel's `.jsonl`, readers that stop early, and what the handles report.
 import assert from 'node:assert/strict';
-import fs, { readFileSync, rmSync, statSync, type ReadStream } from 'node:fs';
+import fs, { readFileSync, rmSync, statSync, writeFileSync, type ReadStream } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { open, type Message, type RunEvent, type SubagentHandle, type ToolCall } from '../src/index.js';
 import { chunked, FIXTURES, tmpDir } from './helpers.js';
 import { readStream } from './oracle.js';
+import { writeStream } from '../bench/gen.js';
 
 /** Lines of a recorded fixture. */
 function fixtureLines(name: string): string[] {
@@ -470,3 +471,53 @@ for (const name of ['failing-beside-healthy', 'binary-tree-depth-3', 'background
     }
   });
 }
+
+test('a late events loop over more channels than it keeps open reads each file once at a time, in order', async () => {
+  const dir = tmpDir();
+  const input = join(dir, 'fanout.jsonl');
+  await writeStream({ sizeBytes: 512 * 1024, fanout: 100, shape: 'small', seed: 7 }, input);
+  const out = join(dir, 'out');
+  const run = open(input, { out });
+  const index = await run.done;
+  assert.ok(index.channels.length > 64);
+  const watch = watchReads(out);
+  try {
+    const expected = readFileSync(input, 'utf8').split('\n').filter((line) => line.trim() !== '');
+    let at = 0;
+    let mostOpen = 0;
+    for await (const event of run.events) {
+      assert.equal(event.lineNo, at + 1);
+      // The generated stream has a few malformed lines, quarantined; the rest come back whole.
+      if (event.kind === 'line') assert.deepEqual(event.line, JSON.parse(expected[at]));
+      else assert.throws(() => JSON.parse(expected[at]));
+      at++;
+      mostOpen = Math.max(mostOpen, watch.streams.filter((stream) => !stream.destroyed).length);
+    }
+    assert.equal(at, expected.length);
+    // At most 64 files open at once: the channels beyond are closed and reopened at their place.
+    assert.equal(mostOpen, 64);
+    assert.ok(watch.streams.length > index.channels.length);
+  } finally {
+    watch.restore();
+  }
+});
+
+test('a late events loop over a channel file cut short fails with ERR_PROJECTION_REPLAY naming it', async () => {
+  const out = join(tmpDir(), 'out');
+  const run = open(join(FIXTURES, 'nested-depth-3.jsonl'), { out });
+  const index = await run.done;
+  const main = join(out, index.channels.find((channel) => channel.id === null)!.jsonl!);
+  writeFileSync(main, readFileSync(main, 'utf8').split('\n')[0] + '\n');
+  let seen = 0;
+  await assert.rejects(
+    async () => {
+      for await (const _event of run.events) seen++;
+    },
+    (err: { code?: string; message?: string }) =>
+      err.code === 'ERR_PROJECTION_REPLAY' && /\bmain\b/.test(err.message ?? ''),
+  );
+  // The first line is still in the file: the loop failed at the main channel's second line.
+  const lines = fixtureLines('nested-depth-3').map((line) => JSON.parse(line));
+  const secondMain = lines.findIndex((value, at) => at > 0 && value.parent_tool_use_id == null);
+  assert.equal(seen, secondMain);
+});
