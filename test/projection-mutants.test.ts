@@ -497,6 +497,8 @@ test('a late events loop over more channels than it keeps open reads each file o
     // At most 64 files open at once: the channels beyond are closed and reopened at their place.
     assert.equal(mostOpen, 64);
     assert.ok(watch.streams.length > index.channels.length);
+    // The loop has ended: every file it opened is closed.
+    assert.deepEqual(watch.streams.filter((stream) => !stream.destroyed), []);
   } finally {
     watch.restore();
   }
@@ -520,4 +522,33 @@ test('a late events loop over a channel file cut short fails with ERR_PROJECTION
   const lines = fixtureLines('nested-depth-3').map((line) => JSON.parse(line));
   const secondMain = lines.findIndex((value, at) => at > 0 && value.parent_tool_use_id == null);
   assert.equal(seen, secondMain);
+});
+
+test('a late events loop that breaks off stops reading the channel files', async () => {
+  const { run, out } = await finishedLongRun();
+  const watch = watchReads(out);
+  try {
+    const events = run.events[Symbol.asyncIterator]();
+    while (watch.streams.length === 0) await events.next();
+    const main = watch.streams.find((stream) => statSync(stream.path).size > 1_000_000)!;
+    const size = statSync(main.path).size;
+    await events.return!();
+    await closed(main);
+    assert.ok(main.bytesRead < size / 8, `read ${main.bytesRead} of ${size} bytes after the loop broke off`);
+  } finally {
+    watch.restore();
+  }
+});
+
+test('an events loop opened after a run with no input ends at once', async () => {
+  for (const out of [undefined, join(tmpDir(), 'out')]) {
+    const run = open(chunked([]), { out });
+    await run.done;
+    const events: RunEvent[] = [];
+    for await (const event of run.events) events.push(event);
+    assert.deepEqual(events, []);
+    const messages: Message[] = [];
+    for await (const message of run.messages) messages.push(message);
+    assert.deepEqual(messages, []);
+  }
 });
