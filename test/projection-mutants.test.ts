@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import fs, { readFileSync, rmSync, statSync, writeFileSync, type ReadStream } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
 import { open, type Message, type RunEvent, type SubagentHandle, type ToolCall } from '../src/index.js';
 import { chunked, FIXTURES, tmpDir } from './helpers.js';
@@ -583,4 +583,31 @@ test('an events loop opened after a run with no input ends at once', async () =>
     for await (const message of run.messages) messages.push(message);
     assert.deepEqual(messages, []);
   }
+});
+
+test('a slow live reader holds an input of many-line chunks: it runs ahead by what the streams hold', async () => {
+  const total = 20_000;
+  const perChunk = 50;
+  const state = { pulled: 0 };
+  const line = (at: number) =>
+    JSON.stringify({ type: 'assistant', message: { id: `m${at}`, content: [{ type: 'text', text: `line ${at}` }] } });
+  const chunks = function* () {
+    for (let at = 0; at < total; at += perChunk) {
+      const lines = Array.from({ length: perChunk }, (_, offset) => line(at + offset));
+      state.pulled += perChunk;
+      yield Buffer.from(lines.join('\n') + '\n');
+    }
+  };
+  const run = open(Readable.from(chunks(), { objectMode: false, highWaterMark: 1 }), { readerHighWaterLines: 20 });
+  let seen = 0;
+  let maxLead = 0;
+  for await (const _message of run.messages) {
+    seen++;
+    maxLead = Math.max(maxLead, state.pulled - seen);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await run.done;
+  assert.equal(seen, total);
+  // The lead is bounded by the chunks the streams between hold, not by the input's length.
+  assert.ok(maxLead < total / 4, `input ran ${maxLead} lines ahead of the reader`);
 });
