@@ -347,18 +347,25 @@ test('a failed tool call settles as error with its text; an unanswered one as in
   // The recording with one tool result turned into a failure, and the run cut before the last
   // subagent call's result: every way a call can settle, on main and on subagents.
   const lines = fixtureLines('nested-depth-3');
-  const results = lines.flatMap((line, at) => (line.includes('"tool_result"') ? [at] : []));
-  const failing = results.find((at) => JSON.parse(lines[at]).parent_tool_use_id != null)!;
+  const isResult = (line: string) => line.includes('"tool_result"');
+  const failing = lines.findIndex((line) => isResult(line) && JSON.parse(line).parent_tool_use_id != null);
   const value = JSON.parse(lines[failing]);
   for (const block of value.message.content) if (block.type === 'tool_result') block.is_error = true;
-  lines[failing] = JSON.stringify(value);
-  // A tool_use line seen twice (a resent line) is still one call.
+  // A result whose call was never seen (the stream was picked up midway) settles nothing.
+  const orphan = structuredClone(value);
+  for (const block of orphan.message.content) if (block.type === 'tool_result') block.tool_use_id = 'toolu_unseen';
+  lines.splice(failing, 1, JSON.stringify(value), JSON.stringify(orphan));
+  // A tool_use line seen twice (a resent line) is still one call; a block subtee does not know
+  // (a server tool's call) is no tool call.
   const use = lines.findIndex((line) => {
     const parsed = JSON.parse(line);
     return parsed.parent_tool_use_id != null && line.includes('"tool_use"') && !line.includes('"Agent"');
   });
-  lines.splice(use + 1, 0, lines[use]);
-  const cut = lines.slice(0, results[results.length - 1] + 1);
+  const server = JSON.parse(lines[use]);
+  server.message.content.unshift({ type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} });
+  lines.splice(use, 1, JSON.stringify(server), lines[use]);
+  const lastResult = lines.length - 1 - [...lines].reverse().findIndex(isResult);
+  const cut = lines.slice(0, lastResult);
   const expected = expectedCalls(cut);
   const statuses = new Set(expected.map((call) => call.status));
   assert.deepEqual([...statuses].sort(), ['error', 'finished', 'interrupted']);
