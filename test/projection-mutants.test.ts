@@ -70,6 +70,9 @@ async function until(ready: () => boolean): Promise<void> {
 const stopped = (stream: ReadStream) =>
   stream.destroyed || stream.readableLength >= stream.readableHighWaterMark;
 
+/** A test that waits for the stall warning: room for a loaded machine. */
+const STALL = { timeout: 20_000 };
+
 /** What tells two messages apart. */
 const idOf = (message: Message) => `${message.channel}:${message.index}:${message.id}`;
 
@@ -85,7 +88,7 @@ async function finishedLongRun(copies = 6000) {
   return { run, out, live };
 }
 
-test('a late reader replaying a long .jsonl reads the file only as fast as its consumer takes messages', async () => {
+test('a late reader replaying a long .jsonl reads it only as fast as its loop takes messages', async () => {
   const { run, out, live } = await finishedLongRun();
   const watch = watchReads(out);
   try {
@@ -97,7 +100,7 @@ test('a late reader replaying a long .jsonl reads the file only as fast as its c
     const size = statSync(file.path).size;
     // The consumer holds its first message and asks for nothing more: the replay must stop.
     await until(() => stopped(file));
-    assert.equal(file.destroyed, false, 'the replay read the whole file for a consumer that took one message');
+    assert.equal(file.destroyed, false, 'the replay read the whole file for a loop that took one message');
     assert.ok(file.bytesRead < size / 8, `read ${file.bytesRead} of ${size} bytes for one message`);
     let count = 1;
     for (let next = await messages.next(); !next.done; next = await messages.next()) {
@@ -151,7 +154,7 @@ test('a late events loop replaying the channel files reads them only as fast as 
   }
 });
 
-test('a late reader whose channel file is gone fails with ERR_PROJECTION_REPLAY; the others read on', async () => {
+test('a late reader whose channel file is gone fails: ERR_PROJECTION_REPLAY; others read on', async () => {
   const out = join(tmpDir(), 'out');
   const run = open(join(FIXTURES, 'nested-depth-3.jsonl'), { out });
   const handles: SubagentHandle[] = [];
@@ -222,7 +225,7 @@ for (const mode of ['files', 'memory given up'] as const) {
 
 const idOfMessage = (message: Message) => `${message.index}:${message.id}`;
 
-test('a stalled reader is named in the warning: what it reads, of which channel', { timeout: 20_000 }, async () => {
+test('a stalled reader is named in the warning: what it reads, of which channel', STALL, async () => {
   const input = longMainRun(3000);
   const run = open(chunked([input]), { readerHighWaterLines: 20, readerStallMs: 50 });
   const warned = new Promise<{ code: string; message: string }>((resolve) => run.session.onWarning(resolve));
@@ -281,7 +284,8 @@ function expectedCalls(lines: string[]) {
     const content = Array.isArray(value.message?.content) ? value.message.content : [];
     for (const block of content) {
       if (value.type === 'assistant' && block.type === 'tool_use' && !calls.has(block.id)) {
-        calls.set(block.id, { channel, name: block.name, input: block.input, deltas: deltas.get(block.id) ?? [] });
+        const streamed = deltas.get(block.id) ?? [];
+        calls.set(block.id, { channel, name: block.name, input: block.input, deltas: streamed });
       }
       if (block.type === 'tool_result' && calls.has(block.tool_use_id) && !settled.has(block.tool_use_id)) {
         const text =
@@ -332,11 +336,13 @@ async function projectedCalls(run: ReturnType<typeof open>) {
 
 const byId = <T extends { id: string }>(list: T[]) => [...list].sort((a, b) => a.id.localeCompare(b.id));
 
-test('tool calls carry the input deltas streamed before them, as a plain reading of the stream finds', async () => {
+test('tool calls carry the input deltas streamed before them, as a plain reading finds them', async () => {
   const lines = fixtureLines('partial-messages');
   const expected = expectedCalls(lines);
   assert.ok(expected.filter((call) => call.deltas.length > 0).length >= 2);
-  for (const call of expected) if (call.deltas.length > 0) assert.deepEqual(JSON.parse(call.deltas.join('')), call.input);
+  for (const call of expected.filter((each) => each.deltas.length > 0)) {
+    assert.deepEqual(JSON.parse(call.deltas.join('')), call.input);
+  }
   for (const out of [undefined, join(tmpDir(), 'out')]) {
     const run = open(chunked([Buffer.from(lines.join('\n') + '\n')]), { out });
     assert.deepEqual(byId(await projectedCalls(run)), byId(expected));
@@ -353,7 +359,9 @@ test('a failed tool call settles as error with its text; an unanswered one as in
   for (const block of value.message.content) if (block.type === 'tool_result') block.is_error = true;
   // A result whose call was never seen (the stream was picked up midway) settles nothing.
   const orphan = structuredClone(value);
-  for (const block of orphan.message.content) if (block.type === 'tool_result') block.tool_use_id = 'toolu_unseen';
+  for (const block of orphan.message.content) {
+    if (block.type === 'tool_result') block.tool_use_id = 'toolu_unseen';
+  }
   lines.splice(failing, 1, JSON.stringify(value), JSON.stringify(orphan));
   // A tool_use line seen twice (a resent line) is still one call; a block subtee does not know
   // (a server tool's call) is no tool call.
@@ -362,7 +370,8 @@ test('a failed tool call settles as error with its text; an unanswered one as in
     return parsed.parent_tool_use_id != null && line.includes('"tool_use"') && !line.includes('"Agent"');
   });
   const server = JSON.parse(lines[use]);
-  server.message.content.unshift({ type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} });
+  const serverCall = { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} };
+  server.message.content.unshift(serverCall);
   lines.splice(use, 1, JSON.stringify(server), lines[use]);
   const lastResult = lines.length - 1 - [...lines].reverse().findIndex(isResult);
   const cut = lines.slice(0, lastResult);
@@ -375,7 +384,7 @@ test('a failed tool call settles as error with its text; an unanswered one as in
   }
 });
 
-test('run.output without a result line says interrupted; a failed result gives its errors, else its subtype', async () => {
+test('run.output with no result line is interrupted; a failed one gives its errors, or subtype', async () => {
   const lines = fixtureLines('foreground-fanout-3');
   const results = lines.filter((line) => JSON.parse(line).type === 'result');
   const before = lines.filter((line) => JSON.parse(line).type !== 'result');
@@ -393,14 +402,17 @@ test('run.output without a result line says interrupted; a failed result gives i
   };
   const cut = await outputOf(before);
   assert.equal(cut.status, 'interrupted');
-  assert.deepEqual([cut.result, cut.error, cut.costUsd, cut.turns, cut.durationMs, cut.usage], [null, null, null, null, null, null]);
-  const errors = await outputOf([...before, failedWith({ subtype: 'error_during_execution', errors: ['one', 2, 'two'] })]);
+  const figures = [cut.result, cut.error, cut.costUsd, cut.turns, cut.durationMs, cut.usage];
+  assert.deepEqual(figures, [null, null, null, null, null, null]);
+  const withErrors = failedWith({ subtype: 'error_during_execution', errors: ['one', 2, 'two'] });
+  const errors = await outputOf([...before, withErrors]);
   assert.equal(errors.status, 'failed');
   assert.equal(errors.error, 'one\ntwo');
   assert.equal(errors.result, null);
   const subtype = await outputOf([...before, failedWith({ subtype: 'error_max_turns', errors: [] })]);
   assert.equal(subtype.error, 'error_max_turns');
-  const bare = await outputOf([...before, failedWith({ subtype: undefined, errors: undefined, usage: 'none' })]);
+  const bareLine = failedWith({ subtype: undefined, errors: undefined, usage: 'none' });
+  const bare = await outputOf([...before, bareLine]);
   assert.equal(bare.error, 'failed');
   assert.equal(bare.usage, null);
   // The channels' figures are there whatever the result line says.
@@ -492,7 +504,7 @@ for (const name of ['failing-beside-healthy', 'binary-tree-depth-3', 'background
   });
 }
 
-test('a late events loop over more channels than it keeps open reads each file once at a time, in order', async () => {
+test('a late events loop over more channels than it keeps open reads them in order, 64 at most', async () => {
   const dir = tmpDir();
   const input = join(dir, 'fanout.jsonl');
   await writeStream({ sizeBytes: 512 * 1024, fanout: 100, shape: 'small', seed: 7 }, input);
@@ -543,7 +555,7 @@ test('a late events loop over more channels than it keeps open reads each file o
   }
 });
 
-test('a late events loop over a channel file cut short fails with ERR_PROJECTION_REPLAY naming it', async () => {
+test('a late events loop over a channel file cut short fails with ERR_PROJECTION_REPLAY', async () => {
   const out = join(tmpDir(), 'out');
   const run = open(join(FIXTURES, 'nested-depth-3.jsonl'), { out });
   const index = await run.done;
@@ -592,12 +604,15 @@ test('an events loop opened after a run with no input ends at once', async () =>
   }
 });
 
-test('a slow live reader holds an input of many-line chunks: it runs ahead by what the streams hold', async () => {
+test('a slow live reader holds an input of many-line chunks: it leads by what streams hold', async () => {
   const total = 20_000;
   const perChunk = 50;
   const state = { pulled: 0 };
   const line = (at: number) =>
-    JSON.stringify({ type: 'assistant', message: { id: `m${at}`, content: [{ type: 'text', text: `line ${at}` }] } });
+    JSON.stringify({
+      type: 'assistant',
+      message: { id: `m${at}`, content: [{ type: 'text', text: `line ${at}` }] },
+    });
   const chunks = function* () {
     for (let at = 0; at < total; at += perChunk) {
       const lines = Array.from({ length: perChunk }, (_, offset) => line(at + offset));
@@ -605,7 +620,8 @@ test('a slow live reader holds an input of many-line chunks: it runs ahead by wh
       yield Buffer.from(lines.join('\n') + '\n');
     }
   };
-  const run = open(Readable.from(chunks(), { objectMode: false, highWaterMark: 1 }), { readerHighWaterLines: 20 });
+  const input = Readable.from(chunks(), { objectMode: false, highWaterMark: 1 });
+  const run = open(input, { readerHighWaterLines: 20 });
   let seen = 0;
   let maxLead = 0;
   for await (const _message of run.messages) {
