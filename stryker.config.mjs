@@ -6,7 +6,7 @@
 
 /** The tests that exercise each module; a module not listed runs the tests named in SUBTEE_MUTATE_TESTS. */
 export const MODULE_TESTS = {
-  'src/views/projection.ts': ['projection', 'open-options', 'deep-agents-parity'],
+  'src/views/projection.ts': ['projection', 'open-options', 'deep-agents-parity', 'projection-mutants'],
   'src/adapters/langgraph.ts': ['langgraph', 'langgraph-depth', 'hardening-inputs'],
   'src/chain/sinks/clickhouse.ts': ['clickhouse', 'clickhouse-spool'],
   'src/chain/sinks/clickhouse-spool.ts': ['clickhouse-rows', 'clickhouse-spool'],

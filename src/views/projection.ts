@@ -889,7 +889,9 @@ export class Projection {
     let log = this.logs.get(id);
     if (!log) {
       const memory = this.replayFiles() || this.bufferGivenUp ? null : [];
-      log = { count: 0, readers: new Set(), memory, ended: false };
+      // A channel first asked for after the run finished (a subagent with no line of its own)
+      // has ended already: its readers end at once.
+      log = { count: 0, readers: new Set(), memory, ended: this.finished };
       this.logs.set(id, log);
     }
     return log;

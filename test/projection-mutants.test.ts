@@ -1,0 +1,637 @@
+// The projection's edges that a plain reading of the fixtures does not reach: readers that start
+// late and replay a channel's `.jsonl`, readers that stop early, and what the handles report.
+import assert from 'node:assert/strict';
+import fs, { readFileSync, rmSync, statSync, writeFileSync, type ReadStream } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
+import { join } from 'node:path';
+import { PassThrough, Readable } from 'node:stream';
+import { test } from 'node:test';
+import { open, type Message, type RunEvent, type SubagentHandle, type ToolCall } from '../src/index.js';
+import { chunked, FIXTURES, tmpDir } from './helpers.js';
+import { readStream } from './oracle.js';
+import { writeStream } from '../bench/gen.js';
+
+/** Lines of a recorded fixture. */
+function fixtureLines(name: string): string[] {
+  return readFileSync(join(FIXTURES, `${name}.jsonl`), 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '');
+}
+
+/**
+ * A recorded run whose main conversation is made long: its first main assistant line repeated
+ * `copies` times as separate API messages, before the rest of the run. Returns the input.
+ */
+function longMainRun(copies: number): Buffer {
+  const lines = fixtureLines('foreground-fanout-3');
+  const at = lines.findIndex((line) => {
+    const value = JSON.parse(line);
+    return value.type === 'assistant' && value.parent_tool_use_id == null;
+  });
+  const template = JSON.parse(lines[at]);
+  const extra: string[] = [];
+  for (let copy = 0; copy < copies; copy++) {
+    const value = structuredClone(template);
+    value.message.id = `${template.message.id}_copy${copy}`;
+    value.uuid = `${String(template.uuid).slice(0, 24)}${String(copy).padStart(12, '0')}`;
+    extra.push(JSON.stringify(value));
+  }
+  return Buffer.from([...lines.slice(0, at), ...extra, ...lines.slice(at)].join('\n') + '\n');
+}
+
+/**
+ * Watches the read streams opened on files under `dir` (the projection opens them through
+ * `node:fs`), so a test can see how far a replay has read each file.
+ */
+function watchReads(dir: string): { streams: ReadStream[]; restore(): void } {
+  const streams: ReadStream[] = [];
+  const original = fs.createReadStream;
+  fs.createReadStream = ((path: fs.PathLike, options?: Parameters<typeof original>[1]) => {
+    const stream = original(path, options);
+    if (String(path).startsWith(dir)) streams.push(stream);
+    return stream;
+  }) as typeof original;
+  syncBuiltinESMExports();
+  return {
+    streams,
+    restore() {
+      fs.createReadStream = original;
+      syncBuiltinESMExports();
+    },
+  };
+}
+
+/** Resolves once `ready()` holds, checking after each turn of the event loop. */
+async function until(ready: () => boolean): Promise<void> {
+  while (!ready()) await new Promise((resolve) => setImmediate(resolve));
+}
+
+/** A read stream has stopped: read to its end and closed, or its buffer full with nobody reading. */
+const stopped = (stream: ReadStream) =>
+  stream.destroyed || stream.readableLength >= stream.readableHighWaterMark;
+
+/** A test that waits for the stall warning: room for a loaded machine. */
+const STALL = { timeout: 20_000 };
+
+/** What tells two messages apart. */
+const idOf = (message: Message) => `${message.channel}:${message.index}:${message.id}`;
+
+const closed = (stream: ReadStream) => until(() => stream.closed);
+
+/** A finished run with files written, its main channel long, and its main messages read live. */
+async function finishedLongRun(copies = 6000) {
+  const out = join(tmpDir(), 'out');
+  const run = open(chunked([longMainRun(copies)]), { out, readerHighWaterLines: 8 });
+  const live: Message[] = [];
+  for await (const message of run.messages) live.push(message);
+  await run.done;
+  return { run, out, live };
+}
+
+test('a late reader replaying a long .jsonl reads it only as fast as its loop takes messages', async () => {
+  const { run, out, live } = await finishedLongRun();
+  const watch = watchReads(out);
+  try {
+    const messages = run.messages[Symbol.asyncIterator]();
+    const first = await messages.next();
+    assert.equal(idOf(first.value), idOf(live[0]));
+    assert.equal(watch.streams.length, 1);
+    const [file] = watch.streams;
+    const size = statSync(file.path).size;
+    // The consumer holds its first message and asks for nothing more: the replay must stop.
+    await until(() => stopped(file));
+    assert.equal(file.destroyed, false, 'the replay read the whole file for a loop that took one message');
+    assert.ok(file.bytesRead < size / 8, `read ${file.bytesRead} of ${size} bytes for one message`);
+    let count = 1;
+    for (let next = await messages.next(); !next.done; next = await messages.next()) {
+      assert.equal(idOf(next.value), idOf(live[count]));
+      count++;
+    }
+    assert.equal(count, live.length);
+    assert.equal(file.bytesRead, size);
+  } finally {
+    watch.restore();
+  }
+});
+
+test('a late reader that breaks off its replay stops reading the .jsonl', async () => {
+  const { run, out, live } = await finishedLongRun();
+  const watch = watchReads(out);
+  try {
+    const messages = run.messages[Symbol.asyncIterator]();
+    assert.equal(idOf((await messages.next()).value), idOf(live[0]));
+    const [file] = watch.streams;
+    const size = statSync(file.path).size;
+    await messages.return!();
+    await closed(file);
+    assert.ok(file.bytesRead < size / 8, `read ${file.bytesRead} of ${size} bytes after the loop broke off`);
+    // The run is still whole: a new reader replays every message.
+    let count = 0;
+    for await (const _message of run.messages) count++;
+    assert.equal(count, live.length);
+  } finally {
+    watch.restore();
+  }
+});
+
+test('a late events loop replaying the channel files reads them only as fast as it is consumed', async () => {
+  const { run, out } = await finishedLongRun();
+  const watch = watchReads(out);
+  try {
+    const events = run.events[Symbol.asyncIterator]();
+    const seen: RunEvent[] = [(await events.next()).value];
+    // The first records are the system line and short main lines; go on until a file is open.
+    while (watch.streams.length === 0) seen.push((await events.next()).value);
+    const main = watch.streams.find((stream) => statSync(stream.path).size > 1_000_000)!;
+    assert.ok(main, 'the main channel file is replayed');
+    const size = statSync(main.path).size;
+    await until(() => stopped(main));
+    assert.equal(main.destroyed, false, 'the replay read the whole file for a loop that took a few events');
+    assert.ok(main.bytesRead < size / 8, `read ${main.bytesRead} of ${size} bytes`);
+    await events.return!();
+  } finally {
+    watch.restore();
+  }
+});
+
+test('a late reader whose channel file is gone fails: ERR_PROJECTION_REPLAY; others read on', async () => {
+  const out = join(tmpDir(), 'out');
+  const run = open(join(FIXTURES, 'nested-depth-3.jsonl'), { out });
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
+  const index = await run.done;
+  const [gone, kept] = handles;
+  const file = index.channels.find((channel) => channel.id === gone.id)!.jsonl;
+  rmSync(join(out, file!));
+  for (const what of ['messages', 'toolCalls'] as const) {
+    await assert.rejects(async () => {
+      for await (const _value of gone[what]);
+    }, { code: 'ERR_PROJECTION_REPLAY' });
+  }
+  let count = 0;
+  for await (const _message of kept.messages) count++;
+  assert.equal(count, expectedMessages(join(FIXTURES, 'nested-depth-3.jsonl'), kept.id!));
+});
+
+/** Model calls of one channel, counted from the raw lines: assistant lines, one per message id. */
+function expectedMessages(file: string, channel: string): number {
+  const ids = new Set<string>();
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (line.trim() === '') continue;
+    const value = JSON.parse(line);
+    if (value.type === 'assistant' && value.parent_tool_use_id === channel) ids.add(value.message.id);
+  }
+  return ids.size;
+}
+
+for (const mode of ['files', 'memory given up'] as const) {
+  test(`a subagent reader opened at its spawn reads live (${mode}), as a late reader would`, async () => {
+    const lines = fixtureLines('nested-depth-3');
+    const input = new PassThrough();
+    // Given up: the lines before the spawn are more than the memory buffer may hold.
+    const options = mode === 'files' ? { out: join(tmpDir(), 'out') } : { maxBufferedBytes: 1024 };
+    const run = open(input, options);
+    const subagents = run.subagents[Symbol.asyncIterator]();
+    const spawnAt = lines.findIndex((line) => line.includes('"name":"Agent"'));
+    input.write(lines.slice(0, spawnAt + 1).join('\n') + '\n');
+    const handle = (await subagents.next()).value as SubagentHandle;
+    // Its channel has no line yet: nothing to replay, the reader waits for its lines.
+    const early: string[] = [];
+    const reading = (async () => {
+      for await (const message of handle.messages) early.push(idOfMessage(message));
+    })();
+    input.end(lines.slice(spawnAt + 1).join('\n') + '\n');
+    await run.done;
+    await reading;
+    assert.equal(early.length, expectedMessages(join(FIXTURES, 'nested-depth-3.jsonl'), handle.id));
+    if (mode === 'files') {
+      const late: string[] = [];
+      for await (const message of handle.messages) late.push(idOfMessage(message));
+      assert.deepEqual(late, early);
+    } else {
+      const given = (channel: string) => (err: { code?: string; message?: string }) =>
+        err.code === 'ERR_PROJECTION_BUFFER' &&
+        (err.message ?? '').includes(`channel ${channel} from its start`) &&
+        (err.message ?? '').includes('(1024 bytes) with no files to replay from') &&
+        (err.message ?? '').includes('write files (out), or raise maxBufferedBytes');
+      await assert.rejects(async () => {
+        for await (const _message of handle.messages);
+      }, given(handle.id));
+      await assert.rejects(async () => {
+        for await (const _message of run.messages);
+      }, given('main'));
+    }
+  });
+}
+
+const idOfMessage = (message: Message) => `${message.index}:${message.id}`;
+
+test('a stalled reader is named in the warning: what it reads, of which channel', STALL, async () => {
+  const input = longMainRun(3000);
+  const run = open(chunked([input]), { readerHighWaterLines: 20, readerStallMs: 50 });
+  const warned = new Promise<{ code: string; message: string }>((resolve) => run.session.onWarning(resolve));
+  const calls = run.toolCalls[Symbol.asyncIterator]();
+  const messages = run.messages[Symbol.asyncIterator]();
+  await messages.next();
+  const warning = await warned;
+  assert.equal(warning.code, 'READER_STALLED');
+  assert.match(warning.message, /for messages of main[,:]/);
+  assert.doesNotMatch(warning.message, /toolCalls/);
+  await messages.return!();
+  await calls.return!();
+  await run.done;
+});
+
+test('readers of a subagent with no line of its own, opened after the run, end at once', async () => {
+  // The run stops right after the spawn: the subagent never wrote a line.
+  const lines = fixtureLines('nested-depth-3');
+  const spawnAt = lines.findIndex((line) => line.includes('"name":"Agent"'));
+  for (const out of [undefined, join(tmpDir(), 'out')]) {
+    const run = open(chunked([Buffer.from(lines.slice(0, spawnAt + 1).join('\n') + '\n')]), { out });
+    const handles: SubagentHandle[] = [];
+    for await (const handle of run.allSubagents) handles.push(handle);
+    await run.done;
+    assert.equal(handles.length, 1);
+    assert.equal(handles[0].status, 'interrupted');
+    for (const what of ['messages', 'toolCalls'] as const) {
+      let count = 0;
+      for await (const _value of handles[0][what]) count++;
+      assert.equal(count, 0);
+    }
+  }
+});
+
+/** Every tool call of a stream as a plain reading of its lines settles it, per channel. */
+function expectedCalls(lines: string[]) {
+  const calls = new Map<string, { channel: string | null; name: string; input: unknown; deltas: string[] }>();
+  const settled = new Map<string, { status: string; output: string | null; error: string | null }>();
+  const streaming = new Map<string, string>();
+  const deltas = new Map<string, string[]>();
+  for (const line of lines) {
+    const value = JSON.parse(line);
+    const channel = value.parent_tool_use_id ?? null;
+    if (value.type === 'stream_event') {
+      const event = value.event;
+      const key = `${channel}:${value.api_message_id}:${event.index}`;
+      if (event.type === 'content_block_start' && event.content_block.type === 'tool_use') {
+        streaming.set(key, event.content_block.id);
+        deltas.set(event.content_block.id, []);
+      }
+      if (event.type === 'content_block_delta' && typeof event.delta.partial_json === 'string') {
+        deltas.get(streaming.get(key)!)?.push(event.delta.partial_json);
+      }
+      continue;
+    }
+    const content = Array.isArray(value.message?.content) ? value.message.content : [];
+    for (const block of content) {
+      if (value.type === 'assistant' && block.type === 'tool_use' && !calls.has(block.id)) {
+        const streamed = deltas.get(block.id) ?? [];
+        calls.set(block.id, { channel, name: block.name, input: block.input, deltas: streamed });
+      }
+      if (block.type === 'tool_result' && calls.has(block.tool_use_id) && !settled.has(block.tool_use_id)) {
+        const text =
+          typeof block.content === 'string'
+            ? block.content
+            : block.content.map((part: { text: string }) => part.text).join('\n');
+        settled.set(
+          block.tool_use_id,
+          block.is_error === true
+            ? { status: 'error', output: null, error: text }
+            : { status: 'finished', output: text, error: null },
+        );
+      }
+    }
+  }
+  return [...calls].map(([id, call]) => ({
+    id,
+    ...call,
+    ...(settled.get(id) ?? { status: 'interrupted', output: null, error: null }),
+  }));
+}
+
+/** Every tool call a run projects, on every channel, settled, in the order of `expectedCalls`. */
+async function projectedCalls(run: ReturnType<typeof open>) {
+  const readers = [run.toolCalls];
+  for await (const handle of run.allSubagents) readers.push(handle.toolCalls);
+  const calls: ToolCall[] = [];
+  for (const reader of readers) for await (const call of reader) calls.push(call);
+  await run.done;
+  return Promise.all(
+    calls.map(async (call) => {
+      assert.equal(call.callId, call.id);
+      const deltas: string[] = [];
+      for await (const delta of call.inputDeltas) deltas.push(delta);
+      return {
+        id: call.id,
+        channel: call.channel,
+        name: call.name,
+        input: call.input,
+        deltas,
+        status: await call.status,
+        output: await call.output,
+        error: await call.error,
+      };
+    }),
+  );
+}
+
+const byId = <T extends { id: string }>(list: T[]) => [...list].sort((a, b) => a.id.localeCompare(b.id));
+
+test('tool calls carry the input deltas streamed before them, as a plain reading finds them', async () => {
+  const lines = fixtureLines('partial-messages');
+  const expected = expectedCalls(lines);
+  assert.ok(expected.filter((call) => call.deltas.length > 0).length >= 2);
+  for (const call of expected.filter((each) => each.deltas.length > 0)) {
+    assert.deepEqual(JSON.parse(call.deltas.join('')), call.input);
+  }
+  for (const out of [undefined, join(tmpDir(), 'out')]) {
+    const run = open(chunked([Buffer.from(lines.join('\n') + '\n')]), { out });
+    assert.deepEqual(byId(await projectedCalls(run)), byId(expected));
+  }
+});
+
+test('a failed tool call settles as error with its text; an unanswered one as interrupted', async () => {
+  // The recording with one tool result turned into a failure, and the run cut before the last
+  // subagent call's result: every way a call can settle, on main and on subagents.
+  const lines = fixtureLines('nested-depth-3');
+  const isResult = (line: string) => line.includes('"tool_result"');
+  const failing = lines.findIndex((line) => isResult(line) && JSON.parse(line).parent_tool_use_id != null);
+  const value = JSON.parse(lines[failing]);
+  for (const block of value.message.content) if (block.type === 'tool_result') block.is_error = true;
+  // A result whose call was never seen (the stream was picked up midway) settles nothing.
+  const orphan = structuredClone(value);
+  for (const block of orphan.message.content) {
+    if (block.type === 'tool_result') block.tool_use_id = 'toolu_unseen';
+  }
+  lines.splice(failing, 1, JSON.stringify(value), JSON.stringify(orphan));
+  // A tool_use line seen twice (a resent line) is still one call; a block subtee does not know
+  // (a server tool's call) is no tool call.
+  const use = lines.findIndex((line) => {
+    const parsed = JSON.parse(line);
+    return parsed.parent_tool_use_id != null && line.includes('"tool_use"') && !line.includes('"Agent"');
+  });
+  const server = JSON.parse(lines[use]);
+  const serverCall = { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} };
+  server.message.content.unshift(serverCall);
+  lines.splice(use, 1, JSON.stringify(server), lines[use]);
+  const lastResult = lines.length - 1 - [...lines].reverse().findIndex(isResult);
+  const cut = lines.slice(0, lastResult);
+  const expected = expectedCalls(cut);
+  const statuses = new Set(expected.map((call) => call.status));
+  assert.deepEqual([...statuses].sort(), ['error', 'finished', 'interrupted']);
+  for (const out of [undefined, join(tmpDir(), 'out')]) {
+    const run = open(chunked([Buffer.from(cut.join('\n') + '\n')]), { out });
+    assert.deepEqual(byId(await projectedCalls(run)), byId(expected));
+  }
+});
+
+test('run.output with no result line is interrupted; a failed one gives its errors, or subtype', async () => {
+  const lines = fixtureLines('foreground-fanout-3');
+  const results = lines.filter((line) => JSON.parse(line).type === 'result');
+  const before = lines.filter((line) => JSON.parse(line).type !== 'result');
+  const failedWith = (fields: Record<string, unknown>) => {
+    const value = { ...JSON.parse(results[results.length - 1]), is_error: true, ...fields };
+    delete value.result;
+    for (const [key, field] of Object.entries(fields)) if (field === undefined) delete value[key];
+    return JSON.stringify(value);
+  };
+  const outputOf = async (input: string[]) => {
+    const run = open(chunked([Buffer.from(input.join('\n') + '\n')]));
+    const output = await run.output;
+    await run.done;
+    return output;
+  };
+  const cut = await outputOf(before);
+  assert.equal(cut.status, 'interrupted');
+  const figures = [cut.result, cut.error, cut.costUsd, cut.turns, cut.durationMs, cut.usage];
+  assert.deepEqual(figures, [null, null, null, null, null, null]);
+  const withErrors = failedWith({ subtype: 'error_during_execution', errors: ['one', 2, 'two'] });
+  const errors = await outputOf([...before, withErrors]);
+  assert.equal(errors.status, 'failed');
+  assert.equal(errors.error, 'one\ntwo');
+  assert.equal(errors.result, null);
+  const subtype = await outputOf([...before, failedWith({ subtype: 'error_max_turns', errors: [] })]);
+  assert.equal(subtype.error, 'error_max_turns');
+  const bareLine = failedWith({ subtype: undefined, errors: undefined, usage: 'none' });
+  const bare = await outputOf([...before, bareLine]);
+  assert.equal(bare.error, 'failed');
+  assert.equal(bare.usage, null);
+  // The channels' figures are there whatever the result line says.
+  assert.equal(bare.subtree.subagents, cut.subtree.subagents);
+  assert.ok(cut.subtree.tokens > 0);
+});
+
+test('a late events loop replays quarantined bytes in their place, with files or without', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  const bad = ['not json at all', '{"cut": "short'];
+  const input = [lines[0], bad[0], ...lines.slice(1, 5), bad[1], ...lines.slice(5)];
+  for (const out of [undefined, join(tmpDir(), 'out')]) {
+    const run = open(chunked([Buffer.from(input.join('\n') + '\n')]), { out });
+    const early: RunEvent[] = [];
+    const reading = (async () => {
+      for await (const event of run.events) early.push(event);
+    })();
+    const index = await run.done;
+    await reading;
+    const late: RunEvent[] = [];
+    for await (const event of run.events) late.push(event);
+    assert.deepEqual(late, early);
+    assert.equal(late.length, input.length);
+    const quarantined = late.filter((event) => event.kind === 'quarantine');
+    assert.deepEqual(quarantined, [
+      { kind: 'quarantine', lineNo: 2, path: [], changes: [] },
+      { kind: 'quarantine', lineNo: 7, path: [], changes: [] },
+    ]);
+    assert.ok(quarantined.every((event) => Object.isFrozen(event) && Object.isFrozen(event.path)));
+    assert.deepEqual(index.quarantine_lines, [2, 7]);
+    // Every other event is its input line, in order, with its channel's path.
+    const routed = late.filter((event) => event.kind === 'line');
+    assert.deepEqual(
+      routed.map((event) => event.lineNo),
+      input.flatMap((line, at) => (bad.includes(line) ? [] : [at + 1])),
+    );
+    for (const event of routed) {
+      const value = JSON.parse(input[event.lineNo - 1]);
+      assert.deepEqual(event.line, value);
+      assert.equal(event.channel, value.parent_tool_use_id ?? null);
+      assert.equal(event.path.at(-1), event.channel ?? undefined);
+    }
+  }
+});
+
+for (const name of ['failing-beside-healthy', 'binary-tree-depth-3', 'background-fanout-12']) {
+  test(`each handle's output and subtree equal a plain reading of the stream: ${name}`, async () => {
+    const text = readFileSync(join(FIXTURES, `${name}.jsonl`), 'utf8');
+    const oracle = readStream(text);
+    // Cut before the result lines and the last notifications: some subagents never end.
+    const lines = text.split('\n').filter((line) => line.trim() !== '');
+    const cut = lines.slice(0, Math.floor(lines.length * 0.8));
+    const partial = readStream(cut.join('\n') + '\n');
+    for (const [input, expected] of [[lines, oracle], [cut, partial]] as const) {
+      const run = open(chunked([Buffer.from(input.join('\n') + '\n')]));
+      const handles: SubagentHandle[] = [];
+      for await (const handle of run.allSubagents) handles.push(handle);
+      await run.done;
+      const outputs = new Map(await Promise.all(handles.map(async (h) => [h.id, await h.output] as const)));
+      const under = (id: string): string[] => [
+        id,
+        ...[...expected.channels.values()].filter((ch) => ch.parent === id).flatMap((ch) => under(ch.id!)),
+      ];
+      for (const handle of handles) {
+        const channel = expected.channels.get(handle.id)!;
+        const output = outputs.get(handle.id)!;
+        const status = channel.status === 'running' ? 'interrupted' : channel.status;
+        assert.equal(output.status, status, handle.id);
+        assert.equal(handle.status, status);
+        assert.equal(output.summary, channel.summary);
+        assert.equal(output.error, channel.status === 'failed' ? (channel.summary ?? 'failed') : null);
+        assert.equal(output.lines, channel.lines.length);
+        assert.equal(handle.background, channel.background);
+        assert.deepEqual(handle.cause, { type: 'toolCall', tool_call_id: handle.id });
+        assert.equal(handle.snapshot().id, handle.id);
+        const subtree = under(handle.id);
+        assert.equal(output.subtree.subagents, subtree.length);
+        const tokens = subtree.reduce((sum, id) => sum + outputs.get(id)!.tokens, 0);
+        assert.equal(output.subtree.tokens, tokens);
+        const seen = subtree.flatMap((id) => [outputs.get(id)!.firstSeen, outputs.get(id)!.lastSeen]);
+        const stamps = seen.filter((stamp): stamp is string => stamp !== null).sort();
+        assert.equal(output.subtree.firstSeen, stamps[0] ?? null);
+        assert.equal(output.subtree.lastSeen, stamps.at(-1) ?? null);
+        if (output.firstSeen && output.lastSeen) {
+          assert.equal(output.elapsedMs, Date.parse(output.lastSeen) - Date.parse(output.firstSeen));
+        }
+      }
+    }
+  });
+}
+
+test('a late events loop over more channels than it keeps open reads them in order, 64 at most', async () => {
+  const dir = tmpDir();
+  const input = join(dir, 'fanout.jsonl');
+  await writeStream({ sizeBytes: 512 * 1024, fanout: 100, shape: 'small', seed: 7 }, input);
+  const out = join(dir, 'out');
+  const run = open(input, { out });
+  const index = await run.done;
+  assert.ok(index.channels.length > 64);
+  const watch = watchReads(out);
+  try {
+    const expected = readFileSync(input, 'utf8').split('\n').filter((line) => line.trim() !== '');
+    let at = 0;
+    let mostOpen = 0;
+    for await (const event of run.events) {
+      assert.equal(event.lineNo, at + 1);
+      // The generated stream has a few malformed lines, quarantined; the rest come back whole.
+      if (event.kind === 'line') assert.deepEqual(event.line, JSON.parse(expected[at]));
+      else assert.throws(() => JSON.parse(expected[at]));
+      at++;
+      mostOpen = Math.max(mostOpen, watch.streams.filter((stream) => !stream.destroyed).length);
+    }
+    assert.equal(at, expected.length);
+    // At most 64 files open at once: the channels beyond are closed and reopened at their place.
+    assert.equal(mostOpen, 64);
+    // The file closed is the one used least recently: as many opens as such a cache makes.
+    const cache = new Map<string | null, true>();
+    let opens = 0;
+    for (const line of expected) {
+      let channel: string | null;
+      try {
+        channel = JSON.parse(line).parent_tool_use_id ?? null;
+      } catch {
+        continue;
+      }
+      if (cache.delete(channel)) {
+        cache.set(channel, true);
+        continue;
+      }
+      if (cache.size >= 64) cache.delete(cache.keys().next().value!);
+      cache.set(channel, true);
+      opens++;
+    }
+    assert.ok(opens > index.channels.length);
+    assert.equal(watch.streams.length, opens);
+    // The loop has ended: every file it opened is closed.
+    assert.deepEqual(watch.streams.filter((stream) => !stream.destroyed), []);
+  } finally {
+    watch.restore();
+  }
+});
+
+test('a late events loop over a channel file cut short fails with ERR_PROJECTION_REPLAY', async () => {
+  const out = join(tmpDir(), 'out');
+  const run = open(join(FIXTURES, 'nested-depth-3.jsonl'), { out });
+  const index = await run.done;
+  const main = join(out, index.channels.find((channel) => channel.id === null)!.jsonl!);
+  writeFileSync(main, readFileSync(main, 'utf8').split('\n')[0] + '\n');
+  let seen = 0;
+  await assert.rejects(
+    async () => {
+      for await (const _event of run.events) seen++;
+    },
+    (err: { code?: string; message?: string }) =>
+      err.code === 'ERR_PROJECTION_REPLAY' && /\bmain\b/.test(err.message ?? ''),
+  );
+  // The first line is still in the file: the loop failed at the main channel's second line.
+  const lines = fixtureLines('nested-depth-3').map((line) => JSON.parse(line));
+  const secondMain = lines.findIndex((value, at) => at > 0 && value.parent_tool_use_id == null);
+  assert.equal(seen, secondMain);
+});
+
+test('a late events loop that breaks off stops reading the channel files', async () => {
+  const { run, out } = await finishedLongRun();
+  const watch = watchReads(out);
+  try {
+    const events = run.events[Symbol.asyncIterator]();
+    while (watch.streams.length === 0) await events.next();
+    const main = watch.streams.find((stream) => statSync(stream.path).size > 1_000_000)!;
+    const size = statSync(main.path).size;
+    await events.return!();
+    await closed(main);
+    assert.ok(main.bytesRead < size / 8, `read ${main.bytesRead} of ${size} bytes after the loop broke off`);
+  } finally {
+    watch.restore();
+  }
+});
+
+test('an events loop opened after a run with no input ends at once', async () => {
+  for (const out of [undefined, join(tmpDir(), 'out')]) {
+    const run = open(chunked([]), { out });
+    await run.done;
+    const events: RunEvent[] = [];
+    for await (const event of run.events) events.push(event);
+    assert.deepEqual(events, []);
+    const messages: Message[] = [];
+    for await (const message of run.messages) messages.push(message);
+    assert.deepEqual(messages, []);
+  }
+});
+
+test('a slow live reader holds an input of many-line chunks: it leads by what streams hold', async () => {
+  const total = 20_000;
+  const perChunk = 50;
+  const state = { pulled: 0 };
+  const line = (at: number) =>
+    JSON.stringify({
+      type: 'assistant',
+      message: { id: `m${at}`, content: [{ type: 'text', text: `line ${at}` }] },
+    });
+  const chunks = function* () {
+    for (let at = 0; at < total; at += perChunk) {
+      const lines = Array.from({ length: perChunk }, (_, offset) => line(at + offset));
+      state.pulled += perChunk;
+      yield Buffer.from(lines.join('\n') + '\n');
+    }
+  };
+  const input = Readable.from(chunks(), { objectMode: false, highWaterMark: 1 });
+  const run = open(input, { readerHighWaterLines: 20 });
+  let seen = 0;
+  let maxLead = 0;
+  for await (const _message of run.messages) {
+    seen++;
+    maxLead = Math.max(maxLead, state.pulled - seen);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await run.done;
+  assert.equal(seen, total);
+  // The lead is bounded by the chunks the streams between hold, not by the input's length.
+  assert.ok(maxLead < total / 4, `input ran ${maxLead} lines ahead of the reader`);
+});
