@@ -1,0 +1,545 @@
+// The coding-agent mappers event by event: each recorded event is fed to its mapper and the
+// lines it makes are compared whole with the lines an independent reading of the same event
+// expects (Claude Code's stream-json shapes, written out here, not taken from the product).
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { createGeminiMapper, GEMINI_DEFAULTS, isGeminiEvent } from '../src/adapters/gemini.js';
+import { COPILOT_DEFAULTS, copilotVersionOf, createCopilotMapper, isCopilotEvent } from '../src/adapters/copilot.js';
+import type { MappedEvent, StreamMapper } from '../src/adapters/stream-lines.js';
+import { FIXTURES } from './helpers.js';
+
+type Json = Record<string, any>;
+const OTHER = join(FIXTURES, 'other-agents');
+
+/** Every recording of a producer: `<producer>-*.jsonl` and `<producer>/*.jsonl`. */
+function recordings(producer: string): { name: string; events: Json[] }[] {
+  const top = readdirSync(OTHER)
+    .filter((f) => f.startsWith(`${producer}-`) && f.endsWith('.jsonl'))
+    .map((f) => join(OTHER, f));
+  const inner = readdirSync(join(OTHER, producer))
+    .filter((f) => f.endsWith('.jsonl'))
+    .map((f) => join(OTHER, producer, f));
+  return [...top, ...inner].map((file) => ({
+    name: file.slice(OTHER.length + 1),
+    events: readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((line) => line.length > 0)
+      .map((line) => JSON.parse(line)),
+  }));
+}
+
+/** Lines an event should make; `own` marks the one standing for the event. */
+class Expect {
+  lines: Json[] = [];
+  own = -1;
+  add(line: Json, own = true): void {
+    if (own && this.own === -1) this.own = this.lines.length;
+    this.lines.push(line);
+  }
+  event(channel: string | null = null): MappedEvent {
+    return { channel, lines: this.lines, own: this.own };
+  }
+}
+
+const timed = (line: Json, ts: string | null): Json => (ts === null ? line : { ...line, timestamp: ts });
+const assistant = (channel: string | null, id: string | null, content: Json[], usage: Json | null,
+  ts: string | null): Json =>
+  timed({
+    type: 'assistant',
+    message: { id, type: 'message', role: 'assistant', content, ...(usage ? { usage } : {}) },
+    parent_tool_use_id: channel,
+  }, ts);
+const text = (channel: string | null, id: string | null, words: string, ts: string | null): Json =>
+  assistant(channel, id, [{ type: 'text', text: words }], null, ts);
+const prompt = (channel: string | null, words: string, ts: string | null): Json =>
+  timed({ type: 'user', message: { role: 'user', content: [{ type: 'text', text: words }] },
+    parent_tool_use_id: channel }, ts);
+const toolResult = (id: string, content: string, isError: boolean, ts: string | null,
+  channel: string | null = null): Json =>
+  timed({ type: 'user', message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content,
+    ...(isError ? { is_error: true } : {}) }] }, parent_tool_use_id: channel }, ts);
+const init = (producer: string, version: string | null, session: string | null, model: string | null,
+  ts: string | null): Json =>
+  timed({ type: 'system', subtype: 'init', session_id: session, model, producer, producer_version: version,
+    parent_tool_use_id: null }, ts);
+const result = (isError: boolean, words: string | null, session: string | null, usage: Json | null,
+  durationMs: number | null, ts: string | null): Json =>
+  timed({ type: 'result', subtype: isError ? 'error_during_execution' : 'success', is_error: isError,
+    result: words, session_id: session, parent_tool_use_id: null, ...(usage ? { usage } : {}),
+    ...(durationMs !== null ? { duration_ms: durationMs } : {}) }, ts);
+
+/** Feeds every event, then end(), checking each against what `expected` says of it. */
+function replay(mapper: StreamMapper, events: Json[], expected: (event: Json) => MappedEvent,
+  ending: () => Json[], label: string): void {
+  events.forEach((event, n) => {
+    assert.deepEqual(mapper.map(event), expected(event), `${label}: event ${n + 1} (${event.type})`);
+  });
+  assert.deepEqual(mapper.end(), ending(), `${label}: end`);
+}
+
+// ---- Gemini CLI ----
+
+/** Gemini's stream read by its documented fields. */
+function geminiReader(spawnTools: readonly string[] = ['invoke_agent']) {
+  let open: { words: string; ts: string | null } | null = null;
+  let session: string | null = null;
+  let lastText: string | null = null;
+  let counter = 0;
+  const spawns = new Set<string>();
+  const str = (v: unknown) => (typeof v === 'string' && v.length > 0 ? v : null);
+  const shown = (v: unknown) => (typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v));
+  const message = (words: string, ts: string | null) => {
+    lastText = words;
+    return text(null, `gemini-message-${++counter}`, words, ts);
+  };
+  const flush = (out: Expect) => {
+    if (open) out.add(message(open.words, open.ts), false);
+    open = null;
+  };
+  return {
+    event(ev: Json): MappedEvent {
+      const out = new Expect();
+      const ts = str(ev.timestamp);
+      const piece = ev.type === 'message' && ev.role === 'assistant';
+      if (!piece) flush(out);
+      if (ev.type === 'init') {
+        session = str(ev.session_id);
+        out.add(init('gemini', null, session, str(ev.model), ts));
+      } else if (piece && ev.delta === true) {
+        if (open) open.words += shown(ev.content);
+        else open = { words: shown(ev.content), ts };
+      } else if (piece) {
+        out.add(message(shown(ev.content), ts));
+      } else if (ev.type === 'message' && ev.role === 'user') {
+        out.add(prompt(null, shown(ev.content), ts));
+      } else if (ev.type === 'tool_use' && str(ev.tool_id)) {
+        const args = ev.parameters && typeof ev.parameters === 'object' && !Array.isArray(ev.parameters)
+          ? ev.parameters : {};
+        const name = str(ev.tool_name) ?? 'tool';
+        const spawn = spawnTools.includes(name);
+        const input = spawn
+          ? { ...args, subagent_type: str(args.agent_name) ?? str(args.name),
+            description: str(args.description), tool: name }
+          : args;
+        out.add(assistant(null, `gemini-call-${ev.tool_id}`,
+          [{ type: 'tool_use', id: ev.tool_id, name: spawn ? 'Task' : name, input }], null, ts));
+        if (spawn) {
+          spawns.add(ev.tool_id);
+          const words = str(args.prompt) ?? str(args.task);
+          if (words !== null) out.add(prompt(ev.tool_id, words, ts), false);
+        }
+      } else if (ev.type === 'tool_result' && str(ev.tool_id)) {
+        const failed = ev.status !== 'success';
+        const output = failed ? (str(ev.error?.message) ?? shown(ev.output)) : shown(ev.output);
+        out.add(toolResult(ev.tool_id, output, failed, ts));
+        if (spawns.delete(ev.tool_id) && output !== '') {
+          out.add(text(ev.tool_id, `gemini-result-${ev.tool_id}`, output, ts), false);
+        }
+      } else if (ev.type === 'error') {
+        out.add(text(null, `gemini-error-${++counter}`, `[${shown(ev.severity) || 'error'}] ${shown(ev.message)}`,
+          ts));
+      } else if (ev.type === 'result') {
+        const stats = ev.stats ?? {};
+        const usage: Json = {};
+        for (const [ours, theirs] of [['input_tokens', 'input_tokens'], ['output_tokens', 'output_tokens'],
+          ['cache_read_input_tokens', 'cached']]) {
+          if (typeof stats[theirs] === 'number' && Number.isFinite(stats[theirs])) usage[ours] = stats[theirs];
+        }
+        const hasUsage = Object.keys(usage).length > 0;
+        if (hasUsage) out.add(assistant(null, 'gemini-run-usage', [], usage, ts), false);
+        const failed = ev.status !== 'success';
+        const duration = Number.isFinite(stats.duration_ms) ? stats.duration_ms : null;
+        out.add(result(failed, failed ? str(ev.error?.message) : lastText, session, hasUsage ? usage : null,
+          duration, ts));
+      }
+      return out.event();
+    },
+    end(): Json[] {
+      const out = new Expect();
+      flush(out);
+      return out.lines;
+    },
+  };
+}
+
+test('Gemini: every recorded event maps to the lines its fields call for; pieces join at the next event', () => {
+  for (const { name, events } of recordings('gemini')) {
+    const reader = geminiReader();
+    const mapper = createGeminiMapper();
+    replay(mapper, events, (ev) => reader.event(ev), () => reader.end(), name);
+    // A spawned call's channel carries only its spawn and result; main and the rest carry the stream.
+    for (const ev of events.filter((e) => e.type === 'tool_use')) {
+      const spawned = ev.tool_name === 'invoke_agent';
+      assert.equal(mapper.transcriptOf(ev.tool_id), spawned ? 'spawn-and-result' : 'stream', name);
+    }
+    assert.equal(mapper.transcriptOf(null), 'stream');
+    assert.equal(mapper.version, null);
+  }
+});
+
+test('Gemini: text left open at the end comes out of end(); a piece after an event starts anew', () => {
+  const ts = '2026-12-01T00:00:00.000Z';
+  const events = [
+    { type: 'message', timestamp: ts, role: 'assistant', content: 'one ', delta: true },
+    { type: 'message', timestamp: ts, role: 'assistant', content: 'two', delta: true },
+    { type: 'message', timestamp: ts, role: 'user', content: 'more' },
+    { type: 'message', timestamp: ts, role: 'assistant', content: 'whole' },
+    { type: 'message', timestamp: ts, role: 'assistant', content: { a: 1 }, delta: true },
+  ];
+  const reader = geminiReader();
+  replay(createGeminiMapper(), events, (ev) => reader.event(ev), () => reader.end(), 'pieces');
+  const mapper = createGeminiMapper();
+  for (const ev of events) mapper.map(ev);
+  assert.deepEqual(mapper.end(), [text(null, 'gemini-message-3', '{"a":1}', ts)]);
+  assert.deepEqual(mapper.end(), [], 'end() gives the open text once');
+});
+
+test('Gemini: errors, failed results, calls without ids, other spawn tools and argument names', () => {
+  const ts = '2026-12-01T00:00:00.000Z';
+  const events: Json[] = [
+    { type: 'init', timestamp: ts, session_id: '', model: '' },
+    { type: 'error', timestamp: ts, severity: 'warning', message: 'slow' },
+    { type: 'error', timestamp: ts, message: { code: 7 } },
+    { type: 'error', message: 'no time' },
+    { type: 'tool_use', timestamp: ts, tool_name: 'x', parameters: {} },
+    { type: 'tool_use', timestamp: ts, tool_id: 'a', parameters: ['not', 'object'] },
+    { type: 'tool_use', timestamp: ts, tool_id: 'b', tool_name: 'delegate',
+      parameters: { name: 'helper', task: 'do it', description: 'the job' } },
+    { type: 'tool_use', timestamp: ts, tool_id: 'c', tool_name: 'delegate', parameters: { agent_name: 'x' } },
+    { type: 'tool_result', timestamp: ts, status: 'success', output: 'no id' },
+    { type: 'tool_result', timestamp: ts, tool_id: 'b', status: 'error', output: { why: 'broken' } },
+    { type: 'tool_result', timestamp: ts, tool_id: 'b', status: 'success', output: 'again' },
+    { type: 'tool_result', timestamp: ts, tool_id: 'c', status: 'success' },
+    { type: 'tool_result', timestamp: ts, tool_id: 'a', status: 'error', output: 'out',
+      error: { message: 'the error' } },
+    { type: 'tool_result', timestamp: ts, tool_id: 'a', status: 'error', output: 'out', error: { message: '' } },
+    { type: 'message', timestamp: ts, role: 'assistant', content: 'last words' },
+    { type: 'result', timestamp: ts, status: 'error', error: { message: 'quota' },
+      stats: { input_tokens: 5, cached: 2, duration_ms: 9 } },
+    { type: 'result', timestamp: ts, status: 'error', stats: 'none' },
+    { type: 'result', timestamp: ts, status: 'success', stats: { output_tokens: Infinity, duration_ms: NaN } },
+    { type: 'something', timestamp: ts },
+  ];
+  const reader = geminiReader(['delegate']);
+  const mapper = createGeminiMapper({ spawnTools: ['delegate'] });
+  replay(mapper, events, (ev) => reader.event(ev), () => reader.end(), 'crafted');
+  assert.equal(mapper.transcriptOf('b'), 'spawn-and-result');
+  assert.equal(mapper.transcriptOf('a'), 'stream');
+  // Spelled out where the reading above could share a slip with the mapper.
+  const fresh = createGeminiMapper({ spawnTools: ['delegate'] });
+  assert.deepEqual(fresh.map(events[1]).lines, [text(null, 'gemini-error-1', '[warning] slow', ts)]);
+  assert.deepEqual(fresh.map(events[2]).lines, [text(null, 'gemini-error-2', '[error] {"code":7}', ts)]);
+  const err = fresh.map(events[15]);
+  assert.deepEqual(err.lines, [
+    assistant(null, 'gemini-run-usage', [], { input_tokens: 5, cache_read_input_tokens: 2 }, ts),
+    result(true, 'quota', null, { input_tokens: 5, cache_read_input_tokens: 2 }, 9, ts),
+  ]);
+  assert.equal(err.own, 1);
+  assert.deepEqual(GEMINI_DEFAULTS.spawnTools, ['invoke_agent']);
+  assert.ok(Object.isFrozen(GEMINI_DEFAULTS) && Object.isFrozen(GEMINI_DEFAULTS.spawnTools));
+});
+
+test('Gemini: an event is recognised by its type and the field that type always has', () => {
+  for (const { events } of recordings('gemini')) for (const ev of events) assert.equal(isGeminiEvent(ev), true);
+  const t = '2026-12-01T00:00:00.000Z';
+  const yes: Json[] = [
+    { type: 'init', timestamp: t, session_id: 's' },
+    { type: 'message', timestamp: t, role: 'user' },
+    { type: 'tool_use', timestamp: t, tool_id: 'a' },
+    { type: 'tool_result', timestamp: t, tool_id: 'a' },
+    { type: 'result', timestamp: t, stats: {} },
+    { type: 'result', timestamp: t, status: 'success' },
+    { type: 'error', timestamp: t, message: 'm' },
+  ];
+  const no: Json[] = [
+    { type: 'other', timestamp: t, message: 'm' },
+    { type: 7, timestamp: t },
+    { type: 'error', message: 'm' },
+    { type: 'error', timestamp: t, message: 'm', parent_tool_use_id: null },
+    { type: 'error', timestamp: t, message: 'm', subtype: 'x' },
+    { type: 'init', timestamp: t },
+    { type: 'message', timestamp: t },
+    { type: 'tool_use', timestamp: t },
+    { type: 'tool_result', timestamp: t, tool_id: 1 },
+    { type: 'result', timestamp: t },
+    { type: 'error', timestamp: t },
+  ];
+  for (const ev of yes) assert.equal(isGeminiEvent(ev), true, JSON.stringify(ev));
+  for (const ev of no) assert.equal(isGeminiEvent(ev), false, JSON.stringify(ev));
+});
+
+// ---- GitHub Copilot CLI ----
+
+const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
+const shown = (v: unknown): string =>
+  typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v);
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+const obj = (v: unknown): Json => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : {});
+const isObj = (v: unknown): boolean => v !== null && typeof v === 'object' && !Array.isArray(v);
+const args = (v: unknown): Json => {
+  if (isObj(v)) return v as Json;
+  if (typeof v === 'string') {
+    try {
+      const parsed = JSON.parse(v);
+      if (isObj(parsed)) return parsed;
+    } catch {
+      // text
+    }
+    return { input: v };
+  }
+  return v === undefined || v === null ? {} : { input: v };
+};
+const withExit = (output: string, code: number | undefined): string =>
+  code === undefined ? output : `${output}${output === '' || output.endsWith('\n') ? '' : '\n'}[exit code ${code}]`;
+const errorText = (e: unknown): string | null => (typeof e === 'string' ? str(e) : str(obj(e).message));
+
+/** Copilot's session events read by their documented fields. */
+function copilotReader(spawnTools: readonly string[] = ['task']) {
+  const agents = new Map<string, string>();
+  const announced = new Set<string>();
+  const perCall = new Set<string>();
+  let version: string | null = null;
+  let started = false;
+  let lastText: string | null = null;
+  const call = (id: string, name: string, input: Json): Json => {
+    announced.add(id);
+    if (!spawnTools.includes(name)) return { type: 'tool_use', id, name, input };
+    return { type: 'tool_use', id, name: 'Task',
+      input: { ...input, subagent_type: str(input.agent_type) ?? str(input.name), tool: name } };
+  };
+  return {
+    version: () => version,
+    event(ev: Json): MappedEvent {
+      const out = new Expect();
+      const data = obj(ev.data);
+      const ts = str(ev.timestamp);
+      if (ev.type === 'session.skills_loaded' && Array.isArray(data.skills)) {
+        for (const skill of data.skills.slice(0, 100)) {
+          const m = /\/pkg\/[^/]{1,64}\/(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)\/builtin\//.exec(obj(skill).path ?? '');
+          if (m) {
+            version ??= m[1];
+            break;
+          }
+        }
+      }
+      const agentId = str(ev.agentId);
+      let channel: string | null = str(data.parentToolCallId);
+      if (channel === null && agentId !== null) {
+        channel = (String(ev.type).startsWith('subagent.') ? str(data.toolCallId) : null) ??
+          agents.get(agentId) ?? null;
+      }
+      if (!started) out.add(init('copilot', version, null, null, ts), false);
+      started = true;
+      if (ev.ephemeral === true) return out.event(channel);
+      const id = str(data.toolCallId);
+      switch (ev.type) {
+        case 'user.message':
+          if (str(data.content)) out.add(prompt(channel, data.content, ts));
+          break;
+        case 'assistant.reasoning':
+          out.add(assistant(channel, str(data.reasoningId), [{ type: 'thinking', thinking: shown(data.content) }],
+            null, ts));
+          break;
+        case 'assistant.message': {
+          const content: Json[] = [];
+          if (str(data.reasoningText)) content.push({ type: 'thinking', thinking: data.reasoningText });
+          if (str(data.content)) content.push({ type: 'text', text: data.content });
+          if (str(data.content) && channel === null) lastText = data.content;
+          for (const r of Array.isArray(data.toolRequests) ? data.toolRequests : []) {
+            if (isObj(r) && str(r.toolCallId)) content.push(call(r.toolCallId, str(r.name) ?? 'tool', args(r.arguments)));
+          }
+          out.add(assistant(channel, str(data.messageId), content, null, ts));
+          break;
+        }
+        case 'assistant.usage': {
+          const usage: Json = {};
+          for (const [ours, theirs] of [['input_tokens', 'inputTokens'], ['output_tokens', 'outputTokens'],
+            ['cache_read_input_tokens', 'cacheReadTokens'], ['cache_creation_input_tokens', 'cacheWriteTokens']]) {
+            if (num(data[theirs]) !== undefined) usage[ours] = data[theirs];
+          }
+          if (Object.keys(usage).length > 0) {
+            if (channel !== null) perCall.add(channel);
+            out.add(assistant(channel, str(data.apiCallId) ?? str(ev.id), [], usage, ts));
+          }
+          break;
+        }
+        case 'tool.execution_start':
+          if (id && !announced.has(id)) {
+            out.add(assistant(channel, null, [call(id, str(data.toolName) ?? 'tool', args(data.arguments))], null, ts));
+          }
+          break;
+        case 'tool.execution_complete':
+          if (id) {
+            announced.delete(id);
+            const code = num(obj(data.shellExecution).exitCode);
+            const output = shown(obj(data.result).content ?? errorText(data.error) ?? '');
+            const words = code !== undefined && !/exit code -?\d+/.test(output) ? withExit(output, code) : output;
+            out.add(toolResult(id, words, data.success === false || (code !== undefined && code !== 0), ts, channel));
+          }
+          break;
+        case 'subagent.started':
+          if (id && agentId) agents.set(agentId, id);
+          if (id) {
+            out.add(timed({ type: 'system', subtype: 'task_started', tool_use_id: id,
+              subagent_type: str(data.agentName) ?? str(data.agentType), description: str(data.agentDescription),
+              parent_tool_use_id: id }, ts));
+          }
+          break;
+        case 'subagent.completed':
+        case 'subagent.failed': {
+          const task = id ?? channel;
+          if (!task) break;
+          const failed = ev.type === 'subagent.failed';
+          if (num(data.totalTokens) !== undefined && !perCall.has(task)) {
+            out.add(assistant(task, `copilot-subagent-usage:${task}`, [], { total_tokens: data.totalTokens }, ts));
+          }
+          out.add(timed({ type: 'system', subtype: 'task_notification', tool_use_id: task,
+            status: failed ? 'failed' : 'completed', summary: failed ? errorText(data.error) : null,
+            parent_tool_use_id: task }, ts));
+          perCall.delete(task);
+          if (agentId) agents.delete(agentId);
+          break;
+        }
+        case 'result': {
+          const code = num(ev.exitCode);
+          out.add(result(code !== undefined && code !== 0, lastText, str(ev.sessionId), null,
+            num(obj(ev.usage).sessionDurationMs) ?? null, ts));
+          break;
+        }
+        case 'session.error':
+          out.add(text(channel, str(ev.id), `[error] ${errorText(data) ?? ''}`, ts));
+          break;
+      }
+      return out.event(channel);
+    },
+  };
+}
+
+test('Copilot: every recorded event maps to the lines and channel its fields call for', () => {
+  for (const { name, events } of recordings('copilot')) {
+    const reader = copilotReader();
+    const mapper = createCopilotMapper();
+    replay(mapper, events, (ev) => reader.event(ev), () => [], name);
+    assert.equal(mapper.version, reader.version(), name);
+    assert.equal(mapper.transcriptOf(), 'stream');
+  }
+  // Every recording states its version in its skills path, as VERSION says.
+  const stated = /\d+\.\d+\.\d+/.exec(readFileSync(join(OTHER, 'copilot', 'VERSION'), 'utf8'))?.[0];
+  const mapper = createCopilotMapper();
+  for (const ev of recordings('copilot')[0].events) mapper.map(ev);
+  assert.equal(mapper.version, stated);
+});
+
+test('Copilot: crafted events: ids missing, usage per call, failures, other spawn tools', () => {
+  const ts = '2026-12-01T00:00:00.000Z';
+  const skill = (path: unknown) => ({ path });
+  const events: Json[] = [
+    { type: 'session.skills_loaded', timestamp: ts, data: { skills: [skill(3), 'x', skill('/a/pkg/linux/1.2.3/x/'),
+      skill('/a/pkg/linux/1.2.3-beta.1/builtin/s'), skill('/a/pkg/linux/9.9.9/builtin/s')] } },
+    { type: 'session.skills_loaded', timestamp: ts, data: { skills: [skill('/a/pkg/linux/2.0.0/builtin/s')] } },
+    { type: 'user.message', timestamp: ts, data: { content: '' } },
+    { type: 'user.message', data: { content: 'hi' } },
+    { type: 'assistant.reasoning', timestamp: ts, data: { content: { deep: 1 }, reasoningId: 'r1' } },
+    { type: 'assistant.reasoning', timestamp: ts, data: {} },
+    { type: 'assistant.message', timestamp: ts, data: { messageId: 'm1', reasoningText: 'hmm', content: 'go',
+      toolRequests: [7, { name: 'x' }, { toolCallId: 't1', name: 'spawn', arguments: '{"name":"helper"}' },
+        { toolCallId: 't2', arguments: 'plain text' }, { toolCallId: 't3', name: 'task',
+          arguments: { agent_type: 'kind', name: 'other' } }, { toolCallId: 't4', arguments: 5 }] } },
+    { type: 'assistant.message', timestamp: ts, data: { toolRequests: 'none', content: '' } },
+    { type: 'tool.execution_start', timestamp: ts, data: { toolCallId: 't1', toolName: 'spawn' } },
+    { type: 'tool.execution_start', timestamp: ts, data: { toolCallId: 't5', arguments: '[1]' } },
+    { type: 'tool.execution_start', timestamp: ts, data: { toolName: 'x' } },
+    { type: 'subagent.started', timestamp: ts, agentId: 'ag1',
+      data: { toolCallId: 't1', agentType: 'general', agentDescription: 'helps' } },
+    { type: 'subagent.started', timestamp: ts, agentId: 'ag9', data: { agentName: 'x' } },
+    { type: 'assistant.usage', timestamp: ts, agentId: 'ag1', id: 'e1', data: { inputTokens: 3, cacheWriteTokens: 4 } },
+    { type: 'assistant.usage', timestamp: ts, id: 'e2', data: { apiCallId: 'c1', outputTokens: 2, cacheReadTokens: 1 } },
+    { type: 'assistant.usage', timestamp: ts, id: 'e3', data: { model: 'm' } },
+    { type: 'assistant.message', timestamp: ts, agentId: 'ag1', data: { content: 'child words' } },
+    { type: 'assistant.message', timestamp: ts, agentId: 'unknown', data: { content: 'stray' } },
+    { type: 'tool.execution_complete', timestamp: ts, data: { toolCallId: 't2', success: false,
+      error: { message: 'denied' } } },
+    { type: 'tool.execution_complete', timestamp: ts, data: { toolCallId: 't4', success: false, error: 'bad' } },
+    { type: 'tool.execution_complete', timestamp: ts, data: { toolCallId: 't5', result: { content: 'out' },
+      shellExecution: { exitCode: 2 } } },
+    { type: 'tool.execution_complete', timestamp: ts, data: { toolCallId: 't5', result: { content: 'out\n' },
+      shellExecution: { exitCode: 0 } } },
+    { type: 'tool.execution_complete', timestamp: ts, data: { toolCallId: 't5',
+      result: { content: 'x [exit code -1]' }, shellExecution: { exitCode: 1 } } },
+    { type: 'tool.execution_complete', timestamp: ts, data: { toolCallId: 't5', result: { content: { j: 1 } } } },
+    { type: 'tool.execution_complete', timestamp: ts, data: {} },
+    { type: 'tool.execution_start', timestamp: ts, data: { toolCallId: 't5' } },
+    { type: 'subagent.completed', timestamp: ts, agentId: 'ag1', data: { totalTokens: 50 } },
+    { type: 'assistant.message', timestamp: ts, agentId: 'ag1', data: { content: 'after end' } },
+    { type: 'subagent.started', timestamp: ts, agentId: 'ag2', data: { toolCallId: 't3', agentName: 'named' } },
+    { type: 'subagent.failed', timestamp: ts, agentId: 'ag2', data: { toolCallId: 't3', totalTokens: 9,
+      error: { message: 'crashed' } } },
+    { type: 'subagent.failed', timestamp: ts, data: { error: 'no id' } },
+    { type: 'subagent.failed', timestamp: ts, data: { parentToolCallId: 'p', error: 'by channel' } },
+    { type: 'session.error', timestamp: ts, id: 'se', data: { message: 'boom' } },
+    { type: 'session.error', timestamp: ts, data: {} },
+    { type: 'assistant.message', timestamp: ts, data: 'not an object' },
+    { type: 'result', timestamp: ts, exitCode: 1, sessionId: 's1', usage: { sessionDurationMs: 77 } },
+    { type: 'result', timestamp: ts, exitCode: 0, usage: 'x' },
+    { type: 'result', timestamp: ts },
+  ];
+  const reader = copilotReader(['task', 'spawn']);
+  const mapper = createCopilotMapper({ spawnTools: ['task', 'spawn'] });
+  replay(mapper, events, (ev) => reader.event(ev), () => [], 'crafted');
+  assert.equal(mapper.version, '1.2.3-beta.1');
+  // Spelled out where the reading above could share a slip with the mapper.
+  const fresh = createCopilotMapper();
+  assert.equal(fresh.map(events[0]).own, -1);
+  const first = (type: string) => events.find((ev) => ev.type === type)!;
+  assert.deepEqual(fresh.map(first('result')).lines, [result(true, null, 's1', null, 77, ts)]);
+  assert.deepEqual(fresh.map({ type: 'subagent.completed', timestamp: ts, data: { toolCallId: 't1', totalTokens: 50 } }).lines, [
+    assistant('t1', 'copilot-subagent-usage:t1', [], { total_tokens: 50 }, ts),
+    timed({ type: 'system', subtype: 'task_notification', tool_use_id: 't1', status: 'completed', summary: null,
+      parent_tool_use_id: 't1' }, ts),
+  ]);
+  const shell = (content: string, exitCode: number) => ({ type: 'tool.execution_complete', timestamp: ts,
+    data: { toolCallId: 't5', result: { content }, shellExecution: { exitCode } } });
+  assert.deepEqual(fresh.map(shell('out', 2)).lines, [toolResult('t5', 'out\n[exit code 2]', true, ts)]);
+  assert.deepEqual(fresh.map(shell('out\n', 0)).lines, [toolResult('t5', 'out\n[exit code 0]', false, ts)]);
+  assert.deepEqual(COPILOT_DEFAULTS.spawnTools, ['task']);
+  assert.ok(Object.isFrozen(COPILOT_DEFAULTS) && Object.isFrozen(COPILOT_DEFAULTS.spawnTools));
+  assert.deepEqual(createCopilotMapper().end(), []);
+});
+
+test('Copilot: the version is the first install path a skill shows, within the first 100 skills', () => {
+  const path = (v: string) => ({ path: `/home/u/.copilot/pkg/linux-x64/${v}/builtin/skills/a/SKILL.md` });
+  const loaded = (skills: unknown) => ({ type: 'session.skills_loaded', data: { skills } });
+  assert.equal(copilotVersionOf(loaded([path('1.0.102')])), '1.0.102');
+  assert.equal(copilotVersionOf(loaded([...Array(99).fill({}), path('3.4.5')])), '3.4.5');
+  assert.equal(copilotVersionOf(loaded([...Array(100).fill({}), path('3.4.5')])), null);
+  assert.equal(copilotVersionOf(loaded('x')), null);
+  assert.equal(copilotVersionOf({ type: 'session.skills_loaded', data: 'x' }), null);
+  assert.equal(copilotVersionOf({ type: 'session.other', data: { skills: [path('1.0.0')] } }), null);
+  assert.equal(copilotVersionOf(loaded([path('1.0')])), null);
+  assert.equal(copilotVersionOf(loaded([{ path: '/pkg/a/1.0.0/builtin/' }])), '1.0.0');
+  assert.equal(copilotVersionOf(loaded([{ path: `/pkg/${'a'.repeat(65)}/1.0.0/builtin/` }])), null);
+  assert.equal(copilotVersionOf(loaded([{ path: '/pkg/a/1234567.0.0/builtin/' }])), null);
+  assert.equal(copilotVersionOf(loaded([{ path: '/pkg/a/x1.0.0/builtin/' }])), null);
+  assert.equal(copilotVersionOf(loaded([{ path: `/pkg/a/1.0.0-${'b'.repeat(41)}/builtin/` }])), null);
+  assert.equal(copilotVersionOf(loaded([{ path: '/pkg//1.0.0/builtin/' }])), null);
+});
+
+test('Copilot: an event is a dotted session type with a data object and no params', () => {
+  // The final `result` line has no dotted type: the run's first line decides the format.
+  for (const { events } of recordings('copilot')) {
+    for (const ev of events) assert.equal(isCopilotEvent(ev), ev.type !== 'result');
+  }
+  for (const type of ['session', 'user', 'assistant', 'tool', 'subagent', 'model', 'skill', 'hook', 'system', 'abort']) {
+    assert.equal(isCopilotEvent({ type: `${type}.a_b.c`, data: {} }), true, type);
+    assert.equal(isCopilotEvent({ type: `x${type}.a`, data: {} }), false, type);
+  }
+  assert.equal(isCopilotEvent({ type: 'tool.start', data: {}, params: {} }), false);
+  assert.equal(isCopilotEvent({ type: 'tool.start', data: 'x' }), false);
+  assert.equal(isCopilotEvent({ type: 'tool.Start', data: {} }), false);
+  assert.equal(isCopilotEvent({ type: 'tool.start!', data: {} }), false);
+  assert.equal(isCopilotEvent({ type: 'tool.', data: {} }), false);
+  assert.equal(isCopilotEvent({ type: 5, data: {} }), false);
+  assert.equal(isCopilotEvent({ type: 'result', data: {} }), false);
+});
