@@ -4,8 +4,10 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { createGeminiMapper, GEMINI_DEFAULTS, isGeminiEvent } from '../src/adapters/gemini.js';
+import { teeJsonl } from '../src/adapters/claude-sdk.js';
 import { createCodexMapper, isCodexEvent, itemResult } from '../src/adapters/codex.js';
 import { createOpencodeMapper, isOpencodeEvent, OPENCODE_DEFAULTS, taskReport } from '../src/adapters/opencode.js';
 import { COPILOT_DEFAULTS, copilotVersionOf, createCopilotMapper, isCopilotEvent } from '../src/adapters/copilot.js';
@@ -1054,4 +1056,54 @@ test('stream lines: each line builder makes the stream-json shape, with a time o
   mapped.push({ n: 3 });
   mapped.push({ n: 4 }, true);
   assert.deepEqual(mapped.of('c'), { channel: 'c', own: 1, lines: [{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }] });
+});
+
+// ---- Claude Agent SDK ----
+
+test('teeJsonl: passes each message on after writing it as one JSON line; a full writer holds the run', async () => {
+  const messages = [{ type: 'system', subtype: 'init' }, { type: 'assistant', text: 'é\n"' }, { type: 'result' }];
+  async function* source() {
+    yield* messages;
+  }
+  const log: string[] = [];
+  const written: string[] = [];
+  const out = new Writable({
+    highWaterMark: 1,
+    write(chunk: Buffer, _encoding, done) {
+      written.push(chunk.toString('utf8'));
+      log.push(`write ${written.length}`);
+      // Released on a later turn: a writer that cannot keep up.
+      setImmediate(() => {
+        log.push(`release ${written.length}`);
+        done();
+      });
+    },
+  });
+  const got: unknown[] = [];
+  for await (const message of teeJsonl(source(), out)) {
+    log.push(`yield ${got.length + 1}`);
+    got.push(message);
+  }
+  assert.deepEqual(got, messages);
+  assert.deepEqual(written, messages.map((m) => JSON.stringify(m) + '\n'));
+  assert.deepEqual(log, ['write 1', 'release 1', 'yield 1', 'write 2', 'release 2', 'yield 2', 'write 3',
+    'release 3', 'yield 3']);
+});
+
+test('teeJsonl: a writer with room takes every line without waiting for a drain', async () => {
+  const out = new Writable({ highWaterMark: 1 << 20, write: (_chunk, _encoding, done) => done() });
+  const lines: string[] = [];
+  const original = out.write.bind(out);
+  out.write = ((chunk: string) => {
+    lines.push(chunk);
+    return original(chunk);
+  }) as typeof out.write;
+  async function* source() {
+    yield { n: 1 };
+    yield { n: 2 };
+  }
+  const got: unknown[] = [];
+  for await (const message of teeJsonl(source(), out)) got.push(message);
+  assert.deepEqual(got, [{ n: 1 }, { n: 2 }]);
+  assert.deepEqual(lines, ['{"n":1}\n', '{"n":2}\n']);
 });
