@@ -195,13 +195,20 @@ test('Gemini: text left open at the end comes out of end(); a piece after an eve
     { type: 'message', timestamp: ts, role: 'assistant', content: 'two', delta: true },
     { type: 'message', timestamp: ts, role: 'user', content: 'more' },
     { type: 'message', timestamp: ts, role: 'assistant', content: 'whole' },
+    { type: 'message', timestamp: ts, role: 'assistant', content: 'open ', delta: true },
+    // A whole message while pieces are open is shown at once; the pieces stay open.
+    { type: 'message', timestamp: ts, role: 'assistant', content: 'whole too' },
+    { type: 'message', timestamp: ts, role: 'assistant', content: 'still', delta: true },
+    { type: 'message', timestamp: ts, role: 'system', content: 'not a prompt' },
+    { type: 'message', timestamp: ts, role: 'assistant', content: 'a', delta: true },
+    { type: 'tool_use', timestamp: ts, role: 'assistant', tool_id: 'r', tool_name: 'ls', parameters: {} },
     { type: 'message', timestamp: ts, role: 'assistant', content: { a: 1 }, delta: true },
   ];
   const reader = geminiReader();
   replay(createGeminiMapper(), events, (ev) => reader.event(ev), () => reader.end(), 'pieces');
   const mapper = createGeminiMapper();
   for (const ev of events) mapper.map(ev);
-  assert.deepEqual(mapper.end(), [text(null, 'gemini-message-3', '{"a":1}', ts)]);
+  assert.deepEqual(mapper.end(), [text(null, 'gemini-message-6', '{"a":1}', ts)]);
   assert.deepEqual(mapper.end(), [], 'end() gives the open text once');
 });
 
