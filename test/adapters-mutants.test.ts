@@ -524,6 +524,39 @@ test('Copilot: crafted events: ids missing, usage per call, failures, other spaw
   assert.deepEqual(createCopilotMapper().end(), []);
 });
 
+test('Copilot: the channel, the last main text and ephemeral events, each on its own', () => {
+  const ts = '2026-12-01T00:00:00.000Z';
+  const mapper = createCopilotMapper();
+  const events: Json[] = [
+    { type: 'subagent.started', timestamp: ts, agentId: 'ag', data: { toolCallId: 't1', agentName: 'a' } },
+    // A later start of the same agent without a call id leaves its channel as it was.
+    { type: 'subagent.started', timestamp: ts, agentId: 'ag', data: { agentName: 'a' } },
+    { type: 'subagent.started', timestamp: ts, data: { toolCallId: 't2', agentName: 'b' } },
+    { type: 'assistant.message', timestamp: ts, data: { content: 'main words', toolRequests: [null] } },
+    { type: 'assistant.message', timestamp: ts, agentId: 'ag', data: { content: 'child words' } },
+    { type: 'assistant.message', timestamp: ts, ephemeral: true, data: { content: 'passing' } },
+    { type: 'assistant.message', timestamp: ts, ephemeral: false, data: { content: 'kept' } },
+    { type: 'assistant.message', timestamp: ts, agentId: 'ag', data: { content: 'child again' } },
+    { type: 'subagent.completed', timestamp: ts, data: { toolCallId: 't2' } },
+    { type: 'tool.execution_complete', timestamp: ts, data: { toolCallId: 't9' } },
+    { type: 5, timestamp: ts, agentId: 'ag', data: {} },
+    { type: 'result', timestamp: ts, exitCode: 0 },
+  ];
+  const reader = copilotReader();
+  replay(mapper, events, (ev) => reader.event(ev), () => [], 'channels');
+  const fresh = createCopilotMapper();
+  const channels = events.map((ev) => fresh.map(ev).channel);
+  assert.deepEqual(channels, ['t1', 't1', null, null, 't1', null, null, 't1', null, null, 't1', null]);
+  const last = createCopilotMapper();
+  for (const ev of events.slice(0, -1)) last.map(ev);
+  assert.deepEqual(last.map(events.at(-1)!).lines, [result(false, 'kept', null, null, null, ts)]);
+  const passing = createCopilotMapper();
+  passing.map(events[0]);
+  assert.deepEqual(passing.map(events[5]).lines, []);
+  assert.deepEqual(createCopilotMapper().map({ type: 'subagent.completed', data: { toolCallId: 't' } }).channel, null);
+  assert.deepEqual(passing.map(events[9]).lines, [toolResult('t9', '', false, ts)]);
+});
+
 test('Copilot: the version is the first install path a skill shows, within the first 100 skills', () => {
   const path = (v: string) => ({ path: `/home/u/.copilot/pkg/linux-x64/${v}/builtin/skills/a/SKILL.md` });
   const loaded = (skills: unknown) => ({ type: 'session.skills_loaded', data: { skills } });
@@ -540,6 +573,8 @@ test('Copilot: the version is the first install path a skill shows, within the f
   assert.equal(copilotVersionOf(loaded([{ path: '/pkg/a/x1.0.0/builtin/' }])), null);
   assert.equal(copilotVersionOf(loaded([{ path: `/pkg/a/1.0.0-${'b'.repeat(41)}/builtin/` }])), null);
   assert.equal(copilotVersionOf(loaded([{ path: '/pkg//1.0.0/builtin/' }])), null);
+  assert.equal(copilotVersionOf(loaded([{ path: '/pkg/a/123456.654321.10/builtin/' }])), '123456.654321.10');
+  assert.equal(copilotVersionOf(loaded({ length: 1, 0: path('1.0.0') })), null);
 });
 
 test('Copilot: an event is a dotted session type with a data object and no params', () => {
@@ -557,6 +592,7 @@ test('Copilot: an event is a dotted session type with a data object and no param
   assert.equal(isCopilotEvent({ type: 'tool.start!', data: {} }), false);
   assert.equal(isCopilotEvent({ type: 'tool.', data: {} }), false);
   assert.equal(isCopilotEvent({ type: 5, data: {} }), false);
+  assert.equal(isCopilotEvent({ type: ['tool.start'], data: {} }), false);
   assert.equal(isCopilotEvent({ type: 'result', data: {} }), false);
 });
 
