@@ -838,6 +838,47 @@ test('Codex: crafted items: every tool kind, failed spawns and waits, turns fail
     { type: 'tool_result', tool_use_id: 'c', content: 'o\n[exit code 1]', is_error: true });
 });
 
+test('Codex: updates, spawns in progress, threads ended by a later spawn, every failed state', () => {
+  const events: Json[] = [
+    { type: 'item.completed', item: null },
+    { type: 'item.updated', item: { id: 'c9', type: 'command_execution', command: 'ls' } },
+    { type: 'item.updated', item: { id: 'wu', type: 'collab_tool_call', tool: 'wait', receiver_thread_ids: [] } },
+    { type: 'item.started', item: { id: 's7', type: 'collab_tool_call', tool: 'spawn_agent',
+      receiver_thread_ids: ['t7'], agents_states: { t7: { status: 'completed' } } } },
+    { type: 'item.completed', item: { id: 's8', type: 'collab_tool_call', tool: 'spawn_agent', prompt: 'p',
+      receiver_thread_ids: ['ta', 'tb', 'tc', ['td']], status: 'completed' } },
+    // A spawn naming only threads already known still ends those its states say are done.
+    { type: 'item.completed', item: { id: 's9', type: 'collab_tool_call', tool: 'spawn_agent',
+      receiver_thread_ids: ['ta'], status: 'completed', agents_states: { ta: { status: 'failed', message: 'ta died' } } } },
+    { type: 'item.completed', item: { id: 's10', type: 'collab_tool_call', tool: 'spawn_agent',
+      receiver_thread_ids: [], status: 'completed', agents_states: { tb: { status: 'interrupted' } } } },
+    { type: 'item.completed', item: { id: 'wz', type: 'collab_tool_call', tool: 'wait', status: 'completed',
+      agents_states: 'ab' } },
+    { type: 'item.completed', item: { id: 'wy', type: 'collab_tool_call', tool: 'wait', status: 'completed',
+      agents_states: { tc: { status: 'errored' } } } },
+    { type: 'item.completed', item: { id: 'c8', type: 'command_execution', command: 'true', status: 'completed' } },
+    { type: 'item.completed', item: { id: 'u3', type: 'y'.repeat(150) } },
+  ];
+  const reader = codexReader();
+  const mapper = createCodexMapper();
+  replay(mapper, events, (ev) => reader.event(ev), () => [], 'more');
+  // Spelled out where the reading above could share a slip with the mapper.
+  const fresh = createCodexMapper();
+  const [, updated, wait, started, spawn, ended, interrupted, odd, errored, bare, long] = events.map((ev) => fresh.map(ev));
+  assert.deepEqual(updated.lines, []);
+  assert.equal(wait.lines.length, 1);
+  assert.deepEqual(started.lines, []);
+  assert.deepEqual(spawn.lines.map((l: Json) => l.parent_tool_use_id), [null, 'ta', 'tb', 'tc']);
+  assert.deepEqual(ended, { channel: null, own: -1, lines: [text('ta', 'codex-final-ta', 'ta died', null),
+    toolResult('ta', 'ta died', true, null)] });
+  assert.deepEqual(interrupted.lines, [toolResult('tb', 'agent interrupted', true, null)]);
+  assert.equal((odd.lines[1] as Json).message.content[0].content, '', 'states that are no object say nothing');
+  assert.deepEqual(errored.lines.slice(1), [toolResult('wy', 'tc: errored', false, null),
+    toolResult('tc', 'agent errored', true, null)]);
+  assert.deepEqual(bare.lines.at(-1), toolResult('c8', '', false, null));
+  assert.equal((long.lines[0] as Json).message.content[0].name, 'y'.repeat(100));
+});
+
 test('Codex: an event is a thread, turn or item event; an item event carries its item', () => {
   for (const { events } of recordings('codex')) for (const ev of events) assert.equal(isCodexEvent(ev), true);
   const yes: Json[] = [{ type: 'thread.started', thread_id: 't' }, { type: 'turn.started' }, { type: 'turn.completed' },
