@@ -294,3 +294,12 @@ test('LangGraph helpers: protocol events, message fields, content text, tool out
   assert.deepEqual(claudeUsage({ input_token_details: { cache_read: Infinity, cache_creation: 1 } }),
     { cache_creation_input_tokens: 1 });
 });
+
+test('LangGraph: a task input names the call a later subagent runs for; a later task without one keeps it', () => {
+  const mapper = new LangGraphMapper();
+  assert.deepEqual(mapper.map(task([], { id: 'T', input: { tool_call: { id: 'd5' } } })), []);
+  assert.deepEqual(mapper.map(task([], { id: 'T', input: {} })), []);
+  assert.deepEqual(mapper.map(task([], { input: { tool_call: { id: 'd6' } } })), []);
+  assert.deepEqual(mapper.map(spawnTask(['tools:T'], 'named')), [
+    toolUse(null, null, 'd5', 'Agent', { subagent_type: 'named' }), started(['tools:T'], 'd5', 'named', null, 1)]);
+});
