@@ -671,3 +671,44 @@ test('LangGraph: a task input names the call a later subagent runs for; a later 
     started(['tools:T'], 'd5', 'named', null, 1),
   ]);
 });
+
+test('LangGraph: prompts from live and serialised messages; usage and last words kept across messages', () => {
+  const mapper = new LangGraphMapper();
+  const live = { _getType: () => 'human', content: 'live prompt' };
+  const aiLast = {
+    messages: [
+      { type: 'human', content: 'asked' },
+      { type: 'ai', content: 'answered' },
+    ],
+  };
+  assert.deepEqual(
+    mapper.map(spawnTask(['tools:a'], 'a', { messages: [live] }))[2],
+    promptLine('langgraph:tools:a', 'live prompt'),
+  );
+  assert.deepEqual(
+    mapper.map(spawnTask(['tools:b'], 'b', aiLast))[2],
+    promptLine('langgraph:tools:b', 'asked'),
+  );
+  const msg = (data: Json) => ev('messages', [], { run_id: 'r', ...data });
+  mapper.map(msg({ event: 'message-start', id: 'm1', usage: { input_tokens: 4 } }));
+  mapper.map(msg({ event: 'content-block-finish', index: 0, content: { type: 'text', text: 'said' } }));
+  const finished = mapper.map(msg({ event: 'message-finish' }));
+  assert.deepEqual((finished[0] as Json).message.usage, { input_tokens: 4 });
+  mapper.map(msg({ event: 'message-start', id: 'm2' }));
+  mapper.map(
+    msg({ event: 'content-block-finish', index: 0, content: { type: 'reasoning', reasoning: 'r' } }),
+  );
+  mapper.map(msg({ event: 'content-block-finish', index: 1, content: { type: 'image', text: 'not text' } }));
+  assert.deepEqual((mapper.map(msg({ event: 'message-finish' }))[0] as Json).message.content, [
+    { type: 'thinking', thinking: 'r' },
+  ]);
+  assert.deepEqual(mapper.map(ev('lifecycle', [], { event: 'failed', error: 'plain words' })), [
+    at(iso(T0), {
+      type: 'result',
+      subtype: 'error',
+      is_error: true,
+      result: 'said',
+      errors: ['plain words'],
+    }),
+  ]);
+});
