@@ -7,15 +7,24 @@
 /** The tests that exercise each module; a module not listed runs the tests named in SUBTEE_MUTATE_TESTS. */
 export const MODULE_TESTS = {
   'src/views/projection.ts': ['projection', 'open-options', 'deep-agents-parity', 'projection-mutants'],
-  'src/adapters/langgraph.ts': ['langgraph', 'langgraph-depth', 'hardening-inputs'],
+  'src/adapters/langgraph.ts': ['langgraph-mutants', 'langgraph', 'langgraph-depth', 'hardening-inputs'],
   'src/chain/sinks/clickhouse.ts': ['clickhouse', 'clickhouse-spool'],
   'src/chain/sinks/clickhouse-spool.ts': ['clickhouse-rows', 'clickhouse-spool'],
-  'src/chain/sinks/otlp.ts': ['otlp'],
-  'src/chain/sinks/report-server.ts': ['report-live'],
-  'src/model/tree.ts': ['tree', 'session'],
+  'src/chain/sinks/otlp.ts': ['otlp-delivery', 'otlp'],
+  'src/model/tree.ts': ['tree', 'session', 'model-mutants-tree'],
+  'src/model/message.ts': ['line-kinds', 'model-mutants-message'],
+  'src/model/session.ts': ['session', 'model-mutants-session'],
+  'src/model/cost.ts': ['model-mutants-cost'],
+  'src/adapters/gemini.ts': ['adapters-mutants'],
+  'src/adapters/copilot.ts': ['adapters-mutants'],
+  'src/adapters/codex.ts': ['adapters-mutants'],
+  'src/adapters/opencode.ts': ['adapters-mutants'],
+  'src/adapters/stream-lines.ts': ['adapters-mutants'],
+  'src/adapters/claude-sdk.ts': ['adapters-mutants'],
+  'src/chain/sinks/report-server.ts': ['report-server', 'report-server-mutants'],
   'src/model/bounded-text.ts': ['text-cut'],
   'src/model/lines.ts': ['line-parser'],
-  'src/model/content.ts': ['stages', 'files-sink'],
+  'src/model/content.ts': ['model-mutants-content', 'stages'],
 };
 
 const module = process.env.SUBTEE_MUTATE ?? 'src/views/projection.ts';
