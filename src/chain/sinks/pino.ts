@@ -1,7 +1,9 @@
 import { headOf } from '../../model/bounded-text.js';
 import type { Transform } from 'node:stream';
 import { once } from 'node:events';
-import pino, { type Logger } from 'pino';
+import { createRequire } from 'node:module';
+import type PinoModule from 'pino';
+import type { Logger } from 'pino';
 import { withDefaults } from '../../defaults.js';
 import { UsageError, writeFailed } from '../../errors.js';
 import type { LineRecord, RecordBatch } from '../../model/record.js';
@@ -23,6 +25,11 @@ export const PINO_SINK_DEFAULTS = Object.freeze({
   /** Longest content logged per event, in characters. */
   maxContentChars: 20_000,
 });
+
+/** pino, loaded when a pino sink is made: most runs have none, and loading it is a tenth of start-up. */
+let loadedPino: typeof PinoModule | null = null;
+const pino = (): typeof PinoModule =>
+  (loadedPino ??= createRequire(import.meta.url)('pino') as typeof PinoModule);
 
 /** Longest `msg` (the one-line headline pino-pretty shows), in characters. */
 const MESSAGE_MAX_CHARS = 200;
@@ -185,8 +192,8 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
   return new PinoSink(options);
 }
 
-type Destination = ReturnType<typeof pino.destination>;
-type PinoTransport = ReturnType<typeof pino.transport>;
+type Destination = ReturnType<typeof PinoModule.destination>;
+type PinoTransport = ReturnType<typeof PinoModule.transport>;
 
 class PinoSink extends BatchTransform {
   readonly #opts: typeof PINO_SINK_DEFAULTS & PinoSinkOptions;
@@ -220,7 +227,7 @@ class PinoSink extends BatchTransform {
     this.#lines = this.#dest ? batchLines(this.#dest) : null;
     this.#logger =
       this.#hostLogger ??
-      pino(
+      pino()(
         {
           base: null,
           timestamp: () => `,"time":"${this.#eventTime ?? new Date().toISOString()}"`,
@@ -283,7 +290,9 @@ class PinoSink extends BatchTransform {
     const opts = this.#opts;
     if (opts.transport) {
       try {
-        this.#transport = pino.transport(opts.transport as unknown as Parameters<typeof pino.transport>[0]);
+        this.#transport = pino().transport(
+          opts.transport as unknown as Parameters<typeof PinoModule.transport>[0],
+        );
       } catch (err) {
         const why = (err as Error)?.message ?? String(err);
         throw new UsageError('ERR_CONFIG', `${this.#what}: cannot load (${why})`, err);
@@ -293,7 +302,7 @@ class PinoSink extends BatchTransform {
     const target = opts.destination === '-' ? 1 : opts.destination;
     try {
       // No blocking on a pipe either.
-      this.#dest = pino.destination({ dest: target === 1 ? 1 : openLogFile(target), sync: true });
+      this.#dest = pino().destination({ dest: target === 1 ? 1 : openLogFile(target), sync: true });
     } catch (err) {
       throw writeFailed(String(opts.destination), err);
     }
