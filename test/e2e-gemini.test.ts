@@ -17,7 +17,7 @@ describe(
   'real Gemini CLI piped into subtee',
   {
     skip:
-      !geminiAvailable() && 'the Gemini CLI is not installed (npm ci installs it) (.ci/run installs them)',
+      !geminiAvailable() && 'the Gemini CLI is not installed (npm ci installs it)',
   },
   () => {
     let api: FakeGemini;

@@ -85,7 +85,8 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
         const o = Object.hasOwn(def.options, key) ? def.options[key] : undefined;
         if (!o) {
           problems.push(
-            `${at}.${key}: unknown option for "${c.use}" (known: ${Object.keys(def.options).join(', ') || 'none'})`,
+            `${at}.${key}: unknown option for "${c.use}" ` +
+              `(known: ${Object.keys(def.options).join(', ') || 'none'})`,
           );
           continue;
         }

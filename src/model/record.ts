@@ -19,7 +19,10 @@ export interface LineRecord {
   channel?: Channel;
   /** Tree changes this line caused, set by the channel router. */
   events?: readonly ChannelEvent[];
-  /** Readable text overrides set by stages such as the thinking truncator (block index → text; null hides the block). */
+  /**
+   * Readable text overrides set by stages such as the thinking truncator (block index → text;
+   * null hides the block).
+   */
   display?: Map<number, string | null>;
   /** Full thinking texts moved out of the transcript (thinking truncator, `file` mode). */
   thinkingFull?: string[];

@@ -52,7 +52,10 @@ export class Session {
   readonly cost = new CostLedger();
   /** `failed`: lines a stage could not handle (kept all the same, see `recordFailed`). */
   readonly input = { lines: 0, blankLines: 0, bytes: 0, quarantined: 0, failed: 0 };
-  /** Line numbers in the quarantine file: the first ones, then only a count (any stream keeps a small index). */
+  /**
+   * Line numbers in the quarantine file: the first ones, then only a count (any stream keeps
+   * a small index).
+   */
   readonly quarantineLines = new CappedLineList(QUARANTINE_LINES_LISTED);
   readonly warnings: Warning[] = [];
   /**
@@ -121,7 +124,8 @@ export class Session {
     const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
     this.warn(
       'RECORD_FAILED',
-      `${stage} could not handle input line ${lineNo} (${why}); the line is kept, see index.json input.failed for how many`,
+      `${stage} could not handle input line ${lineNo} (${why}); ` +
+        'the line is kept, see index.json input.failed for how many',
     );
     return why;
   }
@@ -152,6 +156,7 @@ export function requireSession(options: { session?: Session } | undefined, facto
   if (session instanceof Session) return session;
   throw new UsageError(
     'ERR_SESSION_REQUIRED',
-    `${factory} needs { session }: create one with new Session() and pass the same one to every stage of the chain`,
+    `${factory} needs { session }: create one with new Session() ` +
+      'and pass the same one to every stage of the chain',
   );
 }

@@ -126,9 +126,11 @@ export function pinoEvents(
       case 'thinking':
         if (!item.redacted) push('info', 'thinking', { content: content(item.text) });
         break;
-      case 'tool_use':
-        push('info', 'tool_use', { tool: item.name, id: item.id, content: inputPreview(item.input, maxChars) });
+      case 'tool_use': {
+        const preview = inputPreview(item.input, maxChars);
+        push('info', 'tool_use', { tool: item.name, id: item.id, content: preview });
         break;
+      }
       case 'tool_result':
         push(item.isError ? 'warn' : 'info', 'tool_result', {
           id: item.id,
