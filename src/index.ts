@@ -152,6 +152,7 @@ export {
 export { Session, requireSession } from './model/session.js';
 export {
   BATCH_HIGH_WATER_MARK,
+  quarantinedLines,
   type RecordBatch,
   type SubteeRecord,
   type LineRecord,

@@ -3,10 +3,17 @@ import { test } from 'node:test';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createLineParser, LineSplitter, classifyLine } from '../src/chain/stages/line-parser.js';
-import type { SpooledRecord, SubteeRecord } from '../src/model/record.js';
+import { quarantinedLines, type SpooledRecord, type SubteeRecord } from '../src/model/record.js';
 import { existsSync } from 'node:fs';
 import { Session } from '../src/model/session.js';
 import { chunked, splitEvery } from './helpers.js';
+
+/** One record per input line: a junk run's record stands for each of its lines. */
+function perLine(recs: SubteeRecord[]): SubteeRecord[] {
+  return recs.flatMap((r): SubteeRecord[] =>
+    r.kind === 'quarantine' ? quarantinedLines(r).map((l) => ({ ...r, ...l, lines: undefined })) : [r],
+  );
+}
 
 async function parse(chunks: Buffer[], maxLineBytes?: number): Promise<{ recs: SubteeRecord[]; run: Session }> {
   const run = new Session();
@@ -55,7 +62,7 @@ test('noise, non-objects, blank lines and a truncated last line are quarantined 
   const lines = ['npm WARN deprecated foo', '42', '[1]', '"str"', 'null', '{"ok":true}', '\x1b[31mred\x1b[0m', '{"type":"assistant",'];
   const input = Buffer.from(`${lines.slice(0, 6).join('\n')}\n\n   \n\t\n${lines[6]}\n${lines[7]}`);
   const { recs, run } = await parse([input]);
-  const q = recs.filter((r) => r.kind === 'quarantine');
+  const q = perLine(recs).filter((r) => r.kind === 'quarantine');
   assert.deepEqual(q.map((r) => r.raw.toString()), [...lines.slice(0, 5), lines[6], lines[7]]);
   assert.deepEqual(q.map((r) => r.kind === 'quarantine' && r.reason), ['not-object', 'not-object', 'not-object', 'not-object', 'not-object', 'not-object', 'truncated']);
   assert.equal(run.input.quarantined, 7);
@@ -126,7 +133,8 @@ test('classifyLine tells objects from everything else', () => {
 test('a chunk of tiny lines is handed on in bounded batches, each once the next stage wants it', async () => {
   const { MAX_BATCH_RECORDS } = await import('../src/model/record.js');
   const total = 5 * MAX_BATCH_RECORDS + 7;
-  const input = Buffer.from('x\n'.repeat(total - 1) + '{"a":1}\n');
+  // Led by a space, each line must be looked at on its own (it might be an object).
+  const input = Buffer.from(' x\n'.repeat(total - 1) + '{"a":1}\n');
   const run = new Session();
   const parser = createLineParser({ session: run });
   // One write, nothing read yet: the parser splits what its buffer holds and waits.
@@ -155,7 +163,7 @@ test('bounded batches keep every line across chunk boundaries, a long line among
   const lines = [...Array.from({ length: 3 * MAX_BATCH_RECORDS }, (_, i) => `j${i % 10}`), long, 'z', long];
   const input = Buffer.from(`${lines.join('\n')}\n`);
   for (const every of [1000, 4093, input.length]) {
-    const { recs } = await parse(splitEvery(input, every), 2048);
+    const recs = perLine((await parse(splitEvery(input, every), 2048)).recs);
     assert.equal(recs.length, lines.length, `chunks of ${every}`);
     const texts = recs.map((r) => {
       if (r.kind !== 'spooled') return r.raw.toString();

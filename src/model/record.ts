@@ -46,6 +46,25 @@ export interface QuarantineRecord {
    * pieces, for a stage that hands a line on in parts.
    */
   final: boolean;
+  /**
+   * How many input lines `raw` holds, from `lineNo` on, joined by their newlines: the line
+   * parser hands a run of short lines that cannot be JSON objects on as one record. 1 when
+   * absent. See `quarantinedLines`.
+   */
+  lines?: number;
+}
+
+/** Each input line of a quarantine record, with its line number: one, or each of a run. */
+export function quarantinedLines(rec: QuarantineRecord): Array<{ lineNo: number; raw: Buffer }> {
+  if (rec.lines === undefined || rec.lines <= 1) return [{ lineNo: rec.lineNo, raw: rec.raw }];
+  const out: Array<{ lineNo: number; raw: Buffer }> = [];
+  let start = 0;
+  for (let k = 0; k < rec.lines; k++) {
+    const nl = k === rec.lines - 1 ? rec.raw.length : rec.raw.indexOf(0x0a, start);
+    out.push({ lineNo: rec.lineNo + k, raw: rec.raw.subarray(start, nl) });
+    start = nl + 1;
+  }
+  return out;
 }
 
 /** `failed`: a JSON line a stage could not handle (see Session.recordFailed). */

@@ -145,6 +145,13 @@ export class CappedLineList {
     if (this.listed.length < this.limit) this.listed.push(lineNo);
     else this.omitted++;
   }
+
+  /** `count` consecutive line numbers from `first` on. */
+  pushRun(first: number, count: number): void {
+    const listed = Math.max(0, Math.min(count, this.limit - this.listed.length));
+    for (let k = 0; k < listed; k++) this.listed.push(first + k);
+    this.omitted += count - listed;
+  }
 }
 
 /**

@@ -491,7 +491,8 @@ export class Projection {
   accept(batch: RecordBatch): void {
     for (const rec of batch) {
       if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) {
-        if (rec.kind === 'spooled' || rec.final) this.recordQuarantine(rec.lineNo);
+        if (rec.kind === 'spooled') this.recordQuarantine(rec.lineNo);
+        else if (rec.final) for (let k = 0; k < (rec.lines ?? 1); k++) this.recordQuarantine(rec.lineNo + k);
         continue;
       }
       for (const ev of rec.events ?? []) this.change(ev);

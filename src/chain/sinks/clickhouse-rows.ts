@@ -1,5 +1,5 @@
 import type { CostLedger } from '../../model/cost.js';
-import type { SpooledRecord, SubteeRecord } from '../../model/record.js';
+import { quarantinedLines, type SpooledRecord, type SubteeRecord } from '../../model/record.js';
 import { escapeControl } from '../../views/escape.js';
 import {
   isObject,
@@ -228,17 +228,23 @@ export class RowBuilder {
     return held;
   }
 
+  /** A quarantined line's row; `bytes` counts the pieces a line came in, when it came in pieces. */
+  private quarantineRow(lineNo: number, reason: string, raw: Buffer, bytes = raw.length): Entry {
+    this.lines++;
+    const content = this.content(raw.subarray(0, this.maxChars * 4).toString('utf8'));
+    const fields = { type: 'quarantine', subtype: reason, kind: 'quarantine', bytes, content };
+    return { t: 'events', r: this.event(lineNo, this.clock.latest, false, null, fields) };
+  }
+
   private rowsOf(rec: SubteeRecord): Entry[] {
     if (rec.kind === 'quarantine') {
       this.pieceBytes += rec.raw.length;
       if (!rec.final) return [];
       const bytes = this.pieceBytes;
       this.pieceBytes = 0;
-      this.lines++;
-      const ms = this.clock.latest;
-      const content = this.content(rec.raw.subarray(0, this.maxChars * 4).toString('utf8'));
-      const fields = { type: 'quarantine', subtype: rec.reason, kind: 'quarantine', bytes, content };
-      return [{ t: 'events', r: this.event(rec.lineNo, ms, false, null, fields) }];
+      if (rec.lines !== undefined && rec.lines > 1)
+        return quarantinedLines(rec).map((line) => this.quarantineRow(line.lineNo, rec.reason, line.raw));
+      return [this.quarantineRow(rec.lineNo, rec.reason, rec.raw, bytes)];
     }
     if (rec.kind === 'spooled') return this.spooledRows(rec);
     this.lines++;

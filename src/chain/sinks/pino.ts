@@ -6,7 +6,7 @@ import type PinoModule from 'pino';
 import type { Logger } from 'pino';
 import { withDefaults } from '../../defaults.js';
 import { UsageError, writeFailed } from '../../errors.js';
-import type { LineRecord, RecordBatch } from '../../model/record.js';
+import { quarantinedLines, type LineRecord, type RecordBatch } from '../../model/record.js';
 import { escapeOneLine, shorten } from '../../views/escape.js';
 import { channelLabel, inputPreview } from '../../views/text.js';
 import { lineContent } from '../../model/content.js';
@@ -249,8 +249,9 @@ class PinoSink extends BatchTransform {
     try {
       for (const rec of batch) {
         if (rec.kind === 'quarantine') {
-          const start = rec.raw.subarray(0, this.#opts.maxContentChars * 4);
-          if (rec.final) this.#logQuarantined(rec.lineNo, rec.reason, start);
+          if (!rec.final) continue;
+          for (const line of quarantinedLines(rec))
+            this.#logQuarantined(line.lineNo, rec.reason, line.raw.subarray(0, this.#opts.maxContentChars * 4));
         } else if (rec.kind === 'spooled') {
           // A line too long to hold: only its start is known here (see SpooledRecord).
           if (rec.reason) this.#logQuarantined(rec.lineNo, rec.reason, rec.head);

@@ -79,6 +79,12 @@ export function createLineParser(options: LineParserOptions): Transform {
       if (c.ok) batch.push(scannedRecord(lineNo, raw, c));
       else quarantine(raw, lineNo, c.reason, true);
     },
+    junkRun(raw, lineNo, lines) {
+      run.input.lines += lines;
+      run.input.quarantined += lines;
+      run.quarantineLines.pushRun(lineNo, lines);
+      batch.push({ kind: 'quarantine', lineNo, raw, reason: 'not-object', final: true, lines });
+    },
     overflow(piece, lineNo, final, terminated = true) {
       spool ??= new LineSpool(spoolDir(run), lineNo);
       spool.push(piece);

@@ -142,7 +142,10 @@ export class VersionGuard {
       // Both messages are ASCII: a line holding neither is not decoded (junk can be millions
       // of lines, most too short to hold either).
       if (line.length < UNKNOWN_OPTION_HINT.length) return this.heard;
-      const bytes = line.length > 4096 ? line.subarray(0, 4096) : line;
+      // A run of junk lines (each at most 256 bytes) is searched whole: the same bytes as
+      // each of its lines' first 4096.
+      const run = rec.kind === 'quarantine' && (rec.lines ?? 1) > 1;
+      const bytes = line.length > 4096 && !run ? line.subarray(0, 4096) : line;
       const hinted = bytes.indexOf(VERBOSE_HINT) !== -1 || bytes.indexOf(UNKNOWN_OPTION_HINT) !== -1;
       if (!hinted) return this.heard;
       const text = bytes.toString('utf8');
@@ -154,7 +157,7 @@ export class VersionGuard {
             '(claude -p … --output-format stream-json --verbose)',
         });
       }
-      const unknown = /unknown option '([^']+)'/.exec(text);
+      const unknown = /unknown option '([^'\n]+)'/.exec(text);
       if (unknown)
         this.say({
           code: 'UNKNOWN_OPTION',
