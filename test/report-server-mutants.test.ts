@@ -9,6 +9,7 @@ import { REPORT_SERVER_DEFAULTS, startReportServer, type ReportServer } from '..
 import { ReportFeed } from '../src/views/report/live.js';
 import { contentSecurityPolicy } from '../src/views/report/page.js';
 import { UsageError } from '../src/errors.js';
+import { isLoopback } from '../src/loopback.js';
 
 const PAGE = '<!doctype html><title>page</title>';
 
@@ -207,6 +208,30 @@ test('on port 80 a Host without a port is the same host', async (t) => {
     const status = async (host: string) => (await fetchText(80, { host: '127.0.0.4', headers: { host } })).status;
     for (const own of ['127.0.0.4', '127.0.0.4:80', 'localhost', '127.0.0.1', '[::1]']) assert.equal(await status(own), 200, own);
     for (const foreign of ['attacker.example', 'attacker.example:80', '127.0.0.4:81']) assert.equal(await status(foreign), 403, foreign);
+  } finally {
+    await server.close();
+  }
+});
+
+test('loopback in any spelling, IPv4-mapped included; names and other addresses are not', () => {
+  const loopback = ['localhost', 'LOCALHOST', '127.0.0.1', '127.255.0.9', '::1', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1', '::ffff:7f00:2'];
+  const elsewhere = ['0.0.0.0', '::', '10.0.0.1', '128.0.0.1', '::2', '::ffff:10.0.0.1', '127.attacker.example', 'example.com'];
+  for (const host of loopback) assert.equal(isLoopback(host), true, host);
+  for (const host of elsewhere) assert.equal(isLoopback(host), false, host);
+});
+
+test('bound to an IPv4-mapped loopback address, a foreign Host is refused', async (t) => {
+  let server: ReportServer;
+  try {
+    server = await startReportServer({ host: '::ffff:127.0.0.1', port: 0, feed: new ReportFeed(), page: () => PAGE, closeGraceMs: 50 });
+  } catch (err) {
+    return t.skip(`cannot listen on ::ffff:127.0.0.1 here (${(err as Error).message})`);
+  }
+  try {
+    const status = async (host: string) => (await fetchText(server.port, { host: '127.0.0.1', headers: { host } })).status;
+    assert.equal(await status(`[::ffff:127.0.0.1]:${server.port}`), 200);
+    assert.equal(await status(`127.0.0.1:${server.port}`), 200);
+    assert.equal(await status(`attacker.example:${server.port}`), 403);
   } finally {
     await server.close();
   }

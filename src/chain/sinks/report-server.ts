@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { UsageError } from '../../errors.js';
+import { isLoopback } from '../../loopback.js';
 import type { ReportFeed } from '../../views/report/live.js';
 import { contentSecurityPolicy } from '../../views/report/page.js';
 
@@ -37,8 +38,6 @@ export interface ReportServer {
   /** Drops every event-stream connection at once, as a network failure would. */
   dropClients(): void;
 }
-
-const isLoopback = (host: string) => host === 'localhost' || host === '::1' || /^127\./.test(host);
 
 /**
  * The live page's server: `GET /` is the page and `GET /events` its server-sent event

@@ -1,6 +1,7 @@
 import type { Transform, Writable } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
+import { isLoopback } from '../../loopback.js';
 import type { RecordBatch } from '../../model/record.js';
 import type { Session } from '../../model/session.js';
 import { reportLine, subteeVersion } from '../../views/report/build.js';
@@ -162,11 +163,6 @@ class ReportSink extends BatchTransform {
 
 /** Where `--serve` binds unless a host is given: only this machine can connect. */
 export const SERVE_DEFAULT_HOST = '127.0.0.1';
-
-/** Whether only this machine can connect to `host`. */
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
-}
 
 /** `--serve [HOST:]PORT`: `8080`, `0` (any free port), `127.0.0.1:8080`, `[::1]:0`, `0.0.0.0:8080`. */
 export function parseServe(value: string): ServeAddress {
