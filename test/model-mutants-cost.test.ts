@@ -222,6 +222,26 @@ test('with a result: the output shared by what each channel produced, at the sta
   assert.deepEqual(report.unpriced, []);
 });
 
+test('a result with per-model dollars and no total: the run costs their sum, what no channel shows included', () => {
+  const ledger = new CostLedger(TABLE);
+  ledger.observe(line('a1', 'm-b', { input_tokens: 100, output_tokens: 0 }), null);
+  // Claude Code counted 1,000 input tokens of m-b for $0.01; the stream shows 100 of them.
+  ledger.observe({ type: 'result', modelUsage: { 'm-b': { inputTokens: 1000, outputTokens: 0, costUSD: 0.01 } } }, null);
+  const report = ledger.report();
+  close(report.channels.get(null)!.usd, 100 * (0.01 / 1000));
+  close(report.unattributed_usd, 0.01 - 100 * (0.01 / 1000));
+  close(report.usd, 0.01);
+  assert.equal(report.result_usd, null);
+  // One model without dollars: the models' sum is not the run's, the channels' figure stands.
+  const partial = new CostLedger(TABLE);
+  partial.observe(line('a1', 'm-a', { input_tokens: M, output_tokens: 0 }), null);
+  partial.observe(
+    { type: 'result', modelUsage: { 'm-a': { inputTokens: M, outputTokens: 0 }, 'm-b': { inputTokens: 5, costUSD: 0.5 } } },
+    null,
+  );
+  close(partial.report().usd, partial.report().channels_usd!);
+});
+
 test('with a result: what the channels do not show is unattributed, not spread over them', () => {
   const ledger = new CostLedger(TABLE);
   ledger.observe(line('a1', 'm-b', { input_tokens: 100, output_tokens: 1 }), null);

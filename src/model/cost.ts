@@ -415,17 +415,19 @@ export class CostLedger {
     for (const c of perChannel.values())
       channelsUsd = channelsUsd === null || c.usd === null ? null : channelsUsd + c.usd;
     const resultUsd = result?.totalUsd ?? null;
+    // Without a total, the result's per-model dollars are the run's, when each model has them.
+    const runUsd = resultUsd ?? (result && everyModelPriced(result) ? sumResultModels(result) : null);
     const unattributed =
       result === null || channelsUsd === null
         ? null
-        : noDust((resultUsd ?? sumResultModels(result)) - channelsUsd);
+        : noDust((runUsd ?? sumResultModels(result)) - channelsUsd);
     for (const c of perChannel.values()) c.usd = roundUsd(c.usd);
     for (const m of Object.values(perModel)) {
       m.usd = roundUsd(m.usd);
       m.result_usd = roundUsd(m.result_usd);
     }
     return {
-      usd: roundUsd(resultUsd ?? (unpriced.length > 0 ? null : channelsUsd)),
+      usd: roundUsd(runUsd ?? (unpriced.length > 0 ? null : channelsUsd)),
       channels_usd: roundUsd(channelsUsd),
       unattributed_usd: roundUsd(unattributed),
       basis: result ? 'result' : 'table',
@@ -448,6 +450,12 @@ const scaled = (p: ModelPrice, factor: number): ModelPrice => ({
   cache_write_5m: p.cache_write_5m * factor,
   cache_write_1h: p.cache_write_1h * factor,
 });
+
+function everyModelPriced(result: ResultUsage): boolean {
+  if (result.models.size === 0) return false;
+  for (const m of result.models.values()) if (m.usd === null) return false;
+  return true;
+}
 
 function sumResultModels(result: ResultUsage): number {
   let sum = 0;
