@@ -152,4 +152,13 @@ test('task_notification: only completed or failed end a channel, once per status
   assert.deepEqual(tree.route(done).events.map((ev) => ev.type), ['status']);
   assert.deepEqual(tree.route(done).events, []);
   assert.deepEqual([tree.get('a')!.status, tree.get('a')!.summary], ['completed', 'ok']);
+  // Without a summary: one status event, however often the notification is repeated; a later
+  // one that brings a summary is news.
+  tree.route(spawn('b', null, { run_in_background: true }));
+  const bare = system('task_notification', { tool_use_id: 'b', status: 'failed' });
+  assert.deepEqual(tree.route(bare).events.map((ev) => ev.type), ['status']);
+  assert.deepEqual(tree.route(bare).events, []);
+  const said = system('task_notification', { tool_use_id: 'b', status: 'failed', summary: 'boom' });
+  assert.deepEqual(tree.route(said).events.map((ev) => ev.type), ['status']);
+  assert.deepEqual([tree.get('b')!.status, tree.get('b')!.summary], ['failed', 'boom']);
 });

@@ -377,7 +377,8 @@ export class ChannelTree {
     final = false,
   ): void {
     if (ch.status !== 'running' && !final) return;
-    if (ch.status === status && ch.summary !== null) return;
+    // A repeated notification that brings no summary the channel lacks changes nothing.
+    if (ch.status === status && (ch.summary !== null || summary === null)) return;
     ch.status = status;
     ch.summary = summary ?? ch.summary;
     pending.push({ type: 'status', channel: ch, summary });
