@@ -86,8 +86,6 @@ export class CodexMapper implements StreamMapper {
   private readonly spawned = new Set<string>();
   private lastText: string | null = null;
   private turns = 0;
-  private failed = false;
-  private resulted = false;
 
   transcriptOf(channel: string | null): ChannelTranscript {
     return transcriptOfSpawned(this.spawned, channel);
@@ -101,9 +99,6 @@ export class CodexMapper implements StreamMapper {
         this.threadId ??= nonEmpty(event.thread_id);
         push(initLine('codex', null, nonEmpty(event.thread_id), null, null));
         break;
-      case 'turn.started':
-        this.resulted = false;
-        break;
       case 'item.started':
       case 'item.updated':
       case 'item.completed':
@@ -115,10 +110,8 @@ export class CodexMapper implements StreamMapper {
         const usage = usageOf(event.usage, CODEX_USAGE);
         if (usage) push(assistantLine(null, `codex-turn-${this.turns}`, [], usage, null));
         const failed = event.type === 'turn.failed';
-        this.failed ||= failed;
         const error = isObject(event.error) ? nonEmpty(event.error.message) : null;
         push(resultLine(failed, failed ? error : this.lastText, this.threadId, usage, null, null), !usage);
-        this.resulted = true;
         break;
       }
     }
