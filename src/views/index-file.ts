@@ -1,3 +1,4 @@
+import type { CostReport } from '../model/cost.js';
 import type { Stall } from '../model/in-flight.js';
 import type { Producer, Session, Warning } from '../model/session.js';
 import type { Channel, ChannelStatus } from '../model/tree.js';
@@ -97,19 +98,30 @@ export function indexForWriting(
   run: Session,
   paths: (ch: Channel) => ChannelPaths | undefined,
   quarantine: string | null,
+  costs?: RunCosts,
 ): IndexHead & { channels: MadeOnDemand<IndexChannel> } {
-  const { head, channels, entry } = indexParts(run, paths, quarantine);
+  const { head, channels, entry } = indexParts(run, paths, quarantine, costs);
   return { ...head, channels: new MadeOnDemand(channels.length, (i) => entry(channels[i])) };
+}
+
+/** The run's final cost and each channel's: computed once at the end for all that show them. */
+export interface RunCosts {
+  report: CostReport;
+  channels: Map<Channel, ChannelCostView>;
+}
+
+export function runCosts(run: Session): RunCosts {
+  const report = finalCost(run);
+  return { report, channels: channelCosts(report, run.tree) };
 }
 
 function indexParts(
   run: Session,
   paths: (ch: Channel) => ChannelPaths | undefined,
   quarantine: string | null,
+  { report, channels: costs }: RunCosts = runCosts(run),
 ): { head: IndexHead; channels: Channel[]; entry: (ch: Channel) => IndexChannel } {
   const tree = run.tree;
-  const report = finalCost(run);
-  const costs = channelCosts(report, tree);
   const usageOf = (ch: Channel) => {
     const tokens = costs.get(ch)?.tokens;
     return tokens ? { ...ch.usage, output_tokens: tokens.output_tokens } : ch.usage;

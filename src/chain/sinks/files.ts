@@ -11,12 +11,11 @@ import { join, resolve } from 'node:path';
 import type { Transform } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { OutputError, writeFailed } from '../../errors.js';
-import { indexForWriting, type ChannelPaths } from '../../views/index-file.js';
+import { indexForWriting, runCosts, type ChannelPaths, type RunCosts } from '../../views/index-file.js';
 import { jsonPieces } from '../../views/json-pieces.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
 import { escapeControl, escapeOneLine } from '../../views/escape.js';
 import { costLine, headerLines, renderRecord, spooledLine, statusLine } from '../../views/text.js';
-import { channelCosts, finalCost } from '../../views/cost.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 import { AppendFiles, type AppendFile } from './append-files.js';
@@ -241,9 +240,10 @@ class FilesSink extends BatchTransform {
       this.#files.write(f.thinkingFile, `[thinking] input line ${lineNo}\n${escapeControl(t)}\n\n`);
   }
 
-  #writeIndex(): void {
+  #writeIndex(costs: RunCosts): void {
     const byChannel = this.#byChannel;
-    const index = indexForWriting(this.#run, (ch) => byChannel.get(ch.id), this.#quarantine?.rel ?? null);
+    const quarantine = this.#quarantine?.rel ?? null;
+    const index = indexForWriting(this.#run, (ch) => byChannel.get(ch.id), quarantine, costs);
     const path = join(this.#opts.out, 'index.json');
     const write = () => {
       // A fresh temporary file (whatever has its name is replaced, never written through),
@@ -293,9 +293,7 @@ class FilesSink extends BatchTransform {
   }
 
   /** Each transcript ends with what its channel cost, known once the run is over. */
-  #writeCostLines(): void {
-    const report = finalCost(this.#run);
-    const costs = channelCosts(report, this.#run.tree);
+  #writeCostLines({ report, channels: costs }: RunCosts): void {
     for (const ch of this.#run.tree.channels()) {
       const f = this.#byChannel.get(ch.id);
       if (f) this.#files.write(f.logFile, costLine(costs.get(ch), report) + '\n');
@@ -310,10 +308,12 @@ class FilesSink extends BatchTransform {
   #finish(error: Error | null = null): void {
     if (this.#finished) return;
     this.#finished = true;
+    // Once for the transcripts' last lines and the index: one pass over every channel, not two.
+    const costs = runCosts(this.#run);
     let failure: unknown = null;
     try {
       try {
-        this.#writeCostLines();
+        this.#writeCostLines(costs);
       } finally {
         this.#flushNow();
       }
@@ -325,7 +325,7 @@ class FilesSink extends BatchTransform {
     }
     const output = failure ?? error;
     if (output instanceof OutputError) this.#run.warn('OUTPUT_FAILED', output.message);
-    this.#writeIndex();
+    this.#writeIndex(costs);
     if (failure !== null) throw failure;
   }
 }
