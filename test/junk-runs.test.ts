@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -9,7 +10,7 @@ import { RowBuilder, type EventRow } from '../src/chain/sinks/clickhouse-rows.js
 import { createLineParser } from '../src/chain/stages/line-parser.js';
 import { VersionGuard } from '../src/chain/stages/version-guard.js';
 import { JUNK_RUN_BYTES } from '../src/model/lines.js';
-import { quarantinedLines, type SubteeRecord } from '../src/model/record.js';
+import { MAX_BATCH_RECORDS, quarantinedLines, type SubteeRecord } from '../src/model/record.js';
 import { Session } from '../src/model/session.js';
 import { open, type RunEvent } from '../src/index.js';
 import { chunked, FIXTURES, splitEvery, tmpDir } from './helpers.js';
@@ -62,15 +63,20 @@ function expected(input: Buffer): Array<{ lineNo: number; raw: string; quarantin
   return out;
 }
 
-async function parse(chunks: Buffer[]): Promise<{ recs: SubteeRecord[]; run: Session }> {
+async function parse(chunks: Buffer[]): Promise<{ recs: SubteeRecord[]; run: Session; batchLines: number[] }> {
   const run = new Session();
   const recs: SubteeRecord[] = [];
+  const batchLines: number[] = [];
+  const take = (batch: SubteeRecord[]) => {
+    for (const rec of batch) recs.push(rec);
+    batchLines.push(batch.reduce((sum, rec) => sum + (rec.kind === 'quarantine' ? (rec.lines ?? 1) : 1), 0));
+  };
   await pipeline(
     chunked(chunks),
     createLineParser({ session: run }),
-    new Writable({ objectMode: true, write: (batch: SubteeRecord[], _e, cb) => (recs.push(...batch), cb()) }),
+    new Writable({ objectMode: true, write: (batch: SubteeRecord[], _e, cb) => (take(batch), cb()) }),
   );
-  return { recs, run };
+  return { recs, run, batchLines };
 }
 
 test('junk runs: every line once, in order, with its number, across chunk boundaries', async () => {
@@ -78,7 +84,9 @@ test('junk runs: every line once, in order, with its number, across chunk bounda
   const want = expected(input);
   const quarantined = want.filter((line) => line.quarantined);
   for (const size of [1, 2, 3, 7, 64, 1000, 4093, 65_536, input.length]) {
-    const { recs, run } = await parse(splitEvery(input, size));
+    const { recs, run, batchLines } = await parse(splitEvery(input, size));
+    // Sinks that log each line (pino, ClickHouse) take a batch's lines at once: they are bounded.
+    assert.ok(Math.max(...batchLines) <= MAX_BATCH_RECORDS, `chunks of ${size}: ${Math.max(...batchLines)}`);
     const got = recs.flatMap((rec) => {
       if (rec.kind === 'spooled') throw new Error('no line here is long enough to spool');
       if (rec.kind === 'line') return [{ lineNo: rec.lineNo, raw: rec.raw.toString('latin1'), quarantined: false }];
@@ -149,6 +157,27 @@ test("the version guard hears the CLI's complaint anywhere in a run", async () =
   const said = recs.flatMap((rec) => guard.observe(rec));
   assert.equal(said.length, 1);
   assert.match(said[0].message, /option -q:/);
+});
+
+test('ClickHouse away: 200,000 junk lines from a file are 200,000 spooled rows', async () => {
+  const dir = tmpDir();
+  const file = join(dir, 'junk.txt');
+  writeFileSync(file, 'a\n'.repeat(200_000));
+  // A port nothing listens on: taken, then given back.
+  const probe = createServer();
+  await new Promise<void>((done) => probe.listen(0, '127.0.0.1', done));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((done) => probe.close(done));
+  const out = join(dir, 'out');
+  const url = `http://127.0.0.1:${port}`;
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', '--clickhouse', url, file], {
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  const rows = readFileSync(join(out, 'clickhouse-spool.jsonl'), 'utf8').split('\n').filter(Boolean);
+  const events = rows.map((row) => JSON.parse(row)).filter((row) => row.t === 'events');
+  assert.equal(events.length, 200_000);
+  assert.ok(events.every((row, k) => row.r.line === k + 1 && row.r.content === 'a' && row.r.bytes === 1));
 });
 
 test('ClickHouse rows and the projection see each junk line of a run', async () => {

@@ -57,17 +57,17 @@ export class LineSplitter {
   ) {}
 
   /**
-   * Splits `chunk`, or its first `maxLines` lines: then the bytes not yet split are handed
-   * back, to be pushed next (a chunk of tiny lines need not become all its records at once).
-   * Null when the whole chunk was taken.
+   * Splits `chunk`, or its first `maxLines` lines (each line of a junk run counted): then the
+   * bytes not yet split are handed back, to be pushed next (a chunk of tiny lines need not
+   * become all its records at once). Null when the whole chunk was taken.
    */
   push(chunk: Buffer, maxLines = Infinity): Buffer | null {
     if (this.atStart) chunk = this.stripBom(chunk);
     let start = 0;
     let nl: number;
-    let count = 0;
+    let lines = 0;
     while ((nl = chunk.indexOf(LF, start)) !== -1) {
-      if (count++ === maxLines) return chunk.subarray(start);
+      if (lines++ === maxLines) return chunk.subarray(start);
       this.lineNo++;
       if (this.overflowing) {
         this.overflowing = false;
@@ -78,9 +78,14 @@ export class LineSplitter {
         this.parts = [];
         this.partsBytes = 0;
         this.sink.line(stripCr(line), this.lineNo, true);
-      } else if (this.sink.junkRun && startsJunk(chunk[start]) && this.junkRunEnd(chunk, start, nl) !== nl) {
+      } else if (
+        this.sink.junkRun &&
+        startsJunk(chunk[start]) &&
+        this.junkRunEnd(chunk, start, nl, maxLines - lines + 1) !== nl
+      ) {
         const first = this.lineNo;
         this.lineNo += this.runLines - 1;
+        lines += this.runLines - 1;
         nl = this.runEnd;
         this.sink.junkRun(chunk.subarray(start, nl), first, this.runLines);
       } else {
@@ -109,16 +114,17 @@ export class LineSplitter {
 
   /**
    * Where the junk run that starts with the line `start`..`nl` ends (the newline after its
-   * last line): `nl` itself when the next line cannot join it. Lines are looked at byte by
-   * byte, which for lines this short costs less than a search call per line.
+   * last line, at most `maxLines` lines on): `nl` itself when the next line cannot join it.
+   * Lines are looked at byte by byte, which for lines this short costs less than a search
+   * call per line.
    */
-  private junkRunEnd(chunk: Buffer, start: number, nl: number): number {
+  private junkRunEnd(chunk: Buffer, start: number, nl: number, maxLines: number): number {
     if (nl - start > JUNK_LINE_BYTES || chunk[nl - 1] === CR) return nl;
     const limit = Math.min(chunk.length, start + JUNK_RUN_BYTES);
     this.runLines = 1;
     let end = nl;
     let pos = nl + 1;
-    while (pos < limit && startsJunk(chunk[pos])) {
+    while (pos < limit && this.runLines < maxLines && startsJunk(chunk[pos])) {
       const lineLimit = Math.min(limit, pos + JUNK_LINE_BYTES + 1);
       let i = pos + 1;
       while (i < lineLimit && chunk[i] !== LF) i++;

@@ -126,8 +126,10 @@ export type RecordBatch = SubteeRecord[];
 export const BATCH_HIGH_WATER_MARK = 2;
 
 /**
- * Records in one batch from the line parser, at most: a 256 KiB read of one-byte lines would
- * otherwise be 131,072 records at once, in every stage's buffers (448 MB peak on 45 million
- * such lines); lines of a few hundred bytes never reach it.
+ * Input lines in one batch from the line parser, at most, each line of a junk run counted
+ * (see QuarantineRecord.lines): a 256 KiB read of one-byte lines would otherwise be 131,072
+ * records at once, in every stage's buffers (448 MB peak on 45 million such lines), and a
+ * sink that writes an event per line (pino, ClickHouse) would hold as many events; lines of a
+ * few hundred bytes never reach it.
  */
 export const MAX_BATCH_RECORDS = 1024;

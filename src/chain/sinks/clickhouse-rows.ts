@@ -204,7 +204,7 @@ export class RowBuilder {
   rows(rec: SubteeRecord): Entry[] {
     const out = this.rowsOf(rec);
     if (this.clock.latest === null && this.untimed !== null) {
-      this.untimed.push(...out);
+      for (const entry of out) this.untimed.push(entry);
       if (this.untimed.length < UNTIMED_MAX) return [];
       return this.releaseUntimed();
     }

@@ -200,8 +200,9 @@ class ClickHouseSink extends BatchTransform {
   protected override transformBatch(batch: RecordBatch): BatchOutcome {
     const opts = this.#opts;
     const entries: Entry[] = [];
-    for (const rec of batch) entries.push(...this.#builder.rows(rec));
-    if (this.#mode === 'online') this.#queue.push(...entries);
+    // Pushed one by one: a batch of junk runs is ~16,000 rows, past what spread arguments take.
+    for (const rec of batch) for (const entry of this.#builder.rows(rec)) entries.push(entry);
+    if (this.#mode === 'online') for (const entry of entries) this.#queue.push(entry);
     else this.#toSpool(entries);
     if (this.#queue.length >= opts.batchRows) this.#send();
     else this.#armFlush();
@@ -403,7 +404,7 @@ class ClickHouseSink extends BatchTransform {
       ...this.#builder.releaseUntimed(),
       ...run.tree.channels().map((ch): Entry => ({ t: 'channels', r: this.#builder.channelRow(ch, flags) })),
     ];
-    if (this.#mode === 'online') this.#queue.push(...final);
+    if (this.#mode === 'online') for (const entry of final) this.#queue.push(entry);
     else this.#toSpool(final);
     await this.#sendUntil(Date.now() + this.#opts.flushTimeoutMs);
     this.#closed = true;

@@ -111,7 +111,7 @@ export class ReportFeed {
     for (const [key, pos] of this.latest) this.latest.set(key, at.get(this.events[pos]!.id)!);
     this.events = events;
     this.ids.length = 0;
-    this.ids.push(...ids);
+    for (const id of ids) this.ids.push(id);
     this.dropped = 0;
   }
 }
