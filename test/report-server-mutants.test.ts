@@ -218,6 +218,17 @@ test('loopback in any spelling, IPv4-mapped included; names and other addresses 
   const elsewhere = ['0.0.0.0', '::', '10.0.0.1', '128.0.0.1', '::2', '::ffff:10.0.0.1', '127.attacker.example', 'example.com'];
   for (const host of loopback) assert.equal(isLoopback(host), true, host);
   for (const host of elsewhere) assert.equal(isLoopback(host), false, host);
+  // Written the short way, still an address: 127.1 and 2130706433 are 127.0.0.1.
+  for (const host of ['127.1', '2130706433', '0x7f.1']) assert.equal(isLoopback(host), true, host);
+});
+
+test('bound to 127.1 (127.0.0.1 written short), the Host check applies', async () => {
+  await withServer({ host: '127.1' }, async (server) => {
+    const status = async (host: string) => (await fetchText(server.port, { headers: { host } })).status;
+    assert.equal(await status(`127.0.0.1:${server.port}`), 200);
+    assert.equal(await status(`127.1:${server.port}`), 200);
+    assert.equal(await status(`attacker.example:${server.port}`), 403);
+  });
 });
 
 test('bound to an IPv4-mapped loopback address, a foreign Host is refused', async (t) => {
@@ -229,9 +240,15 @@ test('bound to an IPv4-mapped loopback address, a foreign Host is refused', asyn
   }
   try {
     const status = async (host: string) => (await fetchText(server.port, { host: '127.0.0.1', headers: { host } })).status;
-    assert.equal(await status(`[::ffff:127.0.0.1]:${server.port}`), 200);
-    assert.equal(await status(`127.0.0.1:${server.port}`), 200);
+    // As typed, and as a browser or fetch() writes it.
+    for (const own of ['[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[0:0:0:0:0:ffff:7f00:1]', '127.0.0.1', '[0:0:0:0:0:0:0:1]'])
+      assert.equal(await status(`${own}:${server.port}`), 200, own);
     assert.equal(await status(`attacker.example:${server.port}`), 403);
+    assert.equal(await status(`[::ffff:7f00:2]:${server.port}`), 403);
+    assert.equal(await status(`evil@127.0.0.1:${server.port}`), 403);
+    const reply = await fetch(server.url);
+    assert.equal(reply.status, 200, `the printed address ${server.url} answers fetch()`);
+    await reply.text();
   } finally {
     await server.close();
   }

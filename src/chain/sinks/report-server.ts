@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { UsageError } from '../../errors.js';
-import { isLoopback } from '../../loopback.js';
+import { canonicalHost, hostHeaderParts, isLoopback } from '../../loopback.js';
 import type { ReportFeed } from '../../views/report/live.js';
 import { contentSecurityPolicy } from '../../views/report/page.js';
 
@@ -49,9 +49,14 @@ export function startReportServer(options: ReportServerOptions): Promise<ReportS
   const o = { ...REPORT_SERVER_DEFAULTS, ...options };
   const streams = new Set<ServerResponse>();
   let port = o.port;
-  const allowedHosts = () => {
-    const names = ['127.0.0.1', 'localhost', '[::1]', hostForUrl(o.host).toLowerCase()];
-    return new Set([...names.map((h) => `${h}:${port}`), ...(port === 80 ? names : [])]);
+  // This machine's own names, compared as a browser writes them (`[::ffff:127.0.0.1]` arrives
+  // as `[::ffff:7f00:1]`).
+  const ownNames = new Set(['127.0.0.1', 'localhost', '::1', canonicalHost(o.host)]);
+  const isOwnHost = (header: string | undefined) => {
+    const parts = hostHeaderParts(header ?? '');
+    if (!parts || !ownNames.has(parts.host)) return false;
+    // A URL leaves out port 80 for http: only then may a Host have no port.
+    return parts.port === String(port) || (parts.port === '' && port === 80);
   };
 
   const events = (req: IncomingMessage, res: ServerResponse) => {
@@ -100,8 +105,7 @@ export function startReportServer(options: ReportServerOptions): Promise<ReportS
       });
       res.end(`${text}\n`);
     };
-    if (isLoopback(o.host) && !allowedHosts().has(String(req.headers.host ?? '').toLowerCase()))
-      return send(403, 'forbidden host');
+    if (isLoopback(o.host) && !isOwnHost(req.headers.host)) return send(403, 'forbidden host');
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'method not allowed');
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/' || path === '/report.html') {
