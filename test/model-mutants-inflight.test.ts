@@ -31,11 +31,17 @@ let uuids = 0;
 const uuid = () => `00000000-0000-4000-8000-${String(++uuids).padStart(12, '0')}`;
 
 // Lines as Claude Code writes them (`claude -p --output-format stream-json --verbose`).
-const init = (): Line => ({ type: 'system', subtype: 'init', cwd: '/srv/w', session_id: SESSION, uuid: uuid() });
-const system = (subtype: string, fields: Line = {}): Line => ({ type: 'system', subtype, ...fields, session_id: SESSION, uuid: uuid() });
+const system = (subtype: string, fields: Line = {}): Line => ({
+  type: 'system',
+  subtype,
+  ...fields,
+  session_id: SESSION,
+  uuid: uuid(),
+});
+const init = () => system('init', { cwd: '/srv/w', model: 'claude-opus-5-5', tools: ['Bash', 'Read'] });
 const assistant = (channel: string | null, ...content: unknown[]): Line => ({
   type: 'assistant',
-  message: { id: 'msg_01', type: 'message', role: 'assistant', model: 'claude-opus-5-5', content, stop_reason: null },
+  message: { id: 'msg_01', type: 'message', role: 'assistant', model: 'claude-opus-5-5', content },
   parent_tool_use_id: channel,
   session_id: SESSION,
   uuid: uuid(),
@@ -49,7 +55,12 @@ const user = (channel: string | null, content: unknown): Line => ({
 });
 const text = (value: string) => ({ type: 'text', text: value });
 const toolUse = (id: string, name: string, input: unknown = {}) => ({ type: 'tool_use', id, name, input });
-const toolResult = (id: string, content: unknown = 'ok') => ({ type: 'tool_result', tool_use_id: id, content, is_error: false });
+const toolResult = (id: string, content: unknown = 'ok') => ({
+  type: 'tool_result',
+  tool_use_id: id,
+  content,
+  is_error: false,
+});
 const streamEvent = (channel: string | null, type: string): Line => ({
   type: 'stream_event',
   event: { type },
@@ -68,6 +79,14 @@ const result = (channel: string | null = null): Line => ({
 /** The public fields of a wait, in one row: [kind, channel, what, since, allowed, declared, graced]. */
 const row = (w: Wait) => [w.kind, w.channelId, w.what, w.sinceMs, w.allowedMs, w.declared, w.graced];
 const rows = (flight: InFlight) => flight.waits().map(row);
+type Channel = string | null;
+const modelRow = (what: string, since: number, channel: Channel) =>
+  ['model', channel, what, since, LIMITS.modelTimeoutMs, false, true];
+const request = (since: number, channel: Channel = null) => modelRow('model request', since, channel);
+const response = (since: number, channel: Channel = null) => modelRow('model response', since, channel);
+/** A streamed message: subtee's own idle allowance, exact, so no grace. */
+const streaming = (since: number, channel: Channel = null) =>
+  ['model', channel, 'message stream', since, LIMITS.idleTimeoutMs, false, false];
 
 function feed(lines: Array<[number, Line]>, limits: WaitLimits = LIMITS): InFlight {
   const flight = new InFlight(limits);
@@ -89,7 +108,8 @@ test('a recorded run with a quiet background worker: what is awaited after each 
   const echo = ['tool', spawnId, 'Bash "echo slow-ok"', 10, bash, false, true];
   // The background task as background_tasks_changed (line 4) names it, before task_started
   // (line 5) says which spawn it belongs to: the first word stands.
-  const task = ['background', null, `background general-purpose "slow worker" (${taskId})`, 4, LIMITS.bgWaitCeilingMs, false, true];
+  const taskName = `background general-purpose "slow worker" (${taskId})`;
+  const task = ['background', null, taskName, 4, LIMITS.bgWaitCeilingMs, false, true];
   const expected: unknown[][][] = [
     /* 1 init */ [main('model request', 1)],
     /* 2 text */ [main('model response', 2)],
@@ -138,29 +158,34 @@ test('the default limits are Claude Code\'s own defaults', () => {
 
 test('a shell call allows its own timeout input, bounded by the maximum; else the default', () => {
   const allowance = (name: string, input: unknown, limits: WaitLimits = WAIT_LIMIT_DEFAULTS) => {
-    const [wait] = feed([[0, init()], [5, assistant(null, toolUse('toolu_01b', name, input))]], limits).waits();
+    const call = assistant(null, toolUse('toolu_01b', name, input));
+    const [wait] = feed([[0, init()], [5, call]], limits).waits();
     return [wait.kind, wait.allowedMs, wait.declared, wait.sinceMs];
   };
   const max = WAIT_LIMIT_DEFAULTS.bashMaxTimeoutMs;
   const byDefault = WAIT_LIMIT_DEFAULTS.bashDefaultTimeoutMs;
   assert.deepEqual(allowance('Bash', { command: 'npm test', timeout: 120_000 }), ['tool', 120_000, true, 5]);
-  assert.deepEqual(allowance('Bash', { command: 'npm test', timeout: 900_000 }), ['tool', Math.min(900_000, max), true, 5]);
+  const asked = 900_000;
+  const capped = ['tool', Math.min(asked, max), true, 5];
+  assert.deepEqual(allowance('Bash', { command: 'npm test', timeout: asked }), capped);
   assert.deepEqual(allowance('Bash', { command: 'npm test', timeout: max }), ['tool', max, true, 5]);
-  assert.deepEqual(allowance('PowerShell', { command: 'Get-Date', timeout: 30_000 }), ['tool', 30_000, true, 5]);
+  assert.deepEqual(allowance('PowerShell', { command: 'ls', timeout: 30_000 }), ['tool', 30_000, true, 5]);
   // A tighter environment bounds even the default.
   const tight = { ...WAIT_LIMIT_DEFAULTS, bashMaxTimeoutMs: 50_000 };
   assert.deepEqual(allowance('Bash', { command: 'make' }, tight), ['tool', 50_000, false, 5]);
   // No usable timeout input: the default, and not declared.
   for (const timeout of [undefined, '120000', 0, -5, Number.NaN, Infinity, null]) {
-    assert.deepEqual(allowance('Bash', { command: 'make', timeout }), ['tool', byDefault, false, 5], String(timeout));
+    const got = allowance('Bash', { command: 'make', timeout });
+    assert.deepEqual(got, ['tool', byDefault, false, 5], String(timeout));
   }
   // Other tools ignore a timeout input: the tool timeout, or the MCP one when it is set.
-  assert.deepEqual(allowance('WebFetch', { url: 'https://example.com', timeout: 1000 }, LIMITS), ['tool', LIMITS.toolTimeoutMs, false, 5]);
+  const otherTool = ['tool', LIMITS.toolTimeoutMs, false, 5];
+  assert.deepEqual(allowance('WebFetch', { url: 'https://example.com', timeout: 1000 }, LIMITS), otherTool);
   const mcp = { ...LIMITS, mcpToolTimeoutMs: 90_000 };
   assert.deepEqual(allowance('mcp__db__query', { sql: 'select 1' }, mcp), ['tool', 90_000, false, 5]);
-  assert.deepEqual(allowance('mcp__db__query', { sql: 'select 1' }, LIMITS), ['tool', LIMITS.toolTimeoutMs, false, 5]);
-  assert.deepEqual(allowance('query_mcp__', {}, mcp), ['tool', LIMITS.toolTimeoutMs, false, 5]);
-  assert.deepEqual(allowance('bash', { command: 'x', timeout: 1000 }, LIMITS), ['tool', LIMITS.toolTimeoutMs, false, 5]);
+  assert.deepEqual(allowance('mcp__db__query', { sql: 'select 1' }, LIMITS), otherTool);
+  assert.deepEqual(allowance('query_mcp__', {}, mcp), otherTool);
+  assert.deepEqual(allowance('bash', { command: 'x', timeout: 1000 }, LIMITS), otherTool);
   // An input that is not an object is no input.
   assert.deepEqual(allowance('Bash', null, LIMITS), ['tool', LIMITS.bashDefaultTimeoutMs, false, 5]);
 });
@@ -169,9 +194,11 @@ test('a call is named by its command, description, file, URL or pattern, in that
   const named = (name: string, input: unknown) =>
     feed([[0, init()], [1, assistant(null, toolUse('toolu_01n', name, input))]]).waits()[0].what;
   assert.equal(named('Bash', { command: 'npm test', description: 'run the tests' }), 'Bash "npm test"');
-  assert.equal(named('Agent', { description: 'review the diff', prompt: 'p', run_in_background: true }), 'Agent "review the diff"');
+  const review = { description: 'review the diff', prompt: 'p', run_in_background: true };
+  assert.equal(named('Agent', review), 'Agent "review the diff"');
   assert.equal(named('Read', { file_path: 'src/a.ts', offset: 3 }), 'Read "src/a.ts"');
-  assert.equal(named('WebFetch', { url: 'https://example.com/x', prompt: 'p' }), 'WebFetch "https://example.com/x"');
+  const url = 'https://example.com/x';
+  assert.equal(named('WebFetch', { url, prompt: 'p' }), `WebFetch "${url}"`);
   assert.equal(named('Grep', { pattern: 'TODO', path: 'src' }), 'Grep "TODO"');
   assert.equal(named('TodoWrite', { todos: [] }), 'TodoWrite');
   assert.equal(named('Bash', { command: '', description: 'nothing' }), 'Bash');
@@ -199,7 +226,7 @@ test('cleanName makes a name one line of at most 80 characters', () => {
 test('a background task is named by its kind, description and id', () => {
   const started = (fields: Line) => system('task_started', { is_backgrounded: true, ...fields });
   const flight = feed([
-    [1, started({ task_id: 'k1', tool_use_id: 'toolu_01a', subagent_type: 'Explore', task_type: 'local_agent', description: 'dig' })],
+    [1, started({ task_id: 'k1', tool_use_id: 'toolu_01a', subagent_type: 'Explore', description: 'dig' })],
     [2, started({ task_id: 'k2', task_type: 'local_bash', description: 'sleep 100' })],
     [3, started({ task_id: 'k3' })],
     [4, started({ task_id: `k${'4'.repeat(99)}`, subagent_type: 7, task_type: 8, description: 9 })],
@@ -216,29 +243,34 @@ test('a background task is named by its kind, description and id', () => {
 test('the model phases: a request, then a response, kept from their first line', () => {
   const model = LIMITS.modelTimeoutMs;
   // A request stays the one sent first; compacting is no request.
-  const requested = feed([[0, init()], [5, system('status', { status: 'requesting' })], [6, system('status', { status: 'compacting' })]]);
-  assert.deepEqual(rows(requested), [['model', null, 'model request', 0, model, false, true]]);
+  const status = (value: string) => system('status', { status: value });
+  const requested = feed([[0, init()], [5, status('requesting')], [6, status('compacting')]]);
+  assert.deepEqual(rows(requested), [request(0)]);
   // A response is timed from its first line, not its last.
-  const answering = feed([[0, init()], [10, assistant(null, text('a'))], [20, assistant(null, { type: 'thinking', thinking: 'b' })]]);
-  assert.deepEqual(rows(answering), [['model', null, 'model response', 10, model, false, true]]);
+  const thinking = { type: 'thinking', thinking: 'b' };
+  const answering = feed([[0, init()], [10, assistant(null, text('a'))], [20, assistant(null, thinking)]]);
+  assert.deepEqual(rows(answering), [response(10)]);
   // A line with no init before it.
-  assert.deepEqual(rows(feed([[3, assistant(null, text('hi'))]])), [['model', null, 'model response', 3, model, false, true]]);
+  assert.deepEqual(rows(feed([[3, assistant(null, text('hi'))]])), [response(3)]);
   // A status line on a subagent's channel is that channel's request.
-  assert.deepEqual(rows(feed([[4, { ...system('status', { status: 'requesting' }), parent_tool_use_id: 'toolu_01s' }]])), [
-    ['model', 'toolu_01s', 'model request', 4, model, false, true],
+  const subagentStatus = { ...status('requesting'), parent_tool_use_id: 'toolu_01s' };
+  assert.deepEqual(rows(feed([[4, subagentStatus]])), [
+    request(4, 'toolu_01s'),
   ]);
   // Compacting while a tool runs adds nothing.
-  const tool = feed([[0, init()], [1, assistant(null, toolUse('toolu_01r', 'Read', { file_path: 'a' }))], [2, system('status', { status: 'compacting' })]]);
+  const readCall = assistant(null, toolUse('toolu_01r', 'Read', { file_path: 'a' }));
+  const tool = feed([[0, init()], [1, readCall], [2, status('compacting')]]);
   assert.deepEqual(rows(tool), [['tool', null, 'Read "a"', 1, LIMITS.toolTimeoutMs, false, true]]);
   // Text after a tool call, the call still running: the call's allowance covers it.
-  const after = feed([[0, init()], [1, assistant(null, toolUse('toolu_01r', 'Read', { file_path: 'a' }))], [2, assistant(null, text('and'))]]);
+  const after = feed([[0, init()], [1, readCall], [2, assistant(null, text('and'))]]);
   assert.deepEqual(rows(after), [['tool', null, 'Read "a"', 1, LIMITS.toolTimeoutMs, false, true]]);
 });
 
 test('tool results: the next request goes out after a prompt or the last awaited result only', () => {
   const model = LIMITS.modelTimeoutMs;
   const bash = (id: string, command: string, timeout: number) => toolUse(id, 'Bash', { command, timeout });
-  const two: Array<[number, Line]> = [[0, init()], [1, assistant(null, bash('toolu_01x', 'quick', 40_000), bash('toolu_01y', 'slow', 50_000))]];
+  const calls = assistant(null, bash('toolu_01x', 'quick', 40_000), bash('toolu_01y', 'slow', 50_000));
+  const two: Array<[number, Line]> = [[0, init()], [1, calls]];
   assert.deepEqual(rows(feed(two)), [
     ['tool', null, 'Bash "slow"', 1, 50_000, true, true],
     ['tool', null, 'Bash "quick"', 1, 40_000, true, true],
@@ -248,15 +280,17 @@ test('tool results: the next request goes out after a prompt or the last awaited
   // A result for a call never seen, the other still running: nothing changes.
   const unknown = [...half, [3, user(null, [toolResult('toolu_01zz')])]] as Array<[number, Line]>;
   assert.deepEqual(rows(feed(unknown)), [['tool', null, 'Bash "quick"', 1, 40_000, true, true]]);
-  const both = [...unknown, [4, user(null, [null, 'x', { type: 'image' }, toolResult('toolu_01x')])]] as Array<[number, Line]>;
-  assert.deepEqual(rows(feed(both)), [['model', null, 'model request', 4, model, false, true]]);
+  const mixed = user(null, [null, 'x', { type: 'image' }, toolResult('toolu_01x')]);
+  const both = [...unknown, [4, mixed]] as Array<[number, Line]>;
+  assert.deepEqual(rows(feed(both)), [request(4)]);
   // A prompt, as a block list or as plain text, sends a request; so does a result for no known call.
-  assert.deepEqual(rows(feed([[7, user(null, [text('go on')])]])), [['model', null, 'model request', 7, model, false, true]]);
-  assert.deepEqual(rows(feed([[8, user(null, 'go on')]])), [['model', null, 'model request', 8, model, false, true]]);
-  assert.deepEqual(rows(feed([[9, user(null, [toolResult('toolu_01q')])]])), [['model', null, 'model request', 9, model, false, true]]);
+  assert.deepEqual(rows(feed([[7, user(null, [text('go on')])]])), [request(7)]);
+  assert.deepEqual(rows(feed([[8, user(null, 'go on')]])), [request(8)]);
+  assert.deepEqual(rows(feed([[9, user(null, [toolResult('toolu_01q')])]])), [request(9)]);
   // Blocks that are not tool calls, or not whole ones, are not calls.
-  const odd = feed([[0, init()], [2, assistant(null, null, 'x', { type: 'tool_use', id: 'toolu_01w' }, text('t'))]]);
-  assert.deepEqual(rows(odd), [['model', null, 'model response', 2, model, false, true]]);
+  const partial = { type: 'tool_use', id: 'toolu_01w' };
+  const odd = feed([[0, init()], [2, assistant(null, null, 'x', partial, text('t'))]]);
+  assert.deepEqual(rows(odd), [response(2)]);
 });
 
 test('lines that are not stream lines change nothing', () => {
@@ -287,34 +321,37 @@ test('a streamed message allows the idle timeout between its events, without a g
   const flight = new InFlight(LIMITS);
   const step = (now: number, value: Line) => (flight.observe(value, now), rows(flight));
   step(0, init());
-  assert.deepEqual(step(1, streamEvent(null, 'message_start')), [['model', null, 'message stream', 1, idle, false, false]]);
-  assert.deepEqual(step(2, streamEvent(null, 'content_block_delta')), [['model', null, 'message stream', 1, idle, false, false]]);
+  assert.deepEqual(step(1, streamEvent(null, 'message_start')), [streaming(1)]);
+  assert.deepEqual(step(2, streamEvent(null, 'content_block_delta')), [streaming(1)]);
   // Inside the stream, a finished block and a status line leave the stream as what is awaited.
-  assert.deepEqual(step(3, assistant(null, text('x'))), [['model', null, 'message stream', 1, idle, false, false]]);
-  assert.deepEqual(step(4, system('status', { status: 'requesting' })), [['model', null, 'message stream', 1, idle, false, false]]);
+  assert.deepEqual(step(3, assistant(null, text('x'))), [streaming(1)]);
+  assert.deepEqual(step(4, system('status', { status: 'requesting' })), [streaming(1)]);
   assert.deepEqual(step(5, assistant(null, toolUse('toolu_01b', 'Bash', { command: 'b', timeout: 9000 }))), [
-    ['model', null, 'message stream', 1, idle, false, false],
+    streaming(1),
     ['tool', null, 'Bash "b"', 5, 9000, true, true],
   ]);
-  assert.deepEqual(step(6, streamEvent(null, 'message_stop')), [['tool', null, 'Bash "b"', 5, 9000, true, true]]);
-  assert.deepEqual(step(7, user(null, [toolResult('toolu_01b')])), [['model', null, 'model request', 7, LIMITS.modelTimeoutMs, false, true]]);
+  const bashRow = ['tool', null, 'Bash "b"', 5, 9000, true, true];
+  assert.deepEqual(step(6, streamEvent(null, 'message_stop')), [bashRow]);
+  assert.deepEqual(step(7, user(null, [toolResult('toolu_01b')])), [request(7)]);
   // After message_stop a plain line is the model answering again.
   step(8, streamEvent(null, 'message_start'));
   step(9, streamEvent(null, 'message_stop'));
-  assert.deepEqual(step(10, assistant(null, text('late'))), [['model', null, 'model response', 10, LIMITS.modelTimeoutMs, false, true]]);
+  assert.deepEqual(step(10, assistant(null, text('late'))), [response(10)]);
   // A subagent's stream is its own.
   assert.deepEqual(step(11, streamEvent('toolu_01s', 'message_start')), [
-    ['model', null, 'model response', 10, LIMITS.modelTimeoutMs, false, true],
-    ['model', 'toolu_01s', 'message stream', 11, idle, false, false],
+    response(10),
+    streaming(11, 'toolu_01s'),
   ]);
 });
 
 test('a foreground subagent is awaited through its own channel, and ends with its result', () => {
   const model = LIMITS.modelTimeoutMs;
-  const spawn = (id: string, name = 'Agent') => assistant(null, toolUse(id, name, { description: `sub ${id}`, prompt: 'p', subagent_type: 'general-purpose' }));
+  const spawn = (id: string, name = 'Agent') =>
+    assistant(null, toolUse(id, name, { description: `sub ${id}`, prompt: 'p', subagent_type: 'Explore' }));
   // The spawn itself is no wait: its channel's first request is.
   for (const name of ['Agent', 'Task']) {
-    assert.deepEqual(rows(feed([[0, init()], [1, spawn('toolu_01A', name)]])), [['model', 'toolu_01A', 'model request', 1, model, false, true]], name);
+    const spawned = feed([[0, init()], [1, spawn('toolu_01A', name)]]);
+    assert.deepEqual(rows(spawned), [request(1, 'toolu_01A')], name);
   }
   // The subagent's lines came first: its spawn adds no request over its running call.
   const early = feed([
@@ -330,28 +367,31 @@ test('a foreground subagent is awaited through its own channel, and ends with it
     [2, assistant('toolu_01A', toolUse('toolu_01a1', 'Bash', { command: 'npm test', timeout: 95_000 }))],
     [3, user(null, [toolResult('toolu_01A', [text('Report: done.')])])],
   ]);
-  assert.deepEqual(rows(ended), [['model', null, 'model request', 3, model, false, true]]);
+  assert.deepEqual(rows(ended), [request(3)]);
   // A spawn its agent's definition sends to the background: the launch result leaves it running.
   const launched = feed([
     [0, init()],
-    [1, assistant(null, toolUse('toolu_01B', 'Agent', { description: 'bg', prompt: 'p', subagent_type: 'watcher' }))],
+    [1, assistant(null, toolUse('toolu_01B', 'Agent', { description: 'bg', prompt: 'p', subagent_type: 'w' }))],
     [2, assistant('toolu_01B', toolUse('toolu_01b1', 'Grep', { pattern: 'x' }))],
     [3, user(null, [toolResult('toolu_01B', [text('Async agent launched successfully.\nagentId: a1')])])],
   ]);
   assert.deepEqual(rows(launched), [
-    ['model', null, 'model request', 3, model, false, true],
+    request(3),
     ['tool', 'toolu_01B', 'Grep "x"', 2, LIMITS.toolTimeoutMs, false, true],
   ]);
   // task_notification ends a subagent's channel, also without a task id.
   launched.observe(system('task_notification', { tool_use_id: 'toolu_01B', status: 'completed' }), 4);
-  assert.deepEqual(rows(launched), [['model', null, 'model request', 3, model, false, true]]);
+  assert.deepEqual(rows(launched), [request(3)]);
 });
 
 test('background tasks: started, listed again, replaced by the list, ended', () => {
   const ceiling = LIMITS.bgWaitCeilingMs;
-  const bg = (id: string, since: number, channel: string | null = null) => ['background', channel, `background Explore "${id}" (${id})`, since, ceiling, false, true];
-  const started = (id: string) => system('task_started', { task_id: id, tool_use_id: `toolu_${id}`, subagent_type: 'Explore', description: id, is_backgrounded: true });
-  const listed = (...ids: string[]) => system('background_tasks_changed', { tasks: ids.map((id) => ({ task_id: id, task_type: 'local_agent', subagent_type: 'Explore', description: id })) });
+  const bg = (id: string, since: number, channel: Channel = null) =>
+    ['background', channel, `background Explore "${id}" (${id})`, since, ceiling, false, true];
+  const entry = (id: string) => ({ task_id: id, task_type: 'local_agent', subagent_type: 'Explore', description: id });
+  const started = (id: string) =>
+    system('task_started', { ...entry(id), tool_use_id: `toolu_${id}`, is_backgrounded: true });
+  const listed = (...ids: string[]) => system('background_tasks_changed', { tasks: ids.map(entry) });
   const flight = new InFlight(LIMITS);
   const step = (now: number, value: Line) => (flight.observe(value, now), rows(flight));
   assert.deepEqual(step(1, started('k1')), [bg('k1', 1, 'toolu_k1')]);
@@ -364,7 +404,8 @@ test('background tasks: started, listed again, replaced by the list, ended', () 
   assert.deepEqual(step(5, list), [bg('k1', 1), bg('k3', 5)]);
   // task_notification without the task's own id leaves it.
   assert.deepEqual(step(6, system('task_notification', { status: 'completed' })), [bg('k1', 1), bg('k3', 5)]);
-  assert.deepEqual(step(7, system('task_notification', { task_id: 'k1', status: 'completed' })), [bg('k3', 5)]);
+  const notified = system('task_notification', { task_id: 'k1', status: 'completed' });
+  assert.deepEqual(step(7, notified), [bg('k3', 5)]);
   // After the run's result only background tasks are awaited; a subagent's result ends nothing.
   step(8, init());
   assert.equal(step(9, result('toolu_01A')).length, 2);
@@ -373,7 +414,8 @@ test('background tasks: started, listed again, replaced by the list, ended', () 
 
 test('waits are listed by allowance, longest first (no limit before all), then oldest first', () => {
   const unbounded = { ...LIMITS, bgWaitCeilingMs: 0 };
-  const bash = (id: string, timeout: number) => assistant(null, toolUse(id, 'Bash', { command: id, timeout }));
+  const bash = (id: string, timeout: number) =>
+    assistant(null, toolUse(id, 'Bash', { command: id, timeout }));
   const flight = feed([
     [0, init()],
     [5, bash('b5', 30_000)],
@@ -398,16 +440,19 @@ test('waits are listed by allowance, longest first (no limit before all), then o
 
 // ---- bounded state: MAX_TRACKED_WAITS channels, calls and tasks are tracked one by one ----
 
-const read = (id: string, channel: string | null = null) => assistant(channel, toolUse(id, 'Read', { file_path: id }));
+const read = (id: string, channel: Channel = null) =>
+  assistant(channel, toolUse(id, 'Read', { file_path: id }));
 /** `count` Read calls on main, one a line, all at `now`. */
 function reads(flight: InFlight, count: number, now: number, prefix = 'r') {
   for (let index = 0; index < count; index++) flight.observe(read(`${prefix}${index}`), now);
 }
-const overflowOf = (flight: InFlight) => flight.waits().filter((w) => w.what.endsWith('not tracked one by one'));
+const overflowOf = (flight: InFlight) =>
+  flight.waits().filter((w) => w.what.endsWith('not tracked one by one'));
 /** How many calls the folded wait counts (0: none). */
-const foldedCount = (flight: InFlight) => Number(/^(\d+) more calls/.exec(overflowOf(flight)[0]?.what ?? '')?.[1] ?? 0);
+const foldedCount = (flight: InFlight) =>
+  Number(/^(\d+) more calls/.exec(overflowOf(flight)[0]?.what ?? '')?.[1] ?? 0);
 
-test('exactly MAX_TRACKED_WAITS are tracked; past it calls, channels and tasks are folded into one wait', () => {
+test('exactly MAX_TRACKED_WAITS are tracked; past it calls, channels and tasks fold into one wait', () => {
   const flight = new InFlight(LIMITS);
   flight.observe(init(), 0);
   // The main channel is one; the calls fill the rest.
@@ -460,7 +505,8 @@ test('a task with no limit folded in makes the folded wait unlimited, whatever c
 test('what ends frees its place: results, ended subagents, ended tasks, and the run\'s result', () => {
   // `before` takes `used` places (the main channel's included); filled to the limit, `end`
   // then frees exactly `freed`: that many more calls are tracked, and the next is folded.
-  function freedBy(used: number, before: (flight: InFlight) => void, end: (flight: InFlight) => void, freed: number) {
+  type Step = (flight: InFlight) => void;
+  function freedBy(used: number, before: Step, end: Step, freed: number) {
     const flight = new InFlight(LIMITS);
     flight.observe(init(), 0);
     before(flight);
