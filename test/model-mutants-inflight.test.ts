@@ -286,6 +286,12 @@ test('tool results: the next request goes out after a prompt or the last awaited
   // A prompt, as a block list or as plain text, sends a request; so does a result for no known call.
   assert.deepEqual(rows(feed([[7, user(null, [text('go on')])]])), [request(7)]);
   assert.deepEqual(rows(feed([[8, user(null, 'go on')]])), [request(8)]);
+  const noContent = { ...user(null, []), message: { role: 'user' } };
+  assert.deepEqual(rows(feed([[8, noContent]])), [request(8)]);
+  // A prompt while a call runs (a queued message): the model is asked again, the call still awaited.
+  const readA = assistant(null, toolUse('toolu_01r', 'Read', { file_path: 'a' }));
+  const running = feed([[0, init()], [1, readA], [6, user(null, [text('also check b')])]]);
+  assert.deepEqual(rows(running), [request(6), ['tool', null, 'Read "a"', 1, LIMITS.toolTimeoutMs, false, true]]);
   assert.deepEqual(rows(feed([[9, user(null, [toolResult('toolu_01q')])]])), [request(9)]);
   // Blocks that are not tool calls, or not whole ones, are not calls.
   const partial = { type: 'tool_use', id: 'toolu_01w' };
@@ -381,6 +387,10 @@ test('a foreground subagent is awaited through its own channel, and ends with it
   ]);
   // task_notification ends a subagent's channel, also without a task id.
   launched.observe(system('task_notification', { tool_use_id: 'toolu_01B', status: 'completed' }), 4);
+  assert.deepEqual(rows(launched), [request(3)]);
+  // A notification for a channel already ended, or never seen, changes nothing.
+  launched.observe(system('task_notification', { tool_use_id: 'toolu_01B', status: 'completed' }), 5);
+  launched.observe(system('task_notification', { task_id: 'k0', tool_use_id: 'toolu_01Z', status: 'failed' }), 6);
   assert.deepEqual(rows(launched), [request(3)]);
 });
 
@@ -481,6 +491,21 @@ test('exactly MAX_TRACKED_WAITS are tracked; past it calls, channels and tasks f
   // The result ends the conversation: nothing is awaited, folded or not.
   flight.observe(result(), 7);
   assert.deepEqual(flight.waits(), []);
+});
+
+test('a call past the limit still means the model has answered: no response is awaited', () => {
+  const flight = new InFlight(LIMITS);
+  flight.observe(init(), 0);
+  // The main channel is one place; background tasks take the others.
+  for (let index = 0; index < MAX_TRACKED_WAITS - 1; index++) {
+    flight.observe(system('task_started', { task_id: `k${index}`, is_backgrounded: true }), 1);
+  }
+  flight.observe(assistant(null, toolUse('toolu_01f', 'Read', { file_path: 'f' })), 2);
+  assert.deepEqual(overflowOf(flight).map(row), [
+    ['tool', null, '1 more calls not tracked one by one', 2, LIMITS.toolTimeoutMs, false, true],
+  ]);
+  assert.deepEqual(flight.waits().filter((w) => w.kind === 'model'), []);
+  assert.equal(flight.waits().length, MAX_TRACKED_WAITS - 1 + 1);
 });
 
 test('a task with no limit folded in makes the folded wait unlimited, whatever comes after', () => {
