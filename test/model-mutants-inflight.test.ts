@@ -106,8 +106,8 @@ test('a recorded run with a quiet background worker: what is awaited after each 
   const spawnCall = ['tool', null, 'Agent "slow worker"', 3, tool, false, true];
   // No timeout input: the Bash default.
   const echo = ['tool', spawnId, 'Bash "echo slow-ok"', 10, bash, false, true];
-  // The background task as background_tasks_changed (line 4) names it, before task_started
-  // (line 5) says which spawn it belongs to: the first word stands.
+  // background_tasks_changed (line 4) names the task before task_started (line 5) does: it is
+  // timed from line 4, and the spawn id that only task_started carries is not taken up.
   const taskName = `background general-purpose "slow worker" (${taskId})`;
   const task = ['background', null, taskName, 4, LIMITS.bgWaitCeilingMs, false, true];
   const expected: unknown[][][] = [
@@ -139,14 +139,14 @@ test('a recorded run with a quiet background worker: what is awaited after each 
   });
 });
 
-test('the default limits are Claude Code\'s own defaults', () => {
+test('the default limits: Claude Code\'s own, and two minutes between a streamed message\'s events', () => {
   const minutes = (count: number) => count * 60 * 1000;
   assert.deepEqual(
     { ...WAIT_LIMIT_DEFAULTS },
     {
-      idleTimeoutMs: minutes(2),
+      idleTimeoutMs: minutes(2), // subtee's own
       modelTimeoutMs: minutes(10), // API_TIMEOUT_MS
-      toolTimeoutMs: minutes(10),
+      toolTimeoutMs: minutes(10), // as long as a request
       bashDefaultTimeoutMs: minutes(2), // BASH_DEFAULT_TIMEOUT_MS
       bashMaxTimeoutMs: minutes(10), // BASH_MAX_TIMEOUT_MS
       mcpToolTimeoutMs: null, // MCP_TOOL_TIMEOUT unset: the tool timeout
