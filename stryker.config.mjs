@@ -25,6 +25,7 @@ export const MODULE_TESTS = {
   'src/model/bounded-text.ts': ['text-cut'],
   'src/model/lines.ts': ['line-parser'],
   'src/model/content.ts': ['model-mutants-content', 'stages'],
+  'src/model/in-flight.ts': ['model-mutants-inflight', 'idle-watchdog'],
 };
 
 const module = process.env.SUBTEE_MUTATE ?? 'src/views/projection.ts';
