@@ -107,14 +107,15 @@ test('a recorded run with a quiet background worker: what is awaited after each 
   // No timeout input: the Bash default.
   const echo = ['tool', spawnId, 'Bash "echo slow-ok"', 10, bash, false, true];
   // background_tasks_changed (line 4) names the task before task_started (line 5) does: it is
-  // timed from line 4, and the spawn id that only task_started carries is not taken up.
+  // timed from line 4, and its channel is the spawn's from line 5 on (only task_started names it).
   const taskName = `background general-purpose "slow worker" (${taskId})`;
-  const task = ['background', null, taskName, 4, LIMITS.bgWaitCeilingMs, false, true];
+  const listed = ['background', null, taskName, 4, LIMITS.bgWaitCeilingMs, false, true];
+  const task = ['background', spawnId, taskName, 4, LIMITS.bgWaitCeilingMs, false, true];
   const expected: unknown[][][] = [
     /* 1 init */ [main('model request', 1)],
     /* 2 text */ [main('model response', 2)],
     /* 3 Agent, run_in_background */ [spawnCall],
-    /* 4 background_tasks_changed */ [task, spawnCall],
+    /* 4 background_tasks_changed */ [listed, spawnCall],
     /* 5 task_started */ [task, spawnCall],
     /* 6 launch result */ [task, main('model request', 6)],
     /* 7 text */ [task, main('model response', 7)],
@@ -408,12 +409,14 @@ test('background tasks: started, listed again, replaced by the list, ended', () 
   // Started again later: still timed from the first.
   assert.deepEqual(step(2, started('k1')), [bg('k1', 1, 'toolu_k1')]);
   assert.deepEqual(step(3, started('k2')), [bg('k1', 1, 'toolu_k1'), bg('k2', 3, 'toolu_k2')]);
-  // The list names every task alive: k1 keeps its start, k2 is gone, k3 is new; odd entries are skipped.
+  // The list names every task alive: k1 keeps its start and channel, k2 is gone, k3 is new;
+  // odd entries are skipped.
   const list = listed('k1', 'k3');
   (list.tasks as unknown[]).push(null, 'k9', { task_id: 9 });
-  assert.deepEqual(step(5, list), [bg('k1', 1), bg('k3', 5)]);
+  const k1 = bg('k1', 1, 'toolu_k1');
+  assert.deepEqual(step(5, list), [k1, bg('k3', 5)]);
   // task_notification without the task's own id leaves it.
-  assert.deepEqual(step(6, system('task_notification', { status: 'completed' })), [bg('k1', 1), bg('k3', 5)]);
+  assert.deepEqual(step(6, system('task_notification', { status: 'completed' })), [k1, bg('k3', 5)]);
   const notified = system('task_notification', { task_id: 'k1', status: 'completed' });
   assert.deepEqual(step(7, notified), [bg('k3', 5)]);
   // After the run's result only background tasks are awaited; a subagent's result ends nothing.

@@ -208,7 +208,7 @@ export class InFlight {
         for (const task of line.tasks) {
           if (!isObject(task) || typeof task.task_id !== 'string') continue;
           const before = known.get(task.task_id);
-          this.addBackground(task.task_id, task, before?.sinceMs ?? now);
+          this.addBackground(task.task_id, task, before?.sinceMs ?? now, before?.channelId ?? null);
         }
         return;
       }
@@ -324,11 +324,22 @@ export class InFlight {
     return { allowedMs: limits.toolTimeoutMs, declared: false };
   }
 
-  private addBackground(taskId: string, task: JsonObject, since: number): void {
-    if (this.background.has(taskId)) return;
+  private addBackground(
+    taskId: string,
+    task: JsonObject,
+    since: number,
+    knownChannel: string | null = null,
+  ): void {
+    const channelId = typeof task.tool_use_id === 'string' ? task.tool_use_id : knownChannel;
+    const known = this.background.get(taskId);
+    if (known) {
+      // Claude Code lists a task (background_tasks_changed) before task_started names its spawn.
+      if (known.channelId === null && channelId !== null)
+        this.background.set(taskId, { ...known, channelId });
+      return;
+    }
     const allowedMs = this.limits.bgWaitCeilingMs === 0 ? null : this.limits.bgWaitCeilingMs;
     if (!this.track()) return this.fold(allowedMs, since);
-    const channelId = typeof task.tool_use_id === 'string' ? task.tool_use_id : null;
     this.background.set(taskId, {
       kind: 'background',
       channelId,
