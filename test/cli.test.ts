@@ -53,6 +53,18 @@ test('parseArgs throws typed errors', () => {
   assert.equal(parseArgs([])['max-open-files'], undefined, 'left to the files sink, whose default fits the descriptor limit');
 });
 
+test('a sink option refused as the chain is built: exit 2 and one line', () => {
+  const dir = tmpDir();
+  const file = join(dir, 'in.jsonl');
+  writeFileSync(file, stream);
+  for (const flag of ['--otlp=http://[::1:9', '--clickhouse=not a url']) {
+    const r = subtee(['--out', join(dir, `o${flag.length}`), '-q', flag, file], '');
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stderr.split('\n').filter(Boolean).length, 1, r.stderr);
+    assert.match(r.stderr, /\[ERR_BAD_OPTION\]\n$/);
+  }
+});
+
 test('unusable input or output: exit 3 with one line', () => {
   const dir = tmpDir();
   writeFileSync(join(dir, 'file'), 'x');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createReadStream, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
@@ -10,7 +10,7 @@ import { applyFlags } from '../src/cli/config.js';
 import { parseArgs } from '../src/cli/options.js';
 import { configSchema } from '../src/chain/schema.js';
 import { loadPlugin, definePlugin, Registry } from '../src/chain/plugin.js';
-import { BIN, ROOT, chunked, readTree, tmpDir } from './helpers.js';
+import { BIN, FIXTURES, ROOT, chunked, readTree, tmpDir } from './helpers.js';
 
 const writeJson = (data: unknown) => {
   const p = join(tmpDir(), 'c.json');
@@ -162,4 +162,14 @@ test('plugins published as ESM-only packages load by name, as import() resolves 
   writeFileSync(join(nested, 'subtee.json'), JSON.stringify({ plugins: ['esm-only'], stages: [{ use: 'line-parser' }, { use: 'channel-router' }], sinks: [{ use: 'files', out: join(project, 'o') }] }));
   const r = spawnSync(process.execPath, [BIN, '--config', join(nested, 'subtee.json'), '-q'], { input: '', encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
+});
+
+test('a chain that cannot be built lets go of its input at once', async () => {
+  const input = createReadStream(join(FIXTURES, 'nested-depth-3.jsonl'));
+  const spec = {
+    stages: [{ use: 'line-parser' }],
+    sinks: [{ use: 'files', out: join(tmpDir(), 'out') }, { use: 'otlp', url: 'http://[::1:9' }],
+  };
+  await assert.rejects(runChain(input, spec), { code: 'ERR_BAD_OPTION' });
+  assert.equal(input.destroyed, true);
 });

@@ -226,7 +226,15 @@ export async function runChain(
   spec: ChainSpec,
   options: ChainOptions = {},
 ): Promise<Session> {
-  const { streams, session: run } = buildChain(spec, options);
+  let built: ReturnType<typeof buildChain>;
+  try {
+    built = buildChain(spec, options);
+  } catch (err) {
+    // Never read: let go of it (an open file) now, not when the collector finds it.
+    input.destroy();
+    throw err;
+  }
+  const { streams, session: run } = built;
   // Input stops on the caller's `stop` or when a stage asks (the watchdog on a stall).
   const stopped = new AbortController();
   const onStop = () => stopped.abort();
