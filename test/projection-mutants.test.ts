@@ -635,3 +635,190 @@ test('a slow live reader holds an input of many-line chunks: it leads by what st
   // The lead is bounded by the chunks the streams between hold, not by the input's length.
   assert.ok(maxLead < total / 4, `input ran ${maxLead} lines ahead of the reader`);
 });
+
+/** The spawning `Agent` tool_use blocks of a stream, by id, read from its lines. */
+function spawnInputs(lines: string[]): Map<string, { description?: string; subagent_type?: string }> {
+  const spawns = new Map<string, { description?: string; subagent_type?: string }>();
+  for (const line of lines) {
+    const value = JSON.parse(line);
+    if (value.type !== 'assistant') continue;
+    for (const block of value.message.content) {
+      if (block.type === 'tool_use' && block.name === 'Agent') spawns.set(block.id, block.input);
+    }
+  }
+  return spawns;
+}
+
+test('a subagent whose failure notification has no summary fails with "failed"; handles name their spawn', async () => {
+  // A background worker's notification turned into a failure that carries no summary.
+  const lines = fixtureLines('background-fanout-12');
+  const at = lines.findIndex((line) => line.includes('"task_notification"'));
+  const notification = JSON.parse(lines[at]);
+  notification.status = 'failed';
+  delete notification.summary;
+  lines[at] = JSON.stringify(notification);
+  const spawns = spawnInputs(lines);
+  assert.equal(spawns.size, 12);
+  const run = open(chunked([Buffer.from(lines.join('\n') + '\n')]));
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
+  await run.done;
+  assert.deepEqual(handles.map((handle) => handle.id).sort(), [...spawns.keys()].sort());
+  for (const handle of handles) {
+    const spawn = spawns.get(handle.id)!;
+    assert.equal(handle.description, spawn.description);
+    assert.equal(handle.name, spawn.subagent_type);
+    const output = await handle.output;
+    if (handle.id === notification.tool_use_id) {
+      assert.equal(output.status, 'failed');
+      assert.equal(output.summary, null);
+      assert.equal(output.error, 'failed');
+    } else {
+      assert.equal(output.status, 'completed');
+      assert.equal(output.error, null);
+    }
+  }
+});
+
+/** Test rates, USD per million tokens: both cache writes alike, so their 5m/1h split does not matter. */
+const TEST_RATES = { input: 3, output: 15, cache_read: 0.3, cache_write_5m: 3.75, cache_write_1h: 3.75 };
+
+/** A channel's dollars at TEST_RATES from its usage (each API message once, its last line's). */
+function dollarsOf(usage: Record<string, number>): number {
+  return (
+    ((usage.input_tokens ?? 0) * TEST_RATES.input +
+      (usage.output_tokens ?? 0) * TEST_RATES.output +
+      (usage.cache_read_input_tokens ?? 0) * TEST_RATES.cache_read +
+      (usage.cache_creation_input_tokens ?? 0) * TEST_RATES.cache_write_5m) /
+    1e6
+  );
+}
+
+/** open() with the default stages, its channel router pricing every model of `models` at TEST_RATES. */
+function openPriced(input: Buffer, models: string[]) {
+  const prices = join(tmpDir(), 'prices.json');
+  const rates = Object.fromEntries(models.map((model) => [model, TEST_RATES]));
+  writeFileSync(prices, JSON.stringify({ date: '2026-01-02', models: rates }));
+  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator']
+    .map((use) => (use === 'channel-router' ? { use, prices } : { use }));
+  return open(chunked([input]), { spec: { stages, sinks: [] } });
+}
+
+test('a subagent output prices its own tokens, and its subtree adds up those under it', async () => {
+  // Cut before the result line: the dollars are the price table's, not Claude Code's.
+  const text = readFileSync(join(FIXTURES, 'binary-tree-depth-3.jsonl'), 'utf8');
+  const lines = text.split('\n').filter((line) => line.trim() !== '' && !line.includes('"type":"result"'));
+  const oracle = readStream(lines.join('\n') + '\n');
+  const models = new Set<string>();
+  for (const line of lines) {
+    const value = JSON.parse(line);
+    if (value.type === 'assistant') models.add(value.message.model);
+  }
+  const run = openPriced(Buffer.from(lines.join('\n') + '\n'), [...models]);
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
+  await run.done;
+  assert.equal(handles.length, oracle.channels.size - 1);
+  const under = (id: string): string[] => [
+    id,
+    ...[...oracle.channels.values()].filter((ch) => ch.parent === id).flatMap((ch) => under(ch.id!)),
+  ];
+  for (const handle of handles) {
+    const output = await handle.output;
+    const own = dollarsOf(oracle.channels.get(handle.id)!.usage);
+    assert.ok(own > 0);
+    assert.ok(Math.abs(output.cost.usd! - own) < 1e-12, `${handle.id}: ${output.cost.usd} for ${own}`);
+    assert.deepEqual({ ...output.cost, usd: 0 }, { usd: 0, basis: 'table', outputTokens: 'stream' });
+    const subtree = under(handle.id).reduce((sum, id) => sum + dollarsOf(oracle.channels.get(id)!.usage), 0);
+    assert.ok(Math.abs(output.subtree.cost.usd! - subtree) < 1e-12, `${handle.id} subtree`);
+  }
+});
+
+test('a stalled tool-call reader of a subagent is named: toolCalls of its id', STALL, async () => {
+  const lines = fixtureLines('binary-tree-depth-3');
+  const input = new PassThrough();
+  // One queued call is all a reader may hold: the subagent's two calls put the input on hold.
+  const run = open(input, { readerHighWaterLines: 1, readerStallMs: 50 });
+  const warned = new Promise<{ code: string; message: string }>((resolve) => run.session.onWarning(resolve));
+  const subagents = run.subagents[Symbol.asyncIterator]();
+  const spawnAt = lines.findIndex((line) => line.includes('"name":"Agent"'));
+  input.write(lines.slice(0, spawnAt + 1).join('\n') + '\n');
+  const handle = (await subagents.next()).value as SubagentHandle;
+  const ownCalls = lines.flatMap((line) => {
+    const value = JSON.parse(line);
+    if (value.type !== 'assistant' || value.parent_tool_use_id !== handle.id) return [];
+    return value.message.content.filter((block: { type: string }) => block.type === 'tool_use');
+  });
+  assert.equal(ownCalls.length, 2);
+  const calls = handle.toolCalls[Symbol.asyncIterator]();
+  input.end(lines.slice(spawnAt + 1).join('\n') + '\n');
+  const warning = await warned;
+  assert.equal(warning.code, 'READER_STALLED');
+  assert.match(warning.message, new RegExp(`for toolCalls of ${handle.id}[,:]`));
+  await calls.return!();
+  await subagents.return!();
+  await run.done;
+});
+
+test('run.output.cost: the price table before a result line, Claude Code\'s dollars once it came', async () => {
+  const lines = fixtureLines('binary-tree-depth-3');
+  const result = JSON.parse(lines.find((line) => line.includes('"type":"result"'))!);
+  const cut = lines.filter((line) => !line.includes('"type":"result"'));
+  const [model] = Object.keys(result.modelUsage);
+  // Cut: every channel priced at the test rates, their sum the run's.
+  const oracle = readStream(cut.join('\n') + '\n');
+  const channelsUsd = [...oracle.channels.values()].reduce((sum, ch) => sum + dollarsOf(ch.usage), 0);
+  const cutRun = openPriced(Buffer.from(cut.join('\n') + '\n'), [model]);
+  const before = (await cutRun.output).cost;
+  await cutRun.done;
+  const { usd, channelsUsd: sum, models, ...rest } = before;
+  assert.ok(Math.abs(usd! - channelsUsd) < 1e-12 && Math.abs(sum! - channelsUsd) < 1e-12, `${usd} ${sum}`);
+  assert.deepEqual(rest, {
+    basis: 'table',
+    outputTokens: 'stream',
+    unattributedUsd: null,
+    resultUsd: null,
+    pricesDate: '2026-01-02',
+  });
+  const tokens = (key: string) =>
+    [...oracle.channels.values()].reduce((total, ch) => total + (ch.usage[key] ?? 0), 0);
+  assert.deepEqual(Object.keys(models), [model]);
+  assert.equal(models[model].input_tokens, tokens('input_tokens'));
+  assert.equal(models[model].output_tokens, tokens('output_tokens'));
+  assert.equal(models[model].result_usd, null);
+  // Whole: the result line's dollars are the run's; what no channel shows is the difference.
+  const run = openPriced(Buffer.from(lines.join('\n') + '\n'), [model]);
+  const after = (await run.output).cost;
+  await run.done;
+  // Dollars are kept to 1e-12.
+  assert.ok(Math.abs(after.usd! - result.total_cost_usd) < 1e-12, `${after.usd}`);
+  assert.ok(Math.abs(after.resultUsd! - result.total_cost_usd) < 1e-12, `${after.resultUsd}`);
+  assert.equal(after.basis, 'result');
+  assert.equal(after.outputTokens, 'estimated');
+  assert.equal(after.pricesDate, '2026-01-02');
+  assert.ok(Math.abs(after.models[model].result_usd! - result.modelUsage[model].costUSD) < 1e-12);
+  assert.ok(after.channelsUsd! > 0 && after.unattributedUsd !== null);
+  assert.ok(Math.abs(after.channelsUsd! + after.unattributedUsd! - result.total_cost_usd) < 1e-9);
+});
+
+test('run.output follows the last result line: a failed turn then a completed one, and back', async () => {
+  const lines = fixtureLines('foreground-fanout-3');
+  const at = lines.findIndex((line) => line.includes('"type":"result"'));
+  const result = JSON.parse(lines[at]);
+  const failed = JSON.stringify({ ...result, is_error: true, subtype: 'error_during_execution', result: 'it broke' });
+  const outputOf = async (input: string[]) => {
+    const run = open(chunked([Buffer.from(input.join('\n') + '\n')]));
+    const output = await run.output;
+    await run.done;
+    return output;
+  };
+  const healed = await outputOf([...lines.slice(0, at), failed, ...lines.slice(at)]);
+  assert.deepEqual([healed.status, healed.result, healed.error], ['completed', result.result, null]);
+  const broken = await outputOf([...lines.slice(0, at + 1), failed]);
+  assert.deepEqual([broken.status, broken.result, broken.error], ['failed', 'it broke', 'it broke']);
+  // Figures that are not finite numbers are not given.
+  const odd = JSON.stringify({ ...result, total_cost_usd: 'a lot', num_turns: null, duration_ms: '5' });
+  const oddOutput = await outputOf([...lines.slice(0, at), odd]);
+  assert.deepEqual([oddOutput.costUsd, oddOutput.turns, oddOutput.durationMs], [null, null, null]);
+  assert.equal(oddOutput.usage?.output_tokens, result.usage.output_tokens);
+});
