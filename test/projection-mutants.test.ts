@@ -725,7 +725,9 @@ test('a subagent output prices its own tokens, and its subtree adds up those und
   ];
   for (const handle of handles) {
     const output = await handle.output;
-    const own = dollarsOf(oracle.channels.get(handle.id)!.usage);
+    const usage = oracle.channels.get(handle.id)!.usage;
+    assert.deepEqual(output.usage, usage);
+    const own = dollarsOf(usage);
     assert.ok(own > 0);
     assert.ok(Math.abs(output.cost.usd! - own) < 1e-12, `${handle.id}: ${output.cost.usd} for ${own}`);
     assert.deepEqual({ ...output.cost, usd: 0 }, { usd: 0, basis: 'table', outputTokens: 'stream' });
@@ -821,4 +823,23 @@ test('run.output follows the last result line: a failed turn then a completed on
   const oddOutput = await outputOf([...lines.slice(0, at), odd]);
   assert.deepEqual([oddOutput.costUsd, oddOutput.turns, oddOutput.durationMs], [null, null, null]);
   assert.equal(oddOutput.usage?.output_tokens, result.usage.output_tokens);
+});
+
+test('a subagent whose first timestamp does not parse has no elapsed time, not NaN', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  const spawn = spawnInputs(lines);
+  const [id] = spawn.keys();
+  const first = lines.findIndex((line) => JSON.parse(line).parent_tool_use_id === id);
+  const value = JSON.parse(lines[first]);
+  value.timestamp = 'soon';
+  lines[first] = JSON.stringify(value);
+  const last = lines.filter((line) => JSON.parse(line).parent_tool_use_id === id).at(-1)!;
+  const run = open(chunked([Buffer.from(lines.join('\n') + '\n')]));
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
+  await run.done;
+  const output = await handles.find((handle) => handle.id === id)!.output;
+  assert.equal(output.firstSeen, 'soon');
+  assert.equal(output.lastSeen, JSON.parse(last).timestamp);
+  assert.equal(output.elapsedMs, null);
 });
