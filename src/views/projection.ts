@@ -1117,14 +1117,11 @@ class SubagentHandleImpl implements SubagentHandle {
     if (this.done) return;
     this.done = true;
     const ch = this.channel;
+    // No ledger (no priced line) costs nothing; an unpriced model costs null, not 0.
+    const own = this.projection.session.cost.channelCost(ch.id);
     this.resolveOutput(
       Object.freeze({
-        ...totalsOf(
-          ch.usage,
-          ch.firstSeen,
-          ch.lastSeen,
-          this.projection.costOf(this.projection.session.cost.channelCost(ch.id)?.usd ?? 0),
-        ),
+        ...totalsOf(ch.usage, ch.firstSeen, ch.lastSeen, this.projection.costOf(own === null ? 0 : own.usd)),
         status: this.status,
         summary: ch.summary,
         error: ch.status === 'failed' ? (ch.summary ?? 'failed') : null,
