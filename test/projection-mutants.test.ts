@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
 import { open, type Message, type RunEvent, type SubagentHandle, type ToolCall } from '../src/index.js';
-import { chunked, FIXTURES, tmpDir } from './helpers.js';
+import { chunked, FIXTURES, splitEvery, tmpDir } from './helpers.js';
 import { readStream } from './oracle.js';
 import { writeStream } from '../bench/gen.js';
 
@@ -842,4 +842,105 @@ test('a subagent whose first timestamp does not parse has no elapsed time, not N
   assert.equal(output.firstSeen, 'soon');
   assert.equal(output.lastSeen, JSON.parse(last).timestamp);
   assert.equal(output.elapsedMs, null);
+});
+
+test('the memory buffer holds exactly maxBufferedBytes: each line and 16 bytes of record order', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  // What a run without files keeps for late readers: every line's bytes, and a 16-byte entry each.
+  const held = lines.reduce((sum, line) => sum + Buffer.byteLength(line) + 16, 0);
+  const input = Buffer.from(lines.join('\n') + '\n');
+  const fits = open(chunked([input]), { maxBufferedBytes: held });
+  await fits.done;
+  const events: RunEvent[] = [];
+  for await (const event of fits.events) events.push(event);
+  assert.deepEqual(
+    events.map((event) => (event.kind === 'line' ? event.line : null)),
+    lines.map((line) => JSON.parse(line)),
+  );
+  let messages = 0;
+  for await (const _message of fits.messages) messages++;
+  assert.ok(messages > 0);
+  const over = open(chunked([input]), { maxBufferedBytes: held - 1 });
+  await over.done;
+  await assert.rejects(
+    async () => {
+      for await (const _event of over.events);
+    },
+    (err: { code?: string; message?: string }) =>
+      err.code === 'ERR_PROJECTION_BUFFER' &&
+      err.message ===
+        'cannot replay events from the start: the run buffered more than maxBufferedBytes ' +
+          `(${held - 1} bytes); open the events loop earlier, or raise maxBufferedBytes`,
+  );
+  await assert.rejects(async () => {
+    for await (const _message of over.messages);
+  }, { code: 'ERR_PROJECTION_BUFFER' });
+});
+
+test('a line too long to hold gives the memory buffer up: late readers fail, early ones read on', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  const long = lines.findIndex((line) => Buffer.byteLength(line) > 1024);
+  assert.ok(long >= 0);
+  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator']
+    .map((use) => (use === 'line-parser' ? { use, maxLineBytes: 1024 } : { use }));
+  // Chunks shorter than the line: it is spooled as it streams past.
+  const input = Buffer.from(lines.join('\n') + '\n');
+  const run = open(chunked(splitEvery(input, 256)), { spec: { stages, sinks: [] } });
+  const early: RunEvent[] = [];
+  const reading = (async () => {
+    for await (const event of run.events) early.push(event);
+  })();
+  await run.done;
+  await reading;
+  assert.deepEqual(early.map((event) => event.lineNo), lines.map((_line, at) => at + 1));
+  // The long line is routed with its top-level scalar members only.
+  const spooled = early[long];
+  assert.equal(spooled.kind, 'line');
+  if (spooled.kind === 'line') assert.equal(spooled.line.type, JSON.parse(lines[long]).type);
+  for (const late of [run.events, run.messages] as AsyncIterable<unknown>[]) {
+    await assert.rejects(async () => {
+      for await (const _value of late);
+    }, { code: 'ERR_PROJECTION_BUFFER' });
+  }
+});
+
+test('a subtree with a model no price covers costs null; the subtrees beside it are priced', async () => {
+  const lines = fixtureLines('binary-tree-depth-3').filter((line) => !line.includes('"type":"result"'));
+  const oracle = readStream(lines.join('\n') + '\n');
+  // One leaf subagent answers with a model the prices do not cover.
+  const leaf = [...oracle.channels.values()].find(
+    (ch) => ch.id !== null && ![...oracle.channels.values()].some((other) => other.parent === ch.id),
+  )!;
+  const renamed = lines.map((line) => {
+    const value = JSON.parse(line);
+    if (value.type !== 'assistant' || value.parent_tool_use_id !== leaf.id) return line;
+    value.message.model = 'model-without-price';
+    return JSON.stringify(value);
+  });
+  const run = openPriced(Buffer.from(renamed.join('\n') + '\n'), ['claude-opus-5-5']);
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
+  const output = await run.output;
+  await run.done;
+  const ancestors = new Set<string | null>();
+  for (let at: string | null = leaf.id; at !== null; at = oracle.channels.get(at)!.parent) ancestors.add(at);
+  const under = (id: string | null): string[] => [
+    ...(id === null ? [] : [id]),
+    ...[...oracle.channels.values()].filter((ch) => ch.id !== null && ch.parent === id).flatMap((ch) => under(ch.id)),
+  ];
+  assert.equal(output.subtree.cost.usd, null);
+  assert.equal(output.cost.usd, null);
+  let priced = 0;
+  for (const handle of handles) {
+    const { cost, subtree } = await handle.output;
+    assert.equal(cost.usd === null, handle.id === leaf.id, `${handle.id}: ${cost.usd}`);
+    if (ancestors.has(handle.id)) {
+      assert.equal(subtree.cost.usd, null, handle.id);
+    } else {
+      const sum = under(handle.id).reduce((total, id) => total + dollarsOf(oracle.channels.get(id)!.usage), 0);
+      assert.ok(Math.abs(subtree.cost.usd! - sum) < 1e-12, handle.id);
+      priced++;
+    }
+  }
+  assert.ok(priced > 0 && ancestors.size > 1);
 });
