@@ -944,3 +944,33 @@ test('a subtree with a model no price covers costs null; the subtrees beside it 
   }
   assert.ok(priced > 0 && ancestors.size > 1);
 });
+
+for (const out of [undefined, 'files'] as const) {
+  test(`a reader opened midway replays the lines so far once, then reads on live (${out ?? 'memory'})`, async () => {
+    const lines = fixtureLines('binary-tree-depth-3');
+    const input = new PassThrough();
+    const run = open(input, { out: out && join(tmpDir(), 'out') });
+    const seen: number[] = [];
+    const events = run.events[Symbol.asyncIterator]();
+    const half = Math.floor(lines.length / 2);
+    input.write(lines.slice(0, half).join('\n') + '\n');
+    while (seen.length < half) seen.push((await events.next()).value.lineNo);
+    // Opened with half the run's lines routed; the rest arrive while it replays them.
+    const late = run.messages[Symbol.asyncIterator]();
+    input.end(lines.slice(half).join('\n') + '\n');
+    const lateIds: string[] = [];
+    for (let next = await late.next(); !next.done; next = await late.next()) lateIds.push(idOf(next.value));
+    for (let next = await events.next(); !next.done; next = await events.next()) seen.push(next.value.lineNo);
+    await run.done;
+    assert.deepEqual(seen, lines.map((_line, at) => at + 1));
+    // One message per main API message id, in order, each once.
+    const ids: string[] = [];
+    for (const line of lines) {
+      const value = JSON.parse(line);
+      if (value.type === 'assistant' && value.parent_tool_use_id == null && ids.at(-1) !== value.message.id) {
+        ids.push(value.message.id);
+      }
+    }
+    assert.deepEqual(lateIds.map((id) => id.split(':').slice(2).join(':')), ids);
+  });
+}
