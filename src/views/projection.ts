@@ -846,6 +846,8 @@ export class Projection {
   private append(id: string | null, rec: LineRecord | SpooledRecord): Buffer | null {
     const log = this.log(id);
     log.count++;
+    // A reader opened before the chain started made its log before the files were known.
+    if (log.memory && this.replayFiles()) log.memory = null;
     let copy: Buffer | null = null;
     if (log.memory && rec.kind === 'spooled') {
       // A line too long to hold cannot be replayed from memory.
