@@ -974,3 +974,60 @@ for (const out of [undefined, 'files'] as const) {
     assert.deepEqual(lateIds.map((id) => id.split(':').slice(2).join(':')), ids);
   });
 }
+
+test('a late reader replays a line too long to hold from the .jsonl as it was routed: scalar members', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  // A main user line of 17 MiB, longer than any line subtee holds: spooled, routed by its scalars.
+  const huge = JSON.stringify({
+    type: 'user',
+    message: { role: 'user', content: 'x'.repeat(17 * 1024 * 1024) },
+    parent_tool_use_id: null,
+    session_id: JSON.parse(lines[0]).session_id,
+    uuid: 'huge-0000',
+  });
+  const input = [lines[0], lines[1], huge, ...lines.slice(2)];
+  const run = open(chunked(splitEvery(Buffer.from(input.join('\n') + '\n'), 1024 * 1024)), {
+    out: join(tmpDir(), 'out'),
+  });
+  const early: RunEvent[] = [];
+  const reading = (async () => {
+    for await (const event of run.events) early.push(event);
+  })();
+  const earlyMessages: string[] = [];
+  const readingMessages = (async () => {
+    for await (const message of run.messages) earlyMessages.push(idOf(message));
+  })();
+  await run.done;
+  await Promise.all([reading, readingMessages]);
+  const spooled = early[2];
+  assert.equal(spooled.kind, 'line');
+  if (spooled.kind === 'line') {
+    assert.deepEqual(spooled.line, { type: 'user', parent_tool_use_id: null, session_id: JSON.parse(lines[0]).session_id, uuid: 'huge-0000' });
+  }
+  const late: RunEvent[] = [];
+  for await (const event of run.events) late.push(event);
+  assert.deepEqual(late, early);
+  const lateMessages: string[] = [];
+  for await (const message of run.messages) lateMessages.push(idOf(message));
+  assert.deepEqual(lateMessages, earlyMessages);
+  assert.ok(earlyMessages.length > 0);
+});
+
+test('with files, a reader opened at once holds no line in memory: a late events loop replays the files', async () => {
+  const lines = fixtureLines('binary-tree-depth-3');
+  const input = Buffer.from(lines.join('\n') + '\n');
+  // Room for the record order (16 bytes a line), not for the lines themselves.
+  const run = open(chunked([input]), { out: join(tmpDir(), 'out'), maxBufferedBytes: lines.length * 16 });
+  const early: string[] = [];
+  for await (const message of run.messages) early.push(idOf(message));
+  await run.done;
+  const late: RunEvent[] = [];
+  for await (const event of run.events) late.push(event);
+  assert.deepEqual(
+    late.map((event) => (event.kind === 'line' ? event.line : null)),
+    lines.map((line) => JSON.parse(line)),
+  );
+  const again: string[] = [];
+  for await (const message of run.messages) again.push(idOf(message));
+  assert.deepEqual(again, early);
+});
