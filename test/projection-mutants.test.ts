@@ -742,6 +742,8 @@ test('a stalled tool-call reader of a subagent is named: toolCalls of its id', S
   // One queued call is all a reader may hold: the subagent's two calls put the input on hold.
   const run = open(input, { readerHighWaterLines: 1, readerStallMs: 50 });
   const warned = new Promise<{ code: string; message: string }>((resolve) => run.session.onWarning(resolve));
+  // Also a process warning: a program stuck this way may print nothing else.
+  const processWarned = new Promise<Error & { code?: string }>((resolve) => process.once('warning', resolve));
   const subagents = run.subagents[Symbol.asyncIterator]();
   const spawnAt = lines.findIndex((line) => line.includes('"name":"Agent"'));
   input.write(lines.slice(0, spawnAt + 1).join('\n') + '\n');
@@ -757,6 +759,9 @@ test('a stalled tool-call reader of a subagent is named: toolCalls of its id', S
   const warning = await warned;
   assert.equal(warning.code, 'READER_STALLED');
   assert.match(warning.message, new RegExp(`for toolCalls of ${handle.id}[,:]`));
+  const processWarning = await processWarned;
+  assert.equal(processWarning.code, 'READER_STALLED');
+  assert.equal(processWarning.message, warning.message);
   await calls.return!();
   await subagents.return!();
   await run.done;
