@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
 import { open, type Message, type RunEvent, type SubagentHandle, type ToolCall } from '../src/index.js';
-import { chunked, FIXTURES, tmpDir } from './helpers.js';
+import { chunked, FIXTURES, splitEvery, tmpDir } from './helpers.js';
 import { readStream } from './oracle.js';
 import { writeStream } from '../bench/gen.js';
 
@@ -634,4 +634,419 @@ test('a slow live reader holds an input of many-line chunks: it leads by what st
   assert.equal(seen, total);
   // The lead is bounded by the chunks the streams between hold, not by the input's length.
   assert.ok(maxLead < total / 4, `input ran ${maxLead} lines ahead of the reader`);
+});
+
+/** The spawning `Agent` tool_use blocks of a stream, by id, read from its lines. */
+function spawnInputs(lines: string[]): Map<string, { description?: string; subagent_type?: string }> {
+  const spawns = new Map<string, { description?: string; subagent_type?: string }>();
+  for (const line of lines) {
+    const value = JSON.parse(line);
+    if (value.type !== 'assistant') continue;
+    for (const block of value.message.content) {
+      if (block.type === 'tool_use' && block.name === 'Agent') spawns.set(block.id, block.input);
+    }
+  }
+  return spawns;
+}
+
+test('a subagent whose failure notification has no summary fails with "failed"; handles name their spawn', async () => {
+  // A background worker's notification turned into a failure that carries no summary.
+  const lines = fixtureLines('background-fanout-12');
+  const at = lines.findIndex((line) => line.includes('"task_notification"'));
+  const notification = JSON.parse(lines[at]);
+  notification.status = 'failed';
+  delete notification.summary;
+  lines[at] = JSON.stringify(notification);
+  const spawns = spawnInputs(lines);
+  assert.equal(spawns.size, 12);
+  const run = open(chunked([Buffer.from(lines.join('\n') + '\n')]));
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
+  await run.done;
+  assert.deepEqual(handles.map((handle) => handle.id).sort(), [...spawns.keys()].sort());
+  for (const handle of handles) {
+    const spawn = spawns.get(handle.id)!;
+    assert.equal(handle.description, spawn.description);
+    assert.equal(handle.name, spawn.subagent_type);
+    const output = await handle.output;
+    if (handle.id === notification.tool_use_id) {
+      assert.equal(output.status, 'failed');
+      assert.equal(output.summary, null);
+      assert.equal(output.error, 'failed');
+    } else {
+      assert.equal(output.status, 'completed');
+      assert.equal(output.error, null);
+    }
+  }
+});
+
+/** Test rates, USD per million tokens: both cache writes alike, so their 5m/1h split does not matter. */
+const TEST_RATES = { input: 3, output: 15, cache_read: 0.3, cache_write_5m: 3.75, cache_write_1h: 3.75 };
+
+/** A channel's dollars at TEST_RATES from its usage (each API message once, its last line's). */
+function dollarsOf(usage: Record<string, number>): number {
+  return (
+    ((usage.input_tokens ?? 0) * TEST_RATES.input +
+      (usage.output_tokens ?? 0) * TEST_RATES.output +
+      (usage.cache_read_input_tokens ?? 0) * TEST_RATES.cache_read +
+      (usage.cache_creation_input_tokens ?? 0) * TEST_RATES.cache_write_5m) /
+    1e6
+  );
+}
+
+/** open() with the default stages, its channel router pricing every model of `models` at TEST_RATES. */
+function openPriced(input: Buffer, models: string[]) {
+  const prices = join(tmpDir(), 'prices.json');
+  const rates = Object.fromEntries(models.map((model) => [model, TEST_RATES]));
+  writeFileSync(prices, JSON.stringify({ date: '2026-01-02', models: rates }));
+  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator']
+    .map((use) => (use === 'channel-router' ? { use, prices } : { use }));
+  return open(chunked([input]), { spec: { stages, sinks: [] } });
+}
+
+test('a subagent output prices its own tokens, and its subtree adds up those under it', async () => {
+  // Cut before the result line: the dollars are the price table's, not Claude Code's.
+  const text = readFileSync(join(FIXTURES, 'binary-tree-depth-3.jsonl'), 'utf8');
+  const lines = text.split('\n').filter((line) => line.trim() !== '' && !line.includes('"type":"result"'));
+  const oracle = readStream(lines.join('\n') + '\n');
+  const models = new Set<string>();
+  for (const line of lines) {
+    const value = JSON.parse(line);
+    if (value.type === 'assistant') models.add(value.message.model);
+  }
+  const run = openPriced(Buffer.from(lines.join('\n') + '\n'), [...models]);
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
+  await run.done;
+  assert.equal(handles.length, oracle.channels.size - 1);
+  const under = (id: string): string[] => [
+    id,
+    ...[...oracle.channels.values()].filter((ch) => ch.parent === id).flatMap((ch) => under(ch.id!)),
+  ];
+  for (const handle of handles) {
+    const output = await handle.output;
+    const usage = oracle.channels.get(handle.id)!.usage;
+    assert.deepEqual(output.usage, usage);
+    const own = dollarsOf(usage);
+    assert.ok(own > 0);
+    assert.ok(Math.abs(output.cost.usd! - own) < 1e-12, `${handle.id}: ${output.cost.usd} for ${own}`);
+    assert.deepEqual({ ...output.cost, usd: 0 }, { usd: 0, basis: 'table', outputTokens: 'stream' });
+    const subtree = under(handle.id).reduce((sum, id) => sum + dollarsOf(oracle.channels.get(id)!.usage), 0);
+    assert.ok(Math.abs(output.subtree.cost.usd! - subtree) < 1e-12, `${handle.id} subtree`);
+  }
+});
+
+test('a stalled tool-call reader of a subagent is named: toolCalls of its id', STALL, async () => {
+  const lines = fixtureLines('binary-tree-depth-3');
+  const input = new PassThrough();
+  // One queued call is all a reader may hold: the subagent's two calls put the input on hold.
+  const run = open(input, { readerHighWaterLines: 1, readerStallMs: 50 });
+  const warned = new Promise<{ code: string; message: string }>((resolve) => run.session.onWarning(resolve));
+  // Also a process warning: a program stuck this way may print nothing else.
+  const processWarned = new Promise<Error & { code?: string }>((resolve) => process.once('warning', resolve));
+  const subagents = run.subagents[Symbol.asyncIterator]();
+  const spawnAt = lines.findIndex((line) => line.includes('"name":"Agent"'));
+  input.write(lines.slice(0, spawnAt + 1).join('\n') + '\n');
+  const handle = (await subagents.next()).value as SubagentHandle;
+  const ownCalls = lines.flatMap((line) => {
+    const value = JSON.parse(line);
+    if (value.type !== 'assistant' || value.parent_tool_use_id !== handle.id) return [];
+    return value.message.content.filter((block: { type: string }) => block.type === 'tool_use');
+  });
+  assert.equal(ownCalls.length, 2);
+  const calls = handle.toolCalls[Symbol.asyncIterator]();
+  input.end(lines.slice(spawnAt + 1).join('\n') + '\n');
+  const warning = await warned;
+  assert.equal(warning.code, 'READER_STALLED');
+  assert.equal(
+    warning.message,
+    `the input has waited 50 ms for toolCalls of ${handle.id}: a loop that awaits something later in the ` +
+      "run (a subagent's output, done) while it holds this reader waits for ever; read such things in " +
+      'separate tasks, or with interleave()',
+  );
+  const processWarning = await processWarned;
+  assert.equal(processWarning.code, 'READER_STALLED');
+  assert.equal(processWarning.message, warning.message);
+  await calls.return!();
+  await subagents.return!();
+  await run.done;
+});
+
+test('run.output.cost: the price table before a result line, Claude Code\'s dollars once it came', async () => {
+  const lines = fixtureLines('binary-tree-depth-3');
+  const result = JSON.parse(lines.find((line) => line.includes('"type":"result"'))!);
+  const cut = lines.filter((line) => !line.includes('"type":"result"'));
+  const [model] = Object.keys(result.modelUsage);
+  // Cut: every channel priced at the test rates, their sum the run's.
+  const oracle = readStream(cut.join('\n') + '\n');
+  const channelsUsd = [...oracle.channels.values()].reduce((sum, ch) => sum + dollarsOf(ch.usage), 0);
+  const cutRun = openPriced(Buffer.from(cut.join('\n') + '\n'), [model]);
+  const before = (await cutRun.output).cost;
+  await cutRun.done;
+  const { usd, channelsUsd: sum, models, ...rest } = before;
+  assert.ok(Math.abs(usd! - channelsUsd) < 1e-12 && Math.abs(sum! - channelsUsd) < 1e-12, `${usd} ${sum}`);
+  assert.deepEqual(rest, {
+    basis: 'table',
+    outputTokens: 'stream',
+    unattributedUsd: null,
+    resultUsd: null,
+    pricesDate: '2026-01-02',
+  });
+  const tokens = (key: string) =>
+    [...oracle.channels.values()].reduce((total, ch) => total + (ch.usage[key] ?? 0), 0);
+  assert.deepEqual(Object.keys(models), [model]);
+  assert.equal(models[model].input_tokens, tokens('input_tokens'));
+  assert.equal(models[model].output_tokens, tokens('output_tokens'));
+  assert.equal(models[model].result_usd, null);
+  // Whole: the result line's dollars are the run's; what no channel shows is the difference.
+  const run = openPriced(Buffer.from(lines.join('\n') + '\n'), [model]);
+  const after = (await run.output).cost;
+  await run.done;
+  // Dollars are kept to 1e-12.
+  assert.ok(Math.abs(after.usd! - result.total_cost_usd) < 1e-12, `${after.usd}`);
+  assert.ok(Math.abs(after.resultUsd! - result.total_cost_usd) < 1e-12, `${after.resultUsd}`);
+  assert.equal(after.basis, 'result');
+  assert.equal(after.outputTokens, 'estimated');
+  assert.equal(after.pricesDate, '2026-01-02');
+  assert.ok(Math.abs(after.models[model].result_usd! - result.modelUsage[model].costUSD) < 1e-12);
+  assert.ok(after.channelsUsd! > 0 && after.unattributedUsd !== null);
+  assert.ok(Math.abs(after.channelsUsd! + after.unattributedUsd! - result.total_cost_usd) < 1e-9);
+});
+
+test('run.output follows the last result line: a failed turn then a completed one, and back', async () => {
+  const lines = fixtureLines('foreground-fanout-3');
+  const at = lines.findIndex((line) => line.includes('"type":"result"'));
+  const result = JSON.parse(lines[at]);
+  const failed = JSON.stringify({ ...result, is_error: true, subtype: 'error_during_execution', result: 'it broke' });
+  const outputOf = async (input: string[]) => {
+    const run = open(chunked([Buffer.from(input.join('\n') + '\n')]));
+    const output = await run.output;
+    await run.done;
+    return output;
+  };
+  const healed = await outputOf([...lines.slice(0, at), failed, ...lines.slice(at)]);
+  assert.deepEqual([healed.status, healed.result, healed.error], ['completed', result.result, null]);
+  const broken = await outputOf([...lines.slice(0, at + 1), failed]);
+  assert.deepEqual([broken.status, broken.result, broken.error], ['failed', 'it broke', 'it broke']);
+  // Figures that are not finite numbers are not given.
+  // 1e999 parses as Infinity.
+  const odd = JSON.stringify({ ...result, total_cost_usd: 'a lot', num_turns: null, duration_ms: '5' })
+    .replace('"duration_ms":"5"', '"duration_ms":1e999');
+  const oddOutput = await outputOf([...lines.slice(0, at), odd]);
+  assert.deepEqual([oddOutput.costUsd, oddOutput.turns, oddOutput.durationMs], [null, null, null]);
+  assert.equal(oddOutput.usage?.output_tokens, result.usage.output_tokens);
+});
+
+test('a subagent whose first timestamp does not parse has no elapsed time, not NaN', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  const spawn = spawnInputs(lines);
+  const [id] = spawn.keys();
+  const first = lines.findIndex((line) => JSON.parse(line).parent_tool_use_id === id);
+  const value = JSON.parse(lines[first]);
+  value.timestamp = 'soon';
+  lines[first] = JSON.stringify(value);
+  const last = lines.filter((line) => JSON.parse(line).parent_tool_use_id === id).at(-1)!;
+  const run = open(chunked([Buffer.from(lines.join('\n') + '\n')]));
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
+  await run.done;
+  const output = await handles.find((handle) => handle.id === id)!.output;
+  assert.equal(output.firstSeen, 'soon');
+  assert.equal(output.lastSeen, JSON.parse(last).timestamp);
+  assert.equal(output.elapsedMs, null);
+});
+
+test('the memory buffer holds exactly maxBufferedBytes: each line and 16 bytes of record order', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  // What a run without files keeps for late readers: every line's bytes, and a 16-byte entry each.
+  const held = lines.reduce((sum, line) => sum + Buffer.byteLength(line) + 16, 0);
+  const input = Buffer.from(lines.join('\n') + '\n');
+  const fits = open(chunked([input]), { maxBufferedBytes: held });
+  await fits.done;
+  const events: RunEvent[] = [];
+  for await (const event of fits.events) events.push(event);
+  assert.deepEqual(
+    events.map((event) => (event.kind === 'line' ? event.line : null)),
+    lines.map((line) => JSON.parse(line)),
+  );
+  let messages = 0;
+  for await (const _message of fits.messages) messages++;
+  assert.ok(messages > 0);
+  const over = open(chunked([input]), { maxBufferedBytes: held - 1 });
+  await over.done;
+  await assert.rejects(
+    async () => {
+      for await (const _event of over.events);
+    },
+    (err: { code?: string; message?: string }) =>
+      err.code === 'ERR_PROJECTION_BUFFER' &&
+      err.message ===
+        'cannot replay events from the start: the run buffered more than maxBufferedBytes ' +
+          `(${held - 1} bytes); open the events loop earlier, or raise maxBufferedBytes`,
+  );
+  await assert.rejects(async () => {
+    for await (const _message of over.messages);
+  }, { code: 'ERR_PROJECTION_BUFFER' });
+});
+
+test('a line too long to hold gives the memory buffer up: late readers fail, early ones read on', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  const long = lines.findIndex((line) => Buffer.byteLength(line) > 1024);
+  assert.ok(long >= 0);
+  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator']
+    .map((use) => (use === 'line-parser' ? { use, maxLineBytes: 1024 } : { use }));
+  // Chunks shorter than the line: it is spooled as it streams past.
+  const input = Buffer.from(lines.join('\n') + '\n');
+  const run = open(chunked(splitEvery(input, 256)), { spec: { stages, sinks: [] } });
+  const early: RunEvent[] = [];
+  const reading = (async () => {
+    for await (const event of run.events) early.push(event);
+  })();
+  await run.done;
+  await reading;
+  assert.deepEqual(early.map((event) => event.lineNo), lines.map((_line, at) => at + 1));
+  // The long line is routed with its top-level scalar members only.
+  const spooled = early[long];
+  assert.equal(spooled.kind, 'line');
+  if (spooled.kind === 'line') assert.equal(spooled.line.type, JSON.parse(lines[long]).type);
+  for (const late of [run.events, run.messages] as AsyncIterable<unknown>[]) {
+    await assert.rejects(async () => {
+      for await (const _value of late);
+    }, { code: 'ERR_PROJECTION_BUFFER' });
+  }
+});
+
+test('a subtree with a model no price covers costs null; the subtrees beside it are priced', async () => {
+  const lines = fixtureLines('binary-tree-depth-3').filter((line) => !line.includes('"type":"result"'));
+  const oracle = readStream(lines.join('\n') + '\n');
+  // One leaf subagent answers with a model the prices do not cover.
+  const leaf = [...oracle.channels.values()].find(
+    (ch) => ch.id !== null && ![...oracle.channels.values()].some((other) => other.parent === ch.id),
+  )!;
+  const renamed = lines.map((line) => {
+    const value = JSON.parse(line);
+    if (value.type !== 'assistant' || value.parent_tool_use_id !== leaf.id) return line;
+    value.message.model = 'model-without-price';
+    return JSON.stringify(value);
+  });
+  const run = openPriced(Buffer.from(renamed.join('\n') + '\n'), ['claude-opus-5-5']);
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
+  const output = await run.output;
+  await run.done;
+  const ancestors = new Set<string | null>();
+  for (let at: string | null = leaf.id; at !== null; at = oracle.channels.get(at)!.parent) ancestors.add(at);
+  const under = (id: string | null): string[] => [
+    ...(id === null ? [] : [id]),
+    ...[...oracle.channels.values()].filter((ch) => ch.id !== null && ch.parent === id).flatMap((ch) => under(ch.id)),
+  ];
+  assert.equal(output.subtree.cost.usd, null);
+  assert.equal(output.cost.usd, null);
+  let priced = 0;
+  for (const handle of handles) {
+    const { cost, subtree } = await handle.output;
+    assert.equal(cost.usd === null, handle.id === leaf.id, `${handle.id}: ${cost.usd}`);
+    if (ancestors.has(handle.id)) {
+      assert.equal(subtree.cost.usd, null, handle.id);
+    } else {
+      const sum = under(handle.id).reduce((total, id) => total + dollarsOf(oracle.channels.get(id)!.usage), 0);
+      assert.ok(Math.abs(subtree.cost.usd! - sum) < 1e-12, handle.id);
+      priced++;
+    }
+  }
+  assert.ok(priced > 0 && ancestors.size > 1);
+});
+
+for (const out of [undefined, 'files'] as const) {
+  test(`a reader opened midway replays the lines so far once, then reads on live (${out ?? 'memory'})`, async () => {
+    const lines = fixtureLines('binary-tree-depth-3');
+    const input = new PassThrough();
+    const run = open(input, { out: out && join(tmpDir(), 'out') });
+    const seen: number[] = [];
+    const events = run.events[Symbol.asyncIterator]();
+    const half = Math.floor(lines.length / 2);
+    input.write(lines.slice(0, half).join('\n') + '\n');
+    while (seen.length < half) seen.push((await events.next()).value.lineNo);
+    // Opened with half the run's lines routed; the rest arrive while it replays them.
+    const late = run.messages[Symbol.asyncIterator]();
+    const lateEvents = run.events[Symbol.asyncIterator]();
+    input.end(lines.slice(half).join('\n') + '\n');
+    const lateIds: string[] = [];
+    for (let next = await late.next(); !next.done; next = await late.next()) lateIds.push(idOf(next.value));
+    for (let next = await events.next(); !next.done; next = await events.next()) seen.push(next.value.lineNo);
+    await run.done;
+    assert.deepEqual(seen, lines.map((_line, at) => at + 1));
+    // An events loop opened midway, read after the run ended, still has every record.
+    const lateSeen: number[] = [];
+    for (let next = await lateEvents.next(); !next.done; next = await lateEvents.next()) {
+      lateSeen.push(next.value.lineNo);
+    }
+    assert.deepEqual(lateSeen, seen);
+    // One message per main API message id, in order, each once.
+    const ids: string[] = [];
+    for (const line of lines) {
+      const value = JSON.parse(line);
+      if (value.type === 'assistant' && value.parent_tool_use_id == null && ids.at(-1) !== value.message.id) {
+        ids.push(value.message.id);
+      }
+    }
+    assert.deepEqual(lateIds.map((id) => id.split(':').slice(2).join(':')), ids);
+  });
+}
+
+test('a late reader replays a line too long to hold from the .jsonl as it was routed: scalar members', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  // A main user line of 17 MiB, longer than any line subtee holds: spooled, routed by its scalars.
+  const huge = JSON.stringify({
+    type: 'user',
+    message: { role: 'user', content: 'x'.repeat(17 * 1024 * 1024) },
+    parent_tool_use_id: null,
+    session_id: JSON.parse(lines[0]).session_id,
+    uuid: 'huge-0000',
+  });
+  const input = [lines[0], lines[1], huge, ...lines.slice(2)];
+  const run = open(chunked(splitEvery(Buffer.from(input.join('\n') + '\n'), 1024 * 1024)), {
+    out: join(tmpDir(), 'out'),
+  });
+  const early: RunEvent[] = [];
+  const reading = (async () => {
+    for await (const event of run.events) early.push(event);
+  })();
+  const earlyMessages: string[] = [];
+  const readingMessages = (async () => {
+    for await (const message of run.messages) earlyMessages.push(idOf(message));
+  })();
+  await run.done;
+  await Promise.all([reading, readingMessages]);
+  const spooled = early[2];
+  assert.equal(spooled.kind, 'line');
+  if (spooled.kind === 'line') {
+    assert.deepEqual(spooled.line, { type: 'user', parent_tool_use_id: null, session_id: JSON.parse(lines[0]).session_id, uuid: 'huge-0000' });
+  }
+  const late: RunEvent[] = [];
+  for await (const event of run.events) late.push(event);
+  assert.deepEqual(late, early);
+  const lateMessages: string[] = [];
+  for await (const message of run.messages) lateMessages.push(idOf(message));
+  assert.deepEqual(lateMessages, earlyMessages);
+  assert.ok(earlyMessages.length > 0);
+});
+
+test('with files, a reader opened at once holds no line in memory: a late events loop replays the files', async () => {
+  const lines = fixtureLines('binary-tree-depth-3');
+  const input = Buffer.from(lines.join('\n') + '\n');
+  // Room for the record order (16 bytes a line), not for the lines themselves.
+  const run = open(chunked([input]), { out: join(tmpDir(), 'out'), maxBufferedBytes: lines.length * 16 });
+  const early: string[] = [];
+  for await (const message of run.messages) early.push(idOf(message));
+  await run.done;
+  const late: RunEvent[] = [];
+  for await (const event of run.events) late.push(event);
+  assert.deepEqual(
+    late.map((event) => (event.kind === 'line' ? event.line : null)),
+    lines.map((line) => JSON.parse(line)),
+  );
+  const again: string[] = [];
+  for await (const message of run.messages) again.push(idOf(message));
+  assert.deepEqual(again, early);
 });

@@ -847,6 +847,8 @@ export class Projection {
   private append(id: string | null, rec: LineRecord | SpooledRecord): Buffer | null {
     const log = this.log(id);
     log.count++;
+    // A reader opened before the chain started made its log before the files were known.
+    if (log.memory && this.replayFiles()) log.memory = null;
     let copy: Buffer | null = null;
     if (log.memory && rec.kind === 'spooled') {
       // A line too long to hold cannot be replayed from memory.
@@ -1118,14 +1120,11 @@ class SubagentHandleImpl implements SubagentHandle {
     if (this.done) return;
     this.done = true;
     const ch = this.channel;
+    // No ledger (no priced line) costs nothing; an unpriced model costs null, not 0.
+    const own = this.projection.session.cost.channelCost(ch.id);
     this.resolveOutput(
       Object.freeze({
-        ...totalsOf(
-          ch.usage,
-          ch.firstSeen,
-          ch.lastSeen,
-          this.projection.costOf(this.projection.session.cost.channelCost(ch.id)?.usd ?? 0),
-        ),
+        ...totalsOf(ch.usage, ch.firstSeen, ch.lastSeen, this.projection.costOf(own === null ? 0 : own.usd)),
         status: this.status,
         summary: ch.summary,
         error: ch.status === 'failed' ? (ch.summary ?? 'failed') : null,
