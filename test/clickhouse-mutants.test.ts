@@ -329,6 +329,99 @@ describe('ClickHouse sink delivery against a real server', { skip: !clickhouseAv
     const own = order.indexOf('resender');
     assert.ok(own > 0 && order.slice(own).every((r) => r === 'resender'), order.join(' '));
   });
+
+  /** A spool of `name` made by a run whose server was away; its run id and counted lines. */
+  async function earlierSpool(dir: string, name: string, runId: string, tables: object) {
+    relay.behave('refuse');
+    const { batches, run, lineNumbers } = await recordsOf(name);
+    mkdirSync(dir, { recursive: true });
+    await runSink(Readable.from(batches, { objectMode: true }), { url: relay.url, runId, ...tables, flushTimeoutMs: 0, spoolDir: dir }, run).done;
+    return { file: join(dir, SPOOL_FILE), lineNumbers };
+  }
+
+  test('a resend cut off when the server goes away midway: the file waits, the run\'s rows are spooled, both go once it is back', async () => {
+    fresh();
+    const tables = { eventsTable: 'c_events', channelsTable: 'c_channels' };
+    const earlier = tmpDir();
+    const { lineNumbers: earlierLines } = await earlierSpool(earlier, 'binary-tree-depth-3', 'cut-earlier', tables);
+    let forwarded = 0;
+    let back = false;
+    // Three inserts go through, then the server is gone until `back`.
+    relay.behave((ex) => (back ? 'forward' : ex.sql.startsWith('INSERT') && ++forwarded > 3 ? 'refuse' : forwarded > 3 ? 'refuse' : 'forward'));
+    relay.exchanges.length = 0;
+    const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+    const spoolDir = tmpDir();
+    const feed = feeder();
+    const { done } = runSink(feed.input, { url: relay.url, runId: 'cut-resender', ...tables, resend: earlier, batchRows: 5, flushIntervalMs: 1, maxRetryDelayMs: 20, flushTimeoutMs: 60_000, spoolDir }, run);
+    await until('the resend cut off', () => relay.exchanges.some((e) => e.verdict === 'refuse'));
+    for (const b of batches) feed.push(b);
+    await until('the run\'s rows spooled meanwhile', () => existsSync(join(spoolDir, SPOOL_FILE)));
+    assert.equal(findSpoolFiles(earlier).length, 1, 'the earlier spool is kept');
+    await until('a probe refused', () => relay.exchanges.some((e) => e.path === '/ping' && e.verdict === 'refuse'));
+    back = true;
+    feed.end();
+    await done;
+    assert.deepEqual(codesOf(run, 0), []);
+    assert.deepEqual(findSpoolFiles(earlier), []);
+    assert.deepEqual(findSpoolFiles(spoolDir), []);
+    assert.deepEqual(await stored('c_events', 'cut-earlier', true), earlierLines);
+    assert.deepEqual(await stored('c_events', 'cut-resender', true), lineNumbers);
+  });
+
+  test('the server back just as the run ends: the last try sends the spool', async () => {
+    fresh();
+    relay.behave('refuse');
+    const { batches, run, lineNumbers, channels } = await recordsOf('foreground-fanout-3');
+    const spoolDir = tmpDir();
+    const feed = feeder();
+    // The second probe would come long after the test: only the last try at the end can find the server.
+    const { done } = runSink(feed.input, { url: relay.url, runId: 'back-at-end', eventsTable: 'e_events', channelsTable: 'e_channels', batchRows: 4, flushIntervalMs: 1, maxRetryDelayMs: 600_000, flushTimeoutMs: 60_000, spoolDir }, run);
+    for (const b of batches) feed.push(b);
+    await until('a probe refused', () => relay.exchanges.some((e) => e.path === '/ping'));
+    relay.behave('forward');
+    feed.end();
+    await done;
+    assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE']);
+    assert.deepEqual(findSpoolFiles(spoolDir), []);
+    assert.deepEqual(await stored('e_events', 'back-at-end'), lineNumbers);
+    assert.deepEqual(await storedChannels('e_channels', 'back-at-end'), channels);
+  });
+
+  test('away at the end with an earlier spool claimed: CLICKHOUSE_SPOOLED counts its rows once and a later resend takes it', async () => {
+    fresh();
+    const tables = { eventsTable: 'l_events', channelsTable: 'l_channels' };
+    const earlier = tmpDir();
+    const { file, lineNumbers: earlierLines } = await earlierSpool(earlier, 'failing-beside-healthy', 'left-earlier', tables);
+    const earlierRows = linesOf(readFileSync(file)).length;
+    relay.behave('refuse');
+    const { batches, run } = await recordsOf('nested-depth-3');
+    const spoolDir = tmpDir();
+    await runSink(Readable.from(batches, { objectMode: true }), { url: relay.url, runId: 'left-run', ...tables, resend: earlier, maxRetryDelayMs: 20, flushTimeoutMs: 100, spoolDir }, run).done;
+    const [claimed] = findSpoolFiles(earlier);
+    assert.match(basename(claimed), /^clickhouse-spool\.sending-\d+-/);
+    const ownRows = linesOf(readFileSync(join(spoolDir, SPOOL_FILE))).length;
+    assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_SPOOLED']);
+    assert.match(
+      messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
+      new RegExp(`^${earlierRows + ownRows} rows not sent to ClickHouse at ${escaped(relay.url)} \\(.+\\): kept in ${escaped(claimed)}, ${escaped(join(spoolDir, SPOOL_FILE))}; `),
+    );
+    // The claim was let go: another sink of this process sends it.
+    relay.behave('forward');
+    const next = await recordsOf('forwarding-off');
+    await runSink(Readable.from(next.batches, { objectMode: true }), { url: relay.url, runId: 'left-next', ...tables, resend: earlier, spoolDir: tmpDir() }, next.run).done;
+    assert.deepEqual(findSpoolFiles(earlier), []);
+    assert.deepEqual(await stored('l_events', 'left-earlier', true), earlierLines);
+  });
+
+  test('a spool that cannot be written ends the run with ERR_WRITE', async () => {
+    fresh();
+    relay.behave('refuse');
+    const { batches, run } = await recordsOf('nested-depth-3');
+    const notADir = join(tmpDir(), 'file');
+    writeFileSync(notADir, '');
+    const { done } = runSink(Readable.from(batches, { objectMode: true }), { url: relay.url, runId: 'unwritable', batchRows: 2, flushIntervalMs: 1, flushTimeoutMs: 100, spoolDir: join(notADir, 'spool') }, run);
+    await assert.rejects(done, (err: { code?: string }) => err.code === 'ERR_WRITE');
+  });
 });
 
 test('insertSettingAside: halves a refused batch down to the rows refused alone; any other failure is thrown', async () => {
