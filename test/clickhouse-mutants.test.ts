@@ -271,13 +271,20 @@ test('Spool and Rejects: a file that cannot be written is ERR_WRITE; Rejects cou
 describe('ClickHouse sink delivery against a real server', { skip: !clickhouseAvailable() && 'clickhouse-server is not installed' }, () => {
   let ch: ClickHouseServer;
   let relay: Relay;
+  // A run cut short (a signal, a bail after the first failure) skips `after`: the server must not outlive it.
+  const stopAtExit = () => {
+    void ch?.kill();
+    if (ch) rmSync(ch.dir, { recursive: true, force: true });
+  };
   before(async () => {
+    process.once('exit', stopAtExit);
     ch = await startClickHouse();
     relay = await startRelay(ch.url);
   });
   after(async () => {
     await relay?.close();
     await ch?.stop();
+    process.off('exit', stopAtExit);
   });
   const fresh = () => {
     relay.release();
