@@ -368,6 +368,11 @@ describe('ClickHouse sink delivery against a real server', { skip: !clickhouseAv
     await until('the spool sent and removed', () => findSpoolFiles(spoolDir).length === 0 && relay.inserts('a_events').some((e) => e.status === 200));
     const sentFromSpool = relay.inserts('a_events').filter((e) => e.status === 200).length;
     for (const b of batches.slice(half)) feed.push(b);
+    const secondHalf = new Set(lineNumbers.slice(half));
+    await until('the second half inserted directly while the input is open', () =>
+      relay.inserts('a_events').some((e) => e.status === 200 && lineNumbersOf(e.rows).some((n) => secondHalf.has(n))),
+    );
+    assert.equal(existsSync(spool), false, 'not through the spool');
     feed.end();
     await done;
     assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE'], 'nothing left over');
@@ -525,6 +530,37 @@ describe('ClickHouse sink delivery against a real server', { skip: !clickhouseAv
     await runSink(Readable.from(next.batches, { objectMode: true }), { url: relay.url, runId: 'left-next', ...tables, resend: earlier, spoolDir: tmpDir() }, next.run).done;
     assert.deepEqual(findSpoolFiles(earlier), []);
     assert.deepEqual(await stored('l_events', 'left-earlier', true), earlierLines);
+  });
+
+  test('the run ends while a resend is unanswered: the claimed file and the run\'s spool are reported, their rows counted once', async () => {
+    fresh();
+    const tables = { eventsTable: 'k_events', channelsTable: 'k_channels' };
+    const earlier = tmpDir();
+    const { file } = await earlierSpool(earlier, 'nested-depth-3', 'kept-earlier', tables);
+    const earlierRows = linesOf(readFileSync(file)).length;
+    relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+    const { batches, run, lineNumbers } = await recordsOf('forwarding-off');
+    const spoolDir = tmpDir();
+    const feed = feeder();
+    const { done } = runSink(feed.input, { url: relay.url, runId: 'kept-run', ...tables, resend: earlier, flushIntervalMs: 1, flushTimeoutMs: 50, spoolDir }, run);
+    await until('the resend held', () => relay.held() > 0);
+    // While the spool is being sent, the run's own rows wait behind it.
+    for (const b of batches) feed.push(b);
+    feed.end();
+    await done;
+    const [claimed] = findSpoolFiles(earlier);
+    const own = join(spoolDir, SPOOL_FILE);
+    assert.deepEqual(entriesIn(own).filter((e) => e.t === 'events').map(lineOf), lineNumbers);
+    const ownRows = linesOf(readFileSync(own)).length;
+    assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_SPOOLED']);
+    assert.equal(
+      messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
+      `${earlierRows + ownRows} rows not sent to ClickHouse at ${relay.url}: kept in ${claimed}, ${own}; send them with --clickhouse-resend ${spoolDir}`,
+    );
+    assert.equal(linesOf(readFileSync(claimed)).length, earlierRows, 'the claimed file whole');
+    assert.notEqual(claimFile(claimed), null, 'let go: a later resend takes it');
+    relay.behave('forward');
+    relay.release();
   });
 
   test('a spool that cannot be written ends the run with ERR_WRITE', async () => {
