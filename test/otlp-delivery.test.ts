@@ -70,6 +70,14 @@ async function requestsReceived(receiver: OtlpReceiver, n: number): Promise<void
   while (receiver.requests.length < n) await new Promise((resolve) => setTimeout(resolve, 5));
 }
 
+async function until(what: string, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 const counts = (d: SpanDelivery) => ({
   total: d.total,
   delivered: d.delivered,
@@ -188,6 +196,24 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     await shutdown();
   });
 
+  test('the backoff doubles from 100 ms: within a retryMs of 1900 a refused batch is tried at most five times', async () => {
+    reset();
+    receiver.behave(500);
+    const { exporter, shutdown } = exporterTo(receiver);
+    const unavailable: string[] = [];
+    const delivery = new SpanDelivery(exporter, { retryMs: 1900, maxQueueSpans: 10, maxBatchSpans: 10 }, (e) =>
+      unavailable.push(e),
+    );
+    delivery.push(spansNamed(['a'])[0]);
+    await until('the batch given up', () => unavailable.length > 0);
+    // Tries after 0, 100, 300, 700 and 1500 ms; the next pause (1600 ms) would end past retryMs. A
+    // slow machine makes fewer tries, never more.
+    assert.ok(receiver.requests.length >= 2 && receiver.requests.length <= 5, `${receiver.requests.length} tries`);
+    assert.deepEqual(counts(delivery), { total: 1, delivered: 0, lost: 1, pending: 0, available: false });
+    await delivery.drain(0);
+    await shutdown();
+  });
+
   test('retryMs 0: a refused batch is given up at once, counted lost, and the collector reported unavailable once', async () => {
     reset();
     receiver.behave(500);
@@ -300,7 +326,11 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     const delivery = new SpanDelivery(exporter, { retryMs: 600_000, maxQueueSpans: 10, maxBatchSpans: 10 }, () => {});
     delivery.push(spansNamed(['a'])[0]);
     await answered(1);
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const waiting = timers();
     await delivery.drain(0);
+    // The pending retry's timer is cleared: nothing keeps the process alive after the run.
+    assert.equal(timers(), waiting - 1);
     assert.deepEqual(counts(delivery), { total: 1, delivered: 0, lost: 1, pending: 0, available: true });
     await shutdown();
   });
@@ -347,6 +377,28 @@ test('the reason kept for a refused batch: status and reason phrase, once each, 
   assert.match(reasons[4] ?? '', /^HPE_[A-Z_]+ Parse Error: /);
   assert.deepEqual(unavailable, ['HTTP 400 Bad Request'], 'reported once, with the first reason');
   assert.deepEqual(counts(delivery), { total: 5, delivered: 0, lost: 5, pending: 0, available: false });
+});
+
+test('an exporter that fails without saying why: the reason kept is "export failed"', async () => {
+  const tried: number[] = [];
+  // A SpanExporter may answer FAILED with no error at all.
+  const silent: SpanExporter = {
+    export: (spans, done) => {
+      tried.push(spans.length);
+      setImmediate(() => done({ code: 1 }));
+    },
+    shutdown: () => Promise.resolve(),
+  };
+  const unavailable: string[] = [];
+  const delivery = new SpanDelivery(silent, { retryMs: 0, maxQueueSpans: 10, maxBatchSpans: 10 }, (e) =>
+    unavailable.push(e),
+  );
+  delivery.push(spansNamed(['a'])[0]);
+  await until('the batch given up', () => unavailable.length > 0);
+  assert.deepEqual(unavailable, ['export failed']);
+  assert.equal(delivery.lastError, 'export failed');
+  assert.deepEqual(tried, [1]);
+  assert.deepEqual(counts(delivery), { total: 1, delivered: 0, lost: 1, pending: 0, available: false });
 });
 
 describe('the OTLP sink at the end of a run', () => {

@@ -447,13 +447,14 @@ class ClickHouseSink extends BatchTransform {
 
   #reportSpooled(): void {
     const spool = this.#spool;
-    const files = [...this.#leftovers, ...this.#backlog, ...(spool.rows > 0 ? [spool.file] : [])];
+    // A file whose send failed midway is in both lists: its rows count once.
+    const claimed = new Set([...this.#leftovers, ...this.#backlog]);
+    const files = [...claimed, ...(spool.rows > 0 ? [spool.file] : [])];
     let rows = spool.rows;
-    for (const f of [...this.#leftovers, ...this.#backlog])
-      for (const b of readSpool(f, 10_000)) rows += b.length;
+    for (const f of claimed) for (const b of readSpool(f, 10_000)) rows += b.length;
     if (files.length === 0) return;
     const why = this.#lastError ? ` (${this.#lastError})` : '';
-    const kept = [...new Set(files)].join(', ');
+    const kept = files.join(', ');
     lateWarn(
       this.#run,
       'CLICKHOUSE_SPOOLED',
