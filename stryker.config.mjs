@@ -8,7 +8,7 @@
 export const MODULE_TESTS = {
   'src/views/projection.ts': ['projection', 'open-options', 'deep-agents-parity', 'projection-mutants'],
   'src/adapters/langgraph.ts': ['langgraph-mutants', 'langgraph', 'langgraph-depth', 'hardening-inputs'],
-  'src/chain/sinks/clickhouse.ts': ['clickhouse', 'clickhouse-spool'],
+  'src/chain/sinks/clickhouse.ts': ['clickhouse-mutants', 'clickhouse', 'clickhouse-spool'],
   'src/chain/sinks/clickhouse-spool.ts': ['clickhouse-rows', 'clickhouse-spool'],
   'src/chain/sinks/otlp.ts': ['otlp-delivery', 'otlp'],
   'src/model/tree.ts': ['tree', 'session', 'model-mutants-tree'],
