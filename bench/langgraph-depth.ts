@@ -43,7 +43,9 @@ function median(values: number[]): number {
 
 const dir = mkdtempSync(join(tmpdir(), 'subtee-lg-depth-'));
 try {
-  console.log(`| depth | MB | subtee → files, s | read + JSON.parse per line (linear floor), s | subtee s/MB | ratio |`);
+  console.log(
+    `| depth | MB | subtee → files, s | read + JSON.parse per line (linear floor), s | subtee s/MB | ratio |`,
+  );
   console.log('|---|---|---|---|---|---|');
   for (const depth of depths) {
     const file = join(dir, `depth-${depth}.jsonl`);

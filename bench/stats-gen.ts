@@ -44,7 +44,8 @@ export function* generateRuns(runs: number, seed: number): Generator<GeneratedRu
       const first = start + (id === null ? 0 : int(10, 60_000));
       const last = first + int(0, 900_000);
       const model = id === null ? mainModel : pick(MODELS);
-      const status = id === null ? 'completed' : pick(['completed', 'completed', 'completed', 'failed', 'running']);
+      const status =
+        id === null ? 'completed' : pick(['completed', 'completed', 'completed', 'failed', 'running']);
       const untimed = id !== null && rnd() < 0.03;
       const usage: Record<string, number> = { input_tokens: int(10, 50_000), output_tokens: int(1, 8000) };
       if (rnd() < 0.6) usage.cache_read_input_tokens = int(0, 200_000);

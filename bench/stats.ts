@@ -64,11 +64,16 @@ function main(): void {
   // A tenth as many: peak RSS beside the full set's shows whether memory grows with the runs.
   const tenth = join(work, 'tenth');
   writeRuns(tenth, Math.max(1, Math.floor(runs / 10)), 2);
-  console.log(`${runs.toLocaleString('en-US')} run folders written in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(
+    `${runs.toLocaleString('en-US')} run folders written in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+  );
   const commands: Array<[string, string]> = [
     ['subtee stats (tables, lists, percentiles)', `node ${BIN} stats ${fleet} --json`],
     ['subtee stats --by day', `node ${BIN} stats ${fleet} --by day --json`],
-    [`subtee stats, ${Math.floor(runs / 10).toLocaleString('en-US')} folders (memory check)`, `node ${BIN} stats ${tenth} --json`],
+    [
+      `subtee stats, ${Math.floor(runs / 10).toLocaleString('en-US')} folders (memory check)`,
+      `node ${BIN} stats ${tenth} --json`,
+    ],
   ];
   if (hasJq)
     commands.push([
@@ -87,15 +92,28 @@ function main(): void {
   // Both did the same counting.
   const subtee = JSON.parse(samples.get(commands[0][0])![0].stdout);
   if (hasJq) {
-    const jq = JSON.parse(samples.get(commands[3][0])![0].stdout) as Array<{ key: string; agents: number; failed: number; tokens: number }>;
+    const jq = JSON.parse(samples.get(commands[3][0])![0].stdout) as Array<{
+      key: string;
+      agents: number;
+      failed: number;
+      tokens: number;
+    }>;
     const ours = (subtee.tables.agent as any[])
-      .map((g) => ({ key: g.key === '(unknown)' ? '' : g.key, agents: g.agents, failed: g.failed, tokens: g.tokens }))
+      .map((g) => ({
+        key: g.key === '(unknown)' ? '' : g.key,
+        agents: g.agents,
+        failed: g.failed,
+        tokens: g.tokens,
+      }))
       .sort((a, b) => (a.key < b.key ? -1 : 1));
-    if (JSON.stringify(ours) !== JSON.stringify(jq)) throw new Error(`subtee and jq disagree:\n${JSON.stringify(ours)}\n${JSON.stringify(jq)}`);
+    if (JSON.stringify(ours) !== JSON.stringify(jq))
+      throw new Error(`subtee and jq disagree:\n${JSON.stringify(ours)}\n${JSON.stringify(jq)}`);
     console.log('per-agent agents, failed and tokens: subtee and jq agree');
   }
   console.log(`subtee: ${subtee.runs} runs, ${subtee.total.agents} agents, ${subtee.skipped} skipped`);
-  console.log(`\nMachine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`);
+  console.log(
+    `\nMachine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+  );
   console.log(`${runs.toLocaleString('en-US')} run folders; ${repeat} runs each; median (min–max)\n`);
   console.log('| command | wall s | peak RSS MB |\n|---|---|---|');
   for (const [label] of commands) {

@@ -87,11 +87,7 @@ export {
   type ModelPrice,
 } from './model/prices.js';
 export { formatUsd, type IndexCost } from './views/cost.js';
-export {
-  type Message,
-  type MessageBlock,
-  type LiveValues,
-} from './views/message-stream.js';
+export { type Message, type MessageBlock, type LiveValues } from './views/message-stream.js';
 export { createObjectSource, OBJECT_SOURCE_DEFAULTS } from './chain/stages/object-source.js';
 export {
   createInputFormat,
@@ -133,11 +129,7 @@ export {
   type OpencodeMapperOptions,
 } from './adapters/opencode.js';
 export type { StreamMapper, MappedEvent, ChannelTranscript } from './adapters/stream-lines.js';
-export {
-  AGENT_PRODUCERS,
-  createAgentMapper,
-  detectProducer,
-} from './chain/stages/input-format.js';
+export { AGENT_PRODUCERS, createAgentMapper, detectProducer } from './chain/stages/input-format.js';
 export type { AgentProducer, Producer } from './model/session.js';
 export type { OpenInput } from './open.js';
 

@@ -98,10 +98,7 @@ export interface RunProjection {
  * (a stream, chunks), or message objects (an SDK `query()`, a LangGraph run).
  */
 export type OpenInput =
-  | string
-  | Readable
-  | AsyncIterable<Buffer | Uint8Array | string>
-  | AsyncIterable<unknown>;
+  string | Readable | AsyncIterable<Buffer | Uint8Array | string> | AsyncIterable<unknown>;
 
 /**
  * Runs a stream-json input through subtee's chain and projects it live: subagent handles,

@@ -70,7 +70,7 @@ export function writeNewFile(path: string, data: string | Buffer): void {
 
 /** Writes all of `bytes`: one writeSync may write fewer than it was given. */
 export function writeAllSync(fd: number, bytes: Uint8Array): void {
-  for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+  for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at, bytes.length - at);
 }
 
 /**

@@ -10,7 +10,11 @@ import { BIN, ROOT, tmpDir } from './helpers.js';
 /** Runs an example as a user would, from a folder of their own; resolves with its output. */
 function runExample(name: string, args: string[], env: NodeJS.ProcessEnv, cwd: string) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [join(ROOT, 'examples', name), ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(ROOT, 'examples', name), ...args], {
+      cwd,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -26,7 +30,9 @@ function runExample(name: string, args: string[], env: NodeJS.ProcessEnv, cwd: s
 /** The recording an example wrote, replayed through the CLI, gives the example's index.json. */
 function assertReplays(out: string) {
   const again = `${out}-again`;
-  const r = spawnSync(process.execPath, [BIN, '--out', again, '--stdout', 'none', '-q', `${out}.jsonl`], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [BIN, '--out', again, '--stdout', 'none', '-q', `${out}.jsonl`], {
+    encoding: 'utf8',
+  });
   assert.equal(r.status, 0, r.stderr);
   const live = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
   assert.deepEqual(JSON.parse(readFileSync(join(again, 'index.json'), 'utf8')), live);
@@ -53,42 +59,59 @@ test('examples/deep-agents.mjs runs offline: nested subagents live, transcripts,
     ].join('\n'),
   );
   const index = assertReplays(out);
-  assert.deepEqual(index.channels.map((c: any) => [c.id, c.parent, c.agent, c.status]), [
-    [null, null, null, 'completed'],
-    ['call_research', null, 'researcher', 'completed'],
-    ['call_write', 'call_research', 'writer', 'completed'],
-  ]);
+  assert.deepEqual(
+    index.channels.map((c: any) => [c.id, c.parent, c.agent, c.status]),
+    [
+      [null, null, null, 'completed'],
+      ['call_research', null, 'researcher', 'completed'],
+      ['call_write', 'call_research', 'writer', 'completed'],
+    ],
+  );
   assert.match(readFileSync(join(out, 'agents', 'call_write.log'), 'utf8'), /Draft: the sources agree\./);
 });
 
-test('examples/claude-agent-sdk.mjs runs the real SDK on the project\'s Claude Code against the scripted API', { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (npm ci installs it)' }, async () => {
-  const api = await startFakeApi();
-  try {
-    const dir = tmpDir();
-    const home = tmpDir('subtee-home-');
-    const out = join(dir, 'run');
-    const env = {
-      PATH: process.env.PATH,
-      HOME: home,
-      IS_SANDBOX: '1',
-      ANTHROPIC_BASE_URL: api.url,
-      ANTHROPIC_API_KEY: 'sk-test-dummy',
-      DISABLE_TELEMETRY: '1',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      DISABLE_AUTOUPDATER: '1',
-      CLAUDE_CODE_PATH: CLAUDE_BINARY,
-    };
-    const r = await runExample('claude-agent-sdk.mjs', ['SCRIPT:nest:2', out], env, dir);
-    assert.equal(r.code, 0, r.stderr);
-    const lines = r.stdout.trim().split('\n');
-    assert.deepEqual(lines.filter((l) => / started /.test(l)).map((l) => l.replace(/\(.*\)/, '')), ['general-purpose started ', '  general-purpose started ']);
-    assert.ok(lines.includes('  general-purpose completed: Worker leaf report: done.'), r.stdout);
-    assert.ok(lines.includes('general-purpose completed: Level 1 report: done.'), r.stdout);
-    assert.equal(lines.at(-1), `2 subagents, transcripts in ${out}/, recording in ${out}.jsonl`);
-    const index = assertReplays(out);
-    assert.equal(index.producer, 'claude');
-    assert.deepEqual(index.channels.map((c: any) => [c.depth, c.status]), [[0, 'completed'], [1, 'completed'], [2, 'completed']]);
-  } finally {
-    await api.close();
-  }
-});
+test(
+  "examples/claude-agent-sdk.mjs runs the real SDK on the project's Claude Code against the scripted API",
+  { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (npm ci installs it)' },
+  async () => {
+    const api = await startFakeApi();
+    try {
+      const dir = tmpDir();
+      const home = tmpDir('subtee-home-');
+      const out = join(dir, 'run');
+      const env = {
+        PATH: process.env.PATH,
+        HOME: home,
+        IS_SANDBOX: '1',
+        ANTHROPIC_BASE_URL: api.url,
+        ANTHROPIC_API_KEY: 'sk-test-dummy',
+        DISABLE_TELEMETRY: '1',
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+        DISABLE_AUTOUPDATER: '1',
+        CLAUDE_CODE_PATH: CLAUDE_BINARY,
+      };
+      const r = await runExample('claude-agent-sdk.mjs', ['SCRIPT:nest:2', out], env, dir);
+      assert.equal(r.code, 0, r.stderr);
+      const lines = r.stdout.trim().split('\n');
+      assert.deepEqual(
+        lines.filter((l) => / started /.test(l)).map((l) => l.replace(/\(.*\)/, '')),
+        ['general-purpose started ', '  general-purpose started '],
+      );
+      assert.ok(lines.includes('  general-purpose completed: Worker leaf report: done.'), r.stdout);
+      assert.ok(lines.includes('general-purpose completed: Level 1 report: done.'), r.stdout);
+      assert.equal(lines.at(-1), `2 subagents, transcripts in ${out}/, recording in ${out}.jsonl`);
+      const index = assertReplays(out);
+      assert.equal(index.producer, 'claude');
+      assert.deepEqual(
+        index.channels.map((c: any) => [c.depth, c.status]),
+        [
+          [0, 'completed'],
+          [1, 'completed'],
+          [2, 'completed'],
+        ],
+      );
+    } finally {
+      await api.close();
+    }
+  },
+);

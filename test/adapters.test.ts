@@ -16,7 +16,10 @@ import { detectProducer } from '../src/chain/stages/input-format.js';
 import { recordOfObject } from '../src/chain/stages/object-source.js';
 import { BIN, chunked, fixtureFiles, splitEvery, tmpDir } from './helpers.js';
 
-const linesOf = (file: string) => readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '');
+const linesOf = (file: string) =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '');
 
 test('recordOfObject: an object is a line whose raw is its JSON; anything else is quarantined as the line parser would', () => {
   const rec = recordOfObject({ type: 'assistant', n: 1 }, 7);
@@ -49,10 +52,13 @@ for (const file of fixtureFiles()) {
 
 test('objects that are not messages are quarantined with the line numbers a byte stream would give them', async () => {
   const values: unknown[] = [{ type: 'system', subtype: 'init' }, 'noise', 42, null, [1], { type: 'result' }];
-  const objects = (await open((async function* () {
-    yield* values;
-  })()).done) as Record<string, any>;
-  const bytes = (await open(chunked([Buffer.from(values.map((v) => JSON.stringify(v)).join('\n') + '\n')])).done) as Record<string, any>;
+  const objects = (await open(
+    (async function* () {
+      yield* values;
+    })(),
+  ).done) as Record<string, any>;
+  const bytes = (await open(chunked([Buffer.from(values.map((v) => JSON.stringify(v)).join('\n') + '\n')]))
+    .done) as Record<string, any>;
   assert.deepEqual(objects.quarantine_lines, [2, 3, 4, 5]);
   assert.deepEqual(objects, bytes);
 });
@@ -76,20 +82,30 @@ test('a producer that outruns the chain: objects queued meanwhile go on together
   await pipeline(source, streams[0], slow, async function* (s) {
     for await (const _ of s);
   });
-  assert.deepEqual(seen, Array.from({ length: total }, (_, n) => n));
+  assert.deepEqual(
+    seen,
+    Array.from({ length: total }, (_, n) => n),
+  );
   assert.ok(Math.max(...sizes) > 1, 'queued objects were batched');
   assert.ok(sizes.length < total, `${sizes.length} batches for ${total} objects`);
 });
 
 test('one input edge, first: two edges, an edge after a stage, or a byte tee on objects are refused', () => {
   const refuse = (stages: Array<{ use: string }>, sinks: Array<{ use: string; mode?: string }> = []) =>
-    assert.throws(() => buildChain({ stages, sinks }), (err: { code?: string }) => err.code === 'ERR_CONFIG', JSON.stringify(stages));
+    assert.throws(
+      () => buildChain({ stages, sinks }),
+      (err: { code?: string }) => err.code === 'ERR_CONFIG',
+      JSON.stringify(stages),
+    );
   refuse([{ use: 'line-parser' }, { use: 'object-source' }]);
   refuse([{ use: 'channel-router' }, { use: 'object-source' }]);
   refuse([{ use: 'channel-router' }]);
   refuse([{ use: 'object-source' }], [{ use: 'stdout', mode: 'raw' }]);
   for (const edge of ['line-parser', 'object-source']) {
-    const { streams } = buildChain({ stages: [{ use: edge }, { use: 'input-format' }, { use: 'channel-router' }], sinks: [] });
+    const { streams } = buildChain({
+      stages: [{ use: edge }, { use: 'input-format' }, { use: 'channel-router' }],
+      sinks: [],
+    });
     assert.equal(streams.length, 3);
     for (const s of streams) s.destroy();
   }
@@ -97,23 +113,40 @@ test('one input edge, first: two edges, an edge after a stage, or a byte tee on 
 
 test('detection: Claude Code lines and LangGraph protocol events; index.json names the producer', async () => {
   for (const file of fixtureFiles()) assert.equal(detectProducer(JSON.parse(linesOf(file)[0])), 'claude');
-  assert.equal(detectProducer({ type: 'event', seq: 0, method: 'lifecycle', params: { namespace: [], data: {} } }), 'langgraph');
+  assert.equal(
+    detectProducer({ type: 'event', seq: 0, method: 'lifecycle', params: { namespace: [], data: {} } }),
+    'langgraph',
+  );
   assert.equal(detectProducer({ method: 'x', params: { namespace: 'not a list' } }), 'claude');
   // Without the input-format stage nothing is detected, and the index says so.
-  const session = await runChain(chunked([Buffer.from(linesOf(fixtureFiles()[0]).join('\n'))]), { stages: [{ use: 'line-parser' }, { use: 'channel-router' }], sinks: [] });
+  const session = await runChain(chunked([Buffer.from(linesOf(fixtureFiles()[0]).join('\n'))]), {
+    stages: [{ use: 'line-parser' }, { use: 'channel-router' }],
+    sinks: [],
+  });
   assert.equal(session.producer, null);
 });
 
 test('--input-format: in --help, a bad value is one line and exit 2', () => {
   const help = spawnSync(process.execPath, [BIN, '--help'], { encoding: 'utf8' });
   assert.match(help.stdout, /--input-format FORMAT/);
-  const bad = spawnSync(process.execPath, [BIN, '--input-format', 'otel', '--out', join(tmpDir(), 'o')], { input: '', encoding: 'utf8' });
+  const bad = spawnSync(process.execPath, [BIN, '--input-format', 'otel', '--out', join(tmpDir(), 'o')], {
+    input: '',
+    encoding: 'utf8',
+  });
   assert.equal(bad.status, 2);
-  assert.match(bad.stderr, /^subtee: --input-format must be one of auto, claude, langgraph, copilot, codex, gemini, opencode, not "otel" \[ERR_BAD_OPTION\]\n$/);
+  assert.match(
+    bad.stderr,
+    /^subtee: --input-format must be one of auto, claude, langgraph, copilot, codex, gemini, opencode, not "otel" \[ERR_BAD_OPTION\]\n$/,
+  );
 });
 
 /** A protocol event as a recording holds it. */
-const ev = (method: string, namespace: string[], data: JsonObject, timestamp = 1_800_000_000_000): JsonObject => ({
+const ev = (
+  method: string,
+  namespace: string[],
+  data: JsonObject,
+  timestamp = 1_800_000_000_000,
+): JsonObject => ({
   type: 'event',
   method,
   params: { namespace, timestamp, data },
@@ -123,8 +156,32 @@ const ev = (method: string, namespace: string[], data: JsonObject, timestamp = 1
 function spawnEvents(inner: JsonObject[], end: JsonObject[]): JsonObject[] {
   return [
     ev('lifecycle', [], { event: 'running', graph_name: 'root' }),
-    ev('tasks', [], { id: 'm1', name: 'model_request', result: { messages: [{ lc: 1, type: 'constructor', id: ['AIMessage'], kwargs: { id: 'run-1', content: '', tool_calls: [{ id: 'call_1', name: 'task', args: { description: 'go', subagent_type: 'worker' } }] } }] } }),
-    ev('tools', ['tools:t1'], { event: 'tool-started', tool_call_id: 'call_1', tool_name: 'task', input: '{"description":"go","subagent_type":"worker"}' }),
+    ev('tasks', [], {
+      id: 'm1',
+      name: 'model_request',
+      result: {
+        messages: [
+          {
+            lc: 1,
+            type: 'constructor',
+            id: ['AIMessage'],
+            kwargs: {
+              id: 'run-1',
+              content: '',
+              tool_calls: [
+                { id: 'call_1', name: 'task', args: { description: 'go', subagent_type: 'worker' } },
+              ],
+            },
+          },
+        ],
+      },
+    }),
+    ev('tools', ['tools:t1'], {
+      event: 'tool-started',
+      tool_call_id: 'call_1',
+      tool_name: 'task',
+      input: '{"description":"go","subagent_type":"worker"}',
+    }),
     ...inner,
     ...end,
   ];
@@ -138,27 +195,53 @@ async function indexOf(events: JsonObject[]) {
 }
 
 test('LangGraph: a subagent that fails, and one interrupted, keep those statuses; a failed tool is an error result', async () => {
-  const started = ev('tasks', ['tools:t1'], { id: 'x', name: 'model_request', metadata: { lc_agent_name: 'worker' }, input: { messages: [{ lc: 1, type: 'constructor', id: ['HumanMessage'], kwargs: { content: 'go' } }] } });
+  const started = ev('tasks', ['tools:t1'], {
+    id: 'x',
+    name: 'model_request',
+    metadata: { lc_agent_name: 'worker' },
+    input: { messages: [{ lc: 1, type: 'constructor', id: ['HumanMessage'], kwargs: { content: 'go' } }] },
+  });
   const failed = await indexOf(
-    spawnEvents([started], [
-      ev('tools', ['tools:t1'], { event: 'tool-error', tool_call_id: 'call_1', message: 'model exploded' }),
-      ev('lifecycle', ['tools:t1'], { event: 'failed' }),
-      ev('lifecycle', [], { event: 'failed' }),
-    ]),
+    spawnEvents(
+      [started],
+      [
+        ev('tools', ['tools:t1'], { event: 'tool-error', tool_call_id: 'call_1', message: 'model exploded' }),
+        ev('lifecycle', ['tools:t1'], { event: 'failed' }),
+        ev('lifecycle', [], { event: 'failed' }),
+      ],
+    ),
   );
-  assert.deepEqual(failed.channels.map((c) => [c.id, c.agent, c.status, c.depth]), [[null, null, 'failed', 0], ['call_1', 'worker', 'failed', 1]]);
+  assert.deepEqual(
+    failed.channels.map((c) => [c.id, c.agent, c.status, c.depth]),
+    [
+      [null, null, 'failed', 0],
+      ['call_1', 'worker', 'failed', 1],
+    ],
+  );
   // One spawn call (held back, then shown as the Agent call), its result an error.
   assert.deepEqual(failed.channels[0].counts, { text: 0, thinking: 0, tool_use: 1, tool_result: 1 });
   assert.deepEqual(failed.calls, [['call_1', 'Agent', 'error']]);
 
-  const interrupted = await indexOf(spawnEvents([started], [ev('lifecycle', ['tools:t1'], { event: 'interrupted' })]));
+  const interrupted = await indexOf(
+    spawnEvents([started], [ev('lifecycle', ['tools:t1'], { event: 'interrupted' })]),
+  );
   assert.equal(interrupted.channels[1].status, 'running');
   assert.equal(interrupted.channels[0].status, 'running');
 });
 
 test('LangGraph: a task call that ends without starting a subagent stays an ordinary tool call', async () => {
   const index = await indexOf(
-    spawnEvents([], [ev('tools', ['tools:t1'], { event: 'tool-finished', tool_call_id: 'call_1', output: 'no such subagent type' }), ev('lifecycle', [], { event: 'completed' })]),
+    spawnEvents(
+      [],
+      [
+        ev('tools', ['tools:t1'], {
+          event: 'tool-finished',
+          tool_call_id: 'call_1',
+          output: 'no such subagent type',
+        }),
+        ev('lifecycle', [], { event: 'completed' }),
+      ],
+    ),
   );
   assert.equal(index.channels.length, 1);
   assert.deepEqual(index.channels[0].counts, { text: 0, thinking: 0, tool_use: 1, tool_result: 1 });
@@ -170,12 +253,41 @@ test('LangGraph mapper: text and reasoning from deltas when no finish block came
   const ns = ['model_request:1'];
   const out = [
     ev('messages', ns, { event: 'message-start', id: 'run-9', run_id: 'r9' }),
-    ev('messages', ns, { event: 'content-block-start', index: 0, content: { type: 'reasoning', reasoning: '' }, run_id: 'r9' }),
-    ev('messages', ns, { event: 'content-block-delta', index: 0, delta: { type: 'reasoning-delta', reasoning: 'Think' }, run_id: 'r9' }),
-    ev('messages', ns, { event: 'content-block-start', index: 1, content: { type: 'text', text: '' }, run_id: 'r9' }),
-    ev('messages', ns, { event: 'content-block-delta', index: 1, delta: { type: 'text-delta', text: 'Hel' }, run_id: 'r9' }),
-    ev('messages', ns, { event: 'content-block-delta', index: 1, delta: { type: 'text-delta', text: 'lo' }, run_id: 'r9' }),
-    ev('messages', ns, { event: 'message-finish', usage: { input_tokens: 3, output_tokens: 4, input_token_details: { cache_read: 2 } }, run_id: 'r9' }),
+    ev('messages', ns, {
+      event: 'content-block-start',
+      index: 0,
+      content: { type: 'reasoning', reasoning: '' },
+      run_id: 'r9',
+    }),
+    ev('messages', ns, {
+      event: 'content-block-delta',
+      index: 0,
+      delta: { type: 'reasoning-delta', reasoning: 'Think' },
+      run_id: 'r9',
+    }),
+    ev('messages', ns, {
+      event: 'content-block-start',
+      index: 1,
+      content: { type: 'text', text: '' },
+      run_id: 'r9',
+    }),
+    ev('messages', ns, {
+      event: 'content-block-delta',
+      index: 1,
+      delta: { type: 'text-delta', text: 'Hel' },
+      run_id: 'r9',
+    }),
+    ev('messages', ns, {
+      event: 'content-block-delta',
+      index: 1,
+      delta: { type: 'text-delta', text: 'lo' },
+      run_id: 'r9',
+    }),
+    ev('messages', ns, {
+      event: 'message-finish',
+      usage: { input_tokens: 3, output_tokens: 4, input_token_details: { cache_read: 2 } },
+      run_id: 'r9',
+    }),
   ].flatMap((e) => mapper.map(e));
   assert.deepEqual(out, [
     {
@@ -184,7 +296,10 @@ test('LangGraph mapper: text and reasoning from deltas when no finish block came
         id: 'run-9',
         type: 'message',
         role: 'assistant',
-        content: [{ type: 'thinking', thinking: 'Think' }, { type: 'text', text: 'Hello' }],
+        content: [
+          { type: 'thinking', thinking: 'Think' },
+          { type: 'text', text: 'Hello' },
+        ],
         usage: { input_tokens: 3, output_tokens: 4, cache_read_input_tokens: 2 },
       },
       parent_tool_use_id: null,
@@ -193,18 +308,37 @@ test('LangGraph mapper: text and reasoning from deltas when no finish block came
   ]);
 });
 
-test('LangGraph: a subagent the run\'s failure stopped carries the run\'s error, not its last words', async () => {
-  const started = ev('tasks', ['tools:t1'], { id: 'x', name: 'model_request', metadata: { lc_agent_name: 'worker' }, input: { messages: [{ lc: 1, type: 'constructor', id: ['HumanMessage'], kwargs: { content: 'go' } }] } });
-  const said = ev('tasks', ['tools:t1'], { id: 'm2', name: 'model_request', result: { messages: [{ lc: 1, type: 'constructor', id: ['AIMessage'], kwargs: { id: 'run-2', content: 'Working on it.' } }] } });
-  const events = spawnEvents([started, said], [
-    ev('lifecycle', ['tools:t1'], { event: 'failed' }),
-    ev('lifecycle', [], { event: 'failed', error: 'rate limited' }),
-  ]);
+test("LangGraph: a subagent the run's failure stopped carries the run's error, not its last words", async () => {
+  const started = ev('tasks', ['tools:t1'], {
+    id: 'x',
+    name: 'model_request',
+    metadata: { lc_agent_name: 'worker' },
+    input: { messages: [{ lc: 1, type: 'constructor', id: ['HumanMessage'], kwargs: { content: 'go' } }] },
+  });
+  const said = ev('tasks', ['tools:t1'], {
+    id: 'm2',
+    name: 'model_request',
+    result: {
+      messages: [
+        { lc: 1, type: 'constructor', id: ['AIMessage'], kwargs: { id: 'run-2', content: 'Working on it.' } },
+      ],
+    },
+  });
+  const events = spawnEvents(
+    [started, said],
+    [
+      ev('lifecycle', ['tools:t1'], { event: 'failed' }),
+      ev('lifecycle', [], { event: 'failed', error: 'rate limited' }),
+    ],
+  );
   const run = open(Readable.from(events));
   const outputs = [];
   for await (const sub of run.allSubagents) outputs.push(await sub.output);
   const index = await run.done;
-  assert.deepEqual(outputs.map((o) => [o.status, o.error, o.summary]), [['failed', 'rate limited', 'rate limited']]);
+  assert.deepEqual(
+    outputs.map((o) => [o.status, o.error, o.summary]),
+    [['failed', 'rate limited', 'rate limited']],
+  );
   assert.equal(index.channels[1].summary, 'rate limited');
   const output = await run.output;
   assert.deepEqual([output.status, output.error], ['failed', 'rate limited']);

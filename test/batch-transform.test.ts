@@ -25,7 +25,13 @@ test('createBatchTransform hands on what transformBatch returns, and what flushA
     transformBatch: (batch) => batch.filter((rec) => rec.lineNo % 2 === 1),
     flushAtEnd: () => [line(99)],
   });
-  const source = Readable.from([[line(1), line(2)], [line(3), line(4)]], { objectMode: true });
+  const source = Readable.from(
+    [
+      [line(1), line(2)],
+      [line(3), line(4)],
+    ],
+    { objectMode: true },
+  );
   const [seen] = await Promise.all([collect(stage), pipeline(source, stage)]);
   assert.deepEqual(seen, [1, 3, 99]);
 });

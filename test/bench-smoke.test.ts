@@ -8,7 +8,10 @@ import { ROOT } from './helpers.js';
 // contains, never how fast anything was.
 test('npm run bench -- --quick prints every table', () => {
   // The timeout only catches a hang: on a loaded 2-core machine the quick run takes two minutes.
-  const r = spawnSync(process.execPath, [join(ROOT, 'dist', 'bench', 'run.js'), '--quick'], { encoding: 'utf8', timeout: 600_000 });
+  const r = spawnSync(process.execPath, [join(ROOT, 'dist', 'bench', 'run.js'), '--quick'], {
+    encoding: 'utf8',
+    timeout: 600_000,
+  });
   assert.equal(r.status, 0, r.stderr);
   const headings = [
     '### large lines',
@@ -21,11 +24,23 @@ test('npm run bench -- --quick prints every table', () => {
     '### live latency',
   ];
   for (const heading of headings) assert.ok(r.stdout.includes(heading), heading);
-  for (const label of ['cat (floor)', 'node read (floor)', 'subtee parse only', 'subtee → files', 'subtee → files + pino', 'subtee → files, line-parser worker (option)', 'subtee → files, one 20 MB line, default options', 'open() → files, every message read']) {
+  for (const label of [
+    'cat (floor)',
+    'node read (floor)',
+    'subtee parse only',
+    'subtee → files',
+    'subtee → files + pino',
+    'subtee → files, line-parser worker (option)',
+    'subtee → files, one 20 MB line, default options',
+    'open() → files, every message read',
+  ]) {
     assert.ok(r.stdout.includes(`| ${label} |`), label);
   }
   const rows = r.stdout.split('\n').filter((l) => l.startsWith('| subtee') || l.startsWith('| open()'));
-  assert.ok(rows.every((l) => / \| 0 \|/.test(l)), `every subtee run exits 0:\n${rows.join('\n')}`);
+  assert.ok(
+    rows.every((l) => / \| 0 \|/.test(l)),
+    `every subtee run exits 0:\n${rows.join('\n')}`,
+  );
   assert.match(r.stdout, /\| \d+\.\d+ \| \d+\.\d+ \| \d+\.\d+ \| 0 \|/, 'latency row, no line lost');
 });
 

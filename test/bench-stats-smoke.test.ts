@@ -13,7 +13,11 @@ test('bench/stats.js --quick: subtee and the jq baseline agree, and every row is
   });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /subtee: 200 runs, \d+ agents, 0 skipped/);
-  for (const label of ['subtee stats (tables, lists, percentiles)', 'subtee stats --by day', 'subtee stats, 20 folders (memory check)'])
+  for (const label of [
+    'subtee stats (tables, lists, percentiles)',
+    'subtee stats --by day',
+    'subtee stats, 20 folders (memory check)',
+  ])
     assert.ok(r.stdout.includes(`| ${label} |`), label);
   if (spawnSync('jq', ['--version']).status === 0) assert.ok(r.stdout.includes('subtee and jq agree'));
 });

@@ -11,13 +11,39 @@ function subtee(args: string[], input?: string | Buffer) {
   return spawnSync(process.execPath, [BIN, ...args], { input, encoding: 'utf8', timeout: 30_000 });
 }
 
-const stream = [
-  { type: 'system', subtype: 'init', session_id: 's', claude_code_version: '2.1.328' },
-  { type: 'assistant', parent_tool_use_id: null, message: { id: 'm1', content: [{ type: 'text', text: 'main says hi' }, { type: 'tool_use', id: 'toolu_sub1', name: 'Agent', input: { subagent_type: 'Explore', description: 'd' } }] } },
-  { type: 'assistant', parent_tool_use_id: 'toolu_sub1', message: { id: 'm2', content: [{ type: 'text', text: 'sub says \x1b[31mhi\x1b[0m' }] } },
-  { type: 'user', parent_tool_use_id: null, message: { content: [{ type: 'tool_result', tool_use_id: 'toolu_sub1', content: 'ok' }] } },
-  { type: 'result', subtype: 'success', is_error: false, result: 'done' },
-].map((l) => JSON.stringify(l)).join('\n') + '\nnot json\n';
+const stream =
+  [
+    { type: 'system', subtype: 'init', session_id: 's', claude_code_version: '2.1.328' },
+    {
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: {
+        id: 'm1',
+        content: [
+          { type: 'text', text: 'main says hi' },
+          {
+            type: 'tool_use',
+            id: 'toolu_sub1',
+            name: 'Agent',
+            input: { subagent_type: 'Explore', description: 'd' },
+          },
+        ],
+      },
+    },
+    {
+      type: 'assistant',
+      parent_tool_use_id: 'toolu_sub1',
+      message: { id: 'm2', content: [{ type: 'text', text: 'sub says \x1b[31mhi\x1b[0m' }] },
+    },
+    {
+      type: 'user',
+      parent_tool_use_id: null,
+      message: { content: [{ type: 'tool_result', tool_use_id: 'toolu_sub1', content: 'ok' }] },
+    },
+    { type: 'result', subtype: 'success', is_error: false, result: 'done' },
+  ]
+    .map((l) => JSON.stringify(l))
+    .join('\n') + '\nnot json\n';
 
 test('--help lists every option of the table; --version prints the package version', () => {
   const help = subtee(['--help']);
@@ -27,7 +53,10 @@ test('--help lists every option of the table; --version prints the package versi
   assert.ok(help.stdout.includes(helpText('').slice(1)));
   const v = subtee(['--version']);
   assert.equal(v.status, 0);
-  assert.equal(v.stdout.trim(), `subtee ${JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version}`);
+  assert.equal(
+    v.stdout.trim(),
+    `subtee ${JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version}`,
+  );
 });
 
 for (const [args, code] of [
@@ -50,7 +79,11 @@ for (const [args, code] of [
 test('parseArgs throws typed errors', () => {
   assert.throws(() => parseArgs(['--nope']), { code: 'ERR_UNKNOWN_OPTION' });
   assert.equal(parseArgs(['-o', 'x']).out, 'x');
-  assert.equal(parseArgs([])['max-open-files'], undefined, 'left to the files sink, whose default fits the descriptor limit');
+  assert.equal(
+    parseArgs([])['max-open-files'],
+    undefined,
+    'left to the files sink, whose default fits the descriptor limit',
+  );
 });
 
 test('a sink option refused as the chain is built: exit 2 and one line', () => {
@@ -68,7 +101,11 @@ test('a sink option refused as the chain is built: exit 2 and one line', () => {
 test('unusable input or output: exit 3 with one line', () => {
   const dir = tmpDir();
   writeFileSync(join(dir, 'file'), 'x');
-  for (const args of [['--out', join(dir, 'file')], ['--out', dir], ['--out', join(dir, 'new'), join(dir, 'missing.jsonl')]]) {
+  for (const args of [
+    ['--out', join(dir, 'file')],
+    ['--out', dir],
+    ['--out', join(dir, 'new'), join(dir, 'missing.jsonl')],
+  ]) {
     const r = subtee(args, '');
     assert.equal(r.status, 3, r.stderr);
     assert.equal(r.stderr.split('\n').filter(Boolean).length, 1, r.stderr);
@@ -79,7 +116,10 @@ test('stdin to files: text on stdout with labels, escaped; summary on stderr', (
   const out = join(tmpDir(), 'o');
   const r = subtee(['--out', out], stream);
   assert.equal(r.status, 0, r.stderr);
-  assert.equal(r.stdout, 'main says hi\n[Explore·sub1] sub says \\x1b[31mhi\\x1b[0m\n[Explore·sub1] [status] completed — ok\n');
+  assert.equal(
+    r.stdout,
+    'main says hi\n[Explore·sub1] sub says \\x1b[31mhi\\x1b[0m\n[Explore·sub1] [status] completed — ok\n',
+  );
   assert.match(r.stderr, /1 subagents \(1 completed, 0 failed, 0 running\), 6 lines, 1 quarantined/);
   assert.doesNotMatch(r.stderr, /\x1b/);
   const files = readTree(out);
@@ -101,8 +141,22 @@ test('--stdout raw copies the input unchanged; main and none', () => {
 
 test('a closed stdout (| head -1) ends that sink only: files complete, exit 0', async () => {
   const out = join(tmpDir(), 'o');
-  const big = Array.from({ length: 20_000 }, (_, i) => JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: `m${i}`, content: [{ type: 'text', text: `line ${i} ${'x'.repeat(100)}` }] } })).join('\n') + '\n';
-  const child = spawn('bash', ['-c', `"${process.execPath}" "${BIN}" --out "${out}" --stdout raw | head -1 > /dev/null; exit \${PIPESTATUS[0]}`], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const big =
+    Array.from({ length: 20_000 }, (_, i) =>
+      JSON.stringify({
+        type: 'assistant',
+        parent_tool_use_id: null,
+        message: { id: `m${i}`, content: [{ type: 'text', text: `line ${i} ${'x'.repeat(100)}` }] },
+      }),
+    ).join('\n') + '\n';
+  const child = spawn(
+    'bash',
+    [
+      '-c',
+      `"${process.execPath}" "${BIN}" --out "${out}" --stdout raw | head -1 > /dev/null; exit \${PIPESTATUS[0]}`,
+    ],
+    { stdio: ['pipe', 'pipe', 'pipe'] },
+  );
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   child.stdin.end(big);
@@ -141,7 +195,10 @@ test('the README documents every option, warning code and error code', async () 
   const warnings = new Set(codes.filter((c) => !c.startsWith('ERR_') && !envNames.has(c)));
   assert.ok(warnings.size >= 10);
   for (const c of warnings) assert.ok(readme.includes(`\`${c}\``), c);
-  const all = readdirSync(join(ROOT, 'src'), { recursive: true }).filter((f) => String(f).endsWith('.ts')).map((f) => readFileSync(join(ROOT, 'src', String(f)), 'utf8')).join('\n');
+  const all = readdirSync(join(ROOT, 'src'), { recursive: true })
+    .filter((f) => String(f).endsWith('.ts'))
+    .map((f) => readFileSync(join(ROOT, 'src', String(f)), 'utf8'))
+    .join('\n');
   const errors = new Set([...all.matchAll(/(?:Error\(|super\()\s*'(ERR_[A-Z_]+)'/g)].map((x) => x[1]));
   assert.ok(errors.size >= 14);
   for (const m of errors) assert.ok(readme.includes(`\`${m}\``), m);
@@ -150,20 +207,32 @@ test('the README documents every option, warning code and error code', async () 
 /** A recording large enough that a reader closing after one line closes while subtee still writes. */
 function bigInput(): string {
   const file = join(tmpDir(), 'big.jsonl');
-  const lines = Array.from({ length: 20_000 }, (_, i) => JSON.stringify({ type: 'assistant', parent_tool_use_id: null, timestamp: '2026-01-01T00:00:00.000Z', message: { id: `m${i}`, content: [{ type: 'text', text: `line ${i} ${'x'.repeat(100)}` }] } }));
+  const lines = Array.from({ length: 20_000 }, (_, i) =>
+    JSON.stringify({
+      type: 'assistant',
+      parent_tool_use_id: null,
+      timestamp: '2026-01-01T00:00:00.000Z',
+      message: { id: `m${i}`, content: [{ type: 'text', text: `line ${i} ${'x'.repeat(100)}` }] },
+    }),
+  );
   writeFileSync(file, lines.join('\n') + '\n');
   return file;
 }
 
 /** Runs subtee in a shell pipeline and returns subtee's own exit status (PIPESTATUS[0]). */
 function inPipeline(pipeline: string) {
-  return spawnSync('bash', ['-c', `${pipeline}; exit \${PIPESTATUS[0]}`], { encoding: 'utf8', timeout: 60_000 });
+  return spawnSync('bash', ['-c', `${pipeline}; exit \${PIPESTATUS[0]}`], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
 }
 
 test('--pino - into | head -1: the closed reader ends the pino output only; files complete, exit 0', () => {
   const input = bigInput();
   const out = join(tmpDir(), 'o');
-  const r = inPipeline(`"${process.execPath}" "${BIN}" --out "${out}" --stdout none --pino - "${input}" | head -1 > /dev/null`);
+  const r = inPipeline(
+    `"${process.execPath}" "${BIN}" --out "${out}" --stdout none --pino - "${input}" | head -1 > /dev/null`,
+  );
   assert.equal(r.status, 0, r.stderr);
   assert.doesNotMatch(r.stderr, /EPIPE|ERR_|error/i);
   const files = readTree(out);
@@ -176,7 +245,9 @@ test('2>&1 | head -1: a closed stdout and stderr end those outputs only (no unca
   for (const extra of [[], ['--stdout', 'none', '--pino', '-']]) {
     const out = join(tmpDir(), 'o');
     // The summary (and any warning) is written to stderr after the reader has gone.
-    const r = inPipeline(`"${process.execPath}" "${BIN}" --out "${out}" ${extra.join(' ')} "${input}" 2>&1 | head -1 > /dev/null`);
+    const r = inPipeline(
+      `"${process.execPath}" "${BIN}" --out "${out}" ${extra.join(' ')} "${input}" 2>&1 | head -1 > /dev/null`,
+    );
     assert.equal(r.status, 0, `${extra.join(' ')}: ${r.stderr}`);
     const files = readTree(out);
     assert.equal(linesOf(files.get('main.jsonl')).length, 20_000);
@@ -195,7 +266,11 @@ test('a folder as input: exit 3 with ERR_INPUT, and no output folder is left beh
     assert.match(r.stderr, /in: it is a folder, not a file \[ERR_INPUT\]/);
     assert.equal(existsSync(out), false, 'no output folder');
   }
-  const onStdin = spawnSync('bash', ['-c', `"${process.execPath}" "${BIN}" --out "${out}" < "${join(dir, 'in')}"`], { encoding: 'utf8' });
+  const onStdin = spawnSync(
+    'bash',
+    ['-c', `"${process.execPath}" "${BIN}" --out "${out}" < "${join(dir, 'in')}"`],
+    { encoding: 'utf8' },
+  );
   assert.equal(onStdin.status, 3, onStdin.stderr);
   assert.match(onStdin.stderr, /^subtee: cannot read stdin: it is a folder, not a file \[ERR_INPUT\]\n$/);
   assert.equal(existsSync(out), false, 'no output folder');
@@ -213,10 +288,21 @@ test('gzip input is read by its magic bytes, from a file or stdin, several membe
   const fromStdin = join(dir, 'b');
   const r = subtee(['--out', fromStdin, '-q', '--stdout', 'raw'], Buffer.concat([gz, gz]));
   assert.equal(r.status, 0, r.stderr);
-  assert.equal(r.stdout, Buffer.concat([recording, recording]).toString(), '--stdout raw passes the decompressed stream on');
+  assert.equal(
+    r.stdout,
+    Buffer.concat([recording, recording]).toString(),
+    '--stdout raw passes the decompressed stream on',
+  );
   checkOutput(Buffer.concat([recording, recording]), fromStdin, 'two gzip members on stdin');
   // One byte at a time: the magic bytes arrive split.
-  const slow = spawnSync('bash', ['-c', `for b in $(od -An -v -tx1 "${named}"); do printf "\\\\x$b"; done | "${process.execPath}" "${BIN}" --out "${join(dir, 'c')}" -q --stdout none`], { encoding: 'utf8', timeout: 60_000 });
+  const slow = spawnSync(
+    'bash',
+    [
+      '-c',
+      `for b in $(od -An -v -tx1 "${named}"); do printf "\\\\x$b"; done | "${process.execPath}" "${BIN}" --out "${join(dir, 'c')}" -q --stdout none`,
+    ],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
   assert.equal(slow.status, 0, slow.stderr);
   checkOutput(recording, join(dir, 'c'), 'gzip in one-byte writes');
 });
@@ -224,10 +310,14 @@ test('gzip input is read by its magic bytes, from a file or stdin, several membe
 test('damaged gzip is exit 3 with ERR_INPUT; zstd is read where Node.js can, refused with a hint otherwise', () => {
   const recording = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'));
   const gz = zlib.gzipSync(recording);
-  const cut = subtee(['--out', join(tmpDir(), 'o'), '-q', '--stdout', 'none'], gz.subarray(0, gz.length - 20));
+  const cut = subtee(
+    ['--out', join(tmpDir(), 'o'), '-q', '--stdout', 'none'],
+    gz.subarray(0, gz.length - 20),
+  );
   assert.equal(cut.status, 3, cut.stderr);
   // The warning that index.json records is printed too, then the error.
-  const cutLines = /^subtee: warning INPUT_CUT_SHORT: .*\nsubtee: cannot read stdin: gzip data is damaged or cut short .*\[ERR_INPUT\]\n$/;
+  const cutLines =
+    /^subtee: warning INPUT_CUT_SHORT: .*\nsubtee: cannot read stdin: gzip data is damaged or cut short .*\[ERR_INPUT\]\n$/;
   assert.match(cut.stderr, cutLines);
   const z = zlib as unknown as { zstdCompressSync?: (b: Buffer) => Buffer };
   const zstdFile = join(tmpDir(), 'rec.jsonl.zst');
@@ -240,10 +330,16 @@ test('damaged gzip is exit 3 with ERR_INPUT; zstd is read where Node.js can, ref
     writeFileSync(zstdFile, Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), recording]));
     const r = subtee(['--out', out, '-q', zstdFile]);
     assert.equal(r.status, 3, r.stderr);
-    assert.match(r.stderr, /rec\.jsonl\.zst: it is zstd-compressed and Node\.js v\d+\S* has no zstd decompressor .*zstd -dc FILE \| subtee … \[ERR_INPUT\]/);
+    assert.match(
+      r.stderr,
+      /rec\.jsonl\.zst: it is zstd-compressed and Node\.js v\d+\S* has no zstd decompressor .*zstd -dc FILE \| subtee … \[ERR_INPUT\]/,
+    );
     assert.equal(existsSync(out), false, 'refused before the output folder is made');
   }
-  const xz = subtee(['--out', join(tmpDir(), 'o'), '-q'], Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00, 1, 2, 3]));
+  const xz = subtee(
+    ['--out', join(tmpDir(), 'o'), '-q'],
+    Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00, 1, 2, 3]),
+  );
   assert.equal(xz.status, 3);
   assert.match(xz.stderr, /it is xz-compressed; decompress it first: xz -dc FILE \| subtee … \[ERR_INPUT\]/);
 });
@@ -262,7 +358,11 @@ test('several inputs: one complete output folder per input, OUT/<name>/, checked
   checkOutput(readFileSync(a), join(out, 'nested-depth-3'), 'first input');
   checkOutput(readFileSync(b), join(out, 'failing-beside-healthy'), 'second input');
   checkOutput(readFileSync(a), join(out, 'nested-depth-3-2'), 'third input (same name, gzip)');
-  for (const sub of readdirSync(out)) assert.ok(existsSync(join(out, sub, 'events.pino.log')), `the pino log inside OUT goes with each input: ${sub}`);
+  for (const sub of readdirSync(out))
+    assert.ok(
+      existsSync(join(out, sub, 'events.pino.log')),
+      `the pino log inside OUT goes with each input: ${sub}`,
+    );
   assert.equal(r.stderr.match(/^subtee: \d+ subagents/gm)?.length, 3, 'one summary per input');
   // A used folder for any input is refused before the first input is read.
   const again = subtee(['--out', out, '-q', join(FIXTURES, 'nested-depth-3-task-tool.jsonl'), b]);
@@ -276,7 +376,14 @@ test('an input with no JSON object line at all gets an INPUT_QUARANTINED warning
   const r = subtee(['--out', out, '--stdout', 'none'], 'PK\x03\x04 not a stream\nnot json either\n');
   assert.equal(r.status, 0);
   assert.match(r.stderr, /warning INPUT_QUARANTINED: none of the 2 input lines is a JSON object/);
-  assert.deepEqual(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).warnings.map((w: any) => w.code), ['INPUT_QUARANTINED']);
+  assert.deepEqual(
+    JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).warnings.map((w: any) => w.code),
+    ['INPUT_QUARANTINED'],
+  );
   const fine = subtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none'], stream);
-  assert.doesNotMatch(fine.stderr, /INPUT_QUARANTINED/, 'one noise line among JSON lines is no reason to warn');
+  assert.doesNotMatch(
+    fine.stderr,
+    /INPUT_QUARANTINED/,
+    'one noise line among JSON lines is no reason to warn',
+  );
 });

@@ -49,7 +49,14 @@ async function startRelay(target: string) {
   const exchanges: Exchange[] = [];
   let decide: (ex: Exchange) => Verdict = () => 'forward';
   const held: Array<() => void> = [];
-  const forward = (method: string, path: string, headers: IncomingHttpHeaders, body: Buffer, ex: Exchange, res: import('node:http').ServerResponse) => {
+  const forward = (
+    method: string,
+    path: string,
+    headers: IncomingHttpHeaders,
+    body: Buffer,
+    ex: Exchange,
+    res: import('node:http').ServerResponse,
+  ) => {
     const up = request(`${target}${path}`, { method, headers }, (answer) => {
       ex.status = answer.statusCode ?? 0;
       res.writeHead(ex.status, answer.headers);
@@ -103,7 +110,11 @@ async function startRelay(target: string) {
 }
 type Relay = Awaited<ReturnType<typeof startRelay>>;
 
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+async function until(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 60_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -158,16 +169,23 @@ const lineNumbersOf = (rows: string[]) => rows.map((r) => JSON.parse(r).line as 
 const lineOf = (e: Entry) => (e.r as { line?: number }).line as number;
 const entriesIn = (file: string) => linesOf(readFileSync(file)).map((l) => JSON.parse(l) as Entry);
 const codesOf = (run: Session, from: number) => run.warnings.slice(from).map((w) => w.code);
-const messageOf = (run: Session, from: number, code: string) => run.warnings.slice(from).find((w) => w.code === code)?.message ?? '';
+const messageOf = (run: Session, from: number, code: string) =>
+  run.warnings.slice(from).find((w) => w.code === code)?.message ?? '';
 const settle = async () => {
   for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
 };
 const escaped = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 test('insertSettingAside: halves a refused batch down to the rows refused alone; any other failure is thrown', async () => {
-  const entries: Entry[] = Array.from({ length: 11 }, (_, i) => ({ t: 'events', r: { line: i + 1 } as never }));
+  const entries: Entry[] = Array.from({ length: 11 }, (_, i) => ({
+    t: 'events',
+    r: { line: i + 1 } as never,
+  }));
   const refusedLines = new Set([3, 8]);
-  const refusal = Object.assign(new Error('Code: 53, e.displayText() = DB::Exception: Type mismatch: row 1'), { code: '53' });
+  const refusal = Object.assign(
+    new Error('Code: 53, e.displayText() = DB::Exception: Type mismatch: row 1'),
+    { code: '53' },
+  );
   const inserted: number[][] = [];
   const setAside: Array<[number, string]> = [];
   await insertSettingAside(
@@ -178,15 +196,38 @@ test('insertSettingAside: halves a refused batch down to the rows refused alone;
     },
     (entry, err) => setAside.push([lineOf(entry), refusalReason(err)]),
   );
-  assert.deepEqual(inserted.flat().sort((a, b) => a - b), [1, 2, 4, 5, 6, 7, 9, 10, 11], 'every other row once');
-  assert.deepEqual(setAside, [[3, 'Code: 53, Type mismatch'], [8, 'Code: 53, Type mismatch']]);
+  assert.deepEqual(
+    inserted.flat().sort((a, b) => a - b),
+    [1, 2, 4, 5, 6, 7, 9, 10, 11],
+    'every other row once',
+  );
+  assert.deepEqual(setAside, [
+    [3, 'Code: 53, Type mismatch'],
+    [8, 'Code: 53, Type mismatch'],
+  ]);
   // In order, halves first-half-first.
   assert.deepEqual(inserted, [[1, 2], [4, 5, 6], [7], [9], [10, 11]]);
   const gone = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-  await assert.rejects(insertSettingAside(entries, () => Promise.reject(gone), () => assert.fail('not data')), gone);
+  await assert.rejects(
+    insertSettingAside(
+      entries,
+      () => Promise.reject(gone),
+      () => assert.fail('not data'),
+    ),
+    gone,
+  );
   const serverError = new Error('Code: 241. DB::Exception: Memory limit exceeded');
-  await assert.rejects(insertSettingAside(entries, () => Promise.reject(serverError), () => assert.fail('not data')), serverError);
-  const oldServer = new Error('Code: 27, e.displayText() = DB::Exception: Cannot parse input: expected , before: x');
+  await assert.rejects(
+    insertSettingAside(
+      entries,
+      () => Promise.reject(serverError),
+      () => assert.fail('not data'),
+    ),
+    serverError,
+  );
+  const oldServer = new Error(
+    'Code: 27, e.displayText() = DB::Exception: Cannot parse input: expected , before: x',
+  );
   assert.equal(refusalReason(oldServer), 'Code: 27, Cannot parse input');
 });
 
@@ -194,11 +235,19 @@ test('readSpool: entries in batches of batchRows across 1 MiB pieces; torn and f
   const dir = tmpDir();
   const file = join(dir, SPOOL_FILE);
   // Rows with multi-byte text so that pieces cut characters; a line that is no entry; a torn end.
-  const wanted: Entry[] = Array.from({ length: 700 }, (_, i) => ({ t: i % 3 === 0 ? 'channels' : 'events', r: { line: i, text: 'é€'.repeat(1000 + (i % 7)) } as never }));
-  const text = wanted.map((e) => JSON.stringify(e)).join('\n') + '\n{"t":"other","r":{}}\n\n{"t":"events","r":null}\n{"t":"events","r":{"line":9';
+  const wanted: Entry[] = Array.from({ length: 700 }, (_, i) => ({
+    t: i % 3 === 0 ? 'channels' : 'events',
+    r: { line: i, text: 'é€'.repeat(1000 + (i % 7)) } as never,
+  }));
+  const text =
+    wanted.map((e) => JSON.stringify(e)).join('\n') +
+    '\n{"t":"other","r":{}}\n\n{"t":"events","r":null}\n{"t":"events","r":{"line":9';
   writeFileSync(file, text);
   const batches = [...readSpool(file, 64)];
-  assert.deepEqual(batches.map((b) => b.length), [...Array(10).fill(64), 700 - 640]);
+  assert.deepEqual(
+    batches.map((b) => b.length),
+    [...Array(10).fill(64), 700 - 640],
+  );
   assert.deepEqual(batches.flat(), wanted);
   assert.ok(Buffer.byteLength(text) > 2 * 1024 * 1024, 'more than two pieces');
 });
@@ -213,13 +262,20 @@ test('claimFile: a spool another live process is sending is left to it; one of a
   writeFileSync(join(dir, 'sub', 'deeper', SPOOL_FILE), '{}\n');
   writeFileSync(join(dir, 'sub', SPOOL_FILE), '{}\n');
   writeFileSync(join(dir, 'clickhouse-spool.jsonl.bak'), '{}\n');
-  assert.deepEqual(findSpoolFiles(dir), [...[plain, live, dead].sort(), join(dir, 'sub', SPOOL_FILE)], 'one level down, sorted');
+  assert.deepEqual(
+    findSpoolFiles(dir),
+    [...[plain, live, dead].sort(), join(dir, 'sub', SPOOL_FILE)],
+    'one level down, sorted',
+  );
   assert.equal(claimFile(live), null, 'a live sender keeps its file');
   const taken = claimFile(dead);
   assert.ok(taken && existsSync(taken) && !existsSync(dead));
   assert.equal(claimFile(taken), null, 'this process is sending it');
   const mine = claimFile(plain)!;
-  assert.match(basename(mine), new RegExp(`^clickhouse-spool\\.sending-${process.pid}-[a-z0-9]+-\\d+\\.jsonl$`));
+  assert.match(
+    basename(mine),
+    new RegExp(`^clickhouse-spool\\.sending-${process.pid}-[a-z0-9]+-\\d+\\.jsonl$`),
+  );
   assert.notEqual(mine, taken);
   assert.equal(claimFile(plain), null, 'already taken');
 });
@@ -231,7 +287,10 @@ test('Spool: appends under the folder resolved at the first row; claimOwn takes 
   spool.append([]);
   assert.equal(resolved, 0, 'no row, no folder');
   assert.equal(spool.claimOwn(), null);
-  const rows: Entry[] = [{ t: 'events', r: { line: 1 } as never }, { t: 'channels', r: { channel: 'c' } as never }];
+  const rows: Entry[] = [
+    { t: 'events', r: { line: 1 } as never },
+    { t: 'channels', r: { channel: 'c' } as never },
+  ];
   spool.append(rows);
   spool.append(rows.slice(0, 1));
   assert.equal(resolved, 1);
@@ -255,321 +314,581 @@ test('Spool and Rejects: a file that cannot be written is ERR_WRITE; Rejects cou
   const blocker = join(tmpDir(), 'a-file');
   writeFileSync(blocker, '');
   const entry: Entry = { t: 'events', r: { line: 7 } as never };
-  assert.throws(() => new Spool(() => join(blocker, 'sub')).append([entry]), (err: { code?: string }) => err.code === 'ERR_WRITE');
+  assert.throws(
+    () => new Spool(() => join(blocker, 'sub')).append([entry]),
+    (err: { code?: string }) => err.code === 'ERR_WRITE',
+  );
   const rejects = new Rejects();
-  assert.throws(() => rejects.add(join(blocker, 'sub'), entry, 'why'), (err: { code?: string }) => err.code === 'ERR_WRITE');
+  assert.throws(
+    () => rejects.add(join(blocker, 'sub'), entry, 'why'),
+    (err: { code?: string }) => err.code === 'ERR_WRITE',
+  );
   assert.equal(rejects.rows, 0);
   const [a, b] = [tmpDir(), tmpDir()];
   rejects.add(a, entry, 'first');
   rejects.add(b, entry, 'second');
   rejects.add(a, entry, 'third');
-  assert.deepEqual([rejects.rows, [...rejects.files], rejects.reason], [3, [join(a, REJECTS_FILE), join(b, REJECTS_FILE)], 'first']);
+  assert.deepEqual(
+    [rejects.rows, [...rejects.files], rejects.reason],
+    [3, [join(a, REJECTS_FILE), join(b, REJECTS_FILE)], 'first'],
+  );
   assert.deepEqual(entriesIn(join(a, REJECTS_FILE)), [entry, entry]);
   assert.deepEqual(findSpoolFiles(join(a, 'missing')), []);
 });
 
-describe('ClickHouse sink delivery against a real server', { skip: !clickhouseAvailable() && 'clickhouse-server is not installed' }, () => {
-  let ch: ClickHouseServer;
-  let relay: Relay;
-  // A run cut short (a signal, a bail after the first failure) skips `after`: the server must not outlive it.
-  const stopAtExit = () => {
-    void ch?.kill();
-    if (ch) rmSync(ch.dir, { recursive: true, force: true });
-  };
-  before(async () => {
-    process.once('exit', stopAtExit);
-    ch = await startClickHouse();
-    relay = await startRelay(ch.url);
-  });
-  after(async () => {
-    await relay?.close();
-    await ch?.stop();
-    process.off('exit', stopAtExit);
-  });
-  const fresh = () => {
-    relay.release();
-    relay.exchanges.length = 0;
-    relay.behave('forward');
-  };
-  const stored = async (table: string, run: string, final = false) =>
-    (await ch.rows<{ line: number }>(`SELECT line FROM ${table} ${final ? 'FINAL' : ''} WHERE run = '${run}' ORDER BY line`)).map((r) => Number(r.line));
-  const storedChannels = async (table: string, run: string) =>
-    (await ch.rows<{ channel: string }>(`SELECT channel FROM ${table} FINAL WHERE run = '${run}' ORDER BY channel`)).map((r) => r.channel);
+describe(
+  'ClickHouse sink delivery against a real server',
+  { skip: !clickhouseAvailable() && 'clickhouse-server is not installed' },
+  () => {
+    let ch: ClickHouseServer;
+    let relay: Relay;
+    // A run cut short (a signal, a bail after the first failure) skips `after`: the server must not outlive it.
+    const stopAtExit = () => {
+      void ch?.kill();
+      if (ch) rmSync(ch.dir, { recursive: true, force: true });
+    };
+    before(async () => {
+      process.once('exit', stopAtExit);
+      ch = await startClickHouse();
+      relay = await startRelay(ch.url);
+    });
+    after(async () => {
+      await relay?.close();
+      await ch?.stop();
+      process.off('exit', stopAtExit);
+    });
+    const fresh = () => {
+      relay.release();
+      relay.exchanges.length = 0;
+      relay.behave('forward');
+    };
+    const stored = async (table: string, run: string, final = false) =>
+      (
+        await ch.rows<{ line: number }>(
+          `SELECT line FROM ${table} ${final ? 'FINAL' : ''} WHERE run = '${run}' ORDER BY line`,
+        )
+      ).map((r) => Number(r.line));
+    const storedChannels = async (table: string, run: string) =>
+      (
+        await ch.rows<{ channel: string }>(
+          `SELECT channel FROM ${table} FINAL WHERE run = '${run}' ORDER BY channel`,
+        )
+      ).map((r) => r.channel);
 
-  test('rows go in batches of batchRows as soon as a batch is full, the tables are made once, every line once', async () => {
-    fresh();
-    const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
-    const feed = feeder();
-    const { done } = runSink(feed.input, { url: relay.url, runId: 'batched', eventsTable: 'b_events', channelsTable: 'b_channels', batchRows: 7, flushIntervalMs: 600_000, spoolDir: tmpDir() }, run);
-    for (const b of batches) feed.push(b);
-    // The input stays open and no flush is due: only a full batch can have gone.
-    await until('a full batch inserted while the input is open', () => relay.inserts('b_events').some((e) => e.status === 200));
-    feed.end();
-    await done;
-    const inserts = [...relay.inserts('b_events'), ...relay.inserts('b_channels')];
-    assert.ok(inserts.every((e) => e.rows.length >= 1 && e.rows.length <= 7), 'no insert over batchRows, none empty');
-    assert.deepEqual(lineNumbersOf(relay.inserts('b_events').flatMap((e) => e.rows)), lineNumbers, 'each line sent once, in order');
-    assert.equal(relay.exchanges.filter((e) => e.sql.startsWith('CREATE TABLE')).length, 2, 'each table made once');
-    assert.equal(relay.exchanges.filter((e) => e.sql.startsWith('DESCRIBE TABLE')).length, 2);
-    assert.deepEqual(await stored('b_events', 'batched'), lineNumbers);
-    assert.deepEqual(await storedChannels('b_channels', 'batched'), channels);
-    assert.deepEqual(codesOf(run, 0), []);
-  });
+    test('rows go in batches of batchRows as soon as a batch is full, the tables are made once, every line once', async () => {
+      fresh();
+      const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
+      const feed = feeder();
+      const { done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'batched',
+          eventsTable: 'b_events',
+          channelsTable: 'b_channels',
+          batchRows: 7,
+          flushIntervalMs: 600_000,
+          spoolDir: tmpDir(),
+        },
+        run,
+      );
+      for (const b of batches) feed.push(b);
+      // The input stays open and no flush is due: only a full batch can have gone.
+      await until('a full batch inserted while the input is open', () =>
+        relay.inserts('b_events').some((e) => e.status === 200),
+      );
+      feed.end();
+      await done;
+      const inserts = [...relay.inserts('b_events'), ...relay.inserts('b_channels')];
+      assert.ok(
+        inserts.every((e) => e.rows.length >= 1 && e.rows.length <= 7),
+        'no insert over batchRows, none empty',
+      );
+      assert.deepEqual(
+        lineNumbersOf(relay.inserts('b_events').flatMap((e) => e.rows)),
+        lineNumbers,
+        'each line sent once, in order',
+      );
+      assert.equal(
+        relay.exchanges.filter((e) => e.sql.startsWith('CREATE TABLE')).length,
+        2,
+        'each table made once',
+      );
+      assert.equal(relay.exchanges.filter((e) => e.sql.startsWith('DESCRIBE TABLE')).length, 2);
+      assert.deepEqual(await stored('b_events', 'batched'), lineNumbers);
+      assert.deepEqual(await storedChannels('b_channels', 'batched'), channels);
+      assert.deepEqual(codesOf(run, 0), []);
+    });
 
-  test('a partial batch is inserted after flushIntervalMs while the run goes on', async () => {
-    fresh();
-    const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
-    const feed = feeder();
-    const { done } = runSink(feed.input, { url: relay.url, runId: 'flushed', eventsTable: 'f_events', channelsTable: 'f_channels', batchRows: 100_000, flushIntervalMs: 5, spoolDir: tmpDir() }, run);
-    for (const b of batches) feed.push(b);
-    // Far from a full batch, with the input open: only the flush timer sends.
-    await until('rows inserted by the flush timer', () => relay.inserts('f_events').some((e) => e.status === 200));
-    feed.end();
-    await done;
-    assert.deepEqual(await stored('f_events', 'flushed'), lineNumbers);
-  });
+    test('a partial batch is inserted after flushIntervalMs while the run goes on', async () => {
+      fresh();
+      const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+      const feed = feeder();
+      const { done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'flushed',
+          eventsTable: 'f_events',
+          channelsTable: 'f_channels',
+          batchRows: 100_000,
+          flushIntervalMs: 5,
+          spoolDir: tmpDir(),
+        },
+        run,
+      );
+      for (const b of batches) feed.push(b);
+      // Far from a full batch, with the input open: only the flush timer sends.
+      await until('rows inserted by the flush timer', () =>
+        relay.inserts('f_events').some((e) => e.status === 200),
+      );
+      feed.end();
+      await done;
+      assert.deepEqual(await stored('f_events', 'flushed'), lineNumbers);
+    });
 
-  test('a full queue holds the input back while an insert is unanswered; answered, every row arrives', async () => {
-    fresh();
-    relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
-    const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
-    const { state, done } = runSink(Readable.from(batches, { objectMode: true }), { url: relay.url, runId: 'held', eventsTable: 'h_events', channelsTable: 'h_channels', batchRows: 10, maxQueueRows: 20, flushIntervalMs: 1, spoolDir: tmpDir() }, run);
-    await until('an insert held', () => relay.held() > 0);
-    await settle();
-    const heldAt = state.passed;
-    await settle();
-    assert.ok(heldAt < batches.length, `input held back (${heldAt} of ${batches.length})`);
-    assert.equal(state.passed, heldAt, 'and it stays held');
-    relay.behave('forward');
-    relay.release();
-    await done;
-    assert.equal(state.passed, batches.length);
-    assert.deepEqual(await stored('h_events', 'held'), lineNumbers, 'every line once');
-    assert.deepEqual(await storedChannels('h_channels', 'held'), channels);
-    assert.deepEqual(codesOf(run, 0), []);
-  });
+    test('a full queue holds the input back while an insert is unanswered; answered, every row arrives', async () => {
+      fresh();
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+      const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
+      const { state, done } = runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'held',
+          eventsTable: 'h_events',
+          channelsTable: 'h_channels',
+          batchRows: 10,
+          maxQueueRows: 20,
+          flushIntervalMs: 1,
+          spoolDir: tmpDir(),
+        },
+        run,
+      );
+      await until('an insert held', () => relay.held() > 0);
+      await settle();
+      const heldAt = state.passed;
+      await settle();
+      assert.ok(heldAt < batches.length, `input held back (${heldAt} of ${batches.length})`);
+      assert.equal(state.passed, heldAt, 'and it stays held');
+      relay.behave('forward');
+      relay.release();
+      await done;
+      assert.equal(state.passed, batches.length);
+      assert.deepEqual(await stored('h_events', 'held'), lineNumbers, 'every line once');
+      assert.deepEqual(await storedChannels('h_channels', 'held'), channels);
+      assert.deepEqual(codesOf(run, 0), []);
+    });
 
-  test('server away: rows wait in the spool, reported once; back mid-run, the spool goes first, then rows flow', async () => {
-    fresh();
-    relay.behave('refuse');
-    const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
-    const spoolDir = tmpDir();
-    const spool = join(spoolDir, SPOOL_FILE);
-    const feed = feeder();
-    const { state, done } = runSink(feed.input, { url: relay.url, runId: 'away-back', eventsTable: 'a_events', channelsTable: 'a_channels', batchRows: 5, maxQueueRows: 5, flushIntervalMs: 1, maxRetryDelayMs: 20, flushTimeoutMs: 60_000, spoolDir }, run);
-    const half = Math.floor(batches.length / 2);
-    for (const b of batches.slice(0, half)) feed.push(b);
-    await until('the first half let through', () => state.passed === half);
-    await until('the first half spooled', () => existsSync(spool) && entriesIn(spool).filter((e) => e.t === 'events').length === half);
-    assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE']);
-    assert.match(messageOf(run, 0, 'CLICKHOUSE_UNAVAILABLE'), new RegExp(`^ClickHouse at ${escaped(relay.url)} is not taking rows \\(.+\\); they are kept in ${escaped(spool)} and sent when it answers$`));
-    await until('the server probed again', () => relay.exchanges.filter((e) => e.path === '/ping').length >= 2);
-    relay.behave('forward');
-    await until('the spool sent and removed', () => findSpoolFiles(spoolDir).length === 0 && relay.inserts('a_events').some((e) => e.status === 200));
-    const sentFromSpool = relay.inserts('a_events').filter((e) => e.status === 200).length;
-    for (const b of batches.slice(half)) feed.push(b);
-    const secondHalf = new Set(lineNumbers.slice(half));
-    await until('the second half inserted directly while the input is open', () =>
-      relay.inserts('a_events').some((e) => e.status === 200 && lineNumbersOf(e.rows).some((n) => secondHalf.has(n))),
-    );
-    assert.equal(existsSync(spool), false, 'not through the spool');
-    feed.end();
-    await done;
-    assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE'], 'nothing left over');
-    assert.deepEqual(findSpoolFiles(spoolDir), []);
-    assert.ok(relay.inserts('a_events').filter((e) => e.status === 200).length > sentFromSpool, 'the second half went directly');
-    // Nothing refused reached the server, so nothing is there twice even before a merge.
-    assert.deepEqual(await stored('a_events', 'away-back'), lineNumbers);
-    assert.deepEqual(await storedChannels('a_channels', 'away-back'), channels);
-  });
+    test('server away: rows wait in the spool, reported once; back mid-run, the spool goes first, then rows flow', async () => {
+      fresh();
+      relay.behave('refuse');
+      const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
+      const spoolDir = tmpDir();
+      const spool = join(spoolDir, SPOOL_FILE);
+      const feed = feeder();
+      const { state, done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'away-back',
+          eventsTable: 'a_events',
+          channelsTable: 'a_channels',
+          batchRows: 5,
+          maxQueueRows: 5,
+          flushIntervalMs: 1,
+          maxRetryDelayMs: 20,
+          flushTimeoutMs: 60_000,
+          spoolDir,
+        },
+        run,
+      );
+      const half = Math.floor(batches.length / 2);
+      for (const b of batches.slice(0, half)) feed.push(b);
+      await until('the first half let through', () => state.passed === half);
+      await until(
+        'the first half spooled',
+        () => existsSync(spool) && entriesIn(spool).filter((e) => e.t === 'events').length === half,
+      );
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE']);
+      assert.match(
+        messageOf(run, 0, 'CLICKHOUSE_UNAVAILABLE'),
+        new RegExp(
+          `^ClickHouse at ${escaped(relay.url)} is not taking rows \\(.+\\); they are kept in ${escaped(spool)} and sent when it answers$`,
+        ),
+      );
+      await until(
+        'the server probed again',
+        () => relay.exchanges.filter((e) => e.path === '/ping').length >= 2,
+      );
+      relay.behave('forward');
+      await until(
+        'the spool sent and removed',
+        () =>
+          findSpoolFiles(spoolDir).length === 0 && relay.inserts('a_events').some((e) => e.status === 200),
+      );
+      const sentFromSpool = relay.inserts('a_events').filter((e) => e.status === 200).length;
+      for (const b of batches.slice(half)) feed.push(b);
+      const secondHalf = new Set(lineNumbers.slice(half));
+      await until('the second half inserted directly while the input is open', () =>
+        relay
+          .inserts('a_events')
+          .some((e) => e.status === 200 && lineNumbersOf(e.rows).some((n) => secondHalf.has(n))),
+      );
+      assert.equal(existsSync(spool), false, 'not through the spool');
+      feed.end();
+      await done;
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE'], 'nothing left over');
+      assert.deepEqual(findSpoolFiles(spoolDir), []);
+      assert.ok(
+        relay.inserts('a_events').filter((e) => e.status === 200).length > sentFromSpool,
+        'the second half went directly',
+      );
+      // Nothing refused reached the server, so nothing is there twice even before a merge.
+      assert.deepEqual(await stored('a_events', 'away-back'), lineNumbers);
+      assert.deepEqual(await storedChannels('a_channels', 'away-back'), channels);
+    });
 
-  test('server away for the whole run: every row stays in the spool, counted in CLICKHOUSE_SPOOLED with where to resend it', async () => {
-    fresh();
-    relay.behave('refuse');
-    const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
-    const spoolDir = tmpDir();
-    const spool = join(spoolDir, SPOOL_FILE);
-    const { done } = runSink(Readable.from(batches, { objectMode: true }), { url: relay.url, runId: 'away-all', batchRows: 3, flushIntervalMs: 1, maxRetryDelayMs: 20, flushTimeoutMs: 100, spoolDir }, run);
-    await done;
-    const entries = entriesIn(spool);
-    const events = entries.filter((e) => e.t === 'events');
-    assert.deepEqual(events.map(lineOf).sort((a, b) => a - b), lineNumbers, 'every line in the spool once');
-    assert.ok(entries.every((e) => e.r.run === 'away-all'), 'under the run id');
-    const finalChannels = new Set(entries.filter((e) => e.t === 'channels').map((e) => e.r.channel));
-    assert.deepEqual([...finalChannels].sort(), channels);
-    assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE', 'CLICKHOUSE_SPOOLED']);
-    assert.match(
-      messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
-      new RegExp(`^${entries.length} rows not sent to ClickHouse at ${escaped(relay.url)} \\((ECONNRESET|socket hang up)[^)]*\\): kept in ${escaped(spool)}; send them with --clickhouse-resend ${escaped(spoolDir)}$`),
-    );
-  });
+    test('server away for the whole run: every row stays in the spool, counted in CLICKHOUSE_SPOOLED with where to resend it', async () => {
+      fresh();
+      relay.behave('refuse');
+      const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
+      const spoolDir = tmpDir();
+      const spool = join(spoolDir, SPOOL_FILE);
+      const { done } = runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'away-all',
+          batchRows: 3,
+          flushIntervalMs: 1,
+          maxRetryDelayMs: 20,
+          flushTimeoutMs: 100,
+          spoolDir,
+        },
+        run,
+      );
+      await done;
+      const entries = entriesIn(spool);
+      const events = entries.filter((e) => e.t === 'events');
+      assert.deepEqual(
+        events.map(lineOf).sort((a, b) => a - b),
+        lineNumbers,
+        'every line in the spool once',
+      );
+      assert.ok(
+        entries.every((e) => e.r.run === 'away-all'),
+        'under the run id',
+      );
+      const finalChannels = new Set(entries.filter((e) => e.t === 'channels').map((e) => e.r.channel));
+      assert.deepEqual([...finalChannels].sort(), channels);
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE', 'CLICKHOUSE_SPOOLED']);
+      assert.match(
+        messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
+        new RegExp(
+          `^${entries.length} rows not sent to ClickHouse at ${escaped(relay.url)} \\((ECONNRESET|socket hang up)[^)]*\\): kept in ${escaped(spool)}; send them with --clickhouse-resend ${escaped(spoolDir)}$`,
+        ),
+      );
+    });
 
-  test('a resend: earlier spools (a subfolder\'s, one abandoned mid-send) go first; a row refused as data is set aside', async () => {
-    fresh();
-    const earlier = tmpDir();
-    // Two earlier runs' spools, made by runs against a server that was away.
-    const made: Array<{ runId: string; lineNumbers: number[] }> = [];
-    for (const [i, name] of (['nested-depth-3', 'foreground-fanout-3'] as const).entries()) {
+    test("a resend: earlier spools (a subfolder's, one abandoned mid-send) go first; a row refused as data is set aside", async () => {
+      fresh();
+      const earlier = tmpDir();
+      // Two earlier runs' spools, made by runs against a server that was away.
+      const made: Array<{ runId: string; lineNumbers: number[] }> = [];
+      for (const [i, name] of (['nested-depth-3', 'foreground-fanout-3'] as const).entries()) {
+        relay.behave('refuse');
+        const { batches, run, lineNumbers } = await recordsOf(name);
+        const dir = i === 0 ? earlier : join(earlier, 'run-2');
+        mkdirSync(dir, { recursive: true });
+        const runId = `earlier-${i}`;
+        await runSink(
+          Readable.from(batches, { objectMode: true }),
+          {
+            url: relay.url,
+            runId,
+            eventsTable: 'r_events',
+            channelsTable: 'r_channels',
+            flushTimeoutMs: 0,
+            spoolDir: dir,
+          },
+          run,
+        ).done;
+        made.push({ runId, lineNumbers });
+      }
+      // The second one was being sent by a process that is gone.
+      const first = join(earlier, SPOOL_FILE);
+      const abandoned = join(earlier, 'run-2', 'clickhouse-spool.sending-999999999-x-1.jsonl');
+      writeFileSync(abandoned, readFileSync(join(earlier, 'run-2', SPOOL_FILE)));
+      writeFileSync(join(earlier, 'run-2', SPOOL_FILE), '');
+      // One row of the first, its depth (an Int16) a word: ClickHouse refuses it as data.
+      const rows = linesOf(readFileSync(first));
+      const bad = JSON.parse(rows.find((l) => JSON.parse(l).t === 'events')!);
+      bad.r.line = 424_242;
+      bad.r.depth = 'deep';
+      writeFileSync(first, [...rows.slice(0, 3), JSON.stringify(bad), ...rows.slice(3)].join('\n') + '\n');
+
+      relay.behave('forward');
+      relay.exchanges.length = 0;
+      const { batches, run, lineNumbers } = await recordsOf('failing-beside-healthy');
+      const spoolDir = tmpDir();
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'resender',
+          eventsTable: 'r_events',
+          channelsTable: 'r_channels',
+          resend: earlier,
+          batchRows: 4,
+          flushIntervalMs: 1,
+          spoolDir,
+        },
+        run,
+      ).done;
+      const rejects = join(earlier, REJECTS_FILE);
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_REJECTED']);
+      assert.match(
+        messageOf(run, 0, 'CLICKHOUSE_REJECTED'),
+        new RegExp(
+          `^1 spooled rows refused by ClickHouse at ${escaped(relay.url)} \\(Code: \\d+, [^)]+\\): set aside in ${escaped(rejects)}$`,
+        ),
+      );
+      assert.deepEqual(entriesIn(rejects), [bad]);
+      assert.deepEqual(findSpoolFiles(earlier), [], 'the earlier spools were sent and removed');
+      assert.deepEqual(findSpoolFiles(spoolDir), [], "the run's own rows went directly");
+      for (const { runId, lineNumbers: expected } of made)
+        assert.deepEqual(await stored('r_events', runId, true), expected, runId);
+      assert.deepEqual(await stored('r_events', 'resender'), lineNumbers);
+      // The backlog went before the run's own rows.
+      const order = relay
+        .inserts('r_events')
+        .filter((e) => e.status === 200)
+        .map((e) => JSON.parse(e.rows[0]).run as string);
+      const own = order.indexOf('resender');
+      assert.ok(own > 0 && order.slice(own).every((r) => r === 'resender'), order.join(' '));
+    });
+
+    /** A spool of `name` made by a run whose server was away; its run id and counted lines. */
+    async function earlierSpool(dir: string, name: string, runId: string, tables: object) {
       relay.behave('refuse');
       const { batches, run, lineNumbers } = await recordsOf(name);
-      const dir = i === 0 ? earlier : join(earlier, 'run-2');
       mkdirSync(dir, { recursive: true });
-      const runId = `earlier-${i}`;
-      await runSink(Readable.from(batches, { objectMode: true }), { url: relay.url, runId, eventsTable: 'r_events', channelsTable: 'r_channels', flushTimeoutMs: 0, spoolDir: dir }, run).done;
-      made.push({ runId, lineNumbers });
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        { url: relay.url, runId, ...tables, flushTimeoutMs: 0, spoolDir: dir },
+        run,
+      ).done;
+      return { file: join(dir, SPOOL_FILE), lineNumbers };
     }
-    // The second one was being sent by a process that is gone.
-    const first = join(earlier, SPOOL_FILE);
-    const abandoned = join(earlier, 'run-2', 'clickhouse-spool.sending-999999999-x-1.jsonl');
-    writeFileSync(abandoned, readFileSync(join(earlier, 'run-2', SPOOL_FILE)));
-    writeFileSync(join(earlier, 'run-2', SPOOL_FILE), '');
-    // One row of the first, its depth (an Int16) a word: ClickHouse refuses it as data.
-    const rows = linesOf(readFileSync(first));
-    const bad = JSON.parse(rows.find((l) => JSON.parse(l).t === 'events')!);
-    bad.r.line = 424_242;
-    bad.r.depth = 'deep';
-    writeFileSync(first, [...rows.slice(0, 3), JSON.stringify(bad), ...rows.slice(3)].join('\n') + '\n');
 
-    relay.behave('forward');
-    relay.exchanges.length = 0;
-    const { batches, run, lineNumbers } = await recordsOf('failing-beside-healthy');
-    const spoolDir = tmpDir();
-    await runSink(Readable.from(batches, { objectMode: true }), { url: relay.url, runId: 'resender', eventsTable: 'r_events', channelsTable: 'r_channels', resend: earlier, batchRows: 4, flushIntervalMs: 1, spoolDir }, run).done;
-    const rejects = join(earlier, REJECTS_FILE);
-    assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_REJECTED']);
-    assert.match(messageOf(run, 0, 'CLICKHOUSE_REJECTED'), new RegExp(`^1 spooled rows refused by ClickHouse at ${escaped(relay.url)} \\(Code: \\d+, [^)]+\\): set aside in ${escaped(rejects)}$`));
-    assert.deepEqual(entriesIn(rejects), [bad]);
-    assert.deepEqual(findSpoolFiles(earlier), [], 'the earlier spools were sent and removed');
-    assert.deepEqual(findSpoolFiles(spoolDir), [], 'the run\'s own rows went directly');
-    for (const { runId, lineNumbers: expected } of made) assert.deepEqual(await stored('r_events', runId, true), expected, runId);
-    assert.deepEqual(await stored('r_events', 'resender'), lineNumbers);
-    // The backlog went before the run's own rows.
-    const order = relay.inserts('r_events').filter((e) => e.status === 200).map((e) => JSON.parse(e.rows[0]).run as string);
-    const own = order.indexOf('resender');
-    assert.ok(own > 0 && order.slice(own).every((r) => r === 'resender'), order.join(' '));
-  });
+    test("a resend cut off when the server goes away midway: the file waits, the run's rows are spooled, both go once it is back", async () => {
+      fresh();
+      const tables = { eventsTable: 'c_events', channelsTable: 'c_channels' };
+      const earlier = tmpDir();
+      const { lineNumbers: earlierLines } = await earlierSpool(
+        earlier,
+        'binary-tree-depth-3',
+        'cut-earlier',
+        tables,
+      );
+      let forwarded = 0;
+      let back = false;
+      // Three inserts go through, then the server is gone until `back`.
+      relay.behave((ex) =>
+        back
+          ? 'forward'
+          : ex.sql.startsWith('INSERT') && ++forwarded > 3
+            ? 'refuse'
+            : forwarded > 3
+              ? 'refuse'
+              : 'forward',
+      );
+      relay.exchanges.length = 0;
+      const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+      const spoolDir = tmpDir();
+      const feed = feeder();
+      const { done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'cut-resender',
+          ...tables,
+          resend: earlier,
+          batchRows: 5,
+          flushIntervalMs: 1,
+          maxRetryDelayMs: 20,
+          flushTimeoutMs: 60_000,
+          spoolDir,
+        },
+        run,
+      );
+      await until('the resend cut off', () => relay.exchanges.some((e) => e.verdict === 'refuse'));
+      for (const b of batches) feed.push(b);
+      await until("the run's rows spooled meanwhile", () => existsSync(join(spoolDir, SPOOL_FILE)));
+      assert.equal(findSpoolFiles(earlier).length, 1, 'the earlier spool is kept');
+      await until('a probe refused', () =>
+        relay.exchanges.some((e) => e.path === '/ping' && e.verdict === 'refuse'),
+      );
+      back = true;
+      feed.end();
+      await done;
+      assert.deepEqual(codesOf(run, 0), []);
+      assert.deepEqual(findSpoolFiles(earlier), []);
+      assert.deepEqual(findSpoolFiles(spoolDir), []);
+      assert.deepEqual(await stored('c_events', 'cut-earlier', true), earlierLines);
+      assert.deepEqual(await stored('c_events', 'cut-resender', true), lineNumbers);
+    });
 
-  /** A spool of `name` made by a run whose server was away; its run id and counted lines. */
-  async function earlierSpool(dir: string, name: string, runId: string, tables: object) {
-    relay.behave('refuse');
-    const { batches, run, lineNumbers } = await recordsOf(name);
-    mkdirSync(dir, { recursive: true });
-    await runSink(Readable.from(batches, { objectMode: true }), { url: relay.url, runId, ...tables, flushTimeoutMs: 0, spoolDir: dir }, run).done;
-    return { file: join(dir, SPOOL_FILE), lineNumbers };
-  }
+    test('the server back just as the run ends: the last try sends the spool', async () => {
+      fresh();
+      relay.behave('refuse');
+      const { batches, run, lineNumbers, channels } = await recordsOf('foreground-fanout-3');
+      const spoolDir = tmpDir();
+      const feed = feeder();
+      // The second probe would come long after the test: only the last try at the end can find the server.
+      const { done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'back-at-end',
+          eventsTable: 'e_events',
+          channelsTable: 'e_channels',
+          batchRows: 4,
+          flushIntervalMs: 1,
+          maxRetryDelayMs: 600_000,
+          flushTimeoutMs: 60_000,
+          spoolDir,
+        },
+        run,
+      );
+      for (const b of batches) feed.push(b);
+      await until('a probe refused', () => relay.exchanges.some((e) => e.path === '/ping'));
+      relay.behave('forward');
+      feed.end();
+      await done;
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE']);
+      assert.deepEqual(findSpoolFiles(spoolDir), []);
+      assert.deepEqual(await stored('e_events', 'back-at-end'), lineNumbers);
+      assert.deepEqual(await storedChannels('e_channels', 'back-at-end'), channels);
+    });
 
-  test('a resend cut off when the server goes away midway: the file waits, the run\'s rows are spooled, both go once it is back', async () => {
-    fresh();
-    const tables = { eventsTable: 'c_events', channelsTable: 'c_channels' };
-    const earlier = tmpDir();
-    const { lineNumbers: earlierLines } = await earlierSpool(earlier, 'binary-tree-depth-3', 'cut-earlier', tables);
-    let forwarded = 0;
-    let back = false;
-    // Three inserts go through, then the server is gone until `back`.
-    relay.behave((ex) => (back ? 'forward' : ex.sql.startsWith('INSERT') && ++forwarded > 3 ? 'refuse' : forwarded > 3 ? 'refuse' : 'forward'));
-    relay.exchanges.length = 0;
-    const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
-    const spoolDir = tmpDir();
-    const feed = feeder();
-    const { done } = runSink(feed.input, { url: relay.url, runId: 'cut-resender', ...tables, resend: earlier, batchRows: 5, flushIntervalMs: 1, maxRetryDelayMs: 20, flushTimeoutMs: 60_000, spoolDir }, run);
-    await until('the resend cut off', () => relay.exchanges.some((e) => e.verdict === 'refuse'));
-    for (const b of batches) feed.push(b);
-    await until('the run\'s rows spooled meanwhile', () => existsSync(join(spoolDir, SPOOL_FILE)));
-    assert.equal(findSpoolFiles(earlier).length, 1, 'the earlier spool is kept');
-    await until('a probe refused', () => relay.exchanges.some((e) => e.path === '/ping' && e.verdict === 'refuse'));
-    back = true;
-    feed.end();
-    await done;
-    assert.deepEqual(codesOf(run, 0), []);
-    assert.deepEqual(findSpoolFiles(earlier), []);
-    assert.deepEqual(findSpoolFiles(spoolDir), []);
-    assert.deepEqual(await stored('c_events', 'cut-earlier', true), earlierLines);
-    assert.deepEqual(await stored('c_events', 'cut-resender', true), lineNumbers);
-  });
+    test('away at the end with an earlier spool claimed: CLICKHOUSE_SPOOLED counts its rows once and a later resend takes it', async () => {
+      fresh();
+      const tables = { eventsTable: 'l_events', channelsTable: 'l_channels' };
+      const earlier = tmpDir();
+      const { file, lineNumbers: earlierLines } = await earlierSpool(
+        earlier,
+        'failing-beside-healthy',
+        'left-earlier',
+        tables,
+      );
+      const earlierRows = linesOf(readFileSync(file)).length;
+      relay.behave('refuse');
+      const { batches, run } = await recordsOf('nested-depth-3');
+      const spoolDir = tmpDir();
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'left-run',
+          ...tables,
+          resend: earlier,
+          maxRetryDelayMs: 20,
+          flushTimeoutMs: 100,
+          spoolDir,
+        },
+        run,
+      ).done;
+      const [claimed] = findSpoolFiles(earlier);
+      assert.match(basename(claimed), /^clickhouse-spool\.sending-\d+-/);
+      const ownRows = linesOf(readFileSync(join(spoolDir, SPOOL_FILE))).length;
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_SPOOLED']);
+      assert.match(
+        messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
+        new RegExp(
+          `^${earlierRows + ownRows} rows not sent to ClickHouse at ${escaped(relay.url)} \\(.+\\): kept in ${escaped(claimed)}, ${escaped(join(spoolDir, SPOOL_FILE))}; `,
+        ),
+      );
+      // The claim was let go: another sink of this process sends it.
+      relay.behave('forward');
+      const next = await recordsOf('forwarding-off');
+      await runSink(
+        Readable.from(next.batches, { objectMode: true }),
+        { url: relay.url, runId: 'left-next', ...tables, resend: earlier, spoolDir: tmpDir() },
+        next.run,
+      ).done;
+      assert.deepEqual(findSpoolFiles(earlier), []);
+      assert.deepEqual(await stored('l_events', 'left-earlier', true), earlierLines);
+    });
 
-  test('the server back just as the run ends: the last try sends the spool', async () => {
-    fresh();
-    relay.behave('refuse');
-    const { batches, run, lineNumbers, channels } = await recordsOf('foreground-fanout-3');
-    const spoolDir = tmpDir();
-    const feed = feeder();
-    // The second probe would come long after the test: only the last try at the end can find the server.
-    const { done } = runSink(feed.input, { url: relay.url, runId: 'back-at-end', eventsTable: 'e_events', channelsTable: 'e_channels', batchRows: 4, flushIntervalMs: 1, maxRetryDelayMs: 600_000, flushTimeoutMs: 60_000, spoolDir }, run);
-    for (const b of batches) feed.push(b);
-    await until('a probe refused', () => relay.exchanges.some((e) => e.path === '/ping'));
-    relay.behave('forward');
-    feed.end();
-    await done;
-    assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE']);
-    assert.deepEqual(findSpoolFiles(spoolDir), []);
-    assert.deepEqual(await stored('e_events', 'back-at-end'), lineNumbers);
-    assert.deepEqual(await storedChannels('e_channels', 'back-at-end'), channels);
-  });
+    test("the run ends while a resend is unanswered: the claimed file and the run's spool are reported, their rows counted once", async () => {
+      fresh();
+      const tables = { eventsTable: 'k_events', channelsTable: 'k_channels' };
+      const earlier = tmpDir();
+      const { file } = await earlierSpool(earlier, 'nested-depth-3', 'kept-earlier', tables);
+      const earlierRows = linesOf(readFileSync(file)).length;
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+      const { batches, run, lineNumbers } = await recordsOf('forwarding-off');
+      const spoolDir = tmpDir();
+      const feed = feeder();
+      const { done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'kept-run',
+          ...tables,
+          resend: earlier,
+          flushIntervalMs: 1,
+          flushTimeoutMs: 50,
+          spoolDir,
+        },
+        run,
+      );
+      await until('the resend held', () => relay.held() > 0);
+      // While the spool is being sent, the run's own rows wait behind it.
+      for (const b of batches) feed.push(b);
+      feed.end();
+      await done;
+      const [claimed] = findSpoolFiles(earlier);
+      const own = join(spoolDir, SPOOL_FILE);
+      assert.deepEqual(
+        entriesIn(own)
+          .filter((e) => e.t === 'events')
+          .map(lineOf),
+        lineNumbers,
+      );
+      const ownRows = linesOf(readFileSync(own)).length;
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_SPOOLED']);
+      assert.equal(
+        messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
+        `${earlierRows + ownRows} rows not sent to ClickHouse at ${relay.url}: kept in ${claimed}, ${own}; send them with --clickhouse-resend ${spoolDir}`,
+      );
+      assert.equal(linesOf(readFileSync(claimed)).length, earlierRows, 'the claimed file whole');
+      assert.notEqual(claimFile(claimed), null, 'let go: a later resend takes it');
+      relay.behave('forward');
+      relay.release();
+    });
 
-  test('away at the end with an earlier spool claimed: CLICKHOUSE_SPOOLED counts its rows once and a later resend takes it', async () => {
-    fresh();
-    const tables = { eventsTable: 'l_events', channelsTable: 'l_channels' };
-    const earlier = tmpDir();
-    const { file, lineNumbers: earlierLines } = await earlierSpool(earlier, 'failing-beside-healthy', 'left-earlier', tables);
-    const earlierRows = linesOf(readFileSync(file)).length;
-    relay.behave('refuse');
-    const { batches, run } = await recordsOf('nested-depth-3');
-    const spoolDir = tmpDir();
-    await runSink(Readable.from(batches, { objectMode: true }), { url: relay.url, runId: 'left-run', ...tables, resend: earlier, maxRetryDelayMs: 20, flushTimeoutMs: 100, spoolDir }, run).done;
-    const [claimed] = findSpoolFiles(earlier);
-    assert.match(basename(claimed), /^clickhouse-spool\.sending-\d+-/);
-    const ownRows = linesOf(readFileSync(join(spoolDir, SPOOL_FILE))).length;
-    assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_SPOOLED']);
-    assert.match(
-      messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
-      new RegExp(`^${earlierRows + ownRows} rows not sent to ClickHouse at ${escaped(relay.url)} \\(.+\\): kept in ${escaped(claimed)}, ${escaped(join(spoolDir, SPOOL_FILE))}; `),
-    );
-    // The claim was let go: another sink of this process sends it.
-    relay.behave('forward');
-    const next = await recordsOf('forwarding-off');
-    await runSink(Readable.from(next.batches, { objectMode: true }), { url: relay.url, runId: 'left-next', ...tables, resend: earlier, spoolDir: tmpDir() }, next.run).done;
-    assert.deepEqual(findSpoolFiles(earlier), []);
-    assert.deepEqual(await stored('l_events', 'left-earlier', true), earlierLines);
-  });
-
-  test('the run ends while a resend is unanswered: the claimed file and the run\'s spool are reported, their rows counted once', async () => {
-    fresh();
-    const tables = { eventsTable: 'k_events', channelsTable: 'k_channels' };
-    const earlier = tmpDir();
-    const { file } = await earlierSpool(earlier, 'nested-depth-3', 'kept-earlier', tables);
-    const earlierRows = linesOf(readFileSync(file)).length;
-    relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
-    const { batches, run, lineNumbers } = await recordsOf('forwarding-off');
-    const spoolDir = tmpDir();
-    const feed = feeder();
-    const { done } = runSink(feed.input, { url: relay.url, runId: 'kept-run', ...tables, resend: earlier, flushIntervalMs: 1, flushTimeoutMs: 50, spoolDir }, run);
-    await until('the resend held', () => relay.held() > 0);
-    // While the spool is being sent, the run's own rows wait behind it.
-    for (const b of batches) feed.push(b);
-    feed.end();
-    await done;
-    const [claimed] = findSpoolFiles(earlier);
-    const own = join(spoolDir, SPOOL_FILE);
-    assert.deepEqual(entriesIn(own).filter((e) => e.t === 'events').map(lineOf), lineNumbers);
-    const ownRows = linesOf(readFileSync(own)).length;
-    assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_SPOOLED']);
-    assert.equal(
-      messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
-      `${earlierRows + ownRows} rows not sent to ClickHouse at ${relay.url}: kept in ${claimed}, ${own}; send them with --clickhouse-resend ${spoolDir}`,
-    );
-    assert.equal(linesOf(readFileSync(claimed)).length, earlierRows, 'the claimed file whole');
-    assert.notEqual(claimFile(claimed), null, 'let go: a later resend takes it');
-    relay.behave('forward');
-    relay.release();
-  });
-
-  test('a spool that cannot be written ends the run with ERR_WRITE', async () => {
-    fresh();
-    relay.behave('refuse');
-    const { batches, run } = await recordsOf('nested-depth-3');
-    const notADir = join(tmpDir(), 'file');
-    writeFileSync(notADir, '');
-    const { done } = runSink(Readable.from(batches, { objectMode: true }), { url: relay.url, runId: 'unwritable', batchRows: 2, flushIntervalMs: 1, flushTimeoutMs: 100, spoolDir: join(notADir, 'spool') }, run);
-    await assert.rejects(done, (err: { code?: string }) => err.code === 'ERR_WRITE');
-  });
-});
+    test('a spool that cannot be written ends the run with ERR_WRITE', async () => {
+      fresh();
+      relay.behave('refuse');
+      const { batches, run } = await recordsOf('nested-depth-3');
+      const notADir = join(tmpDir(), 'file');
+      writeFileSync(notADir, '');
+      const { done } = runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'unwritable',
+          batchRows: 2,
+          flushIntervalMs: 1,
+          flushTimeoutMs: 100,
+          spoolDir: join(notADir, 'spool'),
+        },
+        run,
+      );
+      await assert.rejects(done, (err: { code?: string }) => err.code === 'ERR_WRITE');
+    });
+  },
+);

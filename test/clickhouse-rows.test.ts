@@ -2,50 +2,123 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync, appendFileSync, existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { test } from 'node:test';
-import { addColumnsDdl, quoteTableName, RowBuilder, tableDdl, type ChannelRow, type Entry, type EventRow } from '../src/chain/sinks/clickhouse-rows.js';
+import {
+  addColumnsDdl,
+  quoteTableName,
+  RowBuilder,
+  tableDdl,
+  type ChannelRow,
+  type Entry,
+  type EventRow,
+} from '../src/chain/sinks/clickhouse-rows.js';
 import { claimFile, findSpoolFiles, readSpool, Spool } from '../src/chain/sinks/clickhouse-spool.js';
 import { fixtureFiles, linesOf, tmpDir } from './helpers.js';
 import { routeThrough } from './otlp-tree.js';
 
-async function rowsOf(input: Buffer, options: ConstructorParameters<typeof RowBuilder>[0] = {}, chunkBytes?: number) {
+async function rowsOf(
+  input: Buffer,
+  options: ConstructorParameters<typeof RowBuilder>[0] = {},
+  chunkBytes?: number,
+) {
   let made: RowBuilder | null = null;
   const entries: Entry[] = [];
-  const { run, index } = await routeThrough(input, (batch, session) => {
-    made ??= new RowBuilder({ costs: session.cost, ...options });
-    for (const rec of batch) entries.push(...made.rows(rec));
-  }, chunkBytes);
+  const { run, index } = await routeThrough(
+    input,
+    (batch, session) => {
+      made ??= new RowBuilder({ costs: session.cost, ...options });
+      for (const rec of batch) entries.push(...made.rows(rec));
+    },
+    chunkBytes,
+  );
   const builder: RowBuilder = made!;
   entries.push(...builder.releaseUntimed());
-  const final = run.tree.channels().map((ch) => builder.channelRow(ch, { final: true, stalled: run.stalled, interrupted: run.interrupted }));
-  return { builder, index, events: entries.filter((e) => e.t === 'events').map((e) => e.r as EventRow), midRun: entries.filter((e) => e.t === 'channels').map((e) => e.r as ChannelRow), final };
+  const final = run.tree
+    .channels()
+    .map((ch) => builder.channelRow(ch, { final: true, stalled: run.stalled, interrupted: run.interrupted }));
+  return {
+    builder,
+    index,
+    events: entries.filter((e) => e.t === 'events').map((e) => e.r as EventRow),
+    midRun: entries.filter((e) => e.t === 'channels').map((e) => e.r as ChannelRow),
+    final,
+  };
 }
 
 for (const file of fixtureFiles()) {
   test(`rows of ${basename(file)}: one event per line, tokens and channels as in index.json`, async () => {
     const input = readFileSync(file);
     const { events, midRun, final, index, builder } = await rowsOf(input);
-    const nonBlank = linesOf(input).map((l, i) => [l, i + 1] as const).filter(([l]) => l.trim() !== '').map(([, n]) => n);
-    assert.deepEqual(events.map((e) => e.line), nonBlank, 'one row per non-blank line, keyed by its line number');
+    const nonBlank = linesOf(input)
+      .map((l, i) => [l, i + 1] as const)
+      .filter(([l]) => l.trim() !== '')
+      .map(([, n]) => n);
+    assert.deepEqual(
+      events.map((e) => e.line),
+      nonBlank,
+      'one row per non-blank line, keyed by its line number',
+    );
     assert.equal(events.length, index.input.lines);
     const runId = JSON.parse(linesOf(input)[0]).uuid;
-    assert.ok(events.every((e) => e.run === runId) && final.every((c) => c.run === runId), 'run = the first line\'s uuid');
-    assert.ok(events.every((e) => e.session === index.session_id || e.session === ''), 'session');
-    assert.ok(events.every((e) => e.ts_ms > 0 && e.ts === Math.floor(e.ts_ms / 1000)), 'every row has a stream time');
+    assert.ok(
+      events.every((e) => e.run === runId) && final.every((c) => c.run === runId),
+      "run = the first line's uuid",
+    );
+    assert.ok(
+      events.every((e) => e.session === index.session_id || e.session === ''),
+      'session',
+    );
+    assert.ok(
+      events.every((e) => e.ts_ms > 0 && e.ts === Math.floor(e.ts_ms / 1000)),
+      'every row has a stream time',
+    );
     for (const c of index.channels) {
       const mine = events.filter((e) => e.channel === (c.id ?? ''));
       assert.equal(mine.length, c.lines, `lines of ${c.id}`);
-      assert.equal(mine.reduce((n, e) => n + e.input_tokens, 0), c.usage.input_tokens ?? 0, `input_tokens of ${c.id}`);
+      assert.equal(
+        mine.reduce((n, e) => n + e.input_tokens, 0),
+        c.usage.input_tokens ?? 0,
+        `input_tokens of ${c.id}`,
+      );
       // Event rows carry the lines' own output tokens; index.json's are true or estimated.
       if (index.cost.output_tokens === 'stream')
-        assert.equal(mine.reduce((n, e) => n + e.output_tokens, 0), c.usage.output_tokens ?? 0, `output_tokens of ${c.id}`);
+        assert.equal(
+          mine.reduce((n, e) => n + e.output_tokens, 0),
+          c.usage.output_tokens ?? 0,
+          `output_tokens of ${c.id}`,
+        );
       const row = final.find((r) => r.channel === (c.id ?? ''))!;
       assert.deepEqual(
-        [row.parent, row.depth, row.agent, row.status, row.lines, row.tool_uses, row.input_tokens, row.output_tokens, row.model, row.cost_usd],
-        [c.parent ?? '', c.depth ?? -1, c.id === null ? 'main' : c.agent ?? '', c.status, c.lines, c.counts.tool_use, c.usage.input_tokens ?? 0, c.usage.output_tokens ?? 0, c.models[0] ?? '', c.cost.usd],
+        [
+          row.parent,
+          row.depth,
+          row.agent,
+          row.status,
+          row.lines,
+          row.tool_uses,
+          row.input_tokens,
+          row.output_tokens,
+          row.model,
+          row.cost_usd,
+        ],
+        [
+          c.parent ?? '',
+          c.depth ?? -1,
+          c.id === null ? 'main' : (c.agent ?? ''),
+          c.status,
+          c.lines,
+          c.counts.tool_use,
+          c.usage.input_tokens ?? 0,
+          c.usage.output_tokens ?? 0,
+          c.models[0] ?? '',
+          c.cost.usd,
+        ],
         `channel row of ${c.id}`,
       );
       assert.equal(row.first_seen_ms, Date.parse(c.first_seen));
-      assert.ok(midRun.filter((r) => r.channel === (c.id ?? '')).every((r) => r.ver < row.ver), 'the final row outranks every earlier one');
+      assert.ok(
+        midRun.filter((r) => r.channel === (c.id ?? '')).every((r) => r.ver < row.ver),
+        'the final row outranks every earlier one',
+      );
       assert.ok(row.ver > builder.lines, 'even one taken at the last line');
     }
   });
@@ -55,10 +128,24 @@ const line = (v: Record<string, unknown>) => JSON.stringify(v);
 const ts = '2026-11-30T09:00:00.000Z';
 
 test('content: a bounded prefix, control characters escaped; thinking hidden by the truncator stays hidden', async () => {
-  const input = Buffer.from([
-    line({ type: 'assistant', message: { id: 'm1', content: [{ type: 'text', text: `\x1b[31mred\x1b[0m ${'y'.repeat(300)}` }] }, parent_tool_use_id: null, uuid: 'u1', timestamp: ts }),
-    line({ type: 'assistant', message: { id: 'm2', content: [{ type: 'thinking', thinking: 'secret plan' }] }, parent_tool_use_id: null, uuid: 'u2', timestamp: ts }),
-  ].join('\n') + '\n');
+  const input = Buffer.from(
+    [
+      line({
+        type: 'assistant',
+        message: { id: 'm1', content: [{ type: 'text', text: `\x1b[31mred\x1b[0m ${'y'.repeat(300)}` }] },
+        parent_tool_use_id: null,
+        uuid: 'u1',
+        timestamp: ts,
+      }),
+      line({
+        type: 'assistant',
+        message: { id: 'm2', content: [{ type: 'thinking', thinking: 'secret plan' }] },
+        parent_tool_use_id: null,
+        uuid: 'u2',
+        timestamp: ts,
+      }),
+    ].join('\n') + '\n',
+  );
   const builder = new RowBuilder({ maxContentChars: 50 });
   const rows: EventRow[] = [];
   await routeThrough(input, (batch) => {
@@ -76,19 +163,44 @@ test('content: a bounded prefix, control characters escaped; thinking hidden by 
 
 test('quarantined lines are rows too: one per line, a spooled one counted whole', async () => {
   const long = 'z'.repeat(5000);
-  const input = Buffer.from(['not json', line({ type: 'assistant', message: { id: 'm1', content: [{ type: 'text', text: 'hi' }] }, parent_tool_use_id: null, uuid: 'u1', timestamp: ts }), long, ''].join('\n'));
+  const input = Buffer.from(
+    [
+      'not json',
+      line({
+        type: 'assistant',
+        message: { id: 'm1', content: [{ type: 'text', text: 'hi' }] },
+        parent_tool_use_id: null,
+        uuid: 'u1',
+        timestamp: ts,
+      }),
+      long,
+      '',
+    ].join('\n'),
+  );
   const builder = new RowBuilder();
   const events: EventRow[] = [];
   let spooled = 0;
-  const { index } = await routeThrough(input, (batch) => {
-    for (const rec of batch) {
-      if (rec.kind === 'spooled') spooled++;
-      events.push(...builder.rows(rec).map((e) => e.r as EventRow));
-    }
-  }, 1000, 1024);
+  const { index } = await routeThrough(
+    input,
+    (batch) => {
+      for (const rec of batch) {
+        if (rec.kind === 'spooled') spooled++;
+        events.push(...builder.rows(rec).map((e) => e.r as EventRow));
+      }
+    },
+    1000,
+    1024,
+  );
   assert.equal(index.input.quarantined, 2);
   assert.equal(spooled, 1, 'the long line was spooled');
-  assert.deepEqual(events.map((e) => [e.line, e.kind]), [[1, 'quarantine'], [2, 'text'], [3, 'quarantine']]);
+  assert.deepEqual(
+    events.map((e) => [e.line, e.kind]),
+    [
+      [1, 'quarantine'],
+      [2, 'text'],
+      [3, 'quarantine'],
+    ],
+  );
   assert.equal(events[2].bytes, 5000);
   assert.equal(events[0].ts_ms, Date.parse(ts), 'held until the first timestamp');
   assert.equal(events[0].run, 'u1');
@@ -96,11 +208,16 @@ test('quarantined lines are rows too: one per line, a spooled one counted whole'
 
 test('maxContentChars 0 keeps no content at all', async () => {
   const { events, final } = await rowsOf(readFileSync(fixtureFiles()[0]), { maxContentChars: 0 });
-  assert.ok(events.every((e) => e.content === '') && final.every((c) => c.summary === '' && c.description === ''));
-  assert.ok(events.some((e) => e.kind === 'text'), 'sanity: there was text');
+  assert.ok(
+    events.every((e) => e.content === '') && final.every((c) => c.summary === '' && c.description === ''),
+  );
+  assert.ok(
+    events.some((e) => e.kind === 'text'),
+    'sanity: there was text',
+  );
 });
 
-test('a given run id wins over the stream\'s', async () => {
+test("a given run id wins over the stream's", async () => {
   const { events, final } = await rowsOf(readFileSync(fixtureFiles()[0]), { runId: 'ci-job-42' });
   assert.ok([...events, ...final].every((r) => r.run === 'ci-job-42'));
 });
@@ -108,20 +225,31 @@ test('a given run id wins over the stream\'s', async () => {
 test('table names: plain identifiers only, quoted; both tables keyed for replacement', () => {
   assert.equal(quoteTableName('subtee_events'), '`subtee_events`');
   assert.equal(quoteTableName('fleet.events'), '`fleet`.`events`');
-  for (const bad of ['x; DROP TABLE y', 'a.b.c', '`x`', '1abc', '', 'a-b']) assert.equal(quoteTableName(bad), null, bad);
-  assert.match(tableDdl('events', '`e`'), /ReplacingMergeTree PARTITION BY toYYYYMM\(ts\) ORDER BY \(run, line\)$/);
+  for (const bad of ['x; DROP TABLE y', 'a.b.c', '`x`', '1abc', '', 'a-b'])
+    assert.equal(quoteTableName(bad), null, bad);
+  assert.match(
+    tableDdl('events', '`e`'),
+    /ReplacingMergeTree PARTITION BY toYYYYMM\(ts\) ORDER BY \(run, line\)$/,
+  );
   assert.match(tableDdl('channels', '`c`'), /ReplacingMergeTree\(ver\) ORDER BY \(run, channel\)$/);
   assert.doesNotMatch(tableDdl('events', '`e`') + tableDdl('channels', '`c`'), /DateTime64|JSON/);
   // Nullable only where null means something (an unpriced model), never in a key.
-  assert.deepEqual((tableDdl('events', '`e`') + tableDdl('channels', '`c`')).match(/\w+ Nullable/g), ['cost_usd Nullable']);
-  assert.deepEqual(addColumnsDdl('channels', '`c`', ['run', 'model']), ['ALTER TABLE `c` ADD COLUMN cost_usd Nullable(Float64)']);
+  assert.deepEqual((tableDdl('events', '`e`') + tableDdl('channels', '`c`')).match(/\w+ Nullable/g), [
+    'cost_usd Nullable',
+  ]);
+  assert.deepEqual(addColumnsDdl('channels', '`c`', ['run', 'model']), [
+    'ALTER TABLE `c` ADD COLUMN cost_usd Nullable(Float64)',
+  ]);
   assert.deepEqual(addColumnsDdl('events', '`e`', ['run']), []);
 });
 
 test('spool: appended entries come back in batches; a torn last line is skipped; claiming moves the file', () => {
   const dir = join(tmpDir(), 'run-1');
   const spool = new Spool(() => dir);
-  const entries: Entry[] = Array.from({ length: 25 }, (_, i) => ({ t: i % 5 === 0 ? 'channels' : 'events', r: { run: 'r', line: i, content: 'é→🚀'.repeat(i) } as unknown as EventRow }));
+  const entries: Entry[] = Array.from({ length: 25 }, (_, i) => ({
+    t: i % 5 === 0 ? 'channels' : 'events',
+    r: { run: 'r', line: i, content: 'é→🚀'.repeat(i) } as unknown as EventRow,
+  }));
   spool.append(entries.slice(0, 20));
   spool.append(entries.slice(20));
   appendFileSync(spool.file, '{"t":"events","r":{"run":"r","li');
@@ -131,13 +259,28 @@ test('spool: appended entries come back in batches; a torn last line is skipped;
   assert.equal(spool.rows, 0);
   assert.equal(claimFile(spool.file), null, 'nothing left to claim');
   const back = [...readSpool(claimed, 10)];
-  assert.deepEqual(back.map((b) => b.length), [10, 10, 5]);
+  assert.deepEqual(
+    back.map((b) => b.length),
+    [10, 10, 5],
+  );
   assert.deepEqual(back.flat(), entries);
 });
 
 test('spool files are found in a folder and its subfolders, waiting or abandoned mid-send', () => {
   const root = tmpDir();
   for (const d of ['a', 'b', 'b/deeper']) mkdirSync(join(root, d), { recursive: true });
-  for (const f of ['clickhouse-spool.jsonl', 'a/clickhouse-spool.jsonl', 'b/clickhouse-spool.sending-123-x-1.jsonl', 'b/deeper/clickhouse-spool.jsonl', 'a/other.jsonl']) writeFileSync(join(root, f), '');
-  assert.deepEqual(findSpoolFiles(root).map((p) => p.slice(root.length + 1)).sort(), ['a/clickhouse-spool.jsonl', 'b/clickhouse-spool.sending-123-x-1.jsonl', 'clickhouse-spool.jsonl']);
+  for (const f of [
+    'clickhouse-spool.jsonl',
+    'a/clickhouse-spool.jsonl',
+    'b/clickhouse-spool.sending-123-x-1.jsonl',
+    'b/deeper/clickhouse-spool.jsonl',
+    'a/other.jsonl',
+  ])
+    writeFileSync(join(root, f), '');
+  assert.deepEqual(
+    findSpoolFiles(root)
+      .map((p) => p.slice(root.length + 1))
+      .sort(),
+    ['a/clickhouse-spool.jsonl', 'b/clickhouse-spool.sending-123-x-1.jsonl', 'clickhouse-spool.jsonl'],
+  );
 });

@@ -19,9 +19,24 @@ const writeJson = (data: unknown) => {
 };
 
 test('every problem of a config is reported in one message', async () => {
-  const p = writeJson({ stagez: [], stages: [{ use: 'line-parser', maxLineBytes: 'big' }, { use: 'nope' }, { use: 'channel-router', colour: 1 }], sinks: [{ use: 'files' }, { use: 'stdout', mode: 'loud' }] });
+  const p = writeJson({
+    stagez: [],
+    stages: [
+      { use: 'line-parser', maxLineBytes: 'big' },
+      { use: 'nope' },
+      { use: 'channel-router', colour: 1 },
+    ],
+    sinks: [{ use: 'files' }, { use: 'stdout', mode: 'loud' }],
+  });
   assert.throws(() => readConfig(p), { code: 'ERR_CONFIG', message: /stagez: unknown key/ });
-  const p2 = writeJson({ stages: [{ use: 'line-parser', maxLineBytes: 'big' }, { use: 'nope' }, { use: 'channel-router', colour: 1 }], sinks: [{ use: 'files' }, { use: 'stdout', mode: 'loud' }] });
+  const p2 = writeJson({
+    stages: [
+      { use: 'line-parser', maxLineBytes: 'big' },
+      { use: 'nope' },
+      { use: 'channel-router', colour: 1 },
+    ],
+    sinks: [{ use: 'files' }, { use: 'stdout', mode: 'loud' }],
+  });
   const r = readConfig(p2);
   const registry = builtinRegistry();
   const err = (() => {
@@ -32,16 +47,34 @@ test('every problem of a config is reported in one message', async () => {
     }
   })();
   assert.equal(err.code, 'ERR_CONFIG');
-  for (const part of ['stages[0].maxLineBytes: must be a whole number', 'stages[1]: unknown stage "nope"', 'stages[2].colour: unknown option', 'sinks[0].out: required', 'sinks[1].mode: must be one of']) {
+  for (const part of [
+    'stages[0].maxLineBytes: must be a whole number',
+    'stages[1]: unknown stage "nope"',
+    'stages[2].colour: unknown option',
+    'sinks[0].out: required',
+    'sinks[1].mode: must be one of',
+  ]) {
     assert.ok(err.message.includes(part), `${part} in ${err.message}`);
   }
   assert.equal(err.message.split('\n').length, 1);
 });
 
 test('flags override the config; a flag for a missing stage adds it in order', () => {
-  const { config } = readConfig(writeJson({ stages: [{ use: 'line-parser' }, { use: 'channel-router' }], sinks: [{ use: 'files', out: 'a' }] }));
-  const spec = applyFlags(config, parseArgs(['--out', 'b', '--thinking', 'drop', '--require-version', '>=2.1.219']), true);
-  assert.deepEqual(spec.stages.map((s) => s.use), ['line-parser', 'version-guard', 'channel-router', 'thinking-truncator']);
+  const { config } = readConfig(
+    writeJson({
+      stages: [{ use: 'line-parser' }, { use: 'channel-router' }],
+      sinks: [{ use: 'files', out: 'a' }],
+    }),
+  );
+  const spec = applyFlags(
+    config,
+    parseArgs(['--out', 'b', '--thinking', 'drop', '--require-version', '>=2.1.219']),
+    true,
+  );
+  assert.deepEqual(
+    spec.stages.map((s) => s.use),
+    ['line-parser', 'version-guard', 'channel-router', 'thinking-truncator'],
+  );
   assert.equal(spec.sinks[0].out, 'b');
   const kept = applyFlags(config, parseArgs([]), true);
   assert.equal(kept.sinks[0].out, 'a', 'defaults of flags do not override the file');
@@ -53,7 +86,10 @@ test('bad configs through the CLI: one line, exit 2', () => {
     writeJson('{ not json'),
     writeJson({ stages: [{ use: 'line-parser' }], sinks: [{ use: 'files', out: 'x', bogus: true }] }),
     writeJson({ plugins: ['./does-not-exist.js'], stages: [{ use: 'line-parser' }], sinks: [] }),
-    writeJson({ stages: [{ use: 'channel-router' }, { use: 'line-parser' }], sinks: [{ use: 'files', out: join(tmpDir(), 'o') }] }),
+    writeJson({
+      stages: [{ use: 'channel-router' }, { use: 'line-parser' }],
+      sinks: [{ use: 'files', out: join(tmpDir(), 'o') }],
+    }),
   ];
   for (const p of cases) {
     const r = spawnSync(process.execPath, [BIN, '--config', p], { input: '', encoding: 'utf8' });
@@ -61,7 +97,10 @@ test('bad configs through the CLI: one line, exit 2', () => {
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
     assert.match(r.stderr, /\[ERR_(CONFIG|CONFIG_READ|PLUGIN_LOAD)\]/);
   }
-  const both = spawnSync(process.execPath, [BIN, '--out', join(tmpDir(), 'o'), '--pino', '-'], { input: '', encoding: 'utf8' });
+  const both = spawnSync(process.execPath, [BIN, '--out', join(tmpDir(), 'o'), '--pino', '-'], {
+    input: '',
+    encoding: 'utf8',
+  });
   assert.equal(both.status, 2);
   assert.match(both.stderr, /both write to stdout/);
 });
@@ -88,7 +127,8 @@ test('every example config builds and runs a real recording', async () => {
     for (const s of spec.sinks) {
       if (s.use === 'stdout') s.mode = 'none';
       if (s.use === 'pino' && typeof s.destination === 'string') s.destination = join(work, 'events.log');
-      if (s.use === 'pino' && s.transport) (s.transport as any).options.destination = join(work, 'events.log');
+      if (s.use === 'pino' && s.transport)
+        (s.transport as any).options.destination = join(work, 'events.log');
       if (s.use === 'github-step-summary') s.path = join(work, 'summary.md');
     }
     checkSpec(spec, registry, name);
@@ -101,20 +141,43 @@ test('every example config builds and runs a real recording', async () => {
 test('plugins: contract checked, loading errors name the plugin and keep the cause', async () => {
   const dir = tmpDir();
   writeFileSync(join(dir, 'bad-shape.js'), 'export default { name: "x" };');
-  writeFileSync(join(dir, 'old.js'), 'export default { name: "old", kind: "stage", kit: "^9.0.0", options: {}, create() {} };');
+  writeFileSync(
+    join(dir, 'old.js'),
+    'export default { name: "old", kind: "stage", kit: "^9.0.0", options: {}, create() {} };',
+  );
   writeFileSync(join(dir, 'throws.js'), 'throw new Error("boom at load");');
-  await assert.rejects(loadPlugin('./bad-shape.js', dir), { code: 'ERR_PLUGIN_INVALID', message: /plugin \.\/bad-shape\.js: kind must be/ });
+  await assert.rejects(loadPlugin('./bad-shape.js', dir), {
+    code: 'ERR_PLUGIN_INVALID',
+    message: /plugin \.\/bad-shape\.js: kind must be/,
+  });
   await assert.rejects(loadPlugin('./old.js', dir), { code: 'ERR_PLUGIN_VERSION' });
   const e = await loadPlugin('./throws.js', dir).catch((x) => x);
   assert.equal(e.code, 'ERR_PLUGIN_LOAD');
   assert.match(e.message, /throws\.js/);
   assert.equal(e.cause.message, 'boom at load');
-  await assert.rejects(loadPlugin('no-such-package-xyz', dir), { code: 'ERR_PLUGIN_LOAD', message: /not found/ });
-  const r = new Registry().add(definePlugin({ name: 'a', kind: 'stage', kit: '^0.1.0', options: {}, create: () => null as never }));
-  assert.throws(() => r.add(definePlugin({ name: 'a', kind: 'sink', kit: '^0.1.0', options: {}, create: () => null as never })), { code: 'ERR_PLUGIN_DUPLICATE' });
+  await assert.rejects(loadPlugin('no-such-package-xyz', dir), {
+    code: 'ERR_PLUGIN_LOAD',
+    message: /not found/,
+  });
+  const r = new Registry().add(
+    definePlugin({ name: 'a', kind: 'stage', kit: '^0.1.0', options: {}, create: () => null as never }),
+  );
+  assert.throws(
+    () =>
+      r.add(
+        definePlugin({ name: 'a', kind: 'sink', kit: '^0.1.0', options: {}, create: () => null as never }),
+      ),
+    { code: 'ERR_PLUGIN_DUPLICATE' },
+  );
   mkdirSync(join(dir, 'node_modules', 'subtee-plugin-upper'), { recursive: true });
-  writeFileSync(join(dir, 'node_modules', 'subtee-plugin-upper', 'package.json'), '{"name":"subtee-plugin-upper","type":"module","main":"index.js"}');
-  writeFileSync(join(dir, 'node_modules', 'subtee-plugin-upper', 'index.js'), 'export default { name: "upper", kind: "stage", kit: "^0.1.0", options: {}, create() {} };');
+  writeFileSync(
+    join(dir, 'node_modules', 'subtee-plugin-upper', 'package.json'),
+    '{"name":"subtee-plugin-upper","type":"module","main":"index.js"}',
+  );
+  writeFileSync(
+    join(dir, 'node_modules', 'subtee-plugin-upper', 'index.js'),
+    'export default { name: "upper", kind: "stage", kit: "^0.1.0", options: {}, create() {} };',
+  );
   assert.equal((await loadPlugin('subtee-plugin-upper', dir)).name, 'upper');
 });
 
@@ -143,24 +206,53 @@ test('plugins published as ESM-only packages load by name, as import() resolves 
     }
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, type: 'module', ...manifest }));
   };
-  const def = (name: string) => `export default { name: "${name}", kind: "stage", kit: "^0.1.0", options: {}, create() {} };`;
+  const def = (name: string) =>
+    `export default { name: "${name}", kind: "stage", kit: "^0.1.0", options: {}, create() {} };`;
   pkg('esm-only', { exports: { '.': { import: './dist/index.js' } } }, { 'dist/index.js': def('esm-only') });
   // Conditions in order: the first that import() matches wins, `require` is never taken.
-  pkg('dual', { exports: { '.': { require: './cjs.cjs', import: './esm.js' } } }, { 'esm.js': def('dual-esm'), 'cjs.cjs': 'module.exports = { default: { name: "dual-cjs" } };' });
-  pkg('@acme/subtee-tools', { exports: { './redact': { node: { import: './lib/redact.js' } }, './stages/*': './lib/stages/*.js' } }, {
-    'lib/redact.js': def('acme-redact'),
-    'lib/stages/upper.js': def('acme-upper'),
-  });
+  pkg(
+    'dual',
+    { exports: { '.': { require: './cjs.cjs', import: './esm.js' } } },
+    { 'esm.js': def('dual-esm'), 'cjs.cjs': 'module.exports = { default: { name: "dual-cjs" } };' },
+  );
+  pkg(
+    '@acme/subtee-tools',
+    { exports: { './redact': { node: { import: './lib/redact.js' } }, './stages/*': './lib/stages/*.js' } },
+    {
+      'lib/redact.js': def('acme-redact'),
+      'lib/stages/upper.js': def('acme-upper'),
+    },
+  );
   pkg('sugar', { exports: './main.js' }, { 'main.js': def('sugar') });
   pkg('plain-main', { main: 'lib/entry.js' }, { 'lib/entry.js': def('plain-main') });
   // Found from a folder below the project, as Node looks up node_modules.
-  for (const [spec, name] of [['esm-only', 'esm-only'], ['dual', 'dual-esm'], ['@acme/subtee-tools/redact', 'acme-redact'], ['@acme/subtee-tools/stages/upper', 'acme-upper'], ['sugar', 'sugar'], ['plain-main', 'plain-main']]) {
+  for (const [spec, name] of [
+    ['esm-only', 'esm-only'],
+    ['dual', 'dual-esm'],
+    ['@acme/subtee-tools/redact', 'acme-redact'],
+    ['@acme/subtee-tools/stages/upper', 'acme-upper'],
+    ['sugar', 'sugar'],
+    ['plain-main', 'plain-main'],
+  ]) {
     assert.equal((await loadPlugin(spec, nested)).name, name, spec);
   }
-  await assert.rejects(loadPlugin('@acme/subtee-tools', nested), { code: 'ERR_PLUGIN_LOAD', message: /does not export "\."/ });
+  await assert.rejects(loadPlugin('@acme/subtee-tools', nested), {
+    code: 'ERR_PLUGIN_LOAD',
+    message: /does not export "\."/,
+  });
   // Through the CLI, as a config names it.
-  writeFileSync(join(nested, 'subtee.json'), JSON.stringify({ plugins: ['esm-only'], stages: [{ use: 'line-parser' }, { use: 'channel-router' }], sinks: [{ use: 'files', out: join(project, 'o') }] }));
-  const r = spawnSync(process.execPath, [BIN, '--config', join(nested, 'subtee.json'), '-q'], { input: '', encoding: 'utf8' });
+  writeFileSync(
+    join(nested, 'subtee.json'),
+    JSON.stringify({
+      plugins: ['esm-only'],
+      stages: [{ use: 'line-parser' }, { use: 'channel-router' }],
+      sinks: [{ use: 'files', out: join(project, 'o') }],
+    }),
+  );
+  const r = spawnSync(process.execPath, [BIN, '--config', join(nested, 'subtee.json'), '-q'], {
+    input: '',
+    encoding: 'utf8',
+  });
   assert.equal(r.status, 0, r.stderr);
 });
 
@@ -168,7 +260,10 @@ test('a chain that cannot be built lets go of its input at once', async () => {
   const input = createReadStream(join(FIXTURES, 'nested-depth-3.jsonl'));
   const spec = {
     stages: [{ use: 'line-parser' }],
-    sinks: [{ use: 'files', out: join(tmpDir(), 'out') }, { use: 'otlp', url: 'http://[::1:9' }],
+    sinks: [
+      { use: 'files', out: join(tmpDir(), 'out') },
+      { use: 'otlp', url: 'http://[::1:9' },
+    ],
   };
   await assert.rejects(runChain(input, spec), { code: 'ERR_BAD_OPTION' });
   assert.equal(input.destroyed, true);

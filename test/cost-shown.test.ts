@@ -137,7 +137,9 @@ test('a line the cost ledger fails on stays routed to its channel: failed, not q
   assert.equal(session.input.quarantined, 0);
   const written = new Map<string, number>();
   const count = (file: string) =>
-    readFileSync(join(out, file), 'utf8').split('\n').filter((line) => line !== '').length;
+    readFileSync(join(out, file), 'utf8')
+      .split('\n')
+      .filter((line) => line !== '').length;
   written.set('main.jsonl', count('main.jsonl'));
   for (const name of readdirSync(join(out, 'agents')).filter((name) => name.endsWith('.jsonl')))
     written.set(`agents/${name}`, count(`agents/${name}`));

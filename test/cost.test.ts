@@ -36,7 +36,8 @@ function readRecording(text: string): Reading {
   const deltaOutput = new Map<string | null, number>();
   let result: any = null;
   for (const v of values) {
-    const channel = typeof v.parent_tool_use_id === 'string' && v.parent_tool_use_id !== '' ? v.parent_tool_use_id : null;
+    const channel =
+      typeof v.parent_tool_use_id === 'string' && v.parent_tool_use_id !== '' ? v.parent_tool_use_id : null;
     if (v.type === 'assistant' && typeof v.message?.id === 'string' && v.message.model !== '<synthetic>')
       messages.set(v.message.id, { channel, model: v.message.model, usage: v.message.usage ?? {} });
     if (v.type === 'stream_event' && v.event?.type === 'message_delta')
@@ -56,7 +57,9 @@ function readRecording(text: string): Reading {
 
 function runCli(input: string, ...flags: string[]): { index: any; stderr: string } {
   const out = join(tmpDir(), 'out');
-  const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', ...flags, input], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', ...flags, input], {
+    encoding: 'utf8',
+  });
   assert.equal(r.status, 0, r.stderr);
   return { index: JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')), stderr: r.stderr };
 }
@@ -64,10 +67,13 @@ function runCli(input: string, ...flags: string[]): { index: any; stderr: string
 /** A copy of a fixture with some lines dropped or rewritten. */
 function variant(name: string, edit: (line: any) => any | null): string {
   const text = readFileSync(join(FIXTURES, name), 'utf8');
-  const lines = text.split('\n').filter((l) => l !== '').flatMap((l) => {
-    const edited = edit(JSON.parse(l));
-    return edited === null ? [] : [JSON.stringify(edited)];
-  });
+  const lines = text
+    .split('\n')
+    .filter((l) => l !== '')
+    .flatMap((l) => {
+      const edited = edit(JSON.parse(l));
+      return edited === null ? [] : [JSON.stringify(edited)];
+    });
   const path = join(tmpDir(), name);
   writeFileSync(path, lines.join('\n') + '\n');
   return path;
@@ -194,8 +200,14 @@ test('--prices FILE and the config option price a model the table lacks; a bad f
   const reading = readRecording(readFileSync(unknown, 'utf8'));
   const dir = tmpDir();
   const prices = join(dir, 'prices.json');
-  writeFileSync(prices, JSON.stringify({ date: '2026-01-02', models: { 'claude-imaginary-9': { input: 7, output: 11 } } }));
-  const want = [...reading.channels.values()].reduce((s, c) => s + (c.input * 7 + c.lineOutput * 11) / 1e6, 0);
+  writeFileSync(
+    prices,
+    JSON.stringify({ date: '2026-01-02', models: { 'claude-imaginary-9': { input: 7, output: 11 } } }),
+  );
+  const want = [...reading.channels.values()].reduce(
+    (s, c) => s + (c.input * 7 + c.lineOutput * 11) / 1e6,
+    0,
+  );
 
   const flagged = runCli(unknown, '--prices', prices).index;
   assert.equal(flagged.cost.prices_date, '2026-01-02');
@@ -213,12 +225,14 @@ test('--prices FILE and the config option price a model the table lacks; a bad f
   near(configured.cost.usd, want, 'priced by the config');
 
   writeFileSync(prices, JSON.stringify({ date: '2026-01-02', models: { x: { input: -1, output: 1 } } }));
-  const bad = spawnSync(process.execPath, [BIN, '--prices', prices, '-o', join(dir, 'bad'), unknown], { encoding: 'utf8' });
+  const bad = spawnSync(process.execPath, [BIN, '--prices', prices, '-o', join(dir, 'bad'), unknown], {
+    encoding: 'utf8',
+  });
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /\[ERR_PRICES\]/);
 });
 
-test("what the result counts and no channel shows is unattributed, not spread", () => {
+test('what the result counts and no channel shows is unattributed, not spread', () => {
   const extra = { input: 100, output: 200 };
   const extraUsd = (extra.input * OPUS_5_5.input + extra.output * OPUS_5_5.output) / 1e6;
   const path = variant('nested-depth-3.jsonl', (v) => {
@@ -257,7 +271,11 @@ test("the projection: each subagent's output.cost and subtree.cost, and the run'
     const seen = reading.channels.get(id)!;
     if (out.cost.basis === 'table') {
       assert.equal(out.cost.outputTokens, 'stream');
-      near(out.cost.usd, (seen.input * OPUS_5_5.input + seen.lineOutput * OPUS_5_5.output) / 1e6, `output.cost of ${id}`);
+      near(
+        out.cost.usd,
+        (seen.input * OPUS_5_5.input + seen.lineOutput * OPUS_5_5.output) / 1e6,
+        `output.cost of ${id}`,
+      );
     } else {
       assert.equal(out.cost.outputTokens, 'estimated');
       near(out.cost.usd, byId.get(id).cost.usd, `output.cost of ${id}`);
@@ -273,22 +291,31 @@ test("the projection: each subagent's output.cost and subtree.cost, and the run'
   assert.equal(output.cost.unattributedUsd, 0);
 });
 
-test('pino: each status event carries its channel\'s dollars (cost_usd)', () => {
+test("pino: each status event carries its channel's dollars (cost_usd)", () => {
   const file = join(FIXTURES, 'nested-depth-3.jsonl');
   const reading = readRecording(readFileSync(file, 'utf8'));
   const out = join(tmpDir(), 'out');
   const log = join(tmpDir(), 'events.log');
-  const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '--pino', log, '-q', file], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '--pino', log, '-q', file], {
+    encoding: 'utf8',
+  });
   assert.equal(r.status, 0, r.stderr);
   const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
-  const statuses = readFileSync(log, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((e) => e.kind === 'status');
+  const statuses = readFileSync(log, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
+    .filter((e) => e.kind === 'status');
   assert.ok(statuses.length >= 3);
   for (const e of statuses) {
     const seen = reading.channels.get(e.channel === 'main' ? null : e.channel)!;
     const table = (seen.input * OPUS_5_5.input + seen.lineOutput * OPUS_5_5.output) / 1e6;
     const final = index.channels.find((c: any) => (c.id ?? 'main') === e.channel).cost.usd;
     // Priced when the event is logged: from the table, or from the result when it was read first.
-    assert.ok(Math.abs(e.cost_usd - table) <= TOLERANCE_USD || Math.abs(e.cost_usd - final) <= TOLERANCE_USD, `${e.channel}: ${e.cost_usd}`);
+    assert.ok(
+      Math.abs(e.cost_usd - table) <= TOLERANCE_USD || Math.abs(e.cost_usd - final) <= TOLERANCE_USD,
+      `${e.channel}: ${e.cost_usd}`,
+    );
   }
 });
 
@@ -299,7 +326,10 @@ test('cache reads and 5-minute and 1-hour cache writes are priced at their own r
     if (v.type === 'assistant' && v.message.usage) {
       v.message.usage.cache_read_input_tokens = cache.read;
       v.message.usage.cache_creation_input_tokens = cache.write5m + cache.write1h;
-      v.message.usage.cache_creation = { ephemeral_5m_input_tokens: cache.write5m, ephemeral_1h_input_tokens: cache.write1h };
+      v.message.usage.cache_creation = {
+        ephemeral_5m_input_tokens: cache.write5m,
+        ephemeral_1h_input_tokens: cache.write1h,
+      };
     }
     return v;
   };
@@ -307,14 +337,25 @@ test('cache reads and 5-minute and 1-hour cache writes are priced at their own r
   const text = readFileSync(cut, 'utf8');
   const reading = readRecording(text);
   const messages = new Map<string | null, Set<string>>();
-  for (const v of text.split('\n').filter(Boolean).map((l) => JSON.parse(l)))
-    if (v.type === 'assistant') messages.set(v.parent_tool_use_id ?? null, (messages.get(v.parent_tool_use_id ?? null) ?? new Set()).add(v.message.id));
+  for (const v of text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l)))
+    if (v.type === 'assistant')
+      messages.set(
+        v.parent_tool_use_id ?? null,
+        (messages.get(v.parent_tool_use_id ?? null) ?? new Set()).add(v.message.id),
+      );
   const { index } = runCli(cut);
   let total = 0;
   for (const c of index.channels) {
     const seen = reading.channels.get(c.id)!;
     const n = messages.get(c.id)!.size;
-    const want = (seen.input * 4 + seen.lineOutput * 20 + n * (cache.read * 0.2 + cache.write5m * 5 + cache.write1h * 8)) / 1e6;
+    const want =
+      (seen.input * 4 +
+        seen.lineOutput * 20 +
+        n * (cache.read * 0.2 + cache.write5m * 5 + cache.write1h * 8)) /
+      1e6;
     near(c.cost.usd, want, `dollars of ${c.id}`);
     total += want;
   }
@@ -334,6 +375,9 @@ test('estimated output tokens: shares add up exactly, and equal remainders go by
   assert.deepEqual(apportion(5, [0, 0], 0, ['x', 'y']), [0, 0]);
   for (const total of [1, 13, 640]) {
     const shares = apportion(total, [3, 1, 4, 1, 5], 14, ['e', 'd', 'c', 'b', 'a']);
-    assert.equal(shares.reduce((a, b) => a + b, 0), total);
+    assert.equal(
+      shares.reduce((a, b) => a + b, 0),
+      total,
+    );
   }
 });

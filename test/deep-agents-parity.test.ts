@@ -24,8 +24,10 @@ async function printTree(run: { subagents: AsyncIterable<HandleLike> }): Promise
   return printed;
 }
 
-test('a Deep Agents program prints the same tree on subtee\'s projection as on Deep Agents', async () => {
-  const onDeepAgents = await printTree((await startRun()) as unknown as { subagents: AsyncIterable<HandleLike> });
+test("a Deep Agents program prints the same tree on subtee's projection as on Deep Agents", async () => {
+  const onDeepAgents = await printTree(
+    (await startRun()) as unknown as { subagents: AsyncIterable<HandleLike> },
+  );
   const run = open(await startRun());
   const onSubtee = await printTree(run);
   await run.done;

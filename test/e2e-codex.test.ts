@@ -7,7 +7,8 @@ import { CODEX_SCENARIOS } from './e2e/other-scenarios.js';
 describeCli({
   format: 'codex',
   title: 'Codex CLI',
-  skip: !codexAvailable() && 'the Codex CLI and its platform binary are not installed (.ci/run installs them)',
+  skip:
+    !codexAvailable() && 'the Codex CLI and its platform binary are not installed (.ci/run installs them)',
   executable: CODEX,
   versionOf: (printed) => /^codex-cli (\d+\.\d+\.\d+)$/.exec(printed)?.[1] ?? null,
   startApi: startFakeResponses,

@@ -158,7 +158,9 @@ describe(
           assert.equal(piped.subteeCode, 4, piped.subteeStderr);
           assert.match(
             piped.subteeStderr,
-            new RegExp(`GitHub Copilot CLI ${VERSION.replace(/\./g, '\\.')} does not satisfy --require-version >=99`),
+            new RegExp(
+              `GitHub Copilot CLI ${VERSION.replace(/\./g, '\\.')} does not satisfy --require-version >=99`,
+            ),
           );
           const run = await subteeRunsChatCli(BIN, 'copilot', 'CHAT:plain', api.url, join(tmpDir(), 'out'), [
             '--require-version',
@@ -167,7 +169,9 @@ describe(
           assert.equal(run.code, 4, run.stderr);
           assert.match(
             run.stderr,
-            new RegExp(`GitHub Copilot CLI ${VERSION.replace(/\./g, '\\.')} does not satisfy --require-version >=99`),
+            new RegExp(
+              `GitHub Copilot CLI ${VERSION.replace(/\./g, '\\.')} does not satisfy --require-version >=99`,
+            ),
           );
         } finally {
           await api.close();

@@ -4,7 +4,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { readOpencode } from './chat-reading.js';
-import { checkIndex, checkProjection, checkReading, serverTokens, type ChatExpectation } from './e2e/chat-check.js';
+import {
+  checkIndex,
+  checkProjection,
+  checkReading,
+  serverTokens,
+  type ChatExpectation,
+} from './e2e/chat-check.js';
 import { chatCliAvailable, pipeChatCliIntoSubtee, subteeRunsChatCli } from './e2e/chat-clis.js';
 import { CHAT_SCENARIOS, startFakeChat } from './e2e/fake-chat.js';
 import { BIN, FIXTURES, tmpDir } from './helpers.js';

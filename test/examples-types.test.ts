@@ -14,7 +14,16 @@ const EXAMPLES = ['examples/claude-agent-sdk.mjs', 'examples/deep-agents.mjs'];
  */
 function typeCheck(files: string[]): string[] {
   const flags = ['--strict', '--noEmit', '--allowJs', '--checkJs', '--skipLibCheck', '--pretty', 'false'];
-  const node = ['--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--types', 'node'];
+  const node = [
+    '--module',
+    'nodenext',
+    '--moduleResolution',
+    'nodenext',
+    '--target',
+    'es2022',
+    '--types',
+    'node',
+  ];
   const args = [TSC, ...flags, ...node, ...files];
   const r = spawnSync(process.execPath, args, { cwd: ROOT, encoding: 'utf8' });
   assert.equal(r.error, undefined);

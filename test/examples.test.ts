@@ -14,7 +14,13 @@ const example = (name: string) => join(ROOT, 'dist', 'examples', `${name}.js`);
 
 test('the README shows every example exactly as it is in examples/', () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const files = ['projection.ts', 'compose.ts', 'drop-progress.ts', 'claude-agent-sdk.mjs', 'deep-agents.mjs'];
+  const files = [
+    'projection.ts',
+    'compose.ts',
+    'drop-progress.ts',
+    'claude-agent-sdk.mjs',
+    'deep-agents.mjs',
+  ];
   for (const name of files) {
     const code = readFileSync(join(ROOT, 'examples', name), 'utf8').trim();
     assert.ok(readme.includes(code), `README holds examples/${name}`);

@@ -46,7 +46,13 @@ test('file stems are safe, unique, and never derived from an id suffix alone', (
 });
 
 test('hostile ids write only inside --out, one file pair per channel', async () => {
-  const lines = hostileIds.map((id, i) => JSON.stringify({ type: 'assistant', parent_tool_use_id: id, message: { id: `m${i}`, content: [{ type: 'text', text: `from ${i}` }] } }));
+  const lines = hostileIds.map((id, i) =>
+    JSON.stringify({
+      type: 'assistant',
+      parent_tool_use_id: id,
+      message: { id: `m${i}`, content: [{ type: 'text', text: `from ${i}` }] },
+    }),
+  );
   const { index, files, out } = await runToFiles(Buffer.from(lines.join('\n') + '\n'));
   const root = realpathSync(out) + sep;
   const subs = index.channels.filter((c: any) => c.id !== null);
@@ -80,13 +86,44 @@ test('a folder that already holds files is refused unless forced; a file is not 
 test('readable logs: header, blocks, status; control characters escaped', async () => {
   const id = 'toolu_abc';
   const lines = [
-    { type: 'assistant', parent_tool_use_id: null, message: { id: 'm1', content: [{ type: 'tool_use', id, name: 'Agent', input: { subagent_type: 'Explore', description: 'look \x1b[2J around' } }] } },
-    { type: 'assistant', parent_tool_use_id: id, message: { id: 'm2', content: [{ type: 'thinking', thinking: 'hmm\x07' }, { type: 'text', text: 'red \x1b[31mX\x1b[0m\rdone \u202eevil' }] } },
-    { type: 'user', parent_tool_use_id: null, message: { content: [{ type: 'tool_result', tool_use_id: id, content: 'report\x1b]0;pwned\x07' }] } },
+    {
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: {
+        id: 'm1',
+        content: [
+          {
+            type: 'tool_use',
+            id,
+            name: 'Agent',
+            input: { subagent_type: 'Explore', description: 'look \x1b[2J around' },
+          },
+        ],
+      },
+    },
+    {
+      type: 'assistant',
+      parent_tool_use_id: id,
+      message: {
+        id: 'm2',
+        content: [
+          { type: 'thinking', thinking: 'hmm\x07' },
+          { type: 'text', text: 'red \x1b[31mX\x1b[0m\rdone \u202eevil' },
+        ],
+      },
+    },
+    {
+      type: 'user',
+      parent_tool_use_id: null,
+      message: { content: [{ type: 'tool_result', tool_use_id: id, content: 'report\x1b]0;pwned\x07' }] },
+    },
   ].map((l) => JSON.stringify(l));
   const { files, index } = await runToFiles(Buffer.from(lines.join('\n') + '\n'));
   const log = files.get(index.channels[1].log)!.toString();
-  assert.match(log, /^# subtee transcript: Explore\n# description: look \\x1b\[2J around\n# id: toolu_abc\n# parent: main\n# depth: 1\n/);
+  assert.match(
+    log,
+    /^# subtee transcript: Explore\n# description: look \\x1b\[2J around\n# id: toolu_abc\n# parent: main\n# depth: 1\n/,
+  );
   assert.match(log, /\[thinking\] hmm\\x07\n/);
   assert.match(log, /red \\x1b\[31mX\\x1b\[0m\\x0ddone \\u202eevil\n/);
   assert.match(log, /\[status\] completed — report\\x1b\]0;pwned\\x07\n/);
@@ -103,24 +140,48 @@ test('readable logs: header, blocks, status; control characters escaped', async 
 test('10,000 channels with at most 16 open files lose nothing, across closes and reopens', async () => {
   const n = 10_000;
   const lines: string[] = [];
-  for (let i = 0; i < n; i++) lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: `toolu_${i}`, message: { id: `m${i}`, content: [{ type: 'text', text: `a${i}` }] } }));
-  for (let i = 0; i < n; i++) lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: `toolu_${i}`, message: { id: `n${i}`, content: [{ type: 'text', text: `b${i}` }] } }));
+  for (let i = 0; i < n; i++)
+    lines.push(
+      JSON.stringify({
+        type: 'assistant',
+        parent_tool_use_id: `toolu_${i}`,
+        message: { id: `m${i}`, content: [{ type: 'text', text: `a${i}` }] },
+      }),
+    );
+  for (let i = 0; i < n; i++)
+    lines.push(
+      JSON.stringify({
+        type: 'assistant',
+        parent_tool_use_id: `toolu_${i}`,
+        message: { id: `n${i}`, content: [{ type: 'text', text: `b${i}` }] },
+      }),
+    );
   const input = Buffer.from(lines.join('\n') + '\n');
   // Many chunks, as a pipe gives them: each channel's first line is written (and its file
   // closed by the LRU) long before its second one arrives, which needs a reopen for append.
-  const { index, files } = await runToFiles(splitEvery(input, 16 * 1024), { maxOpenFiles: 16, flushBytes: 64 * 1024 });
+  const { index, files } = await runToFiles(splitEvery(input, 16 * 1024), {
+    maxOpenFiles: 16,
+    flushBytes: 64 * 1024,
+  });
   assert.equal(index.channels.length, n + 1);
   for (const c of index.channels) {
     if (c.id === null) continue;
     const i = Number(c.id.slice('toolu_'.length));
     assert.deepEqual(linesOf(files.get(c.jsonl)), [lines[i], lines[n + i]], c.id);
     const log = files.get(c.log)!.toString();
-    assert.ok(log.startsWith('# subtee transcript:') && log.includes(`a${i}\n`) && log.includes(`b${i}\n`), `${c.log}: header and both lines`);
+    assert.ok(
+      log.startsWith('# subtee transcript:') && log.includes(`a${i}\n`) && log.includes(`b${i}\n`),
+      `${c.log}: header and both lines`,
+    );
   }
 });
 
 test('quarantine_lines lists the first 1,000 quarantined line numbers and counts the rest', async () => {
-  const good = JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: 'm', content: [{ type: 'text', text: 'ok' }] } });
+  const good = JSON.stringify({
+    type: 'assistant',
+    parent_tool_use_id: null,
+    message: { id: 'm', content: [{ type: 'text', text: 'ok' }] },
+  });
   const lines = [good, ...Array.from({ length: 5000 }, (_, i) => `junk ${i}`), good, 'junk at the end'];
   const { index, files } = await runToFiles(Buffer.from(lines.join('\n') + '\n'));
   assert.equal(index.input.quarantined, 5001);
@@ -128,7 +189,11 @@ test('quarantine_lines lists the first 1,000 quarantined line numbers and counts
   assert.deepEqual(index.quarantine_lines.slice(0, 3), [2, 3, 4]);
   assert.equal(index.quarantine_lines[999], 1001);
   assert.equal(index.quarantine_lines_omitted, 4001);
-  assert.equal(linesOf(files.get('quarantine.log')).length, 5001, 'the quarantine file itself keeps every line');
+  assert.equal(
+    linesOf(files.get('quarantine.log')).length,
+    5001,
+    'the quarantine file itself keeps every line',
+  );
 });
 
 test('quarantine.log keeps every junk line byte for byte, short and long lines mixed', async () => {

@@ -242,7 +242,12 @@ test('a config key named like an Object member (__proto__, constructor) is an un
 });
 
 test('--serve on 0.0.0.0 warns SERVE_EXPOSED (stderr and index.json); on loopback it does not', () => {
-  const hosts = [['0.0.0.0', true], ['127.0.0.1', false], ['127.1', false], ['[::ffff:127.0.0.1]', false]] as const;
+  const hosts = [
+    ['0.0.0.0', true],
+    ['127.0.0.1', false],
+    ['127.1', false],
+    ['[::ffff:127.0.0.1]', false],
+  ] as const;
   for (const [host, exposed] of hosts) {
     const out = join(tmpDir(), 'o');
     const r = subtee(['--out', out, '-q', '--stdout', 'none', '--serve', `${host}:0`]);

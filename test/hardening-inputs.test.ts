@@ -83,7 +83,9 @@ test('a FIFO with no writer hears SIGTERM: exit 143 with index.json', async () =
 test('a LangGraph event whose timestamp no date can hold is kept, with TIMESTAMP_OUT_OF_RANGE', () => {
   const event = (timestamp: number, data: object) =>
     JSON.stringify({ type: 'event', method: 'lifecycle', params: { namespace: [], timestamp, data } });
-  const input = [event(1e20, { event: 'started' }), event(1_700_000_000_000, { event: 'completed' })].join('\n');
+  const input = [event(1e20, { event: 'started' }), event(1_700_000_000_000, { event: 'completed' })].join(
+    '\n',
+  );
   const out = join(tmpDir(), 'out');
   const r = spawnSync(NODE, [BIN, '--out', out, '-q', '--stdout', 'none'], {
     input: input + '\n',
@@ -93,7 +95,10 @@ test('a LangGraph event whose timestamp no date can hold is kept, with TIMESTAMP
   assert.equal(r.status, 0, r.stderr);
   const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
   assert.equal(index.producer, 'langgraph');
-  assert.deepEqual(index.warnings.map((w: { code: string }) => w.code), ['TIMESTAMP_OUT_OF_RANGE']);
+  assert.deepEqual(
+    index.warnings.map((w: { code: string }) => w.code),
+    ['TIMESTAMP_OUT_OF_RANGE'],
+  );
   assert.equal(index.input.lines, 2);
   assert.equal(index.input.failed ?? 0, 0);
 });
@@ -111,7 +116,11 @@ export default { name: '${name}', kind: 'stage', kit: '>=0.0.0', options: {},
   const config = join(dir, `${name}.json`);
   const stages = [{ use: 'line-parser' }, { use: name }, { use: 'channel-router' }];
   const watchdog = { use: 'idle-watchdog', idleTimeoutMs: 300 };
-  const spec = { plugins: [file], stages: [...stages, watchdog], sinks: [{ use: 'files', out: join(dir, name) }] };
+  const spec = {
+    plugins: [file],
+    stages: [...stages, watchdog],
+    sinks: [{ use: 'files', out: join(dir, name) }],
+  };
   writeFileSync(config, JSON.stringify(spec));
   return config;
 }
@@ -155,7 +164,10 @@ test('a cut-short gzip input keeps every decompressed byte and says so: INPUT_CU
   writeFileSync(file, whole.subarray(0, whole.length - 20));
   // What a decompressor gets out of the cut file before it notices the cut.
   const readable = spawnSync('bash', ['-c', `zcat "${file}" 2>/dev/null`], { maxBuffer: 1 << 26 }).stdout;
-  const expected = readable.toString('utf8').split('\n').filter((l) => l !== '');
+  const expected = readable
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l !== '');
   const out = join(dir, 'out');
   const r = spawnSync(NODE, [BIN, '--out', out, '-q', '--stdout', 'none', file], {
     encoding: 'utf8',
@@ -168,14 +180,24 @@ test('a cut-short gzip input keeps every decompressed byte and says so: INPUT_CU
   assert.ok(index.warnings.some((w: { code: string }) => w.code === 'INPUT_CUT_SHORT'));
   const kept = [...files]
     .filter(([name]) => name.endsWith('.jsonl') || name === 'quarantine.log')
-    .flatMap(([, bytes]) => bytes.toString('utf8').split('\n').filter((l) => l !== ''));
+    .flatMap(([, bytes]) =>
+      bytes
+        .toString('utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
+    );
   assert.deepEqual(kept.sort(), expected.sort());
 });
 
 /** A run whose one subagent has a huge `subagent_type` and speaks on many lines. */
 function hugeAgentStream(agentChars: number, sessionChars = 1): string {
   const huge = 'X'.repeat(agentChars);
-  const spawn = { type: 'tool_use', id: 'toolu_s1', name: 'Agent', input: { subagent_type: huge, description: 'd' } };
+  const spawn = {
+    type: 'tool_use',
+    id: 'toolu_s1',
+    name: 'Agent',
+    input: { subagent_type: huge, description: 'd' },
+  };
   const lines: object[] = [
     { type: 'system', subtype: 'init', session_id: 's'.repeat(sessionChars), claude_code_version: '2.1.328' },
     { type: 'assistant', parent_tool_use_id: null, message: { id: 'm1', content: [spawn] } },
@@ -202,7 +224,10 @@ test('a huge subagent_type is bounded once: stdout labels, pino and index.json s
   assert.equal(r.status, 0, r.stderr);
   assert.ok(r.stdout.includes('line 19'));
   assert.ok(r.stdout.length < 20_000, `stdout holds ${r.stdout.length} chars`);
-  const records = readFileSync(pino, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const records = readFileSync(pino, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   const agents = records.map((rec) => rec.agent).filter((a): a is string => typeof a === 'string');
   assert.ok(agents.length >= 20);
   for (const agent of agents) assert.ok(agent.length <= 101, `pino agent of ${agent.length} chars`);

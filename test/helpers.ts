@@ -15,7 +15,10 @@ export const FIXTURES = join(ROOT, 'test', 'fixtures');
 
 /** The recordings shipped with the repository (test/fixtures/*.jsonl). */
 export function fixtureFiles(): string[] {
-  return readdirSync(FIXTURES).filter((f) => f.endsWith('.jsonl')).sort().map((f) => join(FIXTURES, f));
+  return readdirSync(FIXTURES)
+    .filter((f) => f.endsWith('.jsonl'))
+    .sort()
+    .map((f) => join(FIXTURES, f));
 }
 
 const made: string[] = [];
@@ -31,7 +34,10 @@ export function tmpDir(prefix = 'subtee-test-'): string {
 
 /** A readable that yields exactly these chunks, so tests choose every chunk boundary. */
 export function chunked(chunks: Buffer[]): Readable {
-  return Readable.from(chunks.map((c) => Buffer.from(c)), { objectMode: false });
+  return Readable.from(
+    chunks.map((c) => Buffer.from(c)),
+    { objectMode: false },
+  );
 }
 
 export function splitEvery(buf: Buffer, size: number): Buffer[] {
@@ -48,7 +54,11 @@ export interface RunResult {
   files: Map<string, Buffer>;
 }
 
-export async function runToFiles(chunks: Buffer[] | Buffer, sinkOptions: Record<string, unknown> = {}, stageOptions: Record<string, unknown> = {}): Promise<RunResult> {
+export async function runToFiles(
+  chunks: Buffer[] | Buffer,
+  sinkOptions: Record<string, unknown> = {},
+  stageOptions: Record<string, unknown> = {},
+): Promise<RunResult> {
   const out = join(tmpDir(), 'out');
   const spec: ChainSpec = {
     stages: [{ use: 'line-parser', ...stageOptions }, { use: 'channel-router' }],
@@ -82,7 +92,10 @@ export const SAMPLES = join(FIXTURES, 'samples');
 
 /** The recordings in test/fixtures/samples; a missing folder throws rather than checking nothing. */
 export function sampleFiles(): string[] {
-  return readdirSync(SAMPLES).filter((f) => f.endsWith('.jsonl')).sort().map((f) => join(SAMPLES, f));
+  return readdirSync(SAMPLES)
+    .filter((f) => f.endsWith('.jsonl'))
+    .sort()
+    .map((f) => join(SAMPLES, f));
 }
 
 /**
@@ -100,12 +113,19 @@ export function checkOutput(input: Buffer, out: string, name: string): { index: 
     const c = got.get(id);
     // Without a complete spawn chain the oracle knows no depth; subtee may know it from task_started.
     const depth = e.depth === null ? c.depth : e.depth;
-    assert.deepEqual({ parent: c.parent, depth: c.depth, status: c.status }, { parent: e.parent, depth, status: e.status }, `${name}: channel ${id}`);
+    assert.deepEqual(
+      { parent: c.parent, depth: c.depth, status: c.status },
+      { parent: e.parent, depth, status: e.status },
+      `${name}: channel ${id}`,
+    );
     if (id !== null) assert.equal(c.agent, e.agent, `${name}: agent of ${id}`);
     assert.deepEqual(linesOf(files.get(c.jsonl)), e.lines, `${name}: lines of ${id}`);
     assert.equal(c.lines, e.lines.length, `${name}: line count of ${id}`);
   }
-  const all = [...index.channels.flatMap((c: any) => linesOf(files.get(c.jsonl))), ...linesOf(files.get('quarantine.log'))];
+  const all = [
+    ...index.channels.flatMap((c: any) => linesOf(files.get(c.jsonl))),
+    ...linesOf(files.get('quarantine.log')),
+  ];
   assert.deepEqual(all.sort(), [...expected.nonBlank].sort(), `${name}: conservation`);
   assert.equal(index.input.lines, expected.nonBlank.length, `${name}: input lines`);
   assert.equal(index.input.quarantined, expected.quarantined.length, `${name}: quarantined`);
@@ -124,7 +144,8 @@ export function checkDetails(index: any, expected: Oracle, name: string): void {
     const { output_tokens: output, ...usage } = c.usage;
     const { output_tokens: lineOutput, ...lineUsage } = e.usage;
     assert.deepEqual(usage, lineUsage, `${name}: usage of ${c.id}`);
-    if (index.cost?.output_tokens === 'stream') assert.equal(output, lineOutput, `${name}: output of ${c.id}`);
+    if (index.cost?.output_tokens === 'stream')
+      assert.equal(output, lineOutput, `${name}: output of ${c.id}`);
     assert.deepEqual(c.counts, e.counts, `${name}: counts of ${c.id}`);
     assert.equal(c.background, e.background, `${name}: background of ${c.id}`);
     assert.equal(c.summary, e.summary, `${name}: summary of ${c.id}`);

@@ -18,9 +18,20 @@ import { stepSummary } from '../plugins/github-step-summary/index.js';
 import { BIN, checkOutput, chunked, linesOf, readTree, tmpDir } from './helpers.js';
 
 const spawnLine = (id: string, parent: string | null) =>
-  JSON.stringify({ type: 'assistant', parent_tool_use_id: parent, message: { id: `m_${id}`, content: [{ type: 'tool_use', id, name: 'Agent', input: { subagent_type: 'Explore' } }] } });
+  JSON.stringify({
+    type: 'assistant',
+    parent_tool_use_id: parent,
+    message: {
+      id: `m_${id}`,
+      content: [{ type: 'tool_use', id, name: 'Agent', input: { subagent_type: 'Explore' } }],
+    },
+  });
 const textLine = (parent: string | null, text: string) =>
-  JSON.stringify({ type: 'assistant', parent_tool_use_id: parent, message: { id: `t_${text}`, content: [{ type: 'text', text }] } });
+  JSON.stringify({
+    type: 'assistant',
+    parent_tool_use_id: parent,
+    message: { id: `t_${text}`, content: [{ type: 'text', text }] },
+  });
 
 /** `{"a":{"a":…1…}}`, `depth` levels, as text: JSON.parse reads it, JSON.stringify of it overflows the stack. */
 const nested = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
@@ -28,7 +39,16 @@ const deepToolUse = (depth: number) =>
   `{"type":"assistant","parent_tool_use_id":null,"message":{"id":"m_deep","content":[{"type":"tool_use","id":"toolu_deep","name":"Bash","input":${nested(depth)}}]}}`;
 
 test('inputPreview: JSON.stringify for small inputs, cut at maxChars, no recursion', () => {
-  for (const v of [{}, { a: 1, b: [1, 'x', null, true, { c: 'é\u0000"' }], d: {} }, [], [[]], 'str', 42, null, { big: 1e400 }]) {
+  for (const v of [
+    {},
+    { a: 1, b: [1, 'x', null, true, { c: 'é\u0000"' }], d: {} },
+    [],
+    [[]],
+    'str',
+    42,
+    null,
+    { big: 1e400 },
+  ]) {
     assert.equal(inputPreview(v, 1000), JSON.stringify(v ?? {}));
   }
   assert.equal(inputPreview(undefined, 10), '{}');
@@ -46,32 +66,51 @@ test('a tool_use input nested 200,000 deep renders in the transcript and in pino
   const pinoFile = join(tmpDir(), 'events.log');
   await runChain(chunked([Buffer.from(lines.join('\n') + '\n')]), {
     stages: [{ use: 'line-parser' }, { use: 'channel-router' }],
-    sinks: [{ use: 'files', out }, { use: 'pino', destination: pinoFile }],
+    sinks: [
+      { use: 'files', out },
+      { use: 'pino', destination: pinoFile },
+    ],
   });
   const files = readTree(out);
   assert.deepEqual(linesOf(files.get('main.jsonl')), lines);
   assert.match(files.get('main.log')!.toString(), /\[tool\] Bash \{"a":\{"a":.*…\nafter\n/);
-  const events = readFileSync(pinoFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-  assert.deepEqual(events.map((e) => e.kind), ['tool_use', 'text']);
+  const events = readFileSync(pinoFile, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    events.map((e) => e.kind),
+    ['tool_use', 'text'],
+  );
   assert.ok(events[0].content.startsWith('{"a":{"a":') && events[0].content.length <= 20_000);
 });
 
 test('summaries, index and step summary of a chain 20,000 deep: no recursion, bounded output', () => {
   const run = new Session();
   const n = 20_000;
-  for (let i = 0; i < n; i++) run.tree.route(JSON.parse(spawnLine(`toolu_d${i}`, i === 0 ? null : `toolu_d${i - 1}`)));
+  for (let i = 0; i < n; i++)
+    run.tree.route(JSON.parse(spawnLine(`toolu_d${i}`, i === 0 ? null : `toolu_d${i - 1}`)));
   run.tree.route(JSON.parse(textLine(`toolu_d${n - 1}`, 'from the bottom')));
   const summary = summaryText(run, 'out');
   const rows = summary.split('\n');
-  assert.equal(rows.length, n + 4, "a headline, the cost line, a row per channel, the final newline");
-  assert.ok(rows.every((r) => r.length < 200), 'guides stop growing past a fixed depth');
+  assert.equal(rows.length, n + 4, 'a headline, the cost line, a row per channel, the final newline');
+  assert.ok(
+    rows.every((r) => r.length < 200),
+    'guides stop growing past a fixed depth',
+  );
   assert.match(rows[rows.length - 2], /Explore·d19999  running  depth 20000/);
   const md = stepSummary(run, new Map(), { maxBytes: 100_000, reportChars: 100 });
   assert.ok(Buffer.byteLength(md) <= 100_000);
   assert.match(md, /more entries not shown/);
   const index = buildIndex(run, () => undefined, null) as { channels: Array<{ depth: number }> };
   assert.equal(index.channels[n].depth, n);
-  const bottom: LineRecord = { kind: 'line', lineNo: 1, raw: Buffer.alloc(0), value: JSON.parse(textLine(`toolu_d${n - 1}`, 'x')), channel: run.tree.get(`toolu_d${n - 1}`) };
+  const bottom: LineRecord = {
+    kind: 'line',
+    lineNo: 1,
+    raw: Buffer.alloc(0),
+    value: JSON.parse(textLine(`toolu_d${n - 1}`, 'x')),
+    channel: run.tree.get(`toolu_d${n - 1}`),
+  };
   assert.ok(stdoutText(bottom, 'text', '  ')!.length < 100, 'stdout indentation is capped too');
 });
 
@@ -82,21 +121,39 @@ test('the CLI on a stream with a deep chain, a children-first chain, a spawn cyc
   for (let i = n - 1; i >= 0; i--) lines.push(spawnLine(`toolu_r${i}`, i === 0 ? null : `toolu_r${i - 1}`));
   for (let i = 0; i < 300; i++) lines.push(spawnLine(`toolu_c${i}`, `toolu_c${(i + 1) % 300}`));
   lines.push(deepToolUse(100_000));
-  lines.push(textLine(`toolu_d${n - 1}`, 'deepest'), textLine('toolu_c7', 'in the cycle'), textLine(null, 'done'));
+  lines.push(
+    textLine(`toolu_d${n - 1}`, 'deepest'),
+    textLine('toolu_c7', 'in the cycle'),
+    textLine(null, 'done'),
+  );
   const input = Buffer.from(lines.join('\n') + '\n');
   const out = join(tmpDir(), 'o');
   const pino = join(tmpDir(), 'p.log');
-  const r = spawnSync(process.execPath, [BIN, '--out', out, '--pino', pino], { input, encoding: 'utf8', timeout: 120_000, maxBuffer: 1 << 26 });
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '--pino', pino], {
+    input,
+    encoding: 'utf8',
+    timeout: 120_000,
+    maxBuffer: 1 << 26,
+  });
   assert.equal(r.status, 0, r.stderr.slice(-2000));
   assert.doesNotMatch(r.stderr, /call stack|internal error/);
-  assert.match(r.stderr, /warning SPAWN_CYCLE: input line \d+ spawns toolu_c299 on the channel of toolu_c0, which descends from it/);
+  assert.match(
+    r.stderr,
+    /warning SPAWN_CYCLE: input line \d+ spawns toolu_c299 on the channel of toolu_c0, which descends from it/,
+  );
   assert.match(r.stdout, /\[Explore·d999\] deepest\n/);
   const { index } = checkOutput(input, out, 'hostile');
   const byId = new Map<string, any>(index.channels.map((c: any) => [c.id, c]));
   assert.equal(byId.get(`toolu_d${n - 1}`).depth, n);
   assert.equal(byId.get(`toolu_r${n - 1}`).depth, n);
-  assert.deepEqual([byId.get('toolu_c299').orphan, byId.get('toolu_c299').depth, byId.get('toolu_c0').parent], [true, null, 'toolu_c1']);
-  assert.deepEqual(index.warnings.map((w: any) => w.code).filter((c: string) => c === 'SPAWN_CYCLE'), ['SPAWN_CYCLE']);
+  assert.deepEqual(
+    [byId.get('toolu_c299').orphan, byId.get('toolu_c299').depth, byId.get('toolu_c0').parent],
+    [true, null, 'toolu_c1'],
+  );
+  assert.deepEqual(
+    index.warnings.map((w: any) => w.code).filter((c: string) => c === 'SPAWN_CYCLE'),
+    ['SPAWN_CYCLE'],
+  );
   assert.ok(readFileSync(pino, 'utf8').includes('"tool":"Bash"'));
 });
 
@@ -113,7 +170,11 @@ function poisonLine(lineNo: number) {
         transform(batch: RecordBatch, _enc, cb) {
           for (const rec of batch) {
             if (rec.kind === 'line' && rec.lineNo === lineNo) {
-              rec.value = new Proxy(rec.value, { get: () => { throw new TypeError('poisoned'); } });
+              rec.value = new Proxy(rec.value, {
+                get: () => {
+                  throw new TypeError('poisoned');
+                },
+              });
             }
           }
           cb(null, batch);
@@ -123,20 +184,44 @@ function poisonLine(lineNo: number) {
 }
 
 test('a record a stage cannot handle is kept and counted; the records around it are not lost', async () => {
-  const lines = [spawnLine('toolu_a', null), textLine('toolu_a', 'one'), textLine('toolu_a', 'two'), textLine(null, 'three')];
+  const lines = [
+    spawnLine('toolu_a', null),
+    textLine('toolu_a', 'one'),
+    textLine('toolu_a', 'two'),
+    textLine(null, 'three'),
+  ];
   const out = join(tmpDir(), 'out');
   const registry = builtinRegistry().add(poisonLine(2));
-  const session = await runChain(chunked([Buffer.from(lines.join('\n') + '\n')]), {
-    stages: [{ use: 'line-parser' }, { use: 'poison' }, { use: 'channel-router' }, { use: 'thinking-truncator' }],
-    sinks: [{ use: 'files', out }, { use: 'stdout', mode: 'none' }],
-  }, { registry });
+  const session = await runChain(
+    chunked([Buffer.from(lines.join('\n') + '\n')]),
+    {
+      stages: [
+        { use: 'line-parser' },
+        { use: 'poison' },
+        { use: 'channel-router' },
+        { use: 'thinking-truncator' },
+      ],
+      sinks: [
+        { use: 'files', out },
+        { use: 'stdout', mode: 'none' },
+      ],
+    },
+    { registry },
+  );
   const files = readTree(out);
   const index = JSON.parse(files.get('index.json')!.toString());
-  assert.deepEqual(linesOf(files.get('quarantine.log')), [lines[1]], 'the line the router could not place is in the quarantine');
+  assert.deepEqual(
+    linesOf(files.get('quarantine.log')),
+    [lines[1]],
+    'the line the router could not place is in the quarantine',
+  );
   assert.deepEqual(linesOf(files.get(index.channels[1].jsonl)), [lines[2]]);
   assert.deepEqual(linesOf(files.get('main.jsonl')), [lines[0], lines[3]]);
   assert.deepEqual([index.input.failed, index.input.quarantined, index.quarantine_lines], [1, 1, [2]]);
-  assert.match(index.warnings.find((w: any) => w.code === 'RECORD_FAILED').message, /channel-router could not handle input line 2 \(TypeError: poisoned\)/);
+  assert.match(
+    index.warnings.find((w: any) => w.code === 'RECORD_FAILED').message,
+    /channel-router could not handle input line 2 \(TypeError: poisoned\)/,
+  );
   assert.equal(session.input.failed, 1);
 });
 
@@ -144,17 +229,34 @@ test('the files sink keeps the raw line of a record it cannot render and goes on
   const session = new Session();
   const out = join(tmpDir(), 'out');
   const sink = createFilesSink({ out, session });
-  const good = (lineNo: number, text: string): LineRecord => ({ kind: 'line', lineNo, raw: Buffer.from(textLine(null, text)), value: JSON.parse(textLine(null, text)), channel: session.tree.main });
+  const good = (lineNo: number, text: string): LineRecord => ({
+    kind: 'line',
+    lineNo,
+    raw: Buffer.from(textLine(null, text)),
+    value: JSON.parse(textLine(null, text)),
+    channel: session.tree.main,
+  });
   const bad = good(2, 'bad');
-  bad.value = new Proxy(bad.value, { get: () => { throw new RangeError('unreadable'); } });
+  bad.value = new Proxy(bad.value, {
+    get: () => {
+      throw new RangeError('unreadable');
+    },
+  });
   await new Promise<void>((resolve, reject) => {
     sink.on('error', reject).on('finish', resolve);
     sink.end([good(1, 'first'), bad, good(3, 'third')]);
     sink.resume();
   });
   const files = readTree(out);
-  assert.deepEqual(linesOf(files.get('main.jsonl')), [textLine(null, 'first'), textLine(null, 'bad'), textLine(null, 'third')]);
-  assert.match(files.get('main.log')!.toString(), /first\n\[line 2 could not be shown: RangeError: unreadable\]\nthird\n/);
+  assert.deepEqual(linesOf(files.get('main.jsonl')), [
+    textLine(null, 'first'),
+    textLine(null, 'bad'),
+    textLine(null, 'third'),
+  ]);
+  assert.match(
+    files.get('main.log')!.toString(),
+    /first\n\[line 2 could not be shown: RangeError: unreadable\]\nthird\n/,
+  );
   assert.equal(session.input.failed, 1);
   assert.throws(() => renderRecord(bad), RangeError, 'the record really is unreadable');
 });

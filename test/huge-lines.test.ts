@@ -265,13 +265,10 @@ test('a late projection reader replays a spooled line as a live reader saw it: i
   for await (const m of handles[0].messages) {
     late.push([m.index, m.role, (await m.blocks).length, await m.text, m.timestamp]);
   }
-  assert.deepEqual(
-    late,
-    [
-      [0, 'assistant', 0, '', '2026-11-30T12:00:02Z'],
-      [1, 'assistant', 1, 'done', null],
-    ],
-  );
+  assert.deepEqual(late, [
+    [0, 'assistant', 0, '', '2026-11-30T12:00:02Z'],
+    [1, 'assistant', 1, 'done', null],
+  ]);
 });
 
 test('the report reads past a spooled line: later lines are read, the long one counted as left out', () => {
@@ -306,7 +303,10 @@ test('an oversized last line cut off mid-JSON is quarantined as truncated, its f
       chunked(splitEvery(input, size)),
       {
         stages: [{ use: 'line-parser', maxLineBytes: 4096 }, { use: 'channel-router' }],
-        sinks: [{ use: 'files', out }, { use: 'pino', destination: pinoFile }],
+        sinks: [
+          { use: 'files', out },
+          { use: 'pino', destination: pinoFile },
+        ],
       },
       { registry: builtinRegistry() },
     );

@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PassThrough, Writable } from 'node:stream';
 import { open } from '../src/index.js';
-import { createIdleWatchdog, IdleWatchdog, IDLE_WATCHDOG_DEFAULTS, stallMessage, type Clock } from '../src/chain/stages/idle-watchdog.js';
+import {
+  createIdleWatchdog,
+  IdleWatchdog,
+  IDLE_WATCHDOG_DEFAULTS,
+  stallMessage,
+  type Clock,
+} from '../src/chain/stages/idle-watchdog.js';
 import { MAX_TRACKED_WAITS } from '../src/model/in-flight.js';
 import { createLineParser } from '../src/chain/stages/line-parser.js';
 import type { SubteeRecord } from '../src/model/record.js';
@@ -27,7 +33,9 @@ function fakeClock() {
 }
 
 /** One batch holding one line record, as the line parser would emit it. */
-const line = (value: Record<string, unknown>, lineNo = 1): SubteeRecord[] => [{ kind: 'line', lineNo, raw: Buffer.from(JSON.stringify(value)), value }];
+const line = (value: Record<string, unknown>, lineNo = 1): SubteeRecord[] => [
+  { kind: 'line', lineNo, raw: Buffer.from(JSON.stringify(value)), value },
+];
 /** Lets queued writes reach the stage (a stream processes its write queue on later ticks). */
 const settle = () => new Promise((r) => setImmediate(r));
 const opts = { idleTimeoutMs: 10_000, bgWaitCeilingMs: 60_000, graceMs: 5_000, checkIntervalMs: 1000 };
@@ -57,7 +65,16 @@ test('a real hang fires after the idle timeout, naming nothing in flight', () =>
 test('a silent background subagent is not a hang until the ceiling plus the grace', async () => {
   const w = watch();
   w.dog.resume();
-  w.dog.write(line({ type: 'system', subtype: 'task_started', task_id: 't1', is_backgrounded: true, subagent_type: 'Explore', description: 'dig' }));
+  w.dog.write(
+    line({
+      type: 'system',
+      subtype: 'task_started',
+      task_id: 't1',
+      is_backgrounded: true,
+      subagent_type: 'Explore',
+      description: 'dig',
+    }),
+  );
   w.dog.write(line({ type: 'result', subtype: 'success' }));
   await settle();
   w.advance(65_000);
@@ -85,7 +102,13 @@ test('task_notification and background_tasks_changed end the background allowanc
 test('a ceiling of 0 waits for background tasks without limit', async () => {
   const w = watch({ bgWaitCeilingMs: 0 });
   w.dog.resume();
-  w.dog.write(line({ type: 'system', subtype: 'background_tasks_changed', tasks: [{ task_id: 't9', task_type: 'local_agent' }] }));
+  w.dog.write(
+    line({
+      type: 'system',
+      subtype: 'background_tasks_changed',
+      tasks: [{ task_id: 't9', task_type: 'local_agent' }],
+    }),
+  );
   await settle();
   w.advance(3_600_000, 60_000);
   assert.equal(w.dog.errored, null);
@@ -112,7 +135,10 @@ test('--on-stall warn reports once and lets the run go on', () => {
   w.advance(25_000);
   assert.equal(w.dog.errored, null);
   assert.equal(w.run.stalled, true);
-  assert.deepEqual(w.run.warnings.map((x) => x.code), ['STALL']);
+  assert.deepEqual(
+    w.run.warnings.map((x) => x.code),
+    ['STALL'],
+  );
 });
 
 test('a blocked event loop counts at most two intervals of silence per check', () => {
@@ -170,11 +196,28 @@ const limits = {
 };
 
 const init = { type: 'system', subtype: 'init', session_id: 's' };
-const say = (channel: string | null, ...content: unknown[]) => ({ type: 'assistant', parent_tool_use_id: channel, message: { id: 'm', content } });
-const reply = (channel: string | null, ...content: unknown[]) => ({ type: 'user', parent_tool_use_id: channel, message: { content } });
-const toolUse = (id: string, name: string, input: Record<string, unknown> = {}) => ({ type: 'tool_use', id, name, input });
+const say = (channel: string | null, ...content: unknown[]) => ({
+  type: 'assistant',
+  parent_tool_use_id: channel,
+  message: { id: 'm', content },
+});
+const reply = (channel: string | null, ...content: unknown[]) => ({
+  type: 'user',
+  parent_tool_use_id: channel,
+  message: { content },
+});
+const toolUse = (id: string, name: string, input: Record<string, unknown> = {}) => ({
+  type: 'tool_use',
+  id,
+  name,
+  input,
+});
 const toolResult = (id: string, content = 'ok') => ({ type: 'tool_result', tool_use_id: id, content });
-const event = (channel: string | null, type: string) => ({ type: 'stream_event', parent_tool_use_id: channel, event: { type } });
+const event = (channel: string | null, type: string) => ({
+  type: 'stream_event',
+  parent_tool_use_id: channel,
+  event: { type },
+});
 
 /**
  * Feeds `lines` at time 0, then checks once a second until the watchdog fires: the silence
@@ -193,7 +236,11 @@ function silenceUntilStall(lines: Array<Record<string, unknown>>, settings: Part
 
 test('before the first line and after the result, nothing is in flight: the idle timeout', () => {
   assert.equal(silenceUntilStall([]).firedAtMs, 11_000);
-  const ended = silenceUntilStall([init, say(null, { type: 'text', text: 'done' }), { type: 'result', subtype: 'success' }]);
+  const ended = silenceUntilStall([
+    init,
+    say(null, { type: 'text', text: 'done' }),
+    { type: 'result', subtype: 'success' },
+  ]);
   assert.equal(ended.firedAtMs, 11_000);
   assert.deepEqual(ended.stall?.waitingOn, []);
   assert.match(stallMessage(ended.stall!), /^no input for 11 s \(allowed 10 s\); nothing was in flight$/);
@@ -216,26 +263,36 @@ test('a model request (after init, a prompt or the last tool result) allows the 
 });
 
 test('a foreground Bash call allows its declared timeout, else the default, capped by the maximum', () => {
-  const bash = (input: Record<string, unknown>) => silenceUntilStall([init, say(null, toolUse('b1', 'Bash', input))]);
+  const bash = (input: Record<string, unknown>) =>
+    silenceUntilStall([init, say(null, toolUse('b1', 'Bash', input))]);
   const declared = bash({ command: 'npm test', timeout: 85_000 });
   assert.equal(declared.firedAtMs, 91_000);
   assert.equal(declared.stall!.waitingOn[0].declared, true);
   assert.match(stallMessage(declared.stall!), /Bash "npm test" silent 91 s of its declared 85 s in main/);
   assert.equal(bash({ command: 'make' }).firedAtMs, 26_000);
   assert.equal(bash({ command: 'make', timeout: 10_000_000 }).firedAtMs, 106_000);
-  const powershell = silenceUntilStall([init, say(null, toolUse('p1', 'PowerShell', { command: 'x', timeout: 50_000 }))]);
+  const powershell = silenceUntilStall([
+    init,
+    say(null, toolUse('p1', 'PowerShell', { command: 'x', timeout: 50_000 })),
+  ]);
   assert.equal(powershell.firedAtMs, 56_000);
 });
 
 test('other tools allow the tool timeout; MCP tools their own when it is set', () => {
-  assert.equal(silenceUntilStall([init, say(null, toolUse('w', 'WebFetch', { url: 'u' }))]).firedAtMs, 46_000);
+  assert.equal(
+    silenceUntilStall([init, say(null, toolUse('w', 'WebFetch', { url: 'u' }))]).firedAtMs,
+    46_000,
+  );
   const mcp = [init, say(null, toolUse('m', 'mcp__db__query', {}))];
   assert.equal(silenceUntilStall(mcp).firedAtMs, 46_000);
   assert.equal(silenceUntilStall(mcp, { mcpToolTimeoutMs: 150_000 }).firedAtMs, 156_000);
 });
 
 test('a tool_result that never comes is a hang after the allowance; one that comes ends the wait', () => {
-  const pending = silenceUntilStall([init, say(null, toolUse('b1', 'Bash', { command: 'build', timeout: 30_000 }))]);
+  const pending = silenceUntilStall([
+    init,
+    say(null, toolUse('b1', 'Bash', { command: 'build', timeout: 30_000 })),
+  ]);
   assert.equal(pending.firedAtMs, 36_000);
   assert.equal(pending.stall!.waitingOn.length, 1);
   // Two calls in parallel: the first result leaves the second in flight, the model not asked yet.
@@ -250,58 +307,111 @@ test('a tool_result that never comes is a hang after the allowance; one that com
 });
 
 test('with partial messages, a streamed message allows the idle timeout between events', () => {
-  const midMessage = silenceUntilStall([init, event(null, 'message_start'), event(null, 'content_block_delta')]);
+  const midMessage = silenceUntilStall([
+    init,
+    event(null, 'message_start'),
+    event(null, 'content_block_delta'),
+  ]);
   assert.equal(midMessage.firedAtMs, 11_000);
   assert.match(stallMessage(midMessage.stall!), /message stream silent 11 s of its allowed 10 s in main/);
   // An assistant line inside the stream does not turn it into a model response.
-  assert.equal(silenceUntilStall([init, event(null, 'message_start'), say(null, { type: 'text', text: 'x' })]).firedAtMs, 11_000);
+  assert.equal(
+    silenceUntilStall([init, event(null, 'message_start'), say(null, { type: 'text', text: 'x' })]).firedAtMs,
+    11_000,
+  );
   // After message_stop the tool it asked for is what is awaited; before message_start, the request.
-  const tool = [init, event(null, 'message_start'), say(null, toolUse('b', 'Bash', { command: 'x', timeout: 50_000 })), event(null, 'message_stop')];
+  const tool = [
+    init,
+    event(null, 'message_start'),
+    say(null, toolUse('b', 'Bash', { command: 'x', timeout: 50_000 })),
+    event(null, 'message_stop'),
+  ];
   assert.equal(silenceUntilStall(tool).firedAtMs, 56_000);
-  const next = [...tool, reply(null, toolResult('b')), { type: 'system', subtype: 'status', status: 'requesting' }];
+  const next = [
+    ...tool,
+    reply(null, toolResult('b')),
+    { type: 'system', subtype: 'status', status: 'requesting' },
+  ];
   assert.equal(silenceUntilStall(next).firedAtMs, 66_000);
 });
 
 test('a foreground subagent is decided by its own channel, interleaved with the others', () => {
-  const spawn = say(null, toolUse('A', 'Agent', { description: 'review', subagent_type: 'general-purpose', prompt: 'p' }));
+  const spawn = say(
+    null,
+    toolUse('A', 'Agent', { description: 'review', subagent_type: 'general-purpose', prompt: 'p' }),
+  );
   // Spawned, not a line of its own yet: its first request is on its way.
   const silentChild = silenceUntilStall([init, spawn]);
   assert.equal(silentChild.firedAtMs, 66_000);
-  assert.deepEqual(silentChild.stall!.waitingOn.map((w) => [w.what, w.channelId]), [['model request', 'A']]);
+  assert.deepEqual(
+    silentChild.stall!.waitingOn.map((w) => [w.what, w.channelId]),
+    [['model request', 'A']],
+  );
   // Its own long command rides through; the parent's spawn adds nothing of its own.
-  const longCommand = [init, spawn, reply('A', { type: 'text', text: 'prompt' }), say('A', toolUse('a1', 'Bash', { command: 'npm test', timeout: 95_000 }))];
+  const longCommand = [
+    init,
+    spawn,
+    reply('A', { type: 'text', text: 'prompt' }),
+    say('A', toolUse('a1', 'Bash', { command: 'npm test', timeout: 95_000 })),
+  ];
   const child = silenceUntilStall(longCommand);
   assert.equal(child.firedAtMs, 101_000);
   assert.match(stallMessage(child.stall!), /Bash "npm test" silent 101 s of its declared 95 s in A/);
   // Another subagent interleaved, waiting on its model, keeps its own state.
-  const two = silenceUntilStall([
-    ...longCommand,
-    say(null, toolUse('B', 'Agent', { description: 'b', prompt: 'p' })),
-    reply('B', { type: 'text', text: 'prompt' }),
-    say('A', toolUse('a2', 'Read', { file_path: 'x' })),
-    reply('A', toolResult('a1')),
-  ], { toolTimeoutMs: 150_000 });
+  const two = silenceUntilStall(
+    [
+      ...longCommand,
+      say(null, toolUse('B', 'Agent', { description: 'b', prompt: 'p' })),
+      reply('B', { type: 'text', text: 'prompt' }),
+      say('A', toolUse('a2', 'Read', { file_path: 'x' })),
+      reply('A', toolResult('a1')),
+    ],
+    { toolTimeoutMs: 150_000 },
+  );
   assert.equal(two.firedAtMs, 156_000);
-  assert.deepEqual(two.stall!.waitingOn.map((w) => `${w.channelId}:${w.what}`), ['A:Read "x"', 'B:model request']);
+  assert.deepEqual(
+    two.stall!.waitingOn.map((w) => `${w.channelId}:${w.what}`),
+    ['A:Read "x"', 'B:model request'],
+  );
   // The parent's tool_result ends the subagent: the parent's next request is what is left.
   const ended = silenceUntilStall([...longCommand, reply(null, toolResult('A', 'report'))]);
-  assert.deepEqual(ended.stall!.waitingOn.map((w) => `${w.channelId}:${w.what}`), ['null:model request']);
+  assert.deepEqual(
+    ended.stall!.waitingOn.map((w) => `${w.channelId}:${w.what}`),
+    ['null:model request'],
+  );
 });
 
 test('a background subagent: its launch result does not end it, task_notification does', () => {
   const lines = [
     init,
     say(null, toolUse('A', 'Agent', { description: 'dig', run_in_background: true, prompt: 'p' })),
-    { type: 'system', subtype: 'task_started', task_id: 'k1', tool_use_id: 'A', is_backgrounded: true, subagent_type: 'Explore', description: 'dig' },
+    {
+      type: 'system',
+      subtype: 'task_started',
+      task_id: 'k1',
+      tool_use_id: 'A',
+      is_backgrounded: true,
+      subagent_type: 'Explore',
+      description: 'dig',
+    },
     reply(null, toolResult('A', 'Async agent launched successfully.')),
     say(null, { type: 'text', text: 'waiting' }),
     say('A', toolUse('a1', 'Bash', { command: 'find /', timeout: 90_000 })),
   ];
   const running = silenceUntilStall(lines);
   assert.equal(running.firedAtMs, 206_000, 'the ceiling plus the grace');
-  assert.deepEqual(running.stall!.waitingOn.map((w) => w.kind), ['background', 'tool', 'model']);
-  const done = silenceUntilStall([...lines, { type: 'system', subtype: 'task_notification', task_id: 'k1', tool_use_id: 'A', status: 'completed' }]);
-  assert.deepEqual(done.stall!.waitingOn.map((w) => w.what), ['model response']);
+  assert.deepEqual(
+    running.stall!.waitingOn.map((w) => w.kind),
+    ['background', 'tool', 'model'],
+  );
+  const done = silenceUntilStall([
+    ...lines,
+    { type: 'system', subtype: 'task_notification', task_id: 'k1', tool_use_id: 'A', status: 'completed' },
+  ]);
+  assert.deepEqual(
+    done.stall!.waitingOn.map((w) => w.what),
+    ['model response'],
+  );
 });
 
 test('state stays bounded: calls past the tracking limit are folded, their longest allowance kept', () => {
@@ -317,7 +427,9 @@ test('state stays bounded: calls past the tracking limit are folded, their longe
 });
 
 test('a stall lists at most 20 waits, the longest allowance first, and counts the rest', () => {
-  const calls = Array.from({ length: 30 }, (_, i) => say(null, toolUse(`b${i}`, 'Bash', { command: `job ${i}`, timeout: 10_000 + i * 1000 })));
+  const calls = Array.from({ length: 30 }, (_, i) =>
+    say(null, toolUse(`b${i}`, 'Bash', { command: `job ${i}`, timeout: 10_000 + i * 1000 })),
+  );
   const { stall } = silenceUntilStall([init, ...calls]);
   assert.equal(stall!.waitingOn.length, 20);
   assert.equal(stall!.moreWaiting, 10);
@@ -332,30 +444,37 @@ test('names from the stream are cut and made one line in the message', () => {
   assert.doesNotMatch(stallMessage(stall!), /[\x00-\x1f]/);
 });
 
-test('open() takes the watchdog limits directly: a stall rejects done with ERR_STALL and says what was waiting', { timeout: 30_000 }, async (t) => {
-  // A PassThrough keeps no handle open, and the watchdog's timer does not keep a process alive.
-  const keepAlive = setInterval(() => {}, 1000);
-  t.after(() => clearInterval(keepAlive));
-  const input = new PassThrough();
-  const run = open(input, { idleTimeoutMs: 200, modelTimeoutMs: 400, stallGraceMs: 0 });
-  input.write(`${JSON.stringify(init)}\n`);
-  await assert.rejects(run.done, { code: 'ERR_STALL' });
-  input.destroy();
-  assert.equal(run.session.stall?.allowedMs, 400);
-  assert.deepEqual(run.session.stall?.waitingOn.map((w) => w.what), ['model request']);
-  // With warn the stall is recorded and the run goes on to its end.
-  const warned = new PassThrough();
-  const going = open(warned, { idleTimeoutMs: 200, modelTimeoutMs: 300, stallGraceMs: 0, onStall: 'warn' });
-  going.session.onWarning((w) => {
-    if (w.code === 'STALL') warned.end(`${JSON.stringify({ type: 'result', subtype: 'success' })}\n`);
-  });
-  warned.write(`${JSON.stringify(init)}\n`);
-  const index = await going.done;
-  assert.equal(index.stalled, true);
-  assert.equal(index.stall?.allowedMs, 300);
-});
+test(
+  'open() takes the watchdog limits directly: a stall rejects done with ERR_STALL and says what was waiting',
+  { timeout: 30_000 },
+  async (t) => {
+    // A PassThrough keeps no handle open, and the watchdog's timer does not keep a process alive.
+    const keepAlive = setInterval(() => {}, 1000);
+    t.after(() => clearInterval(keepAlive));
+    const input = new PassThrough();
+    const run = open(input, { idleTimeoutMs: 200, modelTimeoutMs: 400, stallGraceMs: 0 });
+    input.write(`${JSON.stringify(init)}\n`);
+    await assert.rejects(run.done, { code: 'ERR_STALL' });
+    input.destroy();
+    assert.equal(run.session.stall?.allowedMs, 400);
+    assert.deepEqual(
+      run.session.stall?.waitingOn.map((w) => w.what),
+      ['model request'],
+    );
+    // With warn the stall is recorded and the run goes on to its end.
+    const warned = new PassThrough();
+    const going = open(warned, { idleTimeoutMs: 200, modelTimeoutMs: 300, stallGraceMs: 0, onStall: 'warn' });
+    going.session.onWarning((w) => {
+      if (w.code === 'STALL') warned.end(`${JSON.stringify({ type: 'result', subtype: 'success' })}\n`);
+    });
+    warned.write(`${JSON.stringify(init)}\n`);
+    const index = await going.done;
+    assert.equal(index.stalled, true);
+    assert.equal(index.stall?.allowedMs, 300);
+  },
+);
 
-test('backed up is read on the watchdog\'s output side: full there, with its input side empty, is not silence', () => {
+test("backed up is read on the watchdog's output side: full there, with its input side empty, is not silence", () => {
   const w = watch();
   // Nothing reads the watchdog: what it passed on fills its output; nothing waits at its input yet.
   for (let i = 0; i < w.dog.readableHighWaterMark; i++) {

@@ -67,7 +67,11 @@ test('members made on demand are written as the array they stand for, each made 
     return member(i);
   });
   const doc = { format: 'f', channels, after: [1] };
-  const expected = JSON.stringify({ ...doc, channels: Array.from({ length: 50 }, (_, i) => member(i)) }, null, 2);
+  const expected = JSON.stringify(
+    { ...doc, channels: Array.from({ length: 50 }, (_, i) => member(i)) },
+    null,
+    2,
+  );
   for (const levels of [0, 1, 2, 3]) assert.equal(joined(doc, levels), expected, `levels ${levels}`);
   made.length = 0;
   const pieces = jsonPieces(doc);
@@ -81,10 +85,19 @@ test('index.json as written is JSON.stringify(buildIndex(…), null, 2) on every
   const fixtures = readdirSync(join('test', 'fixtures')).filter((f) => f.endsWith('.jsonl'));
   for (const fixture of fixtures) {
     const { run, files, index } = await runToFiles(readFileSync(join('test', 'fixtures', fixture)));
-    const written = index as { quarantine: string | null; channels: Array<ChannelPaths & { id: string | null }> };
-    const paths = new Map(written.channels.map((c) => [c.id, { log: c.log, jsonl: c.jsonl, thinking_log: c.thinking_log }]));
+    const written = index as {
+      quarantine: string | null;
+      channels: Array<ChannelPaths & { id: string | null }>;
+    };
+    const paths = new Map(
+      written.channels.map((c) => [c.id, { log: c.log, jsonl: c.jsonl, thinking_log: c.thinking_log }]),
+    );
     const document = buildIndex(run, (ch) => paths.get(ch.id), written.quarantine);
     assert.ok(document.channels.length > 0, fixture);
-    assert.equal(files.get('index.json')!.toString('utf8'), `${JSON.stringify(document, null, 2)}\n`, fixture);
+    assert.equal(
+      files.get('index.json')!.toString('utf8'),
+      `${JSON.stringify(document, null, 2)}\n`,
+      fixture,
+    );
   }
 });

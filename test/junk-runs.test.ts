@@ -63,7 +63,9 @@ function expected(input: Buffer): Array<{ lineNo: number; raw: string; quarantin
   return out;
 }
 
-async function parse(chunks: Buffer[]): Promise<{ recs: SubteeRecord[]; run: Session; batchLines: number[] }> {
+async function parse(
+  chunks: Buffer[],
+): Promise<{ recs: SubteeRecord[]; run: Session; batchLines: number[] }> {
   const run = new Session();
   const recs: SubteeRecord[] = [];
   const batchLines: number[] = [];
@@ -89,13 +91,21 @@ test('junk runs: every line once, in order, with its number, across chunk bounda
     assert.ok(Math.max(...batchLines) <= MAX_BATCH_RECORDS, `chunks of ${size}: ${Math.max(...batchLines)}`);
     const got = recs.flatMap((rec) => {
       if (rec.kind === 'spooled') throw new Error('no line here is long enough to spool');
-      if (rec.kind === 'line') return [{ lineNo: rec.lineNo, raw: rec.raw.toString('latin1'), quarantined: false }];
-      return quarantinedLines(rec).map((line) => ({ ...line, raw: line.raw.toString('latin1'), quarantined: true }));
+      if (rec.kind === 'line')
+        return [{ lineNo: rec.lineNo, raw: rec.raw.toString('latin1'), quarantined: false }];
+      return quarantinedLines(rec).map((line) => ({
+        ...line,
+        raw: line.raw.toString('latin1'),
+        quarantined: true,
+      }));
     });
     assert.deepEqual(got, want, `chunks of ${size}`);
     assert.equal(run.input.lines, want.length);
     assert.equal(run.input.quarantined, quarantined.length);
-    assert.deepEqual(run.quarantineLines.listed, quarantined.slice(0, run.quarantineLines.limit).map((l) => l.lineNo));
+    assert.deepEqual(
+      run.quarantineLines.listed,
+      quarantined.slice(0, run.quarantineLines.limit).map((l) => l.lineNo),
+    );
     assert.equal(run.quarantineLines.omitted, Math.max(0, quarantined.length - run.quarantineLines.limit));
     const runs = recs.filter((rec) => rec.kind === 'quarantine' && (rec.lines ?? 1) > 1);
     // A run needs two whole lines in one chunk.
@@ -127,7 +137,10 @@ test('the CLI files, counts and logs each junk line of a run as its own line', (
   );
   assert.equal(index.quarantine_lines.length + index.quarantine_lines_omitted, quarantined.length);
   // The complaint sat in the middle of a run of 12,000 junk lines.
-  assert.ok(index.warnings.some((w: { code: string }) => w.code === 'UNKNOWN_OPTION'), r.stderr);
+  assert.ok(
+    index.warnings.some((w: { code: string }) => w.code === 'UNKNOWN_OPTION'),
+    r.stderr,
+  );
   const events = readFileSync(join(out, 'events.pino.log'), 'utf8').split('\n').filter(Boolean);
   const logged = events.map((line) => JSON.parse(line)).filter((event) => event.kind === 'quarantine');
   assert.deepEqual(
@@ -152,7 +165,9 @@ test("the version guard hears the CLI's complaint anywhere in a run", async () =
     assert.ok(recs.some((rec) => rec.kind === 'quarantine' && (rec.lines ?? 1) > 1));
   }
   // One option named, not a run's worth of text up to some later quote.
-  const { recs } = await parse([Buffer.from("error: unknown option 'x\nthen 'quoted'\nerror: unknown option '-q'\n")]);
+  const { recs } = await parse([
+    Buffer.from("error: unknown option 'x\nthen 'quoted'\nerror: unknown option '-q'\n"),
+  ]);
   const guard = new VersionGuard(null);
   const said = recs.flatMap((rec) => guard.observe(rec));
   assert.equal(said.length, 1);
@@ -170,9 +185,13 @@ test('ClickHouse away: 200,000 junk lines from a file are 200,000 spooled rows',
   await new Promise((done) => probe.close(done));
   const out = join(dir, 'out');
   const url = `http://127.0.0.1:${port}`;
-  const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', '--clickhouse', url, file], {
-    encoding: 'utf8',
-  });
+  const r = spawnSync(
+    process.execPath,
+    [BIN, '--out', out, '--stdout', 'none', '-q', '--clickhouse', url, file],
+    {
+      encoding: 'utf8',
+    },
+  );
   assert.equal(r.status, 0, r.stderr);
   const rows = readFileSync(join(out, 'clickhouse-spool.jsonl'), 'utf8').split('\n').filter(Boolean);
   const events = rows.map((row) => JSON.parse(row)).filter((row) => row.t === 'events');
@@ -189,13 +208,20 @@ test('ClickHouse rows and the projection see each junk line of a run', async () 
     input,
     (batch, session) => {
       builder ??= new RowBuilder({ costs: session.cost });
-      for (const rec of batch) for (const entry of builder.rows(rec)) if (entry.t === 'events') events.push(entry.r as EventRow);
+      for (const rec of batch)
+        for (const entry of builder.rows(rec)) if (entry.t === 'events') events.push(entry.r as EventRow);
     },
     65_536,
   );
   const rows = events.filter((row) => row.kind === 'quarantine');
-  assert.deepEqual(rows.map((row) => row.line), quarantined.map((l) => l.lineNo));
-  assert.deepEqual(rows.map((row) => row.bytes), quarantined.map((l) => Buffer.byteLength(l.raw, 'latin1')));
+  assert.deepEqual(
+    rows.map((row) => row.line),
+    quarantined.map((l) => l.lineNo),
+  );
+  assert.deepEqual(
+    rows.map((row) => row.bytes),
+    quarantined.map((l) => Buffer.byteLength(l.raw, 'latin1')),
+  );
 
   const run = open(chunked(splitEvery(input, 65_536)));
   const seen: RunEvent[] = [];

@@ -16,7 +16,12 @@ const event = (method: string, namespace: string[], data: object) => ({
   params: { namespace, timestamp: 1_700_000_000_000, data },
 });
 const spawnAt = (levels: number, name: string) =>
-  event('tasks', at(levels), { id: `t${levels}`, name: 'agent', input: {}, metadata: { lc_agent_name: name } });
+  event('tasks', at(levels), {
+    id: `t${levels}`,
+    name: 'agent',
+    input: {},
+    metadata: { lc_agent_name: name },
+  });
 
 /**
  * Subagents at namespace levels 1, 2 and 3; a tool call and a would-be subagent 40,000 levels
@@ -71,13 +76,27 @@ test('the CLI routes a 40,000-level namespace to its subagent, with each channel
   });
   assert.equal(r.status, 0, r.stderr);
   const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
-  const channels = index.channels as Array<{ id: string | null; depth: number; agent: string; jsonl: string }>;
+  const channels = index.channels as Array<{
+    id: string | null;
+    depth: number;
+    agent: string;
+    jsonl: string;
+  }>;
   assert.deepEqual(
     channels.map((c) => [c.agent, c.depth]),
-    [[null, 0], ['one', 1], ['two', 2], ['three', 3], ['four', 4]],
+    [
+      [null, 0],
+      ['one', 1],
+      ['two', 2],
+      ['three', 3],
+      ['four', 4],
+    ],
   );
   const third = channels.find((c) => c.agent === 'three')!;
-  const thirdLines = readFileSync(join(out, third.jsonl), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const thirdLines = readFileSync(join(out, third.jsonl), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   const calls = thirdLines.flatMap((l) => l.message?.content ?? []).filter((b: any) => b.id === 'deep-call');
   assert.equal(calls.length, 1);
 });
@@ -86,8 +105,16 @@ test('a LangGraph subagent that failed stays failed when its task call finishes 
   const spawnCall = { id: 'call-1', name: 'task', args: { description: 'check', subagent_type: 'worker' } };
   const events = [
     event('lifecycle', [], { event: 'running' }),
-    event('tasks', [], { id: 'root-1', result: { messages: [{ type: 'ai', id: 'm1', tool_calls: [spawnCall] }] } }),
-    event('tools', ['tools:w'], { event: 'tool-started', tool_call_id: 'call-1', tool_name: 'task', input: {} }),
+    event('tasks', [], {
+      id: 'root-1',
+      result: { messages: [{ type: 'ai', id: 'm1', tool_calls: [spawnCall] }] },
+    }),
+    event('tools', ['tools:w'], {
+      event: 'tool-started',
+      tool_call_id: 'call-1',
+      tool_name: 'task',
+      input: {},
+    }),
     event('tasks', ['tools:w'], { id: 'w-1', input: {}, metadata: { lc_agent_name: 'worker' } }),
     event('lifecycle', ['tools:w'], { event: 'failed', error: { message: 'the worker broke' } }),
     event('tools', ['tools:w'], { event: 'tool-finished', tool_call_id: 'call-1', output: 'late words' }),

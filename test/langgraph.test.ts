@@ -72,7 +72,8 @@ async function subteeView(projection: ReturnType<typeof open>) {
   for await (const handle of projection.allSubagents) handles.push(handle);
   for (const handle of handles) {
     const toolCalls: Seen['toolCalls'] = [];
-    for await (const call of handle.toolCalls) toolCalls.push({ id: call.id, name: call.name === 'Agent' ? 'task' : call.name });
+    for await (const call of handle.toolCalls)
+      toolCalls.push({ id: call.id, name: call.name === 'Agent' ? 'task' : call.name });
     seen.push({
       id: handle.id,
       name: handle.name,
@@ -83,25 +84,38 @@ async function subteeView(projection: ReturnType<typeof open>) {
       toolCalls,
     });
   }
-  return { subagents: seen.sort((a, b) => a.id.localeCompare(b.id)), mainTexts: await mainTexts, index: await projection.done };
+  return {
+    subagents: seen.sort((a, b) => a.id.localeCompare(b.id)),
+    mainTexts: await mainTexts,
+    index: await projection.done,
+  };
 }
 
 test('Deep Agents side by side: subtee projects the same subagents, nesting, statuses, texts and tool calls as run.subagents', async () => {
   const run = await startRun();
   const dir = tmpDir();
   const recording = createWriteStream(join(dir, 'events.jsonl'));
-  const [theirs, ours] = await Promise.all([deepAgentsView(run), subteeView(open(teeJsonl(run, recording), { out: join(dir, 'live') }))]);
+  const [theirs, ours] = await Promise.all([
+    deepAgentsView(run),
+    subteeView(open(teeJsonl(run, recording), { out: join(dir, 'live') })),
+  ]);
   recording.end();
   await finished(recording);
 
   assert.deepEqual(ours.subagents, theirs.subagents);
   assert.deepEqual(ours.mainTexts, theirs.mainTexts);
   // The script's tree, so the comparison above cannot pass on two empty views.
-  assert.deepEqual(
-    theirs.subagents.map((s) => [s.name, s.depth]).sort(),
-    [['analyst', 1], ['researcher', 2], ['writer', 1], ['writer', 3], ['writer', 3]],
+  assert.deepEqual(theirs.subagents.map((s) => [s.name, s.depth]).sort(), [
+    ['analyst', 1],
+    ['researcher', 2],
+    ['writer', 1],
+    ['writer', 3],
+    ['writer', 3],
+  ]);
+  assert.ok(
+    theirs.subagents.every((s) => s.status === 'completed' && s.texts.length >= 1),
+    JSON.stringify(theirs.subagents),
   );
-  assert.ok(theirs.subagents.every((s) => s.status === 'completed' && s.texts.length >= 1), JSON.stringify(theirs.subagents));
   assert.ok(theirs.subagents.some((s) => s.toolCalls.some((c) => c.name === 'ls')));
 
   const index = ours.index as { producer: string; channels: Array<Record<string, any>> };
@@ -126,13 +140,25 @@ test('recorded LangGraph protocol events through the CLI: detected, and the same
 
   for (const flags of [[], ['--input-format', 'langgraph']]) {
     const out = join(dir, `replay${flags.length}`);
-    const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', ...flags, recording], { encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      [BIN, '--out', out, '--stdout', 'none', '-q', ...flags, recording],
+      { encoding: 'utf8' },
+    );
     assert.equal(r.status, 0, r.stderr);
-    assert.deepEqual(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')), live, flags.join(' ') || 'auto');
+    assert.deepEqual(
+      JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')),
+      live,
+      flags.join(' ') || 'auto',
+    );
   }
   // Forced the other way, the events are not read as subagents: nothing is guessed.
   const forced = join(dir, 'forced');
-  const r = spawnSync(process.execPath, [BIN, '--out', forced, '--stdout', 'none', '-q', '--input-format', 'claude', recording], { encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [BIN, '--out', forced, '--stdout', 'none', '-q', '--input-format', 'claude', recording],
+    { encoding: 'utf8' },
+  );
   assert.equal(r.status, 0, r.stderr);
   const index = JSON.parse(readFileSync(join(forced, 'index.json'), 'utf8'));
   assert.equal(index.producer, 'claude');

@@ -15,7 +15,10 @@ function perLine(recs: SubteeRecord[]): SubteeRecord[] {
   );
 }
 
-async function parse(chunks: Buffer[], maxLineBytes?: number): Promise<{ recs: SubteeRecord[]; run: Session }> {
+async function parse(
+  chunks: Buffer[],
+  maxLineBytes?: number,
+): Promise<{ recs: SubteeRecord[]; run: Session }> {
   const run = new Session();
   const recs: SubteeRecord[] = [];
   await pipeline(
@@ -26,7 +29,9 @@ async function parse(chunks: Buffer[], maxLineBytes?: number): Promise<{ recs: S
   return { recs, run };
 }
 
-const multiByte = Buffer.from('{"type":"assistant","message":{"content":[{"type":"text","text":"é — → ✓ 日本語 🚀"}]}}\n');
+const multiByte = Buffer.from(
+  '{"type":"assistant","message":{"content":[{"type":"text","text":"é — → ✓ 日本語 🚀"}]}}\n',
+);
 
 test('every split point of a line with multi-byte UTF-8 yields the same record', async () => {
   const whole = JSON.parse(multiByte.toString());
@@ -42,7 +47,10 @@ test('every split point of a line with multi-byte UTF-8 yields the same record',
 test('one byte at a time, three lines', async () => {
   const input = Buffer.concat([multiByte, Buffer.from('{"a":1}\n'), multiByte]);
   const { recs } = await parse(splitEvery(input, 1));
-  assert.deepEqual(recs.map((r) => r.lineNo), [1, 2, 3]);
+  assert.deepEqual(
+    recs.map((r) => r.lineNo),
+    [1, 2, 3],
+  );
   assert.ok(recs.every((r) => r.kind === 'line'));
 });
 
@@ -50,8 +58,15 @@ test('CRLF line ends and a BOM, the BOM split over chunks', async () => {
   const input = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"a":1}\r\n{"b":2}\r\n')]);
   for (let i = 0; i <= 4; i++) {
     const { recs } = await parse([input.subarray(0, i), input.subarray(i)]);
-    assert.deepEqual(recs.map((r) => r.kind === 'line' && r.value), [{ a: 1 }, { b: 2 }], `split at ${i}`);
-    assert.deepEqual(recs.map((r) => r.kind !== 'spooled' && r.raw.toString()), ['{"a":1}', '{"b":2}']);
+    assert.deepEqual(
+      recs.map((r) => r.kind === 'line' && r.value),
+      [{ a: 1 }, { b: 2 }],
+      `split at ${i}`,
+    );
+    assert.deepEqual(
+      recs.map((r) => r.kind !== 'spooled' && r.raw.toString()),
+      ['{"a":1}', '{"b":2}'],
+    );
   }
   // A BOM-like sequence later in the stream is content, not stripped.
   const { recs } = await parse([Buffer.from('{"a":1}\n\ufeff{"b":2}\n')]);
@@ -59,12 +74,27 @@ test('CRLF line ends and a BOM, the BOM split over chunks', async () => {
 });
 
 test('noise, non-objects, blank lines and a truncated last line are quarantined byte for byte', async () => {
-  const lines = ['npm WARN deprecated foo', '42', '[1]', '"str"', 'null', '{"ok":true}', '\x1b[31mred\x1b[0m', '{"type":"assistant",'];
+  const lines = [
+    'npm WARN deprecated foo',
+    '42',
+    '[1]',
+    '"str"',
+    'null',
+    '{"ok":true}',
+    '\x1b[31mred\x1b[0m',
+    '{"type":"assistant",',
+  ];
   const input = Buffer.from(`${lines.slice(0, 6).join('\n')}\n\n   \n\t\n${lines[6]}\n${lines[7]}`);
   const { recs, run } = await parse([input]);
   const q = perLine(recs).filter((r) => r.kind === 'quarantine');
-  assert.deepEqual(q.map((r) => r.raw.toString()), [...lines.slice(0, 5), lines[6], lines[7]]);
-  assert.deepEqual(q.map((r) => r.kind === 'quarantine' && r.reason), ['not-object', 'not-object', 'not-object', 'not-object', 'not-object', 'not-object', 'truncated']);
+  assert.deepEqual(
+    q.map((r) => r.raw.toString()),
+    [...lines.slice(0, 5), lines[6], lines[7]],
+  );
+  assert.deepEqual(
+    q.map((r) => r.kind === 'quarantine' && r.reason),
+    ['not-object', 'not-object', 'not-object', 'not-object', 'not-object', 'not-object', 'truncated'],
+  );
   assert.equal(run.input.quarantined, 7);
   assert.equal(run.input.blankLines, 3);
   assert.equal(run.input.lines, 8);
@@ -73,7 +103,10 @@ test('noise, non-objects, blank lines and a truncated last line are quarantined 
 
 test('a complete last line without a newline is a record', async () => {
   const { recs } = await parse([Buffer.from('{"a":1}\n{"b":2}')]);
-  assert.deepEqual(recs.map((r) => r.kind), ['line', 'line']);
+  assert.deepEqual(
+    recs.map((r) => r.kind),
+    ['line', 'line'],
+  );
 });
 
 test('invalid UTF-8 in a noise line is kept byte for byte', async () => {
@@ -92,7 +125,15 @@ test('a line over the limit is spooled, never held: routed when it is a JSON obj
   const rest = Buffer.concat([Buffer.from('\n{"b":2}\n'), bad, Buffer.from('\n')]);
   const { recs, run } = await parse([...splitEvery(first, 1000), ...splitEvery(rest, 1000)], max);
   const spooled = recs.filter((r) => r.kind === 'spooled');
-  assert.deepEqual(recs.map((r) => [r.kind, r.lineNo]), [['line', 1], ['spooled', 2], ['line', 3], ['spooled', 4]]);
+  assert.deepEqual(
+    recs.map((r) => [r.kind, r.lineNo]),
+    [
+      ['line', 1],
+      ['spooled', 2],
+      ['line', 3],
+      ['spooled', 4],
+    ],
+  );
   const bytesOf = (r: SpooledRecord) => {
     const parts: Buffer[] = [];
     r.spool.copy((piece) => parts.push(Buffer.from(piece)));
@@ -100,7 +141,11 @@ test('a line over the limit is spooled, never held: routed when it is a JSON obj
   };
   const [routed, quarantined] = spooled as SpooledRecord[];
   assert.ok(bytesOf(routed).equals(long), 'the line byte for byte, its CR left out');
-  assert.deepEqual([routed.value, routed.reason], [{ type: 'user', n: 1 }, null], 'top-level scalars short enough to keep');
+  assert.deepEqual(
+    [routed.value, routed.reason],
+    [{ type: 'user', n: 1 }, null],
+    'top-level scalars short enough to keep',
+  );
   assert.ok(routed.head.equals(long.subarray(0, routed.head.length)) && routed.head.length > 0);
   assert.ok(bytesOf(quarantined).equals(bad));
   assert.deepEqual([quarantined.value, quarantined.reason], [null, 'not-json']);
@@ -173,6 +218,9 @@ test('bounded batches keep every line across chunk boundaries, a long line among
       return Buffer.concat(parts).toString();
     });
     assert.deepEqual(texts, lines, `chunks of ${every}`);
-    assert.deepEqual(recs.map((r) => r.lineNo), Array.from({ length: lines.length }, (_, i) => i + 1));
+    assert.deepEqual(
+      recs.map((r) => r.lineNo),
+      Array.from({ length: lines.length }, (_, i) => i + 1),
+    );
   }
 });

@@ -70,7 +70,10 @@ test('user lines: text blocks are prompts, tool results keep text and error flag
         {
           type: 'tool_result',
           tool_use_id: 'a',
-          content: [{ type: 'text', text: 'x' }, { type: 'text', text: 'y' }],
+          content: [
+            { type: 'text', text: 'x' },
+            { type: 'text', text: 'y' },
+          ],
         },
         { type: 'tool_result', tool_use_id: 'b', content: 'boom', is_error: true },
         { type: 'tool_result', tool_use_id: 'c', content: 'soft', is_error: 'yes' },

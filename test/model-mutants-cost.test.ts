@@ -154,7 +154,7 @@ test('message_delta gives a message its exact output, before or after its lines,
   assert.equal(ledger.channelCost('fresh')!.tokens.output_tokens, 2);
 });
 
-test('with a result, every token seen: the output is the result\'s, the dollars Claude Code\'s', () => {
+test("with a result, every token seen: the output is the result's, the dollars Claude Code's", () => {
   const ledger = new CostLedger(TABLE);
   const usage = {
     input_tokens: 1000,
@@ -226,7 +226,10 @@ test('a result with per-model dollars and no total: the run costs their sum, wha
   const ledger = new CostLedger(TABLE);
   ledger.observe(line('a1', 'm-b', { input_tokens: 100, output_tokens: 0 }), null);
   // Claude Code counted 1,000 input tokens of m-b for $0.01; the stream shows 100 of them.
-  ledger.observe({ type: 'result', modelUsage: { 'm-b': { inputTokens: 1000, outputTokens: 0, costUSD: 0.01 } } }, null);
+  ledger.observe(
+    { type: 'result', modelUsage: { 'm-b': { inputTokens: 1000, outputTokens: 0, costUSD: 0.01 } } },
+    null,
+  );
   const report = ledger.report();
   close(report.channels.get(null)!.usd, 100 * (0.01 / 1000));
   close(report.unattributed_usd, 0.01 - 100 * (0.01 / 1000));
@@ -236,7 +239,10 @@ test('a result with per-model dollars and no total: the run costs their sum, wha
   const partial = new CostLedger(TABLE);
   partial.observe(line('a1', 'm-a', { input_tokens: M, output_tokens: 0 }), null);
   partial.observe(
-    { type: 'result', modelUsage: { 'm-a': { inputTokens: M, outputTokens: 0 }, 'm-b': { inputTokens: 5, costUSD: 0.5 } } },
+    {
+      type: 'result',
+      modelUsage: { 'm-a': { inputTokens: M, outputTokens: 0 }, 'm-b': { inputTokens: 5, costUSD: 0.5 } },
+    },
     null,
   );
   close(partial.report().usd, partial.report().channels_usd!);
@@ -296,7 +302,7 @@ test('a result model without dollars is priced by the table, or unpriced without
   assert.equal(report.prices_date, '2020-02-02');
 });
 
-test('the estimate of a message\'s output counts tool inputs as JSON and lazy text by its length', () => {
+test("the estimate of a message's output counts tool inputs as JSON and lazy text by its length", () => {
   const ledger = new CostLedger(TABLE);
   const input = { command: 'ls -la', path: 'src' };
   const commas = 1; // the JSON of `input` has one separator between members, not counted
@@ -385,7 +391,7 @@ test('the estimate measures a tool input as its JSON without separators, whateve
   }
 });
 
-test('the estimate: blocks that produce nothing count nothing; the lines\' own output when larger', () => {
+test("the estimate: blocks that produce nothing count nothing; the lines' own output when larger", () => {
   const odd = [
     null,
     'loose',
@@ -440,7 +446,7 @@ test('a delta without an id, with no message open, does not replace one waiting 
   assert.equal(ledger.channelCost('c')!.tokens.output_tokens, 5);
 });
 
-test('an exact message takes no share of the result\'s output; the estimated ones share the rest', () => {
+test("an exact message takes no share of the result's output; the estimated ones share the rest", () => {
   const ledger = new CostLedger(TABLE);
   const text = [{ type: 'text', text: 'x'.repeat(400) }];
   ledger.observe(line('a1', 'm-b', { input_tokens: 1 }, text), null);
@@ -476,7 +482,7 @@ test('a result with dollars but no tokens: the table rate, or nothing to spread 
   assert.deepEqual(report.unpriced, []);
 });
 
-test('a result with output but no input: every channel\'s output is the result\'s', () => {
+test("a result with output but no input: every channel's output is the result's", () => {
   const ledger = new CostLedger(TABLE);
   ledger.observe(line('a1', 'm-b', { output_tokens: 1 }, [{ type: 'text', text: 'x'.repeat(40) }]), null);
   ledger.observe({ type: 'result', modelUsage: { 'm-b': { outputTokens: 90, costUSD: 0.9 } } }, null);
@@ -494,7 +500,7 @@ test('a result dollar figure that is not finite is no dollars: the table prices 
   assert.deepEqual([report.channels.get(null)!.usd, report.models['m-a'].result_usd], [100 / M, null]);
 });
 
-test('without a result, a channel\'s cost prices its own tokens: a model it used none of is free', () => {
+test("without a result, a channel's cost prices its own tokens: a model it used none of is free", () => {
   const ledger = new CostLedger(TABLE);
   ledger.observe(line('a1', 'no-price', { input_tokens: 0 }), 'idle');
   ledger.observe(line('b1', 'no-price', { input_tokens: 5 }), 'busy');
@@ -512,7 +518,11 @@ test('a model with no price is unpriced as soon as any channel used any kind of 
       ['m1', { cache_creation_input_tokens: 5, cache_creation: { ephemeral_1h_input_tokens: 5 } }],
       ['delta', 5],
     ],
-    [['m1', { output_tokens: 1 }], ['delta', 5], ['m2', { output_tokens: 5 }]],
+    [
+      ['m1', { output_tokens: 1 }],
+      ['delta', 5],
+      ['m2', { output_tokens: 5 }],
+    ],
   ];
   for (const steps of cases) {
     const ledger = new CostLedger(TABLE);
@@ -542,7 +552,7 @@ test('with a result, a model it does not name: table-priced, listed without resu
   assert.equal(report.channels.get('c')!.usd, 0);
 });
 
-test('dollars: an unpriced channel makes the channels\' sum unknown; sums are free of float dust', () => {
+test("dollars: an unpriced channel makes the channels' sum unknown; sums are free of float dust", () => {
   const ledger = new CostLedger(TABLE);
   ledger.observe(line('a1', 'm-z', { input_tokens: 5 }), null);
   ledger.observe(line('b1', 'm-a', { input_tokens: 5 }), 'c');

@@ -80,13 +80,27 @@ const result = (channel: string | null = null): Line => ({
 const row = (w: Wait) => [w.kind, w.channelId, w.what, w.sinceMs, w.allowedMs, w.declared, w.graced];
 const rows = (flight: InFlight) => flight.waits().map(row);
 type Channel = string | null;
-const modelRow = (what: string, since: number, channel: Channel) =>
-  ['model', channel, what, since, LIMITS.modelTimeoutMs, false, true];
+const modelRow = (what: string, since: number, channel: Channel) => [
+  'model',
+  channel,
+  what,
+  since,
+  LIMITS.modelTimeoutMs,
+  false,
+  true,
+];
 const request = (since: number, channel: Channel = null) => modelRow('model request', since, channel);
 const response = (since: number, channel: Channel = null) => modelRow('model response', since, channel);
 /** A streamed message: subtee's own idle allowance, exact, so no grace. */
-const streaming = (since: number, channel: Channel = null) =>
-  ['model', channel, 'message stream', since, LIMITS.idleTimeoutMs, false, false];
+const streaming = (since: number, channel: Channel = null) => [
+  'model',
+  channel,
+  'message stream',
+  since,
+  LIMITS.idleTimeoutMs,
+  false,
+  false,
+];
 
 function feed(lines: Array<[number, Line]>, limits: WaitLimits = LIMITS): InFlight {
   const flight = new InFlight(limits);
@@ -96,7 +110,10 @@ function feed(lines: Array<[number, Line]>, limits: WaitLimits = LIMITS): InFlig
 
 test('a recorded run with a quiet background worker: what is awaited after each of its lines', () => {
   const path = fileURLToPath(new URL('../../test/fixtures/quiet-background-worker.jsonl', import.meta.url));
-  const lines = readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line);
+  const lines = readFileSync(path, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Line);
   assert.equal(lines.length, 20);
   const spawnId = 'toolu_01007sria6ke3usameTail';
   const taskId = 'a1e7c529386c2d942';
@@ -140,7 +157,7 @@ test('a recorded run with a quiet background worker: what is awaited after each 
   });
 });
 
-test('the default limits: Claude Code\'s own, and two minutes between a streamed message\'s events', () => {
+test("the default limits: Claude Code's own, and two minutes between a streamed message's events", () => {
   const minutes = (count: number) => count * 60 * 1000;
   assert.deepEqual(
     { ...WAIT_LIMIT_DEFAULTS },
@@ -160,7 +177,13 @@ test('the default limits: Claude Code\'s own, and two minutes between a streamed
 test('a shell call allows its own timeout input, bounded by the maximum; else the default', () => {
   const allowance = (name: string, input: unknown, limits: WaitLimits = WAIT_LIMIT_DEFAULTS) => {
     const call = assistant(null, toolUse('toolu_01b', name, input));
-    const [wait] = feed([[0, init()], [5, call]], limits).waits();
+    const [wait] = feed(
+      [
+        [0, init()],
+        [5, call],
+      ],
+      limits,
+    ).waits();
     return [wait.kind, wait.allowedMs, wait.declared, wait.sinceMs];
   };
   const max = WAIT_LIMIT_DEFAULTS.bashMaxTimeoutMs;
@@ -193,7 +216,10 @@ test('a shell call allows its own timeout input, bounded by the maximum; else th
 
 test('a call is named by its command, description, file, URL or pattern, in that order, cut to 80', () => {
   const named = (name: string, input: unknown) =>
-    feed([[0, init()], [1, assistant(null, toolUse('toolu_01n', name, input))]]).waits()[0].what;
+    feed([
+      [0, init()],
+      [1, assistant(null, toolUse('toolu_01n', name, input))],
+    ]).waits()[0].what;
   assert.equal(named('Bash', { command: 'npm test', description: 'run the tests' }), 'Bash "npm test"');
   const review = { description: 'review the diff', prompt: 'p', run_in_background: true };
   assert.equal(named('Agent', review), 'Agent "review the diff"');
@@ -245,25 +271,39 @@ test('the model phases: a request, then a response, kept from their first line',
   const model = LIMITS.modelTimeoutMs;
   // A request stays the one sent first; compacting is no request.
   const status = (value: string) => system('status', { status: value });
-  const requested = feed([[0, init()], [5, status('requesting')], [6, status('compacting')]]);
+  const requested = feed([
+    [0, init()],
+    [5, status('requesting')],
+    [6, status('compacting')],
+  ]);
   assert.deepEqual(rows(requested), [request(0)]);
   // A response is timed from its first line, not its last.
   const thinking = { type: 'thinking', thinking: 'b' };
-  const answering = feed([[0, init()], [10, assistant(null, text('a'))], [20, assistant(null, thinking)]]);
+  const answering = feed([
+    [0, init()],
+    [10, assistant(null, text('a'))],
+    [20, assistant(null, thinking)],
+  ]);
   assert.deepEqual(rows(answering), [response(10)]);
   // A line with no init before it.
   assert.deepEqual(rows(feed([[3, assistant(null, text('hi'))]])), [response(3)]);
   // A status line on a subagent's channel is that channel's request.
   const subagentStatus = { ...status('requesting'), parent_tool_use_id: 'toolu_01s' };
-  assert.deepEqual(rows(feed([[4, subagentStatus]])), [
-    request(4, 'toolu_01s'),
-  ]);
+  assert.deepEqual(rows(feed([[4, subagentStatus]])), [request(4, 'toolu_01s')]);
   // Compacting while a tool runs adds nothing.
   const readCall = assistant(null, toolUse('toolu_01r', 'Read', { file_path: 'a' }));
-  const tool = feed([[0, init()], [1, readCall], [2, status('compacting')]]);
+  const tool = feed([
+    [0, init()],
+    [1, readCall],
+    [2, status('compacting')],
+  ]);
   assert.deepEqual(rows(tool), [['tool', null, 'Read "a"', 1, LIMITS.toolTimeoutMs, false, true]]);
   // Text after a tool call, the call still running: the call's allowance covers it.
-  const after = feed([[0, init()], [1, readCall], [2, assistant(null, text('and'))]]);
+  const after = feed([
+    [0, init()],
+    [1, readCall],
+    [2, assistant(null, text('and'))],
+  ]);
   assert.deepEqual(rows(after), [['tool', null, 'Read "a"', 1, LIMITS.toolTimeoutMs, false, true]]);
 });
 
@@ -271,7 +311,10 @@ test('tool results: the next request goes out after a prompt or the last awaited
   const model = LIMITS.modelTimeoutMs;
   const bash = (id: string, command: string, timeout: number) => toolUse(id, 'Bash', { command, timeout });
   const calls = assistant(null, bash('toolu_01x', 'quick', 40_000), bash('toolu_01y', 'slow', 50_000));
-  const two: Array<[number, Line]> = [[0, init()], [1, calls]];
+  const two: Array<[number, Line]> = [
+    [0, init()],
+    [1, calls],
+  ];
   assert.deepEqual(rows(feed(two)), [
     ['tool', null, 'Bash "slow"', 1, 50_000, true, true],
     ['tool', null, 'Bash "quick"', 1, 40_000, true, true],
@@ -291,17 +334,30 @@ test('tool results: the next request goes out after a prompt or the last awaited
   assert.deepEqual(rows(feed([[8, noContent]])), [request(8)]);
   // A prompt while a call runs (a queued message): the model is asked again, the call still awaited.
   const readA = assistant(null, toolUse('toolu_01r', 'Read', { file_path: 'a' }));
-  const running = feed([[0, init()], [1, readA], [6, user(null, [text('also check b')])]]);
-  assert.deepEqual(rows(running), [request(6), ['tool', null, 'Read "a"', 1, LIMITS.toolTimeoutMs, false, true]]);
+  const running = feed([
+    [0, init()],
+    [1, readA],
+    [6, user(null, [text('also check b')])],
+  ]);
+  assert.deepEqual(rows(running), [
+    request(6),
+    ['tool', null, 'Read "a"', 1, LIMITS.toolTimeoutMs, false, true],
+  ]);
   assert.deepEqual(rows(feed([[9, user(null, [toolResult('toolu_01q')])]])), [request(9)]);
   // Blocks that are not tool calls, or not whole ones, are not calls.
   const partial = { type: 'tool_use', id: 'toolu_01w' };
-  const odd = feed([[0, init()], [2, assistant(null, null, 'x', partial, text('t'))]]);
+  const odd = feed([
+    [0, init()],
+    [2, assistant(null, null, 'x', partial, text('t'))],
+  ]);
   assert.deepEqual(rows(odd), [response(2)]);
 });
 
 test('lines that are not stream lines change nothing', () => {
-  const flight = feed([[0, init()], [1, assistant(null, toolUse('toolu_01r', 'Read', { file_path: 'a' }))]]);
+  const flight = feed([
+    [0, init()],
+    [1, assistant(null, toolUse('toolu_01r', 'Read', { file_path: 'a' }))],
+  ]);
   const before = rows(flight);
   for (const value of [
     { type: 'rate_limit_event', rate_limit_info: { status: 'allowed' } },
@@ -357,7 +413,10 @@ test('a foreground subagent is awaited through its own channel, and ends with it
     assistant(null, toolUse(id, name, { description: `sub ${id}`, prompt: 'p', subagent_type: 'Explore' }));
   // The spawn itself is no wait: its channel's first request is.
   for (const name of ['Agent', 'Task']) {
-    const spawned = feed([[0, init()], [1, spawn('toolu_01A', name)]]);
+    const spawned = feed([
+      [0, init()],
+      [1, spawn('toolu_01A', name)],
+    ]);
     assert.deepEqual(rows(spawned), [request(1, 'toolu_01A')], name);
   }
   // The subagent's lines came first: its spawn adds no request over its running call.
@@ -378,7 +437,10 @@ test('a foreground subagent is awaited through its own channel, and ends with it
   // A spawn its agent's definition sends to the background: the launch result leaves it running.
   const launched = feed([
     [0, init()],
-    [1, assistant(null, toolUse('toolu_01B', 'Agent', { description: 'bg', prompt: 'p', subagent_type: 'w' }))],
+    [
+      1,
+      assistant(null, toolUse('toolu_01B', 'Agent', { description: 'bg', prompt: 'p', subagent_type: 'w' })),
+    ],
     [2, assistant('toolu_01B', toolUse('toolu_01b1', 'Grep', { pattern: 'x' }))],
     [3, user(null, [toolResult('toolu_01B', [text('Async agent launched successfully.\nagentId: a1')])])],
   ]);
@@ -391,15 +453,30 @@ test('a foreground subagent is awaited through its own channel, and ends with it
   assert.deepEqual(rows(launched), [request(3)]);
   // A notification for a channel already ended, or never seen, changes nothing.
   launched.observe(system('task_notification', { tool_use_id: 'toolu_01B', status: 'completed' }), 5);
-  launched.observe(system('task_notification', { task_id: 'k0', tool_use_id: 'toolu_01Z', status: 'failed' }), 6);
+  launched.observe(
+    system('task_notification', { task_id: 'k0', tool_use_id: 'toolu_01Z', status: 'failed' }),
+    6,
+  );
   assert.deepEqual(rows(launched), [request(3)]);
 });
 
 test('background tasks: started, listed again, replaced by the list, ended', () => {
   const ceiling = LIMITS.bgWaitCeilingMs;
-  const bg = (id: string, since: number, channel: Channel = null) =>
-    ['background', channel, `background Explore "${id}" (${id})`, since, ceiling, false, true];
-  const entry = (id: string) => ({ task_id: id, task_type: 'local_agent', subagent_type: 'Explore', description: id });
+  const bg = (id: string, since: number, channel: Channel = null) => [
+    'background',
+    channel,
+    `background Explore "${id}" (${id})`,
+    since,
+    ceiling,
+    false,
+    true,
+  ];
+  const entry = (id: string) => ({
+    task_id: id,
+    task_type: 'local_agent',
+    subagent_type: 'Explore',
+    description: id,
+  });
   const started = (id: string) =>
     system('task_started', { ...entry(id), tool_use_id: `toolu_${id}`, is_backgrounded: true });
   const listed = (...ids: string[]) => system('background_tasks_changed', { tasks: ids.map(entry) });
@@ -429,15 +506,18 @@ test('waits are listed by allowance, longest first (no limit before all), then o
   const unbounded = { ...LIMITS, bgWaitCeilingMs: 0 };
   const bash = (id: string, timeout: number) =>
     assistant(null, toolUse(id, 'Bash', { command: id, timeout }));
-  const flight = feed([
-    [0, init()],
-    [5, bash('b5', 30_000)],
-    [2, bash('b2', 30_000)],
-    [9, bash('b9', 30_000)],
-    [1, bash('b1', 20_000)],
-    [3, bash('b3', 60_000)],
-    [7, system('task_started', { task_id: 'k7', is_backgrounded: true })],
-  ], unbounded);
+  const flight = feed(
+    [
+      [0, init()],
+      [5, bash('b5', 30_000)],
+      [2, bash('b2', 30_000)],
+      [9, bash('b9', 30_000)],
+      [1, bash('b1', 20_000)],
+      [3, bash('b3', 60_000)],
+      [7, system('task_started', { task_id: 'k7', is_backgrounded: true })],
+    ],
+    unbounded,
+  );
   assert.deepEqual(
     flight.waits().map((w) => [w.what, w.allowedMs]),
     [
@@ -507,7 +587,10 @@ test('a call past the limit still means the model has answered: no response is a
   assert.deepEqual(overflowOf(flight).map(row), [
     ['tool', null, '1 more calls not tracked one by one', 2, LIMITS.toolTimeoutMs, false, true],
   ]);
-  assert.deepEqual(flight.waits().filter((w) => w.kind === 'model'), []);
+  assert.deepEqual(
+    flight.waits().filter((w) => w.kind === 'model'),
+    [],
+  );
   assert.equal(flight.waits().length, MAX_TRACKED_WAITS - 1 + 1);
 });
 
@@ -530,7 +613,7 @@ test('a task with no limit folded in makes the folded wait unlimited, whatever c
   assert.equal(flight.waits()[0].allowedMs, null);
 });
 
-test('what ends frees its place: results, ended subagents, ended tasks, and the run\'s result', () => {
+test("what ends frees its place: results, ended subagents, ended tasks, and the run's result", () => {
   // `before` takes `used` places (the main channel's included); filled to the limit, `end`
   // then frees exactly `freed`: that many more calls are tracked, and the next is folded.
   type Step = (flight: InFlight) => void;

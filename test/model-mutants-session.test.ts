@@ -81,7 +81,10 @@ test('recordFailed: a plain error counted and warned once with name and message;
     new OutputError('ERR_W', '/', 'w'),
   ];
   for (const err of typed) {
-    assert.throws(() => session.recordFailed('s', 1, err), (thrown) => thrown === err);
+    assert.throws(
+      () => session.recordFailed('s', 1, err),
+      (thrown) => thrown === err,
+    );
   }
   assert.equal(session.input.failed, 3, 'a typed error is not counted as a failed record');
 });

@@ -22,7 +22,7 @@ const result = (toolUseId: string, content: unknown, isError = false) => ({
 const system = (subtype: string, fields: Input) => ({ type: 'system', subtype, ...fields });
 const NO_COUNTS = { text: 0, thinking: 0, tool_use: 0, tool_result: 0 };
 
-test('an event carries the channel\'s counts and usage as of its line; lines and order are counted', () => {
+test("an event carries the channel's counts and usage as of its line; lines and order are counted", () => {
   const tree = new ChannelTree();
   const first = tree.route(say('b', { id: 'm1', usage: { input_tokens: 3 } }));
   assert.equal(first.events[0].type, 'open');
@@ -32,7 +32,10 @@ test('an event carries the channel\'s counts and usage as of its line; lines and
   tree.route(say('c', {}));
   assert.equal(tree.get('b')!.lines, 2);
   assert.equal(tree.get(null), tree.main);
-  assert.deepEqual(tree.channels().map((ch) => ch.seq), [0, 1, 2]);
+  assert.deepEqual(
+    tree.channels().map((ch) => ch.seq),
+    [0, 1, 2],
+  );
   // A line of no kind subtee reads is still counted on its channel.
   tree.route({ type: 'assistant', parent_tool_use_id: 'b' });
   assert.equal(tree.get('b')!.lines, 3);
@@ -65,7 +68,10 @@ test('tags: the id after toolu_ (and 01), longer while taken, then numbered', ()
 test('spawns: a new one opens its channel with description and background; an empty id is none', () => {
   const tree = new ChannelTree();
   const opened = tree.route(spawn('a', null, { description: 'look', run_in_background: true }));
-  assert.deepEqual(opened.events.map((ev) => ev.type), ['open']);
+  assert.deepEqual(
+    opened.events.map((ev) => ev.type),
+    ['open'],
+  );
   assert.deepEqual([tree.get('a')!.description, tree.get('a')!.background], ['look', true]);
   tree.route(spawn('b', null, { run_in_background: 'yes' }));
   assert.deepEqual([tree.get('b')!.description, tree.get('b')!.background], [null, null]);
@@ -101,7 +107,10 @@ test('depth guesses fill unknown depths only, and never stop the real depth from
 test('counts leave redacted thinking out and count tool results only; usage needs a message id', () => {
   const tree = new ChannelTree();
   tree.route({ type: 'assistant', message: { content: [{ type: 'redacted_thinking', data: 'x' }] } });
-  const content = [{ type: 'text', text: 'p' }, { type: 'tool_result', tool_use_id: 'q' }];
+  const content = [
+    { type: 'text', text: 'p' },
+    { type: 'tool_result', tool_use_id: 'q' },
+  ];
   tree.route({ type: 'user', message: { content } });
   assert.deepEqual(tree.main.counts, { ...NO_COUNTS, tool_result: 1 });
   tree.route(say(null, { usage: { input_tokens: 4 } }));
@@ -149,16 +158,25 @@ test('task_notification: only completed or failed end a channel, once per status
   assert.deepEqual(tree.route(stopped).events, []);
   assert.equal(tree.get('a')!.status, 'running');
   const done = system('task_notification', { tool_use_id: 'a', status: 'completed', summary: 'ok' });
-  assert.deepEqual(tree.route(done).events.map((ev) => ev.type), ['status']);
+  assert.deepEqual(
+    tree.route(done).events.map((ev) => ev.type),
+    ['status'],
+  );
   assert.deepEqual(tree.route(done).events, []);
   assert.deepEqual([tree.get('a')!.status, tree.get('a')!.summary], ['completed', 'ok']);
   // Without a summary: one status event, however often the notification is repeated; a later
   // one that brings a summary is news.
   tree.route(spawn('b', null, { run_in_background: true }));
   const bare = system('task_notification', { tool_use_id: 'b', status: 'failed' });
-  assert.deepEqual(tree.route(bare).events.map((ev) => ev.type), ['status']);
+  assert.deepEqual(
+    tree.route(bare).events.map((ev) => ev.type),
+    ['status'],
+  );
   assert.deepEqual(tree.route(bare).events, []);
   const said = system('task_notification', { tool_use_id: 'b', status: 'failed', summary: 'boom' });
-  assert.deepEqual(tree.route(said).events.map((ev) => ev.type), ['status']);
+  assert.deepEqual(
+    tree.route(said).events.map((ev) => ev.type),
+    ['status'],
+  );
   assert.deepEqual([tree.get('b')!.status, tree.get('b')!.summary], ['failed', 'boom']);
 });

@@ -99,7 +99,10 @@ test('an input that fails midway: what was read is filed, index.json records the
     readFileSync(join(out, ch.jsonl), 'utf8').split('\n').filter(Boolean),
   );
   assert.deepEqual(filed.sort(), kept.slice().sort());
-  assert.deepEqual(subagents, index.channels.slice(1).map((ch: { id: string }) => ch.id));
+  assert.deepEqual(
+    subagents,
+    index.channels.slice(1).map((ch: { id: string }) => ch.id),
+  );
 });
 
 test('open() on a cut-short gzip file keeps every decompressed byte, records INPUT_CUT_SHORT, rejects ERR_INPUT', async () => {
@@ -109,7 +112,10 @@ test('open() on a cut-short gzip file keeps every decompressed byte, records INP
   writeFileSync(file, whole.subarray(0, whole.length - 20));
   // What a decompressor gets out of the cut file before it notices the cut (zcat, not subtee).
   const readable = spawnSync('bash', ['-c', `zcat "${file}" 2>/dev/null`], { maxBuffer: 1 << 26 }).stdout;
-  const expected = readable.toString('utf8').split('\n').filter((l) => l !== '');
+  const expected = readable
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l !== '');
   const out = join(dir, 'out');
   const run = open(file, { out });
   await assert.rejects(run.done, { code: 'ERR_INPUT' });
@@ -122,6 +128,11 @@ test('open() on a cut-short gzip file keeps every decompressed byte, records INP
   const files = readTree(out);
   const kept = [...files]
     .filter(([name]) => name.endsWith('.jsonl') || name === 'quarantine.log')
-    .flatMap(([, bytes]) => bytes.toString('utf8').split('\n').filter((l) => l !== ''));
+    .flatMap(([, bytes]) =>
+      bytes
+        .toString('utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
+    );
   assert.deepEqual(kept.sort(), expected.sort());
 });

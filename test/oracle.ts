@@ -48,7 +48,18 @@ export function readStream(text: string): Oracle {
   const get = (id: string | null) => {
     if (!channels.has(id)) {
       const counts = { text: 0, thinking: 0, tool_use: 0, tool_result: 0 };
-      channels.set(id, { id, parent: null, depth: id === null ? 0 : null, agent: null, status: 'running', background: null, summary: null, counts, usage: {}, lines: [] });
+      channels.set(id, {
+        id,
+        parent: null,
+        depth: id === null ? 0 : null,
+        agent: null,
+        status: 'running',
+        background: null,
+        summary: null,
+        counts,
+        usage: {},
+        lines: [],
+      });
     }
     return channels.get(id)!;
   };
@@ -56,7 +67,8 @@ export function readStream(text: string): Oracle {
   const quarantined: string[] = [];
   const nonBlank: string[] = [];
   const spawnParent = new Map<string, string | null>();
-  const chOf = (v: any): string | null => (typeof v.parent_tool_use_id === 'string' && v.parent_tool_use_id !== '' ? v.parent_tool_use_id : null);
+  const chOf = (v: any): string | null =>
+    typeof v.parent_tool_use_id === 'string' && v.parent_tool_use_id !== '' ? v.parent_tool_use_id : null;
   const parsed: any[] = [];
   const rawLines = text.replace(/^\uFEFF/, '').split('\n');
   rawLines.forEach((l0, i) => {
@@ -88,7 +100,14 @@ export function readStream(text: string): Oracle {
     const ch = chOf(v);
     if (v.type !== 'assistant') continue;
     for (const b of v.message?.content ?? []) {
-      if (b?.type === 'tool_use' && (b.name === 'Agent' || b.name === 'Task') && typeof b.id === 'string' && b.id !== '' && !spawnParent.has(b.id) && !isAncestor(b.id, ch)) {
+      if (
+        b?.type === 'tool_use' &&
+        (b.name === 'Agent' || b.name === 'Task') &&
+        typeof b.id === 'string' &&
+        b.id !== '' &&
+        !spawnParent.has(b.id) &&
+        !isAncestor(b.id, ch)
+      ) {
         spawnParent.set(b.id, ch);
         const c = get(b.id);
         c.parent = ch;
@@ -101,7 +120,12 @@ export function readStream(text: string): Oracle {
   const known = new Set<string | null>([null]);
   const spawned = new Set<string>();
   const resultText = (b: any) =>
-    typeof b.content === 'string' ? b.content : (Array.isArray(b.content) ? b.content : []).filter((x: any) => typeof x?.text === 'string').map((x: any) => x.text).join('\n');
+    typeof b.content === 'string'
+      ? b.content
+      : (Array.isArray(b.content) ? b.content : [])
+          .filter((x: any) => typeof x?.text === 'string')
+          .map((x: any) => x.text)
+          .join('\n');
   const end = (c: OracleChannel, status: 'completed' | 'failed', summary: string | null) => {
     if (c.status === status && c.summary !== null) return;
     c.status = status;
@@ -116,15 +140,28 @@ export function readStream(text: string): Oracle {
         spawned.add(b.id);
         known.add(b.id);
         const c = get(b.id);
-        if (c.background === null && typeof b.input?.run_in_background === 'boolean') c.background = b.input.run_in_background;
+        if (c.background === null && typeof b.input?.run_in_background === 'boolean')
+          c.background = b.input.run_in_background;
       }
     }
     if (v.type === 'system' && v.subtype === 'init') get(null).status = 'running';
     if (v.type === 'result') get(null).status = v.is_error === true ? 'failed' : 'completed';
-    if (v.type === 'system' && v.subtype === 'task_started' && typeof v.tool_use_id === 'string' && known.has(v.tool_use_id) && typeof v.is_backgrounded === 'boolean') {
+    if (
+      v.type === 'system' &&
+      v.subtype === 'task_started' &&
+      typeof v.tool_use_id === 'string' &&
+      known.has(v.tool_use_id) &&
+      typeof v.is_backgrounded === 'boolean'
+    ) {
       get(v.tool_use_id).background = v.is_backgrounded;
     }
-    if (v.type === 'system' && v.subtype === 'task_notification' && typeof v.tool_use_id === 'string' && known.has(v.tool_use_id) && (v.status === 'completed' || v.status === 'failed')) {
+    if (
+      v.type === 'system' &&
+      v.subtype === 'task_notification' &&
+      typeof v.tool_use_id === 'string' &&
+      known.has(v.tool_use_id) &&
+      (v.status === 'completed' || v.status === 'failed')
+    ) {
       end(get(v.tool_use_id), v.status, typeof v.summary === 'string' && v.summary !== '' ? v.summary : null);
     }
     if (v.type === 'user') {
@@ -143,10 +180,19 @@ export function readStream(text: string): Oracle {
   for (const v of parsed) {
     const c = get(chOf(v));
     if (v.type === 'assistant') {
-      for (const b of blocksOf(v)) if (b.type in c.counts) c.counts[b.type as keyof OracleChannel['counts']]++;
+      for (const b of blocksOf(v))
+        if (b.type in c.counts) c.counts[b.type as keyof OracleChannel['counts']]++;
       const usage = v.message?.usage;
-      if (typeof v.message?.id === 'string' && v.message.id !== '' && usage && typeof usage === 'object' && !Array.isArray(usage)) {
-        const numbers = Object.fromEntries(Object.entries(usage).filter(([, n]) => typeof n === 'number' && Number.isFinite(n))) as Record<string, number>;
+      if (
+        typeof v.message?.id === 'string' &&
+        v.message.id !== '' &&
+        usage &&
+        typeof usage === 'object' &&
+        !Array.isArray(usage)
+      ) {
+        const numbers = Object.fromEntries(
+          Object.entries(usage).filter(([, n]) => typeof n === 'number' && Number.isFinite(n)),
+        ) as Record<string, number>;
         if (!messageUsage.has(c)) messageUsage.set(c, new Map());
         messageUsage.get(c)!.set(v.message.id, numbers);
       }
@@ -154,7 +200,8 @@ export function readStream(text: string): Oracle {
     if (v.type === 'user') for (const b of blocksOf(v)) if (b.type === 'tool_result') c.counts.tool_result++;
   }
   for (const [c, byMessage] of messageUsage) {
-    for (const numbers of byMessage.values()) for (const [k, n] of Object.entries(numbers)) c.usage[k] = (c.usage[k] ?? 0) + n;
+    for (const numbers of byMessage.values())
+      for (const [k, n] of Object.entries(numbers)) c.usage[k] = (c.usage[k] ?? 0) + n;
   }
   // Steps up to main; a chain that ends at a channel whose spawn was never seen has no depth.
   const depthOf = (id: string | null): number | null => {

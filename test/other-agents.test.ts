@@ -18,7 +18,9 @@ import { ChannelTree } from '../src/model/tree.js';
 import { BIN, chunked, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers.js';
 
 const DIR = join(FIXTURES, 'other-agents');
-const RECORDINGS = readdirSync(DIR).filter((f) => f.endsWith('.jsonl')).sort();
+const RECORDINGS = readdirSync(DIR)
+  .filter((f) => f.endsWith('.jsonl'))
+  .sort();
 const PRODUCERS = ['copilot', 'codex', 'gemini', 'opencode'] as const;
 type Producer = (typeof PRODUCERS)[number];
 
@@ -26,7 +28,10 @@ const producerOf = (file: string) => file.slice(0, file.indexOf('-')) as Produce
 
 /** The input's lines as byte strings (latin1 keeps every byte), blank lines left out. */
 function inputLines(bytes: Buffer): string[] {
-  return bytes.toString('latin1').split('\n').filter((l) => l.length > 0);
+  return bytes
+    .toString('latin1')
+    .split('\n')
+    .filter((l) => l.length > 0);
 }
 
 const events = (bytes: Buffer): any[] =>
@@ -422,7 +427,10 @@ test('Codex: a spawned thread has its prompt, ends with its last message or fail
   const mapped = mapper.map(spawn('t1'));
   assert.equal(mapped.lines[mapped.own].type, 'assistant', 'the spawn call stands for the event');
   const inChild = mapped.lines.filter((l) => l.parent_tool_use_id === 't1');
-  assert.deepEqual(inChild.map((l: any) => l.message.content[0].text), ['do t1']);
+  assert.deepEqual(
+    inChild.map((l: any) => l.message.content[0].text),
+    ['do t1'],
+  );
   const tree = routed(new CodexMapper(), [spawn('t1'), spawn('t2'), wait]);
   assert.equal(tree.get('t1')!.status, 'completed');
   assert.equal(tree.get('t1')!.summary, 'done 1');
@@ -442,8 +450,11 @@ test('Codex: a spawned thread has its prompt, ends with its last message or fail
 test('Gemini: pieces become one message when the next event comes; a failed invoke_agent fails', () => {
   const mapper = new GeminiMapper();
   const piece = (content: string) => ({
-    type: 'message', timestamp: 't',
-    role: 'assistant', content, delta: true,
+    type: 'message',
+    timestamp: 't',
+    role: 'assistant',
+    content,
+    delta: true,
   });
   const invoke = (parameters: JsonObject) => ({
     type: 'tool_use',
@@ -470,7 +481,13 @@ test('Gemini: pieces become one message when the next event comes; a failed invo
   assert.equal((mapper.end()[0] as any).message.content[0].text, 'tail', 'pieces left at the end are shown');
   const tree = routed(new GeminiMapper(), [
     invoke({ prompt: 'go' }),
-    { type: 'tool_result', timestamp: 't', tool_id: 'a1', status: 'error', error: { message: 'agent failed' } },
+    {
+      type: 'tool_result',
+      timestamp: 't',
+      tool_id: 'a1',
+      status: 'error',
+      error: { message: 'agent failed' },
+    },
   ]);
   assert.equal(tree.get('a1')!.status, 'failed');
   assert.equal(tree.get('a1')!.summary, 'agent failed');
@@ -565,10 +582,11 @@ test("a Copilot run's projection: late readers get each subagent's messages and 
   const seen = new Map<string, { texts: string[]; calls: string[] }>();
   for await (const handle of run.allSubagents) {
     const texts: string[] = [];
-    for await (const message of handle.messages) if (message.role === 'assistant') {
-      const text = await message.text;
-      if (text) texts.push(text);
-    }
+    for await (const message of handle.messages)
+      if (message.role === 'assistant') {
+        const text = await message.text;
+        if (text) texts.push(text);
+      }
     const calls: string[] = [];
     for await (const call of handle.toolCalls) calls.push(call.id);
     seen.set(handle.id, { texts, calls });

@@ -108,8 +108,10 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     receiver.behave(() => (before.push(receiver.spans.length), 'accept'));
     const { exporter, shutdown } = exporterTo(receiver);
     const unavailable: string[] = [];
-    const delivery = new SpanDelivery(exporter, { retryMs: 60_000, maxQueueSpans: 100, maxBatchSpans: 2 }, (e) =>
-      unavailable.push(e),
+    const delivery = new SpanDelivery(
+      exporter,
+      { retryMs: 60_000, maxQueueSpans: 100, maxBatchSpans: 2 },
+      (e) => unavailable.push(e),
     );
     for (const span of spansNamed(['a', 'b', 'c', 'd', 'e', 'f'])) delivery.push(span);
     // The first span left at once; the others wait for it.
@@ -135,7 +137,11 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     reset();
     receiver.behave('hang');
     const { exporter, answered, shutdown } = exporterTo(receiver);
-    const delivery = new SpanDelivery(exporter, { retryMs: 60_000, maxQueueSpans: 2, maxBatchSpans: 5 }, () => {});
+    const delivery = new SpanDelivery(
+      exporter,
+      { retryMs: 60_000, maxQueueSpans: 2, maxBatchSpans: 5 },
+      () => {},
+    );
     const [a, b, c] = spansNamed(['a', 'b', 'c']);
     delivery.push(a);
     await requestsReceived(receiver, 1);
@@ -168,8 +174,10 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     receiver.behave((n) => (n === 1 ? 500 : 'accept'));
     const { exporter, shutdown } = exporterTo(receiver);
     const unavailable: string[] = [];
-    const delivery = new SpanDelivery(exporter, { retryMs: 60_000, maxQueueSpans: 10, maxBatchSpans: 10 }, (e) =>
-      unavailable.push(e),
+    const delivery = new SpanDelivery(
+      exporter,
+      { retryMs: 60_000, maxQueueSpans: 10, maxBatchSpans: 10 },
+      (e) => unavailable.push(e),
     );
     for (const span of spansNamed(['a'])) delivery.push(span);
     await delivery.drain(600_000);
@@ -189,7 +197,11 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     reset();
     receiver.behave((n) => (n === 1 ? 500 : 'accept'));
     const { exporter, shutdown } = exporterTo(receiver);
-    const delivery = new SpanDelivery(exporter, { retryMs: 1900, maxQueueSpans: 10, maxBatchSpans: 10 }, () => {});
+    const delivery = new SpanDelivery(
+      exporter,
+      { retryMs: 1900, maxQueueSpans: 10, maxBatchSpans: 10 },
+      () => {},
+    );
     delivery.push(spansNamed(['a'])[0]);
     await delivery.drain(600_000);
     assert.equal(delivery.delivered, 1, `retried once (${delivery.lastError})`);
@@ -201,14 +213,19 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     receiver.behave(500);
     const { exporter, shutdown } = exporterTo(receiver);
     const unavailable: string[] = [];
-    const delivery = new SpanDelivery(exporter, { retryMs: 1900, maxQueueSpans: 10, maxBatchSpans: 10 }, (e) =>
-      unavailable.push(e),
+    const delivery = new SpanDelivery(
+      exporter,
+      { retryMs: 1900, maxQueueSpans: 10, maxBatchSpans: 10 },
+      (e) => unavailable.push(e),
     );
     delivery.push(spansNamed(['a'])[0]);
     await until('the batch given up', () => unavailable.length > 0);
     // Tries after 0, 100, 300, 700 and 1500 ms; the next pause (1600 ms) would end past retryMs. A
     // slow machine makes fewer tries, never more.
-    assert.ok(receiver.requests.length >= 2 && receiver.requests.length <= 5, `${receiver.requests.length} tries`);
+    assert.ok(
+      receiver.requests.length >= 2 && receiver.requests.length <= 5,
+      `${receiver.requests.length} tries`,
+    );
     assert.deepEqual(counts(delivery), { total: 1, delivered: 0, lost: 1, pending: 0, available: false });
     await delivery.drain(0);
     await shutdown();
@@ -296,7 +313,11 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     reset();
     receiver.behave('hang');
     const { exporter, answered, shutdown } = exporterTo(receiver);
-    const delivery = new SpanDelivery(exporter, { retryMs: 60_000, maxQueueSpans: 1, maxBatchSpans: 1 }, () => {});
+    const delivery = new SpanDelivery(
+      exporter,
+      { retryMs: 60_000, maxQueueSpans: 1, maxBatchSpans: 1 },
+      () => {},
+    );
     const [a, b, c] = spansNamed(['a', 'b', 'c']);
     delivery.push(a);
     await requestsReceived(receiver, 1);
@@ -323,7 +344,11 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     reset();
     receiver.behave(500);
     const { exporter, answered, shutdown } = exporterTo(receiver);
-    const delivery = new SpanDelivery(exporter, { retryMs: 600_000, maxQueueSpans: 10, maxBatchSpans: 10 }, () => {});
+    const delivery = new SpanDelivery(
+      exporter,
+      { retryMs: 600_000, maxQueueSpans: 10, maxBatchSpans: 10 },
+      () => {},
+    );
     delivery.push(spansNamed(['a'])[0]);
     await answered(1);
     const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
@@ -412,9 +437,12 @@ describe('the OTLP sink at the end of a run', () => {
 
   async function runSink(options: Record<string, unknown>) {
     const batches: RecordBatch[] = [];
-    const { run } = await routeThrough(readFileSync(fixtureFiles().find((f) => f.endsWith('nested-depth-3.jsonl'))!), (b) => {
-      batches.push(b);
-    });
+    const { run } = await routeThrough(
+      readFileSync(fixtureFiles().find((f) => f.endsWith('nested-depth-3.jsonl'))!),
+      (b) => {
+        batches.push(b);
+      },
+    );
     const spanCount = run.tree.channels().reduce((n, c) => n + 1 + c.counts.tool_use, 0);
     const before = run.warnings.length;
     const sink = createOtlpSink({ url: receiver.url, session: run, ...options });
@@ -444,8 +472,13 @@ describe('the OTLP sink at the end of a run', () => {
       warnings.map((w) => w.code),
       ['OTLP_UNAVAILABLE', 'OTLP_UNDELIVERED'],
     );
-    assert.match(warnings[0].message, /^collector http:\/\/127\.0\.0\.1:\d+\/v1\/traces is not accepting spans \(HTTP 500\b/);
-    assert.ok(warnings[1].message.startsWith(`${spanCount} of ${spanCount} spans not delivered to http://127.0.0.1:`));
+    assert.match(
+      warnings[0].message,
+      /^collector http:\/\/127\.0\.0\.1:\d+\/v1\/traces is not accepting spans \(HTTP 500\b/,
+    );
+    assert.ok(
+      warnings[1].message.startsWith(`${spanCount} of ${spanCount} spans not delivered to http://127.0.0.1:`),
+    );
     assert.match(warnings[1].message, /\(HTTP 500\b.*\)$/);
   });
 });

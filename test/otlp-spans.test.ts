@@ -6,14 +6,30 @@ import { TraceBuilder, type SpanData } from '../src/chain/sinks/otlp-spans.js';
 import { fixtureFiles } from './helpers.js';
 import { assertSpanTree, routeThrough, type SpanLike } from './otlp-tree.js';
 
-const like = (s: SpanData): SpanLike => ({ id: s.key, parent: s.parentKey ?? '', name: s.name, startMs: s.startMs, endMs: s.endMs, attributes: s.attributes, error: s.error !== null });
+const like = (s: SpanData): SpanLike => ({
+  id: s.key,
+  parent: s.parentKey ?? '',
+  name: s.name,
+  startMs: s.startMs,
+  endMs: s.endMs,
+  attributes: s.attributes,
+  error: s.error !== null,
+});
 
-async function spansOf(input: Buffer, options: ConstructorParameters<typeof TraceBuilder>[0] = {}, chunkBytes?: number) {
+async function spansOf(
+  input: Buffer,
+  options: ConstructorParameters<typeof TraceBuilder>[0] = {},
+  chunkBytes?: number,
+) {
   const builder = new TraceBuilder(options);
   const spans: SpanData[] = [];
-  const { run, index } = await routeThrough(input, (batch) => {
-    for (const rec of batch) spans.push(...builder.add(rec));
-  }, chunkBytes);
+  const { run, index } = await routeThrough(
+    input,
+    (batch) => {
+      for (const rec of batch) spans.push(...builder.add(rec));
+    },
+    chunkBytes,
+  );
   spans.push(...builder.finish(run.tree.channels(), run));
   return { spans, index, builder };
 }
@@ -21,16 +37,76 @@ async function spansOf(input: Buffer, options: ConstructorParameters<typeof Trac
 const line = (v: Record<string, unknown>) => JSON.stringify(v);
 const ts = (s: number) => new Date(Date.UTC(2026, 10, 30, 9, 0, s)).toISOString();
 const spawn = (id: string, at: number, parent: string | null = null, type = 'Explore') =>
-  line({ type: 'assistant', message: { id: `m-${id}`, model: 'claude-x', content: [{ type: 'tool_use', id, name: 'Agent', input: { subagent_type: type, description: `do ${id}`, prompt: `go ${id}` } }], usage: { input_tokens: 5, output_tokens: 2 } }, parent_tool_use_id: parent, uuid: `u-spawn-${id}`, session_id: 's1', timestamp: ts(at) });
-const toolUse = (ch: string | null, id: string, name: string, at: number, input: unknown = { command: 'ls' }) =>
-  line({ type: 'assistant', message: { id: `m-${id}`, content: [{ type: 'tool_use', id, name, input }] }, parent_tool_use_id: ch, uuid: `u-${id}`, session_id: 's1', timestamp: ts(at) });
+  line({
+    type: 'assistant',
+    message: {
+      id: `m-${id}`,
+      model: 'claude-x',
+      content: [
+        {
+          type: 'tool_use',
+          id,
+          name: 'Agent',
+          input: { subagent_type: type, description: `do ${id}`, prompt: `go ${id}` },
+        },
+      ],
+      usage: { input_tokens: 5, output_tokens: 2 },
+    },
+    parent_tool_use_id: parent,
+    uuid: `u-spawn-${id}`,
+    session_id: 's1',
+    timestamp: ts(at),
+  });
+const toolUse = (
+  ch: string | null,
+  id: string,
+  name: string,
+  at: number,
+  input: unknown = { command: 'ls' },
+) =>
+  line({
+    type: 'assistant',
+    message: { id: `m-${id}`, content: [{ type: 'tool_use', id, name, input }] },
+    parent_tool_use_id: ch,
+    uuid: `u-${id}`,
+    session_id: 's1',
+    timestamp: ts(at),
+  });
 const toolResult = (ch: string | null, id: string, at: number, content: string, isError = false) =>
-  line({ type: 'user', message: { content: [{ type: 'tool_result', tool_use_id: id, content, is_error: isError }] }, parent_tool_use_id: ch, uuid: `u-r-${id}`, session_id: 's1', timestamp: ts(at) });
+  line({
+    type: 'user',
+    message: { content: [{ type: 'tool_result', tool_use_id: id, content, is_error: isError }] },
+    parent_tool_use_id: ch,
+    uuid: `u-r-${id}`,
+    session_id: 's1',
+    timestamp: ts(at),
+  });
 const prompt = (ch: string, at: number, text: string) =>
-  line({ type: 'user', message: { content: [{ type: 'text', text }] }, parent_tool_use_id: ch, uuid: `u-p-${ch}`, session_id: 's1', timestamp: ts(at) });
+  line({
+    type: 'user',
+    message: { content: [{ type: 'text', text }] },
+    parent_tool_use_id: ch,
+    uuid: `u-p-${ch}`,
+    session_id: 's1',
+    timestamp: ts(at),
+  });
 const say = (ch: string | null, at: number, text: string) =>
-  line({ type: 'assistant', message: { id: `m-say-${at}`, content: [{ type: 'text', text }] }, parent_tool_use_id: ch, uuid: `u-say-${at}`, session_id: 's1', timestamp: ts(at) });
-const init = line({ type: 'system', subtype: 'init', session_id: 's1', model: 'claude-x', claude_code_version: '2.1.328', uuid: 'u-init' });
+  line({
+    type: 'assistant',
+    message: { id: `m-say-${at}`, content: [{ type: 'text', text }] },
+    parent_tool_use_id: ch,
+    uuid: `u-say-${at}`,
+    session_id: 's1',
+    timestamp: ts(at),
+  });
+const init = line({
+  type: 'system',
+  subtype: 'init',
+  session_id: 's1',
+  model: 'claude-x',
+  claude_code_version: '2.1.328',
+  uuid: 'u-init',
+});
 const bytes = (...lines: string[]) => Buffer.from(lines.join('\n') + '\n');
 
 for (const file of fixtureFiles()) {
@@ -48,7 +124,15 @@ test('times come from the stream: a replay, cut into other chunks, gives the sam
 });
 
 test('a tool span runs from its tool_use line to its tool_result line; a tool error is an ERROR', async () => {
-  const { spans } = await spansOf(bytes(init, toolUse(null, 't1', 'Bash', 1), toolResult(null, 't1', 4, 'boom', true), toolUse(null, 't2', 'Read', 5), toolResult(null, 't2', 6, 'ok')));
+  const { spans } = await spansOf(
+    bytes(
+      init,
+      toolUse(null, 't1', 'Bash', 1),
+      toolResult(null, 't1', 4, 'boom', true),
+      toolUse(null, 't2', 'Read', 5),
+      toolResult(null, 't2', 6, 'ok'),
+    ),
+  );
   const t1 = spans.find((s) => s.key === 'tool:t1')!;
   assert.equal(t1.startMs, Date.parse(ts(1)));
   assert.equal(t1.endMs, Date.parse(ts(4)));
@@ -64,19 +148,50 @@ test('a tool span runs from its tool_use line to its tool_result line; a tool er
 test('a subagent span is handed out at its task_notification, and a failed one is an ERROR', async () => {
   const builder = new TraceBuilder();
   const handed: string[][] = [];
-  const notification = line({ type: 'system', subtype: 'task_notification', tool_use_id: 'a1', status: 'failed', summary: 'it broke', uuid: 'u-n', session_id: 's1' });
-  const { run } = await routeThrough(bytes(init, spawn('a1', 1), prompt('a1', 2, 'go a1'), say('a1', 3, 'working'), notification, say(null, 9, 'done')), (batch) => {
-    for (const rec of batch) handed.push(builder.add(rec).map((s) => s.key));
-  }, 1);
+  const notification = line({
+    type: 'system',
+    subtype: 'task_notification',
+    tool_use_id: 'a1',
+    status: 'failed',
+    summary: 'it broke',
+    uuid: 'u-n',
+    session_id: 's1',
+  });
+  const { run } = await routeThrough(
+    bytes(
+      init,
+      spawn('a1', 1),
+      prompt('a1', 2, 'go a1'),
+      say('a1', 3, 'working'),
+      notification,
+      say(null, 9, 'done'),
+    ),
+    (batch) => {
+      for (const rec of batch) handed.push(builder.add(rec).map((s) => s.key));
+    },
+    1,
+  );
   const lineOf = (key: string) => handed.findIndex((keys) => keys.includes(key));
   assert.equal(lineOf('agent:a1'), 4, 'handed out with the notification line (the fifth)');
   const rest = builder.finish(run.tree.channels(), run);
-  assert.deepEqual(rest.map((s) => s.key).sort(), ['agent:', 'tool:a1'], 'the spawn call (no result yet) and main at the end');
+  assert.deepEqual(
+    rest.map((s) => s.key).sort(),
+    ['agent:', 'tool:a1'],
+    'the spawn call (no result yet) and main at the end',
+  );
   assert.equal(rest.find((s) => s.key === 'tool:a1')!.attributes['subtee.tool.unfinished'], true);
 });
 
 test('failed subagent: ERROR status with error.type; the report only with content on', async () => {
-  const notification = line({ type: 'system', subtype: 'task_notification', tool_use_id: 'a1', status: 'failed', summary: 'it broke', uuid: 'u-n', session_id: 's1' });
+  const notification = line({
+    type: 'system',
+    subtype: 'task_notification',
+    tool_use_id: 'a1',
+    status: 'failed',
+    summary: 'it broke',
+    uuid: 'u-n',
+    session_id: 's1',
+  });
   const input = bytes(init, spawn('a1', 1), prompt('a1', 2, 'go a1'), say('a1', 3, 'working'), notification);
   const off = (await spansOf(input)).spans.find((s) => s.key === 'agent:a1')!;
   assert.equal(off.error, 'subagent failed');
@@ -88,8 +203,21 @@ test('failed subagent: ERROR status with error.type; the report only with conten
 
 test('message content only when asked for, bounded', async () => {
   const long = 'x'.repeat(500);
-  const input = bytes(init, spawn('a1', 1), prompt('a1', 2, `prompt ${long}`), toolUse('a1', 't1', 'Bash', 3, { command: long }), toolResult('a1', 't1', 4, `out ${long}`), say('a1', 5, 'final report'), toolResult(null, 'a1', 6, 'final report'));
-  const contentKeys = ['gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.tool.call.arguments', 'gen_ai.tool.call.result'];
+  const input = bytes(
+    init,
+    spawn('a1', 1),
+    prompt('a1', 2, `prompt ${long}`),
+    toolUse('a1', 't1', 'Bash', 3, { command: long }),
+    toolResult('a1', 't1', 4, `out ${long}`),
+    say('a1', 5, 'final report'),
+    toolResult(null, 'a1', 6, 'final report'),
+  );
+  const contentKeys = [
+    'gen_ai.input.messages',
+    'gen_ai.output.messages',
+    'gen_ai.tool.call.arguments',
+    'gen_ai.tool.call.result',
+  ];
   const off = (await spansOf(input)).spans;
   for (const s of off) for (const k of contentKeys) assert.equal(s.attributes[k], undefined, `${s.key} ${k}`);
   const on = (await spansOf(input, { captureContent: true, maxContentChars: 100 })).spans;
@@ -97,7 +225,10 @@ test('message content only when asked for, bounded', async () => {
   const input0 = JSON.parse(String(agent.attributes['gen_ai.input.messages']));
   assert.equal(input0[0].role, 'user');
   assert.equal(input0[0].parts[0].content, `prompt ${long}`.slice(0, 100) + '…');
-  assert.equal(JSON.parse(String(agent.attributes['gen_ai.output.messages']))[0].parts[0].content, 'final report');
+  assert.equal(
+    JSON.parse(String(agent.attributes['gen_ai.output.messages']))[0].parts[0].content,
+    'final report',
+  );
   const tool = on.find((s) => s.key === 'tool:t1')!;
   assert.equal(String(tool.attributes['gen_ai.tool.call.arguments']).length, 101);
   assert.equal(tool.attributes['gen_ai.tool.call.result'], `out ${long}`.slice(0, 100) + '…');
@@ -106,7 +237,16 @@ test('message content only when asked for, bounded', async () => {
 test('an orphan is placed once its spawn call shows up; one never spawned hangs under main', async () => {
   // a2's lines arrive before the call that spawns it; a3's spawn call never arrives; t9 is
   // a Bash call, not a spawn, whose id some lines name as their parent.
-  const input = bytes(init, say('a2', 1, 'early'), spawn('a1', 2), spawn('a2', 3, 'a1'), say('a3', 4, 'lost'), toolUse(null, 't9', 'Bash', 4), say('t9', 4, 'progress'), toolResult(null, 'a1', 5, 'done'));
+  const input = bytes(
+    init,
+    say('a2', 1, 'early'),
+    spawn('a1', 2),
+    spawn('a2', 3, 'a1'),
+    say('a3', 4, 'lost'),
+    toolUse(null, 't9', 'Bash', 4),
+    say('t9', 4, 'progress'),
+    toolResult(null, 'a1', 5, 'done'),
+  );
   const { spans, index } = await spansOf(input);
   assertSpanTree(spans.map(like), index, 'orphans');
   const a2 = spans.find((s) => s.key === 'agent:a2')!;
@@ -119,7 +259,10 @@ test('an orphan is placed once its spawn call shows up; one never spawned hangs 
 });
 
 test('a stream without any timestamp uses the fallback time', async () => {
-  const { spans } = await spansOf(bytes(init, line({ type: 'result', subtype: 'success', is_error: false, uuid: 'u-r', session_id: 's1' })), { fallbackMs: 1234 });
+  const { spans } = await spansOf(
+    bytes(init, line({ type: 'result', subtype: 'success', is_error: false, uuid: 'u-r', session_id: 's1' })),
+    { fallbackMs: 1234 },
+  );
   assert.equal(spans.length, 1);
   assert.deepEqual([spans[0].startMs, spans[0].endMs], [1234, 1234]);
   assert.equal(spans[0].attributes['subtee.status'], 'completed');
@@ -164,5 +307,8 @@ test('every agent span carries its depth, the main conversation 0 included', asy
     agents.map((s) => s.attributes['subtee.depth']),
     agents.map((s) => depthById.get(s.attributes['gen_ai.agent.id'] as string | undefined)),
   );
-  assert.ok(agents.some((s) => s.attributes['subtee.depth'] === 3), 'the fixture nests three deep');
+  assert.ok(
+    agents.some((s) => s.attributes['subtee.depth'] === 3),
+    'the fixture nests three deep',
+  );
 });

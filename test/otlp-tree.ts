@@ -26,7 +26,12 @@ export interface SpanLike {
  * Runs bytes through the real parser, router and files sink, handing every routed batch to
  * `tap` on its way to the files; returns the run and the index.json it wrote.
  */
-export async function routeThrough(input: Buffer, tap: (batch: RecordBatch, run: Session) => void, chunkBytes = 4096, maxLineBytes?: number): Promise<{ run: Session; index: any; out: string }> {
+export async function routeThrough(
+  input: Buffer,
+  tap: (batch: RecordBatch, run: Session) => void,
+  chunkBytes = 4096,
+  maxLineBytes?: number,
+): Promise<{ run: Session; index: any; out: string }> {
   const run = new Session();
   const out = join(tmpDir(), 'out');
   const chunks: Buffer[] = [];
@@ -38,7 +43,14 @@ export async function routeThrough(input: Buffer, tap: (batch: RecordBatch, run:
       cb(null, batch);
     },
   });
-  await pipeline(chunked(chunks), createLineParser({ session: run, maxLineBytes }), createChannelRouter({ session: run }), tapStream, createFilesSink({ out, session: run }), createDiscard());
+  await pipeline(
+    chunked(chunks),
+    createLineParser({ session: run, maxLineBytes }),
+    createChannelRouter({ session: run }),
+    tapStream,
+    createFilesSink({ out, session: run }),
+    createDiscard(),
+  );
   return { run, out, index: JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')) };
 }
 
@@ -55,7 +67,11 @@ export function assertSpanTree(spans: SpanLike[], index: any, label: string): vo
   assert.equal(byId.size, spans.length, `${label}: span ids are unique`);
   const agents = spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'invoke_agent');
   const tools = spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'execute_tool');
-  assert.equal(agents.length + tools.length, spans.length, `${label}: only invoke_agent and execute_tool spans`);
+  assert.equal(
+    agents.length + tools.length,
+    spans.length,
+    `${label}: only invoke_agent and execute_tool spans`,
+  );
   const roots = spans.filter((s) => s.parent === '');
   assert.equal(roots.length, 1, `${label}: one root`);
   const root = roots[0];
@@ -68,7 +84,11 @@ export function assertSpanTree(spans: SpanLike[], index: any, label: string): vo
   assert.equal(tools.length, toolUses, `${label}: one execute_tool span per tool call`);
   for (const t of tools) {
     assert.equal(t.name, `execute_tool ${t.attributes['gen_ai.tool.name']}`, label);
-    assert.equal(byId.get(t.parent)?.attributes['gen_ai.operation.name'], 'invoke_agent', `${label}: tool ${t.attributes['gen_ai.tool.call.id']} runs in an agent`);
+    assert.equal(
+      byId.get(t.parent)?.attributes['gen_ai.operation.name'],
+      'invoke_agent',
+      `${label}: tool ${t.attributes['gen_ai.tool.call.id']} runs in an agent`,
+    );
   }
 
   const firstSeen = Math.min(...index.channels.map((c: any) => ms(c.first_seen)).filter(Number.isFinite));
@@ -86,9 +106,17 @@ export function assertSpanTree(spans: SpanLike[], index: any, label: string): vo
     // index.json's output tokens are true or estimated once the run is over; a span that ended
     // before that carries the stream's own (the cost tests check the true figures).
     if (index.cost?.output_tokens === 'stream')
-      assert.equal(span.attributes['gen_ai.usage.output_tokens'], c.usage.output_tokens, `${what}: output tokens`);
-    else assert.equal(typeof span.attributes['gen_ai.usage.output_tokens'], 'number', `${what}: output tokens`);
-    assert.ok(span.startMs >= firstSeen && span.endMs <= lastSeen && span.startMs <= span.endMs, `${what}: times within the run`);
+      assert.equal(
+        span.attributes['gen_ai.usage.output_tokens'],
+        c.usage.output_tokens,
+        `${what}: output tokens`,
+      );
+    else
+      assert.equal(typeof span.attributes['gen_ai.usage.output_tokens'], 'number', `${what}: output tokens`);
+    assert.ok(
+      span.startMs >= firstSeen && span.endMs <= lastSeen && span.startMs <= span.endMs,
+      `${what}: times within the run`,
+    );
     if (c.last_seen) assert.ok(span.endMs >= ms(c.last_seen), `${what}: ends after its last line`);
     if (c.id === null) continue;
     assert.equal(span.attributes['gen_ai.agent.name'], c.agent ?? 'subagent', what);
@@ -102,6 +130,10 @@ export function assertSpanTree(spans: SpanLike[], index: any, label: string): vo
     assert.equal(up.attributes['gen_ai.operation.name'], 'execute_tool', `${what}: spawned by a tool call`);
     assert.equal(up.attributes['gen_ai.tool.call.id'], c.id, `${what}: by its own spawn call`);
     assert.ok(['Agent', 'Task'].includes(String(up.attributes['gen_ai.tool.name'])), what);
-    assert.equal(byId.get(up.parent), agentOf.get(c.parent), `${what}: the spawn call runs in its parent ${c.parent ?? 'main'}`);
+    assert.equal(
+      byId.get(up.parent),
+      agentOf.get(c.parent),
+      `${what}: the spawn call runs in its parent ${c.parent ?? 'main'}`,
+    );
   }
 }

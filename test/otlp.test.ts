@@ -16,7 +16,15 @@ import { BIN, checkOutput, fixtureFiles, linesOf, readTree, tmpDir } from './hel
 import { assertSpanTree, routeThrough, type SpanLike } from './otlp-tree.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './servers/otlp-receiver.js';
 
-const like = (s: ReceivedSpan): SpanLike => ({ id: s.spanId, parent: s.parentSpanId, name: s.name, startMs: s.startMs, endMs: s.endMs, attributes: s.attributes, error: s.statusCode === 2 });
+const like = (s: ReceivedSpan): SpanLike => ({
+  id: s.spanId,
+  parent: s.parentSpanId,
+  name: s.name,
+  startMs: s.startMs,
+  endMs: s.endMs,
+  attributes: s.attributes,
+  error: s.statusCode === 2,
+});
 
 interface CliRun {
   code: number | null;
@@ -25,7 +33,10 @@ interface CliRun {
 }
 
 /** Runs the real subtee CLI on a file (or on bytes written to its stdin, then held open until `release`). */
-function subtee(args: string[], o: { env?: NodeJS.ProcessEnv; stdin?: Buffer; timeoutMs?: number } = {}): Promise<CliRun> & { child: ReturnType<typeof spawn> } {
+function subtee(
+  args: string[],
+  o: { env?: NodeJS.ProcessEnv; stdin?: Buffer; timeoutMs?: number } = {},
+): Promise<CliRun> & { child: ReturnType<typeof spawn> } {
   const out = join(tmpDir(), 'out');
   const child = spawn(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', ...args], {
     env: { PATH: process.env.PATH, ...o.env },
@@ -38,16 +49,19 @@ function subtee(args: string[], o: { env?: NodeJS.ProcessEnv; stdin?: Buffer; ti
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
   const timer = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs ?? 60_000);
-  const p = new Promise<CliRun>((resolve) => child.on('close', (code) => {
-    clearTimeout(timer);
-    resolve({ code, stderr, out });
-  })) as Promise<CliRun> & { child: typeof child };
+  const p = new Promise<CliRun>((resolve) =>
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr, out });
+    }),
+  ) as Promise<CliRun> & { child: typeof child };
   p.child = child;
   return p;
 }
 
 const indexOf = (out: string) => JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
-const spanCount = (index: any) => index.channels.length + index.channels.reduce((n: number, c: any) => n + c.counts.tool_use, 0);
+const spanCount = (index: any) =>
+  index.channels.length + index.channels.reduce((n: number, c: any) => n + c.counts.tool_use, 0);
 
 /** A loopback port nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -61,7 +75,15 @@ async function closedPort(): Promise<number> {
 /** A config with the default chain plus an otlp sink with these options. */
 function otlpConfig(options: Record<string, unknown>): string {
   const file = join(tmpDir(), 'subtee.json');
-  writeFileSync(file, JSON.stringify({ sinks: [{ use: 'stdout', mode: 'none' }, { use: 'otlp', ...options }] }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      sinks: [
+        { use: 'stdout', mode: 'none' },
+        { use: 'otlp', ...options },
+      ],
+    }),
+  );
   return file;
 }
 
@@ -76,7 +98,7 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     await receiver?.close();
   });
 
-  test('every fixture through `subtee --otlp URL`: one protobuf trace per run whose tree is index.json\'s', async () => {
+  test("every fixture through `subtee --otlp URL`: one protobuf trace per run whose tree is index.json's", async () => {
     for (const file of fixtureFiles()) {
       receiver.spans.length = 0;
       receiver.behave('accept');
@@ -87,8 +109,15 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
       assert.equal(receiver.spans.length, spanCount(index), basename(file));
       assertSpanTree(receiver.spans.map(like), index, basename(file));
       assert.equal(new Set(receiver.spans.map((s) => s.traceId)).size, 1, 'one trace');
-      assert.ok(receiver.spans.every((s) => s.attributes['gen_ai.conversation.id'] === index.session_id), 'conversation id = session_id');
-      assert.ok(receiver.spans.every((s) => s.kind === 1 && s.scope === 'subtee' && s.resource['service.name'] === 'subtee'));
+      assert.ok(
+        receiver.spans.every((s) => s.attributes['gen_ai.conversation.id'] === index.session_id),
+        'conversation id = session_id',
+      );
+      assert.ok(
+        receiver.spans.every(
+          (s) => s.kind === 1 && s.scope === 'subtee' && s.resource['service.name'] === 'subtee',
+        ),
+      );
     }
     assert.ok(receiver.requests.every((r) => r.contentType === 'application/x-protobuf'));
   });
@@ -97,9 +126,15 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     receiver.spans.length = 0;
     receiver.behave('accept');
     assert.equal((await subtee(['--otlp', receiver.url, NESTED])).code, 0);
-    const first = receiver.spans.splice(0).map((s) => [s.traceId, s.spanId, s.parentSpanId, s.startMs, s.endMs]).sort();
+    const first = receiver.spans
+      .splice(0)
+      .map((s) => [s.traceId, s.spanId, s.parentSpanId, s.startMs, s.endMs])
+      .sort();
     assert.equal((await subtee(['--otlp', receiver.url, NESTED])).code, 0);
-    const second = receiver.spans.splice(0).map((s) => [s.traceId, s.spanId, s.parentSpanId, s.startMs, s.endMs]).sort();
+    const second = receiver.spans
+      .splice(0)
+      .map((s) => [s.traceId, s.spanId, s.parentSpanId, s.startMs, s.endMs])
+      .sort();
     assert.deepEqual(second, first);
   });
 
@@ -118,7 +153,9 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
       },
     });
     assert.equal(r.code, 0, r.stderr);
-    assert.ok(receiver.requests.length > 0 && receiver.requests.every((q) => q.contentType === 'application/json'));
+    assert.ok(
+      receiver.requests.length > 0 && receiver.requests.every((q) => q.contentType === 'application/json'),
+    );
     assert.equal(receiver.lastHeaders['x-fleet-token'], 'abc123');
     const index = indexOf(r.out);
     assertSpanTree(receiver.spans.map(like), index, 'json');
@@ -132,25 +169,45 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     const port = await closedPort();
     // With pino on too: its destination is closed before the warning comes.
     const pinoLog = join(tmpDir(), 'events.log');
-    const r = await subtee(['-c', otlpConfig({ url: `http://127.0.0.1:${port}`, timeoutMs: 300, retryMs: 300, flushTimeoutMs: 1000 }), `--pino=${pinoLog}`, NESTED]);
+    const r = await subtee([
+      '-c',
+      otlpConfig({ url: `http://127.0.0.1:${port}`, timeoutMs: 300, retryMs: 300, flushTimeoutMs: 1000 }),
+      `--pino=${pinoLog}`,
+      NESTED,
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const { index } = checkOutput(readFileSync(NESTED), r.out, 'collector down');
-    assert.match(r.stderr, /warning OTLP_UNAVAILABLE: collector http:\/\/127\.0\.0\.1:\d+\/v1\/traces is not accepting spans \(connect ECONNREFUSED/);
-    assert.match(r.stderr, new RegExp(`warning OTLP_UNDELIVERED: ${spanCount(index)} of ${spanCount(index)} spans not delivered`));
+    assert.match(
+      r.stderr,
+      /warning OTLP_UNAVAILABLE: collector http:\/\/127\.0\.0\.1:\d+\/v1\/traces is not accepting spans \(connect ECONNREFUSED/,
+    );
+    assert.match(
+      r.stderr,
+      new RegExp(`warning OTLP_UNDELIVERED: ${spanCount(index)} of ${spanCount(index)} spans not delivered`),
+    );
   });
 
   test('collector answering 500: retried within the bound, then counted as not delivered', async () => {
     receiver.requests.length = 0;
     receiver.spans.length = 0;
     receiver.behave(500);
-    const r = await subtee(['-c', otlpConfig({ url: receiver.url, retryMs: 600, flushTimeoutMs: 2000 }), NESTED]);
+    const r = await subtee([
+      '-c',
+      otlpConfig({ url: receiver.url, retryMs: 600, flushTimeoutMs: 2000 }),
+      NESTED,
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const { index } = checkOutput(readFileSync(NESTED), r.out, '500s');
     const sent = new Map<string, number>();
     for (const q of receiver.requests) sent.set(q.sha1, (sent.get(q.sha1) ?? 0) + 1);
     assert.ok(Math.max(...sent.values()) >= 2, 'a batch was sent again');
     assert.match(r.stderr, /OTLP_UNAVAILABLE: .*HTTP 500/);
-    assert.match(r.stderr, new RegExp(`OTLP_UNDELIVERED: ${spanCount(index)} of ${spanCount(index)} spans not delivered .*HTTP 500`));
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `OTLP_UNDELIVERED: ${spanCount(index)} of ${spanCount(index)} spans not delivered .*HTTP 500`,
+      ),
+    );
     assert.equal(receiver.spans.length, 0);
   });
 
@@ -158,11 +215,21 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     receiver.requests.length = 0;
     receiver.behave('hang');
     // Requests would wait two minutes; subtee is killed after 30 s if it waits for them.
-    const r = await subtee(['-c', otlpConfig({ url: receiver.url, timeoutMs: 120_000, retryMs: 500, flushTimeoutMs: 1000 }), NESTED], { timeoutMs: 30_000 });
+    const r = await subtee(
+      [
+        '-c',
+        otlpConfig({ url: receiver.url, timeoutMs: 120_000, retryMs: 500, flushTimeoutMs: 1000 }),
+        NESTED,
+      ],
+      { timeoutMs: 30_000 },
+    );
     assert.equal(r.code, 0, r.stderr);
     assert.ok(receiver.requests.length >= 1);
     const { index } = checkOutput(readFileSync(NESTED), r.out, 'slow collector');
-    assert.match(r.stderr, new RegExp(`OTLP_UNDELIVERED: ${spanCount(index)} of ${spanCount(index)} spans not delivered`));
+    assert.match(
+      r.stderr,
+      new RegExp(`OTLP_UNDELIVERED: ${spanCount(index)} of ${spanCount(index)} spans not delivered`),
+    );
     receiver.release();
   });
 
@@ -186,17 +253,40 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     const half = Buffer.from(lines.slice(0, 14).join('\n') + '\n');
     // Silence counts from the start of the chain: 4 s, so that a loaded machine loading the
     // sink's client is not taken for the stall.
-    const r = await subtee(['--otlp', receiver.url, '--idle-timeout-ms', '4000', '--model-timeout-ms', '4000', '--stall-grace-ms', '0'], { stdin: half });
+    const r = await subtee(
+      [
+        '--otlp',
+        receiver.url,
+        '--idle-timeout-ms',
+        '4000',
+        '--model-timeout-ms',
+        '4000',
+        '--stall-grace-ms',
+        '0',
+      ],
+      { stdin: half },
+    );
     assert.equal(r.code, 124, r.stderr);
     const index = indexOf(r.out);
     assert.equal(index.stalled, true);
     assertSpanTree(receiver.spans.map(like), index, 'stalled');
     const root = receiver.spans.find((s) => s.parentSpanId === '')!;
     assert.equal(root.attributes['subtee.run.stalled'], true);
-    const running = receiver.spans.filter((s) => s.attributes['subtee.status'] === 'running').map((s) => s.attributes['gen_ai.agent.id'] ?? 'main');
-    assert.deepEqual(running.sort(), index.channels.filter((c: any) => c.status === 'running').map((c: any) => c.id ?? 'main').sort());
+    const running = receiver.spans
+      .filter((s) => s.attributes['subtee.status'] === 'running')
+      .map((s) => s.attributes['gen_ai.agent.id'] ?? 'main');
+    assert.deepEqual(
+      running.sort(),
+      index.channels
+        .filter((c: any) => c.status === 'running')
+        .map((c: any) => c.id ?? 'main')
+        .sort(),
+    );
     assert.ok(running.length >= 2);
-    assert.ok(receiver.spans.some((s) => s.attributes['subtee.tool.unfinished'] === true), 'the call waiting for a result');
+    assert.ok(
+      receiver.spans.some((s) => s.attributes['subtee.tool.unfinished'] === true),
+      'the call waiting for a result',
+    );
   });
 
   test('backpressure: while the collector holds a request and the queue is full, input waits; then all of it flows', async () => {
@@ -205,13 +295,27 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     receiver.behave('hang');
     // Routed records of a real recording, one per batch, into the sink alone.
     const batches: RecordBatch[] = [];
-    const { run } = await routeThrough(readFileSync(fixtureFiles().find((f) => f.endsWith('binary-tree-depth-3.jsonl'))!), (b) => {
-      for (const rec of b) batches.push([rec]);
-    });
+    const { run } = await routeThrough(
+      readFileSync(fixtureFiles().find((f) => f.endsWith('binary-tree-depth-3.jsonl'))!),
+      (b) => {
+        for (const rec of b) batches.push([rec]);
+      },
+    );
     const total = batches.length;
-    const sink = createOtlpSink({ url: receiver.url, session: run, maxQueueSpans: 2, maxBatchSpans: 1, retryMs: 60_000, timeoutMs: 60_000 });
+    const sink = createOtlpSink({
+      url: receiver.url,
+      session: run,
+      maxQueueSpans: 2,
+      maxBatchSpans: 1,
+      retryMs: 60_000,
+      timeoutMs: 60_000,
+    });
     let passed = 0;
-    const done = pipeline(Readable.from(batches, { objectMode: true }), sink, new Writable({ objectMode: true, write: (_b, _e, cb) => (passed++, cb()) }));
+    const done = pipeline(
+      Readable.from(batches, { objectMode: true }),
+      sink,
+      new Writable({ objectMode: true, write: (_b, _e, cb) => (passed++, cb()) }),
+    );
     while (receiver.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
     // Nothing but the held request is pending: let the event loop run dry of other work.
     const turns = async () => {
@@ -227,36 +331,47 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     receiver.release();
     await done;
     assert.equal(passed, total);
-    assert.equal(receiver.spans.length, spanCount({ channels: run.tree.channels().map((c) => ({ counts: c.counts })) }));
+    assert.equal(
+      receiver.spans.length,
+      spanCount({ channels: run.tree.channels().map((c) => ({ counts: c.counts })) }),
+    );
   });
 });
 
-describe('OTLP sink on live runs of the real Claude Code CLI', { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (npm ci installs it)' }, () => {
-  let api: FakeApi;
-  let receiver: OtlpReceiver;
-  before(async () => {
-    api = await startFakeApi();
-    receiver = await startOtlpReceiver();
-  });
-  after(async () => {
-    await api?.close();
-    await receiver?.close();
-  });
-
-  for (const [name, prompt] of [['binary-tree-depth-3', 'SCRIPT:tree:3'], ['failing-beside-healthy', 'SCRIPT:mixed']] as const) {
-    test(`claude -p … | subtee --otlp: ${name}`, async () => {
-      receiver.spans.length = 0;
-      const out = join(tmpDir(), 'out');
-      const r = await pipeClaudeIntoSubtee(BIN, { prompt, apiUrl: api.url }, out, ['--otlp', receiver.url]);
-      assert.equal(r.subteeCode, 0, r.subteeStderr);
-      const { index } = checkOutput(r.raw, out, name);
-      assert.equal(receiver.spans.length, spanCount(index));
-      assertSpanTree(receiver.spans.map(like), index, name);
-      if (name === 'failing-beside-healthy') assert.equal(receiver.spans.filter((s) => s.statusCode === 2).length, 1, 'the failed subagent');
-      assert.ok(readTree(out).has('main.jsonl'));
+describe(
+  'OTLP sink on live runs of the real Claude Code CLI',
+  { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (npm ci installs it)' },
+  () => {
+    let api: FakeApi;
+    let receiver: OtlpReceiver;
+    before(async () => {
+      api = await startFakeApi();
+      receiver = await startOtlpReceiver();
     });
-  }
-});
+    after(async () => {
+      await api?.close();
+      await receiver?.close();
+    });
+
+    for (const [name, prompt] of [
+      ['binary-tree-depth-3', 'SCRIPT:tree:3'],
+      ['failing-beside-healthy', 'SCRIPT:mixed'],
+    ] as const) {
+      test(`claude -p … | subtee --otlp: ${name}`, async () => {
+        receiver.spans.length = 0;
+        const out = join(tmpDir(), 'out');
+        const r = await pipeClaudeIntoSubtee(BIN, { prompt, apiUrl: api.url }, out, ['--otlp', receiver.url]);
+        assert.equal(r.subteeCode, 0, r.subteeStderr);
+        const { index } = checkOutput(r.raw, out, name);
+        assert.equal(receiver.spans.length, spanCount(index));
+        assertSpanTree(receiver.spans.map(like), index, name);
+        if (name === 'failing-beside-healthy')
+          assert.equal(receiver.spans.filter((s) => s.statusCode === 2).length, 1, 'the failed subagent');
+        assert.ok(readTree(out).has('main.jsonl'));
+      });
+    }
+  },
+);
 
 test('the OpenTelemetry SDK and the ClickHouse client are loaded only by a run that uses their sink', () => {
   const probe = `
@@ -267,9 +382,30 @@ test('the OpenTelemetry SDK and the ClickHouse client are loaded only by a run t
     await main(process.argv.slice(1), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' } });
     console.error(JSON.stringify({ before, after: loaded() }));`;
   const run = (args: string[]) => {
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', probe, '--', '--out', join(tmpDir(), 'out'), '--stdout', 'none', '-q', ...args], { encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        probe,
+        '--',
+        '--out',
+        join(tmpDir(), 'out'),
+        '--stdout',
+        'none',
+        '-q',
+        ...args,
+      ],
+      { encoding: 'utf8' },
+    );
     return JSON.parse(r.stderr.trim().split('\n').pop()!);
   };
   assert.deepEqual(run([NESTED]), { before: 0, after: 0 });
-  assert.ok(run(['-c', otlpConfig({ url: 'http://127.0.0.1:9', retryMs: 0, flushTimeoutMs: 0, timeoutMs: 50 }), NESTED]).after > 0);
+  assert.ok(
+    run([
+      '-c',
+      otlpConfig({ url: 'http://127.0.0.1:9', retryMs: 0, flushTimeoutMs: 0, timeoutMs: 50 }),
+      NESTED,
+    ]).after > 0,
+  );
 });

@@ -22,8 +22,18 @@ const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'nested-depth-3.js
 
 function subtee(args: string[], input: Buffer | string = recording, shell?: string) {
   const argv = [BIN, ...args];
-  if (shell) return spawnSync('bash', ['-c', `${shell} && exec "${process.execPath}" ${argv.map((a) => `"${a}"`).join(' ')}`], { input, encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' });
-  return spawnSync(process.execPath, argv, { input, encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' });
+  if (shell)
+    return spawnSync(
+      'bash',
+      ['-c', `${shell} && exec "${process.execPath}" ${argv.map((a) => `"${a}"`).join(' ')}`],
+      { input, encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' },
+    );
+  return spawnSync(process.execPath, argv, {
+    input,
+    encoding: 'utf8',
+    timeout: 60_000,
+    killSignal: 'SIGKILL',
+  });
 }
 
 /** A folder outside --out with one precious file, and what it held before the run. */
@@ -46,7 +56,8 @@ test('--force never writes through links planted in --out: each planted entry is
   assert.equal(r.status, 0, r.stderr);
   assert.equal(readFileSync(v.file, 'utf8'), 'precious\n');
   assert.deepEqual(readdirSync(v.dir), ['precious'], 'nothing created or removed outside --out');
-  for (const name of ['main.jsonl', 'main.log', 'quarantine.log', 'index.json']) assert.ok(lstatSync(join(out, name)).isFile(), name);
+  for (const name of ['main.jsonl', 'main.log', 'quarantine.log', 'index.json'])
+    assert.ok(lstatSync(join(out, name)).isFile(), name);
   assert.ok(lstatSync(join(out, 'agents')).isDirectory());
   checkOutput(input, out, 'planted links');
 });
@@ -66,7 +77,10 @@ test('the pino log: a planted link is refused, a FIFO with no reader fails at on
   symlinkSync(v.file, join(linked, 'events.pino.log'));
   const r1 = subtee(['--out', linked, '--force', '-q', '--stdout', 'none', '--pino']);
   assert.equal(r1.status, 3, r1.stderr);
-  assert.match(r1.stderr, /events\.pino\.log: it is a symbolic link, and subtee does not write through links \[ERR_WRITE\]\n$/);
+  assert.match(
+    r1.stderr,
+    /events\.pino\.log: it is a symbolic link, and subtee does not write through links \[ERR_WRITE\]\n$/,
+  );
   assert.equal(readFileSync(v.file, 'utf8'), 'precious\n');
   const piped = tmpDir();
   execFileSync('mkfifo', [join(piped, 'events.pino.log')]);
@@ -116,19 +130,29 @@ test('a file replaced by a link during the run is not reopened: the write fails 
   execFileSync('rm', [join(out, 'a.log')]);
   linkSync(v.file, join(out, 'a.log'));
   files.write(a, 'three\n');
-  assert.throws(() => files.flush(), { code: 'ERR_WRITE', message: /a\.log: it was replaced by something else during the run/ });
+  assert.throws(() => files.flush(), {
+    code: 'ERR_WRITE',
+    message: /a\.log: it was replaced by something else during the run/,
+  });
   assert.equal(readFileSync(v.file, 'utf8'), 'precious\n');
   files.closeAll();
 });
 
-test('--out or --pino under a path that cannot be created fails at once with exit 3', { skip: !existsSync('/proc/self') && 'no /proc here' }, () => {
-  for (const args of [['--out', '/proc/self/no/such/o'], ['--out', join(tmpDir(), 'o'), '--pino=/proc/self/no/such/p.log']]) {
-    const r = subtee([...args, '-q', '--stdout', 'none']);
-    assert.equal(r.status, 3, `${args.join(' ')}: ${r.stderr || String(r.error)}`);
-    assert.match(r.stderr, /cannot write \/proc\/self\/no.*\[ERR_WRITE\]\n$/);
-  }
-  assert.throws(() => makeDirs('/proc/self/no/such'), { code: 'ENOENT' });
-});
+test(
+  '--out or --pino under a path that cannot be created fails at once with exit 3',
+  { skip: !existsSync('/proc/self') && 'no /proc here' },
+  () => {
+    for (const args of [
+      ['--out', '/proc/self/no/such/o'],
+      ['--out', join(tmpDir(), 'o'), '--pino=/proc/self/no/such/p.log'],
+    ]) {
+      const r = subtee([...args, '-q', '--stdout', 'none']);
+      assert.equal(r.status, 3, `${args.join(' ')}: ${r.stderr || String(r.error)}`);
+      assert.match(r.stderr, /cannot write \/proc\/self\/no.*\[ERR_WRITE\]\n$/);
+    }
+    assert.throws(() => makeDirs('/proc/self/no/such'), { code: 'ENOENT' });
+  },
+);
 
 test('an empty out is refused; a file where agents/ goes is replaced only with --force', () => {
   assert.throws(() => prepareOutDir('', false), { code: 'ERR_OUT_NOT_DIR' });
@@ -142,7 +166,10 @@ test('an empty out is refused; a file where agents/ goes is replaced only with -
 test('the default open-file budget comes from the real descriptor limit', () => {
   const limits = (soft: string) => {
     const p = join(tmpDir(), 'limits');
-    writeFileSync(p, `Limit                     Soft Limit           Hard Limit           Units\nMax open files            ${soft}                 4096                 files\n`);
+    writeFileSync(
+      p,
+      `Limit                     Soft Limit           Hard Limit           Units\nMax open files            ${soft}                 4096                 files\n`,
+    );
     return p;
   };
   assert.equal(descriptorBudget(128, limits('1024')), 128);
@@ -152,24 +179,49 @@ test('the default open-file budget comes from the real descriptor limit', () => 
   assert.equal(descriptorBudget(128, join(tmpDir(), 'missing')), 128);
   if (existsSync('/proc/self/limits')) {
     const help = subtee(['--help'], '', 'ulimit -n 64');
-    assert.match(help.stdout, /--max-open-files N .*\(default: 32\)/, 'the CLI shows and uses the derived default');
+    assert.match(
+      help.stdout,
+      /--max-open-files N .*\(default: 32\)/,
+      'the CLI shows and uses the derived default',
+    );
   }
 });
 
-test('a low ulimit -n never gives EMFILE: with the default budget, and with one set too high', { skip: !existsSync('/proc/self/limits') && 'no /proc/self/limits' }, () => {
-  const lines: string[] = [];
-  for (let k = 0; k < 300; k++) lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: `s${k}`, content: [{ type: 'tool_use', id: `toolu_f${k}`, name: 'Agent', input: {} }] } }));
-  for (let k = 0; k < 600; k++) lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: `toolu_f${k % 300}`, message: { id: `m${k}`, content: [{ type: 'text', text: `t${k}` }] } }));
-  const input = Buffer.from(lines.join('\n') + '\n');
-  // 64: low enough that 300 channels' files cannot all be open, high enough for Node itself to
-  // load subtee's modules (its module loader opens them concurrently; 48 no longer does).
-  for (const extra of [[], ['--max-open-files', '500']]) {
-    const out = join(tmpDir(), 'o');
-    const r = subtee(['--out', out, '--stdout', 'none', '-q', ...extra], input, 'ulimit -n 64');
-    assert.equal(r.status, 0, `${extra.join(' ')}: ${r.stderr}`);
-    checkOutput(input, out, `ulimit 64 ${extra.join(' ')}`);
-  }
-});
+test(
+  'a low ulimit -n never gives EMFILE: with the default budget, and with one set too high',
+  { skip: !existsSync('/proc/self/limits') && 'no /proc/self/limits' },
+  () => {
+    const lines: string[] = [];
+    for (let k = 0; k < 300; k++)
+      lines.push(
+        JSON.stringify({
+          type: 'assistant',
+          parent_tool_use_id: null,
+          message: {
+            id: `s${k}`,
+            content: [{ type: 'tool_use', id: `toolu_f${k}`, name: 'Agent', input: {} }],
+          },
+        }),
+      );
+    for (let k = 0; k < 600; k++)
+      lines.push(
+        JSON.stringify({
+          type: 'assistant',
+          parent_tool_use_id: `toolu_f${k % 300}`,
+          message: { id: `m${k}`, content: [{ type: 'text', text: `t${k}` }] },
+        }),
+      );
+    const input = Buffer.from(lines.join('\n') + '\n');
+    // 64: low enough that 300 channels' files cannot all be open, high enough for Node itself to
+    // load subtee's modules (its module loader opens them concurrently; 48 no longer does).
+    for (const extra of [[], ['--max-open-files', '500']]) {
+      const out = join(tmpDir(), 'o');
+      const r = subtee(['--out', out, '--stdout', 'none', '-q', ...extra], input, 'ulimit -n 64');
+      assert.equal(r.status, 0, `${extra.join(' ')}: ${r.stderr}`);
+      checkOutput(input, out, `ulimit 64 ${extra.join(' ')}`);
+    }
+  },
+);
 
 test('a page that cannot replace its file leaves no temporary file; one that can replaces it whole', () => {
   const dir = tmpDir();

@@ -9,13 +9,22 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 /** The files `npm pack` puts in the tarball (scripts off: dist/ is built by `npm test`). */
 function packedFiles(): Set<string> {
-  const out = execFileSync(npm, ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  const out = execFileSync(npm, ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   return new Set((JSON.parse(out)[0].files as Array<{ path: string }>).map((f) => f.path));
 }
 
 /** A `*` in a path matches any characters but `/`. */
 function globToRegExp(glob: string): RegExp {
-  return new RegExp(`^${glob.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*')}$`);
+  return new RegExp(
+    `^${glob
+      .split('*')
+      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('[^/]*')}$`,
+  );
 }
 
 /** Whether a path named in a document (a file, a folder ending in `/`, or a `*` glob) is in the tarball. */
@@ -55,13 +64,20 @@ test('the tarball ships what a user runs: no tests, benchmarks or their fixtures
 test('the tarball ships a LICENSE and the files the documents name; the tests they name are in the repo', () => {
   const files = packedFiles();
   assert.ok(files.has('LICENSE'), 'LICENSE');
-  assert.match(readFileSync(join(ROOT, 'LICENSE'), 'utf8'), /^MIT License\n\nCopyright \(c\) \d{4} subtee contributors\n/);
+  assert.match(
+    readFileSync(join(ROOT, 'LICENSE'), 'utf8'),
+    /^MIT License\n\nCopyright \(c\) \d{4} subtee contributors\n/,
+  );
   assert.equal(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).license, 'MIT');
   for (const doc of ['README.md', 'ARCHITECTURE.md']) {
     assert.ok(files.has(doc), doc);
     const text = readFileSync(join(ROOT, doc), 'utf8');
     const links = [...text.matchAll(/\]\(([^)#\s]+)\)/g)].map((m) => m[1]).filter((l) => !/^[a-z]+:/.test(l));
-    const paths = [...text.matchAll(/(?<![\w./-])((?:src|test|bench|examples|schema|plugins|bin|dist)\/[A-Za-z0-9_.*/-]*|[A-Z][A-Z_]*\.md)/g)].map((m) => m[1]);
+    const paths = [
+      ...text.matchAll(
+        /(?<![\w./-])((?:src|test|bench|examples|schema|plugins|bin|dist)\/[A-Za-z0-9_.*/-]*|[A-Z][A-Z_]*\.md)/g,
+      ),
+    ].map((m) => m[1]);
     const refs = new Set([...links, ...paths].map((r) => r.replace(/[.,;:]+$/, '')));
     assert.ok(refs.size > 10, `${doc}: found ${refs.size} references`);
     const development = (r: string) => DEVELOPMENT_ONLY.some((d) => posix.normalize(r).startsWith(d));
@@ -75,7 +91,10 @@ test('the tarball ships a LICENSE and the files the documents name; the tests th
 test('every source map in the tarball points at sources the tarball ships', () => {
   const files = packedFiles();
   const maps = [...files].filter((f) => f.endsWith('.map'));
-  assert.ok(maps.length > 0 || ![...files].some((f) => f.endsWith('.js')), 'maps are checked where there are any');
+  assert.ok(
+    maps.length > 0 || ![...files].some((f) => f.endsWith('.js')),
+    'maps are checked where there are any',
+  );
   for (const map of maps) {
     const { sources } = JSON.parse(readFileSync(join(ROOT, map), 'utf8')) as { sources: string[] };
     for (const s of sources) assert.ok(files.has(posix.join(dirname(map), s)), `${map} → ${s}`);
@@ -86,17 +105,36 @@ test('every source map in the tarball points at sources the tarball ships', () =
 
 test('installing the packed tarball runs no install-time script and npm has nothing to warn about', () => {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
-  for (const s of ['preinstall', 'install', 'postinstall', 'prepare']) assert.equal(pkg.scripts?.[s], undefined, `scripts.${s} runs when the package is installed`);
+  for (const s of ['preinstall', 'install', 'postinstall', 'prepare'])
+    assert.equal(pkg.scripts?.[s], undefined, `scripts.${s} runs when the package is installed`);
   assert.match(pkg.scripts.prepack, /tsc/, 'the tarball is built when it is packed');
-  assert.match(pkg.scripts.test, /^tsc -p tsconfig\.json && /, 'npm test builds first, so `npm ci && npm test` works on a clean clone');
+  assert.match(
+    pkg.scripts.test,
+    /^tsc -p tsconfig\.json && /,
+    'npm test builds first, so `npm ci && npm test` works on a clean clone',
+  );
   assert.match(readFileSync(join(ROOT, '.ci', 'run'), 'utf8'), /^npm run build$/m, 'CI builds explicitly');
   // A real install into a fresh project, from the packed tarball.
   const dir = tmpDir();
-  const tarball = execFileSync(npm, ['pack', '--ignore-scripts', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().split('\n').pop()!;
+  const tarball = execFileSync(npm, ['pack', '--ignore-scripts', '--pack-destination', dir], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  })
+    .trim()
+    .split('\n')
+    .pop()!;
   const project = join(dir, 'project');
   execFileSync('mkdir', [project]);
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'host', version: '1.0.0', private: true, type: 'module' }));
-  const install = spawnSync(npm, ['install', join(dir, tarball), '--prefer-offline', '--no-audit', '--no-fund'], { cwd: project, encoding: 'utf8', timeout: 120_000 });
+  writeFileSync(
+    join(project, 'package.json'),
+    JSON.stringify({ name: 'host', version: '1.0.0', private: true, type: 'module' }),
+  );
+  const install = spawnSync(
+    npm,
+    ['install', join(dir, tarball), '--prefer-offline', '--no-audit', '--no-fund'],
+    { cwd: project, encoding: 'utf8', timeout: 120_000 },
+  );
   assert.equal(install.status, 0, install.stderr);
   assert.doesNotMatch(install.stderr, /npm warn/i, install.stderr);
   const v = spawnSync(join(project, 'node_modules', '.bin', 'subtee'), ['--version'], { encoding: 'utf8' });

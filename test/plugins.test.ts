@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
-import { runChain, type ComponentSpec } from "../src/chain/chain.js";
+import { runChain, type ComponentSpec } from '../src/chain/chain.js';
 import { registerPlugins } from '../src/chain/config.js';
 import { Session } from '../src/model/session.js';
 import { redact, redactRecord, MASK, SECRET_PATTERNS } from '../plugins/redact-secrets/index.js';
@@ -37,7 +37,8 @@ const secrets: Record<string, string> = {
 };
 
 /** The part of each example that must not survive. */
-const secretValue = (s: string) => s.replace(/^.*(?:Bearer|Basic|Token) |^.*[=:]\s*\\?"?|\\?"\}?$/g, '').slice(-10);
+const secretValue = (s: string) =>
+  s.replace(/^.*(?:Bearer|Basic|Token) |^.*[=:]\s*\\?"?|\\?"\}?$/g, '').slice(-10);
 
 test('redact masks each kind of secret on its own and leaves ordinary text alone', () => {
   for (const [kind, s] of Object.entries(secrets)) {
@@ -45,17 +46,30 @@ test('redact masks each kind of secret on its own and leaves ordinary text alone
     const out = redact(`before ${s} after`);
     assert.ok(out.includes(MASK), `${kind}: ${out}`);
     assert.ok(!out.includes(secretValue(s)), `${kind}: ${out}`);
-    assert.ok(out.startsWith('before ') && out.endsWith(' after'), `${kind}: only the secret is masked: ${out}`);
+    assert.ok(
+      out.startsWith('before ') && out.endsWith(' after'),
+      `${kind}: only the secret is masked: ${out}`,
+    );
   }
   assert.equal(redact('Bearer '), 'Bearer ');
   const plain = '{"usage":{"input_tokens":10,"output_tokens":5},"text":"the token bucket"}';
   assert.equal(redact(plain), plain);
-  for (const near of ['sk-short', 'ghp_tooShort', 'npm_install', 'AKIA-lowercase', 'glpat-short', 'the api key is in the vault']) assert.equal(redact(near), near, near);
+  for (const near of [
+    'sk-short',
+    'ghp_tooShort',
+    'npm_install',
+    'AKIA-lowercase',
+    'glpat-short',
+    'the api key is in the vault',
+  ])
+    assert.equal(redact(near), near, near);
 });
 
 test('every secret pattern is exercised by an example (a new pattern needs one)', () => {
   for (const re of [...SECRET_PATTERNS]) {
-    const hits = Object.entries(secrets).filter(([, s]) => new RegExp(re.source, re.flags.replace('g', '')).test(s));
+    const hits = Object.entries(secrets).filter(([, s]) =>
+      new RegExp(re.source, re.flags.replace('g', '')).test(s),
+    );
     assert.ok(hits.length > 0, `no example for ${re}`);
   }
 });
@@ -64,7 +78,11 @@ async function chainWith(pluginNames: string[], stages: string[], sinks: Compone
   const registry = builtinRegistry();
   await registerPlugins(registry, pluginNames, ROOT);
   const run = new Session();
-  await runChain(chunked([input]), { stages: stages.map((use) => ({ use })), sinks }, { registry, session: run });
+  await runChain(
+    chunked([input]),
+    { stages: stages.map((use) => ({ use })), sinks },
+    { registry, session: run },
+  );
   return run;
 }
 
@@ -72,10 +90,33 @@ test('redact-secrets runs before every sink: jsonl, log, quarantine and pino are
   const out = join(tmpDir(), 'out');
   const pinoFile = join(tmpDir(), 'p.log');
   const lines = [
-    JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: 'm', content: [{ type: 'text', text: `key ${secrets.anthropic}` }, { type: 'tool_use', id: 't', name: 'Bash', input: { command: `curl -H "Authorization: Bearer ${'x'.repeat(30)}"` } }] } }),
+    JSON.stringify({
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: {
+        id: 'm',
+        content: [
+          { type: 'text', text: `key ${secrets.anthropic}` },
+          {
+            type: 'tool_use',
+            id: 't',
+            name: 'Bash',
+            input: { command: `curl -H "Authorization: Bearer ${'x'.repeat(30)}"` },
+          },
+        ],
+      },
+    }),
     `npm WARN token ${secrets.github}`,
   ];
-  await chainWith(['redact-secrets'], ['line-parser', 'redact-secrets', 'channel-router'], [{ use: 'files', out }, { use: 'pino', destination: pinoFile }], Buffer.from(lines.join('\n') + '\n'));
+  await chainWith(
+    ['redact-secrets'],
+    ['line-parser', 'redact-secrets', 'channel-router'],
+    [
+      { use: 'files', out },
+      { use: 'pino', destination: pinoFile },
+    ],
+    Buffer.from(lines.join('\n') + '\n'),
+  );
   const files = readTree(out);
   const everything = [...files.values()].map((b) => b.toString()).join('\n') + readFileSync(pinoFile, 'utf8');
   assert.ok(!everything.includes(secrets.anthropic.slice(-12)));
@@ -90,15 +131,39 @@ test('redact-secrets runs before every sink: jsonl, log, quarantine and pino are
 test('github-step-summary: tree, statuses, collapsed reports, escaped text', async () => {
   const path = join(tmpDir(), 'summary.md');
   const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'failing-beside-healthy.jsonl'));
-  await chainWith(['github-step-summary'], ['line-parser', 'channel-router'], [{ use: 'files', out: join(tmpDir(), 'o') }, { use: 'github-step-summary', path }], recording);
+  await chainWith(
+    ['github-step-summary'],
+    ['line-parser', 'channel-router'],
+    [
+      { use: 'files', out: join(tmpDir(), 'o') },
+      { use: 'github-step-summary', path },
+    ],
+    recording,
+  );
   const md = readFileSync(path, 'utf8');
   assert.match(md, /^## subtee: 2 subagents — 1 completed, 1 failed, 0 running/);
   assert.match(md, /❌ general-purpose/);
   assert.match(md, /✅ general-purpose/);
   assert.match(md, /<details><summary>general-purpose \S+ — failed<\/summary>/);
   const run = new Session();
-  run.tree.route({ type: 'assistant', parent_tool_use_id: null, message: { content: [{ type: 'tool_use', id: 'toolu_x', name: 'Agent', input: { subagent_type: '<img src=x>', description: '\x1b]0;t\x07' } }] } });
-  const hostile = stepSummary(run, new Map([[run.tree.main, '</pre><script>alert(1)</script>\x1b[2J']]), { maxBytes: 100_000, reportChars: 1000 });
+  run.tree.route({
+    type: 'assistant',
+    parent_tool_use_id: null,
+    message: {
+      content: [
+        {
+          type: 'tool_use',
+          id: 'toolu_x',
+          name: 'Agent',
+          input: { subagent_type: '<img src=x>', description: '\x1b]0;t\x07' },
+        },
+      ],
+    },
+  });
+  const hostile = stepSummary(run, new Map([[run.tree.main, '</pre><script>alert(1)</script>\x1b[2J']]), {
+    maxBytes: 100_000,
+    reportChars: 1000,
+  });
   assert.ok(!hostile.includes('<script>') && !hostile.includes('<img') && !/[\x1b\x07]/.test(hostile));
 });
 
@@ -106,7 +171,20 @@ test('github-step-summary stays under its limit however large the run', () => {
   const run = new Session();
   const last = new Map();
   for (let i = 0; i < 5000; i++) {
-    run.tree.route({ type: 'assistant', parent_tool_use_id: null, message: { content: [{ type: 'tool_use', id: `toolu_${i}`, name: 'Agent', input: { subagent_type: 'Explore', description: 'd'.repeat(100) } }] } });
+    run.tree.route({
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: {
+        content: [
+          {
+            type: 'tool_use',
+            id: `toolu_${i}`,
+            name: 'Agent',
+            input: { subagent_type: 'Explore', description: 'd'.repeat(100) },
+          },
+        ],
+      },
+    });
     last.set(run.tree.get(`toolu_${i}`), 'report '.repeat(1000));
   }
   const md = stepSummary(run, last, { maxBytes: 1_000_000, reportChars: 4000 });
@@ -120,14 +198,20 @@ test('the bundled plugins import nothing of subtee but its public entry', () => 
   assert.ok(imports.length >= 4, `${imports.length} imports found`);
   const internal = imports.filter((i) => i.to.includes('/') && i.to.endsWith('.ts'));
   const outside = internal.filter((i) => i.to !== join('..', 'src', 'index.ts'));
-  assert.deepEqual(outside.map((i) => `${i.from} → ${i.to}`), []);
+  assert.deepEqual(
+    outside.map((i) => `${i.from} → ${i.to}`),
+    [],
+  );
 });
 
 test("every helper the README's Plugins section lists is exported by the package entry", async () => {
   const entry: Record<string, unknown> = await import('../src/index.js');
   const entryText = readFileSync(join(ROOT, 'src', 'index.ts'), 'utf8');
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const table = readme.slice(readme.indexOf('| Helper |'), readme.indexOf('\n\n', readme.indexOf('| Helper |')));
+  const table = readme.slice(
+    readme.indexOf('| Helper |'),
+    readme.indexOf('\n\n', readme.indexOf('| Helper |')),
+  );
   const names = table
     .split('\n')
     .slice(2)
@@ -144,7 +228,12 @@ test('redact-secrets: a value too deep for recursion is still redacted when its 
   let value: unknown = { token: secret };
   for (let depth = 0; depth < 200_000; depth++) value = depth % 2 ? { nested: value } : [value];
   // Raw bytes that no longer parse once masked send the record down the value path.
-  const rec = { kind: 'line' as const, lineNo: 1, raw: Buffer.from(`not json ${secret}`), value: { type: 'assistant', deep: value } };
+  const rec = {
+    kind: 'line' as const,
+    lineNo: 1,
+    raw: Buffer.from(`not json ${secret}`),
+    value: { type: 'assistant', deep: value },
+  };
   const redacted = redactRecord(rec as never) as { raw: Buffer; value: Record<string, unknown> };
   let inner: unknown = redacted.value.deep;
   while (typeof inner === 'object' && inner !== null && !('token' in inner))

@@ -7,13 +7,19 @@ const line = (v: Record<string, unknown>) => JSON.stringify(v);
 const spawnLine = line({
   type: 'assistant',
   parent_tool_use_id: null,
-  message: { id: 'm1', content: [{ type: 'tool_use', id: 'toolu_sub', name: 'Agent', input: { subagent_type: 'Explore' } }] },
+  message: {
+    id: 'm1',
+    content: [{ type: 'tool_use', id: 'toolu_sub', name: 'Agent', input: { subagent_type: 'Explore' } }],
+  },
 });
 const toolUse = (id: string) =>
   line({
     type: 'assistant',
     parent_tool_use_id: 'toolu_sub',
-    message: { id: `m-${id}`, content: [{ type: 'tool_use', id, name: 'Bash', input: { command: 'false' } }] },
+    message: {
+      id: `m-${id}`,
+      content: [{ type: 'tool_use', id, name: 'Bash', input: { command: 'false' } }],
+    },
   });
 const toolResult = (id: string, content: string, isError: boolean) =>
   line({

@@ -164,9 +164,12 @@ test('a late reader whose channel file is gone fails: ERR_PROJECTION_REPLAY; oth
   const file = index.channels.find((channel) => channel.id === gone.id)!.jsonl;
   rmSync(join(out, file!));
   for (const what of ['messages', 'toolCalls'] as const) {
-    await assert.rejects(async () => {
-      for await (const _value of gone[what]);
-    }, { code: 'ERR_PROJECTION_REPLAY' });
+    await assert.rejects(
+      async () => {
+        for await (const _value of gone[what]);
+      },
+      { code: 'ERR_PROJECTION_REPLAY' },
+    );
   }
   let count = 0;
   for await (const _message of kept.messages) count++;
@@ -467,7 +470,10 @@ for (const name of ['failing-beside-healthy', 'binary-tree-depth-3', 'background
     const lines = text.split('\n').filter((line) => line.trim() !== '');
     const cut = lines.slice(0, Math.floor(lines.length * 0.8));
     const partial = readStream(cut.join('\n') + '\n');
-    for (const [input, expected] of [[lines, oracle], [cut, partial]] as const) {
+    for (const [input, expected] of [
+      [lines, oracle],
+      [cut, partial],
+    ] as const) {
       const run = open(chunked([Buffer.from(input.join('\n') + '\n')]));
       const handles: SubagentHandle[] = [];
       for await (const handle of run.allSubagents) handles.push(handle);
@@ -515,7 +521,9 @@ test('a late events loop over more channels than it keeps open reads them in ord
   assert.ok(index.channels.length > 64);
   const watch = watchReads(out);
   try {
-    const expected = readFileSync(input, 'utf8').split('\n').filter((line) => line.trim() !== '');
+    const expected = readFileSync(input, 'utf8')
+      .split('\n')
+      .filter((line) => line.trim() !== '');
     let at = 0;
     let mostOpen = 0;
     for await (const event of run.events) {
@@ -550,7 +558,10 @@ test('a late events loop over more channels than it keeps open reads them in ord
     assert.ok(opens > index.channels.length);
     assert.equal(watch.streams.length, opens);
     // The loop has ended: every file it opened is closed.
-    assert.deepEqual(watch.streams.filter((stream) => !stream.destroyed), []);
+    assert.deepEqual(
+      watch.streams.filter((stream) => !stream.destroyed),
+      [],
+    );
   } finally {
     watch.restore();
   }
@@ -699,8 +710,9 @@ function openPriced(input: Buffer, models: string[]) {
   const prices = join(tmpDir(), 'prices.json');
   const rates = Object.fromEntries(models.map((model) => [model, TEST_RATES]));
   writeFileSync(prices, JSON.stringify({ date: '2026-01-02', models: rates }));
-  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator']
-    .map((use) => (use === 'channel-router' ? { use, prices } : { use }));
+  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator'].map(
+    (use) => (use === 'channel-router' ? { use, prices } : { use }),
+  );
   return open(chunked([input]), { spec: { stages, sinks: [] } });
 }
 
@@ -772,7 +784,7 @@ test('a stalled tool-call reader of a subagent is named: toolCalls of its id', S
   await run.done;
 });
 
-test('run.output.cost: the price table before a result line, Claude Code\'s dollars once it came', async () => {
+test("run.output.cost: the price table before a result line, Claude Code's dollars once it came", async () => {
   const lines = fixtureLines('binary-tree-depth-3');
   const result = JSON.parse(lines.find((line) => line.includes('"type":"result"'))!);
   const cut = lines.filter((line) => !line.includes('"type":"result"'));
@@ -817,7 +829,12 @@ test('run.output follows the last result line: a failed turn then a completed on
   const lines = fixtureLines('foreground-fanout-3');
   const at = lines.findIndex((line) => line.includes('"type":"result"'));
   const result = JSON.parse(lines[at]);
-  const failed = JSON.stringify({ ...result, is_error: true, subtype: 'error_during_execution', result: 'it broke' });
+  const failed = JSON.stringify({
+    ...result,
+    is_error: true,
+    subtype: 'error_during_execution',
+    result: 'it broke',
+  });
   const outputOf = async (input: string[]) => {
     const run = open(chunked([Buffer.from(input.join('\n') + '\n')]));
     const output = await run.output;
@@ -830,8 +847,12 @@ test('run.output follows the last result line: a failed turn then a completed on
   assert.deepEqual([broken.status, broken.result, broken.error], ['failed', 'it broke', 'it broke']);
   // Figures that are not finite numbers are not given.
   // 1e999 parses as Infinity.
-  const odd = JSON.stringify({ ...result, total_cost_usd: 'a lot', num_turns: null, duration_ms: '5' })
-    .replace('"duration_ms":"5"', '"duration_ms":1e999');
+  const odd = JSON.stringify({
+    ...result,
+    total_cost_usd: 'a lot',
+    num_turns: null,
+    duration_ms: '5',
+  }).replace('"duration_ms":"5"', '"duration_ms":1e999');
   const oddOutput = await outputOf([...lines.slice(0, at), odd]);
   assert.deepEqual([oddOutput.costUsd, oddOutput.turns, oddOutput.durationMs], [null, null, null]);
   assert.equal(oddOutput.usage?.output_tokens, result.usage.output_tokens);
@@ -884,17 +905,21 @@ test('the memory buffer holds exactly maxBufferedBytes: each line and 16 bytes o
         'cannot replay events from the start: the run buffered more than maxBufferedBytes ' +
           `(${held - 1} bytes); open the events loop earlier, or raise maxBufferedBytes`,
   );
-  await assert.rejects(async () => {
-    for await (const _message of over.messages);
-  }, { code: 'ERR_PROJECTION_BUFFER' });
+  await assert.rejects(
+    async () => {
+      for await (const _message of over.messages);
+    },
+    { code: 'ERR_PROJECTION_BUFFER' },
+  );
 });
 
 test('a line too long to hold gives the memory buffer up: late readers fail, early ones read on', async () => {
   const lines = fixtureLines('nested-depth-3');
   const long = lines.findIndex((line) => Buffer.byteLength(line) > 1024);
   assert.ok(long >= 0);
-  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator']
-    .map((use) => (use === 'line-parser' ? { use, maxLineBytes: 1024 } : { use }));
+  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator'].map(
+    (use) => (use === 'line-parser' ? { use, maxLineBytes: 1024 } : { use }),
+  );
   // Chunks shorter than the line: it is spooled as it streams past.
   const input = Buffer.from(lines.join('\n') + '\n');
   const run = open(chunked(splitEvery(input, 256)), { spec: { stages, sinks: [] } });
@@ -904,15 +929,21 @@ test('a line too long to hold gives the memory buffer up: late readers fail, ear
   })();
   await run.done;
   await reading;
-  assert.deepEqual(early.map((event) => event.lineNo), lines.map((_line, at) => at + 1));
+  assert.deepEqual(
+    early.map((event) => event.lineNo),
+    lines.map((_line, at) => at + 1),
+  );
   // The long line is routed with its top-level scalar members only.
   const spooled = early[long];
   assert.equal(spooled.kind, 'line');
   if (spooled.kind === 'line') assert.equal(spooled.line.type, JSON.parse(lines[long]).type);
   for (const late of [run.events, run.messages] as AsyncIterable<unknown>[]) {
-    await assert.rejects(async () => {
-      for await (const _value of late);
-    }, { code: 'ERR_PROJECTION_BUFFER' });
+    await assert.rejects(
+      async () => {
+        for await (const _value of late);
+      },
+      { code: 'ERR_PROJECTION_BUFFER' },
+    );
   }
 });
 
@@ -938,7 +969,9 @@ test('a subtree with a model no price covers costs null; the subtrees beside it 
   for (let at: string | null = leaf.id; at !== null; at = oracle.channels.get(at)!.parent) ancestors.add(at);
   const under = (id: string | null): string[] => [
     ...(id === null ? [] : [id]),
-    ...[...oracle.channels.values()].filter((ch) => ch.id !== null && ch.parent === id).flatMap((ch) => under(ch.id)),
+    ...[...oracle.channels.values()]
+      .filter((ch) => ch.id !== null && ch.parent === id)
+      .flatMap((ch) => under(ch.id)),
   ];
   assert.equal(output.subtree.cost.usd, null);
   assert.equal(output.cost.usd, null);
@@ -949,7 +982,10 @@ test('a subtree with a model no price covers costs null; the subtrees beside it 
     if (ancestors.has(handle.id)) {
       assert.equal(subtree.cost.usd, null, handle.id);
     } else {
-      const sum = under(handle.id).reduce((total, id) => total + dollarsOf(oracle.channels.get(id)!.usage), 0);
+      const sum = under(handle.id).reduce(
+        (total, id) => total + dollarsOf(oracle.channels.get(id)!.usage),
+        0,
+      );
       assert.ok(Math.abs(subtree.cost.usd! - sum) < 1e-12, handle.id);
       priced++;
     }
@@ -975,7 +1011,10 @@ for (const out of [undefined, 'files'] as const) {
     for (let next = await late.next(); !next.done; next = await late.next()) lateIds.push(idOf(next.value));
     for (let next = await events.next(); !next.done; next = await events.next()) seen.push(next.value.lineNo);
     await run.done;
-    assert.deepEqual(seen, lines.map((_line, at) => at + 1));
+    assert.deepEqual(
+      seen,
+      lines.map((_line, at) => at + 1),
+    );
     // An events loop opened midway, read after the run ended, still has every record.
     const lateSeen: number[] = [];
     for (let next = await lateEvents.next(); !next.done; next = await lateEvents.next()) {
@@ -990,7 +1029,10 @@ for (const out of [undefined, 'files'] as const) {
         ids.push(value.message.id);
       }
     }
-    assert.deepEqual(lateIds.map((id) => id.split(':').slice(2).join(':')), ids);
+    assert.deepEqual(
+      lateIds.map((id) => id.split(':').slice(2).join(':')),
+      ids,
+    );
   });
 }
 
@@ -1021,7 +1063,12 @@ test('a late reader replays a line too long to hold from the .jsonl as it was ro
   const spooled = early[2];
   assert.equal(spooled.kind, 'line');
   if (spooled.kind === 'line') {
-    assert.deepEqual(spooled.line, { type: 'user', parent_tool_use_id: null, session_id: JSON.parse(lines[0]).session_id, uuid: 'huge-0000' });
+    assert.deepEqual(spooled.line, {
+      type: 'user',
+      parent_tool_use_id: null,
+      session_id: JSON.parse(lines[0]).session_id,
+      uuid: 'huge-0000',
+    });
   }
   const late: RunEvent[] = [];
   for await (const event of run.events) late.push(event);

@@ -100,9 +100,12 @@ test('without files, a reader opened after the memory limit fails with a coded e
       err.code === 'ERR_PROJECTION_BUFFER' && /2048/.test(err.message ?? ''),
   );
   // So does a late events loop: the run's records are no longer held either.
-  await assert.rejects(async () => {
-    for await (const _ev of run.events);
-  }, { code: 'ERR_PROJECTION_BUFFER' });
+  await assert.rejects(
+    async () => {
+      for await (const _ev of run.events);
+    },
+    { code: 'ERR_PROJECTION_BUFFER' },
+  );
   // With files written, the same late reader replays the channel from its .jsonl file.
   const withFiles = open(chunked([Buffer.from(text)]), { maxBufferedBytes: 2048, out: join(tmpDir(), 'o') });
   const late: SubagentHandle[] = [];
@@ -331,7 +334,7 @@ for (const file of fixtureFiles()) {
   });
 }
 
-test('run.output: the result line\'s result, cost, turns, duration, usage; a failure\'s error', async () => {
+test("run.output: the result line's result, cost, turns, duration, usage; a failure's error", async () => {
   const file = fixtureFiles().find((f) => f.includes('failing-beside-healthy'))!;
   const result = readFileSync(file, 'utf8')
     .split('\n')

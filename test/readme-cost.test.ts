@@ -30,7 +30,10 @@ test("the README's price file and command run as shown", () => {
   // The file's date stands for the table; the result line still decides the dollars.
   assert.equal(index.cost.prices_date, prices.date);
   assert.equal(index.cost.basis, 'result');
-  const recorded = readFileSync(join(ROOT, input), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const recorded = readFileSync(join(ROOT, input), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
   const result = recorded.filter((v) => v.type === 'result').pop();
   const channels = index.channels.reduce((s: number, c: any) => s + c.cost.usd, 0);
   assert.ok(Math.abs(channels - result.total_cost_usd) < 1e-5, `${channels} vs ${result.total_cost_usd}`);

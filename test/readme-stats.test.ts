@@ -12,14 +12,21 @@ function commandsUnder(heading: string): string[] {
   assert.ok(at >= 0, heading);
   const block = /```sh\n([\s\S]*?)\n```/.exec(readme.slice(at));
   assert.ok(block, `a sh block under ${heading}`);
-  return block[1].split('\n').map((l) => l.replace(/\s+#.*$/, '').trim()).filter(Boolean);
+  return block[1]
+    .split('\n')
+    .map((l) => l.replace(/\s+#.*$/, '').trim())
+    .filter(Boolean);
 }
 
 /** A folder `logs/` holding two runs, and a PATH where `subtee` is this build. */
 function workspace(): { cwd: string; env: NodeJS.ProcessEnv } {
   const cwd = tmpDir();
   const inputs = ['nested-depth-3', 'failing-beside-healthy'].map((f) => join(FIXTURES, `${f}.jsonl`));
-  const r = spawnSync(process.execPath, [BIN, '--out', join(cwd, 'logs'), '--stdout', 'none', '-q', ...inputs], { encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [BIN, '--out', join(cwd, 'logs'), '--stdout', 'none', '-q', ...inputs],
+    { encoding: 'utf8' },
+  );
   assert.equal(r.status, 0, r.stderr);
   const bin = join(cwd, 'bin');
   mkdirSync(bin);

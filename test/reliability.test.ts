@@ -11,10 +11,14 @@ const recLines = linesOf(recording);
 
 /** Starts subtee on a pipe we write to; resolves when `file` in out has at least `min` bytes. */
 function startOnPipe(out: string, extra: string[] = []) {
-  const child = spawn(process.execPath, [BIN, '--out', out, '--stdout', 'none', ...extra], { stdio: ['pipe', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, '--out', out, '--stdout', 'none', ...extra], {
+    stdio: ['pipe', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
-  const closed = new Promise<{ code: number | null; signal: string | null }>((r) => child.on('close', (code, signal) => r({ code, signal })));
+  const closed = new Promise<{ code: number | null; signal: string | null }>((r) =>
+    child.on('close', (code, signal) => r({ code, signal })),
+  );
   return { child, closed, stderr: () => stderr };
 }
 
@@ -34,7 +38,10 @@ async function waitFor(pred: () => boolean, ms = 30_000) {
   }
 }
 
-for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+for (const [sig, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
   test(`${sig} mid-stream: everything received is on disk, index says interrupted, exit ${code}`, async () => {
     const out = join(tmpDir(), 'o');
     const s = startOnPipe(out);
@@ -48,8 +55,15 @@ for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
     const received = Buffer.from(half.join('\n') + '\n{"type":"assist');
     const { index } = checkOutput(received, out, sig);
     assert.equal(index.interrupted, true);
-    assert.ok(index.channels.some((c: any) => c.status === 'running'), 'still-running channels are marked');
-    assert.equal(readFileSync(join(out, 'quarantine.log'), 'utf8'), '{"type":"assist\n', 'the partial line is kept');
+    assert.ok(
+      index.channels.some((c: any) => c.status === 'running'),
+      'still-running channels are marked',
+    );
+    assert.equal(
+      readFileSync(join(out, 'quarantine.log'), 'utf8'),
+      '{"type":"assist\n',
+      'the partial line is kept',
+    );
     assert.doesNotMatch(s.stderr(), /\n\s+at /);
   });
 }
@@ -65,7 +79,12 @@ test('kill -9: every file is valid line by line but for one torn last line; a re
     for (let k = 0; k < 20; k++) s.child.stdin.write(recLines[i++ % recLines.length] + '\n');
   }, 5);
   // Mid-stream: several subagent files exist and more than one recording's worth is on disk.
-  await waitFor(() => existsSync(join(out, 'agents')) && readdirSync(join(out, 'agents')).length > 4 && routedLines(out) > recLines.length);
+  await waitFor(
+    () =>
+      existsSync(join(out, 'agents')) &&
+      readdirSync(join(out, 'agents')).length > 4 &&
+      routedLines(out) > recLines.length,
+  );
   s.child.kill('SIGKILL');
   clearInterval(writer);
   await s.closed;
@@ -77,7 +96,9 @@ test('kill -9: every file is valid line by line but for one torn last line; a re
     for (const l of lines) assert.doesNotThrow(() => JSON.parse(l), `${name}: ${l.slice(0, 80)}`);
   }
   const again = join(tmpDir(), 'again');
-  const r = spawnSync(process.execPath, [BIN, '--out', again, '--stdout', 'none', '-q'], { input: recording });
+  const r = spawnSync(process.execPath, [BIN, '--out', again, '--stdout', 'none', '-q'], {
+    input: recording,
+  });
   assert.equal(r.status, 0);
   checkOutput(recording, again, 'rerun');
 });
@@ -98,8 +119,20 @@ test('a full disk ends with one line naming the path, exit 3, no hang', async (t
     t.skip('cannot mount a small tmpfs here (needs root and mount(8)); the /dev/full check below still runs');
   } else {
     try {
-      const big = Buffer.from(Array.from({ length: 3000 }, (_, k) => JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: `m${k}`, content: [{ type: 'text', text: 'x'.repeat(300) }] } })).join('\n') + '\n');
-      const r = spawnSync(process.execPath, [BIN, '--out', join(dir, 'o'), '--stdout', 'none', '-q'], { input: big, encoding: 'utf8', timeout: 30_000 });
+      const big = Buffer.from(
+        Array.from({ length: 3000 }, (_, k) =>
+          JSON.stringify({
+            type: 'assistant',
+            parent_tool_use_id: null,
+            message: { id: `m${k}`, content: [{ type: 'text', text: 'x'.repeat(300) }] },
+          }),
+        ).join('\n') + '\n',
+      );
+      const r = spawnSync(process.execPath, [BIN, '--out', join(dir, 'o'), '--stdout', 'none', '-q'], {
+        input: big,
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
       assert.equal(r.status, 3, r.stderr);
       assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
       assert.match(r.stderr, /cannot write .*small\/o\/.*: no space left on device \[ERR_WRITE\]/);
@@ -107,7 +140,11 @@ test('a full disk ends with one line naming the path, exit 3, no hang', async (t
       execFileSync('umount', [dir]);
     }
   }
-  const pino = spawnSync(process.execPath, [BIN, '--out', join(tmpDir(), 'o'), '--stdout', 'none', '-q', '--pino=/dev/full'], { input: recording, encoding: 'utf8', timeout: 30_000 });
+  const pino = spawnSync(
+    process.execPath,
+    [BIN, '--out', join(tmpDir(), 'o'), '--stdout', 'none', '-q', '--pino=/dev/full'],
+    { input: recording, encoding: 'utf8', timeout: 30_000 },
+  );
   assert.equal(pino.status, 3, pino.stderr);
   assert.equal(pino.stderr.trim().split('\n').length, 1, pino.stderr);
   assert.match(pino.stderr, /\/dev\/full: no space left on device \[ERR_WRITE\]/);
@@ -115,46 +152,90 @@ test('a full disk ends with one line naming the path, exit 3, no hang', async (t
 
 test('10,000 subagents under ulimit -n 256: nothing lost', () => {
   const lines: string[] = [];
-  for (let k = 0; k < 10_000; k++) lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: `s${k}`, content: [{ type: 'tool_use', id: `toolu_f${k}`, name: 'Agent', input: {} }] } }));
-  for (let k = 0; k < 20_000; k++) lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: `toolu_f${k % 10_000}`, message: { id: `m${k}`, content: [{ type: 'text', text: `t${k}` }] } }));
+  for (let k = 0; k < 10_000; k++)
+    lines.push(
+      JSON.stringify({
+        type: 'assistant',
+        parent_tool_use_id: null,
+        message: {
+          id: `s${k}`,
+          content: [{ type: 'tool_use', id: `toolu_f${k}`, name: 'Agent', input: {} }],
+        },
+      }),
+    );
+  for (let k = 0; k < 20_000; k++)
+    lines.push(
+      JSON.stringify({
+        type: 'assistant',
+        parent_tool_use_id: `toolu_f${k % 10_000}`,
+        message: { id: `m${k}`, content: [{ type: 'text', text: `t${k}` }] },
+      }),
+    );
   const input = Buffer.from(lines.join('\n') + '\n');
   const out = join(tmpDir(), 'o');
-  const r = spawnSync('bash', ['-c', `ulimit -n 256 && exec "${process.execPath}" "${BIN}" --out "${out}" --stdout none -q`], { input, encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(
+    'bash',
+    ['-c', `ulimit -n 256 && exec "${process.execPath}" "${BIN}" --out "${out}" --stdout none -q`],
+    { input, encoding: 'utf8', timeout: 120_000 },
+  );
   assert.equal(r.status, 0, r.stderr);
   const { index } = checkOutput(input, out, '10k');
   assert.equal(index.channels.length, 10_001);
 });
 
-test('a slow reader on stdout: memory stays bounded and nothing is dropped', { skip: !existsSync('/usr/bin/time') && 'GNU time is not installed' }, async () => {
-  const lines = Array.from({ length: 60_000 }, (_, k) => JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: `m${k}`, content: [{ type: 'text', text: `${k} ${'y'.repeat(1000)}` }] } }));
-  const input = Buffer.from(lines.join('\n') + '\n');
-  const out = join(tmpDir(), 'o');
-  const child = spawn('/usr/bin/time', ['-f', '%M', process.execPath, BIN, '--out', out, '--stdout', 'raw', '-q'], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d) => (stderr += d));
-  child.stdin.end(input);
-  // Read stdout slowly: a pause after every chunk.
-  let got = 0;
-  const closed = once(child, 'close');
-  for await (const c of child.stdout) {
-    got += (c as Buffer).length;
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  const [code] = await closed;
-  assert.equal(code, 0, stderr);
-  assert.equal(got, input.length, 'stdout got every byte');
-  const rssKb = Number(stderr.trim().split('\n').pop());
-  assert.ok(rssKb < 120 * 1024, `peak RSS ${Math.round(rssKb / 1024)} MB with a 60 MB input behind a slow reader`);
-  checkOutput(input, out, 'slow reader');
-});
+test(
+  'a slow reader on stdout: memory stays bounded and nothing is dropped',
+  { skip: !existsSync('/usr/bin/time') && 'GNU time is not installed' },
+  async () => {
+    const lines = Array.from({ length: 60_000 }, (_, k) =>
+      JSON.stringify({
+        type: 'assistant',
+        parent_tool_use_id: null,
+        message: { id: `m${k}`, content: [{ type: 'text', text: `${k} ${'y'.repeat(1000)}` }] },
+      }),
+    );
+    const input = Buffer.from(lines.join('\n') + '\n');
+    const out = join(tmpDir(), 'o');
+    const child = spawn(
+      '/usr/bin/time',
+      ['-f', '%M', process.execPath, BIN, '--out', out, '--stdout', 'raw', '-q'],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.stdin.end(input);
+    // Read stdout slowly: a pause after every chunk.
+    let got = 0;
+    const closed = once(child, 'close');
+    for await (const c of child.stdout) {
+      got += (c as Buffer).length;
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    const [code] = await closed;
+    assert.equal(code, 0, stderr);
+    assert.equal(got, input.length, 'stdout got every byte');
+    const rssKb = Number(stderr.trim().split('\n').pop());
+    assert.ok(
+      rssKb < 120 * 1024,
+      `peak RSS ${Math.round(rssKb / 1024)} MB with a 60 MB input behind a slow reader`,
+    );
+    checkOutput(input, out, 'slow reader');
+  },
+);
 
 test('--force writes into a used folder but leaves files subtee does not write alone', () => {
   const out = tmpDir();
   writeFileSync(join(out, 'notes.txt'), 'mine');
-  const refused = spawnSync(process.execPath, [BIN, '--out', out, '-q'], { input: recording, encoding: 'utf8' });
+  const refused = spawnSync(process.execPath, [BIN, '--out', out, '-q'], {
+    input: recording,
+    encoding: 'utf8',
+  });
   assert.equal(refused.status, 3);
   assert.match(refused.stderr, /already holds files.*--force \[ERR_OUT_NOT_EMPTY\]/);
-  const r = spawnSync(process.execPath, [BIN, '--out', out, '-q', '--force', '--stdout', 'none'], { input: recording, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '-q', '--force', '--stdout', 'none'], {
+    input: recording,
+    encoding: 'utf8',
+  });
   assert.equal(r.status, 0, r.stderr);
   assert.equal(readFileSync(join(out, 'notes.txt'), 'utf8'), 'mine');
   checkOutput(recording, out, 'forced');
@@ -171,7 +252,14 @@ test('invalid UTF-8 in a noise line reaches the quarantine file byte for byte', 
 
 test('a stall keeps the partial last line: it goes to the quarantine, as on SIGINT; exit 124', async () => {
   const out = join(tmpDir(), 'o');
-  const s = startOnPipe(out, ['--idle-timeout-ms', '1000', '--model-timeout-ms', '1000', '--stall-grace-ms', '0']);
+  const s = startOnPipe(out, [
+    '--idle-timeout-ms',
+    '1000',
+    '--model-timeout-ms',
+    '1000',
+    '--stall-grace-ms',
+    '0',
+  ]);
   const half = recLines.slice(0, 40);
   // stdin stays open and silent after this write: only the watchdog ends the run.
   s.child.stdin.write(half.join('\n') + '\n{"type":"assist');
@@ -181,7 +269,11 @@ test('a stall keeps the partial last line: it goes to the quarantine, as on SIGI
   assert.match(s.stderr(), /warning STALL/);
   const { index } = checkOutput(Buffer.from(half.join('\n') + '\n{"type":"assist'), out, 'stall');
   assert.equal(index.stalled, true);
-  assert.equal(readFileSync(join(out, 'quarantine.log'), 'utf8'), '{"type":"assist\n', 'the partial line is kept');
+  assert.equal(
+    readFileSync(join(out, 'quarantine.log'), 'utf8'),
+    '{"type":"assist\n',
+    'the partial line is kept',
+  );
   assert.deepEqual(index.quarantine_lines, [41]);
 });
 
@@ -189,7 +281,11 @@ test('one long line trickling in (bytes every 200 ms, longer than the idle timeo
   const out = join(tmpDir(), 'o');
   const s = startOnPipe(out, ['--idle-timeout-ms', '2000']);
   s.child.stdin.on('error', () => {}); // if subtee wrongly stops early, the failure is the exit code below
-  const line = JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message: { id: 'm', content: [{ type: 'text', text: 'x'.repeat(300) }] } });
+  const line = JSON.stringify({
+    type: 'assistant',
+    parent_tool_use_id: null,
+    message: { id: 'm', content: [{ type: 'text', text: 'x'.repeat(300) }] },
+  });
   // 30 pieces, 200 ms apart: 6 s for one line, three times the idle timeout.
   const pieces = line.match(/.{1,11}/g)!;
   for (const p of pieces) {

@@ -104,7 +104,10 @@ describe('the static report in Chromium', { skip }, () => {
     assert.equal(s.rows[3].cells[4], s.rows[3].cells[3], 'a leaf’s subtree is itself');
     // The cost columns: each agent at claude-opus-5-5's list price ($4 / $20 per million
     // tokens) of its own tokens, the Σ column rolled up; the run's total beside Claude Code's.
-    const recorded = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const recorded = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     const claudeUsd = recorded.filter((v) => v.type === 'result').pop().total_cost_usd as number;
     const usdOf = (c: any) => (c.usage.input_tokens * 4 + c.usage.output_tokens * 20) / 1e6;
     const byKey = new Map<string, any>(index.channels.map((c: any) => [c.id === null ? '' : `a:${c.id}`, c]));
@@ -115,7 +118,10 @@ describe('the static report in Chromium', { skip }, () => {
       assert.equal(r.cells[8], `$${usdOf(c).toFixed(6)}`, `cost of ${r.key}`);
       assert.equal(r.cells[9], `$${rolled.toFixed(6)}`, `Σ cost of ${r.key} (a chain: everything below it)`);
     }
-    assert.match(s.cost, new RegExp(`^cost \\$${claudeUsd.toFixed(6)} \\(Claude Code \\$${claudeUsd.toFixed(6)}\\)`));
+    assert.match(
+      s.cost,
+      new RegExp(`^cost \\$${claudeUsd.toFixed(6)} \\(Claude Code \\$${claudeUsd.toFixed(6)}\\)`),
+    );
 
     const leaf = index.channels.find((c: any) => c.depth === 3);
     await page.click(`#tree tr.tree-row[data-key="a:${leaf.id}"]`);
@@ -161,7 +167,10 @@ describe('the static report in Chromium', { skip }, () => {
       /level 0\ncompleted, foreground\nstart \d\d:\d\d:\d\d\.\d{3}Z {3}end \d\d:\d\d:\d\d\.\d{3}Z\nelapsed 87 ms/,
     );
     const leafTokens = leaf.usage.input_tokens + leaf.usage.output_tokens;
-    assert.match(tip, new RegExp(`tokens ${leafTokens} \\(in ${leaf.usage.input_tokens}, out ${leaf.usage.output_tokens}`));
+    assert.match(
+      tip,
+      new RegExp(`tokens ${leafTokens} \\(in ${leaf.usage.input_tokens}, out ${leaf.usage.output_tokens}`),
+    );
     await screenshot(page, 'nested-depth-3-hover');
 
     const linked = await openReport(browser, out, `#agent=${encodeURIComponent(index.channels[1].id)}`);

@@ -17,12 +17,23 @@ const HOSTILE_VERSION = '<script>document.title="pwned"</script>';
 /** What a row must show, counted here from the run's index.json. */
 function expectedRow(index: any) {
   const subagents = index.channels.filter((c: any) => c.id !== null);
-  const firsts = index.channels.map((c: any) => c.first_seen).filter(Boolean).map((t: string) => Date.parse(t));
-  const lasts = index.channels.map((c: any) => c.last_seen).filter(Boolean).map((t: string) => Date.parse(t));
+  const firsts = index.channels
+    .map((c: any) => c.first_seen)
+    .filter(Boolean)
+    .map((t: string) => Date.parse(t));
+  const lasts = index.channels
+    .map((c: any) => c.last_seen)
+    .filter(Boolean)
+    .map((t: string) => Date.parse(t));
   return {
     subagents: String(subagents.length),
     failed: String(subagents.filter((c: any) => c.status === 'failed').length),
-    tokens: String(index.channels.reduce((s: number, c: any) => s + (c.usage.input_tokens ?? 0) + (c.usage.output_tokens ?? 0), 0)),
+    tokens: String(
+      index.channels.reduce(
+        (s: number, c: any) => s + (c.usage.input_tokens ?? 0) + (c.usage.output_tokens ?? 0),
+        0,
+      ),
+    ),
     durationMs: String(Math.max(...lasts) - Math.min(...firsts)),
     cost: typeof index.cost?.usd === 'number' ? String(index.cost.usd) : '',
     start: Math.min(...firsts),
@@ -38,9 +49,13 @@ describe('the index page over many runs, in Chromium', { skip }, () => {
   before(async () => {
     root = join(tmpDir(), 'fleet');
     const inputs = runs.map((f) => join(FIXTURES, `${f}.jsonl`));
-    const r = spawnSync(process.execPath, [BIN, '--out', join(root, 'ci'), '--stdout', 'none', '-q', ...inputs], {
-      encoding: 'utf8',
-    });
+    const r = spawnSync(
+      process.execPath,
+      [BIN, '--out', join(root, 'ci'), '--stdout', 'none', '-q', ...inputs],
+      {
+        encoding: 'utf8',
+      },
+    );
     assert.equal(r.status, 0, r.stderr);
     // A run whose folder name and index.json carry markup, with a cost.
     const hostile = join(root, HOSTILE_NAME);
@@ -87,7 +102,10 @@ describe('the index page over many runs, in Chromium', { skip }, () => {
     await screenshot(page, 'index-page');
     assert.equal(rows.length, runs.length + 2);
     const folders = [...runs.map((r) => `ci/${r}`), HOSTILE_NAME];
-    const expected = folders.map((f) => ({ f, ...expectedRow(JSON.parse(readFileSync(join(root, f, 'index.json'), 'utf8'))) }));
+    const expected = folders.map((f) => ({
+      f,
+      ...expectedRow(JSON.parse(readFileSync(join(root, f, 'index.json'), 'utf8'))),
+    }));
     expected.sort((a, b) => b.start - a.start || (a.f < b.f ? -1 : 1));
     const shown = rows.filter((r) => r.status !== 'unreadable');
     assert.deepEqual(

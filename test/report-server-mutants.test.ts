@@ -5,7 +5,11 @@ import assert from 'node:assert/strict';
 import { request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { createServer as createNetServer, connect as connectTcp } from 'node:net';
 import { test } from 'node:test';
-import { REPORT_SERVER_DEFAULTS, startReportServer, type ReportServer } from '../src/chain/sinks/report-server.js';
+import {
+  REPORT_SERVER_DEFAULTS,
+  startReportServer,
+  type ReportServer,
+} from '../src/chain/sinks/report-server.js';
 import { ReportFeed } from '../src/views/report/live.js';
 import { contentSecurityPolicy } from '../src/views/report/page.js';
 import { UsageError } from '../src/errors.js';
@@ -55,7 +59,11 @@ interface EventClient {
   done: Promise<{ text: string; cut: boolean }>;
 }
 
-function openEvents(port: number, headers: Record<string, string> = {}, paused = false): Promise<EventClient> {
+function openEvents(
+  port: number,
+  headers: Record<string, string> = {},
+  paused = false,
+): Promise<EventClient> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, path: '/events', headers, agent: false }, (res) => {
       let text = '';
@@ -112,7 +120,14 @@ async function withServer(
   body: (server: ReportServer, feed: ReportFeed) => Promise<void>,
 ): Promise<void> {
   const feed = options.feed ?? new ReportFeed();
-  const server = await startReportServer({ host: '127.0.0.1', port: 0, page: () => PAGE, closeGraceMs: 50, ...options, feed });
+  const server = await startReportServer({
+    host: '127.0.0.1',
+    port: 0,
+    page: () => PAGE,
+    closeGraceMs: 50,
+    ...options,
+    feed,
+  });
   try {
     await body(server, feed);
   } finally {
@@ -129,7 +144,10 @@ test('GET / and /report.html serve the page with its security headers; HEAD send
       assert.equal(reply.status, 200, path);
       assert.equal(reply.body, `${PAGE}<p>${built}</p>`, 'the page is built per request');
       assert.equal(reply.headers['content-type'], 'text/html; charset=utf-8');
-      assert.equal(reply.headers['content-security-policy'], `${contentSecurityPolicy(true)}; frame-ancestors 'none'`);
+      assert.equal(
+        reply.headers['content-security-policy'],
+        `${contentSecurityPolicy(true)}; frame-ancestors 'none'`,
+      );
       assert.equal(reply.headers['x-content-type-options'], 'nosniff');
       assert.equal(reply.headers['referrer-policy'], 'no-referrer');
       assert.equal(reply.headers['cache-control'], 'no-store');
@@ -177,13 +195,17 @@ test('the Host check: names are case-blind, a bare name needs port 80, other loo
     assert.equal(forbidden.headers['content-type'], 'text/plain; charset=utf-8');
     assert.equal(await status('localhost'), 403);
     // The Host check comes before the method and the path.
-    assert.equal((await fetchText(port, { method: 'POST', path: '/x', headers: { host: 'evil' } })).status, 403);
+    assert.equal(
+      (await fetchText(port, { method: 'POST', path: '/x', headers: { host: 'evil' } })).status,
+      403,
+    );
   });
   // The whole of 127/8 is loopback: a server bound to another of its addresses answers that name.
   await withServer({ host: '127.0.0.2' }, async (server) => {
     const port = server.port;
     assert.equal(server.url, `http://127.0.0.2:${port}/`);
-    const status = async (host: string) => (await fetchText(port, { host: '127.0.0.2', headers: { host } })).status;
+    const status = async (host: string) =>
+      (await fetchText(port, { host: '127.0.0.2', headers: { host } })).status;
     assert.equal(await status(`127.0.0.2:${port}`), 200);
     assert.equal(await status(`127.0.0.1:${port}`), 200);
     assert.equal(await status(`127.0.0.3:${port}`), 403);
@@ -198,24 +220,51 @@ test('the Host check: names are case-blind, a bare name needs port 80, other loo
 test('on port 80 a Host without a port is the same host', async (t) => {
   let server: ReportServer;
   try {
-    server = await startReportServer({ host: '127.0.0.4', port: 80, feed: new ReportFeed(), page: () => PAGE, closeGraceMs: 50 });
+    server = await startReportServer({
+      host: '127.0.0.4',
+      port: 80,
+      feed: new ReportFeed(),
+      page: () => PAGE,
+      closeGraceMs: 50,
+    });
   } catch (err) {
     return t.skip(`cannot listen on port 80 here (${(err as Error).message})`);
   }
   try {
     assert.equal(server.port, 80);
     assert.equal(server.url, 'http://127.0.0.4:80/');
-    const status = async (host: string) => (await fetchText(80, { host: '127.0.0.4', headers: { host } })).status;
-    for (const own of ['127.0.0.4', '127.0.0.4:80', 'localhost', '127.0.0.1', '[::1]']) assert.equal(await status(own), 200, own);
-    for (const foreign of ['attacker.example', 'attacker.example:80', '127.0.0.4:81']) assert.equal(await status(foreign), 403, foreign);
+    const status = async (host: string) =>
+      (await fetchText(80, { host: '127.0.0.4', headers: { host } })).status;
+    for (const own of ['127.0.0.4', '127.0.0.4:80', 'localhost', '127.0.0.1', '[::1]'])
+      assert.equal(await status(own), 200, own);
+    for (const foreign of ['attacker.example', 'attacker.example:80', '127.0.0.4:81'])
+      assert.equal(await status(foreign), 403, foreign);
   } finally {
     await server.close();
   }
 });
 
 test('loopback in any spelling, IPv4-mapped included; names and other addresses are not', () => {
-  const loopback = ['localhost', 'LOCALHOST', '127.0.0.1', '127.255.0.9', '::1', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1', '::ffff:7f00:2'];
-  const elsewhere = ['0.0.0.0', '::', '10.0.0.1', '128.0.0.1', '::2', '::ffff:10.0.0.1', '127.attacker.example', 'example.com'];
+  const loopback = [
+    'localhost',
+    'LOCALHOST',
+    '127.0.0.1',
+    '127.255.0.9',
+    '::1',
+    '0:0:0:0:0:0:0:1',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:2',
+  ];
+  const elsewhere = [
+    '0.0.0.0',
+    '::',
+    '10.0.0.1',
+    '128.0.0.1',
+    '::2',
+    '::ffff:10.0.0.1',
+    '127.attacker.example',
+    'example.com',
+  ];
   for (const host of loopback) assert.equal(isLoopback(host), true, host);
   for (const host of elsewhere) assert.equal(isLoopback(host), false, host);
   // Written the short way, still an address: 127.1 and 2130706433 are 127.0.0.1.
@@ -234,14 +283,27 @@ test('bound to 127.1 (127.0.0.1 written short), the Host check applies', async (
 test('bound to an IPv4-mapped loopback address, a foreign Host is refused', async (t) => {
   let server: ReportServer;
   try {
-    server = await startReportServer({ host: '::ffff:127.0.0.1', port: 0, feed: new ReportFeed(), page: () => PAGE, closeGraceMs: 50 });
+    server = await startReportServer({
+      host: '::ffff:127.0.0.1',
+      port: 0,
+      feed: new ReportFeed(),
+      page: () => PAGE,
+      closeGraceMs: 50,
+    });
   } catch (err) {
     return t.skip(`cannot listen on ::ffff:127.0.0.1 here (${(err as Error).message})`);
   }
   try {
-    const status = async (host: string) => (await fetchText(server.port, { host: '127.0.0.1', headers: { host } })).status;
+    const status = async (host: string) =>
+      (await fetchText(server.port, { host: '127.0.0.1', headers: { host } })).status;
     // As typed, and as a browser or fetch() writes it.
-    for (const own of ['[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[0:0:0:0:0:ffff:7f00:1]', '127.0.0.1', '[0:0:0:0:0:0:0:1]'])
+    for (const own of [
+      '[::ffff:127.0.0.1]',
+      '[::ffff:7f00:1]',
+      '[0:0:0:0:0:ffff:7f00:1]',
+      '127.0.0.1',
+      '[0:0:0:0:0:0:0:1]',
+    ])
       assert.equal(await status(`${own}:${server.port}`), 200, own);
     assert.equal(await status(`attacker.example:${server.port}`), 403);
     assert.equal(await status(`[::ffff:7f00:2]:${server.port}`), 403);
@@ -273,7 +335,8 @@ test('the event stream: headers, the retry line, then every event as id/event/da
     assert.equal(client.res.headers['cache-control'], 'no-store');
     assert.equal(client.res.headers['connection'], 'keep-alive');
     assert.equal(client.res.headers['x-content-type-options'], 'nosniff');
-    const expectedStart = 'retry: 1234\n\nid: 1\nevent: run\ndata: {"n":1}\n\nid: 2\nevent: channel\ndata: {"n":2}\n\n';
+    const expectedStart =
+      'retry: 1234\n\nid: 1\nevent: run\ndata: {"n":1}\n\nid: 2\nevent: channel\ndata: {"n":2}\n\n';
     assert.equal(await client.until((t) => t.length >= expectedStart.length), expectedStart);
     assert.equal(server.clients, 1);
     // Events published later reach the open stream as they come.
@@ -282,7 +345,10 @@ test('the event stream: headers, the retry line, then every event as id/event/da
     feed.end();
     const { text, cut } = await client.done;
     assert.equal(cut, false, 'the server ends the stream itself');
-    assert.equal(text, `${expectedStart}id: 3\nevent: entries\ndata: {"n":3}\n\nid: 4\nevent: end\ndata: {}\n\n`);
+    assert.equal(
+      text,
+      `${expectedStart}id: 3\nevent: entries\ndata: {"n":3}\n\nid: 4\nevent: end\ndata: {}\n\n`,
+    );
     await eventually(() => server.clients === 0);
   });
 });
@@ -303,7 +369,8 @@ test('Last-Event-ID resumes after that id; a value that is not 1 to 15 digits st
   feed.end();
   await withServer({ feed }, async (server) => {
     const ids = async (lastEventId?: string) => {
-      const headers: Record<string, string> = lastEventId === undefined ? {} : { 'last-event-id': lastEventId };
+      const headers: Record<string, string> =
+        lastEventId === undefined ? {} : { 'last-event-id': lastEventId };
       return idsOf((await (await openEvents(server.port, headers)).done).text);
     };
     assert.deepEqual(await ids(), [1, 2, 3, 4, 5, 6]);
@@ -343,7 +410,10 @@ test('a client that stops reading holds its stream back, then gets every event o
     );
   });
   process.off('warning', onWarning);
-  assert.deepEqual(warnings.map((w) => w.name), []);
+  assert.deepEqual(
+    warnings.map((w) => w.name),
+    [],
+  );
 });
 
 test('idle streams get keep-alive comments', async () => {
@@ -374,7 +444,13 @@ test('close waits for a slow client to receive what it has not had yet, then sto
   const feed = new ReportFeed();
   const big = 'y'.repeat(64 * 1024);
   const count = 200;
-  const server = await startReportServer({ host: '127.0.0.1', port: 0, feed, page: () => PAGE, closeGraceMs: 600_000 });
+  const server = await startReportServer({
+    host: '127.0.0.1',
+    port: 0,
+    feed,
+    page: () => PAGE,
+    closeGraceMs: 600_000,
+  });
   const client = await openEvents(server.port, {}, true);
   await eventually(() => server.clients === 1);
   for (let i = 1; i <= count; i++) feed.publish('entries', `{"i":${i},"pad":"${big}"}`);
@@ -384,7 +460,10 @@ test('close waits for a slow client to receive what it has not had yet, then sto
   client.res.resume();
   const { text, cut } = await client.done;
   assert.equal(cut, false);
-  assert.deepEqual(idsOf(text), Array.from({ length: count + 1 }, (_, i) => i + 1));
+  assert.deepEqual(
+    idsOf(text),
+    Array.from({ length: count + 1 }, (_, i) => i + 1),
+  );
   await closed;
   await assert.rejects(fetchText(server.port), (err: NodeJS.ErrnoException) => err.code === 'ECONNREFUSED');
 });
@@ -412,7 +491,13 @@ test('close with an idle keep-alive connection open still finishes', async () =>
 test('close cuts a stream that is still open after the grace period', async () => {
   const feed = new ReportFeed();
   feed.publish('run', '{}');
-  const server = await startReportServer({ host: '127.0.0.1', port: 0, feed, page: () => PAGE, closeGraceMs: 20 });
+  const server = await startReportServer({
+    host: '127.0.0.1',
+    port: 0,
+    feed,
+    page: () => PAGE,
+    closeGraceMs: 20,
+  });
   const client = await openEvents(server.port);
   await client.until((t) => t.includes('id: 1\n'));
   await server.close();
@@ -444,10 +529,13 @@ test('a port in use fails with ERR_BAD_OPTION naming the address and the reason'
   await new Promise<void>((resolve) => v6.listen(0, '::1', resolve));
   const v6port = (v6.address() as { port: number }).port;
   try {
-    await assert.rejects(startReportServer({ host: '::1', port: v6port, feed: new ReportFeed(), page: () => PAGE }), (err: unknown) => {
-      assert.ok(err instanceof UsageError && err.message.includes(`[::1]:${v6port}`), String(err));
-      return true;
-    });
+    await assert.rejects(
+      startReportServer({ host: '::1', port: v6port, feed: new ReportFeed(), page: () => PAGE }),
+      (err: unknown) => {
+        assert.ok(err instanceof UsageError && err.message.includes(`[::1]:${v6port}`), String(err));
+        return true;
+      },
+    );
   } finally {
     v6.close();
   }

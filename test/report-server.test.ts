@@ -21,14 +21,25 @@ test('a page served on a loopback address answers its own names only (DNS rebind
   for (const host of ['::1', '127.0.0.1', 'localhost']) {
     const feed = new ReportFeed();
     const live = new LiveReport(feed, undefined, 'test');
-    const server = await startReportServer({ host, port: 0, feed, page: () => pageHtml(live.skeleton()), closeGraceMs: 10 });
+    const server = await startReportServer({
+      host,
+      port: 0,
+      feed,
+      page: () => pageHtml(live.skeleton()),
+      closeGraceMs: 10,
+    });
     try {
       const port = server.port;
       const connectTo = host === 'localhost' ? '127.0.0.1' : host;
       for (const own of [`[::1]:${port}`, `127.0.0.1:${port}`, `localhost:${port}`]) {
         assert.equal(await statusWithHost(connectTo, port, own), 200, `${host} answers ${own}`);
       }
-      for (const foreign of [`attacker.example:${port}`, 'attacker.example', `[::2]:${port}`, `127.0.0.1:${port + 1}`]) {
+      for (const foreign of [
+        `attacker.example:${port}`,
+        'attacker.example',
+        `[::2]:${port}`,
+        `127.0.0.1:${port + 1}`,
+      ]) {
         assert.equal(await statusWithHost(connectTo, port, foreign), 403, `${host} refuses ${foreign}`);
       }
     } finally {

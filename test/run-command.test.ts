@@ -10,30 +10,66 @@ const recording = join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl');
 /** A stand-in agent: prints a recording, answers --version like Claude Code, exits as told. */
 function fakeAgent(version: string, exitCode = 0, extra = ''): string {
   const p = join(tmpDir(), 'agent.sh');
-  writeFileSync(p, `#!/bin/sh\nif [ "$1" = "--version" ]; then echo "${version} (Claude Code)"; exit 0; fi\ncat "${recording}"\necho "agent stderr line" >&2\n${extra}\nexit ${exitCode}\n`);
+  writeFileSync(
+    p,
+    `#!/bin/sh\nif [ "$1" = "--version" ]; then echo "${version} (Claude Code)"; exit 0; fi\ncat "${recording}"\necho "agent stderr line" >&2\n${extra}\nexit ${exitCode}\n`,
+  );
   chmodSync(p, 0o755);
   return p;
 }
 
 test('subtee run: reads the command, passes its stderr, exits with its code', () => {
   const out = join(tmpDir(), 'o');
-  const r = spawnSync(process.execPath, [BIN, 'run', '--out', out, '--stdout', 'none', '-q', '--', fakeAgent('2.1.328', 7)], { encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [BIN, 'run', '--out', out, '--stdout', 'none', '-q', '--', fakeAgent('2.1.328', 7)],
+    { encoding: 'utf8' },
+  );
   assert.equal(r.status, 7, r.stderr);
   assert.match(r.stderr, /agent stderr line/);
   const files = readTree(out);
-  assert.equal(linesOf(files.get('main.jsonl')).length + [...files.keys()].filter((k) => k.startsWith('agents/') && k.endsWith('.jsonl')).reduce((n, k) => n + linesOf(files.get(k)).length, 0), linesOf(readFileSync(recording)).length);
+  assert.equal(
+    linesOf(files.get('main.jsonl')).length +
+      [...files.keys()]
+        .filter((k) => k.startsWith('agents/') && k.endsWith('.jsonl'))
+        .reduce((n, k) => n + linesOf(files.get(k)).length, 0),
+    linesOf(readFileSync(recording)).length,
+  );
 });
 
 test('subtee run --require-version: refuses a too-old agent before starting it', () => {
   const out = join(tmpDir(), 'o');
   const marker = join(tmpDir(), 'started');
   const agent = fakeAgent('2.1.210', 0, `touch "${marker}"`);
-  const r = spawnSync(process.execPath, [BIN, 'run', '--out', out, '--require-version', '>=2.1.219', '--', agent], { encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [BIN, 'run', '--out', out, '--require-version', '>=2.1.219', '--', agent],
+    { encoding: 'utf8' },
+  );
   assert.equal(r.status, 4);
   assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
-  assert.match(r.stderr, /Claude Code 2\.1\.210 does not satisfy --require-version >=2\.1\.219 \[ERR_VERSION\]/);
+  assert.match(
+    r.stderr,
+    /Claude Code 2\.1\.210 does not satisfy --require-version >=2\.1\.219 \[ERR_VERSION\]/,
+  );
   assert.throws(() => readFileSync(marker), 'the agent never ran');
-  const ok = spawnSync(process.execPath, [BIN, 'run', '--out', join(tmpDir(), 'o'), '-q', '--stdout', 'none', '--require-version', '>=2.1.219', '--', fakeAgent('2.1.328')], { encoding: 'utf8' });
+  const ok = spawnSync(
+    process.execPath,
+    [
+      BIN,
+      'run',
+      '--out',
+      join(tmpDir(), 'o'),
+      '-q',
+      '--stdout',
+      'none',
+      '--require-version',
+      '>=2.1.219',
+      '--',
+      fakeAgent('2.1.328'),
+    ],
+    { encoding: 'utf8' },
+  );
   assert.equal(ok.status, 0, ok.stderr);
 });
 
@@ -42,12 +78,31 @@ test('subtee run --require-version reads the version wherever --version prints i
     const dir = tmpDir();
     writeFileSync(join(dir, 'version.txt'), output);
     const p = join(dir, command);
-    writeFileSync(p, `#!/bin/sh\nif [ "$1" = "--version" ]; then cat "${join(dir, 'version.txt')}"; exit 0; fi\ncat "${stream}"\n`);
+    writeFileSync(
+      p,
+      `#!/bin/sh\nif [ "$1" = "--version" ]; then cat "${join(dir, 'version.txt')}"; exit 0; fi\ncat "${stream}"\n`,
+    );
     chmodSync(p, 0o755);
     return p;
   };
   const run = (agent: string, range: string) =>
-    spawnSync(process.execPath, [BIN, 'run', '--out', join(tmpDir(), 'o'), '-q', '--stdout', 'none', '--require-version', range, '--', agent], { encoding: 'utf8' });
+    spawnSync(
+      process.execPath,
+      [
+        BIN,
+        'run',
+        '--out',
+        join(tmpDir(), 'o'),
+        '-q',
+        '--stdout',
+        'none',
+        '--require-version',
+        range,
+        '--',
+        agent,
+      ],
+      { encoding: 'utf8' },
+    );
   const copilot = printing("GitHub Copilot CLI 1.0.102.\nRun 'copilot update' to check for updates.\n");
   const refused = run(copilot, '>=1.0.103');
   assert.equal(refused.status, 4, refused.stderr);
@@ -62,15 +117,28 @@ test('subtee run --require-version reads the version wherever --version prints i
   assert.equal(accepted.status, 0, accepted.stderr);
   const tooOld = run(opencode, '>=1.19');
   assert.equal(tooOld.status, 4, tooOld.stderr);
-  assert.match(tooOld.stderr, /opencode 1\.18\.33 does not satisfy --require-version >=1\.19 \[ERR_VERSION\]/);
+  assert.match(
+    tooOld.stderr,
+    /opencode 1\.18\.33 does not satisfy --require-version >=1\.19 \[ERR_VERSION\]/,
+  );
 });
 
 test('--require-version on a pipe: exit 4 when the stream says the version is too old', () => {
-  const old = readFileSync(recording, 'utf8').replace('"claude_code_version":"2.1.328"', '"claude_code_version":"2.1.218"');
-  const r = spawnSync(process.execPath, [BIN, '--out', join(tmpDir(), 'o'), '-q', '--require-version', '>=2.1.219'], { input: old, encoding: 'utf8' });
+  const old = readFileSync(recording, 'utf8').replace(
+    '"claude_code_version":"2.1.328"',
+    '"claude_code_version":"2.1.218"',
+  );
+  const r = spawnSync(
+    process.execPath,
+    [BIN, '--out', join(tmpDir(), 'o'), '-q', '--require-version', '>=2.1.219'],
+    { input: old, encoding: 'utf8' },
+  );
   assert.equal(r.status, 4);
   assert.match(r.stderr, /\[ERR_VERSION\]/);
-  const warn = spawnSync(process.execPath, [BIN, '--out', join(tmpDir(), 'o'), '-q', '--stdout', 'none'], { input: old, encoding: 'utf8' });
+  const warn = spawnSync(process.execPath, [BIN, '--out', join(tmpDir(), 'o'), '-q', '--stdout', 'none'], {
+    input: old,
+    encoding: 'utf8',
+  });
   assert.equal(warn.status, 0);
   assert.match(warn.stderr, /warning VERSION_NO_NESTED_FORWARDING/);
   assert.match(warn.stderr, /warning VERSION_NO_NESTING: .*CLAUDE_CODE_MAX_SUBAGENT_SPAWN_DEPTH/);
@@ -86,15 +154,21 @@ async function waitFor(pred: () => boolean, what: string, ms = 30_000) {
 }
 
 /** Lines in main.jsonl so far: once the agent's first lines are there, subtee's signal handlers are installed. */
-const mainLines = (out: string) => (existsSync(join(out, 'main.jsonl')) ? linesOf(readFileSync(join(out, 'main.jsonl'))).length : 0);
+const mainLines = (out: string) =>
+  existsSync(join(out, 'main.jsonl')) ? linesOf(readFileSync(join(out, 'main.jsonl'))).length : 0;
 
 test('subtee run forwards SIGTERM to the command and exits with its code', async () => {
   const out = join(tmpDir(), 'o');
   const agent = join(tmpDir(), 'slow.sh');
   // The trap is set before the first line is printed, so lines on disk mean both sides are ready.
-  writeFileSync(agent, `#!/bin/sh\ntrap 'echo got-term >&2; exit 143' TERM\nhead -3 "${recording}"\nwhile true; do sleep 0.1; done\n`);
+  writeFileSync(
+    agent,
+    `#!/bin/sh\ntrap 'echo got-term >&2; exit 143' TERM\nhead -3 "${recording}"\nwhile true; do sleep 0.1; done\n`,
+  );
   chmodSync(agent, 0o755);
-  const child = spawn(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--', agent], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--', agent], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   await waitFor(() => mainLines(out) === 3, 'the first three lines on disk');
@@ -108,39 +182,82 @@ test('subtee run forwards SIGTERM to the command and exits with its code', async
 });
 
 test('usage errors of subtee run', () => {
-  for (const args of [['run'], ['run', '--out', 'x'], ['--', 'ls'], ['run', '--', join(tmpDir(), 'no-such-command')]]) {
-    const r = spawnSync(process.execPath, [BIN, ...args, ...(args.length === 0 ? [] : [])], { encoding: 'utf8', input: '' });
+  for (const args of [
+    ['run'],
+    ['run', '--out', 'x'],
+    ['--', 'ls'],
+    ['run', '--', join(tmpDir(), 'no-such-command')],
+  ]) {
+    const r = spawnSync(process.execPath, [BIN, ...args, ...(args.length === 0 ? [] : [])], {
+      encoding: 'utf8',
+      input: '',
+    });
     assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
   }
 });
 
-test('on a terminal, a live status line on stderr that never reaches stdout', { skip: spawnSync('script', ['--version']).status !== 0 && 'script(1) is not installed' }, () => {
-  const dir = tmpDir();
-  const agent = join(dir, 'slow.sh');
-  writeFileSync(agent, `#!/bin/sh\nhead -5 "${recording}"\nsleep 1\ntail -n +6 "${recording}"\n`);
-  chmodSync(agent, 0o755);
-  const stdoutFile = join(dir, 'stdout.txt');
-  const cmd = `"${process.execPath}" "${BIN}" run --out "${join(dir, 'o')}" -- "${agent}" > "${stdoutFile}"`;
-  const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { encoding: 'utf8', timeout: 20_000 });
-  assert.equal(r.status, 0, r.stdout);
-  assert.match(r.stdout, /\r\x1b\[2Ksubtee: 5 lines \(\d+\/s\) · 1 running · 0 done · 0 failed · 0 quarantined/);
-  const stdout = readFileSync(stdoutFile, 'utf8');
-  assert.doesNotMatch(stdout, /subtee:|\x1b/);
-  assert.match(stdout, /Level 3 report: done\./);
-  const quiet = spawnSync('script', ['-qec', cmd.replace(' run ', ' run -q '), '/dev/null'], { encoding: 'utf8', timeout: 20_000 });
-  assert.doesNotMatch(quiet.stdout, /\x1b\[2K/);
-});
+test(
+  'on a terminal, a live status line on stderr that never reaches stdout',
+  { skip: spawnSync('script', ['--version']).status !== 0 && 'script(1) is not installed' },
+  () => {
+    const dir = tmpDir();
+    const agent = join(dir, 'slow.sh');
+    writeFileSync(agent, `#!/bin/sh\nhead -5 "${recording}"\nsleep 1\ntail -n +6 "${recording}"\n`);
+    chmodSync(agent, 0o755);
+    const stdoutFile = join(dir, 'stdout.txt');
+    const cmd = `"${process.execPath}" "${BIN}" run --out "${join(dir, 'o')}" -- "${agent}" > "${stdoutFile}"`;
+    const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { encoding: 'utf8', timeout: 20_000 });
+    assert.equal(r.status, 0, r.stdout);
+    assert.match(
+      r.stdout,
+      /\r\x1b\[2Ksubtee: 5 lines \(\d+\/s\) · 1 running · 0 done · 0 failed · 0 quarantined/,
+    );
+    const stdout = readFileSync(stdoutFile, 'utf8');
+    assert.doesNotMatch(stdout, /subtee:|\x1b/);
+    assert.match(stdout, /Level 3 report: done\./);
+    const quiet = spawnSync('script', ['-qec', cmd.replace(' run ', ' run -q '), '/dev/null'], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    assert.doesNotMatch(quiet.stdout, /\x1b\[2K/);
+  },
+);
 
 test('subtee run: a stalled command that ignores SIGTERM is killed after the grace, exit 124', () => {
   const out = join(tmpDir(), 'o');
   const dir = tmpDir();
   const agent = join(dir, 'stubborn.sh');
   const pidFile = join(dir, 'pid');
-  writeFileSync(agent, `#!/bin/sh\ntrap '' TERM\necho $$ > "${pidFile}"\nhead -3 "${recording}"\nexec sleep 60\n`);
+  writeFileSync(
+    agent,
+    `#!/bin/sh\ntrap '' TERM\necho $$ > "${pidFile}"\nhead -3 "${recording}"\nexec sleep 60\n`,
+  );
   chmodSync(agent, 0o755);
   const started = Date.now();
-  const r = spawnSync(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--idle-timeout-ms', '800', '--model-timeout-ms', '800', '--stall-grace-ms', '0', '--kill-grace-ms', '500', '--', agent], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(
+    process.execPath,
+    [
+      BIN,
+      'run',
+      '--out',
+      out,
+      '-q',
+      '--stdout',
+      'none',
+      '--idle-timeout-ms',
+      '800',
+      '--model-timeout-ms',
+      '800',
+      '--stall-grace-ms',
+      '0',
+      '--kill-grace-ms',
+      '500',
+      '--',
+      agent,
+    ],
+    { encoding: 'utf8', timeout: 30_000 },
+  );
   assert.equal(r.status, 124, r.stderr);
   assert.ok(Date.now() - started < 15_000, 'did not wait for the command to finish on its own');
   assert.match(r.stderr, /warning STALL/);
@@ -162,13 +279,17 @@ after(() => {
   }
 });
 
-test('subtee run: an agent that exits while a process it started holds its stdout → the agent\'s code, PIPE_HELD, no wait', async () => {
+test("subtee run: an agent that exits while a process it started holds its stdout → the agent's code, PIPE_HELD, no wait", async () => {
   const dir = tmpDir();
   const out = join(dir, 'o');
   const pidFile = join(dir, 'grandchild.pid');
   // The grandchild inherits the agent's stdout (not its stderr) and keeps it open for a minute.
   const agent = fakeAgent('2.1.328', 5, `sleep 60 2>/dev/null &\necho $! > "${pidFile}"`);
-  const child = spawn(process.execPath, [BIN, 'run', '--out', out, '--stdout', 'none', '--idle-timeout-ms', '600000', '--', agent], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [BIN, 'run', '--out', out, '--stdout', 'none', '--idle-timeout-ms', '600000', '--', agent],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const exited = new Promise<number | null>((r) => child.on('close', r));
@@ -178,10 +299,16 @@ test('subtee run: an agent that exits while a process it started holds its stdou
   if (existsSync(pidFile)) strays.push(Number(readFileSync(pidFile, 'utf8')));
   if (result === 'timeout') child.kill('SIGKILL');
   assert.equal(result, 5, stderr);
-  assert.match(stderr, /warning PIPE_HELD: \S+agent\.sh exited with code 5, but a process it started still holds its stdout open/);
+  assert.match(
+    stderr,
+    /warning PIPE_HELD: \S+agent\.sh exited with code 5, but a process it started still holds its stdout open/,
+  );
   assert.doesNotMatch(stderr, /STALL/);
   const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
-  assert.deepEqual(index.warnings.map((w: any) => w.code), ['PIPE_HELD']);
+  assert.deepEqual(
+    index.warnings.map((w: any) => w.code),
+    ['PIPE_HELD'],
+  );
   assert.equal(index.stalled, false);
   checkOutput(readFileSync(recording), out, 'held pipe');
 });
@@ -191,8 +318,16 @@ test('subtee run: a process the agent started that keeps writing to its stdout i
   const out = join(dir, 'o');
   const pidFile = join(dir, 'grandchild.pid');
   // A line every 100 ms for as long as anyone reads: never 1 s of silence.
-  const agent = fakeAgent('2.1.328', 5, `(while true; do echo "grandchild noise"; sleep 0.1; done) 2>/dev/null &\necho $! > "${pidFile}"`);
-  const child = spawn(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--idle-timeout-ms', '600000', '--', agent], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const agent = fakeAgent(
+    '2.1.328',
+    5,
+    `(while true; do echo "grandchild noise"; sleep 0.1; done) 2>/dev/null &\necho $! > "${pidFile}"`,
+  );
+  const child = spawn(
+    process.execPath,
+    [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--idle-timeout-ms', '600000', '--', agent],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const exited = new Promise<number | null>((r) => child.on('close', r));
@@ -215,26 +350,58 @@ test('subtee run: an agent that closes its stdout and then hangs is stopped by t
   const agent = join(dir, 'closer.sh');
   writeFileSync(agent, `#!/bin/sh\necho $$ > "${pidFile}"\ncat "${recording}"\nexec >&-\nexec sleep 60\n`);
   chmodSync(agent, 0o755);
-  const r = spawnSync(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--idle-timeout-ms', '1000', '--kill-grace-ms', '500', '--', agent], { encoding: 'utf8', timeout: 25_000 });
+  const r = spawnSync(
+    process.execPath,
+    [
+      BIN,
+      'run',
+      '--out',
+      out,
+      '-q',
+      '--stdout',
+      'none',
+      '--idle-timeout-ms',
+      '1000',
+      '--kill-grace-ms',
+      '500',
+      '--',
+      agent,
+    ],
+    { encoding: 'utf8', timeout: 25_000 },
+  );
   if (existsSync(pidFile)) strays.push(Number(readFileSync(pidFile, 'utf8')));
   assert.equal(r.status, 124, r.stderr);
   assert.match(r.stderr, /warning STALL/);
-  assert.throws(() => process.kill(Number(readFileSync(pidFile, 'utf8')), 0), { code: 'ESRCH' }, 'the agent was stopped');
+  assert.throws(
+    () => process.kill(Number(readFileSync(pidFile, 'utf8')), 0),
+    { code: 'ESRCH' },
+    'the agent was stopped',
+  );
   const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
   assert.equal(index.stalled, true);
   checkOutput(readFileSync(recording), out, 'closed stdout');
 });
 
-for (const [sig, code] of [['SIGTERM', 143], ['SIGINT', 130]] as const) {
+for (const [sig, code] of [
+  ['SIGTERM', 143],
+  ['SIGINT', 130],
+] as const) {
   test(`subtee run: a second ${sig} stops at once with ${code}, killing an agent that ignores the first`, async () => {
     const dir = tmpDir();
     const out = join(dir, 'o');
     const pidFile = join(dir, 'pid');
     const agent = join(dir, 'stubborn.sh');
-    writeFileSync(agent, `#!/bin/sh\necho $$ > "${pidFile}"\ntrap 'echo got-signal >&2' INT TERM\nhead -3 "${recording}"\nwhile true; do sleep 0.1; done\n`);
+    writeFileSync(
+      agent,
+      `#!/bin/sh\necho $$ > "${pidFile}"\ntrap 'echo got-signal >&2' INT TERM\nhead -3 "${recording}"\nwhile true; do sleep 0.1; done\n`,
+    );
     chmodSync(agent, 0o755);
     // A grace far beyond the test's patience: the second signal must not wait for it.
-    const child = spawn(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--kill-grace-ms', '600000', '--', agent], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--kill-grace-ms', '600000', '--', agent],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     const closed = new Promise<number | null>((r) => child.on('close', r));
@@ -247,7 +414,11 @@ for (const [sig, code] of [['SIGTERM', 143], ['SIGINT', 130]] as const) {
     const result = await Promise.race([closed, timeout]);
     if (result === 'timeout') child.kill('SIGKILL');
     assert.equal(result, code, stderr);
-    assert.throws(() => process.kill(Number(readFileSync(pidFile, 'utf8')), 0), { code: 'ESRCH' }, 'the agent is gone');
+    assert.throws(
+      () => process.kill(Number(readFileSync(pidFile, 'utf8')), 0),
+      { code: 'ESRCH' },
+      'the agent is gone',
+    );
     const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
     assert.equal(index.interrupted, true);
     assert.equal(index.input.lines, 3);
@@ -261,7 +432,10 @@ test('subtee run --require-version: a system/init stating no version is met by t
   assert.ok(text.includes('"claude_code_version":"2.1.328",'));
   writeFileSync(stream, text.replace('"claude_code_version":"2.1.328",', ''));
   const agent = join(dir, 'agent.sh');
-  writeFileSync(agent, `#!/bin/sh\nif [ "$1" = "--version" ]; then echo "2.1.328 (Claude Code)"; exit 0; fi\ncat "${stream}"\n`);
+  writeFileSync(
+    agent,
+    `#!/bin/sh\nif [ "$1" = "--version" ]; then echo "2.1.328 (Claude Code)"; exit 0; fi\ncat "${stream}"\n`,
+  );
   chmodSync(agent, 0o755);
   const args = ['--out', join(dir, 'o'), '-q', '--stdout', 'none', '--require-version', '>=2.1.219'];
   const accepted = spawnSync(process.execPath, [BIN, 'run', ...args, '--', agent], { encoding: 'utf8' });

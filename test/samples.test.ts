@@ -7,7 +7,17 @@ import { checkOutput, fixtureFiles, runToFiles, sampleFiles, splitEvery } from '
 const samples = [...sampleFiles(), ...fixtureFiles()];
 
 test('the recordings checked here are all present', () => {
-  assert.deepEqual(sampleFiles().map((f) => basename(f)), ['background-fanout-3.jsonl', 'failing-subagent.jsonl', 'foreground-fanout-2.jsonl', 'nested-depth-3.jsonl', 'partial-messages.jsonl', 'without-forward-flag.jsonl']);
+  assert.deepEqual(
+    sampleFiles().map((f) => basename(f)),
+    [
+      'background-fanout-3.jsonl',
+      'failing-subagent.jsonl',
+      'foreground-fanout-2.jsonl',
+      'nested-depth-3.jsonl',
+      'partial-messages.jsonl',
+      'without-forward-flag.jsonl',
+    ],
+  );
   assert.ok(fixtureFiles().length >= 9);
 });
 

@@ -6,4 +6,7 @@ import { registerPlugins } from '../src/chain/config.js';
 
 const registry = builtinRegistry();
 await registerPlugins(registry, ['redact-secrets', 'github-step-summary'], process.cwd());
-writeFileSync(new URL('../../schema/subtee-config.schema.json', import.meta.url), JSON.stringify(configSchema(registry), null, 2) + '\n');
+writeFileSync(
+  new URL('../../schema/subtee-config.schema.json', import.meta.url),
+  JSON.stringify(configSchema(registry), null, 2) + '\n',
+);

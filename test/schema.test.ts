@@ -34,7 +34,9 @@ function schemaErrors(config: unknown): string[] {
 /** The JSON blocks of README.md that are configs (they have stages or sinks). */
 function readmeConfigs(): unknown[] {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  return [...readme.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1])).filter((c) => 'stages' in c || 'sinks' in c);
+  return [...readme.matchAll(/```json\n([\s\S]*?)```/g)]
+    .map((m) => JSON.parse(m[1]))
+    .filter((c) => 'stages' in c || 'sinks' in c);
 }
 
 test('the shipped schema accepts the README config, every example, and stages and sinks of plugins it does not know', () => {
@@ -47,7 +49,10 @@ test('the shipped schema accepts the README config, every example, and stages an
   const withPlugins = {
     plugins: ['./drop-progress.js', 'subtee-plugin-x'],
     stages: [{ use: 'line-parser' }, { use: 'drop-progress', level: 3, anything: ['goes'] }],
-    sinks: [{ use: 'files', out: 'logs' }, { use: 'my-sink', url: 'http://127.0.0.1:1' }],
+    sinks: [
+      { use: 'files', out: 'logs' },
+      { use: 'my-sink', url: 'http://127.0.0.1:1' },
+    ],
   };
   assert.deepEqual(schemaErrors(withPlugins), []);
 });
@@ -56,7 +61,10 @@ test('the schema still checks built-in stages and sinks, and its errors point at
   const cases: Array<[unknown, string[]]> = [
     [{ stages: [{ use: 'line-parser', maxLineBytes: 2048.5 }] }, ['/stages/0/maxLineBytes type', ' if']],
     [{ stages: [{ use: 'line-parser', maxLineBytes: 1e300 }] }, ['/stages/0/maxLineBytes maximum', ' if']],
-    [{ stages: [{ use: 'line-parser' }, { use: 'thinking-truncator', mode: 'loud' }] }, ['/stages/1/mode enum', ' if']],
+    [
+      { stages: [{ use: 'line-parser' }, { use: 'thinking-truncator', mode: 'loud' }] },
+      ['/stages/1/mode enum', ' if'],
+    ],
     [{ stages: [{ use: 'channel-router', colour: 1 }] }, ['/stages/0 additionalProperties', ' if']],
     [{ sinks: [{ use: 'files' }] }, ['/sinks/0 required', ' if']],
     [{ sinks: [{ use: 'files', out: '' }] }, ['/sinks/0/out minLength', ' if']],
@@ -65,7 +73,13 @@ test('the schema still checks built-in stages and sinks, and its errors point at
   ];
   for (const [config, expected] of cases) {
     // ajv reports a failed `then` both at the option and as the `if` that chose it: both name the entry.
-    assert.deepEqual(schemaErrors(config).map((e) => e.replace(/^(\/\w+\/\d+) if$/, ' if')).sort(), expected.sort(), JSON.stringify(config));
+    assert.deepEqual(
+      schemaErrors(config)
+        .map((e) => e.replace(/^(\/\w+\/\d+) if$/, ' if'))
+        .sort(),
+      expected.sort(),
+      JSON.stringify(config),
+    );
   }
   assert.ok(!JSON.stringify(schema).includes('"oneOf"'));
 });
@@ -79,14 +93,34 @@ function configCheck(config: unknown) {
 test('a config and the command line refuse the same values: whole numbers that are exact, a version range, a folder name', () => {
   const out = join(tmpDir(), 'o');
   const cases: Array<[Record<string, unknown>, string[], RegExp]> = [
-    [{ stages: [{ use: 'line-parser', maxLineBytes: 2048.5 }] }, ['--max-line-bytes', '2048.5'], /must be a whole number/],
-    [{ stages: [{ use: 'line-parser', maxLineBytes: 1e300 }] }, ['--max-line-bytes', '1' + '0'.repeat(300)], /whole number/],
-    [{ stages: [{ use: 'line-parser' }, { use: 'version-guard', requireVersion: 'banana' }] }, ['--require-version', 'banana'], /must be a version range/],
-    [{ stages: [{ use: 'line-parser' }, { use: 'idle-watchdog', onStall: 'panic' }] }, ['--on-stall', 'panic'], /must be one of fail, warn/],
+    [
+      { stages: [{ use: 'line-parser', maxLineBytes: 2048.5 }] },
+      ['--max-line-bytes', '2048.5'],
+      /must be a whole number/,
+    ],
+    [
+      { stages: [{ use: 'line-parser', maxLineBytes: 1e300 }] },
+      ['--max-line-bytes', '1' + '0'.repeat(300)],
+      /whole number/,
+    ],
+    [
+      { stages: [{ use: 'line-parser' }, { use: 'version-guard', requireVersion: 'banana' }] },
+      ['--require-version', 'banana'],
+      /must be a version range/,
+    ],
+    [
+      { stages: [{ use: 'line-parser' }, { use: 'idle-watchdog', onStall: 'panic' }] },
+      ['--on-stall', 'panic'],
+      /must be one of fail, warn/,
+    ],
     [{ sinks: [{ use: 'files', out: '' }] }, ['--out', ''], /must not be empty|needs a value/],
   ];
   for (const [config, flags, message] of cases) {
-    const c = configCheck({ stages: [{ use: 'line-parser' }], ...config, sinks: config.sinks ?? [{ use: 'files', out }] });
+    const c = configCheck({
+      stages: [{ use: 'line-parser' }],
+      ...config,
+      sinks: config.sinks ?? [{ use: 'files', out }],
+    });
     assert.equal(c.status, 2, `config ${JSON.stringify(config)}: ${c.stderr}`);
     assert.match(c.stderr, /\[ERR_CONFIG\]\n$/);
     assert.match(c.stderr, message);
@@ -107,7 +141,8 @@ test('each flag that sets a stage option takes its type, bounds, choices, defaul
   }
   // Flags not given leave stage options to the stage's own defaults (one source for each).
   const o = parseArgs([]);
-  for (const d of targeted) if (d.name !== 'out' && d.name !== 'force') assert.equal(o[d.name], undefined, d.name);
+  for (const d of targeted)
+    if (d.name !== 'out' && d.name !== 'force') assert.equal(o[d.name], undefined, d.name);
   assert.equal(o.out, 'subtee-out');
 });
 

@@ -27,7 +27,11 @@ interface IndexChannel {
  * main channel's stream events, so they can be taken out of its figures before comparing.
  */
 export function followUpTurns(jsonl: string) {
-  const main = jsonl.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l)).filter((v) => !v.parent_tool_use_id);
+  const main = jsonl
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l))
+    .filter((v) => !v.parent_tool_use_id);
   let inits = 0;
   let results = 0;
   const out = { turns: 0, lines: 0, conversation: 0, text: 0, usage: {} as Record<string, number> };
@@ -42,11 +46,14 @@ export function followUpTurns(jsonl: string) {
     if (v.type === 'assistant' && inits > 1) {
       out.lines++;
       out.text += (v.message.content as Array<{ type: string }>).filter((b) => b.type === 'text').length;
-      const usage = Object.fromEntries(Object.entries(v.message.usage ?? {}).filter(([, n]) => typeof n === 'number')) as Record<string, number>;
+      const usage = Object.fromEntries(
+        Object.entries(v.message.usage ?? {}).filter(([, n]) => typeof n === 'number'),
+      ) as Record<string, number>;
       if (v.message.id) lastUsage.set(v.message.id, usage);
     }
   }
-  for (const usage of lastUsage.values()) for (const [k, n] of Object.entries(usage)) out.usage[k] = (out.usage[k] ?? 0) + n;
+  for (const usage of lastUsage.values())
+    for (const [k, n] of Object.entries(usage)) out.usage[k] = (out.usage[k] ?? 0) + n;
   out.turns = Math.max(0, inits - 1);
   return out;
 }
@@ -62,10 +69,21 @@ export function followUpTurns(jsonl: string) {
 export function structureOf(index: Record<string, unknown>, jsonl: string) {
   const channels = index.channels as IndexChannel[];
   const byId = new Map(channels.map((c) => [c.id, c]));
-  const name = (c: IndexChannel | undefined) => (c === undefined ? '?' : c.id === null ? '(main)' : String(c.description));
+  const name = (c: IndexChannel | undefined) =>
+    c === undefined ? '?' : c.id === null ? '(main)' : String(c.description);
   const extra = followUpTurns(jsonl);
   const shape = channels.map((c) => {
-    const fields = pick(c, ['orphan', 'depth', 'agent', 'status', 'background', 'summary', 'lines', 'counts', 'usage']);
+    const fields = pick(c, [
+      'orphan',
+      'depth',
+      'agent',
+      'status',
+      'background',
+      'summary',
+      'lines',
+      'counts',
+      'usage',
+    ]);
     if (c.id === null) {
       // Its bookkeeping lines (task progress, background task lists, stream events) come in
       // numbers that vary with timing too: of the main channel, its conversation is compared.
@@ -96,43 +114,55 @@ function pick(c: IndexChannel, keys: string[]): Record<string, unknown> {
   return Object.fromEntries(keys.map((k) => [k, c[k]]));
 }
 
-describe('Claude Agent SDK objects through open() against the CLI pipe', { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (npm ci installs it)' }, () => {
-  let api: FakeApi;
-  before(async () => {
-    api = await startFakeApi();
-  });
-  after(async () => {
-    await api?.close();
-  });
-
-  for (const s of SCENARIOS) {
-    test(`${s.name}: tree, statuses, usage and line counts from query() objects equal the CLI pipe; the recording replays to the same index.json`, async () => {
-      const dir = tmpDir();
-      const recording = join(dir, 'sdk.jsonl');
-      const { messages, cleanup } = sdkQuery(s, api.url);
-      const file = createWriteStream(recording);
-      let sdkIndex: Record<string, unknown>;
-      try {
-        sdkIndex = await open(teeJsonl(messages, file), { out: join(dir, 'sdk') }).done;
-      } finally {
-        file.end();
-        cleanup();
-      }
-      await finished(file);
-      assert.equal(sdkIndex.producer, 'claude');
-
-      const cli = await pipeClaudeIntoSubtee(BIN, { prompt: s.prompt, apiUrl: api.url, forward: s.forward, partial: s.partial }, join(dir, 'cli'));
-      assert.equal(cli.subteeCode, 0, cli.subteeStderr);
-      const cliIndex = JSON.parse(readFileSync(join(dir, 'cli', 'index.json'), 'utf8'));
-      const recorded = readFileSync(recording, 'utf8');
-      assert.deepEqual(structureOf(sdkIndex, recorded), structureOf(cliIndex, cli.raw.toString('utf8')));
-      const subagents = (sdkIndex.channels as IndexChannel[]).filter((c) => c.id !== null);
-      assert.equal(subagents.length, s.expect.subagents);
-
-      // The recording, replayed later through the CLI, gives the live run's index.json exactly.
-      const replay = spawnSync(process.execPath, [BIN, '--out', join(dir, 'replay'), '-q', '--stdout', 'none', recording], { encoding: 'utf8' });
-      assert.equal(replay.status, 0, replay.stderr);
-      assert.deepEqual(JSON.parse(readFileSync(join(dir, 'replay', 'index.json'), 'utf8')), sdkIndex);
+describe(
+  'Claude Agent SDK objects through open() against the CLI pipe',
+  { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (npm ci installs it)' },
+  () => {
+    let api: FakeApi;
+    before(async () => {
+      api = await startFakeApi();
     });
-  }
-});
+    after(async () => {
+      await api?.close();
+    });
+
+    for (const s of SCENARIOS) {
+      test(`${s.name}: tree, statuses, usage and line counts from query() objects equal the CLI pipe; the recording replays to the same index.json`, async () => {
+        const dir = tmpDir();
+        const recording = join(dir, 'sdk.jsonl');
+        const { messages, cleanup } = sdkQuery(s, api.url);
+        const file = createWriteStream(recording);
+        let sdkIndex: Record<string, unknown>;
+        try {
+          sdkIndex = await open(teeJsonl(messages, file), { out: join(dir, 'sdk') }).done;
+        } finally {
+          file.end();
+          cleanup();
+        }
+        await finished(file);
+        assert.equal(sdkIndex.producer, 'claude');
+
+        const cli = await pipeClaudeIntoSubtee(
+          BIN,
+          { prompt: s.prompt, apiUrl: api.url, forward: s.forward, partial: s.partial },
+          join(dir, 'cli'),
+        );
+        assert.equal(cli.subteeCode, 0, cli.subteeStderr);
+        const cliIndex = JSON.parse(readFileSync(join(dir, 'cli', 'index.json'), 'utf8'));
+        const recorded = readFileSync(recording, 'utf8');
+        assert.deepEqual(structureOf(sdkIndex, recorded), structureOf(cliIndex, cli.raw.toString('utf8')));
+        const subagents = (sdkIndex.channels as IndexChannel[]).filter((c) => c.id !== null);
+        assert.equal(subagents.length, s.expect.subagents);
+
+        // The recording, replayed later through the CLI, gives the live run's index.json exactly.
+        const replay = spawnSync(
+          process.execPath,
+          [BIN, '--out', join(dir, 'replay'), '-q', '--stdout', 'none', recording],
+          { encoding: 'utf8' },
+        );
+        assert.equal(replay.status, 0, replay.stderr);
+        assert.deepEqual(JSON.parse(readFileSync(join(dir, 'replay', 'index.json'), 'utf8')), sdkIndex);
+      });
+    }
+  },
+);

@@ -10,14 +10,29 @@ import { createPinoSink } from '../src/chain/sinks/pino.js';
 import { truncateMiddle } from '../src/chain/stages/thinking-truncator.js';
 import { BIN, ROOT, chunked, linesOf, readTree, tmpDir } from './helpers.js';
 
-const thinkingLine = (parent: string | null, text: string) => JSON.stringify({ type: 'assistant', parent_tool_use_id: parent, message: { id: `m${Math.random()}`, content: [{ type: 'thinking', thinking: text, signature: 's' }, { type: 'text', text: 'after' }] } });
+const thinkingLine = (parent: string | null, text: string) =>
+  JSON.stringify({
+    type: 'assistant',
+    parent_tool_use_id: parent,
+    message: {
+      id: `m${Math.random()}`,
+      content: [
+        { type: 'thinking', thinking: text, signature: 's' },
+        { type: 'text', text: 'after' },
+      ],
+    },
+  });
 const long = 'A'.repeat(3000) + 'MIDDLE' + 'Z'.repeat(3000);
 const input = Buffer.from([thinkingLine(null, long), thinkingLine(null, 'short one')].join('\n') + '\n');
 
 async function withThinking(mode: string, maxChars = 100) {
   const out = join(tmpDir(), 'out');
   const run = await runChain(chunked([input]), {
-    stages: [{ use: 'line-parser' }, { use: 'channel-router' }, { use: 'thinking-truncator', mode, maxChars }],
+    stages: [
+      { use: 'line-parser' },
+      { use: 'channel-router' },
+      { use: 'thinking-truncator', mode, maxChars },
+    ],
     sinks: [{ use: 'files', out }],
   });
   return { run, files: readTree(out), index: JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')) };
@@ -62,20 +77,57 @@ test('pino sink: one line per event with channel fields and levels; pino-pretty 
   const out = join(tmpDir(), 'out');
   const pinoFile = join(tmpDir(), 'events.log');
   const lines = [
-    { type: 'assistant', parent_tool_use_id: null, message: { id: 'm1', content: [{ type: 'text', text: 'hello' }, { type: 'tool_use', id: 'toolu_k', name: 'Agent', input: { subagent_type: 'Explore' } }] } },
-    { type: 'assistant', parent_tool_use_id: 'toolu_k', message: { id: 'm2', content: [{ type: 'thinking', thinking: 'hmm', signature: 's' }] } },
-    { type: 'user', parent_tool_use_id: null, message: { content: [{ type: 'tool_result', tool_use_id: 'toolu_k', content: 'bad', is_error: true }] } },
+    {
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: {
+        id: 'm1',
+        content: [
+          { type: 'text', text: 'hello' },
+          { type: 'tool_use', id: 'toolu_k', name: 'Agent', input: { subagent_type: 'Explore' } },
+        ],
+      },
+    },
+    {
+      type: 'assistant',
+      parent_tool_use_id: 'toolu_k',
+      message: { id: 'm2', content: [{ type: 'thinking', thinking: 'hmm', signature: 's' }] },
+    },
+    {
+      type: 'user',
+      parent_tool_use_id: null,
+      message: { content: [{ type: 'tool_result', tool_use_id: 'toolu_k', content: 'bad', is_error: true }] },
+    },
   ].map((l) => JSON.stringify(l));
   await runChain(chunked([Buffer.from(lines.join('\n') + '\nnoise\n')]), {
     stages: [{ use: 'line-parser' }, { use: 'channel-router' }],
-    sinks: [{ use: 'files', out }, { use: 'pino', destination: pinoFile }],
+    sinks: [
+      { use: 'files', out },
+      { use: 'pino', destination: pinoFile },
+    ],
   });
-  const events = readFileSync(pinoFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const events = readFileSync(pinoFile, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   const kinds = events.map((e) => `${e.kind}:${e.channel}:${e.level}`);
-  assert.deepEqual(kinds, ['text:main:30', 'tool_use:main:30', 'thinking:toolu_k:30', 'tool_result:main:40', 'status:toolu_k:50', 'quarantine:null:40']);
+  assert.deepEqual(kinds, [
+    'text:main:30',
+    'tool_use:main:30',
+    'thinking:toolu_k:30',
+    'tool_result:main:40',
+    'status:toolu_k:50',
+    'quarantine:null:40',
+  ]);
   const thinking = events[2];
-  assert.deepEqual([thinking.parent, thinking.depth, thinking.agent, thinking.content], [null, 1, 'Explore', 'hmm']);
-  const pretty = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'pino-pretty', 'bin.js')], { input: readFileSync(pinoFile), encoding: 'utf8' });
+  assert.deepEqual(
+    [thinking.parent, thinking.depth, thinking.agent, thinking.content],
+    [null, 1, 'Explore', 'hmm'],
+  );
+  const pretty = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'pino-pretty', 'bin.js')], {
+    input: readFileSync(pinoFile),
+    encoding: 'utf8',
+  });
   assert.equal(pretty.status, 0);
   assert.match(pretty.stdout, /ERROR.*\n(.*\n)*.*status/);
 });
@@ -85,32 +137,81 @@ async function pinoRun(lines: string[], pinoOptions: Record<string, unknown> = {
   const pinoFile = join(tmpDir(), 'events.log');
   await runChain(chunked([Buffer.from(lines.join('\n') + '\n')]), {
     stages: [{ use: 'line-parser' }, { use: 'channel-router' }],
-    sinks: [{ use: 'files', out: join(tmpDir(), 'out') }, { use: 'pino', destination: pinoFile, ...pinoOptions }],
+    sinks: [
+      { use: 'files', out: join(tmpDir(), 'out') },
+      { use: 'pino', destination: pinoFile, ...pinoOptions },
+    ],
   });
-  return { pinoFile, events: readFileSync(pinoFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l)) };
+  return {
+    pinoFile,
+    events: readFileSync(pinoFile, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l)),
+  };
 }
 
-const spawnAndReport = (text: string, report: string) => [
-  { type: 'assistant', parent_tool_use_id: null, timestamp: '2026-11-30T10:00:01.000Z', message: { id: 'm1', content: [{ type: 'text', text }, { type: 'tool_use', id: 'toolu_k', name: 'Agent', input: { subagent_type: 'Explore', prompt: text } }] } },
-  { type: 'assistant', parent_tool_use_id: 'toolu_k', timestamp: '2026-11-30T10:00:02.500Z', message: { id: 'm2', content: [{ type: 'thinking', thinking: text, signature: 's' }] } },
-  { type: 'user', parent_tool_use_id: null, message: { content: [{ type: 'tool_result', tool_use_id: 'toolu_k', content: report }] } },
-].map((l) => JSON.stringify(l));
+const spawnAndReport = (text: string, report: string) =>
+  [
+    {
+      type: 'assistant',
+      parent_tool_use_id: null,
+      timestamp: '2026-11-30T10:00:01.000Z',
+      message: {
+        id: 'm1',
+        content: [
+          { type: 'text', text },
+          {
+            type: 'tool_use',
+            id: 'toolu_k',
+            name: 'Agent',
+            input: { subagent_type: 'Explore', prompt: text },
+          },
+        ],
+      },
+    },
+    {
+      type: 'assistant',
+      parent_tool_use_id: 'toolu_k',
+      timestamp: '2026-11-30T10:00:02.500Z',
+      message: { id: 'm2', content: [{ type: 'thinking', thinking: text, signature: 's' }] },
+    },
+    {
+      type: 'user',
+      parent_tool_use_id: null,
+      message: { content: [{ type: 'tool_result', tool_use_id: 'toolu_k', content: report }] },
+    },
+  ].map((l) => JSON.stringify(l));
 
-test('pino events: a one-line msg for each, and the line\'s own timestamp as time', async () => {
+test("pino events: a one-line msg for each, and the line's own timestamp as time", async () => {
   const before = Date.now();
-  const { events, pinoFile } = await pinoRun([...spawnAndReport('hello \x1b[31mred\x1b[0m\nsecond line', 'all done'), 'noise']);
-  assert.deepEqual(events.map((e) => e.msg), [
-    '[main] hello \\x1b[31mred\\x1b[0m\\nsecond line',
-    '[main] tool Agent {"subagent_type":"Explore","prompt":"hello \\u001b[31mred\\u001b[0m\\nsecond line"}',
-    '[Explore·k] thinking: hello \\x1b[31mred\\x1b[0m\\nsecond line',
-    '[main] result: all done',
-    '[Explore·k] completed — all done',
-    'quarantined line 4 (not-object): noise',
+  const { events, pinoFile } = await pinoRun([
+    ...spawnAndReport('hello \x1b[31mred\x1b[0m\nsecond line', 'all done'),
+    'noise',
   ]);
-  assert.deepEqual(events.slice(0, 3).map((e) => e.time), ['2026-11-30T10:00:01.000Z', '2026-11-30T10:00:01.000Z', '2026-11-30T10:00:02.500Z']);
+  assert.deepEqual(
+    events.map((e) => e.msg),
+    [
+      '[main] hello \\x1b[31mred\\x1b[0m\\nsecond line',
+      '[main] tool Agent {"subagent_type":"Explore","prompt":"hello \\u001b[31mred\\u001b[0m\\nsecond line"}',
+      '[Explore·k] thinking: hello \\x1b[31mred\\x1b[0m\\nsecond line',
+      '[main] result: all done',
+      '[Explore·k] completed — all done',
+      'quarantined line 4 (not-object): noise',
+    ],
+  );
+  assert.deepEqual(
+    events.slice(0, 3).map((e) => e.time),
+    ['2026-11-30T10:00:01.000Z', '2026-11-30T10:00:01.000Z', '2026-11-30T10:00:02.500Z'],
+  );
   // Lines without a timestamp are logged at processing time.
-  for (const e of events.slice(3)) assert.ok(Date.parse(e.time) >= before - 1000 && Date.parse(e.time) <= Date.now() + 1000, e.time);
-  const pretty = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'pino-pretty', 'bin.js'), '--colorize', 'false'], { input: readFileSync(pinoFile), encoding: 'utf8' });
+  for (const e of events.slice(3))
+    assert.ok(Date.parse(e.time) >= before - 1000 && Date.parse(e.time) <= Date.now() + 1000, e.time);
+  const pretty = spawnSync(
+    process.execPath,
+    [join(ROOT, 'node_modules', 'pino-pretty', 'bin.js'), '--colorize', 'false'],
+    { input: readFileSync(pinoFile), encoding: 'utf8' },
+  );
   const headlines = pretty.stdout.split('\n').filter((l) => /^\[[^\]]+\] (INFO|WARN|ERROR)/.test(l));
   assert.equal(headlines.length, events.length);
   for (const [i, h] of headlines.entries()) assert.ok(h.endsWith(`: ${events[i].msg}`), h);
@@ -119,17 +220,37 @@ test('pino events: a one-line msg for each, and the line\'s own timestamp as tim
 
 test('pino content is capped by maxContentChars for every kind of event, and msg stays one short line', async () => {
   const long = 'A'.repeat(300) + 'TAIL';
-  const { events } = await pinoRun([...spawnAndReport(long, long), long, JSON.stringify({ type: 'user', parent_tool_use_id: null, message: { content: [{ type: 'tool_result', tool_use_id: 'x', content: long, is_error: true }] } })], { maxContentChars: 50 });
-  assert.deepEqual(events.map((e) => e.kind), ['text', 'tool_use', 'thinking', 'tool_result', 'status', 'quarantine', 'tool_result']);
+  const { events } = await pinoRun(
+    [
+      ...spawnAndReport(long, long),
+      long,
+      JSON.stringify({
+        type: 'user',
+        parent_tool_use_id: null,
+        message: { content: [{ type: 'tool_result', tool_use_id: 'x', content: long, is_error: true }] },
+      }),
+    ],
+    { maxContentChars: 50 },
+  );
+  assert.deepEqual(
+    events.map((e) => e.kind),
+    ['text', 'tool_use', 'thinking', 'tool_result', 'status', 'quarantine', 'tool_result'],
+  );
   for (const e of events) {
-    assert.ok(e.content.length <= 50 + ' (… more chars)'.length + 6, `${e.kind} content: ${e.content.length} chars`);
+    assert.ok(
+      e.content.length <= 50 + ' (… more chars)'.length + 6,
+      `${e.kind} content: ${e.content.length} chars`,
+    );
     assert.ok(!e.content.includes('TAIL'), `${e.kind} content cut`);
     assert.match(e.content, /…( \(\d+ more chars\))?$/, e.kind);
-    assert.ok(e.msg.length <= 200 + ' (… more chars)'.length + 6 && !e.msg.includes('TAIL'), `${e.kind} msg: ${e.msg.length} chars`);
+    assert.ok(
+      e.msg.length <= 200 + ' (… more chars)'.length + 6 && !e.msg.includes('TAIL'),
+      `${e.kind} msg: ${e.msg.length} chars`,
+    );
   }
 });
 
-test('createPinoSink({ logger }): events go through the host\'s own pino logger or child', async () => {
+test("createPinoSink({ logger }): events go through the host's own pino logger or child", async () => {
   const { default: pino } = await import('pino');
   const file = join(tmpDir(), 'host.log');
   const dest = pino.destination({ dest: file, sync: true });
@@ -141,17 +262,31 @@ test('createPinoSink({ logger }): events go through the host\'s own pino logger 
   const sink = createPinoSink({ logger: child, session: run, maxContentChars: 100 });
   const { pipeline } = await import('node:stream/promises');
   const { buildChain, createDiscard } = await import('../src/chain/chain.js');
-  const { streams } = buildChain({ stages: [{ use: 'line-parser' }, { use: 'channel-router' }], sinks: [] }, { registry, session: run });
-  await pipeline([chunked([Buffer.from(lines.join('\n') + '\n')]), ...streams, sink, createDiscard()] as unknown as NodeJS.ReadableStream[]);
+  const { streams } = buildChain(
+    { stages: [{ use: 'line-parser' }, { use: 'channel-router' }], sinks: [] },
+    { registry, session: run },
+  );
+  await pipeline([
+    chunked([Buffer.from(lines.join('\n') + '\n')]),
+    ...streams,
+    sink,
+    createDiscard(),
+  ] as unknown as NodeJS.ReadableStream[]);
   child.info('the host goes on logging');
   dest.flushSync();
-  const events = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const events = readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   assert.equal(events.length, 6);
   for (const e of events) assert.deepEqual([e.app, e.job], ['host', 42]);
-  assert.deepEqual(events.slice(0, 5).map((e) => e.kind), ['text', 'tool_use', 'thinking', 'tool_result', 'status']);
+  assert.deepEqual(
+    events.slice(0, 5).map((e) => e.kind),
+    ['text', 'tool_use', 'thinking', 'tool_result', 'status'],
+  );
   assert.equal(events[0].msg, '[main] hi');
-  assert.equal(typeof events[0].time, 'number', 'the host\'s time format is kept');
-  assert.equal(events[0].timestamp, '2026-11-30T10:00:01.000Z', 'the line\'s timestamp is a field');
+  assert.equal(typeof events[0].time, 'number', "the host's time format is kept");
+  assert.equal(events[0].timestamp, '2026-11-30T10:00:01.000Z', "the line's timestamp is a field");
   assert.equal(events[5].msg, 'the host goes on logging', 'the host logger is not ended');
 });
 
@@ -159,10 +294,25 @@ test('a bad pino transport target is a config error: exit 2, ERR_CONFIG, one lin
   const dir = tmpDir();
   writeFileSync(join(dir, 'throws.mjs'), 'throw new Error("transport failed to load");');
   // A transport that throws as it loads: its worker's error or its exit may reach pino first.
-  for (const [target, why] of [['no-such-transport-xyz', /cannot load/], [join(dir, 'throws.mjs'), /cannot start \((transport failed to load|its worker exited)\)/]] as const) {
+  for (const [target, why] of [
+    ['no-such-transport-xyz', /cannot load/],
+    [join(dir, 'throws.mjs'), /cannot start \((transport failed to load|its worker exited)\)/],
+  ] as const) {
     const config = join(dir, `c${Math.random()}.json`);
-    writeFileSync(config, JSON.stringify({ sinks: [{ use: 'files', out: join(tmpDir(), 'o') }, { use: 'pino', transport: { target } }] }));
-    const r = spawnSync(process.execPath, [BIN, '--config', config, '-q', join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl')], { encoding: 'utf8', timeout: 30_000 });
+    writeFileSync(
+      config,
+      JSON.stringify({
+        sinks: [
+          { use: 'files', out: join(tmpDir(), 'o') },
+          { use: 'pino', transport: { target } },
+        ],
+      }),
+    );
+    const r = spawnSync(
+      process.execPath,
+      [BIN, '--config', config, '-q', join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl')],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
     assert.equal(r.status, 2, r.stderr);
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
     assert.ok(r.stderr.includes(`pino transport ${target}:`), r.stderr);
@@ -177,18 +327,52 @@ test('a line the pino sink cannot read is counted and reported, and the others a
   const dest = pino.destination({ dest: file, sync: true });
   const run = new Session();
   const sink = createPinoSink({ logger: pino({}, dest), session: run });
-  const unreadable = { type: 'assistant', message: { content: [{ type: 'text', get text(): string { throw new Error('unreadable'); } }] } };
+  const unreadable = {
+    type: 'assistant',
+    message: {
+      content: [
+        {
+          type: 'text',
+          get text(): string {
+            throw new Error('unreadable');
+          },
+        },
+      ],
+    },
+  };
   const readable = { type: 'assistant', message: { content: [{ type: 'text', text: 'still logged' }] } };
-  const record = (lineNo: number, value: Record<string, unknown>) => ({ kind: 'line' as const, lineNo, raw: Buffer.from('{}'), value, channel: run.tree.main });
+  const record = (lineNo: number, value: Record<string, unknown>) => ({
+    kind: 'line' as const,
+    lineNo,
+    raw: Buffer.from('{}'),
+    value,
+    channel: run.tree.main,
+  });
   const { pipeline } = await import('node:stream/promises');
   const { Readable } = await import('node:stream');
   const { createDiscard } = await import('../src/chain/chain.js');
   const batches = [[record(1, unreadable), record(2, readable)]];
-  await pipeline([Readable.from(batches, { objectMode: true }), sink, createDiscard()] as unknown as NodeJS.ReadableStream[]);
+  await pipeline([
+    Readable.from(batches, { objectMode: true }),
+    sink,
+    createDiscard(),
+  ] as unknown as NodeJS.ReadableStream[]);
   dest.flushSync();
-  const events = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-  assert.deepEqual(events.filter((e) => e.kind === 'text').map((e) => [e.line, e.content]), [[2, 'still logged']]);
-  assert.ok(events.some((e) => e.kind === 'warning' && e.code === 'RECORD_FAILED'), 'the warning is logged too');
+  const events = readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    events.filter((e) => e.kind === 'text').map((e) => [e.line, e.content]),
+    [[2, 'still logged']],
+  );
+  assert.ok(
+    events.some((e) => e.kind === 'warning' && e.code === 'RECORD_FAILED'),
+    'the warning is logged too',
+  );
   assert.equal(run.input.failed, 1);
-  assert.deepEqual(run.warnings.map((w) => w.code), ['RECORD_FAILED']);
+  assert.deepEqual(
+    run.warnings.map((w) => w.code),
+    ['RECORD_FAILED'],
+  );
 });

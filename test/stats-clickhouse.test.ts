@@ -81,7 +81,10 @@ describe('subtee stats --clickhouse: the same figures as over the run folders', 
       writeFileSync(
         file,
         JSON.stringify({
-          sinks: [{ use: 'stdout', mode: 'none' }, { use: 'clickhouse', url: ch.url, channelsTable: table, ...extra }],
+          sinks: [
+            { use: 'stdout', mode: 'none' },
+            { use: 'clickhouse', url: ch.url, channelsTable: table, ...extra },
+          ],
         }),
       );
       return file;
@@ -93,7 +96,14 @@ describe('subtee stats --clickhouse: the same figures as over the run folders', 
     for (const seed of [1, 2, 3]) {
       const input = join(tmpDir(), `gen-${seed}.jsonl`);
       await writeStream({ sizeBytes: 400_000, fanout: 12, shape: 'small', seed }, input);
-      const r = await cli(['--out', join(runs, 'generated', `gen-${seed}`), '-q', '-c', sink({ runId: `gen-${seed}` }), input]);
+      const r = await cli([
+        '--out',
+        join(runs, 'generated', `gen-${seed}`),
+        '-q',
+        '-c',
+        sink({ runId: `gen-${seed}` }),
+        input,
+      ]);
       assert.equal(r.code, 0, r.stderr);
     }
     // The cost columns, when the sink that wrote the rows did not have them yet.
@@ -105,10 +115,14 @@ describe('subtee stats --clickhouse: the same figures as over the run folders', 
     if (!sinkHasCost) {
       // A sink without them stored no models or dollars: the folders then count as written
       // before index.json carried them, and the two paths compare every other figure.
-      if (!names.has('model')) await ch.client.command({ query: `ALTER TABLE ${table} ADD COLUMN model String` });
+      if (!names.has('model'))
+        await ch.client.command({ query: `ALTER TABLE ${table} ADD COLUMN model String` });
       if (!names.has('cost_usd'))
         await ch.client.command({ query: `ALTER TABLE ${table} ADD COLUMN cost_usd Nullable(Float64)` });
-      for (const dir of [...fixtureFiles().map((f) => join(runs, 'fixtures', basename(f, '.jsonl'))), ...[1, 2, 3].map((n) => join(runs, 'generated', `gen-${n}`))]) {
+      for (const dir of [
+        ...fixtureFiles().map((f) => join(runs, 'fixtures', basename(f, '.jsonl'))),
+        ...[1, 2, 3].map((n) => join(runs, 'generated', `gen-${n}`)),
+      ]) {
         const file = join(dir, 'index.json');
         const index = JSON.parse(readFileSync(file, 'utf8'));
         delete index.cost;
@@ -127,24 +141,50 @@ describe('subtee stats --clickhouse: the same figures as over the run folders', 
 
   test('per agent, per model, the total and both lists', async () => {
     const folders = await statsJson([runs, '--top', '50']);
-    const clickhouse = await statsJson(['--clickhouse', ch.url, '--clickhouse-channels-table', table, '--top', '50']);
+    const clickhouse = await statsJson([
+      '--clickhouse',
+      ch.url,
+      '--clickhouse-channels-table',
+      table,
+      '--top',
+      '50',
+    ]);
     assert.equal(folders.skipped, 0);
     assert.equal(folders.runs, fixtureFiles().length + 3, 'every run folder');
-    assert.ok(folders.failed_total > 0 && folders.tables.agent.length >= 3, 'failures and several agent types');
+    assert.ok(
+      folders.failed_total > 0 && folders.tables.agent.length >= 3,
+      'failures and several agent types',
+    );
     assert.ok(folders.total.elapsed_p95_ms > 0);
     if (sinkHasCost) {
       assert.ok(folders.total.cost_usd > 0, 'dollars compared too');
-      assert.ok(folders.tables.model.some((g: any) => g.key.startsWith('claude-')), 'models compared too');
+      assert.ok(
+        folders.tables.model.some((g: any) => g.key.startsWith('claude-')),
+        'models compared too',
+      );
     }
     assert.equal(clickhouse.source, 'clickhouse');
     assertSameFigures(clickhouse, folders);
-    assert.ok(folders.costliest.every((s: any) => typeof s.log === 'string'), 'folders name the transcripts');
+    assert.ok(
+      folders.costliest.every((s: any) => typeof s.log === 'string'),
+      'folders name the transcripts',
+    );
   });
 
   test('--by day and --since', async () => {
-    for (const args of [['--by', 'day'], ['--by', 'day', '--since', '2026-11-30T12:00:00Z'], ['--since', '2027-01-01']]) {
+    for (const args of [
+      ['--by', 'day'],
+      ['--by', 'day', '--since', '2026-11-30T12:00:00Z'],
+      ['--since', '2027-01-01'],
+    ]) {
       const folders = await statsJson([runs, ...args]);
-      const clickhouse = await statsJson(['--clickhouse', ch.url, '--clickhouse-channels-table', table, ...args]);
+      const clickhouse = await statsJson([
+        '--clickhouse',
+        ch.url,
+        '--clickhouse-channels-table',
+        table,
+        ...args,
+      ]);
       assertSameFigures(clickhouse, folders, args.join(' '));
     }
     const later = await statsJson([runs, '--since', '2026-11-30T12:00:00Z']);
@@ -156,7 +196,11 @@ describe('subtee stats --clickhouse: the same figures as over the run folders', 
     const section = readme.slice(readme.indexOf('### The same figures in SQL'));
     const block = /```sql\n([\s\S]*?)\n```/.exec(section);
     assert.ok(block, 'the README shows the SQL');
-    assert.equal(block[1], groupSql('subtee_channels', 'agent', null), 'the README shows the query as subtee runs it');
+    assert.equal(
+      block[1],
+      groupSql('subtee_channels', 'agent', null),
+      'the README shows the query as subtee runs it',
+    );
     const rows = await ch.rows<any>(block[1].replace(/subtee_channels/g, table));
     const clickhouse = await statsJson(['--clickhouse', ch.url, '--clickhouse-channels-table', table]);
     const byKey = new Map(rows.map((r) => [r.key, r]));

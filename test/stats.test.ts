@@ -51,7 +51,8 @@ function flatten(run: string, index: any): Flat[] {
     cacheRead: c.usage.cache_read_input_tokens ?? 0,
     cacheCreation: c.usage.cache_creation_input_tokens ?? 0,
     cost: typeof c.cost?.usd === 'number' ? c.cost.usd : null,
-    elapsed: c.first_seen && c.last_seen ? new Date(c.last_seen).getTime() - new Date(c.first_seen).getTime() : null,
+    elapsed:
+      c.first_seen && c.last_seen ? new Date(c.last_seen).getTime() - new Date(c.first_seen).getTime() : null,
     lastSeen: c.last_seen ? new Date(c.last_seen).getTime() : 0,
     startMs,
   }));
@@ -114,11 +115,14 @@ function fleet(runs: number, seed: number) {
   const root = tmpDir();
   writeRuns(join(root, 'fleet'), runs, seed);
   const flat: Flat[] = [];
-  for (const { rel, index } of generateRuns(runs, seed)) flat.push(...flatten(join(root, 'fleet', rel), index));
+  for (const { rel, index } of generateRuns(runs, seed))
+    flat.push(...flatten(join(root, 'fleet', rel), index));
   // Real runs, two inputs into one --out (a folder per input under it).
   const real = join(root, 'ci', 'job-1');
   const inputs = ['nested-depth-3', 'failing-beside-healthy'].map((f) => join(FIXTURES, `${f}.jsonl`));
-  const r = spawnSync(process.execPath, [BIN, '--out', real, '--stdout', 'none', '-q', ...inputs], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [BIN, '--out', real, '--stdout', 'none', '-q', ...inputs], {
+    encoding: 'utf8',
+  });
   assert.equal(r.status, 0, r.stderr);
   for (const name of ['nested-depth-3', 'failing-beside-healthy']) {
     const dir = join(real, name);
@@ -156,20 +160,34 @@ describe('subtee stats over run folders', () => {
     const report = JSON.parse(r.stdout);
     assert.equal(report.runs, f.runs);
     assert.equal(report.skipped, f.broken.length);
-    for (const path of f.broken) assert.ok(r.stderr.includes(`skipped ${path}:`), `${path} named on stderr:\n${r.stderr}`);
+    for (const path of f.broken)
+      assert.ok(r.stderr.includes(`skipped ${path}:`), `${path} named on stderr:\n${r.stderr}`);
     assert.equal(r.stderr.trim().split('\n').length, f.broken.length + 1, 'one line each and a count');
-    assertTable(report.tables.agent, expectedTable(f.flat, (x) => x.agent), 'agent');
-    assertTable(report.tables.model, expectedTable(f.flat, (x) => x.model), 'model');
+    assertTable(
+      report.tables.agent,
+      expectedTable(f.flat, (x) => x.agent),
+      'agent',
+    );
+    assertTable(
+      report.tables.model,
+      expectedTable(f.flat, (x) => x.model),
+      'model',
+    );
     assert.equal(report.tables.day, undefined, 'days only with --by day');
     assertGroup(report.total, expectedGroup('all', f.flat), 'total');
 
     const subagents = f.flat.filter((x) => x.id !== null);
     const costliest = [...subagents].sort(
-      (a, b) => (b.cost ?? -1) - (a.cost ?? -1) || b.input + b.output - (a.input + a.output) || (a.id! < b.id! ? -1 : 1),
+      (a, b) =>
+        (b.cost ?? -1) - (a.cost ?? -1) ||
+        b.input + b.output - (a.input + a.output) ||
+        (a.id! < b.id! ? -1 : 1),
     );
     assert.deepEqual(
       report.costliest.map((s: any) => [s.channel, s.cost_usd, s.tokens, s.elapsed_ms, s.log]),
-      costliest.slice(0, 5).map((x) => [x.id, x.cost, x.input + x.output, x.elapsed, join(x.run, 'agents', `${x.id}.log`)]),
+      costliest
+        .slice(0, 5)
+        .map((x) => [x.id, x.cost, x.input + x.output, x.elapsed, join(x.run, 'agents', `${x.id}.log`)]),
     );
     const failed = subagents.filter((x) => x.status === 'failed');
     assert.equal(report.failed_total, failed.length);
@@ -187,10 +205,20 @@ describe('subtee stats over run folders', () => {
     const report = statsJson([join(f.root, 'fleet'), join(f.root, 'ci'), '--by', 'day', '--since', since]);
     assert.deepEqual(Object.keys(report.tables), ['day']);
     assert.equal(report.runs, new Set(kept.map((x) => x.run)).size);
-    assertTable(report.tables.day, expectedTable(kept, (x) => x.day), 'day');
-    assert.deepEqual(report.tables.day.map((g: any) => g.key), [...new Set(kept.map((x) => x.day))].sort(), 'days in order');
+    assertTable(
+      report.tables.day,
+      expectedTable(kept, (x) => x.day),
+      'day',
+    );
+    assert.deepEqual(
+      report.tables.day.map((g: any) => g.key),
+      [...new Set(kept.map((x) => x.day))].sort(),
+      'days in order',
+    );
     const time = statsJson([f.root, '--by', 'day', '--since', '2026-11-12T06:30:00Z']);
-    const keptTime = f.flat.filter((x) => x.startMs !== null && x.startMs >= Date.parse('2026-11-12T06:30:00Z'));
+    const keptTime = f.flat.filter(
+      (x) => x.startMs !== null && x.startMs >= Date.parse('2026-11-12T06:30:00Z'),
+    );
     assertGroup(time.total, expectedGroup('all', keptTime), 'since a time');
   });
 
@@ -236,18 +264,29 @@ describe('subtee stats over run folders', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^2 runs from run folders\n/);
     const main = r.stdout.split('\n').find((l) => l.startsWith('main '))!;
-    const expected = expectedGroup('main', f.flat.filter((x) => x.agent === 'main' && x.run.includes(`${join('ci', 'job-1')}`)));
+    const expected = expectedGroup(
+      'main',
+      f.flat.filter((x) => x.agent === 'main' && x.run.includes(`${join('ci', 'job-1')}`)),
+    );
     assert.deepEqual(main.trim().split(/\s+/).slice(1, 5), ['2', '2', '0.0', String(expected.tokens)]);
     const priced = stats([join(f.root, 'fleet'), '--by', 'model']);
     const opus = priced.stdout.split('\n').find((l) => l.startsWith('claude-opus-5-5 '))!;
-    const fleetOpus = f.flat.filter((x) => x.model === 'claude-opus-5-5' && x.run.includes(join(f.root, 'fleet')));
+    const fleetOpus = f.flat.filter(
+      (x) => x.model === 'claude-opus-5-5' && x.run.includes(join(f.root, 'fleet')),
+    );
     const g = expectedGroup('claude-opus-5-5', fleetOpus);
-    assert.ok(g.cost_usd! > 100 && g.cost_usd! < 1000 && g.unpriced > 0, 'a group with priced and unpriced agents');
+    assert.ok(
+      g.cost_usd! > 100 && g.cost_usd! < 1000 && g.unpriced > 0,
+      'a group with priced and unpriced agents',
+    );
     assert.ok(opus.includes(` $${g.cost_usd!.toFixed(2)}+ `), `${opus} shows $${g.cost_usd}`);
     assert.match(priced.stdout, /\(cost\+: some agents in the group have no price/);
     // Every group's cost cell: `$?` when no agent in it is priced, else its dollars as shown.
     const byModel = statsJson([join(f.root, 'fleet'), '--by', 'model']).tables.model;
-    assert.ok(byModel.some((group: any) => group.cost_usd === null), 'a group with no price at all');
+    assert.ok(
+      byModel.some((group: any) => group.cost_usd === null),
+      'a group with no price at all',
+    );
     for (const group of byModel) {
       const row = priced.stdout.split('\n').find((l) => l.startsWith(`${group.key} `))!;
       const cell = row.trim().split(/\s+/)[5];
@@ -259,7 +298,10 @@ describe('subtee stats over run folders', () => {
         assert.ok(Math.abs(Number(`${shown[1]}.${shown[2]}`) - group.cost_usd) <= within + 1e-12, row);
       }
     }
-    assert.match(r.stdout, /failed subagents \(1\):\n *cost .*\n.*failing-beside-healthy\/agents\/toolu_\w+\.log/);
+    assert.match(
+      r.stdout,
+      /failed subagents \(1\):\n *cost .*\n.*failing-beside-healthy\/agents\/toolu_\w+\.log/,
+    );
   });
 
   test('bad usage exits 2, a missing folder 3, each with one line and its code', () => {
@@ -281,7 +323,15 @@ describe('subtee stats over run folders', () => {
     }
     const help = stats(['--help']);
     assert.equal(help.code, 0);
-    for (const flag of ['--since', '--by', '--json', '--csv', '--top', '--clickhouse', '--clickhouse-channels-table'])
+    for (const flag of [
+      '--since',
+      '--by',
+      '--json',
+      '--csv',
+      '--top',
+      '--clickhouse',
+      '--clickhouse-channels-table',
+    ])
       assert.ok(help.stdout.includes(flag), flag);
   });
 
@@ -290,7 +340,12 @@ describe('subtee stats over run folders', () => {
     const dir = join(root, 'run');
     mkdirSync(dir);
     const [{ index }] = [...generateRuns(1, 3)];
-    index.channels.push({ ...index.channels[0], id: 'toolu_x', agent: 'evil\u001b[2J\u001b]0;t\u0007', status: 'failed' });
+    index.channels.push({
+      ...index.channels[0],
+      id: 'toolu_x',
+      agent: 'evil\u001b[2J\u001b]0;t\u0007',
+      status: 'failed',
+    });
     writeFileSync(join(dir, 'index.json'), JSON.stringify(index));
     const r = stats([root]);
     assert.equal(r.code, 0, r.stderr);

@@ -31,7 +31,8 @@ test('no cutter splits a surrogate pair, at any length (property)', () => {
       assert.ok(tailOf(text, max).length <= max && text.endsWith(tailOf(text, max)));
       // What a middle cut reports as cut is exactly what is missing.
       const middle = truncateMiddle(text, max);
-      if (middle.cut > 0) assert.equal(middle.text.replace(/ \[…\d+ chars cut…\] /, '').length, text.length - middle.cut);
+      if (middle.cut > 0)
+        assert.equal(middle.text.replace(/ \[…\d+ chars cut…\] /, '').length, text.length - middle.cut);
     }),
     { numRuns: 500, seed: 20261201 },
   );
@@ -41,7 +42,11 @@ test('a pino headline cut at its limit keeps whole characters', () => {
   for (const pad of ['', 'a']) {
     // The headline's cut falls on each half of a pair in turn.
     const text = pad + '😀'.repeat(3000);
-    const value = { type: 'assistant', parent_tool_use_id: null, message: { id: 'm', content: [{ type: 'text', text }] } };
+    const value = {
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: { id: 'm', content: [{ type: 'text', text }] },
+    };
     const record = { kind: 'line' as const, lineNo: 1, raw: Buffer.from(JSON.stringify(value)), value };
     const events = pinoEvents(record, 100_000);
     assert.equal(events.length, 1);
@@ -65,10 +70,13 @@ function wholeCharacters(text: string, max: number, fromEnd: boolean): string {
 test('the cutters keep exactly the whole characters that fit, and boundedText marks a cut and mends lone halves', () => {
   // Lone halves of a pair too, as a broken input holds them.
   const text = fc
-    .array(fc.constantFrom('a', 'é', 'ｱ', '😀', '\uD800\uDC00', '\uDBFF\uDFFF', '\uD83D', '\uDE00', '\uDFFF'), {
-      minLength: 0,
-      maxLength: 60,
-    })
+    .array(
+      fc.constantFrom('a', 'é', 'ｱ', '😀', '\uD800\uDC00', '\uDBFF\uDFFF', '\uD83D', '\uDE00', '\uDFFF'),
+      {
+        minLength: 0,
+        maxLength: 60,
+      },
+    )
     .map((chars) => chars.join(''));
   fc.assert(
     fc.property(text, fc.integer({ min: -2, max: 130 }), (s, max) => {

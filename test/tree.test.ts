@@ -5,7 +5,12 @@ import { ChannelTree } from '../src/model/tree.js';
 const spawn = (id: string, parent: string | null, name = 'Agent', input: Record<string, unknown> = {}) => ({
   type: 'assistant',
   parent_tool_use_id: parent,
-  message: { id: `m_${id}`, content: [{ type: 'tool_use', id, name, input: { subagent_type: 'Explore', description: `d ${id}`, ...input } }] },
+  message: {
+    id: `m_${id}`,
+    content: [
+      { type: 'tool_use', id, name, input: { subagent_type: 'Explore', description: `d ${id}`, ...input } },
+    ],
+  },
 });
 const text = (parent: string | null, t = 'hi', messageId = 'mx', usage?: Record<string, number>) => ({
   type: 'assistant',
@@ -17,8 +22,20 @@ const result = (parent: string | null, toolUseId: string, content: unknown, isEr
   parent_tool_use_id: parent,
   message: { content: [{ type: 'tool_result', tool_use_id: toolUseId, content, is_error: isError }] },
 });
-const started = (id: string, bg: boolean) => ({ type: 'system', subtype: 'task_started', tool_use_id: id, is_backgrounded: bg, task_id: `t_${id}` });
-const notified = (id: string, status: string, summary = 'done') => ({ type: 'system', subtype: 'task_notification', tool_use_id: id, status, summary });
+const started = (id: string, bg: boolean) => ({
+  type: 'system',
+  subtype: 'task_started',
+  tool_use_id: id,
+  is_backgrounded: bg,
+  task_id: `t_${id}`,
+});
+const notified = (id: string, status: string, summary = 'done') => ({
+  type: 'system',
+  subtype: 'task_notification',
+  tool_use_id: id,
+  status,
+  summary,
+});
 
 test('Agent and Task both spawn children; depth is parent depth + 1', () => {
   const t = new ChannelTree();
@@ -28,7 +45,12 @@ test('Agent and Task both spawn children; depth is parent depth + 1', () => {
   t.route(spawn('x', null, 'Bash'));
   assert.deepEqual(
     t.channels().map((c) => [c.id, c.parent, c.depth, c.agent]),
-    [[null, null, 0, null], ['a', null, 1, 'Explore'], ['b', 'a', 2, 'Explore'], ['c', 'b', 3, 'Explore']],
+    [
+      [null, null, 0, null],
+      ['a', null, 1, 'Explore'],
+      ['b', 'a', 2, 'Explore'],
+      ['c', 'b', 3, 'Explore'],
+    ],
   );
 });
 
@@ -58,7 +80,10 @@ test('foreground subagents end with their tool_result; is_error means failed', (
   const r = t.route(result(null, 'b', 'boom', true));
   assert.equal(t.get('a')!.status, 'completed');
   assert.equal(t.get('b')!.status, 'failed');
-  assert.deepEqual(r.events.map((e) => e.type), ['status']);
+  assert.deepEqual(
+    r.events.map((e) => e.type),
+    ['status'],
+  );
 });
 
 test('a background spawn is not ended by its launch result, only by task_notification', () => {
@@ -151,7 +176,10 @@ test('orphans: a spawn_depth guess fills an unknown depth, the real chain replac
   t.route({ type: 'system', subtype: 'task_started', tool_use_id: 'b', spawn_depth: 9 });
   assert.equal(t.get('b')!.depth, 5, 'a guess does not replace a known depth');
   t.route(spawn('a', null));
-  assert.deepEqual(['a', 'b', 'c'].map((id) => t.get(id)!.depth), [1, 2, 3]);
+  assert.deepEqual(
+    ['a', 'b', 'c'].map((id) => t.get(id)!.depth),
+    [1, 2, 3],
+  );
   // A guess that happens to equal the real depth does not hide a wrong guess below it.
   const u = new ChannelTree();
   u.route(spawn('q', 'p'));
@@ -163,7 +191,8 @@ test('orphans: a spawn_depth guess fills an unknown depth, the real chain replac
   assert.deepEqual([u.get('p')!.depth, u.get('q')!.depth], [1, 2]);
   // Nonsense guesses are ignored.
   t.route(text('z'));
-  for (const bad of [0, -3, 1.5, 1e300, '4']) t.route({ type: 'system', subtype: 'task_started', tool_use_id: 'z', spawn_depth: bad });
+  for (const bad of [0, -3, 1.5, 1e300, '4'])
+    t.route({ type: 'system', subtype: 'task_started', tool_use_id: 'z', spawn_depth: bad });
   assert.equal(t.get('z')!.depth, null);
 });
 
@@ -206,12 +235,21 @@ test('label tags are unique, short, and cheap even when thousands of ids share a
   const ids = [
     ...Array.from({ length: 3000 }, (_, i) => `toolu_01${'x'.repeat(4000)}${i}`),
     ...Array.from({ length: 50 }, (_, i) => `toolu_01abcdef~${i}`),
-    'toolu_01abc', 'abc', 'toolu_01', 'toolu_', 'x', 'toolu_01abcdef', 'toolu_01abcdefg',
+    'toolu_01abc',
+    'abc',
+    'toolu_01',
+    'toolu_',
+    'x',
+    'toolu_01abcdef',
+    'toolu_01abcdefg',
   ];
   for (const id of ids) t.route(text(id));
   const tags = t.channels().map((c) => c.tag);
   assert.equal(new Set(tags).size, tags.length, 'every tag is unique');
-  assert.ok(tags.every((tag) => tag.length > 0 && tag.length <= 20), 'tags stay short');
+  assert.ok(
+    tags.every((tag) => tag.length > 0 && tag.length <= 20),
+    'tags stay short',
+  );
   assert.equal(t.get('toolu_01abc')!.tag, 'abc');
 });
 
@@ -219,7 +257,17 @@ test('foreground end, again: is_error on a result fails it, the result text is i
   const t = new ChannelTree();
   t.route(spawn('a', null));
   t.route(spawn('b', 'a'));
-  const r = t.route(result('a', 'b', [{ type: 'text', text: 'line 1' }, { type: 'text', text: 'line 2' }], true));
+  const r = t.route(
+    result(
+      'a',
+      'b',
+      [
+        { type: 'text', text: 'line 1' },
+        { type: 'text', text: 'line 2' },
+      ],
+      true,
+    ),
+  );
   assert.equal(r.events.length, 1);
   const ev = r.events[0];
   assert.ok(ev.type === 'status');
@@ -244,7 +292,11 @@ test('background, again: from the spawn input or task_started waits for task_not
   t.route(notified('a', 'failed', 'gave up'));
   assert.deepEqual([t.get('a')!.status, t.get('a')!.summary], ['failed', 'gave up']);
   t.route(notified('a', 'completed', 'retried'));
-  assert.deepEqual([t.get('a')!.status, t.get('a')!.summary], ['completed', 'retried'], 'the notification is final');
+  assert.deepEqual(
+    [t.get('a')!.status, t.get('a')!.summary],
+    ['completed', 'retried'],
+    'the notification is final',
+  );
 });
 
 test('usage, again: per channel, messages interleaved, a key dropped by a later line of a message', () => {
@@ -260,6 +312,7 @@ test('usage, again: per channel, messages interleaved, a key dropped by a later 
 
 test('main channel, again: a parent_tool_use_id that is not a non-empty string is the main channel', () => {
   const t = new ChannelTree();
-  for (const parent of [null, '', 0, 7, false, {}, ['x']]) assert.equal(t.route({ ...text(null), parent_tool_use_id: parent }).channel, t.main);
+  for (const parent of [null, '', 0, 7, false, {}, ['x']])
+    assert.equal(t.route({ ...text(null), parent_tool_use_id: parent }).channel, t.main);
   assert.equal(t.size, 1);
 });

@@ -4,11 +4,23 @@ import { VersionGuard, versionWarnings, checkRequiredVersion } from '../src/chai
 import { satisfies } from '../src/semver.js';
 import type { SubteeRecord } from '../src/model/record.js';
 
-const init = (v: string | undefined): SubteeRecord => ({ kind: 'line', lineNo: 1, raw: Buffer.from('{}'), value: { type: 'system', subtype: 'init', ...(v ? { claude_code_version: v } : {}) } });
-const codes = (v: string) => versionWarnings(v).map((w) => w.code).sort();
+const init = (v: string | undefined): SubteeRecord => ({
+  kind: 'line',
+  lineNo: 1,
+  raw: Buffer.from('{}'),
+  value: { type: 'system', subtype: 'init', ...(v ? { claude_code_version: v } : {}) },
+});
+const codes = (v: string) =>
+  versionWarnings(v)
+    .map((w) => w.code)
+    .sort();
 
 test('each boundary of the version timeline', () => {
-  assert.deepEqual(codes('2.1.207'), ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_SUBAGENT_TEXT', 'VERSION_PIPE_TRUNCATION']);
+  assert.deepEqual(codes('2.1.207'), [
+    'VERSION_NO_NESTED_FORWARDING',
+    'VERSION_NO_SUBAGENT_TEXT',
+    'VERSION_PIPE_TRUNCATION',
+  ]);
   assert.deepEqual(codes('2.1.208'), ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_SUBAGENT_TEXT']);
   assert.deepEqual(codes('2.1.210'), ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_SUBAGENT_TEXT']);
   assert.deepEqual(codes('2.1.211'), ['VERSION_NO_NESTED_FORWARDING']);
@@ -17,7 +29,11 @@ test('each boundary of the version timeline', () => {
   assert.deepEqual(codes('2.1.218'), ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_NESTING']);
   assert.deepEqual(codes('2.1.219'), []);
   assert.deepEqual(codes('2.1.328'), []);
-  assert.deepEqual(codes('1.0.56'), ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_SUBAGENT_TEXT', 'VERSION_PIPE_TRUNCATION']);
+  assert.deepEqual(codes('1.0.56'), [
+    'VERSION_NO_NESTED_FORWARDING',
+    'VERSION_NO_SUBAGENT_TEXT',
+    'VERSION_PIPE_TRUNCATION',
+  ]);
   assert.deepEqual(codes('nonsense'), ['VERSION_UNKNOWN']);
 });
 
@@ -36,32 +52,81 @@ test('--require-version refuses older and unknown versions with ERR_VERSION (exi
 
 test('warnings are said once each, from init and from the stream', () => {
   const g = new VersionGuard(null);
-  assert.deepEqual(g.observe(init('2.1.210')).map((w) => w.code).sort(), ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_SUBAGENT_TEXT']);
+  assert.deepEqual(
+    g
+      .observe(init('2.1.210'))
+      .map((w) => w.code)
+      .sort(),
+    ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_SUBAGENT_TEXT'],
+  );
   assert.deepEqual(g.observe(init('2.1.210')), []);
-  const q = (text: string): SubteeRecord => ({ kind: 'quarantine', lineNo: 2, raw: Buffer.from(text), reason: 'not-object', final: true });
-  assert.equal(g.observe(q('Error: When using --print, --output-format=stream-json requires --verbose'))[0].code, 'VERBOSE_REQUIRED');
+  const q = (text: string): SubteeRecord => ({
+    kind: 'quarantine',
+    lineNo: 2,
+    raw: Buffer.from(text),
+    reason: 'not-object',
+    final: true,
+  });
+  assert.equal(
+    g.observe(q('Error: When using --print, --output-format=stream-json requires --verbose'))[0].code,
+    'VERBOSE_REQUIRED',
+  );
   const u = g.observe(q("error: unknown option '--forward-subagent-text'"))[0];
   assert.equal(u.code, 'UNKNOWN_OPTION');
   assert.match(u.message, /--forward-subagent-text/);
-  const thinking: SubteeRecord = { kind: 'line', lineNo: 3, raw: Buffer.from('{}'), value: { type: 'assistant', parent_tool_use_id: null, message: { content: [{ type: 'thinking', thinking: '', signature: 'abc' }] } } };
+  const thinking: SubteeRecord = {
+    kind: 'line',
+    lineNo: 3,
+    raw: Buffer.from('{}'),
+    value: {
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: { content: [{ type: 'thinking', thinking: '', signature: 'abc' }] },
+    },
+  };
   assert.equal(g.observe(thinking)[0].code, 'THINKING_OMITTED');
   assert.deepEqual(g.observe(thinking), []);
 });
 
 test('subagents with tool calls but no text mean forwarding is off, with the flag to turn it on', () => {
-  const line = (value: Record<string, unknown>): SubteeRecord => ({ kind: 'line', lineNo: 1, raw: Buffer.from('{}'), value });
-  const toolOnly = (id: string) => line({ type: 'assistant', parent_tool_use_id: id, message: { content: [{ type: 'tool_use', name: 'Bash', id: `x${id}`, input: {} }] } });
+  const line = (value: Record<string, unknown>): SubteeRecord => ({
+    kind: 'line',
+    lineNo: 1,
+    raw: Buffer.from('{}'),
+    value,
+  });
+  const toolOnly = (id: string) =>
+    line({
+      type: 'assistant',
+      parent_tool_use_id: id,
+      message: { content: [{ type: 'tool_use', name: 'Bash', id: `x${id}`, input: {} }] },
+    });
   const g = new VersionGuard(null);
   g.observe(toolOnly('toolu_a'));
   g.observe(toolOnly('toolu_b'));
-  const w = g.observe(line({ type: 'system', subtype: 'task_notification', tool_use_id: 'toolu_a', status: 'completed' }));
+  const w = g.observe(
+    line({ type: 'system', subtype: 'task_notification', tool_use_id: 'toolu_a', status: 'completed' }),
+  );
   assert.equal(w[0].code, 'FORWARDING_OFF');
   assert.match(w[0].message, /--forward-subagent-text|CLAUDE_CODE_FORWARD_SUBAGENT_TEXT/);
   // One subagent that speaks shows forwarding is on; a quiet orchestrator beside it is normal.
   const g2 = new VersionGuard(null);
   g2.observe(toolOnly('toolu_a'));
-  g2.observe(line({ type: 'assistant', parent_tool_use_id: 'toolu_b', message: { content: [{ type: 'text', text: 'hi' }, { type: 'tool_use', name: 'Bash', id: 'y', input: {} }] } }));
-  g2.observe(line({ type: 'system', subtype: 'task_notification', tool_use_id: 'toolu_a', status: 'completed' }));
+  g2.observe(
+    line({
+      type: 'assistant',
+      parent_tool_use_id: 'toolu_b',
+      message: {
+        content: [
+          { type: 'text', text: 'hi' },
+          { type: 'tool_use', name: 'Bash', id: 'y', input: {} },
+        ],
+      },
+    }),
+  );
+  g2.observe(
+    line({ type: 'system', subtype: 'task_notification', tool_use_id: 'toolu_a', status: 'completed' }),
+  );
   assert.deepEqual(g2.end(), []);
 });
 
@@ -99,7 +164,8 @@ test('caret ranges below 1.0 pin the first non-zero part, as npm does; tilde pin
 test('a plugin for ^0.2.0 is refused by kit 0.1.0, one for ^0.1.0 is not', async () => {
   const { definePlugin, KIT_VERSION } = await import('../src/chain/plugin.js');
   assert.equal(KIT_VERSION, '0.1.0');
-  const plugin = (kit: string) => definePlugin({ name: 'p', kind: 'stage', kit, options: {}, create: () => null as never });
+  const plugin = (kit: string) =>
+    definePlugin({ name: 'p', kind: 'stage', kit, options: {}, create: () => null as never });
   assert.doesNotThrow(() => plugin('^0.1.0'));
   assert.throws(() => plugin('^0.2.0'), { code: 'ERR_PLUGIN_VERSION' });
   assert.throws(() => plugin('^0.0.9'), { code: 'ERR_PLUGIN_VERSION' });
@@ -116,7 +182,10 @@ test('the agent is the session producer, not a field a Claude Code line claims',
   for (const producer of ['codex', 'constructor', 'toString', '__proto__']) {
     const run = new Session();
     run.producer = 'claude';
-    const warned = new VersionGuard(null, run).observe(claimed(producer)).map((w) => w.code).sort();
+    const warned = new VersionGuard(null, run)
+      .observe(claimed(producer))
+      .map((w) => w.code)
+      .sort();
     assert.deepEqual(warned, ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_SUBAGENT_TEXT'], producer);
     assert.throws(() => new VersionGuard('>=2.1.219', run).observe(claimed(producer)), {
       code: 'ERR_VERSION',

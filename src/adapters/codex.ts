@@ -122,11 +122,7 @@ export class CodexMapper implements StreamMapper {
     return [];
   }
 
-  private item(
-    phase: string,
-    item: JsonObject,
-    push: (line: JsonObject, isOwn?: boolean) => void,
-  ): void {
+  private item(phase: string, item: JsonObject, push: (line: JsonObject, isOwn?: boolean) => void): void {
     const id = nonEmpty(item.id);
     if (!id) return;
     const done = phase === 'item.completed';

@@ -44,10 +44,7 @@ export class MappedLines {
 }
 
 /** `spawn-and-result` for a spawned channel whose steps the stream does not carry. */
-export function transcriptOfSpawned(
-  spawned: ReadonlySet<string>,
-  channel: string | null,
-): ChannelTranscript {
+export function transcriptOfSpawned(spawned: ReadonlySet<string>, channel: string | null): ChannelTranscript {
   return channel !== null && spawned.has(channel) ? 'spawn-and-result' : 'stream';
 }
 

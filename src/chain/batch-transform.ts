@@ -99,8 +99,10 @@ export class BatchTransform extends Transform {
 }
 
 /** The hooks of `createBatchTransform`, as `BatchTransform` names them, and its options. */
-export interface BatchTransformHooks
-  extends Pick<BatchTransformOptions, 'sink' | 'objectMode' | 'highWaterMark'> {
+export interface BatchTransformHooks extends Pick<
+  BatchTransformOptions,
+  'sink' | 'objectMode' | 'highWaterMark'
+> {
   transformBatch(batch: RecordBatch): BatchOutcome;
   flushAtEnd?(): BatchOutcome;
   teardown?(error: Error | null): void | PromiseLike<void>;

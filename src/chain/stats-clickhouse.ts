@@ -95,7 +95,6 @@ ORDER BY last_seen_ms DESC, channel, run
 LIMIT ${Math.floor(top)}`;
 }
 
-
 type Row = Record<string, unknown>;
 const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
 
@@ -145,7 +144,9 @@ export async function clickhouseStats(options: ClickHouseStatsOptions): Promise<
     try {
       return (await (await client.query({ query, format: 'JSONEachRow' })).json()) as Row[];
     } catch (err) {
-      const first = String((err as Error)?.message ?? err).split('\n')[0].slice(0, 300);
+      const first = String((err as Error)?.message ?? err)
+        .split('\n')[0]
+        .slice(0, 300);
       const msg = withoutUrlSecrets(first, options.url);
       throw new SubteeError('ERR_CLICKHOUSE', `clickhouse: cannot query ${where}: ${msg}`, {
         exitCode: EXIT.IO,

@@ -275,4 +275,3 @@ export async function main(
   }
   return code;
 }
-

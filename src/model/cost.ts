@@ -264,7 +264,6 @@ export class CostLedger {
     applied.estimatedMessages = estimated;
   }
 
-
   private takeResult(value: JsonObject): void {
     const modelUsage = isObject(value.modelUsage) ? value.modelUsage : null;
     const total = typeof value.total_cost_usd === 'number' && Number.isFinite(value.total_cost_usd);
@@ -492,8 +491,7 @@ export function apportion(
   const order = exact
     .map((e, i) => [e - Math.floor(e), i] as const)
     .sort(
-      (a, b) =>
-        b[0] - a[0] || (keys[a[1]] < keys[b[1]] ? -1 : keys[a[1]] > keys[b[1]] ? 1 : a[1] - b[1]),
+      (a, b) => b[0] - a[0] || (keys[a[1]] < keys[b[1]] ? -1 : keys[a[1]] > keys[b[1]] ? 1 : a[1] - b[1]),
     );
   for (let k = 0; left > 0 && k < order.length; k++, left--) shares[order[k][1]]++;
   return shares;

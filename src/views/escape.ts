@@ -20,8 +20,7 @@ export function escapeControl(text: string): string {
 }
 
 // UNSAFE plus TAB and LF, for one pass over one-line fields.
-const UNSAFE_ON_ONE_LINE =
-  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE_ON_ONE_LINE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 /** Same as escapeControl, and newlines and tabs become `\n`/`\t` too: for one-line fields. */
 export function escapeOneLine(text: string): string {

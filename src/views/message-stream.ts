@@ -119,7 +119,10 @@ class LiveMessage {
       then: (onDone, onFail) => whole().then(joinedText).then(onDone, onFail),
     };
     const usage: Message['usage'] = {
-      then: (onDone, onFail) => whole().then(() => this.usage).then(onDone, onFail),
+      then: (onDone, onFail) =>
+        whole()
+          .then(() => this.usage)
+          .then(onDone, onFail),
     };
     this.message = Object.freeze({
       index,

@@ -533,7 +533,7 @@ export class Projection {
     if (names.length === 0) return;
     const message =
       `the input has waited ${this.opts.readerStallMs} ms for ${names.join(', ')}: a loop that awaits ` +
-      'something later in the run (a subagent\'s output, done) while it holds this reader waits for ' +
+      "something later in the run (a subagent's output, done) while it holds this reader waits for " +
       'ever; read such things in separate tasks, or with interleave()';
     // Also a process warning: a program that deadlocks this way may print nothing else.
     if (this.session.warn('READER_STALLED', message)) {

@@ -401,7 +401,11 @@ export class StatsAggregator {
 
   report(since: string | null = null): StatsReport {
     const tables: Partial<Record<StatsGrouping, StatsGroup[]>> = {};
-    for (const [by, table] of this.groups) tables[by] = sortGroups(by, [...table].map(([k, g]) => g.row(k)));
+    for (const [by, table] of this.groups)
+      tables[by] = sortGroups(
+        by,
+        [...table].map(([k, g]) => g.row(k)),
+      );
     return {
       source: 'folders',
       since,
@@ -420,7 +424,11 @@ export class StatsAggregator {
 export function sortGroups(by: StatsGrouping, rows: StatsGroup[]): StatsGroup[] {
   return rows.sort((a, b) =>
     by === 'day'
-      ? a.key < b.key ? -1 : a.key > b.key ? 1 : 0
+      ? a.key < b.key
+        ? -1
+        : a.key > b.key
+          ? 1
+          : 0
       : (b.cost_usd ?? -1) - (a.cost_usd ?? -1) ||
         b.tokens - a.tokens ||
         (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
@@ -494,10 +502,14 @@ export function statsText(r: StatsReport): string {
   for (const by of STATS_GROUPINGS) {
     const rows = r.tables[by];
     if (!rows) continue;
-    out.push('', table([by, ...GROUP_HEAD], [
-      ...rows.map((g) => [shown(g.key), ...groupCells(g)]),
-      ['all', ...groupCells(r.total)],
-    ], (column) => column > 0));
+    out.push(
+      '',
+      table(
+        [by, ...GROUP_HEAD],
+        [...rows.map((g) => [shown(g.key), ...groupCells(g)]), ['all', ...groupCells(r.total)]],
+        (column) => column > 0,
+      ),
+    );
   }
   const groups = [r.total, ...Object.values(r.tables).flat()];
   if (groups.some((g) => g.cost_usd !== null && g.unpriced > 0))
@@ -521,9 +533,21 @@ function csvField(v: string | number | null): string {
 }
 
 const CSV_COLUMNS = [
-  'by', 'key', 'runs', 'agents', 'failed', 'failed_pct', 'input_tokens', 'output_tokens',
-  'cache_read_tokens', 'cache_creation_tokens', 'tokens', 'cost_usd', 'unpriced',
-  'elapsed_p50_ms', 'elapsed_p95_ms',
+  'by',
+  'key',
+  'runs',
+  'agents',
+  'failed',
+  'failed_pct',
+  'input_tokens',
+  'output_tokens',
+  'cache_read_tokens',
+  'cache_creation_tokens',
+  'tokens',
+  'cost_usd',
+  'unpriced',
+  'elapsed_p50_ms',
+  'elapsed_p95_ms',
 ] as const;
 
 /** The tables as CSV: one row per group, the grouping in the first column, the total as `all`. */

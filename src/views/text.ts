@@ -151,7 +151,5 @@ export function spooledLine(rec: SpooledRecord, jsonl: string): string {
     /… \(\d+ more chars\)$/,
     '…',
   );
-  return (
-    `[long line] ${type}line of ${rec.spool.bytes} bytes, whole in ${jsonl}: ` + escapeOneLine(start)
-  );
+  return `[long line] ${type}line of ${rec.spool.bytes} bytes, whole in ${jsonl}: ` + escapeOneLine(start);
 }

@@ -142,7 +142,9 @@ export async function checkProjection(reading: ChatReading, input: Buffer, name:
     seen.set(id, list);
     const pending: Array<Promise<void>> = [];
     for await (const call of calls) {
-      pending.push((async () => void list.push({ id: call.id, name: call.name, status: await call.status }))());
+      pending.push(
+        (async () => void list.push({ id: call.id, name: call.name, status: await call.status }))(),
+      );
     }
     await Promise.all(pending);
   };

@@ -28,7 +28,16 @@ export interface ClaudeRun {
 export function claudeCommand(o: ClaudeRun): { argv: string[]; env: NodeJS.ProcessEnv; cleanup: () => void } {
   const home = mkdtempSync(join(tmpdir(), 'subtee-home-'));
   const cwd = mkdtempSync(join(tmpdir(), 'subtee-cwd-'));
-  const argv = [CLAUDE, '-p', o.prompt, '--output-format', 'stream-json', '--verbose', '--permission-mode', 'bypassPermissions'];
+  const argv = [
+    CLAUDE,
+    '-p',
+    o.prompt,
+    '--output-format',
+    'stream-json',
+    '--verbose',
+    '--permission-mode',
+    'bypassPermissions',
+  ];
   if (o.forward !== false) argv.push('--forward-subagent-text');
   if (o.partial) argv.push('--include-partial-messages');
   const env: NodeJS.ProcessEnv = {
@@ -55,9 +64,15 @@ export function claudeCommand(o: ClaudeRun): { argv: string[]; env: NodeJS.Proce
 }
 
 /** Runs the CLI to the end (or the timeout) and returns its stdout bytes. */
-export async function runClaude(o: ClaudeRun & { timeoutMs?: number }): Promise<{ stdout: Buffer; stderr: string; code: number | null }> {
+export async function runClaude(
+  o: ClaudeRun & { timeoutMs?: number },
+): Promise<{ stdout: Buffer; stderr: string; code: number | null }> {
   const { argv, env, cleanup } = claudeCommand(o);
-  const child: ChildProcess = spawn(argv[0], argv.slice(1), { env, cwd: env.SUBTEE_E2E_CWD, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(argv[0], argv.slice(1), {
+    env,
+    cwd: env.SUBTEE_E2E_CWD,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const out: Buffer[] = [];
   let stderr = '';
   child.stdout!.on('data', (d) => out.push(d));

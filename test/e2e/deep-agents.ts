@@ -23,9 +23,29 @@ export type Script = Record<string, Step>;
 
 /** Three levels below the coordinator: analyst → researcher → writer, beside a plain writer. */
 export const NESTED_SCRIPT: Script = {
-  root: { reasoning: 'Split the work three ways.', text: 'Coordinator: delegating.', spawn: [{ type: 'analyst', step: 'a1' }, { type: 'writer', step: 'w-top' }], ls: true, usage: { input_tokens: 120, output_tokens: 30 } },
-  a1: { text: 'Analyst: asking a researcher.', spawn: [{ type: 'researcher', step: 'r1' }], usage: { input_tokens: 40, output_tokens: 12 } },
-  r1: { reasoning: 'Two writers will do.', text: 'Researcher: two writers.', spawn: [{ type: 'writer', step: 'w1' }, { type: 'writer', step: 'w2' }] },
+  root: {
+    reasoning: 'Split the work three ways.',
+    text: 'Coordinator: delegating.',
+    spawn: [
+      { type: 'analyst', step: 'a1' },
+      { type: 'writer', step: 'w-top' },
+    ],
+    ls: true,
+    usage: { input_tokens: 120, output_tokens: 30 },
+  },
+  a1: {
+    text: 'Analyst: asking a researcher.',
+    spawn: [{ type: 'researcher', step: 'r1' }],
+    usage: { input_tokens: 40, output_tokens: 12 },
+  },
+  r1: {
+    reasoning: 'Two writers will do.',
+    text: 'Researcher: two writers.',
+    spawn: [
+      { type: 'writer', step: 'w1' },
+      { type: 'writer', step: 'w2' },
+    ],
+  },
   w1: { text: 'Writer w1: draft one.' },
   w2: { text: 'Writer w2: draft two.', ls: true },
   'w-top': { text: 'Writer top: summary.' },
@@ -40,18 +60,33 @@ export function answer(script: Script, messages: BaseMessage[]): AIMessage {
   const plan = script[step] ?? { text: `unknown step ${step}` };
   const turns = messages.filter((m) => typeOf(m) === 'ai').length;
   if (turns > 0) return new AIMessage({ content: `${step} report: done.` });
-  const content = plan.reasoning ? [{ type: 'reasoning', reasoning: plan.reasoning }, { type: 'text', text: plan.text }] : plan.text;
+  const content = plan.reasoning
+    ? [
+        { type: 'reasoning', reasoning: plan.reasoning },
+        { type: 'text', text: plan.text },
+      ]
+    : plan.text;
   const toolCalls = (plan.spawn ?? []).map((s, i) => ({
     name: 'task',
     args: { description: `DO:${s.step}`, subagent_type: s.type },
     id: `call_${step}_${i}`,
     type: 'tool_call' as const,
   }));
-  if (plan.ls) toolCalls.push({ name: 'ls', args: { path: '/' } as never, id: `call_${step}_ls`, type: 'tool_call' as const });
+  if (plan.ls)
+    toolCalls.push({
+      name: 'ls',
+      args: { path: '/' } as never,
+      id: `call_${step}_ls`,
+      type: 'tool_call' as const,
+    });
   return new AIMessage({
     content: content as never,
     tool_calls: toolCalls,
-    ...(plan.usage ? { usage_metadata: { ...plan.usage, total_tokens: plan.usage.input_tokens + plan.usage.output_tokens } } : {}),
+    ...(plan.usage
+      ? {
+          usage_metadata: { ...plan.usage, total_tokens: plan.usage.input_tokens + plan.usage.output_tokens },
+        }
+      : {}),
   });
 }
 
@@ -61,7 +96,11 @@ export function scriptedDeepAgent(script: Script = NESTED_SCRIPT) {
   for (let i = 0; i < 500; i++) model.respond((messages) => answer(script, messages));
   const writer = { name: 'writer', description: 'Writes a short text.', systemPrompt: 'You write.' };
   const researcher = createDeepAgent({ model, name: 'researcher', subagents: [writer] });
-  const analyst = createDeepAgent({ model, name: 'analyst', subagents: [{ name: 'researcher', description: 'Researches.', runnable: researcher }] });
+  const analyst = createDeepAgent({
+    model,
+    name: 'analyst',
+    subagents: [{ name: 'researcher', description: 'Researches.', runnable: researcher }],
+  });
   return createDeepAgent({
     model,
     subagents: [

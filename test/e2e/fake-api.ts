@@ -34,7 +34,12 @@ export interface Turn {
 const agentCall = (t: Turn, script: string, description: string, background: boolean): Block => ({
   type: 'tool_use',
   name: t.spawnTool,
-  input: { description, prompt: `SCRIPT:${script}${t.spawnTool === 'Task' ? ' TOOL:Task' : ''}`, subagent_type: 'general-purpose', run_in_background: background },
+  input: {
+    description,
+    prompt: `SCRIPT:${script}${t.spawnTool === 'Task' ? ' TOOL:Task' : ''}`,
+    subagent_type: 'general-purpose',
+    run_in_background: background,
+  },
 });
 
 /** What a worker subagent does: think, run Bash, report. */
@@ -58,7 +63,9 @@ export const SCRIPTS: Record<string, (t: Turn) => Reply> = {
     const n = Number(t.args[0] ?? 2);
     const bg = t.args[1] !== 'fg';
     if (t.turn === 0) {
-      const calls = Array.from({ length: n }, (_, i) => agentCall(t, `worker:w${i + 1}`, `worker ${i + 1}`, bg));
+      const calls = Array.from({ length: n }, (_, i) =>
+        agentCall(t, `worker:w${i + 1}`, `worker ${i + 1}`, bg),
+      );
       return { kind: 'message', blocks: [{ type: 'text', text: `Delegating to ${n} workers.` }, ...calls] };
     }
     return { kind: 'message', blocks: [{ type: 'text', text: `Main turn ${t.turn}: noted.` }] };
@@ -69,7 +76,13 @@ export const SCRIPTS: Record<string, (t: Turn) => Reply> = {
     const k = Number(t.args[0] ?? 0);
     if (k <= 0) return worker(t, 'leaf');
     if (t.turn === 0) {
-      return { kind: 'message', blocks: [{ type: 'text', text: `Level ${k}: delegating deeper.` }, agentCall(t, `nest:${k - 1}`, `level ${k - 1}`, false)] };
+      return {
+        kind: 'message',
+        blocks: [
+          { type: 'text', text: `Level ${k}: delegating deeper.` },
+          agentCall(t, `nest:${k - 1}`, `level ${k - 1}`, false),
+        ],
+      };
     }
     return { kind: 'message', blocks: [{ type: 'text', text: `Level ${k} report: done.` }] };
   },
@@ -95,7 +108,11 @@ export const SCRIPTS: Record<string, (t: Turn) => Reply> = {
     if (t.turn === 0) {
       return {
         kind: 'message',
-        blocks: [{ type: 'text', text: 'Two workers, one doomed.' }, agentCall(t, 'fail', 'doomed worker', true), agentCall(t, 'worker:ok', 'healthy worker', true)],
+        blocks: [
+          { type: 'text', text: 'Two workers, one doomed.' },
+          agentCall(t, 'fail', 'doomed worker', true),
+          agentCall(t, 'worker:ok', 'healthy worker', true),
+        ],
       };
     }
     return { kind: 'message', blocks: [{ type: 'text', text: `Main turn ${t.turn}: noted.` }] };
@@ -104,7 +121,13 @@ export const SCRIPTS: Record<string, (t: Turn) => Reply> = {
   /** quiet:MS — the main agent starts one background worker that answers after MS. */
   quiet(t) {
     if (t.turn === 0) {
-      return { kind: 'message', blocks: [{ type: 'text', text: 'Starting a slow worker.' }, agentCall(t, `slow:${t.args[0] ?? 3000}`, 'slow worker', true)] };
+      return {
+        kind: 'message',
+        blocks: [
+          { type: 'text', text: 'Starting a slow worker.' },
+          agentCall(t, `slow:${t.args[0] ?? 3000}`, 'slow worker', true),
+        ],
+      };
     }
     return { kind: 'message', blocks: [{ type: 'text', text: `Main turn ${t.turn}: noted.` }] };
   },
@@ -115,7 +138,10 @@ export const SCRIPTS: Record<string, (t: Turn) => Reply> = {
   },
   /** late:MS — the first answer's first byte comes after MS (a slow API, a long thinking block). */
   late(t) {
-    const reply: Reply = { kind: 'message', blocks: [{ type: 'text', text: `Answer after turn ${t.turn}.` }] };
+    const reply: Reply = {
+      kind: 'message',
+      blocks: [{ type: 'text', text: `Answer after turn ${t.turn}.` }],
+    };
     if (t.turn === 0) reply.delayMs = Number(t.args[0] ?? 3000);
     return reply;
   },
@@ -129,9 +155,18 @@ export const SCRIPTS: Record<string, (t: Turn) => Reply> = {
         description: `silent for ${ms} ms`,
       };
       if (t.args[1]) input.timeout = Number(t.args[1]);
-      return { kind: 'message', blocks: [{ type: 'text', text: 'Running the long command.' }, { type: 'tool_use', name: 'Bash', input }] };
+      return {
+        kind: 'message',
+        blocks: [
+          { type: 'text', text: 'Running the long command.' },
+          { type: 'tool_use', name: 'Bash', input },
+        ],
+      };
     }
-    return { kind: 'message', blocks: [{ type: 'text', text: `Command finished: ${t.lastUser.slice(0, 200)}` }] };
+    return {
+      kind: 'message',
+      blocks: [{ type: 'text', text: `Command finished: ${t.lastUser.slice(0, 200)}` }],
+    };
   },
   /** fgbash:MS:TIMEOUT — a foreground subagent runs the bash script. */
   fgbash(t) {
@@ -142,7 +177,10 @@ export const SCRIPTS: Record<string, (t: Turn) => Reply> = {
     return { kind: 'message', blocks: [{ type: 'text', text: 'The build subagent reported.' }] };
   },
   /** cut — the answer starts streaming and stops mid-message for ever. */
-  cut: () => ({ kind: 'cut', blocks: [{ type: 'text', text: 'This answer never ends because the connection stalls.' }] }),
+  cut: () => ({
+    kind: 'cut',
+    blocks: [{ type: 'text', text: 'This answer never ends because the connection stalls.' }],
+  }),
   /** hang — the API never answers (a hung connection). */
   hang: () => ({ kind: 'hang' }),
   /** say:TEXT — answer once with text. */
@@ -153,7 +191,15 @@ function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content
-    .map((b: any) => (typeof b?.text === 'string' ? b.text : typeof b?.content === 'string' ? b.content : Array.isArray(b?.content) ? textOf(b.content) : ''))
+    .map((b: any) =>
+      typeof b?.text === 'string'
+        ? b.text
+        : typeof b?.content === 'string'
+          ? b.content
+          : Array.isArray(b?.content)
+            ? textOf(b.content)
+            : '',
+    )
     .join('\n');
 }
 
@@ -189,41 +235,107 @@ function sse(res: ServerResponse, event: string, data: unknown): void {
 
 function streamMessage(res: ServerResponse, model: string, blocks: Block[], cut = false): void {
   const hasTool = blocks.some((b) => b.type === 'tool_use');
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': nextId('req') });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    'request-id': nextId('req'),
+  });
   sse(res, 'message_start', {
     type: 'message_start',
-    message: { id: nextId('msg'), type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1 } },
+    message: {
+      id: nextId('msg'),
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: 10, output_tokens: 1 },
+    },
   });
   if (cut) {
     // One block begun and one piece of it sent; the rest never comes.
-    sse(res, 'content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
+    sse(res, 'content_block_start', {
+      type: 'content_block_start',
+      index: 0,
+      content_block: { type: 'text', text: '' },
+    });
     const text = blocks[0]?.type === 'text' ? blocks[0].text : '...';
-    sse(res, 'content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: text.slice(0, 12) } });
+    sse(res, 'content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'text_delta', text: text.slice(0, 12) },
+    });
     return;
   }
   blocks.forEach((b, index) => {
     if (b.type === 'text') {
-      sse(res, 'content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
-      for (const piece of b.text.match(/.{1,12}/gs) ?? []) sse(res, 'content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } });
+      sse(res, 'content_block_start', {
+        type: 'content_block_start',
+        index,
+        content_block: { type: 'text', text: '' },
+      });
+      for (const piece of b.text.match(/.{1,12}/gs) ?? [])
+        sse(res, 'content_block_delta', {
+          type: 'content_block_delta',
+          index,
+          delta: { type: 'text_delta', text: piece },
+        });
     } else if (b.type === 'thinking') {
-      sse(res, 'content_block_start', { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } });
-      sse(res, 'content_block_delta', { type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: b.thinking } });
-      sse(res, 'content_block_delta', { type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: Buffer.from(b.thinking).toString('base64') } });
+      sse(res, 'content_block_start', {
+        type: 'content_block_start',
+        index,
+        content_block: { type: 'thinking', thinking: '', signature: '' },
+      });
+      sse(res, 'content_block_delta', {
+        type: 'content_block_delta',
+        index,
+        delta: { type: 'thinking_delta', thinking: b.thinking },
+      });
+      sse(res, 'content_block_delta', {
+        type: 'content_block_delta',
+        index,
+        delta: { type: 'signature_delta', signature: Buffer.from(b.thinking).toString('base64') },
+      });
     } else {
-      sse(res, 'content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: nextId('toolu'), name: b.name, input: {} } });
+      sse(res, 'content_block_start', {
+        type: 'content_block_start',
+        index,
+        content_block: { type: 'tool_use', id: nextId('toolu'), name: b.name, input: {} },
+      });
       const json = JSON.stringify(b.input);
-      for (let i = 0; i < json.length; i += 20) sse(res, 'content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: json.slice(i, i + 20) } });
+      for (let i = 0; i < json.length; i += 20)
+        sse(res, 'content_block_delta', {
+          type: 'content_block_delta',
+          index,
+          delta: { type: 'input_json_delta', partial_json: json.slice(i, i + 20) },
+        });
     }
     sse(res, 'content_block_stop', { type: 'content_block_stop', index });
   });
-  sse(res, 'message_delta', { type: 'message_delta', delta: { stop_reason: hasTool ? 'tool_use' : 'end_turn', stop_sequence: null }, usage: { output_tokens: 10 * blocks.length } });
+  sse(res, 'message_delta', {
+    type: 'message_delta',
+    delta: { stop_reason: hasTool ? 'tool_use' : 'end_turn', stop_sequence: null },
+    usage: { output_tokens: 10 * blocks.length },
+  });
   sse(res, 'message_stop', { type: 'message_stop' });
   res.end();
 }
 
 function jsonMessage(res: ServerResponse, model: string, text: string): void {
   res.writeHead(200, { 'content-type': 'application/json' });
-  res.end(JSON.stringify({ id: nextId('msg'), type: 'message', role: 'assistant', model, content: [{ type: 'text', text }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 5, output_tokens: 2 } }));
+  res.end(
+    JSON.stringify({
+      id: nextId('msg'),
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [{ type: 'text', text }],
+      stop_reason: 'end_turn',
+      stop_sequence: null,
+      usage: { input_tokens: 5, output_tokens: 2 },
+    }),
+  );
 }
 
 export interface FakeApi {
@@ -257,7 +369,9 @@ export async function startFakeApi(): Promise<FakeApi> {
       const model = typeof body.model === 'string' ? body.model : 'claude-sonnet-4-5';
       const t = turnOf(body);
       log.push({ path, script: t?.script ?? null, turn: t?.turn ?? null });
-      const reply: Reply = t ? SCRIPTS[t.script](t) : { kind: 'message', blocks: [{ type: 'text', text: 'OK' }] };
+      const reply: Reply = t
+        ? SCRIPTS[t.script](t)
+        : { kind: 'message', blocks: [{ type: 'text', text: 'OK' }] };
       if (reply.kind === 'cut') {
         hung.add(res);
         res.on('close', () => hung.delete(res));
@@ -271,12 +385,22 @@ export async function startFakeApi(): Promise<FakeApi> {
       }
       if (reply.kind === 'error') {
         res.writeHead(reply.status, { 'content-type': 'application/json', 'x-should-retry': 'false' });
-        res.end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: reply.message } }));
+        res.end(
+          JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: reply.message } }),
+        );
         return;
       }
       const send = () => {
         if (body.stream) streamMessage(res, model, reply.blocks);
-        else jsonMessage(res, model, reply.blocks.filter((b) => b.type === 'text').map((b) => (b as { text: string }).text).join('\n') || 'OK');
+        else
+          jsonMessage(
+            res,
+            model,
+            reply.blocks
+              .filter((b) => b.type === 'text')
+              .map((b) => (b as { text: string }).text)
+              .join('\n') || 'OK',
+          );
       };
       if (reply.delayMs) setTimeout(send, reply.delayMs).unref();
       else send();

@@ -19,8 +19,7 @@ export interface ToolCall {
 }
 
 export type ChatReply =
-  | { kind: 'message'; text: string; calls: ToolCall[] }
-  | { kind: 'error'; status: number; message: string };
+  { kind: 'message'; text: string; calls: ToolCall[] } | { kind: 'error'; status: number; message: string };
 
 export interface ChatTurn {
   /** The whole directive, `CHAT:name:arg…`. */

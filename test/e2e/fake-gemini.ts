@@ -15,8 +15,7 @@ export type GeminiPart =
   | { functionCall: { name: string; args: Record<string, unknown> } };
 
 export type GeminiReply =
-  | { kind: 'parts'; parts: GeminiPart[] }
-  | { kind: 'error'; status: number; message: string };
+  { kind: 'parts'; parts: GeminiPart[] } | { kind: 'error'; status: number; message: string };
 
 export interface GeminiTurn {
   script: string;

@@ -16,8 +16,7 @@ export type CodexStep =
   | { type: 'call'; name: string; args: Record<string, unknown>; namespace?: string };
 
 export type CodexReply =
-  | { kind: 'steps'; steps: CodexStep[] }
-  | { kind: 'error'; status: number; message: string };
+  { kind: 'steps'; steps: CodexStep[] } | { kind: 'error'; status: number; message: string };
 
 export interface CodexTurn {
   script: string;

@@ -21,8 +21,14 @@ export async function pipeClaudeIntoSubtee(
   timeoutMs = 60_000,
 ): Promise<PipedRun> {
   const { argv, env, cleanup } = claudeCommand(run);
-  const claude = spawn(argv[0], argv.slice(1), { env, cwd: env.SUBTEE_E2E_CWD, stdio: ['ignore', 'pipe', 'pipe'] });
-  const subtee = spawn(process.execPath, [bin, '--out', out, '--stdout', 'raw', '-q', ...subteeArgs], { stdio: [claude.stdout, 'pipe', 'pipe'] });
+  const claude = spawn(argv[0], argv.slice(1), {
+    env,
+    cwd: env.SUBTEE_E2E_CWD,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const subtee = spawn(process.execPath, [bin, '--out', out, '--stdout', 'raw', '-q', ...subteeArgs], {
+    stdio: [claude.stdout, 'pipe', 'pipe'],
+  });
   // subtee holds its own copy of the pipe; ours would keep 'close' from ever firing.
   claude.stdout.destroy();
   const raw: Buffer[] = [];
@@ -47,9 +53,19 @@ export async function pipeClaudeIntoSubtee(
 }
 
 /** `subtee run [args] -- claude -p …`: subtee starts the real CLI itself. */
-export async function subteeRunsClaude(bin: string, run: ClaudeRun, out: string, subteeArgs: string[] = [], timeoutMs = 60_000) {
+export async function subteeRunsClaude(
+  bin: string,
+  run: ClaudeRun,
+  out: string,
+  subteeArgs: string[] = [],
+  timeoutMs = 60_000,
+) {
   const { argv, env, cleanup } = claudeCommand(run);
-  const child = spawn(process.execPath, [bin, 'run', '--out', out, '--stdout', 'raw', '-q', ...subteeArgs, '--', ...argv], { env, cwd: env.SUBTEE_E2E_CWD, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [bin, 'run', '--out', out, '--stdout', 'raw', '-q', ...subteeArgs, '--', ...argv],
+    { env, cwd: env.SUBTEE_E2E_CWD, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let stderr = '';
   const raw: Buffer[] = [];
   child.stderr.on('data', (d) => (stderr += d));

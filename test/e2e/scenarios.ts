@@ -9,13 +9,51 @@ export interface Scenario {
 }
 
 export const SCENARIOS: readonly Scenario[] = [
-  { name: 'background-fanout-12', prompt: 'SCRIPT:fanout:12:bg', expect: { subagents: 12, maxDepth: 1, completed: 12, failed: 0 } },
-  { name: 'foreground-fanout-3', prompt: 'SCRIPT:fanout:3:fg', expect: { subagents: 3, maxDepth: 1, completed: 3, failed: 0 } },
-  { name: 'nested-depth-3', prompt: 'SCRIPT:nest:3', expect: { subagents: 3, maxDepth: 3, completed: 3, failed: 0 } },
-  { name: 'nested-depth-3-task-tool', prompt: 'SCRIPT:nest:3 TOOL:Task', expect: { subagents: 3, maxDepth: 3, completed: 3, failed: 0 } },
-  { name: 'binary-tree-depth-3', prompt: 'SCRIPT:tree:3', expect: { subagents: 14, maxDepth: 3, completed: 14, failed: 0 } },
-  { name: 'failing-beside-healthy', prompt: 'SCRIPT:mixed', expect: { subagents: 2, maxDepth: 1, completed: 1, failed: 1 } },
-  { name: 'partial-messages', prompt: 'SCRIPT:fanout:2:bg', partial: true, expect: { subagents: 2, maxDepth: 1, completed: 2, failed: 0 } },
-  { name: 'forwarding-off', prompt: 'SCRIPT:fanout:2:bg', forward: false, expect: { subagents: 2, maxDepth: 1, completed: 2, failed: 0 } },
-  { name: 'quiet-background-worker', prompt: 'SCRIPT:quiet:2500', expect: { subagents: 1, maxDepth: 1, completed: 1, failed: 0 } },
+  {
+    name: 'background-fanout-12',
+    prompt: 'SCRIPT:fanout:12:bg',
+    expect: { subagents: 12, maxDepth: 1, completed: 12, failed: 0 },
+  },
+  {
+    name: 'foreground-fanout-3',
+    prompt: 'SCRIPT:fanout:3:fg',
+    expect: { subagents: 3, maxDepth: 1, completed: 3, failed: 0 },
+  },
+  {
+    name: 'nested-depth-3',
+    prompt: 'SCRIPT:nest:3',
+    expect: { subagents: 3, maxDepth: 3, completed: 3, failed: 0 },
+  },
+  {
+    name: 'nested-depth-3-task-tool',
+    prompt: 'SCRIPT:nest:3 TOOL:Task',
+    expect: { subagents: 3, maxDepth: 3, completed: 3, failed: 0 },
+  },
+  {
+    name: 'binary-tree-depth-3',
+    prompt: 'SCRIPT:tree:3',
+    expect: { subagents: 14, maxDepth: 3, completed: 14, failed: 0 },
+  },
+  {
+    name: 'failing-beside-healthy',
+    prompt: 'SCRIPT:mixed',
+    expect: { subagents: 2, maxDepth: 1, completed: 1, failed: 1 },
+  },
+  {
+    name: 'partial-messages',
+    prompt: 'SCRIPT:fanout:2:bg',
+    partial: true,
+    expect: { subagents: 2, maxDepth: 1, completed: 2, failed: 0 },
+  },
+  {
+    name: 'forwarding-off',
+    prompt: 'SCRIPT:fanout:2:bg',
+    forward: false,
+    expect: { subagents: 2, maxDepth: 1, completed: 2, failed: 0 },
+  },
+  {
+    name: 'quiet-background-worker',
+    prompt: 'SCRIPT:quiet:2500',
+    expect: { subagents: 1, maxDepth: 1, completed: 1, failed: 0 },
+  },
 ];

@@ -9,7 +9,10 @@ import type { Scenario } from './scenarios.js';
  * The Agent SDK's options that run a scenario on the Claude Code binary the project installs,
  * against the scripted API: the same flags and environment as the CLI pipe of that scenario.
  */
-export function sdkOptions(s: Pick<Scenario, 'forward' | 'partial'>, apiUrl: string): { options: Options; cleanup: () => void } {
+export function sdkOptions(
+  s: Pick<Scenario, 'forward' | 'partial'>,
+  apiUrl: string,
+): { options: Options; cleanup: () => void } {
   const home = mkdtempSync(join(tmpdir(), 'subtee-home-'));
   const cwd = mkdtempSync(join(tmpdir(), 'subtee-cwd-'));
   const options: Options = {

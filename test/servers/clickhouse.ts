@@ -44,7 +44,9 @@ export async function startClickHouse(): Promise<ClickHouseServer> {
   const dir = mkdtempSync(join(tmpdir(), 'subtee-clickhouse-'));
   const [httpPort, tcpPort] = [await freePort(), await freePort()];
   const config = join(dir, 'config.xml');
-  writeFileSync(config, `<?xml version="1.0"?>
+  writeFileSync(
+    config,
+    `<?xml version="1.0"?>
 <yandex>
   <logger><level>warning</level><console>1</console></logger>
   <http_port>${httpPort}</http_port>
@@ -58,7 +60,8 @@ export async function startClickHouse(): Promise<ClickHouseServer> {
   <default_database>default</default_database>
   <mark_cache_size>5368709</mark_cache_size>
 </yandex>
-`);
+`,
+  );
   const url = `http://127.0.0.1:${httpPort}`;
   const client = createClient({ url, log: { level: ClickHouseLogLevel.OFF } });
   let child: ChildProcess | null = null;
@@ -81,7 +84,9 @@ export async function startClickHouse(): Promise<ClickHouseServer> {
     const deadline = Date.now() + 60_000;
     while (!(await ping())) {
       if (c.exitCode !== null || Date.now() > deadline) {
-        throw new Error(`clickhouse-server did not start:\n${readFileSync(join(dir, 'server.log'), 'utf8').slice(-2000)}`);
+        throw new Error(
+          `clickhouse-server did not start:\n${readFileSync(join(dir, 'server.log'), 'utf8').slice(-2000)}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 50));
     }

@@ -48,7 +48,11 @@ export interface OtlpReceiver {
 }
 
 const hex = (b: Uint8Array | string | undefined | null) =>
-  b === undefined || b === null ? '' : typeof b === 'string' ? b.toLowerCase() : Buffer.from(b).toString('hex');
+  b === undefined || b === null
+    ? ''
+    : typeof b === 'string'
+      ? b.toLowerCase()
+      : Buffer.from(b).toString('hex');
 
 function anyValue(v: Record<string, unknown>): string | number | boolean {
   if (v.stringValue !== undefined && v.stringValue !== null) return String(v.stringValue);
@@ -60,7 +64,8 @@ function anyValue(v: Record<string, unknown>): string | number | boolean {
 
 function attrs(list: unknown): Record<string, string | number | boolean> {
   const out: Record<string, string | number | boolean> = {};
-  for (const kv of (list as Array<{ key: string; value: Record<string, unknown> }>) ?? []) out[kv.key] = anyValue(kv.value ?? {});
+  for (const kv of (list as Array<{ key: string; value: Record<string, unknown> }>) ?? [])
+    out[kv.key] = anyValue(kv.value ?? {});
   return out;
 }
 
@@ -108,7 +113,11 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     }
     const decoded = contentType.includes('json')
       ? JSON.parse(buf.toString('utf8'))
-      : ExportTraceServiceRequest.toObject(ExportTraceServiceRequest.decode(buf), { longs: String, enums: Number, bytes: Array });
+      : ExportTraceServiceRequest.toObject(ExportTraceServiceRequest.decode(buf), {
+          longs: String,
+          enums: Number,
+          bytes: Array,
+        });
     spans.push(...spansOf(decoded));
     for (const l of listeners) l();
     if (contentType.includes('json')) res.writeHead(200, { 'content-type': 'application/json' }).end('{}');

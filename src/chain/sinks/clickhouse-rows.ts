@@ -122,8 +122,7 @@ export function tableDdl(kind: TableKind, name: string): string {
 }
 
 /** Columns later versions added, with their types: a table an older version made lacks them. */
-const ADDED_COLUMNS: Readonly<Record<TableKind, ReadonlyArray<readonly [string, string]>>> =
-  Object.freeze({
+const ADDED_COLUMNS: Readonly<Record<TableKind, ReadonlyArray<readonly [string, string]>>> = Object.freeze({
   events: [],
   channels: [
     ['model', 'String'],
@@ -417,7 +416,10 @@ export class RowBuilder {
    * The CLI repeats an API message's usage on every line of that message; the tree counts the
    * latest line's usage in place of the earlier ones. This line's share is that difference.
    */
-  private usageShare(v: JsonObject, channel: string | null): Pick<EventRow, (typeof USAGE_COLUMNS)[number][1]> {
+  private usageShare(
+    v: JsonObject,
+    channel: string | null,
+  ): Pick<EventRow, (typeof USAGE_COLUMNS)[number][1]> {
     const share = { input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_creation_tokens: 0 };
     const message = v.message;
     if (lineTypeOf(v) !== 'assistant' || !isObject(message) || !isObject(message.usage)) return share;

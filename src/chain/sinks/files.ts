@@ -1,12 +1,4 @@
-import {
-  closeSync,
-  lstatSync,
-  mkdirSync,
-  readdirSync,
-  renameSync,
-  statSync,
-  unlinkSync,
-} from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Transform } from 'node:stream';
 import { withDefaults } from '../../defaults.js';

@@ -117,7 +117,6 @@ export interface TraceBuilderOptions {
   costs?: Pick<CostLedger, 'channelCost' | 'report' | 'hasResult'>;
 }
 
-
 interface AgentState {
   channel: SpanChannel;
   startMs: number | null;

@@ -251,7 +251,11 @@ class PinoSink extends BatchTransform {
         if (rec.kind === 'quarantine') {
           if (!rec.final) continue;
           for (const line of quarantinedLines(rec))
-            this.#logQuarantined(line.lineNo, rec.reason, line.raw.subarray(0, this.#opts.maxContentChars * 4));
+            this.#logQuarantined(
+              line.lineNo,
+              rec.reason,
+              line.raw.subarray(0, this.#opts.maxContentChars * 4),
+            );
         } else if (rec.kind === 'spooled') {
           // A line too long to hold: only its start is known here (see SpooledRecord).
           if (rec.reason) this.#logQuarantined(rec.lineNo, rec.reason, rec.head);

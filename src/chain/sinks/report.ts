@@ -154,10 +154,12 @@ class ReportSink extends BatchTransform {
   }
 
   #closeServer(): Promise<void> {
-    return this.#server.then((server) => server?.close()).then(
-      () => undefined,
-      () => undefined,
-    );
+    return this.#server
+      .then((server) => server?.close())
+      .then(
+        () => undefined,
+        () => undefined,
+      );
   }
 }
 

@@ -1,13 +1,7 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 import { SubteeError } from '../../errors.js';
-import {
-  fromScan,
-  planLine,
-  scannedRecord,
-  scanLine,
-  type Scanned,
-} from '../../model/line-view.js';
+import { fromScan, planLine, scannedRecord, scanLine, type Scanned } from '../../model/line-view.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../../model/record.js';
 import { LAZY_TEXT_BYTES, Tape } from '../../model/scan.js';
 import { requireSession, type Session } from '../../model/session.js';

@@ -246,8 +246,7 @@ export class VersionGuard {
       {
         code: 'FORWARDING_OFF',
         message:
-          "subagents' text and thinking are not in the stream (only their tool calls are): " +
-          FORWARD_HINT,
+          "subagents' text and thinking are not in the stream (only their tool calls are): " + FORWARD_HINT,
       },
     ];
   }

@@ -44,7 +44,6 @@ export interface ReportResult {
   cutChannels: number;
 }
 
-
 /** Estimates for sharing the page: its style and script, one channel's fields, one tick. */
 const PAGE_BYTES = 64 * 1024;
 const CHANNEL_BYTES = 800;

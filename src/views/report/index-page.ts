@@ -148,11 +148,10 @@ function rowHtml(r: IndexPageRow): string {
   const problem = r.problem ? ` <span class="dim">${escapeHtml(r.problem)}</span>` : '';
   const unreadable = r.status === 'unreadable';
   const tokens = unreadable ? '–' : r.tokens.toLocaleString('en-US');
-  const agents =
-    unreadable
-      ? '–'
-      : `${r.subagents}${r.failed > 0 ? ` <span class="dim">(${r.failed} failed)</span>` : ''}` +
-        `${r.running > 0 ? ` <span class="dim">(${r.running} running)</span>` : ''}`;
+  const agents = unreadable
+    ? '–'
+    : `${r.subagents}${r.failed > 0 ? ` <span class="dim">(${r.failed} failed)</span>` : ''}` +
+      `${r.running > 0 ? ` <span class="dim">(${r.running} running)</span>` : ''}`;
   return (
     `<tr data-status="${r.status}"><td class="path" title="${escapeHtml(title)}">${link}</td>` +
     `<td>${when(r.startMs)}</td>` +

@@ -237,7 +237,9 @@ export function lineFacts(value: JsonObject, limits: ReportLimits = REPORT_DEFAU
           input = String(item.input);
         }
         const name = field(item.name, 200) ?? 'tool';
-        facts.entries.push(entry('tool', t, input, limits.toolInputChars, { n: name, ...(id ? { id } : {}) }));
+        facts.entries.push(
+          entry('tool', t, input, limits.toolInputChars, { n: name, ...(id ? { id } : {}) }),
+        );
         if (SPAWN_TOOLS.has(item.name) && item.id !== '') {
           const spawnInput = isObject(item.input) ? item.input : {};
           const prompt =
@@ -255,7 +257,9 @@ export function lineFacts(value: JsonObject, limits: ReportLimits = REPORT_DEFAU
       case 'run': {
         const what = `${item.subtype}${item.isError ? ' (error)' : ''}`;
         const text = item.text === null ? '' : `: ${item.text}`;
-        facts.entries.push(entry('run', t, `${what}${text}`, limits.entryChars, item.isError ? { err: true } : {}));
+        facts.entries.push(
+          entry('run', t, `${what}${text}`, limits.entryChars, item.isError ? { err: true } : {}),
+        );
         break;
       }
     }
@@ -303,7 +307,11 @@ export class TranscriptBudget {
       if (!cut && room >= 200) {
         const head = headOf(e.s, room);
         const rest = e.s.length - head.length;
-        this.entries.push({ ...e, s: `${head}\n[… ${rest} chars not shown here …]`, cut: (e.cut ?? 0) + rest });
+        this.entries.push({
+          ...e,
+          s: `${head}\n[… ${rest} chars not shown here …]`,
+          cut: (e.cut ?? 0) + rest,
+        });
         this.used += head.length;
         this.cutChars += rest;
       } else {
@@ -345,7 +353,11 @@ export class TranscriptBudget {
       const e = this.entries[keep];
       const head = headOf(e.s, room);
       const rest = e.s.length - head.length;
-      this.entries[keep] = { ...e, s: `${head}\n[… ${rest} chars not shown here …]`, cut: (e.cut ?? 0) + rest };
+      this.entries[keep] = {
+        ...e,
+        s: `${head}\n[… ${rest} chars not shown here …]`,
+        cut: (e.cut ?? 0) + rest,
+      };
       this.cutChars += rest;
       this.cutLines++;
       used += room;
