@@ -200,7 +200,7 @@ class ClickHouseSink extends BatchTransform {
   protected override transformBatch(batch: RecordBatch): BatchOutcome {
     const opts = this.#opts;
     const entries: Entry[] = [];
-    // Pushed one by one: a batch of junk runs is ~16,000 rows, past what spread arguments take.
+    // Pushed one by one: spread arguments overflow the stack past about 100,000 rows.
     for (const rec of batch) for (const entry of this.#builder.rows(rec)) entries.push(entry);
     if (this.#mode === 'online') for (const entry of entries) this.#queue.push(entry);
     else this.#toSpool(entries);
