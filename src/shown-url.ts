@@ -74,3 +74,14 @@ export function withoutUrlSecrets(text: string, url: string): string {
     if (secret.length >= 3) out = out.split(secret).join(stand);
   return out;
 }
+
+/** What is wrong with `url` as an http or https endpoint, or null: the check of a sink's URL option. */
+export function httpUrlProblem(url: string): string | null {
+  try {
+    const u = new URL(url);
+    if ((u.protocol === 'http:' || u.protocol === 'https:') && u.host !== '') return null;
+  } catch {
+    // Not a URL at all: the same answer.
+  }
+  return 'must be an http or https URL';
+}

@@ -86,15 +86,18 @@ test('parseArgs throws typed errors', () => {
   );
 });
 
-test('a sink option refused as the chain is built: exit 2 and one line', () => {
+test('a sink URL that is not an http one: exit 2, one line without its secrets, nothing written', () => {
   const dir = tmpDir();
   const file = join(dir, 'in.jsonl');
   writeFileSync(file, stream);
-  for (const flag of ['--otlp=http://[::1:9', '--clickhouse=not a url']) {
-    const r = subtee(['--out', join(dir, `o${flag.length}`), '-q', flag, file], '');
+  for (const flag of ['--otlp=http://[::1:9', '--clickhouse=not a url', '--clickhouse=ftp://u:secret@host']) {
+    const out = join(dir, `o${flag.length}`);
+    const r = subtee(['--out', out, '-q', flag, file], '');
     assert.equal(r.status, 2, r.stderr);
     assert.equal(r.stderr.split('\n').filter(Boolean).length, 1, r.stderr);
-    assert.match(r.stderr, /\[ERR_BAD_OPTION\]\n$/);
+    assert.match(r.stderr, /must be an http or https URL, not ".*" \[ERR_BAD_OPTION\]\n$/);
+    assert.doesNotMatch(r.stderr, /secret/);
+    assert.equal(existsSync(out), false, `${flag}: ${out} was made`);
   }
 });
 

@@ -494,7 +494,8 @@ describe(
 
 test('a URL that is not one, or an unsafe table name, fails fast with one line', async () => {
   for (const [args, message] of [
-    [['--clickhouse', 'not a url'], /subtee: clickhouse: not a usable URL: not a url .* \[ERR_BAD_OPTION\]/],
+    [['--clickhouse', 'not a url'], /subtee: --clickhouse must be an http or https URL, not "not a url" \[ERR_BAD_OPTION\]/],
+    [['-c', config({ url: 'ftp://u:secret@h' })], /sinks\[\d\]\.url: must be an http or https URL \[ERR_CONFIG\]/],
     [
       ['-c', config({ url: 'http://127.0.0.1:1', eventsTable: 'x; DROP TABLE y' })],
       /subtee: clickhouse: eventsTable must be a name such as subtee_events or db\.subtee_events, not "x; DROP TABLE y" \[ERR_BAD_OPTION\]/,

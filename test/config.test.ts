@@ -262,7 +262,8 @@ test('a chain that cannot be built lets go of its input at once', async () => {
     stages: [{ use: 'line-parser' }],
     sinks: [
       { use: 'files', out: join(tmpDir(), 'out') },
-      { use: 'otlp', url: 'http://[::1:9' },
+      // A table name is checked as the sink is made, after the files sink was.
+      { use: 'clickhouse', url: 'http://127.0.0.1:1', eventsTable: 'x; DROP TABLE y' },
     ],
   };
   await assert.rejects(runChain(input, spec), { code: 'ERR_BAD_OPTION' });

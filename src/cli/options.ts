@@ -2,6 +2,7 @@ import minimist from 'minimist';
 import { UsageError } from '../errors.js';
 import { BUILTINS } from '../chain/builtins.js';
 import { optionProblem, type OptionSpec } from '../chain/plugin.js';
+import { shownUrl } from '../shown-url.js';
 import { STATS_DEFAULTS } from '../views/stats.js';
 
 /** A command-line flag as --help, the parser and the config overrides read it. */
@@ -245,7 +246,8 @@ export function parseArgs(argv: string[], table: readonly OptionDef[] = OPTIONS)
         : notAChoice
           ? `must be one of ${o.choices!.join(', ')}`
           : null;
-    if (problem) throw new UsageError('ERR_BAD_OPTION', `--${o.name} ${problem}, not "${v}"`);
+    // Shown as a URL is: a value may be an endpoint with credentials in it.
+    if (problem) throw new UsageError('ERR_BAD_OPTION', `--${o.name} ${problem}, not "${shownUrl(String(v))}"`);
     out[o.name] = v;
   }
   return out;

@@ -5,7 +5,7 @@ import type * as ClickHouseModule from '@clickhouse/client';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
-import { shownUrl, withoutUrlSecrets } from '../../shown-url.js';
+import { httpUrlProblem, shownUrl, withoutUrlSecrets } from '../../shown-url.js';
 import type { RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import {
@@ -476,6 +476,8 @@ export const clickhouseSinkPlugin = definePlugin<
     url: {
       type: 'string',
       required: true,
+      // Checked with the options, before any sink is made: a bad URL leaves no folder behind.
+      check: httpUrlProblem,
       description: 'the HTTP interface, e.g. http://user:password@host:8123 (a path names the database)',
     },
     eventsTable: {

@@ -11,7 +11,7 @@ import type { HrTime } from '@opentelemetry/api';
 import type { IdGenerator, ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
-import { shownUrl, withoutUrlSecrets } from '../../shown-url.js';
+import { httpUrlProblem, shownUrl, withoutUrlSecrets } from '../../shown-url.js';
 import type { RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { TraceBuilder, type SpanData } from './otlp-spans.js';
@@ -458,6 +458,8 @@ export const otlpSinkPlugin = definePlugin<Omit<OtlpSinkOptions, 'session' | 'en
   options: {
     url: {
       type: 'string',
+      // Checked with the options, before any sink is made: a bad URL leaves no folder behind.
+      check: (url: string) => (url === OTLP_URL_FROM_ENV ? null : httpUrlProblem(url)),
       description:
         'OTLP/HTTP collector endpoint (/v1/traces is added to a URL without a path); "env" or absent: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318',
     },
