@@ -38,11 +38,12 @@ subtee stats DIR…   (figures over many runs; subtee stats --help)
 Splits Claude Code's stream-json (stdin, FILE, or the stdout of CMD) into one transcript per subagent:
   claude -p "…" --output-format stream-json --verbose --forward-subagent-text | subtee --out logs
   subtee run --out logs -- claude -p "…" --output-format stream-json --verbose --forward-subagent-text
-gzip input (zstd too, on Node.js 22.15 or later) is decompressed; several FILEs each get a folder OUT/<name>/.`;
+gzip input (zstd too, on Node.js 22.15 or later) is decompressed;
+several FILEs each get a folder OUT/<name>/.`;
 
-export const EXIT_CODES_HELP = `Exit codes: 0 ok (subtee run: the command's exit code), 1 internal error, 2 bad usage or config,
-  3 input or output unusable (disk full, --out not a folder), 4 agent version refused, 124 stalled,
-  130 SIGINT, 143 SIGTERM.`;
+export const EXIT_CODES_HELP = `Exit codes: 0 ok (subtee run: the command's exit code), 1 internal error,
+  2 bad usage or config, 3 input or output unusable (disk full, --out not a folder),
+  4 agent version refused, 124 stalled, 130 SIGINT, 143 SIGTERM.`;
 
 export function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {

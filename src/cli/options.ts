@@ -81,7 +81,9 @@ const ROWS: readonly Row[] = [
     name: 'html',
     type: 'boolean',
     default: false,
-    help: 'also write OUT/report.html at the end: tree, timeline, transcripts, search (subtee report OUT does it later)',
+    help:
+      'also write OUT/report.html at the end: tree, timeline, transcripts, search ' +
+      '(subtee report OUT does it later)',
   },
   {
     name: 'serve',
@@ -247,7 +249,9 @@ export function parseArgs(argv: string[], table: readonly OptionDef[] = OPTIONS)
           ? `must be one of ${o.choices!.join(', ')}`
           : null;
     // Shown as a URL is: a value may be an endpoint with credentials in it.
-    if (problem) throw new UsageError('ERR_BAD_OPTION', `--${o.name} ${problem}, not "${shownUrl(String(v))}"`);
+    if (problem) {
+      throw new UsageError('ERR_BAD_OPTION', `--${o.name} ${problem}, not "${shownUrl(String(v))}"`);
+    }
     out[o.name] = v;
   }
   return out;

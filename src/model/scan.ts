@@ -291,7 +291,7 @@ export function scanJson(buf: Buffer, start: number, end: number, into: Tape): n
 }
 const EMPTY = Buffer.alloc(0);
 
-// ── Views ──────────────────────────────────────────────────────────────────────────
+// ── Views ────────────────────
 
 /**
  * A JSON string left in the input bytes: its length is known, its text is decoded only as

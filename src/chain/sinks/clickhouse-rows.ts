@@ -34,7 +34,7 @@ export interface EventRow {
   agent: string;
   type: string;
   subtype: string;
-  /** The content block kinds of the line, comma-separated (`text`, `tool_use`…); `quarantine` for a bad line. */
+  /** The line's content block kinds, comma-separated (`text`, `tool_use`…); `quarantine` for a bad line. */
   kind: string;
   tool: string;
   tool_use_id: string;

@@ -22,7 +22,7 @@ import { BUILTIN_KIT, definePlugin } from '../plugin.js';
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 
-/** `url` value (and what `--otlp` alone means): take the endpoint from OTEL_EXPORTER_OTLP_* or the default. */
+/** `url` value (what `--otlp` alone means): the endpoint from OTEL_EXPORTER_OTLP_* or the default. */
 export const OTLP_URL_FROM_ENV = 'env';
 
 export const OTLP_SINK_DEFAULTS = Object.freeze({
@@ -148,7 +148,7 @@ class DerivedIds implements IdGenerator {
   }
 }
 
-/** Hands each ended SDK span to the delivery queue (instead of a BatchSpanProcessor, which drops when full). */
+/** Hands each ended SDK span to the delivery queue (a BatchSpanProcessor would drop when full). */
 class HandOver implements SpanProcessor {
   constructor(private readonly take: (span: ReadableSpan) => void) {}
   onStart(): void {}
@@ -461,13 +461,15 @@ export const otlpSinkPlugin = definePlugin<Omit<OtlpSinkOptions, 'session' | 'en
       // Checked with the options, before any sink is made: a bad URL leaves no folder behind.
       check: (url: string) => (url === OTLP_URL_FROM_ENV ? null : httpUrlProblem(url)),
       description:
-        'OTLP/HTTP collector endpoint (/v1/traces is added to a URL without a path); "env" or absent: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318',
+        'OTLP/HTTP collector endpoint (/v1/traces is added to a URL without a path); "env" or absent: ' +
+        'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318',
     },
     protocol: {
       type: 'string',
       choices: OTLP_PROTOCOLS,
       description:
-        'http/protobuf or http/json (default OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)',
+        'http/protobuf or http/json (default OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, ' +
+        'OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)',
     },
     captureContent: {
       type: 'boolean',

@@ -427,7 +427,8 @@ export const pinoSinkPlugin = definePlugin<Omit<PinoSinkOptions, 'session' | 'lo
     transport: {
       type: 'object',
       description:
-        'a pino transport config: { "target": …, "options": … }, { "targets": […] } or { "pipeline": […] }',
+        'a pino transport config: { "target": …, "options": … }, { "targets": […] } ' +
+        'or { "pipeline": […] }',
     },
     maxContentChars: {
       type: 'integer',
