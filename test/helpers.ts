@@ -26,6 +26,24 @@ after(() => {
   for (const d of made) rmSync(d, { recursive: true, force: true });
 });
 
+/**
+ * A stream of `subagents` Agent spawns on main's channel, then `textLines` text lines dealt out
+ * over the subagents' channels in turn: many channels, each with its own files.
+ */
+export function fanoutInput(subagents: number, textLines: number): Buffer {
+  const lines: string[] = [];
+  for (let k = 0; k < subagents; k++) {
+    const spawn = { type: 'tool_use', id: `toolu_f${k}`, name: 'Agent', input: {} };
+    const message = { id: `s${k}`, content: [spawn] };
+    lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message }));
+  }
+  for (let k = 0; k < textLines; k++) {
+    const message = { id: `m${k}`, content: [{ type: 'text', text: `t${k}` }] };
+    lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: `toolu_f${k % subagents}`, message }));
+  }
+  return Buffer.from(lines.join('\n') + '\n');
+}
+
 export function tmpDir(prefix = 'subtee-test-'): string {
   const d = mkdtempSync(join(tmpdir(), prefix));
   made.push(d);

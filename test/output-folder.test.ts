@@ -16,7 +16,7 @@ import { AppendFiles } from '../src/chain/sinks/append-files.js';
 import { createFilesSink, prepareOutDir } from '../src/chain/sinks/files.js';
 import { descriptorBudget, makeDirs, replaceFile } from '../src/safe-open.js';
 import { Session } from '../src/model/session.js';
-import { BIN, ROOT, checkOutput, tmpDir } from './helpers.js';
+import { BIN, ROOT, checkOutput, fanoutInput, tmpDir } from './helpers.js';
 
 const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl'));
 
@@ -191,27 +191,7 @@ test(
   'a low ulimit -n never gives EMFILE: with the default budget, and with one set too high',
   { skip: !existsSync('/proc/self/limits') && 'no /proc/self/limits' },
   () => {
-    const lines: string[] = [];
-    for (let k = 0; k < 300; k++)
-      lines.push(
-        JSON.stringify({
-          type: 'assistant',
-          parent_tool_use_id: null,
-          message: {
-            id: `s${k}`,
-            content: [{ type: 'tool_use', id: `toolu_f${k}`, name: 'Agent', input: {} }],
-          },
-        }),
-      );
-    for (let k = 0; k < 600; k++)
-      lines.push(
-        JSON.stringify({
-          type: 'assistant',
-          parent_tool_use_id: `toolu_f${k % 300}`,
-          message: { id: `m${k}`, content: [{ type: 'text', text: `t${k}` }] },
-        }),
-      );
-    const input = Buffer.from(lines.join('\n') + '\n');
+    const input = fanoutInput(300, 600);
     // 64: low enough that 300 channels' files cannot all be open, high enough for Node itself to
     // load subtee's modules (its module loader opens them concurrently; 48 no longer does).
     for (const extra of [[], ['--max-open-files', '500']]) {

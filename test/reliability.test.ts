@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { once } from 'node:events';
-import { BIN, ROOT, checkOutput, linesOf, readTree, tmpDir } from './helpers.js';
+import { BIN, ROOT, checkOutput, fanoutInput, linesOf, readTree, tmpDir } from './helpers.js';
 
 const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'binary-tree-depth-3.jsonl'));
 const recLines = linesOf(recording);
@@ -151,27 +151,7 @@ test('a full disk ends with one line naming the path, exit 3, no hang', async (t
 });
 
 test('10,000 subagents under ulimit -n 256: nothing lost', () => {
-  const lines: string[] = [];
-  for (let k = 0; k < 10_000; k++)
-    lines.push(
-      JSON.stringify({
-        type: 'assistant',
-        parent_tool_use_id: null,
-        message: {
-          id: `s${k}`,
-          content: [{ type: 'tool_use', id: `toolu_f${k}`, name: 'Agent', input: {} }],
-        },
-      }),
-    );
-  for (let k = 0; k < 20_000; k++)
-    lines.push(
-      JSON.stringify({
-        type: 'assistant',
-        parent_tool_use_id: `toolu_f${k % 10_000}`,
-        message: { id: `m${k}`, content: [{ type: 'text', text: `t${k}` }] },
-      }),
-    );
-  const input = Buffer.from(lines.join('\n') + '\n');
+  const input = fanoutInput(10_000, 20_000);
   const out = join(tmpDir(), 'o');
   const r = spawnSync(
     'bash',
