@@ -17,8 +17,11 @@ export function canonicalHost(host: string): string {
   } catch {
     return host.toLowerCase();
   }
-  return name.startsWith('[') ? name.slice(1, -1) : name;
+  return unbracketed(name);
 }
+
+/** A URL's hostname without the brackets it puts around an IPv6 address. */
+const unbracketed = (hostname: string) => (hostname.startsWith('[') ? hostname.slice(1, -1) : hostname);
 
 /**
  * Whether only this machine can connect to `host`: `localhost`, 127.0.0.0/8 and ::1 in any
@@ -42,6 +45,5 @@ export function hostHeaderParts(header: string): { host: string; port: string } 
   } catch {
     return null;
   }
-  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-  return { host, port: url.port };
+  return { host: unbracketed(url.hostname), port: url.port };
 }
