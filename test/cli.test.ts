@@ -7,8 +7,8 @@ import * as zlib from 'node:zlib';
 import { OPTIONS, helpText, parseArgs } from '../src/cli/options.js';
 import { BIN, FIXTURES, ROOT, checkOutput, linesOf, readTree, tmpDir } from './helpers.js';
 
-function subtee(args: string[], input?: string | Buffer) {
-  return spawnSync(process.execPath, [BIN, ...args], { input, encoding: 'utf8', timeout: 30_000 });
+function subtee(args: string[], input?: string | Buffer, env: NodeJS.ProcessEnv = process.env) {
+  return spawnSync(process.execPath, [BIN, ...args], { input, encoding: 'utf8', timeout: 30_000, env });
 }
 
 const stream =
@@ -98,6 +98,22 @@ test('a sink URL that is not an http one: exit 2, one line without its secrets, 
     assert.match(r.stderr, /must be an http or https URL, not ".*" \[ERR_BAD_OPTION\]\n$/);
     assert.doesNotMatch(r.stderr, /secret/);
     assert.equal(existsSync(out), false, `${flag}: ${out} was made`);
+  }
+  // The same when the endpoint comes from the environment, checked before the files sink makes the folder.
+  for (const [variable, value] of [
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', 'http://u:secret@[::1:9'],
+    ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'ftp://u:secret@host/v1/traces'],
+  ]) {
+    const out = join(dir, variable);
+    const r = subtee(['--out', out, '-q', file, '--otlp'], '', { ...process.env, [variable]: value });
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stderr.split('\n').filter(Boolean).length, 1, r.stderr);
+    const problem = new RegExp(
+      `otlp: ${variable} must be an http or https URL, not ".*" \\[ERR_BAD_OPTION\\]\n$`,
+    );
+    assert.match(r.stderr, problem);
+    assert.doesNotMatch(r.stderr, /secret/);
+    assert.equal(existsSync(out), false, `${variable}: ${out} was made`);
   }
 });
 

@@ -138,6 +138,7 @@ export function buildChain(
       `invalid chain: ${byteTaps[0].def.name} copies input bytes, and message objects have none`,
     );
   }
+  for (const p of parts) p.def.checkEnvironment?.(p.opts, ctx.env);
   const streams: Transform[] = [];
   const builtins = builtinRegistry();
   try {

@@ -113,6 +113,12 @@ export interface PluginDefinition<O = any> {
   /** Accepted options; unknown keys are rejected when a config is validated. */
   options: OptionSpecs<O>;
   input?: (options: O) => 'bytes' | 'objects' | 'records';
+  /**
+   * Checks what the options leave to the environment (an endpoint from a variable); throws a
+   * UsageError. Run for every component before any is created, so a bad value leaves no
+   * output folder behind.
+   */
+  checkEnvironment?: (options: O, env: NodeJS.ProcessEnv) => void;
   create(options: O, ctx: PluginContext): Transform;
 }
 
@@ -132,6 +138,8 @@ function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDef
   if (typeof def.kit !== 'string' || !isValidRange(def.kit))
     problems.push('kit must be a version range such as "^0.1.0"');
   if (typeof def.create !== 'function') problems.push('create must be a function');
+  if (def.checkEnvironment !== undefined && typeof def.checkEnvironment !== 'function')
+    problems.push('checkEnvironment must be a function');
   if (typeof def.options !== 'object' || def.options === null)
     problems.push('options must describe the accepted options');
   if (problems.length > 0)

@@ -58,26 +58,33 @@ export interface OtlpSinkOptions {
 
 /** The traces endpoint the sink sends to, following the OTLP exporter environment variables. */
 export function otlpTracesUrl(url: string | undefined, env: NodeJS.ProcessEnv): string {
-  const withPath = (base: string) => {
-    const u = new URL(base);
-    if (u.pathname === '' || u.pathname === '/') u.pathname = '/v1/traces';
-    return u.toString();
-  };
   const given = url === undefined || url === OTLP_URL_FROM_ENV ? undefined : url;
-  try {
-    if (given !== undefined) return withPath(given);
-    if (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
-      return new URL(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT).toString();
-    if (env.OTEL_EXPORTER_OTLP_ENDPOINT) {
-      const base = env.OTEL_EXPORTER_OTLP_ENDPOINT;
-      return new URL(`${base.endsWith('/') ? base : `${base}/`}v1/traces`).toString();
+  if (given !== undefined) {
+    try {
+      const u = new URL(given);
+      if (u.pathname === '' || u.pathname === '/') u.pathname = '/v1/traces';
+      return u.toString();
+    } catch {
+      const hint = ' (--otlp alone goes after FILE, or write --otlp=URL)';
+      throw new UsageError('ERR_BAD_OPTION', `otlp: not a URL: ${shownUrl(given)}${hint}`);
     }
-  } catch {
-    const bad = given ?? env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
-    const hint = given ? ' (--otlp alone goes after FILE, or write --otlp=URL)' : '';
-    throw new UsageError('ERR_BAD_OPTION', `otlp: not a URL: ${shownUrl(bad ?? '')}${hint}`);
   }
-  return 'http://localhost:4318/v1/traces';
+  const variable = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+    ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'
+    : env.OTEL_EXPORTER_OTLP_ENDPOINT
+      ? 'OTEL_EXPORTER_OTLP_ENDPOINT'
+      : undefined;
+  if (variable === undefined) return 'http://localhost:4318/v1/traces';
+  const value = env[variable] as string;
+  // The generic variable names the base of every signal's endpoint; the traces one is used as given.
+  const endpoint =
+    variable === 'OTEL_EXPORTER_OTLP_ENDPOINT'
+      ? `${value.endsWith('/') ? value : `${value}/`}v1/traces`
+      : value;
+  const problem = httpUrlProblem(endpoint);
+  if (problem !== null)
+    throw new UsageError('ERR_BAD_OPTION', `otlp: ${variable} ${problem}, not "${shownUrl(value)}"`);
+  return new URL(endpoint).toString();
 }
 
 export function otlpProtocol(protocol: string | undefined, env: NodeJS.ProcessEnv): OtlpProtocol {
@@ -511,6 +518,10 @@ export const otlpSinkPlugin = definePlugin<Omit<OtlpSinkOptions, 'session' | 'en
       default: OTLP_SINK_DEFAULTS.maxBatchSpans,
       description: 'spans per export request',
     },
+  },
+  checkEnvironment: (o, env) => {
+    otlpTracesUrl(o.url, env);
+    otlpProtocol(o.protocol, env);
   },
   create: (o, ctx) => createOtlpSink({ ...o, session: ctx.session, env: ctx.env }),
 });
