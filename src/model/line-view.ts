@@ -68,13 +68,10 @@ export type Scanned =
 const SCRATCH_INTS = 1 << 14;
 const scratch = new Tape(SCRATCH_INTS);
 
-const STREAM_EVENT = Buffer.from('{"type":"stream_event"');
-
 /**
  * classifyLine's verdict, by the scanner; `JSON.parse` decides only what the scanner cannot.
- * A short line is parsed with `JSON.parse` directly, which builds small objects faster than
- * a view is built, unless it is a `stream_event` (as the CLI writes it), whose view is only
- * its top-level fields and its event's (see buildView). Either way the verdict and the view are the same.
+ * A short line is parsed with `JSON.parse` directly: it builds small objects faster than the
+ * scanner builds a view, a `stream_event` token delta's too. Either way the verdict is the same.
  */
 export function scanLine(line: Buffer, terminated: boolean): Scanned {
   const plan = planLine(line);
@@ -89,10 +86,7 @@ export function planLine(line: Buffer): 'not-object' | 'parse' | 'scan' {
   let k = 0;
   while (k < line.length && (line[k] === 0x20 || line[k] === 0x09)) k++;
   if (line[k] !== 0x7b) return 'not-object';
-  const streamEvent =
-    line.length - k >= STREAM_EVENT.length &&
-    line.compare(STREAM_EVENT, 0, STREAM_EVENT.length, k, k + STREAM_EVENT.length) === 0;
-  return line.length < LAZY_TEXT_BYTES && !streamEvent ? 'parse' : 'scan';
+  return line.length < LAZY_TEXT_BYTES ? 'parse' : 'scan';
 }
 
 /** The verdict of a scan: `at` is what scanJson returned for `line` (tape positions relative to `bytes`). */
