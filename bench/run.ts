@@ -7,7 +7,8 @@
  *   --size-mb N    size of the main inputs (default 200)
  *   --big-mb N     size of the long input for the memory check (default 1024; 0 skips it)
  *   --out-root D   where outputs are written (default: the system temp folder)
- *   --only T,…     run only these tables: shapes, fanout, projection, memory, junk, huge, latency
+ *   --only T,…     run only these tables: shapes, fanout, projection, memory, junk, huge, latency,
+ *                  handover
  *   --huge-mb L    sizes of the single-line inputs (default 200,2048; 0 skips them)
  *   --junk-lines N one-byte junk lines in the junk input (default 45000000; 0 skips it)
  */
@@ -17,6 +18,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeStream } from './gen.js';
+import { measureHandover } from './handover.js';
 import { measureLatency } from './latency.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -121,8 +123,9 @@ async function main() {
     const r = await writeStream({ sizeBytes: mb * 1024 * 1024, fanout, shape, seed }, file);
     inputs[name] = { file, lines: r.lines };
   };
-  if (wanted('shapes')) await gen('large', sizeMb, 50, 'large', 1);
-  if (wanted('shapes')) await gen('small', sizeMb, 50, 'small', 2);
+  const byShape = wanted('shapes') || wanted('handover');
+  if (byShape) await gen('large', sizeMb, 50, 'large', 1);
+  if (byShape) await gen('small', sizeMb, 50, 'small', 2);
   if (wanted('fanout') || wanted('projection') || wanted('memory'))
     await gen('large-f2000', sizeMb, 2000, 'large', 3);
   if (wanted('fanout')) await gen('large-f10000', sizeMb, 10_000, 'large', 4);
@@ -332,6 +335,27 @@ async function main() {
     }
     const title = 'one line larger than --max-line-bytes (spooled, routed byte for byte)';
     report.push(table(title, lineFile(hugeMb[0]).file, rows, 4, []));
+  }
+
+  if (wanted('handover')) {
+    report.push(
+      '### handing a parsed line to the main thread',
+      '',
+      'Main-thread milliseconds for every JSON object line of the two 50-subagent inputs: parsing it ' +
+        'there (today), or receiving the object another thread parsed (`v8.deserialize` of what ' +
+        '`postMessage` carries, and `structuredClone`); best of 5.',
+      '',
+      '| input | lines | MB | JSON.parse ms | v8.deserialize ms | structuredClone ms | deserialize × vs parse |',
+      '|---|---|---|---|---|---|---|',
+    );
+    for (const shape of ['large', 'small']) {
+      const f = measureHandover(inputs[shape].file);
+      const cells = [shape, f.lines.toLocaleString('en'), (f.bytes / 1e6).toFixed(0)];
+      cells.push(f.parseMs.toFixed(0), f.deserializeMs.toFixed(0), f.cloneMs.toFixed(0));
+      cells.push((f.parseMs / f.deserializeMs).toFixed(2));
+      report.push(`| ${cells.join(' | ')} |`);
+    }
+    report.push('');
   }
 
   const lat = wanted('latency')

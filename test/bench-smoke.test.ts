@@ -22,6 +22,7 @@ test('npm run bench -- --quick prints every table', () => {
     '### tiny junk lines',
     '### one line larger than --max-line-bytes',
     '### live latency',
+    '### handing a parsed line to the main thread',
   ];
   for (const heading of headings) assert.ok(r.stdout.includes(heading), heading);
   for (const label of [
@@ -42,6 +43,11 @@ test('npm run bench -- --quick prints every table', () => {
     `every subtee run exits 0:\n${rows.join('\n')}`,
   );
   assert.match(r.stdout, /\| \d+\.\d+ \| \d+\.\d+ \| \d+\.\d+ \| 0 \|/, 'latency row, no line lost');
+  for (const shape of ['large', 'small'])
+    assert.match(
+      r.stdout,
+      new RegExp(`\\| ${shape} \\| [\\d,]+ \\| \\d+ \\| \\d+ \\| \\d+ \\| \\d+ \\| \\d+\\.\\d\\d \\|`),
+    );
 });
 
 test('bench/tokenizer.js compares the spool checker with stream-json on one line', () => {
