@@ -14,7 +14,7 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeStream } from './gen.js';
@@ -130,19 +130,6 @@ async function main() {
     await gen('large-f2000', sizeMb, 2000, 'large', 3);
   if (wanted('fanout')) await gen('large-f10000', sizeMb, 10_000, 'large', 4);
 
-  // The default chain with the line parser's worker option, as a config file.
-  const workerConfig = join(work, 'worker.json');
-  const stages = ['line-parser', 'version-guard', 'channel-router', 'thinking-truncator', 'idle-watchdog'];
-  writeFileSync(
-    workerConfig,
-    JSON.stringify({
-      stages: stages.map((use) => (use === 'line-parser' ? { use, worker: true } : { use })),
-      sinks: [
-        { use: 'files', out: 'unused' },
-        { use: 'stdout', mode: 'none' },
-      ],
-    }),
-  );
   const commands = (shape: string): Array<[string, () => string]> => [
     ['cat (floor)', () => 'cat'],
     ['node read (floor)', () => `${node} ${join(ROOT, 'dist/bench/drain.js')}`],
@@ -178,10 +165,11 @@ async function main() {
       () =>
         `${node} ${BIN} --out ${fresh(`pino-${shape}`)} --stdout none -q --pino=${join(work, 'out', `pino-${shape}.log`)}`,
     ],
-    [
-      'subtee → files, line-parser worker (option)',
-      () => `${node} ${BIN} --config ${workerConfig} --out ${fresh(`worker-${shape}`)} -q`,
-    ],
+    // Scaling: 2 threads and every thread the machine offers (one row when that is 2).
+    ...[...new Set([2, availableParallelism()])].map((threads): [string, () => string] => [
+      `subtee → files, --threads ${threads}${threads === availableParallelism() ? ' (all)' : ''}`,
+      () => `${node} ${BIN} --threads ${threads} --out ${fresh(`threads-${shape}`)} --stdout none -q`,
+    ]),
   ];
 
   for (const shape of wanted('shapes') ? ['large', 'small'] : []) {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ROOT } from './helpers.js';
@@ -31,7 +32,7 @@ test('npm run bench -- --quick prints every table', () => {
     'subtee parse only',
     'subtee → files',
     'subtee → files + pino',
-    'subtee → files, line-parser worker (option)',
+    `subtee → files, --threads 2${availableParallelism() === 2 ? ' (all)' : ''}`,
     'subtee → files, one 20 MB line, default options',
     'open() → files, every message read',
   ]) {

@@ -317,20 +317,28 @@ test('a scanned line parses its value on first read; a copy carries the value, n
   );
 });
 
-test('the line parser with its worker option makes the same files as without (fixtures, any chunking, spooled lines)', async () => {
+test('the line parser on 2 and 4 threads makes the same files as on one (fixtures, any chunking, spooled lines)', async () => {
   const long = `{"type":"assistant","parent_tool_use_id":null,"message":{"content":[{"type":"thinking","thinking":"${'é\\n'.repeat(3000)}"}]}}`;
+  // Long lines on many channels in many chunks: several chunks are with different workers at once.
+  const manyLong = Array.from({ length: 400 }, (_, k) => {
+    const text = `${k} `.repeat(300 + ((k * 37) % 900));
+    return `{"type":"user","parent_tool_use_id":"toolu_${k % 23}","message":{"content":[{"type":"text","text":"${text}"}]}}`;
+  }).join('\n');
   const inputs = [
     ...fixtureFiles().map((f) => readFileSync(f)),
     Buffer.from(`${long}\n${'x'.repeat(9000)}\n{"type":"stream_event","event":{}}\n${long}`),
+    Buffer.from(manyLong),
   ];
   let seed = 99;
   const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
   for (const input of inputs) {
     const chunks = splitEvery(input, 1 + Math.floor(rnd() * 5000));
     const plain = await runToFiles(chunks, {}, { maxLineBytes: 8192 });
-    const worker = await runToFiles(chunks, {}, { maxLineBytes: 8192, worker: true });
-    assert.deepEqual([...worker.files.keys()].sort(), [...plain.files.keys()].sort());
-    for (const [name, bytes] of plain.files) assert.ok(worker.files.get(name)!.equals(bytes), name);
+    for (const threads of [2, 4]) {
+      const pooled = await runToFiles(chunks, {}, { maxLineBytes: 8192, threads });
+      assert.deepEqual([...pooled.files.keys()].sort(), [...plain.files.keys()].sort());
+      for (const [name, bytes] of plain.files) assert.ok(pooled.files.get(name)!.equals(bytes), name);
+    }
   }
 });
 

@@ -9,8 +9,8 @@ import { endSpool, LineSpool, spoolDir } from './line-spool.js';
 import { isBlank, LineSplitter } from '../../model/lines.js';
 import type { ScanJob, ScanResult } from './scan-thread.js';
 
-/** Chunks handed to the worker and not back yet, before the parser stops taking input. */
-const IN_FLIGHT = 3;
+/** Chunks handed to each worker and not back yet, before the parser stops taking input. */
+const IN_FLIGHT_PER_WORKER = 3;
 
 /** A line of a job: a record made on the main thread, or one waiting for the worker's scan. */
 type Slot = SubteeRecord | { lineNo: number; raw: Buffer; scan: number };
@@ -25,17 +25,24 @@ interface Job {
 }
 
 /**
- * The line parser with its byte scanning on a worker thread: the same records, counts and
+ * The line parser with its byte scanning on worker threads: the same records, counts and
  * warnings as `createLineParser`, in the same order. The main thread splits lines and makes
- * records; the worker checks each chunk's lines of LAZY_TEXT_BYTES or more with the scanner,
- * working on a copy of the chunk while the main thread routes and writes the chunk before.
- * A line that spans two chunks, a short line (parsed whole) and a line past `maxLineBytes`
- * (spooled) stay on the main thread. Up to IN_FLIGHT chunks are with the worker at a time.
+ * records; a worker checks a chunk's lines of LAZY_TEXT_BYTES or more with the scanner,
+ * working on a copy of the chunk while the main thread routes and writes the chunks before.
+ * Chunks go to the `workers` in turn and come back in input order. A line that spans two
+ * chunks, a short line (parsed whole) and a line past `maxLineBytes` (spooled) stay on the
+ * main thread. A worker is started when its first chunk has a line for it.
  */
-export function createWorkerLineParser(options: { maxLineBytes: number; session: Session }): Transform {
+export function createWorkerLineParser(options: {
+  maxLineBytes: number;
+  workers: number;
+  session: Session;
+}): Transform {
   const opts = options;
   const run = requireSession(options, 'createLineParser');
-  let worker: Worker | null = null;
+  const workers: Array<Worker | null> = Array.from({ length: Math.max(1, opts.workers) }, () => null);
+  const inFlight = IN_FLIGHT_PER_WORKER * workers.length;
+  let sentJobs = 0;
   let failed: Error | null = null;
   let nextId = 0;
   const queue: Job[] = [];
@@ -95,6 +102,13 @@ export function createWorkerLineParser(options: { maxLineBytes: number; session:
     return w;
   };
 
+  const stopWorkers = () => {
+    for (let k = 0; k < workers.length; k++) {
+      void workers[k]?.terminate();
+      workers[k] = null;
+    }
+  };
+
   const fail = (err: Error) => {
     if (failed) return;
     failed = new SubteeError('ERR_SCAN_WORKER', `line parser worker failed: ${err.message}`, { cause: err });
@@ -139,7 +153,8 @@ export function createWorkerLineParser(options: { maxLineBytes: number; session:
       tape: spareTapes.pop() ?? null,
     };
     j.sent = lines.length >> 1;
-    worker ??= start();
+    const slot = sentJobs++ % workers.length;
+    const worker = (workers[slot] ??= start());
     worker.postMessage(msg, [bytes, msg.lines.buffer as ArrayBuffer, ...(msg.tape ? [msg.tape] : [])]);
   };
 
@@ -150,7 +165,7 @@ export function createWorkerLineParser(options: { maxLineBytes: number; session:
       const batch = complete(j);
       if (batch.length > 0) stream.push(batch);
     }
-    if (waiting && queue.length < IN_FLIGHT) {
+    if (waiting && queue.length < inFlight) {
       const cb = waiting;
       waiting = null;
       cb();
@@ -182,8 +197,7 @@ export function createWorkerLineParser(options: { maxLineBytes: number; session:
     splitter.end();
     const last = job.slots as RecordBatch;
     job = null;
-    void worker?.terminate();
-    worker = null;
+    stopWorkers();
     cb(null, last.length > 0 ? last : undefined);
   };
 
@@ -201,7 +215,7 @@ export function createWorkerLineParser(options: { maxLineBytes: number; session:
       queue.push(j);
       send(j);
       drain();
-      if (queue.length >= IN_FLIGHT) waiting = cb;
+      if (queue.length >= inFlight) waiting = cb;
       else cb();
     },
     flush(cb: TransformCallback) {
@@ -210,8 +224,7 @@ export function createWorkerLineParser(options: { maxLineBytes: number; session:
     },
     destroy(err, cb) {
       spool?.discard();
-      void worker?.terminate();
-      worker = null;
+      stopWorkers();
       cb(err);
     },
   });
