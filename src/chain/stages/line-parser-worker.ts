@@ -43,6 +43,7 @@ export function createWorkerLineParser(options: {
   const workers: Array<Worker | null> = Array.from({ length: Math.max(1, opts.workers) }, () => null);
   const inFlight = IN_FLIGHT_PER_WORKER * workers.length;
   let sentJobs = 0;
+  let stopped = false;
   let failed: Error | null = null;
   let nextId = 0;
   const queue: Job[] = [];
@@ -97,12 +98,14 @@ export function createWorkerLineParser(options: {
     });
     w.on('error', (err) => fail(err));
     w.on('exit', (code) => {
-      if (code !== 0 && !stream.destroyed) fail(new Error(`the scan worker exited with code ${code}`));
+      // A worker stopped at the end or on destroy exits with 1 too: only other exits fail.
+      if (code !== 0 && !stopped) fail(new Error(`the scan worker exited with code ${code}`));
     });
     return w;
   };
 
   const stopWorkers = () => {
+    stopped = true;
     for (let k = 0; k < workers.length; k++) {
       void workers[k]?.terminate();
       workers[k] = null;
