@@ -100,13 +100,55 @@ test('malformed stream events beside a streamed tool call are skipped: its delta
     eventLine({ type: 'content_block_delta', index, delta: null }),
     eventLine({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: 42 } }),
     eventLine({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: 'not json' } }),
+    // Only a tool_use block re-points its index; an event of another type carries no input delta.
+    eventLine({ type: 'content_block_start', index, content_block: { type: 'server_tool_use', id: 'srvtoolu_1' } }),
+    eventLine({ type: 'content_block_note', index, delta: { type: 'input_json_delta', partial_json: '"x"' } }),
   ];
-  const broken = [...lines.slice(0, firstDeltas[1]), ...malformed, ...lines.slice(firstDeltas[1])];
-  assert.ok(starts.length >= 2);
+  // A delta that comes after its call's assistant line is not the call's: the call opened without it.
+  const opened = values.findIndex((value) => value.type === 'assistant' && JSON.stringify(value).includes(first));
+  const late = eventLine({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: '}' } });
+  const broken = [
+    ...lines.slice(0, firstDeltas[1]),
+    ...malformed,
+    ...lines.slice(firstDeltas[1], opened + 1),
+    late,
+    ...lines.slice(opened + 1),
+  ];
+  assert.ok(starts.length >= 2 && opened > firstDeltas.at(-1)!);
   for (const out of [undefined, join(tmpDir(), 'out')]) {
     const calls = await mainCalls(open(chunked(splitEvery(input(broken), 997)), { out }));
     const call = calls.find((each) => each.id === first)!;
     assert.deepEqual(call.deltas, streamedParts(lines, first));
     assert.equal(call.status, 'finished');
   }
+});
+
+test('only assistant lines open tool calls, whatever other fields a line carries', async () => {
+  const lines = fixtureLines('partial-messages');
+  const values = lines.map((line) => JSON.parse(line));
+  const calling = values.findIndex((value) =>
+    value.type === 'assistant' && value.parent_tool_use_id == null &&
+    value.message.content.some((block: { type: string }) => block.type === 'tool_use'),
+  );
+  // A user line holding a tool_use block (as a resent prompt might) is no call; an assistant
+  // line with a field named `event` is still an assistant line.
+  const use = { type: 'tool_use', id: 'toolu_in_user_line', name: 'Bash', input: { command: 'ls' } };
+  const user = { ...values[calling], type: 'user', message: { role: 'user', content: [use] } };
+  const marked = { ...values[calling], event: { type: 'message_start', index: 0 } };
+  const changed = [
+    ...lines.slice(0, calling),
+    JSON.stringify(user),
+    JSON.stringify(marked),
+    ...lines.slice(calling + 1),
+  ];
+  // A plain reading: the ids of tool_use blocks in main assistant lines, each once.
+  const expected = new Set<string>();
+  for (const value of changed.map((line) => JSON.parse(line))) {
+    if (value.type !== 'assistant' || value.parent_tool_use_id != null) continue;
+    for (const block of value.message.content) if (block.type === 'tool_use') expected.add(block.id);
+  }
+  assert.ok(expected.size >= 2 && !expected.has(use.id));
+  const calls = await mainCalls(open(chunked([input(changed)])));
+  assert.deepEqual(calls.map((call) => call.id).sort(), [...expected].sort());
+  assert.ok(calls.every((call) => call.status === 'finished'));
 });
