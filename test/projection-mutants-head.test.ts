@@ -57,7 +57,8 @@ function partialMessagesShape(lines: string[]) {
       value.type === 'stream_event' && value.event.type === 'content_block_delta' &&
       value.event.index === values[at].event.index ? [line] : [],
     );
-  return { values, starts, first, second, firstDeltas: deltasOf(starts[0]), secondDeltas: deltasOf(starts[1]) };
+  const [firstDeltas, secondDeltas] = [deltasOf(starts[0]), deltasOf(starts[1])];
+  return { values, starts, first, second, firstDeltas, secondDeltas };
 }
 
 test('tool-call input deltas follow their block index when two blocks stream interleaved', async () => {
@@ -92,21 +93,25 @@ test('malformed stream events beside a streamed tool call are skipped: its delta
   const sample = values[firstDeltas[0]];
   const index = sample.event.index;
   const eventLine = (event: unknown) => JSON.stringify({ ...sample, event });
+  const serverTool = { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} };
+  const jsonDelta = (partial: unknown) => ({ type: 'input_json_delta', partial_json: partial });
   const malformed = [
     eventLine(null),
     eventLine([1, 2]),
     eventLine({ type: 'content_block_start', index, content_block: null }),
     eventLine({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: '' } }),
     eventLine({ type: 'content_block_delta', index, delta: null }),
-    eventLine({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: 42 } }),
+    eventLine({ type: 'content_block_delta', index, delta: jsonDelta(42) }),
     eventLine({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: 'not json' } }),
     // Only a tool_use block re-points its index; an event of another type carries no input delta.
-    eventLine({ type: 'content_block_start', index, content_block: { type: 'server_tool_use', id: 'srvtoolu_1' } }),
-    eventLine({ type: 'content_block_note', index, delta: { type: 'input_json_delta', partial_json: '"x"' } }),
+    eventLine({ type: 'content_block_start', index, content_block: serverTool }),
+    eventLine({ type: 'content_block_note', index, delta: jsonDelta('"x"') }),
   ];
   // A delta that comes after its call's assistant line is not the call's: the call opened without it.
-  const opened = values.findIndex((value) => value.type === 'assistant' && JSON.stringify(value).includes(first));
-  const late = eventLine({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: '}' } });
+  const opened = values.findIndex(
+    (value) => value.type === 'assistant' && JSON.stringify(value).includes(first),
+  );
+  const late = eventLine({ type: 'content_block_delta', index, delta: jsonDelta('}') });
   const broken = [
     ...lines.slice(0, firstDeltas[1]),
     ...malformed,
