@@ -94,6 +94,7 @@ test('malformed stream events beside a streamed tool call are skipped: its delta
   const index = sample.event.index;
   const eventLine = (event: unknown) => JSON.stringify({ ...sample, event });
   const serverTool = { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} };
+  const noted = { type: 'tool_use', id: 'toolu_noted', name: 'Bash', input: {} };
   const jsonDelta = (partial: unknown) => ({ type: 'input_json_delta', partial_json: partial });
   const malformed = [
     eventLine(null),
@@ -105,7 +106,7 @@ test('malformed stream events beside a streamed tool call are skipped: its delta
     eventLine({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: 'not json' } }),
     // Only a tool_use block re-points its index; an event of another type carries no input delta.
     eventLine({ type: 'content_block_start', index, content_block: serverTool }),
-    eventLine({ type: 'content_block_note', index, delta: jsonDelta('"x"') }),
+    eventLine({ type: 'content_block_note', index, content_block: noted, delta: jsonDelta('"x"') }),
   ];
   // A delta that comes after its call's assistant line is not the call's: the call opened without it.
   const opened = values.findIndex(
