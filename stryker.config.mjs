@@ -6,7 +6,13 @@
 
 /** The tests that exercise each module; a module not listed runs the tests named in SUBTEE_MUTATE_TESTS. */
 export const MODULE_TESTS = {
-  'src/views/projection.ts': ['projection', 'open-options', 'deep-agents-parity', 'projection-mutants'],
+  'src/views/projection.ts': [
+    'projection',
+    'open-options',
+    'deep-agents-parity',
+    'projection-mutants',
+    'projection-mutants-head',
+  ],
   'src/adapters/langgraph.ts': ['langgraph-mutants', 'langgraph', 'langgraph-depth', 'hardening-inputs'],
   'src/chain/sinks/clickhouse.ts': ['clickhouse-mutants', 'clickhouse', 'clickhouse-spool'],
   'src/chain/sinks/clickhouse-spool.ts': ['clickhouse-rows', 'clickhouse-spool'],
