@@ -1097,3 +1097,121 @@ test('with files, a reader opened at once holds no line in memory: a late events
   for await (const message of run.messages) again.push(idOf(message));
   assert.deepEqual(again, early);
 });
+
+test("a subagent's subagents asked for after the run end at once, a leaf's too", { timeout: 20_000 }, async () => {
+  const lines = fixtureLines('binary-tree-depth-3');
+  // Who spawned whom, from the raw lines: an Agent call on a channel makes a child of that channel.
+  const parentOf = new Map<string, string | null>();
+  for (const line of lines) {
+    const value = JSON.parse(line);
+    if (value.type !== 'assistant') continue;
+    for (const block of value.message.content) {
+      if (block.type === 'tool_use' && block.name === 'Agent') {
+        parentOf.set(block.id, value.parent_tool_use_id ?? null);
+      }
+    }
+  }
+  const run = open(chunked([Buffer.from(lines.join('\n') + '\n')]));
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
+  await run.done;
+  assert.deepEqual(handles.map((handle) => handle.id).sort(), [...parentOf.keys()].sort());
+  const leaves = handles.filter((handle) => ![...parentOf.values()].includes(handle.id));
+  assert.ok(leaves.length > 0 && leaves.length < handles.length);
+  // Leaves first: nothing asked for their children before, so their lists are made now.
+  for (const handle of [...leaves, ...handles]) {
+    const children: string[] = [];
+    for await (const child of handle.subagents) children.push(child.id);
+    const expected = [...parentOf].filter(([, parent]) => parent === handle.id).map(([id]) => id);
+    assert.deepEqual(children.sort(), expected.sort(), handle.id);
+  }
+});
+
+/** A main assistant line of the recorded run with its own message id and `padding` bytes of text. */
+function paddedMainLine(template: Record<string, any>, tag: string, padding: number): string {
+  const value = structuredClone(template);
+  value.message.id = `${template.message.id}_${tag}`;
+  value.uuid = `${String(template.uuid).slice(0, 24)}${tag.padStart(12, '0')}`;
+  value.message.content = [{ type: 'text', text: `${tag} ${'p'.repeat(padding)}` }];
+  return JSON.stringify(value);
+}
+
+test('readers opened midway with files replay only the lines routed so far, then the held ones', async () => {
+  const lines = fixtureLines('foreground-fanout-3');
+  const at = lines.findIndex((line) => {
+    const value = JSON.parse(line);
+    return value.type === 'assistant' && value.parent_tool_use_id == null;
+  });
+  const template = JSON.parse(lines[at]);
+  // A main line too long to hold (spooled, replayed as its scalar members), before the readers open.
+  const huge = JSON.stringify({
+    type: 'user',
+    message: { role: 'user', content: 'x'.repeat(17 * 1024 * 1024) },
+    parent_tool_use_id: null,
+    session_id: template.session_id,
+    uuid: 'huge-0000',
+  });
+  // Main messages of 100 KB, longer than what a read stream takes at once, then short ones.
+  const long = Array.from({ length: 11 }, (_, copy) => paddedMainLine(template, `c${copy}`, 100_000));
+  const short = Array.from({ length: 6 }, (_, copy) => paddedMainLine(template, `s${copy}`, 10));
+  // The first reader opens before a long line, the second before a short one.
+  const first = [...lines.slice(0, at), huge, ...long.slice(0, 10)];
+  const second = [long[10]];
+  const rest = [...short, ...lines.slice(at)];
+  const out = join(tmpDir(), 'out');
+  const input = new PassThrough();
+  const run = open(input, { out, readerHighWaterLines: 4 });
+  const seen: number[] = [];
+  const reading = (async () => {
+    for await (const event of run.events) seen.push(event.lineNo);
+  })();
+  const watch = watchReads(out);
+  try {
+    input.write(first.join('\n') + '\n');
+    await until(() => seen.length === first.length);
+    const early = run.messages[Symbol.asyncIterator]();
+    input.write(second.join('\n') + '\n');
+    await until(() => seen.length === first.length + second.length);
+    const later = run.messages[Symbol.asyncIterator]();
+    input.end(rest.join('\n') + '\n');
+    const mainBytes = (list: string[]) =>
+      list.filter((line) => JSON.parse(line).parent_tool_use_id == null).reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0);
+    const mainFile = join(out, 'main.jsonl');
+    // The readers hold what is routed after they opened: two short lines are written before the input waits.
+    await until(() => statSync(mainFile).size >= mainBytes([...first, ...second, ...short.slice(0, 2)]));
+    const read = async (messages: AsyncIterator<Message>) => {
+      const list: Message[] = [];
+      for (let next = await messages.next(); !next.done; next = await messages.next()) list.push(next.value);
+      return list;
+    };
+    // Read side by side: the input waits for both.
+    const [earlyMessages, laterMessages] = await Promise.all([read(early), read(later)]);
+    await run.done;
+    await reading;
+    const [earlyFile, laterFile] = watch.streams;
+    assert.deepEqual([earlyFile.path, laterFile.path], [mainFile, mainFile]);
+    // The first reader stops before the end of the long line after those it replays.
+    const nextEnds = mainBytes([...first, ...second]);
+    assert.ok(earlyFile.bytesRead < nextEnds, `read ${earlyFile.bytesRead} bytes, the next line ends at ${nextEnds}`);
+    const again: Message[] = [];
+    for await (const message of run.messages) again.push(message);
+    const shown = (list: Message[]) =>
+      Promise.all(list.map(async (message) => `${idOf(message)}:${(await message.text).length}`));
+    assert.deepEqual(await shown(earlyMessages), await shown(again));
+    assert.deepEqual(await shown(laterMessages), await shown(again));
+    // One message per main API message id, each once.
+    const ids: string[] = [];
+    for (const line of [...first, ...second, ...rest]) {
+      const value = JSON.parse(line);
+      if (value.type === 'assistant' && value.parent_tool_use_id == null && ids.at(-1) !== value.message.id) {
+        ids.push(value.message.id);
+      }
+    }
+    assert.deepEqual(
+      again.map((message) => message.id),
+      ids,
+    );
+  } finally {
+    watch.restore();
+  }
+});
