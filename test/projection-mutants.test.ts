@@ -1098,7 +1098,9 @@ test('with files, a reader opened at once holds no line in memory: a late events
   assert.deepEqual(again, early);
 });
 
-test("a subagent's subagents asked for after the run end at once, a leaf's too", { timeout: 20_000 }, async () => {
+const HANG = { timeout: 20_000 };
+
+test("a subagent's subagents asked for after the run end at once, a leaf's too", HANG, async () => {
   const lines = fixtureLines('binary-tree-depth-3');
   // Who spawned whom, from the raw lines: an Agent call on a channel makes a child of that channel.
   const parentOf = new Map<string, string | null>();
@@ -1175,9 +1177,12 @@ test('readers opened midway with files replay only the lines routed so far, then
     const later = run.messages[Symbol.asyncIterator]();
     input.end(rest.join('\n') + '\n');
     const mainBytes = (list: string[]) =>
-      list.filter((line) => JSON.parse(line).parent_tool_use_id == null).reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0);
+      list
+        .filter((line) => JSON.parse(line).parent_tool_use_id == null)
+        .reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0);
     const mainFile = join(out, 'main.jsonl');
-    // The readers hold what is routed after they opened: two short lines are written before the input waits.
+    // The readers hold what is routed after they opened: two short lines are written before the
+    // input waits.
     await until(() => statSync(mainFile).size >= mainBytes([...first, ...second, ...short.slice(0, 2)]));
     const read = async (messages: AsyncIterator<Message>) => {
       const list: Message[] = [];
@@ -1192,7 +1197,8 @@ test('readers opened midway with files replay only the lines routed so far, then
     assert.deepEqual([earlyFile.path, laterFile.path], [mainFile, mainFile]);
     // The first reader stops before the end of the long line after those it replays.
     const nextEnds = mainBytes([...first, ...second]);
-    assert.ok(earlyFile.bytesRead < nextEnds, `read ${earlyFile.bytesRead} bytes, the next line ends at ${nextEnds}`);
+    const message = `read ${earlyFile.bytesRead} bytes, the next line ends at ${nextEnds}`;
+    assert.ok(earlyFile.bytesRead < nextEnds, message);
     const again: Message[] = [];
     for await (const message of run.messages) again.push(message);
     const shown = (list: Message[]) =>
