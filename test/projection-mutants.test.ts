@@ -1221,3 +1221,88 @@ test('readers opened midway with files replay only the lines routed so far, then
     watch.restore();
   }
 });
+
+test('a late events loop reopens a channel file past a line too long to hold, and at it', async () => {
+  const dir = tmpDir();
+  const generated = join(dir, 'fanout.jsonl');
+  await writeStream({ sizeBytes: 512 * 1024, fanout: 100, shape: 'small', seed: 7 }, generated);
+  const lines = readFileSync(generated, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '');
+  const channelOf = (line: string): string | null | undefined => {
+    try {
+      return JSON.parse(line).parent_tool_use_id ?? null;
+    } catch {
+      return undefined; // malformed: quarantined, in no channel file
+    }
+  };
+  // Where 70 other channels have been used since `from`: a file kept open 64 at a time is closed.
+  const afterOthers = (from: number) => {
+    const others = new Set<string | null>();
+    for (let at = from; at < lines.length; at++) {
+      const channel = channelOf(lines[at]);
+      if (channel !== undefined) others.add(channel);
+      if (others.size >= 70) return at + 1;
+    }
+    throw new Error('the generated stream has too few channels');
+  };
+  // One more channel, three lines: a short one, one too long to hold, a short one, far apart.
+  const channel = 'toolu_reopened';
+  const sessionId = JSON.parse(lines[0]).session_id;
+  const line = (uuid: string, content: string) =>
+    JSON.stringify({
+      type: 'user',
+      message: { role: 'user', content },
+      parent_tool_use_id: channel,
+      session_id: sessionId,
+      uuid,
+    });
+  const firstAt = 1;
+  const hugeAt = afterOthers(firstAt) + 1;
+  const lastAt = afterOthers(hugeAt) + 2;
+  const input = [...lines];
+  input.splice(firstAt, 0, line('reopened-1', 'first'));
+  input.splice(hugeAt, 0, line('reopened-2', 'x'.repeat(17 * 1024 * 1024)));
+  input.splice(lastAt, 0, line('reopened-3', 'last'));
+  const path = join(dir, 'input.jsonl');
+  writeFileSync(path, input.join('\n') + '\n');
+  const out = join(dir, 'out');
+  const run = open(path, { out });
+  const index = await run.done;
+  const file = join(out, index.channels.find((each) => each.id === channel)!.jsonl!);
+  // The channel's file is opened three times if the loop keeps the 64 files used last.
+  const cache = new Map<string | null, true>();
+  let opens = 0;
+  for (const each of input) {
+    const id = channelOf(each);
+    if (id === undefined) continue;
+    if (cache.delete(id)) {
+      cache.set(id, true);
+      continue;
+    }
+    if (cache.size >= 64) cache.delete(cache.keys().next().value!);
+    cache.set(id, true);
+    if (id === channel) opens++;
+  }
+  assert.equal(opens, 3);
+  const watch = watchReads(out);
+  try {
+    let at = 0;
+    for await (const event of run.events) {
+      assert.equal(event.lineNo, at + 1);
+      if (event.kind === 'line') {
+        const expected = JSON.parse(input[at]);
+        // The long line comes back as it was routed: its top-level scalar members.
+        if (at === hugeAt) delete expected.message;
+        assert.deepEqual(event.line, expected, `line ${at + 1}`);
+      } else {
+        assert.equal(channelOf(input[at]), undefined);
+      }
+      at++;
+    }
+    assert.equal(at, input.length);
+    assert.equal(watch.streams.filter((stream) => stream.path === file).length, 3);
+  } finally {
+    watch.restore();
+  }
+});
