@@ -1306,3 +1306,65 @@ test('a late events loop reopens a channel file past a line too long to hold, an
     watch.restore();
   }
 });
+
+test('a run of junk lines and a long line that is no JSON are quarantined each at its number', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  const junk = ['not json', 'nor this', 'nor that'];
+  // Longer than the line parser holds here: spooled, then found not to be JSON.
+  const cut = `{"type":"user","cut":"${'y'.repeat(8000)}`;
+  // As long, but JSON: spooled and routed (a memory buffer gives up for it: files only).
+  const long = JSON.stringify({ ...JSON.parse(lines[1]), padding: 'z'.repeat(8000) });
+  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator'].map(
+    (use) => (use === 'line-parser' ? { use, maxLineBytes: 4096 } : { use }),
+  );
+  const bad = new Set([...junk, cut]);
+  /** The input as chunks: the junk lines in one, the rest cut shorter than the long lines. */
+  const chunksOf = (input: string[]) => {
+    const head = Buffer.from(input.slice(0, 4).join('\n') + '\n');
+    return chunked([head, ...splitEvery(Buffer.from(input.slice(4).join('\n') + '\n'), 1024)]);
+  };
+  const eventsOf = async (run: ReturnType<typeof open>, input: string[], quarantined: number[]) => {
+    const early: RunEvent[] = [];
+    const reading = (async () => {
+      for await (const event of run.events) early.push(event);
+    })();
+    const index = await run.done;
+    await reading;
+    assert.deepEqual(index.quarantine_lines, quarantined);
+    const late: RunEvent[] = [];
+    for await (const event of run.events) late.push(event);
+    for (const events of [early, late]) {
+      assert.deepEqual(
+        events.map((event) => event.lineNo),
+        input.map((_line, at) => at + 1),
+      );
+      assert.deepEqual(
+        events.filter((event) => event.kind === 'quarantine').map((event) => event.lineNo),
+        quarantined,
+      );
+    }
+    return late;
+  };
+  const input = [lines[0], ...junk, ...lines.slice(1, 5), cut, ...lines.slice(5)];
+  assert.deepEqual(
+    input.flatMap((line, at) => (bad.has(line) ? [at + 1] : [])),
+    [2, 3, 4, 9],
+  );
+  // Without files: what the memory buffer holds, each routed line and 16 bytes per record.
+  const held = input.reduce((sum, line) => sum + (bad.has(line) ? 0 : Buffer.byteLength(line)) + 16, 0);
+  const fits = open(chunksOf(input), { maxBufferedBytes: held, spec: { stages, sinks: [] } });
+  await eventsOf(fits, input, [2, 3, 4, 9]);
+  // One byte less and the quarantined lines' 16 bytes no longer fit.
+  const over = open(chunksOf(input), { maxBufferedBytes: held - 1, spec: { stages, sinks: [] } });
+  await over.done;
+  await assert.rejects(
+    async () => {
+      for await (const _event of over.events);
+    },
+    { code: 'ERR_PROJECTION_BUFFER' },
+  );
+  const withLong = [...input.slice(0, 6), long, ...input.slice(6)];
+  const files = open(chunksOf(withLong), { out: join(tmpDir(), 'out'), spec: { stages, sinks: [] } });
+  const events = await eventsOf(files, withLong, [2, 3, 4, 10]);
+  assert.equal(events[6].kind, 'line');
+});
