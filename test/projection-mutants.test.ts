@@ -1368,3 +1368,42 @@ test('a run of junk lines and a long line that is no JSON are quarantined each a
   const events = await eventsOf(files, withLong, [2, 3, 4, 10]);
   assert.equal(events[6].kind, 'line');
 });
+
+test('late readers over a channel file whose line is no longer JSON fail; the run reads on', HANG, async () => {
+  const lines = fixtureLines('binary-tree-depth-3');
+  const out = join(tmpDir(), 'out');
+  const input = new PassThrough();
+  const run = open(input, { out, readerHighWaterLines: 4 });
+  const seen: number[] = [];
+  const reading = (async () => {
+    for await (const event of run.events) seen.push(event.lineNo);
+  })();
+  const half = Math.floor(lines.length / 2);
+  input.write(lines.slice(0, half).join('\n') + '\n');
+  await until(() => seen.length === half);
+  // The main file's second line spoiled in place, its length kept: `{` becomes `X`.
+  const mainFile = join(out, 'main.jsonl');
+  const mainLines = lines.slice(0, half).filter((line) => JSON.parse(line).parent_tool_use_id == null);
+  const written = mainLines.reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0);
+  await until(() => fs.existsSync(mainFile) && statSync(mainFile).size === written);
+  const [firstMain] = readFileSync(mainFile, 'utf8').split('\n');
+  const handle = fs.openSync(mainFile, 'r+');
+  fs.writeSync(handle, 'X', Buffer.byteLength(firstMain) + 1);
+  fs.closeSync(handle);
+  const unreadable = (err: { code?: string; message?: string }) =>
+    err.code === 'ERR_PROJECTION_REPLAY' && /JSON/.test(err.message ?? '');
+  for (const late of [run.events, run.messages, run.toolCalls] as AsyncIterable<unknown>[]) {
+    await assert.rejects(async () => {
+      for await (const _value of late);
+    }, unreadable);
+  }
+  // The readers that failed hold nothing back: the rest of the run is routed.
+  input.end(lines.slice(half).join('\n') + '\n');
+  const index = await run.done;
+  await reading;
+  assert.deepEqual(
+    seen,
+    lines.map((_line, at) => at + 1),
+  );
+  assert.equal(index.input.lines, lines.length);
+});
