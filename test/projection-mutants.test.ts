@@ -1363,6 +1363,18 @@ test('a run of junk lines and a long line that is no JSON are quarantined each a
     },
     { code: 'ERR_PROJECTION_BUFFER' },
   );
+  // Given up at the first line: the quarantined lines after it are still seen live.
+  const givenUp = open(chunksOf(input), { maxBufferedBytes: 1024, spec: { stages, sinks: [] } });
+  const live: RunEvent[] = [];
+  const readingLive = (async () => {
+    for await (const event of givenUp.events) live.push(event);
+  })();
+  await givenUp.done;
+  await readingLive;
+  assert.deepEqual(
+    live.filter((event) => event.kind === 'quarantine').map((event) => event.lineNo),
+    [2, 3, 4, 9],
+  );
   const withLong = [...input.slice(0, 6), long, ...input.slice(6)];
   const files = open(chunksOf(withLong), { out: join(tmpDir(), 'out'), spec: { stages, sinks: [] } });
   const events = await eventsOf(files, withLong, [2, 3, 4, 10]);
@@ -1405,5 +1417,34 @@ test('late readers over a channel file whose line is no longer JSON fail; the ru
     seen,
     lines.map((_line, at) => at + 1),
   );
+  assert.equal(index.input.lines, lines.length);
+});
+
+test('a live events loop read slowly lets the input on as it reads; one that stalls is named', STALL, async () => {
+  const lines = fixtureLines('binary-tree-depth-3');
+  const input = Buffer.from(lines.join('\n') + '\n');
+  // The only reader, taking one event a turn: each read makes room for the input.
+  const slow = open(chunked(splitEvery(input, 512)), { readerHighWaterLines: 2 });
+  const seen: number[] = [];
+  for await (const event of slow.events) {
+    seen.push(event.lineNo);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await slow.done;
+  assert.deepEqual(
+    seen,
+    lines.map((_line, at) => at + 1),
+  );
+  // A loop that takes one event and holds on: the input waits for it, and says so.
+  const held = open(chunked(splitEvery(input, 512)), { readerHighWaterLines: 2, readerStallMs: 50 });
+  const warned = new Promise<{ code: string; message: string }>((resolve) => held.session.onWarning(resolve));
+  const events = held.events[Symbol.asyncIterator]();
+  assert.equal((await events.next()).value.lineNo, 1);
+  const warning = await warned;
+  assert.equal(warning.code, 'READER_STALLED');
+  assert.match(warning.message, /waited 50 ms for events: /);
+  // The loop breaks off: nothing holds the input back any more.
+  await events.return!();
+  const index = await held.done;
   assert.equal(index.input.lines, lines.length);
 });
