@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import fs, { readFileSync, rmSync, statSync, writeFileSync, type ReadStream } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
 import { open, type Message, type RunEvent, type SubagentHandle, type ToolCall } from '../src/index.js';
@@ -1447,4 +1448,58 @@ test('a live events loop read slowly lets the input on as it reads; one that sta
   await events.return!();
   const index = await held.done;
   assert.equal(index.input.lines, lines.length);
+});
+
+test("a Copilot run's late readers replay the lines routed, not its input lines, with files or without", async () => {
+  const file = join(FIXTURES, 'other-agents', 'copilot-spawn.jsonl');
+  const inputLines = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '');
+  for (const out of [undefined, join(tmpDir(), 'out')]) {
+    const run = open(file, { out });
+    const early: RunEvent[] = [];
+    const reading = (async () => {
+      for await (const event of run.events) early.push(event);
+    })();
+    const index = await run.done;
+    await reading;
+    assert.equal(index.producer, 'copilot');
+    const late: RunEvent[] = [];
+    for await (const event of run.events) late.push(event);
+    assert.deepEqual(late, early);
+    // Each input line is one routed record or more; what is routed is not the input line.
+    const routed = early.filter((event) => event.kind === 'line');
+    assert.ok(routed.length >= inputLines.length);
+    const first = routed[0];
+    assert.ok(first.kind === 'line' && !isDeepStrictEqual(first.line, JSON.parse(inputLines[0])));
+    for await (const handle of run.allSubagents) {
+      const texts = async (messages: AsyncIterable<Message>) => {
+        const list: string[] = [];
+        for await (const message of messages) list.push(`${idOf(message)}:${await message.text}`);
+        return list;
+      };
+      const once = await texts(handle.messages);
+      assert.ok(once.length > 0);
+      assert.deepEqual(await texts(handle.messages), once);
+    }
+  }
+});
+
+test('a late events loop without files replays each line from its bytes: 1e999 is Infinity again', async () => {
+  const lines = fixtureLines('foreground-fanout-3');
+  const at = lines.findIndex((line) => line.includes('"type":"result"'));
+  // A number JSON cannot write back: read from the bytes it is Infinity, written back it would be null.
+  lines[at] = lines[at].replace(/"duration_ms":\d+/, '"duration_ms":1e999');
+  assert.match(lines[at], /1e999/);
+  const run = open(chunked([Buffer.from(lines.join('\n') + '\n')]));
+  await run.done;
+  const late: RunEvent[] = [];
+  for await (const event of run.events) late.push(event);
+  const result = late[at];
+  assert.ok(result.kind === 'line');
+  assert.equal(result.line.duration_ms, Infinity);
+  assert.deepEqual(
+    late.map((event) => (event.kind === 'line' ? event.line : null)),
+    lines.map((line) => JSON.parse(line)),
+  );
 });
