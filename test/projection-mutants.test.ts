@@ -1503,3 +1503,31 @@ test('a late events loop without files replays each line from its bytes: 1e999 i
     lines.map((line) => JSON.parse(line)),
   );
 });
+
+test('a reader holding exactly readerHighWaterLines values does not hold the input back', HANG, async () => {
+  const lines = fixtureLines('binary-tree-depth-3');
+  const input = new PassThrough();
+  const run = open(input, { readerHighWaterLines: 2 });
+  const subagents = run.subagents[Symbol.asyncIterator]();
+  const spawnAt = lines.findIndex((line) => line.includes('"name":"Agent"'));
+  input.write(lines.slice(0, spawnAt + 1).join('\n') + '\n');
+  const handle = (await subagents.next()).value as SubagentHandle;
+  // Its own tool calls, counted from the lines: as many as the reader may hold.
+  const ownCalls = lines.flatMap((line) => {
+    const value = JSON.parse(line);
+    if (value.type !== 'assistant' || value.parent_tool_use_id !== handle.id) return [];
+    return value.message.content.filter((block: { type: string }) => block.type === 'tool_use');
+  });
+  assert.equal(ownCalls.length, 2);
+  // Opened, not read until the run is done.
+  const calls = handle.toolCalls[Symbol.asyncIterator]();
+  input.end(lines.slice(spawnAt + 1).join('\n') + '\n');
+  await subagents.return!();
+  await run.done;
+  const ids: string[] = [];
+  for (let next = await calls.next(); !next.done; next = await calls.next()) ids.push(next.value.id);
+  assert.deepEqual(
+    ids,
+    ownCalls.map((call: { id: string }) => call.id),
+  );
+});
