@@ -1531,3 +1531,18 @@ test('a reader holding exactly readerHighWaterLines values does not hold the inp
     ownCalls.map((call: { id: string }) => call.id),
   );
 });
+
+test('an abort while a reader holds the input back ends the run: nobody is waited for after the end', HANG, async () => {
+  const input = longMainRun(3000);
+  const stop = new AbortController();
+  const run = open(chunked(splitEvery(input, 64 * 1024)), { readerHighWaterLines: 2, signal: stop.signal });
+  const messages = run.messages[Symbol.asyncIterator]();
+  await messages.next();
+  // The reader takes no more: the input waits for it, until the abort.
+  await until(() => run.session.input.lines > 10);
+  stop.abort();
+  // The run settles: what was read drains through the sinks with nobody waited for.
+  await assert.rejects(run.done, { code: 'ABORT_ERR' });
+  let next = await messages.next();
+  while (!next.done) next = await messages.next();
+});
