@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import fs, { readFileSync, rmSync, statSync, writeFileSync, type ReadStream } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
 import { open, type Message, type RunEvent, type SubagentHandle, type ToolCall } from '../src/index.js';
@@ -1096,4 +1097,452 @@ test('with files, a reader opened at once holds no line in memory: a late events
   const again: string[] = [];
   for await (const message of run.messages) again.push(idOf(message));
   assert.deepEqual(again, early);
+});
+
+const HANG = { timeout: 20_000 };
+
+test("a subagent's subagents asked for after the run end at once, a leaf's too", HANG, async () => {
+  const lines = fixtureLines('binary-tree-depth-3');
+  // Who spawned whom, from the raw lines: an Agent call on a channel makes a child of that channel.
+  const parentOf = new Map<string, string | null>();
+  for (const line of lines) {
+    const value = JSON.parse(line);
+    if (value.type !== 'assistant') continue;
+    for (const block of value.message.content) {
+      if (block.type === 'tool_use' && block.name === 'Agent') {
+        parentOf.set(block.id, value.parent_tool_use_id ?? null);
+      }
+    }
+  }
+  const run = open(chunked([Buffer.from(lines.join('\n') + '\n')]));
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
+  await run.done;
+  assert.deepEqual(handles.map((handle) => handle.id).sort(), [...parentOf.keys()].sort());
+  const leaves = handles.filter((handle) => ![...parentOf.values()].includes(handle.id));
+  assert.ok(leaves.length > 0 && leaves.length < handles.length);
+  // Leaves first: nothing asked for their children before, so their lists are made now.
+  for (const handle of [...leaves, ...handles]) {
+    const children: string[] = [];
+    for await (const child of handle.subagents) children.push(child.id);
+    const expected = [...parentOf].filter(([, parent]) => parent === handle.id).map(([id]) => id);
+    assert.deepEqual(children.sort(), expected.sort(), handle.id);
+  }
+});
+
+/** A main assistant line of the recorded run with its own message id and `padding` bytes of text. */
+function paddedMainLine(template: Record<string, any>, tag: string, padding: number): string {
+  const value = structuredClone(template);
+  value.message.id = `${template.message.id}_${tag}`;
+  value.uuid = `${String(template.uuid).slice(0, 24)}${tag.padStart(12, '0')}`;
+  value.message.content = [{ type: 'text', text: `${tag} ${'p'.repeat(padding)}` }];
+  return JSON.stringify(value);
+}
+
+test('readers opened midway with files replay only the lines routed so far, then the held ones', async () => {
+  const lines = fixtureLines('foreground-fanout-3');
+  const at = lines.findIndex((line) => {
+    const value = JSON.parse(line);
+    return value.type === 'assistant' && value.parent_tool_use_id == null;
+  });
+  const template = JSON.parse(lines[at]);
+  // A main line too long to hold (spooled, replayed as its scalar members), before the readers open.
+  const huge = JSON.stringify({
+    type: 'user',
+    message: { role: 'user', content: 'x'.repeat(17 * 1024 * 1024) },
+    parent_tool_use_id: null,
+    session_id: template.session_id,
+    uuid: 'huge-0000',
+  });
+  // Main messages of 100 KB, longer than what a read stream takes at once, then short ones.
+  const long = Array.from({ length: 11 }, (_, copy) => paddedMainLine(template, `c${copy}`, 100_000));
+  const short = Array.from({ length: 6 }, (_, copy) => paddedMainLine(template, `s${copy}`, 10));
+  // The first reader opens before a long line, the second before a short one.
+  const first = [...lines.slice(0, at), huge, ...long.slice(0, 10)];
+  const second = [long[10]];
+  const rest = [...short, ...lines.slice(at)];
+  const out = join(tmpDir(), 'out');
+  const input = new PassThrough();
+  const run = open(input, { out, readerHighWaterLines: 4 });
+  const seen: number[] = [];
+  const reading = (async () => {
+    for await (const event of run.events) seen.push(event.lineNo);
+  })();
+  const watch = watchReads(out);
+  try {
+    input.write(first.join('\n') + '\n');
+    await until(() => seen.length === first.length);
+    const early = run.messages[Symbol.asyncIterator]();
+    input.write(second.join('\n') + '\n');
+    await until(() => seen.length === first.length + second.length);
+    const later = run.messages[Symbol.asyncIterator]();
+    input.end(rest.join('\n') + '\n');
+    const mainBytes = (list: string[]) =>
+      list
+        .filter((line) => JSON.parse(line).parent_tool_use_id == null)
+        .reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0);
+    const mainFile = join(out, 'main.jsonl');
+    // The readers hold what is routed after they opened: two short lines are written before the
+    // input waits.
+    await until(() => statSync(mainFile).size >= mainBytes([...first, ...second, ...short.slice(0, 2)]));
+    const read = async (messages: AsyncIterator<Message>) => {
+      const list: Message[] = [];
+      for (let next = await messages.next(); !next.done; next = await messages.next()) list.push(next.value);
+      return list;
+    };
+    // Read side by side: the input waits for both.
+    const [earlyMessages, laterMessages] = await Promise.all([read(early), read(later)]);
+    await run.done;
+    await reading;
+    const [earlyFile, laterFile] = watch.streams;
+    assert.deepEqual([earlyFile.path, laterFile.path], [mainFile, mainFile]);
+    // The first reader stops before the end of the long line after those it replays.
+    const nextEnds = mainBytes([...first, ...second]);
+    const message = `read ${earlyFile.bytesRead} bytes, the next line ends at ${nextEnds}`;
+    assert.ok(earlyFile.bytesRead < nextEnds, message);
+    const again: Message[] = [];
+    for await (const message of run.messages) again.push(message);
+    const shown = (list: Message[]) =>
+      Promise.all(list.map(async (message) => `${idOf(message)}:${(await message.text).length}`));
+    assert.deepEqual(await shown(earlyMessages), await shown(again));
+    assert.deepEqual(await shown(laterMessages), await shown(again));
+    // One message per main API message id, each once.
+    const ids: string[] = [];
+    for (const line of [...first, ...second, ...rest]) {
+      const value = JSON.parse(line);
+      if (value.type === 'assistant' && value.parent_tool_use_id == null && ids.at(-1) !== value.message.id) {
+        ids.push(value.message.id);
+      }
+    }
+    assert.deepEqual(
+      again.map((message) => message.id),
+      ids,
+    );
+  } finally {
+    watch.restore();
+  }
+});
+
+test('a late events loop reopens a channel file past a line too long to hold, and at it', async () => {
+  const dir = tmpDir();
+  const generated = join(dir, 'fanout.jsonl');
+  await writeStream({ sizeBytes: 512 * 1024, fanout: 100, shape: 'small', seed: 7 }, generated);
+  const lines = readFileSync(generated, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '');
+  const channelOf = (line: string): string | null | undefined => {
+    try {
+      return JSON.parse(line).parent_tool_use_id ?? null;
+    } catch {
+      return undefined; // malformed: quarantined, in no channel file
+    }
+  };
+  // Where 70 other channels have been used since `from`: a file kept open 64 at a time is closed.
+  const afterOthers = (from: number) => {
+    const others = new Set<string | null>();
+    for (let at = from; at < lines.length; at++) {
+      const channel = channelOf(lines[at]);
+      if (channel !== undefined) others.add(channel);
+      if (others.size >= 70) return at + 1;
+    }
+    throw new Error('the generated stream has too few channels');
+  };
+  // One more channel, three lines: a short one, one too long to hold, a short one, far apart.
+  const channel = 'toolu_reopened';
+  const sessionId = JSON.parse(lines[0]).session_id;
+  const line = (uuid: string, content: string) =>
+    JSON.stringify({
+      type: 'user',
+      message: { role: 'user', content },
+      parent_tool_use_id: channel,
+      session_id: sessionId,
+      uuid,
+    });
+  const firstAt = 1;
+  const hugeAt = afterOthers(firstAt) + 1;
+  const lastAt = afterOthers(hugeAt) + 2;
+  const input = [...lines];
+  input.splice(firstAt, 0, line('reopened-1', 'first'));
+  input.splice(hugeAt, 0, line('reopened-2', 'x'.repeat(17 * 1024 * 1024)));
+  input.splice(lastAt, 0, line('reopened-3', 'last'));
+  const path = join(dir, 'input.jsonl');
+  writeFileSync(path, input.join('\n') + '\n');
+  const out = join(dir, 'out');
+  const run = open(path, { out });
+  const index = await run.done;
+  const file = join(out, index.channels.find((each) => each.id === channel)!.jsonl!);
+  // The channel's file is opened three times if the loop keeps the 64 files used last.
+  const cache = new Map<string | null, true>();
+  let opens = 0;
+  for (const each of input) {
+    const id = channelOf(each);
+    if (id === undefined) continue;
+    if (cache.delete(id)) {
+      cache.set(id, true);
+      continue;
+    }
+    if (cache.size >= 64) cache.delete(cache.keys().next().value!);
+    cache.set(id, true);
+    if (id === channel) opens++;
+  }
+  assert.equal(opens, 3);
+  const watch = watchReads(out);
+  try {
+    let at = 0;
+    for await (const event of run.events) {
+      assert.equal(event.lineNo, at + 1);
+      if (event.kind === 'line') {
+        const expected = JSON.parse(input[at]);
+        // The long line comes back as it was routed: its top-level scalar members.
+        if (at === hugeAt) delete expected.message;
+        assert.deepEqual(event.line, expected, `line ${at + 1}`);
+      } else {
+        assert.equal(channelOf(input[at]), undefined);
+      }
+      at++;
+    }
+    assert.equal(at, input.length);
+    assert.equal(watch.streams.filter((stream) => stream.path === file).length, 3);
+  } finally {
+    watch.restore();
+  }
+});
+
+test('a run of junk lines and a long line that is no JSON are quarantined each at its number', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  const junk = ['not json', 'nor this', 'nor that'];
+  // Longer than the line parser holds here: spooled, then found not to be JSON.
+  const cut = `{"type":"user","cut":"${'y'.repeat(8000)}`;
+  // As long, but JSON: spooled and routed (a memory buffer gives up for it: files only).
+  const long = JSON.stringify({ ...JSON.parse(lines[1]), padding: 'z'.repeat(8000) });
+  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator'].map(
+    (use) => (use === 'line-parser' ? { use, maxLineBytes: 4096 } : { use }),
+  );
+  const bad = new Set([...junk, cut]);
+  /** The input as chunks: the junk lines in one, the rest cut shorter than the long lines. */
+  const chunksOf = (input: string[]) => {
+    const head = Buffer.from(input.slice(0, 4).join('\n') + '\n');
+    return chunked([head, ...splitEvery(Buffer.from(input.slice(4).join('\n') + '\n'), 1024)]);
+  };
+  const eventsOf = async (run: ReturnType<typeof open>, input: string[], quarantined: number[]) => {
+    const early: RunEvent[] = [];
+    const reading = (async () => {
+      for await (const event of run.events) early.push(event);
+    })();
+    const index = await run.done;
+    await reading;
+    assert.deepEqual(index.quarantine_lines, quarantined);
+    const late: RunEvent[] = [];
+    for await (const event of run.events) late.push(event);
+    for (const events of [early, late]) {
+      assert.deepEqual(
+        events.map((event) => event.lineNo),
+        input.map((_line, at) => at + 1),
+      );
+      assert.deepEqual(
+        events.filter((event) => event.kind === 'quarantine').map((event) => event.lineNo),
+        quarantined,
+      );
+    }
+    return late;
+  };
+  const input = [lines[0], ...junk, ...lines.slice(1, 5), cut, ...lines.slice(5)];
+  assert.deepEqual(
+    input.flatMap((line, at) => (bad.has(line) ? [at + 1] : [])),
+    [2, 3, 4, 9],
+  );
+  // Without files: what the memory buffer holds, each routed line and 16 bytes per record.
+  const held = input.reduce((sum, line) => sum + (bad.has(line) ? 0 : Buffer.byteLength(line)) + 16, 0);
+  const fits = open(chunksOf(input), { maxBufferedBytes: held, spec: { stages, sinks: [] } });
+  await eventsOf(fits, input, [2, 3, 4, 9]);
+  // One byte less and the quarantined lines' 16 bytes no longer fit.
+  const over = open(chunksOf(input), { maxBufferedBytes: held - 1, spec: { stages, sinks: [] } });
+  await over.done;
+  await assert.rejects(
+    async () => {
+      for await (const _event of over.events);
+    },
+    { code: 'ERR_PROJECTION_BUFFER' },
+  );
+  // Given up at the first line: the quarantined lines after it are still seen live.
+  const givenUp = open(chunksOf(input), { maxBufferedBytes: 1024, spec: { stages, sinks: [] } });
+  const live: RunEvent[] = [];
+  const readingLive = (async () => {
+    for await (const event of givenUp.events) live.push(event);
+  })();
+  await givenUp.done;
+  await readingLive;
+  assert.deepEqual(
+    live.filter((event) => event.kind === 'quarantine').map((event) => event.lineNo),
+    [2, 3, 4, 9],
+  );
+  const withLong = [...input.slice(0, 6), long, ...input.slice(6)];
+  const files = open(chunksOf(withLong), { out: join(tmpDir(), 'out'), spec: { stages, sinks: [] } });
+  const events = await eventsOf(files, withLong, [2, 3, 4, 10]);
+  assert.equal(events[6].kind, 'line');
+});
+
+test('late readers over a channel file whose line is no longer JSON fail; the run reads on', HANG, async () => {
+  const lines = fixtureLines('binary-tree-depth-3');
+  const out = join(tmpDir(), 'out');
+  const input = new PassThrough();
+  const run = open(input, { out, readerHighWaterLines: 4 });
+  const seen: number[] = [];
+  const reading = (async () => {
+    for await (const event of run.events) seen.push(event.lineNo);
+  })();
+  const half = Math.floor(lines.length / 2);
+  input.write(lines.slice(0, half).join('\n') + '\n');
+  await until(() => seen.length === half);
+  // The main file's second line spoiled in place, its length kept: `{` becomes `X`.
+  const mainFile = join(out, 'main.jsonl');
+  const mainLines = lines.slice(0, half).filter((line) => JSON.parse(line).parent_tool_use_id == null);
+  const written = mainLines.reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0);
+  await until(() => fs.existsSync(mainFile) && statSync(mainFile).size === written);
+  const [firstMain] = readFileSync(mainFile, 'utf8').split('\n');
+  const handle = fs.openSync(mainFile, 'r+');
+  fs.writeSync(handle, 'X', Buffer.byteLength(firstMain) + 1);
+  fs.closeSync(handle);
+  const unreadable = (err: { code?: string; message?: string }) =>
+    err.code === 'ERR_PROJECTION_REPLAY' && /JSON/.test(err.message ?? '');
+  for (const late of [run.events, run.messages, run.toolCalls] as AsyncIterable<unknown>[]) {
+    await assert.rejects(async () => {
+      for await (const _value of late);
+    }, unreadable);
+  }
+  // The readers that failed hold nothing back: the rest of the run is routed.
+  input.end(lines.slice(half).join('\n') + '\n');
+  const index = await run.done;
+  await reading;
+  assert.deepEqual(
+    seen,
+    lines.map((_line, at) => at + 1),
+  );
+  assert.equal(index.input.lines, lines.length);
+});
+
+test('a live events loop read slowly lets the input on as it reads; one that stalls is named', STALL, async () => {
+  const lines = fixtureLines('binary-tree-depth-3');
+  const input = Buffer.from(lines.join('\n') + '\n');
+  // The only reader, taking one event a turn: each read makes room for the input.
+  const slow = open(chunked(splitEvery(input, 512)), { readerHighWaterLines: 2 });
+  const seen: number[] = [];
+  for await (const event of slow.events) {
+    seen.push(event.lineNo);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await slow.done;
+  assert.deepEqual(
+    seen,
+    lines.map((_line, at) => at + 1),
+  );
+  // A loop that takes one event and holds on: the input waits for it, and says so.
+  const held = open(chunked(splitEvery(input, 512)), { readerHighWaterLines: 2, readerStallMs: 50 });
+  const warned = new Promise<{ code: string; message: string }>((resolve) => held.session.onWarning(resolve));
+  const events = held.events[Symbol.asyncIterator]();
+  assert.equal((await events.next()).value.lineNo, 1);
+  const warning = await warned;
+  assert.equal(warning.code, 'READER_STALLED');
+  assert.match(warning.message, /waited 50 ms for events: /);
+  // The loop breaks off: nothing holds the input back any more.
+  await events.return!();
+  const index = await held.done;
+  assert.equal(index.input.lines, lines.length);
+});
+
+test("a Copilot run's late readers replay the lines routed, not its input lines, with files or without", async () => {
+  const file = join(FIXTURES, 'other-agents', 'copilot-spawn.jsonl');
+  const inputLines = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '');
+  for (const out of [undefined, join(tmpDir(), 'out')]) {
+    const run = open(file, { out });
+    const early: RunEvent[] = [];
+    const reading = (async () => {
+      for await (const event of run.events) early.push(event);
+    })();
+    const index = await run.done;
+    await reading;
+    assert.equal(index.producer, 'copilot');
+    const late: RunEvent[] = [];
+    for await (const event of run.events) late.push(event);
+    assert.deepEqual(late, early);
+    // Each input line is one routed record or more; what is routed is not the input line.
+    const routed = early.filter((event) => event.kind === 'line');
+    assert.ok(routed.length >= inputLines.length);
+    const first = routed[0];
+    assert.ok(first.kind === 'line' && !isDeepStrictEqual(first.line, JSON.parse(inputLines[0])));
+    for await (const handle of run.allSubagents) {
+      const texts = async (messages: AsyncIterable<Message>) => {
+        const list: string[] = [];
+        for await (const message of messages) list.push(`${idOf(message)}:${await message.text}`);
+        return list;
+      };
+      const once = await texts(handle.messages);
+      assert.ok(once.length > 0);
+      assert.deepEqual(await texts(handle.messages), once);
+    }
+  }
+});
+
+test('a late events loop without files replays each line from its bytes: 1e999 is Infinity again', async () => {
+  const lines = fixtureLines('foreground-fanout-3');
+  const at = lines.findIndex((line) => line.includes('"type":"result"'));
+  // A number JSON cannot write back: read from the bytes it is Infinity, written back it would be null.
+  lines[at] = lines[at].replace(/"duration_ms":\d+/, '"duration_ms":1e999');
+  assert.match(lines[at], /1e999/);
+  const run = open(chunked([Buffer.from(lines.join('\n') + '\n')]));
+  await run.done;
+  const late: RunEvent[] = [];
+  for await (const event of run.events) late.push(event);
+  const result = late[at];
+  assert.ok(result.kind === 'line');
+  assert.equal(result.line.duration_ms, Infinity);
+  assert.deepEqual(
+    late.map((event) => (event.kind === 'line' ? event.line : null)),
+    lines.map((line) => JSON.parse(line)),
+  );
+});
+
+test('a reader holding exactly readerHighWaterLines values does not hold the input back', HANG, async () => {
+  const lines = fixtureLines('binary-tree-depth-3');
+  const input = new PassThrough();
+  const run = open(input, { readerHighWaterLines: 2 });
+  const subagents = run.subagents[Symbol.asyncIterator]();
+  const spawnAt = lines.findIndex((line) => line.includes('"name":"Agent"'));
+  input.write(lines.slice(0, spawnAt + 1).join('\n') + '\n');
+  const handle = (await subagents.next()).value as SubagentHandle;
+  // Its own tool calls, counted from the lines: as many as the reader may hold.
+  const ownCalls = lines.flatMap((line) => {
+    const value = JSON.parse(line);
+    if (value.type !== 'assistant' || value.parent_tool_use_id !== handle.id) return [];
+    return value.message.content.filter((block: { type: string }) => block.type === 'tool_use');
+  });
+  assert.equal(ownCalls.length, 2);
+  // Opened, not read until the run is done.
+  const calls = handle.toolCalls[Symbol.asyncIterator]();
+  input.end(lines.slice(spawnAt + 1).join('\n') + '\n');
+  await subagents.return!();
+  await run.done;
+  const ids: string[] = [];
+  for (let next = await calls.next(); !next.done; next = await calls.next()) ids.push(next.value.id);
+  assert.deepEqual(
+    ids,
+    ownCalls.map((call: { id: string }) => call.id),
+  );
+});
+
+test('an abort while a reader holds the input back ends the run: nobody is waited for after the end', HANG, async () => {
+  const input = longMainRun(3000);
+  const stop = new AbortController();
+  const run = open(chunked(splitEvery(input, 64 * 1024)), { readerHighWaterLines: 2, signal: stop.signal });
+  const messages = run.messages[Symbol.asyncIterator]();
+  await messages.next();
+  // The reader takes no more: the input waits for it, until the abort.
+  await until(() => run.session.input.lines > 10);
+  stop.abort();
+  // The run settles: what was read drains through the sinks with nobody waited for.
+  await assert.rejects(run.done, { code: 'ABORT_ERR' });
+  let next = await messages.next();
+  while (!next.done) next = await messages.next();
 });
