@@ -11,7 +11,7 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { after, before, describe, test } from 'node:test';
 import type { RecordBatch } from '../src/model/record.js';
-import type { Session } from '../src/model/session.js';
+import { Session } from '../src/model/session.js';
 import { createClickHouseSink, type ClickHouseSinkOptions } from '../src/chain/sinks/clickhouse.js';
 import {
   claimFile,
@@ -39,6 +39,8 @@ interface Exchange {
   rows: string[];
   verdict: Verdict;
   status: number;
+  /** The request's connection closed (answered, or cut off by either side). */
+  closed: boolean;
 }
 
 /**
@@ -79,7 +81,9 @@ async function startRelay(target: string) {
         rows: inUrl !== null ? text.split('\n').filter((l) => l !== '') : [],
         verdict: 'forward',
         status: 0,
+        closed: false,
       };
+      res.on('close', () => (ex.closed = true));
       ex.verdict = decide(ex);
       exchanges.push(ex);
       const go = () => forward(req.method ?? 'GET', req.url ?? '/', req.headers, body, ex, res);
@@ -868,6 +872,158 @@ describe(
       assert.notEqual(claimFile(claimed), null, 'let go: a later resend takes it');
       relay.behave('forward');
       relay.release();
+    });
+
+    test('at the end the channel rows are final (they outrank every earlier one) and no timer of the sink is left', async () => {
+      fresh();
+      const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
+      const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+      const timersBefore = timers();
+      // A partial batch waits for a flush far in the future: only the end sends it.
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'finals',
+          eventsTable: 'v_events',
+          channelsTable: 'v_channels',
+          batchRows: 1000,
+          flushIntervalMs: 600_000,
+          spoolDir: tmpDir(),
+        },
+        run,
+      ).done;
+      // A timer left behind would keep a finished run's process alive.
+      assert.ok(timers() <= timersBefore, `timers ${timersBefore} before, ${timers()} after`);
+      const finals = await ch.rows<{ channel: string; ver: string; stalled: number; interrupted: number }>(
+        `SELECT channel, ver, stalled, interrupted FROM v_channels FINAL WHERE run = 'finals' ORDER BY channel`,
+      );
+      assert.deepEqual(
+        finals.map((r) => [r.channel, Number(r.ver), Number(r.stalled), Number(r.interrupted)]),
+        channels.map((c) => [c, lineNumbers.length + 1, 0, 0]),
+        'one final row per channel, versioned past every line',
+      );
+      assert.deepEqual(await stored('v_events', 'finals'), lineNumbers);
+    });
+
+    test('the run ends while a direct insert is unanswered: its rows and the queued ones wait in the spool, each once', async () => {
+      fresh();
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+      const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
+      const spoolDir = tmpDir();
+      const spool = join(spoolDir, SPOOL_FILE);
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'cut-at-end',
+          eventsTable: 'u_events',
+          channelsTable: 'u_channels',
+          batchRows: 4,
+          flushIntervalMs: 1,
+          flushTimeoutMs: 200,
+          spoolDir,
+        },
+        run,
+      ).done;
+      const check = () => {
+        const entries = entriesIn(spool);
+        assert.deepEqual(
+          entries
+            .filter((e) => e.t === 'events')
+            .map(lineOf)
+            .sort((a, b) => a - b),
+          lineNumbers,
+          'every line once',
+        );
+        const finals = entries.filter((e) => e.t === 'channels' && (e.r as { ver?: number }).ver === lineNumbers.length + 1);
+        assert.deepEqual(finals.map((e) => e.r.channel).sort(), channels);
+        assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_SPOOLED']);
+        assert.equal(
+          messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
+          `${entries.length} rows not sent to ClickHouse at ${relay.url}: kept in ${spool}; send them with --clickhouse-resend ${spoolDir}`,
+        );
+      };
+      check();
+      assert.equal(relay.held(), 1, 'one insert was under way');
+      // Closing the client cuts the held insert off: its failure, after the end, adds nothing.
+      await until('the held insert cut off', () =>
+        relay.exchanges.filter((e) => e.verdict === 'hold').every((e) => e.closed),
+      );
+      await settle();
+      check();
+    });
+
+    test('a run whose one row the server will not take: the spool it claimed is reported alone, the row counted', async () => {
+      fresh();
+      // Only the channels table's inserts are cut off; pings and the tables' DDL are answered.
+      relay.behave((ex) => (ex.sql.startsWith('INSERT INTO `z_channels` ') ? 'refuse' : 'forward'));
+      const run = new Session();
+      // No input line: the only row is the main channel's.
+      const { lineNumbers, channels } = countedFrom(Buffer.alloc(0));
+      const spoolDir = tmpDir();
+      await runSink(
+        Readable.from([], { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'one-row',
+          eventsTable: 'z_events',
+          channelsTable: 'z_channels',
+          maxRetryDelayMs: 20,
+          flushTimeoutMs: 300,
+          spoolDir,
+        },
+        run,
+      ).done;
+      const [claimed, ...others] = findSpoolFiles(spoolDir);
+      assert.deepEqual(others, []);
+      assert.match(basename(claimed), /^clickhouse-spool\.sending-\d+-/, 'claimed by a resend that failed');
+      assert.deepEqual(entriesIn(claimed).map((e) => [e.t, e.r.channel]), channels.map((c) => ['channels', c]));
+      assert.ok(
+        relay.inserts('z_channels').length >= 2,
+        'sent directly, then again from the spool',
+      );
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE', 'CLICKHOUSE_SPOOLED']);
+      assert.match(
+        messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
+        new RegExp(
+          `^${lineNumbers.length + channels.length} rows not sent to ClickHouse at ${escaped(relay.url)} \\(.+\\): kept in ${escaped(claimed)}; send them with --clickhouse-resend ${escaped(spoolDir)}$`,
+        ),
+      );
+    });
+
+    test('spooled rows refused in two folders: both rejects files are named, the rows counted', async () => {
+      fresh();
+      const tables = { eventsTable: 'w_events', channelsTable: 'w_channels' };
+      const earlier = tmpDir();
+      const bad: Entry[] = [];
+      for (const [i, name] of (['nested-depth-3', 'foreground-fanout-3'] as const).entries()) {
+        const { file } = await earlierSpool(join(earlier, `run-${i}`), name, `two-${i}`, tables);
+        // One events row a word where a number goes: ClickHouse refuses it as data.
+        const rows = linesOf(readFileSync(file));
+        const row = JSON.parse(rows.find((l) => JSON.parse(l).t === 'events')!);
+        row.r.line = 525_252;
+        row.r.depth = 'deep';
+        bad.push(row);
+        writeFileSync(file, [JSON.stringify(row), ...rows].join('\n') + '\n');
+      }
+      relay.behave('forward');
+      const { batches, run } = await recordsOf('forwarding-off');
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        { url: relay.url, runId: 'two-resender', ...tables, resend: earlier, spoolDir: tmpDir() },
+        run,
+      ).done;
+      const rejects = [0, 1].map((i) => join(earlier, `run-${i}`, REJECTS_FILE));
+      assert.deepEqual(rejects.map(entriesIn), bad.map((row) => [row]));
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_REJECTED']);
+      assert.match(
+        messageOf(run, 0, 'CLICKHOUSE_REJECTED'),
+        new RegExp(
+          `^${bad.length} spooled rows refused by ClickHouse at ${escaped(relay.url)} \\(Code: \\d+, [^)]+\\): set aside in ${rejects.map(escaped).join(', ')}$`,
+        ),
+      );
+      assert.deepEqual(findSpoolFiles(earlier), []);
     });
 
     test('a spool that cannot be written ends the run with ERR_WRITE', async () => {
