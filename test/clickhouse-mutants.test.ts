@@ -13,18 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import type { RecordBatch } from '../src/model/record.js';
 import { Session } from '../src/model/session.js';
 import { createClickHouseSink, type ClickHouseSinkOptions } from '../src/chain/sinks/clickhouse.js';
-import {
-  claimFile,
-  findSpoolFiles,
-  insertSettingAside,
-  readSpool,
-  refusalReason,
-  Rejects,
-  REJECTS_FILE,
-  removeSpool,
-  Spool,
-  SPOOL_FILE,
-} from '../src/chain/sinks/clickhouse-spool.js';
+import { claimFile, findSpoolFiles, REJECTS_FILE, SPOOL_FILE } from '../src/chain/sinks/clickhouse-spool.js';
 import type { Entry } from '../src/chain/sinks/clickhouse-rows.js';
 import { fixtureFiles, linesOf, tmpDir } from './helpers.js';
 import { routeThrough } from './otlp-tree.js';
@@ -179,166 +168,6 @@ const settle = async () => {
   for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
 };
 const escaped = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-test('insertSettingAside: halves a refused batch down to the rows refused alone; any other failure is thrown', async () => {
-  const entries: Entry[] = Array.from({ length: 11 }, (_, i) => ({
-    t: 'events',
-    r: { line: i + 1 } as never,
-  }));
-  const refusedLines = new Set([3, 8]);
-  const refusal = Object.assign(
-    new Error('Code: 53, e.displayText() = DB::Exception: Type mismatch: row 1'),
-    { code: '53' },
-  );
-  const inserted: number[][] = [];
-  const setAside: Array<[number, string]> = [];
-  await insertSettingAside(
-    entries,
-    async (part) => {
-      if (part.some((e) => refusedLines.has(lineOf(e)))) throw refusal;
-      inserted.push(part.map((e) => lineOf(e)));
-    },
-    (entry, err) => setAside.push([lineOf(entry), refusalReason(err)]),
-  );
-  assert.deepEqual(
-    inserted.flat().sort((a, b) => a - b),
-    [1, 2, 4, 5, 6, 7, 9, 10, 11],
-    'every other row once',
-  );
-  assert.deepEqual(setAside, [
-    [3, 'Code: 53, Type mismatch'],
-    [8, 'Code: 53, Type mismatch'],
-  ]);
-  // In order, halves first-half-first.
-  assert.deepEqual(inserted, [[1, 2], [4, 5, 6], [7], [9], [10, 11]]);
-  const gone = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-  await assert.rejects(
-    insertSettingAside(
-      entries,
-      () => Promise.reject(gone),
-      () => assert.fail('not data'),
-    ),
-    gone,
-  );
-  const serverError = new Error('Code: 241. DB::Exception: Memory limit exceeded');
-  await assert.rejects(
-    insertSettingAside(
-      entries,
-      () => Promise.reject(serverError),
-      () => assert.fail('not data'),
-    ),
-    serverError,
-  );
-  const oldServer = new Error(
-    'Code: 27, e.displayText() = DB::Exception: Cannot parse input: expected , before: x',
-  );
-  assert.equal(refusalReason(oldServer), 'Code: 27, Cannot parse input');
-});
-
-test('readSpool: entries in batches of batchRows across 1 MiB pieces; torn and foreign lines skipped', () => {
-  const dir = tmpDir();
-  const file = join(dir, SPOOL_FILE);
-  // Rows with multi-byte text so that pieces cut characters; a line that is no entry; a torn end.
-  const wanted: Entry[] = Array.from({ length: 700 }, (_, i) => ({
-    t: i % 3 === 0 ? 'channels' : 'events',
-    r: { line: i, text: 'é€'.repeat(1000 + (i % 7)) } as never,
-  }));
-  const text =
-    wanted.map((e) => JSON.stringify(e)).join('\n') +
-    '\n{"t":"other","r":{}}\n\n{"t":"events","r":null}\n{"t":"events","r":{"line":9';
-  writeFileSync(file, text);
-  const batches = [...readSpool(file, 64)];
-  assert.deepEqual(
-    batches.map((b) => b.length),
-    [...Array(10).fill(64), 700 - 640],
-  );
-  assert.deepEqual(batches.flat(), wanted);
-  assert.ok(Buffer.byteLength(text) > 2 * 1024 * 1024, 'more than two pieces');
-});
-
-test('claimFile: a spool another live process is sending is left to it; one of a dead process, or unclaimed, is taken', () => {
-  const dir = tmpDir();
-  const live = join(dir, `clickhouse-spool.sending-${process.ppid}-a-1.jsonl`);
-  const dead = join(dir, 'clickhouse-spool.sending-999999998-b-2.jsonl');
-  const plain = join(dir, SPOOL_FILE);
-  for (const f of [live, dead, plain]) writeFileSync(f, '{}\n');
-  mkdirSync(join(dir, 'sub', 'deeper'), { recursive: true });
-  writeFileSync(join(dir, 'sub', 'deeper', SPOOL_FILE), '{}\n');
-  writeFileSync(join(dir, 'sub', SPOOL_FILE), '{}\n');
-  writeFileSync(join(dir, 'clickhouse-spool.jsonl.bak'), '{}\n');
-  assert.deepEqual(
-    findSpoolFiles(dir),
-    [...[plain, live, dead].sort(), join(dir, 'sub', SPOOL_FILE)],
-    'one level down, sorted',
-  );
-  assert.equal(claimFile(live), null, 'a live sender keeps its file');
-  const taken = claimFile(dead);
-  assert.ok(taken && existsSync(taken) && !existsSync(dead));
-  assert.equal(claimFile(taken), null, 'this process is sending it');
-  const mine = claimFile(plain)!;
-  assert.match(
-    basename(mine),
-    new RegExp(`^clickhouse-spool\\.sending-${process.pid}-[a-z0-9]+-\\d+\\.jsonl$`),
-  );
-  assert.notEqual(mine, taken);
-  assert.equal(claimFile(plain), null, 'already taken');
-});
-
-test('Spool: appends under the folder resolved at the first row; claimOwn takes it once; nothing spooled, nothing claimed', () => {
-  const base = tmpDir();
-  let resolved = 0;
-  const spool = new Spool(() => (resolved++, join(base, 'made', 'here')));
-  spool.append([]);
-  assert.equal(resolved, 0, 'no row, no folder');
-  assert.equal(spool.claimOwn(), null);
-  const rows: Entry[] = [
-    { t: 'events', r: { line: 1 } as never },
-    { t: 'channels', r: { channel: 'c' } as never },
-  ];
-  spool.append(rows);
-  spool.append(rows.slice(0, 1));
-  assert.equal(resolved, 1);
-  assert.equal(spool.rows, 3);
-  assert.equal(spool.file, join(base, 'made', 'here', SPOOL_FILE));
-  assert.deepEqual(entriesIn(spool.file), [...rows, rows[0]]);
-  const claimed = spool.claimOwn()!;
-  assert.deepEqual(entriesIn(claimed), [...rows, rows[0]]);
-  assert.equal(spool.rows, 0);
-  assert.equal(spool.claimOwn(), null, 'nothing new');
-  spool.append(rows);
-  rmSync(spool.file);
-  assert.equal(spool.claimOwn(), null, 'gone before it was claimed');
-  assert.equal(spool.rows, 2, 'still owed');
-  removeSpool(claimed);
-  assert.equal(existsSync(claimed), false);
-  removeSpool(claimed);
-});
-
-test('Spool and Rejects: a file that cannot be written is ERR_WRITE; Rejects counts rows, files and the first reason', () => {
-  const blocker = join(tmpDir(), 'a-file');
-  writeFileSync(blocker, '');
-  const entry: Entry = { t: 'events', r: { line: 7 } as never };
-  assert.throws(
-    () => new Spool(() => join(blocker, 'sub')).append([entry]),
-    (err: { code?: string }) => err.code === 'ERR_WRITE',
-  );
-  const rejects = new Rejects();
-  assert.throws(
-    () => rejects.add(join(blocker, 'sub'), entry, 'why'),
-    (err: { code?: string }) => err.code === 'ERR_WRITE',
-  );
-  assert.equal(rejects.rows, 0);
-  const [a, b] = [tmpDir(), tmpDir()];
-  rejects.add(a, entry, 'first');
-  rejects.add(b, entry, 'second');
-  rejects.add(a, entry, 'third');
-  assert.deepEqual(
-    [rejects.rows, [...rejects.files], rejects.reason],
-    [3, [join(a, REJECTS_FILE), join(b, REJECTS_FILE)], 'first'],
-  );
-  assert.deepEqual(entriesIn(join(a, REJECTS_FILE)), [entry, entry]);
-  assert.deepEqual(findSpoolFiles(join(a, 'missing')), []);
-});
 
 describe(
   'ClickHouse sink delivery against a real server',
@@ -896,7 +725,8 @@ describe(
       // A timer left behind would keep a finished run's process alive.
       assert.ok(timers() <= timersBefore, `timers ${timersBefore} before, ${timers()} after`);
       const finals = await ch.rows<{ channel: string; ver: string; stalled: number; interrupted: number }>(
-        `SELECT channel, ver, stalled, interrupted FROM v_channels FINAL WHERE run = 'finals' ORDER BY channel`,
+        "SELECT channel, ver, stalled, interrupted FROM v_channels FINAL WHERE run = 'finals' " +
+          'ORDER BY channel',
       );
       assert.deepEqual(
         finals.map((r) => [r.channel, Number(r.ver), Number(r.stalled), Number(r.interrupted)]),
@@ -936,7 +766,8 @@ describe(
           lineNumbers,
           'every line once',
         );
-        const finals = entries.filter((e) => e.t === 'channels' && (e.r as { ver?: number }).ver === lineNumbers.length + 1);
+        const isFinal = (e: Entry) => (e.r as { ver?: number }).ver === lineNumbers.length + 1;
+        const finals = entries.filter((e) => e.t === 'channels' && isFinal(e));
         assert.deepEqual(finals.map((e) => e.r.channel).sort(), channels);
         assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_SPOOLED']);
         assert.equal(
@@ -978,7 +809,10 @@ describe(
       const [claimed, ...others] = findSpoolFiles(spoolDir);
       assert.deepEqual(others, []);
       assert.match(basename(claimed), /^clickhouse-spool\.sending-\d+-/, 'claimed by a resend that failed');
-      assert.deepEqual(entriesIn(claimed).map((e) => [e.t, e.r.channel]), channels.map((c) => ['channels', c]));
+      assert.deepEqual(
+        entriesIn(claimed).map((e) => [e.t, e.r.channel]),
+        channels.map((c) => ['channels', c]),
+      );
       assert.ok(
         relay.inserts('z_channels').length >= 2,
         'sent directly, then again from the spool',
