@@ -110,6 +110,7 @@ test('claimFile: a spool another live process is sending is left to it; one of a
   writeFileSync(join(dir, 'sub', 'deeper', SPOOL_FILE), '{}\n');
   writeFileSync(join(dir, 'sub', SPOOL_FILE), '{}\n');
   writeFileSync(join(dir, 'clickhouse-spool.jsonl.bak'), '{}\n');
+  writeFileSync(join(dir, 'old-clickhouse-spool.jsonl'), '{}\n');
   assert.deepEqual(
     findSpoolFiles(dir),
     [...[plain, live, dead].sort(), join(dir, 'sub', SPOOL_FILE)],
