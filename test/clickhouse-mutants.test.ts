@@ -171,6 +171,8 @@ const messageOf = (run: Session, from: number, code: string) =>
 const settle = async () => {
   for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
 };
+/** Timers pending in this process: one a finished sink left would keep its process alive. */
+const pendingTimers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 const escaped = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 describe(
@@ -392,19 +394,24 @@ describe(
       const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
       const spoolDir = tmpDir();
       const spool = join(spoolDir, SPOOL_FILE);
+      const feed = feeder();
       const { done } = runSink(
-        Readable.from(batches, { objectMode: true }),
+        feed.input,
         {
           url: relay.url,
           runId: 'away-all',
           batchRows: 3,
           flushIntervalMs: 1,
           maxRetryDelayMs: 20,
-          flushTimeoutMs: 100,
+          flushTimeoutMs: 5000,
           spoolDir,
         },
         run,
       );
+      for (const b of batches) feed.push(b);
+      // Probes that find no server leave the spool as it is.
+      await until('the server probed twice', () => relay.exchanges.filter((e) => e.path === '/ping').length >= 2);
+      feed.end();
       await done;
       const entries = entriesIn(spool);
       const events = entries.filter((e) => e.t === 'events');
@@ -584,7 +591,8 @@ describe(
       const { batches, run, lineNumbers, channels } = await recordsOf('foreground-fanout-3');
       const spoolDir = tmpDir();
       const feed = feeder();
-      // The second probe would come long after the test: only the last try at the end can find the server.
+      // Probes 250 ms, then 500 ms apart, then a second: after two refused, only the last try at
+      // the end can find the server.
       const { done } = runSink(
         feed.input,
         {
@@ -601,11 +609,14 @@ describe(
         run,
       );
       for (const b of batches) feed.push(b);
-      await until('a probe refused', () => relay.exchanges.some((e) => e.path === '/ping'));
+      // Two probes refused: the next is a second away, pending when the run ends.
+      await until('two probes refused', () => relay.exchanges.filter((e) => e.path === '/ping').length >= 2);
+      const timersBefore = pendingTimers();
       relay.behave('forward');
       feed.end();
       await until('the spool sent at the end', () => findSpoolFiles(spoolDir).length === 0);
       await done;
+      assert.ok(pendingTimers() < timersBefore, 'the pending probe cancelled');
       assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE']);
       assert.deepEqual(findSpoolFiles(spoolDir), []);
       assert.deepEqual(await stored('e_events', 'back-at-end'), lineNumbers);
@@ -712,8 +723,7 @@ describe(
     test('at the end the channel rows are final (they outrank every earlier one) and no timer of the sink is left', async () => {
       fresh();
       const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
-      const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
-      const timersBefore = timers();
+      const timersBefore = pendingTimers();
       // A partial batch waits for a flush far in the future: only the end sends it.
       await runSink(
         Readable.from(batches, { objectMode: true }),
@@ -729,7 +739,7 @@ describe(
         run,
       ).done;
       // A timer left behind would keep a finished run's process alive.
-      assert.ok(timers() <= timersBefore, `timers ${timersBefore} before, ${timers()} after`);
+      assert.ok(pendingTimers() <= timersBefore, `timers: ${timersBefore} before, ${pendingTimers()} after`);
       const finals = await ch.rows<{ channel: string; ver: string; stalled: number; interrupted: number }>(
         "SELECT channel, ver, stalled, interrupted FROM v_channels FINAL WHERE run = 'finals' " +
           'ORDER BY channel',
@@ -799,6 +809,7 @@ describe(
       // No input line: the only row is the main channel's.
       const { lineNumbers, channels } = countedFrom(Buffer.alloc(0));
       const spoolDir = tmpDir();
+      const timersBefore = pendingTimers();
       await runSink(
         Readable.from([], { objectMode: true }),
         {
@@ -806,12 +817,14 @@ describe(
           runId: 'one-row',
           eventsTable: 'z_events',
           channelsTable: 'z_channels',
-          maxRetryDelayMs: 20,
-          flushTimeoutMs: 300,
+          maxRetryDelayMs: 600_000,
+          flushTimeoutMs: 1000,
           spoolDir,
         },
         run,
       ).done;
+      // Failures during the end schedule no probe that would outlive it.
+      assert.ok(pendingTimers() <= timersBefore, `timers: ${timersBefore} before, ${pendingTimers()} after`);
       const [claimed, ...others] = findSpoolFiles(spoolDir);
       assert.deepEqual(others, []);
       assert.match(basename(claimed), /^clickhouse-spool\.sending-\d+-/, 'claimed by a resend that failed');
