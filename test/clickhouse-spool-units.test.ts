@@ -22,6 +22,8 @@ import type { Entry } from '../src/chain/sinks/clickhouse-rows.js';
 import { linesOf, tmpDir } from './helpers.js';
 
 const lineOf = (e: Entry) => (e.r as { line?: number }).line as number;
+/** Files this process has open (Linux): one a spool write or read left open leaks for the run. */
+const openFiles = () => readdirSync('/proc/self/fd').length;
 const entriesIn = (file: string) => linesOf(readFileSync(file)).map((l) => JSON.parse(l) as Entry);
 
 test('insertSettingAside: halves a refused batch down to the rows refused alone; any other failure is thrown', async () => {
@@ -142,7 +144,9 @@ test('Spool: appends under the folder resolved at the first row; claimOwn takes 
     { t: 'channels', r: { channel: 'c' } as never },
   ];
   spool.append(rows);
+  const filesBefore = openFiles();
   spool.append(rows.slice(0, 1));
+  assert.equal(openFiles(), filesBefore, 'the spool closed after each append');
   assert.equal(resolved, 1);
   assert.equal(spool.rows, 3);
   assert.equal(spool.file, join(base, 'made', 'here', SPOOL_FILE));
@@ -175,7 +179,9 @@ test('Spool and Rejects: a file that cannot be written is ERR_WRITE; Rejects cou
   );
   assert.equal(rejects.rows, 0);
   const [a, b] = [tmpDir(), tmpDir()];
+  const filesBefore = openFiles();
   rejects.add(a, entry, 'first');
+  assert.equal(openFiles(), filesBefore, 'the rejects file closed after each row');
   rejects.add(b, entry, 'second');
   rejects.add(a, entry, 'third');
   assert.deepEqual(
@@ -193,7 +199,6 @@ test('readSpool: a last entry without its newline kept, no empty batch, a row th
   const lines = wanted.map((e) => JSON.stringify(e));
   // A row that is text, not an object, among them; the last line whole but not ended.
   writeFileSync(file, [lines[0], '{"t":"events","r":"text"}', ...lines.slice(1)].join('\n'));
-  const openFiles = () => readdirSync('/proc/self/fd').length;
   const before = openFiles();
   assert.deepEqual(
     [...readSpool(file, 3)],
@@ -216,4 +221,25 @@ test("refusalReason: the code the client parsed, or the one the message states, 
   const unanswered = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
   assert.equal(refusalReason(unanswered), 'Code: null, socket hang up');
   assert.equal(refusalReason('refused: why'), 'Code: null, refused');
+  assert.equal(refusalReason(new Error('')), 'Code: null, refused', 'no clause at all');
+  assert.equal(refusalReason(undefined), 'Code: null, undefined');
+  // Only a code of digits is ClickHouse's, and only a message that starts with one states it.
+  for (const code of ['E2', '2E'])
+    assert.equal(refusalReason(Object.assign(new Error('gone'), { code })), 'Code: null, gone', code);
+  const quoted = new Error('bad gateway, the upstream said Code: 27, e.displayText() = x');
+  assert.equal(refusalReason(quoted), 'Code: null, bad gateway, the upstream said Code');
+});
+
+test('insertSettingAside: a failure that is no error at all is thrown as it came', async () => {
+  const entries: Entry[] = [{ t: 'events', r: { line: 1 } as never }];
+  for (const failure of [undefined, null]) {
+    await assert.rejects(
+      insertSettingAside(
+        entries,
+        () => Promise.reject(failure),
+        () => assert.fail('not data'),
+      ),
+      (err) => err === failure,
+    );
+  }
 });
