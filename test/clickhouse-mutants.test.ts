@@ -11,20 +11,9 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { after, before, describe, test } from 'node:test';
 import type { RecordBatch } from '../src/model/record.js';
-import type { Session } from '../src/model/session.js';
+import { Session } from '../src/model/session.js';
 import { createClickHouseSink, type ClickHouseSinkOptions } from '../src/chain/sinks/clickhouse.js';
-import {
-  claimFile,
-  findSpoolFiles,
-  insertSettingAside,
-  readSpool,
-  refusalReason,
-  Rejects,
-  REJECTS_FILE,
-  removeSpool,
-  Spool,
-  SPOOL_FILE,
-} from '../src/chain/sinks/clickhouse-spool.js';
+import { claimFile, findSpoolFiles, REJECTS_FILE, SPOOL_FILE } from '../src/chain/sinks/clickhouse-spool.js';
 import type { Entry } from '../src/chain/sinks/clickhouse-rows.js';
 import { fixtureFiles, linesOf, tmpDir } from './helpers.js';
 import { routeThrough } from './otlp-tree.js';
@@ -39,6 +28,8 @@ interface Exchange {
   rows: string[];
   verdict: Verdict;
   status: number;
+  /** The request's connection closed (answered, or cut off by either side). */
+  closed: boolean;
 }
 
 /**
@@ -79,7 +70,9 @@ async function startRelay(target: string) {
         rows: inUrl !== null ? text.split('\n').filter((l) => l !== '') : [],
         verdict: 'forward',
         status: 0,
+        closed: false,
       };
+      res.on('close', () => (ex.closed = true));
       ex.verdict = decide(ex);
       exchanges.push(ex);
       const go = () => forward(req.method ?? 'GET', req.url ?? '/', req.headers, body, ex, res);
@@ -110,10 +103,14 @@ async function startRelay(target: string) {
 }
 type Relay = Awaited<ReturnType<typeof startRelay>>;
 
+/**
+ * Polls `check` until it holds. What it waits for comes within milliseconds when the sink works;
+ * the bound, generous for a loaded machine, makes a sink that never gets there fail instead of hang.
+ */
 async function until(
   what: string,
   check: () => boolean | Promise<boolean>,
-  timeoutMs = 60_000,
+  timeoutMs = 20_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
@@ -174,167 +171,9 @@ const messageOf = (run: Session, from: number, code: string) =>
 const settle = async () => {
   for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
 };
+/** Timers pending in this process: one a finished sink left would keep its process alive. */
+const pendingTimers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 const escaped = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-test('insertSettingAside: halves a refused batch down to the rows refused alone; any other failure is thrown', async () => {
-  const entries: Entry[] = Array.from({ length: 11 }, (_, i) => ({
-    t: 'events',
-    r: { line: i + 1 } as never,
-  }));
-  const refusedLines = new Set([3, 8]);
-  const refusal = Object.assign(
-    new Error('Code: 53, e.displayText() = DB::Exception: Type mismatch: row 1'),
-    { code: '53' },
-  );
-  const inserted: number[][] = [];
-  const setAside: Array<[number, string]> = [];
-  await insertSettingAside(
-    entries,
-    async (part) => {
-      if (part.some((e) => refusedLines.has(lineOf(e)))) throw refusal;
-      inserted.push(part.map((e) => lineOf(e)));
-    },
-    (entry, err) => setAside.push([lineOf(entry), refusalReason(err)]),
-  );
-  assert.deepEqual(
-    inserted.flat().sort((a, b) => a - b),
-    [1, 2, 4, 5, 6, 7, 9, 10, 11],
-    'every other row once',
-  );
-  assert.deepEqual(setAside, [
-    [3, 'Code: 53, Type mismatch'],
-    [8, 'Code: 53, Type mismatch'],
-  ]);
-  // In order, halves first-half-first.
-  assert.deepEqual(inserted, [[1, 2], [4, 5, 6], [7], [9], [10, 11]]);
-  const gone = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-  await assert.rejects(
-    insertSettingAside(
-      entries,
-      () => Promise.reject(gone),
-      () => assert.fail('not data'),
-    ),
-    gone,
-  );
-  const serverError = new Error('Code: 241. DB::Exception: Memory limit exceeded');
-  await assert.rejects(
-    insertSettingAside(
-      entries,
-      () => Promise.reject(serverError),
-      () => assert.fail('not data'),
-    ),
-    serverError,
-  );
-  const oldServer = new Error(
-    'Code: 27, e.displayText() = DB::Exception: Cannot parse input: expected , before: x',
-  );
-  assert.equal(refusalReason(oldServer), 'Code: 27, Cannot parse input');
-});
-
-test('readSpool: entries in batches of batchRows across 1 MiB pieces; torn and foreign lines skipped', () => {
-  const dir = tmpDir();
-  const file = join(dir, SPOOL_FILE);
-  // Rows with multi-byte text so that pieces cut characters; a line that is no entry; a torn end.
-  const wanted: Entry[] = Array.from({ length: 700 }, (_, i) => ({
-    t: i % 3 === 0 ? 'channels' : 'events',
-    r: { line: i, text: 'é€'.repeat(1000 + (i % 7)) } as never,
-  }));
-  const text =
-    wanted.map((e) => JSON.stringify(e)).join('\n') +
-    '\n{"t":"other","r":{}}\n\n{"t":"events","r":null}\n{"t":"events","r":{"line":9';
-  writeFileSync(file, text);
-  const batches = [...readSpool(file, 64)];
-  assert.deepEqual(
-    batches.map((b) => b.length),
-    [...Array(10).fill(64), 700 - 640],
-  );
-  assert.deepEqual(batches.flat(), wanted);
-  assert.ok(Buffer.byteLength(text) > 2 * 1024 * 1024, 'more than two pieces');
-});
-
-test('claimFile: a spool another live process is sending is left to it; one of a dead process, or unclaimed, is taken', () => {
-  const dir = tmpDir();
-  const live = join(dir, `clickhouse-spool.sending-${process.ppid}-a-1.jsonl`);
-  const dead = join(dir, 'clickhouse-spool.sending-999999998-b-2.jsonl');
-  const plain = join(dir, SPOOL_FILE);
-  for (const f of [live, dead, plain]) writeFileSync(f, '{}\n');
-  mkdirSync(join(dir, 'sub', 'deeper'), { recursive: true });
-  writeFileSync(join(dir, 'sub', 'deeper', SPOOL_FILE), '{}\n');
-  writeFileSync(join(dir, 'sub', SPOOL_FILE), '{}\n');
-  writeFileSync(join(dir, 'clickhouse-spool.jsonl.bak'), '{}\n');
-  assert.deepEqual(
-    findSpoolFiles(dir),
-    [...[plain, live, dead].sort(), join(dir, 'sub', SPOOL_FILE)],
-    'one level down, sorted',
-  );
-  assert.equal(claimFile(live), null, 'a live sender keeps its file');
-  const taken = claimFile(dead);
-  assert.ok(taken && existsSync(taken) && !existsSync(dead));
-  assert.equal(claimFile(taken), null, 'this process is sending it');
-  const mine = claimFile(plain)!;
-  assert.match(
-    basename(mine),
-    new RegExp(`^clickhouse-spool\\.sending-${process.pid}-[a-z0-9]+-\\d+\\.jsonl$`),
-  );
-  assert.notEqual(mine, taken);
-  assert.equal(claimFile(plain), null, 'already taken');
-});
-
-test('Spool: appends under the folder resolved at the first row; claimOwn takes it once; nothing spooled, nothing claimed', () => {
-  const base = tmpDir();
-  let resolved = 0;
-  const spool = new Spool(() => (resolved++, join(base, 'made', 'here')));
-  spool.append([]);
-  assert.equal(resolved, 0, 'no row, no folder');
-  assert.equal(spool.claimOwn(), null);
-  const rows: Entry[] = [
-    { t: 'events', r: { line: 1 } as never },
-    { t: 'channels', r: { channel: 'c' } as never },
-  ];
-  spool.append(rows);
-  spool.append(rows.slice(0, 1));
-  assert.equal(resolved, 1);
-  assert.equal(spool.rows, 3);
-  assert.equal(spool.file, join(base, 'made', 'here', SPOOL_FILE));
-  assert.deepEqual(entriesIn(spool.file), [...rows, rows[0]]);
-  const claimed = spool.claimOwn()!;
-  assert.deepEqual(entriesIn(claimed), [...rows, rows[0]]);
-  assert.equal(spool.rows, 0);
-  assert.equal(spool.claimOwn(), null, 'nothing new');
-  spool.append(rows);
-  rmSync(spool.file);
-  assert.equal(spool.claimOwn(), null, 'gone before it was claimed');
-  assert.equal(spool.rows, 2, 'still owed');
-  removeSpool(claimed);
-  assert.equal(existsSync(claimed), false);
-  removeSpool(claimed);
-});
-
-test('Spool and Rejects: a file that cannot be written is ERR_WRITE; Rejects counts rows, files and the first reason', () => {
-  const blocker = join(tmpDir(), 'a-file');
-  writeFileSync(blocker, '');
-  const entry: Entry = { t: 'events', r: { line: 7 } as never };
-  assert.throws(
-    () => new Spool(() => join(blocker, 'sub')).append([entry]),
-    (err: { code?: string }) => err.code === 'ERR_WRITE',
-  );
-  const rejects = new Rejects();
-  assert.throws(
-    () => rejects.add(join(blocker, 'sub'), entry, 'why'),
-    (err: { code?: string }) => err.code === 'ERR_WRITE',
-  );
-  assert.equal(rejects.rows, 0);
-  const [a, b] = [tmpDir(), tmpDir()];
-  rejects.add(a, entry, 'first');
-  rejects.add(b, entry, 'second');
-  rejects.add(a, entry, 'third');
-  assert.deepEqual(
-    [rejects.rows, [...rejects.files], rejects.reason],
-    [3, [join(a, REJECTS_FILE), join(b, REJECTS_FILE)], 'first'],
-  );
-  assert.deepEqual(entriesIn(join(a, REJECTS_FILE)), [entry, entry]);
-  assert.deepEqual(findSpoolFiles(join(a, 'missing')), []);
-});
 
 describe(
   'ClickHouse sink delivery against a real server',
@@ -555,19 +394,24 @@ describe(
       const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
       const spoolDir = tmpDir();
       const spool = join(spoolDir, SPOOL_FILE);
+      const feed = feeder();
       const { done } = runSink(
-        Readable.from(batches, { objectMode: true }),
+        feed.input,
         {
           url: relay.url,
           runId: 'away-all',
           batchRows: 3,
           flushIntervalMs: 1,
           maxRetryDelayMs: 20,
-          flushTimeoutMs: 100,
+          flushTimeoutMs: 5000,
           spoolDir,
         },
         run,
       );
+      for (const b of batches) feed.push(b);
+      // Probes that find no server leave the spool as it is.
+      await until('the server probed twice', () => relay.exchanges.filter((e) => e.path === '/ping').length >= 2);
+      feed.end();
       await done;
       const entries = entriesIn(spool);
       const events = entries.filter((e) => e.t === 'events');
@@ -732,6 +576,7 @@ describe(
       );
       back = true;
       feed.end();
+      await until('both spools sent', () => [earlier, spoolDir].every((d) => findSpoolFiles(d).length === 0));
       await done;
       assert.deepEqual(codesOf(run, 0), []);
       assert.deepEqual(findSpoolFiles(earlier), []);
@@ -746,7 +591,8 @@ describe(
       const { batches, run, lineNumbers, channels } = await recordsOf('foreground-fanout-3');
       const spoolDir = tmpDir();
       const feed = feeder();
-      // The second probe would come long after the test: only the last try at the end can find the server.
+      // Probes 250 ms, then 500 ms apart, then a second: after two refused, only the last try at
+      // the end can find the server.
       const { done } = runSink(
         feed.input,
         {
@@ -763,10 +609,14 @@ describe(
         run,
       );
       for (const b of batches) feed.push(b);
-      await until('a probe refused', () => relay.exchanges.some((e) => e.path === '/ping'));
+      // Two probes refused: the next is a second away, pending when the run ends.
+      await until('two probes refused', () => relay.exchanges.filter((e) => e.path === '/ping').length >= 2);
+      const timersBefore = pendingTimers();
       relay.behave('forward');
       feed.end();
+      await until('the spool sent at the end', () => findSpoolFiles(spoolDir).length === 0);
       await done;
+      assert.ok(pendingTimers() < timersBefore, 'the pending probe cancelled');
       assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE']);
       assert.deepEqual(findSpoolFiles(spoolDir), []);
       assert.deepEqual(await stored('e_events', 'back-at-end'), lineNumbers);
@@ -868,6 +718,165 @@ describe(
       assert.notEqual(claimFile(claimed), null, 'let go: a later resend takes it');
       relay.behave('forward');
       relay.release();
+    });
+
+    test('at the end the channel rows are final (they outrank every earlier one) and no timer of the sink is left', async () => {
+      fresh();
+      const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
+      const timersBefore = pendingTimers();
+      // A partial batch waits for a flush far in the future: only the end sends it.
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'finals',
+          eventsTable: 'v_events',
+          channelsTable: 'v_channels',
+          batchRows: 1000,
+          flushIntervalMs: 600_000,
+          spoolDir: tmpDir(),
+        },
+        run,
+      ).done;
+      // A timer left behind would keep a finished run's process alive.
+      assert.ok(pendingTimers() <= timersBefore, `timers: ${timersBefore} before, ${pendingTimers()} after`);
+      const finals = await ch.rows<{ channel: string; ver: string; stalled: number; interrupted: number }>(
+        "SELECT channel, ver, stalled, interrupted FROM v_channels FINAL WHERE run = 'finals' " +
+          'ORDER BY channel',
+      );
+      assert.deepEqual(
+        finals.map((r) => [r.channel, Number(r.ver), Number(r.stalled), Number(r.interrupted)]),
+        channels.map((c) => [c, lineNumbers.length + 1, 0, 0]),
+        'one final row per channel, versioned past every line',
+      );
+      assert.deepEqual(await stored('v_events', 'finals'), lineNumbers);
+    });
+
+    test('the run ends while a direct insert is unanswered: its rows and the queued ones wait in the spool, each once', async () => {
+      fresh();
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+      const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
+      const spoolDir = tmpDir();
+      const spool = join(spoolDir, SPOOL_FILE);
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'cut-at-end',
+          eventsTable: 'u_events',
+          channelsTable: 'u_channels',
+          batchRows: 4,
+          flushIntervalMs: 1,
+          flushTimeoutMs: 200,
+          spoolDir,
+        },
+        run,
+      ).done;
+      const check = () => {
+        const entries = entriesIn(spool);
+        assert.deepEqual(
+          entries
+            .filter((e) => e.t === 'events')
+            .map(lineOf)
+            .sort((a, b) => a - b),
+          lineNumbers,
+          'every line once',
+        );
+        const isFinal = (e: Entry) => (e.r as { ver?: number }).ver === lineNumbers.length + 1;
+        const finals = entries.filter((e) => e.t === 'channels' && isFinal(e));
+        assert.deepEqual(finals.map((e) => e.r.channel).sort(), channels);
+        assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_SPOOLED']);
+        assert.equal(
+          messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
+          `${entries.length} rows not sent to ClickHouse at ${relay.url}: kept in ${spool}; send them with --clickhouse-resend ${spoolDir}`,
+        );
+      };
+      check();
+      assert.equal(relay.held(), 1, 'one insert was under way');
+      // Closing the client cuts the held insert off: its failure, after the end, adds nothing.
+      await until('the held insert cut off', () =>
+        relay.exchanges.filter((e) => e.verdict === 'hold').every((e) => e.closed),
+      );
+      await settle();
+      check();
+    });
+
+    test('a run whose one row the server will not take: the spool it claimed is reported alone, the row counted', async () => {
+      fresh();
+      // Only the channels table's inserts are cut off; pings and the tables' DDL are answered.
+      relay.behave((ex) => (ex.sql.startsWith('INSERT INTO `z_channels` ') ? 'refuse' : 'forward'));
+      const run = new Session();
+      // No input line: the only row is the main channel's.
+      const { lineNumbers, channels } = countedFrom(Buffer.alloc(0));
+      const spoolDir = tmpDir();
+      const timersBefore = pendingTimers();
+      await runSink(
+        Readable.from([], { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'one-row',
+          eventsTable: 'z_events',
+          channelsTable: 'z_channels',
+          maxRetryDelayMs: 600_000,
+          flushTimeoutMs: 1000,
+          spoolDir,
+        },
+        run,
+      ).done;
+      // Failures during the end schedule no probe that would outlive it.
+      assert.ok(pendingTimers() <= timersBefore, `timers: ${timersBefore} before, ${pendingTimers()} after`);
+      const [claimed, ...others] = findSpoolFiles(spoolDir);
+      assert.deepEqual(others, []);
+      assert.match(basename(claimed), /^clickhouse-spool\.sending-\d+-/, 'claimed by a resend that failed');
+      assert.deepEqual(
+        entriesIn(claimed).map((e) => [e.t, e.r.channel]),
+        channels.map((c) => ['channels', c]),
+      );
+      assert.ok(
+        relay.inserts('z_channels').length >= 2,
+        'sent directly, then again from the spool',
+      );
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE', 'CLICKHOUSE_SPOOLED']);
+      assert.match(
+        messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
+        new RegExp(
+          `^${lineNumbers.length + channels.length} rows not sent to ClickHouse at ${escaped(relay.url)} \\(.+\\): kept in ${escaped(claimed)}; send them with --clickhouse-resend ${escaped(spoolDir)}$`,
+        ),
+      );
+    });
+
+    test('spooled rows refused in two folders: both rejects files are named, the rows counted', async () => {
+      fresh();
+      const tables = { eventsTable: 'w_events', channelsTable: 'w_channels' };
+      const earlier = tmpDir();
+      const bad: Entry[] = [];
+      for (const [i, name] of (['nested-depth-3', 'foreground-fanout-3'] as const).entries()) {
+        const { file } = await earlierSpool(join(earlier, `run-${i}`), name, `two-${i}`, tables);
+        // One events row a word where a number goes: ClickHouse refuses it as data.
+        const rows = linesOf(readFileSync(file));
+        const row = JSON.parse(rows.find((l) => JSON.parse(l).t === 'events')!);
+        row.r.line = 525_252;
+        row.r.depth = 'deep';
+        bad.push(row);
+        writeFileSync(file, [JSON.stringify(row), ...rows].join('\n') + '\n');
+      }
+      relay.behave('forward');
+      const { batches, run } = await recordsOf('forwarding-off');
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        { url: relay.url, runId: 'two-resender', ...tables, resend: earlier, spoolDir: tmpDir() },
+        run,
+      ).done;
+      const rejects = [0, 1].map((i) => join(earlier, `run-${i}`, REJECTS_FILE));
+      assert.deepEqual(rejects.map(entriesIn), bad.map((row) => [row]));
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_REJECTED']);
+      assert.match(
+        messageOf(run, 0, 'CLICKHOUSE_REJECTED'),
+        new RegExp(
+          `^${bad.length} spooled rows refused by ClickHouse at ${escaped(relay.url)} \\(Code: \\d+, [^)]+\\): set aside in ${rejects.map(escaped).join(', ')}$`,
+        ),
+      );
+      assert.deepEqual(findSpoolFiles(earlier), []);
     });
 
     test('a spool that cannot be written ends the run with ERR_WRITE', async () => {

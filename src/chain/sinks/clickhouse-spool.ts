@@ -221,7 +221,8 @@ function clickhouseCode(err: unknown): number | null {
  */
 export function refusalReason(err: unknown): string {
   const message = String((err as { message?: unknown } | null)?.message ?? err);
-  const exception = message.replace(/^Code: \d+, e\.displayText\(\) = /, '');
+  // `Code: 53, e.displayText() = DB::Exception: …` (old servers) or `Code: 53. DB::Exception: …`.
+  const exception = message.replace(/^Code: \d+(?:, e\.displayText\(\) =|\.) /, '');
   const clause = /(?:DB::Exception: )?([^:\n]{1,120})/.exec(exception);
   return `Code: ${clickhouseCode(err)}, ${clause?.[1] ?? 'refused'}`;
 }
