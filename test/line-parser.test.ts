@@ -257,3 +257,24 @@ test('worker threads stopped at the end do not fail a reader that reads only aft
   assert.equal(records, 80);
   assert.deepEqual(errors, []);
 });
+
+test('a line over the limit is spooled however the input is cut, whole in one chunk or in many', async () => {
+  const max = 2000;
+  const long = `{"type":"user","x":"${'y'.repeat(3000)}"}`;
+  const input = Buffer.from(`{"a":1}\n${long}\r\n{"b":2}\n${long.slice(0, -1)}\n${long}\n`);
+  const shapes = [];
+  for (const size of [input.length, 4096, 2500, 256, 7]) {
+    const { recs, run } = await parse(splitEvery(input, size), max);
+    for (const rec of recs) if (rec.kind === 'spooled') rec.spool.release();
+    const kinds = recs.map((r) => [r.kind, r.lineNo, r.kind === 'spooled' ? r.reason : null]);
+    shapes.push({ kinds, warnings: run.warnings.map((w) => w.message), quarantined: run.input.quarantined });
+  }
+  assert.deepEqual(shapes[0].kinds, [
+    ['line', 1, null],
+    ['spooled', 2, null],
+    ['line', 3, null],
+    ['spooled', 4, 'not-json'],
+    ['spooled', 5, null],
+  ]);
+  for (const shape of shapes.slice(1)) assert.deepEqual(shape, shapes[0]);
+});

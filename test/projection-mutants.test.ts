@@ -948,6 +948,37 @@ test('a line too long to hold gives the memory buffer up: late readers fail, ear
   }
 });
 
+test('with files, a late reader gets a line past maxLineBytes as a live one did: top-level scalars', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  const long = lines.findIndex((line) => Buffer.byteLength(line) > 1024);
+  assert.ok(long >= 0);
+  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator'].map(
+    (use) => (use === 'line-parser' ? { use, maxLineBytes: 1024 } : { use }),
+  );
+  const input = Buffer.from(lines.join('\n') + '\n');
+  const run = open(chunked(splitEvery(input, 256)), {
+    out: join(tmpDir(), 'out'),
+    spec: { stages, sinks: [] },
+  });
+  const early: RunEvent[] = [];
+  const reading = (async () => {
+    for await (const event of run.events) early.push(event);
+  })();
+  await run.done;
+  await reading;
+  const late: RunEvent[] = [];
+  for await (const event of run.events) late.push(event);
+  assert.equal(late.length, lines.length);
+  const lineOf = (event: RunEvent) => (event.kind === 'line' ? event.line : null);
+  const whole = JSON.parse(lines[long]);
+  const scalars = Object.fromEntries(
+    Object.entries(whole).filter(([, value]) => typeof value !== 'object' || value === null),
+  );
+  assert.deepEqual(lineOf(early[long]), scalars);
+  assert.deepEqual(lineOf(late[long]), scalars, 'replayed from the file as it was routed');
+  assert.deepEqual(late.map(lineOf), early.map(lineOf));
+});
+
 test('a subtree with a model no price covers costs null; the subtrees beside it are priced', async () => {
   const lines = fixtureLines('binary-tree-depth-3').filter((line) => !line.includes('"type":"result"'));
   const oracle = readStream(lines.join('\n') + '\n');
@@ -1382,73 +1413,83 @@ test('a run of junk lines and a long line that is no JSON are quarantined each a
   assert.equal(events[6].kind, 'line');
 });
 
-test('late readers over a channel file whose line is no longer JSON fail; the run reads on', HANG, async () => {
-  const lines = fixtureLines('binary-tree-depth-3');
-  const out = join(tmpDir(), 'out');
-  const input = new PassThrough();
-  const run = open(input, { out, readerHighWaterLines: 4 });
-  const seen: number[] = [];
-  const reading = (async () => {
-    for await (const event of run.events) seen.push(event.lineNo);
-  })();
-  const half = Math.floor(lines.length / 2);
-  input.write(lines.slice(0, half).join('\n') + '\n');
-  await until(() => seen.length === half);
-  // The main file's second line spoiled in place, its length kept: `{` becomes `X`.
-  const mainFile = join(out, 'main.jsonl');
-  const mainLines = lines.slice(0, half).filter((line) => JSON.parse(line).parent_tool_use_id == null);
-  const written = mainLines.reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0);
-  await until(() => fs.existsSync(mainFile) && statSync(mainFile).size === written);
-  const [firstMain] = readFileSync(mainFile, 'utf8').split('\n');
-  const handle = fs.openSync(mainFile, 'r+');
-  fs.writeSync(handle, 'X', Buffer.byteLength(firstMain) + 1);
-  fs.closeSync(handle);
-  const unreadable = (err: { code?: string; message?: string }) =>
-    err.code === 'ERR_PROJECTION_REPLAY' && /JSON/.test(err.message ?? '');
-  for (const late of [run.events, run.messages, run.toolCalls] as AsyncIterable<unknown>[]) {
-    await assert.rejects(async () => {
-      for await (const _value of late);
-    }, unreadable);
-  }
-  // The readers that failed hold nothing back: the rest of the run is routed.
-  input.end(lines.slice(half).join('\n') + '\n');
-  const index = await run.done;
-  await reading;
-  assert.deepEqual(
-    seen,
-    lines.map((_line, at) => at + 1),
-  );
-  assert.equal(index.input.lines, lines.length);
-});
+test(
+  'late readers over a channel file whose line is no longer JSON fail; the run reads on',
+  HANG,
+  async () => {
+    const lines = fixtureLines('binary-tree-depth-3');
+    const out = join(tmpDir(), 'out');
+    const input = new PassThrough();
+    const run = open(input, { out, readerHighWaterLines: 4 });
+    const seen: number[] = [];
+    const reading = (async () => {
+      for await (const event of run.events) seen.push(event.lineNo);
+    })();
+    const half = Math.floor(lines.length / 2);
+    input.write(lines.slice(0, half).join('\n') + '\n');
+    await until(() => seen.length === half);
+    // The main file's second line spoiled in place, its length kept: `{` becomes `X`.
+    const mainFile = join(out, 'main.jsonl');
+    const mainLines = lines.slice(0, half).filter((line) => JSON.parse(line).parent_tool_use_id == null);
+    const written = mainLines.reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0);
+    await until(() => fs.existsSync(mainFile) && statSync(mainFile).size === written);
+    const [firstMain] = readFileSync(mainFile, 'utf8').split('\n');
+    const handle = fs.openSync(mainFile, 'r+');
+    fs.writeSync(handle, 'X', Buffer.byteLength(firstMain) + 1);
+    fs.closeSync(handle);
+    const unreadable = (err: { code?: string; message?: string }) =>
+      err.code === 'ERR_PROJECTION_REPLAY' && /JSON/.test(err.message ?? '');
+    for (const late of [run.events, run.messages, run.toolCalls] as AsyncIterable<unknown>[]) {
+      await assert.rejects(async () => {
+        for await (const _value of late);
+      }, unreadable);
+    }
+    // The readers that failed hold nothing back: the rest of the run is routed.
+    input.end(lines.slice(half).join('\n') + '\n');
+    const index = await run.done;
+    await reading;
+    assert.deepEqual(
+      seen,
+      lines.map((_line, at) => at + 1),
+    );
+    assert.equal(index.input.lines, lines.length);
+  },
+);
 
-test('a live events loop read slowly lets the input on as it reads; one that stalls is named', STALL, async () => {
-  const lines = fixtureLines('binary-tree-depth-3');
-  const input = Buffer.from(lines.join('\n') + '\n');
-  // The only reader, taking one event a turn: each read makes room for the input.
-  const slow = open(chunked(splitEvery(input, 512)), { readerHighWaterLines: 2 });
-  const seen: number[] = [];
-  for await (const event of slow.events) {
-    seen.push(event.lineNo);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  await slow.done;
-  assert.deepEqual(
-    seen,
-    lines.map((_line, at) => at + 1),
-  );
-  // A loop that takes one event and holds on: the input waits for it, and says so.
-  const held = open(chunked(splitEvery(input, 512)), { readerHighWaterLines: 2, readerStallMs: 50 });
-  const warned = new Promise<{ code: string; message: string }>((resolve) => held.session.onWarning(resolve));
-  const events = held.events[Symbol.asyncIterator]();
-  assert.equal((await events.next()).value.lineNo, 1);
-  const warning = await warned;
-  assert.equal(warning.code, 'READER_STALLED');
-  assert.match(warning.message, /waited 50 ms for events: /);
-  // The loop breaks off: nothing holds the input back any more.
-  await events.return!();
-  const index = await held.done;
-  assert.equal(index.input.lines, lines.length);
-});
+test(
+  'a live events loop read slowly lets the input on as it reads; one that stalls is named',
+  STALL,
+  async () => {
+    const lines = fixtureLines('binary-tree-depth-3');
+    const input = Buffer.from(lines.join('\n') + '\n');
+    // The only reader, taking one event a turn: each read makes room for the input.
+    const slow = open(chunked(splitEvery(input, 512)), { readerHighWaterLines: 2 });
+    const seen: number[] = [];
+    for await (const event of slow.events) {
+      seen.push(event.lineNo);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await slow.done;
+    assert.deepEqual(
+      seen,
+      lines.map((_line, at) => at + 1),
+    );
+    // A loop that takes one event and holds on: the input waits for it, and says so.
+    const held = open(chunked(splitEvery(input, 512)), { readerHighWaterLines: 2, readerStallMs: 50 });
+    const warned = new Promise<{ code: string; message: string }>((resolve) =>
+      held.session.onWarning(resolve),
+    );
+    const events = held.events[Symbol.asyncIterator]();
+    assert.equal((await events.next()).value.lineNo, 1);
+    const warning = await warned;
+    assert.equal(warning.code, 'READER_STALLED');
+    assert.match(warning.message, /waited 50 ms for events: /);
+    // The loop breaks off: nothing holds the input back any more.
+    await events.return!();
+    const index = await held.done;
+    assert.equal(index.input.lines, lines.length);
+  },
+);
 
 test("a Copilot run's late readers replay the lines routed, not its input lines, with files or without", async () => {
   const file = join(FIXTURES, 'other-agents', 'copilot-spawn.jsonl');
@@ -1532,17 +1573,21 @@ test('a reader holding exactly readerHighWaterLines values does not hold the inp
   );
 });
 
-test('an abort while a reader holds the input back ends the run: nobody is waited for after the end', HANG, async () => {
-  const input = longMainRun(3000);
-  const stop = new AbortController();
-  const run = open(chunked(splitEvery(input, 64 * 1024)), { readerHighWaterLines: 2, signal: stop.signal });
-  const messages = run.messages[Symbol.asyncIterator]();
-  await messages.next();
-  // The reader takes no more: the input waits for it, until the abort.
-  await until(() => run.session.input.lines > 10);
-  stop.abort();
-  // The run settles: what was read drains through the sinks with nobody waited for.
-  await assert.rejects(run.done, { code: 'ABORT_ERR' });
-  let next = await messages.next();
-  while (!next.done) next = await messages.next();
-});
+test(
+  'an abort while a reader holds the input back ends the run: nobody is waited for after the end',
+  HANG,
+  async () => {
+    const input = longMainRun(3000);
+    const stop = new AbortController();
+    const run = open(chunked(splitEvery(input, 64 * 1024)), { readerHighWaterLines: 2, signal: stop.signal });
+    const messages = run.messages[Symbol.asyncIterator]();
+    await messages.next();
+    // The reader takes no more: the input waits for it, until the abort.
+    await until(() => run.session.input.lines > 10);
+    stop.abort();
+    // The run settles: what was read drains through the sinks with nobody waited for.
+    await assert.rejects(run.done, { code: 'ABORT_ERR' });
+    let next = await messages.next();
+    while (!next.done) next = await messages.next();
+  },
+);

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { classifyLine } from '../src/chain/stages/line-parser.js';
 import { planLine, ScannedLine, scanLine, scannedRecord, viewOf } from '../src/model/line-view.js';
-import { LazyText, LAZY_TEXT_BYTES } from '../src/model/scan.js';
+import { LazyText, LAZY_TEXT_BYTES, scanJson, Tape, UNDECIDED } from '../src/model/scan.js';
 import { StreamScanner } from '../src/model/stream-scan.js';
 import { readFileSync } from 'node:fs';
 import { fixtureFiles, runToFiles, splitEvery } from './helpers.js';
@@ -324,10 +324,15 @@ test('the line parser on 2 and 4 threads makes the same files as on one (fixture
     const text = `${k} `.repeat(300 + ((k * 37) % 900));
     return `{"type":"user","parent_tool_use_id":"toolu_${k % 23}","message":{"content":[{"type":"text","text":"${text}"}]}}`;
   }).join('\n');
+  const longJunk = `{"type":"assistant","x":"${'a'.repeat(2000)}"`;
   const inputs = [
     ...fixtureFiles().map((f) => readFileSync(f)),
     Buffer.from(`${long}\n${'x'.repeat(9000)}\n{"type":"stream_event","event":{}}\n${long}`),
     Buffer.from(manyLong),
+    // Quarantined lines listed in input order, a long one among short ones and junk runs.
+    Buffer.from(`{"a":1}\n${longJunk}\njunk\n${longJunk}\nx\ny\nz\n{"b":2}\n`),
+    // Nothing but junk: the INPUT_QUARANTINED warning.
+    Buffer.from('hello\nworld\nx\n'.repeat(500)),
   ];
   let seed = 99;
   const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
@@ -339,6 +344,20 @@ test('the line parser on 2 and 4 threads makes the same files as on one (fixture
       assert.deepEqual([...pooled.files.keys()].sort(), [...plain.files.keys()].sort());
       for (const [name, bytes] of plain.files) assert.ok(pooled.files.get(name)!.equals(bytes), name);
     }
+  }
+});
+
+test('a line nested deeper than the scanner goes is judged by JSON.parse, on one thread or several', async () => {
+  // Short enough to be held and scanned, with a string long enough that the tape has room.
+  const deep = `{"type":"user","t":${'['.repeat(20000)}"${'x'.repeat(200000)}"${']'.repeat(20000)}}`;
+  assert.equal(scanJson(Buffer.from(deep), 0, deep.length, new Tape(1024)), UNDECIDED);
+  const input = Buffer.from(`{"a":1}\n${deep}\n${deep.slice(0, -1)}\n{"b":2}\n`);
+  const plain = await runToFiles(splitEvery(input, 65536));
+  assert.equal(plain.index.input.quarantined, 1, 'the cut copy only');
+  for (const threads of [2, 3]) {
+    const pooled = await runToFiles(splitEvery(input, 65536), {}, { threads });
+    assert.deepEqual([...pooled.files.keys()].sort(), [...plain.files.keys()].sort());
+    for (const [name, bytes] of plain.files) assert.ok(pooled.files.get(name)!.equals(bytes), name);
   }
 });
 

@@ -74,10 +74,13 @@ export class LineSplitter {
         this.sink.overflow(stripCr(chunk.subarray(start, nl)), this.lineNo, true);
       } else if (this.partsBytes > 0) {
         this.parts.push(chunk.subarray(start, nl));
-        const line = Buffer.concat(this.parts, this.partsBytes + nl - start);
-        this.parts = [];
-        this.partsBytes = 0;
-        this.sink.line(stripCr(line), this.lineNo, true);
+        const lineBytes = this.partsBytes + nl - start;
+        const parts = this.parts;
+        this.resetParts();
+        if (lineBytes > this.maxLineBytes) this.overflowWhole(parts);
+        else this.sink.line(stripCr(Buffer.concat(parts, lineBytes)), this.lineNo, true);
+      } else if (nl - start > this.maxLineBytes) {
+        this.overflowWhole([chunk.subarray(start, nl)]);
       } else if (
         this.sink.junkRun &&
         startsJunk(chunk[start]) &&
@@ -135,6 +138,16 @@ export class LineSplitter {
     }
     this.runEnd = end;
     return end;
+  }
+
+  /**
+   * A line past `maxLineBytes` whose end is already here goes the way of one that is not:
+   * what a line becomes must not depend on where the chunks of the input end.
+   */
+  private overflowWhole(pieces: Buffer[]): void {
+    const last = pieces.length - 1;
+    for (let k = 0; k < last; k++) this.sink.overflow(pieces[k], this.lineNo, false);
+    this.sink.overflow(stripCr(pieces[last]), this.lineNo, true);
   }
 
   /** At end of input: an unterminated last line is handed on as such. */

@@ -94,6 +94,13 @@ let ints = tape.ints;
 let budget = 0;
 /** Past this many values in one line the scanner lets JSON.parse decide (4 integers a value). */
 const MAX_TAPE_INTS = 1 << 22;
+let depth = 0;
+/**
+ * Past this nesting the scanner lets JSON.parse decide: the scan and the view built from it
+ * recurse once a level, and how deep a stack goes differs between threads, so the limit is
+ * a number, the same on every thread, not a stack overflow.
+ */
+export const MAX_SCAN_DEPTH = 256;
 
 function entry(tag: number, x: number, y: number, z: number): number {
   let at = tape.used;
@@ -186,6 +193,7 @@ function literal(word: string, tag: number): void {
 }
 
 function scanObject(): void {
+  if (++depth > MAX_SCAN_DEPTH) throw DENSE;
   const at = entry(TAG_OBJECT, i, 0, 0);
   i++;
   skipSpace();
@@ -211,9 +219,11 @@ function scanObject(): void {
   }
   ints[at + 2] = tape.used;
   ints[at + 3] = count;
+  depth--;
 }
 
 function scanArray(): void {
+  if (++depth > MAX_SCAN_DEPTH) throw DENSE;
   const at = entry(TAG_ARRAY, i, 0, 0);
   i++;
   skipSpace();
@@ -233,6 +243,7 @@ function scanArray(): void {
   }
   ints[at + 2] = tape.used;
   ints[at + 3] = count;
+  depth--;
 }
 
 function scanValue(): void {
@@ -247,7 +258,7 @@ function scanValue(): void {
   else scanNumber();
 }
 
-/** What `scanJson` found. `UNDECIDED`: nesting too deep for the scanner; ask `JSON.parse`. */
+/** What `scanJson` found. `UNDECIDED`: too deep or too many values for the scanner; ask `JSON.parse`. */
 export const NOT_JSON = -1;
 export const UNDECIDED = -2;
 
@@ -270,6 +281,7 @@ export function scanJson(buf: Buffer, start: number, end: number, into: Tape): n
   // A line of many tiny values (`[0,0,0,…]`) would need a tape larger than the line itself;
   // JSON.parse judges those.
   budget = mark + Math.min(MAX_TAPE_INTS, Math.max(4096, (end - start) >> 1));
+  depth = 0;
   try {
     skipSpace();
     if (b[i] !== 0x7b) return NOT_JSON;
@@ -283,7 +295,7 @@ export function scanJson(buf: Buffer, start: number, end: number, into: Tape): n
   } catch (err) {
     into.used = mark;
     if (err === INVALID) return NOT_JSON;
-    if (err === DENSE || err instanceof RangeError) return UNDECIDED; // RangeError: absurd nesting
+    if (err === DENSE) return UNDECIDED;
     throw err;
   } finally {
     b = EMPTY;

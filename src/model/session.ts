@@ -2,6 +2,7 @@ import { SubteeError, UsageError } from '../errors.js';
 import type { Stall } from './in-flight.js';
 import { ChannelTree, type Channel } from './tree.js';
 import { CostLedger } from './cost.js';
+import { HELD_LINE_BYTES } from './lines.js';
 
 export interface ChannelFiles {
   /** The output folder. */
@@ -63,6 +64,11 @@ export class Session {
    * reader that starts late can replay a channel from disk instead of from memory.
    */
   channelFiles: ChannelFiles | null = null;
+  /**
+   * The line parser's `maxLineBytes`: a longer line reached the stages as its top-level
+   * scalars only, and a reader replaying the files reads it back the same way.
+   */
+  heldLineBytes = HELD_LINE_BYTES;
   /** Set by the input-format stage; null when the chain has none or no line arrived. */
   producer: Producer | null = null;
   /** The version a mapped producer's stream states (Claude Code's is the tree's); null when none. */

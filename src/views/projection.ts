@@ -15,7 +15,7 @@ import {
 import { MessageAssembler, type Message } from './message-stream.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../model/record.js';
 import type { ChannelFiles, Session } from '../model/session.js';
-import { HELD_LINE_BYTES, LineSplitter } from '../model/lines.js';
+import { LineSplitter } from '../model/lines.js';
 import { viewOf } from '../model/line-view.js';
 import { StreamScanner } from '../model/stream-scan.js';
 import {
@@ -627,7 +627,9 @@ export class Projection {
   private async replayEvents(reader: EventReader, log: EventLog, count: number): Promise<void> {
     const limit = this.opts.readerHighWaterLines;
     const channelFiles = this.replayFiles();
-    const files = channelFiles ? new ChannelFileCursors(channelFiles, log, count) : null;
+    const files = channelFiles
+      ? new ChannelFileCursors(channelFiles, this.session.heldLineBytes, log, count)
+      : null;
     try {
       for (let at = 0; at < count; at++) {
         if (reader.feed.closed) return;
@@ -932,7 +934,7 @@ export class Projection {
       files.flush();
       const path = files.jsonlPath(id);
       if (path) {
-        yield* readJsonLines(path, count);
+        yield* readJsonLines(path, this.session.heldLineBytes, count);
         return;
       }
     }
@@ -986,6 +988,7 @@ class ChannelFileCursors {
 
   constructor(
     private readonly files: ChannelFiles,
+    private readonly heldLineBytes: number,
     log: EventLog,
     count: number,
   ) {
@@ -1008,7 +1011,7 @@ class ChannelFileCursors {
       }
       const path = this.files.jsonlPath(id);
       if (!path) throw new ProjectionError('ERR_PROJECTION_REPLAY', `no file for channel ${id ?? 'main'}`);
-      lines = readJsonLines(path, this.total.get(id) ?? 0, this.read.get(id) ?? 0);
+      lines = readJsonLines(path, this.heldLineBytes, this.total.get(id) ?? 0, this.read.get(id) ?? 0);
     }
     this.open.set(id, lines);
     const next = await lines.next();
@@ -1026,15 +1029,20 @@ class ChannelFileCursors {
 }
 
 /**
- * Lines `skip` to `count` of a `.jsonl` file, parsed. A line too long to hold comes back as a
- * live reader saw it when the line parser spooled it: its top-level scalar members only.
+ * Lines `skip` to `count` of a `.jsonl` file, parsed. A line longer than `heldLineBytes` comes
+ * back as a live reader saw it when the line parser spooled it: its top-level scalar members only.
  */
-async function* readJsonLines(path: string, count: number, skip = 0): AsyncGenerator<JsonObject> {
+async function* readJsonLines(
+  path: string,
+  heldLineBytes: number,
+  count: number,
+  skip = 0,
+): AsyncGenerator<JsonObject> {
   const values: JsonObject[] = [];
   let seen = 0;
   let scanner: StreamScanner | null = null;
   const wanted = () => seen >= skip && seen < count;
-  const splitter = new LineSplitter(HELD_LINE_BYTES, {
+  const splitter = new LineSplitter(heldLineBytes, {
     line(raw) {
       if (wanted()) values.push(JSON.parse(raw.toString('utf8')) as JsonObject);
       seen++;

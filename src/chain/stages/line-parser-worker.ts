@@ -6,6 +6,7 @@ import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../.
 import { LAZY_TEXT_BYTES, Tape } from '../../model/scan.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { endSpool, LineSpool, spoolDir } from './line-spool.js';
+import { countQuarantine, junkRunRecord, warnIfAllQuarantined } from './line-input.js';
 import { isBlank, LineSplitter } from '../../model/lines.js';
 import type { ScanJob, ScanResult } from './scan-thread.js';
 
@@ -54,17 +55,10 @@ export function createWorkerLineParser(options: {
 
   let job: Job | null = null;
   let spool: LineSpool | null = null;
-  const quarantine = (
-    raw: Buffer,
-    lineNo: number,
-    reason: 'not-json' | 'not-object' | 'truncated',
-  ): SubteeRecord => {
-    run.input.quarantined++;
-    run.quarantineLines.push(lineNo);
-    return { kind: 'quarantine', lineNo, raw, reason, final: true };
-  };
+  // Quarantined lines are counted when their job is handed on, in input order: a long line's
+  // verdict comes back from a worker after the short lines after it were judged.
   const settle = (lineNo: number, raw: Buffer, s: Scanned): SubteeRecord =>
-    s.ok ? scannedRecord(lineNo, raw, s) : quarantine(raw, lineNo, s.reason);
+    s.ok ? scannedRecord(lineNo, raw, s) : { kind: 'quarantine', lineNo, raw, reason: s.reason, final: true };
 
   const splitter = new LineSplitter(opts.maxLineBytes, {
     line(raw, lineNo, terminated) {
@@ -80,11 +74,15 @@ export function createWorkerLineParser(options: {
       }
       job!.slots.push({ lineNo, raw, scan: 0 });
     },
+    junkRun(raw, lineNo, lines) {
+      run.input.lines += lines;
+      job!.slots.push(junkRunRecord(raw, lineNo, lines));
+    },
     overflow(piece, lineNo, final, terminated = true) {
       spool ??= new LineSpool(spoolDir(run), lineNo);
       spool.push(piece);
       if (!final) return;
-      job!.slots.push(endSpool(run, spool, lineNo, terminated, opts.maxLineBytes));
+      job!.slots.push(endSpool(run, spool, lineNo, terminated, opts.maxLineBytes, false));
       spool = null;
     },
   });
@@ -190,6 +188,10 @@ export function createWorkerLineParser(options: {
       spareBytes.push(r.bytes);
       spareTapes.push(r.tape);
     }
+    for (const rec of batch) {
+      if (rec.kind === 'quarantine' && rec.final) countQuarantine(run, rec.lineNo, rec.lines ?? 1);
+      else if (rec.kind === 'spooled' && rec.reason) countQuarantine(run, rec.lineNo, 1);
+    }
     return batch;
   };
 
@@ -198,8 +200,9 @@ export function createWorkerLineParser(options: {
     ending = null;
     job = { id: nextId++, chunk: Buffer.alloc(0), slots: [], sent: null, result: null };
     splitter.end();
-    const last = job.slots as RecordBatch;
+    const last = complete(job);
     job = null;
+    warnIfAllQuarantined(run);
     stopWorkers();
     cb(null, last.length > 0 ? last : undefined);
   };

@@ -11,6 +11,7 @@ import { scanLine, scannedRecord } from '../../model/line-view.js';
 import { HELD_LINE_BYTES, isBlank, LineSplitter } from '../../model/lines.js';
 import { definePlugin, BUILTIN_KIT } from '../plugin.js';
 import { endSpool, LineSpool, spoolDir } from './line-spool.js';
+import { countQuarantine, junkRunRecord, warnIfAllQuarantined } from './line-input.js';
 import { createWorkerLineParser } from './line-parser-worker.js';
 
 export const LINE_PARSER_DEFAULTS = Object.freeze({
@@ -69,13 +70,11 @@ export function classifyLine(line: Buffer, terminated = true): Classified {
 export function createLineParser(options: LineParserOptions): Transform {
   const opts = withDefaults(LINE_PARSER_DEFAULTS, options);
   const run = requireSession(options, 'createLineParser');
+  run.heldLineBytes = opts.maxLineBytes;
   if (opts.threads > 1) return createWorkerLineParser({ ...opts, workers: opts.threads - 1, session: run });
   let batch: RecordBatch = [];
   const quarantine = (raw: Buffer, lineNo: number, reason: QuarantineReason, final: boolean) => {
-    if (final) {
-      run.input.quarantined++;
-      run.quarantineLines.push(lineNo);
-    }
+    if (final) countQuarantine(run, lineNo, 1);
     batch.push({ kind: 'quarantine', lineNo, raw, reason, final });
   };
   let spool: LineSpool | null = null;
@@ -92,9 +91,8 @@ export function createLineParser(options: LineParserOptions): Transform {
     },
     junkRun(raw, lineNo, lines) {
       run.input.lines += lines;
-      run.input.quarantined += lines;
-      run.quarantineLines.pushRun(lineNo, lines);
-      batch.push({ kind: 'quarantine', lineNo, raw, reason: 'not-object', final: true, lines });
+      countQuarantine(run, lineNo, lines);
+      batch.push(junkRunRecord(raw, lineNo, lines));
     },
     overflow(piece, lineNo, final, terminated = true) {
       spool ??= new LineSpool(spoolDir(run), lineNo);
@@ -133,11 +131,7 @@ export function createLineParser(options: LineParserOptions): Transform {
     },
     flush(cb: TransformCallback) {
       splitter.end();
-      const { lines, quarantined } = run.input;
-      if (lines > 0 && quarantined === lines) {
-        const what = `none of the ${lines} input lines is a JSON object, all are in the quarantine file`;
-        run.warn('INPUT_QUARANTINED', `${what}: is this Claude Code's --output-format stream-json output?`);
-      }
+      warnIfAllQuarantined(run);
       cb(null, take());
     },
     destroy(err, cb) {
