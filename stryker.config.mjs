@@ -15,7 +15,7 @@ export const MODULE_TESTS = {
   ],
   'src/adapters/langgraph.ts': ['langgraph-mutants', 'langgraph', 'langgraph-depth', 'hardening-inputs'],
   'src/chain/sinks/clickhouse.ts': ['clickhouse-mutants', 'clickhouse', 'clickhouse-spool'],
-  'src/chain/sinks/clickhouse-spool.ts': ['clickhouse-rows', 'clickhouse-spool'],
+  'src/chain/sinks/clickhouse-spool.ts': ['clickhouse-spool-units', 'clickhouse-rows', 'clickhouse-spool'],
   'src/chain/sinks/otlp.ts': ['otlp-delivery', 'otlp'],
   'src/model/tree.ts': ['tree', 'session', 'model-mutants-tree'],
   'src/model/message.ts': ['line-kinds', 'model-mutants-message'],

@@ -1,5 +1,5 @@
 /**
- * The worker thread of the line parser's `worker` option: it checks the lines of one input
+ * A worker thread of the line parser (`threads` > 1): it checks the lines of one input
  * chunk with the byte scanner and hands back their tapes, in the order they came.
  */
 import { parentPort } from 'node:worker_threads';
