@@ -9,6 +9,7 @@
  */
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
+import { parseArgs } from 'node:util';
 
 export interface GenOptions {
   sizeBytes: number;
@@ -296,18 +297,42 @@ export async function writeStream(o: GenOptions, path: string): Promise<{ lines:
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const arg = (name: string, d: string) => {
-    const i = process.argv.indexOf(`--${name}`);
-    return i > 0 ? process.argv[i + 1] : d;
-  };
+  const usage =
+    'usage: node dist/bench/gen.js [--size-mb 200] [--fanout 50] [--shape large|small] [--seed 1] ' +
+    '[--out bench-stream.jsonl]\n';
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        'size-mb': { type: 'string', default: '200' },
+        fanout: { type: 'string', default: '50' },
+        shape: { type: 'string', default: 'large' },
+        seed: { type: 'string', default: '1' },
+        out: { type: 'string', default: 'bench-stream.jsonl' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (err) {
+    process.stderr.write(`gen: ${(err as Error).message}\n${usage}`);
+    process.exit(2);
+  }
+  const numbers = ['size-mb', 'fanout', 'seed'].map((name) => Number(values[name]));
+  if (
+    values.help ||
+    numbers.some((n) => !Number.isFinite(n) || n < 0) ||
+    !/^(large|small)$/.test(String(values.shape))
+  ) {
+    (values.help ? process.stdout : process.stderr).write(usage);
+    process.exit(values.help ? 0 : 2);
+  }
   const r = await writeStream(
     {
-      sizeBytes: Number(arg('size-mb', '200')) * 1024 * 1024,
-      fanout: Number(arg('fanout', '50')),
-      shape: arg('shape', 'large') as 'large' | 'small',
-      seed: Number(arg('seed', '1')),
+      sizeBytes: numbers[0] * 1024 * 1024,
+      fanout: numbers[1],
+      shape: values.shape as 'large' | 'small',
+      seed: numbers[2],
     },
-    arg('out', 'bench-stream.jsonl'),
+    String(values.out),
   );
   process.stdout.write(`${r.lines} lines, ${r.bytes} bytes\n`);
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { availableParallelism } from 'node:os';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ROOT } from './helpers.js';
@@ -61,4 +62,26 @@ test('bench/tokenizer.js compares the spool checker with stream-json on one line
     r.stdout,
     /^run 1, 2 MB line: subtee's checker \d+ MB\/s \(JSON object: true\); stream-json parser \d+ MB\/s \(\d+ tokens\)/,
   );
+});
+
+test('bench/gen.js: --help prints its usage; an unknown option or a bad value is exit 2 and writes nothing', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'subtee-gen-'));
+  const gen = (args: string[]) =>
+    spawnSync(process.execPath, [join(ROOT, 'dist', 'bench', 'gen.js'), ...args], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
+  const help = gen(['--help']);
+  assert.equal(help.status, 0, help.stderr);
+  assert.match(help.stdout, /^usage: node dist\/bench\/gen\.js /);
+  for (const args of [['--nope'], ['--shape', 'huge'], ['--size-mb', 'x']]) {
+    const r = gen(args);
+    assert.equal(r.status, 2, args.join(' '));
+    assert.match(r.stderr, /usage: /);
+  }
+  assert.deepEqual(readdirSync(dir), [], 'no stream was written');
+  const one = gen(['--size-mb', '0.05', '--seed', '3', '--out', 'g.jsonl']);
+  assert.equal(one.status, 0, one.stderr);
+  assert.match(one.stdout, /^\d+ lines, \d+ bytes\n$/);
+  rmSync(dir, { recursive: true, force: true });
 });
