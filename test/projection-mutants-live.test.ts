@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { open, type RunEvent, type SubagentHandle } from '../src/index.js';
-import { FIXTURES } from './helpers.js';
+import { FIXTURES, tmpDir } from './helpers.js';
 
 /** Lines of a recorded fixture. */
 function fixtureLines(name: string): string[] {
@@ -117,4 +117,56 @@ test("a subagent's output, messages and subagents end when it does, while the ru
     assert.notEqual(entry.endedAtLine, null, entry.handle.id);
     assert.equal((await entry.handle.output).status, 'completed');
   }
+});
+
+/** The first line that ends subagent `id`: its tool_result, or a notification that it completed or failed. */
+function endLineOf(lines: string[], id: string): number {
+  return lines.findIndex((line) => {
+    const value = JSON.parse(line);
+    if (value.type === 'system') {
+      return value.subtype === 'task_notification' && value.tool_use_id === id && /^(completed|failed)$/.test(value.status);
+    }
+    const content = value.type === 'user' ? value.message.content : null;
+    return Array.isArray(content) && content.some((block) => block.type === 'tool_result' && block.tool_use_id === id);
+  });
+}
+
+test('a reader still replaying the .jsonl when its subagent ends reads every message, then ends', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  const { parentOf, calls } = plainReading(lines);
+  // The innermost subagent: it has lines of its own before it ends.
+  const leaf = [...parentOf.keys()].find((id) => ![...parentOf.values()].includes(id))!;
+  const endAt = endLineOf(lines, leaf);
+  assert.ok(endAt > 0 && endAt < lines.length - 1);
+  const expected = calls.get(leaf)!.size;
+  assert.ok(expected > 1);
+  const input = new PassThrough();
+  const run = open(input, { out: join(tmpDir(), 'out') });
+  let taken = 0;
+  const reading = (async () => {
+    for await (const event of run.events) taken = event.lineNo;
+  })();
+  const handles = new Map<string, SubagentHandle>();
+  const listing = (async () => {
+    for await (const handle of run.allSubagents) handles.set(handle.id, handle);
+  })();
+  for (let at = 0; at < endAt; at++) {
+    input.write(lines[at] + '\n');
+    await until(() => taken === at + 1);
+  }
+  const handle = handles.get(leaf)!;
+  assert.equal(handle.status, 'running');
+  // The reader starts replaying the channel file; the line that ends the subagent goes in at once.
+  const messages = handle.messages[Symbol.asyncIterator]();
+  input.write(lines[endAt] + '\n');
+  await until(() => taken === endAt + 1);
+  assert.equal(handle.status, 'completed');
+  let count = 0;
+  for (let next = await messages.next(); !next.done; next = await messages.next()) count++;
+  // Ended before the run did: the rest of the input is still to come.
+  assert.equal(count, expected);
+  input.end(lines.slice(endAt + 1).join('\n') + '\n');
+  await run.done;
+  await reading;
+  await listing;
 });
