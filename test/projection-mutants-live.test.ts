@@ -2,9 +2,9 @@
 // input ends, as a consumer reading live sees it. Lines go in one at a time through a real
 // stream; the next one is written only once the projection has taken the one before.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
 import { open, type RunEvent, type SubagentHandle } from '../src/index.js';
 import { FIXTURES, tmpDir } from './helpers.js';
@@ -169,4 +169,70 @@ test('a reader still replaying the .jsonl when its subagent ends reads every mes
   await run.done;
   await reading;
   await listing;
+});
+
+/** open() with the default stages, its channel router pricing each model of `models` at one rate. */
+function openPriced(input: string, models: string[]) {
+  const prices = join(tmpDir(), 'prices.json');
+  const rate = { input: 3, output: 15, cache_read: 0.3, cache_write_5m: 3.75, cache_write_1h: 3.75 };
+  writeFileSync(prices, JSON.stringify({ date: '2026-01-02', models: Object.fromEntries(models.map((m) => [m, rate])) }));
+  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator'].map(
+    (use) => (use === 'channel-router' ? { use, prices } : { use }),
+  );
+  return open(Readable.from([Buffer.from(input)]), { spec: { stages, sinks: [] } });
+}
+
+test('whichever subagent has a model no price covers, every subtree above it costs null', async () => {
+  const lines = fixtureLines('binary-tree-depth-3').filter((line) => !line.includes('"type":"result"'));
+  const { parentOf } = plainReading(lines);
+  const models = new Set<string>();
+  for (const line of lines) {
+    const value = JSON.parse(line);
+    if (value.type === 'assistant') models.add(value.message.model);
+  }
+  const leaves = [...parentOf.keys()].filter((id) => ![...parentOf.values()].includes(id));
+  assert.ok(leaves.length > 2);
+  // Each leaf in turn: the walk over a subtree meets it first, last, or between priced ones.
+  for (const unpriced of leaves) {
+    const renamed = lines.map((line) => {
+      const value = JSON.parse(line);
+      if (value.type !== 'assistant' || value.parent_tool_use_id !== unpriced) return line;
+      value.message.model = 'model-without-price';
+      return JSON.stringify(value);
+    });
+    const run = openPriced(renamed.join('\n') + '\n', [...models]);
+    const handles: SubagentHandle[] = [];
+    for await (const handle of run.allSubagents) handles.push(handle);
+    const output = await run.output;
+    await run.done;
+    assert.equal(output.subtree.cost.usd, null, unpriced);
+    const ancestors = new Set<string>();
+    for (let at: string | null = unpriced; at !== null; at = parentOf.get(at) ?? null) ancestors.add(at);
+    for (const handle of handles) {
+      const { subtree } = await handle.output;
+      assert.equal(subtree.cost.usd === null, ancestors.has(handle.id), `${handle.id} with ${unpriced} unpriced`);
+    }
+  }
+});
+
+test('a subagent first seen after the memory buffer was given up cannot be replayed from memory either', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  // The run stops at the first subagent's first model call: its lines alone would fit the buffer.
+  const first = lines.findIndex((line) => JSON.parse(line).type === 'assistant' && JSON.parse(line).parent_tool_use_id);
+  const cut = lines.slice(0, first + 1);
+  const maxBufferedBytes = 2000;
+  // The first line alone is more than the buffer holds: it is given up before any subagent is seen.
+  assert.ok(Buffer.byteLength(cut[0]) > maxBufferedBytes);
+  const subagentBytes = cut
+    .filter((line) => JSON.parse(line).parent_tool_use_id)
+    .reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0);
+  assert.ok(subagentBytes > 0 && subagentBytes < maxBufferedBytes);
+  const run = open(Readable.from([Buffer.from(cut.join('\n') + '\n')]), { maxBufferedBytes });
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
+  await run.done;
+  assert.equal(handles.length, 1);
+  await assert.rejects(async () => {
+    for await (const _message of handles[0].messages);
+  }, (err: { code?: string }) => err.code === 'ERR_PROJECTION_BUFFER');
 });
