@@ -124,14 +124,21 @@ function endLineOf(lines: string[], id: string): number {
   return lines.findIndex((line) => {
     const value = JSON.parse(line);
     if (value.type === 'system') {
-      return value.subtype === 'task_notification' && value.tool_use_id === id && /^(completed|failed)$/.test(value.status);
+      return (
+        value.subtype === 'task_notification' &&
+        value.tool_use_id === id &&
+        /^(completed|failed)$/.test(value.status)
+      );
     }
     const content = value.type === 'user' ? value.message.content : null;
-    return Array.isArray(content) && content.some((block) => block.type === 'tool_result' && block.tool_use_id === id);
+    return (
+      Array.isArray(content) &&
+      content.some((block) => block.type === 'tool_result' && block.tool_use_id === id)
+    );
   });
 }
 
-test('a reader still replaying the .jsonl when its subagent ends reads every message, then ends', async () => {
+test('a reader replaying the .jsonl when its subagent ends reads every message, then ends', async () => {
   const lines = fixtureLines('nested-depth-3');
   const { parentOf, calls } = plainReading(lines);
   // The innermost subagent: it has lines of its own before it ends.
@@ -175,7 +182,8 @@ test('a reader still replaying the .jsonl when its subagent ends reads every mes
 function openPriced(input: string, models: string[]) {
   const prices = join(tmpDir(), 'prices.json');
   const rate = { input: 3, output: 15, cache_read: 0.3, cache_write_5m: 3.75, cache_write_1h: 3.75 };
-  writeFileSync(prices, JSON.stringify({ date: '2026-01-02', models: Object.fromEntries(models.map((m) => [m, rate])) }));
+  const rates = Object.fromEntries(models.map((model) => [model, rate]));
+  writeFileSync(prices, JSON.stringify({ date: '2026-01-02', models: rates }));
   const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator'].map(
     (use) => (use === 'channel-router' ? { use, prices } : { use }),
   );
@@ -210,15 +218,19 @@ test('whichever subagent has a model no price covers, every subtree above it cos
     for (let at: string | null = unpriced; at !== null; at = parentOf.get(at) ?? null) ancestors.add(at);
     for (const handle of handles) {
       const { subtree } = await handle.output;
-      assert.equal(subtree.cost.usd === null, ancestors.has(handle.id), `${handle.id} with ${unpriced} unpriced`);
+      const why = `${handle.id} with ${unpriced} unpriced`;
+      assert.equal(subtree.cost.usd === null, ancestors.has(handle.id), why);
     }
   }
 });
 
-test('a subagent first seen after the memory buffer was given up cannot be replayed from memory either', async () => {
+test('a subagent first seen after the memory buffer was given up cannot replay from memory', async () => {
   const lines = fixtureLines('nested-depth-3');
   // The run stops at the first subagent's first model call: its lines alone would fit the buffer.
-  const first = lines.findIndex((line) => JSON.parse(line).type === 'assistant' && JSON.parse(line).parent_tool_use_id);
+  const first = lines.findIndex((line) => {
+    const value = JSON.parse(line);
+    return value.type === 'assistant' && value.parent_tool_use_id;
+  });
   const cut = lines.slice(0, first + 1);
   const maxBufferedBytes = 2000;
   // The first line alone is more than the buffer holds: it is given up before any subagent is seen.
