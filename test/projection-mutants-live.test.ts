@@ -105,6 +105,12 @@ test("a subagent's output, messages and subagents end when it does, while the ru
       assert.equal(entry.messages, calls.get(entry.handle.id)?.size ?? 0);
       const expected = [...parentOf].filter(([, parent]) => parent === entry.handle.id).map(([id]) => id);
       assert.deepEqual(entry.children, expected);
+      // Its path from the raw lines: who spawned whom, up to the main conversation.
+      const path: string[] = [];
+      for (let up: string | null = entry.handle.id; up !== null; up = parentOf.get(up) ?? null) {
+        path.unshift(up);
+      }
+      assert.deepEqual(entry.handle.path, path);
     }
   }
   input.end();
