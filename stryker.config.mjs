@@ -12,6 +12,7 @@ export const MODULE_TESTS = {
     'deep-agents-parity',
     'projection-mutants',
     'projection-mutants-head',
+    'projection-mutants-live',
   ],
   'src/adapters/langgraph.ts': ['langgraph-mutants', 'langgraph', 'langgraph-depth', 'hardening-inputs'],
   'src/chain/sinks/clickhouse.ts': ['clickhouse-mutants', 'clickhouse', 'clickhouse-spool'],
