@@ -64,7 +64,7 @@ test('bench/tokenizer.js compares the spool checker with stream-json on one line
   );
 });
 
-test('bench/gen.js: --help prints its usage; an unknown option or a bad value is exit 2 and writes nothing', () => {
+test('bench/gen.js: --help prints its usage; a bad option is exit 2 and writes nothing', () => {
   const dir = mkdtempSync(join(tmpdir(), 'subtee-gen-'));
   const gen = (args: string[]) =>
     spawnSync(process.execPath, [join(ROOT, 'dist', 'bench', 'gen.js'), ...args], {

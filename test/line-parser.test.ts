@@ -234,7 +234,7 @@ function threadCount(): number | null {
   }
 }
 
-test('worker threads stopped at the end do not fail a reader that reads only after they are gone', async (t) => {
+test('worker threads stopped at the end do not fail a reader that reads after they are gone', async (t) => {
   if (threadCount() === null) return t.skip('no /proc/self/task to see the worker threads go');
   const parser = createLineParser({ threads: 3, session: new Session() });
   const errors: unknown[] = [];

@@ -914,13 +914,19 @@ test('the memory buffer holds exactly maxBufferedBytes: each line and 16 bytes o
   );
 });
 
-test('a line too long to hold gives the memory buffer up: late readers fail, early ones read on', async () => {
+/** A recorded run with a line over 1 KiB, and the default stages with `maxLineBytes` 1024. */
+function withLineOver1KiB() {
   const lines = fixtureLines('nested-depth-3');
   const long = lines.findIndex((line) => Buffer.byteLength(line) > 1024);
   assert.ok(long >= 0);
   const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator'].map(
     (use) => (use === 'line-parser' ? { use, maxLineBytes: 1024 } : { use }),
   );
+  return { lines, long, stages };
+}
+
+test('a line too long to hold gives the memory buffer up: late readers fail, early ones read on', async () => {
+  const { lines, long, stages } = withLineOver1KiB();
   // Chunks shorter than the line: it is spooled as it streams past.
   const input = Buffer.from(lines.join('\n') + '\n');
   const run = open(chunked(splitEvery(input, 256)), { spec: { stages, sinks: [] } });
@@ -949,12 +955,7 @@ test('a line too long to hold gives the memory buffer up: late readers fail, ear
 });
 
 test('with files, a late reader gets a line past maxLineBytes as a live one did: top-level scalars', async () => {
-  const lines = fixtureLines('nested-depth-3');
-  const long = lines.findIndex((line) => Buffer.byteLength(line) > 1024);
-  assert.ok(long >= 0);
-  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator'].map(
-    (use) => (use === 'line-parser' ? { use, maxLineBytes: 1024 } : { use }),
-  );
+  const { lines, long, stages } = withLineOver1KiB();
   const input = Buffer.from(lines.join('\n') + '\n');
   const run = open(chunked(splitEvery(input, 256)), {
     out: join(tmpDir(), 'out'),
