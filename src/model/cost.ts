@@ -87,10 +87,19 @@ interface Tally {
   estimatedMessages: number;
 }
 
+/**
+ * The message a channel's lines are arriving for. Its latest usage is kept as the numbers
+ * the tally needs, not as the line's object, which could hold anything the line put there
+ * and would stay alive, one per channel, to the end of the run.
+ */
 interface OpenMessage {
   id: string;
   model: string;
-  usage: JsonObject;
+  input: number;
+  cacheRead: number;
+  cache5m: number;
+  cache1h: number;
+  lineOutput: number;
   chars: number;
   exact: number | null;
   applied: Tally;
@@ -126,6 +135,18 @@ const emptyTokens = (): ModelTokens => ({
   cache_creation_5m_input_tokens: 0,
   cache_creation_1h_input_tokens: 0,
 });
+
+/** A line's usage into the numbers of its message. */
+function takeUsage(msg: OpenMessage, usage: JsonObject): void {
+  const created = count(usage.cache_creation_input_tokens);
+  const split = isObject(usage.cache_creation) ? usage.cache_creation : null;
+  const oneHour = split === null ? 0 : Math.min(created, count(split.ephemeral_1h_input_tokens));
+  msg.input = count(usage.input_tokens);
+  msg.cacheRead = count(usage.cache_read_input_tokens);
+  msg.cache5m = created - oneHour;
+  msg.cache1h = oneHour;
+  msg.lineOutput = count(usage.output_tokens);
+}
 
 const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : 0);
 
@@ -197,7 +218,18 @@ export class CostLedger {
     const ledger = this.ledger(channel);
     let msg = ledger.current;
     if (!msg || msg.id !== id || msg.model !== model) {
-      msg = { id, model, usage: {}, chars: 0, exact: null, applied: emptyTally() };
+      msg = {
+        id,
+        model,
+        input: 0,
+        cacheRead: 0,
+        cache5m: 0,
+        cache1h: 0,
+        lineOutput: 0,
+        chars: 0,
+        exact: null,
+        applied: emptyTally(),
+      };
       ledger.current = msg;
       if (!ledger.models.has(model)) ledger.models.set(model, emptyTally());
       if (id !== null && ledger.early?.id === id) {
@@ -206,7 +238,7 @@ export class CostLedger {
       }
     }
     // Every line of a message repeats its usage: the latest one stands.
-    if (isObject(message.usage)) msg.usage = message.usage;
+    takeUsage(msg, message.usage);
     msg.chars += producedChars(message.content);
     this.apply(ledger, msg);
   }
@@ -231,13 +263,7 @@ export class CostLedger {
   /** Replaces what the message added to its model's tally with what it adds now. */
   private apply(ledger: ChannelLedger, msg: OpenMessage): void {
     const tally = ledger.models.get(msg.model)!;
-    const usage = msg.usage;
-    const created = count(usage.cache_creation_input_tokens);
-    const split = isObject(usage.cache_creation) ? usage.cache_creation : null;
-    const oneHour = split === null ? 0 : Math.min(created, count(split.ephemeral_1h_input_tokens));
-    const lineOutput = count(usage.output_tokens);
-    const input = count(usage.input_tokens);
-    const cacheRead = count(usage.cache_read_input_tokens);
+    const { input, cacheRead, cache5m, cache1h: oneHour, lineOutput } = msg;
     const exact = msg.exact;
     const streamOutput = exact === null ? lineOutput : 0;
     const estimate = exact === null ? Math.max(lineOutput, Math.ceil(msg.chars / CHARS_PER_TOKEN)) : 0;
@@ -247,7 +273,7 @@ export class CostLedger {
     const applied = msg.applied;
     tally.input += input - applied.input;
     tally.cacheRead += cacheRead - applied.cacheRead;
-    tally.cache5m += created - oneHour - applied.cache5m;
+    tally.cache5m += cache5m - applied.cache5m;
     tally.cache1h += oneHour - applied.cache1h;
     tally.exactOutput += (exact ?? 0) - applied.exactOutput;
     tally.streamOutput += streamOutput - applied.streamOutput;
@@ -256,7 +282,7 @@ export class CostLedger {
     this.estimatedMessages += estimated - applied.estimatedMessages;
     applied.input = input;
     applied.cacheRead = cacheRead;
-    applied.cache5m = created - oneHour;
+    applied.cache5m = cache5m;
     applied.cache1h = oneHour;
     applied.exactOutput = exact ?? 0;
     applied.streamOutput = streamOutput;

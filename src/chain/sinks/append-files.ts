@@ -1,15 +1,20 @@
 import { closeSync, writevSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFailed } from '../../errors.js';
-import { createNewFile, reopenFile, writeAllSync, type FileIdentity } from '../../safe-open.js';
+import { createNewFile, reopenFile, writeAllSync } from '../../safe-open.js';
 
+/**
+ * One file's state. Kept small, since there is one or two per channel and 10,000 channels
+ * are all alive to the end: no absolute path (made again when needed) and the identity in
+ * two numbers rather than an object of its own.
+ */
 export interface AppendFile {
   /** Path relative to the output folder, with `/` separators (as written in index.json). */
   readonly rel: string;
-  readonly path: string;
   fd: number;
-  /** Set once the file is created; a reopen must find this same file. */
-  created: FileIdentity | null;
+  /** Device and inode once the file is created (`createdIno` -1 before): a reopen must find it. */
+  createdDev: number;
+  createdIno: number;
   /**
    * Bytes queued since the last write, in a list made for them and dropped once written: a
    * list kept across writes outlives its first collections and moves to the old generation,
@@ -54,9 +59,9 @@ export class AppendFiles {
   file(rel: string): AppendFile {
     return {
       rel,
-      path: join(this.dir, rel),
       fd: -1,
-      created: null,
+      createdDev: 0,
+      createdIno: -1,
       pending: null,
       pendingBytes: 0,
       copyBuf: null,
@@ -67,7 +72,7 @@ export class AppendFiles {
 
   write(f: AppendFile, data: Buffer | string): void {
     const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    if (buf.length === 0 && f.created) return;
+    if (buf.length === 0 && f.createdIno !== -1) return;
     if (f.copyUsed > f.copyStart) this.sealCopied(f);
     (f.pending ??= []).push(buf);
     f.pendingBytes += buf.length;
@@ -140,7 +145,7 @@ export class AppendFiles {
             : Buffer.concat(parts, total).subarray(written);
       if (data) writeAllSync(fd, data);
     } catch (err) {
-      throw writeFailed(f.path, err);
+      throw writeFailed(this.pathOf(f), err);
     }
     // Everything copied is written: the buffer is filled again from its start.
     f.copyStart = 0;
@@ -157,17 +162,19 @@ export class AppendFiles {
     if (this.open.size >= this.maxOpenFiles) this.close(this.open.values().next().value as AppendFile);
     for (;;) {
       try {
-        if (f.created) {
-          f.fd = reopenFile(f.path, f.created);
+        if (f.createdIno !== -1) {
+          f.fd = reopenFile(this.pathOf(f), { dev: f.createdDev, ino: f.createdIno });
         } else {
-          const made = createNewFile(f.path, this.overwrite);
+          const made = createNewFile(this.pathOf(f), this.overwrite);
           f.fd = made.fd;
-          f.created = made.id;
+          f.createdDev = made.id.dev;
+          f.createdIno = made.id.ino;
         }
         break;
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        if ((code !== 'EMFILE' && code !== 'ENFILE') || this.open.size === 0) throw writeFailed(f.path, err);
+        if ((code !== 'EMFILE' && code !== 'ENFILE') || this.open.size === 0)
+          throw writeFailed(this.pathOf(f), err);
         // The process has fewer descriptors than the budget: give one back and keep the lower budget.
         this.maxOpenFiles = Math.max(1, this.open.size);
         this.close(this.open.values().next().value as AppendFile);
@@ -185,7 +192,11 @@ export class AppendFiles {
     try {
       closeSync(fd);
     } catch (err) {
-      throw writeFailed(f.path, err);
+      throw writeFailed(this.pathOf(f), err);
     }
+  }
+
+  pathOf(f: AppendFile): string {
+    return join(this.dir, f.rel);
   }
 }
