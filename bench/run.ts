@@ -1,22 +1,14 @@
 /**
  * subtee's benchmarks, side by side with the floors and the baselines, on the same
  * generated input in one run:  npm run bench  (or `npm run bench -- --quick` for the smoke form).
- *
- *   --quick        small inputs, one run each: proves the benchmark works (used by the tests)
- *   --runs N       repetitions per measurement (default 5; the median is reported)
- *   --size-mb N    size of the main inputs (default 200)
- *   --big-mb N     size of the long input for the memory check (default 1024; 0 skips it)
- *   --out-root D   where outputs are written (default: the system temp folder)
- *   --only T,…     run only these tables: shapes, fanout, projection, memory, junk, huge, latency,
- *                  handover
- *   --huge-mb L    sizes of the single-line inputs (default 200,2048; 0 skips them)
- *   --junk-lines N one-byte junk lines in the junk input (default 45000000; 0 skips it)
+ * Options: see USAGE.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { writeStream } from './gen.js';
 import { measureHandover } from './handover.js';
 import { measureLatency } from './latency.js';
@@ -24,25 +16,66 @@ import { measureLatency } from './latency.js';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = join(ROOT, 'bin', 'subtee.js');
 const DEMUX = join(ROOT, '..', 'shared', 'baselines', 'demux.mjs');
-const arg = (name: string, d: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : d;
+const USAGE = `usage: npm run bench -- [options]
+  --quick        small inputs, one run each: proves the benchmark works (used by the tests)
+  --runs N       repetitions per measurement (default 5; the median is reported)
+  --size-mb N    size of the main inputs (default 200)
+  --big-mb N     size of the long input for the memory check (default 1024; 0 skips it)
+  --out-root D   where outputs are written (default: the system temp folder)
+  --only T,…     run only these tables: shapes, fanout, projection, memory, junk, huge, latency,
+                 handover
+  --huge-mb L    sizes of the single-line inputs (default 200,2048; 0 skips them)
+  --junk-lines N one-byte junk lines in the junk input (default 45000000; 0 skips it)
+`;
+const OPTIONS = ['runs', 'size-mb', 'big-mb', 'out-root', 'only', 'huge-mb', 'junk-lines'] as const;
+let values: Record<string, string | boolean | undefined>;
+try {
+  ({ values } = parseArgs({
+    options: {
+      ...Object.fromEntries(OPTIONS.map((name) => [name, { type: 'string' as const }])),
+      quick: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  }));
+} catch (err) {
+  process.stderr.write(`bench: ${(err as Error).message}\n${USAGE}`);
+  process.exit(2);
+}
+if (values.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+const arg = (name: (typeof OPTIONS)[number], fallback: string) => String(values[name] ?? fallback);
+const quick = values.quick === true;
+const TABLES = ['shapes', 'fanout', 'projection', 'memory', 'junk', 'huge', 'latency', 'handover'];
+const refuse = (why: string): never => {
+  process.stderr.write(`bench: ${why}\n${USAGE}`);
+  process.exit(2);
 };
-const quick = process.argv.includes('--quick');
-const runs = Number(arg('runs', quick ? '1' : '5'));
-const sizeMb = Number(arg('size-mb', quick ? '4' : '200'));
-const bigMb = Number(arg('big-mb', quick ? '8' : '1024'));
+const counted = (name: (typeof OPTIONS)[number], fallback: string, least = 0) => {
+  const n = Number(arg(name, fallback));
+  return Number.isInteger(n) && n >= least
+    ? n
+    : refuse(`--${name} must be a whole number of at least ${least}, not ${arg(name, fallback)}`);
+};
+const runs = counted('runs', quick ? '1' : '5', 1);
+const sizeMb = counted('size-mb', quick ? '4' : '200');
+const bigMb = counted('big-mb', quick ? '8' : '1024');
+const junkLines = counted('junk-lines', quick ? '200000' : '45000000');
+const only = arg('only', '');
+const unknownTable = only.split(',').find((table) => only !== '' && !TABLES.includes(table));
+if (unknownTable !== undefined) refuse(`--only: no table ${unknownTable} (tables: ${TABLES.join(', ')})`);
+const hugeMb = arg('huge-mb', quick ? '20' : '200,2048')
+  .split(',')
+  .map((size) =>
+    /^\d+$/.test(size) ? Number(size) : refuse(`--huge-mb must list whole numbers, not ${size}`),
+  )
+  .filter((n) => n > 0);
+const wanted = (table: string) => only === '' || only.split(',').includes(table);
 const work = mkdtempSync(join(arg('out-root', tmpdir()), 'subtee-bench-'));
 const hasTime = existsSync('/usr/bin/time');
 const hasJq = spawnSync('jq', ['--version']).status === 0;
 const node = process.execPath;
-const only = arg('only', '');
-const hugeMb = arg('huge-mb', quick ? '20' : '200,2048')
-  .split(',')
-  .map(Number)
-  .filter((n) => n > 0);
-const wanted = (table: string) => only === '' || only.split(',').includes(table);
-const junkLines = Number(arg('junk-lines', quick ? '200000' : '45000000'));
 
 interface Sample {
   ms: number;

@@ -85,3 +85,28 @@ test('bench/gen.js: --help prints its usage; a bad option is exit 2 and writes n
   assert.match(one.stdout, /^\d+ lines, \d+ bytes\n$/);
   rmSync(dir, { recursive: true, force: true });
 });
+
+test('bench/run.js: --help prints its usage; a bad option is exit 2 before anything is made', () => {
+  const outRoot = mkdtempSync(join(tmpdir(), 'subtee-bench-opts-'));
+  const bench = (args: string[]) =>
+    spawnSync(process.execPath, [join(ROOT, 'dist', 'bench', 'run.js'), ...args, '--out-root', outRoot], {
+      encoding: 'utf8',
+    });
+  const help = bench(['--help']);
+  assert.equal(help.status, 0, help.stderr);
+  assert.match(help.stdout, /^usage: npm run bench -- /);
+  const bad = [
+    ['--nope'],
+    ['--runs', '0'],
+    ['--size-mb', 'x'],
+    ['--only', 'shapes,nope'],
+    ['--huge-mb', '2x'],
+  ];
+  for (const args of bad) {
+    const r = bench(args);
+    assert.equal(r.status, 2, args.join(' '));
+    assert.match(r.stderr, /^bench: .*\nusage: /);
+  }
+  assert.deepEqual(readdirSync(outRoot), [], 'no work folder was made');
+  rmSync(outRoot, { recursive: true, force: true });
+});
