@@ -226,17 +226,21 @@ async function main() {
       ? [{ label: `demux.mjs, ${name}`, samples: [], input: inputs[name] }]
       : [];
     const row: Row = { label: `subtee → files, ${name}, ulimit -n 256`, samples: [], input: inputs[name] };
+    // The page over the same output, built afterwards from its files.
+    const page: Row = { label: `subtee report of that output, ${name}`, samples: [], input: inputs[name] };
     for (let i = 0; i < runs; i++) {
+      const out = fresh('fan');
       row.samples.push(
         measure(
-          `bash -c 'ulimit -n 256 && exec ${node} ${BIN} --out ${fresh('fan')} --stdout none -q'`,
+          `bash -c 'ulimit -n 256 && exec ${node} ${BIN} --out ${out} --stdout none -q'`,
           inputs[name].file,
         ),
       );
+      page.samples.push(measure(`${node} ${BIN} report ${out}`, '/dev/null'));
       for (const d of withDemux)
         d.samples.push(measure(`${node} ${DEMUX} ${fresh('demux-fan')}`, inputs[name].file));
     }
-    fanRows.push(row, ...withDemux);
+    fanRows.push(row, page, ...withDemux);
   }
   if (wanted('fanout'))
     report.push(

@@ -55,19 +55,6 @@ export function createNewFile(path: string, replace: boolean): { fd: number; id:
   return { fd, id: { dev: st.dev, ino: st.ino } };
 }
 
-/**
- * Writes `data` as the whole content of a new regular file at `path`, replacing whatever entry
- * had the name (see createNewFile): for temporary files renamed into place afterwards.
- */
-export function writeNewFile(path: string, data: string | Buffer): void {
-  const { fd } = createNewFile(path, true);
-  try {
-    writeAllSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** Writes all of `bytes`: one writeSync may write fewer than it was given. */
 export function writeAllSync(fd: number, bytes: Uint8Array): void {
   for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at, bytes.length - at);
@@ -79,9 +66,19 @@ export function writeAllSync(fd: number, bytes: Uint8Array): void {
  * that fails (a full disk) leaves no temporary file behind.
  */
 export function replaceFile(path: string, data: string | Buffer): void {
+  replaceFileWith(path, (fd) => writeAllSync(fd, typeof data === 'string' ? Buffer.from(data) : data));
+}
+
+/** As `replaceFile`, the content written by `write` to the temporary file's descriptor. */
+export function replaceFileWith(path: string, write: (fd: number) => void): void {
   const temporary = `${path}.tmp`;
   try {
-    writeNewFile(temporary, data);
+    const { fd } = createNewFile(temporary, true);
+    try {
+      write(fd);
+    } finally {
+      closeSync(fd);
+    }
     renameSync(temporary, path);
   } catch (err) {
     try {

@@ -1,8 +1,10 @@
 import { join } from 'node:path';
 import { writeFailed } from '../../errors.js';
-import { replaceFile } from '../../safe-open.js';
+import { replaceFile, replaceFileWith } from '../../safe-open.js';
+import { pagePieces } from '../../views/report/page.js';
+import { writePiecesSync } from './write-pieces.js';
 import {
-  buildReportPage,
+  fitReportPage,
   subteeVersion,
   type ReportBuildOptions,
   type ReportResult,
@@ -15,10 +17,10 @@ import { indexPageHtml, sortRows, type IndexPageRow } from '../../views/report/i
  * name), then one rename. The report sink writes it at the end of a run, `subtee report` later.
  */
 export function writeReport(out: string, options: ReportBuildOptions = {}): ReportResult {
-  const { html, data } = buildReportPage(out, options);
+  const data = fitReportPage(out, options);
   const path = join(out, 'report.html');
   try {
-    replaceFile(path, html);
+    replaceFileWith(path, (fd) => writePiecesSync(fd, pagePieces(data, data.page.bytes)));
   } catch (err) {
     throw writeFailed(path, err);
   }

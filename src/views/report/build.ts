@@ -22,7 +22,7 @@ import {
   type ReportData,
   type ReportLimits,
 } from './model.js';
-import { pageHtml } from './page.js';
+import { pageBytes } from './page.js';
 
 export interface ReportBuildOptions extends Partial<ReportLimits> {
   /** Shown in the page; the package's version by default. */
@@ -300,27 +300,24 @@ function attach(data: ReportData, budgets: TranscriptBudget[]): void {
 }
 
 /**
- * Builds the page and keeps it under the size limit: when the transcripts as read do not
- * fit (JSON escaping and multi-byte text make bytes outgrow characters), every channel's
- * budget shrinks by the overshoot and the page is built again, from memory.
+ * The page's data, fitted under the size limit: when the transcripts as read do not fit
+ * (JSON escaping and multi-byte text make bytes outgrow characters), every channel's budget
+ * shrinks by the overshoot and the page is measured again, from memory. Write it with
+ * `pagePieces(data, data.page.bytes)`.
  */
-export function buildReportPage(
-  out: string,
-  options: ReportBuildOptions = {},
-): { html: string; data: ReportData } {
+export function fitReportPage(out: string, options: ReportBuildOptions = {}): ReportData {
   const limits = withDefaults(REPORT_DEFAULTS, options) as ReportLimits;
   const { data, budgets } = readReportData(out, options);
-  let html = pageHtml(data);
-  for (let attempt = 0; Buffer.byteLength(html) > limits.maxPageBytes && attempt < 8; attempt++) {
-    const size = Buffer.byteLength(html);
+  let size = pageBytes(data);
+  for (let attempt = 0; size > limits.maxPageBytes && attempt < 8; attempt++) {
     const per = attempt < 7 ? Math.floor(data.page.channelChars * (limits.maxPageBytes / size) * 0.9) : 0;
     data.page.channelChars = per;
     const ticks = attempt < 7 ? Math.floor(limits.ticksPerChannel * (limits.maxPageBytes / size)) : 0;
     for (const b of budgets) b.shrink(per, ticks);
     attach(data, budgets);
-    html = pageHtml(data);
+    size = pageBytes(data);
   }
-  return { html, data };
+  return data;
 }
 
 function mb(n: number): string {

@@ -187,22 +187,56 @@ export function contentSecurityPolicy(live: boolean): string {
 
 /** Width of the page-size field in the embedded JSON, so the size can be written in after the fact. */
 const SIZE_WIDTH = 15;
+const SIZE_PLACEHOLDER = `"bytes":${10 ** (SIZE_WIDTH - 1)}`;
 
-/** The whole page. Sets `data.page.bytes` to the size of the returned string in UTF-8. */
-export function pageHtml(data: ReportData): string {
-  const placeholder = 10 ** (SIZE_WIDTH - 1);
-  data.page.bytes = placeholder;
-  const json = jsonForScript(data);
-  const html =
+/**
+ * The page in pieces, each channel's data one piece: joined, they are the page, which is
+ * never one string (with 10,000 channels the page, its JSON and their escaped copies were
+ * tens of MB at once). `bytes` is the page's size to write into its fixed-width field; the
+ * pieces have the same length whatever it is, so one pass with any value measures the page.
+ */
+export function* pagePieces(data: ReportData, bytes: number): Generator<string, void, undefined> {
+  yield (
     '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n' +
     `<meta http-equiv="Content-Security-Policy" content="${contentSecurityPolicy(data.live)}">\n` +
     '<meta name="referrer" content="no-referrer"><meta name="viewport" content="width=device-width, initial-scale=1">\n' +
     `<title>subtee report</title>\n<style>${REPORT_CSS}</style>\n</head><body><div id="app" data-state="loading">\n${SHELL}\n</div>\n` +
-    `<script type="application/json" id="subtee-data">${json}</script>\n` +
-    `<script type="module">${reportScript()}</script>\n</body></html>\n`;
-  const bytes = Buffer.byteLength(html);
+    '<script type="application/json" id="subtee-data">'
+  );
+  // JSON.stringify(data) member by member, in its order and leaving out what it leaves out.
+  let lead = '{';
+  for (const [key, value] of Object.entries(data)) {
+    if (value === undefined) continue;
+    yield `${lead}${JSON.stringify(key)}:`;
+    lead = ',';
+    if (key === 'channels') {
+      yield '[';
+      // Escaping is per character, so the escaped pieces join to the escaped whole.
+      for (let i = 0; i < data.channels.length; i++)
+        yield (i === 0 ? '' : ',') + jsonForScript(data.channels[i]);
+      yield ']';
+    } else if (key === 'page') {
+      // The page's own size, in a fixed-width field: JSON allows the padding spaces.
+      yield jsonForScript({ ...data.page, bytes: 10 ** (SIZE_WIDTH - 1) }).replace(
+        SIZE_PLACEHOLDER,
+        `"bytes":${String(bytes).padStart(SIZE_WIDTH)}`,
+      );
+    } else {
+      yield jsonForScript(value);
+    }
+  }
+  yield `}</script>\n<script type="module">${reportScript()}</script>\n</body></html>\n`;
+}
+
+/** The page's size in UTF-8, as `pagePieces` writes it; also set in `data.page.bytes`. */
+export function pageBytes(data: ReportData): number {
+  let bytes = 0;
+  for (const piece of pagePieces(data, 0)) bytes += Buffer.byteLength(piece);
   data.page.bytes = bytes;
-  // The page's own size, in a fixed-width field: JSON allows the padding spaces.
-  const at = html.lastIndexOf(`"bytes":${placeholder}`);
-  return `${html.slice(0, at)}"bytes":${String(bytes).padStart(SIZE_WIDTH)}${html.slice(at + 8 + SIZE_WIDTH)}`;
+  return bytes;
+}
+
+/** The whole page as one string (the live page: a skeleton, small). Sets `data.page.bytes`. */
+export function pageHtml(data: ReportData): string {
+  return [...pagePieces(data, pageBytes(data))].join('');
 }
