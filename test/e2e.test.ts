@@ -1,158 +1,137 @@
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { claudeAvailable } from './e2e/claude.js';
-import { startFakeApi, type FakeApi } from './e2e/fake-api.js';
-import { pipeClaudeIntoSubtee, subteeRunsClaude } from './e2e/pipe.js';
+import { execSync, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { basename } from 'node:path';
-import { spawnSync } from 'node:child_process';
-import { execSync } from 'node:child_process';
-import { SCENARIOS } from './e2e/scenarios.js';
-import { spawn } from 'node:child_process';
-import { claudeCommand } from './e2e/claude.js';
+import { basename, join } from 'node:path';
+import { test } from 'node:test';
 import { open } from '../src/index.js';
-import { checkCollected, collect } from './projection-check.js';
+import { claudeCommand, describeWithClaude } from './e2e/claude.js';
+import { pipeClaudeIntoSubtee, subteeRunsClaude } from './e2e/pipe.js';
+import { SCENARIOS } from './e2e/scenarios.js';
 import { BIN, checkDetails, checkOutput, fixtureFiles, tmpDir } from './helpers.js';
+import { checkCollected, collect } from './projection-check.js';
 
-describe(
-  'real Claude Code CLI piped into subtee',
-  { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (npm ci installs it)' },
-  () => {
-    let api: FakeApi;
-    before(async () => {
-      api = await startFakeApi();
-    });
-    after(async () => {
-      await api?.close();
-    });
-
-    for (const s of SCENARIOS) {
-      test(s.name, async () => {
-        const out = join(tmpDir(), 'out');
-        const r = await pipeClaudeIntoSubtee(
-          BIN,
-          { prompt: s.prompt, apiUrl: api.url, forward: s.forward, partial: s.partial },
-          out,
-        );
-        assert.equal(r.claudeCode, 0, r.claudeStderr);
-        assert.equal(r.subteeCode, 0, r.subteeStderr);
-        const { index, expected } = checkOutput(r.raw, out, s.name);
-        checkDetails(index, expected, s.name);
-        const subs = index.channels.filter((c: any) => c.id !== null);
-        assert.equal(subs.length, s.expect.subagents, 'subagents');
-        assert.equal(Math.max(...subs.map((c: any) => c.depth)), s.expect.maxDepth, 'max depth');
-        assert.ok(
-          subs.every((c: any) => c.depth >= 1 && !c.orphan),
-          'every subagent placed in the tree',
-        );
-        assert.equal(
-          subs.filter((c: any) => c.status === 'completed').length,
-          s.expect.completed,
-          'completed',
-        );
-        assert.equal(subs.filter((c: any) => c.status === 'failed').length, s.expect.failed, 'failed');
-        assert.equal(index.channels[0].status, 'completed', 'main');
-        assert.equal(index.claude_code_version, '2.1.328');
-      });
-    }
-
-    for (const s of SCENARIOS) {
-      test(`${s.name}: the library projection, live on the CLI's stdout, equals a plain reading`, async () => {
-        const { argv, env, cleanup } = claudeCommand({
-          prompt: s.prompt,
-          apiUrl: api.url,
-          forward: s.forward,
-          partial: s.partial,
-        });
-        try {
-          const claude = spawn(argv[0], argv.slice(1), {
-            env,
-            cwd: env.SUBTEE_E2E_CWD,
-            stdio: ['ignore', 'pipe', 'inherit'],
-          });
-          const raw: Buffer[] = [];
-          claude.stdout.on('data', (chunk: Buffer) => raw.push(chunk));
-          const exited = new Promise((resolve) => claude.on('close', resolve));
-          const run = open(claude.stdout, { out: join(tmpDir(), 'out') });
-          // Read while the CLI runs; checked against the captured bytes once it is done.
-          const live = await collect(run);
-          assert.equal(await exited, 0);
-          const { subagents } = await checkCollected(Buffer.concat(raw).toString('utf8'), live);
-          assert.equal(subagents, s.expect.subagents);
-        } finally {
-          cleanup();
-        }
-      });
-    }
-
-    test('a background subagent silent for longer than the idle timeout is not a hang', async () => {
-      const out = join(tmpDir(), 'out');
-      // The idle timeout must outlast the CLI's own start (about 6 s before its first line on a
-      // loaded 2-core machine, when nothing is in the background yet); the worker's silence is
-      // twice the timeout.
-      const r = await subteeRunsClaude(
-        BIN,
-        { prompt: 'SCRIPT:quiet:24000', apiUrl: api.url },
-        out,
-        ['--idle-timeout-ms', '12000'],
-        120_000,
-      );
-      assert.equal(r.code, 0, r.stderr);
-      assert.doesNotMatch(r.stderr, /STALL/);
-      assert.ok(r.ms > 24_000, `the worker was silent for 24 s (run took ${r.ms} ms)`);
-      const { index, expected } = checkOutput(r.raw, out, 'quiet background worker');
-      checkDetails(index, expected, 'quiet background worker');
-      assert.equal(index.stalled, false);
-      assert.deepEqual(
-        index.channels.map((c: any) => c.status),
-        ['completed', 'completed'],
-      );
-    });
-
-    test('a hung API under subtee run: stall reported, the CLI stopped, exit 124', async () => {
-      const out = join(tmpDir(), 'out');
-      const r = await subteeRunsClaude(BIN, { prompt: 'SCRIPT:hang', apiUrl: api.url }, out, [
-        '--idle-timeout-ms',
-        '1500',
-        '--model-timeout-ms',
-        '1500',
-        '--stall-grace-ms',
-        '0',
-        '--kill-grace-ms',
-        '1000',
-      ]);
-      assert.equal(r.code, 124, r.stderr);
-      assert.match(
-        r.stderr,
-        /warning STALL: no input for [\d.]+ s \(allowed 1\.5 s\): model request silent [\d.]+ s of its allowed 1\.5 s in main/,
-      );
-      assert.ok(r.ms < 20_000, `stopped in ${r.ms} ms`);
-      const { index } = checkOutput(r.raw, out, 'hung API');
-      assert.equal(index.stalled, true);
-      assert.equal(index.channels[0].status, 'running');
-      assert.equal(
-        execSync(`ps -eo args | grep -c "[S]CRIPT:hang" || true`, { encoding: 'utf8' }).trim(),
-        '0',
-        'the CLI is gone',
-      );
-    });
-
-    test('a hung API on a pipe: exit 124', async () => {
+describeWithClaude('real Claude Code CLI piped into subtee', (apiUrl) => {
+  for (const s of SCENARIOS) {
+    test(s.name, async () => {
       const out = join(tmpDir(), 'out');
       const r = await pipeClaudeIntoSubtee(
         BIN,
-        { prompt: 'SCRIPT:hang', apiUrl: api.url },
+        { prompt: s.prompt, apiUrl: apiUrl(), forward: s.forward, partial: s.partial },
         out,
-        ['--idle-timeout-ms', '1500', '--model-timeout-ms', '1500', '--stall-grace-ms', '0'],
-        15_000,
       );
-      assert.equal(r.subteeCode, 124, r.subteeStderr);
-      assert.match(r.subteeStderr, /STALL/);
-      assert.equal(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).stalled, true);
+      assert.equal(r.claudeCode, 0, r.claudeStderr);
+      assert.equal(r.subteeCode, 0, r.subteeStderr);
+      const { index, expected } = checkOutput(r.raw, out, s.name);
+      checkDetails(index, expected, s.name);
+      const subs = index.channels.filter((c: any) => c.id !== null);
+      assert.equal(subs.length, s.expect.subagents, 'subagents');
+      assert.equal(Math.max(...subs.map((c: any) => c.depth)), s.expect.maxDepth, 'max depth');
+      assert.ok(
+        subs.every((c: any) => c.depth >= 1 && !c.orphan),
+        'every subagent placed in the tree',
+      );
+      assert.equal(subs.filter((c: any) => c.status === 'completed').length, s.expect.completed, 'completed');
+      assert.equal(subs.filter((c: any) => c.status === 'failed').length, s.expect.failed, 'failed');
+      assert.equal(index.channels[0].status, 'completed', 'main');
+      assert.equal(index.claude_code_version, '2.1.328');
     });
-  },
-);
+  }
+
+  for (const s of SCENARIOS) {
+    test(`${s.name}: the library projection, live on the CLI's stdout, equals a plain reading`, async () => {
+      const { argv, env, cleanup } = claudeCommand({
+        prompt: s.prompt,
+        apiUrl: apiUrl(),
+        forward: s.forward,
+        partial: s.partial,
+      });
+      try {
+        const claude = spawn(argv[0], argv.slice(1), {
+          env,
+          cwd: env.SUBTEE_E2E_CWD,
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+        const raw: Buffer[] = [];
+        claude.stdout.on('data', (chunk: Buffer) => raw.push(chunk));
+        const exited = new Promise((resolve) => claude.on('close', resolve));
+        const run = open(claude.stdout, { out: join(tmpDir(), 'out') });
+        // Read while the CLI runs; checked against the captured bytes once it is done.
+        const live = await collect(run);
+        assert.equal(await exited, 0);
+        const { subagents } = await checkCollected(Buffer.concat(raw).toString('utf8'), live);
+        assert.equal(subagents, s.expect.subagents);
+      } finally {
+        cleanup();
+      }
+    });
+  }
+
+  test('a background subagent silent for longer than the idle timeout is not a hang', async () => {
+    const out = join(tmpDir(), 'out');
+    // The idle timeout must outlast the CLI's own start (about 6 s before its first line on a
+    // loaded 2-core machine, when nothing is in the background yet); the worker's silence is
+    // twice the timeout.
+    const r = await subteeRunsClaude(
+      BIN,
+      { prompt: 'SCRIPT:quiet:24000', apiUrl: apiUrl() },
+      out,
+      ['--idle-timeout-ms', '12000'],
+      120_000,
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.doesNotMatch(r.stderr, /STALL/);
+    assert.ok(r.ms > 24_000, `the worker was silent for 24 s (run took ${r.ms} ms)`);
+    const { index, expected } = checkOutput(r.raw, out, 'quiet background worker');
+    checkDetails(index, expected, 'quiet background worker');
+    assert.equal(index.stalled, false);
+    assert.deepEqual(
+      index.channels.map((c: any) => c.status),
+      ['completed', 'completed'],
+    );
+  });
+
+  test('a hung API under subtee run: stall reported, the CLI stopped, exit 124', async () => {
+    const out = join(tmpDir(), 'out');
+    const r = await subteeRunsClaude(BIN, { prompt: 'SCRIPT:hang', apiUrl: apiUrl() }, out, [
+      '--idle-timeout-ms',
+      '1500',
+      '--model-timeout-ms',
+      '1500',
+      '--stall-grace-ms',
+      '0',
+      '--kill-grace-ms',
+      '1000',
+    ]);
+    assert.equal(r.code, 124, r.stderr);
+    assert.match(
+      r.stderr,
+      /warning STALL: no input for [\d.]+ s \(allowed 1\.5 s\): model request silent [\d.]+ s of its allowed 1\.5 s in main/,
+    );
+    assert.ok(r.ms < 20_000, `stopped in ${r.ms} ms`);
+    const { index } = checkOutput(r.raw, out, 'hung API');
+    assert.equal(index.stalled, true);
+    assert.equal(index.channels[0].status, 'running');
+    assert.equal(
+      execSync(`ps -eo args | grep -c "[S]CRIPT:hang" || true`, { encoding: 'utf8' }).trim(),
+      '0',
+      'the CLI is gone',
+    );
+  });
+
+  test('a hung API on a pipe: exit 124', async () => {
+    const out = join(tmpDir(), 'out');
+    const r = await pipeClaudeIntoSubtee(
+      BIN,
+      { prompt: 'SCRIPT:hang', apiUrl: apiUrl() },
+      out,
+      ['--idle-timeout-ms', '1500', '--model-timeout-ms', '1500', '--stall-grace-ms', '0'],
+      15_000,
+    );
+    assert.equal(r.subteeCode, 124, r.subteeStderr);
+    assert.match(r.subteeStderr, /STALL/);
+    assert.equal(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).stalled, true);
+  });
+});
 
 test('recorded CLI streams: usage, counts, background and summary match the independent reading', () => {
   for (const file of fixtureFiles()) {

@@ -3,10 +3,9 @@ import { spawnSync } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { test } from 'node:test';
 import { open, teeJsonl } from '../src/index.js';
-import { claudeAvailable } from './e2e/claude.js';
-import { startFakeApi, type FakeApi } from './e2e/fake-api.js';
+import { describeWithClaude } from './e2e/claude.js';
 import { pipeClaudeIntoSubtee } from './e2e/pipe.js';
 import { SCENARIOS } from './e2e/scenarios.js';
 import { sdkQuery } from './e2e/sdk.js';
@@ -114,55 +113,43 @@ function pick(c: IndexChannel, keys: string[]): Record<string, unknown> {
   return Object.fromEntries(keys.map((k) => [k, c[k]]));
 }
 
-describe(
-  'Claude Agent SDK objects through open() against the CLI pipe',
-  { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (npm ci installs it)' },
-  () => {
-    let api: FakeApi;
-    before(async () => {
-      api = await startFakeApi();
+describeWithClaude('Claude Agent SDK objects through open() against the CLI pipe', (apiUrl) => {
+  for (const s of SCENARIOS) {
+    test(`${s.name}: tree, statuses, usage and line counts from query() objects equal the CLI pipe; the recording replays to the same index.json`, async () => {
+      const dir = tmpDir();
+      const recording = join(dir, 'sdk.jsonl');
+      const { messages, cleanup } = sdkQuery(s, apiUrl());
+      const file = createWriteStream(recording);
+      let sdkIndex: Record<string, unknown>;
+      try {
+        sdkIndex = await open(teeJsonl(messages, file), { out: join(dir, 'sdk') }).done;
+      } finally {
+        file.end();
+        cleanup();
+      }
+      await finished(file);
+      assert.equal(sdkIndex.producer, 'claude');
+
+      const cli = await pipeClaudeIntoSubtee(
+        BIN,
+        { prompt: s.prompt, apiUrl: apiUrl(), forward: s.forward, partial: s.partial },
+        join(dir, 'cli'),
+      );
+      assert.equal(cli.subteeCode, 0, cli.subteeStderr);
+      const cliIndex = JSON.parse(readFileSync(join(dir, 'cli', 'index.json'), 'utf8'));
+      const recorded = readFileSync(recording, 'utf8');
+      assert.deepEqual(structureOf(sdkIndex, recorded), structureOf(cliIndex, cli.raw.toString('utf8')));
+      const subagents = (sdkIndex.channels as IndexChannel[]).filter((c) => c.id !== null);
+      assert.equal(subagents.length, s.expect.subagents);
+
+      // The recording, replayed later through the CLI, gives the live run's index.json exactly.
+      const replay = spawnSync(
+        process.execPath,
+        [BIN, '--out', join(dir, 'replay'), '-q', '--stdout', 'none', recording],
+        { encoding: 'utf8' },
+      );
+      assert.equal(replay.status, 0, replay.stderr);
+      assert.deepEqual(JSON.parse(readFileSync(join(dir, 'replay', 'index.json'), 'utf8')), sdkIndex);
     });
-    after(async () => {
-      await api?.close();
-    });
-
-    for (const s of SCENARIOS) {
-      test(`${s.name}: tree, statuses, usage and line counts from query() objects equal the CLI pipe; the recording replays to the same index.json`, async () => {
-        const dir = tmpDir();
-        const recording = join(dir, 'sdk.jsonl');
-        const { messages, cleanup } = sdkQuery(s, api.url);
-        const file = createWriteStream(recording);
-        let sdkIndex: Record<string, unknown>;
-        try {
-          sdkIndex = await open(teeJsonl(messages, file), { out: join(dir, 'sdk') }).done;
-        } finally {
-          file.end();
-          cleanup();
-        }
-        await finished(file);
-        assert.equal(sdkIndex.producer, 'claude');
-
-        const cli = await pipeClaudeIntoSubtee(
-          BIN,
-          { prompt: s.prompt, apiUrl: api.url, forward: s.forward, partial: s.partial },
-          join(dir, 'cli'),
-        );
-        assert.equal(cli.subteeCode, 0, cli.subteeStderr);
-        const cliIndex = JSON.parse(readFileSync(join(dir, 'cli', 'index.json'), 'utf8'));
-        const recorded = readFileSync(recording, 'utf8');
-        assert.deepEqual(structureOf(sdkIndex, recorded), structureOf(cliIndex, cli.raw.toString('utf8')));
-        const subagents = (sdkIndex.channels as IndexChannel[]).filter((c) => c.id !== null);
-        assert.equal(subagents.length, s.expect.subagents);
-
-        // The recording, replayed later through the CLI, gives the live run's index.json exactly.
-        const replay = spawnSync(
-          process.execPath,
-          [BIN, '--out', join(dir, 'replay'), '-q', '--stdout', 'none', recording],
-          { encoding: 'utf8' },
-        );
-        assert.equal(replay.status, 0, replay.stderr);
-        assert.deepEqual(JSON.parse(readFileSync(join(dir, 'replay', 'index.json'), 'utf8')), sdkIndex);
-      });
-    }
-  },
-);
+  }
+});

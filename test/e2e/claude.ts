@@ -2,7 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before, describe } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { startFakeApi, type FakeApi } from './fake-api.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -82,4 +84,25 @@ export async function runClaude(
   clearTimeout(timer);
   cleanup();
   return { stdout: Buffer.concat(out), stderr, code };
+}
+
+/**
+ * A suite against the real CLI and one scripted Messages API shared by its tests (skipped,
+ * saying why, when the CLI is not installed). `apiUrl()` is the API's address once it is up.
+ */
+export function describeWithClaude(title: string, body: (apiUrl: () => string) => void): void {
+  describe(
+    title,
+    { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (npm ci installs it)' },
+    () => {
+      let api: FakeApi | undefined;
+      before(async () => {
+        api = await startFakeApi();
+      });
+      after(async () => {
+        await api?.close();
+      });
+      body(() => api!.url);
+    },
+  );
 }
