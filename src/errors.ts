@@ -50,6 +50,7 @@ const WRITE_FAILURES: Record<string, string> = {
   ELOOP: 'it is a symbolic link, and subtee does not write through links',
   ENXIO: 'it is a named pipe with no reader',
   ENOTREG: 'it is not a regular file (a named pipe or a device)',
+  EHARDLINK: 'it is a hard link (a file with other names), and subtee does not write through links',
   EREPLACED: 'it was replaced by something else during the run',
 };
 
