@@ -45,3 +45,35 @@ test('--force never appends through a hard link planted at clickhouse-spool.json
     assert.equal(readFileSync(precious, 'utf8'), 'precious\n', `${c.name}: the outside file is untouched`);
   }
 });
+
+/** A stage plugin: `create` is the body of its factory, returning a stream of its own. */
+function stagePlugin(dir: string, name: string, create: string): string {
+  const file = join(dir, `${name}.mjs`);
+  writeFileSync(
+    file,
+    `import { Transform } from 'node:stream';
+export default { name: '${name}', kind: 'stage', kit: '>=0.0.0', options: {}, create: () => { ${create} } };
+`,
+  );
+  const config = join(dir, `${name}.json`);
+  const stages = [{ use: 'line-parser' }, { use: name }, { use: 'channel-router' }];
+  const spec = { plugins: [file], stages, sinks: [{ use: 'files', out: join(dir, name) }] };
+  writeFileSync(config, JSON.stringify(spec));
+  return config;
+}
+
+/** Runs a config with the plugin `create` makes: it fails by its name, exit 1, no stack. */
+function assertFailsByName(name: string, create: string): void {
+  const config = stagePlugin(tmpDir(), name, create);
+  const r = subtee(['-c', config, '-q', '--stdout', 'none']);
+  assert.equal(r.error, undefined, `${name}: the run finished`);
+  assert.equal(r.status, 1, `${name}: ${r.stderr}`);
+  assert.match(r.stderr, /\[ERR_PLUGIN_FAILED\]\n$/, name);
+  assert.ok(r.stderr.includes(name), `${name}: the failure names the plugin`);
+  assert.doesNotMatch(r.stderr, /^\s+at /m, `${name}: no stack`);
+}
+
+test('a plugin whose transform throws a string is named: ERR_PLUGIN_FAILED', () => {
+  const transform = "return new Transform({ objectMode: true, transform() { throw 'a string'; } });";
+  assertFailsByName('string-thrower', transform);
+});

@@ -156,16 +156,21 @@ export function buildChain(
 
 /** The plugin whose stream failed with an error, so the failure names it, not subtee. */
 const failedPlugin = new WeakMap<object, string>();
+/** The same for a plugin that failed with a value that is not an object (`throw 'text'`). */
+const failedPluginByValue = new Map<unknown, string>();
 
 function nameFailures(stream: Transform, name: string): void {
   stream.once('error', (err) => {
-    if (err !== null && typeof err === 'object' && !(err instanceof SubteeError)) failedPlugin.set(err, name);
+    if (err instanceof SubteeError) return;
+    if (err !== null && typeof err === 'object') failedPlugin.set(err, name);
+    else failedPluginByValue.set(err, name);
   });
 }
 
 /** A plugin's own failure as ERR_PLUGIN_FAILED naming it; anything else as it is. */
 function namedFailure(err: unknown): unknown {
-  const name = err !== null && typeof err === 'object' ? failedPlugin.get(err) : undefined;
+  const name =
+    err !== null && typeof err === 'object' ? failedPlugin.get(err) : failedPluginByValue.get(err);
   if (name === undefined) return err;
   const why = err instanceof Error ? err.message : String(err);
   return new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} failed: ${why}`, { cause: err });
