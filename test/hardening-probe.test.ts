@@ -77,3 +77,7 @@ test('a plugin whose transform throws a string is named: ERR_PLUGIN_FAILED', () 
   const transform = "return new Transform({ objectMode: true, transform() { throw 'a string'; } });";
   assertFailsByName('string-thrower', transform);
 });
+
+test('a plugin whose factory throws is named: ERR_PLUGIN_FAILED', () => {
+  assertFailsByName('factory-thrower', "throw new Error('no factory');");
+});

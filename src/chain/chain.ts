@@ -143,8 +143,16 @@ export function buildChain(
   const builtins = builtinRegistry();
   try {
     for (const p of [...byteTaps, ...rest]) {
-      const stream = p.def.create(p.opts, ctx);
-      if (builtins.get(p.def.name) !== p.def) nameFailures(stream, p.def.name);
+      const plugin = builtins.get(p.def.name) !== p.def;
+      let stream: Transform;
+      try {
+        stream = p.def.create(p.opts, ctx);
+      } catch (err) {
+        if (!plugin || err instanceof SubteeError) throw err;
+        const why = err instanceof Error ? err.message : String(err);
+        throw new SubteeError('ERR_PLUGIN_FAILED', `plugin ${p.def.name} failed: ${why}`, { cause: err });
+      }
+      if (plugin) nameFailures(stream, p.def.name);
       streams.push(stream);
     }
   } catch (err) {
