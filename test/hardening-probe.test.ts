@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { linkSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -80,4 +80,18 @@ test('a plugin whose transform throws a string is named: ERR_PLUGIN_FAILED', () 
 
 test('a plugin whose factory throws is named: ERR_PLUGIN_FAILED', () => {
   assertFailsByName('factory-thrower', "throw new Error('no factory');");
+});
+
+test('a pino log on a full device fails the run with ERR_WRITE, and index.json still says why', {
+  skip: !existsSync('/dev/full') && 'no /dev/full here',
+}, () => {
+  const out = join(tmpDir(), 'out');
+  const r = subtee(['--out', out, '-q', '--stdout', 'none', '--pino=/dev/full']);
+  assert.equal(r.error, undefined, 'the run finished');
+  assert.equal(r.status, 3, r.stderr);
+  assert.match(r.stderr, /\[ERR_WRITE\]\n$/);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  const failed = index.warnings.filter((w: { code: string }) => w.code === 'OUTPUT_FAILED');
+  assert.equal(failed.length, 1, JSON.stringify(index.warnings));
+  assert.match(failed[0].message, /\/dev\/full/);
 });

@@ -238,6 +238,9 @@ class PinoSink extends BatchTransform {
         (this.#transport ?? this.#lines?.stream)!,
       );
     this.#run.onWarning((w) => {
+      // A warning after this log failed (the OUTPUT_FAILED the files sink records for that very
+      // failure) must not throw into whoever warned: index.json would never be written.
+      if (this.#failed || this.#readerGone || this.destroyed) return;
       const fields = { code: w.code, content: w.message };
       this.#log('warn', 'warning', fields, eventMessage('warning', undefined, fields));
       this.#lines?.flush();
