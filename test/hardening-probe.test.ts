@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, linkSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, linkSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -94,4 +94,25 @@ test('a pino log on a full device fails the run with ERR_WRITE, and index.json s
   const failed = index.warnings.filter((w: { code: string }) => w.code === 'OUTPUT_FAILED');
   assert.equal(failed.length, 1, JSON.stringify(index.warnings));
   assert.match(failed[0].message, /\/dev\/full/);
+});
+
+test('stdout on a full device fails the run with ERR_WRITE (not exit 0), and index.json is written', {
+  skip: !existsSync('/dev/full') && 'no /dev/full here',
+}, () => {
+  for (const mode of ['text', 'raw']) {
+    const out = join(tmpDir(), 'out');
+    const full = openSync('/dev/full', 'w');
+    const r = spawnSync(process.execPath, [BIN, '--out', out, '-q', '--stdout', mode], {
+      input: recording,
+      stdio: ['pipe', full, 'pipe'],
+      encoding: 'utf8',
+      timeout: 30_000,
+      killSignal: 'SIGKILL',
+    });
+    closeSync(full);
+    assert.equal(r.error, undefined, `${mode}: the run finished`);
+    assert.equal(r.status, 3, `${mode}: ${r.stderr}`);
+    assert.match(r.stderr, /cannot write stdout: .*\[ERR_WRITE\]\n$/, mode);
+    assert.ok(existsSync(join(out, 'index.json')), `${mode}: index.json`);
+  }
 });
