@@ -1,10 +1,21 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, linkSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import {
+  closeSync,
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { BIN, ROOT, tmpDir } from './helpers.js';
+import { clickhouseAvailable, startClickHouse } from './servers/clickhouse.js';
 
 const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl'));
 
@@ -114,5 +125,35 @@ test('stdout on a full device fails the run with ERR_WRITE (not exit 0), and ind
     assert.equal(r.status, 3, `${mode}: ${r.stderr}`);
     assert.match(r.stderr, /cannot write stdout: .*\[ERR_WRITE\]\n$/, mode);
     assert.ok(existsSync(join(out, 'index.json')), `${mode}: index.json`);
+  }
+});
+
+test('--clickhouse-resend skips a FIFO or a link planted at a spool name: no hang, nothing read through', {
+  skip: !clickhouseAvailable() && 'no clickhouse-server',
+}, async () => {
+  const server = await startClickHouse();
+  try {
+    const dir = tmpDir();
+    const outside = join(tmpDir('subtee-victim-'), 'rows.jsonl');
+    const row = { t: 'events', r: { run: 'planted', session: 's', line: 1, agent: 'outside' } };
+    writeFileSync(outside, JSON.stringify(row) + '\n');
+    for (const name of ['fifo', 'link']) mkdirSync(join(dir, name));
+    execFileSync('mkfifo', [join(dir, 'fifo', 'clickhouse-spool.jsonl')]);
+    symlinkSync(outside, join(dir, 'link', 'clickhouse-spool.jsonl'));
+    const args = ['--out', join(dir, 'out'), '-q', '--stdout', 'none', '--clickhouse', server.url];
+    const child = spawn(process.execPath, [BIN, ...args, '--clickhouse-resend', dir], { stdio: 'pipe' });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.stdin.end(recording);
+    const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    const [status] = await new Promise<[number | null]>((resolve) => child.once('exit', (c) => resolve([c])));
+    clearTimeout(killer);
+    assert.equal(status, 0, stderr);
+    assert.ok(lstatSync(join(dir, 'fifo', 'clickhouse-spool.jsonl')).isFIFO(), 'the FIFO is left alone');
+    assert.ok(lstatSync(join(dir, 'link', 'clickhouse-spool.jsonl')).isSymbolicLink(), 'the link too');
+    const planted = await server.rows("SELECT count() AS n FROM subtee_events WHERE run = 'planted'");
+    assert.equal(Number((planted[0] as { n: unknown }).n), 0, 'no row read through the link');
+  } finally {
+    await server.stop();
   }
 });
