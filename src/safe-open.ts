@@ -12,7 +12,7 @@ import {
   writeSync,
   type Stats,
 } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, resolve, sep } from 'node:path';
 
 /**
  * Opening the files subtee writes without ever writing somewhere else. An output folder may
@@ -99,6 +99,18 @@ export function replaceFile(path: string, data: string | Buffer): void {
  */
 export function openRegularForRead(path: string): number {
   return onlyRegular(path, openSync(path, READ));
+}
+
+/**
+ * Opens `relative` (a file inside the folder `root`) as openRegularForRead does, and refuses
+ * (ELOOP) a folder on the way that is a link: O_NOFOLLOW only guards the last step, and an
+ * `agents` folder replaced by a link would show the files of another folder.
+ */
+export function openRegularUnder(root: string, relative: string): number {
+  const path = resolve(root, relative);
+  for (let dir = dirname(path); dir.startsWith(resolve(root) + sep); dir = dirname(dir))
+    if (lstatSync(dir).isSymbolicLink()) throw errno('ELOOP', `${dir} is a symbolic link`);
+  return openRegularForRead(path);
 }
 
 /** The descriptor when it is a regular file's; otherwise it is closed and ENOTREG thrown. */

@@ -7,7 +7,9 @@ import {
   lstatSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readFileSync,
+  renameSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -38,7 +40,7 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-test('--force never appends through a hard link planted at clickhouse-spool.jsonl or events.pino.log', async () => {
+test('--force never appends through a hard link at clickhouse-spool.jsonl or events.pino.log', async () => {
   const url = `http://127.0.0.1:${await closedPort()}`;
   const cases = [
     { name: 'clickhouse-spool.jsonl', flags: ['--clickhouse', url] },
@@ -156,4 +158,24 @@ test('--clickhouse-resend skips a FIFO or a link planted at a spool name: no han
   } finally {
     await server.stop();
   }
+});
+
+test('subtee report refuses an agents folder replaced by a link: no outside file shown, ERR_INPUT', () => {
+  const out = join(tmpDir(), 'out');
+  const r = subtee(['--out', out, '-q', '--stdout', 'none']);
+  assert.equal(r.status, 0, r.stderr);
+  // The same names outside, each holding a line the page would show.
+  const outside = join(tmpDir('subtee-victim-'), 'agents');
+  renameSync(join(out, 'agents'), outside);
+  const planted = { type: 'assistant', parent_tool_use_id: null, message: { id: 'x', content: [] } };
+  planted.message.content.push({ type: 'text', text: 'OUTSIDE-TEXT' } as never);
+  for (const name of readdirSync(outside).filter((n) => n.endsWith('.jsonl')))
+    writeFileSync(join(outside, name), JSON.stringify(planted) + '\n');
+  symlinkSync(outside, join(out, 'agents'));
+  const report = subtee(['report', out]);
+  assert.equal(report.error, undefined, 'the report finished');
+  assert.equal(report.status, 3, report.stderr);
+  assert.match(report.stderr, /symbolic link.*\[ERR_INPUT\]\n$/);
+  const page = join(out, 'report.html');
+  assert.ok(!existsSync(page) || !readFileSync(page, 'utf8').includes('OUTSIDE-TEXT'), 'no outside text');
 });
