@@ -179,3 +179,28 @@ test('subtee report refuses an agents folder replaced by a link: no outside file
   const page = join(out, 'report.html');
   assert.ok(!existsSync(page) || !readFileSync(page, 'utf8').includes('OUTSIDE-TEXT'), 'no outside text');
 });
+
+test('--prices naming a FIFO with no writer fails at once (ERR_PRICES, exit 2); one with a writer is read', async () => {
+  const dir = tmpDir();
+  const fifo = join(dir, 'prices.fifo');
+  execFileSync('mkfifo', [fifo]);
+  const alone = subtee(['--out', join(dir, 'alone'), '-q', '--stdout', 'none', '--prices', fifo]);
+  assert.equal(alone.error, undefined, 'no writer: the run finished');
+  assert.equal(alone.status, 2, alone.stderr);
+  assert.match(alone.stderr, /\[ERR_PRICES\]\n$/);
+  const prices = join(dir, 'prices.json');
+  writeFileSync(prices, JSON.stringify({ date: '2026-01-01', models: { 'probe-model': { input: 1, output: 2 } } }));
+  // The writer and subtee open the FIFO in either order.
+  const writer = spawn('sh', ['-c', 'cat "$1" > "$2"', 'sh', prices, fifo], { stdio: 'ignore' });
+  const out = join(dir, 'fed');
+  const child = spawn(process.execPath, [BIN, '--out', out, '-q', '--stdout', 'none', '--prices', fifo]);
+  let stderr = '';
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  child.stdin.end(recording);
+  const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  const [status] = await new Promise<[number | null]>((resolve) => child.once('exit', (c) => resolve([c])));
+  clearTimeout(killer);
+  writer.kill();
+  assert.equal(status, 0, stderr);
+  assert.ok(existsSync(join(out, 'index.json')));
+});
