@@ -180,7 +180,7 @@ test('subtee report refuses an agents folder replaced by a link: no outside file
   assert.ok(!existsSync(page) || !readFileSync(page, 'utf8').includes('OUTSIDE-TEXT'), 'no outside text');
 });
 
-test('--prices naming a FIFO with no writer fails at once (ERR_PRICES, exit 2); one with a writer is read', async () => {
+test('--prices: a FIFO with no writer fails at once (ERR_PRICES, exit 2); one with a writer is read', async () => {
   const dir = tmpDir();
   const fifo = join(dir, 'prices.fifo');
   execFileSync('mkfifo', [fifo]);
@@ -189,7 +189,8 @@ test('--prices naming a FIFO with no writer fails at once (ERR_PRICES, exit 2); 
   assert.equal(alone.status, 2, alone.stderr);
   assert.match(alone.stderr, /\[ERR_PRICES\]\n$/);
   const prices = join(dir, 'prices.json');
-  writeFileSync(prices, JSON.stringify({ date: '2026-01-01', models: { 'probe-model': { input: 1, output: 2 } } }));
+  const table = { date: '2026-01-01', models: { 'probe-model': { input: 1, output: 2 } } };
+  writeFileSync(prices, JSON.stringify(table));
   // The writer and subtee open the FIFO in either order.
   const writer = spawn('sh', ['-c', 'cat "$1" > "$2"', 'sh', prices, fifo], { stdio: 'ignore' });
   const out = join(dir, 'fed');
