@@ -205,3 +205,20 @@ test('--prices: a FIFO with no writer fails at once (ERR_PRICES); one with a wri
   assert.equal(status, 0, stderr);
   assert.ok(existsSync(join(out, 'index.json')));
 });
+
+test('a huge session_id is not copied whole onto every ClickHouse row: the spool stays small', async () => {
+  const session = 'S'.repeat(200_000);
+  const lines = [{ type: 'system', subtype: 'init', session_id: session, claude_code_version: '2.1.328' }];
+  for (let k = 0; k < 100; k++) {
+    const message = { id: `m${k}`, content: [{ type: 'text', text: `t${k}` }] };
+    lines.push({ type: 'assistant', parent_tool_use_id: null, message } as never);
+  }
+  const input = lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
+  const out = join(tmpDir(), 'out');
+  const url = `http://127.0.0.1:${await closedPort()}`;
+  const r = subtee(['--out', out, '-q', '--stdout', 'none', '--clickhouse', url], input);
+  assert.equal(r.status, 0, r.stderr);
+  const spool = readFileSync(join(out, 'clickhouse-spool.jsonl'), 'utf8');
+  assert.equal(spool.trim().split('\n').length >= 101, true, 'a row per line');
+  assert.ok(spool.length < input.length, `spool ${spool.length} bytes for ${input.length} of input`);
+});
