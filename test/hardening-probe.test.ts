@@ -222,3 +222,35 @@ test('a huge session_id is not copied whole onto every ClickHouse row: the spool
   assert.equal(spool.trim().split('\n').length >= 101, true, 'a row per line');
   assert.ok(spool.length < input.length, `spool ${spool.length} bytes for ${input.length} of input`);
 });
+
+test('--pino to a FIFO whose reader stopped reading fails the run (ERR_WRITE) instead of blocking for ever', {
+  skip: process.platform !== 'linux' && 'named pipe semantics of Linux',
+}, async () => {
+  const dir = tmpDir();
+  const fifo = join(dir, 'log.fifo');
+  execFileSync('mkfifo', [fifo]);
+  // A reader that holds the pipe open and never reads.
+  const reader = spawn('sh', ['-c', 'exec 3<>"$1"; echo open; exec sleep 300', 'sh', fifo]);
+  await new Promise<void>((resolve) => reader.stdout.once('data', () => resolve()));
+  const lines: string[] = [];
+  for (let k = 0; k < 2000; k++) {
+    const message = { id: `m${k}`, content: [{ type: 'text', text: 'x'.repeat(500) }] };
+    lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message }));
+  }
+  const out = join(dir, 'out');
+  try {
+    const child = spawn(process.execPath, [BIN, '--out', out, '-q', '--stdout', 'none', `--pino=${fifo}`]);
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.stdin.on('error', () => {});
+    child.stdin.end(lines.join('\n') + '\n');
+    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const [status] = await new Promise<[number | null]>((resolve) => child.once('exit', (c) => resolve([c])));
+    clearTimeout(killer);
+    assert.equal(status, 3, stderr);
+    assert.match(stderr, /\[ERR_WRITE\]\n$/);
+    assert.ok(existsSync(join(out, 'index.json')), 'index.json');
+  } finally {
+    reader.kill('SIGKILL');
+  }
+});
