@@ -49,7 +49,9 @@ const WRITE_FAILURES: Record<string, string> = {
   ENOSPC: 'no space left on device',
   ELOOP: 'it is a symbolic link, and subtee does not write through links',
   ENXIO: 'it is a named pipe with no reader',
+  EAGAIN: 'its reader stopped reading (a pipe that took nothing for 10 s)',
   ENOTREG: 'it is not a regular file (a named pipe or a device)',
+  EHARDLINK: 'it is a hard link (a file with other names), and subtee does not write through links',
   EREPLACED: 'it was replaced by something else during the run',
 };
 

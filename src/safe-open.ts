@@ -12,7 +12,7 @@ import {
   writeSync,
   type Stats,
 } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, resolve, sep } from 'node:path';
 
 /**
  * Opening the files subtee writes without ever writing somewhere else. An output folder may
@@ -98,6 +98,18 @@ export function openRegularForRead(path: string): number {
   return onlyRegular(path, openSync(path, READ));
 }
 
+/**
+ * Opens `relative` (a file inside the folder `root`) as openRegularForRead does, and refuses
+ * (ELOOP) a folder on the way that is a link: O_NOFOLLOW only guards the last step, and an
+ * `agents` folder replaced by a link would show the files of another folder.
+ */
+export function openRegularUnder(root: string, relative: string): number {
+  const path = resolve(root, relative);
+  for (let dir = dirname(path); dir.startsWith(resolve(root) + sep); dir = dirname(dir))
+    if (lstatSync(dir).isSymbolicLink()) throw errno('ELOOP', `${dir} is a symbolic link`);
+  return openRegularForRead(path);
+}
+
 /** The descriptor when it is a regular file's; otherwise it is closed and ENOTREG thrown. */
 function onlyRegular(path: string, fd: number): number {
   let regular: boolean;
@@ -123,7 +135,8 @@ export function reopenFile(path: string, id: FileIdentity): number {
 
 /**
  * Opens a log file for append, creating it if missing: a link is refused, a pipe with no
- * reader fails at once (ENXIO) instead of blocking, a device such as /dev/full is allowed.
+ * reader fails at once (ENXIO) instead of blocking, a device such as /dev/full is allowed, a
+ * file with other names is refused (EHARDLINK).
  */
 export function openLogFile(path: string): number {
   makeDirs(dirname(path));
@@ -139,15 +152,32 @@ export function openLogFile(path: string): number {
     closeSync(fd);
     throw errno('EISDIR', `${path} is a folder`);
   }
-  return fd;
+  return notHardLinked(path, fd, st);
+}
+
+/**
+ * The descriptor of a file appended to, unless the file has other names: a hard link planted
+ * under the name would have subtee's lines appended to a file outside the folder.
+ */
+function notHardLinked(path: string, fd: number, st: Stats = fstatSync(fd)): number {
+  if (!st.isFile() || st.nlink <= 1) return fd;
+  closeSync(fd);
+  throw errno('EHARDLINK', `${path} is a hard link`);
 }
 
 /**
  * Opens a data file for append, creating it if missing: a link is refused (ELOOP), and so is
- * anything but a regular file (ENOTREG), a pipe without blocking on it.
+ * anything but a regular file (ENOTREG), a pipe without blocking on it, and a file with other
+ * names (EHARDLINK).
  */
 export function openDataFileForAppend(path: string): number {
-  return onlyRegular(path, openSync(path, APPEND | constants.O_CREAT, 0o644));
+  const fd = onlyRegular(path, openSync(path, APPEND | constants.O_CREAT, 0o644));
+  try {
+    return notHardLinked(path, fd);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EHARDLINK') closeSync(fd);
+    throw err;
+  }
 }
 
 /**

@@ -143,8 +143,16 @@ export function buildChain(
   const builtins = builtinRegistry();
   try {
     for (const p of [...byteTaps, ...rest]) {
-      const stream = p.def.create(p.opts, ctx);
-      if (builtins.get(p.def.name) !== p.def) nameFailures(stream, p.def.name);
+      const plugin = builtins.get(p.def.name) !== p.def;
+      let stream: Transform;
+      try {
+        stream = p.def.create(p.opts, ctx);
+      } catch (err) {
+        if (!plugin || err instanceof SubteeError) throw err;
+        const why = err instanceof Error ? err.message : String(err);
+        throw new SubteeError('ERR_PLUGIN_FAILED', `plugin ${p.def.name} failed: ${why}`, { cause: err });
+      }
+      if (plugin) nameFailures(stream, p.def.name);
       streams.push(stream);
     }
   } catch (err) {
@@ -156,16 +164,21 @@ export function buildChain(
 
 /** The plugin whose stream failed with an error, so the failure names it, not subtee. */
 const failedPlugin = new WeakMap<object, string>();
+/** The same for a plugin that failed with a value that is not an object (`throw 'text'`). */
+const failedPluginByValue = new Map<unknown, string>();
 
 function nameFailures(stream: Transform, name: string): void {
   stream.once('error', (err) => {
-    if (err !== null && typeof err === 'object' && !(err instanceof SubteeError)) failedPlugin.set(err, name);
+    if (err instanceof SubteeError) return;
+    if (err !== null && typeof err === 'object') failedPlugin.set(err, name);
+    else failedPluginByValue.set(err, name);
   });
 }
 
 /** A plugin's own failure as ERR_PLUGIN_FAILED naming it; anything else as it is. */
 function namedFailure(err: unknown): unknown {
-  const name = err !== null && typeof err === 'object' ? failedPlugin.get(err) : undefined;
+  const name =
+    err !== null && typeof err === 'object' ? failedPlugin.get(err) : failedPluginByValue.get(err);
   if (name === undefined) return err;
   const why = err instanceof Error ? err.message : String(err);
   return new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} failed: ${why}`, { cause: err });

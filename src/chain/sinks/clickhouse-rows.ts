@@ -249,7 +249,7 @@ export class RowBuilder {
     this.lines++;
     const v = rec.value;
     this.runId ??= runIdFrom(v);
-    this.session = nonEmpty(v.session_id) ?? this.session;
+    this.session = this.sessionOf(v) ?? this.session;
     const { ms, own } = this.clock.observe(v);
     const kinds = new Set<string>();
     const texts: string[] = [];
@@ -315,7 +315,7 @@ export class RowBuilder {
       return [{ t: 'events', r: this.event(rec.lineNo, this.clock.latest, false, null, fields) }];
     }
     this.runId ??= runIdFrom(v);
-    this.session = nonEmpty(v.session_id) ?? this.session;
+    this.session = this.sessionOf(v) ?? this.session;
     const { ms, own } = this.clock.observe(v);
     const ch = rec.channel ?? null;
     const fields = {
@@ -371,6 +371,15 @@ export class RowBuilder {
       interrupted: o.interrupted ? 1 : 0,
       ver: o.final ? this.lines + 1 : this.lines,
     };
+  }
+
+  /**
+   * A line's session id, cut like content: it is copied onto every later row, so a huge one
+   * would be multiplied by the number of rows.
+   */
+  private sessionOf(v: Record<string, unknown>): string | null {
+    const id = nonEmpty(v.session_id);
+    return id === null ? null : boundedText(id, this.maxChars);
   }
 
   private content(s: string): string {

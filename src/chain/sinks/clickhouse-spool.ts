@@ -1,7 +1,7 @@
 import {
   closeSync,
+  lstatSync,
   mkdirSync,
-  openSync,
   readdirSync,
   readSync,
   renameSync,
@@ -11,7 +11,7 @@ import {
 import { basename, dirname, join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { writeFailed } from '../../errors.js';
-import { openDataFileForAppend, writeAllSync } from '../../safe-open.js';
+import { openDataFileForAppend, openRegularForRead, writeAllSync } from '../../safe-open.js';
 import type { Entry } from './clickhouse-rows.js';
 
 /** The spool of a run in its output folder; rows waiting for ClickHouse, one JSON entry a line. */
@@ -130,12 +130,22 @@ export function findSpoolFiles(dir: string): string[] {
     }
     for (const name of names.sort()) {
       const p = join(d, name);
-      if (SENDING.test(name)) found.push(p);
-      else if (depth === 0 && isDir(p)) scan(p, 1);
+      // A link or a pipe planted under a spool's name is not a spool: never read, never claimed.
+      if (SENDING.test(name)) {
+        if (isRegularFile(p)) found.push(p);
+      } else if (depth === 0 && isDir(p)) scan(p, 1);
     }
   };
   scan(dir, 0);
   return found;
+}
+
+function isRegularFile(p: string): boolean {
+  try {
+    return lstatSync(p).isFile();
+  } catch {
+    return false;
+  }
 }
 
 function isDir(p: string): boolean {
@@ -151,7 +161,7 @@ function isDir(p: string): boolean {
  * memory. A torn last line (a sender killed mid-write) or any line that is not an entry is skipped.
  */
 export function* readSpool(path: string, batchRows: number): Generator<Entry[]> {
-  const fd = openSync(path, 'r');
+  const fd = openRegularForRead(path);
   const buf = Buffer.alloc(1024 * 1024);
   const decoder = new StringDecoder('utf8');
   let rest = '';

@@ -34,6 +34,24 @@ const pino = (): typeof PinoModule =>
 /** Longest `msg` (the one-line headline pino-pretty shows), in characters. */
 const MESSAGE_MAX_CHARS = 200;
 
+/** How long a pipe's reader may take nothing before the log fails (see whileReaderReads). */
+const STOPPED_READER_MS = 10_000;
+
+/**
+ * sonic-boom's answer to a full pipe (EAGAIN) in sync mode: sleep and retry, for ever, on the
+ * main thread, where no signal is heard. A reader that took nothing for STOPPED_READER_MS has
+ * stopped: the write fails (ERR_WRITE) instead of holding the run.
+ */
+function whileReaderReads(): (err: unknown, writing: number, waiting: number) => boolean {
+  let stuckSince: number | null = null;
+  let left = -1;
+  return (_err, writing, waiting) => {
+    const now = Date.now();
+    if (writing + waiting !== left) [stuckSince, left] = [now, writing + waiting];
+    return now - stuckSince! < STOPPED_READER_MS;
+  };
+}
+
 export interface PinoSinkOptions {
   destination?: string;
   /** Any pino transport config (`{ target, options }`, `{ targets }` or `{ pipeline }`). */
@@ -238,6 +256,9 @@ class PinoSink extends BatchTransform {
         (this.#transport ?? this.#lines?.stream)!,
       );
     this.#run.onWarning((w) => {
+      // A warning after this log failed (the OUTPUT_FAILED the files sink records for that very
+      // failure) must not throw into whoever warned: index.json would never be written.
+      if (this.#failed || this.#readerGone || this.destroyed) return;
       const fields = { code: w.code, content: w.message };
       this.#log('warn', 'warning', fields, eventMessage('warning', undefined, fields));
       this.#lines?.flush();
@@ -309,7 +330,8 @@ class PinoSink extends BatchTransform {
     const target = opts.destination === '-' ? 1 : opts.destination;
     try {
       // No blocking on a pipe either.
-      this.#dest = pino().destination({ dest: target === 1 ? 1 : openLogFile(target), sync: true });
+      const dest = target === 1 ? 1 : openLogFile(target);
+      this.#dest = pino().destination({ dest, sync: true, retryEAGAIN: whileReaderReads() });
     } catch (err) {
       throw writeFailed(String(opts.destination), err);
     }

@@ -1,5 +1,6 @@
 import type { Transform, Writable } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
+import { writeFailed } from '../../errors.js';
 import type { LineRecord, RecordBatch } from '../../model/record.js';
 import { contentBlocks, lineTypeOf } from '../../model/message.js';
 import { escapeControl } from '../../views/escape.js';
@@ -78,8 +79,12 @@ class StdoutSink extends BatchTransform {
   readonly #stream: Writable;
   readonly #session: Session | undefined;
   #readerGone: boolean;
-  readonly #onReaderGone = () => {
+  /** A write that failed for another reason than a reader gone (a full disk): the run fails. */
+  #failed: Error | null = null;
+  readonly #onReaderGone = (err?: unknown) => {
     this.#readerGone = true;
+    if (err !== undefined && (err as NodeJS.ErrnoException)?.code !== 'EPIPE')
+      this.#failed ??= writeFailed('stdout', err);
   };
 
   constructor(options: StdoutSinkOptions) {
@@ -97,11 +102,20 @@ class StdoutSink extends BatchTransform {
 
   /** A batch of records, or a chunk of input bytes in `raw` mode. */
   protected override transformBatch(chunk: RecordBatch | Buffer): BatchOutcome {
+    if (this.#failed) throw this.#failed;
     const pass = passOn(this, chunk) as HandOn;
     if (this.#mode === 'raw') return this.#write(chunk as Buffer, pass);
     if (this.#readerGone) return pass;
     const text = this.#textOf(chunk as RecordBatch);
     return text === '' ? pass : this.#write(text, pass);
+  }
+
+  /** The last write's failure is reported a turn later: it fails the run too. */
+  protected override flushAtEnd(): BatchOutcome {
+    if (this.#mode === 'none') return undefined;
+    return new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      if (this.#failed) throw this.#failed;
+    });
   }
 
   #textOf(batch: RecordBatch): string {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import type { Transform } from 'node:stream';
 import type { LineRecord, RecordBatch, SubteeRecord } from '../../model/record.js';
 import { UsageError } from '../../errors.js';
@@ -20,11 +20,42 @@ export interface ChannelRouterOptions {
   session: Session;
 }
 
+/**
+ * The text of a price file. A named pipe is opened without blocking: a blocking open waits for
+ * a writer in a thread no signal reaches. With no writer it reads as empty (and is refused);
+ * once a writer is there (`<(cat prices.json)`), its data is waited for.
+ */
+function readPricesText(path: string): string {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  let blocking: number | null = null;
+  try {
+    if (!fstatSync(fd).isFIFO()) return readFileSync(fd, 'utf8');
+    const parts: Buffer[] = [];
+    const buf = Buffer.alloc(64 * 1024);
+    for (;;) {
+      let n: number;
+      try {
+        n = readSync(blocking ?? fd, buf, 0, buf.length, null);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN' || blocking !== null) throw err;
+        // A writer is there and has not written yet: it opens at once now.
+        blocking = openSync(path, 'r');
+        continue;
+      }
+      if (n === 0) return Buffer.concat(parts).toString('utf8');
+      parts.push(Buffer.from(buf.subarray(0, n)));
+    }
+  } finally {
+    closeSync(fd);
+    if (blocking !== null) closeSync(blocking);
+  }
+}
+
 /** The session's price table with the file at `path` laid over it; a UsageError when it is not one. */
 function loadPrices(session: Session, path: string): void {
   let data: unknown;
   try {
-    data = JSON.parse(readFileSync(path, 'utf8'));
+    data = JSON.parse(readPricesText(path));
   } catch (err) {
     const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     const message = `prices ${escapeOneLine(path)}: cannot read it as JSON (${why})`;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { HELD_LINE_BYTES, LineSplitter } from '../../model/lines.js';
 import { EXIT, SubteeError } from '../../errors.js';
 import { withDefaults } from '../../defaults.js';
-import { openRegularForRead } from '../../safe-open.js';
+import { openRegularForRead, openRegularUnder } from '../../safe-open.js';
 import {
   field,
   isoTime,
@@ -61,12 +61,13 @@ export function subteeVersion(): string {
 }
 
 /**
- * Calls `fn` with each line of a file, without its newline, read a chunk at a time. A line
+ * Calls `fn` with each line of a file (a path, or a path inside a root folder, no link on the
+ * way), without its newline, read a chunk at a time. A line
  * longer than `maxLineBytes` (one the line parser spooled) is not held: `onLongLine` gets
  * its length instead.
  */
 export function forEachLine(
-  path: string,
+  path: string | [root: string, relative: string],
   fn: (line: Buffer) => void,
   onLongLine: (bytes: number) => void,
   maxLineBytes = HELD_LINE_BYTES,
@@ -83,7 +84,7 @@ export function forEachLine(
     },
   });
   // The folder may hold planted entries: a link would show an outside file in the page.
-  const fd = openRegularForRead(path);
+  const fd = typeof path === 'string' ? openRegularForRead(path) : openRegularUnder(...path);
   try {
     for (;;) {
       // A fresh buffer each time: the splitter keeps views of a line's start across reads.
@@ -214,7 +215,7 @@ export function readReportData(
     const mapped = producer === null ? null : (options.channelReader?.(producer) ?? null);
     try {
       forEachLine(
-        join(out, rel),
+        [out, rel],
         (line) => {
           // Once the budget is spent only tool calls matter (ticks and spawn times): skip
           // decoding the lines that cannot hold one (a mapped producer's may hold one by
