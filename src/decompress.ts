@@ -122,21 +122,177 @@ async function* decode(input: Readable, name: string): AsyncGenerator<Buffer> {
     }
     const refused = unreadableCompression(head, name);
     if (refused) throw refused;
-    const decoder = kind === 'gzip' ? zlib.createGunzip() : zstdDecompressor()!;
+    if (kind === 'gzip') {
+      try {
+        yield* gunzipMembers(rest());
+      } catch (err) {
+        throw damagedOr(readFailed(name, err, kind), err);
+      }
+      return;
+    }
+    const decoder = zstdDecompressor()!;
     const source = Readable.from(rest(), { objectMode: false });
     source.on('error', (err) => decoder.destroy(readFailed(name, err)));
     source.pipe(decoder);
     try {
       yield* decoder as AsyncIterable<Buffer>;
     } catch (err) {
-      const failure = readFailed(name, err, kind);
-      const damaged = (err as NodeJS.ErrnoException)?.code?.startsWith('Z_') === true;
-      throw damaged ? new CutShortError(failure) : failure;
+      throw damagedOr(readFailed(name, err, kind), err);
     } finally {
       source.destroy();
       decoder.destroy();
     }
   } finally {
     void it.return?.();
+  }
+}
+
+/** Damaged compressed data (a zlib error) as CutShortError: what came before it is kept. */
+function damagedOr(failure: SubteeError, err: unknown): SubteeError {
+  const damaged = (err as NodeJS.ErrnoException)?.code?.startsWith('Z_') === true;
+  return damaged ? new CutShortError(failure) : failure;
+}
+
+const zlibError = (message: string): NodeJS.ErrnoException =>
+  Object.assign(new Error(message), { code: 'Z_DATA_ERROR' });
+
+/** Length of the gzip member header at the start of `bytes` (RFC 1952), or -1 while it is incomplete. */
+export function gzipHeaderLength(bytes: Buffer): number {
+  if (bytes.length >= 1 && bytes[0] !== 0x1f) throw zlibError('incorrect header check');
+  if (bytes.length >= 2 && bytes[1] !== 0x8b) throw zlibError('incorrect header check');
+  if (bytes.length >= 3 && bytes[2] !== 8) throw zlibError('unknown compression method');
+  if (bytes.length < 10) return -1;
+  const flags = bytes[3];
+  let at = 10;
+  if (flags & 4) {
+    if (bytes.length < at + 2) return -1;
+    at += 2 + bytes.readUInt16LE(at);
+  }
+  for (const flag of [8, 16]) {
+    // A file name, a comment: zero-terminated.
+    if (!(flags & flag)) continue;
+    const end = bytes.indexOf(0, at);
+    if (end === -1) return -1;
+    at = end + 1;
+  }
+  if (flags & 2) at += 2;
+  return bytes.length >= at ? at : -1;
+}
+
+const crc32 = (zlib as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
+
+/**
+ * gzip members one after another, each inflated raw with its header and trailer read here.
+ * Node's gunzip drops what it inflated from the same write as bytes after a member that are
+ * not another member, so a file ending in such bytes lost its last lines; here every member
+ * is whole before they are refused. Zero bytes after the last member (padding) are allowed,
+ * as gzip allows them.
+ */
+export async function* gunzipMembers(source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  const it = source[Symbol.asyncIterator]();
+  /** Bytes read and not used yet: a header, a trailer, what follows a member. */
+  let held: Buffer = Buffer.alloc(0);
+  const readMore = async (): Promise<boolean> => {
+    const r = await it.next();
+    if (r.done) return false;
+    held = held.length === 0 ? r.value : Buffer.concat([held, r.value]);
+    return true;
+  };
+  try {
+    for (let members = 0; ; members++) {
+      if (held.length === 0 && !(await readMore())) {
+        if (members === 0) throw zlibError('unexpected end of file');
+        return;
+      }
+      if (members > 0 && held.every((byte) => byte === 0)) {
+        held = Buffer.alloc(0);
+        continue;
+      }
+      let headerLength: number;
+      try {
+        while ((headerLength = gzipHeaderLength(held)) === -1)
+          if (!(await readMore())) throw zlibError('unexpected end of file');
+      } catch (err) {
+        if (members === 0) throw err;
+        throw zlibError('what follows the last gzip member is not gzip data');
+      }
+      let input: Buffer = held.subarray(headerLength);
+      held = Buffer.alloc(0);
+      const inflater = zlib.createInflateRaw();
+      let crc = 0;
+      let size = 0;
+      let fed = 0;
+      try {
+        for (;;) {
+          if (input.length > 0) {
+            for await (const piece of inflate(inflater, input)) {
+              crc = crc32 ? crc32(piece, crc) : 0;
+              size += piece.length;
+              yield piece;
+            }
+            fed += input.length;
+            const unused = fed - inflater.bytesWritten;
+            if (unused > 0) {
+              // The member's deflate data ended inside this piece: its trailer follows.
+              held = input.subarray(input.length - unused);
+              break;
+            }
+          }
+          const r = await it.next();
+          if (r.done) throw zlibError('unexpected end of file');
+          input = r.value;
+        }
+      } finally {
+        inflater.destroy();
+      }
+      while (held.length < 8) if (!(await readMore())) throw zlibError('unexpected end of file');
+      if (crc32 && held.readUInt32LE(0) !== crc >>> 0) throw zlibError('incorrect data check');
+      if (held.readUInt32LE(4) !== size % 2 ** 32) throw zlibError('incorrect length check');
+      held = held.subarray(8);
+    }
+  } finally {
+    void it.return?.();
+  }
+}
+
+/**
+ * Writes `input` to the inflater and yields what it inflates as it comes: its buffer stays
+ * at its high-water mark (a highly compressed piece is not inflated whole into memory), and
+ * by the time the write is called back everything it inflated has been handed out.
+ */
+async function* inflate(inflater: zlib.InflateRaw, input: Buffer): AsyncGenerator<Buffer> {
+  let written = false;
+  let failed: Error | null = null;
+  let wake: (() => void) | null = null;
+  const rouse = () => {
+    const resolve = wake;
+    wake = null;
+    resolve?.();
+  };
+  const onError = (err: Error) => {
+    failed = err;
+    rouse();
+  };
+  inflater.on('error', onError);
+  inflater.on('readable', rouse);
+  inflater.write(input, () => {
+    written = true;
+    rouse();
+  });
+  try {
+    for (;;) {
+      for (
+        let piece = inflater.read() as Buffer | null;
+        piece !== null;
+        piece = inflater.read() as Buffer | null
+      )
+        yield piece;
+      if (failed) throw failed;
+      if (written) return;
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
+  } finally {
+    inflater.off('error', onError);
+    inflater.off('readable', rouse);
   }
 }

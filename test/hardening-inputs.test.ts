@@ -189,6 +189,53 @@ test('a cut-short gzip input keeps every decompressed byte and says so: INPUT_CU
   assert.deepEqual(kept.sort(), expected.sort());
 });
 
+test('bytes after the last gzip member: every member kept whole; zero padding read, anything else refused', () => {
+  const dir = tmpDir();
+  const lines = readFileSync(FIXTURE);
+  const member = gzipSync(lines);
+  const keptLines = (out: string) =>
+    [...readTree(out)]
+      .filter(([name]) => name.endsWith('.jsonl'))
+      .reduce(
+        (count, [, bytes]) =>
+          count +
+          bytes
+            .toString('utf8')
+            .split('\n')
+            .filter((l) => l !== '').length,
+        0,
+      );
+  const expected = lines
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l !== '').length;
+  const cases = [
+    { name: 'garbage', bytes: Buffer.concat([member, Buffer.from('garbage\n')]), status: 3 },
+    { name: 'padded', bytes: Buffer.concat([member, Buffer.alloc(700)]), status: 0 },
+    {
+      name: 'two-then-garbage',
+      bytes: Buffer.concat([member, member, Buffer.from([0x1f, 0x8b, 0])]),
+      status: 3,
+    },
+  ];
+  for (const c of cases) {
+    const file = join(dir, `${c.name}.jsonl.gz`);
+    writeFileSync(file, c.bytes);
+    const out = join(dir, c.name);
+    const r = spawnSync(NODE, [BIN, '--out', out, '-q', '--stdout', 'none', file], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(r.status, c.status, `${c.name}: ${r.stderr}`);
+    const members = c.name.startsWith('two') ? 2 : 1;
+    assert.equal(keptLines(out), expected * members, `${c.name}: every line of every whole member`);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    const cutShort = index.warnings.some((w: { code: string }) => w.code === 'INPUT_CUT_SHORT');
+    assert.equal(cutShort, c.status === 3, `${c.name}: INPUT_CUT_SHORT only when refused`);
+    if (c.status === 3) assert.match(r.stderr, /\[ERR_INPUT\]\n$/);
+  }
+});
+
 /** A run whose one subagent has a huge `subagent_type` and speaks on many lines. */
 function hugeAgentStream(agentChars: number, sessionChars = 1): string {
   const huge = 'X'.repeat(agentChars);
