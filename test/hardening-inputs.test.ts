@@ -189,7 +189,7 @@ test('a cut-short gzip input keeps every decompressed byte and says so: INPUT_CU
   assert.deepEqual(kept.sort(), expected.sort());
 });
 
-test('bytes after the last gzip member: every member kept whole; zero padding read, anything else refused', () => {
+test('bytes after the last gzip member: every member kept; zero padding read, anything else refused', () => {
   const dir = tmpDir();
   const lines = readFileSync(FIXTURE);
   const member = gzipSync(lines);
