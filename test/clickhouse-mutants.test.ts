@@ -982,6 +982,8 @@ describe(
       await assert.rejects(done, /cut off/);
       await until('the rows inserted', () => relay.inserts('d_events').some((e) => e.status === 200));
       assert.deepEqual(await stored('d_events', 'torn-down'), lineNumbers);
+      // Fewer rows than batchRows and no flush due: they waited, and went in one insert.
+      assert.equal(relay.inserts('d_events').length, 1);
     });
 
     test('a spool that cannot be written ends the run with ERR_WRITE', async () => {
