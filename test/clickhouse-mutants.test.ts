@@ -879,6 +879,113 @@ describe(
       assert.deepEqual(findSpoolFiles(earlier), []);
     });
 
+    test('without a run id, every row of the run carries one random id, its channel rows too', async () => {
+      fresh();
+      const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
+      const tables = { eventsTable: 'i_events', channelsTable: 'i_channels' };
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        { url: relay.url, ...tables, spoolDir: tmpDir() },
+        run,
+      ).done;
+      const runsIn = async (table: string) =>
+        (await ch.rows<{ run: string }>(`SELECT DISTINCT run FROM ${table}`)).map((r) => r.run);
+      const [id, ...others] = await runsIn('i_events');
+      assert.deepEqual(others, []);
+      assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+      assert.deepEqual(await runsIn('i_channels'), [id]);
+      assert.deepEqual(await stored('i_events', id), lineNumbers);
+      assert.deepEqual(await storedChannels('i_channels', id), channels);
+    });
+
+    test('rows taken in one batch, fewer than batchRows, are inserted after flushIntervalMs', async () => {
+      fresh();
+      const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+      const feed = feeder();
+      const { done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'one-batch',
+          eventsTable: 'o_events',
+          channelsTable: 'o_channels',
+          batchRows: 100_000,
+          flushIntervalMs: 5,
+          spoolDir: tmpDir(),
+        },
+        run,
+      );
+      // Every record at once: the queue is never empty when the flush is armed.
+      feed.push(batches.flat());
+      await until('rows inserted by the flush timer while the input is open', () =>
+        relay.inserts('o_events').some((e) => e.status === 200),
+      );
+      feed.end();
+      await done;
+      assert.deepEqual(await stored('o_events', 'one-batch'), lineNumbers);
+    });
+
+    test('an insert answered with full batches queued behind it: the next goes at once', async () => {
+      fresh();
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+      const { batches, run, lineNumbers } = await recordsOf('binary-tree-depth-3');
+      const feed = feeder();
+      const { state, done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'queued-behind',
+          eventsTable: 'q_events',
+          channelsTable: 'q_channels',
+          batchRows: 4,
+          flushIntervalMs: 600_000,
+          spoolDir: tmpDir(),
+        },
+        run,
+      );
+      for (const b of batches) feed.push(b);
+      await until('the first insert held, every batch taken', () =>
+        relay.held() > 0 && state.passed === batches.length,
+      );
+      relay.behave('forward');
+      relay.release();
+      // The input is open and no flush is due: only the answer to the first insert sends the next.
+      await until('three full batches inserted', () =>
+        relay.inserts('q_events').filter((e) => e.status === 200).length >= 3,
+      );
+      feed.end();
+      await done;
+      assert.deepEqual(await stored('q_events', 'queued-behind'), lineNumbers);
+    });
+
+    test('a chain torn down mid-run: the rows the sink took still go to the server', async () => {
+      fresh();
+      const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+      const feed = feeder();
+      const { state, done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'torn-down',
+          eventsTable: 'd_events',
+          channelsTable: 'd_channels',
+          batchRows: 100_000,
+          flushIntervalMs: 600_000,
+          spoolDir: tmpDir(),
+        },
+        run,
+      );
+      for (const b of batches) feed.push(b);
+      await until('every batch taken', () => state.passed === batches.length);
+      assert.equal(relay.inserts('d_events').length, 0, 'nothing sent yet');
+      feed.input.destroy(new Error('cut off'));
+      await assert.rejects(done, /cut off/);
+      await until('the rows inserted', () => relay.inserts('d_events').some((e) => e.status === 200));
+      assert.deepEqual(await stored('d_events', 'torn-down'), lineNumbers);
+      // Fewer rows than batchRows and no flush due: they waited, and went in one insert.
+      assert.equal(relay.inserts('d_events').length, 1);
+    });
+
     test('a spool that cannot be written ends the run with ERR_WRITE', async () => {
       fresh();
       relay.behave('refuse');

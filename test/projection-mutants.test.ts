@@ -1592,3 +1592,121 @@ test(
     while (!next.done) next = await messages.next();
   },
 );
+
+for (const out of [undefined, 'files'] as const) {
+  test(
+    `a late reader still replaying holds the input back once replayed and held lines pass the limit (${
+      out ?? 'memory'
+    })`,
+    STALL,
+    async () => {
+      const lines = fixtureLines('foreground-fanout-3');
+      const template = JSON.parse(lines[1]);
+      assert.ok(template.type === 'assistant' && template.parent_tool_use_id == null);
+      const mainLine = (tag: string) => {
+        const value = structuredClone(template);
+        value.message.id = `${template.message.id}_${tag}`;
+        value.uuid = `${template.uuid}-${tag}`;
+        return JSON.stringify(value);
+      };
+      const spawnAt = lines.findIndex((line) => line.includes('"name":"Agent"'));
+      // The main conversation's closing message comes last: the long middle goes before it.
+      const lastMain = lines.length - 2;
+      assert.equal(JSON.parse(lines[lastMain]).type, 'assistant');
+      // Main messages before the first spawn, for the late reader to replay; many more after.
+      const before = Array.from({ length: 20 }, (_, at) => mainLine(`before${at}`));
+      const after = Array.from({ length: 1000 }, (_, at) => mainLine(`after${at}`));
+      const first = [lines[0], ...before, ...lines.slice(1, spawnAt + 1)];
+      const rest = [...lines.slice(spawnAt + 1, lastMain), ...after, ...lines.slice(lastMain)];
+      const all = [...first, ...rest];
+      // The source counts the lines it hands over; the rest waits until the late reader is open.
+      const source = { pulled: 0, go: () => {} };
+      const opened = new Promise<void>((resolve) => (source.go = resolve));
+      const chunks = async function* () {
+        source.pulled += first.length;
+        yield Buffer.from(first.join('\n') + '\n');
+        await opened;
+        for (let at = 0; at < rest.length; at += 10) {
+          const part = rest.slice(at, at + 10);
+          source.pulled += part.length;
+          yield Buffer.from(part.join('\n') + '\n');
+        }
+      };
+      const input = Readable.from(chunks(), { objectMode: false, highWaterMark: 1 });
+      const options = { out: out && join(tmpDir(), 'out'), readerHighWaterLines: 2, readerStallMs: 50 };
+      const run = open(input, options);
+      const warned = new Promise<{ code: string; message: string }>((resolve) =>
+        run.session.onWarning(resolve),
+      );
+      const subagents = run.subagents[Symbol.asyncIterator]();
+      // The spawn is the first part's last line: once its handle is out, every line of it was taken.
+      await subagents.next();
+      await subagents.return!();
+      // Opened with 20 main messages routed: it replays them, and holds the lines routed meanwhile.
+      const late = run.messages[Symbol.asyncIterator]();
+      source.go();
+      const outcome = await Promise.race([warned, run.done.then(() => null)]);
+      assert.ok(outcome, 'the run ended while a late reader had read nothing: the input was not held back');
+      assert.equal(outcome.code, 'READER_STALLED');
+      assert.match(outcome.message, /waited 50 ms for messages of main: /);
+      assert.ok(source.pulled < all.length, `${source.pulled} of ${all.length} lines taken from the source`);
+      const ids: Array<string | null> = [];
+      for (let next = await late.next(); !next.done; next = await late.next()) ids.push(next.value.id);
+      const index = await run.done;
+      assert.equal(index.input.lines, all.length);
+      // One message per main API message id, in order, each once: as the lines have them.
+      const expected: string[] = [];
+      for (const line of all) {
+        const value = JSON.parse(line);
+        const id = value.message?.id;
+        if (value.type === 'assistant' && value.parent_tool_use_id == null && expected.at(-1) !== id) {
+          expected.push(id);
+        }
+      }
+      assert.deepEqual(ids, expected);
+    },
+  );
+}
+
+test('cost.basis of outputs settled at the end: table without a result line, result with one', async () => {
+  const lines = fixtureLines('binary-tree-depth-3');
+  const result = lines.find((line) => JSON.parse(line).type === 'result')!;
+  // Cut right after the first subagent's end: every other one is still running.
+  const spawned = new Set<string>();
+  const answered = new Set<string>();
+  const blocksOf = (value: { message?: { content?: unknown } }) =>
+    Array.isArray(value.message?.content) ? value.message.content : [];
+  let cutAt = 0;
+  while (answered.size === 0) {
+    for (const block of blocksOf(JSON.parse(lines[cutAt]))) {
+      if (block.type === 'tool_use' && block.name === 'Agent') spawned.add(block.id);
+      if (block.type === 'tool_result' && spawned.has(block.tool_use_id)) answered.add(block.tool_use_id);
+    }
+    cutAt++;
+  }
+  const cut = lines.slice(0, cutAt);
+  const unfinished = [...spawned].filter((id) => !answered.has(id)).sort();
+  assert.ok(unfinished.length > 0 && unfinished.length < spawned.size);
+  for (const [input, basis] of [
+    [cut, 'table'],
+    [[...cut, result], 'result'],
+  ] as const) {
+    const run = open(chunked([Buffer.from(input.join('\n') + '\n')]));
+    const handles: SubagentHandle[] = [];
+    for await (const handle of run.allSubagents) handles.push(handle);
+    const output = await run.output;
+    await run.done;
+    const outputs = await Promise.all(
+      handles.map(async (handle) => [handle.id, await handle.output] as const),
+    );
+    const interrupted = outputs.filter(([, settled]) => settled.status === 'interrupted');
+    assert.deepEqual(interrupted.map(([id]) => id).sort(), unfinished);
+    // Settled when the input ended: after the result line when there was one.
+    for (const [id, settled] of interrupted) {
+      assert.equal(settled.cost.basis, basis, id);
+      assert.equal(settled.subtree.cost.basis, basis, id);
+    }
+    assert.equal(output.subtree.cost.basis, basis);
+    assert.equal(output.cost.basis, basis);
+  }
+});
