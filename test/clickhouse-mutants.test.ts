@@ -174,6 +174,14 @@ const settle = async () => {
 /** Timers pending in this process: one a finished sink left would keep its process alive. */
 const pendingTimers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 const escaped = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** Tree changes the router attached to a record (quarantined lines carry none). */
+const changesIn = (rec: RecordBatch[number]) => ('events' in rec ? (rec.events?.length ?? 0) : 0);
+/**
+ * Rows the sink queues for records taken: one events row per input line (counted from the bytes)
+ * and one channels row per tree change.
+ */
+const rowsFor = (batches: RecordBatch[], lineNumbers: number[]) =>
+  lineNumbers.length + batches.flat().reduce((sum, rec) => sum + changesIn(rec), 0);
 
 describe(
   'ClickHouse sink delivery against a real server',
@@ -1005,6 +1013,180 @@ describe(
         run,
       );
       await assert.rejects(done, (err: { code?: string }) => err.code === 'ERR_WRITE');
+    });
+
+    test('a queue of exactly batchRows rows is sent at once while the input is open', async () => {
+      fresh();
+      const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+      const rows = rowsFor(batches, lineNumbers);
+      const feed = feeder();
+      const { done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'exact-batch',
+          eventsTable: 'e_events',
+          channelsTable: 'e_channels',
+          batchRows: rows,
+          flushIntervalMs: 600_000,
+          spoolDir: tmpDir(),
+        },
+        run,
+      );
+      // Every record at once: the queue holds exactly batchRows rows, and no flush is due.
+      feed.push(batches.flat());
+      await until('the full batch inserted while the input is open', () =>
+        relay.inserts('e_events').some((e) => e.status === 200),
+      );
+      assert.deepEqual(lineNumbersOf(relay.inserts('e_events')[0].rows), lineNumbers, 'the whole batch');
+      feed.end();
+      await done;
+      assert.deepEqual(await stored('e_events', 'exact-batch'), lineNumbers);
+    });
+
+    test('an insert answered with exactly batchRows rows queued behind it: they go at once', async () => {
+      fresh();
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+      const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+      const rows = rowsFor(batches, lineNumbers);
+      assert.equal(rows % 2, 0, 'rows for two equal batches');
+      const feed = feeder();
+      const { state, done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'exact-behind',
+          eventsTable: 'n_events',
+          channelsTable: 'n_channels',
+          batchRows: rows / 2,
+          flushIntervalMs: 600_000,
+          spoolDir: tmpDir(),
+        },
+        run,
+      );
+      // Two full batches at once: the first is sent and held, the second, exactly full, waits behind it.
+      feed.push(batches.flat());
+      await until('the first batch held, the records taken', () => relay.held() > 0 && state.passed === 1);
+      relay.behave('forward');
+      relay.release();
+      // The input is open and no flush is due: only the answer to the first insert sends the second.
+      await until('the second batch inserted while the input is open', () =>
+        relay.inserts('n_events').filter((e) => e.status === 200).length >= 2,
+      );
+      feed.end();
+      await done;
+      assert.deepEqual(await stored('n_events', 'exact-behind'), lineNumbers);
+    });
+
+    test('an insert answered with a partial batch queued behind it: the rest waits, then goes in one batch at the end', async () => {
+      fresh();
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+      const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
+      const records = batches.flat();
+      // The rest: the records from the last one that changed the tree on, so it has rows of both tables.
+      const lastChange = records.map((rec) => changesIn(rec) > 0).lastIndexOf(true);
+      assert.ok(lastChange > 0);
+      const rest = rowsFor(
+        records.slice(lastChange).map((rec) => [rec]),
+        lineNumbers.slice(lastChange),
+      );
+      const batchRows = rowsFor(batches, lineNumbers) - rest;
+      assert.ok(rest + channels.length < batchRows, 'the rest and the final rows fit in one batch');
+      const feed = feeder();
+      const { state, done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'partial-behind',
+          eventsTable: 'p_events',
+          channelsTable: 'p_channels',
+          batchRows,
+          flushIntervalMs: 600_000,
+          spoolDir: tmpDir(),
+        },
+        run,
+      );
+      feed.push(records);
+      await until('the first batch held, the records taken', () => relay.held() > 0 && state.passed === 1);
+      relay.behave('forward');
+      relay.release();
+      await until('the first batch answered', () =>
+        relay.inserts('p_channels').some((e) => e.status === 200 && e.closed),
+      );
+      await settle();
+      feed.end();
+      await done;
+      // Nothing sent the rest while the input was open (no flush was due): it went with the final rows.
+      assert.equal(relay.inserts('p_events').length, 2, 'events: the first batch, then the rest');
+      assert.equal(relay.inserts('p_channels').length, 2, 'channels: the first batch, then the rest and finals');
+      assert.deepEqual(lineNumbersOf(relay.inserts('p_events')[1].rows), lineNumbers.slice(lastChange));
+      assert.deepEqual(await stored('p_events', 'partial-behind'), lineNumbers);
+      assert.deepEqual(await storedChannels('p_channels', 'partial-behind'), channels);
+    });
+
+    test('a queue of exactly maxQueueRows rows holds the input back while an insert is unanswered', async () => {
+      fresh();
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+      const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+      const rows = rowsFor(batches, lineNumbers);
+      const feed = feeder();
+      const { state, done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'exact-queue',
+          eventsTable: 'm_events',
+          channelsTable: 'm_channels',
+          batchRows: rows / 2,
+          maxQueueRows: rows / 2,
+          flushIntervalMs: 600_000,
+          spoolDir: tmpDir(),
+        },
+        run,
+      );
+      // One batch sent and held; the other half, exactly maxQueueRows rows, waits in the queue.
+      feed.push(batches.flat());
+      await until('an insert held', () => relay.held() > 0);
+      await settle();
+      assert.equal(state.passed, 0, 'the input held back');
+      relay.behave('forward');
+      relay.release();
+      await until('the input let through', () => state.passed === 1);
+      feed.end();
+      await done;
+      assert.deepEqual(await stored('m_events', 'exact-queue'), lineNumbers);
+    });
+
+    test('a channels table made before the newer columns: they are added, and rows land', async () => {
+      fresh();
+      // The channels table as an older subtee made it: no model, no cost_usd.
+      await ch.client.command({
+        query: `CREATE TABLE old_channels (
+  run String, session String, channel String, parent String, depth Int16, agent String, description String,
+  status String, background Int8, orphan UInt8, summary String, lines UInt64,
+  text_blocks UInt32, thinking_blocks UInt32, tool_uses UInt32, tool_results UInt32,
+  input_tokens UInt64, output_tokens UInt64, cache_read_tokens UInt64, cache_creation_tokens UInt64,
+  first_seen DateTime('UTC'), last_seen DateTime('UTC'), first_seen_ms UInt64, last_seen_ms UInt64,
+  stalled UInt8, interrupted UInt8, ver UInt64
+) ENGINE = ReplacingMergeTree(ver) ORDER BY (run, channel)`,
+      });
+      const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'older-table',
+          eventsTable: 'old_events',
+          channelsTable: 'old_channels',
+          spoolDir: tmpDir(),
+        },
+        run,
+      ).done;
+      const columns = (await ch.rows<{ name: string }>('DESCRIBE TABLE old_channels')).map((c) => c.name);
+      assert.ok(columns.includes('model') && columns.includes('cost_usd'), `columns: ${columns.join(', ')}`);
+      assert.deepEqual(await storedChannels('old_channels', 'older-table'), channels);
+      assert.deepEqual(await stored('old_events', 'older-table'), lineNumbers);
+      assert.deepEqual(codesOf(run, 0), []);
     });
   },
 );
