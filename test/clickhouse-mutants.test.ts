@@ -174,6 +174,19 @@ const settle = async () => {
 /** Timers pending in this process: one a finished sink left would keep its process alive. */
 const pendingTimers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 const escaped = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/**
+ * Runs `body` while the input is open; if it fails, cuts the input off so the sink ends and no
+ * far flush timer keeps the test process alive.
+ */
+async function cutOnFailure(input: Readable, done: Promise<void>, body: () => Promise<void>) {
+  try {
+    await body();
+  } catch (err) {
+    input.destroy();
+    await done.catch(() => {});
+    throw err;
+  }
+}
 /** Tree changes the router attached to a record (quarantined lines carry none). */
 const changesIn = (rec: RecordBatch[number]) => ('events' in rec ? (rec.events?.length ?? 0) : 0);
 /**
@@ -1034,11 +1047,13 @@ describe(
         run,
       );
       // Every record at once: the queue holds exactly batchRows rows, and no flush is due.
-      feed.push(batches.flat());
-      await until('the full batch inserted while the input is open', () =>
-        relay.inserts('e_events').some((e) => e.status === 200),
-      );
-      assert.deepEqual(lineNumbersOf(relay.inserts('e_events')[0].rows), lineNumbers, 'the whole batch');
+      await cutOnFailure(feed.input, done, async () => {
+        feed.push(batches.flat());
+        await until('the full batch inserted while the input is open', () =>
+          relay.inserts('e_events').some((e) => e.status === 200),
+        );
+        assert.deepEqual(lineNumbersOf(relay.inserts('e_events')[0].rows), lineNumbers, 'the whole batch');
+      });
       feed.end();
       await done;
       assert.deepEqual(await stored('e_events', 'exact-batch'), lineNumbers);
@@ -1065,14 +1080,16 @@ describe(
         run,
       );
       // Two full batches at once: the first is sent and held, the second, exactly full, waits behind it.
-      feed.push(batches.flat());
-      await until('the first batch held, the records taken', () => relay.held() > 0 && state.passed === 1);
-      relay.behave('forward');
-      relay.release();
-      // The input is open and no flush is due: only the answer to the first insert sends the second.
-      await until('the second batch inserted while the input is open', () =>
-        relay.inserts('n_events').filter((e) => e.status === 200).length >= 2,
-      );
+      await cutOnFailure(feed.input, done, async () => {
+        feed.push(batches.flat());
+        await until('the first batch held, the records taken', () => relay.held() > 0 && state.passed === 1);
+        relay.behave('forward');
+        relay.release();
+        // The input is open and no flush is due: only the answer to the first insert sends the second.
+        await until('the second batch inserted while the input is open', () =>
+          relay.inserts('n_events').filter((e) => e.status === 200).length >= 2,
+        );
+      });
       feed.end();
       await done;
       assert.deepEqual(await stored('n_events', 'exact-behind'), lineNumbers);
@@ -1106,14 +1123,16 @@ describe(
         },
         run,
       );
-      feed.push(records);
-      await until('the first batch held, the records taken', () => relay.held() > 0 && state.passed === 1);
-      relay.behave('forward');
-      relay.release();
-      await until('the first batch answered', () =>
-        relay.inserts('p_channels').some((e) => e.status === 200 && e.closed),
-      );
-      await settle();
+      await cutOnFailure(feed.input, done, async () => {
+        feed.push(records);
+        await until('the first batch held, the records taken', () => relay.held() > 0 && state.passed === 1);
+        relay.behave('forward');
+        relay.release();
+        await until('the first batch answered', () =>
+          relay.inserts('p_channels').some((e) => e.status === 200 && e.closed),
+        );
+        await settle();
+      });
       feed.end();
       await done;
       // Nothing sent the rest while the input was open (no flush was due): it went with the final rows.
@@ -1145,13 +1164,15 @@ describe(
         run,
       );
       // One batch sent and held; the other half, exactly maxQueueRows rows, waits in the queue.
-      feed.push(batches.flat());
-      await until('an insert held', () => relay.held() > 0);
-      await settle();
-      assert.equal(state.passed, 0, 'the input held back');
-      relay.behave('forward');
-      relay.release();
-      await until('the input let through', () => state.passed === 1);
+      await cutOnFailure(feed.input, done, async () => {
+        feed.push(batches.flat());
+        await until('an insert held', () => relay.held() > 0);
+        await settle();
+        assert.equal(state.passed, 0, 'the input held back');
+        relay.behave('forward');
+        relay.release();
+        await until('the input let through', () => state.passed === 1);
+      });
       feed.end();
       await done;
       assert.deepEqual(await stored('m_events', 'exact-queue'), lineNumbers);
