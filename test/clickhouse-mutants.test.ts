@@ -1038,8 +1038,8 @@ describe(
         {
           url: relay.url,
           runId: 'exact-batch',
-          eventsTable: 'e_events',
-          channelsTable: 'e_channels',
+          eventsTable: 'x_events',
+          channelsTable: 'x_channels',
           batchRows: rows,
           flushIntervalMs: 600_000,
           spoolDir: tmpDir(),
@@ -1050,13 +1050,13 @@ describe(
       await cutOnFailure(feed.input, done, async () => {
         feed.push(batches.flat());
         await until('the full batch inserted while the input is open', () =>
-          relay.inserts('e_events').some((e) => e.status === 200),
+          relay.inserts('x_events').some((e) => e.status === 200),
         );
-        assert.deepEqual(lineNumbersOf(relay.inserts('e_events')[0].rows), lineNumbers, 'the whole batch');
+        assert.deepEqual(lineNumbersOf(relay.inserts('x_events')[0].rows), lineNumbers, 'the whole batch');
       });
       feed.end();
       await done;
-      assert.deepEqual(await stored('e_events', 'exact-batch'), lineNumbers);
+      assert.deepEqual(await stored('x_events', 'exact-batch'), lineNumbers);
     });
 
     test('an insert answered with exactly batchRows rows queued behind it: they go at once', async () => {
