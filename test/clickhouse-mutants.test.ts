@@ -431,7 +431,10 @@ describe(
       );
       for (const b of batches) feed.push(b);
       // Probes that find no server leave the spool as it is.
-      await until('the server probed twice', () => relay.exchanges.filter((e) => e.path === '/ping').length >= 2);
+      await until(
+        'the server probed twice',
+        () => relay.exchanges.filter((e) => e.path === '/ping').length >= 2,
+      );
       feed.end();
       await done;
       const entries = entriesIn(spool);
@@ -853,10 +856,7 @@ describe(
         entriesIn(claimed).map((e) => [e.t, e.r.channel]),
         channels.map((c) => ['channels', c]),
       );
-      assert.ok(
-        relay.inserts('z_channels').length >= 2,
-        'sent directly, then again from the spool',
-      );
+      assert.ok(relay.inserts('z_channels').length >= 2, 'sent directly, then again from the spool');
       assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE', 'CLICKHOUSE_SPOOLED']);
       assert.match(
         messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
@@ -889,7 +889,10 @@ describe(
         run,
       ).done;
       const rejects = [0, 1].map((i) => join(earlier, `run-${i}`, REJECTS_FILE));
-      assert.deepEqual(rejects.map(entriesIn), bad.map((row) => [row]));
+      assert.deepEqual(
+        rejects.map(entriesIn),
+        bad.map((row) => [row]),
+      );
       assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_REJECTED']);
       assert.match(
         messageOf(run, 0, 'CLICKHOUSE_REJECTED'),
@@ -965,14 +968,16 @@ describe(
         run,
       );
       for (const b of batches) feed.push(b);
-      await until('the first insert held, every batch taken', () =>
-        relay.held() > 0 && state.passed === batches.length,
+      await until(
+        'the first insert held, every batch taken',
+        () => relay.held() > 0 && state.passed === batches.length,
       );
       relay.behave('forward');
       relay.release();
       // The input is open and no flush is due: only the answer to the first insert sends the next.
-      await until('three full batches inserted', () =>
-        relay.inserts('q_events').filter((e) => e.status === 200).length >= 3,
+      await until(
+        'three full batches inserted',
+        () => relay.inserts('q_events').filter((e) => e.status === 200).length >= 3,
       );
       feed.end();
       await done;
@@ -1086,8 +1091,9 @@ describe(
         relay.behave('forward');
         relay.release();
         // The input is open and no flush is due: only the answer to the first insert sends the second.
-        await until('the second batch inserted while the input is open', () =>
-          relay.inserts('n_events').filter((e) => e.status === 200).length >= 2,
+        await until(
+          'the second batch inserted while the input is open',
+          () => relay.inserts('n_events').filter((e) => e.status === 200).length >= 2,
         );
       });
       feed.end();
@@ -1137,7 +1143,11 @@ describe(
       await done;
       // Nothing sent the rest while the input was open (no flush was due): it went with the final rows.
       assert.equal(relay.inserts('p_events').length, 2, 'events: the first batch, then the rest');
-      assert.equal(relay.inserts('p_channels').length, 2, 'channels: the first batch, then the rest and finals');
+      assert.equal(
+        relay.inserts('p_channels').length,
+        2,
+        'channels: the first batch, then the rest and finals',
+      );
       assert.deepEqual(lineNumbersOf(relay.inserts('p_events')[1].rows), lineNumbers.slice(lastChange));
       assert.deepEqual(await stored('p_events', 'partial-behind'), lineNumbers);
       assert.deepEqual(await storedChannels('p_channels', 'partial-behind'), channels);

@@ -95,70 +95,84 @@ test('a plugin whose factory throws is named: ERR_PLUGIN_FAILED', () => {
   assertFailsByName('factory-thrower', "throw new Error('no factory');");
 });
 
-test('a pino log on a full device fails the run with ERR_WRITE, and index.json still says why', {
-  skip: !existsSync('/dev/full') && 'no /dev/full here',
-}, () => {
-  const out = join(tmpDir(), 'out');
-  const r = subtee(['--out', out, '-q', '--stdout', 'none', '--pino=/dev/full']);
-  assert.equal(r.error, undefined, 'the run finished');
-  assert.equal(r.status, 3, r.stderr);
-  assert.match(r.stderr, /\[ERR_WRITE\]\n$/);
-  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
-  const failed = index.warnings.filter((w: { code: string }) => w.code === 'OUTPUT_FAILED');
-  assert.equal(failed.length, 1, JSON.stringify(index.warnings));
-  assert.match(failed[0].message, /\/dev\/full/);
-});
-
-test('stdout on a full device fails the run with ERR_WRITE (not exit 0), and index.json is written', {
-  skip: !existsSync('/dev/full') && 'no /dev/full here',
-}, () => {
-  for (const mode of ['text', 'raw']) {
+test(
+  'a pino log on a full device fails the run with ERR_WRITE, and index.json still says why',
+  {
+    skip: !existsSync('/dev/full') && 'no /dev/full here',
+  },
+  () => {
     const out = join(tmpDir(), 'out');
-    const full = openSync('/dev/full', 'w');
-    const r = spawnSync(process.execPath, [BIN, '--out', out, '-q', '--stdout', mode], {
-      input: recording,
-      stdio: ['pipe', full, 'pipe'],
-      encoding: 'utf8',
-      timeout: 30_000,
-      killSignal: 'SIGKILL',
-    });
-    closeSync(full);
-    assert.equal(r.error, undefined, `${mode}: the run finished`);
-    assert.equal(r.status, 3, `${mode}: ${r.stderr}`);
-    assert.match(r.stderr, /cannot write stdout: .*\[ERR_WRITE\]\n$/, mode);
-    assert.ok(existsSync(join(out, 'index.json')), `${mode}: index.json`);
-  }
-});
+    const r = subtee(['--out', out, '-q', '--stdout', 'none', '--pino=/dev/full']);
+    assert.equal(r.error, undefined, 'the run finished');
+    assert.equal(r.status, 3, r.stderr);
+    assert.match(r.stderr, /\[ERR_WRITE\]\n$/);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    const failed = index.warnings.filter((w: { code: string }) => w.code === 'OUTPUT_FAILED');
+    assert.equal(failed.length, 1, JSON.stringify(index.warnings));
+    assert.match(failed[0].message, /\/dev\/full/);
+  },
+);
 
-test('--clickhouse-resend skips a FIFO or a link planted at a spool name: no hang, nothing read through', {
-  skip: !clickhouseAvailable() && 'no clickhouse-server',
-}, async () => {
-  const server = await startClickHouse();
-  try {
-    const dir = tmpDir();
-    const outside = join(tmpDir('subtee-victim-'), 'rows.jsonl');
-    const row = { t: 'events', r: { run: 'planted', session: 's', line: 1, agent: 'outside' } };
-    writeFileSync(outside, JSON.stringify(row) + '\n');
-    for (const name of ['fifo', 'link']) mkdirSync(join(dir, name));
-    execFileSync('mkfifo', [join(dir, 'fifo', 'clickhouse-spool.jsonl')]);
-    symlinkSync(outside, join(dir, 'link', 'clickhouse-spool.jsonl'));
-    const args = ['--out', join(dir, 'out'), '-q', '--stdout', 'none', '--clickhouse', server.url];
-    const child = spawn(process.execPath, [BIN, ...args, '--clickhouse-resend', dir], { stdio: 'pipe' });
-    let stderr = '';
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.stdin.end(recording);
-    const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    const [status] = await new Promise<[number | null]>((resolve) => child.once('exit', (c) => resolve([c])));
-    clearTimeout(killer);
-    assert.equal(status, 0, stderr);
-    assert.ok(lstatSync(join(dir, 'fifo', 'clickhouse-spool.jsonl')).isFIFO(), 'the FIFO is left alone');
-    assert.ok(lstatSync(join(dir, 'link', 'clickhouse-spool.jsonl')).isSymbolicLink(), 'the link too');
-    const planted = await server.rows("SELECT count() AS n FROM subtee_events WHERE run = 'planted'");
-    assert.equal(Number((planted[0] as { n: unknown }).n), 0, 'no row read through the link');
-  } finally {
-    await server.stop();
-  }
-});
+test(
+  'stdout on a full device fails the run with ERR_WRITE (not exit 0), and index.json is written',
+  {
+    skip: !existsSync('/dev/full') && 'no /dev/full here',
+  },
+  () => {
+    for (const mode of ['text', 'raw']) {
+      const out = join(tmpDir(), 'out');
+      const full = openSync('/dev/full', 'w');
+      const r = spawnSync(process.execPath, [BIN, '--out', out, '-q', '--stdout', mode], {
+        input: recording,
+        stdio: ['pipe', full, 'pipe'],
+        encoding: 'utf8',
+        timeout: 30_000,
+        killSignal: 'SIGKILL',
+      });
+      closeSync(full);
+      assert.equal(r.error, undefined, `${mode}: the run finished`);
+      assert.equal(r.status, 3, `${mode}: ${r.stderr}`);
+      assert.match(r.stderr, /cannot write stdout: .*\[ERR_WRITE\]\n$/, mode);
+      assert.ok(existsSync(join(out, 'index.json')), `${mode}: index.json`);
+    }
+  },
+);
+
+test(
+  '--clickhouse-resend skips a FIFO or a link planted at a spool name: no hang, nothing read through',
+  {
+    skip: !clickhouseAvailable() && 'no clickhouse-server',
+  },
+  async () => {
+    const server = await startClickHouse();
+    try {
+      const dir = tmpDir();
+      const outside = join(tmpDir('subtee-victim-'), 'rows.jsonl');
+      const row = { t: 'events', r: { run: 'planted', session: 's', line: 1, agent: 'outside' } };
+      writeFileSync(outside, JSON.stringify(row) + '\n');
+      for (const name of ['fifo', 'link']) mkdirSync(join(dir, name));
+      execFileSync('mkfifo', [join(dir, 'fifo', 'clickhouse-spool.jsonl')]);
+      symlinkSync(outside, join(dir, 'link', 'clickhouse-spool.jsonl'));
+      const args = ['--out', join(dir, 'out'), '-q', '--stdout', 'none', '--clickhouse', server.url];
+      const child = spawn(process.execPath, [BIN, ...args, '--clickhouse-resend', dir], { stdio: 'pipe' });
+      let stderr = '';
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      child.stdin.end(recording);
+      const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      const [status] = await new Promise<[number | null]>((resolve) =>
+        child.once('exit', (c) => resolve([c])),
+      );
+      clearTimeout(killer);
+      assert.equal(status, 0, stderr);
+      assert.ok(lstatSync(join(dir, 'fifo', 'clickhouse-spool.jsonl')).isFIFO(), 'the FIFO is left alone');
+      assert.ok(lstatSync(join(dir, 'link', 'clickhouse-spool.jsonl')).isSymbolicLink(), 'the link too');
+      const planted = await server.rows("SELECT count() AS n FROM subtee_events WHERE run = 'planted'");
+      assert.equal(Number((planted[0] as { n: unknown }).n), 0, 'no row read through the link');
+    } finally {
+      await server.stop();
+    }
+  },
+);
 
 test('subtee report refuses an agents folder replaced by a link: no outside file shown, ERR_INPUT', () => {
   const out = join(tmpDir(), 'out');
@@ -223,34 +237,40 @@ test('a huge session_id is not copied whole onto every ClickHouse row: the spool
   assert.ok(spool.length < input.length, `spool ${spool.length} bytes for ${input.length} of input`);
 });
 
-test('--pino to a FIFO whose reader stopped reading fails the run (ERR_WRITE) instead of blocking for ever', {
-  skip: process.platform !== 'linux' && 'named pipe semantics of Linux',
-}, async () => {
-  const dir = tmpDir();
-  const fifo = join(dir, 'log.fifo');
-  execFileSync('mkfifo', [fifo]);
-  // A reader that holds the pipe open and never reads.
-  const reader = spawn('sh', ['-c', 'exec 3<>"$1"; echo open; exec sleep 300', 'sh', fifo]);
-  await new Promise<void>((resolve) => reader.stdout.once('data', () => resolve()));
-  const lines: string[] = [];
-  for (let k = 0; k < 2000; k++) {
-    const message = { id: `m${k}`, content: [{ type: 'text', text: 'x'.repeat(500) }] };
-    lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message }));
-  }
-  const out = join(dir, 'out');
-  try {
-    const child = spawn(process.execPath, [BIN, '--out', out, '-q', '--stdout', 'none', `--pino=${fifo}`]);
-    let stderr = '';
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.stdin.on('error', () => {});
-    child.stdin.end(lines.join('\n') + '\n');
-    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    const [status] = await new Promise<[number | null]>((resolve) => child.once('exit', (c) => resolve([c])));
-    clearTimeout(killer);
-    assert.equal(status, 3, stderr);
-    assert.match(stderr, /\[ERR_WRITE\]\n$/);
-    assert.ok(existsSync(join(out, 'index.json')), 'index.json');
-  } finally {
-    reader.kill('SIGKILL');
-  }
-});
+test(
+  '--pino to a FIFO whose reader stopped reading fails the run (ERR_WRITE) instead of blocking for ever',
+  {
+    skip: process.platform !== 'linux' && 'named pipe semantics of Linux',
+  },
+  async () => {
+    const dir = tmpDir();
+    const fifo = join(dir, 'log.fifo');
+    execFileSync('mkfifo', [fifo]);
+    // A reader that holds the pipe open and never reads.
+    const reader = spawn('sh', ['-c', 'exec 3<>"$1"; echo open; exec sleep 300', 'sh', fifo]);
+    await new Promise<void>((resolve) => reader.stdout.once('data', () => resolve()));
+    const lines: string[] = [];
+    for (let k = 0; k < 2000; k++) {
+      const message = { id: `m${k}`, content: [{ type: 'text', text: 'x'.repeat(500) }] };
+      lines.push(JSON.stringify({ type: 'assistant', parent_tool_use_id: null, message }));
+    }
+    const out = join(dir, 'out');
+    try {
+      const child = spawn(process.execPath, [BIN, '--out', out, '-q', '--stdout', 'none', `--pino=${fifo}`]);
+      let stderr = '';
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      child.stdin.on('error', () => {});
+      child.stdin.end(lines.join('\n') + '\n');
+      const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      const [status] = await new Promise<[number | null]>((resolve) =>
+        child.once('exit', (c) => resolve([c])),
+      );
+      clearTimeout(killer);
+      assert.equal(status, 3, stderr);
+      assert.match(stderr, /\[ERR_WRITE\]\n$/);
+      assert.ok(existsSync(join(out, 'index.json')), 'index.json');
+    } finally {
+      reader.kill('SIGKILL');
+    }
+  },
+);

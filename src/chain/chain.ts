@@ -177,8 +177,7 @@ function nameFailures(stream: Transform, name: string): void {
 
 /** A plugin's own failure as ERR_PLUGIN_FAILED naming it; anything else as it is. */
 function namedFailure(err: unknown): unknown {
-  const name =
-    err !== null && typeof err === 'object' ? failedPlugin.get(err) : failedPluginByValue.get(err);
+  const name = err !== null && typeof err === 'object' ? failedPlugin.get(err) : failedPluginByValue.get(err);
   if (name === undefined) return err;
   const why = err instanceof Error ? err.message : String(err);
   return new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} failed: ${why}`, { cause: err });
