@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { basename, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generate } from '../bench/gen.js';
 import { findSpoolFiles, REJECTS_FILE } from '../src/chain/sinks/clickhouse-spool.js';
 import { tableDdl } from '../src/chain/sinks/clickhouse-rows.js';
-import { BIN, fixtureFiles, linesOf, tmpDir } from './helpers.js';
+import { BIN, closedPort, fixtureFiles, linesOf, tmpDir } from './helpers.js';
 import { clickhouseAvailable, startClickHouse, type ClickHouseServer } from './servers/clickhouse.js';
 
 interface CliRun {
@@ -48,14 +47,6 @@ function config(sink: Record<string, unknown>): string {
     }),
   );
   return file;
-}
-
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
 }
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { basename, join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -10,7 +9,7 @@ import { generate } from '../bench/gen.js';
 import type { RecordBatch } from '../src/model/record.js';
 import { createClickHouseSink } from '../src/chain/sinks/clickhouse.js';
 import { findSpoolFiles } from '../src/chain/sinks/clickhouse-spool.js';
-import { BIN, checkOutput, fixtureFiles, linesOf, tmpDir } from './helpers.js';
+import { BIN, checkOutput, closedPort, fixtureFiles, linesOf, tmpDir } from './helpers.js';
 import { routeThrough } from './otlp-tree.js';
 import { clickhouseAvailable, startClickHouse, type ClickHouseServer } from './servers/clickhouse.js';
 
@@ -78,14 +77,6 @@ async function until(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
-}
-
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
 }
 
 /** What ClickHouse holds for one run must be exactly the run's index.json, each line once. */
@@ -494,8 +485,14 @@ describe(
 
 test('a URL that is not one, or an unsafe table name, fails fast with one line', async () => {
   for (const [args, message] of [
-    [['--clickhouse', 'not a url'], /subtee: --clickhouse must be an http or https URL, not "not a url" \[ERR_BAD_OPTION\]/],
-    [['-c', config({ url: 'ftp://u:secret@h' })], /sinks\[\d\]\.url: must be an http or https URL \[ERR_CONFIG\]/],
+    [
+      ['--clickhouse', 'not a url'],
+      /subtee: --clickhouse must be an http or https URL, not "not a url" \[ERR_BAD_OPTION\]/,
+    ],
+    [
+      ['-c', config({ url: 'ftp://u:secret@h' })],
+      /sinks\[\d\]\.url: must be an http or https URL \[ERR_CONFIG\]/,
+    ],
     [
       ['-c', config({ url: 'http://127.0.0.1:1', eventsTable: 'x; DROP TABLE y' })],
       /subtee: clickhouse: eventsTable must be a name such as subtee_events or db\.subtee_events, not "x; DROP TABLE y" \[ERR_BAD_OPTION\]/,

@@ -1,25 +1,15 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { shownUrl, withoutUrlSecrets } from '../src/shown-url.js';
-import { BIN, ROOT, tmpDir } from './helpers.js';
+import { BIN, boundedSubtee, closedPort, ROOT, tmpDir } from './helpers.js';
 
 const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl'));
 
-/**
- * The real CLI, bounded: a run that blocks (on a named pipe) is killed after `timeout` and
- * shows up as `error`, so a hang fails the test instead of holding the suite.
- */
 function subtee(args: string[], input: Buffer | string = recording) {
-  return spawnSync(process.execPath, [BIN, ...args], {
-    input,
-    encoding: 'utf8',
-    timeout: 30_000,
-    killSignal: 'SIGKILL',
-  });
+  return boundedSubtee(args, input);
 }
 
 /** A folder outside the output folder with one precious file. */
@@ -103,15 +93,6 @@ test('subtee report refuses a FIFO planted at agents/*.jsonl or index.json at on
     assert.match(r.stderr, /\[ERR_INPUT\]\n$/);
   }
 });
-
-/** A loopback port nothing listens on: connections to it are refused at once. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 test('--force --clickhouse never appends rows through a link planted at clickhouse-spool.jsonl', async () => {
   const v = victim();

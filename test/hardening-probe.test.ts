@@ -13,31 +13,15 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { BIN, ROOT, tmpDir } from './helpers.js';
+import { BIN, boundedSubtee, closedPort, ROOT, tmpDir } from './helpers.js';
 import { clickhouseAvailable, startClickHouse } from './servers/clickhouse.js';
 
 const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl'));
 
-/** The real CLI, bounded: a run that blocks is killed and shows up as `error`. */
 function subtee(args: string[], input: Buffer | string = recording) {
-  return spawnSync(process.execPath, [BIN, ...args], {
-    input,
-    encoding: 'utf8',
-    timeout: 30_000,
-    killSignal: 'SIGKILL',
-  });
-}
-
-/** A loopback port nothing listens on: connections to it are refused at once. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  return boundedSubtee(args, input);
 }
 
 test('--force never appends through a hard link at clickhouse-spool.jsonl or events.pino.log', async () => {

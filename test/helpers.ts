@@ -1,4 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { Readable } from 'node:stream';
@@ -168,4 +170,26 @@ export function checkDetails(index: any, expected: Oracle, name: string): void {
     assert.equal(c.background, e.background, `${name}: background of ${c.id}`);
     assert.equal(c.summary, e.summary, `${name}: summary of ${c.id}`);
   }
+}
+
+/** A loopback port nothing listens on: connections to it are refused at once. */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/**
+ * The real CLI, bounded: a run that blocks (on a named pipe) is killed after 30 s and shows
+ * up as `error`, so a hang fails the test instead of holding the suite.
+ */
+export function boundedSubtee(args: string[], input: Buffer | string) {
+  return spawnSync(process.execPath, [BIN, ...args], {
+    input,
+    encoding: 'utf8',
+    timeout: 30_000,
+    killSignal: 'SIGKILL',
+  });
 }

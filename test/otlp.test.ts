@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { basename, join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -12,7 +11,7 @@ import { createOtlpSink } from '../src/chain/sinks/otlp.js';
 import { claudeAvailable } from './e2e/claude.js';
 import { startFakeApi, type FakeApi } from './e2e/fake-api.js';
 import { pipeClaudeIntoSubtee } from './e2e/pipe.js';
-import { BIN, checkOutput, fixtureFiles, linesOf, readTree, tmpDir } from './helpers.js';
+import { BIN, checkOutput, closedPort, fixtureFiles, linesOf, readTree, tmpDir } from './helpers.js';
 import { assertSpanTree, routeThrough, type SpanLike } from './otlp-tree.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './servers/otlp-receiver.js';
 
@@ -62,15 +61,6 @@ function subtee(
 const indexOf = (out: string) => JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
 const spanCount = (index: any) =>
   index.channels.length + index.channels.reduce((n: number, c: any) => n + c.counts.tool_use, 0);
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 /** A config with the default chain plus an otlp sink with these options. */
 function otlpConfig(options: Record<string, unknown>): string {

@@ -36,7 +36,7 @@ describeWithClaude('the idle watchdog on live runs', (apiUrl) => {
     return { ...result, index };
   }
 
-  test('a foreground command silent past the idle timeout, inside its declared timeout, rides through', async () => {
+  test('a foreground command silent past the idle timeout, within its declared timeout, rides through', async () => {
     const r = await run(`SCRIPT:bash:${SILENT_MS}:85000`);
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stderr, /STALL/);
@@ -48,7 +48,7 @@ describeWithClaude('the idle watchdog on live runs', (apiUrl) => {
     assert.match(JSON.stringify(results), new RegExp(`slept ${SILENT_MS}`), 'the command ran to its end');
   });
 
-  test('a command that outlives its declared timeout is cut short by Claude Code; the run goes on', async () => {
+  test('a command outliving its declared timeout is cut short by Claude Code; the run goes on', async () => {
     const r = await run(`SCRIPT:bash:${SILENT_MS}:3000`);
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stderr, /STALL/);
