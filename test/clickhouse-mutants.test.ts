@@ -162,6 +162,21 @@ function runSink(input: Readable, options: Omit<ClickHouseSinkOptions, 'session'
   return { state, done };
 }
 
+/**
+ * Options for a run on tables of its own (`PREFIX_events`, `PREFIX_channels`) with no flush
+ * ever due: only a full batch, an answered insert or the end sends rows.
+ */
+function noFlushDue(
+  url: string,
+  runId: string,
+  prefix: string,
+  batchRows: number,
+  more: Partial<ClickHouseSinkOptions> = {},
+): Omit<ClickHouseSinkOptions, 'session'> {
+  const tables = { eventsTable: `${prefix}_events`, channelsTable: `${prefix}_channels` };
+  return { url, runId, ...tables, batchRows, flushIntervalMs: 600_000, spoolDir: tmpDir(), ...more };
+}
+
 const lineNumbersOf = (rows: string[]) => rows.map((r) => JSON.parse(r).line as number);
 const lineOf = (e: Entry) => (e.r as { line?: number }).line as number;
 const entriesIn = (file: string) => linesOf(readFileSync(file)).map((l) => JSON.parse(l) as Entry);
@@ -239,19 +254,7 @@ describe(
       fresh();
       const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
       const feed = feeder();
-      const { done } = runSink(
-        feed.input,
-        {
-          url: relay.url,
-          runId: 'batched',
-          eventsTable: 'b_events',
-          channelsTable: 'b_channels',
-          batchRows: 7,
-          flushIntervalMs: 600_000,
-          spoolDir: tmpDir(),
-        },
-        run,
-      );
+      const { done } = runSink(feed.input, noFlushDue(relay.url, 'batched', 'b', 7), run);
       for (const b of batches) feed.push(b);
       // The input stays open and no flush is due: only a full batch can have gone.
       await until('a full batch inserted while the input is open', () =>
@@ -751,15 +754,7 @@ describe(
       // A partial batch waits for a flush far in the future: only the end sends it.
       await runSink(
         Readable.from(batches, { objectMode: true }),
-        {
-          url: relay.url,
-          runId: 'finals',
-          eventsTable: 'v_events',
-          channelsTable: 'v_channels',
-          batchRows: 1000,
-          flushIntervalMs: 600_000,
-          spoolDir: tmpDir(),
-        },
+        noFlushDue(relay.url, 'finals', 'v', 1000),
         run,
       ).done;
       // A timer left behind would keep a finished run's process alive.
@@ -954,19 +949,7 @@ describe(
       relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
       const { batches, run, lineNumbers } = await recordsOf('binary-tree-depth-3');
       const feed = feeder();
-      const { state, done } = runSink(
-        feed.input,
-        {
-          url: relay.url,
-          runId: 'queued-behind',
-          eventsTable: 'q_events',
-          channelsTable: 'q_channels',
-          batchRows: 4,
-          flushIntervalMs: 600_000,
-          spoolDir: tmpDir(),
-        },
-        run,
-      );
+      const { state, done } = runSink(feed.input, noFlushDue(relay.url, 'queued-behind', 'q', 4), run);
       for (const b of batches) feed.push(b);
       await until(
         'the first insert held, every batch taken',
@@ -988,19 +971,7 @@ describe(
       fresh();
       const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
       const feed = feeder();
-      const { state, done } = runSink(
-        feed.input,
-        {
-          url: relay.url,
-          runId: 'torn-down',
-          eventsTable: 'd_events',
-          channelsTable: 'd_channels',
-          batchRows: 100_000,
-          flushIntervalMs: 600_000,
-          spoolDir: tmpDir(),
-        },
-        run,
-      );
+      const { state, done } = runSink(feed.input, noFlushDue(relay.url, 'torn-down', 'd', 100_000), run);
       for (const b of batches) feed.push(b);
       await until('every batch taken', () => state.passed === batches.length);
       assert.equal(relay.inserts('d_events').length, 0, 'nothing sent yet');
@@ -1038,19 +1009,7 @@ describe(
       const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
       const rows = rowsFor(batches, lineNumbers);
       const feed = feeder();
-      const { done } = runSink(
-        feed.input,
-        {
-          url: relay.url,
-          runId: 'exact-batch',
-          eventsTable: 'x_events',
-          channelsTable: 'x_channels',
-          batchRows: rows,
-          flushIntervalMs: 600_000,
-          spoolDir: tmpDir(),
-        },
-        run,
-      );
+      const { done } = runSink(feed.input, noFlushDue(relay.url, 'exact-batch', 'x', rows), run);
       // Every record at once: the queue holds exactly batchRows rows, and no flush is due.
       await cutOnFailure(feed.input, done, async () => {
         feed.push(batches.flat());
@@ -1071,19 +1030,7 @@ describe(
       const rows = rowsFor(batches, lineNumbers);
       assert.equal(rows % 2, 0, 'rows for two equal batches');
       const feed = feeder();
-      const { state, done } = runSink(
-        feed.input,
-        {
-          url: relay.url,
-          runId: 'exact-behind',
-          eventsTable: 'n_events',
-          channelsTable: 'n_channels',
-          batchRows: rows / 2,
-          flushIntervalMs: 600_000,
-          spoolDir: tmpDir(),
-        },
-        run,
-      );
+      const { state, done } = runSink(feed.input, noFlushDue(relay.url, 'exact-behind', 'n', rows / 2), run);
       // Two full batches at once: the first is sent and held, the second, exactly full, waits behind it.
       await cutOnFailure(feed.input, done, async () => {
         feed.push(batches.flat());
@@ -1118,15 +1065,7 @@ describe(
       const feed = feeder();
       const { state, done } = runSink(
         feed.input,
-        {
-          url: relay.url,
-          runId: 'partial-behind',
-          eventsTable: 'p_events',
-          channelsTable: 'p_channels',
-          batchRows,
-          flushIntervalMs: 600_000,
-          spoolDir: tmpDir(),
-        },
+        noFlushDue(relay.url, 'partial-behind', 'p', batchRows),
         run,
       );
       await cutOnFailure(feed.input, done, async () => {
@@ -1161,16 +1100,7 @@ describe(
       const feed = feeder();
       const { state, done } = runSink(
         feed.input,
-        {
-          url: relay.url,
-          runId: 'exact-queue',
-          eventsTable: 'm_events',
-          channelsTable: 'm_channels',
-          batchRows: rows / 2,
-          maxQueueRows: rows / 2,
-          flushIntervalMs: 600_000,
-          spoolDir: tmpDir(),
-        },
+        noFlushDue(relay.url, 'exact-queue', 'm', rows / 2, { maxQueueRows: rows / 2 }),
         run,
       );
       // One batch sent and held; the other half, exactly maxQueueRows rows, waits in the queue.
