@@ -75,6 +75,18 @@ test('a plugin whose transform throws a string is named: ERR_PLUGIN_FAILED', () 
   assertFailsByName('string-thrower', transform);
 });
 
+test('a plugin whose transform throws a falsy value fails at once, by name, not by a stall', () => {
+  // pipeline() takes a falsy throw for "no error": without the guard the run hung.
+  for (const [name, value] of [
+    ['null-thrower', 'null'],
+    ['undefined-thrower', 'undefined'],
+    ['zero-thrower', '0'],
+    ['empty-thrower', "''"],
+  ]) {
+    assertFailsByName(name, `return new Transform({ objectMode: true, transform() { throw ${value}; } });`);
+  }
+});
+
 test('a plugin whose factory throws is named: ERR_PLUGIN_FAILED', () => {
   assertFailsByName('factory-thrower', "throw new Error('no factory');");
 });

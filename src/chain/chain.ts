@@ -168,11 +168,37 @@ const failedPlugin = new WeakMap<object, string>();
 const failedPluginByValue = new Map<unknown, string>();
 
 function nameFailures(stream: Transform, name: string): void {
+  guardThrows(stream, name);
   stream.once('error', (err) => {
     if (err instanceof SubteeError) return;
     if (err !== null && typeof err === 'object') failedPlugin.set(err, name);
     else failedPluginByValue.set(err, name);
   });
+}
+
+/** The stream methods a plugin may write whose synchronous throw reaches the chain. */
+const GUARDED_METHODS = ['_transform', '_flush', '_write', '_writev', '_final'] as const;
+
+/**
+ * A throw in a plugin's own stream method becomes ERR_PLUGIN_FAILED at once. Left as it is, a
+ * thrown value that is not truthy (`throw null`) reaches pipeline() as "no error": the input
+ * stopped being fed, nothing ended the chain, and the run hung until the watchdog.
+ */
+function guardThrows(stream: Transform, name: string): void {
+  const methods = stream as unknown as Record<string, unknown>;
+  for (const method of GUARDED_METHODS) {
+    const original = methods[method];
+    if (typeof original !== 'function') continue;
+    methods[method] = function guarded(this: Transform, ...args: unknown[]): unknown {
+      try {
+        return (original as (...a: unknown[]) => unknown).apply(this, args);
+      } catch (err) {
+        if (err instanceof SubteeError) throw err;
+        const why = err instanceof Error ? err.message : String(err);
+        throw new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} failed: ${why}`, { cause: err });
+      }
+    };
+  }
 }
 
 /** A plugin's own failure as ERR_PLUGIN_FAILED naming it; anything else as it is. */
