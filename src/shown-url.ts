@@ -1,8 +1,9 @@
 /**
  * URLs as subtee shows them: in warnings, errors, index.json, the pino log and the report.
- * Endpoints often carry credentials (`user:password@host`, `?token=…`, `?password=…`), and
- * what subtee prints is copied into CI logs and shared pages, so the user part and the whole
- * query (a token can hide under any name) are replaced by `***`; the fragment is dropped.
+ * Endpoints often carry credentials (`user:password@host`, `?token=…`, `;token=…` in a path
+ * segment), and what subtee prints is copied into CI logs and shared pages, so the user part,
+ * the whole query and every segment's `;` parameters (a token can hide under any name) are
+ * replaced by `***`; the fragment is dropped.
  * A string that does not parse is redacted by the same rules, never echoed whole.
  */
 
@@ -26,6 +27,7 @@ export function shownUrl(url: string): string {
       u.password = '';
     }
     if (u.search !== '') u.search = REDACTED;
+    if (u.pathname.includes(';')) u.pathname = withoutPathParams(u.pathname);
     u.hash = '';
     shown = u.toString();
     // `http://host:8123`, as it is usually written, not with the slash URL adds.
@@ -43,7 +45,7 @@ export function shownUrl(url: string): string {
  */
 function redactUnparsed(text: string): string {
   const end = text.search(/[?#]/);
-  let head = end === -1 ? text : text.slice(0, end);
+  let head = withoutPathParams(end === -1 ? text : text.slice(0, end));
   const tail = end !== -1 && text[end] === '?' ? `?${REDACTED}` : '';
   const at = head.lastIndexOf('@');
   if (at !== -1) {
@@ -52,6 +54,11 @@ function redactUnparsed(text: string): string {
     head = `${head.slice(0, from)}${REDACTED}${head.slice(at)}`;
   }
   return head + tail;
+}
+
+/** Each `;params` of a path segment as `;***` (`/v1/traces;token=x` → `/v1/traces;***`). */
+function withoutPathParams(path: string): string {
+  return path.replace(/;[^/]*/g, `;${REDACTED}`);
 }
 
 /**
@@ -65,6 +72,7 @@ export function withoutUrlSecrets(text: string, url: string): string {
     const u = new URL(url);
     copies.push([u.toString(), shown], [u.search.slice(1), REDACTED], [u.password, REDACTED]);
     for (const value of u.searchParams.values()) copies.push([value, REDACTED]);
+    for (const params of u.pathname.match(/;[^/]*/g) ?? []) copies.push([params.slice(1), REDACTED]);
     copies.push([decodeURIComponent(u.password), REDACTED]);
   } catch {
     // Not a URL (or a password that does not decode): the copies found so far are looked for.

@@ -193,7 +193,7 @@ test('a ClickHouse URL with ?password=, or one that does not parse, is shown red
   assertNoSecret('a refused --clickhouse URL', refused.stderr);
 });
 
-test('shownUrl redacts the user part and the query of any URL, parsed or not', () => {
+test('shownUrl redacts the user part, the query and path parameters of any URL, parsed or not', () => {
   const cases: Array<[string, string]> = [
     ['http://u:s3cretpw@h:8123/db?password=t0kenvalue#frag', 'http://***@h:8123/db?***'],
     ['https://h/v1/traces?token=t0kenvalue&x=1', 'https://h/v1/traces?***'],
@@ -201,12 +201,17 @@ test('shownUrl redacts the user part and the query of any URL, parsed or not', (
     ['us3r:s3cretpw@host:8123', '***@host:8123'],
     ['http://u:s3cretpw@ho st/?password=t0kenvalue', 'http://***@ho st/?***'],
     ['not a url', 'not a url'],
+    ['https://h/v1/traces;token=t0kenvalue', 'https://h/v1/traces;***'],
+    ['https://h/a;s3cretpw/b;k=t0kenvalue;x=1?q=1', 'https://h/a;***/b;***?***'],
+    ['u:s3cretpw@h st/v1;token=t0kenvalue', '***@h st/v1;***'],
   ];
   for (const [url, shown] of cases) assert.equal(shownUrl(url), shown, url);
   assert.ok(shownUrl(`http://h/${'a'.repeat(5000)}`).length < 400);
   const quoted = 'http://u:s3cretpw@h/?token=t0kenvalue';
   const message = withoutUrlSecrets(`connect failed: ${quoted}`, quoted);
   assertNoSecret('a library message', message);
+  const inPath = 'https://h/v1/traces;token=t0kenvalue';
+  assertNoSecret('a library message quoting a path parameter', withoutUrlSecrets(`bad: ${inPath}`, inPath));
 });
 
 test('a config key named like an Object member (__proto__, constructor) is an unknown option', () => {
