@@ -112,7 +112,12 @@ export class VersionGuard {
   /** The coding agent other than Claude Code whose mapped stream this is; null for Claude Code. */
   private agent: string | null = null;
   private readonly said = new Set<string>();
-  private readonly subagents = new Map<string, { tools: number; words: number }>();
+  /**
+   * What the forwarding check needs of the subagents' lines: their tool calls and whether any
+   * of them said a word. Two numbers, not an entry per subagent: a run may have 10,000.
+   */
+  private subagentTools = 0;
+  private subagentWords = false;
 
   /** What the line being observed said (NO_WARNINGS until it says something). */
   private heard: GuardWarning[] = NO_WARNINGS;
@@ -194,13 +199,11 @@ export class VersionGuard {
         if (version) for (const w of versionWarnings(version)) this.say(w);
       }
     }
-    const ch = channelIdOf(v);
-    let s = ch === null ? undefined : this.subagents.get(ch);
-    if (ch !== null && !s && (kind === 'assistant' || kind === 'user'))
-      this.subagents.set(ch, (s = { tools: 0, words: 0 }));
+    const subagent = channelIdOf(v) !== null;
     for (const b of kind === 'assistant' ? contentBlocks(v) : NO_BLOCKS) {
-      if (b.type === 'tool_use' && s) s.tools++;
-      if ((b.type === 'text' || b.type === 'thinking' || b.type === 'redacted_thinking') && s) s.words++;
+      if (b.type === 'tool_use' && subagent) this.subagentTools++;
+      if ((b.type === 'text' || b.type === 'thinking' || b.type === 'redacted_thinking') && subagent)
+        this.subagentWords = true;
       if (
         b.type === 'thinking' &&
         b.thinking === '' &&
@@ -236,12 +239,7 @@ export class VersionGuard {
    * quiet subagent proves nothing (an orchestrator may only spawn), so the check is over all.
    */
   private checkForwarding(): GuardWarning[] {
-    let tools = 0;
-    for (const s of this.subagents.values()) {
-      if (s.words > 0) return [];
-      tools += s.tools;
-    }
-    if (tools === 0) return [];
+    if (this.subagentWords || this.subagentTools === 0) return [];
     return [
       {
         code: 'FORWARDING_OFF',
