@@ -45,15 +45,18 @@ export function shownUrl(url: string): string {
  */
 function redactUnparsed(text: string): string {
   const end = text.search(/[?#]/);
-  let head = withoutPathParams(end === -1 ? text : text.slice(0, end));
+  let head = end === -1 ? text : text.slice(0, end);
   const tail = end !== -1 && text[end] === '?' ? `?${REDACTED}` : '';
   const at = head.lastIndexOf('@');
+  let user = '';
   if (at !== -1) {
     const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(head);
     const from = scheme && scheme[0].length <= at ? scheme[0].length : 0;
-    head = `${head.slice(0, from)}${REDACTED}${head.slice(at)}`;
+    user = `${head.slice(0, from)}${REDACTED}`;
+    head = head.slice(at);
   }
-  return head + tail;
+  // Path parameters after the user part only: a `;` in a password must not hide its `@`.
+  return user + withoutPathParams(head) + tail;
 }
 
 /** Each `;params` of a path segment as `;***` (`/v1/traces;token=x` → `/v1/traces;***`). */

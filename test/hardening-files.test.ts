@@ -204,6 +204,8 @@ test('shownUrl redacts the user part, the query and path parameters of any URL, 
     ['https://h/v1/traces;token=t0kenvalue', 'https://h/v1/traces;***'],
     ['https://h/a;s3cretpw/b;k=t0kenvalue;x=1?q=1', 'https://h/a;***/b;***?***'],
     ['u:s3cretpw@h st/v1;token=t0kenvalue', '***@h st/v1;***'],
+    ['us3r:s3cretpw;x@h st/v1;token=t0kenvalue', '***@h st/v1;***'],
+    ['http://us3r:s3cretpw;x@h st/', 'http://***@h st/'],
   ];
   for (const [url, shown] of cases) assert.equal(shownUrl(url), shown, url);
   assert.ok(shownUrl(`http://h/${'a'.repeat(5000)}`).length < 400);
