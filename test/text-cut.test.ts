@@ -5,7 +5,7 @@ import { boundedText, headOf, tailOf } from '../src/model/bounded-text.js';
 import { shorten } from '../src/views/escape.js';
 import { truncateMiddle } from '../src/chain/stages/thinking-truncator.js';
 import { clip, field } from '../src/views/report/model.js';
-import { pinoEvents } from '../src/chain/sinks/pino.js';
+import { pinoEvents, streamTime } from '../src/chain/sinks/pino.js';
 
 const LONE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -98,4 +98,36 @@ test('the cutters keep exactly the whole characters that fit, and boundedText ma
   assert.equal(boundedText('abcde', 4), 'abcd…');
   assert.equal(headOf('a😀', 2), 'a');
   assert.equal(tailOf('😀a', 2), 'a');
+});
+
+test('a pino event time is the line timestamp read by Date.parse, in toISOString form (property)', () => {
+  const expected = (ts: string) => {
+    const ms = Date.parse(ts);
+    return Number.isNaN(ms) ? null : new Date(ms).toISOString();
+  };
+  const two = (max: number) => fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, '0'));
+  // Near-ISO strings, invalid fields and days past a month's end included.
+  const nearIso = fc
+    .tuple(
+      fc.integer({ min: 0, max: 9999 }),
+      two(13),
+      two(32),
+      two(25),
+      two(61),
+      two(61),
+      fc.integer({ min: 0, max: 999 }),
+      fc.constantFrom('Z', '+00:00', '', 'z'),
+    )
+    .map(
+      ([y, mo, d, h, mi, s, ms, zone]) =>
+        `${String(y).padStart(4, '0')}-${mo}-${d}T${h}:${mi}:${s}.${String(ms).padStart(3, '0')}${zone}`,
+    );
+  fc.assert(
+    fc.property(fc.oneof(nearIso, fc.string()), (ts) => {
+      assert.equal(streamTime({ timestamp: ts }), expected(ts), ts);
+    }),
+    { numRuns: 20_000, seed: 23 },
+  );
+  for (const ts of ['2026-02-29T00:00:00.000Z', '2026-02-30T00:00:00.000Z', '2026-11-30T24:00:00.000Z'])
+    assert.equal(streamTime({ timestamp: ts }), expected(ts), ts);
 });
