@@ -21,7 +21,7 @@ const linesOf = (file: string) =>
     .split('\n')
     .filter((l) => l.trim() !== '');
 
-test('recordOfObject: an object is a line whose raw is its JSON; anything else is quarantined as the line parser would', () => {
+test('recordOfObject: an object is a line whose raw is its JSON; anything else is read or quarantined as its JSON text', () => {
   const rec = recordOfObject({ type: 'assistant', n: 1 }, 7);
   assert.equal(rec.kind, 'line');
   assert.equal(rec.lineNo, 7);
@@ -31,6 +31,22 @@ test('recordOfObject: an object is a line whose raw is its JSON; anything else i
     assert.equal(q.kind, 'quarantine', JSON.stringify(value));
     assert.equal(q.kind === 'quarantine' && q.reason, 'not-object');
     assert.equal(q.raw.toString(), JSON.stringify(value));
+  }
+  // Not plain objects: read as their JSON text is, so a replay of the .jsonl sees the same.
+  const boxed = [new Date(0), new String('text'), { toJSON: () => 'text' }];
+  for (const value of boxed) {
+    const q = recordOfObject(value, 3);
+    assert.equal(q.kind === 'quarantine' && q.reason, 'not-object', String(value));
+  }
+  class Message {
+    type = 'assistant';
+    hidden = undefined;
+  }
+  for (const value of [new Message(), { toJSON: () => ({ type: 'assistant' }) }]) {
+    const rec = recordOfObject(value, 4);
+    assert.equal(rec.kind, 'line');
+    assert.deepEqual(rec.kind === 'line' && rec.value, JSON.parse(rec.raw.toString()));
+    assert.equal(Object.getPrototypeOf(rec.kind === 'line' && rec.value), Object.prototype);
   }
   const circular: Record<string, unknown> = {};
   circular.self = circular;

@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { isObject } from '../../model/message.js';
+import { isObject, type JsonObject } from '../../model/message.js';
 import {
   BATCH_HIGH_WATER_MARK,
   type LineRecord,
@@ -30,8 +30,10 @@ export const NULL_INPUT: unique symbol = Symbol('null input');
 /**
  * The record one input object becomes: its JSON text is its raw line, so the `.jsonl`
  * files hold what a byte stream of the same messages would have held, and replaying them
- * gives the same index. A value that is not a plain JSON object (a string, an array, a
- * number, something `JSON.stringify` refuses) is quarantined, as the line parser would.
+ * gives the same index. A value whose JSON text is not an object (a string, an array, a
+ * number, a Date, something `JSON.stringify` refuses) is quarantined, as the line parser
+ * would quarantine that text. Any other value that is not a plain object (a class instance,
+ * a Map, one with a `toJSON`) is read as its JSON text reads, for the same reason.
  */
 export function recordOfObject(input: unknown, lineNo: number): LineRecord | QuarantineRecord {
   const value = input === NULL_INPUT ? null : input;
@@ -51,10 +53,17 @@ export function recordOfObject(input: unknown, lineNo: number): LineRecord | Qua
     };
   }
   const raw = Buffer.from(text);
-  if (!isObject(value) || Buffer.isBuffer(value) || value instanceof Uint8Array) {
+  if (text[0] !== '{' || Buffer.isBuffer(value) || value instanceof Uint8Array) {
     return { kind: 'quarantine', lineNo, raw, reason: 'not-object', final: true };
   }
-  return { kind: 'line', lineNo, raw, value };
+  return { kind: 'line', lineNo, raw, value: isPlainJsonObject(value) ? value : JSON.parse(text) };
+}
+
+/** An object whose JSON text holds what its own properties hold: read as it is, not re-parsed. */
+function isPlainJsonObject(value: unknown): value is JsonObject {
+  if (!isObject(value) || typeof value.toJSON === 'function') return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
 }
 
 /** Several queued input objects, handed to the transform at once. */
