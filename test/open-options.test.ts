@@ -76,6 +76,26 @@ test('open() runs a config, a file or an object, with its plugins loaded', async
   await assert.rejects(open(fixture(), { config: missing }).done, { code: 'ERR_CONFIG_READ' });
 });
 
+test('projection options out of range throw ERR_OPEN_OPTIONS at once; the least allowed work', async () => {
+  const bad = [
+    { readerHighWaterLines: -1 },
+    { readerHighWaterLines: 0 },
+    { readerHighWaterLines: -Infinity },
+    { readerHighWaterLines: 1.5 },
+    { maxBufferedBytes: -1 },
+    { readerStallMs: 0 },
+    { readerStallMs: Number.NaN },
+  ];
+  for (const options of bad)
+    assert.throws(() => open(fixture(), options), { code: 'ERR_OPEN_OPTIONS' }, JSON.stringify(options));
+  // A negative high-water mark used to hang the events loop and `done` for ever.
+  const run = open(fixture(), { readerHighWaterLines: 1, maxBufferedBytes: 0 });
+  let events = 0;
+  for await (const _event of run.events) events++;
+  await run.done;
+  assert.ok(events > 0);
+});
+
 test('an input that fails midway: what was read is filed, index.json records the failure, done rejects', async () => {
   const lines = readFileSync(fixture(), 'utf8').split('\n').filter(Boolean);
   const kept = lines.slice(0, 10);

@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
-import { SubteeError } from '../errors.js';
+import { SubteeError, UsageError } from '../errors.js';
+import { withDefaults } from '../defaults.js';
 import {
   asBlock,
   channelIdOf,
@@ -44,6 +45,13 @@ export const PROJECTION_DEFAULTS = Object.freeze({
    */
   readerStallMs: 10_000,
 });
+
+/** The least each projection option may be: a reader needs room for one line. */
+const PROJECTION_OPTION_LEAST: ReadonlyArray<[keyof typeof PROJECTION_DEFAULTS, number]> = [
+  ['maxBufferedBytes', 0],
+  ['readerHighWaterLines', 1],
+  ['readerStallMs', 1],
+];
 
 export interface ProjectionOptions {
   maxBufferedBytes?: number;
@@ -484,7 +492,17 @@ export class Projection {
     readonly session: Session,
     options: ProjectionOptions = {},
   ) {
-    this.opts = { ...PROJECTION_DEFAULTS, ...options };
+    this.opts = withDefaults(PROJECTION_DEFAULTS, options);
+    for (const [name, least] of PROJECTION_OPTION_LEAST) {
+      const value = this.opts[name];
+      // A negative high-water mark never let a reader's queue count as drained: the run hung.
+      if (!Number.isSafeInteger(value) || value < least) {
+        throw new UsageError(
+          'ERR_OPEN_OPTIONS',
+          `open(): ${name} must be an integer of at least ${least}, not ${String(value)}`,
+        );
+      }
+    }
   }
 
   /** Takes one batch of routed records. */
