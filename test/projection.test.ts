@@ -14,7 +14,7 @@ import {
 } from '../src/index.js';
 import { writeStream } from '../bench/gen.js';
 import { checkProjection } from './projection-check.js';
-import { chunked, fixtureFiles, splitEvery, tmpDir } from './helpers.js';
+import { ROOT, chunked, fixtureFiles, splitEvery, tmpDir } from './helpers.js';
 
 for (const file of fixtureFiles()) {
   for (const mode of ['memory', 'files'] as const) {
@@ -217,6 +217,23 @@ test('values are frozen snapshots: an event keeps the status it carried', async 
     assert.ok(Object.isFrozen(m) && Object.isFrozen(blocks) && blocks.every((b) => Object.isFrozen(b)));
     assert.throws(() => ((m as unknown as { text: string }).text = 'changed'));
   }
+});
+
+test('the changes of an event are frozen, so a loop cannot alter what another loop sees', async () => {
+  const run = open(chunked([readFileSync(join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl'))]));
+  let changed = 0;
+  for await (const ev of run.events) {
+    if (ev.changes.length === 0) continue;
+    assert.ok(Object.isFrozen(ev.changes) && ev.changes.every((c) => Object.isFrozen(c)));
+    assert.throws(() => (ev.changes as unknown as unknown[]).push({}));
+    assert.throws(() => ((ev.changes[0] as { type: string }).type = 'TAMPERED'));
+    changed++;
+  }
+  await run.done;
+  assert.ok(changed > 0);
+  const later: string[] = [];
+  for await (const ev of run.events) for (const c of ev.changes) later.push(c.type);
+  assert.ok(later.length > 0 && !later.includes('TAMPERED'));
 });
 
 test('interleave merges projections in arrival order, each value tagged', async () => {

@@ -129,7 +129,7 @@ export class ChannelTree {
     return this.byId.size + 1;
   }
 
-  route(value: JsonObject): { channel: Channel; events: ChannelEvent[] } {
+  route(value: JsonObject): { channel: Channel; events: readonly ChannelEvent[] } {
     const pending: PendingEvent[] = [];
     const channel = this.channelFor(channelIdOf(value), pending);
     channel.lines++;
@@ -155,12 +155,15 @@ export class ChannelTree {
         break;
     }
     // Snapshots are taken once the whole line is applied, so an event shows its line's effect.
+    // Frozen, list and events: the same objects reach every sink and every events loop.
     const events = pending.map((ev): ChannelEvent =>
-      ev.type === 'status'
-        ? { type: 'status', channel: snapshotOf(ev.channel), summary: ev.summary }
-        : { type: ev.type, channel: snapshotOf(ev.channel) },
+      Object.freeze(
+        ev.type === 'status'
+          ? { type: 'status', channel: snapshotOf(ev.channel), summary: ev.summary }
+          : { type: ev.type, channel: snapshotOf(ev.channel) },
+      ),
     );
-    return { channel, events };
+    return { channel, events: Object.freeze(events) };
   }
 
   private newChannel(id: string | null): Channel {

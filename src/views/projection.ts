@@ -715,7 +715,7 @@ export class Projection {
         channel: id,
         path: Object.freeze(this.pathOf(id)),
         line: deepFreeze(rec.value!),
-        changes: rec.events ?? [],
+        changes: rec.events ?? NO_CHANGES,
       }),
     );
   }
