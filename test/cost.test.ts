@@ -138,6 +138,28 @@ test("partial messages: a channel's output tokens are its message_delta events' 
   assert.equal(index.channels[0].usage.output_tokens, reading.deltaOutput.get(null));
 });
 
+test('a result line that states no dollars leaves nothing unattributed, and stderr says what it lacks', () => {
+  // modelUsage without costUSD and no total_cost_usd: the result counts tokens, not dollars.
+  const noDollars = variant('nested-depth-3.jsonl', (v) => {
+    if (v.type !== 'result') return v;
+    const { total_cost_usd: _total, modelUsage, ...rest } = v;
+    const models = Object.fromEntries(
+      Object.entries(modelUsage ?? {}).map(([m, u]) => {
+        const { costUSD: _usd, ...tokens } = u as Record<string, unknown>;
+        return [m, tokens];
+      }),
+    );
+    return { ...rest, modelUsage: models };
+  });
+  const { index, stderr } = runCli(noDollars);
+  assert.equal(index.cost.basis, 'result');
+  assert.equal(index.cost.result_usd, null);
+  assert.equal(index.cost.unattributed_usd, null);
+  assert.ok(index.cost.channels_usd > 0);
+  assert.match(stderr, /the result line states no total/);
+  assert.doesNotMatch(stderr, /no result line/);
+});
+
 test('a cut run (no result line) is priced from the dated table, output tokens as the stream says', () => {
   const cut = variant('nested-depth-3.jsonl', (v) => (v.type === 'result' ? null : v));
   const reading = readRecording(readFileSync(cut, 'utf8'));

@@ -481,8 +481,9 @@ export class CostLedger {
     const resultUsd = result?.totalUsd ?? null;
     // Without a total, the result's per-model dollars are the run's, when each model has them.
     const runUsd = resultUsd ?? (result && everyModelPriced(result) ? sumResultModels(result) : null);
+    // A result that states no dollars (modelUsage without costUSD) counts nothing to compare.
     const unattributed =
-      result === null || channelsUsd === null
+      result === null || channelsUsd === null || !statesDollars(result)
         ? null
         : noDust((runUsd ?? sumResultModels(result)) - channelsUsd);
     for (const c of perChannel.values()) c.usd = roundUsd(c.usd);
@@ -519,6 +520,12 @@ function everyModelPriced(result: ResultUsage): boolean {
   if (result.models.size === 0) return false;
   for (const m of result.models.values()) if (m.usd === null) return false;
   return true;
+}
+
+function statesDollars(result: ResultUsage): boolean {
+  if (result.totalUsd !== null) return true;
+  for (const m of result.models.values()) if (m.usd !== null) return true;
+  return false;
 }
 
 function sumResultModels(result: ResultUsage): number {

@@ -50,7 +50,11 @@ function tokensOf(
 function runCostLine(report: CostReport): string {
   const basis = report.basis === 'result' ? 'basis result' : `basis table ${report.prices_date ?? ''}`.trim();
   const claude =
-    report.result_usd === null ? 'no result line' : `Claude Code ${formatUsd(report.result_usd)}`;
+    report.result_usd !== null
+      ? `Claude Code ${formatUsd(report.result_usd)}`
+      : report.basis === 'result'
+        ? 'the result line states no total'
+        : 'no result line';
   const unattributed =
     report.unattributed_usd === null ? '' : `, unattributed ${formatUsd(report.unattributed_usd)}`;
   return (

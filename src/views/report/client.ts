@@ -118,7 +118,12 @@ export function formatUsd(usd: number | null): string {
 export function costLine(run: RunView): string {
   const c = run.cost;
   if (!c) return '';
-  const claude = c.resultUsd === null ? 'no result line' : `Claude Code ${formatUsd(c.resultUsd)}`;
+  const claude =
+    c.resultUsd !== null
+      ? `Claude Code ${formatUsd(c.resultUsd)}`
+      : c.basis === 'result'
+        ? 'the result line states no total'
+        : 'no result line';
   const unattributed = c.unattributedUsd === null ? '' : ` · unattributed ${formatUsd(c.unattributedUsd)}`;
   const basis = c.basis === 'result' ? 'basis result' : `basis table ${c.pricesDate ?? ''}`.trim();
   return (
