@@ -4,8 +4,12 @@
  */
 export type Version = [number, number, number];
 
+/**
+ * The whole string as a version (`2.1.328`, `v1.2`, `0.3.0-nightly.1+build`), or null: a
+ * version the stream states is only trusted whole (`99abc` is not version 99).
+ */
 export function parseVersion(s: string): Version | null {
-  const m = /^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?/.exec(s);
+  const m = /^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?\s*$/.exec(s);
   if (!m) return null;
   return [Number(m[1]), Number(m[2] ?? 0), Number(m[3] ?? 0)];
 }

@@ -48,6 +48,13 @@ test('--require-version refuses older and unknown versions with ERR_VERSION (exi
   assert.ok(satisfies('2.1.328', '>=2.1.219 <3'));
   assert.ok(satisfies('2.1.5', '^2.1.0 || 1.x'));
   assert.ok(!satisfies('3.0.0', '^2.1.0'));
+  // A version is read whole or not at all: a leading number is not a version.
+  for (const odd of ['99abc', '3 is what I am', '2.1.\u001b[2J328', '2.1.328.4', ''])
+    assert.throws(() => checkRequiredVersion(odd, '>=2.1.219'), { code: 'ERR_VERSION' }, odd);
+  for (const fine of ['2.1.328', 'v2.1.328', '2.2', '2.1.328-beta.1+build.5', ' 2.1.328 '])
+    assert.doesNotThrow(() => checkRequiredVersion(fine, '>=2.1.219'), fine);
+  const codes = new VersionGuard(null).observe(init('2.1.\u001b[2J328')).map((w) => w.code);
+  assert.deepEqual(codes, ['VERSION_UNKNOWN']);
 });
 
 test('warnings are said once each, from init and from the stream', () => {
