@@ -295,6 +295,37 @@ describe('the static report in Chromium', { skip }, () => {
     await page.close();
   });
 
+  test('a page that leaves agents out says so, and draws the ones it keeps with no error', async () => {
+    const dir = tmpDir();
+    await writeStream(
+      { sizeBytes: 4 * 1024 * 1024, fanout: 600, shape: 'small', seed: 3 },
+      join(dir, 'in.jsonl'),
+    );
+    const out = reportOf(readFileSync(join(dir, 'in.jsonl')));
+    const r = spawnSync(process.execPath, [BIN, 'report', '--max-page-bytes', '262144', out], {
+      timeout: 60_000,
+      encoding: 'utf8',
+    });
+    assert.equal(r.status, 0, r.stderr);
+    const html = readFileSync(join(out, 'report.html'), 'utf8');
+    const data = JSON.parse(/id="subtee-data">([^<]*)<\/script>/.exec(html)![1]);
+    const leftOut = data.page.leftOutChannels as number;
+    assert.ok(leftOut > 0, 'some agents are left out');
+    const { page, console } = await openReport(browser, out);
+    const s = await seen(page);
+    const subs = data.channels.length - 1;
+    assert.match(s.summary, new RegExp(`^${subs} subagents in this page \\(${leftOut} left out\\): `));
+    assert.match(
+      await page.locator('#pageinfo').innerText(),
+      new RegExp(
+        `${leftOut} of 601 agents left out to fit \\(.*index\\.json and the \\.log files have them all\\)`,
+      ),
+    );
+    assert.equal(await page.locator('#app').getAttribute('data-channels'), String(data.channels.length));
+    assert.deepEqual(console, []);
+    await page.close();
+  });
+
   test('a stalled run (--html): the stall, what was in flight, and the agents still running', async () => {
     const dir = tmpDir();
     const config = join(dir, 'stall.json');

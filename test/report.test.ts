@@ -11,6 +11,7 @@ import { writeStream } from '../bench/gen.js';
 import { readReportData } from '../src/views/report/build.js';
 import { treeRows } from '../src/views/report/client.js';
 import { ReportFeed } from '../src/views/report/live.js';
+import { pageBytes, pagePieces } from '../src/views/report/page.js';
 import { lineFacts, TranscriptBudget, type ChannelView } from '../src/views/report/model.js';
 import { parseServe } from '../src/chain/sinks/report.js';
 import { startSubtee } from './browser.js';
@@ -279,6 +280,70 @@ test('the page stays under its size limit: transcripts are cut with a pointer to
     heavyData.channels.every((c: any) => c.cut && c.entries.length > 0),
     'every transcript cut, none emptied',
   );
+});
+
+/** A run of `wide` subagents spawned by main, each spawning one more, with long prompts. */
+function twoLevelRun(wide: number): string {
+  const spawn = (id: string, parent: string | null) =>
+    JSON.stringify({
+      type: 'assistant',
+      parent_tool_use_id: parent,
+      message: {
+        id: `m_${id}`,
+        role: 'assistant',
+        content: [
+          {
+            type: 'tool_use',
+            id,
+            name: 'Agent',
+            input: { subagent_type: 'g', description: `d ${id}`, prompt: `${id} `.repeat(400) },
+          },
+        ],
+      },
+    });
+  const lines: string[] = [];
+  // Interleaved, so index.json and the page's walk both list each child right after its parent.
+  for (let i = 0; i < wide; i++) lines.push(spawn(`toolu_a${i}`, null), spawn(`toolu_b${i}`, `toolu_a${i}`));
+  const out = join(tmpDir(), 'o');
+  const r = subtee(['--out', out, '--stdout', 'none', '-q'], lines.join('\n') + '\n');
+  assert.equal(r.status, 0, r.stderr);
+  return out;
+}
+
+test('many channels: the page keeps the tree top that fits and says how many agents it left out', () => {
+  const out = twoLevelRun(300);
+  const r = subtee(['report', '--max-page-bytes', '262144', out]);
+  assert.equal(r.status, 0, r.stderr);
+  const size = statSync(join(out, 'report.html')).size;
+  assert.ok(size <= 262_144, `page ${size} bytes`);
+  const data = pageData(readFileSync(join(out, 'report.html'), 'utf8'));
+  assert.equal(data.page.bytes, size);
+  const kept = data.channels.length;
+  assert.ok(kept > 301 && kept < 601, `${kept} channels kept`);
+  assert.equal(data.page.leftOutChannels, 601 - kept);
+  assert.match(r.stderr, new RegExp(`, ${601 - kept} of 601 agents left out to fit \\(index.json`));
+  // Main and every subagent it spawned are kept; what is left out is one level down.
+  const ids = new Set(data.channels.map((c: any) => c.id));
+  assert.ok(ids.has(null), 'main is in the page');
+  for (let i = 0; i < 300; i++) assert.ok(ids.has(`toolu_a${i}`), `toolu_a${i} is in the page`);
+  for (const c of data.channels) assert.ok(c.parent === null || ids.has(c.parent), `${c.id}'s parent`);
+  // Prompts were shortened first, saying by how much.
+  assert.equal(data.page.fieldChars, 100);
+  const first = data.channels.find((c: any) => c.id === 'toolu_a0');
+  assert.match(first.prompt, /^(toolu_a0 )+.*… \(\d+ more chars\)$/);
+  assert.ok(data.channels.every((c: any) => c.ticks.length === 0 && c.entries.length === 0));
+});
+
+test('many channels that fit: the page is the data as read, nothing shortened or left out', () => {
+  const out = twoLevelRun(300);
+  const r = subtee(['report', out]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, / of 601 transcripts cut to fit \(the .log files have them whole\)\n$/);
+  const html = readFileSync(join(out, 'report.html'), 'utf8');
+  const { data } = readReportData(out, { subteeVersion: pageData(html).run.subtee });
+  assert.equal(html, [...pagePieces(data, pageBytes(data))].join(''));
+  assert.equal(pageData(html).page.leftOutChannels, undefined);
+  assert.equal(pageData(html).page.fieldChars, undefined);
 });
 
 test('a hostile index.json: paths outside the folder are neither read nor linked', () => {

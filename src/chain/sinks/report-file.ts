@@ -30,6 +30,7 @@ export function writeReport(out: string, options: ReportBuildOptions = {}): Repo
     limitBytes: data.page.limitBytes,
     channels: data.channels.length,
     cutChannels: data.page.cutChannels,
+    leftOutChannels: data.page.leftOutChannels ?? 0,
   };
 }
 

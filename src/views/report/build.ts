@@ -18,11 +18,14 @@ import {
   channelUsd,
   runCostView,
   clip,
+  jsonForScript,
   type ChannelView,
   type ReportData,
   type ReportLimits,
 } from './model.js';
 import { pageBytes } from './page.js';
+import { treeRows } from './client.js';
+import { shorten } from '../escape.js';
 
 export interface ReportBuildOptions extends Partial<ReportLimits> {
   /** Shown in the page; the package's version by default. */
@@ -42,6 +45,8 @@ export interface ReportResult {
   limitBytes: number;
   channels: number;
   cutChannels: number;
+  /** Channels not in the page at all (index.json and the `.log` files have them). */
+  leftOutChannels?: number;
 }
 
 /** Estimates for sharing the page: its style and script, one channel's fields, one tick. */
@@ -300,11 +305,16 @@ function attach(data: ReportData, budgets: TranscriptBudget[]): void {
   data.page.cutChannels = data.channels.filter((c) => c.cut !== null).length;
 }
 
+/** What prompts, final reports and descriptions are shortened to, in turn, once transcripts are gone. */
+const FIELD_CHARS = [1000, 300, 100];
+
 /**
  * The page's data, fitted under the size limit: when the transcripts as read do not fit
  * (JSON escaping and multi-byte text make bytes outgrow characters), every channel's budget
- * shrinks by the overshoot and the page is measured again, from memory. Write it with
- * `pagePieces(data, data.page.bytes)`.
+ * shrinks by the overshoot and the page is measured again, from memory. With many channels
+ * their own fields outweigh any transcript, so once transcripts and ticks are gone the long
+ * text fields are shortened, and then the page keeps as many channels as fit, the tree's top
+ * first, and says how many it left out. Write it with `pagePieces(data, data.page.bytes)`.
  */
 export function fitReportPage(out: string, options: ReportBuildOptions = {}): ReportData {
   const limits = withDefaults(REPORT_DEFAULTS, options) as ReportLimits;
@@ -318,7 +328,59 @@ export function fitReportPage(out: string, options: ReportBuildOptions = {}): Re
     attach(data, budgets);
     size = pageBytes(data);
   }
+  if (size > limits.maxPageBytes) size = shortenFields(data, limits.maxPageBytes, size);
+  if (size > limits.maxPageBytes) leaveOutChannels(data, limits.maxPageBytes);
   return data;
+}
+
+/** Shortens prompts, final reports and descriptions step by step until the page fits; its size. */
+function shortenFields(data: ReportData, limit: number, size: number): number {
+  // Each step shortens the fields as read, so the count of chars cut that it shows stays true.
+  const whole = data.channels.map((ch) => [ch.summary, ch.prompt, ch.description] as const);
+  const short = (s: string | null, chars: number) => (s === null ? null : shorten(s, chars));
+  for (const chars of FIELD_CHARS) {
+    if (size <= limit) break;
+    if (!whole.some((fields) => fields.some((s) => s !== null && s.length > chars))) continue;
+    data.page.fieldChars = chars;
+    data.channels.forEach((ch, i) => {
+      const [summary, prompt, description] = whole[i];
+      ch.summary = short(summary, chars);
+      ch.prompt = short(prompt, chars);
+      ch.description = short(description, chars);
+    });
+    size = pageBytes(data);
+  }
+  return size;
+}
+
+/**
+ * Keeps the channels that fit, taken level by level in the page's walk order (main and its
+ * subagents first), so every kept channel's parent is kept too; the rest are left out and
+ * counted. Each channel is one piece of the page, so its share is known without a new pass.
+ */
+function leaveOutChannels(data: ReportData, limit: number): void {
+  const all = data.channels;
+  const order = treeRows(all)
+    .map((r, at) => ({ index: r.index, level: r.level, at }))
+    .sort((a, b) => a.level - b.level || a.at - b.at);
+  // Measured with the widest counts the page section can end up with.
+  data.channels = [];
+  data.page.leftOutChannels = all.length;
+  let room = limit - pageBytes(data);
+  const keep = new Uint8Array(all.length);
+  let kept = 0;
+  for (const { index } of order) {
+    const bytes = Buffer.byteLength(jsonForScript(all[index])) + (kept > 0 ? 1 : 0);
+    // Stop at the first that does not fit: a smaller one further on may be its child.
+    if (bytes > room) break;
+    room -= bytes;
+    keep[index] = 1;
+    kept++;
+  }
+  data.channels = all.filter((_, i) => keep[i] === 1);
+  data.page.leftOutChannels = all.length - kept;
+  data.page.cutChannels = data.channels.filter((c) => c.cut !== null).length;
+  pageBytes(data);
 }
 
 function mb(n: number): string {
@@ -331,5 +393,11 @@ export function reportLine(r: ReportResult): string {
     r.cutChannels > 0
       ? `${r.cutChannels} of ${r.channels} transcripts cut to fit (the .log files have them whole)`
       : `${r.channels} transcripts, none cut`;
-  return `subtee: wrote ${r.path}: ${mb(r.bytes)} (limit ${mb(r.limitBytes)}), ${cut}\n`;
+  const leftOut = r.leftOutChannels ?? 0;
+  const missing =
+    leftOut > 0
+      ? `, ${leftOut} of ${r.channels + leftOut} agents left out to fit ` +
+        '(index.json and the .log files have them all)'
+      : '';
+  return `subtee: wrote ${r.path}: ${mb(r.bytes)} (limit ${mb(r.limitBytes)}), ${cut}${missing}\n`;
 }

@@ -325,8 +325,11 @@ function renderHeader(state: State): void {
   const subs = channels.filter((c) => c.id !== null);
   const n = (s: string) => subs.filter((c) => c.status === s).length;
   $('mode').textContent = live ? (state.ended ? 'live · run ended' : 'live') : '';
+  const leftOut = page.leftOutChannels ?? 0;
+  const missing = leftOut > 0 ? ` in this page (${formatCount(leftOut)} left out)` : '';
   $('summary').textContent =
-    `${formatCount(subs.length)} subagents: ${n('completed')} completed, ${n('failed')} failed, ${n('running')} running · ` +
+    `${formatCount(subs.length)} subagents${missing}: ` +
+    `${n('completed')} completed, ${n('failed')} failed, ${n('running')} running · ` +
     `${formatCount(run.input.lines)} lines · ${formatCount(run.input.quarantined)} quarantined`;
   const banner = $('banner');
   // The STALL warning says what was in flight and for how long.
@@ -354,7 +357,14 @@ function renderHeader(state: State): void {
     : `page ${formatBytes(page.bytes)} (limit ${formatBytes(page.limitBytes)})` +
       (page.cutChannels > 0
         ? ` · ${page.cutChannels} transcripts cut to fit, the full ones are in the .log files`
-        : ' · no transcript cut');
+        : ' · no transcript cut') +
+      (page.fieldChars === undefined
+        ? ''
+        : ` · prompts, final reports and descriptions shortened to ${formatCount(page.fieldChars)} chars`) +
+      (leftOut > 0
+        ? ` · ${formatCount(leftOut)} of ${formatCount(channels.length + leftOut)} agents left out to fit ` +
+          '(the deepest; index.json and the .log files have them all)'
+        : '');
 }
 
 function factsLine(run: RunView): string {
@@ -744,7 +754,15 @@ function renderTranscript(state: State, scroll: boolean, focusEntry?: number): v
     dl.append(el('dt', '', k), dd);
   };
   item('id', ch.id ?? 'main conversation');
-  if (ch.id !== null) item('parent', ch.orphan ? 'spawn not seen' : (ch.parent ?? 'main'));
+  if (ch.id !== null)
+    item(
+      'parent',
+      ch.orphan
+        ? 'spawn not seen'
+        : ch.parent === null
+          ? 'main'
+          : `${ch.parent}${state.byKey.has(keyOf(ch.parent)) ? '' : ' (not in this page)'}`,
+    );
   item('depth', ch.depth === null ? 'unknown' : String(ch.depth));
   item('background', ch.background === null ? 'unknown' : ch.background ? 'yes' : 'no');
   if (row) {

@@ -12,7 +12,10 @@ import { SPAWN_TOOLS, isObject, systemSubtypeOf, type JsonObject } from '../../m
 export const REPORT_FORMAT = 'subtee-report/1';
 
 export const REPORT_DEFAULTS = Object.freeze({
-  /** The page is kept under this size: transcripts are cut further until it fits. */
+  /**
+   * The page is kept under this size: transcripts are cut further until it fits, then long
+   * fields are shortened and the deepest channels left out.
+   */
   maxPageBytes: 8 * 1024 * 1024,
   /** Transcript characters kept per channel at most (less when many channels share the page). */
   channelChars: 64 * 1024,
@@ -138,6 +141,13 @@ export interface PageInfo {
   /** Transcript characters each channel was allowed. */
   channelChars: number;
   cutChannels: number;
+  /**
+   * Set only when transcripts cut to nothing were not enough: the characters each prompt, final
+   * report and description was shortened to.
+   */
+  fieldChars?: number;
+  /** Set only when even that was not enough: how many channels the page leaves out (its deepest). */
+  leftOutChannels?: number;
 }
 
 export interface ReportData {
