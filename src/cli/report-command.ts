@@ -26,7 +26,9 @@ export const REPORT_OPTIONS: readonly OptionDef[] = Object.freeze([
     arg: 'N',
     default: REPORT_DEFAULTS.maxPageBytes,
     min: 256 * 1024,
-    help: 'largest page; transcripts are cut (with a pointer to their .log file) to stay under it',
+    help:
+      'largest page; transcripts (with a pointer to their .log file), then long fields, ' +
+      'then the deepest agents are cut to stay under it',
   },
   { name: 'quiet', alias: 'q', type: 'boolean', default: false, help: 'no line about the written report' },
   { name: 'help', alias: 'h', type: 'boolean', default: false, help: 'show this help' },

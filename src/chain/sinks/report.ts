@@ -213,7 +213,7 @@ export const reportSinkPlugin = definePlugin<ReportPluginOptions>({
       type: 'integer',
       min: 262144,
       default: REPORT_DEFAULTS.maxPageBytes,
-      description: 'largest page; transcripts are cut to fit',
+      description: 'largest page; transcripts, then long fields, then the deepest agents are cut to fit',
     },
     channelChars: {
       type: 'integer',
