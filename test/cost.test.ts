@@ -160,6 +160,28 @@ test('a result line that states no dollars leaves nothing unattributed, and stde
   assert.doesNotMatch(stderr, /no result line/);
 });
 
+test('usage numbers too large to add are held within 2^53: sums and dollars stay numbers, never Infinity', () => {
+  const line = (id: string) =>
+    JSON.stringify({
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: {
+        id,
+        model: 'claude-opus-5-5',
+        role: 'assistant',
+        content: [{ type: 'text', text: 'hi' }],
+        usage: { input_tokens: 1e308, output_tokens: 1 },
+      },
+    });
+  const input = join(tmpDir(), 'huge-usage.jsonl');
+  writeFileSync(input, `${line('m1')}\n${line('m2')}\n`);
+  const { index, stderr } = runCli(input);
+  assert.equal(index.channels[0].usage.input_tokens, 2 * Number.MAX_SAFE_INTEGER);
+  assert.equal(typeof index.cost.usd, 'number');
+  assert.ok(Number.isFinite(index.cost.usd));
+  assert.doesNotMatch(stderr, /Infinity/);
+});
+
 test('a cut run (no result line) is priced from the dated table, output tokens as the stream says', () => {
   const cut = variant('nested-depth-3.jsonl', (v) => (v.type === 'result' ? null : v));
   const reading = readRecording(readFileSync(cut, 'utf8'));

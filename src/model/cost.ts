@@ -19,7 +19,7 @@
  * Plain logic: `observe()` takes each routed line, `report()` computes on demand. State is
  * per channel and per model, plus the one message being assembled per channel.
  */
-import { isObject, nonEmpty, type JsonObject } from './message.js';
+import { boundedCount, isObject, nonEmpty, type JsonObject } from './message.js';
 import { priceOf, STANDARD_RATIOS, type ModelPrice, type PriceTable, PRICE_TABLE } from './prices.js';
 
 /** The kinds of token a message is billed for, as index.json names them. */
@@ -187,7 +187,8 @@ function takeUsage(msg: OpenMessage, usage: JsonObject): void {
   msg.lineOutput = count(usage.output_tokens);
 }
 
-const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : 0);
+const count = (v: unknown): number =>
+  typeof v === 'number' && Number.isFinite(v) && v > 0 ? boundedCount(v) : 0;
 
 /** The dollars of `tokens` at `rate` (USD per million tokens of each kind). */
 export function priceTokens(tokens: ModelTokens, rate: ModelPrice): number {

@@ -262,9 +262,17 @@ export function usageNumbers(usage: unknown): Record<string, number> {
   if (!isObject(usage)) return out;
   for (const key in usage) {
     const value = usage[key];
-    if (typeof value === 'number' && Number.isFinite(value)) out[key] = value;
+    if (typeof value === 'number' && Number.isFinite(value)) out[key] = boundedCount(value);
   }
   return out;
+}
+
+/**
+ * A usage number held within ±2^53: no stream has that many tokens, and sums of larger ones
+ * (`1e308` twice) reach Infinity, which index.json can only write as null.
+ */
+export function boundedCount(value: number): number {
+  return Math.max(-Number.MAX_SAFE_INTEGER, Math.min(Number.MAX_SAFE_INTEGER, value));
 }
 
 /** Names of the tool that spawns a subagent: `Agent`, and `Task` before 2.1.63. */
