@@ -14,7 +14,7 @@ import {
 } from '../src/index.js';
 import { detectProducer } from '../src/chain/stages/input-format.js';
 import { recordOfObject } from '../src/chain/stages/object-source.js';
-import { BIN, chunked, fixtureFiles, splitEvery, tmpDir } from './helpers.js';
+import { BIN, boundedSubtee, chunked, fixtureFiles, splitEvery, tmpDir } from './helpers.js';
 
 const linesOf = (file: string) =>
   readFileSync(file, 'utf8')
@@ -322,6 +322,63 @@ test('LangGraph mapper: text and reasoning from deltas when no finish block came
       timestamp: new Date(1_800_000_000_000).toISOString(),
     },
   ]);
+});
+
+test('LangGraph: a block at index 4294967294 is one block, not an array of 4 billion holes to walk', () => {
+  const message = (data: JsonObject) => ev('messages', [], { id: 'm1', ...data }, 1_700_000_000_000);
+  const input = [
+    message({ event: 'message-start', role: 'ai' }),
+    message({ event: 'content-block-start', index: 4294967294, content: { type: 'text', text: 'hi' } }),
+    message({ event: 'message-finish' }),
+  ];
+  const out = join(tmpDir(), 'out');
+  // Bounded: walking the holes took minutes, so a regression is killed and fails here.
+  const r = boundedSubtee(
+    ['--out', out, '-q', '--stdout', 'none'],
+    input.map((e) => JSON.stringify(e)).join('\n'),
+  );
+  assert.equal(r.error, undefined);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(readFileSync(join(out, 'main.log'), 'utf8'), /^hi$/m);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.deepEqual([index.producer, index.input.lines, index.channels[0].counts.text], ['langgraph', 3, 1]);
+});
+
+test('LangGraph mapper: blocks in index order however sparse; an odd index drops its block', () => {
+  const mapper = new LangGraphMapper();
+  const message = (data: JsonObject) => ev('messages', [], { run_id: 'r1', ...data });
+  const start = (index: unknown, text: string) =>
+    message({ event: 'content-block-start', index, content: { type: 'text', text } } as JsonObject);
+  const delta = (index: unknown, text: string) =>
+    message({ event: 'content-block-delta', index, delta: { type: 'text-delta', text } } as JsonObject);
+  const events = [
+    message({ event: 'message-start', id: 'm1' }),
+    start(Number.MAX_SAFE_INTEGER, 'largest'),
+    start(4294967294, 'last array index'),
+    start(7, 'seven'),
+    start(-0, 'zero'),
+    // A repeated index replaces the block held there; later deltas extend the new one.
+    start(3, 'replaced'),
+    start(3, 'three'),
+    delta(3, '!'),
+    message({ event: 'content-block-finish', index: 7, content: { type: 'text', text: 'SEVEN' } }),
+    // No position: negative, fractional, beyond 2^53 - 1, not finite, not a number.
+    start(-1, 'negative'),
+    start(1.5, 'fraction'),
+    start(2 ** 53, 'too large'),
+    start(Infinity, 'infinite'),
+    start(NaN, 'not a number'),
+    start('2', 'a string'),
+    delta(-1, 'lost'),
+    delta(1.5, 'lost'),
+    message({ event: 'message-finish' }),
+  ];
+  const lines = events.flatMap((e) => mapper.map(e));
+  assert.equal(lines.length, 1);
+  assert.deepEqual(
+    (lines[0].message as JsonObject).content,
+    ['zero', 'three!', 'SEVEN', 'last array index', 'largest'].map((text) => ({ type: 'text', text })),
+  );
 });
 
 test("LangGraph: a subagent the run's failure stopped carries the run's error, not its last words", async () => {

@@ -67,8 +67,25 @@ interface SubagentNode {
 interface OpenMessage {
   channel: string | null;
   id: string | null;
-  blocks: JsonObject[];
+  /**
+   * The message's content blocks by their `index`, put in index order only when the message is
+   * shown. A Map, not an array: the index is the stream's choice, and an array indexed by it
+   * (4294967294, say) is walked hole by hole for minutes. So a message costs the blocks seen.
+   */
+  blocks: Map<number, JsonObject>;
   usage: unknown;
+}
+
+/**
+ * The position a content-block event gives its block, or null for one it cannot name. A
+ * position is a whole number from 0 up to 2^53 - 1 (-0 is 0): how large or sparse does not
+ * matter, only the order. A negative, fractional, non-finite or larger index names no
+ * position, so that event's block is left out of the message, as it always was. A block
+ * started or finished again at the same index replaces the one held there; deltas extend
+ * whichever block is held.
+ */
+function blockIndex(index: unknown): number | null {
+  return typeof index === 'number' && Number.isSafeInteger(index) && index >= 0 ? index : null;
 }
 
 /** The fields of a LangChain message, whether a live instance or its `{ lc, kwargs }` JSON form. */
@@ -473,6 +490,7 @@ export class LangGraphMapper {
       return;
     }
     const open = this.openMessages.get(streamKey);
+    const index = blockIndex(data.index);
     switch (data.event) {
       case 'message-start':
         // Tool messages are the tools' results, which the tools channel already carries.
@@ -483,16 +501,15 @@ export class LangGraphMapper {
         this.openMessages.set(streamKey, {
           channel: this.channelOf(ns, false),
           id: nonEmpty(data.id),
-          blocks: [],
+          blocks: new Map(),
           usage: data.usage,
         });
         return;
       case 'content-block-start':
-        if (open && typeof data.index === 'number' && isObject(data.content))
-          open.blocks[data.index] = { ...data.content };
+        if (open && index !== null && isObject(data.content)) open.blocks.set(index, { ...data.content });
         return;
       case 'content-block-delta': {
-        const block = open && typeof data.index === 'number' ? open.blocks[data.index] : undefined;
+        const block = open && index !== null ? open.blocks.get(index) : undefined;
         const delta = isObject(data.delta) ? data.delta : {};
         if (block && delta.type === 'text-delta' && typeof delta.text === 'string')
           block.text = String(block.text ?? '') + delta.text;
@@ -501,8 +518,7 @@ export class LangGraphMapper {
         return;
       }
       case 'content-block-finish':
-        if (open && typeof data.index === 'number' && isObject(data.content))
-          open.blocks[data.index] = data.content;
+        if (open && index !== null && isObject(data.content)) open.blocks.set(index, data.content);
         return;
       case 'message-finish':
         if (!open) return;
@@ -515,8 +531,7 @@ export class LangGraphMapper {
   private assistantLine(m: OpenMessage, ts: string | undefined): JsonObject {
     const content: JsonObject[] = [];
     const texts: string[] = [];
-    for (const block of m.blocks) {
-      if (!isObject(block)) continue;
+    for (const [, block] of [...m.blocks].sort(([a], [b]) => a - b)) {
       if (block.type === 'text' && typeof block.text === 'string') {
         content.push({ type: 'text', text: block.text });
         texts.push(block.text);
