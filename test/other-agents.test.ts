@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { CodexMapper, itemResult } from '../src/adapters/codex.js';
 import { copilotVersionOf, CopilotMapper, toolResult } from '../src/adapters/copilot.js';
-import { GeminiMapper } from '../src/adapters/gemini.js';
+import { GEMINI_DEFAULTS, GeminiMapper } from '../src/adapters/gemini.js';
 import { OpencodeMapper, taskReport } from '../src/adapters/opencode.js';
 import { shellResultText, usageOf, type StreamMapper } from '../src/adapters/stream-lines.js';
 import { runChain } from '../src/chain/chain.js';
@@ -491,6 +491,92 @@ test('Gemini: pieces become one message when the next event comes; a failed invo
   ]);
   assert.equal(tree.get('a1')!.status, 'failed');
   assert.equal(tree.get('a1')!.summary, 'agent failed');
+});
+
+/** A Gemini assistant `delta` piece, its other fields as the recordings have them. */
+const geminiPiece = (content: string) => ({
+  type: 'message',
+  timestamp: '2026-12-01T14:21:55.846Z',
+  role: 'assistant',
+  content,
+  delta: true,
+});
+const shownText = (line: JsonObject) => (line as any).message.content[0].text as string;
+const CUT_MARK = / \[…(\d+) chars cut; every piece is in the \.jsonl…\]$/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+test('Gemini: a message joined from many large pieces holds its first part only, the cut marked', () => {
+  const warnings: string[] = [];
+  const mapper = new GeminiMapper({ onWarning: (code) => warnings.push(code) });
+  const max = GEMINI_DEFAULTS.maxJoinedChars;
+  const pieces = Array.from({ length: 12 }, (_, i) => String.fromCharCode(97 + i).repeat(1 << 20));
+  for (const piece of pieces) {
+    assert.deepEqual(mapper.map(geminiPiece(piece)).lines, []);
+    // What is held (a private field) stays within the limit however many pieces come.
+    assert.ok((mapper as any).open.text.length <= max);
+  }
+  const [line] = mapper.end();
+  const shown = shownText(line);
+  assert.ok(shown.length <= max, `${shown.length} chars shown`);
+  const mark = CUT_MARK.exec(shown);
+  assert.ok(mark, 'the cut is marked');
+  const kept = shown.slice(0, mark.index);
+  const whole = pieces.join('');
+  assert.ok(kept.length > max - 100 && whole.startsWith(kept), 'the first part is kept');
+  assert.equal(Number(mark[1]), whole.length - kept.length);
+  assert.deepEqual(warnings, ['JOINED_TEXT_CUT']);
+  // The next message starts anew, whole.
+  mapper.map(geminiPiece('next'));
+  assert.equal(shownText(mapper.end()[0]), 'next');
+});
+
+test('Gemini: the joined-text limit counts the marker, never splits a pair, and spares what fits', () => {
+  const joined = (pieces: string[]) => {
+    const warnings: string[] = [];
+    const mapper = new GeminiMapper({ maxJoinedChars: 100, onWarning: (code) => warnings.push(code) });
+    for (const piece of pieces) mapper.map(geminiPiece(piece));
+    return { text: shownText(mapper.end()[0]), warnings };
+  };
+  assert.deepEqual(joined(['x'.repeat(60), 'y'.repeat(40)]), {
+    text: 'x'.repeat(60) + 'y'.repeat(40),
+    warnings: [],
+  });
+  const over = joined(['x'.repeat(60), 'y'.repeat(41)]);
+  assert.ok(over.text.length <= 100 && /^x+ \[…\d+ chars cut/.test(over.text));
+  assert.equal(Number(CUT_MARK.exec(over.text)![1]) + over.text.indexOf(' […'), 101);
+  assert.deepEqual(over.warnings, ['JOINED_TEXT_CUT']);
+  // A pair the cut would split goes whole into the cut, whether one piece holds it or two.
+  const room = over.text.indexOf(' […');
+  for (const pieces of [
+    ['x'.repeat(room - 1) + '😀'.repeat(50)],
+    ['x'.repeat(room - 1) + '\uD83D', '\uDE00' + 'y'.repeat(100)],
+  ]) {
+    const { text } = joined(pieces);
+    assert.ok(!LONE_SURROGATE.test(text), JSON.stringify(text.slice(0, room + 1)));
+    assert.equal(text.indexOf(' […'), room - 1);
+    assert.equal(Number(CUT_MARK.exec(text)![1]) + room - 1, pieces.join('').length);
+  }
+});
+
+test('Gemini: pieces past the limit through the chain: lines kept byte for byte; a warning', async () => {
+  const recorded = inputLines(readFileSync(join(DIR, 'gemini-shell.jsonl')));
+  const piece = JSON.stringify(geminiPiece('a'.repeat(1 << 20)));
+  const count = Math.ceil(GEMINI_DEFAULTS.maxJoinedChars / (1 << 20)) + 2;
+  const input = [recorded[0], ...Array.from({ length: count }, () => piece), recorded.at(-1)!];
+  const out = join(tmpDir(), 'out');
+  const run = await runChain(chunked([Buffer.from(input.join('\n') + '\n')]), {
+    stages: [{ use: 'line-parser' }, { use: 'input-format' }, { use: 'channel-router' }],
+    sinks: [{ use: 'files', out }],
+  });
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.producer, 'gemini');
+  assert.equal(index.input.lines, input.length);
+  assert.deepEqual(writtenLines(out, index).all, input);
+  assert.ok(run.warnings.some((w) => w.code === 'JOINED_TEXT_CUT'));
+  assert.ok(index.warnings.some((w: { code: string }) => w.code === 'JOINED_TEXT_CUT'));
+  const log = readFileSync(join(out, index.channels[0].log), 'utf8');
+  assert.ok(log.length < GEMINI_DEFAULTS.maxJoinedChars + 1000, `${log.length} chars in the .log`);
+  assert.match(log, / \[…\d+ chars cut; every piece is in the \.jsonl…\]/);
 });
 
 test("opencode: a task's report is its result; step tokens are usage; the run's result is made", () => {

@@ -6,6 +6,7 @@
  * transcript is written to disk, not printed), so each call becomes a channel holding the
  * call's prompt, its status and its result. Pure: no I/O, no clock.
  */
+import { headOf } from '../model/bounded-text.js';
 import { isObject, nonEmpty, type JsonObject } from '../model/message.js';
 import {
   assistantLine,
@@ -30,10 +31,21 @@ import {
 export const GEMINI_DEFAULTS = Object.freeze({
   /** Tools whose calls start a subagent. */
   spawnTools: Object.freeze(['invoke_agent']) as readonly string[],
+  /**
+   * The most characters (UTF-16 units) of one message joined from `delta` pieces that are
+   * held and shown, cut marker included: 4 MiB. The pieces keep their bytes in the channel's
+   * `.jsonl`, so the joined text is for display only; unbounded, 200 pieces of 1 MiB took
+   * 1.2 GB and 530 failed with `Invalid string length`. Past it, the first part is kept.
+   */
+  maxJoinedChars: 4 * 1024 * 1024,
 });
 
 export interface GeminiMapperOptions {
   spawnTools?: readonly string[];
+  /** Below the marker's room (80) only the marker is left, which may pass the limit. */
+  maxJoinedChars?: number;
+  /** Told of a joined message cut at `maxJoinedChars` (`JOINED_TEXT_CUT`). */
+  onWarning?: (code: string, message: string) => void;
 }
 
 const GEMINI_TYPES = new Set(['init', 'message', 'tool_use', 'tool_result', 'error', 'result']);
@@ -59,19 +71,32 @@ export const GEMINI_USAGE = Object.freeze({
 });
 
 interface OpenText {
+  /** The joined pieces, or once cut, their first part (the marker is added when shown). */
   text: string;
+  /** Characters of the pieces left out: 0 while everything is held. */
+  cut: number;
   timestamp: string | null;
 }
 
 /**
+ * Room kept for the cut marker below the limit, so the shown text stays within it: the marker
+ * with a 16-digit count (2^53) is 61 characters.
+ */
+const CUT_MARK_ROOM = 80;
+
+const cutMark = (cut: number) => ` […${cut} chars cut; every piece is in the .jsonl…]`;
+
+/**
  * Maps Gemini CLI events to stream-json-shaped lines. The assistant's delta pieces are joined
  * into one message, shown when the next event that is not a piece arrives (or at the end).
- * State: the text being joined, the spawn calls not yet answered, the session id, a message
- * counter.
+ * State: the text being joined (at most `maxJoinedChars`), the spawn calls not yet answered,
+ * the session id, a message counter.
  */
 export class GeminiMapper implements StreamMapper {
   readonly version: string | null = null;
   private readonly spawnTools: ReadonlySet<string>;
+  private readonly maxJoinedChars: number;
+  private readonly onWarning: (code: string, message: string) => void;
   private open: OpenText | null = null;
   /** Spawn calls whose channel is open. */
   private readonly spawns = new Set<string>();
@@ -82,6 +107,8 @@ export class GeminiMapper implements StreamMapper {
 
   constructor(options: GeminiMapperOptions = {}) {
     this.spawnTools = new Set(options.spawnTools ?? GEMINI_DEFAULTS.spawnTools);
+    this.maxJoinedChars = options.maxJoinedChars ?? GEMINI_DEFAULTS.maxJoinedChars;
+    this.onWarning = options.onWarning ?? (() => {});
   }
 
   transcriptOf(channel: string | null): ChannelTranscript {
@@ -102,8 +129,7 @@ export class GeminiMapper implements StreamMapper {
       case 'message': {
         const text = textOf(event.content);
         if (isPiece) {
-          if (event.delta === true && this.open) this.open.text += text;
-          else if (event.delta === true) this.open = { text, timestamp: ts };
+          if (event.delta === true) this.join(text, ts);
           else push(this.textLine(text, ts));
         } else if (event.role === 'user') {
           push(promptLine(null, text, ts));
@@ -172,12 +198,40 @@ export class GeminiMapper implements StreamMapper {
     return textLine(null, `gemini-message-${++this.messages}`, text, ts);
   }
 
+  /**
+   * A piece onto the open message. Past the limit only the count grows: every piece is in the
+   * `.jsonl`, and holding them all joined is what ran out of memory.
+   */
+  private join(piece: string, ts: string | null): void {
+    const open = (this.open ??= { text: '', cut: 0, timestamp: ts });
+    if (open.cut > 0) {
+      open.cut += piece.length;
+      return;
+    }
+    const whole = open.text.length + piece.length;
+    if (whole <= this.maxJoinedChars) {
+      open.text += piece;
+      return;
+    }
+    const room = Math.max(0, this.maxJoinedChars - CUT_MARK_ROOM);
+    // One unit past the room, so headOf sees a pair the cut would split, even across pieces.
+    const head =
+      open.text.length > room ? open.text : open.text + piece.slice(0, room - open.text.length + 1);
+    open.text = headOf(head, room);
+    open.cut = whole - open.text.length;
+    this.onWarning(
+      'JOINED_TEXT_CUT',
+      `a Gemini CLI message joined from its delta pieces passed ${this.maxJoinedChars} characters; ` +
+        "transcripts show its first part, and every piece is kept in its channel's .jsonl",
+    );
+  }
+
   /** The joined text of the message the pieces made, as one line (derived: its pieces carry the bytes). */
   private flush(push: (line: JsonObject, isOwn?: boolean) => void): void {
     if (!this.open) return;
-    const { text, timestamp } = this.open;
+    const { text, cut, timestamp } = this.open;
     this.open = null;
-    push(this.textLine(text, timestamp), false);
+    push(this.textLine(cut > 0 ? text + cutMark(cut) : text, timestamp), false);
   }
 }
 

@@ -34,15 +34,21 @@ export const AGENT_PRODUCERS = Object.freeze(Object.keys(AGENT_NAMES) as AgentPr
 
 const isAgentProducer = (p: Producer | null): p is AgentProducer => agentNameOf(p) !== null;
 
-/** A mapper for a coding agent's stream. */
-export function createAgentMapper(producer: AgentProducer): StreamMapper {
+/**
+ * A mapper for a coding agent's stream; `onWarning` hears what it had to cut (a run's
+ * warnings; a report reading the files back passes none).
+ */
+export function createAgentMapper(
+  producer: AgentProducer,
+  onWarning?: (code: string, message: string) => void,
+): StreamMapper {
   switch (producer) {
     case 'copilot':
       return new CopilotMapper();
     case 'codex':
       return new CodexMapper();
     case 'gemini':
-      return new GeminiMapper();
+      return new GeminiMapper({ onWarning });
     case 'opencode':
       return new OpencodeMapper();
   }
@@ -160,7 +166,7 @@ export class AgentEvents {
     private readonly run: Session,
     private readonly producer: AgentProducer,
   ) {
-    this.mapper = createAgentMapper(producer);
+    this.mapper = createAgentMapper(producer, (code, message) => run.warn(code, message));
     run.linesMapped = true;
     const mapper = this.mapper;
     run.channelFields.push((ch) => ({ transcript: mapper.transcriptOf(ch.id) }));
