@@ -281,7 +281,7 @@ describe('subtee stats over run folders', () => {
     );
     assert.ok(opus.includes(` $${g.cost_usd!.toFixed(2)}+ `), `${opus} shows $${g.cost_usd}`);
     assert.match(priced.stdout, /\(cost\+: some agents in the group have no price/);
-    // Every group's cost cell: `$?` when no agent in it is priced, else its dollars as shown.
+    // Every group's cost cell: `–` when no agent in it is priced, else its dollars as shown.
     const byModel = statsJson([join(f.root, 'fleet'), '--by', 'model']).tables.model;
     assert.ok(
       byModel.some((group: any) => group.cost_usd === null),
@@ -290,7 +290,7 @@ describe('subtee stats over run folders', () => {
     for (const group of byModel) {
       const row = priced.stdout.split('\n').find((l) => l.startsWith(`${group.key} `))!;
       const cell = row.trim().split(/\s+/)[5];
-      if (group.cost_usd === null) assert.equal(cell, '$?', row);
+      if (group.cost_usd === null) assert.equal(cell, '–', row);
       else {
         const shown = /^\$(\d+)\.(\d+)\+?$/.exec(cell)!;
         assert.ok(shown, row);

@@ -467,7 +467,7 @@ function groupCells(g: StatsGroup): string[] {
     thousands(g.agents),
     g.failed_pct === null ? '–' : g.failed_pct.toFixed(1),
     thousands(g.tokens),
-    formatUsd(g.cost_usd) + (g.cost_usd !== null && g.unpriced > 0 ? '+' : ''),
+    g.cost_usd === null ? '–' : formatUsd(g.cost_usd) + (g.unpriced > 0 ? '+' : ''),
     formatMs(g.elapsed_p50_ms),
     formatMs(g.elapsed_p95_ms),
   ];
