@@ -203,19 +203,24 @@ test('a cut run (no result line) is priced from the dated table, output tokens a
   near(index.cost.channels_usd, total, 'channels total');
 });
 
+const LONG_MODEL = `claude-imaginary-10${'x'.repeat(5000)}`;
+
 test('a model no one prices costs null, with one UNKNOWN_MODEL_PRICE warning per model', () => {
   const index0 = runCli(join(FIXTURES, 'nested-depth-3.jsonl')).index;
   const [, first, second] = index0.channels.map((c: any) => c.id);
   const rename = (v: any) => {
     if (v.type === 'result') return null;
     if (v.type === 'assistant' && v.parent_tool_use_id === first) v.message.model = 'claude-imaginary-9';
-    if (v.type === 'assistant' && v.parent_tool_use_id === second) v.message.model = 'claude-imaginary-10';
+    if (v.type === 'assistant' && v.parent_tool_use_id === second) v.message.model = LONG_MODEL;
     return v;
   };
   const { index } = runCli(variant('nested-depth-3.jsonl', rename));
   const warned = index.warnings.filter((w: any) => w.code === 'UNKNOWN_MODEL_PRICE');
   assert.equal(warned.length, 2);
   assert.ok(warned.some((w: any) => w.message.includes('claude-imaginary-9')));
+  // A model name from the stream is shown cut, however long.
+  const long = warned.find((w: any) => w.message.includes('claude-imaginary-10'));
+  assert.ok(long && long.message.length < 400 && !long.message.includes(LONG_MODEL), long?.message);
   const byId = new Map<string | null, any>(index.channels.map((c: any) => [c.id, c]));
   assert.equal(byId.get(first).cost.usd, null);
   assert.equal(byId.get(first).cost.subtree_usd, null);

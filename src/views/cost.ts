@@ -5,6 +5,7 @@ import {
   type ModelTokens,
   type OutputTokensBasis,
 } from '../model/cost.js';
+import { boundedText } from '../model/bounded-text.js';
 import type { Session } from '../model/session.js';
 import type { Channel } from '../model/tree.js';
 import { escapeOneLine } from './escape.js';
@@ -71,13 +72,16 @@ export function channelCosts(
   return new Map(rows.map((row, i) => [row.channel, views[i]]));
 }
 
+/** Longest model name a warning shows: the name comes from the stream (index.json has it whole). */
+const SHOWN_MODEL_CHARS = 100;
+
 /** The run's cost now; at the run's end, one UNKNOWN_MODEL_PRICE warning per model nothing prices. */
 export function finalCost(session: Session): CostReport {
   const report = session.cost.report();
   for (const model of report.unpriced)
     session.warn(
       'UNKNOWN_MODEL_PRICE',
-      `model ${escapeOneLine(model)} has no price (not in the price table of ${session.cost.prices.date}, ` +
+      `model ${escapeOneLine(boundedText(model, SHOWN_MODEL_CHARS))} has no price (not in the price table of ${session.cost.prices.date}, ` +
         'no result line priced it): its cost is null; add it with --prices FILE',
       model,
     );
