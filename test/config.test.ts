@@ -90,6 +90,11 @@ test('bad configs through the CLI: one line, exit 2', () => {
       stages: [{ use: 'channel-router' }, { use: 'line-parser' }],
       sinks: [{ use: 'files', out: join(tmpDir(), 'o') }],
     }),
+    // A built-in stage twice counted every line twice.
+    writeJson({
+      stages: [{ use: 'line-parser' }, { use: 'channel-router' }, { use: 'channel-router' }],
+      sinks: [{ use: 'files', out: join(tmpDir(), 'o') }],
+    }),
   ];
   for (const p of cases) {
     const r = spawnSync(process.execPath, [BIN, '--config', p], { input: '', encoding: 'utf8' });

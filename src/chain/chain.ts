@@ -56,6 +56,10 @@ export interface ChainOptions {
  */
 export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
   const problems: string[] = [];
+  const builtins = builtinRegistry();
+  // A built-in stage twice would apply each line twice to the one Session: a second router
+  // counted every line again.
+  const builtinStageAt = new Map<string, number>();
   for (const [section, kind] of [
     ['stages', 'stage'],
     ['sinks', 'sink'],
@@ -77,6 +81,12 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
         return;
       }
       if (def.kind !== kind) problems.push(`${at}: "${c.use}" is a ${def.kind}, not a ${kind}`);
+      if (kind === 'stage' && builtins.get(c.use) === def) {
+        const first = builtinStageAt.get(c.use);
+        if (first !== undefined)
+          problems.push(`${at}: "${c.use}" is already stages[${first}] (once per chain)`);
+        else builtinStageAt.set(c.use, i);
+      }
       for (const [key, o] of Object.entries(def.options))
         if (o.required && c[key] === undefined) problems.push(`${at}.${key}: required`);
       for (const [key, value] of Object.entries(c)) {
