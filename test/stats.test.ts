@@ -309,6 +309,8 @@ describe('subtee stats over run folders', () => {
       [[], 2, 'ERR_USAGE'],
       [[f.root, '--by', 'week'], 2, 'ERR_BAD_OPTION'],
       [[f.root, '--since', 'yesterday'], 2, 'ERR_BAD_OPTION'],
+      [[f.root, '--since', '2026-02-30'], 2, 'ERR_BAD_OPTION'],
+      [[f.root, '--since', '2026-13-01T00:00:00Z'], 2, 'ERR_BAD_OPTION'],
       [[f.root, '--json', '--csv'], 2, 'ERR_USAGE'],
       [[f.root, '--top', 'many'], 2, 'ERR_BAD_OPTION'],
       [[f.root, '--clickhouse', 'http://127.0.0.1:9'], 2, 'ERR_USAGE'],

@@ -69,6 +69,10 @@ function parseSince(text: string): number {
   if (found) {
     const iso = text.replace(' ', 'T');
     ms = Date.parse(iso.length > 10 && found[1] === undefined ? `${iso}Z` : iso);
+    // Date.parse rolls a day a month lacks over (2026-02-30 is March 2): such a day is refused.
+    const day = text.slice(0, 10);
+    const dayMs = Date.parse(`${day}T00:00:00Z`);
+    if (Number.isNaN(dayMs) || new Date(dayMs).toISOString().slice(0, 10) !== day) ms = NaN;
   }
   if (!Number.isFinite(ms))
     throw new UsageError(
