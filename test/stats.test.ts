@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { generateRuns, writeRuns } from '../bench/stats-gen.js';
 import { BIN, FIXTURES, tmpDir } from './helpers.js';
+import { statsRunOf } from '../src/views/stats.js';
 
 function stats(args: string[]) {
   const r = spawnSync(process.execPath, [BIN, 'stats', ...args], { encoding: 'utf8', timeout: 120_000 });
@@ -52,7 +53,9 @@ function flatten(run: string, index: any): Flat[] {
     cacheCreation: c.usage.cache_creation_input_tokens ?? 0,
     cost: typeof c.cost?.usd === 'number' ? c.cost.usd : null,
     elapsed:
-      c.first_seen && c.last_seen ? new Date(c.last_seen).getTime() - new Date(c.first_seen).getTime() : null,
+      c.first_seen && c.last_seen && c.last_seen >= c.first_seen
+        ? new Date(c.last_seen).getTime() - new Date(c.first_seen).getTime()
+        : null,
     lastSeen: c.last_seen ? new Date(c.last_seen).getTime() : 0,
     startMs,
   }));
@@ -357,4 +360,25 @@ describe('subtee stats over run folders', () => {
     assert.equal(csv.code, 0, csv.stderr);
     assert.ok(!csv.stdout.includes('\u001b') && csv.stdout.includes('evil\\x1b[2J'), csv.stdout);
   });
+});
+
+test('an agent whose last_seen comes before its first_seen has no elapsed time, never a negative one', () => {
+  const channel = (id: string | null, first: string, last: string) => ({
+    id,
+    status: 'completed',
+    usage: {},
+    first_seen: first,
+    last_seen: last,
+  });
+  const run = statsRunOf('r', {
+    format: 'subtee-index/1',
+    channels: [
+      channel(null, '2026-11-30T12:00:00.000Z', '2026-11-30T12:00:05.000Z'),
+      channel('toolu_a', '2026-11-30T13:00:00.000Z', '2026-11-30T12:00:00.000Z'),
+    ],
+  });
+  assert.deepEqual(
+    run?.channels.map((c) => c.elapsedMs),
+    [5000, null],
+  );
 });

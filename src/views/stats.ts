@@ -35,7 +35,7 @@ export interface StatsChannel {
   cacheCreationTokens: number;
   /** The channel's own dollars; null when not priced (or written before index.json had cost). */
   costUsd: number | null;
-  /** last_seen - first_seen; null when either is unknown. */
+  /** last_seen - first_seen; null when either is unknown or last_seen is the earlier. */
   elapsedMs: number | null;
   lastSeenMs: number | null;
   /** Transcript paths relative to the run folder (folders only). */
@@ -163,7 +163,8 @@ export function statsRunOf(run: string, index: unknown): StatsRun | null {
       cacheReadTokens: finite(usage.cache_read_input_tokens),
       cacheCreationTokens: finite(usage.cache_creation_input_tokens),
       costUsd: channelCost(c.cost),
-      elapsedMs: first !== null && last !== null ? last - first : null,
+      // Lines may arrive out of time order (last_seen before first_seen): no elapsed time then.
+      elapsedMs: first !== null && last !== null && last >= first ? last - first : null,
       lastSeenMs: last,
       log: insidePath(c.log, 'log'),
       jsonl: insidePath(c.jsonl, 'jsonl'),

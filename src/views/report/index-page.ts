@@ -85,7 +85,7 @@ export function indexPageRow(path: string, report: string | null, index: unknown
   row.session = field(index.session_id, 200);
   row.claudeCode = field(index.claude_code_version, 100);
   row.startMs = first;
-  row.durationMs = first !== null && last !== null ? last - first : null;
+  row.durationMs = first !== null && last !== null && last >= first ? last - first : null;
   const cost = isObject(index.cost) ? index.cost.usd : undefined;
   row.costUsd = typeof cost === 'number' && Number.isFinite(cost) ? cost : null;
   return row;
