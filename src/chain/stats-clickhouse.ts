@@ -64,7 +64,7 @@ export function groupSql(table: string, by: StatsGrouping | 'all', sinceMs: numb
   sum(cache_read_tokens) AS cache_read_tokens, sum(cache_creation_tokens) AS cache_creation_tokens,
   ifNull(sum(cost_usd), 0) AS usd, count(cost_usd) AS priced,
   arraySort(groupArrayIf(toInt64(last_seen_ms) - toInt64(first_seen_ms),
-                         first_seen_ms > 0 AND last_seen_ms > 0)) AS elapsed,
+                         first_seen_ms > 0 AND last_seen_ms >= first_seen_ms)) AS elapsed,
   length(elapsed) AS elapsed_n,
   if(elapsed_n = 0, 0, elapsed[toUInt64(greatest(1, ceil(50 * elapsed_n / 100)))]) AS elapsed_p50_ms,
   if(elapsed_n = 0, 0, elapsed[toUInt64(greatest(1, ceil(95 * elapsed_n / 100)))]) AS elapsed_p95_ms
@@ -74,7 +74,7 @@ GROUP BY key`;
 
 const SUBAGENT_COLUMNS = `run, channel, agent, model, status,
   input_tokens + output_tokens AS tokens, cost_usd,
-  if(first_seen_ms > 0 AND last_seen_ms > 0,
+  if(first_seen_ms > 0 AND last_seen_ms >= first_seen_ms,
      toInt64(last_seen_ms) - toInt64(first_seen_ms), NULL) AS elapsed_ms`;
 
 /** The costliest subagents: own cost (unpriced last), tokens, then channel and run. */

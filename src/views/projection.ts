@@ -442,7 +442,8 @@ const quarantineEvent = (lineNo: number): RunEvent =>
 function elapsed(first: string | null, last: string | null): number | null {
   if (!first || !last) return null;
   const ms = Date.parse(last) - Date.parse(first);
-  return Number.isFinite(ms) ? ms : null;
+  // Lines out of time order can put last before first: no elapsed time then, as in stats.
+  return Number.isFinite(ms) && ms >= 0 ? ms : null;
 }
 
 function totalsOf(
