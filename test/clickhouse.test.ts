@@ -497,7 +497,7 @@ test('a URL that is not one, or an unsafe table name, fails fast with one line',
       ['-c', config({ url: 'http://127.0.0.1:1', eventsTable: 'x; DROP TABLE y' })],
       /subtee: clickhouse: eventsTable must be a name such as subtee_events or db\.subtee_events, not "x; DROP TABLE y" \[ERR_BAD_OPTION\]/,
     ],
-    [['--clickhouse-resend', '/tmp'], /sinks\[\d\]\.url: required \[ERR_CONFIG\]/],
+    [['--clickhouse-resend', '/tmp'], /--clickhouse-resend DIR needs --clickhouse URL.* \[ERR_USAGE\]/],
   ] as const) {
     const r = await subtee([...args], {
       feed: async (stdin) => void stdin.write(readFileSync(fixture('nested-depth-3'))),
