@@ -78,13 +78,15 @@ const SHOWN_MODEL_CHARS = 100;
 /** The run's cost now; at the run's end, one UNKNOWN_MODEL_PRICE warning per model nothing prices. */
 export function finalCost(session: Session): CostReport {
   const report = session.cost.report();
-  for (const model of report.unpriced)
+  for (const model of report.unpriced) {
+    const shown = escapeOneLine(boundedText(model, SHOWN_MODEL_CHARS));
     session.warn(
       'UNKNOWN_MODEL_PRICE',
-      `model ${escapeOneLine(boundedText(model, SHOWN_MODEL_CHARS))} has no price (not in the price table of ${session.cost.prices.date}, ` +
+      `model ${shown} has no price (not in the price table of ${session.cost.prices.date}, ` +
         'no result line priced it): its cost is null; add it with --prices FILE',
       model,
     );
+  }
   return report;
 }
 
