@@ -65,6 +65,8 @@ for (const [args, code] of [
   [['--stdout', 'loud'], 'ERR_BAD_OPTION'],
   [['--max-open-files', '2'], 'ERR_BAD_OPTION'],
   [['--max-line-bytes', 'lots'], 'ERR_BAD_OPTION'],
+  // A negative number is a bad value, not the unknown option `-1`.
+  [['--thinking-max-chars', '-1'], 'ERR_BAD_OPTION'],
   [['--out'], 'ERR_BAD_OPTION'],
   [['-', '-'], 'ERR_USAGE'],
 ] as const) {
@@ -80,6 +82,9 @@ for (const [args, code] of [
 test('parseArgs throws typed errors', () => {
   assert.throws(() => parseArgs(['--nope']), { code: 'ERR_UNKNOWN_OPTION' });
   assert.equal(parseArgs(['-o', 'x']).out, 'x');
+  assert.equal(parseArgs(['-o', '-1']).out, '-1');
+  // After `--` everything is the command's, negative numbers too.
+  assert.deepEqual(parseArgs(['-o', 'x', '--', 'cmd', '--top', '-1']).rest, ['cmd', '--top', '-1']);
   assert.equal(
     parseArgs([])['max-open-files'],
     undefined,

@@ -194,7 +194,29 @@ export interface ParsedOptions {
 }
 
 /** Parses argv against OPTIONS. Throws a UsageError (one line) for anything it does not know. */
-export function parseArgs(argv: string[], table: readonly OptionDef[] = OPTIONS): ParsedOptions {
+/**
+ * `--top -1` as `--top=-1`: minimist takes a value that starts with `-` for another flag, so
+ * a negative number was refused as the unknown option `-1` instead of as a bad value.
+ */
+function withNegativeValues(argv: string[], table: readonly OptionDef[]): string[] {
+  const end = argv.includes('--') ? argv.indexOf('--') : argv.length;
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const name = i < end ? /^--?([^=]+)$/.exec(argv[i])?.[1] : undefined;
+    const def = name === undefined ? undefined : table.find((o) => o.name === name || o.alias === name);
+    const next = argv[i + 1];
+    if (def && def.type !== 'boolean' && i + 1 < end && /^-\d/.test(next)) {
+      out.push(`${argv[i]}=${next}`);
+      i++;
+    } else {
+      out.push(argv[i]);
+    }
+  }
+  return out;
+}
+
+export function parseArgs(args: string[], table: readonly OptionDef[] = OPTIONS): ParsedOptions {
+  const argv = withNegativeValues(args, table);
   const unknown: string[] = [];
   const raw = minimist(argv, {
     string: table.filter((o) => o.type !== 'boolean').map((o) => o.name),
