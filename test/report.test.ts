@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { request, type IncomingMessage } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -426,7 +426,12 @@ test('subtee report and --serve: bad usage and unusable folders give one line an
   ]);
   taken.close();
   assert.equal(r.status, 2, r.stderr);
-  assert.match(r.stderr, /cannot listen on 127\.0\.0\.1:\d+: EADDRINUSE \[ERR_BAD_OPTION\]/);
+  assert.match(
+    r.stderr,
+    /^subtee: --serve: cannot listen on 127\.0\.0\.1:\d+: EADDRINUSE \[ERR_BAD_OPTION\]\n$/,
+  );
+  // Tried before any input is read: nothing is written.
+  assert.ok(!existsSync(join(dir, 'o3')), 'no output folder');
 });
 
 test('ReportFeed: a replaced event leaves the log; a client resuming after any id gets every later event', () => {

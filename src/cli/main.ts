@@ -5,6 +5,7 @@ import { builtinRegistry } from '../chain/builtins.js';
 import { runChain, type ChainSpec } from '../chain/chain.js';
 import { StallError } from '../chain/stages/idle-watchdog.js';
 import { checkRequiredVersion } from '../chain/stages/version-guard.js';
+import { parseServe } from '../chain/sinks/report.js';
 import { EXIT, SubteeError } from '../errors.js';
 import { Session } from '../model/session.js';
 import { escapeOneLine } from '../views/escape.js';
@@ -78,6 +79,14 @@ function ignoreClosedReader(stream: Writable): void {
   stream.on('error', () => {});
 }
 
+/** `--serve`'s address, tried before any input is read (node:http is loaded only then). */
+async function checkServe(spec: ChainSpec): Promise<void> {
+  const serve = spec.sinks.find((s) => s.use === 'report')?.serve;
+  if (typeof serve !== 'string') return;
+  const { checkServeAddress } = await import('../chain/sinks/report-server.js');
+  await checkServeAddress(parseServe(serve));
+}
+
 export async function main(
   argv: string[],
   io: CliIO = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env },
@@ -127,6 +136,7 @@ export async function main(
       );
     ({ spec, registry } = await resolveSpec(opts));
     if (!isRun) inputs = checkInputs(opts._, io.stdin === process.stdin);
+    await checkServe(spec);
   } catch (err) {
     return reportError(io.stderr, err);
   }

@@ -124,15 +124,7 @@ export function startReportServer(options: ReportServerOptions): Promise<ReportS
   });
 
   return new Promise((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) => {
-      reject(
-        new UsageError(
-          'ERR_BAD_OPTION',
-          `--serve: cannot listen on ${hostForUrl(o.host)}:${o.port}: ${err.code ?? err.message}`,
-          err,
-        ),
-      );
-    });
+    server.once('error', (err: NodeJS.ErrnoException) => reject(cannotListen(o, err)));
     server.listen(o.port, o.host, () => {
       const addr = server.address();
       port = typeof addr === 'object' && addr ? addr.port : o.port;
@@ -167,6 +159,27 @@ export function startReportServer(options: ReportServerOptions): Promise<ReportS
         },
       });
     });
+  });
+}
+
+function cannotListen(address: ServeAddress, err: NodeJS.ErrnoException): UsageError {
+  const where = `${hostForUrl(address.host)}:${address.port}`;
+  return new UsageError(
+    'ERR_BAD_OPTION',
+    `--serve: cannot listen on ${where}: ${err.code ?? err.message}`,
+    err,
+  );
+}
+
+/**
+ * Listens on the address and closes again: a command line checks `--serve` this way before
+ * it reads any input, so an address that cannot be had fails before anything is written.
+ */
+export function checkServeAddress(address: ServeAddress): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) => reject(cannotListen(address, err)));
+    probe.listen(address.port, address.host, () => probe.close(() => resolve()));
   });
 }
 
