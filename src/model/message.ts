@@ -10,6 +10,16 @@ export type JsonObject = Record<string, unknown>;
 export const isObject = (value: unknown): value is JsonObject =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/**
+ * An object whose JSON text is what its own properties hold: no prototype but Object's (or
+ * none) and no `toJSON`. A Date, a boxed string, a Map or a class instance is not.
+ */
+export function isPlainObject(value: unknown): value is JsonObject {
+  if (!isObject(value) || typeof value.toJSON === 'function') return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
 /** A non-empty string, or null. */
 export const nonEmpty = (value: unknown): string | null =>
   typeof value === 'string' && value.length > 0 ? value : null;

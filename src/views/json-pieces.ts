@@ -8,6 +8,8 @@
  * called with the key `''` rather than its member's name (no value subtee writes has one).
  */
 
+import { isPlainObject } from '../model/message.js';
+
 const INDENT = '  ';
 
 /**
@@ -47,10 +49,7 @@ interface Frame {
  */
 function walkable(value: unknown): value is Record<string, unknown> | unknown[] | MadeOnDemand<unknown> {
   if (value === null || typeof value !== 'object') return false;
-  if (Array.isArray(value) || value instanceof MadeOnDemand) return true;
-  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
+  return Array.isArray(value) || value instanceof MadeOnDemand || isPlainObject(value);
 }
 
 /** A member JSON.stringify leaves out of an object. */

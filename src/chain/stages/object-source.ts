@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { isObject, type JsonObject } from '../../model/message.js';
+import { isPlainObject } from '../../model/message.js';
 import {
   BATCH_HIGH_WATER_MARK,
   type LineRecord,
@@ -56,14 +56,7 @@ export function recordOfObject(input: unknown, lineNo: number): LineRecord | Qua
   if (text[0] !== '{' || Buffer.isBuffer(value) || value instanceof Uint8Array) {
     return { kind: 'quarantine', lineNo, raw, reason: 'not-object', final: true };
   }
-  return { kind: 'line', lineNo, raw, value: isPlainJsonObject(value) ? value : JSON.parse(text) };
-}
-
-/** An object whose JSON text holds what its own properties hold: read as it is, not re-parsed. */
-function isPlainJsonObject(value: unknown): value is JsonObject {
-  if (!isObject(value) || typeof value.toJSON === 'function') return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
+  return { kind: 'line', lineNo, raw, value: isPlainObject(value) ? value : JSON.parse(text) };
 }
 
 /** Several queued input objects, handed to the transform at once. */
