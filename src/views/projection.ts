@@ -27,7 +27,7 @@ import {
   type ChannelStatus,
 } from '../model/tree.js';
 import { deepFreeze, Feed } from './feed.js';
-import { channelTokens } from './walk.js';
+import { channelTokens, elapsedMs } from './walk.js';
 import { roundUsd, type ModelCost, type OutputTokensBasis } from '../model/cost.js';
 
 export const PROJECTION_DEFAULTS = Object.freeze({
@@ -441,9 +441,8 @@ const quarantineEvent = (lineNo: number): RunEvent =>
 
 function elapsed(first: string | null, last: string | null): number | null {
   if (!first || !last) return null;
-  const ms = Date.parse(last) - Date.parse(first);
-  // Lines out of time order can put last before first: no elapsed time then, as in stats.
-  return Number.isFinite(ms) && ms >= 0 ? ms : null;
+  const [from, to] = [Date.parse(first), Date.parse(last)];
+  return Number.isNaN(from) || Number.isNaN(to) ? null : elapsedMs(from, to);
 }
 
 function totalsOf(

@@ -5,6 +5,7 @@
  */
 import { isObject } from '../model/message.js';
 import { formatUsd } from './cost.js';
+import { elapsedMs } from './walk.js';
 import { escapeControl, escapeOneLine } from './escape.js';
 
 export const STATS_GROUPINGS = ['agent', 'model', 'day'] as const;
@@ -163,8 +164,7 @@ export function statsRunOf(run: string, index: unknown): StatsRun | null {
       cacheReadTokens: finite(usage.cache_read_input_tokens),
       cacheCreationTokens: finite(usage.cache_creation_input_tokens),
       costUsd: channelCost(c.cost),
-      // Lines may arrive out of time order (last_seen before first_seen): no elapsed time then.
-      elapsedMs: first !== null && last !== null && last >= first ? last - first : null,
+      elapsedMs: elapsedMs(first, last),
       lastSeenMs: last,
       log: insidePath(c.log, 'log'),
       jsonl: insidePath(c.jsonl, 'jsonl'),

@@ -124,3 +124,11 @@ export function subtreeTotals(rows: readonly TreeRow[]): Map<Channel, SubtreeTot
   }
   return new Map(rows.map((row, i) => [row.channel, totals[i]]));
 }
+
+/**
+ * Milliseconds from `first` to `last`; null when either is unknown, or when lines arrived out
+ * of time order and `last` is the earlier: no time rather than a negative one.
+ */
+export function elapsedMs(first: number | null, last: number | null): number | null {
+  return first !== null && last !== null && last >= first ? last - first : null;
+}

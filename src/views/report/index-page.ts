@@ -10,6 +10,7 @@ import { formatUsd } from '../cost.js';
 import { isObject } from '../../model/message.js';
 import { finite, formatMs } from '../stats.js';
 import { field, isoTime } from './model.js';
+import { elapsedMs } from '../walk.js';
 
 type RunStatus = 'completed' | 'failed' | 'running' | 'stalled' | 'interrupted' | 'unreadable';
 
@@ -85,7 +86,7 @@ export function indexPageRow(path: string, report: string | null, index: unknown
   row.session = field(index.session_id, 200);
   row.claudeCode = field(index.claude_code_version, 100);
   row.startMs = first;
-  row.durationMs = first !== null && last !== null && last >= first ? last - first : null;
+  row.durationMs = elapsedMs(first, last);
   const cost = isObject(index.cost) ? index.cost.usd : undefined;
   row.costUsd = typeof cost === 'number' && Number.isFinite(cost) ? cost : null;
   return row;
