@@ -21,7 +21,7 @@ const linesOf = (file: string) =>
     .split('\n')
     .filter((l) => l.trim() !== '');
 
-test('recordOfObject: an object is a line whose raw is its JSON; anything else is read or quarantined as its JSON text', () => {
+test('recordOfObject: an object is a line, raw its JSON; anything else goes by its JSON text', () => {
   const rec = recordOfObject({ type: 'assistant', n: 1 }, 7);
   assert.equal(rec.kind, 'line');
   assert.equal(rec.lineNo, 7);

@@ -138,7 +138,7 @@ test("partial messages: a channel's output tokens are its message_delta events' 
   assert.equal(index.channels[0].usage.output_tokens, reading.deltaOutput.get(null));
 });
 
-test('a result line that states no dollars leaves nothing unattributed, and stderr says what it lacks', () => {
+test('a result line without dollars leaves nothing unattributed; stderr says what it lacks', () => {
   // modelUsage without costUSD and no total_cost_usd: the result counts tokens, not dollars.
   const noDollars = variant('nested-depth-3.jsonl', (v) => {
     if (v.type !== 'result') return v;
@@ -160,7 +160,7 @@ test('a result line that states no dollars leaves nothing unattributed, and stde
   assert.doesNotMatch(stderr, /no result line/);
 });
 
-test('usage numbers too large to add are held within 2^53: sums and dollars stay numbers, never Infinity', () => {
+test('usage numbers are held within 2^53: sums and dollars never reach Infinity', () => {
   const line = (id: string) =>
     JSON.stringify({
       type: 'assistant',
