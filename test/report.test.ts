@@ -392,6 +392,40 @@ test('a hostile index.json: paths outside the folder are neither read nor linked
   assert.equal(treeRows(data.channels).length, 3);
 });
 
+test('index.json read a channel at a time gives what a whole parse gives, duplicate keys and all', () => {
+  const dir = tmpDir();
+  const out = join(dir, 'o');
+  mkdirSync(join(out, 'agents'), { recursive: true });
+  writeFileSync(
+    join(out, 'agents', 'b.jsonl'),
+    JSON.stringify({ type: 'assistant', message: { content: [{ type: 'text', text: 'from b' }] } }) + '\n',
+  );
+  const entry = (id: string, extra = {}) =>
+    JSON.stringify({ id, parent: null, status: 'completed', jsonl: `agents/${id}.jsonl`, ...extra });
+  // JSON.parse keeps the last of a repeated key; so must the channel-at-a-time reading.
+  const body =
+    `"channels": [${entry('a')}], "session_id": "first", "__proto__": {"polluted": true},\n` +
+    `"channels": [${entry('b', { summary: 'done \u2028 "quoted"' })}, 7, null], "session_id": "s\u00e9"`;
+  const read = (text: string) => {
+    writeFileSync(join(out, 'index.json'), text);
+    return readReportData(out, { subteeVersion: 'test' }).data;
+  };
+  const scanned = read(`{${body}}`);
+  // A member of many tiny values is past what the scanner records: the whole text is parsed.
+  const parsed = read(`{"padding": [${'0,'.repeat(5000)}0], ${body}}`);
+  assert.deepEqual(scanned, parsed);
+  assert.deepEqual(
+    scanned.channels.map((c) => [c.id, c.summary, c.entries.map((e) => e.s)]),
+    [['b', 'done \u2028 "quoted"', ['from b']]],
+  );
+  assert.equal(scanned.run.session, 'sé');
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
+  for (const text of ['[]', '{"channels": {}}', '{"channel": []}', '{"channels": [] ']) {
+    writeFileSync(join(out, 'index.json'), text);
+    assert.throws(() => readReportData(out), { code: 'ERR_INPUT' }, text);
+  }
+});
+
 test('subtee report and --serve: bad usage and unusable folders give one line and the documented exit code', async () => {
   const dir = tmpDir();
   writeFileSync(join(dir, 'index.json'), '{nope');

@@ -3,7 +3,16 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { classifyLine } from '../src/chain/stages/line-parser.js';
 import { planLine, ScannedLine, scanLine, scannedRecord, viewOf } from '../src/model/line-view.js';
-import { LazyText, LAZY_TEXT_BYTES, scanJson, Tape, UNDECIDED } from '../src/model/scan.js';
+import {
+  elementsAt,
+  LazyText,
+  LAZY_TEXT_BYTES,
+  membersAt,
+  scanJson,
+  Tape,
+  UNDECIDED,
+  valueAt,
+} from '../src/model/scan.js';
 import { StreamScanner } from '../src/model/stream-scan.js';
 import { readFileSync } from 'node:fs';
 import { fixtureFiles, runToFiles, splitEvery } from './helpers.js';
@@ -150,6 +159,41 @@ test('a line view equals JSON.parse but for lazy strings, and top-level scalars 
       assert.deepStrictEqual(rec.value, expected, 'value is the whole parse');
     }),
     { numRuns: 300, seed: 20261201 },
+  );
+});
+
+test('a document read member by member and element by element equals JSON.parse of it (property)', () => {
+  // What the report reads index.json with: the same values, built one part at a time.
+  const doc = fc.dictionary(
+    fc.oneof(text(6), fc.constantFrom('channels', '__proto__')),
+    fc.oneof(fc.array(line, { maxLength: 4 }), line, text(20), fc.integer(), fc.constant(null)),
+  );
+  fc.assert(
+    fc.property(doc, fc.integer(), (value, seed) => {
+      let s = seed;
+      const rnd = () => (s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+      const raw = Buffer.from(serialize(value, rnd));
+      const expected = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
+      const tape = new Tape(16);
+      const root = scanJson(raw, 0, raw.length, tape);
+      assert.ok(root >= 0);
+      const members = membersAt(raw, tape, root);
+      assert.deepStrictEqual(
+        members.map(([key]) => key),
+        Object.keys(expected),
+      );
+      for (const [key, at] of members) {
+        assert.deepStrictEqual(valueAt(raw, tape, at), expected[key]);
+        const elements = elementsAt(tape, at);
+        if (!Array.isArray(expected[key])) assert.equal(elements, null);
+        else
+          assert.deepStrictEqual(
+            elements!.map((e) => valueAt(raw, tape, e)),
+            expected[key],
+          );
+      }
+    }),
+    { numRuns: 200, seed: 20261202 },
   );
 });
 

@@ -602,6 +602,33 @@ function eventHead(buf: Bytes, t: Int32Array, at: number): Record<string, unknow
 }
 
 /** The tape index just past the value at `at`. */
+/**
+ * A whole document read from a scan of it, a part at a time, so a large document (index.json
+ * of 10,000 channels) is never one object graph at once: the tape indexes of the members of
+ * the object at `at` and of the elements of an array, and the value at an index, built as
+ * `JSON.parse` builds it.
+ */
+export function membersAt(buf: Buffer, from: Tape, at: number): Array<[key: string, at: number]> {
+  const t = from.ints;
+  const members: Array<[string, number]> = [];
+  for (let m = 0, k = at + 4, count = t[at + 3]; m < count; m++, k = next(t, k + 4))
+    members.push([decodeString(buf as Bytes, t[k], t[k + 1], t[k + 2]), k + 4]);
+  return members;
+}
+
+/** The tape indexes of the array's elements; null when the value at `at` is not an array. */
+export function elementsAt(from: Tape, at: number): number[] | null {
+  const t = from.ints;
+  if ((t[at] & TAG_MASK) !== TAG_ARRAY) return null;
+  const elements: number[] = [];
+  for (let e = 0, k = at + 4, count = t[at + 3]; e < count; e++, k = next(t, k)) elements.push(k);
+  return elements;
+}
+
+export function valueAt(buf: Buffer, from: Tape, at: number): unknown {
+  return build(buf as Bytes, from.ints, at, 0, '');
+}
+
 function next(t: Int32Array, at: number): number {
   const tag = t[at] & TAG_MASK;
   return tag === TAG_OBJECT || tag === TAG_ARRAY ? t[at + 2] : at + 4;

@@ -3,6 +3,7 @@ import { isObject, type JsonObject } from '../../model/message.js';
 import { closeSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { HELD_LINE_BYTES, LineSplitter } from '../../model/lines.js';
+import { elementsAt, membersAt, scanJson, Tape, valueAt } from '../../model/scan.js';
 import { EXIT, SubteeError } from '../../errors.js';
 import { withDefaults } from '../../defaults.js';
 import { openRegularForRead, openRegularUnder } from '../../safe-open.js';
@@ -119,13 +120,19 @@ function readRefusal(err: unknown): string {
   return (code && READ_REFUSALS[code]) ?? code ?? String(err);
 }
 
-function readIndex(out: string): JsonObject {
+/** index.json: its members but `channels`, and a walk over the channels, one entry at a time. */
+interface IndexReading {
+  head: JsonObject;
+  channels(each: (entry: unknown) => void): void;
+}
+
+function readIndex(out: string): IndexReading {
   const path = join(out, 'index.json');
-  let text: string;
+  let bytes: Buffer;
   try {
     const fd = openRegularForRead(path);
     try {
-      text = readFileSync(fd, 'utf8');
+      bytes = readFileSync(fd);
     } finally {
       closeSync(fd);
     }
@@ -134,6 +141,35 @@ function readIndex(out: string): JsonObject {
     const why = code === 'ENOENT' ? 'no such file (is it a subtee output folder?)' : readRefusal(err);
     throw new SubteeError('ERR_INPUT', `cannot read ${path}: ${why}`, { exitCode: EXIT.IO, cause: err });
   }
+  const notIndex = () =>
+    new SubteeError('ERR_INPUT', `cannot read ${path}: not a subtee index (no channels)`, {
+      exitCode: EXIT.IO,
+    });
+  // Scanned, then built a channel at a time: parsed whole, the index of 10,000 channels was
+  // some 30 MB of objects alive until the report was written.
+  const tape = new Tape(Math.max(1024, bytes.length >> 2));
+  const root = scanJson(bytes, 0, bytes.length, tape);
+  if (root < 0) return parsedIndex(path, bytes.toString('utf8'), notIndex);
+  const head: JsonObject = {};
+  let channelsAt = -1;
+  for (const [key, at] of membersAt(bytes, tape, root)) {
+    if (key === 'channels') channelsAt = at;
+    // JSON.parse makes `__proto__` an own member, as here.
+    else
+      Object.defineProperty(head, key, {
+        value: valueAt(bytes, tape, at),
+        writable: true,
+        enumerable: true,
+        configurable: true,
+      });
+  }
+  const elements = channelsAt < 0 ? null : elementsAt(tape, channelsAt);
+  if (elements === null) throw notIndex();
+  return { head, channels: (each) => elements.forEach((at) => each(valueAt(bytes, tape, at))) };
+}
+
+/** What the scanner leaves to JSON.parse (not JSON, or too many values for a tape), read whole. */
+function parsedIndex(path: string, text: string, notIndex: () => SubteeError): IndexReading {
   let index: unknown;
   try {
     index = JSON.parse(text);
@@ -143,12 +179,9 @@ function readIndex(out: string): JsonObject {
       cause: err,
     });
   }
-  if (!isObject(index) || !Array.isArray(index.channels)) {
-    throw new SubteeError('ERR_INPUT', `cannot read ${path}: not a subtee index (no channels)`, {
-      exitCode: EXIT.IO,
-    });
-  }
-  return index;
+  if (!isObject(index) || !Array.isArray(index.channels)) throw notIndex();
+  const channels: unknown[] = index.channels;
+  return { head: index, channels: (each) => channels.forEach(each) };
 }
 
 function channelView(c: JsonObject): ChannelView {
@@ -191,30 +224,21 @@ export function readReportData(
   options: ReportBuildOptions = {},
 ): { data: ReportData; budgets: TranscriptBudget[] } {
   const limits = withDefaults(REPORT_DEFAULTS, options) as ReportLimits;
-  const index = readIndex(out);
-  const raw = (index.channels as unknown[]).filter(isObject);
-  const channels = raw.map(channelView);
+  const { run, producer, channels, jsonl, toolUses } = indexFacts(out, options);
   const byId = new Map<string, ChannelView>();
   for (const ch of channels) if (ch.id !== null && !byId.has(ch.id)) byId.set(ch.id, ch);
   // Room for the page itself and each channel's fields and ticks first; transcripts share
   // the rest (a little less: escaping and multi-byte text make bytes outgrow characters).
   let overhead = PAGE_BYTES;
-  for (const c of raw)
-    overhead +=
-      CHANNEL_BYTES +
-      TICK_BYTES *
-        Math.min(
-          limits.ticksPerChannel,
-          isObject(c.counts) && typeof c.counts.tool_use === 'number' ? c.counts.tool_use : 0,
-        );
+  for (const tools of toolUses)
+    overhead += CHANNEL_BYTES + TICK_BYTES * Math.min(limits.ticksPerChannel, tools);
   const share = Math.floor(((limits.maxPageBytes - overhead) * 0.9) / Math.max(1, channels.length));
   const perChannel = Math.max(0, Math.min(limits.channelChars, share));
   const budgets = channels.map(() => new TranscriptBudget(perChannel, limits.ticksPerChannel));
   const spawnPrompts = new Map<string, string>();
 
-  const producer = typeof index.producer === 'string' ? index.producer : null;
   channels.forEach((ch, i) => {
-    const rel = safeJsonlPath(raw[i].jsonl);
+    const rel = jsonl[i];
     if (rel === null) return;
     const budget = budgets[i];
     const mapped = producer === null ? null : (options.channelReader?.(producer) ?? null);
@@ -270,11 +294,41 @@ export function readReportData(
   for (const ch of channels)
     if (ch.prompt === null && ch.id !== null) ch.prompt = spawnPrompts.get(ch.id) ?? null;
 
-  const input = isObject(index.input) ? index.input : {};
-  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
   const data: ReportData = {
     format: REPORT_FORMAT,
     live: false,
+    run,
+    channels,
+    page: { bytes: 0, limitBytes: limits.maxPageBytes, channelChars: perChannel, cutChannels: 0 },
+  };
+  attach(data, budgets);
+  return { data, budgets };
+}
+
+/** What the report takes from index.json, its channels read one entry at a time (see readIndex). */
+function indexFacts(
+  out: string,
+  options: ReportBuildOptions,
+): {
+  run: ReportData['run'];
+  producer: string | null;
+  channels: ChannelView[];
+  jsonl: Array<string | null>;
+  toolUses: number[];
+} {
+  const { head: index, channels: eachChannel } = readIndex(out);
+  const channels: ChannelView[] = [];
+  const jsonl: Array<string | null> = [];
+  const toolUses: number[] = [];
+  eachChannel((c) => {
+    if (!isObject(c)) return;
+    channels.push(channelView(c));
+    jsonl.push(safeJsonlPath(c.jsonl));
+    toolUses.push(isObject(c.counts) && typeof c.counts.tool_use === 'number' ? c.counts.tool_use : 0);
+  });
+  const input = isObject(index.input) ? index.input : {};
+  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+  return {
     run: {
       subtee: options.subteeVersion ?? subteeVersion(),
       claudeCode: field(index.claude_code_version, 100),
@@ -289,11 +343,11 @@ export function readReportData(
       })),
       cost: runCostView(index.cost),
     },
+    producer: typeof index.producer === 'string' ? index.producer : null,
     channels,
-    page: { bytes: 0, limitBytes: limits.maxPageBytes, channelChars: perChannel, cutChannels: 0 },
+    jsonl,
+    toolUses,
   };
-  attach(data, budgets);
-  return { data, budgets };
 }
 
 function attach(data: ReportData, budgets: TranscriptBudget[]): void {
