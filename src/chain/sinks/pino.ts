@@ -255,7 +255,9 @@ class PinoSink extends BatchTransform {
     if (!this.#hostLogger) this.#openOutput();
     this.#transport?.once('ready', () => (this.#transportReady = true));
     (this.#dest ?? this.#transport)?.on('error', (err: unknown) => this.#onFail(err));
-    this.#lines = this.#dest ? batchLines(this.#dest) : null;
+    // In contentMode 'buffer' sonic-boom takes Buffers, which its typings do not say.
+    const bytesDest = this.#dest as unknown as { write(data: Buffer): boolean } | null;
+    this.#lines = bytesDest ? batchLines(bytesDest) : null;
     this.#logger =
       this.#hostLogger ??
       pino()(
@@ -342,7 +344,12 @@ class PinoSink extends BatchTransform {
     try {
       // No blocking on a pipe either.
       const dest = target === 1 ? 1 : openLogFile(target);
-      this.#dest = pino().destination({ dest, sync: true, retryEAGAIN: whileReaderReads() });
+      this.#dest = pino().destination({
+        dest,
+        sync: true,
+        contentMode: 'buffer',
+        retryEAGAIN: whileReaderReads(),
+      });
     } catch (err) {
       throw writeFailed(String(opts.destination), err);
     }
