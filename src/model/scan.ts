@@ -601,7 +601,6 @@ function eventHead(buf: Bytes, t: Int32Array, at: number): Record<string, unknow
   return out;
 }
 
-/** The tape index just past the value at `at`. */
 /**
  * A whole document read from a scan of it, a part at a time, so a large document (index.json
  * of 10,000 channels) is never one object graph at once: the tape indexes of the members of
@@ -629,6 +628,7 @@ export function valueAt(buf: Buffer, from: Tape, at: number): unknown {
   return build(buf as Bytes, from.ints, at, 0, '');
 }
 
+/** The tape index just past the value at `at`. */
 function next(t: Int32Array, at: number): number {
   const tag = t[at] & TAG_MASK;
   return tag === TAG_OBJECT || tag === TAG_ARRAY ? t[at + 2] : at + 4;

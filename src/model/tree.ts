@@ -64,7 +64,7 @@ export type ChannelSnapshot = Readonly<Omit<Channel, 'children' | 'counts' | 'us
 /**
  * Written out field by field, in the channel's order: a copy made by spreading gets a hidden
  * class of its own, and freezing it another, so every snapshot cost V8 two fresh classes and
- * their descriptor arrays (with 10,000 subagents, ~30,000 of them, ~8 MB, left for a full
+ * their descriptor arrays (with 10,000 subagents, 27,500 of each, 8 MB, left for a full
  * collection). Built as literals they share one frozen class.
  */
 export function snapshotOf(ch: Channel): ChannelSnapshot {
