@@ -83,16 +83,31 @@ interface Sample {
   code: number | null;
 }
 
+/**
+ * Longest one measured command may run, far above any row's time on a loaded machine: a
+ * command that hangs is killed (with what it started) and named, and the benchmark fails,
+ * rather than holding the whole run for ever.
+ */
+const COMMAND_LIMIT_S = quick ? 120 : 1800;
+const overran: string[] = [];
+
 /** Runs one shell command with stdin from a file (or `feed | …`); wall time and peak RSS (GNU time). */
 function measure(cmd: string, input: string, feed?: string): Sample {
   const timed = hasTime ? `/usr/bin/time -f '%M' -o ${work}/rss ${cmd}` : cmd;
+  const limited = `timeout -s KILL ${COMMAND_LIMIT_S} ${timed}`;
   const t0 = performance.now();
+  rmSync(`${work}/rss`, { force: true });
   const shell = feed
-    ? `${feed} | ${timed} > /dev/null 2>${work}/stderr`
-    : `${timed} < '${input}' > /dev/null 2>${work}/stderr`;
+    ? `${feed} | ${limited} > /dev/null 2>${work}/stderr`
+    : `${limited} < '${input}' > /dev/null 2>${work}/stderr`;
   const r = spawnSync('bash', ['-c', shell], { stdio: 'ignore' });
   const ms = performance.now() - t0;
-  const rssKb = hasTime ? Number(readFileSync(`${work}/rss`, 'utf8').trim().split('\n').pop()) : null;
+  if (ms >= COMMAND_LIMIT_S * 1000) {
+    overran.push(cmd);
+    process.stderr.write(`bench: killed after ${COMMAND_LIMIT_S} s: ${cmd}\n`);
+  }
+  const rss = hasTime && existsSync(`${work}/rss`) ? readFileSync(`${work}/rss`, 'utf8') : '';
+  const rssKb = rss === '' ? null : Number(rss.trim().split('\n').pop());
   return { ms, rssKb, code: r.status };
 }
 
@@ -403,6 +418,7 @@ async function main() {
 
   process.stdout.write(report.join('\n') + '\n');
   rmSync(work, { recursive: true, force: true });
+  if (overran.length > 0) process.exitCode = 1;
 }
 
 await main();
