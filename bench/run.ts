@@ -15,6 +15,10 @@ import { measureLatency } from './latency.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = join(ROOT, 'bin', 'subtee.js');
+/** The seed article's jq filter: the main conversation's text. */
+const MAIN_TEXT_JQ =
+  'select(.type == "assistant" and .parent_tool_use_id == null) | .message.content[]? | ' +
+  'select(.type == "text") | .text';
 const DEMUX = join(ROOT, '..', 'shared', 'baselines', 'demux.mjs');
 const USAGE = `usage: npm run bench -- [options]
   --quick        small inputs, one run each: proves the benchmark works (used by the tests)
@@ -89,7 +93,7 @@ interface Sample {
  * rather than holding the whole run for ever.
  */
 const COMMAND_LIMIT_S = quick ? 120 : 1800;
-const overran: string[] = [];
+let overran = 0;
 
 /** Runs one shell command with stdin from a file (or `feed | …`); wall time and peak RSS (GNU time). */
 function measure(cmd: string, input: string, feed?: string): Sample {
@@ -103,7 +107,7 @@ function measure(cmd: string, input: string, feed?: string): Sample {
   const r = spawnSync('bash', ['-c', shell], { stdio: 'ignore' });
   const ms = performance.now() - t0;
   if (ms >= COMMAND_LIMIT_S * 1000) {
-    overran.push(cmd);
+    overran++;
     process.stderr.write(`bench: killed after ${COMMAND_LIMIT_S} s: ${cmd}\n`);
   }
   const rss = hasTime && existsSync(`${work}/rss`) ? readFileSync(`${work}/rss`, 'utf8') : '';
@@ -133,12 +137,20 @@ function table(title: string, file: string, rows: Row[], lines: number, ratiosTo
   const out = [
     `### ${title}`,
     '',
-    `${mbOf(file).toFixed(0)} MB, ${lines.toLocaleString('en')} lines unless the label says otherwise; ${n} runs each; median (min–max)`,
+    `${mbOf(file).toFixed(0)} MB, ${lines.toLocaleString('en')} lines unless the label says otherwise; ` +
+      `${n} runs each; median (min–max)`,
     '',
   ];
-  out.push(
-    `| label | wall s | MB/s | lines/s | peak RSS MB | exit |${ratiosTo.map((r) => ` × vs ${r} |`).join('')}`,
-  );
+  const heads = [
+    'label',
+    'wall s',
+    'MB/s',
+    'lines/s',
+    'peak RSS MB',
+    'exit',
+    ...ratiosTo.map((r) => `× vs ${r}`),
+  ];
+  out.push(`| ${heads.join(' | ')} |`);
   out.push(`|---|---|---|---|---|---|${ratiosTo.map(() => '---|').join('')}`);
   for (const r of rows) {
     const ms = r.samples.map((s) => s.ms);
@@ -147,9 +159,17 @@ function table(title: string, file: string, rows: Row[], lines: number, ratiosTo
     const ratio = ratiosTo.map((b) => (med.has(b) ? (med.get(b)! / m).toFixed(2) : '–'));
     const mb = mbOf(r.input?.file ?? file);
     const rowLines = r.input?.lines ?? lines;
-    out.push(
-      `| ${r.label} | ${(m / 1000).toFixed(2)} (${(Math.min(...ms) / 1000).toFixed(2)}–${(Math.max(...ms) / 1000).toFixed(2)}) | ${(mb / (m / 1000)).toFixed(0)} | ${Math.round(rowLines / (m / 1000)).toLocaleString('en')} | ${rss.length ? (Math.max(...rss) / 1024).toFixed(0) : '–'} | ${[...new Set(r.samples.map((s) => s.code))].join(',')} |${ratio.map((x) => ` ${x} |`).join('')}`,
-    );
+    const seconds = (x: number) => (x / 1000).toFixed(2);
+    const cells = [
+      r.label,
+      `${seconds(m)} (${seconds(Math.min(...ms))}–${seconds(Math.max(...ms))})`,
+      (mb / (m / 1000)).toFixed(0),
+      Math.round(rowLines / (m / 1000)).toLocaleString('en'),
+      rss.length ? (Math.max(...rss) / 1024).toFixed(0) : '–',
+      [...new Set(r.samples.map((s) => s.code))].join(','),
+      ...ratio,
+    ];
+    out.push(`| ${cells.join(' | ')} |`);
   }
   return out.join('\n') + '\n';
 }
@@ -159,7 +179,8 @@ async function main() {
   report.push(
     `# subtee benchmark — ${new Date().toISOString()}`,
     '',
-    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`,
+    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
+      `${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`,
     '',
   );
   if (!existsSync(DEMUX)) report.push(`_demux.mjs baseline skipped: ${DEMUX} is not there._`, '');
@@ -186,16 +207,14 @@ async function main() {
       : []),
     ...(hasJq
       ? [
-          [
-            'jq one-liner (aborts at first bad line)',
-            () =>
-              `jq -r 'select(.type == "assistant" and .parent_tool_use_id == null) | .message.content[]? | select(.type == "text") | .text'`,
-          ] as [string, () => string],
-          [
-            'jq, tolerant (fromjson?)',
-            () =>
-              `jq -rR 'fromjson? | select(.type == "assistant" and .parent_tool_use_id == null) | .message.content[]? | select(.type == "text") | .text'`,
-          ] as [string, () => string],
+          ['jq one-liner (aborts at first bad line)', () => `jq -r '${MAIN_TEXT_JQ}'`] as [
+            string,
+            () => string,
+          ],
+          ['jq, tolerant (fromjson?)', () => `jq -rR 'fromjson? | ${MAIN_TEXT_JQ}'`] as [
+            string,
+            () => string,
+          ],
         ]
       : []),
     [
@@ -211,7 +230,8 @@ async function main() {
     [
       'subtee → files + pino',
       () =>
-        `${node} ${BIN} --out ${fresh(`pino-${shape}`)} --stdout none -q --pino=${join(work, 'out', `pino-${shape}.log`)}`,
+        `${node} ${BIN} --out ${fresh(`pino-${shape}`)} --stdout none -q ` +
+        `--pino=${join(work, 'out', `pino-${shape}.log`)}`,
     ],
     // Scaling: 2 threads and every thread the machine offers (one row when that is 2).
     ...[...new Set([2, availableParallelism()])].map((threads): [string, () => string] => [
@@ -385,7 +405,8 @@ async function main() {
         'there (today), or receiving the object another thread parsed (`v8.deserialize` of what ' +
         '`postMessage` carries, and `structuredClone`); best of 5.',
       '',
-      '| input | lines | MB | JSON.parse ms | v8.deserialize ms | structuredClone ms | deserialize × vs parse |',
+      '| input | lines | MB | JSON.parse ms | v8.deserialize ms | structuredClone ms | ' +
+        'deserialize × vs parse |',
       '|---|---|---|---|---|---|---|',
     );
     for (const shape of ['large', 'small']) {
@@ -405,7 +426,8 @@ async function main() {
     report.push(
       '### live latency',
       '',
-      `1,000 lines/s through a pipe into \`subtee --out\`, 20 channels, ${lat.lines} lines: time from the write into subtee's stdin to the line being in its channel's .jsonl file.`,
+      `1,000 lines/s through a pipe into \`subtee --out\`, 20 channels, ${lat.lines} lines: time from ` +
+        "the write into subtee's stdin to the line being in its channel's .jsonl file.",
       '',
     );
   if (lat)
@@ -418,7 +440,7 @@ async function main() {
 
   process.stdout.write(report.join('\n') + '\n');
   rmSync(work, { recursive: true, force: true });
-  if (overran.length > 0) process.exitCode = 1;
+  if (overran > 0) process.exitCode = 1;
 }
 
 await main();

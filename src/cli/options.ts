@@ -193,7 +193,6 @@ export interface ParsedOptions {
   [name: string]: string | number | boolean | string[] | Set<string>;
 }
 
-/** Parses argv against OPTIONS. Throws a UsageError (one line) for anything it does not know. */
 /**
  * `--top -1` as `--top=-1`: minimist takes a value that starts with `-` for another flag, so
  * a negative number was refused as the unknown option `-1` instead of as a bad value.
@@ -215,6 +214,7 @@ function withNegativeValues(argv: string[], table: readonly OptionDef[]): string
   return out;
 }
 
+/** Parses argv against OPTIONS. Throws a UsageError (one line) for anything it does not know. */
 export function parseArgs(args: string[], table: readonly OptionDef[] = OPTIONS): ParsedOptions {
   const argv = withNegativeValues(args, table);
   const unknown: string[] = [];
