@@ -66,7 +66,7 @@ for (const file of fixtureFiles()) {
   });
 }
 
-test('objects that are not messages are quarantined with the line numbers a byte stream would give them', async () => {
+test('objects that are not messages are quarantined at the line numbers a byte stream gives', async () => {
   const values: unknown[] = [{ type: 'system', subtype: 'init' }, 'noise', 42, null, [1], { type: 'result' }];
   const objects = (await open(
     (async function* () {
@@ -79,7 +79,7 @@ test('objects that are not messages are quarantined with the line numbers a byte
   assert.deepEqual(objects, bytes);
 });
 
-test('a producer that outruns the chain: objects queued meanwhile go on together, in order, none lost', async () => {
+test('a producer that outruns the chain: queued objects go on together, in order, none lost', async () => {
   const total = 5000;
   const sizes: number[] = [];
   const seen: number[] = [];
@@ -127,7 +127,7 @@ test('one input edge, first: two edges, an edge after a stage, or a byte tee on 
   }
 });
 
-test('detection: Claude Code lines and LangGraph protocol events; index.json names the producer', async () => {
+test('detection: Claude Code lines and LangGraph events; index.json names the producer', async () => {
   for (const file of fixtureFiles()) assert.equal(detectProducer(JSON.parse(linesOf(file)[0])), 'claude');
   assert.equal(
     detectProducer({ type: 'event', seq: 0, method: 'lifecycle', params: { namespace: [], data: {} } }),
@@ -152,7 +152,10 @@ test('--input-format: in --help, a bad value is one line and exit 2', () => {
   assert.equal(bad.status, 2);
   assert.match(
     bad.stderr,
-    /^subtee: --input-format must be one of auto, claude, langgraph, copilot, codex, gemini, opencode, not "otel" \[ERR_BAD_OPTION\]\n$/,
+    new RegExp(
+      '^subtee: --input-format must be one of auto, claude, langgraph, copilot, codex, gemini, opencode, ' +
+        'not "otel" \\[ERR_BAD_OPTION\\]\n$',
+    ),
   );
 });
 
@@ -210,7 +213,7 @@ async function indexOf(events: JsonObject[]) {
   return { ...((await run.done) as { channels: Array<Record<string, any>> }), calls };
 }
 
-test('LangGraph: a subagent that fails, and one interrupted, keep those statuses; a failed tool is an error result', async () => {
+test('LangGraph: failed and interrupted subagents keep their status; a failed tool is an error', async () => {
   const started = ev('tasks', ['tools:t1'], {
     id: 'x',
     name: 'model_request',
@@ -264,7 +267,7 @@ test('LangGraph: a task call that ends without starting a subagent stays an ordi
   assert.deepEqual(index.calls, [['call_1', 'task', 'finished']]);
 });
 
-test('LangGraph mapper: text and reasoning from deltas when no finish block came; usage in Claude Code names', () => {
+test('LangGraph mapper: text and reasoning from deltas without a finish block; usage renamed', () => {
   const mapper = new LangGraphMapper();
   const ns = ['model_request:1'];
   const out = [
@@ -381,7 +384,7 @@ test('LangGraph mapper: blocks in index order however sparse; an odd index drops
   );
 });
 
-test("LangGraph: a subagent the run's failure stopped carries the run's error, not its last words", async () => {
+test("LangGraph: a subagent the run's failure stopped carries the run's error", async () => {
   const started = ev('tasks', ['tools:t1'], {
     id: 'x',
     name: 'model_request',

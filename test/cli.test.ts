@@ -178,7 +178,8 @@ test('a closed stdout (| head -1) ends that sink only: files complete, exit 0', 
     'bash',
     [
       '-c',
-      `"${process.execPath}" "${BIN}" --out "${out}" --stdout raw | head -1 > /dev/null; exit \${PIPESTATUS[0]}`,
+      `"${process.execPath}" "${BIN}" --out "${out}" --stdout raw | head -1 > /dev/null; ` +
+        'exit ${PIPESTATUS[0]}',
     ],
     { stdio: ['pipe', 'pipe', 'pipe'] },
   );
@@ -265,13 +266,14 @@ test('--pino - into | head -1: the closed reader ends the pino output only; file
   assert.equal(JSON.parse(files.get('index.json')!.toString()).input.lines, 20_000);
 });
 
-test('2>&1 | head -1: a closed stdout and stderr end those outputs only (no uncaught EPIPE); files complete, exit 0', () => {
+test('2>&1 | head -1: closed stdout and stderr end those outputs only; files complete, exit 0', () => {
   const input = bigInput();
   for (const extra of [[], ['--stdout', 'none', '--pino', '-']]) {
     const out = join(tmpDir(), 'o');
     // The summary (and any warning) is written to stderr after the reader has gone.
     const r = inPipeline(
-      `"${process.execPath}" "${BIN}" --out "${out}" ${extra.join(' ')} "${input}" 2>&1 | head -1 > /dev/null`,
+      `"${process.execPath}" "${BIN}" --out "${out}" ${extra.join(' ')} "${input}" ` +
+        '2>&1 | head -1 > /dev/null',
     );
     assert.equal(r.status, 0, `${extra.join(' ')}: ${r.stderr}`);
     const files = readTree(out);
@@ -324,7 +326,8 @@ test('gzip input is read by its magic bytes, from a file or stdin, several membe
     'bash',
     [
       '-c',
-      `for b in $(od -An -v -tx1 "${named}"); do printf "\\\\x$b"; done | "${process.execPath}" "${BIN}" --out "${join(dir, 'c')}" -q --stdout none`,
+      `for b in $(od -An -v -tx1 "${named}"); do printf "\\\\x$b"; done | ` +
+        `"${process.execPath}" "${BIN}" --out "${join(dir, 'c')}" -q --stdout none`,
     ],
     { encoding: 'utf8', timeout: 60_000 },
   );
@@ -332,7 +335,7 @@ test('gzip input is read by its magic bytes, from a file or stdin, several membe
   checkOutput(recording, join(dir, 'c'), 'gzip in one-byte writes');
 });
 
-test('damaged gzip is exit 3 with ERR_INPUT; zstd is read where Node.js can, refused with a hint otherwise', () => {
+test('damaged gzip is exit 3 (ERR_INPUT); zstd read where Node.js can, else refused with a hint', () => {
   const recording = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'));
   const gz = zlib.gzipSync(recording);
   const cut = subtee(
@@ -341,8 +344,10 @@ test('damaged gzip is exit 3 with ERR_INPUT; zstd is read where Node.js can, ref
   );
   assert.equal(cut.status, 3, cut.stderr);
   // The warning that index.json records is printed too, then the error.
-  const cutLines =
-    /^subtee: warning INPUT_CUT_SHORT: .*\nsubtee: cannot read stdin: gzip data is damaged or cut short .*\[ERR_INPUT\]\n$/;
+  const cutLines = new RegExp(
+    String.raw`^subtee: warning INPUT_CUT_SHORT: .*\nsubtee: cannot read stdin: ` +
+      String.raw`gzip data is damaged or cut short .*\[ERR_INPUT\]\n$`,
+  );
   assert.match(cut.stderr, cutLines);
   const z = zlib as unknown as { zstdCompressSync?: (b: Buffer) => Buffer };
   const zstdFile = join(tmpDir(), 'rec.jsonl.zst');
@@ -357,7 +362,10 @@ test('damaged gzip is exit 3 with ERR_INPUT; zstd is read where Node.js can, ref
     assert.equal(r.status, 3, r.stderr);
     assert.match(
       r.stderr,
-      /rec\.jsonl\.zst: it is zstd-compressed and Node\.js v\d+\S* has no zstd decompressor .*zstd -dc FILE \| subtee … \[ERR_INPUT\]/,
+      new RegExp(
+        String.raw`rec\.jsonl\.zst: it is zstd-compressed and Node\.js v\d+\S* has no zstd decompressor ` +
+          String.raw`.*zstd -dc FILE \| subtee … \[ERR_INPUT\]`,
+      ),
     );
     assert.equal(existsSync(out), false, 'refused before the output folder is made');
   }
@@ -366,10 +374,10 @@ test('damaged gzip is exit 3 with ERR_INPUT; zstd is read where Node.js can, ref
     Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00, 1, 2, 3]),
   );
   assert.equal(xz.status, 3);
-  assert.match(xz.stderr, /it is xz-compressed; decompress it first: xz -dc FILE \| subtee … \[ERR_INPUT\]/);
+  assert.match(xz.stderr, /it is xz-compressed; decompress it first: xz -dc FILE \| subtee … \[ERR_INPUT]/);
 });
 
-test('several inputs: one complete output folder per input, OUT/<name>/, checked before any is written', () => {
+test('several inputs: one output folder each, OUT/<name>/, all checked before any is written', () => {
   const dir = tmpDir();
   const a = join(FIXTURES, 'nested-depth-3.jsonl');
   const b = join(FIXTURES, 'failing-beside-healthy.jsonl');
@@ -413,7 +421,7 @@ test('an input with no JSON object line at all gets an INPUT_QUARANTINED warning
   );
 });
 
-test('--threads N: the same output folder as one thread, byte for byte; a count out of range is exit 2', async () => {
+test('--threads N: the same output folder as one thread, byte for byte; out of range is exit 2', async () => {
   // Many chunks of long lines, so that several are with different workers at once.
   const input = join(tmpDir(), 'generated.jsonl');
   await writeStream({ sizeBytes: 3 << 20, fanout: 40, shape: 'large', seed: 7 }, input);

@@ -82,7 +82,7 @@ function variant(name: string, edit: (line: any) => any | null): string {
 const near = (got: number | null, want: number, what: string) =>
   assert.ok(got !== null && Math.abs(got - want) <= TOLERANCE_USD, `${what}: ${got} vs ${want}`);
 
-test("on every fixture the channels' dollars add up to the result's costUSD per model, at list prices per channel", () => {
+test("on every fixture the channels' dollars add up to the result's costUSD per model", () => {
   for (const file of fixtureFiles()) {
     const name = basename(file);
     const reading = readRecording(readFileSync(file, 'utf8'));
@@ -120,7 +120,7 @@ test("on every fixture the channels' dollars add up to the result's costUSD per 
   }
 });
 
-test("partial messages: a channel's output tokens are its message_delta events' (exact), chunked anyhow", async () => {
+test("partial messages: a channel's output tokens are its message_delta events', any chunking", async () => {
   const input = readFileSync(join(FIXTURES, 'partial-messages.jsonl'));
   const reading = readRecording(input.toString('utf8'));
   assert.ok(reading.deltaOutput.size > 0);
@@ -240,7 +240,7 @@ test('a model no one prices costs null, with one UNKNOWN_MODEL_PRICE warning per
   near(priced.cost.channels_usd, index0.cost.result_usd, 'priced by the result');
 });
 
-test('--prices FILE and the config option price a model the table lacks; a bad file fails with ERR_PRICES', () => {
+test('--prices FILE and the config price a model the table lacks; a bad file is ERR_PRICES', () => {
   const unknown = variant('nested-depth-3.jsonl', (v) => {
     if (v.type === 'result') return null;
     if (v.type === 'assistant') v.message.model = 'claude-imaginary-9';
@@ -303,7 +303,7 @@ test('what the result counts and no channel shows is unattributed, not spread', 
   near(index.cost.usd, reading.result.total_cost_usd, 'run total is the result');
 });
 
-test("the projection: each subagent's output.cost and subtree.cost, and the run's output.cost beside Claude Code's", async () => {
+test("the projection: each subagent's output and subtree cost, the run's beside Claude Code's", async () => {
   const file = join(FIXTURES, 'nested-depth-3.jsonl');
   const reading = readRecording(readFileSync(file, 'utf8'));
   const run = open(file);
@@ -417,7 +417,7 @@ test('cache reads and 5-minute and 1-hour cache writes are priced at their own r
   near(index.cost.usd, total, 'run total');
 });
 
-test('estimated output tokens: shares add up exactly, and equal remainders go by channel, not by arrival order', () => {
+test('estimated output tokens: shares add up exactly; equal remainders go by channel, not arrival', () => {
   assert.deepEqual(apportion(10, [1, 1, 1], 3, ['b', 'a', 'c']), [3, 4, 3]);
   assert.deepEqual(apportion(10, [1, 1, 1], 3, ['a', 'c', 'b']), [4, 3, 3]);
   assert.deepEqual(apportion(7, [5, 0, 2], 7, ['x', 'y', 'z']), [5, 0, 2]);

@@ -62,7 +62,7 @@ function channel(over: Partial<ChannelView>): ChannelView {
   };
 }
 
-test('lineFacts: text, thinking, tool calls, results, prompts and spawns; control characters made visible', () => {
+test('lineFacts: text, thinking, tool calls, results, prompts, spawns; control characters shown', () => {
   const t = '2026-11-30T11:49:20.242Z';
   const a = lineFacts({
     type: 'assistant',
@@ -127,7 +127,7 @@ test('TranscriptBudget keeps what happened first and counts what it cut', () => 
   assert.deepEqual(b.ticks, [1]);
 });
 
-test('treeRows: nesting, rollups per subtree, orphans last, cycles and a 100,000-deep chain without recursion', () => {
+test('treeRows: nesting, subtree rollups, orphans last, cycles, a 100,000-deep chain, no recursion', () => {
   const T = 1_000_000;
   const chans = [
     channel({
@@ -185,7 +185,7 @@ test('treeRows: nesting, rollups per subtree, orphans last, cycles and a 100,000
   assert.equal(d[0].sub.tokens, 100_000);
 });
 
-test('subtee report: one self-contained page, a strict CSP that allows exactly its own script, the data escaped', () => {
+test('subtee report: one self-contained page, a CSP allowing exactly its own script, data escaped', () => {
   const out = runFixture('nested-depth-3');
   const r = subtee(['report', out]);
   assert.equal(r.status, 0, r.stderr);
@@ -228,7 +228,7 @@ test('subtee report: one self-contained page, a strict CSP that allows exactly i
   assert.equal(leaf.ticks.length, 1);
 });
 
-test('the page stays under its size limit: transcripts are cut with a pointer to their .log file', async () => {
+test('the page stays under its size limit: transcripts cut with a pointer to their .log file', async () => {
   const dir = tmpDir();
   const input = join(dir, 'in.jsonl');
   await writeStream({ sizeBytes: 6 * 1024 * 1024, fanout: 40, shape: 'large', seed: 7 }, input);
@@ -426,7 +426,7 @@ test('index.json read a channel at a time gives what a whole parse gives, duplic
   }
 });
 
-test('subtee report and --serve: bad usage and unusable folders give one line and the documented exit code', async () => {
+test('subtee report and --serve: bad usage and unusable folders: one line, the exit code', async () => {
   const dir = tmpDir();
   writeFileSync(join(dir, 'index.json'), '{nope');
   for (const [args, code, status] of [
@@ -468,7 +468,7 @@ test('subtee report and --serve: bad usage and unusable folders give one line an
   assert.ok(!existsSync(join(dir, 'o3')), 'no output folder');
 });
 
-test('ReportFeed: a replaced event leaves the log; a client resuming after any id gets every later event', () => {
+test('ReportFeed: a replaced event leaves the log; resuming after any id gets every later event', () => {
   const feed = new ReportFeed();
   feed.publish('channel', '{"v":1}', 'a');
   feed.publish('entries', '{"e":1}');
@@ -563,7 +563,7 @@ function applyEvents(events: Sse[], into = new Map<string, any>()): Map<string, 
   return into;
 }
 
-test('--serve: a reconnect with Last-Event-ID resumes without gaps; only the page and its stream are served, on loopback', async () => {
+test('--serve: Last-Event-ID resumes without gaps; only the page and its stream, on loopback', async () => {
   const lines = linesOf(readFileSync(join(FIXTURES, 'background-fanout-12.jsonl')));
   const s = startSubtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none', '-q', '--serve', '0']);
   const url = await s.url();
