@@ -291,6 +291,38 @@ test('the report reads past a spooled line: later lines are read, the long one c
   }
 });
 
+test("the report's line reader uses its read buffer again without changing a line", () => {
+  const dir = tmpDir();
+  // Lines of many lengths, so that lines straddle reads wherever the chunks end.
+  const linesOf = (tag: string) => Array.from({ length: 40 }, (_, k) => `{"${tag}":"${'v'.repeat(k * 7)}"}`);
+  const files = ['a', 'b', 'c'].map((tag) => {
+    const path = join(dir, `${tag}.jsonl`);
+    writeFileSync(path, `${linesOf(tag).join('\n')}\n`);
+    return path;
+  });
+  const read = (path: string, chunkBytes: number, inner?: string) => {
+    const seen: string[] = [];
+    forEachLine(
+      path,
+      (line) => {
+        // A reader inside a reader: the outer one's buffer must not be the inner one's.
+        if (inner !== undefined && seen.length === 3) read(inner, chunkBytes);
+        seen.push(line.toString());
+      },
+      () => assert.fail('no line is long'),
+      4000,
+      chunkBytes,
+    );
+    return seen;
+  };
+  for (const chunkBytes of [5, 64, 333, 4096])
+    for (let round = 0; round < 2; round++)
+      for (const [k, path] of files.entries()) {
+        const inner = files[(k + 1) % files.length];
+        assert.deepEqual(read(path, chunkBytes, inner), linesOf('abc'[k]), `chunks of ${chunkBytes}`);
+      }
+});
+
 test('an oversized last line cut off mid-JSON is quarantined as truncated, its final CR kept', async () => {
   const cut = `{"type":"assistant","message":{"content":[{"type":"text","text":"${'z'.repeat(10_000)}\r`;
   const first = '{"type":"system","subtype":"init","session_id":"s"}';

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { readFileSync, readdirSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jsonPieces, MadeOnDemand } from '../src/views/json-pieces.js';
 import { buildIndex, type ChannelPaths } from '../src/views/index-file.js';
+import { writePiecesSync } from '../src/chain/sinks/write-pieces.js';
 import { runToFiles } from './helpers.js';
 
 const joined = (value: unknown, levels?: number) => [...jsonPieces(value, levels)].join('');
@@ -99,5 +101,25 @@ test('index.json as written is JSON.stringify(buildIndex(…), null, 2) on every
       `${JSON.stringify(document, null, 2)}\n`,
       fixture,
     );
+  }
+});
+
+test('pieces are written as the UTF-8 of their text joined, whatever their sizes and characters', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'subtee-pieces-'));
+  // One, two, three and four UTF-8 bytes, and lone surrogates (written as U+FFFD).
+  const alphabet = ['a', 'é', '日', '🚀', '\ud800', '\udc00', '\n'];
+  let seed = 7;
+  const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+  const textOf = (chars: number) => Array.from({ length: chars }, () => alphabet[random(7)]).join('');
+  for (const sizes of [[0], [1, 2, 3], [70_000], [65_535, 1, 65_536], [200_000, 5, 300_000], [10, 10, 10]]) {
+    const pieces = sizes.map(textOf);
+    const path = join(dir, 'out');
+    const fd = openSync(path, 'w');
+    try {
+      writePiecesSync(fd, pieces, '\n');
+    } finally {
+      closeSync(fd);
+    }
+    assert.ok(readFileSync(path).equals(Buffer.from(`${pieces.join('')}\n`)), `pieces of ${sizes}`);
   }
 });
