@@ -1,0 +1,48 @@
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+
+/**
+ * The young generation the command line lets V8 grow to: two semi-spaces of 8 MiB.
+ *
+ * Under steady allocation V8 doubles its semi-spaces from 1 MiB up to 16 MiB each, and the
+ * two 16 MiB spaces stay committed for the rest of the process: with 10,000 subagents that
+ * was 32 MB of a peak of 150–159 MB, while what lives in them between two scavenges is a few
+ * MB (`npm run bench -- --only fanout`). Two 8 MiB spaces (what `--max-semi-space-size=8`
+ * gives) brought that peak to 131–136 MB at the same speed on every bench input; 1 MiB ones
+ * promote so much that the old generation grows more than the young one shrinks (180 MB).
+ * A process cannot set its own `--max-semi-space-size` once it runs, and a shebang cannot
+ * pass it portably (`env -S`), so the cap is kept from inside: V8 reads its growth factor
+ * each time it grows the young generation, so it is 1 while the young generation is at the
+ * cap and 2 below it (V8 shrinks it again after an idle spell, and it must be able to grow).
+ */
+export const YOUNG_GENERATION_CAP_BYTES = 16 * 1024 * 1024;
+
+/** How often the size is looked at: growth is by doubling, a few times per process. */
+const CHECK_EVERY_MS = 20;
+
+/** Whether V8 may grow the young generation now, given its size (both semi-spaces). */
+export function growthFactorFor(youngBytes: number, capBytes = YOUNG_GENERATION_CAP_BYTES): 1 | 2 {
+  return youngBytes >= capBytes ? 1 : 2;
+}
+
+/**
+ * Keeps this process's young generation at `capBytes` or under, for the command line only: a
+ * program that embeds subtee chooses its own heap. Returns the function that stops it; the
+ * timer never keeps the process alive.
+ */
+export function capYoungGeneration(capBytes = YOUNG_GENERATION_CAP_BYTES): () => void {
+  let factor = 2;
+  const check = () => {
+    const young = getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
+    if (young === undefined) return;
+    const wanted = growthFactorFor(young.space_size, capBytes);
+    if (wanted === factor) return;
+    factor = wanted;
+    setFlagsFromString(`--semi-space-growth-factor=${factor}`);
+  };
+  const timer = setInterval(check, CHECK_EVERY_MS);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    if (factor !== 2) setFlagsFromString('--semi-space-growth-factor=2');
+  };
+}

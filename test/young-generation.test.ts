@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, openSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { writeStream } from '../bench/gen.js';
+import { growthFactorFor, YOUNG_GENERATION_CAP_BYTES } from '../src/cli/young-generation.js';
+import { BIN, ROOT } from './helpers.js';
+
+const MAIN = pathToFileURL(join(ROOT, 'dist', 'src', 'cli', 'main.js')).href;
+
+/** The largest young generation V8 commits in a run, in bytes (`--trace-gc-verbose` prints it on stdout). */
+function largestYoungGeneration(args: string[], input: string): number {
+  const run = spawnSync(process.execPath, ['--trace-gc-verbose', ...args], {
+    stdio: [openSync(input, 'r'), 'pipe', 'pipe'],
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+    timeout: 120_000,
+  });
+  assert.equal(run.status, 0, run.stderr.slice(-2000));
+  const committed = [...run.stdout.matchAll(/New space,.*committed: *(\d+) KB/g)].map((m) => Number(m[1]));
+  assert.ok(committed.length > 0, 'V8 printed its spaces');
+  return Math.max(...committed) * 1024;
+}
+
+test('the growth factor is 1 at the cap and over it, 2 under it', () => {
+  assert.equal(growthFactorFor(YOUNG_GENERATION_CAP_BYTES - 1), 2);
+  assert.equal(growthFactorFor(YOUNG_GENERATION_CAP_BYTES), 1);
+  assert.equal(growthFactorFor(64 * 1024 * 1024), 1);
+  assert.equal(growthFactorFor(1024, 2048), 2);
+});
+
+test('the command line keeps the young generation at its cap where V8 alone doubles it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'subtee-young-'));
+  const input = join(dir, 'in.jsonl');
+  await writeStream({ sizeBytes: 30 * 1024 * 1024, fanout: 2000, shape: 'large', seed: 3 }, input);
+  const flags = ['--stdout', 'none', '-q'];
+  // The same command line without the cap: what V8 grows to on this input.
+  const script = `const { main } = await import(${JSON.stringify(MAIN)});
+process.exitCode = await main(process.argv.slice(1));`;
+  const uncapped = largestYoungGeneration(
+    ['--input-type=module', '-e', script, '--', '--out', join(dir, 'uncapped'), ...flags],
+    input,
+  );
+  const capped = largestYoungGeneration([BIN, '--out', join(dir, 'capped'), ...flags], input);
+  assert.ok(uncapped > YOUNG_GENERATION_CAP_BYTES, `V8 alone grew it to ${uncapped} bytes`);
+  assert.ok(capped <= YOUNG_GENERATION_CAP_BYTES, `capped at ${capped} bytes`);
+});
