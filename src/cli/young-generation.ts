@@ -5,10 +5,10 @@ import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
  *
  * Under steady allocation V8 doubles its semi-spaces from 1 MiB up to 16 MiB each, and the
  * two 16 MiB spaces stay committed for the rest of the process: with 10,000 subagents that
- * was 32 MB of a peak of 150–159 MB, while what lives in them between two scavenges is a few
+ * was 32 MB of a peak of 146–155 MB, while what lives in them between two scavenges is a few
  * MB (`npm run bench -- --only fanout`). Two 8 MiB spaces (what `--max-semi-space-size=8`
- * gives) brought that peak to 131–136 MB at the same speed on every bench input; 1 MiB ones
- * promote so much that the old generation grows more than the young one shrinks (180 MB).
+ * gives) brought that peak to 130–133 MB at the same speed on every bench input; 1 MiB ones
+ * promote so much that the old generation grows more than the young one shrinks (176–180 MB).
  * A process cannot set its own `--max-semi-space-size` once it runs, and a shebang cannot
  * pass it portably (`env -S`), so the cap is kept from inside: V8 reads its growth factor
  * each time it grows the young generation, so it is 1 while the young generation is at the
@@ -26,10 +26,9 @@ export function growthFactorFor(youngBytes: number, capBytes = YOUNG_GENERATION_
 
 /**
  * Keeps this process's young generation at `capBytes` or under, for the command line only: a
- * program that embeds subtee chooses its own heap. Returns the function that stops it; the
- * timer never keeps the process alive.
+ * program that embeds subtee chooses its own heap. The timer never keeps the process alive.
  */
-export function capYoungGeneration(capBytes = YOUNG_GENERATION_CAP_BYTES): () => void {
+export function capYoungGeneration(capBytes = YOUNG_GENERATION_CAP_BYTES): void {
   let factor = 2;
   const check = () => {
     const young = getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
@@ -39,10 +38,5 @@ export function capYoungGeneration(capBytes = YOUNG_GENERATION_CAP_BYTES): () =>
     factor = wanted;
     setFlagsFromString(`--semi-space-growth-factor=${factor}`);
   };
-  const timer = setInterval(check, CHECK_EVERY_MS);
-  timer.unref();
-  return () => {
-    clearInterval(timer);
-    if (factor !== 2) setFlagsFromString('--semi-space-growth-factor=2');
-  };
+  setInterval(check, CHECK_EVERY_MS).unref();
 }
