@@ -10,11 +10,12 @@ import { growthFactorFor, YOUNG_GENERATION_CAP_BYTES } from '../src/cli/young-ge
 import { BIN, ROOT } from './helpers.js';
 
 const MAIN = pathToFileURL(join(ROOT, 'dist', 'src', 'cli', 'main.js')).href;
+const REPORT_FILE = pathToFileURL(join(ROOT, 'dist', 'src', 'chain', 'sinks', 'report-file.js')).href;
 
 /** The largest young generation V8 commits in a run, in bytes (`--trace-gc-verbose` prints it on stdout). */
-function largestYoungGeneration(args: string[], input: string): number {
+function largestYoungGeneration(args: string[], input?: string): number {
   const run = spawnSync(process.execPath, ['--trace-gc-verbose', ...args], {
-    stdio: [openSync(input, 'r'), 'pipe', 'pipe'],
+    stdio: [input === undefined ? 'ignore' : openSync(input, 'r'), 'pipe', 'pipe'],
     encoding: 'utf8',
     maxBuffer: 256 * 1024 * 1024,
     timeout: 120_000,
@@ -47,4 +48,18 @@ process.exitCode = await main(process.argv.slice(1));`;
   const capped = largestYoungGeneration([BIN, '--out', join(dir, 'capped'), ...flags], input);
   assert.ok(uncapped > YOUNG_GENERATION_CAP_BYTES, `V8 alone grew it to ${uncapped} bytes`);
   assert.ok(capped <= YOUNG_GENERATION_CAP_BYTES, `capped at ${capped} bytes`);
+
+  // `subtee report` holds the event loop while it builds the page: no timer runs there.
+  const writeReport = `const { writeReport } = await import(${JSON.stringify(REPORT_FILE)});
+writeReport(process.argv[1]);`;
+  const pageUncapped = largestYoungGeneration([
+    '--input-type=module',
+    '-e',
+    writeReport,
+    '--',
+    join(dir, 'capped'),
+  ]);
+  const pageCapped = largestYoungGeneration([BIN, 'report', '-q', join(dir, 'capped')]);
+  assert.ok(pageUncapped > YOUNG_GENERATION_CAP_BYTES, `V8 alone grew it to ${pageUncapped} bytes`);
+  assert.ok(pageCapped <= YOUNG_GENERATION_CAP_BYTES, `capped at ${pageCapped} bytes`);
 });

@@ -5,11 +5,12 @@ import { EXIT, SubteeError, UsageError } from '../errors.js';
 import { writeIndexPage, writeReport } from '../chain/sinks/report-file.js';
 import { channelReaderFor } from '../chain/stages/input-format.js';
 import { escapeOneLine } from '../views/escape.js';
-import { reportLine } from '../views/report/build.js';
+import { reportLine, type ReportBuildOptions } from '../views/report/build.js';
 import { indexPageRow, type IndexPageRow } from '../views/report/index-page.js';
 import { readRunIndex, runFolders } from './run-folders.js';
 import { REPORT_DEFAULTS } from '../views/report/model.js';
 import { helpText, parseArgs, type OptionDef } from './options.js';
+import { keepYoungGenerationCapped } from './young-generation.js';
 
 export const REPORT_USAGE = `subtee report [options] OUT
 
@@ -50,9 +51,14 @@ export function reportCommand(argv: string[], stdout: Writable, stderr: Writable
   const maxPageBytes = given === undefined ? REPORT_DEFAULTS.maxPageBytes : Number(given);
   const out = o._[0];
   if (!isRunFolder(out) && isFolder(out)) return indexReport(out, maxPageBytes, o.quiet === true, stderr);
-  const written = writeReport(out, { maxPageBytes, channelReader: channelReaderFor });
+  const written = writeReport(out, reportOptions(maxPageBytes));
   if (!o.quiet) stderr.write(reportLine(written));
   return 0;
+}
+
+/** The page's build, under the command line's cap on the young generation (young-generation.ts). */
+function reportOptions(maxPageBytes: number): ReportBuildOptions {
+  return { maxPageBytes, channelReader: channelReaderFor, onProgress: () => keepYoungGenerationCapped() };
 }
 
 function isRunFolder(dir: string): boolean {
@@ -93,7 +99,7 @@ function indexReport(root: string, maxPageBytes: number, quiet: boolean, stderr:
     }
     let problem: string | null = null;
     try {
-      writeReport(dir, { maxPageBytes, channelReader: channelReaderFor });
+      writeReport(dir, reportOptions(maxPageBytes));
     } catch (err) {
       if (!(err instanceof SubteeError)) throw err;
       problem = err.message;

@@ -24,19 +24,26 @@ export function growthFactorFor(youngBytes: number, capBytes = YOUNG_GENERATION_
   return youngBytes >= capBytes ? 1 : 2;
 }
 
+/** The growth factor set last (V8's own is 2). */
+let growthFactor = 2;
+
+/**
+ * One look at the young generation's size, setting V8's growth factor to match: what the timer
+ * of `capYoungGeneration` does, for work that holds the event loop (`subtee report`).
+ */
+export function keepYoungGenerationCapped(capBytes = YOUNG_GENERATION_CAP_BYTES): void {
+  const young = getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
+  if (young === undefined) return;
+  const wanted = growthFactorFor(young.space_size, capBytes);
+  if (wanted === growthFactor) return;
+  growthFactor = wanted;
+  setFlagsFromString(`--semi-space-growth-factor=${wanted}`);
+}
+
 /**
  * Keeps this process's young generation at `capBytes` or under, for the command line only: a
  * program that embeds subtee chooses its own heap. The timer never keeps the process alive.
  */
 export function capYoungGeneration(capBytes = YOUNG_GENERATION_CAP_BYTES): void {
-  let factor = 2;
-  const check = () => {
-    const young = getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
-    if (young === undefined) return;
-    const wanted = growthFactorFor(young.space_size, capBytes);
-    if (wanted === factor) return;
-    factor = wanted;
-    setFlagsFromString(`--semi-space-growth-factor=${factor}`);
-  };
-  setInterval(check, CHECK_EVERY_MS).unref();
+  setInterval(() => keepYoungGenerationCapped(capBytes), CHECK_EVERY_MS).unref();
 }
