@@ -66,7 +66,8 @@ async function runHuge(out: string, mib: number, withBadLine: boolean): Promise<
   };
   await write('{"type":"system","subtype":"init","session_id":"s","claude_code_version":"2.1.220"}\n');
   await write(
-    '{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"toolu_01huge","name":"Agent","input":{"subagent_type":"Explore"}}]},"parent_tool_use_id":null}\n',
+    '{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"toolu_01huge",' +
+      '"name":"Agent","input":{"subagent_type":"Explore"}}]},"parent_tool_use_id":null}\n',
   );
   const piece = bodyPiece();
   const routed = sha256();
@@ -100,7 +101,7 @@ async function runHuge(out: string, mib: number, withBadLine: boolean): Promise<
 }
 
 test(
-  'a 200 MB line is routed to its channel byte for byte with peak RSS under 150 MB; a huge non-JSON line is quarantined',
+  'a 200 MB line is routed byte for byte with peak RSS under 150 MB; a huge non-JSON line is quarantined',
   { skip: noTime },
   async () => {
     const out = join(tmpDir(), 'o');
@@ -195,10 +196,11 @@ async function runSpooled(lines: string[], stages: ComponentSpec[], sinks: Compo
   return { run, out, files: readTree(out) };
 }
 
-test('redact-secrets masks a spooled line as it copies it, secrets across each 1 MiB mark included', async () => {
+test('redact-secrets masks a spooled line as it copies it, secrets across each MiB mark too', async () => {
   const secret = 'sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789';
   // Fields of ~1,000 characters; a secret straddles each MiB mark, where a fixed window would cut.
-  let line = `{"type":"user","parent_tool_use_id":null,${Array.from({ length: 3500 }, (_, k) => `"f${k}":"${'x'.repeat(1000)} token ${k}"`).join(',')},"tail":"${secret}"}`;
+  const fields = Array.from({ length: 3500 }, (_, k) => `"f${k}":"${'x'.repeat(1000)} token ${k}"`);
+  let line = `{"type":"user","parent_tool_use_id":null,${fields.join(',')},"tail":"${secret}"}`;
   for (const mark of [1, 2, 3].map((m) => m * 1024 * 1024)) {
     const at = mark - 20;
     assert.match(line.slice(at - 1, at + secret.length + 1), /^x+$/, 'the secret goes inside a field');
@@ -218,11 +220,13 @@ test('redact-secrets masks a spooled line as it copies it, secrets across each 1
   );
 });
 
-test('a spooled line is counted on its channel; a spooled non-object goes to the quarantine and to pino as one', async () => {
+test('a spooled line counts on its channel; a spooled non-object goes to quarantine and pino', async () => {
   const long = 'y'.repeat(10_000);
   const lines = [
-    '{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"toolu_01sp","name":"Agent","input":{"subagent_type":"Plan"}}]},"parent_tool_use_id":null}',
-    `{"type":"assistant","parent_tool_use_id":"toolu_01sp","timestamp":"2026-11-30T12:00:01Z","message":{"id":"m2","content":[{"type":"text","text":"${long}"}]}}`,
+    '{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"toolu_01sp",' +
+      '"name":"Agent","input":{"subagent_type":"Plan"}}]},"parent_tool_use_id":null}',
+    '{"type":"assistant","parent_tool_use_id":"toolu_01sp","timestamp":"2026-11-30T12:00:01Z",' +
+      `"message":{"id":"m2","content":[{"type":"text","text":"${long}"}]}}`,
     `npm WARN ${long}`,
   ];
   const pinoFile = join(tmpDir(), 'events.pino.log');
@@ -249,13 +253,16 @@ test('a spooled line is counted on its channel; a spooled non-object goes to the
 // Readers that go back to a .jsonl file skip past a line too long to hold.
 
 const LATE_LINES = (big: string) => [
-  '{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"toolu_01late","name":"Agent","input":{"subagent_type":"Plan"}}]},"parent_tool_use_id":null}',
-  `{"type":"assistant","parent_tool_use_id":"toolu_01late","timestamp":"2026-11-30T12:00:02Z","message":{"id":"m2","content":[{"type":"text","text":"${big}"}]}}`,
-  '{"type":"assistant","parent_tool_use_id":"toolu_01late","message":{"id":"m3","content":[{"type":"text","text":"done"}]}}',
+  '{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"toolu_01late",' +
+    '"name":"Agent","input":{"subagent_type":"Plan"}}]},"parent_tool_use_id":null}',
+  '{"type":"assistant","parent_tool_use_id":"toolu_01late","timestamp":"2026-11-30T12:00:02Z",' +
+    `"message":{"id":"m2","content":[{"type":"text","text":"${big}"}]}}`,
+  '{"type":"assistant","parent_tool_use_id":"toolu_01late",' +
+    '"message":{"id":"m3","content":[{"type":"text","text":"done"}]}}',
   '{"type":"result","subtype":"success"}',
 ];
 
-test('a late projection reader replays a spooled line as a live reader saw it: its top-level fields only', async () => {
+test('a late projection reader replays a spooled line as a live one saw it: top-level fields', async () => {
   const input = Buffer.from(LATE_LINES('z'.repeat(17 * MiB)).join('\n') + '\n');
   const run = open(chunked(splitEvery(input, MiB)), { out: join(tmpDir(), 'o') });
   const handles: SubagentHandle[] = [];
