@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, openSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { jsonPieces, MadeOnDemand } from '../src/views/json-pieces.js';
 import { buildIndex, type ChannelPaths } from '../src/views/index-file.js';
 import { writePiecesSync } from '../src/chain/sinks/write-pieces.js';
-import { runToFiles } from './helpers.js';
+import { runToFiles, tmpDir } from './helpers.js';
 
 const joined = (value: unknown, levels?: number) => [...jsonPieces(value, levels)].join('');
 
@@ -105,7 +104,7 @@ test('index.json as written is JSON.stringify(buildIndex(…), null, 2) on every
 });
 
 test('pieces are written as the UTF-8 of their text joined, whatever their sizes and characters', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'subtee-pieces-'));
+  const dir = tmpDir('subtee-pieces-');
   // One, two, three and four UTF-8 bytes, and lone surrogates (written as U+FFFD).
   const alphabet = ['a', 'é', '日', '🚀', '\ud800', '\udc00', '\n'];
   let seed = 7;

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, openSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { openSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { writeStream } from '../bench/gen.js';
 import { growthFactorFor, YOUNG_GENERATION_CAP_BYTES } from '../src/cli/young-generation.js';
-import { BIN, ROOT } from './helpers.js';
+import { BIN, ROOT, tmpDir } from './helpers.js';
 
 const MAIN = pathToFileURL(join(ROOT, 'dist', 'src', 'cli', 'main.js')).href;
 const REPORT_FILE = pathToFileURL(join(ROOT, 'dist', 'src', 'chain', 'sinks', 'report-file.js')).href;
@@ -34,7 +33,7 @@ test('the growth factor is 1 at the cap and over it, 2 under it', () => {
 });
 
 test('the command line keeps the young generation at its cap where V8 alone doubles it', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'subtee-young-'));
+  const dir = tmpDir('subtee-young-');
   const input = join(dir, 'in.jsonl');
   await writeStream({ sizeBytes: 30 * 1024 * 1024, fanout: 2000, shape: 'large', seed: 3 }, input);
   const flags = ['--stdout', 'none', '-q'];
