@@ -110,8 +110,10 @@ test('pieces are written as the UTF-8 of their text joined, whatever their sizes
   let seed = 7;
   const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
   const textOf = (chars: number) => Array.from({ length: chars }, () => alphabet[random(7)]).join('');
-  for (const sizes of [[0], [1, 2, 3], [70_000], [65_535, 1, 65_536], [200_000, 5, 300_000], [10, 10, 10]]) {
-    const pieces = sizes.map(textOf);
+  const sizes = [[0], [1, 2, 3], [70_000], [65_535, 1, 65_536], [200_000, 5, 300_000], [10, 10, 10]];
+  // Three and four bytes a character throughout: more bytes than any one write's buffer holds.
+  const wide = [['日'.repeat(100_000)], ['🚀'.repeat(70_000), 'x', '日'.repeat(65_536)]];
+  for (const pieces of [...sizes.map((chars) => chars.map(textOf)), ...wide]) {
     const path = join(dir, 'out');
     const fd = openSync(path, 'w');
     try {
@@ -119,6 +121,7 @@ test('pieces are written as the UTF-8 of their text joined, whatever their sizes
     } finally {
       closeSync(fd);
     }
-    assert.ok(readFileSync(path).equals(Buffer.from(`${pieces.join('')}\n`)), `pieces of ${sizes}`);
+    const lengths = pieces.map((p) => p.length).join(', ');
+    assert.ok(readFileSync(path).equals(Buffer.from(`${pieces.join('')}\n`)), `pieces of ${lengths}`);
   }
 });

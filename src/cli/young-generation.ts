@@ -42,8 +42,13 @@ export function keepYoungGenerationCapped(capBytes = YOUNG_GENERATION_CAP_BYTES)
 
 /**
  * Keeps this process's young generation at `capBytes` or under, for the command line only: a
- * program that embeds subtee chooses its own heap. The timer never keeps the process alive.
+ * program that embeds subtee chooses its own heap, and so does a user who gives a semi-space
+ * flag to Node. The timer never keeps the process alive; work that holds the event loop
+ * longer than it (the `--html` page at a run's end) is not covered by it.
  */
 export function capYoungGeneration(capBytes = YOUNG_GENERATION_CAP_BYTES): void {
+  // Whoever sized the young generation themselves keeps their size.
+  const given = [...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' ');
+  if (/--(?:max-|min-)?semi[-_]space[-_]/.test(given)) return;
   setInterval(() => keepYoungGenerationCapped(capBytes), CHECK_EVERY_MS).unref();
 }
