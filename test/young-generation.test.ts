@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { writeStream } from '../bench/gen.js';
-import { growthFactorFor, YOUNG_GENERATION_CAP_BYTES } from '../src/cli/young-generation.js';
+import { YOUNG_GENERATION_CAP_BYTES } from '../src/cli/young-generation.js';
 import { BIN, ROOT, tmpDir } from './helpers.js';
 
 const MAIN = pathToFileURL(join(ROOT, 'dist', 'src', 'cli', 'main.js')).href;
@@ -24,13 +24,6 @@ function largestYoungGeneration(args: string[], input?: string): number {
   assert.ok(committed.length > 0, 'V8 printed its spaces');
   return Math.max(...committed) * 1024;
 }
-
-test('the growth factor is 1 at the cap and over it, 2 under it', () => {
-  assert.equal(growthFactorFor(YOUNG_GENERATION_CAP_BYTES - 1), 2);
-  assert.equal(growthFactorFor(YOUNG_GENERATION_CAP_BYTES), 1);
-  assert.equal(growthFactorFor(64 * 1024 * 1024), 1);
-  assert.equal(growthFactorFor(1024, 2048), 2);
-});
 
 test('the command line keeps the young generation at its cap where V8 alone doubles it', async () => {
   const dir = tmpDir('subtee-young-');

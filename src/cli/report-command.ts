@@ -14,7 +14,8 @@ import { keepYoungGenerationCapped } from './young-generation.js';
 
 export const REPORT_USAGE = `subtee report [options] OUT
 
-Writes OUT/report.html, one self-contained page, from a subtee output folder (index.json and the .jsonl files):
+Writes OUT/report.html, one self-contained page, from a subtee output folder (index.json and
+the .jsonl files):
   subtee report logs && xdg-open logs/report.html
 Given a folder of output folders (no index.json of its own), writes each run's report.html and
 DIR/index.html, one row per run linking to its page:
@@ -58,7 +59,7 @@ export function reportCommand(argv: string[], stdout: Writable, stderr: Writable
 
 /** The page's build, under the command line's cap on the young generation (young-generation.ts). */
 function reportOptions(maxPageBytes: number): ReportBuildOptions {
-  return { maxPageBytes, channelReader: channelReaderFor, onProgress: () => keepYoungGenerationCapped() };
+  return { maxPageBytes, channelReader: channelReaderFor, onProgress: keepYoungGenerationCapped };
 }
 
 function isRunFolder(dir: string): boolean {

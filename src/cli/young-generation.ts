@@ -19,36 +19,32 @@ export const YOUNG_GENERATION_CAP_BYTES = 16 * 1024 * 1024;
 /** How often the size is looked at: growth is by doubling, a few times per process. */
 const CHECK_EVERY_MS = 20;
 
-/** Whether V8 may grow the young generation now, given its size (both semi-spaces). */
-export function growthFactorFor(youngBytes: number, capBytes = YOUNG_GENERATION_CAP_BYTES): 1 | 2 {
-  return youngBytes >= capBytes ? 1 : 2;
-}
-
 /** The growth factor set last (V8's own is 2). */
 let growthFactor = 2;
 
 /**
- * One look at the young generation's size, setting V8's growth factor to match: what the timer
- * of `capYoungGeneration` does, for work that holds the event loop (`subtee report`).
+ * One look at the young generation's size (both semi-spaces), setting V8's growth factor to
+ * match: what the timer of `capYoungGeneration` does, for work that holds the event loop
+ * (`subtee report`).
  */
-export function keepYoungGenerationCapped(capBytes = YOUNG_GENERATION_CAP_BYTES): void {
+export function keepYoungGenerationCapped(): void {
   const young = getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
   if (young === undefined) return;
-  const wanted = growthFactorFor(young.space_size, capBytes);
+  const wanted = young.space_size >= YOUNG_GENERATION_CAP_BYTES ? 1 : 2;
   if (wanted === growthFactor) return;
   growthFactor = wanted;
   setFlagsFromString(`--semi-space-growth-factor=${wanted}`);
 }
 
 /**
- * Keeps this process's young generation at `capBytes` or under, for the command line only: a
- * program that embeds subtee chooses its own heap, and so does a user who gives a semi-space
- * flag to Node. The timer never keeps the process alive; work that holds the event loop
- * longer than it (the `--html` page at a run's end) is not covered by it.
+ * Keeps this process's young generation at YOUNG_GENERATION_CAP_BYTES, for the command line
+ * only: a program that embeds subtee chooses its own heap, and so does a user who gives a
+ * semi-space flag to Node. The timer never keeps the process alive; work that holds the
+ * event loop longer than it (the `--html` page at a run's end) is not covered by it.
  */
-export function capYoungGeneration(capBytes = YOUNG_GENERATION_CAP_BYTES): void {
+export function capYoungGeneration(): void {
   // Whoever sized the young generation themselves keeps their size.
   const given = [...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' ');
   if (/--(?:max-|min-)?semi[-_]space[-_]/.test(given)) return;
-  setInterval(() => keepYoungGenerationCapped(capBytes), CHECK_EVERY_MS).unref();
+  setInterval(keepYoungGenerationCapped, CHECK_EVERY_MS).unref();
 }
