@@ -1,4 +1,4 @@
-import { Writable, type Readable, type Transform } from 'node:stream';
+import { Writable, type Duplex, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { builtinRegistry } from './builtins.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../model/record.js';
@@ -117,7 +117,7 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
 export function buildChain(
   spec: ChainSpec,
   options: ChainOptions = {},
-): { streams: Transform[]; session: Session } {
+): { streams: Duplex[]; session: Session } {
   const registry = options.registry ?? builtinRegistry();
   const problems = chainProblems(spec, registry);
   if (problems.length > 0) throw new UsageError('ERR_CONFIG', `invalid chain: ${problems.join('; ')}`);
@@ -149,12 +149,12 @@ export function buildChain(
     );
   }
   for (const p of parts) p.def.checkEnvironment?.(p.opts, ctx.env);
-  const streams: Transform[] = [];
+  const streams: Duplex[] = [];
   const builtins = builtinRegistry();
   try {
     for (const p of [...byteTaps, ...rest]) {
       const plugin = builtins.get(p.def.name) !== p.def;
-      let stream: Transform;
+      let stream: Duplex;
       try {
         stream = p.def.create(p.opts, ctx);
       } catch (err) {
@@ -177,7 +177,7 @@ const failedPlugin = new WeakMap<object, string>();
 /** The same for a plugin that failed with a value that is not an object (`throw 'text'`). */
 const failedPluginByValue = new Map<unknown, string>();
 
-function nameFailures(stream: Transform, name: string): void {
+function nameFailures(stream: Duplex, name: string): void {
   guardThrows(stream, name);
   stream.once('error', (err) => {
     if (err instanceof SubteeError) return;
@@ -194,12 +194,12 @@ const GUARDED_METHODS = ['_transform', '_flush', '_write', '_writev', '_final'] 
  * thrown value that is not truthy (`throw null`) reaches pipeline() as "no error": the input
  * stopped being fed, nothing ended the chain, and the run hung until the watchdog.
  */
-function guardThrows(stream: Transform, name: string): void {
+function guardThrows(stream: Duplex, name: string): void {
   const methods = stream as unknown as Record<string, unknown>;
   for (const method of GUARDED_METHODS) {
     const original = methods[method];
     if (typeof original !== 'function') continue;
-    methods[method] = function guarded(this: Transform, ...args: unknown[]): unknown {
+    methods[method] = function guarded(this: Duplex, ...args: unknown[]): unknown {
       try {
         return (original as (...a: unknown[]) => unknown).apply(this, args);
       } catch (err) {

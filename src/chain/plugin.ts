@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import type { Transform, Writable } from 'node:stream';
+import type { Duplex, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { UsageError } from '../errors.js';
 import type { Session } from '../model/session.js';
@@ -119,7 +119,7 @@ export interface PluginDefinition<O = any> {
    * output folder behind.
    */
   checkEnvironment?: (options: O, env: NodeJS.ProcessEnv) => void;
-  create(options: O, ctx: PluginContext): Transform;
+  create(options: O, ctx: PluginContext): Duplex;
 }
 
 const NAME = /^[a-z0-9][a-z0-9._-]*$/;

@@ -1,4 +1,4 @@
-import { Transform, type TransformCallback } from 'node:stream';
+import { Duplex } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import {
   BATCH_HIGH_WATER_MARK,
@@ -65,9 +65,9 @@ export function classifyLine(line: Buffer, terminated = true): Classified {
  * Line parser: bytes in, record batches out (object mode on the readable side only): one
  * batch per input chunk.
  * Never fails on content: a line that is not a JSON object becomes a quarantine record.
- * Backpressure is core Transform's: records are pushed synchronously inside transform().
+ * Backpressure: a write calls back once the next stage has taken what it handed on.
  */
-export function createLineParser(options: LineParserOptions): Transform {
+export function createLineParser(options: LineParserOptions): Duplex {
   const opts = withDefaults(LINE_PARSER_DEFAULTS, options);
   const run = requireSession(options, 'createLineParser');
   run.heldLineBytes = opts.maxLineBytes;
@@ -108,13 +108,18 @@ export function createLineParser(options: LineParserOptions): Transform {
     batch = [];
     return b;
   };
-  /** The rest of a chunk, split once the next stage has taken what was handed on. */
+  /**
+   * What a write still has to do once the next stage wants more: the rest of a chunk to split,
+   * or the write's callback. A chunk of tiny lines is handed on in batches of at most
+   * MAX_BATCH_RECORDS, each once the next stage wants more, so records in flight stay bounded
+   * whatever the line length.
+   */
   let resume: (() => void) | null = null;
-  const stream = new Transform({
+  const stream: Duplex = new Duplex({
     writableObjectMode: false,
     readableObjectMode: true,
     readableHighWaterMark: BATCH_HIGH_WATER_MARK,
-    transform(chunk: Buffer, _enc, cb: TransformCallback) {
+    write(chunk: Buffer, _enc, cb) {
       run.input.bytes += chunk.length;
       let rest: Buffer | null = chunk;
       const split = () => {
@@ -125,14 +130,25 @@ export function createLineParser(options: LineParserOptions): Transform {
             return;
           }
         }
-        cb(null, take());
+        const b = take();
+        // The next chunk is taken once this one's records are (as a Transform holds it).
+        if (b && !stream.push(b)) resume = () => cb();
+        else cb();
       };
       split();
     },
-    flush(cb: TransformCallback) {
+    read() {
+      const next = resume;
+      resume = null;
+      next?.();
+    },
+    final(cb) {
       splitter.end();
       warnIfAllQuarantined(run);
-      cb(null, take());
+      const b = take();
+      if (b) stream.push(b);
+      stream.push(null);
+      cb();
     },
     destroy(err, cb) {
       resume = null;
@@ -140,15 +156,6 @@ export function createLineParser(options: LineParserOptions): Transform {
       cb(err);
     },
   });
-  // A chunk of tiny lines is handed on in batches of at most MAX_BATCH_RECORDS, each once
-  // the next stage wants more, so records in flight stay bounded whatever the line length.
-  const transformRead = stream._read.bind(stream);
-  stream._read = (size: number) => {
-    const next = resume;
-    resume = null;
-    if (next) next();
-    else transformRead(size);
-  };
   return stream;
 }
 
