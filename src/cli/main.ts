@@ -196,9 +196,6 @@ export async function main(
       io.stderr.write(`subtee: warning ${w.code}: ${escapeOneLine(w.message)}\n`);
     });
     let code: number = EXIT.OK;
-    // A stage that never calls back leaves nothing pending once a file is read; without this
-    // the process would end mid-run (exit 13) before the watchdog could report the stall.
-    const keepAlive = setInterval(() => {}, 1 << 30);
     // A throw outside the chain's streams (a plugin's timer or callback): stop the run so
     // index.json is still written, and report it by the chain's plugins instead of a stack.
     let strayFailure: SubteeError | null = null;
@@ -251,7 +248,6 @@ export async function main(
       else if (!aborted || (err as Error)?.name !== 'AbortError') code = reportError(io.stderr, err);
       await stopChild();
     } finally {
-      clearInterval(keepAlive);
       process.off('uncaughtException', onStrayThrow);
       status?.stop();
       // A process the agent started may hold the pipe open; it must not keep subtee alive.

@@ -10,7 +10,6 @@ import { indexPageRow, type IndexPageRow } from '../views/report/index-page.js';
 import { readRunIndex, runFolders } from './run-folders.js';
 import { REPORT_DEFAULTS } from '../views/report/model.js';
 import { helpText, parseArgs, type OptionDef } from './options.js';
-import { keepYoungGenerationCapped } from './young-generation.js';
 
 export const REPORT_USAGE = `subtee report [options] OUT
 
@@ -57,9 +56,9 @@ export function reportCommand(argv: string[], stdout: Writable, stderr: Writable
   return 0;
 }
 
-/** The page's build, under the command line's cap on the young generation (young-generation.ts). */
+/** The page's build: its size and how channels' files are read. */
 function reportOptions(maxPageBytes: number): ReportBuildOptions {
-  return { maxPageBytes, channelReader: channelReaderFor, onProgress: keepYoungGenerationCapped };
+  return { maxPageBytes, channelReader: channelReaderFor };
 }
 
 function isRunFolder(dir: string): boolean {

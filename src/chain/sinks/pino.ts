@@ -431,25 +431,23 @@ class PinoSink extends BatchTransform {
   }
 
   async #closeTransport(transport: PinoTransport): Promise<void> {
-    // pino unrefs the transport's worker once it is ready (which may be after this
-    // point); hold the process open until the worker has written everything.
-    const hold = setInterval(() => {}, 60_000);
-    try {
-      if (!this.#transportReady) {
-        // A worker that fails to load can close without an error once ended: nothing would
-        // have been written. Wait until it is ready (or has failed) before ending it.
-        const events = ['ready', 'error', 'close'];
-        await new Promise((resolve) => events.forEach((ev) => transport.once(ev, resolve)));
-        if (!this.#transportReady)
-          this.#failed ??= new UsageError('ERR_CONFIG', `${this.#what}: cannot start (its worker exited)`);
-        if (this.#failed) throw this.#failed;
-      }
-      const closed = once(transport, 'close');
-      transport.end();
-      await closed;
-    } finally {
-      clearInterval(hold);
+    if (!this.#transportReady) {
+      // A worker that fails to load can close without an error once ended: nothing would
+      // have been written. Wait until it is ready (or has failed) before ending it; the
+      // worker holds the process until then.
+      const events = ['ready', 'error', 'close'];
+      await new Promise((resolve) => events.forEach((ev) => transport.once(ev, resolve)));
+      if (!this.#transportReady)
+        this.#failed ??= new UsageError('ERR_CONFIG', `${this.#what}: cannot start (its worker exited)`);
+      if (this.#failed) throw this.#failed;
     }
+    // pino lets go of the worker once it is ready (`unref`); it holds the process again
+    // (thread-stream's own `ref()`, which its typings leave out) until it has written
+    // everything and closed.
+    (transport as PinoTransport & { ref(): void }).ref();
+    const closed = once(transport, 'close');
+    transport.end();
+    await closed;
   }
 }
 

@@ -47,8 +47,10 @@ export interface Clock {
 
 export const systemClock: Clock = {
   now: () => performance.now(),
-  // Unref'd: the input (stdin, a child process) keeps a live run alive, not the watchdog.
-  setInterval: (fn, ms) => setInterval(fn, ms).unref(),
+  // Held (not unref'd): the watchdog is what ends a run that stopped moving, so a run whose
+  // input is read but whose chain has not finished stays alive until it ends or stalls.
+  // The timer is cleared when the chain ends or is destroyed.
+  setInterval: (fn, ms) => setInterval(fn, ms),
   clearInterval: (h) => clearInterval(h as NodeJS.Timeout),
 };
 

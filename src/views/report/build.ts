@@ -37,12 +37,6 @@ export interface ReportBuildOptions extends Partial<ReportLimits> {
    * for, or null when the producer's files already hold stream-json lines.
    */
   channelReader?: (producer: string) => ((event: JsonObject, channel: string | null) => JsonObject[]) | null;
-  /**
-   * Called as the build goes: once index.json is read, then after each channel's file. The
-   * build holds the event loop until the page is written, so what a process does on a timer
-   * (the command line's heap policy) runs here.
-   */
-  onProgress?: () => void;
 }
 
 /** What a written report holds (see writeReport in the report sink's room). */
@@ -243,7 +237,6 @@ export function readReportData(
 ): { data: ReportData; budgets: TranscriptBudget[] } {
   const limits = withDefaults(REPORT_DEFAULTS, options) as ReportLimits;
   const { run, producer, channels, jsonl, toolUses } = indexFacts(out, options);
-  options.onProgress?.();
   const byId = new Map<string, ChannelView>();
   for (const ch of channels) if (ch.id !== null && !byId.has(ch.id)) byId.set(ch.id, ch);
   // Room for the page itself and each channel's fields and ticks first; transcripts share
@@ -292,8 +285,7 @@ export function readReportData(
           cause: err,
         });
     }
-    options.onProgress?.();
-
+  
     function onValue(value: JsonObject, lineBytes: number): void {
       const f = lineFacts(value, limits);
       for (let k = 0; k < f.tools; k++) budget.tick(f.time);
