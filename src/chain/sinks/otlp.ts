@@ -113,27 +113,44 @@ function loadSdk() {
   };
 }
 
+/** The error a closed agent fails a new connection with: the exporter does not retry it. */
+const exportClosed = () => Object.assign(new Error('the run has ended'), { code: 'SUBTEE_EXPORT_CLOSED' });
+
 /**
- * An HTTP(S) agent that, once closed, destroys its sockets and fails every new connection at
- * once with an error the exporter does not retry.
+ * HTTP and HTTPS agents that, once closed, destroy their sockets and fail every new
+ * connection at once. A custom agent overriding `createConnection` is what Node documents
+ * for this (http.Agent), and the exporter takes agents from its `httpAgentOptions` factory.
  */
-function closableAgent(proto: string): { agent: HttpAgent; close(): void } {
-  const agent = proto === 'https:' ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
-  let closed = false;
-  type Connect = (options: unknown, cb: (err: Error | null, socket?: unknown) => void) => unknown;
-  const connect = agent.createConnection.bind(agent) as unknown as Connect;
-  (agent as unknown as { createConnection: Connect }).createConnection = (options, cb) => {
-    if (!closed) return connect(options, cb);
-    process.nextTick(cb, Object.assign(new Error('the run has ended'), { code: 'SUBTEE_EXPORT_CLOSED' }));
+class ClosableHttpAgent extends HttpAgent {
+  #closed = false;
+  override createConnection(...args: Parameters<HttpAgent['createConnection']>) {
+    if (!this.#closed) return super.createConnection(...args);
+    process.nextTick(() => args[1]?.(exportClosed(), undefined as never));
     return undefined;
-  };
-  return {
-    agent,
-    close() {
-      closed = true;
-      agent.destroy();
-    },
-  };
+  }
+  close(): void {
+    this.#closed = true;
+    this.destroy();
+  }
+}
+
+class ClosableHttpsAgent extends HttpsAgent {
+  #closed = false;
+  override createConnection(...args: Parameters<HttpsAgent['createConnection']>) {
+    if (!this.#closed) return super.createConnection(...args);
+    process.nextTick(() => args[1]?.(exportClosed(), undefined as never));
+    return undefined;
+  }
+  close(): void {
+    this.#closed = true;
+    this.destroy();
+  }
+}
+
+function closableAgent(proto: string): ClosableHttpAgent | ClosableHttpsAgent {
+  return proto === 'https:'
+    ? new ClosableHttpsAgent({ keepAlive: true })
+    : new ClosableHttpAgent({ keepAlive: true });
 }
 
 const hrTime = (ms: number): HrTime => [Math.floor(ms / 1000), Math.round((ms % 1000) * 1e6)];
@@ -388,7 +405,7 @@ class OtlpSink extends BatchTransform {
         const a = closableAgent(proto);
         this.#agents.push(a);
         if (this.#agentsClosed) a.close();
-        return a.agent;
+        return a;
       },
     };
   }
