@@ -5,7 +5,7 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
-import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -233,11 +233,6 @@ async function main() {
         `${node} ${BIN} --out ${fresh(`pino-${shape}`)} --stdout none -q ` +
         `--pino=${join(work, 'out', `pino-${shape}.log`)}`,
     ],
-    // Scaling: 2 threads and every thread the machine offers (one row when that is 2).
-    ...[...new Set([2, availableParallelism()])].map((threads): [string, () => string] => [
-      `subtee → files, --threads ${threads}${threads === availableParallelism() ? ' (all)' : ''}`,
-      () => `${node} ${BIN} --threads ${threads} --out ${fresh(`threads-${shape}`)} --stdout none -q`,
-    ]),
   ];
 
   for (const shape of wanted('shapes') ? ['large', 'small'] : []) {

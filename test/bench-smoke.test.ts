@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ROOT } from './helpers.js';
@@ -33,7 +33,6 @@ test('npm run bench -- --quick prints every table', () => {
     'subtee parse only',
     'subtee → files',
     'subtee → files + pino',
-    `subtee → files, --threads 2${availableParallelism() === 2 ? ' (all)' : ''}`,
     'subtee → files, one 20 MB line, default options',
     'open() → files, every message read',
   ]) {

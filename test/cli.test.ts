@@ -420,25 +420,3 @@ test('an input with no JSON object line at all gets an INPUT_QUARANTINED warning
     'one noise line among JSON lines is no reason to warn',
   );
 });
-
-test('--threads N: the same output folder as one thread, byte for byte; out of range is exit 2', async () => {
-  // Many chunks of long lines, so that several are with different workers at once.
-  const input = join(tmpDir(), 'generated.jsonl');
-  await writeStream({ sizeBytes: 3 << 20, fanout: 40, shape: 'large', seed: 7 }, input);
-  const trees = [1, 3].map((threads) => {
-    const out = join(tmpDir(), `t${threads}`);
-    const r = subtee(['--out', out, '-q', '--stdout', 'none', '--threads', String(threads), input]);
-    assert.equal(r.status, 0, r.stderr);
-    return readTree(out);
-  });
-  assert.ok(trees[0].size > 3, 'channel files were written');
-  assert.deepEqual([...trees[1].keys()].sort(), [...trees[0].keys()].sort());
-  for (const [name, bytes] of trees[0]) assert.ok(trees[1].get(name)!.equals(bytes), name);
-  for (const bad of ['0', '65', '1.5']) {
-    const out = join(tmpDir(), 'bad');
-    const r = subtee(['--out', out, '-q', '--threads', bad, input]);
-    assert.equal(r.status, 2, r.stderr);
-    assert.match(r.stderr, /^subtee: --threads must be .* \[ERR_BAD_OPTION\]\n$/);
-    assert.equal(existsSync(out), false);
-  }
-});

@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createLineParser, LineSplitter, classifyLine } from '../src/chain/stages/line-parser.js';
 import { quarantinedLines, type SpooledRecord, type SubteeRecord } from '../src/model/record.js';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { Session } from '../src/model/session.js';
 import { chunked, splitEvery } from './helpers.js';
 
@@ -223,39 +223,6 @@ test('bounded batches keep every line across chunk boundaries, a long line among
       Array.from({ length: lines.length }, (_, i) => i + 1),
     );
   }
-});
-
-/** Threads of this process (Linux), or null where /proc cannot tell. */
-function threadCount(): number | null {
-  try {
-    return readdirSync('/proc/self/task').length;
-  } catch {
-    return null;
-  }
-}
-
-test('worker threads stopped at the end do not fail a reader that reads after they are gone', async (t) => {
-  if (threadCount() === null) return t.skip('no /proc/self/task to see the worker threads go');
-  const parser = createLineParser({ threads: 3, session: new Session() });
-  const errors: unknown[] = [];
-  parser.on('error', (err) => errors.push(err));
-  const text = 'x'.repeat(4000);
-  const line = `${JSON.stringify({ type: 'user', message: { content: [{ type: 'text', text }] } })}\n`;
-  for (let k = 0; k < 8; k++) parser.write(Buffer.from(line.repeat(10)));
-  parser.end();
-  // Chunks with long lines have gone to both workers, which started their threads.
-  const running = threadCount()!;
-  await new Promise((resolve) => parser.once('finish', resolve));
-  // The workers are stopped once the input has been checked; the reader starts after they exit.
-  const deadline = Date.now() + 60_000;
-  const gone = () => threadCount()! <= running - 2;
-  while (!gone() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
-  assert.ok(gone(), 'the worker threads exited');
-  await new Promise((resolve) => setImmediate(resolve));
-  let records = 0;
-  for await (const batch of parser) records += (batch as SubteeRecord[]).length;
-  assert.equal(records, 80);
-  assert.deepEqual(errors, []);
 });
 
 test('a line over the limit is spooled however the input is cut, whole in one chunk or in many', async () => {

@@ -361,54 +361,13 @@ test('a scanned line parses its value on first read; a copy carries the value, n
   );
 });
 
-test('on 2 and 4 threads the line parser makes the files one thread makes (any chunking)', async () => {
-  const thinking = { type: 'thinking', thinking: 'é\n'.repeat(3000) };
-  const long = JSON.stringify({
-    type: 'assistant',
-    parent_tool_use_id: null,
-    message: { content: [thinking] },
-  });
-  // Long lines on many channels in many chunks: several chunks are with different workers at once.
-  const manyLong = Array.from({ length: 400 }, (_, k) => {
-    const text = `${k} `.repeat(300 + ((k * 37) % 900));
-    const message = { content: [{ type: 'text', text }] };
-    return JSON.stringify({ type: 'user', parent_tool_use_id: `toolu_${k % 23}`, message });
-  }).join('\n');
-  const longJunk = `{"type":"assistant","x":"${'a'.repeat(2000)}"`;
-  const inputs = [
-    ...fixtureFiles().map((f) => readFileSync(f)),
-    Buffer.from(`${long}\n${'x'.repeat(9000)}\n{"type":"stream_event","event":{}}\n${long}`),
-    Buffer.from(manyLong),
-    // Quarantined lines listed in input order, a long one among short ones and junk runs.
-    Buffer.from(`{"a":1}\n${longJunk}\njunk\n${longJunk}\nx\ny\nz\n{"b":2}\n`),
-    // Nothing but junk: the INPUT_QUARANTINED warning.
-    Buffer.from('hello\nworld\nx\n'.repeat(500)),
-  ];
-  let seed = 99;
-  const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
-  for (const input of inputs) {
-    const chunks = splitEvery(input, 1 + Math.floor(rnd() * 5000));
-    const plain = await runToFiles(chunks, {}, { maxLineBytes: 8192 });
-    for (const threads of [2, 4]) {
-      const pooled = await runToFiles(chunks, {}, { maxLineBytes: 8192, threads });
-      assert.deepEqual([...pooled.files.keys()].sort(), [...plain.files.keys()].sort());
-      for (const [name, bytes] of plain.files) assert.ok(pooled.files.get(name)!.equals(bytes), name);
-    }
-  }
-});
-
-test('a line nested deeper than the scanner goes is judged by JSON.parse, on any thread count', async () => {
+test('a line nested deeper than the scanner goes is judged by JSON.parse', async () => {
   // Short enough to be held and scanned, with a string long enough that the tape has room.
   const deep = `{"type":"user","t":${'['.repeat(20000)}"${'x'.repeat(200000)}"${']'.repeat(20000)}}`;
   assert.equal(scanJson(Buffer.from(deep), 0, deep.length, new Tape(1024)), UNDECIDED);
   const input = Buffer.from(`{"a":1}\n${deep}\n${deep.slice(0, -1)}\n{"b":2}\n`);
   const plain = await runToFiles(splitEvery(input, 65536));
   assert.equal(plain.index.input.quarantined, 1, 'the cut copy only');
-  for (const threads of [2, 3]) {
-    const pooled = await runToFiles(splitEvery(input, 65536), {}, { threads });
-    assert.deepEqual([...pooled.files.keys()].sort(), [...plain.files.keys()].sort());
-    for (const [name, bytes] of plain.files) assert.ok(pooled.files.get(name)!.equals(bytes), name);
-  }
 });
 
 test('grammar corners in lines long enough for the byte scanner are judged as JSON.parse judges them', () => {

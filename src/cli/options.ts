@@ -76,7 +76,6 @@ const ROWS: readonly Row[] = [
   { name: 'prices', arg: 'FILE', target: { use: 'channel-router', key: 'prices' } },
   { name: 'input-format', arg: 'FORMAT', target: { use: 'input-format', key: 'format' } },
   { name: 'max-line-bytes', arg: 'N', target: { use: 'line-parser', key: 'maxLineBytes' } },
-  { name: 'threads', arg: 'N', target: { use: 'line-parser', key: 'threads' } },
   { name: 'max-open-files', arg: 'N', target: { use: 'files', key: 'maxOpenFiles' } },
   {
     name: 'html',

@@ -12,29 +12,14 @@ import { HELD_LINE_BYTES, isBlank, LineSplitter } from '../../model/lines.js';
 import { definePlugin, BUILTIN_KIT } from '../plugin.js';
 import { endSpool, LineSpool, spoolDir } from './line-spool.js';
 import { countQuarantine, junkRunRecord, warnIfAllQuarantined } from './line-input.js';
-import { createWorkerLineParser } from './line-parser-worker.js';
 
 export const LINE_PARSER_DEFAULTS = Object.freeze({
   /** Longest line held in memory; longer lines are spooled to a file as they stream past. */
   maxLineBytes: HELD_LINE_BYTES,
-  /**
-   * One: everything on the main thread. Each worker thread has a heap of its own (about
-   * 10 MB) and on two cores a worker made small lines no faster (bench/README.md), so more
-   * threads are asked for, not assumed from the machine.
-   */
-  threads: 1,
 });
-
-/** The most threads the line parser runs: beyond this the main thread is the bound many times over. */
-export const MAX_THREADS = 64;
 
 export interface LineParserOptions {
   maxLineBytes?: number;
-  /**
-   * Threads that check lines: 1 is the main thread alone; N > 1 adds N - 1 worker threads
-   * that check long lines while the main thread routes and writes (`createWorkerLineParser`).
-   */
-  threads?: number;
   /** The chain's session, shared by every stage (required). */
   session: Session;
 }
@@ -71,7 +56,6 @@ export function createLineParser(options: LineParserOptions): Duplex {
   const opts = withDefaults(LINE_PARSER_DEFAULTS, options);
   const run = requireSession(options, 'createLineParser');
   run.heldLineBytes = opts.maxLineBytes;
-  if (opts.threads > 1) return createWorkerLineParser({ ...opts, workers: opts.threads - 1, session: run });
   let batch: RecordBatch = [];
   const quarantine = (raw: Buffer, lineNo: number, reason: QuarantineReason, final: boolean) => {
     if (final) countQuarantine(run, lineNo, 1);
@@ -170,15 +154,6 @@ export const lineParserPlugin = definePlugin<Omit<LineParserOptions, 'session'>>
       default: LINE_PARSER_DEFAULTS.maxLineBytes,
       description:
         'longest line held in memory; longer lines are spooled to a file in --out and routed from there',
-    },
-    threads: {
-      type: 'integer',
-      min: 1,
-      max: MAX_THREADS,
-      default: LINE_PARSER_DEFAULTS.threads,
-      description:
-        'threads that check lines: 1 is the main thread alone, N adds N - 1 worker threads that check ' +
-        'long lines while the main thread routes and writes',
     },
   },
   input: () => 'bytes',
