@@ -279,7 +279,7 @@ after(() => {
   }
 });
 
-test("subtee run: an agent that exits while a process it started holds its stdout → the agent's code, PIPE_HELD, no wait", async () => {
+test("subtee run: an agent that exits while a process it started holds its stdout → the agent's code, PIPE_HELD, no wait, that process stopped", async () => {
   const dir = tmpDir();
   const out = join(dir, 'o');
   const pidFile = join(dir, 'grandchild.pid');
@@ -303,6 +303,7 @@ test("subtee run: an agent that exits while a process it started holds its stdou
     stderr,
     /warning PIPE_HELD: \S+agent\.sh exited with code 5, but a process it started still holds its stdout open/,
   );
+  assert.equal(running(Number(readFileSync(pidFile, 'utf8'))), false, 'the process that held stdout is gone');
   assert.doesNotMatch(stderr, /STALL/);
   const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
   assert.deepEqual(
@@ -313,7 +314,7 @@ test("subtee run: an agent that exits while a process it started holds its stdou
   checkOutput(readFileSync(recording), out, 'held pipe');
 });
 
-test('subtee run: a process the agent started that keeps writing to its stdout is let go too', async () => {
+test('subtee run: a process the agent started that keeps writing to its stdout is let go too, and stopped', async () => {
   const dir = tmpDir();
   const out = join(dir, 'o');
   const pidFile = join(dir, 'grandchild.pid');
@@ -337,6 +338,7 @@ test('subtee run: a process the agent started that keeps writing to its stdout i
   if (result === 'timeout') child.kill('SIGKILL');
   assert.equal(result, 5, stderr);
   assert.match(stderr, /warning PIPE_HELD/);
+  assert.equal(running(Number(readFileSync(pidFile, 'utf8'))), false, 'the process that wrote is gone');
   const files = readTree(out);
   const routed = [...files.keys()].filter((k) => k.endsWith('.jsonl')).flatMap((k) => linesOf(files.get(k)));
   assert.deepEqual(routed.sort(), linesOf(readFileSync(recording)).sort(), 'every line the agent wrote');
@@ -448,4 +450,152 @@ test('subtee run --require-version: a system/init stating no version is met by t
   });
   assert.equal(piped.status, 4, piped.stderr);
   assert.match(piped.stderr, /\[ERR_VERSION\]/);
+});
+
+/**
+ * Whether a process still runs: one that has ended but was not reaped yet (a grandchild
+ * whose new parent, an init process, does not reap) is a zombie and counts as gone.
+ */
+function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^[ZX]$/.test(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0]);
+  } catch {
+    if (existsSync('/proc/self/stat')) return false;
+  }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A stand-in agent that starts a grandchild holding its stdout (a shell's background job,
+ * which ignores SIGINT as such jobs do), writes both pids, prints three lines, then waits:
+ * it exits 0 on SIGINT and SIGTERM, as a CLI that treats Ctrl-C as a clean end does.
+ */
+function agentWithGrandchild(dir: string): { agent: string; pids: () => { agent: number; grandchild: number } } {
+  const agent = join(dir, 'parent.sh');
+  const pidFile = join(dir, 'pids');
+  writeFileSync(
+    agent,
+    `#!/bin/sh\ntrap 'exit 0' INT TERM\nsleep 600 &\necho "$$ $!" > "${pidFile}.tmp"\n` +
+      `mv "${pidFile}.tmp" "${pidFile}"\nhead -3 "${recording}"\nwhile true; do sleep 0.1; done\n`,
+  );
+  chmodSync(agent, 0o755);
+  const pids = () => {
+    const [a, g] = readFileSync(pidFile, 'utf8').trim().split(' ').map(Number);
+    strays.push(a, g);
+    return { agent: a, grandchild: g };
+  };
+  return { agent, pids };
+}
+
+for (const [sig, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
+  test(`subtee run: on ${sig} the command and every process it started are gone when subtee exits ${code}, though the agent exits 0`, async () => {
+    const dir = tmpDir();
+    const out = join(dir, 'o');
+    const { agent, pids } = agentWithGrandchild(dir);
+    const child = spawn(
+      process.execPath,
+      [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--kill-grace-ms', '300', '--', agent],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const closed = new Promise<number | null>((r) => child.on('close', r));
+    await waitFor(() => mainLines(out) === 3, 'the first three lines on disk');
+    const { agent: agentPid, grandchild } = pids();
+    assert.ok(running(grandchild), 'the grandchild runs before the signal');
+    child.kill(sig);
+    const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 20_000).unref());
+    const result = await Promise.race([closed, timeout]);
+    if (result === 'timeout') child.kill('SIGKILL');
+    assert.equal(result, code, stderr);
+    assert.equal(running(agentPid), false, 'the agent is gone');
+    assert.equal(running(grandchild), false, 'the process the agent started is gone');
+    assert.match(stderr, new RegExp(`interrupted by ${sig}`));
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.equal(index.interrupted, true);
+    assert.deepEqual(index.command, { name: agent, exit_code: 0, signal: null });
+  });
+}
+
+test('subtee run: when subtee ends early (the stream states a refused version) the command and what it started are stopped', async () => {
+  const dir = tmpDir();
+  const old = join(dir, 'old.jsonl');
+  writeFileSync(
+    old,
+    readFileSync(recording, 'utf8').replace('"claude_code_version":"2.1.328"', '"claude_code_version":"2.1.218"'),
+  );
+  const agent = join(dir, 'agent.sh');
+  const pidFile = join(dir, 'pids');
+  writeFileSync(
+    agent,
+    `#!/bin/sh\nif [ "$1" = "--version" ]; then echo "2.1.328 (Claude Code)"; exit 0; fi\n` +
+      `sleep 600 &\necho "$$ $!" > "${pidFile}.tmp"\nmv "${pidFile}.tmp" "${pidFile}"\n` +
+      `head -3 "${old}"\nwhile true; do sleep 0.1; done\n`,
+  );
+  chmodSync(agent, 0o755);
+  const args = ['run', '--out', join(dir, 'o'), '-q', '--stdout', 'none', '--kill-grace-ms', '300'];
+  const child = spawn(process.execPath, [BIN, ...args, '--require-version', '>=2.1.219', '--', agent], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const closed = new Promise<number | null>((r) => child.on('close', r));
+  const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 20_000).unref());
+  const result = await Promise.race([closed, timeout]);
+  if (result === 'timeout') child.kill('SIGKILL');
+  const [agentPid, grandchild] = readFileSync(pidFile, 'utf8').trim().split(' ').map(Number);
+  strays.push(agentPid, grandchild);
+  assert.equal(result, 4, stderr);
+  assert.match(stderr, /\[ERR_VERSION\]/);
+  assert.equal(running(agentPid), false, 'the agent is gone');
+  assert.equal(running(grandchild), false, 'the process the agent started is gone');
+});
+
+test('subtee run: a command killed from outside is recorded (signal, exit code, interrupted) and its code passed on', () => {
+  const dir = tmpDir();
+  const out = join(dir, 'o');
+  const agent = join(dir, 'killed.sh');
+  writeFileSync(agent, `#!/bin/sh\nhead -3 "${recording}"\nkill -KILL $$\n`);
+  chmodSync(agent, 0o755);
+  const r = spawnSync(process.execPath, [BIN, 'run', '--out', out, '--stdout', 'none', '--', agent], {
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  assert.equal(r.status, 137, r.stderr);
+  assert.match(r.stderr, /warning COMMAND_KILLED: \S+killed\.sh was ended by SIGKILL \(exit 137\)/);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.interrupted, true);
+  assert.deepEqual(index.command, { name: agent, exit_code: 137, signal: 'SIGKILL' });
+  assert.equal(index.input.lines, 3);
+});
+
+test('subtee run: a command that prints no line is INPUT_EMPTY, exit 3, though it exits 0', () => {
+  const dir = tmpDir();
+  const agent = join(dir, 'silent.sh');
+  writeFileSync(agent, `#!/bin/sh\necho "nothing on stdout" >&2\n`);
+  chmodSync(agent, 0o755);
+  const r = spawnSync(process.execPath, [BIN, 'run', '--out', join(dir, 'o'), '--', agent], {
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 3, r.stderr);
+  assert.match(r.stderr, /silent\.sh printed no lines on stdout: nothing to split .*--verbose\) \[INPUT_EMPTY\]\n$/);
+});
+
+test('subtee run: a command not on PATH reads "not found on PATH", a missing file "no such file" (exit 2)', () => {
+  const onPath = spawnSync(process.execPath, [BIN, 'run', '--', 'subtee-no-such-command'], { encoding: 'utf8' });
+  assert.equal(onPath.status, 2);
+  assert.equal(onPath.stderr, 'subtee: cannot start subtee-no-such-command: not found on PATH [ERR_COMMAND]\n');
+  const path = join(tmpDir(), 'no-such-agent');
+  const file = spawnSync(process.execPath, [BIN, 'run', '--', path], { encoding: 'utf8' });
+  assert.equal(file.status, 2);
+  assert.equal(file.stderr, `subtee: cannot start ${path}: no such file [ERR_COMMAND]\n`);
 });

@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { builtinRegistry } from '../chain/builtins.js';
@@ -20,6 +19,7 @@ import {
   commandStarted,
   commandVersion,
   spawnCommand,
+  type WrappedCommand,
 } from './run-command.js';
 import { startStatusLine } from './status-line.js';
 import { statsCommand } from './stats-command.js';
@@ -150,40 +150,30 @@ export async function main(
   }
 
   let run = new Session();
-  let child: ChildProcess | null = null;
-  let childExit: Promise<number> | null = null;
+  let command: WrappedCommand | null = null;
   const ac = new AbortController();
   const stop = new AbortController();
   let signalled: NodeJS.Signals | null = null;
   let aborted = false;
-  // First signal: stop reading (or, under subtee run, pass it to the agent, which then ends
-  // its output) and let everything already read reach the sinks. A second one stops at once:
-  // the agent is killed and subtee exits 130/143 without waiting for anything.
+  const graceMs = Number(opts['kill-grace-ms']);
+  // First signal: stop reading (or, under subtee run, pass it to the command and every process
+  // it started, SIGKILL after the grace) and let everything already read reach the sinks. A
+  // second one stops at once: they are killed and subtee exits 130/143 waiting for nothing.
   const onSignal = (sig: NodeJS.Signals) => {
     run.interrupted = true;
     const first = signalled === null;
     signalled = sig;
     if (first) {
-      if (child) child.kill(sig);
+      if (command) void command.stop(graceMs, sig);
       else stop.abort();
       return;
     }
     aborted = true;
-    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    command?.signalAll('SIGKILL');
     ac.abort();
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  // SIGTERM, then SIGKILL after the grace; resolves once the command is gone.
-  const stopChild = async () => {
-    if (!child || !childExit) return;
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill(aborted ? 'SIGKILL' : 'SIGTERM');
-      const kill = setTimeout(() => child!.kill('SIGKILL'), Number(opts['kill-grace-ms']));
-      await childExit;
-      clearTimeout(kill);
-    }
-  };
 
   /** Runs one input (or the command) through its chain; returns the exit code. */
   const runOne = async (file: string, chainSpec: ChainSpec): Promise<number> => {
@@ -224,8 +214,7 @@ export async function main(
           run.checkedCommandVersion = version;
         }
         if (signalled) return signalled === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;
-        const command = spawnCommand(opts.rest);
-        ({ child, exited: childExit } = command);
+        command = spawnCommand(opts.rest);
         await commandStarted(command, opts.rest[0]);
         input = commandOutput(command, opts.rest[0], run, stop);
       } else {
@@ -241,17 +230,24 @@ export async function main(
       };
       await runChain(input, chainSpec, chainOptions);
       if (strayFailure) throw strayFailure;
-      if (childExit) code = await childExit;
+      if (command) code = await command.exited;
+      if (run.input.lines === 0 && signalled === null) {
+        const empty = inputEmpty(isRun ? opts.rest[0] : null);
+        code = code === EXIT.OK ? empty.exitCode : code;
+        reportError(io.stderr, empty);
+      }
     } catch (err) {
       if (strayFailure) code = reportError(io.stderr, strayFailure);
       else if (err instanceof StallError) code = EXIT.STALL;
       else if (!aborted || (err as Error)?.name !== 'AbortError') code = reportError(io.stderr, err);
-      await stopChild();
     } finally {
+      // Nothing the command started outlives the run: whatever of its process group still
+      // runs (the command after a stall or a failure, a process that held its stdout) is
+      // stopped, at once after a second signal.
+      await command?.stop(aborted ? 0 : graceMs);
       process.off('uncaughtException', onStrayThrow);
       status?.stop();
-      // A process the agent started may hold the pipe open; it must not keep subtee alive.
-      child?.stdout?.destroy();
+      command?.child.stdout?.destroy();
     }
     const out = String(chainSpec.sinks.find((s) => s.use === 'files')?.out ?? '');
     if (!opts.quiet && run.input.lines > 0) io.stderr.write(summaryText(run, out));
@@ -276,9 +272,21 @@ export async function main(
     io.stderr.write(
       `subtee: stalled; ${isRun ? 'the command was stopped; ' : ''}index.json marks what was still running\n`,
     );
-  if (signalled && (code === EXIT.OK || !isRun || aborted)) {
+  // An interrupted run is never a success, whatever the command returned on the signal: a
+  // CI step's `&& deploy` must not run.
+  if (signalled) {
     io.stderr.write(`subtee: interrupted by ${signalled}; index.json marks what was still running\n`);
-    if (!isRun || aborted) code = signalled === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;
+    code = signalled === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;
   }
   return code;
+}
+
+/**
+ * An input without a line, such as `claude -p … --output-format stream-json` without
+ * `--verbose` prints: an empty folder must not pass for a run (exit 3).
+ */
+export function inputEmpty(command: string | null): SubteeError {
+  const what = command === null ? 'the input held no lines' : `${command} printed no lines on stdout`;
+  const hint = 'Claude Code prints stream-json only with --output-format stream-json --verbose';
+  return new SubteeError('INPUT_EMPTY', `${what}: nothing to split (${hint})`, { exitCode: EXIT.IO });
 }

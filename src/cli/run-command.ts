@@ -4,8 +4,9 @@ import { constants } from 'node:os';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { EXIT, SubteeError } from '../errors.js';
-import { agentNameOf, type Session } from '../model/session.js';
+import { agentNameOf, type CommandEnd, type Session } from '../model/session.js';
 import { findVersion } from '../semver.js';
+import { endGroup, signalGroup } from './process-group.js';
 
 /** Asks the agent command for its version (`CMD --version`). */
 export function commandVersion(cmd: string): string | null {
@@ -24,6 +25,11 @@ export function commandAgentName(cmd: string): string {
 export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
   if (code !== null) return code;
   return 128 + (signal ? (constants.signals[signal] ?? 0) : 0);
+}
+
+/** How the command ended, as index.json records it. */
+export function commandEnd(name: string, code: number | null, signal: NodeJS.Signals | null): CommandEnd {
+  return { name, exit_code: exitCodeOf(code, signal), signal: code === null ? signal : null };
 }
 
 /** Silence on the agent's stdout, after the agent exited, that means another process holds it. */
@@ -80,18 +86,59 @@ export interface WrappedCommand {
   child: ChildProcess;
   /** The command's exit code (128 + the signal's number when a signal ended it). */
   exited: Promise<number>;
+  /** The signal that ended the command, once it has exited; null for an exit of its own. */
+  readonly signal: NodeJS.Signals | null;
+  /** Sends a signal to the command and every process it started (its process group). */
+  signalAll(signal: NodeJS.Signals): void;
+  /**
+   * Ends the command and every process it started: `first` (SIGTERM unless told), then
+   * SIGKILL to what still runs after `graceMs`. Resolves once they are gone.
+   */
+  stop(graceMs: number, first?: NodeJS.Signals): Promise<void>;
 }
 
 /**
- * Starts the command; stdin and stderr stay the terminal's. Returns at once so a signal that
+ * Starts the command in a process group of its own, so that every process it starts (a Node
+ * CLI's workers, a native binary, a shell's children) can be signalled together and none
+ * outlives subtee. stdin and stderr stay the terminal's. Returns at once so a signal that
  * arrives while it starts is passed on to it; `commandStarted` says whether it did start.
  */
 export function spawnCommand(argv: string[]): WrappedCommand {
-  const child = spawn(argv[0], argv.slice(1), { stdio: ['inherit', 'pipe', 'inherit'] });
+  const child = spawn(argv[0], argv.slice(1), { stdio: ['inherit', 'pipe', 'inherit'], detached: true });
+  let signal: NodeJS.Signals | null = null;
   const exited = new Promise<number>((resolve) =>
-    child.on('exit', (code, sig) => resolve(exitCodeOf(code, sig))),
+    child.on('exit', (code, sig) => {
+      signal = code === null ? sig : null;
+      resolve(exitCodeOf(code, sig));
+    }),
   );
-  return { child, exited };
+  // The group's id is the command's pid; a command that never started has none.
+  const pgid = () => child.pid;
+  return {
+    child,
+    exited,
+    get signal() {
+      return signal;
+    },
+    signalAll(sig) {
+      const id = pgid();
+      if (id !== undefined) signalGroup(id, sig);
+    },
+    async stop(graceMs, first = 'SIGTERM') {
+      const id = pgid();
+      if (id === undefined) return;
+      await endGroup(id, graceMs, first);
+      await exited;
+    },
+  };
+}
+
+/** Why a command could not start, in words (`not found on PATH` rather than ENOENT). */
+export function startFailure(cmd: string, err: NodeJS.ErrnoException): string {
+  const where = cmd.includes('/') ? 'no such file' : 'not found on PATH';
+  if (err.code === 'ENOENT') return where;
+  if (err.code === 'EACCES') return 'not executable (permission denied)';
+  return err.code ?? err.message;
 }
 
 /** Resolves once the command runs; a command that cannot start is ERR_COMMAND (exit 2). */
@@ -101,8 +148,7 @@ export async function commandStarted({ child }: WrappedCommand, name: string): P
     child.once('error', resolve);
   });
   if (started) {
-    const why = (started as NodeJS.ErrnoException).code ?? started.message;
-    const message = `cannot start ${name}: ${why}`;
+    const message = `cannot start ${name}: ${startFailure(name, started as NodeJS.ErrnoException)}`;
     throw new SubteeError('ERR_COMMAND', message, { exitCode: EXIT.USAGE, cause: started });
   }
 }
@@ -118,13 +164,19 @@ export function commandOutput(
   stop: AbortController,
 ): Readable {
   const { child, exited } = command;
-  child.once('exit', (exitCode, sig) =>
+  child.once('exit', (exitCode, sig) => {
+    run.command = commandEnd(name, exitCode, sig);
+    // Killed from outside (the out-of-memory killer, a kill of the agent alone): cut short.
+    if (sig !== null && exitCode === null && !run.interrupted && !run.stalled) {
+      run.interrupted = true;
+      run.warn('COMMAND_KILLED', `${name} was ended by ${sig} (exit ${run.command.exit_code})`);
+    }
     watchHeldPipe(child.stdout as Socket, () => {
       const what = `${name} exited with code ${exitCodeOf(exitCode, sig)}`;
       const held = 'but a process it started still holds its stdout open; subtee stopped reading it';
       run.warn('PIPE_HELD', `${what}, ${held}`);
       stop.abort();
-    }),
-  );
+    });
+  });
   return Readable.from(untilExit(child.stdout!, exited), { objectMode: false });
 }

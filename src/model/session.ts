@@ -35,6 +35,16 @@ export function agentNameOf(name: string | null): string | null {
   return name !== null && Object.hasOwn(AGENT_NAMES, name) ? AGENT_NAMES[name as AgentProducer] : null;
 }
 
+/** How the command of `subtee run` ended. */
+export interface CommandEnd {
+  /** The command as given (its first word). */
+  name: string;
+  /** Its exit code; 128 + the signal's number when a signal ended it. */
+  exit_code: number;
+  /** The signal that ended it, or null when it exited on its own. */
+  signal: string | null;
+}
+
 export interface Warning {
   code: string;
   message: string;
@@ -85,6 +95,8 @@ export class Session {
    */
   linesMapped = false;
   interrupted = false;
+  /** Under `subtee run`, once the command has exited: how it ended. Null otherwise. */
+  command: CommandEnd | null = null;
   stalled = false;
   /** What the idle watchdog found when it first fired: the silence, its allowance, what was in flight. */
   stall: Stall | null = null;

@@ -1,6 +1,6 @@
 import type { CostReport } from '../model/cost.js';
 import type { Stall } from '../model/in-flight.js';
-import type { Producer, Session, Warning } from '../model/session.js';
+import type { CommandEnd, Producer, Session, Warning } from '../model/session.js';
 import type { Channel, ChannelStatus } from '../model/tree.js';
 import { channelCosts, finalCost, indexCost, type ChannelCostView, type IndexCost } from './cost.js';
 import { MadeOnDemand } from './json-pieces.js';
@@ -55,6 +55,8 @@ export interface IndexHead {
   producer_version: string | null;
   /** The run was stopped (a signal, an abort) before its input ended. */
   interrupted: boolean;
+  /** Only under `subtee run`: how the command ended (a signal's death makes the run interrupted). */
+  command?: CommandEnd;
   stalled: boolean;
   /** What the idle watchdog found when it fired; null when it did not. */
   stall: Stall | null;
@@ -133,6 +135,7 @@ function indexParts(
     producer: run.producer,
     producer_version: run.producer === 'claude' ? tree.version : run.producerVersion,
     interrupted: run.interrupted,
+    ...(run.command ? { command: run.command } : {}),
     stalled: run.stalled,
     stall: run.stall,
     input: {
