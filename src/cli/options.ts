@@ -104,7 +104,7 @@ const ROWS: readonly Row[] = [
     arg: 'MS',
     default: 5000,
     min: 0,
-    help: 'subtee run: wait this long after SIGTERM before SIGKILL',
+    help: 'subtee run: SIGKILL this long after SIGTERM (or the signal passed on) to what the command started',
   },
   { name: 'quiet', alias: 'q', type: 'boolean', default: false, help: 'no summary or status line on stderr' },
   { name: 'help', alias: 'h', type: 'boolean', default: false, help: 'show this help' },
