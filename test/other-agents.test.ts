@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -10,7 +11,7 @@ import { OpencodeMapper, taskReport } from '../src/adapters/opencode.js';
 import { shellResultText, usageOf, type StreamMapper } from '../src/adapters/stream-lines.js';
 import { runChain } from '../src/chain/chain.js';
 import { open } from '../src/index.js';
-import { AgentEvents, detectProducer } from '../src/chain/stages/input-format.js';
+import { AgentEvents, createInputFormat, detectProducer } from '../src/chain/stages/input-format.js';
 import type { RecordBatch } from '../src/model/record.js';
 import { Session } from '../src/model/session.js';
 import type { JsonObject } from '../src/model/message.js';
@@ -725,3 +726,115 @@ test('an event no mapped line stands for keeps its bytes: a placeholder carries 
   assert.equal(placeholder.raw, raw);
   assert.equal(placeholder.value.parent_tool_use_id, 'toolu_x');
 });
+
+/** What the input-format stage makes of each input line: the records it hands on, by line number. */
+async function mappedPerLine(format: 'codex' | 'langgraph', values: object[]) {
+  const session = new Session();
+  const stage = createInputFormat({ format, session });
+  const raws = values.map((v) => Buffer.from(JSON.stringify(v)));
+  const byLine = new Map<number, JsonObject[]>();
+  stage.on('data', (batch: RecordBatch) => {
+    for (const rec of batch)
+      if (rec.kind === 'line') byLine.set(rec.lineNo, [...(byLine.get(rec.lineNo) ?? []), rec.value]);
+  });
+  const ended = once(stage, 'end');
+  raws.forEach((raw, i) => stage.write([{ kind: 'line', lineNo: i + 1, raw, value: JSON.parse(`${raw}`) }]));
+  stage.end();
+  await ended;
+  return { raws, byLine };
+}
+
+const jsonChars = (values: JsonObject[]) => values.reduce((n, v) => n + JSON.stringify(v).length, 0);
+const countOf = (text: string, part: string) => text.split(part).length - 1;
+
+/** A spawn naming `threads` agents with one prompt of `chars`, as `codex exec --json` prints it. */
+function codexFanOut(threads: number, chars: number): object[] {
+  const ids = Array.from({ length: threads }, (_, i) => `thread-${i}`);
+  const prompt = `${'do the part you are given. '.repeat(Math.ceil(chars / 27))}`.slice(0, chars);
+  const item = { id: 'c1', type: 'collab_tool_call', tool: 'spawn_agent', receiver_thread_ids: ids, prompt };
+  return [
+    { type: 'thread.started', thread_id: 'main' },
+    { type: 'item.completed', item: { ...item, status: 'completed' } },
+  ];
+}
+
+/** `subagents` LangGraph subagents that fail saying nothing, then the run fails with an error of `chars`. */
+function langgraphFanOut(subagents: number, chars: number): object[] {
+  const ev = (method: string, namespace: string[], data: object) => ({ method, params: { namespace, data } });
+  const out: object[] = [ev('lifecycle', [], { event: 'running' })];
+  for (let i = 0; i < subagents; i++) {
+    out.push(ev('tasks', [`worker:${i}`], { id: `t${i}`, metadata: { lc_agent_name: 'worker' } }));
+    out.push(ev('lifecycle', [`worker:${i}`], { event: 'failed' }));
+  }
+  out.push(ev('lifecycle', [], { event: 'failed', error: 'E'.repeat(chars) }));
+  return out;
+}
+
+test('one event that names a long text on many agents maps to lines bounded by its size, not by copies', async () => {
+  const KiB = 1024;
+  for (const [agents, chars] of [
+    [1, 300 * KiB],
+    [3, 2 * KiB],
+    [40, 100 * KiB],
+    [400, 256 * KiB],
+    [2000, 4 * KiB],
+  ]) {
+    for (const [format, values, text] of [
+      ['codex', codexFanOut(agents, chars), 'do the part you are given. '],
+      ['langgraph', langgraphFanOut(agents, chars), 'EEEEEEEEEEEEEEEEEEEE'],
+    ] as const) {
+      const name = `${format}: ${agents} agents, ${chars} characters`;
+      const { raws, byLine } = await mappedPerLine(format, values);
+      const last = raws.length;
+      const lines = byLine.get(last)!;
+      const shown = JSON.stringify(lines);
+      // Bounded: the event's own size twice (whole, then once more), a floor, and a little per agent.
+      const bound = 2 * raws[last - 1].length + 256 * KiB + agents * 2 * KiB;
+      assert.ok(jsonChars(lines) <= bound, `${name}: ${jsonChars(lines)} characters mapped, bound ${bound}`);
+      // Nothing lost: each agent still gets its call or its end, and the text is there whole once.
+      const whole = countOf(shown, text.repeat(Math.floor(chars / text.length / 2)).slice(0, chars - 60));
+      assert.ok(whole >= 1, `${name}: the text is shown whole`);
+      if (format === 'codex') {
+        assert.equal(countOf(shown, '"name":"Task"'), agents, `${name}: a Task call per thread`);
+        const prompts = lines.filter((l) => l.type === 'user' && l.parent_tool_use_id !== null);
+        assert.equal(prompts.length, agents, `${name}: a prompt line per thread`);
+      } else {
+        const ends = lines.filter((l) => l.subtype === 'task_notification' && l.status === 'failed');
+        assert.equal(ends.length, agents, `${name}: each subagent's end`);
+        for (const end of ends) assert.match(String(end.summary), /^E{200}/, `${name}: the error's head`);
+      }
+      // Small fan-outs are untouched: every copy whole.
+      if (agents * chars <= 256 * KiB) assert.equal(countOf(shown, 'shown whole above'), 0, name);
+    }
+  }
+});
+
+test(
+  'a Codex spawn of thousands of threads with a long prompt ends with its index.json, its memory bounded',
+  { skip: !existsSync('/usr/bin/time') && 'GNU time is not installed' },
+  async () => {
+    const MiB = 1024 * 1024;
+    for (const [threads, chars, html] of [
+      [200, MiB, false],
+      [3000, MiB, true],
+      [1000, 256 * 1024, false],
+    ] as const) {
+      const name = `${threads} threads, a prompt of ${chars} characters${html ? ', --html' : ''}`;
+      const out = join(tmpDir(), 'out');
+      const input = codexFanOut(threads, chars).map((v) => JSON.stringify(v)).join('\n') + '\n';
+      const args = [process.execPath, BIN, '--out', out, '-q', '--stdout', 'none', ...(html ? ['--html'] : [])];
+      const r = spawnSync('/usr/bin/time', ['-f', '%M', ...args], {
+        input,
+        encoding: 'utf8',
+        timeout: 120_000,
+        killSignal: 'SIGKILL',
+      });
+      assert.equal(r.status, 0, `${name}: ${r.stderr.slice(-400)}`);
+      const rssKb = Number(r.stderr.trim().split('\n').pop());
+      assert.ok(rssKb < 250 * 1024, `${name}: peak RSS ${Math.round(rssKb / 1024)} MB`);
+      const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+      assert.equal(index.channels.length, threads + 1, name);
+      assert.equal(index.input.bytes, Buffer.byteLength(input), name);
+    }
+  },
+);

@@ -3,6 +3,7 @@
  * contract of a mapper and builders of the stream-json-shaped lines they emit. Pure: no I/O,
  * no clock.
  */
+import { headOf } from '../model/bounded-text.js';
 import { isObject, nonEmpty, type JsonObject } from '../model/message.js';
 
 /**
@@ -270,4 +271,87 @@ export function timestampOf(event: JsonObject): string | null {
 export function shellResultText(output: string, exitCode: number | undefined): string {
   if (exitCode === undefined) return output;
   return `${output}${output.length === 0 || output.endsWith('\n') ? '' : '\n'}[exit code ${exitCode}]`;
+}
+
+/** What bounds the text of the lines one event maps to (see `shareRepeatedText`). */
+export const MAPPED_TEXT_LIMITS = Object.freeze({
+  /** Texts shorter than this are never cut: copying them costs little. */
+  longChars: 1024,
+  /** Repeated long texts stay whole while their copies add up to no more than this... */
+  repeatFloorChars: 256 * 1024,
+  /** ...or the event's own size, whichever is more; later copies keep this much of their head. */
+  headChars: 200,
+});
+
+/** One container met in the walk: where it sits, so a copy of it can go into its parent's copy. */
+interface WalkFrame {
+  value: JsonObject | unknown[];
+  /** The object's keys (null for an array) and the next one to visit. */
+  keys: string[] | null;
+  at: number;
+  copy: JsonObject | unknown[] | null;
+  parent: WalkFrame | null;
+  key: string | number;
+}
+
+function walkFrame(value: JsonObject | unknown[], parent: WalkFrame | null, key: string | number): WalkFrame {
+  return { value, keys: Array.isArray(value) ? null : Object.keys(value), at: 0, copy: null, parent, key };
+}
+
+/**
+ * The lines one event maps to, with no long text copied without bound: a mapper may name one
+ * field on many lines (a spawn's prompt on each of the thousands of agents it starts, a run's
+ * error on each subagent it stopped). A text of `longChars` or more met again among the lines
+ * stays whole while the copies add up to at most the event's own size (`eventChars`, or
+ * `repeatFloorChars` when that is more); after that a copy keeps its first `headChars` and says
+ * the text is shown whole above. So the lines' text is bounded by the event, the texts the
+ * mapper already held, and `headChars` a copy. Lines and containers that change are copied
+ * (the originals may be the event's own objects or the mapper's state); nothing else is. The
+ * walk is iterative, in document order: a value's depth is the stream's choice.
+ */
+export function shareRepeatedText(
+  lines: JsonObject[],
+  eventChars: number,
+  limits: Readonly<typeof MAPPED_TEXT_LIMITS> = MAPPED_TEXT_LIMITS,
+): JsonObject[] {
+  const seen = new Set<string>();
+  const budget = Math.max(eventChars, limits.repeatFloorChars);
+  let repeated = 0;
+  let out: JsonObject[] | null = null;
+  const copyOf = (frame: WalkFrame): Record<string | number, unknown> => {
+    if (!frame.copy) {
+      frame.copy = Array.isArray(frame.value) ? frame.value.slice() : { ...frame.value };
+      if (frame.parent) copyOf(frame.parent)[frame.key] = frame.copy;
+      else (out ??= lines.slice())[frame.key as number] = frame.copy as JsonObject;
+    }
+    return frame.copy as Record<string | number, unknown>;
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const stack: WalkFrame[] = [walkFrame(lines[i], null, i)];
+    while (stack.length > 0) {
+      const frame = stack[stack.length - 1];
+      const size = frame.keys ? frame.keys.length : (frame.value as unknown[]).length;
+      if (frame.at >= size) {
+        stack.pop();
+        continue;
+      }
+      const key = frame.keys ? frame.keys[frame.at++] : frame.at++;
+      const value = (frame.value as Record<string | number, unknown>)[key];
+      if (typeof value === 'string') {
+        if (value.length < limits.longChars) continue;
+        if (!seen.has(value)) {
+          seen.add(value);
+        } else if (repeated + value.length <= budget) {
+          repeated += value.length;
+        } else {
+          const shown = headOf(value, limits.headChars);
+          copyOf(frame)[key] =
+            `${shown}… [${value.length - shown.length} more characters: the same text is shown whole above]`;
+        }
+      } else if (value !== null && typeof value === 'object') {
+        stack.push(walkFrame(value as JsonObject, frame, key));
+      }
+    }
+  }
+  return out ?? lines;
 }

@@ -4,7 +4,7 @@ import { CopilotMapper, isCopilotEvent } from '../../adapters/copilot.js';
 import { GeminiMapper, isGeminiEvent } from '../../adapters/gemini.js';
 import { isProtocolEvent, LangGraphMapper, LANGGRAPH_DEFAULTS } from '../../adapters/langgraph.js';
 import { isOpencodeEvent, OpencodeMapper } from '../../adapters/opencode.js';
-import { eventLine, type StreamMapper } from '../../adapters/stream-lines.js';
+import { eventLine, shareRepeatedText, type StreamMapper } from '../../adapters/stream-lines.js';
 import { channelIdOf, type JsonObject } from '../../model/message.js';
 import type { LineRecord, RecordBatch, SubteeRecord } from '../../model/record.js';
 import {
@@ -75,10 +75,11 @@ export interface InputFormatOptions {
  */
 export function channelReaderFor(
   producer: string,
-): ((event: JsonObject, channel: string | null) => JsonObject[]) | null {
+): ((event: JsonObject, channel: string | null, eventBytes?: number) => JsonObject[]) | null {
   if (!isAgentProducer(producer as Producer)) return null;
   const mapper = createAgentMapper(producer as AgentProducer);
-  return (event, channel) => mapper.map(event).lines.filter((line) => channelIdOf(line) === channel);
+  return (event, channel, eventBytes = 0) =>
+    shareRepeatedText(mapper.map(event).lines, eventBytes).filter((line) => channelIdOf(line) === channel);
 }
 
 /**
@@ -139,14 +140,14 @@ export function createInputFormat(options: InputFormatOptions): Transform {
         lastLineNo = rec.lineNo;
         // Quarantined bytes, and objects that are not protocol events, go on as they are.
         if (rec.kind !== 'line' || !isProtocolEvent(rec.value)) out.push(rec);
-        else toRecords(mapper.map(rec.value), rec.lineNo, out);
+        else toRecords(shareRepeatedText(mapper.map(rec.value), rec.raw.length), rec.lineNo, out);
       }
       return out.length > 0 ? out : undefined;
     },
     flushAtEnd() {
       const out: RecordBatch = [];
       if (agent) agent.end(out);
-      else if (run.producer === 'langgraph') toRecords(mapper.end(), lastLineNo, out);
+      else if (run.producer === 'langgraph') toRecords(shareRepeatedText(mapper.end(), 0), lastLineNo, out);
       return out.length > 0 ? out : undefined;
     },
   });
@@ -189,7 +190,9 @@ export class AgentEvents {
       return;
     }
     this.run.producerVersion ??= this.mapper.version;
-    const { lines, own } = mapped;
+    // One event may name a long text on many lines: the copies are bounded by the event's size.
+    const lines = shareRepeatedText(mapped.lines, rec.kind === 'line' ? rec.raw.length : 0);
+    const own = mapped.own;
     for (let i = 0; i < lines.length; i++) {
       if (i !== own) {
         out.push(derivedRecord(rec.lineNo, lines[i]));
@@ -214,7 +217,7 @@ export class AgentEvents {
   }
 
   end(out: RecordBatch): void {
-    for (const line of this.mapper.end()) out.push(derivedRecord(this.lastLineNo, line));
+    for (const line of shareRepeatedText(this.mapper.end(), 0)) out.push(derivedRecord(this.lastLineNo, line));
   }
 }
 

@@ -36,7 +36,9 @@ export interface ReportBuildOptions extends Partial<ReportLimits> {
    * a reader of one channel's file that maps each event to the stream-json lines it stands
    * for, or null when the producer's files already hold stream-json lines.
    */
-  channelReader?: (producer: string) => ((event: JsonObject, channel: string | null) => JsonObject[]) | null;
+  channelReader?: (
+    producer: string,
+  ) => ((event: JsonObject, channel: string | null, eventBytes?: number) => JsonObject[]) | null;
 }
 
 /** What a written report holds (see writeReport in the report sink's room). */
@@ -273,7 +275,7 @@ export function readReportData(
           }
           if (!isObject(value)) return;
           if (mapped === null) onValue(value, line.length);
-          else for (const v of mapped(value, ch.id)) onValue(v, line.length);
+          else for (const v of mapped(value, ch.id, line.length)) onValue(v, line.length);
         },
         (bytes) => budget.skipLine(bytes),
       );
