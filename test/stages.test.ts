@@ -7,6 +7,7 @@ import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain } from '../src/chain/chain.js';
 import { Session } from '../src/model/session.js';
 import { createPinoSink } from '../src/chain/sinks/pino.js';
+import { pinoLine } from '../src/chain/sinks/pino-batch.js';
 import { truncateMiddle } from '../src/chain/stages/thinking-truncator.js';
 import { BIN, ROOT, chunked, linesOf, readTree, tmpDir } from './helpers.js';
 
@@ -375,4 +376,29 @@ test('a line the pino sink cannot read is counted and reported, and the others a
     run.warnings.map((w) => w.code),
     ['RECORD_FAILED'],
   );
+});
+
+test('a pino line rendered by the sink is byte for byte what pino writes for the same event', async () => {
+  const { default: pino } = await import('pino');
+  const fields: Array<Record<string, unknown>> = [
+    { kind: 'text', channel: 'main', parent: null, depth: 0, agent: null, line: 7, content: 'plain' },
+    { kind: 'tool_use', tool: 'Bash', content: 'say "hi" \\ back', skipped: undefined, n: -0 },
+    { kind: 'status', content: 'tab\there, bell \u0007', cost_usd: null, ok: true, big: 1e21 },
+    { kind: 'text', content: `${'long '.repeat(30)}"quoted"`, lone: 'a\ud800b', inf: Infinity },
+    { kind: 'quarantine', 'odd "key"': 'é — 日本語 🚀', nested: { a: [1, 'x'] }, fn: () => 1 },
+  ];
+  const messages = ['[main] plain', 'tool "x"', 'ctl \u001b[31m', 'a\ud800', `${'m'.repeat(150)}`];
+  const levels = [['info', 30], ['warn', 40], ['error', 50]] as const;
+  for (const [k, f] of fields.entries()) {
+    for (const [name, number] of levels) {
+      let written = '';
+      const time = '2026-01-02T03:04:05.678Z';
+      const logger = pino(
+        { base: null, timestamp: () => `,"time":"${time}"`, messageKey: 'msg' },
+        { write: (s: string) => void (written += s) },
+      );
+      logger[name](f, messages[k]);
+      assert.equal(pinoLine(number, time, f, messages[k]), written, `${name} ${k}`);
+    }
+  }
 });

@@ -11,7 +11,7 @@ import { escapeOneLine, shorten } from '../../views/escape.js';
 import { channelLabel, inputPreview } from '../../views/text.js';
 import { lineContent } from '../../model/content.js';
 import { viewOf } from '../../model/line-view.js';
-import { batchLines } from './pino-batch.js';
+import { batchLines, PINO_LEVELS, pinoLine } from './pino-batch.js';
 import { openLogFile } from '../../safe-open.js';
 import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
@@ -242,7 +242,8 @@ class PinoSink extends BatchTransform {
   readonly #lines: ReturnType<typeof batchLines> | null;
   /** The time of the event being logged: the line's own timestamp, else now. */
   #eventTime: string | null = null;
-  readonly #logger: Logger;
+  /** The logger of a transport or a host; lines to a file or stdout are rendered here (pinoLine). */
+  readonly #logger: Logger | null;
 
   constructor(options: PinoSinkOptions) {
     super({ sink: true });
@@ -258,16 +259,17 @@ class PinoSink extends BatchTransform {
     // In contentMode 'buffer' sonic-boom takes Buffers, which its typings do not say.
     const bytesDest = this.#dest as unknown as { write(data: Buffer): boolean } | null;
     this.#lines = bytesDest ? batchLines(bytesDest) : null;
-    this.#logger =
-      this.#hostLogger ??
-      pino()(
-        {
-          base: null,
-          timestamp: () => `,"time":"${this.#eventTime ?? new Date().toISOString()}"`,
-          messageKey: 'msg',
-        },
-        (this.#transport ?? this.#lines?.stream)!,
-      );
+    this.#logger = this.#lines
+      ? null
+      : (this.#hostLogger ??
+        pino()(
+          {
+            base: null,
+            timestamp: () => `,"time":"${this.#eventTime ?? new Date().toISOString()}"`,
+            messageKey: 'msg',
+          },
+          this.#transport!,
+        ));
     this.#run.onWarning((w) => {
       // A warning after this log failed (the OUTPUT_FAILED the files sink records for that very
       // failure) must not throw into whoever warned: index.json would never be written.
@@ -378,7 +380,16 @@ class PinoSink extends BatchTransform {
   }
 
   #log(level: 'info' | 'warn' | 'error', kind: Kind, fields: Record<string, unknown>, msg: string): void {
-    if (!this.#readerGone) this.#logger[level]({ kind, ...fields }, msg);
+    if (!this.#readerGone) this.#emit(level, { kind, ...fields }, msg);
+  }
+
+  /** One event to the log: a rendered line to a file or stdout, else through the logger. */
+  #emit(level: 'info' | 'warn' | 'error', fields: Record<string, unknown>, msg: string): void {
+    if (this.#lines)
+      this.#lines.stream.write(
+        pinoLine(PINO_LEVELS[level], this.#eventTime ?? new Date().toISOString(), fields, msg),
+      );
+    else this.#logger![level](fields, msg);
   }
 
   #logQuarantined(lineNo: number, reason: string, start: Buffer): void {
@@ -407,7 +418,7 @@ class PinoSink extends BatchTransform {
       const fields: Record<string, unknown> = { kind: e.kind, ...base, line: rec.lineNo };
       if (this.#hostLogger && time) fields.timestamp = time;
       for (const key in e.fields) fields[key] = e.fields[key];
-      this.#logger[e.level](fields, e.msg);
+      this.#emit(e.level, fields, e.msg);
     }
     this.#eventTime = null;
   }
