@@ -133,7 +133,7 @@ export { AGENT_PRODUCERS, createAgentMapper, detectProducer } from './chain/stag
 export type { AgentProducer, Producer } from './model/session.js';
 export type { OpenInput } from './open.js';
 
-// Writing a stage or a sink: the helpers the bundled plugins are built from (README, Plugins).
+// Writing a stage or a sink: the helpers the bundled plugins are built from (docs/plugins.md).
 export {
   definePlugin,
   type PluginDefinition,

@@ -48,7 +48,7 @@ export interface OpenOptions extends ProjectionOptions {
    * stay `running`), every iterator ends, and `done` rejects with an `AbortError`.
    */
   signal?: AbortSignal;
-  /** The idle watchdog's limits (see the README's "When silence is a hang"); its defaults otherwise. */
+  /** The idle watchdog's limits (see docs/watchdog.md); its defaults otherwise. */
   idleTimeoutMs?: number;
   modelTimeoutMs?: number;
   toolTimeoutMs?: number;

@@ -7,6 +7,7 @@ import * as zlib from 'node:zlib';
 import { OPTIONS, helpText, parseArgs } from '../src/cli/options.js';
 import { writeStream } from '../bench/gen.js';
 import { BIN, FIXTURES, ROOT, checkOutput, linesOf, readTree, tmpDir } from './helpers.js';
+import { allDocs, readDoc } from './helpers/docs.js';
 
 function subtee(args: string[], input?: string | Buffer, env: NodeJS.ProcessEnv = process.env) {
   return spawnSync(process.execPath, [BIN, ...args], { input, encoding: 'utf8', timeout: 30_000, env });
@@ -194,15 +195,16 @@ test('a closed stdout (| head -1) ends that sink only: files complete, exit 0', 
   assert.equal(JSON.parse(files.get('index.json')!.toString()).input.lines, 20_000);
 });
 
-test('the README documents every option, warning code and error code', async () => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  for (const o of OPTIONS) assert.ok(readme.includes(`--${o.name}`), `--${o.name}`);
+test('the documentation names every option, warning code and error code', async () => {
+  const options = readDoc('docs/options.md');
+  const readme = allDocs();
+  for (const o of OPTIONS) assert.ok(options.includes(`--${o.name}`), `--${o.name}`);
   // The options table says each flag's default as --help does (both read the option specs).
-  const rows = readme.split('\n').filter((l) => l.startsWith('| `'));
+  const rows = options.split('\n').filter((l) => l.startsWith('| `'));
   for (const o of OPTIONS) {
     if (o.type === 'boolean' || o.default === undefined) continue;
     const row = rows.find((l) => l.includes(`--${o.name}`));
-    assert.ok(row?.split('|')[2].includes(String(o.default)), `README default of --${o.name}: ${o.default}`);
+    assert.ok(row?.split('|')[2].includes(String(o.default)), `docs/options.md default of --${o.name}: ${o.default}`);
   }
   const warningSources = [
     'src/chain/stages/line-parser.ts',

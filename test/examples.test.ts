@@ -9,11 +9,12 @@ import { runChain } from '../src/chain/chain.js';
 import { registerPlugins } from '../src/chain/config.js';
 import { Session } from '../src/model/session.js';
 import { checkOutput, chunked, FIXTURES, linesOf, readTree, ROOT, tmpDir } from './helpers.js';
+import { allDocs } from './helpers/docs.js';
 
 const example = (name: string) => join(ROOT, 'dist', 'examples', `${name}.js`);
 
-test('the README shows every example exactly as it is in examples/', () => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+test('the documentation shows every example exactly as it is in examples/', () => {
+  const readme = allDocs();
   const files = [
     'projection.ts',
     'compose.ts',
@@ -23,7 +24,7 @@ test('the README shows every example exactly as it is in examples/', () => {
   ];
   for (const name of files) {
     const code = readFileSync(join(ROOT, 'examples', name), 'utf8').trim();
-    assert.ok(readme.includes(code), `README holds examples/${name}`);
+    assert.ok(readme.includes(code), `the documentation holds examples/${name}`);
   }
 });
 

@@ -17,6 +17,7 @@ import { Session } from '../src/model/session.js';
 import type { JsonObject } from '../src/model/message.js';
 import { ChannelTree } from '../src/model/tree.js';
 import { BIN, chunked, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers.js';
+import { codeBlocks, section } from './helpers/docs.js';
 
 const DIR = join(FIXTURES, 'other-agents');
 const RECORDINGS = readdirSync(DIR)
@@ -632,10 +633,8 @@ test('the report of a mapped run shows each channel its own transcript, read bac
   }
 });
 
-test("the README's commands for other coding agents run on the recordings they name", () => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('### Other coding agents'));
-  const block = /```sh\n([\s\S]*?)\n```/.exec(section)![1];
+test("the documented commands for other coding agents run on the recordings they name", () => {
+  const [block] = codeBlocks(section('docs/producers.md', '## Other coding agents'), 'sh');
   const commands = block.split('\n').filter((l) => l.startsWith('subtee '));
   assert.ok(commands.length >= 2);
   for (const command of commands) {

@@ -10,6 +10,7 @@ import { redact, redactRecord, MASK, SECRET_PATTERNS } from '../plugins/redact-s
 import { stepSummary } from '../plugins/github-step-summary/index.js';
 import { ROOT, chunked, linesOf, readTree, tmpDir } from './helpers.js';
 import { importsUnder } from './imports.js';
+import { readDoc } from './helpers/docs.js';
 
 /** One example per kind of secret the plugin knows; each pattern must be covered by one. */
 const secrets: Record<string, string> = {
@@ -204,10 +205,10 @@ test('the bundled plugins import nothing of subtee but its public entry', () => 
   );
 });
 
-test("every helper the README's Plugins section lists is exported by the package entry", async () => {
+test("every helper the Plugins page lists is exported by the package entry", async () => {
   const entry: Record<string, unknown> = await import('../src/index.js');
   const entryText = readFileSync(join(ROOT, 'src', 'index.ts'), 'utf8');
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const readme = readDoc('docs/plugins.md');
   const table = readme.slice(
     readme.indexOf('| Helper |'),
     readme.indexOf('\n\n', readme.indexOf('| Helper |')),

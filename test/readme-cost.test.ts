@@ -4,18 +4,18 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { BIN, ROOT, tmpDir } from './helpers.js';
+import { readDoc } from './helpers/docs.js';
 
-/** The README's Cost section: its price file and the command that uses it. */
+/** The Cost page: its price file and the command that uses it. */
 function costSnippets(): { prices: any; command: string[] } {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Cost'), readme.indexOf('## Report'));
+  const section = readDoc('docs/cost.md');
   const json = /```json\n([\s\S]*?)\n```/.exec(section);
   const sh = /```sh\n([\s\S]*?)\n```/.exec(section);
-  assert.ok(json && sh, 'the Cost section holds a price file and a command');
+  assert.ok(json && sh, 'the Cost page holds a price file and a command');
   return { prices: JSON.parse(json[1]), command: sh[1].trim().split(/\s+/) };
 }
 
-test("the README's price file and command run as shown", () => {
+test("the Cost page's price file and command run as shown", () => {
   const { prices, command } = costSnippets();
   assert.equal(command[0], 'subtee');
   const dir = tmpDir();

@@ -4,23 +4,22 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { BIN, FIXTURES, ROOT, tmpDir } from './helpers.js';
+import { codeBlocks, section } from './helpers/docs.js';
 
 /**
  * A top-level field being added beside `stalled` (the watchdog's account of a stall); until
- * both the code and the README carry it, either side may lack it.
+ * both the code and docs/output-folder.md carry it, either side may lack it.
  */
 const FIELD_IN_FLIGHT = 'stall';
 
-/** The JSON block of the README's `index.json` section. */
+/** The JSON block of the `index.json` section of docs/output-folder.md. */
 function readmeSample(): any {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('### `index.json`'));
-  const block = /```json\n([\s\S]*?)\n```/.exec(section);
+  const [block] = codeBlocks(section('docs/output-folder.md', '## `index.json`'), 'json');
   assert.ok(block, 'the index.json section holds a json block');
-  return JSON.parse(block[1]);
+  return JSON.parse(block);
 }
 
-/** The command the README names above the sample, run on its fixture. */
+/** The command the page names above the sample, run on its fixture. */
 function realIndex(): any {
   const out = join(tmpDir(), 'demo-out');
   const input = join(FIXTURES, 'nested-depth-3.jsonl');
@@ -45,7 +44,7 @@ function withoutFieldInFlight(index: Record<string, unknown>): Record<string, un
   return rest;
 }
 
-test("the README's index.json sample has the fields, order and value types of a real index.json", () => {
+test("the documented index.json sample has the fields, order and value types of a real index.json", () => {
   const sample = withoutFieldInFlight(readmeSample());
   const real = withoutFieldInFlight(realIndex());
   const sampleChannels = sample.channels as unknown[];

@@ -4,10 +4,11 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { BIN, FIXTURES, ROOT, tmpDir } from './helpers.js';
+import { readDoc } from './helpers/docs.js';
 
-/** The `sh` block that follows a README heading, one command a line (comments dropped). */
-function commandsUnder(heading: string): string[] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+/** The `sh` block that follows a heading of a page, one command a line (comments dropped). */
+function commandsUnder(page: string, heading: string): string[] {
+  const readme = readDoc(page);
   const at = readme.indexOf(heading);
   assert.ok(at >= 0, heading);
   const block = /```sh\n([\s\S]*?)\n```/.exec(readme.slice(at));
@@ -41,9 +42,9 @@ function run(command: string, w: { cwd: string; env: NodeJS.ProcessEnv }) {
   return r.stdout;
 }
 
-test("the README's subtee stats commands run as shown", () => {
+test("the Stats page's subtee stats commands run as shown", () => {
   const w = workspace();
-  const commands = commandsUnder('## Stats over many runs');
+  const commands = commandsUnder('docs/stats.md', '# Stats over many runs');
   assert.equal(commands.length, 4);
   const outputs = commands.map((c) => run(c, w));
   assert.match(outputs[0], /^2 runs from run folders\n\nagent /);
@@ -54,9 +55,9 @@ test("the README's subtee stats commands run as shown", () => {
   assert.match(outputs[3], /^by,key,runs,/);
 });
 
-test("the README's index page command runs as shown", () => {
+test("the Report page's index page command runs as shown", () => {
   const w = workspace();
-  const [command] = commandsUnder('### Many runs: the index page');
+  const [command] = commandsUnder('docs/report.md', '## Many runs: the index page');
   run(command, w);
   const page = readFileSync(join(w.cwd, 'logs', 'index.html'), 'utf8');
   assert.ok(page.includes('href="nested-depth-3/report.html"'));

@@ -22,6 +22,7 @@ import { REPORT_SINK_DEFAULTS } from '../src/chain/sinks/report.js';
 import { REPORT_DEFAULTS } from '../src/views/report/model.js';
 import { OPTIONS, parseArgs } from '../src/cli/options.js';
 import { BIN, ROOT, tmpDir } from './helpers.js';
+import { allDocs } from './helpers/docs.js';
 
 const schema = JSON.parse(readFileSync(join(ROOT, 'schema', 'subtee-config.schema.json'), 'utf8'));
 const validate = new Ajv2020({ allErrors: true, strict: true }).compile(schema);
@@ -31,18 +32,18 @@ function schemaErrors(config: unknown): string[] {
   return validate(config) ? [] : validate.errors!.map((e) => `${e.instancePath} ${e.keyword}`);
 }
 
-/** The JSON blocks of README.md that are configs (they have stages or sinks). */
+/** The JSON blocks of the documentation that are configs (they have stages or sinks). */
 function readmeConfigs(): unknown[] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const readme = allDocs();
   return [...readme.matchAll(/```json\n([\s\S]*?)```/g)]
     .map((m) => JSON.parse(m[1]))
     .filter((c) => 'stages' in c || 'sinks' in c);
 }
 
-test('the shipped schema accepts the README config, every example, and stages and sinks of plugins it does not know', () => {
+test('the shipped schema accepts the documented config, every example, and stages and sinks of plugins it does not know', () => {
   const configs = readmeConfigs();
   assert.equal(configs.length, 1);
-  for (const c of configs) assert.deepEqual(schemaErrors(c), [], 'README config');
+  for (const c of configs) assert.deepEqual(schemaErrors(c), [], 'documented config');
   for (const name of readdirSync(join(ROOT, 'examples')).filter((f) => f.endsWith('.json'))) {
     assert.deepEqual(schemaErrors(JSON.parse(readFileSync(join(ROOT, 'examples', name), 'utf8'))), [], name);
   }

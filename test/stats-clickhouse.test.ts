@@ -7,6 +7,7 @@ import { writeStream } from '../bench/gen.js';
 import { groupSql } from '../src/chain/stats-clickhouse.js';
 import { BIN, fixtureFiles, tmpDir } from './helpers.js';
 import { clickhouseAvailable, startClickHouse, type ClickHouseServer } from './servers/clickhouse.js';
+import { readDoc } from './helpers/docs.js';
 
 const skip = !clickhouseAvailable() && 'clickhouse-server is not installed (.ci/run installs it)';
 
@@ -191,15 +192,15 @@ describe('subtee stats --clickhouse: the same figures as over the run folders', 
     assert.equal(later.runs, 3, 'only the generated runs started at noon or later');
   });
 
-  test('the README query is the one subtee runs', async () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    const section = readme.slice(readme.indexOf('### The same figures in SQL'));
+  test('the documented query is the one subtee runs', async () => {
+    const readme = readDoc('docs/stats.md');
+    const section = readme.slice(readme.indexOf('## The same figures in SQL'));
     const block = /```sql\n([\s\S]*?)\n```/.exec(section);
-    assert.ok(block, 'the README shows the SQL');
+    assert.ok(block, 'docs/stats.md shows the SQL');
     assert.equal(
       block[1],
       groupSql('subtee_channels', 'agent', null),
-      'the README shows the query as subtee runs it',
+      'docs/stats.md shows the query as subtee runs it',
     );
     const rows = await ch.rows<any>(block[1].replace(/subtee_channels/g, table));
     const clickhouse = await statsJson(['--clickhouse', ch.url, '--clickhouse-channels-table', table]);

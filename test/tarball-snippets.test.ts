@@ -4,13 +4,14 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { FIXTURES, ROOT, tmpDir } from './helpers.js';
+import { allDocs } from './helpers/docs.js';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
-/** The README's TypeScript and JavaScript code blocks, in order. */
+/** The TypeScript and JavaScript code blocks of the README and the docs/ pages, in order. */
 function readmeSnippets(): Array<{ lang: 'ts' | 'js'; code: string }> {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const readme = allDocs();
   return [...readme.matchAll(/^```(ts|js)\n([\s\S]*?)^```$/gm)].map((m) => ({
     lang: m[1] as 'ts' | 'js',
     code: m[2],
@@ -60,7 +61,7 @@ function installTarball(): string {
 }
 
 test(
-  'every README code snippet type-checks under --strict against the installed tarball, and runs',
+  'every documented code snippet type-checks under --strict against the installed tarball, and runs',
   { timeout: 300_000 },
   () => {
     const snippets = readmeSnippets();
@@ -99,9 +100,9 @@ test(
     assert.equal(check.status, 0, check.stdout + check.stderr);
     const subteeFromTarball = readFileSync(join(project, 'node_modules', 'subtee', 'package.json'), 'utf8');
     assert.match(subteeFromTarball, /"name": "subtee"/);
-    // The projection snippet, compiled from the README, runs from the installed package.
+    // The projection snippet, compiled from docs/library.md, runs from the installed package.
     const projection = names.findIndex((_, i) => snippets[i].code.includes('node projection.js'));
-    assert.ok(projection >= 0, 'the README shows the projection program');
+    assert.ok(projection >= 0, 'docs/library.md shows the projection program');
     const run = spawnSync(
       process.execPath,
       [
@@ -113,5 +114,21 @@ test(
     assert.equal(run.status, 0, run.stderr);
     assert.match(run.stdout, /Worker leaf report: done\./);
     assert.match(run.stdout, /▶ general-purpose/);
+    // The front page's open() program, run the same way: one line per subagent, then the count.
+    const front = names.findIndex((_, i) => snippets[i].code.includes('run.allSubagents'));
+    assert.ok(front >= 0, 'the README shows open() in a few lines');
+    const short = spawnSync(
+      process.execPath,
+      [join(project, 'out', names[front].replace(/\.ts$/, '.js')), join(FIXTURES, 'nested-depth-3.jsonl')],
+      { cwd: project, encoding: 'utf8', timeout: 60_000 },
+    );
+    assert.equal(short.status, 0, short.stderr);
+    const lines = short.stdout.trim().split('\n');
+    assert.deepEqual(lines.slice(0, -1).sort(), [
+      'general-purpose "level 0": completed, 6 lines',
+      'general-purpose "level 1": completed, 5 lines',
+      'general-purpose "level 2": completed, 5 lines',
+    ]);
+    assert.equal(lines.at(-1), '3 subagents, $0.00292');
   },
 );

@@ -1,7 +1,7 @@
 /**
  * `subtee stats --clickhouse URL`: the same figures as over run folders, from the ClickHouse
  * sink's channels table (one row per channel of every run, the last version kept by FINAL).
- * The SQL is plain, for ClickHouse 18.16 through current releases, and printed in the README
+ * The SQL is plain, for ClickHouse 18.16 through current releases, and printed in docs/stats.md
  * so a dashboard can run it as is.
  */
 import { EXIT, SubteeError, UsageError } from '../errors.js';

@@ -134,7 +134,7 @@ export class Session {
    * A stage's logic threw on one record. A typed error (a refused version, a failed write, a
    * stall) ends the run as documented and is thrown on; anything else is a bug or a record
    * subtee cannot read, and must not cost the other records: it is counted, reported once
-   * (`RECORD_FAILED`), and the stage keeps the record as the README says.
+   * (`RECORD_FAILED`), and the stage keeps the record as docs/plugins.md says.
    */
   recordFailed(stage: string, lineNo: number, err: unknown): string {
     if (err instanceof SubteeError) throw err;

@@ -11,7 +11,7 @@ import type { Channel } from '../model/tree.js';
 import { escapeOneLine } from './escape.js';
 import { walkTree, type TreeLike, type TreeRow } from './walk.js';
 
-/** The run's cost in index.json (format documented in the README). */
+/** The run's cost in index.json (format documented in docs/output-folder.md). */
 export interface IndexCost {
   /** The run's total: the result's `total_cost_usd`, else the channels' sum; null if a model is unpriced. */
   usd: number | null;

@@ -65,11 +65,11 @@ export interface IndexHead {
   quarantine_lines: number[];
   quarantine_lines_omitted: number;
   warnings: Warning[];
-  /** What the run cost (see the README's cost section). */
+  /** What the run cost (see docs/cost.md). */
   cost: IndexCost;
 }
 
-/** The `index.json` document (format documented in the README). */
+/** The `index.json` document (format documented in docs/output-folder.md). */
 export interface IndexDocument extends IndexHead {
   channels: IndexChannel[];
   /** Fields a newer writer adds. */
@@ -82,7 +82,7 @@ function costFields(view: ChannelCostView | undefined): Pick<IndexChannel, 'mode
   return { models: view.models, cost: { usd: view.usd, subtree_usd: view.subtreeUsd } };
 }
 
-/** The `index.json` document (format documented in the README). Plain data, no I/O. */
+/** The `index.json` document (format documented in docs/output-folder.md). Plain data, no I/O. */
 export function buildIndex(
   run: Session,
   paths: (ch: Channel) => ChannelPaths | undefined,

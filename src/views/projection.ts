@@ -80,7 +80,7 @@ export interface ToolCall {
   readonly error: Promise<string | null>;
 }
 
-/** What a channel or a subtree cost so far (see the README's cost section). */
+/** What a channel or a subtree cost so far (see docs/cost.md). */
 export interface CostFigures {
   /** Dollars; null when a model it used has no price. */
   readonly usd: number | null;

@@ -30,7 +30,7 @@ export function headerLines(ch: ChannelSnapshot): string[] {
 
 /**
  * The closing `# cost:` line of a transcript: the channel's dollars and its subtree's, its
- * models and tokens, and how they were found (the README's cost section).
+ * models and tokens, and how they were found (docs/cost.md).
  */
 export function costLine(cost: ChannelCostView | undefined, report: CostReport): string {
   // No ledger means nothing was spent; a null means unpriced and is shown as such, never as $0.
