@@ -188,7 +188,7 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
     messages: () => messagesOf(projection, null),
     toolCalls: () => toolCallsOf(projection, null),
     subagents: () => projection.childrenOf(null),
-    allSubagents: () => projection.subagentList.read(),
+    allSubagents: () => projection.subagentList.reader(),
     events: () => projection.events(),
   } satisfies { [K in ProjectionName]: () => AsyncIterable<Projections[K]> };
 

@@ -216,7 +216,7 @@ for (const mode of ['files', 'memory given up'] as const) {
       const given = (channel: string) => (err: { code?: string; message?: string }) =>
         err.code === 'ERR_PROJECTION_BUFFER' &&
         (err.message ?? '').includes(`channel ${channel} from its start`) &&
-        (err.message ?? '').includes('(1024 bytes) with no files to replay from') &&
+        (err.message ?? '').includes('(1024 bytes), and no files were written to replay from') &&
         (err.message ?? '').includes('write files (out), or raise maxBufferedBytes');
       await assert.rejects(async () => {
         for await (const _message of handle.messages);
@@ -925,7 +925,7 @@ function withLineOver1KiB() {
   return { lines, long, stages };
 }
 
-test('a line too long to hold gives the memory buffer up: late readers fail, early ones read on', async () => {
+test("a line too long to hold gives its channel's buffer up: its late readers fail, others read on", async () => {
   const { lines, long, stages } = withLineOver1KiB();
   // Chunks shorter than the line: it is spooled as it streams past.
   const input = Buffer.from(lines.join('\n') + '\n');
@@ -934,6 +934,8 @@ test('a line too long to hold gives the memory buffer up: late readers fail, ear
   const reading = (async () => {
     for await (const event of run.events) early.push(event);
   })();
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
   await run.done;
   await reading;
   assert.deepEqual(
@@ -944,13 +946,25 @@ test('a line too long to hold gives the memory buffer up: late readers fail, ear
   const spooled = early[long];
   assert.equal(spooled.kind, 'line');
   if (spooled.kind === 'line') assert.equal(spooled.line.type, JSON.parse(lines[long]).type);
-  for (const late of [run.events, run.messages] as AsyncIterable<unknown>[]) {
-    await assert.rejects(
-      async () => {
-        for await (const _value of late);
-      },
-      { code: 'ERR_PROJECTION_BUFFER' },
-    );
+  // A late events loop replays the run as it was routed, the long line's scalars included.
+  const late: RunEvent[] = [];
+  for await (const event of run.events) late.push(event);
+  assert.deepEqual(late, early);
+  // The channels of lines too long to hold cannot be replayed; every other channel can.
+  const longChannels = new Set(
+    lines.filter((line) => Buffer.byteLength(line) > 1024).map((line) => JSON.parse(line).parent_tool_use_id ?? null),
+  );
+  assert.ok(longChannels.size < handles.length + 1);
+  const readers: Array<[string | null, AsyncIterable<unknown>]> = [
+    [null, run.messages],
+    ...handles.map((h): [string | null, AsyncIterable<unknown>] => [h.id, h.messages]),
+  ];
+  for (const [id, messages] of readers) {
+    const reading = async () => {
+      for await (const _value of messages);
+    };
+    if (!longChannels.has(id)) await reading();
+    else await assert.rejects(reading, { code: 'ERR_PROJECTION_BUFFER', message: /longer than/ });
   }
 });
 

@@ -13,7 +13,7 @@ import {
   type Usage,
 } from '../src/index.js';
 import { writeStream } from '../bench/gen.js';
-import { checkProjection } from './projection-check.js';
+import { checkProjection, expectedOf } from './projection-check.js';
 import { ROOT, chunked, fixtureFiles, splitEvery, tmpDir } from './helpers.js';
 
 for (const file of fixtureFiles()) {
@@ -92,13 +92,19 @@ test('without files, a reader opened after the memory limit fails with a coded e
   const handles: SubagentHandle[] = [];
   for await (const h of run.subagents) handles.push(h);
   await run.done;
-  await assert.rejects(
-    async () => {
-      for await (const _m of handles[0].messages);
-    },
-    (err: { code?: string; message?: string }) =>
-      err.code === 'ERR_PROJECTION_BUFFER' && /2048/.test(err.message ?? ''),
-  );
+  // Buffers are given up channel by channel: a late reader of one no longer held fails.
+  const refusals: Array<{ code?: string; message?: string }> = [];
+  for (const handle of handles) {
+    try {
+      for await (const _m of handle.messages);
+    } catch (err) {
+      refusals.push(err as { code?: string; message?: string });
+    }
+  }
+  assert.ok(refusals.length > 0);
+  for (const err of refusals) {
+    assert.ok(err.code === 'ERR_PROJECTION_BUFFER' && /2048/.test(err.message ?? ''), String(err.message));
+  }
   // So does a late events loop: the run's records are no longer held either.
   await assert.rejects(
     async () => {
@@ -438,4 +444,69 @@ test('a reader holding the input while its loop awaits a later thing is warned o
     ['READER_STALLED'],
   );
   assert.equal(source.state.pulled, 3000);
+});
+
+/** The README's way: every handle's messages opened as the handle is yielded, nested ones too. */
+async function readAtOnce(run: RunProjection): Promise<Map<string | null, string[]>> {
+  const texts = new Map<string | null, string[]>();
+  const read = async (id: string | null, messages: AsyncIterable<Message>) => {
+    const mine: string[] = [];
+    texts.set(id, mine);
+    for await (const m of messages) mine.push(await m.text);
+  };
+  const follow = async (sub: SubagentHandle): Promise<void> => {
+    const nested: Promise<void>[] = [];
+    const spawning = (async () => {
+      for await (const child of sub.subagents) nested.push(follow(child));
+    })();
+    await read(sub.id, sub.messages);
+    await spawning;
+    await Promise.all(nested);
+  };
+  const main = read(null, run.messages);
+  const top: Promise<void>[] = [];
+  for await (const sub of run.subagents) top.push(follow(sub));
+  await Promise.all([main, ...top]);
+  return texts;
+}
+
+const BIG_RUN = { sizeBytes: 3 * 1024 * 1024, fanout: 24, shape: 'small', seed: 11 } as const;
+test('a file several times maxBufferedBytes: messages read at once never need a replay', async () => {
+  const dir = tmpDir();
+  const file = join(dir, 'big.jsonl');
+  const { bytes } = await writeStream(BIG_RUN, file);
+  const maxBufferedBytes = Math.floor(bytes / 6);
+  const { perChannel } = expectedOf(readFileSync(file, 'utf8'));
+  for (const input of ['path', 'one chunk'] as const) {
+    const run = open(input === 'path' ? file : chunked([readFileSync(file)]), { maxBufferedBytes });
+    const texts = await readAtOnce(run);
+    const index = await run.done;
+    assert.equal(texts.size, index.channels.length, input);
+    for (const [id, expected] of perChannel) assert.deepEqual(texts.get(id), expected.texts, `${id} (${input})`);
+
+    // Late: channels whose buffer was kept replay whole; the others fail with the coded error.
+    let replayed = 0;
+    let refused = 0;
+    for await (const sub of run.allSubagents) {
+      try {
+        const late: string[] = [];
+        for await (const m of sub.messages) late.push(await m.text);
+        assert.deepEqual(late, perChannel.get(sub.id)!.texts);
+        replayed++;
+      } catch (err) {
+        assert.equal((err as { code?: string }).code, 'ERR_PROJECTION_BUFFER', String(err));
+        refused++;
+      }
+    }
+    assert.ok(replayed > 0 && refused > 0, `${replayed} replayed, ${refused} refused (${input})`);
+  }
+  // With files written, every late reader replays its channel from the .jsonl file.
+  const run = open(file, { maxBufferedBytes, out: join(dir, 'out') });
+  await readAtOnce(run);
+  await run.done;
+  for await (const sub of run.allSubagents) {
+    const late: string[] = [];
+    for await (const m of sub.messages) late.push(await m.text);
+    assert.deepEqual(late, perChannel.get(sub.id)!.texts);
+  }
 });

@@ -30,15 +30,22 @@ export class Feed<T> implements AsyncIterableIterator<T> {
     return this.released || this.ended;
   }
 
-  push(value: T): void {
-    if (this.released || this.ended) return;
+  /** Queues a value; true when it went straight to a consumer waiting for it. */
+  push(value: T): boolean {
+    if (this.released || this.ended) return false;
     if (this.waiting) {
       const resolve = this.waiting;
       this.waiting = this.rejectWaiting = null;
       resolve({ value, done: false });
-      return;
+      return true;
     }
     this.queue.push(value);
+    return false;
+  }
+
+  /** The values queued and not yet read, oldest first. */
+  queued(): readonly T[] {
+    return this.queue.slice(this.head);
   }
 
   end(): void {

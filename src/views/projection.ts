@@ -294,34 +294,47 @@ export class ToolCallPairing {
 
 // Live state
 
-/** A list that only grows, read from its start by any number of readers; never applies backpressure. */
-class GrowingList<T> {
-  readonly items: T[] = [];
+/**
+ * The subagents of one list (the run's top level, one subagent's children, or every
+ * subagent), read from the first by any number of loops: each loop is a Feed that every
+ * handle is pushed onto. `offered` hears of a handle given to at least one open loop: the
+ * input then waits a turn for the loops to take it (see `Projection.drained`).
+ */
+class HandleList {
+  readonly items: SubagentHandle[] = [];
+  private readonly feeds = new Set<Feed<SubagentHandle>>();
   private ended = false;
-  private wake: Array<() => void> = [];
 
-  add(item: T): void {
-    this.items.push(item);
-    this.notify();
+  constructor(private readonly offered: (handle: SubagentHandle) => void) {}
+
+  add(handle: SubagentHandle): void {
+    this.items.push(handle);
+    if (this.feeds.size === 0) return;
+    for (const feed of this.feeds) feed.push(handle);
+    this.offered(handle);
   }
 
   end(): void {
     this.ended = true;
-    this.notify();
+    for (const feed of this.feeds) feed.end();
   }
 
-  async *read(): AsyncGenerator<T> {
-    for (let i = 0; ;) {
-      if (i < this.items.length) yield this.items[i++];
-      else if (this.ended) return;
-      else await new Promise<void>((resolve) => this.wake.push(resolve));
-    }
+  /** A loop from the first handle; it opens when iteration starts, so an unread list costs nothing. */
+  reader(): AsyncIterable<SubagentHandle> {
+    return { [Symbol.asyncIterator]: () => this.open() };
   }
 
-  private notify(): void {
-    const wake = this.wake;
-    this.wake = [];
-    for (const resolve of wake) resolve();
+  /** Handles some open loop was given and has not taken yet. */
+  *untaken(): Generator<SubagentHandle> {
+    for (const feed of this.feeds) yield* feed.queued();
+  }
+
+  private open(): Feed<SubagentHandle> {
+    const feed: Feed<SubagentHandle> = new Feed(undefined, () => this.feeds.delete(feed));
+    for (const handle of this.items) feed.push(handle);
+    if (this.ended) feed.end();
+    else this.feeds.add(feed);
+    return feed;
   }
 }
 
@@ -347,6 +360,10 @@ interface ChannelLog {
   readers: Set<ChannelReader>;
   /** Raw lines in memory mode; null once given up or when files are written. */
   memory: Buffer[] | null;
+  /** The bytes `memory` holds. */
+  bytes: number;
+  /** Why `memory` was given up: the run's buffer limit, or a line too long to hold. */
+  givenUp: 'limit' | 'long line' | null;
   ended: boolean;
 }
 
@@ -468,9 +485,14 @@ function totalsOf(
  */
 export class Projection {
   /** Every subagent at any depth, as first seen. */
-  readonly subagentList = new GrowingList<SubagentHandle>();
+  readonly subagentList = new HandleList((handle) => this.fresh.add(handle.id));
   private readonly handles = new Map<string, SubagentHandleImpl>();
-  private readonly children = new Map<string | null, GrowingList<SubagentHandle>>();
+  private readonly children = new Map<string | null, HandleList>();
+  /**
+   * Subagents given to an open loop (and those under them) since the input last waited a
+   * turn for such loops to take them: their lines are held whatever the buffer limit.
+   */
+  private readonly fresh = new Set<string>();
   private readonly logs = new Map<string | null, ChannelLog>();
   /** What a late `events` loop replays; null once the memory buffer was given up. */
   private eventLog: EventLog | null = new EventLog();
@@ -482,8 +504,9 @@ export class Projection {
   /** Every open channel reader, for the backpressure check. */
   private readonly readers = new Set<ChannelReader>();
   private readonly opts: Required<ProjectionOptions>;
+  /** Bytes the memory buffers hold: every channel's, and the event log's own. */
   private bufferedBytes = 0;
-  private bufferGivenUp = false;
+  private eventLogBytes = 0;
   private drainWaiters: Array<() => void> = [];
   private stallTimer: NodeJS.Timeout | null = null;
   finished = false;
@@ -524,9 +547,13 @@ export class Projection {
     }
   }
 
-  /** True while an open reader is too far behind: the sink then waits for `drained()`. */
+  /**
+   * True while an open reader is too far behind, or a loop reading subagents was given one
+   * this batch: the sink then waits for `drained()`.
+   */
   get pressured(): boolean {
-    return this.behind().next().done === false;
+    if (this.finished) return false;
+    return this.fresh.size > 0 || this.behind().next().done === false;
   }
 
   /** The open readers the input waits for. */
@@ -541,6 +568,15 @@ export class Projection {
   }
 
   drained(): Promise<void> {
+    if (!this.finished && this.fresh.size > 0) {
+      // A loop on `subagents` was given a subagent: one turn of the event loop lets a loop
+      // that waits take it and open its readers before another line is routed, so they start
+      // from the subagent's first line without a replay (its lines so far are held, `shed`).
+      return new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        this.fresh.clear();
+        return this.drained();
+      });
+    }
     if (!this.pressured) return Promise.resolve();
     this.stallTimer ??= setTimeout(() => this.warnStalled(), this.opts.readerStallMs);
     return new Promise((resolve) => this.drainWaiters.push(resolve));
@@ -563,6 +599,7 @@ export class Projection {
   finish(): void {
     if (this.finished) return;
     this.finished = true;
+    this.fresh.clear();
     for (const handle of this.handles.values()) handle.ended();
     for (const id of this.logs.keys()) this.endLog(id);
     for (const list of this.children.values()) list.end();
@@ -613,7 +650,7 @@ export class Projection {
   }
 
   childrenOf(id: string | null): AsyncIterable<SubagentHandle> {
-    return this.childList(id).read();
+    return this.childList(id).reader();
   }
 
   /** Every record from the run's first, replayed from memory, then live. */
@@ -692,7 +729,7 @@ export class Projection {
   private recordQuarantine(lineNo: number): void {
     if (this.eventLog) {
       this.eventLog.push({ lineNo, channel: undefined, changes: NO_CHANGES, raw: null, value: null });
-      this.countBuffered(ENTRY_BYTES);
+      this.countBuffered(ENTRY_BYTES, null);
     }
     if (this.eventReaders.size > 0) this.deliverEvent(quarantineEvent(lineNo));
   }
@@ -705,7 +742,7 @@ export class Projection {
       const raw = rec.kind === 'line' && !files ? (copy ?? this.lineBytes(rec)) : null;
       const value = rec.kind === 'spooled' && !files ? deepFreeze(rec.value) : null;
       this.eventLog.push({ lineNo: rec.lineNo, channel: id, changes: rec.events ?? NO_CHANGES, raw, value });
-      this.countBuffered(ENTRY_BYTES + (raw && !copy ? raw.length : 0));
+      this.countBuffered(ENTRY_BYTES + (raw && !copy ? raw.length : 0), null);
     }
     if (this.eventReaders.size === 0) return;
     this.deliverEvent(
@@ -855,7 +892,10 @@ export class Projection {
       this.subagentList.add(handle);
       // Each handle is in exactly one `subagents` list, so a recursive walk meets it once: a
       // subagent seen before its spawn (an orphan) is listed at the top level, and stays there.
-      this.childList(ev.channel.orphan ? null : ev.channel.parent).add(handle);
+      const parent = ev.channel.orphan ? null : ev.channel.parent;
+      this.childList(parent).add(handle);
+      // The loop taking its parent may open the parent's `subagents` next: hold this one too.
+      if (parent !== null && this.fresh.has(parent)) this.fresh.add(id);
     } else if (ev.type === 'status' && ev.channel.status !== 'running') {
       this.handles.get(id)?.ended();
       this.endLog(id);
@@ -868,16 +908,16 @@ export class Projection {
     const log = this.log(id);
     log.count++;
     // A reader opened before the chain started made its log before the files were known.
-    if (log.memory && this.replayFiles()) log.memory = null;
+    if (log.memory && this.replayFiles()) this.giveUp(log, null);
     let copy: Buffer | null = null;
     if (log.memory && rec.kind === 'spooled') {
-      // A line too long to hold cannot be replayed from memory.
-      this.giveUpBuffer();
+      // A line too long to hold cannot be replayed from memory: this channel's buffer goes.
+      this.giveUp(log, 'long line');
     } else if (log.memory && rec.kind === 'line') {
       // A copy: `raw` is a view into the input chunk and would keep the whole chunk alive.
       copy = this.lineBytes(rec);
       log.memory.push(copy);
-      this.countBuffered(copy.length);
+      this.countBuffered(copy.length, log);
     }
     if (log.readers.size > 0) {
       // Read only for a reader: a line's value may be parsed on first read.
@@ -903,18 +943,68 @@ export class Projection {
     return this.session.linesMapped ? Buffer.from(JSON.stringify(rec.value)) : Buffer.from(rec.raw);
   }
 
-  private countBuffered(bytes: number): void {
+  /** Counts bytes a channel's buffer (or, for null, the event log) now holds; sheds past the limit. */
+  private countBuffered(bytes: number, log: ChannelLog | null): void {
+    if (log) log.bytes += bytes;
+    else this.eventLogBytes += bytes;
     this.bufferedBytes += bytes;
-    if (this.bufferedBytes > this.opts.maxBufferedBytes) this.giveUpBuffer();
+    if (this.bufferedBytes > this.opts.maxBufferedBytes) this.shed();
+  }
+
+  /**
+   * Past `maxBufferedBytes`, buffers are given up channel by channel, not for the whole run:
+   * first the event log (it shares the lines of every channel), then channels, the biggest
+   * first, until half the limit is held. A subagent just given to an open loop keeps its
+   * lines (its readers may open at once, and the input waits a turn for them: one batch at
+   * most); one a loop has not taken after that goes last.
+   */
+  private shed(): void {
+    if (this.eventLog) {
+      this.bufferedBytes -= this.eventLogBytes;
+      this.eventLogBytes = 0;
+      this.eventLog = null;
+    }
+    const target = Math.floor(this.opts.maxBufferedBytes / 2);
+    if (this.bufferedBytes <= target) return;
+    // Queued handles, and the subagents under them (their loops open once those are taken).
+    const queued = new Set<string | null>();
+    const stack: string[] = [];
+    for (const list of [this.subagentList, ...this.children.values()]) {
+      for (const handle of list.untaken()) stack.push(handle.id);
+    }
+    while (stack.length > 0) {
+      const id = stack.pop()!;
+      if (queued.has(id)) continue;
+      queued.add(id);
+      for (const child of this.children.get(id)?.items ?? []) stack.push(child.id);
+    }
+    const candidates = [...this.logs]
+      .filter(([id, log]) => log.memory && log.bytes > 0 && !(id !== null && this.fresh.has(id)))
+      .sort(([a, logA], [b, logB]) => Number(queued.has(a)) - Number(queued.has(b)) || logB.bytes - logA.bytes);
+    for (const [, log] of candidates) {
+      if (this.bufferedBytes <= target) break;
+      this.giveUp(log, 'limit');
+    }
+  }
+
+  /** Gives up a channel's buffer (`why` null: its files replay it instead). */
+  private giveUp(log: ChannelLog, why: ChannelLog['givenUp']): void {
+    if (!log.memory) return;
+    // Lines the event log still holds stay counted, as the event log's.
+    if (this.eventLog) this.eventLogBytes += log.bytes;
+    else this.bufferedBytes -= log.bytes;
+    log.memory = null;
+    log.bytes = 0;
+    log.givenUp = why;
   }
 
   private log(id: string | null): ChannelLog {
     let log = this.logs.get(id);
     if (!log) {
-      const memory = this.replayFiles() || this.bufferGivenUp ? null : [];
+      const memory = this.replayFiles() ? null : [];
       // A channel first asked for after the run finished (a subagent with no line of its own)
       // has ended already: its readers end at once.
-      log = { count: 0, readers: new Set(), memory, ended: this.finished };
+      log = { count: 0, readers: new Set(), memory, bytes: 0, givenUp: null, ended: this.finished };
       this.logs.set(id, log);
     }
     return log;
@@ -928,13 +1018,6 @@ export class Projection {
       if (reader.held) reader.endPending = true;
       else reader.end();
     }
-  }
-
-  private giveUpBuffer(): void {
-    this.bufferGivenUp = true;
-    this.bufferedBytes = 0;
-    this.eventLog = null;
-    for (const log of this.logs.values()) log.memory = null;
   }
 
   private bufferGivenUpError(what: string): ProjectionError {
@@ -957,21 +1040,25 @@ export class Projection {
       }
     }
     if (!log.memory) {
+      const why =
+        log.givenUp === 'long line'
+          ? 'it has a line longer than the line parser holds (maxLineBytes)'
+          : `the run buffered more than maxBufferedBytes (${this.opts.maxBufferedBytes} bytes)`;
       throw new ProjectionError(
         'ERR_PROJECTION_BUFFER',
-        `cannot replay channel ${id ?? 'main'} from its start: the run buffered more than maxBufferedBytes ` +
-          `(${this.opts.maxBufferedBytes} bytes) with no files to replay from; open readers earlier, ` +
-          'write files (out), or raise maxBufferedBytes',
+        `cannot replay channel ${id ?? 'main'} from its start: ${why}, and no files were written to ` +
+          'replay from; open readers earlier, write files (out), or raise ' +
+          (log.givenUp === 'long line' ? 'maxLineBytes' : 'maxBufferedBytes'),
       );
     }
     const lines = log.memory.slice(0, count);
     for (const raw of lines) yield JSON.parse(raw.toString('utf8')) as JsonObject;
   }
 
-  private childList(id: string | null): GrowingList<SubagentHandle> {
+  private childList(id: string | null): HandleList {
     let list = this.children.get(id);
     if (!list) {
-      list = new GrowingList();
+      list = new HandleList((handle) => this.fresh.add(handle.id));
       if (this.finished) list.end();
       this.children.set(id, list);
     }
