@@ -88,7 +88,8 @@ test('without files, a reader opened after the memory limit fails with a coded e
     fixtureFiles().find((f) => f.includes('background-fanout-12'))!,
     'utf8',
   );
-  const run = open(chunked([Buffer.from(text)]), { maxBufferedBytes: 2048 });
+  // Small chunks: a handle's lines after the batch that spawned it are no longer held for its loop.
+  const run = open(chunked(splitEvery(Buffer.from(text), 512)), { maxBufferedBytes: 2048 });
   const handles: SubagentHandle[] = [];
   for await (const h of run.subagents) handles.push(h);
   await run.done;
