@@ -161,6 +161,13 @@ export {
   type HandOn,
 } from './chain/batch-transform.js';
 export { LineSpool } from './chain/stages/line-spool.js';
+export {
+  type RecordPlugin,
+  type RecordFunction,
+  type RecordHandlers,
+  type RecordResult,
+} from './chain/plugin-stream.js';
+export { rewriteText, mapStrings, type TextRewrite } from './chain/record-text.js';
 export { OutputError, writeFailed } from './errors.js';
 export { escapeControl, escapeOneLine, escapeHtml, escapeMarkdown } from './views/escape.js';
 export {

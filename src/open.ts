@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { builtinRegistry } from './chain/builtins.js';
 import { DEFAULT_STAGES, runChain, type ChainSpec, type ComponentSpec } from './chain/chain.js';
 import { configOf, readConfig, registerPlugins } from './chain/config.js';
-import { definePlugin, KIT_VERSION, Registry } from './chain/plugin.js';
+import { defineBuiltin, KIT_VERSION, Registry } from './chain/plugin.js';
 import { createProjectionSink } from './chain/sinks/projection.js';
 import { NULL_INPUT } from './chain/stages/object-source.js';
 import { EXIT, OutputError, SubteeError, UsageError } from './errors.js';
@@ -122,7 +122,7 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
   const plugins = options.registry ?? builtinRegistry();
   for (const name of plugins.names()) registry.add(plugins.get(name)!);
   registry.add(
-    definePlugin({
+    defineBuiltin({
       name: 'projection',
       kind: 'sink',
       kit: `^${KIT_VERSION}`,

@@ -103,14 +103,13 @@ test('a LangGraph event whose timestamp no date can hold is kept, with TIMESTAMP
   assert.equal(index.input.failed ?? 0, 0);
 });
 
-/** A stage plugin whose transform never calls back, throws, or throws from a later callback. */
+/** A stage plugin whose function never settles, throws, or throws from a later callback. */
 function stagePlugin(dir: string, name: string, body: string): string {
   const file = join(dir, `${name}.mjs`);
   writeFileSync(
     file,
-    `import { Transform } from 'node:stream';
-export default { name: '${name}', kind: 'stage', kit: '>=0.0.0', options: {},
-  create: () => new Transform({ objectMode: true, transform(batch, _enc, cb) { ${body} } }) };
+    `export default { name: '${name}', kind: 'stage', kit: '>=0.0.0', options: {},
+  create: () => (rec) => { ${body} } };
 `,
   );
   const config = join(dir, `${name}.json`);
@@ -128,11 +127,11 @@ export default { name: '${name}', kind: 'stage', kit: '>=0.0.0', options: {},
 test('a stage plugin that fails is reported by code with index.json written, never a hang or a stack', () => {
   const dir = tmpDir();
   const cases = [
-    { name: 'silent', body: 'return;', status: 124, code: 'STALL' },
+    { name: 'silent', body: 'return new Promise(() => {});', status: 124, code: 'STALL' },
     { name: 'thrower', body: "throw new Error('boom');", status: 1, code: 'ERR_PLUGIN_FAILED' },
     {
       name: 'late-thrower',
-      body: "setImmediate(() => { throw new Error('late'); }); cb(null, batch);",
+      body: "setImmediate(() => { throw new Error('late'); }); return rec;",
       status: 1,
       code: 'ERR_PLUGIN_FAILED',
     },

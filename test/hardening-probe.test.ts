@@ -43,13 +43,12 @@ test('--force never appends through a hard link at clickhouse-spool.jsonl or eve
   }
 });
 
-/** A stage plugin: `create` is the body of its factory, returning a stream of its own. */
+/** A stage plugin: `create` is the body of its factory, returning its function over records. */
 function stagePlugin(dir: string, name: string, create: string): string {
   const file = join(dir, `${name}.mjs`);
   writeFileSync(
     file,
-    `import { Transform } from 'node:stream';
-export default { name: '${name}', kind: 'stage', kit: '>=0.0.0', options: {}, create: () => { ${create} } };
+    `export default { name: '${name}', kind: 'stage', kit: '>=0.0.0', options: {}, create: () => { ${create} } };
 `,
   );
   const config = join(dir, `${name}.json`);
@@ -70,20 +69,20 @@ function assertFailsByName(name: string, create: string): void {
   assert.doesNotMatch(r.stderr, /^\s+at /m, `${name}: no stack`);
 }
 
-test('a plugin whose transform throws a string is named: ERR_PLUGIN_FAILED', () => {
-  const transform = "return new Transform({ objectMode: true, transform() { throw 'a string'; } });";
-  assertFailsByName('string-thrower', transform);
+test('a plugin whose function throws a string is named: ERR_PLUGIN_FAILED', () => {
+  assertFailsByName('string-thrower', "return () => { throw 'a string'; };");
 });
 
-test('a plugin whose transform throws a falsy value fails at once, by name, not by a stall', () => {
-  // pipeline() takes a falsy throw for "no error": without the guard the run hung.
+test('a plugin whose function throws or rejects with a falsy value fails at once, by name, not by a stall', () => {
+  // pipeline() takes a falsy error for "no error": the kit names what the plugin threw.
   for (const [name, value] of [
     ['null-thrower', 'null'],
     ['undefined-thrower', 'undefined'],
     ['zero-thrower', '0'],
     ['empty-thrower', "''"],
   ]) {
-    assertFailsByName(name, `return new Transform({ objectMode: true, transform() { throw ${value}; } });`);
+    assertFailsByName(name, `return () => { throw ${value}; };`);
+    assertFailsByName(`${name}-async`, `return async () => { throw ${value}; };`);
   }
 });
 

@@ -2,14 +2,13 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Transform } from 'node:stream';
 import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain } from '../src/chain/chain.js';
 import { definePlugin } from '../src/chain/plugin.js';
 import { createFilesSink } from '../src/chain/sinks/files.js';
 import { stdoutText } from '../src/chain/sinks/stdout.js';
-import type { LineRecord, RecordBatch } from '../src/model/record.js';
+import type { LineRecord } from '../src/model/record.js';
 import { Session } from '../src/model/session.js';
 import { buildIndex } from '../src/views/index-file.js';
 import { summaryText } from '../src/views/summary.js';
@@ -164,22 +163,15 @@ function poisonLine(lineNo: number) {
     kind: 'stage',
     kit: '^0.1.0',
     options: {},
-    create: () =>
-      new Transform({
-        objectMode: true,
-        transform(batch: RecordBatch, _enc, cb) {
-          for (const rec of batch) {
-            if (rec.kind === 'line' && rec.lineNo === lineNo) {
-              rec.value = new Proxy(rec.value, {
-                get: () => {
-                  throw new TypeError('poisoned');
-                },
-              });
-            }
-          }
-          cb(null, batch);
+    create: () => (rec) => {
+      if (rec.kind !== 'line' || rec.lineNo !== lineNo) return rec;
+      const value = new Proxy(rec.value, {
+        get: () => {
+          throw new TypeError('poisoned');
         },
-      }),
+      });
+      return { ...rec, value };
+    },
   });
 }
 

@@ -1,20 +1,16 @@
 import { appendFileSync } from 'node:fs';
-import type { Transform } from 'node:stream';
 import {
   channelTokens,
-  createBatchTransform,
   contentBlocks,
   definePlugin,
   escapeHtml,
   escapeMarkdown,
-  lineTypeOf,
   MAX_GUIDE_LEVELS,
-  requireSession,
   statusCounts,
   walkTree,
   writeFailed,
   type Channel,
-  type RecordBatch,
+  type RecordHandlers,
   type Session,
 } from '../../src/index.js';
 
@@ -92,56 +88,40 @@ export function stepSummary(
 }
 
 /**
- * A sink (pass-through, object mode) that appends a Markdown summary of the run to
- * `$GITHUB_STEP_SUMMARY` at the end: the tree, statuses, and each agent's last report.
+ * Appends a Markdown summary of the run to `$GITHUB_STEP_SUMMARY` at the end (a failed or
+ * stopped run too): the tree, statuses, and each agent's last report.
  */
-export function createGithubStepSummary(
+export function githubStepSummary(
   options: StepSummaryOptions & { session: Session; env?: NodeJS.ProcessEnv },
-): Transform {
+): RecordHandlers {
   const o = {
     ...STEP_SUMMARY_DEFAULTS,
     ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)),
   };
-  const run = requireSession(options, 'createGithubStepSummary');
   const path = options.path ?? (options.env ?? process.env).GITHUB_STEP_SUMMARY;
   const lastText = new Map<Channel, string>();
-  let written = false;
-  const write = () => {
-    if (written || !path) return;
-    written = true;
-    try {
-      appendFileSync(path, stepSummary(run, lastText, o));
-    } catch (err) {
-      throw writeFailed(path, err);
-    }
-  };
-  return createBatchTransform({
-    sink: true,
-    transformBatch(batch: RecordBatch) {
-      for (const rec of batch) {
-        if (rec.kind !== 'line' || lineTypeOf(rec.value) !== 'assistant' || !rec.channel) continue;
-        for (const b of contentBlocks(rec.value)) {
-          if (b.type === 'text' && b.text.trim())
-            lastText.set(rec.channel, b.text.slice(0, o.reportChars + 1));
-        }
-      }
-      return batch;
+  return {
+    record(rec) {
+      if (rec.kind !== 'line' || !rec.channel) return;
+      for (const b of contentBlocks(rec.value))
+        if (b.type === 'text' && b.text.trim()) lastText.set(rec.channel, b.text.slice(0, o.reportChars + 1));
     },
-    flushAtEnd: write,
-    teardown() {
+    end() {
+      if (!path) return;
       try {
-        write();
-      } catch {
-        // The original error is the one to report.
+        appendFileSync(path, stepSummary(options.session, lastText, o));
+      } catch (err) {
+        throw writeFailed(path, err);
       }
     },
-  });
+  };
 }
 
 export default definePlugin<StepSummaryOptions>({
   name: 'github-step-summary',
   kind: 'sink',
   kit: '^0.1.0',
+  reads: ['assistant'],
   options: {
     path: {
       type: 'string',
@@ -161,5 +141,5 @@ export default definePlugin<StepSummaryOptions>({
       description: "characters of each agent's last report",
     },
   },
-  create: (o, ctx) => createGithubStepSummary({ ...o, session: ctx.session, env: ctx.env }),
+  create: (o, ctx) => githubStepSummary({ ...o, session: ctx.session, env: ctx.env }),
 });

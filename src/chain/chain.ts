@@ -4,7 +4,8 @@ import { builtinRegistry } from './builtins.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../model/record.js';
 import { CutShortError } from '../decompress.js';
 import { EXIT, SubteeError, UsageError } from '../errors.js';
-import { optionProblem, type PluginContext, type PluginDefinition, type Registry } from './plugin.js';
+import { isBuiltin, optionProblem, type PluginContext, type PluginDefinition, type Registry } from './plugin.js';
+import { createPluginStream, pluginFailure, type RecordHandlers, type RecordPlugin } from './plugin-stream.js';
 import { Session } from '../model/session.js';
 
 export interface ComponentSpec {
@@ -150,20 +151,26 @@ export function buildChain(
   }
   for (const p of parts) p.def.checkEnvironment?.(p.opts, ctx.env);
   const streams: Duplex[] = [];
-  const builtins = builtinRegistry();
   try {
     for (const p of [...byteTaps, ...rest]) {
-      const plugin = builtins.get(p.def.name) !== p.def;
-      let stream: Duplex;
+      const builtin = isBuiltin(p.def);
+      let made: ReturnType<PluginDefinition['create']>;
       try {
-        stream = p.def.create(p.opts, ctx);
+        made = p.def.create(p.opts, ctx);
       } catch (err) {
-        if (!plugin || err instanceof SubteeError) throw err;
-        const why = err instanceof Error ? err.message : String(err);
-        throw new SubteeError('ERR_PLUGIN_FAILED', `plugin ${p.def.name} failed: ${why}`, { cause: err });
+        throw builtin ? err : pluginFailure(p.def.name, err);
       }
-      if (plugin) nameFailures(stream, p.def.name);
-      streams.push(stream);
+      if (builtin) {
+        streams.push(made as Duplex);
+        continue;
+      }
+      if (!isRecordPlugin(made)) {
+        throw new UsageError(
+          'ERR_PLUGIN_INVALID',
+          `plugin ${p.def.name}: create must return a function over records (or { record, end })`,
+        );
+      }
+      streams.push(createPluginStream(made, { name: p.def.name, sink: p.def.kind === 'sink', reads: p.def.reads }));
     }
   } catch (err) {
     for (const s of streams) s.destroy();
@@ -172,51 +179,12 @@ export function buildChain(
   return { streams, session };
 }
 
-/** The plugin whose stream failed with an error, so the failure names it, not subtee. */
-const failedPlugin = new WeakMap<object, string>();
-/** The same for a plugin that failed with a value that is not an object (`throw 'text'`). */
-const failedPluginByValue = new Map<unknown, string>();
-
-function nameFailures(stream: Duplex, name: string): void {
-  guardThrows(stream, name);
-  stream.once('error', (err) => {
-    if (err instanceof SubteeError) return;
-    if (err !== null && typeof err === 'object') failedPlugin.set(err, name);
-    else failedPluginByValue.set(err, name);
-  });
-}
-
-/** The stream methods a plugin may write whose synchronous throw reaches the chain. */
-const GUARDED_METHODS = ['_transform', '_flush', '_write', '_writev', '_final'] as const;
-
-/**
- * A throw in a plugin's own stream method becomes ERR_PLUGIN_FAILED at once. Left as it is, a
- * thrown value that is not truthy (`throw null`) reaches pipeline() as "no error": the input
- * stopped being fed, nothing ended the chain, and the run hung until the watchdog.
- */
-function guardThrows(stream: Duplex, name: string): void {
-  const methods = stream as unknown as Record<string, unknown>;
-  for (const method of GUARDED_METHODS) {
-    const original = methods[method];
-    if (typeof original !== 'function') continue;
-    methods[method] = function guarded(this: Duplex, ...args: unknown[]): unknown {
-      try {
-        return (original as (...a: unknown[]) => unknown).apply(this, args);
-      } catch (err) {
-        if (err instanceof SubteeError) throw err;
-        const why = err instanceof Error ? err.message : String(err);
-        throw new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} failed: ${why}`, { cause: err });
-      }
-    };
-  }
-}
-
-/** A plugin's own failure as ERR_PLUGIN_FAILED naming it; anything else as it is. */
-function namedFailure(err: unknown): unknown {
-  const name = err !== null && typeof err === 'object' ? failedPlugin.get(err) : failedPluginByValue.get(err);
-  if (name === undefined) return err;
-  const why = err instanceof Error ? err.message : String(err);
-  return new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} failed: ${why}`, { cause: err });
+/** A plugin's function or its handlers; not a stream (the kit's own form). */
+function isRecordPlugin(made: unknown): made is RecordPlugin {
+  if (typeof made === 'function') return true;
+  if (made === null || typeof made !== 'object' || typeof (made as Duplex).pipe === 'function') return false;
+  const { record, end } = made as RecordHandlers;
+  return (record === undefined || typeof record === 'function') && (end === undefined || typeof end === 'function');
 }
 
 /**
@@ -318,8 +286,6 @@ export async function runChain(
   ] as unknown as NodeJS.ReadableStream[];
   try {
     await pipeline(all, { signal: options.signal });
-  } catch (err) {
-    throw namedFailure(err);
   } finally {
     run.stopInput = null;
     options.stop?.removeEventListener('abort', onStop);

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Duplex, Writable } from 'node:stream';
+import type { RecordPlugin } from './plugin-stream.js';
 import { pathToFileURL } from 'node:url';
 import { UsageError } from '../errors.js';
 import type { Session } from '../model/session.js';
@@ -98,18 +99,37 @@ export function optionProblem(o: OptionSpec, value: unknown): string | null {
 }
 
 /**
- * The one contract for every stage and sink, built-in or not. A stage transforms record
- * batches (arrays of records, see RecordBatch); a sink is a pass-through stage that also
- * writes them somewhere. `create` returns a core Transform in object mode on both sides,
- * unless `input(options)` says the stage wants the raw input bytes (it then runs before the
- * line parser, bytes in and bytes out). An input edge (the line parser, the object source)
- * says what it reads, `bytes` or `objects`, and records come out of it.
+ * The one contract for every stage and sink. A plugin is a function over records that the
+ * kit makes a stream of (see createPluginStream): `create(options, ctx)` returns that function,
+ * or `{ record, end }` handlers, and the kit owns batching, backpressure, and naming its
+ * failures. A stage hands on what its function returns; a sink's records pass on unchanged.
+ *
+ * ```ts
+ * export default definePlugin({
+ *   name: 'drop-progress',
+ *   kind: 'stage',
+ *   kit: '^0.1.0',
+ *   reads: ['system'],
+ *   options: {},
+ *   create: () => (record) => (record.kind === 'line' && record.value.subtype === 'task_progress' ? null : record),
+ * });
+ * ```
+ *
+ * subtee's own stages and sinks return a Node stream from `create` instead (record batches in
+ * and out, or the raw input bytes when `input(options)` says `bytes`); that form is the
+ * kit's own and is refused from a plugin.
  */
 export interface PluginDefinition<O = any> {
   name: string;
+  /** A `stage` hands on what its function returns; a `sink` only looks. */
   kind: 'stage' | 'sink';
   /** Kit versions supported, as a range (`^0.1.0`). */
   kit: string;
+  /**
+   * The line types the function is called for (`assistant`, `user`, …); other records pass it
+   * by untouched. Absent: every record.
+   */
+  reads?: readonly string[];
   /** Accepted options; unknown keys are rejected when a config is validated. */
   options: OptionSpecs<O>;
   input?: (options: O) => 'bytes' | 'objects' | 'records';
@@ -119,8 +139,21 @@ export interface PluginDefinition<O = any> {
    * output folder behind.
    */
   checkEnvironment?: (options: O, env: NodeJS.ProcessEnv) => void;
-  create(options: O, ctx: PluginContext): Duplex;
+  create(options: O, ctx: PluginContext): RecordPlugin | Duplex;
 }
+
+/** The definitions of subtee's own stages and sinks: theirs alone may return a stream. */
+const builtin = new WeakSet<object>();
+
+/** One of subtee's own stages or sinks (`create` returns its stream). */
+export function defineBuiltin<O>(def: PluginDefinition<O>): Readonly<PluginDefinition<O>> {
+  const checked = definePlugin(def);
+  builtin.add(checked);
+  return checked;
+}
+
+/** Whether a definition is one of subtee's own. */
+export const isBuiltin = (def: PluginDefinition): boolean => builtin.has(def);
 
 const NAME = /^[a-z0-9][a-z0-9._-]*$/;
 
@@ -135,6 +168,8 @@ function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDef
   if (typeof def.name !== 'string' || !NAME.test(def.name))
     problems.push('name must be a lowercase identifier');
   if (def.kind !== 'stage' && def.kind !== 'sink') problems.push('kind must be "stage" or "sink"');
+  if (def.reads !== undefined && !(Array.isArray(def.reads) && def.reads.every((t) => typeof t === 'string')))
+    problems.push('reads must be a list of line types');
   if (typeof def.kit !== 'string' || !isValidRange(def.kit))
     problems.push('kit must be a version range such as "^0.1.0"');
   if (typeof def.create !== 'function') problems.push('create must be a function');

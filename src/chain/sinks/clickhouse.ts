@@ -31,7 +31,7 @@ import {
 } from './clickhouse-spool.js';
 import { lateWarn, randomRunId } from './stream-facts.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
-import { BUILTIN_KIT, definePlugin } from '../plugin.js';
+import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 
 export const CLICKHOUSE_SINK_DEFAULTS = Object.freeze({
   eventsTable: 'subtee_events',
@@ -466,7 +466,7 @@ class ClickHouseSink extends BatchTransform {
 
 export { SPOOL_FILE };
 
-export const clickhouseSinkPlugin = definePlugin<
+export const clickhouseSinkPlugin = defineBuiltin<
   Omit<ClickHouseSinkOptions, 'session' | 'spoolDir'> & { spoolDir?: string }
 >({
   name: 'clickhouse',

@@ -16,7 +16,7 @@ import { writePiecesSync } from './write-pieces.js';
 import { FileNamer } from './file-names.js';
 import { createNewFile, descriptorBudget, makeDirs } from '../../safe-open.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
-import { BUILTIN_KIT, definePlugin } from '../plugin.js';
+import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 import { releaseLiveSpools, removeLeftoverSpools } from '../stages/line-spool.js';
 
 export const FILES_SINK_DEFAULTS = Object.freeze({
@@ -322,7 +322,7 @@ class FilesSink extends BatchTransform {
   }
 }
 
-export const filesSinkPlugin = definePlugin<Omit<FilesSinkOptions, 'session'>>({
+export const filesSinkPlugin = defineBuiltin<Omit<FilesSinkOptions, 'session'>>({
   name: 'files',
   kind: 'sink',
   kit: BUILTIN_KIT,

@@ -17,7 +17,7 @@ import { requireSession, type Session } from '../../model/session.js';
 import { TraceBuilder, type SpanData } from './otlp-spans.js';
 import { lateWarn, randomRunId, spanIdOf, traceIdOf } from './stream-facts.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
-import { BUILTIN_KIT, definePlugin } from '../plugin.js';
+import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
@@ -475,7 +475,7 @@ class OtlpSink extends BatchTransform {
   }
 }
 
-export const otlpSinkPlugin = definePlugin<Omit<OtlpSinkOptions, 'session' | 'env'>>({
+export const otlpSinkPlugin = defineBuiltin<Omit<OtlpSinkOptions, 'session' | 'env'>>({
   name: 'otlp',
   kind: 'sink',
   kit: BUILTIN_KIT,

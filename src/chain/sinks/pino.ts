@@ -17,7 +17,7 @@ import { requireSession, type Session } from '../../model/session.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import type { CostLedger } from '../../model/cost.js';
-import { BUILTIN_KIT, definePlugin } from '../plugin.js';
+import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 
 export const PINO_SINK_DEFAULTS = Object.freeze({
   /** A file path, or `-` for stdout. Ignored when `transport` is set. */
@@ -462,7 +462,7 @@ class PinoSink extends BatchTransform {
   }
 }
 
-export const pinoSinkPlugin = definePlugin<Omit<PinoSinkOptions, 'session' | 'logger'>>({
+export const pinoSinkPlugin = defineBuiltin<Omit<PinoSinkOptions, 'session' | 'logger'>>({
   name: 'pino',
   kind: 'sink',
   kit: BUILTIN_KIT,

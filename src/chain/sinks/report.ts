@@ -10,7 +10,7 @@ import { LiveReport, ReportFeed } from '../../views/report/live.js';
 import { REPORT_DEFAULTS, type ReportLimits } from '../../views/report/model.js';
 import { pageHtml } from '../../views/report/page.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
-import { BUILTIN_KIT, definePlugin } from '../plugin.js';
+import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 import { writeReport } from './report-file.js';
 import type { ReportServer, ServeAddress } from './report-server.js';
 
@@ -185,7 +185,7 @@ type ReportPluginOptions = Omit<
   'session' | 'stderr' | 'flushMs' | Exclude<keyof ReportLimits, 'maxPageBytes' | 'channelChars'>
 >;
 
-export const reportSinkPlugin = definePlugin<ReportPluginOptions>({
+export const reportSinkPlugin = defineBuiltin<ReportPluginOptions>({
   name: 'report',
   kind: 'sink',
   kit: BUILTIN_KIT,

@@ -10,7 +10,7 @@ import { passOn } from './pass-on.js';
 import { viewOf } from '../../model/line-view.js';
 import type { Session } from '../../model/session.js';
 import { BatchTransform, type BatchOutcome, type HandOn } from '../batch-transform.js';
-import { BUILTIN_KIT, definePlugin } from '../plugin.js';
+import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 
 export const STDOUT_MODES = ['text', 'main', 'raw', 'none'] as const;
 export type StdoutMode = (typeof STDOUT_MODES)[number];
@@ -156,7 +156,7 @@ class StdoutSink extends BatchTransform {
   }
 }
 
-export const stdoutSinkPlugin = definePlugin<Omit<StdoutSinkOptions, 'session' | 'stream' | 'indent'>>({
+export const stdoutSinkPlugin = defineBuiltin<Omit<StdoutSinkOptions, 'session' | 'stream' | 'indent'>>({
   name: 'stdout',
   kind: 'sink',
   kit: BUILTIN_KIT,

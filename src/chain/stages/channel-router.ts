@@ -8,7 +8,7 @@ import { viewOf } from '../../model/line-view.js';
 import type { JsonObject } from '../../model/message.js';
 import { escapeOneLine } from '../../views/escape.js';
 import { createBatchTransform } from '../batch-transform.js';
-import { BUILTIN_KIT, definePlugin } from '../plugin.js';
+import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 
 export interface ChannelRouterOptions {
   /**
@@ -128,7 +128,7 @@ function unroutable(session: Session, rec: LineRecord): SubteeRecord {
   return { kind: 'quarantine', lineNo: rec.lineNo, raw: rec.raw, reason: 'failed', final: true };
 }
 
-export const channelRouterPlugin = definePlugin<Omit<ChannelRouterOptions, 'session'>>({
+export const channelRouterPlugin = defineBuiltin<Omit<ChannelRouterOptions, 'session'>>({
   name: 'channel-router',
   kind: 'stage',
   kit: BUILTIN_KIT,

@@ -18,7 +18,7 @@ import {
 } from '../../model/in-flight.js';
 import { channelLabel } from '../../views/text.js';
 import { createBatchTransform } from '../batch-transform.js';
-import { BUILTIN_KIT, definePlugin, type OptionSpec } from '../plugin.js';
+import { BUILTIN_KIT, defineBuiltin, type OptionSpec } from '../plugin.js';
 
 /** Characters of a channel label in a stall report (an agent type is the stream's to choose). */
 const LABEL_CHARS = 120;
@@ -272,7 +272,7 @@ const STALL_ACTIONS = ['fail', 'warn'] as const;
 const msOption = (min: number, fallback: number, description: string) =>
   ({ type: 'integer', min, default: fallback, description }) satisfies OptionSpec;
 
-export const idleWatchdogPlugin = definePlugin<Omit<IdleWatchdogOptions, 'session' | 'clock'>>({
+export const idleWatchdogPlugin = defineBuiltin<Omit<IdleWatchdogOptions, 'session' | 'clock'>>({
   name: 'idle-watchdog',
   kind: 'stage',
   kit: BUILTIN_KIT,

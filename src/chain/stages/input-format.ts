@@ -16,7 +16,7 @@ import {
   type Session,
 } from '../../model/session.js';
 import { createBatchTransform } from '../batch-transform.js';
-import { BUILTIN_KIT, definePlugin } from '../plugin.js';
+import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 
 export const INPUT_FORMATS = [
   'auto',
@@ -225,7 +225,7 @@ function derivedRecord(lineNo: number, value: JsonObject): LineRecord {
   return { kind: 'line', lineNo, raw: Buffer.from(JSON.stringify(value)), value, derived: true };
 }
 
-export const inputFormatPlugin = definePlugin<Omit<InputFormatOptions, 'session'>>({
+export const inputFormatPlugin = defineBuiltin<Omit<InputFormatOptions, 'session'>>({
   name: 'input-format',
   kind: 'stage',
   kit: BUILTIN_KIT,

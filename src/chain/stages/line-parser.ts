@@ -9,7 +9,7 @@ import {
 import { requireSession, type Session } from '../../model/session.js';
 import { scanLine, scannedRecord } from '../../model/line-view.js';
 import { HELD_LINE_BYTES, isBlank, LineSplitter } from '../../model/lines.js';
-import { definePlugin, BUILTIN_KIT } from '../plugin.js';
+import { defineBuiltin, BUILTIN_KIT } from '../plugin.js';
 import { endSpool, LineSpool, spoolDir } from './line-spool.js';
 import { countQuarantine, junkRunRecord, warnIfAllQuarantined } from './line-input.js';
 
@@ -143,7 +143,7 @@ export function createLineParser(options: LineParserOptions): Duplex {
   return stream;
 }
 
-export const lineParserPlugin = definePlugin<Omit<LineParserOptions, 'session'>>({
+export const lineParserPlugin = defineBuiltin<Omit<LineParserOptions, 'session'>>({
   name: 'line-parser',
   kind: 'stage',
   kit: BUILTIN_KIT,

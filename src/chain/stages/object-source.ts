@@ -7,7 +7,7 @@ import {
   type RecordBatch,
 } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
-import { BUILTIN_KIT, definePlugin } from '../plugin.js';
+import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 
 export const OBJECT_SOURCE_DEFAULTS = Object.freeze({
   /**
@@ -115,7 +115,7 @@ export function createObjectSource(options: ObjectSourceOptions): Transform {
   return stage;
 }
 
-export const objectSourcePlugin = definePlugin<Omit<ObjectSourceOptions, 'session'>>({
+export const objectSourcePlugin = defineBuiltin<Omit<ObjectSourceOptions, 'session'>>({
   name: 'object-source',
   kind: 'stage',
   kit: BUILTIN_KIT,

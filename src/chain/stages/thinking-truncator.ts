@@ -8,7 +8,7 @@ import type { Channel } from '../../model/tree.js';
 import { viewOf } from '../../model/line-view.js';
 import { isText, type LazyText } from '../../model/scan.js';
 import { createBatchTransform } from '../batch-transform.js';
-import { BUILTIN_KIT, definePlugin } from '../plugin.js';
+import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 
 export const THINKING_MODES = ['keep', 'truncate', 'drop', 'file'] as const;
 export type ThinkingMode = (typeof THINKING_MODES)[number];
@@ -90,7 +90,7 @@ export function createThinkingTruncator(options: ThinkingTruncatorOptions): Tran
   }
 }
 
-export const thinkingTruncatorPlugin = definePlugin<Omit<ThinkingTruncatorOptions, 'session'>>({
+export const thinkingTruncatorPlugin = defineBuiltin<Omit<ThinkingTruncatorOptions, 'session'>>({
   name: 'thinking-truncator',
   kind: 'stage',
   kit: BUILTIN_KIT,

@@ -13,7 +13,7 @@ import {
 } from '../../model/message.js';
 import { viewOf } from '../../model/line-view.js';
 import { createBatchTransform } from '../batch-transform.js';
-import { BUILTIN_KIT, definePlugin } from '../plugin.js';
+import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 
 export const VERSION_GUARD_DEFAULTS = Object.freeze({
   /** A semver range the agent's version must satisfy, or null for warnings only. */
@@ -277,7 +277,7 @@ export function createVersionGuard(options: VersionGuardOptions): Transform {
   });
 }
 
-export const versionGuardPlugin = definePlugin<Omit<VersionGuardOptions, 'session'>>({
+export const versionGuardPlugin = defineBuiltin<Omit<VersionGuardOptions, 'session'>>({
   name: 'version-guard',
   kind: 'stage',
   kit: BUILTIN_KIT,
