@@ -50,8 +50,9 @@ const stream =
 test('--help lists every option of the table; --version prints the package version', () => {
   const help = subtee(['--help']);
   assert.equal(help.status, 0);
+  const oneLine = help.stdout.replace(/\n\s+/g, ' ');
   for (const o of OPTIONS) assert.ok(help.stdout.includes(`--${o.name}`), o.name);
-  for (const o of OPTIONS) assert.ok(help.stdout.includes(o.help), `help text of ${o.name}`);
+  for (const o of OPTIONS) assert.ok(oneLine.includes(o.help), `help text of ${o.name}`);
   assert.ok(help.stdout.includes(helpText('').slice(1)));
   const v = subtee(['--version']);
   assert.equal(v.status, 0);
@@ -437,4 +438,79 @@ test('an input with no lines (empty, or blank lines only) is INPUT_EMPTY, exit 3
   }
   // One line is enough, even one that is not JSON (that one is quarantined and warned about).
   assert.equal(subtee(['--out', join(tmpDir(), 'o'), '-q'], 'not json\n').status, 0);
+});
+
+/** Every help text the command line prints. */
+const HELPS = [['help'], ['--help'], ['help', 'run'], ['help', 'report'], ['help', 'stats'], ['help', 'help']];
+
+test('subtee help [COMMAND] prints the help of the command, the same as COMMAND --help', () => {
+  const main = subtee(['--help']);
+  assert.equal(subtee(['help']).stdout, main.stdout);
+  assert.equal(subtee(['-h']).stdout, main.stdout);
+  assert.match(main.stdout, /^subtee \[options\] \[FILE…\] .*\nsubtee run .*\nsubtee report .*\nsubtee stats .*\nsubtee help /);
+  for (const command of ['run', 'report', 'stats']) {
+    const viaHelp = subtee(['help', command]);
+    const viaFlag = subtee([command, '--help']);
+    assert.equal(viaHelp.status, 0, viaHelp.stderr);
+    assert.equal(viaFlag.status, 0, viaFlag.stderr);
+    assert.equal(viaHelp.stdout, viaFlag.stdout, command);
+    assert.match(viaHelp.stdout, new RegExp(`^subtee ${command} \\[options\\]`), command);
+    assert.notEqual(viaHelp.stdout, main.stdout, `${command} has a help of its own`);
+  }
+  assert.match(subtee(['run', '--help']).stdout, /--kill-grace-ms MS/);
+  assert.match(subtee(['run', '--help']).stdout, /Exit codes: the command's own;/);
+  const unknown = subtee(['help', 'nosuch']);
+  assert.equal(unknown.status, 2);
+  assert.equal(unknown.stderr, 'subtee: no command nosuch: the commands are run, report, stats, help [ERR_USAGE]\n');
+  assert.match(subtee(['help', 'reprot']).stderr, /did you mean report\?/);
+});
+
+test('every help line fits in 100 columns', () => {
+  for (const args of HELPS) {
+    const r = subtee(args);
+    assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
+    for (const line of r.stdout.split('\n'))
+      assert.ok([...line].length <= 100, `${args.join(' ')}: ${line.length} columns: ${line}`);
+  }
+});
+
+test('a mistyped command is named as one when no such file exists, and read as a file when one does', () => {
+  const dir = tmpDir();
+  for (const [word, command] of [
+    ['reprot', 'report'],
+    ['stat', 'stats'],
+    ['rnu', 'run'],
+  ]) {
+    const r = spawnSync(process.execPath, [BIN, word], { cwd: dir, input: '', encoding: 'utf8' });
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stderr, `subtee: no file or command ${word}: did you mean subtee ${command}? [ERR_USAGE]\n`);
+    assert.equal(existsSync(join(dir, 'subtee-out')), false, 'nothing written');
+  }
+  // A name like no command is a missing file, as before.
+  const missing = spawnSync(process.execPath, [BIN, 'transcript'], { cwd: dir, input: '', encoding: 'utf8' });
+  assert.equal(missing.status, 3);
+  assert.match(missing.stderr, /\[ERR_INPUT\]/);
+  writeFileSync(join(dir, 'reprot'), stream);
+  const file = spawnSync(process.execPath, [BIN, '-q', '--stdout', 'none', 'reprot'], { cwd: dir, encoding: 'utf8' });
+  assert.equal(file.status, 0, file.stderr);
+  assert.ok(existsSync(join(dir, 'subtee-out', 'index.json')));
+});
+
+test('subtee run with its command given without --: the error shows the line with -- in its place', () => {
+  const r = subtee(['run', '--out', 'x', 'claude', '-p', 'hi there', '--verbose']);
+  assert.equal(r.status, 2);
+  assert.equal(
+    r.stderr,
+    "subtee: unknown option -p; the command goes after --, as in: subtee run --out x -- claude -p 'hi there' " +
+      '--verbose [ERR_UNKNOWN_OPTION]\n',
+  );
+  const bare = subtee(['run', '-q', '--out', 'x', 'claude']);
+  assert.equal(bare.status, 2);
+  assert.equal(
+    bare.stderr,
+    'subtee: subtee run needs the command after --, as in: subtee run -q --out x -- claude [ERR_USAGE]\n',
+  );
+  // An option subtee does not know before any command is the mistake itself.
+  const bogus = subtee(['run', '--bogus', 'claude']);
+  assert.equal(bogus.stderr, 'subtee: unknown option --bogus (see subtee run --help) [ERR_UNKNOWN_OPTION]\n');
 });

@@ -180,7 +180,7 @@ test('the default open-file budget comes from the real descriptor limit', () => 
   if (existsSync('/proc/self/limits')) {
     const help = subtee(['--help'], '', 'ulimit -n 64');
     assert.match(
-      help.stdout,
+      help.stdout.replace(/\n\s+/g, ' '),
       /--max-open-files N .*\(default: 32\)/,
       'the CLI shows and uses the derived default',
     );

@@ -11,7 +11,8 @@ import { escapeOneLine } from '../views/escape.js';
 import { summaryText } from '../views/summary.js';
 import { resolveSpec } from './config.js';
 import { checkInputFolders, checkInputs, inputFolderNames, openInput, specForInput } from './inputs.js';
-import { helpText, parseArgs, type ParsedOptions } from './options.js';
+import { checkMistypedCommand, commandHelp, helpCommand, withDashesHint } from './help.js';
+import { OPTIONS, parseArgs, type ParsedOptions } from './options.js';
 import { reportCommand } from './report-command.js';
 import {
   commandAgentName,
@@ -30,21 +31,6 @@ export interface CliIO {
   stderr: Writable & { isTTY?: boolean };
   env: NodeJS.ProcessEnv;
 }
-
-const USAGE = `subtee [options] [FILE…]
-subtee run [options] -- CMD [ARGS…]
-subtee report OUT
-subtee stats DIR…   (figures over many runs; subtee stats --help)
-
-Splits Claude Code's stream-json (stdin, FILE, or the stdout of CMD) into one transcript per subagent:
-  claude -p "…" --output-format stream-json --verbose --forward-subagent-text | subtee --out logs
-  subtee run --out logs -- claude -p "…" --output-format stream-json --verbose --forward-subagent-text
-gzip input (zstd too, on Node.js 22.15 or later) is decompressed;
-several FILEs each get a folder OUT/<name>/.`;
-
-export const EXIT_CODES_HELP = `Exit codes: 0 ok (subtee run: the command's exit code), 1 internal error,
-  2 bad usage or config, 3 input or output unusable (disk full, --out not a folder),
-  4 agent version refused, 124 stalled, 130 SIGINT, 143 SIGTERM.`;
 
 export function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
@@ -93,16 +79,12 @@ export async function main(
 ): Promise<number> {
   ignoreClosedReader(io.stdout);
   ignoreClosedReader(io.stderr);
-  if (argv[0] === 'report') {
+  const report = (args: string[]) => reportCommand(args, io.stdout, io.stderr);
+  const stats = (args: string[]) => statsCommand(args, io.stdout, io.stderr);
+  if (argv[0] === 'report' || argv[0] === 'stats' || argv[0] === 'help') {
     try {
-      return reportCommand(argv.slice(1), io.stdout, io.stderr);
-    } catch (err) {
-      return reportError(io.stderr, err);
-    }
-  }
-  if (argv[0] === 'stats') {
-    try {
-      return await statsCommand(argv.slice(1), io.stdout, io.stderr);
+      if (argv[0] === 'help') return await helpCommand(argv.slice(1), io.stdout, { report, stats });
+      return await (argv[0] === 'report' ? report : stats)(argv.slice(1));
     } catch (err) {
       return reportError(io.stderr, err);
     }
@@ -113,9 +95,9 @@ export async function main(
   let registry;
   let inputs: string[] = [];
   try {
-    opts = parseArgs(isRun ? argv.slice(1) : argv);
+    opts = parseArgs(isRun ? argv.slice(1) : argv, OPTIONS, isRun ? 'subtee run' : 'subtee');
     if (opts.help) {
-      io.stdout.write(`${helpText(USAGE)}\n${EXIT_CODES_HELP}\n`);
+      io.stdout.write(commandHelp(isRun ? 'run' : 'main'));
       return EXIT.OK;
     }
     if (opts.version) {
@@ -134,11 +116,12 @@ export async function main(
         'a command after -- needs subtee run: subtee run [options] -- CMD [ARGS…]',
         { exitCode: EXIT.USAGE },
       );
+    if (!isRun) checkMistypedCommand(opts._);
     ({ spec, registry } = await resolveSpec(opts));
     if (!isRun) inputs = checkInputs(opts._, io.stdin === process.stdin);
     await checkServe(spec);
   } catch (err) {
-    return reportError(io.stderr, err);
+    return reportError(io.stderr, isRun ? withDashesHint(err, argv.slice(1)) : err);
   }
   const names = inputs.length > 1 ? inputFolderNames(inputs) : [];
   if (names.length > 0) {

@@ -213,8 +213,15 @@ function withNegativeValues(argv: string[], table: readonly OptionDef[]): string
   return out;
 }
 
-/** Parses argv against OPTIONS. Throws a UsageError (one line) for anything it does not know. */
-export function parseArgs(args: string[], table: readonly OptionDef[] = OPTIONS): ParsedOptions {
+/**
+ * Parses argv against OPTIONS. Throws a UsageError (one line, naming `command`'s help) for
+ * anything it does not know.
+ */
+export function parseArgs(
+  args: string[],
+  table: readonly OptionDef[] = OPTIONS,
+  command = 'subtee',
+): ParsedOptions {
   const argv = withNegativeValues(args, table);
   const unknown: string[] = [];
   const raw = minimist(argv, {
@@ -233,7 +240,7 @@ export function parseArgs(args: string[], table: readonly OptionDef[] = OPTIONS)
   if (unknown.length > 0)
     throw new UsageError(
       'ERR_UNKNOWN_OPTION',
-      `unknown option ${unknown[0].split('=')[0]} (see subtee --help)`,
+      `unknown option ${unknown[0].split('=')[0]} (see ${command} --help)`,
     );
   const given = new Set(
     argv
@@ -279,12 +286,66 @@ export function parseArgs(args: string[], table: readonly OptionDef[] = OPTIONS)
   return out;
 }
 
-export function helpText(usage: string, table: readonly OptionDef[] = OPTIONS): string {
+/** Help is written to fit a terminal this wide. */
+export const HELP_COLUMNS = 100;
+
+/** Words put on lines of at most `width` characters (a longer word stands alone). */
+export function wrapWords(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line === '' ? word : `${line} ${word}`;
+    }
+  }
+  return line === '' ? lines : [...lines, line];
+}
+
+/** The usage text, then one row per option, its description wrapped under itself. */
+export function helpText(usage: string, table: readonly OptionDef[] = OPTIONS, columns = HELP_COLUMNS): string {
   const rows = table.map((o) => {
     const flag = `${o.alias ? `-${o.alias}, ` : '    '}--${o.name}${o.arg ? ` ${o.arg}` : ''}`;
     const def = o.type !== 'boolean' && o.default !== undefined ? ` (default: ${o.default})` : '';
     return [flag, o.help + def] as const;
   });
   const width = Math.max(...rows.map(([f]) => f.length)) + 2;
-  return `${usage}\n\nOptions:\n${rows.map(([f, h]) => `  ${f.padEnd(width)}${h}`).join('\n')}\n`;
+  const text = rows.map(([f, h]) => {
+    const [first, ...more] = wrapWords(h, columns - 2 - width);
+    return [`  ${f.padEnd(width)}${first}`, ...more.map((l) => `${' '.repeat(2 + width)}${l}`)].join('\n');
+  });
+  return `${usage}\n\nOptions:\n${text.join('\n')}\n`;
+}
+
+/** Where the command of `subtee run` starts when it was given without `--`, or -1. */
+export function commandStart(args: readonly string[], table: readonly OptionDef[] = OPTIONS): number {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === '--') return -1;
+    if (!arg.startsWith('-') || arg === '-') return i;
+    const [name, value] = arg.replace(/^--?/, '').split('=', 2);
+    const def = table.find((o) => o.name === name || o.alias === name);
+    // An option subtee does not know, before any command: that is the mistake to report.
+    if (!def) return -1;
+    const next = args[i + 1];
+    if (def.type !== 'boolean' && value === undefined && next !== undefined && !next.startsWith('-')) i++;
+  }
+  return -1;
+}
+
+/** A word as a POSIX shell reads it back: quoted when it holds anything but plain characters. */
+export function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * `subtee run --out x claude -p` (no `--`): the same line with `--` where the command starts,
+ * to show in the error; null when no command can be told apart.
+ */
+export function runLineWithDashes(args: readonly string[]): string | null {
+  const at = commandStart(args);
+  if (at < 0) return null;
+  return ['subtee', 'run', ...args.slice(0, at), '--', ...args.slice(at)].map(shellWord).join(' ');
 }

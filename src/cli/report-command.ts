@@ -37,7 +37,7 @@ export const REPORT_OPTIONS: readonly OptionDef[] = Object.freeze([
 
 /** `subtee report OUT`. Throws SubteeErrors (bad usage, unreadable folder, failed write). */
 export function reportCommand(argv: string[], stdout: Writable, stderr: Writable): number {
-  const o = parseArgs(argv, REPORT_OPTIONS);
+  const o = parseArgs(argv, REPORT_OPTIONS, 'subtee report');
   if (o.help) {
     stdout.write(helpText(REPORT_USAGE, REPORT_OPTIONS));
     return 0;

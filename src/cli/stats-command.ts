@@ -25,7 +25,8 @@ cost, elapsed p50/p95), then the costliest and the failed subagents with their t
   subtee stats logs/ --since 2026-11-01 --by day`;
 
 const STATS_EXIT_CODES_HELP = `Exit codes: 0 ok (unreadable index.json files are named on stderr
-  and skipped), 1 internal error, 2 bad usage, 3 a DIR cannot be read or ClickHouse cannot be queried.`;
+  and skipped), 1 internal error, 2 bad usage, 3 a DIR cannot be read or ClickHouse cannot be
+  queried.`;
 
 interface FolderStatsOptions {
   by?: readonly StatsGrouping[];
@@ -84,7 +85,7 @@ function parseSince(text: string): number {
 
 /** `subtee stats`. Throws SubteeErrors (bad usage, an unreadable DIR, ClickHouse unreachable). */
 export async function statsCommand(argv: string[], stdout: Writable, stderr: Writable): Promise<number> {
-  const args = parseArgs(argv, STATS_OPTIONS);
+  const args = parseArgs(argv, STATS_OPTIONS, 'subtee stats');
   if (args.help) {
     stdout.write(`${helpText(STATS_USAGE, STATS_OPTIONS)}\n${STATS_EXIT_CODES_HELP}\n`);
     return EXIT.OK;
