@@ -8,6 +8,9 @@ import { runChain } from '../src/chain/chain.js';
 import { Session } from '../src/model/session.js';
 import { createPinoSink } from '../src/chain/sinks/pino.js';
 import { pinoLine } from '../src/chain/sinks/pino-batch.js';
+import { createStdoutSink } from '../src/chain/sinks/stdout.js';
+import { PassThrough } from 'node:stream';
+import { once } from 'node:events';
 import { truncateMiddle } from '../src/chain/stages/thinking-truncator.js';
 import { BIN, ROOT, chunked, linesOf, readTree, tmpDir } from './helpers.js';
 
@@ -400,5 +403,25 @@ test('a pino line rendered by the sink is byte for byte what pino writes for the
       logger[name](f, messages[k]);
       assert.equal(pinoLine(number, time, f, messages[k]), written, `${name} ${k}`);
     }
+  }
+});
+
+test('the stdout sink lets go of its stream when it ends or is destroyed (the stream does not hold the run)', async () => {
+  const listeners = (s: PassThrough) => s.listenerCount('close') + s.listenerCount('error');
+  for (const end of ['ended', 'destroyed'] as const) {
+    const out = new PassThrough();
+    out.resume();
+    const before = listeners(out);
+    const sink = createStdoutSink({ stream: out, mode: 'text', session: new Session() });
+    assert.ok(listeners(out) > before, 'the sink listens while it runs');
+    if (end === 'ended') {
+      sink.resume();
+      sink.end();
+      await once(sink, 'close');
+    } else {
+      sink.destroy();
+      await once(sink, 'close');
+    }
+    assert.equal(listeners(out), before, end);
   }
 });

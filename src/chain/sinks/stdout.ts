@@ -97,7 +97,17 @@ class StdoutSink extends BatchTransform {
     this.#readerGone = opts.mode === 'none';
     this.#stream.on('error', this.#onReaderGone);
     this.#stream.once('close', this.#onReaderGone);
-    this.once('finish', () => this.#stream.off('error', this.#onReaderGone));
+    this.once('finish', () => this.#letGo());
+  }
+
+  /** Ended or destroyed: the stream's listeners go, or it would hold this run (its session) for ever. */
+  protected override teardown(): void {
+    this.#letGo();
+  }
+
+  #letGo(): void {
+    this.#stream.off('error', this.#onReaderGone);
+    this.#stream.off('close', this.#onReaderGone);
   }
 
   /** A batch of records, or a chunk of input bytes in `raw` mode. */
