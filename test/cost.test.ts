@@ -160,7 +160,7 @@ test('a result line without dollars leaves nothing unattributed; stderr says wha
   assert.doesNotMatch(stderr, /no result line/);
 });
 
-test('usage numbers are held within 2^53: sums and dollars never reach Infinity', () => {
+test('a token count past the bound is refused, its line named: sums and dollars never reach Infinity', () => {
   const line = (id: string) =>
     JSON.stringify({
       type: 'assistant',
@@ -176,10 +176,13 @@ test('usage numbers are held within 2^53: sums and dollars never reach Infinity'
   const input = join(tmpDir(), 'huge-usage.jsonl');
   writeFileSync(input, `${line('m1')}\n${line('m2')}\n`);
   const { index, stderr } = runCli(input);
-  assert.equal(index.channels[0].usage.input_tokens, 2 * Number.MAX_SAFE_INTEGER);
+  assert.equal(index.channels[0].usage.input_tokens, undefined);
+  assert.equal(index.channels[0].usage.output_tokens, 2);
   assert.equal(typeof index.cost.usd, 'number');
   assert.ok(Number.isFinite(index.cost.usd));
   assert.doesNotMatch(stderr, /Infinity/);
+  const refused = index.warnings.find((w: any) => w.code === 'COST_FIGURE_REFUSED');
+  assert.match(refused.message, /^input line 1: usage\.input_tokens 1e\+308 refused/);
 });
 
 test('a cut run (no result line) is priced from the dated table, output tokens as the stream says', () => {

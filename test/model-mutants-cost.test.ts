@@ -49,8 +49,9 @@ test('without a result: each kind of token at its table rate; 1-hour writes spli
   const usd = (1000 * 1 + 10 * 2 + 200 * 3 + 200 * 4 + 100 * 5) / M;
   const report = ledger.report();
   const seen = tokens(1000, 10, 200, 200, 100);
-  assert.deepEqual(report.channels.get(null), { models: ['m-a'], usd, tokens: seen });
-  assert.deepEqual({ ...report.models['m-a'] }, { ...seen, usd, result_usd: null });
+  const shown = { basis: 'stream', reason: null, transcriptOnly: false };
+  assert.deepEqual(report.channels.get(null), { models: ['m-a'], usd, tokens: seen, ...shown });
+  assert.deepEqual({ ...report.models['m-a'] }, { ...seen, usd, result_usd: null, basis: 'stream' });
   assert.deepEqual(
     [report.usd, report.channels_usd, report.unattributed_usd, report.result_usd],
     [usd, usd, null, null],
@@ -81,7 +82,8 @@ test('1-hour writes capped by the writes; odd figures count as zero; lines of a 
   // The latest line of the message stands: its input is no number, so none.
   const expected = tokens(0, 30, 0, 0, 50);
   const usd = (30 * 2 + 50 * 5) / M;
-  assert.deepEqual(ledger.channelCost('c'), { models: ['m-a'], usd, tokens: expected });
+  const shown = { basis: 'stream', reason: null, transcriptOnly: false };
+  assert.deepEqual(ledger.channelCost('c'), { models: ['m-a'], usd, tokens: expected, ...shown });
   assert.deepEqual(ledger.report().channels.get('c')!.tokens, expected);
 });
 
@@ -97,7 +99,14 @@ test('not counted: no message id, no usage, the synthetic model; a line naming n
   assert.deepEqual(ledger.report().channels.size, 0);
   ledger.observe(line('m3', undefined, { input_tokens: 7 }), null);
   const report = ledger.report();
-  assert.deepEqual(report.channels.get(null), { models: ['unknown'], usd: null, tokens: tokens(7, 0) });
+  assert.deepEqual(report.channels.get(null), {
+    models: ['unknown'],
+    usd: null,
+    tokens: tokens(7, 0),
+    basis: 'stream',
+    reason: null,
+    transcriptOnly: false,
+  });
   assert.deepEqual(report.unpriced, ['unknown']);
   assert.deepEqual([report.usd, report.channels_usd, report.models.unknown.usd], [null, null, null]);
   assert.equal(ledger.channelCost(null)!.usd, null);
@@ -136,14 +145,14 @@ test('message_delta gives a message its exact output, before or after its lines,
   ledger.observe(delta(9), null);
   assert.equal(ledger.channelCost(null)!.tokens.output_tokens, 77 + 40 + 9);
   assert.equal(ledger.outputTokensBasis, 'exact');
-  // Deltas with no usable count change nothing; a negative one counts as zero.
+  // Deltas with no usable count change nothing, a negative one included (refused, with a warning).
   for (const odd of ['12', Number.NaN, Number.POSITIVE_INFINITY, null]) ledger.observe(delta(odd), null);
   const start = { type: 'message_start', usage: { output_tokens: 500 } };
   ledger.observe({ type: 'stream_event', event: start }, null);
   ledger.observe({ type: 'stream_event', event: { type: 'message_delta' } }, null);
   assert.equal(ledger.channelCost(null)!.tokens.output_tokens, 77 + 40 + 9);
   ledger.observe(delta(-4), null);
-  assert.equal(ledger.channelCost(null)!.tokens.output_tokens, 77 + 40);
+  assert.equal(ledger.channelCost(null)!.tokens.output_tokens, 77 + 40 + 9);
   // A delta on a channel with no message yet, or for another id, is kept for that message only.
   ledger.observe(delta(5, 'x9'), 'other');
   ledger.observe(line('y1', 'm-a', { input_tokens: 1, output_tokens: 6 }), 'other');

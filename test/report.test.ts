@@ -50,6 +50,7 @@ function channel(over: Partial<ChannelView>): ChannelView {
     counts: {},
     usage: { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 },
     cost: 0,
+    costBasis: null,
     first: null,
     last: null,
     spawned: null,

@@ -32,14 +32,25 @@ interface Flat {
   cacheRead: number;
   cacheCreation: number;
   cost: number | null;
+  /** Its usage unknown (cost.basis): counted apart from the unpriced. */
+  unknown: boolean;
   elapsed: number | null;
   lastSeen: number;
   startMs: number | null;
 }
 
+/** Per run folder: its day and the dollars its result counts and no channel shows. */
+const UNATTRIBUTED = new Map<string, { day: string; usd: number }>();
+
 function flatten(run: string, index: any): Flat[] {
   const times = index.channels.map((c: any) => c.first_seen).filter((t: any) => typeof t === 'string');
   const startMs = times.length ? Math.min(...times.map((t: string) => new Date(t).getTime())) : null;
+  const unattributed = index.cost?.unattributed_usd;
+  if (typeof unattributed === 'number' && unattributed > 0)
+    UNATTRIBUTED.set(run, {
+      day: startMs === null ? '(unknown)' : new Date(startMs).toISOString().slice(0, 10),
+      usd: unattributed,
+    });
   return index.channels.map((c: any) => ({
     run,
     id: c.id,
@@ -52,6 +63,7 @@ function flatten(run: string, index: any): Flat[] {
     cacheRead: c.usage.cache_read_input_tokens ?? 0,
     cacheCreation: c.usage.cache_creation_input_tokens ?? 0,
     cost: typeof c.cost?.usd === 'number' ? c.cost.usd : null,
+    unknown: c.cost?.basis === 'unknown',
     elapsed:
       c.first_seen && c.last_seen && c.last_seen >= c.first_seen
         ? new Date(c.last_seen).getTime() - new Date(c.first_seen).getTime()
@@ -69,15 +81,21 @@ function percentile(values: number[], percent: number): number | null {
   throw new Error('unreachable');
 }
 
-function expectedGroup(key: string, rows: Flat[]) {
+/**
+ * A group's figures from its channels, and the unattributed dollars of `runs` (the total's:
+ * every run; a day's: its runs; the agent and model tables: the `(unattributed)` row).
+ */
+function expectedGroup(key: string, rows: Flat[], runs: string[] = []) {
   const priced = rows.filter((r) => r.cost !== null);
+  const unknown = rows.filter((r) => r.cost === null && r.unknown).length;
+  const extra = runs.reduce((s, run) => s + (UNATTRIBUTED.get(run)?.usd ?? 0), 0);
   const failed = rows.filter((r) => r.status === 'failed').length;
   const elapsed = rows.flatMap((r) => (r.elapsed === null ? [] : [r.elapsed]));
   const input = rows.reduce((s, r) => s + r.input, 0);
   const output = rows.reduce((s, r) => s + r.output, 0);
   return {
     key,
-    runs: new Set(rows.map((r) => r.run)).size,
+    runs: new Set([...rows.map((r) => r.run), ...runs.filter((run) => UNATTRIBUTED.has(run))]).size,
     agents: rows.length,
     failed,
     failed_pct: rows.length ? Math.round((failed / rows.length) * 10000) / 100 : null,
@@ -86,17 +104,26 @@ function expectedGroup(key: string, rows: Flat[]) {
     cache_read_tokens: rows.reduce((s, r) => s + r.cacheRead, 0),
     cache_creation_tokens: rows.reduce((s, r) => s + r.cacheCreation, 0),
     tokens: input + output,
-    cost_usd: priced.length ? priced.reduce((s, r) => s + r.cost!, 0) : null,
-    unpriced: rows.length - priced.length,
+    cost_usd: priced.length || extra > 0 ? priced.reduce((s, r) => s + r.cost!, 0) + extra : null,
+    unpriced: rows.length - priced.length - unknown,
+    unknown,
+    unattributed_usd: Math.round(extra * 1e6) / 1e6,
     elapsed_p50_ms: percentile(elapsed, 50),
     elapsed_p95_ms: percentile(elapsed, 95),
   };
 }
 
-function expectedTable(rows: Flat[], keyOf: (r: Flat) => string) {
+const runsOf = (rows: Flat[]) => [...new Set(rows.map((r) => r.run))];
+
+function expectedTable(rows: Flat[], keyOf: (r: Flat) => string, byDay = false) {
   const groups = new Map<string, Flat[]>();
   for (const r of rows) groups.set(keyOf(r), [...(groups.get(keyOf(r)) ?? []), r]);
-  return new Map([...groups].map(([k, g]) => [k, expectedGroup(k, g)]));
+  const runs = [...new Set(rows.map((r) => r.run))].filter((run) => UNATTRIBUTED.has(run));
+  const keyOfRun = (run: string) => (byDay ? UNATTRIBUTED.get(run)!.day : '(unattributed)');
+  for (const run of runs) if (!groups.has(keyOfRun(run))) groups.set(keyOfRun(run), []);
+  return new Map(
+    [...groups].map(([k, g]) => [k, expectedGroup(k, g, runs.filter((run) => keyOfRun(run) === k))]),
+  );
 }
 
 /** Dollars are sums of floats in another order: equal to the micro-dollar. */
@@ -177,7 +204,7 @@ describe('subtee stats over run folders', () => {
       'model',
     );
     assert.equal(report.tables.day, undefined, 'days only with --by day');
-    assertGroup(report.total, expectedGroup('all', f.flat), 'total');
+    assertGroup(report.total, expectedGroup('all', f.flat, runsOf(f.flat)), 'total');
 
     const subagents = f.flat.filter((x) => x.id !== null);
     const costliest = [...subagents].sort(
@@ -210,7 +237,7 @@ describe('subtee stats over run folders', () => {
     assert.equal(report.runs, new Set(kept.map((x) => x.run)).size);
     assertTable(
       report.tables.day,
-      expectedTable(kept, (x) => x.day),
+      expectedTable(kept, (x) => x.day, true),
       'day',
     );
     assert.deepEqual(
@@ -222,7 +249,7 @@ describe('subtee stats over run folders', () => {
     const keptTime = f.flat.filter(
       (x) => x.startMs !== null && x.startMs >= Date.parse('2026-11-12T06:30:00Z'),
     );
-    assertGroup(time.total, expectedGroup('all', keptTime), 'since a time');
+    assertGroup(time.total, expectedGroup('all', keptTime, runsOf(keptTime)), 'since a time');
   });
 
   test('--since a time without an offset is UTC, whatever the local time zone', () => {
@@ -240,7 +267,7 @@ describe('subtee stats over run folders', () => {
       assert.equal(r.status, 0, r.stderr);
       const report = JSON.parse(r.stdout);
       assert.equal(report.runs, new Set(kept.map((x) => x.run)).size, since);
-      assertGroup(report.total, expectedGroup('all', kept), since);
+      assertGroup(report.total, expectedGroup('all', kept, runsOf(kept)), since);
     }
   });
 

@@ -93,6 +93,8 @@ export class CopilotMapper implements StreamMapper {
   private readonly announced = new Set<string>();
   /** Subagents whose usage came per call (`assistant.usage`), so their total is not added. */
   private readonly usageSeen = new Set<string>();
+  /** The model each channel's latest message named (for its usage events); gone when it ends. */
+  private readonly models = new Map<string | null, string>();
   private started = false;
   /** The main agent's last text: the run's result, as Claude Code's `result` line carries it. */
   private lastText: string | null = null;
@@ -151,7 +153,8 @@ export class CopilotMapper implements StreamMapper {
           const usage = usageOf(data, COPILOT_USAGE);
           if (usage) {
             if (channel !== null) this.usageSeen.add(channel);
-            push(assistantLine(channel, nonEmpty(data.apiCallId) ?? nonEmpty(event.id), [], usage, ts));
+            const model = nonEmpty(data.model) ?? this.models.get(channel) ?? null;
+            push(assistantLine(channel, nonEmpty(data.apiCallId) ?? nonEmpty(event.id), [], usage, ts, model));
           }
           break;
         }
@@ -190,11 +193,13 @@ export class CopilotMapper implements StreamMapper {
           const total = finite(data.totalTokens);
           if (total !== undefined && !this.usageSeen.has(id)) {
             // Only the subagent's total is in the stream: it is the channel's usage.
-            push(assistantLine(id, `copilot-subagent-usage:${id}`, [], { total_tokens: total }, ts));
+            const usage = { total_tokens: total };
+            push(assistantLine(id, `copilot-subagent-usage:${id}`, [], usage, ts, nonEmpty(data.model)));
           }
           const summary = failed ? (nonEmpty(data.error) ?? errorMessage(data.error)) : null;
           push(taskNotificationLine(id, failed ? 'failed' : 'completed', summary, ts));
           this.usageSeen.delete(id);
+          this.models.delete(id);
           const agentId = nonEmpty(event.agentId);
           if (agentId) this.agents.delete(agentId);
           break;
@@ -240,7 +245,9 @@ export class CopilotMapper implements StreamMapper {
       if (!id) continue;
       content.push(this.toolUse(id, nonEmpty(request.name) ?? 'tool', argumentsOf(request.arguments)));
     }
-    return assistantLine(channel, nonEmpty(data.messageId), content, null, ts);
+    const model = nonEmpty(data.model);
+    if (model !== null) this.models.set(channel, model);
+    return assistantLine(channel, nonEmpty(data.messageId), content, null, ts, model);
   }
 
   /** A tool_use block; a spawn tool's call becomes `Task` so the tree opens its channel. */

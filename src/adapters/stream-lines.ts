@@ -104,8 +104,11 @@ export function assistantLine(
   content: JsonObject[],
   usage: JsonObject | null,
   timestamp: string | null,
+  model: string | null = null,
 ): JsonObject {
   const message: JsonObject = { id: messageId, type: 'message', role: 'assistant', content };
+  // The model the producer states for the message (Copilot's `model`): cost prices it by name.
+  if (model !== null) message.model = model;
   if (usage) message.usage = usage;
   return withTime({ type: 'assistant', message, parent_tool_use_id: channel }, timestamp);
 }

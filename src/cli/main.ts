@@ -21,6 +21,7 @@ import {
   commandVersion,
   spawnCommand,
   type WrappedCommand,
+  withRunTranscripts,
 } from './run-command.js';
 import { startStatusLine } from './status-line.js';
 import { statsCommand } from './stats-command.js';
@@ -239,7 +240,7 @@ export async function main(
 
   let code: number = EXIT.OK;
   try {
-    if (isRun) code = await runOne('', spec);
+    if (isRun) code = await runOne('', withRunTranscripts(spec, opts.rest[0]));
     // Several inputs run one after another, each into its own folder; the first failure or
     // signal ends the series.
     else {

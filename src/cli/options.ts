@@ -74,6 +74,12 @@ const ROWS: readonly Row[] = [
   { name: 'clickhouse', arg: 'URL', target: { use: 'clickhouse', key: 'url' } },
   { name: 'clickhouse-resend', arg: 'DIR', target: { use: 'clickhouse', key: 'resend' } },
   { name: 'prices', arg: 'FILE', target: { use: 'channel-router', key: 'prices' } },
+  {
+    name: 'transcripts',
+    arg: 'DIR',
+    target: { use: 'channel-router', key: 'transcripts' },
+    note: 'subtee run of Claude Code: CLAUDE_CONFIG_DIR, else ~/.claude',
+  },
   { name: 'input-format', arg: 'FORMAT', target: { use: 'input-format', key: 'format' } },
   { name: 'max-line-bytes', arg: 'N', target: { use: 'line-parser', key: 'maxLineBytes' } },
   { name: 'max-open-files', arg: 'N', target: { use: 'files', key: 'maxOpenFiles' } },

@@ -1,7 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
-import { constants } from 'node:os';
-import { basename } from 'node:path';
+import { constants, homedir } from 'node:os';
+import { basename, join } from 'node:path';
+import type { ChainSpec } from '../chain/chain.js';
 import { Readable } from 'node:stream';
 import { EXIT, SubteeError } from '../errors.js';
 import { agentNameOf, type CommandEnd, type Session } from '../model/session.js';
@@ -20,6 +21,27 @@ export function commandVersion(cmd: string): string | null {
 /** The agent a command names (`…/copilot` → GitHub Copilot CLI); Claude Code otherwise. */
 export function commandAgentName(cmd: string): string {
   return agentNameOf(basename(cmd).replace(/\.(exe|cmd|js)$/i, '')) ?? 'Claude Code';
+}
+
+/**
+ * Under `subtee run` of Claude Code, where its transcripts are: `CLAUDE_CONFIG_DIR`, else
+ * `~/.claude`, and the command's working directory. The channel router reads them at the end
+ * (exact output tokens per agent); a `transcripts` given in the flags or config stands.
+ */
+export function withRunTranscripts(
+  spec: ChainSpec,
+  cmd: string,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd: string = process.cwd(),
+): ChainSpec {
+  if (commandAgentName(cmd) !== 'Claude Code') return spec;
+  const router = spec.stages.find((c) => c.use === 'channel-router');
+  if (!router || router.transcripts !== undefined) return spec;
+  const dir = env.CLAUDE_CONFIG_DIR || join(homedir(), '.claude');
+  return {
+    ...spec,
+    stages: spec.stages.map((c) => (c === router ? { ...c, transcripts: dir, transcriptsCwd: cwd } : c)),
+  };
 }
 
 export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {

@@ -16,11 +16,27 @@
  * stream) is `unattributed`, never spread over channels. Before or without a result the
  * dated table prices each kind of token; a model with no price costs `null`.
  *
+ * Claude Code's own transcripts (`takeTranscripts`) give each channel's true output where
+ * they agree with the stream: that channel's basis is `exact`. A channel with no usage at all
+ * costs `null` (basis `unknown`, with the reason), never $0.
+ *
+ * Numbers are bounded (`COST_BOUNDS`): a negative, non-finite or absurd token count, rate or
+ * stated dollar figure is refused with a warning naming the line, so no figure the ledger
+ * gives is negative, NaN or infinite.
+ *
  * Plain logic: `observe()` takes each routed line, `report()` computes on demand. State is
  * per channel and per model, plus the one message being assembled per channel.
  */
-import { boundedCount, isObject, nonEmpty, type JsonObject } from './message.js';
-import { priceOf, STANDARD_RATIOS, type ModelPrice, type PriceTable, PRICE_TABLE } from './prices.js';
+import { boundedText } from './bounded-text.js';
+import { isObject, MAX_MESSAGE_TOKENS, nonEmpty, type JsonObject } from './message.js';
+import {
+  MAX_USD_PER_MILLION_TOKENS,
+  priceOf,
+  STANDARD_RATIOS,
+  type ModelPrice,
+  type PriceTable,
+  PRICE_TABLE,
+} from './prices.js';
 
 /** The kinds of token a message is billed for, as index.json names them. */
 export interface ModelTokens {
@@ -33,7 +49,25 @@ export interface ModelTokens {
 
 /** How the output token counts were found: see the module comment. */
 export type OutputTokensBasis = 'exact' | 'estimated' | 'stream';
+/** How a channel's or a model's figures were found; `unknown`: the stream states no usage for it. */
+export type TokensBasis = OutputTokensBasis | 'unknown';
 export type CostBasis = 'result' | 'table';
+
+/**
+ * What the ledger takes as a figure; anything outside is refused with a warning. No API
+ * message counts ten million tokens of one kind (the largest context windows hold two
+ * million), no run a trillion of one kind per model, no rate passes $10,000 per million
+ * tokens, and no run of an agent costs a million dollars.
+ */
+export const COST_BOUNDS = Object.freeze({
+  messageTokens: MAX_MESSAGE_TOKENS,
+  runTokens: 1_000_000_000_000,
+  usdPerMillionTokens: MAX_USD_PER_MILLION_TOKENS,
+  runUsd: 1_000_000,
+});
+
+/** How the ledger reports a refused figure or a disagreement (the session's `warn`). */
+export type CostWarn = (code: string, message: string, subject?: string) => void;
 
 /** Claude Code's marker for a message it wrote itself (an API error shown as text): no API call. */
 const SYNTHETIC_MODEL = '<synthetic>';
@@ -48,14 +82,22 @@ const MEASURE_MAX_NODES = 10_000;
 export interface ModelCost extends ModelTokens {
   usd: number | null;
   result_usd: number | null;
+  /** How its output tokens were found over the channels that used it. */
+  basis: TokensBasis;
 }
 
 export interface ChannelCost {
   /** Models in first-use order. */
   models: string[];
+  /** null: unpriced, or no usage known (basis `unknown`). */
   usd: number | null;
   /** Tokens over all its models, output true or estimated. */
   tokens: ModelTokens;
+  basis: TokensBasis;
+  /** Why the basis is `unknown`; null otherwise. */
+  reason: string | null;
+  /** Its figures are Claude Code's transcript's, the stream showing none of its messages. */
+  transcriptOnly: boolean;
 }
 
 export interface CostReport {
@@ -85,6 +127,9 @@ interface Tally {
   /** What the other messages produced, in estimated tokens: their share of the result's output. */
   estimate: number;
   estimatedMessages: number;
+  /** Messages, and those whose usage stated at least one kind of token. */
+  messages: number;
+  known: number;
 }
 
 /**
@@ -102,6 +147,8 @@ interface OpenMessage {
   lineOutput: number;
   chars: number;
   exact: number | null;
+  /** Its usage stated at least one kind of token (not only a total). */
+  known: boolean;
   applied: Tally;
 }
 
@@ -148,6 +195,29 @@ interface ChannelLedger {
   current: OpenMessage | null;
   /** A message_delta that came before any line of its message. */
   early: { id: string; output: number } | null;
+  /** The largest total of tokens a usage stated without their kinds (Copilot's subagents). */
+  totalOnly: number;
+  /** Its figures came from Claude Code's transcript (see takeTranscripts). */
+  transcript: 'exact' | 'only' | null;
+}
+
+/** One channel's usage as Claude Code's transcript states it: per model, each message once. */
+export interface TranscriptChannel {
+  /** The file it was read from (shown in warnings). */
+  file: string;
+  models: Map<string, { tokens: ModelTokens; messages: number }>;
+  /** Why the file may not hold every message (cut short, a line too long); null when whole. */
+  partial: string | null;
+}
+
+export interface TranscriptFindings {
+  /** Where they were looked for (shown in warnings). */
+  dir: string;
+  main: TranscriptChannel | null;
+  /** Per spawning tool_use id (agent-<id>.meta.json's `toolUseId`). */
+  subagents: Map<string, TranscriptChannel>;
+  /** What could not be read (a link refused, a file too large…), one line each. */
+  problems: string[];
 }
 
 interface ResultUsage {
@@ -164,6 +234,8 @@ const emptyTally = (): Tally => ({
   streamOutput: 0,
   estimate: 0,
   estimatedMessages: 0,
+  messages: 0,
+  known: 0,
 });
 
 const emptyTokens = (): ModelTokens => ({
@@ -174,20 +246,27 @@ const emptyTokens = (): ModelTokens => ({
   cache_creation_1h_input_tokens: 0,
 });
 
-/** A line's usage into the numbers of its message. */
-function takeUsage(msg: OpenMessage, usage: JsonObject): void {
-  const created = count(usage.cache_creation_input_tokens);
-  const split = isObject(usage.cache_creation) ? usage.cache_creation : null;
-  const oneHour = split === null ? 0 : Math.min(created, count(split.ephemeral_1h_input_tokens));
-  msg.input = count(usage.input_tokens);
-  msg.cacheRead = count(usage.cache_read_input_tokens);
-  msg.cache5m = created - oneHour;
-  msg.cache1h = oneHour;
-  msg.lineOutput = count(usage.output_tokens);
-}
+/** The kinds of token a usage object may state (a total alone states none). */
+const USAGE_KINDS = [
+  'input_tokens',
+  'output_tokens',
+  'cache_read_input_tokens',
+  'cache_creation_input_tokens',
+] as const;
 
-const count = (v: unknown): number =>
-  typeof v === 'number' && Number.isFinite(v) && v > 0 ? boundedCount(v) : 0;
+/** Whether `v` is a figure the ledger takes: a finite number from 0 to `max`. */
+export const saneFigure = (v: unknown, max: number): v is number =>
+  typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= max;
+
+/** A figure shown to a person or a machine: finite and not negative, else null. */
+export const shownFigure = (v: unknown): number | null =>
+  typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null;
+
+/** A name from the stream inside a warning: printable ASCII, at most 60 characters. */
+const printable = (s: string): string => boundedText(s, 60).replace(/[^\x20-\x7e]/g, '?');
+
+/** What a refusal says of its bound. */
+const ABSURD = (max: number) => `refused (a figure must be a number from 0 to ${max.toLocaleString('en-US')})`;
 
 /** The dollars of `tokens` at `rate` (USD per million tokens of each kind). */
 export function priceTokens(tokens: ModelTokens, rate: ModelPrice): number {
@@ -208,7 +287,66 @@ export class CostLedger {
   private result: ResultUsage | null = null;
   private cached: CostReport | null = null;
 
-  constructor(public prices: PriceTable = PRICE_TABLE) {}
+  /** The working directory the init line states (where the run's transcripts are). */
+  runCwd: string | null = null;
+  /** The model an init line names (Gemini CLI's `init.model`): lines that name none use it. */
+  private initModel: string | null = null;
+  /** Models the result names and the lines do not, mapped to the one model the lines name. */
+  private mismatch: { result: string; lines: string } | null = null;
+
+  constructor(
+    public prices: PriceTable = PRICE_TABLE,
+    private readonly warn: CostWarn | null = null,
+  ) {}
+
+  /**
+   * A token count of a line: missing is 0; negative, non-finite or above `max` is refused
+   * (0) with one warning per field naming the first line.
+   */
+  private tokens(v: unknown, field: string, lineNo: number, max: number = COST_BOUNDS.messageTokens): number {
+    if (v === undefined || v === null) return 0;
+    if (saneFigure(v, max)) return Math.floor(v);
+    if (typeof v === 'number' || typeof v === 'string') this.refuse(field, v, lineNo, max);
+    return 0;
+  }
+
+  /** Stated dollars: a sane amount, else null with a warning. */
+  private dollars(v: unknown, field: string, lineNo: number): number | null {
+    if (v === undefined || v === null) return null;
+    if (saneFigure(v, COST_BOUNDS.runUsd)) return v;
+    this.refuse(field, v, lineNo, COST_BOUNDS.runUsd);
+    return null;
+  }
+
+  private refuse(field: string, v: unknown, lineNo: number, max: number): void {
+    const shown = typeof v === 'number' ? String(v) : JSON.stringify(String(v).slice(0, 40));
+    const where = lineNo > 0 ? `input line ${lineNo}` : 'a line';
+    this.warn?.(
+      'COST_FIGURE_REFUSED',
+      `${where}: ${field} ${shown} ${ABSURD(max)}; counted as not stated ` +
+        '(later refusals of this field are not named)',
+      field,
+    );
+  }
+
+  /** A line's usage into the numbers of its message. */
+  private takeUsage(msg: OpenMessage, usage: JsonObject, lineNo: number): void {
+    const created = this.tokens(usage.cache_creation_input_tokens, 'usage.cache_creation_input_tokens', lineNo);
+    const split = isObject(usage.cache_creation) ? usage.cache_creation : null;
+    const oneHour =
+      split === null
+        ? 0
+        : Math.min(
+            created,
+            this.tokens(split.ephemeral_1h_input_tokens, 'usage.cache_creation.ephemeral_1h_input_tokens', lineNo),
+          );
+    msg.input = this.tokens(usage.input_tokens, 'usage.input_tokens', lineNo);
+    msg.cacheRead = this.tokens(usage.cache_read_input_tokens, 'usage.cache_read_input_tokens', lineNo);
+    msg.cache5m = created - oneHour;
+    msg.cache1h = oneHour;
+    msg.lineOutput = this.tokens(usage.output_tokens, 'usage.output_tokens', lineNo);
+    msg.known = USAGE_KINDS.some((k) => saneFigure(usage[k], COST_BOUNDS.messageTokens));
+  }
 
   /** Messages whose output is estimated (no message_delta seen for them). */
   private estimatedMessages = 0;
@@ -223,31 +361,37 @@ export class CostLedger {
     return this.result !== null;
   }
 
-  /** Takes one routed line of channel `channel` (its id, null for main). */
-  observe(value: JsonObject, channel: string | null): void {
+  /** Takes one routed line of channel `channel` (its id, null for main); `lineNo` names it in warnings. */
+  observe(value: JsonObject, channel: string | null, lineNo = 0): void {
     switch (value.type) {
       case 'assistant':
-        if (isObject(value.message)) this.assistant(value.message, channel);
+        if (isObject(value.message)) this.assistant(value.message, channel, lineNo);
         return;
       case 'stream_event':
-        if (isObject(value.event) && value.event.type === 'message_delta') this.delta(value, channel);
+        if (isObject(value.event) && value.event.type === 'message_delta') this.delta(value, channel, lineNo);
+        return;
+      case 'system':
+        if (value.subtype === 'init' && channel === null) {
+          this.initModel = nonEmpty(value.model) ?? this.initModel;
+          this.runCwd = nonEmpty(value.cwd) ?? this.runCwd;
+        }
         return;
       case 'result':
-        this.takeResult(value);
+        this.takeResult(value, lineNo);
     }
   }
 
   private ledger(channel: string | null): ChannelLedger {
     let ledger = this.byChannel.get(channel);
     if (!ledger) {
-      ledger = { models: new ModelTallies(), current: null, early: null };
+      ledger = { models: new ModelTallies(), current: null, early: null, totalOnly: 0, transcript: null };
       this.byChannel.set(channel, ledger);
     }
     return ledger;
   }
 
-  private assistant(message: JsonObject, channel: string | null): void {
-    const model = nonEmpty(message.model) ?? UNNAMED_MODEL;
+  private assistant(message: JsonObject, channel: string | null, lineNo: number): void {
+    const model = nonEmpty(message.model) ?? this.initModel ?? UNNAMED_MODEL;
     if (model === SYNTHETIC_MODEL) return;
     // A line without a message id cannot be told apart from a repeat: like the tree's usage,
     // it is not counted.
@@ -255,6 +399,8 @@ export class CostLedger {
     if (id === null || !isObject(message.usage)) return;
     this.cached = null;
     const ledger = this.ledger(channel);
+    // Figures read from the transcript at the run's end stand: a later line changes nothing.
+    if (ledger.transcript !== null) return;
     let msg = ledger.current;
     if (!msg || msg.id !== id || msg.model !== model) {
       msg = {
@@ -267,28 +413,38 @@ export class CostLedger {
         lineOutput: 0,
         chars: 0,
         exact: null,
+        known: false,
         applied: emptyTally(),
       };
       ledger.current = msg;
       if (!ledger.models.has(model)) ledger.models.set(model, emptyTally());
+      ledger.models.get(model)!.messages++;
       if (id !== null && ledger.early?.id === id) {
         msg.exact = ledger.early.output;
         ledger.early = null;
       }
     }
     // Every line of a message repeats its usage: the latest one stands.
-    takeUsage(msg, message.usage);
+    this.takeUsage(msg, message.usage, lineNo);
+    const total = message.usage.total_tokens;
+    if (!msg.known && saneFigure(total, COST_BOUNDS.messageTokens))
+      ledger.totalOnly = Math.max(ledger.totalOnly, Math.floor(total));
     msg.chars += producedChars(message.content);
     this.apply(ledger, msg);
   }
 
-  private delta(value: JsonObject, channel: string | null): void {
+  private delta(value: JsonObject, channel: string | null, lineNo: number): void {
     const event = value.event as JsonObject;
     const usage = isObject(event.usage) ? event.usage : null;
-    if (!usage || typeof usage.output_tokens !== 'number' || !Number.isFinite(usage.output_tokens)) return;
-    const output = count(usage.output_tokens);
+    if (!usage || typeof usage.output_tokens !== 'number') return;
+    if (!saneFigure(usage.output_tokens, COST_BOUNDS.messageTokens)) {
+      this.tokens(usage.output_tokens, 'message_delta usage.output_tokens', lineNo);
+      return;
+    }
+    const output = Math.floor(usage.output_tokens);
     const id = nonEmpty(value.api_message_id);
     const ledger = this.ledger(channel);
+    if (ledger.transcript !== null) return;
     const msg = ledger.current;
     this.cached = null;
     if (msg && (id === null || msg.id === id)) {
@@ -318,6 +474,7 @@ export class CostLedger {
     tally.streamOutput += streamOutput - applied.streamOutput;
     tally.estimate += estimate - applied.estimate;
     tally.estimatedMessages += estimated - applied.estimatedMessages;
+    tally.known += (msg.known ? 1 : 0) - applied.known;
     this.estimatedMessages += estimated - applied.estimatedMessages;
     applied.input = input;
     applied.cacheRead = cacheRead;
@@ -327,30 +484,34 @@ export class CostLedger {
     applied.streamOutput = streamOutput;
     applied.estimate = estimate;
     applied.estimatedMessages = estimated;
+    applied.known = msg.known ? 1 : 0;
   }
 
-  private takeResult(value: JsonObject): void {
+  private takeResult(value: JsonObject, lineNo: number): void {
     const modelUsage = isObject(value.modelUsage) ? value.modelUsage : null;
-    const total = typeof value.total_cost_usd === 'number' && Number.isFinite(value.total_cost_usd);
-    if (!modelUsage && !total) return;
+    const total = this.dollars(value.total_cost_usd, 'total_cost_usd', lineNo);
+    if (!modelUsage && total === null) return;
     this.cached = null;
     const models = new Map<string, { tokens: ModelTokens; usd: number | null }>();
+    const max = COST_BOUNDS.runTokens;
     for (const [model, usage] of Object.entries(modelUsage ?? {})) {
       if (!isObject(usage)) continue;
-      const created = count(usage.cacheCreationInputTokens);
-      const oneHour = Math.min(created, count(usage.cacheCreationEphemeral1hInputTokens));
+      const field = (name: string) => `modelUsage.${printable(model)}.${name}`;
+      const count = (name: string) => this.tokens(usage[name], field(name), lineNo, max);
+      const created = count('cacheCreationInputTokens');
+      const oneHour = Math.min(created, count('cacheCreationEphemeral1hInputTokens'));
       models.set(model, {
         tokens: {
-          input_tokens: count(usage.inputTokens),
-          output_tokens: count(usage.outputTokens),
-          cache_read_input_tokens: count(usage.cacheReadInputTokens),
+          input_tokens: count('inputTokens'),
+          output_tokens: count('outputTokens'),
+          cache_read_input_tokens: count('cacheReadInputTokens'),
           cache_creation_5m_input_tokens: created - oneHour,
           cache_creation_1h_input_tokens: oneHour,
         },
-        usd: typeof usage.costUSD === 'number' && Number.isFinite(usage.costUSD) ? usage.costUSD : null,
+        usd: this.dollars(usage.costUSD, field('costUSD'), lineNo),
       });
     }
-    this.result = { totalUsd: total ? (value.total_cost_usd as number) : null, models };
+    this.result = { totalUsd: total, models };
   }
 
   /**
@@ -361,7 +522,8 @@ export class CostLedger {
     if (this.result) return this.report().channels.get(channel) ?? null;
     const ledger = this.byChannel.get(channel);
     if (!ledger) return null;
-    const cost: ChannelCost = { models: ledger.models.names(), usd: 0, tokens: emptyTokens() };
+    const cost = this.newChannelCost(ledger);
+    if (cost.basis === 'unknown') return cost;
     for (const model of cost.models) {
       const t = ledger.models.get(model)!;
       const tokens: ModelTokens = {
@@ -375,9 +537,150 @@ export class CostLedger {
       const rate = priceOf(this.prices, model) ?? (nothing ? FREE : null);
       cost.usd = cost.usd === null || rate === null ? null : cost.usd + priceTokens(tokens, rate);
       for (const k of Object.keys(tokens) as (keyof ModelTokens)[]) cost.tokens[k] += tokens[k];
+      if (t.estimatedMessages > 0) cost.basis = 'stream';
     }
     cost.usd = roundUsd(cost.usd);
     return cost;
+  }
+
+  /** A channel's cost before its figures are added: `unknown` (null, with why) when no usage states a kind of token. */
+  private newChannelCost(ledger: ChannelLedger): ChannelCost {
+    const models = ledger.models.names();
+    let known = 0;
+    for (const m of models) known += ledger.models.get(m)!.known;
+    const cost: ChannelCost = {
+      models,
+      usd: 0,
+      tokens: emptyTokens(),
+      basis: 'exact',
+      reason: null,
+      transcriptOnly: ledger.transcript === 'only',
+    };
+    if (known > 0) return cost;
+    cost.usd = null;
+    cost.basis = 'unknown';
+    cost.reason =
+      ledger.totalOnly > 0
+        ? `the stream states only a total of ${ledger.totalOnly} tokens, not their kinds`
+        : 'the stream states no token counts for it';
+    return cost;
+  }
+
+  /**
+   * Claude Code's transcripts, read at the run's end: each channel whose transcript holds the
+   * same messages as the stream (count, input and cache tokens per model) takes the
+   * transcript's output tokens, exact; a channel the stream shows no usage for takes the
+   * transcript whole. A transcript that is missing, cut short or disagrees changes nothing
+   * and is named in a warning. `isChannel` tells a subagent of the run from a stray file.
+   */
+  takeTranscripts(found: TranscriptFindings, isChannel: (id: string) => boolean): void {
+    this.cached = null;
+    const dir = printable(found.dir);
+    for (const problem of found.problems)
+      this.warn?.('TRANSCRIPT_UNREADABLE', `transcripts in ${dir}: ${problem}`, problem);
+    const missing: string[] = [];
+    const take = (key: string | null, t: TranscriptChannel | null) => {
+      const ledger = this.byChannel.get(key);
+      const name = key === null ? 'main' : printable(key);
+      if (t === null) {
+        if (ledger) missing.push(name);
+        return;
+      }
+      if (t.partial !== null) {
+        this.warn?.(
+          'TRANSCRIPT_PARTIAL',
+          `transcript ${printable(t.file)} of ${name} ${t.partial}: that channel keeps the stream's figures`,
+          name,
+        );
+        return;
+      }
+      const differs = ledger ? this.differs(ledger, t) : null;
+      if (differs !== null) {
+        this.warn?.(
+          'TRANSCRIPT_DISAGREES',
+          `transcript ${printable(t.file)} of ${name} disagrees with the stream (${differs}): ` +
+            "that channel keeps the stream's figures",
+          name,
+        );
+        return;
+      }
+      this.adopt(key, t, ledger === undefined || ledger.models.names().length === 0);
+    };
+    take(null, found.main);
+    const unmatched: string[] = [];
+    for (const [id, t] of found.subagents) {
+      if (isChannel(id)) take(id, t);
+      else unmatched.push(printable(id));
+    }
+    for (const key of this.byChannel.keys())
+      if (key !== null && !found.subagents.has(key) && this.hasUsage(key)) missing.push(printable(key));
+    if (missing.length > 0)
+      this.warn?.(
+        'TRANSCRIPT_MISSING',
+        `no transcript in ${dir} for ${missing.length} channel(s) with usage (${missing.slice(0, 3).join(', ')}` +
+          `${missing.length > 3 ? ', …' : ''}): their output tokens stay estimated or as the stream states them`,
+      );
+    if (unmatched.length > 0)
+      this.warn?.(
+        'TRANSCRIPT_UNMATCHED',
+        `${unmatched.length} subagent transcript(s) in ${dir} name a spawn the stream does not show ` +
+          `(${unmatched.slice(0, 3).join(', ')}${unmatched.length > 3 ? ', …' : ''}): not counted to any channel`,
+      );
+  }
+
+  private hasUsage(key: string | null): boolean {
+    const ledger = this.byChannel.get(key);
+    if (!ledger) return false;
+    return ledger.models.names().some((m) => ledger.models.get(m)!.known > 0);
+  }
+
+  /** What differs between a channel's tallies and its transcript, or null when they agree. */
+  private differs(ledger: ChannelLedger, t: TranscriptChannel): string | null {
+    const names = ledger.models.names();
+    if (names.length === 0) return null;
+    for (const model of names) {
+      const s = ledger.models.get(model)!;
+      const m = t.models.get(model);
+      const shown = printable(model);
+      if (!m) return `the transcript has no message of ${shown}`;
+      if (m.messages !== s.messages) return `${shown}: ${m.messages} messages, the stream ${s.messages}`;
+      const input = (k: ModelTokens) =>
+        k.input_tokens +
+        k.cache_read_input_tokens +
+        k.cache_creation_5m_input_tokens +
+        k.cache_creation_1h_input_tokens;
+      const streamInput = s.input + s.cacheRead + s.cache5m + s.cache1h;
+      if (input(m.tokens) !== streamInput)
+        return `${shown}: ${input(m.tokens)} input tokens, the stream ${streamInput}`;
+      if (s.estimatedMessages === 0 && m.tokens.output_tokens !== s.exactOutput)
+        return `${shown}: ${m.tokens.output_tokens} output tokens, the stream's exact ${s.exactOutput}`;
+    }
+    for (const model of t.models.keys())
+      if (!ledger.models.has(model)) return `the stream has no message of ${printable(model)}`;
+    return null;
+  }
+
+  /** A channel's tallies become its transcript's: every message's output exact. */
+  private adopt(key: string | null, t: TranscriptChannel, only: boolean): void {
+    const ledger = this.ledger(key);
+    for (const [model, m] of t.models) {
+      if (!ledger.models.has(model)) ledger.models.set(model, emptyTally());
+      const tally = ledger.models.get(model)!;
+      this.estimatedMessages -= tally.estimatedMessages;
+      tally.input = m.tokens.input_tokens;
+      tally.cacheRead = m.tokens.cache_read_input_tokens;
+      tally.cache5m = m.tokens.cache_creation_5m_input_tokens;
+      tally.cache1h = m.tokens.cache_creation_1h_input_tokens;
+      tally.exactOutput = m.tokens.output_tokens;
+      tally.streamOutput = 0;
+      tally.estimate = 0;
+      tally.estimatedMessages = 0;
+      tally.messages = m.messages;
+      tally.known = m.messages;
+    }
+    ledger.current = null;
+    ledger.early = null;
+    ledger.transcript = only ? 'only' : 'exact';
   }
 
   /** Cost and tokens per channel, per model and for the run, as they stand now. */
@@ -386,18 +689,42 @@ export class CostLedger {
     return this.cached;
   }
 
+  /**
+   * The result's per-model figures, with a model the lines never name under the one model
+   * they do, when each side names exactly one (a gateway, an alias): MODEL_MISMATCH, once.
+   */
+  private resultModels(lineModels: readonly string[]): Map<string, { tokens: ModelTokens; usd: number | null }> {
+    const models = this.result?.models ?? new Map();
+    if (models.size !== 1 || lineModels.length !== 1) return models;
+    const [[named, usage]] = [...models];
+    const used = lineModels[0];
+    if (named === used || used === UNNAMED_MODEL) return models;
+    if (this.mismatch === null) {
+      this.mismatch = { result: named, lines: used };
+      this.warn?.(
+        'MODEL_MISMATCH',
+        `the result line names model ${printable(named)} and the assistant lines ${printable(used)}: ` +
+          `the result's figures for ${printable(named)} are taken as ${printable(used)}'s`,
+      );
+    }
+    return new Map([[used, usage]]);
+  }
+
   private compute(): CostReport {
     const result = this.result;
     const channels = [...this.byChannel.entries()];
-    const modelIds: string[] = [];
+    const lineModels: string[] = [];
     const seen = new Set<string>();
     for (const [, ledger] of channels)
-      for (const m of ledger.models.names()) if (!seen.has(m) && seen.add(m)) modelIds.push(m);
-    for (const m of result?.models.keys() ?? []) if (!seen.has(m) && seen.add(m)) modelIds.push(m);
+      for (const m of ledger.models.names()) if (!seen.has(m) && seen.add(m)) lineModels.push(m);
+    const resultModels = this.resultModels(lineModels);
+    const modelIds = [...lineModels];
+    for (const m of resultModels.keys()) if (!seen.has(m) && seen.add(m)) modelIds.push(m);
 
     // Per model: the rate of each kind of token, and each channel's output tokens.
     const rates = new Map<string, ModelPrice | null>();
     const outputs = new Map<string, Map<string | null, number>>();
+    const shared = new Set<string>();
     let usedTable = false;
     for (const model of modelIds) {
       const tallies = channels.flatMap(([key, ledger]) => {
@@ -416,9 +743,10 @@ export class CostLedger {
         estimateSum += t.estimate;
       }
       const table = priceOf(this.prices, model);
-      const fromResult = result?.models.get(model);
+      const fromResult = resultModels.get(model);
       const out = new Map<string | null, number>();
       if (fromResult && fromResult.usd !== null) {
+        shared.add(model);
         const weights = table ?? STANDARD_RATIOS;
         const whole = priceTokens(fromResult.tokens, weights);
         rates.set(model, whole > 0 ? scaled(weights, fromResult.usd / whole) : (table ?? scaled(weights, 0)));
@@ -451,9 +779,16 @@ export class CostLedger {
     // Model names come from the stream: a null prototype keeps `__proto__` an ordinary key.
     const perModel: Record<string, ModelCost> = Object.create(null);
     for (const model of modelIds)
-      perModel[model] = { ...emptyTokens(), usd: 0, result_usd: result?.models.get(model)?.usd ?? null };
+      perModel[model] = {
+        ...emptyTokens(),
+        usd: 0,
+        result_usd: resultModels.get(model)?.usd ?? null,
+        basis: lineModels.includes(model) ? 'exact' : 'unknown',
+      };
     for (const [key, ledger] of channels) {
-      const cost: ChannelCost = { models: ledger.models.names(), usd: 0, tokens: emptyTokens() };
+      const cost = this.newChannelCost(ledger);
+      perChannel.set(key, cost);
+      if (cost.basis === 'unknown') continue;
       for (const model of cost.models) {
         const t = ledger.models.get(model)!;
         const tokens: ModelTokens = {
@@ -472,22 +807,35 @@ export class CostLedger {
           cost.tokens[k] += tokens[k];
           m[k] += tokens[k];
         }
+        if (t.estimatedMessages > 0) {
+          const basis: TokensBasis = shared.has(model) ? 'estimated' : 'stream';
+          cost.basis = worse(cost.basis, basis);
+          m.basis = worse(m.basis, basis);
+        }
       }
-      perChannel.set(key, cost);
     }
     const unpriced = modelIds.filter((m) => rates.get(m) === null && perModel[m].result_usd === null);
     for (const m of unpriced) perModel[m].usd = null;
+    // Channels of unknown usage are counted apart: what they spent is in the unattributed dollars.
     let channelsUsd: number | null = 0;
     for (const c of perChannel.values())
-      channelsUsd = channelsUsd === null || c.usd === null ? null : channelsUsd + c.usd;
+      if (c.basis !== 'unknown') channelsUsd = channelsUsd === null || c.usd === null ? null : channelsUsd + c.usd;
     const resultUsd = result?.totalUsd ?? null;
     // Without a total, the result's per-model dollars are the run's, when each model has them.
     const runUsd = resultUsd ?? (result && everyModelPriced(result) ? sumResultModels(result) : null);
     // A result that states no dollars (modelUsage without costUSD) counts nothing to compare.
-    const unattributed =
+    let unattributed =
       result === null || channelsUsd === null || !statesDollars(result)
         ? null
         : noDust((runUsd ?? sumResultModels(result)) - channelsUsd);
+    if (unattributed !== null && unattributed < 0) {
+      this.warn?.(
+        'COST_DISAGREES',
+        `the result states $${roundUsd(runUsd ?? sumResultModels(result!))} for the run and its own ` +
+          `per-model figures price the channels at $${roundUsd(channelsUsd!)}: nothing is unattributed`,
+      );
+      unattributed = 0;
+    }
     for (const c of perChannel.values()) c.usd = roundUsd(c.usd);
     for (const m of Object.values(perModel)) {
       m.usd = roundUsd(m.usd);
@@ -611,3 +959,9 @@ function measure(value: unknown): number {
   }
   return chars;
 }
+
+const BASIS_ORDER: readonly TokensBasis[] = ['exact', 'estimated', 'stream', 'unknown'];
+
+/** The less certain of two bases (a channel is as exact as its least exact message). */
+const worse = (a: TokensBasis, b: TokensBasis): TokensBasis =>
+  BASIS_ORDER.indexOf(a) >= BASIS_ORDER.indexOf(b) ? a : b;

@@ -266,23 +266,26 @@ export function channelIdOf(value: JsonObject): string | null {
   return nonEmpty(value.parent_tool_use_id);
 }
 
-/** The finite numeric fields of a usage object (the CLI nests objects such as server_tool_use). */
+/**
+ * The most tokens of one kind an API message may state (the largest context windows hold two
+ * million): a larger count, or a negative or non-finite one, is not a count (see cost.ts).
+ */
+export const MAX_MESSAGE_TOKENS = 10_000_000;
+
+/**
+ * The numeric fields of a usage object that are counts: finite, from 0 to MAX_MESSAGE_TOKENS
+ * (the CLI nests objects such as server_tool_use; those are left out too). The cost ledger
+ * warns of a refused figure, naming its line.
+ */
 export function usageNumbers(usage: unknown): Record<string, number> {
   const out: Record<string, number> = {};
   if (!isObject(usage)) return out;
   for (const key in usage) {
     const value = usage[key];
-    if (typeof value === 'number' && Number.isFinite(value)) out[key] = boundedCount(value);
+    if (typeof value === 'number' && Number.isFinite(value) && value >= 0 && value <= MAX_MESSAGE_TOKENS)
+      out[key] = Math.floor(value);
   }
   return out;
-}
-
-/**
- * A usage number held within ±2^53: no stream has that many tokens, and sums of larger ones
- * (`1e308` twice) reach Infinity, which index.json can only write as null.
- */
-export function boundedCount(value: number): number {
-  return Math.max(-Number.MAX_SAFE_INTEGER, Math.min(Number.MAX_SAFE_INTEGER, value));
 }
 
 /** Names of the tool that spawns a subagent: `Agent`, and `Task` before 2.1.63. */

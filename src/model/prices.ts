@@ -82,7 +82,20 @@ export function priceOf(table: PriceTable, model: string): ModelPrice | null {
   return own(model) ?? own(bare) ?? own(bare.replace(/-\d{8}$/, ''));
 }
 
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** Whether `s` is a calendar day written YYYY-MM-DD (2026-13-45 is not one). */
+export function isCalendarDay(s: unknown): s is string {
+  if (typeof s !== 'string') return false;
+  const m = DATE.exec(s);
+  if (!m) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const day = new Date(Date.UTC(y, mo - 1, d));
+  return day.getUTCFullYear() === y && day.getUTCMonth() === mo - 1 && day.getUTCDate() === d && y >= 1970;
+}
+
+/** The highest rate a price file may state: USD per million tokens (see cost.ts COST_BOUNDS). */
+export const MAX_USD_PER_MILLION_TOKENS = 10_000;
 const KINDS = ['input', 'output', 'cache_read', 'cache_write_5m', 'cache_write_1h'] as const;
 
 /**
@@ -94,17 +107,17 @@ const KINDS = ['input', 'output', 'cache_read', 'cache_write_5m', 'cache_write_1
  */
 export function overridePrices(base: PriceTable, data: unknown): PriceTable | string {
   if (!isObject(data)) return 'must be a JSON object';
-  if (typeof data.date !== 'string' || !DATE.test(data.date)) return 'date: must be a YYYY-MM-DD string';
+  if (!isCalendarDay(data.date)) return 'date: must be a day written YYYY-MM-DD (such as 2026-12-01)';
   if (!isObject(data.models)) return 'models: must be an object of model ids';
   const sources = data.sources ?? [];
   if (!Array.isArray(sources) || !sources.every((s) => typeof s === 'string'))
     return 'sources: must be a list of strings';
   for (const key of Object.keys(data))
-    if (!['$schema', 'date', 'sources', 'models'].includes(key)) return `${key}: unknown key`;
+    if (!['$schema', 'date', 'sources', 'models'].includes(key)) return `${shownId(key)}: unknown key`;
   // Ids come from the file: a null prototype keeps `__proto__` an ordinary model id.
   const models: Record<string, ModelPrice> = Object.assign(Object.create(null), base.models);
   for (const [id, given] of Object.entries(data.models)) {
-    if (!isObject(given)) return `models.${id}: must be an object`;
+    if (!isObject(given)) return `models.${shownId(id)}: must be an object`;
     const rate = (kind: (typeof KINDS)[number]) => {
       const v = given[kind];
       return v === undefined && kind !== 'input' && kind !== 'output'
@@ -112,11 +125,14 @@ export function overridePrices(base: PriceTable, data: unknown): PriceTable | st
         : v;
     };
     for (const kind of Object.keys(given))
-      if (!(KINDS as readonly string[]).includes(kind)) return `models.${id}.${kind}: unknown key`;
+      if (!(KINDS as readonly string[]).includes(kind)) return `models.${shownId(id)}.${shownId(kind)}: unknown key`;
     for (const kind of KINDS) {
       const v = rate(kind);
-      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
-        return `models.${id}.${kind}: must be a number of USD per million tokens, 0 or more`;
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > MAX_USD_PER_MILLION_TOKENS)
+        return (
+          `models.${shownId(id)}.${kind}: must be a number of USD per million tokens, ` +
+          `from 0 to ${MAX_USD_PER_MILLION_TOKENS.toLocaleString('en-US')}`
+        );
     }
     const [input, output, read, write5m, write1h] = KINDS.map((kind) => rate(kind) as number);
     models[id] = price(input, output, read, write5m, write1h);
@@ -127,3 +143,6 @@ export function overridePrices(base: PriceTable, data: unknown): PriceTable | st
     models: Object.freeze(models),
   });
 }
+
+/** A key from a price file inside an error line: printable ASCII, at most 60 characters. */
+const shownId = (s: string): string => (s.length > 60 ? `${s.slice(0, 59)}…` : s).replace(/[^\x20-\x7e…]/g, '?');

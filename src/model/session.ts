@@ -60,7 +60,9 @@ export interface Warning {
 export class Session {
   readonly tree = new ChannelTree();
   /** Tokens and dollars per channel and model (fed by the channel router). */
-  readonly cost = new CostLedger();
+  readonly cost: CostLedger = new CostLedger(undefined, (code, message, subject) =>
+    this.warn(code, message, subject),
+  );
   /** `failed`: lines a stage could not handle (kept all the same, see `recordFailed`). */
   readonly input = { lines: 0, blankLines: 0, bytes: 0, quarantined: 0, failed: 0 };
   /**

@@ -4,12 +4,18 @@ import {
   type ModelCost,
   type ModelTokens,
   type OutputTokensBasis,
+  type TokensBasis,
 } from '../model/cost.js';
 import { boundedText } from '../model/bounded-text.js';
 import type { Session } from '../model/session.js';
 import type { Channel } from '../model/tree.js';
 import { escapeOneLine } from './escape.js';
 import { walkTree, type TreeLike, type TreeRow } from './walk.js';
+
+/** The mark an estimated or stream figure carries where dollars are shown: `~` (see docs/cost.md). */
+export function basisMark(basis: TokensBasis): string {
+  return basis === 'estimated' || basis === 'stream' ? '~' : '';
+}
 
 /** The run's cost in index.json (format documented in docs/output-folder.md). */
 export interface IndexCost {
@@ -23,17 +29,37 @@ export interface IndexCost {
   output_tokens: OutputTokensBasis;
   result_usd: number | null;
   models: Record<string, ModelCost>;
+  /** Channels by how their output tokens were found (`unknown`: no usage, dollars null). */
+  channels_by_basis: Record<TokensBasis, number>;
 }
 
 /** A channel's cost: its own, and its subtree's (itself and every channel under it). */
 export interface ChannelCostView {
   models: string[];
+  /** null: unpriced, or its usage unknown (see `basis` and `reason`). */
   usd: number | null;
+  /** Its subtree's dollars, over the channels whose usage is known; null when one is unpriced. */
   subtreeUsd: number | null;
+  /** Channels in its subtree (itself included) whose usage is unknown: not in `subtreeUsd`. */
+  subtreeUnknown: number;
   tokens: ModelTokens | null;
+  basis: TokensBasis;
+  reason: string | null;
+  /** Its figures are all from Claude Code's transcript (the stream showed none). */
+  transcriptOnly: boolean;
 }
 
-export function indexCost(report: CostReport): IndexCost {
+/** Why a channel the ledger never heard of has no cost. */
+export const NO_USAGE_REASON = 'the stream shows no usage for it';
+
+/** How many channels have each basis, over the channels of the tree. */
+export function basisCounts(report: CostReport, ids: Iterable<string | null>): Record<TokensBasis, number> {
+  const counts: Record<TokensBasis, number> = { exact: 0, estimated: 0, stream: 0, unknown: 0 };
+  for (const id of ids) counts[report.channels.get(id)?.basis ?? 'unknown']++;
+  return counts;
+}
+
+export function indexCost(report: CostReport, ids: Iterable<string | null> = report.channels.keys()): IndexCost {
   return {
     usd: report.usd,
     channels_usd: report.channels_usd,
@@ -43,12 +69,14 @@ export function indexCost(report: CostReport): IndexCost {
     output_tokens: report.output_tokens,
     result_usd: report.result_usd,
     models: report.models,
+    channels_by_basis: basisCounts(report, ids),
   };
 }
 
 /**
  * Every channel's cost and its subtree's, rolled up along the walk (children after parents,
- * so one backward pass): a subtree with an unpriced channel costs null.
+ * so one backward pass): a subtree with an unpriced channel costs null; a channel of unknown
+ * usage adds nothing and is counted (`subtreeUnknown`), so the figure is shown as a floor.
  */
 export function channelCosts(
   report: CostReport,
@@ -57,8 +85,18 @@ export function channelCosts(
 ): Map<Channel, ChannelCostView> {
   const views = rows.map((row): ChannelCostView => {
     const own = report.channels.get(row.channel.id);
-    const usd = own ? own.usd : 0;
-    return { models: own?.models ?? [], usd, subtreeUsd: usd, tokens: own?.tokens ?? null };
+    const usd = own ? own.usd : null;
+    const unknown = own === undefined || own.basis === 'unknown';
+    return {
+      models: own?.models ?? [],
+      usd,
+      subtreeUsd: unknown ? 0 : usd,
+      subtreeUnknown: unknown ? 1 : 0,
+      tokens: own && own.basis !== 'unknown' ? own.tokens : null,
+      basis: own?.basis ?? 'unknown',
+      reason: own ? own.reason : NO_USAGE_REASON,
+      transcriptOnly: own?.transcriptOnly ?? false,
+    };
   });
   for (let i = rows.length - 1; i >= 0; i--) {
     const parent = rows[i].parentRow;
@@ -67,6 +105,7 @@ export function channelCosts(
     const from = views[i];
     into.subtreeUsd =
       into.subtreeUsd === null || from.subtreeUsd === null ? null : into.subtreeUsd + from.subtreeUsd;
+    into.subtreeUnknown += from.subtreeUnknown;
   }
   for (const v of views) v.subtreeUsd = roundUsd(v.subtreeUsd);
   return new Map(rows.map((row, i) => [row.channel, views[i]]));
@@ -90,11 +129,13 @@ export function finalCost(session: Session): CostReport {
   return report;
 }
 
-/** Dollars as shown to a person: `$0.0029`, more digits for small sums, `?` when unknown. */
+/**
+ * Dollars as shown to a person: `$0.0029`, more digits for small sums, `?` when unknown (or
+ * not a sane figure: nothing shows a negative, NaN or infinite amount).
+ */
 export function formatUsd(usd: number | null): string {
-  if (usd === null) return '$?';
+  if (usd === null || !Number.isFinite(usd) || usd < 0) return '$?';
   if (usd === 0) return '$0';
-  const abs = Math.abs(usd);
-  const digits = abs >= 1 ? 2 : abs >= 0.01 ? 4 : 6;
+  const digits = usd >= 1 ? 2 : usd >= 0.01 ? 4 : 6;
   return `$${usd.toFixed(digits)}`;
 }

@@ -1,8 +1,15 @@
-import type { CostReport } from '../model/cost.js';
+import type { CostReport, TokensBasis } from '../model/cost.js';
 import type { Stall } from '../model/in-flight.js';
 import type { CommandEnd, Producer, Session, Warning } from '../model/session.js';
 import type { Channel, ChannelStatus } from '../model/tree.js';
-import { channelCosts, finalCost, indexCost, type ChannelCostView, type IndexCost } from './cost.js';
+import {
+  channelCosts,
+  finalCost,
+  indexCost,
+  NO_USAGE_REASON,
+  type ChannelCostView,
+  type IndexCost,
+} from './cost.js';
 import { MadeOnDemand } from './json-pieces.js';
 
 export const INDEX_FORMAT = 'subtee-index/1';
@@ -37,8 +44,19 @@ export interface IndexChannel {
   usage: Record<string, number>;
   /** Models the channel used, in first-use order. */
   models: string[];
-  /** Its own dollars and its subtree's (itself and every channel under it); null: a model is unpriced. */
-  cost: { usd: number | null; subtree_usd: number | null };
+  /**
+   * Its own dollars and its subtree's (itself and every channel under it); null: a model is
+   * unpriced, or its usage is unknown. `basis`: how its output tokens were found; `reason`:
+   * why its usage is unknown (null otherwise).
+   */
+  cost: {
+    usd: number | null;
+    subtree_usd: number | null;
+    /** Channels of its subtree (itself included) of unknown usage, not in `subtree_usd`. */
+    subtree_unknown: number;
+    basis: TokensBasis;
+    reason: string | null;
+  };
   first_seen: string | null;
   last_seen: string | null;
   /** Fields stages add (the thinking truncator's `thinking`…). */
@@ -78,8 +96,21 @@ export interface IndexDocument extends IndexHead {
 
 /** A channel's `models` and `cost`; one the walk did not reach (none is left out) costs nothing. */
 function costFields(view: ChannelCostView | undefined): Pick<IndexChannel, 'models' | 'cost'> {
-  if (!view) return { models: [], cost: { usd: 0, subtree_usd: 0 } };
-  return { models: view.models, cost: { usd: view.usd, subtree_usd: view.subtreeUsd } };
+  if (!view)
+    return {
+      models: [],
+      cost: { usd: null, subtree_usd: 0, subtree_unknown: 1, basis: 'unknown', reason: NO_USAGE_REASON },
+    };
+  return {
+    models: view.models,
+    cost: {
+      usd: view.usd,
+      subtree_usd: view.subtreeUsd,
+      subtree_unknown: view.subtreeUnknown,
+      basis: view.basis,
+      reason: view.reason,
+    },
+  };
 }
 
 /** The `index.json` document (format documented in docs/output-folder.md). Plain data, no I/O. */
@@ -125,8 +156,18 @@ function indexParts(
 ): { head: IndexHead; channels: Channel[]; entry: (ch: Channel) => IndexChannel } {
   const tree = run.tree;
   const usageOf = (ch: Channel) => {
-    const tokens = costs.get(ch)?.tokens;
-    return tokens ? { ...ch.usage, output_tokens: tokens.output_tokens } : ch.usage;
+    const view = costs.get(ch);
+    const tokens = view?.tokens;
+    if (!tokens) return ch.usage;
+    if (!view.transcriptOnly) return { ...ch.usage, output_tokens: tokens.output_tokens };
+    // The stream showed none of its messages: the transcript's counts are its usage.
+    return {
+      ...ch.usage,
+      input_tokens: tokens.input_tokens,
+      output_tokens: tokens.output_tokens,
+      cache_read_input_tokens: tokens.cache_read_input_tokens,
+      cache_creation_input_tokens: tokens.cache_creation_5m_input_tokens + tokens.cache_creation_1h_input_tokens,
+    };
   };
   const head: IndexHead = {
     format: INDEX_FORMAT,
@@ -149,7 +190,10 @@ function indexParts(
     quarantine_lines: run.quarantineLines.listed,
     quarantine_lines_omitted: run.quarantineLines.omitted,
     warnings: run.warnings,
-    cost: indexCost(report),
+    cost: indexCost(
+      report,
+      tree.channels().map((c) => c.id),
+    ),
   };
   const entry = (ch: Channel): IndexChannel => ({
     id: ch.id,

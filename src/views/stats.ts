@@ -34,8 +34,10 @@ export interface StatsChannel {
   outputTokens: number;
   cacheReadTokens: number;
   cacheCreationTokens: number;
-  /** The channel's own dollars; null when not priced (or written before index.json had cost). */
+  /** The channel's own dollars; null when not priced or its usage unknown (or written before index.json had cost). */
   costUsd: number | null;
+  /** Its usage is unknown (index.json's `cost.basis`): counted apart from the unpriced. */
+  costUnknown: boolean;
   /** last_seen - first_seen; null when either is unknown or last_seen is the earlier. */
   elapsedMs: number | null;
   lastSeenMs: number | null;
@@ -48,6 +50,8 @@ export interface StatsChannel {
 export interface StatsRun {
   startMs: number | null;
   channels: StatsChannel[];
+  /** Dollars the run's result counts and no channel shows (index.json's `cost.unattributed_usd`). */
+  unattributedUsd: number;
 }
 
 export interface StatsGroup {
@@ -65,10 +69,14 @@ export interface StatsGroup {
   cache_creation_tokens: number;
   /** input + output, as the tree summary counts. */
   tokens: number;
-  /** Sum over the priced channels; null when none is priced. */
+  /** Sum over the priced channels (and, where a run's dollars are, its unattributed ones); null when none. */
   cost_usd: number | null;
   /** Channels without a price (counted apart, never guessed). */
   unpriced: number;
+  /** Channels whose usage is unknown (no token counts in the stream): null dollars, counted apart. */
+  unknown: number;
+  /** Of `cost_usd`, the runs' dollars no channel shows (the `(unattributed)` row in agent and model tables). */
+  unattributed_usd: number;
   /** Nearest-rank percentiles of the channels' elapsed times, exact; null without any. */
   elapsed_p50_ms: number | null;
   elapsed_p95_ms: number | null;
@@ -103,8 +111,8 @@ export interface StatsReport {
   failed_total: number;
 }
 
-/** A number from index.json, 0 when it is missing or not a finite number. */
-export const finite = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+/** A count or amount from index.json, 0 when it is missing, negative or not a finite number. */
+export const finite = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : 0);
 const text = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
 
 function timeMs(v: unknown): number | null {
@@ -132,9 +140,12 @@ function modelKey(models: unknown): string {
 
 /** A channel's own dollars from index.json's `cost` (absent before index.json carried cost). */
 function channelCost(cost: unknown): number | null {
-  if (!isObject(cost)) return null;
-  return typeof cost.usd === 'number' && Number.isFinite(cost.usd) ? cost.usd : null;
+  if (!isObject(cost) || cost.basis === 'unknown') return null;
+  return typeof cost.usd === 'number' && Number.isFinite(cost.usd) && cost.usd >= 0 ? cost.usd : null;
 }
+
+/** The group key of the runs' unattributed dollars in the agent and model tables. */
+export const UNATTRIBUTED_KEY = '(unattributed)';
 
 /**
  * The figures of one parsed index.json, or null when it is not a subtee index (a
@@ -164,13 +175,15 @@ export function statsRunOf(run: string, index: unknown): StatsRun | null {
       cacheReadTokens: finite(usage.cache_read_input_tokens),
       cacheCreationTokens: finite(usage.cache_creation_input_tokens),
       costUsd: channelCost(c.cost),
+      costUnknown: isObject(c.cost) && c.cost.basis === 'unknown',
       elapsedMs: elapsedMs(first, last),
       lastSeenMs: last,
       log: insidePath(c.log, 'log'),
       jsonl: insidePath(c.jsonl, 'jsonl'),
     });
   }
-  return { startMs, channels };
+  const cost = isObject(index.cost) ? index.cost : {};
+  return { startMs, channels, unattributedUsd: finite(cost.unattributed_usd) };
 }
 
 /** A UTC day `YYYY-MM-DD`. */
@@ -222,15 +235,27 @@ class GroupTotals {
   cacheCreation = 0;
   cost = 0;
   priced = 0;
+  unknown = 0;
+  unattributed = 0;
   elapsed = new Samples();
   /** The last run counted, so a run with several channels in the group counts once. */
   lastRun = -1;
 
-  add(ch: StatsChannel, runNo: number): void {
+  private countRun(runNo: number): void {
     if (this.lastRun !== runNo) {
       this.lastRun = runNo;
       this.runs++;
     }
+  }
+
+  /** A run's dollars that no channel shows: in the total, its day, and the `(unattributed)` rows. */
+  addUnattributed(usd: number, runNo: number): void {
+    this.countRun(runNo);
+    this.unattributed += usd;
+  }
+
+  add(ch: StatsChannel, runNo: number): void {
+    this.countRun(runNo);
     this.agents++;
     if (ch.status === 'failed') this.failed++;
     this.input += ch.inputTokens;
@@ -240,7 +265,7 @@ class GroupTotals {
     if (ch.costUsd !== null) {
       this.cost += ch.costUsd;
       this.priced++;
-    }
+    } else if (ch.costUnknown) this.unknown++;
     if (ch.elapsedMs !== null) this.elapsed.push(ch.elapsedMs);
   }
 
@@ -262,6 +287,10 @@ interface GroupSums {
   /** Dollars over the priced channels. */
   cost: number;
   priced: number;
+  /** Channels of unknown usage (not in `priced`, not unpriced either). */
+  unknown?: number;
+  /** Dollars of the runs that no channel shows. */
+  unattributed?: number;
   p50: number | null;
   p95: number | null;
 }
@@ -278,8 +307,10 @@ export function groupRow(key: string, s: GroupSums): StatsGroup {
     cache_read_tokens: s.cacheRead,
     cache_creation_tokens: s.cacheCreation,
     tokens: s.input + s.output,
-    cost_usd: s.priced === 0 ? null : roundTo(s.cost, 6),
-    unpriced: s.agents - s.priced,
+    cost_usd: s.priced === 0 && !(s.unattributed ?? 0) ? null : roundTo(s.cost + (s.unattributed ?? 0), 6),
+    unpriced: s.agents - s.priced - (s.unknown ?? 0),
+    unknown: s.unknown ?? 0,
+    unattributed_usd: roundTo(s.unattributed ?? 0, 6),
     elapsed_p50_ms: s.p50,
     elapsed_p95_ms: s.p95,
   };
@@ -364,6 +395,15 @@ export class StatsAggregator {
     if (since !== null && (run.startMs === null || run.startMs < since)) return false;
     const runNo = this.runs++;
     const day = dayOf(run.startMs);
+    if (run.unattributedUsd > 0) {
+      this.total.addUnattributed(run.unattributedUsd, runNo);
+      for (const [by, table] of this.groups) {
+        const key = by === 'day' ? day : UNATTRIBUTED_KEY;
+        let g = table.get(key);
+        if (!g) table.set(key, (g = new GroupTotals()));
+        g.addUnattributed(run.unattributedUsd, runNo);
+      }
+    }
     for (const ch of run.channels) {
       this.total.add(ch, runNo);
       for (const [by, table] of this.groups) {
@@ -468,7 +508,7 @@ function groupCells(g: StatsGroup): string[] {
     thousands(g.agents),
     g.failed_pct === null ? '–' : g.failed_pct.toFixed(1),
     thousands(g.tokens),
-    g.cost_usd === null ? '–' : formatUsd(g.cost_usd) + (g.unpriced > 0 ? '+' : ''),
+    g.cost_usd === null ? '–' : formatUsd(g.cost_usd) + (g.unpriced > 0 || g.unknown > 0 ? '+' : ''),
     formatMs(g.elapsed_p50_ms),
     formatMs(g.elapsed_p95_ms),
   ];
@@ -513,8 +553,20 @@ export function statsText(r: StatsReport): string {
     );
   }
   const groups = [r.total, ...Object.values(r.tables).flat()];
-  if (groups.some((g) => g.cost_usd !== null && g.unpriced > 0))
-    out.push('(cost+: some agents in the group have no price; their cost is not in the figure)');
+  if (groups.some((g) => g.cost_usd !== null && (g.unpriced > 0 || g.unknown > 0)))
+    out.push(
+      '(cost+: some agents in the group have no price or no known usage; their cost is not in the figure)',
+    );
+  if (r.total.unknown > 0)
+    out.push(
+      `(${thousands(r.total.unknown)} agents of unknown usage: their dollars are null, counted apart; ` +
+        'what their runs stated for them is in the unattributed dollars)',
+    );
+  if (r.total.unattributed_usd > 0)
+    out.push(
+      `(${UNATTRIBUTED_KEY}: ${formatUsd(r.total.unattributed_usd)} the runs' results count and no agent shows; ` +
+        'in every total)',
+    );
   out.push('', `costliest subagents (${r.costliest.length}):`);
   if (r.costliest.length > 0) out.push(subagentRows(r.costliest));
   const latest = r.failed_total > r.failed.length ? `, latest ${r.failed.length}` : '';
@@ -547,6 +599,8 @@ const CSV_COLUMNS = [
   'tokens',
   'cost_usd',
   'unpriced',
+  'unknown',
+  'unattributed_usd',
   'elapsed_p50_ms',
   'elapsed_p95_ms',
 ] as const;

@@ -2,8 +2,8 @@ import type { Session } from '../model/session.js';
 import { escapeOneLine } from './escape.js';
 import { channelLabel } from './text.js';
 import { channelTokens, statusCounts, walkTree } from './walk.js';
-import { channelCosts, formatUsd } from './cost.js';
-import type { CostReport } from '../model/cost.js';
+import { basisCounts, basisMark, channelCosts, formatUsd, type ChannelCostView } from './cost.js';
+import type { CostReport, TokensBasis } from '../model/cost.js';
 
 /** The end-of-run tree for stderr: one line per channel, children under their parent. */
 export function summaryText(session: Session, out: string): string {
@@ -15,7 +15,7 @@ export function summaryText(session: Session, out: string): string {
     `subtee: ${rows.length - 1} subagents ` +
       `(${n.completed} completed, ${n.failed} failed, ${n.running} running), ` +
       `${session.input.lines} lines, ${session.input.quarantined} quarantined → ${escapeOneLine(out)}`,
-    runCostLine(report),
+    runCostLine(report, basisCounts(report, rows.map((r) => r.channel.id))),
   ];
   for (const { channel: ch, level, guide, last, parentRow } of rows) {
     const unreached = parentRow < 0 && ch.id !== null;
@@ -33,9 +33,13 @@ export function summaryText(session: Session, out: string): string {
   return lines.join('\n') + '\n';
 }
 
-/** A channel's dollars: `$?` when unpriced (null), `$0` when it has no ledger at all. */
-function usdOf(cost: { usd: number | null } | undefined): string {
-  return formatUsd(cost === undefined ? 0 : cost.usd);
+/**
+ * A channel's dollars: `~` before an estimated or stream figure, `$?` when unpriced or its
+ * usage is unknown (never `$0` for what is not known).
+ */
+function usdOf(cost: ChannelCostView | undefined): string {
+  if (cost === undefined) return formatUsd(null);
+  return cost.usd === null ? formatUsd(null) : `${basisMark(cost.basis)}${formatUsd(cost.usd)}`;
 }
 
 /** Input plus output tokens, the output true or estimated when the cost ledger knows it. */
@@ -47,7 +51,7 @@ function tokensOf(
 }
 
 /** The run's dollars beside Claude Code's own, and how they were found. */
-function runCostLine(report: CostReport): string {
+function runCostLine(report: CostReport, counts: Record<TokensBasis, number>): string {
   const basis = report.basis === 'result' ? 'basis result' : `basis table ${report.prices_date ?? ''}`.trim();
   const claude =
     report.result_usd !== null
@@ -59,8 +63,18 @@ function runCostLine(report: CostReport): string {
     report.unattributed_usd === null ? '' : `, unattributed ${formatUsd(report.unattributed_usd)}`;
   return (
     `cost ${formatUsd(report.usd)}: subagent tree ${formatUsd(report.channels_usd)}${unattributed} ` +
-    `(${claude}; ${basis}; output tokens ${report.output_tokens})`
+    `(${claude}; ${basis}; agents' output tokens ${basisText(counts)})`
   );
+}
+
+/** `3 exact, 2 estimated (~), 1 unknown ($?)`: the channels by basis, the empty ones left out. */
+function basisText(counts: Record<TokensBasis, number>): string {
+  const parts: string[] = [];
+  if (counts.exact > 0) parts.push(`${counts.exact} exact`);
+  if (counts.estimated > 0) parts.push(`${counts.estimated} estimated (~)`);
+  if (counts.stream > 0) parts.push(`${counts.stream} as the stream states (~, an undercount)`);
+  if (counts.unknown > 0) parts.push(`${counts.unknown} unknown ($?)`);
+  return parts.join(', ') || 'none';
 }
 
 /** The live one-line status for a terminal. */

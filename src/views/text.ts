@@ -6,7 +6,7 @@ import type { LineRecord, SpooledRecord } from '../model/record.js';
 import type { ChannelSnapshot } from '../model/tree.js';
 import { escapeControl, escapeOneLine, shorten } from './escape.js';
 import type { CostReport } from '../model/cost.js';
-import { formatUsd, type ChannelCostView } from './cost.js';
+import { formatUsd, NO_USAGE_REASON, type ChannelCostView } from './cost.js';
 
 export const RENDER_DEFAULTS = Object.freeze({ toolInputChars: 200, resultChars: 500, promptChars: 500 });
 
@@ -33,17 +33,21 @@ export function headerLines(ch: ChannelSnapshot): string[] {
  * models and tokens, and how they were found (docs/cost.md).
  */
 export function costLine(cost: ChannelCostView | undefined, report: CostReport): string {
-  // No ledger means nothing was spent; a null means unpriced and is shown as such, never as $0.
-  const own = formatUsd(cost === undefined ? 0 : cost.usd);
-  const subtree = formatUsd(cost === undefined ? 0 : cost.subtreeUsd);
+  // A null is unpriced or unknown and is shown as such, never as $0.
+  const own = formatUsd(cost === undefined ? null : cost.usd);
+  const subtree =
+    formatUsd(cost === undefined ? null : cost.subtreeUsd) +
+    (cost !== undefined && cost.subtreeUsd !== null && cost.subtreeUnknown > 0
+      ? ` + ${cost.subtreeUnknown} unknown`
+      : '');
   const models =
     cost && cost.models.length > 0 ? cost.models.map((m) => escapeOneLine(m)).join(', ') : 'no model';
   const t = cost?.tokens;
   const tokens = t
-    ? `input ${t.input_tokens}, output ${t.output_tokens} (${report.output_tokens}), ` +
+    ? `input ${t.input_tokens}, output ${t.output_tokens} (${cost!.basis}), ` +
       `cache read ${t.cache_read_input_tokens}, ` +
       `cache write ${t.cache_creation_5m_input_tokens + t.cache_creation_1h_input_tokens}`
-    : 'no tokens';
+    : `tokens unknown (${escapeOneLine(cost?.reason ?? NO_USAGE_REASON)})`;
   const basis = report.basis === 'result' ? 'basis result' : `basis table ${report.prices_date ?? ''}`.trim();
   return `# cost: ${own} · subtree ${subtree} · ${models} · ${tokens} · ${basis}`;
 }

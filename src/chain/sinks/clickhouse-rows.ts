@@ -362,7 +362,7 @@ export class RowBuilder {
       cache_read_tokens: num(ch.usage.cache_read_input_tokens),
       cache_creation_tokens: num(ch.usage.cache_creation_input_tokens),
       model: cost?.models[0] ?? '',
-      cost_usd: this.costs === null ? null : cost === null ? 0 : cost.usd,
+      cost_usd: this.costs === null || cost === null ? null : cost.usd,
       first_seen: Math.floor(msOr0(first) / 1000),
       last_seen: Math.floor(msOr0(last) / 1000),
       first_seen_ms: msOr0(first),

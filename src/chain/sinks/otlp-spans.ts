@@ -64,6 +64,7 @@ const OPENINFERENCE_KIND = 'openinference.span.kind';
 const COST = Object.freeze({
   usd: 'subtee.cost.usd',
   basis: 'subtee.cost.basis',
+  tokensBasis: 'subtee.cost.output_tokens.basis',
   runUsd: 'subtee.run.cost.usd',
   resultUsd: 'subtee.run.result_cost.usd',
   unattributedUsd: 'subtee.run.unattributed_cost.usd',
@@ -305,8 +306,9 @@ export class TraceBuilder {
     if (!costs) return {};
     const out: Attributes = { [COST.basis]: costs.hasResult ? 'result' : 'table' };
     const own = costs.channelCost(id);
-    const usd = own === null ? 0 : own.usd;
-    if (usd !== null) out[COST.usd] = usd;
+    // A channel with no usage known has no dollars: the attribute is left out, never 0.
+    if (own !== null && own.usd !== null) out[COST.usd] = own.usd;
+    out[COST.tokensBasis] = own?.basis ?? 'unknown';
     if (id === null) {
       const report = costs.report();
       if (report.usd !== null) out[COST.runUsd] = report.usd;

@@ -171,8 +171,8 @@ export function pinoEvents(
   return out;
 }
 
-/** A channel's dollars: nothing counted yet costs 0, an unpriced model null. */
-const usdOf = (cost: { usd: number | null } | null) => (cost === null ? 0 : cost.usd);
+/** A channel's dollars so far: null when no usage of it is known yet, or a model is unpriced. */
+const usdOf = (cost: { usd: number | null } | null) => (cost === null ? null : cost.usd);
 
 /**
  * A timestamp already written as `toISOString` writes it, on a day every month has: it is its

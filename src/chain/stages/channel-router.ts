@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import type { Transform } from 'node:stream';
 import type { LineRecord, RecordBatch, SubteeRecord } from '../../model/record.js';
 import { UsageError } from '../../errors.js';
@@ -8,6 +8,7 @@ import { viewOf } from '../../model/line-view.js';
 import type { JsonObject } from '../../model/message.js';
 import { escapeOneLine } from '../../views/escape.js';
 import { createBatchTransform } from '../batch-transform.js';
+import { readTranscripts } from '../transcripts.js';
 import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 
 export interface ChannelRouterOptions {
@@ -16,39 +17,67 @@ export interface ChannelRouterOptions {
    * shipped table, for runs whose models or prices it lacks.
    */
   prices?: string;
+  /**
+   * Claude Code's config folder (or its `projects` folder): at the end of the run each
+   * channel's transcript there gives its exact output tokens (see chain/transcripts.ts).
+   */
+  transcripts?: string;
+  /** The run's working directory, where its transcripts' project folder is looked for first. */
+  transcriptsCwd?: string;
   /** The chain's session, shared by every stage (required). */
   session: Session;
 }
 
+/** The largest price file read: a table of every model is a few kilobytes. */
+export const MAX_PRICES_BYTES = 1024 * 1024;
+
 /**
- * The text of a price file. A named pipe is opened without blocking: a blocking open waits for
- * a writer in a thread no signal reaches. With no writer it reads as empty (and is refused);
- * once a writer is there (`<(cat prices.json)`), its data is waited for.
+ * The text of a price file, at most MAX_PRICES_BYTES: a device (`/dev/zero`) or an endless
+ * pipe (`<(yes)`) is refused once it passes that. A named pipe is opened without blocking: a
+ * blocking open waits for a writer in a thread no signal reaches. With no writer it reads as
+ * empty (and is refused); once a writer is there (`<(cat prices.json)`), its data is waited for.
  */
 function readPricesText(path: string): string {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   let blocking: number | null = null;
   try {
-    if (!fstatSync(fd).isFIFO()) return readFileSync(fd, 'utf8');
-    const parts: Buffer[] = [];
-    const buf = Buffer.alloc(64 * 1024);
-    for (;;) {
+    const fifo = fstatSync(fd).isFIFO();
+    const buf = Buffer.alloc(MAX_PRICES_BYTES + 1);
+    let size = 0;
+    while (size <= MAX_PRICES_BYTES) {
       let n: number;
       try {
-        n = readSync(blocking ?? fd, buf, 0, buf.length, null);
+        n = readSync(blocking ?? fd, buf, size, buf.length - size, null);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN' || blocking !== null) throw err;
+        if (!fifo || (err as NodeJS.ErrnoException).code !== 'EAGAIN' || blocking !== null) throw err;
         // A writer is there and has not written yet: it opens at once now.
         blocking = openSync(path, 'r');
         continue;
       }
-      if (n === 0) return Buffer.concat(parts).toString('utf8');
-      parts.push(Buffer.from(buf.subarray(0, n)));
+      if (n === 0) break;
+      size += n;
     }
+    if (size > MAX_PRICES_BYTES)
+      throw Object.assign(new Error('too large'), {
+        code: `larger than ${MAX_PRICES_BYTES} bytes: not a price file`,
+      });
+    // A byte order mark is allowed at the start (editors on Windows write one).
+    const text = buf.subarray(0, size).toString('utf8');
+    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   } finally {
     closeSync(fd);
     if (blocking !== null) closeSync(blocking);
   }
+}
+
+/**
+ * Why a price file is not JSON, in words and a position: the parser's own message quotes the
+ * file's bytes, which may be anything.
+ */
+function notJson(err: unknown): string {
+  if (!(err instanceof SyntaxError)) return (err as NodeJS.ErrnoException).code ?? 'unreadable';
+  const at = /position (\d+)/.exec(err.message);
+  return at ? `not valid JSON at character ${at[1]}` : 'not valid JSON';
 }
 
 /** The session's price table with the file at `path` laid over it; a UsageError when it is not one. */
@@ -57,8 +86,7 @@ function loadPrices(session: Session, path: string): void {
   try {
     data = JSON.parse(readPricesText(path));
   } catch (err) {
-    const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-    const message = `prices ${escapeOneLine(path)}: cannot read it as JSON (${why})`;
+    const message = `prices ${escapeOneLine(path)}: cannot read it as JSON (${notJson(err)})`;
     throw new UsageError('ERR_PRICES', message, err);
   }
   const table = overridePrices(session.cost.prices, data);
@@ -99,7 +127,7 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
         // Costing is a reading of a line already routed: its failure is counted, the line stays put.
         if (routed !== null) {
           try {
-            session.cost.observe(routed.value, routed.channel);
+            session.cost.observe(routed.value, routed.channel, rec.lineNo);
           } catch (err) {
             session.recordFailed('channel-router', rec.lineNo, err);
           }
@@ -119,7 +147,27 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
       }
       return batch;
     },
+    flushAtEnd() {
+      if (options.transcripts !== undefined) takeTranscripts(session, options);
+      return undefined;
+    },
   });
+}
+
+/** Each channel's transcript usage, read once the stream has ended (see chain/transcripts.ts). */
+function takeTranscripts(session: Session, options: ChannelRouterOptions): void {
+  const dir = options.transcripts!;
+  try {
+    const found = readTranscripts({
+      dir,
+      sessionId: session.tree.sessionId,
+      cwd: options.transcriptsCwd ?? session.cost.runCwd,
+    });
+    session.cost.takeTranscripts(found, (id) => session.tree.get(id) !== undefined);
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+    session.warn('TRANSCRIPT_UNREADABLE', `transcripts in ${escapeOneLine(dir)}: ${why}; figures as the stream states them`);
+  }
 }
 
 function unroutable(session: Session, rec: LineRecord): SubteeRecord {
@@ -137,6 +185,17 @@ export const channelRouterPlugin = defineBuiltin<Omit<ChannelRouterOptions, 'ses
       type: 'string',
       minLength: 1,
       description: 'JSON price file (USD per million tokens per model) laid over the shipped, dated table',
+    },
+    transcripts: {
+      type: 'string',
+      minLength: 1,
+      description:
+        "Claude Code's config or projects folder: exact output tokens per agent from its transcripts",
+    },
+    transcriptsCwd: {
+      type: 'string',
+      minLength: 1,
+      description: "the run's working directory (its transcripts' project folder is looked for first)",
     },
   },
   create: (o, ctx) => createChannelRouter({ ...o, session: ctx.session }),

@@ -65,10 +65,13 @@ export function treeRows(channels: readonly ChannelView[]): Row[] {
       const own = {
         tokens: tokensOf(ch),
         usd: ch.cost,
+        // A channel of unknown usage adds nothing to its parents' sums (it is not unpriced).
+        subUsd: ch.costBasis === 'unknown' ? 0 : ch.cost,
         first: ch.first ?? ch.spawned,
         last: ch.last ?? ch.first ?? ch.spawned,
       };
-      rows.push({ index: i, ch, level, parentRow, hasChildren: false, own, sub: { ...own } });
+      const { subUsd, ...ownTotals } = own;
+      rows.push({ index: i, ch, level, parentRow, hasChildren: false, own: ownTotals, sub: { ...ownTotals, usd: subUsd } });
       const row = rows.length - 1;
       const kids = children[i];
       for (let k = kids.length - 1; k >= 0; k--) if (!visited[kids[k]]) stack.push([kids[k], level + 1, row]);
@@ -108,7 +111,7 @@ export function formatDuration(ms: number | null): string {
 
 /** Dollars: more digits for small sums, `?` when unpriced (the page imports nothing at run time). */
 export function formatUsd(usd: number | null): string {
-  if (usd === null) return '$?';
+  if (usd === null || !Number.isFinite(usd) || usd < 0) return '$?';
   if (usd === 0) return '$0';
   const abs = Math.abs(usd);
   return `$${usd.toFixed(abs >= 1 ? 2 : abs >= 0.01 ? 4 : 6)}`;
@@ -445,7 +448,7 @@ function renderTree(state: State, again = true): void {
       num(formatDuration(elapsed(r.own))),
       num(formatDuration(elapsed(r.sub))),
       num(formatCount(ch.lines)),
-      num(formatUsd(r.own.usd)),
+      num((ch.costBasis === 'estimated' || ch.costBasis === 'stream' ? '~' : '') + formatUsd(r.own.usd)),
       num(formatUsd(r.sub.usd)),
     );
     frag.append(tr);
@@ -962,7 +965,8 @@ function placeholder(id: string | null): ChannelView {
     lines: 0,
     counts: {},
     usage: { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 },
-    cost: 0,
+    cost: null,
+    costBasis: null,
     first: null,
     last: null,
     spawned: null,

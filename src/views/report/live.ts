@@ -149,7 +149,8 @@ export type ChannelUpdate = Omit<ChannelView, 'entries' | 'ticks'>;
 
 export function channelUpdate(
   c: ChannelFields,
-  extra: Pick<ChannelView, 'spawned' | 'prompt' | 'log' | 'cut' | 'cost'>,
+  extra: Pick<ChannelView, 'spawned' | 'prompt' | 'log' | 'cut' | 'cost'> &
+    Partial<Pick<ChannelView, 'costBasis'>>,
 ): ChannelUpdate {
   return {
     id: c.id === null ? null : field(c.id, 400),
@@ -172,6 +173,7 @@ export function channelUpdate(
     first: isoTime(c.firstSeen),
     last: isoTime(c.lastSeen),
     cost: extra.cost,
+    costBasis: extra.costBasis ?? null,
     spawned: extra.spawned,
     log: extra.log,
     prompt: extra.prompt,
@@ -259,11 +261,11 @@ export class LiveReport {
     }
   }
 
-  /** A channel's dollars so far; null when a model it used has no price (or there is no session). */
-  private channelUsd(id: string | null): number | null {
-    if (!this.run) return null;
+  /** A channel's dollars so far and their basis; null when unpriced, unknown or there is no session. */
+  private channelUsd(id: string | null): Pick<ChannelView, 'cost' | 'costBasis'> {
+    if (!this.run) return { cost: null, costBasis: null };
     const cost = this.run.cost.channelCost(id);
-    return cost === null ? 0 : cost.usd;
+    return cost === null ? { cost: null, costBasis: 'unknown' } : { cost: cost.usd, costBasis: cost.basis };
   }
 
   runView(): RunView {
@@ -305,7 +307,7 @@ export class LiveReport {
           prompt: t.prompt,
           log: null,
           cut: t.budget.cut(),
-          cost: this.channelUsd(t.source.id),
+          ...this.channelUsd(t.source.id),
         }),
       );
       if (json === t.sentFields) continue;

@@ -78,6 +78,8 @@ export interface ChannelView {
   usage: Usage;
   /** Its own dollars (index.json's `cost.usd`); null when unpriced or unknown. */
   cost: number | null;
+  /** How its output tokens were found (index.json's `cost.basis`); `~` marks estimated figures. */
+  costBasis: 'exact' | 'estimated' | 'stream' | 'unknown' | null;
   /** First and last line times (ms), and when its parent's spawn call was seen. */
   first: number | null;
   last: number | null;
@@ -113,7 +115,8 @@ interface RunCostView {
   outputTokens: string;
 }
 
-const usdOrNull = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+const usdOrNull = (v: unknown): number | null =>
+  typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null;
 
 /** The run's cost as the page shows it, from index.json's `cost` (or null). */
 export function runCostView(cost: unknown): RunCostView | null {
@@ -127,6 +130,12 @@ export function runCostView(cost: unknown): RunCostView | null {
     pricesDate: field(cost.prices_date, 20),
     outputTokens: field(cost.output_tokens, 20) ?? 'stream',
   };
+}
+
+/** A channel's cost basis from its index.json row; null when it states none. */
+export function channelBasis(cost: unknown): ChannelView['costBasis'] {
+  const b = isObject(cost) ? cost.basis : null;
+  return b === 'exact' || b === 'estimated' || b === 'stream' || b === 'unknown' ? b : null;
 }
 
 /** A channel's own dollars from its index.json row. */

@@ -1,0 +1,229 @@
+/**
+ * Reading Claude Code's transcripts of one session, for cost (model/transcript-usage.ts says
+ * what is read). Read-only and bounded: no link is followed (a linked folder or file under
+ * the projects folder is refused, as every input of subtee), only regular files are read,
+ * each up to a size, a line up to a length, and only so many subagent files; names come
+ * from the folder's own listing or are checked before they become a path.
+ */
+import { closeSync, lstatSync, readdirSync, readSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { openRegularUnder } from '../safe-open.js';
+import type { TranscriptChannel, TranscriptFindings } from '../model/cost.js';
+import { metaToolUseId, projectSlug, SAFE_ID, TranscriptUsage } from '../model/transcript-usage.js';
+
+export const TRANSCRIPTS_DEFAULTS = Object.freeze({
+  /** A transcript larger than this is read this far and reported partial. */
+  maxFileBytes: 512 * 1024 * 1024,
+  /** A line longer than this is skipped and its file reported partial. */
+  maxLineBytes: 16 * 1024 * 1024,
+  /** Subagent transcripts read per session; past it, a problem is reported. */
+  maxSubagents: 20_000,
+  /** Project folders looked through for the session when its cwd's folder does not hold it. */
+  maxProjects: 10_000,
+  /** A subagent's meta file is small; a larger one is not read. */
+  maxMetaBytes: 64 * 1024,
+});
+
+export interface TranscriptsOptions {
+  /** A Claude config folder (holding `projects/`) or a projects folder. */
+  dir: string;
+  sessionId: string | null;
+  /** The run's working directory, to find its project folder first; null to search. */
+  cwd: string | null;
+  maxFileBytes?: number;
+  maxLineBytes?: number;
+  maxSubagents?: number;
+}
+
+const READ_BYTES = 1024 * 1024;
+const NEWLINE = 0x0a;
+
+/** Whether `path` is a folder and not a link to one. */
+function isFolder(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The session's transcripts under `dir`: main's and each subagent's usage, with what could
+ * not be read. Nothing found at all is `main: null` and no subagents, with the reason.
+ */
+export function readTranscripts(o: TranscriptsOptions): TranscriptFindings {
+  const found: TranscriptFindings = { dir: o.dir, main: null, subagents: new Map(), problems: [] };
+  if (o.sessionId === null || !SAFE_ID.test(o.sessionId)) {
+    found.problems.push(
+      o.sessionId === null ? 'the stream states no session id' : 'the session id is not a file name',
+    );
+    return found;
+  }
+  let root: string;
+  try {
+    if (!statSync(o.dir).isDirectory()) throw new Error('not a folder');
+    root = isFolder(join(o.dir, 'projects')) ? join(o.dir, 'projects') : o.dir;
+  } catch {
+    found.problems.push('the folder cannot be read');
+    return found;
+  }
+  const project = findProject(root, o.sessionId, o.cwd);
+  if (project === null) {
+    found.problems.push(`no transcript of session ${o.sessionId}`);
+    return found;
+  }
+  const limits: Record<keyof typeof TRANSCRIPTS_DEFAULTS, number> = { ...TRANSCRIPTS_DEFAULTS, ...definedOnly(o) };
+  const mainFile = join(project, `${o.sessionId}.jsonl`);
+  try {
+    found.main = readUsage(root, mainFile, limits);
+  } catch (err) {
+    found.problems.push(`${mainFile}: ${reason(err)}`);
+  }
+  const subagents = join(project, o.sessionId, 'subagents');
+  let names: string[] = [];
+  try {
+    if (isFolder(subagents))
+      names = readdirSync(subagents, { withFileTypes: true })
+        .filter((d) => d.isFile() && /^agent-[A-Za-z0-9_-]{1,128}\.meta\.json$/.test(d.name))
+        .map((d) => d.name)
+        .sort();
+    else if (lstatSync(subagents, { throwIfNoEntry: false })?.isSymbolicLink())
+      found.problems.push(`${subagents}: a link, not followed`);
+  } catch (err) {
+    found.problems.push(`${subagents}: ${reason(err)}`);
+  }
+  if (names.length > limits.maxSubagents) {
+    found.problems.push(`${names.length} subagent transcripts, only the first ${limits.maxSubagents} read`);
+    names = names.slice(0, limits.maxSubagents);
+  }
+  for (const name of names) {
+    const agent = name.slice(0, -'.meta.json'.length);
+    const file = join(subagents, `${agent}.jsonl`);
+    try {
+      const toolUseId = metaToolUseId(JSON.parse(readText(root, join(subagents, name), limits.maxMetaBytes)));
+      if (toolUseId === null) {
+        found.problems.push(`${name}: names no toolUseId`);
+        continue;
+      }
+      found.subagents.set(toolUseId, readUsage(root, file, limits));
+    } catch (err) {
+      found.problems.push(`${file}: ${reason(err)}`);
+    }
+  }
+  return found;
+}
+
+function definedOnly(o: TranscriptsOptions): Partial<Record<keyof typeof TRANSCRIPTS_DEFAULTS, number>> {
+  const out: Partial<Record<keyof typeof TRANSCRIPTS_DEFAULTS, number>> = {};
+  if (o.maxFileBytes !== undefined) out.maxFileBytes = o.maxFileBytes;
+  if (o.maxLineBytes !== undefined) out.maxLineBytes = o.maxLineBytes;
+  if (o.maxSubagents !== undefined) out.maxSubagents = o.maxSubagents;
+  return out;
+}
+
+const reason = (err: unknown): string => {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ELOOP') return 'a link, not followed';
+  if (code === 'ENOTREG') return 'not a regular file';
+  if (code === 'ENOENT') return 'missing';
+  return code ?? (err instanceof SyntaxError ? 'not JSON' : 'unreadable');
+};
+
+/** The project folder holding `<session>.jsonl`: the cwd's first, else a bounded search. */
+function findProject(root: string, sessionId: string, cwd: string | null): string | null {
+  const holds = (folder: string) => {
+    try {
+      return lstatSync(join(folder, `${sessionId}.jsonl`)).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (cwd !== null) {
+    const own = join(root, projectSlug(cwd));
+    if (isFolder(own) && holds(own)) return own;
+  }
+  if (holds(root)) return root;
+  let seen = 0;
+  for (const d of readdirSync(root, { withFileTypes: true })) {
+    if (!d.isDirectory()) continue;
+    if (++seen > TRANSCRIPTS_DEFAULTS.maxProjects) break;
+    if (holds(join(root, d.name))) return join(root, d.name);
+  }
+  return null;
+}
+
+/** A small file's text, refused past `max` bytes. */
+function readText(root: string, path: string, max: number): string {
+  const fd = openRegularUnder(root, path.slice(root.length + 1));
+  try {
+    const buf = Buffer.alloc(max + 1);
+    let n = 0;
+    for (let got = 1; got > 0 && n <= max; n += got) got = readSync(fd, buf, n, buf.length - n, null);
+    if (n > max) throw Object.assign(new Error('too large'), { code: 'EFBIG' });
+    return buf.subarray(0, n).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** One transcript's usage, read a megabyte at a time, lines past the limit skipped. */
+function readUsage(
+  root: string,
+  path: string,
+  limits: { maxFileBytes: number; maxLineBytes: number },
+): TranscriptChannel {
+  const usage = new TranscriptUsage();
+  const fd = openRegularUnder(root, path.slice(root.length + 1));
+  const buf = Buffer.alloc(READ_BYTES);
+  let carry: Buffer[] = [];
+  let carried = 0;
+  let skipping = false;
+  let lineNo = 0;
+  let total = 0;
+  const line = (bytes: Buffer) => {
+    lineNo++;
+    // Only assistant lines carry usage: the others are not parsed.
+    if (bytes.indexOf('"assistant"') < 0) return;
+    try {
+      usage.add(JSON.parse(bytes.toString('utf8')), lineNo);
+    } catch {
+      usage.partial ??= `has a line that is not JSON (line ${lineNo})`;
+    }
+  };
+  try {
+    for (;;) {
+      const n = readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      total += n;
+      let at = 0;
+      for (let nl = buf.indexOf(NEWLINE, 0); nl >= 0 && nl < n; nl = buf.indexOf(NEWLINE, at)) {
+        const length = carried + nl - at;
+        if (skipping || length > limits.maxLineBytes) {
+          usage.partial ??= `has a line over ${limits.maxLineBytes} bytes`;
+          skipping = false;
+          lineNo++;
+        } else line(Buffer.concat([...carry, buf.subarray(at, nl)]));
+        carry = [];
+        carried = 0;
+        at = nl + 1;
+      }
+      if (at < n && !skipping) {
+        carried += n - at;
+        if (carried > limits.maxLineBytes) {
+          usage.partial ??= `has a line over ${limits.maxLineBytes} bytes`;
+          skipping = true;
+          carry = [];
+          carried = 0;
+        } else carry.push(Buffer.from(buf.subarray(at, n)));
+      }
+      if (total >= limits.maxFileBytes) {
+        usage.partial ??= `is larger than ${limits.maxFileBytes} bytes (read that far)`;
+        break;
+      }
+    }
+    if (carried > 0) usage.partial ??= 'ends in a line cut short (still being written?)';
+  } finally {
+    closeSync(fd);
+  }
+  return usage.channel(path);
+}
