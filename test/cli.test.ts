@@ -7,7 +7,7 @@ import * as zlib from 'node:zlib';
 import { OPTIONS, helpText, parseArgs } from '../src/cli/options.js';
 import { writeStream } from '../bench/gen.js';
 import { BIN, FIXTURES, ROOT, checkOutput, linesOf, readTree, tmpDir } from './helpers.js';
-import { allDocs, readDoc } from './helpers/docs.js';
+import { allDocs, codeBlocks, readDoc } from './helpers/docs.js';
 
 function subtee(args: string[], input?: string | Buffer, env: NodeJS.ProcessEnv = process.env) {
   return spawnSync(process.execPath, [BIN, ...args], { input, encoding: 'utf8', timeout: 30_000, env });
@@ -513,4 +513,14 @@ test('subtee run with its command given without --: the error shows the line wit
   // An option subtee does not know before any command is the mistake itself.
   const bogus = subtee(['run', '--bogus', 'claude']);
   assert.equal(bogus.stderr, 'subtee: unknown option --bogus (see subtee run --help) [ERR_UNKNOWN_OPTION]\n');
+});
+
+test("docs/options.md: the console block of subtee run without -- prints what the page shows", () => {
+  const blocks = codeBlocks(readDoc('docs/options.md'), 'console');
+  const block = blocks.find((b) => b.startsWith('$ subtee run '));
+  assert.ok(block, 'the page shows subtee run without --');
+  const [command, ...shown] = block.split('\n');
+  const r = subtee(command.replace(/^\$ subtee /, '').split(' '));
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, shown.join('\n').trimEnd() + '\n');
 });
