@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createReadStream, existsSync, readdirSync, readFileSync, statfsSync, writeFileSync } from 'node:fs';
@@ -361,3 +361,60 @@ test('an oversized last line cut off mid-JSON is quarantined as truncated, its f
     );
   }
 });
+
+// However a line nests, what subtee builds of it is bounded by its size: a line that would
+// make more objects and arrays than that is read by its top-level members, as a spooled line.
+
+/** A Claude Code user line whose `x` member is `shape`, `count` times over. */
+function denseLine(shape: 'arrays' | 'objects' | 'siblings', count: number): string {
+  const head = '{"type":"user","parent_tool_use_id":null,"session_id":"s","x":';
+  if (shape === 'arrays') return `${head}${'['.repeat(count)}${']'.repeat(count)}}`;
+  if (shape === 'objects') return `${head}${'{"a":'.repeat(count)}1${'}'.repeat(count)}}`;
+  return `${head}[${'{},'.repeat(count - 1)}{}]}`;
+}
+
+test(
+  'a line nested millions deep or of millions of objects costs memory bounded by its size, in a run and a report',
+  { skip: noTime },
+  () => {
+    const timed = (args: string[], input?: string) => {
+      const r = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, BIN, ...args], {
+        input,
+        encoding: 'utf8',
+        timeout: 120_000,
+        killSignal: 'SIGKILL',
+        maxBuffer: 64 * MiB,
+      });
+      return { ...r, rssKb: Number(r.stderr.trim().split('\n').pop()) };
+    };
+    for (const [shape, count, maxLineBytes] of [
+      ['arrays', 8_300_000, null],
+      ['arrays', 2_000_000, null],
+      ['objects', 2_700_000, null],
+      ['siblings', 5_000_000, null],
+      // Longer than --max-line-bytes: spooled, checked by the streaming checker.
+      ['arrays', 20_000_000, 4 * MiB],
+    ] as const) {
+      const line = denseLine(shape, count);
+      const name = `${shape} x ${count} (${line.length} bytes)`;
+      const out = join(tmpDir(), 'o');
+      const input = `${line}\n{"type":"result","subtype":"success","result":"done"}\n`;
+      const limit = maxLineBytes === null ? [] : ['--max-line-bytes', String(maxLineBytes)];
+      const r = timed(['--out', out, '-q', '--stdout', 'none', ...limit], input);
+      assert.equal(r.status, 0, `${name}: ${r.stderr.slice(-400)}`);
+      assert.ok(r.rssKb < 200 * 1024, `${name}: peak RSS ${Math.round(r.rssKb / 1024)} MB`);
+      assert.equal(readFileSync(join(out, 'main.jsonl'), 'utf8'), input, `${name}: kept byte for byte`);
+      const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+      assert.deepEqual([index.input.lines, index.input.quarantined], [2, 0], name);
+      const code = maxLineBytes === null ? 'LINE_TOO_DENSE' : 'LINE_TOO_LONG';
+      assert.ok(
+        index.warnings.some((w: { code: string }) => w.code === code),
+        `${name}: ${JSON.stringify(index.warnings)}`,
+      );
+      assert.equal(index.channels[0].status, 'completed', name);
+      const report = timed(['report', out]);
+      assert.equal(report.status, 0, `${name}: report: ${report.stderr.slice(-400)}`);
+      assert.ok(report.rssKb < 200 * 1024, `${name}: report peak RSS ${Math.round(report.rssKb / 1024)} MB`);
+    }
+  },
+);

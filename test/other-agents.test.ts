@@ -769,7 +769,7 @@ function langgraphFanOut(subagents: number, chars: number): object[] {
   return out;
 }
 
-test('one event that names a long text on many agents maps to lines bounded by its size, not by copies', async () => {
+test('an event naming a long text on many agents maps to lines bounded by its size, not copies', async () => {
   const KiB = 1024;
   for (const [agents, chars] of [
     [1, 300 * KiB],
@@ -821,7 +821,8 @@ test(
       const name = `${threads} threads, a prompt of ${chars} characters${html ? ', --html' : ''}`;
       const out = join(tmpDir(), 'out');
       const input = codexFanOut(threads, chars).map((v) => JSON.stringify(v)).join('\n') + '\n';
-      const args = [process.execPath, BIN, '--out', out, '-q', '--stdout', 'none', ...(html ? ['--html'] : [])];
+      const args = [process.execPath, BIN, '--out', out, '-q', '--stdout', 'none'];
+      if (html) args.push('--html');
       const r = spawnSync('/usr/bin/time', ['-f', '%M', ...args], {
         input,
         encoding: 'utf8',

@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { classifyLine } from '../src/chain/stages/line-parser.js';
-import { planLine, ScannedLine, scanLine, scannedRecord, viewOf } from '../src/model/line-view.js';
+import {
+  lineValue,
+  parseBounded,
+  PARSE_LIMITS,
+  planLine,
+  ScannedLine,
+  scanLine,
+  scannedRecord,
+  viewOf,
+} from '../src/model/line-view.js';
 import {
   elementsAt,
   LazyText,
@@ -400,5 +409,72 @@ test('grammar corners in lines long enough for the byte scanner are judged as JS
     const stream = new StreamScanner();
     stream.push(raw);
     assert.deepEqual(verdict(stream.end(true)), verdict(expected), `streaming checker: ${corner}`);
+  }
+});
+
+test('the streaming checker pairs every closer with its opener at any depth, as JSON.parse does', () => {
+  // Openers of both kinds across the byte boundaries of the checker's stack (8 levels a byte,
+  // grown from 512), each line closed rightly or with one closer of the other kind.
+  for (const depth of [1, 7, 8, 9, 63, 64, 65, 511, 512, 513, 4097, 100_000]) {
+    const openers = Array.from({ length: depth }, (_, k) => ((k * 7919) % 3 === 0 ? '[' : '{"k":'));
+    const closer = (o: string) => (o === '[' ? ']' : '}');
+    const closers = openers.map(closer).reverse();
+    for (const wrongAt of [-1, 0, depth >> 1, depth - 1]) {
+      const shut = closers.slice();
+      if (wrongAt >= 0) shut[wrongAt] = shut[wrongAt] === ']' ? '}' : ']';
+      const raw = Buffer.from(`{"type":"x","v":${openers.join('')}1${shut.join('')}}`);
+      const name = `depth ${depth}, wrong closer at ${wrongAt}`;
+      let parses = true;
+      try {
+        JSON.parse(raw.toString());
+      } catch {
+        parses = false;
+      }
+      assert.equal(parses, wrongAt < 0, name);
+      const stream = new StreamScanner();
+      stream.push(raw);
+      const verdict = stream.end(true);
+      assert.equal(verdict.ok, parses, name);
+      if (verdict.ok) assert.deepEqual(verdict.value, { type: 'x' }, name);
+      assert.equal(stream.containers, depth + 1, `${name}: containers counted`);
+    }
+  }
+});
+
+test('a line that would make more containers than its size allows is read by its top-level members', () => {
+  const { containersFloor, bytesPerContainer } = PARSE_LIMITS;
+  for (const [count, shape] of [
+    [1000, 'arrays'],
+    [containersFloor - 2, 'arrays'],
+    [containersFloor + 10, 'arrays'],
+    [containersFloor * 3, 'objects'],
+    [containersFloor * 3, 'siblings'],
+  ] as const) {
+    const body =
+      shape === 'arrays'
+        ? `${'['.repeat(count)}${']'.repeat(count)}`
+        : shape === 'objects'
+          ? `${'{"a":'.repeat(count)}1${'}'.repeat(count)}`
+          : `[${'{},'.repeat(count - 1)}{}]`;
+    const raw = Buffer.from(`{"type":"user","n":${count},"v":${body}}`);
+    const read = parseBounded(raw, true);
+    const allowed = Math.max(containersFloor, raw.length / bytesPerContainer);
+    const name = `${shape} x ${count}`;
+    // The line's own object, and the siblings' array.
+    const containers = count + (shape === 'siblings' ? 2 : 1);
+    assert.ok(read.ok, name);
+    if (containers <= allowed) {
+      assert.equal(read.shallow, undefined, `${name}: parsed whole`);
+      // (deepEqual recurses: compared whole only where it can.)
+      if (count <= 1000) assert.deepEqual(read.value, JSON.parse(raw.toString()), name);
+      else assert.deepEqual([read.value!.n, Array.isArray(read.value!.v)], [count, shape !== 'objects'], name);
+    } else {
+      assert.equal(read.shallow, containers, `${name}: too many to parse`);
+      assert.deepEqual(read.value, { type: 'user', n: count }, `${name}: its top-level scalars`);
+      assert.deepEqual(lineValue(raw), { type: 'user', n: count }, `${name}: read back the same way`);
+    }
+    // Broken the same way, it is refused as JSON.parse refuses it.
+    const broken = parseBounded(raw.subarray(0, raw.length - 2), true);
+    assert.deepEqual(broken, { ok: false, reason: 'not-json' }, `${name}: cut short`);
   }
 });

@@ -348,8 +348,8 @@ export function shareRepeatedText(
           repeated += value.length;
         } else {
           const shown = headOf(value, limits.headChars);
-          copyOf(frame)[key] =
-            `${shown}… [${value.length - shown.length} more characters: the same text is shown whole above]`;
+          const more = value.length - shown.length;
+          copyOf(frame)[key] = `${shown}… [${more} more characters: the same text is shown whole above]`;
         }
       } else if (value !== null && typeof value === 'object') {
         stack.push(walkFrame(value as JsonObject, frame, key));

@@ -1,6 +1,7 @@
 import type { JsonObject } from './message.js';
 import type { LineRecord } from './record.js';
 import { buildView, LAZY_TEXT_BYTES, NOT_JSON, scanJson, Tape, type Bytes } from './scan.js';
+import { StreamScanner } from './stream-scan.js';
 
 let VALUE: PropertyDescriptor;
 let viewOfScanned: (rec: ScannedLine) => JsonObject;
@@ -60,8 +61,9 @@ export function viewOf(rec: LineRecord): JsonObject {
 }
 
 export type Scanned =
-  | { ok: true; view: JsonObject; value?: undefined }
-  | { ok: true; view?: undefined; value: JsonObject }
+  | { ok: true; view: JsonObject; value?: undefined; shallow?: undefined }
+  /** `shallow`: the line makes this many containers, too many to parse; `value` is its top-level scalars. */
+  | { ok: true; view?: undefined; value: JsonObject; shallow?: number }
   | { ok: false; reason: 'not-json' | 'not-object' | 'truncated' };
 
 /** Scratch space for one line's scan; the view built from it keeps nothing of it. */
@@ -99,7 +101,37 @@ export function fromScan(
 ): Scanned {
   if (at >= 0) return { ok: true, view: buildView(bytes as Bytes, tape, at) };
   if (at === NOT_JSON) return { ok: false, reason: terminated ? 'not-json' : 'truncated' };
-  return parseWhole(line, terminated);
+  return parseBounded(line, terminated);
+}
+
+/**
+ * How many objects and arrays a line the scanner left undecided may make when parsed whole:
+ * `JSON.parse` builds some 60 bytes for each, whatever their nesting, so `[[[…]]]` 8 million
+ * deep in 16 MB would take half a gigabyte. Past this a line is read as a line too long to
+ * hold is: checked byte by byte, routed by its top-level scalar members, kept byte for byte.
+ */
+export const PARSE_LIMITS = Object.freeze({
+  /** Any line may make this many... */
+  containersFloor: 256 * 1024,
+  /** ...or one for every this many of its bytes, whichever is more. */
+  bytesPerContainer: 16,
+});
+
+/**
+ * The verdict on a line the scanner left to `JSON.parse` (too deep, or too many values for a
+ * tape): parsed whole when what that builds is bounded by the line's size (`PARSE_LIMITS`),
+ * else its top-level scalar members only (`shallow`).
+ */
+export function parseBounded(line: Buffer, terminated: boolean): Scanned {
+  const allowed = Math.max(PARSE_LIMITS.containersFloor, line.length / PARSE_LIMITS.bytesPerContainer);
+  // Every container takes two bytes at least: a short line cannot make too many.
+  if (line.length / 2 <= allowed) return parseWhole(line, terminated);
+  const checker = new StreamScanner();
+  checker.push(line);
+  const verdict = checker.end(terminated);
+  if (!verdict.ok) return { ok: false, reason: terminated ? 'not-json' : 'truncated' };
+  if (checker.containers <= allowed) return parseWhole(line, terminated);
+  return { ok: true, value: verdict.value as JsonObject, shallow: checker.containers };
 }
 
 export function parseWhole(line: Buffer, terminated: boolean): Scanned {
@@ -118,3 +150,16 @@ export function scannedRecord(lineNo: number, raw: Buffer, scanned: Scanned & { 
   if (scanned.view) return new ScannedLine(lineNo, raw, scanned.view);
   return { kind: 'line', lineNo, raw, value: scanned.value };
 }
+
+/**
+ * A line read back that is known to be a JSON object (a channel's file, a replay buffer), as
+ * `parseBounded` reads it: whole, or by its top-level scalar members when parsing it whole
+ * would build more than its size allows. Throws a SyntaxError when it is not an object.
+ */
+export function lineValue(line: Buffer): JsonObject {
+  const read = parseBounded(line, true);
+  if (!read.ok || read.value === undefined)
+    throw new SyntaxError(`not a JSON object line (${read.ok ? 'not an object' : read.reason})`);
+  return read.value;
+}
+

@@ -56,8 +56,14 @@ export type StreamVerdict =
  */
 export class StreamScanner {
   private state = ROOT;
-  /** Open containers, innermost last: 0x7b for an object, 0x5b for an array. */
-  private readonly stack: number[] = [];
+  /**
+   * Open containers, one bit each (1: an object, 0: an array), innermost at `depth - 1`: a
+   * line nested millions deep costs an eighth of a byte a level, not a number.
+   */
+  private stack = new Uint8Array(64);
+  private depth = 0;
+  /** Objects and arrays opened so far: what parsing the line whole would build. */
+  containers = 0;
   private inKey = false;
   private literal = '';
   private literalAt = 0;
@@ -141,7 +147,7 @@ export class StreamScanner {
           this.notObject = true;
           return this.fail();
         }
-        this.stack.push(c);
+        this.open(c);
         this.state = KEY_OR_END;
         return;
       case DONE:
@@ -153,7 +159,7 @@ export class StreamScanner {
         if (c === 0x7d && this.state === KEY_OR_END) return this.close();
         if (c !== QUOTE) return this.fail();
         this.inKey = true;
-        if (this.stack.length === 1) {
+        if (this.depth === 1) {
           this.key = [];
           this.capture = this.key;
           this.capturing = true;
@@ -173,22 +179,22 @@ export class StreamScanner {
         return this.startValue(c);
       case AFTER: {
         if (isSpace(c)) return;
-        const top = this.stack[this.stack.length - 1];
+        const inObject = this.innermostIsObject();
         if (c === 0x2c) {
-          this.state = top === 0x7b ? KEY : VALUE;
+          this.state = inObject ? KEY : VALUE;
           return;
         }
-        if ((c === 0x7d && top === 0x7b) || (c === 0x5d && top === 0x5b)) return this.close();
+        if ((c === 0x7d && inObject) || (c === 0x5d && !inObject)) return this.close();
         return this.fail();
       }
     }
   }
 
   private startValue(c: number): void {
-    const member = this.stack.length === 1 && this.key !== null;
+    const member = this.depth === 1 && this.key !== null;
     if (c === 0x7b || c === 0x5b) {
       this.key = null; // nested containers are not captured
-      this.stack.push(c);
+      this.open(c);
       this.state = c === 0x7b ? KEY_OR_END : VALUE_OR_END;
       return;
     }
@@ -263,13 +269,32 @@ export class StreamScanner {
     this.capturing = false;
     this.capture = null;
     this.key = null;
-    this.state = this.stack.length === 0 ? DONE : AFTER;
+    this.state = this.depth === 0 ? DONE : AFTER;
+  }
+
+  private open(c: number): void {
+    const byte = this.depth >> 3;
+    if (byte === this.stack.length) {
+      const grown = new Uint8Array(this.stack.length * 2);
+      grown.set(this.stack);
+      this.stack = grown;
+    }
+    const bit = 1 << (this.depth & 7);
+    if (c === 0x7b) this.stack[byte] |= bit;
+    else this.stack[byte] &= ~bit;
+    this.depth++;
+    this.containers++;
+  }
+
+  private innermostIsObject(): boolean {
+    const at = this.depth - 1;
+    return (this.stack[at >> 3] & (1 << (at & 7))) !== 0;
   }
 
   private close(): void {
-    this.stack.pop();
+    this.depth--;
     this.key = null;
-    this.state = this.stack.length === 0 ? DONE : AFTER;
+    this.state = this.depth === 0 ? DONE : AFTER;
   }
 
   private keep(bytes: Buffer, from: number, to: number): void {

@@ -17,7 +17,7 @@ import { MessageAssembler, type Message } from './message-stream.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../model/record.js';
 import type { ChannelFiles, Session } from '../model/session.js';
 import { LineSplitter } from '../model/lines.js';
-import { viewOf } from '../model/line-view.js';
+import { lineValue, viewOf } from '../model/line-view.js';
 import { StreamScanner } from '../model/stream-scan.js';
 import {
   snapshotOf,
@@ -714,7 +714,7 @@ export class Projection {
   private eventOf(entry: EventEntry, read: JsonObject | null): RunEvent {
     if (entry.channel === undefined) return quarantineEvent(entry.lineNo);
     const line = entry.raw
-      ? (JSON.parse(entry.raw.toString('utf8')) as JsonObject)
+      ? lineValue(entry.raw)
       : (entry.value ?? read ?? {});
     return Object.freeze({
       kind: 'line',
@@ -1052,7 +1052,7 @@ export class Projection {
       );
     }
     const lines = log.memory.slice(0, count);
-    for (const raw of lines) yield JSON.parse(raw.toString('utf8')) as JsonObject;
+    for (const raw of lines) yield lineValue(raw);
   }
 
   private childList(id: string | null): HandleList {
@@ -1149,7 +1149,7 @@ async function* readJsonLines(
   const wanted = () => seen >= skip && seen < count;
   const splitter = new LineSplitter(heldLineBytes, {
     line(raw) {
-      if (wanted()) values.push(JSON.parse(raw.toString('utf8')) as JsonObject);
+      if (wanted()) values.push(lineValue(raw));
       seen++;
     },
     overflow(piece, _lineNo, final) {

@@ -217,7 +217,8 @@ export class AgentEvents {
   }
 
   end(out: RecordBatch): void {
-    for (const line of shareRepeatedText(this.mapper.end(), 0)) out.push(derivedRecord(this.lastLineNo, line));
+    const lines = shareRepeatedText(this.mapper.end(), 0);
+    for (const line of lines) out.push(derivedRecord(this.lastLineNo, line));
   }
 }
 

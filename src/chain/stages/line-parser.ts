@@ -70,6 +70,14 @@ export function createLineParser(options: LineParserOptions): Duplex {
       }
       run.input.lines++;
       const c = scanLine(raw, terminated);
+      if (c.ok && c.shallow !== undefined) {
+        run.warn(
+          'LINE_TOO_DENSE',
+          `line ${lineNo} holds ${c.shallow} objects and arrays, more than a line of ${raw.length} ` +
+            'bytes is parsed with: it was routed by its top-level members, byte for byte; ' +
+            'transcripts show none of it',
+        );
+      }
       if (c.ok) batch.push(scannedRecord(lineNo, raw, c));
       else quarantine(raw, lineNo, c.reason, true);
     },

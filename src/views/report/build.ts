@@ -3,6 +3,7 @@ import { isObject, type JsonObject } from '../../model/message.js';
 import { closeSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { HELD_LINE_BYTES, LineSplitter } from '../../model/lines.js';
+import { parseBounded, planLine } from '../../model/line-view.js';
 import { elementsAt, membersAt, scanJson, Tape, valueAt } from '../../model/scan.js';
 import { EXIT, SubteeError } from '../../errors.js';
 import { withDefaults } from '../../defaults.js';
@@ -269,12 +270,9 @@ export function readReportData(
             if (line.length > 0) budget.skipLine(line.length);
             return;
           }
-          let value: unknown;
-          try {
-            value = JSON.parse(line.toString('utf8'));
-          } catch {
-            return;
-          }
+          // Bounded by the line's size however it nests (a line too dense is read by its top members).
+          const read = planLine(line) === 'not-object' ? null : parseBounded(line, true);
+          const value = read?.ok ? read.value : undefined;
           if (!isObject(value)) return;
           if (mapped === null) onValue(value, line.length);
           else for (const v of mapped(value, ch.id, line.length)) onValue(v, line.length);
