@@ -72,7 +72,7 @@ test('examples/deep-agents.mjs runs offline: nested subagents live, transcripts,
 
 test(
   "examples/claude-agent-sdk.mjs runs the real SDK on the project's Claude Code against the scripted API",
-  { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (npm ci installs it)' },
+  { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (`npm test` installs it)' },
   async () => {
     const api = await startFakeApi();
     try {

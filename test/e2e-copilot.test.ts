@@ -95,7 +95,7 @@ test('recorded Copilot streams: each scenario as the independent reading sees it
 
 describe(
   'real GitHub Copilot CLI into subtee',
-  { skip: !chatCliAvailable('copilot') && 'the Copilot CLI is not installed (npm ci installs it)' },
+  { skip: !chatCliAvailable('copilot') && 'the Copilot CLI is not installed (`npm test` installs it)' },
   () => {
     for (const scenario of CHAT_SCENARIOS) {
       // One scenario runs under `subtee run` with the CLI's own version required; the rest on a pipe.

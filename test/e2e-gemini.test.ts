@@ -7,7 +7,7 @@ import { GEMINI_SCENARIOS } from './e2e/other-scenarios.js';
 describeCli({
   format: 'gemini',
   title: 'Gemini CLI',
-  skip: !geminiAvailable() && 'the Gemini CLI is not installed (npm ci installs it)',
+  skip: !geminiAvailable() && 'the Gemini CLI is not installed (`npm test` installs it)',
   executable: GEMINI,
   versionOf: (printed) => (/^\d+\.\d+\.\d+$/.test(printed) ? printed : null),
   startApi: startFakeGemini,

@@ -108,7 +108,7 @@ test('recorded opencode streams: each scenario as the independent reading sees i
 
 describe(
   'real opencode into subtee',
-  { skip: !chatCliAvailable('opencode') && 'opencode is not installed (npm ci installs it)' },
+  { skip: !chatCliAvailable('opencode') && 'opencode is not installed (`npm test` installs it)' },
   () => {
     for (const scenario of CHAT_SCENARIOS) {
       const underRun = scenario.name === 'spawn-2';

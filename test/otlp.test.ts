@@ -330,7 +330,7 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
 
 describe(
   'OTLP sink on live runs of the real Claude Code CLI',
-  { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (npm ci installs it)' },
+  { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (`npm test` installs it)' },
   () => {
     let api: FakeApi;
     let receiver: OtlpReceiver;

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
 import { test } from 'node:test';
 import { ROOT, tmpDir } from './helpers.js';
-import { docPages } from './helpers/docs.js';
+import { codeBlocks, docPages, section } from './helpers/docs.js';
+import { satisfies } from '../src/semver.js';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
@@ -144,5 +145,105 @@ test('installing the packed tarball runs no install-time script and npm has noth
   assert.equal(install.status, 0, install.stderr);
   assert.doesNotMatch(install.stderr, /npm warn/i, install.stderr);
   const v = spawnSync(join(project, 'node_modules', '.bin', 'subtee'), ['--version'], { encoding: 'utf8' });
+  assert.equal(v.stdout.trim(), `subtee ${pkg.version}`, v.stderr);
+});
+
+/** The agent CLIs the end-to-end tests run: their own package, test/e2e, never the repository's. */
+const AGENT_CLIS = [
+  '@anthropic-ai/claude-code',
+  '@github/copilot',
+  '@google/gemini-cli',
+  '@openai/codex',
+  'opencode-ai',
+];
+
+test("the repository's npm ci is light: the agent CLIs are test/e2e's, every package it installs runs on the Node engines names", () => {
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'));
+  const e2e = JSON.parse(readFileSync(join(ROOT, 'test', 'e2e', 'package-lock.json'), 'utf8'));
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+  for (const name of AGENT_CLIS) {
+    assert.equal(lock.packages[`node_modules/${name}`], undefined, `${name} is in the repository's lockfile`);
+    assert.ok(e2e.packages[`node_modules/${name}`], `${name} is pinned by test/e2e/package-lock.json`);
+  }
+  // Optional dependencies are left out (.npmrc): those are the Agent SDK's own platform binaries.
+  assert.match(readFileSync(join(ROOT, '.npmrc'), 'utf8'), /^omit=optional$/m);
+  const installed = Object.entries<any>(lock.packages).filter(([path, e]) => path !== '' && !e.optional);
+  assert.ok(installed.length > 100, `${installed.length} packages`);
+  const [major, minor = '0', patch = '0'] = /^>=([\d.]+)$/.exec(pkg.engines.node)![1].split('.');
+  const least = `${major}.${minor}.${patch}`;
+  // Ranges as packages write them (`>= 8`, `*`), in the comparator form the range checker reads.
+  const range = (r: string) => (r.trim() === '*' ? '>=0' : r.replace(/([<>=^~]+)\s+/g, '$1'));
+  const refused = installed
+    .filter(([, e]) => e.engines?.node && !satisfies(least, range(e.engines.node)))
+    .map(([path, e]) => `${path} wants node ${e.engines.node}`);
+  assert.deepEqual(refused, [], `packages that refuse Node ${least}, the least package.json's engines allows`);
+  assert.ok(satisfies(process.versions.node, pkg.engines.node), `this Node is ${process.versions.node}`);
+  assert.match(pkg.scripts.test, /&& node test\/e2e\/install\.mjs && /, 'npm test installs the agent CLIs first');
+});
+
+/** The packed tarball, built from dist/ as it stands (scripts off: `npm test` has built it). */
+function packTarball(dir: string): string {
+  const name = execFileSync(npm, ['pack', '--ignore-scripts', '--pack-destination', dir], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  })
+    .trim()
+    .split('\n')
+    .pop()!;
+  return join(dir, name);
+}
+
+/** Bytes of the regular files under a folder (links not followed). */
+function folderBytes(dir: string): number {
+  let bytes = 0;
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile()) bytes += statSync(join(entry.parentPath, entry.name)).size;
+  }
+  return bytes;
+}
+
+test('the packed tarball installs into a fresh global prefix, light, and the subtee it puts on PATH runs', () => {
+  const dir = tmpDir();
+  const prefix = join(dir, 'prefix');
+  const install = spawnSync(
+    npm,
+    ['install', '-g', '--prefix', prefix, packTarball(dir), '--prefer-offline', '--no-audit', '--no-fund'],
+    { encoding: 'utf8', timeout: 180_000 },
+  );
+  assert.equal(install.status, 0, install.stderr);
+  assert.doesNotMatch(install.stderr, /npm warn/i, install.stderr);
+  const mb = folderBytes(prefix) / 2 ** 20;
+  assert.ok(mb < 60, `the install takes ${mb.toFixed(1)} MB`);
+  const out = join(dir, 'out');
+  const input = join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl');
+  const r = spawnSync('subtee', ['--out', out, '-q', '--stdout', 'none', input], {
+    encoding: 'utf8',
+    env: { ...process.env, PATH: `${join(prefix, 'bin')}:${process.env.PATH}` },
+  });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).channels.length, 4);
+});
+
+test("the README's line for a clone puts the clone's subtee on PATH", () => {
+  const blocks = codeBlocks(section('README.md', '## Install'), 'sh');
+  assert.deepEqual(blocks[0], 'npm i -g subtee');
+  const steps = blocks[1].split(' && ');
+  // The first steps are what `npm test` has done in this clone; the last puts it on PATH.
+  assert.deepEqual(steps.slice(0, -1), ['npm ci', 'npm run build']);
+  const prefix = join(tmpDir(), 'prefix');
+  const [command, ...args] = steps.at(-1)!.split(' ');
+  const link = spawnSync(command, [...args, '--no-audit', '--no-fund'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, npm_config_prefix: prefix },
+    timeout: 120_000,
+  });
+  assert.equal(link.status, 0, link.stderr);
+  const v = spawnSync('subtee', ['--version'], {
+    encoding: 'utf8',
+    env: { ...process.env, PATH: `${join(prefix, 'bin')}:${process.env.PATH}` },
+  });
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
   assert.equal(v.stdout.trim(), `subtee ${pkg.version}`, v.stderr);
 });

@@ -4,12 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+/** Where test/e2e/install.mjs (run by `npm test`) installs the agent CLIs. */
+const AGENTS = join(fileURLToPath(new URL('../../../', import.meta.url)), 'test', 'e2e', 'node_modules');
 
 /** The pinned GitHub Copilot CLI (its loader starts the platform binary). */
-export const COPILOT = join(ROOT, 'node_modules', '.bin', 'copilot');
+export const COPILOT = join(AGENTS, '.bin', 'copilot');
 /** The pinned opencode CLI (the platform binary its install script put in place). */
-export const OPENCODE = join(ROOT, 'node_modules', '.bin', 'opencode');
+export const OPENCODE = join(AGENTS, '.bin', 'opencode');
 
 export type ChatCli = 'copilot' | 'opencode';
 

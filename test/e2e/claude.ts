@@ -6,13 +6,14 @@ import { after, before, describe } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startFakeApi, type FakeApi } from './fake-api.js';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+/** Where test/e2e/install.mjs (run by `npm test`) installs the agent CLIs. */
+const AGENTS = join(fileURLToPath(new URL('../../../', import.meta.url)), 'test', 'e2e', 'node_modules');
 
-/** The pinned Claude Code CLI installed by `npm ci` (its native binary). */
-export const CLAUDE = join(ROOT, 'node_modules', '.bin', 'claude');
+/** The pinned Claude Code CLI installed by test/e2e/install.mjs (its native binary). */
+export const CLAUDE = join(AGENTS, '.bin', 'claude');
 
 /** The same binary by its place in the package, for programs that start it themselves (the Agent SDK). */
-export const CLAUDE_BINARY = join(ROOT, 'node_modules', '@anthropic-ai', 'claude-code', 'bin', 'claude.exe');
+export const CLAUDE_BINARY = join(AGENTS, '@anthropic-ai', 'claude-code', 'bin', 'claude.exe');
 
 export function claudeAvailable(): boolean {
   return existsSync(CLAUDE);
@@ -93,7 +94,7 @@ export async function runClaude(
 export function describeWithClaude(title: string, body: (apiUrl: () => string) => void): void {
   describe(
     title,
-    { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (npm ci installs it)' },
+    { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (`npm test` installs it)' },
     () => {
       let api: FakeApi | undefined;
       before(async () => {

@@ -4,15 +4,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+/** Where test/e2e/install.mjs (run by `npm test`) installs the agent CLIs. */
+const AGENTS = join(fileURLToPath(new URL('../../../', import.meta.url)), 'test', 'e2e', 'node_modules');
 
 /** The pinned Codex CLI (its launcher; the native binary is the platform package CI adds back). */
-export const CODEX = join(ROOT, 'node_modules', '.bin', 'codex');
+export const CODEX = join(AGENTS, '.bin', 'codex');
 
 export function codexAvailable(): boolean {
   return (
     existsSync(CODEX) &&
-    existsSync(join(ROOT, 'node_modules', '@openai', `codex-${process.platform}-${process.arch}`))
+    existsSync(join(AGENTS, '@openai', `codex-${process.platform}-${process.arch}`))
   );
 }
 

@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CliCommand } from './codex.js';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+/** Where test/e2e/install.mjs (run by `npm test`) installs the agent CLIs. */
+const AGENTS = join(fileURLToPath(new URL('../../../', import.meta.url)), 'test', 'e2e', 'node_modules');
 
 /** The pinned Gemini CLI (plain JavaScript, run by the same Node). */
-export const GEMINI = join(ROOT, 'node_modules', '.bin', 'gemini');
+export const GEMINI = join(AGENTS, '.bin', 'gemini');
 
 export function geminiAvailable(): boolean {
   return existsSync(GEMINI);
