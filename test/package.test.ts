@@ -36,8 +36,9 @@ function shipped(files: Set<string>, ref: string): boolean {
     const re = globToRegExp(path);
     return [...files].some((f) => re.test(f));
   }
-  if (ref.endsWith('/')) return [...files].some((f) => f.startsWith(path.endsWith('/') ? path : `${path}/`));
-  return files.has(path);
+  // A folder, named with or without its last `/`, is shipped when a file under it is.
+  const folder = path.endsWith('/') ? path : `${path}/`;
+  return files.has(path) || [...files].some((f) => f.startsWith(folder));
 }
 
 /** Folders of the source repository that a user of the package never runs. */
