@@ -7,7 +7,7 @@ import { open } from '../src/index.js';
 import { claudeCommand, describeWithClaude } from './e2e/claude.js';
 import { pipeClaudeIntoSubtee, subteeRunsClaude } from './e2e/pipe.js';
 import { SCENARIOS } from './e2e/scenarios.js';
-import { BIN, checkDetails, checkOutput, fixtureFiles, tmpDir } from './helpers.js';
+import { BIN, checkDetails, checkOutput, FIXTURES as ROOT_FIXTURES, fixtureFiles, tmpDir } from './helpers.js';
 import { checkCollected, collect } from './projection-check.js';
 
 describeWithClaude('real Claude Code CLI piped into subtee', (apiUrl) => {
@@ -148,4 +148,22 @@ test('recorded CLI streams: usage, counts, background and summary match the inde
       `${basename(file)}: has usage to compare`,
     );
   }
+});
+
+test("a main Bash silent past 30 s (recorded): its heartbeat is main's line, no subagent, no status", () => {
+  const file = join(ROOT_FIXTURES, 'long-bash-heartbeat.jsonl');
+  const heartbeats = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.includes('"heartbeat":true'));
+  assert.equal(heartbeats.length, 1, 'the recording has the heartbeat');
+  const out = join(tmpDir(), 'out');
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '-q', file], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(r.status, 0, r.stderr);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.deepEqual(
+    index.channels.map((c: any) => [c.id, c.status]),
+    [[null, 'completed']],
+  );
+  assert.ok(readFileSync(join(out, 'main.jsonl'), 'utf8').includes(heartbeats[0]));
+  assert.doesNotMatch(r.stdout, /\[status\]|agent·/);
 });

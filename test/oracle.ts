@@ -67,8 +67,29 @@ export function readStream(text: string): Oracle {
   const quarantined: string[] = [];
   const nonBlank: string[] = [];
   const spawnParent = new Map<string, string | null>();
-  const chOf = (v: any): string | null =>
+  const parentOf = (v: any): string | null =>
     typeof v.parent_tool_use_id === 'string' && v.parent_tool_use_id !== '' ? v.parent_tool_use_id : null;
+  // A parent naming an earlier call of a tool other than Agent/Task, an id no line opened as a
+  // channel before, is that call's channel (a heartbeat of main's Bash belongs to main).
+  const otherCalls = new Map<string, string | null>();
+  const opened = new Set<string>();
+  const lineChannel = new Map<object, string | null>();
+  const place = (v: any): string | null => {
+    const parent = parentOf(v);
+    let ch = parent;
+    if (parent !== null && !opened.has(parent) && otherCalls.has(parent)) ch = otherCalls.get(parent)!;
+    else if (parent !== null) opened.add(parent);
+    lineChannel.set(v, ch);
+    if (v.type === 'assistant') {
+      for (const b of blocksOf(v)) {
+        if (b.type !== 'tool_use' || b.id === '') continue;
+        if (b.name === 'Agent' || b.name === 'Task') opened.add(b.id);
+        else if (!opened.has(b.id)) otherCalls.set(b.id, ch);
+      }
+    }
+    return ch;
+  };
+  const chOf = (v: any): string | null => lineChannel.get(v) ?? null;
   const parsed: any[] = [];
   const rawLines = text.replace(/^\uFEFF/, '').split('\n');
   rawLines.forEach((l0, i) => {
@@ -86,7 +107,7 @@ export function readStream(text: string): Oracle {
       quarantined.push(l);
       return;
     }
-    get(chOf(v)).lines.push(l);
+    get(place(v)).lines.push(l);
     parsed.push(v);
   });
   // Walks up the spawns seen so far: is `id` the channel `from` or one of its ancestors?

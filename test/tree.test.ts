@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ChannelTree } from '../src/model/tree.js';
+import { ChannelTree, MAX_CALLS_REMEMBERED } from '../src/model/tree.js';
 
 const spawn = (id: string, parent: string | null, name = 'Agent', input: Record<string, unknown> = {}) => ({
   type: 'assistant',
@@ -315,4 +315,73 @@ test('main channel, again: a parent_tool_use_id that is not a non-empty string i
   for (const parent of [null, '', 0, 7, false, {}, ['x']])
     assert.equal(t.route({ ...text(null), parent_tool_use_id: parent }).channel, t.main);
   assert.equal(t.size, 1);
+});
+
+const bash = (id: string, parent: string | null) => ({
+  type: 'assistant',
+  parent_tool_use_id: parent,
+  message: { id: `m_${id}`, content: [{ type: 'tool_use', id, name: 'Bash', input: { command: 'npm test' } }] },
+});
+// As Claude Code 2.1.328 prints it once a tool has run 30 s.
+const heartbeat = (callId: string) => ({
+  type: 'tool_progress',
+  tool_use_id: `${callId}-heartbeat-0`,
+  tool_name: 'Bash',
+  parent_tool_use_id: callId,
+  elapsed_time_seconds: 30,
+  heartbeat: true,
+});
+
+test("a heartbeat naming main's Bash call is main's line: no channel opens, nothing ends", () => {
+  const t = new ChannelTree();
+  t.route(bash('toolu_bash', null));
+  const routed = t.route(heartbeat('toolu_bash'));
+  assert.equal(routed.channel, t.main);
+  assert.deepEqual(routed.events, []);
+  assert.equal(t.size, 1);
+  assert.equal(t.route(result(null, 'toolu_bash', 'ok')).channel, t.main);
+  assert.equal(t.size, 1);
+});
+
+test("a heartbeat naming a subagent's Bash call is that subagent's line; one naming an Agent call is too", () => {
+  const t = new ChannelTree();
+  t.route(spawn('toolu_a', null));
+  t.route(bash('toolu_b', 'toolu_a'));
+  assert.equal(t.route(heartbeat('toolu_b')).channel, t.get('toolu_a'));
+  assert.equal(t.route(heartbeat('toolu_a')).channel, t.get('toolu_a'));
+  assert.equal(t.size, 2);
+  assert.equal(t.get('toolu_a')!.lines, 3);
+});
+
+test('a line naming an id no call made still opens an orphan channel', () => {
+  const t = new ChannelTree();
+  t.route(bash('toolu_bash', null));
+  const routed = t.route(heartbeat('toolu_elsewhere'));
+  assert.equal(routed.channel.id, 'toolu_elsewhere');
+  assert.equal(routed.channel.orphan, true);
+  assert.deepEqual(
+    routed.events.map((e) => e.type),
+    ['open'],
+  );
+});
+
+test('task_started and task_notification of a shell command (local_bash) neither name nor end a channel', () => {
+  const t = new ChannelTree();
+  t.route(spawn('toolu_a', null));
+  t.route({ ...started('toolu_a', false), task_type: 'local_bash', description: 'npm test' });
+  assert.equal(t.get('toolu_a')!.background, null);
+  t.route(bash('toolu_b', null));
+  t.route({ ...started('toolu_b', false), task_type: 'local_bash' });
+  const done = t.route(notified('toolu_b', 'completed', 'npm test'));
+  assert.deepEqual(done.events, []);
+  assert.equal(t.size, 2);
+  assert.equal(t.get('toolu_a')!.status, 'running');
+});
+
+test('the calls a heartbeat can name are the latest MAX_CALLS_REMEMBERED; older ones open an orphan', () => {
+  const t = new ChannelTree();
+  for (let i = 0; i <= MAX_CALLS_REMEMBERED; i++) t.route(bash(`toolu_${i}`, null));
+  assert.equal(t.route(heartbeat(`toolu_${MAX_CALLS_REMEMBERED}`)).channel, t.main);
+  assert.equal(t.route(heartbeat('toolu_1')).channel, t.main);
+  assert.equal(t.route(heartbeat('toolu_0')).channel.orphan, true);
 });

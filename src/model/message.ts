@@ -173,6 +173,8 @@ export interface SystemLine extends LineBase {
   subagent_type?: string;
   description?: string;
   is_backgrounded?: boolean;
+  /** `task_started`: `local_bash` for a shell command, absent for a subagent. */
+  task_type?: string;
   spawn_depth?: number;
   status?: string;
   summary?: string;

@@ -126,6 +126,12 @@ export class ChannelTree {
   private readonly treeSize = new Map<Channel, number>();
   /** Channels whose depth comes from a spawn chain up to main: final, never a guess. */
   private readonly realDepth = new Set<Channel>();
+  /**
+   * Tool calls other than spawns, by id, with the channel that made them: a line whose
+   * `parent_tool_use_id` names one (Claude Code's `tool_progress` heartbeat of a long Bash
+   * call) belongs to that channel, not to a subagent. The latest MAX_CALLS_REMEMBERED.
+   */
+  private readonly calls = new Map<string, Channel>();
   private seq = 0;
   sessionId: string | null = null;
   version: string | null = null;
@@ -241,6 +247,8 @@ export class ChannelTree {
     if (id === null) return this.main;
     let ch = this.byId.get(id);
     if (!ch) {
+      const caller = this.calls.get(id);
+      if (caller) return caller;
       ch = this.newChannel(id);
       ch.orphan = true;
       this.byId.set(id, ch);
@@ -332,10 +340,21 @@ export class ChannelTree {
     for (const block of contentBlocks(line as unknown as JsonObject)) {
       if (block.type === 'redacted_thinking') continue;
       channel.counts[block.type]++;
-      if (block.type === 'tool_use' && SPAWN_TOOLS.has(block.name)) this.spawn(block, channel, pending);
+      if (block.type !== 'tool_use') continue;
+      if (SPAWN_TOOLS.has(block.name)) this.spawn(block, channel, pending);
+      else this.call(block, channel);
     }
     const key = nonEmpty(line.message.id);
     if (key && isObject(line.message.usage)) this.addUsage(channel, key, usageNumbers(line.message.usage));
+  }
+
+  /** Remembers a non-spawn call's channel (see `calls`); an id no real CLI makes is not kept. */
+  private call(block: ToolUseBlock, channel: Channel): void {
+    const id = nonEmpty(block.id);
+    if (!id || id.length > MAX_CALL_ID_CHARS || this.byId.has(id)) return;
+    this.calls.delete(id);
+    this.calls.set(id, channel);
+    if (this.calls.size > MAX_CALLS_REMEMBERED) this.calls.delete(this.calls.keys().next().value!);
   }
 
   /**
@@ -381,6 +400,8 @@ export class ChannelTree {
         if (this.main.status !== 'running') this.main.status = 'running';
         return;
       case 'task_started': {
+        // A foreground or background shell command is a task too, never an agent.
+        if (line.task_type === LOCAL_BASH) return;
         const ch = this.byId.get(nonEmpty(line.tool_use_id) ?? '');
         if (!ch) return;
         if (typeof line.is_backgrounded === 'boolean') ch.background = line.is_backgrounded;
@@ -413,6 +434,13 @@ export class ChannelTree {
     pending.push({ type: 'status', channel: ch, summary });
   }
 }
+
+/** How many non-spawn tool calls the tree remembers the channel of (the latest). */
+export const MAX_CALLS_REMEMBERED = 10_000;
+/** Longest call id remembered: real ids are about 30 characters; a huge one must not be held 10,000 times. */
+const MAX_CALL_ID_CHARS = 256;
+/** `task_started`'s `task_type` for a shell command (Claude Code's Bash), not a subagent. */
+const LOCAL_BASH = 'local_bash';
 
 /** Longest label tag tried before a `~n` suffix. */
 const TAG_MAX_CHARS = 12;

@@ -113,24 +113,36 @@ export interface ChatCliRun {
   code: number | null;
 }
 
-/** Runs the CLI to the end (or the timeout) and returns its stdout bytes. */
+/**
+ * Runs the CLI to the end (or the timeout) and returns its stdout bytes. With `killOn`, the
+ * CLI runs in a process group of its own, killed whole (SIGKILL) once its output matches.
+ */
 export async function runChatCli(
   cli: ChatCli,
   prompt: string,
   apiUrl: string,
   timeoutMs = 120_000,
-): Promise<ChatCliRun> {
+  killOn?: RegExp,
+): Promise<ChatCliRun & { killed: boolean }> {
   const { argv, env, cwd, cleanup } = chatCliCommand(cli, prompt, apiUrl);
-  const child = spawn(argv[0], argv.slice(1), { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const detached = killOn !== undefined;
+  const child = spawn(argv[0], argv.slice(1), { env, cwd, stdio: ['ignore', 'pipe', 'pipe'], detached });
   const out: Buffer[] = [];
   let stderr = '';
-  child.stdout.on('data', (data: Buffer) => out.push(data));
+  let killed = false;
+  child.stdout.on('data', (data: Buffer) => {
+    out.push(data);
+    if (killOn && !killed && killOn.test(Buffer.concat(out).toString('utf8'))) {
+      killed = true;
+      process.kill(-child.pid!, 'SIGKILL');
+    }
+  });
   child.stderr.on('data', (data) => (stderr += data));
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   const code = await new Promise<number | null>((resolve) => child.on('close', (status) => resolve(status)));
   clearTimeout(timer);
   cleanup();
-  return { stdout: Buffer.concat(out), stderr, code };
+  return { stdout: Buffer.concat(out), stderr, code, killed };
 }
 
 export interface PipedChatRun {

@@ -91,6 +91,29 @@ export const CHAT_SCRIPTS: Record<string, (t: ChatTurn) => ChatReply> = {
     return say('One part failed, one reported. [failsub]');
   },
   doomed: () => ({ kind: 'error', status: 400, message: 'scripted failure for this subagent' }),
+  /** printer:S — one command that prints a line a second for S seconds, then a report. */
+  printer(t) {
+    const seconds = Number(t.args[0] ?? 5);
+    if (t.turn === 0)
+      return say(`Printing for ${seconds} s.`, [
+        shell(`for i in $(seq 1 ${seconds}); do echo tick-$i; sleep 1; done`),
+      ]);
+    return say('Printer report: the command is still printing.');
+  },
+  /**
+   * latesub:S:W — a subagent whose command prints for S seconds (past Copilot's 30 s wait for
+   * a sync command), while main, once the subagent reported, runs a command of W seconds.
+   */
+  latesub(t) {
+    if (t.turn === 0) return say('One printing part.', [spawnCall(`CHAT:printer:${t.args[0] ?? 45}`, 'printer')]);
+    if (t.turn === 1) return say('Waiting for the printer.', [shell(`sleep ${t.args[1] ?? 20}; echo waited`)]);
+    return say('The printer reported. [latesub]');
+  },
+  /** longcmd:S — one command silent for S seconds, then a report. */
+  longcmd(t) {
+    if (t.turn === 0) return say('Running a long command.', [shell(`sleep ${t.args[0] ?? 60}; echo slept`)]);
+    return say('The long command finished. [longcmd]');
+  },
 };
 
 /** The scenarios every Chat Completions CLI runs, by fixture name. */
@@ -108,6 +131,21 @@ function textOf(content: unknown): string {
   if (!Array.isArray(content)) return '';
   return content.map((part: any) => (typeof part?.text === 'string' ? part.text : '')).join('\n');
 }
+
+/**
+ * Scenarios about time and interruption, each for one CLI: recorded by `npm run record` and
+ * read back from their recordings. `killOn`: the recorder kills the CLI's process group
+ * (SIGKILL) once its output matches, as a CI job's timeout or an OOM kill would.
+ */
+export const TIMED_CHAT_SCENARIOS: ReadonlyArray<{
+  cli: 'copilot' | 'opencode';
+  name: string;
+  prompt: string;
+  killOn?: RegExp;
+}> = [
+  { cli: 'copilot', name: 'late-subagent-output', prompt: 'CHAT:latesub:45:20' },
+  { cli: 'opencode', name: 'killed-mid-step', prompt: 'CHAT:longcmd:60', killOn: /"type":"text"/ },
+];
 
 /** Picks the script for one request, or null for side requests (titles, summaries…). */
 export function chatTurnOf(body: any): ChatTurn | null {

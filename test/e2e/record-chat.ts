@@ -3,13 +3,14 @@
  * into test/fixtures/other-agents/<cli>/<scenario>.jsonl, with each CLI's version beside them:
  *   npm run record            (every CLI, Claude Code included)
  *   node dist/test/e2e/record-chat.js copilot
+ *   node dist/test/e2e/record-chat.js killed-mid-step     (one of the timed scenarios)
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chatCliCommand, runChatCli, type ChatCli } from './chat-clis.js';
-import { CHAT_SCENARIOS, startFakeChat } from './fake-chat.js';
+import { CHAT_SCENARIOS, TIMED_CHAT_SCENARIOS, startFakeChat } from './fake-chat.js';
 
 const FIXTURES = fileURLToPath(new URL('../../../test/fixtures/other-agents/', import.meta.url));
 const CLIS: readonly ChatCli[] = ['copilot', 'opencode'];
@@ -50,6 +51,15 @@ try {
       process.stdout.write(`${cli}/${scenario.name}: ${text.split('\n').length - 1} lines\n`);
     }
     writeFileSync(join(folder, 'VERSION'), `${chatCliVersion(cli)}\n`);
+  }
+  for (const scenario of TIMED_CHAT_SCENARIOS) {
+    if (wanted.length > 0 && !wanted.includes(scenario.cli) && !wanted.includes(scenario.name)) continue;
+    const run = await runChatCli(scenario.cli, scenario.prompt, api.url, 180_000, scenario.killOn);
+    if (scenario.killOn ? !run.killed : run.code !== 0)
+      throw new Error(`${scenario.cli} ${scenario.name}: exited ${run.code}, killed ${run.killed}: ${run.stderr}`);
+    const text = neutralPaths(run.stdout.toString('utf8'));
+    writeFileSync(join(FIXTURES, scenario.cli, `${scenario.name}.jsonl`), text);
+    process.stdout.write(`${scenario.cli}/${scenario.name}: ${text.split('\n').length - 1} lines\n`);
   }
 } finally {
   await api.close();

@@ -57,3 +57,21 @@ export const SCENARIOS: readonly Scenario[] = [
     expect: { subagents: 1, maxDepth: 1, completed: 1, failed: 0 },
   },
 ];
+
+/**
+ * Scenarios whose point is time itself (a command silent past Claude Code's 30 s heartbeat, a
+ * helper that reports 25 s after its spawn): recorded by `npm run record` like the others, and
+ * read back from their recordings rather than re-run by every end-to-end pass.
+ */
+export const TIMED_SCENARIOS: readonly Scenario[] = [
+  {
+    name: 'long-bash-heartbeat',
+    prompt: 'SCRIPT:bash:35000',
+    expect: { subagents: 0, maxDepth: 0, completed: 0, failed: 0 },
+  },
+  {
+    name: 'slow-background-helper',
+    prompt: 'SCRIPT:quiet:25000',
+    expect: { subagents: 1, maxDepth: 1, completed: 1, failed: 0 },
+  },
+];
