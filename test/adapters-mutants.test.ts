@@ -647,7 +647,7 @@ function copilotReader(spawnTools: readonly string[] = ['task']) {
             ),
           );
           perCall.delete(task);
-          if (agentId) agents.delete(agentId);
+          // The agent's id keeps naming its channel: its command's late output comes after this.
           break;
         }
         case 'result': {

@@ -180,3 +180,29 @@ describe(
     );
   },
 );
+
+test("recorded: a subagent's command printing past Copilot's 30 s sync wait stays in its file", () => {
+  const file = join(RECORDED, 'late-subagent-output.jsonl');
+  const text = readFileSync(file, 'utf8');
+  const reading = readCopilot(text);
+  const subagent = subagentsOf(reading);
+  assert.equal(subagent.length, 1);
+  assert.equal(subagent[0].status, 'completed');
+  // The lines after the subagent completed that still carry its agentId.
+  const lines = text.split('\n').filter((line) => line !== '');
+  const done = lines.findIndex((line) => JSON.parse(line).type === 'subagent.completed');
+  const agentId = JSON.parse(lines[done]).agentId;
+  const late = lines.slice(done + 1).filter((line) => JSON.parse(line).agentId === agentId);
+  assert.ok(late.length >= 10, `late lines: ${late.length}`);
+  const out = join(tmpDir(), 'out');
+  const run = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', file], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  assert.equal(run.status, 0, run.stderr);
+  const index = checkIndex(reading, out, 'late-subagent-output');
+  const sub = index.channels.find((c: any) => c.id === subagent[0].id);
+  const kept = readFileSync(join(out, sub.jsonl), 'utf8');
+  for (const line of late) assert.ok(kept.includes(line), 'a late line is in the subagent file');
+  assert.ok(!readFileSync(join(out, 'main.jsonl'), 'utf8').includes(`"agentId":"${agentId}"`));
+});

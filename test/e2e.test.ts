@@ -7,7 +7,14 @@ import { open } from '../src/index.js';
 import { claudeCommand, describeWithClaude } from './e2e/claude.js';
 import { pipeClaudeIntoSubtee, subteeRunsClaude } from './e2e/pipe.js';
 import { SCENARIOS } from './e2e/scenarios.js';
-import { BIN, checkDetails, checkOutput, FIXTURES as ROOT_FIXTURES, fixtureFiles, tmpDir } from './helpers.js';
+import {
+  BIN,
+  checkDetails,
+  checkOutput,
+  FIXTURES as ROOT_FIXTURES,
+  fixtureFiles,
+  tmpDir,
+} from './helpers.js';
 import { checkCollected, collect } from './projection-check.js';
 
 describeWithClaude('real Claude Code CLI piped into subtee', (apiUrl) => {
@@ -157,7 +164,10 @@ test("a main Bash silent past 30 s (recorded): its heartbeat is main's line, no 
     .filter((line) => line.includes('"heartbeat":true'));
   assert.equal(heartbeats.length, 1, 'the recording has the heartbeat');
   const out = join(tmpDir(), 'out');
-  const r = spawnSync(process.execPath, [BIN, '--out', out, '-q', file], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '-q', file], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   assert.equal(r.status, 0, r.stderr);
   const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
   assert.deepEqual(

@@ -5,7 +5,12 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { CodexMapper, itemResult } from '../src/adapters/codex.js';
-import { copilotVersionOf, CopilotMapper, toolResult } from '../src/adapters/copilot.js';
+import {
+  copilotVersionOf,
+  CopilotMapper,
+  MAX_AGENTS_REMEMBERED,
+  toolResult,
+} from '../src/adapters/copilot.js';
 import { GEMINI_DEFAULTS, GeminiMapper } from '../src/adapters/gemini.js';
 import { OpencodeMapper, taskReport } from '../src/adapters/opencode.js';
 import { shellResultText, usageOf, type StreamMapper } from '../src/adapters/stream-lines.js';
@@ -374,6 +379,30 @@ test('Copilot: subagents nest at any depth by their task call; agentId routes th
   assert.equal(c.depth, 3);
   assert.equal(c.status, 'failed');
   assert.equal(c.summary, 'boom');
+});
+
+test("Copilot: an agent's late output keeps its channel after it completed; the latest agents only", () => {
+  const mapper = new CopilotMapper();
+  const output = (agentId: string) => ({
+    type: 'tool.shell_output',
+    ephemeral: true,
+    agentId,
+    data: { toolCallId: 'cmd', output: 'tick' },
+  });
+  const start = (i: number) => ({
+    type: 'subagent.started',
+    agentId: `agent-${i}`,
+    data: { toolCallId: `call_${i}` },
+  });
+  mapper.map(start(0));
+  mapper.map({ type: 'subagent.completed', agentId: 'agent-0', data: { toolCallId: 'call_0' } });
+  assert.equal(mapper.map(output('agent-0')).channel, 'call_0');
+  for (let i = 1; i <= MAX_AGENTS_REMEMBERED; i++) mapper.map(start(i));
+  assert.equal(mapper.map(output('agent-0')).channel, null, 'the oldest agent is forgotten');
+  assert.equal(mapper.map(output('agent-1')).channel, 'call_1');
+  const huge = 'x'.repeat(10_000);
+  mapper.map({ type: 'subagent.started', agentId: huge, data: { toolCallId: 'call_huge' } });
+  assert.equal(mapper.map(output(huge)).channel, null, 'an id no CLI makes is not held');
 });
 
 test('Copilot pure functions: version from the skills path; a shell result with its exit code', () => {

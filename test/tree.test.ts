@@ -320,7 +320,10 @@ test('main channel, again: a parent_tool_use_id that is not a non-empty string i
 const bash = (id: string, parent: string | null) => ({
   type: 'assistant',
   parent_tool_use_id: parent,
-  message: { id: `m_${id}`, content: [{ type: 'tool_use', id, name: 'Bash', input: { command: 'npm test' } }] },
+  message: {
+    id: `m_${id}`,
+    content: [{ type: 'tool_use', id, name: 'Bash', input: { command: 'npm test' } }],
+  },
 });
 // As Claude Code 2.1.328 prints it once a tool has run 30 s.
 const heartbeat = (callId: string) => ({
@@ -343,7 +346,7 @@ test("a heartbeat naming main's Bash call is main's line: no channel opens, noth
   assert.equal(t.size, 1);
 });
 
-test("a heartbeat naming a subagent's Bash call is that subagent's line; one naming an Agent call is too", () => {
+test("a heartbeat naming a subagent's Bash call, or its Agent call, is that subagent's line", () => {
   const t = new ChannelTree();
   t.route(spawn('toolu_a', null));
   t.route(bash('toolu_b', 'toolu_a'));
@@ -365,7 +368,7 @@ test('a line naming an id no call made still opens an orphan channel', () => {
   );
 });
 
-test('task_started and task_notification of a shell command (local_bash) neither name nor end a channel', () => {
+test('task_started and task_notification of a shell command (local_bash) touch no channel', () => {
   const t = new ChannelTree();
   t.route(spawn('toolu_a', null));
   t.route({ ...started('toolu_a', false), task_type: 'local_bash', description: 'npm test' });

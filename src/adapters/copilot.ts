@@ -40,6 +40,11 @@ export interface CopilotMapperOptions {
   spawnTools?: readonly string[];
 }
 
+/** How many subagents' `agentId`s are remembered (the latest), so state stays bounded. */
+export const MAX_AGENTS_REMEMBERED = 10_000;
+/** Longest id remembered: Copilot's are UUIDs and short call ids; a huge one is not held 10,000 times. */
+const MAX_ID_CHARS = 256;
+
 const COPILOT_TYPE = /^(session|user|assistant|tool|subagent|model|skill|hook|system|abort)\.[a-z_.]+$/;
 
 /** Whether a line is a Copilot CLI session event (the first line of a run decides the format). */
@@ -81,13 +86,18 @@ const COPILOT_USAGE = Object.freeze({
 
 /**
  * Maps Copilot session events to stream-json-shaped lines, one event at a time. State: the
- * channel of each subagent's `agentId`, the tool calls announced and not yet finished, and
- * which subagents reported their own usage; each entry goes when its call or agent ends.
+ * channel of each subagent's `agentId` (the latest MAX_AGENTS_REMEMBERED), the tool calls
+ * announced and not yet finished, and which subagents reported their own usage; a call's and
+ * a usage entry go when the call or the agent ends.
  */
 export class CopilotMapper implements StreamMapper {
   version: string | null = null;
   private readonly spawnTools: ReadonlySet<string>;
-  /** agentId → the task call id that is its channel. */
+  /**
+   * agentId → the task call id that is its channel, kept after the agent ended: a command it
+   * started can go on printing (`tool.shell_output`) under its `agentId` once Copilot's sync
+   * wait gave up and the subagent completed. The latest MAX_AGENTS_REMEMBERED agents.
+   */
   private readonly agents = new Map<string, string>();
   /** Tool calls shown as tool_use and not yet ended. */
   private readonly announced = new Set<string>();
@@ -178,7 +188,12 @@ export class CopilotMapper implements StreamMapper {
         case 'subagent.started': {
           const id = nonEmpty(data.toolCallId);
           const agentId = nonEmpty(event.agentId);
-          if (id && agentId) this.agents.set(agentId, id);
+          if (id && agentId && agentId.length <= MAX_ID_CHARS && id.length <= MAX_ID_CHARS) {
+            this.agents.delete(agentId);
+            this.agents.set(agentId, id);
+            if (this.agents.size > MAX_AGENTS_REMEMBERED)
+              this.agents.delete(this.agents.keys().next().value!);
+          }
           if (id) {
             const name = nonEmpty(data.agentName) ?? nonEmpty(data.agentType);
             push(taskStartedLine(id, name, nonEmpty(data.agentDescription), ts));
@@ -200,8 +215,6 @@ export class CopilotMapper implements StreamMapper {
           push(taskNotificationLine(id, failed ? 'failed' : 'completed', summary, ts));
           this.usageSeen.delete(id);
           this.models.delete(id);
-          const agentId = nonEmpty(event.agentId);
-          if (agentId) this.agents.delete(agentId);
           break;
         }
         case 'result': {

@@ -105,8 +105,10 @@ export const CHAT_SCRIPTS: Record<string, (t: ChatTurn) => ChatReply> = {
    * a sync command), while main, once the subagent reported, runs a command of W seconds.
    */
   latesub(t) {
-    if (t.turn === 0) return say('One printing part.', [spawnCall(`CHAT:printer:${t.args[0] ?? 45}`, 'printer')]);
-    if (t.turn === 1) return say('Waiting for the printer.', [shell(`sleep ${t.args[1] ?? 20}; echo waited`)]);
+    const [printSeconds = '45', waitSeconds = '20'] = t.args;
+    const printer = spawnCall(`CHAT:printer:${printSeconds}`, 'printer');
+    if (t.turn === 0) return say('One printing part.', [printer]);
+    if (t.turn === 1) return say('Waiting for the printer.', [shell(`sleep ${waitSeconds}; echo waited`)]);
     return say('The printer reported. [latesub]');
   },
   /** longcmd:S — one command silent for S seconds, then a report. */

@@ -56,7 +56,7 @@ try {
     if (wanted.length > 0 && !wanted.includes(scenario.cli) && !wanted.includes(scenario.name)) continue;
     const run = await runChatCli(scenario.cli, scenario.prompt, api.url, 180_000, scenario.killOn);
     if (scenario.killOn ? !run.killed : run.code !== 0)
-      throw new Error(`${scenario.cli} ${scenario.name}: exited ${run.code}, killed ${run.killed}: ${run.stderr}`);
+      throw new Error(`${scenario.cli} ${scenario.name}: exited ${run.code}: ${run.stderr}`);
     const text = neutralPaths(run.stdout.toString('utf8'));
     writeFileSync(join(FIXTURES, scenario.cli, `${scenario.name}.jsonl`), text);
     process.stdout.write(`${scenario.cli}/${scenario.name}: ${text.split('\n').length - 1} lines\n`);
