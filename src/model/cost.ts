@@ -614,7 +614,9 @@ export class CostLedger {
     }
     for (const key of this.byChannel.keys())
       if (key !== null && !found.subagents.has(key) && this.hasUsage(key)) missing.push(printable(key));
-    if (missing.length > 0)
+    // With no transcript of the session at all, the problem said so once.
+    const anyFound = found.main !== null || found.subagents.size > 0;
+    if (missing.length > 0 && anyFound)
       this.warn?.(
         'TRANSCRIPT_MISSING',
         `no transcript in ${dir} for ${missing.length} channel(s) with usage (${missing.slice(0, 3).join(', ')}` +

@@ -1,0 +1,295 @@
+// Exact output tokens per channel from Claude Code's own transcripts: real runs of the CLI
+// against the scripted API, recorded with the transcripts it wrote (test/e2e/record-transcripts.ts),
+// checked against an independent count of those files made here, line by line.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import {
+  cpSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { PRICE_TABLE } from '../src/model/prices.js';
+import { BIN, FIXTURES, tmpDir } from './helpers.js';
+
+const RECORDED = join(FIXTURES, 'transcripts');
+const SHAPES = ['nested-depth-3', 'binary-tree-depth-2', 'background-fanout-3', 'forwarding-off-2'];
+
+interface Count {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  model: string;
+}
+
+/** A transcript's tokens: each assistant message once (by message id and request id). */
+function countFile(path: string): Count {
+  const seen = new Map<string, Count>();
+  for (const text of readFileSync(path, 'utf8').split('\n')) {
+    if (text === '') continue;
+    const line = JSON.parse(text);
+    if (line.type !== 'assistant' || line.message?.model === '<synthetic>') continue;
+    const u = line.message.usage;
+    seen.set(`${line.message.id} ${line.requestId}`, {
+      input: u.input_tokens ?? 0,
+      output: u.output_tokens ?? 0,
+      cacheRead: u.cache_read_input_tokens ?? 0,
+      cacheWrite: u.cache_creation_input_tokens ?? 0,
+      model: line.message.model,
+    });
+  }
+  const total: Count = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, model: '' };
+  for (const c of seen.values()) {
+    total.input += c.input;
+    total.output += c.output;
+    total.cacheRead += c.cacheRead;
+    total.cacheWrite += c.cacheWrite;
+    total.model = c.model;
+  }
+  return total;
+}
+
+/** The session folder of a recording: `config/projects/<slug>/`, and its session id. */
+function sessionOf(shape: string): { project: string; session: string } {
+  const projects = join(RECORDED, shape, 'config', 'projects');
+  const [slug] = readdirSync(projects);
+  const project = join(projects, slug);
+  const file = readdirSync(project).find((f) => f.endsWith('.jsonl'))!;
+  return { project, session: file.slice(0, -'.jsonl'.length) };
+}
+
+/** Per channel (null for main, else the spawn's tool_use id), the transcript's count. */
+function independentCount(shape: string): Map<string | null, Count> {
+  const { project, session } = sessionOf(shape);
+  const counts = new Map<string | null, Count>([[null, countFile(join(project, `${session}.jsonl`))]]);
+  const subagents = join(project, session, 'subagents');
+  for (const name of readdirSync(subagents).filter((f) => f.endsWith('.meta.json'))) {
+    const meta = JSON.parse(readFileSync(join(subagents, name), 'utf8'));
+    counts.set(meta.toolUseId, countFile(join(subagents, name.replace('.meta.json', '.jsonl'))));
+  }
+  return counts;
+}
+
+function run(args: string[]): { index: any; stderr: string; out: string } {
+  const out = join(tmpDir(), 'out');
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', ...args], {
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  return { index: JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')), stderr: r.stderr, out };
+}
+
+const byId = (index: any) => new Map<string | null, any>(index.channels.map((c: any) => [c.id, c]));
+const near = (a: number, b: number, label: string) => assert.ok(Math.abs(a - b) < 1e-9, `${label}: ${a} vs ${b}`);
+
+describe('exact output tokens per channel from the transcripts of real Claude Code runs', () => {
+  for (const shape of SHAPES) {
+    test(`${shape}: each channel's tokens are its transcript's, its dollars that count priced by the table`, () => {
+      const counts = independentCount(shape);
+      const stream = join(RECORDED, shape, 'stream.jsonl');
+      const { index, stderr } = run(['--transcripts', join(RECORDED, shape, 'config'), stream]);
+      const channels = byId(index);
+      assert.equal(channels.size, counts.size, 'a transcript per channel');
+      for (const [id, count] of counts) {
+        const ch = channels.get(id);
+        assert.ok(ch, `channel ${id} in index.json`);
+        assert.equal(ch.cost.basis, 'exact', `${id}: basis`);
+        assert.equal(ch.usage.output_tokens, count.output, `${id}: output tokens`);
+        assert.equal(ch.usage.input_tokens, count.input, `${id}: input tokens`);
+        // The table's rates are Claude Code's own for these runs: the count priced by them.
+        const rate = PRICE_TABLE.models[count.model];
+        const usd =
+          (count.input * rate.input +
+            count.output * rate.output +
+            count.cacheRead * rate.cache_read +
+            count.cacheWrite * rate.cache_write_5m) /
+          1e6;
+        near(ch.cost.usd, usd, `${id}: dollars`);
+      }
+      const result = readFileSync(stream, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+        .filter((l) => l.type === 'result')
+        .at(-1);
+      const sum = index.channels.reduce((s: number, c: any) => s + c.cost.usd, 0);
+      near(sum + index.cost.unattributed_usd, result.total_cost_usd, 'channels + unattributed = the result');
+      assert.deepEqual(index.cost.channels_by_basis, { exact: counts.size, estimated: 0, stream: 0, unknown: 0 });
+      assert.equal(index.cost.output_tokens, 'exact');
+      assert.match(stderr, new RegExp(`agents' output tokens ${counts.size} exact\\)`));
+      assert.doesNotMatch(stderr, /~\$/);
+    });
+  }
+
+  test('without the transcripts the same runs are estimated, marked ~ on stderr, and differ from the count', () => {
+    const shape = 'binary-tree-depth-2';
+    const counts = independentCount(shape);
+    const { index, stderr } = run([join(RECORDED, shape, 'stream.jsonl')]);
+    const differing = index.channels.filter((c: any) => c.usage.output_tokens !== counts.get(c.id)!.output);
+    assert.ok(differing.length > 0, 'the estimate is not the transcripts’ count');
+    for (const c of index.channels) assert.equal(c.cost.basis, 'estimated');
+    assert.match(stderr, /~\$0\.\d+/);
+  });
+
+  test('a Claude config folder and its projects folder are both accepted; the cwd is not needed', () => {
+    const shape = 'nested-depth-3';
+    const stream = join(RECORDED, shape, 'stream.jsonl');
+    const a = run(['--transcripts', join(RECORDED, shape, 'config'), stream]).index;
+    const b = run(['--transcripts', join(RECORDED, shape, 'config', 'projects'), stream]).index;
+    assert.deepEqual(a.cost, b.cost);
+    assert.equal(b.cost.channels_by_basis.exact, 4);
+  });
+});
+
+/** A copy of a recording's config folder to damage. */
+function copyOf(shape: string): { config: string; project: string; session: string; subagents: string } {
+  const config = join(tmpDir(), 'config');
+  cpSync(join(RECORDED, shape, 'config'), config, { recursive: true });
+  const { project, session } = sessionOf(shape);
+  const mine = join(config, 'projects', project.split('/').at(-1)!);
+  return { config, project: mine, session, subagents: join(mine, session, 'subagents') };
+}
+
+function firstAgent(subagents: string): { name: string; toolUseId: string } {
+  const meta = readdirSync(subagents).find((f) => f.endsWith('.meta.json'))!;
+  const toolUseId = JSON.parse(readFileSync(join(subagents, meta), 'utf8')).toolUseId;
+  return { name: meta.replace('.meta.json', ''), toolUseId };
+}
+
+describe('a transcript that is missing, partial, disagrees or is a link is named, never mixed in', () => {
+  const shape = 'binary-tree-depth-2';
+  const stream = join(RECORDED, shape, 'stream.jsonl');
+  const warning = (index: any, code: string) => index.warnings.find((w: any) => w.code === code);
+
+  test('missing: TRANSCRIPT_MISSING, that channel stays estimated, the others exact', () => {
+    const c = copyOf(shape);
+    const agent = firstAgent(c.subagents);
+    rmSync(join(c.subagents, `${agent.name}.meta.json`));
+    const { index } = run(['--transcripts', c.config, stream]);
+    assert.match(warning(index, 'TRANSCRIPT_MISSING').message, /for 1 channel\(s\) with usage/);
+    const channels = byId(index);
+    assert.equal(channels.get(agent.toolUseId).cost.basis, 'estimated');
+    assert.equal(index.cost.channels_by_basis.exact, 6);
+  });
+
+  test('cut short (the last line half written): TRANSCRIPT_PARTIAL, the stream’s figures stand', () => {
+    const c = copyOf(shape);
+    const agent = firstAgent(c.subagents);
+    const file = join(c.subagents, `${agent.name}.jsonl`);
+    const text = readFileSync(file, 'utf8');
+    writeFileSync(file, text.slice(0, text.length - 40));
+    const { index } = run(['--transcripts', c.config, stream]);
+    assert.match(warning(index, 'TRANSCRIPT_PARTIAL').message, /ends in a line cut short/);
+    assert.equal(byId(index).get(agent.toolUseId).cost.basis, 'estimated');
+  });
+
+  test('another message count: TRANSCRIPT_DISAGREES naming both figures, the stream’s stand', () => {
+    const c = copyOf(shape);
+    const agent = firstAgent(c.subagents);
+    const file = join(c.subagents, `${agent.name}.jsonl`);
+    const lines = readFileSync(file, 'utf8').split('\n');
+    let last = lines.length - 1;
+    while (!lines[last].includes('"type":"assistant"')) last--;
+    writeFileSync(file, lines.filter((_, i) => i !== last).join('\n'));
+    const { index } = run(['--transcripts', c.config, stream]);
+    assert.match(warning(index, 'TRANSCRIPT_DISAGREES').message, /1 messages, the stream 2/);
+    assert.equal(byId(index).get(agent.toolUseId).cost.basis, 'estimated');
+  });
+
+  test('impossible figures in a transcript (negative, huge): TRANSCRIPT_PARTIAL, nothing negative', () => {
+    for (const figure of ['-40', '1e308', '99999999999']) {
+      const c = copyOf(shape);
+      const agent = firstAgent(c.subagents);
+      const file = join(c.subagents, `${agent.name}.jsonl`);
+      writeFileSync(file, readFileSync(file, 'utf8').replaceAll('"output_tokens":30', `"output_tokens":${figure}`));
+      const { index } = run(['--transcripts', c.config, stream]);
+      assert.match(warning(index, 'TRANSCRIPT_PARTIAL').message, /impossible usage\.output_tokens/, figure);
+      const ch = byId(index).get(agent.toolUseId);
+      assert.equal(ch.cost.basis, 'estimated');
+      assert.ok(ch.usage.output_tokens >= 0 && ch.cost.usd >= 0);
+    }
+  });
+
+  test('links are refused: a linked transcript, a linked subagents folder, a pipe', () => {
+    const c = copyOf(shape);
+    const agent = firstAgent(c.subagents);
+    const file = join(c.subagents, `${agent.name}.jsonl`);
+    const elsewhere = join(tmpDir(), 'elsewhere.jsonl');
+    renameSync(file, elsewhere);
+    symlinkSync(elsewhere, file);
+    let { index } = run(['--transcripts', c.config, stream]);
+    assert.match(warning(index, 'TRANSCRIPT_UNREADABLE').message, /a link, not followed/);
+    assert.equal(byId(index).get(agent.toolUseId).cost.basis, 'estimated');
+
+    const d = copyOf(shape);
+    const folder = join(tmpDir(), 'agents-elsewhere');
+    renameSync(d.subagents, folder);
+    symlinkSync(folder, d.subagents);
+    ({ index } = run(['--transcripts', d.config, stream]));
+    assert.match(warning(index, 'TRANSCRIPT_UNREADABLE').message, /subagents: a link, not followed/);
+    assert.equal(index.cost.channels_by_basis.exact, 1, 'main only');
+
+    const e = copyOf(shape);
+    const fifoAgent = firstAgent(e.subagents);
+    const pipe = join(e.subagents, `${fifoAgent.name}.jsonl`);
+    rmSync(pipe);
+    assert.equal(spawnSync('mkfifo', [pipe]).status, 0);
+    ({ index } = run(['--transcripts', e.config, stream]));
+    assert.match(warning(index, 'TRANSCRIPT_UNREADABLE').message, /not a regular file/);
+  });
+
+  test('a stray subagent transcript is named TRANSCRIPT_UNMATCHED and counted to no channel', () => {
+    const c = copyOf(shape);
+    const agent = firstAgent(c.subagents);
+    writeFileSync(join(c.subagents, 'agent-stray.meta.json'), JSON.stringify({ toolUseId: 'toolu_stray' }));
+    cpSync(join(c.subagents, `${agent.name}.jsonl`), join(c.subagents, 'agent-stray.jsonl'));
+    const { index } = run(['--transcripts', c.config, stream]);
+    assert.match(warning(index, 'TRANSCRIPT_UNMATCHED').message, /toolu_stray/);
+    assert.equal(index.channels.length, 7);
+  });
+
+  test('no transcript of the session at all: one TRANSCRIPT_UNREADABLE line, every channel estimated', () => {
+    const empty = join(tmpDir(), 'empty-config');
+    mkdirSync(join(empty, 'projects'), { recursive: true });
+    const { index, stderr } = run(['--transcripts', empty, stream]);
+    assert.match(warning(index, 'TRANSCRIPT_UNREADABLE').message, /no transcript of session/);
+    assert.equal(index.cost.channels_by_basis.estimated, 7);
+    assert.equal(stderr.split('\n').filter((l) => l.includes('TRANSCRIPT')).length, 1);
+  });
+});
+
+/**
+ * ccusage (20.0.24, which has a linux-x64 build) reads the same transcripts: a second witness
+ * of each session's totals. Its offline price table lacks the models these runs used, so it
+ * witnesses the tokens; the dollars are Claude Code's own result line's (checked above).
+ */
+function ccusage(config: string): { totals: any } | string {
+  const r = spawnSync(
+    'npx',
+    ['-y', '--prefer-offline', 'ccusage@20.0.24', 'claude', 'session', '--offline', '--json', '--breakdown'],
+    { encoding: 'utf8', timeout: 180_000, env: { ...process.env, CLAUDE_CONFIG_DIR: config } },
+  );
+  if (r.status !== 0) return `ccusage 20.0.24 cannot run here: ${r.error?.message ?? r.stderr.trim().split('\n')[0]}`;
+  return JSON.parse(r.stdout);
+}
+
+describe('ccusage as a second witness', () => {
+  for (const shape of SHAPES) {
+    test(`${shape}: ccusage's session totals equal the channels' exact tokens`, (t) => {
+      const witness = ccusage(join(RECORDED, shape, 'config'));
+      if (typeof witness === 'string') return t.skip(witness);
+      const { index } = run(['--transcripts', join(RECORDED, shape, 'config'), join(RECORDED, shape, 'stream.jsonl')]);
+      const sum = (k: string) => index.channels.reduce((s: number, c: any) => s + (c.usage[k] ?? 0), 0);
+      assert.equal(witness.totals.inputTokens, sum('input_tokens'));
+      assert.equal(witness.totals.outputTokens, sum('output_tokens'));
+      assert.equal(witness.totals.cacheReadTokens, sum('cache_read_input_tokens'));
+    });
+  }
+});
