@@ -1557,6 +1557,7 @@ function opencodeReader(spawnTools: readonly string[] = ['task']) {
   let error: string | null = null;
   let lastTime: string | null = null;
   let errors = 0;
+  let finished = false;
   const spawned = new Set<string>();
   const report = (output: string): string | null => {
     const open = output.indexOf('<task_result>');
@@ -1623,7 +1624,11 @@ function opencodeReader(spawnTools: readonly string[] = ['task']) {
         out.add(assistant(null, messageId, [{ type: 'thinking', thinking: shown(part.text) }], null, ts));
       } else if (ev.type === 'tool_use') {
         tool(part, messageId, ts, out);
+      } else if (ev.type === 'step_start') {
+        finished = false;
       } else if (ev.type === 'step_finish') {
+        // A step that asks for tools is followed by another; only the last one ends the run.
+        finished = part.reason !== 'tool-calls';
         const tokens = obj(part.tokens);
         const usage: Json = {};
         const fields = [
@@ -1644,7 +1649,7 @@ function opencodeReader(spawnTools: readonly string[] = ['task']) {
       return out.event();
     },
     end(): Json[] {
-      if (!seen) return [];
+      if (!seen || (error === null && !finished)) return [];
       return [result(error !== null, error ?? lastText, session, null, null, lastTime)];
     },
   };
@@ -1759,6 +1764,11 @@ test('opencode: crafted events: errors by every field, reasoning, calls running 
     ],
   });
   assert.equal(fresh.map({ type: 'step_start', sessionID: 'other', part: {} }).lines.length, 0);
+  assert.deepEqual(fresh.end(), [], 'cut short inside a step: no result');
+  fresh.map({ type: 'step_finish', sessionID: 'sess', part: { reason: 'tool-calls' } });
+  assert.deepEqual(fresh.end(), [], 'cut short between steps: no result');
+  fresh.map({ type: 'step_start', sessionID: 'sess', part: {} });
+  fresh.map({ type: 'step_finish', sessionID: 'sess', part: { reason: 'stop' } });
   assert.deepEqual(fresh.end(), [result(false, 'hi', 'sess', null, null, '1970-01-01T00:00:00.000Z')]);
   assert.deepEqual(createOpencodeMapper().end(), []);
   assert.equal(taskReport('<task_result> a </task_result>'), 'a');

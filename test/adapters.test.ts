@@ -14,7 +14,7 @@ import {
 } from '../src/index.js';
 import { detectProducer } from '../src/chain/stages/input-format.js';
 import { recordOfObject } from '../src/chain/stages/object-source.js';
-import { BIN, boundedSubtee, chunked, fixtureFiles, splitEvery, tmpDir } from './helpers.js';
+import { BIN, boundedSubtee, chunked, FIXTURES, fixtureFiles, splitEvery, tmpDir } from './helpers.js';
 
 const linesOf = (file: string) =>
   readFileSync(file, 'utf8')
@@ -418,4 +418,51 @@ test("LangGraph: a subagent the run's failure stopped carries the run's error", 
   assert.equal(index.channels[1].summary, 'rate limited');
   const output = await run.output;
   assert.deepEqual([output.status, output.error], ['failed', 'rate limited']);
+});
+
+/** The recording of each producer, and where its own final line starts (null: none to cut). */
+const FINAL_LINES: ReadonlyArray<[string, string, RegExp | null]> = [
+  ['claude', 'foreground-fanout-3.jsonl', /"type":"result"/],
+  ['codex', 'other-agents/codex/shell.jsonl', /"type":"turn\.completed"/],
+  ['gemini', 'other-agents/gemini/shell.jsonl', /"type":"result"/],
+  ['copilot', 'other-agents/copilot/shell.jsonl', /^\{"type":"result"/],
+  ['opencode', 'other-agents/opencode/shell.jsonl', /"reason":"stop"/],
+  // opencode SIGKILLed while its command ran: no step_finish at all.
+  ['opencode', 'other-agents/opencode/killed-mid-step.jsonl', null],
+];
+
+test('a run cut short is never completed: without its own final line main is running, no [run] line', () => {
+  for (const [producer, name, final] of FINAL_LINES) {
+    const lines = linesOf(join(FIXTURES, name));
+    const cut = final === null ? lines.length : lines.findIndex((line) => final.test(line));
+    assert.ok(cut > 0, `${name}: has its final line`);
+    const runOf = (input: string[]) => {
+      const out = join(tmpDir(), 'out');
+      const r = spawnSync(process.execPath, [BIN, '--out', out, '-q'], {
+        input: input.join('\n') + '\n',
+        encoding: 'utf8',
+      });
+      assert.equal(r.status, 0, r.stderr);
+      const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+      assert.equal(index.producer, producer, name);
+      return { main: index.channels[0].status, stdout: r.stdout };
+    };
+    const short = runOf(lines.slice(0, cut));
+    assert.equal(short.main, 'running', `${name} cut short`);
+    assert.doesNotMatch(short.stdout, /\[run\]/, `${name} cut short`);
+    if (final !== null) assert.equal(runOf(lines).main, 'completed', `${name} whole`);
+  }
+});
+
+test('LangGraph: a run whose root never ends is running, not completed', async () => {
+  const index = await indexOf([
+    ev('lifecycle', [], { event: 'running', graph_name: 'root' }),
+    ev('messages', [], { event: 'message-start', message_id: 'm1' }),
+  ]);
+  assert.equal(index.channels[0].status, 'running');
+  const whole = await indexOf([
+    ev('lifecycle', [], { event: 'running', graph_name: 'root' }),
+    ev('lifecycle', [], { event: 'completed' }),
+  ]);
+  assert.equal(whole.channels[0].status, 'completed');
 });

@@ -5,7 +5,7 @@
  * session's `sessionID`. A subagent is a `task` call: the stream shows the call and its
  * result only (the child session is stored by opencode, not printed), so each call becomes a
  * channel holding its prompt, status and result. opencode prints no final event: the run's
- * result is made at the end of the stream. Pure: no I/O, no clock.
+ * result is made at the end of the stream, when its last step finished. Pure: no I/O, no clock.
  */
 import { isObject, nonEmpty, type JsonObject } from '../model/message.js';
 import {
@@ -50,6 +50,9 @@ export function isOpencodeEvent(value: JsonObject): boolean {
   );
 }
 
+/** A `step_finish` reason for a step that ends asking for tools: the run goes on. */
+const TOOL_CALLS = 'tool-calls';
+
 /** A step's tokens (`step_finish` `part.tokens`) in Claude Code's field names. */
 const OPENCODE_USAGE = Object.freeze({
   input_tokens: 'input',
@@ -73,6 +76,12 @@ export class OpencodeMapper implements StreamMapper {
   private lastTime: string | null = null;
   private seen = false;
   private errors = 0;
+  /**
+   * How the stream stands at its end: inside a step (`step_start` without its `step_finish`),
+   * between steps (the last step finished asking for tools), or done (the last step finished
+   * for good). Only done, or an error opencode printed, makes the run's result.
+   */
+  private step: 'none' | 'open' | 'tools' | 'done' = 'none';
 
   constructor(options: OpencodeMapperOptions = {}) {
     this.spawnTools = new Set(options.spawnTools ?? OPENCODE_DEFAULTS.spawnTools);
@@ -107,7 +116,11 @@ export class OpencodeMapper implements StreamMapper {
       case 'tool_use':
         this.tool(part, messageId, ts, push);
         break;
+      case 'step_start':
+        this.step = 'open';
+        break;
       case 'step_finish': {
+        this.step = part.reason === TOOL_CALLS ? 'tools' : 'done';
         const usage = usageOf(part.tokens, OPENCODE_USAGE);
         if (usage) push(assistantLine(null, messageId, [], usage, ts));
         break;
@@ -124,10 +137,15 @@ export class OpencodeMapper implements StreamMapper {
     return mapped.of(null);
   }
 
-  /** The run's result, which opencode does not print: failed when it printed an error. */
+  /**
+   * The run's result, which opencode does not print: failed when it printed an error,
+   * completed when its last step finished for good. A stream cut short (opencode killed mid-step,
+   * or between a step that asked for tools and the next) has none: the run did not complete.
+   */
   end(): JsonObject[] {
     if (!this.seen) return [];
     const failed = this.error !== null;
+    if (!failed && this.step !== 'done') return [];
     const text = failed ? this.error : this.lastText;
     return [resultLine(failed, text, this.sessionId, null, null, this.lastTime)];
   }
