@@ -27,7 +27,7 @@ const USAGE = `usage: npm run bench -- [options]
   --big-mb N     size of the long input for the memory check (default 1024; 0 skips it)
   --out-root D   where outputs are written (default: the system temp folder)
   --only T,…     run only these tables: shapes, fanout, projection, memory, junk, huge, latency,
-                 handover
+                 handover, state
   --huge-mb L    sizes of the single-line inputs (default 200,2048; 0 skips them)
   --junk-lines N one-byte junk lines in the junk input (default 45000000; 0 skips it)
 `;
@@ -51,7 +51,7 @@ if (values.help) {
 }
 const arg = (name: (typeof OPTIONS)[number], fallback: string) => String(values[name] ?? fallback);
 const quick = values.quick === true;
-const TABLES = ['shapes', 'fanout', 'projection', 'memory', 'junk', 'huge', 'latency', 'handover'];
+const TABLES = ['shapes', 'fanout', 'projection', 'memory', 'junk', 'huge', 'latency', 'handover', 'state'];
 const refuse = (why: string): never => {
   process.stderr.write(`bench: ${why}\n${USAGE}`);
   process.exit(2);
@@ -432,6 +432,21 @@ async function main() {
       `| ${lat.p50.toFixed(2)} | ${lat.p99.toFixed(2)} | ${lat.max.toFixed(2)} | ${lat.lost} |`,
       '',
     );
+
+  if (wanted('state')) {
+    // In a process of its own: a full collection needs --expose-gc, which subtee never sets.
+    const args = ['--expose-gc', join(ROOT, 'dist/bench/live-state.js'), '--out-root', work];
+    const r = spawnSync(node, quick ? [...args, '--quick'] : args, { encoding: 'utf8' });
+    report.push(
+      '### live state per subagent',
+      '',
+      'Heap a finished run of the default chain (files, no stdout) still holds, after a full ' +
+        'collection, divided by its subagents: the tree, the cost ledger, the in-flight state and ' +
+        "the files sink's per-channel state. Small lines; two input sizes per fleet.",
+      '',
+      r.status === 0 ? r.stdout : `_failed (exit ${r.status}): ${r.stderr.trim()}_\n`,
+    );
+  }
 
   process.stdout.write(report.join('\n') + '\n');
   rmSync(work, { recursive: true, force: true });

@@ -25,6 +25,7 @@ test('npm run bench -- --quick prints every table', () => {
     '### one line larger than --max-line-bytes',
     '### live latency',
     '### handing a parsed line to the main thread',
+    '### live state per subagent',
   ];
   for (const heading of headings) assert.ok(r.stdout.includes(heading), heading);
   for (const label of [
@@ -108,4 +109,28 @@ test('bench/run.js: --help prints its usage; a bad option is exit 2 before anyth
   }
   assert.deepEqual(readdirSync(outRoot), [], 'no work folder was made');
   rmSync(outRoot, { recursive: true, force: true });
+});
+
+test('the live-state table counts the subagents the generator spawned, and its columns agree', () => {
+  const script = join(ROOT, 'dist', 'bench', 'live-state.js');
+  const outRoot = mkdtempSync(join(tmpdir(), 'subtee-state-test-'));
+  try {
+    const r = spawnSync(process.execPath, ['--expose-gc', script, '--quick', '--out-root', outRoot], {
+      encoding: 'utf8',
+      timeout: 300_000,
+    });
+    assert.equal(r.status, 0, r.stderr);
+    const rows = r.stdout
+      .split('\n')
+      .filter((l) => /^\| [\d,]+ \|/.test(l))
+      .map((l) => l.split('|').slice(1, -1).map((c) => Number(c.trim().replace(/,/g, ''))));
+    assert.equal(rows.length, 2);
+    for (const [subagents, , , , heldMb, perSubagent] of rows) {
+      assert.equal(subagents, 200, 'the --quick inputs are generated with 200 subagents');
+      assert.ok(Math.abs((perSubagent * subagents) / 2 ** 20 - heldMb) <= 0.06, 'bytes per subagent × subagents');
+    }
+    assert.deepEqual(readdirSync(outRoot), [], 'inputs and outputs removed');
+  } finally {
+    rmSync(outRoot, { recursive: true, force: true });
+  }
 });
