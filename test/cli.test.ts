@@ -145,9 +145,9 @@ test('stdin to files: text on stdout with labels, escaped; summary on stderr', (
   assert.equal(r.status, 0, r.stderr);
   assert.equal(
     r.stdout,
-    'main says hi\n[Explore·sub1] sub says \\x1b[31mhi\\x1b[0m\n[Explore·sub1] [status] completed — ok\n',
+    'main says hi\n[d] sub says \\x1b[31mhi\\x1b[0m\n[d] [status] completed — ok\n',
   );
-  assert.match(r.stderr, /1 subagents \(1 completed, 0 failed, 0 running\), 6 lines, 1 quarantined/);
+  assert.match(r.stderr, /1 subagent \(1 completed, 0 failed, 0 running\), 6 lines, 1 quarantined/);
   assert.doesNotMatch(r.stderr, /\x1b/);
   const files = readTree(out);
   assert.deepEqual(linesOf(files.get('quarantine.log')), ['not json']);
@@ -523,4 +523,87 @@ test("docs/options.md: the console block of subtee run without -- prints what th
   const r = subtee(command.replace(/^\$ subtee /, '').split(' '));
   assert.equal(r.status, 2);
   assert.equal(r.stderr, shown.join('\n').trimEnd() + '\n');
+});
+
+/**
+ * Main spawns one subagent per description; each shows its report as text (unless `silent`
+ * says not) and main receives the same text as the spawn's result. Subagent k spends
+ * 100·(k+1) output tokens; `failing` ones end in an error.
+ */
+function fleet(descriptions: string[], o: { failing?: number[]; silent?: number[] } = {}): string {
+  const model = 'claude-sonnet-4-5';
+  const lines: object[] = [{ type: 'system', subtype: 'init', session_id: 's', claude_code_version: '2.1.328' }];
+  descriptions.forEach((description, k) => {
+    const spawn = { type: 'tool_use', id: `toolu_${k}`, name: 'Agent', input: { description, prompt: 'go' } };
+    const usage = { input_tokens: 1, output_tokens: 1 };
+    lines.push({ type: 'assistant', parent_tool_use_id: null, message: { id: `s${k}`, model, content: [spawn], usage } });
+  });
+  descriptions.forEach((_, k) => {
+    if (!o.silent?.includes(k)) {
+      const usage = { input_tokens: 10, output_tokens: 100 * (k + 1) };
+      const content = [{ type: 'text', text: `Report ${k}: done.` }];
+      lines.push({ type: 'assistant', parent_tool_use_id: `toolu_${k}`, message: { id: `m${k}`, model, content, usage } });
+    }
+    const result = { type: 'tool_result', tool_use_id: `toolu_${k}`, content: `Report ${k}: done.` };
+    const is_error = o.failing?.includes(k) ?? false;
+    lines.push({ type: 'user', parent_tool_use_id: null, message: { content: [{ ...result, is_error }] } });
+  });
+  lines.push({ type: 'result', subtype: 'success', is_error: false, result: 'all reported' });
+  return lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
+}
+
+test("stdout: a subagent's final report once; labels are descriptions cut to a width, a repeated one with its tag", () => {
+  const long = 'a description far longer than the label width';
+  const r = subtee(['--out', join(tmpDir(), 'o'), '-q'], fleet(['part 0', long, 'part 0', 'part 3'], { silent: [3] }));
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.split('\n');
+  assert.deepEqual(lines.slice(0, 7), [
+    '[part 0] Report 0: done.',
+    '[part 0] [status] completed',
+    '[a description far longe…] Report 1: done.',
+    '[a description far longe…] [status] completed',
+    '[part 0·2] Report 2: done.',
+    '[part 0·2] [status] completed',
+    // Not shown as text (its text was not forwarded): the status line carries the report.
+    '[part 3] [status] completed — Report 3: done.',
+  ]);
+  assert.equal(r.stdout.match(/Report 0: done\./g)!.length, 1, 'printed once');
+  assert.equal('a description far longe…'.length, 24, 'the width');
+});
+
+test('the summary of a large tree is bounded: its top, the failed and the costliest below it, how many more', () => {
+  const n = 60;
+  const descriptions = Array.from({ length: n }, (_, k) => `part ${k}`);
+  const r = subtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none'], fleet(descriptions, { failing: [50] }));
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stderr.trimEnd().split('\n');
+  assert.match(lines[0], /^subtee: 60 subagents \(59 completed, 1 failed, 0 running\), 182 lines, 0 quarantined/);
+  assert.ok(lines.length <= 36, `${lines.length} lines`);
+  // The top: main, then the first 19 subagents main spawned, then how many more it spawned.
+  assert.match(lines[2], /^main  completed  lines 122 /);
+  for (let k = 0; k < 19; k++) assert.match(lines[3 + k], new RegExp(`^├─ part ${k}  completed  depth 1 `));
+  assert.equal(lines[22], '└─ … 41 more spawned by main');
+  assert.equal(lines[23], 'failed: 1');
+  assert.match(lines[24], /^ {3}part 50  failed  depth 1 /);
+  assert.equal(lines[25], 'costliest below the top:');
+  const costliest = lines.slice(26, 31).map((l) => /^ {3}(part \d+) /.exec(l)?.[1]);
+  assert.deepEqual(costliest, ['part 59', 'part 58', 'part 57', 'part 56', 'part 55']);
+  const listed = lines.filter((l) => /^(├─ | {3})part \d+ /.test(l)).length;
+  assert.equal(listed, 19 + 1 + 5);
+  assert.equal(
+    lines[31],
+    `… and ${n - listed} more subagents: index.json lists every one, subtee report ${lines[0].split('→ ')[1]} ` +
+      'draws the whole tree',
+  );
+  assert.equal(lines.length, 32);
+});
+
+test('the summary counts in the singular and says main read no lines when it read none', () => {
+  const one = subtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none'], fleet(['only']));
+  assert.match(one.stderr, /^subtee: 1 subagent \(1 completed, 0 failed, 0 running\), 5 lines,/m);
+  assert.match(one.stderr, /\n└─ only  completed  depth 1 /);
+  const junk = subtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none'], 'not json\n');
+  assert.match(junk.stderr, /^subtee: 0 subagents \(.*\), 1 line, 1 quarantined/m);
+  assert.match(junk.stderr, /\nmain  no lines  lines 0 /);
+  assert.doesNotMatch(junk.stderr, /\nmain  running/);
 });

@@ -90,7 +90,7 @@ test('summaries, index and step summary of a chain 20,000 deep: no recursion, bo
   for (let i = 0; i < n; i++)
     run.tree.route(JSON.parse(spawnLine(`toolu_d${i}`, i === 0 ? null : `toolu_d${i - 1}`)));
   run.tree.route(JSON.parse(textLine(`toolu_d${n - 1}`, 'from the bottom')));
-  const summary = summaryText(run, 'out');
+  const summary = summaryText(run, 'out', { maxTreeRows: Infinity });
   const rows = summary.split('\n');
   assert.equal(rows.length, n + 4, 'a headline, the cost line, a row per channel, the final newline');
   assert.ok(
@@ -98,6 +98,10 @@ test('summaries, index and step summary of a chain 20,000 deep: no recursion, bo
     'guides stop growing past a fixed depth',
   );
   assert.match(rows[rows.length - 2], /Explore·d19999  running  depth 20000/);
+  const bounded = summaryText(run, 'out').split('\n');
+  assert.equal(bounded.length, 6, 'by default: the headline, cost, main, its one child, how many more');
+  assert.match(bounded[3], /^└─ Explore·d0  running  depth 1 .*\(\+19999 below\)$/);
+  assert.equal(bounded[4], '… and 19999 more subagents: index.json lists every one, subtee report out draws the whole tree');
   const md = stepSummary(run, new Map(), { maxBytes: 100_000, reportChars: 100 });
   assert.ok(Buffer.byteLength(md) <= 100_000);
   assert.match(md, /more entries not shown/);

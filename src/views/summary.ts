@@ -1,35 +1,115 @@
 import type { Session } from '../model/session.js';
 import { escapeOneLine } from './escape.js';
-import { channelLabel } from './text.js';
-import { channelTokens, statusCounts, walkTree } from './walk.js';
+import { ChannelLabels } from './text.js';
+import { channelTokens, statusCounts, walkTree, type TreeRow } from './walk.js';
+import { withDefaults } from '../defaults.js';
+import type { Channel } from '../model/tree.js';
 import { basisCounts, basisMark, channelCosts, formatUsd, type ChannelCostView } from './cost.js';
 import type { CostReport, TokensBasis } from '../model/cost.js';
 
-/** The end-of-run tree for stderr: one line per channel, children under their parent. */
-export function summaryText(session: Session, out: string): string {
+/** How much of the tree the end-of-run summary shows before it only lists and counts. */
+export const SUMMARY_DEFAULTS = Object.freeze({
+  /** A tree of at most this many channels is shown whole; a larger one by its top rows. */
+  maxTreeRows: 20,
+  /** Failed subagents, and costliest ones, listed below a tree shown by its top. */
+  listed: 5,
+});
+
+export interface SummaryOptions {
+  maxTreeRows?: number;
+  listed?: number;
+}
+
+/** `1 subagent`, `2 subagents`. */
+export function counted(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
+/**
+ * The end-of-run summary for stderr: counts and cost, then the tree, one line per channel,
+ * children under their parent. A tree larger than `maxTreeRows` channels is shown by its top
+ * (main and the subagents it spawned, each with how many are below it), then its failed and
+ * its costliest subagents, then how many more there are: bounded whatever the run's size.
+ */
+export function summaryText(session: Session, out: string, options: SummaryOptions = {}): string {
+  const { maxTreeRows, listed } = withDefaults(SUMMARY_DEFAULTS, options);
   const rows = walkTree(session.tree);
   const n = statusCounts(rows.map((r) => r.channel));
   const report = session.cost.report();
   const costs = channelCosts(report, session.tree, rows);
+  const labels = new ChannelLabels();
   const lines = [
-    `subtee: ${rows.length - 1} subagents ` +
+    `subtee: ${counted(rows.length - 1, 'subagent')} ` +
       `(${n.completed} completed, ${n.failed} failed, ${n.running} running), ` +
-      `${session.input.lines} lines, ${session.input.quarantined} quarantined → ${escapeOneLine(out)}`,
+      `${counted(session.input.lines, 'line')}, ${session.input.quarantined} quarantined → ${escapeOneLine(out)}`,
     runCostLine(report, basisCounts(report, rows.map((r) => r.channel.id))),
   ];
-  for (const { channel: ch, level, guide, last, parentRow } of rows) {
-    const unreached = parentRow < 0 && ch.id !== null;
-    let prefix = '';
-    if (unreached) prefix = ch.orphan ? '?  ' : '   ';
-    else if (level > 0) prefix = guide + (last ? '└─ ' : '├─ ');
+  const rowText = (prefix: string, { channel: ch, parentRow }: TreeRow, note = '') => {
+    const unreached = parentRow < 0 && ch.id !== null && ch.orphan;
     const depth = ch.id !== null ? `  depth ${ch.depth ?? '?'}` : '';
-    lines.push(
-      `${prefix}${escapeOneLine(channelLabel(ch))}  ${ch.status}${depth}  ` +
-        `lines ${ch.lines}  tokens ${tokensOf(ch, costs.get(ch)?.tokens)}  ` +
-        usdOf(costs.get(ch)) +
-        (unreached && ch.orphan ? '  (spawn not seen)' : ''),
+    // Main without a line (the input held none it could read) has not run at all.
+    const status = ch.id === null && ch.lines === 0 ? 'no lines' : ch.status;
+    return (
+      `${prefix}${labels.of(ch)}  ${status}${depth}  ` +
+      `lines ${ch.lines}  tokens ${tokensOf(ch, costs.get(ch)?.tokens)}  ` +
+      usdOf(costs.get(ch)) +
+      (unreached ? '  (spawn not seen)' : '') +
+      note
     );
+  };
+  const prefixOf = ({ channel: ch, level, guide, last, parentRow }: TreeRow) => {
+    if (parentRow < 0 && ch.id !== null) return ch.orphan ? '?  ' : '   ';
+    return level > 0 ? guide + (last ? '└─ ' : '├─ ') : '';
+  };
+  if (rows.length <= maxTreeRows) {
+    for (const row of rows) lines.push(rowText(prefixOf(row), row));
+    return lines.join('\n') + '\n';
   }
+  // The top: main and its children, each with the size of its subtree.
+  const below = new Array<number>(rows.length).fill(0);
+  for (let i = rows.length - 1; i >= 0; i--) {
+    const parent = rows[i].parentRow;
+    if (parent >= 0) below[parent] += below[i] + 1;
+  }
+  const top = rows.flatMap((row, i) => (i === 0 || (row.level === 1 && row.parentRow === 0) ? [i] : []));
+  const shownTop = top.slice(0, maxTreeRows);
+  const shown = new Set<Channel>();
+  for (const i of shownTop) {
+    const row = rows[i];
+    const cut = i !== 0 && row.last && shownTop.length < top.length;
+    const prefix = i === 0 ? '' : row.last && !cut ? '└─ ' : '├─ ';
+    lines.push(rowText(prefix, row, i !== 0 && below[i] > 0 ? `  (+${below[i]} below)` : ''));
+    shown.add(row.channel);
+  }
+  if (shownTop.length < top.length) lines.push(`└─ … ${top.length - shownTop.length} more spawned by main`);
+  const subagents = rows.slice(1);
+  const failed = subagents.filter((r) => r.channel.status === 'failed');
+  const failedListed = failed.filter((r) => !shown.has(r.channel)).slice(0, listed);
+  if (failedListed.length > 0) {
+    lines.push(`failed: ${failed.length}${failed.length > failedListed.length ? ', below the top:' : ''}`);
+    for (const row of failedListed) {
+      lines.push(rowText('   ', row));
+      shown.add(row.channel);
+    }
+  }
+  const usd = (r: TreeRow) => costs.get(r.channel)?.usd ?? -1;
+  const costliest = subagents
+    .filter((r) => !shown.has(r.channel) && usd(r) > 0)
+    .sort((a, b) => usd(b) - usd(a) || a.channel.seq - b.channel.seq)
+    .slice(0, listed);
+  if (costliest.length > 0) {
+    lines.push('costliest below the top:');
+    for (const row of costliest) {
+      lines.push(rowText('   ', row));
+      shown.add(row.channel);
+    }
+  }
+  const more = subagents.filter((r) => !shown.has(r.channel)).length;
+  if (more > 0)
+    lines.push(
+      `… and ${counted(more, 'more subagent')}: index.json lists every one, ` +
+        `subtee report ${escapeOneLine(out)} draws the whole tree`,
+    );
   return lines.join('\n') + '\n';
 }
 

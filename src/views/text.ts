@@ -15,6 +15,42 @@ export function channelLabel(ch: ChannelSnapshot): string {
   return `${ch.agent ?? 'agent'}·${ch.tag}`;
 }
 
+/** How wide the label of a subagent on stdout and in the end-of-run summary is at most. */
+export const LABEL_DEFAULTS = Object.freeze({ maxChars: 24 });
+
+/** A description as a label: on one line, spaces collapsed, cut to `maxChars` with `…`. */
+export function descriptionLabel(description: string, maxChars: number = LABEL_DEFAULTS.maxChars): string {
+  // Cut first: the stream chooses how long a description is.
+  const flat = headOf(description, maxChars * 4 + 1).replace(/\s+/g, ' ').trim();
+  const cut = flat.length > maxChars ? `${headOf(flat, maxChars - 1).trimEnd()}…` : flat;
+  return escapeOneLine(cut);
+}
+
+/**
+ * Labels that tell agents apart on stdout and in the summary: a subagent's description (the
+ * spawn call's, `part 4`) cut to a width once it is known, else its agent type and tag
+ * (`general-purpose·0005rx`). A description another channel already shows gets the tag too,
+ * so two agents never share a label. A channel keeps the first description label it is given.
+ */
+export class ChannelLabels {
+  readonly #byId = new Map<string, string>();
+  readonly #taken = new Set<string>();
+
+  constructor(readonly maxChars: number = LABEL_DEFAULTS.maxChars) {}
+
+  of(ch: ChannelSnapshot): string {
+    if (ch.id === null) return 'main';
+    const known = this.#byId.get(ch.id);
+    if (known !== undefined) return known;
+    const description = ch.description?.trim() ? descriptionLabel(ch.description, this.maxChars) : null;
+    if (description === null) return channelLabel(ch);
+    const label = this.#taken.has(description) ? `${description}·${ch.tag}` : description;
+    this.#taken.add(label);
+    this.#byId.set(ch.id, label);
+    return label;
+  }
+}
+
 export function headerLines(ch: ChannelSnapshot): string[] {
   // The main conversation has no agent type, spawn description, spawning id or parent.
   if (ch.id === null) return ['# subtee transcript: main conversation', '# depth: 0', ''];

@@ -4,7 +4,8 @@ import { writeFailed } from '../../errors.js';
 import type { LineRecord, RecordBatch } from '../../model/record.js';
 import { contentBlocks, lineTypeOf } from '../../model/message.js';
 import { escapeControl } from '../../views/escape.js';
-import { channelLabel, statusLine } from '../../views/text.js';
+import { ChannelLabels, RENDER_DEFAULTS, statusLine } from '../../views/text.js';
+import { headOf } from '../../model/bounded-text.js';
 import { MAX_GUIDE_LEVELS } from '../../views/walk.js';
 import { passOn } from './pass-on.js';
 import { viewOf } from '../../model/line-view.js';
@@ -26,22 +27,51 @@ export interface StdoutSinkOptions {
   session?: Session;
 }
 
+/** What stdout remembers between records: labels, and the last text each subagent showed. */
+export interface StdoutMemory {
+  labels: ChannelLabels;
+  /** The head of the last text a running subagent showed (dropped when it ends). */
+  lastText: Map<string, string>;
+}
+
+export function stdoutMemory(): StdoutMemory {
+  return { labels: new ChannelLabels(), lastText: new Map() };
+}
+
+/**
+ * A subagent's final report was already shown when it was the last text the subagent showed
+ * (the summary then starts or ends with that text): its status line does not repeat it.
+ */
+export function summaryShown(summary: string, lastText: string | undefined): boolean {
+  if (lastText === undefined || lastText === '') return false;
+  const s = summary.trim();
+  return s.startsWith(lastText) || (lastText.length < RENDER_DEFAULTS.resultChars && s.endsWith(lastText));
+}
+
 /** The text a record shows on stdout in `text` or `main` mode, or null for nothing. */
-export function stdoutText(rec: LineRecord, mode: 'text' | 'main', indent: string): string | null {
+export function stdoutText(
+  rec: LineRecord,
+  mode: 'text' | 'main',
+  indent: string,
+  memory: StdoutMemory = stdoutMemory(),
+): string | null {
   const ch = rec.channel;
   const isMain = !ch || ch.id === null;
   const out: string[] = [];
   if (mode === 'text') {
     for (const ev of rec.events ?? []) {
-      if (ev.type === 'status')
-        out.push(
-          prefixed(
-            ev.channel.depth,
-            channelLabel(ev.channel),
-            statusLine(ev.channel.status, ev.summary),
-            indent,
-          ),
-        );
+      if (ev.type !== 'status') continue;
+      const id = ev.channel.id ?? '';
+      const shown = ev.summary !== null && summaryShown(ev.summary, memory.lastText.get(id));
+      memory.lastText.delete(id);
+      out.push(
+        prefixed(
+          ev.channel.depth,
+          memory.labels.of(ev.channel),
+          statusLine(ev.channel.status, shown ? null : ev.summary),
+          indent,
+        ),
+      );
     }
   }
   const v = viewOf(rec);
@@ -49,7 +79,12 @@ export function stdoutText(rec: LineRecord, mode: 'text' | 'main', indent: strin
     for (const b of contentBlocks(v)) {
       if (b.type !== 'text') continue;
       const text = escapeControl(b.text);
-      out.push(isMain ? text : prefixed(ch!.depth, channelLabel(ch!), text, indent));
+      if (isMain) {
+        out.push(text);
+        continue;
+      }
+      out.push(prefixed(ch!.depth, memory.labels.of(ch!), text, indent));
+      memory.lastText.set(ch!.id!, headOf(b.text.trim(), RENDER_DEFAULTS.resultChars));
     }
   }
   return out.length > 0 ? out.join('\n') + '\n' : null;
@@ -78,6 +113,7 @@ class StdoutSink extends BatchTransform {
   readonly #indent: string;
   readonly #stream: Writable;
   readonly #session: Session | undefined;
+  readonly #memory = stdoutMemory();
   #readerGone: boolean;
   /** A write that failed for another reason than a reader gone (a full disk): the run fails. */
   #failed: Error | null = null;
@@ -133,7 +169,7 @@ class StdoutSink extends BatchTransform {
     for (const rec of batch) {
       if (rec.kind !== 'line') continue;
       try {
-        text += stdoutText(rec, this.#mode as 'text' | 'main', this.#indent) ?? '';
+        text += stdoutText(rec, this.#mode as 'text' | 'main', this.#indent, this.#memory) ?? '';
       } catch (err) {
         // Not shown on stdout; the files still get the line.
         this.#session?.recordFailed('stdout', rec.lineNo, err);
