@@ -8,7 +8,11 @@ import { BIN, FIXTURES, tmpDir } from './helpers.js';
 import { statsRunOf } from '../src/views/stats.js';
 
 function stats(args: string[]) {
-  const r = spawnSync(process.execPath, [BIN, 'stats', ...args], { encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(process.execPath, [BIN, 'stats', ...args], {
+    encoding: 'utf8',
+    timeout: 120_000,
+    maxBuffer: 256 * 1024 * 1024,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -387,6 +391,30 @@ describe('subtee stats over run folders', () => {
     assert.equal(csv.code, 0, csv.stderr);
     assert.ok(!csv.stdout.includes('\u001b') && csv.stdout.includes('evil\\x1b[2J'), csv.stdout);
   });
+
+  test('a run folder counts once however it is named: twice, inside another root, through a link, with ./', () => {
+    const base = statsJson([f.root, '--top', '1000000']);
+    const job = join(f.root, 'ci', 'job-1');
+    const link = join(tmpDir(), 'link-to-job');
+    symlinkSync(job, link);
+    for (const args of [
+      [f.root, f.root],
+      [f.root, job, `${job}/`, join(job, 'nested-depth-3')],
+      [f.root, link],
+      [`${f.root}/./ci/..`, join(f.root, '.', 'fleet'), join(job, 'failing-beside-healthy') + '/'],
+    ]) {
+      const report = statsJson([...args, '--top', '1000000']);
+      const name = args.join(' ');
+      assert.equal(report.runs, base.runs, `${name}: runs`);
+      assert.equal(report.total.agents, base.total.agents, `${name}: agents`);
+      assert.equal(report.total.cost_usd, base.total.cost_usd, `${name}: cost`);
+      const keys = report.costliest.map((s: any) => `${s.channel}\u0000${s.tokens}\u0000${s.cost_usd}`);
+      const baseKeys = base.costliest.map((s: any) => `${s.channel}\u0000${s.tokens}\u0000${s.cost_usd}`);
+      assert.deepEqual(keys, baseKeys, `${name}: each subagent listed once`);
+      assert.equal(report.failed_total, base.failed_total, `${name}: failures`);
+    }
+  });
+
 });
 
 test('an agent whose last_seen comes before its first_seen has no elapsed time, never a negative one', () => {
@@ -408,4 +436,89 @@ test('an agent whose last_seen comes before its first_seen has no elapsed time, 
     run?.channels.map((c) => c.elapsedMs),
     [5000, null],
   );
+});
+
+test('one recording processed into several folders counts as one run (its run_id), and says so', () => {
+  const root = tmpDir();
+  const fixtures = ['nested-depth-3', 'failing-beside-healthy', 'binary-tree-depth-3'];
+  const expected = new Map<string, any>();
+  for (const [copies, fixture] of fixtures.map((f, i) => [i + 1, f] as const)) {
+    for (let k = 0; k < copies; k++) {
+      const out = join(root, `${fixture}-${k}`);
+      const input = join(FIXTURES, `${fixture}.jsonl`);
+      const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', input]);
+      assert.equal(r.status, 0, String(r.stderr));
+      const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+      assert.match(index.run_id, /^[0-9a-f-]{36}$/, 'the first uuid of the stream');
+      if (k === 0) expected.set(fixture, index);
+      else assert.equal(index.run_id, expected.get(fixture).run_id, 'the same recording, the same run_id');
+    }
+  }
+  const r = stats([root, '--json', '--top', '1000']);
+  assert.equal(r.code, 0, r.stderr);
+  const report = JSON.parse(r.stdout);
+  assert.equal(report.runs, fixtures.length);
+  const agents = [...expected.values()].reduce((n, index) => n + index.channels.length, 0);
+  assert.equal(report.total.agents, agents);
+  const listed = report.costliest.map((s: any) => s.channel);
+  assert.equal(new Set(listed).size, listed.length, 'each subagent listed once');
+  // 0 + 1 + 2 copies left out, each named with the folder it repeats.
+  const notes = r.stderr.trim().split('\n').filter((l) => l.includes('the same run (run_id) as'));
+  assert.equal(notes.length, 3, r.stderr);
+  for (const note of notes) assert.match(note, /not counted .*-[12]: the same run \(run_id\) as .*-0$/);
+});
+
+test('stats --top N keeps the best N with a heap: 100,000 subagents and --top 1,000,000 in bounded time', () => {
+  const root = tmpDir();
+  const dir = join(root, 'big');
+  mkdirSync(dir, { recursive: true });
+  const n = 100_000;
+  let seed = 12345;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const channels = [{ id: null, agent: null, status: 'completed', usage: {}, cost: null }];
+  for (let i = 0; i < n; i++) {
+    const t = Date.UTC(2026, 10, 1) + Math.floor(rand() * 1e9);
+    channels.push({
+      id: `toolu_${i}`,
+      agent: ['Explore', 'Plan', 'general'][i % 3],
+      status: rand() < 0.1 ? 'failed' : 'completed',
+      usage: { input_tokens: Math.floor(rand() * 1000), output_tokens: Math.floor(rand() * 1000) },
+      cost: { usd: rand() < 0.05 ? null : Math.round(rand() * 1e6) / 1e6 },
+      first_seen: new Date(t).toISOString(),
+      last_seen: new Date(t + Math.floor(rand() * 1e6)).toISOString(),
+      log: `agents/toolu_${i}.log`,
+      jsonl: `agents/toolu_${i}.jsonl`,
+    } as any);
+  }
+  writeFileSync(join(dir, 'index.json'), JSON.stringify({ format: 'subtee-index/1', channels }));
+  for (const top of [0, 1, 7, 1000, 1_000_000]) {
+    const r = spawnSync(process.execPath, [BIN, 'stats', root, '--json', '--top', String(top)], {
+      encoding: 'utf8',
+      timeout: 60_000,
+      killSignal: 'SIGKILL',
+      maxBuffer: 512 * 1024 * 1024,
+    });
+    assert.equal(r.status, 0, `--top ${top}: ${r.error ?? r.stderr}`);
+    const report = JSON.parse(r.stdout);
+    const subs = channels.slice(1) as any[];
+    const costly = [...subs].sort(
+      (a, b) =>
+        (b.cost.usd ?? -1) - (a.cost.usd ?? -1) ||
+        b.usage.input_tokens + b.usage.output_tokens - (a.usage.input_tokens + a.usage.output_tokens) ||
+        (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+    );
+    assert.deepEqual(
+      report.costliest.map((s: any) => s.channel),
+      costly.slice(0, top).map((c) => c.id),
+      `--top ${top}: the costliest, in order`,
+    );
+    const failed = subs
+      .filter((c) => c.status === 'failed')
+      .sort((a, b) => Date.parse(b.last_seen) - Date.parse(a.last_seen) || (a.id < b.id ? -1 : 1));
+    assert.deepEqual(
+      report.failed.map((s: any) => s.channel),
+      failed.slice(0, top).map((c) => c.id),
+      `--top ${top}: the latest failures, in order`,
+    );
+  }
 });

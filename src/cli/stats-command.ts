@@ -1,5 +1,5 @@
-import { statSync } from 'node:fs';
-import { join } from 'node:path';
+import { realpathSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { clickhouseStats } from '../chain/stats-clickhouse.js';
 import { EXIT, SubteeError, UsageError } from '../errors.js';
@@ -35,6 +35,8 @@ interface FolderStatsOptions {
   top?: number;
   /** Called for each run folder skipped, as it is found. */
   onSkipped?: (s: SkippedRun) => void;
+  /** Called for a folder left out as the same run as one counted (`as`), by its run id. */
+  onDuplicate?: (s: { path: string; as: string }) => void;
 }
 
 /**
@@ -42,10 +44,22 @@ interface FolderStatsOptions {
  * memory holds one document, a few numbers per group and the elapsed samples.
  */
 function folderStats(roots: readonly string[], options: FolderStatsOptions = {}): StatsReport {
-  const { by, sinceMs, top, onSkipped } = options;
+  const { by, sinceMs, top, onSkipped, onDuplicate } = options;
   const stats = new StatsAggregator({ by, sinceMs, top, joinPath: join });
   const unreadable = (dir: string, why: string) => onSkipped?.({ path: dir, why: `folder not read: ${why}` });
+  // A run is counted once however it is named (`runs runs/r1 ./runs/r1/`, a link to it): by
+  // its folder's real path, and by its run id where one recording was processed twice.
+  const seenPaths = new Set<string>();
+  const seenRuns = new Map<string, string>();
   for (const dir of runFolders(roots, unreadable)) {
+    let real: string;
+    try {
+      real = realpathSync(dir);
+    } catch {
+      real = resolve(dir);
+    }
+    if (seenPaths.has(real)) continue;
+    seenPaths.add(real);
     const read = readRunIndex(dir);
     const run = 'index' in read ? statsRunOf(dir, read.index) : null;
     if (run === null) {
@@ -53,6 +67,14 @@ function folderStats(roots: readonly string[], options: FolderStatsOptions = {})
       const why = 'why' in read ? read.why : 'not a subtee index.json';
       onSkipped?.({ path: join(dir, 'index.json'), why });
       continue;
+    }
+    if (run.runId !== null) {
+      const first = seenRuns.get(run.runId);
+      if (first !== undefined) {
+        onDuplicate?.({ path: dir, as: first });
+        continue;
+      }
+      seenRuns.set(run.runId, dir);
     }
     stats.addRun(run);
   }
@@ -135,6 +157,10 @@ export async function statsCommand(argv: string[], stdout: Writable, stderr: Wri
       sinceMs,
       top,
       onSkipped: (s) => stderr.write(`subtee: skipped ${escapeOneLine(s.path)}: ${s.why}\n`),
+      onDuplicate: (s) =>
+        stderr.write(
+          `subtee: not counted ${escapeOneLine(s.path)}: the same run (run_id) as ${escapeOneLine(s.as)}\n`,
+        ),
     });
   }
   if (args.json) stdout.write(`${JSON.stringify(report, null, 2)}\n`);

@@ -295,3 +295,13 @@ export const SPAWN_TOOLS: ReadonlySet<string> = new Set(['Agent', 'Task']);
 
 /** The result text of a background spawn: the subagent runs on, it has not ended. */
 export const ASYNC_LAUNCH = /^\s*Async agent launched/;
+
+/**
+ * A run's identity, taken from the stream so that a replay of the same recording (or a resend
+ * of what it produced) has the same one: the `uuid` of the first line that has one (the CLI
+ * gives every message a fresh UUID). Null for a line without one.
+ */
+export function runIdOf(value: Record<string, unknown>): string | null {
+  const u = value.uuid;
+  return typeof u === 'string' && u.length > 0 && u.length <= 200 ? u : null;
+}

@@ -5,6 +5,7 @@ import {
   contentBlocks,
   nonEmpty,
   resultText,
+  runIdOf,
   SPAWN_TOOLS,
   usageNumbers,
   type AssistantLine,
@@ -134,6 +135,8 @@ export class ChannelTree {
   private readonly calls = new Map<string, Channel>();
   private seq = 0;
   sessionId: string | null = null;
+  /** The run's identity: the first `uuid` a line carries (see `runIdOf`); null until one does. */
+  runId: string | null = null;
   version: string | null = null;
   /** How many `result` lines the run had; only the last one closes it. */
   results = 0;
@@ -165,6 +168,7 @@ export class ChannelTree {
     const pending: PendingEvent[] = [];
     const channel = this.channelFor(channelIdOf(value), pending);
     channel.lines++;
+    this.runId ??= runIdOf(value);
     const ts = nonEmpty(value.timestamp);
     if (ts) {
       channel.firstSeen ??= ts;

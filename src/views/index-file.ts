@@ -67,6 +67,8 @@ export interface IndexChannel {
 export interface IndexHead {
   format: typeof INDEX_FORMAT;
   session_id: string | null;
+  /** The first `uuid` of the stream: the same for every run of one recording (stats counts it once). */
+  run_id: string | null;
   claude_code_version: string | null;
   producer: Producer | null;
   /** The producer's version as its stream states it (Claude Code's is `claude_code_version`). */
@@ -172,6 +174,7 @@ function indexParts(
   const head: IndexHead = {
     format: INDEX_FORMAT,
     session_id: tree.sessionId,
+    run_id: tree.runId,
     claude_code_version: tree.version,
     producer: run.producer,
     producer_version: run.producer === 'claude' ? tree.version : run.producerVersion,

@@ -48,6 +48,8 @@ export interface StatsChannel {
 
 /** A run: its start (earliest first_seen of its channels, ms) and its channels. */
 export interface StatsRun {
+  /** index.json's `run_id`: two folders with the same one hold one recording, processed twice. */
+  runId: string | null;
   startMs: number | null;
   channels: StatsChannel[];
   /** Dollars the run's result counts and no channel shows (index.json's `cost.unattributed_usd`). */
@@ -183,7 +185,8 @@ export function statsRunOf(run: string, index: unknown): StatsRun | null {
     });
   }
   const cost = isObject(index.cost) ? index.cost : {};
-  return { startMs, channels, unattributedUsd: finite(cost.unattributed_usd) };
+  const runId = typeof index.run_id === 'string' && index.run_id.length > 0 ? index.run_id : null;
+  return { runId, startMs, channels, unattributedUsd: finite(cost.unattributed_usd) };
 }
 
 /** A UTC day `YYYY-MM-DD`. */
@@ -344,21 +347,54 @@ function laterFirst(a: Failure, b: Failure): number {
   );
 }
 
-/** The best `size` entries by `order`, kept in a small sorted array. */
-class TopList<T> {
-  readonly items: T[] = [];
+/**
+ * The best `size` entries by `order`: a heap whose root is the worst kept, so an offer costs
+ * a comparison, or a logarithm of `size` when it is kept; sorted once, when read. (`--top` is
+ * the user's number: a list kept sorted by insertion was quadratic in it.)
+ */
+export class TopList<T> {
+  private readonly heap: T[] = [];
   constructor(
     private readonly size: number,
     private readonly order: (a: T, b: T) => number,
   ) {}
 
+  /** `a` goes below `b` in the heap: it is better, or as good. */
+  private below(a: T, b: T): boolean {
+    return this.order(a, b) <= 0;
+  }
+
   offer(item: T): void {
-    if (this.size === 0) return;
-    if (this.items.length === this.size && this.order(item, this.items[this.size - 1]) >= 0) return;
-    let at = this.items.length;
-    while (at > 0 && this.order(item, this.items[at - 1]) < 0) at--;
-    this.items.splice(at, 0, item);
-    if (this.items.length > this.size) this.items.pop();
+    const heap = this.heap;
+    if (this.size <= 0) return;
+    if (heap.length < this.size) {
+      let at = heap.push(item) - 1;
+      while (at > 0) {
+        const up = (at - 1) >> 1;
+        if (this.below(item, heap[up])) break;
+        heap[at] = heap[up];
+        at = up;
+      }
+      heap[at] = item;
+      return;
+    }
+    if (this.order(item, heap[0]) >= 0) return;
+    let at = 0;
+    for (;;) {
+      const left = 2 * at + 1;
+      if (left >= heap.length) break;
+      const right = left + 1;
+      const worse = right < heap.length && !this.below(heap[right], heap[left]) ? right : left;
+      if (this.below(heap[worse], item)) break;
+      heap[at] = heap[worse];
+      at = worse;
+    }
+    heap[at] = item;
+  }
+
+  /** The entries kept, best first. */
+  get items(): T[] {
+    return this.heap.slice().sort(this.order);
   }
 }
 

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Session } from '../../model/session.js';
+import { runIdOf } from '../../model/message.js';
 
 /** Epoch milliseconds of an ISO `timestamp` field, or null when it is missing or not a date. */
 export function streamTimeMs(value: Record<string, unknown>): number | null {
@@ -34,15 +35,8 @@ export class StreamClock {
   }
 }
 
-/**
- * A run's identity, taken from the stream so that a replay of the same recording (or a resend
- * of what it produced) lands on the same key: the `uuid` of the first line that has one (the
- * CLI gives every message a fresh UUID). Null until such a line arrives.
- */
-export function runIdFrom(value: Record<string, unknown>): string | null {
-  const u = value.uuid;
-  return typeof u === 'string' && u.length > 0 && u.length <= 200 ? u : null;
-}
+/** A run's identity from a line (see `runIdOf`): the key a replay of a recording lands on again. */
+export const runIdFrom = runIdOf;
 
 /** A fallback identity for a stream whose lines carry no uuid at all. */
 export function randomRunId(): string {
