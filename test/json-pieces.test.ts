@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { displayPolicy } from '../src/model/display.js';
 import { test } from 'node:test';
 import { closeSync, openSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -93,7 +94,8 @@ test('index.json as written is JSON.stringify(buildIndex(…), null, 2) on every
     const paths = new Map(
       written.channels.map((c) => [c.id, { log: c.log, jsonl: c.jsonl, thinking_log: c.thinking_log }]),
     );
-    const document = buildIndex(run, (ch) => paths.get(ch.id), written.quarantine);
+    // The chain has no thinking truncator: its views show thinking whole.
+    const document = buildIndex(run, (ch) => paths.get(ch.id), written.quarantine, displayPolicy());
     assert.ok(document.channels.length > 0, fixture);
     assert.equal(
       files.get('index.json')!.toString('utf8'),

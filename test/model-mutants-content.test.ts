@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { lineContent } from '../src/model/content.js';
+import { displayPolicy } from '../src/model/display.js';
 import { LazyText } from '../src/model/scan.js';
 
 const assistant = (content: unknown[]) => ({ type: 'assistant', message: { content } });
@@ -100,33 +101,35 @@ test('a long tool result left lazy stays the same lazy object', () => {
   assert.equal(item.kind === 'tool_result' && item.text, text);
 });
 
-test('display overrides: by raw block index, a string replaces thinking text, null hides any block', () => {
+test('the display policy shows thinking: whole, cut around one marker, as a note, or not at all', () => {
   const line = assistant([
-    { type: 'thinking', thinking: 'long thoughts' },
+    { type: 'thinking', thinking: 'long thoughts here' },
     'not an object',
     { type: 'text', text: 'visible' },
-    { type: 'thinking', thinking: 'hidden thoughts' },
+    { type: 'thinking', thinking: 'short' },
     { type: 'tool_use', id: 'u', name: 'Read', input: {} },
   ]);
-  // Index 2 is the second thinking block: the raw list counts objects only.
-  const display = new Map<number, string | null>([
-    [0, 'long…'],
-    [2, null],
-    [1, 'a text block keeps its own text'],
-  ]);
-  assert.deepEqual(lineContent(line, display), [
-    { kind: 'thinking', text: 'long…', redacted: false },
+  const rest = [
     { kind: 'text', text: 'visible' },
     { kind: 'tool_use', id: 'u', name: 'Read', input: {} },
+  ];
+  assert.deepEqual(lineContent(line, displayPolicy({ thinking: 'drop' })), rest);
+  assert.deepEqual(lineContent(line), [
+    { kind: 'thinking', text: 'long thoughts here', redacted: false },
+    rest[0],
+    { kind: 'thinking', text: 'short', redacted: false },
+    rest[1],
   ]);
-  assert.deepEqual(lineContent(line, new Map([[5, null]])), [
-    { kind: 'thinking', text: 'long thoughts', redacted: false },
-    { kind: 'text', text: 'visible' },
-    { kind: 'thinking', text: 'hidden thoughts', redacted: false },
-    { kind: 'tool_use', id: 'u', name: 'Read', input: {} },
-  ]);
-  // An empty override is shown as empty, not replaced by the block's text.
-  assert.deepEqual(lineContent(assistant([{ type: 'thinking', thinking: 't' }]), new Map([[0, '']])), [
-    { kind: 'thinking', text: '', redacted: false },
+  const cut = lineContent(line, displayPolicy({ thinking: 'truncate', thinkingChars: 10 }));
+  assert.deepEqual(
+    cut.map((i) => (i.kind === 'thinking' ? String(i.text) : i.kind)),
+    ['long th […8 chars cut…] ere', 'text', 'short', 'tool_use'],
+  );
+  const filed = lineContent(line, displayPolicy({ thinking: 'file' }));
+  assert.equal(String((filed[0] as { text: string }).text), '(18 chars, in the .thinking.log beside this transcript)');
+  // A user line's thinking (never the model's own) is shown as it is.
+  const user = { type: 'user', message: { content: [{ type: 'thinking', thinking: 'quoted' }] } };
+  assert.deepEqual(lineContent(user, displayPolicy({ thinking: 'drop' })), [
+    { kind: 'thinking', text: 'quoted', redacted: false },
   ]);
 });

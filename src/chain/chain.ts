@@ -7,6 +7,8 @@ import { EXIT, SubteeError, UsageError } from '../errors.js';
 import { isBuiltin, optionProblem, type PluginContext, type PluginDefinition, type Registry } from './plugin.js';
 import { createPluginStream, pluginFailure, type RecordHandlers, type RecordPlugin } from './plugin-stream.js';
 import { Session } from '../model/session.js';
+import { displayPolicy, type DisplayPolicy } from '../model/display.js';
+import { THINKING_TRUNCATOR_DEFAULTS } from './stages/thinking-truncator.js';
 
 export interface ComponentSpec {
   use: string;
@@ -110,6 +112,18 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
 }
 
 /**
+ * The run's one display policy, from the thinking truncator's options (`--thinking`): every
+ * view applies it. A chain without that stage shows thinking whole.
+ */
+export function displayPolicyOf(spec: ChainSpec): DisplayPolicy {
+  const stage = spec.stages.find((c) => c.use === 'thinking-truncator');
+  if (stage === undefined) return displayPolicy();
+  const mode = (stage.mode as DisplayPolicy['thinking'] | undefined) ?? THINKING_TRUNCATOR_DEFAULTS.mode;
+  const chars = (stage.maxChars as number | undefined) ?? THINKING_TRUNCATOR_DEFAULTS.maxChars;
+  return displayPolicy({ thinking: mode, thinkingChars: chars });
+}
+
+/**
  * Builds the streams of one chain in data order. Byte stages (a raw stdout tee) go first,
  * then the one input edge (the line parser for bytes, the object source for message
  * objects), then record stages and sinks in the order given. Every component is created
@@ -125,6 +139,7 @@ export function buildChain(
   const session = options.session ?? new Session();
   const ctx: PluginContext = {
     session,
+    display: displayPolicyOf(spec),
     env: options.env ?? process.env,
     stderr: options.stderr ?? process.stderr,
     signal: options.signal,

@@ -6,6 +6,7 @@ import type { RecordPlugin } from './plugin-stream.js';
 import { pathToFileURL } from 'node:url';
 import { UsageError } from '../errors.js';
 import type { Session } from '../model/session.js';
+import type { DisplayPolicy } from '../model/display.js';
 import { isValidRange, satisfies } from '../semver.js';
 
 /** The kit version plugins declare support for. Kept in step with package.json by a test. */
@@ -17,6 +18,8 @@ export const BUILTIN_KIT = `^${KIT_VERSION}`;
 export interface PluginContext {
   /** The chain's session: counters, warnings, the tree. Hand it to every factory that asks. */
   session: Session;
+  /** How every view shows what the run said (`--thinking`): one policy for the whole chain. */
+  display: DisplayPolicy;
   env: NodeJS.ProcessEnv;
   /** Human-readable diagnostics (never stdout). */
   stderr: Writable;

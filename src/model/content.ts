@@ -7,7 +7,8 @@ import {
   resultTextLazy,
   type JsonObject,
 } from './message.js';
-import type { LazyText } from './scan.js';
+import { isText, type LazyText } from './scan.js';
+import { DISPLAY_DEFAULTS, shownThinking, type DisplayPolicy } from './display.js';
 
 /**
  * What a line says, read once for every view: the transcript, pino, the report. Each view
@@ -18,7 +19,7 @@ export type ContentItem =
   /** A user's text: the prompt of the run or of a subagent (a text block or a plain string). */
   | { readonly kind: 'prompt'; readonly text: string }
   | { readonly kind: 'text'; readonly text: string }
-  /** Thinking as shown: an earlier stage's cut when it made one (see `display`). */
+  /** Thinking as the display policy shows it (cut, or a note that it is in a file). */
   | { readonly kind: 'thinking'; readonly text: string | LazyText; readonly redacted: boolean }
   | { readonly kind: 'tool_use'; readonly id: string; readonly name: string; readonly input: unknown }
   | {
@@ -37,17 +38,24 @@ export type ContentItem =
 
 export type ContentKind = ContentItem['kind'];
 
+/** The whole text of each thinking block of an assistant line (what `file` mode writes out). */
+export function fullThinking(value: JsonObject): Array<string | LazyText> {
+  if (lineTypeOf(value) !== 'assistant') return [];
+  const out: Array<string | LazyText> = [];
+  for (const raw of rawBlocks(value)) {
+    const block = asBlock(raw);
+    if (block?.type === 'thinking' && isText(block.thinking)) out.push(block.thinking);
+  }
+  return out;
+}
+
 const NO_CONTENT: readonly ContentItem[] = Object.freeze([]);
 
 /**
- * The items of one line, in block order. `display` holds what an earlier stage chose to show
- * for a block instead of its own text, keyed by the block's index in the raw content list;
- * null hides the block. A plain array, not a generator: it runs for every line of a run.
+ * The items of one line, in block order, thinking as `policy` shows it (a block it drops is
+ * left out). A plain array, not a generator: it runs for every line of a run.
  */
-export function lineContent(
-  value: JsonObject,
-  display?: ReadonlyMap<number, string | null>,
-): readonly ContentItem[] {
+export function lineContent(value: JsonObject, policy: DisplayPolicy = DISPLAY_DEFAULTS): readonly ContentItem[] {
   const type = lineTypeOf(value);
   if (type !== 'assistant' && type !== 'user' && type !== 'result') return NO_CONTENT;
   const line = asStreamLine(value);
@@ -60,16 +68,19 @@ export function lineContent(
   const items: ContentItem[] = [];
   const raw = rawBlocks(value);
   for (let index = 0; index < raw.length; index++) {
-    const override = display?.get(index);
-    if (override === null) continue;
     const block = asBlock(raw[index]);
     switch (block?.type) {
       case 'text':
         items.push({ kind: line.type === 'user' ? 'prompt' : 'text', text: block.text });
         break;
-      case 'thinking':
-        items.push({ kind: 'thinking', text: override ?? block.thinking ?? '', redacted: false });
+      case 'thinking': {
+        // The policy applies to assistant lines, where a model's thinking is.
+        const full: unknown = block.thinking;
+        const shown =
+          line.type === 'assistant' && isText(full) ? shownThinking(policy, full).text : (block.thinking ?? '');
+        if (shown !== null) items.push({ kind: 'thinking', text: shown, redacted: false });
         break;
+      }
       case 'redacted_thinking':
         items.push({ kind: 'thinking', text: '', redacted: true });
         break;

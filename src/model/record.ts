@@ -20,13 +20,6 @@ export interface LineRecord {
   /** Tree changes this line caused, set by the channel router. */
   events?: readonly ChannelEvent[];
   /**
-   * Readable text overrides set by stages such as the thinking truncator (block index → text;
-   * null hides the block).
-   */
-  display?: Map<number, string | null>;
-  /** Full thinking texts moved out of the transcript (thinking truncator, `file` mode). */
-  thinkingFull?: string[];
-  /**
    * Made by an input adapter from an input line whose bytes another record carries (a
    * subagent's prompt from its spawn call, a message joined from its pieces): routed and
    * shown like any line, never written to a `.jsonl`, so each input line is kept once.

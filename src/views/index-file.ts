@@ -10,6 +10,7 @@ import {
   type ChannelCostView,
   type IndexCost,
 } from './cost.js';
+import type { DisplayPolicy, ThinkingMode } from '../model/display.js';
 import { MadeOnDemand } from './json-pieces.js';
 
 export const INDEX_FORMAT = 'subtee-index/1';
@@ -87,6 +88,8 @@ export interface IndexHead {
   warnings: Warning[];
   /** What the run cost (see docs/cost.md). */
   cost: IndexCost;
+  /** How the run's views showed it (`--thinking`): what `subtee report` applies to the page. */
+  display?: { thinking: ThinkingMode; thinking_chars: number };
 }
 
 /** The `index.json` document (format documented in docs/output-folder.md). */
@@ -120,9 +123,16 @@ export function buildIndex(
   run: Session,
   paths: (ch: Channel) => ChannelPaths | undefined,
   quarantine: string | null,
+  display?: DisplayPolicy,
 ): IndexDocument {
   const { head, channels, entry } = indexParts(run, paths, quarantine);
-  return { ...head, channels: channels.map(entry) };
+  return { ...withDisplay(head, display), channels: channels.map(entry) };
+}
+
+/** The head with the display policy the views applied, when there is one. */
+function withDisplay(head: IndexHead, display: DisplayPolicy | undefined): IndexHead {
+  if (display === undefined) return head;
+  return { ...head, display: { thinking: display.thinking, thinking_chars: display.thinkingChars } };
 }
 
 /**
@@ -134,9 +144,10 @@ export function indexForWriting(
   paths: (ch: Channel) => ChannelPaths | undefined,
   quarantine: string | null,
   costs?: RunCosts,
+  display?: DisplayPolicy,
 ): IndexHead & { channels: MadeOnDemand<IndexChannel> } {
   const { head, channels, entry } = indexParts(run, paths, quarantine, costs);
-  return { ...head, channels: new MadeOnDemand(channels.length, (i) => entry(channels[i])) };
+  return { ...withDisplay(head, display), channels: new MadeOnDemand(channels.length, (i) => entry(channels[i])) };
 }
 
 /** The run's final cost and each channel's: computed once at the end for all that show them. */

@@ -1,5 +1,6 @@
 import { headOf } from '../model/bounded-text.js';
 import { lineContent } from '../model/content.js';
+import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../model/display.js';
 import { isObject, type JsonObject } from '../model/message.js';
 import { viewOf } from '../model/line-view.js';
 import type { LineRecord, SpooledRecord } from '../model/record.js';
@@ -93,10 +94,10 @@ export function statusLine(status: string, summary: string | null): string {
   return `[status] ${status}${text}`;
 }
 
-/** The readable lines of one record, in block order. */
-export function renderRecord(rec: LineRecord): string[] {
+/** The readable lines of one record, in block order, thinking as `policy` shows it. */
+export function renderRecord(rec: LineRecord, policy: DisplayPolicy = DISPLAY_DEFAULTS): string[] {
   const out: string[] = [];
-  for (const item of lineContent(viewOf(rec), rec.display)) {
+  for (const item of lineContent(viewOf(rec), policy)) {
     switch (item.kind) {
       case 'prompt':
         out.push(`[prompt] ${escapeControl(shorten(item.text, RENDER_DEFAULTS.promptChars))}`);

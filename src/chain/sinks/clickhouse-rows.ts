@@ -13,6 +13,8 @@ import {
 } from '../../model/message.js';
 import type { SpanChannel } from './otlp-spans.js';
 import { boundedText } from '../../model/bounded-text.js';
+import { DISPLAY_DEFAULTS, shownThinking, type DisplayPolicy } from '../../model/display.js';
+import { isText } from '../../model/scan.js';
 import { runIdFrom, StreamClock } from './stream-facts.js';
 
 /** One row of the events table: one per input line (quarantined lines included). */
@@ -188,10 +190,19 @@ export class RowBuilder {
   /** The run's cost ledger: each channel row carries the channel's model and dollars. */
   private readonly costs: Pick<CostLedger, 'channelCost'> | null;
 
+  /** How rows show thinking: a block the policy drops has no text. */
+  private readonly display: DisplayPolicy;
+
   constructor(
-    options: { runId?: string; maxContentChars?: number; costs?: Pick<CostLedger, 'channelCost'> } = {},
+    options: {
+      runId?: string;
+      maxContentChars?: number;
+      costs?: Pick<CostLedger, 'channelCost'>;
+      display?: DisplayPolicy;
+    } = {},
   ) {
     this.runId = options.runId ?? null;
+    this.display = options.display ?? DISPLAY_DEFAULTS;
     this.costs = options.costs ?? null;
     this.maxChars = options.maxContentChars ?? ROW_BUILDER_DEFAULTS.maxContentChars;
   }
@@ -258,11 +269,10 @@ export class RowBuilder {
     const kind = lineTypeOf(v);
     let isError = kind === 'result' && v.is_error === true;
     if (kind === 'assistant' || kind === 'user') {
-      rawBlocks(v).forEach((b, i) => {
+      const lineKind = kind;
+      rawBlocks(v).forEach((b) => {
         const kind = typeof b.type === 'string' ? b.type : 'unknown';
         kinds.add(kind);
-        const shown = rec.display?.get(i);
-        if (shown === null) return;
         if (kind === 'tool_use') {
           tool ||= nonEmpty(b.name) ?? '';
           toolUseId ||= nonEmpty(b.id) ?? '';
@@ -278,7 +288,11 @@ export class RowBuilder {
         } else if (kind === 'text' && typeof b.text === 'string') {
           texts.push(b.text);
         } else if (kind === 'thinking') {
-          texts.push(shown ?? String(b.thinking ?? ''));
+          // The policy applies to an assistant line's thinking, as every view applies it.
+          const full: unknown = b.thinking;
+          const policed = lineKind === 'assistant' && isText(full);
+          const shown = policed ? shownThinking(this.display, full).text : String(b.thinking ?? '');
+          if (shown !== null) texts.push(String(shown));
         }
       });
     } else if (kind === 'system') {

@@ -8,6 +8,7 @@ import { UsageError } from '../../errors.js';
 import { httpUrlProblem, shownUrl, withoutUrlSecrets } from '../../shown-url.js';
 import type { RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
+import type { DisplayPolicy } from '../../model/display.js';
 import {
   quoteTableName,
   RowBuilder,
@@ -72,6 +73,8 @@ export interface ClickHouseSinkOptions {
   resend?: string;
   /** The chain's session, shared by every stage (required). */
   session: Session;
+  /** How rows show thinking (`--thinking`); whole without one. */
+  display?: DisplayPolicy;
 }
 
 type Mode = 'online' | 'offline' | 'draining';
@@ -183,6 +186,7 @@ class ClickHouseSink extends BatchTransform {
       runId: opts.runId,
       maxContentChars: opts.maxContentChars,
       costs: this.#run.cost,
+      display: options.display,
     });
     this.#spool = new Spool(() => {
       const dir = typeof opts.spoolDir === 'function' ? opts.spoolDir() : opts.spoolDir;
@@ -467,7 +471,7 @@ class ClickHouseSink extends BatchTransform {
 export { SPOOL_FILE };
 
 export const clickhouseSinkPlugin = defineBuiltin<
-  Omit<ClickHouseSinkOptions, 'session' | 'spoolDir'> & { spoolDir?: string }
+  Omit<ClickHouseSinkOptions, 'session' | 'spoolDir' | 'display'> & { spoolDir?: string }
 >({
   name: 'clickhouse',
   kind: 'sink',
@@ -551,5 +555,6 @@ export const clickhouseSinkPlugin = defineBuiltin<
       ...o,
       spoolDir: o.spoolDir ?? (() => ctx.session.channelFiles?.out),
       session: ctx.session,
+      display: ctx.display,
     }),
 });

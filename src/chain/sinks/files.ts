@@ -9,6 +9,10 @@ import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.
 import { escapeControl, escapeOneLine } from '../../views/escape.js';
 import { costLine, headerLines, renderRecord, spooledLine, statusLine } from '../../views/text.js';
 import { requireSession, type Session } from '../../model/session.js';
+import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
+import { fullThinking } from '../../model/content.js';
+import { viewOf } from '../../model/line-view.js';
+import type { LazyText } from '../../model/scan.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 import { AppendFiles, type AppendFile } from './append-files.js';
 import { appendSpool } from './spool-copy.js';
@@ -38,6 +42,8 @@ export interface FilesSinkOptions {
   force?: boolean;
   /** The chain's session, shared by every stage (required). */
   session: Session;
+  /** How the `.log` transcripts show thinking (`file`: whole in `<channel>.thinking.log`). */
+  display?: DisplayPolicy;
 }
 
 interface ChannelFiles extends ChannelPaths {
@@ -108,6 +114,7 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
 class FilesSink extends BatchTransform {
   readonly #opts: typeof FILES_SINK_DEFAULTS & FilesSinkOptions;
   readonly #run: Session;
+  readonly #display: DisplayPolicy;
   readonly #files: AppendFiles;
   readonly #namer = new FileNamer();
   readonly #byChannel = new Map<string | null, ChannelFiles>();
@@ -120,6 +127,7 @@ class FilesSink extends BatchTransform {
     const opts = withDefaults(FILES_SINK_DEFAULTS, options);
     this.#opts = opts;
     this.#run = requireSession(options, 'createFilesSink');
+    this.#display = options.display ?? DISPLAY_DEFAULTS;
     prepareOutDir(opts.out, opts.force);
     this.#files = new AppendFiles(opts.out, opts.maxOpenFiles, opts.force);
     this.#filesOf(this.#run.tree.main);
@@ -195,7 +203,7 @@ class FilesSink extends BatchTransform {
       files.write(f.jsonlFile, NL);
     }
     if (lines.length > 0) files.write(f.logFile, lines.join('\n') + '\n');
-    if (rec.thinkingFull) this.#writeThinking(f, rec.lineNo, rec.thinkingFull);
+    if (this.#display.thinking === 'file') this.#writeThinking(f, rec);
   }
 
   /**
@@ -216,26 +224,37 @@ class FilesSink extends BatchTransform {
           this.#files.write(f.logFile, statusLine(ev.channel.status, ev.summary) + '\n');
         }
       }
-      return rec.kind === 'line' ? renderRecord(rec) : [];
+      return rec.kind === 'line' ? renderRecord(rec, this.#display) : [];
     } catch (err) {
       const why = this.#run.recordFailed('files', rec.lineNo, err);
       return [`[line ${rec.lineNo} could not be shown: ${escapeOneLine(why)}]`];
     }
   }
 
-  #writeThinking(f: ChannelFiles, lineNo: number, texts: readonly string[]): void {
+  /** In `file` mode, a line's thinking whole into its channel's `.thinking.log`. */
+  #writeThinking(f: ChannelFiles, rec: LineRecord): void {
+    let texts: Array<string | LazyText>;
+    try {
+      texts = fullThinking(viewOf(rec));
+    } catch (err) {
+      this.#run.recordFailed('files', rec.lineNo, err);
+      return;
+    }
+    if (texts.length === 0) return;
+    const lineNo = rec.lineNo;
     if (!f.thinkingFile) {
       f.thinking_log = f.log.replace(/\.log$/, '.thinking.log');
       f.thinkingFile = this.#files.file(f.thinking_log);
     }
     for (const t of texts)
-      this.#files.write(f.thinkingFile, `[thinking] input line ${lineNo}\n${escapeControl(t)}\n\n`);
+      this.#files.write(f.thinkingFile, `[thinking] input line ${lineNo}\n${escapeControl(t.toString())}\n\n`);
   }
 
   #writeIndex(costs: RunCosts): void {
     const byChannel = this.#byChannel;
     const quarantine = this.#quarantine?.rel ?? null;
-    const index = indexForWriting(this.#run, (ch) => byChannel.get(ch.id), quarantine, costs);
+    const paths = (ch: ChannelSnapshot) => byChannel.get(ch.id);
+    const index = indexForWriting(this.#run, paths, quarantine, costs, this.#display);
     const path = join(this.#opts.out, 'index.json');
     const write = () => {
       // A fresh temporary file (whatever has its name is replaced, never written through),
@@ -322,7 +341,7 @@ class FilesSink extends BatchTransform {
   }
 }
 
-export const filesSinkPlugin = defineBuiltin<Omit<FilesSinkOptions, 'session'>>({
+export const filesSinkPlugin = defineBuiltin<Omit<FilesSinkOptions, 'session' | 'display'>>({
   name: 'files',
   kind: 'sink',
   kit: BUILTIN_KIT,
@@ -354,7 +373,7 @@ export const filesSinkPlugin = defineBuiltin<Omit<FilesSinkOptions, 'session'>>(
         'write into an output folder that already holds files (entries of the same names are replaced)',
     },
   },
-  create: (o, ctx) => createFilesSink({ ...o, session: ctx.session }),
+  create: (o, ctx) => createFilesSink({ ...o, session: ctx.session, display: ctx.display }),
 });
 
 function removeQuietly(path: string): void {

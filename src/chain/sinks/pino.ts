@@ -10,6 +10,7 @@ import { quarantinedLines, type LineRecord, type RecordBatch } from '../../model
 import { escapeOneLine, shorten } from '../../views/escape.js';
 import { channelLabel, inputPreview } from '../../views/text.js';
 import { lineContent } from '../../model/content.js';
+import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import { viewOf } from '../../model/line-view.js';
 import { batchLines, PINO_LEVELS, pinoLine } from './pino-batch.js';
 import { openLogFile } from '../../safe-open.js';
@@ -65,6 +66,8 @@ export interface PinoSinkOptions {
   maxContentChars?: number;
   /** The chain's session, shared by every stage (required). */
   session: Session;
+  /** How events show thinking (`--thinking`); whole without one. */
+  display?: DisplayPolicy;
 }
 
 type Kind = 'text' | 'thinking' | 'tool_use' | 'tool_result' | 'status' | 'warning' | 'quarantine';
@@ -121,6 +124,7 @@ export function pinoEvents(
   rec: LineRecord,
   maxChars: number,
   costs?: Pick<CostLedger, 'channelCost'>,
+  display: DisplayPolicy = DISPLAY_DEFAULTS,
 ): PinoEvent[] {
   const out: PinoEvent[] = [];
   const ch = rec.channel;
@@ -132,7 +136,7 @@ export function pinoEvents(
     about: ChannelSnapshot | undefined = ch,
   ) => out.push({ level, kind, fields, msg: eventMessage(kind, about, fields) });
   const content = (text: Parameters<typeof shorten>[0]) => shorten(text, maxChars);
-  for (const item of lineContent(v, rec.display)) {
+  for (const item of lineContent(v, display)) {
     switch (item.kind) {
       case 'prompt':
       case 'text':
@@ -401,7 +405,7 @@ class PinoSink extends BatchTransform {
   #logLine(rec: LineRecord): void {
     let events: PinoEvent[];
     try {
-      events = pinoEvents(rec, this.#opts.maxContentChars, this.#run.cost);
+      events = pinoEvents(rec, this.#opts.maxContentChars, this.#run.cost, this.#opts.display);
     } catch (err) {
       // A line the sink cannot read (a plugin stage made it unreadable) costs only its own
       // events: it is counted and reported once, and every other line is still logged.
@@ -462,7 +466,7 @@ class PinoSink extends BatchTransform {
   }
 }
 
-export const pinoSinkPlugin = defineBuiltin<Omit<PinoSinkOptions, 'session' | 'logger'>>({
+export const pinoSinkPlugin = defineBuiltin<Omit<PinoSinkOptions, 'session' | 'logger' | 'display'>>({
   name: 'pino',
   kind: 'sink',
   kit: BUILTIN_KIT,
@@ -486,5 +490,5 @@ export const pinoSinkPlugin = defineBuiltin<Omit<PinoSinkOptions, 'session' | 'l
       description: 'longest content per event',
     },
   },
-  create: (o, ctx) => createPinoSink({ ...o, session: ctx.session }),
+  create: (o, ctx) => createPinoSink({ ...o, session: ctx.session, display: ctx.display }),
 });

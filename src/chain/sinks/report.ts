@@ -6,6 +6,7 @@ import type { RecordBatch } from '../../model/record.js';
 import type { Session } from '../../model/session.js';
 import { reportLine, subteeVersion } from '../../views/report/build.js';
 import { channelReaderFor } from '../stages/input-format.js';
+import type { DisplayPolicy } from '../../model/display.js';
 import { LiveReport, ReportFeed } from '../../views/report/live.js';
 import { REPORT_DEFAULTS, type ReportLimits } from '../../views/report/model.js';
 import { pageHtml } from '../../views/report/page.js';
@@ -33,6 +34,8 @@ export interface ReportSinkOptions extends Partial<ReportLimits> {
   flushMs?: number;
   session?: Session;
   stderr?: Writable;
+  /** How the pages show thinking (`--thinking`): the live one, and report.html at the end. */
+  display?: DisplayPolicy;
 }
 
 const LIMIT_KEYS = [
@@ -77,7 +80,7 @@ class ReportSink extends BatchTransform {
     if (address && !isLoopback(address.host)) this.#warnExposed(address.host);
     this.#feed = address ? new ReportFeed() : null;
     this.#live = this.#feed
-      ? new LiveReport(this.#feed, options.session, subteeVersion(), this.#limits)
+      ? new LiveReport(this.#feed, options.session, subteeVersion(), this.#limits, options.display)
       : null;
     if (address && this.#live && this.#feed) this.#serve(address, this.#live, this.#feed);
   }
@@ -148,7 +151,8 @@ class ReportSink extends BatchTransform {
     this.#live?.flush();
     this.#feed?.end();
     if (this.#opts.html) {
-      const report = writeReport(this.#opts.out!, { ...this.#limits, channelReader: channelReaderFor });
+      const display = this.#opts.display;
+      const report = writeReport(this.#opts.out!, { ...this.#limits, channelReader: channelReaderFor, display });
       if (!this.#opts.quiet) this.#stderr.write(reportLine(report));
     }
   }
@@ -182,7 +186,7 @@ export function parseServe(value: string): ServeAddress {
 /** The report's limits a config sets; the others are the page's own. */
 type ReportPluginOptions = Omit<
   ReportSinkOptions,
-  'session' | 'stderr' | 'flushMs' | Exclude<keyof ReportLimits, 'maxPageBytes' | 'channelChars'>
+  'session' | 'stderr' | 'flushMs' | 'display' | Exclude<keyof ReportLimits, 'maxPageBytes' | 'channelChars'>
 >;
 
 export const reportSinkPlugin = defineBuiltin<ReportPluginOptions>({
@@ -222,5 +226,6 @@ export const reportSinkPlugin = defineBuiltin<ReportPluginOptions>({
       description: 'transcript characters per agent at most',
     },
   },
-  create: (o, ctx) => createReportSink({ ...o, session: ctx.session, stderr: ctx.stderr }),
+  create: (o, ctx) =>
+    createReportSink({ ...o, session: ctx.session, stderr: ctx.stderr, display: ctx.display }),
 });

@@ -28,6 +28,7 @@ import {
 } from './model.js';
 import { pageBytes } from './page.js';
 import { treeRows } from './client.js';
+import { DISPLAY_DEFAULTS, displayPolicy, THINKING_MODES, type DisplayPolicy } from '../../model/display.js';
 import { shorten } from '../escape.js';
 
 export interface ReportBuildOptions extends Partial<ReportLimits> {
@@ -41,6 +42,8 @@ export interface ReportBuildOptions extends Partial<ReportLimits> {
   channelReader?: (
     producer: string,
   ) => ((event: JsonObject, channel: string | null, eventBytes?: number) => JsonObject[]) | null;
+  /** How the page shows thinking; without one, what index.json says the run's views did. */
+  display?: DisplayPolicy;
 }
 
 /** What a written report holds (see writeReport in the report sink's room). */
@@ -241,7 +244,7 @@ export function readReportData(
   options: ReportBuildOptions = {},
 ): { data: ReportData; budgets: TranscriptBudget[] } {
   const limits = withDefaults(REPORT_DEFAULTS, options) as ReportLimits;
-  const { run, producer, channels, jsonl, toolUses } = indexFacts(out, options);
+  const { run, producer, channels, jsonl, toolUses, display } = indexFacts(out, options);
   const byId = new Map<string, ChannelView>();
   for (const ch of channels) if (ch.id !== null && !byId.has(ch.id)) byId.set(ch.id, ch);
   // Room for the page itself and each channel's fields and ticks first; transcripts share
@@ -289,7 +292,7 @@ export function readReportData(
     }
   
     function onValue(value: JsonObject, lineBytes: number): void {
-      const f = lineFacts(value, limits);
+      const f = lineFacts(value, limits, display);
       for (let k = 0; k < f.tools; k++) budget.tick(f.time);
       for (const s of f.spawns) {
         const childId = field(s.id, 400) ?? '';
@@ -329,6 +332,7 @@ function indexFacts(
   channels: ChannelView[];
   jsonl: Array<string | null>;
   toolUses: number[];
+  display: DisplayPolicy;
 } {
   const { head: index, channels: eachChannel } = readIndex(out);
   const channels: ChannelView[] = [];
@@ -361,7 +365,17 @@ function indexFacts(
     channels,
     jsonl,
     toolUses,
+    display: options.display ?? indexDisplay(index.display),
   };
+}
+
+/** The display policy index.json records (`display`); thinking whole when it records none. */
+export function indexDisplay(value: unknown): DisplayPolicy {
+  if (!isObject(value)) return DISPLAY_DEFAULTS;
+  const mode = THINKING_MODES.find((m) => m === value.thinking);
+  const chars = value.thinking_chars;
+  const valid = typeof chars === 'number' && Number.isSafeInteger(chars) && chars >= 0;
+  return displayPolicy({ thinking: mode, thinkingChars: valid ? chars : undefined });
 }
 
 function attach(data: ReportData, budgets: TranscriptBudget[]): void {

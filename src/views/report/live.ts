@@ -1,3 +1,4 @@
+import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import type { RecordBatch } from '../../model/record.js';
 import { indexCost } from '../cost.js';
 import type { Session } from '../../model/session.js';
@@ -202,6 +203,7 @@ export class LiveReport {
     private readonly run: Session | undefined,
     private readonly subtee: string,
     limits: Partial<ReportLimits> = {},
+    private readonly display: DisplayPolicy = DISPLAY_DEFAULTS,
   ) {
     this.limits = { ...REPORT_DEFAULTS, ...limits };
   }
@@ -233,7 +235,7 @@ export class LiveReport {
       for (const ev of rec.events ?? []) this.track(ev.channel as ChannelFields);
       if (!rec.channel) continue;
       const t = this.track(rec.channel as ChannelFields);
-      const f = lineFacts(rec.value, this.limits);
+      const f = lineFacts(rec.value, this.limits, this.display);
       if (f.version) this.version = f.version;
       if (f.session) this.session = f.session;
       for (let k = 0; k < f.tools; k++) t.budget.tick(f.time);

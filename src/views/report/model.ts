@@ -1,6 +1,7 @@
 import { headOf, tailOf } from '../../model/bounded-text.js';
 import { escapeControl, shorten } from '../escape.js';
 import { lineContent } from '../../model/content.js';
+import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import { SPAWN_TOOLS, isObject, systemSubtypeOf, type JsonObject } from '../../model/message.js';
 
 /**
@@ -230,10 +231,14 @@ function entry(k: EntryKind, t: number | null, text: string, max: number, extra:
 }
 
 /** Reads one parsed line: its transcript entries, tool calls and spawn calls. */
-export function lineFacts(value: JsonObject, limits: ReportLimits = REPORT_DEFAULTS): LineFacts {
+export function lineFacts(
+  value: JsonObject,
+  limits: ReportLimits = REPORT_DEFAULTS,
+  display: DisplayPolicy = DISPLAY_DEFAULTS,
+): LineFacts {
   const t = timeOf(value);
   const facts: LineFacts = { entries: [], tools: 0, time: t, spawns: [], version: null, session: null };
-  for (const item of lineContent(value)) {
+  for (const item of lineContent(value, display)) {
     switch (item.kind) {
       case 'prompt':
       case 'text':
