@@ -184,6 +184,45 @@ describe('the static report in Chromium', { skip }, () => {
     await page.close();
   });
 
+  test('--thinking drop keeps thinking out of every view: report.html (built at the end and again by subtee report), .log, pino; .jsonl keeps it', async () => {
+    const input = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'));
+    const thought = 'Worker leaf plans: echo, then report.';
+    assert.ok(input.toString('utf8').includes(thought), 'the recording thinks');
+    for (const mode of ['drop', 'keep']) {
+      const pino = join(tmpDir(), 'events.log');
+      const out = reportOf(input, ['--thinking', mode, `--pino=${pino}`]);
+      const shown = mode === 'keep';
+      const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+      const leaf = index.channels.find((c: any) => c.depth === 3);
+      const transcriptOf = async () => {
+        const { page, console } = await openReport(browser, out);
+        await page.click(`#tree tr.tree-row[data-key="a:${leaf.id}"]`);
+        const t = page.locator('#transcript');
+        await t.waitFor();
+        assert.match(await t.innerText(), /final report\s+Worker leaf report: done\./, `${mode}: shown`);
+        // Thinking sits in a closed <details>: its text is in the transcript's DOM, not its innerText.
+        const text = (await t.evaluate((node) => node.textContent)) ?? '';
+        assert.deepEqual(console, [], `${mode}: no console errors`);
+        await page.close();
+        return text;
+      };
+      for (const built of ['at the end of the run', 'by subtee report']) {
+        if (built === 'by subtee report') {
+          const r = spawnSync(process.execPath, [BIN, 'report', '-q', out], { encoding: 'utf8' });
+          assert.equal(r.status, 0, r.stderr);
+        }
+        const html = readFileSync(join(out, 'report.html'), 'utf8');
+        assert.equal(html.includes(thought), shown, `${mode}, ${built}: the page's bytes`);
+        assert.equal((await transcriptOf()).includes(thought), shown, `${mode}, ${built}: what the page shows`);
+      }
+      const leafLog = readFileSync(join(out, leaf.log), 'utf8');
+      assert.equal(leafLog.includes(thought), shown, `${mode}: the .log`);
+      assert.equal(readFileSync(pino, 'utf8').includes(thought), shown, `${mode}: pino`);
+      assert.ok(readFileSync(join(out, leaf.jsonl), 'utf8').includes(thought), `${mode}: the .jsonl keeps bytes`);
+      assert.deepEqual(index.display, { thinking: mode, thinking_chars: 2000 });
+    }
+  });
+
   test('background-fanout-12: thirteen rows, twelve hatched background bars under main, tool-call ticks', async () => {
     const input = readFileSync(join(FIXTURES, 'background-fanout-12.jsonl'));
     const expected = readStream(input.toString('utf8'));
