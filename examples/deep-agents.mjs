@@ -51,7 +51,7 @@ async function follow(sub, indent) {
     if (message.role === 'assistant' && text) console.log(`${indent}  ${text}`);
   }
   for await (const nested of sub.subagents) await follow(nested, `${indent}  `);
-  console.log(`${indent}${sub.name} ${(await sub.output).status}`);
+  console.log(`${indent}${sub.name} ${(await sub.outcome).status}`);
 }
 for await (const sub of run.subagents) await follow(sub, '');
 const index = await run.done;

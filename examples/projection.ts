@@ -15,7 +15,7 @@ async function follow(sub: SubagentHandle): Promise<void> {
   for await (const message of sub.messages) {
     for await (const text of message.text) console.log(`${indent}  ${text}`); // each block as it arrives
   }
-  const out = await sub.output;
+  const out = await sub.outcome; // how it ended, failed or not (`output` rejects for a failure)
   const where = sub.background ? 'in the background' : 'in the foreground';
   const tokens = `${out.tokens} tokens, ${out.subtree.tokens} with its subagents`;
   const failure = out.error ? `: ${out.error}` : '';

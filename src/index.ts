@@ -54,6 +54,7 @@ export { SubteeError, UsageError, EXIT } from './errors.js';
 export { open, type OpenOptions, type RunProjection, type Projections, type ProjectionName } from './open.js';
 export {
   ProjectionError,
+  SubagentError,
   PROJECTION_DEFAULTS,
   type ToolCall,
   type ToolCallStatus,

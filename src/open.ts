@@ -9,6 +9,7 @@ import { createProjectionSink } from './chain/sinks/projection.js';
 import { NULL_INPUT } from './chain/stages/object-source.js';
 import { EXIT, OutputError, SubteeError, UsageError } from './errors.js';
 import { openInputFile } from './input-file.js';
+import { isProtocolEvent } from './adapters/langgraph.js';
 import { Session } from './model/session.js';
 import { buildIndex, type IndexDocument } from './views/index-file.js';
 import type { Message } from './views/message-stream.js';
@@ -309,11 +310,25 @@ async function inputOf(
   const iterator = (input as AsyncIterable<unknown>)[Symbol.asyncIterator]();
   const first = await iterator.next();
   const values = async function* () {
+    // A LangGraph run stream rejects once it has told its own failure (a root `failed`
+    // event): that run failed, as a Claude run whose result line says so; its input did not.
+    let told = false;
     try {
       if (first.done) return;
+      told = runFailureTold(first.value);
       yield first.value ?? NULL_INPUT;
-      for (let next = await iterator.next(); !next.done; next = await iterator.next())
+      for (;;) {
+        let next: IteratorResult<unknown>;
+        try {
+          next = await iterator.next();
+        } catch (err) {
+          if (told) return;
+          throw err;
+        }
+        if (next.done) return;
+        told ||= runFailureTold(next.value);
         yield next.value ?? NULL_INPUT;
+      }
     } finally {
       await iterator.return?.();
     }
@@ -323,6 +338,13 @@ async function inputOf(
     source: Readable.from(values(), { objectMode: objects }),
     edge: objects ? 'object-source' : 'line-parser',
   };
+}
+
+/** Whether a value is a LangGraph run's own `failed` event (the root's lifecycle). */
+function runFailureTold(value: unknown): boolean {
+  if (!isProtocolEvent(value) || value.method !== 'lifecycle' || value.params.namespace.length > 0) return false;
+  const data = value.params.data as { event?: unknown } | null;
+  return data?.event === 'failed';
 }
 
 /** Values of several async iterables as they come, tagged with their source's name. */

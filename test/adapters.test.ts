@@ -409,7 +409,7 @@ test("LangGraph: a subagent the run's failure stopped carries the run's error", 
   );
   const run = open(Readable.from(events));
   const outputs = [];
-  for await (const sub of run.allSubagents) outputs.push(await sub.output);
+  for await (const sub of run.allSubagents) outputs.push(await sub.outcome);
   const index = await run.done;
   assert.deepEqual(
     outputs.map((o) => [o.status, o.error, o.summary]),

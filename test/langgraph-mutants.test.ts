@@ -252,14 +252,13 @@ test('LangGraph: failures and interruptions carry their reasons; held calls show
         promptLine('d1', 'x'),
       ],
     ],
+    // A failed spawning call fails its subagent at once; its own end is then told no more.
     [
       ev('tools', a, { event: 'tool-error', tool_call_id: 'd1', message: 'alpha broke' }),
-      [toolResult(null, 'd1', 'alpha broke', true)],
+      [notification(a, 'd1', 'failed', 'alpha broke'), toolResult(null, 'd1', 'alpha broke', true)],
     ],
-    [
-      ev('lifecycle', a, { event: 'failed', error: 'ignored' }),
-      [notification(a, 'd1', 'failed', 'alpha broke')],
-    ],
+    [ev('lifecycle', a, { event: 'failed', error: 'ignored' }), []],
+    [ev('lifecycle', a, { event: 'completed' }), []],
     // A subagent found by the task id its task input names.
     [task([], { id: 'sent-task', input: { tool_call: { id: 'd2' } } }), []],
     [ev('tools', [], { event: 'tool-started', tool_call_id: 'd2', tool_name: 'delegate', input: 5 }), []],
@@ -322,6 +321,9 @@ test('LangGraph: failures and interruptions carry their reasons; held calls show
           status: 'failed',
           summary: 'the run died',
         }),
+        // Calls the failure cut short end with its error, as Deep Agents reports them.
+        toolResult(null, 'd2', 'the run died', true, iso(T0 + 1)),
+        toolResult(null, 'd4', 'the run died', true, iso(T0 + 1)),
         at(iso(T0 + 1), {
           type: 'result',
           subtype: 'error',
@@ -702,13 +704,11 @@ test('LangGraph: prompts from live and serialised messages; usage and last words
   assert.deepEqual((mapper.map(msg({ event: 'message-finish' }))[0] as Json).message.content, [
     { type: 'thinking', thinking: 'r' },
   ]);
+  // The last words are the run's result; a failed run has none, only its error.
+  assert.deepEqual(mapper.map(ev('lifecycle', [], { event: 'completed' })), [
+    at(iso(T0), { type: 'result', subtype: 'success', is_error: false, result: 'said' }),
+  ]);
   assert.deepEqual(mapper.map(ev('lifecycle', [], { event: 'failed', error: 'plain words' })), [
-    at(iso(T0), {
-      type: 'result',
-      subtype: 'error',
-      is_error: true,
-      result: 'said',
-      errors: ['plain words'],
-    }),
+    at(iso(T0), { type: 'result', subtype: 'error', is_error: true, result: null, errors: ['plain words'] }),
   ]);
 });

@@ -91,7 +91,7 @@ export async function checkCollected(text: string, collected: Awaited<ReturnType
     assert.equal(handle.status, o.status === 'running' ? 'interrupted' : o.status);
     assert.deepEqual(texts, e.texts);
     assert.deepEqual(calls, e.calls);
-    const output = await handle.output;
+    const output = await handle.outcome;
     assert.equal(output.tokens, e.usage, `usage of ${handle.id}`);
     assert.equal(output.lines, o.lines.length);
   }

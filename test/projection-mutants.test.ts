@@ -479,7 +479,7 @@ for (const name of ['failing-beside-healthy', 'binary-tree-depth-3', 'background
       const handles: SubagentHandle[] = [];
       for await (const handle of run.allSubagents) handles.push(handle);
       await run.done;
-      const outputs = new Map(await Promise.all(handles.map(async (h) => [h.id, await h.output] as const)));
+      const outputs = new Map(await Promise.all(handles.map(async (h) => [h.id, await h.outcome] as const)));
       const under = (id: string): string[] => [
         id,
         ...[...expected.channels.values()].filter((ch) => ch.parent === id).flatMap((ch) => under(ch.id!)),
@@ -680,12 +680,14 @@ test('a subagent whose failure notification has no summary fails with "failed"; 
     const spawn = spawns.get(handle.id)!;
     assert.equal(handle.description, spawn.description);
     assert.equal(handle.name, spawn.subagent_type);
-    const output = await handle.output;
+    const output = await handle.outcome;
     if (handle.id === notification.tool_use_id) {
       assert.equal(output.status, 'failed');
       assert.equal(output.summary, null);
       assert.equal(output.error, 'failed');
+      await assert.rejects(handle.output, { code: 'ERR_SUBAGENT_FAILED', error: 'failed', summary: null });
     } else {
+      assert.equal(await handle.output, output);
       assert.equal(output.status, 'completed');
       assert.equal(output.error, null);
     }
@@ -1711,7 +1713,7 @@ test('cost.basis of outputs settled at the end: table without a result line, res
     const output = await run.output;
     await run.done;
     const outputs = await Promise.all(
-      handles.map(async (handle) => [handle.id, await handle.output] as const),
+      handles.map(async (handle) => [handle.id, await handle.outcome] as const),
     );
     const interrupted = outputs.filter(([, settled]) => settled.status === 'interrupted');
     assert.deepEqual(interrupted.map(([id]) => id).sort(), unfinished);

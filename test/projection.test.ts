@@ -367,7 +367,7 @@ test("run.output: the result line's result, cost, turns, duration, usage; a fail
     .pop();
   const run = open(file);
   const outputs: Array<Awaited<SubagentHandle['output']>> = [];
-  for await (const sub of run.allSubagents) outputs.push(await sub.output);
+  for await (const sub of run.allSubagents) outputs.push(await sub.outcome);
   const output = await run.output;
   await run.done;
   assert.equal(output.status, 'completed');

@@ -56,6 +56,8 @@ interface ToolCallState {
   messageId: string | null;
   /** A spawn tool's call not yet shown: waiting to learn whether a subagent runs. */
   held: boolean;
+  /** Its result (or error) was shown. */
+  settled: boolean;
 }
 
 interface SubagentNode {
@@ -186,6 +188,12 @@ export class LangGraphMapper {
    * the root's `failed` event, which follows theirs.
    */
   private readonly failedUnexplained: string[] = [];
+  /** Subagents whose end was told (a task notification), so it is told once. */
+  private readonly ended = new Set<string>();
+  /** Channel id → task id (its namespace) of each subagent found. */
+  private readonly spawned = new Map<string, string>();
+  /** Calls ended by their subagent's failure or the run's before their own result came. */
+  private readonly endedEarly = new Set<string>();
   private lastTimestamp: string | undefined;
 
   private readonly onWarning: (code: string, message: string) => void;
@@ -280,8 +288,15 @@ export class LangGraphMapper {
         const error = failed ? errorText(data.error) : null;
         // The run's error is why the subagents it stopped failed.
         for (const id of error ? this.failedUnexplained.splice(0) : []) {
-          const notification = { type: 'system', subtype: 'task_notification', tool_use_id: id };
-          out.push(line({ ...notification, status: 'failed', summary: error }, ts));
+          out.push(this.notification(id, null, 'failed', error, ts));
+        }
+        // Calls the failure cut short failed with it, as Deep Agents reports them.
+        if (failed) {
+          for (const [id, call] of this.calls) {
+            if (call.settled) continue;
+            this.endedEarly.add(id);
+            this.toolResultLine(id, error ?? 'the run failed', true, ts, out);
+          }
         }
         out.push(
           line(
@@ -289,7 +304,8 @@ export class LangGraphMapper {
               type: 'result',
               subtype: failed ? 'error' : 'success',
               is_error: failed,
-              result: this.lastText.get('') ?? null,
+              // A failed run has no final answer: its error is in `errors`.
+              result: failed ? null : (this.lastText.get('') ?? null),
               ...(error ? { errors: [error] } : {}),
             },
             ts,
@@ -299,7 +315,7 @@ export class LangGraphMapper {
       return;
     }
     const id = this.subagents.get(key(ns));
-    if (id === undefined) return;
+    if (id === undefined || this.ended.has(id)) return;
     const mapped =
       status === 'completed'
         ? 'completed'
@@ -315,19 +331,27 @@ export class LangGraphMapper {
         ? (this.toolErrors.get(id) ?? errorText(data.error))
         : (this.toolResults.get(id) ?? this.lastText.get(id) ?? null);
     if (mapped === 'failed' && summary === null) this.failedUnexplained.push(id);
-    out.push(
-      line(
-        {
-          type: 'system',
-          subtype: 'task_notification',
-          tool_use_id: id,
-          task_id: ns.join('/'),
-          status: mapped,
-          summary,
-        },
-        ts,
-      ),
-    );
+    out.push(this.notification(id, ns.join('/'), mapped, summary, ts));
+    // Its spawning call ends as it did: a failed subagent's call is an error, as Deep Agents says.
+    const call = this.calls.get(id);
+    if (mapped === 'failed' && summary !== null && call && !call.settled) {
+      this.endedEarly.add(id);
+      this.toolResultLine(id, summary, true, ts, out);
+    }
+  }
+
+  /** A subagent's end, told once. */
+  private notification(
+    id: string,
+    taskId: string | null,
+    status: string,
+    summary: string | null,
+    ts: string | undefined,
+  ): JsonObject {
+    this.ended.add(id);
+    const fields: JsonObject = { type: 'system', subtype: 'task_notification', tool_use_id: id };
+    if (taskId !== null) fields.task_id = taskId;
+    return line({ ...fields, status, summary }, ts);
   }
 
   private taskStart(ns: string[], data: JsonObject, ts: string | undefined, out: JsonObject[]): void {
@@ -360,6 +384,7 @@ export class LangGraphMapper {
     // The running agent's own name is what Deep Agents reports; the spawn call carries it.
     const input: JsonObject = { ...args, subagent_type: name };
     this.subagents.set(k, id);
+    this.spawned.set(id, ns.join('/'));
     const parentNode = parent.length > 0 ? this.enclosing(parent, parent.length).at(-1) : this.subagentTree;
     parentNode?.children.set(segment, { id, children: new Map() });
     out.push(this.toolUseLine(parentChannel, call?.messageId ?? null, id, 'Agent', input, ts));
@@ -427,7 +452,7 @@ export class LangGraphMapper {
     out: JsonObject[],
   ): void {
     const held = this.spawnTools.has(name);
-    this.calls.set(id, { name, input, channel, messageId, held });
+    this.calls.set(id, { name, input, channel, messageId, held, settled: false });
     if (!held) out.push(this.toolUseLine(channel, messageId, id, name, input, ts));
   }
 
@@ -451,6 +476,8 @@ export class LangGraphMapper {
         return;
       case 'tool-finished':
       case 'tool-error': {
+        // Already ended by its subagent's failure, or the run's: told once.
+        if (this.endedEarly.has(id)) return;
         this.release(id, ts, out);
         const isError = data.event === 'tool-error';
         const text = isError
@@ -458,17 +485,33 @@ export class LangGraphMapper {
           : toolOutputText(data.output, id);
         if (!isError) this.toolResults.set(id, text);
         else this.toolErrors.set(id, text);
-        const channel = this.calls.get(id)?.channel ?? this.channelOf(ns, false);
-        const block: JsonObject = { type: 'tool_result', tool_use_id: id, content: text };
-        if (isError) block.is_error = true;
-        out.push(
-          line(
-            { type: 'user', message: { role: 'user', content: [block] }, parent_tool_use_id: channel },
-            ts,
-          ),
-        );
+        // A subagent whose spawning call failed failed, even if its own graph then says it
+        // completed (Deep Agents' lifecycle does, for a subagent whose model threw).
+        if (isError && this.spawned.has(id) && !this.ended.has(id)) {
+          out.push(this.notification(id, this.spawned.get(id)!, 'failed', text, ts));
+        }
+        this.toolResultLine(id, text, isError, ts, out, this.channelOf(ns, false));
       }
     }
+  }
+
+  /** A call's result (or error) on the channel that made the call. */
+  private toolResultLine(
+    id: string,
+    text: string,
+    isError: boolean,
+    ts: string | undefined,
+    out: JsonObject[],
+    fallback: string | null = null,
+  ): void {
+    const call = this.calls.get(id);
+    if (call) call.settled = true;
+    const channel = call?.channel ?? fallback;
+    const block: JsonObject = { type: 'tool_result', tool_use_id: id, content: text };
+    if (isError) block.is_error = true;
+    out.push(
+      line({ type: 'user', message: { role: 'user', content: [block] }, parent_tool_use_id: channel }, ts),
+    );
   }
 
   /** A held spawn call that ended without a subagent: shown as the call it was. */

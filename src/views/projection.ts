@@ -190,8 +190,15 @@ export interface SubagentHandle {
   readonly toolCalls: AsyncIterable<ToolCall>;
   /** Subagents this one spawned, as they are seen (see `RunProjection.subagents`). */
   readonly subagents: AsyncIterable<SubagentHandle>;
-  /** Resolves when the subagent ends (or the run does). Never rejects. */
+  /**
+   * Settles when the subagent ends (or the run does), as Deep Agents' does: resolves for a
+   * subagent that completed (or was interrupted by the run's end), rejects with a
+   * `SubagentError` (`status`, `summary`, `error`, and the figures as `output`) for one that
+   * failed. A rejection nobody awaits does not crash the program.
+   */
   readonly output: Promise<SubagentOutput>;
+  /** The same figures as `output` for every subagent, failed ones included; never rejects. */
+  readonly outcome: Promise<SubagentOutput>;
   /** The channel as it is now, frozen. */
   snapshot(): ChannelSnapshot;
 }
@@ -201,6 +208,30 @@ export class ProjectionError extends SubteeError {
   constructor(code: string, message: string) {
     super(code, message);
     this.name = 'ProjectionError';
+  }
+}
+
+/** Why a subagent's `output` rejected: it failed. Carries what `outcome` resolves to. */
+export class SubagentError extends SubteeError {
+  /** The subagent's id (its spawning call's). */
+  readonly id: string;
+  readonly status: 'failed';
+  /** Its final report (for a failed subagent, usually why it failed). */
+  readonly summary: string | null;
+  /** Why it failed. */
+  readonly error: string;
+  /** Its figures: usage, tokens, cost, time, lines, subtree. */
+  readonly output: SubagentOutput;
+
+  constructor(name: string | null, output: SubagentOutput & { readonly id: string }) {
+    const error = output.error ?? 'failed';
+    super('ERR_SUBAGENT_FAILED', `Subagent ${name ?? output.id} failed: ${error}`);
+    this.name = 'SubagentError';
+    this.id = output.id;
+    this.status = 'failed';
+    this.summary = output.summary;
+    this.error = error;
+    this.output = output;
   }
 }
 
@@ -621,7 +652,8 @@ export class Projection {
     return deepFreeze({
       status: line === null ? 'interrupted' : failed ? 'failed' : 'completed',
       result,
-      error: failed ? (result ?? (errors.join('\n') || nonEmpty(line?.subtype) || 'failed')) : null,
+      // The errors the line lists say why; a failed line without them says it in `result`.
+      error: failed ? (errors.join('\n') || result || nonEmpty(line?.subtype) || 'failed') : null,
       costUsd: number(line?.total_cost_usd),
       turns: number(line?.num_turns),
       durationMs: number(line?.duration_ms),
@@ -1180,8 +1212,9 @@ async function* readJsonLines(
 class SubagentHandleImpl implements SubagentHandle {
   readonly id: string;
   readonly cause: SubagentHandle['cause'];
+  readonly outcome: Promise<SubagentOutput>;
   readonly output: Promise<SubagentOutput>;
-  private resolveOutput!: (output: SubagentOutput) => void;
+  private resolveOutcome!: (output: SubagentOutput) => void;
   private done = false;
 
   constructor(
@@ -1190,7 +1223,14 @@ class SubagentHandleImpl implements SubagentHandle {
   ) {
     this.id = channel.id!;
     this.cause = Object.freeze({ type: 'toolCall', tool_call_id: this.id });
-    this.output = new Promise((resolve) => (this.resolveOutput = resolve));
+    this.outcome = new Promise((resolve) => (this.resolveOutcome = resolve));
+    this.output = this.outcome.then((output) =>
+      output.status === 'failed'
+        ? Promise.reject(new SubagentError(this.name, { ...output, id: this.id }))
+        : output,
+    );
+    // Handled here, so a failure nobody awaits is no unhandled rejection; awaiting still throws.
+    this.output.catch(() => {});
   }
 
   get name(): string | null {
@@ -1235,7 +1275,7 @@ class SubagentHandleImpl implements SubagentHandle {
     const ch = this.channel;
     // No ledger (no priced line) costs nothing; an unpriced model costs null, not 0.
     const own = this.projection.session.cost.channelCost(ch.id);
-    this.resolveOutput(
+    this.resolveOutcome(
       Object.freeze({
         ...totalsOf(ch.usage, ch.firstSeen, ch.lastSeen, this.projection.costOf(own === null ? 0 : own.usd)),
         status: this.status,

@@ -151,7 +151,7 @@ export async function checkProjection(reading: ChatReading, input: Buffer, name:
   const followers: Array<Promise<void>> = [follow(null, run.toolCalls)];
   for await (const sub of run.allSubagents) {
     followers.push(follow(sub.id, sub.toolCalls));
-    followers.push(sub.output.then((out: any) => void statuses.set(sub.id, out.status)));
+    followers.push(sub.outcome.then((out: any) => void statuses.set(sub.id, out.status)));
   }
   await Promise.all(followers);
   await run.done;

@@ -17,6 +17,8 @@ export interface Step {
   /** Also call the built-in `ls` tool. */
   ls?: boolean;
   usage?: { input_tokens: number; output_tokens: number };
+  /** The model throws this error instead of answering (on the agent's first turn). */
+  fail?: string;
 }
 
 export type Script = Record<string, Step>;
@@ -60,6 +62,7 @@ export function answer(script: Script, messages: BaseMessage[]): AIMessage {
   const plan = script[step] ?? { text: `unknown step ${step}` };
   const turns = messages.filter((m) => typeOf(m) === 'ai').length;
   if (turns > 0) return new AIMessage({ content: `${step} report: done.` });
+  if (plan.fail !== undefined) throw new Error(plan.fail);
   const content = plan.reasoning
     ? [
         { type: 'reasoning', reasoning: plan.reasoning },
