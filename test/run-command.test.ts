@@ -4,6 +4,7 @@ import { existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { BIN, ROOT, checkOutput, linesOf, readTree, tmpDir } from './helpers.js';
+import { claudeCommand, describeWithClaude } from './e2e/claude.js';
 
 const recording = join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl');
 
@@ -598,4 +599,47 @@ test('subtee run: a command not on PATH reads "not found on PATH", a missing fil
   const file = spawnSync(process.execPath, [BIN, 'run', '--', path], { encoding: 'utf8' });
   assert.equal(file.status, 2);
   assert.equal(file.stderr, `subtee: cannot start ${path}: no such file [ERR_COMMAND]\n`);
+});
+
+/** Pids of running (not zombie) processes whose command line holds `marker`. */
+function runningWith(marker: string): number[] {
+  const ps = spawnSync('ps', ['-eo', 'pid=,stat=,args='], { encoding: 'utf8' }).stdout;
+  return ps
+    .split('\n')
+    .filter((l) => l.includes(marker) && !/^\s*\d+\s+Z/.test(l) && !l.includes('ps -eo'))
+    .map((l) => Number(l.trim().split(/\s+/)[0]));
+}
+
+describeWithClaude('subtee run with the real Claude Code', (apiUrl) => {
+  test('SIGINT while Claude Code runs a long Bash command: exit 130, and neither it nor the command outlives subtee', async () => {
+    const out = join(tmpDir(), 'o');
+    // A Bash command silent for ten minutes, its own node process, recognisable by its text.
+    const ms = 600_000 + Math.floor(Math.random() * 1000);
+    const marker = `slept ${ms}`;
+    const { argv, env, cleanup } = claudeCommand({ prompt: `SCRIPT:bash:${ms}:900000`, apiUrl: apiUrl() });
+    const child = spawn(
+      process.execPath,
+      [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--kill-grace-ms', '2000', '--', ...argv],
+      { env, cwd: env.SUBTEE_E2E_CWD, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const closed = new Promise<number | null>((r) => child.on('close', r));
+    try {
+      await waitFor(() => runningWith(marker).length > 0, 'the Bash command to run', 90_000);
+      strays.push(...runningWith(marker), ...runningWith(`SCRIPT:bash:${ms}`));
+      child.kill('SIGINT');
+      const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 30_000).unref());
+      const result = await Promise.race([closed, timeout]);
+      if (result === 'timeout') child.kill('SIGKILL');
+      assert.equal(result, 130, stderr);
+      assert.deepEqual(runningWith(marker), [], 'the Bash command is gone');
+      assert.deepEqual(runningWith(`SCRIPT:bash:${ms}`), [], 'Claude Code is gone');
+      const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+      assert.equal(index.interrupted, true);
+      assert.equal(index.command.name, argv[0]);
+    } finally {
+      cleanup();
+    }
+  });
 });
