@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { PassThrough, Writable } from 'node:stream';
 import { open } from '../src/index.js';
@@ -13,6 +16,7 @@ import { MAX_TRACKED_WAITS } from '../src/model/in-flight.js';
 import { createLineParser } from '../src/chain/stages/line-parser.js';
 import type { SubteeRecord } from '../src/model/record.js';
 import { Session } from '../src/model/session.js';
+import { BIN, tmpDir } from './helpers.js';
 
 function fakeClock() {
   let t = 0;
@@ -485,4 +489,60 @@ test("backed up is read on the watchdog's output side: full there, with its inpu
   w.advance(60_000);
   assert.equal(w.dog.errored, null);
   assert.equal(w.run.stalled, false);
+});
+
+/** A command that prints `before`, is silent for `silentMs`, then prints `after` and exits 0. */
+function agentScript(before: object[], silentMs: number, after: object[]): string {
+  const print = (lines: object[]) => lines.map((l) => `w(${JSON.stringify(l)});`).join('');
+  return (
+    `const w = (o) => process.stdout.write(JSON.stringify(o) + '\\n');${print(before)}` +
+    `setTimeout(() => {${print(after)}}, ${silentMs});`
+  );
+}
+
+test("subtee run: a Codex command silent past Claude Code's Bash default is not a stall; a Bash call is", () => {
+  const command = { id: 'item_1', type: 'command_execution', command: 'npm test', status: 'in_progress' };
+  const codex = agentScript(
+    [
+      { type: 'thread.started', thread_id: 'th_1' },
+      { type: 'turn.started' },
+      { type: 'item.started', item: command },
+    ],
+    4000,
+    [
+      {
+        type: 'item.completed',
+        item: { ...command, aggregated_output: 'ok', exit_code: 0, status: 'completed' },
+      },
+      { type: 'item.completed', item: { id: 'item_2', type: 'agent_message', text: 'tests pass' } },
+      { type: 'turn.completed', usage: { input_tokens: 5, output_tokens: 2 } },
+    ],
+  );
+  const claude = agentScript(
+    [init, say(null, toolUse('b1', 'Bash', { command: 'npm test' }))],
+    4000,
+    [reply(null, toolResult('b1')), { type: 'result', subtype: 'success', is_error: false }],
+  );
+  const run = (script: string) => {
+    const out = join(tmpDir(), 'out');
+    const flags = ['--stall-grace-ms', '0', '--idle-timeout-ms', '1000', '--tool-timeout-ms', '20000'];
+    const argv = [BIN, 'run', '--out', out, '--stdout', 'none', '-q', ...flags, '--'];
+    const r = spawnSync(process.execPath, [...argv, process.execPath, '-e', script], {
+      encoding: 'utf8',
+      // Claude Code's own default, shortened: subtee reads it from the environment it shares.
+      env: { ...process.env, BASH_DEFAULT_TIMEOUT_MS: '1500' },
+      timeout: 60_000,
+    });
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    return { code: r.status, stderr: r.stderr, index };
+  };
+  const fromCodex = run(codex);
+  assert.equal(fromCodex.code, 0, fromCodex.stderr);
+  assert.equal(fromCodex.index.producer, 'codex');
+  assert.equal(fromCodex.index.stalled, false);
+  assert.equal(fromCodex.index.channels[0].status, 'completed');
+  const fromClaude = run(claude);
+  assert.equal(fromClaude.code, 124, fromClaude.stderr);
+  assert.equal(fromClaude.index.stalled, true);
+  assert.match(fromClaude.stderr, /Bash "npm test" silent \d\.\d s of its allowed 1\.5 s in main/);
 });

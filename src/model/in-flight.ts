@@ -50,6 +50,15 @@ export const WAIT_LIMIT_DEFAULTS: Readonly<WaitLimits> = Object.freeze({
 /** The shells whose `timeout` input bounds the call. */
 const SHELL_TOOLS: ReadonlySet<string> = new Set(['Bash', 'PowerShell']);
 
+/**
+ * The producers whose shell calls Claude Code's Bash limits hold: Claude Code's own streams
+ * (and lines of no stated producer). Every other CLI's calls get `toolTimeoutMs`: Codex maps
+ * its `command_execution` to `Bash` but states no timeout in its stream, and the one its model
+ * may ask for has no upper bound (its default, 10 s, is only for calls that ask for none);
+ * Gemini CLI, Copilot CLI and opencode name their shells otherwise and state no limit either.
+ */
+const BASH_LIMITS_PRODUCERS: ReadonlySet<string | null> = new Set([null, 'claude']);
+
 export type WaitKind = 'model' | 'tool' | 'background';
 
 /** The model phases a channel can wait in. */
@@ -127,6 +136,11 @@ export class InFlight {
   private tracked = 0;
   /** Waits past MAX_TRACKED_WAITS: how many, and the longest allowance among them (until `result`). */
   private overflow: { count: number; allowedMs: number | null; sinceMs: number } | null = null;
+  /**
+   * Who writes the stream (the session's `producer`; null: unknown): a tool call gets its own
+   * producer's limits, never another CLI's.
+   */
+  producer: string | null = null;
 
   constructor(private readonly limits: WaitLimits) {}
 
@@ -313,7 +327,7 @@ export class InFlight {
 
   private toolAllowance(name: string, input: JsonObject): { allowedMs: number; declared: boolean } {
     const limits = this.limits;
-    if (SHELL_TOOLS.has(name)) {
+    if (SHELL_TOOLS.has(name) && BASH_LIMITS_PRODUCERS.has(this.producer)) {
       const asked = input.timeout;
       const declared = typeof asked === 'number' && Number.isFinite(asked) && asked > 0;
       const wanted = declared ? asked : limits.bashDefaultTimeoutMs;

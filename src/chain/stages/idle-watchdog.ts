@@ -104,6 +104,11 @@ export class IdleWatchdog {
     this.inFlight.observe(value, now);
   }
 
+  /** Who writes the stream: its tool calls get that producer's limits. */
+  set producer(producer: string | null) {
+    this.inFlight.producer = producer;
+  }
+
   waits(): Wait[] {
     return this.inFlight.waits();
   }
@@ -205,6 +210,7 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
     transformBatch(batch: RecordBatch) {
       const now = clock.now();
       dog.activity(now);
+      dog.producer = run.producer;
       for (const rec of batch) if (rec.kind === 'line') dog.observe(viewOf(rec), now);
       return batch;
     },
@@ -290,7 +296,8 @@ export const idleWatchdogPlugin = defineBuiltin<Omit<IdleWatchdogOptions, 'sessi
     toolTimeoutMs: msOption(
       1,
       IDLE_WATCHDOG_DEFAULTS.toolTimeoutMs,
-      'silence allowed while a tool call other than Bash (and MCP with $MCP_TOOL_TIMEOUT) runs',
+      'silence allowed while a tool call other than Bash (and MCP with $MCP_TOOL_TIMEOUT) runs, ' +
+        'and any call of a CLI other than Claude Code',
     ),
     bashDefaultTimeoutMs: msOption(
       1,
