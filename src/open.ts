@@ -128,7 +128,10 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
       kind: 'sink',
       kit: `^${KIT_VERSION}`,
       options: {},
-      create: (_options, ctx) => createProjectionSink({ session: ctx.session, projection }),
+      create: (_options, ctx) => {
+        projection.display = ctx.display;
+        return createProjectionSink({ session: ctx.session, projection });
+      },
     }),
   );
   // An abort is recorded as the command line records an interrupt: input stops, what was

@@ -5,6 +5,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
 import {
   open,
+  DEFAULT_STAGES,
   type IndexDocument,
   type Message,
   type RunEvent,
@@ -510,4 +511,22 @@ test('a file several times maxBufferedBytes: messages read at once never need a 
     for await (const m of sub.messages) late.push(await m.text);
     assert.deepEqual(late, perChannel.get(sub.id)!.texts);
   }
+});
+
+test("a subagent's messages show thinking as --thinking says: drop leaves it out, keep shows it whole", async () => {
+  const file = join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl');
+  const thought = 'Worker leaf plans: echo, then report.';
+  const thinkingOf = async (mode: string) => {
+    const stages = DEFAULT_STAGES.map((s) => (s.use === 'thinking-truncator' ? { ...s, mode } : { ...s }));
+    const run = open(file, { spec: { stages, sinks: [] } });
+    const seen: string[] = [];
+    for await (const handle of run.allSubagents)
+      for await (const message of handle.messages)
+        for (const block of await message.blocks) if (block.type === 'thinking') seen.push(block.text);
+    await run.done;
+    return seen;
+  };
+  assert.deepEqual(await thinkingOf('keep'), [thought]);
+  assert.deepEqual(await thinkingOf('drop'), []);
+  assert.deepEqual(await thinkingOf('file'), [`(${thought.length} chars, in the .thinking.log beside this transcript)`]);
 });

@@ -18,6 +18,7 @@ import {
 } from '../model/message.js';
 import { deepFreeze } from './feed.js';
 import { lineContent } from '../model/content.js';
+import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../model/display.js';
 
 /** A content block as the projection yields it: typed, frozen, field names in camelCase. */
 export type MessageBlock =
@@ -54,10 +55,13 @@ export interface Message {
   readonly usage: PromiseLike<Usage | null>;
 }
 
-/** The typed blocks of an assistant or user line, frozen: what `lineContent` reads of it. */
-export function blocksOfLine(value: JsonObject): MessageBlock[] {
+/**
+ * The typed blocks of an assistant or user line, frozen: what `lineContent` reads of it,
+ * thinking as the run's display policy shows it.
+ */
+export function blocksOfLine(value: JsonObject, display: DisplayPolicy = DISPLAY_DEFAULTS): MessageBlock[] {
   const blocks: MessageBlock[] = [];
-  for (const item of lineContent(value)) {
+  for (const item of lineContent(value, display)) {
     switch (item.kind) {
       case 'prompt':
       case 'text':
@@ -136,8 +140,8 @@ class LiveMessage {
     });
   }
 
-  add(value: JsonObject): void {
-    for (const block of blocksOfLine(value)) this.blocks.push(block);
+  add(value: JsonObject, display: DisplayPolicy): void {
+    for (const block of blocksOfLine(value, display)) this.blocks.push(block);
     const message = value.message;
     // Every line of the message repeats its usage; the latest one stands, as in index.json.
     if (isObject(message) && isObject(message.usage)) {
@@ -198,13 +202,16 @@ export class MessageAssembler {
   private current: CurrentMessage | null = null;
   private count = 0;
 
+  /** `display`: the run's display policy, read as each line is taken (the chain sets it). */
+  constructor(private readonly display: () => DisplayPolicy = () => DISPLAY_DEFAULTS) {}
+
   /** The message the line starts, or null when it continues one (or is not a model call). */
   take(value: JsonObject): Message | null {
     if (lineTypeOf(value) !== 'assistant') return null;
     const message = isObject(value.message) ? value.message : {};
     const id = nonEmpty(message.id);
     if (id !== null && this.current?.id === id) {
-      this.current.live?.deref()?.add(value);
+      this.current.live?.deref()?.add(value, this.display());
       return null;
     }
     const slot: CurrentMessage = { id, live: null, kept: null };
@@ -212,7 +219,7 @@ export class MessageAssembler {
     const live: LiveMessage = new LiveMessage(this.count++, channelIdOf(value), id, ts, () => {
       slot.kept = live;
     });
-    live.add(value);
+    live.add(value, this.display());
     slot.live = new WeakRef(live);
     this.current?.live?.deref()?.end();
     this.current = slot;

@@ -13,6 +13,7 @@ import {
   type JsonObject,
   type Usage,
 } from '../model/message.js';
+import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../model/display.js';
 import { MessageAssembler, type Message } from './message-stream.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../model/record.js';
 import type { ChannelFiles, Session } from '../model/session.js';
@@ -515,6 +516,8 @@ function totalsOf(
  * nothing per line unless a reader is open, or (without files) within `maxBufferedBytes`.
  */
 export class Projection {
+  /** The run's display policy (`--thinking`) for message blocks; the chain's projection sink sets it. */
+  display: DisplayPolicy = DISPLAY_DEFAULTS;
   /** Every subagent at any depth, as first seen. */
   readonly subagentList = new HandleList((handle) => this.fresh.add(handle.id));
   private readonly handles = new Map<string, SubagentHandleImpl>();
@@ -1292,7 +1295,7 @@ class SubagentHandleImpl implements SubagentHandle {
 export function messagesOf(projection: Projection, id: string | null): AsyncIterable<Message> {
   return {
     [Symbol.asyncIterator]: () => {
-      const assembler = new MessageAssembler();
+      const assembler = new MessageAssembler(() => projection.display);
       return projection.openReader<Message>(
         'messages',
         id,
