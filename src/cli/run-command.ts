@@ -126,7 +126,9 @@ export interface WrappedCommand {
  * arrives while it starts is passed on to it; `commandStarted` says whether it did start.
  */
 export function spawnCommand(argv: string[]): WrappedCommand {
-  const child = spawn(argv[0], argv.slice(1), { stdio: ['inherit', 'pipe', 'inherit'], detached: true });
+  // Windows has no process groups to signal: there the command alone is.
+  const groups = process.platform !== 'win32';
+  const child = spawn(argv[0], argv.slice(1), { stdio: ['inherit', 'pipe', 'inherit'], detached: groups });
   let signal: NodeJS.Signals | null = null;
   const exited = new Promise<number>((resolve) =>
     child.on('exit', (code, sig) => {
@@ -144,12 +146,20 @@ export function spawnCommand(argv: string[]): WrappedCommand {
     },
     signalAll(sig) {
       const id = pgid();
-      if (id !== undefined) signalGroup(id, sig);
+      if (id === undefined) return;
+      if (groups) signalGroup(id, sig);
+      else child.kill(sig);
     },
     async stop(graceMs, first = 'SIGTERM') {
       const id = pgid();
       if (id === undefined) return;
-      await endGroup(id, graceMs, first);
+      if (groups) await endGroup(id, graceMs, first);
+      else if (child.exitCode === null && child.signalCode === null) {
+        child.kill(graceMs > 0 ? first : 'SIGKILL');
+        const kill = setTimeout(() => child.kill('SIGKILL'), graceMs);
+        await exited;
+        clearTimeout(kill);
+      }
       await exited;
     },
   };
