@@ -433,3 +433,76 @@ test('estimated output tokens: shares add up exactly; equal remainders go by cha
     );
   }
 });
+
+/** subtee with `--prices FILE` on a fixture: its exit, stderr and how long it took. */
+function withPrices(prices: string, timeoutMs = 20_000) {
+  const out = join(tmpDir(), 'priced');
+  const started = Date.now();
+  const r = spawnSync(
+    process.execPath,
+    [BIN, '--prices', prices, '-o', out, '--stdout', 'none', '-q', join(FIXTURES, 'nested-depth-3.jsonl')],
+    { encoding: 'utf8', timeout: timeoutMs },
+  );
+  return { status: r.status, stderr: r.stderr, ms: Date.now() - started, out };
+}
+
+test('--prices from a device or an endless pipe is refused at once (ERR_PRICES), never read whole', () => {
+  const endless = [
+    '/dev/zero',
+    '/dev/urandom',
+    // An endless pipe by name, as <(yes …) gives it.
+    '<(yes \'{"date":"2026-01-01"}\')',
+  ];
+  for (const source of endless) {
+    const r = source.startsWith('<(')
+      ? spawnSync(
+          'bash',
+          ['-c', `exec "$0" "$1" --prices ${source} -o "$2" --stdout none -q "$3"`, process.execPath, BIN,
+            join(tmpDir(), 'o'), join(FIXTURES, 'nested-depth-3.jsonl')],
+          { encoding: 'utf8', timeout: 20_000 },
+        )
+      : withPrices(source);
+    assert.equal(r.status, 2, `${source}: ${r.stderr}`);
+    assert.match(r.stderr, /: larger than 1048576 bytes, not a price file \[ERR_PRICES\]/, source);
+  }
+  // A file of that size is refused the same way; one just under it is read (and then judged).
+  const big = join(tmpDir(), 'big.json');
+  writeFileSync(big, `{"date":"2026-01-01","models":{},"sources":["${'x'.repeat(1024 * 1024)}"]}`);
+  assert.match(withPrices(big).stderr, /larger than 1048576 bytes/);
+});
+
+test('a price file: a day that is no calendar day is refused; a UTF-8 BOM is read; errors show no raw bytes', () => {
+  const dir = tmpDir();
+  const file = join(dir, 'p.json');
+  const table = (date: string) => JSON.stringify({ date, models: { 'claude-opus-5-5': { input: 4, output: 20 } } });
+  for (const date of ['2026-13-45', '2026-02-30', '2026-00-10', '0000-01-01', '2026-1-01']) {
+    writeFileSync(file, table(date));
+    const r = withPrices(file);
+    assert.equal(r.status, 2, date);
+    assert.match(r.stderr, /: date: must be a day written YYYY-MM-DD .*\[ERR_PRICES\]/, date);
+  }
+  writeFileSync(file, `\uFEFF${table('2024-02-29')}`);
+  const bom = withPrices(file);
+  assert.equal(bom.status, 0, bom.stderr);
+  assert.equal(JSON.parse(readFileSync(join(bom.out, 'index.json'), 'utf8')).cost.prices_date, '2024-02-29');
+  // Not JSON: the error names a position, never the file's bytes (a BOM, controls, escapes).
+  writeFileSync(file, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf, 0xef, 0xbb, 0xbf]), Buffer.from('{\u001b[31m')]));
+  const junk = withPrices(file);
+  assert.equal(junk.status, 2);
+  assert.match(junk.stderr, /cannot read it as JSON \(not valid JSON( at character \d+)?\) \[ERR_PRICES\]/);
+  assert.doesNotMatch(junk.stderr, /\uFEFF|\u001b|\u00ef/);
+});
+
+test('a price file rate past $10,000 per million tokens, or not finite, is refused (1e307 destroys nothing)', () => {
+  const file = join(tmpDir(), 'p.json');
+  for (const rate of [1e307, 10_001, -1]) {
+    writeFileSync(file, JSON.stringify({ date: '2026-01-01', models: { m: { input: 1, output: rate } } }));
+    const r = withPrices(file);
+    assert.equal(r.status, 2, String(rate));
+    assert.match(r.stderr, /models\.m\.output: must be a number of USD per million tokens, from 0 to 10,000/);
+  }
+  writeFileSync(file, JSON.stringify({ date: '2026-01-01', models: { m: { input: 10_000, output: 10_000 } } }));
+  const cache = withPrices(file);
+  // A cache rate left out is a multiple of the input (5-minute writes 1.25×): past the bound, named.
+  assert.match(cache.stderr, /models\.m\.cache_write_5m: must be a number/);
+});

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { apportion, CostLedger, priceTokens, roundUsd } from '../src/model/cost.js';
 import type { PriceTable } from '../src/model/prices.js';
 import { LazyText } from '../src/model/scan.js';
+import { Session } from '../src/model/session.js';
 
 /** USD per million tokens: input 1, output 2, cache read 3, 5-minute write 4, 1-hour write 5. */
 const TABLE: PriceTable = {
@@ -583,4 +584,77 @@ test('apportion: remainders ranked by their fraction; default ties go by positio
   assert.deepEqual(apportion(2, [1, 1, 1, 1], 4, ['d', 'c', 'b', 'a']), [0, 0, 1, 1]);
   assert.deepEqual(apportion(3, [1, 1, 1, 1, 1, 1], 6, ['k', 'k', 'k', 'k', 'k', 'k']), [1, 1, 1, 0, 0, 0]);
   assert.deepEqual(apportion(2, [1, 1, 1, 1, 1], 5, ['e', 'a', 'd', 'b', 'c']), [0, 1, 0, 1, 0]);
+});
+
+test('a channel with no token counts is unknown: null dollars with the reason, counted apart, never $0', () => {
+  const warnings: string[] = [];
+  const ledger = new CostLedger(TABLE, (code, message) => warnings.push(`${code}: ${message}`));
+  ledger.observe(line('m1', 'm-a', { input_tokens: 100, output_tokens: 10 }), null);
+  ledger.observe(line('t1', 'm-a', { total_tokens: 240 }), 'sub');
+  ledger.observe(line('t2', 'm-a', {}), 'empty');
+  ledger.observe(
+    { type: 'result', total_cost_usd: 0.001, modelUsage: { 'm-a': { inputTokens: 500, outputTokens: 50, costUSD: 0.001 } } },
+    null,
+  );
+  const report = ledger.report();
+  const sub = report.channels.get('sub')!;
+  assert.deepEqual([sub.usd, sub.basis, sub.reason], [null, 'unknown', 'the stream states only a total of 240 tokens, not their kinds']);
+  const empty = report.channels.get('empty')!;
+  assert.deepEqual([empty.usd, empty.basis, empty.reason], [null, 'unknown', 'the stream states no token counts for it']);
+  // The run's dollars the channels do not show are unattributed; the unknown ones add nothing.
+  const main = report.channels.get(null)!;
+  close(report.channels_usd, main.usd!);
+  close(report.unattributed_usd, 0.001 - main.usd!);
+  assert.ok(report.unattributed_usd! > 0);
+  assert.deepEqual(warnings, []);
+});
+
+test('figures out of bounds are refused with one warning per field naming the first line', () => {
+  const session = new Session();
+  const ledger = session.cost;
+  ledger.prices = TABLE;
+  ledger.observe(line('m1', 'm-a', { input_tokens: -3, output_tokens: 1e308 }), null, 7);
+  ledger.observe(line('m2', 'm-a', { input_tokens: -9, output_tokens: 2 }), null, 8);
+  ledger.observe({ type: 'result', total_cost_usd: -5, modelUsage: { 'm-a': { costUSD: 1e308 } } }, null, 9);
+  const report = ledger.report();
+  assert.deepEqual(report.channels.get(null)!.tokens, tokens(0, 2));
+  assert.deepEqual([report.result_usd, report.models['m-a'].result_usd], [null, null]);
+  assert.deepEqual(
+    session.warnings.map((w) => `${w.code}: ${w.message}`.split(' refused')[0]),
+    [
+      'COST_FIGURE_REFUSED: input line 7: usage.input_tokens -3',
+      'COST_FIGURE_REFUSED: input line 7: usage.output_tokens 1e+308',
+      'COST_FIGURE_REFUSED: input line 9: total_cost_usd -5',
+      'COST_FIGURE_REFUSED: input line 9: modelUsage.m-a.costUSD 1e+308',
+    ],
+  );
+  for (const n of [report.usd, report.channels_usd, report.unattributed_usd])
+    assert.ok(n === null || (Number.isFinite(n) && n >= 0));
+});
+
+test('MODEL_MISMATCH: a result naming one model and lines another (one each) is attributed, with a warning', () => {
+  const warnings: string[] = [];
+  const ledger = new CostLedger(TABLE, (code, message) => warnings.push(`${code}: ${message}`));
+  ledger.observe(line('m1', 'm-a', { input_tokens: 100, output_tokens: 1 }, [{ type: 'text', text: 'x'.repeat(40) }]), null);
+  ledger.observe(
+    { type: 'result', total_cost_usd: 0.002, modelUsage: { 'gateway/m-a': { inputTokens: 100, outputTokens: 10, costUSD: 0.002 } } },
+    null,
+  );
+  const report = ledger.report();
+  assert.deepEqual(warnings, [
+    "MODEL_MISMATCH: the result line names model gateway/m-a and the assistant lines m-a: the result's figures for gateway/m-a are taken as m-a's",
+  ]);
+  close(report.channels.get(null)!.usd, 0.002);
+  assert.equal(report.unattributed_usd, 0);
+  assert.equal(report.channels.get(null)!.tokens.output_tokens, 10);
+  assert.equal(report.channels.get(null)!.basis, 'estimated');
+});
+
+test("lines naming no model take the init line's (Gemini CLI's init.model)", () => {
+  const ledger = new CostLedger(TABLE);
+  ledger.observe({ type: 'system', subtype: 'init', model: 'm-a', cwd: '/w' }, null);
+  ledger.observe(line('m1', undefined, { input_tokens: 1000 }), null);
+  assert.deepEqual(ledger.report().channels.get(null)!.models, ['m-a']);
+  close(ledger.report().usd, 1000 / M);
+  assert.equal(ledger.runCwd, '/w');
 });

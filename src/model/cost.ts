@@ -426,9 +426,8 @@ export class CostLedger {
     }
     // Every line of a message repeats its usage: the latest one stands.
     this.takeUsage(msg, message.usage, lineNo);
-    const total = message.usage.total_tokens;
-    if (!msg.known && saneFigure(total, COST_BOUNDS.messageTokens))
-      ledger.totalOnly = Math.max(ledger.totalOnly, Math.floor(total));
+    const total = this.tokens(message.usage.total_tokens, 'usage.total_tokens', lineNo);
+    if (!msg.known && total > 0) ledger.totalOnly = Math.max(ledger.totalOnly, total);
     msg.chars += producedChars(message.content);
     this.apply(ledger, msg);
   }

@@ -58,9 +58,10 @@ function readPricesText(path: string): string {
       size += n;
     }
     if (size > MAX_PRICES_BYTES)
-      throw Object.assign(new Error('too large'), {
-        code: `larger than ${MAX_PRICES_BYTES} bytes: not a price file`,
-      });
+      throw new UsageError(
+        'ERR_PRICES',
+        `prices ${escapeOneLine(path)}: larger than ${MAX_PRICES_BYTES} bytes, not a price file`,
+      );
     // A byte order mark is allowed at the start (editors on Windows write one).
     const text = buf.subarray(0, size).toString('utf8');
     return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
@@ -86,6 +87,7 @@ function loadPrices(session: Session, path: string): void {
   try {
     data = JSON.parse(readPricesText(path));
   } catch (err) {
+    if (err instanceof UsageError) throw err;
     const message = `prices ${escapeOneLine(path)}: cannot read it as JSON (${notJson(err)})`;
     throw new UsageError('ERR_PRICES', message, err);
   }
