@@ -607,3 +607,18 @@ test('the summary counts in the singular and says main read no lines when it rea
   assert.match(junk.stderr, /\nmain  no lines  lines 0 /);
   assert.doesNotMatch(junk.stderr, /\nmain  running/);
 });
+
+test('labels from the stream are escaped on stdout and in the summary: no control sequence reaches a terminal', () => {
+  const input = fleet(['evil\x1b[2J\nname', '']).replace(
+    '"input":{"description":"","prompt":"go"}',
+    '"input":{"description":"","prompt":"go","subagent_type":"type\\u001b[31m"}',
+  );
+  assert.ok(input.includes('type\\u001b[31m'), 'the second spawn names its type');
+  const r = subtee(['--out', join(tmpDir(), 'o')], input);
+  assert.equal(r.status, 0, r.stderr);
+  assert.doesNotMatch(r.stdout + r.stderr, /\x1b/);
+  assert.match(r.stdout, /^\[evil\\x1b\[2J name\] Report 0: done\.$/m);
+  assert.match(r.stdout, /^\[type\\x1b\[31m·1\] Report 1: done\.$/m);
+  assert.match(r.stderr, /\n├─ evil\\x1b\[2J name  completed /);
+  assert.match(r.stderr, /\n└─ type\\x1b\[31m·1  completed /);
+});

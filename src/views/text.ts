@@ -44,7 +44,7 @@ export class ChannelLabels {
     const known = this.#byId.get(ch.id);
     if (known !== undefined) return known;
     const description = ch.description?.trim() ? descriptionLabel(ch.description, this.maxChars) : null;
-    if (description === null) return channelLabel(ch);
+    if (description === null) return escapeOneLine(channelLabel(ch));
     const label = this.#taken.has(description) ? `${description}·${ch.tag}` : description;
     this.#taken.add(label);
     this.#byId.set(ch.id, label);
