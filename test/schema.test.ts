@@ -42,7 +42,7 @@ function readmeConfigs(): unknown[] {
 
 test('the shipped schema accepts the documented config, every example, and stages and sinks of plugins it does not know', () => {
   const configs = readmeConfigs();
-  assert.equal(configs.length, 1);
+  assert.ok(configs.length >= 2, `${configs.length} configs`);
   for (const c of configs) assert.deepEqual(schemaErrors(c), [], 'documented config');
   for (const name of readdirSync(join(ROOT, 'examples')).filter((f) => f.endsWith('.json'))) {
     assert.deepEqual(schemaErrors(JSON.parse(readFileSync(join(ROOT, 'examples', name), 'utf8'))), [], name);
