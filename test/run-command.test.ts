@@ -527,6 +527,39 @@ for (const [sig, code] of [
   });
 }
 
+test('subtee run: one SIGINT to a command that ignores it is followed by SIGKILL after --kill-grace-ms: exit 130', async () => {
+  const dir = tmpDir();
+  const out = join(dir, 'o');
+  const pidFile = join(dir, 'pid');
+  const agent = join(dir, 'deaf.sh');
+  writeFileSync(
+    agent,
+    `#!/bin/sh\ntrap 'echo got-signal >&2' INT\necho $$ > "${pidFile}"\nhead -3 "${recording}"\n` +
+      'while true; do sleep 0.1; done\n',
+  );
+  chmodSync(agent, 0o755);
+  const child = spawn(
+    process.execPath,
+    [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--kill-grace-ms', '300', '--', agent],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const closed = new Promise<number | null>((r) => child.on('close', r));
+  await waitFor(() => mainLines(out) === 3, 'the first three lines on disk');
+  strays.push(Number(readFileSync(pidFile, 'utf8')));
+  child.kill('SIGINT');
+  const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 20_000).unref());
+  const result = await Promise.race([closed, timeout]);
+  if (result === 'timeout') child.kill('SIGKILL');
+  assert.equal(result, 130, stderr);
+  assert.match(stderr, /got-signal/);
+  assert.equal(running(Number(readFileSync(pidFile, 'utf8'))), false, 'the command is gone');
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.interrupted, true);
+  assert.deepEqual(index.command, { name: agent, exit_code: 137, signal: 'SIGKILL' });
+});
+
 test('subtee run: when subtee ends early (the stream states a refused version) the command and what it started are stopped', async () => {
   const dir = tmpDir();
   const old = join(dir, 'old.jsonl');
