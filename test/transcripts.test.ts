@@ -2,7 +2,7 @@
 // against the scripted API, recorded with the transcripts it wrote (test/e2e/record-transcripts.ts),
 // checked against an independent count of those files made here, line by line.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   cpSync,
   mkdirSync,
@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { PRICE_TABLE } from '../src/model/prices.js';
 import { BIN, FIXTURES, tmpDir } from './helpers.js';
+import { claudeCommand, describeWithClaude } from './e2e/claude.js';
 
 const RECORDED = join(FIXTURES, 'transcripts');
 const SHAPES = ['nested-depth-3', 'binary-tree-depth-2', 'background-fanout-3', 'forwarding-off-2'];
@@ -290,6 +291,54 @@ describe('ccusage as a second witness', () => {
       assert.equal(witness.totals.inputTokens, sum('input_tokens'));
       assert.equal(witness.totals.outputTokens, sum('output_tokens'));
       assert.equal(witness.totals.cacheReadTokens, sum('cache_read_input_tokens'));
+    });
+  }
+});
+
+/** The count of a config folder's one session, per channel (as independentCount, for a live folder). */
+function countConfig(config: string): Map<string | null, Count> {
+  const projects = join(config, 'projects');
+  const [slug] = readdirSync(projects);
+  const project = join(projects, slug);
+  const session = readdirSync(project).find((f) => f.endsWith('.jsonl'))!.slice(0, -'.jsonl'.length);
+  const counts = new Map<string | null, Count>([[null, countFile(join(project, `${session}.jsonl`))]]);
+  const subagents = join(project, session, 'subagents');
+  for (const name of readdirSync(subagents).filter((f) => f.endsWith('.meta.json'))) {
+    const meta = JSON.parse(readFileSync(join(subagents, name), 'utf8'));
+    counts.set(meta.toolUseId, countFile(join(subagents, name.replace('.meta.json', '.jsonl'))));
+  }
+  return counts;
+}
+
+describeWithClaude('subtee run finds Claude Code’s transcripts by itself', (apiUrl) => {
+  for (const where of ['CLAUDE_CONFIG_DIR', '~/.claude'] as const) {
+    test(`from ${where}, the session id and the command's cwd: every channel exact`, async () => {
+      const config = join(tmpDir(), 'claude-config');
+      const { argv, env, cleanup } = claudeCommand({
+        prompt: 'SCRIPT:tree:2',
+        apiUrl: apiUrl(),
+        extraEnv: where === 'CLAUDE_CONFIG_DIR' ? { CLAUDE_CONFIG_DIR: config } : {},
+      });
+      try {
+        const out = join(tmpDir(), 'out');
+        const child = spawn(process.execPath, [BIN, 'run', '--out', out, '--stdout', 'none', '--', ...argv], {
+          env,
+          cwd: env.SUBTEE_E2E_CWD,
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        let stderr = '';
+        child.stderr.on('data', (d: Buffer) => (stderr += d));
+        const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+        assert.equal(code, 0, stderr);
+        const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+        const counts = countConfig(where === 'CLAUDE_CONFIG_DIR' ? config : join(env.HOME!, '.claude'));
+        assert.equal(counts.size, 7);
+        assert.deepEqual(index.cost.channels_by_basis, { exact: 7, estimated: 0, stream: 0, unknown: 0 });
+        for (const c of index.channels) assert.equal(c.usage.output_tokens, counts.get(c.id)!.output, String(c.id));
+        assert.doesNotMatch(stderr, /TRANSCRIPT_/);
+      } finally {
+        cleanup();
+      }
     });
   }
 });
