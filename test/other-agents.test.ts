@@ -867,3 +867,70 @@ test(
     }
   },
 );
+
+/** A stream through parser, input format and router: what `auto` decided, the channels, the warnings. */
+async function detected(input: string, format = 'auto') {
+  const run = await runChain(chunked(splitEvery(Buffer.from(input), 4096)), {
+    stages: [{ use: 'line-parser' }, { use: 'input-format', format }, { use: 'channel-router' }],
+    sinks: [],
+  });
+  return {
+    producer: run.producer,
+    channels: run.tree.channels().length,
+    codes: run.warnings.map((w) => w.code).filter((c) => c.startsWith('INPUT_FORMAT')),
+  };
+}
+
+/** A line each producer's shape fits and no other's, as a stray line before a stream. */
+const STRAY: Record<string, string> = {
+  gemini: '{"type":"error","timestamp":"2026-12-01T10:00:00.000Z","message":"npm warn deprecated x@1"}',
+  codex: '{"type":"turn.started"}',
+  copilot: '{"type":"session.warning","data":{"message":"npm warn"}}',
+  claude: '{"type":"system","subtype":"notice","message":"npm warn"}',
+};
+
+test('--input-format auto is not misled by one stray line: decided from more than one, the change warned', async () => {
+  const streams: Array<[string, string]> = [
+    ...['nested-depth-3', 'failing-beside-healthy', 'background-fanout-12'].map(
+      (f) => ['claude', readFileSync(join(FIXTURES, `${f}.jsonl`), 'utf8')] as [string, string],
+    ),
+    ...['codex', 'copilot', 'gemini', 'opencode'].flatMap((p) =>
+      ['two-subagents', 'spawn-2', 'nested-2', 'failing-subagent']
+        .filter((f) => existsSync(join(DIR, p, `${f}.jsonl`)))
+        .slice(0, 2)
+        .map((f) => [p, readFileSync(join(DIR, p, `${f}.jsonl`), 'utf8')] as [string, string]),
+    ),
+    ['langgraph', langgraphFanOut(3, 10).map((v) => JSON.stringify(v)).join('\n') + '\n'],
+  ];
+  for (const [producer, stream] of streams) {
+    const clean = await detected(stream);
+    assert.deepEqual([clean.producer, clean.codes], [producer, []], `${producer}: read as it is, no warning`);
+    const given = await detected(stream, producer);
+    assert.equal(given.channels, clean.channels, `${producer}: auto reads it as --input-format does`);
+    for (const [stray, line] of Object.entries(STRAY)) {
+      if (stray === producer) continue;
+      for (const strays of [1, 2, 5]) {
+        const name = `${producer} after ${strays} stray ${stray} line(s)`;
+        const got = await detected(`${line}\n`.repeat(strays) + stream);
+        assert.equal(got.producer, producer, name);
+        assert.equal(got.channels, clean.channels, `${name}: every subagent`);
+        assert.deepEqual(got.codes, ['INPUT_FORMAT_CHANGED'], name);
+      }
+    }
+  }
+});
+
+test('a stream that stops fitting the producer chosen is told once (INPUT_FORMAT_MISMATCH), given or decided', async () => {
+  const codex = readFileSync(join(DIR, 'codex', 'two-subagents.jsonl'), 'utf8');
+  const claude = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8');
+  for (const [name, input, format, producer] of [
+    ['claude, then codex lines', claude + codex, 'auto', 'claude'],
+    ['codex, then claude lines', codex + claude, 'auto', 'codex'],
+    ['claude given, codex stream', codex, 'claude', 'claude'],
+    ['gemini given, claude stream', claude + claude, 'gemini', 'gemini'],
+  ] as const) {
+    const got = await detected(input, format);
+    assert.equal(got.producer, producer, name);
+    assert.deepEqual(got.codes, ['INPUT_FORMAT_MISMATCH'], name);
+  }
+});

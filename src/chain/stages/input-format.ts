@@ -5,7 +5,9 @@ import { GeminiMapper, isGeminiEvent } from '../../adapters/gemini.js';
 import { isProtocolEvent, LangGraphMapper, LANGGRAPH_DEFAULTS } from '../../adapters/langgraph.js';
 import { isOpencodeEvent, OpencodeMapper } from '../../adapters/opencode.js';
 import { eventLine, shareRepeatedText, type StreamMapper } from '../../adapters/stream-lines.js';
-import { channelIdOf, type JsonObject } from '../../model/message.js';
+import { channelIdOf, lineTypeOf, type JsonObject } from '../../model/message.js';
+import { viewOf } from '../../model/line-view.js';
+import type { Channel } from '../../model/tree.js';
 import type { LineRecord, RecordBatch, SubteeRecord } from '../../model/record.js';
 import {
   AGENT_NAMES,
@@ -114,33 +116,41 @@ export function createInputFormat(options: InputFormatOptions): Transform {
   });
   let agent: AgentEvents | null = null;
   const decided = (producer: Producer) => {
+    agent?.detach();
+    agent = null;
     run.producer = producer;
     if (isAgentProducer(producer)) agent = new AgentEvents(run, producer);
   };
+  const detector = new ProducerDetector(format === 'auto' ? null : format);
   if (format !== 'auto') decided(format);
   let lastLineNo = 0;
   const toRecords = (values: JsonObject[], lineNo: number, out: RecordBatch) => {
     for (const value of values)
       out.push({ kind: 'line', lineNo, raw: Buffer.from(JSON.stringify(value)), value } satisfies LineRecord);
   };
+  const handle = (rec: SubteeRecord, out: RecordBatch) => {
+    if (agent) return agent.push(rec, out);
+    if (run.producer !== 'langgraph') return void out.push(rec);
+    lastLineNo = rec.lineNo;
+    // Quarantined bytes, and objects that are not protocol events, go on as they are.
+    if (rec.kind !== 'line' || !isProtocolEvent(rec.value)) out.push(rec);
+    else toRecords(shareRepeatedText(mapper.map(rec.value), rec.raw.length), rec.lineNo, out);
+  };
   return createBatchTransform({
     transformBatch(batch: RecordBatch) {
-      if (run.producer === null) {
-        const first = batch.find((rec) => rec.kind === 'line');
-        if (first?.kind === 'line') decided(detectProducer(first.value));
-      }
-      if (agent) {
-        const out: RecordBatch = [];
-        for (const rec of batch) agent.push(rec, out);
-        return out.length > 0 ? out : undefined;
-      }
-      if (run.producer !== 'langgraph') return batch;
       const out: RecordBatch = [];
       for (const rec of batch) {
-        lastLineNo = rec.lineNo;
-        // Quarantined bytes, and objects that are not protocol events, go on as they are.
-        if (rec.kind !== 'line' || !isProtocolEvent(rec.value)) out.push(rec);
-        else toRecords(shareRepeatedText(mapper.map(rec.value), rec.raw.length), rec.lineNo, out);
+        // Parsed while undecided (a view leaves unknown kinds' members unbuilt), as a mapped
+        // producer's lines are anyway; a Claude line once decided is asked through its view.
+        const cheap = detector.final && run.producer === 'claude';
+        const value =
+          rec.kind === 'line' ? (cheap ? viewOf(rec) : rec.value) : rec.kind === 'spooled' ? rec.value : null;
+        if (value && detector.watching) {
+          const seen = detector.observe(value, rec.lineNo);
+          if (seen.producer !== run.producer) decided(seen.producer);
+          if (seen.warning) run.warn(seen.warning.code, seen.warning.message);
+        }
+        handle(rec, out);
       }
       return out.length > 0 ? out : undefined;
     },
@@ -153,6 +163,89 @@ export function createInputFormat(options: InputFormatOptions): Transform {
   });
 }
 
+/** The shape of each producer's events, in the order `detectProducer` asks. */
+const PRODUCER_SHAPES: ReadonlyArray<readonly [Producer, (value: JsonObject) => boolean]> = [
+  ['langgraph', isProtocolEvent],
+  // Copilot's last line, its `result`, has no `data`: it has a `sessionId` and an `exitCode`.
+  ['copilot', (v) => isCopilotEvent(v) || (v.type === 'result' && typeof v.sessionId === 'string')],
+  ['codex', isCodexEvent],
+  ['opencode', isOpencodeEvent],
+  ['gemini', isGeminiEvent],
+  ['claude', (value) => lineTypeOf(value) !== null],
+];
+const SHAPE_OF = new Map(PRODUCER_SHAPES);
+
+/** Which producers could have written a line, by the shapes of their events (see `detectProducer`). */
+export function producersFitting(value: JsonObject): Producer[] {
+  return PRODUCER_SHAPES.filter(([, fits]) => fits(value)).map(([p]) => p);
+}
+
+/** Lines that fit one producer alone that `auto` waits for before its choice is final. */
+const LINES_TO_DECIDE = 8;
+
+/**
+ * `--input-format auto`, decided from more than one line: the first JSON line names a
+ * producer at once (so nothing waits), but the choice stays open until `LINES_TO_DECIDE`
+ * lines fit it and no other producer. Until then a line that does not fit the choice and
+ * fits another changes it (INPUT_FORMAT_CHANGED): a stray first line (an `npm warn` printed as
+ * a Gemini-like `error` event before a Claude stream) costs that line, not the run. Once
+ * final, or when the format was given, the first line that fits another producer and not the
+ * chosen one is told once (INPUT_FORMAT_MISMATCH); then lines are no longer looked at.
+ */
+export class ProducerDetector {
+  private producer: Producer | null;
+  /** The choice will not change: a line that does not fit it is only told. */
+  final: boolean;
+  private since = 0;
+  private support = 0;
+  watching = true;
+
+  constructor(given: Producer | null) {
+    this.producer = given;
+    this.final = given !== null;
+  }
+
+  observe(
+    value: JsonObject,
+    lineNo: number,
+  ): { producer: Producer; warning: { code: string; message: string } | null } {
+    // Once final, a line that fits the choice is all there is to know (the usual case, quickly).
+    if (this.final && SHAPE_OF.get(this.producer!)!(value))
+      return { producer: this.producer!, warning: null };
+    const fits = producersFitting(value);
+    let warning = null;
+    if (this.producer === null) {
+      this.producer = detectProducer(value);
+      this.since = lineNo;
+    } else if (fits.length > 0 && !fits.includes(this.producer)) {
+      if (this.final) {
+        this.watching = false;
+        warning = {
+          code: 'INPUT_FORMAT_MISMATCH',
+          message:
+            `line ${lineNo} looks like a ${fits[0]} event, not ${this.producer}: it was read as ` +
+            `${this.producer}; pass --input-format to choose`,
+        };
+        return { producer: this.producer, warning };
+      }
+      const before = this.producer;
+      this.producer = fits[0];
+      warning = {
+        code: 'INPUT_FORMAT_CHANGED',
+        message:
+          `line ${lineNo} fits ${this.producer}, not ${before} (decided from line ${this.since}): ` +
+          `read as ${this.producer} from there on, the lines before as ${before}; ` +
+          'pass --input-format to choose',
+      };
+      this.since = lineNo;
+      this.support = 0;
+    }
+    if (!this.final && fits.length === 1 && fits[0] === this.producer && ++this.support >= LINES_TO_DECIDE)
+      this.final = true;
+    return { producer: this.producer, warning };
+  }
+}
+
 /**
  * A coding agent's events through its mapper. Each input line stays one record with its own
  * bytes (so its channel's `.jsonl` keeps it byte for byte), its value the mapped line that
@@ -163,6 +256,8 @@ export class AgentEvents {
   readonly mapper: StreamMapper;
   private lastLineNo = 0;
 
+  private readonly transcriptField: (ch: Channel) => Record<string, unknown>;
+
   constructor(
     private readonly run: Session,
     private readonly producer: AgentProducer,
@@ -170,7 +265,16 @@ export class AgentEvents {
     this.mapper = createAgentMapper(producer, (code, message) => run.warn(code, message));
     run.linesMapped = true;
     const mapper = this.mapper;
-    run.channelFields.push((ch) => ({ transcript: mapper.transcriptOf(ch.id) }));
+    this.transcriptField = (ch) => ({ transcript: mapper.transcriptOf(ch.id) });
+    run.channelFields.push(this.transcriptField);
+  }
+
+  /** `auto` changed its mind: the run's lines are no longer this producer's. */
+  detach(): void {
+    this.run.linesMapped = false;
+    this.run.producerVersion = null;
+    const at = this.run.channelFields.indexOf(this.transcriptField);
+    if (at >= 0) this.run.channelFields.splice(at, 1);
   }
 
   push(rec: SubteeRecord, out: RecordBatch): void {
