@@ -177,6 +177,29 @@ test('a late reader whose channel file is gone fails: ERR_PROJECTION_REPLAY; oth
   assert.equal(count, expectedMessages(join(FIXTURES, 'nested-depth-3.jsonl'), kept.id!));
 });
 
+test("a late reader whose channel file was cut mid-line fails: ERR_PROJECTION_REPLAY naming it", async () => {
+  const out = join(tmpDir(), 'out');
+  const run = open(join(FIXTURES, 'nested-depth-3.jsonl'), { out });
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
+  const index = await run.done;
+  const cut = handles.find((handle) => expectedMessages(join(FIXTURES, 'nested-depth-3.jsonl'), handle.id) > 1)!;
+  const file = join(out, index.channels.find((channel) => channel.id === cut.id)!.jsonl!);
+  const bytes = readFileSync(file);
+  // Cut in the middle of its last line: the lines before it are whole.
+  const lastLine = bytes.lastIndexOf(10, bytes.length - 2) + 1;
+  writeFileSync(file, bytes.subarray(0, lastLine + 10));
+  for (const what of ['messages', 'toolCalls'] as const) {
+    await assert.rejects(
+      async () => {
+        for await (const _value of cut[what]);
+      },
+      (err: { code?: string; message?: string }) =>
+        err.code === 'ERR_PROJECTION_REPLAY' && (err.message ?? '').includes(cut.id),
+    );
+  }
+});
+
 /** Model calls of one channel, counted from the raw lines: assistant lines, one per message id. */
 function expectedMessages(file: string, channel: string): number {
   const ids = new Set<string>();

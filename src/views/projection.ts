@@ -1070,7 +1070,7 @@ export class Projection {
       files.flush();
       const path = files.jsonlPath(id);
       if (path) {
-        yield* readJsonLines(path, this.session.heldLineBytes, count);
+        yield* readJsonLines(path, this.session.heldLineBytes, count, 0, id);
         return;
       }
     }
@@ -1151,7 +1151,7 @@ class ChannelFileCursors {
       }
       const path = this.files.jsonlPath(id);
       if (!path) throw new ProjectionError('ERR_PROJECTION_REPLAY', `no file for channel ${id ?? 'main'}`);
-      lines = readJsonLines(path, this.heldLineBytes, this.total.get(id) ?? 0, this.read.get(id) ?? 0);
+      lines = readJsonLines(path, this.heldLineBytes, this.total.get(id) ?? 0, this.read.get(id) ?? 0, id);
     }
     this.open.set(id, lines);
     const next = await lines.next();
@@ -1171,12 +1171,14 @@ class ChannelFileCursors {
 /**
  * Lines `skip` to `count` of a `.jsonl` file, parsed. A line longer than `heldLineBytes` comes
  * back as a live reader saw it when the line parser spooled it: its top-level scalar members only.
+ * A file with fewer whole lines (cut short, even mid-line) fails with ERR_PROJECTION_REPLAY.
  */
 async function* readJsonLines(
   path: string,
   heldLineBytes: number,
   count: number,
-  skip = 0,
+  skip: number,
+  channel: string | null,
 ): AsyncGenerator<JsonObject> {
   const values: JsonObject[] = [];
   let seen = 0;
@@ -1210,6 +1212,11 @@ async function* readJsonLines(
   } finally {
     stream.destroy();
   }
+  if (seen >= count) return;
+  throw new ProjectionError(
+    'ERR_PROJECTION_REPLAY',
+    `the file of channel ${channel ?? 'main'} (${path}) ends early: ${seen} whole lines of ${count}`,
+  );
 }
 
 class SubagentHandleImpl implements SubagentHandle {
