@@ -361,11 +361,14 @@ for (const file of fixtureFiles()) {
 
 test("run.output: the result line's result, cost, turns, duration, usage; a failure's error", async () => {
   const file = fixtureFiles().find((f) => f.includes('failing-beside-healthy'))!;
-  const result = readFileSync(file, 'utf8')
+  const results = readFileSync(file, 'utf8')
     .split('\n')
     .filter((l) => l.includes('"type":"result"'))
-    .map((l) => JSON.parse(l))
-    .pop();
+    .map((l) => JSON.parse(l));
+  const result = results.at(-1);
+  assert.ok(results.length >= 3, 'a run of several turns');
+  const sum = (read: (line: { num_turns: number; duration_ms: number; usage: Usage }) => number) =>
+    results.reduce((total, line) => total + read(line), 0);
   const run = open(file);
   const outputs: Array<Awaited<SubagentHandle['output']>> = [];
   for await (const sub of run.allSubagents) outputs.push(await sub.outcome);
@@ -373,10 +376,23 @@ test("run.output: the result line's result, cost, turns, duration, usage; a fail
   await run.done;
   assert.equal(output.status, 'completed');
   assert.equal(output.result, result.result);
+  // The whole run: Claude Code's running total of dollars, every turn's turns, time and usage.
   assert.equal(output.costUsd, result.total_cost_usd);
-  assert.equal(output.turns, result.num_turns);
-  assert.equal(output.durationMs, result.duration_ms);
-  assert.equal(output.usage?.input_tokens, result.usage.input_tokens);
+  assert.equal(output.turns, sum((line) => line.num_turns));
+  assert.equal(output.durationMs, sum((line) => line.duration_ms));
+  assert.equal(output.usage?.input_tokens, sum((line) => line.usage.input_tokens ?? 0));
+  assert.equal(output.usage?.output_tokens, sum((line) => line.usage.output_tokens ?? 0));
+  assert.equal(output.results, results.length);
+  // The last result line's own figures, under their own name.
+  assert.deepEqual(
+    { ...output.lastResult, usage: output.lastResult?.usage?.input_tokens },
+    {
+      costUsd: result.total_cost_usd,
+      turns: result.num_turns,
+      durationMs: result.duration_ms,
+      usage: result.usage.input_tokens,
+    },
+  );
   assert.equal(output.error, null);
   assert.ok(Object.isFrozen(output));
   const failed = outputs.filter((o) => o.status === 'failed');

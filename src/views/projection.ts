@@ -158,15 +158,27 @@ export type RunEvent = LineEvent | QuarantineEvent;
 export interface RunOutput {
   /** `completed` or `failed` as the result line says; `interrupted` when the run ended without one. */
   readonly status: 'completed' | 'failed' | 'interrupted';
-  /** The final answer (`result`). */
+  /** The final answer (the last result line's `result`). */
   readonly result: string | null;
-  /** The error text of a failed run (the result line's `result` or its `errors`). */
+  /** The error text of a failed run (the last result line's `errors`, else its `result`). */
   readonly error: string | null;
+  /** The whole run's dollars as Claude Code counts them (`total_cost_usd`, itself a running total). */
   readonly costUsd: number | null;
+  /** The whole run's turns: every result line's `num_turns` added up (a run has one per turn). */
   readonly turns: number | null;
+  /** The whole run's time in turns: every result line's `duration_ms` added up. */
   readonly durationMs: number | null;
-  /** The usage the result line reports for the run (null: it reported none). */
+  /** The whole run's usage as the result lines report it, each line's added up (null: none reported). */
   readonly usage: Usage | null;
+  /** How many result lines the run had (one per turn: background subagents cause follow-up turns). */
+  readonly results: number;
+  /** The last result line's own figures (its turn only, but its running total of dollars). */
+  readonly lastResult: {
+    readonly costUsd: number | null;
+    readonly turns: number | null;
+    readonly durationMs: number | null;
+    readonly usage: Usage | null;
+  } | null;
   /** Every channel's usage from its lines, rolled up (each API message counted once). */
   readonly subtree: Totals & { readonly subagents: number };
   /** The run's dollars beside Claude Code's own. */
@@ -485,6 +497,9 @@ interface EventReader {
   endPending: boolean;
 }
 
+const finiteNumber = (value: unknown): number | null =>
+  typeof value === 'number' && Number.isFinite(value) ? value : null;
+
 const quarantineEvent = (lineNo: number): RunEvent =>
   Object.freeze({ kind: 'quarantine', lineNo, path: Object.freeze([]), changes: Object.freeze([]) });
 
@@ -532,6 +547,13 @@ export class Projection {
   private eventLog: EventLog | null = new EventLog();
   private readonly eventReaders = new Set<EventReader>();
   private resultLine: JsonObject | null = null;
+  /** Every result line's turns, time and usage added up. */
+  private readonly resultTotals = {
+    lines: 0,
+    turns: null as number | null,
+    durationMs: null as number | null,
+    usage: null as Record<string, number> | null,
+  };
   private resolveOutput!: (output: RunOutput) => void;
   /** How the run ended; settles when it does. */
   readonly output: Promise<RunOutput> = new Promise((resolve) => (this.resolveOutput = resolve));
@@ -577,7 +599,7 @@ export class Projection {
       // A run may have several result lines (one per turn): the last one tells how it ended.
       // The view, not `value`: reading `value` would parse every line.
       const line = rec.kind === 'line' ? viewOf(rec) : rec.value;
-      if (line && lineTypeOf(line) === 'result') this.resultLine = rec.value;
+      if (line && lineTypeOf(line) === 'result') this.takeResult(rec.value!);
     }
   }
 
@@ -646,9 +668,25 @@ export class Projection {
     this.releaseDrain();
   }
 
+  /** A result line: the last one tells how the run ended; the turns, time and usage add up. */
+  private takeResult(line: JsonObject): void {
+    this.resultLine = line;
+    const totals = this.resultTotals;
+    totals.lines++;
+    const turns = finiteNumber(line.num_turns);
+    if (turns !== null) totals.turns = (totals.turns ?? 0) + turns;
+    const duration = finiteNumber(line.duration_ms);
+    if (duration !== null) totals.durationMs = (totals.durationMs ?? 0) + duration;
+    if (isObject(line.usage)) {
+      const sum = (totals.usage ??= {});
+      for (const [key, n] of Object.entries(usageNumbers(line.usage))) sum[key] = (sum[key] ?? 0) + n;
+    }
+  }
+
   private runOutput(): RunOutput {
     const line = this.resultLine;
-    const number = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : null);
+    const number = finiteNumber;
+    const totals = this.resultTotals;
     const failed = line?.is_error === true;
     const errors = Array.isArray(line?.errors) ? line.errors.filter((e) => typeof e === 'string') : [];
     const result = nonEmpty(line?.result);
@@ -658,9 +696,16 @@ export class Projection {
       // The errors the line lists say why; a failed line without them says it in `result`.
       error: failed ? (errors.join('\n') || result || nonEmpty(line?.subtype) || 'failed') : null,
       costUsd: number(line?.total_cost_usd),
-      turns: number(line?.num_turns),
-      durationMs: number(line?.duration_ms),
-      usage: isObject(line?.usage) ? (usageNumbers(line.usage) as Usage) : null,
+      turns: totals.turns,
+      durationMs: totals.durationMs,
+      usage: totals.usage as Usage | null,
+      results: totals.lines,
+      lastResult: line && {
+        costUsd: number(line.total_cost_usd),
+        turns: number(line.num_turns),
+        durationMs: number(line.duration_ms),
+        usage: isObject(line.usage) ? (usageNumbers(line.usage) as Usage) : null,
+      },
       subtree: this.totals(this.session.tree.main),
       cost: this.runCost(),
     });
