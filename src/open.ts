@@ -41,7 +41,10 @@ export interface OpenOptions extends ProjectionOptions {
    * to the working folder for an object).
    */
   config?: string | { stages?: ComponentSpec[]; sinks?: ComponentSpec[]; plugins?: string[] };
-  /** A registry with plugins registered; the built-in one by default. */
+  /**
+   * A registry with plugins registered: the run can use its stages and sinks besides the
+   * built-in ones (one of its own may not take a built-in's name).
+   */
   registry?: Registry;
   /**
    * Stops the run as an interrupt (Ctrl-C) stops the command line: reading stops, what was
@@ -56,7 +59,40 @@ export interface OpenOptions extends ProjectionOptions {
   stallGraceMs?: number;
   /** `fail` (the default): a stall rejects `done` with `ERR_STALL`; `warn`: recorded, the run goes on. */
   onStall?: 'fail' | 'warn';
+  /**
+   * The environment stages and sinks read (the OTLP sink's `OTEL_EXPORTER_OTLP_*`, a plugin's
+   * `checkEnvironment`); `process.env` by default.
+   */
   env?: NodeJS.ProcessEnv;
+}
+
+/** Every option `open()` takes: a program in JavaScript can pass anything, so others are refused. */
+const OPEN_OPTIONS: Readonly<Record<keyof OpenOptions, true>> = Object.freeze({
+  out: true,
+  force: true,
+  spec: true,
+  config: true,
+  registry: true,
+  signal: true,
+  idleTimeoutMs: true,
+  modelTimeoutMs: true,
+  toolTimeoutMs: true,
+  stallGraceMs: true,
+  onStall: true,
+  env: true,
+  maxBufferedBytes: true,
+  readerHighWaterLines: true,
+  readerStallMs: true,
+});
+
+function checkOptionNames(options: object): void {
+  const unknown = Object.keys(options).filter((key) => !Object.hasOwn(OPEN_OPTIONS, key));
+  if (unknown.length === 0) return;
+  throw new UsageError(
+    'ERR_OPEN_OPTIONS',
+    `open(): unknown option${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')}` +
+      ` (it takes ${Object.keys(OPEN_OPTIONS).join(', ')})`,
+  );
 }
 
 /** What each name of `interleave()` yields. */
@@ -111,17 +147,21 @@ export type OpenInput =
  */
 export function open(input: OpenInput, options: OpenOptions = {}): RunProjection {
   checkInput(input);
+  checkOptionNames(options);
   if (options.config !== undefined && options.spec !== undefined) {
     throw new UsageError('ERR_OPEN_OPTIONS', 'open(): pass a config or a spec, not both');
   }
-  // A config is read (and its plugins loaded) once the run starts; a spec is checked now.
-  const given = options.config === undefined ? chainSpecOf(options) : null;
   const session = new Session();
   const projection = new Projection(session, options);
   // A copy: the caller's registry may serve several runs, each with its own projection sink.
-  const registry = new Registry();
-  const plugins = options.registry ?? builtinRegistry();
-  for (const name of plugins.names()) registry.add(plugins.get(name)!);
+  // It starts with the built-in stages and sinks, so a registry a program extends keeps them.
+  const registry = builtinRegistry();
+  const builtins = new Set(registry.names());
+  for (const name of options.registry?.names() ?? []) {
+    const def = options.registry!.get(name)!;
+    // The built-in itself is already there; another of the same name is ERR_PLUGIN_DUPLICATE.
+    if (!builtins.has(name) || registry.get(name) !== def) registry.add(def);
+  }
   registry.add(
     defineBuiltin({
       name: 'projection',
@@ -133,7 +173,9 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
         return createProjectionSink({ session: ctx.session, projection });
       },
     }),
-  );
+  );  // A config is read (and its plugins loaded) once the run starts; a spec is checked now.
+  const given = options.config === undefined ? chainSpecOf(options, registry) : null;
+
   // An abort is recorded as the command line records an interrupt: input stops, what was
   // read still reaches every sink, and index.json says so. Iterators end at once.
   const stop = new AbortController();
@@ -230,15 +272,26 @@ async function configSpec(options: OpenOptions, registry: Registry): Promise<Cha
       ? readConfig(options.config)
       : { config: configOf(options.config, 'open() config'), baseDir: process.cwd() };
   await registerPlugins(registry, config.plugins, baseDir);
-  return chainSpecOf({ ...options, spec: { stages: config.stages, sinks: config.sinks } });
+  return chainSpecOf({ ...options, spec: { stages: config.stages, sinks: config.sinks } }, registry);
 }
 
 /** The chain `open()` runs, from its options; refuses options that cannot work together. */
-function chainSpecOf(options: OpenOptions): ChainSpec {
+function chainSpecOf(options: OpenOptions, registry: Registry): ChainSpec {
   const files =
     options.out === undefined ? [] : [{ use: 'files', out: options.out, force: options.force ?? false }];
   if (!options.spec) return { stages: DEFAULT_STAGES.map((stage) => ({ ...stage })), sinks: files };
   const { stages, sinks } = options.spec;
+  // A stage or sink nobody registered is named first: it, not a missing router, is the mistake.
+  const unknown = [...(Array.isArray(stages) ? stages : []), ...(Array.isArray(sinks) ? sinks : [])]
+    .map((component) => component?.use)
+    .filter((use) => typeof use === 'string' && registry.get(use) === undefined);
+  if (unknown.length > 0) {
+    throw new UsageError(
+      'ERR_CONFIG',
+      `open(): no stage or sink is named ${unknown.map((use) => JSON.stringify(use)).join(', ')} ` +
+        `(known: ${registry.names().filter((name) => name !== 'projection').join(', ')})`,
+    );
+  }
   if (Array.isArray(stages) && !stages.some((stage) => stage?.use === 'channel-router')) {
     throw new UsageError(
       'ERR_ROUTER_REQUIRED',

@@ -5,7 +5,15 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { DEFAULT_STAGES, open, type OpenInput } from '../src/index.js';
+import {
+  builtinRegistry,
+  DEFAULT_STAGES,
+  definePlugin,
+  KIT_VERSION,
+  open,
+  Registry,
+  type OpenInput,
+} from '../src/index.js';
 import { chunked, fixtureFiles, readTree, tmpDir } from './helpers.js';
 
 const fixture = () => fixtureFiles().find((f) => f.includes('nested-depth-3.'))!;
@@ -155,4 +163,43 @@ test('open() on a cut-short gzip file keeps every decompressed byte, records INP
         .filter((l) => l !== ''),
     );
   assert.deepEqual(kept.sort(), expected.sort());
+});
+
+test('an option open() does not take is refused at once, named (a program in JavaScript can pass any)', () => {
+  const options = { outt: join(tmpDir(), 'o') } as unknown as Parameters<typeof open>[1];
+  assert.throws(() => open(fixture(), options), (err: { code?: string; message?: string }) => {
+    return err.code === 'ERR_OPEN_OPTIONS' && /"outt"/.test(err.message ?? '') && /\bout\b/.test(err.message ?? '');
+  });
+});
+
+test('a stage nobody registered is named, not reported as a missing router', async () => {
+  const named = (err: { code?: string; message?: string }) =>
+    err.code === 'ERR_CONFIG' && /"nope"/.test(err.message ?? '');
+  await assert.rejects(open(fixture(), { config: { stages: [{ use: 'nope' }] } }).done, named);
+  assert.throws(() => open(fixture(), { spec: { stages: [{ use: 'nope' }], sinks: [] } }), named);
+});
+
+test("a registry a program extends keeps the built-in stages and sinks; a built-in's name stays taken", async () => {
+  let seen = 0;
+  const counter = definePlugin({
+    name: 'count-lines',
+    kind: 'sink',
+    kit: `^${KIT_VERSION}`,
+    options: {},
+    create: () => () => void seen++,
+  });
+  const stages = DEFAULT_STAGES.map((s) => ({ ...s }));
+  const out = join(tmpDir(), 'out');
+  const run = open(fixture(), {
+    registry: new Registry().add(counter),
+    spec: { stages, sinks: [{ use: 'files', out }, { use: 'count-lines' }] },
+  });
+  const index = await run.done;
+  assert.equal(seen, index.input.lines);
+  assert.ok(seen > 0);
+  assert.deepEqual(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).input, index.input);
+  const files = definePlugin({ ...counter, name: 'files' });
+  assert.throws(() => open(fixture(), { registry: new Registry().add(files) }), { code: 'ERR_PLUGIN_DUPLICATE' });
+  // The built-in registry itself may be passed, as before.
+  await open(fixture(), { registry: builtinRegistry().add(counter) }).done;
 });

@@ -520,7 +520,7 @@ for (const name of ['failing-beside-healthy', 'binary-tree-depth-3', 'background
         assert.deepEqual(handle.cause, { type: 'toolCall', tool_call_id: handle.id });
         assert.equal(handle.snapshot().id, handle.id);
         const subtree = under(handle.id);
-        assert.equal(output.subtree.subagents, subtree.length);
+        assert.equal(output.subtree.subagents, subtree.length - 1, `subagents under ${handle.id}`);
         const tokens = subtree.reduce((sum, id) => sum + outputs.get(id)!.tokens, 0);
         assert.equal(output.subtree.tokens, tokens);
         const seen = subtree.flatMap((id) => [outputs.get(id)!.firstSeen, outputs.get(id)!.lastSeen]);

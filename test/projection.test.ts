@@ -37,7 +37,12 @@ test('subtree totals roll usage and time up from every descendant', async () => 
   const top = handles.find((h) => h.depth === 1)!;
   const out = await top.output;
   const all = await Promise.all(handles.map((h) => h.output));
-  assert.equal(out.subtree.subagents, 3);
+  // The subagents under it, counted from the paths: itself not among them; a leaf has none.
+  const under = (h: SubagentHandle) => handles.filter((o) => o.id !== h.id && o.path.includes(h.id)).length;
+  assert.equal(out.subtree.subagents, under(top));
+  assert.equal(under(top), 2);
+  for (const [at, h] of handles.entries()) assert.equal(all[at].subtree.subagents, under(h), h.id);
+  assert.equal((await run.output).subtree.subagents, handles.length);
   assert.equal(
     out.subtree.tokens,
     all.reduce((n, o) => n + o.tokens, 0),

@@ -123,7 +123,7 @@ export interface SubagentOutput extends Totals {
   /** Why a failed subagent failed (the error its end carried); null unless `failed`. */
   readonly error: string | null;
   readonly lines: number;
-  /** This subagent and every subagent under it, rolled up. */
+  /** This subagent and every subagent under it, rolled up; `subagents` counts those under it. */
   readonly subtree: Totals & { readonly subagents: number };
 }
 
@@ -959,7 +959,11 @@ export class Projection {
         if (child) stack.push(child);
       }
     }
-    return Object.freeze({ ...totalsOf(usage, first, last, this.costOf(roundUsd(costUsd))), subagents });
+    // The subagents under it: itself not counted (a leaf has none).
+    return Object.freeze({
+      ...totalsOf(usage, first, last, this.costOf(roundUsd(costUsd))),
+      subagents: subagents - 1,
+    });
   }
 
   private change(ev: ChannelEvent): void {
