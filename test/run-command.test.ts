@@ -644,6 +644,32 @@ function runningWith(marker: string): number[] {
 }
 
 describeWithClaude('subtee run with the real Claude Code', (apiUrl) => {
+  test('Claude Code without --verbose prints nothing: piped into subtee exit 3 (INPUT_EMPTY); under subtee run its own exit 1, said', () => {
+    const { argv, env, cleanup } = claudeCommand({ prompt: 'SCRIPT:say:hi', apiUrl: apiUrl() });
+    try {
+      const plain = argv.filter((a) => a !== '--verbose');
+      const quoted = plain.map((a) => `'${a.replaceAll("'", `'\\''`)}'`).join(' ');
+      const piped = spawnSync(
+        'bash',
+        ['-c', `${quoted} | "${process.execPath}" "${BIN}" --out "${join(tmpDir(), 'p')}"; exit \${PIPESTATUS[1]}`],
+        { env, cwd: env.SUBTEE_E2E_CWD, encoding: 'utf8', timeout: 60_000 },
+      );
+      assert.equal(piped.status, 3, piped.stderr);
+      assert.match(piped.stderr, /requires --verbose/, "Claude Code's own error passes through");
+      assert.match(piped.stderr, /subtee: the input held no lines: .* \[INPUT_EMPTY\]\n$/);
+      const run = spawnSync(process.execPath, [BIN, 'run', '--out', join(tmpDir(), 'r'), '--', ...plain], {
+        env,
+        cwd: env.SUBTEE_E2E_CWD,
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      assert.equal(run.status, 1, run.stderr);
+      assert.match(run.stderr, /claude printed no lines on stdout: .* \[INPUT_EMPTY\]\n$/);
+    } finally {
+      cleanup();
+    }
+  });
+
   test('SIGINT while Claude Code runs a long Bash command: exit 130, and neither it nor the command outlives subtee', async () => {
     const out = join(tmpDir(), 'o');
     // A Bash command silent for ten minutes, its own node process, recognisable by its text.
