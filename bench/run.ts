@@ -19,7 +19,6 @@ const BIN = join(ROOT, 'bin', 'subtee.js');
 const MAIN_TEXT_JQ =
   'select(.type == "assistant" and .parent_tool_use_id == null) | .message.content[]? | ' +
   'select(.type == "text") | .text';
-const DEMUX = join(ROOT, '..', 'shared', 'baselines', 'demux.mjs');
 const USAGE = `usage: npm run bench -- [options]
   --quick        small inputs, one run each: proves the benchmark works (used by the tests)
   --runs N       repetitions per measurement (default 5; the median is reported)
@@ -30,8 +29,9 @@ const USAGE = `usage: npm run bench -- [options]
                  handover, state
   --huge-mb L    sizes of the single-line inputs (default 200,2048; 0 skips them)
   --junk-lines N one-byte junk lines in the junk input (default 45000000; 0 skips it)
+  --demux FILE   the seed's demux.mjs, the baseline (default ../shared/baselines/demux.mjs)
 `;
-const OPTIONS = ['runs', 'size-mb', 'big-mb', 'out-root', 'only', 'huge-mb', 'junk-lines'] as const;
+const OPTIONS = ['runs', 'size-mb', 'big-mb', 'out-root', 'only', 'huge-mb', 'junk-lines', 'demux'] as const;
 let values: Record<string, string | boolean | undefined>;
 try {
   ({ values } = parseArgs({
@@ -67,6 +67,7 @@ const sizeMb = counted('size-mb', quick ? '4' : '200');
 const bigMb = counted('big-mb', quick ? '8' : '1024');
 const junkLines = counted('junk-lines', quick ? '200000' : '45000000');
 const only = arg('only', '');
+const DEMUX = arg('demux', join(ROOT, '..', 'shared', 'baselines', 'demux.mjs'));
 const unknownTable = only.split(',').find((table) => only !== '' && !TABLES.includes(table));
 if (unknownTable !== undefined) refuse(`--only: no table ${unknownTable} (tables: ${TABLES.join(', ')})`);
 const hugeMb = arg('huge-mb', quick ? '20' : '200,2048')
@@ -84,6 +85,8 @@ const node = process.execPath;
 interface Sample {
   ms: number;
   rssKb: number | null;
+  /** User and system CPU seconds (GNU time `%U + %S`): on a shared machine, steadier than wall time. */
+  cpuS: number | null;
   code: number | null;
 }
 
@@ -97,7 +100,7 @@ let overran = 0;
 
 /** Runs one shell command with stdin from a file (or `feed | …`); wall time and peak RSS (GNU time). */
 function measure(cmd: string, input: string, feed?: string): Sample {
-  const timed = hasTime ? `/usr/bin/time -f '%M' -o ${work}/rss ${cmd}` : cmd;
+  const timed = hasTime ? `/usr/bin/time -f '%M %U %S' -o ${work}/rss ${cmd}` : cmd;
   const limited = `timeout -s KILL ${COMMAND_LIMIT_S} ${timed}`;
   const t0 = performance.now();
   rmSync(`${work}/rss`, { force: true });
@@ -111,8 +114,8 @@ function measure(cmd: string, input: string, feed?: string): Sample {
     process.stderr.write(`bench: killed after ${COMMAND_LIMIT_S} s: ${cmd}\n`);
   }
   const rss = hasTime && existsSync(`${work}/rss`) ? readFileSync(`${work}/rss`, 'utf8') : '';
-  const rssKb = rss === '' ? null : Number(rss.trim().split('\n').pop());
-  return { ms, rssKb, code: r.status };
+  const [kb, user, sys] = rss === '' ? [] : rss.trim().split('\n').pop()!.split(' ').map(Number);
+  return { ms, rssKb: kb ?? null, cpuS: user === undefined ? null : user + sys, code: r.status };
 }
 
 function fresh(name: string): string {
@@ -141,28 +144,41 @@ function table(title: string, file: string, rows: Row[], lines: number, ratiosTo
       `${n} runs each; median (min–max)`,
     '',
   ];
+  const cpuOf = (r: Row) => {
+    const cpu = r.samples.map((s) => s.cpuS);
+    return cpu.every((x): x is number => x !== null) ? median(cpu) : null;
+  };
+  const cpuMed = new Map(rows.map((r) => [r.label, cpuOf(r)]));
+  // CPU time against the first baseline too: on a machine others share, wall time is also a wait for a core.
+  const cpuBase = ratiosTo.length > 0 ? ratiosTo[0] : null;
   const heads = [
     'label',
     'wall s',
+    'CPU s',
     'MB/s',
     'lines/s',
     'peak RSS MB',
     'exit',
     ...ratiosTo.map((r) => `× vs ${r}`),
+    ...(cpuBase ? [`CPU × vs ${cpuBase}`] : []),
   ];
   out.push(`| ${heads.join(' | ')} |`);
-  out.push(`|---|---|---|---|---|---|${ratiosTo.map(() => '---|').join('')}`);
+  out.push(`|${'---|'.repeat(heads.length)}`);
   for (const r of rows) {
     const ms = r.samples.map((s) => s.ms);
     const m = med.get(r.label)!;
     const rss = r.samples.map((s) => s.rssKb).filter((x): x is number => x !== null);
     const ratio = ratiosTo.map((b) => (med.has(b) ? (med.get(b)! / m).toFixed(2) : '–'));
+    const cpu = cpuMed.get(r.label) ?? null;
+    const baseCpu = cpuBase ? (cpuMed.get(cpuBase) ?? null) : null;
+    if (cpuBase) ratio.push(cpu !== null && baseCpu !== null && cpu > 0 ? (baseCpu / cpu).toFixed(2) : '–');
     const mb = mbOf(r.input?.file ?? file);
     const rowLines = r.input?.lines ?? lines;
     const seconds = (x: number) => (x / 1000).toFixed(2);
     const cells = [
       r.label,
       `${seconds(m)} (${seconds(Math.min(...ms))}–${seconds(Math.max(...ms))})`,
+      cpu === null ? '–' : cpu.toFixed(2),
       (mb / (m / 1000)).toFixed(0),
       Math.round(rowLines / (m / 1000)).toLocaleString('en'),
       rss.length ? (Math.max(...rss) / 1024).toFixed(0) : '–',
