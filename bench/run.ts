@@ -456,9 +456,10 @@ async function main() {
     report.push(
       '### live state per subagent',
       '',
-      'Heap a finished run of the default chain (files, no stdout) still holds, after a full ' +
-        'collection, divided by its subagents: the tree, the cost ledger, the in-flight state and ' +
-        "the files sink's per-channel state. Small lines; two input sizes per fleet.",
+      'Heap the default chain (files, no stdout) holds part way through its input, after a full ' +
+        'collection, beyond the heap before it started, divided by the subagents spawned so far: ' +
+        "the tree, the cost ledger, the in-flight state, the files sink's per-channel state and the " +
+        "chain's own buffers. Small lines; weighed half way and near the end of the same input.",
       '',
       r.status === 0 ? r.stdout : `_failed (exit ${r.status}): ${r.stderr.trim()}_\n`,
     );
