@@ -86,11 +86,19 @@ const assistant = (
   content: Json[],
   usage: Json | null,
   ts: string | null,
+  model: string | null = null,
 ): Json =>
   timed(
     {
       type: 'assistant',
-      message: { id, type: 'message', role: 'assistant', content, ...(usage ? { usage } : {}) },
+      message: {
+        id,
+        type: 'message',
+        role: 'assistant',
+        content,
+        ...(model !== null ? { model } : {}),
+        ...(usage ? { usage } : {}),
+      },
       parent_tool_use_id: channel,
     },
     ts,
@@ -489,6 +497,8 @@ function copilotReader(spawnTools: readonly string[] = ['task']) {
   const agents = new Map<string, string>();
   const announced = new Set<string>();
   const perCall = new Set<string>();
+  /** The model each channel's latest message named: its usage events are priced by it. */
+  const models = new Map<string | null, string>();
   let version: string | null = null;
   let started = false;
   let lastText: string | null = null;
@@ -555,7 +565,8 @@ function copilotReader(spawnTools: readonly string[] = ['task']) {
             if (isObj(r) && str(r.toolCallId))
               content.push(call(r.toolCallId, str(r.name) ?? 'tool', args(r.arguments)));
           }
-          out.add(assistant(channel, str(data.messageId), content, null, ts));
+          if (str(data.model)) models.set(channel, data.model);
+          out.add(assistant(channel, str(data.messageId), content, null, ts, str(data.model)));
           break;
         }
         case 'assistant.usage': {
@@ -570,7 +581,8 @@ function copilotReader(spawnTools: readonly string[] = ['task']) {
           }
           if (Object.keys(usage).length > 0) {
             if (channel !== null) perCall.add(channel);
-            out.add(assistant(channel, str(data.apiCallId) ?? str(ev.id), [], usage, ts));
+            const model = str(data.model) ?? models.get(channel) ?? null;
+            out.add(assistant(channel, str(data.apiCallId) ?? str(ev.id), [], usage, ts, model));
           }
           break;
         }
@@ -629,10 +641,10 @@ function copilotReader(spawnTools: readonly string[] = ['task']) {
           if (!task) break;
           const failed = ev.type === 'subagent.failed';
           if (num(data.totalTokens) !== undefined && !perCall.has(task)) {
-            out.add(
-              assistant(task, `copilot-subagent-usage:${task}`, [], { total_tokens: data.totalTokens }, ts),
-            );
+            const usage = { total_tokens: data.totalTokens };
+            out.add(assistant(task, `copilot-subagent-usage:${task}`, [], usage, ts, str(data.model)));
           }
+          models.delete(task);
           out.add(
             timed(
               {
