@@ -9,7 +9,8 @@
 import { createWriteStream } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import { query } from '@anthropic-ai/claude-agent-sdk';
-import { open, teeJsonl } from 'subtee';
+import { open } from 'subtee';
+import { teeJsonl } from 'subtee/adapters';
 /** @import { SubagentHandle } from 'subtee' */
 
 const [prompt = 'Say hello.', out = 'sdk-run'] = process.argv.slice(2);

@@ -1,7 +1,9 @@
 // Your own pipeline() from the stage factories: one Session shared by every stage.
 import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
-import { createChannelRouter, createFilesSink, createLineParser, Session } from 'subtee';
+import { Session } from 'subtee/chain';
+import { createChannelRouter, createLineParser } from 'subtee/stages';
+import { createFilesSink } from 'subtee/sinks';
 
 const [file, out] = process.argv.slice(2);
 const session = new Session();

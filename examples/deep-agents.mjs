@@ -11,7 +11,8 @@ import { finished } from 'node:stream/promises';
 import { AIMessage, HumanMessage } from '@langchain/core/messages';
 import { fakeModel } from '@langchain/core/testing';
 import { createDeepAgent } from 'deepagents';
-import { open, teeJsonl } from 'subtee';
+import { open } from 'subtee';
+import { teeJsonl } from 'subtee/adapters';
 /** @import { BaseMessage, ToolCall } from '@langchain/core/messages' */
 /** @import { SubagentHandle } from 'subtee' */
 

@@ -4,14 +4,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { test } from 'node:test';
-import {
-  buildChain,
-  LangGraphMapper,
-  open,
-  runChain,
-  type JsonObject,
-  type RecordBatch,
-} from '../src/index.js';
+import { open } from '../src/index.js';
+import { buildChain, runChain, type RecordBatch } from '../src/entry/chain.js';
+import { LangGraphMapper } from '../src/entry/adapters.js';
+import { type JsonObject } from '../src/entry/model.js';
 import { detectProducer } from '../src/chain/stages/input-format.js';
 import { recordOfObject } from '../src/chain/stages/object-source.js';
 import { BIN, boundedSubtee, chunked, FIXTURES, fixtureFiles, splitEvery, tmpDir } from './helpers.js';

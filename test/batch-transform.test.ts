@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { PassThrough, Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { test } from 'node:test';
-import { BatchTransform, createBatchTransform, type RecordBatch } from '../src/index.js';
+import { BatchTransform, createBatchTransform, type RecordBatch } from '../src/entry/chain.js';
 
 const line = (lineNo: number): RecordBatch[number] => ({
   kind: 'quarantine',

@@ -4,7 +4,8 @@ import { createWriteStream, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { test } from 'node:test';
-import { open, teeJsonl, type Message, type SubagentHandle } from '../src/index.js';
+import { open, type Message, type SubagentHandle } from '../src/index.js';
+import { teeJsonl } from '../src/entry/adapters.js';
 import { NESTED_SCRIPT, startRun } from './e2e/deep-agents.js';
 import { BIN, tmpDir } from './helpers.js';
 

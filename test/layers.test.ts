@@ -6,12 +6,13 @@ import { findCircle, importsUnder, type Import } from './imports.js';
 
 /**
  * The rooms of src/ from the top down: a file may import from its own room and the rooms below
- * it, never above. The command line and the library entry are both at the top and apart.
+ * it, never above. The command line and the library entries (the package entry, open(), the
+ * subpaths in entry/) are both at the top and apart.
  */
 export function roomOf(file: string): { name: string; rank: number } {
   const top = file.split('/')[0];
   if (top === 'cli') return { name: 'cli', rank: 4 };
-  if (file === 'index.ts' || file === 'open.ts') return { name: 'entry', rank: 4 };
+  if (file === 'index.ts' || file === 'open.ts' || top === 'entry') return { name: 'entry', rank: 4 };
   if (top === 'chain') return { name: 'chain', rank: 3 };
   if (top === 'views' || top === 'adapters') return { name: top, rank: 2 };
   if (top === 'model') return { name: 'model', rank: 1 };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { lineTypeOf, systemSubtypeOf } from '../src/index.js';
+import { lineTypeOf, systemSubtypeOf } from '../src/entry/model.js';
 
 test('lineTypeOf: the kinds subtee reads, null for any other type, without reading the shape', () => {
   for (const type of ['assistant', 'user', 'system', 'result', 'stream_event'] as const)

@@ -5,15 +5,8 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import {
-  builtinRegistry,
-  DEFAULT_STAGES,
-  definePlugin,
-  KIT_VERSION,
-  open,
-  Registry,
-  type OpenInput,
-} from '../src/index.js';
+import { definePlugin, KIT_VERSION, open, type OpenInput } from '../src/index.js';
+import { builtinRegistry, DEFAULT_STAGES, Registry } from '../src/entry/chain.js';
 import { chunked, fixtureFiles, readTree, tmpDir } from './helpers.js';
 
 const fixture = () => fixtureFiles().find((f) => f.includes('nested-depth-3.'))!;

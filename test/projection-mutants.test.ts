@@ -7,7 +7,13 @@ import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
-import { open, type Message, type RunEvent, type SubagentHandle, type ToolCall } from '../src/index.js';
+import {
+  open,
+  type Message,
+  type RunEvent,
+  type SubagentHandle,
+  type ToolCall,
+} from '../src/index.js';
 import { chunked, FIXTURES, splitEvery, tmpDir } from './helpers.js';
 import { readStream } from './oracle.js';
 import { writeStream } from '../bench/gen.js';

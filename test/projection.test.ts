@@ -5,14 +5,14 @@ import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
 import {
   open,
-  DEFAULT_STAGES,
   type IndexDocument,
   type Message,
   type RunEvent,
   type RunProjection,
   type SubagentHandle,
-  type Usage,
 } from '../src/index.js';
+import { DEFAULT_STAGES } from '../src/entry/chain.js';
+import { type Usage } from '../src/entry/model.js';
 import { writeStream } from '../bench/gen.js';
 import { checkProjection, expectedOf } from './projection-check.js';
 import { ROOT, chunked, fixtureFiles, splitEvery, tmpDir } from './helpers.js';

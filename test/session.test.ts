@@ -1,16 +1,15 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { Session } from '../src/entry/chain.js';
 import {
   createChannelRouter,
-  createFilesSink,
   createIdleWatchdog,
   createLineParser,
-  createPinoSink,
   createThinkingTruncator,
   createVersionGuard,
-  Session,
-} from '../src/index.js';
+} from '../src/entry/stages.js';
+import { createFilesSink, createPinoSink } from '../src/entry/sinks.js';
 import { createProjectionSink } from '../src/chain/sinks/projection.js';
 import { Projection } from '../src/views/projection.js';
 import { tmpDir } from './helpers.js';

@@ -1,0 +1,27 @@
+// subtee/chain: building and running chains, configs and the registry, the session, and the
+// shell subtee's own stages and sinks are built on.
+export {
+  buildChain,
+  runChain,
+  defaultSpec,
+  DEFAULT_STAGES,
+  type ChainSpec,
+  type ComponentSpec,
+  type ChainOptions,
+} from '../chain/chain.js';
+export { readConfig, registerPlugins } from '../chain/config.js';
+export { configSchema } from '../chain/schema.js';
+export { loadPlugin, Registry } from '../chain/plugin.js';
+export { builtinRegistry } from '../chain/builtins.js';
+export { Session, requireSession } from '../model/session.js';
+export { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../model/record.js';
+export { passOn } from '../chain/sinks/pass-on.js';
+export {
+  BatchTransform,
+  createBatchTransform,
+  type BatchTransformHooks,
+  type BatchTransformOptions,
+  type BatchOutcome,
+  type HandOn,
+} from '../chain/batch-transform.js';
+export { LineSpool } from '../chain/stages/line-spool.js';
