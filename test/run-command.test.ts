@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { BIN, ROOT, checkOutput, linesOf, readTree, tmpDir } from './helpers.js';
 import { claudeCommand, describeWithClaude } from './e2e/claude.js';
+import { codexAvailable, codexCommand } from './e2e/codex.js';
+import { startFakeResponses } from './e2e/fake-responses.js';
 
 const recording = join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl');
 
@@ -702,3 +704,45 @@ describeWithClaude('subtee run with the real Claude Code', (apiUrl) => {
     }
   });
 });
+
+for (const [sig, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
+test(
+  `${sig} while Codex runs a long command: exit ${code}, and neither Codex (a native binary) nor the command outlives subtee`,
+  { skip: !codexAvailable() && 'the Codex CLI and its platform binary are not installed' },
+  async () => {
+    const api = await startFakeResponses();
+    const ms = 600_000 + Math.floor(Math.random() * 1000);
+    const marker = `slept ${ms}`;
+    const { argv, env, cwd, cleanup } = codexCommand({ prompt: `SCRIPT:long:${ms}`, apiUrl: api.url });
+    const out = join(tmpDir(), 'o');
+    const child = spawn(
+      process.execPath,
+      [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--kill-grace-ms', '2000', '--', ...argv],
+      { env, cwd, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const closed = new Promise<number | null>((r) => child.on('close', r));
+    try {
+      await waitFor(() => runningWith(marker).length > 0, 'the command to run', 90_000);
+      const codex = runningWith(`SCRIPT:long:${ms}`);
+      assert.ok(codex.length > 0, 'Codex runs');
+      strays.push(...runningWith(marker), ...codex);
+      child.kill(sig);
+      const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 30_000).unref());
+      const result = await Promise.race([closed, timeout]);
+      if (result === 'timeout') child.kill('SIGKILL');
+      assert.equal(result, code, stderr);
+      assert.deepEqual(runningWith(marker), [], 'the command is gone');
+      assert.deepEqual(runningWith(`SCRIPT:long:${ms}`), [], 'Codex is gone');
+      assert.equal(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).interrupted, true);
+    } finally {
+      cleanup();
+      await api.close();
+    }
+  },
+);
+}

@@ -85,6 +85,20 @@ export const CODEX_SCRIPTS: Record<string, (t: CodexTurn) => CodexReply> = {
     }
     return say(`Command finished. [shell ${n}]`);
   },
+  /** long:MS — one command silent for MS (a node timer, recognisable by its text), then a report. */
+  long(t) {
+    const ms = Number(t.args[0] ?? 1000);
+    if (t.turn === 0) {
+      return {
+        kind: 'steps',
+        steps: [
+          { type: 'text', text: 'Running a long command.' },
+          shell(`node -e "setTimeout(() => console.log('slept ${ms}'), ${ms})"`),
+        ],
+      };
+    }
+    return say(`Command finished. [long ${ms}]`);
+  },
   /** fail — one command that exits 3. */
   fail(t) {
     if (t.turn === 0)
