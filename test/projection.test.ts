@@ -551,3 +551,20 @@ test("a subagent's messages show thinking as --thinking says: drop leaves it out
   assert.deepEqual(await thinkingOf('drop'), []);
   assert.deepEqual(await thinkingOf('file'), [`(${thought.length} chars, in the .thinking.log beside this transcript)`]);
 });
+
+for (const file of fixtureFiles()) {
+  const name = file.split('/').pop();
+  test(`each subagent's outputTokens basis is its channel's, as index.json names it: ${name}`, async () => {
+    const run = open(file);
+    const handles: SubagentHandle[] = [];
+    for await (const handle of run.allSubagents) handles.push(handle);
+    const index = await run.done;
+    for (const handle of handles) {
+      const channel = index.channels.find((c) => c.id === handle.id)!;
+      const { cost } = await handle.outcome;
+      assert.equal(cost.outputTokens, channel.cost.basis, handle.id);
+      if (channel.cost.basis === 'unknown') assert.equal(cost.usd, null, handle.id);
+    }
+    assert.equal((await run.output).cost.outputTokens, index.cost.output_tokens);
+  });
+}

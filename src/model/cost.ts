@@ -964,5 +964,5 @@ function measure(value: unknown): number {
 const BASIS_ORDER: readonly TokensBasis[] = ['exact', 'estimated', 'stream', 'unknown'];
 
 /** The less certain of two bases (a channel is as exact as its least exact message). */
-const worse = (a: TokensBasis, b: TokensBasis): TokensBasis =>
+export const worse = (a: TokensBasis, b: TokensBasis): TokensBasis =>
   BASIS_ORDER.indexOf(a) >= BASIS_ORDER.indexOf(b) ? a : b;

@@ -29,7 +29,7 @@ import {
 } from '../model/tree.js';
 import { deepFreeze, Feed } from './feed.js';
 import { channelTokens, elapsedMs } from './walk.js';
-import { roundUsd, type ModelCost, type OutputTokensBasis } from '../model/cost.js';
+import { roundUsd, worse, type ModelCost, type OutputTokensBasis, type TokensBasis } from '../model/cost.js';
 
 export const PROJECTION_DEFAULTS = Object.freeze({
   /**
@@ -87,8 +87,11 @@ export interface CostFigures {
   readonly usd: number | null;
   /** `result`: Claude Code's own dollars (the run has ended); `table`: the dated price table. */
   readonly basis: 'result' | 'table';
-  /** How the output tokens behind the dollars were found. */
-  readonly outputTokens: OutputTokensBasis;
+  /**
+   * How the output tokens behind the dollars were found, as the cost ledger names it for the
+   * channels counted (the least exact of them; see docs/cost.md).
+   */
+  readonly outputTokens: OutputTokensBasis | TokensBasis;
 }
 
 /** What the run cost: its total beside Claude Code's, per model, and what no channel shows. */
@@ -929,11 +932,13 @@ export class Projection {
     return path.reverse();
   }
 
-  /** Dollars as the cost ledger has them now, with how they were found. */
-  costOf(usd: number | null): CostFigures {
-    const ledger = this.session.cost;
-    const basis = ledger.hasResult ? 'result' : 'table';
-    return Object.freeze({ usd, basis, outputTokens: ledger.outputTokensBasis });
+  /**
+   * Dollars as the cost ledger has them now, with how they were found: `outputTokens` is the
+   * ledger's own basis for the channels counted (the least exact of them).
+   */
+  costOf(usd: number | null, outputTokens: TokensBasis): CostFigures {
+    const basis = this.session.cost.hasResult ? 'result' : 'table';
+    return Object.freeze({ usd, basis, outputTokens });
   }
 
   totals(ch: Channel): SubagentOutput['subtree'] {
@@ -942,6 +947,7 @@ export class Projection {
     let last: string | null = null;
     let subagents = 0;
     let costUsd: number | null = 0;
+    let outputTokens: TokensBasis | null = null;
     const seen = new Set<Channel>();
     const stack = [ch];
     while (stack.length > 0) {
@@ -949,8 +955,12 @@ export class Projection {
       if (seen.has(at)) continue;
       seen.add(at);
       subagents++;
+      // As index.json's subtree_usd: channels with no usage known cost nothing here.
       const own = this.session.cost.channelCost(at.id);
-      costUsd = costUsd === null || own?.usd === null ? null : costUsd + (own?.usd ?? 0);
+      if (own && own.basis !== 'unknown') {
+        costUsd = costUsd === null || own.usd === null ? null : costUsd + own.usd;
+        outputTokens = outputTokens === null ? own.basis : worse(outputTokens, own.basis);
+      }
       for (const key in at.usage) usage[key] = (usage[key] ?? 0) + at.usage[key];
       if (at.firstSeen && (!first || at.firstSeen < first)) first = at.firstSeen;
       if (at.lastSeen && (!last || at.lastSeen > last)) last = at.lastSeen;
@@ -961,7 +971,7 @@ export class Projection {
     }
     // The subagents under it: itself not counted (a leaf has none).
     return Object.freeze({
-      ...totalsOf(usage, first, last, this.costOf(roundUsd(costUsd))),
+      ...totalsOf(usage, first, last, this.costOf(roundUsd(costUsd), outputTokens ?? 'exact')),
       subagents: subagents - 1,
     });
   }
@@ -1332,11 +1342,17 @@ class SubagentHandleImpl implements SubagentHandle {
     if (this.done) return;
     this.done = true;
     const ch = this.channel;
-    // No ledger (no priced line) costs nothing; an unpriced model costs null, not 0.
+    // Its cost as the ledger has it: an unpriced model or no usage known costs null, not 0.
     const own = this.projection.session.cost.channelCost(ch.id);
     this.resolveOutcome(
       Object.freeze({
-        ...totalsOf(ch.usage, ch.firstSeen, ch.lastSeen, this.projection.costOf(own === null ? 0 : own.usd)),
+        ...totalsOf(
+          ch.usage,
+          ch.firstSeen,
+          ch.lastSeen,
+          // No usage known: null dollars, basis `unknown`, as index.json says.
+          this.projection.costOf(own === null ? null : own.usd, own?.basis ?? 'unknown'),
+        ),
         status: this.status,
         summary: ch.summary,
         error: ch.status === 'failed' ? (ch.summary ?? 'failed') : null,
