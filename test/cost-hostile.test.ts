@@ -43,7 +43,8 @@ function poisoned(file: string, value: number): string {
 function numbers(v: unknown, path = '$', out: Array<[string, number]> = []): Array<[string, number]> {
   if (typeof v === 'number') out.push([path, v]);
   else if (Array.isArray(v)) v.forEach((x, i) => numbers(x, `${path}[${i}]`, out));
-  else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) numbers(x, `${path}.${k}`, out);
+  else if (v !== null && typeof v === 'object')
+    for (const [k, x] of Object.entries(v)) numbers(x, `${path}.${k}`, out);
   return out;
 }
 
@@ -101,7 +102,8 @@ describe('hostile figures through every view, every producer', () => {
         const page = readFileSync(join(out, 'report.html'), 'utf8');
         const data = /<script type="application\/json" id="subtee-data">([^<]*)<\/script>/.exec(page)!;
         for (const [path, n] of numbers(JSON.parse(data[1])))
-          if (/usage|cost|usd|tokens/i.test(path)) assert.ok(Number.isFinite(n) && n >= 0, `${label} page ${path} = ${n}`);
+          if (/usage|cost|usd|tokens/i.test(path))
+            assert.ok(Number.isFinite(n) && n >= 0, `${label} page ${path} = ${n}`);
         for (const l of readFileSync(pino, 'utf8').split('\n').filter(Boolean)) {
           const event = JSON.parse(l);
           if ('cost_usd' in event) assertSane({ cost_usd: event.cost_usd }, `${label} pino`);
@@ -113,7 +115,8 @@ describe('hostile figures through every view, every producer', () => {
         assertSane(JSON.parse(json.stdout).total, `${label} stats --json`);
         assertSaneText(stats('--csv').stdout, `${label} stats --csv`);
         assert.doesNotMatch(stats('--csv').stdout, /,-\d/, `${label} stats --csv`);
-        assertSaneText(stats('--json').stdout + spawnSync(process.execPath, [BIN, 'stats', out]).stdout, label);
+        const text = spawnSync(process.execPath, [BIN, 'stats', out], { encoding: 'utf8' }).stdout;
+        assertSaneText(text, `${label} stats`);
       }
     });
   }
@@ -128,7 +131,8 @@ describe('hostile figures through every view, every producer', () => {
       const input = join(tmpDir(), 'total.jsonl');
       writeFileSync(input, `${lines.join('\n')}\n`);
       const out = join(tmpDir(), 'out');
-      const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', input], { encoding: 'utf8' });
+      const args = [BIN, '--out', out, '--stdout', 'none', input];
+      const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
       const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
       const refused = index.warnings.find((w: any) => w.code === 'COST_FIGURE_REFUSED');
       assert.match(refused.message, new RegExp(`^input line ${at + 1}: total_cost_usd `), String(total));
@@ -148,7 +152,8 @@ describe('hostile figures through every view, every producer', () => {
     const input = join(tmpDir(), 'lying.jsonl');
     writeFileSync(input, `${lines.join('\n')}\n`);
     const out = join(tmpDir(), 'out');
-    const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', input], { encoding: 'utf8' });
+    const args = [BIN, '--out', out, '--stdout', 'none', input];
+    const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
     const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
     assert.equal(index.cost.unattributed_usd, 0);
     assert.match(r.stderr, /COST_DISAGREES: the result states \$0\.0001 for the run/);
@@ -177,7 +182,8 @@ describe('hostile figures through every view, every producer', () => {
         for (const [k, v] of Object.entries(a))
           if (typeof v === 'number') assert.ok(Number.isFinite(v) && v >= 0, `${value} span ${k} = ${v}`);
       for (const row of rows as any[]) {
-        if (row.cost_usd !== undefined && row.cost_usd !== null) assertSane({ cost_usd: row.cost_usd }, `${value} row`);
+        if (row.cost_usd !== undefined && row.cost_usd !== null)
+          assertSane({ cost_usd: row.cost_usd }, `${value} row`);
         for (const k of ['input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_creation_tokens'])
           if (typeof row[k] === 'number') assert.ok(Number.isFinite(row[k]), `${value} row ${k} = ${row[k]}`);
       }

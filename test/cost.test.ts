@@ -474,7 +474,8 @@ test('--prices from a device or an endless pipe is refused at once (ERR_PRICES),
 test('a price file: a day that is no calendar day is refused; a UTF-8 BOM is read; errors show no raw bytes', () => {
   const dir = tmpDir();
   const file = join(dir, 'p.json');
-  const table = (date: string) => JSON.stringify({ date, models: { 'claude-opus-5-5': { input: 4, output: 20 } } });
+  const table = (date: string) =>
+    JSON.stringify({ date, models: { 'claude-opus-5-5': { input: 4, output: 20 } } });
   for (const date of ['2026-13-45', '2026-02-30', '2026-00-10', '0000-01-01', '2026-1-01']) {
     writeFileSync(file, table(date));
     const r = withPrices(file);
@@ -486,7 +487,8 @@ test('a price file: a day that is no calendar day is refused; a UTF-8 BOM is rea
   assert.equal(bom.status, 0, bom.stderr);
   assert.equal(JSON.parse(readFileSync(join(bom.out, 'index.json'), 'utf8')).cost.prices_date, '2024-02-29');
   // Not JSON: the error names a position, never the file's bytes (a BOM, controls, escapes).
-  writeFileSync(file, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf, 0xef, 0xbb, 0xbf]), Buffer.from('{\u001b[31m')]));
+  const twoBoms = Buffer.from([0xef, 0xbb, 0xbf, 0xef, 0xbb, 0xbf]);
+  writeFileSync(file, Buffer.concat([twoBoms, Buffer.from('{\u001b[31m')]));
   const junk = withPrices(file);
   assert.equal(junk.status, 2);
   assert.match(junk.stderr, /cannot read it as JSON \(not valid JSON( at character \d+)?\) \[ERR_PRICES\]/);
@@ -501,7 +503,8 @@ test('a price file rate past $10,000 per million tokens, or not finite, is refus
     assert.equal(r.status, 2, String(rate));
     assert.match(r.stderr, /models\.m\.output: must be a number of USD per million tokens, from 0 to 10,000/);
   }
-  writeFileSync(file, JSON.stringify({ date: '2026-01-01', models: { m: { input: 10_000, output: 10_000 } } }));
+  const dear = { m: { input: 10_000, output: 10_000 } };
+  writeFileSync(file, JSON.stringify({ date: '2026-01-01', models: dear }));
   const cache = withPrices(file);
   // A cache rate left out is a multiple of the input (5-minute writes 1.25×): past the bound, named.
   assert.match(cache.stderr, /models\.m\.cache_write_5m: must be a number/);

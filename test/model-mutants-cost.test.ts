@@ -593,14 +593,24 @@ test('a channel with no token counts is unknown: null dollars with the reason, c
   ledger.observe(line('t1', 'm-a', { total_tokens: 240 }), 'sub');
   ledger.observe(line('t2', 'm-a', {}), 'empty');
   ledger.observe(
-    { type: 'result', total_cost_usd: 0.001, modelUsage: { 'm-a': { inputTokens: 500, outputTokens: 50, costUSD: 0.001 } } },
+    {
+      type: 'result',
+      total_cost_usd: 0.001,
+      modelUsage: { 'm-a': { inputTokens: 500, outputTokens: 50, costUSD: 0.001 } },
+    },
     null,
   );
   const report = ledger.report();
   const sub = report.channels.get('sub')!;
-  assert.deepEqual([sub.usd, sub.basis, sub.reason], [null, 'unknown', 'the stream states only a total of 240 tokens, not their kinds']);
+  assert.deepEqual(
+    [sub.usd, sub.basis, sub.reason],
+    [null, 'unknown', 'the stream states only a total of 240 tokens, not their kinds'],
+  );
   const empty = report.channels.get('empty')!;
-  assert.deepEqual([empty.usd, empty.basis, empty.reason], [null, 'unknown', 'the stream states no token counts for it']);
+  assert.deepEqual(
+    [empty.usd, empty.basis, empty.reason],
+    [null, 'unknown', 'the stream states no token counts for it'],
+  );
   // The run's dollars the channels do not show are unattributed; the unknown ones add nothing.
   const main = report.channels.get(null)!;
   close(report.channels_usd, main.usd!);
@@ -635,14 +645,14 @@ test('figures out of bounds are refused with one warning per field naming the fi
 test('MODEL_MISMATCH: a result naming one model and lines another (one each) is attributed, with a warning', () => {
   const warnings: string[] = [];
   const ledger = new CostLedger(TABLE, (code, message) => warnings.push(`${code}: ${message}`));
-  ledger.observe(line('m1', 'm-a', { input_tokens: 100, output_tokens: 1 }, [{ type: 'text', text: 'x'.repeat(40) }]), null);
-  ledger.observe(
-    { type: 'result', total_cost_usd: 0.002, modelUsage: { 'gateway/m-a': { inputTokens: 100, outputTokens: 10, costUSD: 0.002 } } },
-    null,
-  );
+  const words = [{ type: 'text', text: 'x'.repeat(40) }];
+  ledger.observe(line('m1', 'm-a', { input_tokens: 100, output_tokens: 1 }, words), null);
+  const usage = { inputTokens: 100, outputTokens: 10, costUSD: 0.002 };
+  ledger.observe({ type: 'result', total_cost_usd: 0.002, modelUsage: { 'gateway/m-a': usage } }, null);
   const report = ledger.report();
   assert.deepEqual(warnings, [
-    "MODEL_MISMATCH: the result line names model gateway/m-a and the assistant lines m-a: the result's figures for gateway/m-a are taken as m-a's",
+    'MODEL_MISMATCH: the result line names model gateway/m-a and the assistant lines m-a: ' +
+      "the result's figures for gateway/m-a are taken as m-a's",
   ]);
   close(report.channels.get(null)!.usd, 0.002);
   assert.equal(report.unattributed_usd, 0);

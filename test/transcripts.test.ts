@@ -88,7 +88,8 @@ function run(args: string[]): { index: any; stderr: string; out: string } {
 }
 
 const byId = (index: any) => new Map<string | null, any>(index.channels.map((c: any) => [c.id, c]));
-const near = (a: number, b: number, label: string) => assert.ok(Math.abs(a - b) < 1e-9, `${label}: ${a} vs ${b}`);
+const near = (a: number, b: number, label: string) =>
+  assert.ok(Math.abs(a - b) < 1e-9, `${label}: ${a} vs ${b}`);
 
 describe('exact output tokens per channel from the transcripts of real Claude Code runs', () => {
   for (const shape of SHAPES) {
@@ -122,7 +123,8 @@ describe('exact output tokens per channel from the transcripts of real Claude Co
         .at(-1);
       const sum = index.channels.reduce((s: number, c: any) => s + c.cost.usd, 0);
       near(sum + index.cost.unattributed_usd, result.total_cost_usd, 'channels + unattributed = the result');
-      assert.deepEqual(index.cost.channels_by_basis, { exact: counts.size, estimated: 0, stream: 0, unknown: 0 });
+      const bases = { exact: counts.size, estimated: 0, stream: 0, unknown: 0 };
+      assert.deepEqual(index.cost.channels_by_basis, bases);
       assert.equal(index.cost.output_tokens, 'exact');
       assert.match(stderr, new RegExp(`agents' output tokens ${counts.size} exact\\)`));
       assert.doesNotMatch(stderr, /~\$/);
@@ -209,7 +211,8 @@ describe('a transcript that is missing, partial, disagrees or is a link is named
       const c = copyOf(shape);
       const agent = firstAgent(c.subagents);
       const file = join(c.subagents, `${agent.name}.jsonl`);
-      writeFileSync(file, readFileSync(file, 'utf8').replaceAll('"output_tokens":30', `"output_tokens":${figure}`));
+      const text = readFileSync(file, 'utf8');
+      writeFileSync(file, text.replaceAll('"output_tokens":30', `"output_tokens":${figure}`));
       const { index } = run(['--transcripts', c.config, stream]);
       assert.match(warning(index, 'TRANSCRIPT_PARTIAL').message, /impossible usage\.output_tokens/, figure);
       const ch = byId(index).get(agent.toolUseId);
@@ -277,7 +280,8 @@ function ccusage(config: string): { totals: any } | string {
     ['-y', '--prefer-offline', 'ccusage@20.0.24', 'claude', 'session', '--offline', '--json', '--breakdown'],
     { encoding: 'utf8', timeout: 180_000, env: { ...process.env, CLAUDE_CONFIG_DIR: config } },
   );
-  if (r.status !== 0) return `ccusage 20.0.24 cannot run here: ${r.error?.message ?? r.stderr.trim().split('\n')[0]}`;
+  const why = r.error?.message ?? r.stderr.trim().split('\n')[0];
+  if (r.status !== 0) return `ccusage 20.0.24 cannot run here: ${why}`;
   return JSON.parse(r.stdout);
 }
 
@@ -286,7 +290,8 @@ describe('ccusage as a second witness', () => {
     test(`${shape}: ccusage's session totals equal the channels' exact tokens`, (t) => {
       const witness = ccusage(join(RECORDED, shape, 'config'));
       if (typeof witness === 'string') return t.skip(witness);
-      const { index } = run(['--transcripts', join(RECORDED, shape, 'config'), join(RECORDED, shape, 'stream.jsonl')]);
+      const stream = join(RECORDED, shape, 'stream.jsonl');
+      const { index } = run(['--transcripts', join(RECORDED, shape, 'config'), stream]);
       const sum = (k: string) => index.channels.reduce((s: number, c: any) => s + (c.usage[k] ?? 0), 0);
       assert.equal(witness.totals.inputTokens, sum('input_tokens'));
       assert.equal(witness.totals.outputTokens, sum('output_tokens'));
@@ -334,7 +339,8 @@ describeWithClaude('subtee run finds Claude Code’s transcripts by itself', (ap
         const counts = countConfig(where === 'CLAUDE_CONFIG_DIR' ? config : join(env.HOME!, '.claude'));
         assert.equal(counts.size, 7);
         assert.deepEqual(index.cost.channels_by_basis, { exact: 7, estimated: 0, stream: 0, unknown: 0 });
-        for (const c of index.channels) assert.equal(c.usage.output_tokens, counts.get(c.id)!.output, String(c.id));
+        for (const c of index.channels)
+          assert.equal(c.usage.output_tokens, counts.get(c.id)!.output, String(c.id));
         assert.doesNotMatch(stderr, /TRANSCRIPT_/);
       } finally {
         cleanup();

@@ -164,7 +164,8 @@ export class CopilotMapper implements StreamMapper {
           if (usage) {
             if (channel !== null) this.usageSeen.add(channel);
             const model = nonEmpty(data.model) ?? this.models.get(channel) ?? null;
-            push(assistantLine(channel, nonEmpty(data.apiCallId) ?? nonEmpty(event.id), [], usage, ts, model));
+            const id = nonEmpty(data.apiCallId) ?? nonEmpty(event.id);
+            push(assistantLine(channel, id, [], usage, ts, model));
           }
           break;
         }

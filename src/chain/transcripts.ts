@@ -72,7 +72,10 @@ export function readTranscripts(o: TranscriptsOptions): TranscriptFindings {
     found.problems.push(`no transcript of session ${o.sessionId}`);
     return found;
   }
-  const limits: Record<keyof typeof TRANSCRIPTS_DEFAULTS, number> = { ...TRANSCRIPTS_DEFAULTS, ...definedOnly(o) };
+  const limits: Record<keyof typeof TRANSCRIPTS_DEFAULTS, number> = {
+    ...TRANSCRIPTS_DEFAULTS,
+    ...definedOnly(o),
+  };
   const mainFile = join(project, `${o.sessionId}.jsonl`);
   try {
     found.main = readUsage(root, mainFile, limits);

@@ -266,7 +266,8 @@ export const shownFigure = (v: unknown): number | null =>
 const printable = (s: string): string => boundedText(s, 60).replace(/[^\x20-\x7e]/g, '?');
 
 /** What a refusal says of its bound. */
-const ABSURD = (max: number) => `refused (a figure must be a number from 0 to ${max.toLocaleString('en-US')})`;
+const ABSURD = (max: number) =>
+  `refused (a figure must be a number from 0 to ${max.toLocaleString('en-US')})`;
 
 /** The dollars of `tokens` at `rate` (USD per million tokens of each kind). */
 export function priceTokens(tokens: ModelTokens, rate: ModelPrice): number {
@@ -331,15 +332,13 @@ export class CostLedger {
 
   /** A line's usage into the numbers of its message. */
   private takeUsage(msg: OpenMessage, usage: JsonObject, lineNo: number): void {
-    const created = this.tokens(usage.cache_creation_input_tokens, 'usage.cache_creation_input_tokens', lineNo);
+    const count = (v: unknown, field: string) => this.tokens(v, `usage.${field}`, lineNo);
+    const created = count(usage.cache_creation_input_tokens, 'cache_creation_input_tokens');
     const split = isObject(usage.cache_creation) ? usage.cache_creation : null;
     const oneHour =
       split === null
         ? 0
-        : Math.min(
-            created,
-            this.tokens(split.ephemeral_1h_input_tokens, 'usage.cache_creation.ephemeral_1h_input_tokens', lineNo),
-          );
+        : Math.min(created, count(split.ephemeral_1h_input_tokens, 'cache_creation.ephemeral_1h_input_tokens'));
     msg.input = this.tokens(usage.input_tokens, 'usage.input_tokens', lineNo);
     msg.cacheRead = this.tokens(usage.cache_read_input_tokens, 'usage.cache_read_input_tokens', lineNo);
     msg.cache5m = created - oneHour;
@@ -542,7 +541,10 @@ export class CostLedger {
     return cost;
   }
 
-  /** A channel's cost before its figures are added: `unknown` (null, with why) when no usage states a kind of token. */
+  /**
+   * A channel's cost before its figures are added: `unknown` (null, with why) when no usage
+   * states a kind of token.
+   */
   private newChannelCost(ledger: ChannelLedger): ChannelCost {
     const models = ledger.models.names();
     let known = 0;
@@ -618,14 +620,16 @@ export class CostLedger {
     if (missing.length > 0 && anyFound)
       this.warn?.(
         'TRANSCRIPT_MISSING',
-        `no transcript in ${dir} for ${missing.length} channel(s) with usage (${missing.slice(0, 3).join(', ')}` +
-          `${missing.length > 3 ? ', …' : ''}): their output tokens stay estimated or as the stream states them`,
+        `no transcript in ${dir} for ${missing.length} channel(s) with usage ` +
+          `(${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', …' : ''}): ` +
+          'their output tokens stay estimated or as the stream states them',
       );
     if (unmatched.length > 0)
       this.warn?.(
         'TRANSCRIPT_UNMATCHED',
         `${unmatched.length} subagent transcript(s) in ${dir} name a spawn the stream does not show ` +
-          `(${unmatched.slice(0, 3).join(', ')}${unmatched.length > 3 ? ', …' : ''}): not counted to any channel`,
+          `(${unmatched.slice(0, 3).join(', ')}${unmatched.length > 3 ? ', …' : ''}): ` +
+          'not counted to any channel',
       );
   }
 
@@ -694,7 +698,9 @@ export class CostLedger {
    * The result's per-model figures, with a model the lines never name under the one model
    * they do, when each side names exactly one (a gateway, an alias): MODEL_MISMATCH, once.
    */
-  private resultModels(lineModels: readonly string[]): Map<string, { tokens: ModelTokens; usd: number | null }> {
+  private resultModels(
+    lineModels: readonly string[],
+  ): Map<string, { tokens: ModelTokens; usd: number | null }> {
     const models = this.result?.models ?? new Map();
     if (models.size !== 1 || lineModels.length !== 1) return models;
     const [[named, usage]] = [...models];
@@ -820,7 +826,8 @@ export class CostLedger {
     // Channels of unknown usage are counted apart: what they spent is in the unattributed dollars.
     let channelsUsd: number | null = 0;
     for (const c of perChannel.values())
-      if (c.basis !== 'unknown') channelsUsd = channelsUsd === null || c.usd === null ? null : channelsUsd + c.usd;
+      if (c.basis !== 'unknown')
+        channelsUsd = channelsUsd === null || c.usd === null ? null : channelsUsd + c.usd;
     const resultUsd = result?.totalUsd ?? null;
     // Without a total, the result's per-model dollars are the run's, when each model has them.
     const runUsd = resultUsd ?? (result && everyModelPriced(result) ? sumResultModels(result) : null);

@@ -125,7 +125,8 @@ export function overridePrices(base: PriceTable, data: unknown): PriceTable | st
         : v;
     };
     for (const kind of Object.keys(given))
-      if (!(KINDS as readonly string[]).includes(kind)) return `models.${shownId(id)}.${shownId(kind)}: unknown key`;
+      if (!(KINDS as readonly string[]).includes(kind))
+        return `models.${shownId(id)}.${shownId(kind)}: unknown key`;
     for (const kind of KINDS) {
       const v = rate(kind);
       if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > MAX_USD_PER_MILLION_TOKENS)
@@ -145,4 +146,5 @@ export function overridePrices(base: PriceTable, data: unknown): PriceTable | st
 }
 
 /** A key from a price file inside an error line: printable ASCII, at most 60 characters. */
-const shownId = (s: string): string => (s.length > 60 ? `${s.slice(0, 59)}…` : s).replace(/[^\x20-\x7e…]/g, '?');
+const shownId = (s: string): string =>
+  (s.length > 60 ? `${s.slice(0, 59)}…` : s).replace(/[^\x20-\x7e…]/g, '?');

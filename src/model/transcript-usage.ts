@@ -58,7 +58,8 @@ export class TranscriptUsage {
     };
     const created = count(usage.cache_creation_input_tokens, 'cache_creation_input_tokens');
     const split = isObject(usage.cache_creation) ? usage.cache_creation : null;
-    const oneHour = split === null ? 0 : Math.min(created, count(split.ephemeral_1h_input_tokens, 'ephemeral_1h'));
+    const oneHour =
+      split === null ? 0 : Math.min(created, count(split.ephemeral_1h_input_tokens, 'ephemeral_1h'));
     const tokens: ModelTokens = {
       input_tokens: count(usage.input_tokens, 'input_tokens'),
       output_tokens: count(usage.output_tokens, 'output_tokens'),

@@ -59,7 +59,10 @@ export function basisCounts(report: CostReport, ids: Iterable<string | null>): R
   return counts;
 }
 
-export function indexCost(report: CostReport, ids: Iterable<string | null> = report.channels.keys()): IndexCost {
+export function indexCost(
+  report: CostReport,
+  ids: Iterable<string | null> = report.channels.keys(),
+): IndexCost {
   return {
     usd: report.usd,
     channels_usd: report.channels_usd,

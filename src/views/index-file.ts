@@ -179,7 +179,8 @@ function indexParts(
       input_tokens: tokens.input_tokens,
       output_tokens: tokens.output_tokens,
       cache_read_input_tokens: tokens.cache_read_input_tokens,
-      cache_creation_input_tokens: tokens.cache_creation_5m_input_tokens + tokens.cache_creation_1h_input_tokens,
+      cache_creation_input_tokens:
+        tokens.cache_creation_5m_input_tokens + tokens.cache_creation_1h_input_tokens,
     };
   };
   const head: IndexHead = {

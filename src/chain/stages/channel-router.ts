@@ -168,7 +168,8 @@ function takeTranscripts(session: Session, options: ChannelRouterOptions): void 
     session.cost.takeTranscripts(found, (id) => session.tree.get(id) !== undefined);
   } catch (err) {
     const why = (err as NodeJS.ErrnoException).code ?? 'unreadable';
-    session.warn('TRANSCRIPT_UNREADABLE', `transcripts in ${escapeOneLine(dir)}: ${why}; figures as the stream states them`);
+    const shown = escapeOneLine(dir);
+    session.warn('TRANSCRIPT_UNREADABLE', `transcripts in ${shown}: ${why}; figures as the stream states them`);
   }
 }
 

@@ -71,7 +71,8 @@ export function treeRows(channels: readonly ChannelView[]): Row[] {
         last: ch.last ?? ch.first ?? ch.spawned,
       };
       const { subUsd, ...ownTotals } = own;
-      rows.push({ index: i, ch, level, parentRow, hasChildren: false, own: ownTotals, sub: { ...ownTotals, usd: subUsd } });
+      const sub = { ...ownTotals, usd: subUsd };
+      rows.push({ index: i, ch, level, parentRow, hasChildren: false, own: ownTotals, sub });
       const row = rows.length - 1;
       const kids = children[i];
       for (let k = kids.length - 1; k >= 0; k--) if (!visited[kids[k]]) stack.push([kids[k], level + 1, row]);
