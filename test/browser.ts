@@ -48,8 +48,13 @@ export async function newPage(
 }
 
 /** Opens OUT/report.html from disk and waits until the page says it has rendered. */
-export async function openReport(browser: Browser, out: string, hash = ''): Promise<OpenedPage> {
-  const opened = await newPage(browser);
+export async function openReport(
+  browser: Browser,
+  out: string,
+  hash = '',
+  viewport?: { width: number; height: number },
+): Promise<OpenedPage> {
+  const opened = await newPage(browser, viewport);
   await opened.page.goto(pathToFileURL(join(out, 'report.html')).href + hash);
   await opened.page.waitForSelector('#app[data-state="ready"]');
   return opened;

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { chromiumAvailable, launchBrowser, openReport, screenshot, startSubtee } from './browser.js';
-import { BIN, FIXTURES, linesOf, tmpDir } from './helpers.js';
+import { BIN, FIXTURES, linesOf, ROOT, tmpDir } from './helpers.js';
 import { readStream } from './oracle.js';
 import { writeStream } from '../bench/gen.js';
 import { readReportData } from '../src/views/report/build.js';
@@ -575,6 +575,139 @@ describe('the static report in Chromium', { skip }, () => {
     }));
     assert.deepEqual(state, { pwned: undefined, foreign: 0, scripts: 2, jsLinks: 0, handlers: 0 });
     assert.deepEqual(console, [], 'no marker logged, no CSP violation, no error');
+    await page.close();
+  });
+});
+
+/** binary-tree-depth-3 with every API message's input tokens × 200,000: counts in the millions. */
+function bigCountsInput(): Buffer {
+  const lines = readFileSync(join(FIXTURES, 'binary-tree-depth-3.jsonl'), 'utf8').split('\n');
+  return Buffer.from(
+    lines
+      .map((l) => {
+        if (!l.trim()) return l;
+        const v = JSON.parse(l);
+        if (v.type !== 'assistant' || !v.message?.usage) return l;
+        v.message.usage.input_tokens *= 200_000;
+        return JSON.stringify(v);
+      })
+      .join('\n'),
+  );
+}
+
+/** Per tree row: whether its name is shown whole, and each number cell cut or not; the header's too. */
+async function layout(page: Page) {
+  return page.evaluate(() => {
+    const wrap = document.getElementById('tree-wrap')!.getBoundingClientRect();
+    const rows = [...document.querySelectorAll<HTMLTableRowElement>('#tree tr.tree-row')].map((tr) => {
+      const cell = tr.querySelector<HTMLElement>('td.name')!;
+      const name = cell.querySelector<HTMLElement>('.agent')!;
+      const box = cell.getBoundingClientRect();
+      return {
+        name: name.textContent!,
+        nameWhole: name.getBoundingClientRect().right <= box.right + 0.5,
+        nameInView: box.left >= wrap.left - 0.5 && box.width >= 150,
+        cutNumbers: [...tr.querySelectorAll<HTMLElement>('td.num')]
+          .filter((td) => td.scrollWidth > td.clientWidth)
+          .map((td) => td.textContent),
+      };
+    });
+    const cutHeads = [...document.querySelectorAll<HTMLElement>('#tree th')]
+      .filter((th) => th.scrollWidth > th.clientWidth)
+      .map((th) => th.textContent);
+    const svg = document.getElementById('timeline')!.getBoundingClientRect().width;
+    const timelineFits = svg <= document.getElementById('timeline-wrap')!.clientWidth + 1;
+    return { rows, cutHeads, timelineFits, mainTokens: rows.length ? tr0() : '' };
+    function tr0() {
+      return document.querySelector<HTMLTableRowElement>('#tree tr.tree-row')!.cells[4].textContent!;
+    }
+  });
+}
+
+describe('the report layout at 900, 1400 and 1600 px in Chromium', { skip }, () => {
+  let browser: Browser;
+  before(async () => {
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  test('names whole at every depth, numbers in the millions never cut, the timeline within its panel', async () => {
+    const out = reportOf(bigCountsInput());
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    const total = index.channels.reduce(
+      (n: number, c: any) => n + (c.usage.input_tokens ?? 0) + (c.usage.output_tokens ?? 0),
+      0,
+    );
+    assert.ok(total > 10_000_000, `${total} tokens`);
+    for (const width of [900, 1400, 1600]) {
+      const { page, console } = await openReport(browser, out, '', { width, height: 900 });
+      const l = await layout(page);
+      await screenshot(page, `layout-${width}`);
+      assert.equal(l.rows.length, 15, `${width} px: every row`);
+      for (const r of l.rows) {
+        assert.ok(r.nameWhole, `${width} px: "${r.name}" is shown whole`);
+        assert.ok(r.nameInView, `${width} px: "${r.name}" is in view`);
+        assert.deepEqual(r.cutNumbers, [], `${width} px: numbers of "${r.name}" shown whole`);
+      }
+      assert.deepEqual(l.cutHeads, [], `${width} px: column heads shown whole`);
+      assert.ok(l.timelineFits, `${width} px: the timeline fits its panel`);
+      // The main row's Σ tokens, whole: every channel's input + output.
+      assert.equal(l.mainTokens, total.toLocaleString('en-US'));
+      assert.deepEqual(console, []);
+      await page.close();
+    }
+  });
+
+  test("main's Agent calls link to the subagent each spawned; the link opens its transcript", async () => {
+    const out = reportOf(readFileSync(join(FIXTURES, 'binary-tree-depth-3.jsonl')));
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    const children = index.channels.filter((c: any) => c.id !== null && c.parent === null);
+    assert.equal(children.length, 2);
+    const { page } = await openReport(browser, out, '#main');
+    const links = await page.$$eval('#transcript .entry.k-tool a.spawned', (as) =>
+      as.map((a) => ({ href: a.getAttribute('href'), text: a.textContent })),
+    );
+    assert.deepEqual(
+      links.map((a) => a.href),
+      children.map((c: any) => `#agent=${encodeURIComponent(c.id)}`),
+    );
+    for (const [i, a] of links.entries()) assert.match(a.text!, new RegExp(children[i].description));
+    await page.click('#transcript .entry.k-tool a.spawned >> nth=1');
+    await page.waitForSelector(`#transcript[data-key="a:${children[1].id}"]`);
+    assert.equal(await page.$eval('#transcript h2 .desc', (d) => d.textContent), children[1].description);
+    await page.close();
+  });
+
+  test('the screenshot the README shows: fourteen nested subagents, one transcript open, at 1400 px', async () => {
+    const out = reportOf(readFileSync(join(FIXTURES, 'binary-tree-depth-3.jsonl')));
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    const leaf = index.channels.find((c: any) => c.depth === 3);
+    const { page, console } = await openReport(browser, out, `#agent=${encodeURIComponent(leaf.id)}`, {
+      width: 1400,
+      height: 900,
+    });
+    await page.waitForSelector(`#transcript[data-key="a:${leaf.id}"]`);
+    const l = await layout(page);
+    assert.equal(l.rows.length, 15);
+    assert.ok(l.rows.every((r) => r.nameWhole && r.cutNumbers.length === 0));
+    assert.deepEqual(console, []);
+    const shot = await screenshot(page, 'readme');
+    // `SUBTEE_UPDATE_SCREENSHOT=1` makes this the README's picture, docs/report.png.
+    if (process.env.SUBTEE_UPDATE_SCREENSHOT === '1') copyFileSync(shot, join(ROOT, 'docs', 'report.png'));
+    const png = readFileSync(shot);
+    assert.equal(png.subarray(1, 4).toString('latin1'), 'PNG');
+    assert.deepEqual([png.readUInt32BE(16), png.readUInt32BE(20)], [1400, 900]);
+    await page.close();
+  });
+
+  test('a finished run whose lines carry no timestamps says so, not "no timestamps yet"', async () => {
+    const lines = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8').split('\n');
+    const bare = lines.map((l) => (l.trim() ? JSON.stringify({ ...JSON.parse(l), timestamp: undefined }) : l));
+    const out = reportOf(bare.join('\n'));
+    const { page } = await openReport(browser, out);
+    assert.equal(await page.$eval('#range', (r) => r.textContent), 'no timestamps in this stream');
     await page.close();
   });
 });

@@ -406,6 +406,9 @@ function spacer(height: number): HTMLElement {
   return tr;
 }
 
+/** Levels of the tree shown by indentation; deeper rows are indented as much as this. */
+const INDENT_LEVELS = 4;
+
 function renderTree(state: State, again = true): void {
   if (again) state.visible = visibleRows(state);
   const body = document.querySelector('#tree tbody')!;
@@ -422,7 +425,9 @@ function renderTree(state: State, again = true): void {
     tr.setAttribute('aria-level', String(r.level + 1));
     if (key === state.selected) tr.classList.add('selected');
     const name = el('td', 'name');
-    name.style.paddingLeft = `${6 + r.level * 16}px`;
+    // Indented by depth up to INDENT_LEVELS: deeper rows keep the room for their names (the
+    // depth column says how deep they are).
+    name.style.paddingLeft = `${6 + Math.min(r.level, INDENT_LEVELS) * 16}px`;
     const toggle = el('button', 'toggle', r.hasChildren ? (state.collapsed.has(key) ? '▸' : '▾') : '');
     toggle.type = 'button';
     toggle.tabIndex = r.hasChildren ? 0 : -1;
@@ -539,7 +544,7 @@ function renderTimeline(state: State): void {
       `${clock(view.from)} – ${clock(view.to)} ` +
       `(${formatDuration(view.to - view.from)} shown of ${formatDuration(span.to - span.from)})`;
   } else {
-    $('range').textContent = 'no timestamps yet';
+    $('range').textContent = state.data.live ? 'no timestamps yet' : 'no timestamps in this stream';
   }
   frag.append(axis);
   const labels = svg('g', {});
@@ -713,7 +718,11 @@ function entryHead(e: Entry, from: number | null): string {
   return `${label}${when}${e.cut ? `  (${formatCount(e.cut)} chars cut)` : ''}`;
 }
 
-function entryElement(e: Entry, idx: number, from: number | null): HTMLElement {
+/**
+ * One transcript entry. A tool call that spawned a subagent on this page (its id is the
+ * subagent's id) links to that subagent's transcript.
+ */
+function entryElement(e: Entry, idx: number, from: number | null, spawned?: ChannelView): HTMLElement {
   const div = el('div', `entry k-${e.k}${e.err ? ' err' : ''}`);
   div.dataset.idx = String(idx);
   if (e.k === 'thinking') {
@@ -721,7 +730,13 @@ function entryElement(e: Entry, idx: number, from: number | null): HTMLElement {
     details.append(el('summary', 'head', entryHead(e, from)), el('pre', '', e.s));
     div.append(details);
   } else {
-    div.append(el('div', 'head', entryHead(e, from)), el('pre', '', e.s));
+    const head = el('div', 'head', entryHead(e, from));
+    if (spawned) {
+      const a = el('a', 'spawned', `→ ${channelLabel(spawned)}${spawned.description ? ` ${spawned.description}` : ''}`);
+      a.href = linkFor(spawned);
+      head.append(a);
+    }
+    div.append(head, el('pre', '', e.s));
   }
   return div;
 }
@@ -798,7 +813,8 @@ function renderTranscript(state: State, scroll: boolean, focusEntry?: number): v
   const from = row?.own.first ?? null;
   const tools = new Map<string, HTMLElement>();
   ch.entries.forEach((e, i) => {
-    const node = entryElement(e, i, from);
+    const spawned = e.k === 'tool' && e.id ? state.byKey.get(keyOf(e.id)) : undefined;
+    const node = entryElement(e, i, from, spawned);
     if (e.k === 'tool' && e.id) tools.set(e.id, node);
     const call = e.k === 'result' && e.id ? tools.get(e.id) : undefined;
     (call ?? list).append(node);

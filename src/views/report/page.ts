@@ -23,8 +23,12 @@ h2 { font-size: 14px; margin: 0 0 6px; }
 #warnings li { padding: 3px 8px; margin: 2px 0; background: #fff4e0; border-left: 3px solid #e0a030; white-space: pre-wrap; word-break: break-word; }
 #warnings code { font-weight: 600; margin-right: 6px; }
 main { display: flex; gap: 12px; padding: 12px; align-items: flex-start; }
-#left { flex: 3 1 0; min-width: 0; }
-#right { flex: 2 1 0; min-width: 320px; position: sticky; top: 8px; max-height: calc(100vh - 16px); overflow: auto; }
+#left { flex: 1 1 0; min-width: 0; }
+#right { flex: 0 1 380px; min-width: 320px; position: sticky; top: 8px; max-height: calc(100vh - 16px); overflow: auto; }
+@media (max-width: 1199px) {
+  main { flex-direction: column; align-items: stretch; }
+  #right { flex: none; min-width: 0; position: static; max-height: none; }
+}
 section.panel, aside > div, #transcript { background: var(--bg); border: 1px solid var(--line); border-radius: 6px; padding: 10px; margin-bottom: 12px; }
 .toolbar { display: flex; gap: 6px; align-items: center; margin-bottom: 6px; flex-wrap: wrap; }
 .toolbar button { min-width: 28px; }
@@ -50,11 +54,20 @@ section.panel, aside > div, #transcript { background: var(--bg); border: 1px sol
 #timeline .sel { fill: var(--hl); }
 #tip { position: absolute; pointer-events: none; background: #222; color: #fff; padding: 6px 8px; border-radius: 4px; font-size: 12px; white-space: pre; z-index: 5; }
 table { border-collapse: collapse; width: 100%; table-layout: fixed; }
-#tree th:nth-child(2) { width: 104px; }
-#tree th:nth-child(3) { width: 50px; }
-#tree th:nth-child(4), #tree th:nth-child(8) { width: 54px; }
-#tree th:nth-child(5), #tree th:nth-child(6), #tree th:nth-child(7) { width: 80px; }
+#tree { min-width: 960px; }
+#tree th:nth-child(2) { width: 100px; }
+#tree th:nth-child(3) { width: 52px; }
+#tree th:nth-child(4), #tree th:nth-child(6), #tree th:nth-child(7) { width: 84px; }
+#tree th:nth-child(5) { width: 92px; }
+#tree th:nth-child(8) { width: 60px; }
+#tree th:nth-child(9), #tree th:nth-child(10) { width: 100px; }
 tr.tree-row td { height: 25px; padding-top: 0; padding-bottom: 0; overflow: hidden; text-overflow: ellipsis; }
+tr.tree-row td.num { text-overflow: clip; }
+#tree td.name, #tree th:nth-child(1) { position: sticky; left: 0; background: var(--bg); z-index: 1; }
+#tree th:nth-child(1) { z-index: 2; }
+tr.tree-row:hover td.name { background: #f2f4fb; }
+tr.tree-row.selected td.name { background: var(--hl); }
+.entry a.spawned { margin-left: 8px; font-size: 11px; }
 tr.spacer td { padding: 0; border: none; }
 th, td { text-align: left; padding: 3px 5px; border-bottom: 1px solid #eef; white-space: nowrap; }
 th { font-weight: 600; color: var(--muted); position: sticky; top: 0; background: var(--bg); }
