@@ -267,7 +267,8 @@ export function* generate(o: GenOptions): Generator<string> {
     result: 'All done.',
     session_id: sid,
     num_turns: msg,
-    total_cost_usd: 1.23,
+    // No total_cost_usd: a stated bill would have to agree with the generated usage, or subtee
+    // rightly warns that it does not (COST_DISAGREES); without one the price table prices it.
   });
 }
 

@@ -255,7 +255,7 @@ test('plugins published as ESM-only packages load by name, as import() resolves 
     }),
   );
   const r = spawnSync(process.execPath, [BIN, '--config', join(nested, 'subtee.json'), '-q'], {
-    input: '',
+    input: '{"type":"system","subtype":"init"}\n',
     encoding: 'utf8',
   });
   assert.equal(r.status, 0, r.stderr);

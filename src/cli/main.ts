@@ -215,7 +215,9 @@ export async function main(
       await runChain(input, chainSpec, chainOptions);
       if (strayFailure) throw strayFailure;
       if (command) code = await command.exited;
-      if (run.input.lines === 0 && signalled === null) {
+      // A run that resends spooled ClickHouse rows has work without input of its own.
+      const resends = chainSpec.sinks.some((s) => s.use === 'clickhouse' && s.resend !== undefined);
+      if (run.input.lines === 0 && signalled === null && !resends) {
         const empty = inputEmpty(isRun ? opts.rest[0] : null);
         code = code === EXIT.OK ? empty.exitCode : code;
         reportError(io.stderr, empty);
