@@ -76,7 +76,13 @@ export function withoutUrlSecrets(text: string, url: string): string {
     copies.push([u.toString(), shown], [u.search.slice(1), REDACTED], [u.password, REDACTED]);
     for (const value of u.searchParams.values()) copies.push([value, REDACTED]);
     for (const params of u.pathname.match(/;[^/]*/g) ?? []) copies.push([params.slice(1), REDACTED]);
+    // The user name too: it may be a token (`sk-live-…`), and a server's error quotes it.
+    copies.push([u.username, REDACTED], [decodeURIComponent(u.username), REDACTED]);
     copies.push([decodeURIComponent(u.password), REDACTED]);
+    // A server that echoes the request's Authorization header: HTTP Basic of the user part.
+    const basic = `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`;
+    if (u.username !== '' || u.password !== '')
+      copies.push([Buffer.from(basic).toString('base64'), REDACTED], [basic, REDACTED]);
   } catch {
     // Not a URL (or a password that does not decode): the copies found so far are looked for.
   }

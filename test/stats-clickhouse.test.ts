@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -219,5 +222,175 @@ describe('subtee stats --clickhouse: the same figures as over the run folders', 
     const r = await cli(['stats', '--clickhouse', 'http://127.0.0.1:9']);
     assert.equal(r.code, 3, r.stderr);
     assert.match(r.stderr, /^subtee: clickhouse: cannot query .*\[ERR_CLICKHOUSE\]\n$/);
+  });
+});
+
+/**
+ * A loopback HTTP server that answers every query as `answer` says: a server that is not the
+ * sink's ClickHouse (or a table that is not its table). Each request's query and headers are kept.
+ */
+async function answering(answer: (query: string, req: IncomingMessage) => string) {
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      const query = `${new URL(req.url ?? '/', 'http://x').searchParams.get('query') ?? ''}${body}`;
+      res.writeHead(200, { 'Content-Type': 'text/plain; charset=UTF-8' });
+      res.end(answer(query, req));
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return { port, close: () => new Promise<void>((done) => server.close(() => done())) };
+}
+
+const GROUP_ROW = {
+  key: 'Explore',
+  runs: '1',
+  agents: '2',
+  failed: '1',
+  input_tokens: '10',
+  output_tokens: '5',
+  cache_read_tokens: '0',
+  cache_creation_tokens: '0',
+  usd: 0.5,
+  priced: '2',
+  elapsed_n: '2',
+  elapsed_p50_ms: 100,
+  elapsed_p95_ms: 200,
+};
+const SUBAGENT_ROW = {
+  run: 'r1',
+  channel: 'toolu_1',
+  agent: 'Explore',
+  model: 'claude-opus-4-7',
+  status: 'failed',
+  tokens: '15',
+  cost_usd: 0.25,
+  elapsed_ms: '100',
+};
+
+test('stats --clickhouse on a server answering garbage: ERR_CLICKHOUSE, exit 3, nothing shown', async () => {
+  const line = (o: unknown) => `${JSON.stringify(o)}\n`;
+  const garbage: Array<[string, 'group' | 'list', string]> = [
+    ['null', 'group', 'null\n'],
+    ['a number', 'group', '7\n'],
+    ['an array row', 'group', '[1,2,3]\n'],
+    ['a key that is an object', 'group', line({ ...GROUP_ROW, key: {} })],
+    ['a count that is text', 'group', line({ ...GROUP_ROW, runs: 'many' })],
+    ['a count that is an object', 'group', line({ ...GROUP_ROW, agents: { n: 1 } })],
+    ['a negative sum', 'group', line({ ...GROUP_ROW, usd: -5 })],
+    ['a sum no double holds', 'group', '{"key":"Explore","runs":"1","usd":1e999}\n'],
+    ['a missing count', 'group', line({ key: 'Explore' })],
+    ['an elapsed time that is a list', 'group', line({ ...GROUP_ROW, elapsed_p50_ms: [1] })],
+    ['a subagent without a run', 'list', line({ ...SUBAGENT_ROW, run: null })],
+    ['a channel that is a number', 'list', line({ ...SUBAGENT_ROW, channel: 12 })],
+    ['dollars that are text', 'list', line({ ...SUBAGENT_ROW, cost_usd: 'NaN' })],
+    ['tokens that are negative', 'list', line({ ...SUBAGENT_ROW, tokens: -3 })],
+  ];
+  const answer = (query: string, bad: string | null, where: 'group' | 'list') => {
+    if (/count\(\) AS n\b/.test(query)) return line({ n: '1' });
+    const list = /\bLIMIT\b/.test(query);
+    if (bad !== null && (where === 'list') === list) return bad;
+    return line(list ? SUBAGENT_ROW : GROUP_ROW);
+  };
+  // A server answering as the sink's table does: read as it is (the fake speaks the protocol).
+  const good = await answering((q) => answer(q, null, 'group'));
+  try {
+    const r = await cli(['stats', '--json', '--clickhouse', `http://127.0.0.1:${good.port}`]);
+    assert.equal(r.code, 0, r.stderr);
+    const report = JSON.parse(r.stdout);
+    assert.deepEqual([report.total.agents, report.costliest[0].tokens, report.failed_total], [2, 15, 1]);
+  } finally {
+    await good.close();
+  }
+  // No rows at all (an empty table): zeros, not an error.
+  const empty = await answering(() => '');
+  try {
+    const r = await cli(['stats', '--json', '--clickhouse', `http://127.0.0.1:${empty.port}`]);
+    assert.equal(r.code, 0, r.stderr);
+    const report = JSON.parse(r.stdout);
+    const got = [report.runs, report.total.agents, report.failed_total, report.costliest];
+    assert.deepEqual(got, [0, 0, 0, []]);
+  } finally {
+    await empty.close();
+  }
+  for (const [name, where, bad] of garbage) {
+    const server = await answering((q) => answer(q, bad, where));
+    try {
+      for (const format of [[], ['--csv'], ['--json']]) {
+        const r = await cli(['stats', ...format, '--clickhouse', `http://127.0.0.1:${server.port}`]);
+        assert.equal(r.code, 3, `${name}: ${r.stderr}`);
+        assert.match(r.stderr, /^subtee: clickhouse: .* did not answer as .*\[ERR_CLICKHOUSE\]\n$/, name);
+        assert.equal(r.stdout, '', `${name}: no table`);
+      }
+    } finally {
+      await server.close();
+    }
+  }
+});
+
+test('no part of a ClickHouse URL\'s user is printed: not from a server\'s error, nor an echo', async () => {
+  const users = [
+    ['sk-live-4f8a9c2e7b1d', 'hunter2-secret'],
+    ['user%40corp.example', 'p%3Aw%2Fd-secret'],
+    ['tok_0123456789abcdef', ''],
+  ];
+  for (const [user, password] of users) {
+    const plainUser = decodeURIComponent(user);
+    const plainPassword = decodeURIComponent(password);
+    const basic = Buffer.from(`${plainUser}:${plainPassword}`).toString('base64');
+    const secrets = [user, plainUser, basic, ...(password ? [password, plainPassword] : [])];
+    // A server that echoes what it was sent: the Authorization header, the user, the key.
+    const echo = await answering((_q, req) => {
+      const said = `Code: 516. Unknown user ${plainUser} (auth ${req.headers.authorization ?? ''} ` +
+        `${req.headers['x-clickhouse-user'] ?? ''} ${req.headers['x-clickhouse-key'] ?? ''})`;
+      return `${JSON.stringify(Object.fromEntries(Object.keys(GROUP_ROW).map((k) => [k, said])))}\n`;
+    });
+    try {
+      const url = `http://${user}${password ? `:${password}` : ''}@127.0.0.1:${echo.port}`;
+      const r = await cli(['stats', '--clickhouse', url]);
+      assert.equal(r.code, 3, r.stderr);
+      assert.match(r.stderr, /\*\*\*/, 'the URL shown masked');
+      for (const secret of secrets) assert.ok(!r.stderr.includes(secret), `${secret} printed: ${r.stderr}`);
+    } finally {
+      await echo.close();
+    }
+  }
+});
+
+describe('ClickHouse user names are masked in what the real server says', { skip }, () => {
+  let ch: ClickHouseServer;
+  before(async () => {
+    ch = await startClickHouse();
+  });
+  after(async () => {
+    await ch?.stop();
+  });
+
+  test('a user the server does not know: stats and the sink print it as ***', async () => {
+    const port = new URL(ch.url).port;
+    for (const [user, password] of [
+      ['sk-live-4f8a9c2e7b1d', 'hunter2-secret'],
+      ['tok_0123456789abcdef', ''],
+    ]) {
+      const url = `http://${user}${password ? `:${password}` : ''}@127.0.0.1:${port}`;
+      const stats = await cli(['stats', '--clickhouse', url]);
+      assert.equal(stats.code, 3, stats.stderr);
+      const out = join(tmpDir(), 'o');
+      const input = join(tmpDir(), 'in.jsonl');
+      writeFileSync(input, readFileSync(fixtureFiles()[0]));
+      const sink = await cli(['--out', out, '--stdout', 'none', '--clickhouse', url, input]);
+      for (const [name, text] of [
+        ['stats', stats.stderr],
+        ['sink', sink.stderr],
+        ['index.json', readFileSync(join(out, 'index.json'), 'utf8')],
+      ]) {
+        if (name !== 'index.json') assert.match(text, /\*\*\*/, `${name} shows the URL masked: ${text}`);
+        for (const secret of [user, password].filter((s) => s.length > 0))
+          assert.ok(!text.includes(secret), `${name} printed ${secret}: ${text}`);
+      }
+    }
   });
 });

@@ -392,7 +392,7 @@ describe('subtee stats over run folders', () => {
     assert.ok(!csv.stdout.includes('\u001b') && csv.stdout.includes('evil\\x1b[2J'), csv.stdout);
   });
 
-  test('a run folder counts once however it is named: twice, inside another root, through a link, with ./', () => {
+  test('a run folder counts once however named: twice, inside another root, through a link, ./', () => {
     const base = statsJson([f.root, '--top', '1000000']);
     const job = join(f.root, 'ci', 'job-1');
     const link = join(tmpDir(), 'link-to-job');
@@ -468,7 +468,7 @@ test('one recording processed into several folders counts as one run (its run_id
   for (const note of notes) assert.match(note, /not counted .*-[12]: the same run \(run_id\) as .*-0$/);
 });
 
-test('stats --top N keeps the best N with a heap: 100,000 subagents and --top 1,000,000 in bounded time', () => {
+test('stats --top N keeps the best N in a heap: 100,000 subagents, --top 1,000,000, bounded time', () => {
   const root = tmpDir();
   const dir = join(root, 'big');
   mkdirSync(dir, { recursive: true });

@@ -5,6 +5,8 @@
  * so a dashboard can run it as is.
  */
 import { EXIT, SubteeError, UsageError } from '../errors.js';
+import { headOf } from '../model/bounded-text.js';
+import { isObject } from '../model/message.js';
 import { shownUrl, withoutUrlSecrets } from '../shown-url.js';
 import {
   groupRow,
@@ -96,38 +98,97 @@ LIMIT ${Math.floor(top)}`;
 }
 
 type Row = Record<string, unknown>;
-const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
+
+/** An answer that is not what the sink's table gives: what was wrong, shown bounded. */
+class BadAnswer extends Error {}
+
+const shown = (v: unknown): string => {
+  let text: string;
+  try {
+    text = JSON.stringify(v) ?? String(v);
+  } catch {
+    text = String(v);
+  }
+  // Cut to a bound here, and to what is shown only once credentials are masked (`badAnswer`).
+  return text.length > 64 * 1024 ? text.slice(0, 64 * 1024) : text;
+};
+
+/**
+ * A count, a sum or a time as ClickHouse writes it in JSONEachRow: a JSON number, or a 64-bit
+ * one quoted as a decimal string; null for a sum of nothing. Anything else (an object, text,
+ * a negative number, one no double holds) is an answer subtee cannot use.
+ */
+function num(row: Row, field: string): number {
+  const v = row[field];
+  if (v === null) return 0;
+  const decimal = typeof v === 'string' && /^\d+(\.\d+)?(e[+-]?\d+)?$/i.test(v);
+  const n = typeof v === 'number' ? v : decimal ? Number(v) : NaN;
+  if (!Number.isFinite(n) || n < 0) throw new BadAnswer(`"${field}" is ${shown(v)}, not a count`);
+  return n;
+}
+
+/** A name (a key, a run, a channel): text, or null where the column may be empty. */
+function str(row: Row, field: string, orNull = false): string {
+  const v = row[field];
+  if (typeof v === 'string') return v;
+  if (orNull && v === null) return '';
+  throw new BadAnswer(`"${field}" is ${shown(v)}, not text`);
+}
+
+/** The total of no channels. */
+const NO_ROWS: Row = Object.freeze({
+  runs: 0,
+  agents: 0,
+  failed: 0,
+  input_tokens: 0,
+  output_tokens: 0,
+  cache_read_tokens: 0,
+  cache_creation_tokens: 0,
+  usd: 0,
+  priced: 0,
+  elapsed_n: 0,
+});
 
 function groupOf(row: Row): StatsGroup {
-  const timed = num(row.elapsed_n);
-  return groupRow(String(row.key), {
-    runs: num(row.runs),
-    agents: num(row.agents),
-    failed: num(row.failed),
-    input: num(row.input_tokens),
-    output: num(row.output_tokens),
-    cacheRead: num(row.cache_read_tokens),
-    cacheCreation: num(row.cache_creation_tokens),
-    cost: num(row.usd),
-    priced: num(row.priced),
-    p50: timed === 0 ? null : num(row.elapsed_p50_ms),
-    p95: timed === 0 ? null : num(row.elapsed_p95_ms),
+  const timed = num(row, 'elapsed_n');
+  return groupRow(str(row, 'key'), {
+    runs: num(row, 'runs'),
+    agents: num(row, 'agents'),
+    failed: num(row, 'failed'),
+    input: num(row, 'input_tokens'),
+    output: num(row, 'output_tokens'),
+    cacheRead: num(row, 'cache_read_tokens'),
+    cacheCreation: num(row, 'cache_creation_tokens'),
+    cost: num(row, 'usd'),
+    priced: num(row, 'priced'),
+    p50: timed === 0 ? null : num(row, 'elapsed_p50_ms'),
+    p95: timed === 0 ? null : num(row, 'elapsed_p95_ms'),
   });
 }
 
 function subagentOf(row: Row): StatsSubagent {
   return {
-    run: String(row.run),
-    channel: String(row.channel),
-    agent: String(row.agent),
-    model: String(row.model ?? ''),
-    status: String(row.status),
-    tokens: num(row.tokens),
-    cost_usd: row.cost_usd === null || row.cost_usd === undefined ? null : roundTo(Number(row.cost_usd), 6),
-    elapsed_ms: row.elapsed_ms === null || row.elapsed_ms === undefined ? null : Number(row.elapsed_ms),
+    run: str(row, 'run'),
+    channel: str(row, 'channel'),
+    agent: str(row, 'agent'),
+    model: str(row, 'model', true),
+    status: str(row, 'status'),
+    tokens: num(row, 'tokens'),
+    cost_usd: row.cost_usd === null ? null : roundTo(num(row, 'cost_usd'), 6),
+    elapsed_ms: row.elapsed_ms === null ? null : num(row, 'elapsed_ms'),
     log: null,
     jsonl: null,
   };
+}
+
+function badAnswer(url: string, what: string): SubteeError {
+  return new SubteeError(
+    'ERR_CLICKHOUSE',
+    `clickhouse: ${shownUrl(url)} did not answer as the sink's channels table does ` +
+      `(${headOf(withoutUrlSecrets(what, url), 200)}); ` +
+      'is it a ClickHouse server, and the table one the sink wrote?',
+    { exitCode: EXIT.IO },
+  );
 }
 
 /** The stats report from the sink's channels table. Throws SubteeErrors (2: bad options, 3: unreachable). */
@@ -141,8 +202,9 @@ export async function clickhouseStats(options: ClickHouseStatsOptions): Promise<
   const sinceMs = options.sinceMs ?? null;
   const top = options.top ?? STATS_DEFAULTS.top;
   const rows = async (query: string): Promise<Row[]> => {
+    let answer: unknown;
     try {
-      return (await (await client.query({ query, format: 'JSONEachRow' })).json()) as Row[];
+      answer = await (await client.query({ query, format: 'JSONEachRow' })).json();
     } catch (err) {
       const first = String((err as Error)?.message ?? err)
         .split('\n')[0]
@@ -153,13 +215,18 @@ export async function clickhouseStats(options: ClickHouseStatsOptions): Promise<
         cause: err,
       });
     }
+    const bad = !Array.isArray(answer) ? 'not rows' : answer.findIndex((r) => !isObject(r)) + 1;
+    if (bad !== 0)
+      throw badAnswer(options.url, bad === 'not rows' ? 'not rows' : `row ${bad} is not an object`);
+    return answer as Row[];
   };
   try {
     const tables: Partial<Record<StatsGrouping, StatsGroup[]>> = {};
     for (const by of options.by ?? STATS_GROUPINGS)
       tables[by] = sortGroups(by, (await rows(groupSql(table, by, sinceMs))).map(groupOf));
     const [totalRow] = await rows(groupSql(table, 'all', sinceMs));
-    const total = totalRow ? groupOf(totalRow) : groupOf({ key: 'all' });
+    // No row: an empty table (or none since --since).
+    const total = totalRow ? groupOf(totalRow) : groupOf({ ...NO_ROWS, key: 'all' });
     const [failedCount] = await rows(
       `SELECT count() AS n FROM (${channelsWithStart(table, sinceMs)})\n` +
         `WHERE channel != '' AND status = 'failed'`,
@@ -173,8 +240,11 @@ export async function clickhouseStats(options: ClickHouseStatsOptions): Promise<
       total,
       costliest: top === 0 ? [] : (await rows(costliestSql(table, sinceMs, top))).map(subagentOf),
       failed: top === 0 ? [] : (await rows(failedSql(table, sinceMs, top))).map(subagentOf),
-      failed_total: num(failedCount?.n),
+      failed_total: failedCount ? num(failedCount, 'n') : 0,
     };
+  } catch (err) {
+    if (err instanceof BadAnswer) throw badAnswer(options.url, err.message);
+    throw err;
   } finally {
     await client.close();
   }
