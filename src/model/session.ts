@@ -3,6 +3,7 @@ import type { Stall } from './in-flight.js';
 import { ChannelTree, type Channel } from './tree.js';
 import { CostLedger } from './cost.js';
 import { HELD_LINE_BYTES } from './lines.js';
+import type { JsonObject } from './message.js';
 
 export interface ChannelFiles {
   /** The output folder. */
@@ -13,6 +14,19 @@ export interface ChannelFiles {
   flush(): void;
   /** Where the line parser spools lines too long to hold (the output folder). */
   spoolDir?: string;
+}
+
+/**
+ * Where a channel's routed lines can be read back from: the files sink's `.jsonl` files. The
+ * projection replays a late reader through this, never through the sink.
+ */
+export interface ChannelStore {
+  /**
+   * Lines `from` (0-based) up to `to` (exclusive) of a channel, parsed, read only as fast as
+   * they are taken; a channel with no lines there (gone, cut short) fails with
+   * ERR_PROJECTION_REPLAY, naming it.
+   */
+  read(channel: string | null, from: number, to: number): AsyncIterable<JsonObject>;
 }
 
 /**
@@ -76,6 +90,8 @@ export class Session {
    * reader that starts late can replay a channel from disk instead of from memory.
    */
   channelFiles: ChannelFiles | null = null;
+  /** Set with `channelFiles`: the store a late projection reader replays a channel from. */
+  channelStore: ChannelStore | null = null;
   /**
    * The line parser's `maxLineBytes`: a longer line reached the stages as its top-level
    * scalars only, and a reader replaying the files reads it back the same way.

@@ -1,3 +1,4 @@
+import { fileChannelStore } from './channel-store.js';
 import { closeSync, lstatSync, mkdirSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Transform } from 'node:stream';
@@ -142,6 +143,7 @@ class FilesSink extends BatchTransform {
       },
       spoolDir: opts.out,
     };
+    this.#run.channelStore = fileChannelStore(this.#run.channelFiles, () => this.#run.heldLineBytes);
   }
 
   protected override transformBatch(batch: RecordBatch): BatchOutcome {

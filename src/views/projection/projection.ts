@@ -1,0 +1,708 @@
+/** The live projection of one run: routed records in, handles and readers out. */
+import { SubteeError, UsageError } from '../../errors.js';
+import { withDefaults } from '../../defaults.js';
+import { isObject, lineTypeOf, nonEmpty, usageNumbers, type JsonObject, type Usage } from '../../model/message.js';
+import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
+import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
+import type { ChannelStore, Session } from '../../model/session.js';
+import { lineValue, viewOf } from '../../model/line-view.js';
+import type { Channel, ChannelEvent } from '../../model/tree.js';
+import { roundUsd, worse, type TokensBasis } from '../../model/cost.js';
+import { deepFreeze, Feed } from '../feed.js';
+import { ENTRY_BYTES, EventLog, NO_CHANGES, type EventEntry } from './event-log.js';
+import { HandleList, SubagentHandleImpl, totalsOf, type HandleHost } from './handles.js';
+import { ChannelFileCursors } from './replay.js';
+import {
+  PROJECTION_DEFAULTS,
+  PROJECTION_OPTION_LEAST,
+  ProjectionError,
+  type CostFigures,
+  type ProjectionOptions,
+  type RunCost,
+  type RunEvent,
+  type RunOutput,
+  type SubagentHandle,
+  type SubagentOutput,
+} from './types.js';
+
+/**
+ * One open reader of a channel. Lines are handed to `take` eagerly, as they are routed, not
+ * when the consumer pulls: a tool call's result must settle its promise even while the
+ * consumer is awaiting that very promise. The consumer's side is `feed`.
+ */
+interface ChannelReader {
+  /** What the reader reads, for a warning: `messages of main`… */
+  name: string;
+  feed: Feed<unknown>;
+  take(value: JsonObject): void;
+  end(): void;
+  /** Lines routed while the reader was still replaying the channel's earlier lines. */
+  held: JsonObject[] | null;
+  endPending: boolean;
+}
+
+/** What the projection keeps per channel: a line count, open readers, and the memory buffer. */
+interface ChannelLog {
+  count: number;
+  readers: Set<ChannelReader>;
+  /** Raw lines in memory mode; null once given up or when files are written. */
+  memory: Buffer[] | null;
+  /** The bytes `memory` holds. */
+  bytes: number;
+  /** Why `memory` was given up: the run's buffer limit, or a line too long to hold. */
+  givenUp: 'limit' | 'long line' | null;
+  ended: boolean;
+}
+
+interface EventReader {
+  name: 'events';
+  feed: Feed<RunEvent>;
+  /** Events routed while the reader was still replaying earlier ones. */
+  held: RunEvent[] | null;
+  endPending: boolean;
+}
+
+const finiteNumber = (value: unknown): number | null =>
+  typeof value === 'number' && Number.isFinite(value) ? value : null;
+
+const quarantineEvent = (lineNo: number): RunEvent =>
+  Object.freeze({ kind: 'quarantine', lineNo, path: Object.freeze([]), changes: Object.freeze([]) });
+
+/**
+ * The live projection of one run: handles for every subagent, and readers over each
+ * channel's lines. Fed record batches by the projection sink at the end of the chain; holds
+ * nothing per line unless a reader is open, or (without files) within `maxBufferedBytes`.
+ */
+export class Projection implements HandleHost {
+  /** The run's display policy (`--thinking`) for message blocks; the chain's projection sink sets it. */
+  display: DisplayPolicy = DISPLAY_DEFAULTS;
+  /** Every subagent at any depth, as first seen. */
+  readonly subagentList = new HandleList((handle) => this.fresh.add(handle.id));
+  private readonly handles = new Map<string, SubagentHandleImpl>();
+  private readonly children = new Map<string | null, HandleList>();
+  /**
+   * Subagents given to an open loop (and those under them) since the input last waited a
+   * turn for such loops to take them: their lines are held whatever the buffer limit.
+   */
+  private readonly fresh = new Set<string>();
+  private readonly logs = new Map<string | null, ChannelLog>();
+  /** What a late `events` loop replays; null once the memory buffer was given up. */
+  private eventLog: EventLog | null = new EventLog();
+  private readonly eventReaders = new Set<EventReader>();
+  private resultLine: JsonObject | null = null;
+  /** Every result line's turns, time and usage added up. */
+  private readonly resultTotals = {
+    lines: 0,
+    turns: null as number | null,
+    durationMs: null as number | null,
+    usage: null as Record<string, number> | null,
+  };
+  private resolveOutput!: (output: RunOutput) => void;
+  /** How the run ended; settles when it does. */
+  readonly output: Promise<RunOutput> = new Promise((resolve) => (this.resolveOutput = resolve));
+  /** Every open channel reader, for the backpressure check. */
+  private readonly readers = new Set<ChannelReader>();
+  private readonly opts: Required<ProjectionOptions>;
+  /** Bytes the memory buffers hold: every channel's, and the event log's own. */
+  private bufferedBytes = 0;
+  private eventLogBytes = 0;
+  private drainWaiters: Array<() => void> = [];
+  private stallTimer: NodeJS.Timeout | null = null;
+  finished = false;
+
+  constructor(
+    readonly session: Session,
+    options: ProjectionOptions = {},
+  ) {
+    this.opts = withDefaults(PROJECTION_DEFAULTS, options);
+    for (const [name, least] of PROJECTION_OPTION_LEAST) {
+      const value = this.opts[name];
+      // A negative high-water mark never let a reader's queue count as drained: the run hung.
+      if (!Number.isSafeInteger(value) || value < least) {
+        throw new UsageError(
+          'ERR_OPEN_OPTIONS',
+          `open(): ${name} must be an integer of at least ${least}, not ${String(value)}`,
+        );
+      }
+    }
+  }
+
+  /** Takes one batch of routed records. */
+  accept(batch: RecordBatch): void {
+    for (const rec of batch) {
+      if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) {
+        if (rec.kind === 'spooled') this.recordQuarantine(rec.lineNo);
+        else if (rec.final) for (let k = 0; k < (rec.lines ?? 1); k++) this.recordQuarantine(rec.lineNo + k);
+        continue;
+      }
+      for (const ev of rec.events ?? []) this.change(ev);
+      const id = rec.channel?.id ?? null;
+      const copy = this.append(id, rec);
+      this.recordLine(id, rec, copy);
+      // A run may have several result lines (one per turn): the last one tells how it ended.
+      // The view, not `value`: reading `value` would parse every line.
+      const line = rec.kind === 'line' ? viewOf(rec) : rec.value;
+      if (line && lineTypeOf(line) === 'result') this.takeResult(rec.value!);
+    }
+  }
+
+  /**
+   * True while an open reader is too far behind, or a loop reading subagents was given one
+   * this batch: the sink then waits for `drained()`.
+   */
+  get pressured(): boolean {
+    if (this.finished) return false;
+    return this.fresh.size > 0 || this.behind().next().done === false;
+  }
+
+  /** The open readers the input waits for. */
+  private *behind(): Generator<ChannelReader | EventReader> {
+    // After the end (an abort drains what was read), nobody is waited for.
+    if (this.finished) return;
+    const limit = this.opts.readerHighWaterLines;
+    const over = (reader: ChannelReader | EventReader) =>
+      reader.feed.backlog + (reader.held?.length ?? 0) > limit;
+    for (const reader of this.readers) if (over(reader)) yield reader;
+    for (const reader of this.eventReaders) if (over(reader)) yield reader;
+  }
+
+  drained(): Promise<void> {
+    if (!this.finished && this.fresh.size > 0) {
+      // A loop on `subagents` was given a subagent: one turn of the event loop lets a loop
+      // that waits take it and open its readers before another line is routed, so they start
+      // from the subagent's first line without a replay (its lines so far are held, `shed`).
+      return new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        this.fresh.clear();
+        return this.drained();
+      });
+    }
+    if (!this.pressured) return Promise.resolve();
+    this.stallTimer ??= setTimeout(() => this.warnStalled(), this.opts.readerStallMs);
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  private warnStalled(): void {
+    const names = [...new Set([...this.behind()].map((reader) => reader.name))];
+    if (names.length === 0) return;
+    const message =
+      `the input has waited ${this.opts.readerStallMs} ms for ${names.join(', ')}: a loop that awaits ` +
+      "something later in the run (a subagent's output, done) while it holds this reader waits for " +
+      'ever; read such things in separate tasks, or with interleave()';
+    // Also a process warning: a program that deadlocks this way may print nothing else.
+    if (this.session.warn('READER_STALLED', message)) {
+      process.emitWarning(message, { code: 'READER_STALLED' });
+    }
+  }
+
+  /** The input ended, was interrupted, or the chain failed: every reader ends. */
+  finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.fresh.clear();
+    for (const handle of this.handles.values()) handle.ended();
+    for (const id of this.logs.keys()) this.endLog(id);
+    for (const list of this.children.values()) list.end();
+    this.subagentList.end();
+    for (const reader of this.eventReaders) {
+      if (reader.held) reader.endPending = true;
+      else reader.feed.end();
+    }
+    this.resolveOutput(this.runOutput());
+    this.releaseDrain();
+  }
+
+  /** A result line: the last one tells how the run ended; the turns, time and usage add up. */
+  private takeResult(line: JsonObject): void {
+    this.resultLine = line;
+    const totals = this.resultTotals;
+    totals.lines++;
+    const turns = finiteNumber(line.num_turns);
+    if (turns !== null) totals.turns = (totals.turns ?? 0) + turns;
+    const duration = finiteNumber(line.duration_ms);
+    if (duration !== null) totals.durationMs = (totals.durationMs ?? 0) + duration;
+    if (isObject(line.usage)) {
+      const sum = (totals.usage ??= {});
+      for (const [key, n] of Object.entries(usageNumbers(line.usage))) sum[key] = (sum[key] ?? 0) + n;
+    }
+  }
+
+  private runOutput(): RunOutput {
+    const line = this.resultLine;
+    const number = finiteNumber;
+    const totals = this.resultTotals;
+    const failed = line?.is_error === true;
+    const errors = Array.isArray(line?.errors) ? line.errors.filter((e) => typeof e === 'string') : [];
+    const result = nonEmpty(line?.result);
+    return deepFreeze({
+      status: line === null ? 'interrupted' : failed ? 'failed' : 'completed',
+      result,
+      // The errors the line lists say why; a failed line without them says it in `result`.
+      error: failed ? (errors.join('\n') || result || nonEmpty(line?.subtype) || 'failed') : null,
+      costUsd: number(line?.total_cost_usd),
+      turns: totals.turns,
+      durationMs: totals.durationMs,
+      usage: totals.usage as Usage | null,
+      results: totals.lines,
+      lastResult: line && {
+        costUsd: number(line.total_cost_usd),
+        turns: number(line.num_turns),
+        durationMs: number(line.duration_ms),
+        usage: isObject(line.usage) ? (usageNumbers(line.usage) as Usage) : null,
+      },
+      subtree: this.totals(this.session.tree.main),
+      cost: this.runCost(),
+    });
+  }
+
+  private runCost(): RunCost {
+    const report = this.session.cost.report();
+    return {
+      usd: report.usd,
+      basis: report.basis,
+      outputTokens: report.output_tokens,
+      channelsUsd: report.channels_usd,
+      unattributedUsd: report.unattributed_usd,
+      resultUsd: report.result_usd,
+      pricesDate: report.prices_date,
+      models: report.models,
+    };
+  }
+
+  handle(id: string): SubagentHandle | undefined {
+    return this.handles.get(id);
+  }
+
+  childrenOf(id: string | null): AsyncIterable<SubagentHandle> {
+    return this.childList(id).reader();
+  }
+
+  /** Every record from the run's first, replayed from memory, then live. */
+  events(): AsyncIterable<RunEvent> {
+    const feed: Feed<RunEvent> = new Feed(
+      () => this.checkDrain(),
+      () => {
+        this.eventReaders.delete(reader);
+        this.checkDrain();
+      },
+    );
+    const log = this.eventLog;
+    const reader: EventReader = {
+      name: 'events',
+      feed,
+      held: log && log.length > 0 ? [] : null,
+      endPending: false,
+    };
+    if (!log) {
+      feed.fail(this.bufferGivenUpError('events'));
+      return feed;
+    }
+    this.eventReaders.add(reader);
+    if (reader.held) void this.replayEvents(reader, log, log.length);
+    else if (this.finished) feed.end();
+    return feed;
+  }
+
+  private async replayEvents(reader: EventReader, log: EventLog, count: number): Promise<void> {
+    const limit = this.opts.readerHighWaterLines;
+    const store = this.replayStore();
+    const files = store ? new ChannelFileCursors(store, log, count) : null;
+    try {
+      for (let at = 0; at < count; at++) {
+        if (reader.feed.closed) return;
+        const entry = log.entry(at);
+        const inFile = entry.channel !== undefined && !entry.raw && !entry.value;
+        const line = inFile ? await files?.next(entry.channel as string | null) : null;
+        reader.feed.push(this.eventOf(entry, line ?? null));
+        await reader.feed.room(limit);
+      }
+    } catch (err) {
+      this.eventReaders.delete(reader);
+      reader.feed.fail(
+        err instanceof SubteeError ? err : new ProjectionError('ERR_PROJECTION_REPLAY', String(err)),
+      );
+      return;
+    } finally {
+      await files?.close();
+    }
+    const held = reader.held ?? [];
+    reader.held = null;
+    for (const event of held) reader.feed.push(event);
+    if (reader.endPending || this.finished) reader.feed.end();
+    this.checkDrain();
+  }
+
+  /** The event of an entry; `read` is its line as read back from its channel's file. */
+  private eventOf(entry: EventEntry, read: JsonObject | null): RunEvent {
+    if (entry.channel === undefined) return quarantineEvent(entry.lineNo);
+    const line = entry.raw
+      ? lineValue(entry.raw)
+      : (entry.value ?? read ?? {});
+    return Object.freeze({
+      kind: 'line',
+      lineNo: entry.lineNo,
+      channel: entry.channel,
+      path: Object.freeze(this.pathOf(entry.channel)),
+      line: deepFreeze(line),
+      changes: entry.changes,
+    });
+  }
+
+  private recordQuarantine(lineNo: number): void {
+    if (this.eventLog) {
+      this.eventLog.push({ lineNo, channel: undefined, changes: NO_CHANGES, raw: null, value: null });
+      this.countBuffered(ENTRY_BYTES, null);
+    }
+    if (this.eventReaders.size > 0) this.deliverEvent(quarantineEvent(lineNo));
+  }
+
+  private recordLine(id: string | null, rec: LineRecord | SpooledRecord, copy: Buffer | null): void {
+    if (this.eventLog) {
+      // With files, a late loop reads lines back from the channel files; without, the copy the
+      // channel's memory buffer holds is shared, not counted twice.
+      const files = this.replayStore() !== null;
+      const raw = rec.kind === 'line' && !files ? (copy ?? this.lineBytes(rec)) : null;
+      const value = rec.kind === 'spooled' && !files ? deepFreeze(rec.value) : null;
+      this.eventLog.push({ lineNo: rec.lineNo, channel: id, changes: rec.events ?? NO_CHANGES, raw, value });
+      this.countBuffered(ENTRY_BYTES + (raw && !copy ? raw.length : 0), null);
+    }
+    if (this.eventReaders.size === 0) return;
+    this.deliverEvent(
+      Object.freeze({
+        kind: 'line',
+        lineNo: rec.lineNo,
+        channel: id,
+        path: Object.freeze(this.pathOf(id)),
+        line: deepFreeze(rec.value!),
+        changes: rec.events ?? NO_CHANGES,
+      }),
+    );
+  }
+
+  private deliverEvent(event: RunEvent): void {
+    for (const reader of this.eventReaders) {
+      if (reader.held) reader.held.push(event);
+      else reader.feed.push(event);
+    }
+  }
+
+  /**
+   * A reader of a channel from its first line: replayed (file or memory), then live. `take`
+   * turns each line into values pushed onto the returned feed; `end` runs once after the last.
+   */
+  openReader<T>(
+    what: string,
+    id: string | null,
+    take: (value: JsonObject, feed: Feed<T>) => void,
+    end: (feed: Feed<T>) => void,
+  ): Feed<T> {
+    const log = this.log(id);
+    let ended = false;
+    const endOnce = () => {
+      if (ended) return;
+      ended = true;
+      end(feed);
+      feed.end();
+    };
+    const feed: Feed<T> = new Feed(
+      () => this.checkDrain(),
+      () => {
+        // `break` in the consumer's loop: drop the queue, settle what is pending.
+        log.readers.delete(reader);
+        this.readers.delete(reader);
+        endOnce();
+        this.checkDrain();
+      },
+    );
+    const reader: ChannelReader = {
+      name: `${what} of ${id ?? 'main'}`,
+      feed: feed as Feed<unknown>,
+      take: (value) => take(value, feed),
+      end: endOnce,
+      held: log.count > 0 ? [] : null,
+      endPending: false,
+    };
+    // Registered before the replay starts, so lines routed meanwhile are held, not missed.
+    log.readers.add(reader);
+    this.readers.add(reader);
+    if (reader.held) void this.replayInto(id, log, reader, log.count);
+    else if (log.ended) reader.end();
+    return feed;
+  }
+
+  private async replayInto(
+    id: string | null,
+    log: ChannelLog,
+    reader: ChannelReader,
+    count: number,
+  ): Promise<void> {
+    const limit = this.opts.readerHighWaterLines;
+    try {
+      for await (const value of this.replay(id, log, count)) {
+        if (reader.feed.closed) return;
+        reader.take(value);
+        await reader.feed.room(limit);
+      }
+    } catch (err) {
+      log.readers.delete(reader);
+      this.readers.delete(reader);
+      reader.feed.fail(
+        err instanceof SubteeError ? err : new ProjectionError('ERR_PROJECTION_REPLAY', String(err)),
+      );
+      return;
+    }
+    const held = reader.held ?? [];
+    reader.held = null;
+    for (const value of held) reader.take(value);
+    if (reader.endPending || log.ended) reader.end();
+    this.checkDrain();
+  }
+
+  pathOf(id: string | null): string[] {
+    const path: string[] = [];
+    const seen = new Set<string>();
+    for (let at = id; at !== null && !seen.has(at);) {
+      seen.add(at);
+      path.push(at);
+      const ch = this.session.tree.get(at);
+      if (!ch || ch.orphan) break;
+      at = ch.parent;
+    }
+    return path.reverse();
+  }
+
+  /**
+   * Dollars as the cost ledger has them now, with how they were found: `outputTokens` is the
+   * ledger's own basis for the channels counted (the least exact of them).
+   */
+  costOf(usd: number | null, outputTokens: TokensBasis): CostFigures {
+    const basis = this.session.cost.hasResult ? 'result' : 'table';
+    return Object.freeze({ usd, basis, outputTokens });
+  }
+
+  totals(ch: Channel): SubagentOutput['subtree'] {
+    const usage: Record<string, number> = {};
+    let first: string | null = null;
+    let last: string | null = null;
+    let subagents = 0;
+    let costUsd: number | null = 0;
+    let outputTokens: TokensBasis | null = null;
+    const seen = new Set<Channel>();
+    const stack = [ch];
+    while (stack.length > 0) {
+      const at = stack.pop()!;
+      if (seen.has(at)) continue;
+      seen.add(at);
+      subagents++;
+      // As index.json's subtree_usd: channels with no usage known cost nothing here.
+      const own = this.session.cost.channelCost(at.id);
+      if (own && own.basis !== 'unknown') {
+        costUsd = costUsd === null || own.usd === null ? null : costUsd + own.usd;
+        outputTokens = outputTokens === null ? own.basis : worse(outputTokens, own.basis);
+      }
+      for (const key in at.usage) usage[key] = (usage[key] ?? 0) + at.usage[key];
+      if (at.firstSeen && (!first || at.firstSeen < first)) first = at.firstSeen;
+      if (at.lastSeen && (!last || at.lastSeen > last)) last = at.lastSeen;
+      for (const childId of at.children) {
+        const child = this.session.tree.get(childId);
+        if (child) stack.push(child);
+      }
+    }
+    // The subagents under it: itself not counted (a leaf has none).
+    return Object.freeze({
+      ...totalsOf(usage, first, last, this.costOf(roundUsd(costUsd), outputTokens ?? 'exact')),
+      subagents: subagents - 1,
+    });
+  }
+
+  private change(ev: ChannelEvent): void {
+    const id = ev.channel.id;
+    if (id === null) return;
+    if (ev.type === 'open') {
+      const channel = this.session.tree.get(id)!;
+      const handle = new SubagentHandleImpl(this, channel);
+      this.handles.set(id, handle);
+      this.subagentList.add(handle);
+      // Each handle is in exactly one `subagents` list, so a recursive walk meets it once: a
+      // subagent seen before its spawn (an orphan) is listed at the top level, and stays there.
+      const parent = ev.channel.orphan ? null : ev.channel.parent;
+      this.childList(parent).add(handle);
+      // The loop taking its parent may open the parent's `subagents` next: hold this one too.
+      if (parent !== null && this.fresh.has(parent)) this.fresh.add(id);
+    } else if (ev.type === 'status' && ev.channel.status !== 'running') {
+      this.handles.get(id)?.ended();
+      this.endLog(id);
+      this.children.get(id)?.end();
+    }
+  }
+
+  /** Adds the line to its channel; returns the copy kept in the memory buffer, if one was. */
+  private append(id: string | null, rec: LineRecord | SpooledRecord): Buffer | null {
+    const log = this.log(id);
+    log.count++;
+    // A reader opened before the chain started made its log before the files were known.
+    if (log.memory && this.replayStore()) this.giveUp(log, null);
+    let copy: Buffer | null = null;
+    if (log.memory && rec.kind === 'spooled') {
+      // A line too long to hold cannot be replayed from memory: this channel's buffer goes.
+      this.giveUp(log, 'long line');
+    } else if (log.memory && rec.kind === 'line') {
+      // A copy: `raw` is a view into the input chunk and would keep the whole chunk alive.
+      copy = this.lineBytes(rec);
+      log.memory.push(copy);
+      this.countBuffered(copy.length, log);
+    }
+    if (log.readers.size > 0) {
+      // Read only for a reader: a line's value may be parsed on first read.
+      const value = rec.value!;
+      for (const reader of log.readers) {
+        if (reader.held) reader.held.push(value);
+        else reader.take(value);
+      }
+    }
+    return log.memory ? copy : null;
+  }
+
+  /**
+   * The store a late reader replays from (the files sink's): none when the lines were mapped
+   * from another producer's events, because the files keep those events, not the lines routed.
+   */
+  private replayStore(): ChannelStore | null {
+    return this.session.linesMapped ? null : this.session.channelStore;
+  }
+
+  /** A line as a reader replays it: its bytes, or for a mapped line the JSON of what was routed. */
+  private lineBytes(rec: LineRecord): Buffer {
+    return this.session.linesMapped ? Buffer.from(JSON.stringify(rec.value)) : Buffer.from(rec.raw);
+  }
+
+  /** Counts bytes a channel's buffer (or, for null, the event log) now holds; sheds past the limit. */
+  private countBuffered(bytes: number, log: ChannelLog | null): void {
+    if (log) log.bytes += bytes;
+    else this.eventLogBytes += bytes;
+    this.bufferedBytes += bytes;
+    if (this.bufferedBytes > this.opts.maxBufferedBytes) this.shed();
+  }
+
+  /**
+   * Past `maxBufferedBytes`, buffers are given up channel by channel, not for the whole run:
+   * first the event log (it shares the lines of every channel), then channels, the biggest
+   * first, until half the limit is held. A subagent just given to an open loop keeps its
+   * lines (its readers may open at once, and the input waits a turn for them: one batch at
+   * most); one a loop has not taken after that goes last.
+   */
+  private shed(): void {
+    if (this.eventLog) {
+      this.bufferedBytes -= this.eventLogBytes;
+      this.eventLogBytes = 0;
+      this.eventLog = null;
+    }
+    const target = Math.floor(this.opts.maxBufferedBytes / 2);
+    if (this.bufferedBytes <= target) return;
+    // Queued handles, and the subagents under them (their loops open once those are taken).
+    const queued = new Set<string | null>();
+    const stack: string[] = [];
+    for (const list of [this.subagentList, ...this.children.values()]) {
+      for (const handle of list.untaken()) stack.push(handle.id);
+    }
+    while (stack.length > 0) {
+      const id = stack.pop()!;
+      if (queued.has(id)) continue;
+      queued.add(id);
+      for (const child of this.children.get(id)?.items ?? []) stack.push(child.id);
+    }
+    const candidates = [...this.logs]
+      .filter(([id, log]) => log.memory && log.bytes > 0 && !(id !== null && this.fresh.has(id)))
+      .sort(([a, logA], [b, logB]) => Number(queued.has(a)) - Number(queued.has(b)) || logB.bytes - logA.bytes);
+    for (const [, log] of candidates) {
+      if (this.bufferedBytes <= target) break;
+      this.giveUp(log, 'limit');
+    }
+  }
+
+  /** Gives up a channel's buffer (`why` null: its files replay it instead). */
+  private giveUp(log: ChannelLog, why: ChannelLog['givenUp']): void {
+    if (!log.memory) return;
+    // Lines the event log still holds stay counted, as the event log's.
+    if (this.eventLog) this.eventLogBytes += log.bytes;
+    else this.bufferedBytes -= log.bytes;
+    log.memory = null;
+    log.bytes = 0;
+    log.givenUp = why;
+  }
+
+  private log(id: string | null): ChannelLog {
+    let log = this.logs.get(id);
+    if (!log) {
+      const memory = this.replayStore() ? null : [];
+      // A channel first asked for after the run finished (a subagent with no line of its own)
+      // has ended already: its readers end at once.
+      log = { count: 0, readers: new Set(), memory, bytes: 0, givenUp: null, ended: this.finished };
+      this.logs.set(id, log);
+    }
+    return log;
+  }
+
+  private endLog(id: string | null): void {
+    const log = this.log(id);
+    if (log.ended) return;
+    log.ended = true;
+    for (const reader of log.readers) {
+      if (reader.held) reader.endPending = true;
+      else reader.end();
+    }
+  }
+
+  private bufferGivenUpError(what: string): ProjectionError {
+    return new ProjectionError(
+      'ERR_PROJECTION_BUFFER',
+      `cannot replay ${what} from the start: the run buffered more than maxBufferedBytes ` +
+        `(${this.opts.maxBufferedBytes} bytes)` +
+        (what === 'events' ? '; open the events loop earlier, or raise maxBufferedBytes' : ''),
+    );
+  }
+
+  private async *replay(id: string | null, log: ChannelLog, count: number): AsyncGenerator<JsonObject> {
+    const store = this.replayStore();
+    if (store) {
+      yield* store.read(id, 0, count);
+      return;
+    }
+    if (!log.memory) {
+      const why =
+        log.givenUp === 'long line'
+          ? 'it has a line longer than the line parser holds (maxLineBytes)'
+          : `the run buffered more than maxBufferedBytes (${this.opts.maxBufferedBytes} bytes)`;
+      throw new ProjectionError(
+        'ERR_PROJECTION_BUFFER',
+        `cannot replay channel ${id ?? 'main'} from its start: ${why}, and no files were written to ` +
+          'replay from; open readers earlier, write files (out), or raise ' +
+          (log.givenUp === 'long line' ? 'maxLineBytes' : 'maxBufferedBytes'),
+      );
+    }
+    const lines = log.memory.slice(0, count);
+    for (const raw of lines) yield lineValue(raw);
+  }
+
+  private childList(id: string | null): HandleList {
+    let list = this.children.get(id);
+    if (!list) {
+      list = new HandleList((handle) => this.fresh.add(handle.id));
+      if (this.finished) list.end();
+      this.children.set(id, list);
+    }
+    return list;
+  }
+
+  private checkDrain(): void {
+    if (this.drainWaiters.length > 0 && !this.pressured) this.releaseDrain();
+  }
+
+  private releaseDrain(): void {
+    clearTimeout(this.stallTimer ?? undefined);
+    this.stallTimer = null;
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+}
+
