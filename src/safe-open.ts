@@ -12,7 +12,7 @@ import {
   writeSync,
   type Stats,
 } from 'node:fs';
-import { dirname, resolve, sep } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
 
 /**
  * Opening the files subtee writes without ever writing somewhere else. An output folder may
@@ -108,6 +108,21 @@ export function openRegularUnder(root: string, relative: string): number {
   for (let dir = dirname(path); dir.startsWith(resolve(root) + sep); dir = dirname(dir))
     if (lstatSync(dir).isSymbolicLink()) throw errno('ELOOP', `${dir} is a symbolic link`);
   return openRegularForRead(path);
+}
+
+/**
+ * Opens a file of a run folder subtee wrote, as openRegularUnder does, and refuses (EHARDLINK)
+ * one with other names: a hard link planted as `agents/x.jsonl` would put a file from outside
+ * the folder in its report.
+ */
+export function openRunFile(root: string, relative: string): number {
+  const fd = openRegularUnder(root, relative);
+  try {
+    return notHardLinked(join(root, relative), fd);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EHARDLINK') closeSync(fd);
+    throw err;
+  }
 }
 
 /** The descriptor when it is a regular file's; otherwise it is closed and ENOTREG thrown. */

@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  linkSync,
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { shownUrl, withoutUrlSecrets } from '../src/shown-url.js';
@@ -79,6 +87,29 @@ test('subtee report refuses a link planted at agents/*.jsonl: no outside file in
   assert.match(r.stderr, /\[ERR_INPUT\]\n$/);
   const page = join(out, 'report.html');
   assert.ok(!existsSync(page) || !readFileSync(page, 'utf8').includes(marker));
+});
+
+test('subtee report refuses a hard link planted at a channel\'s .jsonl: no outside file in the page', () => {
+  for (const planted of ['agent', 'main', 'every agent']) {
+    const out = writtenFolder();
+    const secret = join(tmpDir('subtee-victim-'), 'secret.jsonl');
+    const marker = `outside-file-marker-${planted.replace(' ', '-')}`;
+    writeFileSync(secret, `${JSON.stringify({ type: 'user', message: { role: 'user', content: marker } })}\n`);
+    const agents = readdirSync(join(out, 'agents'))
+      .filter((f) => f.endsWith('.jsonl'))
+      .map((f) => join(out, 'agents', f));
+    const paths =
+      planted === 'main' ? [join(out, 'main.jsonl')] : planted === 'agent' ? [firstAgentJsonl(out)] : agents;
+    for (const path of paths) {
+      execFileSync('rm', [path]);
+      linkSync(secret, path);
+    }
+    const r = subtee(['report', '-q', out]);
+    assert.equal(r.status, 3, `${planted}: ${r.stderr || String(r.error)}`);
+    assert.match(r.stderr, /it is a hard link .*\[ERR_INPUT\]\n$/, planted);
+    const page = join(out, 'report.html');
+    assert.ok(!existsSync(page) || !readFileSync(page, 'utf8').includes(marker), planted);
+  }
 });
 
 test('subtee report refuses a FIFO planted at agents/*.jsonl or index.json at once, ERR_INPUT', () => {

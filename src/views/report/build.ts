@@ -7,7 +7,7 @@ import { parseBounded, planLine } from '../../model/line-view.js';
 import { elementsAt, membersAt, scanJson, Tape, valueAt } from '../../model/scan.js';
 import { EXIT, SubteeError } from '../../errors.js';
 import { withDefaults } from '../../defaults.js';
-import { openRegularForRead, openRegularUnder } from '../../safe-open.js';
+import { openRegularForRead, openRunFile } from '../../safe-open.js';
 import {
   field,
   isoTime,
@@ -105,7 +105,7 @@ export function forEachLine(
     },
   });
   // The folder may hold planted entries: a link would show an outside file in the page.
-  const fd = typeof path === 'string' ? openRegularForRead(path) : openRegularUnder(...path);
+  const fd = typeof path === 'string' ? openRegularForRead(path) : openRunFile(...path);
   // Taken, not shared: an `fn` that reads another file this way gets a buffer of its own.
   let chunk = spareChunk !== null && spareChunk.length === chunkBytes ? spareChunk : null;
   spareChunk = null;
@@ -132,6 +132,7 @@ function safeJsonlPath(v: unknown): string | null {
 const READ_REFUSALS: Record<string, string> = {
   ELOOP: 'it is a symbolic link, and subtee does not read through links',
   ENOTREG: 'it is not a regular file (a named pipe or a device)',
+  EHARDLINK: 'it is a hard link (a file with other names), and subtee does not read through links',
 };
 
 function readRefusal(err: unknown): string {
