@@ -348,3 +348,18 @@ describeWithClaude('subtee run finds Claude Code’s transcripts by itself', (ap
     });
   }
 });
+
+test('a stream that states no usage (nothing answered yet) reads no transcript and warns of none', () => {
+  const input = join(tmpDir(), 'quiet.jsonl');
+  writeFileSync(input, `${JSON.stringify({ type: 'user', message: { role: 'user', content: 'hi' } })}\n`);
+  const empty = join(tmpDir(), 'empty-config');
+  mkdirSync(join(empty, 'projects'), { recursive: true });
+  const { index, stderr } = run(['--transcripts', empty, input]);
+  assert.doesNotMatch(stderr, /TRANSCRIPT_/);
+  assert.equal(index.warnings.filter((w: any) => w.code.startsWith('TRANSCRIPT_')).length, 0);
+  // With usage in the stream, the same folder is looked in and named.
+  const used = join(tmpDir(), 'used.jsonl');
+  const message = { id: 'm1', model: 'claude-opus-5-5', content: [], usage: { input_tokens: 3 } };
+  writeFileSync(used, `${JSON.stringify({ type: 'assistant', message, parent_tool_use_id: null })}\n`);
+  assert.match(run(['--transcripts', empty, used]).stderr, /TRANSCRIPT_UNREADABLE: .*the stream states no session id/);
+});

@@ -355,6 +355,11 @@ export class CostLedger {
     return this.estimatedMessages === 0 ? 'exact' : this.result ? 'estimated' : 'stream';
   }
 
+  /** Whether any assistant line with usage has been seen (on any channel). */
+  get seenUsage(): boolean {
+    return this.byChannel.size > 0;
+  }
+
   /** Whether a `result` line with usage has been seen. */
   get hasResult(): boolean {
     return this.result !== null;

@@ -159,6 +159,9 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
 /** Each channel's transcript usage, read once the stream has ended (see chain/transcripts.ts). */
 function takeTranscripts(session: Session, options: ChannelRouterOptions): void {
   const dir = options.transcripts!;
+  // A stream that states no usage (an agent that printed nothing, a run stalled before its
+  // first answer) has nothing a transcript could make exact: no reading, no warning.
+  if (!session.cost.seenUsage) return;
   try {
     const found = readTranscripts({
       dir,
