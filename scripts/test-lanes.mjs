@@ -1,0 +1,33 @@
+// The test lanes: `npm test` runs every built test file; `npm run test:unit` leaves out those
+// that run an outside program (the agent CLIs, Chromium, ClickHouse, npm) or take minutes by
+// design (lines of gigabytes, tens of millions of lines, the benchmarks, fuzzing).
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const OUTSIDE = new Set([
+  // The agent CLIs (test/e2e).
+  'adapters-examples', 'ci-recipe', 'e2e', 'e2e-codex', 'e2e-copilot', 'e2e-gemini', 'e2e-opencode',
+  'otlp', 'run-command', 'sdk', 'transcripts', 'watchdog-live',
+  // Chromium.
+  'report-browser', 'report-index-browser', 'report-live',
+  // ClickHouse.
+  'clickhouse', 'clickhouse-bench', 'clickhouse-mutants', 'clickhouse-spool', 'hardening-probe',
+  'stats-clickhouse',
+  // npm and the packed tarball.
+  'package', 'tarball-snippets',
+]);
+export const SLOW = new Set([
+  'huge-lines', 'junk-runs', 'bench-smoke', 'bench-stats-smoke', 'reliability', 'disk-full', 'property',
+]);
+
+/** The unit lane's test files in a folder of built tests (`dist/test`). */
+export function unitFiles(dir) {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.test.js'))
+    .filter((f) => {
+      const name = f.slice(0, -'.test.js'.length);
+      return !OUTSIDE.has(name) && !SLOW.has(name);
+    })
+    .sort()
+    .map((f) => join(dir, f));
+}

@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { test } from 'node:test';
+import { ROOT } from './helpers.js';
+
+/** What makes a test file reach outside Node: the agent CLIs, Chromium, ClickHouse, npm. */
+const OUTSIDE_USE: Array<[string, RegExp]> = [
+  ['an agent CLI', /from '\.\/e2e\/(claude|codex|gemini|chat-clis|sdk|pipe-cli|cli-suite)\.js'/],
+  ['Chromium', /\blaunchBrowser\(/],
+  ['ClickHouse', /\bstartClickHouse\(|clickhouse-server/],
+  ['npm', /\b(spawnSync|execFileSync|spawn)\(npm\b/],
+];
+
+test('npm run test:unit runs the test files that need no outside program; npm test runs every file', async () => {
+  const lanes = await import(pathToFileURL(join(ROOT, 'scripts', 'test-lanes.mjs')).href);
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+  assert.match(pkg.scripts['test:unit'], /node scripts\/test-unit\.mjs$/);
+  assert.match(pkg.scripts.test, /node --test [^&]*dist\/test\/\*\.test\.js$/, 'npm test: every file');
+  const sources = readdirSync(join(ROOT, 'test')).filter((f) => f.endsWith('.test.ts'));
+  const built: string[] = lanes.unitFiles(join(ROOT, 'dist', 'test'));
+  const unit = new Set(built.map((f) => f.split('/').pop()!.replace(/\.js$/, '.ts')));
+  const reaching: string[] = [];
+  for (const file of sources.filter((f) => f !== 'lanes.test.ts')) {
+    const text = readFileSync(join(ROOT, 'test', file), 'utf8');
+    const uses = OUTSIDE_USE.filter(([, re]) => re.test(text)).map(([what]) => what);
+    if (uses.length > 0 && unit.has(file)) reaching.push(`${file}: ${uses.join(', ')}`);
+  }
+  assert.deepEqual(reaching, [], 'files of the unit lane that run an outside program');
+  // Every name the lists give is a test file (a renamed file is not silently run in the quick lane).
+  const names = new Set(sources.map((f) => f.slice(0, -'.test.ts'.length)));
+  const stale = [...lanes.OUTSIDE, ...lanes.SLOW].filter((n: string) => !names.has(n));
+  assert.deepEqual(stale, [], 'names in scripts/test-lanes.mjs without a test file');
+  assert.ok(unit.size >= 40, `${unit.size} files in the unit lane`);
+});
