@@ -13,7 +13,7 @@ const OUTSIDE_USE: Array<[string, RegExp]> = [
   ['npm', /\b(spawnSync|execFileSync|spawn)\(npm\b/],
 ];
 
-test('npm run test:unit runs the test files that need no outside program; npm test runs every file', async () => {
+test('npm run test:unit runs the files that need no outside program; npm test runs every file', async () => {
   const lanes = await import(pathToFileURL(join(ROOT, 'scripts', 'test-lanes.mjs')).href);
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
   assert.match(pkg.scripts['test:unit'], /node scripts\/test-unit\.mjs$/);
