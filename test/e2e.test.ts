@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execSync, spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createReadStream, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { test } from 'node:test';
 import { open } from '../src/index.js';
@@ -176,4 +176,47 @@ test("a main Bash silent past 30 s (recorded): its heartbeat is main's line, no 
   );
   assert.ok(readFileSync(join(out, 'main.jsonl'), 'utf8').includes(heartbeats[0]));
   assert.doesNotMatch(r.stdout, /\[status\]|agent·/);
+});
+
+test('a helper reporting 25 s after its spawn (recorded): 25 s in index.json, stats, library', async () => {
+  const file = join(ROOT_FIXTURES, 'slow-background-helper.jsonl');
+  const lines = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l));
+  // An independent reading: the spawn line's time, and the latest time before its notification.
+  const spawnLine = lines.find((v) => v.message?.content?.some((b: any) => b.name === 'Agent'));
+  const id = spawnLine.message.content.find((b: any) => b.name === 'Agent').id;
+  const report = lines.findIndex((v) => v.subtype === 'task_notification' && v.tool_use_id === id);
+  const reportedAt = lines
+    .slice(0, report)
+    .filter((v) => typeof v.timestamp === 'string')
+    .at(-1).timestamp;
+  const expected = Date.parse(reportedAt) - Date.parse(spawnLine.timestamp);
+  assert.ok(expected >= 25_000, `${expected} ms`);
+  const own = lines.filter((v) => v.parent_tool_use_id === id && v.timestamp);
+  assert.ok(Date.parse(own.at(-1).timestamp) - Date.parse(own[0].timestamp) < 1000, 'its lines are close');
+
+  const out = join(tmpDir(), 'out');
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', file], {
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  const helper = index.channels.find((c: any) => c.id === id);
+  assert.deepEqual(
+    [helper.started_at, helper.ended_at, helper.elapsed_ms],
+    [spawnLine.timestamp, reportedAt, expected],
+  );
+  const stats = spawnSync(process.execPath, [BIN, 'stats', out, '--json'], { encoding: 'utf8' });
+  assert.equal(stats.status, 0, stats.stderr);
+  const costliest = JSON.parse(stats.stdout).costliest.find((s: any) => s.channel === id);
+  assert.equal(costliest.elapsed_ms, expected);
+  const run = open(createReadStream(file), {});
+  for await (const sub of run.subagents) {
+    const outcome = await sub.outcome;
+    assert.equal(outcome.elapsedMs, expected);
+    assert.equal(outcome.startedAt, spawnLine.timestamp);
+  }
+  await run.done;
 });

@@ -47,7 +47,10 @@ interface Flat {
 const UNATTRIBUTED = new Map<string, { day: string; usd: number }>();
 
 function flatten(run: string, index: any): Flat[] {
-  const times = index.channels.map((c: any) => c.first_seen).filter((t: any) => typeof t === 'string');
+  // A channel's span: spawn to report (started_at, ended_at), else its first and last line.
+  const from = (c: any) => c.started_at ?? c.first_seen;
+  const to = (c: any) => c.ended_at ?? c.last_seen;
+  const times = index.channels.map(from).filter((t: any) => typeof t === 'string');
   const startMs = times.length ? Math.min(...times.map((t: string) => new Date(t).getTime())) : null;
   const unattributed = index.cost?.unattributed_usd;
   if (typeof unattributed === 'number' && unattributed > 0)
@@ -69,10 +72,8 @@ function flatten(run: string, index: any): Flat[] {
     cost: typeof c.cost?.usd === 'number' ? c.cost.usd : null,
     unknown: c.cost?.basis === 'unknown',
     elapsed:
-      c.first_seen && c.last_seen && c.last_seen >= c.first_seen
-        ? new Date(c.last_seen).getTime() - new Date(c.first_seen).getTime()
-        : null,
-    lastSeen: c.last_seen ? new Date(c.last_seen).getTime() : 0,
+      from(c) && to(c) && to(c) >= from(c) ? new Date(to(c)).getTime() - new Date(from(c)).getTime() : null,
+    lastSeen: to(c) ? new Date(to(c)).getTime() : 0,
     startMs,
   }));
 }

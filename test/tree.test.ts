@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ChannelTree, MAX_CALLS_REMEMBERED } from '../src/model/tree.js';
+import { ChannelTree, channelTimes, MAX_CALLS_REMEMBERED } from '../src/model/tree.js';
 
 const spawn = (id: string, parent: string | null, name = 'Agent', input: Record<string, unknown> = {}) => ({
   type: 'assistant',
@@ -387,4 +387,50 @@ test('the calls a heartbeat can name are the latest MAX_CALLS_REMEMBERED; older 
   assert.equal(t.route(heartbeat(`toolu_${MAX_CALLS_REMEMBERED}`)).channel, t.main);
   assert.equal(t.route(heartbeat('toolu_1')).channel, t.main);
   assert.equal(t.route(heartbeat('toolu_0')).channel.orphan, true);
+});
+
+const at = (line: Record<string, unknown>, timestamp: string) => ({ ...line, timestamp });
+
+test("a subagent's time runs from its spawn to its report, or to the run's latest line while it runs", () => {
+  const t = new ChannelTree();
+  t.route(at(text(null, 'go', 'm0'), '2026-12-06T10:59:05.000Z'));
+  t.route(at(spawn('toolu_a', null, 'Agent', { run_in_background: true }), '2026-12-06T10:59:06.000Z'));
+  t.route(at(spawn('toolu_b', null), '2026-12-06T10:59:06.500Z'));
+  // The helper's first and last lines come 25 s after its spawn, 0.2 s apart.
+  t.route(at(text('toolu_a', 'working', 'ma'), '2026-12-06T10:59:31.000Z'));
+  t.route(at(text('toolu_a', 'done', 'ma2'), '2026-12-06T10:59:31.200Z'));
+  // Claude Code's task_notification has no timestamp: the report is at the run's latest line.
+  t.route(notified('toolu_a', 'completed'));
+  const a = channelTimes(t, t.get('toolu_a')!);
+  assert.deepEqual(a, {
+    startedAt: '2026-12-06T10:59:06.000Z',
+    endedAt: '2026-12-06T10:59:31.200Z',
+    elapsedMs: 25_200,
+  });
+  t.route(at(text(null, 'later', 'm1'), '2026-12-06T10:59:40.000Z'));
+  // b never wrote a line and never reported: it runs to the run's latest line.
+  assert.deepEqual(channelTimes(t, t.get('toolu_b')!), {
+    startedAt: '2026-12-06T10:59:06.500Z',
+    endedAt: '2026-12-06T10:59:40.000Z',
+    elapsedMs: 33_500,
+  });
+  assert.equal(channelTimes(t, t.get('toolu_a')!).elapsedMs, 25_200, 'a report stays where it was');
+  assert.deepEqual(channelTimes(t, t.main), {
+    startedAt: '2026-12-06T10:59:05.000Z',
+    endedAt: '2026-12-06T10:59:40.000Z',
+    elapsedMs: 35_000,
+  });
+});
+
+test('a foreground subagent ends at its tool_result; an orphan starts at its first line', () => {
+  const t = new ChannelTree();
+  t.route(at(spawn('toolu_f', null), '2026-12-06T11:00:00.000Z'));
+  t.route(at(text('toolu_o', 'early', 'mo'), '2026-12-06T11:00:01.000Z'));
+  t.route(at(result(null, 'toolu_f', 'report'), '2026-12-06T11:00:09.000Z'));
+  assert.equal(channelTimes(t, t.get('toolu_f')!).elapsedMs, 9000);
+  assert.equal(channelTimes(t, t.get('toolu_o')!).startedAt, '2026-12-06T11:00:01.000Z');
+  const bare = new ChannelTree();
+  bare.route(spawn('toolu_x', null));
+  const none = { startedAt: null, endedAt: null, elapsedMs: null };
+  assert.deepEqual(channelTimes(bare, bare.get('toolu_x')!), none, 'no times, no span');
 });

@@ -39,10 +39,19 @@ interface ClickHouseStatsOptions {
  */
 function channelsWithStart(table: string, sinceMs: number | null): string {
   const where = sinceMs === null ? '' : `\nWHERE run_start_ms >= ${Math.floor(sinceMs)}`;
-  return `SELECT * FROM ${table} FINAL
+  return `SELECT * FROM (SELECT *, ${STARTED} AS span_start_ms,
+                 ${ENDED} AS span_end_ms
+               FROM ${table} FINAL)
 ANY LEFT JOIN (SELECT run, minIf(first_seen_ms, first_seen_ms > 0) AS run_start_ms
                FROM ${table} FINAL GROUP BY run) USING (run)${where}`;
 }
+
+/**
+ * A channel's span, spawn to report (`started_at_ms`/`ended_at_ms`; rows an older subtee wrote
+ * have only their first and last line, and 0 there): `span_start_ms`, `span_end_ms`.
+ */
+const STARTED = 'if(started_at_ms > 0, started_at_ms, first_seen_ms)';
+const ENDED = 'if(ended_at_ms > 0, ended_at_ms, last_seen_ms)';
 
 /** The grouping key of a row: the agent (`main` for the main conversation), the model, the run's UTC day. */
 const GROUP_KEYS: Readonly<Record<StatsGrouping | 'all', string>> = Object.freeze({
@@ -65,8 +74,8 @@ export function groupSql(table: string, by: StatsGrouping | 'all', sinceMs: numb
   sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
   sum(cache_read_tokens) AS cache_read_tokens, sum(cache_creation_tokens) AS cache_creation_tokens,
   ifNull(sum(cost_usd), 0) AS usd, count(cost_usd) AS priced,
-  arraySort(groupArrayIf(toInt64(last_seen_ms) - toInt64(first_seen_ms),
-                         first_seen_ms > 0 AND last_seen_ms >= first_seen_ms)) AS elapsed,
+  arraySort(groupArrayIf(toInt64(span_end_ms) - toInt64(span_start_ms),
+                         span_start_ms > 0 AND span_end_ms >= span_start_ms)) AS elapsed,
   length(elapsed) AS elapsed_n,
   if(elapsed_n = 0, 0, elapsed[toUInt64(greatest(1, ceil(50 * elapsed_n / 100)))]) AS elapsed_p50_ms,
   if(elapsed_n = 0, 0, elapsed[toUInt64(greatest(1, ceil(95 * elapsed_n / 100)))]) AS elapsed_p95_ms
@@ -76,8 +85,8 @@ GROUP BY key`;
 
 const SUBAGENT_COLUMNS = `run, channel, agent, model, status,
   input_tokens + output_tokens AS tokens, cost_usd,
-  if(first_seen_ms > 0 AND last_seen_ms >= first_seen_ms,
-     toInt64(last_seen_ms) - toInt64(first_seen_ms), NULL) AS elapsed_ms`;
+  if(span_start_ms > 0 AND span_end_ms >= span_start_ms,
+     toInt64(span_end_ms) - toInt64(span_start_ms), NULL) AS elapsed_ms`;
 
 /** The costliest subagents: own cost (unpriced last), tokens, then channel and run. */
 function costliestSql(table: string, sinceMs: number | null, top: number): string {
@@ -88,12 +97,12 @@ ORDER BY ifNull(cost_usd, -1) DESC, tokens DESC, channel, run
 LIMIT ${Math.floor(top)}`;
 }
 
-/** The failed subagents, the latest first (by last_seen). */
+/** The failed subagents, the latest first (by their report, else their last line). */
 function failedSql(table: string, sinceMs: number | null, top: number): string {
   return `SELECT ${SUBAGENT_COLUMNS}
 FROM (${channelsWithStart(table, sinceMs)})
 WHERE channel != '' AND status = 'failed'
-ORDER BY last_seen_ms DESC, channel, run
+ORDER BY span_end_ms DESC, channel, run
 LIMIT ${Math.floor(top)}`;
 }
 

@@ -49,6 +49,14 @@ export interface Channel {
   usage: Record<string, number>;
   firstSeen: string | null;
   lastSeen: string | null;
+  /**
+   * When the channel began: its spawn line's time (the `Agent`/`Task` call), else the time of
+   * the line that opened it; a line without a timestamp takes the run's latest. Null for main
+   * (main runs from the run's first line: see `channelTimes`).
+   */
+  startedAt: string | null;
+  /** When it reported (its tool_result or task notification), as `startedAt`; null while it runs. */
+  endedAt: string | null;
   children: string[];
   /** A short tag unique within the run, for labels such as `[Explore·a1b2c3]`. */
   readonly tag: string;
@@ -92,6 +100,8 @@ export function snapshotOf(ch: Channel): ChannelSnapshot {
     usage: Object.freeze(usage),
     firstSeen: ch.firstSeen,
     lastSeen: ch.lastSeen,
+    startedAt: ch.startedAt,
+    endedAt: ch.endedAt,
     tag: ch.tag,
     seq: ch.seq,
   });
@@ -138,6 +148,9 @@ export class ChannelTree {
   /** The run's identity: the first `uuid` a line carries (see `runIdOf`); null until one does. */
   runId: string | null = null;
   version: string | null = null;
+  /** The run's first and latest line time (arrival order): main's span; the time of a line without one. */
+  firstTime: string | null = null;
+  lastTime: string | null = null;
   /** How many `result` lines the run had; only the last one closes it. */
   results = 0;
   /** Spawn calls ignored because they would have closed a cycle (see `spawn`). */
@@ -166,10 +179,14 @@ export class ChannelTree {
 
   route(value: JsonObject): { channel: Channel; events: readonly ChannelEvent[] } {
     const pending: PendingEvent[] = [];
+    const ts = nonEmpty(value.timestamp);
+    if (ts) {
+      this.firstTime ??= ts;
+      this.lastTime = ts;
+    }
     const channel = this.channelFor(channelIdOf(value), pending);
     channel.lines++;
     this.runId ??= runIdOf(value);
-    const ts = nonEmpty(value.timestamp);
     if (ts) {
       channel.firstSeen ??= ts;
       channel.lastSeen = ts;
@@ -218,6 +235,8 @@ export class ChannelTree {
       usage: {},
       firstSeen: null,
       lastSeen: null,
+      startedAt: null,
+      endedAt: null,
       children: [],
       tag: id === null ? 'main' : this.uniqueTag(id),
       seq: this.seq++,
@@ -255,6 +274,7 @@ export class ChannelTree {
       if (caller) return caller;
       ch = this.newChannel(id);
       ch.orphan = true;
+      ch.startedAt = this.lastTime;
       this.byId.set(id, ch);
       pending.push({ type: 'open', channel: ch });
     }
@@ -281,6 +301,7 @@ export class ChannelTree {
       this.byId.set(id, ch);
     }
     ch.orphan = false;
+    ch.startedAt ??= this.lastTime;
     ch.parent = parent.id;
     parent.children.push(id);
     this.joinTrees(ch, parent);
@@ -435,6 +456,7 @@ export class ChannelTree {
     if (ch.status === status && (ch.summary !== null || summary === null)) return;
     ch.status = status;
     ch.summary = summary ?? ch.summary;
+    if (ch.id !== null) ch.endedAt = this.lastTime;
     pending.push({ type: 'status', channel: ch, summary });
   }
 }
@@ -445,6 +467,33 @@ export const MAX_CALLS_REMEMBERED = 10_000;
 const MAX_CALL_ID_CHARS = 256;
 /** `task_started`'s `task_type` for a shell command (Claude Code's Bash), not a subagent. */
 const LOCAL_BASH = 'local_bash';
+
+/** A channel's time span as index.json and every view show it. */
+export interface ChannelTimes {
+  startedAt: string | null;
+  endedAt: string | null;
+  /** endedAt − startedAt; null when either is unknown or not a date, or the end is the earlier. */
+  elapsedMs: number | null;
+}
+
+/**
+ * A channel's span: a subagent's from its spawn to its report, or to the run's latest line
+ * while it runs; main's from the run's first line to its latest. Times the stream did not
+ * give fall back to the channel's own first and last line.
+ */
+export function channelTimes(tree: ChannelTree, ch: Channel): ChannelTimes {
+  const main = ch.id === null;
+  const startedAt = (main ? tree.firstTime : ch.startedAt) ?? ch.firstSeen;
+  const endedAt = (main || ch.status === 'running' ? tree.lastTime : ch.endedAt) ?? ch.lastSeen;
+  return { startedAt, endedAt, elapsedMs: elapsedBetween(startedAt, endedAt) };
+}
+
+/** Milliseconds from one ISO time to another; null when either is missing or the end is the earlier. */
+export function elapsedBetween(from: string | null, to: string | null): number | null {
+  if (from === null || to === null) return null;
+  const ms = Date.parse(to) - Date.parse(from);
+  return Number.isFinite(ms) && ms >= 0 ? ms : null;
+}
 
 /** Longest label tag tried before a `~n` suffix. */
 const TAG_MAX_CHARS = 12;

@@ -1,7 +1,7 @@
 import type { CostReport, TokensBasis } from '../model/cost.js';
 import type { Stall } from '../model/in-flight.js';
 import type { CommandEnd, Producer, Session, Warning } from '../model/session.js';
-import type { Channel, ChannelStatus } from '../model/tree.js';
+import { channelTimes, type Channel, type ChannelStatus, type ChannelTimes } from '../model/tree.js';
 import {
   channelCosts,
   finalCost,
@@ -60,6 +60,15 @@ export interface IndexChannel {
   };
   first_seen: string | null;
   last_seen: string | null;
+  /**
+   * A subagent's span: from its spawn (the `Agent`/`Task` call, else the line that opened it)
+   * to its report (tool_result or task notification), or to the run's latest line while it
+   * runs; main's from the run's first line to its latest. Null where the stream gave no time.
+   */
+  started_at: string | null;
+  ended_at: string | null;
+  /** ended_at − started_at in milliseconds; null when either is unknown. */
+  elapsed_ms: number | null;
   /** Fields stages add (the thinking truncator's `thinking`…). */
   [field: string]: unknown;
 }
@@ -97,6 +106,10 @@ export interface IndexDocument extends IndexHead {
   channels: IndexChannel[];
   /** Fields a newer writer adds. */
   [field: string]: unknown;
+}
+
+function timeFields(t: ChannelTimes): Pick<IndexChannel, 'started_at' | 'ended_at' | 'elapsed_ms'> {
+  return { started_at: t.startedAt, ended_at: t.endedAt, elapsed_ms: t.elapsedMs };
 }
 
 /** A channel's `models` and `cost`; one the walk did not reach (none is left out) costs nothing. */
@@ -229,6 +242,7 @@ function indexParts(
     ...costFields(costs.get(ch)),
     first_seen: ch.firstSeen,
     last_seen: ch.lastSeen,
+    ...timeFields(channelTimes(tree, ch)),
     ...Object.assign({}, ...run.channelFields.map((f) => f(ch))),
   });
   return { head, channels: tree.channels(), entry };

@@ -38,7 +38,7 @@ export interface StatsChannel {
   costUsd: number | null;
   /** Its usage is unknown (index.json's `cost.basis`): counted apart from the unpriced. */
   costUnknown: boolean;
-  /** last_seen - first_seen; null when either is unknown or last_seen is the earlier. */
+  /** ended_at − started_at (else last_seen − first_seen); null when unknown or the end is earlier. */
   elapsedMs: number | null;
   lastSeenMs: number | null;
   /** Transcript paths relative to the run folder (folders only). */
@@ -162,8 +162,9 @@ export function statsRunOf(run: string, index: unknown): StatsRun | null {
   for (const c of index.channels) {
     if (!isObject(c)) continue;
     const usage = isObject(c.usage) ? c.usage : {};
-    const first = timeMs(c.first_seen);
-    const last = timeMs(c.last_seen);
+    // Its span, spawn to report (index.json's started_at/ended_at; older ones have only lines).
+    const first = timeMs(c.started_at) ?? timeMs(c.first_seen);
+    const last = timeMs(c.ended_at) ?? timeMs(c.last_seen);
     if (first !== null && (startMs === null || first < startMs)) startMs = first;
     const id = text(c.id);
     channels.push({

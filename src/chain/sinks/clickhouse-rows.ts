@@ -84,6 +84,9 @@ export interface ChannelRow {
   last_seen: number;
   first_seen_ms: number;
   last_seen_ms: number;
+  /** The channel's span as index.json's started_at/ended_at (0: unknown): spawn to report, main the run. */
+  started_at_ms: number;
+  ended_at_ms: number;
   stalled: number;
   interrupted: number;
   /** Rows of a channel replace each other by this version (the input line they were taken at). */
@@ -119,6 +122,7 @@ export function tableDdl(kind: TableKind, name: string): string {
   input_tokens UInt64, output_tokens UInt64, cache_read_tokens UInt64, cache_creation_tokens UInt64,
   model String, cost_usd Nullable(Float64),
   first_seen DateTime('UTC'), last_seen DateTime('UTC'), first_seen_ms UInt64, last_seen_ms UInt64,
+  started_at_ms UInt64, ended_at_ms UInt64,
   stalled UInt8, interrupted UInt8, ver UInt64
 ) ENGINE = ReplacingMergeTree(ver) ORDER BY (run, channel)`;
 }
@@ -129,6 +133,8 @@ const ADDED_COLUMNS: Readonly<Record<TableKind, ReadonlyArray<readonly [string, 
   channels: [
     ['model', 'String'],
     ['cost_usd', 'Nullable(Float64)'],
+    ['started_at_ms', 'UInt64'],
+    ['ended_at_ms', 'UInt64'],
   ],
 });
 
@@ -353,6 +359,11 @@ export class RowBuilder {
     const last = ch.lastSeen ? Date.parse(ch.lastSeen) : NaN;
     const msOr0 = (x: number) => (Number.isFinite(x) ? x : 0);
     const cost = this.costs?.channelCost(ch.id) ?? null;
+    // Spawn to report; main, and a subagent still running, to the latest time the run showed.
+    const main = ch.id === null;
+    const started = main ? (this.clock.first ?? first) : ch.startedAt ? Date.parse(ch.startedAt) : first;
+    const running = main || ch.status === 'running';
+    const ended = running ? (this.clock.latest ?? last) : ch.endedAt ? Date.parse(ch.endedAt) : last;
     return {
       run: this.runId ?? '',
       session: this.session,
@@ -381,6 +392,8 @@ export class RowBuilder {
       last_seen: Math.floor(msOr0(last) / 1000),
       first_seen_ms: msOr0(first),
       last_seen_ms: msOr0(last),
+      started_at_ms: msOr0(started),
+      ended_at_ms: msOr0(ended),
       stalled: o.stalled ? 1 : 0,
       interrupted: o.interrupted ? 1 : 0,
       ver: o.final ? this.lines + 1 : this.lines,

@@ -357,10 +357,14 @@ export class TraceBuilder {
     const isMain = ch.id === null;
     const name = isMain ? 'main' : (ch.agent ?? 'subagent');
     const lastSeen = ch.lastSeen ? Date.parse(ch.lastSeen) : NaN;
-    // The main conversation spans the whole run, whichever channel spoke first.
+    // A subagent spans its spawn to its report (the tree's times, when the stream gave them);
+    // the main conversation the whole run, whichever channel spoke first.
+    const spawnedMs = isMain ? null : msOf(ch.startedAt);
+    const reportedMs = isMain ? null : msOf(ch.endedAt);
     const startMs =
-      (isMain ? (this.clock.first ?? a.startMs) : (a.startMs ?? this.clock.first)) ?? this.now();
-    let endMs = a.endMs ?? this.now();
+      (isMain ? (this.clock.first ?? a.startMs) : (spawnedMs ?? a.startMs ?? this.clock.first)) ??
+      this.now();
+    let endMs = reportedMs ?? a.endMs ?? this.now();
     if (Number.isFinite(lastSeen) && lastSeen > endMs) endMs = lastSeen;
     const attributes: Attributes = {
       [GENAI.operation]: 'invoke_agent',
@@ -417,6 +421,13 @@ export class TraceBuilder {
   }
 }
 
+/** An ISO time in milliseconds; null when there is none or it is not a date. */
+function msOf(iso: string | null): number | null {
+  if (iso === null) return null;
+  const ms = Date.parse(iso);
+  return Number.isFinite(ms) ? ms : null;
+}
+
 const mainPlaceholder: SpanChannel = Object.freeze({
   id: null,
   parent: null,
@@ -431,4 +442,6 @@ const mainPlaceholder: SpanChannel = Object.freeze({
   usage: {},
   firstSeen: null,
   lastSeen: null,
+  startedAt: null,
+  endedAt: null,
 });

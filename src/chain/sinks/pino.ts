@@ -15,7 +15,7 @@ import { viewOf } from '../../model/line-view.js';
 import { batchLines, PINO_LEVELS, pinoLine } from './pino-batch.js';
 import { openLogFile } from '../../safe-open.js';
 import { requireSession, type Session } from '../../model/session.js';
-import type { ChannelSnapshot } from '../../model/tree.js';
+import { elapsedBetween, type ChannelSnapshot } from '../../model/tree.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import type { CostLedger } from '../../model/cost.js';
 import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
@@ -115,6 +115,14 @@ export function eventMessage(
   return escapeOneLine(`${head}… (${length - head.length} more chars)`);
 }
 
+function spanFields(ch: { startedAt: string | null; endedAt: string | null }) {
+  return {
+    started_at: ch.startedAt,
+    ended_at: ch.endedAt,
+    elapsed_ms: elapsedBetween(ch.startedAt, ch.endedAt),
+  };
+}
+
 /**
  * The pino events of one line record: one per content block, plus tree changes. A status
  * event carries the channel's dollars so far (`cost_usd`, null when a model is unpriced) when
@@ -168,6 +176,8 @@ export function pinoEvents(
       ...where(ev.channel),
       status: ev.channel.status,
       content: shorten(ev.summary ?? '', maxChars),
+      // The subagent's span, spawn to report (index.json's started_at, ended_at, elapsed_ms).
+      ...(ev.channel.id !== null && ev.channel.status !== 'running' ? spanFields(ev.channel) : {}),
       ...(costs ? { cost_usd: usdOf(costs.channelCost(ev.channel.id)) } : {}),
     };
     push(ev.channel.status === 'failed' ? 'error' : 'info', 'status', fields, ev.channel);

@@ -1,7 +1,13 @@
 /** Subagent handles, the lists loops read them from, and a channel's readers. */
 import type { JsonObject } from '../../model/message.js';
 import type { Session } from '../../model/session.js';
-import { snapshotOf, type Channel, type ChannelSnapshot } from '../../model/tree.js';
+import {
+  channelTimes,
+  snapshotOf,
+  type Channel,
+  type ChannelSnapshot,
+  type ChannelTimes,
+} from '../../model/tree.js';
 import type { DisplayPolicy } from '../../model/display.js';
 import type { TokensBasis } from '../../model/cost.js';
 import { Feed } from '../feed.js';
@@ -91,6 +97,7 @@ export function totalsOf(
   first: string | null,
   last: string | null,
   cost: CostFigures,
+  span: Pick<ChannelTimes, 'startedAt' | 'endedAt'>,
 ): Totals {
   return {
     cost,
@@ -98,7 +105,9 @@ export function totalsOf(
     tokens: channelTokens({ usage }),
     firstSeen: first,
     lastSeen: last,
-    elapsedMs: elapsed(first, last),
+    startedAt: span.startedAt,
+    endedAt: span.endedAt,
+    elapsedMs: elapsed(span.startedAt, span.endedAt),
   };
 }
 
@@ -176,6 +185,7 @@ export class SubagentHandleImpl implements SubagentHandle {
           ch.lastSeen,
           // No usage known: null dollars, basis `unknown`, as index.json says.
           this.projection.costOf(own === null ? null : own.usd, own?.basis ?? 'unknown'),
+          channelTimes(this.projection.session.tree, ch),
         ),
         status: this.status,
         summary: ch.summary,

@@ -6,7 +6,7 @@ import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
 import type { ChannelStore, Session } from '../../model/session.js';
 import { lineValue, viewOf } from '../../model/line-view.js';
-import type { Channel, ChannelEvent } from '../../model/tree.js';
+import { channelTimes, type Channel, type ChannelEvent, type ChannelTimes } from '../../model/tree.js';
 import { roundUsd, worse, type TokensBasis } from '../../model/cost.js';
 import { deepFreeze, Feed } from '../feed.js';
 import { ENTRY_BYTES, EventLog, NO_CHANGES, type EventEntry } from './event-log.js';
@@ -483,6 +483,7 @@ export class Projection implements HandleHost {
     const usage: Record<string, number> = {};
     let first: string | null = null;
     let last: string | null = null;
+    const span: Pick<ChannelTimes, 'startedAt' | 'endedAt'> = { startedAt: null, endedAt: null };
     let subagents = 0;
     let costUsd: number | null = 0;
     let outputTokens: TokensBasis | null = null;
@@ -502,6 +503,10 @@ export class Projection implements HandleHost {
       for (const key in at.usage) usage[key] = (usage[key] ?? 0) + at.usage[key];
       if (at.firstSeen && (!first || at.firstSeen < first)) first = at.firstSeen;
       if (at.lastSeen && (!last || at.lastSeen > last)) last = at.lastSeen;
+      const times = channelTimes(this.session.tree, at);
+      if (times.startedAt && (!span.startedAt || times.startedAt < span.startedAt))
+        span.startedAt = times.startedAt;
+      if (times.endedAt && (!span.endedAt || times.endedAt > span.endedAt)) span.endedAt = times.endedAt;
       for (const childId of at.children) {
         const child = this.session.tree.get(childId);
         if (child) stack.push(child);
@@ -509,7 +514,7 @@ export class Projection implements HandleHost {
     }
     // The subagents under it: itself not counted (a leaf has none).
     return Object.freeze({
-      ...totalsOf(usage, first, last, this.costOf(roundUsd(costUsd), outputTokens ?? 'exact')),
+      ...totalsOf(usage, first, last, this.costOf(roundUsd(costUsd), outputTokens ?? 'exact'), span),
       subagents: subagents - 1,
     });
   }

@@ -87,9 +87,16 @@ export interface Totals {
   readonly usage: Usage;
   /** Input plus output tokens. */
   readonly tokens: number;
+  /** The first and last line's own timestamps. */
   readonly firstSeen: string | null;
   readonly lastSeen: string | null;
-  /** From the stream's own timestamps: last line minus first line. */
+  /**
+   * A subagent's span from its spawn to its report (or the run's latest line while it runs);
+   * the run's from its first line to its latest; a subtree's from the first start to the last end.
+   */
+  readonly startedAt: string | null;
+  readonly endedAt: string | null;
+  /** endedAt − startedAt, from the stream's own timestamps. */
   readonly elapsedMs: number | null;
 }
 

@@ -224,8 +224,9 @@ function channelView(c: JsonObject): ChannelView {
     usage: usageOf(c.usage),
     cost: channelUsd(c.cost),
     costBasis: channelBasis(c.cost),
-    first: isoTime(c.first_seen),
-    last: isoTime(c.last_seen),
+    // Its span: spawn to report (index.json's started_at/ended_at; older ones have only lines).
+    first: isoTime(c.started_at ?? c.first_seen),
+    last: isoTime(c.ended_at ?? c.last_seen),
     spawned: null,
     log: safeLogPath(c.log),
     prompt: null,

@@ -133,6 +133,9 @@ export interface ChannelFields {
   usage: Record<string, number>;
   firstSeen: string | null;
   lastSeen: string | null;
+  /** Spawn and report times (see Channel); null: unknown, or still running. */
+  startedAt?: string | null;
+  endedAt?: string | null;
 }
 
 interface Tracked {
@@ -171,8 +174,8 @@ export function channelUpdate(
       cache_read_input_tokens: c.usage.cache_read_input_tokens,
       cache_creation_input_tokens: c.usage.cache_creation_input_tokens,
     }),
-    first: isoTime(c.firstSeen),
-    last: isoTime(c.lastSeen),
+    first: isoTime(c.startedAt ?? c.firstSeen),
+    last: isoTime(c.endedAt ?? c.lastSeen),
     cost: extra.cost,
     costBasis: extra.costBasis ?? null,
     spawned: extra.spawned,

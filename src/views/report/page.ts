@@ -153,8 +153,8 @@ background</span>
 <th class="num">depth</th>
 <th class="num" title="input + output tokens of this agent">tokens</th>
 <th class="num" title="tokens of this agent and everything it spawned">Σ tokens</th>
-<th class="num" title="first to last line of this agent">elapsed</th>
-<th class="num" title="first to last line of this agent and everything it spawned">Σ elapsed</th>
+<th class="num" title="from its spawn to its report (main: the whole run)">elapsed</th>
+<th class="num" title="first spawn to last report of this agent and all it spawned">Σ elapsed</th>
 <th class="num">lines</th>
 <th class="num" title="dollars of this agent">cost</th>
 <th class="num" title="dollars of this agent and everything it spawned">Σ cost</th>
