@@ -170,7 +170,7 @@ test('channelIdOf: a non-empty parent_tool_use_id, else null for main', () => {
   assert.equal(channelIdOf({}), null);
 });
 
-test('usageNumbers: finite numbers kept by name, zero included; nested, text and non-finite dropped', () => {
+test('usageNumbers: counts kept by name (whole, zero included); nested, text, negative, absurd and non-finite dropped', () => {
   assert.deepEqual(
     usageNumbers({
       input_tokens: 12,
@@ -182,8 +182,10 @@ test('usageNumbers: finite numbers kept by name, zero included; nested, text and
       huge: Number.POSITIVE_INFINITY,
       low: Number.NEGATIVE_INFINITY,
       missing: null,
+      negative: -4,
+      absurd: 10_000_001,
     }),
-    { input_tokens: 12, output_tokens: 0, cache_read_input_tokens: 3.5 },
+    { input_tokens: 12, output_tokens: 0, cache_read_input_tokens: 3 },
   );
   for (const usage of [null, undefined, 5, 'x', [1, 2]]) assert.deepEqual(usageNumbers(usage), {});
 });
