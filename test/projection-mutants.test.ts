@@ -509,6 +509,13 @@ for (const name of ['failing-beside-healthy', 'binary-tree-depth-3', 'background
       for await (const handle of run.allSubagents) handles.push(handle);
       await run.done;
       const outputs = new Map(await Promise.all(handles.map(async (h) => [h.id, await h.outcome] as const)));
+      const parsed = input.map((line): any => {
+        try {
+          return JSON.parse(line);
+        } catch {
+          return null;
+        }
+      });
       const under = (id: string): string[] => [
         id,
         ...[...expected.channels.values()].filter((ch) => ch.parent === id).flatMap((ch) => under(ch.id!)),
@@ -533,8 +540,13 @@ for (const name of ['failing-beside-healthy', 'binary-tree-depth-3', 'background
         const stamps = seen.filter((stamp): stamp is string => stamp !== null).sort();
         assert.equal(output.subtree.firstSeen, stamps[0] ?? null);
         assert.equal(output.subtree.lastSeen, stamps.at(-1) ?? null);
-        if (output.firstSeen && output.lastSeen) {
-          assert.equal(output.elapsedMs, Date.parse(output.lastSeen) - Date.parse(output.firstSeen));
+        // Its time runs from its spawn line to its report.
+        const spawnLine = parsed.find((v) =>
+          v?.message?.content?.some?.((b: any) => b?.type === 'tool_use' && b.id === handle.id),
+        );
+        if (typeof spawnLine?.timestamp === 'string') assert.equal(output.startedAt, spawnLine.timestamp);
+        if (output.startedAt && output.endedAt) {
+          assert.equal(output.elapsedMs, Date.parse(output.endedAt) - Date.parse(output.startedAt));
         }
       }
     }
@@ -890,14 +902,17 @@ test('run.output follows the last result line: a failed turn then a completed on
   assert.equal(oddOutput.usage?.output_tokens, result.usage.output_tokens);
 });
 
-test('a subagent whose first timestamp does not parse has no elapsed time, not NaN', async () => {
+test('a subagent whose spawn timestamp does not parse has no elapsed time, not NaN', async () => {
   const lines = fixtureLines('nested-depth-3');
   const spawn = spawnInputs(lines);
   const [id] = spawn.keys();
   const first = lines.findIndex((line) => JSON.parse(line).parent_tool_use_id === id);
-  const value = JSON.parse(lines[first]);
-  value.timestamp = 'soon';
-  lines[first] = JSON.stringify(value);
+  const spawnAt = lines.findIndex((line) => line.includes(`"id":"${id}"`));
+  for (const at of [first, spawnAt]) {
+    const value = JSON.parse(lines[at]);
+    value.timestamp = 'soon';
+    lines[at] = JSON.stringify(value);
+  }
   const last = lines.filter((line) => JSON.parse(line).parent_tool_use_id === id).at(-1)!;
   const run = open(chunked([Buffer.from(lines.join('\n') + '\n')]));
   const handles: SubagentHandle[] = [];
@@ -906,6 +921,7 @@ test('a subagent whose first timestamp does not parse has no elapsed time, not N
   const output = await handles.find((handle) => handle.id === id)!.output;
   assert.equal(output.firstSeen, 'soon');
   assert.equal(output.lastSeen, JSON.parse(last).timestamp);
+  assert.equal(output.startedAt, 'soon');
   assert.equal(output.elapsedMs, null);
 });
 
