@@ -121,7 +121,8 @@ export function* generate(o: GenOptions): Generator<string> {
     model: 'claude-sonnet-4-5',
     permissionMode: 'bypassPermissions',
     claude_code_version: '2.1.328',
-    uuid: 'init',
+    // A stream's first uuid is its run's identity (index.json run_id): one per kind of stream made.
+    uuid: `init-${o.seed}-${o.shape}-${o.fanout}-${o.sizeBytes}`,
   });
   const small = o.shape === 'small';
   while (bytes < o.sizeBytes) {
