@@ -136,9 +136,17 @@ describe('the static report in Chromium', { skip }, () => {
       'leaf-ok',
       'the result sits under its tool call',
     );
+    // Times in a transcript count from the agent's spawn (the line of its Agent call).
+    const stampOf = (has: (v: any) => boolean) => recorded.find(has).timestamp as string;
+    const calls = (v: any, test: (b: any) => boolean) => v.message?.content?.some?.(test);
+    const spawnedAt = stampOf((v) => calls(v, (b: any) => b.type === 'tool_use' && b.id === leaf.id));
+    const bashAt = stampOf(
+      (v) =>
+        v.parent_tool_use_id === leaf.id && calls(v, (b: any) => b.type === 'tool_use' && b.name === 'Bash'),
+    );
     assert.equal(
       await page.locator('#transcript .entry.k-tool .head').first().innerText(),
-      'tool call · Bash +28 ms',
+      `tool call · Bash +${Date.parse(bashAt) - Date.parse(spawnedAt)} ms`,
     );
     assert.equal(new URL(page.url()).hash, `#agent=${leaf.id}`);
     await screenshot(page, 'nested-depth-3-transcript');
@@ -164,9 +172,23 @@ describe('the static report in Chromium', { skip }, () => {
     await bar.hover();
     await page.waitForSelector('#tip:not([hidden])');
     const tip = await page.locator('#tip').innerText();
+    // Its span: from its spawn to its report (its task_notification or the tool_result of its
+    // Agent call, whichever comes first), at the latest time the stream showed by then.
+    const reportAt = recorded.findIndex(
+      (v) =>
+        (v.subtype === 'task_notification' && v.tool_use_id === leaf.id) ||
+        calls(v, (b: any) => b.type === 'tool_result' && b.tool_use_id === leaf.id),
+    );
+    const reportedAt = recorded
+      .slice(0, reportAt + 1)
+      .filter((v) => typeof v.timestamp === 'string')
+      .at(-1).timestamp;
     assert.match(
       tip,
-      /level 0\ncompleted, foreground\nstart \d\d:\d\d:\d\d\.\d{3}Z {3}end \d\d:\d\d:\d\d\.\d{3}Z\nelapsed 87 ms/,
+      new RegExp(
+        'level 0\ncompleted, foreground\nstart \\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z {3}end \\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z\n' +
+          `elapsed ${Date.parse(reportedAt) - Date.parse(spawnedAt)} ms`,
+      ),
     );
     const leafTokens = leaf.usage.input_tokens + leaf.usage.output_tokens;
     assert.match(
