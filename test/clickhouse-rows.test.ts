@@ -241,8 +241,9 @@ test('table names: plain identifiers only, quoted; both tables keyed for replace
     'ALTER TABLE `c` ADD COLUMN cost_usd Nullable(Float64)',
     'ALTER TABLE `c` ADD COLUMN started_at_ms UInt64',
     'ALTER TABLE `c` ADD COLUMN ended_at_ms UInt64',
+    'ALTER TABLE `c` ADD COLUMN cost_basis String',
   ]);
-  const all = ['model', 'cost_usd', 'started_at_ms', 'ended_at_ms'];
+  const all = ['model', 'cost_usd', 'started_at_ms', 'ended_at_ms', 'cost_basis'];
   assert.deepEqual(addColumnsDdl('channels', '`c`', all), []);
   assert.deepEqual(addColumnsDdl('events', '`e`', ['run']), []);
 });

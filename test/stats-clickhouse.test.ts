@@ -192,7 +192,16 @@ describe('subtee stats --clickhouse: the same figures as over the run folders', 
       assertSameFigures(clickhouse, folders, args.join(' '));
     }
     const later = await statsJson([runs, '--since', '2026-11-30T12:00:00Z']);
-    assert.equal(later.runs, 3, 'only the generated runs started at noon or later');
+    // The generated runs, and the recordings whose first timestamped line is at noon or later.
+    const cutoff = Date.parse('2026-11-30T12:00:00Z');
+    const recordedLater = fixtureFiles().filter((file) => {
+      for (const line of readFileSync(file, 'utf8').split('\n')) {
+        const at = /"timestamp":"([^"]+)"/.exec(line);
+        if (at && !Number.isNaN(Date.parse(at[1]))) return Date.parse(at[1]) >= cutoff;
+      }
+      return false;
+    }).length;
+    assert.equal(later.runs, 3 + recordedLater, 'only the runs started at noon or later');
   });
 
   test('the documented query is the one subtee runs', async () => {
@@ -256,6 +265,7 @@ const GROUP_ROW = {
   cache_creation_tokens: '0',
   usd: 0.5,
   priced: '2',
+  unknown: '0',
   elapsed_n: '2',
   elapsed_p50_ms: 100,
   elapsed_p95_ms: 200,

@@ -66,14 +66,15 @@ const GROUP_KEYS: Readonly<Record<StatsGrouping | 'all', string>> = Object.freez
 /**
  * One row per group. Elapsed percentiles are exact and nearest-rank: the value at rank
  * ceil(percent × n / 100) of the group's sorted elapsed times (the folders path computes the same), not
- * ClickHouse's approximate `quantile`. Dollars: `count(cost_usd)` counts the priced channels.
+ * ClickHouse's approximate `quantile`. Dollars: `count(cost_usd)` counts the priced channels,
+ * `countIf(cost_basis = 'unknown')` those of unknown usage (null dollars, not unpriced).
  */
 export function groupSql(table: string, by: StatsGrouping | 'all', sinceMs: number | null): string {
   return `SELECT ${GROUP_KEYS[by]} AS key,
   uniqExact(run) AS runs, count() AS agents, countIf(status = 'failed') AS failed,
   sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
   sum(cache_read_tokens) AS cache_read_tokens, sum(cache_creation_tokens) AS cache_creation_tokens,
-  ifNull(sum(cost_usd), 0) AS usd, count(cost_usd) AS priced,
+  ifNull(sum(cost_usd), 0) AS usd, count(cost_usd) AS priced, countIf(cost_basis = 'unknown') AS unknown,
   arraySort(groupArrayIf(toInt64(span_end_ms) - toInt64(span_start_ms),
                          span_start_ms > 0 AND span_end_ms >= span_start_ms)) AS elapsed,
   length(elapsed) AS elapsed_n,
@@ -155,6 +156,7 @@ const NO_ROWS: Row = Object.freeze({
   cache_creation_tokens: 0,
   usd: 0,
   priced: 0,
+  unknown: 0,
   elapsed_n: 0,
 });
 
@@ -170,6 +172,7 @@ function groupOf(row: Row): StatsGroup {
     cacheCreation: num(row, 'cache_creation_tokens'),
     cost: num(row, 'usd'),
     priced: num(row, 'priced'),
+    unknown: num(row, 'unknown'),
     p50: timed === 0 ? null : num(row, 'elapsed_p50_ms'),
     p95: timed === 0 ? null : num(row, 'elapsed_p95_ms'),
   });

@@ -78,8 +78,10 @@ export interface ChannelRow {
   cache_creation_tokens: number;
   /** The first model the channel used ('' before any). */
   model: string;
-  /** The channel's dollars as of this row; null when its model has no price. */
+  /** The channel's dollars as of this row; null when its model has no price or its usage is unknown. */
   cost_usd: number | null;
+  /** How its output tokens were found (index.json's cost.basis): exact, estimated, stream, unknown. */
+  cost_basis: string;
   first_seen: number;
   last_seen: number;
   first_seen_ms: number;
@@ -120,7 +122,7 @@ export function tableDdl(kind: TableKind, name: string): string {
   status String, background Int8, orphan UInt8, summary String, lines UInt64,
   text_blocks UInt32, thinking_blocks UInt32, tool_uses UInt32, tool_results UInt32,
   input_tokens UInt64, output_tokens UInt64, cache_read_tokens UInt64, cache_creation_tokens UInt64,
-  model String, cost_usd Nullable(Float64),
+  model String, cost_usd Nullable(Float64), cost_basis String,
   first_seen DateTime('UTC'), last_seen DateTime('UTC'), first_seen_ms UInt64, last_seen_ms UInt64,
   started_at_ms UInt64, ended_at_ms UInt64,
   stalled UInt8, interrupted UInt8, ver UInt64
@@ -135,6 +137,7 @@ const ADDED_COLUMNS: Readonly<Record<TableKind, ReadonlyArray<readonly [string, 
     ['cost_usd', 'Nullable(Float64)'],
     ['started_at_ms', 'UInt64'],
     ['ended_at_ms', 'UInt64'],
+    ['cost_basis', 'String'],
   ],
 });
 
@@ -388,6 +391,8 @@ export class RowBuilder {
       cache_creation_tokens: num(ch.usage.cache_creation_input_tokens),
       model: cost?.models[0] ?? '',
       cost_usd: this.costs === null || cost === null ? null : cost.usd,
+      // A channel the ledger never saw usage on is unknown, as index.json says.
+      cost_basis: this.costs === null ? '' : (cost?.basis ?? 'unknown'),
       first_seen: Math.floor(msOr0(first) / 1000),
       last_seen: Math.floor(msOr0(last) / 1000),
       first_seen_ms: msOr0(first),
