@@ -287,6 +287,9 @@ export class CostLedger {
   private readonly byChannel = new Map<string | null, ChannelLedger>();
   private result: ResultUsage | null = null;
   private cached: CostReport | null = null;
+  /** COST_DISAGREES as the latest report found it (null: none), and whether it was told. */
+  private disagreement: string | null = null;
+  private disagreementTold = false;
 
   /** The working directory the init line states (where the run's transcripts are). */
   runCwd: string | null = null;
@@ -522,7 +525,7 @@ export class CostLedger {
    * the table (cheap, for a subagent that just ended); with one, from the whole report.
    */
   channelCost(channel: string | null): ChannelCost | null {
-    if (this.result) return this.report().channels.get(channel) ?? null;
+    if (this.result) return this.reportNow().channels.get(channel) ?? null;
     const ledger = this.byChannel.get(channel);
     if (!ledger) return null;
     const cost = this.newChannelCost(ledger);
@@ -695,6 +698,17 @@ export class CostLedger {
 
   /** Cost and tokens per channel, per model and for the run, as they stand now. */
   report(): CostReport {
+    const report = this.reportNow();
+    // Told once, by a report asked for as such (the run's end), never by a channel's figure
+    // read mid-run, while later lines may still change either side.
+    if (this.disagreement !== null && !this.disagreementTold) {
+      this.disagreementTold = true;
+      this.warn?.('COST_DISAGREES', this.disagreement);
+    }
+    return report;
+  }
+
+  private reportNow(): CostReport {
     this.cached ??= this.compute();
     return this.cached;
   }
@@ -841,12 +855,11 @@ export class CostLedger {
       result === null || channelsUsd === null || !statesDollars(result)
         ? null
         : noDust((runUsd ?? sumResultModels(result)) - channelsUsd);
+    this.disagreement = null;
     if (unattributed !== null && unattributed < 0) {
-      this.warn?.(
-        'COST_DISAGREES',
+      this.disagreement =
         `the result states $${roundUsd(runUsd ?? sumResultModels(result!))} for the run and its own ` +
-          `per-model figures price the channels at $${roundUsd(channelsUsd!)}: nothing is unattributed`,
-      );
+        `per-model figures price the channels at $${roundUsd(channelsUsd!)}: nothing is unattributed`;
       unattributed = 0;
     }
     for (const c of perChannel.values()) c.usd = roundUsd(c.usd);
