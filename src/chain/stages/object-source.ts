@@ -107,11 +107,13 @@ export function createObjectSource(options: ObjectSourceOptions): Transform {
       // meanwhile queue up and arrive together below, one batch and one stream hop for all.
       setImmediate(() => cb(null, records));
     },
+    // Writes that queued up while the stage was waiting arrive here together (Writable's
+    // documented `writev` option) and go through the ordinary transform as one batch, so
+    // Transform's own backpressure still applies.
+    writev(chunks, cb) {
+      this._write(new Gathered(chunks.map((c) => c.chunk)), 'utf8', cb);
+    },
   });
-  // Writes that queued up while the stage was waiting arrive here together and go through
-  // the ordinary transform as one batch, so Transform's own backpressure still applies.
-  const write = stage._write.bind(stage);
-  stage._writev = (chunks, cb) => write(new Gathered(chunks.map((c) => c.chunk)), 'utf8', cb);
   return stage;
 }
 
