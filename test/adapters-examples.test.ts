@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { CLAUDE_BINARY, claudeAvailable } from './e2e/claude.js';
 import { startFakeApi } from './e2e/fake-api.js';
-import { BIN, ROOT, tmpDir } from './helpers.js';
+import { BIN, ROOT, tmpDir } from './helpers/helpers.js';
 
 /** Runs an example as a user would, from a folder of their own; resolves with its output. */
 function runExample(name: string, args: string[], env: NodeJS.ProcessEnv, cwd: string) {

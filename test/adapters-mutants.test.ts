@@ -44,7 +44,7 @@ import {
   usageOf,
 } from '../src/adapters/stream-lines.js';
 import type { MappedEvent, StreamMapper } from '../src/adapters/stream-lines.js';
-import { FIXTURES } from './helpers.js';
+import { FIXTURES } from './helpers/helpers.js';
 
 type Json = Record<string, any>;
 const OTHER = join(FIXTURES, 'other-agents');

@@ -10,7 +10,7 @@ import { LangGraphMapper } from '../src/entry/adapters.js';
 import { type JsonObject } from '../src/entry/model.js';
 import { detectProducer } from '../src/chain/stages/input-format.js';
 import { recordOfObject } from '../src/chain/stages/object-source.js';
-import { BIN, boundedSubtee, chunked, FIXTURES, fixtureFiles, splitEvery, tmpDir } from './helpers.js';
+import { BIN, boundedSubtee, chunked, FIXTURES, fixtureFiles, splitEvery, tmpDir } from './helpers/helpers.js';
 
 const linesOf = (file: string) =>
   readFileSync(file, 'utf8')

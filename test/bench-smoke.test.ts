@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ROOT } from './helpers.js';
+import { ROOT } from './helpers/helpers.js';
 
 // Proves the benchmark still runs end to end on small inputs. It asserts what the report
 // contains, never how fast anything was.

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ROOT } from './helpers.js';
+import { ROOT } from './helpers/helpers.js';
 
 // Proves bench/stats.ts runs end to end on a few folders; it asserts what the report holds,
 // never how fast anything was.

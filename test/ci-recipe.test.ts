@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { claudeAvailable, claudeCommand, CLAUDE } from './e2e/claude.js';
 import { startFakeApi, type FakeApi } from './e2e/fake-api.js';
-import { BIN, tmpDir } from './helpers.js';
+import { BIN, tmpDir } from './helpers/helpers.js';
 import { codeBlocks, readDoc } from './helpers/docs.js';
 
 interface Step {

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import * as zlib from 'node:zlib';
 import { OPTIONS, helpText, parseArgs } from '../src/cli/options.js';
 import { writeStream } from '../bench/gen.js';
-import { BIN, FIXTURES, ROOT, checkOutput, linesOf, readTree, tmpDir } from './helpers.js';
+import { BIN, FIXTURES, ROOT, checkOutput, linesOf, readTree, tmpDir } from './helpers/helpers.js';
 import { allDocs, codeBlocks, readDoc } from './helpers/docs.js';
 
 function subtee(args: string[], input?: string | Buffer, env: NodeJS.ProcessEnv = process.env) {

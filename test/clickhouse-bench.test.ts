@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ROOT } from './helpers.js';
+import { ROOT } from './helpers/helpers.js';
 import { clickhouseAvailable } from './servers/clickhouse.js';
 
 // Proves bench/fleet.ts still runs end to end on small inputs, every run complete. It asserts

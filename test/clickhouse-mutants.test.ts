@@ -15,8 +15,8 @@ import { Session } from '../src/model/session.js';
 import { createClickHouseSink, type ClickHouseSinkOptions } from '../src/chain/sinks/clickhouse.js';
 import { claimFile, findSpoolFiles, REJECTS_FILE, SPOOL_FILE } from '../src/chain/sinks/clickhouse-spool.js';
 import type { Entry } from '../src/chain/sinks/clickhouse-rows.js';
-import { fixtureFiles, linesOf, tmpDir } from './helpers.js';
-import { routeThrough } from './otlp-tree.js';
+import { fixtureFiles, linesOf, tmpDir } from './helpers/helpers.js';
+import { routeThrough } from './helpers/otlp-tree.js';
 import { clickhouseAvailable, startClickHouse, type ClickHouseServer } from './servers/clickhouse.js';
 
 type Verdict = 'forward' | 'refuse' | 'hold';

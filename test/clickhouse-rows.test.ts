@@ -12,8 +12,8 @@ import {
   type EventRow,
 } from '../src/chain/sinks/clickhouse-rows.js';
 import { claimFile, findSpoolFiles, readSpool, Spool } from '../src/chain/sinks/clickhouse-spool.js';
-import { fixtureFiles, linesOf, tmpDir } from './helpers.js';
-import { routeThrough } from './otlp-tree.js';
+import { fixtureFiles, linesOf, tmpDir } from './helpers/helpers.js';
+import { routeThrough } from './helpers/otlp-tree.js';
 import { displayPolicy } from '../src/model/display.js';
 
 async function rowsOf(

@@ -19,7 +19,7 @@ import {
   SPOOL_FILE,
 } from '../src/chain/sinks/clickhouse-spool.js';
 import type { Entry } from '../src/chain/sinks/clickhouse-rows.js';
-import { linesOf, tmpDir } from './helpers.js';
+import { linesOf, tmpDir } from './helpers/helpers.js';
 
 const lineOf = (e: Entry) => (e.r as { line?: number }).line as number;
 /** Files this process has open (Linux): one a spool write or read left open leaks for the run. */

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { generate } from '../bench/gen.js';
 import { findSpoolFiles, REJECTS_FILE } from '../src/chain/sinks/clickhouse-spool.js';
 import { tableDdl } from '../src/chain/sinks/clickhouse-rows.js';
-import { BIN, closedPort, fixtureFiles, linesOf, tmpDir } from './helpers.js';
+import { BIN, closedPort, fixtureFiles, linesOf, tmpDir } from './helpers/helpers.js';
 import { clickhouseAvailable, startClickHouse, type ClickHouseServer } from './servers/clickhouse.js';
 
 interface CliRun {

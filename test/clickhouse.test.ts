@@ -9,8 +9,8 @@ import { generate } from '../bench/gen.js';
 import type { RecordBatch } from '../src/model/record.js';
 import { createClickHouseSink } from '../src/chain/sinks/clickhouse.js';
 import { findSpoolFiles } from '../src/chain/sinks/clickhouse-spool.js';
-import { BIN, checkOutput, closedPort, fixtureFiles, linesOf, tmpDir } from './helpers.js';
-import { routeThrough } from './otlp-tree.js';
+import { BIN, checkOutput, closedPort, fixtureFiles, linesOf, tmpDir } from './helpers/helpers.js';
+import { routeThrough } from './helpers/otlp-tree.js';
 import { clickhouseAvailable, startClickHouse, type ClickHouseServer } from './servers/clickhouse.js';
 
 interface CliRun {

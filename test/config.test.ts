@@ -10,7 +10,7 @@ import { applyFlags } from '../src/cli/config.js';
 import { parseArgs } from '../src/cli/options.js';
 import { configSchema } from '../src/chain/schema.js';
 import { loadPlugin, definePlugin, Registry } from '../src/chain/plugin.js';
-import { BIN, FIXTURES, ROOT, chunked, readTree, tmpDir } from './helpers.js';
+import { BIN, FIXTURES, ROOT, chunked, readTree, tmpDir } from './helpers/helpers.js';
 
 const writeJson = (data: unknown) => {
   const p = join(tmpDir(), 'c.json');

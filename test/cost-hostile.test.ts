@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { TraceBuilder } from '../src/chain/sinks/otlp-spans.js';
 import { RowBuilder } from '../src/chain/sinks/clickhouse-rows.js';
-import { BIN, FIXTURES, tmpDir } from './helpers.js';
-import { routeThrough } from './otlp-tree.js';
+import { BIN, FIXTURES, tmpDir } from './helpers/helpers.js';
+import { routeThrough } from './helpers/otlp-tree.js';
 
 /** Figures no count or amount can be: each family member replaces every number of a usage or cost field. */
 const HOSTILE = [-5, -1e308, 1e308, 123456789012, -0.5] as const;

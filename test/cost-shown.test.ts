@@ -6,7 +6,7 @@ import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { runChain } from '../src/chain/chain.js';
 import { Session } from '../src/model/session.js';
-import { BIN, chunked, FIXTURES, tmpDir } from './helpers.js';
+import { BIN, chunked, FIXTURES, tmpDir } from './helpers/helpers.js';
 
 /** The fixture's lines as objects, each edited (null drops it), written to a new file. */
 function variant(edit: (line: any) => any | null): { path: string; lines: any[] } {

@@ -5,7 +5,7 @@ import { basename, join } from 'node:path';
 import { test } from 'node:test';
 import { open, type SubagentOutput } from '../src/index.js';
 import { apportion } from '../src/model/cost.js';
-import { BIN, fixtureFiles, FIXTURES, runToFiles, splitEvery, tmpDir } from './helpers.js';
+import { BIN, fixtureFiles, FIXTURES, runToFiles, splitEvery, tmpDir } from './helpers/helpers.js';
 
 /** claude-opus-5-5 list prices, USD per million tokens (platform.claude.com, models/opus-5-5). */
 const OPUS_5_5 = { input: 4, output: 20 };

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { open } from '../src/index.js';
 import { startRun } from './e2e/deep-agents.js';
 import { FAILURES, type compare, type Told } from './e2e/deep-agents-failures.js';
-import { ROOT } from './helpers.js';
+import { ROOT } from './helpers/helpers.js';
 
 /** What a Deep Agents program reads of a subagent handle; subtee's handles have the same shape. */
 interface HandleLike {

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
 import { test } from 'node:test';
-import { BIN, FIXTURES, ROOT, tmpDir } from './helpers.js';
+import { BIN, FIXTURES, ROOT, tmpDir } from './helpers/helpers.js';
 import { anchorsOf, codeBlocks, docPages, linksOf, readDoc, section } from './helpers/docs.js';
 
 test('the README is a front page: at most 300 lines, every reference page linked from it', () => {

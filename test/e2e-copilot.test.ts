@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { readCopilot } from './chat-reading.js';
+import { readCopilot } from './helpers/chat-reading.js';
 import {
   checkIndex,
   checkProjection,
@@ -14,7 +14,7 @@ import {
 } from './e2e/chat-check.js';
 import { chatCliAvailable, pipeChatCliIntoSubtee, subteeRunsChatCli } from './e2e/chat-clis.js';
 import { CHAT_SCENARIOS, startFakeChat } from './e2e/fake-chat.js';
-import { BIN, FIXTURES, tmpDir } from './helpers.js';
+import { BIN, FIXTURES, tmpDir } from './helpers/helpers.js';
 
 const RECORDED = join(FIXTURES, 'other-agents', 'copilot');
 /** What `copilot --version` printed when the recordings were made: `GitHub Copilot CLI 1.0.102.` */

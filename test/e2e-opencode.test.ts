@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { readOpencode } from './chat-reading.js';
+import { readOpencode } from './helpers/chat-reading.js';
 import {
   checkIndex,
   checkProjection,
@@ -13,7 +13,7 @@ import {
 } from './e2e/chat-check.js';
 import { chatCliAvailable, pipeChatCliIntoSubtee, subteeRunsChatCli } from './e2e/chat-clis.js';
 import { CHAT_SCENARIOS, startFakeChat } from './e2e/fake-chat.js';
-import { BIN, FIXTURES, tmpDir } from './helpers.js';
+import { BIN, FIXTURES, tmpDir } from './helpers/helpers.js';
 
 const RECORDED = join(FIXTURES, 'other-agents', 'opencode');
 /** What `opencode --version` printed when the recordings were made (the stream never states it). */

@@ -14,8 +14,8 @@ import {
   FIXTURES as ROOT_FIXTURES,
   fixtureFiles,
   tmpDir,
-} from './helpers.js';
-import { checkCollected, collect } from './projection-check.js';
+} from './helpers/helpers.js';
+import { checkCollected, collect } from './helpers/projection-check.js';
 
 describeWithClaude('real Claude Code CLI piped into subtee', (apiUrl) => {
   for (const s of SCENARIOS) {

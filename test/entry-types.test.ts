@@ -24,7 +24,7 @@ import {
 } from '../src/entry/sinks.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, tmpDir } from './helpers.js';
+import { ROOT, tmpDir } from './helpers/helpers.js';
 
 // Compiling this file is most of the test: a program types its options from the package entry.
 test("every factory's options type and every built-in sink's factory come from the package entry", () => {

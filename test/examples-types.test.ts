@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ROOT } from './helpers.js';
+import { ROOT } from './helpers/helpers.js';
 
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 const EXAMPLES = ['examples/claude-agent-sdk.mjs', 'examples/deep-agents.mjs'];

@@ -8,7 +8,7 @@ import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain } from '../src/chain/chain.js';
 import { registerPlugins } from '../src/chain/config.js';
 import { Session } from '../src/model/session.js';
-import { checkOutput, chunked, FIXTURES, linesOf, readTree, ROOT, tmpDir } from './helpers.js';
+import { checkOutput, chunked, FIXTURES, linesOf, readTree, ROOT, tmpDir } from './helpers/helpers.js';
 import { allDocs } from './helpers/docs.js';
 
 const example = (name: string) => join(ROOT, 'dist', 'examples', `${name}.js`);

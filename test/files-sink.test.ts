@@ -5,7 +5,7 @@ import { join, resolve, sep } from 'node:path';
 import { test } from 'node:test';
 import { FileNamer, safeStem } from '../src/chain/sinks/file-names.js';
 import { createFilesSink } from '../src/chain/sinks/files.js';
-import { linesOf, runToFiles, splitEvery, tmpDir } from './helpers.js';
+import { linesOf, runToFiles, splitEvery, tmpDir } from './helpers/helpers.js';
 
 const hostileIds = [
   '../../x',

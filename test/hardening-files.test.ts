@@ -12,7 +12,7 @@ import {
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { shownUrl, withoutUrlSecrets } from '../src/shown-url.js';
-import { BIN, boundedSubtee, closedPort, ROOT, tmpDir } from './helpers.js';
+import { BIN, boundedSubtee, closedPort, ROOT, tmpDir } from './helpers/helpers.js';
 
 const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl'));
 

@@ -4,8 +4,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { TraceBuilder, type SpanData } from '../src/chain/sinks/otlp-spans.js';
-import { BIN, FIXTURES, checkOutput, readTree, tmpDir } from './helpers.js';
-import { routeThrough } from './otlp-tree.js';
+import { BIN, FIXTURES, checkOutput, readTree, tmpDir } from './helpers/helpers.js';
+import { routeThrough } from './helpers/otlp-tree.js';
 import { gzipSync } from 'node:zlib';
 
 const FIXTURE = join(FIXTURES, 'foreground-fanout-3.jsonl');

@@ -15,7 +15,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { BIN, boundedSubtee, closedPort, ROOT, tmpDir } from './helpers.js';
+import { BIN, boundedSubtee, closedPort, ROOT, tmpDir } from './helpers/helpers.js';
 import { clickhouseAvailable, startClickHouse } from './servers/clickhouse.js';
 
 const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl'));

@@ -14,7 +14,7 @@ import { buildIndex } from '../src/views/index-file.js';
 import { summaryText } from '../src/views/summary.js';
 import { inputPreview, renderRecord } from '../src/views/text.js';
 import { stepSummary } from '../plugins/github-step-summary/index.js';
-import { BIN, checkOutput, chunked, linesOf, readTree, tmpDir } from './helpers.js';
+import { BIN, checkOutput, chunked, linesOf, readTree, tmpDir } from './helpers/helpers.js';
 
 const spawnLine = (id: string, parent: string | null) =>
   JSON.stringify({

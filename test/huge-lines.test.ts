@@ -10,7 +10,7 @@ import { runChain, type ComponentSpec } from '../src/chain/chain.js';
 import redactSecrets, { MASK } from '../plugins/redact-secrets/index.js';
 import { open, type SubagentHandle } from '../src/index.js';
 import { forEachLine } from '../src/views/report/build.js';
-import { BIN, chunked, readTree, splitEvery, tmpDir } from './helpers.js';
+import { BIN, chunked, readTree, splitEvery, tmpDir } from './helpers/helpers.js';
 
 // Lines longer than --max-line-bytes (16 MiB by default) are spooled to a file as they
 // stream past and routed from there. These run subtee in a child with default options and

@@ -16,7 +16,7 @@ import { MAX_TRACKED_WAITS } from '../src/model/in-flight.js';
 import { createLineParser } from '../src/chain/stages/line-parser.js';
 import type { SubteeRecord } from '../src/model/record.js';
 import { Session } from '../src/model/session.js';
-import { BIN, tmpDir } from './helpers.js';
+import { BIN, tmpDir } from './helpers/helpers.js';
 
 function fakeClock() {
   let t = 0;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { jsonPieces, MadeOnDemand } from '../src/views/json-pieces.js';
 import { buildIndex, type ChannelPaths } from '../src/views/index-file.js';
 import { writePiecesSync } from '../src/chain/sinks/write-pieces.js';
-import { runToFiles, tmpDir } from './helpers.js';
+import { runToFiles, tmpDir } from './helpers/helpers.js';
 
 const joined = (value: unknown, levels?: number) => [...jsonPieces(value, levels)].join('');
 

@@ -13,8 +13,8 @@ import { JUNK_RUN_BYTES } from '../src/model/lines.js';
 import { MAX_BATCH_RECORDS, quarantinedLines, type SubteeRecord } from '../src/model/record.js';
 import { Session } from '../src/model/session.js';
 import { open, type RunEvent } from '../src/index.js';
-import { chunked, FIXTURES, splitEvery, tmpDir } from './helpers.js';
-import { routeThrough } from './otlp-tree.js';
+import { chunked, FIXTURES, splitEvery, tmpDir } from './helpers/helpers.js';
+import { routeThrough } from './helpers/otlp-tree.js';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'subtee.js');
 

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test } from 'node:test';
-import { ROOT } from './helpers.js';
+import { ROOT } from './helpers/helpers.js';
 
 /** What makes a test file reach outside Node: the agent CLIs, Chromium, ClickHouse, npm. */
 const OUTSIDE_USE: Array<[string, RegExp]> = [

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { LangGraphMapper } from '../src/adapters/langgraph.js';
-import { BIN, tmpDir } from './helpers.js';
+import { BIN, tmpDir } from './helpers/helpers.js';
 
 const DEEP = 40_000;
 const segments = Array.from({ length: DEEP }, (_, i) => `tools:${i.toString(36)}`);

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { open, type Message, type SubagentHandle } from '../src/index.js';
 import { teeJsonl } from '../src/entry/adapters.js';
 import { NESTED_SCRIPT, startRun } from './e2e/deep-agents.js';
-import { BIN, tmpDir } from './helpers.js';
+import { BIN, tmpDir } from './helpers/helpers.js';
 
 interface Seen {
   id: string;

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ROOT } from './helpers.js';
-import { findCircle, importsUnder, type Import } from './imports.js';
+import { ROOT } from './helpers/helpers.js';
+import { findCircle, importsUnder, type Import } from './helpers/imports.js';
 
 /**
  * The rooms of src/ from the top down: a file may import from its own room and the rooms below

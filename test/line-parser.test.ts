@@ -6,7 +6,7 @@ import { createLineParser, LineSplitter, classifyLine } from '../src/chain/stage
 import { quarantinedLines, type SpooledRecord, type SubteeRecord } from '../src/model/record.js';
 import { existsSync } from 'node:fs';
 import { Session } from '../src/model/session.js';
-import { chunked, splitEvery } from './helpers.js';
+import { chunked, splitEvery } from './helpers/helpers.js';
 
 /** One record per input line: a junk run's record stands for each of its lines. */
 function perLine(recs: SubteeRecord[]): SubteeRecord[] {

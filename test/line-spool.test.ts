@@ -3,7 +3,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { LineSpool, releaseLiveSpools } from '../src/chain/stages/line-spool.js';
-import { tmpDir } from './helpers.js';
+import { tmpDir } from './helpers/helpers.js';
 
 const spoolFiles = (dir: string) => readdirSync(dir).filter((name) => name.startsWith('.subtee-spool-'));
 

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { definePlugin, KIT_VERSION, open, type OpenInput } from '../src/index.js';
 import { builtinRegistry, DEFAULT_STAGES, Registry } from '../src/entry/chain.js';
-import { chunked, fixtureFiles, readTree, tmpDir } from './helpers.js';
+import { chunked, fixtureFiles, readTree, tmpDir } from './helpers/helpers.js';
 
 const fixture = () => fixtureFiles().find((f) => f.includes('nested-depth-3.'))!;
 

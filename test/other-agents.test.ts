@@ -21,7 +21,7 @@ import type { RecordBatch } from '../src/model/record.js';
 import { Session } from '../src/model/session.js';
 import type { JsonObject } from '../src/model/message.js';
 import { ChannelTree } from '../src/model/tree.js';
-import { BIN, chunked, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers.js';
+import { BIN, chunked, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers/helpers.js';
 import { codeBlocks, section } from './helpers/docs.js';
 
 const DIR = join(FIXTURES, 'other-agents');

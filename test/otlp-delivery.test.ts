@@ -11,8 +11,8 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { BasicTracerProvider, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { RecordBatch } from '../src/model/record.js';
 import { createOtlpSink, SpanDelivery } from '../src/chain/sinks/otlp.js';
-import { fixtureFiles } from './helpers.js';
-import { routeThrough } from './otlp-tree.js';
+import { fixtureFiles } from './helpers/helpers.js';
+import { routeThrough } from './helpers/otlp-tree.js';
 import { startOtlpReceiver, type OtlpReceiver } from './servers/otlp-receiver.js';
 
 /** Ended SDK spans with these names, in this order. */

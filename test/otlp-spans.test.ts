@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { test } from 'node:test';
 import { TraceBuilder, type SpanData } from '../src/chain/sinks/otlp-spans.js';
-import { fixtureFiles } from './helpers.js';
-import { assertSpanTree, routeThrough, type SpanLike } from './otlp-tree.js';
+import { fixtureFiles } from './helpers/helpers.js';
+import { assertSpanTree, routeThrough, type SpanLike } from './helpers/otlp-tree.js';
 
 const like = (s: SpanData): SpanLike => ({
   id: s.key,

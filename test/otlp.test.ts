@@ -11,8 +11,8 @@ import { createOtlpSink } from '../src/chain/sinks/otlp.js';
 import { claudeAvailable } from './e2e/claude.js';
 import { startFakeApi, type FakeApi } from './e2e/fake-api.js';
 import { pipeClaudeIntoSubtee } from './e2e/pipe.js';
-import { BIN, checkOutput, closedPort, fixtureFiles, linesOf, readTree, tmpDir } from './helpers.js';
-import { assertSpanTree, routeThrough, type SpanLike } from './otlp-tree.js';
+import { BIN, checkOutput, closedPort, fixtureFiles, linesOf, readTree, tmpDir } from './helpers/helpers.js';
+import { assertSpanTree, routeThrough, type SpanLike } from './helpers/otlp-tree.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './servers/otlp-receiver.js';
 
 const like = (s: ReceivedSpan): SpanLike => ({

@@ -16,7 +16,7 @@ import { AppendFiles } from '../src/chain/sinks/append-files.js';
 import { createFilesSink, prepareOutDir } from '../src/chain/sinks/files.js';
 import { descriptorBudget, makeDirs, replaceFile } from '../src/safe-open.js';
 import { Session } from '../src/model/session.js';
-import { BIN, ROOT, checkOutput, fanoutInput, tmpDir } from './helpers.js';
+import { BIN, ROOT, checkOutput, fanoutInput, tmpDir } from './helpers/helpers.js';
 
 const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl'));
 

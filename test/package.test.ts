@@ -3,7 +3,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
 import { test } from 'node:test';
-import { ROOT, tmpDir } from './helpers.js';
+import { ROOT, tmpDir } from './helpers/helpers.js';
 import { codeBlocks, docPages, section } from './helpers/docs.js';
 import { satisfies } from '../src/semver.js';
 

@@ -8,8 +8,8 @@ import { registerPlugins } from '../src/chain/config.js';
 import { Session } from '../src/model/session.js';
 import { redact, redactRecord, MASK, SECRET_PATTERNS } from '../plugins/redact-secrets/index.js';
 import { stepSummary } from '../plugins/github-step-summary/index.js';
-import { ROOT, chunked, linesOf, readTree, tmpDir } from './helpers.js';
-import { importsUnder } from './imports.js';
+import { ROOT, chunked, linesOf, readTree, tmpDir } from './helpers/helpers.js';
+import { importsUnder } from './helpers/imports.js';
 import { readDoc } from './helpers/docs.js';
 
 /** One example per kind of secret the plugin knows; each pattern must be covered by one. */

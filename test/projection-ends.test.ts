@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { open, type SubagentHandle, type ToolCall } from '../src/index.js';
-import { chunked } from './helpers.js';
+import { chunked } from './helpers/helpers.js';
 
 const line = (v: Record<string, unknown>) => JSON.stringify(v);
 const spawnLine = line({

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { open, type ToolCall } from '../src/index.js';
-import { chunked, FIXTURES, splitEvery, tmpDir } from './helpers.js';
+import { chunked, FIXTURES, splitEvery, tmpDir } from './helpers/helpers.js';
 
 /** Lines of a recorded fixture. */
 function fixtureLines(name: string): string[] {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
 import { open, type Message, type RunEvent, type SubagentHandle } from '../src/index.js';
-import { FIXTURES, tmpDir } from './helpers.js';
+import { FIXTURES, tmpDir } from './helpers/helpers.js';
 
 /** Lines of a recorded fixture. */
 function fixtureLines(name: string): string[] {

@@ -14,8 +14,8 @@ import {
   type SubagentHandle,
   type ToolCall,
 } from '../src/index.js';
-import { chunked, FIXTURES, splitEvery, tmpDir } from './helpers.js';
-import { readStream } from './oracle.js';
+import { chunked, FIXTURES, splitEvery, tmpDir } from './helpers/helpers.js';
+import { readStream } from './helpers/oracle.js';
 import { writeStream } from '../bench/gen.js';
 
 /** Lines of a recorded fixture. */

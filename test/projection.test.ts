@@ -14,8 +14,8 @@ import {
 import { DEFAULT_STAGES } from '../src/entry/chain.js';
 import { type Usage } from '../src/entry/model.js';
 import { writeStream } from '../bench/gen.js';
-import { checkProjection, expectedOf } from './projection-check.js';
-import { ROOT, chunked, fixtureFiles, splitEvery, tmpDir } from './helpers.js';
+import { checkProjection, expectedOf } from './helpers/projection-check.js';
+import { ROOT, chunked, fixtureFiles, splitEvery, tmpDir } from './helpers/helpers.js';
 
 for (const file of fixtureFiles()) {
   for (const mode of ['memory', 'files'] as const) {

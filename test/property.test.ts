@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { ROOT, checkOutput, fixtureFiles, runToFiles } from './helpers.js';
+import { ROOT, checkOutput, fixtureFiles, runToFiles } from './helpers/helpers.js';
 
 /** A stream of channels, nesting, noise, CRLF, multi-byte text and maybe a truncated last line. */
 const streamArb = fc

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { BIN, ROOT, tmpDir } from './helpers.js';
+import { BIN, ROOT, tmpDir } from './helpers/helpers.js';
 import { readDoc } from './helpers/docs.js';
 
 /** The Cost page's shell commands, each as its words. */

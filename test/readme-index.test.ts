@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { BIN, FIXTURES, ROOT, tmpDir } from './helpers.js';
+import { BIN, FIXTURES, ROOT, tmpDir } from './helpers/helpers.js';
 import { codeBlocks, section } from './helpers/docs.js';
 
 /**

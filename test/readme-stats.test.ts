@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { BIN, FIXTURES, ROOT, tmpDir } from './helpers.js';
+import { BIN, FIXTURES, ROOT, tmpDir } from './helpers/helpers.js';
 import { readDoc } from './helpers/docs.js';
 
 /** The `sh` block that follows a heading of a page, one command a line (comments dropped). */

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { once } from 'node:events';
-import { BIN, ROOT, checkOutput, fanoutInput, linesOf, readTree, tmpDir } from './helpers.js';
+import { BIN, ROOT, checkOutput, fanoutInput, linesOf, readTree, tmpDir } from './helpers/helpers.js';
 
 const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'binary-tree-depth-3.jsonl'));
 const recLines = linesOf(recording);

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { chromiumAvailable, launchBrowser, newPage, screenshot } from './browser.js';
-import { BIN, FIXTURES, tmpDir } from './helpers.js';
+import { chromiumAvailable, launchBrowser, newPage, screenshot } from './helpers/browser.js';
+import { BIN, FIXTURES, tmpDir } from './helpers/helpers.js';
 
 const skip =
   !chromiumAvailable() && 'Chromium is not installed (.ci/run installs it: apt-get install chromium)';

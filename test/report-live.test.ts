@@ -8,8 +8,8 @@ import { ChannelTree } from '../src/model/tree.js';
 import { LiveReport, ReportFeed } from '../src/views/report/live.js';
 import { pageHtml } from '../src/views/report/page.js';
 import { startReportServer } from '../src/chain/sinks/report-server.js';
-import { chromiumAvailable, launchBrowser, newPage, screenshot, startSubtee } from './browser.js';
-import { FIXTURES, linesOf, tmpDir } from './helpers.js';
+import { chromiumAvailable, launchBrowser, newPage, screenshot, startSubtee } from './helpers/browser.js';
+import { FIXTURES, linesOf, tmpDir } from './helpers/helpers.js';
 
 const skip =
   !chromiumAvailable() && 'Chromium is not installed (.ci/run installs it: apt-get install chromium)';

@@ -14,8 +14,8 @@ import { ReportFeed } from '../src/views/report/live.js';
 import { pageBytes, pagePieces } from '../src/views/report/page.js';
 import { lineFacts, TranscriptBudget, type ChannelView } from '../src/views/report/model.js';
 import { parseServe } from '../src/chain/sinks/report.js';
-import { startSubtee } from './browser.js';
-import { BIN, FIXTURES, linesOf, tmpDir } from './helpers.js';
+import { startSubtee } from './helpers/browser.js';
+import { BIN, FIXTURES, linesOf, tmpDir } from './helpers/helpers.js';
 
 function subtee(args: string[], input?: string) {
   return spawnSync(process.execPath, [BIN, ...args], { input, encoding: 'utf8', timeout: 60_000 });

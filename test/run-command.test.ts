@@ -3,7 +3,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { BIN, ROOT, checkOutput, linesOf, readTree, tmpDir } from './helpers.js';
+import { BIN, ROOT, checkOutput, linesOf, readTree, tmpDir } from './helpers/helpers.js';
 import { claudeCommand, describeWithClaude } from './e2e/claude.js';
 import { codexAvailable, codexCommand } from './e2e/codex.js';
 import { startFakeResponses } from './e2e/fake-responses.js';

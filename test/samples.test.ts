@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { test } from 'node:test';
-import { checkOutput, fixtureFiles, runToFiles, sampleFiles, splitEvery } from './helpers.js';
+import { checkOutput, fixtureFiles, runToFiles, sampleFiles, splitEvery } from './helpers/helpers.js';
 
 const samples = [...sampleFiles(), ...fixtureFiles()];
 

@@ -24,7 +24,7 @@ import {
 } from '../src/model/scan.js';
 import { StreamScanner } from '../src/model/stream-scan.js';
 import { readFileSync } from 'node:fs';
-import { fixtureFiles, runToFiles, splitEvery } from './helpers.js';
+import { fixtureFiles, runToFiles, splitEvery } from './helpers/helpers.js';
 
 // The scanner must judge every line exactly as classifyLine (JSON.parse) does, and a view
 // must equal JSON.parse's value but for the strings it leaves lazy. JSON.parse is the oracle.

@@ -21,7 +21,7 @@ import { CLICKHOUSE_SINK_DEFAULTS } from '../src/chain/sinks/clickhouse.js';
 import { REPORT_SINK_DEFAULTS } from '../src/chain/sinks/report.js';
 import { REPORT_DEFAULTS } from '../src/views/report/model.js';
 import { OPTIONS, parseArgs } from '../src/cli/options.js';
-import { BIN, ROOT, tmpDir } from './helpers.js';
+import { BIN, ROOT, tmpDir } from './helpers/helpers.js';
 import { allDocs } from './helpers/docs.js';
 
 const schema = JSON.parse(readFileSync(join(ROOT, 'schema', 'subtee-config.schema.json'), 'utf8'));

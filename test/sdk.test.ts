@@ -10,7 +10,7 @@ import { describeWithClaude } from './e2e/claude.js';
 import { pipeClaudeIntoSubtee } from './e2e/pipe.js';
 import { SCENARIOS } from './e2e/scenarios.js';
 import { sdkQuery } from './e2e/sdk.js';
-import { BIN, tmpDir } from './helpers.js';
+import { BIN, tmpDir } from './helpers/helpers.js';
 
 interface IndexChannel {
   id: string | null;

@@ -12,7 +12,7 @@ import {
 import { createFilesSink, createPinoSink } from '../src/entry/sinks.js';
 import { createProjectionSink } from '../src/chain/sinks/projection.js';
 import { Projection } from '../src/views/projection.js';
-import { tmpDir } from './helpers.js';
+import { tmpDir } from './helpers/helpers.js';
 
 test('every factory that shares run state refuses to run without a session', () => {
   const out = join(tmpDir(), 'out');

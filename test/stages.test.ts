@@ -12,7 +12,7 @@ import { createStdoutSink } from '../src/chain/sinks/stdout.js';
 import { PassThrough } from 'node:stream';
 import { once } from 'node:events';
 import { truncateMiddle } from '../src/chain/stages/thinking-truncator.js';
-import { BIN, ROOT, chunked, linesOf, readTree, tmpDir } from './helpers.js';
+import { BIN, ROOT, chunked, linesOf, readTree, tmpDir } from './helpers/helpers.js';
 
 const thinkingLine = (parent: string | null, text: string) =>
   JSON.stringify({

@@ -8,7 +8,7 @@ import { basename, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { writeStream } from '../bench/gen.js';
 import { groupSql } from '../src/chain/stats-clickhouse.js';
-import { BIN, fixtureFiles, tmpDir } from './helpers.js';
+import { BIN, fixtureFiles, tmpDir } from './helpers/helpers.js';
 import { clickhouseAvailable, startClickHouse, type ClickHouseServer } from './servers/clickhouse.js';
 import { readDoc } from './helpers/docs.js';
 

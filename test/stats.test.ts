@@ -4,7 +4,7 @@ import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { generateRuns, writeRuns } from '../bench/stats-gen.js';
-import { BIN, FIXTURES, tmpDir } from './helpers.js';
+import { BIN, FIXTURES, tmpDir } from './helpers/helpers.js';
 import { statsRunOf } from '../src/views/stats.js';
 
 function stats(args: string[]) {

@@ -3,7 +3,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { FIXTURES, ROOT, tmpDir } from './helpers.js';
+import { FIXTURES, ROOT, tmpDir } from './helpers/helpers.js';
 import { allDocs } from './helpers/docs.js';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';

@@ -16,7 +16,7 @@ import {
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { PRICE_TABLE } from '../src/model/prices.js';
-import { BIN, FIXTURES, tmpDir } from './helpers.js';
+import { BIN, FIXTURES, tmpDir } from './helpers/helpers.js';
 import { claudeCommand, describeWithClaude } from './e2e/claude.js';
 
 const RECORDED = join(FIXTURES, 'transcripts');

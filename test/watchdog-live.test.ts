@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { describeWithClaude } from './e2e/claude.js';
 import { subteeRunsClaude } from './e2e/pipe.js';
-import { checkOutput, linesOf, tmpDir, BIN } from './helpers.js';
+import { checkOutput, linesOf, tmpDir, BIN } from './helpers/helpers.js';
 
 /**
  * The idle watchdog on live runs of the real Claude Code CLI: silences that the agent's own

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { open } from '../../src/index.js';
-import { readTree, linesOf } from '../helpers.js';
-import type { ChatReading, ReadChannel } from '../chat-reading.js';
+import { readTree, linesOf } from '../helpers/helpers.js';
+import type { ChatReading, ReadChannel } from '../helpers/chat-reading.js';
 import type { ChatRequestLog } from './fake-chat.js';
 
 /** What each scenario must show, read from the stream alone. */

@@ -8,7 +8,7 @@ import { checkConservation, checkIndex, checkScenario } from './other-check.js';
 import type { Reading } from './other-reader.js';
 import type { OtherScenario } from './other-scenarios.js';
 import { pipeCliIntoSubtee, subteeRunsCli } from './pipe-cli.js';
-import { BIN, FIXTURES, tmpDir } from '../helpers.js';
+import { BIN, FIXTURES, tmpDir } from '../helpers/helpers.js';
 
 /** A CLI run headless against a stand-in API on loopback, as the end-to-end suites need it. */
 export interface CliUnderTest {

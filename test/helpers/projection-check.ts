@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { RunProjection, SubagentHandle } from '../src/index.js';
+import type { RunProjection, SubagentHandle } from '../../src/index.js';
 import { readStream } from './oracle.js';
 
 /** What a reader of the raw stream expects per channel, written plainly from the lines. */

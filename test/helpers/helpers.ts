@@ -6,12 +6,12 @@ import { join, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { after } from 'node:test';
-import { runChain, type ChainSpec } from '../src/chain/chain.js';
-import { Session } from '../src/model/session.js';
+import { runChain, type ChainSpec } from '../../src/chain/chain.js';
+import { Session } from '../../src/model/session.js';
 import { readStream, type Oracle } from './oracle.js';
 import assert from 'node:assert/strict';
 
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export const BIN = join(ROOT, 'bin', 'subtee.js');
 export const FIXTURES = join(ROOT, 'test', 'fixtures');
 

@@ -2,7 +2,7 @@
  * Real headless Chromium for the report's tests (Debian's `chromium`, driven by
  * playwright-core over the DevTools protocol; `.ci/run` installs it when missing).
  *
- *   node dist/test/browser.js screenshot OUT FILE.png   # a screenshot of OUT/report.html
+ *   node dist/test/helpers/browser.js screenshot OUT FILE.png   # a screenshot of OUT/report.html
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';

@@ -3,12 +3,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createDiscard } from '../src/chain/chain.js';
-import type { RecordBatch } from '../src/model/record.js';
-import { Session } from '../src/model/session.js';
-import { createFilesSink } from '../src/chain/sinks/files.js';
-import { createChannelRouter } from '../src/chain/stages/channel-router.js';
-import { createLineParser } from '../src/chain/stages/line-parser.js';
+import { createDiscard } from '../../src/chain/chain.js';
+import type { RecordBatch } from '../../src/model/record.js';
+import { Session } from '../../src/model/session.js';
+import { createFilesSink } from '../../src/chain/sinks/files.js';
+import { createChannelRouter } from '../../src/chain/stages/channel-router.js';
+import { createLineParser } from '../../src/chain/stages/line-parser.js';
 import { chunked, tmpDir } from './helpers.js';
 
 /** The fields of a span the tree check reads, whether received over OTLP or built in memory. */
