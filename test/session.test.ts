@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { Session } from '../src/entry/chain.js';
 import {
   createChannelRouter,
   createIdleWatchdog,
@@ -13,6 +12,15 @@ import { createFilesSink, createPinoSink } from '../src/entry/sinks.js';
 import { createProjectionSink } from '../src/chain/sinks/projection.js';
 import { Projection } from '../src/views/projection.js';
 import { tmpDir } from './helpers/helpers.js';
+import { OutputError, SubteeError, UsageError } from '../src/errors.js';
+import {
+  agentNameOf,
+  CappedLineList,
+  QUARANTINE_LINES_LISTED,
+  requireSession,
+  Session,
+  type Warning,
+} from '../src/model/session.js';
 
 test('every factory that shares run state refuses to run without a session', () => {
   const out = join(tmpDir(), 'out');
@@ -43,4 +51,117 @@ test('a factory called with no options at all refuses the same way, with the sam
   for (const [name, make] of factories) {
     assert.throws(make, { code: 'ERR_SESSION_REQUIRED' }, name);
   }
+});
+
+// The run state of src/model/session.ts: a new session's fields, warnings once per code or
+// subject, failed records counted, capped line lists, and the session a factory requires.
+
+test('a new session: nothing counted, nothing known, not interrupted nor stalled', () => {
+  const session = new Session();
+  assert.deepEqual(session.input, { lines: 0, blankLines: 0, bytes: 0, quarantined: 0, failed: 0 });
+  assert.deepEqual(session.warnings, []);
+  assert.deepEqual([session.quarantineLines.listed, session.quarantineLines.omitted], [[], 0]);
+  assert.equal(session.quarantineLines.limit, QUARANTINE_LINES_LISTED);
+  assert.equal(QUARANTINE_LINES_LISTED, 1000);
+  assert.deepEqual(
+    [session.channelFiles, session.producer, session.producerVersion, session.checkedCommandVersion],
+    [null, null, null, null],
+  );
+  assert.deepEqual([session.linesMapped, session.interrupted, session.stalled], [false, false, false]);
+  assert.equal(session.stall, null);
+  assert.equal(session.stopInput, null);
+  assert.deepEqual(session.channelFields, []);
+  assert.equal(session.tree.size, 1);
+  assert.equal(session.tree.main.status, 'running');
+});
+
+test('warn: once per code, or once per subject of a code; listeners hear each recorded warning once', () => {
+  const session = new Session();
+  const heardA: Warning[] = [];
+  const heardB: string[] = [];
+  session.onWarning((w) => heardA.push(w));
+  session.onWarning((w) => heardB.push(w.code));
+  assert.equal(session.warn('SLOW', 'first'), true);
+  assert.equal(session.warn('SLOW', 'second'), false);
+  assert.equal(session.warn('NO_PRICE', 'model a', 'a'), true);
+  assert.equal(session.warn('NO_PRICE', 'model a again', 'a'), false);
+  assert.equal(session.warn('NO_PRICE', 'model b', 'b'), true);
+  // A subject never collides with a plain code, nor with another code's subject.
+  assert.equal(session.warn('NO_PRICE', 'no subject'), true);
+  assert.equal(session.warn('SLOW', 'with a subject', ''), true);
+  assert.equal(session.warn('SLOW', 'again', ''), false);
+  const expected = [
+    { code: 'SLOW', message: 'first' },
+    { code: 'NO_PRICE', message: 'model a' },
+    { code: 'NO_PRICE', message: 'model b' },
+    { code: 'NO_PRICE', message: 'no subject' },
+    { code: 'SLOW', message: 'with a subject' },
+  ];
+  assert.deepEqual(session.warnings, expected);
+  assert.deepEqual(heardA, expected);
+  assert.deepEqual(heardB, ['SLOW', 'NO_PRICE', 'NO_PRICE', 'NO_PRICE', 'SLOW']);
+  // Code and subject are kept apart: code "A" with subject "B" is not code "A\0B" without one.
+  const other = new Session();
+  assert.equal(other.warn('A', 'x', 'B'), true);
+  assert.equal(other.warn('A\u0000B', 'y'), false);
+  assert.equal(other.warn('A\u0000', 'z', 'B'), true);
+});
+
+test('recordFailed: a plain error counted and warned once with name and message; a typed one thrown', () => {
+  const session = new Session();
+  const why = session.recordFailed('the pino sink', 7, new TypeError('bad value'));
+  assert.equal(why, 'TypeError: bad value');
+  assert.equal(session.recordFailed('the pino sink', 9, 'a thrown string'), 'a thrown string');
+  assert.equal(session.recordFailed('a stage', 10, undefined), 'undefined');
+  assert.equal(session.input.failed, 3);
+  assert.equal(session.warnings.length, 1);
+  assert.equal(session.warnings[0].code, 'RECORD_FAILED');
+  assert.match(session.warnings[0].message, /the pino sink/);
+  assert.match(session.warnings[0].message, /\b7\b/);
+  assert.match(session.warnings[0].message, /TypeError: bad value/);
+  const typed = [
+    new SubteeError('ERR_X', 'x'),
+    new UsageError('ERR_Y', 'y'),
+    new OutputError('ERR_W', '/', 'w'),
+  ];
+  for (const err of typed) {
+    assert.throws(
+      () => session.recordFailed('s', 1, err),
+      (thrown) => thrown === err,
+    );
+  }
+  assert.equal(session.input.failed, 3, 'a typed error is not counted as a failed record');
+});
+
+test('CappedLineList: the first `limit` line numbers listed in order, the rest only counted', () => {
+  const list = new CappedLineList(3);
+  for (const lineNo of [5, 9, 12]) list.push(lineNo);
+  assert.deepEqual([list.listed, list.omitted], [[5, 9, 12], 0]);
+  list.push(20);
+  list.push(21);
+  assert.deepEqual([list.listed, list.omitted], [[5, 9, 12], 2]);
+  const none = new CappedLineList(0);
+  none.push(1);
+  assert.deepEqual([none.listed, none.omitted], [[], 1]);
+});
+
+test('requireSession: the session given, else ERR_SESSION_REQUIRED naming the factory', () => {
+  const session = new Session();
+  assert.equal(requireSession({ session }, 'createX'), session);
+  for (const options of [undefined, {}, { session: undefined }, { session: {} as Session }]) {
+    assert.throws(
+      () => requireSession(options, 'createThing'),
+      (err) =>
+        err instanceof UsageError && err.code === 'ERR_SESSION_REQUIRED' && /createThing/.test(err.message),
+    );
+  }
+});
+
+test('agentNameOf: the agent for each producer or command name, null for anything else', () => {
+  assert.equal(agentNameOf('copilot'), 'GitHub Copilot CLI');
+  assert.equal(agentNameOf('codex'), 'Codex');
+  assert.equal(agentNameOf('gemini'), 'Gemini CLI');
+  assert.equal(agentNameOf('opencode'), 'opencode');
+  for (const name of [null, 'claude', 'langgraph', '', 'toString', 'constructor', '__proto__'])
+    assert.equal(agentNameOf(name), null, String(name));
 });
