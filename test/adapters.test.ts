@@ -2,15 +2,24 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Readable, Transform } from 'node:stream';
+import { Readable, Transform, Writable } from 'node:stream';
 import { test } from 'node:test';
 import { open } from '../src/index.js';
-import { buildChain, runChain, type RecordBatch } from '../src/entry/chain.js';
+import { buildChain, type RecordBatch, runChain } from '../src/entry/chain.js';
 import { LangGraphMapper } from '../src/entry/adapters.js';
-import { type JsonObject } from '../src/entry/model.js';
+import type { JsonObject } from '../src/entry/model.js';
 import { detectProducer } from '../src/chain/stages/input-format.js';
 import { recordOfObject } from '../src/chain/stages/object-source.js';
-import { BIN, boundedSubtee, chunked, FIXTURES, fixtureFiles, splitEvery, tmpDir } from './helpers/helpers.js';
+import {
+  BIN,
+  boundedSubtee,
+  chunked,
+  fixtureFiles,
+  FIXTURES,
+  splitEvery,
+  tmpDir,
+} from './helpers/helpers.js';
+import { teeJsonl } from '../src/adapters/claude-sdk.js';
 
 const linesOf = (file: string) =>
   readFileSync(file, 'utf8')
@@ -461,4 +470,72 @@ test('LangGraph: a run whose root never ends is running, not completed', async (
     ev('lifecycle', [], { event: 'completed' }),
   ]);
   assert.equal(whole.channels[0].status, 'completed');
+});
+
+// teeJsonl (the Agent SDK adapter): each message written as one JSON line, then passed on.
+
+// ---- Claude Agent SDK ----
+
+test('teeJsonl: passes each message on after writing it as one JSON line; a full writer holds the run', async () => {
+  const messages = [
+    { type: 'system', subtype: 'init' },
+    { type: 'assistant', text: 'é\n"' },
+    { type: 'result' },
+  ];
+  async function* source() {
+    yield* messages;
+  }
+  const log: string[] = [];
+  const written: string[] = [];
+  const out = new Writable({
+    highWaterMark: 1,
+    write(chunk: Buffer, _encoding, done) {
+      written.push(chunk.toString('utf8'));
+      log.push(`write ${written.length}`);
+      // Released on a later turn: a writer that cannot keep up.
+      setImmediate(() => {
+        log.push(`release ${written.length}`);
+        done();
+      });
+    },
+  });
+  const got: unknown[] = [];
+  for await (const message of teeJsonl(source(), out)) {
+    log.push(`yield ${got.length + 1}`);
+    got.push(message);
+  }
+  assert.deepEqual(got, messages);
+  assert.deepEqual(
+    written,
+    messages.map((m) => JSON.stringify(m) + '\n'),
+  );
+  assert.deepEqual(log, [
+    'write 1',
+    'release 1',
+    'yield 1',
+    'write 2',
+    'release 2',
+    'yield 2',
+    'write 3',
+    'release 3',
+    'yield 3',
+  ]);
+});
+
+test('teeJsonl: a writer with room takes every line without waiting for a drain', async () => {
+  const out = new Writable({ highWaterMark: 1 << 20, write: (_chunk, _encoding, done) => done() });
+  const lines: string[] = [];
+  const original = out.write.bind(out);
+  out.write = ((chunk: string) => {
+    lines.push(chunk);
+    return original(chunk);
+  }) as typeof out.write;
+  async function* source() {
+    yield { n: 1 };
+    yield { n: 2 };
+  }
+  const got: unknown[] = [];
+  for await (const message of teeJsonl(source(), out)) got.push(message);
+  assert.deepEqual(got, [{ n: 1 }, { n: 2 }]);
+  assert.deepEqual(lines, ['{"n":1}\n', '{"n":2}\n']);
 });
