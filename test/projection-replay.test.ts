@@ -1,50 +1,17 @@
-// The projection's edges that a plain reading of the fixtures does not reach: readers that start
-// late and replay a channel's `.jsonl`, readers that stop early, and what the handles report.
+// The projection's readers that start late: they replay a channel's `.jsonl` (or the memory
+// buffer) from the first line, as fast as they are consumed, then read on live; readers that stop
+// early stop reading; a file gone or cut fails them with a coded error.
 import assert from 'node:assert/strict';
-import fs, { readFileSync, rmSync, statSync, writeFileSync, type ReadStream } from 'node:fs';
+import fs, { readFileSync, type ReadStream, rmSync, statSync, writeFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
-import {
-  open,
-  type Message,
-  type RunEvent,
-  type SubagentHandle,
-  type ToolCall,
-} from '../src/index.js';
+import { type Message, open, type RunEvent, type SubagentHandle } from '../src/index.js';
 import { chunked, FIXTURES, splitEvery, tmpDir } from './helpers/helpers.js';
-import { readStream } from './helpers/oracle.js';
 import { writeStream } from '../bench/gen.js';
-
-/** Lines of a recorded fixture. */
-function fixtureLines(name: string): string[] {
-  return readFileSync(join(FIXTURES, `${name}.jsonl`), 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '');
-}
-
-/**
- * A recorded run whose main conversation is made long: its first main assistant line repeated
- * `copies` times as separate API messages, before the rest of the run. Returns the input.
- */
-function longMainRun(copies: number): Buffer {
-  const lines = fixtureLines('foreground-fanout-3');
-  const at = lines.findIndex((line) => {
-    const value = JSON.parse(line);
-    return value.type === 'assistant' && value.parent_tool_use_id == null;
-  });
-  const template = JSON.parse(lines[at]);
-  const extra: string[] = [];
-  for (let copy = 0; copy < copies; copy++) {
-    const value = structuredClone(template);
-    value.message.id = `${template.message.id}_copy${copy}`;
-    value.uuid = `${String(template.uuid).slice(0, 24)}${String(copy).padStart(12, '0')}`;
-    extra.push(JSON.stringify(value));
-  }
-  return Buffer.from([...lines.slice(0, at), ...extra, ...lines.slice(at)].join('\n') + '\n');
-}
+import { fixtureLines, HANG, longMainRun, STALL, until } from './helpers/projection-runs.js';
 
 /**
  * Watches the read streams opened on files under `dir` (the projection opens them through
@@ -68,17 +35,9 @@ function watchReads(dir: string): { streams: ReadStream[]; restore(): void } {
   };
 }
 
-/** Resolves once `ready()` holds, checking after each turn of the event loop. */
-async function until(ready: () => boolean): Promise<void> {
-  while (!ready()) await new Promise((resolve) => setImmediate(resolve));
-}
-
 /** A read stream has stopped: read to its end and closed, or its buffer full with nobody reading. */
 const stopped = (stream: ReadStream) =>
   stream.destroyed || stream.readableLength >= stream.readableHighWaterMark;
-
-/** A test that waits for the stall warning: room for a loaded machine. */
-const STALL = { timeout: 20_000 };
 
 /** What tells two messages apart. */
 const idOf = (message: Message) => `${message.channel}:${message.index}:${message.id}`;
@@ -259,22 +218,6 @@ for (const mode of ['files', 'memory given up'] as const) {
 
 const idOfMessage = (message: Message) => `${message.index}:${message.id}`;
 
-test('a stalled reader is named in the warning: what it reads, of which channel', STALL, async () => {
-  const input = longMainRun(3000);
-  const run = open(chunked([input]), { readerHighWaterLines: 20, readerStallMs: 50 });
-  const warned = new Promise<{ code: string; message: string }>((resolve) => run.session.onWarning(resolve));
-  const calls = run.toolCalls[Symbol.asyncIterator]();
-  const messages = run.messages[Symbol.asyncIterator]();
-  await messages.next();
-  const warning = await warned;
-  assert.equal(warning.code, 'READER_STALLED');
-  assert.match(warning.message, /for messages of main[,:]/);
-  assert.doesNotMatch(warning.message, /toolCalls/);
-  await messages.return!();
-  await calls.return!();
-  await run.done;
-});
-
 test('readers of a subagent with no line of its own, opened after the run, end at once', async () => {
   // The run stops right after the spawn: the subagent never wrote a line.
   const lines = fixtureLines('nested-depth-3');
@@ -292,166 +235,6 @@ test('readers of a subagent with no line of its own, opened after the run, end a
       assert.equal(count, 0);
     }
   }
-});
-
-/** Every tool call of a stream as a plain reading of its lines settles it, per channel. */
-function expectedCalls(lines: string[]) {
-  const calls = new Map<string, { channel: string | null; name: string; input: unknown; deltas: string[] }>();
-  const settled = new Map<string, { status: string; output: string | null; error: string | null }>();
-  const streaming = new Map<string, string>();
-  const deltas = new Map<string, string[]>();
-  for (const line of lines) {
-    const value = JSON.parse(line);
-    const channel = value.parent_tool_use_id ?? null;
-    if (value.type === 'stream_event') {
-      const event = value.event;
-      const key = `${channel}:${value.api_message_id}:${event.index}`;
-      if (event.type === 'content_block_start' && event.content_block.type === 'tool_use') {
-        streaming.set(key, event.content_block.id);
-        deltas.set(event.content_block.id, []);
-      }
-      if (event.type === 'content_block_delta' && typeof event.delta.partial_json === 'string') {
-        deltas.get(streaming.get(key)!)?.push(event.delta.partial_json);
-      }
-      continue;
-    }
-    const content = Array.isArray(value.message?.content) ? value.message.content : [];
-    for (const block of content) {
-      if (value.type === 'assistant' && block.type === 'tool_use' && !calls.has(block.id)) {
-        const streamed = deltas.get(block.id) ?? [];
-        calls.set(block.id, { channel, name: block.name, input: block.input, deltas: streamed });
-      }
-      if (block.type === 'tool_result' && calls.has(block.tool_use_id) && !settled.has(block.tool_use_id)) {
-        const text =
-          typeof block.content === 'string'
-            ? block.content
-            : block.content.map((part: { text: string }) => part.text).join('\n');
-        settled.set(
-          block.tool_use_id,
-          block.is_error === true
-            ? { status: 'error', output: null, error: text }
-            : { status: 'finished', output: text, error: null },
-        );
-      }
-    }
-  }
-  return [...calls].map(([id, call]) => ({
-    id,
-    ...call,
-    ...(settled.get(id) ?? { status: 'interrupted', output: null, error: null }),
-  }));
-}
-
-/** Every tool call a run projects, on every channel, settled, in the order of `expectedCalls`. */
-async function projectedCalls(run: ReturnType<typeof open>) {
-  const readers = [run.toolCalls];
-  for await (const handle of run.allSubagents) readers.push(handle.toolCalls);
-  const calls: ToolCall[] = [];
-  for (const reader of readers) for await (const call of reader) calls.push(call);
-  await run.done;
-  return Promise.all(
-    calls.map(async (call) => {
-      assert.equal(call.callId, call.id);
-      const deltas: string[] = [];
-      for await (const delta of call.inputDeltas) deltas.push(delta);
-      return {
-        id: call.id,
-        channel: call.channel,
-        name: call.name,
-        input: call.input,
-        deltas,
-        status: await call.status,
-        output: await call.output,
-        error: await call.error,
-      };
-    }),
-  );
-}
-
-const byId = <T extends { id: string }>(list: T[]) => [...list].sort((a, b) => a.id.localeCompare(b.id));
-
-test('tool calls carry the input deltas streamed before them, as a plain reading finds them', async () => {
-  const lines = fixtureLines('partial-messages');
-  const expected = expectedCalls(lines);
-  assert.ok(expected.filter((call) => call.deltas.length > 0).length >= 2);
-  for (const call of expected.filter((each) => each.deltas.length > 0)) {
-    assert.deepEqual(JSON.parse(call.deltas.join('')), call.input);
-  }
-  for (const out of [undefined, join(tmpDir(), 'out')]) {
-    const run = open(chunked([Buffer.from(lines.join('\n') + '\n')]), { out });
-    assert.deepEqual(byId(await projectedCalls(run)), byId(expected));
-  }
-});
-
-test('a failed tool call settles as error with its text; an unanswered one as interrupted', async () => {
-  // The recording with one tool result turned into a failure, and the run cut before the last
-  // subagent call's result: every way a call can settle, on main and on subagents.
-  const lines = fixtureLines('nested-depth-3');
-  const isResult = (line: string) => line.includes('"tool_result"');
-  const failing = lines.findIndex((line) => isResult(line) && JSON.parse(line).parent_tool_use_id != null);
-  const value = JSON.parse(lines[failing]);
-  for (const block of value.message.content) if (block.type === 'tool_result') block.is_error = true;
-  // A result whose call was never seen (the stream was picked up midway) settles nothing.
-  const orphan = structuredClone(value);
-  for (const block of orphan.message.content) {
-    if (block.type === 'tool_result') block.tool_use_id = 'toolu_unseen';
-  }
-  lines.splice(failing, 1, JSON.stringify(value), JSON.stringify(orphan));
-  // A tool_use line seen twice (a resent line) is still one call; a block subtee does not know
-  // (a server tool's call) is no tool call.
-  const use = lines.findIndex((line) => {
-    const parsed = JSON.parse(line);
-    return parsed.parent_tool_use_id != null && line.includes('"tool_use"') && !line.includes('"Agent"');
-  });
-  const server = JSON.parse(lines[use]);
-  const serverCall = { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} };
-  server.message.content.unshift(serverCall);
-  lines.splice(use, 1, JSON.stringify(server), lines[use]);
-  const lastResult = lines.length - 1 - [...lines].reverse().findIndex(isResult);
-  const cut = lines.slice(0, lastResult);
-  const expected = expectedCalls(cut);
-  const statuses = new Set(expected.map((call) => call.status));
-  assert.deepEqual([...statuses].sort(), ['error', 'finished', 'interrupted']);
-  for (const out of [undefined, join(tmpDir(), 'out')]) {
-    const run = open(chunked([Buffer.from(cut.join('\n') + '\n')]), { out });
-    assert.deepEqual(byId(await projectedCalls(run)), byId(expected));
-  }
-});
-
-test('run.output with no result line is interrupted; a failed one gives its errors, or subtype', async () => {
-  const lines = fixtureLines('foreground-fanout-3');
-  const results = lines.filter((line) => JSON.parse(line).type === 'result');
-  const before = lines.filter((line) => JSON.parse(line).type !== 'result');
-  const failedWith = (fields: Record<string, unknown>) => {
-    const value = { ...JSON.parse(results[results.length - 1]), is_error: true, ...fields };
-    delete value.result;
-    for (const [key, field] of Object.entries(fields)) if (field === undefined) delete value[key];
-    return JSON.stringify(value);
-  };
-  const outputOf = async (input: string[]) => {
-    const run = open(chunked([Buffer.from(input.join('\n') + '\n')]));
-    const output = await run.output;
-    await run.done;
-    return output;
-  };
-  const cut = await outputOf(before);
-  assert.equal(cut.status, 'interrupted');
-  const figures = [cut.result, cut.error, cut.costUsd, cut.turns, cut.durationMs, cut.usage];
-  assert.deepEqual(figures, [null, null, null, null, null, null]);
-  const withErrors = failedWith({ subtype: 'error_during_execution', errors: ['one', 2, 'two'] });
-  const errors = await outputOf([...before, withErrors]);
-  assert.equal(errors.status, 'failed');
-  assert.equal(errors.error, 'one\ntwo');
-  assert.equal(errors.result, null);
-  const subtype = await outputOf([...before, failedWith({ subtype: 'error_max_turns', errors: [] })]);
-  assert.equal(subtype.error, 'error_max_turns');
-  const bareLine = failedWith({ subtype: undefined, errors: undefined, usage: 'none' });
-  const bare = await outputOf([...before, bareLine]);
-  assert.equal(bare.error, 'failed');
-  assert.equal(bare.usage, null);
-  // The channels' figures are there whatever the result line says.
-  assert.equal(bare.subtree.subagents, cut.subtree.subagents);
-  assert.ok(cut.subtree.tokens > 0);
 });
 
 test('a late events loop replays quarantined bytes in their place, with files or without', async () => {
@@ -491,67 +274,6 @@ test('a late events loop replays quarantined bytes in their place, with files or
     }
   }
 });
-
-for (const name of ['failing-beside-healthy', 'binary-tree-depth-3', 'background-fanout-12']) {
-  test(`each handle's output and subtree equal a plain reading of the stream: ${name}`, async () => {
-    const text = readFileSync(join(FIXTURES, `${name}.jsonl`), 'utf8');
-    const oracle = readStream(text);
-    // Cut before the result lines and the last notifications: some subagents never end.
-    const lines = text.split('\n').filter((line) => line.trim() !== '');
-    const cut = lines.slice(0, Math.floor(lines.length * 0.8));
-    const partial = readStream(cut.join('\n') + '\n');
-    for (const [input, expected] of [
-      [lines, oracle],
-      [cut, partial],
-    ] as const) {
-      const run = open(chunked([Buffer.from(input.join('\n') + '\n')]));
-      const handles: SubagentHandle[] = [];
-      for await (const handle of run.allSubagents) handles.push(handle);
-      await run.done;
-      const outputs = new Map(await Promise.all(handles.map(async (h) => [h.id, await h.outcome] as const)));
-      const parsed = input.map((line): any => {
-        try {
-          return JSON.parse(line);
-        } catch {
-          return null;
-        }
-      });
-      const under = (id: string): string[] => [
-        id,
-        ...[...expected.channels.values()].filter((ch) => ch.parent === id).flatMap((ch) => under(ch.id!)),
-      ];
-      for (const handle of handles) {
-        const channel = expected.channels.get(handle.id)!;
-        const output = outputs.get(handle.id)!;
-        const status = channel.status === 'running' ? 'interrupted' : channel.status;
-        assert.equal(output.status, status, handle.id);
-        assert.equal(handle.status, status);
-        assert.equal(output.summary, channel.summary);
-        assert.equal(output.error, channel.status === 'failed' ? (channel.summary ?? 'failed') : null);
-        assert.equal(output.lines, channel.lines.length);
-        assert.equal(handle.background, channel.background);
-        assert.deepEqual(handle.cause, { type: 'toolCall', tool_call_id: handle.id });
-        assert.equal(handle.snapshot().id, handle.id);
-        const subtree = under(handle.id);
-        assert.equal(output.subtree.subagents, subtree.length - 1, `subagents under ${handle.id}`);
-        const tokens = subtree.reduce((sum, id) => sum + outputs.get(id)!.tokens, 0);
-        assert.equal(output.subtree.tokens, tokens);
-        const seen = subtree.flatMap((id) => [outputs.get(id)!.firstSeen, outputs.get(id)!.lastSeen]);
-        const stamps = seen.filter((stamp): stamp is string => stamp !== null).sort();
-        assert.equal(output.subtree.firstSeen, stamps[0] ?? null);
-        assert.equal(output.subtree.lastSeen, stamps.at(-1) ?? null);
-        // Its time runs from its spawn line to its report.
-        const spawnLine = parsed.find((v) =>
-          v?.message?.content?.some?.((b: any) => b?.type === 'tool_use' && b.id === handle.id),
-        );
-        if (typeof spawnLine?.timestamp === 'string') assert.equal(output.startedAt, spawnLine.timestamp);
-        if (output.startedAt && output.endedAt) {
-          assert.equal(output.elapsedMs, Date.parse(output.endedAt) - Date.parse(output.startedAt));
-        }
-      }
-    }
-  });
-}
 
 test('a late events loop over more channels than it keeps open reads them in order, 64 at most', async () => {
   const dir = tmpDir();
@@ -658,309 +380,6 @@ test('an events loop opened after a run with no input ends at once', async () =>
   }
 });
 
-test('a slow live reader holds an input of many-line chunks: it leads by what streams hold', async () => {
-  const total = 20_000;
-  const perChunk = 50;
-  const state = { pulled: 0 };
-  const line = (at: number) =>
-    JSON.stringify({
-      type: 'assistant',
-      message: { id: `m${at}`, content: [{ type: 'text', text: `line ${at}` }] },
-    });
-  const chunks = function* () {
-    for (let at = 0; at < total; at += perChunk) {
-      const lines = Array.from({ length: perChunk }, (_, offset) => line(at + offset));
-      state.pulled += perChunk;
-      yield Buffer.from(lines.join('\n') + '\n');
-    }
-  };
-  const input = Readable.from(chunks(), { objectMode: false, highWaterMark: 1 });
-  const run = open(input, { readerHighWaterLines: 20 });
-  let seen = 0;
-  let maxLead = 0;
-  for await (const _message of run.messages) {
-    seen++;
-    maxLead = Math.max(maxLead, state.pulled - seen);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  await run.done;
-  assert.equal(seen, total);
-  // The lead is bounded by the chunks the streams between hold, not by the input's length.
-  assert.ok(maxLead < total / 4, `input ran ${maxLead} lines ahead of the reader`);
-});
-
-/** The spawning `Agent` tool_use blocks of a stream, by id, read from its lines. */
-function spawnInputs(lines: string[]): Map<string, { description?: string; subagent_type?: string }> {
-  const spawns = new Map<string, { description?: string; subagent_type?: string }>();
-  for (const line of lines) {
-    const value = JSON.parse(line);
-    if (value.type !== 'assistant') continue;
-    for (const block of value.message.content) {
-      if (block.type === 'tool_use' && block.name === 'Agent') spawns.set(block.id, block.input);
-    }
-  }
-  return spawns;
-}
-
-test('a subagent whose failure notification has no summary fails with "failed"; handles name their spawn', async () => {
-  // A background worker's notification turned into a failure that carries no summary.
-  const lines = fixtureLines('background-fanout-12');
-  const at = lines.findIndex((line) => line.includes('"task_notification"'));
-  const notification = JSON.parse(lines[at]);
-  notification.status = 'failed';
-  delete notification.summary;
-  lines[at] = JSON.stringify(notification);
-  const spawns = spawnInputs(lines);
-  assert.equal(spawns.size, 12);
-  const run = open(chunked([Buffer.from(lines.join('\n') + '\n')]));
-  const handles: SubagentHandle[] = [];
-  for await (const handle of run.allSubagents) handles.push(handle);
-  await run.done;
-  assert.deepEqual(handles.map((handle) => handle.id).sort(), [...spawns.keys()].sort());
-  for (const handle of handles) {
-    const spawn = spawns.get(handle.id)!;
-    assert.equal(handle.description, spawn.description);
-    assert.equal(handle.name, spawn.subagent_type);
-    const output = await handle.outcome;
-    if (handle.id === notification.tool_use_id) {
-      assert.equal(output.status, 'failed');
-      assert.equal(output.summary, null);
-      assert.equal(output.error, 'failed');
-      await assert.rejects(handle.output, { code: 'ERR_SUBAGENT_FAILED', error: 'failed', summary: null });
-    } else {
-      assert.equal(await handle.output, output);
-      assert.equal(output.status, 'completed');
-      assert.equal(output.error, null);
-    }
-  }
-});
-
-/** Test rates, USD per million tokens: both cache writes alike, so their 5m/1h split does not matter. */
-const TEST_RATES = { input: 3, output: 15, cache_read: 0.3, cache_write_5m: 3.75, cache_write_1h: 3.75 };
-
-/** A channel's dollars at TEST_RATES from its usage (each API message once, its last line's). */
-function dollarsOf(usage: Record<string, number>): number {
-  return (
-    ((usage.input_tokens ?? 0) * TEST_RATES.input +
-      (usage.output_tokens ?? 0) * TEST_RATES.output +
-      (usage.cache_read_input_tokens ?? 0) * TEST_RATES.cache_read +
-      (usage.cache_creation_input_tokens ?? 0) * TEST_RATES.cache_write_5m) /
-    1e6
-  );
-}
-
-/** open() with the default stages, its channel router pricing every model of `models` at TEST_RATES. */
-function openPriced(input: Buffer, models: string[]) {
-  const prices = join(tmpDir(), 'prices.json');
-  const rates = Object.fromEntries(models.map((model) => [model, TEST_RATES]));
-  writeFileSync(prices, JSON.stringify({ date: '2026-01-02', models: rates }));
-  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator'].map(
-    (use) => (use === 'channel-router' ? { use, prices } : { use }),
-  );
-  return open(chunked([input]), { spec: { stages, sinks: [] } });
-}
-
-test('a subagent output prices its own tokens, and its subtree adds up those under it', async () => {
-  // Cut before the result line: the dollars are the price table's, not Claude Code's.
-  const text = readFileSync(join(FIXTURES, 'binary-tree-depth-3.jsonl'), 'utf8');
-  const lines = text.split('\n').filter((line) => line.trim() !== '' && !line.includes('"type":"result"'));
-  const oracle = readStream(lines.join('\n') + '\n');
-  const models = new Set<string>();
-  for (const line of lines) {
-    const value = JSON.parse(line);
-    if (value.type === 'assistant') models.add(value.message.model);
-  }
-  const run = openPriced(Buffer.from(lines.join('\n') + '\n'), [...models]);
-  const handles: SubagentHandle[] = [];
-  for await (const handle of run.allSubagents) handles.push(handle);
-  await run.done;
-  assert.equal(handles.length, oracle.channels.size - 1);
-  const under = (id: string): string[] => [
-    id,
-    ...[...oracle.channels.values()].filter((ch) => ch.parent === id).flatMap((ch) => under(ch.id!)),
-  ];
-  for (const handle of handles) {
-    const output = await handle.output;
-    const usage = oracle.channels.get(handle.id)!.usage;
-    assert.deepEqual(output.usage, usage);
-    const own = dollarsOf(usage);
-    assert.ok(own > 0);
-    assert.ok(Math.abs(output.cost.usd! - own) < 1e-12, `${handle.id}: ${output.cost.usd} for ${own}`);
-    assert.deepEqual({ ...output.cost, usd: 0 }, { usd: 0, basis: 'table', outputTokens: 'stream' });
-    const subtree = under(handle.id).reduce((sum, id) => sum + dollarsOf(oracle.channels.get(id)!.usage), 0);
-    assert.ok(Math.abs(output.subtree.cost.usd! - subtree) < 1e-12, `${handle.id} subtree`);
-  }
-});
-
-test('a stalled tool-call reader of a subagent is named: toolCalls of its id', STALL, async () => {
-  const lines = fixtureLines('binary-tree-depth-3');
-  const input = new PassThrough();
-  // One queued call is all a reader may hold: the subagent's two calls put the input on hold.
-  const run = open(input, { readerHighWaterLines: 1, readerStallMs: 50 });
-  const warned = new Promise<{ code: string; message: string }>((resolve) => run.session.onWarning(resolve));
-  // Also a process warning: a program stuck this way may print nothing else.
-  const processWarned = new Promise<Error & { code?: string }>((resolve) => process.once('warning', resolve));
-  const subagents = run.subagents[Symbol.asyncIterator]();
-  const spawnAt = lines.findIndex((line) => line.includes('"name":"Agent"'));
-  input.write(lines.slice(0, spawnAt + 1).join('\n') + '\n');
-  const handle = (await subagents.next()).value as SubagentHandle;
-  const ownCalls = lines.flatMap((line) => {
-    const value = JSON.parse(line);
-    if (value.type !== 'assistant' || value.parent_tool_use_id !== handle.id) return [];
-    return value.message.content.filter((block: { type: string }) => block.type === 'tool_use');
-  });
-  assert.equal(ownCalls.length, 2);
-  const calls = handle.toolCalls[Symbol.asyncIterator]();
-  input.end(lines.slice(spawnAt + 1).join('\n') + '\n');
-  const warning = await warned;
-  assert.equal(warning.code, 'READER_STALLED');
-  assert.equal(
-    warning.message,
-    `the input has waited 50 ms for toolCalls of ${handle.id}: a loop that awaits something later in the ` +
-      "run (a subagent's output, done) while it holds this reader waits for ever; read such things in " +
-      'separate tasks, or with interleave()',
-  );
-  const processWarning = await processWarned;
-  assert.equal(processWarning.code, 'READER_STALLED');
-  assert.equal(processWarning.message, warning.message);
-  await calls.return!();
-  await subagents.return!();
-  await run.done;
-});
-
-test("run.output.cost: the price table before a result line, Claude Code's dollars once it came", async () => {
-  const lines = fixtureLines('binary-tree-depth-3');
-  const result = JSON.parse(lines.find((line) => line.includes('"type":"result"'))!);
-  const cut = lines.filter((line) => !line.includes('"type":"result"'));
-  const [model] = Object.keys(result.modelUsage);
-  // Cut: every channel priced at the test rates, their sum the run's.
-  const oracle = readStream(cut.join('\n') + '\n');
-  const channelsUsd = [...oracle.channels.values()].reduce((sum, ch) => sum + dollarsOf(ch.usage), 0);
-  const cutRun = openPriced(Buffer.from(cut.join('\n') + '\n'), [model]);
-  const before = (await cutRun.output).cost;
-  await cutRun.done;
-  const { usd, channelsUsd: sum, models, ...rest } = before;
-  assert.ok(Math.abs(usd! - channelsUsd) < 1e-12 && Math.abs(sum! - channelsUsd) < 1e-12, `${usd} ${sum}`);
-  assert.deepEqual(rest, {
-    basis: 'table',
-    outputTokens: 'stream',
-    unattributedUsd: null,
-    resultUsd: null,
-    pricesDate: '2026-01-02',
-  });
-  const tokens = (key: string) =>
-    [...oracle.channels.values()].reduce((total, ch) => total + (ch.usage[key] ?? 0), 0);
-  assert.deepEqual(Object.keys(models), [model]);
-  assert.equal(models[model].input_tokens, tokens('input_tokens'));
-  assert.equal(models[model].output_tokens, tokens('output_tokens'));
-  assert.equal(models[model].result_usd, null);
-  // Whole: the result line's dollars are the run's; what no channel shows is the difference.
-  const run = openPriced(Buffer.from(lines.join('\n') + '\n'), [model]);
-  const after = (await run.output).cost;
-  await run.done;
-  // Dollars are kept to 1e-12.
-  assert.ok(Math.abs(after.usd! - result.total_cost_usd) < 1e-12, `${after.usd}`);
-  assert.ok(Math.abs(after.resultUsd! - result.total_cost_usd) < 1e-12, `${after.resultUsd}`);
-  assert.equal(after.basis, 'result');
-  assert.equal(after.outputTokens, 'estimated');
-  assert.equal(after.pricesDate, '2026-01-02');
-  assert.ok(Math.abs(after.models[model].result_usd! - result.modelUsage[model].costUSD) < 1e-12);
-  assert.ok(after.channelsUsd! > 0 && after.unattributedUsd !== null);
-  assert.ok(Math.abs(after.channelsUsd! + after.unattributedUsd! - result.total_cost_usd) < 1e-9);
-});
-
-test('run.output follows the last result line: a failed turn then a completed one, and back', async () => {
-  const lines = fixtureLines('foreground-fanout-3');
-  const at = lines.findIndex((line) => line.includes('"type":"result"'));
-  const result = JSON.parse(lines[at]);
-  const failed = JSON.stringify({
-    ...result,
-    is_error: true,
-    subtype: 'error_during_execution',
-    result: 'it broke',
-  });
-  const outputOf = async (input: string[]) => {
-    const run = open(chunked([Buffer.from(input.join('\n') + '\n')]));
-    const output = await run.output;
-    await run.done;
-    return output;
-  };
-  const healed = await outputOf([...lines.slice(0, at), failed, ...lines.slice(at)]);
-  assert.deepEqual([healed.status, healed.result, healed.error], ['completed', result.result, null]);
-  const broken = await outputOf([...lines.slice(0, at + 1), failed]);
-  assert.deepEqual([broken.status, broken.result, broken.error], ['failed', 'it broke', 'it broke']);
-  // Figures that are not finite numbers are not given.
-  // 1e999 parses as Infinity.
-  const odd = JSON.stringify({
-    ...result,
-    total_cost_usd: 'a lot',
-    num_turns: null,
-    duration_ms: '5',
-  }).replace('"duration_ms":"5"', '"duration_ms":1e999');
-  const oddOutput = await outputOf([...lines.slice(0, at), odd]);
-  assert.deepEqual([oddOutput.costUsd, oddOutput.turns, oddOutput.durationMs], [null, null, null]);
-  assert.equal(oddOutput.usage?.output_tokens, result.usage.output_tokens);
-});
-
-test('a subagent whose spawn timestamp does not parse has no elapsed time, not NaN', async () => {
-  const lines = fixtureLines('nested-depth-3');
-  const spawn = spawnInputs(lines);
-  const [id] = spawn.keys();
-  const first = lines.findIndex((line) => JSON.parse(line).parent_tool_use_id === id);
-  const spawnAt = lines.findIndex((line) => line.includes(`"id":"${id}"`));
-  for (const at of [first, spawnAt]) {
-    const value = JSON.parse(lines[at]);
-    value.timestamp = 'soon';
-    lines[at] = JSON.stringify(value);
-  }
-  const last = lines.filter((line) => JSON.parse(line).parent_tool_use_id === id).at(-1)!;
-  const run = open(chunked([Buffer.from(lines.join('\n') + '\n')]));
-  const handles: SubagentHandle[] = [];
-  for await (const handle of run.allSubagents) handles.push(handle);
-  await run.done;
-  const output = await handles.find((handle) => handle.id === id)!.output;
-  assert.equal(output.firstSeen, 'soon');
-  assert.equal(output.lastSeen, JSON.parse(last).timestamp);
-  assert.equal(output.startedAt, 'soon');
-  assert.equal(output.elapsedMs, null);
-});
-
-test('the memory buffer holds exactly maxBufferedBytes: each line and 16 bytes of record order', async () => {
-  const lines = fixtureLines('nested-depth-3');
-  // What a run without files keeps for late readers: every line's bytes, and a 16-byte entry each.
-  const held = lines.reduce((sum, line) => sum + Buffer.byteLength(line) + 16, 0);
-  const input = Buffer.from(lines.join('\n') + '\n');
-  const fits = open(chunked([input]), { maxBufferedBytes: held });
-  await fits.done;
-  const events: RunEvent[] = [];
-  for await (const event of fits.events) events.push(event);
-  assert.deepEqual(
-    events.map((event) => (event.kind === 'line' ? event.line : null)),
-    lines.map((line) => JSON.parse(line)),
-  );
-  let messages = 0;
-  for await (const _message of fits.messages) messages++;
-  assert.ok(messages > 0);
-  const over = open(chunked([input]), { maxBufferedBytes: held - 1 });
-  await over.done;
-  await assert.rejects(
-    async () => {
-      for await (const _event of over.events);
-    },
-    (err: { code?: string; message?: string }) =>
-      err.code === 'ERR_PROJECTION_BUFFER' &&
-      err.message ===
-        'cannot replay events from the start: the run buffered more than maxBufferedBytes ' +
-          `(${held - 1} bytes); open the events loop earlier, or raise maxBufferedBytes`,
-  );
-  await assert.rejects(
-    async () => {
-      for await (const _message of over.messages);
-    },
-    { code: 'ERR_PROJECTION_BUFFER' },
-  );
-});
-
 /** A recorded run with a line over 1 KiB, and the default stages with `maxLineBytes` 1024. */
 function withLineOver1KiB() {
   const lines = fixtureLines('nested-depth-3');
@@ -1039,52 +458,6 @@ test('with files, a late reader gets a line past maxLineBytes as a live one did:
   assert.deepEqual(lineOf(early[long]), scalars);
   assert.deepEqual(lineOf(late[long]), scalars, 'replayed from the file as it was routed');
   assert.deepEqual(late.map(lineOf), early.map(lineOf));
-});
-
-test('a subtree with a model no price covers costs null; the subtrees beside it are priced', async () => {
-  const lines = fixtureLines('binary-tree-depth-3').filter((line) => !line.includes('"type":"result"'));
-  const oracle = readStream(lines.join('\n') + '\n');
-  // One leaf subagent answers with a model the prices do not cover.
-  const leaf = [...oracle.channels.values()].find(
-    (ch) => ch.id !== null && ![...oracle.channels.values()].some((other) => other.parent === ch.id),
-  )!;
-  const renamed = lines.map((line) => {
-    const value = JSON.parse(line);
-    if (value.type !== 'assistant' || value.parent_tool_use_id !== leaf.id) return line;
-    value.message.model = 'model-without-price';
-    return JSON.stringify(value);
-  });
-  const run = openPriced(Buffer.from(renamed.join('\n') + '\n'), ['claude-opus-5-5']);
-  const handles: SubagentHandle[] = [];
-  for await (const handle of run.allSubagents) handles.push(handle);
-  const output = await run.output;
-  await run.done;
-  const ancestors = new Set<string | null>();
-  for (let at: string | null = leaf.id; at !== null; at = oracle.channels.get(at)!.parent) ancestors.add(at);
-  const under = (id: string | null): string[] => [
-    ...(id === null ? [] : [id]),
-    ...[...oracle.channels.values()]
-      .filter((ch) => ch.id !== null && ch.parent === id)
-      .flatMap((ch) => under(ch.id)),
-  ];
-  assert.equal(output.subtree.cost.usd, null);
-  assert.equal(output.cost.usd, null);
-  let priced = 0;
-  for (const handle of handles) {
-    const { cost, subtree } = await handle.output;
-    assert.equal(cost.usd === null, handle.id === leaf.id, `${handle.id}: ${cost.usd}`);
-    if (ancestors.has(handle.id)) {
-      assert.equal(subtree.cost.usd, null, handle.id);
-    } else {
-      const sum = under(handle.id).reduce(
-        (total, id) => total + dollarsOf(oracle.channels.get(id)!.usage),
-        0,
-      );
-      assert.ok(Math.abs(subtree.cost.usd! - sum) < 1e-12, handle.id);
-      priced++;
-    }
-  }
-  assert.ok(priced > 0 && ancestors.size > 1);
 });
 
 for (const out of [undefined, 'files'] as const) {
@@ -1191,8 +564,6 @@ test('with files, a reader opened at once holds no line in memory: a late events
   for await (const message of run.messages) again.push(idOf(message));
   assert.deepEqual(again, early);
 });
-
-const HANG = { timeout: 20_000 };
 
 test("a subagent's subagents asked for after the run end at once, a leaf's too", HANG, async () => {
   const lines = fixtureLines('binary-tree-depth-3');
@@ -1401,80 +772,6 @@ test('a late events loop reopens a channel file past a line too long to hold, an
   }
 });
 
-test('a run of junk lines and a long line that is no JSON are quarantined each at its number', async () => {
-  const lines = fixtureLines('nested-depth-3');
-  const junk = ['not json', 'nor this', 'nor that'];
-  // Longer than the line parser holds here: spooled, then found not to be JSON.
-  const cut = `{"type":"user","cut":"${'y'.repeat(8000)}`;
-  // As long, but JSON: spooled and routed (a memory buffer gives up for it: files only).
-  const long = JSON.stringify({ ...JSON.parse(lines[1]), padding: 'z'.repeat(8000) });
-  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator'].map(
-    (use) => (use === 'line-parser' ? { use, maxLineBytes: 4096 } : { use }),
-  );
-  const bad = new Set([...junk, cut]);
-  /** The input as chunks: the junk lines in one, the rest cut shorter than the long lines. */
-  const chunksOf = (input: string[]) => {
-    const head = Buffer.from(input.slice(0, 4).join('\n') + '\n');
-    return chunked([head, ...splitEvery(Buffer.from(input.slice(4).join('\n') + '\n'), 1024)]);
-  };
-  const eventsOf = async (run: ReturnType<typeof open>, input: string[], quarantined: number[]) => {
-    const early: RunEvent[] = [];
-    const reading = (async () => {
-      for await (const event of run.events) early.push(event);
-    })();
-    const index = await run.done;
-    await reading;
-    assert.deepEqual(index.quarantine_lines, quarantined);
-    const late: RunEvent[] = [];
-    for await (const event of run.events) late.push(event);
-    for (const events of [early, late]) {
-      assert.deepEqual(
-        events.map((event) => event.lineNo),
-        input.map((_line, at) => at + 1),
-      );
-      assert.deepEqual(
-        events.filter((event) => event.kind === 'quarantine').map((event) => event.lineNo),
-        quarantined,
-      );
-    }
-    return late;
-  };
-  const input = [lines[0], ...junk, ...lines.slice(1, 5), cut, ...lines.slice(5)];
-  assert.deepEqual(
-    input.flatMap((line, at) => (bad.has(line) ? [at + 1] : [])),
-    [2, 3, 4, 9],
-  );
-  // Without files: what the memory buffer holds, each routed line and 16 bytes per record.
-  const held = input.reduce((sum, line) => sum + (bad.has(line) ? 0 : Buffer.byteLength(line)) + 16, 0);
-  const fits = open(chunksOf(input), { maxBufferedBytes: held, spec: { stages, sinks: [] } });
-  await eventsOf(fits, input, [2, 3, 4, 9]);
-  // One byte less and the quarantined lines' 16 bytes no longer fit.
-  const over = open(chunksOf(input), { maxBufferedBytes: held - 1, spec: { stages, sinks: [] } });
-  await over.done;
-  await assert.rejects(
-    async () => {
-      for await (const _event of over.events);
-    },
-    { code: 'ERR_PROJECTION_BUFFER' },
-  );
-  // Given up at the first line: the quarantined lines after it are still seen live.
-  const givenUp = open(chunksOf(input), { maxBufferedBytes: 1024, spec: { stages, sinks: [] } });
-  const live: RunEvent[] = [];
-  const readingLive = (async () => {
-    for await (const event of givenUp.events) live.push(event);
-  })();
-  await givenUp.done;
-  await readingLive;
-  assert.deepEqual(
-    live.filter((event) => event.kind === 'quarantine').map((event) => event.lineNo),
-    [2, 3, 4, 9],
-  );
-  const withLong = [...input.slice(0, 6), long, ...input.slice(6)];
-  const files = open(chunksOf(withLong), { out: join(tmpDir(), 'out'), spec: { stages, sinks: [] } });
-  const events = await eventsOf(files, withLong, [2, 3, 4, 10]);
-  assert.equal(events[6].kind, 'line');
-});
-
 test(
   'late readers over a channel file whose line is no longer JSON fail; the run reads on',
   HANG,
@@ -1514,41 +811,6 @@ test(
       seen,
       lines.map((_line, at) => at + 1),
     );
-    assert.equal(index.input.lines, lines.length);
-  },
-);
-
-test(
-  'a live events loop read slowly lets the input on as it reads; one that stalls is named',
-  STALL,
-  async () => {
-    const lines = fixtureLines('binary-tree-depth-3');
-    const input = Buffer.from(lines.join('\n') + '\n');
-    // The only reader, taking one event a turn: each read makes room for the input.
-    const slow = open(chunked(splitEvery(input, 512)), { readerHighWaterLines: 2 });
-    const seen: number[] = [];
-    for await (const event of slow.events) {
-      seen.push(event.lineNo);
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    await slow.done;
-    assert.deepEqual(
-      seen,
-      lines.map((_line, at) => at + 1),
-    );
-    // A loop that takes one event and holds on: the input waits for it, and says so.
-    const held = open(chunked(splitEvery(input, 512)), { readerHighWaterLines: 2, readerStallMs: 50 });
-    const warned = new Promise<{ code: string; message: string }>((resolve) =>
-      held.session.onWarning(resolve),
-    );
-    const events = held.events[Symbol.asyncIterator]();
-    assert.equal((await events.next()).value.lineNo, 1);
-    const warning = await warned;
-    assert.equal(warning.code, 'READER_STALLED');
-    assert.match(warning.message, /waited 50 ms for events: /);
-    // The loop breaks off: nothing holds the input back any more.
-    await events.return!();
-    const index = await held.done;
     assert.equal(index.input.lines, lines.length);
   },
 );
@@ -1606,53 +868,6 @@ test('a late events loop without files replays each line from its bytes: 1e999 i
     lines.map((line) => JSON.parse(line)),
   );
 });
-
-test('a reader holding exactly readerHighWaterLines values does not hold the input back', HANG, async () => {
-  const lines = fixtureLines('binary-tree-depth-3');
-  const input = new PassThrough();
-  const run = open(input, { readerHighWaterLines: 2 });
-  const subagents = run.subagents[Symbol.asyncIterator]();
-  const spawnAt = lines.findIndex((line) => line.includes('"name":"Agent"'));
-  input.write(lines.slice(0, spawnAt + 1).join('\n') + '\n');
-  const handle = (await subagents.next()).value as SubagentHandle;
-  // Its own tool calls, counted from the lines: as many as the reader may hold.
-  const ownCalls = lines.flatMap((line) => {
-    const value = JSON.parse(line);
-    if (value.type !== 'assistant' || value.parent_tool_use_id !== handle.id) return [];
-    return value.message.content.filter((block: { type: string }) => block.type === 'tool_use');
-  });
-  assert.equal(ownCalls.length, 2);
-  // Opened, not read until the run is done.
-  const calls = handle.toolCalls[Symbol.asyncIterator]();
-  input.end(lines.slice(spawnAt + 1).join('\n') + '\n');
-  await subagents.return!();
-  await run.done;
-  const ids: string[] = [];
-  for (let next = await calls.next(); !next.done; next = await calls.next()) ids.push(next.value.id);
-  assert.deepEqual(
-    ids,
-    ownCalls.map((call: { id: string }) => call.id),
-  );
-});
-
-test(
-  'an abort while a reader holds the input back ends the run: nobody is waited for after the end',
-  HANG,
-  async () => {
-    const input = longMainRun(3000);
-    const stop = new AbortController();
-    const run = open(chunked(splitEvery(input, 64 * 1024)), { readerHighWaterLines: 2, signal: stop.signal });
-    const messages = run.messages[Symbol.asyncIterator]();
-    await messages.next();
-    // The reader takes no more: the input waits for it, until the abort.
-    await until(() => run.session.input.lines > 10);
-    stop.abort();
-    // The run settles: what was read drains through the sinks with nobody waited for.
-    await assert.rejects(run.done, { code: 'ABORT_ERR' });
-    let next = await messages.next();
-    while (!next.done) next = await messages.next();
-  },
-);
 
 for (const out of [undefined, 'files'] as const) {
   test(
@@ -1728,46 +943,3 @@ for (const out of [undefined, 'files'] as const) {
     },
   );
 }
-
-test('cost.basis of outputs settled at the end: table without a result line, result with one', async () => {
-  const lines = fixtureLines('binary-tree-depth-3');
-  const result = lines.find((line) => JSON.parse(line).type === 'result')!;
-  // Cut right after the first subagent's end: every other one is still running.
-  const spawned = new Set<string>();
-  const answered = new Set<string>();
-  const blocksOf = (value: { message?: { content?: unknown } }) =>
-    Array.isArray(value.message?.content) ? value.message.content : [];
-  let cutAt = 0;
-  while (answered.size === 0) {
-    for (const block of blocksOf(JSON.parse(lines[cutAt]))) {
-      if (block.type === 'tool_use' && block.name === 'Agent') spawned.add(block.id);
-      if (block.type === 'tool_result' && spawned.has(block.tool_use_id)) answered.add(block.tool_use_id);
-    }
-    cutAt++;
-  }
-  const cut = lines.slice(0, cutAt);
-  const unfinished = [...spawned].filter((id) => !answered.has(id)).sort();
-  assert.ok(unfinished.length > 0 && unfinished.length < spawned.size);
-  for (const [input, basis] of [
-    [cut, 'table'],
-    [[...cut, result], 'result'],
-  ] as const) {
-    const run = open(chunked([Buffer.from(input.join('\n') + '\n')]));
-    const handles: SubagentHandle[] = [];
-    for await (const handle of run.allSubagents) handles.push(handle);
-    const output = await run.output;
-    await run.done;
-    const outputs = await Promise.all(
-      handles.map(async (handle) => [handle.id, await handle.outcome] as const),
-    );
-    const interrupted = outputs.filter(([, settled]) => settled.status === 'interrupted');
-    assert.deepEqual(interrupted.map(([id]) => id).sort(), unfinished);
-    // Settled when the input ended: after the result line when there was one.
-    for (const [id, settled] of interrupted) {
-      assert.equal(settled.cost.basis, basis, id);
-      assert.equal(settled.subtree.cost.basis, basis, id);
-    }
-    assert.equal(output.subtree.cost.basis, basis);
-    assert.equal(output.cost.basis, basis);
-  }
-});
