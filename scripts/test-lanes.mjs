@@ -11,7 +11,7 @@ export const OUTSIDE = new Set([
   // Chromium.
   'report-browser', 'report-index-browser', 'report-live',
   // ClickHouse.
-  'clickhouse', 'clickhouse-bench', 'clickhouse-mutants', 'clickhouse-spool', 'hardening-probe',
+  'clickhouse', 'clickhouse-bench', 'clickhouse-spool', 'hardening-probe',
   'stats-clickhouse',
   // npm and the packed tarball.
   'package', 'tarball-snippets',

@@ -1,17 +1,25 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { after, before, describe, test } from 'node:test';
 import { generate } from '../bench/gen.js';
 import type { RecordBatch } from '../src/model/record.js';
-import { createClickHouseSink } from '../src/chain/sinks/clickhouse.js';
-import { findSpoolFiles } from '../src/chain/sinks/clickhouse-spool.js';
+import { type ClickHouseSinkOptions, createClickHouseSink } from '../src/chain/sinks/clickhouse.js';
+import {
+  claimFile,
+  findSpoolFiles,
+  REJECTS_FILE,
+  SPOOL_FILE,
+} from '../src/chain/sinks/clickhouse-spool.js';
 import { BIN, checkOutput, closedPort, fixtureFiles, linesOf, tmpDir } from './helpers/helpers.js';
 import { routeThrough } from './helpers/otlp-tree.js';
-import { clickhouseAvailable, startClickHouse, type ClickHouseServer } from './servers/clickhouse.js';
+import { clickhouseAvailable, type ClickHouseServer, startClickHouse } from './servers/clickhouse.js';
+import { createServer, type IncomingHttpHeaders, request } from 'node:http';
+import { Session } from '../src/model/session.js';
+import type { Entry } from '../src/chain/sinks/clickhouse-rows.js';
 
 interface CliRun {
   code: number | null;
@@ -67,6 +75,10 @@ const indexOf = (out: string) => JSON.parse(readFileSync(join(out, 'index.json')
 const runIdOf = (file: string) => JSON.parse(linesOf(readFileSync(file))[0]).uuid as string;
 const fixture = (name: string) => fixtureFiles().find((f) => basename(f) === `${name}.jsonl`)!;
 
+/**
+ * Polls `check` until it holds. What it waits for comes within milliseconds when the sink works;
+ * the bound, generous for a loaded machine, makes a sink that never gets there fail instead of hang.
+ */
 async function until(
   what: string,
   check: () => boolean | Promise<boolean>,
@@ -507,3 +519,1135 @@ test('a URL that is not one, or an unsafe table name, fails fast with one line',
     assert.equal(r.stderr.trim().split('\n').length, 1);
   }
 });
+
+// The ClickHouse sink's delivery, in process, against a real ClickHouse server seen through a
+// loopback HTTP relay that records each request and can hold it, or refuse it as a server that
+// went away would: batches, the queue that holds the input back, the spool while the server is
+// away, the probe that finds it again, resends of earlier runs' spools, rows refused as data,
+// and what is reported at the end. Row counts asserted are counted here from the input bytes.
+
+type Verdict = 'forward' | 'refuse' | 'hold';
+
+/** One request the relay saw: its SQL, the rows of an insert, and the server's status once answered. */
+interface Exchange {
+  path: string;
+  sql: string;
+  rows: string[];
+  verdict: Verdict;
+  status: number;
+  /** The request's connection closed (answered, or cut off by either side). */
+  closed: boolean;
+}
+
+/**
+ * A relay in front of the real server. `refuse` closes the connection without an answer (a
+ * server that is gone); `hold` keeps the request until `release()`.
+ */
+async function startRelay(target: string) {
+  const exchanges: Exchange[] = [];
+  let decide: (ex: Exchange) => Verdict = () => 'forward';
+  const held: Array<() => void> = [];
+  const forward = (
+    method: string,
+    path: string,
+    headers: IncomingHttpHeaders,
+    body: Buffer,
+    ex: Exchange,
+    res: import('node:http').ServerResponse,
+  ) => {
+    const up = request(`${target}${path}`, { method, headers }, (answer) => {
+      ex.status = answer.statusCode ?? 0;
+      res.writeHead(ex.status, answer.headers);
+      answer.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    up.end(body);
+  };
+  const server = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(parts);
+      const url = new URL(req.url ?? '/', 'http://relay');
+      const inUrl = url.searchParams.get('query');
+      const text = body.toString('utf8');
+      const ex: Exchange = {
+        path: url.pathname,
+        sql: inUrl ?? text,
+        rows: inUrl !== null ? text.split('\n').filter((l) => l !== '') : [],
+        verdict: 'forward',
+        status: 0,
+        closed: false,
+      };
+      res.on('close', () => (ex.closed = true));
+      ex.verdict = decide(ex);
+      exchanges.push(ex);
+      const go = () => forward(req.method ?? 'GET', req.url ?? '/', req.headers, body, ex, res);
+      if (ex.verdict === 'refuse') req.socket.destroy();
+      else if (ex.verdict === 'hold') held.push(go);
+      else go();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    exchanges,
+    behave(how: Verdict | ((ex: Exchange) => Verdict)) {
+      decide = typeof how === 'function' ? how : () => how;
+    },
+    release() {
+      for (const go of held.splice(0)) go();
+    },
+    held: () => held.length,
+    /** Inserts into `table` (answered or not), in order. */
+    inserts: (table: string) => exchanges.filter((e) => e.sql.startsWith(`INSERT INTO \`${table}\` `)),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+type Relay = Awaited<ReturnType<typeof startRelay>>;
+
+/** Counted here from the bytes: the numbers of the non-blank lines, and the channels (main and each parent). */
+function countedFrom(bytes: Buffer) {
+  const lines = linesOf(bytes)
+    .map((l, i) => [l, i + 1] as const)
+    .filter(([l]) => l.trim() !== '');
+  const channels = new Set<string>(['']);
+  for (const [l] of lines) {
+    const parent = JSON.parse(l).parent_tool_use_id;
+    if (typeof parent === 'string') channels.add(parent);
+  }
+  return { lineNumbers: lines.map(([, n]) => n), channels: [...channels].sort() };
+}
+
+/** A fixture routed by the real parser and router: its records one per batch, and the finished run. */
+async function recordsOf(name: string) {
+  const bytes = readFileSync(fixture(name));
+  const batches: RecordBatch[] = [];
+  const { run } = await routeThrough(bytes, (b) => {
+    for (const rec of b) batches.push([rec]);
+  });
+  return { bytes, batches, run, ...countedFrom(bytes) };
+}
+
+/** Input the test pushes record by record; `end()` ends it. */
+function feeder() {
+  const input = new Readable({ objectMode: true, read() {} });
+  return { input, push: (b: RecordBatch) => input.push(b), end: () => input.push(null) };
+}
+
+/** A sink in a pipeline; `passed` counts batches it let through. */
+function runSink(input: Readable, options: Omit<ClickHouseSinkOptions, 'session'>, run: Session) {
+  const sink = createClickHouseSink({ session: run, ...options });
+  const state = { passed: 0 };
+  const done = pipeline(
+    input,
+    sink,
+    new Writable({ objectMode: true, write: (_b, _e, cb) => (state.passed++, cb()) }),
+  );
+  return { state, done };
+}
+
+/**
+ * Options for a run on tables of its own (`PREFIX_events`, `PREFIX_channels`) with no flush
+ * ever due: only a full batch, an answered insert or the end sends rows.
+ */
+function noFlushDue(
+  url: string,
+  runId: string,
+  prefix: string,
+  batchRows: number,
+  more: Partial<ClickHouseSinkOptions> = {},
+): Omit<ClickHouseSinkOptions, 'session'> {
+  const tables = { eventsTable: `${prefix}_events`, channelsTable: `${prefix}_channels` };
+  return { url, runId, ...tables, batchRows, flushIntervalMs: 600_000, spoolDir: tmpDir(), ...more };
+}
+
+const lineNumbersOf = (rows: string[]) => rows.map((r) => JSON.parse(r).line as number);
+
+const lineOf = (e: Entry) => (e.r as { line?: number }).line as number;
+
+const entriesIn = (file: string) => linesOf(readFileSync(file)).map((l) => JSON.parse(l) as Entry);
+
+const codesOf = (run: Session, from: number) => run.warnings.slice(from).map((w) => w.code);
+
+const messageOf = (run: Session, from: number, code: string) =>
+  run.warnings.slice(from).find((w) => w.code === code)?.message ?? '';
+
+const settle = async () => {
+  for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+};
+
+/** Timers pending in this process: one a finished sink left would keep its process alive. */
+const pendingTimers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+
+const escaped = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * Runs `body` while the input is open; if it fails, cuts the input off so the sink ends and no
+ * far flush timer keeps the test process alive.
+ */
+async function cutOnFailure(input: Readable, done: Promise<void>, body: () => Promise<void>) {
+  try {
+    await body();
+  } catch (err) {
+    input.destroy();
+    await done.catch(() => {});
+    throw err;
+  }
+}
+
+/** Tree changes the router attached to a record (quarantined lines carry none). */
+const changesIn = (rec: RecordBatch[number]) => ('events' in rec ? (rec.events?.length ?? 0) : 0);
+
+/**
+ * Rows the sink queues for records taken: one events row per input line (counted from the bytes)
+ * and one channels row per tree change.
+ */
+const rowsFor = (batches: RecordBatch[], lineNumbers: number[]) =>
+  lineNumbers.length + batches.flat().reduce((sum, rec) => sum + changesIn(rec), 0);
+
+describe(
+  'ClickHouse sink delivery against a real server',
+  { skip: !clickhouseAvailable() && 'clickhouse-server is not installed' },
+  () => {
+    let ch: ClickHouseServer;
+    let relay: Relay;
+    // A run cut short (a signal, a bail after the first failure) skips `after`: the server must not outlive it.
+    const stopAtExit = () => {
+      void ch?.kill();
+      if (ch) rmSync(ch.dir, { recursive: true, force: true });
+    };
+    before(async () => {
+      process.once('exit', stopAtExit);
+      ch = await startClickHouse();
+      relay = await startRelay(ch.url);
+    });
+    after(async () => {
+      await relay?.close();
+      await ch?.stop();
+      process.off('exit', stopAtExit);
+    });
+    const fresh = () => {
+      relay.release();
+      relay.exchanges.length = 0;
+      relay.behave('forward');
+    };
+    const stored = async (table: string, run: string, final = false) =>
+      (
+        await ch.rows<{ line: number }>(
+          `SELECT line FROM ${table} ${final ? 'FINAL' : ''} WHERE run = '${run}' ORDER BY line`,
+        )
+      ).map((r) => Number(r.line));
+    const storedChannels = async (table: string, run: string) =>
+      (
+        await ch.rows<{ channel: string }>(
+          `SELECT channel FROM ${table} FINAL WHERE run = '${run}' ORDER BY channel`,
+        )
+      ).map((r) => r.channel);
+
+    test('rows go in batches of batchRows as soon as a batch is full, the tables are made once, every line once', async () => {
+      fresh();
+      const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
+      const feed = feeder();
+      const { done } = runSink(feed.input, noFlushDue(relay.url, 'batched', 'b', 7), run);
+      for (const b of batches) feed.push(b);
+      // The input stays open and no flush is due: only a full batch can have gone.
+      await until('a full batch inserted while the input is open', () =>
+        relay.inserts('b_events').some((e) => e.status === 200),
+      );
+      feed.end();
+      await done;
+      const inserts = [...relay.inserts('b_events'), ...relay.inserts('b_channels')];
+      assert.ok(
+        inserts.every((e) => e.rows.length >= 1 && e.rows.length <= 7),
+        'no insert over batchRows, none empty',
+      );
+      assert.deepEqual(
+        lineNumbersOf(relay.inserts('b_events').flatMap((e) => e.rows)),
+        lineNumbers,
+        'each line sent once, in order',
+      );
+      assert.equal(
+        relay.exchanges.filter((e) => e.sql.startsWith('CREATE TABLE')).length,
+        2,
+        'each table made once',
+      );
+      assert.equal(relay.exchanges.filter((e) => e.sql.startsWith('DESCRIBE TABLE')).length, 2);
+      assert.deepEqual(await stored('b_events', 'batched'), lineNumbers);
+      assert.deepEqual(await storedChannels('b_channels', 'batched'), channels);
+      assert.deepEqual(codesOf(run, 0), []);
+    });
+
+    test('a partial batch is inserted after flushIntervalMs while the run goes on', async () => {
+      fresh();
+      const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+      const feed = feeder();
+      const { done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'flushed',
+          eventsTable: 'f_events',
+          channelsTable: 'f_channels',
+          batchRows: 100_000,
+          flushIntervalMs: 5,
+          spoolDir: tmpDir(),
+        },
+        run,
+      );
+      for (const b of batches) feed.push(b);
+      // Far from a full batch, with the input open: only the flush timer sends.
+      await until('rows inserted by the flush timer', () =>
+        relay.inserts('f_events').some((e) => e.status === 200),
+      );
+      feed.end();
+      await done;
+      assert.deepEqual(await stored('f_events', 'flushed'), lineNumbers);
+    });
+
+    test('a full queue holds the input back while an insert is unanswered; answered, every row arrives', async () => {
+      fresh();
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+      const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
+      const { state, done } = runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'held',
+          eventsTable: 'h_events',
+          channelsTable: 'h_channels',
+          batchRows: 10,
+          maxQueueRows: 20,
+          flushIntervalMs: 1,
+          spoolDir: tmpDir(),
+        },
+        run,
+      );
+      await until('an insert held', () => relay.held() > 0);
+      await settle();
+      const heldAt = state.passed;
+      await settle();
+      assert.ok(heldAt < batches.length, `input held back (${heldAt} of ${batches.length})`);
+      assert.equal(state.passed, heldAt, 'and it stays held');
+      relay.behave('forward');
+      relay.release();
+      await done;
+      assert.equal(state.passed, batches.length);
+      assert.deepEqual(await stored('h_events', 'held'), lineNumbers, 'every line once');
+      assert.deepEqual(await storedChannels('h_channels', 'held'), channels);
+      assert.deepEqual(codesOf(run, 0), []);
+    });
+
+    test('server away: rows wait in the spool, reported once; back mid-run, the spool goes first, then rows flow', async () => {
+      fresh();
+      relay.behave('refuse');
+      const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
+      const spoolDir = tmpDir();
+      const spool = join(spoolDir, SPOOL_FILE);
+      const feed = feeder();
+      const { state, done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'away-back',
+          eventsTable: 'a_events',
+          channelsTable: 'a_channels',
+          batchRows: 5,
+          maxQueueRows: 5,
+          flushIntervalMs: 1,
+          maxRetryDelayMs: 20,
+          flushTimeoutMs: 60_000,
+          spoolDir,
+        },
+        run,
+      );
+      const half = Math.floor(batches.length / 2);
+      for (const b of batches.slice(0, half)) feed.push(b);
+      await until('the first half let through', () => state.passed === half);
+      await until(
+        'the first half spooled',
+        () => existsSync(spool) && entriesIn(spool).filter((e) => e.t === 'events').length === half,
+      );
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE']);
+      assert.match(
+        messageOf(run, 0, 'CLICKHOUSE_UNAVAILABLE'),
+        new RegExp(
+          `^ClickHouse at ${escaped(relay.url)} is not taking rows \\(.+\\); they are kept in ${escaped(spool)} and sent when it answers$`,
+        ),
+      );
+      await until(
+        'the server probed again',
+        () => relay.exchanges.filter((e) => e.path === '/ping').length >= 2,
+      );
+      relay.behave('forward');
+      await until(
+        'the spool sent and removed',
+        () =>
+          findSpoolFiles(spoolDir).length === 0 && relay.inserts('a_events').some((e) => e.status === 200),
+      );
+      const sentFromSpool = relay.inserts('a_events').filter((e) => e.status === 200).length;
+      for (const b of batches.slice(half)) feed.push(b);
+      const secondHalf = new Set(lineNumbers.slice(half));
+      await until('the second half inserted directly while the input is open', () =>
+        relay
+          .inserts('a_events')
+          .some((e) => e.status === 200 && lineNumbersOf(e.rows).some((n) => secondHalf.has(n))),
+      );
+      assert.equal(existsSync(spool), false, 'not through the spool');
+      feed.end();
+      await done;
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE'], 'nothing left over');
+      assert.deepEqual(findSpoolFiles(spoolDir), []);
+      assert.ok(
+        relay.inserts('a_events').filter((e) => e.status === 200).length > sentFromSpool,
+        'the second half went directly',
+      );
+      // Nothing refused reached the server, so nothing is there twice even before a merge.
+      assert.deepEqual(await stored('a_events', 'away-back'), lineNumbers);
+      assert.deepEqual(await storedChannels('a_channels', 'away-back'), channels);
+    });
+
+    test('server away for the whole run: every row stays in the spool, counted in CLICKHOUSE_SPOOLED with where to resend it', async () => {
+      fresh();
+      relay.behave('refuse');
+      const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
+      const spoolDir = tmpDir();
+      const spool = join(spoolDir, SPOOL_FILE);
+      const feed = feeder();
+      const { done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'away-all',
+          batchRows: 3,
+          flushIntervalMs: 1,
+          maxRetryDelayMs: 20,
+          flushTimeoutMs: 5000,
+          spoolDir,
+        },
+        run,
+      );
+      for (const b of batches) feed.push(b);
+      // Probes that find no server leave the spool as it is.
+      await until(
+        'the server probed twice',
+        () => relay.exchanges.filter((e) => e.path === '/ping').length >= 2,
+      );
+      feed.end();
+      await done;
+      const entries = entriesIn(spool);
+      const events = entries.filter((e) => e.t === 'events');
+      assert.deepEqual(
+        events.map(lineOf).sort((a, b) => a - b),
+        lineNumbers,
+        'every line in the spool once',
+      );
+      assert.ok(
+        entries.every((e) => e.r.run === 'away-all'),
+        'under the run id',
+      );
+      const finalChannels = new Set(entries.filter((e) => e.t === 'channels').map((e) => e.r.channel));
+      assert.deepEqual([...finalChannels].sort(), channels);
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE', 'CLICKHOUSE_SPOOLED']);
+      assert.match(
+        messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
+        new RegExp(
+          `^${entries.length} rows not sent to ClickHouse at ${escaped(relay.url)} \\((ECONNRESET|socket hang up)[^)]*\\): kept in ${escaped(spool)}; send them with --clickhouse-resend ${escaped(spoolDir)}$`,
+        ),
+      );
+    });
+
+    test("a resend: earlier spools (a subfolder's, one abandoned mid-send) go first; a row refused as data is set aside", async () => {
+      fresh();
+      const earlier = tmpDir();
+      // Two earlier runs' spools, made by runs against a server that was away.
+      const made: Array<{ runId: string; lineNumbers: number[] }> = [];
+      for (const [i, name] of (['nested-depth-3', 'foreground-fanout-3'] as const).entries()) {
+        relay.behave('refuse');
+        const { batches, run, lineNumbers } = await recordsOf(name);
+        const dir = i === 0 ? earlier : join(earlier, 'run-2');
+        mkdirSync(dir, { recursive: true });
+        const runId = `earlier-${i}`;
+        await runSink(
+          Readable.from(batches, { objectMode: true }),
+          {
+            url: relay.url,
+            runId,
+            eventsTable: 'r_events',
+            channelsTable: 'r_channels',
+            flushTimeoutMs: 0,
+            spoolDir: dir,
+          },
+          run,
+        ).done;
+        made.push({ runId, lineNumbers });
+      }
+      // The second one was being sent by a process that is gone.
+      const first = join(earlier, SPOOL_FILE);
+      const abandoned = join(earlier, 'run-2', 'clickhouse-spool.sending-999999999-x-1.jsonl');
+      writeFileSync(abandoned, readFileSync(join(earlier, 'run-2', SPOOL_FILE)));
+      writeFileSync(join(earlier, 'run-2', SPOOL_FILE), '');
+      // One row of the first, its depth (an Int16) a word: ClickHouse refuses it as data.
+      const rows = linesOf(readFileSync(first));
+      const bad = JSON.parse(rows.find((l) => JSON.parse(l).t === 'events')!);
+      bad.r.line = 424_242;
+      bad.r.depth = 'deep';
+      writeFileSync(first, [...rows.slice(0, 3), JSON.stringify(bad), ...rows.slice(3)].join('\n') + '\n');
+
+      relay.behave('forward');
+      relay.exchanges.length = 0;
+      const { batches, run, lineNumbers } = await recordsOf('failing-beside-healthy');
+      const spoolDir = tmpDir();
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'resender',
+          eventsTable: 'r_events',
+          channelsTable: 'r_channels',
+          resend: earlier,
+          batchRows: 4,
+          flushIntervalMs: 1,
+          spoolDir,
+        },
+        run,
+      ).done;
+      const rejects = join(earlier, REJECTS_FILE);
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_REJECTED']);
+      assert.match(
+        messageOf(run, 0, 'CLICKHOUSE_REJECTED'),
+        new RegExp(
+          `^1 spooled rows refused by ClickHouse at ${escaped(relay.url)} \\(Code: \\d+, [^)]+\\): set aside in ${escaped(rejects)}$`,
+        ),
+      );
+      assert.deepEqual(entriesIn(rejects), [bad]);
+      assert.deepEqual(findSpoolFiles(earlier), [], 'the earlier spools were sent and removed');
+      assert.deepEqual(findSpoolFiles(spoolDir), [], "the run's own rows went directly");
+      for (const { runId, lineNumbers: expected } of made)
+        assert.deepEqual(await stored('r_events', runId, true), expected, runId);
+      assert.deepEqual(await stored('r_events', 'resender'), lineNumbers);
+      // The backlog went before the run's own rows.
+      const order = relay
+        .inserts('r_events')
+        .filter((e) => e.status === 200)
+        .map((e) => JSON.parse(e.rows[0]).run as string);
+      const own = order.indexOf('resender');
+      assert.ok(own > 0 && order.slice(own).every((r) => r === 'resender'), order.join(' '));
+    });
+
+    /** A spool of `name` made by a run whose server was away; its run id and counted lines. */
+    async function earlierSpool(dir: string, name: string, runId: string, tables: object) {
+      relay.behave('refuse');
+      const { batches, run, lineNumbers } = await recordsOf(name);
+      mkdirSync(dir, { recursive: true });
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        { url: relay.url, runId, ...tables, flushTimeoutMs: 0, spoolDir: dir },
+        run,
+      ).done;
+      return { file: join(dir, SPOOL_FILE), lineNumbers };
+    }
+
+    test("a resend cut off when the server goes away midway: the file waits, the run's rows are spooled, both go once it is back", async () => {
+      fresh();
+      const tables = { eventsTable: 'c_events', channelsTable: 'c_channels' };
+      const earlier = tmpDir();
+      const { lineNumbers: earlierLines } = await earlierSpool(
+        earlier,
+        'binary-tree-depth-3',
+        'cut-earlier',
+        tables,
+      );
+      let forwarded = 0;
+      let back = false;
+      // Three inserts go through, then the server is gone until `back`.
+      relay.behave((ex) =>
+        back
+          ? 'forward'
+          : ex.sql.startsWith('INSERT') && ++forwarded > 3
+            ? 'refuse'
+            : forwarded > 3
+              ? 'refuse'
+              : 'forward',
+      );
+      relay.exchanges.length = 0;
+      const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+      const spoolDir = tmpDir();
+      const feed = feeder();
+      const { done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'cut-resender',
+          ...tables,
+          resend: earlier,
+          batchRows: 5,
+          flushIntervalMs: 1,
+          maxRetryDelayMs: 20,
+          flushTimeoutMs: 60_000,
+          spoolDir,
+        },
+        run,
+      );
+      await until('the resend cut off', () => relay.exchanges.some((e) => e.verdict === 'refuse'));
+      for (const b of batches) feed.push(b);
+      await until("the run's rows spooled meanwhile", () => existsSync(join(spoolDir, SPOOL_FILE)));
+      assert.equal(findSpoolFiles(earlier).length, 1, 'the earlier spool is kept');
+      await until('a probe refused', () =>
+        relay.exchanges.some((e) => e.path === '/ping' && e.verdict === 'refuse'),
+      );
+      back = true;
+      feed.end();
+      await until('both spools sent', () => [earlier, spoolDir].every((d) => findSpoolFiles(d).length === 0));
+      await done;
+      assert.deepEqual(codesOf(run, 0), []);
+      assert.deepEqual(findSpoolFiles(earlier), []);
+      assert.deepEqual(findSpoolFiles(spoolDir), []);
+      assert.deepEqual(await stored('c_events', 'cut-earlier', true), earlierLines);
+      assert.deepEqual(await stored('c_events', 'cut-resender', true), lineNumbers);
+    });
+
+    test('the server back just as the run ends: the last try sends the spool', async () => {
+      fresh();
+      relay.behave('refuse');
+      const { batches, run, lineNumbers, channels } = await recordsOf('foreground-fanout-3');
+      const spoolDir = tmpDir();
+      const feed = feeder();
+      // Probes 250 ms, then 500 ms apart, then a second: after two refused, only the last try at
+      // the end can find the server.
+      const { done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'back-at-end',
+          eventsTable: 'e_events',
+          channelsTable: 'e_channels',
+          batchRows: 4,
+          flushIntervalMs: 1,
+          maxRetryDelayMs: 600_000,
+          flushTimeoutMs: 60_000,
+          spoolDir,
+        },
+        run,
+      );
+      for (const b of batches) feed.push(b);
+      // Two probes refused: the next is a second away, pending when the run ends.
+      await until('two probes refused', () => relay.exchanges.filter((e) => e.path === '/ping').length >= 2);
+      const timersBefore = pendingTimers();
+      relay.behave('forward');
+      feed.end();
+      await until('the spool sent at the end', () => findSpoolFiles(spoolDir).length === 0);
+      await done;
+      assert.ok(pendingTimers() <= timersBefore, 'the pending probe cancelled, no timer left behind');
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE']);
+      assert.deepEqual(findSpoolFiles(spoolDir), []);
+      assert.deepEqual(await stored('e_events', 'back-at-end'), lineNumbers);
+      assert.deepEqual(await storedChannels('e_channels', 'back-at-end'), channels);
+    });
+
+    test('away at the end with an earlier spool claimed: CLICKHOUSE_SPOOLED counts its rows once and a later resend takes it', async () => {
+      fresh();
+      const tables = { eventsTable: 'l_events', channelsTable: 'l_channels' };
+      const earlier = tmpDir();
+      const { file, lineNumbers: earlierLines } = await earlierSpool(
+        earlier,
+        'failing-beside-healthy',
+        'left-earlier',
+        tables,
+      );
+      const earlierRows = linesOf(readFileSync(file)).length;
+      relay.behave('refuse');
+      const { batches, run } = await recordsOf('nested-depth-3');
+      const spoolDir = tmpDir();
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'left-run',
+          ...tables,
+          resend: earlier,
+          maxRetryDelayMs: 20,
+          flushTimeoutMs: 100,
+          spoolDir,
+        },
+        run,
+      ).done;
+      const [claimed] = findSpoolFiles(earlier);
+      assert.match(basename(claimed), /^clickhouse-spool\.sending-\d+-/);
+      const ownRows = linesOf(readFileSync(join(spoolDir, SPOOL_FILE))).length;
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_SPOOLED']);
+      assert.match(
+        messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
+        new RegExp(
+          `^${earlierRows + ownRows} rows not sent to ClickHouse at ${escaped(relay.url)} \\(.+\\): kept in ${escaped(claimed)}, ${escaped(join(spoolDir, SPOOL_FILE))}; `,
+        ),
+      );
+      // The claim was let go: another sink of this process sends it.
+      relay.behave('forward');
+      const next = await recordsOf('forwarding-off');
+      await runSink(
+        Readable.from(next.batches, { objectMode: true }),
+        { url: relay.url, runId: 'left-next', ...tables, resend: earlier, spoolDir: tmpDir() },
+        next.run,
+      ).done;
+      assert.deepEqual(findSpoolFiles(earlier), []);
+      assert.deepEqual(await stored('l_events', 'left-earlier', true), earlierLines);
+    });
+
+    test("the run ends while a resend is unanswered: the claimed file and the run's spool are reported, their rows counted once", async () => {
+      fresh();
+      const tables = { eventsTable: 'k_events', channelsTable: 'k_channels' };
+      const earlier = tmpDir();
+      const { file } = await earlierSpool(earlier, 'nested-depth-3', 'kept-earlier', tables);
+      const earlierRows = linesOf(readFileSync(file)).length;
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+      const { batches, run, lineNumbers } = await recordsOf('forwarding-off');
+      const spoolDir = tmpDir();
+      const feed = feeder();
+      const { done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'kept-run',
+          ...tables,
+          resend: earlier,
+          flushIntervalMs: 1,
+          flushTimeoutMs: 50,
+          spoolDir,
+        },
+        run,
+      );
+      await until('the resend held', () => relay.held() > 0);
+      // While the spool is being sent, the run's own rows wait behind it.
+      for (const b of batches) feed.push(b);
+      feed.end();
+      await done;
+      const [claimed] = findSpoolFiles(earlier);
+      const own = join(spoolDir, SPOOL_FILE);
+      assert.deepEqual(
+        entriesIn(own)
+          .filter((e) => e.t === 'events')
+          .map(lineOf),
+        lineNumbers,
+      );
+      const ownRows = linesOf(readFileSync(own)).length;
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_SPOOLED']);
+      assert.equal(
+        messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
+        `${earlierRows + ownRows} rows not sent to ClickHouse at ${relay.url}: kept in ${claimed}, ${own}; send them with --clickhouse-resend ${spoolDir}`,
+      );
+      assert.equal(linesOf(readFileSync(claimed)).length, earlierRows, 'the claimed file whole');
+      assert.notEqual(claimFile(claimed), null, 'let go: a later resend takes it');
+      relay.behave('forward');
+      relay.release();
+    });
+
+    test('at the end the channel rows are final (they outrank every earlier one) and no timer of the sink is left', async () => {
+      fresh();
+      const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
+      const timersBefore = pendingTimers();
+      // A partial batch waits for a flush far in the future: only the end sends it.
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        noFlushDue(relay.url, 'finals', 'v', 1000),
+        run,
+      ).done;
+      // A timer left behind would keep a finished run's process alive.
+      assert.ok(pendingTimers() <= timersBefore, `timers: ${timersBefore} before, ${pendingTimers()} after`);
+      const finals = await ch.rows<{ channel: string; ver: string; stalled: number; interrupted: number }>(
+        "SELECT channel, ver, stalled, interrupted FROM v_channels FINAL WHERE run = 'finals' " +
+          'ORDER BY channel',
+      );
+      assert.deepEqual(
+        finals.map((r) => [r.channel, Number(r.ver), Number(r.stalled), Number(r.interrupted)]),
+        channels.map((c) => [c, lineNumbers.length + 1, 0, 0]),
+        'one final row per channel, versioned past every line',
+      );
+      assert.deepEqual(await stored('v_events', 'finals'), lineNumbers);
+    });
+
+    test('the run ends while a direct insert is unanswered: its rows and the queued ones wait in the spool, each once', async () => {
+      fresh();
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+      const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
+      const spoolDir = tmpDir();
+      const spool = join(spoolDir, SPOOL_FILE);
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'cut-at-end',
+          eventsTable: 'u_events',
+          channelsTable: 'u_channels',
+          batchRows: 4,
+          flushIntervalMs: 1,
+          flushTimeoutMs: 200,
+          spoolDir,
+        },
+        run,
+      ).done;
+      const check = () => {
+        const entries = entriesIn(spool);
+        assert.deepEqual(
+          entries
+            .filter((e) => e.t === 'events')
+            .map(lineOf)
+            .sort((a, b) => a - b),
+          lineNumbers,
+          'every line once',
+        );
+        const isFinal = (e: Entry) => (e.r as { ver?: number }).ver === lineNumbers.length + 1;
+        const finals = entries.filter((e) => e.t === 'channels' && isFinal(e));
+        assert.deepEqual(finals.map((e) => e.r.channel).sort(), channels);
+        assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_SPOOLED']);
+        assert.equal(
+          messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
+          `${entries.length} rows not sent to ClickHouse at ${relay.url}: kept in ${spool}; send them with --clickhouse-resend ${spoolDir}`,
+        );
+      };
+      check();
+      assert.equal(relay.held(), 1, 'one insert was under way');
+      // Closing the client cuts the held insert off: its failure, after the end, adds nothing.
+      await until('the held insert cut off', () =>
+        relay.exchanges.filter((e) => e.verdict === 'hold').every((e) => e.closed),
+      );
+      await settle();
+      check();
+    });
+
+    test('a run whose one row the server will not take: the spool it claimed is reported alone, the row counted', async () => {
+      fresh();
+      // Only the channels table's inserts are cut off; pings and the tables' DDL are answered.
+      relay.behave((ex) => (ex.sql.startsWith('INSERT INTO `z_channels` ') ? 'refuse' : 'forward'));
+      const run = new Session();
+      // No input line: the only row is the main channel's.
+      const { lineNumbers, channels } = countedFrom(Buffer.alloc(0));
+      const spoolDir = tmpDir();
+      const timersBefore = pendingTimers();
+      await runSink(
+        Readable.from([], { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'one-row',
+          eventsTable: 'z_events',
+          channelsTable: 'z_channels',
+          maxRetryDelayMs: 600_000,
+          flushTimeoutMs: 1000,
+          spoolDir,
+        },
+        run,
+      ).done;
+      // Failures during the end schedule no probe that would outlive it.
+      assert.ok(pendingTimers() <= timersBefore, `timers: ${timersBefore} before, ${pendingTimers()} after`);
+      const [claimed, ...others] = findSpoolFiles(spoolDir);
+      assert.deepEqual(others, []);
+      assert.match(basename(claimed), /^clickhouse-spool\.sending-\d+-/, 'claimed by a resend that failed');
+      assert.deepEqual(
+        entriesIn(claimed).map((e) => [e.t, e.r.channel]),
+        channels.map((c) => ['channels', c]),
+      );
+      assert.ok(relay.inserts('z_channels').length >= 2, 'sent directly, then again from the spool');
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE', 'CLICKHOUSE_SPOOLED']);
+      assert.match(
+        messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
+        new RegExp(
+          `^${lineNumbers.length + channels.length} rows not sent to ClickHouse at ${escaped(relay.url)} \\(.+\\): kept in ${escaped(claimed)}; send them with --clickhouse-resend ${escaped(spoolDir)}$`,
+        ),
+      );
+    });
+
+    test('spooled rows refused in two folders: both rejects files are named, the rows counted', async () => {
+      fresh();
+      const tables = { eventsTable: 'w_events', channelsTable: 'w_channels' };
+      const earlier = tmpDir();
+      const bad: Entry[] = [];
+      for (const [i, name] of (['nested-depth-3', 'foreground-fanout-3'] as const).entries()) {
+        const { file } = await earlierSpool(join(earlier, `run-${i}`), name, `two-${i}`, tables);
+        // One events row a word where a number goes: ClickHouse refuses it as data.
+        const rows = linesOf(readFileSync(file));
+        const row = JSON.parse(rows.find((l) => JSON.parse(l).t === 'events')!);
+        row.r.line = 525_252;
+        row.r.depth = 'deep';
+        bad.push(row);
+        writeFileSync(file, [JSON.stringify(row), ...rows].join('\n') + '\n');
+      }
+      relay.behave('forward');
+      const { batches, run } = await recordsOf('forwarding-off');
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        { url: relay.url, runId: 'two-resender', ...tables, resend: earlier, spoolDir: tmpDir() },
+        run,
+      ).done;
+      const rejects = [0, 1].map((i) => join(earlier, `run-${i}`, REJECTS_FILE));
+      assert.deepEqual(
+        rejects.map(entriesIn),
+        bad.map((row) => [row]),
+      );
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_REJECTED']);
+      assert.match(
+        messageOf(run, 0, 'CLICKHOUSE_REJECTED'),
+        new RegExp(
+          `^${bad.length} spooled rows refused by ClickHouse at ${escaped(relay.url)} \\(Code: \\d+, [^)]+\\): set aside in ${rejects.map(escaped).join(', ')}$`,
+        ),
+      );
+      assert.deepEqual(findSpoolFiles(earlier), []);
+    });
+
+    test('without a run id, every row of the run carries one random id, its channel rows too', async () => {
+      fresh();
+      const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
+      const tables = { eventsTable: 'i_events', channelsTable: 'i_channels' };
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        { url: relay.url, ...tables, spoolDir: tmpDir() },
+        run,
+      ).done;
+      const runsIn = async (table: string) =>
+        (await ch.rows<{ run: string }>(`SELECT DISTINCT run FROM ${table}`)).map((r) => r.run);
+      const [id, ...others] = await runsIn('i_events');
+      assert.deepEqual(others, []);
+      assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+      assert.deepEqual(await runsIn('i_channels'), [id]);
+      assert.deepEqual(await stored('i_events', id), lineNumbers);
+      assert.deepEqual(await storedChannels('i_channels', id), channels);
+    });
+
+    test('rows taken in one batch, fewer than batchRows, are inserted after flushIntervalMs', async () => {
+      fresh();
+      const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+      const feed = feeder();
+      const { done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'one-batch',
+          eventsTable: 'o_events',
+          channelsTable: 'o_channels',
+          batchRows: 100_000,
+          flushIntervalMs: 5,
+          spoolDir: tmpDir(),
+        },
+        run,
+      );
+      // Every record at once: the queue is never empty when the flush is armed.
+      feed.push(batches.flat());
+      await until('rows inserted by the flush timer while the input is open', () =>
+        relay.inserts('o_events').some((e) => e.status === 200),
+      );
+      feed.end();
+      await done;
+      assert.deepEqual(await stored('o_events', 'one-batch'), lineNumbers);
+    });
+
+    test('an insert answered with full batches queued behind it: the next goes at once', async () => {
+      fresh();
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+      const { batches, run, lineNumbers } = await recordsOf('binary-tree-depth-3');
+      const feed = feeder();
+      const { state, done } = runSink(feed.input, noFlushDue(relay.url, 'queued-behind', 'q', 4), run);
+      for (const b of batches) feed.push(b);
+      await until(
+        'the first insert held, every batch taken',
+        () => relay.held() > 0 && state.passed === batches.length,
+      );
+      relay.behave('forward');
+      relay.release();
+      // The input is open and no flush is due: only the answer to the first insert sends the next.
+      await until(
+        'three full batches inserted',
+        () => relay.inserts('q_events').filter((e) => e.status === 200).length >= 3,
+      );
+      feed.end();
+      await done;
+      assert.deepEqual(await stored('q_events', 'queued-behind'), lineNumbers);
+    });
+
+    test('a chain torn down mid-run: the rows the sink took still go to the server', async () => {
+      fresh();
+      const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+      const feed = feeder();
+      const { state, done } = runSink(feed.input, noFlushDue(relay.url, 'torn-down', 'd', 100_000), run);
+      for (const b of batches) feed.push(b);
+      await until('every batch taken', () => state.passed === batches.length);
+      assert.equal(relay.inserts('d_events').length, 0, 'nothing sent yet');
+      feed.input.destroy(new Error('cut off'));
+      await assert.rejects(done, /cut off/);
+      await until('the rows inserted', () => relay.inserts('d_events').some((e) => e.status === 200));
+      assert.deepEqual(await stored('d_events', 'torn-down'), lineNumbers);
+      // Fewer rows than batchRows and no flush due: they waited, and went in one insert.
+      assert.equal(relay.inserts('d_events').length, 1);
+    });
+
+    test('a spool that cannot be written ends the run with ERR_WRITE', async () => {
+      fresh();
+      relay.behave('refuse');
+      const { batches, run } = await recordsOf('nested-depth-3');
+      const notADir = join(tmpDir(), 'file');
+      writeFileSync(notADir, '');
+      const { done } = runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'unwritable',
+          batchRows: 2,
+          flushIntervalMs: 1,
+          flushTimeoutMs: 100,
+          spoolDir: join(notADir, 'spool'),
+        },
+        run,
+      );
+      await assert.rejects(done, (err: { code?: string }) => err.code === 'ERR_WRITE');
+    });
+
+    test('a queue of exactly batchRows rows is sent at once while the input is open', async () => {
+      fresh();
+      const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+      const rows = rowsFor(batches, lineNumbers);
+      const feed = feeder();
+      const { done } = runSink(feed.input, noFlushDue(relay.url, 'exact-batch', 'x', rows), run);
+      // Every record at once: the queue holds exactly batchRows rows, and no flush is due.
+      await cutOnFailure(feed.input, done, async () => {
+        feed.push(batches.flat());
+        await until('the full batch inserted while the input is open', () =>
+          relay.inserts('x_events').some((e) => e.status === 200),
+        );
+        assert.deepEqual(lineNumbersOf(relay.inserts('x_events')[0].rows), lineNumbers, 'the whole batch');
+      });
+      feed.end();
+      await done;
+      assert.deepEqual(await stored('x_events', 'exact-batch'), lineNumbers);
+    });
+
+    test('an insert answered with exactly batchRows rows queued behind it: they go at once', async () => {
+      fresh();
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+      const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+      const rows = rowsFor(batches, lineNumbers);
+      assert.equal(rows % 2, 0, 'rows for two equal batches');
+      const feed = feeder();
+      const { state, done } = runSink(feed.input, noFlushDue(relay.url, 'exact-behind', 'n', rows / 2), run);
+      // Two full batches at once: the first is sent and held, the second, exactly full, waits behind it.
+      await cutOnFailure(feed.input, done, async () => {
+        feed.push(batches.flat());
+        await until('the first batch held, the records taken', () => relay.held() > 0 && state.passed === 1);
+        relay.behave('forward');
+        relay.release();
+        // The input is open and no flush is due: only the answer to the first insert sends the second.
+        await until(
+          'the second batch inserted while the input is open',
+          () => relay.inserts('n_events').filter((e) => e.status === 200).length >= 2,
+        );
+      });
+      feed.end();
+      await done;
+      assert.deepEqual(await stored('n_events', 'exact-behind'), lineNumbers);
+    });
+
+    test('an insert answered with a partial batch queued behind it: the rest waits, then goes in one batch at the end', async () => {
+      fresh();
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+      const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
+      const records = batches.flat();
+      // The rest: the records from the last one that changed the tree on, so it has rows of both tables.
+      const lastChange = records.map((rec) => changesIn(rec) > 0).lastIndexOf(true);
+      assert.ok(lastChange > 0);
+      const rest = rowsFor(
+        records.slice(lastChange).map((rec) => [rec]),
+        lineNumbers.slice(lastChange),
+      );
+      const batchRows = rowsFor(batches, lineNumbers) - rest;
+      assert.ok(rest + channels.length < batchRows, 'the rest and the final rows fit in one batch');
+      const feed = feeder();
+      const { state, done } = runSink(
+        feed.input,
+        noFlushDue(relay.url, 'partial-behind', 'p', batchRows),
+        run,
+      );
+      await cutOnFailure(feed.input, done, async () => {
+        feed.push(records);
+        await until('the first batch held, the records taken', () => relay.held() > 0 && state.passed === 1);
+        relay.behave('forward');
+        relay.release();
+        await until('the first batch answered', () =>
+          relay.inserts('p_channels').some((e) => e.status === 200 && e.closed),
+        );
+        await settle();
+      });
+      feed.end();
+      await done;
+      // Nothing sent the rest while the input was open (no flush was due): it went with the final rows.
+      assert.equal(relay.inserts('p_events').length, 2, 'events: the first batch, then the rest');
+      assert.equal(
+        relay.inserts('p_channels').length,
+        2,
+        'channels: the first batch, then the rest and finals',
+      );
+      assert.deepEqual(lineNumbersOf(relay.inserts('p_events')[1].rows), lineNumbers.slice(lastChange));
+      assert.deepEqual(await stored('p_events', 'partial-behind'), lineNumbers);
+      assert.deepEqual(await storedChannels('p_channels', 'partial-behind'), channels);
+    });
+
+    test('a queue of exactly maxQueueRows rows holds the input back while an insert is unanswered', async () => {
+      fresh();
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+      const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+      const rows = rowsFor(batches, lineNumbers);
+      const feed = feeder();
+      const { state, done } = runSink(
+        feed.input,
+        noFlushDue(relay.url, 'exact-queue', 'm', rows / 2, { maxQueueRows: rows / 2 }),
+        run,
+      );
+      // One batch sent and held; the other half, exactly maxQueueRows rows, waits in the queue.
+      await cutOnFailure(feed.input, done, async () => {
+        feed.push(batches.flat());
+        await until('an insert held', () => relay.held() > 0);
+        await settle();
+        assert.equal(state.passed, 0, 'the input held back');
+        relay.behave('forward');
+        relay.release();
+        await until('the input let through', () => state.passed === 1);
+      });
+      feed.end();
+      await done;
+      assert.deepEqual(await stored('m_events', 'exact-queue'), lineNumbers);
+    });
+
+    test('a channels table made before the newer columns: they are added, and rows land', async () => {
+      fresh();
+      // The channels table as an older subtee made it: no model, no cost_usd.
+      await ch.client.command({
+        query: `CREATE TABLE old_channels (
+  run String, session String, channel String, parent String, depth Int16, agent String, description String,
+  status String, background Int8, orphan UInt8, summary String, lines UInt64,
+  text_blocks UInt32, thinking_blocks UInt32, tool_uses UInt32, tool_results UInt32,
+  input_tokens UInt64, output_tokens UInt64, cache_read_tokens UInt64, cache_creation_tokens UInt64,
+  first_seen DateTime('UTC'), last_seen DateTime('UTC'), first_seen_ms UInt64, last_seen_ms UInt64,
+  stalled UInt8, interrupted UInt8, ver UInt64
+) ENGINE = ReplacingMergeTree(ver) ORDER BY (run, channel)`,
+      });
+      const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'older-table',
+          eventsTable: 'old_events',
+          channelsTable: 'old_channels',
+          spoolDir: tmpDir(),
+        },
+        run,
+      ).done;
+      const columns = (await ch.rows<{ name: string }>('DESCRIBE TABLE old_channels')).map((c) => c.name);
+      assert.ok(columns.includes('model') && columns.includes('cost_usd'), `columns: ${columns.join(', ')}`);
+      assert.deepEqual(await storedChannels('old_channels', 'older-table'), channels);
+      assert.deepEqual(await stored('old_events', 'older-table'), lineNumbers);
+      assert.deepEqual(codesOf(run, 0), []);
+    });
+  },
+);
