@@ -4,7 +4,14 @@ import { builtinRegistry } from './builtins.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../model/record.js';
 import { CutShortError } from '../decompress.js';
 import { EXIT, SubteeError, UsageError } from '../errors.js';
-import { isBuiltin, optionProblem, type PluginContext, type PluginDefinition, type Registry } from './plugin.js';
+import {
+  isBuiltin,
+  optionProblem,
+  packagesOf,
+  type PluginContext,
+  type PluginDefinition,
+  type Registry,
+} from './plugin.js';
 import { createPluginStream, pluginFailure, type RecordHandlers, type RecordPlugin } from './plugin-stream.js';
 import { Session } from '../model/session.js';
 import { displayPolicy, type DisplayPolicy } from '../model/display.js';
@@ -134,8 +141,7 @@ export function buildChain(
   options: ChainOptions = {},
 ): { streams: Duplex[]; session: Session } {
   const registry = options.registry ?? builtinRegistry();
-  const problems = chainProblems(spec, registry);
-  if (problems.length > 0) throw new UsageError('ERR_CONFIG', `invalid chain: ${problems.join('; ')}`);
+  checkChain(spec, registry);
   const session = options.session ?? new Session();
   const ctx: PluginContext = {
     session,
@@ -192,6 +198,26 @@ export function buildChain(
     throw err;
   }
   return { streams, session };
+}
+
+function checkChain(spec: ChainSpec, registry: Registry): void {
+  const problems = chainProblems(spec, registry);
+  if (problems.length > 0) throw new UsageError('ERR_CONFIG', `invalid chain: ${problems.join('; ')}`);
+}
+
+/**
+ * Imports the optional packages the chain's sinks need (the OpenTelemetry SDK, the ClickHouse
+ * client), before anything is made or started: a missing one fails with one line naming it
+ * (ERR_OPTIONAL_DEPENDENCY, exit 2) and leaves no output folder behind. A chain without those
+ * sinks imports neither. `runChain` does it; so may a program before it starts what feeds a chain.
+ */
+export async function loadChainPackages(
+  spec: ChainSpec,
+  registry: Registry = builtinRegistry(),
+): Promise<void> {
+  checkChain(spec, registry);
+  const defs = [...spec.stages, ...spec.sinks].map((c) => registry.get(c.use) as PluginDefinition);
+  await Promise.all(defs.map((def) => packagesOf(def)?.()));
 }
 
 /** A plugin's function or its handlers; not a stream (the kit's own form). */
@@ -260,6 +286,7 @@ export async function runChain(
 ): Promise<Session> {
   let built: ReturnType<typeof buildChain>;
   try {
+    await loadChainPackages(spec, options.registry);
     built = buildChain(spec, options);
   } catch (err) {
     // Never read: let go of it (an open file) now, not when the collector finds it.

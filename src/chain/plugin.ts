@@ -148,12 +148,26 @@ export interface PluginDefinition<O = any> {
 /** The definitions of subtee's own stages and sinks: theirs alone may return a stream. */
 const builtin = new WeakSet<object>();
 
-/** One of subtee's own stages or sinks (`create` returns its stream). */
-export function defineBuiltin<O>(def: PluginDefinition<O>): Readonly<PluginDefinition<O>> {
+/** What a built-in needs imported before it is made (its optional peer dependencies). */
+const packageLoaders = new WeakMap<object, () => Promise<unknown>>();
+
+/**
+ * One of subtee's own stages or sinks (`create` returns its stream). `loadPackages` imports
+ * the optional packages it needs; its stream waits for them too, when made without it.
+ */
+export function defineBuiltin<O>(
+  def: PluginDefinition<O>,
+  loadPackages?: () => Promise<unknown>,
+): Readonly<PluginDefinition<O>> {
   const checked = definePlugin(def);
   builtin.add(checked);
+  if (loadPackages) packageLoaders.set(checked, loadPackages);
   return checked;
 }
+
+/** The import of the optional packages a definition needs, if it needs any. */
+export const packagesOf = (def: PluginDefinition): (() => Promise<unknown>) | undefined =>
+  packageLoaders.get(def);
 
 /** Whether a definition is one of subtee's own. */
 export const isBuiltin = (def: PluginDefinition): boolean => builtin.has(def);

@@ -210,7 +210,8 @@ export async function clickhouseStats(options: ClickHouseStatsOptions): Promise<
   if (table === null)
     throw new UsageError('ERR_BAD_OPTION', `clickhouse: channelsTable must be a table name, not "${name}"`);
   const where = shownUrl(options.url);
-  const client = connectClickHouse(options.url, options.timeoutMs ?? CLICKHOUSE_SINK_DEFAULTS.timeoutMs);
+  const timeoutMs = options.timeoutMs ?? CLICKHOUSE_SINK_DEFAULTS.timeoutMs;
+  const client = await connectClickHouse(options.url, timeoutMs);
   const sinceMs = options.sinceMs ?? null;
   const top = options.top ?? STATS_DEFAULTS.top;
   const rows = async (query: string): Promise<Row[]> => {

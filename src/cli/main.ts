@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { builtinRegistry } from '../chain/builtins.js';
-import { runChain, type ChainSpec } from '../chain/chain.js';
+import { loadChainPackages, runChain, type ChainSpec } from '../chain/chain.js';
 import { StallError } from '../chain/stages/idle-watchdog.js';
 import { checkRequiredVersion } from '../chain/stages/version-guard.js';
 import { parseServe } from '../chain/sinks/report.js';
@@ -189,6 +189,8 @@ export async function main(
     };
     process.on('uncaughtException', onStrayThrow);
     try {
+      // A sink's optional package that is missing fails before the command is started.
+      await loadChainPackages(chainSpec, registry);
       let input: Readable;
       if (isRun) {
         const required = chainSpec.stages.find((s) => s.use === 'version-guard')?.requireVersion;

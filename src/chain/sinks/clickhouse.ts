@@ -1,10 +1,9 @@
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Transform } from 'node:stream';
-import type * as ClickHouseModule from '@clickhouse/client';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
+import { onceLoader } from '../../optional-package.js';
 import { httpUrlProblem, shownUrl, withoutUrlSecrets } from '../../shown-url.js';
 import type { RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
@@ -79,17 +78,21 @@ export interface ClickHouseSinkOptions {
 
 type Mode = 'online' | 'offline' | 'draining';
 
-/** Loaded when a ClickHouse sink is made, not when subtee starts (most runs never use it). */
-const loadClient = () => createRequire(import.meta.url)('@clickhouse/client') as typeof ClickHouseModule;
+/**
+ * The official client, imported when a ClickHouse sink or `stats --clickhouse` needs it, not
+ * when subtee starts: most runs never use it, and it is an optional peer dependency (a missing
+ * one is ERR_OPTIONAL_DEPENDENCY, naming it).
+ */
+const loadClickHouseClient = onceLoader('clickhouse', () => import('@clickhouse/client'));
 
 /**
  * A client of the server at `url` (the sink's and `subtee stats --clickhouse`'s). A URL that
  * does not parse is ERR_BAD_OPTION, shown without its credentials.
  */
-export function connectClickHouse(url: string, timeoutMs: number): ClickHouseClient {
+export async function connectClickHouse(url: string, timeoutMs: number): Promise<ClickHouseClient> {
+  const { createClient, ClickHouseLogLevel } = await loadClickHouseClient();
   try {
     new URL(url);
-    const { createClient, ClickHouseLogLevel } = loadClient();
     return createClient({
       url,
       request_timeout: timeoutMs,
@@ -152,7 +155,8 @@ class ClickHouseSink extends BatchTransform {
   readonly #run: Session;
   readonly #tables: Record<TableKind, string>;
   readonly #where: string;
-  readonly #client: ClickHouseClient;
+  /** Set once the client is imported (`_construct`). */
+  #client: ClickHouseClient | null = null;
   readonly #builder: RowBuilder;
   readonly #spool: Spool;
   /** Spool files of earlier runs (`resend`), claimed by this sink. */
@@ -181,7 +185,6 @@ class ClickHouseSink extends BatchTransform {
     this.#run = requireSession(options, 'createClickHouseSink');
     this.#tables = quotedTables(opts);
     this.#where = shownUrl(opts.url);
-    this.#client = connectClickHouse(opts.url, opts.timeoutMs);
     this.#builder = new RowBuilder({
       runId: opts.runId,
       maxContentChars: opts.maxContentChars,
@@ -198,7 +201,18 @@ class ClickHouseSink extends BatchTransform {
           .filter((f): f is string => f !== null)
       : [];
     this.#mode = this.#backlog.length > 0 ? 'draining' : 'online';
-    if (this.#mode === 'draining') void this.#drain();
+  }
+
+  /** Node holds every write until the client is imported (an optional peer dependency). */
+  override _construct(callback: (error?: Error | null) => void): void {
+    connectClickHouse(this.#opts.url, this.#opts.timeoutMs).then(
+      (client) => {
+        this.#client = client;
+        if (this.#mode === 'draining') void this.#drain();
+        callback();
+      },
+      (err: Error) => callback(err),
+    );
   }
 
   protected override transformBatch(batch: RecordBatch): BatchOutcome {
@@ -255,7 +269,7 @@ class ClickHouseSink extends BatchTransform {
   // Rows of this run get its id when they leave the queue (toward the server or the spool);
   // rows read back from a spool carry the id of the run that made them.
   async #insert(entries: Entry[]): Promise<void> {
-    const client = this.#client;
+    const client = this.#client!;
     if (!this.#tablesReady) {
       for (const kind of ['events', 'channels'] as const) {
         const table = this.#tables[kind];
@@ -376,7 +390,7 @@ class ClickHouseSink extends BatchTransform {
   }
 
   #ping(): Promise<Ping> {
-    return this.#client.ping().catch((err) => ({ success: false as const, error: err as Error }));
+    return this.#client!.ping().catch((err) => ({ success: false as const, error: err as Error }));
   }
 
   async #probe(): Promise<void> {
@@ -393,11 +407,17 @@ class ClickHouseSink extends BatchTransform {
   }
 
   #finish(): Promise<void> {
-    this.#finished ??= this.#end();
+    this.#finished ??= this.#client === null ? this.#abandon() : this.#end(this.#client);
     return this.#finished;
   }
 
-  async #end(): Promise<void> {
+  /** Never started (the client could not be imported): hand back the spool files claimed. */
+  async #abandon(): Promise<void> {
+    this.#closing = this.#closed = true;
+    releaseClaims(this.#backlog);
+  }
+
+  async #end(client: ClickHouseClient): Promise<void> {
     this.#closing = true;
     if (this.#flushTimer) clearTimeout(this.#flushTimer);
     if (this.#probeTimer) clearTimeout(this.#probeTimer);
@@ -419,7 +439,7 @@ class ClickHouseSink extends BatchTransform {
     releaseClaims([...this.#leftovers, ...this.#backlog]);
     this.#reportRejected();
     this.#reportSpooled();
-    await this.#client.close().catch(() => {});
+    await client.close().catch(() => {});
   }
 
   /** At the end: the last rows, and the spool if a server that was away answers, until `deadline`. */
@@ -557,4 +577,4 @@ export const clickhouseSinkPlugin = defineBuiltin<
       session: ctx.session,
       display: ctx.display,
     }),
-});
+}, loadClickHouseClient);

@@ -1,16 +1,12 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import { createRequire } from 'node:module';
 import type { Transform } from 'node:stream';
 import type * as OtelApi from '@opentelemetry/api';
-import type * as ProtoExporter from '@opentelemetry/exporter-trace-otlp-proto';
-import type * as JsonExporter from '@opentelemetry/exporter-trace-otlp-http';
-import type * as OtelResources from '@opentelemetry/resources';
-import type * as TraceSdk from '@opentelemetry/sdk-trace-base';
 import type { HrTime } from '@opentelemetry/api';
 import type { IdGenerator, ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
+import { onceLoader } from '../../optional-package.js';
 import { httpUrlProblem, shownUrl, withoutUrlSecrets } from '../../shown-url.js';
 import type { RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
@@ -97,21 +93,21 @@ export function otlpProtocol(protocol: string | undefined, env: NodeJS.ProcessEn
   return p as OtlpProtocol;
 }
 
-const require = createRequire(import.meta.url);
-
 /**
- * The SDK is loaded when an OTLP sink is made, not when subtee starts: it takes longer to
- * load than subtee takes to split a small run, and most runs never use it.
+ * The SDK, imported when an OTLP sink is made, not when subtee starts: it takes longer to load
+ * than subtee takes to split a small run, most runs never use it, and its packages are
+ * optional peer dependencies (a missing one is ERR_OPTIONAL_DEPENDENCY, naming it).
  */
-function loadSdk() {
-  return {
-    api: require('@opentelemetry/api') as typeof OtelApi,
-    sdk: require('@opentelemetry/sdk-trace-base') as typeof TraceSdk,
-    resources: require('@opentelemetry/resources') as typeof OtelResources,
-    proto: require('@opentelemetry/exporter-trace-otlp-proto') as typeof ProtoExporter,
-    json: require('@opentelemetry/exporter-trace-otlp-http') as typeof JsonExporter,
-  };
-}
+const loadOtlpSdk = onceLoader('otlp', async () => {
+  const [api, sdk, resources, proto, json] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/sdk-trace-base'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/exporter-trace-otlp-proto'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+  ]);
+  return { api, sdk, resources, proto, json };
+});
 
 /** The error a closed agent fails a new connection with: the exporter does not retry it. */
 const exportClosed = () => Object.assign(new Error('the run has ended'), { code: 'SUBTEE_EXPORT_CLOSED' });
@@ -338,7 +334,9 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
   return new OtlpSink(options);
 }
 
-type Sdk = ReturnType<typeof loadSdk>;
+type Sdk = Awaited<ReturnType<typeof loadOtlpSdk>>;
+/** What the SDK makes for a sink, once it is imported. */
+type Live = { api: Sdk['api']; exporter: SpanExporter; delivery: SpanDelivery; tracer: OtelApi.Tracer };
 
 class OtlpSink extends BatchTransform {
   readonly #opts: typeof OTLP_SINK_DEFAULTS & OtlpSinkOptions;
@@ -349,11 +347,10 @@ class OtlpSink extends BatchTransform {
   readonly #builder: TraceBuilder;
   readonly #agents: Array<{ close(): void }> = [];
   #agentsClosed = false;
-  readonly #api: Sdk['api'];
-  readonly #exporter: SpanExporter;
-  readonly #delivery: SpanDelivery;
+  readonly #protocol: OtlpProtocol;
+  /** Set once the SDK is imported (`_construct`). */
+  #live: Live | null = null;
   readonly #ids = new DerivedIds();
-  readonly #tracer: OtelApi.Tracer;
   #fallbackRunId: string | null = null;
   #finished: Promise<void> | null = null;
 
@@ -364,26 +361,39 @@ class OtlpSink extends BatchTransform {
     const env = options.env ?? process.env;
     this.#url = otlpTracesUrl(options.url, env);
     this.#where = shownUrl(this.#url);
-    const protocol = otlpProtocol(options.protocol, env);
+    this.#protocol = otlpProtocol(options.protocol, env);
     this.#builder = new TraceBuilder({
       captureContent: opts.captureContent,
       maxContentChars: opts.maxContentChars,
       fallbackMs: Date.now(),
       costs: this.#run.cost,
     });
-    const { api, sdk, resources, proto, json } = loadSdk();
-    this.#api = api;
-    const config = this.#exporterConfig(options.timeoutMs);
-    this.#exporter =
-      protocol === 'http/json' ? new json.OTLPTraceExporter(config) : new proto.OTLPTraceExporter(config);
-    this.#delivery = new SpanDelivery(this.#exporter, opts, (error) => this.#warnUnavailable(error));
-    this.#tracer = this.#tracerOf(sdk, resources);
+  }
+
+  /** Node holds every write until the SDK is imported (an optional peer dependency). */
+  override _construct(callback: (error?: Error | null) => void): void {
+    loadOtlpSdk().then(
+      (loaded) => {
+        this.#start(loaded);
+        callback();
+      },
+      (err: Error) => callback(err),
+    );
+  }
+
+  #start({ api, sdk, resources, proto, json }: Sdk): void {
+    const config = this.#exporterConfig(this.#opts.timeoutMs);
+    const { OTLPTraceExporter } = this.#protocol === 'http/json' ? json : proto;
+    const exporter = new OTLPTraceExporter(config);
+    const delivery = new SpanDelivery(exporter, this.#opts, (error) => this.#warnUnavailable(error));
+    this.#live = { api, exporter, delivery, tracer: this.#tracerOf(sdk, resources, delivery) };
   }
 
   protected override transformBatch(batch: RecordBatch): BatchOutcome {
     for (const rec of batch) this.#emit(this.#builder.add(rec));
-    if (this.#delivery.hasRoom()) return batch;
-    return this.#delivery.whenRoom().then(() => batch);
+    const { delivery } = this.#live!;
+    if (delivery.hasRoom()) return batch;
+    return delivery.whenRoom().then(() => batch);
   }
 
   protected override flushAtEnd(): BatchOutcome {
@@ -410,7 +420,7 @@ class OtlpSink extends BatchTransform {
     };
   }
 
-  #tracerOf(sdk: Sdk['sdk'], resources: Sdk['resources']): OtelApi.Tracer {
+  #tracerOf(sdk: Sdk['sdk'], resources: Sdk['resources'], delivery: SpanDelivery): OtelApi.Tracer {
     const resource = resources
       .defaultResource()
       .merge(resources.resourceFromAttributes({ 'service.name': 'subtee' }))
@@ -420,7 +430,7 @@ class OtlpSink extends BatchTransform {
       resource,
       idGenerator: this.#ids,
       sampler: new sdk.AlwaysOnSampler(),
-      spanProcessors: [new HandOver((span) => this.#delivery.push(span))],
+      spanProcessors: [new HandOver((span) => delivery.push(span))],
     });
     return provider.getTracer('subtee');
   }
@@ -432,7 +442,7 @@ class OtlpSink extends BatchTransform {
   }
 
   #emit(spans: SpanData[]): void {
-    const api = this.#api;
+    const { api, tracer } = this.#live!;
     const ids = this.#ids;
     for (const sd of spans) {
       ids.traceId ||= traceIdOf(this.#builder.runId ?? (this.#fallbackRunId ??= randomRunId()));
@@ -446,24 +456,25 @@ class OtlpSink extends BatchTransform {
               traceFlags: api.TraceFlags.SAMPLED,
             });
       const start = { kind: api.SpanKind.INTERNAL, startTime: hrTime(sd.startMs), attributes: sd.attributes };
-      const span = this.#tracer.startSpan(sd.name, start, parent);
+      const span = tracer.startSpan(sd.name, start, parent);
       if (sd.error !== null) span.setStatus({ code: api.SpanStatusCode.ERROR, message: sd.error });
       span.end(hrTime(sd.endMs));
     }
   }
 
   #finish(): Promise<void> {
-    this.#finished ??= this.#end();
+    // Never started (the SDK could not be imported): nothing was sent, nothing to end.
+    if (this.#live === null) return Promise.resolve();
+    this.#finished ??= this.#end(this.#live);
     return this.#finished;
   }
 
-  async #end(): Promise<void> {
-    const delivery = this.#delivery;
+  async #end({ delivery, exporter }: Live): Promise<void> {
     this.#emit(this.#builder.finish(this.#run.tree.channels(), this.#run));
     await delivery.drain(this.#opts.flushTimeoutMs);
     this.#agentsClosed = true;
     for (const a of this.#agents) a.close();
-    void this.#exporter.shutdown().catch(() => {});
+    void exporter.shutdown().catch(() => {});
     if (delivery.lost > 0) {
       const why = delivery.lastError ? ` (${withoutUrlSecrets(delivery.lastError, this.#url)})` : '';
       lateWarn(
@@ -541,4 +552,4 @@ export const otlpSinkPlugin = defineBuiltin<Omit<OtlpSinkOptions, 'session' | 'e
     otlpProtocol(o.protocol, env);
   },
   create: (o, ctx) => createOtlpSink({ ...o, session: ctx.session, env: ctx.env }),
-});
+}, loadOtlpSdk);
