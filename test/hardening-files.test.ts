@@ -174,7 +174,7 @@ test('OTLP credentials (user:password@, ?token=) from a config or the environmen
       stages: [{ use: 'line-parser' }, { use: 'channel-router' }],
       sinks: [
         { use: 'files', out },
-        { use: 'otlp', ...(from === 'config' ? { url: secretUrl } : {}), retryMs: 100 },
+        { use: 'otlp', ...(from === 'config' ? { url: secretUrl } : {}), retryMs: 100, flushTimeoutMs: 300 },
         { use: 'pino', destination: join(out, 'events.pino.log') },
         { use: 'report', out, html: true },
       ],

@@ -114,7 +114,7 @@ function stagePlugin(dir: string, name: string, body: string): string {
   );
   const config = join(dir, `${name}.json`);
   const stages = [{ use: 'line-parser' }, { use: name }, { use: 'channel-router' }];
-  const watchdog = { use: 'idle-watchdog', idleTimeoutMs: 300 };
+  const watchdog = { use: 'idle-watchdog', idleTimeoutMs: 300, checkIntervalMs: 50, stallDrainMs: 300 };
   const spec = {
     plugins: [file],
     stages: [...stages, watchdog],

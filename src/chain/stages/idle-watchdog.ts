@@ -27,6 +27,7 @@ export interface IdleWatchdogSettings extends WaitLimits {
   graceMs: number;
   onStall: 'fail' | 'warn';
   checkIntervalMs: number;
+  stallDrainMs: number;
 }
 
 export const IDLE_WATCHDOG_DEFAULTS: Readonly<IdleWatchdogSettings> = Object.freeze({
@@ -37,6 +38,8 @@ export const IDLE_WATCHDOG_DEFAULTS: Readonly<IdleWatchdogSettings> = Object.fre
   onStall: 'fail',
   /** How often silence is measured. */
   checkIntervalMs: 1000,
+  /** After a stall: how long the chain may take to drain what it read before it is torn down. */
+  stallDrainMs: 5000,
 });
 
 export interface Clock {
@@ -176,9 +179,6 @@ export function stallMessage(stall: Stall): string {
   return `${head}: ${named.map(escapeOneLine).join('; ')}${tail}`;
 }
 
-/** How long a stalled chain may take to drain what it read before it is torn down. */
-const STALL_DRAIN_MS = 5000;
-
 /**
  * Idle watchdog: records in, the same records out (object mode). Fires when no input arrived
  * for longer than allowed (see IdleWatchdog): records a `STALL` warning, marks the run
@@ -235,7 +235,7 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
       if (run.stopInput) {
         run.stopInput(err);
         // A stage above that never finishes must not turn a stall into a hang.
-        drainTimer = setTimeout(() => stream.destroy(err), STALL_DRAIN_MS);
+        drainTimer = setTimeout(() => stream.destroy(err), opts.stallDrainMs);
       } else {
         stream.destroy(err);
       }
@@ -332,6 +332,11 @@ export const idleWatchdogPlugin = defineBuiltin<Omit<IdleWatchdogOptions, 'sessi
       description: 'fail: stop (exit 124, and stop the agent under subtee run); warn: report only',
     },
     checkIntervalMs: msOption(1, IDLE_WATCHDOG_DEFAULTS.checkIntervalMs, 'how often silence is measured'),
+    stallDrainMs: msOption(
+      0,
+      IDLE_WATCHDOG_DEFAULTS.stallDrainMs,
+      'after a stall, how long the chain may take to pass on what it read before it is torn down',
+    ),
   },
   create: (o, ctx) =>
     createIdleWatchdog({ ...waitLimitsFromEnv(ctx.env), ...definedOnly(o), session: ctx.session }),
