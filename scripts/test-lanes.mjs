@@ -18,6 +18,14 @@ export const OUTSIDE = new Set([
 ]);
 export const SLOW = new Set([
   'huge-lines', 'junk-runs', 'bench-smoke', 'bench-stats-smoke', 'reliability', 'disk-full', 'property',
+  // 150 runs of the CLI: six producers by five hostile values by every view (the same refusals
+  // are checked in process by cost-ledger and cost-hostile).
+  'cost-hostile-views',
+  // One index.json of 100,000 subagents read five times (stats.test.ts checks --top on small runs).
+  'stats-top',
+  // Inputs of thousands of threads with a 1 MiB prompt, peak memory measured (other-agents.test.ts
+  // checks the same bound in process).
+  'amplification',
 ]);
 
 /** The unit lane's test files in a folder of built tests (`dist/test`). */

@@ -1,126 +1,19 @@
-// Hostile numbers (negative, huge, past every bound) in the stream's usage, the result's
-// dollars and a price file, for every producer, through every view: index.json, the .log
-// files, stderr, the report page, pino, stats (text, CSV, JSON), OTLP spans and ClickHouse
-// rows. No figure anywhere may be negative, NaN or infinite, and each refusal names its line.
+// Hostile numbers (negative, huge, past every bound) in a result's stated dollars and in the
+// usage the OTLP spans and ClickHouse rows are built from: no figure may be negative, NaN or
+// infinite, and each refusal names its line. (Every producer through every view the CLI
+// writes: cost-hostile-views.test.ts.)
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { TraceBuilder } from '../src/chain/sinks/otlp-spans.js';
 import { RowBuilder } from '../src/chain/sinks/clickhouse-rows.js';
 import { BIN, FIXTURES, tmpDir } from './helpers/helpers.js';
 import { routeThrough } from './helpers/otlp-tree.js';
+import { assertSane, assertSaneText, HOSTILE, poisoned } from './helpers/hostile-figures.js';
 
-/** Figures no count or amount can be: each family member replaces every number of a usage or cost field. */
-const HOSTILE = [-5, -1e308, 1e308, 123456789012, -0.5] as const;
-
-/** A field that holds a count of tokens or an amount of dollars, in any producer's naming. */
-const FIGURE = /tokens|Tokens|cost|Cost|usd|USD/;
-
-/** Every number under a figure-named key replaced by `value` (the line's other numbers kept). */
-function poison(v: unknown, value: number, inFigure = false): unknown {
-  if (typeof v === 'number') return inFigure ? value : v;
-  if (Array.isArray(v)) return v.map((x) => poison(x, value, inFigure));
-  if (v !== null && typeof v === 'object')
-    return Object.fromEntries(
-      Object.entries(v).map(([k, x]) => [k, poison(x, value, inFigure || FIGURE.test(k))]),
-    );
-  return v;
-}
-
-function poisoned(file: string, value: number): string {
-  const out = join(tmpDir(), 'hostile.jsonl');
-  const lines = readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.stringify(poison(JSON.parse(l), value)));
-  writeFileSync(out, `${lines.join('\n')}\n`);
-  return out;
-}
-
-/** Every number in a JSON value, with the path to it. */
-function numbers(v: unknown, path = '$', out: Array<[string, number]> = []): Array<[string, number]> {
-  if (typeof v === 'number') out.push([path, v]);
-  else if (Array.isArray(v)) v.forEach((x, i) => numbers(x, `${path}[${i}]`, out));
-  else if (v !== null && typeof v === 'object')
-    for (const [k, x] of Object.entries(v)) numbers(x, `${path}.${k}`, out);
-  return out;
-}
-
-/** No negative, non-finite or absurd figure in a JSON value (dollars at most a million). */
-function assertSane(value: unknown, label: string): void {
-  for (const [path, n] of numbers(value)) {
-    assert.ok(Number.isFinite(n) && n >= 0, `${label}: ${path} = ${n}`);
-    if (/usd|cost/i.test(path)) assert.ok(n <= 1e6, `${label}: ${path} = ${n} dollars`);
-  }
-}
-
-/** Text shown to a person: no NaN, no Infinity, no negative dollars. */
-function assertSaneText(text: string, label: string): void {
-  assert.doesNotMatch(text, /NaN|Infinity|\$-|-\$|\$\d+e[+-]/, label);
-}
-
-function files(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
-    d.isDirectory() ? files(join(dir, d.name)) : [join(dir, d.name)],
-  );
-}
-
-const PRODUCERS: Array<[string, string]> = [
-  ['claude', join(FIXTURES, 'nested-depth-3.jsonl')],
-  ['claude, partial messages', join(FIXTURES, 'partial-messages.jsonl')],
-  ['codex', join(FIXTURES, 'other-agents', 'codex-spawn.jsonl')],
-  ['copilot', join(FIXTURES, 'other-agents', 'copilot-spawn.jsonl')],
-  ['gemini', join(FIXTURES, 'other-agents', 'gemini-spawn.jsonl')],
-  ['opencode', join(FIXTURES, 'other-agents', 'opencode-spawn.jsonl')],
-];
-
-describe('hostile figures through every view, every producer', () => {
-  for (const [producer, file] of PRODUCERS) {
-    test(`${producer}: index.json, logs, stderr, report, pino and stats stay finite and not negative`, () => {
-      for (const value of HOSTILE) {
-        const label = `${producer} ${value}`;
-        const input = poisoned(file, value);
-        const out = join(tmpDir(), 'out');
-        const pino = join(tmpDir(), 'events.pino.log');
-        const r = spawnSync(
-          process.execPath,
-          [BIN, '--out', out, '--stdout', 'none', '--html', '--pino', pino, input],
-          { encoding: 'utf8' },
-        );
-        assert.equal(r.status, 0, `${label}: ${r.stderr}`);
-        const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
-        assertSane(index, `${label} index.json`);
-        // A refused figure is named with its line, and only when one was refused.
-        const refused = index.warnings.find((w: any) => w.code === 'COST_FIGURE_REFUSED');
-        if (value < 0 || value > 1e7) assert.match(refused?.message ?? '', /^input line \d+: /, label);
-        assertSaneText(r.stderr, `${label} stderr`);
-        for (const f of files(out).filter((p) => p.endsWith('.log')))
-          assertSaneText(readFileSync(f, 'utf8'), `${label} ${f}`);
-        // The page's data: every usage and cost figure (its script's own text names Infinity).
-        const page = readFileSync(join(out, 'report.html'), 'utf8');
-        const data = /<script type="application\/json" id="subtee-data">([^<]*)<\/script>/.exec(page)!;
-        for (const [path, n] of numbers(JSON.parse(data[1])))
-          if (/usage|cost|usd|tokens/i.test(path))
-            assert.ok(Number.isFinite(n) && n >= 0, `${label} page ${path} = ${n}`);
-        for (const l of readFileSync(pino, 'utf8').split('\n').filter(Boolean)) {
-          const event = JSON.parse(l);
-          if ('cost_usd' in event) assertSane({ cost_usd: event.cost_usd }, `${label} pino`);
-        }
-        const stats = (flag: string) =>
-          spawnSync(process.execPath, [BIN, 'stats', out, flag], { encoding: 'utf8' });
-        const json = stats('--json');
-        assert.equal(json.status, 0, json.stderr);
-        assertSane(JSON.parse(json.stdout).total, `${label} stats --json`);
-        assertSaneText(stats('--csv').stdout, `${label} stats --csv`);
-        assert.doesNotMatch(stats('--csv').stdout, /,-\d/, `${label} stats --csv`);
-        const text = spawnSync(process.execPath, [BIN, 'stats', out], { encoding: 'utf8' }).stdout;
-        assertSaneText(text, `${label} stats`);
-      }
-    });
-  }
-
+describe('hostile figures in stated totals, OTLP spans and ClickHouse rows', () => {
   test('a stated total of -5 or 1e308 is refused naming its line; unattributed is never negative', () => {
     for (const total of [-5, 1e308, 2e6]) {
       const lines = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8').split('\n').filter(Boolean);

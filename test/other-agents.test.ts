@@ -23,6 +23,7 @@ import type { JsonObject } from '../src/model/message.js';
 import { ChannelTree } from '../src/model/tree.js';
 import { BIN, chunked, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers/helpers.js';
 import { codeBlocks, section } from './helpers/docs.js';
+import { codexFanOut } from './helpers/codex-fan-out.js';
 
 const DIR = join(FIXTURES, 'other-agents');
 const RECORDINGS = readdirSync(DIR)
@@ -775,17 +776,6 @@ async function mappedPerLine(format: 'codex' | 'langgraph', values: object[]) {
 const jsonChars = (values: JsonObject[]) => values.reduce((n, v) => n + JSON.stringify(v).length, 0);
 const countOf = (text: string, part: string) => text.split(part).length - 1;
 
-/** A spawn naming `threads` agents with one prompt of `chars`, as `codex exec --json` prints it. */
-function codexFanOut(threads: number, chars: number): object[] {
-  const ids = Array.from({ length: threads }, (_, i) => `thread-${i}`);
-  const prompt = `${'do the part you are given. '.repeat(Math.ceil(chars / 27))}`.slice(0, chars);
-  const item = { id: 'c1', type: 'collab_tool_call', tool: 'spawn_agent', receiver_thread_ids: ids, prompt };
-  return [
-    { type: 'thread.started', thread_id: 'main' },
-    { type: 'item.completed', item: { ...item, status: 'completed' } },
-  ];
-}
-
 /** `subagents` LangGraph subagents that fail saying nothing, then the run fails with an error of `chars`. */
 function langgraphFanOut(subagents: number, chars: number): object[] {
   const ev = (method: string, namespace: string[], data: object) => ({ method, params: { namespace, data } });
@@ -836,37 +826,6 @@ test('an event naming a long text on many agents maps to lines bounded by its si
     }
   }
 });
-
-test(
-  'a Codex spawn of thousands of threads with a long prompt ends with its index.json, its memory bounded',
-  { skip: !existsSync('/usr/bin/time') && 'GNU time is not installed' },
-  async () => {
-    const MiB = 1024 * 1024;
-    for (const [threads, chars, html] of [
-      [200, MiB, false],
-      [3000, MiB, true],
-      [1000, 256 * 1024, false],
-    ] as const) {
-      const name = `${threads} threads, a prompt of ${chars} characters${html ? ', --html' : ''}`;
-      const out = join(tmpDir(), 'out');
-      const input = codexFanOut(threads, chars).map((v) => JSON.stringify(v)).join('\n') + '\n';
-      const args = [process.execPath, BIN, '--out', out, '-q', '--stdout', 'none'];
-      if (html) args.push('--html');
-      const r = spawnSync('/usr/bin/time', ['-f', '%M', ...args], {
-        input,
-        encoding: 'utf8',
-        timeout: 120_000,
-        killSignal: 'SIGKILL',
-      });
-      assert.equal(r.status, 0, `${name}: ${r.stderr.slice(-400)}`);
-      const rssKb = Number(r.stderr.trim().split('\n').pop());
-      assert.ok(rssKb < 250 * 1024, `${name}: peak RSS ${Math.round(rssKb / 1024)} MB`);
-      const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
-      assert.equal(index.channels.length, threads + 1, name);
-      assert.equal(index.input.bytes, Buffer.byteLength(input), name);
-    }
-  },
-);
 
 /** A stream through parser, input format and router: what `auto` decided, the channels, the warnings. */
 async function detected(input: string, format = 'auto') {
