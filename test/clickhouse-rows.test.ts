@@ -155,7 +155,11 @@ test('content: a bounded prefix, control characters escaped; thinking hidden by 
     }
   });
   const text = `\x1b[31mred\x1b[0m ${'y'.repeat(300)}`;
-  assert.equal(rows[0].content, text.slice(0, 50).replace(/\x1b/g, '\\x1b') + '…');
+  // Cut as `stored`: its head and the marker within the 50 characters, then escaped.
+  const head = text.slice(0, 50 - 1 - `[…${text.length} chars cut…]`.length);
+  const cut = `${head} […${text.length - head.length} chars cut…]`;
+  assert.ok(cut.length <= 50);
+  assert.equal(rows[0].content, cut.replace(/\x1b/g, '\\x1b'));
   assert.doesNotMatch(rows[0].content, /\x1b/);
   assert.equal(rows[1].kind, 'thinking');
   assert.equal(rows[1].content, '');

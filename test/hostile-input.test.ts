@@ -52,11 +52,14 @@ test('inputPreview: JSON.stringify for small inputs, cut at maxChars, no recursi
   }
   assert.equal(inputPreview(undefined, 10), '{}');
   assert.equal(inputPreview({ a: 'xyz' }, 11), '{"a":"xyz"}');
+  // Too short for the counted marker: the bare `…`, within the limit.
   assert.equal(inputPreview({ a: 'xyz' }, 10), '{"a":"xyz…');
-  assert.equal(inputPreview({ s: 'x'.repeat(10_000_000) }, 12), '{"s":"xxxxx…');
+  // Written out only in part: the marker has no count, and fits the limit.
+  assert.equal(inputPreview({ s: 'x'.repeat(10_000_000) }, 12), '{"s" […cut…]');
+  assert.equal(inputPreview({ s: 'x'.repeat(10_000_000) }, 40), `{"s":"${'x'.repeat(26)} […cut…]`);
   const deep = JSON.parse(nested(200_000));
   assert.throws(() => JSON.stringify(deep), RangeError, 'the input this guards against');
-  assert.equal(inputPreview(deep, 20), '{"a":{"a":{"a":{"a"…');
+  assert.equal(inputPreview(deep, 20), '{"a":{"a":{" […cut…]');
 });
 
 test('a tool_use input nested 200,000 deep renders in the transcript and in pino', async () => {
@@ -72,7 +75,7 @@ test('a tool_use input nested 200,000 deep renders in the transcript and in pino
   });
   const files = readTree(out);
   assert.deepEqual(linesOf(files.get('main.jsonl')), lines);
-  assert.match(files.get('main.log')!.toString(), /\[tool\] Bash \{"a":\{"a":.*…\nafter\n/);
+  assert.match(files.get('main.log')!.toString(), /\[tool\] Bash \{"a":\{"a":.* \[…cut…\]\nafter\n/);
   const events = readFileSync(pinoFile, 'utf8')
     .trim()
     .split('\n')

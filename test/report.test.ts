@@ -118,9 +118,11 @@ test('TranscriptBudget keeps what happened first and counts what it cut', () => 
   b.addLine([{ k: 'text', t: null, s: 'c' }]);
   b.skipLine(50);
   assert.equal(b.entries.length, 2);
-  assert.ok(b.entries[1].s.startsWith('b'.repeat(400)) && b.entries[1].s.includes('200 chars not shown'));
+  // The start that fits the 400 left, the one marker included (17 characters for a count of 600).
+  assert.equal(b.entries[1].s, `${'b'.repeat(382)} […218 chars cut…]`);
+  assert.equal(b.entries[1].s.length, 400);
   assert.equal(b.room, 0);
-  assert.deepEqual(b.cut(), { lines: 3, chars: 200 + 1 + 50 });
+  assert.deepEqual(b.cut(), { lines: 3, chars: 218 + 1 + 50 });
   for (const t of [1, 2, 3]) b.tick(t);
   assert.deepEqual(b.ticks, [1, 2]);
   b.shrink(700, 1);
@@ -331,7 +333,7 @@ test('many channels: the page keeps the tree top that fits and says how many age
   // Prompts were shortened first, saying by how much.
   assert.equal(data.page.fieldChars, 100);
   const first = data.channels.find((c: any) => c.id === 'toolu_a0');
-  assert.match(first.prompt, /^(toolu_a0 )+.*… \(\d+ more chars\)$/);
+  assert.match(first.prompt, /^(toolu_a0 )+ *\[…\d+ chars cut…\]$/);
   assert.ok(data.channels.every((c: any) => c.ticks.length === 0 && c.entries.length === 0));
 });
 

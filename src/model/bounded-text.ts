@@ -3,7 +3,8 @@ import type { LazyText } from './scan.js';
 /*
  * Every cut subtee makes in text it shows or sends goes through these, so that no cut ever
  * splits a surrogate pair: half a pair is not text, and an encoder turns it into U+FFFD or
- * refuses the whole value.
+ * refuses the whole value. Shown text is cut by the one cutter built on them (`cutText` in
+ * display.ts); `boundedText` only caps names the run model keeps (agent types, tool targets).
  */
 
 const isHigh = (code: number) => code >= 0xd800 && code <= 0xdbff;
@@ -27,6 +28,9 @@ export function tailOf(text: string | LazyText, max: number): string {
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
+/** `s` with each lone half of a surrogate pair replaced by U+FFFD: well-formed for any encoder. */
+export const mendSurrogates = (s: string): string => s.replace(LONE_SURROGATE, '\uFFFD');
+
 /**
  * At most `max` UTF-16 units of `s` (plus a `…` when cut), never ending inside a surrogate
  * pair and with lone surrogates replaced, so a database or protocol encoder always gets
@@ -35,5 +39,5 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 export function boundedText(s: string, max: number): string {
   if (max <= 0) return '';
   const out = s.length > max ? `${headOf(s, max)}…` : s;
-  return out.replace(LONE_SURROGATE, '\uFFFD');
+  return mendSurrogates(out);
 }

@@ -1,4 +1,4 @@
-import { headOf, tailOf } from './bounded-text.js';
+import { headOf, mendSurrogates, tailOf } from './bounded-text.js';
 import type { LazyText } from './scan.js';
 
 export const THINKING_MODES = ['keep', 'truncate', 'drop', 'file'] as const;
@@ -20,8 +20,48 @@ export interface DisplayPolicy {
   readonly thinkingChars: number;
 }
 
+/**
+ * How a class of shown text is cut: `both` keeps `chars` of it, its head (about 70 %) and
+ * tail, around the marker; `head` keeps its head and ends with the marker, the whole within
+ * `chars`; `width` fits its head and a bare `…` within `chars` columns (a label has no room
+ * for a count, nor has a `head` cut to fewer characters than its marker). A text cut as `head`
+ * or `width` fits its class, so it is never cut twice; a length of 0 shows nothing.
+ */
+export type CutKeep = 'both' | 'head' | 'width';
+
+/**
+ * The lengths every view cuts shown text to, by class, in UTF-16 units. A view picks a class;
+ * a length a user or a table sets (pino's and ClickHouse's `maxContentChars`, the report's
+ * page limits, a column's width) may replace the class's `chars`, never its shape or marker.
+ */
+export const CUT_LENGTHS = Object.freeze({
+  /** A subagent's label on stdout and in the end-of-run summary; short names in the report. */
+  label: Object.freeze({ chars: 24, keep: 'width' as CutKeep }),
+  /** A one-line preview: a tool call's input in `.log`, a long line's start, a pino headline, an id. */
+  preview: Object.freeze({ chars: 200, keep: 'head' as CutKeep }),
+  /** A field value in `.log` and on stdout: a prompt, a tool result, a status summary. */
+  field: Object.freeze({ chars: 500, keep: 'both' as CutKeep }),
+  /** A tool call's input in the report. */
+  input: Object.freeze({ chars: 1000, keep: 'both' as CutKeep }),
+  /** A thinking block under `--thinking truncate` (`--thinking-chars`). */
+  thinking: Object.freeze({ chars: 2000, keep: 'both' as CutKeep }),
+  /** A block of text: one transcript entry or prompt in the report, an OTLP content attribute. */
+  block: Object.freeze({ chars: 4000, keep: 'both' as CutKeep }),
+  /** A subagent's final report in the report. */
+  summary: Object.freeze({ chars: 8000, keep: 'both' as CutKeep }),
+  /** Content of a pino event (`maxContentChars`). */
+  content: Object.freeze({ chars: 20_000, keep: 'both' as CutKeep }),
+  /** A value stored in a database column or sent as a protocol attribute (ClickHouse, OTLP names). */
+  stored: Object.freeze({ chars: 256, keep: 'head' as CutKeep }),
+});
+
+export type CutClass = keyof typeof CUT_LENGTHS;
+
 /** What a view shows without a policy given: thinking whole. */
-export const DISPLAY_DEFAULTS: DisplayPolicy = Object.freeze({ thinking: 'keep', thinkingChars: 2000 });
+export const DISPLAY_DEFAULTS: DisplayPolicy = Object.freeze({
+  thinking: 'keep',
+  thinkingChars: CUT_LENGTHS.thinking.chars,
+});
 
 /** The one policy of a run, frozen, from its options (missing ones from DISPLAY_DEFAULTS). */
 export function displayPolicy(options: Partial<DisplayPolicy> = {}): DisplayPolicy {
@@ -31,20 +71,63 @@ export function displayPolicy(options: Partial<DisplayPolicy> = {}): DisplayPoli
   });
 }
 
-/** The one marker where text was cut out of the middle. */
-export const cutMarker = (chars: number): string => `[…${chars} chars cut…]`;
+/**
+ * The one marker where text was cut: how many characters were left out, or only that some
+ * were when the rest was never read (`null`).
+ */
+export const cutMarker = (chars: number | null): string =>
+  chars === null ? '[…cut…]' : `[…${chars} chars cut…]`;
 
 /**
- * The one cutter: head and tail of a long text around the cut marker (about 70 % head);
- * short text unchanged. `cut` is how many characters were left out.
+ * The one cutter for shown text: `text` cut to its class's length (or `chars`) in its class's
+ * shape around the one marker; text that fits comes back whole. `whole` is the length of the
+ * text `text` is the start of, when only its start was read (null: never measured, and the
+ * marker has no count); such a start is cut at its head. No cut splits a surrogate pair;
+ * escaping for the place it is shown comes after. `cut` is how many characters were left out
+ * (of what was read, when `whole` is null).
  */
-export function truncateMiddle(text: string | LazyText, maxChars: number): { text: string; cut: number } {
-  if (text.length <= maxChars) return { text: text.toString(), cut: 0 };
-  const head = headOf(text, Math.ceil(maxChars * 0.7));
-  const tail = tailOf(text, maxChars - Math.ceil(maxChars * 0.7));
-  const cut = text.length - head.length - tail.length;
+export function cutText(
+  text: string | LazyText,
+  cls: CutClass,
+  chars: number = CUT_LENGTHS[cls].chars,
+  whole: number | null = text.length,
+): { text: string; cut: number } {
+  if ((whole ?? Infinity) <= chars) return { text: text.toString(), cut: 0 };
+  const keep = CUT_LENGTHS[cls].keep;
+  const length = whole ?? text.length;
+  if (chars <= 0) return { text: '', cut: length };
+  const counted = cutMarker(whole === null ? null : length).length;
+  // Only a text read whole has a tail to keep.
+  const atHead = keep === 'head' || whole !== text.length;
+  // Where the counted marker leaves no room, the bare `…` stands for it.
+  if (keep === 'width' || (atHead && chars < counted + 2)) {
+    const head = headOf(text, chars - 1).trimEnd();
+    return { text: `${head}…`, cut: length - head.length };
+  }
+  if (atHead) {
+    // The marker fits in `chars` too (sized for the most it could count), so a cut text is
+    // never cut again.
+    const head = headOf(text, chars - 1 - counted);
+    const marker = cutMarker(whole === null ? null : length - head.length);
+    return { text: `${head} ${marker}`, cut: length - head.length };
+  }
+  const head = headOf(text, Math.ceil(chars * 0.7));
+  const tail = tailOf(text, chars - Math.ceil(chars * 0.7));
+  const cut = length - head.length - tail.length;
   return { text: `${head} ${cutMarker(cut)} ${tail}`, cut };
 }
+
+/**
+ * A value for a database column or a protocol attribute (ClickHouse, OTLP): `cutText`, with
+ * lone halves of surrogate pairs the input held mended, so the encoder gets well-formed UTF-8.
+ */
+export function storedText(text: string, cls: CutClass, chars?: number, whole?: number | null): string {
+  return mendSurrogates(cutText(text, cls, chars, whole).text);
+}
+
+/** A thinking block cut as `--thinking truncate` cuts it: `cutText` in the thinking class. */
+export const truncateMiddle = (text: string | LazyText, maxChars: number): { text: string; cut: number } =>
+  cutText(text, 'thinking', maxChars);
 
 /**
  * A thinking block as the policy shows it: its text (whole, cut, or the note that it is in

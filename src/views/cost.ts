@@ -6,7 +6,7 @@ import {
   type OutputTokensBasis,
   type TokensBasis,
 } from '../model/cost.js';
-import { boundedText } from '../model/bounded-text.js';
+import { cutText } from '../model/display.js';
 import type { Session } from '../model/session.js';
 import type { Channel } from '../model/tree.js';
 import { escapeOneLine } from './escape.js';
@@ -114,14 +114,13 @@ export function channelCosts(
   return new Map(rows.map((row, i) => [row.channel, views[i]]));
 }
 
-/** Longest model name a warning shows: the name comes from the stream (index.json has it whole). */
-const SHOWN_MODEL_CHARS = 100;
 
 /** The run's cost now; at the run's end, one UNKNOWN_MODEL_PRICE warning per model nothing prices. */
 export function finalCost(session: Session): CostReport {
   const report = session.cost.report();
   for (const model of report.unpriced) {
-    const shown = escapeOneLine(boundedText(model, SHOWN_MODEL_CHARS));
+    // The name comes from the stream (index.json has it whole): cut as a `preview`.
+    const shown = escapeOneLine(cutText(model, 'preview').text);
     session.warn(
       'UNKNOWN_MODEL_PRICE',
       `model ${shown} has no price (not in the price table of ${session.cost.prices.date}, ` +

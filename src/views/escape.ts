@@ -1,9 +1,8 @@
 /**
  * Escaping for every place model text is shown: a terminal, a log file, Markdown, HTML.
- * Written once here so the transcript, the summaries and the report cannot disagree.
+ * Written once here so the transcript, the summaries and the report cannot disagree. Text is
+ * cut first (the one cutter, `cutText` in model/display.ts), then escaped for where it goes.
  */
-import { headOf } from '../model/bounded-text.js';
-import type { LazyText } from '../model/scan.js';
 
 // C0 controls except TAB and LF, DEL, C1 controls, and the bidi controls that can reorder
 // what a reader sees (Trojan Source). CR is escaped too: a raw CR overwrites a log line.
@@ -41,10 +40,4 @@ export function escapeMarkdown(text: string): string {
   return escapeHtml(text)
     .replace(/([\\`*_{}[\]()#+!|~])/g, '\\$1')
     .replace(/\n/g, ' ');
-}
-
-export function shorten(text: string | LazyText, max: number): string {
-  if (text.length <= max) return text.toString();
-  const head = headOf(text, max);
-  return `${head}… (${text.length - head.length} more chars)`;
 }

@@ -7,6 +7,7 @@ import { isObject } from '../model/message.js';
 import { formatUsd } from './cost.js';
 import { elapsedMs } from './walk.js';
 import { escapeControl, escapeOneLine } from './escape.js';
+import { cutText } from '../model/display.js';
 
 export const STATS_GROUPINGS = ['agent', 'model', 'day'] as const;
 export type StatsGrouping = (typeof STATS_GROUPINGS)[number];
@@ -551,11 +552,8 @@ function groupCells(g: StatsGroup): string[] {
   ];
 }
 
-/** Names from the data are shown on one line, control characters escaped, at most 60 columns. */
-const shown = (s: string, max = 60) => {
-  const one = escapeOneLine(s);
-  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
-};
+/** Names from the data are shown on one line, control characters escaped, cut as a `label` to a column. */
+const shown = (s: string, max = 60) => cutText(escapeOneLine(s), 'label', max).text;
 
 function subagentRows(list: StatsSubagent[]): string {
   return table(

@@ -1,15 +1,22 @@
-import { headOf } from '../model/bounded-text.js';
 import { lineContent } from '../model/content.js';
-import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../model/display.js';
+import { CUT_LENGTHS, cutText, DISPLAY_DEFAULTS, type DisplayPolicy } from '../model/display.js';
 import { isObject, type JsonObject } from '../model/message.js';
 import { viewOf } from '../model/line-view.js';
 import type { LineRecord, SpooledRecord } from '../model/record.js';
 import type { ChannelSnapshot } from '../model/tree.js';
-import { escapeControl, escapeOneLine, shorten } from './escape.js';
+import { escapeControl, escapeOneLine } from './escape.js';
 import type { CostReport } from '../model/cost.js';
 import { formatUsd, NO_USAGE_REASON, type ChannelCostView } from './cost.js';
 
-export const RENDER_DEFAULTS = Object.freeze({ toolInputChars: 200, resultChars: 500, promptChars: 500 });
+/** What the transcript cuts each field to: the display policy's length classes (model/display.ts). */
+export const RENDER_DEFAULTS = Object.freeze({
+  toolInputChars: CUT_LENGTHS.preview.chars,
+  resultChars: CUT_LENGTHS.field.chars,
+  promptChars: CUT_LENGTHS.field.chars,
+});
+
+/** A field value of the transcript (prompt, result, status summary): cut as the `field` class. */
+const fieldText = (text: Parameters<typeof cutText>[0]): string => cutText(text, 'field').text;
 
 export function channelLabel(ch: ChannelSnapshot): string {
   if (ch.id === null) return 'main';
@@ -17,14 +24,13 @@ export function channelLabel(ch: ChannelSnapshot): string {
 }
 
 /** How wide the label of a subagent on stdout and in the end-of-run summary is at most. */
-export const LABEL_DEFAULTS = Object.freeze({ maxChars: 24 });
+export const LABEL_DEFAULTS = Object.freeze({ maxChars: CUT_LENGTHS.label.chars });
 
-/** A description as a label: on one line, spaces collapsed, cut to `maxChars` with `…`. */
+/** A description as a label: on one line, spaces collapsed, cut to `maxChars` as a `label`. */
 export function descriptionLabel(description: string, maxChars: number = LABEL_DEFAULTS.maxChars): string {
   // Cut first: the stream chooses how long a description is.
-  const flat = headOf(description, maxChars * 4 + 1).replace(/\s+/g, ' ').trim();
-  const cut = flat.length > maxChars ? `${headOf(flat, maxChars - 1).trimEnd()}…` : flat;
-  return escapeOneLine(cut);
+  const flat = cutText(description, 'label', maxChars * 4 + 1).text.replace(/\s+/g, ' ').trim();
+  return escapeOneLine(cutText(flat, 'label', maxChars).text);
 }
 
 /**
@@ -90,7 +96,7 @@ export function costLine(cost: ChannelCostView | undefined, report: CostReport):
 }
 
 export function statusLine(status: string, summary: string | null): string {
-  const text = summary ? ` — ${escapeOneLine(shorten(summary, RENDER_DEFAULTS.resultChars))}` : '';
+  const text = summary ? ` — ${escapeOneLine(fieldText(summary))}` : '';
   return `[status] ${status}${text}`;
 }
 
@@ -100,7 +106,7 @@ export function renderRecord(rec: LineRecord, policy: DisplayPolicy = DISPLAY_DE
   for (const item of lineContent(viewOf(rec), policy)) {
     switch (item.kind) {
       case 'prompt':
-        out.push(`[prompt] ${escapeControl(shorten(item.text, RENDER_DEFAULTS.promptChars))}`);
+        out.push(`[prompt] ${escapeControl(fieldText(item.text))}`);
         break;
       case 'text':
         out.push(escapeControl(item.text));
@@ -115,11 +121,11 @@ export function renderRecord(rec: LineRecord, policy: DisplayPolicy = DISPLAY_DE
       }
       case 'tool_result': {
         const tag = item.isError ? '[result:error]' : '[result]';
-        out.push(`${tag} ${escapeOneLine(shorten(item.text, RENDER_DEFAULTS.resultChars))}`);
+        out.push(`${tag} ${escapeOneLine(fieldText(item.text))}`);
         break;
       }
       case 'run': {
-        const shown = item.text === null ? null : shorten(item.text, RENDER_DEFAULTS.resultChars);
+        const shown = item.text === null ? null : fieldText(item.text);
         const result = shown === null ? '' : ` — ${escapeOneLine(shown)}`;
         out.push(`[run] ${escapeOneLine(item.subtype)}${item.isError ? ' (error)' : ''}${result}`);
         break;
@@ -133,17 +139,20 @@ type PreviewFrame =
   { value: unknown[]; keys: null; at: number } | { value: JsonObject; keys: string[]; at: number };
 
 /**
- * A tool call's input as JSON (what JSON.stringify would give), cut to at most `maxChars`
- * characters, the last one `…` when cut. Written as a loop that stops once enough is
- * written: the stream chooses how deep and how large an input is, and JSON.stringify
- * recurses (a 10,000-deep input overflows the stack) and serialises all of it.
+ * A tool call's input as JSON (what JSON.stringify would give), cut to `maxChars` as a
+ * `preview` (the marker has no count when the rest was never written out). Written as a loop
+ * that stops once enough is written: the stream chooses how deep and how large an input is,
+ * and JSON.stringify recurses (a 10,000-deep input overflows the stack) and serialises all of it.
  */
 export function inputPreview(input: unknown, maxChars: number): string {
   let out = '';
+  let partial = false;
   const full = () => out.length > maxChars;
   const scalar = (v: unknown) => {
     // A long string is cut before it is quoted, so a huge input costs only what is shown.
-    const s = typeof v === 'string' && v.length > maxChars ? v.slice(0, maxChars + 1) : v;
+    const long = typeof v === 'string' && v.length > maxChars;
+    if (long) partial = true;
+    const s = long ? v.slice(0, maxChars + 1) : v;
     out += JSON.stringify(s) ?? 'null';
   };
   const stack: PreviewFrame[] = [];
@@ -176,11 +185,11 @@ export function inputPreview(input: unknown, maxChars: number): string {
       open(top.value[key]);
     }
   }
-  return out.length > maxChars ? `${headOf(out, maxChars - 1)}…` : out;
+  return cutText(out, 'preview', maxChars, partial || stack.length > 0 ? null : out.length).text;
 }
 
-/** Characters of a spooled line's start shown in its readable entry. */
-export const SPOOLED_PREVIEW_CHARS = 200;
+/** Characters of a spooled line's start shown in its readable entry (a `preview`). */
+export const SPOOLED_PREVIEW_CHARS = CUT_LENGTHS.preview.chars;
 
 /**
  * The readable entry of a line too long to hold: its size, where its bytes are, and its
@@ -188,9 +197,7 @@ export const SPOOLED_PREVIEW_CHARS = 200;
  */
 export function spooledLine(rec: SpooledRecord, jsonl: string): string {
   const type = typeof rec.value?.type === 'string' ? `${escapeOneLine(rec.value.type)} ` : '';
-  const start = shorten(rec.head.toString('utf8'), SPOOLED_PREVIEW_CHARS).replace(
-    /… \(\d+ more chars\)$/,
-    '…',
-  );
+  // Only the line's start is held: the marker has no count.
+  const start = cutText(rec.head.toString('utf8'), 'preview', SPOOLED_PREVIEW_CHARS, null).text;
   return `[long line] ${type}line of ${rec.spool.bytes} bytes, whole in ${jsonl}: ` + escapeOneLine(start);
 }

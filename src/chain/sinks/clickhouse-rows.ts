@@ -12,7 +12,7 @@ import {
   type ToolResultBlock,
 } from '../../model/message.js';
 import type { SpanChannel } from './otlp-spans.js';
-import { boundedText } from '../../model/bounded-text.js';
+import { CUT_LENGTHS, storedText } from '../../model/display.js';
 import { DISPLAY_DEFAULTS, shownThinking, type DisplayPolicy } from '../../model/display.js';
 import { isText } from '../../model/scan.js';
 import { runIdFrom, StreamClock } from './stream-facts.js';
@@ -170,7 +170,8 @@ const USAGE_COLUMNS = [
   ['cache_creation_input_tokens', 'cache_creation_tokens'],
 ] as const;
 
-export const ROW_BUILDER_DEFAULTS = Object.freeze({ maxContentChars: 256 });
+/** Longest text stored in a String column (the display policy's `stored` class). */
+export const ROW_BUILDER_DEFAULTS = Object.freeze({ maxContentChars: CUT_LENGTHS.stored.chars });
 
 /** Rows held at most while waiting for the stream's first timestamp. */
 const UNTIMED_MAX = 10_000;
@@ -250,7 +251,8 @@ export class RowBuilder {
   /** A quarantined line's row; `bytes` counts the pieces a line came in, when it came in pieces. */
   private quarantineRow(lineNo: number, reason: string, raw: Buffer, bytes = raw.length): Entry {
     this.lines++;
-    const content = this.content(raw.subarray(0, this.maxChars * 4).toString('utf8'));
+    const start = raw.subarray(0, this.maxChars * 4).toString('utf8');
+    const content = this.content(start, raw.length > this.maxChars * 4 ? null : start.length);
     const fields = { type: 'quarantine', subtype: reason, kind: 'quarantine', bytes, content };
     return { t: 'events', r: this.event(lineNo, this.clock.latest, false, null, fields) };
   }
@@ -330,7 +332,7 @@ export class RowBuilder {
   /** A line too long to hold: its row has its top-level fields and its start as content. */
   private spooledRows(rec: SpooledRecord): Entry[] {
     this.lines++;
-    const content = this.content(rec.head.toString('utf8'));
+    const content = this.content(rec.head.toString('utf8'), null);
     const bytes = rec.spool.bytes;
     const v = rec.value;
     if (v === null) {
@@ -374,7 +376,7 @@ export class RowBuilder {
       parent: ch.parent ?? '',
       depth: ch.depth ?? -1,
       agent: ch.id === null ? 'main' : (ch.agent ?? ''),
-      description: escapeControl(boundedText(ch.description ?? '', this.maxChars)),
+      description: escapeControl(storedText(ch.description ?? '', 'stored', this.maxChars)),
       status: ch.status,
       background: ch.background === null ? -1 : ch.background ? 1 : 0,
       orphan: ch.orphan ? 1 : 0,
@@ -411,11 +413,15 @@ export class RowBuilder {
    */
   private sessionOf(v: Record<string, unknown>): string | null {
     const id = nonEmpty(v.session_id);
-    return id === null ? null : boundedText(id, this.maxChars);
+    return id === null ? null : storedText(id, 'stored', this.maxChars);
   }
 
-  private content(s: string): string {
-    return escapeControl(boundedText(s, this.maxChars));
+  /**
+   * Text for a String column, cut as `stored`; `whole`: the length of what `s` is the start of
+   * (null: only its start was read).
+   */
+  private content(s: string, whole: number | null = s.length): string {
+    return escapeControl(storedText(s, 'stored', this.maxChars, whole));
   }
 
   private event(

@@ -32,12 +32,13 @@ import {
 import { lateWarn, randomRunId } from './stream-facts.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
+import { CUT_LENGTHS } from '../../model/display.js';
 
 export const CLICKHOUSE_SINK_DEFAULTS = Object.freeze({
   eventsTable: 'subtee_events',
   channelsTable: 'subtee_channels',
-  /** Longest content prefix (and summary, description) kept per row, in characters. */
-  maxContentChars: 256,
+  /** Longest content (and summary, description) kept per row, in characters, cut marker included. */
+  maxContentChars: CUT_LENGTHS.stored.chars,
   /** Rows per insert. */
   batchRows: 5000,
   /** A partial batch is inserted after this long, so rows arrive while the run goes on. */

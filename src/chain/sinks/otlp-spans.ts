@@ -11,7 +11,7 @@ import {
   nonEmpty,
 } from '../../model/message.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
-import { boundedText } from '../../model/bounded-text.js';
+import { CUT_LENGTHS, storedText } from '../../model/display.js';
 import { runIdFrom, StreamClock } from './stream-facts.js';
 
 /** The channel fields spans are made of: a live Channel or a snapshot of one. */
@@ -83,13 +83,13 @@ const CONTENT_ATTRIBUTES: ReadonlySet<string> = new Set([
  * model…): they come from the input and are repeated on many spans, so one huge value would
  * otherwise be sent once per span.
  */
-export const MAX_SPAN_NAME_CHARS = 256;
+export const MAX_SPAN_NAME_CHARS = CUT_LENGTHS.stored.chars;
 
 /** Every attribute that is not content cut to MAX_SPAN_NAME_CHARS. */
 function boundedAttributes(attributes: Attributes): Attributes {
   for (const [key, value] of Object.entries(attributes)) {
     if (typeof value === 'string' && !CONTENT_ATTRIBUTES.has(key))
-      attributes[key] = boundedText(value, MAX_SPAN_NAME_CHARS);
+      attributes[key] = storedText(value, 'stored', MAX_SPAN_NAME_CHARS);
   }
   return attributes;
 }
@@ -105,8 +105,8 @@ const USAGE_ATTRIBUTES: ReadonlyArray<[string, string]> = [
 export const TRACE_BUILDER_DEFAULTS = Object.freeze({
   /** Prompts, reports, tool arguments and results as span attributes (GenAI content is opt-in). */
   captureContent: false,
-  /** Longest content attribute, in characters. */
-  maxContentChars: 4000,
+  /** Longest content attribute, in characters (the display policy's `block` class). */
+  maxContentChars: CUT_LENGTHS.block.chars,
 });
 
 export interface TraceBuilderOptions {
@@ -174,7 +174,7 @@ export class TraceBuilder {
     this.runId ??= runIdFrom(v);
     if (this.sessionId === null) {
       const sessionId = nonEmpty(v.session_id);
-      this.sessionId = sessionId === null ? null : boundedText(sessionId, MAX_SPAN_NAME_CHARS);
+      this.sessionId = sessionId === null ? null : storedText(sessionId, 'stored', MAX_SPAN_NAME_CHARS);
     }
     const out: SpanData[] = [];
     for (const ev of rec.events ?? []) {
@@ -266,7 +266,8 @@ export class TraceBuilder {
         const id = nonEmpty(b.id);
         if (!id || this.tools.has(id) || this.finishedTools.has(id)) continue;
         const max = this.opts.maxContentChars;
-        const args = this.opts.captureContent ? boundedText(JSON.stringify(b.input ?? {}), max) : null;
+        const input = JSON.stringify(b.input ?? {});
+        const args = this.opts.captureContent ? storedText(input, 'block', max) : null;
         this.tools.set(id, {
           id,
           name: nonEmpty(b.name) ?? 'unknown',
@@ -288,7 +289,7 @@ export class TraceBuilder {
         this.tools.delete(tool.id);
         const failed = b.is_error === true;
         const result = this.opts.captureContent
-          ? boundedText(resultText(b), this.opts.maxContentChars)
+          ? storedText(resultText(b), 'block', this.opts.maxContentChars)
           : null;
         const error = failed ? this.errorText('tool error', result) : null;
         const extra: Attributes = result === null ? {} : { [GENAI.toolResult]: result };
@@ -319,7 +320,7 @@ export class TraceBuilder {
   }
 
   private errorText(what: string, detail: string | null | undefined): string {
-    return detail ? `${what}: ${boundedText(detail, 200)}` : what;
+    return detail ? `${what}: ${storedText(detail, 'preview')}` : what;
   }
 
   private toolSpan(tool: ToolState, endMs: number, error: string | null, extra: Attributes): SpanData {
@@ -338,7 +339,7 @@ export class TraceBuilder {
     if (tool.args !== null) attributes[GENAI.toolArguments] = tool.args;
     if (error) attributes[GENAI.errorType] = 'tool_error';
     Object.assign(attributes, extra);
-    const name = boundedText(`execute_tool ${tool.name}`, MAX_SPAN_NAME_CHARS);
+    const name = storedText(`execute_tool ${tool.name}`, 'stored', MAX_SPAN_NAME_CHARS);
     const endAt = Math.max(startMs, endMs);
     return {
       key: toolKey(tool.id),
@@ -398,7 +399,7 @@ export class TraceBuilder {
     if (this.opts.captureContent) {
       // The conventions' message form: a list of messages, each a role and its parts.
       const message = (role: string, text: string) =>
-        JSON.stringify([{ role, parts: [{ type: 'text', content: boundedText(text, max) }] }]);
+        JSON.stringify([{ role, parts: [{ type: 'text', content: storedText(text, 'block', max) }] }]);
       if (a.prompt !== null) attributes[GENAI.inputMessages] = message('user', a.prompt);
       const report = ch.summary ?? a.lastText;
       if (report !== null) attributes[GENAI.outputMessages] = message('assistant', report);
@@ -413,7 +414,7 @@ export class TraceBuilder {
     // An orphan's spawn call was never seen: it hangs under the main conversation.
     const spawnSeen = !isMain && (this.tools.has(ch.id!) || this.finishedTools.has(ch.id!));
     const parentKey = isMain ? null : ch.orphan || !spawnSeen ? agentKey(null) : toolKey(ch.id!);
-    const spanName = boundedText(`invoke_agent ${name}`, MAX_SPAN_NAME_CHARS);
+    const spanName = storedText(`invoke_agent ${name}`, 'stored', MAX_SPAN_NAME_CHARS);
     const endAt = Math.max(startMs, endMs);
     const bounded = boundedAttributes(attributes);
     const key = agentKey(ch.id);

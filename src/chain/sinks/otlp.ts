@@ -14,6 +14,7 @@ import { TraceBuilder, type SpanData } from './otlp-spans.js';
 import { lateWarn, randomRunId, spanIdOf, traceIdOf } from './stream-facts.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
+import { CUT_LENGTHS } from '../../model/display.js';
 
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
@@ -23,7 +24,7 @@ export const OTLP_URL_FROM_ENV = 'env';
 
 export const OTLP_SINK_DEFAULTS = Object.freeze({
   captureContent: false,
-  maxContentChars: 4000,
+  maxContentChars: CUT_LENGTHS.block.chars,
   /** How long one batch of spans is retried (with backoff) before it counts as not delivered. */
   retryMs: 5000,
   /** At the end of the run: how long to wait for the last spans to be delivered. */

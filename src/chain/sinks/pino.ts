@@ -1,4 +1,3 @@
-import { headOf } from '../../model/bounded-text.js';
 import type { Transform } from 'node:stream';
 import { once } from 'node:events';
 import { createRequire } from 'node:module';
@@ -7,10 +6,10 @@ import type { Logger } from 'pino';
 import { withDefaults } from '../../defaults.js';
 import { UsageError, writeFailed } from '../../errors.js';
 import { quarantinedLines, type LineRecord, type RecordBatch } from '../../model/record.js';
-import { escapeOneLine, shorten } from '../../views/escape.js';
+import { escapeOneLine } from '../../views/escape.js';
 import { channelLabel, inputPreview } from '../../views/text.js';
 import { lineContent } from '../../model/content.js';
-import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
+import { CUT_LENGTHS, cutText, DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import { viewOf } from '../../model/line-view.js';
 import { batchLines, PINO_LEVELS, pinoLine } from './pino-batch.js';
 import { openLogFile } from '../../safe-open.js';
@@ -23,8 +22,8 @@ import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 export const PINO_SINK_DEFAULTS = Object.freeze({
   /** A file path, or `-` for stdout. Ignored when `transport` is set. */
   destination: '-',
-  /** Longest content logged per event, in characters. */
-  maxContentChars: 20_000,
+  /** Longest content logged per event, in characters (the display policy's `content` class). */
+  maxContentChars: CUT_LENGTHS.content.chars,
 });
 
 /** pino, loaded when a pino sink is made: most runs have none, and loading it is a tenth of start-up. */
@@ -32,8 +31,8 @@ let loadedPino: typeof PinoModule | null = null;
 const pino = (): typeof PinoModule =>
   (loadedPino ??= createRequire(import.meta.url)('pino') as typeof PinoModule);
 
-/** Longest `msg` (the one-line headline pino-pretty shows), in characters. */
-const MESSAGE_MAX_CHARS = 200;
+/** Longest `msg` (the one-line headline pino-pretty shows), in characters: a `preview`. */
+const MESSAGE_MAX_CHARS = CUT_LENGTHS.preview.chars;
 
 /** How long a pipe's reader may take nothing before the log fails (see whileReaderReads). */
 const STOPPED_READER_MS = 10_000;
@@ -111,8 +110,7 @@ export function eventMessage(
   else msg = `quarantined line ${String(fields.line)} (${String(fields.reason)}): ${content}`;
   const length = msg.length - content.length + whole.length;
   if (length <= MESSAGE_MAX_CHARS) return escapeOneLine(msg);
-  const head = headOf(msg, MESSAGE_MAX_CHARS);
-  return escapeOneLine(`${head}… (${length - head.length} more chars)`);
+  return escapeOneLine(cutText(msg, 'preview', MESSAGE_MAX_CHARS, length).text);
 }
 
 function spanFields(ch: { startedAt: string | null; endedAt: string | null }) {
@@ -143,7 +141,7 @@ export function pinoEvents(
     fields: Record<string, unknown>,
     about: ChannelSnapshot | undefined = ch,
   ) => out.push({ level, kind, fields, msg: eventMessage(kind, about, fields) });
-  const content = (text: Parameters<typeof shorten>[0]) => shorten(text, maxChars);
+  const content = (text: Parameters<typeof cutText>[0]) => cutText(text, 'content', maxChars).text;
   for (const item of lineContent(v, display)) {
     switch (item.kind) {
       case 'prompt':
@@ -175,7 +173,7 @@ export function pinoEvents(
     const fields = {
       ...where(ev.channel),
       status: ev.channel.status,
-      content: shorten(ev.summary ?? '', maxChars),
+      content: content(ev.summary ?? ''),
       // The subagent's span, spawn to report (index.json's started_at, ended_at, elapsed_ms).
       ...(ev.channel.id !== null && ev.channel.status !== 'running' ? spanFields(ev.channel) : {}),
       ...(costs ? { cost_usd: usdOf(costs.channelCost(ev.channel.id)) } : {}),
@@ -305,10 +303,11 @@ class PinoSink extends BatchTransform {
               line.lineNo,
               rec.reason,
               line.raw.subarray(0, this.#opts.maxContentChars * 4),
+              line.raw.length > this.#opts.maxContentChars * 4,
             );
         } else if (rec.kind === 'spooled') {
           // A line too long to hold: only its start is known here (see SpooledRecord).
-          if (rec.reason) this.#logQuarantined(rec.lineNo, rec.reason, rec.head);
+          if (rec.reason) this.#logQuarantined(rec.lineNo, rec.reason, rec.head, true);
         } else {
           this.#logLine(rec);
         }
@@ -406,8 +405,10 @@ class PinoSink extends BatchTransform {
     else this.#logger![level](fields, msg);
   }
 
-  #logQuarantined(lineNo: number, reason: string, start: Buffer): void {
-    const content = shorten(start.toString('utf8'), this.#opts.maxContentChars);
+  /** `partial`: `start` is only the start of the line (the rest was never read here). */
+  #logQuarantined(lineNo: number, reason: string, start: Buffer, partial: boolean): void {
+    const text = start.toString('utf8');
+    const content = cutText(text, 'content', this.#opts.maxContentChars, partial ? null : text.length).text;
     const fields = { channel: null, line: lineNo, reason, content };
     this.#log('warn', 'quarantine', fields, eventMessage('quarantine', undefined, fields));
   }

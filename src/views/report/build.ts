@@ -1,4 +1,3 @@
-import { headOf } from '../../model/bounded-text.js';
 import { isObject, type JsonObject } from '../../model/message.js';
 import { closeSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,8 +27,13 @@ import {
 } from './model.js';
 import { pageBytes } from './page.js';
 import { treeRows } from './client.js';
-import { DISPLAY_DEFAULTS, displayPolicy, THINKING_MODES, type DisplayPolicy } from '../../model/display.js';
-import { shorten } from '../escape.js';
+import {
+  cutText,
+  DISPLAY_DEFAULTS,
+  displayPolicy,
+  THINKING_MODES,
+  type DisplayPolicy,
+} from '../../model/display.js';
 
 export interface ReportBuildOptions extends Partial<ReportLimits> {
   /** Shown in the page; the package's version by default. */
@@ -208,17 +212,18 @@ function channelView(c: JsonObject): ChannelView {
   const counts: Record<string, number> = {};
   if (isObject(c.counts))
     for (const [k, v] of Object.entries(c.counts))
-      if (typeof v === 'number' && Number.isFinite(v)) counts[field(k, 40) ?? '?'] = v;
+      if (typeof v === 'number' && Number.isFinite(v)) counts[field(k, 'label') ?? '?'] = v;
   return {
-    id: typeof c.id === 'string' ? field(c.id, 400) : null,
-    parent: field(c.parent, 400),
+    id: typeof c.id === 'string' ? field(c.id) : null,
+    parent: field(c.parent),
     orphan: c.orphan === true,
     depth: typeof c.depth === 'number' && Number.isSafeInteger(c.depth) ? c.depth : null,
-    agent: field(c.agent, 200),
-    description: field(c.description, 400),
+    agent: field(c.agent),
+    description: field(c.description),
     status: c.status === 'completed' || c.status === 'failed' ? c.status : 'running',
     background: typeof c.background === 'boolean' ? c.background : null,
-    summary: typeof c.summary === 'string' ? clip(c.summary, REPORT_DEFAULTS.summaryChars).s : null,
+    summary:
+      typeof c.summary === 'string' ? clip(c.summary, REPORT_DEFAULTS.summaryChars, 'summary').s : null,
     lines: typeof c.lines === 'number' && Number.isFinite(c.lines) ? c.lines : 0,
     counts,
     usage: usageOf(c.usage),
@@ -297,15 +302,12 @@ export function readReportData(
       const f = lineFacts(value, limits, display);
       for (let k = 0; k < f.tools; k++) budget.tick(f.time);
       for (const s of f.spawns) {
-        const childId = field(s.id, 400) ?? '';
+        const childId = field(s.id) ?? '';
         const child = byId.get(childId);
         if (child && child.spawned === null) child.spawned = f.time;
         if (s.prompt !== null && !spawnPrompts.has(childId)) spawnPrompts.set(childId, s.prompt);
       }
-      if (ch.prompt === null && ch.id !== null) {
-        const p = f.entries.find((e) => e.k === 'prompt');
-        if (p) ch.prompt = p.s.length > limits.promptChars ? `${headOf(p.s, limits.promptChars)}…` : p.s;
-      }
+      if (ch.prompt === null && ch.id !== null) ch.prompt = f.prompt;
       if (budget.room === 0) budget.skipLine(lineBytes);
       else budget.addLine(f.entries);
     }
@@ -351,15 +353,15 @@ function indexFacts(
   return {
     run: {
       subtee: options.subteeVersion ?? subteeVersion(),
-      claudeCode: field(index.claude_code_version, 100),
-      session: field(index.session_id, 200),
+      claudeCode: field(index.claude_code_version),
+      session: field(index.session_id),
       stalled: index.stalled === true,
       interrupted: index.interrupted === true,
       input: { lines: n(input.lines), bytes: n(input.bytes), quarantined: n(input.quarantined) },
       quarantine: index.quarantine === 'quarantine.log' ? 'quarantine.log' : null,
       warnings: (Array.isArray(index.warnings) ? index.warnings : []).filter(isObject).map((w) => ({
-        code: field(w.code, 100) ?? '?',
-        message: field(w.message, 4000) ?? '',
+        code: field(w.code) ?? '?',
+        message: field(w.message, 'block') ?? '',
       })),
       cost: runCostView(index.cost),
     },
@@ -421,7 +423,8 @@ export function fitReportPage(out: string, options: ReportBuildOptions = {}): Re
 function shortenFields(data: ReportData, limit: number, size: number): number {
   // Each step shortens the fields as read, so the count of chars cut that it shows stays true.
   const whole = data.channels.map((ch) => [ch.summary, ch.prompt, ch.description] as const);
-  const short = (s: string | null, chars: number) => (s === null ? null : shorten(s, chars));
+  // Cut at the head, as a `preview` is, to each step's length.
+  const short = (s: string | null, chars: number) => (s === null ? null : cutText(s, 'preview', chars).text);
   for (const chars of FIELD_CHARS) {
     if (size <= limit) break;
     if (!whole.some((fields) => fields.some((s) => s !== null && s.length > chars))) continue;

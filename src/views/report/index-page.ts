@@ -83,8 +83,8 @@ export function indexPageRow(path: string, report: string | null, index: unknown
         : mainStatus === 'completed' || mainStatus === 'failed'
           ? mainStatus
           : 'running';
-  row.session = field(index.session_id, 200);
-  row.claudeCode = field(index.claude_code_version, 100);
+  row.session = field(index.session_id);
+  row.claudeCode = field(index.claude_code_version);
   row.startMs = first;
   row.durationMs = elapsedMs(first, last);
   const cost = isObject(index.cost) ? index.cost.usd : undefined;

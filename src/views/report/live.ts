@@ -157,15 +157,16 @@ export function channelUpdate(
     Partial<Pick<ChannelView, 'costBasis'>>,
 ): ChannelUpdate {
   return {
-    id: c.id === null ? null : field(c.id, 400),
-    parent: field(c.parent, 400),
+    id: c.id === null ? null : field(c.id),
+    parent: field(c.parent),
     orphan: c.orphan === true,
     depth: typeof c.depth === 'number' ? c.depth : null,
-    agent: field(c.agent, 200),
-    description: field(c.description, 400),
+    agent: field(c.agent),
+    description: field(c.description),
     status: c.status === 'completed' || c.status === 'failed' ? c.status : 'running',
     background: typeof c.background === 'boolean' ? c.background : null,
-    summary: typeof c.summary === 'string' ? clip(c.summary, REPORT_DEFAULTS.summaryChars).s : null,
+    summary:
+      typeof c.summary === 'string' ? clip(c.summary, REPORT_DEFAULTS.summaryChars, 'summary').s : null,
     lines: c.lines,
     counts: { ...c.counts },
     usage: usageOf({
@@ -251,10 +252,7 @@ export class LiveReport {
           this.touched.add(s.id);
         }
       }
-      if (rec.channel.id !== null && t.prompt === null) {
-        const p = f.entries.find((e) => e.k === 'prompt');
-        if (p) t.prompt = p.s.slice(0, this.limits.promptChars);
-      }
+      if (rec.channel.id !== null && t.prompt === null) t.prompt = f.prompt;
       // The page's total is bounded like the static page's; past it, transcripts stop growing.
       if (this.chars >= this.limits.maxPageBytes * 0.7) {
         if (f.entries.length > 0) t.budget.skipLine(f.entries.reduce((n, e) => n + e.s.length, 0));
@@ -288,8 +286,8 @@ export class LiveReport {
       },
       quarantine: null,
       warnings: (run?.warnings ?? []).map((w) => ({
-        code: field(w.code, 100) ?? '?',
-        message: field(w.message, 4000) ?? '',
+        code: field(w.code) ?? '?',
+        message: field(w.message, 'block') ?? '',
       })),
       cost: run ? runCostView(indexCost(run.cost.report())) : null,
     };
@@ -329,7 +327,7 @@ export class LiveReport {
       t.sentTicks = b.ticks.length;
       this.feed.publish(
         'entries',
-        JSON.stringify({ id: id === null ? null : field(id, 400), entries, ticks }),
+        JSON.stringify({ id: id === null ? null : field(id), entries, ticks }),
       );
     }
   }

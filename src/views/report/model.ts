@@ -1,7 +1,12 @@
-import { headOf, tailOf } from '../../model/bounded-text.js';
-import { escapeControl, shorten } from '../escape.js';
+import { escapeControl } from '../escape.js';
 import { lineContent } from '../../model/content.js';
-import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
+import {
+  CUT_LENGTHS,
+  cutText,
+  DISPLAY_DEFAULTS,
+  type CutClass,
+  type DisplayPolicy,
+} from '../../model/display.js';
 import { SPAWN_TOOLS, isObject, systemSubtypeOf, type JsonObject } from '../../model/message.js';
 
 /**
@@ -20,13 +25,14 @@ export const REPORT_DEFAULTS = Object.freeze({
   maxPageBytes: 8 * 1024 * 1024,
   /** Transcript characters kept per channel at most (less when many channels share the page). */
   channelChars: 64 * 1024,
-  /** Characters of one text, thinking or result block (head and tail kept around a marker). */
-  entryChars: 4000,
-  /** Characters of one tool call's input. */
-  toolInputChars: 1000,
-  /** Characters of the prompt a subagent received and of its final report. */
-  promptChars: 4000,
-  summaryChars: 8000,
+  /** Characters of one text, thinking or result block (a `block`: head and tail around the marker). */
+  entryChars: CUT_LENGTHS.block.chars,
+  /** Characters of one tool call's input (an `input`). */
+  toolInputChars: CUT_LENGTHS.input.chars,
+  /** Characters of the prompt a subagent received (a `block`). */
+  promptChars: CUT_LENGTHS.block.chars,
+  /** Characters of a subagent's final report (a `summary`). */
+  summaryChars: CUT_LENGTHS.summary.chars,
   /** Tool-call ticks drawn per channel on the timeline. */
   ticksPerChannel: 400,
 });
@@ -128,8 +134,8 @@ export function runCostView(cost: unknown): RunCostView | null {
     resultUsd: usdOrNull(cost.result_usd),
     unattributedUsd: usdOrNull(cost.unattributed_usd),
     basis: cost.basis === 'result' ? 'result' : 'table',
-    pricesDate: field(cost.prices_date, 20),
-    outputTokens: field(cost.output_tokens, 20) ?? 'stream',
+    pricesDate: field(cost.prices_date, 'label'),
+    outputTokens: field(cost.output_tokens, 'label') ?? 'stream',
   };
 }
 
@@ -184,21 +190,27 @@ export function isoTime(v: unknown): number | null {
   return Number.isFinite(t) ? t : null;
 }
 
-/** Stream text made safe to show, cut around the middle when longer than `max`. */
-export function clip(s: string, max: number): { s: string; cut: number } {
-  if (s.length <= max) return { s: escapeControl(s), cut: 0 };
-  const head = headOf(s, Math.ceil(max * 0.75));
-  const tail = tailOf(s, max - Math.ceil(max * 0.75));
-  const cut = s.length - head.length - tail.length;
-  return { s: `${escapeControl(head)}\n[… ${cut} chars cut …]\n${escapeControl(tail)}`, cut };
+/**
+ * Stream text made safe to show, cut as `cls` (head and tail around the marker) when longer
+ * than `max`, its class's length unless the page's limits say otherwise.
+ */
+export function clip(
+  s: string,
+  max: number = CUT_LENGTHS.block.chars,
+  cls: CutClass = 'block',
+): { s: string; cut: number } {
+  const c = cutText(s, cls, max);
+  return { s: escapeControl(c.text), cut: c.cut };
 }
 
-/** A one-line field (ids, names, descriptions): controls escaped, newlines shown as `\n`. */
-export function field(v: unknown, max = 1000): string | null {
+/**
+ * A one-line field (ids, names, descriptions): cut as `cls` (a `preview` unless said), controls
+ * escaped, newlines shown as `\n`.
+ */
+export function field(v: unknown, cls: CutClass = 'preview', max?: number): string | null {
   const s = strOrNull(v);
   if (s === null) return null;
-  const short = s.length > max ? shorten(s, max) : s;
-  return escapeControl(short).replace(/\n/g, '\\n').replace(/\t/g, '\\t');
+  return escapeControl(cutText(s, cls, max).text).replace(/\n/g, '\\n').replace(/\t/g, '\\t');
 }
 
 export function usageOf(u: unknown): Usage {
@@ -218,13 +230,22 @@ export interface LineFacts {
   tools: number;
   time: number | null;
   spawns: Array<{ id: string; prompt: string | null }>;
+  /** The line's first prompt, cut to the page's `promptChars` (what a subagent was asked). */
+  prompt: string | null;
   /** claude_code_version and session_id of a system/init line. */
   version: string | null;
   session: string | null;
 }
 
-function entry(k: EntryKind, t: number | null, text: string, max: number, extra: Partial<Entry> = {}): Entry {
-  const c = clip(text, max);
+function entry(
+  k: EntryKind,
+  t: number | null,
+  text: string,
+  max: number,
+  extra: Partial<Entry> = {},
+  cls: CutClass = 'block',
+): Entry {
+  const c = clip(text, max, cls);
   const e: Entry = { k, t, s: c.s, ...extra };
   if (c.cut > 0) e.cut = c.cut;
   return e;
@@ -237,10 +258,21 @@ export function lineFacts(
   display: DisplayPolicy = DISPLAY_DEFAULTS,
 ): LineFacts {
   const t = timeOf(value);
-  const facts: LineFacts = { entries: [], tools: 0, time: t, spawns: [], version: null, session: null };
+  const facts: LineFacts = {
+    entries: [],
+    tools: 0,
+    time: t,
+    spawns: [],
+    prompt: null,
+    version: null,
+    session: null,
+  };
   for (const item of lineContent(value, display)) {
     switch (item.kind) {
       case 'prompt':
+        facts.prompt ??= clip(item.text, limits.promptChars).s;
+        facts.entries.push(entry(item.kind, t, item.text, limits.entryChars));
+        break;
       case 'text':
         facts.entries.push(entry(item.kind, t, item.text, limits.entryChars));
         break;
@@ -253,16 +285,16 @@ export function lineFacts(
         break;
       case 'tool_use': {
         facts.tools++;
-        const id = field(item.id, 200) ?? undefined;
+        const id = field(item.id) ?? undefined;
         let input: string;
         try {
           input = JSON.stringify(item.input ?? {}) ?? '';
         } catch {
           input = String(item.input);
         }
-        const name = field(item.name, 200) ?? 'tool';
+        const name = field(item.name) ?? 'tool';
         facts.entries.push(
-          entry('tool', t, input, limits.toolInputChars, { n: name, ...(id ? { id } : {}) }),
+          entry('tool', t, input, limits.toolInputChars, { n: name, ...(id ? { id } : {}) }, 'input'),
         );
         if (SPAWN_TOOLS.has(item.name) && item.id !== '') {
           const spawnInput = isObject(item.input) ? item.input : {};
@@ -273,7 +305,7 @@ export function lineFacts(
         break;
       }
       case 'tool_result': {
-        const ref = field(item.id, 200) ?? undefined;
+        const ref = field(item.id) ?? undefined;
         const marks = { ...(ref ? { id: ref } : {}), ...(item.isError ? { err: true } : {}) };
         facts.entries.push(entry('result', t, String(item.text), limits.entryChars, marks));
         break;
@@ -289,10 +321,19 @@ export function lineFacts(
     }
   }
   if (systemSubtypeOf(value) === 'init') {
-    facts.version = field(value.claude_code_version, 100);
-    facts.session = field(value.session_id, 200);
+    facts.version = field(value.claude_code_version);
+    facts.session = field(value.session_id);
   }
   return facts;
+}
+
+/**
+ * The start of an entry that does not fit the `room` left (the transcript stays a prefix):
+ * cut at its head as a `preview` is; `head` characters kept, `rest` left out.
+ */
+function startOf(s: string, room: number): { head: number; rest: number; s: string } {
+  const c = cutText(s, 'preview', room);
+  return { head: s.length - c.cut, rest: c.cut, s: c.text };
 }
 
 /**
@@ -329,14 +370,9 @@ export class TranscriptBudget {
       }
       // Keep the start of a block that does not fit when that shows something useful.
       if (!cut && room >= 200) {
-        const head = headOf(e.s, room);
-        const rest = e.s.length - head.length;
-        this.entries.push({
-          ...e,
-          s: `${head}\n[… ${rest} chars not shown here …]`,
-          cut: (e.cut ?? 0) + rest,
-        });
-        this.used += head.length;
+        const { head, rest, s } = startOf(e.s, room);
+        this.entries.push({ ...e, s, cut: (e.cut ?? 0) + rest });
+        this.used += head;
         this.cutChars += rest;
       } else {
         this.cutChars += e.s.length;
@@ -375,13 +411,8 @@ export class TranscriptBudget {
     if (keep < this.entries.length && room >= 200) {
       // The block that straddles the budget keeps its start, as when it was first added.
       const e = this.entries[keep];
-      const head = headOf(e.s, room);
-      const rest = e.s.length - head.length;
-      this.entries[keep] = {
-        ...e,
-        s: `${head}\n[… ${rest} chars not shown here …]`,
-        cut: (e.cut ?? 0) + rest,
-      };
+      const { rest, s } = startOf(e.s, room);
+      this.entries[keep] = { ...e, s, cut: (e.cut ?? 0) + rest };
       this.cutChars += rest;
       this.cutLines++;
       used += room;
