@@ -215,3 +215,50 @@ test('a page that cannot replace its file leaves no temporary file; one that can
   assert.throws(() => replaceFile(blocked, 'page'));
   assert.deepEqual(readdirSync(dir).sort(), ['index.html', 'report.html']);
 });
+
+test('lines queued by writeLine and text by writeText are written byte for byte as write() writes them', () => {
+  const fixtures = readdirSync(join(ROOT, 'test', 'fixtures')).filter((n) => n.endsWith('.jsonl'));
+  assert.ok(fixtures.length >= 5);
+  for (const name of fixtures) {
+    const input = readFileSync(join(ROOT, 'test', 'fixtures', name));
+    // Lines as the parser hands them on: views of the input, one newline between them; every
+    // fifth a copy (not next to the line before it), and two views whose gap is not a newline.
+    const lines: Buffer[] = [];
+    for (let start = 0, k = 0; start < input.length; k++) {
+      const nl = input.indexOf(0x0a, start);
+      const end = nl === -1 ? input.length : nl;
+      const view = input.subarray(start, end);
+      lines.push(k % 5 === 4 ? Buffer.from(view) : view);
+      start = end + 1;
+    }
+    const gap = Buffer.from('{"a":1};{"b":2}');
+    lines.push(gap.subarray(0, 7), gap.subarray(8), Buffer.alloc(0));
+    const texts = ['plain\n', 'Ωmega ☃ \ud83d\ude00\n', 'lone \ud800 surrogate\n', 'x'.repeat(20_000) + '\n'];
+    const written = (fast: boolean) => {
+      const out = tmpDir();
+      const files = new AppendFiles(out, 4);
+      const jsonl = files.file('a.jsonl');
+      const log = files.file('a.log');
+      const other = files.file('b.jsonl');
+      lines.forEach((line, k) => {
+        const f = k % 7 === 3 ? other : jsonl;
+        if (fast) files.writeLine(f, line);
+        else {
+          files.write(f, line);
+          files.write(f, Buffer.from('\n'));
+        }
+        const text = `${k}: ${texts[k % texts.length]}`;
+        if (fast) files.writeText(k % 3 === 0 ? jsonl : log, text);
+        else files.write(k % 3 === 0 ? jsonl : log, text);
+        if (k % 11 === 10) files.writeCopied(jsonl, Buffer.from(`junk ${k}`), true);
+        if (k % 17 === 16) files.flush();
+      });
+      files.flush();
+      assert.equal(jsonl.lines, null, 'nothing of the input is held once written');
+      files.closeAll();
+      return ['a.jsonl', 'a.log', 'b.jsonl'].map((f) => readFileSync(join(out, f)));
+    };
+    const [slow, fast] = [written(false), written(true)];
+    for (let k = 0; k < slow.length; k++) assert.ok(slow[k].equals(fast[k]), `${name}, file ${k}`);
+  }
+});

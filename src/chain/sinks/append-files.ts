@@ -27,12 +27,23 @@ export interface AppendFile {
   copyBuf: Buffer | null;
   copyStart: number;
   copyUsed: number;
+  /**
+   * Where `writeLine` gathers lines that follow each other in one input buffer: the buffer,
+   * and the first and last byte of the lines not in `pending` yet (null when none).
+   */
+  lines: Buffer | null;
+  linesStart: number;
+  linesEnd: number;
 }
 
 /** A line up to this long is copied by `writeCopied`; a longer one is queued as it is. */
 const COPIED_LINE_BYTES = 512;
 const COPY_BUFFER_BYTES = 64 * 1024;
+/** Where `writeText` encodes text, shared by every file; text longer than a quarter goes on its own. */
+const TEXT_ARENA_BYTES = 64 * 1024;
 const LF = 0x0a;
+/** Buffer's own encoder, which `write` calls after checking its arguments. */
+type Utf8Write = { utf8Write(text: string, offset: number): number };
 const NEWLINE = Buffer.from('\n');
 
 /**
@@ -48,6 +59,16 @@ export class AppendFiles {
   private readonly open = new Set<AppendFile>();
   private readonly dirty = new Set<AppendFile>();
   pendingBytes = 0;
+  /**
+   * Text of every file is encoded into one arena, each file's consecutive text as one run,
+   * queued as one view when another write comes between: a transcript line then costs no
+   * buffer of its own. The arena is used again from its start once everything is written.
+   */
+  private arena: Buffer | null = null;
+  private arenaUsed = 0;
+  /** The file whose text ends the arena, from `runStart`, not queued in its `pending` yet. */
+  private runFile: AppendFile | null = null;
+  private runStart = 0;
 
   constructor(
     private readonly dir: string,
@@ -66,12 +87,17 @@ export class AppendFiles {
       copyBuf: null,
       copyStart: 0,
       copyUsed: 0,
+      lines: null,
+      linesStart: 0,
+      linesEnd: 0,
     };
   }
 
   write(f: AppendFile, data: Buffer | string): void {
     const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     if (buf.length === 0 && f.createdIno !== -1) return;
+    if (f.lines !== null) this.sealLines(f);
+    if (this.runFile === f) this.sealRun();
     if (f.copyUsed > f.copyStart) this.sealCopied(f);
     (f.pending ??= []).push(buf);
     f.pendingBytes += buf.length;
@@ -92,6 +118,8 @@ export class AppendFiles {
     }
     const size = line.length + (newline ? 1 : 0);
     if (size === 0) return this.write(f, line);
+    if (f.lines !== null) this.sealLines(f);
+    if (this.runFile === f) this.sealRun();
     if (f.copyBuf === null) {
       f.copyBuf = Buffer.allocUnsafe(COPY_BUFFER_BYTES);
     } else if (f.copyUsed + size > f.copyBuf.length) {
@@ -108,6 +136,75 @@ export class AppendFiles {
     this.dirty.add(f);
   }
 
+  /** Queues `text` as UTF-8, as `write(f, text)` does, encoded into the shared arena. */
+  writeText(f: AppendFile, text: string): void {
+    // At most three bytes per UTF-16 unit.
+    const most = text.length * 3;
+    if (most === 0 || most > TEXT_ARENA_BYTES / 4) return this.write(f, text);
+    if (f.lines !== null) this.sealLines(f);
+    if (f.copyUsed > f.copyStart) this.sealCopied(f);
+    if (this.runFile !== f) this.sealRun();
+    if (this.arena === null || this.arenaUsed + most > this.arena.length) {
+      this.sealRun();
+      this.arena = Buffer.allocUnsafe(TEXT_ARENA_BYTES);
+      this.arenaUsed = 0;
+    }
+    if (this.runFile === null) {
+      this.runFile = f;
+      this.runStart = this.arenaUsed;
+    }
+    // What `write` calls, without its argument checks (the arena has room for every byte).
+    const size = (this.arena as Buffer & Utf8Write).utf8Write(text, this.arenaUsed);
+    this.arenaUsed += size;
+    f.pendingBytes += size;
+    this.pendingBytes += size;
+    this.dirty.add(f);
+  }
+
+  /**
+   * Queues `line` and a newline after it, as `write(line)` and `write(NEWLINE)` would. Lines
+   * that follow each other in one input buffer, one newline between them, are queued as one
+   * view of it: a file written a line at a time is then written in a few large parts.
+   */
+  writeLine(f: AppendFile, line: Buffer): void {
+    const held = f.lines;
+    const at = line.byteOffset;
+    if (held !== null && line.buffer === held.buffer && at === f.linesEnd + 1 && held[at - 1] === LF) {
+      f.linesEnd = at + line.length;
+    } else {
+      if (line.length === 0) {
+        this.write(f, line);
+        this.write(f, NEWLINE);
+        return;
+      }
+      if (held !== null) this.sealLines(f);
+      if (f.copyUsed > f.copyStart) this.sealCopied(f);
+      if (this.runFile === f) this.sealRun();
+      // The whole input buffer, as a Buffer: no copy.
+      f.lines = Buffer.from(line.buffer);
+      f.linesStart = at;
+      f.linesEnd = at + line.length;
+    }
+    f.pendingBytes += line.length + 1;
+    this.pendingBytes += line.length + 1;
+    this.dirty.add(f);
+  }
+
+  /** Moves the lines `writeLine` gathered into `pending`, each with its newline. */
+  private sealLines(f: AppendFile): void {
+    (f.pending ??= []).push(f.lines!.subarray(f.linesStart, f.linesEnd), NEWLINE);
+    f.lines = null;
+  }
+
+  /** Moves the arena's open run into its file's `pending`. */
+  private sealRun(): void {
+    const f = this.runFile;
+    if (f === null) return;
+    this.runFile = null;
+    if (this.arenaUsed > this.runStart)
+      (f.pending ??= []).push(this.arena!.subarray(this.runStart, this.arenaUsed));
+  }
+
   /** Moves the copied bytes not yet queued into `pending`, after what is there. */
   private sealCopied(f: AppendFile): void {
     (f.pending ??= []).push(f.copyBuf!.subarray(f.copyStart, f.copyUsed));
@@ -118,6 +215,8 @@ export class AppendFiles {
   flush(): void {
     for (const f of this.dirty) this.flushFile(f);
     this.dirty.clear();
+    // Every view of the arena is written: it is filled again from its start.
+    this.arenaUsed = 0;
   }
 
   closeAll(): void {
@@ -125,6 +224,8 @@ export class AppendFiles {
   }
 
   private flushFile(f: AppendFile): void {
+    if (f.lines !== null) this.sealLines(f);
+    if (this.runFile === f) this.sealRun();
     if (f.copyUsed > f.copyStart) this.sealCopied(f);
     const parts = f.pending;
     const total = f.pendingBytes;

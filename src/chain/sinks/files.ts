@@ -184,7 +184,7 @@ class FilesSink extends BatchTransform {
     const jsonl = `${stem}.jsonl`;
     f = { log, jsonl, logFile: this.#files.file(log), jsonlFile: this.#files.file(jsonl) };
     this.#byChannel.set(ch.id, f);
-    this.#files.write(f.logFile, headerLines(ch).join('\n') + '\n');
+    this.#files.writeText(f.logFile, headerLines(ch).join('\n') + '\n');
     this.#files.write(f.jsonlFile, Buffer.alloc(0));
     return f;
   }
@@ -196,15 +196,14 @@ class FilesSink extends BatchTransform {
     if (rec.kind === 'spooled') {
       appendSpool(files, f.jsonlFile, rec.spool);
       files.write(f.jsonlFile, NL);
-      files.write(f.logFile, spooledLine(rec, f.jsonl) + '\n');
+      files.writeText(f.logFile, spooledLine(rec, f.jsonl) + '\n');
       return;
     }
     // A derived line (mapped from another line's event) has no bytes of its own to keep.
     if (!rec.derived) {
-      files.write(f.jsonlFile, rec.raw);
-      files.write(f.jsonlFile, NL);
+      files.writeLine(f.jsonlFile, rec.raw);
     }
-    if (lines.length > 0) files.write(f.logFile, lines.join('\n') + '\n');
+    if (lines.length > 0) files.writeText(f.logFile, lines.join('\n') + '\n');
     if (this.#display.thinking === 'file') this.#writeThinking(f, rec);
   }
 
@@ -218,12 +217,12 @@ class FilesSink extends BatchTransform {
       for (const ev of rec.events ?? []) {
         const f = this.#filesOf(ev.channel);
         if (ev.type === 'spawn') {
-          this.#files.write(
+          this.#files.writeText(
             f.logFile,
             `[spawn] parent ${ev.channel.parent ?? 'main'}, depth ${ev.channel.depth ?? '(unknown)'}\n`,
           );
         } else if (ev.type === 'status') {
-          this.#files.write(f.logFile, statusLine(ev.channel.status, ev.summary) + '\n');
+          this.#files.writeText(f.logFile, statusLine(ev.channel.status, ev.summary) + '\n');
         }
       }
       return rec.kind === 'line' ? renderRecord(rec, this.#display) : [];
@@ -309,7 +308,7 @@ class FilesSink extends BatchTransform {
   #writeCostLines({ report, channels: costs }: RunCosts): void {
     for (const ch of this.#run.tree.channels()) {
       const f = this.#byChannel.get(ch.id);
-      if (f) this.#files.write(f.logFile, costLine(costs.get(ch), report) + '\n');
+      if (f) this.#files.writeText(f.logFile, costLine(costs.get(ch), report) + '\n');
     }
   }
 
