@@ -48,6 +48,32 @@ test('no cutter splits a surrogate pair, at any length (property)', () => {
   );
 });
 
+test('a one-line cut fits its length with its marker, counts what it left out, is never cut twice', () => {
+  const MARK = / \[…(\d+) chars cut…\]$/;
+  const oneLine = fc.constantFrom<CutClass>('label', 'preview', 'stored');
+  fc.assert(
+    fc.property(pairsText, fc.nat(300), oneLine, (text, max, cls) => {
+      const { text: shown, cut } = cutText(text, cls, max);
+      if (text.length <= max) return assert.deepEqual([shown, cut], [text, 0]);
+      assert.ok(shown.length <= max, `${cls} at ${max}: ${shown.length}`);
+      // A cut text fits its class: cutting it again changes nothing.
+      assert.equal(cutText(shown, cls, max).text, shown);
+      const kept = shown.replace(MARK, '').replace(/…$/, '');
+      assert.ok(text.startsWith(kept.trimEnd()) || kept === '', `${cls}: a head of the text`);
+      const counted = MARK.exec(shown);
+      if (counted) assert.equal(Number(counted[1]), text.length - kept.length, 'the count is the rest');
+      assert.equal(cut, text.length - kept.length);
+    }),
+    { numRuns: 1000, seed: 20261206 },
+  );
+  assert.equal(cutText('abcdef', 'stored', 0).text, '');
+  assert.equal(cutText('x'.repeat(30), 'preview', 10).text, 'xxxxxxxxx…');
+  assert.equal(cutText('x'.repeat(30), 'preview', 28).text, 'xxxxxxxxxxx […19 chars cut…]');
+  assert.equal(cutText('x'.repeat(30), 'field', 10).text, 'xxxxxxx […20 chars cut…] xxx');
+  // Only a start was read: no count, and the marker still fits.
+  assert.equal(cutText('x'.repeat(10), 'preview', 20, null).text, `${'x'.repeat(10)} […cut…]`);
+});
+
 test('a pino headline cut at its limit keeps whole characters', () => {
   for (const pad of ['', 'a']) {
     // The headline's cut falls on each half of a pair in turn.

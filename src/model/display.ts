@@ -8,6 +8,8 @@ export type ThinkingMode = (typeof THINKING_MODES)[number];
  * How every view shows what a run said: the `.log` transcripts, stdout, pino, ClickHouse,
  * OTLP, the report (its page and the live one) and the projection's messages. Built once
  * from the options (`displayPolicy`) and handed to each; the `.jsonl` files keep the bytes.
+ * How long shown text may be is the other half of the policy: CUT_LENGTHS, by class, cut by
+ * `cutText` with the one marker.
  */
 export interface DisplayPolicy {
   /**
