@@ -8,6 +8,13 @@ export {
 export { type Warning, type AgentProducer, type Producer } from '../model/session.js';
 export { lineContent, type ContentItem, type ContentKind } from '../model/content.js';
 export {
+  CUT_LENGTHS,
+  cutText,
+  displayPolicy,
+  type CutClass,
+  type DisplayPolicy,
+} from '../model/display.js';
+export {
   CostLedger,
   priceTokens,
   type CostReport,

@@ -45,7 +45,7 @@ export const CUT_LENGTHS = Object.freeze({
   field: Object.freeze({ chars: 500, keep: 'both' as CutKeep }),
   /** A tool call's input in the report. */
   input: Object.freeze({ chars: 1000, keep: 'both' as CutKeep }),
-  /** A thinking block under `--thinking truncate` (`--thinking-chars`). */
+  /** A thinking block under `--thinking truncate` (`--thinking-max-chars`). */
   thinking: Object.freeze({ chars: 2000, keep: 'both' as CutKeep }),
   /** A block of text: one transcript entry or prompt in the report, an OTLP content attribute. */
   block: Object.freeze({ chars: 4000, keep: 'both' as CutKeep }),
