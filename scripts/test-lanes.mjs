@@ -26,6 +26,8 @@ export const SLOW = new Set([
   // Inputs of thousands of threads with a 1 MiB prompt, peak memory measured (other-agents.test.ts
   // checks the same bound in process).
   'amplification',
+  // The TypeScript compiler run twice over the .mjs examples (the build type-checks src/).
+  'examples-types',
 ]);
 
 /** The unit lane's test files in a folder of built tests (`dist/test`). */

@@ -45,7 +45,7 @@ const idOf = (message: Message) => `${message.channel}:${message.index}:${messag
 const closed = (stream: ReadStream) => until(() => stream.closed);
 
 /** A finished run with files written, its main channel long, and its main messages read live. */
-async function finishedLongRun(copies = 6000) {
+async function finishedLongRun(copies = 3000) {
   const out = join(tmpDir(), 'out');
   const run = open(chunked([longMainRun(copies)]), { out, readerHighWaterLines: 8 });
   const live: Message[] = [];

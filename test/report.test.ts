@@ -234,7 +234,7 @@ test('subtee report: one self-contained page, a CSP allowing exactly its own scr
 test('the page stays under its size limit: transcripts cut with a pointer to their .log file', async () => {
   const dir = tmpDir();
   const input = join(dir, 'in.jsonl');
-  await writeStream({ sizeBytes: 6 * 1024 * 1024, fanout: 40, shape: 'large', seed: 7 }, input);
+  await writeStream({ sizeBytes: 3 * 1024 * 1024, fanout: 40, shape: 'large', seed: 7 }, input);
   const out = join(dir, 'o');
   assert.equal(subtee(['--out', out, '--stdout', 'none', '-q', input]).status, 0);
   const r = subtee(['report', '--max-page-bytes', '600000', out]);
@@ -313,8 +313,12 @@ function twoLevelRun(wide: number): string {
   return out;
 }
 
+/** One run of 300 subagents with a child each, written once for the tests that make its page. */
+let wideRun: string | null = null;
+const wide300 = () => (wideRun ??= twoLevelRun(300));
+
 test('many channels: the page keeps the tree top that fits and says how many agents it left out', () => {
-  const out = twoLevelRun(300);
+  const out = wide300();
   const r = subtee(['report', '--max-page-bytes', '262144', out]);
   assert.equal(r.status, 0, r.stderr);
   const size = statSync(join(out, 'report.html')).size;
@@ -338,7 +342,7 @@ test('many channels: the page keeps the tree top that fits and says how many age
 });
 
 test('many channels that fit: the page is the data as read, nothing shortened or left out', () => {
-  const out = twoLevelRun(300);
+  const out = wide300();
   const r = subtee(['report', out]);
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stderr, / of 601 transcripts cut to fit \(the .log files have them whole\)\n$/);
