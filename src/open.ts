@@ -170,6 +170,7 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
       options: {},
       create: (_options, ctx) => {
         projection.display = ctx.display;
+        projection.store = ctx.channelStore;
         return createProjectionSink({ session: ctx.session, projection });
       },
     }),

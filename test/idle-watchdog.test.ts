@@ -468,9 +468,14 @@ test(
     // With warn the stall is recorded and the run goes on to its end.
     const warned = new PassThrough();
     const going = open(warned, { idleTimeoutMs: 200, modelTimeoutMs: 300, stallGraceMs: 0, onStall: 'warn' });
-    going.session.onWarning((w) => {
-      if (w.code === 'STALL') warned.end(`${JSON.stringify({ type: 'result', subtype: 'success' })}\n`);
-    });
+    void (async () => {
+      for (let seen = 0; ; seen++) {
+        const w = await going.session.warningAt(seen);
+        if (w.code !== 'STALL') continue;
+        warned.end(`${JSON.stringify({ type: 'result', subtype: 'success' })}\n`);
+        return;
+      }
+    })();
     warned.write(`${JSON.stringify(init)}\n`);
     const index = await going.done;
     assert.equal(index.stalled, true);

@@ -911,9 +911,7 @@ for (const out of [undefined, 'files'] as const) {
       const input = Readable.from(chunks(), { objectMode: false, highWaterMark: 1 });
       const options = { out: out && join(tmpDir(), 'out'), readerHighWaterLines: 2, readerStallMs: 50 };
       const run = open(input, options);
-      const warned = new Promise<{ code: string; message: string }>((resolve) =>
-        run.session.onWarning(resolve),
-      );
+      const warned = run.session.warningAt(run.session.warnings.length);
       const subagents = run.subagents[Symbol.asyncIterator]();
       // The spawn is the first part's last line: once its handle is out, every line of it was taken.
       await subagents.next();

@@ -452,7 +452,7 @@ const STALL_TEST = { timeout: 20_000 };
 test('a reader holding the input while its loop awaits a later thing is warned of', STALL_TEST, async () => {
   const source = countingSource(3000);
   const run = open(source.stream, { readerHighWaterLines: 20, readerStallMs: 50 });
-  const warned = new Promise<{ code: string }>((resolve) => run.session.onWarning(resolve));
+  const warned = run.session.warningAt(run.session.warnings.length);
   const messages = run.messages[Symbol.asyncIterator]();
   await messages.next(); // the loop holds its reader, as one awaiting a later subagent would
   assert.equal((await warned).code, 'READER_STALLED');
@@ -719,7 +719,7 @@ test('only assistant lines open tool calls, whatever other fields a line carries
 test('a stalled reader is named in the warning: what it reads, of which channel', STALL, async () => {
   const input = longMainRun(3000);
   const run = open(chunked([input]), { readerHighWaterLines: 20, readerStallMs: 50 });
-  const warned = new Promise<{ code: string; message: string }>((resolve) => run.session.onWarning(resolve));
+  const warned = run.session.warningAt(run.session.warnings.length);
   const calls = run.toolCalls[Symbol.asyncIterator]();
   const messages = run.messages[Symbol.asyncIterator]();
   await messages.next();
@@ -1092,7 +1092,7 @@ test('a stalled tool-call reader of a subagent is named: toolCalls of its id', S
   const input = new PassThrough();
   // One queued call is all a reader may hold: the subagent's two calls put the input on hold.
   const run = open(input, { readerHighWaterLines: 1, readerStallMs: 50 });
-  const warned = new Promise<{ code: string; message: string }>((resolve) => run.session.onWarning(resolve));
+  const warned = run.session.warningAt(run.session.warnings.length);
   // Also a process warning: a program stuck this way may print nothing else.
   const processWarned = new Promise<Error & { code?: string }>((resolve) => process.once('warning', resolve));
   const subagents = run.subagents[Symbol.asyncIterator]();
@@ -1396,9 +1396,7 @@ test(
     );
     // A loop that takes one event and holds on: the input waits for it, and says so.
     const held = open(chunked(splitEvery(input, 512)), { readerHighWaterLines: 2, readerStallMs: 50 });
-    const warned = new Promise<{ code: string; message: string }>((resolve) =>
-      held.session.onWarning(resolve),
-    );
+    const warned = held.session.warningAt(held.session.warnings.length);
     const events = held.events[Symbol.asyncIterator]();
     assert.equal((await events.next()).value.lineNo, 1);
     const warning = await warned;

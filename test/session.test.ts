@@ -64,23 +64,22 @@ test('a new session: nothing counted, nothing known, not interrupted nor stalled
   assert.equal(session.quarantineLines.limit, QUARANTINE_LINES_LISTED);
   assert.equal(QUARANTINE_LINES_LISTED, 1000);
   assert.deepEqual(
-    [session.channelFiles, session.producer, session.producerVersion, session.checkedCommandVersion],
+    [session.transcripts, session.producer, session.producerVersion, session.checkedCommandVersion],
     [null, null, null, null],
   );
   assert.deepEqual([session.linesMapped, session.interrupted, session.stalled], [false, false, false]);
   assert.equal(session.stall, null);
-  assert.equal(session.stopInput, null);
-  assert.deepEqual(session.channelFields, []);
+  // No display policy stated yet: no channel's thinking is counted.
+  assert.equal(session.thinking.policy, null);
   assert.equal(session.tree.size, 1);
   assert.equal(session.tree.main.status, 'running');
 });
 
-test('warn: once per code, or once per subject of a code; listeners hear each recorded warning once', () => {
+test('warn: once per code, or once per subject of a code; a reader waiting at each place gets it', async () => {
   const session = new Session();
-  const heardA: Warning[] = [];
-  const heardB: string[] = [];
-  session.onWarning((w) => heardA.push(w));
-  session.onWarning((w) => heardB.push(w.code));
+  // Two readers waiting before anything is recorded, each at its own places in the list.
+  const heardA = Promise.all([0, 1, 2, 3, 4].map((at) => session.warningAt(at)));
+  const heardB = Promise.all([0, 1, 2, 3, 4].map((at) => session.warningAt(at).then((w) => w.code)));
   assert.equal(session.warn('SLOW', 'first'), true);
   assert.equal(session.warn('SLOW', 'second'), false);
   assert.equal(session.warn('NO_PRICE', 'model a', 'a'), true);
@@ -98,8 +97,10 @@ test('warn: once per code, or once per subject of a code; listeners hear each re
     { code: 'SLOW', message: 'with a subject' },
   ];
   assert.deepEqual(session.warnings, expected);
-  assert.deepEqual(heardA, expected);
-  assert.deepEqual(heardB, ['SLOW', 'NO_PRICE', 'NO_PRICE', 'NO_PRICE', 'SLOW']);
+  assert.deepEqual(await heardA, expected);
+  assert.deepEqual(await heardB, ['SLOW', 'NO_PRICE', 'NO_PRICE', 'NO_PRICE', 'SLOW']);
+  // A reader that comes late reads what is recorded at once.
+  assert.deepEqual(await session.warningAt(2), expected[2]);
   // Code and subject are kept apart: code "A" with subject "B" is not code "A\0B" without one.
   const other = new Session();
   assert.equal(other.warn('A', 'x', 'B'), true);
@@ -164,4 +165,23 @@ test('agentNameOf: the agent for each producer or command name, null for anythin
   assert.equal(agentNameOf('opencode'), 'opencode');
   for (const name of [null, 'claude', 'langgraph', '', 'toString', 'constructor', '__proto__'])
     assert.equal(agentNameOf(name), null, String(name));
+});
+
+test('thinking counts: none before a policy is stated; then per channel, kept and cut as it shows', async () => {
+  const { ThinkingCounts, displayPolicy } = await import('../src/model/display.js');
+  const counts = new ThinkingCounts();
+  counts.add(null, 'x'.repeat(50));
+  assert.equal(counts.policy, null);
+  assert.deepEqual(counts.of(null), { kept_chars: 0, cut_chars: 0 });
+  counts.countWith(displayPolicy({ thinking: 'truncate', thinkingChars: 10 }));
+  counts.add(null, 'x'.repeat(50));
+  counts.add(null, 'short');
+  counts.add('agent-1', 'y'.repeat(8));
+  // The marker's spaces aside, truncate keeps 10 of 50 characters, cutting 40; short text is whole.
+  assert.deepEqual(counts.of(null), { kept_chars: 15, cut_chars: 40 });
+  assert.deepEqual(counts.of('agent-1'), { kept_chars: 8, cut_chars: 0 });
+  assert.deepEqual(counts.of('never-seen'), { kept_chars: 0, cut_chars: 0 });
+  // A copy: a reader cannot change the counts.
+  counts.of(null).kept_chars = 99;
+  assert.equal(counts.of(null).kept_chars, 15);
 });

@@ -420,3 +420,110 @@ test('the stdout sink lets go of its stream when it ends or is destroyed (the st
     assert.equal(listeners(out), before, end);
   }
 });
+
+test('each warning reaches pino once, in the order recorded; one told while no line comes is logged then', async () => {
+  const { definePlugin } = await import('../src/chain/plugin.js');
+  const { setImmediate: turn } = await import('node:timers/promises');
+  const file = join(tmpDir(), 'events.log');
+  // A plugin stage that warns on some lines: warnings recorded upstream of pino, in an order.
+  const warner = definePlugin({
+    name: 'warner',
+    kind: 'stage',
+    kit: '^0.1.0',
+    options: {},
+    create: (_o, ctx) => (rec) => {
+      if (rec.lineNo === 1) ctx.session.warn('FIRST', 'on line 1');
+      if (rec.lineNo === 3) ctx.session.warn('THIRD', 'on line 3');
+      if (rec.lineNo === 3) ctx.session.warn('FIRST', 'told once only');
+      return rec;
+    },
+  });
+  const registry = builtinRegistry();
+  registry.add(warner);
+  const input = new PassThrough();
+  const run = new Session();
+  const spec = {
+    stages: [
+      { use: 'line-parser' },
+      { use: 'warner' },
+      { use: 'channel-router' },
+      {
+        use: 'idle-watchdog',
+        ...{ idleTimeoutMs: 100, modelTimeoutMs: 100, graceMs: 0, checkIntervalMs: 20, onStall: 'warn' },
+      },
+    ],
+    sinks: [{ use: 'pino', destination: file }],
+  };
+  const done = runChain(input, spec, { session: run, registry });
+  const text = (t: string) =>
+    JSON.stringify({ type: 'assistant', message: { content: [{ type: 'text', text: t }] } });
+  input.write(`${text('one')}\n${text('two')}\n${text('three')}\n`);
+  // Silence: the watchdog warns STALL while no line comes; pino has it as soon as it is recorded.
+  const stall = await run.warningAt(2);
+  assert.equal(stall.code, 'STALL');
+  await turn();
+  const logged = () =>
+    readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { kind: string; code?: string; content?: string });
+  assert.deepEqual(
+    logged()
+      .filter((e) => e.kind === 'warning')
+      .map((e) => e.code),
+    ['FIRST', 'THIRD', 'STALL'],
+  );
+  input.end(`${text('four')}\n`);
+  await done;
+  const events = logged();
+  const warnings = events.filter((e) => e.kind === 'warning');
+  assert.deepEqual(
+    warnings.map((e) => [e.code, e.content]),
+    run.warnings.map((w) => [w.code, w.message]),
+  );
+  assert.deepEqual(
+    run.warnings.map((w) => w.code),
+    ['FIRST', 'THIRD', 'STALL'],
+  );
+  // The stall is logged before the line that ended the silence.
+  const stallAt = events.findIndex((e) => e.code === 'STALL');
+  assert.ok(stallAt < events.findIndex((e) => e.kind === 'text' && e.content === 'four'));
+});
+
+test('a stage stops the input through the stop the chain hands it: what was read reaches the sinks', async () => {
+  const { definePlugin } = await import('../src/chain/plugin.js');
+  const { buildChain } = await import('../src/chain/chain.js');
+  const seen: Array<((reason: Error) => void) | undefined> = [];
+  const stopper = definePlugin({
+    name: 'stopper',
+    kind: 'stage',
+    kit: '^0.1.0',
+    options: {},
+    create: (_o, ctx) => {
+      seen.push(ctx.stopInput);
+      return (rec) => {
+        if (rec.lineNo === 2) ctx.stopInput?.(new Error('enough'));
+        return rec;
+      };
+    },
+  });
+  const registry = builtinRegistry();
+  registry.add(stopper);
+  const out = join(tmpDir(), 'out');
+  const spec = {
+    stages: [{ use: 'line-parser' }, { use: 'stopper' }, { use: 'channel-router' }],
+    sinks: [{ use: 'files', out }],
+  };
+  // A program that runs the chain itself gets no stop: nothing would read it.
+  const built = { ...spec, sinks: [{ use: 'files', out: join(tmpDir(), 'built') }] };
+  buildChain(built, { registry }).streams.forEach((s) => s.destroy());
+  assert.equal(seen.pop(), undefined);
+  const input = new PassThrough();
+  const line = (t: string) => JSON.stringify({ type: 'user', message: { content: t } });
+  input.write(`${line('a')}\n${line('b')}\n`);
+  // The input never ends: the stop ends the run.
+  await assert.rejects(runChain(input, spec, { registry }), { message: 'enough' });
+  assert.equal(typeof seen.pop(), 'function');
+  assert.equal(readFileSync(join(out, 'main.jsonl'), 'utf8'), `${line('a')}\n${line('b')}\n`);
+  assert.equal(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).input.lines, 2);
+});

@@ -25,7 +25,8 @@ export interface MappedEvent {
  * events, `spawn-and-result` when it carries only the spawn call and the result the parent
  * got (the producer writes the child's transcript elsewhere).
  */
-export type ChannelTranscript = 'stream' | 'spawn-and-result';
+import type { ChannelTranscript } from '../model/session.js';
+export type { ChannelTranscript } from '../model/session.js';
 
 /**
  * The lines a mapper makes of one event, in order. The first pushed as its own stands for the

@@ -16,6 +16,8 @@ import { createPluginStream, pluginFailure, type RecordHandlers, type RecordPlug
 import { Session } from '../model/session.js';
 import { displayPolicy, type DisplayPolicy } from '../model/display.js';
 import { THINKING_TRUNCATOR_DEFAULTS } from './stages/thinking-truncator.js';
+import { filesSinkPlugin } from './sinks/files.js';
+import { FileChannelStore } from './sinks/channel-store.js';
 
 export interface ComponentSpec {
   use: string;
@@ -140,21 +142,36 @@ export function buildChain(
   spec: ChainSpec,
   options: ChainOptions = {},
 ): { streams: Duplex[]; session: Session } {
+  return assembleChain(spec, options, undefined);
+}
+
+/** buildChain, with the function a stage calls to stop the input (runChain's). */
+function assembleChain(
+  spec: ChainSpec,
+  options: ChainOptions,
+  stopInput: ((reason: Error) => void) | undefined,
+): { streams: Duplex[]; session: Session } {
   const registry = options.registry ?? builtinRegistry();
   checkChain(spec, registry);
   const session = options.session ?? new Session();
+  const parts = [...spec.stages, ...spec.sinks].map((c) => {
+    const def = registry.get(c.use) as PluginDefinition;
+    const { use: _use, ...opts } = c;
+    return { def, opts, input: def.input?.(opts) ?? 'records' };
+  });
+  // The files sink writes each channel's `.jsonl`; the store that names and reads them back is
+  // made here, from its options, and handed to it and to whoever replays (the projection).
+  const out = parts.find((p) => p.def === filesSinkPlugin)?.opts.out as string | undefined;
   const ctx: PluginContext = {
     session,
     display: displayPolicyOf(spec),
     env: options.env ?? process.env,
     stderr: options.stderr ?? process.stderr,
     signal: options.signal,
+    stopInput,
+    out,
+    channelStore: out === undefined ? null : new FileChannelStore(out, () => session.heldLineBytes),
   };
-  const parts = [...spec.stages, ...spec.sinks].map((c) => {
-    const def = registry.get(c.use) as PluginDefinition;
-    const { use: _use, ...opts } = c;
-    return { def, opts, input: def.input?.(opts) ?? 'records' };
-  });
   const byteTaps = parts.filter((p) => p.input === 'bytes' && p.def.kind === 'sink');
   const rest = parts.filter((p) => !byteTaps.includes(p));
   const edges = rest.filter((p) => p.input === 'bytes' || p.input === 'objects');
@@ -284,26 +301,26 @@ export async function runChain(
   spec: ChainSpec,
   options: ChainOptions = {},
 ): Promise<Session> {
+  // Input stops on the caller's `stop` or when a stage asks (the watchdog on a stall).
+  const stopped = new AbortController();
+  let reason: Error | null = null;
+  const stopInput = (why: Error) => {
+    reason ??= why;
+    stopped.abort();
+  };
   let built: ReturnType<typeof buildChain>;
   try {
     await loadChainPackages(spec, options.registry);
-    built = buildChain(spec, options);
+    built = assembleChain(spec, options, stopInput);
   } catch (err) {
     // Never read: let go of it (an open file) now, not when the collector finds it.
     input.destroy();
     throw err;
   }
   const { streams, session: run } = built;
-  // Input stops on the caller's `stop` or when a stage asks (the watchdog on a stall).
-  const stopped = new AbortController();
   const onStop = () => stopped.abort();
   if (options.stop?.aborted) stopped.abort();
   options.stop?.addEventListener('abort', onStop, { once: true });
-  let reason: Error | null = null;
-  run.stopInput = (why) => {
-    reason ??= why;
-    stopped.abort();
-  };
   // An input that fails ends the run as an input that ends does, so what was read reaches every
   // sink and index.json; the failure is recorded there and then fails the run. Left to
   // pipeline(), it would destroy every stream with the input's error, as if a sink had failed.
@@ -329,7 +346,6 @@ export async function runChain(
   try {
     await pipeline(all, { signal: options.signal });
   } finally {
-    run.stopInput = null;
     options.stop?.removeEventListener('abort', onStop);
     // Not a member of the pipeline, so close it here: a silent pipe would hold a read open.
     settled = true;

@@ -5,7 +5,7 @@ import type { Duplex, Writable } from 'node:stream';
 import type { RecordPlugin } from './plugin-stream.js';
 import { pathToFileURL } from 'node:url';
 import { UsageError } from '../errors.js';
-import type { Session } from '../model/session.js';
+import type { ChannelStore, Session } from '../model/session.js';
 import type { DisplayPolicy } from '../model/display.js';
 import { isValidRange, satisfies } from '../semver.js';
 
@@ -24,6 +24,22 @@ export interface PluginContext {
   /** Human-readable diagnostics (never stdout). */
   stderr: Writable;
   signal?: AbortSignal;
+  /**
+   * Under runChain: stops reading input, lets what was read reach every stage and sink (a
+   * partial last line goes to the quarantine), then fails the chain with `reason`. Absent
+   * for a chain a program runs itself (buildChain): a stage then destroys the chain.
+   */
+  stopInput?: (reason: Error) => void;
+  /**
+   * The output folder of the chain's files sink, when it has one: where long lines are
+   * spooled and the ClickHouse sink keeps what it could not send.
+   */
+  out?: string;
+  /**
+   * Where a channel's routed lines are read back from (the files sink's `.jsonl` files),
+   * built with the chain from the files sink's options; null when the chain has none.
+   */
+  channelStore: ChannelStore | null;
 }
 
 /**

@@ -6,7 +6,7 @@ import { StallError } from '../chain/stages/idle-watchdog.js';
 import { checkRequiredVersion } from '../chain/stages/version-guard.js';
 import { parseServe } from '../chain/sinks/report.js';
 import { EXIT, SubteeError } from '../errors.js';
-import { Session } from '../model/session.js';
+import { Session, type Warning } from '../model/session.js';
 import { escapeOneLine } from '../views/escape.js';
 import { summaryText } from '../views/summary.js';
 import { resolveSpec } from './config.js';
@@ -163,7 +163,7 @@ export async function main(
   const runOne = async (file: string, chainSpec: ChainSpec): Promise<number> => {
     run = new Session();
     const status = !opts.quiet && io.stderr.isTTY === true ? startStatusLine(run, io.stderr) : null;
-    run.onWarning((w) => {
+    const warnings = tellWarnings(run, (w) => {
       // The run's error line says the same: index.json keeps it for readers of the folder.
       if (w.code === 'OUTPUT_FAILED') return;
       status?.clear();
@@ -215,6 +215,7 @@ export async function main(
         stderr: io.stderr,
       };
       await runChain(input, chainSpec, chainOptions);
+      warnings.catchUp();
       if (strayFailure) throw strayFailure;
       if (command) code = await command.exited;
       // A run that resends spooled ClickHouse rows has work without input of its own.
@@ -225,6 +226,7 @@ export async function main(
         reportError(io.stderr, empty);
       }
     } catch (err) {
+      warnings.catchUp();
       if (strayFailure) code = reportError(io.stderr, strayFailure);
       else if (err instanceof StallError) code = EXIT.STALL;
       else if (!aborted || (err as Error)?.name !== 'AbortError') code = reportError(io.stderr, err);
@@ -236,6 +238,7 @@ export async function main(
       process.off('uncaughtException', onStrayThrow);
       status?.stop();
       command?.child.stdout?.destroy();
+      warnings.end();
     }
     const out = String(chainSpec.sinks.find((s) => s.use === 'files')?.out ?? '');
     if (!opts.quiet && run.input.lines > 0) io.stderr.write(summaryText(run, out));
@@ -267,6 +270,31 @@ export async function main(
     code = signalled === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;
   }
   return code;
+}
+
+/**
+ * Tells each of a run's warnings once, in order, as they are recorded: a cursor into the
+ * session's list, caught up at once by `catchUp` (before an error line) and last by `end`.
+ */
+function tellWarnings(run: Session, tell: (w: Warning) => void): { catchUp(): void; end(): void } {
+  let told = 0;
+  let following = true;
+  const catchUp = () => {
+    while (told < run.warnings.length) tell(run.warnings[told++]);
+  };
+  void (async () => {
+    while (following) {
+      await run.warningAt(told);
+      if (following) catchUp();
+    }
+  })();
+  return {
+    catchUp,
+    end: () => {
+      catchUp();
+      following = false;
+    },
+  };
 }
 
 /**

@@ -150,3 +150,44 @@ export function shownThinking(
       return truncateMiddle(full, policy.thinkingChars);
   }
 }
+
+/** Characters of thinking one channel's views kept and cut under the run's policy. */
+export interface ThinkingShown {
+  kept_chars: number;
+  cut_chars: number;
+}
+
+/**
+ * Per channel, how much thinking the run's display policy kept and cut (index.json's
+ * `thinking`). Counts nothing until a policy is stated (`countWith`, by the thinking
+ * truncator, whose options are the policy); a run without one has no such field.
+ */
+export class ThinkingCounts {
+  #policy: DisplayPolicy | null = null;
+  readonly #byChannel = new Map<string | null, ThinkingShown>();
+
+  /** The policy counted against, or null while none is stated. */
+  get policy(): DisplayPolicy | null {
+    return this.#policy;
+  }
+
+  countWith(policy: DisplayPolicy): void {
+    this.#policy = policy;
+  }
+
+  /** One thinking block of a channel, as the policy shows it. */
+  add(channel: string | null, thinking: string | LazyText): void {
+    if (this.#policy === null) return;
+    let s = this.#byChannel.get(channel);
+    if (!s) this.#byChannel.set(channel, (s = { kept_chars: 0, cut_chars: 0 }));
+    const { cut } = shownThinking(this.#policy, thinking);
+    s.kept_chars += thinking.length - cut;
+    s.cut_chars += cut;
+  }
+
+  /** A channel's counts (a copy): zeros for a channel with no thinking. */
+  of(channel: string | null): ThinkingShown {
+    const s = this.#byChannel.get(channel);
+    return s ? { ...s } : { kept_chars: 0, cut_chars: 0 };
+  }
+}

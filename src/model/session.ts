@@ -1,20 +1,10 @@
 import { SubteeError, UsageError } from '../errors.js';
 import type { Stall } from './in-flight.js';
-import { ChannelTree, type Channel } from './tree.js';
+import { ChannelTree } from './tree.js';
 import { CostLedger } from './cost.js';
 import { HELD_LINE_BYTES } from './lines.js';
 import type { JsonObject } from './message.js';
-
-export interface ChannelFiles {
-  /** The output folder. */
-  readonly out: string;
-  /** The absolute path of a channel's `.jsonl` file, once the channel has one. */
-  jsonlPath(id: string | null): string | undefined;
-  /** Writes what is queued, so the files hold every line handed to the sink so far. */
-  flush(): void;
-  /** Where the line parser spools lines too long to hold (the output folder). */
-  spoolDir?: string;
-}
+import { ThinkingCounts } from './display.js';
 
 /**
  * Where a channel's routed lines can be read back from: the files sink's `.jsonl` files. The
@@ -60,8 +50,16 @@ export interface CommandEnd {
 }
 
 export interface Warning {
-  code: string;
-  message: string;
+  readonly code: string;
+  readonly message: string;
+}
+
+/** How much of a channel a mapped producer's stream shows: all of it, or its spawn and result. */
+export type ChannelTranscript = 'stream' | 'spawn-and-result';
+
+/** What a mapped producer's stream says of each channel's transcript (its mapper answers). */
+export interface TranscriptKinds {
+  transcriptOf(channel: string | null): ChannelTranscript;
 }
 
 /**
@@ -85,13 +83,6 @@ export class Session {
    */
   readonly quarantineLines = new CappedLineList(QUARANTINE_LINES_LISTED);
   readonly warnings: Warning[] = [];
-  /**
-   * Set by a sink that writes each channel's raw lines to a file (the files sink), so a
-   * reader that starts late can replay a channel from disk instead of from memory.
-   */
-  channelFiles: ChannelFiles | null = null;
-  /** Set with `channelFiles`: the store a late projection reader replays a channel from. */
-  channelStore: ChannelStore | null = null;
   /**
    * The line parser's `maxLineBytes`: a longer line reached the stages as its top-level
    * scalars only, and a reader replaying the files reads it back the same way.
@@ -119,33 +110,50 @@ export class Session {
   /** What the idle watchdog found when it first fired: the silence, its allowance, what was in flight. */
   stall: Stall | null = null;
   /**
-   * Set by runChain while a chain runs: stops reading input, lets what was read reach every
-   * stage and sink (a partial last line goes to the quarantine), then fails the chain with
-   * `reason`. Null for stages used outside a chain.
+   * Per channel, the thinking the run's display policy kept and cut (index.json's
+   * `thinking`), once a thinking truncator states the policy; none counted before.
    */
-  stopInput: ((reason: Error) => void) | null = null;
-  /** Per-channel fields that stages add to index.json (the thinking truncator's counts…). */
-  readonly channelFields: Array<(ch: Channel) => Record<string, unknown>> = [];
-  private readonly listeners: Array<(w: Warning) => void> = [];
+  readonly thinking = new ThinkingCounts();
+  /**
+   * Under a mapped producer (Copilot, Codex, Gemini CLI, opencode): how much of each channel
+   * its stream shows (index.json's `transcript`). Null for Claude Code and LangGraph.
+   */
+  transcripts: TranscriptKinds | null = null;
+  /** Readers waiting for a warning not recorded yet: index → resolvers (see warningAt). */
+  readonly #waiting = new Map<number, Array<(w: Warning) => void>>();
 
   private readonly warnedKeys = new Set<string>();
 
   /**
    * Records a warning once per code (or once per `subject` of a code, such as a model without
-   * a price); listeners (stderr, pino) hear it once.
+   * a price). Warnings are an append-only list: a reader keeps its place in it (a cursor) and
+   * reads each once, in order (`warningAt` waits for one not recorded yet).
    */
   warn(code: string, message: string, subject?: string): boolean {
     const key = subject === undefined ? code : `${code}\u0000${subject}`;
     if (this.warnedKeys.has(key)) return false;
     this.warnedKeys.add(key);
-    const w = { code, message };
+    const w = Object.freeze({ code, message });
     this.warnings.push(w);
-    for (const l of this.listeners) l(w);
+    const waiting = this.#waiting.get(this.warnings.length - 1);
+    if (waiting !== undefined) {
+      this.#waiting.delete(this.warnings.length - 1);
+      for (const resolve of waiting) resolve(w);
+    }
     return true;
   }
 
-  onWarning(listener: (w: Warning) => void): void {
-    this.listeners.push(listener);
+  /**
+   * The warning at `index` of `warnings` (0 the first): at once when it is recorded, else
+   * once it is. A reader that follows the run's warnings keeps its own cursor into the list.
+   */
+  warningAt(index: number): Promise<Warning> {
+    if (index < this.warnings.length) return Promise.resolve(this.warnings[index]);
+    return new Promise((resolve) => {
+      const list = this.#waiting.get(index);
+      if (list) list.push(resolve);
+      else this.#waiting.set(index, [resolve]);
+    });
   }
 
   /**

@@ -243,7 +243,8 @@ function indexParts(
     first_seen: ch.firstSeen,
     last_seen: ch.lastSeen,
     ...timeFields(channelTimes(tree, ch)),
-    ...Object.assign({}, ...run.channelFields.map((f) => f(ch))),
+    ...(run.thinking.policy ? { thinking: run.thinking.of(ch.id) } : {}),
+    ...(run.transcripts ? { transcript: run.transcripts.transcriptOf(ch.id) } : {}),
   });
   return { head, channels: tree.channels(), entry };
 }

@@ -1,42 +1,68 @@
 /**
- * The files sink's channel store: a channel's lines read back from its `.jsonl` file, after
- * what the sink holds is written. The projection replays late readers through it.
+ * The files sink's channel store: where each channel's `.jsonl` file is (`main.jsonl`,
+ * `agents/<stem>.jsonl`, a stem chosen once per channel by the store) and its lines read back
+ * from there. Built with the chain from the files sink's options and handed to the sink, which
+ * writes the files, and to the projection, which replays late readers through it: neither
+ * knows the other.
  */
 import { createReadStream } from 'node:fs';
+import { resolve } from 'node:path';
 import type { JsonObject } from '../../model/message.js';
 import type { ChannelStore } from '../../model/session.js';
 import { LineSplitter } from '../../model/lines.js';
 import { lineValue } from '../../model/line-view.js';
 import { StreamScanner } from '../../model/stream-scan.js';
 import { ProjectionError } from '../../views/projection.js';
+import { FileNamer } from './file-names.js';
 
-export interface ChannelFilesAt {
+/**
+ * A store over the channel files in `out`; `heldLineBytes()`: the line parser's limit, read
+ * when a replay starts.
+ */
+export class FileChannelStore implements ChannelStore {
+  readonly #namer = new FileNamer();
+  readonly #stems = new Map<string | null, string>();
+
+  constructor(
+    readonly out: string,
+    private readonly heldLineBytes: () => number,
+  ) {}
+
+  /** The stem of a channel's files, relative to `out`: `main`, or `agents/<safe name>`. */
+  stemOf(id: string | null): string {
+    let stem = this.#stems.get(id);
+    if (stem === undefined) {
+      stem = id === null ? 'main' : `agents/${this.#namer.stemFor(id)}`;
+      this.#stems.set(id, stem);
+    }
+    return stem;
+  }
+
   /** The absolute path of a channel's `.jsonl` file, once the channel has one. */
-  jsonlPath(id: string | null): string | undefined;
-  /** Writes what is queued, so the files hold every line handed to the sink so far. */
-  flush(): void;
-}
+  jsonlPath(id: string | null): string | undefined {
+    const stem = this.#stems.get(id);
+    return stem === undefined ? undefined : resolve(this.out, `${stem}.jsonl`);
+  }
 
-/** A store over channel files; `heldLineBytes()`: the line parser's limit, read when a replay starts. */
-export function fileChannelStore(files: ChannelFilesAt, heldLineBytes: () => number): ChannelStore {
-  return {
-    read(channel, from, to) {
-      return {
-        [Symbol.asyncIterator]: () => {
-          files.flush();
-          const path = files.jsonlPath(channel);
-          if (!path) {
-            return (async function* (): AsyncGenerator<JsonObject> {
-              if (to > from) {
-                throw new ProjectionError('ERR_PROJECTION_REPLAY', `no file for channel ${channel ?? 'main'}`);
-              }
-            })();
-          }
-          return readJsonLines(path, heldLineBytes(), to, from, channel);
-        },
-      };
-    },
-  };
+  /**
+   * Lines `from` up to `to` of a channel. Read a turn of the event loop later: the files sink
+   * writes what a batch queued by then (at once past its `flushBytes`, else on the next turn),
+   * so the file holds every line the sink was handed before this call.
+   */
+  read(channel: string | null, from: number, to: number): AsyncIterable<JsonObject> {
+    const store = this;
+    return (async function* (): AsyncGenerator<JsonObject> {
+      await new Promise<void>((done) => setImmediate(done));
+      const path = store.jsonlPath(channel);
+      if (!path) {
+        if (to > from) {
+          throw new ProjectionError('ERR_PROJECTION_REPLAY', `no file for channel ${channel ?? 'main'}`);
+        }
+        return;
+      }
+      yield* readJsonLines(path, store.heldLineBytes(), to, from, channel);
+    })();
+  }
 }
 
 /**

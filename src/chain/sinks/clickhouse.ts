@@ -574,7 +574,7 @@ export const clickhouseSinkPlugin = defineBuiltin<
   create: (o, ctx) =>
     createClickHouseSink({
       ...o,
-      spoolDir: o.spoolDir ?? (() => ctx.session.channelFiles?.out),
+      spoolDir: o.spoolDir ?? ctx.out,
       session: ctx.session,
       display: ctx.display,
     }),

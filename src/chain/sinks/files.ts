@@ -1,6 +1,6 @@
-import { fileChannelStore } from './channel-store.js';
+import { FileChannelStore } from './channel-store.js';
 import { closeSync, lstatSync, mkdirSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { Transform } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { OutputError, writeFailed } from '../../errors.js';
@@ -18,7 +18,6 @@ import type { ChannelSnapshot } from '../../model/tree.js';
 import { AppendFiles, type AppendFile } from './append-files.js';
 import { appendSpool } from './spool-copy.js';
 import { writePiecesSync } from './write-pieces.js';
-import { FileNamer } from './file-names.js';
 import { createNewFile, descriptorBudget, makeDirs } from '../../safe-open.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
@@ -45,6 +44,11 @@ export interface FilesSinkOptions {
   session: Session;
   /** How the `.log` transcripts show thinking (`file`: whole in `<channel>.thinking.log`). */
   display?: DisplayPolicy;
+  /**
+   * Where each channel's files are named, shared with whoever reads them back (the chain
+   * builds one from these options); the sink makes its own when none is given.
+   */
+  store?: FileChannelStore;
 }
 
 interface ChannelFiles extends ChannelPaths {
@@ -117,7 +121,7 @@ class FilesSink extends BatchTransform {
   readonly #run: Session;
   readonly #display: DisplayPolicy;
   readonly #files: AppendFiles;
-  readonly #namer = new FileNamer();
+  readonly #store: FileChannelStore;
   readonly #byChannel = new Map<string | null, ChannelFiles>();
   #quarantine: AppendFile | null = null;
   #scheduled: NodeJS.Immediate | null = null;
@@ -131,19 +135,9 @@ class FilesSink extends BatchTransform {
     this.#display = options.display ?? DISPLAY_DEFAULTS;
     prepareOutDir(opts.out, opts.force);
     this.#files = new AppendFiles(opts.out, opts.maxOpenFiles, opts.force);
+    const run = this.#run;
+    this.#store = options.store ?? new FileChannelStore(opts.out, () => run.heldLineBytes);
     this.#filesOf(this.#run.tree.main);
-    this.#run.channelFiles = {
-      out: opts.out,
-      jsonlPath: (id) => {
-        const f = this.#byChannel.get(id);
-        return f && resolve(opts.out, f.jsonl);
-      },
-      flush: () => {
-        if (!this.#finished) this.#flushNow();
-      },
-      spoolDir: opts.out,
-    };
-    this.#run.channelStore = fileChannelStore(this.#run.channelFiles, () => this.#run.heldLineBytes);
   }
 
   protected override transformBatch(batch: RecordBatch): BatchOutcome {
@@ -179,7 +173,7 @@ class FilesSink extends BatchTransform {
   #filesOf(ch: ChannelSnapshot): ChannelFiles {
     let f = this.#byChannel.get(ch.id);
     if (f) return f;
-    const stem = ch.id === null ? 'main' : `agents/${this.#namer.stemFor(ch.id)}`;
+    const stem = this.#store.stemOf(ch.id);
     const log = `${stem}.log`;
     const jsonl = `${stem}.jsonl`;
     f = { log, jsonl, logFile: this.#files.file(log), jsonlFile: this.#files.file(jsonl) };
@@ -342,7 +336,7 @@ class FilesSink extends BatchTransform {
   }
 }
 
-export const filesSinkPlugin = defineBuiltin<Omit<FilesSinkOptions, 'session' | 'display'>>({
+export const filesSinkPlugin = defineBuiltin<Omit<FilesSinkOptions, 'session' | 'display' | 'store'>>({
   name: 'files',
   kind: 'sink',
   kit: BUILTIN_KIT,
@@ -374,7 +368,11 @@ export const filesSinkPlugin = defineBuiltin<Omit<FilesSinkOptions, 'session' | 
         'write into an output folder that already holds files (entries of the same names are replaced)',
     },
   },
-  create: (o, ctx) => createFilesSink({ ...o, session: ctx.session, display: ctx.display }),
+  create: (o, ctx) => {
+    const store = ctx.channelStore;
+    const shared = store instanceof FileChannelStore && store.out === o.out ? store : undefined;
+    return createFilesSink({ ...o, session: ctx.session, display: ctx.display, store: shared });
+  },
 });
 
 function removeQuietly(path: string): void {

@@ -256,6 +256,10 @@ class PinoSink extends BatchTransform {
   #eventTime: string | null = null;
   /** The logger of a transport or a host; lines to a file or stdout are rendered here (pinoLine). */
   readonly #logger: Logger | null;
+  /** How many of the run's warnings are logged (a cursor into `session.warnings`). */
+  #warned = 0;
+  /** Set at the end: warnings recorded later (by sinks after this one) are not logged. */
+  #warningsDone = false;
 
   constructor(options: PinoSinkOptions) {
     super({ sink: true });
@@ -282,19 +286,41 @@ class PinoSink extends BatchTransform {
           },
           this.#transport!,
         ));
-    this.#run.onWarning((w) => {
+    // Warnings recorded before this sink was made are not the log's (as before a listener).
+    this.#warned = this.#run.warnings.length;
+    void this.#followWarnings();
+  }
+
+  /**
+   * The run's warnings as they are recorded, each once and in order: a cursor into the
+   * session's list, read at each batch, at the end, and when a warning comes while no line
+   * does (a stall under `--on-stall warn`).
+   */
+  async #followWarnings(): Promise<void> {
+    while (!this.#warningsDone) {
+      await this.#run.warningAt(this.#warned);
+      if (this.#warningsDone) return;
+      this.#logWarnings();
+      this.#lines?.flush();
+    }
+  }
+
+  #logWarnings(): void {
+    const warnings = this.#run.warnings;
+    while (this.#warned < warnings.length) {
+      const w = warnings[this.#warned++];
       // A warning after this log failed (the OUTPUT_FAILED the files sink records for that very
-      // failure) must not throw into whoever warned: index.json would never be written.
-      if (this.#failed || this.#readerGone || this.destroyed) return;
+      // failure) is not written: index.json keeps it.
+      if (this.#failed || this.#readerGone || this.destroyed) continue;
       const fields = { code: w.code, content: w.message };
       this.#log('warn', 'warning', fields, eventMessage('warning', undefined, fields));
-      this.#lines?.flush();
-    });
+    }
   }
 
   protected override transformBatch(batch: RecordBatch): BatchOutcome {
     if (this.#failed) throw this.#failed;
     try {
+      this.#logWarnings();
       for (const rec of batch) {
         if (rec.kind === 'quarantine') {
           if (!rec.final) continue;
@@ -312,6 +338,7 @@ class PinoSink extends BatchTransform {
           this.#logLine(rec);
         }
       }
+      this.#logWarnings();
       this.#lines?.flush();
     } catch (err) {
       this.#eventTime = null;
@@ -321,6 +348,8 @@ class PinoSink extends BatchTransform {
   }
 
   protected override flushAtEnd(): BatchOutcome {
+    this.#logWarnings();
+    this.#warningsDone = true;
     const isWriteError = (err: unknown) => (err as { code?: unknown } | null)?.code === 'ERR_WRITE';
     return this.#close().catch((err) => {
       throw this.#failed ?? (isWriteError(err) ? err : writeFailed(this.#what, err));
@@ -328,6 +357,7 @@ class PinoSink extends BatchTransform {
   }
 
   protected override teardown(): void {
+    this.#warningsDone = true;
     const dest = this.#dest;
     if (dest && !this.#failed && !this.#readerGone) {
       try {

@@ -59,6 +59,12 @@ export const systemClock: Clock = {
 
 export interface IdleWatchdogOptions extends Partial<IdleWatchdogSettings> {
   clock?: Clock;
+  /**
+   * Stops the chain's input (runChain hands it over, see PluginContext.stopInput): a stall
+   * then lets what was read reach the sinks before the chain fails. Without it the stream
+   * fails at once.
+   */
+  stopInput?: (reason: Error) => void;
   /** The chain's session, shared by every stage (required). */
   session: Session;
 }
@@ -232,8 +238,8 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
     if (opts.onStall === 'fail') {
       stop();
       const err = new StallError(message);
-      if (run.stopInput) {
-        run.stopInput(err);
+      if (options.stopInput) {
+        options.stopInput(err);
         // A stage above that never finishes must not turn a stall into a hang.
         drainTimer = setTimeout(() => stream.destroy(err), opts.stallDrainMs);
       } else {
@@ -278,7 +284,9 @@ const STALL_ACTIONS = ['fail', 'warn'] as const;
 const msOption = (min: number, fallback: number, description: string) =>
   ({ type: 'integer', min, default: fallback, description }) satisfies OptionSpec;
 
-export const idleWatchdogPlugin = defineBuiltin<Omit<IdleWatchdogOptions, 'session' | 'clock'>>({
+type IdleWatchdogConfig = Omit<IdleWatchdogOptions, 'session' | 'clock' | 'stopInput'>;
+
+export const idleWatchdogPlugin = defineBuiltin<IdleWatchdogConfig>({
   name: 'idle-watchdog',
   kind: 'stage',
   kit: BUILTIN_KIT,
@@ -339,5 +347,10 @@ export const idleWatchdogPlugin = defineBuiltin<Omit<IdleWatchdogOptions, 'sessi
     ),
   },
   create: (o, ctx) =>
-    createIdleWatchdog({ ...waitLimitsFromEnv(ctx.env), ...definedOnly(o), session: ctx.session }),
+    createIdleWatchdog({
+      ...waitLimitsFromEnv(ctx.env),
+      ...definedOnly(o),
+      session: ctx.session,
+      stopInput: ctx.stopInput,
+    }),
 });

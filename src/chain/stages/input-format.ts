@@ -7,7 +7,6 @@ import { isOpencodeEvent, OpencodeMapper } from '../../adapters/opencode.js';
 import { eventLine, shareRepeatedText, type StreamMapper } from '../../adapters/stream-lines.js';
 import { channelIdOf, lineTypeOf, type JsonObject } from '../../model/message.js';
 import { viewOf } from '../../model/line-view.js';
-import type { Channel } from '../../model/tree.js';
 import type { LineRecord, RecordBatch, SubteeRecord } from '../../model/record.js';
 import {
   AGENT_NAMES,
@@ -256,25 +255,20 @@ export class AgentEvents {
   readonly mapper: StreamMapper;
   private lastLineNo = 0;
 
-  private readonly transcriptField: (ch: Channel) => Record<string, unknown>;
-
   constructor(
     private readonly run: Session,
     private readonly producer: AgentProducer,
   ) {
     this.mapper = createAgentMapper(producer, (code, message) => run.warn(code, message));
     run.linesMapped = true;
-    const mapper = this.mapper;
-    this.transcriptField = (ch) => ({ transcript: mapper.transcriptOf(ch.id) });
-    run.channelFields.push(this.transcriptField);
+    run.transcripts = this.mapper;
   }
 
   /** `auto` changed its mind: the run's lines are no longer this producer's. */
   detach(): void {
     this.run.linesMapped = false;
     this.run.producerVersion = null;
-    const at = this.run.channelFields.indexOf(this.transcriptField);
-    if (at >= 0) this.run.channelFields.splice(at, 1);
+    if (this.run.transcripts === this.mapper) this.run.transcripts = null;
   }
 
   push(rec: SubteeRecord, out: RecordBatch): void {

@@ -20,6 +20,11 @@ export const LINE_PARSER_DEFAULTS = Object.freeze({
 
 export interface LineParserOptions {
   maxLineBytes?: number;
+  /**
+   * Where a line too long to hold is spooled: the output folder (a chain passes its files
+   * sink's `out`), else the system's temporary folder.
+   */
+  spoolDir?: string;
   /** The chain's session, shared by every stage (required). */
   session: Session;
 }
@@ -87,7 +92,7 @@ export function createLineParser(options: LineParserOptions): Duplex {
       batch.push(junkRunRecord(raw, lineNo, lines));
     },
     overflow(piece, lineNo, final, terminated = true) {
-      spool ??= new LineSpool(spoolDir(run), lineNo);
+      spool ??= new LineSpool(spoolDir(options.spoolDir), lineNo);
       spool.push(piece);
       if (!final) return;
       batch.push(endSpool(run, spool, lineNo, terminated, opts.maxLineBytes));
@@ -151,7 +156,7 @@ export function createLineParser(options: LineParserOptions): Duplex {
   return stream;
 }
 
-export const lineParserPlugin = defineBuiltin<Omit<LineParserOptions, 'session'>>({
+export const lineParserPlugin = defineBuiltin<Omit<LineParserOptions, 'session' | 'spoolDir'>>({
   name: 'line-parser',
   kind: 'stage',
   kit: BUILTIN_KIT,
@@ -165,5 +170,5 @@ export const lineParserPlugin = defineBuiltin<Omit<LineParserOptions, 'session'>
     },
   },
   input: () => 'bytes',
-  create: (o, ctx) => createLineParser({ ...o, session: ctx.session }),
+  create: (o, ctx) => createLineParser({ ...o, session: ctx.session, spoolDir: ctx.out }),
 });

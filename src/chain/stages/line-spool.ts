@@ -36,8 +36,8 @@ function track(path: string): void {
 }
 
 /** Where spools go: beside the output (`--out`) when there is one, else the system temp folder. */
-export function spoolDir(run: Session): string {
-  return run.channelFiles?.spoolDir ?? tmpdir();
+export function spoolDir(out: string | undefined): string {
+  return out ?? tmpdir();
 }
 
 /** A spool's name: `.subtee-spool-<pid>-<line>-<random>`. */

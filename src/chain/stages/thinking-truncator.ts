@@ -3,10 +3,9 @@ import { withDefaults } from '../../defaults.js';
 import type { LineRecord, RecordBatch } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { asBlock, lineTypeOf, rawBlocks } from '../../model/message.js';
-import type { Channel } from '../../model/tree.js';
 import { viewOf } from '../../model/line-view.js';
 import { isText } from '../../model/scan.js';
-import { displayPolicy, shownThinking, THINKING_MODES, type ThinkingMode } from '../../model/display.js';
+import { displayPolicy, THINKING_MODES, type ThinkingMode } from '../../model/display.js';
 import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 
@@ -28,16 +27,16 @@ export interface ThinkingTruncatorOptions {
 /**
  * Thinking truncator: records in, the same records out, untouched. Its options are the
  * run's display policy for thinking (`displayPolicyOf`, which every view applies: the
- * `.log`, pino, ClickHouse, the report, the projection); the stage itself counts what that
- * policy keeps and cuts per channel, into index.json as `thinking: { kept_chars, cut_chars }`.
+ * `.log`, pino, ClickHouse, the report, the projection); the stage states that policy to
+ * the session's thinking counts and counts each thinking block of a channel there, into
+ * index.json as `thinking: { kept_chars, cut_chars }`.
  * The raw line is never changed, so `.jsonl` files keep everything.
  */
 export function createThinkingTruncator(options: ThinkingTruncatorOptions): Transform {
   const opts = withDefaults(THINKING_TRUNCATOR_DEFAULTS, options);
   const run = requireSession(options, 'createThinkingTruncator');
   const policy = displayPolicy({ thinking: opts.mode, thinkingChars: opts.maxChars });
-  const stats = new Map<Channel | null, { kept_chars: number; cut_chars: number }>();
-  run.channelFields.push((ch) => ({ thinking: stats.get(ch) ?? { kept_chars: 0, cut_chars: 0 } }));
+  run.thinking.countWith(policy);
   return createBatchTransform({
     transformBatch(batch: RecordBatch) {
       for (const rec of batch) {
@@ -56,12 +55,7 @@ export function createThinkingTruncator(options: ThinkingTruncatorOptions): Tran
     for (const raw of rawBlocks(viewOf(rec))) {
       const b = asBlock(raw);
       if (b?.type !== 'thinking' || !isText(b.thinking)) continue;
-      const key = rec.channel ?? null;
-      let s = stats.get(key);
-      if (!s) stats.set(key, (s = { kept_chars: 0, cut_chars: 0 }));
-      const { cut } = shownThinking(policy, b.thinking);
-      s.kept_chars += b.thinking.length - cut;
-      s.cut_chars += cut;
+      run.thinking.add(rec.channel?.id ?? null, b.thinking);
     }
   }
 }

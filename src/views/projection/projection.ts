@@ -76,6 +76,11 @@ const quarantineEvent = (lineNo: number): RunEvent =>
 export class Projection implements HandleHost {
   /** The run's display policy (`--thinking`) for message blocks; the chain's projection sink sets it. */
   display: DisplayPolicy = DISPLAY_DEFAULTS;
+  /**
+   * Where a late reader replays a channel's lines from (the files sink's `.jsonl` files), as
+   * the chain built it; null: from memory. The chain's projection sink sets it.
+   */
+  store: ChannelStore | null = null;
   /** Every subagent at any depth, as first seen. */
   readonly subagentList = new HandleList((handle) => this.fresh.add(handle.id));
   private readonly handles = new Map<string, SubagentHandleImpl>();
@@ -572,7 +577,7 @@ export class Projection implements HandleHost {
    * from another producer's events, because the files keep those events, not the lines routed.
    */
   private replayStore(): ChannelStore | null {
-    return this.session.linesMapped ? null : this.session.channelStore;
+    return this.session.linesMapped ? null : this.store;
   }
 
   /** A line as a reader replays it: its bytes, or for a mapped line the JSON of what was routed. */
