@@ -366,3 +366,21 @@ test('a pino event time is the line timestamp read by Date.parse, in toISOString
   for (const ts of ['2026-02-29T00:00:00.000Z', '2026-02-30T00:00:00.000Z', '2026-11-30T24:00:00.000Z'])
     assert.equal(streamTime({ timestamp: ts }), expected(ts), ts);
 });
+
+test('a line timestamp on the 29th, 30th or 31st is its own time exactly when its month has that day', () => {
+  const roundTrip = (ts: string) => {
+    const ms = Date.parse(ts);
+    return Number.isNaN(ms) ? null : new Date(ms).toISOString();
+  };
+  let own = 0;
+  for (const year of ['0000', '1900', '2000', '2024', '2026', '2100', '2400', '9999'])
+    for (let month = 1; month <= 12; month++)
+      for (const day of [28, 29, 30, 31]) {
+        const ts = `${year}-${String(month).padStart(2, '0')}-${day}T23:59:59.999Z`;
+        assert.equal(streamTime({ timestamp: ts }), roundTrip(ts), ts);
+        if (roundTrip(ts) === ts) own++;
+      }
+  // 8 years × (12 months × the 28th, 29th and 30th but February's 30th, the 31st of 7 months,
+  // February's 29th in the 4 leap years among them): the count the calendar gives.
+  assert.equal(own, 8 * (12 + 11 + 11 + 7) + 4);
+});

@@ -52,6 +52,19 @@ export const PINO_LEVELS = Object.freeze({ info: 30, warn: 40, error: 50 });
 
 const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
 
+/** Keys as pinoString renders them: the sink logs a few dozen keys, again on every line. */
+const KEY_TEXT = new Map<string, string>();
+const KEY_TEXT_MAX = 256;
+
+function keyText(key: string): string {
+  let text = KEY_TEXT.get(key);
+  if (text === undefined) {
+    text = pinoString(key);
+    if (KEY_TEXT.size < KEY_TEXT_MAX) KEY_TEXT.set(key, text);
+  }
+  return text;
+}
+
 /**
  * A string as pino writes it (its `asString`): short strings without a control character
  * are quoted with only `"` and `\` escaped, everything else is `JSON.stringify`'s (always, on
@@ -106,7 +119,7 @@ export function pinoLine(level: number, time: string, fields: Record<string, unk
         if (value === undefined) continue;
         text = value as string;
     }
-    line += `,${pinoString(key)}:${text}`;
+    line += `,${keyText(key)}:${text}`;
   }
   return `${line},"msg":${pinoString(msg)}}\n`;
 }
