@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { boundedText, headOf, tailOf } from '../src/model/bounded-text.js';
 import { truncateMiddle } from '../src/chain/stages/thinking-truncator.js';
@@ -13,6 +14,8 @@ import { blocksOfLine, type MessageBlock } from '../src/views/message-stream.js'
 import { RowBuilder, type EventRow } from '../src/chain/sinks/clickhouse-rows.js';
 import { TraceBuilder, type SpanData } from '../src/chain/sinks/otlp-spans.js';
 import { routeThrough } from './helpers/otlp-tree.js';
+import { ROOT } from './helpers/helpers.js';
+import { importsUnder } from './helpers/imports.js';
 
 const LONE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -333,6 +336,15 @@ test('every view shows the same cut and marker for a length class, pairs whole, 
     [...new Set(table.map(([, cls]) => cls))].sort(),
     Object.keys(CUT_LENGTHS).sort(),
   );
+});
+
+test('views and sinks cut shown text only through the one cutter: none imports the low-level cuts', () => {
+  const low = importsUnder(join(ROOT, 'src'))
+    .filter((i) => i.to === 'model/bounded-text.ts')
+    .filter((i) => i.from.startsWith('views/') || i.from.startsWith('chain/sinks/'))
+    .map((i) => i.from);
+  // stdout keeps the start of a subagent's last text to compare its final report with: not shown.
+  assert.deepEqual(low, ['chain/sinks/stdout.ts']);
 });
 
 test('a pino event time is the line timestamp read by Date.parse, in toISOString form (property)', () => {
