@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { writeStream } from '../bench/gen.js';
 import { readReportData } from '../src/views/report/build.js';
 import { treeRows } from '../src/views/report/client.js';
-import { ReportFeed } from '../src/views/report/live.js';
+import { channelUpdate, ReportFeed, type ChannelFields } from '../src/views/report/live.js';
 import { pageBytes, pagePieces } from '../src/views/report/page.js';
 import { lineFacts, TranscriptBudget, type ChannelView } from '../src/views/report/model.js';
 import { parseServe } from '../src/chain/sinks/report.js';
@@ -351,6 +351,21 @@ test('many channels that fit: the page is the data as read, nothing shortened or
   assert.equal(html, [...pagePieces(data, pageBytes(data))].join(''));
   assert.equal(pageData(html).page.leftOutChannels, undefined);
   assert.equal(pageData(html).page.fieldChars, undefined);
+});
+
+test('a final report is cut to the summaryChars limit, on the page built from a folder and on the live page', () => {
+  const out = join(tmpDir(), 'o');
+  mkdirSync(out, { recursive: true });
+  const summary = `${'r'.repeat(150)}END`;
+  writeFileSync(join(out, 'index.json'), JSON.stringify({ channels: [{ id: 'a', summary }] }));
+  // 70 characters of head and 30 of tail around the one marker.
+  const cut = `${'r'.repeat(70)} […53 chars cut…] ${'r'.repeat(27)}END`;
+  assert.equal(readReportData(out, { summaryChars: 100 }).data.channels[0].summary, cut);
+  assert.equal(readReportData(out).data.channels[0].summary, summary);
+  const live = { id: 'a', summary, counts: {}, usage: {} } as unknown as ChannelFields;
+  const extra = { spawned: null, prompt: null, log: null, cut: null, cost: null };
+  assert.equal(channelUpdate(live, extra, 100).summary, cut);
+  assert.equal(channelUpdate(live, extra).summary, summary);
 });
 
 test('a hostile index.json: paths outside the folder are neither read nor linked', () => {

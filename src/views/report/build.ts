@@ -208,7 +208,7 @@ function parsedIndex(path: string, text: string, notIndex: () => SubteeError): I
   return { head: index, channels: (each) => channels.forEach(each) };
 }
 
-function channelView(c: JsonObject): ChannelView {
+function channelView(c: JsonObject, summaryChars: number): ChannelView {
   const counts: Record<string, number> = {};
   if (isObject(c.counts))
     for (const [k, v] of Object.entries(c.counts))
@@ -222,8 +222,7 @@ function channelView(c: JsonObject): ChannelView {
     description: field(c.description),
     status: c.status === 'completed' || c.status === 'failed' ? c.status : 'running',
     background: typeof c.background === 'boolean' ? c.background : null,
-    summary:
-      typeof c.summary === 'string' ? clip(c.summary, REPORT_DEFAULTS.summaryChars, 'summary').s : null,
+    summary: typeof c.summary === 'string' ? clip(c.summary, summaryChars, 'summary').s : null,
     lines: typeof c.lines === 'number' && Number.isFinite(c.lines) ? c.lines : 0,
     counts,
     usage: usageOf(c.usage),
@@ -344,7 +343,7 @@ function indexFacts(
   const toolUses: number[] = [];
   eachChannel((c) => {
     if (!isObject(c)) return;
-    channels.push(channelView(c));
+    channels.push(channelView(c, options.summaryChars ?? REPORT_DEFAULTS.summaryChars));
     jsonl.push(safeJsonlPath(c.jsonl));
     toolUses.push(isObject(c.counts) && typeof c.counts.tool_use === 'number' ? c.counts.tool_use : 0);
   });

@@ -151,10 +151,12 @@ interface Tracked {
 /** A channel's fields without its transcript; `cut` says how much of the transcript was left out. */
 export type ChannelUpdate = Omit<ChannelView, 'entries' | 'ticks'>;
 
+/** A channel's fields as the page shows them; its final report cut to `summaryChars`. */
 export function channelUpdate(
   c: ChannelFields,
   extra: Pick<ChannelView, 'spawned' | 'prompt' | 'log' | 'cut' | 'cost'> &
     Partial<Pick<ChannelView, 'costBasis'>>,
+  summaryChars: number = REPORT_DEFAULTS.summaryChars,
 ): ChannelUpdate {
   return {
     id: c.id === null ? null : field(c.id),
@@ -165,8 +167,7 @@ export function channelUpdate(
     description: field(c.description),
     status: c.status === 'completed' || c.status === 'failed' ? c.status : 'running',
     background: typeof c.background === 'boolean' ? c.background : null,
-    summary:
-      typeof c.summary === 'string' ? clip(c.summary, REPORT_DEFAULTS.summaryChars, 'summary').s : null,
+    summary: typeof c.summary === 'string' ? clip(c.summary, summaryChars, 'summary').s : null,
     lines: c.lines,
     counts: { ...c.counts },
     usage: usageOf({
@@ -304,15 +305,14 @@ export class LiveReport {
     this.touched.clear();
     for (const id of touched) {
       const t = this.channels.get(id)!;
-      const json = JSON.stringify(
-        channelUpdate(t.source, {
-          spawned: t.spawned,
-          prompt: t.prompt,
-          log: null,
-          cut: t.budget.cut(),
-          ...this.channelUsd(t.source.id),
-        }),
-      );
+      const fields = {
+        spawned: t.spawned,
+        prompt: t.prompt,
+        log: null,
+        cut: t.budget.cut(),
+        ...this.channelUsd(t.source.id),
+      };
+      const json = JSON.stringify(channelUpdate(t.source, fields, this.limits.summaryChars));
       if (json === t.sentFields) continue;
       t.sentFields = json;
       this.feed.publish('channel', json, id === null ? 'main' : `agent:${id}`);
