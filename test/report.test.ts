@@ -353,7 +353,7 @@ test('many channels that fit: the page is the data as read, nothing shortened or
   assert.equal(pageData(html).page.fieldChars, undefined);
 });
 
-test('a final report is cut to the summaryChars limit, on the page built from a folder and on the live page', () => {
+test('a final report is cut to summaryChars on the page from a folder and on the live page', () => {
   const out = join(tmpDir(), 'o');
   mkdirSync(out, { recursive: true });
   const summary = `${'r'.repeat(150)}END`;
