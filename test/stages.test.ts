@@ -7,7 +7,7 @@ import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain } from '../src/chain/chain.js';
 import { Session } from '../src/model/session.js';
 import { createPinoSink } from '../src/chain/sinks/pino.js';
-import { pinoLine } from '../src/chain/sinks/pino-batch.js';
+import { batchLines, pinoLine } from '../src/chain/sinks/pino-batch.js';
 import { createStdoutSink } from '../src/chain/sinks/stdout.js';
 import { PassThrough } from 'node:stream';
 import { once } from 'node:events';
@@ -399,6 +399,28 @@ test('a pino line rendered by the sink is byte for byte what pino writes for the
       assert.equal(pinoLine(number, time, f, messages[k]), written, `${name} ${k}`);
     }
   }
+});
+
+test('pino lines gathered by batchLines reach the destination as the bytes of each line in order', () => {
+  const lines = [
+    '{"plain":1}\n',
+    '{"text":"é — 日本語 🚀"}\n',
+    '{"lone":"a\ud800b"}\n',
+    `{"long":"${'x'.repeat(40_000)}"}\n`,
+    `{"wide":"${'日'.repeat(20_000)}"}\n`,
+    ...Array.from({ length: 3000 }, (_, k) => `{"line":${k},"pad":"${'p'.repeat(k % 97)}"}\n`),
+  ];
+  const handed: Buffer[] = [];
+  const batch = batchLines({ write: (data) => (handed.push(data), true) });
+  lines.forEach((line, k) => {
+    batch.stream.write(line);
+    if (k % 1000 === 999) batch.flush();
+  });
+  batch.flush();
+  batch.flush(); // nothing held: nothing written
+  // The pieces as they were handed on, read only now: none was written into again.
+  assert.ok(Buffer.concat(handed).equals(Buffer.from(lines.join(''), 'utf8')));
+  assert.ok(handed.length < lines.length / 100, `${handed.length} writes for ${lines.length} lines`);
 });
 
 test('the stdout sink lets go of its stream when it ends or is destroyed (the stream does not hold the run)', async () => {
