@@ -55,6 +55,11 @@ const WRITE_FAILURES: Record<string, string> = {
   EREPLACED: 'it was replaced by something else during the run',
 };
 
+/** How many input lines a failed output left out of the folder, in words. */
+export function unwrittenText(input: { lines: number; unwritten: number }): string {
+  return `${input.unwritten} of ${input.lines} input lines not written`;
+}
+
 /** Wraps a Node fs error as an OutputError naming the path, keeping the original as cause. */
 export function writeFailed(path: string, err: unknown): OutputError {
   const sys = err as NodeJS.ErrnoException;

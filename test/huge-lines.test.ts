@@ -126,6 +126,7 @@ test(
       quarantined: 1,
       blank_lines: 0,
       failed: 0,
+      unwritten: 0,
     });
     const agent = index.channels.find((c: any) => c.id === 'toolu_01huge');
     assert.deepEqual(

@@ -5,7 +5,7 @@ import { loadChainPackages, runChain, type ChainSpec } from '../chain/chain.js';
 import { StallError } from '../chain/stages/idle-watchdog.js';
 import { checkRequiredVersion } from '../chain/stages/version-guard.js';
 import { parseServe } from '../chain/sinks/report.js';
-import { EXIT, SubteeError } from '../errors.js';
+import { EXIT, OutputError, SubteeError, unwrittenText } from '../errors.js';
 import { Session, type Warning } from '../model/session.js';
 import { escapeOneLine } from '../views/escape.js';
 import { summaryText } from '../views/summary.js';
@@ -51,6 +51,12 @@ export function reportError(stderr: Writable, err: unknown): number {
     `subtee: internal error: ${escapeOneLine(e?.message ?? String(err))} [${e?.code ?? 'ERR_INTERNAL'}]\n`,
   );
   return EXIT.INTERNAL;
+}
+
+/** A failed write's error line also says how many input lines are not in the output folder. */
+function withUnwritten(err: unknown, run: Session): unknown {
+  if (!(err instanceof OutputError) || run.input.unwritten === 0) return err;
+  return new OutputError(err.code, err.path, `${err.message}; ${unwrittenText(run.input)}`, err);
 }
 
 const guarded = new WeakSet<Writable>();
@@ -229,7 +235,8 @@ export async function main(
       warnings.catchUp();
       if (strayFailure) code = reportError(io.stderr, strayFailure);
       else if (err instanceof StallError) code = EXIT.STALL;
-      else if (!aborted || (err as Error)?.name !== 'AbortError') code = reportError(io.stderr, err);
+      else if (!aborted || (err as Error)?.name !== 'AbortError')
+        code = reportError(io.stderr, withUnwritten(err, run));
     } finally {
       // Nothing the command started outlives the run: whatever of its process group still
       // runs (the command after a stall or a failure, a process that held its stdout) is

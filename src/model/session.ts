@@ -75,8 +75,11 @@ export class Session {
   readonly cost: CostLedger = new CostLedger(undefined, (code, message, subject) =>
     this.warn(code, message, subject),
   );
-  /** `failed`: lines a stage could not handle (kept all the same, see `recordFailed`). */
-  readonly input = { lines: 0, blankLines: 0, bytes: 0, quarantined: 0, failed: 0 };
+  /**
+   * `failed`: lines a stage could not handle (kept all the same, see `recordFailed`);
+   * `unwritten`: after an output failed, lines read that are not in the output folder.
+   */
+  readonly input = { lines: 0, blankLines: 0, bytes: 0, quarantined: 0, failed: 0, unwritten: 0 };
   /**
    * Line numbers in the quarantine file: the first ones, then only a count (any stream keeps
    * a small index).

@@ -90,7 +90,14 @@ export interface IndexHead {
   stalled: boolean;
   /** What the idle watchdog found when it fired; null when it did not. */
   stall: Stall | null;
-  input: { lines: number; bytes: number; quarantined: number; blank_lines: number; failed: number };
+  input: {
+    lines: number;
+    bytes: number;
+    quarantined: number;
+    blank_lines: number;
+    failed: number;
+    unwritten: number;
+  };
   quarantine: string | null;
   quarantine_lines: number[];
   quarantine_lines_omitted: number;
@@ -213,6 +220,7 @@ function indexParts(
       quarantined: run.input.quarantined,
       blank_lines: run.input.blankLines,
       failed: run.input.failed,
+      unwritten: run.input.unwritten,
     },
     quarantine,
     quarantine_lines: run.quarantineLines.listed,

@@ -1,9 +1,18 @@
 import { FileChannelStore } from './channel-store.js';
-import { closeSync, lstatSync, mkdirSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import {
+  closeSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import type { Transform } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
-import { OutputError, writeFailed } from '../../errors.js';
+import { OutputError, unwrittenText, writeFailed } from '../../errors.js';
 import { indexForWriting, runCosts, type ChannelPaths, type RunCosts } from '../../views/index-file.js';
 import { jsonPieces } from '../../views/json-pieces.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
@@ -18,7 +27,7 @@ import type { ChannelSnapshot } from '../../model/tree.js';
 import { AppendFiles, type AppendFile } from './append-files.js';
 import { appendSpool } from './spool-copy.js';
 import { writePiecesSync } from './write-pieces.js';
-import { createNewFile, descriptorBudget, makeDirs } from '../../safe-open.js';
+import { createNewFile, descriptorBudget, makeDirs, openRegularUnder } from '../../safe-open.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 import { releaseLiveSpools, removeLeftoverSpools } from '../stages/line-spool.js';
@@ -282,6 +291,20 @@ class FilesSink extends BatchTransform {
     }
   }
 
+  /**
+   * After a failed output: the input lines that are not in the folder, counted from the files
+   * themselves. Every input line is one line of a channel's `.jsonl` or of `quarantine.log`
+   * (a line cut short by the failure has no newline yet and is not counted), so what the files
+   * hold is what was written, whichever write failed and whatever was queued.
+   */
+  #unwrittenLines(): number {
+    const rels = [...this.#byChannel.values()].map((f) => f.jsonl);
+    if (this.#quarantine) rels.push(this.#quarantine.rel);
+    let written = 0;
+    for (const rel of rels) written += linesIn(this.#opts.out, rel);
+    return Math.max(0, this.#run.input.lines - written);
+  }
+
   /** The queued writes on the next turn of the event loop, unless a batch forces them first. */
   #flushLater(): void {
     this.#scheduled = null;
@@ -330,11 +353,38 @@ class FilesSink extends BatchTransform {
       this.#files.closeAll();
     }
     const output = failure ?? error;
-    if (output instanceof OutputError) this.#run.warn('OUTPUT_FAILED', output.message);
+    if (output instanceof OutputError) {
+      this.#run.input.unwritten = this.#unwrittenLines();
+      this.#run.warn('OUTPUT_FAILED', `${output.message}; ${unwrittenText(this.#run.input)}`);
+    }
     this.#writeIndex(costs);
     if (failure !== null) throw failure;
   }
 }
+
+/** Newlines in a file of the output folder; a file that cannot be read back holds none. */
+function linesIn(out: string, rel: string): number {
+  let fd: number;
+  try {
+    fd = openRegularUnder(out, rel);
+  } catch {
+    return 0;
+  }
+  const buf = Buffer.allocUnsafe(64 * 1024);
+  let count = 0;
+  try {
+    for (let n = readSync(fd, buf); n > 0; n = readSync(fd, buf)) {
+      for (let i = buf.indexOf(LF); i !== -1 && i < n; i = buf.indexOf(LF, i + 1)) count++;
+    }
+  } catch {
+    // What could be read is counted: the rest is not known to be there.
+  } finally {
+    closeSync(fd);
+  }
+  return count;
+}
+
+const LF = 0x0a;
 
 export const filesSinkPlugin = defineBuiltin<Omit<FilesSinkOptions, 'session' | 'display' | 'store'>>({
   name: 'files',
