@@ -549,3 +549,45 @@ test('a stage stops the input through the stop the chain hands it: what was read
   assert.equal(readFileSync(join(out, 'main.jsonl'), 'utf8'), `${line('a')}\n${line('b')}\n`);
   assert.equal(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).input.lines, 2);
 });
+
+test('the channel router hands on a new frozen envelope per line; what it was given is not written on', async () => {
+  const { createChannelRouter } = await import('../src/chain/stages/channel-router.js');
+  const { lineOf } = await import('../src/model/record.js');
+  const { viewOf } = await import('../src/model/line-view.js');
+  const run = new Session();
+  const router = createChannelRouter({ session: run });
+  // Frozen as given: a router that wrote a field on them would fail them (quarantined instead).
+  const given = spawnAndReport('hi', 'ok').map((text, i) =>
+    Object.freeze({ kind: 'line' as const, lineNo: i + 1, raw: Buffer.from(text), value: JSON.parse(text) }),
+  );
+  const batch = [...given];
+  router.end(batch);
+  const [out] = (await router.toArray()) as Array<Array<import('../src/model/record.js').LineRecord>>;
+  assert.equal(out.length, given.length);
+  assert.deepEqual(batch, given, 'the batch it was given is as it was');
+  assert.deepEqual(run.input.failed, 0);
+  for (const [i, rec] of out.entries()) {
+    assert.equal(rec.kind, 'line');
+    assert.notEqual(rec, given[i]);
+    assert.ok(Object.isFrozen(rec), `line ${rec.lineNo} is frozen`);
+    assert.equal(lineOf(rec), given[i]);
+    // The bytes and the value are the given record's, shared, not copied.
+    assert.equal(rec.raw, given[i].raw);
+    assert.equal(rec.value, given[i].value);
+    assert.equal(viewOf(rec), given[i].value);
+    assert.equal(Object.hasOwn(given[i], 'channel'), false);
+    assert.throws(() => {
+      (rec as { channel: unknown }).channel = null;
+    }, TypeError);
+  }
+  // The spawn's events ride on the line that caused them; the subagent's lines are on its channel.
+  assert.deepEqual(
+    out.map((r) => [r.channel?.id ?? null, (r.events ?? []).map((e) => `${e.type}:${e.channel.id}`)]),
+    [
+      [null, ['open:toolu_k']],
+      ['toolu_k', []],
+      [null, ['status:toolu_k']],
+    ],
+  );
+  assert.ok(out.filter((r) => r.events).every((r) => Object.isFrozen(r.events)));
+});

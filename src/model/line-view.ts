@@ -1,5 +1,5 @@
 import type { JsonObject } from './message.js';
-import type { LineRecord } from './record.js';
+import { lineOf, RoutedLine, type LineRecord } from './record.js';
 import { buildView, LAZY_TEXT_BYTES, NOT_JSON, scanJson, Tape, type Bytes } from './scan.js';
 import { StreamScanner } from './stream-scan.js';
 
@@ -56,8 +56,9 @@ export class ScannedLine implements LineRecord {
  * may be LazyText.
  */
 export function viewOf(rec: LineRecord): JsonObject {
-  if (rec instanceof ScannedLine) return viewOfScanned(rec);
-  return rec.value;
+  const line = rec instanceof RoutedLine ? lineOf(rec) : rec;
+  if (line instanceof ScannedLine) return viewOfScanned(line);
+  return line.value;
 }
 
 export type Scanned =

@@ -13,12 +13,13 @@ export interface LineRecord {
   /** The parsed object. */
   value: JsonObject;
   /**
-   * Set by the channel router: the live channel, to be read while the record is being handled
-   * (it changes as later lines arrive; `events` carry snapshots that do not).
+   * On the envelope the channel router makes (`RoutedLine`): the channel the line is on, as
+   * the tree holds it, to be read while the record is being handled (it changes as later
+   * lines arrive; `events` carry snapshots that do not). Never written on a record.
    */
-  channel?: Channel;
-  /** Tree changes this line caused, set by the channel router. */
-  events?: readonly ChannelEvent[];
+  readonly channel?: Channel;
+  /** On the router's envelope: the tree changes this line caused, frozen. */
+  readonly events?: readonly ChannelEvent[];
   /**
    * Made by an input adapter from an input line whose bytes another record carries (a
    * subagent's prompt from its spawn call, a message joined from its pieces): routed and
@@ -82,9 +83,9 @@ export interface SpooledRecord {
   value: JsonObject | null;
   /** Why the line is quarantined; null when it is routed. */
   reason: QuarantineReason | null;
-  /** Set by the channel router, as for a line record. */
-  channel?: Channel;
-  events?: readonly ChannelEvent[];
+  /** On the router's envelope, as for a line record. */
+  readonly channel?: Channel;
+  readonly events?: readonly ChannelEvent[];
 }
 
 /** The bytes of one spooled line, in a file of its own. */
@@ -101,6 +102,63 @@ export interface Spool {
 }
 
 export type SubteeRecord = LineRecord | QuarantineRecord | SpooledRecord;
+
+let innerOf: (rec: RoutedLine) => LineRecord;
+
+/**
+ * A line as the channel router hands it on: a new, frozen envelope around the record it was
+ * given (whose bytes and value it shares), with the line's channel and the tree changes the
+ * line caused. `value` is the given record's, read only when something reads it (an own,
+ * enumerable accessor, so `{ ...rec }` copies it); `lineOf` gives the record inside, whose
+ * scanned view the built-in stages read.
+ */
+export class RoutedLine implements LineRecord {
+  readonly kind = 'line' as const;
+  readonly lineNo: number;
+  readonly raw: Buffer;
+  declare readonly value: JsonObject;
+  readonly channel: Channel;
+  // Declared, not defined: a line without events or not derived has no such key at all.
+  declare readonly events?: readonly ChannelEvent[];
+  declare readonly derived?: true;
+  readonly #line: LineRecord;
+
+  constructor(line: LineRecord, channel: Channel, events: readonly ChannelEvent[]) {
+    this.lineNo = line.lineNo;
+    this.raw = line.raw;
+    this.#line = line;
+    Object.defineProperty(this, 'value', ROUTED_VALUE);
+    this.channel = channel;
+    if (events.length > 0) Object.defineProperty(this, 'events', { value: events, enumerable: true });
+    if (line.derived) Object.defineProperty(this, 'derived', { value: true, enumerable: true });
+    Object.freeze(this);
+  }
+
+  static {
+    innerOf = (rec) => rec.#line;
+  }
+}
+
+const ROUTED_VALUE: PropertyDescriptor = {
+  get(this: RoutedLine) {
+    return innerOf(this).value;
+  },
+  enumerable: true,
+};
+
+/** The record a routed line was made from (itself for any other line record). */
+export function lineOf(rec: LineRecord): LineRecord {
+  return rec instanceof RoutedLine ? innerOf(rec) : rec;
+}
+
+/** A spooled line as the channel router hands it on: a new, frozen record with its channel. */
+export function routedSpooled(
+  rec: SpooledRecord,
+  channel: Channel,
+  events: readonly ChannelEvent[],
+): SpooledRecord {
+  return Object.freeze({ ...rec, channel, ...(events.length > 0 ? { events } : {}) });
+}
 
 /**
  * What flows between object-mode stages: the records of one input chunk (of at most

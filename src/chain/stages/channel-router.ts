@@ -1,6 +1,12 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import type { Transform } from 'node:stream';
-import type { LineRecord, RecordBatch, SubteeRecord } from '../../model/record.js';
+import {
+  RoutedLine,
+  routedSpooled,
+  type LineRecord,
+  type RecordBatch,
+  type SubteeRecord,
+} from '../../model/record.js';
 import { UsageError } from '../../errors.js';
 import { overridePrices } from '../../model/prices.js';
 import { requireSession, type Session } from '../../model/session.js';
@@ -98,7 +104,8 @@ function loadPrices(session: Session, path: string): void {
 }
 
 /**
- * Channel router: record batches in, the same records out with `channel` and `events` set.
+ * Channel router: record batches in, each routed line out as a new, frozen envelope with its
+ * `channel` and `events` (RoutedLine; a spooled line's record copied the same way).
  * Object mode on both sides. The tree logic lives in ChannelTree; this is the stream adapter.
  * Quarantine records pass through untouched. A line the tree cannot take (a bug, or a value
  * an earlier stage made unreadable) is not lost: it goes on as a quarantine record (reason
@@ -111,6 +118,8 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
   let cyclesSeen = 0;
   return createBatchTransform({
     transformBatch(batch: RecordBatch) {
+      // A batch of its own: the one it was given is not written on either.
+      const out = batch.slice();
       for (let i = 0; i < batch.length; i++) {
         const rec = batch[i];
         if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) continue;
@@ -118,13 +127,16 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
         try {
           const value = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
           const { channel, events } = tree.route(value);
-          rec.channel = channel;
-          if (events.length > 0) rec.events = events;
+          // A new, frozen envelope: nothing is written on the record it was given.
+          out[i] =
+            rec.kind === 'spooled'
+              ? routedSpooled(rec, channel, events)
+              : new RoutedLine(rec, channel, events);
           routed = { value, channel: channel.id };
         } catch (err) {
           session.recordFailed('channel-router', rec.lineNo, err);
           // A spooled line has no bytes in memory to quarantine: it stays on main's channel.
-          if (rec.kind === 'line') batch[i] = unroutable(session, rec);
+          if (rec.kind === 'line') out[i] = unroutable(session, rec);
         }
         // Costing is a reading of a line already routed: its failure is counted, the line stays put.
         if (routed !== null) {
@@ -147,7 +159,7 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
           );
         }
       }
-      return batch;
+      return out;
     },
     flushAtEnd() {
       if (options.transcripts !== undefined) takeTranscripts(session, options);

@@ -245,6 +245,11 @@ export class ProducerDetector {
   }
 }
 
+/** A new record of the same line standing for `value`: its bytes kept, nothing written on it. */
+function withValue(rec: LineRecord, value: JsonObject): LineRecord {
+  return { kind: 'line', lineNo: rec.lineNo, raw: rec.raw, value };
+}
+
 /**
  * A coding agent's events through its mapper. Each input line stays one record with its own
  * bytes (so its channel's `.jsonl` keeps it byte for byte), its value the mapped line that
@@ -283,8 +288,7 @@ export class AgentEvents {
     } catch (err) {
       // Kept on main's channel as it came: a mapper bug must not cost the line or the run.
       this.run.recordFailed('input-format', rec.lineNo, err);
-      if (rec.kind === 'line') rec.value = eventLine(this.producer, {}, null);
-      out.push(rec);
+      out.push(rec.kind === 'line' ? withValue(rec, eventLine(this.producer, {}, null)) : rec);
       return;
     }
     this.run.producerVersion ??= this.mapper.version;
@@ -295,22 +299,20 @@ export class AgentEvents {
       if (i !== own) {
         out.push(derivedRecord(rec.lineNo, lines[i]));
       } else if (rec.kind === 'line') {
-        rec.value = lines[i];
-        out.push(rec);
+        out.push(withValue(rec, lines[i]));
       } else {
         // A line too long to hold: its bytes stay in the spool, its channel is the event's.
         const placeholder = eventLine(this.producer, rec.value!, mapped.channel);
         const stands = lines[i];
-        rec.value = placeholder;
-        out.push(rec);
+        out.push({ ...rec, value: placeholder });
         if (stands.type !== placeholder.type) out.push(derivedRecord(rec.lineNo, stands));
       }
     }
     if (own < 0 || own >= lines.length) {
       // No mapped line stands for the event: a placeholder after them carries its bytes to its
       // channel (a spawn among them comes first).
-      rec.value = eventLine(this.producer, rec.value!, mapped.channel);
-      out.push(rec);
+      const placeholder = eventLine(this.producer, rec.value!, mapped.channel);
+      out.push(rec.kind === 'line' ? withValue(rec, placeholder) : { ...rec, value: placeholder });
     }
   }
 
