@@ -8,7 +8,7 @@ import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain } from '../src/chain/chain.js';
 import { registerPlugins } from '../src/chain/config.js';
 import { Session } from '../src/model/session.js';
-import { checkOutput, chunked, FIXTURES, linesOf, readTree, ROOT, tmpDir } from './helpers/helpers.js';
+import { BIN, checkOutput, chunked, FIXTURES, linesOf, readTree, ROOT, tmpDir } from './helpers/helpers.js';
 import { allDocs } from './helpers/docs.js';
 
 const example = (name: string) => join(ROOT, 'dist', 'examples', `${name}.js`);
@@ -21,6 +21,7 @@ test('the documentation shows every example exactly as it is in examples/', () =
     'drop-progress.ts',
     'claude-agent-sdk.mjs',
     'deep-agents.mjs',
+    'run-model.ts',
   ];
   for (const name of files) {
     const code = readFileSync(join(ROOT, 'examples', name), 'utf8').trim();
@@ -82,4 +83,32 @@ test('examples/drop-progress: the plugin loads by path and takes task_progress l
   const written = [...readTree(out)].filter(([f]) => f.endsWith('.jsonl')).flatMap(([, b]) => linesOf(b));
   assert.equal(written.length, linesOf(input).length - progress.length);
   assert.ok(!written.some((l) => l.includes('"subtype":"task_progress"')));
+});
+
+test('examples/run-model: the model alone tells each subagent opened and ended as index.json has it', () => {
+  const input = join(FIXTURES, 'nested-depth-3.jsonl');
+  const printed = execFileSync(process.execPath, [example('run-model'), input], { encoding: 'utf8' });
+  const out = join(tmpDir(), 'out');
+  execFileSync(process.execPath, [BIN, '--quiet', '--stdout', 'none', '--out', out, input]);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')) as {
+    channels: Array<{ id: string | null; parent: string | null; status: string }>;
+    warnings: unknown[];
+  };
+  const subagents = index.channels.filter((c) => c.id !== null);
+  assert.ok(subagents.length > 1, 'the recording has subagents');
+  const lines = printed.trim().split('\n');
+  assert.equal(lines.pop(), `${subagents.length} subagents, ${index.warnings.length} warnings`);
+  const opened = lines.filter((l) => l.startsWith('open ') || l.startsWith('spawn '));
+  const ended = lines.filter((l) => l.startsWith('status '));
+  assert.deepEqual(
+    new Set(opened.map((l) => l.split(' ')[1])),
+    new Set(subagents.map((c) => c.id)),
+  );
+  assert.deepEqual(
+    ended.map((l) => l.split(' ').slice(1).join(' ')).sort(),
+    subagents.filter((c) => c.status !== 'running').map((c) => `${c.id} ${c.status}`).sort(),
+  );
+  // The last word on each subagent's parent is index.json's.
+  const parentOf = new Map(opened.map((l) => [l.split(' ')[1], l.split(' ')[3]]));
+  for (const c of subagents) assert.equal(parentOf.get(c.id!), c.parent ?? 'main', c.id!);
 });

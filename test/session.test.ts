@@ -58,7 +58,14 @@ test('a factory called with no options at all refuses the same way, with the sam
 
 test('a new session: nothing counted, nothing known, not interrupted nor stalled', () => {
   const session = new Session();
-  assert.deepEqual(session.input, { lines: 0, blankLines: 0, bytes: 0, quarantined: 0, failed: 0 });
+  assert.deepEqual(session.input, {
+    lines: 0,
+    blankLines: 0,
+    bytes: 0,
+    quarantined: 0,
+    failed: 0,
+    unwritten: 0,
+  });
   assert.deepEqual(session.warnings, []);
   assert.deepEqual([session.quarantineLines.listed, session.quarantineLines.omitted], [[], 0]);
   assert.equal(session.quarantineLines.limit, QUARANTINE_LINES_LISTED);

@@ -6,6 +6,15 @@ export {
   type ChannelEvent,
 } from '../model/tree.js';
 export { type Warning, type AgentProducer, type Producer } from '../model/session.js';
+export {
+  RunModel,
+  type RunEvent,
+  type RoutedEvent,
+  type WarningEvent,
+  type StallEvent,
+  type RunView,
+} from '../model/run-model.js';
+export { RoutedLine, lineOf } from '../model/record.js';
 export { lineContent, type ContentItem, type ContentKind } from '../model/content.js';
 export {
   CUT_LENGTHS,

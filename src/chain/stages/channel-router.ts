@@ -11,7 +11,6 @@ import { UsageError } from '../../errors.js';
 import { overridePrices } from '../../model/prices.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { viewOf } from '../../model/line-view.js';
-import type { JsonObject } from '../../model/message.js';
 import { escapeOneLine } from '../../views/escape.js';
 import { createBatchTransform } from '../batch-transform.js';
 import { readTranscripts } from '../transcripts.js';
@@ -106,7 +105,8 @@ function loadPrices(session: Session, path: string): void {
 /**
  * Channel router: record batches in, each routed line out as a new, frozen envelope with its
  * `channel` and `events` (RoutedLine; a spooled line's record copied the same way).
- * Object mode on both sides. The tree logic lives in ChannelTree; this is the stream adapter.
+ * Object mode on both sides. The stream adapter over the run model (`RunModel.take`: the
+ * tree, the costs), which says what each line did.
  * Quarantine records pass through untouched. A line the tree cannot take (a bug, or a value
  * an earlier stage made unreadable) is not lost: it goes on as a quarantine record (reason
  * `failed`), so its bytes land in quarantine.log, and the session counts it.
@@ -123,28 +123,18 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
       for (let i = 0; i < batch.length; i++) {
         const rec = batch[i];
         if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) continue;
-        let routed: { value: JsonObject; channel: string | null } | null = null;
         try {
           const value = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
-          const { channel, events } = tree.route(value);
+          const { channel, changes } = session.take(value, rec.lineNo);
           // A new, frozen envelope: nothing is written on the record it was given.
           out[i] =
             rec.kind === 'spooled'
-              ? routedSpooled(rec, channel, events)
-              : new RoutedLine(rec, channel, events);
-          routed = { value, channel: channel.id };
+              ? routedSpooled(rec, channel, changes)
+              : new RoutedLine(rec, channel, changes);
         } catch (err) {
           session.recordFailed('channel-router', rec.lineNo, err);
           // A spooled line has no bytes in memory to quarantine: it stays on main's channel.
           if (rec.kind === 'line') out[i] = unroutable(session, rec);
-        }
-        // Costing is a reading of a line already routed: its failure is counted, the line stays put.
-        if (routed !== null) {
-          try {
-            session.cost.observe(routed.value, routed.channel, rec.lineNo);
-          } catch (err) {
-            session.recordFailed('channel-router', rec.lineNo, err);
-          }
         }
         if (tree.spawnCycles !== cyclesSeen) {
           cyclesSeen = tree.spawnCycles;

@@ -231,10 +231,8 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
     const backedUp = stream.readableLength >= stream.readableHighWaterMark;
     const stall = dog.check(clock.now(), backedUp);
     if (!stall) return;
-    run.stalled = true;
-    run.stall ??= stall;
     const message = stallMessage(stall);
-    run.warn('STALL', message);
+    run.recordStall(stall, message);
     if (opts.onStall === 'fail') {
       stop();
       const err = new StallError(message);

@@ -1,0 +1,24 @@
+// The run model alone: lines in, frozen typed events out; no stream, nothing written.
+import { readFileSync } from 'node:fs';
+import { RunModel, type RunEvent } from 'subtee/model';
+
+const said = (e: RunEvent): string | null => {
+  switch (e.type) {
+    case 'open':
+    case 'spawn':
+      return `${e.type} ${e.channel.id} under ${e.channel.parent ?? 'main'}`;
+    case 'status':
+      return `status ${e.channel.id} ${e.channel.status}`;
+    default:
+      return null; // 'routed', 'warning', 'stall'
+  }
+};
+const model = new RunModel();
+readFileSync(process.argv[2], 'utf8')
+  .split('\n')
+  .forEach((text, i) => {
+    if (text.trim() === '') return;
+    const routed = model.take(JSON.parse(text), i + 1); // { type: 'routed', lineNo, channel, changes }
+    for (const change of routed.changes) console.log(said(change));
+  });
+console.log(`${model.tree.size - 1} subagents, ${model.warnings.length} warnings`);

@@ -1,0 +1,204 @@
+import { SubteeError } from '../errors.js';
+import { CostLedger } from './cost.js';
+import { ThinkingCounts } from './display.js';
+import type { Stall } from './in-flight.js';
+import type { JsonObject } from './message.js';
+import { ChannelTree, type Channel, type ChannelEvent } from './tree.js';
+
+export interface Warning {
+  readonly code: string;
+  readonly message: string;
+}
+
+/** A line the model placed on a channel: what the channel router hands on with the line. */
+export interface RoutedEvent {
+  readonly type: 'routed';
+  readonly lineNo: number;
+  /**
+   * The channel the line is on, as the tree holds it: read it while the line is handled (it
+   * changes as later lines arrive; `changes` carry snapshots that do not).
+   */
+  readonly channel: Channel;
+  /** The tree changes the line caused, in order: a channel opened, its spawn seen, its end. */
+  readonly changes: readonly ChannelEvent[];
+}
+
+/** A warning the run recorded (each code, or each subject of a code, once). */
+export interface WarningEvent extends Warning {
+  readonly type: 'warning';
+  /** Its place in the run's warnings (`RunView.warnings`). */
+  readonly index: number;
+}
+
+/** The run went silent past what it was waiting on allowed (the idle watchdog's finding). */
+export interface StallEvent {
+  readonly type: 'stall';
+  readonly stall: Stall;
+}
+
+/**
+ * What the run model says happened, each a frozen object: a line routed (with the tree
+ * changes it caused: `open`, `spawn`, `status`, which are ChannelEvents), a warning, a stall.
+ */
+export type RunEvent = RoutedEvent | ChannelEvent | WarningEvent | StallEvent;
+
+/** The run model as its readers see it: every figure, nothing to set. */
+export interface RunView {
+  readonly tree: Pick<ChannelTree, 'main' | 'get' | 'channels' | 'size' | 'sessionId' | 'runId' | 'version'>;
+  readonly cost: Pick<CostLedger, 'report' | 'channelCost' | 'hasResult' | 'seenUsage' | 'prices'>;
+  readonly input: Readonly<RunModel['input']>;
+  readonly quarantineLines: Pick<CappedLineList, 'listed' | 'omitted' | 'limit'>;
+  readonly warnings: readonly Warning[];
+  warningAt(index: number): Promise<Warning>;
+  readonly thinking: Pick<ThinkingCounts, 'policy' | 'of'>;
+  readonly stall: Stall | null;
+}
+
+const NO_CHANGES: readonly ChannelEvent[] = Object.freeze([]);
+
+/**
+ * The run model: pure (no stream, no file, no clock), fed one line at a time. It owns the
+ * subagent tree, the cost ledger, the input counts, the quarantine index, the warnings and
+ * the thinking each channel showed, and says what each line did as frozen events
+ * (`RunEvent`). The channel router is a stream adapter over `take`; sinks and views read it
+ * through `RunView`. Tests drive it with plain values.
+ */
+export class RunModel implements RunView {
+  readonly tree = new ChannelTree();
+  /** Tokens and dollars per channel and model (fed by the channel router). */
+  readonly cost: CostLedger = new CostLedger(undefined, (code, message, subject) =>
+    this.warn(code, message, subject),
+  );
+  /**
+   * `failed`: lines a stage could not handle (kept all the same, see `recordFailed`);
+   * `unwritten`: after an output failed, lines read that are not in the output folder.
+   */
+  readonly input = { lines: 0, blankLines: 0, bytes: 0, quarantined: 0, failed: 0, unwritten: 0 };
+  /**
+   * Line numbers in the quarantine file: the first ones, then only a count (any stream keeps
+   * a small index).
+   */
+  readonly quarantineLines = new CappedLineList(QUARANTINE_LINES_LISTED);
+  readonly warnings: Warning[] = [];
+  /**
+   * Per channel, the thinking the run's display policy kept and cut (index.json's
+   * `thinking`), once a thinking truncator states the policy; none counted before.
+   */
+  readonly thinking = new ThinkingCounts();
+  /** Whether the run went silent past its allowance (see recordStall). */
+  stalled = false;
+  /** What the idle watchdog found when it first fired: the silence, its allowance, what was in flight. */
+  stall: Stall | null = null;
+  /** Readers waiting for a warning not recorded yet: index → resolvers (see warningAt). */
+  readonly #waiting = new Map<number, Array<(w: Warning) => void>>();
+
+  private readonly warnedKeys = new Set<string>();
+
+  /**
+   * One JSON line, routed: onto its channel in the tree, its usage into the cost ledger (a
+   * reading that fails is counted as a failed record, the line stays routed). Throws when the
+   * tree cannot take the line (the router quarantines it).
+   */
+  take(value: JsonObject, lineNo: number): RoutedEvent {
+    const { channel, events } = this.tree.route(value);
+    try {
+      this.cost.observe(value, channel.id, lineNo);
+    } catch (err) {
+      this.recordFailed('channel-router', lineNo, err);
+    }
+    return Object.freeze({
+      type: 'routed',
+      lineNo,
+      channel,
+      changes: events.length > 0 ? events : NO_CHANGES,
+    });
+  }
+
+  /** The watchdog's finding: the run is stalled; the first stall is the one kept. */
+  recordStall(stall: Stall, message: string): StallEvent {
+    this.stalled = true;
+    this.stall ??= stall;
+    this.warn('STALL', message);
+    return Object.freeze({ type: 'stall', stall });
+  }
+
+  /** The warning at `index` of `warnings` as an event. */
+  warningEvent(index: number): WarningEvent {
+    const w = this.warnings[index];
+    return Object.freeze({ type: 'warning', code: w.code, message: w.message, index });
+  }
+
+  /**
+   * Records a warning once per code (or once per `subject` of a code, such as a model without
+   * a price). Warnings are an append-only list: a reader keeps its place in it (a cursor) and
+   * reads each once, in order (`warningAt` waits for one not recorded yet).
+   */
+  warn(code: string, message: string, subject?: string): boolean {
+    const key = subject === undefined ? code : `${code}\u0000${subject}`;
+    if (this.warnedKeys.has(key)) return false;
+    this.warnedKeys.add(key);
+    const w = Object.freeze({ code, message });
+    this.warnings.push(w);
+    const waiting = this.#waiting.get(this.warnings.length - 1);
+    if (waiting !== undefined) {
+      this.#waiting.delete(this.warnings.length - 1);
+      for (const resolve of waiting) resolve(w);
+    }
+    return true;
+  }
+
+  /**
+   * The warning at `index` of `warnings` (0 the first): at once when it is recorded, else
+   * once it is. A reader that follows the run's warnings keeps its own cursor into the list.
+   */
+  warningAt(index: number): Promise<Warning> {
+    if (index < this.warnings.length) return Promise.resolve(this.warnings[index]);
+    return new Promise((resolve) => {
+      const list = this.#waiting.get(index);
+      if (list) list.push(resolve);
+      else this.#waiting.set(index, [resolve]);
+    });
+  }
+
+  /**
+   * A stage's logic threw on one record. A typed error (a refused version, a failed write, a
+   * stall) ends the run as documented and is thrown on; anything else is a bug or a record
+   * subtee cannot read, and must not cost the other records: it is counted, reported once
+   * (`RECORD_FAILED`), and the stage keeps the record as docs/plugins.md says.
+   */
+  recordFailed(stage: string, lineNo: number, err: unknown): string {
+    if (err instanceof SubteeError) throw err;
+    this.input.failed++;
+    const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    this.warn(
+      'RECORD_FAILED',
+      `${stage} could not handle input line ${lineNo} (${why}); ` +
+        'the line is kept, see index.json input.failed for how many',
+    );
+    return why;
+  }
+}
+
+/** How many quarantined line numbers index.json lists; the rest are counted. */
+export const QUARANTINE_LINES_LISTED = 1000;
+
+/** Line numbers kept up to a limit, then only counted: memory stays flat on any stream. */
+export class CappedLineList {
+  readonly listed: number[] = [];
+  omitted = 0;
+
+  constructor(readonly limit: number) {}
+
+  push(lineNo: number): void {
+    if (this.listed.length < this.limit) this.listed.push(lineNo);
+    else this.omitted++;
+  }
+
+  /** `count` consecutive line numbers from `first` on. */
+  pushRun(first: number, count: number): void {
+    const listed = Math.max(0, Math.min(count, this.limit - this.listed.length));
+    for (let k = 0; k < listed; k++) this.listed.push(first + k);
+    this.omitted += count - listed;
+  }
+}
+
