@@ -237,17 +237,19 @@ test('table names: plain identifiers only, quoted; both tables keyed for replace
   );
   assert.match(tableDdl('channels', '`c`'), /ReplacingMergeTree\(ver\) ORDER BY \(run, channel\)$/);
   assert.doesNotMatch(tableDdl('events', '`e`') + tableDdl('channels', '`c`'), /DateTime64|JSON/);
-  // Nullable only where null means something (an unpriced model), never in a key.
+  // Nullable only where null means something (an unpriced model, no dollars to tell), never in a key.
   assert.deepEqual((tableDdl('events', '`e`') + tableDdl('channels', '`c`')).match(/\w+ Nullable/g), [
     'cost_usd Nullable',
+    'unattributed_usd Nullable',
   ]);
   assert.deepEqual(addColumnsDdl('channels', '`c`', ['run', 'model']), [
     'ALTER TABLE `c` ADD COLUMN cost_usd Nullable(Float64)',
     'ALTER TABLE `c` ADD COLUMN started_at_ms UInt64',
     'ALTER TABLE `c` ADD COLUMN ended_at_ms UInt64',
     'ALTER TABLE `c` ADD COLUMN cost_basis String',
+    'ALTER TABLE `c` ADD COLUMN unattributed_usd Nullable(Float64)',
   ]);
-  const all = ['model', 'cost_usd', 'started_at_ms', 'ended_at_ms', 'cost_basis'];
+  const all = ['model', 'cost_usd', 'started_at_ms', 'ended_at_ms', 'cost_basis', 'unattributed_usd'];
   assert.deepEqual(addColumnsDdl('channels', '`c`', all), []);
   assert.deepEqual(addColumnsDdl('events', '`e`', ['run']), []);
 });

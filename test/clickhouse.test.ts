@@ -111,7 +111,8 @@ async function assertRunStored(
   if (index.cost.output_tokens === 'stream')
     assert.equal(Number(ev.outp), sum('output_tokens'), `${label}: output tokens`);
   const channels = await ch.rows<any>(
-    `SELECT channel, parent, depth, agent, status, lines, output_tokens, model, cost_usd FROM ${tables.channels} FINAL WHERE run = ${lit(run)} ORDER BY channel`,
+    `SELECT channel, parent, depth, agent, status, lines, output_tokens, model, cost_usd, unattributed_usd
+     FROM ${tables.channels} FINAL WHERE run = ${lit(run)} ORDER BY channel`,
   );
   const expected = index.channels
     .map((c: any) => ({
@@ -124,6 +125,8 @@ async function assertRunStored(
       output_tokens: String(c.usage.output_tokens ?? 0),
       model: c.models[0] ?? '',
       cost_usd: c.cost.usd,
+      // The run's dollars no channel shows, on the main conversation's row alone.
+      unattributed_usd: c.id === null ? index.cost.unattributed_usd : null,
     }))
     .sort((a: any, b: any) => (a.channel < b.channel ? -1 : 1));
   assert.deepEqual(channels, expected, `${label}: channel rows`);
@@ -197,8 +200,10 @@ describe(
         events: 'old_events',
         channels: 'old_channels',
       });
-      const [older] = await ch.rows<any>("SELECT model, cost_usd FROM old_channels WHERE run = 'older-run'");
-      assert.deepEqual(older, { model: '', cost_usd: null });
+      const [older] = await ch.rows<any>(
+        "SELECT model, cost_usd, unattributed_usd FROM old_channels WHERE run = 'older-run'",
+      );
+      assert.deepEqual(older, { model: '', cost_usd: null, unattributed_usd: null });
       // A second run finds the columns there and adds nothing.
       const again = await subtee([
         '-c',

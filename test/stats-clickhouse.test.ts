@@ -8,7 +8,7 @@ import { basename, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { writeStream } from '../bench/gen.js';
 import { groupSql } from '../src/chain/stats-clickhouse.js';
-import { BIN, fixtureFiles, tmpDir } from './helpers/helpers.js';
+import { BIN, FIXTURES, fixtureFiles, tmpDir } from './helpers/helpers.js';
 import { clickhouseAvailable, startClickHouse, type ClickHouseServer } from './servers/clickhouse.js';
 import { readDoc } from './helpers/docs.js';
 
@@ -227,6 +227,76 @@ describe('subtee stats --clickhouse: the same figures as over the run folders', 
     }
   });
 
+  test("the totals include the runs' unattributed dollars: folders and ClickHouse both give the runs' own total_cost_usd", async () => {
+    const costs = 'fleet.costs';
+    const config = join(tmpDir(), 'subtee.json');
+    const sinks = [
+      { use: 'stdout', mode: 'none' },
+      { use: 'clickhouse', url: ch.url, channelsTable: costs, eventsTable: 'fleet.cost_events' },
+    ];
+    writeFileSync(config, JSON.stringify({ sinks }));
+    // Recorded runs whose result counts a model no line shows, as Claude Code's does when it calls
+    // one of its own beside the conversation: its dollars are the run's, and no agent's. The last
+    // recording is left as it is (nothing unattributed).
+    const extra: Array<[string, number]> = [
+      ['nested-depth-3', 0.0015],
+      ['binary-tree-depth-3', 0.0021],
+      ['background-fanout-12', 0.0007],
+      ['failing-beside-healthy', 0],
+    ];
+    const root = join(tmpDir(), 'runs');
+    let runsTotal = 0;
+    for (const [name, usd] of extra) {
+      const lines = readFileSync(join(FIXTURES, `${name}.jsonl`), 'utf8').split('\n');
+      const at = lines.map((l) => l.includes('"type":"result"')).lastIndexOf(true);
+      const result = JSON.parse(lines[at]);
+      if (usd > 0) {
+        result.modelUsage['claude-haiku-4-5'] = {
+          inputTokens: 1200,
+          outputTokens: 60,
+          cacheReadInputTokens: 0,
+          cacheCreationInputTokens: 0,
+          webSearchRequests: 0,
+          costUSD: usd,
+        };
+        result.total_cost_usd += usd;
+        lines[at] = JSON.stringify(result);
+      }
+      const input = join(tmpDir(), `${name}.jsonl`);
+      writeFileSync(input, lines.join('\n'));
+      // The independent count: each run's own dollars, from its last result line.
+      runsTotal += JSON.parse(lines[at]).total_cost_usd;
+      const r = await cli(['--out', join(root, name), '-q', '-c', config, input]);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    const unattributed = extra.reduce((n, [, usd]) => n + usd, 0);
+    const near = (a: number, b: number, what: string) =>
+      assert.ok(Math.abs(a - b) < 2e-6, `${what}: $${a}, the runs' results say $${b}`);
+    const fromClickHouse = ['--clickhouse', ch.url, '--clickhouse-channels-table', costs];
+    for (const by of [[], ['--by', 'day']]) {
+      const folders = await statsJson([root, ...by]);
+      const clickhouse = await statsJson([...fromClickHouse, ...by]);
+      assert.equal(folders.runs, extra.length);
+      assertSameFigures(clickhouse, folders, by.join(' ') || 'agent, model');
+      for (const [source, report] of [
+        ['folders', folders],
+        ['clickhouse', clickhouse],
+      ]) {
+        near(report.total.cost_usd, runsTotal, `${source}: total`);
+        near(report.total.unattributed_usd, unattributed, `${source}: total unattributed`);
+        for (const [by, rows] of Object.entries<any[]>(report.tables)) {
+          const sum = rows.reduce((n, g) => n + (g.cost_usd ?? 0), 0);
+          near(sum, runsTotal, `${source}: the ${by} table adds up`);
+          if (by === 'day') continue;
+          const apart = rows.find((g) => g.key === '(unattributed)');
+          assert.ok(apart, `${source}: the ${by} table's (unattributed) row`);
+          assert.equal(apart.runs, 3, `${source}: runs with unattributed dollars`);
+          near(apart.cost_usd, unattributed, `${source}: the ${by} table's (unattributed) row`);
+        }
+      }
+    }
+  });
+
   test('an unreachable server exits 3 with one line', async () => {
     const r = await cli(['stats', '--clickhouse', 'http://127.0.0.1:9']);
     assert.equal(r.code, 3, r.stderr);
@@ -266,6 +336,7 @@ const GROUP_ROW = {
   usd: 0.5,
   priced: '2',
   unknown: '0',
+  unattributed: 0,
   elapsed_n: '2',
   elapsed_p50_ms: 100,
   elapsed_p95_ms: 200,

@@ -14,6 +14,7 @@ import {
   sortGroups,
   STATS_DEFAULTS,
   STATS_GROUPINGS,
+  UNATTRIBUTED_KEY,
   UNKNOWN_KEY,
   type StatsGroup,
   type StatsGrouping,
@@ -63,18 +64,25 @@ const GROUP_KEYS: Readonly<Record<StatsGrouping | 'all', string>> = Object.freez
   all: `'all'`,
 });
 
+/** A run's dollars no channel shows, on its main conversation's row (older rows: NULL, none). */
+const UNATTRIBUTED = 'greatest(ifNull(unattributed_usd, 0), 0)';
+
 /**
  * One row per group. Elapsed percentiles are exact and nearest-rank: the value at rank
  * ceil(percent × n / 100) of the group's sorted elapsed times (the folders path computes the same), not
  * ClickHouse's approximate `quantile`. Dollars: `count(cost_usd)` counts the priced channels,
- * `countIf(cost_basis = 'unknown')` those of unknown usage (null dollars, not unpriced).
+ * `countIf(cost_basis = 'unknown')` those of unknown usage (null dollars, not unpriced). The
+ * runs' unattributed dollars are in the total and their day, and the row `(unattributed)` of
+ * the agent and model tables, as over folders: every table adds up to the runs' dollars.
  */
 export function groupSql(table: string, by: StatsGrouping | 'all', sinceMs: number | null): string {
-  return `SELECT ${GROUP_KEYS[by]} AS key,
+  const apart = by === 'agent' || by === 'model';
+  const groups = `SELECT ${GROUP_KEYS[by]} AS key,
   uniqExact(run) AS runs, count() AS agents, countIf(status = 'failed') AS failed,
   sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
   sum(cache_read_tokens) AS cache_read_tokens, sum(cache_creation_tokens) AS cache_creation_tokens,
   ifNull(sum(cost_usd), 0) AS usd, count(cost_usd) AS priced, countIf(cost_basis = 'unknown') AS unknown,
+  ${apart ? 'toFloat64(0)' : `sum(${UNATTRIBUTED})`} AS unattributed,
   arraySort(groupArrayIf(toInt64(span_end_ms) - toInt64(span_start_ms),
                          span_start_ms > 0 AND span_end_ms >= span_start_ms)) AS elapsed,
   length(elapsed) AS elapsed_n,
@@ -82,6 +90,21 @@ export function groupSql(table: string, by: StatsGrouping | 'all', sinceMs: numb
   if(elapsed_n = 0, 0, elapsed[toUInt64(greatest(1, ceil(95 * elapsed_n / 100)))]) AS elapsed_p95_ms
 FROM (${channelsWithStart(table, sinceMs)})
 GROUP BY key`;
+  if (!apart) return groups;
+  return `${groups}
+UNION ALL
+SELECT '${UNATTRIBUTED_KEY}' AS key,
+  uniqExact(run) AS runs, toUInt64(0) AS agents, toUInt64(0) AS failed,
+  toUInt64(0) AS input_tokens, toUInt64(0) AS output_tokens,
+  toUInt64(0) AS cache_read_tokens, toUInt64(0) AS cache_creation_tokens,
+  toFloat64(0) AS usd, toUInt64(0) AS priced, toUInt64(0) AS unknown,
+  sum(${UNATTRIBUTED}) AS unattributed,
+  emptyArrayInt64() AS elapsed, toUInt64(0) AS elapsed_n,
+  toInt64(0) AS elapsed_p50_ms, toInt64(0) AS elapsed_p95_ms
+FROM (${channelsWithStart(table, sinceMs)})
+WHERE ${UNATTRIBUTED} > 0
+GROUP BY key
+HAVING runs > 0`;
 }
 
 const SUBAGENT_COLUMNS = `run, channel, agent, model, status,
@@ -157,6 +180,7 @@ const NO_ROWS: Row = Object.freeze({
   usd: 0,
   priced: 0,
   unknown: 0,
+  unattributed: 0,
   elapsed_n: 0,
 });
 
@@ -173,6 +197,7 @@ function groupOf(row: Row): StatsGroup {
     cost: num(row, 'usd'),
     priced: num(row, 'priced'),
     unknown: num(row, 'unknown'),
+    unattributed: num(row, 'unattributed'),
     p50: timed === 0 ? null : num(row, 'elapsed_p50_ms'),
     p95: timed === 0 ? null : num(row, 'elapsed_p95_ms'),
   });

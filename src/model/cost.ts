@@ -708,6 +708,14 @@ export class CostLedger {
     return report;
   }
 
+  /**
+   * The run's dollars its result counts and no channel shows, as they stand now (a row of the
+   * run read mid-run: no warning is told, as for a channel's figure).
+   */
+  unattributedUsd(): number | null {
+    return this.reportNow().unattributed_usd;
+  }
+
   private reportNow(): CostReport {
     this.cached ??= this.compute();
     return this.cached;

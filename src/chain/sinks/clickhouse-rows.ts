@@ -82,6 +82,11 @@ export interface ChannelRow {
   cost_usd: number | null;
   /** How its output tokens were found (index.json's cost.basis): exact, estimated, stream, unknown. */
   cost_basis: string;
+  /**
+   * On the main conversation's row, the run's dollars no channel shows (index.json's
+   * `cost.unattributed_usd`); null on every other row and when there are none to tell.
+   */
+  unattributed_usd: number | null;
   first_seen: number;
   last_seen: number;
   first_seen_ms: number;
@@ -122,7 +127,7 @@ export function tableDdl(kind: TableKind, name: string): string {
   status String, background Int8, orphan UInt8, summary String, lines UInt64,
   text_blocks UInt32, thinking_blocks UInt32, tool_uses UInt32, tool_results UInt32,
   input_tokens UInt64, output_tokens UInt64, cache_read_tokens UInt64, cache_creation_tokens UInt64,
-  model String, cost_usd Nullable(Float64), cost_basis String,
+  model String, cost_usd Nullable(Float64), cost_basis String, unattributed_usd Nullable(Float64),
   first_seen DateTime('UTC'), last_seen DateTime('UTC'), first_seen_ms UInt64, last_seen_ms UInt64,
   started_at_ms UInt64, ended_at_ms UInt64,
   stalled UInt8, interrupted UInt8, ver UInt64
@@ -138,6 +143,7 @@ const ADDED_COLUMNS: Readonly<Record<TableKind, ReadonlyArray<readonly [string, 
     ['started_at_ms', 'UInt64'],
     ['ended_at_ms', 'UInt64'],
     ['cost_basis', 'String'],
+    ['unattributed_usd', 'Nullable(Float64)'],
   ],
 });
 
@@ -198,7 +204,7 @@ export class RowBuilder {
   private untimed: Entry[] | null = [];
 
   /** The run's cost ledger: each channel row carries the channel's model and dollars. */
-  private readonly costs: Pick<CostLedger, 'channelCost'> | null;
+  private readonly costs: Pick<CostLedger, 'channelCost' | 'unattributedUsd'> | null;
 
   /** How rows show thinking: a block the policy drops has no text. */
   private readonly display: DisplayPolicy;
@@ -207,7 +213,7 @@ export class RowBuilder {
     options: {
       runId?: string;
       maxContentChars?: number;
-      costs?: Pick<CostLedger, 'channelCost'>;
+      costs?: Pick<CostLedger, 'channelCost' | 'unattributedUsd'>;
       display?: DisplayPolicy;
     } = {},
   ) {
@@ -395,6 +401,7 @@ export class RowBuilder {
       cost_usd: this.costs === null || cost === null ? null : cost.usd,
       // A channel the ledger never saw usage on is unknown, as index.json says.
       cost_basis: this.costs === null ? '' : (cost?.basis ?? 'unknown'),
+      unattributed_usd: main ? (this.costs?.unattributedUsd() ?? null) : null,
       first_seen: Math.floor(msOr0(first) / 1000),
       last_seen: Math.floor(msOr0(last) / 1000),
       first_seen_ms: msOr0(first),
