@@ -14,8 +14,11 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
 import { PRICE_TABLE } from '../src/model/prices.js';
+import { DEFAULT_STAGES } from '../src/chain/chain.js';
+import { open, type RunEvent, type SubagentHandle } from '../src/index.js';
 import { BIN, FIXTURES, tmpDir } from './helpers/helpers.js';
 import { claudeCommand, describeWithClaude } from './e2e/claude.js';
 
@@ -149,6 +152,59 @@ describe('exact output tokens per channel from the transcripts of real Claude Co
     assert.deepEqual(a.cost, b.cost);
     assert.equal(b.cost.channels_by_basis.exact, 4);
   });
+});
+
+describe("a subagent's transcript is read when it ends: the live views show its exact figures then", () => {
+  for (const shape of ['binary-tree-depth-2', 'background-fanout-3']) {
+    test(`${shape}: each subagent's exact output tokens in the projection right after its end line, before the run's end`, async () => {
+      const counts = independentCount(shape);
+      const stream = join(RECORDED, shape, 'stream.jsonl');
+      const lines = readFileSync(stream, 'utf8').split('\n').filter(Boolean);
+      const stages = DEFAULT_STAGES.map((s) =>
+        s.use === 'channel-router' ? { ...s, transcripts: join(RECORDED, shape, 'config') } : { ...s },
+      );
+      const input = new PassThrough();
+      const run = open(input, { spec: { stages, sinks: [] } });
+      const handles = new Map<string, SubagentHandle>();
+      const following = (async () => {
+        for await (const sub of run.allSubagents) handles.set(sub.id, sub);
+      })();
+      const events = run.events[Symbol.asyncIterator]();
+      const seen: string[] = [];
+      try {
+        for (let i = 0; i < lines.length; i++) {
+          input.write(`${lines[i]}\n`);
+          // Fed one line at a time: the next is written once the chain has routed this one.
+          let event: RunEvent;
+          do event = (await events.next()).value as RunEvent;
+          while (event.lineNo < i + 1);
+          if (event.kind !== 'line') continue;
+          for (const change of event.changes) {
+            if (change.type !== 'status' || change.channel.id === null) continue;
+            const id = change.channel.id;
+            const outcome = await handles.get(id)!.outcome;
+            assert.ok(i < lines.length - 1, `${id} ends before the run's last line`);
+            assert.equal(outcome.usage.output_tokens, counts.get(id)!.output, `${id}: output tokens live`);
+            assert.equal(outcome.cost.outputTokens, 'exact', `${id}: basis live`);
+            seen.push(id);
+          }
+        }
+      } finally {
+        // A failed check ends the input too, and lets the run go on to its end.
+        input.end();
+        await events.return?.();
+      }
+      await following;
+      const index = await run.done;
+      assert.deepEqual(seen.sort(), [...counts.keys()].filter((id) => id !== null).sort());
+      // What the run's end reads again agrees: the same figures, no warning.
+      for (const c of index.channels) assert.equal(c.usage.output_tokens, counts.get(c.id)!.output);
+      assert.deepEqual(
+        index.warnings.filter((w: { code: string }) => w.code.startsWith('TRANSCRIPT_')),
+        [],
+      );
+    });
+  }
 });
 
 /** A copy of a recording's config folder to damage. */

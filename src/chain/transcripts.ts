@@ -116,8 +116,66 @@ export function readTranscripts(o: TranscriptsOptions): TranscriptFindings {
   return found;
 }
 
-function definedOnly(o: TranscriptsOptions): Partial<Record<keyof typeof TRANSCRIPTS_DEFAULTS, number>> {
-  const out: Partial<Record<keyof typeof TRANSCRIPTS_DEFAULTS, number>> = {};
+/**
+ * One subagent's transcript at a time, as subagents end (for the live views): the session's
+ * project folder is found once, and each meta file is read once, when an id is not yet known.
+ * Bounded and read-only as `readTranscripts`; anything that cannot be read is null here (the
+ * run's end reads every transcript again and names what could not be).
+ */
+export class EndedTranscripts {
+  #root: string | null = null;
+  #subagents: string | null = null;
+  /** Spawn id → transcript file, from the meta files read so far. */
+  readonly #files = new Map<string, string>();
+  readonly #metasRead = new Set<string>();
+  readonly #limits: Record<keyof typeof TRANSCRIPTS_DEFAULTS, number>;
+
+  constructor(private readonly o: Omit<TranscriptsOptions, 'sessionId' | 'cwd'>) {
+    this.#limits = { ...TRANSCRIPTS_DEFAULTS, ...definedOnly(o) };
+  }
+
+  /** The transcript of the subagent spawned by `toolUseId`, or null when it cannot be read now. */
+  channel(toolUseId: string, sessionId: string | null, cwd: string | null): TranscriptChannel | null {
+    try {
+      const file = this.#fileOf(toolUseId, sessionId, cwd);
+      return file === null ? null : readUsage(this.#root!, file, this.#limits);
+    } catch {
+      return null;
+    }
+  }
+
+  #fileOf(toolUseId: string, sessionId: string | null, cwd: string | null): string | null {
+    const known = this.#files.get(toolUseId);
+    if (known !== undefined) return known;
+    if (this.#subagents === null) {
+      if (sessionId === null || !SAFE_ID.test(sessionId) || !statSync(this.o.dir).isDirectory()) return null;
+      const root = isFolder(join(this.o.dir, 'projects')) ? join(this.o.dir, 'projects') : this.o.dir;
+      const project = findProject(root, sessionId, cwd);
+      if (project === null) return null;
+      this.#root = root;
+      this.#subagents = join(project, sessionId, 'subagents');
+    }
+    const subagents = this.#subagents;
+    if (!isFolder(subagents)) return null;
+    for (const d of readdirSync(subagents, { withFileTypes: true })) {
+      if (this.#metasRead.size >= this.#limits.maxSubagents) break;
+      if (!d.isFile() || !/^agent-[A-Za-z0-9_-]{1,128}\.meta\.json$/.test(d.name)) continue;
+      if (this.#metasRead.has(d.name)) continue;
+      const meta = join(subagents, d.name);
+      // One that does not parse yet (still being written) throws before it is marked read.
+      const id = metaToolUseId(JSON.parse(readText(this.#root!, meta, this.#limits.maxMetaBytes)));
+      this.#metasRead.add(d.name);
+      const agent = d.name.slice(0, -'.meta.json'.length);
+      if (id !== null) this.#files.set(id, join(subagents, `${agent}.jsonl`));
+    }
+    return this.#files.get(toolUseId) ?? null;
+  }
+}
+
+type Limits = Partial<Record<keyof typeof TRANSCRIPTS_DEFAULTS, number>>;
+
+function definedOnly(o: Omit<TranscriptsOptions, 'sessionId' | 'cwd'>): Limits {
+  const out: Limits = {};
   if (o.maxFileBytes !== undefined) out.maxFileBytes = o.maxFileBytes;
   if (o.maxLineBytes !== undefined) out.maxLineBytes = o.maxLineBytes;
   if (o.maxSubagents !== undefined) out.maxSubagents = o.maxSubagents;

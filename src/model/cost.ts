@@ -641,6 +641,24 @@ export class CostLedger {
       );
   }
 
+  /**
+   * One subagent's transcript, read when it ended, so the live views show its exact figures
+   * from then on: taken when it is whole and agrees with the stream, else left alone, silently,
+   * for the run's end, which reads every transcript again and warns of what does not fit.
+   */
+  takeChannelTranscript(key: string, t: TranscriptChannel): boolean {
+    const ledger = this.byChannel.get(key);
+    if (t.partial !== null || (ledger && this.differs(ledger, t) !== null)) return false;
+    this.cached = null;
+    this.adopt(key, t, ledger === undefined || ledger.models.names().length === 0);
+    return true;
+  }
+
+  /** Whether a channel's figures are its transcript's (taken when it ended, or at the run's end). */
+  fromTranscript(key: string | null): boolean {
+    return (this.byChannel.get(key)?.transcript ?? null) !== null;
+  }
+
   private hasUsage(key: string | null): boolean {
     const ledger = this.byChannel.get(key);
     if (!ledger) return false;
@@ -693,7 +711,8 @@ export class CostLedger {
     }
     ledger.current = null;
     ledger.early = null;
-    ledger.transcript = only ? 'only' : 'exact';
+    // Taken again at the end, a transcript taken when its channel ended says what it did then.
+    ledger.transcript = only || ledger.transcript === 'only' ? 'only' : 'exact';
   }
 
   /** Cost and tokens per channel, per model and for the run, as they stand now. */

@@ -81,6 +81,28 @@ export function indexCost(
  * so one backward pass): a subtree with an unpriced channel costs null; a channel of unknown
  * usage adds nothing and is counted (`subtreeUnknown`), so the figure is shown as a floor.
  */
+/**
+ * A channel's usage as index.json shows it: the stream's, with the ledger's output tokens (true,
+ * estimated or a transcript's), or a transcript's counts whole when the stream showed none of
+ * its messages. `tokens` null (no usage known): the stream's as they are.
+ */
+export function usageShown<U extends Readonly<Record<string, number>>>(
+  usage: U,
+  tokens: ModelTokens | null,
+  transcriptOnly: boolean,
+): U {
+  if (!tokens) return usage;
+  if (!transcriptOnly) return { ...usage, output_tokens: tokens.output_tokens };
+  return {
+    ...usage,
+    input_tokens: tokens.input_tokens,
+    output_tokens: tokens.output_tokens,
+    cache_read_input_tokens: tokens.cache_read_input_tokens,
+    cache_creation_input_tokens:
+      tokens.cache_creation_5m_input_tokens + tokens.cache_creation_1h_input_tokens,
+  };
+}
+
 export function channelCosts(
   report: CostReport,
   tree: TreeLike,

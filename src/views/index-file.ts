@@ -9,6 +9,7 @@ import {
   NO_USAGE_REASON,
   type ChannelCostView,
   type IndexCost,
+  usageShown,
 } from './cost.js';
 import type { DisplayPolicy, ThinkingMode } from '../model/display.js';
 import { MadeOnDemand } from './json-pieces.js';
@@ -190,18 +191,7 @@ function indexParts(
   const tree = run.tree;
   const usageOf = (ch: Channel) => {
     const view = costs.get(ch);
-    const tokens = view?.tokens;
-    if (!tokens) return ch.usage;
-    if (!view.transcriptOnly) return { ...ch.usage, output_tokens: tokens.output_tokens };
-    // The stream showed none of its messages: the transcript's counts are its usage.
-    return {
-      ...ch.usage,
-      input_tokens: tokens.input_tokens,
-      output_tokens: tokens.output_tokens,
-      cache_read_input_tokens: tokens.cache_read_input_tokens,
-      cache_creation_input_tokens:
-        tokens.cache_creation_5m_input_tokens + tokens.cache_creation_1h_input_tokens,
-    };
+    return usageShown(ch.usage, view?.tokens ?? null, view?.transcriptOnly ?? false);
   };
   const head: IndexHead = {
     format: INDEX_FORMAT,

@@ -10,6 +10,7 @@ import {
 } from '../../model/tree.js';
 import type { DisplayPolicy } from '../../model/display.js';
 import type { TokensBasis } from '../../model/cost.js';
+import { usageShown } from '../cost.js';
 import { Feed } from '../feed.js';
 import { MessageAssembler, type Message } from '../message-stream.js';
 import { channelTokens, elapsedMs } from '../walk.js';
@@ -180,7 +181,12 @@ export class SubagentHandleImpl implements SubagentHandle {
     this.resolveOutcome(
       Object.freeze({
         ...totalsOf(
-          ch.usage,
+          // A transcript's figures once read (when it ended), as index.json shows them.
+          usageShown(
+            ch.usage,
+            own && this.projection.session.cost.fromTranscript(ch.id) ? own.tokens : null,
+            own?.transcriptOnly ?? false,
+          ),
           ch.firstSeen,
           ch.lastSeen,
           // No usage known: null dollars, basis `unknown`, as index.json says.

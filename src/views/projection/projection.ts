@@ -8,6 +8,7 @@ import type { ChannelStore, Session } from '../../model/session.js';
 import { lineValue, viewOf } from '../../model/line-view.js';
 import { channelTimes, type Channel, type ChannelEvent, type ChannelTimes } from '../../model/tree.js';
 import { roundUsd, worse, type TokensBasis } from '../../model/cost.js';
+import { usageShown } from '../cost.js';
 import { deepFreeze, Feed } from '../feed.js';
 import { ENTRY_BYTES, EventLog, NO_CHANGES, type EventEntry } from './event-log.js';
 import { HandleList, SubagentHandleImpl, totalsOf, type HandleHost } from './handles.js';
@@ -505,7 +506,9 @@ export class Projection implements HandleHost {
         costUsd = costUsd === null || own.usd === null ? null : costUsd + own.usd;
         outputTokens = outputTokens === null ? own.basis : worse(outputTokens, own.basis);
       }
-      for (const key in at.usage) usage[key] = (usage[key] ?? 0) + at.usage[key];
+      const tokens = own && this.session.cost.fromTranscript(at.id) ? own.tokens : null;
+      const shown = usageShown(at.usage, tokens, own?.transcriptOnly ?? false);
+      for (const key in shown) usage[key] = (usage[key] ?? 0) + shown[key];
       if (at.firstSeen && (!first || at.firstSeen < first)) first = at.firstSeen;
       if (at.lastSeen && (!last || at.lastSeen > last)) last = at.lastSeen;
       const times = channelTimes(this.session.tree, at);
