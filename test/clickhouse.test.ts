@@ -1110,12 +1110,75 @@ describe(
       feed.end();
       await until('both spools sent', () => [earlier, spoolDir].every((d) => findSpoolFiles(d).length === 0));
       await done;
-      assert.deepEqual(codesOf(run, 0), []);
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE']);
       assert.deepEqual(findSpoolFiles(earlier), []);
       assert.deepEqual(findSpoolFiles(spoolDir), []);
       assert.deepEqual(await stored('c_events', 'cut-earlier', true), earlierLines);
       assert.deepEqual(await stored('c_events', 'cut-resender', true), lineNumbers);
     });
+
+    for (const cutAt of [1, 3]) {
+      const name =
+        `a resend cut off by the server killed during its insert ${cutAt}: CLICKHOUSE_UNAVAILABLE, ` +
+        'the rows spooled, all sent once it is back';
+      test(name, async () => {
+        fresh();
+        const tables = { eventsTable: 'k_events', channelsTable: 'k_channels' };
+        const earlier = tmpDir();
+        const earlierRun = `killed-earlier-${cutAt}`;
+        const { lineNumbers: earlierLines } = await earlierSpool(
+          earlier,
+          'binary-tree-depth-3',
+          earlierRun,
+          tables,
+        );
+        // The resend's inserts go through until the one held: the server dies while it is unanswered.
+        let inserts = 0;
+        relay.behave((ex) => (ex.sql.startsWith('INSERT') && ++inserts === cutAt ? 'hold' : 'forward'));
+        relay.exchanges.length = 0;
+        const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+        const spoolDir = tmpDir();
+        const runId = `killed-resender-${cutAt}`;
+        const feed = feeder();
+        const { done } = runSink(
+          feed.input,
+          {
+            url: relay.url,
+            runId,
+            ...tables,
+            resend: earlier,
+            batchRows: 5,
+            flushIntervalMs: 1,
+            maxRetryDelayMs: 20,
+            flushTimeoutMs: 60_000,
+            spoolDir,
+          },
+          run,
+        );
+        await until('an insert of the resend held', () => relay.held() > 0);
+        await ch.kill();
+        relay.behave('forward');
+        relay.release();
+        await until('the warning', () => codesOf(run, 0).includes('CLICKHOUSE_UNAVAILABLE'));
+        const spool = join(spoolDir, SPOOL_FILE);
+        assert.match(
+          messageOf(run, 0, 'CLICKHOUSE_UNAVAILABLE'),
+          new RegExp(
+            `^ClickHouse at ${escaped(relay.url)} is not taking rows \\(.+\\); they are kept in ${escaped(spool)} and sent when it answers$`,
+          ),
+        );
+        for (const b of batches) feed.push(b);
+        await until("the run's rows spooled", () => existsSync(spool) && entriesIn(spool).length > 0);
+        assert.equal(findSpoolFiles(earlier).length, 1, 'the earlier spool waits');
+        await ch.start();
+        feed.end();
+        await until('both spools sent', () => [earlier, spoolDir].every((d) => findSpoolFiles(d).length === 0));
+        await done;
+        assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE'], 'warned once, nothing left over');
+        assert.deepEqual(await stored('k_events', earlierRun, true), earlierLines);
+        assert.deepEqual(await stored('k_events', runId, true), lineNumbers);
+      });
+    }
 
     test('the server back just as the run ends: the last try sends the spool', async () => {
       fresh();
@@ -1185,7 +1248,7 @@ describe(
       const [claimed] = findSpoolFiles(earlier);
       assert.match(basename(claimed), /^clickhouse-spool\.sending-\d+-/);
       const ownRows = linesOf(readFileSync(join(spoolDir, SPOOL_FILE))).length;
-      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_SPOOLED']);
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE', 'CLICKHOUSE_SPOOLED']);
       assert.match(
         messageOf(run, 0, 'CLICKHOUSE_SPOOLED'),
         new RegExp(

@@ -372,10 +372,10 @@ class ClickHouseSink extends BatchTransform {
           }
         } catch (err) {
           if (this.#closed) return;
+          // A resend cut off (the server gone mid-request) is a server away like any other:
+          // the file waits, this run's rows go to the spool, and the warning says so.
           this.#backlog.unshift(file);
-          this.#lastError = this.#problem(err);
-          this.#mode = 'offline';
-          this.#scheduleProbe();
+          this.#goOffline(err, []);
           return;
         }
         removeSpool(file);
