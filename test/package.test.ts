@@ -483,3 +483,42 @@ test('the optional packages are peer dependencies, and the install lines the doc
   const globally = (line: string) => line.replace(/^npm install /, 'npm install -g ');
   assert.deepEqual(sinks, [globally(installLine('otlp')), globally(installLine('clickhouse'))]);
 });
+
+test("every entry of the package type-checks under --strict with its libraries checked too, without the optional packages", () => {
+  const { dir, prefix } = installedGlobally();
+  const project = join(dir, 'types-project');
+  mkdirSync(join(project, 'node_modules'), { recursive: true });
+  symlinkSync(join(prefix, 'lib', 'node_modules', 'subtee'), join(project, 'node_modules', 'subtee'));
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+  const entries = Object.keys(pkg.exports)
+    .filter((e) => !e.includes('*'))
+    .map((e) => posix.join('subtee', e));
+  assert.ok(entries.length >= 7, entries.join(' '));
+  writeFileSync(
+    join(project, 'entries.ts'),
+    entries
+      .map((e, i) => `import * as entry${i} from '${e}';\nconsole.log(Object.keys(entry${i}));\n`)
+      .join(''),
+  );
+  writeFileSync(
+    join(project, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        target: 'es2022',
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        // TypeScript's default: the package's declarations are checked, and may name no
+        // package a user has not installed.
+        skipLibCheck: false,
+        noEmit: true,
+        types: ['node'],
+        typeRoots: [join(ROOT, 'node_modules', '@types')],
+      },
+      files: ['entries.ts'],
+    }),
+  );
+  const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  const check = spawnSync(process.execPath, [tsc, '-p', project], { encoding: 'utf8' });
+  assert.equal(check.status, 0, check.stdout + check.stderr);
+});

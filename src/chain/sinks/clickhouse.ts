@@ -89,6 +89,8 @@ const loadClickHouseClient = onceLoader('clickhouse', () => import('@clickhouse/
 /**
  * A client of the server at `url` (the sink's and `subtee stats --clickhouse`'s). A URL that
  * does not parse is ERR_BAD_OPTION, shown without its credentials.
+ *
+ * @internal Its type is the client's, an optional package: left out of the declarations.
  */
 export async function connectClickHouse(url: string, timeoutMs: number): Promise<ClickHouseClient> {
   const { createClient, ClickHouseLogLevel } = await loadClickHouseClient();

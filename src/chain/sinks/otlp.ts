@@ -196,6 +196,8 @@ interface DeliveryOptions {
  * given up and the collector counts as unavailable: from then on the queue never holds the
  * run back; it keeps the newest spans up to its bound, gives up the oldest, and keeps trying
  * one batch at a time, so a collector that comes back gets everything still queued.
+ *
+ * @internal Its types are the SDK's, an optional package: left out of the declarations.
  */
 export class SpanDelivery {
   delivered = 0;
