@@ -27,13 +27,6 @@ export interface AppendFile {
   copyBuf: Buffer | null;
   copyStart: number;
   copyUsed: number;
-  /**
-   * Where `writeLine` gathers lines that follow each other in one input buffer: the buffer,
-   * and the first and last byte of the lines not in `pending` yet (null when none).
-   */
-  lines: Buffer | null;
-  linesStart: number;
-  linesEnd: number;
 }
 
 /** A line up to this long is copied by `writeCopied`; a longer one is queued as it is. */
@@ -69,6 +62,15 @@ export class AppendFiles {
   /** The file whose text ends the arena, from `runStart`, not queued in its `pending` yet. */
   private runFile: AppendFile | null = null;
   private runStart = 0;
+  /**
+   * Where `writeLine` gathers the lines of one file that follow each other in one input
+   * buffer: the file, the buffer, and the first and last byte of the lines not in the file's
+   * `pending` yet. One run for every file, so 10,000 channels hold nothing for it.
+   */
+  private linesFile: AppendFile | null = null;
+  private lines: Buffer | null = null;
+  private linesStart = 0;
+  private linesEnd = 0;
 
   constructor(
     private readonly dir: string,
@@ -87,16 +89,13 @@ export class AppendFiles {
       copyBuf: null,
       copyStart: 0,
       copyUsed: 0,
-      lines: null,
-      linesStart: 0,
-      linesEnd: 0,
     };
   }
 
   write(f: AppendFile, data: Buffer | string): void {
     const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     if (buf.length === 0 && f.createdIno !== -1) return;
-    if (f.lines !== null) this.sealLines(f);
+    if (this.linesFile === f) this.sealLines();
     if (this.runFile === f) this.sealRun();
     if (f.copyUsed > f.copyStart) this.sealCopied(f);
     (f.pending ??= []).push(buf);
@@ -118,7 +117,7 @@ export class AppendFiles {
     }
     const size = line.length + (newline ? 1 : 0);
     if (size === 0) return this.write(f, line);
-    if (f.lines !== null) this.sealLines(f);
+    if (this.linesFile === f) this.sealLines();
     if (this.runFile === f) this.sealRun();
     if (f.copyBuf === null) {
       f.copyBuf = Buffer.allocUnsafe(COPY_BUFFER_BYTES);
@@ -141,7 +140,7 @@ export class AppendFiles {
     // At most three bytes per UTF-16 unit.
     const most = text.length * 3;
     if (most === 0 || most > TEXT_ARENA_BYTES / 4) return this.write(f, text);
-    if (f.lines !== null) this.sealLines(f);
+    if (this.linesFile === f) this.sealLines();
     if (f.copyUsed > f.copyStart) this.sealCopied(f);
     if (this.runFile !== f) this.sealRun();
     if (this.arena === null || this.arenaUsed + most > this.arena.length) {
@@ -167,33 +166,42 @@ export class AppendFiles {
    * view of it: a file written a line at a time is then written in a few large parts.
    */
   writeLine(f: AppendFile, line: Buffer): void {
-    const held = f.lines;
+    const held = this.lines;
     const at = line.byteOffset;
-    if (held !== null && line.buffer === held.buffer && at === f.linesEnd + 1 && held[at - 1] === LF) {
-      f.linesEnd = at + line.length;
+    if (
+      this.linesFile === f &&
+      line.buffer === held!.buffer &&
+      at === this.linesEnd + 1 &&
+      held![at - 1] === LF
+    ) {
+      this.linesEnd = at + line.length;
     } else {
       if (line.length === 0) {
         this.write(f, line);
         this.write(f, NEWLINE);
         return;
       }
-      if (held !== null) this.sealLines(f);
+      this.sealLines();
       if (f.copyUsed > f.copyStart) this.sealCopied(f);
       if (this.runFile === f) this.sealRun();
       // The whole input buffer, as a Buffer: no copy.
-      f.lines = Buffer.from(line.buffer);
-      f.linesStart = at;
-      f.linesEnd = at + line.length;
+      this.linesFile = f;
+      this.lines = Buffer.from(line.buffer);
+      this.linesStart = at;
+      this.linesEnd = at + line.length;
     }
     f.pendingBytes += line.length + 1;
     this.pendingBytes += line.length + 1;
     this.dirty.add(f);
   }
 
-  /** Moves the lines `writeLine` gathered into `pending`, each with its newline. */
-  private sealLines(f: AppendFile): void {
-    (f.pending ??= []).push(f.lines!.subarray(f.linesStart, f.linesEnd), NEWLINE);
-    f.lines = null;
+  /** Moves the lines `writeLine` gathered into their file's `pending`, each with its newline. */
+  private sealLines(): void {
+    const f = this.linesFile;
+    if (f === null) return;
+    (f.pending ??= []).push(this.lines!.subarray(this.linesStart, this.linesEnd), NEWLINE);
+    this.linesFile = null;
+    this.lines = null;
   }
 
   /** Moves the arena's open run into its file's `pending`. */
@@ -224,7 +232,7 @@ export class AppendFiles {
   }
 
   private flushFile(f: AppendFile): void {
-    if (f.lines !== null) this.sealLines(f);
+    if (this.linesFile === f) this.sealLines();
     if (this.runFile === f) this.sealRun();
     if (f.copyUsed > f.copyStart) this.sealCopied(f);
     const parts = f.pending;
