@@ -13,6 +13,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
+import { get } from 'node:http';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
@@ -21,6 +22,7 @@ import { DEFAULT_STAGES } from '../src/chain/chain.js';
 import { open, type RunEvent, type SubagentHandle } from '../src/index.js';
 import { BIN, FIXTURES, tmpDir } from './helpers/helpers.js';
 import { claudeCommand, describeWithClaude } from './e2e/claude.js';
+import { startSubtee } from './helpers/browser.js';
 
 const RECORDED = join(FIXTURES, 'transcripts');
 const SHAPES = ['nested-depth-3', 'binary-tree-depth-2', 'background-fanout-3', 'forwarding-off-2'];
@@ -418,4 +420,71 @@ test('a stream that states no usage (nothing answered yet) reads no transcript a
   const message = { id: 'm1', model: 'claude-opus-5-5', content: [], usage: { input_tokens: 3 } };
   writeFileSync(used, `${JSON.stringify({ type: 'assistant', message, parent_tool_use_id: null })}\n`);
   assert.match(run(['--transcripts', empty, used]).stderr, /TRANSCRIPT_UNREADABLE: .*the stream states no session id/);
+});
+
+/**
+ * The live page's server-sent events, read until the run ends: each channel's latest fields.
+ * `connected` once the server answered (then the run may be fed).
+ */
+function liveChannels(url: string): { connected: Promise<void>; channels: Promise<Map<string | null, any>> } {
+  let connected!: () => void;
+  const ready = new Promise<void>((r) => (connected = r));
+  const channels = new Promise<Map<string | null, any>>((resolve, reject) => {
+    const latest = new Map<string | null, any>();
+    get(new URL('events', url), (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (text += d));
+      res.on('end', () => {
+        assert.match(text, /^event: end$/m, 'the page heard the run end');
+        for (const block of text.split('\n\n')) {
+          if (!/^event: channel$/m.test(block)) continue;
+          const c = JSON.parse(/^data: (.*)$/m.exec(block)![1]);
+          latest.set(c.id, c);
+        }
+        resolve(latest);
+      });
+      connected();
+    }).on('error', reject);
+  });
+  return { connected: ready, channels };
+}
+
+describe('every view shows the same figures', () => {
+  for (const shape of SHAPES)
+  test(`${shape}: the live page, pino, the end-of-run summary and index.json show each channel's transcript tokens`, async () => {
+    const counts = independentCount(shape);
+    const out = join(tmpDir(), 'out');
+    const pino = join(tmpDir(), 'events.pino.log');
+    const s = startSubtee([
+      '--out', out, '--stdout', 'none', '--serve', '127.0.0.1:0',
+      '--transcripts', join(RECORDED, shape, 'config'), `--pino=${pino}`,
+    ]);
+    const live = liveChannels(await s.url());
+    await live.connected;
+    s.child.stdin!.end(readFileSync(join(RECORDED, shape, 'stream.jsonl')));
+    const [page, code] = await Promise.all([live.channels, s.closed]);
+    assert.equal(code, 0, s.stderr());
+    const index = byId(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')));
+    // pino: each channel's last status event.
+    const status = new Map<string | null, any>();
+    for (const text of readFileSync(pino, 'utf8').split('\n').filter(Boolean)) {
+      const e = JSON.parse(text);
+      if (e.kind === 'status') status.set(e.channel === 'main' ? null : e.channel, e);
+    }
+    // The summary's tree: `tokens N` is input plus output, one line per channel.
+    const summary = s.stderr().split('\n').filter((l) => /  lines \d+  tokens \d+/.test(l));
+    assert.equal(summary.length, counts.size, s.stderr());
+    const summaryTokens = summary.map((l) => Number(/tokens (\d+)/.exec(l)![1])).sort((a, b) => a - b);
+    const countTokens = [...counts.values()].map((c) => c.input + c.output).sort((a, b) => a - b);
+    assert.deepEqual(summaryTokens, countTokens, 'the summary: input plus output tokens per channel');
+    assert.equal(page.size, counts.size, 'the live page has every channel');
+    for (const [id, count] of counts) {
+      assert.equal(index.get(id).usage.output_tokens, count.output, `${id}: index.json`);
+      assert.equal(page.get(id).usage.output, count.output, `${id}: the live page`);
+      // pino tells a subagent's end (main's status is the run's, told by no event).
+      if (id !== null) assert.equal(status.get(id)?.output_tokens, count.output, `${id}: pino's status event`);
+    }
+    assert.equal(status.size, counts.size - 1, "a pino status event per subagent");
+  });
 });

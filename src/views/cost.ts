@@ -103,6 +103,19 @@ export function usageShown<U extends Readonly<Record<string, number>>>(
   };
 }
 
+/**
+ * A channel's usage as every view shows it (index.json, the live page, the end-of-run summary,
+ * pino's status line): its usage as `usageShown` makes it from its cost, the ledger's now or the
+ * run's final one. No cost, or its usage unknown: the stream's as they are.
+ */
+export function channelUsage<U extends Readonly<Record<string, number>>>(
+  usage: U,
+  cost: { tokens: ModelTokens | null; basis: TokensBasis; transcriptOnly: boolean } | null | undefined,
+): U {
+  const tokens = cost && cost.basis !== 'unknown' ? cost.tokens : null;
+  return usageShown(usage, tokens, cost?.transcriptOnly ?? false);
+}
+
 export function channelCosts(
   report: CostReport,
   tree: TreeLike,

@@ -9,7 +9,7 @@ import {
   NO_USAGE_REASON,
   type ChannelCostView,
   type IndexCost,
-  usageShown,
+  channelUsage,
 } from './cost.js';
 import type { DisplayPolicy, ThinkingMode } from '../model/display.js';
 import { MadeOnDemand } from './json-pieces.js';
@@ -189,10 +189,7 @@ function indexParts(
   { report, channels: costs }: RunCosts = runCosts(run),
 ): { head: IndexHead; channels: Channel[]; entry: (ch: Channel) => IndexChannel } {
   const tree = run.tree;
-  const usageOf = (ch: Channel) => {
-    const view = costs.get(ch);
-    return usageShown(ch.usage, view?.tokens ?? null, view?.transcriptOnly ?? false);
-  };
+  const usageOf = (ch: Channel) => channelUsage(ch.usage, costs.get(ch));
   const head: IndexHead = {
     format: INDEX_FORMAT,
     session_id: tree.sessionId,

@@ -4,7 +4,14 @@ import { ChannelLabels } from './text.js';
 import { channelTokens, statusCounts, walkTree, type TreeRow } from './walk.js';
 import { withDefaults } from '../defaults.js';
 import type { Channel } from '../model/tree.js';
-import { basisCounts, basisMark, channelCosts, formatUsd, type ChannelCostView } from './cost.js';
+import {
+  basisCounts,
+  basisMark,
+  channelCosts,
+  channelUsage,
+  formatUsd,
+  type ChannelCostView,
+} from './cost.js';
 import type { CostReport, TokensBasis } from '../model/cost.js';
 
 /** How much of the tree the end-of-run summary shows before it only lists and counts. */
@@ -51,7 +58,7 @@ export function summaryText(session: Session, out: string, options: SummaryOptio
     const status = ch.id === null && ch.lines === 0 ? 'no lines' : ch.status;
     return (
       `${prefix}${labels.of(ch)}  ${status}${depth}  ` +
-      `lines ${ch.lines}  tokens ${tokensOf(ch, costs.get(ch)?.tokens)}  ` +
+      `lines ${ch.lines}  tokens ${tokensOf(ch, costs.get(ch))}  ` +
       usdOf(costs.get(ch)) +
       (unreached ? '  (spawn not seen)' : '') +
       note
@@ -122,12 +129,9 @@ function usdOf(cost: ChannelCostView | undefined): string {
   return cost.usd === null ? formatUsd(null) : `${basisMark(cost.basis)}${formatUsd(cost.usd)}`;
 }
 
-/** Input plus output tokens, the output true or estimated when the cost ledger knows it. */
-function tokensOf(
-  ch: Parameters<typeof channelTokens>[0],
-  tokens: { output_tokens: number } | null | undefined,
-): number {
-  return tokens ? (ch.usage.input_tokens ?? 0) + tokens.output_tokens : channelTokens(ch);
+/** Input plus output tokens as index.json shows them (its `usage`). */
+function tokensOf(ch: Channel, cost: ChannelCostView | undefined): number {
+  return channelTokens({ usage: channelUsage(ch.usage, cost) });
 }
 
 /** The run's dollars beside Claude Code's own, and how they were found. */

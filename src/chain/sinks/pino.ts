@@ -16,7 +16,8 @@ import { openLogFile } from '../../safe-open.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { elapsedBetween, type ChannelSnapshot } from '../../model/tree.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
-import type { CostLedger } from '../../model/cost.js';
+import type { ChannelCost, CostLedger } from '../../model/cost.js';
+import { channelUsage } from '../../views/cost.js';
 import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 
 export const PINO_SINK_DEFAULTS = Object.freeze({
@@ -123,8 +124,8 @@ function spanFields(ch: { startedAt: string | null; endedAt: string | null }) {
 
 /**
  * The pino events of one line record: one per content block, plus tree changes. A status
- * event carries the channel's dollars so far (`cost_usd`, null when a model is unpriced) when
- * the run's cost ledger is given.
+ * event carries the channel's dollars so far (`cost_usd`, null when a model is unpriced) and
+ * its output tokens (`output_tokens`, as index.json's `usage`) when the run's cost ledger is given.
  */
 export function pinoEvents(
   rec: LineRecord,
@@ -176,15 +177,21 @@ export function pinoEvents(
       content: content(ev.summary ?? ''),
       // The subagent's span, spawn to report (index.json's started_at, ended_at, elapsed_ms).
       ...(ev.channel.id !== null && ev.channel.status !== 'running' ? spanFields(ev.channel) : {}),
-      ...(costs ? { cost_usd: usdOf(costs.channelCost(ev.channel.id)) } : {}),
+      ...(costs ? costFields(ev.channel, costs.channelCost(ev.channel.id)) : {}),
     };
     push(ev.channel.status === 'failed' ? 'error' : 'info', 'status', fields, ev.channel);
   }
   return out;
 }
 
-/** A channel's dollars so far: null when no usage of it is known yet, or a model is unpriced. */
-const usdOf = (cost: { usd: number | null } | null) => (cost === null ? null : cost.usd);
+/**
+ * A channel's dollars so far (null when no usage of it is known yet, or a model is unpriced)
+ * and its output tokens as index.json shows them.
+ */
+const costFields = (ch: ChannelSnapshot, cost: ChannelCost | null) => ({
+  cost_usd: cost === null ? null : cost.usd,
+  output_tokens: channelUsage(ch.usage, cost).output_tokens ?? null,
+});
 
 /**
  * A timestamp already written as `toISOString` writes it, on a day of its month: it is its

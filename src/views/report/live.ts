@@ -1,6 +1,6 @@
 import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import type { RecordBatch } from '../../model/record.js';
-import { indexCost } from '../cost.js';
+import { channelUsage, indexCost } from '../cost.js';
 import type { Session } from '../../model/session.js';
 import {
   field,
@@ -155,7 +155,7 @@ export type ChannelUpdate = Omit<ChannelView, 'entries' | 'ticks'>;
 export function channelUpdate(
   c: ChannelFields,
   extra: Pick<ChannelView, 'spawned' | 'prompt' | 'log' | 'cut' | 'cost'> &
-    Partial<Pick<ChannelView, 'costBasis'>>,
+    Partial<Pick<ChannelView, 'costBasis'>> & { usage?: Record<string, number> },
   summaryChars: number = REPORT_DEFAULTS.summaryChars,
 ): ChannelUpdate {
   return {
@@ -170,12 +170,7 @@ export function channelUpdate(
     summary: typeof c.summary === 'string' ? clip(c.summary, summaryChars, 'summary').s : null,
     lines: c.lines,
     counts: { ...c.counts },
-    usage: usageOf({
-      input_tokens: c.usage.input_tokens,
-      output_tokens: c.usage.output_tokens,
-      cache_read_input_tokens: c.usage.cache_read_input_tokens,
-      cache_creation_input_tokens: c.usage.cache_creation_input_tokens,
-    }),
+    usage: usageOf(pickUsage(extra.usage ?? c.usage)),
     first: isoTime(c.startedAt ?? c.firstSeen),
     last: isoTime(c.endedAt ?? c.lastSeen),
     cost: extra.cost,
@@ -184,6 +179,16 @@ export function channelUpdate(
     log: extra.log,
     prompt: extra.prompt,
     cut: extra.cut,
+  };
+}
+
+/** The four token counts the page shows, of a channel's usage. */
+function pickUsage(u: Record<string, number>) {
+  return {
+    input_tokens: u.input_tokens,
+    output_tokens: u.output_tokens,
+    cache_read_input_tokens: u.cache_read_input_tokens,
+    cache_creation_input_tokens: u.cache_creation_input_tokens,
   };
 }
 
@@ -265,11 +270,19 @@ export class LiveReport {
     }
   }
 
-  /** A channel's dollars so far and their basis; null when unpriced, unknown or there is no session. */
-  private channelUsd(id: string | null): Pick<ChannelView, 'cost' | 'costBasis'> {
+  /**
+   * A channel's dollars so far and their basis (null when unpriced, unknown or there is no
+   * session), and its usage as index.json shows it.
+   */
+  private channelUsd(c: ChannelFields): Pick<ChannelView, 'cost' | 'costBasis'> & {
+    usage?: Record<string, number>;
+  } {
     if (!this.run) return { cost: null, costBasis: null };
-    const cost = this.run.cost.channelCost(id);
-    return cost === null ? { cost: null, costBasis: 'unknown' } : { cost: cost.usd, costBasis: cost.basis };
+    const cost = this.run.cost.channelCost(c.id);
+    const usage = channelUsage(c.usage, cost);
+    return cost === null
+      ? { cost: null, costBasis: 'unknown', usage }
+      : { cost: cost.usd, costBasis: cost.basis, usage };
   }
 
   runView(): RunView {
@@ -310,7 +323,7 @@ export class LiveReport {
         prompt: t.prompt,
         log: null,
         cut: t.budget.cut(),
-        ...this.channelUsd(t.source.id),
+        ...this.channelUsd(t.source),
       };
       const json = JSON.stringify(channelUpdate(t.source, fields, this.limits.summaryChars));
       if (json === t.sentFields) continue;
