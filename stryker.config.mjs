@@ -1,12 +1,12 @@
 // Mutation testing with StrykerJS over `node --test`, one module at a time:
-//   npm run mutate -- src/views/projection.ts
+//   npm run mutate -- src/views/projection/projection.ts
 // The TypeScript is built once; Stryker mutates the module's built JavaScript in dist/ (in
 // place, restored afterwards) and runs, through its TAP runner, the built tests that cover it.
 // Not part of CI: a run over one module takes minutes.
 
 /** The tests that exercise each module; a module not listed runs the tests named in SUBTEE_MUTATE_TESTS. */
 export const MODULE_TESTS = {
-  'src/views/projection.ts': [
+  'src/views/projection/projection.ts': [
     'projection',
     'open-options',
     'deep-agents-parity',
@@ -20,6 +20,8 @@ export const MODULE_TESTS = {
   'src/model/tree.ts': ['tree', 'session'],
   'src/model/message.ts': ['line-kinds', 'message'],
   'src/model/session.ts': ['session'],
+  'src/model/run-model.ts': ['run-model', 'session', 'stages'],
+  'src/model/display.ts': ['text-cut', 'stages'],
   'src/model/cost.ts': ['cost-ledger'],
   'src/adapters/gemini.ts': ['gemini'],
   'src/adapters/copilot.ts': ['copilot'],
@@ -34,7 +36,7 @@ export const MODULE_TESTS = {
   'src/model/in-flight.ts': ['in-flight', 'idle-watchdog'],
 };
 
-const module = process.env.SUBTEE_MUTATE ?? 'src/views/projection.ts';
+const module = process.env.SUBTEE_MUTATE ?? 'src/views/projection/projection.ts';
 /** Lines of the built file to mutate (`120-260`), to keep a run within minutes. */
 const lines = process.env.SUBTEE_MUTATE_LINES ? `:${process.env.SUBTEE_MUTATE_LINES}` : '';
 const named = process.env.SUBTEE_MUTATE_TESTS?.split(',').filter(Boolean);

@@ -1,4 +1,4 @@
-// npm run mutate -- src/views/projection.ts [more modules…]: Stryker on each module in turn,
+// npm run mutate -- src/views/projection/projection.ts [more modules…]: Stryker on each module in turn,
 // against the built tests listed for it in stryker.config.mjs (or SUBTEE_MUTATE_TESTS).
 import { spawnSync } from 'node:child_process';
 
