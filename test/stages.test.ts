@@ -401,6 +401,24 @@ test('a pino line rendered by the sink is byte for byte what pino writes for the
   }
 });
 
+test('a pino line whose naming fields repeat is what pino writes, each time, past 5,000 names', async () => {
+  const { default: pino } = await import('pino');
+  const time = '2026-01-02T03:04:05.678Z';
+  const names = ['main', 'toolu_01"quoted"', 'back\\slash', 'bell \u0007', 'lone \ud800', 'é 日本'];
+  // Every name twice (rendered, then remembered), then 5,000 more names, then every name again.
+  const order = [...names, ...names, ...Array.from({ length: 5000 }, (_, k) => `agent-${k}`), ...names];
+  for (const [k, name] of order.entries()) {
+    const fields = { kind: 'text', channel: name, parent: name, agent: name, role: name, tool: name, n: k };
+    let written = '';
+    const logger = pino(
+      { base: null, timestamp: () => `,"time":"${time}"`, messageKey: 'msg' },
+      { write: (s: string) => void (written += s) },
+    );
+    logger.info(fields, name);
+    assert.equal(pinoLine(30, time, fields, name), written, `${k}: ${name}`);
+  }
+});
+
 test('pino lines gathered by batchLines reach the destination as the bytes of each line in order', () => {
   const lines = [
     '{"plain":1}\n',

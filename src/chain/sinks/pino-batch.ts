@@ -71,6 +71,32 @@ function keyText(key: string): string {
 }
 
 /**
+ * Values of the fields that name who and what (a channel id, an agent, a tool), rendered once
+ * while they repeat: every event of a channel names it again. Forgotten all at once when full.
+ */
+const NAMING_KEYS: ReadonlySet<string> = new Set([
+  'kind',
+  'channel',
+  'parent',
+  'agent',
+  'role',
+  'tool',
+  'status',
+]);
+const NAME_TEXT = new Map<string, string>();
+const NAME_TEXT_MAX = 4096;
+
+function nameText(value: string): string {
+  let text = NAME_TEXT.get(value);
+  if (text === undefined) {
+    text = pinoString(value);
+    if (NAME_TEXT.size >= NAME_TEXT_MAX) NAME_TEXT.clear();
+    NAME_TEXT.set(value, text);
+  }
+  return text;
+}
+
+/**
  * A string as pino writes it (its `asString`): short strings without a control character
  * are quoted with only `"` and `\` escaped, everything else is `JSON.stringify`'s (always, on
  * Node 25 and later). The two differ only for a lone surrogate in a short string.
@@ -117,7 +143,7 @@ export function pinoLine(level: number, time: string, fields: Record<string, unk
         text = String(value);
         break;
       case 'string':
-        text = pinoString(value as string);
+        text = NAMING_KEYS.has(key) ? nameText(value as string) : pinoString(value as string);
         break;
       default:
         value = JSON.stringify(value);
