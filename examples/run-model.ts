@@ -1,8 +1,8 @@
 // The run model alone: lines in, frozen typed events out; no stream, nothing written.
 import { readFileSync } from 'node:fs';
-import { RunModel, type RunEvent } from 'subtee/model';
+import { RunModel, type ModelEvent } from 'subtee/model';
 
-const said = (e: RunEvent): string | null => {
+const said = (e: ModelEvent): string | null => {
   switch (e.type) {
     case 'open':
     case 'spawn':
@@ -10,7 +10,7 @@ const said = (e: RunEvent): string | null => {
     case 'status':
       return `status ${e.channel.id} ${e.channel.status}`;
     default:
-      return null; // 'routed', 'warning', 'stall'
+      return null; // 'routed'
   }
 };
 const model = new RunModel();

@@ -8,10 +8,8 @@ export {
 export { type Warning, type AgentProducer, type Producer } from '../model/session.js';
 export {
   RunModel,
-  type RunEvent,
+  type ModelEvent,
   type RoutedEvent,
-  type WarningEvent,
-  type StallEvent,
   type RunView,
 } from '../model/run-model.js';
 export { RoutedLine, lineOf } from '../model/record.js';

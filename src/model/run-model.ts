@@ -23,24 +23,12 @@ export interface RoutedEvent {
   readonly changes: readonly ChannelEvent[];
 }
 
-/** A warning the run recorded (each code, or each subject of a code, once). */
-export interface WarningEvent extends Warning {
-  readonly type: 'warning';
-  /** Its place in the run's warnings (`RunView.warnings`). */
-  readonly index: number;
-}
-
-/** The run went silent past what it was waiting on allowed (the idle watchdog's finding). */
-export interface StallEvent {
-  readonly type: 'stall';
-  readonly stall: Stall;
-}
-
 /**
- * What the run model says happened, each a frozen object: a line routed (with the tree
- * changes it caused: `open`, `spawn`, `status`, which are ChannelEvents), a warning, a stall.
+ * What the run model says a line did, each a frozen object: the line routed (`take`'s
+ * result), with the tree changes it caused (`open`, `spawn`, `status`: ChannelEvents).
+ * Warnings and stalls are not events: readers follow `warnings` with `warningAt`.
  */
-export type RunEvent = RoutedEvent | ChannelEvent | WarningEvent | StallEvent;
+export type ModelEvent = RoutedEvent | ChannelEvent;
 
 /** The run model as its readers see it: every figure, nothing to set. */
 export interface RunView {
@@ -60,7 +48,7 @@ const NO_CHANGES: readonly ChannelEvent[] = Object.freeze([]);
  * The run model: pure (no stream, no file, no clock), fed one line at a time. It owns the
  * subagent tree, the cost ledger, the input counts, the quarantine index, the warnings and
  * the thinking each channel showed, and says what each line did as frozen events
- * (`RunEvent`). The channel router is a stream adapter over `take`; sinks and views read it
+ * (`ModelEvent`). The channel router is a stream adapter over `take`; sinks and views read it
  * through `RunView`. Tests drive it with plain values.
  */
 export class RunModel implements RunView {
@@ -115,17 +103,10 @@ export class RunModel implements RunView {
   }
 
   /** The watchdog's finding: the run is stalled; the first stall is the one kept. */
-  recordStall(stall: Stall, message: string): StallEvent {
+  recordStall(stall: Stall, message: string): void {
     this.stalled = true;
     this.stall ??= stall;
     this.warn('STALL', message);
-    return Object.freeze({ type: 'stall', stall });
-  }
-
-  /** The warning at `index` of `warnings` as an event. */
-  warningEvent(index: number): WarningEvent {
-    const w = this.warnings[index];
-    return Object.freeze({ type: 'warning', code: w.code, message: w.message, index });
   }
 
   /**

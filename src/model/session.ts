@@ -7,7 +7,7 @@ export {
   CappedLineList,
   QUARANTINE_LINES_LISTED,
   RunModel,
-  type RunEvent,
+  type ModelEvent,
   type RunView,
   type Warning,
 } from './run-model.js';
