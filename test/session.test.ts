@@ -111,7 +111,9 @@ test('warn: once per code, or once per subject of a code; a reader waiting at ea
   // Code and subject are kept apart: code "A" with subject "B" is not code "A\0B" without one.
   const other = new Session();
   assert.equal(other.warn('A', 'x', 'B'), true);
-  assert.equal(other.warn('A\u0000B', 'y'), false);
+  assert.equal(other.warn('A\u0000B', 'y'), true);
+  assert.equal(other.warn('A', 'w'), true);
+  assert.equal(other.warn('A', 'v', 'B'), false);
   assert.equal(other.warn('A\u0000', 'z', 'B'), true);
 });
 

@@ -80,7 +80,8 @@ export class RunModel implements RunView {
   /** Readers waiting for a warning not recorded yet: index → resolvers (see warningAt). */
   readonly #waiting = new Map<number, Array<(w: Warning) => void>>();
 
-  private readonly warnedKeys = new Set<string>();
+  /** Per code, the subjects warned of (`undefined`: the code without one). */
+  readonly #warned = new Map<string, Set<string | undefined>>();
 
   /**
    * One JSON line, routed: onto its channel in the tree, its usage into the cost ledger (a
@@ -115,9 +116,10 @@ export class RunModel implements RunView {
    * reads each once, in order (`warningAt` waits for one not recorded yet).
    */
   warn(code: string, message: string, subject?: string): boolean {
-    const key = subject === undefined ? code : `${code}\u0000${subject}`;
-    if (this.warnedKeys.has(key)) return false;
-    this.warnedKeys.add(key);
+    let subjects = this.#warned.get(code);
+    if (subjects === undefined) this.#warned.set(code, (subjects = new Set()));
+    if (subjects.has(subject)) return false;
+    subjects.add(subject);
     const w = Object.freeze({ code, message });
     this.warnings.push(w);
     const waiting = this.#waiting.get(this.warnings.length - 1);
