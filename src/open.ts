@@ -52,6 +52,11 @@ export interface OpenOptions extends ProjectionOptions {
    * stay `running`), every iterator ends, and `done` rejects with an `AbortError`.
    */
   signal?: AbortSignal;
+  /**
+   * How a late reader opens a channel's `.jsonl` file to replay it (`fs.createReadStream` by
+   * default): a program can watch how far each replay reads.
+   */
+  openChannelFile?: (path: string) => Readable;
   /** The idle watchdog's limits (see docs/watchdog.md); its defaults otherwise. */
   idleTimeoutMs?: number;
   modelTimeoutMs?: number;
@@ -80,6 +85,7 @@ const OPEN_OPTIONS: Readonly<Record<keyof OpenOptions, true>> = Object.freeze({
   stallGraceMs: true,
   onStall: true,
   env: true,
+  openChannelFile: true,
   maxBufferedBytes: true,
   readerHighWaterLines: true,
   readerStallMs: true,
@@ -212,7 +218,8 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
             : stage,
       );
       const spec: ChainSpec = { stages, sinks: [...base.sinks, { use: 'projection' }] };
-      await runChain(source, spec, { registry, session, stop: stop.signal, env: options.env });
+      const { env, openChannelFile } = options;
+      await runChain(source, spec, { registry, session, stop: stop.signal, env, openChannelFile });
       // An abort after the run's end changes nothing: index.json is written.
       options.signal?.removeEventListener('abort', onAbort);
       if (session.interrupted) throw abortError(options.signal?.reason);

@@ -2,8 +2,7 @@
 // buffer) from the first line, as fast as they are consumed, then read on live; readers that stop
 // early stop reading; a file gone or cut fails them with a coded error.
 import assert from 'node:assert/strict';
-import fs, { readFileSync, type ReadStream, rmSync, statSync, writeFileSync } from 'node:fs';
-import { syncBuiltinESMExports } from 'node:module';
+import fs, { createReadStream, readFileSync, type ReadStream, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { PassThrough, Readable } from 'node:stream';
@@ -13,26 +12,27 @@ import { chunked, FIXTURES, splitEvery, tmpDir } from './helpers/helpers.js';
 import { writeStream } from '../bench/gen.js';
 import { fixtureLines, HANG, longMainRun, STALL, until } from './helpers/projection-runs.js';
 
+/** The streams each watch sees: those opened on files under its folder while it watches. */
+const watches = new Set<{ dir: string; streams: ReadStream[] }>();
+
 /**
- * Watches the read streams opened on files under `dir` (the projection opens them through
- * `node:fs`), so a test can see how far a replay has read each file.
+ * How the runs here open a channel file to replay it (`open()`'s `openChannelFile`): as
+ * `fs.createReadStream` does, each stream shown to the watches.
+ */
+function openChannelFile(path: string): ReadStream {
+  const stream = createReadStream(path);
+  for (const watch of watches) if (path.startsWith(watch.dir)) watch.streams.push(stream);
+  return stream;
+}
+
+/**
+ * Watches the read streams a run given `openChannelFile` opens on files under `dir` from now
+ * on, so a test can see how far a replay has read each file.
  */
 function watchReads(dir: string): { streams: ReadStream[]; restore(): void } {
-  const streams: ReadStream[] = [];
-  const original = fs.createReadStream;
-  fs.createReadStream = ((path: fs.PathLike, options?: Parameters<typeof original>[1]) => {
-    const stream = original(path, options);
-    if (String(path).startsWith(dir)) streams.push(stream);
-    return stream;
-  }) as typeof original;
-  syncBuiltinESMExports();
-  return {
-    streams,
-    restore() {
-      fs.createReadStream = original;
-      syncBuiltinESMExports();
-    },
-  };
+  const watch = { dir, streams: [] as ReadStream[] };
+  watches.add(watch);
+  return { streams: watch.streams, restore: () => watches.delete(watch) };
 }
 
 /** A read stream has stopped: read to its end and closed, or its buffer full with nobody reading. */
@@ -47,7 +47,7 @@ const closed = (stream: ReadStream) => until(() => stream.closed);
 /** A finished run with files written, its main channel long, and its main messages read live. */
 async function finishedLongRun(copies = 3000) {
   const out = join(tmpDir(), 'out');
-  const run = open(chunked([longMainRun(copies)]), { out, readerHighWaterLines: 8 });
+  const run = open(chunked([longMainRun(copies)]), { out, openChannelFile, readerHighWaterLines: 8 });
   const live: Message[] = [];
   for await (const message of run.messages) live.push(message);
   await run.done;
@@ -280,7 +280,7 @@ test('a late events loop over more channels than it keeps open reads them in ord
   const input = join(dir, 'fanout.jsonl');
   await writeStream({ sizeBytes: 512 * 1024, fanout: 100, shape: 'small', seed: 7 }, input);
   const out = join(dir, 'out');
-  const run = open(input, { out });
+  const run = open(input, { out, openChannelFile });
   const index = await run.done;
   assert.ok(index.channels.length > 64);
   const watch = watchReads(out);
@@ -627,7 +627,7 @@ test('readers opened midway with files replay only the lines routed so far, then
   const rest = [...short, ...lines.slice(at)];
   const out = join(tmpDir(), 'out');
   const input = new PassThrough();
-  const run = open(input, { out, readerHighWaterLines: 4 });
+  const run = open(input, { out, openChannelFile, readerHighWaterLines: 4 });
   const seen: number[] = [];
   const reading = (async () => {
     for await (const event of run.events) seen.push(event.lineNo);
@@ -732,7 +732,7 @@ test('a late events loop reopens a channel file past a line too long to hold, an
   const path = join(dir, 'input.jsonl');
   writeFileSync(path, input.join('\n') + '\n');
   const out = join(dir, 'out');
-  const run = open(path, { out });
+  const run = open(path, { out, openChannelFile });
   const index = await run.done;
   const file = join(out, index.channels.find((each) => each.id === channel)!.jsonl!);
   // The channel's file is opened three times if the loop keeps the 64 files used last.

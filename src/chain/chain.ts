@@ -17,7 +17,7 @@ import { Session } from '../model/session.js';
 import { displayPolicy, type DisplayPolicy } from '../model/display.js';
 import { THINKING_TRUNCATOR_DEFAULTS } from './stages/thinking-truncator.js';
 import { filesSinkPlugin } from './sinks/files.js';
-import { FileChannelStore } from './sinks/channel-store.js';
+import { FileChannelStore, type OpenChannelFile } from './sinks/channel-store.js';
 
 export interface ComponentSpec {
   use: string;
@@ -60,6 +60,8 @@ export interface ChainOptions {
   stop?: AbortSignal;
   env?: NodeJS.ProcessEnv;
   stderr?: Writable;
+  /** How a late reader's replay opens a channel's `.jsonl` file (`fs.createReadStream`). */
+  openChannelFile?: OpenChannelFile;
 }
 
 /**
@@ -170,7 +172,10 @@ function assembleChain(
     signal: options.signal,
     stopInput,
     out,
-    channelStore: out === undefined ? null : new FileChannelStore(out, () => session.heldLineBytes),
+    channelStore:
+      out === undefined
+        ? null
+        : new FileChannelStore(out, () => session.heldLineBytes, options.openChannelFile),
   };
   const byteTaps = parts.filter((p) => p.input === 'bytes' && p.def.kind === 'sink');
   const rest = parts.filter((p) => !byteTaps.includes(p));

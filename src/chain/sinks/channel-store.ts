@@ -7,6 +7,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { resolve } from 'node:path';
+import type { Readable } from 'node:stream';
 import type { JsonObject } from '../../model/message.js';
 import type { ChannelStore } from '../../model/session.js';
 import { LineSplitter } from '../../model/lines.js';
@@ -15,9 +16,12 @@ import { StreamScanner } from '../../model/stream-scan.js';
 import { ProjectionError } from '../../views/projection.js';
 import { FileNamer } from './file-names.js';
 
+/** How a replay opens a channel's `.jsonl` file: `fs.createReadStream` unless one is given. */
+export type OpenChannelFile = (path: string) => Readable;
+
 /**
  * A store over the channel files in `out`; `heldLineBytes()`: the line parser's limit, read
- * when a replay starts.
+ * when a replay starts; `openFile`: how each replay opens its file.
  */
 export class FileChannelStore implements ChannelStore {
   readonly #namer = new FileNamer();
@@ -26,6 +30,7 @@ export class FileChannelStore implements ChannelStore {
   constructor(
     readonly out: string,
     private readonly heldLineBytes: () => number,
+    private readonly openFile: OpenChannelFile = createReadStream,
   ) {}
 
   /** The stem of a channel's files, relative to `out`: `main`, or `agents/<safe name>`. */
@@ -60,7 +65,7 @@ export class FileChannelStore implements ChannelStore {
         }
         return;
       }
-      yield* readJsonLines(path, store.heldLineBytes(), to, from, channel);
+      yield* readJsonLines(store.openFile(path), path, store.heldLineBytes(), to, from, channel);
     })();
   }
 }
@@ -71,6 +76,7 @@ export class FileChannelStore implements ChannelStore {
  * A file with fewer whole lines (cut short, even mid-line) fails with ERR_PROJECTION_REPLAY.
  */
 async function* readJsonLines(
+  stream: Readable,
   path: string,
   heldLineBytes: number,
   count: number,
@@ -99,7 +105,6 @@ async function* readJsonLines(
       seen++;
     },
   });
-  const stream = createReadStream(path);
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       splitter.push(chunk);
