@@ -154,6 +154,8 @@ export type OpenInput =
 export function open(input: OpenInput, options: OpenOptions = {}): RunProjection {
   checkInput(input);
   checkOptionNames(options);
+  if (options.openChannelFile !== undefined && typeof options.openChannelFile !== 'function')
+    throw new UsageError('ERR_OPEN_OPTIONS', 'open(): openChannelFile must be a function of a path');
   if (options.config !== undefined && options.spec !== undefined) {
     throw new UsageError('ERR_OPEN_OPTIONS', 'open(): pass a config or a spec, not both');
   }

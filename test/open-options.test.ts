@@ -165,6 +165,13 @@ test('an option open() does not take is refused at once, named (a program in Jav
   });
 });
 
+test('an openChannelFile that is not a function is refused at once, named', () => {
+  const options = { openChannelFile: 'fs.createReadStream' } as unknown as Parameters<typeof open>[1];
+  assert.throws(() => open(fixture(), options), (err: { code?: string; message?: string }) => {
+    return err.code === 'ERR_OPEN_OPTIONS' && /openChannelFile/.test(err.message ?? '');
+  });
+});
+
 test('a stage nobody registered is named, not reported as a missing router', async () => {
   const named = (err: { code?: string; message?: string }) =>
     err.code === 'ERR_CONFIG' && /"nope"/.test(err.message ?? '');
