@@ -163,13 +163,15 @@ test('installing the packed tarball runs no install-time script and npm has noth
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
   for (const s of ['preinstall', 'install', 'postinstall', 'prepare'])
     assert.equal(pkg.scripts?.[s], undefined, `scripts.${s} runs when the package is installed`);
-  assert.match(pkg.scripts.prepack, /tsc/, 'the tarball is built when it is packed');
+  assert.match(pkg.scripts.prepack, /^npm run build$/, 'the tarball is built afresh when it is packed');
   assert.match(
     pkg.scripts.test,
-    /^tsc -p tsconfig\.json && /,
+    /^npm run build && /,
     'npm test builds first, so `npm ci && npm test` works on a clean clone',
   );
   assert.match(readFileSync(join(ROOT, '.ci', 'run'), 'utf8'), /^npm run build$/m, 'CI builds explicitly');
+  // A build starts from an empty dist/: a test or module whose source is gone is not run or packed.
+  assert.match(pkg.scripts.build, /rmSync\('dist'.*&& tsc -p tsconfig\.json$/);
   // A real install into a fresh project, from the packed tarball.
   const dir = tmpDir();
   const tarball = execFileSync(npm, ['pack', '--ignore-scripts', '--pack-destination', dir], {
