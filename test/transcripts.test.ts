@@ -19,6 +19,7 @@ import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
 import { PRICE_TABLE } from '../src/model/prices.js';
 import { DEFAULT_STAGES } from '../src/chain/chain.js';
+import { EndedTranscripts, readTranscripts } from '../src/chain/transcripts.js';
 import { open, type RunEvent, type SubagentHandle } from '../src/index.js';
 import { BIN, FIXTURES, tmpDir } from './helpers/helpers.js';
 import { claudeCommand, describeWithClaude } from './e2e/claude.js';
@@ -207,6 +208,121 @@ describe("a subagent's transcript is read when it ends: the live views show its 
       );
     });
   }
+});
+
+describe('a transcript taken when its subagent ended gives way to a later line of that subagent', () => {
+  const shape = 'binary-tree-depth-2';
+
+  /** The recording with one more message of a subagent, before or after the line that ends it. */
+  function withExtraLine(where: 'before' | 'after'): { stream: string; id: string } {
+    const lines = readFileSync(join(RECORDED, shape, 'stream.jsonl'), 'utf8').split('\n').filter(Boolean);
+    const parsed = lines.map((l) => JSON.parse(l));
+    // The first spawn's end: the tool_result of a spawn id some assistant line is the child of.
+    const children = new Set(parsed.map((v) => v.parent_tool_use_id).filter(Boolean));
+    const end = parsed.findIndex(
+      (v) =>
+        v.type === 'user' &&
+        Array.isArray(v.message?.content) &&
+        v.message.content.some((c: any) => c.type === 'tool_result' && children.has(c.tool_use_id)),
+    );
+    const id = parsed[end].message.content.find((c: any) => c.type === 'tool_result').tool_use_id;
+    const own = parsed
+      .slice(0, end)
+      .filter((v) => v.type === 'assistant' && v.parent_tool_use_id === id)
+      .at(-1);
+    const usage = { input_tokens: 10, output_tokens: 1 };
+    const extra = { ...own, message: { ...own.message, id: 'msg_extra', usage } };
+    lines.splice(where === 'before' ? end : end + 1, 0, JSON.stringify(extra));
+    const stream = join(tmpDir(), 'stream.jsonl');
+    writeFileSync(stream, `${lines.join('\n')}\n`);
+    return { stream, id };
+  }
+
+  test("a usage line after the end: the stream's figures and TRANSCRIPT_DISAGREES, as before the end", () => {
+    const config = join(RECORDED, shape, 'config');
+    const counts = independentCount(shape);
+    const runs = (['before', 'after'] as const).map((where) => {
+      const { stream, id } = withExtraLine(where);
+      return { id, index: run(['--transcripts', config, stream]).index };
+    });
+    for (const { id, index } of runs) {
+      const channel = byId(index).get(id);
+      assert.equal(channel.usage.input_tokens, counts.get(id)!.input + 10, 'the stream counts both messages');
+      assert.notEqual(channel.cost.basis, 'exact');
+      const disagrees = index.warnings.filter((w: any) => w.code === 'TRANSCRIPT_DISAGREES');
+      assert.equal(disagrees.length, 1);
+      assert.match(disagrees[0].message, /2 messages, the stream 3/);
+      // The channels add up to the run's figures per model.
+      const models = Object.values(index.cost.models) as any[];
+      const sum = (f: (c: any) => number) => index.channels.reduce((a: number, c: any) => a + f(c), 0);
+      assert.equal(sum((c) => c.usage.input_tokens), models.reduce((a, m) => a + m.input_tokens, 0));
+      near(sum((c) => c.cost.usd), models.reduce((a, m) => a + m.usd, 0), 'dollars');
+    }
+    assert.deepEqual(runs[1].index.cost, runs[0].index.cost);
+  });
+});
+
+describe('the transcripts read as subagents end: bounded work, one bad file spoils nothing', () => {
+  const shape = 'binary-tree-depth-2';
+
+  test('a session not found is searched for again only once the projects folder changed', () => {
+    const c = copyOf(shape);
+    const projects = join(c.config, 'projects');
+    const away = join(tmpDir(), 'away');
+    renameSync(c.project, away);
+    for (let i = 0; i < 50; i++) mkdirSync(join(projects, `other-${i}`));
+    const ended = new EndedTranscripts({ dir: c.config });
+    const agent = firstAgent(c.subagents.replace(c.project, away));
+    for (let i = 0; i < 300; i++) assert.equal(ended.channel(`toolu_${i}`, c.session, null), null);
+    assert.equal(ended.listings.projects, 1, 'one search for 300 ends');
+    renameSync(away, c.project);
+    assert.notEqual(ended.channel(agent.toolUseId, c.session, null), null, 'found once it is there');
+    assert.equal(ended.listings.projects, 2);
+  });
+
+  test('an id with no meta file lists the subagents folder again only once the folder changed', () => {
+    const c = copyOf(shape);
+    const agent = firstAgent(c.subagents);
+    const meta = join(c.subagents, `${agent.name}.meta.json`);
+    const aside = join(tmpDir(), 'meta.json');
+    renameSync(meta, aside);
+    const ended = new EndedTranscripts({ dir: c.config });
+    for (let i = 0; i < 300; i++) assert.equal(ended.channel(agent.toolUseId, c.session, null), null);
+    assert.equal(ended.listings.subagents, 1, 'one listing for 300 ends');
+    renameSync(aside, meta);
+    const read = ended.channel(agent.toolUseId, c.session, null);
+    assert.notEqual(read, null, 'read once its meta file is there');
+    assert.equal(ended.listings.subagents, 2);
+  });
+
+  test('a meta file that does not parse: the others read as they end, the end names it', () => {
+    const c = copyOf(shape);
+    writeFileSync(join(c.subagents, 'agent-a0.meta.json'), '{"toolUseId":');
+    const ids = [...independentCount(shape).keys()].filter((id): id is string => id !== null);
+    const ended = new EndedTranscripts({ dir: c.config });
+    for (const id of ids) assert.notEqual(ended.channel(id, c.session, null), null, id);
+    const found = readTranscripts({ dir: c.config, sessionId: c.session, cwd: null });
+    assert.deepEqual([...found.subagents.keys()].sort(), ids.sort());
+    assert.deepEqual(found.problems, [`${join(c.subagents, 'agent-a0.meta.json')}: not JSON`]);
+  });
+
+  test('past maxSubagents, the reads as subagents end and at the end read the same subagents', () => {
+    const c = copyOf(shape);
+    const ids = [...independentCount(shape).keys()].filter((id): id is string => id !== null);
+    // More subagents than the limit, more than one past it.
+    const agent = firstAgent(c.subagents);
+    for (let k = 0; k < 20; k++) {
+      cpSync(join(c.subagents, `${agent.name}.jsonl`), join(c.subagents, `agent-x${k}.jsonl`));
+      writeFileSync(join(c.subagents, `agent-x${k}.meta.json`), JSON.stringify({ toolUseId: `toolu_x${k}` }));
+      ids.push(`toolu_x${k}`);
+    }
+    const maxSubagents = 10;
+    const ended = new EndedTranscripts({ dir: c.config, maxSubagents });
+    const found = readTranscripts({ dir: c.config, sessionId: c.session, cwd: null, maxSubagents });
+    assert.equal(found.subagents.size, maxSubagents);
+    for (const id of ids)
+      assert.equal(ended.channel(id, c.session, null) !== null, found.subagents.has(id), id);
+  });
 });
 
 /** A copy of a recording's config folder to damage. */

@@ -47,6 +47,63 @@ function isFolder(path: string): boolean {
   }
 }
 
+/** The projects folder under a config folder (or the folder itself), or null when not a folder. */
+function projectsRoot(dir: string): string | null {
+  try {
+    if (!statSync(dir).isDirectory()) return null;
+  } catch {
+    return null;
+  }
+  return isFolder(join(dir, 'projects')) ? join(dir, 'projects') : dir;
+}
+
+const META_NAME = /^agent-[A-Za-z0-9_-]{1,128}\.meta\.json$/;
+
+/**
+ * The meta files of a session's subagents folder, sorted by name and cut at `maxSubagents`
+ * (the same ones whether read when a subagent ends or at the run's end), with what was wrong.
+ */
+function metaNames(subagents: string, maxSubagents: number): { names: string[]; problems: string[] } {
+  const problems: string[] = [];
+  let names: string[] = [];
+  try {
+    if (isFolder(subagents))
+      names = readdirSync(subagents, { withFileTypes: true })
+        .filter((d) => d.isFile() && META_NAME.test(d.name))
+        .map((d) => d.name)
+        .sort();
+    else if (lstatSync(subagents, { throwIfNoEntry: false })?.isSymbolicLink())
+      problems.push(`${subagents}: a link, not followed`);
+  } catch (err) {
+    problems.push(`${subagents}: ${reason(err)}`);
+  }
+  if (names.length > maxSubagents) {
+    problems.push(`${names.length} subagent transcripts, only the first ${maxSubagents} read`);
+    names = names.slice(0, maxSubagents);
+  }
+  return { names, problems };
+}
+
+/**
+ * One meta file: the spawn id it names (null when none) and its transcript's path. Throws,
+ * naming the meta file, when it cannot be read or is not JSON (one still being written).
+ */
+function readMeta(
+  root: string,
+  subagents: string,
+  name: string,
+  maxMetaBytes: number,
+): { toolUseId: string | null; file: string } {
+  const meta = join(subagents, name);
+  let toolUseId: string | null;
+  try {
+    toolUseId = metaToolUseId(JSON.parse(readText(root, meta, maxMetaBytes)));
+  } catch (err) {
+    throw new Error(`${meta}: ${reason(err)}`);
+  }
+  return { toolUseId, file: join(subagents, `${name.slice(0, -'.meta.json'.length)}.jsonl`) };
+}
+
 /**
  * The session's transcripts under `dir`: main's and each subagent's usage, with what could
  * not be read. Nothing found at all is `main: null` and no subagents, with the reason.
@@ -59,11 +116,8 @@ export function readTranscripts(o: TranscriptsOptions): TranscriptFindings {
     );
     return found;
   }
-  let root: string;
-  try {
-    if (!statSync(o.dir).isDirectory()) throw new Error('not a folder');
-    root = isFolder(join(o.dir, 'projects')) ? join(o.dir, 'projects') : o.dir;
-  } catch {
+  const root = projectsRoot(o.dir);
+  if (root === null) {
     found.problems.push('the folder cannot be read');
     return found;
   }
@@ -83,52 +137,61 @@ export function readTranscripts(o: TranscriptsOptions): TranscriptFindings {
     found.problems.push(`${mainFile}: ${reason(err)}`);
   }
   const subagents = join(project, o.sessionId, 'subagents');
-  let names: string[] = [];
-  try {
-    if (isFolder(subagents))
-      names = readdirSync(subagents, { withFileTypes: true })
-        .filter((d) => d.isFile() && /^agent-[A-Za-z0-9_-]{1,128}\.meta\.json$/.test(d.name))
-        .map((d) => d.name)
-        .sort();
-    else if (lstatSync(subagents, { throwIfNoEntry: false })?.isSymbolicLink())
-      found.problems.push(`${subagents}: a link, not followed`);
-  } catch (err) {
-    found.problems.push(`${subagents}: ${reason(err)}`);
-  }
-  if (names.length > limits.maxSubagents) {
-    found.problems.push(`${names.length} subagent transcripts, only the first ${limits.maxSubagents} read`);
-    names = names.slice(0, limits.maxSubagents);
-  }
+  const { names, problems } = metaNames(subagents, limits.maxSubagents);
+  found.problems.push(...problems);
   for (const name of names) {
-    const agent = name.slice(0, -'.meta.json'.length);
-    const file = join(subagents, `${agent}.jsonl`);
+    let meta: { toolUseId: string | null; file: string };
     try {
-      const toolUseId = metaToolUseId(JSON.parse(readText(root, join(subagents, name), limits.maxMetaBytes)));
-      if (toolUseId === null) {
-        found.problems.push(`${name}: names no toolUseId`);
-        continue;
-      }
-      found.subagents.set(toolUseId, readUsage(root, file, limits));
+      meta = readMeta(root, subagents, name, limits.maxMetaBytes);
     } catch (err) {
-      found.problems.push(`${file}: ${reason(err)}`);
+      found.problems.push((err as Error).message);
+      continue;
+    }
+    if (meta.toolUseId === null) {
+      found.problems.push(`${name}: names no toolUseId`);
+      continue;
+    }
+    try {
+      found.subagents.set(meta.toolUseId, readUsage(root, meta.file, limits));
+    } catch (err) {
+      found.problems.push(`${meta.file}: ${reason(err)}`);
     }
   }
   return found;
 }
 
+/** A folder's modification and change times, to tell whether its entries may have changed. */
+function folderStamp(path: string): string | null {
+  try {
+    const s = lstatSync(path, { bigint: true });
+    return s.isDirectory() ? `${s.mtimeNs}:${s.ctimeNs}` : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
- * One subagent's transcript at a time, as subagents end (for the live views): the session's
- * project folder is found once, and each meta file is read once, when an id is not yet known.
- * Bounded and read-only as `readTranscripts`; anything that cannot be read is null here (the
- * run's end reads every transcript again and names what could not be).
+ * One subagent's transcript at a time, as subagents end (for the live views). Bounded over a
+ * run by the folders' sizes, not by the number of ends: the projects folder is searched again
+ * only when its entries changed (the cwd's own project folder is looked at each time: two
+ * lstats), and the subagents folder is listed again only when its entries changed, each meta
+ * file read once it parses. Read-only as `readTranscripts`, and the same meta files (sorted,
+ * cut at `maxSubagents`); anything that cannot be read is null here (the run's end reads every
+ * transcript again and names what could not be).
  */
 export class EndedTranscripts {
   #root: string | null = null;
   #subagents: string | null = null;
+  /** The projects folder's stamp when the session was last searched for and not found. */
+  #projectsMissed: string | null = null;
+  /** The subagents folder's stamp when last listed. */
+  #listed: string | null = null;
   /** Spawn id → transcript file, from the meta files read so far. */
   readonly #files = new Map<string, string>();
   readonly #metasRead = new Set<string>();
   readonly #limits: Record<keyof typeof TRANSCRIPTS_DEFAULTS, number>;
+  /** Folders listed so far (the projects folder searched, the subagents folder read). */
+  readonly listings = { projects: 0, subagents: 0 };
 
   constructor(private readonly o: Omit<TranscriptsOptions, 'sessionId' | 'cwd'>) {
     this.#limits = { ...TRANSCRIPTS_DEFAULTS, ...definedOnly(o) };
@@ -147,28 +210,41 @@ export class EndedTranscripts {
   #fileOf(toolUseId: string, sessionId: string | null, cwd: string | null): string | null {
     const known = this.#files.get(toolUseId);
     if (known !== undefined) return known;
-    if (this.#subagents === null) {
-      if (sessionId === null || !SAFE_ID.test(sessionId) || !statSync(this.o.dir).isDirectory()) return null;
-      const root = isFolder(join(this.o.dir, 'projects')) ? join(this.o.dir, 'projects') : this.o.dir;
-      const project = findProject(root, sessionId, cwd);
-      if (project === null) return null;
-      this.#root = root;
-      this.#subagents = join(project, sessionId, 'subagents');
-    }
-    const subagents = this.#subagents;
-    if (!isFolder(subagents)) return null;
-    for (const d of readdirSync(subagents, { withFileTypes: true })) {
-      if (this.#metasRead.size >= this.#limits.maxSubagents) break;
-      if (!d.isFile() || !/^agent-[A-Za-z0-9_-]{1,128}\.meta\.json$/.test(d.name)) continue;
-      if (this.#metasRead.has(d.name)) continue;
-      const meta = join(subagents, d.name);
-      // One that does not parse yet (still being written) throws before it is marked read.
-      const id = metaToolUseId(JSON.parse(readText(this.#root!, meta, this.#limits.maxMetaBytes)));
-      this.#metasRead.add(d.name);
-      const agent = d.name.slice(0, -'.meta.json'.length);
-      if (id !== null) this.#files.set(id, join(subagents, `${agent}.jsonl`));
+    if (this.#subagents === null && !this.#findSession(sessionId, cwd)) return null;
+    const subagents = this.#subagents!;
+    const stamp = folderStamp(subagents);
+    if (stamp === null || stamp === this.#listed) return null;
+    this.#listed = stamp;
+    this.listings.subagents++;
+    for (const name of metaNames(subagents, this.#limits.maxSubagents).names) {
+      if (this.#metasRead.has(name)) continue;
+      try {
+        const meta = readMeta(this.#root!, subagents, name, this.#limits.maxMetaBytes);
+        this.#metasRead.add(name);
+        if (meta.toolUseId !== null) this.#files.set(meta.toolUseId, meta.file);
+      } catch {
+        // Not marked read: one still being written is read again at the next listing.
+      }
     }
     return this.#files.get(toolUseId) ?? null;
+  }
+
+  /** Finds the session's project folder; a failed search is redone only once the folder changed. */
+  #findSession(sessionId: string | null, cwd: string | null): boolean {
+    if (sessionId === null || !SAFE_ID.test(sessionId)) return false;
+    const root = projectsRoot(this.o.dir);
+    if (root === null) return false;
+    const stamp = folderStamp(root);
+    let project = cwd === null ? null : ownProject(root, sessionId, cwd);
+    if (project === null && stamp !== this.#projectsMissed) {
+      this.listings.projects++;
+      project = findProject(root, sessionId, null);
+      if (project === null) this.#projectsMissed = stamp;
+    }
+    if (project === null) return false;
+    this.#root = root;
+    this.#subagents = join(project, sessionId, 'subagents');
+    return true;
   }
 }
 
@@ -199,10 +275,8 @@ function findProject(root: string, sessionId: string, cwd: string | null): strin
       return false;
     }
   };
-  if (cwd !== null) {
-    const own = join(root, projectSlug(cwd));
-    if (isFolder(own) && holds(own)) return own;
-  }
+  const own = cwd === null ? null : ownProject(root, sessionId, cwd);
+  if (own !== null) return own;
   if (holds(root)) return root;
   let seen = 0;
   for (const d of readdirSync(root, { withFileTypes: true })) {
@@ -211,6 +285,16 @@ function findProject(root: string, sessionId: string, cwd: string | null): strin
     if (holds(join(root, d.name))) return join(root, d.name);
   }
   return null;
+}
+
+/** The cwd's own project folder when it holds the session. */
+function ownProject(root: string, sessionId: string, cwd: string): string | null {
+  const own = join(root, projectSlug(cwd));
+  try {
+    return isFolder(own) && lstatSync(join(own, `${sessionId}.jsonl`)).isFile() ? own : null;
+  } catch {
+    return null;
+  }
 }
 
 /** A small file's text, refused past `max` bytes. */

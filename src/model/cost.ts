@@ -199,6 +199,11 @@ interface ChannelLedger {
   totalOnly: number;
   /** Its figures came from Claude Code's transcript (see takeTranscripts). */
   transcript: 'exact' | 'only' | null;
+  /**
+   * The stream's own figures, kept while a transcript taken when the channel ended stands in
+   * for them: usage arriving later puts them back (see takeChannelTranscript).
+   */
+  stream: { models: ModelTallies; current: OpenMessage | null; early: ChannelLedger['early'] } | null;
 }
 
 /** One channel's usage as Claude Code's transcript states it: per model, each message once. */
@@ -391,7 +396,14 @@ export class CostLedger {
   private ledger(channel: string | null): ChannelLedger {
     let ledger = this.byChannel.get(channel);
     if (!ledger) {
-      ledger = { models: new ModelTallies(), current: null, early: null, totalOnly: 0, transcript: null };
+      ledger = {
+        models: new ModelTallies(),
+        current: null,
+        early: null,
+        totalOnly: 0,
+        transcript: null,
+        stream: null,
+      };
       this.byChannel.set(channel, ledger);
     }
     return ledger;
@@ -407,7 +419,8 @@ export class CostLedger {
     this.cached = null;
     const ledger = this.ledger(channel);
     // Figures read from the transcript at the run's end stand: a later line changes nothing.
-    if (ledger.transcript !== null) return;
+    // One taken when the channel ended gives way to the stream's figures again.
+    if (ledger.transcript !== null && !this.untake(ledger)) return;
     let msg = ledger.current;
     if (!msg || msg.id !== id || msg.model !== model) {
       msg = {
@@ -450,7 +463,7 @@ export class CostLedger {
     const output = Math.floor(usage.output_tokens);
     const id = nonEmpty(value.api_message_id);
     const ledger = this.ledger(channel);
-    if (ledger.transcript !== null) return;
+    if (ledger.transcript !== null && !this.untake(ledger)) return;
     const msg = ledger.current;
     this.cached = null;
     if (msg && (id === null || msg.id === id)) {
@@ -650,7 +663,35 @@ export class CostLedger {
     const ledger = this.byChannel.get(key);
     if (t.partial !== null || (ledger && this.differs(ledger, t) !== null)) return false;
     this.cached = null;
+    const own = this.ledger(key);
+    let stream = own.stream;
+    if (own.transcript === null) {
+      const models = new ModelTallies();
+      for (const model of own.models.names()) models.set(model, { ...own.models.get(model)! });
+      stream = { models, current: own.current, early: own.early };
+    }
     this.adopt(key, t, ledger === undefined || ledger.models.names().length === 0);
+    own.stream = stream;
+    return true;
+  }
+
+  /**
+   * A channel whose transcript was taken when it ended, and which shows usage again: its own
+   * figures come back, so the run's end checks the transcript against all of them (and warns
+   * when they disagree). False when its figures are the run's end's, which stand.
+   */
+  private untake(ledger: ChannelLedger): boolean {
+    const stream = ledger.stream;
+    if (stream === null) return false;
+    const estimated = (tallies: ModelTallies) =>
+      tallies.names().reduce((n, model) => n + tallies.get(model)!.estimatedMessages, 0);
+    this.estimatedMessages += estimated(stream.models) - estimated(ledger.models);
+    ledger.models = stream.models;
+    ledger.current = stream.current;
+    ledger.early = stream.early;
+    ledger.transcript = null;
+    ledger.stream = null;
+    this.cached = null;
     return true;
   }
 
@@ -711,6 +752,7 @@ export class CostLedger {
     }
     ledger.current = null;
     ledger.early = null;
+    ledger.stream = null;
     // Taken again at the end, a transcript taken when its channel ended says what it did then.
     ledger.transcript = only || ledger.transcript === 'only' ? 'only' : 'exact';
   }
