@@ -31,7 +31,9 @@ const reports = [];
 const indent = (agent) => '  '.repeat((agent.depth ?? 1) - 1);
 for await (const agent of run.allSubagents) { // every depth, as each starts
   console.log(`${indent(agent)}${agent.name} started (${agent.id})`);
-  reports.push(agent.outcome.then((o) => console.log(`${indent(agent)}${agent.name} ${o.status}: ${o.summary ?? ''}`)));
+  reports.push(
+    agent.outcome.then((o) => console.log(`${indent(agent)}${agent.name} ${o.status}: ${o.summary ?? ''}`)),
+  );
 }
 const index = await run.done;
 await Promise.all(reports);

@@ -20,26 +20,37 @@ const out = process.argv[2] ?? 'deep-agents-run';
 
 // The coordinator asks a researcher, who asks a writer; each reports back.
 /** @type {(id: string, subagent_type: string, description: string) => ToolCall} */
-const task = (id, subagent_type, description) => ({ id, name: 'task', type: 'tool_call', args: { subagent_type, description } });
+const task = (id, subagent_type, description) => ({
+  id,
+  name: 'task',
+  type: 'tool_call',
+  args: { subagent_type, description },
+});
 /** @param {BaseMessage[]} messages */
 function answer(messages) {
   const first = String(messages.find((m) => m.getType() === 'human')?.content ?? '');
   const answered = messages.some((m) => m.getType() === 'ai');
   if (first.startsWith('Research')) {
     if (answered) return new AIMessage('Findings: three sources agree.');
-    return new AIMessage({ content: 'Asking a writer.', tool_calls: [task('call_write', 'writer', 'Write up the findings')] });
+    const ask = task('call_write', 'writer', 'Write up the findings');
+    return new AIMessage({ content: 'Asking a writer.', tool_calls: [ask] });
   }
   if (first.startsWith('Write')) return new AIMessage('Draft: the sources agree.');
   if (answered) return new AIMessage('Done: see the draft.');
-  return new AIMessage({ content: 'Delegating.', tool_calls: [task('call_research', 'researcher', 'Research the question')] });
+  const ask = task('call_research', 'researcher', 'Research the question');
+  return new AIMessage({ content: 'Delegating.', tool_calls: [ask] });
 }
 const model = fakeModel();
 for (let i = 0; i < 20; i++) model.respond(answer);
 
 const writer = { name: 'writer', description: 'Writes things up.', systemPrompt: 'You write.' };
 const researcher = createDeepAgent({ model, name: 'researcher', subagents: [writer] });
-const agent = createDeepAgent({ model, subagents: [{ name: 'researcher', description: 'Researches.', runnable: researcher }, writer] });
-const stream = await agent.streamEvents({ messages: [new HumanMessage('What do the sources say?')] }, { version: 'v3' });
+const agent = createDeepAgent({
+  model,
+  subagents: [{ name: 'researcher', description: 'Researches.', runnable: researcher }, writer],
+});
+const question = { messages: [new HumanMessage('What do the sources say?')] };
+const stream = await agent.streamEvents(question, { version: 'v3' });
 
 const recording = createWriteStream(`${out}.jsonl`);
 const run = open(teeJsonl(stream, recording), { out });
@@ -58,4 +69,7 @@ for await (const sub of run.subagents) await follow(sub, '');
 const index = await run.done;
 recording.end();
 await finished(recording);
-console.log(`${index.producer}: ${index.channels.length - 1} subagents, transcripts in ${out}/, recording in ${out}.jsonl`);
+console.log(
+  `${index.producer}: ${index.channels.length - 1} subagents, ` +
+    `transcripts in ${out}/, recording in ${out}.jsonl`,
+);

@@ -96,7 +96,8 @@ function checkOptionNames(options: object): void {
   if (unknown.length === 0) return;
   throw new UsageError(
     'ERR_OPEN_OPTIONS',
-    `open(): unknown option${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')}` +
+    `open(): unknown option${unknown.length > 1 ? 's' : ''} ` +
+      unknown.map((k) => JSON.stringify(k)).join(', ') +
       ` (it takes ${Object.keys(OPEN_OPTIONS).join(', ')})`,
   );
 }
@@ -408,7 +409,8 @@ async function inputOf(
 
 /** Whether a value is a LangGraph run's own `failed` event (the root's lifecycle). */
 function runFailureTold(value: unknown): boolean {
-  if (!isProtocolEvent(value) || value.method !== 'lifecycle' || value.params.namespace.length > 0) return false;
+  if (!isProtocolEvent(value) || value.method !== 'lifecycle') return false;
+  if (value.params.namespace.length > 0) return false;
   const data = value.params.data as { event?: unknown } | null;
   return data?.event === 'failed';
 }

@@ -2,7 +2,14 @@
 // buffer) from the first line, as fast as they are consumed, then read on live; readers that stop
 // early stop reading; a file gone or cut fails them with a coded error.
 import assert from 'node:assert/strict';
-import fs, { createReadStream, readFileSync, type ReadStream, rmSync, statSync, writeFileSync } from 'node:fs';
+import fs, {
+  createReadStream,
+  readFileSync,
+  type ReadStream,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { PassThrough, Readable } from 'node:stream';

@@ -567,40 +567,42 @@ function liveChannels(url: string): { connected: Promise<void>; channels: Promis
 }
 
 describe('every view shows the same figures', () => {
-  for (const shape of SHAPES)
-  test(`${shape}: the live page, pino, the end-of-run summary and index.json show each channel's transcript tokens`, async () => {
-    const counts = independentCount(shape);
-    const out = join(tmpDir(), 'out');
-    const pino = join(tmpDir(), 'events.pino.log');
-    const s = startSubtee([
-      '--out', out, '--stdout', 'none', '--serve', '127.0.0.1:0',
-      '--transcripts', join(RECORDED, shape, 'config'), `--pino=${pino}`,
-    ]);
-    const live = liveChannels(await s.url());
-    await live.connected;
-    s.child.stdin!.end(readFileSync(join(RECORDED, shape, 'stream.jsonl')));
-    const [page, code] = await Promise.all([live.channels, s.closed]);
-    assert.equal(code, 0, s.stderr());
-    const index = byId(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')));
-    // pino: each channel's last status event.
-    const status = new Map<string | null, any>();
-    for (const text of readFileSync(pino, 'utf8').split('\n').filter(Boolean)) {
-      const e = JSON.parse(text);
-      if (e.kind === 'status') status.set(e.channel === 'main' ? null : e.channel, e);
-    }
-    // The summary's tree: `tokens N` is input plus output, one line per channel.
-    const summary = s.stderr().split('\n').filter((l) => /  lines \d+  tokens \d+/.test(l));
-    assert.equal(summary.length, counts.size, s.stderr());
-    const summaryTokens = summary.map((l) => Number(/tokens (\d+)/.exec(l)![1])).sort((a, b) => a - b);
-    const countTokens = [...counts.values()].map((c) => c.input + c.output).sort((a, b) => a - b);
-    assert.deepEqual(summaryTokens, countTokens, 'the summary: input plus output tokens per channel');
-    assert.equal(page.size, counts.size, 'the live page has every channel');
-    for (const [id, count] of counts) {
-      assert.equal(index.get(id).usage.output_tokens, count.output, `${id}: index.json`);
-      assert.equal(page.get(id).usage.output, count.output, `${id}: the live page`);
-      // pino tells a subagent's end (main's status is the run's, told by no event).
-      if (id !== null) assert.equal(status.get(id)?.output_tokens, count.output, `${id}: pino's status event`);
-    }
-    assert.equal(status.size, counts.size - 1, "a pino status event per subagent");
-  });
+  for (const shape of SHAPES) {
+    test(`${shape}: the live page, pino, the summary and index.json show each channel's tokens`, async () => {
+      const counts = independentCount(shape);
+      const out = join(tmpDir(), 'out');
+      const pino = join(tmpDir(), 'events.pino.log');
+      const s = startSubtee([
+        '--out', out, '--stdout', 'none', '--serve', '127.0.0.1:0',
+        '--transcripts', join(RECORDED, shape, 'config'), `--pino=${pino}`,
+      ]);
+      const live = liveChannels(await s.url());
+      await live.connected;
+      s.child.stdin!.end(readFileSync(join(RECORDED, shape, 'stream.jsonl')));
+      const [page, code] = await Promise.all([live.channels, s.closed]);
+      assert.equal(code, 0, s.stderr());
+      const index = byId(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')));
+      // pino: each channel's last status event.
+      const status = new Map<string | null, any>();
+      for (const text of readFileSync(pino, 'utf8').split('\n').filter(Boolean)) {
+        const e = JSON.parse(text);
+        if (e.kind === 'status') status.set(e.channel === 'main' ? null : e.channel, e);
+      }
+      // The summary's tree: `tokens N` is input plus output, one line per channel.
+      const summary = s.stderr().split('\n').filter((l) => /  lines \d+  tokens \d+/.test(l));
+      assert.equal(summary.length, counts.size, s.stderr());
+      const summaryTokens = summary.map((l) => Number(/tokens (\d+)/.exec(l)![1])).sort((a, b) => a - b);
+      const countTokens = [...counts.values()].map((c) => c.input + c.output).sort((a, b) => a - b);
+      assert.deepEqual(summaryTokens, countTokens, 'the summary: input plus output tokens per channel');
+      assert.equal(page.size, counts.size, 'the live page has every channel');
+      for (const [id, count] of counts) {
+        assert.equal(index.get(id).usage.output_tokens, count.output, `${id}: index.json`);
+        assert.equal(page.get(id).usage.output, count.output, `${id}: the live page`);
+        // pino tells a subagent's end (main's status is the run's, told by no event).
+        if (id === null) continue;
+        assert.equal(status.get(id)?.output_tokens, count.output, `${id}: pino's status event`);
+      }
+      assert.equal(status.size, counts.size - 1, 'a pino status event per subagent');
+    });
+  }
 });

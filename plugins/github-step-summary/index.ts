@@ -38,8 +38,10 @@ export function stepSummary(
 ): string {
   const n = statusCounts(run.tree.channels());
   const parts: string[] = [
-    `## subtee: ${run.tree.size - 1} subagents — ${n.completed} completed, ${n.failed} failed, ${n.running} running\n\n`,
-    `${run.input.lines} lines, ${run.input.quarantined} quarantined${run.stalled ? ', **stalled**' : ''}${run.interrupted ? ', **interrupted**' : ''}\n\n`,
+    `## subtee: ${run.tree.size - 1} subagents — ` +
+      `${n.completed} completed, ${n.failed} failed, ${n.running} running\n\n`,
+    `${run.input.lines} lines, ${run.input.quarantined} quarantined` +
+      `${run.stalled ? ', **stalled**' : ''}${run.interrupted ? ', **interrupted**' : ''}\n\n`,
   ];
   let size = Buffer.byteLength(parts.join(''));
   const budget = o.maxBytes - 200; // room for the closing note
@@ -57,10 +59,12 @@ export function stepSummary(
     const name =
       ch.id === null
         ? '**main**'
-        : `${escapeMarkdown(ch.agent ?? 'agent')} \`${escapeMarkdown(ch.tag)}\` ${ch.description ? `“${escapeMarkdown(ch.description)}”` : ''}`;
+        : `${escapeMarkdown(ch.agent ?? 'agent')} \`${escapeMarkdown(ch.tag)}\` ` +
+          (ch.description ? `“${escapeMarkdown(ch.description)}”` : '');
     if (
       !add(
-        `${indent}- ${ICON[ch.status]} ${name} — ${ch.status}, ${ch.lines} lines, ${channelTokens(ch)} tokens\n`,
+        `${indent}- ${ICON[ch.status]} ${name} — ` +
+          `${ch.status}, ${ch.lines} lines, ${channelTokens(ch)} tokens\n`,
       )
     )
       omitted++;
@@ -82,7 +86,8 @@ export function stepSummary(
   }
   if (omitted > 0)
     parts.push(
-      `\n_${omitted} more entries not shown: the summary is kept under ${o.maxBytes} bytes; see the output folder for everything._\n`,
+      `\n_${omitted} more entries not shown: the summary is kept under ${o.maxBytes} bytes; ` +
+        `see the output folder for everything._\n`,
     );
   return parts.join('');
 }

@@ -23,12 +23,19 @@ export const SECRET_PATTERNS: readonly RegExp[] = [
 // Keeps the scheme or key name, masks the value.
 const KEEP_PREFIX: readonly RegExp[] = [
   /(\b(?:Bearer|Basic|Token)\s+)[A-Za-z0-9._~+/-]{16,}=*/gi,
-  /((?:api[_-]?key|secret|password|passwd|access[_-]?token|auth[_-]?token)\\?"?\s*[:=]\s*\\?"?)[^"\s\\,}]{8,}/gi,
+  new RegExp(
+    String.raw`((?:api[_-]?key|secret|password|passwd|access[_-]?token|auth[_-]?token)` +
+      String.raw`\\?"?\s*[:=]\s*\\?"?)[^"\s\\,}]{8,}`,
+    'gi',
+  ),
 ];
 
 // A cheap first look, so lines with nothing secret-like skip the full pass.
-const HINT =
-  /sk-|gh[pousr]_|github_pat_|glpat-|AKIA|ASIA|xox[abprs]-|AIza|npm_|eyJ|bearer|basic|token|api[_-]?key|secret|passw/i;
+const HINT = new RegExp(
+  'sk-|gh[pousr]_|github_pat_|glpat-|AKIA|ASIA|xox[abprs]-|AIza|npm_|eyJ|' +
+    'bearer|basic|token|api[_-]?key|secret|passw',
+  'i',
+);
 
 export function redact(text: string): string {
   if (!HINT.test(text)) return text;

@@ -12,7 +12,12 @@ import {
   type PluginDefinition,
   type Registry,
 } from './plugin.js';
-import { createPluginStream, pluginFailure, type RecordHandlers, type RecordPlugin } from './plugin-stream.js';
+import {
+  createPluginStream,
+  pluginFailure,
+  type RecordHandlers,
+  type RecordPlugin,
+} from './plugin-stream.js';
 import { Session } from '../model/session.js';
 import { displayPolicy, type DisplayPolicy } from '../model/display.js';
 import { THINKING_TRUNCATOR_DEFAULTS } from './stages/thinking-truncator.js';
@@ -213,7 +218,8 @@ function assembleChain(
           `plugin ${p.def.name}: create must return a function over records (or { record, end })`,
         );
       }
-      streams.push(createPluginStream(made, { name: p.def.name, sink: p.def.kind === 'sink', reads: p.def.reads }));
+      const sink = p.def.kind === 'sink';
+      streams.push(createPluginStream(made, { name: p.def.name, sink, reads: p.def.reads }));
     }
   } catch (err) {
     for (const s of streams) s.destroy();
@@ -247,7 +253,9 @@ function isRecordPlugin(made: unknown): made is RecordPlugin {
   if (typeof made === 'function') return true;
   if (made === null || typeof made !== 'object' || typeof (made as Duplex).pipe === 'function') return false;
   const { record, end } = made as RecordHandlers;
-  return (record === undefined || typeof record === 'function') && (end === undefined || typeof end === 'function');
+  return (
+    (record === undefined || typeof record === 'function') && (end === undefined || typeof end === 'function')
+  );
 }
 
 /**

@@ -6,7 +6,10 @@ import { UsageError } from '../errors.js';
 import { loadPlugin, type Registry } from './plugin.js';
 
 export interface Config extends ChainSpec {
-  /** Plugin modules to register: paths (relative to the config file), package names, or bundled plugin names. */
+  /**
+   * Plugin modules to register: paths (relative to the config file), package names, or
+   * bundled plugin names.
+   */
   plugins: string[];
 }
 

@@ -82,7 +82,12 @@ export function createPluginStream(plugin: RecordPlugin, options: PluginStreamOp
   };
 
   /** The rest of a batch from record `from` on, once a promise of the function settled. */
-  const rest = async (batch: RecordBatch, from: number, out: SubteeRecord[], first: PromiseLike<RecordResult>) => {
+  const rest = async (
+    batch: RecordBatch,
+    from: number,
+    out: SubteeRecord[],
+    first: PromiseLike<RecordResult>,
+  ) => {
     try {
       take(out, batch[from], await first);
       for (let i = from + 1; i < batch.length; i++) {

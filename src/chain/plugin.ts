@@ -130,7 +130,8 @@ export function optionProblem(o: OptionSpec, value: unknown): string | null {
  *   kit: '^0.1.0',
  *   reads: ['system'],
  *   options: {},
- *   create: () => (record) => (record.kind === 'line' && record.value.subtype === 'task_progress' ? null : record),
+ *   create: () => (record) =>
+ *     record.kind === 'line' && record.value.subtype === 'task_progress' ? null : record,
  * });
  * ```
  *

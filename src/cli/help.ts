@@ -27,11 +27,13 @@ Everything after -- is the command's:
 SIGINT and SIGTERM are passed to CMD and every process it started (SIGKILL after
 --kill-grace-ms); nothing it started outlives subtee run.`;
 
-export const EXIT_CODES_HELP = `Exit codes: 0 ok, 1 internal error, 2 bad usage or config, 3 input or output unusable
+export const EXIT_CODES_HELP =
+  `Exit codes: 0 ok, 1 internal error, 2 bad usage or config, 3 input or output unusable
   (an input with no lines, disk full, --out not a folder), 4 agent version refused, 124 stalled,
   130 SIGINT, 143 SIGTERM.`;
 
-export const RUN_EXIT_CODES_HELP = `Exit codes: the command's own; 2 bad usage or config, or CMD cannot start; 3 output unusable,
+export const RUN_EXIT_CODES_HELP =
+  `Exit codes: the command's own; 2 bad usage or config, or CMD cannot start; 3 output unusable,
   or CMD exited 0 printing no line; 4 agent version refused; 124 stalled (CMD was stopped);
   130 SIGINT, 143 SIGTERM, whatever CMD returned.`;
 
@@ -106,9 +108,13 @@ export function withDashesHint(err: unknown, runArgs: readonly string[]): unknow
 export async function helpCommand(
   args: readonly string[],
   stdout: Writable,
-  commands: { report: (argv: string[]) => number | Promise<number>; stats: (argv: string[]) => Promise<number> },
+  commands: {
+    report: (argv: string[]) => number | Promise<number>;
+    stats: (argv: string[]) => Promise<number>;
+  },
 ): Promise<number> {
-  if (args.length > 1) throw new UsageError('ERR_USAGE', 'subtee help takes one command: subtee help [COMMAND]');
+  if (args.length > 1)
+    throw new UsageError('ERR_USAGE', 'subtee help takes one command: subtee help [COMMAND]');
   const name = args[0] ?? 'help';
   if (name === 'report') return commands.report(['--help']);
   if (name === 'stats') return commands.stats(['--help']);

@@ -311,7 +311,11 @@ export function wrapWords(text: string, width: number): string[] {
 }
 
 /** The usage text, then one row per option, its description wrapped under itself. */
-export function helpText(usage: string, table: readonly OptionDef[] = OPTIONS, columns = HELP_COLUMNS): string {
+export function helpText(
+  usage: string,
+  table: readonly OptionDef[] = OPTIONS,
+  columns = HELP_COLUMNS,
+): string {
   const rows = table.map((o) => {
     const flag = `${o.alias ? `-${o.alias}, ` : '    '}--${o.name}${o.arg ? ` ${o.arg}` : ''}`;
     const def = o.type !== 'boolean' && o.default !== undefined ? ` (default: ${o.default})` : '';

@@ -55,7 +55,10 @@ const NO_CONTENT: readonly ContentItem[] = Object.freeze([]);
  * The items of one line, in block order, thinking as `policy` shows it (a block it drops is
  * left out). A plain array, not a generator: it runs for every line of a run.
  */
-export function lineContent(value: JsonObject, policy: DisplayPolicy = DISPLAY_DEFAULTS): readonly ContentItem[] {
+export function lineContent(
+  value: JsonObject,
+  policy: DisplayPolicy = DISPLAY_DEFAULTS,
+): readonly ContentItem[] {
   const type = lineTypeOf(value);
   if (type !== 'assistant' && type !== 'user' && type !== 'result') return NO_CONTENT;
   const line = asStreamLine(value);
@@ -77,7 +80,9 @@ export function lineContent(value: JsonObject, policy: DisplayPolicy = DISPLAY_D
         // The policy applies to assistant lines, where a model's thinking is.
         const full: unknown = block.thinking;
         const shown =
-          line.type === 'assistant' && isText(full) ? shownThinking(policy, full).text : (block.thinking ?? '');
+          line.type === 'assistant' && isText(full)
+            ? shownThinking(policy, full).text
+            : (block.thinking ?? '');
         if (shown !== null) items.push({ kind: 'thinking', text: shown, redacted: false });
         break;
       }

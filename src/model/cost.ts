@@ -346,7 +346,10 @@ export class CostLedger {
     const oneHour =
       split === null
         ? 0
-        : Math.min(created, count(split.ephemeral_1h_input_tokens, 'cache_creation.ephemeral_1h_input_tokens'));
+        : Math.min(
+            created,
+            count(split.ephemeral_1h_input_tokens, 'cache_creation.ephemeral_1h_input_tokens'),
+          );
     msg.input = this.tokens(usage.input_tokens, 'usage.input_tokens', lineNo);
     msg.cacheRead = this.tokens(usage.cache_read_input_tokens, 'usage.cache_read_input_tokens', lineNo);
     msg.cache5m = created - oneHour;

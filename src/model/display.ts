@@ -145,7 +145,8 @@ export function shownThinking(
     case 'drop':
       return { text: null, cut: full.length };
     case 'file':
-      return { text: `(${full.length} chars, in the .thinking.log beside this transcript)`, cut: full.length };
+      const text = `(${full.length} chars, in the .thinking.log beside this transcript)`;
+      return { text, cut: full.length };
     default:
       return truncateMiddle(full, policy.thinkingChars);
   }

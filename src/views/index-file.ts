@@ -168,7 +168,8 @@ export function indexForWriting(
   display?: DisplayPolicy,
 ): IndexHead & { channels: MadeOnDemand<IndexChannel> } {
   const { head, channels, entry } = indexParts(run, paths, quarantine, costs);
-  return { ...withDisplay(head, display), channels: new MadeOnDemand(channels.length, (i) => entry(channels[i])) };
+  const made = new MadeOnDemand(channels.length, (i) => entry(channels[i]));
+  return { ...withDisplay(head, display), channels: made };
 }
 
 /** The run's final cost and each channel's: computed once at the end for all that show them. */

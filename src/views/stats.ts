@@ -35,7 +35,10 @@ export interface StatsChannel {
   outputTokens: number;
   cacheReadTokens: number;
   cacheCreationTokens: number;
-  /** The channel's own dollars; null when not priced or its usage unknown (or written before index.json had cost). */
+  /**
+   * The channel's own dollars; null when not priced or its usage unknown (or written before
+   * index.json had cost).
+   */
   costUsd: number | null;
   /** Its usage is unknown (index.json's `cost.basis`): counted apart from the unpriced. */
   costUnknown: boolean;
@@ -78,7 +81,10 @@ export interface StatsGroup {
   unpriced: number;
   /** Channels whose usage is unknown (no token counts in the stream): null dollars, counted apart. */
   unknown: number;
-  /** Of `cost_usd`, the runs' dollars no channel shows (the `(unattributed)` row in agent and model tables). */
+  /**
+   * Of `cost_usd`, the runs' dollars no channel shows (the `(unattributed)` row in agent and
+   * model tables).
+   */
   unattributed_usd: number;
   /** Nearest-rank percentiles of the channels' elapsed times, exact; null without any. */
   elapsed_p50_ms: number | null;
@@ -599,7 +605,8 @@ export function statsText(r: StatsReport): string {
     );
   if (r.total.unattributed_usd > 0)
     out.push(
-      `(${UNATTRIBUTED_KEY}: ${formatUsd(r.total.unattributed_usd)} the runs' results count and no agent shows; ` +
+      `(${UNATTRIBUTED_KEY}: ${formatUsd(r.total.unattributed_usd)} ` +
+        `the runs' results count and no agent shows; ` +
         'in every total)',
     );
   out.push('', `costliest subagents (${r.costliest.length}):`);

@@ -48,7 +48,8 @@ export function summaryText(session: Session, out: string, options: SummaryOptio
   const lines = [
     `subtee: ${counted(rows.length - 1, 'subagent')} ` +
       `(${n.completed} completed, ${n.failed} failed, ${n.running} running), ` +
-      `${counted(session.input.lines, 'line')}, ${session.input.quarantined} quarantined → ${escapeOneLine(out)}`,
+      `${counted(session.input.lines, 'line')}, ${session.input.quarantined} quarantined → ` +
+      escapeOneLine(out),
     runCostLine(report, basisCounts(report, rows.map((r) => r.channel.id))),
   ];
   const rowText = (prefix: string, { channel: ch, parentRow }: TreeRow, note = '') => {

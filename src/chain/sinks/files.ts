@@ -250,8 +250,10 @@ class FilesSink extends BatchTransform {
       f.thinking_log = f.log.replace(/\.log$/, '.thinking.log');
       f.thinkingFile = this.#files.file(f.thinking_log);
     }
-    for (const t of texts)
-      this.#files.write(f.thinkingFile, `[thinking] input line ${lineNo}\n${escapeControl(t.toString())}\n\n`);
+    for (const t of texts) {
+      const text = `[thinking] input line ${lineNo}\n${escapeControl(t.toString())}\n\n`;
+      this.#files.write(f.thinkingFile, text);
+    }
   }
 
   #writeIndex(costs: RunCosts): void {

@@ -152,7 +152,8 @@ class ReportSink extends BatchTransform {
     this.#feed?.end();
     if (this.#opts.html) {
       const display = this.#opts.display;
-      const report = writeReport(this.#opts.out!, { ...this.#limits, channelReader: channelReaderFor, display });
+      const options = { ...this.#limits, channelReader: channelReaderFor, display };
+      const report = writeReport(this.#opts.out!, options);
       if (!this.#opts.quiet) this.#stderr.write(reportLine(report));
     }
   }

@@ -48,7 +48,10 @@ export function traceIdOf(runId: string): string {
   return createHash('sha256').update(`subtee-trace\0${runId}`).digest('hex').slice(0, 32);
 }
 
-/** 16 hex digits: the span id of one span of a trace, derived from the trace id and a key unique within it. */
+/**
+ * 16 hex digits: the span id of one span of a trace, derived from the trace id and a key
+ * unique within it.
+ */
 export function spanIdOf(traceId: string, key: string): string {
   return createHash('sha256').update(`${traceId}\0${key}`).digest('hex').slice(0, 16);
 }

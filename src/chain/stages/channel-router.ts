@@ -203,7 +203,8 @@ function takeTranscripts(session: Session, options: ChannelRouterOptions): void 
   } catch (err) {
     const why = (err as NodeJS.ErrnoException).code ?? 'unreadable';
     const shown = escapeOneLine(dir);
-    session.warn('TRANSCRIPT_UNREADABLE', `transcripts in ${shown}: ${why}; figures as the stream states them`);
+    const message = `transcripts in ${shown}: ${why}; figures as the stream states them`;
+    session.warn('TRANSCRIPT_UNREADABLE', message);
   }
 }
 

@@ -1,7 +1,14 @@
 /** The live projection of one run: routed records in, handles and readers out. */
 import { SubteeError, UsageError } from '../../errors.js';
 import { withDefaults } from '../../defaults.js';
-import { isObject, lineTypeOf, nonEmpty, usageNumbers, type JsonObject, type Usage } from '../../model/message.js';
+import {
+  isObject,
+  lineTypeOf,
+  nonEmpty,
+  usageNumbers,
+  type JsonObject,
+  type Usage,
+} from '../../model/message.js';
 import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
 import type { ChannelStore, Session } from '../../model/session.js';
@@ -625,7 +632,9 @@ export class Projection implements HandleHost {
     }
     const candidates = [...this.logs]
       .filter(([id, log]) => log.memory && log.bytes > 0 && !(id !== null && this.fresh.has(id)))
-      .sort(([a, logA], [b, logB]) => Number(queued.has(a)) - Number(queued.has(b)) || logB.bytes - logA.bytes);
+      .sort(
+        ([a, logA], [b, logB]) => Number(queued.has(a)) - Number(queued.has(b)) || logB.bytes - logA.bytes,
+      );
     for (const [, log] of candidates) {
       if (this.bufferedBytes <= target) break;
       this.giveUp(log, 'limit');

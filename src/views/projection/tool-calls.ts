@@ -1,5 +1,14 @@
 /** Tool calls paired with their results on one channel's lines. */
-import { asBlock, channelIdOf, isObject, lineTypeOf, nonEmpty, rawBlocks, resultText, type JsonObject } from '../../model/message.js';
+import {
+  asBlock,
+  channelIdOf,
+  isObject,
+  lineTypeOf,
+  nonEmpty,
+  rawBlocks,
+  resultText,
+  type JsonObject,
+} from '../../model/message.js';
 import { deepFreeze } from '../feed.js';
 import type { ToolCall, ToolCallStatus } from './types.js';
 

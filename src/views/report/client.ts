@@ -732,7 +732,8 @@ function entryElement(e: Entry, idx: number, from: number | null, spawned?: Chan
   } else {
     const head = el('div', 'head', entryHead(e, from));
     if (spawned) {
-      const a = el('a', 'spawned', `→ ${channelLabel(spawned)}${spawned.description ? ` ${spawned.description}` : ''}`);
+      const about = spawned.description ? ` ${spawned.description}` : '';
+      const a = el('a', 'spawned', `→ ${channelLabel(spawned)}${about}`);
       a.href = linkFor(spawned);
       head.append(a);
     }
@@ -792,7 +793,8 @@ function renderTranscript(state: State, scroll: boolean, focusEntry?: number): v
     );
     item(
       'tokens',
-      `${formatCount(tokensOf(ch))} (in ${formatCount(ch.usage.input)}, out ${formatCount(ch.usage.output)}); ` +
+      `${formatCount(tokensOf(ch))} ` +
+        `(in ${formatCount(ch.usage.input)}, out ${formatCount(ch.usage.output)}); ` +
         `subtree ${formatCount(row.sub.tokens)}`,
     );
   }
@@ -828,7 +830,8 @@ function renderTranscript(state: State, scroll: boolean, focusEntry?: number): v
       el(
         'div',
         'cutnote',
-        `${formatCount(ch.cut.lines)} more lines (${formatCount(ch.cut.chars)} chars) are not shown, to keep this ` +
+        `${formatCount(ch.cut.lines)} more lines (${formatCount(ch.cut.chars)} chars) ` +
+          `are not shown, to keep this ` +
           `page small; the whole transcript is in ${where}.`,
       ),
     );
@@ -900,7 +903,8 @@ function wireSearch(state: State, select: (k: Key, entry?: number) => void): voi
     status.textContent =
       total === 0
         ? 'no match'
-        : `${formatCount(total)} match${total === 1 ? '' : 'es'}${total > shown.length ? `, first ${shown.length} shown` : ''}`;
+        : `${formatCount(total)} match${total === 1 ? '' : 'es'}` +
+          (total > shown.length ? `, first ${shown.length} shown` : '');
     hits.replaceChildren(...shown);
   };
   input.addEventListener('input', () => {

@@ -10,36 +10,44 @@ import { jsonForScript, type ReportData } from './model.js';
  */
 
 export const REPORT_CSS = `
-:root { --ok: #1f8a4c; --fail: #c62f2f; --run: #2f6fd0; --muted: #667; --line: #dde; --bg: #fff; --hl: #fff6c8; }
+:root { --ok: #1f8a4c; --fail: #c62f2f; --run: #2f6fd0; --muted: #667; --line: #dde; --bg: #fff;
+  --hl: #fff6c8; }
 * { box-sizing: border-box; }
-body { margin: 0; font: 13px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1c1c24; background: #f6f6f9; }
+body { margin: 0; font: 13px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1c1c24;
+  background: #f6f6f9; }
 header { padding: 10px 16px; background: var(--bg); border-bottom: 1px solid var(--line); }
 h1 { font-size: 17px; margin: 0 0 4px; }
 h2 { font-size: 14px; margin: 0 0 6px; }
 #mode { font-size: 12px; font-weight: normal; color: var(--muted); margin-left: 8px; }
 #facts, #pageinfo { color: var(--muted); }
-#banner { margin: 6px 0; padding: 6px 10px; border-radius: 4px; background: #fde8e8; color: #7a1010; font-weight: 600; }
+#banner { margin: 6px 0; padding: 6px 10px; border-radius: 4px; background: #fde8e8; color: #7a1010;
+  font-weight: 600; }
 #warnings { margin: 6px 0 0; padding: 0; list-style: none; }
-#warnings li { padding: 3px 8px; margin: 2px 0; background: #fff4e0; border-left: 3px solid #e0a030; white-space: pre-wrap; word-break: break-word; }
+#warnings li { padding: 3px 8px; margin: 2px 0; background: #fff4e0; border-left: 3px solid #e0a030;
+  white-space: pre-wrap; word-break: break-word; }
 #warnings code { font-weight: 600; margin-right: 6px; }
 main { display: flex; gap: 12px; padding: 12px; align-items: flex-start; }
 #left { flex: 1 1 0; min-width: 0; }
-#right { flex: 0 1 380px; min-width: 320px; position: sticky; top: 8px; max-height: calc(100vh - 16px); overflow: auto; }
+#right { flex: 0 1 380px; min-width: 320px; position: sticky; top: 8px; max-height: calc(100vh - 16px);
+  overflow: auto; }
 @media (max-width: 1199px) {
   main { flex-direction: column; align-items: stretch; }
   #right { flex: none; min-width: 0; position: static; max-height: none; }
 }
-section.panel, aside > div, #transcript { background: var(--bg); border: 1px solid var(--line); border-radius: 6px; padding: 10px; margin-bottom: 12px; }
+section.panel, aside > div, #transcript { background: var(--bg); border: 1px solid var(--line);
+  border-radius: 6px; padding: 10px; margin-bottom: 12px; }
 .toolbar { display: flex; gap: 6px; align-items: center; margin-bottom: 6px; flex-wrap: wrap; }
 .toolbar button { min-width: 28px; }
 #range { color: var(--muted); margin-left: 6px; }
 .legend { margin-left: auto; color: var(--muted); display: flex; gap: 10px; align-items: center; }
-.sw { display: inline-block; width: 14px; height: 9px; border-radius: 2px; vertical-align: middle; margin-right: 3px; }
+.sw { display: inline-block; width: 14px; height: 9px; border-radius: 2px; vertical-align: middle;
+  margin-right: 3px; }
 .sw.completed { background: var(--ok); }
 .sw.failed { background: var(--fail); }
 .sw.running { background: var(--run); }
 .sw.bgsw { background: repeating-linear-gradient(135deg, #888 0 3px, #ddd 3px 6px); }
-#timeline-wrap { position: relative; max-height: 520px; overflow: auto; border: 1px solid var(--line); border-radius: 4px; }
+#timeline-wrap { position: relative; max-height: 520px; overflow: auto; border: 1px solid var(--line);
+  border-radius: 4px; }
 #timeline { display: block; cursor: grab; user-select: none; }
 #timeline.dragging { cursor: grabbing; }
 #timeline text { font-size: 11px; fill: #333; }
@@ -52,7 +60,8 @@ section.panel, aside > div, #transcript { background: var(--bg); border: 1px sol
 #timeline .tail { stroke: var(--run); stroke-dasharray: 3 3; stroke-width: 2; }
 #timeline .ticks { stroke: #111; stroke-width: 1; opacity: .65; pointer-events: none; }
 #timeline .sel { fill: var(--hl); }
-#tip { position: absolute; pointer-events: none; background: #222; color: #fff; padding: 6px 8px; border-radius: 4px; font-size: 12px; white-space: pre; z-index: 5; }
+#tip { position: absolute; pointer-events: none; background: #222; color: #fff; padding: 6px 8px;
+  border-radius: 4px; font-size: 12px; white-space: pre; z-index: 5; }
 table { border-collapse: collapse; width: 100%; table-layout: fixed; }
 #tree { min-width: 960px; }
 #tree th:nth-child(2) { width: 100px; }
@@ -81,7 +90,8 @@ tr.tree-row.selected { background: var(--hl); }
 .badge.completed { background: var(--ok); }
 .badge.failed { background: var(--fail); }
 .badge.running { background: var(--run); }
-.bgtag { display: inline-block; padding: 0 5px; border-radius: 8px; font-size: 11px; background: #e6e6ee; color: #444; }
+.bgtag { display: inline-block; padding: 0 5px; border-radius: 8px; font-size: 11px; background: #e6e6ee;
+  color: #444; }
 .agent { font-weight: 600; }
 .desc { color: #444; margin-left: 4px; }
 .dim { color: var(--muted); }
@@ -97,7 +107,8 @@ mark { background: #ffe066; }
 #transcript dd { margin: 0; word-break: break-all; }
 .entry { border-left: 3px solid #ccd; padding: 2px 8px; margin: 6px 0; }
 .entry .head { color: var(--muted); font-size: 11px; }
-.entry pre, .block pre { margin: 2px 0 0; white-space: pre-wrap; word-break: break-word; font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; }
+.entry pre, .block pre { margin: 2px 0 0; white-space: pre-wrap; word-break: break-word;
+  font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; }
 .entry.k-text { border-color: #7a8; }
 .entry.k-thinking { border-color: #b9b; }
 .entry.k-tool { border-color: #89c; }
@@ -109,10 +120,12 @@ mark { background: #ffe066; }
 .block { background: #f7f7fb; border-radius: 4px; padding: 6px 8px; margin: 6px 0; }
 .cutnote { background: #eef3ff; padding: 6px 8px; border-radius: 4px; margin: 8px 0; }
 #cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(230px, 1fr)); gap: 8px; }
-.card { border: 1px solid var(--line); border-top: 4px solid var(--run); border-radius: 5px; padding: 6px 8px; background: #fff; cursor: pointer; }
+.card { border: 1px solid var(--line); border-top: 4px solid var(--run); border-radius: 5px;
+  padding: 6px 8px; background: #fff; cursor: pointer; }
 .card.completed { border-top-color: var(--ok); }
 .card.failed { border-top-color: var(--fail); }
-.card .last { color: #333; font-size: 12px; white-space: pre-wrap; word-break: break-word; max-height: 5.6em; overflow: hidden; margin-top: 4px; }
+.card .last { color: #333; font-size: 12px; white-space: pre-wrap; word-break: break-word;
+  max-height: 5.6em; overflow: hidden; margin-top: 4px; }
 `;
 
 const SHELL = `<header>
@@ -145,10 +158,12 @@ background</span>
 <span>| tool call</span>
 </span>
 </div>
-<div id="timeline-wrap"><svg id="timeline" tabindex="0" aria-label="Timeline: one bar per agent" xmlns="http://www.w3.org/2000/svg"></svg><div id="tip" role="tooltip" hidden></div>
+<div id="timeline-wrap"><svg id="timeline" tabindex="0" aria-label="Timeline: one bar per agent"
+  xmlns="http://www.w3.org/2000/svg"></svg><div id="tip" role="tooltip" hidden></div>
 </div>
 </section>
-<section class="panel" id="tree-section"><h2>Agents</h2><div id="tree-wrap"><table id="tree"><thead><tr><th>agent</th>
+<section class="panel" id="tree-section"><h2>Agents</h2><div id="tree-wrap"><table
+  id="tree"><thead><tr><th>agent</th>
 <th>status</th>
 <th class="num">depth</th>
 <th class="num" title="input + output tokens of this agent">tokens</th>
@@ -164,7 +179,8 @@ background</span>
 </section>
 </div>
 <aside id="right">
-<div><input id="search" type="search" placeholder="Search all transcripts" autocomplete="off" aria-label="Search all transcripts"><div id="search-status"></div>
+<div><input id="search" type="search" placeholder="Search all transcripts" autocomplete="off"
+  aria-label="Search all transcripts"><div id="search-status"></div>
 <ol id="hits"></ol>
 </div>
 <article id="transcript" hidden></article>
@@ -212,8 +228,10 @@ export function* pagePieces(data: ReportData, bytes: number): Generator<string, 
   yield (
     '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n' +
     `<meta http-equiv="Content-Security-Policy" content="${contentSecurityPolicy(data.live)}">\n` +
-    '<meta name="referrer" content="no-referrer"><meta name="viewport" content="width=device-width, initial-scale=1">\n' +
-    `<title>subtee report</title>\n<style>${REPORT_CSS}</style>\n</head><body><div id="app" data-state="loading">\n${SHELL}\n</div>\n` +
+    '<meta name="referrer" content="no-referrer">' +
+    '<meta name="viewport" content="width=device-width, initial-scale=1">\n' +
+    `<title>subtee report</title>\n<style>${REPORT_CSS}</style>\n</head><body>` +
+    `<div id="app" data-state="loading">\n${SHELL}\n</div>\n` +
     '<script type="application/json" id="subtee-data">'
   );
   // JSON.stringify(data) member by member, in its order and leaving out what it leaves out.
