@@ -89,3 +89,22 @@ test("the model's usage per line: each channel's tokens from its own lines, the 
     17,
   );
 });
+
+test('the model counts its input through its own methods: lines, blanks, bytes, quarantine, unwritten', () => {
+  const model = new RunModel();
+  model.countLines();
+  model.countLines(4);
+  model.countBlankLine();
+  model.countBytes(120);
+  model.countQuarantined(2);
+  model.countQuarantined(7, 3);
+  assert.deepEqual(
+    { ...model.input },
+    { lines: 5, blankLines: 1, bytes: 120, quarantined: 4, failed: 0, unwritten: 0 },
+  );
+  assert.deepEqual(model.quarantineLines.listed, [2, 7, 8, 9]);
+  // After a failed output: what the folder holds is written, the rest of the lines read is not.
+  assert.equal(model.recordUnwritten(3), 2);
+  assert.equal(model.input.unwritten, 2);
+  assert.equal(model.recordUnwritten(9), 0);
+});

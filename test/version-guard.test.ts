@@ -188,7 +188,7 @@ test('the agent is the session producer, not a field a Claude Code line claims',
   });
   for (const producer of ['codex', 'constructor', 'toString', '__proto__']) {
     const run = new Session();
-    run.producer = 'claude';
+    run.stateProducer('claude');
     const warned = new VersionGuard(null, run)
       .observe(claimed(producer))
       .map((w) => w.code)
@@ -200,7 +200,7 @@ test('the agent is the session producer, not a field a Claude Code line claims',
   }
   // A mapped Codex stream (producer decided by the input-format stage) gets no Claude Code notes.
   const codex = new Session();
-  codex.producer = 'codex';
+  codex.stateProducer('codex');
   const codexGuard = new VersionGuard('>=0.100', codex);
   const mappedInit: SubteeRecord = {
     kind: 'line',
@@ -216,7 +216,7 @@ test('the agent is the session producer, not a field a Claude Code line claims',
 test('an init that states no version is accepted when the command --version met the range', async () => {
   const { Session } = await import('../src/model/session.js');
   const run = new Session();
-  run.producer = 'claude';
+  run.stateProducer('claude');
   run.checkedCommandVersion = '2.1.328';
   const guard = new VersionGuard('>=2.1.219', run);
   assert.deepEqual(guard.observe(init(undefined)), []);

@@ -30,11 +30,21 @@ export interface RoutedEvent {
  */
 export type ModelEvent = RoutedEvent | ChannelEvent;
 
+/** What the run read: index.json's `input` (see RunModel's counting methods). */
+export interface InputCounts {
+  lines: number;
+  blankLines: number;
+  bytes: number;
+  quarantined: number;
+  failed: number;
+  unwritten: number;
+}
+
 /** The run model as its readers see it: every figure, nothing to set. */
 export interface RunView {
   readonly tree: Pick<ChannelTree, 'main' | 'get' | 'channels' | 'size' | 'sessionId' | 'runId' | 'version'>;
   readonly cost: Pick<CostLedger, 'report' | 'channelCost' | 'hasResult' | 'seenUsage' | 'prices'>;
-  readonly input: Readonly<RunModel['input']>;
+  readonly input: Readonly<InputCounts>;
   readonly quarantineLines: Pick<CappedLineList, 'listed' | 'omitted' | 'limit'>;
   readonly warnings: readonly Warning[];
   warningAt(index: number): Promise<Warning>;
@@ -61,7 +71,10 @@ export class RunModel implements RunView {
    * `failed`: lines a stage could not handle (kept all the same, see `recordFailed`);
    * `unwritten`: after an output failed, lines read that are not in the output folder.
    */
-  readonly input = { lines: 0, blankLines: 0, bytes: 0, quarantined: 0, failed: 0, unwritten: 0 };
+  get input(): Readonly<InputCounts> {
+    return this.#input;
+  }
+  readonly #input = { lines: 0, blankLines: 0, bytes: 0, quarantined: 0, failed: 0, unwritten: 0 };
   /**
    * Line numbers in the quarantine file: the first ones, then only a count (any stream keeps
    * a small index).
@@ -101,6 +114,37 @@ export class RunModel implements RunView {
       channel,
       changes: events.length > 0 ? events : NO_CHANGES,
     });
+  }
+
+  /** `count` input lines read (blank ones are counted apart, see countBlankLine). */
+  countLines(count = 1): void {
+    this.#input.lines += count;
+  }
+
+  /** One blank input line, skipped. */
+  countBlankLine(): void {
+    this.#input.blankLines++;
+  }
+
+  /** `count` input bytes read. */
+  countBytes(count: number): void {
+    this.#input.bytes += count;
+  }
+
+  /** `count` input lines from `lineNo` on kept in the quarantine file, listed in input order. */
+  countQuarantined(lineNo: number, count = 1): void {
+    this.#input.quarantined += count;
+    if (count === 1) this.quarantineLines.push(lineNo);
+    else this.quarantineLines.pushRun(lineNo, count);
+  }
+
+  /**
+   * An output failed with `written` lines in the output folder: the lines read that are not
+   * there are `input.unwritten`. Returns them.
+   */
+  recordUnwritten(written: number): number {
+    this.#input.unwritten = Math.max(0, this.#input.lines - written);
+    return this.#input.unwritten;
   }
 
   /** The watchdog's finding: the run is stalled; the first stall is the one kept. */
@@ -151,7 +195,7 @@ export class RunModel implements RunView {
    */
   recordFailed(stage: string, lineNo: number, err: unknown): string {
     if (err instanceof SubteeError) throw err;
-    this.input.failed++;
+    this.#input.failed++;
     const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
     this.warn(
       'RECORD_FAILED',

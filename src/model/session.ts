@@ -76,9 +76,15 @@ export class Session extends RunModel {
    * The line parser's `maxLineBytes`: a longer line reached the stages as its top-level
    * scalars only, and a reader replaying the files reads it back the same way.
    */
-  heldLineBytes = HELD_LINE_BYTES;
-  /** Set by the input-format stage; null when the chain has none or no line arrived. */
-  producer: Producer | null = null;
+  get heldLineBytes(): number {
+    return this.#heldLineBytes;
+  }
+  #heldLineBytes = HELD_LINE_BYTES;
+  /** Stated by the input-format stage; null when the chain has none or no line arrived. */
+  get producer(): Producer | null {
+    return this.#producer;
+  }
+  #producer: Producer | null = null;
   /** The version a mapped producer's stream states (Claude Code's is the tree's); null when none. */
   producerVersion: string | null = null;
   /**
@@ -91,7 +97,10 @@ export class Session extends RunModel {
    * True when the routed lines are mapped from another producer's events whose own bytes are
    * what the `.jsonl` files keep: a reader replays such a run from memory, not from the files.
    */
-  linesMapped = false;
+  get linesMapped(): boolean {
+    return this.#linesMapped;
+  }
+  #linesMapped = false;
   interrupted = false;
   /** Under `subtee run`, once the command has exited: how it ended. Null otherwise. */
   command: CommandEnd | null = null;
@@ -100,6 +109,21 @@ export class Session extends RunModel {
    * its stream shows (index.json's `transcript`). Null for Claude Code and LangGraph.
    */
   transcripts: TranscriptKinds | null = null;
+
+  /** The line parser states its `maxLineBytes` (see heldLineBytes). */
+  stateHeldLineBytes(bytes: number): void {
+    this.#heldLineBytes = bytes;
+  }
+
+  /** The input-format stage states who wrote the input (see producer). */
+  stateProducer(producer: Producer | null): void {
+    this.#producer = producer;
+  }
+
+  /** The input-format stage states whether the routed lines are mapped (see linesMapped). */
+  stateLinesMapped(mapped: boolean): void {
+    this.#linesMapped = mapped;
+  }
 }
 
 /**

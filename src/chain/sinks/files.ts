@@ -294,17 +294,17 @@ class FilesSink extends BatchTransform {
   }
 
   /**
-   * After a failed output: the input lines that are not in the folder, counted from the files
-   * themselves. Every input line is one line of a channel's `.jsonl` or of `quarantine.log`
-   * (a line cut short by the failure has no newline yet and is not counted), so what the files
-   * hold is what was written, whichever write failed and whatever was queued.
+   * After a failed output: the input lines in the folder, counted from the files themselves
+   * (the model counts the rest as unwritten). Every input line is one line of a channel's
+   * `.jsonl` or of `quarantine.log` (a line cut short by the failure has no newline yet and is
+   * not counted), so what the files hold is what was written, whichever write failed.
    */
-  #unwrittenLines(): number {
+  #linesWritten(): number {
     const rels = [...this.#byChannel.values()].map((f) => f.jsonl);
     if (this.#quarantine) rels.push(this.#quarantine.rel);
     let written = 0;
     for (const rel of rels) written += linesIn(this.#opts.out, rel);
-    return Math.max(0, this.#run.input.lines - written);
+    return written;
   }
 
   /** The queued writes on the next turn of the event loop, unless a batch forces them first. */
@@ -356,7 +356,7 @@ class FilesSink extends BatchTransform {
     }
     const output = failure ?? error;
     if (output instanceof OutputError) {
-      this.#run.input.unwritten = this.#unwrittenLines();
+      this.#run.recordUnwritten(this.#linesWritten());
       this.#run.warn('OUTPUT_FAILED', `${output.message}; ${unwrittenText(this.#run.input)}`);
     }
     this.#writeIndex(costs);

@@ -209,8 +209,7 @@ function takeTranscripts(session: Session, options: ChannelRouterOptions): void 
 }
 
 function unroutable(session: Session, rec: LineRecord): SubteeRecord {
-  session.input.quarantined++;
-  session.quarantineLines.push(rec.lineNo);
+  session.countQuarantined(rec.lineNo);
   return { kind: 'quarantine', lineNo: rec.lineNo, raw: rec.raw, reason: 'failed', final: true };
 }
 

@@ -117,7 +117,7 @@ export function createInputFormat(options: InputFormatOptions): Transform {
   const decided = (producer: Producer) => {
     agent?.detach();
     agent = null;
-    run.producer = producer;
+    run.stateProducer(producer);
     if (isAgentProducer(producer)) agent = new AgentEvents(run, producer);
   };
   const detector = new ProducerDetector(format === 'auto' ? null : format);
@@ -265,13 +265,13 @@ export class AgentEvents {
     private readonly producer: AgentProducer,
   ) {
     this.mapper = createAgentMapper(producer, (code, message) => run.warn(code, message));
-    run.linesMapped = true;
+    run.stateLinesMapped(true);
     run.transcripts = this.mapper;
   }
 
   /** `auto` changed its mind: the run's lines are no longer this producer's. */
   detach(): void {
-    this.run.linesMapped = false;
+    this.run.stateLinesMapped(false);
     this.run.producerVersion = null;
     if (this.run.transcripts === this.mapper) this.run.transcripts = null;
   }

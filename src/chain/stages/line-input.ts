@@ -2,13 +2,6 @@
 import type { SubteeRecord } from '../../model/record.js';
 import type { Session } from '../../model/session.js';
 
-/** Counts quarantined lines: `lines` of them from `lineNo` on, listed in the order of the input. */
-export function countQuarantine(run: Session, lineNo: number, lines: number): void {
-  run.input.quarantined += lines;
-  if (lines === 1) run.quarantineLines.push(lineNo);
-  else run.quarantineLines.pushRun(lineNo, lines);
-}
-
 /** A run of junk lines as one quarantine record (see LineSplitter's `junkRun`). */
 export function junkRunRecord(raw: Buffer, lineNo: number, lines: number): SubteeRecord {
   return { kind: 'quarantine', lineNo, raw, reason: 'not-object', final: true, lines };

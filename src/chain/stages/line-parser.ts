@@ -11,7 +11,7 @@ import { scanLine, scannedRecord } from '../../model/line-view.js';
 import { HELD_LINE_BYTES, isBlank, LineSplitter } from '../../model/lines.js';
 import { defineBuiltin, BUILTIN_KIT } from '../plugin.js';
 import { endSpool, LineSpool, spoolDir } from './line-spool.js';
-import { countQuarantine, junkRunRecord, warnIfAllQuarantined } from './line-input.js';
+import { junkRunRecord, warnIfAllQuarantined } from './line-input.js';
 
 export const LINE_PARSER_DEFAULTS = Object.freeze({
   /** Longest line held in memory; longer lines are spooled to a file as they stream past. */
@@ -60,20 +60,20 @@ export function classifyLine(line: Buffer, terminated = true): Classified {
 export function createLineParser(options: LineParserOptions): Duplex {
   const opts = withDefaults(LINE_PARSER_DEFAULTS, options);
   const run = requireSession(options, 'createLineParser');
-  run.heldLineBytes = opts.maxLineBytes;
+  run.stateHeldLineBytes(opts.maxLineBytes);
   let batch: RecordBatch = [];
   const quarantine = (raw: Buffer, lineNo: number, reason: QuarantineReason, final: boolean) => {
-    if (final) countQuarantine(run, lineNo, 1);
+    if (final) run.countQuarantined(lineNo);
     batch.push({ kind: 'quarantine', lineNo, raw, reason, final });
   };
   let spool: LineSpool | null = null;
   const splitter = new LineSplitter(opts.maxLineBytes, {
     line(raw, lineNo, terminated) {
       if (isBlank(raw)) {
-        run.input.blankLines++;
+        run.countBlankLine();
         return;
       }
-      run.input.lines++;
+      run.countLines();
       const c = scanLine(raw, terminated);
       if (c.ok && c.shallow !== undefined) {
         run.warn(
@@ -87,8 +87,8 @@ export function createLineParser(options: LineParserOptions): Duplex {
       else quarantine(raw, lineNo, c.reason, true);
     },
     junkRun(raw, lineNo, lines) {
-      run.input.lines += lines;
-      countQuarantine(run, lineNo, lines);
+      run.countLines(lines);
+      run.countQuarantined(lineNo, lines);
       batch.push(junkRunRecord(raw, lineNo, lines));
     },
     overflow(piece, lineNo, final, terminated = true) {
@@ -117,7 +117,7 @@ export function createLineParser(options: LineParserOptions): Duplex {
     readableObjectMode: true,
     readableHighWaterMark: BATCH_HIGH_WATER_MARK,
     write(chunk: Buffer, _enc, cb) {
-      run.input.bytes += chunk.length;
+      run.countBytes(chunk.length);
       let rest: Buffer | null = chunk;
       const split = () => {
         while ((rest = splitter.push(rest!, MAX_BATCH_RECORDS)) !== null) {

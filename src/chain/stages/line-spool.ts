@@ -6,7 +6,6 @@ import { writeFailed } from '../../errors.js';
 import type { Spool, SpooledRecord } from '../../model/record.js';
 import type { Session } from '../../model/session.js';
 import { StreamScanner } from '../../model/stream-scan.js';
-import { countQuarantine } from './line-input.js';
 import { writeAllSync } from '../../safe-open.js';
 
 /** Bytes of a spooled line kept in memory for previews (the readable log, pino, warnings). */
@@ -195,8 +194,8 @@ export function endSpool(
   countQuarantined = true,
 ): SpooledRecord {
   const rec = spool.finish(terminated);
-  run.input.lines++;
-  if (rec.reason && countQuarantined) countQuarantine(run, lineNo, 1);
+  run.countLines();
+  if (rec.reason && countQuarantined) run.countQuarantined(lineNo);
   const fate = rec.reason
     ? 'it is not a JSON object and was kept in the quarantine file'
     : 'it was routed byte for byte from a spool file; transcripts show only its start';

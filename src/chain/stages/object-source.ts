@@ -86,12 +86,9 @@ export function createObjectSource(options: ObjectSourceOptions): Transform {
     const batch: RecordBatch = [];
     for (const value of values) {
       const rec = recordOfObject(value, ++lineNo);
-      run.input.lines++;
-      run.input.bytes += rec.raw.length + 1;
-      if (rec.kind === 'quarantine') {
-        run.input.quarantined++;
-        run.quarantineLines.push(rec.lineNo);
-      }
+      run.countLines();
+      run.countBytes(rec.raw.length + 1);
+      if (rec.kind === 'quarantine') run.countQuarantined(rec.lineNo);
       batch.push(rec);
     }
     return batch;
