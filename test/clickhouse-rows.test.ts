@@ -4,6 +4,7 @@ import { basename, join } from 'node:path';
 import { test } from 'node:test';
 import {
   addColumnsDdl,
+  keyLosesParts,
   quoteTableName,
   RowBuilder,
   tableDdl,
@@ -226,6 +227,18 @@ test("a given run id wins over the stream's", async () => {
   assert.ok([...events, ...final].every((r) => r.run === 'ci-job-42'));
 });
 
+test("an events table's key: one an older version made on (run, line) replaces a line's parts", () => {
+  assert.equal(keyLosesParts(tableDdl('events', '`e`')), false);
+  const older = tableDdl('events', '`e`').replace('ORDER BY (run, line, part)', 'ORDER BY (run, line)');
+  assert.equal(keyLosesParts(older), true);
+  // As SHOW CREATE TABLE prints it, one clause a line.
+  assert.equal(keyLosesParts('CREATE TABLE e (…)\nENGINE = ReplacingMergeTree\nORDER BY (run, line)\nSETTINGS x = 1'), true);
+  assert.equal(keyLosesParts('CREATE TABLE e (…)\nENGINE = ReplacingMergeTree\nORDER BY (run, line, part)'), false);
+  // A plain MergeTree keeps every row whatever its key.
+  assert.equal(keyLosesParts('CREATE TABLE e (…) ENGINE = MergeTree ORDER BY (run, line)'), false);
+  assert.deepEqual(addColumnsDdl('events', '`e`', ['run', 'line']), ['ALTER TABLE `e` ADD COLUMN part UInt32']);
+});
+
 test('table names: plain identifiers only, quoted; both tables keyed for replacement', () => {
   assert.equal(quoteTableName('subtee_events'), '`subtee_events`');
   assert.equal(quoteTableName('fleet.events'), '`fleet`.`events`');
@@ -233,7 +246,7 @@ test('table names: plain identifiers only, quoted; both tables keyed for replace
     assert.equal(quoteTableName(bad), null, bad);
   assert.match(
     tableDdl('events', '`e`'),
-    /ReplacingMergeTree PARTITION BY toYYYYMM\(ts\) ORDER BY \(run, line\)$/,
+    /ReplacingMergeTree PARTITION BY toYYYYMM\(ts\) ORDER BY \(run, line, part\)$/,
   );
   assert.match(tableDdl('channels', '`c`'), /ReplacingMergeTree\(ver\) ORDER BY \(run, channel\)$/);
   assert.doesNotMatch(tableDdl('events', '`e`') + tableDdl('channels', '`c`'), /DateTime64|JSON/);
@@ -251,7 +264,7 @@ test('table names: plain identifiers only, quoted; both tables keyed for replace
   ]);
   const all = ['model', 'cost_usd', 'started_at_ms', 'ended_at_ms', 'cost_basis', 'unattributed_usd'];
   assert.deepEqual(addColumnsDdl('channels', '`c`', all), []);
-  assert.deepEqual(addColumnsDdl('events', '`e`', ['run']), []);
+  assert.deepEqual(addColumnsDdl('events', '`e`', ['run', 'part']), []);
 });
 
 test('spool: appended entries come back in batches; a torn last line is skipped; claiming moves the file', () => {

@@ -14,12 +14,12 @@ import {
   REJECTS_FILE,
   SPOOL_FILE,
 } from '../src/chain/sinks/clickhouse-spool.js';
-import { BIN, checkOutput, closedPort, fixtureFiles, linesOf, tmpDir } from './helpers/helpers.js';
+import { BIN, checkOutput, closedPort, FIXTURES, fixtureFiles, linesOf, tmpDir } from './helpers/helpers.js';
 import { routeThrough } from './helpers/otlp-tree.js';
 import { clickhouseAvailable, type ClickHouseServer, startClickHouse } from './servers/clickhouse.js';
 import { createServer, type IncomingHttpHeaders, request } from 'node:http';
 import { Session } from '../src/model/session.js';
-import type { Entry } from '../src/chain/sinks/clickhouse-rows.js';
+import { tableDdl, type Entry } from '../src/chain/sinks/clickhouse-rows.js';
 
 interface CliRun {
   code: number | null;
@@ -218,6 +218,64 @@ describe(
         'old table, second run',
         { events: 'old_events', channels: 'old_channels' },
       );
+    });
+
+    test("mapped producers (Codex, Copilot, Gemini): a line's derived rows survive FINAL and OPTIMIZE FINAL", async () => {
+      for (const name of ['codex-spawn', 'copilot-spawn', 'gemini-spawn']) {
+        const file = join(FIXTURES, 'other-agents', `${name}.jsonl`);
+        const run = `mapped-${name}`;
+        const r = await subtee(['-c', config({ url: ch.url, runId: run }), file]);
+        assert.equal(r.code, 0, r.stderr);
+        const index = indexOf(r.out);
+        // The recordings name no priced model; nothing else to warn about.
+        const codes = index.warnings.map((w: any) => w.code).filter((c: string) => c !== 'UNKNOWN_MODEL_PRICE');
+        assert.deepEqual(codes, [], r.stderr);
+        // Rows as inserted (no merge yet, one clean run): what the sink wrote.
+        const rowsOf = async (final: string) =>
+          ch.rows<{ channel: string; line: string; part: string; type: string; kind: string; tool_use_id: string }>(
+            `SELECT channel, line, part, type, kind, tool_use_id FROM subtee_events ${final}
+             WHERE run = ${lit(run)} ORDER BY line, part`,
+          );
+        const written = await rowsOf('');
+        assert.ok(written.length > index.input.lines, `${name}: some lines stand for more than one row`);
+        assert.deepEqual(await rowsOf('FINAL'), written, `${name}: FINAL keeps every row`);
+        await ch.client.command({ query: 'OPTIMIZE TABLE subtee_events FINAL' });
+        assert.deepEqual(await rowsOf(''), written, `${name}: a merge keeps every row`);
+        // Independently: index.json's lines per channel (the spawn's tool call on the parent,
+        // the subagent's prompt on its own) are the rows per channel.
+        const perChannel = new Map<string, number>();
+        for (const row of written) perChannel.set(row.channel, (perChannel.get(row.channel) ?? 0) + 1);
+        assert.deepEqual(
+          Object.fromEntries(perChannel),
+          Object.fromEntries(index.channels.map((c: any) => [c.id ?? '', c.lines])),
+          `${name}: rows per channel against index.json`,
+        );
+      }
+    });
+
+    test('an events table an older version keyed on (run, line): every row written, and a warning says FINAL keeps one per line', async () => {
+      await ch.client.command({
+        query: tableDdl('events', 'oldkey_events')
+          .replace(' part UInt32,', '')
+          .replace('ORDER BY (run, line, part)', 'ORDER BY (run, line)'),
+      });
+      const file = join(FIXTURES, 'other-agents', 'gemini-spawn.jsonl');
+      const run = 'old-key-run';
+      const r = await subtee(['-c', config({ url: ch.url, runId: run, eventsTable: 'oldkey_events' }), file]);
+      assert.equal(r.code, 0, r.stderr);
+      const index = indexOf(r.out);
+      const codes = index.warnings.map((w: any) => w.code).filter((c: string) => c !== 'UNKNOWN_MODEL_PRICE');
+      assert.deepEqual(codes, ['CLICKHOUSE_OLD_KEY'], r.stderr);
+      assert.match(r.stderr, /CLICKHOUSE_OLD_KEY: oldkey_events is keyed on \(run, line\).*RENAME TABLE oldkey_events/);
+      const lines = index.channels.reduce((n: number, c: any) => n + c.lines, 0);
+      const [raw] = await ch.rows<{ n: string }>(
+        `SELECT count() AS n FROM oldkey_events WHERE run = ${lit(run)}`,
+      );
+      assert.equal(Number(raw.n), lines, 'every row written, part column added');
+      // A Claude Code run has one row per line: nothing to warn about on the same table.
+      const claude = await subtee(['-c', config({ url: ch.url, eventsTable: 'oldkey_events' }), fixture('nested-depth-3')]);
+      assert.equal(claude.code, 0, claude.stderr);
+      assert.deepEqual(indexOf(claude.out).warnings, []);
     });
 
     test('the same run sent again (a replay, a resend) counts once', async () => {

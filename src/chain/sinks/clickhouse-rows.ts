@@ -17,11 +17,16 @@ import { DISPLAY_DEFAULTS, shownThinking, type DisplayPolicy } from '../../model
 import { isText } from '../../model/scan.js';
 import { runIdFrom, StreamClock } from './stream-facts.js';
 
-/** One row of the events table: one per input line (quarantined lines included). */
+/**
+ * One row of the events table: one per record, so one per input line (quarantined lines
+ * included) plus one per line a mapped producer's event stands for beyond its own.
+ */
 export interface EventRow {
   run: string;
   session: string;
   line: number;
+  /** The record's index among the records of its input line: 0 for the line's own. */
+  part: number;
   /** Unix seconds (DateTime('UTC')): the line's own timestamp, else the latest one before it. */
   ts: number;
   ts_ms: number;
@@ -108,19 +113,19 @@ export interface Entry {
 
 /**
  * The two tables, for ClickHouse 18.16 (Debian's) through current releases: no DateTime64,
- * no JSON type, no Nullable in keys. ReplacingMergeTree keyed on run + line (run + channel)
- * makes a resend after a failure harmless: query with FINAL, or count distinct keys.
+ * no JSON type, no Nullable in keys. ReplacingMergeTree keyed on run + line + part (run +
+ * channel) makes a resend after a failure harmless: query with FINAL, or count distinct keys.
  */
 export function tableDdl(kind: TableKind, name: string): string {
   if (kind === 'events') {
     return `CREATE TABLE IF NOT EXISTS ${name} (
-  run String, session String, line UInt64,
+  run String, session String, line UInt64, part UInt32,
   ts DateTime('UTC'), ts_ms UInt64, has_ts UInt8,
   channel String, parent String, depth Int16, agent String,
   type String, subtype String, kind String, tool String, tool_use_id String, is_error UInt8,
   input_tokens Int64, output_tokens Int64, cache_read_tokens Int64, cache_creation_tokens Int64,
   bytes UInt64, content String
-) ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(ts) ORDER BY (run, line)`;
+) ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(ts) ORDER BY (run, line, part)`;
   }
   return `CREATE TABLE IF NOT EXISTS ${name} (
   run String, session String, channel String, parent String, depth Int16, agent String, description String,
@@ -136,7 +141,7 @@ export function tableDdl(kind: TableKind, name: string): string {
 
 /** Columns later versions added, with their types: a table an older version made lacks them. */
 const ADDED_COLUMNS: Readonly<Record<TableKind, ReadonlyArray<readonly [string, string]>>> = Object.freeze({
-  events: [],
+  events: [['part', 'UInt32']],
   channels: [
     ['model', 'String'],
     ['cost_usd', 'Nullable(Float64)'],
@@ -156,6 +161,19 @@ export function addColumnsDdl(kind: TableKind, name: string, existing: readonly 
   return ADDED_COLUMNS[kind]
     .filter(([column]) => !existing.includes(column))
     .map(([column, type]) => `ALTER TABLE ${name} ADD COLUMN ${column} ${type}`);
+}
+
+/**
+ * Whether an events table, from its `SHOW CREATE TABLE` statement, replaces rows that share
+ * (run, line): a replacing (or collapsing) engine whose sorting key lacks `part`, as an older
+ * subtee made it. ORDER BY cannot be altered, so such a table keeps one row per line under
+ * FINAL or after a merge.
+ */
+export function keyLosesParts(createStatement: string): boolean {
+  if (!/ENGINE = (Replacing|Collapsing|VersionedCollapsing|Summing|Aggregating)/.test(createStatement))
+    return false;
+  const order = /ORDER BY \(?([^)\n]*)\)?/.exec(createStatement);
+  return order !== null && !/\bpart\b/.test(order[1]);
 }
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -200,6 +218,9 @@ export class RowBuilder {
   private pieceBytes = 0;
   /** Input lines seen: the version of channel rows. */
   lines = 0;
+  /** The input line of the latest event row, and its part: records of one line come together. */
+  private partLine = -1;
+  private part = 0;
   /** Rows made before the first timestamp; null once released. */
   private untimed: Entry[] | null = [];
 
@@ -439,10 +460,13 @@ export class RowBuilder {
     fields: Partial<EventRow>,
   ): EventRow {
     const t = ms ?? 0;
+    this.part = line === this.partLine ? this.part + 1 : 0;
+    this.partLine = line;
     return {
       run: this.runId ?? '',
       session: this.session,
       line,
+      part: this.part,
       ts: Math.floor(t / 1000),
       ts_ms: t,
       has_ts: own ? 1 : 0,

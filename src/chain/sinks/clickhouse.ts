@@ -13,7 +13,9 @@ import {
   RowBuilder,
   tableDdl,
   addColumnsDdl,
+  keyLosesParts,
   withRun,
+  type EventRow,
   type Entry,
   type TableKind,
 } from './clickhouse-rows.js';
@@ -119,16 +121,17 @@ function describe(err: unknown): string {
 }
 
 /**
- * ClickHouse sink: a pass-through stage (record batches in, the same out) that inserts one
- * row per input line into an events table and index.json's channel rows into a channels
- * table (both created if missing), through the official client, in batches.
+ * ClickHouse sink: a pass-through stage (record batches in, the same out) that inserts a
+ * row per record (per input line and part) into an events table and index.json's channel
+ * rows into a channels table (both created if missing), through the official client, in
+ * batches.
  *
  * While the server accepts rows, a full queue holds the input back. When an insert fails the
  * rows go to a spool file in the output folder instead, and so does every later row while the
  * server is away, so the run is never held up and nothing is lost; the server is tried again
  * with a growing pause, and when it answers the spool is sent before rows flow directly again.
- * Rows are keyed (run + line, run + channel) in ReplacingMergeTree tables, so a row sent twice
- * (an insert that failed after the server stored it, a resend) counts once.
+ * Rows are keyed (run + line + part, run + channel) in ReplacingMergeTree tables, so a row
+ * sent twice (an insert that failed after the server stored it, a resend) counts once.
  */
 export function createClickHouseSink(options: ClickHouseSinkOptions): Transform {
   return new ClickHouseSink(options);
@@ -172,6 +175,11 @@ class ClickHouseSink extends BatchTransform {
   readonly #queue: Entry[] = [];
   #sending: Entry[] | null = null;
   #tablesReady = false;
+  /**
+   * The events table an older subtee made, keyed without `part`: set until the first rows that
+   * share a line are written to it, when the warning says they collapse.
+   */
+  #oldKey = false;
   #lastError = '';
   #flushTimer: NodeJS.Timeout | null = null;
   #probeTimer: NodeJS.Timeout | null = null;
@@ -282,8 +290,24 @@ class ClickHouseSink extends BatchTransform {
         const described = await client.query({ query: `DESCRIBE TABLE ${table}`, format: 'JSONEachRow' });
         const columns = ((await described.json()) as Array<{ name: string }>).map((c) => c.name);
         for (const query of addColumnsDdl(kind, table, columns)) await client.command({ query });
+        if (kind === 'events') {
+          const shown = await client.query({ query: `SHOW CREATE TABLE ${table}`, format: 'JSONEachRow' });
+          const [made] = (await shown.json()) as Array<{ statement?: string }>;
+          this.#oldKey = keyLosesParts(made?.statement ?? '');
+        }
       }
       this.#tablesReady = true;
+    }
+    if (this.#oldKey && entries.some((e) => e.t === 'events' && (e.r as EventRow).part > 0)) {
+      this.#oldKey = false;
+      const name = this.#opts.eventsTable;
+      lateWarn(
+        this.#run,
+        'CLICKHOUSE_OLD_KEY',
+        `${name} is keyed on (run, line) by an older subtee: rows of one input line (a mapped ` +
+          `producer's derived lines) are all written, but FINAL and merges keep one of them; ` +
+          `RENAME TABLE ${name} away (or set eventsTable to a new name) for a table keyed on (run, line, part)`,
+      );
     }
     for (const kind of ['events', 'channels'] as const) {
       const values = entries.filter((e) => e.t === kind).map((e) => e.r);
