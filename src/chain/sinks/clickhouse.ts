@@ -306,7 +306,8 @@ class ClickHouseSink extends BatchTransform {
         'CLICKHOUSE_OLD_KEY',
         `${name} is keyed on (run, line) by an older subtee: rows of one input line (a mapped ` +
           `producer's derived lines) are all written, but FINAL and merges keep one of them; ` +
-          `RENAME TABLE ${name} away (or set eventsTable to a new name) for a table keyed on (run, line, part)`,
+          `RENAME TABLE ${name} away (or set eventsTable to a new name) for a table keyed on ` +
+          `(run, line, part)`,
       );
     }
     for (const kind of ['events', 'channels'] as const) {
