@@ -50,4 +50,4 @@ export { escapeControl, escapeOneLine, escapeHtml, escapeMarkdown } from './view
 export { walkTree, statusCounts, channelTokens, MAX_GUIDE_LEVELS } from './views/walk.js';
 export { type ThinkingMode } from './chain/stages/thinking-truncator.js';
 export { contentBlocks } from './model/message.js';
-export { type Session } from './model/session.js';
+export { type PluginRun, type Session } from './model/session.js';

@@ -243,3 +243,48 @@ test('redact-secrets: a value too deep for recursion is still redacted when its 
   assert.deepEqual(inner, { token: MASK });
   assert.ok(!redacted.raw.includes(secret));
 });
+
+test("a plugin reads the run as frozen copies: it cannot set a count or add a warning but by warn", async () => {
+  const { definePlugin } = await import('../src/chain/plugin.js');
+  const { PassThrough } = await import('node:stream');
+  const tried: string[] = [];
+  const meddler = definePlugin({
+    name: 'meddler',
+    kind: 'stage',
+    kit: '^0.1.0',
+    options: {},
+    create: (_o, ctx) => (rec) => {
+      const run = ctx.session as unknown as {
+        input: { lines: number };
+        warnings: unknown[];
+        quarantineLines: { listed: number[] };
+      };
+      for (const meddle of [
+        () => void (run.input.lines = -5),
+        () => void run.warnings.push({ code: 'FORGED', message: 'not recorded' }),
+        () => void run.quarantineLines.listed.push(99),
+      ]) {
+        try {
+          meddle();
+          tried.push('written');
+        } catch (err) {
+          tried.push((err as Error).name);
+        }
+      }
+      ctx.session.warn('MEDDLER', `saw line ${rec.lineNo}`);
+      return rec;
+    },
+  });
+  const registry = builtinRegistry();
+  registry.add(meddler);
+  const input = new PassThrough();
+  const run = new Session();
+  const spec = { stages: [{ use: 'line-parser' }, { use: 'meddler' }, { use: 'channel-router' }], sinks: [] };
+  const done = runChain(input, spec, { session: run, registry });
+  input.end('{"type":"system","subtype":"init"}\n');
+  await done;
+  assert.deepEqual(tried, ['TypeError', 'TypeError', 'TypeError']);
+  assert.equal(run.input.lines, 1);
+  assert.deepEqual(run.warnings, [{ code: 'MEDDLER', message: 'saw line 1' }]);
+  assert.deepEqual(run.quarantineLines.listed, []);
+});

@@ -11,7 +11,7 @@ import {
   writeFailed,
   type Channel,
   type RecordHandlers,
-  type Session,
+  type PluginRun,
 } from '../../src/index.js';
 
 /** GitHub rejects a step summary over 1 MiB; stay well below it. */
@@ -32,7 +32,7 @@ const ICON: Record<string, string> = { completed: '✅', failed: '❌', running:
  * closing note instead of being cut mid-way.
  */
 export function stepSummary(
-  run: Session,
+  run: PluginRun,
   lastText: Map<Channel, string>,
   o: { maxBytes: number; reportChars: number },
 ): string {
@@ -41,7 +41,7 @@ export function stepSummary(
     `## subtee: ${run.tree.size - 1} subagents — ` +
       `${n.completed} completed, ${n.failed} failed, ${n.running} running\n\n`,
     `${run.input.lines} lines, ${run.input.quarantined} quarantined` +
-      `${run.stalled ? ', **stalled**' : ''}${run.interrupted ? ', **interrupted**' : ''}\n\n`,
+      `${run.stall !== null ? ', **stalled**' : ''}${run.interrupted ? ', **interrupted**' : ''}\n\n`,
   ];
   let size = Buffer.byteLength(parts.join(''));
   const budget = o.maxBytes - 200; // room for the closing note
@@ -97,7 +97,7 @@ export function stepSummary(
  * stopped run too): the tree, statuses, and each agent's last report.
  */
 export function githubStepSummary(
-  options: StepSummaryOptions & { session: Session; env?: NodeJS.ProcessEnv },
+  options: StepSummaryOptions & { session: PluginRun; env?: NodeJS.ProcessEnv },
 ): RecordHandlers {
   const o = {
     ...STEP_SUMMARY_DEFAULTS,

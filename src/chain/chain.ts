@@ -9,6 +9,7 @@ import {
   optionProblem,
   packagesOf,
   type PluginContext,
+  type BuiltinContext,
   type PluginDefinition,
   type Registry,
 } from './plugin.js';
@@ -18,7 +19,7 @@ import {
   type RecordHandlers,
   type RecordPlugin,
 } from './plugin-stream.js';
-import { Session } from '../model/session.js';
+import { pluginRunOf, Session } from '../model/session.js';
 import { displayPolicy, type DisplayPolicy } from '../model/display.js';
 import { THINKING_TRUNCATOR_DEFAULTS } from './stages/thinking-truncator.js';
 import { filesSinkPlugin } from './sinks/files.js';
@@ -169,7 +170,7 @@ function assembleChain(
   // The files sink writes each channel's `.jsonl`; the store that names and reads them back is
   // made here, from its options, and handed to it and to whoever replays (the projection).
   const out = parts.find((p) => p.def === filesSinkPlugin)?.opts.out as string | undefined;
-  const ctx: PluginContext = {
+  const ctx: BuiltinContext = {
     session,
     display: displayPolicyOf(spec),
     env: options.env ?? process.env,
@@ -182,6 +183,7 @@ function assembleChain(
         ? null
         : new FileChannelStore(out, () => session.heldLineBytes, options.openChannelFile),
   };
+  const pluginCtx: PluginContext = { ...ctx, session: pluginRunOf(session) };
   const byteTaps = parts.filter((p) => p.input === 'bytes' && p.def.kind === 'sink');
   const rest = parts.filter((p) => !byteTaps.includes(p));
   const edges = rest.filter((p) => p.input === 'bytes' || p.input === 'objects');
@@ -204,7 +206,7 @@ function assembleChain(
       const builtin = isBuiltin(p.def);
       let made: ReturnType<PluginDefinition['create']>;
       try {
-        made = p.def.create(p.opts, ctx);
+        made = p.def.create(p.opts, builtin ? ctx : pluginCtx);
       } catch (err) {
         throw builtin ? err : pluginFailure(p.def.name, err);
       }

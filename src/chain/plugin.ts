@@ -5,7 +5,7 @@ import type { Duplex, Writable } from 'node:stream';
 import type { RecordPlugin } from './plugin-stream.js';
 import { pathToFileURL } from 'node:url';
 import { UsageError } from '../errors.js';
-import type { ChannelStore, Session } from '../model/session.js';
+import type { ChannelStore, PluginRun, Session } from '../model/session.js';
 import type { DisplayPolicy } from '../model/display.js';
 import { isValidRange, satisfies } from '../semver.js';
 
@@ -16,8 +16,11 @@ export const KIT_VERSION = '0.1.0';
 export const BUILTIN_KIT = `^${KIT_VERSION}`;
 
 export interface PluginContext {
-  /** The chain's session: counters, warnings, the tree. Hand it to every factory that asks. */
-  session: Session;
+  /**
+   * The run as a plugin reads it: the tree, counts and warnings (frozen copies), and `warn`.
+   * subtee's own stages and sinks get the chain's Session (BuiltinContext).
+   */
+  session: PluginRun;
   /** How every view shows what the run said (`--thinking`): one policy for the whole chain. */
   display: DisplayPolicy;
   env: NodeJS.ProcessEnv;
@@ -40,6 +43,11 @@ export interface PluginContext {
    * built with the chain from the files sink's options; null when the chain has none.
    */
   channelStore: ChannelStore | null;
+}
+
+/** What the chain hands subtee's own stages and sinks: the session itself, to count into. */
+export interface BuiltinContext extends PluginContext {
+  session: Session;
 }
 
 /**
@@ -173,7 +181,9 @@ const packageLoaders = new WeakMap<object, () => Promise<unknown>>();
  * the optional packages it needs; its stream waits for them too, when made without it.
  */
 export function defineBuiltin<O>(
-  def: PluginDefinition<O>,
+  def: Omit<PluginDefinition<O>, 'create'> & {
+    create(options: O, ctx: BuiltinContext): RecordPlugin | Duplex;
+  },
   loadPackages?: () => Promise<unknown>,
 ): Readonly<PluginDefinition<O>> {
   const checked = definePlugin(def);

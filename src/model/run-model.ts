@@ -80,7 +80,11 @@ export class RunModel implements RunView {
    * a small index).
    */
   readonly quarantineLines = new CappedLineList(QUARANTINE_LINES_LISTED);
-  readonly warnings: Warning[] = [];
+  /** The run's warnings, append-only (recorded by `warn`). */
+  get warnings(): readonly Warning[] {
+    return this.#warnings;
+  }
+  readonly #warnings: Warning[] = [];
   /**
    * Per channel, the thinking the run's display policy kept and cut (index.json's
    * `thinking`), once a thinking truncator states the policy; none counted before.
@@ -165,10 +169,10 @@ export class RunModel implements RunView {
     if (subjects.has(subject)) return false;
     subjects.add(subject);
     const w = Object.freeze({ code, message });
-    this.warnings.push(w);
-    const waiting = this.#waiting.get(this.warnings.length - 1);
+    this.#warnings.push(w);
+    const waiting = this.#waiting.get(this.#warnings.length - 1);
     if (waiting !== undefined) {
-      this.#waiting.delete(this.warnings.length - 1);
+      this.#waiting.delete(this.#warnings.length - 1);
       for (const resolve of waiting) resolve(w);
     }
     return true;

@@ -1,7 +1,7 @@
 import { UsageError } from '../errors.js';
 import { HELD_LINE_BYTES } from './lines.js';
 import type { JsonObject } from './message.js';
-import { RunModel } from './run-model.js';
+import { RunModel, type RunView } from './run-model.js';
 
 export {
   CappedLineList,
@@ -124,6 +124,49 @@ export class Session extends RunModel {
   stateLinesMapped(mapped: boolean): void {
     this.#linesMapped = mapped;
   }
+}
+
+/** The run as a plugin is handed it (`ctx.session`): every figure, and `warn`. */
+export interface PluginRun extends RunView {
+  /** Whether the run was interrupted (Ctrl-C, an abort). */
+  readonly interrupted: boolean;
+  warn(code: string, message: string, subject?: string): boolean;
+}
+
+/**
+ * A facade over the model for plugins: counts and lists read as frozen copies, so a plugin
+ * cannot set a count or add a warning but through `warn`.
+ */
+export function pluginRunOf(model: Session): PluginRun {
+  return Object.freeze({
+    get tree() {
+      return model.tree;
+    },
+    get cost() {
+      return model.cost;
+    },
+    get input() {
+      return Object.freeze({ ...model.input });
+    },
+    get quarantineLines() {
+      const { listed, omitted, limit } = model.quarantineLines;
+      return Object.freeze({ listed: Object.freeze(listed.slice()) as number[], omitted, limit });
+    },
+    get warnings() {
+      return Object.freeze(model.warnings.slice());
+    },
+    warningAt: (index: number) => model.warningAt(index),
+    get thinking() {
+      return model.thinking;
+    },
+    get stall() {
+      return model.stall;
+    },
+    get interrupted() {
+      return model.interrupted;
+    },
+    warn: (code: string, message: string, subject?: string) => model.warn(code, message, subject),
+  });
 }
 
 /**

@@ -102,7 +102,7 @@ export interface IndexHead {
   quarantine: string | null;
   quarantine_lines: number[];
   quarantine_lines_omitted: number;
-  warnings: Warning[];
+  warnings: readonly Warning[];
   /** What the run cost (see docs/cost.md). */
   cost: IndexCost;
   /** How the run's views showed it (`--thinking`): what `subtee report` applies to the page. */
