@@ -1,5 +1,5 @@
 import type { Writable } from 'node:stream';
-import type { Session } from '../model/session.js';
+import type { RunView } from '../model/run-model.js';
 import { statusLine } from '../views/summary.js';
 
 /** How often the status line is redrawn. */
@@ -9,7 +9,7 @@ const STATUS_LINE_MS = 250;
  * The one-line progress on a terminal's stderr: redrawn in place, cleared before a warning is
  * written and when the run ends, so it never mixes with other output.
  */
-export function startStatusLine(run: Session, stderr: Writable) {
+export function startStatusLine(run: RunView, stderr: Writable) {
   let shown = false;
   let lastLines = 0;
   let last = performance.now();

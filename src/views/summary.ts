@@ -1,4 +1,4 @@
-import type { Session } from '../model/session.js';
+import type { RunView } from '../model/run-model.js';
 import { escapeOneLine } from './escape.js';
 import { ChannelLabels } from './text.js';
 import { channelTokens, statusCounts, walkTree, type TreeRow } from './walk.js';
@@ -38,7 +38,7 @@ export function counted(n: number, noun: string): string {
  * (main and the subagents it spawned, each with how many are below it), then its failed and
  * its costliest subagents, then how many more there are: bounded whatever the run's size.
  */
-export function summaryText(session: Session, out: string, options: SummaryOptions = {}): string {
+export function summaryText(session: RunView, out: string, options: SummaryOptions = {}): string {
   const { maxTreeRows, listed } = withDefaults(SUMMARY_DEFAULTS, options);
   const rows = walkTree(session.tree);
   const n = statusCounts(rows.map((r) => r.channel));
@@ -163,7 +163,7 @@ function basisText(counts: Record<TokensBasis, number>): string {
 }
 
 /** The live one-line status for a terminal. */
-export function statusLine(session: Session, linesPerSecond: number): string {
+export function statusLine(session: RunView, linesPerSecond: number): string {
   const n = statusCounts(session.tree.channels());
   return (
     `subtee: ${session.input.lines} lines (${Math.round(linesPerSecond)}/s) · ${n.running} running · ` +
