@@ -91,9 +91,14 @@ export class RunModel implements RunView {
    */
   readonly thinking = new ThinkingCounts();
   /** Whether the run went silent past its allowance (see recordStall). */
-  stalled = false;
+  get stalled(): boolean {
+    return this.#stall !== null;
+  }
   /** What the idle watchdog found when it first fired: the silence, its allowance, what was in flight. */
-  stall: Stall | null = null;
+  get stall(): Stall | null {
+    return this.#stall;
+  }
+  #stall: Stall | null = null;
   /** Readers waiting for a warning not recorded yet: index → resolvers (see warningAt). */
   readonly #waiting = new Map<number, Array<(w: Warning) => void>>();
 
@@ -153,8 +158,7 @@ export class RunModel implements RunView {
 
   /** The watchdog's finding: the run is stalled; the first stall is the one kept. */
   recordStall(stall: Stall, message: string): void {
-    this.stalled = true;
-    this.stall ??= stall;
+    this.#stall ??= stall;
     this.warn('STALL', message);
   }
 
