@@ -244,7 +244,7 @@ test('redact-secrets: a value too deep for recursion is still redacted when its 
   assert.ok(!redacted.raw.includes(secret));
 });
 
-test("a plugin reads the run as frozen copies: it cannot set a count or add a warning but by warn", async () => {
+test('a plugin reads the run as frozen copies: no count set, no warning added but by warn', async () => {
   const { definePlugin } = await import('../src/chain/plugin.js');
   const { PassThrough } = await import('node:stream');
   const tried: string[] = [];

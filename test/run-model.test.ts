@@ -90,7 +90,7 @@ test("the model's usage per line: each channel's tokens from its own lines, the 
   );
 });
 
-test('the model counts its input through its own methods: lines, blanks, bytes, quarantine, unwritten', () => {
+test('the model counts its own input: lines, blanks, bytes, quarantine, unwritten', () => {
   const model = new RunModel();
   model.countLines();
   model.countLines(4);
