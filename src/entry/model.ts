@@ -12,7 +12,7 @@ export {
   type RoutedEvent,
   type RunView,
 } from '../model/run-model.js';
-export { RoutedLine, lineOf } from '../model/record.js';
+export { RoutedLine } from '../model/record.js';
 export { lineContent, type ContentItem, type ContentKind } from '../model/content.js';
 export {
   CUT_LENGTHS,
