@@ -29,10 +29,19 @@ function mulberry32(seed: number) {
   };
 }
 
-const WORDS =
-  'the of and to in is that for it with as was on be by this are from at or an have not they which you one all were we when there can if more use out about so what their up into some time would make like then them these other its has two see could no than been call who now find long down day did get come made may part over new sound take only little work know place year live me back give most very after thing our just name good sentence man think say great where help through much before line right too mean old any same tell boy follow came want show also around form three small set put end does another well large must big even such because turn here why ask went men read need land different home us move try kind hand picture again change off play spell air away animal house point page letter mother answer found study still learn should world'.split(
-    ' ',
-  );
+const WORDS = [
+  'the of and to in is that for it with as was on be by this are from at or an have not they which',
+  'you one all were we when there can if more use out about so what their up into some time would',
+  'make like then them these other its has two see could no than been call who now find long down',
+  'day did get come made may part over new sound take only little work know place year live me back',
+  'give most very after thing our just name good sentence man think say great where help through',
+  'much before line right too mean old any same tell boy follow came want show also around form',
+  'three small set put end does another well large must big even such because turn here why ask',
+  'went men read need land different home us move try kind hand picture again change off play spell',
+  'air away animal house point page letter mother answer found study still learn should world',
+]
+  .join(' ')
+  .split(' ');
 const EXOTIC = ['é', '—', '→', '✓', '日本語', '🚀', 'naïve', 'Ωmega'];
 
 export function* generate(o: GenOptions): Generator<string> {
@@ -47,7 +56,9 @@ export function* generate(o: GenOptions): Generator<string> {
   const code = (n: number) => {
     let s = '';
     while (s.length < n)
-      s += `const v${int(0, 99)} = "${pick(WORDS)}\\t${pick(WORDS)}";\n\tif (x) { return "${pick(WORDS)}"; }\n`;
+      s +=
+        `const v${int(0, 99)} = "${pick(WORDS)}\\t${pick(WORDS)}";\n` +
+        `\tif (x) { return "${pick(WORDS)}"; }\n`;
     return s.slice(0, n);
   };
   const sid = '5f1c2b8e-0000-4000-8000-00000000beef';
