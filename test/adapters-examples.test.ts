@@ -39,7 +39,8 @@ function assertReplays(out: string) {
   return live;
 }
 
-test('examples/deep-agents.mjs runs offline: nested subagents live, transcripts, a recording that replays', async () => {
+test('examples/deep-agents.mjs runs offline: nested ' +
+  'subagents live, transcripts, a recording that replays', async () => {
   const dir = tmpDir();
   const out = join(dir, 'run');
   const r = await runExample('deep-agents.mjs', [out], { PATH: process.env.PATH, HOME: dir }, dir);

@@ -476,7 +476,8 @@ test('LangGraph: a run whose root never ends is running, not completed', async (
 
 // ---- Claude Agent SDK ----
 
-test('teeJsonl: passes each message on after writing it as one JSON line; a full writer holds the run', async () => {
+test('teeJsonl: passes each message on after writing ' +
+  'it as one JSON line; a full writer holds the run', async () => {
   const messages = [
     { type: 'system', subtype: 'init' },
     { type: 'assistant', text: 'é\n"' },

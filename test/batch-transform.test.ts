@@ -20,7 +20,8 @@ async function collect(stream: NodeJS.ReadableStream): Promise<number[]> {
   return seen;
 }
 
-test('createBatchTransform hands on what transformBatch returns, and what flushAtEnd returns last', async () => {
+test('createBatchTransform hands on what transformBatch ' +
+  'returns, and what flushAtEnd returns last', async () => {
   const stage = createBatchTransform({
     transformBatch: (batch) => batch.filter((rec) => rec.lineNo % 2 === 1),
     flushAtEnd: () => [line(99)],

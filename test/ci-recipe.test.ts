@@ -146,7 +146,8 @@ describe('the CI recipe run as the job runs it, on the real Claude Code CLI', { 
     return { r, cwd, summary, artifact };
   }
 
-  test('a run that completes: exit 0, the tree in the step summary, every artifact path written', async () => {
+  test('a run that completes: exit 0, the tree in ' +
+    'the step summary, every artifact path written', async () => {
     const { r, cwd, summary, artifact } = await runStep('SCRIPT:nest:2');
     assert.equal(r.status, 0, r.stderr);
     assert.doesNotMatch(r.stdout, /::error::/);

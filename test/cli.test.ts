@@ -571,7 +571,8 @@ test("stdout: a subagent's final report once; labels are descriptions cut to a w
   assert.equal('a description far longe…'.length, 24, 'the width');
 });
 
-test('the summary of a large tree is bounded: its top, the failed and the costliest below it, how many more', () => {
+test('the summary of a large tree is bounded: its top, ' +
+  'the failed and the costliest below it, how many more', () => {
   const n = 60;
   const descriptions = Array.from({ length: n }, (_, k) => `part ${k}`);
   const r = subtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none'], fleet(descriptions, { failing: [50] }));
@@ -608,7 +609,8 @@ test('the summary counts in the singular and says main read no lines when it rea
   assert.doesNotMatch(junk.stderr, /\nmain  running/);
 });
 
-test('labels from the stream are escaped on stdout and in the summary: no control sequence reaches a terminal', () => {
+test('labels from the stream are escaped on stdout and in ' +
+  'the summary: no control sequence reaches a terminal', () => {
   const input = fleet(['evil\x1b[2J\nname', '']).replace(
     '"input":{"description":"","prompt":"go"}',
     '"input":{"description":"","prompt":"go","subagent_type":"type\\u001b[31m"}',

@@ -129,7 +129,8 @@ for (const file of fixtureFiles()) {
 const line = (v: Record<string, unknown>) => JSON.stringify(v);
 const ts = '2026-11-30T09:00:00.000Z';
 
-test('content: a bounded prefix, control characters escaped; thinking hidden by the truncator stays hidden', async () => {
+test('content: a bounded prefix, control characters escaped; ' +
+  'thinking hidden by the truncator stays hidden', async () => {
   const input = Buffer.from(
     [
       line({
@@ -267,7 +268,8 @@ test('table names: plain identifiers only, quoted; both tables keyed for replace
   assert.deepEqual(addColumnsDdl('events', '`e`', ['run', 'part']), []);
 });
 
-test('spool: appended entries come back in batches; a torn last line is skipped; claiming moves the file', () => {
+test('spool: appended entries come back in batches; a ' +
+  'torn last line is skipped; claiming moves the file', () => {
   const dir = join(tmpDir(), 'run-1');
   const spool = new Spool(() => dir);
   const entries: Entry[] = Array.from({ length: 25 }, (_, i) => ({

@@ -26,7 +26,8 @@ const lineOf = (e: Entry) => (e.r as { line?: number }).line as number;
 const openFiles = () => readdirSync('/proc/self/fd').length;
 const entriesIn = (file: string) => linesOf(readFileSync(file)).map((l) => JSON.parse(l) as Entry);
 
-test('insertSettingAside: halves a refused batch down to the rows refused alone; any other failure is thrown', async () => {
+test('insertSettingAside: halves a refused batch down to ' +
+  'the rows refused alone; any other failure is thrown', async () => {
   const entries: Entry[] = Array.from({ length: 11 }, (_, i) => ({
     t: 'events',
     r: { line: i + 1 } as never,
@@ -102,7 +103,8 @@ test('readSpool: entries in batches of batchRows across 1 MiB pieces; torn and f
   assert.ok(Buffer.byteLength(text) > 2 * 1024 * 1024, 'more than two pieces');
 });
 
-test('claimFile: a spool another live process is sending is left to it; one of a dead process, or unclaimed, is taken', () => {
+test('claimFile: a spool another live process is sending is ' +
+  'left to it; one of a dead process, or unclaimed, is taken', () => {
   const dir = tmpDir();
   const live = join(dir, `clickhouse-spool.sending-${process.ppid}-a-1.jsonl`);
   const dead = join(dir, 'clickhouse-spool.sending-999999998-b-2.jsonl');
@@ -131,7 +133,8 @@ test('claimFile: a spool another live process is sending is left to it; one of a
   assert.equal(claimFile(plain), null, 'already taken');
 });
 
-test('Spool: appends under the folder resolved at the first row; claimOwn takes it once; nothing spooled, nothing claimed', () => {
+test('Spool: appends under the folder resolved at the first row; ' +
+  'claimOwn takes it once; nothing spooled, nothing claimed', () => {
   const base = tmpDir();
   let resolved = 0;
   const spool = new Spool(() => (resolved++, join(base, 'made', 'here')));
@@ -164,7 +167,8 @@ test('Spool: appends under the folder resolved at the first row; claimOwn takes 
   removeSpool(claimed);
 });
 
-test('Spool and Rejects: a file that cannot be written is ERR_WRITE; Rejects counts rows, files and the first reason', () => {
+test('Spool and Rejects: a file that cannot be written is ' +
+  'ERR_WRITE; Rejects counts rows, files and the first reason', () => {
   const blocker = join(tmpDir(), 'a-file');
   writeFileSync(blocker, '');
   const entry: Entry = { t: 'events', r: { line: 7 } as never };
@@ -192,7 +196,8 @@ test('Spool and Rejects: a file that cannot be written is ERR_WRITE; Rejects cou
   assert.deepEqual(findSpoolFiles(join(a, 'missing')), []);
 });
 
-test('readSpool: a last entry without its newline kept, no empty batch, a row that is no object skipped, the file closed', () => {
+test('readSpool: a last entry without its newline kept, no empty ' +
+  'batch, a row that is no object skipped, the file closed', () => {
   const dir = tmpDir();
   const file = join(dir, SPOOL_FILE);
   const wanted: Entry[] = Array.from({ length: 6 }, (_, i) => ({ t: 'events', r: { line: i + 1 } as never }));

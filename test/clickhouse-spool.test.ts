@@ -197,7 +197,8 @@ describe(
       assert.deepEqual([Number(ev.n), Number(ev.lines)], [spooledEvents, spooledEvents]);
     });
 
-    test('a resend cut off midway by the server dying goes on where it stopped once the server is back', async () => {
+    test('a resend cut off midway by the server dying goes ' +
+      'on where it stopped once the server is back', async () => {
       const tables = { eventsTable: 'midway_events', channelsTable: 'midway_channels' };
       const runs = tmpDir();
       const input =

@@ -176,7 +176,8 @@ describe(
       }
     });
 
-    test('tables an older version made gain the model and cost_usd columns; their old rows read the defaults', async () => {
+    test('tables an older version made gain the model and ' +
+      'cost_usd columns; their old rows read the defaults', async () => {
       const oldChannels = `CREATE TABLE old_channels (
   run String, session String, channel String, parent String, depth Int16, agent String, description String,
   status String, background Int8, orphan UInt8, summary String, lines UInt64,
@@ -253,7 +254,8 @@ describe(
       }
     });
 
-    test('an events table an older version keyed on (run, line): every row written, and a warning says FINAL keeps one per line', async () => {
+    test('an events table an older version keyed on (run, line): every ' +
+      'row written, and a warning says FINAL keeps one per line', async () => {
       await ch.client.command({
         query: tableDdl('events', 'oldkey_events')
           .replace(' part UInt32,', '')
@@ -286,7 +288,8 @@ describe(
       await assertRunStored(ch, runIdOf(file), indexOf(first.out), 'sent twice');
     });
 
-    test('server killed with SIGKILL mid-run and restarted: nothing lost, nothing counted twice', async () => {
+    test('server killed with SIGKILL mid-run and ' +
+      'restarted: nothing lost, nothing counted twice', async () => {
       const lines = [...generate({ sizeBytes: 3 * 1024 * 1024, fanout: 40, shape: 'small', seed: 11 })];
       const thirds = [0, 1, 2].map((i) =>
         Buffer.from(
@@ -344,7 +347,8 @@ describe(
       await assertRunStored(ch, 'killed-server', index, 'killed server');
     });
 
-    test('server away for the whole run: every row waits in OUT; the next run sends it with --clickhouse-resend, once', async () => {
+    test('server away for the whole run: every row waits in OUT; ' +
+      'the next run sends it with --clickhouse-resend, once', async () => {
       // Tables of this test alone: the runs below must not be found in rows other tests stored.
       const tables = { eventsTable: 'resend_events', channelsTable: 'resend_channels' };
       const stored = { events: tables.eventsTable, channels: tables.channelsTable };
@@ -440,7 +444,8 @@ describe(
       await assertRunStored(ch, 'resent-by-flag', indexOf(away.out), 'resent from the command line');
     });
 
-    test('a server that stops answering (SIGSTOP) holds the input back once the queue is full; resumed, every row arrives', async () => {
+    test('a server that stops answering (SIGSTOP) holds the input ' +
+      'back once the queue is full; resumed, every row arrives', async () => {
       const batches: RecordBatch[] = [];
       const { run, index } = await routeThrough(readFileSync(fixture('binary-tree-depth-3')), (b) => {
         for (const rec of b) batches.push([rec]);
@@ -813,7 +818,8 @@ describe(
         )
       ).map((r) => r.channel);
 
-    test('rows go in batches of batchRows as soon as a batch is full, the tables are made once, every line once', async () => {
+    test('rows go in batches of batchRows as soon as a batch ' +
+      'is full, the tables are made once, every line once', async () => {
       fresh();
       const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
       const feed = feeder();
@@ -873,7 +879,8 @@ describe(
       assert.deepEqual(await stored('f_events', 'flushed'), lineNumbers);
     });
 
-    test('a full queue holds the input back while an insert is unanswered; answered, every row arrives', async () => {
+    test('a full queue holds the input back while an insert ' +
+      'is unanswered; answered, every row arrives', async () => {
       fresh();
       relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
       const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
@@ -906,7 +913,8 @@ describe(
       assert.deepEqual(codesOf(run, 0), []);
     });
 
-    test('server away: rows wait in the spool, reported once; back mid-run, the spool goes first, then rows flow', async () => {
+    test('server away: rows wait in the spool, reported once; ' +
+      'back mid-run, the spool goes first, then rows flow', async () => {
       fresh();
       relay.behave('refuse');
       const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
@@ -975,7 +983,8 @@ describe(
       assert.deepEqual(await storedChannels('a_channels', 'away-back'), channels);
     });
 
-    test('server away for the whole run: every row stays in the spool, counted in CLICKHOUSE_SPOOLED with where to resend it', async () => {
+    test('server away for the whole run: every row stays in the spool, ' +
+      'counted in CLICKHOUSE_SPOOLED with where to resend it', async () => {
       fresh();
       relay.behave('refuse');
       const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
@@ -1276,7 +1285,8 @@ describe(
       assert.deepEqual(await storedChannels('e_channels', 'back-at-end'), channels);
     });
 
-    test('away at the end with an earlier spool claimed: CLICKHOUSE_SPOOLED counts its rows once and a later resend takes it', async () => {
+    test('away at the end with an earlier spool claimed: CLICKHOUSE_SPOOLED ' +
+      'counts its rows once and a later resend takes it', async () => {
       fresh();
       const tables = { eventsTable: 'l_events', channelsTable: 'l_channels' };
       const earlier = tmpDir();
@@ -1373,7 +1383,8 @@ describe(
       relay.release();
     });
 
-    test('at the end the channel rows are final (they outrank every earlier one) and no timer of the sink is left', async () => {
+    test('at the end the channel rows are final (they outrank ' +
+      'every earlier one) and no timer of the sink is left', async () => {
       fresh();
       const { batches, run, lineNumbers, channels } = await recordsOf('binary-tree-depth-3');
       const timersBefore = pendingTimers();
@@ -1397,7 +1408,8 @@ describe(
       assert.deepEqual(await stored('v_events', 'finals'), lineNumbers);
     });
 
-    test('the run ends while a direct insert is unanswered: its rows and the queued ones wait in the spool, each once', async () => {
+    test('the run ends while a direct insert is unanswered: its ' +
+      'rows and the queued ones wait in the spool, each once', async () => {
       fresh();
       relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
       const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
@@ -1446,7 +1458,8 @@ describe(
       check();
     });
 
-    test('a run whose one row the server will not take: the spool it claimed is reported alone, the row counted', async () => {
+    test('a run whose one row the server will not take: the ' +
+      'spool it claimed is reported alone, the row counted', async () => {
       fresh();
       // Only the channels table's inserts are cut off; pings and the tables' DDL are answered.
       relay.behave((ex) => (ex.sql.startsWith('INSERT INTO `z_channels` ') ? 'refuse' : 'forward'));
@@ -1674,7 +1687,8 @@ describe(
       assert.deepEqual(await stored('n_events', 'exact-behind'), lineNumbers);
     });
 
-    test('an insert answered with a partial batch queued behind it: the rest waits, then goes in one batch at the end', async () => {
+    test('an insert answered with a partial batch queued behind ' +
+      'it: the rest waits, then goes in one batch at the end', async () => {
       fresh();
       relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
       const { batches, run, lineNumbers, channels } = await recordsOf('nested-depth-3');
@@ -1718,7 +1732,8 @@ describe(
       assert.deepEqual(await storedChannels('p_channels', 'partial-behind'), channels);
     });
 
-    test('a queue of exactly maxQueueRows rows holds the input back while an insert is unanswered', async () => {
+    test('a queue of exactly maxQueueRows rows holds ' +
+      'the input back while an insert is unanswered', async () => {
       fresh();
       relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
       const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');

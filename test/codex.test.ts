@@ -237,7 +237,8 @@ function codexReader() {
   };
 }
 
-test('Codex: every recorded event maps to the lines its fields call for; spawned threads end by their state', () => {
+test('Codex: every recorded event maps to the lines its ' +
+  'fields call for; spawned threads end by their state', () => {
   for (const { name, events } of recordings('codex')) {
     const reader = codexReader();
     const mapper = createCodexMapper();

@@ -36,7 +36,8 @@ describe('hostile figures in stated totals, OTLP spans and ClickHouse rows', () 
     }
   });
 
-  test('a lying small total leaves nothing unattributed, with COST_DISAGREES, never a negative figure', () => {
+  test('a lying small total leaves nothing unattributed, ' +
+    'with COST_DISAGREES, never a negative figure', () => {
     const lines = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8').split('\n').filter(Boolean);
     const at = lines.findIndex((l) => l.includes('"type":"result"'));
     const result = JSON.parse(lines[at]);
@@ -52,7 +53,8 @@ describe('hostile figures in stated totals, OTLP spans and ClickHouse rows', () 
     assert.match(r.stderr, /COST_DISAGREES: the result states \$0\.0001 for the run/);
   });
 
-  test('OTLP spans and ClickHouse rows of hostile streams carry no negative or non-finite figure', async () => {
+  test('OTLP spans and ClickHouse rows of hostile ' +
+    'streams carry no negative or non-finite figure', async () => {
     for (const value of HOSTILE) {
       const input = readFileSync(poisoned(join(FIXTURES, 'nested-depth-3.jsonl'), value));
       const spans: unknown[] = [];

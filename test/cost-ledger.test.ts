@@ -232,7 +232,8 @@ test('with a result: the output shared by what each channel produced, at the sta
   assert.deepEqual(report.unpriced, []);
 });
 
-test('a result with per-model dollars and no total: the run costs their sum, what no channel shows included', () => {
+test('a result with per-model dollars and no total: the ' +
+  'run costs their sum, what no channel shows included', () => {
   const ledger = new CostLedger(TABLE);
   ledger.observe(line('a1', 'm-b', { input_tokens: 100, output_tokens: 0 }), null);
   // Claude Code counted 1,000 input tokens of m-b for $0.01; the stream shows 100 of them.
@@ -586,7 +587,8 @@ test('apportion: remainders ranked by their fraction; default ties go by positio
   assert.deepEqual(apportion(2, [1, 1, 1, 1, 1], 5, ['e', 'a', 'd', 'b', 'c']), [0, 1, 0, 1, 0]);
 });
 
-test('a channel with no token counts is unknown: null dollars with the reason, counted apart, never $0', () => {
+test('a channel with no token counts is unknown: null ' +
+  'dollars with the reason, counted apart, never $0', () => {
   const warnings: string[] = [];
   const ledger = new CostLedger(TABLE, (code, message) => warnings.push(`${code}: ${message}`));
   ledger.observe(line('m1', 'm-a', { input_tokens: 100, output_tokens: 10 }), null);
@@ -642,7 +644,8 @@ test('figures out of bounds are refused with one warning per field naming the fi
     assert.ok(n === null || (Number.isFinite(n) && n >= 0));
 });
 
-test('MODEL_MISMATCH: a result naming one model and lines another (one each) is attributed, with a warning', () => {
+test('MODEL_MISMATCH: a result naming one model and lines ' +
+  'another (one each) is attributed, with a warning', () => {
   const warnings: string[] = [];
   const ledger = new CostLedger(TABLE, (code, message) => warnings.push(`${code}: ${message}`));
   const words = [{ type: 'text', text: 'x'.repeat(40) }];

@@ -471,7 +471,8 @@ test('--prices from a device or an endless pipe is refused at once (ERR_PRICES),
   assert.match(withPrices(big).stderr, /larger than 1048576 bytes/);
 });
 
-test('a price file: a day that is no calendar day is refused; a UTF-8 BOM is read; errors show no raw bytes', () => {
+test('a price file: a day that is no calendar day is ' +
+  'refused; a UTF-8 BOM is read; errors show no raw bytes', () => {
   const dir = tmpDir();
   const file = join(dir, 'p.json');
   const table = (date: string) =>
@@ -495,7 +496,8 @@ test('a price file: a day that is no calendar day is refused; a UTF-8 BOM is rea
   assert.doesNotMatch(junk.stderr, /\uFEFF|\u001b|\u00ef/);
 });
 
-test('a price file rate past $10,000 per million tokens, or not finite, is refused (1e307 destroys nothing)', () => {
+test('a price file rate past $10,000 per million tokens, ' +
+  'or not finite, is refused (1e307 destroys nothing)', () => {
   const file = join(tmpDir(), 'p.json');
   for (const rate of [1e307, 10_001, -1]) {
     writeFileSync(file, JSON.stringify({ date: '2026-01-01', models: { m: { input: 1, output: rate } } }));

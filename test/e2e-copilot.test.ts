@@ -72,7 +72,8 @@ export const COPILOT_EXPECT: Record<string, ChatExpectation> = {
   },
 };
 
-test('recorded Copilot streams: each scenario as the independent reading sees it, and subtee agrees', async () => {
+test('recorded Copilot streams: each scenario as the ' +
+  'independent reading sees it, and subtee agrees', async () => {
   for (const scenario of CHAT_SCENARIOS) {
     const file = join(RECORDED, `${scenario.name}.jsonl`);
     const reading = readCopilot(readFileSync(file, 'utf8'));

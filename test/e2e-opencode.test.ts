@@ -91,7 +91,8 @@ function checkScenario(text: string, scenario: string, label: string) {
   return reading;
 }
 
-test('recorded opencode streams: each scenario as the independent reading sees it, and subtee agrees', async () => {
+test('recorded opencode streams: each scenario as the ' +
+  'independent reading sees it, and subtee agrees', async () => {
   for (const scenario of CHAT_SCENARIOS) {
     const file = join(RECORDED, `${scenario.name}.jsonl`);
     const reading = checkScenario(readFileSync(file, 'utf8'), scenario.name, `recorded ${scenario.name}`);

@@ -73,7 +73,8 @@ test("every factory's options type and every built-in sink's factory come from t
   }
 });
 
-test('the package entry is small: open(), the errors, the plugin contract; the rest in typed subpaths', async () => {
+test('the package entry is small: open(), the errors, ' +
+  'the plugin contract; the rest in typed subpaths', async () => {
   const text = readFileSync(join(ROOT, 'src', 'index.ts'), 'utf8');
   assert.doesNotMatch(text, /export \*/, 'no export *');
   const declared = [...text.matchAll(/export (?:type )?\{([^}]*)\}/g)].flatMap((m) =>

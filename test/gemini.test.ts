@@ -136,7 +136,8 @@ function geminiReader(spawnTools: readonly string[] = ['invoke_agent']) {
   };
 }
 
-test('Gemini: every recorded event maps to the lines its fields call for; pieces join at the next event', () => {
+test('Gemini: every recorded event maps to the lines ' +
+  'its fields call for; pieces join at the next event', () => {
   for (const { name, events } of recordings('gemini')) {
     const reader = geminiReader();
     const mapper = createGeminiMapper();

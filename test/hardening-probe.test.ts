@@ -73,7 +73,8 @@ test('a plugin whose function throws a string is named: ERR_PLUGIN_FAILED', () =
   assertFailsByName('string-thrower', "return () => { throw 'a string'; };");
 });
 
-test('a plugin whose function throws or rejects with a falsy value fails at once, by name, not by a stall', () => {
+test('a plugin whose function throws or rejects with a ' +
+  'falsy value fails at once, by name, not by a stall', () => {
   // pipeline() takes a falsy error for "no error": the kit names what the plugin threw.
   for (const [name, value] of [
     ['null-thrower', 'null'],

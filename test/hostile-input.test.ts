@@ -120,7 +120,8 @@ test('summaries, index and step summary of a chain 20,000 deep: no recursion, bo
   assert.ok(stdoutText(bottom, 'text', '  ')!.length < 100, 'stdout indentation is capped too');
 });
 
-test('the CLI on a stream with a deep chain, a children-first chain, a spawn cycle and a deep input: exit 0, nothing lost', () => {
+test('the CLI on a stream with a deep chain, a children-first ' +
+  'chain, a spawn cycle and a deep input: exit 0, nothing lost', () => {
   const n = 1000;
   const lines: string[] = [];
   for (let i = 0; i < n; i++) lines.push(spawnLine(`toolu_d${i}`, i === 0 ? null : `toolu_d${i - 1}`));

@@ -250,7 +250,8 @@ test('before the first line and after the result, nothing is in flight: the idle
   assert.match(stallMessage(ended.stall!), /^no input for 11 s \(allowed 10 s\); nothing was in flight$/);
 });
 
-test('a model request (after init, a prompt or the last tool result) allows the model timeout plus the grace', () => {
+test('a model request (after init, a prompt or the last ' +
+  'tool result) allows the model timeout plus the grace', () => {
   for (const lines of [
     [init],
     [init, say(null, toolUse('t1', 'Read', { file_path: 'a.ts' })), reply(null, toolResult('t1'))],

@@ -101,7 +101,8 @@ async function subteeView(projection: ReturnType<typeof open>) {
   };
 }
 
-test('Deep Agents side by side: subtee projects the same subagents, nesting, statuses, texts and tool calls as run.subagents', async () => {
+test('Deep Agents side by side: subtee projects the same subagents, ' +
+  'nesting, statuses, texts and tool calls as run.subagents', async () => {
   const run = await startRun();
   const dir = tmpDir();
   const recording = createWriteStream(join(dir, 'events.jsonl'));
@@ -139,7 +140,8 @@ test('Deep Agents side by side: subtee projects the same subagents, nesting, sta
   assert.equal(analyst.summary, 'a1 report: done.');
 });
 
-test('recorded LangGraph protocol events through the CLI: detected, and the same index.json as the live run', async () => {
+test('recorded LangGraph protocol events through the CLI: ' +
+  'detected, and the same index.json as the live run', async () => {
   const run = await startRun();
   const dir = tmpDir();
   const recording = join(dir, 'events.jsonl');
@@ -407,7 +409,8 @@ test('LangGraph: a run starts, spawns through a held task call, nests, ends; eve
   assert.deepEqual(warnings, []);
 });
 
-test('LangGraph: failures and interruptions carry their reasons; held calls show when nothing spawned', () => {
+test('LangGraph: failures and interruptions carry their ' +
+  'reasons; held calls show when nothing spawned', () => {
   const mapper = new LangGraphMapper({ spawnTools: ['delegate'] });
   const a = ['tools:a'];
   const b = ['tools:b'];
@@ -842,7 +845,8 @@ test('LangGraph helpers: protocol events, message fields, content text, tool out
   });
 });
 
-test('LangGraph: a task input names the call a later subagent runs for; a later task without one keeps it', () => {
+test('LangGraph: a task input names the call a later ' +
+  'subagent runs for; a later task without one keeps it', () => {
   const mapper = new LangGraphMapper();
   assert.deepEqual(mapper.map(task([], { id: 'T', input: { tool_call: { id: 'd5' } } })), []);
   assert.deepEqual(mapper.map(task([], { id: 'T', input: {} })), []);
@@ -853,7 +857,8 @@ test('LangGraph: a task input names the call a later subagent runs for; a later 
   ]);
 });
 
-test('LangGraph: prompts from live and serialised messages; usage and last words kept across messages', () => {
+test('LangGraph: prompts from live and serialised ' +
+  'messages; usage and last words kept across messages', () => {
   const mapper = new LangGraphMapper();
   const live = { _getType: () => 'human', content: 'live prompt' };
   const aiLast = {

@@ -116,7 +116,8 @@ test('invalid UTF-8 in a noise line is kept byte for byte', async () => {
   assert.ok(recs[0].raw.equals(bad.subarray(0, -1)));
 });
 
-test('a line over the limit is spooled, never held: routed when it is a JSON object, quarantined otherwise', async () => {
+test('a line over the limit is spooled, never held: routed ' +
+  'when it is a JSON object, quarantined otherwise', async () => {
   const max = 4096;
   const long = Buffer.from(`{"x":"${'y'.repeat(100_000)}","type":"user","n":1}`);
   const bad = Buffer.from(`{"x":"${'y'.repeat(100_000)}"`);

@@ -170,7 +170,8 @@ test('channelIdOf: a non-empty parent_tool_use_id, else null for main', () => {
   assert.equal(channelIdOf({}), null);
 });
 
-test('usageNumbers: counts kept by name (whole, zero included); nested, text, negative, absurd and non-finite dropped', () => {
+test('usageNumbers: counts kept by name (whole, zero included); ' +
+  'nested, text, negative, absurd and non-finite dropped', () => {
   assert.deepEqual(
     usageNumbers({
       input_tokens: 12,

@@ -97,7 +97,8 @@ test('projection options out of range throw ERR_OPEN_OPTIONS at once; the least 
   assert.ok(events > 0);
 });
 
-test('an input that fails midway: what was read is filed, index.json records the failure, done rejects', async () => {
+test('an input that fails midway: what was read is filed, ' +
+  'index.json records the failure, done rejects', async () => {
   const lines = readFileSync(fixture(), 'utf8').split('\n').filter(Boolean);
   const kept = lines.slice(0, 10);
   async function* failing() {
@@ -126,7 +127,8 @@ test('an input that fails midway: what was read is filed, index.json records the
   );
 });
 
-test('open() on a cut-short gzip file keeps every decompressed byte, records INPUT_CUT_SHORT, rejects ERR_INPUT', async () => {
+test('open() on a cut-short gzip file keeps every decompressed ' +
+  'byte, records INPUT_CUT_SHORT, rejects ERR_INPUT', async () => {
   const dir = tmpDir();
   const whole = gzipSync(readFileSync(fixture()));
   const file = join(dir, 'cut.jsonl.gz');
@@ -158,7 +160,8 @@ test('open() on a cut-short gzip file keeps every decompressed byte, records INP
   assert.deepEqual(kept.sort(), expected.sort());
 });
 
-test('an option open() does not take is refused at once, named (a program in JavaScript can pass any)', () => {
+test('an option open() does not take is refused at ' +
+  'once, named (a program in JavaScript can pass any)', () => {
   const options = { outt: join(tmpDir(), 'o') } as unknown as Parameters<typeof open>[1];
   assert.throws(() => open(fixture(), options), (err: { code?: string; message?: string }) => {
     return err.code === 'ERR_OPEN_OPTIONS' && /"outt"/.test(err.message ?? '') && /\bout\b/.test(err.message ?? '');

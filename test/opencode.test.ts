@@ -135,7 +135,8 @@ function opencodeReader(spawnTools: readonly string[] = ['task']) {
   };
 }
 
-test('opencode: every recorded event maps to the lines its fields call for; the result is made at the end', () => {
+test('opencode: every recorded event maps to the lines ' +
+  'its fields call for; the result is made at the end', () => {
   for (const { name, events } of recordings('opencode')) {
     const reader = opencodeReader();
     const mapper = createOpencodeMapper();

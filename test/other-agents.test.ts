@@ -291,7 +291,8 @@ test('auto: each recording is recognised from its first line; a forced format gi
   }
 });
 
-test('the version: Copilot states it in its skills path; --require-version outside the range is exit 4', () => {
+test('the version: Copilot states it in its skills path; ' +
+  '--require-version outside the range is exit 4', () => {
   const file = join(DIR, 'copilot-shell.jsonl');
   assert.equal(runCli(file, ['--require-version', '>=1.0.0 <2']).index.producer_version, '1.0.102');
   const args = [BIN, '--out', join(tmpDir(), 'o'), '-q', '--require-version', '>=1.1', file];
@@ -714,7 +715,8 @@ test("a Copilot run's projection: late readers get each subagent's messages and 
   assert.deepEqual(seen, want);
 });
 
-test('lines too long to hold (spooled) land once, in the file of the agent whose events they are', async () => {
+test('lines too long to hold (spooled) land once, in ' +
+  'the file of the agent whose events they are', async () => {
   // The recording with a subagent's events made longer than the parser holds: their `data`
   // is padded, so only their top-level fields (`agentId` among them) are read.
   const source = inputLines(readFileSync(join(DIR, 'copilot-spawn.jsonl')));
@@ -848,7 +850,8 @@ const STRAY: Record<string, string> = {
   claude: '{"type":"system","subtype":"notice","message":"npm warn"}',
 };
 
-test('--input-format auto is not misled by one stray line: decided from more than one, the change warned', async () => {
+test('--input-format auto is not misled by one stray ' +
+  'line: decided from more than one, the change warned', async () => {
   const streams: Array<[string, string]> = [
     ...['nested-depth-3', 'failing-beside-healthy', 'background-fanout-12'].map(
       (f) => ['claude', readFileSync(join(FIXTURES, `${f}.jsonl`), 'utf8')] as [string, string],
@@ -879,7 +882,8 @@ test('--input-format auto is not misled by one stray line: decided from more tha
   }
 });
 
-test('a stream that stops fitting the producer chosen is told once (INPUT_FORMAT_MISMATCH), given or decided', async () => {
+test('a stream that stops fitting the producer chosen is ' +
+  'told once (INPUT_FORMAT_MISMATCH), given or decided', async () => {
   const codex = readFileSync(join(DIR, 'codex', 'two-subagents.jsonl'), 'utf8');
   const claude = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8');
   for (const [name, input, format, producer] of [

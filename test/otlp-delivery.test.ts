@@ -101,7 +101,8 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     receiver.behave('accept');
   };
 
-  test('one batch in flight at a time, at most maxBatchSpans per request; drain waits for all of it', async () => {
+  test('one batch in flight at a time, at most ' +
+    'maxBatchSpans per request; drain waits for all of it', async () => {
     reset();
     // The receiver's span count when each request arrives gives each request's size.
     const before: number[] = [];
@@ -133,7 +134,8 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     await shutdown();
   });
 
-  test('while a request is held and the queue is full there is no room; room comes back when it is answered', async () => {
+  test('while a request is held and the queue is full there ' +
+    'is no room; room comes back when it is answered', async () => {
     reset();
     receiver.behave('hang');
     const { exporter, answered, shutdown } = exporterTo(receiver);
@@ -169,7 +171,8 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     await shutdown();
   });
 
-  test('a refused batch is retried within retryMs and then delivered; the collector never counts as unavailable', async () => {
+  test('a refused batch is retried within retryMs and then ' +
+    'delivered; the collector never counts as unavailable', async () => {
     reset();
     receiver.behave((n) => (n === 1 ? 500 : 'accept'));
     const { exporter, shutdown } = exporterTo(receiver);
@@ -208,7 +211,8 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     await shutdown();
   });
 
-  test('the backoff doubles from 100 ms: within a retryMs of 1900 a refused batch is tried at most five times', async () => {
+  test('the backoff doubles from 100 ms: within a retryMs ' +
+    'of 1900 a refused batch is tried at most five times', async () => {
     reset();
     receiver.behave(500);
     const { exporter, shutdown } = exporterTo(receiver);
@@ -231,7 +235,8 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     await shutdown();
   });
 
-  test('retryMs 0: a refused batch is given up at once, counted lost, and the collector reported unavailable once', async () => {
+  test('retryMs 0: a refused batch is given up at once, counted ' +
+    'lost, and the collector reported unavailable once', async () => {
     reset();
     receiver.behave(500);
     const { exporter, answered, shutdown } = exporterTo(receiver);
@@ -249,7 +254,8 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     await shutdown();
   });
 
-  test('collector unavailable: the queue never holds the run back, keeps the newest, and a collector back gets them', async () => {
+  test('collector unavailable: the queue never holds the run ' +
+    'back, keeps the newest, and a collector back gets them', async () => {
     reset();
     receiver.behave((n) => (n === 1 ? 500 : 'hang'));
     const { exporter, answered, shutdown } = exporterTo(receiver);
@@ -309,7 +315,8 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     await shutdown();
   });
 
-  test('drain gives up at its deadline: what is pending is lost, waiters are released, a late answer changes nothing', async () => {
+  test('drain gives up at its deadline: what is pending is lost, ' +
+    'waiters are released, a late answer changes nothing', async () => {
     reset();
     receiver.behave('hang');
     const { exporter, answered, shutdown } = exporterTo(receiver);
@@ -361,7 +368,8 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
   });
 });
 
-test('the reason kept for a refused batch: status and reason phrase, once each, or the client error code', async () => {
+test('the reason kept for a refused batch: status and ' +
+  'reason phrase, once each, or the client error code', async () => {
   // A collector answering each connection with the next raw reply: statuses the exporter does
   // not retry, and one answer that is not HTTP at all.
   const replies = [
@@ -464,7 +472,8 @@ describe('the OTLP sink at the end of a run', () => {
     assert.equal(receiver.spans.length, spanCount);
   });
 
-  test('a refusing collector: one OTLP_UNAVAILABLE, then OTLP_UNDELIVERED counting every span and why', async () => {
+  test('a refusing collector: one OTLP_UNAVAILABLE, then ' +
+    'OTLP_UNDELIVERED counting every span and why', async () => {
     receiver.spans.length = 0;
     receiver.behave(500);
     const { warnings, spanCount } = await runSink({ retryMs: 0, flushTimeoutMs: 60_000 });

@@ -123,7 +123,8 @@ test('times come from the stream: a replay, cut into other chunks, gives the sam
   assert.deepEqual(b.spans, a.spans);
 });
 
-test('a tool span runs from its tool_use line to its tool_result line; a tool error is an ERROR', async () => {
+test('a tool span runs from its tool_use line to ' +
+  'its tool_result line; a tool error is an ERROR', async () => {
   const { spans } = await spansOf(
     bytes(
       init,

@@ -128,7 +128,8 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     assert.deepEqual(second, first);
   });
 
-  test('`--otlp` alone follows OTEL_EXPORTER_OTLP_* and OTEL_RESOURCE_ATTRIBUTES (OTLP/JSON here)', async () => {
+  test('`--otlp` alone follows OTEL_EXPORTER_OTLP_* ' +
+    'and OTEL_RESOURCE_ATTRIBUTES (OTLP/JSON here)', async () => {
     receiver.spans.length = 0;
     receiver.requests.length = 0;
     receiver.behave('accept');
@@ -155,7 +156,8 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     assert.equal(resource['fleet.runner'], 'runner-7');
   });
 
-  test('collector down: exit 0, every file written, a warning counts the spans not delivered, no hang', async () => {
+  test('collector down: exit 0, every file written, a ' +
+    'warning counts the spans not delivered, no hang', async () => {
     const port = await closedPort();
     // With pino on too: its destination is closed before the warning comes.
     const pinoLog = join(tmpDir(), 'events.log');
@@ -201,7 +203,8 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     assert.equal(receiver.spans.length, 0);
   });
 
-  test('collector that never answers: the run ends at the flush deadline, not at the request timeout', async () => {
+  test('collector that never answers: the run ends at ' +
+    'the flush deadline, not at the request timeout', async () => {
     receiver.requests.length = 0;
     receiver.behave('hang');
     // Requests would wait two minutes; subtee is killed after 30 s if it waits for them.
@@ -235,7 +238,8 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     assertSpanTree(receiver.spans.map(like), index, 'recovered');
   });
 
-  test('a stalled run still sends its trace: main marked stalled, what was running marked running', async () => {
+  test('a stalled run still sends its trace: main ' +
+    'marked stalled, what was running marked running', async () => {
     receiver.spans.length = 0;
     receiver.behave('accept');
     // The first half of a nested run, then silence: the idle watchdog ends the run.
@@ -279,7 +283,8 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     );
   });
 
-  test('backpressure: while the collector holds a request and the queue is full, input waits; then all of it flows', async () => {
+  test('backpressure: while the collector holds a request and ' +
+    'the queue is full, input waits; then all of it flows', async () => {
     receiver.spans.length = 0;
     receiver.requests.length = 0;
     receiver.behave('hang');

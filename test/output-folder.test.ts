@@ -43,7 +43,8 @@ function victim() {
   return { dir, file: join(dir, 'precious'), before: () => readdirSync(dir).sort() };
 }
 
-test('--force never writes through links planted in --out: each planted entry is replaced, the targets are untouched', () => {
+test('--force never writes through links planted in --out: each ' +
+  'planted entry is replaced, the targets are untouched', () => {
   const v = victim();
   const out = tmpDir();
   symlinkSync(v.file, join(out, 'main.jsonl'));
@@ -90,7 +91,8 @@ test('the pino log: a planted link is refused, a FIFO with no reader fails at on
   assert.equal(r2.stderr.trim().split('\n').length, 1);
 });
 
-test('a file keeps no queue once written: bytes written are no longer held, and later writes queue afresh', () => {
+test('a file keeps no queue once written: bytes written ' +
+  'are no longer held, and later writes queue afresh', () => {
   const out = tmpDir();
   const files = new AppendFiles(out, 4);
   const a = files.file('a.log');
@@ -216,7 +218,8 @@ test('a page that cannot replace its file leaves no temporary file; one that can
   assert.deepEqual(readdirSync(dir).sort(), ['index.html', 'report.html']);
 });
 
-test('lines queued by writeLine and text by writeText are written byte for byte as write() writes them', () => {
+test('lines queued by writeLine and text by writeText ' +
+  'are written byte for byte as write() writes them', () => {
   const fixtures = readdirSync(join(ROOT, 'test', 'fixtures')).filter((n) => n.endsWith('.jsonl'));
   assert.ok(fixtures.length >= 5);
   for (const name of fixtures) {

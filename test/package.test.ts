@@ -94,7 +94,8 @@ test('the tarball ships what a user runs: no tests, benchmarks or their fixtures
   }
 });
 
-test('the tarball ships a LICENSE and the files the documents name; the tests they name are in the repo', () => {
+test('the tarball ships a LICENSE and the files the ' +
+  'documents name; the tests they name are in the repo', () => {
   const files = packedFiles();
   assert.ok(files.has('LICENSE'), 'LICENSE');
   assert.match(
@@ -138,7 +139,8 @@ function packSummary(): { size: number; unpackedSize: number; files: string[] } 
   return { size: pack.size, unpackedSize: pack.unpackedSize, files: pack.files.map((f) => f.path) };
 }
 
-test('the tarball carries no TypeScript sources or source maps: JavaScript and declarations, under 2 MB', () => {
+test('the tarball carries no TypeScript sources or source ' +
+  'maps: JavaScript and declarations, under 2 MB', () => {
   const { size, unpackedSize, files } = packSummary();
   const sources = files.filter(
     (f) => /\.[cm]?ts$/.test(f) && !/\.d\.[cm]?ts$/.test(f) && !f.startsWith('examples/'),
@@ -281,7 +283,8 @@ function globalSubtee(prefix: string, args: string[]) {
 
 const NESTED = join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl');
 
-test('the packed tarball installs into a fresh global prefix, light, and the subtee it puts on PATH runs', () => {
+test('the packed tarball installs into a fresh global ' +
+  'prefix, light, and the subtee it puts on PATH runs', () => {
   const { dir, prefix, stderr } = installedGlobally();
   assert.doesNotMatch(stderr, /npm warn/i, stderr);
   const installed = join(prefix, 'lib', 'node_modules');
@@ -300,7 +303,8 @@ test('the packed tarball installs into a fresh global prefix, light, and the sub
   assert.equal(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).channels.length, 4);
 });
 
-test('a sink whose optional package is not installed fails in one line naming what to install (exit 2), before anything is made or started; installed beside subtee, it runs', () => {
+test('a sink whose optional package is not installed fails in one line naming what to ' +
+  'install (exit 2), before anything is made or started; installed beside subtee, it runs', () => {
   const { dir, prefix } = installedGlobally();
   const closed = 'http://127.0.0.1:9';
   // The package that is missing, and the line that installs every one the sink needs.
@@ -425,7 +429,8 @@ export async function resolve(specifier, context, next) {
   return { resolved, ...report };
 }
 
-test('importing subtee and running open() loads neither OpenTelemetry nor the ClickHouse client; a run with their sinks loads both', () => {
+test('importing subtee and running open() loads neither OpenTelemetry ' +
+  'nor the ClickHouse client; a run with their sinks loads both', () => {
   const dir = tmpDir();
   // A program of its own importing the package by name, as a user's does.
   mkdirSync(join(dir, 'node_modules'));
@@ -468,7 +473,8 @@ const commandsOf = (block: string) =>
     .split('\n')
     .filter((l) => !l.startsWith('#'));
 
-test('the optional packages are peer dependencies, and the install lines the documents show are the ones the error names', () => {
+test('the optional packages are peer dependencies, and the install ' +
+  'lines the documents show are the ones the error names', () => {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
   const optional = Object.assign({}, ...Object.values(OPTIONAL_PACKAGES));
   assert.deepEqual(pkg.peerDependencies, optional);

@@ -225,7 +225,8 @@ test("every helper the Plugins page lists is exported by the package entry", asy
   }
 });
 
-test('redact-secrets: a value too deep for recursion is still redacted when its masked text is not JSON', () => {
+test('redact-secrets: a value too deep for recursion is ' +
+  'still redacted when its masked text is not JSON', () => {
   const secret = `sk-ant-${'a'.repeat(24)}`;
   let value: unknown = { token: secret };
   for (let depth = 0; depth < 200_000; depth++) value = depth % 2 ? { nested: value } : [value];

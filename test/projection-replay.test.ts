@@ -441,7 +441,8 @@ test("a line too long to hold gives its channel's buffer up: its late readers fa
   }
 });
 
-test('with files, a late reader gets a line past maxLineBytes as a live one did: top-level scalars', async () => {
+test('with files, a late reader gets a line past ' +
+  'maxLineBytes as a live one did: top-level scalars', async () => {
   const { lines, long, stages } = withLineOver1KiB();
   const input = Buffer.from(lines.join('\n') + '\n');
   const run = open(chunked(splitEvery(input, 256)), {
@@ -510,7 +511,8 @@ for (const out of [undefined, 'files'] as const) {
   });
 }
 
-test('a late reader replays a line too long to hold from the .jsonl as it was routed: scalar members', async () => {
+test('a late reader replays a line too long to hold ' +
+  'from the .jsonl as it was routed: scalar members', async () => {
   const lines = fixtureLines('nested-depth-3');
   // A main user line of 17 MiB, longer than any line subtee holds: spooled, routed by its scalars.
   const huge = JSON.stringify({
@@ -553,7 +555,8 @@ test('a late reader replays a line too long to hold from the .jsonl as it was ro
   assert.ok(earlyMessages.length > 0);
 });
 
-test('with files, a reader opened at once holds no line in memory: a late events loop replays the files', async () => {
+test('with files, a reader opened at once holds no line ' +
+  'in memory: a late events loop replays the files', async () => {
   const lines = fixtureLines('binary-tree-depth-3');
   const input = Buffer.from(lines.join('\n') + '\n');
   // Room for the record order (16 bytes a line), not for the lines themselves.
@@ -857,7 +860,8 @@ test("a Copilot run's late readers replay the lines routed, not its input lines,
   }
 });
 
-test('a late events loop without files replays each line from its bytes: 1e999 is Infinity again', async () => {
+test('a late events loop without files replays each ' +
+  'line from its bytes: 1e999 is Infinity again', async () => {
   const lines = fixtureLines('foreground-fanout-3');
   const at = lines.findIndex((line) => line.includes('"type":"result"'));
   // A number JSON cannot write back: read from the bytes it is Infinity, written back it would be null.

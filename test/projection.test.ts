@@ -55,7 +55,8 @@ test('subtree totals roll usage and time up from every descendant', async () => 
 });
 
 /** Lines of a fixture, for feeding one at a time. */
-test('live: a handle arrives at its spawn, before its first message; messages as their lines arrive', async () => {
+test('live: a handle arrives at its spawn, before its ' +
+  'first message; messages as their lines arrive', async () => {
   const lines = fixtureLines('nested-depth-3');
   const input = new PassThrough();
   const run = open(input);
@@ -997,7 +998,8 @@ function spawnInputs(lines: string[]): Map<string, { description?: string; subag
   return spawns;
 }
 
-test('a subagent whose failure notification has no summary fails with "failed"; handles name their spawn', async () => {
+test('a subagent whose failure notification has no summary ' +
+  'fails with "failed"; handles name their spawn', async () => {
   // A background worker's notification turned into a failure that carries no summary.
   const lines = fixtureLines('background-fanout-12');
   const at = lines.findIndex((line) => line.includes('"task_notification"'));

@@ -140,7 +140,8 @@ test('conservation and the same tree under any chunking (property)', async () =>
 /** Fuzz cases per run: a count, not a time budget, so a loaded machine checks the same cases. */
 const FUZZ_RUNS = Number(process.env.SUBTEE_FUZZ_RUNS ?? 200);
 
-test('fuzz: mutated real recordings never crash and conserve every line (seeded, count-bounded)', async () => {
+test('fuzz: mutated real recordings never crash and ' +
+  'conserve every line (seeded, count-bounded)', async () => {
   const sources = fixtureFiles().map((f) => readFileSync(f));
   let seed = Number(process.env.SUBTEE_FUZZ_SEED ?? 12345);
   const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;

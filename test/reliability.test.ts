@@ -68,7 +68,8 @@ for (const [sig, code] of [
   });
 }
 
-test('kill -9: every file is valid line by line but for one torn last line; a rerun is unaffected', async () => {
+test('kill -9: every file is valid line by line but ' +
+  'for one torn last line; a rerun is unaffected', async () => {
   const out = join(tmpDir(), 'o');
   const s = startOnPipe(out, ['--max-open-files', '8']);
   // Writes still queued when subtee dies fail with EPIPE: expected here, not a test failure.
@@ -257,7 +258,8 @@ test('a stall keeps the partial last line: it goes to the quarantine, as on SIGI
   assert.deepEqual(index.quarantine_lines, [41]);
 });
 
-test('one long line trickling in (bytes every 200 ms, longer than the idle timeout) is not a stall', async () => {
+test('one long line trickling in (bytes every 200 ms, ' +
+  'longer than the idle timeout) is not a stall', async () => {
   const out = join(tmpDir(), 'o');
   const s = startOnPipe(out, ['--idle-timeout-ms', '2000']);
   s.child.stdin.on('error', () => {}); // if subtee wrongly stops early, the failure is the exit code below

@@ -78,7 +78,8 @@ describe('the static report in Chromium', { skip }, () => {
     await browser?.close();
   });
 
-  test('nested-depth-3: four rows and bars nested three deep, tokens rolled up, a transcript on click, search, deep link, zoom and hover', async () => {
+  test('nested-depth-3: four rows and bars nested three deep, tokens rolled ' +
+    'up, a transcript on click, search, deep link, zoom and hover', async () => {
     const input = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'));
     const expected = readStream(input.toString('utf8'));
     const out = reportOf(input);
@@ -208,7 +209,8 @@ describe('the static report in Chromium', { skip }, () => {
     await page.close();
   });
 
-  test('--thinking drop keeps thinking out of every view: report.html (built at the end and again by subtee report), .log, pino; .jsonl keeps it', async () => {
+  test('--thinking drop keeps thinking out of every view: report.html (built ' +
+    'at the end and again by subtee report), .log, pino; .jsonl keeps it', async () => {
     const input = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'));
     const thought = 'Worker leaf plans: echo, then report.';
     assert.ok(input.toString('utf8').includes(thought), 'the recording thinks');
@@ -247,7 +249,8 @@ describe('the static report in Chromium', { skip }, () => {
     }
   });
 
-  test('background-fanout-12: thirteen rows, twelve hatched background bars under main, tool-call ticks', async () => {
+  test('background-fanout-12: thirteen rows, twelve ' +
+    'hatched background bars under main, tool-call ticks', async () => {
     const input = readFileSync(join(FIXTURES, 'background-fanout-12.jsonl'));
     const expected = readStream(input.toString('utf8'));
     const { page, console } = await openReport(browser, reportOf(input));
@@ -269,7 +272,8 @@ describe('the static report in Chromium', { skip }, () => {
     await page.close();
   });
 
-  test('failing-beside-healthy: the failed subagent is red with its error as final report, the healthy one green', async () => {
+  test('failing-beside-healthy: the failed subagent is red ' +
+    'with its error as final report, the healthy one green', async () => {
     const input = readFileSync(join(FIXTURES, 'failing-beside-healthy.jsonl'));
     const expected = readStream(input.toString('utf8'));
     const out = reportOf(input);
@@ -297,7 +301,8 @@ describe('the static report in Chromium', { skip }, () => {
     await page.close();
   });
 
-  test('an old Claude Code: the version guard’s warnings are listed with their codes, the version shown', async () => {
+  test('an old Claude Code: the version guard’s warnings ' +
+    'are listed with their codes, the version shown', async () => {
     const input = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8').replaceAll(
       '"claude_code_version":"2.1.328"',
       '"claude_code_version":"2.1.205"',
@@ -318,7 +323,8 @@ describe('the static report in Chromium', { skip }, () => {
     await page.close();
   });
 
-  test('a run with 600 subagents: the tree and the timeline draw the rows in view; a deep link scrolls to its row', async () => {
+  test('a run with 600 subagents: the tree and the timeline ' +
+    'draw the rows in view; a deep link scrolls to its row', async () => {
     const dir = tmpDir();
     await writeStream(
       { sizeBytes: 4 * 1024 * 1024, fanout: 600, shape: 'small', seed: 3 },
@@ -458,7 +464,8 @@ describe('the static report in Chromium', { skip }, () => {
     await page.close();
   });
 
-  test('hostile ids, descriptions and text render as text: nothing of theirs runs, no CSP violation', async () => {
+  test('hostile ids, descriptions and text render as ' +
+    'text: nothing of theirs runs, no CSP violation', async () => {
     const P = {
       script: '<script>window.__pwned="script";console.log("PWNED script")</script>',
       close: '</script><script>window.__pwned="close";console.log("PWNED close")</script>',
@@ -657,7 +664,8 @@ describe('the report layout at 900, 1400 and 1600 px in Chromium', { skip }, () 
     await browser?.close();
   });
 
-  test('names whole at every depth, numbers in the millions never cut, the timeline within its panel', async () => {
+  test('names whole at every depth, numbers in the ' +
+    'millions never cut, the timeline within its panel', async () => {
     const out = reportOf(bigCountsInput());
     const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
     const total = index.channels.reduce(
@@ -704,7 +712,8 @@ describe('the report layout at 900, 1400 and 1600 px in Chromium', { skip }, () 
     await page.close();
   });
 
-  test('the screenshot the README shows: fourteen nested subagents, one transcript open, at 1400 px', async () => {
+  test('the screenshot the README shows: fourteen nested ' +
+    'subagents, one transcript open, at 1400 px', async () => {
     const out = reportOf(readFileSync(join(FIXTURES, 'binary-tree-depth-3.jsonl')));
     const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
     const leaf = index.channels.find((c: any) => c.depth === 3);

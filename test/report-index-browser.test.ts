@@ -80,7 +80,8 @@ describe('the index page over many runs, in Chromium', { skip }, () => {
     await browser?.close();
   });
 
-  test('one row per run with its status, subagents, tokens, cost and duration; newest first; a link to each page', async () => {
+  test('one row per run with its status, subagents, tokens, ' +
+    'cost and duration; newest first; a link to each page', async () => {
     assert.match(stderr, /skipped .*half-written\/index\.json: not valid JSON/);
     assert.match(stderr, /wrote .*index\.html: 6 runs/);
     const { page, console } = await newPage(browser);

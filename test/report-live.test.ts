@@ -39,7 +39,8 @@ describe('the live page in Chromium', { skip }, () => {
     await browser?.close();
   });
 
-  test('the live page gains cards and bars while a slow replay feeds --serve, and ends with every status', async () => {
+  test('the live page gains cards and bars while a slow ' +
+    'replay feeds --serve, and ends with every status', async () => {
     const s = startSubtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none', '-q', '--serve', '127.0.0.1:0']);
     const url = await s.url();
     const write = (from: number, to: number) =>
@@ -86,7 +87,8 @@ describe('the live page in Chromium', { skip }, () => {
     await page.close();
   });
 
-  test('a dropped event stream reconnects with Last-Event-ID: the page ends with exactly what a fresh page gets', async () => {
+  test('a dropped event stream reconnects with Last-Event-ID: ' +
+    'the page ends with exactly what a fresh page gets', async () => {
     const feed = new ReportFeed();
     const live = new LiveReport(feed, undefined, 'test');
     const server = await startReportServer({

@@ -24,7 +24,8 @@ function statusWithHost(host: string, port: number, hostHeader: string): Promise
   });
 }
 
-test('a page served on a loopback address answers its own names only (DNS rebinding), [::1] included', async () => {
+test('a page served on a loopback address answers its ' +
+  'own names only (DNS rebinding), [::1] included', async () => {
   for (const host of ['::1', '127.0.0.1', 'localhost']) {
     const feed = new ReportFeed();
     const live = new LiveReport(feed, undefined, 'test');
@@ -179,7 +180,8 @@ async function withServer(
   }
 }
 
-test('GET / and /report.html serve the page with its security headers; HEAD sends the headers only', async () => {
+test('GET / and /report.html serve the page with its ' +
+  'security headers; HEAD sends the headers only', async () => {
   let built = 0;
   const page = () => `${PAGE}<p>${++built}</p>`;
   await withServer({ page }, async (server) => {
@@ -226,7 +228,8 @@ test('other paths are 404, other methods 405, HEAD of the event stream 404, all 
   });
 });
 
-test('the Host check: names are case-blind, a bare name needs port 80, other loopback addresses name themselves', async () => {
+test('the Host check: names are case-blind, a bare name ' +
+  'needs port 80, other loopback addresses name themselves', async () => {
   await withServer({}, async (server) => {
     const port = server.port;
     assert.equal(server.url, `http://127.0.0.1:${port}/`);
@@ -368,7 +371,8 @@ test('an IPv6 address is bracketed in the URL and the Host names; an IPv4 one is
   });
 });
 
-test('the event stream: headers, the retry line, then every event as id/event/data, ended with the feed', async () => {
+test('the event stream: headers, the retry line, then ' +
+  'every event as id/event/data, ended with the feed', async () => {
   const feed = new ReportFeed();
   feed.publish('run', '{"n":1}');
   feed.publish('channel', '{"n":2}');
@@ -407,7 +411,8 @@ test('the retry line defaults to REPORT_SERVER_DEFAULTS.retryMs', async () => {
   });
 });
 
-test('Last-Event-ID resumes after that id; a value that is not 1 to 15 digits starts from the beginning', async () => {
+test('Last-Event-ID resumes after that id; a value that ' +
+  'is not 1 to 15 digits starts from the beginning', async () => {
   const feed = new ReportFeed();
   for (let i = 0; i < 5; i++) feed.publish('entries', `{"i":${i}}`);
   feed.end();

@@ -76,7 +76,8 @@ test('subtee run --require-version: refuses a too-old agent before starting it',
   assert.equal(ok.status, 0, ok.stderr);
 });
 
-test('subtee run --require-version reads the version wherever --version prints it (GitHub Copilot CLI, opencode), and names the agent', () => {
+test('subtee run --require-version reads the version wherever --version ' +
+  'prints it (GitHub Copilot CLI, opencode), and names the agent', () => {
   const printing = (output: string, stream = recording, command = 'agent.sh') => {
     const dir = tmpDir();
     writeFileSync(join(dir, 'version.txt'), output);
@@ -317,7 +318,8 @@ test("subtee run: an agent that exits while a process it started holds its stdou
   checkOutput(readFileSync(recording), out, 'held pipe');
 });
 
-test('subtee run: a process the agent started that keeps writing to its stdout is let go too, and stopped', async () => {
+test('subtee run: a process the agent started that keeps ' +
+  'writing to its stdout is let go too, and stopped', async () => {
   const dir = tmpDir();
   const out = join(dir, 'o');
   const pidFile = join(dir, 'grandchild.pid');
@@ -348,7 +350,8 @@ test('subtee run: a process the agent started that keeps writing to its stdout i
   assert.ok(linesOf(files.get('quarantine.log')).every((l) => l === 'grandchild noise'));
 });
 
-test('subtee run: an agent that closes its stdout and then hangs is stopped by the watchdog (exit 124)', () => {
+test('subtee run: an agent that closes its stdout and ' +
+  'then hangs is stopped by the watchdog (exit 124)', () => {
   const dir = tmpDir();
   const out = join(dir, 'o');
   const pidFile = join(dir, 'pid');
@@ -529,7 +532,8 @@ for (const [sig, code] of [
   });
 }
 
-test('subtee run: one SIGINT to a command that ignores it is followed by SIGKILL after --kill-grace-ms: exit 130', async () => {
+test('subtee run: one SIGINT to a command that ignores it is ' +
+  'followed by SIGKILL after --kill-grace-ms: exit 130', async () => {
   const dir = tmpDir();
   const out = join(dir, 'o');
   const pidFile = join(dir, 'pid');
@@ -562,7 +566,8 @@ test('subtee run: one SIGINT to a command that ignores it is followed by SIGKILL
   assert.deepEqual(index.command, { name: agent, exit_code: 137, signal: 'SIGKILL' });
 });
 
-test('subtee run: when subtee ends early (the stream states a refused version) the command and what it started are stopped', async () => {
+test('subtee run: when subtee ends early (the stream states a ' +
+  'refused version) the command and what it started are stopped', async () => {
   const dir = tmpDir();
   const old = join(dir, 'old.jsonl');
   writeFileSync(
@@ -596,7 +601,8 @@ test('subtee run: when subtee ends early (the stream states a refused version) t
   assert.equal(running(grandchild), false, 'the process the agent started is gone');
 });
 
-test('subtee run: a command killed from outside is recorded (signal, exit code, interrupted) and its code passed on', () => {
+test('subtee run: a command killed from outside is recorded ' +
+  '(signal, exit code, interrupted) and its code passed on', () => {
   const dir = tmpDir();
   const out = join(dir, 'o');
   const agent = join(dir, 'killed.sh');
@@ -626,7 +632,8 @@ test('subtee run: a command that prints no line is INPUT_EMPTY, exit 3, though i
   assert.match(r.stderr, /silent\.sh printed no lines on stdout: nothing to split .*--verbose\) \[INPUT_EMPTY\]\n$/);
 });
 
-test('subtee run: a command not on PATH reads "not found on PATH", a missing file "no such file" (exit 2)', () => {
+test('subtee run: a command not on PATH reads "not found ' +
+  'on PATH", a missing file "no such file" (exit 2)', () => {
   const onPath = spawnSync(process.execPath, [BIN, 'run', '--', 'subtee-no-such-command'], { encoding: 'utf8' });
   assert.equal(onPath.status, 2);
   assert.equal(onPath.stderr, 'subtee: cannot start subtee-no-such-command: not found on PATH [ERR_COMMAND]\n');
@@ -646,7 +653,8 @@ function runningWith(marker: string): number[] {
 }
 
 describeWithClaude('subtee run with the real Claude Code', (apiUrl) => {
-  test('Claude Code without --verbose prints nothing: piped into subtee exit 3 (INPUT_EMPTY); under subtee run its own exit 1, said', () => {
+  test('Claude Code without --verbose prints nothing: piped into subtee ' +
+    'exit 3 (INPUT_EMPTY); under subtee run its own exit 1, said', () => {
     const { argv, env, cleanup } = claudeCommand({ prompt: 'SCRIPT:say:hi', apiUrl: apiUrl() });
     try {
       const plain = argv.filter((a) => a !== '--verbose');
@@ -672,7 +680,8 @@ describeWithClaude('subtee run with the real Claude Code', (apiUrl) => {
     }
   });
 
-  test('SIGINT while Claude Code runs a long Bash command: exit 130, and neither it nor the command outlives subtee', async () => {
+  test('SIGINT while Claude Code runs a long Bash command: exit ' +
+    '130, and neither it nor the command outlives subtee', async () => {
     const out = join(tmpDir(), 'o');
     // A Bash command silent for ten minutes, its own node process, recognisable by its text.
     const ms = 600_000 + Math.floor(Math.random() * 1000);

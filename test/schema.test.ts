@@ -40,7 +40,8 @@ function readmeConfigs(): unknown[] {
     .filter((c) => 'stages' in c || 'sinks' in c);
 }
 
-test('the shipped schema accepts the documented config, every example, and stages and sinks of plugins it does not know', () => {
+test('the shipped schema accepts the documented config, every ' +
+  'example, and stages and sinks of plugins it does not know', () => {
   const configs = readmeConfigs();
   assert.ok(configs.length >= 2, `${configs.length} configs`);
   for (const c of configs) assert.deepEqual(schemaErrors(c), [], 'documented config');
@@ -91,7 +92,8 @@ function configCheck(config: unknown) {
   return spawnSync(process.execPath, [BIN, '--config', p], { input: '', encoding: 'utf8', timeout: 30_000 });
 }
 
-test('a config and the command line refuse the same values: whole numbers that are exact, a version range, a folder name', () => {
+test('a config and the command line refuse the same values: whole ' +
+  'numbers that are exact, a version range, a folder name', () => {
   const out = join(tmpDir(), 'o');
   const cases: Array<[Record<string, unknown>, string[], RegExp]> = [
     [
@@ -129,7 +131,8 @@ test('a config and the command line refuse the same values: whole numbers that a
   }
 });
 
-test('each flag that sets a stage option takes its type, bounds, choices, default and help from that option', () => {
+test('each flag that sets a stage option takes its type, ' +
+  'bounds, choices, default and help from that option', () => {
   const targeted = OPTIONS.filter((o) => o.target);
   assert.ok(targeted.length >= 10);
   for (const o of targeted) {
@@ -182,7 +185,8 @@ const FACTORY_DEFAULTS: Record<string, object> = {
   report: { ...REPORT_SINK_DEFAULTS, ...REPORT_DEFAULTS },
 };
 
-test('every built-in option its factory has a constant default for states it, in the spec and the schema', () => {
+test('every built-in option its factory has a constant ' +
+  'default for states it, in the spec and the schema', () => {
   let checked = 0;
   for (const def of BUILTINS) {
     const defaults = FACTORY_DEFAULTS[def.name] ?? {};

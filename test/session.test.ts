@@ -82,7 +82,8 @@ test('a new session: nothing counted, nothing known, not interrupted nor stalled
   assert.equal(session.tree.main.status, 'running');
 });
 
-test('warn: once per code, or once per subject of a code; a reader waiting at each place gets it', async () => {
+test('warn: once per code, or once per subject of a ' +
+  'code; a reader waiting at each place gets it', async () => {
   const session = new Session();
   // Two readers waiting before anything is recorded, each at its own places in the list.
   const heardA = Promise.all([0, 1, 2, 3, 4].map((at) => session.warningAt(at)));
@@ -176,7 +177,8 @@ test('agentNameOf: the agent for each producer or command name, null for anythin
     assert.equal(agentNameOf(name), null, String(name));
 });
 
-test('thinking counts: none before a policy is stated; then per channel, kept and cut as it shows', async () => {
+test('thinking counts: none before a policy is stated; ' +
+  'then per channel, kept and cut as it shows', async () => {
   const { ThinkingCounts, displayPolicy } = await import('../src/model/display.js');
   const counts = new ThinkingCounts();
   counts.add(null, 'x'.repeat(50));

@@ -222,7 +222,8 @@ test("pino events: a one-line msg for each, and the line's own timestamp as time
   assert.doesNotMatch(pretty.stdout, /\x1b/, 'no raw control characters reach the terminal');
 });
 
-test('pino content is capped by maxContentChars for every kind of event, and msg stays one short line', async () => {
+test('pino content is capped by maxContentChars for ' +
+  'every kind of event, and msg stays one short line', async () => {
   const long = 'A'.repeat(300) + 'TAIL';
   const { events } = await pinoRun(
     [
@@ -320,7 +321,8 @@ test('a bad pino transport target is a config error: exit 2, ERR_CONFIG, one lin
   }
 });
 
-test('a line the pino sink cannot read is counted and reported, and the others are still logged', async () => {
+test('a line the pino sink cannot read is counted ' +
+  'and reported, and the others are still logged', async () => {
   const { default: pino } = await import('pino');
   const file = join(tmpDir(), 'events.log');
   const dest = pino.destination({ dest: file, sync: true });
@@ -441,7 +443,8 @@ test('pino lines gathered by batchLines reach the destination as the bytes of ea
   assert.ok(handed.length < lines.length / 100, `${handed.length} writes for ${lines.length} lines`);
 });
 
-test('the stdout sink lets go of its stream when it ends or is destroyed (the stream does not hold the run)', async () => {
+test('the stdout sink lets go of its stream when it ends ' +
+  'or is destroyed (the stream does not hold the run)', async () => {
   const listeners = (s: PassThrough) => s.listenerCount('close') + s.listenerCount('error');
   for (const end of ['ended', 'destroyed'] as const) {
     const out = new PassThrough();
@@ -461,7 +464,8 @@ test('the stdout sink lets go of its stream when it ends or is destroyed (the st
   }
 });
 
-test('each warning reaches pino once, in the order recorded; one told while no line comes is logged then', async () => {
+test('each warning reaches pino once, in the order ' +
+  'recorded; one told while no line comes is logged then', async () => {
   const { definePlugin } = await import('../src/chain/plugin.js');
   const { setImmediate: turn } = await import('node:timers/promises');
   const file = join(tmpDir(), 'events.log');
@@ -530,7 +534,8 @@ test('each warning reaches pino once, in the order recorded; one told while no l
   assert.ok(stallAt < events.findIndex((e) => e.kind === 'text' && e.content === 'four'));
 });
 
-test('a stage stops the input through the stop the chain hands it: what was read reaches the sinks', async () => {
+test('a stage stops the input through the stop the ' +
+  'chain hands it: what was read reaches the sinks', async () => {
   const { definePlugin } = await import('../src/chain/plugin.js');
   const { buildChain } = await import('../src/chain/chain.js');
   const seen: Array<((reason: Error) => void) | undefined> = [];
@@ -568,7 +573,8 @@ test('a stage stops the input through the stop the chain hands it: what was read
   assert.equal(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).input.lines, 2);
 });
 
-test('the channel router hands on a new frozen envelope per line; what it was given is not written on', async () => {
+test('the channel router hands on a new frozen envelope ' +
+  'per line; what it was given is not written on', async () => {
   const { createChannelRouter } = await import('../src/chain/stages/channel-router.js');
   const { lineOf } = await import('../src/model/record.js');
   const { viewOf } = await import('../src/model/line-view.js');

@@ -189,7 +189,8 @@ function fleet(runs: number, seed: number) {
 describe('subtee stats over run folders', () => {
   const f = fleet(300, 7);
 
-  test('every table equals an independent count of the same index.json files; broken ones are named and skipped', () => {
+  test('every table equals an independent count of the same ' +
+    'index.json files; broken ones are named and skipped', () => {
     const r = stats([f.root, '--json', '--top', '5']);
     assert.equal(r.code, 0, r.stderr);
     const report = JSON.parse(r.stdout);

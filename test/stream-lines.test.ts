@@ -94,7 +94,8 @@ test('stream lines: placeholders, arguments, times, shell results and usage by d
   assert.equal(timestampOf({ timestamp: 'T' }), 'T');
 });
 
-test('stream lines: each line builder makes the stream-json shape, with a time only when there is one', () => {
+test('stream lines: each line builder makes the ' +
+  'stream-json shape, with a time only when there is one', () => {
   const ts = '2026-12-01T00:00:00.000Z';
   assert.deepEqual(taskStartedLine('t', 'agent', 'desc', ts), {
     type: 'system',

@@ -107,7 +107,8 @@ function wholeCharacters(text: string, max: number, fromEnd: boolean): string {
   return kept;
 }
 
-test('the cutters keep exactly the whole characters that fit, and boundedText marks a cut and mends lone halves', () => {
+test('the cutters keep exactly the whole characters that ' +
+  'fit, and boundedText marks a cut and mends lone halves', () => {
   // Lone halves of a pair too, as a broken input holds them.
   const text = fc
     .array(

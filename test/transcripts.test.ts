@@ -137,7 +137,8 @@ describe('exact output tokens per channel from the transcripts of real Claude Co
     });
   }
 
-  test('without the transcripts the same runs are estimated, marked ~ on stderr, and differ from the count', () => {
+  test('without the transcripts the same runs are estimated, ' +
+    'marked ~ on stderr, and differ from the count', () => {
     const shape = 'binary-tree-depth-2';
     const counts = independentCount(shape);
     const { index, stderr } = run([join(RECORDED, shape, 'stream.jsonl')]);

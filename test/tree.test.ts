@@ -147,7 +147,8 @@ test('a replayed spawn line changes nothing: no second child entry, parent and d
   assert.deepEqual(t.main.children, ['a']);
 });
 
-test('depth: thousands deep in order and tens of thousands children-first give the same depths, in linear time', () => {
+test('depth: thousands deep in order and tens of thousands ' +
+  'children-first give the same depths, in linear time', () => {
   const n = 30_000;
   const inOrder = new ChannelTree();
   for (let i = 0; i < n; i++) inOrder.route(spawn(`d${i}`, i === 0 ? null : `d${i - 1}`));
@@ -165,7 +166,8 @@ test('depth: thousands deep in order and tens of thousands children-first give t
   assert.equal(partial.get('d0')!.orphan, true);
 });
 
-test('orphans: a spawn_depth guess fills an unknown depth, the real chain replaces it, descendants included', () => {
+test('orphans: a spawn_depth guess fills an unknown depth, ' +
+  'the real chain replaces it, descendants included', () => {
   const t = new ChannelTree();
   t.route(spawn('c', 'b'));
   t.route({ type: 'system', subtype: 'task_started', tool_use_id: 'b', spawn_depth: 5 });

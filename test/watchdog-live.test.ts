@@ -36,7 +36,8 @@ describeWithClaude('the idle watchdog on live runs', (apiUrl) => {
     return { ...result, index };
   }
 
-  test('a foreground command silent past the idle timeout, within its declared timeout, rides through', async () => {
+  test('a foreground command silent past the idle timeout, ' +
+    'within its declared timeout, rides through', async () => {
     const r = await run(`SCRIPT:bash:${SILENT_MS}:85000`);
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stderr, /STALL/);
