@@ -42,3 +42,17 @@ test('the type-check reports what it should: an example that misuses the API fai
   assert.match(errors[0], /TS18047: 'sub\.depth' is possibly 'null'/);
   assert.match(errors[1], /TS7006: Parameter 'line' implicitly has an 'any' type/);
 });
+
+test("a sink's run (SinkRun) reads every figure and warns; " +
+  'counting, routing, stalls and the chain facts do not type-check', () => {
+  const errors = typeCheck(['test/fixtures/typecheck/sink-run.mjs']);
+  const said = errors.map((e) => e.replace(/^.*error (TS\d+): /, '$1 '));
+  assert.deepEqual(said, [
+    "TS2339 Property 'countLines' does not exist on type 'SinkRun'.",
+    "TS2339 Property 'take' does not exist on type 'SinkRun'.",
+    "TS2339 Property 'recordStall' does not exist on type 'SinkRun'.",
+    "TS2339 Property 'stateProducer' does not exist on type 'SinkRun'.",
+    "TS2540 Cannot assign to 'interrupted' because it is a read-only property.",
+    "TS2540 Cannot assign to 'lines' because it is a read-only property.",
+  ]);
+});

@@ -1,4 +1,5 @@
 // subtee/sinks: the built-in sinks' factories, their defaults and option types.
+export { type SinkRun } from '../model/session.js';
 export {
   createFilesSink,
   FILES_SINK_DEFAULTS,

@@ -42,10 +42,24 @@ export interface InputCounts {
 
 /** The run model as its readers see it: every figure, nothing to set. */
 export interface RunView {
-  readonly tree: Pick<ChannelTree, 'main' | 'get' | 'channels' | 'size' | 'sessionId' | 'runId' | 'version'>;
-  readonly cost: Pick<CostLedger, 'report' | 'channelCost' | 'hasResult' | 'seenUsage' | 'prices'>;
+  readonly tree: Readonly<
+    Pick<
+      ChannelTree,
+      'main' | 'get' | 'channels' | 'size' | 'sessionId' | 'runId' | 'version' | 'firstTime' | 'lastTime'
+    >
+  >;
+  readonly cost: Readonly<
+    Pick<
+      CostLedger,
+      'report' | 'channelCost' | 'hasResult' | 'seenUsage' | 'prices' | 'unattributedUsd' | 'fromTranscript'
+    >
+  >;
   readonly input: Readonly<InputCounts>;
-  readonly quarantineLines: Pick<CappedLineList, 'listed' | 'omitted' | 'limit'>;
+  readonly quarantineLines: {
+    readonly listed: readonly number[];
+    readonly omitted: number;
+    readonly limit: number;
+  };
   readonly warnings: readonly Warning[];
   warningAt(index: number): Promise<Warning>;
   readonly thinking: Pick<ThinkingCounts, 'policy' | 'of'>;

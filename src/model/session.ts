@@ -126,6 +126,29 @@ export class Session extends RunModel {
   }
 }
 
+/**
+ * The run as subtee's own sinks and views read it: every figure of the model (RunView), what
+ * the chain stated about the run (read-only here), and the few things a sink records: a
+ * warning, a record it could not handle, and (the files sink) how many lines its folder lacks
+ * after an output failed. A sink cannot count input, route a line, record a stall or state
+ * the chain's facts: those are the writers' (the line parser, the router, the input format,
+ * the watchdog), which take the Session itself.
+ */
+export interface SinkRun extends RunView {
+  /** See Session.heldLineBytes. */
+  readonly heldLineBytes: number;
+  readonly producer: Producer | null;
+  readonly producerVersion: string | null;
+  readonly linesMapped: boolean;
+  readonly interrupted: boolean;
+  readonly command: CommandEnd | null;
+  readonly transcripts: TranscriptKinds | null;
+  readonly stalled: boolean;
+  warn(code: string, message: string, subject?: string): boolean;
+  recordFailed(stage: string, lineNo: number, err: unknown): string;
+  recordUnwritten(written: number): number;
+}
+
 /** The run as a plugin is handed it (`ctx.session`): every figure, and `warn`. */
 export interface PluginRun extends RunView {
   /** Whether the run was interrupted (Ctrl-C, an abort). */
@@ -170,10 +193,14 @@ export function pluginRunOf(model: Session): PluginRun {
 }
 
 /**
- * The session a stage factory was given. A factory never makes its own: stages that each
- * kept a private one would build separate trees and fight over the same files.
+ * The session a stage factory was given, as the type the factory takes it as (a sink: SinkRun).
+ * A factory never makes its own: stages that each kept a private one would build separate
+ * trees and fight over the same files.
  */
-export function requireSession(options: { session?: Session } | undefined, factory: string): Session {
+export function requireSession<R extends SinkRun = Session>(
+  options: { session?: R } | undefined,
+  factory: string,
+): R {
   const session = options?.session;
   if (session instanceof Session) return session;
   throw new UsageError(

@@ -481,7 +481,7 @@ export interface ChannelTimes {
  * while it runs; main's from the run's first line to its latest. Times the stream did not
  * give fall back to the channel's own first and last line.
  */
-export function channelTimes(tree: ChannelTree, ch: Channel): ChannelTimes {
+export function channelTimes(tree: Pick<ChannelTree, 'firstTime' | 'lastTime'>, ch: Channel): ChannelTimes {
   const main = ch.id === null;
   const startedAt = (main ? tree.firstTime : ch.startedAt) ?? ch.firstSeen;
   const endedAt = (main || ch.status === 'running' ? tree.lastTime : ch.endedAt) ?? ch.lastSeen;

@@ -7,7 +7,7 @@ import {
   type TokensBasis,
 } from '../model/cost.js';
 import { cutText } from '../model/display.js';
-import type { Session } from '../model/session.js';
+import type { SinkRun } from '../model/session.js';
 import type { Channel } from '../model/tree.js';
 import { escapeOneLine } from './escape.js';
 import { walkTree, type TreeLike, type TreeRow } from './walk.js';
@@ -151,7 +151,7 @@ export function channelCosts(
 
 
 /** The run's cost now; at the run's end, one UNKNOWN_MODEL_PRICE warning per model nothing prices. */
-export function finalCost(session: Session): CostReport {
+export function finalCost(session: SinkRun): CostReport {
   const report = session.cost.report();
   for (const model of report.unpriced) {
     // The name comes from the stream (index.json has it whole): cut as a `preview`.

@@ -1,6 +1,6 @@
 import type { CostReport, TokensBasis } from '../model/cost.js';
 import type { Stall } from '../model/in-flight.js';
-import type { CommandEnd, Producer, Session, Warning } from '../model/session.js';
+import type { CommandEnd, Producer, SinkRun, Warning } from '../model/session.js';
 import { channelTimes, type Channel, type ChannelStatus, type ChannelTimes } from '../model/tree.js';
 import {
   channelCosts,
@@ -100,7 +100,7 @@ export interface IndexHead {
     unwritten: number;
   };
   quarantine: string | null;
-  quarantine_lines: number[];
+  quarantine_lines: readonly number[];
   quarantine_lines_omitted: number;
   warnings: readonly Warning[];
   /** What the run cost (see docs/cost.md). */
@@ -141,7 +141,7 @@ function costFields(view: ChannelCostView | undefined): Pick<IndexChannel, 'mode
 
 /** The `index.json` document (format documented in docs/output-folder.md). Plain data, no I/O. */
 export function buildIndex(
-  run: Session,
+  run: SinkRun,
   paths: (ch: Channel) => ChannelPaths | undefined,
   quarantine: string | null,
   display?: DisplayPolicy,
@@ -161,7 +161,7 @@ function withDisplay(head: IndexHead, display: DisplayPolicy | undefined): Index
  * `jsonPieces` writes it: the document written from this is byte for byte the same.
  */
 export function indexForWriting(
-  run: Session,
+  run: SinkRun,
   paths: (ch: Channel) => ChannelPaths | undefined,
   quarantine: string | null,
   costs?: RunCosts,
@@ -178,13 +178,13 @@ export interface RunCosts {
   channels: Map<Channel, ChannelCostView>;
 }
 
-export function runCosts(run: Session): RunCosts {
+export function runCosts(run: SinkRun): RunCosts {
   const report = finalCost(run);
   return { report, channels: channelCosts(report, run.tree) };
 }
 
 function indexParts(
-  run: Session,
+  run: SinkRun,
   paths: (ch: Channel) => ChannelPaths | undefined,
   quarantine: string | null,
   { report, channels: costs }: RunCosts = runCosts(run),

@@ -6,7 +6,7 @@ import { UsageError } from '../../errors.js';
 import { onceLoader } from '../../optional-package.js';
 import { httpUrlProblem, shownUrl, withoutUrlSecrets } from '../../shown-url.js';
 import type { RecordBatch } from '../../model/record.js';
-import { requireSession, type Session } from '../../model/session.js';
+import { requireSession, type SinkRun } from '../../model/session.js';
 import type { DisplayPolicy } from '../../model/display.js';
 import {
   quoteTableName,
@@ -74,7 +74,7 @@ export interface ClickHouseSinkOptions {
   /** A folder whose spool files (its own and its subfolders') are sent first: earlier runs' leftovers. */
   resend?: string;
   /** The chain's session, shared by every stage (required). */
-  session: Session;
+  session: SinkRun;
   /** How rows show thinking (`--thinking`); whole without one. */
   display?: DisplayPolicy;
 }
@@ -158,7 +158,7 @@ type Ping = { success: true } | { success: false; error: Error };
 
 class ClickHouseSink extends BatchTransform {
   readonly #opts: typeof CLICKHOUSE_SINK_DEFAULTS & ClickHouseSinkOptions;
-  readonly #run: Session;
+  readonly #run: SinkRun;
   readonly #tables: Record<TableKind, string>;
   readonly #where: string;
   /** Set once the client is imported (`_construct`). */

@@ -18,7 +18,7 @@ import { jsonPieces } from '../../views/json-pieces.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
 import { escapeControl, escapeOneLine } from '../../views/escape.js';
 import { costLine, headerLines, renderRecord, spooledLine, statusLine } from '../../views/text.js';
-import { requireSession, type Session } from '../../model/session.js';
+import { requireSession, type SinkRun } from '../../model/session.js';
 import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import { fullThinking } from '../../model/content.js';
 import { viewOf } from '../../model/line-view.js';
@@ -50,7 +50,7 @@ export interface FilesSinkOptions {
   flushBytes?: number;
   force?: boolean;
   /** The chain's session, shared by every stage (required). */
-  session: Session;
+  session: SinkRun;
   /** How the `.log` transcripts show thinking (`file`: whole in `<channel>.thinking.log`). */
   display?: DisplayPolicy;
   /**
@@ -127,7 +127,7 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
 
 class FilesSink extends BatchTransform {
   readonly #opts: typeof FILES_SINK_DEFAULTS & FilesSinkOptions;
-  readonly #run: Session;
+  readonly #run: SinkRun;
   readonly #display: DisplayPolicy;
   readonly #files: AppendFiles;
   readonly #store: FileChannelStore;

@@ -9,7 +9,7 @@ import { UsageError } from '../../errors.js';
 import { onceLoader } from '../../optional-package.js';
 import { httpUrlProblem, shownUrl, withoutUrlSecrets } from '../../shown-url.js';
 import type { RecordBatch } from '../../model/record.js';
-import { requireSession, type Session } from '../../model/session.js';
+import { requireSession, type SinkRun } from '../../model/session.js';
 import { TraceBuilder, type SpanData } from './otlp-spans.js';
 import { lateWarn, randomRunId, spanIdOf, traceIdOf } from './stream-facts.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
@@ -49,7 +49,7 @@ export interface OtlpSinkOptions {
   maxQueueSpans?: number;
   maxBatchSpans?: number;
   /** The chain's session, shared by every stage (required). */
-  session: Session;
+  session: SinkRun;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -343,7 +343,7 @@ type Live = { api: Sdk['api']; exporter: SpanExporter; delivery: SpanDelivery; t
 
 class OtlpSink extends BatchTransform {
   readonly #opts: typeof OTLP_SINK_DEFAULTS & OtlpSinkOptions;
-  readonly #run: Session;
+  readonly #run: SinkRun;
   readonly #url: string;
   /** The endpoint may carry credentials; messages show it redacted (see shownUrl). */
   readonly #where: string;

@@ -13,7 +13,7 @@ import { CUT_LENGTHS, cutText, DISPLAY_DEFAULTS, type DisplayPolicy } from '../.
 import { viewOf } from '../../model/line-view.js';
 import { batchLines, PINO_LEVELS, pinoLine } from './pino-batch.js';
 import { openLogFile } from '../../safe-open.js';
-import { requireSession, type Session } from '../../model/session.js';
+import { requireSession, type SinkRun } from '../../model/session.js';
 import { elapsedBetween, type ChannelSnapshot } from '../../model/tree.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import type { ChannelCost, CostLedger } from '../../model/cost.js';
@@ -65,7 +65,7 @@ export interface PinoSinkOptions {
   logger?: Logger;
   maxContentChars?: number;
   /** The chain's session, shared by every stage (required). */
-  session: Session;
+  session: SinkRun;
   /** How events show thinking (`--thinking`); whole without one. */
   display?: DisplayPolicy;
 }
@@ -261,7 +261,7 @@ type PinoTransport = ReturnType<typeof PinoModule.transport>;
 
 class PinoSink extends BatchTransform {
   readonly #opts: typeof PINO_SINK_DEFAULTS & PinoSinkOptions;
-  readonly #run: Session;
+  readonly #run: SinkRun;
   readonly #hostLogger: Logger | null;
   /** What the events go to, as errors name it. */
   readonly #what: string;

@@ -1,11 +1,11 @@
 import type { Transform } from 'node:stream';
 import type { RecordBatch } from '../../model/record.js';
-import { requireSession, type Session } from '../../model/session.js';
+import { requireSession, type SinkRun } from '../../model/session.js';
 import type { Projection } from '../../views/projection.js';
 import { createBatchTransform } from '../batch-transform.js';
 
 export interface ProjectionSinkOptions {
-  session: Session;
+  session: SinkRun;
   /** The projection the records feed; `open()` makes one per run. */
   projection: Projection;
 }

@@ -3,7 +3,7 @@ import { withDefaults } from '../../defaults.js';
 import { UsageError } from '../../errors.js';
 import { isLoopback } from '../../loopback.js';
 import type { RecordBatch } from '../../model/record.js';
-import type { Session } from '../../model/session.js';
+import type { SinkRun } from '../../model/session.js';
 import { reportLine, subteeVersion } from '../../views/report/build.js';
 import { channelReaderFor } from '../stages/input-format.js';
 import type { DisplayPolicy } from '../../model/display.js';
@@ -32,7 +32,7 @@ export interface ReportSinkOptions extends Partial<ReportLimits> {
   serve?: string;
   quiet?: boolean;
   flushMs?: number;
-  session?: Session;
+  session?: SinkRun;
   stderr?: Writable;
   /** How the pages show thinking (`--thinking`): the live one, and report.html at the end. */
   display?: DisplayPolicy;

@@ -9,7 +9,7 @@ import { headOf } from '../../model/bounded-text.js';
 import { MAX_GUIDE_LEVELS } from '../../views/walk.js';
 import { passOn } from './pass-on.js';
 import { viewOf } from '../../model/line-view.js';
-import type { Session } from '../../model/session.js';
+import type { SinkRun } from '../../model/session.js';
 import { BatchTransform, type BatchOutcome, type HandOn } from '../batch-transform.js';
 import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 
@@ -24,7 +24,7 @@ export interface StdoutSinkOptions {
   stream?: Writable;
   indent?: string;
   /** The chain's session: a record that cannot be shown is counted there (optional). */
-  session?: Session;
+  session?: SinkRun;
 }
 
 /** What stdout remembers between records: labels, and the last text each subagent showed. */
@@ -112,7 +112,7 @@ class StdoutSink extends BatchTransform {
   readonly #mode: StdoutMode;
   readonly #indent: string;
   readonly #stream: Writable;
-  readonly #session: Session | undefined;
+  readonly #session: SinkRun | undefined;
   readonly #memory = stdoutMemory();
   #readerGone: boolean;
   /** A write that failed for another reason than a reader gone (a full disk): the run fails. */

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Session } from '../../model/session.js';
+import type { SinkRun } from '../../model/session.js';
 import { runIdOf } from '../../model/message.js';
 
 /** Epoch milliseconds of an ISO `timestamp` field, or null when it is missing or not a date. */
@@ -61,7 +61,7 @@ export function spanIdOf(traceId: string, key: string): string {
  * the same, but a listener of a sink that has already closed (pino's destination) throws,
  * and that must not fail the run.
  */
-export function lateWarn(run: Session, code: string, message: string): void {
+export function lateWarn(run: SinkRun, code: string, message: string): void {
   try {
     run.warn(code, message);
   } catch {

@@ -1,6 +1,6 @@
 /** Subagent handles, the lists loops read them from, and a channel's readers. */
 import type { JsonObject } from '../../model/message.js';
-import type { Session } from '../../model/session.js';
+import type { SinkRun } from '../../model/session.js';
 import {
   channelTimes,
   snapshotOf,
@@ -27,7 +27,7 @@ import {
 
 /** What a handle and a channel's readers need of the projection that made them. */
 export interface HandleHost {
-  readonly session: Session;
+  readonly session: SinkRun;
   readonly finished: boolean;
   readonly display: DisplayPolicy;
   pathOf(id: string | null): string[];

@@ -11,7 +11,7 @@ import {
 } from '../../model/message.js';
 import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
-import type { ChannelStore, Session } from '../../model/session.js';
+import type { ChannelStore, SinkRun } from '../../model/session.js';
 import { lineValue, viewOf } from '../../model/line-view.js';
 import { channelTimes, type Channel, type ChannelEvent, type ChannelTimes } from '../../model/tree.js';
 import { roundUsd, worse, type TokensBasis } from '../../model/cost.js';
@@ -124,7 +124,7 @@ export class Projection implements HandleHost {
   finished = false;
 
   constructor(
-    readonly session: Session,
+    readonly session: SinkRun,
     options: ProjectionOptions = {},
   ) {
     this.opts = withDefaults(PROJECTION_DEFAULTS, options);

@@ -1,7 +1,7 @@
 import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import type { RecordBatch } from '../../model/record.js';
 import { channelUsage, indexCost } from '../cost.js';
-import type { Session } from '../../model/session.js';
+import type { SinkRun } from '../../model/session.js';
 import {
   field,
   isoTime,
@@ -210,7 +210,7 @@ export class LiveReport {
 
   constructor(
     private readonly feed: ReportFeed,
-    private readonly run: Session | undefined,
+    private readonly run: SinkRun | undefined,
     private readonly subtee: string,
     limits: Partial<ReportLimits> = {},
     private readonly display: DisplayPolicy = DISPLAY_DEFAULTS,
