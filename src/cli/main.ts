@@ -4,7 +4,6 @@ import { builtinRegistry } from '../chain/builtins.js';
 import { loadChainPackages, runChain, type ChainSpec } from '../chain/chain.js';
 import { StallError } from '../chain/stages/idle-watchdog.js';
 import { checkRequiredVersion } from '../chain/stages/version-guard.js';
-import { parseServe } from '../chain/sinks/report.js';
 import { EXIT, OutputError, SubteeError, unwrittenText } from '../errors.js';
 import { Session, type Warning } from '../model/session.js';
 import { escapeOneLine } from '../views/escape.js';
@@ -13,18 +12,7 @@ import { resolveSpec } from './config.js';
 import { checkInputFolders, checkInputs, inputFolderNames, openInput, specForInput } from './inputs.js';
 import { checkMistypedCommand, commandHelp, helpCommand, withDashesHint } from './help.js';
 import { OPTIONS, parseArgs, type ParsedOptions } from './options.js';
-import { reportCommand } from './report-command.js';
-import {
-  commandAgentName,
-  commandOutput,
-  commandStarted,
-  commandVersion,
-  spawnCommand,
-  type WrappedCommand,
-  withRunTranscripts,
-} from './run-command.js';
-import { startStatusLine } from './status-line.js';
-import { statsCommand } from './stats-command.js';
+import type { WrappedCommand } from './run-command.js';
 
 export interface CliIO {
   stdin: Readable;
@@ -76,7 +64,10 @@ function ignoreClosedReader(stream: Writable): void {
 async function checkServe(spec: ChainSpec): Promise<void> {
   const serve = spec.sinks.find((s) => s.use === 'report')?.serve;
   if (typeof serve !== 'string') return;
-  const { checkServeAddress } = await import('../chain/sinks/report-server.js');
+  const [{ checkServeAddress }, { parseServe }] = await Promise.all([
+    import('../chain/sinks/report-server.js'),
+    import('../chain/sinks/report.js'),
+  ]);
   await checkServeAddress(parseServe(serve));
 }
 
@@ -86,8 +77,11 @@ export async function main(
 ): Promise<number> {
   ignoreClosedReader(io.stdout);
   ignoreClosedReader(io.stderr);
-  const report = (args: string[]) => reportCommand(args, io.stdout, io.stderr);
-  const stats = (args: string[]) => statsCommand(args, io.stdout, io.stderr);
+  // A command's code is loaded when it runs: a split loads neither report's nor stats'.
+  const report = async (args: string[]) =>
+    (await import('./report-command.js')).reportCommand(args, io.stdout, io.stderr);
+  const stats = async (args: string[]) =>
+    (await import('./stats-command.js')).statsCommand(args, io.stdout, io.stderr);
   if (argv[0] === 'report' || argv[0] === 'stats' || argv[0] === 'help') {
     try {
       if (argv[0] === 'help') return await helpCommand(argv.slice(1), io.stdout, { report, stats });
@@ -101,6 +95,7 @@ export async function main(
   let spec: ChainSpec;
   let registry;
   let inputs: string[] = [];
+  let runCommand: typeof import('./run-command.js') | null = null;
   try {
     opts = parseArgs(isRun ? argv.slice(1) : argv, OPTIONS, isRun ? 'subtee run' : 'subtee');
     if (opts.help) {
@@ -124,6 +119,7 @@ export async function main(
         { exitCode: EXIT.USAGE },
       );
     if (!isRun) checkMistypedCommand(opts._);
+    else runCommand = await import('./run-command.js');
     ({ spec, registry } = await resolveSpec(opts));
     if (!isRun) inputs = checkInputs(opts._, io.stdin === process.stdin);
     await checkServe(spec);
@@ -168,7 +164,10 @@ export async function main(
   /** Runs one input (or the command) through its chain; returns the exit code. */
   const runOne = async (file: string, chainSpec: ChainSpec): Promise<number> => {
     run = new Session();
-    const status = !opts.quiet && io.stderr.isTTY === true ? startStatusLine(run, io.stderr) : null;
+    const status =
+      !opts.quiet && io.stderr.isTTY === true
+        ? (await import('./status-line.js')).startStatusLine(run, io.stderr)
+        : null;
     const warnings = tellWarnings(run, (w) => {
       // The run's error line says the same: index.json keeps it for readers of the folder.
       if (w.code === 'OUTPUT_FAILED') return;
@@ -198,7 +197,8 @@ export async function main(
       // A sink's optional package that is missing fails before the command is started.
       await loadChainPackages(chainSpec, registry);
       let input: Readable;
-      if (isRun) {
+      if (runCommand) {
+        const { commandAgentName, commandOutput, commandStarted, commandVersion, spawnCommand } = runCommand;
         const required = chainSpec.stages.find((s) => s.use === 'version-guard')?.requireVersion;
         if (typeof required === 'string') {
           const version = commandVersion(opts.rest[0]);
@@ -254,7 +254,7 @@ export async function main(
 
   let code: number = EXIT.OK;
   try {
-    if (isRun) code = await runOne('', withRunTranscripts(spec, opts.rest[0]));
+    if (runCommand) code = await runOne('', runCommand.withRunTranscripts(spec, opts.rest[0]));
     // Several inputs run one after another, each into its own folder; the first failure or
     // signal ends the series.
     else {

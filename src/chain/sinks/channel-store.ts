@@ -13,7 +13,7 @@ import type { ChannelStore } from '../../model/session.js';
 import { LineSplitter } from '../../model/lines.js';
 import { lineValue } from '../../model/line-view.js';
 import { StreamScanner } from '../../model/stream-scan.js';
-import { ProjectionError } from '../../views/projection.js';
+import { ProjectionError } from '../../views/projection/types.js';
 import { FileNamer } from './file-names.js';
 
 /** How a replay opens a channel's `.jsonl` file: `fs.createReadStream` unless one is given. */
