@@ -16,6 +16,7 @@ import { claimFile, findSpoolFiles, readSpool, Spool } from '../src/chain/sinks/
 import { fixtureFiles, linesOf, tmpDir } from './helpers/helpers.js';
 import { routeThrough } from './helpers/otlp-tree.js';
 import { displayPolicy } from '../src/model/display.js';
+import type { LineRecord } from '../src/model/record.js';
 
 async function rowsOf(
   input: Buffer,
@@ -125,6 +126,44 @@ for (const file of fixtureFiles()) {
     }
   });
 }
+
+test("event rows' token columns are the run model's usage events, line by line: " +
+  "with message_delta events a channel's rows add up to index.json's exact output tokens", async () => {
+  for (const file of fixtureFiles()) {
+    const usage = new Map<number, NonNullable<LineRecord['usage']>>();
+    const input = readFileSync(file);
+    let made: RowBuilder | null = null;
+    const rows: EventRow[] = [];
+    const { index } = await routeThrough(input, (batch, session) => {
+      made ??= new RowBuilder({ costs: session.cost });
+      for (const rec of batch) {
+        if (rec.kind === 'line' && rec.usage) usage.set(rec.lineNo, rec.usage);
+        rows.push(...made.rows(rec).flatMap((e) => (e.t === 'events' ? [e.r as EventRow] : [])));
+      }
+    });
+    for (const row of rows) {
+      const t = usage.get(row.line)?.tokens;
+      assert.deepEqual(
+        [row.input_tokens, row.output_tokens, row.cache_read_tokens, row.cache_creation_tokens],
+        t
+          ? [
+              t.input_tokens,
+              t.output_tokens,
+              t.cache_read_input_tokens,
+              t.cache_creation_5m_input_tokens + t.cache_creation_1h_input_tokens,
+            ]
+          : [0, 0, 0, 0],
+        `${basename(file)} line ${row.line}`,
+      );
+    }
+    for (const c of index.channels) {
+      if (c.cost.basis !== 'exact' && c.cost.basis !== 'stream') continue;
+      const mine = rows.filter((e) => e.channel === (c.id ?? ''));
+      const output = mine.reduce((n, e) => n + e.output_tokens, 0);
+      assert.equal(output, c.usage.output_tokens ?? 0, `${basename(file)}: output_tokens of ${c.id}`);
+    }
+  }
+});
 
 const line = (v: Record<string, unknown>) => JSON.stringify(v);
 const ts = '2026-11-30T09:00:00.000Z';

@@ -123,6 +123,7 @@ test('a line the cost ledger fails on stays routed to its channel: failed, not q
       thrown++;
       throw new Error('ledger broken');
     }
+    return null;
   };
   const out = join(tmpDir(), 'out');
   await runChain(

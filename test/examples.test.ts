@@ -91,7 +91,13 @@ test('examples/run-model: the model alone tells each subagent opened and ended a
   const out = join(tmpDir(), 'out');
   execFileSync(process.execPath, [BIN, '--quiet', '--stdout', 'none', '--out', out, input]);
   const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')) as {
-    channels: Array<{ id: string | null; parent: string | null; status: string }>;
+    channels: Array<{
+      id: string | null;
+      parent: string | null;
+      status: string;
+      counts: { tool_use: number };
+      usage: { input_tokens?: number };
+    }>;
     warnings: unknown[];
   };
   const subagents = index.channels.filter((c) => c.id !== null);
@@ -111,4 +117,15 @@ test('examples/run-model: the model alone tells each subagent opened and ended a
   // The last word on each subagent's parent is index.json's.
   const parentOf = new Map(opened.map((l) => [l.split(' ')[1], l.split(' ')[3]]));
   for (const c of subagents) assert.equal(parentOf.get(c.id!), c.parent ?? 'main', c.id!);
+  // Its usage and tool call events add up to each channel's figures in index.json.
+  const usage = lines.filter((l) => l.startsWith('usage '));
+  assert.deepEqual(
+    usage.sort(),
+    index.channels
+      .map((c) => {
+        const [calls, input] = [c.counts.tool_use, c.usage.input_tokens ?? 0];
+        return `usage ${c.id ?? 'main'} ${calls} tool calls, ${input} input tokens`;
+      })
+      .sort(),
+  );
 });

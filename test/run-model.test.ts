@@ -1,7 +1,19 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { RunModel, type ModelEvent, type RunView } from '../src/entry/model.js';
+import {
+  RunModel,
+  type ChannelEvent,
+  type ModelEvent,
+  type RoutedEvent,
+  type RunView,
+} from '../src/entry/model.js';
 import type { Stall } from '../src/model/in-flight.js';
+import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import type { UsageEvent, ToolEvent } from '../src/entry/model.js';
+import { fixtureFiles, sampleFiles } from './helpers/helpers.js';
+import { readStream } from './helpers/oracle.js';
+import { routeThrough } from './helpers/otlp-tree.js';
 
 const spawn = {
   type: 'assistant',
@@ -31,7 +43,7 @@ const report = {
   message: { content: [{ type: 'tool_result', tool_use_id: 'toolu_a', content: 'found it' }] },
 };
 
-const brief = (e: ModelEvent) =>
+const brief = (e: RoutedEvent | ChannelEvent) =>
   e.type === 'routed'
     ? `routed ${e.lineNo} on ${e.channel.id ?? 'main'}`
     : e.type === 'status'
@@ -108,3 +120,141 @@ test('the model counts its own input: lines, blanks, bytes, quarantine, unwritte
   assert.equal(model.input.unwritten, 2);
   assert.equal(model.recordUnwritten(9), 0);
 });
+
+test("usage events: a message's repeated usage adds nothing, a message_delta settles its output; " +
+  'tool calls and results are events; a line without either allocates none', () => {
+  const model = new RunModel();
+  const usage = {
+    input_tokens: 10,
+    output_tokens: 2,
+    cache_read_input_tokens: 3,
+    cache_creation_input_tokens: 4,
+  };
+  const message = (content: unknown[]) => ({
+    type: 'assistant',
+    parent_tool_use_id: null,
+    message: { id: 'm1', model: 'claude-opus-5-5', usage, content },
+  });
+  const first = model.take(message([{ type: 'text', text: 'hi' }]), 1);
+  // claude-opus-5-5 at $4 input, $20 output, $0.20 cache read, $5 a 5-minute cache write, per million.
+  const want = (10 * 4 + 2 * 20 + 3 * 0.2 + 4 * 5) / 1e6;
+  assert.deepEqual(
+    { ...first.usage, tokens: { ...first.usage!.tokens }, usd: undefined },
+    {
+      type: 'usage',
+      lineNo: 1,
+      channel: null,
+      model: 'claude-opus-5-5',
+      messageId: 'm1',
+      tokens: {
+        input_tokens: 10,
+        output_tokens: 2,
+        cache_read_input_tokens: 3,
+        cache_creation_5m_input_tokens: 4,
+        cache_creation_1h_input_tokens: 0,
+      },
+      usd: undefined,
+    },
+  );
+  assert.ok(Math.abs(first.usage!.usd! - want) < 1e-15, `${first.usage!.usd} vs ${want}`);
+  assert.ok(Object.isFrozen(first.usage) && Object.isFrozen(first.usage!.tokens));
+  // The same message's next block repeats its usage: nothing more is counted.
+  const second = model.take(message([{ type: 'tool_use', id: 'toolu_x', name: 'Bash', input: {} }]), 2);
+  assert.equal(second.usage, null);
+  assert.deepEqual(second.tools, [
+    { type: 'toolCall', lineNo: 2, channel: null, id: 'toolu_x', name: 'Bash' },
+  ]);
+  assert.ok(Object.isFrozen(second.tools) && Object.isFrozen(second.tools[0]));
+  const delta = (event: object) => ({ type: 'stream_event', parent_tool_use_id: null, event });
+  const text = model.take(delta({ type: 'content_block_delta', index: 0, delta: { text: 'x' } }), 3);
+  assert.equal(text.usage, null);
+  assert.equal(text.tools, first.tools, 'lines without tools share one frozen empty list');
+  assert.deepEqual(text.tools, []);
+  // The message's true output is 7: the delta adds the 5 the lines did not state.
+  const settled = delta({ type: 'message_delta', usage: { output_tokens: 7 } });
+  const end = model.take({ ...settled, api_message_id: 'm1' }, 4);
+  assert.equal(end.usage?.tokens.output_tokens, 5);
+  assert.equal(end.usage?.tokens.input_tokens, 0);
+  const result = {
+    type: 'user',
+    parent_tool_use_id: null,
+    message: { content: [{ type: 'tool_result', tool_use_id: 'toolu_x', is_error: true, content: 'no' }] },
+  };
+  assert.deepEqual(model.take(result, 5).tools, [
+    { type: 'toolResult', lineNo: 5, channel: null, id: 'toolu_x', isError: true },
+  ]);
+  assert.equal(model.cost.channelCost(null)?.tokens.output_tokens, 7);
+});
+
+/** The routed lines' usage and tool events of a run, through the chain, and its index.json. */
+async function eventsOf(input: Buffer) {
+  const usage: UsageEvent[] = [];
+  const tools: ToolEvent[] = [];
+  const { index } = await routeThrough(input, (batch) => {
+    for (const rec of batch) {
+      if (rec.kind !== 'line') continue;
+      if (rec.usage) usage.push(rec.usage);
+      tools.push(...(rec.tools ?? []));
+    }
+  });
+  return { usage, tools, index };
+}
+
+const sumOf = (events: UsageEvent[], kind: keyof UsageEvent['tokens']) =>
+  events.reduce((n, e) => n + e.tokens[kind], 0);
+
+for (const file of [...fixtureFiles(), ...sampleFiles()]) {
+  test(`${basename(file)}: each channel's usage and tool events add up to index.json and ` +
+    'to an independent reading of the bytes; without the result, to its dollars too', async () => {
+    const input = readFileSync(file);
+    const expected = readStream(input.toString('utf8'));
+    const { usage, tools, index } = await eventsOf(input);
+    for (const c of index.channels) {
+      const mine = usage.filter((e) => e.channel === c.id);
+      const oracle = expected.channels.get(c.id)!;
+      const name = `${c.id ?? 'main'}`;
+      for (const [kind, key] of [
+        ['input_tokens', 'input_tokens'],
+        ['cache_read_input_tokens', 'cache_read_input_tokens'],
+      ] as const) {
+        assert.equal(sumOf(mine, kind), c.usage[key] ?? 0, `${name} ${kind} vs index.json`);
+        assert.equal(sumOf(mine, kind), oracle.usage[key] ?? 0, `${name} ${kind} vs the bytes`);
+      }
+      const written =
+        sumOf(mine, 'cache_creation_5m_input_tokens') + sumOf(mine, 'cache_creation_1h_input_tokens');
+      assert.equal(written, c.usage.cache_creation_input_tokens ?? 0, `${name} cache writes`);
+      assert.equal(written, oracle.usage.cache_creation_input_tokens ?? 0, `${name} cache writes (bytes)`);
+      // Estimated output is the result's share, not a line's: only stated output adds up.
+      if (c.cost.basis === 'exact' || c.cost.basis === 'stream')
+        assert.equal(sumOf(mine, 'output_tokens'), c.usage.output_tokens ?? 0, `${name} output`);
+      const calls = tools.filter((t) => t.channel === c.id && t.type === 'toolCall').length;
+      const results = tools.filter((t) => t.channel === c.id && t.type === 'toolResult').length;
+      assert.deepEqual([calls, results], [c.counts.tool_use, c.counts.tool_result], `${name} tools`);
+      const read = [oracle.counts.tool_use, oracle.counts.tool_result];
+      assert.deepEqual([calls, results], read, `${name} tools vs the bytes`);
+    }
+    // Cut before its result line, the run is priced from the table as the lines count it.
+    const text = input.toString('utf8');
+    const cut = text
+      .split('\n')
+      .filter((line) => {
+        try {
+          return JSON.parse(line).type !== 'result';
+        } catch {
+          return true;
+        }
+      })
+      .join('\n');
+    const run = await eventsOf(Buffer.from(cut));
+    assert.equal(run.index.cost.basis, 'table');
+    for (const c of run.index.channels) {
+      const mine = run.usage.filter((e) => e.channel === c.id);
+      const priced = mine.length > 0 && mine.every((e) => e.usd !== null);
+      const usd = priced ? mine.reduce((n, e) => n + e.usd!, 0) : null;
+      const name = `${c.id ?? 'main'} without the result`;
+      if (c.cost.usd === null) assert.equal(usd, null, `${name}: unpriced`);
+      else assert.ok(Math.abs((usd ?? 0) - c.cost.usd) < 1e-9, `${name}: $${usd} vs $${c.cost.usd}`);
+      assert.equal(sumOf(mine, 'output_tokens'), c.usage.output_tokens ?? 0, `${name} output`);
+    }
+  });
+}

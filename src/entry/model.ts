@@ -11,6 +11,10 @@ export {
   type ModelEvent,
   type RoutedEvent,
   type RunView,
+  type ToolCallEvent,
+  type ToolEvent,
+  type ToolResultEvent,
+  type UsageEvent,
 } from '../model/run-model.js';
 export { RoutedLine } from '../model/record.js';
 export { lineContent, type ContentItem, type ContentKind } from '../model/content.js';

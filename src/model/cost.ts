@@ -47,6 +47,29 @@ export interface ModelTokens {
   cache_creation_1h_input_tokens: number;
 }
 
+/**
+ * What the ledger counted for one line: the tokens it added to its channel's tally for one
+ * model (a line repeating its message's usage adds only what changed, so the repeats Claude
+ * Code prints once per content block add nothing; a `message_delta` settles the message's
+ * output, adding the exact figure less the lines' own), and those tokens at the price table's
+ * rates. Summed over a channel's lines, the tokens are the channel's stream figures
+ * (`channelCost` before a result line); the result's estimated output and Claude Code's
+ * transcripts are not a line's. A frozen `ModelEvent` (see RunModel.take).
+ */
+export interface UsageEvent {
+  readonly type: 'usage';
+  readonly lineNo: number;
+  /** The channel's id; null for main. */
+  readonly channel: string | null;
+  readonly model: string;
+  /** The API message the usage is of. */
+  readonly messageId: string;
+  /** What the line added, per kind; negative when it states less than an earlier line of its message. */
+  readonly tokens: Readonly<ModelTokens>;
+  /** `tokens` at the price table's rates; null when the table has no price for the model. */
+  readonly usd: number | null;
+}
+
 /** How the output token counts were found: see the module comment. */
 export type OutputTokensBasis = 'exact' | 'estimated' | 'stream';
 /** How a channel's or a model's figures were found; `unknown`: the stream states no usage for it. */
@@ -78,6 +101,9 @@ const UNNAMED_MODEL = 'unknown';
 const CHARS_PER_TOKEN = 4;
 /** Work allowed per tool input when measuring it: the stream chooses how large an input is. */
 const MEASURE_MAX_NODES = 10_000;
+
+/** Models whose rate a ledger keeps looked up: a run names a few; a stream naming more costs a lookup each. */
+const RATES_KEPT = 64;
 
 export interface ModelCost extends ModelTokens {
   usd: number | null;
@@ -358,6 +384,24 @@ export class CostLedger {
     msg.known = USAGE_KINDS.some((k) => saneFigure(usage[k], COST_BOUNDS.messageTokens));
   }
 
+  /** The table's rate per model as usage events price them, for the table they were read from. */
+  private readonly rates = new Map<string, ModelPrice | null>();
+  private ratesOf: PriceTable | null = null;
+
+  /** A model's rate in the table (null: none), looked up once per model (a few dozen kept). */
+  private rateOf(model: string): ModelPrice | null {
+    if (this.ratesOf !== this.prices) {
+      this.rates.clear();
+      this.ratesOf = this.prices;
+    }
+    let rate = this.rates.get(model);
+    if (rate === undefined) {
+      rate = priceOf(this.prices, model);
+      if (this.rates.size < RATES_KEPT) this.rates.set(model, rate);
+    }
+    return rate;
+  }
+
   /** Messages whose output is estimated (no message_delta seen for them). */
   private estimatedMessages = 0;
 
@@ -376,24 +420,28 @@ export class CostLedger {
     return this.result !== null;
   }
 
-  /** Takes one routed line of channel `channel` (its id, null for main); `lineNo` names it in warnings. */
-  observe(value: JsonObject, channel: string | null, lineNo = 0): void {
+  /**
+   * Takes one routed line of channel `channel` (its id, null for main); `lineNo` names it in
+   * warnings. Returns what it counted for the line (null: nothing, as for most lines).
+   */
+  observe(value: JsonObject, channel: string | null, lineNo = 0): UsageEvent | null {
     switch (value.type) {
       case 'assistant':
-        if (isObject(value.message)) this.assistant(value.message, channel, lineNo);
-        return;
+        return isObject(value.message) ? this.assistant(value.message, channel, lineNo) : null;
       case 'stream_event':
-        if (isObject(value.event) && value.event.type === 'message_delta') this.delta(value, channel, lineNo);
-        return;
+        if (isObject(value.event) && value.event.type === 'message_delta')
+          return this.delta(value, channel, lineNo);
+        return null;
       case 'system':
         if (value.subtype === 'init' && channel === null) {
           this.initModel = nonEmpty(value.model) ?? this.initModel;
           this.runCwd = nonEmpty(value.cwd) ?? this.runCwd;
         }
-        return;
+        return null;
       case 'result':
         this.takeResult(value, lineNo);
     }
+    return null;
   }
 
   private ledger(channel: string | null): ChannelLedger {
@@ -412,18 +460,18 @@ export class CostLedger {
     return ledger;
   }
 
-  private assistant(message: JsonObject, channel: string | null, lineNo: number): void {
+  private assistant(message: JsonObject, channel: string | null, lineNo: number): UsageEvent | null {
     const model = nonEmpty(message.model) ?? this.initModel ?? UNNAMED_MODEL;
-    if (model === SYNTHETIC_MODEL) return;
+    if (model === SYNTHETIC_MODEL) return null;
     // A line without a message id cannot be told apart from a repeat: like the tree's usage,
     // it is not counted.
     const id = nonEmpty(message.id);
-    if (id === null || !isObject(message.usage)) return;
+    if (id === null || !isObject(message.usage)) return null;
     this.cached = null;
     const ledger = this.ledger(channel);
     // Figures read from the transcript at the run's end stand: a later line changes nothing.
     // One taken when the channel ended gives way to the stream's figures again.
-    if (ledger.transcript !== null && !this.untake(ledger)) return;
+    if (ledger.transcript !== null && !this.untake(ledger)) return null;
     let msg = ledger.current;
     if (!msg || msg.id !== id || msg.model !== model) {
       msg = {
@@ -452,33 +500,41 @@ export class CostLedger {
     const total = this.tokens(message.usage.total_tokens, 'usage.total_tokens', lineNo);
     if (!msg.known && total > 0) ledger.totalOnly = Math.max(ledger.totalOnly, total);
     msg.chars += producedChars(message.content);
-    this.apply(ledger, msg);
+    return this.apply(ledger, msg, channel, lineNo);
   }
 
-  private delta(value: JsonObject, channel: string | null, lineNo: number): void {
+  private delta(value: JsonObject, channel: string | null, lineNo: number): UsageEvent | null {
     const event = value.event as JsonObject;
     const usage = isObject(event.usage) ? event.usage : null;
-    if (!usage || typeof usage.output_tokens !== 'number') return;
+    if (!usage || typeof usage.output_tokens !== 'number') return null;
     if (!saneFigure(usage.output_tokens, COST_BOUNDS.messageTokens)) {
       this.tokens(usage.output_tokens, 'message_delta usage.output_tokens', lineNo);
-      return;
+      return null;
     }
     const output = Math.floor(usage.output_tokens);
     const id = nonEmpty(value.api_message_id);
     const ledger = this.ledger(channel);
-    if (ledger.transcript !== null && !this.untake(ledger)) return;
+    if (ledger.transcript !== null && !this.untake(ledger)) return null;
     const msg = ledger.current;
     this.cached = null;
     if (msg && (id === null || msg.id === id)) {
       msg.exact = output;
-      this.apply(ledger, msg);
-    } else if (id !== null) {
-      ledger.early = { id, output };
+      return this.apply(ledger, msg, channel, lineNo);
     }
+    if (id !== null) ledger.early = { id, output };
+    return null;
   }
 
-  /** Replaces what the message added to its model's tally with what it adds now. */
-  private apply(ledger: ChannelLedger, msg: OpenMessage): void {
+  /**
+   * Replaces what the message added to its model's tally with what it adds now; returns the
+   * difference as the line's usage event, or null when it adds nothing.
+   */
+  private apply(
+    ledger: ChannelLedger,
+    msg: OpenMessage,
+    channel: string | null,
+    lineNo: number,
+  ): UsageEvent | null {
     const tally = ledger.models.get(msg.model)!;
     const { input, cacheRead, cache5m, cache1h: oneHour, lineOutput } = msg;
     const exact = msg.exact;
@@ -488,12 +544,18 @@ export class CostLedger {
     // In place, one field at a time (no keyed access, no object per line): this runs for
     // every assistant line.
     const applied = msg.applied;
-    tally.input += input - applied.input;
-    tally.cacheRead += cacheRead - applied.cacheRead;
-    tally.cache5m += cache5m - applied.cache5m;
-    tally.cache1h += oneHour - applied.cache1h;
-    tally.exactOutput += (exact ?? 0) - applied.exactOutput;
-    tally.streamOutput += streamOutput - applied.streamOutput;
+    const addInput = input - applied.input;
+    const addCacheRead = cacheRead - applied.cacheRead;
+    const add5m = cache5m - applied.cache5m;
+    const add1h = oneHour - applied.cache1h;
+    const addExact = (exact ?? 0) - applied.exactOutput;
+    const addStream = streamOutput - applied.streamOutput;
+    tally.input += addInput;
+    tally.cacheRead += addCacheRead;
+    tally.cache5m += add5m;
+    tally.cache1h += add1h;
+    tally.exactOutput += addExact;
+    tally.streamOutput += addStream;
     tally.estimate += estimate - applied.estimate;
     tally.estimatedMessages += estimated - applied.estimatedMessages;
     tally.known += (msg.known ? 1 : 0) - applied.known;
@@ -507,6 +569,25 @@ export class CostLedger {
     applied.estimate = estimate;
     applied.estimatedMessages = estimated;
     applied.known = msg.known ? 1 : 0;
+    const addOutput = addExact + addStream;
+    if (addInput === 0 && addCacheRead === 0 && add5m === 0 && add1h === 0 && addOutput === 0) return null;
+    const tokens: ModelTokens = {
+      input_tokens: addInput,
+      output_tokens: addOutput,
+      cache_read_input_tokens: addCacheRead,
+      cache_creation_5m_input_tokens: add5m,
+      cache_creation_1h_input_tokens: add1h,
+    };
+    const rate = this.rateOf(msg.model);
+    return Object.freeze({
+      type: 'usage',
+      lineNo,
+      channel,
+      model: msg.model,
+      messageId: msg.id,
+      tokens: Object.freeze(tokens),
+      usd: rate === null ? null : priceTokens(tokens, rate),
+    });
   }
 
   private takeResult(value: JsonObject, lineNo: number): void {

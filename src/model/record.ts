@@ -1,4 +1,6 @@
+import type { UsageEvent } from './cost.js';
 import type { JsonObject } from './message.js';
+import type { RoutedEvent, ToolEvent } from './run-model.js';
 import type { Channel, ChannelEvent } from './tree.js';
 
 export type { ChannelEvent } from './tree.js';
@@ -20,6 +22,10 @@ export interface LineRecord {
   readonly channel?: Channel;
   /** On the router's envelope: the tree changes this line caused, frozen. */
   readonly events?: readonly ChannelEvent[];
+  /** On the router's envelope: what the cost ledger counted for this line, when it counted any. */
+  readonly usage?: UsageEvent;
+  /** On the router's envelope: the line's tool calls and results, when it has any. */
+  readonly tools?: readonly ToolEvent[];
   /**
    * Made by an input adapter from an input line whose bytes another record carries (a
    * subagent's prompt from its spawn call, a message joined from its pieces): routed and
@@ -107,8 +113,10 @@ let innerOf: (rec: RoutedLine) => LineRecord;
 
 /**
  * A line as the channel router hands it on: a new, frozen envelope around the record it was
- * given (whose bytes and value it shares), with the line's channel and the tree changes the
- * line caused. `value` is the given record's, read only when something reads it (an own,
+ * given (whose bytes and value it shares), with what the model said of the line (its
+ * `RoutedEvent`): the channel, the tree changes it caused (`events`), the usage counted
+ * (`usage`) and its tool calls and results (`tools`), the last three present only when the
+ * line has them. `value` is the given record's, read only when something reads it (an own,
  * enumerable accessor, so `{ ...rec }` copies it); `lineOf` gives the record inside, whose
  * scanned view the built-in stages read.
  */
@@ -120,16 +128,21 @@ export class RoutedLine implements LineRecord {
   readonly channel: Channel;
   // Declared, not defined: a line without events or not derived has no such key at all.
   declare readonly events?: readonly ChannelEvent[];
+  declare readonly usage?: UsageEvent;
+  declare readonly tools?: readonly ToolEvent[];
   declare readonly derived?: true;
   readonly #line: LineRecord;
 
-  constructor(line: LineRecord, channel: Channel, events: readonly ChannelEvent[]) {
+  constructor(line: LineRecord, routed: RoutedEvent) {
     this.lineNo = line.lineNo;
     this.raw = line.raw;
     this.#line = line;
     Object.defineProperty(this, 'value', ROUTED_VALUE);
-    this.channel = channel;
-    if (events.length > 0) Object.defineProperty(this, 'events', { value: events, enumerable: true });
+    this.channel = routed.channel;
+    const { changes, usage, tools } = routed;
+    if (changes.length > 0) Object.defineProperty(this, 'events', { value: changes, enumerable: true });
+    if (usage !== null) Object.defineProperty(this, 'usage', { value: usage, enumerable: true });
+    if (tools.length > 0) Object.defineProperty(this, 'tools', { value: tools, enumerable: true });
     if (line.derived) Object.defineProperty(this, 'derived', { value: true, enumerable: true });
     Object.freeze(this);
   }
@@ -152,12 +165,8 @@ export function lineOf(rec: LineRecord): LineRecord {
 }
 
 /** A spooled line as the channel router hands it on: a new, frozen record with its channel. */
-export function routedSpooled(
-  rec: SpooledRecord,
-  channel: Channel,
-  events: readonly ChannelEvent[],
-): SpooledRecord {
-  return Object.freeze({ ...rec, channel, ...(events.length > 0 ? { events } : {}) });
+export function routedSpooled(rec: SpooledRecord, { channel, changes }: RoutedEvent): SpooledRecord {
+  return Object.freeze({ ...rec, channel, ...(changes.length > 0 ? { events: changes } : {}) });
 }
 
 /**

@@ -1,9 +1,9 @@
 import { SubteeError } from '../errors.js';
-import { CostLedger } from './cost.js';
+import { CostLedger, type UsageEvent } from './cost.js';
 import { ThinkingCounts } from './display.js';
 import type { Stall } from './in-flight.js';
 import type { JsonObject } from './message.js';
-import { ChannelTree, type Channel, type ChannelEvent } from './tree.js';
+import { ChannelTree, type Channel, type ChannelEvent, type ToolEvent } from './tree.js';
 
 export interface Warning {
   readonly code: string;
@@ -21,14 +21,23 @@ export interface RoutedEvent {
   readonly channel: Channel;
   /** The tree changes the line caused, in order: a channel opened, its spawn seen, its end. */
   readonly changes: readonly ChannelEvent[];
+  /** What the cost ledger counted for the line; null for most lines (it counted nothing). */
+  readonly usage: UsageEvent | null;
+  /** The tool calls and results on the line, in block order; most lines share one empty list. */
+  readonly tools: readonly ToolEvent[];
 }
+
+export type { UsageEvent } from './cost.js';
+export type { ToolCallEvent, ToolEvent, ToolResultEvent } from './tree.js';
 
 /**
  * What the run model says a line did, each a frozen object: the line routed (`take`'s
- * result), with the tree changes it caused (`open`, `spawn`, `status`: ChannelEvents).
- * Warnings and stalls are not events: readers follow `warnings` with `warningAt`.
+ * result), with the tree changes it caused (`open`, `spawn`, `status`: ChannelEvents), the
+ * usage the cost ledger counted for it (`usage`) and its tool calls and results (`toolCall`,
+ * `toolResult`). Warnings and stalls are not events: readers follow `warnings` with
+ * `warningAt`, the run's one list of them.
  */
-export type ModelEvent = RoutedEvent | ChannelEvent;
+export type ModelEvent = RoutedEvent | ChannelEvent | UsageEvent | ToolEvent;
 
 /** What the run read: index.json's `input` (see RunModel's counting methods). */
 export interface InputCounts {
@@ -67,7 +76,6 @@ export interface RunView {
 }
 
 const NO_CHANGES: readonly ChannelEvent[] = Object.freeze([]);
-
 /**
  * The run model: pure (no stream, no file, no clock), fed one line at a time. It owns the
  * subagent tree, the cost ledger, the input counts, the quarantine index, the warnings and
@@ -122,12 +130,14 @@ export class RunModel implements RunView {
   /**
    * One JSON line, routed: onto its channel in the tree, its usage into the cost ledger (a
    * reading that fails is counted as a failed record, the line stays routed). Throws when the
-   * tree cannot take the line (the router quarantines it).
+   * tree cannot take the line (the router quarantines it). The event says what the line did:
+   * its channel, the tree changes, the usage counted and the tool calls and results on it.
    */
   take(value: JsonObject, lineNo: number): RoutedEvent {
-    const { channel, events } = this.tree.route(value);
+    const { channel, events, tools } = this.tree.route(value, lineNo);
+    let usage: UsageEvent | null = null;
     try {
-      this.cost.observe(value, channel.id, lineNo);
+      usage = this.cost.observe(value, channel.id, lineNo);
     } catch (err) {
       this.recordFailed('channel-router', lineNo, err);
     }
@@ -136,6 +146,8 @@ export class RunModel implements RunView {
       lineNo,
       channel,
       changes: events.length > 0 ? events : NO_CHANGES,
+      usage,
+      tools,
     });
   }
 

@@ -13,6 +13,7 @@ import {
   isObject,
   type JsonObject,
   type SystemLine,
+  type ToolResultBlock,
   type ToolUseBlock,
   type UserLine,
 } from './message.js';
@@ -117,6 +118,36 @@ export type ChannelEvent =
   | { readonly type: 'status'; readonly channel: ChannelSnapshot; readonly summary: string | null };
 
 /**
+ * A `tool_use` block on an assistant line, as the tree counts it (`counts.tool_use`: a string
+ * `id` and `name`; a spawn call is one too). One per block seen: a block repeated on another
+ * line is another event.
+ */
+export interface ToolCallEvent {
+  readonly type: 'toolCall';
+  readonly lineNo: number;
+  /** The id of the channel the call is on; null for main. */
+  readonly channel: string | null;
+  /** The call's `tool_use` id. */
+  readonly id: string;
+  readonly name: string;
+}
+
+/** A `tool_result` block (a string `tool_use_id`), as the tree counts it (`counts.tool_result`). */
+export interface ToolResultEvent {
+  readonly type: 'toolResult';
+  readonly lineNo: number;
+  /** The id of the channel the result is on; null for main. */
+  readonly channel: string | null;
+  /** The `tool_use` id of the call it answers. */
+  readonly id: string;
+  readonly isError: boolean;
+}
+
+export type ToolEvent = ToolCallEvent | ToolResultEvent;
+
+const NO_TOOLS: readonly ToolEvent[] = Object.freeze([]);
+
+/**
  * The subagent tree, rebuilt from the stream alone. Plain logic with no I/O: `route()` takes
  * one parsed line and returns the channel it belongs to plus the tree changes it caused.
  */
@@ -177,8 +208,21 @@ export class ChannelTree {
     return this.byId.size + 1;
   }
 
-  route(value: JsonObject): { channel: Channel; events: readonly ChannelEvent[] } {
+  /** The tool calls and results of the line being routed (none: null, no list made). */
+  private lineTools: ToolEvent[] | null = null;
+  private lineNo = 0;
+
+  /**
+   * Routes one line (`lineNo` names it in its tool events): its channel, the tree changes it
+   * caused, and the tool calls and results on it (one shared empty list for most lines).
+   */
+  route(
+    value: JsonObject,
+    lineNo = 0,
+  ): { channel: Channel; events: readonly ChannelEvent[]; tools: readonly ToolEvent[] } {
     const pending: PendingEvent[] = [];
+    this.lineTools = null;
+    this.lineNo = lineNo;
     const ts = nonEmpty(value.timestamp);
     if (ts) {
       this.firstTime ??= ts;
@@ -216,7 +260,19 @@ export class ChannelTree {
           : { type: ev.type, channel: snapshotOf(ev.channel) },
       ),
     );
-    return { channel, events: Object.freeze(events) };
+    const tools = this.lineTools === null ? NO_TOOLS : Object.freeze(this.lineTools);
+    this.lineTools = null;
+    return { channel, events: Object.freeze(events), tools };
+  }
+
+  /** A tool call or result seen on the line being routed. */
+  private tool(block: ToolUseBlock | ToolResultBlock, channel: Channel): void {
+    const [lineNo, on] = [this.lineNo, channel.id];
+    const event: ToolEvent =
+      block.type === 'tool_use'
+        ? { type: 'toolCall', lineNo, channel: on, id: block.id, name: block.name }
+        : { type: 'toolResult', lineNo, channel: on, id: block.tool_use_id, isError: block.is_error === true };
+    (this.lineTools ??= []).push(Object.freeze(event));
   }
 
   private newChannel(id: string | null): Channel {
@@ -365,7 +421,9 @@ export class ChannelTree {
     for (const block of contentBlocks(line as unknown as JsonObject)) {
       if (block.type === 'redacted_thinking') continue;
       channel.counts[block.type]++;
+      if (block.type === 'tool_result') this.tool(block, channel);
       if (block.type !== 'tool_use') continue;
+      this.tool(block, channel);
       if (SPAWN_TOOLS.has(block.name)) this.spawn(block, channel, pending);
       else this.call(block, channel);
     }
@@ -405,6 +463,7 @@ export class ChannelTree {
     for (const block of contentBlocks(line as unknown as JsonObject)) {
       if (block.type !== 'tool_result') continue;
       channel.counts.tool_result++;
+      this.tool(block, channel);
       const target = this.byId.get(block.tool_use_id);
       if (!target || target.status !== 'running') continue;
       const text = resultText(block);

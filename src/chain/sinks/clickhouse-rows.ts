@@ -1,4 +1,4 @@
-import type { CostLedger } from '../../model/cost.js';
+import type { CostLedger, UsageEvent } from '../../model/cost.js';
 import { quarantinedLines, type SpooledRecord, type SubteeRecord } from '../../model/record.js';
 import { escapeControl } from '../../views/escape.js';
 import {
@@ -187,12 +187,10 @@ export function quoteTableName(name: string): string | null {
 
 const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 
-const USAGE_COLUMNS = [
-  ['input_tokens', 'input_tokens'],
-  ['output_tokens', 'output_tokens'],
-  ['cache_read_input_tokens', 'cache_read_tokens'],
-  ['cache_creation_input_tokens', 'cache_creation_tokens'],
-] as const;
+type UsageColumns = Pick<
+  EventRow,
+  'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_creation_tokens'
+>;
 
 /** Longest text stored in a String column (the display policy's `stored` class). */
 export const ROW_BUILDER_DEFAULTS = Object.freeze({ maxContentChars: CUT_LENGTHS.stored.chars });
@@ -210,8 +208,6 @@ export class RowBuilder {
   runId: string | null;
   private session = '';
   private readonly maxChars: number;
-  /** Per channel, the API message being counted and its usage so far (as the ChannelTree counts it). */
-  private readonly lastUsage = new Map<string | null, { id: string; usage: Record<string, number> }>();
   /** Tool names by tool_use id, until the result arrives. */
   private readonly toolNames = new Map<string, string>();
   /** Bytes of a too-long line whose pieces are still arriving. */
@@ -339,7 +335,7 @@ export class RowBuilder {
       texts.push(nonEmpty(v.result) ?? '');
     }
     const ch = rec.channel ?? null;
-    const usage = this.usageShare(v, ch?.id ?? null);
+    const usage = usageColumns(rec.usage);
     const row = this.event(rec.lineNo, ms, own, ch, {
       type: nonEmpty(v.type) ?? '',
       subtype: nonEmpty(v.subtype) ?? '',
@@ -489,31 +485,24 @@ export class RowBuilder {
       ...fields,
     };
   }
+}
 
-  /**
-   * The CLI repeats an API message's usage on every line of that message; the tree counts the
-   * latest line's usage in place of the earlier ones. This line's share is that difference.
-   */
-  private usageShare(
-    v: JsonObject,
-    channel: string | null,
-  ): Pick<EventRow, (typeof USAGE_COLUMNS)[number][1]> {
-    const share = { input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_creation_tokens: 0 };
-    const message = v.message;
-    if (lineTypeOf(v) !== 'assistant' || !isObject(message) || !isObject(message.usage)) return share;
-    const id = nonEmpty(message.id);
-    if (!id) return share;
-    const now: Record<string, number> = {};
-    for (const [k] of USAGE_COLUMNS) {
-      const n = message.usage[k];
-      if (typeof n === 'number' && Number.isFinite(n)) now[k] = n;
-    }
-    const last = this.lastUsage.get(channel);
-    const before = last?.id === id ? last.usage : {};
-    for (const [k, col] of USAGE_COLUMNS) share[col] = (now[k] ?? 0) - (before[k] ?? 0);
-    this.lastUsage.set(channel, { id, usage: now });
-    return share;
-  }
+/**
+ * A line's usage columns: what the run model's cost ledger counted for it (its `usage` event),
+ * so a channel's rows add up to what the ledger holds, each API message once however many
+ * lines repeat its usage, and its output as the `message_delta` settles it. A line it counted
+ * nothing for has zeros.
+ */
+function usageColumns(usage: UsageEvent | undefined): UsageColumns {
+  if (usage === undefined)
+    return { input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_creation_tokens: 0 };
+  const t = usage.tokens;
+  return {
+    input_tokens: t.input_tokens,
+    output_tokens: t.output_tokens,
+    cache_read_tokens: t.cache_read_input_tokens,
+    cache_creation_tokens: t.cache_creation_5m_input_tokens + t.cache_creation_1h_input_tokens,
+  };
 }
 
 /** Fills in the run id of rows made before the stream showed it. */

@@ -128,13 +128,10 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
         let ends: readonly ChannelEvent[] = [];
         try {
           const value = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
-          const { channel, changes } = session.take(value, rec.lineNo);
-          ends = changes;
+          const routed = session.take(value, rec.lineNo);
+          ends = routed.changes;
           // A new, frozen envelope: nothing is written on the record it was given.
-          out[i] =
-            rec.kind === 'spooled'
-              ? routedSpooled(rec, channel, changes)
-              : new RoutedLine(rec, channel, changes);
+          out[i] = rec.kind === 'spooled' ? routedSpooled(rec, routed) : new RoutedLine(rec, routed);
         } catch (err) {
           session.recordFailed('channel-router', rec.lineNo, err);
           // A spooled line has no bytes in memory to quarantine: it stays on main's channel.
