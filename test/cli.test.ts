@@ -1,12 +1,21 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import * as zlib from 'node:zlib';
 import { OPTIONS, helpText, parseArgs } from '../src/cli/options.js';
 import { writeStream } from '../bench/gen.js';
-import { BIN, FIXTURES, ROOT, checkOutput, linesOf, readTree, tmpDir } from './helpers/helpers.js';
+import {
+  BIN,
+  FIXTURES,
+  ROOT,
+  checkOutput,
+  cliModules,
+  linesOf,
+  readTree,
+  tmpDir,
+} from './helpers/helpers.js';
 import { allDocs, codeBlocks, readDoc } from './helpers/docs.js';
 
 function subtee(args: string[], input?: string | Buffer, env: NodeJS.ProcessEnv = process.env) {
@@ -623,4 +632,34 @@ test('labels from the stream are escaped on stdout and in ' +
   assert.match(r.stdout, /^\[type\\x1b\[31m·1\] Report 1: done\.$/m);
   assert.match(r.stderr, /\n├─ evil\\x1b\[2J name  completed /);
   assert.match(r.stderr, /\n└─ type\\x1b\[31m·1  completed /);
+});
+
+test('a plain split loads no code of report, stats or run, of the pino, otlp and clickhouse sinks ' +
+  'or of the projection; --html and --pino load their sinks\' code', () => {
+  const dir = tmpDir();
+  const input = join(FIXTURES, 'nested-depth-3.jsonl');
+  // The code of what this run does not use: other commands, other sinks, the projection.
+  const unused = [
+    'cli/report-command.js',
+    'cli/stats-command.js',
+    'cli/run-command.js',
+    'cli/status-line.js',
+    'chain/stats-clickhouse.js',
+    'views/projection/projection.js',
+    ...['report', 'pino', 'pino-batch', 'otlp', 'otlp-spans'].map((f) => `chain/sinks/${f}.js`),
+    ...['clickhouse', 'clickhouse-rows', 'clickhouse-spool'].map((f) => `chain/sinks/${f}.js`),
+  ];
+  const plain = cliModules(['--out', join(dir, 'plain'), '--stdout', 'none', '-q', input]);
+  assert.ok(plain.includes('chain/sinks/files.js'), plain.join(' '));
+  // Of the report's views, only the defaults of its limits (model.js): the sink's options.
+  const page = (m: string) => m.startsWith('views/report/') && m !== 'views/report/model.js';
+  assert.deepEqual(
+    plain.filter((m) => unused.includes(m) || page(m)),
+    [],
+  );
+  const sinks = ['--html', '--pino', join(dir, 'events.log')];
+  const named = cliModules(['--out', join(dir, 'named'), '--stdout', 'none', '-q', ...sinks, input]);
+  for (const m of ['chain/sinks/report.js', 'views/report/build.js', 'chain/sinks/pino.js'])
+    assert.ok(named.includes(m), `${m} loaded by --html --pino`);
+  assert.ok(existsSync(join(dir, 'named', 'report.html')) && statSync(join(dir, 'events.log')).size > 0);
 });

@@ -9,7 +9,8 @@ import { Session } from '../src/model/session.js';
 import { createPinoSink } from '../src/chain/sinks/pino.js';
 import { batchLines, pinoLine } from '../src/chain/sinks/pino-batch.js';
 import { createStdoutSink } from '../src/chain/sinks/stdout.js';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { once } from 'node:events';
 import { truncateMiddle } from '../src/chain/stages/thinking-truncator.js';
 import { BIN, ROOT, chunked, linesOf, readTree, tmpDir } from './helpers/helpers.js';
@@ -614,4 +615,21 @@ test('the channel router hands on a new frozen envelope ' +
     ],
   );
   assert.ok(out.filter((r) => r.events).every((r) => Object.isFrozen(r.events)));
+});
+
+test('buildChain of subtee/chain makes the sinks whose code a run imports only when it names them', async () => {
+  const { buildChain } = await import('../src/entry/chain.js');
+  const dir = tmpDir();
+  const out = join(dir, 'out');
+  const events = join(dir, 'events.log');
+  const sinks = [
+    { use: 'files', out },
+    { use: 'pino', destination: events },
+    { use: 'report', out, html: true, quiet: true },
+  ];
+  const { streams } = buildChain({ stages: [{ use: 'line-parser' }, { use: 'channel-router' }], sinks });
+  const input = readFileSync(join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl'));
+  await pipeline([Readable.from([input]), ...streams] as unknown as NodeJS.ReadableStream[]);
+  assert.ok(linesOf(readFileSync(events)).length > 0);
+  assert.match(readFileSync(join(out, 'report.html'), 'utf8'), /^<!doctype html>/i);
 });

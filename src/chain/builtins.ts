@@ -1,4 +1,4 @@
-import { Registry, type PluginDefinition } from './plugin.js';
+import { defineLoadedBuiltin, importCode, Registry, type PluginDefinition } from './plugin.js';
 import { lineParserPlugin } from './stages/line-parser.js';
 import { objectSourcePlugin } from './stages/object-source.js';
 import { inputFormatPlugin } from './stages/input-format.js';
@@ -8,14 +8,45 @@ import { thinkingTruncatorPlugin } from './stages/thinking-truncator.js';
 import { idleWatchdogPlugin } from './stages/idle-watchdog.js';
 import { filesSinkPlugin } from './sinks/files.js';
 import { stdoutSinkPlugin } from './sinks/stdout.js';
-import { pinoSinkPlugin } from './sinks/pino.js';
-import { otlpSinkPlugin } from './sinks/otlp.js';
-import { clickhouseSinkPlugin } from './sinks/clickhouse.js';
-import { reportSinkPlugin } from './sinks/report.js';
+import { pinoSinkDefinition } from './sinks/pino-options.js';
+import { otlpSinkDefinition } from './sinks/otlp-options.js';
+import { clickhouseSinkDefinition } from './sinks/clickhouse-options.js';
+import { reportSinkDefinition } from './sinks/report-options.js';
+
+// The sinks most runs do not use: their definitions are here at once, their code (and the
+// pages, the SDK, the client they load) is imported only by a chain that names them.
+const pinoSinkPlugin = defineLoadedBuiltin(
+  pinoSinkDefinition,
+  { code: () => import('./sinks/pino.js') },
+  (m, o, ctx) => m.createPinoSink({ ...o, session: ctx.session, display: ctx.display }),
+);
+const otlpSinkPlugin = defineLoadedBuiltin(
+  otlpSinkDefinition,
+  { code: () => import('./sinks/otlp.js'), packages: (m) => m.importOtlpSdk() },
+  (m, o, ctx) => m.createOtlpSink({ ...o, session: ctx.session, env: ctx.env }),
+);
+const clickhouseSinkPlugin = defineLoadedBuiltin(
+  clickhouseSinkDefinition,
+  { code: () => import('./sinks/clickhouse.js'), packages: (m) => m.importClickHouseClient() },
+  (m, o, ctx) =>
+    m.createClickHouseSink({
+      ...o,
+      spoolDir: o.spoolDir ?? ctx.out,
+      session: ctx.session,
+      display: ctx.display,
+    }),
+);
+const reportSinkPlugin = defineLoadedBuiltin(
+  reportSinkDefinition,
+  { code: () => import('./sinks/report.js') },
+  (m, o, ctx) =>
+    m.createReportSink({ ...o, session: ctx.session, stderr: ctx.stderr, display: ctx.display }),
+);
 
 /**
  * The built-in stages and sinks, in the order --help and the schema list them. Each one's
- * definition (options, defaults, how it is built) lives beside its factory.
+ * definition (options, defaults, how it is built) lives beside its factory; the pino, otlp,
+ * clickhouse and report sinks' options in a file of their own (`sinks/*-options.ts`).
  */
 export const BUILTINS: readonly PluginDefinition[] = [
   lineParserPlugin,
@@ -37,4 +68,12 @@ export function builtinRegistry(): Registry {
   const r = new Registry();
   for (const def of BUILTINS) r.add(def);
   return r;
+}
+
+/**
+ * Imports the code of every built-in stage and sink, so that buildChain, which cannot wait,
+ * makes any of them (the `subtee/chain` entry does it; the command line imports what it runs).
+ */
+export async function importBuiltinCode(): Promise<void> {
+  await Promise.all(BUILTINS.map(importCode));
 }

@@ -196,6 +196,53 @@ export function defineBuiltin<O>(
 export const packagesOf = (def: PluginDefinition): (() => Promise<unknown>) | undefined =>
   packageLoaders.get(def);
 
+/** The import of the code that makes a definition's stream, for those loaded when named. */
+const codeLoaders = new WeakMap<object, () => Promise<unknown>>();
+
+/** A stage's or sink's definition without its code (`create`): what the options are. */
+export type PluginManifest<O = any> = Omit<PluginDefinition<O>, 'create'>;
+
+/**
+ * One of subtee's own stages or sinks whose code is imported only by a chain that names it.
+ * The definition (name, options, checks) is at hand at once for the command line, configs and
+ * the schema; `code` imports the module that makes the stream and `packages` the optional
+ * packages it needs. loadChainPackages imports both before a chain is made (runChain, open()
+ * and the command line call it); buildChain, which cannot wait, makes it once its code is
+ * imported (the `subtee/chain` entry imports every built-in's code).
+ */
+export function defineLoadedBuiltin<O, M>(
+  manifest: PluginManifest<O>,
+  load: { code: () => Promise<M>; packages?: (module: M) => Promise<unknown> },
+  create: (module: M, options: O, ctx: BuiltinContext) => Duplex,
+): Readonly<PluginDefinition<O>> {
+  let module: M | null = null;
+  const code = async () => (module ??= await load.code());
+  const checked = defineBuiltin<O>(
+    {
+      ...manifest,
+      create: (options, ctx) => {
+        if (module === null)
+          throw new UsageError(
+            'ERR_PLUGIN_LOAD',
+            `${manifest.kind} ${manifest.name}: its code is not imported yet (await loadChainPackages first)`,
+          );
+        return create(module, options, ctx);
+      },
+    },
+    async () => {
+      const m = await code();
+      await load.packages?.(m);
+    },
+  );
+  codeLoaders.set(checked, code);
+  return checked;
+}
+
+/** Imports the code of a built-in loaded when named; nothing for the others. */
+export async function importCode(def: PluginDefinition): Promise<void> {
+  await codeLoaders.get(def)?.();
+}
+
 /** Whether a definition is one of subtee's own. */
 export const isBuiltin = (def: PluginDefinition): boolean => builtin.has(def);
 

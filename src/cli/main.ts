@@ -4,6 +4,7 @@ import { builtinRegistry } from '../chain/builtins.js';
 import { loadChainPackages, runChain, type ChainSpec } from '../chain/chain.js';
 import { StallError } from '../chain/stages/idle-watchdog.js';
 import { checkRequiredVersion } from '../chain/stages/version-guard.js';
+import { parseServe } from '../chain/sinks/report-options.js';
 import { EXIT, OutputError, SubteeError, unwrittenText } from '../errors.js';
 import { Session, type Warning } from '../model/session.js';
 import { escapeOneLine } from '../views/escape.js';
@@ -64,10 +65,7 @@ function ignoreClosedReader(stream: Writable): void {
 async function checkServe(spec: ChainSpec): Promise<void> {
   const serve = spec.sinks.find((s) => s.use === 'report')?.serve;
   if (typeof serve !== 'string') return;
-  const [{ checkServeAddress }, { parseServe }] = await Promise.all([
-    import('../chain/sinks/report-server.js'),
-    import('../chain/sinks/report.js'),
-  ]);
+  const { checkServeAddress } = await import('../chain/sinks/report-server.js');
   await checkServeAddress(parseServe(serve));
 }
 

@@ -1,5 +1,5 @@
 import type { ChainSpec } from '../chain/chain.js';
-import { parseServe } from '../chain/sinks/report.js';
+import { parseServe } from '../chain/sinks/report-options.js';
 import { UsageError } from '../errors.js';
 import type { ParsedOptions } from './options.js';
 

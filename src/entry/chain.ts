@@ -25,3 +25,9 @@ export {
   type HandOn,
 } from '../chain/batch-transform.js';
 export { LineSpool } from '../chain/stages/line-spool.js';
+
+import { importBuiltinCode } from '../chain/builtins.js';
+
+// buildChain cannot wait for a sink's code: a program gets every built-in's with this entry
+// (the command line imports only the sinks a run names).
+await importBuiltinCode();

@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { after } from 'node:test';
 import { runChain, type ChainSpec } from '../../src/chain/chain.js';
 import { Session } from '../../src/model/session.js';
@@ -192,4 +192,32 @@ export function boundedSubtee(args: string[], input: Buffer | string) {
     timeout: 30_000,
     killSignal: 'SIGKILL',
   });
+}
+
+/**
+ * The modules of subtee's own (paths under dist/src/) the real CLI resolves while it runs
+ * `args`, traced by a module resolve hook registered before it starts; asserts exit 0.
+ */
+export function cliModules(args: string[]): string[] {
+  const dir = tmpDir();
+  const trace = join(dir, 'trace.txt');
+  const hooks = join(dir, 'trace-hooks.mjs');
+  writeFileSync(
+    hooks,
+    `import { appendFileSync } from 'node:fs';
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context);
+  appendFileSync(${JSON.stringify(trace)}, resolved.url + '\\n');
+  return resolved;
+}`,
+  );
+  const register = join(dir, 'trace-register.mjs');
+  const registration = `register(${JSON.stringify(pathToFileURL(hooks).href)});`;
+  writeFileSync(register, `import { register } from 'node:module';\n${registration}`);
+  writeFileSync(trace, '');
+  const r = spawnSync(process.execPath, ['--import', register, BIN, ...args], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const own = pathToFileURL(join(ROOT, 'dist', 'src')).href + '/';
+  const urls = readFileSync(trace, 'utf8').split('\n').filter((url) => url.startsWith(own));
+  return [...new Set(urls.map((url) => url.slice(own.length)))].sort();
 }

@@ -18,14 +18,7 @@ import { elapsedBetween, type ChannelSnapshot } from '../../model/tree.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import type { ChannelCost, CostLedger } from '../../model/cost.js';
 import { channelUsage } from '../../views/cost.js';
-import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
-
-export const PINO_SINK_DEFAULTS = Object.freeze({
-  /** A file path, or `-` for stdout. Ignored when `transport` is set. */
-  destination: '-',
-  /** Longest content logged per event, in characters (the display policy's `content` class). */
-  maxContentChars: CUT_LENGTHS.content.chars,
-});
+import { PINO_SINK_DEFAULTS, type PinoSinkOptions } from './pino-options.js';
 
 /** pino, loaded when a pino sink is made: most runs have none, and loading it is a tenth of start-up. */
 let loadedPino: typeof PinoModule | null = null;
@@ -53,22 +46,6 @@ function whileReaderReads(): (err: unknown, writing: number, waiting: number) =>
   };
 }
 
-export interface PinoSinkOptions {
-  destination?: string;
-  /** Any pino transport config (`{ target, options }`, `{ targets }` or `{ pipeline }`). */
-  transport?: Record<string, unknown>;
-  /**
-   * A pino logger (or child) of the host application to log through instead of a destination
-   * of subtee's own. Its `time` stays the host's; the line's `timestamp` is added as a field.
-   * subtee flushes it at the end but never ends it.
-   */
-  logger?: Logger;
-  maxContentChars?: number;
-  /** The chain's session, shared by every stage (required). */
-  session: SinkRun;
-  /** How events show thinking (`--thinking`); whole without one. */
-  display?: DisplayPolicy;
-}
 
 type Kind = 'text' | 'thinking' | 'tool_use' | 'tool_result' | 'status' | 'warning' | 'quarantine';
 
@@ -528,29 +505,4 @@ class PinoSink extends BatchTransform {
   }
 }
 
-export const pinoSinkPlugin = defineBuiltin<Omit<PinoSinkOptions, 'session' | 'logger' | 'display'>>({
-  name: 'pino',
-  kind: 'sink',
-  kit: BUILTIN_KIT,
-  options: {
-    destination: {
-      type: 'string',
-      minLength: 1,
-      default: PINO_SINK_DEFAULTS.destination,
-      description: 'also log one pino line per event to this file (appended to; - for stdout)',
-    },
-    transport: {
-      type: 'object',
-      description:
-        'a pino transport config: { "target": …, "options": … }, { "targets": […] } ' +
-        'or { "pipeline": […] }',
-    },
-    maxContentChars: {
-      type: 'integer',
-      min: 1,
-      default: PINO_SINK_DEFAULTS.maxContentChars,
-      description: 'longest content per event',
-    },
-  },
-  create: (o, ctx) => createPinoSink({ ...o, session: ctx.session, display: ctx.display }),
-});
+export { PINO_SINK_DEFAULTS, type PinoSinkOptions } from './pino-options.js';

@@ -8,35 +8,18 @@ import { reportLine, subteeVersion } from '../../views/report/build.js';
 import { channelReaderFor } from '../stages/input-format.js';
 import type { DisplayPolicy } from '../../model/display.js';
 import { LiveReport, ReportFeed } from '../../views/report/live.js';
-import { REPORT_DEFAULTS, type ReportLimits } from '../../views/report/model.js';
+import type { ReportLimits } from '../../views/report/model.js';
 import { pageHtml } from '../../views/report/page.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
-import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
+import {
+  parseServe,
+  REPORT_SINK_DEFAULTS,
+  SERVE_DEFAULT_HOST,
+  type ReportSinkOptions,
+} from './report-options.js';
 import { writeReport } from './report-file.js';
 import type { ReportServer, ServeAddress } from './report-server.js';
 
-export const REPORT_SINK_DEFAULTS = Object.freeze({
-  /** Write OUT/report.html when the run ends (also when it stalls or is interrupted). */
-  html: false,
-  /** No line on stderr about the written report. */
-  quiet: false,
-  /** How often the live page is sent what changed. */
-  flushMs: 100,
-});
-
-export interface ReportSinkOptions extends Partial<ReportLimits> {
-  /** The output folder the report is built from (the files sink's). Needed by `html`. */
-  out?: string;
-  html?: boolean;
-  /** `[HOST:]PORT` to serve the live page on. */
-  serve?: string;
-  quiet?: boolean;
-  flushMs?: number;
-  session?: SinkRun;
-  stderr?: Writable;
-  /** How the pages show thinking (`--thinking`): the live one, and report.html at the end. */
-  display?: DisplayPolicy;
-}
 
 const LIMIT_KEYS = [
   'maxPageBytes',
@@ -168,65 +151,9 @@ class ReportSink extends BatchTransform {
   }
 }
 
-/** Where `--serve` binds unless a host is given: only this machine can connect. */
-export const SERVE_DEFAULT_HOST = '127.0.0.1';
-
-/** `--serve [HOST:]PORT`: `8080`, `0` (any free port), `127.0.0.1:8080`, `[::1]:0`, `0.0.0.0:8080`. */
-export function parseServe(value: string): ServeAddress {
-  const m = /^(?:(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):)?(\d{1,5})$/.exec(value);
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || port > 65535)
-    throw new UsageError(
-      'ERR_BAD_OPTION',
-      `--serve must be [HOST:]PORT with PORT 0-65535 (0: any free port), not "${value}"`,
-    );
-  const host = m[1] === undefined ? SERVE_DEFAULT_HOST : m[1].replace(/^\[(.*)\]$/, '$1');
-  return { host, port };
-}
-
-/** The report's limits a config sets; the others are the page's own. */
-type ReportPluginOptions = Omit<
-  ReportSinkOptions,
-  'session' | 'stderr' | 'flushMs' | 'display' | Exclude<keyof ReportLimits, 'maxPageBytes' | 'channelChars'>
->;
-
-export const reportSinkPlugin = defineBuiltin<ReportPluginOptions>({
-  name: 'report',
-  kind: 'sink',
-  kit: BUILTIN_KIT,
-  options: {
-    out: {
-      type: 'string',
-      description: 'the output folder the static report is built from (set from --out by --html)',
-    },
-    html: {
-      type: 'boolean',
-      default: REPORT_SINK_DEFAULTS.html,
-      description:
-        'write OUT/report.html when the run ends, stalls or is interrupted (list this sink after files)',
-    },
-    serve: {
-      type: 'string',
-      description: '[HOST:]PORT to serve the live report on (host 127.0.0.1 unless given; port 0 picks one)',
-    },
-    quiet: {
-      type: 'boolean',
-      default: REPORT_SINK_DEFAULTS.quiet,
-      description: 'no line on stderr about the written report',
-    },
-    maxPageBytes: {
-      type: 'integer',
-      min: 262144,
-      default: REPORT_DEFAULTS.maxPageBytes,
-      description: 'largest page; transcripts, then long fields, then the deepest agents are cut to fit',
-    },
-    channelChars: {
-      type: 'integer',
-      min: 0,
-      default: REPORT_DEFAULTS.channelChars,
-      description: 'transcript characters per agent at most',
-    },
-  },
-  create: (o, ctx) =>
-    createReportSink({ ...o, session: ctx.session, stderr: ctx.stderr, display: ctx.display }),
-});
+export {
+  parseServe,
+  REPORT_SINK_DEFAULTS,
+  SERVE_DEFAULT_HOST,
+  type ReportSinkOptions,
+} from './report-options.js';

@@ -1,0 +1,60 @@
+import type { Logger } from 'pino';
+import { CUT_LENGTHS, type DisplayPolicy } from '../../model/display.js';
+import type { SinkRun } from '../../model/session.js';
+import { BUILTIN_KIT, type PluginManifest } from '../plugin.js';
+
+/**
+ * The pino sink's options (defaults, types, specs) and definition without its code: at hand for
+ * the command line, configs and the schema. Its code (pino.ts) is imported only by a chain that
+ * names it (builtins.ts).
+ */
+
+export const PINO_SINK_DEFAULTS = Object.freeze({
+  /** A file path, or `-` for stdout. Ignored when `transport` is set. */
+  destination: '-',
+  /** Longest content logged per event, in characters (the display policy's `content` class). */
+  maxContentChars: CUT_LENGTHS.content.chars,
+});
+
+export interface PinoSinkOptions {
+  destination?: string;
+  /** Any pino transport config (`{ target, options }`, `{ targets }` or `{ pipeline }`). */
+  transport?: Record<string, unknown>;
+  /**
+   * A pino logger (or child) of the host application to log through instead of a destination
+   * of subtee's own. Its `time` stays the host's; the line's `timestamp` is added as a field.
+   * subtee flushes it at the end but never ends it.
+   */
+  logger?: Logger;
+  maxContentChars?: number;
+  /** The chain's session, shared by every stage (required). */
+  session: SinkRun;
+  /** How events show thinking (`--thinking`); whole without one. */
+  display?: DisplayPolicy;
+}
+
+export const pinoSinkDefinition: PluginManifest<Omit<PinoSinkOptions, 'session' | 'logger' | 'display'>> = {
+  name: 'pino',
+  kind: 'sink',
+  kit: BUILTIN_KIT,
+  options: {
+    destination: {
+      type: 'string',
+      minLength: 1,
+      default: PINO_SINK_DEFAULTS.destination,
+      description: 'also log one pino line per event to this file (appended to; - for stdout)',
+    },
+    transport: {
+      type: 'object',
+      description:
+        'a pino transport config: { "target": …, "options": … }, { "targets": […] } ' +
+        'or { "pipeline": […] }',
+    },
+    maxContentChars: {
+      type: 'integer',
+      min: 1,
+      default: PINO_SINK_DEFAULTS.maxContentChars,
+      description: 'longest content per event',
+    },
+  },
+};
