@@ -30,14 +30,16 @@ export const SLOW = new Set([
   'examples-types',
 ]);
 
-/** The unit lane's test files in a folder of built tests (`dist/test`). */
-export function unitFiles(dir) {
-  return readdirSync(dir)
-    .filter((f) => f.endsWith('.test.js'))
-    .filter((f) => {
-      const name = f.slice(0, -'.test.js'.length);
-      return !OUTSIDE.has(name) && !SLOW.has(name);
-    })
+/**
+ * The unit lane's test files: one built file (`dist/test/NAME.test.js`) per test source
+ * (`test/NAME.test.ts`). Listed from the sources, so the output of a test file since deleted,
+ * which an incremental build leaves in `dist/`, is never run.
+ */
+export function unitFiles(sourceDir = 'test', builtDir = join('dist', 'test')) {
+  return readdirSync(sourceDir)
+    .filter((f) => f.endsWith('.test.ts'))
+    .map((f) => f.slice(0, -'.test.ts'.length))
+    .filter((name) => !OUTSIDE.has(name) && !SLOW.has(name))
     .sort()
-    .map((f) => join(dir, f));
+    .map((name) => join(builtDir, `${name}.test.js`));
 }

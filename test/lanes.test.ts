@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test } from 'node:test';
-import { ROOT } from './helpers/helpers.js';
+import { ROOT, tmpDir } from './helpers/helpers.js';
 
 /** What makes a test file reach outside Node: the agent CLIs, Chromium, ClickHouse, npm. */
 const OUTSIDE_USE: Array<[string, RegExp]> = [
@@ -19,7 +19,7 @@ test('npm run test:unit runs the files that need no outside program; npm test ru
   assert.match(pkg.scripts['test:unit'], /node scripts\/test-unit\.mjs$/);
   assert.match(pkg.scripts.test, /node --test [^&]*dist\/test\/\*\.test\.js$/, 'npm test: every file');
   const sources = readdirSync(join(ROOT, 'test')).filter((f) => f.endsWith('.test.ts'));
-  const built: string[] = lanes.unitFiles(join(ROOT, 'dist', 'test'));
+  const built: string[] = lanes.unitFiles(join(ROOT, 'test'), join(ROOT, 'dist', 'test'));
   const unit = new Set(built.map((f) => f.split('/').pop()!.replace(/\.js$/, '.ts')));
   const reaching: string[] = [];
   for (const file of sources.filter((f) => f !== 'lanes.test.ts')) {
@@ -33,4 +33,21 @@ test('npm run test:unit runs the files that need no outside program; npm test ru
   const stale = [...lanes.OUTSIDE, ...lanes.SLOW].filter((n: string) => !names.has(n));
   assert.deepEqual(stale, [], 'names in scripts/test-lanes.mjs without a test file');
   assert.ok(unit.size >= 40, `${unit.size} files in the unit lane`);
+});
+
+test('npm run test:unit builds incrementally and runs the built files of test sources only, ' +
+  'never the output of a deleted test file', async () => {
+  const lanes = await import(pathToFileURL(join(ROOT, 'scripts', 'test-lanes.mjs')).href);
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+  // The build info lives in dist/, so `npm run build` (which removes dist/) forgets it too.
+  assert.match(pkg.scripts['test:unit'], /^tsc -p tsconfig\.json --incremental --tsBuildInfoFile dist\//);
+  assert.match(pkg.scripts.build, /rmSync\('dist'/);
+  assert.match(pkg.scripts.test, /^npm run build && /, 'npm test builds from clean');
+  const dir = tmpDir();
+  const [sources, built] = [join(dir, 'test'), join(dir, 'dist')];
+  mkdirSync(sources);
+  mkdirSync(built);
+  for (const f of ['kept.test.ts', 'e2e.test.ts', 'helper.ts']) writeFileSync(join(sources, f), '');
+  for (const f of ['kept.test.js', 'e2e.test.js', 'deleted.test.js']) writeFileSync(join(built, f), '');
+  assert.deepEqual(lanes.unitFiles(sources, built), [join(built, 'kept.test.js')]);
 });
