@@ -11,7 +11,9 @@ export {
   type OptionSpec,
   type OptionSpecs,
 } from './chain/plugin.js';
-export { type Channel } from './model/tree.js';
+// A channel as the run hands it to a plugin (the tree's `main`, `get`, `channels()`, a record's
+// `channel`): the live node, read-only.
+export { type ReadonlyChannel as Channel } from './model/tree.js';
 export { type IndexDocument, type IndexChannel } from './views/index-file.js';
 export { SubteeError, UsageError, EXIT, OutputError, writeFailed } from './errors.js';
 export {

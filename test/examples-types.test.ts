@@ -43,8 +43,8 @@ test('the type-check reports what it should: an example that misuses the API fai
   assert.match(errors[1], /TS7006: Parameter 'line' implicitly has an 'any' type/);
 });
 
-test("a sink's run (SinkRun) reads every figure and warns; " +
-  'counting, routing, stalls and the chain facts do not type-check', () => {
+test("a sink's run (SinkRun) reads every figure and warns; counting, routing, stalls, " +
+  "the chain facts and writing the tree's channels do not type-check", () => {
   const errors = typeCheck(['test/fixtures/typecheck/sink-run.mjs']);
   const said = errors.map((e) => e.replace(/^.*error (TS\d+): /, '$1 '));
   assert.deepEqual(said, [
@@ -54,5 +54,7 @@ test("a sink's run (SinkRun) reads every figure and warns; " +
     "TS2339 Property 'stateProducer' does not exist on type 'SinkRun'.",
     "TS2540 Cannot assign to 'interrupted' because it is a read-only property.",
     "TS2540 Cannot assign to 'lines' because it is a read-only property.",
+    "TS2540 Cannot assign to 'status' because it is a read-only property.",
+    "TS2339 Property 'push' does not exist on type 'readonly string[]'.",
   ]);
 });

@@ -1,7 +1,7 @@
 import type { UsageEvent } from './cost.js';
 import type { JsonObject } from './message.js';
 import type { RoutedEvent, ToolEvent } from './run-model.js';
-import type { Channel, ChannelEvent } from './tree.js';
+import type { ChannelEvent, ReadonlyChannel } from './tree.js';
 
 export type { ChannelEvent } from './tree.js';
 
@@ -19,7 +19,7 @@ export interface LineRecord {
    * the tree holds it, to be read while the record is being handled (it changes as later
    * lines arrive; `events` carry snapshots that do not). Never written on a record.
    */
-  readonly channel?: Channel;
+  readonly channel?: ReadonlyChannel;
   /** On the router's envelope: the tree changes this line caused, frozen. */
   readonly events?: readonly ChannelEvent[];
   /** On the router's envelope: what the cost ledger counted for this line, when it counted any. */
@@ -90,7 +90,7 @@ export interface SpooledRecord {
   /** Why the line is quarantined; null when it is routed. */
   reason: QuarantineReason | null;
   /** On the router's envelope, as for a line record. */
-  readonly channel?: Channel;
+  readonly channel?: ReadonlyChannel;
   readonly events?: readonly ChannelEvent[];
 }
 
@@ -125,7 +125,7 @@ export class RoutedLine implements LineRecord {
   readonly lineNo: number;
   readonly raw: Buffer;
   declare readonly value: JsonObject;
-  readonly channel: Channel;
+  readonly channel: ReadonlyChannel;
   // Declared, not defined: a line without events or not derived has no such key at all.
   declare readonly events?: readonly ChannelEvent[];
   declare readonly usage?: UsageEvent;

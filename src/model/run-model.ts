@@ -3,7 +3,12 @@ import { CostLedger, type UsageEvent } from './cost.js';
 import { ThinkingCounts } from './display.js';
 import type { Stall } from './in-flight.js';
 import type { JsonObject } from './message.js';
-import { ChannelTree, type Channel, type ChannelEvent, type ToolEvent } from './tree.js';
+import {
+  ChannelTree,
+  type ChannelEvent,
+  type ReadonlyChannel,
+  type ToolEvent,
+} from './tree.js';
 
 export interface Warning {
   readonly code: string;
@@ -18,7 +23,7 @@ export interface RoutedEvent {
    * The channel the line is on, as the tree holds it: read it while the line is handled (it
    * changes as later lines arrive; `changes` carry snapshots that do not).
    */
-  readonly channel: Channel;
+  readonly channel: ReadonlyChannel;
   /** The tree changes the line caused, in order: a channel opened, its spawn seen, its end. */
   readonly changes: readonly ChannelEvent[];
   /** What the cost ledger counted for the line; null for most lines (it counted nothing). */
@@ -49,14 +54,19 @@ export interface InputCounts {
   unwritten: number;
 }
 
+/** The subagent tree as its readers see it: its channels read-only, nothing to set. */
+export type TreeView = Readonly<
+  Pick<ChannelTree, 'size' | 'sessionId' | 'runId' | 'version' | 'firstTime' | 'lastTime'>
+> & {
+  readonly main: ReadonlyChannel;
+  get(id: string): ReadonlyChannel | undefined;
+  /** Every channel, main first, then in creation order. */
+  channels(): ReadonlyChannel[];
+};
+
 /** The run model as its readers see it: every figure, nothing to set. */
 export interface RunView {
-  readonly tree: Readonly<
-    Pick<
-      ChannelTree,
-      'main' | 'get' | 'channels' | 'size' | 'sessionId' | 'runId' | 'version' | 'firstTime' | 'lastTime'
-    >
-  >;
+  readonly tree: TreeView;
   readonly cost: Readonly<
     Pick<
       CostLedger,

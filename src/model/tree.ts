@@ -65,6 +65,17 @@ export interface Channel {
   readonly seq: number;
 }
 
+/**
+ * A channel of the tree as a reader holds it: the live node (read it while the line that
+ * routed it is handled; it changes as later lines arrive), with nothing to set. What sinks and
+ * views get from the run (`RunView.tree`, `RoutedLine.channel`).
+ */
+export type ReadonlyChannel = Readonly<Omit<Channel, 'children' | 'counts' | 'usage'>> & {
+  readonly children: readonly string[];
+  readonly counts: Readonly<Record<CountedBlockType, number>>;
+  readonly usage: Readonly<Record<string, number>>;
+};
+
 /** A channel as it was at one moment: what events carry, frozen, never updated. */
 export type ChannelSnapshot = Readonly<Omit<Channel, 'children' | 'counts' | 'usage'>> & {
   readonly counts: Readonly<Record<CountedBlockType, number>>;
@@ -77,7 +88,7 @@ export type ChannelSnapshot = Readonly<Omit<Channel, 'children' | 'counts' | 'us
  * their descriptor arrays (with 10,000 subagents, 27,500 of each, 8 MB, left for a full
  * collection). Built as literals they share one frozen class.
  */
-export function snapshotOf(ch: Channel): ChannelSnapshot {
+export function snapshotOf(ch: ReadonlyChannel): ChannelSnapshot {
   const { counts } = ch;
   const usage: Record<string, number> = {};
   for (const key in ch.usage) usage[key] = ch.usage[key];
@@ -540,7 +551,10 @@ export interface ChannelTimes {
  * while it runs; main's from the run's first line to its latest. Times the stream did not
  * give fall back to the channel's own first and last line.
  */
-export function channelTimes(tree: Pick<ChannelTree, 'firstTime' | 'lastTime'>, ch: Channel): ChannelTimes {
+export function channelTimes(
+  tree: Pick<ChannelTree, 'firstTime' | 'lastTime'>,
+  ch: ReadonlyChannel,
+): ChannelTimes {
   const main = ch.id === null;
   const startedAt = (main ? tree.firstTime : ch.startedAt) ?? ch.firstSeen;
   const endedAt = (main || ch.status === 'running' ? tree.lastTime : ch.endedAt) ?? ch.lastSeen;

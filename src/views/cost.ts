@@ -8,7 +8,7 @@ import {
 } from '../model/cost.js';
 import { cutText } from '../model/display.js';
 import type { SinkRun } from '../model/session.js';
-import type { Channel } from '../model/tree.js';
+import type { ReadonlyChannel } from '../model/tree.js';
 import { escapeOneLine } from './escape.js';
 import { walkTree, type TreeLike, type TreeRow } from './walk.js';
 
@@ -120,7 +120,7 @@ export function channelCosts(
   report: CostReport,
   tree: TreeLike,
   rows: readonly TreeRow[] = walkTree(tree),
-): Map<Channel, ChannelCostView> {
+): Map<ReadonlyChannel, ChannelCostView> {
   const views = rows.map((row): ChannelCostView => {
     const own = report.channels.get(row.channel.id);
     const usd = own ? own.usd : null;

@@ -1,7 +1,7 @@
 import type { CostReport, TokensBasis } from '../model/cost.js';
 import type { Stall } from '../model/in-flight.js';
 import type { CommandEnd, Producer, SinkRun, Warning } from '../model/session.js';
-import { channelTimes, type Channel, type ChannelStatus, type ChannelTimes } from '../model/tree.js';
+import { channelTimes, type ReadonlyChannel, type ChannelStatus, type ChannelTimes } from '../model/tree.js';
 import {
   channelCosts,
   finalCost,
@@ -142,7 +142,7 @@ function costFields(view: ChannelCostView | undefined): Pick<IndexChannel, 'mode
 /** The `index.json` document (format documented in docs/output-folder.md). Plain data, no I/O. */
 export function buildIndex(
   run: SinkRun,
-  paths: (ch: Channel) => ChannelPaths | undefined,
+  paths: (ch: ReadonlyChannel) => ChannelPaths | undefined,
   quarantine: string | null,
   display?: DisplayPolicy,
 ): IndexDocument {
@@ -162,7 +162,7 @@ function withDisplay(head: IndexHead, display: DisplayPolicy | undefined): Index
  */
 export function indexForWriting(
   run: SinkRun,
-  paths: (ch: Channel) => ChannelPaths | undefined,
+  paths: (ch: ReadonlyChannel) => ChannelPaths | undefined,
   quarantine: string | null,
   costs?: RunCosts,
   display?: DisplayPolicy,
@@ -175,7 +175,7 @@ export function indexForWriting(
 /** The run's final cost and each channel's: computed once at the end for all that show them. */
 export interface RunCosts {
   report: CostReport;
-  channels: Map<Channel, ChannelCostView>;
+  channels: Map<ReadonlyChannel, ChannelCostView>;
 }
 
 export function runCosts(run: SinkRun): RunCosts {
@@ -185,12 +185,12 @@ export function runCosts(run: SinkRun): RunCosts {
 
 function indexParts(
   run: SinkRun,
-  paths: (ch: Channel) => ChannelPaths | undefined,
+  paths: (ch: ReadonlyChannel) => ChannelPaths | undefined,
   quarantine: string | null,
   { report, channels: costs }: RunCosts = runCosts(run),
-): { head: IndexHead; channels: Channel[]; entry: (ch: Channel) => IndexChannel } {
+): { head: IndexHead; channels: ReadonlyChannel[]; entry: (ch: ReadonlyChannel) => IndexChannel } {
   const tree = run.tree;
-  const usageOf = (ch: Channel) => channelUsage(ch.usage, costs.get(ch));
+  const usageOf = (ch: ReadonlyChannel) => channelUsage(ch.usage, costs.get(ch));
   const head: IndexHead = {
     format: INDEX_FORMAT,
     session_id: tree.sessionId,
@@ -219,7 +219,7 @@ function indexParts(
       tree.channels().map((c) => c.id),
     ),
   };
-  const entry = (ch: Channel): IndexChannel => ({
+  const entry = (ch: ReadonlyChannel): IndexChannel => ({
     id: ch.id,
     parent: ch.parent,
     orphan: ch.orphan,

@@ -3,7 +3,7 @@ import { escapeOneLine } from './escape.js';
 import { ChannelLabels } from './text.js';
 import { channelTokens, statusCounts, walkTree, type TreeRow } from './walk.js';
 import { withDefaults } from '../defaults.js';
-import type { Channel } from '../model/tree.js';
+import type { ReadonlyChannel } from '../model/tree.js';
 import {
   basisCounts,
   basisMark,
@@ -81,7 +81,7 @@ export function summaryText(session: RunView, out: string, options: SummaryOptio
   }
   const top = rows.flatMap((row, i) => (i === 0 || (row.level === 1 && row.parentRow === 0) ? [i] : []));
   const shownTop = top.slice(0, maxTreeRows);
-  const shown = new Set<Channel>();
+  const shown = new Set<ReadonlyChannel>();
   for (const i of shownTop) {
     const row = rows[i];
     const cut = i !== 0 && row.last && shownTop.length < top.length;
@@ -131,7 +131,7 @@ function usdOf(cost: ChannelCostView | undefined): string {
 }
 
 /** Input plus output tokens as index.json shows them (its `usage`). */
-function tokensOf(ch: Channel, cost: ChannelCostView | undefined): number {
+function tokensOf(ch: ReadonlyChannel, cost: ChannelCostView | undefined): number {
   return channelTokens({ usage: channelUsage(ch.usage, cost) });
 }
 

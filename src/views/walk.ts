@@ -1,14 +1,14 @@
-import type { Channel, ChannelStatus } from '../model/tree.js';
+import type { ReadonlyChannel, ChannelStatus } from '../model/tree.js';
 
 /** What the walk needs of a tree: the main channel and a lookup by id. */
 export interface TreeLike {
-  readonly main: Channel;
-  get(id: string | null): Channel | undefined;
-  channels(): Channel[];
+  readonly main: ReadonlyChannel;
+  get(id: string | null): ReadonlyChannel | undefined;
+  channels(): ReadonlyChannel[];
 }
 
 export interface TreeRow {
-  channel: Channel;
+  channel: ReadonlyChannel;
   /** Depth in the walk (0 for main and for channels whose parent was never seen). */
   level: number;
   /** Index in the row list of the row it was reached from; -1 for a root. */
@@ -33,17 +33,17 @@ export const MAX_GUIDE_LEVELS = 32;
  */
 export function walkTree(tree: TreeLike): TreeRow[] {
   const rows: TreeRow[] = [];
-  const seen = new Set<Channel>();
+  const seen = new Set<ReadonlyChannel>();
   // Descendants of a root other than main are indented one step, under its `?` marker.
-  const visitFrom = (root: Channel, rootGuide: string) => {
-    const stack: Array<Omit<TreeRow, 'channel'> & { channel: Channel }> = [
+  const visitFrom = (root: ReadonlyChannel, rootGuide: string) => {
+    const stack: Array<Omit<TreeRow, 'channel'> & { channel: ReadonlyChannel }> = [
       { channel: root, level: 0, parentRow: -1, guide: '', last: true },
     ];
     seen.add(root);
     while (stack.length > 0) {
       const row = stack.pop()!;
       const index = rows.push(row) - 1;
-      const kids: Channel[] = [];
+      const kids: ReadonlyChannel[] = [];
       for (const id of row.channel.children) {
         const child = tree.get(id);
         if (child && !seen.has(child)) {
@@ -76,7 +76,7 @@ export function walkTree(tree: TreeLike): TreeRow[] {
 export type StatusCounts = Record<ChannelStatus, number>;
 
 /** Subagents (main excluded) by status. */
-export function statusCounts(channels: Iterable<Channel>): StatusCounts {
+export function statusCounts(channels: Iterable<ReadonlyChannel>): StatusCounts {
   const counts: StatusCounts = { running: 0, completed: 0, failed: 0 };
   for (const ch of channels) if (ch.id !== null) counts[ch.status]++;
   return counts;
@@ -101,7 +101,7 @@ export interface SubtreeTotals {
 }
 
 /** Usage, tokens and time span rolled up per subtree of the walk, children into parents. */
-export function subtreeTotals(rows: readonly TreeRow[]): Map<Channel, SubtreeTotals> {
+export function subtreeTotals(rows: readonly TreeRow[]): Map<ReadonlyChannel, SubtreeTotals> {
   const totals = rows.map((row): SubtreeTotals => ({
     channels: 1,
     usage: { ...row.channel.usage },

@@ -4,7 +4,7 @@ import type { SinkRun } from '../../model/session.js';
 import {
   channelTimes,
   snapshotOf,
-  type Channel,
+  type ReadonlyChannel,
   type ChannelSnapshot,
   type ChannelTimes,
 } from '../../model/tree.js';
@@ -33,7 +33,7 @@ export interface HandleHost {
   pathOf(id: string | null): string[];
   childrenOf(id: string | null): AsyncIterable<SubagentHandle>;
   costOf(usd: number | null, outputTokens: TokensBasis): CostFigures;
-  totals(ch: Channel): SubagentOutput['subtree'];
+  totals(ch: ReadonlyChannel): SubagentOutput['subtree'];
   openReader<T>(
     what: string,
     id: string | null,
@@ -122,7 +122,7 @@ export class SubagentHandleImpl implements SubagentHandle {
 
   constructor(
     private readonly projection: HandleHost,
-    private readonly channel: Channel,
+    private readonly channel: ReadonlyChannel,
   ) {
     this.id = channel.id!;
     this.cause = Object.freeze({ type: 'toolCall', tool_call_id: this.id });

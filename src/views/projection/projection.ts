@@ -13,7 +13,7 @@ import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
 import type { ChannelStore, SinkRun } from '../../model/session.js';
 import { lineValue, viewOf } from '../../model/line-view.js';
-import { channelTimes, type Channel, type ChannelEvent, type ChannelTimes } from '../../model/tree.js';
+import { channelTimes, type ReadonlyChannel, type ChannelEvent, type ChannelTimes } from '../../model/tree.js';
 import { roundUsd, worse, type TokensBasis } from '../../model/cost.js';
 import { usageShown } from '../cost.js';
 import { deepFreeze, Feed } from '../feed.js';
@@ -492,7 +492,7 @@ export class Projection implements HandleHost {
     return Object.freeze({ usd, basis, outputTokens });
   }
 
-  totals(ch: Channel): SubagentOutput['subtree'] {
+  totals(ch: ReadonlyChannel): SubagentOutput['subtree'] {
     const usage: Record<string, number> = {};
     let first: string | null = null;
     let last: string | null = null;
@@ -500,7 +500,7 @@ export class Projection implements HandleHost {
     let subagents = 0;
     let costUsd: number | null = 0;
     let outputTokens: TokensBasis | null = null;
-    const seen = new Set<Channel>();
+    const seen = new Set<ReadonlyChannel>();
     const stack = [ch];
     while (stack.length > 0) {
       const at = stack.pop()!;
