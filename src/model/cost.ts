@@ -102,7 +102,7 @@ const CHARS_PER_TOKEN = 4;
 /** Work allowed per tool input when measuring it: the stream chooses how large an input is. */
 const MEASURE_MAX_NODES = 10_000;
 
-/** Models whose rate a ledger keeps looked up: a run names a few; a stream naming more costs a lookup each. */
+/** Models whose rate a ledger keeps: a run names a few; a stream naming more costs a lookup each. */
 const RATES_KEPT = 64;
 
 export interface ModelCost extends ModelTokens {

@@ -282,7 +282,13 @@ export class ChannelTree {
     const event: ToolEvent =
       block.type === 'tool_use'
         ? { type: 'toolCall', lineNo, channel: on, id: block.id, name: block.name }
-        : { type: 'toolResult', lineNo, channel: on, id: block.tool_use_id, isError: block.is_error === true };
+        : {
+            type: 'toolResult',
+            lineNo,
+            channel: on,
+            id: block.tool_use_id,
+            isError: block.is_error === true,
+          };
     (this.lineTools ??= []).push(Object.freeze(event));
   }
 

@@ -13,7 +13,12 @@ import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
 import type { ChannelStore, SinkRun } from '../../model/session.js';
 import { lineValue, viewOf } from '../../model/line-view.js';
-import { channelTimes, type ReadonlyChannel, type ChannelEvent, type ChannelTimes } from '../../model/tree.js';
+import {
+  channelTimes,
+  type ChannelEvent,
+  type ChannelTimes,
+  type ReadonlyChannel,
+} from '../../model/tree.js';
 import { roundUsd, worse, type TokensBasis } from '../../model/cost.js';
 import { usageShown } from '../cost.js';
 import { deepFreeze, Feed } from '../feed.js';
