@@ -31,15 +31,31 @@ export const SLOW = new Set([
 ]);
 
 /**
- * The unit lane's test files: one built file (`dist/test/NAME.test.js`) per test source
- * (`test/NAME.test.ts`). Listed from the sources, so the output of a test file since deleted,
- * which an incremental build leaves in `dist/`, is never run.
+ * The unit lane's longest files, longest first (wall time on 2 cores), started before the
+ * others: the lane then ends on short files spread over every core, not on one long file
+ * with the other cores idle.
+ */
+export const LONGEST = [
+  'cli', 'cost', 'report', 'projection', 'stats', 'hardening-inputs', 'idle-watchdog',
+  'hardening-files', 'projection-replay', 'other-agents', 'output-folder', 'deep-agents-parity',
+];
+
+/**
+ * The unit lane's test files, the longest first, then by name: one built file
+ * (`dist/test/NAME.test.js`) per test source (`test/NAME.test.ts`). Listed from the sources,
+ * so the output of a test file since deleted, which an incremental build leaves in `dist/`,
+ * is never run.
  */
 export function unitFiles(sourceDir = 'test', builtDir = join('dist', 'test')) {
   return readdirSync(sourceDir)
     .filter((f) => f.endsWith('.test.ts'))
     .map((f) => f.slice(0, -'.test.ts'.length))
     .filter((name) => !OUTSIDE.has(name) && !SLOW.has(name))
-    .sort()
+    .sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0))
     .map((name) => join(builtDir, `${name}.test.js`));
+}
+
+function rank(name) {
+  const at = LONGEST.indexOf(name);
+  return at === -1 ? LONGEST.length : at;
 }

@@ -30,7 +30,7 @@ test('npm run test:unit runs the files that need no outside program; npm test ru
   assert.deepEqual(reaching, [], 'files of the unit lane that run an outside program');
   // Every name the lists give is a test file (a renamed file is not silently run in the quick lane).
   const names = new Set(sources.map((f) => f.slice(0, -'.test.ts'.length)));
-  const stale = [...lanes.OUTSIDE, ...lanes.SLOW].filter((n: string) => !names.has(n));
+  const stale = [...lanes.OUTSIDE, ...lanes.SLOW, ...lanes.LONGEST].filter((n: string) => !names.has(n));
   assert.deepEqual(stale, [], 'names in scripts/test-lanes.mjs without a test file');
   assert.ok(unit.size >= 40, `${unit.size} files in the unit lane`);
 });
@@ -50,4 +50,8 @@ test('npm run test:unit builds incrementally and runs the built files of test so
   for (const f of ['kept.test.ts', 'e2e.test.ts', 'helper.ts']) writeFileSync(join(sources, f), '');
   for (const f of ['kept.test.js', 'e2e.test.js', 'deleted.test.js']) writeFileSync(join(built, f), '');
   assert.deepEqual(lanes.unitFiles(sources, built), [join(built, 'kept.test.js')]);
+  // The longest files start first, in the order the list gives; the others by name.
+  for (const f of ['a', 'cost', 'cli', 'z']) writeFileSync(join(sources, `${f}.test.ts`), '');
+  const order = lanes.unitFiles(sources, built).map((f: string) => f.slice(built.length + 1));
+  assert.deepEqual(order, ['cli.test.js', 'cost.test.js', 'a.test.js', 'kept.test.js', 'z.test.js']);
 });
