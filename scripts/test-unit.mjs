@@ -9,9 +9,10 @@ import { spec, tap } from 'node:test/reporters';
 import { unitFiles } from './test-lanes.mjs';
 
 const files = unitFiles('test', join('dist', 'test'));
-// One file more than cores: a file waiting on a child process or a timer leaves its core to
-// another (on 2 cores, 3 at once took the lane from 76 s to 65 s; 4 were no faster).
-const concurrency = availableParallelism() + 1;
+// Two files more than cores: a file waiting on a child process, a server or a timer leaves
+// its core to another (on 2 cores, with the longest files first, 4 at once took about 3 s
+// less than 3, in each of two pairs of runs).
+const concurrency = availableParallelism() + 2;
 // run() starts the files in the order given, the longest first (`node --test` sorts them by
 // name); the report is the one `node --test` prints: spec on a terminal, else TAP.
 run({ files, concurrency })
