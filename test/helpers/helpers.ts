@@ -6,8 +6,8 @@ import { join, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { after } from 'node:test';
-import { runChain, type ChainSpec } from '../../src/chain/chain.js';
-import { Session } from '../../src/model/session.js';
+import type { ChainSpec } from '../../src/chain/chain.js';
+import type { Session } from '../../src/model/session.js';
 import { readStream, type Oracle } from './oracle.js';
 import assert from 'node:assert/strict';
 
@@ -84,6 +84,8 @@ export async function runToFiles(
     stages: [{ use: 'line-parser', ...stageOptions }, { use: 'channel-router' }],
     sinks: [{ use: 'files', out, ...sinkOptions }],
   };
+  // Imported by the tests that run a chain: a test file that runs none starts without it.
+  const { runChain } = await import('../../src/chain/chain.js');
   const run = await runChain(chunked(Array.isArray(chunks) ? chunks : [chunks]), spec);
   return { run, out, index: JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')), files: readTree(out) };
 }
