@@ -44,7 +44,7 @@ test('the type-check reports what it should: an example that misuses the API fai
 });
 
 test("a sink's run (SinkRun) reads every figure and warns; counting, routing, stalls, " +
-  "the chain facts and writing the tree's channels do not type-check", () => {
+  "the chain facts, writing the tree's channels and the cost report do not type-check", () => {
   const errors = typeCheck(['test/fixtures/typecheck/sink-run.mjs']);
   const said = errors.map((e) => e.replace(/^.*error (TS\d+): /, '$1 '));
   assert.deepEqual(said, [
@@ -56,5 +56,9 @@ test("a sink's run (SinkRun) reads every figure and warns; counting, routing, st
     "TS2540 Cannot assign to 'lines' because it is a read-only property.",
     "TS2540 Cannot assign to 'status' because it is a read-only property.",
     "TS2339 Property 'push' does not exist on type 'readonly string[]'.",
+    "TS2540 Cannot assign to 'usd' because it is a read-only property.",
+    "TS2339 Property 'delete' does not exist on type 'ReadonlyMap<string | null, ReadonlyChannelCost>'.",
+    "TS2339 Property 'push' does not exist on type 'readonly string[]'.",
+    "TS2540 Cannot assign to 'output_tokens' because it is a read-only property.",
   ]);
 });

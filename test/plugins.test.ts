@@ -289,3 +289,68 @@ test('a plugin reads the run as frozen copies: no count set, no warning added bu
   assert.deepEqual(run.warnings, [{ code: 'MEDDLER', message: 'saw line 1' }]);
   assert.deepEqual(run.quarantineLines.listed, []);
 });
+
+test("a plugin reads the run's cost report as it is: nothing in it can be set or deleted", async () => {
+  const { definePlugin } = await import('../src/chain/plugin.js');
+  const { PassThrough } = await import('node:stream');
+  const tried: string[] = [];
+  const meddler = definePlugin({
+    name: 'cost-meddler',
+    kind: 'stage',
+    kit: '^0.1.0',
+    options: {},
+    create: (_o, ctx) => (rec) => {
+      if (rec.lineNo !== 2) return rec;
+      const cost = ctx.session.cost as unknown as {
+        report(): { usd: number; channels: Map<string | null, unknown> };
+        channelCost(c: string | null): { usd: number; tokens: { output_tokens: number } };
+        observe?: unknown;
+      };
+      for (const meddle of [
+        () => void (cost.report().usd = 999),
+        () => void (cost.channelCost(null).usd = 998),
+        () => void (cost.channelCost(null).tokens.output_tokens = 1),
+        () => void cost.report().channels.delete(null),
+      ]) {
+        try {
+          meddle();
+          tried.push('written');
+        } catch (err) {
+          tried.push((err as Error).name);
+        }
+      }
+      tried.push(typeof cost.observe);
+      return rec;
+    },
+  });
+  const registry = builtinRegistry();
+  registry.add(meddler);
+  const input = new PassThrough();
+  const run = new Session();
+  const spec = {
+    stages: [{ use: 'line-parser' }, { use: 'channel-router' }, { use: 'cost-meddler' }],
+    sinks: [],
+  };
+  const done = runChain(input, spec, { session: run, registry });
+  input.end(
+    JSON.stringify({
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: {
+        id: 'm1',
+        model: 'claude-sonnet-4-5',
+        content: [{ type: 'text', text: 'hi' }],
+        usage: { input_tokens: 10, output_tokens: 5 },
+      },
+    }) +
+      '\n' +
+      JSON.stringify({ type: 'result', subtype: 'success', total_cost_usd: 0.5 }) +
+      '\n',
+  );
+  await done;
+  // The deletion touched a copy of the channels' map: the run's own still has main.
+  assert.deepEqual(tried, ['TypeError', 'TypeError', 'TypeError', 'written', 'undefined']);
+  const report = run.cost.report();
+  assert.equal(report.usd, 0.5);
+  assert.equal(report.channels.get(null)?.tokens.output_tokens, 5);
+});

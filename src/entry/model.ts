@@ -1,6 +1,7 @@
 // subtee/model: the run model: the channel tree, message readers, content, costs and prices.
 export {
   ChannelTree,
+  type ReadonlyChannel,
   type ChannelSnapshot,
   type ChannelStatus,
   type ChannelEvent,
@@ -11,6 +12,7 @@ export {
   type ModelEvent,
   type RoutedEvent,
   type RunView,
+  type TreeView,
   type ToolCallEvent,
   type ToolEvent,
   type ToolResultEvent,
@@ -30,6 +32,9 @@ export {
   priceTokens,
   type CostReport,
   type ChannelCost,
+  type CostView,
+  type ReadonlyCostReport,
+  type ReadonlyChannelCost,
   type ModelCost,
   type ModelTokens,
   type OutputTokensBasis,

@@ -126,6 +126,34 @@ export interface ChannelCost {
   transcriptOnly: boolean;
 }
 
+/** A channel's cost as the ledger's readers get it (see CostView). */
+export type ReadonlyChannelCost = Readonly<Omit<ChannelCost, 'models' | 'tokens'>> & {
+  readonly models: readonly string[];
+  readonly tokens: Readonly<ModelTokens>;
+};
+
+/**
+ * The run's cost as the ledger's readers get it: the report a run computes once it ends is
+ * the one every view reads, so none of them may change it (its objects are frozen, and the
+ * channels' map is typed read-only).
+ */
+export type ReadonlyCostReport = Readonly<Omit<CostReport, 'models' | 'channels' | 'unpriced'>> & {
+  readonly models: Readonly<Record<string, Readonly<ModelCost>>>;
+  readonly channels: ReadonlyMap<string | null, ReadonlyChannelCost>;
+  readonly unpriced: readonly string[];
+};
+
+/** The ledger as sinks, views and plugins read it: figures out, nothing to set. */
+export interface CostView {
+  report(): ReadonlyCostReport;
+  channelCost(channel: string | null): ReadonlyChannelCost | null;
+  readonly hasResult: boolean;
+  readonly seenUsage: boolean;
+  readonly prices: PriceTable;
+  unattributedUsd(): number | null;
+  fromTranscript(key: string | null): boolean;
+}
+
 export interface CostReport {
   usd: number | null;
   channels_usd: number | null;
@@ -317,7 +345,7 @@ const inputSide = (t: ModelTokens, rate: ModelPrice) => priceTokens({ ...t, outp
 export class CostLedger {
   private readonly byChannel = new Map<string | null, ChannelLedger>();
   private result: ResultUsage | null = null;
-  private cached: CostReport | null = null;
+  private cached: ReadonlyCostReport | null = null;
   /** COST_DISAGREES as the latest report found it (null: none), and whether it was told. */
   private disagreement: string | null = null;
   private disagreementTold = false;
@@ -621,7 +649,7 @@ export class CostLedger {
    * One channel's cost as it stands now: without a result, straight from its own tallies and
    * the table (cheap, for a subagent that just ended); with one, from the whole report.
    */
-  channelCost(channel: string | null): ChannelCost | null {
+  channelCost(channel: string | null): ReadonlyChannelCost | null {
     if (this.result) return this.reportNow().channels.get(channel) ?? null;
     const ledger = this.byChannel.get(channel);
     if (!ledger) return null;
@@ -842,7 +870,7 @@ export class CostLedger {
   }
 
   /** Cost and tokens per channel, per model and for the run, as they stand now. */
-  report(): CostReport {
+  report(): ReadonlyCostReport {
     const report = this.reportNow();
     // Told once, by a report asked for as such (the run's end), never by a channel's figure
     // read mid-run, while later lines may still change either side.
@@ -861,7 +889,7 @@ export class CostLedger {
     return this.reportNow().unattributed_usd;
   }
 
-  private reportNow(): CostReport {
+  private reportNow(): ReadonlyCostReport {
     this.cached ??= this.compute();
     return this.cached;
   }
@@ -889,7 +917,7 @@ export class CostLedger {
     return new Map([[used, usage]]);
   }
 
-  private compute(): CostReport {
+  private compute(): ReadonlyCostReport {
     const result = this.result;
     const channels = [...this.byChannel.entries()];
     const lineModels: string[] = [];
@@ -1020,7 +1048,9 @@ export class CostLedger {
       m.usd = roundUsd(m.usd);
       m.result_usd = roundUsd(m.result_usd);
     }
-    return {
+    for (const c of perChannel.values()) freezeChannelCost(c);
+    for (const m of Object.values(perModel)) Object.freeze(m);
+    return Object.freeze({
       usd: roundUsd(runUsd ?? (unpriced.length > 0 ? null : channelsUsd)),
       channels_usd: roundUsd(channelsUsd),
       unattributed_usd: roundUsd(unattributed),
@@ -1028,11 +1058,18 @@ export class CostLedger {
       prices_date: !result || usedTable ? this.prices.date : null,
       output_tokens: this.outputTokensBasis,
       result_usd: roundUsd(resultUsd),
-      models: perModel,
+      models: Object.freeze(perModel),
       channels: perChannel,
-      unpriced,
-    };
+      unpriced: Object.freeze(unpriced),
+    });
   }
+}
+
+/** A channel's figures as the report hands them out: nothing in them can be set. */
+function freezeChannelCost(c: ChannelCost): void {
+  Object.freeze(c.models);
+  Object.freeze(c.tokens);
+  Object.freeze(c);
 }
 
 const FREE: ModelPrice = { input: 0, output: 0, cache_read: 0, cache_write_5m: 0, cache_write_1h: 0 };

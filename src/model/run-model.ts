@@ -1,5 +1,5 @@
 import { SubteeError } from '../errors.js';
-import { CostLedger, type UsageEvent } from './cost.js';
+import { CostLedger, type CostView, type UsageEvent } from './cost.js';
 import { ThinkingCounts } from './display.js';
 import type { Stall } from './in-flight.js';
 import type { JsonObject } from './message.js';
@@ -67,12 +67,7 @@ export type TreeView = Readonly<
 /** The run model as its readers see it: every figure, nothing to set. */
 export interface RunView {
   readonly tree: TreeView;
-  readonly cost: Readonly<
-    Pick<
-      CostLedger,
-      'report' | 'channelCost' | 'hasResult' | 'seenUsage' | 'prices' | 'unattributedUsd' | 'fromTranscript'
-    >
-  >;
+  readonly cost: CostView;
   readonly input: Readonly<InputCounts>;
   readonly quarantineLines: {
     readonly listed: readonly number[];

@@ -1,4 +1,5 @@
 import { UsageError } from '../errors.js';
+import type { CostView } from './cost.js';
 import { HELD_LINE_BYTES } from './lines.js';
 import type { JsonObject } from './message.js';
 import { RunModel, type RunView } from './run-model.js';
@@ -161,13 +162,31 @@ export interface PluginRun extends RunView {
  * cannot set a count or add a warning but through `warn`.
  */
 export function pluginRunOf(model: Session): PluginRun {
+  const ledger = model.cost;
+  const cost: CostView = Object.freeze({
+    // The report's objects are frozen; its channels' map is copied, not handed out.
+    report: () => {
+      const report = ledger.report();
+      return Object.freeze({ ...report, channels: new Map(report.channels) });
+    },
+    channelCost: (channel: string | null) => ledger.channelCost(channel),
+    get hasResult() {
+      return ledger.hasResult;
+    },
+    get seenUsage() {
+      return ledger.seenUsage;
+    },
+    get prices() {
+      return ledger.prices;
+    },
+    unattributedUsd: () => ledger.unattributedUsd(),
+    fromTranscript: (key: string | null) => ledger.fromTranscript(key),
+  });
   return Object.freeze({
     get tree() {
       return model.tree;
     },
-    get cost() {
-      return model.cost;
-    },
+    cost,
     get input() {
       return Object.freeze({ ...model.input });
     },

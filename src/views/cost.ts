@@ -1,6 +1,6 @@
 import {
   roundUsd,
-  type CostReport,
+  type ReadonlyCostReport,
   type ModelCost,
   type ModelTokens,
   type OutputTokensBasis,
@@ -35,7 +35,7 @@ export interface IndexCost {
 
 /** A channel's cost: its own, and its subtree's (itself and every channel under it). */
 export interface ChannelCostView {
-  models: string[];
+  models: readonly string[];
   /** null: unpriced, or its usage unknown (see `basis` and `reason`). */
   usd: number | null;
   /** Its subtree's dollars, over the channels whose usage is known; null when one is unpriced. */
@@ -53,14 +53,14 @@ export interface ChannelCostView {
 export const NO_USAGE_REASON = 'the stream shows no usage for it';
 
 /** How many channels have each basis, over the channels of the tree. */
-export function basisCounts(report: CostReport, ids: Iterable<string | null>): Record<TokensBasis, number> {
+export function basisCounts(report: ReadonlyCostReport, ids: Iterable<string | null>): Record<TokensBasis, number> {
   const counts: Record<TokensBasis, number> = { exact: 0, estimated: 0, stream: 0, unknown: 0 };
   for (const id of ids) counts[report.channels.get(id)?.basis ?? 'unknown']++;
   return counts;
 }
 
 export function indexCost(
-  report: CostReport,
+  report: ReadonlyCostReport,
   ids: Iterable<string | null> = report.channels.keys(),
 ): IndexCost {
   return {
@@ -117,7 +117,7 @@ export function channelUsage<U extends Readonly<Record<string, number>>>(
 }
 
 export function channelCosts(
-  report: CostReport,
+  report: ReadonlyCostReport,
   tree: TreeLike,
   rows: readonly TreeRow[] = walkTree(tree),
 ): Map<ReadonlyChannel, ChannelCostView> {
@@ -151,7 +151,7 @@ export function channelCosts(
 
 
 /** The run's cost now; at the run's end, one UNKNOWN_MODEL_PRICE warning per model nothing prices. */
-export function finalCost(session: SinkRun): CostReport {
+export function finalCost(session: SinkRun): ReadonlyCostReport {
   const report = session.cost.report();
   for (const model of report.unpriced) {
     // The name comes from the stream (index.json has it whole): cut as a `preview`.

@@ -1,4 +1,4 @@
-import type { CostReport, TokensBasis } from '../model/cost.js';
+import type { ReadonlyCostReport, TokensBasis } from '../model/cost.js';
 import type { Stall } from '../model/in-flight.js';
 import type { CommandEnd, Producer, SinkRun, Warning } from '../model/session.js';
 import { channelTimes, type ReadonlyChannel, type ChannelStatus, type ChannelTimes } from '../model/tree.js';
@@ -45,7 +45,7 @@ export interface IndexChannel {
    */
   usage: Record<string, number>;
   /** Models the channel used, in first-use order. */
-  models: string[];
+  models: readonly string[];
   /**
    * Its own dollars and its subtree's (itself and every channel under it); null: a model is
    * unpriced, or its usage is unknown. `basis`: how its output tokens were found; `reason`:
@@ -174,7 +174,7 @@ export function indexForWriting(
 
 /** The run's final cost and each channel's: computed once at the end for all that show them. */
 export interface RunCosts {
-  report: CostReport;
+  report: ReadonlyCostReport;
   channels: Map<ReadonlyChannel, ChannelCostView>;
 }
 

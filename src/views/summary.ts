@@ -12,7 +12,7 @@ import {
   formatUsd,
   type ChannelCostView,
 } from './cost.js';
-import type { CostReport, TokensBasis } from '../model/cost.js';
+import type { ReadonlyCostReport, TokensBasis } from '../model/cost.js';
 
 /** How much of the tree the end-of-run summary shows before it only lists and counts. */
 export const SUMMARY_DEFAULTS = Object.freeze({
@@ -136,7 +136,7 @@ function tokensOf(ch: ReadonlyChannel, cost: ChannelCostView | undefined): numbe
 }
 
 /** The run's dollars beside Claude Code's own, and how they were found. */
-function runCostLine(report: CostReport, counts: Record<TokensBasis, number>): string {
+function runCostLine(report: ReadonlyCostReport, counts: Record<TokensBasis, number>): string {
   const basis = report.basis === 'result' ? 'basis result' : `basis table ${report.prices_date ?? ''}`.trim();
   const claude =
     report.result_usd !== null

@@ -5,7 +5,7 @@ import { viewOf } from '../model/line-view.js';
 import type { LineRecord, SpooledRecord } from '../model/record.js';
 import type { ChannelSnapshot } from '../model/tree.js';
 import { escapeControl, escapeOneLine } from './escape.js';
-import type { CostReport } from '../model/cost.js';
+import type { ReadonlyCostReport } from '../model/cost.js';
 import { formatUsd, NO_USAGE_REASON, type ChannelCostView } from './cost.js';
 
 /** What the transcript cuts each field to: the display policy's length classes (model/display.ts). */
@@ -75,7 +75,7 @@ export function headerLines(ch: ChannelSnapshot): string[] {
  * The closing `# cost:` line of a transcript: the channel's dollars and its subtree's, its
  * models and tokens, and how they were found (docs/cost.md).
  */
-export function costLine(cost: ChannelCostView | undefined, report: CostReport): string {
+export function costLine(cost: ChannelCostView | undefined, report: ReadonlyCostReport): string {
   // A null is unpriced or unknown and is shown as such, never as $0.
   const own = formatUsd(cost === undefined ? null : cost.usd);
   const subtree =

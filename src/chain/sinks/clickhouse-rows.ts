@@ -1,4 +1,4 @@
-import type { CostLedger, UsageEvent } from '../../model/cost.js';
+import type { CostView, UsageEvent } from '../../model/cost.js';
 import { quarantinedLines, type SpooledRecord, type SubteeRecord } from '../../model/record.js';
 import { escapeControl } from '../../views/escape.js';
 import {
@@ -221,7 +221,7 @@ export class RowBuilder {
   private untimed: Entry[] | null = [];
 
   /** The run's cost ledger: each channel row carries the channel's model and dollars. */
-  private readonly costs: Pick<CostLedger, 'channelCost' | 'unattributedUsd'> | null;
+  private readonly costs: Pick<CostView, 'channelCost' | 'unattributedUsd'> | null;
 
   /** How rows show thinking: a block the policy drops has no text. */
   private readonly display: DisplayPolicy;
@@ -230,7 +230,7 @@ export class RowBuilder {
     options: {
       runId?: string;
       maxContentChars?: number;
-      costs?: Pick<CostLedger, 'channelCost' | 'unattributedUsd'>;
+      costs?: Pick<CostView, 'channelCost' | 'unattributedUsd'>;
       display?: DisplayPolicy;
     } = {},
   ) {

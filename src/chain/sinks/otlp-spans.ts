@@ -1,5 +1,5 @@
 import { withDefaults } from '../../defaults.js';
-import type { CostLedger } from '../../model/cost.js';
+import type { CostView } from '../../model/cost.js';
 import type { SubteeRecord } from '../../model/record.js';
 import {
   contentBlocks,
@@ -115,7 +115,7 @@ export interface TraceBuilderOptions {
   /** Used only for a stream that carries no timestamp at all. */
   fallbackMs?: number;
   /** The run's cost ledger (the session's `cost`): each agent span carries its channel's dollars. */
-  costs?: Pick<CostLedger, 'channelCost' | 'report' | 'hasResult'>;
+  costs?: Pick<CostView, 'channelCost' | 'report' | 'hasResult'>;
 }
 
 interface AgentState {

@@ -16,7 +16,7 @@ import { openLogFile } from '../../safe-open.js';
 import { requireSession, type SinkRun } from '../../model/session.js';
 import { elapsedBetween, type ChannelSnapshot } from '../../model/tree.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
-import type { ChannelCost, CostLedger } from '../../model/cost.js';
+import type { ReadonlyChannelCost, CostView } from '../../model/cost.js';
 import { channelUsage } from '../../views/cost.js';
 import { PINO_SINK_DEFAULTS, type PinoSinkOptions } from './pino-options.js';
 
@@ -107,7 +107,7 @@ function spanFields(ch: { startedAt: string | null; endedAt: string | null }) {
 export function pinoEvents(
   rec: LineRecord,
   maxChars: number,
-  costs?: Pick<CostLedger, 'channelCost'>,
+  costs?: Pick<CostView, 'channelCost'>,
   display: DisplayPolicy = DISPLAY_DEFAULTS,
 ): PinoEvent[] {
   const out: PinoEvent[] = [];
@@ -165,7 +165,7 @@ export function pinoEvents(
  * A channel's dollars so far (null when no usage of it is known yet, or a model is unpriced)
  * and its output tokens as index.json shows them.
  */
-const costFields = (ch: ChannelSnapshot, cost: ChannelCost | null) => ({
+const costFields = (ch: ChannelSnapshot, cost: ReadonlyChannelCost | null) => ({
   cost_usd: cost === null ? null : cost.usd,
   output_tokens: channelUsage(ch.usage, cost).output_tokens ?? null,
 });
