@@ -633,3 +633,16 @@ test('buildChain of subtee/chain makes the sinks whose code a run imports only w
   assert.ok(linesOf(readFileSync(events)).length > 0);
   assert.match(readFileSync(join(out, 'report.html'), 'utf8'), /^<!doctype html>/i);
 });
+
+test("require('subtee/chain') works from CommonJS, and its buildChain makes a sink loaded when named", () => {
+  const dir = tmpDir();
+  const events = join(dir, 'events.log');
+  const program =
+    "const { buildChain } = require('subtee/chain');" +
+    "const { streams } = buildChain({ stages: [{ use: 'line-parser' }]," +
+    ` sinks: [{ use: 'pino', destination: ${JSON.stringify(events)} }] });` +
+    'console.log(streams.length);';
+  const r = spawnSync(process.execPath, ['-e', program], { cwd: ROOT, encoding: 'utf8' });
+  assert.equal(r.stderr, '');
+  assert.equal(r.stdout, '2\n');
+});

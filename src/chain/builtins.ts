@@ -1,4 +1,4 @@
-import { defineLoadedBuiltin, importCode, Registry, type PluginDefinition } from './plugin.js';
+import { defineLoadedBuiltin, Registry, supplyCode, type PluginDefinition } from './plugin.js';
 import { lineParserPlugin } from './stages/line-parser.js';
 import { objectSourcePlugin } from './stages/object-source.js';
 import { inputFormatPlugin } from './stages/input-format.js';
@@ -70,10 +70,22 @@ export function builtinRegistry(): Registry {
   return r;
 }
 
+/** The modules of the built-in sinks whose code is imported only when a chain names them. */
+export interface BuiltinSinkCode {
+  pino: typeof import('./sinks/pino.js');
+  otlp: typeof import('./sinks/otlp.js');
+  clickhouse: typeof import('./sinks/clickhouse.js');
+  report: typeof import('./sinks/report.js');
+}
+
 /**
- * Imports the code of every built-in stage and sink, so that buildChain, which cannot wait,
- * makes any of them (the `subtee/chain` entry does it; the command line imports what it runs).
+ * Hands the built-in sinks their code, imported statically by the caller, so that buildChain,
+ * which cannot wait, makes any of them (the `subtee/chain` entry does it; the command line
+ * imports only the sinks a run names).
  */
-export async function importBuiltinCode(): Promise<void> {
-  await Promise.all(BUILTINS.map(importCode));
+export function supplyBuiltinCode(code: BuiltinSinkCode): void {
+  supplyCode(pinoSinkPlugin, code.pino);
+  supplyCode(otlpSinkPlugin, code.otlp);
+  supplyCode(clickhouseSinkPlugin, code.clickhouse);
+  supplyCode(reportSinkPlugin, code.report);
 }

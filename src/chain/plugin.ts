@@ -196,9 +196,6 @@ export function defineBuiltin<O>(
 export const packagesOf = (def: PluginDefinition): (() => Promise<unknown>) | undefined =>
   packageLoaders.get(def);
 
-/** The import of the code that makes a definition's stream, for those loaded when named. */
-const codeLoaders = new WeakMap<object, () => Promise<unknown>>();
-
 /** A stage's or sink's definition without its code (`create`): what the options are. */
 export type PluginManifest<O = any> = Omit<PluginDefinition<O>, 'create'>;
 
@@ -208,7 +205,7 @@ export type PluginManifest<O = any> = Omit<PluginDefinition<O>, 'create'>;
  * the schema; `code` imports the module that makes the stream and `packages` the optional
  * packages it needs. loadChainPackages imports both before a chain is made (runChain, open()
  * and the command line call it); buildChain, which cannot wait, makes it once its code is
- * imported (the `subtee/chain` entry imports every built-in's code).
+ * supplied (the `subtee/chain` entry imports every built-in's and hands it over, see supplyCode).
  */
 export function defineLoadedBuiltin<O, M>(
   manifest: PluginManifest<O>,
@@ -234,13 +231,19 @@ export function defineLoadedBuiltin<O, M>(
       await load.packages?.(m);
     },
   );
-  codeLoaders.set(checked, code);
+  codeSuppliers.set(checked, (m) => (module ??= m as M));
   return checked;
 }
 
-/** Imports the code of a built-in loaded when named; nothing for the others. */
-export async function importCode(def: PluginDefinition): Promise<void> {
-  await codeLoaders.get(def)?.();
+/** Hands a built-in loaded when named the module a program imported itself (see supplyCode). */
+const codeSuppliers = new WeakMap<object, (module: unknown) => void>();
+
+/**
+ * Gives a built-in loaded when named its code at once, from a module already imported: an
+ * entry that imports the code statically lets buildChain make it without waiting.
+ */
+export function supplyCode<M>(def: Readonly<PluginDefinition>, module: M): void {
+  codeSuppliers.get(def)?.(module);
 }
 
 /** Whether a definition is one of subtee's own. */

@@ -26,8 +26,13 @@ export {
 } from '../chain/batch-transform.js';
 export { LineSpool } from '../chain/stages/line-spool.js';
 
-import { importBuiltinCode } from '../chain/builtins.js';
+import { supplyBuiltinCode } from '../chain/builtins.js';
+import * as clickhouse from '../chain/sinks/clickhouse.js';
+import * as otlp from '../chain/sinks/otlp.js';
+import * as pino from '../chain/sinks/pino.js';
+import * as report from '../chain/sinks/report.js';
 
-// buildChain cannot wait for a sink's code: a program gets every built-in's with this entry
-// (the command line imports only the sinks a run names).
-await importBuiltinCode();
+// buildChain cannot wait for a sink's code: a program gets every built-in's with this entry,
+// imported statically (no top-level await, so `require('subtee/chain')` works too); the
+// command line imports only the sinks a run names.
+supplyBuiltinCode({ pino, otlp, clickhouse, report });
