@@ -617,7 +617,8 @@ test('the channel router hands on a new frozen envelope ' +
   assert.ok(out.filter((r) => r.events).every((r) => Object.isFrozen(r.events)));
 });
 
-test('buildChain of subtee/chain makes the sinks whose code a run imports only when it names them', async () => {
+test('buildChain of subtee/chain makes the sinks whose code a run imports only ' +
+  'when it names them', async () => {
   const { buildChain } = await import('../src/entry/chain.js');
   const dir = tmpDir();
   const out = join(dir, 'out');
