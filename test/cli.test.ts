@@ -213,7 +213,8 @@ test('a closed stdout (| head -1) ends that sink only: files complete, exit 0', 
   assert.equal(JSON.parse(files.get('index.json')!.toString()).input.lines, 20_000);
 });
 
-test('the documentation names every option, warning code and error code', async () => {
+test('the documentation names every option (and none the command line lacks), ' +
+  'warning code and error code', async () => {
   const options = readDoc('docs/options.md');
   const readme = allDocs();
   for (const o of OPTIONS) assert.ok(options.includes(`--${o.name}`), `--${o.name}`);
@@ -223,6 +224,12 @@ test('the documentation names every option, warning code and error code', async 
     if (o.type === 'boolean' || o.default === undefined) continue;
     const row = rows.find((l) => l.includes(`--${o.name}`));
     assert.ok(row?.split('|')[2].includes(String(o.default)), `docs/options.md default of --${o.name}: ${o.default}`);
+  }
+  // ...and names no option the command line does not have.
+  const names = new Set(OPTIONS.map((o) => o.name));
+  for (const row of rows.filter((l) => l.startsWith('| `-'))) {
+    const flag = /--([a-z0-9-]+)/.exec(row.split('|')[1])?.[1];
+    assert.ok(flag !== undefined && names.has(flag), `docs/options.md documents ${row.split('|')[1].trim()}`);
   }
   const warningSources = [
     'src/chain/stages/line-parser.ts',

@@ -278,7 +278,8 @@ export class ChannelTree {
 
   /** A tool call or result seen on the line being routed. */
   private tool(block: ToolUseBlock | ToolResultBlock, channel: Channel): void {
-    const [lineNo, on] = [this.lineNo, channel.id];
+    const lineNo = this.lineNo;
+    const on = channel.id;
     const event: ToolEvent =
       block.type === 'tool_use'
         ? { type: 'toolCall', lineNo, channel: on, id: block.id, name: block.name }
