@@ -53,7 +53,10 @@ export interface ChannelCostView {
 export const NO_USAGE_REASON = 'the stream shows no usage for it';
 
 /** How many channels have each basis, over the channels of the tree. */
-export function basisCounts(report: ReadonlyCostReport, ids: Iterable<string | null>): Record<TokensBasis, number> {
+export function basisCounts(
+  report: ReadonlyCostReport,
+  ids: Iterable<string | null>,
+): Record<TokensBasis, number> {
   const counts: Record<TokensBasis, number> = { exact: 0, estimated: 0, stream: 0, unknown: 0 };
   for (const id of ids) counts[report.channels.get(id)?.basis ?? 'unknown']++;
   return counts;

@@ -89,7 +89,8 @@ export function summaryText(session: RunView, out: string, options: SummaryOptio
     lines.push(rowText(prefix, row, i !== 0 && below[i] > 0 ? `  (+${below[i]} below)` : ''));
     shown.add(row.channel);
   }
-  if (shownTop.length < top.length) lines.push(`└─ … ${top.length - shownTop.length} more spawned by main`);
+  if (shownTop.length < top.length)
+    lines.push(`└─ … ${top.length - shownTop.length} more spawned by main`);
   const subagents = rows.slice(1);
   const failed = subagents.filter((r) => r.channel.status === 'failed');
   const failedListed = failed.filter((r) => !shown.has(r.channel)).slice(0, listed);
