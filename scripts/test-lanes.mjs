@@ -81,3 +81,6 @@ function sourcesUnder(root, dir) {
     return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [join(dir, e.name)] : [];
   });
 }
+
+/** Whether a `test:fail` event fails the lane: a failing `todo` test does not, as with `node --test`. */
+export const failsTheLane = (event) => !event.todo;

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { ROOT, tmpDir } from './helpers/helpers.js';
 
@@ -73,4 +74,31 @@ test('the unit lane builds in full when a compiled file is missing: ' +
   assert.deepEqual(lanes.missingOutputs(['src', 'test'], 'dist', dir), []);
   // The repository's own build is complete.
   assert.deepEqual(lanes.missingOutputs(lanes.SOURCE_DIRS, 'dist', ROOT), []);
+});
+
+test('a failing todo test does not fail the unit lane; any other failing test does', () => {
+  const dir = tmpDir();
+  const file = join(dir, 'fails.test.mjs');
+  writeFileSync(
+    file,
+    "import { test } from 'node:test';\n" +
+      "test('later', { todo: true }, () => { throw new Error('not yet'); });\n" +
+      "test('broken', () => { throw new Error('broken'); });\n",
+  );
+  // node:test's run() over that file, in a process of its own (not as a child of this test
+  // runner), each failure judged as the lane judges it.
+  const lanes = pathToFileURL(join(ROOT, 'scripts', 'test-lanes.mjs')).href;
+  const program =
+    `import { run } from 'node:test'; import { failsTheLane } from ${JSON.stringify(lanes)};\n` +
+    'const verdicts = {};\n' +
+    `for await (const e of run({ files: [${JSON.stringify(file)}] }))\n` +
+    "  if (e.type === 'test:fail') verdicts[e.data.name] = failsTheLane(e.data);\n" +
+    'console.log(JSON.stringify(verdicts));\n';
+  const runner = join(dir, 'runner.mjs');
+  writeFileSync(runner, program);
+  const env = { ...process.env };
+  delete env.NODE_TEST_CONTEXT;
+  const r = spawnSync(process.execPath, [runner], { encoding: 'utf8', env });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), { later: false, broken: true });
 });
