@@ -12,7 +12,7 @@ import {
 import { dirname, join, posix } from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { ROOT, tmpDir } from './helpers/helpers.js';
+import { loaderTraceImport, ROOT, tmpDir } from './helpers/helpers.js';
 import { codeBlocks, docPages, section } from './helpers/docs.js';
 import { satisfies } from '../src/semver.js';
 import { installLine, OPTIONAL_PACKAGES } from '../src/optional-package.js';
@@ -210,7 +210,8 @@ const AGENT_CLIS = [
   'opencode-ai',
 ];
 
-test("the repository's npm ci is light: the agent CLIs are test/e2e's, every package it installs runs on the Node engines names", () => {
+test("the repository's npm ci is light: the agent CLIs are test/e2e's, every package it installs runs " +
+  "on the Node engines names", () => {
   const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'));
   const e2e = JSON.parse(readFileSync(join(ROOT, 'test', 'e2e', 'package-lock.json'), 'utf8'));
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
@@ -399,21 +400,7 @@ test("the README's line for a clone puts the clone's subtee on PATH", () => {
 
 /** Resolved module URLs and the CommonJS module cache of a program run under a loader trace. */
 function tracedProgram(dir: string, program: string, args: string[]) {
-  const hooks = join(dir, 'trace-hooks.mjs');
-  writeFileSync(
-    hooks,
-    `import { appendFileSync } from 'node:fs';
-export async function resolve(specifier, context, next) {
-  const resolved = await next(specifier, context);
-  appendFileSync(process.env.SUBTEE_LOADER_TRACE, resolved.url + '\\n');
-  return resolved;
-}`,
-  );
-  const register = join(dir, 'trace-register.mjs');
-  writeFileSync(
-    register,
-    `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});`,
-  );
+  const register = loaderTraceImport(dir);
   const trace = join(dir, `trace-${args.join('-').replace(/\W+/g, '_').slice(-40)}.txt`);
   writeFileSync(trace, '');
   const file = join(dir, 'program.mjs');
@@ -492,7 +479,8 @@ test('the optional packages are peer dependencies, and the install ' +
   assert.deepEqual(sinks, [globally(installLine('otlp')), globally(installLine('clickhouse'))]);
 });
 
-test("every entry of the package type-checks under --strict with its libraries checked too, without the optional packages", () => {
+test("every entry of the package type-checks under --strict with its libraries checked too, without the " +
+  "optional packages", () => {
   const { dir, prefix } = installedGlobally();
   const project = join(dir, 'types-project');
   mkdirSync(join(project, 'node_modules'), { recursive: true });

@@ -197,27 +197,39 @@ export function boundedSubtee(args: string[], input: Buffer | string) {
 }
 
 /**
- * The modules of subtee's own (paths under dist/src/) the real CLI resolves while it runs
- * `args`, traced by a module resolve hook registered before it starts; asserts exit 0.
+ * A module to preload (`node --import FILE`) that appends every URL the program resolves to
+ * the file named by the environment's SUBTEE_LOADER_TRACE; written into `dir`.
  */
-export function cliModules(args: string[]): string[] {
-  const dir = tmpDir();
-  const trace = join(dir, 'trace.txt');
+export function loaderTraceImport(dir: string): string {
   const hooks = join(dir, 'trace-hooks.mjs');
   writeFileSync(
     hooks,
     `import { appendFileSync } from 'node:fs';
 export async function resolve(specifier, context, next) {
   const resolved = await next(specifier, context);
-  appendFileSync(${JSON.stringify(trace)}, resolved.url + '\\n');
+  appendFileSync(process.env.SUBTEE_LOADER_TRACE, resolved.url + '\\n');
   return resolved;
 }`,
   );
   const register = join(dir, 'trace-register.mjs');
   const registration = `register(${JSON.stringify(pathToFileURL(hooks).href)});`;
   writeFileSync(register, `import { register } from 'node:module';\n${registration}`);
+  return register;
+}
+
+/**
+ * The modules of subtee's own (paths under dist/src/) the real CLI resolves while it runs
+ * `args`, traced by a module resolve hook registered before it starts; asserts exit 0.
+ */
+export function cliModules(args: string[]): string[] {
+  const dir = tmpDir();
+  const trace = join(dir, 'trace.txt');
+  const register = loaderTraceImport(dir);
   writeFileSync(trace, '');
-  const r = spawnSync(process.execPath, ['--import', register, BIN, ...args], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--import', register, BIN, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, SUBTEE_LOADER_TRACE: trace },
+  });
   assert.equal(r.status, 0, r.stderr);
   const own = pathToFileURL(join(ROOT, 'dist', 'src')).href + '/';
   const urls = readFileSync(trace, 'utf8').split('\n').filter((url) => url.startsWith(own));
