@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain, type ComponentSpec } from '../src/chain/chain.js';
+import { definePlugin, type PluginDefinition } from '../src/chain/plugin.js';
 import { registerPlugins } from '../src/chain/config.js';
 import { Session } from '../src/model/session.js';
 import { redact, redactRecord, MASK, SECRET_PATTERNS } from '../plugins/redact-secrets/index.js';
@@ -245,9 +246,33 @@ test('redact-secrets: a value too deep for recursion is ' +
   assert.ok(!redacted.raw.includes(secret));
 });
 
-test('a plugin reads the run as frozen copies: no count set, no warning added but by warn', async () => {
-  const { definePlugin } = await import('../src/chain/plugin.js');
+/** What each write did: `written`, or the name of the error it threw. */
+function attempts(writes: Array<() => void>): string[] {
+  return writes.map((write) => {
+    try {
+      write();
+      return 'written';
+    } catch (err) {
+      return (err as Error).name;
+    }
+  });
+}
+
+/** Runs `text` through a chain of these stages, one of them the plugin `stage`; its session. */
+async function runWithStage(stage: PluginDefinition, stages: string[], text: string): Promise<Session> {
   const { PassThrough } = await import('node:stream');
+  const registry = builtinRegistry();
+  registry.add(stage);
+  const input = new PassThrough();
+  const run = new Session();
+  const spec = { stages: stages.map((use) => ({ use })), sinks: [] };
+  const done = runChain(input, spec, { session: run, registry });
+  input.end(text);
+  await done;
+  return run;
+}
+
+test('a plugin reads the run as frozen copies: no count set, no warning added but by warn', async () => {
   const tried: string[] = [];
   const meddler = definePlugin({
     name: 'meddler',
@@ -260,30 +285,19 @@ test('a plugin reads the run as frozen copies: no count set, no warning added bu
         warnings: unknown[];
         quarantineLines: { listed: number[] };
       };
-      for (const meddle of [
-        () => void (run.input.lines = -5),
-        () => void run.warnings.push({ code: 'FORGED', message: 'not recorded' }),
-        () => void run.quarantineLines.listed.push(99),
-      ]) {
-        try {
-          meddle();
-          tried.push('written');
-        } catch (err) {
-          tried.push((err as Error).name);
-        }
-      }
+      tried.push(
+        ...attempts([
+          () => void (run.input.lines = -5),
+          () => void run.warnings.push({ code: 'FORGED', message: 'not recorded' }),
+          () => void run.quarantineLines.listed.push(99),
+        ]),
+      );
       ctx.session.warn('MEDDLER', `saw line ${rec.lineNo}`);
       return rec;
     },
   });
-  const registry = builtinRegistry();
-  registry.add(meddler);
-  const input = new PassThrough();
-  const run = new Session();
-  const spec = { stages: [{ use: 'line-parser' }, { use: 'meddler' }, { use: 'channel-router' }], sinks: [] };
-  const done = runChain(input, spec, { session: run, registry });
-  input.end('{"type":"system","subtype":"init"}\n');
-  await done;
+  const stages = ['line-parser', 'meddler', 'channel-router'];
+  const run = await runWithStage(meddler, stages, '{"type":"system","subtype":"init"}\n');
   assert.deepEqual(tried, ['TypeError', 'TypeError', 'TypeError']);
   assert.equal(run.input.lines, 1);
   assert.deepEqual(run.warnings, [{ code: 'MEDDLER', message: 'saw line 1' }]);
@@ -291,8 +305,6 @@ test('a plugin reads the run as frozen copies: no count set, no warning added bu
 });
 
 test("a plugin reads the run's cost report as it is: nothing in it can be set or deleted", async () => {
-  const { definePlugin } = await import('../src/chain/plugin.js');
-  const { PassThrough } = await import('node:stream');
   const tried: string[] = [];
   const meddler = definePlugin({
     name: 'cost-meddler',
@@ -306,48 +318,31 @@ test("a plugin reads the run's cost report as it is: nothing in it can be set or
         channelCost(c: string | null): { usd: number; tokens: { output_tokens: number } };
         observe?: unknown;
       };
-      for (const meddle of [
-        () => void (cost.report().usd = 999),
-        () => void (cost.channelCost(null).usd = 998),
-        () => void (cost.channelCost(null).tokens.output_tokens = 1),
-        () => void cost.report().channels.delete(null),
-      ]) {
-        try {
-          meddle();
-          tried.push('written');
-        } catch (err) {
-          tried.push((err as Error).name);
-        }
-      }
-      tried.push(typeof cost.observe);
+      tried.push(
+        ...attempts([
+          () => void (cost.report().usd = 999),
+          () => void (cost.channelCost(null).usd = 998),
+          () => void (cost.channelCost(null).tokens.output_tokens = 1),
+          () => void cost.report().channels.delete(null),
+        ]),
+        typeof cost.observe,
+      );
       return rec;
     },
   });
-  const registry = builtinRegistry();
-  registry.add(meddler);
-  const input = new PassThrough();
-  const run = new Session();
-  const spec = {
-    stages: [{ use: 'line-parser' }, { use: 'channel-router' }, { use: 'cost-meddler' }],
-    sinks: [],
+  const assistant = {
+    type: 'assistant',
+    parent_tool_use_id: null,
+    message: {
+      id: 'm1',
+      model: 'claude-sonnet-4-5',
+      content: [{ type: 'text', text: 'hi' }],
+      usage: { input_tokens: 10, output_tokens: 5 },
+    },
   };
-  const done = runChain(input, spec, { session: run, registry });
-  input.end(
-    JSON.stringify({
-      type: 'assistant',
-      parent_tool_use_id: null,
-      message: {
-        id: 'm1',
-        model: 'claude-sonnet-4-5',
-        content: [{ type: 'text', text: 'hi' }],
-        usage: { input_tokens: 10, output_tokens: 5 },
-      },
-    }) +
-      '\n' +
-      JSON.stringify({ type: 'result', subtype: 'success', total_cost_usd: 0.5 }) +
-      '\n',
-  );
-  await done;
+  const result = { type: 'result', subtype: 'success', total_cost_usd: 0.5 };
+  const text = `${JSON.stringify(assistant)}\n${JSON.stringify(result)}\n`;
+  const run = await runWithStage(meddler, ['line-parser', 'channel-router', 'cost-meddler'], text);
   // The deletion touched a copy of the channels' map: the run's own still has main.
   assert.deepEqual(tried, ['TypeError', 'TypeError', 'TypeError', 'written', 'undefined']);
   const report = run.cost.report();
