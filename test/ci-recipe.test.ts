@@ -91,7 +91,8 @@ test('the CI recipe: pipefail, subtee run around claude, the step summary, the f
 
 const noClaude = !claudeAvailable() && 'the Claude Code CLI is not installed (`npm test` installs it)';
 
-describe('the CI recipe run as the job runs it, on the real Claude Code CLI', { skip: noClaude, timeout: 240_000 }, () => {
+describe('the CI recipe run as the job runs it, on the real Claude Code ' +
+  'CLI', { skip: noClaude, timeout: 240_000 }, () => {
   let api: FakeApi;
   before(async () => {
     api = await startFakeApi();
@@ -162,7 +163,8 @@ describe('the CI recipe run as the job runs it, on the real Claude Code CLI', { 
     assert.equal(readFileSync(join(cwd, 'agent-console.txt'), 'utf8'), r.stdout);
   });
 
-  test("an agent that fails: its exit code fails the step, named on the job's page; the folder is kept", async () => {
+  test("an agent that fails: its exit code fails the step, named on the job's page; the folder is " +
+    "kept", async () => {
     const { r, cwd, summary, artifact } = await runStep('SCRIPT:fail');
     assert.notEqual(r.status, 0, 'the step fails');
     assert.ok(![124, 130, 143, 2, 3, 4].includes(r.status!), `the agent's own code, not subtee's: ${r.status}`);

@@ -576,7 +576,8 @@ function fleet(descriptions: string[], o: { failing?: number[]; silent?: number[
   return lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
 }
 
-test("stdout: a subagent's final report once; labels are descriptions cut to a width, a repeated one with its tag", () => {
+test("stdout: a subagent's final report once; labels are descriptions cut to a width, a repeated one " +
+  "with its tag", () => {
   const long = 'a description far longer than the label width';
   const r = subtee(['--out', join(tmpDir(), 'o'), '-q'], fleet(['part 0', long, 'part 0', 'part 3'], { silent: [3] }));
   assert.equal(r.status, 0, r.stderr);

@@ -272,11 +272,14 @@ test("an events table's key: one an older version made on (run, line) replaces a
   const older = tableDdl('events', '`e`').replace('ORDER BY (run, line, part)', 'ORDER BY (run, line)');
   assert.equal(keyLosesParts(older), true);
   // As SHOW CREATE TABLE prints it, one clause a line.
-  assert.equal(keyLosesParts('CREATE TABLE e (…)\nENGINE = ReplacingMergeTree\nORDER BY (run, line)\nSETTINGS x = 1'), true);
-  assert.equal(keyLosesParts('CREATE TABLE e (…)\nENGINE = ReplacingMergeTree\nORDER BY (run, line, part)'), false);
+  const table = 'CREATE TABLE e (…)\nENGINE = ReplacingMergeTree\n';
+  assert.equal(keyLosesParts(`${table}ORDER BY (run, line)\nSETTINGS x = 1`), true);
+  assert.equal(keyLosesParts(`${table}ORDER BY (run, line, part)`), false);
   // A plain MergeTree keeps every row whatever its key.
   assert.equal(keyLosesParts('CREATE TABLE e (…) ENGINE = MergeTree ORDER BY (run, line)'), false);
-  assert.deepEqual(addColumnsDdl('events', '`e`', ['run', 'line']), ['ALTER TABLE `e` ADD COLUMN part UInt32']);
+  assert.deepEqual(addColumnsDdl('events', '`e`', ['run', 'line']), [
+    'ALTER TABLE `e` ADD COLUMN part UInt32',
+  ]);
 });
 
 test('table names: plain identifiers only, quoted; both tables keyed for replacement', () => {

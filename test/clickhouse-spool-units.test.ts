@@ -218,7 +218,8 @@ test('readSpool: a last entry without its newline kept, no empty ' +
   assert.equal(openFiles(), before, 'closed when the reader stops early');
 });
 
-test("refusalReason: the code the client parsed, or the one the message states, or none; the exception's first clause", () => {
+test("refusalReason: the code the client parsed, or the one the message states, or none; the " +
+  "exception's first clause", () => {
   const parsed = Object.assign(new Error('Type mismatch in VALUES: row 3'), { code: '53' });
   assert.equal(refusalReason(parsed), 'Code: 53, Type mismatch in VALUES');
   const stated = new Error('Code: 117. DB::Exception: Unknown field found while parsing: x');

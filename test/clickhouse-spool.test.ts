@@ -88,7 +88,8 @@ describe(
       await ch?.stop();
     });
 
-    test("a spooled row of a wrong type is set aside (counted, warned); the rest of the spool and the run's own rows go in", async () => {
+    test("a spooled row of a wrong type is set aside (counted, warned); the rest of the spool and the " +
+      "run's own rows go in", async () => {
       const tables = { eventsTable: 'bad_row_events', channelsTable: 'bad_row_channels' };
       const runs = tmpDir();
       const input = readFileSync(fixture('failing-beside-healthy'));

@@ -166,7 +166,8 @@ describe(
       await ch?.stop();
     });
 
-    test("every fixture through `subtee --clickhouse URL`: one row per line, index.json's channel rows, the same tokens", async () => {
+    test("every fixture through `subtee --clickhouse URL`: one row per line, index.json's channel rows, " +
+      "the same tokens", async () => {
       for (const file of fixtureFiles()) {
         const r = await subtee(['--clickhouse', ch.url, file]);
         assert.equal(r.code, 0, r.stderr);
@@ -221,7 +222,8 @@ describe(
       );
     });
 
-    test("mapped producers (Codex, Copilot, Gemini): a line's derived rows survive FINAL and OPTIMIZE FINAL", async () => {
+    test("mapped producers (Codex, Copilot, Gemini): a line's derived rows survive FINAL and OPTIMIZE " +
+      "FINAL", async () => {
       for (const name of ['codex-spawn', 'copilot-spawn', 'gemini-spawn']) {
         const file = join(FIXTURES, 'other-agents', `${name}.jsonl`);
         const run = `mapped-${name}`;
@@ -1034,7 +1036,8 @@ describe(
       );
     });
 
-    test("a resend: earlier spools (a subfolder's, one abandoned mid-send) go first; a row refused as data is set aside", async () => {
+    test("a resend: earlier spools (a subfolder's, one abandoned mid-send) go first; a row refused as " +
+      "data is set aside", async () => {
       fresh();
       const earlier = tmpDir();
       // Two earlier runs' spools, made by runs against a server that was away.
@@ -1125,7 +1128,8 @@ describe(
       return { file: join(dir, SPOOL_FILE), lineNumbers };
     }
 
-    test("a resend cut off when the server goes away midway: the file waits, the run's rows are spooled, both go once it is back", async () => {
+    test("a resend cut off when the server goes away midway: the file waits, the run's rows are " +
+      "spooled, both go once it is back", async () => {
       fresh();
       const tables = { eventsTable: 'c_events', channelsTable: 'c_channels' };
       const earlier = tmpDir();
@@ -1335,7 +1339,8 @@ describe(
       assert.deepEqual(await stored('l_events', 'left-earlier', true), earlierLines);
     });
 
-    test("the run ends while a resend is unanswered: the claimed file and the run's spool are reported, their rows counted once", async () => {
+    test("the run ends while a resend is unanswered: the claimed file and the run's spool are reported, " +
+      "their rows counted once", async () => {
       fresh();
       const tables = { eventsTable: 'k_events', channelsTable: 'k_channels' };
       const earlier = tmpDir();

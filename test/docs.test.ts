@@ -15,7 +15,8 @@ test('the README is a front page: at most 300 lines, every reference page linked
   assert.deepEqual(unlinked, [], 'reference pages the README does not link');
 });
 
-test("the README's first commands are what a fresh clone runs: set up and run on a recording, then the tests", () => {
+test("the README's first commands are what a fresh clone runs: set up and run on a recording, then the " +
+  "tests", () => {
   const [first] = codeBlocks(readDoc('README.md'), 'sh');
   const commands = first.split('\n');
   assert.equal(commands.length, 2, first);

@@ -484,7 +484,8 @@ test(
   },
 );
 
-test("backed up is read on the watchdog's output side: full there, with its input side empty, is not silence", () => {
+test("backed up is read on the watchdog's output side: full there, with its input side empty, is not " +
+  "silence", () => {
   const w = watch();
   // Nothing reads the watchdog: what it passed on fills its output; nothing waits at its input yet.
   for (let i = 0; i < w.dog.readableHighWaterMark; i++) {
@@ -506,7 +507,8 @@ function agentScript(before: object[], silentMs: number, after: object[]): strin
   );
 }
 
-test("subtee run: a Codex command silent past Claude Code's Bash default is not a stall; a Bash call is", () => {
+test("subtee run: a Codex command silent past Claude Code's Bash default is not a stall; a Bash call " +
+  "is", () => {
   const command = { id: 'item_1', type: 'command_execution', command: 'npm test', status: 'in_progress' };
   const codex = agentScript(
     [

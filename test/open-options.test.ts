@@ -182,7 +182,8 @@ test('a stage nobody registered is named, not reported as a missing router', asy
   assert.throws(() => open(fixture(), { spec: { stages: [{ use: 'nope' }], sinks: [] } }), named);
 });
 
-test("a registry a program extends keeps the built-in stages and sinks; a built-in's name stays taken", async () => {
+test("a registry a program extends keeps the built-in stages and sinks; a built-in's name stays " +
+  "taken", async () => {
   let seen = 0;
   const counter = definePlugin({
     name: 'count-lines',

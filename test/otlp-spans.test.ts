@@ -271,7 +271,8 @@ test('a stream without any timestamp uses the fallback time', async () => {
   assert.equal(spans[0].attributes['subtee.status'], 'completed');
 });
 
-test("spans carry session.id, openinference.span.kind and each agent's dollars as index.json has them", async () => {
+test("spans carry session.id, openinference.span.kind and each agent's dollars as index.json has " +
+  "them", async () => {
   for (const file of fixtureFiles()) {
     const input = readFileSync(file);
     const session = JSON.parse(input.toString('utf8').split('\n')[0]).session_id;

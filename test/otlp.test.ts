@@ -88,7 +88,8 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     await receiver?.close();
   });
 
-  test("every fixture through `subtee --otlp URL`: one protobuf trace per run whose tree is index.json's", async () => {
+  test("every fixture through `subtee --otlp URL`: one protobuf trace per run whose tree is " +
+    "index.json's", async () => {
     for (const file of fixtureFiles()) {
       receiver.spans.length = 0;
       receiver.behave('accept');

@@ -398,7 +398,8 @@ function withLineOver1KiB() {
   return { lines, long, stages };
 }
 
-test("a line too long to hold gives its channel's buffer up: its late readers fail, others read on", async () => {
+test("a line too long to hold gives its channel's buffer up: its late readers fail, others read " +
+  "on", async () => {
   const { lines, long, stages } = withLineOver1KiB();
   // Chunks shorter than the line: it is spooled as it streams past.
   const input = Buffer.from(lines.join('\n') + '\n');
@@ -469,7 +470,8 @@ test('with files, a late reader gets a line past ' +
 });
 
 for (const out of [undefined, 'files'] as const) {
-  test(`a reader opened midway replays the lines so far once, then reads on live (${out ?? 'memory'})`, async () => {
+  test(`a reader opened midway replays the lines so far once, then reads on live ` +
+    `(${out ?? 'memory'})`, async () => {
     const lines = fixtureLines('binary-tree-depth-3');
     const input = new PassThrough();
     const run = open(input, { out: out && join(tmpDir(), 'out') });
@@ -825,7 +827,8 @@ test(
   },
 );
 
-test("a Copilot run's late readers replay the lines routed, not its input lines, with files or without", async () => {
+test("a Copilot run's late readers replay the lines routed, not its input lines, with files or " +
+  "without", async () => {
   const file = join(FIXTURES, 'other-agents', 'copilot-spawn.jsonl');
   const inputLines = readFileSync(file, 'utf8')
     .split('\n')

@@ -22,7 +22,8 @@ import { fixtureLines, HANG, longMainRun, STALL, until } from './helpers/project
 
 for (const file of fixtureFiles()) {
   for (const mode of ['memory', 'files'] as const) {
-    test(`projection of ${file.split('/').pop()} (${mode}) equals a plain reading of the stream`, async () => {
+    test(`projection of ${file.split('/').pop()} (${mode}) equals a plain reading of the ` +
+      `stream`, async () => {
       const text = readFileSync(file, 'utf8');
       const out = mode === 'files' ? join(tmpDir(), 'out') : undefined;
       const run = open(chunked(splitEvery(Buffer.from(text), 4096)), { out });
@@ -531,7 +532,8 @@ test('a file several times maxBufferedBytes: messages read at once never need a 
   }
 });
 
-test("a subagent's messages show thinking as --thinking says: drop leaves it out, keep shows it whole", async () => {
+test("a subagent's messages show thinking as --thinking says: drop leaves it out, keep shows it " +
+  "whole", async () => {
   const file = join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl');
   const thought = 'Worker leaf plans: echo, then report.';
   const thinkingOf = async (mode: string) => {
@@ -1125,7 +1127,8 @@ test('a stalled tool-call reader of a subagent is named: toolCalls of its id', S
   await run.done;
 });
 
-test("run.output.cost: the price table before a result line, Claude Code's dollars once it came", async () => {
+test("run.output.cost: the price table before a result line, Claude Code's dollars once it " +
+  "came", async () => {
   const lines = fixtureLines('binary-tree-depth-3');
   const result = JSON.parse(lines.find((line) => line.includes('"type":"result"'))!);
   const cut = lines.filter((line) => !line.includes('"type":"result"'));

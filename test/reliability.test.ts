@@ -42,7 +42,8 @@ for (const [sig, code] of [
   ['SIGINT', 130],
   ['SIGTERM', 143],
 ] as const) {
-  test(`${sig} mid-stream: everything received is on disk, index says interrupted, exit ${code}`, async () => {
+  test(`${sig} mid-stream: everything received is on disk, index says interrupted, exit ` +
+    `${code}`, async () => {
     const out = join(tmpDir(), 'o');
     const s = startOnPipe(out);
     const half = recLines.slice(0, 80);

@@ -283,7 +283,8 @@ after(() => {
   }
 });
 
-test("subtee run: an agent that exits while a process it started holds its stdout → the agent's code, PIPE_HELD, no wait, that process stopped", async () => {
+test("subtee run: an agent that exits while a process it started holds its stdout → the agent's code, " +
+  "PIPE_HELD, no wait, that process stopped", async () => {
   const dir = tmpDir();
   const out = join(dir, 'o');
   const pidFile = join(dir, 'grandchild.pid');
@@ -394,7 +395,8 @@ for (const [sig, code] of [
   ['SIGTERM', 143],
   ['SIGINT', 130],
 ] as const) {
-  test(`subtee run: a second ${sig} stops at once with ${code}, killing an agent that ignores the first`, async () => {
+  test(`subtee run: a second ${sig} stops at once with ${code}, killing an agent that ignores the ` +
+    `first`, async () => {
     const dir = tmpDir();
     const out = join(dir, 'o');
     const pidFile = join(dir, 'pid');
@@ -503,7 +505,8 @@ for (const [sig, code] of [
   ['SIGINT', 130],
   ['SIGTERM', 143],
 ] as const) {
-  test(`subtee run: on ${sig} the command and every process it started are gone when subtee exits ${code}, though the agent exits 0`, async () => {
+  test(`subtee run: on ${sig} the command and every process it started are gone when subtee exits ` +
+    `${code}, though the agent exits 0`, async () => {
     const dir = tmpDir();
     const out = join(dir, 'o');
     const { agent, pids } = agentWithGrandchild(dir);

@@ -116,7 +116,8 @@ function pick(c: IndexChannel, keys: string[]): Record<string, unknown> {
 
 describeWithClaude('Claude Agent SDK objects through open() against the CLI pipe', (apiUrl) => {
   for (const s of SCENARIOS) {
-    test(`${s.name}: query() objects give the CLI pipe's tree, statuses, usage and counts; replayed, its index`, async () => {
+    test(`${s.name}: query() objects give the CLI pipe's tree, statuses, usage and counts; replayed, ` +
+      `its index`, async () => {
       const dir = tmpDir();
       const recording = join(dir, 'sdk.jsonl');
       const { messages, cleanup } = sdkQuery(s, apiUrl());

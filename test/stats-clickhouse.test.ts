@@ -227,7 +227,8 @@ describe('subtee stats --clickhouse: the same figures as over the run folders', 
     }
   });
 
-  test("the totals include the runs' unattributed dollars: folders and ClickHouse both give the runs' own total_cost_usd", async () => {
+  test("the totals include the runs' unattributed dollars: folders and ClickHouse both give the runs' " +
+    "own total_cost_usd", async () => {
     const costs = 'fleet.costs';
     const config = join(tmpDir(), 'subtee.json');
     const sinks = [

@@ -99,7 +99,8 @@ const near = (a: number, b: number, label: string) =>
 
 describe('exact output tokens per channel from the transcripts of real Claude Code runs', () => {
   for (const shape of SHAPES) {
-    test(`${shape}: each channel's tokens are its transcript's, its dollars that count priced by the table`, () => {
+    test(`${shape}: each channel's tokens are its transcript's, its dollars that count priced by the ` +
+      `table`, () => {
       const counts = independentCount(shape);
       const stream = join(RECORDED, shape, 'stream.jsonl');
       const { index, stderr } = run(['--transcripts', join(RECORDED, shape, 'config'), stream]);
@@ -160,7 +161,8 @@ describe('exact output tokens per channel from the transcripts of real Claude Co
 
 describe("a subagent's transcript is read when it ends: the live views show its exact figures then", () => {
   for (const shape of ['binary-tree-depth-2', 'background-fanout-3']) {
-    test(`${shape}: each subagent's exact output tokens in the projection right after its end line, before the run's end`, async () => {
+    test(`${shape}: each subagent's exact output tokens in the projection right after its end line, ` +
+      `before the run's end`, async () => {
       const counts = independentCount(shape);
       const stream = join(RECORDED, shape, 'stream.jsonl');
       const lines = readFileSync(stream, 'utf8').split('\n').filter(Boolean);
