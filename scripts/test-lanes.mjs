@@ -1,7 +1,7 @@
 // The test lanes: `npm test` runs every built test file; `npm run test:unit` leaves out those
 // that run an outside program (the agent CLIs, Chromium, ClickHouse, npm) or take minutes by
 // design (lines of gigabytes, tens of millions of lines, the benchmarks, fuzzing).
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const OUTSIDE = new Set([
@@ -60,15 +60,17 @@ function rank(name) {
   return at === -1 ? LONGEST.length : at;
 }
 
-/** Where tsc compiles from (tsconfig.json's `include`). */
-export const SOURCE_DIRS = ['src', 'plugins', 'test', 'bench', 'examples'];
+/** Where tsc compiles from: tsconfig.json's `include`, folders under `root`. */
+export function sourceDirs(root = '.') {
+  return JSON.parse(readFileSync(join(root, 'tsconfig.json'), 'utf8')).include;
+}
 
 /**
  * The TypeScript sources under `dirs` whose output (`builtRoot/<path>.js`) is missing. tsc's
  * incremental build trusts its build info and does not check its outputs: one deleted since
  * would never be written again, so the unit lane builds in full when this is not empty.
  */
-export function missingOutputs(dirs = SOURCE_DIRS, builtRoot = 'dist', root = '.') {
+export function missingOutputs(dirs = sourceDirs(), builtRoot = 'dist', root = '.') {
   return dirs
     .flatMap((dir) => sourcesUnder(root, dir))
     .filter((ts) => !existsSync(join(root, builtRoot, ts.replace(/\.ts$/, '.js'))));

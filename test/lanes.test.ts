@@ -73,7 +73,7 @@ test('the unit lane builds in full when a compiled file is missing: ' +
   writeFileSync(join(dir, 'dist/src/model/cost.js'), '');
   assert.deepEqual(lanes.missingOutputs(['src', 'test'], 'dist', dir), []);
   // The repository's own build is complete.
-  assert.deepEqual(lanes.missingOutputs(lanes.SOURCE_DIRS, 'dist', ROOT), []);
+  assert.deepEqual(lanes.missingOutputs(lanes.sourceDirs(ROOT), 'dist', ROOT), []);
 });
 
 test('a failing todo test does not fail the unit lane; any other failing test does', () => {
