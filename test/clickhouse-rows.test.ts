@@ -8,14 +8,15 @@ import {
   quoteTableName,
   RowBuilder,
   tableDdl,
+  TOOL_NAMES_REMEMBERED,
   type ChannelRow,
   type Entry,
   type EventRow,
 } from '../src/chain/sinks/clickhouse-rows.js';
 import { claimFile, findSpoolFiles, readSpool, Spool } from '../src/chain/sinks/clickhouse-spool.js';
-import { fixtureFiles, linesOf, tmpDir } from './helpers/helpers.js';
+import { fixtureFiles, linesOf, sampleFiles, tmpDir } from './helpers/helpers.js';
 import { routeThrough } from './helpers/otlp-tree.js';
-import { displayPolicy } from '../src/model/display.js';
+import { CUT_LENGTHS, displayPolicy, storedText } from '../src/model/display.js';
 import type { LineRecord } from '../src/model/record.js';
 
 async function rowsOf(
@@ -165,8 +166,124 @@ test("event rows' token columns are the run model's usage events, line by line: 
   }
 });
 
+/**
+ * An independent reading of a stream's tool columns, line by line: the first tool_use's name
+ * or the name of the call the first tool_result answers, the first id, any is_error.
+ */
+function toolColumnsRead(input: Buffer): Map<number, Pick<EventRow, 'tool' | 'tool_use_id' | 'is_error'>> {
+  const names = new Map<string, string>();
+  const out = new Map<number, Pick<EventRow, 'tool' | 'tool_use_id' | 'is_error'>>();
+  linesOf(input).forEach((text, i) => {
+    if (text.trim() === '') return;
+    const v = JSON.parse(text);
+    let [tool, id, isError] = ['', '', v.type === 'result' && v.is_error === true];
+    for (const b of v.type === 'assistant' || v.type === 'user' ? (v.message?.content ?? []) : []) {
+      if (b.type === 'tool_use' && v.type === 'assistant') {
+        names.set(b.id, b.name);
+        tool ||= b.name;
+        id ||= b.id;
+      } else if (b.type === 'tool_result') {
+        tool ||= names.get(b.tool_use_id) ?? '';
+        id ||= b.tool_use_id;
+        isError ||= b.is_error === true;
+      }
+    }
+    out.set(i + 1, { tool, tool_use_id: id, is_error: isError ? 1 : 0 });
+  });
+  return out;
+}
+
+test("event rows' tool columns are the run model's tool events: a channel's tool_uses and tool_results " +
+  "add up to index.json's counts, a result's row names the call it answers", async () => {
+  for (const file of [...fixtureFiles(), ...sampleFiles()]) {
+    const input = readFileSync(file);
+    const { events, index } = await rowsOf(input);
+    for (const c of index.channels) {
+      const mine = events.filter((e) => e.channel === (c.id ?? ''));
+      assert.deepEqual(
+        [mine.reduce((n, e) => n + e.tool_uses, 0), mine.reduce((n, e) => n + e.tool_results, 0)],
+        [c.counts.tool_use, c.counts.tool_result],
+        `${basename(file)}: tool_uses and tool_results of ${c.id}`,
+      );
+    }
+    const read = toolColumnsRead(input);
+    for (const row of events)
+      assert.deepEqual(
+        { tool: row.tool, tool_use_id: row.tool_use_id, is_error: row.is_error },
+        read.get(row.line),
+        `${basename(file)} line ${row.line}`,
+      );
+    assert.ok(
+      events.some((e) => e.tool_results > 0 && e.tool !== ''),
+      `${basename(file)}: sanity: a result row named its call`,
+    );
+  }
+});
+
 const line = (v: Record<string, unknown>) => JSON.stringify(v);
 const ts = '2026-11-30T09:00:00.000Z';
+
+/** An assistant (or user) line on main with these content blocks. */
+const blocksLine = (type: 'assistant' | 'user', id: string, content: unknown[]) =>
+  line({ type, message: { id, role: type, content }, parent_tool_use_id: null, uuid: id, timestamp: ts });
+
+async function eventRows(lines: string[], options: ConstructorParameters<typeof RowBuilder>[0] = {}) {
+  const { events, index } = await rowsOf(Buffer.from(lines.join('\n') + '\n'), options, 1 << 20);
+  return { events, index };
+}
+
+test('tool columns of a line with several calls or results: counted each, the first named, ' +
+  'is_error from any result; a block the tree does not count gives no column', async () => {
+  const use = (id: unknown, name: unknown) => ({ type: 'tool_use', id, name, input: {} });
+  const result = (id: string, isError?: boolean) =>
+    ({ type: 'tool_result', tool_use_id: id, content: 'ok', is_error: isError });
+  const { events, index } = await eventRows([
+    blocksLine('assistant', 'a1', [use('t1', 'Read'), use('t2', 'Grep')]),
+    blocksLine('user', 'u1', [result('t2'), result('t1', true)]),
+    // No string name or id: the tree counts no tool_use, the row names none.
+    blocksLine('assistant', 'a2', [use('t3', 7), use(8, 'Bash')]),
+    blocksLine('user', 'u2', [result('t3')]),
+  ]);
+  assert.deepEqual(
+    events.map((e) => [e.tool, e.tool_use_id, e.is_error, e.tool_uses, e.tool_results]),
+    [
+      ['Read', 't1', 0, 2, 0],
+      ['Grep', 't2', 1, 0, 2],
+      ['', '', 0, 0, 0],
+      ['', 't3', 0, 0, 1],
+    ],
+  );
+  assert.deepEqual([index.channels[0].counts.tool_use, index.channels[0].counts.tool_result], [2, 3]);
+});
+
+test('tool names wait for their results among the latest TOOL_NAMES_REMEMBERED calls only; ' +
+  'ids and names are cut as stored', async () => {
+  const calls = Array.from({ length: TOOL_NAMES_REMEMBERED + 1 }, (_, k) =>
+    blocksLine('assistant', `a${k}`, [{ type: 'tool_use', id: `t${k}`, name: `Tool${k}`, input: {} }]),
+  );
+  const last = TOOL_NAMES_REMEMBERED;
+  const longId = 'i'.repeat(CUT_LENGTHS.stored.chars + 1);
+  const longName = 'N'.repeat(1000);
+  const result = (id: string) => ({ type: 'tool_result', tool_use_id: id, content: 'ok' });
+  const { events } = await eventRows([
+    ...calls,
+    blocksLine('user', 'r0', [result('t0')]),
+    blocksLine('user', 'r1', [result(`t${last}`)]),
+    blocksLine('user', 'r2', [result(`t${last}`)]),
+    blocksLine('assistant', 'a-long', [{ type: 'tool_use', id: longId, name: longName, input: {} }]),
+    blocksLine('user', 'r3', [result(longId)]),
+  ]);
+  const rows = events.slice(calls.length);
+  assert.equal(rows[0].tool, '', 'the oldest call was forgotten');
+  assert.equal(rows[1].tool, `Tool${last}`, 'the latest is named');
+  assert.equal(rows[2].tool, '', 'a name is given to one result');
+  assert.equal(rows[3].tool, storedText(longName, 'stored'));
+  assert.equal(rows[3].tool_use_id, storedText(longId, 'stored'));
+  const cap = CUT_LENGTHS.stored.chars;
+  assert.ok(rows[3].tool.length <= cap && rows[3].tool_use_id.length <= cap && rows[3].tool !== longName);
+  assert.equal(rows[4].tool, '', 'an id longer than real ones is not kept');
+  assert.equal(rows[4].tool_results, 1);
+});
 
 test('content: a bounded prefix, control characters escaped; ' +
   'thinking hidden by the truncator stays hidden', async () => {
@@ -279,6 +396,8 @@ test("an events table's key: one an older version made on (run, line) replaces a
   assert.equal(keyLosesParts('CREATE TABLE e (…) ENGINE = MergeTree ORDER BY (run, line)'), false);
   assert.deepEqual(addColumnsDdl('events', '`e`', ['run', 'line']), [
     'ALTER TABLE `e` ADD COLUMN part UInt32',
+    'ALTER TABLE `e` ADD COLUMN tool_uses UInt32',
+    'ALTER TABLE `e` ADD COLUMN tool_results UInt32',
   ]);
 });
 
@@ -307,7 +426,7 @@ test('table names: plain identifiers only, quoted; both tables keyed for replace
   ]);
   const all = ['model', 'cost_usd', 'started_at_ms', 'ended_at_ms', 'cost_basis', 'unattributed_usd'];
   assert.deepEqual(addColumnsDdl('channels', '`c`', all), []);
-  assert.deepEqual(addColumnsDdl('events', '`e`', ['run', 'part']), []);
+  assert.deepEqual(addColumnsDdl('events', '`e`', ['run', 'part', 'tool_uses', 'tool_results']), []);
 });
 
 test('spool: appended entries come back in batches; a ' +

@@ -110,6 +110,7 @@ async function assertRunStored(
   // (the channel rows carry those) unless the stream's own are all there is.
   if (index.cost.output_tokens === 'stream')
     assert.equal(Number(ev.outp), sum('output_tokens'), `${label}: output tokens`);
+  await assertToolsStored(ch, run, index, label, tables.events);
   const channels = await ch.rows<any>(
     `SELECT channel, parent, depth, agent, status, lines, output_tokens, model, cost_usd, unattributed_usd
      FROM ${tables.channels} FINAL WHERE run = ${lit(run)} ORDER BY channel`,
@@ -130,6 +131,19 @@ async function assertRunStored(
     }))
     .sort((a: any, b: any) => (a.channel < b.channel ? -1 : 1));
   assert.deepEqual(channels, expected, `${label}: channel rows`);
+}
+
+/** The events table's tool_uses and tool_results of a run, summed per channel, are index.json's counts. */
+async function assertToolsStored(ch: ClickHouseServer, run: string, index: any, label: string, table: string) {
+  const rows = await ch.rows<{ channel: string; uses: string; results: string }>(
+    `SELECT channel, sum(tool_uses) AS uses, sum(tool_results) AS results FROM ${table} FINAL
+     WHERE run = ${lit(run)} GROUP BY channel`,
+  );
+  const got = Object.fromEntries(rows.map((r) => [r.channel, [Number(r.uses), Number(r.results)]]));
+  const expected = Object.fromEntries(
+    index.channels.map((c: any) => [c.id ?? '', [c.counts.tool_use, c.counts.tool_result]]),
+  );
+  assert.deepEqual(got, expected, `${label}: tool calls and results per channel`);
 }
 
 /** The three example queries of the README. */
@@ -167,7 +181,7 @@ describe(
     });
 
     test("every fixture through `subtee --clickhouse URL`: one row per line, index.json's channel rows, " +
-      "the same tokens", async () => {
+      'the same tokens and tool counts', async () => {
       for (const file of fixtureFiles()) {
         const r = await subtee(['--clickhouse', ch.url, file]);
         assert.equal(r.code, 0, r.stderr);
@@ -177,8 +191,11 @@ describe(
       }
     });
 
-    test('tables an older version made gain the model and ' +
-      'cost_usd columns; their old rows read the defaults', async () => {
+    test('tables an older version made gain the model and cost_usd columns (channels) and ' +
+      'tool_uses and tool_results (events); their old rows read the defaults', async () => {
+      const oldEvents = tableDdl('events', 'old_events').replace('  tool_uses UInt32, tool_results UInt32,\n', '');
+      assert.doesNotMatch(oldEvents, /tool_uses/);
+      await ch.client.command({ query: oldEvents });
       const oldChannels = `CREATE TABLE old_channels (
   run String, session String, channel String, parent String, depth Int16, agent String, description String,
   status String, background Int8, orphan UInt8, summary String, lines UInt64,
@@ -223,7 +240,7 @@ describe(
     });
 
     test("mapped producers (Codex, Copilot, Gemini): a line's derived rows survive FINAL and OPTIMIZE " +
-      "FINAL", async () => {
+      "FINAL; their tool counts are index.json's", async () => {
       for (const name of ['codex-spawn', 'copilot-spawn', 'gemini-spawn']) {
         const file = join(FIXTURES, 'other-agents', `${name}.jsonl`);
         const run = `mapped-${name}`;
@@ -253,6 +270,7 @@ describe(
           Object.fromEntries(index.channels.map((c: any) => [c.id ?? '', c.lines])),
           `${name}: rows per channel against index.json`,
         );
+        await assertToolsStored(ch, run, index, name, 'subtee_events');
       }
     });
 

@@ -1,4 +1,5 @@
 import type { CostView, UsageEvent } from '../../model/cost.js';
+import type { ToolEvent } from '../../model/run-model.js';
 import { quarantinedLines, type SpooledRecord, type SubteeRecord } from '../../model/record.js';
 import { escapeControl } from '../../views/escape.js';
 import {
@@ -8,7 +9,6 @@ import {
   rawBlocks,
   resultText,
   type CountedBlockType as BlockKind,
-  type JsonObject,
   type ToolResultBlock,
 } from '../../model/message.js';
 import type { SpanChannel } from './otlp-spans.js';
@@ -43,9 +43,22 @@ export interface EventRow {
   subtype: string;
   /** The line's content block kinds, comma-separated (`text`, `tool_use`…); `quarantine` for a bad line. */
   kind: string;
+  /**
+   * The line's first tool call's name, else the name of the call its first tool result
+   * answers (when that call was among the latest TOOL_NAMES_REMEMBERED); '' for neither.
+   * From the run model's tool events, cut to the `stored` class.
+   */
   tool: string;
+  /** The first non-empty id of the line's tool calls and results, cut as `tool`. */
   tool_use_id: string;
+  /** 1 for a tool result with `is_error`, and for a `result` line with `is_error`. */
   is_error: number;
+  /**
+   * The tool calls and results the tree counted on the line (its tool events), so that a sum
+   * over a channel's rows is index.json's `counts.tool_use` and `counts.tool_result`.
+   */
+  tool_uses: number;
+  tool_results: number;
   /**
    * This line's share of the API message's usage, so that a sum over lines equals index.json's
    * usage (signed: a later line of a message may report less than an earlier one).
@@ -123,6 +136,7 @@ export function tableDdl(kind: TableKind, name: string): string {
   ts DateTime('UTC'), ts_ms UInt64, has_ts UInt8,
   channel String, parent String, depth Int16, agent String,
   type String, subtype String, kind String, tool String, tool_use_id String, is_error UInt8,
+  tool_uses UInt32, tool_results UInt32,
   input_tokens Int64, output_tokens Int64, cache_read_tokens Int64, cache_creation_tokens Int64,
   bytes UInt64, content String
 ) ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(ts) ORDER BY (run, line, part)`;
@@ -141,7 +155,11 @@ export function tableDdl(kind: TableKind, name: string): string {
 
 /** Columns later versions added, with their types: a table an older version made lacks them. */
 const ADDED_COLUMNS: Readonly<Record<TableKind, ReadonlyArray<readonly [string, string]>>> = Object.freeze({
-  events: [['part', 'UInt32']],
+  events: [
+    ['part', 'UInt32'],
+    ['tool_uses', 'UInt32'],
+    ['tool_results', 'UInt32'],
+  ],
   channels: [
     ['model', 'String'],
     ['cost_usd', 'Nullable(Float64)'],
@@ -198,6 +216,11 @@ export const ROW_BUILDER_DEFAULTS = Object.freeze({ maxContentChars: CUT_LENGTHS
 /** Rows held at most while waiting for the stream's first timestamp. */
 const UNTIMED_MAX = 10_000;
 
+/** Tool calls whose names are kept for their results' rows (the latest). */
+export const TOOL_NAMES_REMEMBERED = 10_000;
+/** Longest call id kept: real ids are about 30 characters; a longer one's result gets no name. */
+const TOOL_ID_MAX_CHARS = CUT_LENGTHS.stored.chars;
+
 /**
  * Turns routed records into table rows. Plain logic, no I/O. The run id is the given one, else
  * the stream's own (see runIdFrom): rows made before it is known carry '' and are completed
@@ -208,7 +231,10 @@ export class RowBuilder {
   runId: string | null;
   private session = '';
   private readonly maxChars: number;
-  /** Tool names by tool_use id, until the result arrives. */
+  /**
+   * Tool names (cut to `stored`) by tool_use id, until the result arrives: the latest
+   * TOOL_NAMES_REMEMBERED calls, ids of at most TOOL_ID_MAX_CHARS.
+   */
   private readonly toolNames = new Map<string, string>();
   /** Bytes of a too-long line whose pieces are still arriving. */
   private pieceBytes = 0;
@@ -298,26 +324,16 @@ export class RowBuilder {
     const { ms, own } = this.clock.observe(v);
     const kinds = new Set<string>();
     const texts: string[] = [];
-    let tool = '';
-    let toolUseId = '';
     const kind = lineTypeOf(v);
-    let isError = kind === 'result' && v.is_error === true;
+    const tools = this.toolColumns(rec.tools, kind === 'result' && v.is_error === true);
     if (kind === 'assistant' || kind === 'user') {
       const lineKind = kind;
       rawBlocks(v).forEach((b) => {
         const kind = typeof b.type === 'string' ? b.type : 'unknown';
         kinds.add(kind);
         if (kind === 'tool_use') {
-          tool ||= nonEmpty(b.name) ?? '';
-          toolUseId ||= nonEmpty(b.id) ?? '';
-          if (nonEmpty(b.id) && nonEmpty(b.name)) this.toolNames.set(b.id as string, b.name as string);
           texts.push(`${nonEmpty(b.name) ?? 'tool'} ${JSON.stringify(b.input ?? {})}`);
         } else if (kind === 'tool_result') {
-          const id = nonEmpty(b.tool_use_id) ?? '';
-          toolUseId ||= id;
-          tool ||= this.toolNames.get(id) ?? '';
-          this.toolNames.delete(id);
-          if (b.is_error === true) isError = true;
           texts.push(resultText(b as unknown as ToolResultBlock));
         } else if (kind === 'text' && typeof b.text === 'string') {
           texts.push(b.text);
@@ -340,9 +356,7 @@ export class RowBuilder {
       type: nonEmpty(v.type) ?? '',
       subtype: nonEmpty(v.subtype) ?? '',
       kind: [...kinds].join(','),
-      tool,
-      tool_use_id: toolUseId,
-      is_error: isError ? 1 : 0,
+      ...tools,
       bytes: rec.raw.length,
       content: this.content(texts.filter(Boolean).join('\n')),
       ...usage,
@@ -350,6 +364,52 @@ export class RowBuilder {
     const out: Entry[] = [{ t: 'events', r: row }];
     for (const ev of rec.events ?? []) out.push({ t: 'channels', r: this.channelRow(ev.channel, {}) });
     return out;
+  }
+
+  /**
+   * A line's tool columns from its tool events (the run model's, made where the tree counts
+   * the blocks), in block order: the first call's name or the first answered call's, the first
+   * non-empty id, is_error from its results (or the `result` line's own `isError`), and the counts.
+   */
+  private toolColumns(
+    events: readonly ToolEvent[] | undefined,
+    isError: boolean,
+  ): Pick<EventRow, 'tool' | 'tool_use_id' | 'is_error' | 'tool_uses' | 'tool_results'> {
+    if (events === undefined)
+      return { tool: '', tool_use_id: '', is_error: isError ? 1 : 0, tool_uses: 0, tool_results: 0 };
+    let tool = '';
+    let id = '';
+    let uses = 0;
+    let results = 0;
+    for (const ev of events) {
+      id ||= ev.id;
+      if (ev.type === 'toolCall') {
+        uses++;
+        const name = storedText(ev.name, 'stored');
+        tool ||= name;
+        if (name !== '' && ev.id !== '' && ev.id.length <= TOOL_ID_MAX_CHARS) this.rememberTool(ev.id, name);
+      } else {
+        results++;
+        tool ||= this.toolNames.get(ev.id) ?? '';
+        this.toolNames.delete(ev.id);
+        if (ev.isError) isError = true;
+      }
+    }
+    return {
+      tool,
+      tool_use_id: storedText(id, 'stored'),
+      is_error: isError ? 1 : 0,
+      tool_uses: uses,
+      tool_results: results,
+    };
+  }
+
+  /** Keeps a call's name for its result, the latest TOOL_NAMES_REMEMBERED calls only. */
+  private rememberTool(id: string, name: string): void {
+    this.toolNames.delete(id);
+    this.toolNames.set(id, name);
+    if (this.toolNames.size > TOOL_NAMES_REMEMBERED)
+      this.toolNames.delete(this.toolNames.keys().next().value!);
   }
 
   /** A line too long to hold: its row has its top-level fields and its start as content. */
@@ -476,6 +536,8 @@ export class RowBuilder {
       tool: '',
       tool_use_id: '',
       is_error: 0,
+      tool_uses: 0,
+      tool_results: 0,
       input_tokens: 0,
       output_tokens: 0,
       cache_read_tokens: 0,
