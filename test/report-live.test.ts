@@ -157,6 +157,71 @@ describe('the live page in Chromium', { skip }, () => {
     }
   });
 
+  test("text the live page cuts keeps surrogate pairs whole: a timeline label, a card's last words, " +
+    'a search hit', async () => {
+    const id = 'toolu_emoji';
+    // Each cut falls inside a pair: the label's after 32 units, the card's 300 units from the
+    // end, the hit's 40 units before and 60 after the match.
+    const description = `x${'😀'.repeat(30)}`;
+    const found = `${'😀'.repeat(30)}zneedlez${'😀'.repeat(40)}`;
+    const last = `${'😀'.repeat(200)}z`;
+    const s = startSubtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none', '-q', '--serve', '0']);
+    const url = await s.url();
+    s.child.stdin!.write(
+      [
+        {
+          type: 'assistant',
+          parent_tool_use_id: null,
+          message: {
+            id: 'm1',
+            content: [
+              { type: 'tool_use', id, name: 'Agent', input: { subagent_type: 'w', description } },
+            ],
+          },
+        },
+        ...[found, last].map((text, k) => ({
+          type: 'assistant',
+          parent_tool_use_id: id,
+          message: { id: `m${k + 2}`, content: [{ type: 'text', text }] },
+        })),
+      ]
+        .map((l) => JSON.stringify(l))
+        .join('\n') + '\n',
+    );
+    const { page, console } = await newPage(browser);
+    await page.goto(url);
+    await page.waitForFunction(() =>
+      document.querySelector('#cards .card .last')?.textContent?.endsWith('z'),
+    );
+    await page.fill('#search', 'NEEDLE');
+    await page.waitForSelector('#hits li.hit');
+    const shown = await page.evaluate(() => {
+      const lone = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+      const texts = {
+        label: [...document.querySelectorAll('#timeline text')].map((t) => t.textContent ?? ''),
+        last: document.querySelector('#cards .card .last')!.textContent ?? '',
+        hit: document.querySelector('#hits li.hit')!.textContent ?? '',
+        mark: document.querySelector('#hits li.hit mark')!.textContent ?? '',
+      };
+      const cut = Object.entries(texts).filter(([, v]) => [v].flat().some((t) => lone.test(t)));
+      return { ...texts, lone: cut.map(([k]) => k) };
+    });
+    assert.deepEqual(shown.lone, [], 'no lone half of a pair on screen');
+    const label = shown.label.find((t) => t.startsWith('x'))!;
+    assert.ok(label.endsWith('…') && `${description} · w`.startsWith(label.slice(0, -1)), label);
+    assert.ok(shown.last.startsWith('…') && last.endsWith(shown.last.slice(1)), 'the last words, cut');
+    assert.equal(shown.mark, 'needle');
+    assert.ok(shown.hit.includes(`…${'😀'.repeat(19)}zneedlez${'😀'.repeat(29)}…`), shown.hit);
+    s.child.stdin!.end();
+    await page.waitForSelector('#app[data-state="ended"]');
+    assert.equal(await s.closed, 0);
+    assert.deepEqual(
+      console.filter((m) => !/EventSource|ERR_/.test(m)),
+      [],
+    );
+    await page.close();
+  });
+
   test('hostile text through --serve stays text on the live page', async () => {
     const P = '<script>window.__pwned=1</script></script><img src=x onerror="window.__pwned=2">\u202e';
     const id = `toolu_"><svg onload=window.__pwned=3>`;

@@ -9,7 +9,15 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { writeStream } from '../bench/gen.js';
 import { readReportData } from '../src/views/report/build.js';
-import { treeRows } from '../src/views/report/client.js';
+import {
+  foldCase,
+  headOf,
+  hitContext,
+  lastWords,
+  tailOf,
+  timelineLabel,
+  treeRows,
+} from '../src/views/report/client.js';
 import { channelUpdate, ReportFeed, type ChannelFields } from '../src/views/report/live.js';
 import { pageBytes, pagePieces } from '../src/views/report/page.js';
 import { lineFacts, TranscriptBudget, type ChannelView } from '../src/views/report/model.js';
@@ -186,6 +194,60 @@ test('treeRows: nesting, subtree rollups, orphans last, cycles, a 100,000-deep c
   assert.equal(d.length, 100_001);
   assert.equal(d[100_000].level, 100_000);
   assert.equal(d[0].sub.tokens, 100_000);
+});
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+test("the page cuts shown text by whole characters: a timeline label, a card's last words and a " +
+  "search hit's context never split a surrogate pair, at any offset", () => {
+  // Each cut falls inside a pair for one of the paddings: a plain slice splits `split` of them.
+  const split = { label: 0, last: 0, before: 0, after: 0 };
+  const lone = (s: string) => LONE_SURROGATE.test(s);
+  for (let pad = 0; pad < 2; pad++) {
+    for (let shift = 0; shift < 2; shift++) {
+      const text = `${'x'.repeat(pad)}${'😀'.repeat(250)}${'z'.repeat(pad)}needle` +
+        `${'z'.repeat(shift)}${'😀'.repeat(250)}${'x'.repeat(shift)}`;
+      const name = `pad ${pad}, shift ${shift}`;
+      for (let level = 0; level < 4; level++) {
+        const max = Math.max(8, 34 - level * 2);
+        if (lone(text.slice(0, max))) split.label++;
+        const label = timelineLabel(text, level);
+        assert.doesNotMatch(label, LONE_SURROGATE, `label, level ${level}, ${name}`);
+        assert.ok(label.endsWith('…') && text.startsWith(label.slice(0, -1)), 'a head of the text');
+        assert.ok(label.length - 1 >= max - 1, 'one unit short at most');
+      }
+      if (lone(text.slice(-300))) split.last++;
+      const last = lastWords(text);
+      assert.doesNotMatch(last, LONE_SURROGATE, `last words, ${name}`);
+      assert.ok(last.startsWith('…') && text.endsWith(last.slice(1)) && last.length - 1 >= 299);
+      const at = text.indexOf('needle');
+      if (lone(text.slice(at - 40, at))) split.before++;
+      if (lone(text.slice(at + 6, at + 66))) split.after++;
+      const hit = hitContext(text, at, 'needle'.length);
+      assert.equal(hit.match, 'needle');
+      assert.doesNotMatch(hit.before, LONE_SURROGATE, `before the hit, ${name}`);
+      assert.doesNotMatch(hit.after, LONE_SURROGATE, `after the hit, ${name}`);
+      assert.ok(text.slice(0, at).endsWith(hit.before.slice(1)) && hit.before.length - 1 >= 39);
+      assert.ok(text.slice(at + 6).startsWith(hit.after.slice(0, -1)) && hit.after.length - 1 >= 59);
+    }
+  }
+  assert.ok(Object.values(split).every((n) => n > 0), `sanity: cuts inside a pair ${JSON.stringify(split)}`);
+  // Short text is shown whole.
+  assert.equal(timelineLabel('😀 main', 0), '😀 main');
+  assert.equal(lastWords('😀'), '😀');
+  assert.deepEqual(hitContext('a needle b', 2, 6), { before: 'a ', match: 'needle', after: ' b' });
+  assert.equal(headOf('a😀', 2), 'a');
+  assert.equal(tailOf('😀a', 2), 'a');
+});
+
+test('search folds case one unit for one, so a hit after a character whose lower case is longer is ' +
+  'marked where it is', () => {
+  const text = `İİ 😀 Needle`;
+  assert.equal(foldCase(text).length, text.length);
+  assert.equal(foldCase(text), `İİ 😀 needle`);
+  const at = foldCase(text).indexOf(foldCase('NEEDLE'));
+  assert.equal(hitContext(text, at, 6).match, 'Needle');
+  assert.deepEqual(hitContext(text, at, 6), { before: 'İİ 😀 ', match: 'Needle', after: '' });
 });
 
 test('subtee report: one self-contained page, a CSP allowing exactly its own script, data escaped', () => {

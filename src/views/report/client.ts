@@ -171,6 +171,75 @@ export function targetOf(hash: string): { id: string | null } | null {
   }
 }
 
+// Shown text is cut by whole characters: a cut inside a surrogate pair would show a lone half.
+// The page imports nothing, so these are the page's own copies of bounded-text's headOf/tailOf.
+
+const isHigh = (code: number) => code >= 0xd800 && code <= 0xdbff;
+const isLow = (code: number) => code >= 0xdc00 && code <= 0xdfff;
+/** Whether index `i` of `s` falls between the two halves of a surrogate pair. */
+const splitsPair = (s: string, i: number) =>
+  i > 0 && i < s.length && isHigh(s.charCodeAt(i - 1)) && isLow(s.charCodeAt(i));
+
+/** The first `max` UTF-16 units of `s`, one fewer when the cut would fall inside a pair. */
+export function headOf(s: string, max: number): string {
+  if (max <= 0) return '';
+  if (s.length <= max) return s;
+  return s.slice(0, splitsPair(s, max) ? max - 1 : max);
+}
+
+/** The last `max` UTF-16 units of `s`, one fewer when the cut would fall inside a pair. */
+export function tailOf(s: string, max: number): string {
+  if (max <= 0) return '';
+  if (s.length <= max) return s;
+  const from = s.length - max;
+  return s.slice(splitsPair(s, from) ? from + 1 : from);
+}
+
+/** A timeline label: whole within `36 - 2·level` units, else its head and `…`. */
+export function timelineLabel(label: string, level: number): string {
+  return label.length > 36 - level * 2 ? `${headOf(label, Math.max(8, 34 - level * 2))}…` : label;
+}
+
+/** A card's last words: the text's last 300 units after `…` when longer. */
+export function lastWords(text: string): string {
+  return text.length > 300 ? `…${tailOf(text, 300)}` : text;
+}
+
+/**
+ * Lower case for search, one UTF-16 unit for one: a character whose lower case is longer or
+ * shorter (`İ`) is kept as it is, so an index into the folded text is an index into the text.
+ */
+export function foldCase(s: string): string {
+  const low = s.toLowerCase();
+  if (low.length === s.length) return low;
+  let out = '';
+  for (const ch of s) {
+    const l = ch.toLowerCase();
+    out += l.length === ch.length ? l : ch;
+  }
+  return out;
+}
+
+/**
+ * A search hit's context in `text`: up to 40 units before the match at `at` and 60 after its
+ * `length`, by whole characters, with `…` where the text goes on.
+ */
+export function hitContext(
+  text: string,
+  at: number,
+  length: number,
+): { before: string; match: string; after: string } {
+  let start = Math.max(0, at - 40);
+  if (splitsPair(text, start)) start++;
+  let end = Math.min(text.length, at + length + 60);
+  if (splitsPair(text, end) && end - 1 >= at + length) end--;
+  return {
+    before: `${start > 0 ? '…' : ''}${text.slice(start, at)}`,
+    match: text.slice(at, at + length),
+    after: `${text.slice(at + length, end)}${end < text.length ? '…' : ''}`,
+  };
+}
+
 /** Only links the report itself makes: a transcript file inside the output folder. */
 const SAFE_LOG = /^(main|agents\/[A-Za-z0-9_.~-]{1,200})\.log$/;
 
@@ -558,8 +627,7 @@ function renderTimeline(state: State): void {
       plot.append(svg('rect', { class: 'sel', x: LABEL_W, y, width: plotW, height: ROW_H }));
     const text = svg('text', { x: 4 + r.level * 12, y: y + 14 });
     const label = ch.description ? `${ch.description} · ${channelLabel(ch)}` : channelLabel(ch);
-    text.textContent =
-      label.length > 36 - r.level * 2 ? `${label.slice(0, Math.max(8, 34 - r.level * 2))}…` : label;
+    text.textContent = timelineLabel(label, r.level);
     labels.append(text);
     if (!view || r.own.first === null) return;
     const x0 = x(r.own.first);
@@ -857,7 +925,7 @@ function wireSearch(state: State, select: (k: Key, entry?: number) => void): voi
   const hits = $('hits');
   let timer = 0;
   const run = () => {
-    const q = input.value.trim().toLowerCase();
+    const q = foldCase(input.value.trim());
     hits.replaceChildren();
     if (q.length < 2) {
       status.textContent = q.length === 0 ? '' : 'type at least 2 characters';
@@ -871,14 +939,13 @@ function wireSearch(state: State, select: (k: Key, entry?: number) => void): voi
       const li = el('li', 'hit');
       li.dataset.key = keyOf(ch.id);
       if (entry !== undefined) li.dataset.entry = String(entry);
-      const start = Math.max(0, at - 40);
-      const end = Math.min(text.length, at + q.length + 60);
+      const hit = hitContext(text, at, q.length);
       li.append(
         el('span', 'agent', channelLabel(ch)),
         el('span', 'desc', `${ch.description ?? ''} · ${where}: `),
-        `${start > 0 ? '…' : ''}${text.slice(start, at)}`,
-        el('mark', '', text.slice(at, at + q.length)),
-        `${text.slice(at + q.length, end)}${end < text.length ? '…' : ''}`,
+        hit.before,
+        el('mark', '', hit.match),
+        hit.after,
       );
       shown.push(li);
     };
@@ -890,12 +957,12 @@ function wireSearch(state: State, select: (k: Key, entry?: number) => void): voi
         ['prompt', ch.prompt],
         ['final report', ch.summary],
       ] as const) {
-        const at = text ? text.toLowerCase().indexOf(q) : -1;
+        const at = text ? foldCase(text).indexOf(q) : -1;
         if (text && at >= 0) add(ch, where, text, at);
       }
       ch.entries.forEach((e, i) => {
         let low = state.lower.get(e);
-        if (low === undefined) state.lower.set(e, (low = e.s.toLowerCase()));
+        if (low === undefined) state.lower.set(e, (low = foldCase(e.s)));
         const at = low.indexOf(q);
         if (at >= 0) add(ch, e.k === 'tool' ? `tool call ${e.n ?? ''}` : e.k, e.s, at, i);
       });
@@ -959,7 +1026,7 @@ function renderCards(state: State): void {
       }
     }
     const shown = ch.status !== 'running' && ch.summary ? ch.summary : text;
-    c.last.textContent = shown.length > 300 ? `…${shown.slice(-300)}` : shown;
+    c.last.textContent = lastWords(shown);
   }
 }
 
