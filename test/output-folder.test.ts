@@ -95,7 +95,7 @@ test('a file keeps no queue once written: bytes written ' +
   'are no longer held, and later writes queue afresh', () => {
   const out = tmpDir();
   const files = new AppendFiles(out, 4);
-  const a = files.file('a.log');
+  const a = files.file('a', '.log');
   const line = Buffer.from('a line of the input\n');
   files.write(a, line);
   files.writeCopied(a, Buffer.from('junk'), true);
@@ -116,12 +116,30 @@ test('a file keeps no queue once written: bytes written ' +
   assert.equal(readFileSync(join(out, 'a.log'), 'utf8'), 'a line of the input\njunk\ntext\nmore\nend\n');
 });
 
+test('short lines copied for two files in turn land in each file whole and in order', () => {
+  const out = tmpDir();
+  const files = new AppendFiles(out, 4);
+  const a = files.file('a', '.log');
+  const b = files.file('b', '.log');
+  files.writeCopied(a, Buffer.from('a1'), true);
+  files.writeCopied(b, Buffer.from('b1'), true);
+  files.write(a, 'a2\n');
+  files.writeCopied(a, Buffer.from('a3'), true);
+  files.writeCopied(b, Buffer.from('b2'), false);
+  files.flush();
+  files.writeCopied(a, Buffer.from('a4'), true);
+  files.flush();
+  files.closeAll();
+  assert.equal(readFileSync(join(out, 'a.log'), 'utf8'), 'a1\na2\na3\na4\n');
+  assert.equal(readFileSync(join(out, 'b.log'), 'utf8'), 'b1\nb2');
+});
+
 test('a file replaced by a link during the run is not reopened: the write fails naming it', () => {
   const v = victim();
   const out = tmpDir();
   const files = new AppendFiles(out, 1);
-  const a = files.file('a.log');
-  const b = files.file('b.log');
+  const a = files.file('a', '.log');
+  const b = files.file('b', '.log');
   files.write(a, 'one\n');
   files.write(b, 'two\n');
   files.flush(); // one descriptor: a is closed again when b is opened
@@ -240,9 +258,9 @@ test('lines queued by writeLine and text by writeText ' +
     const written = (fast: boolean) => {
       const out = tmpDir();
       const files = new AppendFiles(out, 4);
-      const jsonl = files.file('a.jsonl');
-      const log = files.file('a.log');
-      const other = files.file('b.jsonl');
+      const jsonl = files.file('a', '.jsonl');
+      const log = files.file('a', '.log');
+      const other = files.file('b', '.jsonl');
       lines.forEach((line, k) => {
         const f = k % 7 === 3 ? other : jsonl;
         if (fast) files.writeLine(f, line);

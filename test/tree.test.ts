@@ -391,6 +391,19 @@ test('the calls a heartbeat can name are the latest MAX_CALLS_REMEMBERED; older 
   assert.equal(t.route(heartbeat('toolu_0')).channel.orphan, true);
 });
 
+test('a call is forgotten at its result, a background call is not: a later line naming it opens an orphan', () => {
+  const t = new ChannelTree();
+  t.route(bash('toolu_fg', null));
+  const background = bash('toolu_bg', null);
+  background.message.content[0].input = { command: 'npm run watch', run_in_background: true } as never;
+  t.route(background);
+  assert.equal(t.route(heartbeat('toolu_fg')).channel, t.main);
+  t.route(result(null, 'toolu_fg', 'ok'));
+  t.route(result(null, 'toolu_bg', 'Command running in background with ID: b1'));
+  assert.equal(t.route(heartbeat('toolu_bg')).channel, t.main);
+  assert.equal(t.route(heartbeat('toolu_fg')).channel.orphan, true);
+});
+
 const at = (line: Record<string, unknown>, timestamp: string) => ({ ...line, timestamp });
 
 test("a subagent's time runs from its spawn to its report, or to the run's latest line while it runs", () => {

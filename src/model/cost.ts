@@ -203,7 +203,19 @@ interface OpenMessage {
   exact: number | null;
   /** Its usage stated at least one kind of token (not only a total). */
   known: boolean;
-  applied: Tally;
+  /**
+   * What it has added to its model's tally so far, as the tally's fields: kept in the message
+   * itself rather than in a Tally of their own, one object fewer per channel.
+   */
+  appliedInput: number;
+  appliedCacheRead: number;
+  appliedCache5m: number;
+  appliedCache1h: number;
+  appliedExactOutput: number;
+  appliedStreamOutput: number;
+  appliedEstimate: number;
+  appliedEstimatedMessages: number;
+  appliedKnown: number;
 }
 
 /**
@@ -513,7 +525,15 @@ export class CostLedger {
         chars: 0,
         exact: null,
         known: false,
-        applied: emptyTally(),
+        appliedInput: 0,
+        appliedCacheRead: 0,
+        appliedCache5m: 0,
+        appliedCache1h: 0,
+        appliedExactOutput: 0,
+        appliedStreamOutput: 0,
+        appliedEstimate: 0,
+        appliedEstimatedMessages: 0,
+        appliedKnown: 0,
       };
       ledger.current = msg;
       if (!ledger.models.has(model)) ledger.models.set(model, emptyTally());
@@ -571,32 +591,31 @@ export class CostLedger {
     const estimated = exact === null ? 1 : 0;
     // In place, one field at a time (no keyed access, no object per line): this runs for
     // every assistant line.
-    const applied = msg.applied;
-    const addInput = input - applied.input;
-    const addCacheRead = cacheRead - applied.cacheRead;
-    const add5m = cache5m - applied.cache5m;
-    const add1h = oneHour - applied.cache1h;
-    const addExact = (exact ?? 0) - applied.exactOutput;
-    const addStream = streamOutput - applied.streamOutput;
+    const addInput = input - msg.appliedInput;
+    const addCacheRead = cacheRead - msg.appliedCacheRead;
+    const add5m = cache5m - msg.appliedCache5m;
+    const add1h = oneHour - msg.appliedCache1h;
+    const addExact = (exact ?? 0) - msg.appliedExactOutput;
+    const addStream = streamOutput - msg.appliedStreamOutput;
     tally.input += addInput;
     tally.cacheRead += addCacheRead;
     tally.cache5m += add5m;
     tally.cache1h += add1h;
     tally.exactOutput += addExact;
     tally.streamOutput += addStream;
-    tally.estimate += estimate - applied.estimate;
-    tally.estimatedMessages += estimated - applied.estimatedMessages;
-    tally.known += (msg.known ? 1 : 0) - applied.known;
-    this.estimatedMessages += estimated - applied.estimatedMessages;
-    applied.input = input;
-    applied.cacheRead = cacheRead;
-    applied.cache5m = cache5m;
-    applied.cache1h = oneHour;
-    applied.exactOutput = exact ?? 0;
-    applied.streamOutput = streamOutput;
-    applied.estimate = estimate;
-    applied.estimatedMessages = estimated;
-    applied.known = msg.known ? 1 : 0;
+    tally.estimate += estimate - msg.appliedEstimate;
+    tally.estimatedMessages += estimated - msg.appliedEstimatedMessages;
+    tally.known += (msg.known ? 1 : 0) - msg.appliedKnown;
+    this.estimatedMessages += estimated - msg.appliedEstimatedMessages;
+    msg.appliedInput = input;
+    msg.appliedCacheRead = cacheRead;
+    msg.appliedCache5m = cache5m;
+    msg.appliedCache1h = oneHour;
+    msg.appliedExactOutput = exact ?? 0;
+    msg.appliedStreamOutput = streamOutput;
+    msg.appliedEstimate = estimate;
+    msg.appliedEstimatedMessages = estimated;
+    msg.appliedKnown = msg.known ? 1 : 0;
     const addOutput = addExact + addStream;
     if (addInput === 0 && addCacheRead === 0 && add5m === 0 && add1h === 0 && addOutput === 0) return null;
     const tokens: ModelTokens = {

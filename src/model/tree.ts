@@ -158,33 +158,97 @@ export type ToolEvent = ToolCallEvent | ToolResultEvent;
 
 const NO_TOOLS: readonly ToolEvent[] = Object.freeze([]);
 
+/** A leaf's `children` until its first spawn: most channels never spawn one. */
+const NO_CHILDREN: readonly string[] = Object.freeze([]);
+
+/**
+ * A channel as the tree keeps it: `Channel`'s fields, in its order, and the API message whose
+ * lines are arriving on it, private (invisible to readers, copies and JSON). One object per
+ * channel, where a map beside the tree held the message: with 10,000 subagents alive to the
+ * run's end, each map cost some 50 bytes per channel.
+ */
+class TreeChannel implements Channel {
+  readonly id: string | null;
+  parent: string | null = null;
+  orphan = false;
+  depth: number | null = null;
+  agent: string | null = null;
+  description: string | null = null;
+  status: ChannelStatus = 'running';
+  background: boolean | null = null;
+  summary: string | null = null;
+  lines = 0;
+  counts: Record<CountedBlockType, number> = { text: 0, thinking: 0, tool_use: 0, tool_result: 0 };
+  usage: Record<string, number> = {};
+  firstSeen: string | null = null;
+  lastSeen: string | null = null;
+  startedAt: string | null = null;
+  endedAt: string | null = null;
+  children: string[] = NO_CHILDREN as string[];
+  readonly tag: string;
+  readonly seq: number;
+  #messageId: string | null = null;
+  #messageUsage: Record<string, number> | null = null;
+
+  constructor(id: string | null, tag: string, seq: number) {
+    this.id = id;
+    this.tag = tag;
+    this.seq = seq;
+  }
+
+  addChild(id: string): void {
+    if (this.children === NO_CHILDREN) this.children = [id];
+    else this.children.push(id);
+  }
+
+  /**
+   * One API message arrives as consecutive lines, one per block, each repeating the
+   * message's usage; the latest line's usage replaces what earlier lines of that message
+   * contributed. Only the current message is remembered, so memory does not grow with the
+   * length of the run.
+   */
+  addUsage(messageId: string, now: Record<string, number>): void {
+    const before = this.#messageId === messageId ? this.#messageUsage : null;
+    const usage = this.usage;
+    for (const k in now) usage[k] = (usage[k] ?? 0) + now[k] - (before?.[k] ?? 0);
+    if (before) for (const k in before) if (!(k in now)) usage[k] -= before[k];
+    this.#messageId = messageId;
+    this.#messageUsage = now;
+  }
+}
+
 /**
  * The subagent tree, rebuilt from the stream alone. Plain logic with no I/O: `route()` takes
  * one parsed line and returns the channel it belongs to plus the tree changes it caused.
  */
 export class ChannelTree {
   readonly main: Channel;
-  private readonly byId = new Map<string, Channel>();
-  /** Per channel, the API message whose lines are arriving and the usage counted for it. */
-  private readonly lastMessage = new Map<Channel, { id: string; usage: Record<string, number> }>();
+  readonly #main: TreeChannel;
+  private readonly byId = new Map<string, TreeChannel>();
   private readonly tags = new Set<string>();
   /** Next `~n` suffix to try per tag base, so a run of colliding ids costs O(1) each. */
   private readonly tagSuffix = new Map<string, number>();
   /**
-   * Which spawn trees channels belong to (union-find: a link up, with the size at each
-   * root). A spawn links an orphan's whole tree under its parent; when the parent is in that
-   * same tree the spawn would close a cycle, which this finds without walking the tree.
+   * Which spawn trees channels belong to: main's tree is every channel whose depth is real
+   * (see `inMainTree`); the others, orphans and what they spawned, are kept as union-find
+   * sets here (a link up, with the size at each root), so these maps hold only channels not
+   * yet joined to main. A spawn links an orphan's whole tree under its parent; when the
+   * parent is in that same tree the spawn would close a cycle, which this finds without
+   * walking the tree.
    */
   private readonly treeLink = new Map<Channel, Channel>();
   private readonly treeSize = new Map<Channel, number>();
-  /** Channels whose depth comes from a spawn chain up to main: final, never a guess. */
-  private readonly realDepth = new Set<Channel>();
+  /** Channels whose depth is a guess (task_started's spawn_depth), not from a spawn chain to main. */
+  private readonly guessedDepth = new Set<Channel>();
   /**
    * Tool calls other than spawns, by id, with the channel that made them: a line whose
    * `parent_tool_use_id` names one (Claude Code's `tool_progress` heartbeat of a long Bash
-   * call) belongs to that channel, not to a subagent. The latest MAX_CALLS_REMEMBERED.
+   * call) belongs to that channel, not to a subagent. A call is forgotten at its result, but
+   * one run in the background (`run_in_background`), whose result comes as it starts, is kept
+   * (`backgroundCalls`); each map keeps the latest MAX_CALLS_REMEMBERED.
    */
-  private readonly calls = new Map<string, Channel>();
+  private readonly calls = new Map<string, TreeChannel>();
+  private readonly backgroundCalls = new Map<string, TreeChannel>();
   private seq = 0;
   sessionId: string | null = null;
   /** The run's identity: the first `uuid` a line carries (see `runIdOf`); null until one does. */
@@ -201,9 +265,9 @@ export class ChannelTree {
   firstCycle: { id: string; on: string | null } | null = null;
 
   constructor() {
-    this.main = this.newChannel(null);
-    this.main.depth = 0;
-    this.realDepth.add(this.main);
+    this.#main = this.newChannel(null);
+    this.#main.depth = 0;
+    this.main = this.#main;
   }
 
   get(id: string | null): Channel | undefined {
@@ -293,28 +357,8 @@ export class ChannelTree {
     (this.lineTools ??= []).push(Object.freeze(event));
   }
 
-  private newChannel(id: string | null): Channel {
-    return {
-      id,
-      parent: null,
-      orphan: false,
-      depth: null,
-      agent: null,
-      description: null,
-      status: 'running',
-      background: null,
-      summary: null,
-      lines: 0,
-      counts: { text: 0, thinking: 0, tool_use: 0, tool_result: 0 },
-      usage: {},
-      firstSeen: null,
-      lastSeen: null,
-      startedAt: null,
-      endedAt: null,
-      children: [],
-      tag: id === null ? 'main' : this.uniqueTag(id),
-      seq: this.seq++,
-    };
+  private newChannel(id: string | null): TreeChannel {
+    return new TreeChannel(id, id === null ? 'main' : this.uniqueTag(id), this.seq++);
   }
 
   /**
@@ -340,11 +384,11 @@ export class ChannelTree {
     return tag;
   }
 
-  private channelFor(id: string | null, pending: PendingEvent[]): Channel {
-    if (id === null) return this.main;
+  private channelFor(id: string | null, pending: PendingEvent[]): TreeChannel {
+    if (id === null) return this.#main;
     let ch = this.byId.get(id);
     if (!ch) {
-      const caller = this.calls.get(id);
+      const caller = this.calls.get(id) ?? this.backgroundCalls.get(id);
       if (caller) return caller;
       ch = this.newChannel(id);
       ch.orphan = true;
@@ -355,7 +399,7 @@ export class ChannelTree {
     return ch;
   }
 
-  private spawn(block: ToolUseBlock, parent: Channel, pending: PendingEvent[]): void {
+  private spawn(block: ToolUseBlock, parent: TreeChannel, pending: PendingEvent[]): void {
     const id = nonEmpty(block.id);
     if (!id) return;
     const input: JsonObject = isObject(block.input) ? block.input : {};
@@ -377,14 +421,15 @@ export class ChannelTree {
     ch.orphan = false;
     ch.startedAt ??= this.lastTime;
     ch.parent = parent.id;
-    parent.children.push(id);
-    this.joinTrees(ch, parent);
+    parent.addChild(id);
+    const underMain = this.inMainTree(parent);
+    if (!underMain) this.joinTrees(ch, parent);
     ch.agent = agentName(input.subagent_type) ?? ch.agent;
     ch.description = nonEmpty(input.description) ?? ch.description;
     if (typeof input.run_in_background === 'boolean' && ch.background === null) {
       ch.background = input.run_in_background;
     }
-    if (parent.depth !== null) this.setDepth(ch, parent.depth + 1);
+    if (parent.depth !== null) this.setDepth(ch, parent.depth + 1, underMain);
     pending.push({ type: known ? 'spawn' : 'open', channel: ch });
   }
 
@@ -396,13 +441,19 @@ export class ChannelTree {
    * chain arriving children-first costs linear time. A loop over an explicit stack: the
    * stream chooses how deep the tree is. The tree has no cycle (see `spawn`).
    */
-  private setDepth(root: Channel, depth: number): void {
-    const real = this.treeOf(root) === this.treeOf(this.main);
+  private setDepth(root: Channel, depth: number, real: boolean): void {
     const stack: Array<[Channel, number]> = [[root, depth]];
     while (stack.length > 0) {
       const [ch, d] = stack.pop()!;
-      if (real ? this.realDepth.has(ch) : ch.depth !== null) continue;
-      if (real) this.realDepth.add(ch);
+      if (real ? this.inMainTree(ch) : ch.depth !== null) continue;
+      if (real) {
+        // Joined to main's tree, with all of its own: it leaves the sets kept for the others.
+        this.guessedDepth.delete(ch);
+        this.treeLink.delete(ch);
+        this.treeSize.delete(ch);
+      } else {
+        this.guessedDepth.add(ch);
+      }
       ch.depth = d;
       for (const childId of ch.children) {
         const child = this.byId.get(childId);
@@ -411,8 +462,14 @@ export class ChannelTree {
     }
   }
 
-  /** The root of the union-find set of `ch`, shortening the links it walked. */
+  /** Whether `ch` hangs below main by spawns: its depth is known and not a guess. */
+  private inMainTree(ch: Channel): boolean {
+    return ch.depth !== null && !this.guessedDepth.has(ch);
+  }
+
+  /** Main for a channel in its tree, else the root of `ch`'s set, shortening the links it walked. */
   private treeOf(ch: Channel): Channel {
+    if (this.inMainTree(ch)) return this.main;
     let root = ch;
     for (let up = this.treeLink.get(root); up; up = this.treeLink.get(root)) root = up;
     for (let at = ch; at !== root;) {
@@ -435,7 +492,7 @@ export class ChannelTree {
     this.treeSize.delete(small);
   }
 
-  private assistant(line: AssistantLine, channel: Channel, pending: PendingEvent[]): void {
+  private assistant(line: AssistantLine, channel: TreeChannel, pending: PendingEvent[]): void {
     for (const block of contentBlocks(line as unknown as JsonObject)) {
       if (block.type === 'redacted_thinking') continue;
       channel.counts[block.type]++;
@@ -446,35 +503,18 @@ export class ChannelTree {
       else this.call(block, channel);
     }
     const key = nonEmpty(line.message.id);
-    if (key && isObject(line.message.usage)) this.addUsage(channel, key, usageNumbers(line.message.usage));
+    if (key && isObject(line.message.usage)) channel.addUsage(key, usageNumbers(line.message.usage));
   }
 
   /** Remembers a non-spawn call's channel (see `calls`); an id no real CLI makes is not kept. */
-  private call(block: ToolUseBlock, channel: Channel): void {
+  private call(block: ToolUseBlock, channel: TreeChannel): void {
     const id = nonEmpty(block.id);
     if (!id || id.length > MAX_CALL_ID_CHARS || this.byId.has(id)) return;
-    this.calls.delete(id);
-    this.calls.set(id, channel);
-    if (this.calls.size > MAX_CALLS_REMEMBERED) this.calls.delete(this.calls.keys().next().value!);
-  }
-
-  /**
-   * One API message arrives as consecutive lines, one per block, each repeating the
-   * message's usage; the latest line's usage replaces what earlier lines of that message
-   * contributed. Only the current message per channel is remembered, so memory does not
-   * grow with the length of the run.
-   */
-  private addUsage(channel: Channel, messageId: string, now: Record<string, number>): void {
-    const last = this.lastMessage.get(channel);
-    const before = last?.id === messageId ? last.usage : undefined;
-    for (const k in now) channel.usage[k] = (channel.usage[k] ?? 0) + now[k] - (before?.[k] ?? 0);
-    if (before) for (const k in before) if (!(k in now)) channel.usage[k] -= before[k];
-    if (last) {
-      last.id = messageId;
-      last.usage = now;
-    } else {
-      this.lastMessage.set(channel, { id: messageId, usage: now });
-    }
+    const background = isObject(block.input) && block.input.run_in_background === true;
+    const calls = background ? this.backgroundCalls : this.calls;
+    calls.delete(id);
+    calls.set(id, channel);
+    if (calls.size > MAX_CALLS_REMEMBERED) calls.delete(calls.keys().next().value!);
   }
 
   private user(line: UserLine, channel: Channel, pending: PendingEvent[]): void {
@@ -482,6 +522,7 @@ export class ChannelTree {
       if (block.type !== 'tool_result') continue;
       channel.counts.tool_result++;
       this.tool(block, channel);
+      this.calls.delete(block.tool_use_id);
       const target = this.byId.get(block.tool_use_id);
       if (!target || target.status !== 'running') continue;
       const text = resultText(block);
@@ -509,7 +550,7 @@ export class ChannelTree {
         if (typeof line.is_backgrounded === 'boolean') ch.background = line.is_backgrounded;
         ch.agent ??= agentName(line.subagent_type);
         ch.description ??= nonEmpty(line.description);
-        if (ch.depth === null && isDepth(line.spawn_depth)) this.setDepth(ch, line.spawn_depth);
+        if (ch.depth === null && isDepth(line.spawn_depth)) this.setDepth(ch, line.spawn_depth, false);
         return;
       }
       case 'task_notification': {
@@ -538,7 +579,7 @@ export class ChannelTree {
   }
 }
 
-/** How many non-spawn tool calls the tree remembers the channel of (the latest). */
+/** How many non-spawn tool calls (each of foreground and background) the tree remembers the channel of. */
 export const MAX_CALLS_REMEMBERED = 10_000;
 /** Longest call id remembered: real ids are about 30 characters; a huge one must not be held 10,000 times. */
 const MAX_CALL_ID_CHARS = 256;

@@ -9,8 +9,13 @@ import { createNewFile, reopenFile, writeAllSync } from '../../safe-open.js';
  * two numbers rather than an object of its own.
  */
 export interface AppendFile {
-  /** Path relative to the output folder, with `/` separators (as written in index.json). */
-  readonly rel: string;
+  /**
+   * Its path relative to the output folder (`relPath`), with `/` separators, as written in
+   * index.json: in two parts, the name a channel's files share and the extension, so a
+   * channel's two paths are not two strings of their own.
+   */
+  readonly stem: string;
+  readonly ext: string;
   fd: number;
   /** Device and inode once the file is created (`createdIno` -1 before): a reopen must find it. */
   createdDev: number;
@@ -23,10 +28,6 @@ export interface AppendFile {
    */
   pending: Buffer[] | null;
   pendingBytes: number;
-  /** Where `writeCopied` gathers short lines: bytes from `copyStart` on are not in `pending` yet. */
-  copyBuf: Buffer | null;
-  copyStart: number;
-  copyUsed: number;
 }
 
 /** A line up to this long is copied by `writeCopied`; a longer one is queued as it is. */
@@ -71,6 +72,15 @@ export class AppendFiles {
   private lines: Buffer | null = null;
   private linesStart = 0;
   private linesEnd = 0;
+  /**
+   * Where `writeCopied` gathers the short lines of one file (the quarantine's): bytes from
+   * `copyStart` on are not in its `pending` yet. Another file's copied lines take it over
+   * once the first file's are written; no file holds a buffer of its own.
+   */
+  private copyFile: AppendFile | null = null;
+  private copyBuf: Buffer | null = null;
+  private copyStart = 0;
+  private copyUsed = 0;
 
   constructor(
     private readonly dir: string,
@@ -78,17 +88,15 @@ export class AppendFiles {
     private readonly overwrite = false,
   ) {}
 
-  file(rel: string): AppendFile {
+  file(stem: string, ext: string): AppendFile {
     return {
-      rel,
+      stem,
+      ext,
       fd: -1,
       createdDev: 0,
       createdIno: -1,
       pending: null,
       pendingBytes: 0,
-      copyBuf: null,
-      copyStart: 0,
-      copyUsed: 0,
     };
   }
 
@@ -97,7 +105,7 @@ export class AppendFiles {
     if (buf.length === 0 && f.createdIno !== -1) return;
     if (this.linesFile === f) this.sealLines();
     if (this.runFile === f) this.sealRun();
-    if (f.copyUsed > f.copyStart) this.sealCopied(f);
+    if (this.copyFile === f) this.sealCopied();
     (f.pending ??= []).push(buf);
     f.pendingBytes += buf.length;
     this.pendingBytes += buf.length;
@@ -119,17 +127,23 @@ export class AppendFiles {
     if (size === 0) return this.write(f, line);
     if (this.linesFile === f) this.sealLines();
     if (this.runFile === f) this.sealRun();
-    if (f.copyBuf === null) {
-      f.copyBuf = Buffer.allocUnsafe(COPY_BUFFER_BYTES);
-    } else if (f.copyUsed + size > f.copyBuf.length) {
+    if (this.copyFile !== f && this.copyFile !== null) {
+      // The buffer is another file's: that file's queue is written first.
+      this.flushFile(this.copyFile);
+      this.dirty.delete(this.copyFile);
+    }
+    this.copyFile = f;
+    if (this.copyBuf === null) {
+      this.copyBuf = Buffer.allocUnsafe(COPY_BUFFER_BYTES);
+    } else if (this.copyUsed + size > this.copyBuf.length) {
       // Full: the file's queue is written now and the one buffer used again, rather than a
       // new buffer per 64 KiB (garbage the collector was slow to take back).
       this.flushFile(f);
       this.dirty.delete(f);
     }
-    f.copyBuf.set(line, f.copyUsed);
-    f.copyUsed += line.length;
-    if (newline) f.copyBuf[f.copyUsed++] = LF;
+    this.copyBuf.set(line, this.copyUsed);
+    this.copyUsed += line.length;
+    if (newline) this.copyBuf[this.copyUsed++] = LF;
     f.pendingBytes += size;
     this.pendingBytes += size;
     this.dirty.add(f);
@@ -141,7 +155,7 @@ export class AppendFiles {
     const most = text.length * 3;
     if (most === 0 || most > TEXT_ARENA_BYTES / 4) return this.write(f, text);
     if (this.linesFile === f) this.sealLines();
-    if (f.copyUsed > f.copyStart) this.sealCopied(f);
+    if (this.copyFile === f) this.sealCopied();
     if (this.runFile !== f) this.sealRun();
     if (this.arena === null || this.arenaUsed + most > this.arena.length) {
       this.sealRun();
@@ -182,7 +196,7 @@ export class AppendFiles {
         return;
       }
       this.sealLines();
-      if (f.copyUsed > f.copyStart) this.sealCopied(f);
+      if (this.copyFile === f) this.sealCopied();
       if (this.runFile === f) this.sealRun();
       // The whole input buffer, as a Buffer: no copy.
       this.linesFile = f;
@@ -213,10 +227,11 @@ export class AppendFiles {
       (f.pending ??= []).push(this.arena!.subarray(this.runStart, this.arenaUsed));
   }
 
-  /** Moves the copied bytes not yet queued into `pending`, after what is there. */
-  private sealCopied(f: AppendFile): void {
-    (f.pending ??= []).push(f.copyBuf!.subarray(f.copyStart, f.copyUsed));
-    f.copyStart = f.copyUsed;
+  /** Moves the copied bytes not yet queued into their file's `pending`, after what is there. */
+  private sealCopied(): void {
+    if (this.copyUsed === this.copyStart) return;
+    (this.copyFile!.pending ??= []).push(this.copyBuf!.subarray(this.copyStart, this.copyUsed));
+    this.copyStart = this.copyUsed;
   }
 
   /** Writes everything queued. Throws an OutputError naming the file on failure. */
@@ -234,7 +249,7 @@ export class AppendFiles {
   private flushFile(f: AppendFile): void {
     if (this.linesFile === f) this.sealLines();
     if (this.runFile === f) this.sealRun();
-    if (f.copyUsed > f.copyStart) this.sealCopied(f);
+    if (this.copyFile === f) this.sealCopied();
     const parts = f.pending;
     const total = f.pendingBytes;
     this.pendingBytes -= f.pendingBytes;
@@ -261,8 +276,10 @@ export class AppendFiles {
       parts.length = 0;
     }
     // Everything copied is written: the buffer is filled again from its start.
-    f.copyStart = 0;
-    f.copyUsed = 0;
+    if (this.copyFile === f) {
+      this.copyStart = 0;
+      this.copyUsed = 0;
+    }
   }
 
   private fdFor(f: AppendFile): number {
@@ -310,6 +327,9 @@ export class AppendFiles {
   }
 
   pathOf(f: AppendFile): string {
-    return join(this.dir, f.rel);
+    return join(this.dir, relPath(f));
   }
 }
+
+/** A file's path relative to the output folder, with `/` separators. */
+export const relPath = (f: AppendFile): string => f.stem + f.ext;

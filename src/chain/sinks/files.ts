@@ -24,7 +24,7 @@ import { fullThinking } from '../../model/content.js';
 import { viewOf } from '../../model/line-view.js';
 import type { LazyText } from '../../model/scan.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
-import { AppendFiles, type AppendFile } from './append-files.js';
+import { AppendFiles, relPath, type AppendFile } from './append-files.js';
 import { appendSpool } from './spool-copy.js';
 import { writePiecesSync } from './write-pieces.js';
 import { createNewFile, descriptorBudget, makeDirs, openRegularUnder } from '../../safe-open.js';
@@ -60,11 +60,18 @@ export interface FilesSinkOptions {
   store?: FileChannelStore;
 }
 
-interface ChannelFiles extends ChannelPaths {
-  logFile: AppendFile;
-  jsonlFile: AppendFile;
-  thinkingFile?: AppendFile;
+/** A channel's files; their paths are made when index.json is written (`pathsOf`). */
+interface ChannelFiles {
+  readonly logFile: AppendFile;
+  readonly jsonlFile: AppendFile;
+  thinkingFile: AppendFile | null;
 }
+
+const pathsOf = (f: ChannelFiles): ChannelPaths => ({
+  log: relPath(f.logFile),
+  jsonl: relPath(f.jsonlFile),
+  ...(f.thinkingFile ? { thinking_log: relPath(f.thinkingFile) } : {}),
+});
 
 const NL = Buffer.from('\n');
 
@@ -176,16 +183,18 @@ class FilesSink extends BatchTransform {
   }
 
   #quarantineFile(): AppendFile {
-    return (this.#quarantine ??= this.#files.file('quarantine.log'));
+    return (this.#quarantine ??= this.#files.file('quarantine', '.log'));
   }
 
   #filesOf(ch: ChannelSnapshot): ChannelFiles {
     let f = this.#byChannel.get(ch.id);
     if (f) return f;
     const stem = this.#store.stemOf(ch.id);
-    const log = `${stem}.log`;
-    const jsonl = `${stem}.jsonl`;
-    f = { log, jsonl, logFile: this.#files.file(log), jsonlFile: this.#files.file(jsonl) };
+    f = {
+      logFile: this.#files.file(stem, '.log'),
+      jsonlFile: this.#files.file(stem, '.jsonl'),
+      thinkingFile: null,
+    };
     this.#byChannel.set(ch.id, f);
     this.#files.writeText(f.logFile, headerLines(ch).join('\n') + '\n');
     this.#files.write(f.jsonlFile, Buffer.alloc(0));
@@ -199,7 +208,7 @@ class FilesSink extends BatchTransform {
     if (rec.kind === 'spooled') {
       appendSpool(files, f.jsonlFile, rec.spool);
       files.write(f.jsonlFile, NL);
-      files.writeText(f.logFile, spooledLine(rec, f.jsonl) + '\n');
+      files.writeText(f.logFile, spooledLine(rec, relPath(f.jsonlFile)) + '\n');
       return;
     }
     // A derived line (mapped from another line's event) has no bytes of its own to keep.
@@ -246,10 +255,7 @@ class FilesSink extends BatchTransform {
     }
     if (texts.length === 0) return;
     const lineNo = rec.lineNo;
-    if (!f.thinkingFile) {
-      f.thinking_log = f.log.replace(/\.log$/, '.thinking.log');
-      f.thinkingFile = this.#files.file(f.thinking_log);
-    }
+    f.thinkingFile ??= this.#files.file(f.logFile.stem, '.thinking.log');
     for (const t of texts) {
       const text = `[thinking] input line ${lineNo}\n${escapeControl(t.toString())}\n\n`;
       this.#files.write(f.thinkingFile, text);
@@ -258,8 +264,11 @@ class FilesSink extends BatchTransform {
 
   #writeIndex(costs: RunCosts): void {
     const byChannel = this.#byChannel;
-    const quarantine = this.#quarantine?.rel ?? null;
-    const paths = (ch: ChannelSnapshot) => byChannel.get(ch.id);
+    const quarantine = this.#quarantine ? relPath(this.#quarantine) : null;
+    const paths = (ch: ChannelSnapshot) => {
+      const f = byChannel.get(ch.id);
+      return f && pathsOf(f);
+    };
     const index = indexForWriting(this.#run, paths, quarantine, costs, this.#display);
     const path = join(this.#opts.out, 'index.json');
     const write = () => {
@@ -300,8 +309,8 @@ class FilesSink extends BatchTransform {
    * not counted), so what the files hold is what was written, whichever write failed.
    */
   #linesWritten(): number {
-    const rels = [...this.#byChannel.values()].map((f) => f.jsonl);
-    if (this.#quarantine) rels.push(this.#quarantine.rel);
+    const rels = [...this.#byChannel.values()].map((f) => relPath(f.jsonlFile));
+    if (this.#quarantine) rels.push(relPath(this.#quarantine));
     let written = 0;
     for (const rel of rels) written += linesIn(this.#opts.out, rel);
     return written;
