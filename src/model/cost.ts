@@ -186,14 +186,8 @@ interface Tally {
   known: number;
 }
 
-/**
- * The message a channel's lines are arriving for. Its latest usage is kept as the numbers
- * the tally needs, not as the line's object, which could hold anything the line put there
- * and would stay alive, one per channel, to the end of the run.
- */
-interface OpenMessage {
-  id: string;
-  model: string;
+/** A message's figures, as the tally needs them. */
+interface MessageFigures {
   input: number;
   cacheRead: number;
   cache5m: number;
@@ -203,20 +197,31 @@ interface OpenMessage {
   exact: number | null;
   /** Its usage stated at least one kind of token (not only a total). */
   known: boolean;
-  /**
-   * What it has added to its model's tally so far, as the tally's fields: kept in the message
-   * itself rather than in a Tally of their own, one object fewer per channel.
-   */
-  appliedInput: number;
-  appliedCacheRead: number;
-  appliedCache5m: number;
-  appliedCache1h: number;
-  appliedExactOutput: number;
-  appliedStreamOutput: number;
-  appliedEstimate: number;
-  appliedEstimatedMessages: number;
-  appliedKnown: number;
 }
+
+/**
+ * The message a channel's lines are arriving for: its figures as its model's tally holds
+ * them (what its latest line stated), kept as the numbers the tally needs, not as the
+ * line's object, which could hold anything the line put there and would stay alive, one per
+ * channel, to the end of the run. A line's new figures replace them in `apply`.
+ */
+interface OpenMessage extends MessageFigures {
+  id: string;
+  model: string;
+  /** Its figures are in the tally: false until its first line is applied. */
+  counted: boolean;
+}
+
+const noFigures = (): MessageFigures => ({
+  input: 0,
+  cacheRead: 0,
+  cache5m: 0,
+  cache1h: 0,
+  lineOutput: 0,
+  chars: 0,
+  exact: null,
+  known: false,
+});
 
 /**
  * A channel's tallies by model, in the order the models came, with a Map's interface. Nearly
@@ -405,7 +410,7 @@ export class CostLedger {
   }
 
   /** A line's usage into the numbers of its message. */
-  private takeUsage(msg: OpenMessage, usage: JsonObject, lineNo: number): void {
+  private takeUsage(msg: MessageFigures, usage: JsonObject, lineNo: number): void {
     const count = (v: unknown, field: string) => this.tokens(v, `usage.${field}`, lineNo);
     const created = count(usage.cache_creation_input_tokens, 'cache_creation_input_tokens');
     const split = isObject(usage.cache_creation) ? usage.cache_creation : null;
@@ -525,15 +530,7 @@ export class CostLedger {
         chars: 0,
         exact: null,
         known: false,
-        appliedInput: 0,
-        appliedCacheRead: 0,
-        appliedCache5m: 0,
-        appliedCache1h: 0,
-        appliedExactOutput: 0,
-        appliedStreamOutput: 0,
-        appliedEstimate: 0,
-        appliedEstimatedMessages: 0,
-        appliedKnown: 0,
+        counted: false,
       };
       ledger.current = msg;
       if (!ledger.models.has(model)) ledger.models.set(model, emptyTally());
@@ -544,11 +541,13 @@ export class CostLedger {
       }
     }
     // Every line of a message repeats its usage: the latest one stands.
-    this.takeUsage(msg, message.usage, lineNo);
+    const next = this.next;
+    this.takeUsage(next, message.usage, lineNo);
     const total = this.tokens(message.usage.total_tokens, 'usage.total_tokens', lineNo);
-    if (!msg.known && total > 0) ledger.totalOnly = Math.max(ledger.totalOnly, total);
-    msg.chars += producedChars(message.content);
-    return this.apply(ledger, msg, channel, lineNo);
+    if (!next.known && total > 0) ledger.totalOnly = Math.max(ledger.totalOnly, total);
+    next.chars = msg.chars + producedChars(message.content);
+    next.exact = msg.exact;
+    return this.apply(ledger, msg, next, channel, lineNo);
   }
 
   private delta(value: JsonObject, channel: string | null, lineNo: number): UsageEvent | null {
@@ -566,56 +565,76 @@ export class CostLedger {
     const msg = ledger.current;
     this.cached = null;
     if (msg && (id === null || msg.id === id)) {
-      msg.exact = output;
-      return this.apply(ledger, msg, channel, lineNo);
+      const next = this.next;
+      next.input = msg.input;
+      next.cacheRead = msg.cacheRead;
+      next.cache5m = msg.cache5m;
+      next.cache1h = msg.cache1h;
+      next.lineOutput = msg.lineOutput;
+      next.chars = msg.chars;
+      next.known = msg.known;
+      next.exact = output;
+      return this.apply(ledger, msg, next, channel, lineNo);
     }
     if (id !== null) ledger.early = { id, output };
     return null;
   }
 
   /**
-   * Replaces what the message added to its model's tally with what it adds now; returns the
+   * Where a line's figures for its message are gathered before `apply` takes them: one
+   * object for the ledger, not one per line.
+   */
+  private readonly next: MessageFigures = noFigures();
+
+  /**
+   * Replaces what the message added to its model's tally (its figures, nothing before its
+   * first line) with what `next` adds, and keeps `next` as its figures; returns the
    * difference as the line's usage event, or null when it adds nothing.
    */
   private apply(
     ledger: ChannelLedger,
     msg: OpenMessage,
+    next: MessageFigures,
     channel: string | null,
     lineNo: number,
   ): UsageEvent | null {
     const tally = ledger.models.get(msg.model)!;
-    const { input, cacheRead, cache5m, cache1h: oneHour, lineOutput } = msg;
-    const exact = msg.exact;
-    const streamOutput = exact === null ? lineOutput : 0;
-    const estimate = exact === null ? Math.max(lineOutput, Math.ceil(msg.chars / CHARS_PER_TOKEN)) : 0;
-    const estimated = exact === null ? 1 : 0;
     // In place, one field at a time (no keyed access, no object per line): this runs for
-    // every assistant line.
-    const addInput = input - msg.appliedInput;
-    const addCacheRead = cacheRead - msg.appliedCacheRead;
-    const add5m = cache5m - msg.appliedCache5m;
-    const add1h = oneHour - msg.appliedCache1h;
-    const addExact = (exact ?? 0) - msg.appliedExactOutput;
-    const addStream = streamOutput - msg.appliedStreamOutput;
+    // every assistant line. `was…`: what the message's figures added to the tally so far.
+    const counted = msg.counted;
+    const wasEstimated = counted && msg.exact === null ? 1 : 0;
+    const wasStream = wasEstimated === 1 ? msg.lineOutput : 0;
+    const wasEstimate =
+      wasEstimated === 1 ? Math.max(msg.lineOutput, Math.ceil(msg.chars / CHARS_PER_TOKEN)) : 0;
+    const exact = next.exact;
+    const estimated = exact === null ? 1 : 0;
+    const streamOutput = estimated === 1 ? next.lineOutput : 0;
+    const estimate = estimated === 1 ? Math.max(next.lineOutput, Math.ceil(next.chars / CHARS_PER_TOKEN)) : 0;
+    const addInput = next.input - msg.input;
+    const addCacheRead = next.cacheRead - msg.cacheRead;
+    const add5m = next.cache5m - msg.cache5m;
+    const add1h = next.cache1h - msg.cache1h;
+    const addExact = (exact ?? 0) - (counted ? (msg.exact ?? 0) : 0);
+    const addStream = streamOutput - wasStream;
     tally.input += addInput;
     tally.cacheRead += addCacheRead;
     tally.cache5m += add5m;
     tally.cache1h += add1h;
     tally.exactOutput += addExact;
     tally.streamOutput += addStream;
-    tally.estimate += estimate - msg.appliedEstimate;
-    tally.estimatedMessages += estimated - msg.appliedEstimatedMessages;
-    tally.known += (msg.known ? 1 : 0) - msg.appliedKnown;
-    this.estimatedMessages += estimated - msg.appliedEstimatedMessages;
-    msg.appliedInput = input;
-    msg.appliedCacheRead = cacheRead;
-    msg.appliedCache5m = cache5m;
-    msg.appliedCache1h = oneHour;
-    msg.appliedExactOutput = exact ?? 0;
-    msg.appliedStreamOutput = streamOutput;
-    msg.appliedEstimate = estimate;
-    msg.appliedEstimatedMessages = estimated;
-    msg.appliedKnown = msg.known ? 1 : 0;
+    tally.estimate += estimate - wasEstimate;
+    tally.estimatedMessages += estimated - wasEstimated;
+    tally.known += (next.known ? 1 : 0) - (counted && msg.known ? 1 : 0);
+    this.estimatedMessages += estimated - wasEstimated;
+    msg.input = next.input;
+    msg.cacheRead = next.cacheRead;
+    msg.cache5m = next.cache5m;
+    msg.cache1h = next.cache1h;
+    msg.lineOutput = next.lineOutput;
+    msg.chars = next.chars;
+    msg.exact = exact;
+    msg.known = next.known;
+    msg.counted = true;
     const addOutput = addExact + addStream;
     if (addInput === 0 && addCacheRead === 0 && add5m === 0 && add1h === 0 && addOutput === 0) return null;
     const tokens: ModelTokens = {
