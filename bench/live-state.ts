@@ -95,7 +95,28 @@ export function liveStateTable(rows: LiveState[]): string {
     ];
     out.push(`| ${cells.join(' | ')} |`);
   }
+  out.push('', ...addedSubagentLines(rows));
   return out.join('\n') + '\n';
+}
+
+/**
+ * What each subagent adds, without the chain's fixed buffers: between the runs of the fewest
+ * and the most subagents, weighed at the same point of their inputs, the heap's difference over
+ * the subagents' (none with a single fan-out).
+ */
+export function addedSubagentLines(rows: LiveState[]): string[] {
+  const lines: string[] = [];
+  for (const at of new Set(rows.map((r) => r.at))) {
+    const same = rows.filter((r) => r.at === at).sort((a, b) => a.subagents - b.subagents);
+    const [few, many] = [same[0], same[same.length - 1]];
+    if (same.length < 2 || many.subagents === few.subagents) continue;
+    const bytes = (many.heldBytes - few.heldBytes) / (many.subagents - few.subagents);
+    lines.push(
+      `Weighed at ${Math.round(at * 100)}%, each subagent from ${few.subagents.toLocaleString('en')} ` +
+        `to ${many.subagents.toLocaleString('en')} added ${Math.round(bytes).toLocaleString('en')} bytes.`,
+    );
+  }
+  return lines.length > 0 ? [...lines, ''] : [];
 }
 
 if (process.argv[1]?.endsWith('live-state.js')) {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ROOT } from './helpers/helpers.js';
+import { addedSubagentLines, type LiveState } from '../bench/live-state.js';
 
 // Proves the benchmark still runs end to end on small inputs. It asserts what the report
 // contains, never how fast anything was.
@@ -109,6 +110,19 @@ test('bench/run.js: --help prints its usage; a bad option is exit 2 before anyth
   }
   assert.deepEqual(readdirSync(outRoot), [], 'no work folder was made');
   rmSync(outRoot, { recursive: true, force: true });
+});
+
+test('what each added subagent holds is the heap difference over the subagent difference, per stop', () => {
+  const row = (fanout: number, at: number, subagents: number, heldBytes: number): LiveState =>
+    ({ fanout, inputMb: 100, at, lines: 1, subagents, heldBytes });
+  const rows = [row(2000, 0.5, 2000, 6e6), row(2000, 0.95, 2000, 7e6)];
+  assert.deepEqual(addedSubagentLines(rows), [], 'one fan-out: nothing to compare');
+  rows.push(row(10_000, 0.5, 10_000, 22e6), row(10_000, 0.95, 9_000, 21e6));
+  assert.deepEqual(addedSubagentLines(rows), [
+    'Weighed at 50%, each subagent from 2,000 to 10,000 added 2,000 bytes.',
+    'Weighed at 95%, each subagent from 2,000 to 9,000 added 2,000 bytes.',
+    '',
+  ]);
 });
 
 test('the live-state table counts the subagents the generator spawned, and its columns agree', () => {
