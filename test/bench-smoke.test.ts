@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -63,6 +63,32 @@ test('bench/tokenizer.js compares the spool checker with stream-json on one line
     r.stdout,
     /^run 1, 2 MB line: subtee's checker \d+ MB\/s \(JSON object: true\); stream-json parser \d+ MB\/s \(\d+ tokens\)/,
   );
+});
+
+test('bench/projection.js: a program on open() handles a failed subagent (its output rejects) ' +
+  'and exits 0, for both consumers', () => {
+  const work = mkdtempSync(join(tmpdir(), 'subtee-projection-bench-'));
+  try {
+    const input = join(work, 'in.jsonl');
+    const gen = [join(ROOT, 'dist', 'bench', 'gen.js'), '--size-mb', '2', '--shape', 'small', '--seed', '1'];
+    assert.equal(spawnSync(process.execPath, [...gen, '--out', input]).status, 0);
+    // An independent count: the generator ends a subagent as failed in its task_notification.
+    const failures = readFileSync(input, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"subtype":"task_notification"') && l.includes('"status":"failed"')).length;
+    assert.ok(failures > 0, 'the input has a failed subagent');
+    for (const mode of ['lifecycle', 'messages']) {
+      const program = join(ROOT, 'dist', 'bench', 'projection.js');
+      const r = spawnSync(process.execPath, [program, join(work, mode), mode], {
+        input: readFileSync(input),
+        encoding: 'utf8',
+      });
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stderr, new RegExp(`^51 channels, ${failures} failed, `), mode);
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
 });
 
 test('bench/gen.js: --help prints its usage; a bad option is exit 2 and writes nothing', () => {
