@@ -127,7 +127,11 @@ interface ChannelState {
   /** Inside `message_start` … `message_stop`: the request streams, so idle silence applies. */
   streaming: boolean;
   /** Foreground tool calls by tool_use id; a foreground spawn is here with no allowance of its own. */
-  readonly tools: Map<string, Wait & { spawn: boolean }>;
+  /**
+   * Null while none runs: a Map keeps its table once made, some 120 bytes a channel, and most
+   * channels of a large run wait on no call at any one time.
+   */
+  tools: Map<string, Wait & { spawn: boolean }> | null;
 }
 
 export class InFlight {
@@ -181,7 +185,7 @@ export class InFlight {
     const all: Wait[] = [...this.background.values()];
     for (const state of this.channels.values()) {
       if (state.model) all.push(state.model);
-      for (const tool of state.tools.values()) if (!tool.spawn) all.push(tool);
+      if (state.tools) for (const tool of state.tools.values()) if (!tool.spawn) all.push(tool);
     }
     if (this.overflow) {
       all.push({
@@ -260,7 +264,7 @@ export class InFlight {
     // Without partial messages a line is one finished block: the message may go on with
     // more (a long tool input is silence too), so the model still answers; once it has asked
     // for a tool, that call's allowance covers the rest of the message.
-    if (calls > 0 || state.tools.size > 0) state.model = null;
+    if (calls > 0 || state.tools !== null) state.model = null;
     else if (state.model?.what !== MODEL_RESPONSE)
       state.model = this.modelWait(channelId, MODEL_RESPONSE, this.limits.modelTimeoutMs, now);
   }
@@ -274,16 +278,17 @@ export class InFlight {
       const block = blockOf(content[index], 'tool_result');
       if (block === null) continue;
       results++;
-      const call = state.tools.get(block.tool_use_id);
+      const call = state.tools?.get(block.tool_use_id);
       if (!call) continue;
-      state.tools.delete(block.tool_use_id);
+      state.tools!.delete(block.tool_use_id);
+      if (state.tools!.size === 0) state.tools = null;
       this.tracked--;
       // A background spawn's launch result: the subagent runs on as a background task.
       if (call.spawn && !ASYNC_LAUNCH.test(resultTextLazy(block).slice(0, 100).toString()))
         this.endChannel(block.tool_use_id);
     }
     // A prompt, or the last awaited result: the next request goes out.
-    if (results === 0 || state.tools.size === 0) this.requestModel(channelId, now);
+    if (results === 0 || state.tools === null) this.requestModel(channelId, now);
   }
 
   private requestModel(channelId: string | null, now: number): void {
@@ -311,7 +316,7 @@ export class InFlight {
     const label = describeCall(name, args);
     if (!this.track()) return this.fold(spawn ? this.limits.modelTimeoutMs : allowedMs, now);
     // One object per call: a spread copy of one raised peak memory measurably.
-    state.tools.set(id, {
+    (state.tools ??= new Map()).set(id, {
       kind: 'tool',
       channelId,
       what: label,
@@ -373,7 +378,7 @@ export class InFlight {
   private endChannel(id: string): void {
     const state = this.channels.get(id);
     if (!state) return;
-    this.tracked -= 1 + state.tools.size;
+    this.tracked -= 1 + (state.tools?.size ?? 0);
     this.channels.delete(id);
   }
 
@@ -385,7 +390,7 @@ export class InFlight {
       this.fold(this.limits.modelTimeoutMs, now);
       return undefined;
     }
-    const state: ChannelState = { model: null, streaming: false, tools: new Map() };
+    const state: ChannelState = { model: null, streaming: false, tools: null };
     this.channels.set(channelId, state);
     return state;
   }
