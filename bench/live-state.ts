@@ -6,11 +6,13 @@
  * Taken at half the input and again near its end, with the same subagents alive: state that
  * grew with the input would show as a difference between the two.
  *
- *   node --expose-gc dist/bench/live-state.js [--quick] [--out-root DIR]
+ *   node --expose-gc dist/bench/live-state.js [--quick] [--owners] [--out-root DIR]
  *
- * Prints one Markdown table on stdout.
+ * Prints one Markdown table on stdout; with `--owners`, a second one: where the most
+ * subagents' bytes are at the last weighing, by owner, from heap snapshots (see heap-owners).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { writeHeapSnapshot } from 'node:v8';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -18,6 +20,7 @@ import { parseArgs } from 'node:util';
 import { defaultSpec, runChain } from '../src/chain/chain.js';
 import { Session } from '../src/model/session.js';
 import { writeStream } from './gen.js';
+import { newBytesByOwner, snapshotIds } from './heap-owners.js';
 
 export interface LiveState {
   fanout: number;
@@ -29,6 +32,8 @@ export interface LiveState {
   subagents: number;
   /** Heap held then beyond the heap before the run, after a full collection. */
   heldBytes: number;
+  /** With `owners`, at the last weighing: the bytes of the objects made since the run began, by owner. */
+  owners?: { total: number; owners: Map<string, number> };
 }
 
 const collect = (): number => {
@@ -52,6 +57,7 @@ export async function measureLiveState(
   inputMb: number,
   seed: number,
   stops: number[],
+  owners = false,
 ): Promise<LiveState[]> {
   const file = join(work, `state-${fanout}-${inputMb}.jsonl`);
   await writeStream({ sizeBytes: inputMb * 1024 * 1024, fanout, shape: 'small', seed }, file);
@@ -59,6 +65,8 @@ export async function measureLiveState(
   rmSync(file, { force: true });
   const out = join(work, `state-out-${fanout}-${inputMb}`);
   const before = collect();
+  // Written, not read, until the weighing is over: the ids it holds would be weighed too.
+  const snapshotBefore = owners ? writeHeapSnapshot(join(work, 'before.heapsnapshot')) : null;
   const run = new Session();
   const input = new PassThrough();
   const done = runChain(input, defaultSpec(out, 'none'), { session: run });
@@ -73,10 +81,34 @@ export async function measureLiveState(
     const lines = data.subarray(0, cut).reduce((n, byte) => (byte === 0x0a ? n + 1 : n), 0);
     rows.push({ fanout, inputMb, at, lines, subagents: run.tree.size - 1, heldBytes: held });
   }
+  if (snapshotBefore !== null) {
+    const snapshotAfter = writeHeapSnapshot(join(work, 'after.heapsnapshot'));
+    rows[rows.length - 1].owners = newBytesByOwner(snapshotAfter, snapshotIds(snapshotBefore));
+    rmSync(snapshotBefore);
+    rmSync(snapshotAfter);
+  }
   input.end(data.subarray(from));
   await done;
   rmSync(out, { recursive: true, force: true });
   return rows;
+}
+
+/** Where the bytes of the run with owners went, per subagent, largest first. */
+export function ownersTable(row: LiveState): string {
+  const { total, owners } = row.owners!;
+  const perSubagent = (bytes: number) => Math.round(bytes / row.subagents).toLocaleString('en');
+  const out = [
+    `Objects made since the run began and alive at ${Math.round(row.at * 100)}% of the input, ` +
+      `${row.subagents.toLocaleString('en')} subagents, by the structure that holds them ` +
+      '(the nearest on the shortest path from the heap\'s roots):',
+    '',
+    '| held by | bytes per subagent | share |',
+    '|---|---|---|',
+  ];
+  for (const [owner, bytes] of [...owners].sort((a, b) => b[1] - a[1]))
+    out.push(`| ${owner} | ${perSubagent(bytes)} | ${((100 * bytes) / total).toFixed(1)}% |`);
+  out.push(`| all | ${perSubagent(total)} | 100.0% |`);
+  return out.join('\n') + '\n';
 }
 
 export function liveStateTable(rows: LiveState[]): string {
@@ -120,7 +152,9 @@ export function addedSubagentLines(rows: LiveState[]): string[] {
 }
 
 if (process.argv[1]?.endsWith('live-state.js')) {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, 'out-root': { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { quick: { type: 'boolean' }, owners: { type: 'boolean' }, 'out-root': { type: 'string' } },
+  });
   const work = mkdtempSync(join(values['out-root'] ?? tmpdir(), 'subtee-state-'));
   try {
     const plan: Array<[number, number]> = values.quick
@@ -130,9 +164,13 @@ if (process.argv[1]?.endsWith('live-state.js')) {
           [10_000, 100],
         ];
     const rows: LiveState[] = [];
-    for (const [k, [fanout, mb]] of plan.entries())
-      rows.push(...(await measureLiveState(work, fanout, mb, 11 + k, [0.5, 0.95])));
+    for (const [k, [fanout, mb]] of plan.entries()) {
+      const owners = values.owners === true && k === plan.length - 1;
+      rows.push(...(await measureLiveState(work, fanout, mb, 11 + k, [0.5, 0.95], owners)));
+    }
     process.stdout.write(liveStateTable(rows));
+    const weighed = rows.at(-1)!;
+    if (weighed.owners) process.stdout.write(ownersTable(weighed));
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

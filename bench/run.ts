@@ -451,7 +451,7 @@ async function main() {
 
   if (wanted('state')) {
     // In a process of its own: a full collection needs --expose-gc, which subtee never sets.
-    const args = ['--expose-gc', join(ROOT, 'dist/bench/live-state.js'), '--out-root', work];
+    const args = ['--expose-gc', join(ROOT, 'dist/bench/live-state.js'), '--owners', '--out-root', work];
     const r = spawnSync(node, quick ? [...args, '--quick'] : args, { encoding: 'utf8' });
     report.push(
       '### live state per subagent',

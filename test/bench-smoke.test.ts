@@ -151,11 +151,13 @@ test('what each added subagent holds is the heap difference over the subagent di
   ]);
 });
 
-test('the live-state table counts the subagents the generator spawned, and its columns agree', () => {
+test('the live-state table counts the subagents the generator spawned, and its columns agree; ' +
+  'the owners of the heap add up to all its new bytes, near what the heap held', () => {
   const script = join(ROOT, 'dist', 'bench', 'live-state.js');
   const outRoot = mkdtempSync(join(tmpdir(), 'subtee-state-test-'));
   try {
-    const r = spawnSync(process.execPath, ['--expose-gc', script, '--quick', '--out-root', outRoot], {
+    const args = ['--expose-gc', script, '--quick', '--owners', '--out-root', outRoot];
+    const r = spawnSync(process.execPath, args, {
       encoding: 'utf8',
       timeout: 300_000,
     });
@@ -169,6 +171,22 @@ test('the live-state table counts the subagents the generator spawned, and its c
       assert.equal(subagents, 200, 'the --quick inputs are generated with 200 subagents');
       assert.ok(Math.abs((perSubagent * subagents) / 2 ** 20 - heldMb) <= 0.06, 'bytes per subagent × subagents');
     }
+    const owners = new Map(
+      r.stdout
+        .split('\n')
+        .map((l) => /^\| ([a-z() -]+) \| ([\d,]+) \| [\d.]+% \|$/.exec(l))
+        .filter((m) => m !== null)
+        .map((m) => [m[1], Number(m[2].replace(/,/g, ''))]),
+    );
+    for (const owner of ['tree', 'cost ledger', 'files sink', 'in-flight', 'other']) {
+      assert.ok((owners.get(owner) ?? 0) > 0, `${owner} holds some of the heap`);
+    }
+    const all = owners.get('all')!;
+    owners.delete('all');
+    const sum = [...owners.values()].reduce((a, b) => a + b, 0);
+    assert.ok(Math.abs(sum - all) <= owners.size, `the owners add up to all: ${sum} vs ${all}`);
+    const held = rows[1][5];
+    assert.ok(Math.abs(all - held) <= held * 0.2, `new objects ${all}, heap held ${held}, per subagent`);
     assert.deepEqual(readdirSync(outRoot), [], 'inputs and outputs removed');
   } finally {
     rmSync(outRoot, { recursive: true, force: true });
