@@ -404,6 +404,16 @@ test('a call is forgotten at its result, a background call is not: a later line 
   assert.equal(t.route(heartbeat('toolu_fg')).channel.orphan, true);
 });
 
+test("an id's latest call stands, background or not: a heartbeat after its result opens an orphan", () => {
+  const t = new ChannelTree();
+  const background = bash('toolu_x', null);
+  background.message.content[0].input = { command: 'npm run watch', run_in_background: true } as never;
+  t.route(background);
+  t.route(bash('toolu_x', null));
+  t.route(result(null, 'toolu_x', 'ok'));
+  assert.equal(t.route(heartbeat('toolu_x')).channel.orphan, true);
+});
+
 const at = (line: Record<string, unknown>, timestamp: string) => ({ ...line, timestamp });
 
 test("a subagent's time runs from its spawn to its report, or to the run's latest line while it runs", () => {

@@ -223,6 +223,18 @@ const noFigures = (): MessageFigures => ({
   known: false,
 });
 
+/** Copies a message's figures field by field (no object made: this runs for every assistant line). */
+function copyFigures(to: MessageFigures, from: MessageFigures): void {
+  to.input = from.input;
+  to.cacheRead = from.cacheRead;
+  to.cache5m = from.cache5m;
+  to.cache1h = from.cache1h;
+  to.lineOutput = from.lineOutput;
+  to.chars = from.chars;
+  to.exact = from.exact;
+  to.known = from.known;
+}
+
 /**
  * A channel's tallies by model, in the order the models came, with a Map's interface. Nearly
  * every channel uses one model and a run may have 10,000 channels: the first model is kept in
@@ -519,19 +531,7 @@ export class CostLedger {
     if (ledger.transcript !== null && !this.untake(ledger)) return null;
     let msg = ledger.current;
     if (!msg || msg.id !== id || msg.model !== model) {
-      msg = {
-        id,
-        model,
-        input: 0,
-        cacheRead: 0,
-        cache5m: 0,
-        cache1h: 0,
-        lineOutput: 0,
-        chars: 0,
-        exact: null,
-        known: false,
-        counted: false,
-      };
+      msg = { id, model, ...noFigures(), counted: false };
       ledger.current = msg;
       if (!ledger.models.has(model)) ledger.models.set(model, emptyTally());
       ledger.models.get(model)!.messages++;
@@ -566,13 +566,7 @@ export class CostLedger {
     this.cached = null;
     if (msg && (id === null || msg.id === id)) {
       const next = this.next;
-      next.input = msg.input;
-      next.cacheRead = msg.cacheRead;
-      next.cache5m = msg.cache5m;
-      next.cache1h = msg.cache1h;
-      next.lineOutput = msg.lineOutput;
-      next.chars = msg.chars;
-      next.known = msg.known;
+      copyFigures(next, msg);
       next.exact = output;
       return this.apply(ledger, msg, next, channel, lineNo);
     }
@@ -626,14 +620,7 @@ export class CostLedger {
     tally.estimatedMessages += estimated - wasEstimated;
     tally.known += (next.known ? 1 : 0) - (counted && msg.known ? 1 : 0);
     this.estimatedMessages += estimated - wasEstimated;
-    msg.input = next.input;
-    msg.cacheRead = next.cacheRead;
-    msg.cache5m = next.cache5m;
-    msg.cache1h = next.cache1h;
-    msg.lineOutput = next.lineOutput;
-    msg.chars = next.chars;
-    msg.exact = exact;
-    msg.known = next.known;
+    copyFigures(msg, next);
     msg.counted = true;
     const addOutput = addExact + addStream;
     if (addInput === 0 && addCacheRead === 0 && add5m === 0 && add1h === 0 && addOutput === 0) return null;

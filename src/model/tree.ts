@@ -238,7 +238,10 @@ export class ChannelTree {
    */
   private readonly treeLink = new Map<Channel, Channel>();
   private readonly treeSize = new Map<Channel, number>();
-  /** Channels whose depth is a guess (task_started's spawn_depth), not from a spawn chain to main. */
+  /**
+   * Channels whose depth is a guess, not from a spawn chain to main: task_started's
+   * spawn_depth, and what a channel spawned under such a guess took from it.
+   */
   private readonly guessedDepth = new Set<Channel>();
   /**
    * Tool calls other than spawns, by id, with the channel that made them: a line whose
@@ -512,6 +515,8 @@ export class ChannelTree {
     if (!id || id.length > MAX_CALL_ID_CHARS || this.byId.has(id)) return;
     const background = isObject(block.input) && block.input.run_in_background === true;
     const calls = background ? this.backgroundCalls : this.calls;
+    // The latest call of an id stands, in whichever map it is.
+    (background ? this.calls : this.backgroundCalls).delete(id);
     calls.delete(id);
     calls.set(id, channel);
     if (calls.size > MAX_CALLS_REMEMBERED) calls.delete(calls.keys().next().value!);

@@ -73,9 +73,10 @@ export class AppendFiles {
   private linesStart = 0;
   private linesEnd = 0;
   /**
-   * Where `writeCopied` gathers the short lines of one file (the quarantine's): bytes from
-   * `copyStart` on are not in its `pending` yet. Another file's copied lines take it over
-   * once the first file's are written; no file holds a buffer of its own.
+   * Where `writeCopied` gathers the short lines of one file (the files sink copies only the
+   * quarantine's): bytes from `copyStart` on are not in its `pending` yet. Should another
+   * file copy lines too, it takes the buffer over once the first file's are written; no file
+   * holds a buffer of its own.
    */
   private copyFile: AppendFile | null = null;
   private copyBuf: Buffer | null = null;

@@ -3,7 +3,6 @@ import type { ToolEvent } from '../../model/run-model.js';
 import { quarantinedLines, type SpooledRecord, type SubteeRecord } from '../../model/record.js';
 import { escapeControl } from '../../views/escape.js';
 import {
-  isObject,
   lineTypeOf,
   nonEmpty,
   rawBlocks,
