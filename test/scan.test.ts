@@ -6,6 +6,7 @@ import {
   lineValue,
   parseBounded,
   PARSE_LIMITS,
+  PARSE_LINE_BYTES,
   planLine,
   ScannedLine,
   scanLine,
@@ -147,7 +148,8 @@ test("a line view is JSON.parse but for lazy strings and uninterpreted types' he
       const rnd = () => (s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
       const raw = Buffer.from(serialize(value, rnd));
       const expected = JSON.parse(raw.toString('utf8'));
-      const scanned = scanLine(raw, true);
+      // The scanner from 1 KiB on (by default it reads lines of PARSE_LINE_BYTES or more).
+      const scanned = scanLine(raw, true, LAZY_TEXT_BYTES);
       assert.ok(scanned.ok);
       const rec = scannedRecord(1, raw, scanned);
       const view = viewOf(rec);
@@ -216,7 +218,7 @@ test('lazy strings: length and any head or tail slice as String has them (proper
       const raw = Buffer.from(
         `{"type":"assistant","message":{"content":[{"type":"thinking","thinking":${json}}]}}`,
       );
-      const scanned = scanLine(raw, true);
+      const scanned = scanLine(raw, true, LAZY_TEXT_BYTES);
       assert.ok(scanned.ok && scanned.view);
       const lazy = ((scanned.view.message as any).content[0] as { thinking: unknown }).thinking;
       assert.ok(lazy instanceof LazyText, 'long strings are lazy');
@@ -258,7 +260,8 @@ test('the scanners judge every line as JSON.parse does: same verdict and reason 
   fc.assert(
     fc.property(mutated, fc.boolean(), fc.array(fc.nat(), { maxLength: 6 }), (raw, terminated, cuts) => {
       const expected = classifyLine(raw, terminated);
-      const scanned = scanLine(raw, terminated);
+      // The byte scanner from 1 KiB on, as well as JSON.parse below it.
+      const scanned = scanLine(raw, terminated, LAZY_TEXT_BYTES);
       assert.equal(scanned.ok, expected.ok);
       if (!scanned.ok && !expected.ok) assert.equal(scanned.reason, expected.reason);
       // The streaming scanner, fed in arbitrary pieces.
@@ -350,7 +353,7 @@ test('a scanned line parses its value on first read; a copy carries the value, n
   const raw = Buffer.from(
     `{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"${'x'.repeat(5000)}"}]}}`,
   );
-  const scanned = scanLine(raw, true);
+  const scanned = scanLine(raw, true, LAZY_TEXT_BYTES);
   assert.ok(scanned.ok);
   const rec = scannedRecord(7, raw, scanned);
   assert.ok(rec instanceof ScannedLine);
@@ -368,6 +371,22 @@ test('a scanned line parses its value on first read; a copy carries the value, n
     { replaced: true },
     'a stage that assigns value is seen by every later stage',
   );
+});
+
+test('a line shorter than PARSE_LINE_BYTES is parsed whole, a longer one read through a view', () => {
+  // `{"type":"user","t":""}` is 22 bytes.
+  const line = (bytes: number) => Buffer.from(`{"type":"user","t":"${'x'.repeat(bytes - 22)}"}`);
+  const short = line(PARSE_LINE_BYTES - 1);
+  const long = line(PARSE_LINE_BYTES);
+  assert.equal(short.length, PARSE_LINE_BYTES - 1);
+  assert.equal(planLine(short), 'parse');
+  assert.equal(planLine(long), 'scan');
+  const parsed = scanLine(short, true);
+  assert.ok(parsed.ok && parsed.view === undefined);
+  assert.ok(!(scannedRecord(1, short, parsed) instanceof ScannedLine));
+  const scanned = scanLine(long, true);
+  assert.ok(scanned.ok && scanned.view !== undefined);
+  assert.ok(scannedRecord(2, long, scanned) instanceof ScannedLine);
 });
 
 test('a line nested deeper than the scanner goes is judged by JSON.parse', async () => {
@@ -401,9 +420,9 @@ test('grammar corners in lines long enough for the byte scanner are judged as JS
   const pad = `"pad":"${'p'.repeat(LAZY_TEXT_BYTES)}",`;
   for (const corner of corners) {
     const raw = Buffer.from(`{${pad}${corner.slice(1)}`);
-    assert.equal(planLine(raw), 'scan', corner);
+    assert.equal(planLine(raw, LAZY_TEXT_BYTES), 'scan', corner);
     const expected = classifyLine(raw, true);
-    const scanned = scanLine(raw, true);
+    const scanned = scanLine(raw, true, LAZY_TEXT_BYTES);
     const verdict = (s: { ok: boolean; reason?: string }) => [s.ok, s.ok ? null : s.reason];
     assert.deepEqual(verdict(scanned), verdict(expected), `scanner: ${corner}`);
     const stream = new StreamScanner();

@@ -1,6 +1,6 @@
 import type { JsonObject } from './message.js';
 import { lineOf, RoutedLine, type LineRecord } from './record.js';
-import { buildView, LAZY_TEXT_BYTES, NOT_JSON, scanJson, Tape, type Bytes } from './scan.js';
+import { buildView, NOT_JSON, scanJson, Tape, type Bytes } from './scan.js';
 import { StreamScanner } from './stream-scan.js';
 
 let VALUE: PropertyDescriptor;
@@ -72,12 +72,23 @@ const SCRATCH_INTS = 1 << 14;
 const scratch = new Tape(SCRATCH_INTS);
 
 /**
- * classifyLine's verdict, by the scanner; `JSON.parse` decides only what the scanner cannot.
- * A short line is parsed with `JSON.parse` directly: it builds small objects faster than the
- * scanner builds a view, a `stream_event` token delta's too. Either way the verdict is the same.
+ * Lines shorter than this are parsed with `JSON.parse`, longer ones checked by the scanner and
+ * read through a view. Up to here the whole value is built faster than a view and what the
+ * views then decode of its lazy strings (the transcript shows thinking whole and a tool
+ * result's head and tail): on 100 MB of large lines (`bench/gen.ts`, seed 1) whole runs took
+ * about 0.1 CPU-s less than with 1 KiB, for the same peak memory. Past it, a line's strings
+ * are worth leaving in its bytes (the `tool_use_result` copy of a long tool output, which no
+ * built-in stage reads).
  */
-export function scanLine(line: Buffer, terminated: boolean): Scanned {
-  const plan = planLine(line);
+export const PARSE_LINE_BYTES = 64 * 1024;
+
+/**
+ * classifyLine's verdict, by the scanner; `JSON.parse` decides only what the scanner cannot.
+ * A line shorter than `parseBelow` is parsed with `JSON.parse` directly (a `stream_event`
+ * token delta's too: its view costs what the parse does). Either way the verdict is the same.
+ */
+export function scanLine(line: Buffer, terminated: boolean, parseBelow = PARSE_LINE_BYTES): Scanned {
+  const plan = planLine(line, parseBelow);
   if (plan === 'not-object') return { ok: false, reason: terminated ? 'not-object' : 'truncated' };
   if (plan === 'parse') return parseWhole(line, terminated);
   scratch.reset(SCRATCH_INTS);
@@ -85,11 +96,11 @@ export function scanLine(line: Buffer, terminated: boolean): Scanned {
 }
 
 /** How `scanLine` judges a line: at once, by `JSON.parse`, or by the scanner. */
-export function planLine(line: Buffer): 'not-object' | 'parse' | 'scan' {
+export function planLine(line: Buffer, parseBelow = PARSE_LINE_BYTES): 'not-object' | 'parse' | 'scan' {
   let k = 0;
   while (k < line.length && (line[k] === 0x20 || line[k] === 0x09)) k++;
   if (line[k] !== 0x7b) return 'not-object';
-  return line.length < LAZY_TEXT_BYTES ? 'parse' : 'scan';
+  return line.length < parseBelow ? 'parse' : 'scan';
 }
 
 /** The verdict of a scan: `at` is what scanJson returned for `line` (tape positions relative to `bytes`). */
