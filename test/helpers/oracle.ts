@@ -70,22 +70,29 @@ export function readStream(text: string): Oracle {
   const parentOf = (v: any): string | null =>
     typeof v.parent_tool_use_id === 'string' && v.parent_tool_use_id !== '' ? v.parent_tool_use_id : null;
   // A parent naming an earlier call of a tool other than Agent/Task, an id no line opened as a
-  // channel before, is that call's channel (a heartbeat of main's Bash belongs to main).
-  const otherCalls = new Map<string, string | null>();
+  // channel before, is that call's channel (a heartbeat of main's Bash belongs to main), until
+  // a user line brings the call's result, unless the call runs in the background.
+  const otherCalls = new Map<string, { ch: string | null; background: boolean }>();
   const opened = new Set<string>();
   const lineChannel = new Map<object, string | null>();
   const place = (v: any): string | null => {
     const parent = parentOf(v);
     let ch = parent;
-    if (parent !== null && !opened.has(parent) && otherCalls.has(parent)) ch = otherCalls.get(parent)!;
+    if (parent !== null && !opened.has(parent) && otherCalls.has(parent)) ch = otherCalls.get(parent)!.ch;
     else if (parent !== null) opened.add(parent);
     lineChannel.set(v, ch);
     if (v.type === 'assistant') {
       for (const b of blocksOf(v)) {
         if (b.type !== 'tool_use' || b.id === '') continue;
         if (b.name === 'Agent' || b.name === 'Task') opened.add(b.id);
-        else if (!opened.has(b.id)) otherCalls.set(b.id, ch);
+        else if (!opened.has(b.id))
+          otherCalls.set(b.id, { ch, background: b.input?.run_in_background === true });
       }
+    }
+    if (v.type === 'user') {
+      for (const b of blocksOf(v))
+        if (b.type === 'tool_result' && otherCalls.get(b.tool_use_id)?.background === false)
+          otherCalls.delete(b.tool_use_id);
     }
     return ch;
   };
