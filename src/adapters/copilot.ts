@@ -8,6 +8,7 @@
  * `task` call is in its channel. Pure: no I/O, no clock.
  */
 import { isObject, nonEmpty, type JsonObject } from '../model/message.js';
+import { rememberLatest } from '../model/latest.js';
 import {
   argumentsOf,
   assistantLine,
@@ -190,10 +191,7 @@ export class CopilotMapper implements StreamMapper {
           const id = nonEmpty(data.toolCallId);
           const agentId = nonEmpty(event.agentId);
           if (id && agentId && agentId.length <= MAX_ID_CHARS && id.length <= MAX_ID_CHARS) {
-            this.agents.delete(agentId);
-            this.agents.set(agentId, id);
-            if (this.agents.size > MAX_AGENTS_REMEMBERED)
-              this.agents.delete(this.agents.keys().next().value!);
+            rememberLatest(this.agents, agentId, id, MAX_AGENTS_REMEMBERED);
           }
           if (id) {
             const name = nonEmpty(data.agentName) ?? nonEmpty(data.agentType);

@@ -18,6 +18,7 @@ import {
   type UserLine,
 } from './message.js';
 import { boundedText } from './bounded-text.js';
+import { rememberLatest } from './latest.js';
 
 export type ChannelStatus = 'running' | 'completed' | 'failed';
 
@@ -247,11 +248,10 @@ export class ChannelTree {
    * Tool calls other than spawns, by id, with the channel that made them: a line whose
    * `parent_tool_use_id` names one (Claude Code's `tool_progress` heartbeat of a long Bash
    * call) belongs to that channel, not to a subagent. A call is forgotten at its result, but
-   * one run in the background (`run_in_background`), whose result comes as it starts, is kept
-   * (`backgroundCalls`); each map keeps the latest MAX_CALLS_REMEMBERED.
+   * one run in the background (`run_in_background`), whose result comes as it starts, is kept;
+   * at most the latest MAX_CALLS_REMEMBERED.
    */
-  private readonly calls = new Map<string, TreeChannel>();
-  private readonly backgroundCalls = new Map<string, TreeChannel>();
+  private readonly calls = new Map<string, { channel: TreeChannel; background: boolean }>();
   private seq = 0;
   sessionId: string | null = null;
   /** The run's identity: the first `uuid` a line carries (see `runIdOf`); null until one does. */
@@ -391,8 +391,8 @@ export class ChannelTree {
     if (id === null) return this.#main;
     let ch = this.byId.get(id);
     if (!ch) {
-      const caller = this.calls.get(id) ?? this.backgroundCalls.get(id);
-      if (caller) return caller;
+      const caller = this.calls.get(id);
+      if (caller) return caller.channel;
       ch = this.newChannel(id);
       ch.orphan = true;
       ch.startedAt = this.lastTime;
@@ -514,12 +514,7 @@ export class ChannelTree {
     const id = nonEmpty(block.id);
     if (!id || id.length > MAX_CALL_ID_CHARS || this.byId.has(id)) return;
     const background = isObject(block.input) && block.input.run_in_background === true;
-    const calls = background ? this.backgroundCalls : this.calls;
-    // The latest call of an id stands, in whichever map it is.
-    (background ? this.calls : this.backgroundCalls).delete(id);
-    calls.delete(id);
-    calls.set(id, channel);
-    if (calls.size > MAX_CALLS_REMEMBERED) calls.delete(calls.keys().next().value!);
+    rememberLatest(this.calls, id, { channel, background }, MAX_CALLS_REMEMBERED);
   }
 
   private user(line: UserLine, channel: Channel, pending: PendingEvent[]): void {
@@ -527,7 +522,7 @@ export class ChannelTree {
       if (block.type !== 'tool_result') continue;
       channel.counts.tool_result++;
       this.tool(block, channel);
-      this.calls.delete(block.tool_use_id);
+      if (this.calls.get(block.tool_use_id)?.background === false) this.calls.delete(block.tool_use_id);
       const target = this.byId.get(block.tool_use_id);
       if (!target || target.status !== 'running') continue;
       const text = resultText(block);
@@ -584,7 +579,7 @@ export class ChannelTree {
   }
 }
 
-/** How many non-spawn tool calls (each of foreground and background) the tree remembers the channel of. */
+/** How many non-spawn tool calls the tree remembers the channel of (the latest). */
 export const MAX_CALLS_REMEMBERED = 10_000;
 /** Longest call id remembered: real ids are about 30 characters; a huge one must not be held 10,000 times. */
 const MAX_CALL_ID_CHARS = 256;

@@ -1,4 +1,5 @@
 import type { CostView, UsageEvent } from '../../model/cost.js';
+import { rememberLatest } from '../../model/latest.js';
 import type { ToolEvent } from '../../model/run-model.js';
 import { quarantinedLines, type SpooledRecord, type SubteeRecord } from '../../model/record.js';
 import { escapeControl } from '../../views/escape.js';
@@ -386,7 +387,8 @@ export class RowBuilder {
         uses++;
         const name = storedText(ev.name, 'stored');
         tool ||= name;
-        if (name !== '' && ev.id !== '' && ev.id.length <= TOOL_ID_MAX_CHARS) this.rememberTool(ev.id, name);
+        if (name !== '' && ev.id !== '' && ev.id.length <= TOOL_ID_MAX_CHARS)
+          rememberLatest(this.toolNames, ev.id, name, TOOL_NAMES_REMEMBERED);
       } else {
         results++;
         tool ||= this.toolNames.get(ev.id) ?? '';
@@ -401,14 +403,6 @@ export class RowBuilder {
       tool_uses: uses,
       tool_results: results,
     };
-  }
-
-  /** Keeps a call's name for its result, the latest TOOL_NAMES_REMEMBERED calls only. */
-  private rememberTool(id: string, name: string): void {
-    this.toolNames.delete(id);
-    this.toolNames.set(id, name);
-    if (this.toolNames.size > TOOL_NAMES_REMEMBERED)
-      this.toolNames.delete(this.toolNames.keys().next().value!);
   }
 
   /** A line too long to hold: its row has its top-level fields and its start as content. */
