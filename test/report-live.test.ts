@@ -8,7 +8,14 @@ import { ChannelTree } from '../src/model/tree.js';
 import { LiveReport, ReportFeed } from '../src/views/report/live.js';
 import { pageHtml } from '../src/views/report/page.js';
 import { startReportServer } from '../src/chain/sinks/report-server.js';
-import { chromiumAvailable, launchBrowser, newPage, screenshot, startSubtee } from './helpers/browser.js';
+import {
+  chromiumAvailable,
+  launchBrowser,
+  newPage,
+  screenshot,
+  startSubtee,
+  type Started,
+} from './helpers/browser.js';
 import { FIXTURES, linesOf, tmpDir } from './helpers/helpers.js';
 
 const skip =
@@ -29,6 +36,34 @@ async function counts(page: Page) {
     rows: document.querySelectorAll('#tree tr.tree-row').length,
   }));
 }
+
+/** subtee serving its live page on a free port, with `lines` written to its stdin (kept open). */
+async function serveLines(lines: object[]): Promise<{ s: Started; url: string }> {
+  const s = startSubtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none', '-q', '--serve', '0']);
+  const url = await s.url();
+  s.child.stdin!.write(lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+  return { s, url };
+}
+
+/** Ends the input: the page shows the run ended and subtee exits 0. */
+async function endRun(s: Started, page: Page): Promise<void> {
+  s.child.stdin!.end();
+  await page.waitForSelector('#app[data-state="ended"]');
+  assert.equal(await s.closed, 0);
+}
+
+/** Main's line spawning `id` with these input fields, as an `Agent` call. */
+const spawnLine = (id: string, input: Record<string, string>, text?: string) => ({
+  type: 'assistant',
+  parent_tool_use_id: null,
+  message: {
+    id: 'm1',
+    content: [
+      ...(text === undefined ? [] : [{ type: 'text', text }]),
+      { type: 'tool_use', id, name: 'Agent', input },
+    ],
+  },
+});
 
 describe('the live page in Chromium', { skip }, () => {
   let browser: Browser;
@@ -165,29 +200,14 @@ describe('the live page in Chromium', { skip }, () => {
     const description = `x${'😀'.repeat(30)}`;
     const found = `${'😀'.repeat(30)}zneedlez${'😀'.repeat(40)}`;
     const last = `${'😀'.repeat(200)}z`;
-    const s = startSubtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none', '-q', '--serve', '0']);
-    const url = await s.url();
-    s.child.stdin!.write(
-      [
-        {
-          type: 'assistant',
-          parent_tool_use_id: null,
-          message: {
-            id: 'm1',
-            content: [
-              { type: 'tool_use', id, name: 'Agent', input: { subagent_type: 'w', description } },
-            ],
-          },
-        },
-        ...[found, last].map((text, k) => ({
-          type: 'assistant',
-          parent_tool_use_id: id,
-          message: { id: `m${k + 2}`, content: [{ type: 'text', text }] },
-        })),
-      ]
-        .map((l) => JSON.stringify(l))
-        .join('\n') + '\n',
-    );
+    const { s, url } = await serveLines([
+      spawnLine(id, { subagent_type: 'w', description }),
+      ...[found, last].map((text, k) => ({
+        type: 'assistant',
+        parent_tool_use_id: id,
+        message: { id: `m${k + 2}`, content: [{ type: 'text', text }] },
+      })),
+    ]);
     const { page, console } = await newPage(browser);
     await page.goto(url);
     await page.waitForFunction(() =>
@@ -212,9 +232,7 @@ describe('the live page in Chromium', { skip }, () => {
     assert.ok(shown.last.startsWith('…') && last.endsWith(shown.last.slice(1)), 'the last words, cut');
     assert.equal(shown.mark, 'needle');
     assert.ok(shown.hit.includes(`…${'😀'.repeat(19)}zneedlez${'😀'.repeat(29)}…`), shown.hit);
-    s.child.stdin!.end();
-    await page.waitForSelector('#app[data-state="ended"]');
-    assert.equal(await s.closed, 0);
+    await endRun(s, page);
     assert.deepEqual(
       console.filter((m) => !/EventSource|ERR_/.test(m)),
       [],
@@ -225,30 +243,14 @@ describe('the live page in Chromium', { skip }, () => {
   test('hostile text through --serve stays text on the live page', async () => {
     const P = '<script>window.__pwned=1</script></script><img src=x onerror="window.__pwned=2">\u202e';
     const id = `toolu_"><svg onload=window.__pwned=3>`;
-    const s = startSubtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none', '-q', '--serve', '0']);
-    const url = await s.url();
-    s.child.stdin!.write(
-      [
-        {
-          type: 'assistant',
-          parent_tool_use_id: null,
-          message: {
-            id: 'm1',
-            content: [
-              { type: 'text', text: P },
-              { type: 'tool_use', id, name: 'Agent', input: { subagent_type: P, description: P } },
-            ],
-          },
-        },
-        {
-          type: 'assistant',
-          parent_tool_use_id: id,
-          message: { id: 'm2', content: [{ type: 'text', text: P }] },
-        },
-      ]
-        .map((l) => JSON.stringify(l))
-        .join('\n') + '\n',
-    );
+    const { s, url } = await serveLines([
+      spawnLine(id, { subagent_type: P, description: P }, P),
+      {
+        type: 'assistant',
+        parent_tool_use_id: id,
+        message: { id: 'm2', content: [{ type: 'text', text: P }] },
+      },
+    ]);
     const { page, console } = await newPage(browser);
     await page.goto(url);
     await page.waitForFunction(() =>
@@ -256,9 +258,7 @@ describe('the live page in Chromium', { skip }, () => {
     );
     await page.locator('#cards .card').click();
     await page.waitForSelector('#transcript:not([hidden])');
-    s.child.stdin!.end();
-    await page.waitForSelector('#app[data-state="ended"]');
-    assert.equal(await s.closed, 0);
+    await endRun(s, page);
     assert.ok(
       (await page.locator('#cards .card').innerText()).includes(
         '<img src=x onerror="window.__pwned=2">\\u202e',
