@@ -169,7 +169,8 @@ test('the live-state table counts the subagents the generator spawned, and its c
     assert.equal(rows.length, 2);
     for (const [subagents, , , , heldMb, perSubagent] of rows) {
       assert.equal(subagents, 200, 'the --quick inputs are generated with 200 subagents');
-      assert.ok(Math.abs((perSubagent * subagents) / 2 ** 20 - heldMb) <= 0.06, 'bytes per subagent × subagents');
+      const shownMb = (perSubagent * subagents) / 2 ** 20;
+      assert.ok(Math.abs(shownMb - heldMb) <= 0.06, 'bytes per subagent × subagents');
     }
     const owners = new Map(
       r.stdout

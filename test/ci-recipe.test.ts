@@ -167,7 +167,8 @@ describe('the CI recipe run as the job runs it, on the real Claude Code ' +
     "kept", async () => {
     const { r, cwd, summary, artifact } = await runStep('SCRIPT:fail');
     assert.notEqual(r.status, 0, 'the step fails');
-    assert.ok(![124, 130, 143, 2, 3, 4].includes(r.status!), `the agent's own code, not subtee's: ${r.status}`);
+    const subteeCodes = [124, 130, 143, 2, 3, 4];
+    assert.ok(!subteeCodes.includes(r.status!), `the agent's own code, not subtee's: ${r.status}`);
     assert.match(r.stdout, new RegExp(`^::error::the agent failed with exit code ${r.status}$`, 'm'));
     for (const path of artifact) assert.ok(existsSync(join(cwd, path)), `${path} exists for the upload`);
     const index = JSON.parse(readFileSync(join(cwd, 'agent-out', 'index.json'), 'utf8'));

@@ -223,7 +223,8 @@ test('the documentation names every option (and none the command line lacks), ' 
   for (const o of OPTIONS) {
     if (o.type === 'boolean' || o.default === undefined) continue;
     const row = rows.find((l) => l.includes(`--${o.name}`));
-    assert.ok(row?.split('|')[2].includes(String(o.default)), `docs/options.md default of --${o.name}: ${o.default}`);
+    const shown = row?.split('|')[2] ?? '';
+    assert.ok(shown.includes(String(o.default)), `docs/options.md default of --${o.name}: ${o.default}`);
   }
   // ...and names no option the command line does not have.
   const names = new Set(OPTIONS.map((o) => o.name));
@@ -465,7 +466,14 @@ test('an input with no lines (empty, or blank lines only) is INPUT_EMPTY, exit 3
 });
 
 /** Every help text the command line prints. */
-const HELPS = [['help'], ['--help'], ['help', 'run'], ['help', 'report'], ['help', 'stats'], ['help', 'help']];
+const HELPS = [
+  ['help'],
+  ['--help'],
+  ['help', 'run'],
+  ['help', 'report'],
+  ['help', 'stats'],
+  ['help', 'help'],
+];
 
 test('subtee help [COMMAND] prints the help of the command, the same as COMMAND --help', () => {
   const main = helpOf(['--help']);
@@ -515,7 +523,10 @@ test('a mistyped command is named as one when no such file exists, and read as a
   assert.equal(missing.status, 3);
   assert.match(missing.stderr, /\[ERR_INPUT\]/);
   writeFileSync(join(dir, 'reprot'), stream);
-  const file = spawnSync(process.execPath, [BIN, '-q', '--stdout', 'none', 'reprot'], { cwd: dir, encoding: 'utf8' });
+  const file = spawnSync(process.execPath, [BIN, '-q', '--stdout', 'none', 'reprot'], {
+    cwd: dir,
+    encoding: 'utf8',
+  });
   assert.equal(file.status, 0, file.stderr);
   assert.ok(existsSync(join(dir, 'subtee-out', 'index.json')));
 });
@@ -556,17 +567,20 @@ test("docs/options.md: the console block of subtee run without -- prints what th
  */
 function fleet(descriptions: string[], o: { failing?: number[]; silent?: number[] } = {}): string {
   const model = 'claude-sonnet-4-5';
-  const lines: object[] = [{ type: 'system', subtype: 'init', session_id: 's', claude_code_version: '2.1.328' }];
+  const init = { type: 'system', subtype: 'init', session_id: 's', claude_code_version: '2.1.328' };
+  const lines: object[] = [init];
   descriptions.forEach((description, k) => {
     const spawn = { type: 'tool_use', id: `toolu_${k}`, name: 'Agent', input: { description, prompt: 'go' } };
     const usage = { input_tokens: 1, output_tokens: 1 };
-    lines.push({ type: 'assistant', parent_tool_use_id: null, message: { id: `s${k}`, model, content: [spawn], usage } });
+    const message = { id: `s${k}`, model, content: [spawn], usage };
+    lines.push({ type: 'assistant', parent_tool_use_id: null, message });
   });
   descriptions.forEach((_, k) => {
     if (!o.silent?.includes(k)) {
       const usage = { input_tokens: 10, output_tokens: 100 * (k + 1) };
       const content = [{ type: 'text', text: `Report ${k}: done.` }];
-      lines.push({ type: 'assistant', parent_tool_use_id: `toolu_${k}`, message: { id: `m${k}`, model, content, usage } });
+      const message = { id: `m${k}`, model, content, usage };
+      lines.push({ type: 'assistant', parent_tool_use_id: `toolu_${k}`, message });
     }
     const result = { type: 'tool_result', tool_use_id: `toolu_${k}`, content: `Report ${k}: done.` };
     const is_error = o.failing?.includes(k) ?? false;
@@ -579,7 +593,8 @@ function fleet(descriptions: string[], o: { failing?: number[]; silent?: number[
 test("stdout: a subagent's final report once; labels are descriptions cut to a width, a repeated one " +
   "with its tag", () => {
   const long = 'a description far longer than the label width';
-  const r = subtee(['--out', join(tmpDir(), 'o'), '-q'], fleet(['part 0', long, 'part 0', 'part 3'], { silent: [3] }));
+  const input = fleet(['part 0', long, 'part 0', 'part 3'], { silent: [3] });
+  const r = subtee(['--out', join(tmpDir(), 'o'), '-q'], input);
   assert.equal(r.status, 0, r.stderr);
   const lines = r.stdout.split('\n');
   assert.deepEqual(lines.slice(0, 7), [
@@ -600,7 +615,8 @@ test('the summary of a large tree is bounded: its top, ' +
   'the failed and the costliest below it, how many more', () => {
   const n = 60;
   const descriptions = Array.from({ length: n }, (_, k) => `part ${k}`);
-  const r = subtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none'], fleet(descriptions, { failing: [50] }));
+  const input = fleet(descriptions, { failing: [50] });
+  const r = subtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none'], input);
   assert.equal(r.status, 0, r.stderr);
   const lines = r.stderr.trimEnd().split('\n');
   assert.match(lines[0], /^subtee: 60 subagents \(59 completed, 1 failed, 0 running\), 182 lines, 0 quarantined/);

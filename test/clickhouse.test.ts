@@ -134,7 +134,13 @@ async function assertRunStored(
 }
 
 /** The events table's tool_uses and tool_results of a run, summed per channel, are index.json's counts. */
-async function assertToolsStored(ch: ClickHouseServer, run: string, index: any, label: string, table: string) {
+async function assertToolsStored(
+  ch: ClickHouseServer,
+  run: string,
+  index: any,
+  label: string,
+  table: string,
+) {
   const rows = await ch.rows<{ channel: string; uses: string; results: string }>(
     `SELECT channel, sum(tool_uses) AS uses, sum(tool_results) AS results FROM ${table} FINAL
      WHERE run = ${lit(run)} GROUP BY channel`,
@@ -193,7 +199,8 @@ describe(
 
     test('tables an older version made gain the model and cost_usd columns (channels) and ' +
       'tool_uses and tool_results (events); their old rows read the defaults', async () => {
-      const oldEvents = tableDdl('events', 'old_events').replace('  tool_uses UInt32, tool_results UInt32,\n', '');
+      const oldEvents = tableDdl('events', 'old_events')
+        .replace('  tool_uses UInt32, tool_results UInt32,\n', '');
       assert.doesNotMatch(oldEvents, /tool_uses/);
       await ch.client.command({ query: oldEvents });
       const oldChannels = `CREATE TABLE old_channels (
@@ -248,11 +255,13 @@ describe(
         assert.equal(r.code, 0, r.stderr);
         const index = indexOf(r.out);
         // The recordings name no priced model; nothing else to warn about.
-        const codes = index.warnings.map((w: any) => w.code).filter((c: string) => c !== 'UNKNOWN_MODEL_PRICE');
+        const codes = index.warnings
+          .map((w: any) => w.code)
+          .filter((c: string) => c !== 'UNKNOWN_MODEL_PRICE');
         assert.deepEqual(codes, [], r.stderr);
         // Rows as inserted (no merge yet, one clean run): what the sink wrote.
         const rowsOf = async (final: string) =>
-          ch.rows<{ channel: string; line: string; part: string; type: string; kind: string; tool_use_id: string }>(
+          ch.rows<Record<'channel' | 'line' | 'part' | 'type' | 'kind' | 'tool_use_id', string>>(
             `SELECT channel, line, part, type, kind, tool_use_id FROM subtee_events ${final}
              WHERE run = ${lit(run)} ORDER BY line, part`,
           );
@@ -295,7 +304,8 @@ describe(
       );
       assert.equal(Number(raw.n), lines, 'every row written, part column added');
       // A Claude Code run has one row per line: nothing to warn about on the same table.
-      const claude = await subtee(['-c', config({ url: ch.url, eventsTable: 'oldkey_events' }), fixture('nested-depth-3')]);
+      const oldKeyConfig = config({ url: ch.url, eventsTable: 'oldkey_events' });
+      const claude = await subtee(['-c', oldKeyConfig, fixture('nested-depth-3')]);
       assert.equal(claude.code, 0, claude.stderr);
       assert.deepEqual(indexOf(claude.out).warnings, []);
     });
@@ -699,7 +709,10 @@ async function startRelay(target: string) {
 
 type Relay = Awaited<ReturnType<typeof startRelay>>;
 
-/** Counted here from the bytes: the numbers of the non-blank lines, and the channels (main and each parent). */
+/**
+ * Counted here from the bytes: the numbers of the non-blank lines, and the channels (main and
+ * each parent).
+ */
 function countedFrom(bytes: Buffer) {
   const lines = linesOf(bytes)
     .map((l, i) => [l, i + 1] as const)
@@ -805,7 +818,8 @@ describe(
   () => {
     let ch: ClickHouseServer;
     let relay: Relay;
-    // A run cut short (a signal, a bail after the first failure) skips `after`: the server must not outlive it.
+    // A run cut short (a signal, a bail after the first failure) skips `after`: the server must
+    // not outlive it.
     const stopAtExit = () => {
       void ch?.kill();
       if (ch) rmSync(ch.dir, { recursive: true, force: true });
@@ -1261,7 +1275,8 @@ describe(
         assert.equal(findSpoolFiles(earlier).length, 1, 'the earlier spool waits');
         await ch.start();
         feed.end();
-        await until('both spools sent', () => [earlier, spoolDir].every((d) => findSpoolFiles(d).length === 0));
+        const sent = () => [earlier, spoolDir].every((d) => findSpoolFiles(d).length === 0);
+        await until('both spools sent', sent);
         await done;
         assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE'], 'warned once, nothing left over');
         assert.deepEqual(await stored('k_events', earlierRun, true), earlierLines);

@@ -38,7 +38,10 @@ test("the README's sample output is what subtee prints on the bundled recording"
   assert.equal(shown, `${r.stdout}${r.stderr}`.replace(/\n$/, ''), 'stdout, then the summary on stderr');
 });
 
-/** Documents whose links are checked: the front page, the reference pages, and the others the package ships. */
+/**
+ * Documents whose links are checked: the front page, the reference pages, and the others the
+ * package ships.
+ */
 function linkedDocuments(): string[] {
   return [...docPages(), 'ARCHITECTURE.md', 'bench/README.md', ...historyPages()];
 }
@@ -63,7 +66,8 @@ test('every link in the documents leads to a file of the repository and a headin
       }
       if (anchor === undefined) continue;
       if (!statSync(file).isFile() || !target.endsWith('.md')) broken.push(`${doc}: ${link} (no headings)`);
-      else if (!anchorsOf(readDoc(target)).has(anchor)) broken.push(`${doc}: ${link} (no heading #${anchor})`);
+      else if (!anchorsOf(readDoc(target)).has(anchor))
+        broken.push(`${doc}: ${link} (no heading #${anchor})`);
     }
   }
   assert.ok(checked >= 40, `${checked} links checked`);

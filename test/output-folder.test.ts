@@ -48,7 +48,8 @@ test('--force never writes through links planted in --out: each ' +
   const v = victim();
   const out = tmpDir();
   symlinkSync(v.file, join(out, 'main.jsonl'));
-  linkSync(v.file, join(out, 'main.log')); // a hard link: truncating it in place would empty the precious file
+  // A hard link: truncating it in place would empty the precious file.
+  linkSync(v.file, join(out, 'main.log'));
   symlinkSync(v.dir, join(out, 'agents'));
   symlinkSync(join(v.dir, 'created-by-index'), join(out, 'index.json.tmp'));
   symlinkSync(join(v.dir, 'created-by-quarantine'), join(out, 'quarantine.log'));
@@ -254,7 +255,12 @@ test('lines queued by writeLine and text by writeText ' +
     }
     const gap = Buffer.from('{"a":1};{"b":2}');
     lines.push(gap.subarray(0, 7), gap.subarray(8), Buffer.alloc(0));
-    const texts = ['plain\n', 'Ωmega ☃ \ud83d\ude00\n', 'lone \ud800 surrogate\n', 'x'.repeat(20_000) + '\n'];
+    const texts = [
+      'plain\n',
+      'Ωmega ☃ \ud83d\ude00\n',
+      'lone \ud800 surrogate\n',
+      'x'.repeat(20_000) + '\n',
+    ];
     const written = (fast: boolean) => {
       const out = tmpDir();
       const files = new AppendFiles(out, 4);

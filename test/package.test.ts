@@ -230,9 +230,11 @@ test("the repository's npm ci is light: the agent CLIs are test/e2e's, every pac
   const refused = installed
     .filter(([, e]) => e.engines?.node && !satisfies(least, range(e.engines.node)))
     .map(([path, e]) => `${path} wants node ${e.engines.node}`);
-  assert.deepEqual(refused, [], `packages that refuse Node ${least}, the least package.json's engines allows`);
+  const why = `packages that refuse Node ${least}, the least package.json's engines allows`;
+  assert.deepEqual(refused, [], why);
   assert.ok(satisfies(process.versions.node, pkg.engines.node), `this Node is ${process.versions.node}`);
-  assert.match(pkg.scripts.test, /&& node test\/e2e\/install\.mjs && /, 'npm test installs the agent CLIs first');
+  const installsFirst = /&& node test\/e2e\/install\.mjs && /;
+  assert.match(pkg.scripts.test, installsFirst, 'npm test installs the agent CLIs first');
 });
 
 /** The packed tarball, built from dist/ as it stands (scripts off: `npm test` has built it). */

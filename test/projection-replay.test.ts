@@ -155,7 +155,8 @@ test("a late reader whose channel file was cut mid-line fails: ERR_PROJECTION_RE
   const handles: SubagentHandle[] = [];
   for await (const handle of run.allSubagents) handles.push(handle);
   const index = await run.done;
-  const cut = handles.find((handle) => expectedMessages(join(FIXTURES, 'nested-depth-3.jsonl'), handle.id) > 1)!;
+  const recording = join(FIXTURES, 'nested-depth-3.jsonl');
+  const cut = handles.find((handle) => expectedMessages(recording, handle.id) > 1)!;
   const file = join(out, index.channels.find((channel) => channel.id === cut.id)!.jsonl!);
   const bytes = readFileSync(file);
   // Cut in the middle of its last line: the lines before it are whole.
@@ -426,7 +427,9 @@ test("a line too long to hold gives its channel's buffer up: its late readers fa
   assert.deepEqual(late, early);
   // The channels of lines too long to hold cannot be replayed; every other channel can.
   const longChannels = new Set(
-    lines.filter((line) => Buffer.byteLength(line) > 1024).map((line) => JSON.parse(line).parent_tool_use_id ?? null),
+    lines
+      .filter((line) => Buffer.byteLength(line) > 1024)
+      .map((line) => JSON.parse(line).parent_tool_use_id ?? null),
   );
   assert.ok(longChannels.size < handles.length + 1);
   const readers: Array<[string | null, AsyncIterable<unknown>]> = [

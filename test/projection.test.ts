@@ -503,7 +503,8 @@ test('a file several times maxBufferedBytes: messages read at once never need a 
     const texts = await readAtOnce(run);
     const index = await run.done;
     assert.equal(texts.size, index.channels.length, input);
-    for (const [id, expected] of perChannel) assert.deepEqual(texts.get(id), expected.texts, `${id} (${input})`);
+    for (const [id, expected] of perChannel)
+      assert.deepEqual(texts.get(id), expected.texts, `${id} (${input})`);
 
     // Late: channels whose buffer was kept replay whole; the others fail with the coded error.
     let replayed = 0;
@@ -548,7 +549,8 @@ test("a subagent's messages show thinking as --thinking says: drop leaves it out
   };
   assert.deepEqual(await thinkingOf('keep'), [thought]);
   assert.deepEqual(await thinkingOf('drop'), []);
-  assert.deepEqual(await thinkingOf('file'), [`(${thought.length} chars, in the .thinking.log beside this transcript)`]);
+  const note = `(${thought.length} chars, in the .thinking.log beside this transcript)`;
+  assert.deepEqual(await thinkingOf('file'), [note]);
 });
 
 for (const file of fixtureFiles()) {

@@ -157,7 +157,10 @@ async function waitFor(pred: () => boolean, what: string, ms = 30_000) {
   }
 }
 
-/** Lines in main.jsonl so far: once the agent's first lines are there, subtee's signal handlers are installed. */
+/**
+ * Lines in main.jsonl so far: once the agent's first lines are there, subtee's signal handlers
+ * are installed.
+ */
 const mainLines = (out: string) =>
   existsSync(join(out, 'main.jsonl')) ? linesOf(readFileSync(join(out, 'main.jsonl'))).length : 0;
 
@@ -210,7 +213,8 @@ test(
     writeFileSync(agent, `#!/bin/sh\nhead -5 "${recording}"\nsleep 1\ntail -n +6 "${recording}"\n`);
     chmodSync(agent, 0o755);
     const stdoutFile = join(dir, 'stdout.txt');
-    const cmd = `"${process.execPath}" "${BIN}" run --out "${join(dir, 'o')}" -- "${agent}" > "${stdoutFile}"`;
+    const out = join(dir, 'o');
+    const cmd = `"${process.execPath}" "${BIN}" run --out "${out}" -- "${agent}" > "${stdoutFile}"`;
     const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { encoding: 'utf8', timeout: 20_000 });
     assert.equal(r.status, 0, r.stdout);
     assert.match(
@@ -484,7 +488,10 @@ function running(pid: number): boolean {
  * which ignores SIGINT as such jobs do), writes both pids, prints three lines, then waits:
  * it exits 0 on SIGINT and SIGTERM, as a CLI that treats Ctrl-C as a clean end does.
  */
-function agentWithGrandchild(dir: string): { agent: string; pids: () => { agent: number; grandchild: number } } {
+function agentWithGrandchild(dir: string): {
+  agent: string;
+  pids: () => { agent: number; grandchild: number };
+} {
   const agent = join(dir, 'parent.sh');
   const pidFile = join(dir, 'pids');
   writeFileSync(
@@ -575,7 +582,10 @@ test('subtee run: when subtee ends early (the stream states a ' +
   const old = join(dir, 'old.jsonl');
   writeFileSync(
     old,
-    readFileSync(recording, 'utf8').replace('"claude_code_version":"2.1.328"', '"claude_code_version":"2.1.218"'),
+    readFileSync(recording, 'utf8').replace(
+      '"claude_code_version":"2.1.328"',
+      '"claude_code_version":"2.1.218"',
+    ),
   );
   const agent = join(dir, 'agent.sh');
   const pidFile = join(dir, 'pids');
@@ -637,7 +647,9 @@ test('subtee run: a command that prints no line is INPUT_EMPTY, exit 3, though i
 
 test('subtee run: a command not on PATH reads "not found ' +
   'on PATH", a missing file "no such file" (exit 2)', () => {
-  const onPath = spawnSync(process.execPath, [BIN, 'run', '--', 'subtee-no-such-command'], { encoding: 'utf8' });
+  const onPath = spawnSync(process.execPath, [BIN, 'run', '--', 'subtee-no-such-command'], {
+    encoding: 'utf8',
+  });
   assert.equal(onPath.status, 2);
   assert.equal(onPath.stderr, 'subtee: cannot start subtee-no-such-command: not found on PATH [ERR_COMMAND]\n');
   const path = join(tmpDir(), 'no-such-agent');

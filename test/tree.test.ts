@@ -391,7 +391,8 @@ test('the calls a heartbeat can name are the latest MAX_CALLS_REMEMBERED; older 
   assert.equal(t.route(heartbeat('toolu_0')).channel.orphan, true);
 });
 
-test('a call is forgotten at its result, a background call is not: a later line naming it opens an orphan', () => {
+test('a call is forgotten at its result, a background call is not: ' +
+  'a later line naming it opens an orphan', () => {
   const t = new ChannelTree();
   t.route(bash('toolu_fg', null));
   const background = bash('toolu_bg', null);
