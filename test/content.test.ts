@@ -2,7 +2,7 @@
 // overrides an earlier stage sets, and the lines that carry no content at all.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { lineContent } from '../src/model/content.js';
+import { fullThinking, lineContent } from '../src/model/content.js';
 import { displayPolicy } from '../src/model/display.js';
 import { LazyText } from '../src/model/scan.js';
 
@@ -127,9 +127,11 @@ test('the display policy shows thinking: whole, cut around one marker, as a note
   );
   const filed = lineContent(line, displayPolicy({ thinking: 'file' }));
   assert.equal(String((filed[0] as { text: string }).text), '(18 chars, in the .thinking.log beside this transcript)');
-  // A user line's thinking (never the model's own) is shown as it is.
-  const user = { type: 'user', message: { content: [{ type: 'thinking', thinking: 'quoted' }] } };
-  assert.deepEqual(lineContent(user, displayPolicy({ thinking: 'drop' })), [
-    { kind: 'thinking', text: 'quoted', redacted: false },
+  // A thinking block on a user line is shown through the same policy.
+  const user = { type: 'user', message: { content: [{ type: 'thinking', thinking: 'long thoughts here' }] } };
+  assert.deepEqual(lineContent(user, displayPolicy({ thinking: 'drop' })), []);
+  assert.deepEqual(lineContent(user, displayPolicy({ thinking: 'truncate', thinkingChars: 10 })), [
+    { kind: 'thinking', text: 'long th […8 chars cut…] ere', redacted: false },
   ]);
+  assert.deepEqual(fullThinking(user), ['long thoughts here']);
 });

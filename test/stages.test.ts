@@ -15,9 +15,9 @@ import { once } from 'node:events';
 import { truncateMiddle } from '../src/chain/stages/thinking-truncator.js';
 import { BIN, ROOT, chunked, linesOf, readTree, tmpDir } from './helpers/helpers.js';
 
-const thinkingLine = (parent: string | null, text: string) =>
+const thinkingLine = (parent: string | null, text: string, type = 'assistant') =>
   JSON.stringify({
-    type: 'assistant',
+    type,
     parent_tool_use_id: parent,
     message: {
       id: `m${Math.random()}`,
@@ -28,9 +28,10 @@ const thinkingLine = (parent: string | null, text: string) =>
     },
   });
 const long = 'A'.repeat(3000) + 'MIDDLE' + 'Z'.repeat(3000);
-const input = Buffer.from([thinkingLine(null, long), thinkingLine(null, 'short one')].join('\n') + '\n');
+const inputOf = (type: string) =>
+  Buffer.from([thinkingLine(null, long, type), thinkingLine(null, 'short one', type)].join('\n') + '\n');
 
-async function withThinking(mode: string, maxChars = 100) {
+async function withThinking(mode: string, maxChars = 100, input = inputOf('assistant')) {
   const out = join(tmpDir(), 'out');
   const run = await runChain(chunked([input]), {
     stages: [
@@ -51,9 +52,14 @@ test('truncateMiddle keeps head and tail and says how much was cut', () => {
   assert.deepEqual(truncateMiddle('abc', 100), { text: 'abc', cut: 0 });
 });
 
-for (const mode of ['keep', 'truncate', 'drop', 'file']) {
-  test(`--thinking ${mode}: transcript, counts, raw .jsonl untouched`, async () => {
-    const { files, index } = await withThinking(mode);
+// A producer may echo thinking on a user line: the policy is the same for it.
+for (const [mode, type] of ['keep', 'truncate', 'drop', 'file'].flatMap((m) => [
+  [m, 'assistant'],
+  [m, 'user'],
+])) {
+  test(`--thinking ${mode} on ${type} lines: transcript, counts, raw .jsonl untouched`, async () => {
+    const input = inputOf(type);
+    const { files, index } = await withThinking(mode, 100, input);
     const log = files.get('main.log')!.toString();
     assert.deepEqual(linesOf(files.get('main.jsonl')), linesOf(input), 'raw lines unchanged');
     const main = index.channels[0];

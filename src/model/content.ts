@@ -38,9 +38,13 @@ export type ContentItem =
 
 export type ContentKind = ContentItem['kind'];
 
-/** The whole text of each thinking block of an assistant line (what `file` mode writes out). */
+/**
+ * The whole text of each thinking block of an assistant or user line (what `file` mode writes
+ * out): every line whose thinking `lineContent` shows through the policy.
+ */
 export function fullThinking(value: JsonObject): Array<string | LazyText> {
-  if (lineTypeOf(value) !== 'assistant') return [];
+  const type = lineTypeOf(value);
+  if (type !== 'assistant' && type !== 'user') return [];
   const out: Array<string | LazyText> = [];
   for (const raw of rawBlocks(value)) {
     const block = asBlock(raw);
@@ -77,12 +81,10 @@ export function lineContent(
         items.push({ kind: line.type === 'user' ? 'prompt' : 'text', text: block.text });
         break;
       case 'thinking': {
-        // The policy applies to assistant lines, where a model's thinking is.
+        // The policy applies to a thinking block wherever a line carries one: a model's
+        // thinking is usually on an assistant line, but a producer may echo it on a user line.
         const full: unknown = block.thinking;
-        const shown =
-          line.type === 'assistant' && isText(full)
-            ? shownThinking(policy, full).text
-            : (block.thinking ?? '');
+        const shown = isText(full) ? shownThinking(policy, full).text : '';
         if (shown !== null) items.push({ kind: 'thinking', text: shown, redacted: false });
         break;
       }

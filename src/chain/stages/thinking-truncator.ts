@@ -42,7 +42,8 @@ export function createThinkingTruncator(options: ThinkingTruncatorOptions): Tran
       for (const rec of batch) {
         if (rec.kind !== 'line') continue;
         try {
-          if (lineTypeOf(viewOf(rec)) === 'assistant') count(rec);
+          const type = lineTypeOf(viewOf(rec));
+          if (type === 'assistant' || type === 'user') count(rec);
         } catch (err) {
           run.recordFailed('thinking-truncator', rec.lineNo, err);
         }
