@@ -267,6 +267,14 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
       return byName.events();
     },
     interleave<K extends ProjectionName>(...names: K[]) {
+      const unknown = names.filter((name) => !Object.hasOwn(byName, name));
+      if (unknown.length > 0) {
+        throw new UsageError(
+          'ERR_OPEN_OPTIONS',
+          `interleave(): no projection is named ${unknown.map((name) => JSON.stringify(name)).join(', ')} ` +
+            `(it takes ${Object.keys(byName).join(', ')})`,
+        );
+      }
       return merge(names.map((name) => [name, byName[name]()] as const)) as AsyncIterable<
         { [N in K]: [N, Projections[N]] }[K]
       >;

@@ -97,6 +97,20 @@ test('projection options out of range throw ERR_OPEN_OPTIONS at once; the least 
   assert.ok(events > 0);
 });
 
+test('interleave() refuses a name that is no projection with ERR_OPEN_OPTIONS, naming it', async () => {
+  const run = open(fixture());
+  const names = ['messages', 'nope'] as unknown as Array<'messages'>;
+  assert.throws(
+    () => run.interleave(...names),
+    (err: Error & { code?: string }) =>
+      err.name === 'UsageError' && err.code === 'ERR_OPEN_OPTIONS' && /"nope"/.test(err.message),
+  );
+  let merged = 0;
+  for await (const _item of run.interleave('messages', 'subagents')) merged++;
+  await run.done;
+  assert.ok(merged > 0);
+});
+
 test('an input that fails midway: what was read is filed, ' +
   'index.json records the failure, done rejects', async () => {
   const lines = readFileSync(fixture(), 'utf8').split('\n').filter(Boolean);
