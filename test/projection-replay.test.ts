@@ -10,12 +10,14 @@ import fs, {
   statSync,
   writeFileSync,
 } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
 import { type Message, open, type RunEvent, type SubagentHandle } from '../src/index.js';
-import { chunked, FIXTURES, splitEvery, tmpDir } from './helpers/helpers.js';
+import { chunked, fanoutInput, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers/helpers.js';
 import { writeStream } from '../bench/gen.js';
 import { fixtureLines, HANG, longMainRun, STALL, until } from './helpers/projection-runs.js';
 
@@ -337,6 +339,63 @@ test('a late events loop over more channels than it keeps open reads them in ord
   } finally {
     watch.restore();
   }
+});
+
+/**
+ * A program that reads, for each of a fan-out's subagents, its messages and then its tool calls
+ * (a replay from its file once it ended), writing files to `out`; prints what it read as JSON:
+ * readers that read whole, failures by code, and the most replay files open at once.
+ */
+const LATE_READERS_PROGRAM = `
+import { createReadStream } from 'node:fs';
+const [index, input, out] = process.argv.slice(2);
+const { open } = await import(index);
+const streams = new Set();
+let most = 0;
+const openChannelFile = (path) => {
+  for (const stream of streams) if (stream.destroyed) streams.delete(stream);
+  const stream = createReadStream(path);
+  streams.add(stream);
+  most = Math.max(most, streams.size);
+  return stream;
+};
+const run = open(input, { out, openChannelFile });
+const failed = {};
+let ok = 0;
+const tasks = [];
+for await (const sub of run.allSubagents) {
+  tasks.push((async () => {
+    try {
+      for await (const message of sub.messages) await message.text;
+      for await (const call of sub.toolCalls) await call.status;
+      ok++;
+    } catch (err) {
+      failed[err.code] = (failed[err.code] ?? 0) + 1;
+    }
+  })());
+}
+await Promise.all(tasks);
+await run.done;
+console.log(JSON.stringify({ subagents: tasks.length, ok, failed, most }));
+`;
+
+test('400 late readers under ulimit -n 256 all read: the replay files open at once are bounded, ' +
+  'the rest wait', async () => {
+  const dir = tmpDir();
+  const input = join(dir, 'fanout.jsonl');
+  writeFileSync(input, fanoutInput(400, 800));
+  const program = join(dir, 'late-readers.mjs');
+  writeFileSync(program, LATE_READERS_PROGRAM);
+  const index = pathToFileURL(join(ROOT, 'dist', 'src', 'index.js')).href;
+  const script = 'ulimit -n 256 && exec "$0" "$@"';
+  const child = spawnSync('sh', ['-c', script, process.execPath, program, index, input, join(dir, 'out')], {
+    encoding: 'utf8',
+  });
+  assert.equal(child.status, 0, child.stderr);
+  const read = JSON.parse(child.stdout);
+  assert.deepEqual(read, { subagents: 400, ok: 400, failed: {}, most: read.most });
+  // Half of what the open-file limit leaves the files sink (256 − 32 kept aside, at most 128).
+  assert.ok(read.most > 1 && read.most <= 64, `at most 64 replay files open at once, not ${read.most}`);
 });
 
 test('a late events loop over a channel file cut short fails with ERR_PROJECTION_REPLAY', async () => {

@@ -14,10 +14,47 @@ import { LineSplitter } from '../../model/lines.js';
 import { lineValue } from '../../model/line-view.js';
 import { StreamScanner } from '../../model/stream-scan.js';
 import { ProjectionError } from '../../views/projection/types.js';
+import { descriptorBudget } from '../../safe-open.js';
 import { FileNamer } from './file-names.js';
 
 /** How a replay opens a channel's `.jsonl` file: `fs.createReadStream` unless one is given. */
 export type OpenChannelFile = (path: string) => Readable;
+
+/**
+ * Channel files the late readers of one run read at once, all of them together: a reader past
+ * it waits for another's file to close, never fails. 64, or half what the process's open-file
+ * limit leaves the files sink, whichever is less (so 400 late readers under `ulimit -n 256` read
+ * 64 files at a time, beside the files sink's own).
+ */
+export const replayOpenFiles = (): number => Math.max(1, Math.min(64, Math.floor(descriptorBudget(128) / 2)));
+
+/** A count of open replay files, and the replays waiting for one to close, first come first served. */
+class FileSlots {
+  #used = 0;
+  readonly #waiting: Array<() => void> = [];
+
+  constructor(readonly size: number) {}
+
+  /** Resolves once the caller may open a file. */
+  take(): Promise<void> | void {
+    if (this.#used < this.size) {
+      this.#used++;
+      return;
+    }
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  /** A file closed: its slot passes to the first waiting replay, if any. */
+  give(): void {
+    const next = this.#waiting.shift();
+    if (next) next();
+    else this.#used--;
+  }
+
+  get open(): number {
+    return this.#used;
+  }
+}
 
 /**
  * A store over the channel files in `out`; `heldLineBytes()`: the line parser's limit, read
@@ -26,12 +63,22 @@ export type OpenChannelFile = (path: string) => Readable;
 export class FileChannelStore implements ChannelStore {
   readonly #namer = new FileNamer();
   readonly #stems = new Map<string | null, string>();
+  readonly #slots: FileSlots;
 
+  /** `maxOpenFiles`: files read at once by every replay of the run together (see replayOpenFiles). */
   constructor(
     readonly out: string,
     private readonly heldLineBytes: () => number,
     private readonly openFile: OpenChannelFile = createReadStream,
-  ) {}
+    readonly maxOpenFiles: number = replayOpenFiles(),
+  ) {
+    this.#slots = new FileSlots(maxOpenFiles);
+  }
+
+  /** Replay files open now (at most `maxOpenFiles`). */
+  get openFiles(): number {
+    return this.#slots.open;
+  }
 
   /** The stem of a channel's files, relative to `out`: `main`, or `agents/<safe name>`. */
   stemOf(id: string | null): string {
@@ -65,7 +112,15 @@ export class FileChannelStore implements ChannelStore {
         }
         return;
       }
-      yield* readJsonLines(store.openFile(path), path, store.heldLineBytes(), to, from, channel);
+      if (to <= from) return;
+      // The file opens once one of the run's replay slots is free, and gives it back when
+      // the replay ends, fails or its reader breaks off.
+      await store.#slots.take();
+      try {
+        yield* readJsonLines(store.openFile(path), path, store.heldLineBytes(), to, from, channel);
+      } finally {
+        store.#slots.give();
+      }
     })();
   }
 }

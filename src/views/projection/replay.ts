@@ -7,6 +7,9 @@ import { ProjectionError } from './types.js';
 /** Channel files read at once by one late `events` loop; the rest are closed and reopened. */
 const REPLAY_OPEN_FILES = 64;
 
+/** A store that reads at most `maxOpenFiles` files at once over all its replays (the files sink's). */
+type BoundedStore = ChannelStore & { readonly maxOpenFiles?: number };
+
 /**
  * Reads channels back from a store in the order of the run's lines, for a late `events` loop
  * when files are written: each channel from its start, at most REPLAY_OPEN_FILES read at once
@@ -16,12 +19,15 @@ export class ChannelFileCursors {
   private readonly open = new Map<string | null, AsyncIterator<JsonObject>>();
   private readonly read = new Map<string | null, number>();
   private readonly total = new Map<string | null, number>();
+  /** Never more than the store reads at once: a loop holding them all would wait on itself. */
+  private readonly maxOpen: number;
 
   constructor(
-    private readonly store: ChannelStore,
+    private readonly store: BoundedStore,
     log: EventLog,
     count: number,
   ) {
+    this.maxOpen = Math.max(1, Math.min(REPLAY_OPEN_FILES, store.maxOpenFiles ?? REPLAY_OPEN_FILES));
     for (let at = 0; at < count; at++) {
       const id = log.channelOf(at);
       if (id !== undefined) this.total.set(id, (this.total.get(id) ?? 0) + 1);
@@ -33,7 +39,7 @@ export class ChannelFileCursors {
     if (lines) {
       this.open.delete(id); // re-inserted last: the map's order is the order of use
     } else {
-      if (this.open.size >= REPLAY_OPEN_FILES) {
+      if (this.open.size >= this.maxOpen) {
         const [oldest, its] = this.open.entries().next().value!;
         this.open.delete(oldest);
         await its.return?.(undefined);
