@@ -18,7 +18,7 @@ import type { WrappedCommand } from './run-command.js';
 export interface CliIO {
   stdin: Readable;
   stdout: Writable;
-  stderr: Writable & { isTTY?: boolean };
+  stderr: Writable & { isTTY?: boolean; columns?: number };
   env: NodeJS.ProcessEnv;
 }
 
@@ -159,13 +159,19 @@ export async function main(
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
+  /** The live status line, on a terminal's stderr that stdout's text does not share. */
+  const startStatus = async (session: Session, chainSpec: ChainSpec) => {
+    if (opts.quiet || io.stderr.isTTY !== true) return null;
+    const { startStatusLine, statusLineWanted } = await import('./status-line.js');
+    const fd = (stream: object) => (stream as { fd?: number }).fd;
+    if (!statusLineWanted(chainSpec, fd(io.stdout), fd(io.stderr) ?? 2)) return null;
+    return startStatusLine(session, io.stderr);
+  };
+
   /** Runs one input (or the command) through its chain; returns the exit code. */
   const runOne = async (file: string, chainSpec: ChainSpec): Promise<number> => {
     run = new Session();
-    const status =
-      !opts.quiet && io.stderr.isTTY === true
-        ? (await import('./status-line.js')).startStatusLine(run, io.stderr)
-        : null;
+    const status = await startStatus(run, chainSpec);
     const warnings = tellWarnings(run, (w) => {
       // The run's error line says the same: index.json keeps it for readers of the folder.
       if (w.code === 'OUTPUT_FAILED') return;
