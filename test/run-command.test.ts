@@ -496,7 +496,7 @@ function agentWithGrandchild(dir: string): {
   const pidFile = join(dir, 'pids');
   writeFileSync(
     agent,
-    `#!/bin/sh\ntrap 'exit 0' INT TERM\nsleep 600 &\necho "$$ $!" > "${pidFile}.tmp"\n` +
+    `#!/bin/sh\ntrap 'exit 0' HUP INT TERM\nsleep 600 &\necho "$$ $!" > "${pidFile}.tmp"\n` +
       `mv "${pidFile}.tmp" "${pidFile}"\nhead -3 "${recording}"\nwhile true; do sleep 0.1; done\n`,
   );
   chmodSync(agent, 0o755);
@@ -509,6 +509,7 @@ function agentWithGrandchild(dir: string): {
 }
 
 for (const [sig, code] of [
+  ['SIGHUP', 129],
   ['SIGINT', 130],
   ['SIGTERM', 143],
 ] as const) {

@@ -24,18 +24,18 @@ Starts CMD in a process group of its own and splits its stdout; its stderr passe
 Everything after -- is the command's:
   subtee run --out logs -- \\
     claude -p "…" --output-format stream-json --verbose --forward-subagent-text
-SIGINT and SIGTERM are passed to CMD and every process it started (SIGKILL after
+SIGHUP, SIGINT and SIGTERM are passed to CMD and every process it started (SIGKILL after
 --kill-grace-ms); nothing it started outlives subtee run.`;
 
 export const EXIT_CODES_HELP =
   `Exit codes: 0 ok, 1 internal error, 2 bad usage or config, 3 input or output unusable
   (an input with no lines, disk full, --out not a folder), 4 agent version refused, 124 stalled,
-  130 SIGINT, 143 SIGTERM.`;
+  129 SIGHUP, 130 SIGINT, 143 SIGTERM.`;
 
 export const RUN_EXIT_CODES_HELP =
   `Exit codes: the command's own; 2 bad usage or config, or CMD cannot start; 3 output unusable,
   or CMD exited 0 printing no line; 4 agent version refused; 124 stalled (CMD was stopped);
-  130 SIGINT, 143 SIGTERM, whatever CMD returned.`;
+  129 SIGHUP, 130 SIGINT, 143 SIGTERM, whatever CMD returned.`;
 
 /** The main command's help, or `subtee run`'s. */
 export function commandHelp(command: 'main' | 'run'): string {

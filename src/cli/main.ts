@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { builtinRegistry } from '../chain/builtins.js';
 import { loadChainPackages, runChain, type ChainSpec } from '../chain/chain.js';
@@ -142,7 +143,7 @@ export async function main(
   const graceMs = Number(opts['kill-grace-ms']);
   // First signal: stop reading (or, under subtee run, pass it to the command and every process
   // it started, SIGKILL after the grace) and let everything already read reach the sinks. A
-  // second one stops at once: they are killed and subtee exits 130/143 waiting for nothing.
+  // second one stops at once: they are killed and subtee exits 129/130/143 waiting for nothing.
   const onSignal = (sig: NodeJS.Signals) => {
     run.interrupted = true;
     const first = signalled === null;
@@ -156,8 +157,7 @@ export async function main(
     command?.signalAll('SIGKILL');
     ac.abort();
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  for (const sig of STOP_SIGNALS) process.on(sig, onSignal);
 
   /** The live status line, on a terminal's stderr that stdout's text does not share. */
   const startStatus = async (session: Session, chainSpec: ChainSpec) => {
@@ -209,7 +209,7 @@ export async function main(
           checkRequiredVersion(version, required, commandAgentName(opts.rest[0]));
           run.checkedCommandVersion = version;
         }
-        if (signalled) return signalled === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;
+        if (signalled) return signalExit(signalled);
         command = spawnCommand(opts.rest);
         await commandStarted(command, opts.rest[0]);
         input = commandOutput(command, opts.rest[0], run, stop);
@@ -267,8 +267,7 @@ export async function main(
       }
     }
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    for (const sig of STOP_SIGNALS) process.off(sig, onSignal);
   }
   if (code === EXIT.STALL)
     io.stderr.write(
@@ -278,9 +277,20 @@ export async function main(
   // CI step's `&& deploy` must not run.
   if (signalled) {
     io.stderr.write(`subtee: interrupted by ${signalled}; index.json marks what was still running\n`);
-    code = signalled === 'SIGINT' ? EXIT.SIGINT : EXIT.SIGTERM;
+    code = signalExit(signalled);
   }
   return code;
+}
+
+/**
+ * The signals that interrupt a run: a terminal closed or an ssh session dropped (SIGHUP) ends
+ * it as Ctrl-C and `kill` do, with what was read on disk and index.json written.
+ */
+const STOP_SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM'] as const;
+
+/** An interrupted run's exit code: 128 + the signal's number (129, 130, 143). */
+export function signalExit(sig: NodeJS.Signals): number {
+  return 128 + (constants.signals[sig] ?? 0);
 }
 
 /**
