@@ -47,7 +47,7 @@ export {
   type RecordHandlers,
   type RecordResult,
 } from './chain/plugin-stream.js';
-export { rewriteText, mapStrings, type TextRewrite } from './chain/record-text.js';
+export { rewriteText, mapStrings, type TextRewrite, type RewriteOptions } from './chain/record-text.js';
 export { escapeControl, escapeOneLine, escapeHtml, escapeMarkdown } from './views/escape.js';
 export { walkTree, statusCounts, channelTokens, MAX_GUIDE_LEVELS } from './views/walk.js';
 export { type ThinkingMode } from './chain/stages/thinking-truncator.js';

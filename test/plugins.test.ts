@@ -76,6 +76,73 @@ test('every secret pattern is exercised by an example (a new pattern needs one)'
   }
 });
 
+/**
+ * The escapes a JSON text may hold right before a secret, as they stand in the line, each
+ * with the character it decodes to: a line start and a tab among them (`n` and `t` are word
+ * characters to a pattern that reads the text undecoded).
+ */
+const ESCAPES: Record<string, string> = {
+  '\\n': '\n',
+  '\\t': '\t',
+  '\\r': '\r',
+  '\\b': '\b',
+  '\\f': '\f',
+  '\\"': '"',
+  '\\\\': '\\',
+  '\\/': '/',
+  '\\u000a': '\n',
+  '\\u00a0': '\u00a0',
+  '\\u2028': '\u2028',
+};
+
+/**
+ * A line whose text block holds each secret after each escape: the JSON text (the escape as it
+ * stands, the secret escaped as JSON.stringify would) and, per block, the decoded text.
+ */
+function escapedSecretLines(): Array<{ json: string; text: string; kind: string; escape: string }> {
+  const lines = [];
+  for (const [kind, secret] of Object.entries(secrets)) {
+    for (const [escape, char] of Object.entries(ESCAPES)) {
+      const raw = `"before${escape}${JSON.stringify(`${secret} after`).slice(1)}`;
+      const text = `before${char}${secret} after`;
+      assert.equal(JSON.parse(raw), text);
+      const json =
+        '{"type":"assistant","parent_tool_use_id":null,"message":{"id":"m","role":"assistant",' +
+        `"content":[{"type":"text","text":${raw}}]}}`;
+      lines.push({ json, text, kind, escape });
+    }
+  }
+  return lines;
+}
+
+const textOf = (json: string): string => JSON.parse(json).message.content[0].text;
+
+test('redactRecord masks each kind of secret after each JSON escape as redact masks the decoded text', () => {
+  for (const { json, text, kind, escape } of escapedSecretLines()) {
+    const rec = { kind: 'line' as const, lineNo: 1, raw: Buffer.from(json), value: JSON.parse(json) };
+    const out = redactRecord(rec) as typeof rec;
+    const at = `${kind} after ${escape}`;
+    assert.notEqual(redact(text), text, `${at}: the decoded text holds a secret`);
+    assert.equal(textOf(out.raw.toString()), redact(text), `${at}: the line's bytes`);
+    assert.equal(out.value.message.content[0].text, redact(text), `${at}: the value`);
+    assert.ok(!out.raw.toString().includes(secretValue(secrets[kind])), at);
+    // A quarantined piece of the same line (cut short, not JSON) is searched the same way.
+    const cut = json.slice(0, json.indexOf(' after'));
+    const piece = {
+      ...{ kind: 'quarantine' as const, lineNo: 1, raw: Buffer.from(cut) },
+      ...{ reason: 'truncated' as const, final: true },
+    };
+    const masked = (redactRecord(piece) as typeof piece).raw.toString();
+    assert.ok(!masked.includes(secretValue(secrets[kind])), `${at}, quarantined: ${masked.slice(-60)}`);
+  }
+});
+
+test('redactRecord leaves a line with nothing secret byte for byte, escapes and all', () => {
+  const json = '{"type":"user","text":"a\\nb\\t\\u00e9\\/c \\"sk-short\\" \\\\ghp_tooShort"}';
+  const rec = { kind: 'line' as const, lineNo: 1, raw: Buffer.from(json), value: JSON.parse(json) };
+  assert.equal(redactRecord(rec), rec);
+});
+
 async function chainWith(pluginNames: string[], stages: string[], sinks: ComponentSpec[], input: Buffer) {
   const registry = builtinRegistry();
   await registerPlugins(registry, pluginNames, ROOT);
@@ -128,6 +195,80 @@ test('redact-secrets runs before every sink: jsonl, log, quarantine and pino are
   assert.equal(jsonl.length, 1);
   assert.doesNotThrow(() => JSON.parse(jsonl[0]), 'masked line is still JSON');
   assert.match(files.get('main.log')!.toString(), /key \[REDACTED\]/);
+});
+
+test('redact-secrets: no secret after any escape reaches a .jsonl, a .log or a spooled line', async () => {
+  const out = join(tmpDir(), 'out');
+  const lines = escapedSecretLines();
+  // The same blocks again as one line past maxLineBytes: spooled, copied through the plugin.
+  const blocks = lines.map(({ json }) => JSON.stringify(JSON.parse(json).message.content[0]));
+  const long =
+    '{"type":"assistant","parent_tool_use_id":null,"message":{"id":"m2","role":"assistant",' +
+    `"content":[${lines.map(({ json }) => json.slice(json.indexOf('{"type":"text"'), -3)).join(',')}]}}`;
+  assert.equal(JSON.parse(long).message.content.length, blocks.length);
+  const input = [...lines.map(({ json }) => json), long].join('\n') + '\n';
+  const registry = builtinRegistry();
+  await registerPlugins(registry, ['redact-secrets'], ROOT);
+  const run = await runChain(
+    chunked([Buffer.from(input)]),
+    {
+      stages: [{ use: 'line-parser', maxLineBytes: 4096 }, { use: 'redact-secrets' }, { use: 'channel-router' }],
+      sinks: [{ use: 'files', out }],
+    },
+    { registry },
+  );
+  assert.ok(Buffer.byteLength(long) > 4096 && run.input.lines === lines.length + 1);
+  const files = readTree(out);
+  const everything = [...files.values()].map((b) => b.toString()).join('\n');
+  for (const [kind, secret] of Object.entries(secrets))
+    assert.ok(!everything.includes(secretValue(secret)), `${kind} left in the output folder`);
+  const jsonl = linesOf(files.get('main.jsonl'));
+  assert.deepEqual(
+    jsonl.slice(0, -1).map(textOf),
+    lines.map(({ text }) => redact(text)),
+    'each line as redact masks its decoded text',
+  );
+  assert.deepEqual(
+    JSON.parse(jsonl.at(-1)!).message.content.map((b: { text: string }) => b.text),
+    lines.map(({ text }) => redact(text)),
+    'the spooled line, block by block',
+  );
+  // The .log shows each short line's text; the spooled line is one `[long line]` preview.
+  const shown = files.get('main.log')!.toString().split('\n');
+  const log = shown.filter((l) => !l.startsWith('[long line]')).join('\n');
+  assert.equal(shown.length - log.split('\n').length, 1);
+  const masks = (text: string) => text.split(MASK).length - 1;
+  const expected = lines.reduce((sum, { text }) => sum + masks(redact(text)), 0);
+  assert.ok(expected >= lines.length);
+  assert.equal(masks(log), expected, 'main.log shows every mask redact makes in the decoded texts');
+});
+
+test("redact-secrets: a spooled line's 4 MiB stretch with no , or } is cut outside an escape", async () => {
+  const token = `ghp_${'b'.repeat(36)}`;
+  const MAX_WINDOW_CHARS = 1 << 22;
+  for (const escape of ['\\n', '\\u00a0']) {
+    const unit = `${escape}${token}`;
+    const prefix = '{"x":"';
+    // Filler so that an escape straddles the first forced cut, one character past its backslash.
+    const filler = 'a'.repeat((((MAX_WINDOW_CHARS - 1 - prefix.length) % unit.length) + unit.length) % unit.length);
+    const count = Math.ceil((5 * 1024 * 1024) / unit.length);
+    const line = `${prefix}${filler}${unit.repeat(count)}"}`;
+    assert.equal(line[MAX_WINDOW_CHARS - 1], '\\', 'a backslash just before the cut');
+    const out = join(tmpDir(), 'out');
+    const registry = builtinRegistry();
+    await registerPlugins(registry, ['redact-secrets'], ROOT);
+    await runChain(
+      chunked([Buffer.from(`${line}\n`)]),
+      {
+        stages: [{ use: 'line-parser', maxLineBytes: 4096 }, { use: 'redact-secrets' }],
+        sinks: [{ use: 'files', out }],
+      },
+      { registry },
+    );
+    const written = readFileSync(join(out, 'main.jsonl'), 'utf8');
+    assert.equal(written.split(token).length - 1, 0, `${escape}: no token left`);
+    assert.equal(written.split(MASK).length - 1, count, `${escape}: one mask per token`);
+  }
 });
 
 test('github-step-summary: tree, statuses, collapsed reports, escaped text', async () => {

@@ -45,8 +45,14 @@ export function redact(text: string): string {
   return out;
 }
 
-/** The record with its secrets masked: the raw line and the value (a long line as it is copied). */
-export const redactRecord = (rec: SubteeRecord): SubteeRecord => rewriteText(rec, redact);
+/**
+ * The record with its secrets masked: the raw line and the value (a long line as it is copied).
+ * Each JSON string is searched as it decodes, so a secret after an escape (`\n`, `\t`, `\"`,
+ * `\u00a0`) is found as it is in the text a view shows; then the line's text as it stands, for
+ * what spans a key and its value (`"password": "…"`) or is not JSON.
+ */
+export const redactRecord = (rec: SubteeRecord): SubteeRecord =>
+  rewriteText(rec, redact, { decodeStrings: true });
 
 /**
  * Masks secrets in every record before any sink sees it: the raw line (so the `.jsonl` files
