@@ -23,6 +23,7 @@ import { pageBytes, pagePieces } from '../src/views/report/page.js';
 import { lineFacts, TranscriptBudget, type ChannelView } from '../src/views/report/model.js';
 import { parseServe } from '../src/chain/sinks/report.js';
 import { startSubtee } from './helpers/browser.js';
+import { COPILOT_TOTALS, copilotTokens } from './helpers/chat-reading.js';
 import { BIN, FIXTURES, linesOf, tmpDir } from './helpers/helpers.js';
 
 function subtee(args: string[], input?: string) {
@@ -56,7 +57,7 @@ function channel(over: Partial<ChannelView>): ChannelView {
     summary: null,
     lines: 1,
     counts: {},
-    usage: { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 },
+    usage: { input: 0, output: 0, cacheRead: 0, cacheCreation: 0, tokens: 0 },
     cost: 0,
     costBasis: null,
     first: null,
@@ -145,21 +146,21 @@ test('treeRows: nesting, subtree rollups, orphans last, cycles, a 100,000-deep c
       id: null,
       first: T,
       last: T + 100,
-      usage: { input: 1, output: 1, cacheRead: 0, cacheCreation: 0 },
+      usage: { input: 1, output: 1, cacheRead: 0, cacheCreation: 0, tokens: 2 },
     }),
     channel({
       id: 'a',
       parent: null,
       first: T + 10,
       last: T + 50,
-      usage: { input: 10, output: 0, cacheRead: 0, cacheCreation: 0 },
+      usage: { input: 10, output: 0, cacheRead: 0, cacheCreation: 0, tokens: 10 },
     }),
     channel({
       id: 'b',
       parent: 'a',
       first: T + 20,
       last: T + 300,
-      usage: { input: 100, output: 0, cacheRead: 0, cacheCreation: 0 },
+      usage: { input: 100, output: 0, cacheRead: 0, cacheCreation: 0, tokens: 100 },
     }),
     channel({ id: 'o', orphan: true, first: T + 5, last: T + 6 }),
     channel({ id: 'x', parent: 'y' }),
@@ -187,7 +188,7 @@ test('treeRows: nesting, subtree rollups, orphans last, cycles, a 100,000-deep c
       channel({
         id: `c${i}`,
         parent: i === 0 ? null : `c${i - 1}`,
-        usage: { input: 1, output: 0, cacheRead: 0, cacheCreation: 0 },
+        usage: { input: 1, output: 0, cacheRead: 0, cacheCreation: 0, tokens: 1 },
       }),
     );
   const d = treeRows(deep);
@@ -291,6 +292,39 @@ test('subtee report: one self-contained page, a CSP allowing exactly its own scr
   assert.equal(leaf.prompt, 'SCRIPT:nest:0');
   assert.equal(leaf.summary, 'Worker leaf report: done.');
   assert.equal(leaf.ticks.length, 1);
+});
+
+const sum = (ns: Iterable<number>) => [...ns].reduce((a, b) => a + b, 0);
+
+test("a Copilot subagent's stated total is its tokens on report.html (own and Σ) and the runs' index " +
+  'page, as in the summary', () => {
+  for (const name of COPILOT_TOTALS) {
+    const expected = copilotTokens(readFileSync(join(FIXTURES, `${name}.jsonl`), 'utf8'));
+    assert.ok(sum(expected.values()) > 0, name);
+    const root = tmpDir();
+    const out = join(root, 'run');
+    const r = subtee(['--out', out, '--html', '--stdout', 'none', join(FIXTURES, `${name}.jsonl`)]);
+    assert.equal(r.status, 0, r.stderr);
+    const summary = [...r.stderr.matchAll(/ {2}tokens (\d+) {2}/g)].map((m) => Number(m[1]));
+    const data = pageData(readFileSync(join(out, 'report.html'), 'utf8'));
+    const own = new Map(data.channels.map((c: ChannelView) => [c.id, c.usage.tokens]));
+    assert.deepEqual(own, expected, name);
+    assert.deepEqual(
+      summary.sort((a, b) => a - b),
+      [...expected.values()].sort((a, b) => a - b),
+      `${name}: the summary's tree`,
+    );
+    const rows = treeRows(data.channels);
+    assert.equal(rows[0].ch.id, null);
+    assert.equal(rows[0].sub.tokens, sum(expected.values()), `${name}: main's Σ tokens`);
+    assert.equal(subtee(['report', '-q', root]).status, 0);
+    const index = readFileSync(join(root, 'index.html'), 'utf8');
+    assert.deepEqual(
+      [...index.matchAll(/data-tokens="(\d+)"/g)].map((m) => Number(m[1])),
+      [sum(expected.values())],
+      `${name}: the index page`,
+    );
+  }
 });
 
 test('the page stays under its size limit: transcripts cut with a pointer to their .log file', async () => {

@@ -4,6 +4,7 @@ import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { generateRuns, writeRuns } from '../bench/stats-gen.js';
+import { COPILOT_TOTALS, copilotTokens } from './helpers/chat-reading.js';
 import { BIN, FIXTURES, tmpDir } from './helpers/helpers.js';
 import { statsRunOf } from '../src/views/stats.js';
 
@@ -468,4 +469,33 @@ test('one recording processed into several folders counts as one run (its run_id
   const notes = r.stderr.trim().split('\n').filter((l) => l.includes('the same run (run_id) as'));
   assert.equal(notes.length, 3, r.stderr);
   for (const note of notes) assert.match(note, /not counted .*-[12]: the same run \(run_id\) as .*-0$/);
+});
+
+test("a Copilot subagent's stated total counts as its tokens in stats, as in the summary", () => {
+  const root = tmpDir();
+  const expected = new Map<string, number>();
+  let all = 0;
+  for (const [k, name] of COPILOT_TOTALS.entries()) {
+    const out = join(root, `run-${k}`);
+    const input = join(FIXTURES, `${name}.jsonl`);
+    const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', input], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const summary = [...r.stderr.matchAll(/ {2}tokens (\d+) {2}/g)].reduce((n, m) => n + Number(m[1]), 0);
+    const tokens = copilotTokens(readFileSync(input, 'utf8'));
+    for (const [id, n] of tokens) if (id !== null) expected.set(`${out} ${id}`, n);
+    const stated = [...tokens.values()].reduce((a, b) => a + b, 0);
+    assert.ok(stated > 0, name);
+    assert.equal(summary, stated, `${name}: the summary's tree`);
+    all += stated;
+  }
+  const report = statsJson([root, '--top', '1000']);
+  assert.equal(report.runs, COPILOT_TOTALS.length);
+  assert.equal(report.total.tokens, all);
+  for (const by of ['agent', 'model'])
+    assert.equal(report.tables[by].reduce((n: number, g: any) => n + g.tokens, 0), all, by);
+  assert.deepEqual(
+    new Map(report.costliest.map((s: any) => [`${s.run} ${s.channel}`, s.tokens])),
+    expected,
+    'each subagent',
+  );
 });

@@ -5,7 +5,7 @@
  */
 import { isObject } from '../model/message.js';
 import { formatUsd } from './cost.js';
-import { elapsedMs } from './walk.js';
+import { channelTokens, elapsedMs } from './walk.js';
 import { escapeControl, escapeOneLine } from './escape.js';
 import { cutText } from '../model/display.js';
 
@@ -35,6 +35,8 @@ export interface StatsChannel {
   outputTokens: number;
   cacheReadTokens: number;
   cacheCreationTokens: number;
+  /** Its tokens as the tree summary counts them (channelTokens: input + output, else a stated total). */
+  tokens: number;
   /**
    * The channel's own dollars; null when not priced or its usage unknown (or written before
    * index.json had cost).
@@ -73,7 +75,7 @@ export interface StatsGroup {
   output_tokens: number;
   cache_read_tokens: number;
   cache_creation_tokens: number;
-  /** input + output, as the tree summary counts. */
+  /** input + output (a channel stating only a total: that total), as the tree summary counts. */
   tokens: number;
   /** Sum over the priced channels (and, where a run's dollars are, its unattributed ones); null when none. */
   cost_usd: number | null;
@@ -184,6 +186,7 @@ export function statsRunOf(run: string, index: unknown): StatsRun | null {
       outputTokens: finite(usage.output_tokens),
       cacheReadTokens: finite(usage.cache_read_input_tokens),
       cacheCreationTokens: finite(usage.cache_creation_input_tokens),
+      tokens: channelTokens({ usage }),
       costUsd: channelCost(c.cost),
       costUnknown: isObject(c.cost) && c.cost.basis === 'unknown',
       elapsedMs: elapsedMs(first, last),
@@ -244,6 +247,7 @@ class GroupTotals {
   output = 0;
   cacheRead = 0;
   cacheCreation = 0;
+  tokens = 0;
   cost = 0;
   priced = 0;
   unknown = 0;
@@ -273,6 +277,7 @@ class GroupTotals {
     this.output += ch.outputTokens;
     this.cacheRead += ch.cacheReadTokens;
     this.cacheCreation += ch.cacheCreationTokens;
+    this.tokens += ch.tokens;
     if (ch.costUsd !== null) {
       this.cost += ch.costUsd;
       this.priced++;
@@ -295,6 +300,8 @@ interface GroupSums {
   output: number;
   cacheRead: number;
   cacheCreation: number;
+  /** Tokens as the tree summary counts them; input + output when not given. */
+  tokens?: number;
   /** Dollars over the priced channels. */
   cost: number;
   priced: number;
@@ -317,7 +324,7 @@ export function groupRow(key: string, s: GroupSums): StatsGroup {
     output_tokens: s.output,
     cache_read_tokens: s.cacheRead,
     cache_creation_tokens: s.cacheCreation,
-    tokens: s.input + s.output,
+    tokens: s.tokens ?? s.input + s.output,
     cost_usd: s.priced === 0 && !(s.unattributed ?? 0) ? null : roundTo(s.cost + (s.unattributed ?? 0), 6),
     unpriced: s.agents - s.priced - (s.unknown ?? 0),
     unknown: s.unknown ?? 0,
@@ -476,7 +483,7 @@ export class StatsAggregator {
       agent: ch.agent,
       model: ch.model,
       status: ch.status,
-      tokens: ch.inputTokens + ch.outputTokens,
+      tokens: ch.tokens,
       cost_usd: ch.costUsd,
       elapsed_ms: ch.elapsedMs,
       log: ch.log && join ? join(ch.run, ch.log) : null,

@@ -82,13 +82,21 @@ export function statusCounts(channels: Iterable<ReadonlyChannel>): StatusCounts 
   return counts;
 }
 
-/** Input plus output tokens of a channel. */
-export function channelTokens(ch: { usage: Readonly<Record<string, number>> }): number {
-  const { input_tokens: input, output_tokens: output, total_tokens: total } = ch.usage;
+/**
+ * Input plus output tokens of a channel: the one count every view shows (summary, index page,
+ * report, live page, stats). A usage read back from index.json may hold anything: a count
+ * that is not a finite number of at least 0 is taken as not stated.
+ */
+export function channelTokens(ch: { usage: Readonly<Record<string, unknown>> }): number {
+  const input = tokenCount(ch.usage.input_tokens);
+  const output = tokenCount(ch.usage.output_tokens);
   // A producer that gives only a total (GitHub Copilot CLI's subagents) is counted by it.
-  if (input === undefined && output === undefined) return total ?? 0;
+  if (input === undefined && output === undefined) return tokenCount(ch.usage.total_tokens) ?? 0;
   return (input ?? 0) + (output ?? 0);
 }
+
+const tokenCount = (v: unknown): number | undefined =>
+  typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined;
 
 export interface SubtreeTotals {
   /** Channels in the subtree, itself included. */

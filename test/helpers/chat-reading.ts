@@ -190,3 +190,19 @@ export function readOpencode(text: string): ChatReading {
   main.status = failed ? 'failed' : 'completed';
   return { producer: 'opencode', version: null, channels, nonBlank, notObjects };
 }
+
+/** Copilot CLI recordings (under the fixtures) whose subagents state only a total (`totalTokens`). */
+export const COPILOT_TOTALS = [
+  'other-agents/copilot-spawn',
+  ...['failing-subagent', 'late-subagent-output', 'nested-2', 'spawn-2'].map((n) => `other-agents/copilot/${n}`),
+];
+
+/** Each agent's tokens as a Copilot recording states them (a subagent's total), by channel id. */
+export function copilotTokens(text: string): Map<string | null, number> {
+  const tokens = new Map<string | null, number>();
+  for (const [id, c] of readCopilot(text).channels) {
+    if (c.usage.input + c.usage.output !== 0) throw new Error('the recording states more than totals');
+    tokens.set(id, c.usage.total);
+  }
+  return tokens;
+}

@@ -27,8 +27,9 @@ export interface Row {
   sub: Totals;
 }
 
+/** A channel's tokens as the data states them (the summary's count, see Usage). */
 export function tokensOf(ch: ChannelView): number {
-  return ch.usage.input + ch.usage.output;
+  return ch.usage.tokens;
 }
 
 /**
@@ -1052,7 +1053,7 @@ function placeholder(id: string | null): ChannelView {
     summary: null,
     lines: 0,
     counts: {},
-    usage: { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 },
+    usage: { input: 0, output: 0, cacheRead: 0, cacheCreation: 0, tokens: 0 },
     cost: null,
     costBasis: null,
     first: null,

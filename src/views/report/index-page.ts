@@ -8,9 +8,9 @@ import { createHash } from 'node:crypto';
 import { escapeHtml } from '../escape.js';
 import { formatUsd } from '../cost.js';
 import { isObject } from '../../model/message.js';
-import { finite, formatMs } from '../stats.js';
+import { formatMs } from '../stats.js';
 import { field, isoTime } from './model.js';
-import { elapsedMs } from '../walk.js';
+import { channelTokens, elapsedMs } from '../walk.js';
 
 type RunStatus = 'completed' | 'failed' | 'running' | 'stalled' | 'interrupted' | 'unreadable';
 
@@ -65,8 +65,7 @@ export function indexPageRow(path: string, report: string | null, index: unknown
     const l = isoTime(c.last_seen);
     if (f !== null && (first === null || f < first)) first = f;
     if (l !== null && (last === null || l > last)) last = l;
-    const usage = isObject(c.usage) ? c.usage : {};
-    row.tokens += finite(usage.input_tokens) + finite(usage.output_tokens);
+    row.tokens += channelTokens({ usage: isObject(c.usage) ? c.usage : {} });
     if (c.id === null) {
       mainStatus = c.status;
       continue;

@@ -1,4 +1,5 @@
 import { escapeControl } from '../escape.js';
+import { channelTokens } from '../walk.js';
 import { lineContent } from '../../model/content.js';
 import {
   CUT_LENGTHS,
@@ -61,6 +62,8 @@ export interface Usage {
   output: number;
   cacheRead: number;
   cacheCreation: number;
+  /** Its tokens as every view counts them (channelTokens: input + output, else a stated total). */
+  tokens: number;
 }
 
 /** What was left out of a channel's transcript to keep the page bounded. */
@@ -220,6 +223,7 @@ export function usageOf(u: unknown): Usage {
     output: num(o.output_tokens),
     cacheRead: num(o.cache_read_input_tokens),
     cacheCreation: num(o.cache_creation_input_tokens),
+    tokens: channelTokens({ usage: o }),
   };
 }
 
