@@ -12,10 +12,12 @@ import {
   chromiumAvailable,
   launchBrowser,
   newPage,
+  openReport,
   screenshot,
   startSubtee,
   type Started,
 } from './helpers/browser.js';
+import { COPILOT_TOTALS, copilotTokens } from './helpers/chat-reading.js';
 import { FIXTURES, linesOf, tmpDir } from './helpers/helpers.js';
 
 const skip =
@@ -64,6 +66,25 @@ const spawnLine = (id: string, input: Record<string, string>, text?: string) => 
     ],
   },
 });
+
+/** The page's tree rows, cell by cell (every figure of every channel), and its cost line. */
+async function figures(page: Page) {
+  return page.evaluate(() => ({
+    cost: document.getElementById('cost')!.innerText,
+    rows: [...document.querySelectorAll<HTMLTableRowElement>('#tree tr.tree-row')].map((r) =>
+      [...r.cells].map((c) => c.innerText),
+    ),
+  }));
+}
+
+/** Content blocks of the lines: the live page's entries once it has had them all. */
+const blocksOf = (lines: string[]) =>
+  lines.reduce((n, l) => {
+    const content = JSON.parse(l).message?.content;
+    return n + (Array.isArray(content) ? content.length : 0);
+  }, 0);
+
+const NESTED_TRANSCRIPTS = join(FIXTURES, 'transcripts', 'nested-depth-3');
 
 describe('the live page in Chromium', { skip }, () => {
   let browser: Browser;
@@ -120,6 +141,92 @@ describe('the live page in Chromium', { skip }, () => {
     await screenshot(page, 'live-ended');
     assert.deepEqual(console, []);
     await page.close();
+  });
+
+  for (const c of [
+    {
+      why: 'the result line reprices every subagent',
+      stream: join(FIXTURES, 'nested-depth-3.jsonl'),
+      args: [],
+      endChanges: false,
+    },
+    {
+      why: "main's output made exact by its transcript, read at the run's end",
+      stream: join(NESTED_TRANSCRIPTS, 'stream.jsonl'),
+      args: ['--transcripts', join(NESTED_TRANSCRIPTS, 'config')],
+      endChanges: true,
+    },
+  ])
+    test(`the live page shows every channel's figures as report.html does: ${c.why}`, async () => {
+      const out = join(tmpDir(), 'o');
+      const s = startSubtee(['--out', out, '--html', '--stdout', 'none', '-q', '--serve', '0', ...c.args]);
+      const url = await s.url();
+      const lines = linesOf(readFileSync(c.stream));
+      const result = lines.findIndex((l) => JSON.parse(l).type === 'result');
+      assert.equal(result, lines.length - 1, 'the result line ends the stream');
+      s.child.stdin!.write(lines.slice(0, result).join('\n') + '\n');
+      const { page, console } = await newPage(browser);
+      await page.goto(url);
+      // A flush publishes channels' fields before their entries: once the page has every entry,
+      // it has every field that flush sent.
+      const entries = (n: number) =>
+        page.waitForFunction((k) => document.getElementById('app')!.dataset.entries === String(k), n);
+      await entries(blocksOf(lines.slice(0, result)));
+      const beforeResult = await figures(page);
+      s.child.stdin!.write(lines[result] + '\n');
+      await entries(blocksOf(lines.slice(0, result)) + 1);
+      const afterResult = await figures(page);
+      await endRun(s, page);
+      const live = await figures(page);
+      const { page: report } = await openReport(browser, out);
+      const shown = await figures(report);
+      assert.deepEqual(live, shown);
+      assert.notDeepEqual(beforeResult.rows, shown.rows, 'the figures shown before the result change');
+      if (c.endChanges) assert.notDeepEqual(afterResult.rows, shown.rows, "what the run's end read changes them");
+      else assert.deepEqual(afterResult.rows, shown.rows, 'the result line alone brings them');
+      // Main's Σ columns against index.json: its tokens summed here, its dollars the run's agents'.
+      const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+      const tokens = index.channels.reduce(
+        (n: number, ch: any) => n + ch.usage.input_tokens + ch.usage.output_tokens,
+        0,
+      );
+      const [main] = live.rows;
+      assert.equal(main[4], tokens.toLocaleString('en-US'));
+      assert.equal(`agents ${main.at(-1)}`, /agents \S+/.exec(live.cost)![0]);
+      assert.deepEqual(console, []);
+      await page.close();
+      await report.close();
+    });
+
+  test("a Copilot subagent's stated total is its tokens on the live page and on report.html, " +
+    'own and Σ', async () => {
+    for (const name of COPILOT_TOTALS.slice(0, 3)) {
+      const input = readFileSync(join(FIXTURES, `${name}.jsonl`), 'utf8');
+      const expected = [...copilotTokens(input).values()];
+      const all = expected.reduce((a, b) => a + b, 0);
+      assert.ok(all > 0, name);
+      const out = join(tmpDir(), 'o');
+      const s = startSubtee(['--out', out, '--html', '--stdout', 'none', '-q', '--serve', '0']);
+      const url = await s.url();
+      const { page, console } = await newPage(browser);
+      await page.goto(url);
+      await page.waitForSelector('#app[data-state="live"]');
+      s.child.stdin!.write(input);
+      await endRun(s, page);
+      const live = await figures(page);
+      const { page: report } = await openReport(browser, out);
+      assert.deepEqual(live.rows, (await figures(report)).rows, name);
+      const count = (cell: string) => Number(cell.replace(/,/g, ''));
+      assert.deepEqual(
+        live.rows.map((r) => count(r[3])).sort((a, b) => a - b),
+        expected.sort((a, b) => a - b),
+        `${name}: each agent's tokens`,
+      );
+      assert.equal(count(live.rows[0][4]), all, `${name}: main's Σ tokens`);
+      assert.deepEqual(console, []);
+      await page.close();
+      await report.close();
+    }
   });
 
   test('a dropped event stream reconnects with Last-Event-ID: ' +

@@ -131,7 +131,7 @@ class ReportSink extends BatchTransform {
     if (this.#finished) return;
     this.#finished = true;
     if (this.#timer) clearTimeout(this.#timer);
-    this.#live?.flush();
+    this.#live?.flush(true);
     this.#feed?.end();
     if (this.#opts.html) {
       const display = this.#opts.display;

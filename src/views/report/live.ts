@@ -1,4 +1,5 @@
 import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
+import type { JsonObject } from '../../model/message.js';
 import type { RecordBatch } from '../../model/record.js';
 import { channelUsage, indexCost } from '../cost.js';
 import type { SinkRun } from '../../model/session.js';
@@ -170,7 +171,7 @@ export function channelUpdate(
     summary: typeof c.summary === 'string' ? clip(c.summary, summaryChars, 'summary').s : null,
     lines: c.lines,
     counts: { ...c.counts },
-    usage: usageOf(pickUsage(extra.usage ?? c.usage)),
+    usage: usageOf(extra.usage ?? c.usage),
     first: isoTime(c.startedAt ?? c.firstSeen),
     last: isoTime(c.endedAt ?? c.lastSeen),
     cost: extra.cost,
@@ -182,20 +183,21 @@ export function channelUpdate(
   };
 }
 
-/** The four token counts the page shows, of a channel's usage. */
-function pickUsage(u: Record<string, number>) {
-  return {
-    input_tokens: u.input_tokens,
-    output_tokens: u.output_tokens,
-    cache_read_input_tokens: u.cache_read_input_tokens,
-    cache_creation_input_tokens: u.cache_creation_input_tokens,
-  };
+/**
+ * Whether a line can change the figures of channels other than its own once the run has a
+ * result: the result prices every channel's estimated output as a share of its own, so the
+ * result line itself and any later usage (an assistant line, a message_delta) move every share.
+ */
+function repricesAll(value: JsonObject): boolean {
+  return value.type === 'result' || value.type === 'assistant' || value.type === 'stream_event';
 }
 
 /**
  * The report built from records as they pass (the live page): it keeps each channel's
  * transcript under the same budgets as the static page and publishes what changed to a
  * ReportFeed when flushed: changed channels' fields, new transcript entries, the run's facts.
+ * Fields are those of the channels the flushed lines touched; every channel's are compared
+ * when the run's pricing may have moved them all (a result line, usage after one, the run's end).
  */
 export class LiveReport {
   private readonly limits: ReportLimits;
@@ -203,6 +205,8 @@ export class LiveReport {
   private readonly order: Array<string | null> = [];
   private readonly spawnTimes = new Map<string, { t: number | null; prompt: string | null }>();
   private readonly touched = new Set<string | null>();
+  /** A line since the last flush may have changed every channel's figures (see repricesAll). */
+  private repriced = false;
   private version: string | null = null;
   private session: string | null = null;
   private sentRun = '';
@@ -245,6 +249,7 @@ export class LiveReport {
       for (const ev of rec.events ?? []) this.track(ev.channel as ChannelFields);
       if (!rec.channel) continue;
       const t = this.track(rec.channel as ChannelFields);
+      if (!this.repriced && repricesAll(rec.value) && this.run?.cost.hasResult) this.repriced = true;
       const f = lineFacts(rec.value, this.limits, this.display);
       if (f.version) this.version = f.version;
       if (f.session) this.session = f.session;
@@ -307,15 +312,20 @@ export class LiveReport {
     };
   }
 
-  /** Publishes what changed since the last flush: channel fields first, then transcripts. */
-  flush(): void {
+  /**
+   * Publishes what changed since the last flush: channel fields first, then transcripts.
+   * `end`: the run has ended, and what was read at its end (the transcripts' exact figures)
+   * may have changed any channel's fields, so all are compared with what was sent.
+   */
+  flush(end = false): void {
     const runJson = JSON.stringify(this.runView());
     if (runJson !== this.sentRun) {
       this.sentRun = runJson;
       this.feed.publish('run', runJson, 'run');
     }
-    const touched = this.order.filter((id) => this.touched.has(id));
-    this.touched.clear();
+    const all = end || this.repriced;
+    this.repriced = false;
+    const touched = all ? this.order : this.order.filter((id) => this.touched.has(id));
     for (const id of touched) {
       const t = this.channels.get(id)!;
       const fields = {
@@ -331,6 +341,7 @@ export class LiveReport {
       this.feed.publish('channel', json, id === null ? 'main' : `agent:${id}`);
     }
     for (const id of touched) {
+      if (all && !this.touched.has(id)) continue;
       const t = this.channels.get(id)!;
       const b = t.budget;
       if (b.entries.length === t.sentEntries && b.ticks.length === t.sentTicks) continue;
@@ -343,6 +354,7 @@ export class LiveReport {
         JSON.stringify({ id: id === null ? null : field(id), entries, ticks }),
       );
     }
+    this.touched.clear();
   }
 
   /** The page a browser first loads: the data without channels; the event stream brings them. */
