@@ -64,7 +64,7 @@ test('without a result: each kind of token at its table rate; 1-hour writes spli
   assert.deepEqual(report.unpriced, []);
   assert.deepEqual(ledger.channelCost(null), report.channels.get(null));
   assert.equal(ledger.channelCost('nobody'), null);
-  assert.deepEqual([ledger.hasResult, ledger.outputTokensBasis], [false, 'stream']);
+  assert.deepEqual([ledger.hasResult, ledger.report().output_tokens], [false, 'stream']);
 });
 
 test('1-hour writes capped by the writes; odd figures count as zero; lines of a message count once', () => {
@@ -131,10 +131,10 @@ test('a model nothing prices is free while it used no tokens, and unpriced once 
 test('message_delta gives a message its exact output, before or after its lines, matched by id', () => {
   const ledger = new CostLedger(TABLE);
   ledger.observe(line('m1', 'm-a', { input_tokens: 1, output_tokens: 1 }), null);
-  assert.equal(ledger.outputTokensBasis, 'stream');
+  assert.equal(ledger.report().output_tokens, 'stream');
   ledger.observe(delta(77, 'm1'), null);
   assert.equal(ledger.channelCost(null)!.tokens.output_tokens, 77);
-  assert.equal(ledger.outputTokensBasis, 'exact');
+  assert.equal(ledger.report().output_tokens, 'exact');
   // A delta for a message not yet seen waits for it; one without an id is the current message's.
   ledger.observe(delta(40, 'm2'), null);
   assert.equal(ledger.channelCost(null)!.tokens.output_tokens, 77);
@@ -142,10 +142,10 @@ test('message_delta gives a message its exact output, before or after its lines,
   assert.equal(ledger.channelCost(null)!.tokens.output_tokens, 77 + 40);
   assert.equal(ledger.report().output_tokens, 'exact');
   ledger.observe(line('m3', 'm-a', { input_tokens: 1, output_tokens: 3 }), null);
-  assert.equal(ledger.outputTokensBasis, 'stream');
+  assert.equal(ledger.report().output_tokens, 'stream');
   ledger.observe(delta(9), null);
   assert.equal(ledger.channelCost(null)!.tokens.output_tokens, 77 + 40 + 9);
-  assert.equal(ledger.outputTokensBasis, 'exact');
+  assert.equal(ledger.report().output_tokens, 'exact');
   // Deltas with no usable count change nothing, a negative one included (refused, with a warning).
   for (const odd of ['12', Number.NaN, Number.POSITIVE_INFINITY, null]) ledger.observe(delta(odd), null);
   const start = { type: 'message_start', usage: { output_tokens: 500 } };
@@ -191,7 +191,7 @@ test("with a result, every token seen: the output is the result's, the dollars C
     },
     null,
   );
-  assert.deepEqual([ledger.hasResult, ledger.outputTokensBasis], [true, 'estimated']);
+  assert.deepEqual([ledger.hasResult, ledger.report().output_tokens], [true, 'estimated']);
   const report = ledger.report();
   const main = report.channels.get(null)!;
   assert.deepEqual(main.tokens, tokens(1000, 500, 200, 200, 100));
@@ -286,8 +286,13 @@ test('a result names a model no channel used: its dollars are unattributed, its 
   const ledger = new CostLedger(TABLE);
   ledger.observe({ type: 'result', modelUsage: { 'm-a': { inputTokens: 10, costUSD: 0.5 } } }, null);
   const report = ledger.report();
-  assert.deepEqual([report.channels.size, report.channels_usd, report.unattributed_usd], [0, 0, 0.5]);
-  assert.equal(report.models['m-a'].result_usd, 0.5);
+  // No channel's usage is known: the channels' dollars are unknown, the run's the result's.
+  assert.deepEqual(
+    [report.channels.size, report.usd, report.channels_usd, report.unattributed_usd],
+    [0, 0.5, null, 0.5],
+  );
+  const { result_usd, usd, basis } = report.models['m-a'];
+  assert.deepEqual([result_usd, usd, basis], [0.5, null, 'unknown']);
   // A result without usable dollars or model usage is no result.
   const none = new CostLedger(TABLE);
   none.observe({ type: 'result', total_cost_usd: '1', modelUsage: [] }, null);
@@ -297,6 +302,53 @@ test('a result names a model no channel used: its dollars are unattributed, its 
   none.observe({ type: 'result', total_cost_usd: 2 }, null);
   assert.equal(none.hasResult, true);
   assert.deepEqual([none.report().usd, none.report().unattributed_usd], [2, 2]);
+});
+
+test('no usage known on any channel: the run, its channels and their model cost null, never $0', () => {
+  const ledger = new CostLedger(TABLE);
+  assert.deepEqual([ledger.report().usd, ledger.report().output_tokens], [null, 'unknown']);
+  // Copilot's subagents state a total of tokens, not their kinds.
+  ledger.observe(line('t1', 'm-a', { total_tokens: 240 }), 'a');
+  ledger.observe(line('t2', 'm-a', { total_tokens: 240 }), 'b');
+  let report = ledger.report();
+  assert.deepEqual(
+    [report.usd, report.channels_usd, report.unattributed_usd, report.output_tokens],
+    [null, null, null, 'unknown'],
+  );
+  assert.deepEqual([report.models['m-a'].usd, report.models['m-a'].basis], [null, 'unknown']);
+  assert.deepEqual([...report.channels.values()].map((c) => [c.usd, c.basis]), [
+    [null, 'unknown'],
+    [null, 'unknown'],
+  ]);
+  // A result stating dollars makes the run's known: all of it unattributed, the channels' still not.
+  ledger.observe({ type: 'result', total_cost_usd: 0.25 }, null);
+  report = ledger.report();
+  assert.deepEqual(
+    [report.usd, report.channels_usd, report.unattributed_usd, report.output_tokens],
+    [0.25, null, 0.25, 'unknown'],
+  );
+});
+
+test('usage known on some channels: the run costs theirs, its output tokens their least exact basis', () => {
+  const ledger = new CostLedger(TABLE);
+  ledger.observe(line('t1', 'm-a', { total_tokens: 240 }), 'a');
+  ledger.observe(line('m1', 'm-a', { input_tokens: 100, output_tokens: 5 }), null);
+  ledger.observe(delta(50, 'm1'), null);
+  const exact = (100 * 1 + 50 * 2) / M;
+  let report = ledger.report();
+  assert.deepEqual([report.usd, report.channels_usd, report.output_tokens], [exact, exact, 'exact']);
+  assert.deepEqual([report.models['m-a'].usd, report.models['m-a'].basis], [exact, 'exact']);
+  ledger.observe(line('c1', 'm-a', { input_tokens: 10, output_tokens: 3 }), 'c');
+  const sum = exact + (10 * 1 + 3 * 2) / M;
+  report = ledger.report();
+  close(report.usd, sum);
+  assert.deepEqual([report.output_tokens, report.models['m-a'].basis], ['stream', 'stream']);
+  // A result with no per-model usage shares no output: the channels stay as the stream states.
+  ledger.observe({ type: 'result', total_cost_usd: 0.5 }, null);
+  report = ledger.report();
+  assert.deepEqual([report.usd, report.output_tokens], [0.5, 'stream']);
+  assert.deepEqual([...report.channels.values()].map((c) => c.basis), ['unknown', 'exact', 'stream']);
+  close(report.unattributed_usd, 0.5 - sum);
 });
 
 test('a result model without dollars is priced by the table, or unpriced without a rate', () => {

@@ -1,11 +1,16 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
+import type { Browser } from 'playwright-core';
 import { open, type SubagentOutput } from '../src/index.js';
 import { apportion } from '../src/model/cost.js';
+import { formatUsd } from '../src/views/cost.js';
+import { launchBrowser, openReport } from './helpers/browser.js';
 import { BIN, fixtureFiles, FIXTURES, runToFiles, splitEvery, tmpDir } from './helpers/helpers.js';
+import { startOtlpReceiver, type OtlpReceiver } from './servers/otlp-receiver.js';
 
 /** claude-opus-5-5 list prices, USD per million tokens (platform.claude.com, models/opus-5-5). */
 const OPUS_5_5 = { input: 4, output: 20 };
@@ -510,4 +515,139 @@ test('a price file rate past $10,000 per million tokens, ' +
   const cache = withPrices(file);
   // A cache rate left out is a multiple of the input (5-minute writes 1.25×): past the bound, named.
   assert.match(cache.stderr, /models\.m\.cache_write_5m: must be a number/);
+});
+
+/** Every view of one real CLI run: index.json, stderr, the report's header, stats, OTLP's root. */
+interface Views {
+  index: any;
+  stderr: string;
+  /** The report page's cost line, as Chromium draws it. */
+  header: string;
+  stats: any;
+  /** The attributes of the run's root span, as a loopback OTLP receiver got them. */
+  root: Record<string, string | number | boolean>;
+}
+
+/** The token counts of each kind a recording states anywhere (`input_tokens`, `outputTokens`…). */
+function kindsStated(text: string): number {
+  let n = 0;
+  const walk = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(walk);
+    else if (v !== null && typeof v === 'object')
+      for (const [k, x] of Object.entries(v)) {
+        if (typeof x === 'number' && /^(input|output|cache)[_a-z]*tokens$/i.test(k)) n++;
+        walk(x);
+      }
+  };
+  for (const l of text.split('\n')) if (l.trim() !== '') walk(JSON.parse(l));
+  return n;
+}
+
+describe('the run cost in every view, against what the recording states', () => {
+  let receiver: OtlpReceiver;
+  let browser: Browser;
+  before(async () => {
+    receiver = await startOtlpReceiver();
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await receiver?.close();
+  });
+
+  async function views(input: string, ...flags: string[]): Promise<Views> {
+    receiver.spans.length = 0;
+    const out = join(tmpDir(), 'out');
+    const args = [BIN, '--out', out, '--stdout', 'none', '--html', '--otlp', receiver.url, ...flags, input];
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const [code] = await once(child, 'close');
+    assert.equal(code, 0, stderr);
+    const { page } = await openReport(browser, out);
+    const header = (await page.textContent('#cost')) ?? '';
+    await page.close();
+    const stats = spawnSync(process.execPath, [BIN, 'stats', out, '--json'], { encoding: 'utf8' });
+    assert.equal(stats.status, 0, stats.stderr);
+    const roots = receiver.spans.filter((s) => s.parentSpanId === '');
+    assert.equal(roots.length, 1);
+    return {
+      index: JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')),
+      stderr,
+      header,
+      stats: JSON.parse(stats.stdout).total,
+      root: roots[0].attributes,
+    };
+  }
+
+  test('a run of no known usage (GitHub Copilot CLI) costs unknown in every view, never $0', async () => {
+    const file = join(FIXTURES, 'other-agents', 'copilot-spawn.jsonl');
+    // The recording states a total of tokens for its subagents, never a count of a kind.
+    assert.equal(kindsStated(readFileSync(file, 'utf8')), 0);
+    const v = await views(file);
+    const agents = v.index.channels.length;
+    assert.ok(agents >= 3, `${agents} agents`);
+    assert.deepEqual(
+      [v.index.cost.usd, v.index.cost.channels_usd, v.index.cost.output_tokens],
+      [null, null, 'unknown'],
+    );
+    assert.equal(v.index.cost.channels_by_basis.unknown, agents);
+    for (const [model, m] of Object.entries<any>(v.index.cost.models))
+      assert.deepEqual([m.usd, m.basis], [null, 'unknown'], model);
+    const line = v.stderr.split('\n').find((l) => l.startsWith('cost '));
+    assert.match(line ?? '', /^cost \$\?: subagent tree \$\? \(no result line; /);
+    assert.ok(line!.endsWith(`; agents' output tokens ${agents} unknown ($?))`), line);
+    assert.match(v.header, /^cost \$\? \(no result line\) · agents \$\? · .* · output tokens unknown$/);
+    assert.deepEqual([v.stats.cost_usd, v.stats.unknown], [null, agents]);
+    assert.ok(!('subtee.run.cost.usd' in v.root), `root span: ${JSON.stringify(v.root)}`);
+  });
+
+  test('a run of partly known usage costs what is known, the unknown agents counted apart', async () => {
+    const file = join(FIXTURES, 'other-agents', 'gemini-spawn.jsonl');
+    const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    // Gemini CLI states the run's tokens on its result line, none per subagent.
+    const [[model, stated]] = Object.entries<any>(lines.find((l) => l.type === 'result').stats.models);
+    const spawned = lines.filter((l) => l.type === 'tool_use' && l.tool_name === 'invoke_agent').length;
+    assert.ok(spawned > 0);
+    const rate = { input: 3, output: 7 };
+    const prices = join(tmpDir(), 'prices.json');
+    writeFileSync(prices, JSON.stringify({ date: '2026-10-01', models: { [model]: rate } }));
+    const known = (stated.input_tokens * rate.input + stated.output_tokens * rate.output) / 1e6;
+
+    const v = await views(file, '--prices', prices);
+    near(v.index.cost.usd, known, 'index.json cost.usd');
+    near(v.index.cost.channels_usd, known, 'index.json cost.channels_usd');
+    assert.equal(v.index.cost.output_tokens, 'stream');
+    assert.deepEqual(v.index.cost.channels_by_basis, { exact: 0, estimated: 0, stream: 1, unknown: spawned });
+    const usd = formatUsd(known);
+    const floor = `${usd} + ${spawned} unknown`;
+    assert.ok(v.stderr.includes(`\ncost ${floor}: subagent tree ${floor} (no result line;`), v.stderr);
+    assert.equal(
+      v.header,
+      `cost ${usd} (no result line) · agents ${usd} · basis table 2026-10-01 · output tokens stream`,
+    );
+    near(v.stats.cost_usd, known, 'stats cost_usd');
+    assert.equal(v.stats.unknown, spawned);
+    near(v.root['subtee.run.cost.usd'] as number, known, 'OTLP subtee.run.cost.usd');
+  });
+
+  test("the run's output-tokens basis is its channels' least exact: a result without modelUsage " +
+    'shares no output, so every figure is as the stream states', async () => {
+    const file = variant('nested-depth-3.jsonl', (v) => {
+      if (v.type === 'result') delete v.modelUsage;
+      return v;
+    });
+    const reading = readRecording(readFileSync(file, 'utf8'));
+    assert.equal(reading.deltaOutput.size, 0);
+    const v = await views(file);
+    assert.equal(v.index.cost.output_tokens, 'stream');
+    for (const c of v.index.channels) {
+      assert.equal(c.cost.basis, 'stream', `channel ${c.id}`);
+      assert.equal(c.usage.output_tokens, reading.channels.get(c.id)!.lineOutput, `output of ${c.id}`);
+    }
+    const n = reading.channels.size;
+    const line = v.stderr.split('\n').find((l) => l.startsWith('cost '));
+    assert.ok(line?.endsWith(`agents' output tokens ${n} as the stream states (~, an undercount))`), line);
+    assert.match(v.header, / · output tokens stream$/);
+  });
 });

@@ -18,7 +18,9 @@
  *
  * Claude Code's own transcripts (`takeTranscripts`) give each channel's true output where
  * they agree with the stream: that channel's basis is `exact`. A channel with no usage at all
- * costs `null` (basis `unknown`, with the reason), never $0.
+ * costs `null` (basis `unknown`, with the reason), never $0. The run's figures are those of its
+ * channels whose usage is known, the others counted apart; with none known, its dollars are
+ * `null` unless the result states them, and its output tokens' basis is `unknown`.
  *
  * Numbers are bounded (`COST_BOUNDS`): a negative, non-finite or absurd token count, rate or
  * stated dollar figure is refused with a warning naming the line, so no figure the ledger
@@ -160,7 +162,8 @@ export interface CostReport {
   unattributed_usd: number | null;
   basis: CostBasis;
   prices_date: string | null;
-  output_tokens: OutputTokensBasis;
+  /** The least exact basis of the channels whose usage is known; `unknown` when none is. */
+  output_tokens: TokensBasis;
   result_usd: number | null;
   models: Record<string, ModelCost>;
   /** Per channel key (the channel's id, null for main). */
@@ -459,14 +462,6 @@ export class CostLedger {
     return rate;
   }
 
-  /** Messages whose output is estimated (no message_delta seen for them). */
-  private estimatedMessages = 0;
-
-  /** How the output tokens are found now (cheap: no report is computed). */
-  get outputTokensBasis(): OutputTokensBasis {
-    return this.estimatedMessages === 0 ? 'exact' : this.result ? 'estimated' : 'stream';
-  }
-
   /** Whether any assistant line with usage has been seen (on any channel). */
   get seenUsage(): boolean {
     return this.byChannel.size > 0;
@@ -619,7 +614,6 @@ export class CostLedger {
     tally.estimate += estimate - wasEstimate;
     tally.estimatedMessages += estimated - wasEstimated;
     tally.known += (next.known ? 1 : 0) - (counted && msg.known ? 1 : 0);
-    this.estimatedMessages += estimated - wasEstimated;
     copyFigures(msg, next);
     msg.counted = true;
     const addOutput = addExact + addStream;
@@ -820,9 +814,6 @@ export class CostLedger {
   private untake(ledger: ChannelLedger): boolean {
     const stream = ledger.stream;
     if (stream === null) return false;
-    const estimated = (tallies: ModelTallies) =>
-      tallies.names().reduce((n, model) => n + tallies.get(model)!.estimatedMessages, 0);
-    this.estimatedMessages += estimated(stream.models) - estimated(ledger.models);
     ledger.models = stream.models;
     ledger.current = stream.current;
     ledger.early = stream.early;
@@ -875,7 +866,6 @@ export class CostLedger {
     for (const [model, m] of t.models) {
       if (!ledger.models.has(model)) ledger.models.set(model, emptyTally());
       const tally = ledger.models.get(model)!;
-      this.estimatedMessages -= tally.estimatedMessages;
       tally.input = m.tokens.input_tokens;
       tally.cacheRead = m.tokens.cache_read_input_tokens;
       tally.cache5m = m.tokens.cache_creation_5m_input_tokens;
@@ -1015,12 +1005,18 @@ export class CostLedger {
         ...emptyTokens(),
         usd: 0,
         result_usd: resultModels.get(model)?.usd ?? null,
-        basis: lineModels.includes(model) ? 'exact' : 'unknown',
+        // Until a channel whose usage is known used it (a model of the result alone, or of
+        // channels that state no token counts, is unknown: its dollars null, never $0).
+        basis: 'unknown',
       };
+    // Channels whose usage is known, and how their output tokens were found, the least exact.
+    let known = 0;
+    let runBasis: TokensBasis = 'unknown';
     for (const [key, ledger] of channels) {
       const cost = this.newChannelCost(ledger);
       perChannel.set(key, cost);
       if (cost.basis === 'unknown') continue;
+      known++;
       for (const model of cost.models) {
         const t = ledger.models.get(model)!;
         const tokens: ModelTokens = {
@@ -1039,16 +1035,19 @@ export class CostLedger {
           cost.tokens[k] += tokens[k];
           m[k] += tokens[k];
         }
-        if (t.estimatedMessages > 0) {
-          const basis: TokensBasis = shared.has(model) ? 'estimated' : 'stream';
-          cost.basis = worse(cost.basis, basis);
-          m.basis = worse(m.basis, basis);
-        }
+        const basis: TokensBasis =
+          t.estimatedMessages === 0 ? 'exact' : shared.has(model) ? 'estimated' : 'stream';
+        cost.basis = worse(cost.basis, basis);
+        m.basis = m.basis === 'unknown' ? basis : worse(m.basis, basis);
       }
+      runBasis = runBasis === 'unknown' ? cost.basis : worse(runBasis, cost.basis);
     }
     const unpriced = modelIds.filter((m) => rates.get(m) === null && perModel[m].result_usd === null);
     for (const m of unpriced) perModel[m].usd = null;
+    for (const m of modelIds) if (perModel[m].basis === 'unknown') perModel[m].usd = null;
     // Channels of unknown usage are counted apart: what they spent is in the unattributed dollars.
+    // With none known, the channels' dollars are unknown too (null), though nothing is left out
+    // of the unattributed dollars (what the result states less $0).
     let channelsUsd: number | null = 0;
     for (const c of perChannel.values())
       if (c.basis !== 'unknown')
@@ -1075,13 +1074,17 @@ export class CostLedger {
     }
     for (const c of perChannel.values()) freezeChannelCost(c);
     for (const m of Object.values(perModel)) Object.freeze(m);
+    // Without dollars the result states, the run's are its channels': unknown when a model is
+    // unpriced or no channel's usage is known, else those of the channels whose usage is known
+    // (the unknown ones counted apart, as a subtree's are).
+    const tree = known === 0 ? null : channelsUsd;
     return Object.freeze({
-      usd: roundUsd(runUsd ?? (unpriced.length > 0 ? null : channelsUsd)),
-      channels_usd: roundUsd(channelsUsd),
+      usd: roundUsd(runUsd ?? (unpriced.length > 0 ? null : tree)),
+      channels_usd: roundUsd(tree),
       unattributed_usd: roundUsd(unattributed),
       basis: result ? 'result' : 'table',
       prices_date: !result || usedTable ? this.prices.date : null,
-      output_tokens: this.outputTokensBasis,
+      output_tokens: runBasis,
       result_usd: roundUsd(resultUsd),
       models: Object.freeze(perModel),
       channels: perChannel,

@@ -3,7 +3,6 @@ import {
   type ReadonlyCostReport,
   type ModelCost,
   type ModelTokens,
-  type OutputTokensBasis,
   type TokensBasis,
 } from '../model/cost.js';
 import { cutText } from '../model/display.js';
@@ -19,14 +18,19 @@ export function basisMark(basis: TokensBasis): string {
 
 /** The run's cost in index.json (format documented in docs/output-folder.md). */
 export interface IndexCost {
-  /** The run's total: the result's `total_cost_usd`, else the channels' sum; null if a model is unpriced. */
+  /**
+   * The run's total: the result's `total_cost_usd`, else the channels' sum over those whose
+   * usage is known; null if a model is unpriced or no channel's usage is known.
+   */
   usd: number | null;
+  /** The channels' dollars, those of unknown usage counted apart; null as `usd`. */
   channels_usd: number | null;
   /** What the result counts and no channel shows; null without a result. */
   unattributed_usd: number | null;
   basis: 'result' | 'table';
   prices_date: string | null;
-  output_tokens: OutputTokensBasis;
+  /** The least exact basis of the channels whose usage is known; `unknown` when none is. */
+  output_tokens: TokensBasis;
   result_usd: number | null;
   models: Record<string, ModelCost>;
   /** Channels by how their output tokens were found (`unknown`: no usage, dollars null). */
@@ -152,6 +156,16 @@ export function channelCosts(
   return new Map(rows.map((row, i) => [row.channel, views[i]]));
 }
 
+
+/**
+ * How many channels of unknown usage the run's dollars leave out: those counted apart when the
+ * figure is its channels' sum (no dollars from the result), none when the result states it.
+ */
+export function runUsdLeavesOut(report: ReadonlyCostReport, unknown: number): number {
+  const channelsSum =
+    report.usd !== null && report.unattributed_usd === null && report.usd === report.channels_usd;
+  return channelsSum ? unknown : 0;
+}
 
 /** The run's cost now; at the run's end, one UNKNOWN_MODEL_PRICE warning per model nothing prices. */
 export function finalCost(session: SinkRun): ReadonlyCostReport {

@@ -10,6 +10,7 @@ import {
   channelCosts,
   channelUsage,
   formatUsd,
+  runUsdLeavesOut,
   type ChannelCostView,
 } from './cost.js';
 import type { ReadonlyCostReport, TokensBasis } from '../model/cost.js';
@@ -136,7 +137,11 @@ function tokensOf(ch: ReadonlyChannel, cost: ChannelCostView | undefined): numbe
   return channelTokens({ usage: channelUsage(ch.usage, cost) });
 }
 
-/** The run's dollars beside Claude Code's own, and how they were found. */
+/**
+ * The run's dollars beside Claude Code's own, and how they were found. A sum that leaves out
+ * channels of unknown usage says how many (`$0.0012 + 1 unknown`, as a transcript's `# cost:`
+ * line); one where nothing is known is `$?`, never `$0`.
+ */
 function runCostLine(report: ReadonlyCostReport, counts: Record<TokensBasis, number>): string {
   const basis = report.basis === 'result' ? 'basis result' : `basis table ${report.prices_date ?? ''}`.trim();
   const claude =
@@ -147,8 +152,11 @@ function runCostLine(report: ReadonlyCostReport, counts: Record<TokensBasis, num
         : 'no result line';
   const unattributed =
     report.unattributed_usd === null ? '' : `, unattributed ${formatUsd(report.unattributed_usd)}`;
+  const leftOut = (usd: number | null, unknown: number) =>
+    formatUsd(usd) + (usd !== null && unknown > 0 ? ` + ${unknown} unknown` : '');
+  const run = leftOut(report.usd, runUsdLeavesOut(report, counts.unknown));
   return (
-    `cost ${formatUsd(report.usd)}: subagent tree ${formatUsd(report.channels_usd)}${unattributed} ` +
+    `cost ${run}: subagent tree ${leftOut(report.channels_usd, counts.unknown)}${unattributed} ` +
     `(${claude}; ${basis}; agents' output tokens ${basisText(counts)})`
   );
 }
