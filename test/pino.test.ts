@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { pinoLine } from '../src/chain/sinks/pino-batch.js';
+import { BIN, tmpDir } from './helpers/helpers.js';
+
+/** DEL, every C1 control and every bidi control a terminal or a viewer acts on. */
+const TERMINAL_UNSAFE = [
+  ...Array.from({ length: 0x9f - 0x7f + 1 }, (_, k) => String.fromCharCode(0x7f + k)),
+  '\u061c',
+  '\u200e',
+  '\u200f',
+  ...['\u202a', '\u202b', '\u202c', '\u202d', '\u202e'],
+  ...['\u2066', '\u2067', '\u2068', '\u2069'],
+];
+
+test('pino lines on stdout write C1 and bidi controls as \\u escapes: ' +
+  'no raw one in the bytes, every field parses to the text the stream gave', () => {
+  const session = '55555555-2222-3333-4444-555555555555';
+  const text = `safe ${TERMINAL_UNSAFE.join('x')} \u009b2J\u009b31mC1 \u202eevil ESC \u001b]0;T\u0007 end`;
+  const tool = `Bash\u202e\u009b`;
+  const lines = [
+    { type: 'system', subtype: 'init', session_id: session, model: 'claude-opus-4-5', uuid: 'i' },
+    {
+      type: 'assistant',
+      message: {
+        id: 'm1',
+        role: 'assistant',
+        model: 'claude-opus-4-5',
+        content: [
+          { type: 'text', text },
+          { type: 'tool_use', id: 'toolu_1', name: tool, input: { command: text } },
+        ],
+        usage: { input_tokens: 1, output_tokens: 1 },
+      },
+      parent_tool_use_id: null,
+      session_id: session,
+      uuid: 'a',
+      timestamp: '2026-11-30T11:49:20.000Z',
+    },
+    {
+      type: 'user',
+      message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: text }] },
+      parent_tool_use_id: null,
+      session_id: session,
+      uuid: 'u',
+    },
+  ];
+  const input = lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
+  const r = spawnSync(process.execPath, [BIN, '--out', join(tmpDir(), 'out'), '--stdout', 'none', '-q',
+    '--pino', '-'], { input, timeout: 30_000, killSignal: 'SIGKILL' });
+  assert.equal(r.status, 0, String(r.stderr));
+  const bytes = r.stdout.toString('utf8');
+  for (const c of TERMINAL_UNSAFE)
+    assert.ok(!bytes.includes(c), `U+${c.charCodeAt(0).toString(16).padStart(4, '0')} is raw in the log`);
+  assert.ok(!bytes.includes('\u001b') && !bytes.includes('\u0007'), 'ESC and BEL are escaped too');
+  const events = bytes.trim().split('\n').map((l) => JSON.parse(l));
+  const byKind = (kind: string) => events.filter((e) => e.kind === kind);
+  assert.deepEqual(byKind('text').map((e) => e.content), [text]);
+  assert.deepEqual(byKind('tool_result').map((e) => e.content), [text]);
+  assert.deepEqual(byKind('tool_use').map((e) => [e.tool, JSON.parse(e.content).command]), [[tool, text]]);
+  // The headline is escaped for reading (as stderr is): visible escapes, not the characters.
+  for (const e of events) assert.ok(!/[\u0080-\u009f\u202a-\u202e]/.test(e.msg), e.msg);
+});
+
+test('pinoLine escapes C1 and bidi controls in every string it writes: ' +
+  'keys, naming fields, short and long values, nested values, msg', () => {
+  const bad = TERMINAL_UNSAFE.join('');
+  const fields = {
+    kind: `text${bad}`,
+    channel: `toolu_${bad}`,
+    [`key${bad}`]: 'value',
+    short: `a${bad}`.slice(0, 20),
+    long: `${'x'.repeat(200)}${bad}"\\`,
+    nested: { list: [bad, { deep: bad }] },
+    n: 1,
+  };
+  const msg = `headline ${bad}`;
+  const line = pinoLine(30, '2026-01-02T03:04:05.678Z', fields, msg);
+  for (const c of TERMINAL_UNSAFE) assert.ok(!line.includes(c), `U+${c.charCodeAt(0).toString(16)} is raw`);
+  const parsed = JSON.parse(line);
+  assert.deepEqual(parsed, { level: 30, time: '2026-01-02T03:04:05.678Z', ...fields, msg });
+});
