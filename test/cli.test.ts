@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import * as zlib from 'node:zlib';
@@ -12,8 +20,10 @@ import {
   ROOT,
   checkOutput,
   cliModules,
+  fanoutInput,
   linesOf,
   readTree,
+  stuckReader,
   tmpDir,
 } from './helpers/helpers.js';
 import { allDocs, codeBlocks, readDoc } from './helpers/docs.js';
@@ -211,6 +221,41 @@ test('a closed stdout (| head -1) ends that sink only: files complete, exit 0', 
   const files = readTree(out);
   assert.equal(linesOf(files.get('main.jsonl')).length, 20_000);
   assert.equal(JSON.parse(files.get('index.json')!.toString()).input.lines, 20_000);
+});
+
+/** Lines of every `.jsonl` file and of the quarantine in an output folder: where input lines land. */
+function linesFiled(out: string): number {
+  let n = 0;
+  for (const [name, bytes] of readTree(out))
+    if (name.endsWith('.jsonl') || name === 'quarantine.log') n += linesOf(bytes).length;
+  return n;
+}
+
+test('SIGINT while the stdout reader takes nothing (| less left open): stdout is let go, the ' +
+  'files and index.json are completed, exit 130 without waiting for the reader', async () => {
+  const dir = tmpDir();
+  const input = join(dir, 'fan-out.jsonl');
+  // Text far beyond what a pipe holds, so stdout stays stuck.
+  writeFileSync(input, fanoutInput(20, 60_000));
+  const out = join(dir, 'o');
+  const reader = stuckReader(dir);
+  const child = spawn(process.execPath, [BIN, '--out', out, input], { stdio: ['ignore', reader.fd, 'pipe'] });
+  closeSync(reader.fd);
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  const closed = new Promise<number | null>((r) => child.on('close', r));
+  await reader.firstBytes;
+  child.kill('SIGINT');
+  const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 20_000).unref());
+  const result = await Promise.race([closed, timeout]);
+  if (result === 'timeout') child.kill('SIGKILL');
+  assert.equal(result, 130, stderr);
+  assert.match(stderr, /interrupted by SIGINT/);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.interrupted, true);
+  assert.ok(index.input.lines > 0 && index.input.lines < 60_020, String(index.input.lines));
+  assert.equal(linesFiled(out), index.input.lines, 'every line read is in the folder');
+  reader.close();
 });
 
 test('the documentation names every option (and none the command line lacks), ' +

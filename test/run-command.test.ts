@@ -1,9 +1,18 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import { closeSync, existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { BIN, ROOT, checkOutput, linesOf, readTree, tmpDir } from './helpers/helpers.js';
+import {
+  BIN,
+  ROOT,
+  checkOutput,
+  fanoutInput,
+  linesOf,
+  readTree,
+  stuckReader,
+  tmpDir,
+} from './helpers/helpers.js';
 import { claudeCommand, describeWithClaude } from './e2e/claude.js';
 import { codexAvailable, codexCommand } from './e2e/codex.js';
 import { startFakeResponses } from './e2e/fake-responses.js';
@@ -438,6 +447,45 @@ for (const [sig, code] of [
     assert.equal(index.input.lines, 3);
   });
 }
+
+test('subtee run: a second SIGINT while the stdout reader takes nothing exits 130 at once, ' +
+  'killing an agent that ignores the first', async () => {
+  const dir = tmpDir();
+  const out = join(dir, 'o');
+  const input = join(dir, 'fan-out.jsonl');
+  // Text far beyond what a pipe holds, so stdout stays stuck.
+  writeFileSync(input, fanoutInput(20, 60_000));
+  const pidFile = join(dir, 'pid');
+  const agent = join(dir, 'stubborn.sh');
+  writeFileSync(
+    agent,
+    `#!/bin/sh\necho $$ > "${pidFile}"\ntrap 'echo got-signal >&2' INT\ncat "${input}"\n` +
+      'while true; do sleep 0.1; done\n',
+  );
+  chmodSync(agent, 0o755);
+  // A grace far beyond the test's patience: the second signal must not wait for it.
+  const reader = stuckReader(dir);
+  const args = [BIN, 'run', '--out', out, '--kill-grace-ms', '600000', '--', agent];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', reader.fd, 'pipe'] });
+  closeSync(reader.fd);
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  const closed = new Promise<number | null>((r) => child.on('close', r));
+  await reader.firstBytes;
+  await waitFor(() => existsSync(pidFile), 'the agent to start');
+  strays.push(Number(readFileSync(pidFile, 'utf8')));
+  child.kill('SIGINT');
+  await waitFor(() => stderr.includes('got-signal'), 'the agent to receive the first signal');
+  child.kill('SIGINT');
+  const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 20_000).unref());
+  const result = await Promise.race([closed, timeout]);
+  if (result === 'timeout') child.kill('SIGKILL');
+  assert.equal(result, 130, stderr);
+  assert.equal(running(Number(readFileSync(pidFile, 'utf8'))), false, 'the agent is gone');
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.interrupted, true);
+  reader.close();
+});
 
 test('subtee run --require-version: a system/init stating no version is met by the checked --version', () => {
   const dir = tmpDir();

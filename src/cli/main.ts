@@ -14,6 +14,7 @@ import { resolveSpec } from './config.js';
 import { checkInputFolders, checkInputs, inputFolderNames, openInput, specForInput } from './inputs.js';
 import { checkMistypedCommand, commandHelp, helpCommand, withDashesHint } from './help.js';
 import { OPTIONS, parseArgs, type ParsedOptions } from './options.js';
+import { drainedWithin, letGoWhenStuck } from './stuck-output.js';
 import type { WrappedCommand } from './run-command.js';
 
 export interface CliIO {
@@ -141,19 +142,23 @@ export async function main(
   let signalled: NodeJS.Signals | null = null;
   let aborted = false;
   const graceMs = Number(opts['kill-grace-ms']);
+  let stdoutWatch: ReturnType<typeof letGoWhenStuck> | null = null;
   // First signal: stop reading (or, under subtee run, pass it to the command and every process
-  // it started, SIGKILL after the grace) and let everything already read reach the sinks. A
-  // second one stops at once: they are killed and subtee exits 129/130/143 waiting for nothing.
+  // it started, SIGKILL after the grace) and let everything already read reach the sinks; a
+  // stdout whose reader takes nothing for STUCK_OUTPUT_MS is let go. A second one stops at
+  // once: they are killed, stdout is let go, and subtee exits 129/130/143 waiting for nothing.
   const onSignal = (sig: NodeJS.Signals) => {
     run.interrupted = true;
     const first = signalled === null;
     signalled = sig;
+    stdoutWatch ??= letGoWhenStuck(io.stdout);
     if (first) {
       if (command) void command.stop(graceMs, sig);
       else stop.abort();
       return;
     }
     aborted = true;
+    stdoutWatch.letGo();
     command?.signalAll('SIGKILL');
     ac.abort();
   };
@@ -268,6 +273,7 @@ export async function main(
     }
   } finally {
     for (const sig of STOP_SIGNALS) process.off(sig, onSignal);
+    (stdoutWatch as ReturnType<typeof letGoWhenStuck> | null)?.end();
   }
   if (code === EXIT.STALL)
     io.stderr.write(
@@ -278,6 +284,12 @@ export async function main(
   if (signalled) {
     io.stderr.write(`subtee: interrupted by ${signalled}; index.json marks what was still running\n`);
     code = signalExit(signalled);
+    // What stays queued for a reader that takes nothing would keep the process alive: after a
+    // signal subtee leaves without it (stderr gets the same bound for its last lines).
+    if (io.stdout.writableLength > 0) {
+      await drainedWithin(io.stderr);
+      process.exit(code);
+    }
   }
   return code;
 }

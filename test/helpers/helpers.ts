@@ -1,5 +1,16 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -234,4 +245,28 @@ export function cliModules(args: string[]): string[] {
   const own = pathToFileURL(join(ROOT, 'dist', 'src')).href + '/';
   const urls = readFileSync(trace, 'utf8').split('\n').filter((url) => url.startsWith(own));
   return [...new Set(urls.map((url) => url.slice(own.length)))].sort();
+}
+
+/**
+ * A pipe whose reader takes the first bytes written and then nothing more (a pager left open:
+ * `… | subtee | less`): `fd` is its write end, for a child's stdio (close it once the child
+ * has it); `firstBytes` resolves once something was written; `close` lets the reader go.
+ */
+export function stuckReader(dir: string): { fd: number; firstBytes: Promise<void>; close(): void } {
+  const fifo = join(dir, 'stdout.fifo');
+  assert.equal(spawnSync('mkfifo', [fifo]).status, 0, 'mkfifo');
+  const readEnd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+  const fd = openSync(fifo, 'w');
+  const firstBytes = (async () => {
+    const buf = Buffer.alloc(1);
+    for (;;) {
+      try {
+        if (readSync(readEnd, buf) > 0) return;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  return { fd, firstBytes, close: () => closeSync(readEnd) };
 }
