@@ -1,28 +1,30 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { BIN, tmpDir } from './helpers/helpers.js';
 
 const MiB = 1024 * 1024;
 
-/** A 4 MiB tmpfs: a real disk that fills. Null where this user may not mount one. */
-function smallDisk(): string | null {
+/** A small tmpfs (4 MiB unless told): a real disk that fills. Null where this user may not mount one. */
+function smallDisk(size = '4m'): string | null {
   const dir = join(tmpDir(), 'disk');
   mkdirSync(dir);
-  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', dir], { encoding: 'utf8' });
+  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { encoding: 'utf8' });
   return r.status === 0 ? dir : null;
 }
 
-const disk = smallDisk();
+/** Whether a tmpfs can be mounted here: one is mounted and let go at once (a test mounts its own). */
+const canMount = ((probe) => probe !== null && spawnSync('umount', [probe]).status === 0)(smallDisk());
 
 test(
   'a disk that fills while a spooled line is copied still gets its index.json, and no index.json.tmp',
   {
-    skip: disk === null && 'mounting a tmpfs is not permitted here',
+    skip: !canMount && 'mounting a tmpfs is not permitted here',
   },
   () => {
+    const disk = smallDisk();
     try {
       // A 3 MiB line, spooled (limit 1 MiB) into the 4 MiB disk: the copy into main.jsonl runs out of room.
       const lines = [
@@ -72,7 +74,7 @@ function linesOnDisk(out: string): string[] {
   if (existsSync(join(out, 'agents')))
     files.push(...readdirSync(join(out, 'agents')).filter((n) => n.endsWith('.jsonl')).map((n) => `agents/${n}`));
   const found: string[] = [];
-  for (const rel of files.filter((f) => existsSync(join(out, f)))) {
+  for (const rel of files.filter((f) => existsSync(join(out, f)) && statSync(join(out, f)).isFile())) {
     const text = readFileSync(join(out, rel), 'utf8');
     // A line the full disk cut short has no newline: it is not written.
     found.push(...text.split('\n').slice(0, -1));
@@ -98,7 +100,7 @@ const huge = (channel: string | null, bytes: number) => ({
 
 test(
   'after a failed write, index.json, the warning and the error line count the input lines not written',
-  { skip: disk === null && 'mounting a tmpfs is not permitted here' },
+  { skip: !canMount && 'mounting a tmpfs is not permitted here' },
   () => {
     const own = smallDisk()!;
     const variants: Array<[string, object[], string[]]> = [
@@ -153,3 +155,125 @@ test(
     }
   },
 );
+
+/**
+ * The input lines in `bytes` as a reader of the bytes counts them, independently of subtee:
+ * split at newlines, a CR before one dropped, blank lines (spaces, tabs) left out, and a last
+ * line without its newline counted.
+ */
+function inputLines(bytes: Buffer): string[] {
+  return bytes
+    .toString('utf8')
+    .split('\n')
+    .map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l))
+    .filter((l) => /[^ \t\r]/.test(l));
+}
+
+/** Each line found on disk is an input line, found once: the check fails on any other. */
+function assertFoundOnce(lines: string[], found: string[], name: string): void {
+  const left = new Map<string, number>();
+  for (const l of lines) left.set(l, (left.get(l) ?? 0) + 1);
+  for (const l of found) {
+    assert.ok((left.get(l) ?? 0) > 0, `${name}: a line on disk that is no input line, or twice`);
+    left.set(l, left.get(l)! - 1);
+  }
+}
+
+/** The highest `line-N` a file shows (-1 when none, or no file). */
+function lastShown(path: string): number {
+  if (!existsSync(path)) return -1;
+  const numbers = [...readFileSync(path, 'utf8').matchAll(/line-(\d+) x/g)].map((m) => Number(m[1]));
+  return Math.max(-1, ...numbers);
+}
+
+/** The error line's two figures, or a failed match. */
+function saidUnwritten(stderr: string): { unwritten: number; lines: number } {
+  const m = /^subtee: cannot write \S+: [^;\n]+; (\d+) of (\d+) input lines not written \[ERR_WRITE\]\n$/.exec(stderr);
+  assert.ok(m, `one error line with the figures: ${JSON.stringify(stderr)}`);
+  return { unwritten: Number(m[1]), lines: Number(m[2]) };
+}
+
+test(
+  'a disk filled by ordinary lines: the .jsonl lines go before the transcripts, index.json is still ' +
+    'written, and every line read is on disk or counted unwritten, an unterminated last line too',
+  { skip: !canMount && 'mounting a tmpfs is not permitted here' },
+  () => {
+    const cases: Array<[string, string, number]> = [
+      // 256 KiB: the disk is full before the first subagent's file is written.
+      ['256k', '256k', 2000],
+      ['1m', '1m', 2000],
+      // The input fits but for its end: the unterminated last line is read and not written.
+      ['100k', '100k', 150],
+    ];
+    for (const [name, size, count] of cases) {
+      const own = smallDisk(size)!;
+      try {
+        const values = [
+          { type: 'system', subtype: 'init', session_id: 's', claude_code_version: '2.1.328' },
+          ...Array.from({ length: count }, (_, i) => ({
+            type: 'assistant',
+            parent_tool_use_id: i % 2 ? null : 'toolu_T',
+            message: { content: [{ type: 'text', text: `line-${i} ${'x'.repeat(300)}` }] },
+          })),
+        ];
+        const text = values.map((v) => JSON.stringify(v)).join('\n') + '\n{"type":"assistant","cut';
+        const input = join(tmpDir(), 'in.jsonl');
+        writeFileSync(input, text);
+        const out = join(own, 'out');
+        const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', input], {
+          encoding: 'utf8',
+        });
+        assert.equal(r.status, 3, `${name}: ${r.stderr}`);
+        const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+        assert.equal(existsSync(join(out, 'index.json.tmp')), false, `${name}: no temporary index left`);
+        // The lines read, counted here from the bytes index.json says were read.
+        const read = inputLines(Buffer.from(text).subarray(0, index.input.bytes));
+        assert.equal(index.input.lines, read.length, `${name}: lines read`);
+        const found = linesOnDisk(out);
+        assertFoundOnce(read, found, name);
+        assert.ok(found.length < read.length, `${name}: the full disk left lines out`);
+        assert.equal(index.input.unwritten, read.length - found.length, `${name}: unwritten`);
+        assert.deepEqual(saidUnwritten(r.stderr), { unwritten: index.input.unwritten, lines: read.length }, name);
+        // No transcript shows a line its channel's .jsonl lacks: the raw lines took the room first.
+        for (const c of index.channels) {
+          const shown = lastShown(join(out, c.log));
+          assert.ok(shown <= lastShown(join(out, c.jsonl)), `${name}: ${c.log} shows line-${shown}, not kept`);
+        }
+      } finally {
+        spawnSync('umount', [own]);
+      }
+    }
+  },
+);
+
+test('a write that fails (main.jsonl a folder) counts the unterminated last line as read and not written', () => {
+  const out = join(tmpDir(), 'out');
+  mkdirSync(join(out, 'main.jsonl'), { recursive: true });
+  const lines = [
+    JSON.stringify({ type: 'system', subtype: 'init', session_id: 's' }),
+    'not json',
+    JSON.stringify(spawnOf('toolu_a')),
+    '',
+    JSON.stringify(said('toolu_a', 0)),
+    '  ',
+    JSON.stringify(said(null, 1)),
+    '{"cut": ',
+    JSON.stringify(said('toolu_a', 2)),
+  ];
+  const text = lines.join('\n') + '\n{"type":"assistant","parent_tool_use_id":"toolu_a"';
+  const input = join(tmpDir(), 'in.jsonl');
+  writeFileSync(input, text);
+  const r = spawnSync(process.execPath, [BIN, '--force', '--out', out, '--stdout', 'none', '-q', input], {
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 3, r.stderr);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.input.bytes, Buffer.byteLength(text));
+  const read = inputLines(Buffer.from(text));
+  assert.equal(index.input.lines, read.length);
+  const found = linesOnDisk(out);
+  assertFoundOnce(read, found, 'planted folder');
+  assert.equal(index.input.unwritten, read.length - found.length);
+  assert.ok(index.input.unwritten > 0);
+  assert.deepEqual(saidUnwritten(r.stderr), { unwritten: index.input.unwritten, lines: read.length });
+});

@@ -244,3 +244,50 @@ function indexParts(
   });
   return { head, channels: tree.channels(), entry };
 }
+
+/**
+ * What `index.json` is given room for on the disk as the run goes (the files sink keeps that
+ * much reserved, see docs/output-folder.md): bytes for the document's head, for each channel
+ * beyond the strings the stream chooses (its id, agent, description, parent, summary, which are
+ * counted as their JSON text), for each model, warning and listed quarantine line.
+ */
+export const INDEX_ROOM = Object.freeze({
+  headBytes: 16 * 1024,
+  channelBytes: 2 * 1024,
+  /** A path of a channel's files beyond its stem (`agents/`, the extension, quotes, the key). */
+  pathBytes: 48,
+  modelBytes: 1024,
+  warningBytes: 64,
+  quarantineLineBytes: 24,
+});
+
+/** Bytes `value` takes in the index as JSON text (null as `null`). */
+export function jsonBytes(value: string | null): number {
+  return value === null ? 4 : Buffer.byteLength(JSON.stringify(value));
+}
+
+/**
+ * Room for one channel's entry when it appears: its fixed members, its id (in its entry and in
+ * its children's `parent`), and its `log`, `jsonl` and `thinking_log` paths made from `stem`.
+ */
+export function channelRoom(id: string | null, stem: string): number {
+  return INDEX_ROOM.channelBytes + 2 * jsonBytes(id) + 3 * (jsonBytes(stem) + INDEX_ROOM.pathBytes);
+}
+
+/** Room for what a channel's spawn or end says of it: its agent, description, parent and summary. */
+export function describedRoom(ch: {
+  agent: string | null;
+  description: string | null;
+  parent: string | null;
+  summary: string | null;
+}): number {
+  return jsonBytes(ch.agent) + jsonBytes(ch.description) + jsonBytes(ch.parent) + jsonBytes(ch.summary);
+}
+
+/** Room for the run's warnings from `from` on (each `{code, message}` as written). */
+export function warningsRoom(warnings: readonly Warning[], from: number): number {
+  let bytes = 0;
+  for (let i = from; i < warnings.length; i++)
+    bytes += INDEX_ROOM.warningBytes + jsonBytes(warnings[i].code) + jsonBytes(warnings[i].message);
+  return bytes;
+}

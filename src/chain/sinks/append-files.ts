@@ -16,6 +16,11 @@ export interface AppendFile {
    */
   readonly stem: string;
   readonly ext: string;
+  /**
+   * It holds input lines byte for byte (a `.jsonl`, the quarantine): written before the
+   * files made from them, so a disk that fills takes a transcript's text, not an input line.
+   */
+  readonly raw: boolean;
   fd: number;
   /** Device and inode once the file is created (`createdIno` -1 before): a reopen must find it. */
   createdDev: number;
@@ -89,10 +94,11 @@ export class AppendFiles {
     private readonly overwrite = false,
   ) {}
 
-  file(stem: string, ext: string): AppendFile {
+  file(stem: string, ext: string, raw = false): AppendFile {
     return {
       stem,
       ext,
+      raw,
       fd: -1,
       createdDev: 0,
       createdIno: -1,
@@ -235,8 +241,24 @@ export class AppendFiles {
     this.copyStart = this.copyUsed;
   }
 
-  /** Writes everything queued. Throws an OutputError naming the file on failure. */
+  /**
+   * Writes everything queued, the raw files (input lines) first. Throws an OutputError naming
+   * the first file that failed. A raw file that fails does not stop the other raw files (each
+   * line they hold is one more kept); the rest are then left queued, not written, so the space
+   * left goes to input lines.
+   */
   flush(): void {
+    let failure: unknown = null;
+    for (const f of this.dirty) {
+      if (!f.raw) continue;
+      this.dirty.delete(f);
+      try {
+        this.flushFile(f);
+      } catch (err) {
+        failure ??= err;
+      }
+    }
+    if (failure !== null) throw failure;
     for (const f of this.dirty) this.flushFile(f);
     this.dirty.clear();
     // Every view of the arena is written: it is filled again from its start.

@@ -1,19 +1,20 @@
 import { FileChannelStore } from './channel-store.js';
-import {
-  closeSync,
-  lstatSync,
-  mkdirSync,
-  readdirSync,
-  readSync,
-  renameSync,
-  statSync,
-  unlinkSync,
-} from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, readdirSync, readSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Transform } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
 import { OutputError, unwrittenText, writeFailed } from '../../errors.js';
-import { indexForWriting, runCosts, type ChannelPaths, type RunCosts } from '../../views/index-file.js';
+import {
+  channelRoom,
+  describedRoom,
+  indexForWriting,
+  INDEX_ROOM,
+  jsonBytes,
+  runCosts,
+  warningsRoom,
+  type ChannelPaths,
+  type RunCosts,
+} from '../../views/index-file.js';
 import { jsonPieces } from '../../views/json-pieces.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
 import { escapeControl, escapeOneLine } from '../../views/escape.js';
@@ -22,11 +23,13 @@ import { requireSession, type SinkRun } from '../../model/session.js';
 import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import { fullThinking } from '../../model/content.js';
 import { viewOf } from '../../model/line-view.js';
+import { systemSubtypeOf } from '../../model/message.js';
 import type { LazyText } from '../../model/scan.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 import { AppendFiles, relPath, type AppendFile } from './append-files.js';
 import { appendSpool } from './spool-copy.js';
 import { writePiecesSync } from './write-pieces.js';
+import { IndexReserve } from './index-reserve.js';
 import { createNewFile, descriptorBudget, makeDirs, openRegularUnder } from '../../safe-open.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
@@ -58,6 +61,12 @@ export interface FilesSinkOptions {
    * builds one from these options); the sink makes its own when none is given.
    */
   store?: FileChannelStore;
+  /**
+   * The chain's stop (`PluginContext.stopInput`): a failed write stops the input, and the
+   * lines read until it stops are counted (not written) before index.json is. Without it a
+   * failed write destroys the chain.
+   */
+  stopInput?: (reason: Error) => void;
 }
 
 /** A channel's files; their paths are made when index.json is written (`pathsOf`). */
@@ -142,6 +151,14 @@ class FilesSink extends BatchTransform {
   #quarantine: AppendFile | null = null;
   #scheduled: NodeJS.Immediate | null = null;
   #finished = false;
+  /** Room on the disk for index.json, and what it is to hold: see `#reserveRoom`. */
+  readonly #reserve: IndexReserve;
+  #indexRoom: number = INDEX_ROOM.headBytes;
+  #warningsCounted = 0;
+  /** Models whose room is counted (a run names a handful). */
+  readonly #models = new Set<string>();
+  /** The write that failed, once the input was asked to stop for it: nothing is written after. */
+  #failed: OutputError | null = null;
 
   constructor(options: FilesSinkOptions) {
     super({ sink: true });
@@ -153,24 +170,52 @@ class FilesSink extends BatchTransform {
     this.#files = new AppendFiles(opts.out, opts.maxOpenFiles, opts.force);
     const run = this.#run;
     this.#store = options.store ?? new FileChannelStore(opts.out, () => run.heldLineBytes);
+    try {
+      this.#reserve = new IndexReserve(join(opts.out, 'index.json.tmp'), opts.force);
+    } catch (err) {
+      throw writeFailed(join(opts.out, 'index.json.tmp'), err);
+    }
     this.#filesOf(this.#run.tree.main);
+    this.#reserveRoom();
   }
 
   protected override transformBatch(batch: RecordBatch): BatchOutcome {
-    for (const rec of batch) {
-      if (rec.kind === 'quarantine') {
-        this.#files.writeCopied(this.#quarantineFile(), rec.raw, rec.final);
-      } else if (rec.kind === 'spooled' && rec.reason) {
-        const quarantine = this.#quarantineFile();
-        appendSpool(this.#files, quarantine, rec.spool);
-        this.#files.write(quarantine, NL);
-      } else {
-        this.#writeLine(rec);
+    // After a failed write the lines still arriving (until the input stops) are counted as
+    // read and handed on, not written: a file a write broke off is never appended to again.
+    if (this.#failed) return batch;
+    try {
+      this.#reserveRoom();
+      for (const rec of batch) {
+        if (rec.kind === 'quarantine') {
+          this.#files.writeCopied(this.#quarantineFile(), rec.raw, rec.final);
+        } else if (rec.kind === 'spooled' && rec.reason) {
+          const quarantine = this.#quarantineFile();
+          appendSpool(this.#files, quarantine, rec.spool);
+          this.#files.write(quarantine, NL);
+        } else {
+          this.#writeLine(rec);
+        }
       }
+      if (this.#files.pendingBytes >= this.#opts.flushBytes) this.#flushNow();
+      else this.#scheduled ??= setImmediate(() => this.#flushLater());
+    } catch (err) {
+      if (!this.#stopFor(err)) throw err;
     }
-    if (this.#files.pendingBytes >= this.#opts.flushBytes) this.#flushNow();
-    else this.#scheduled ??= setImmediate(() => this.#flushLater());
     return batch;
+  }
+
+  /**
+   * A failed write stops the input (when the chain gave its stop): the run then ends as an
+   * interrupted one does, every line read reaching the sinks and counted, and fails with the
+   * write's error. False when the error is not a write's or there is no stop to ask.
+   */
+  #stopFor(err: unknown): boolean {
+    if (!(err instanceof OutputError) || !this.#opts.stopInput) return false;
+    if (this.#scheduled) clearImmediate(this.#scheduled);
+    this.#scheduled = null;
+    this.#failed = err;
+    this.#opts.stopInput(err);
+    return true;
   }
 
   protected override flushAtEnd(): void {
@@ -183,7 +228,20 @@ class FilesSink extends BatchTransform {
   }
 
   #quarantineFile(): AppendFile {
-    return (this.#quarantine ??= this.#files.file('quarantine', '.log'));
+    return (this.#quarantine ??= this.#files.file('quarantine', '.log', true));
+  }
+
+  /**
+   * Grows the reserve to what index.json would now need at most, before the lines queued are
+   * written: channels, their strings and models as they appear, the warnings and the listed
+   * quarantine lines. A disk too full for it fails the writes that follow, not this.
+   */
+  #reserveRoom(): void {
+    const warnings = this.#run.warnings;
+    this.#indexRoom += warningsRoom(warnings, this.#warningsCounted);
+    this.#warningsCounted = warnings.length;
+    const listed = this.#run.quarantineLines.listed.length * INDEX_ROOM.quarantineLineBytes;
+    this.#reserve.ensure(this.#indexRoom + listed);
   }
 
   #filesOf(ch: ChannelSnapshot): ChannelFiles {
@@ -192,10 +250,11 @@ class FilesSink extends BatchTransform {
     const stem = this.#store.stemOf(ch.id);
     f = {
       logFile: this.#files.file(stem, '.log'),
-      jsonlFile: this.#files.file(stem, '.jsonl'),
+      jsonlFile: this.#files.file(stem, '.jsonl', true),
       thinkingFile: null,
     };
     this.#byChannel.set(ch.id, f);
+    this.#indexRoom += channelRoom(ch.id, stem) + describedRoom(ch);
     this.#files.writeText(f.logFile, headerLines(ch).join('\n') + '\n');
     this.#files.write(f.jsonlFile, Buffer.alloc(0));
     return f;
@@ -204,6 +263,11 @@ class FilesSink extends BatchTransform {
   #writeLine(rec: LineRecord | SpooledRecord): void {
     const files = this.#files;
     const lines = this.#shownLines(rec);
+    const model = rec.kind === 'line' ? rec.usage?.model : undefined;
+    if (model !== undefined && !this.#models.has(model)) {
+      this.#models.add(model);
+      this.#indexRoom += INDEX_ROOM.modelBytes + 2 * jsonBytes(model);
+    }
     const f = this.#filesOf(rec.channel ?? this.#run.tree.main);
     if (rec.kind === 'spooled') {
       appendSpool(files, f.jsonlFile, rec.spool);
@@ -228,6 +292,7 @@ class FilesSink extends BatchTransform {
     try {
       for (const ev of rec.events ?? []) {
         const f = this.#filesOf(ev.channel);
+        if (ev.type !== 'open') this.#indexRoom += describedRoom(ev.channel);
         if (ev.type === 'spawn') {
           this.#files.writeText(
             f.logFile,
@@ -237,7 +302,11 @@ class FilesSink extends BatchTransform {
           this.#files.writeText(f.logFile, statusLine(ev.channel.status, ev.summary) + '\n');
         }
       }
-      return rec.kind === 'line' ? renderRecord(rec, this.#display) : [];
+      if (rec.kind !== 'line') return [];
+      // A task_started line may give a channel its agent and description without an event:
+      // no string of it takes more room in the index than the line's own JSON text.
+      if (systemSubtypeOf(viewOf(rec)) === 'task_started') this.#indexRoom += rec.raw.length;
+      return renderRecord(rec, this.#display);
     } catch (err) {
       const why = this.#run.recordFailed('files', rec.lineNo, err);
       return [`[line ${rec.lineNo} could not be shown: ${escapeOneLine(why)}]`];
@@ -271,6 +340,14 @@ class FilesSink extends BatchTransform {
     };
     const index = indexForWriting(this.#run, paths, quarantine, costs, this.#display);
     const path = join(this.#opts.out, 'index.json');
+    // Into the room reserved for it: on a full disk too. Should the document outgrow it (a
+    // stream of many models), a fresh temporary file, then with the room of live spools.
+    try {
+      this.#reserve.fill(jsonPieces(index), path);
+      return;
+    } catch {
+      // Written again below, where a failure is reported.
+    }
     const write = () => {
       // A fresh temporary file (whatever has its name is replaced, never written through),
       // then one rename: a reader sees the old index or the new one, never half of one.
@@ -320,15 +397,17 @@ class FilesSink extends BatchTransform {
   #flushLater(): void {
     this.#scheduled = null;
     try {
+      this.#reserveRoom();
       this.#files.flush();
     } catch (err) {
-      this.destroy(err as Error);
+      if (!this.#stopFor(err)) this.destroy(err as Error);
     }
   }
 
   #flushNow(): void {
     if (this.#scheduled) clearImmediate(this.#scheduled);
     this.#scheduled = null;
+    this.#reserveRoom();
     this.#files.flush();
   }
 
@@ -352,10 +431,13 @@ class FilesSink extends BatchTransform {
     const costs = runCosts(this.#run);
     let failure: unknown = null;
     try {
-      try {
-        this.#writeCostLines(costs);
-      } finally {
-        this.#flushNow();
+      // After a failed write, nothing but the index: what is still queued stays unwritten.
+      if (this.#failed === null) {
+        try {
+          this.#writeCostLines(costs);
+        } finally {
+          this.#flushNow();
+        }
       }
     } catch (err) {
       failure = err;
@@ -363,12 +445,20 @@ class FilesSink extends BatchTransform {
       // Before the index: under a tight descriptor limit it needs one of them.
       this.#files.closeAll();
     }
-    const output = failure ?? error;
+    // The first write that failed is the one named (the chain's error, when it is one).
+    const output = this.#failed ?? (error instanceof OutputError ? error : (failure ?? error));
     if (output instanceof OutputError) {
       this.#run.recordUnwritten(this.#linesWritten());
       this.#run.warn('OUTPUT_FAILED', `${output.message}; ${unwrittenText(this.#run.input)}`);
     }
-    this.#writeIndex(costs);
+    try {
+      this.#writeIndex(costs);
+    } catch (err) {
+      if (failure === null && error === null && this.#failed === null) throw err;
+      // The run fails with its own error; this says what a reader of the folder will not find.
+      const why = err instanceof Error ? err.message : String(err);
+      this.#run.warn('INDEX_UNWRITTEN', `${why}: the folder has no index.json`);
+    }
     if (failure !== null) throw failure;
   }
 }
@@ -397,7 +487,7 @@ function linesIn(out: string, rel: string): number {
 
 const LF = 0x0a;
 
-export const filesSinkPlugin = defineBuiltin<Omit<FilesSinkOptions, 'session' | 'display' | 'store'>>({
+export const filesSinkPlugin = defineBuiltin<Omit<FilesSinkOptions, 'session' | 'display' | 'store' | 'stopInput'>>({
   name: 'files',
   kind: 'sink',
   kit: BUILTIN_KIT,
@@ -432,7 +522,13 @@ export const filesSinkPlugin = defineBuiltin<Omit<FilesSinkOptions, 'session' | 
   create: (o, ctx) => {
     const store = ctx.channelStore;
     const shared = store instanceof FileChannelStore && store.out === o.out ? store : undefined;
-    return createFilesSink({ ...o, session: ctx.session, display: ctx.display, store: shared });
+    return createFilesSink({
+      ...o,
+      session: ctx.session,
+      display: ctx.display,
+      store: shared,
+      stopInput: ctx.stopInput,
+    });
   },
 });
 

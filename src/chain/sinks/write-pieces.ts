@@ -8,10 +8,12 @@ const ENCODER = new TextEncoder();
 
 /**
  * Writes text handed over in pieces (`jsonPieces`), then `tail`, to a descriptor, a bounded
- * run of characters at a time, so the whole text is never one string nor one buffer.
+ * run of characters at a time, so the whole text is never one string nor one buffer. Returns
+ * the bytes written.
  */
-export function writePiecesSync(fd: number, pieces: Iterable<string>, tail = ''): void {
+export function writePiecesSync(fd: number, pieces: Iterable<string>, tail = ''): number {
   let held = '';
+  let total = 0;
   const scratch = Buffer.allocUnsafe(3 * WRITE_CHARS);
   // One buffer for every write, the text encoded into it a bufferful at a time: a fresh
   // buffer per write left a 10 MB index.json as 10 MB of dead buffers until a collection.
@@ -20,6 +22,7 @@ export function writePiecesSync(fd: number, pieces: Iterable<string>, tail = '')
     while (rest.length > 0) {
       const { read, written } = ENCODER.encodeInto(rest, scratch);
       writeAllSync(fd, scratch.subarray(0, written));
+      total += written;
       rest = rest.slice(read);
     }
   };
@@ -32,4 +35,5 @@ export function writePiecesSync(fd: number, pieces: Iterable<string>, tail = '')
   }
   held += tail;
   if (held.length > 0) put(held);
+  return total;
 }

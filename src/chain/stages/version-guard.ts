@@ -24,6 +24,12 @@ export interface VersionGuardOptions {
   requireVersion?: string | null;
   /** The chain's session, shared by every stage (required). */
   session: Session;
+  /**
+   * The chain's stop (`PluginContext.stopInput`): a refused version stops the input, every line
+   * read (the refused `system/init` included) still reaches the sinks, and the run then fails
+   * with the refusal. Without it the refusal destroys the chain at once.
+   */
+  stopInput?: (reason: Error) => void;
 }
 
 export interface GuardWarning {
@@ -252,32 +258,47 @@ export class VersionGuard {
 
 /**
  * Version guard: records in, the same records out (object mode). Warnings go to the run
- * (stderr, index.json, pino hear them once each). A refused version fails the stream with
- * VersionRefused (exit 4).
+ * (stderr, index.json, pino hear them once each). A refused version stops the input (the
+ * chain's `stopInput`): the lines read until then are filed like any others, and the run
+ * fails with VersionRefused (exit 4). Without a stop to ask, the refusal fails the stream.
  */
 export function createVersionGuard(options: VersionGuardOptions): Transform {
   const opts = withDefaults(VERSION_GUARD_DEFAULTS, options);
   const run = requireSession(options, 'createVersionGuard');
   const guard = new VersionGuard(opts.requireVersion, run);
   const warn = (ws: GuardWarning[]) => ws.forEach((w) => run.warn(w.code, w.message));
+  /** The refusal, once the input was asked to stop for it: the lines after it are not checked. */
+  let refused: VersionRefused | null = null;
+  const refuse = (err: unknown): void => {
+    if (!(err instanceof VersionRefused) || !options.stopInput) throw err;
+    refused = err;
+    options.stopInput(err);
+  };
   return createBatchTransform({
     transformBatch(batch: RecordBatch) {
       for (const rec of batch) {
+        if (refused) break;
         try {
           warn(guard.observe(rec));
         } catch (err) {
-          run.recordFailed('version-guard', rec.lineNo, err);
+          if (err instanceof VersionRefused) refuse(err);
+          else run.recordFailed('version-guard', rec.lineNo, err);
         }
       }
       return batch;
     },
     flushAtEnd() {
-      warn(guard.end());
+      if (refused) return;
+      try {
+        warn(guard.end());
+      } catch (err) {
+        refuse(err);
+      }
     },
   });
 }
 
-export const versionGuardPlugin = defineBuiltin<Omit<VersionGuardOptions, 'session'>>({
+export const versionGuardPlugin = defineBuiltin<Omit<VersionGuardOptions, 'session' | 'stopInput'>>({
   name: 'version-guard',
   kind: 'stage',
   kit: BUILTIN_KIT,
@@ -288,5 +309,5 @@ export const versionGuardPlugin = defineBuiltin<Omit<VersionGuardOptions, 'sessi
       description: 'refuse an agent whose version is not in this range, e.g. ">=2.1.219" (exit 4)',
     },
   },
-  create: (o, ctx) => createVersionGuard({ ...o, session: ctx.session }),
+  create: (o, ctx) => createVersionGuard({ ...o, session: ctx.session, stopInput: ctx.stopInput }),
 });
