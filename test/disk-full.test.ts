@@ -233,11 +233,13 @@ test(
         assertFoundOnce(read, found, name);
         assert.ok(found.length < read.length, `${name}: the full disk left lines out`);
         assert.equal(index.input.unwritten, read.length - found.length, `${name}: unwritten`);
-        assert.deepEqual(saidUnwritten(r.stderr), { unwritten: index.input.unwritten, lines: read.length }, name);
+        const figures = { unwritten: index.input.unwritten, lines: read.length };
+        assert.deepEqual(saidUnwritten(r.stderr), figures, name);
         // No transcript shows a line its channel's .jsonl lacks: the raw lines took the room first.
         for (const c of index.channels) {
           const shown = lastShown(join(out, c.log));
-          assert.ok(shown <= lastShown(join(out, c.jsonl)), `${name}: ${c.log} shows line-${shown}, not kept`);
+          const kept = lastShown(join(out, c.jsonl));
+          assert.ok(shown <= kept, `${name}: ${c.log} shows line-${shown}, not kept`);
         }
       } finally {
         spawnSync('umount', [own]);
@@ -246,7 +248,8 @@ test(
   },
 );
 
-test('a write that fails (main.jsonl a folder) counts the unterminated last line as read and not written', () => {
+test('a write that fails (main.jsonl a folder) counts the unterminated last line as read and ' +
+  'not written', () => {
   const out = join(tmpDir(), 'out');
   mkdirSync(join(out, 'main.jsonl'), { recursive: true });
   const lines = [

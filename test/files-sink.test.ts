@@ -1,11 +1,12 @@
 import { Session } from '../src/model/session.js';
 import assert from 'node:assert/strict';
-import { existsSync, realpathSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, realpathSync, writeFileSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
 import { test } from 'node:test';
 import { FileNamer, safeStem } from '../src/chain/sinks/file-names.js';
 import { createFilesSink } from '../src/chain/sinks/files.js';
-import { linesOf, runToFiles, splitEvery, tmpDir } from './helpers/helpers.js';
+import { PassThrough } from 'node:stream';
+import { FIXTURES, linesOf, runToFiles, splitEvery, tmpDir } from './helpers/helpers.js';
 
 const hostileIds = [
   '../../x',
@@ -212,5 +213,89 @@ test('quarantine.log keeps every junk line byte for byte, short and long lines m
     const { files, index } = await runToFiles(splitEvery(input, every));
     assert.ok(files.get('quarantine.log')!.equals(expected), `chunks of ${every}`);
     assert.equal(index.input.quarantined, lines.filter((l) => l !== good).length);
+  }
+});
+
+/** Resolves once `ready()` holds, looking again on each turn of the event loop's timers. */
+async function until(ready: () => boolean): Promise<void> {
+  while (!ready()) await new Promise((done) => setTimeout(done, 5));
+}
+
+/**
+ * A stream whose index strings are long and escape to six bytes a character: subagents spawned
+ * with long descriptions that end with long summaries, or orphans (no spawn call) that get
+ * their description from a `task_started` line.
+ */
+function longStringsStream(kind: 'spawned' | 'orphans'): string {
+  const c = (code: number, n: number) => String.fromCharCode(code).repeat(n);
+  const lines: object[] = [
+    { type: 'system', subtype: 'init', session_id: 's', claude_code_version: '2.1.328' },
+  ];
+  for (let k = 0; k < 12; k++) {
+    const id = `toolu_${k}_${c(1, 1500)}`;
+    const orphan = `orphan_${k}_${c(4, 1500)}`;
+    if (kind === 'orphans') {
+      lines.push(
+        { type: 'assistant', parent_tool_use_id: orphan, message: { content: [{ type: 'text' }] } },
+        { type: 'system', subtype: 'task_started', tool_use_id: orphan, description: c(5, 4000) },
+      );
+      continue;
+    }
+    lines.push(
+      {
+        type: 'assistant',
+        parent_tool_use_id: null,
+        message: {
+          id: `m${k}`,
+          model: `model-${k % 3}-${c(6, 300)}`,
+          content: [
+            {
+              type: 'tool_use',
+              id,
+              name: 'Agent',
+              input: { description: `${c(2, 4000)}${k}`, subagent_type: 'x'.repeat(500) },
+            },
+          ],
+          usage: { input_tokens: 1, output_tokens: 1 },
+        },
+      },
+      { type: 'assistant', parent_tool_use_id: id, message: { content: [{ type: 'text', text: 'hi' }] } },
+      { type: 'system', subtype: 'task_notification', tool_use_id: id, status: 'failed', summary: c(3, 5e3) },
+    );
+  }
+  lines.push({ type: 'result', subtype: 'success', session_id: 's', result: 'done' });
+  return lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
+}
+
+test('index.json fits in the room reserved for it during the run, with ids, descriptions, summaries and ' +
+  'models thousands of characters long that escape to six bytes each', async () => {
+  const { runChain } = await import('../src/chain/chain.js');
+  const cases: Array<[string, string]> = [
+    ['spawned, long strings', longStringsStream('spawned')],
+    ['orphans, long strings', longStringsStream('orphans')],
+    ...['background-fanout-12', 'nested-depth-3', 'failing-beside-healthy'].map((n): [string, string] => [
+      n,
+      readFileSync(join(FIXTURES, `${n}.jsonl`), 'utf8'),
+    ]),
+  ];
+  for (const [name, text] of cases) {
+    const out = join(tmpDir(), 'out');
+    const input = new PassThrough();
+    const done = runChain(input, {
+      stages: [{ use: 'line-parser' }, { use: 'channel-router' }],
+      sinks: [{ use: 'files', out }],
+    });
+    input.write(text);
+    // Every line is in the folder once the last (main's result) is: the room for a batch is
+    // reserved before its lines are written.
+    const last = text.trimEnd().split('\n').at(-1)!;
+    const main = join(out, 'main.jsonl');
+    await until(() => existsSync(main) && readFileSync(main, 'utf8').endsWith(`${last}\n`));
+    const reserved = statSync(join(out, 'index.json.tmp')).size;
+    input.end();
+    await done;
+    const written = statSync(join(out, 'index.json')).size;
+    assert.ok(written <= reserved, `${name}: index.json is ${written} bytes, ${reserved} were reserved`);
+    assert.equal(existsSync(join(out, 'index.json.tmp')), false, name);
   }
 });

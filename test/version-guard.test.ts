@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { BIN, FIXTURES, linesOf, tmpDir } from './helpers/helpers.js';
 import { VersionGuard, versionWarnings, checkRequiredVersion } from '../src/chain/stages/version-guard.js';
 import { satisfies } from '../src/semver.js';
 import type { SubteeRecord } from '../src/model/record.js';
@@ -239,4 +244,61 @@ test('findVersion picks the first version-shaped word of --version output', asyn
     ['no version here', null],
   ];
   for (const [text, expected] of cases) assert.equal(findVersion(text), expected, text);
+});
+
+/** Every line of the run's `.jsonl` files and `quarantine.log`, as the folder holds them. */
+function linesInFolder(out: string): string[] {
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  const files = [...index.channels.map((c: { jsonl: string }) => c.jsonl), 'quarantine.log'];
+  return files.filter((f) => existsSync(join(out, f))).flatMap((f) => linesOf(readFileSync(join(out, f))));
+}
+
+test('a version refused on a pipe (exit 4) still files every line read, its system/init too, and ' +
+  "index.json's figures add up against the folder", () => {
+  const text = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8');
+  const noInit = text
+    .split('\n')
+    .filter((l) => !l.includes('"subtype":"init"'))
+    .join('\n');
+  // Refused at system/init; refused at the end of a stream that states no version.
+  for (const [name, input, why] of [
+    ['init', text, /Claude Code 2\.1\.328 does not satisfy --require-version >=99 \[ERR_VERSION\]/],
+    ['no init', noInit, /version is unknown and --require-version >=99 is set \[ERR_VERSION\]/],
+  ] as const) {
+    const out = join(tmpDir(), 'o');
+    const args = [BIN, '--out', out, '-q', '--stdout', 'none', '--require-version', '>=99'];
+    const r = spawnSync(process.execPath, args, { input, encoding: 'utf8' });
+    assert.equal(r.status, 4, `${name}: ${r.stderr}`);
+    assert.match(r.stderr, why, name);
+    assert.equal(r.stderr.split('\n').length, 2, `${name}: one line: ${r.stderr}`);
+    const read = input.split('\n').filter((l) => l.trim() !== '');
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.equal(index.input.lines, read.length, name);
+    assert.equal(index.input.unwritten, 0, name);
+    assert.deepEqual(linesInFolder(out).sort(), [...read].sort(), `${name}: every line filed once`);
+    const perChannel = index.channels.reduce((n: number, c: { lines: number }) => n + c.lines, 0);
+    assert.equal(perChannel, read.length, name);
+  }
+});
+
+test('a refused version stops reading: exit 4 while the agent still holds the pipe open, the lines ' +
+  'read filed', { timeout: 30_000 }, async () => {
+  const out = join(tmpDir(), 'o');
+  const args = [BIN, '--out', out, '-q', '--stdout', 'none', '--require-version', '>=2.1.219'];
+  const child = spawn(process.execPath, args, { stdio: ['pipe', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const lines = [
+    JSON.stringify({ type: 'system', subtype: 'init', session_id: 's', claude_code_version: '2.1.210' }),
+    JSON.stringify({ type: 'assistant', message: { content: [{ type: 'text', text: 'a' }] } }),
+  ];
+  child.stdin.write(lines.join('\n') + '\n');
+  // stdin is never closed: subtee ends on its own.
+  const [code] = (await once(child, 'exit')) as [number];
+  child.stdin.destroy();
+  assert.equal(code, 4, stderr);
+  assert.match(stderr, /Claude Code 2\.1\.210 does not satisfy --require-version >=2\.1\.219 \[ERR_VERSION\]/);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.input.lines, 2);
+  assert.deepEqual(linesInFolder(out), lines);
 });

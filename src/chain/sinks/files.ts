@@ -1,5 +1,14 @@
 import { FileChannelStore } from './channel-store.js';
-import { closeSync, lstatSync, mkdirSync, readdirSync, readSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import {
+  closeSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import type { Transform } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
@@ -451,6 +460,8 @@ class FilesSink extends BatchTransform {
       this.#run.recordUnwritten(this.#linesWritten());
       this.#run.warn('OUTPUT_FAILED', `${output.message}; ${unwrittenText(this.#run.input)}`);
     }
+    // The warnings the end added (a failed write's, the costs'): room for them too, if any is left.
+    this.#reserveRoom();
     try {
       this.#writeIndex(costs);
     } catch (err) {
@@ -487,7 +498,9 @@ function linesIn(out: string, rel: string): number {
 
 const LF = 0x0a;
 
-export const filesSinkPlugin = defineBuiltin<Omit<FilesSinkOptions, 'session' | 'display' | 'store' | 'stopInput'>>({
+type FilesSinkConfig = Omit<FilesSinkOptions, 'session' | 'display' | 'store' | 'stopInput'>;
+
+export const filesSinkPlugin = defineBuiltin<FilesSinkConfig>({
   name: 'files',
   kind: 'sink',
   kit: BUILTIN_KIT,

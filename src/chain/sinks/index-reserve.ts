@@ -40,7 +40,8 @@ export class IndexReserve {
     try {
       while (this.#bytes < target) {
         // At a position: the descriptor's own offset stays at 0, where `fill` writes.
-        this.#bytes += writeSync(this.#fd, BLANKS, 0, Math.min(STEP_BYTES, target - this.#bytes), this.#bytes);
+        const size = Math.min(STEP_BYTES, target - this.#bytes);
+        this.#bytes += writeSync(this.#fd, BLANKS, 0, size, this.#bytes);
       }
     } catch {
       // No room (or no more disk): what is reserved stays reserved.
