@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createReadStream, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
@@ -273,4 +274,53 @@ test('a chain that cannot be built lets go of its input at once', async () => {
   };
   await assert.rejects(runChain(input, spec), { code: 'ERR_BAD_OPTION' });
   assert.equal(input.destroyed, true);
+});
+
+test('--config refuses at once, in one line with exit 2, a device, a folder, a file past 1 MiB ' +
+  'and a named pipe nothing is written to', () => {
+  const dir = tmpDir();
+  const fifo = join(dir, 'config.fifo');
+  assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+  const big = join(dir, 'big.json');
+  writeFileSync(big, `{"stages": [] ${' '.repeat(1024 * 1024)}}`);
+  const input = join(FIXTURES, 'nested-depth-3.jsonl');
+  for (const [config, why] of [
+    ['/dev/zero', /a device, not a file/],
+    [dir, /a folder, not a file/],
+    [big, /larger than 1048576 bytes, not a config/],
+    [fifo, /a named pipe with nothing written to it/],
+  ] as const) {
+    const out = join(dir, 'o');
+    const r = spawnSync(process.execPath, [BIN, '--out', out, '--config', config, input], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    assert.equal(r.status, 2, `${config}: ${r.signal ?? ''} ${r.stderr}`);
+    assert.equal(r.stderr.split('\n').length, 2, r.stderr);
+    assert.match(r.stderr, /^subtee: cannot read config /);
+    assert.match(r.stderr, why);
+    assert.match(r.stderr, /\[ERR_CONFIG_READ\]\n$/);
+    assert.throws(() => readdirSync(out), { code: 'ENOENT' }, 'nothing written');
+  }
+});
+
+test('--config from a pipe (<(make-config)) is read once its writer writes it', async () => {
+  const dir = tmpDir();
+  const fifo = join(dir, 'config.fifo');
+  assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+  const out = join(dir, 'o');
+  const input = join(FIXTURES, 'nested-depth-3.jsonl');
+  const child = spawn(process.execPath, [BIN, '--out', out, '-q', '--config', fifo, input], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const closed = new Promise<number | null>((r) => child.on('close', r));
+  // Opening the pipe for writing waits for subtee to open it for reading.
+  await writeFile(fifo, JSON.stringify({ sinks: [{ use: 'files', out }, { use: 'stdout', mode: 'main' }] }));
+  assert.equal(await closed, 0, stderr);
+  assert.ok(readdirSync(out).includes('index.json'));
+  assert.doesNotMatch(stdout, /\[level/, 'the config\'s stdout mode (main) applied');
 });
