@@ -58,6 +58,15 @@ function subtee(
   return p;
 }
 
+/** The warning events of a pino log: their code and content. */
+const pinoWarnings = (file: string) =>
+  readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
+    .filter((e) => e.kind === 'warning')
+    .map((e) => ({ code: e.code, content: e.content }));
+
 const indexOf = (out: string) => JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
 const spanCount = (index: any) =>
   index.channels.length + index.channels.reduce((n: number, c: any) => n + c.counts.tool_use, 0);
@@ -160,7 +169,7 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
   test('collector down: exit 0, every file written, a ' +
     'warning counts the spans not delivered, no hang', async () => {
     const port = await closedPort();
-    // With pino on too: its destination is closed before the warning comes.
+    // With pino on too, added by its flag after the config's sinks: it hears both warnings.
     const pinoLog = join(tmpDir(), 'events.log');
     const r = await subtee([
       '-c',
@@ -178,6 +187,22 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
       r.stderr,
       new RegExp(`warning OTLP_UNDELIVERED: ${spanCount(index)} of ${spanCount(index)} spans not delivered`),
     );
+    assert.deepEqual(pinoWarnings(pinoLog).map((e) => e.code), ['OTLP_UNAVAILABLE', 'OTLP_UNDELIVERED']);
+  });
+
+  test('collector down, sinks from flags: OTLP_UNDELIVERED names the refused ' +
+    'connection and reaches the pino log as well as stderr', async () => {
+    const port = await closedPort();
+    const pinoLog = join(tmpDir(), 'events.log');
+    // The exporter's own timeout (10 s) outlasts the flush deadline (5 s): it never says why.
+    const r = await subtee([`--otlp=http://127.0.0.1:${port}`, `--pino=${pinoLog}`, NESTED]);
+    assert.equal(r.code, 0, r.stderr);
+    const { index } = checkOutput(readFileSync(NESTED), r.out, 'collector down, flags');
+    const message =
+      `${spanCount(index)} of ${spanCount(index)} spans not delivered to ` +
+      `http://127.0.0.1:${port}/v1/traces (connect ECONNREFUSED 127.0.0.1:${port})`;
+    assert.equal(r.stderr, `subtee: warning OTLP_UNDELIVERED: ${message}\n`);
+    assert.deepEqual(pinoWarnings(pinoLog), [{ code: 'OTLP_UNDELIVERED', content: message }]);
   });
 
   test('collector answering 500: retried within the bound, then counted as not delivered', async () => {
@@ -222,7 +247,10 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     const { index } = checkOutput(readFileSync(NESTED), r.out, 'slow collector');
     assert.match(
       r.stderr,
-      new RegExp(`OTLP_UNDELIVERED: ${spanCount(index)} of ${spanCount(index)} spans not delivered`),
+      new RegExp(
+        `OTLP_UNDELIVERED: ${spanCount(index)} of ${spanCount(index)} spans not delivered to ` +
+          `${receiver.url.replace(/[.]/g, '[.]')}/v1/traces [(]not sent within flushTimeoutMs, 1000 ms[)]`,
+      ),
     );
     receiver.release();
   });

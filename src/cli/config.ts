@@ -9,7 +9,8 @@ import { applyReportFlags } from './report-flags.js';
 /**
  * Applies command-line flags to a chain spec. Without a config every flag applies (defaults
  * included); with one, only flags given on the command line do, overriding the file. A flag
- * for a stage or sink the spec does not have adds it (stages at their default position).
+ * for a stage or sink the spec does not have adds it (stages at their default position,
+ * sinks at the end, before a pino sink; pino itself last).
  */
 export function applyFlags(
   spec: ChainSpec,
@@ -33,7 +34,11 @@ export function applyFlags(
     let c = list.find((x) => x.use === def.target!.use);
     if (!c) {
       c = { use: def.target.use };
-      const at = isSink ? -1 : list.findIndex((x) => order.indexOf(x.use) > order.indexOf(def.target!.use));
+      // A sink the flags add goes last, but before pino: what a sink warns when it finishes
+      // (OTLP_UNDELIVERED, CLICKHOUSE_SPOOLED) reaches the pino log only from a sink before it.
+      const at = isSink
+        ? list.findIndex((x) => x.use === 'pino')
+        : list.findIndex((x) => order.indexOf(x.use) > order.indexOf(def.target!.use));
       if (at === -1) list.push(c);
       else list.splice(at, 0, c);
     }

@@ -45,15 +45,23 @@ export async function importOtlpSdk(): Promise<void> {
 /** The error a closed agent fails a new connection with: the exporter does not retry it. */
 const exportClosed = () => Object.assign(new Error('the run has ended'), { code: 'SUBTEE_EXPORT_CLOSED' });
 
+/** What an agent is told of a connection that failed (refused, reset, a TLS error). */
+type ConnectionError = (err: unknown) => void;
+
 /**
  * HTTP and HTTPS agents that, once closed, destroy their sockets and fail every new
  * connection at once. A custom agent overriding `createConnection` is what Node documents
  * for this (http.Agent), and the exporter takes agents from its `httpAgentOptions` factory.
+ * They also say why a connection failed: the exporter retries a refused connection by itself
+ * until its timeout and says nothing of it before, which may be after the run's end.
  */
 class ClosableHttpAgent extends HttpAgent {
   #closed = false;
+  constructor(private readonly onError: ConnectionError) {
+    super({ keepAlive: true });
+  }
   override createConnection(...args: Parameters<HttpAgent['createConnection']>) {
-    if (!this.#closed) return super.createConnection(...args);
+    if (!this.#closed) return super.createConnection(...args)?.on('error', this.onError);
     process.nextTick(() => args[1]?.(exportClosed(), undefined as never));
     return undefined;
   }
@@ -65,8 +73,11 @@ class ClosableHttpAgent extends HttpAgent {
 
 class ClosableHttpsAgent extends HttpsAgent {
   #closed = false;
+  constructor(private readonly onError: ConnectionError) {
+    super({ keepAlive: true });
+  }
   override createConnection(...args: Parameters<HttpsAgent['createConnection']>) {
-    if (!this.#closed) return super.createConnection(...args);
+    if (!this.#closed) return super.createConnection(...args)?.on('error', this.onError);
     process.nextTick(() => args[1]?.(exportClosed(), undefined as never));
     return undefined;
   }
@@ -76,10 +87,8 @@ class ClosableHttpsAgent extends HttpsAgent {
   }
 }
 
-function closableAgent(proto: string): ClosableHttpAgent | ClosableHttpsAgent {
-  return proto === 'https:'
-    ? new ClosableHttpsAgent({ keepAlive: true })
-    : new ClosableHttpAgent({ keepAlive: true });
+function closableAgent(proto: string, onError: ConnectionError): ClosableHttpAgent | ClosableHttpsAgent {
+  return proto === 'https:' ? new ClosableHttpsAgent(onError) : new ClosableHttpAgent(onError);
 }
 
 const hrTime = (ms: number): HrTime => [Math.floor(ms / 1000), Math.round((ms % 1000) * 1e6)];
@@ -288,6 +297,8 @@ class OtlpSink extends BatchTransform {
   readonly #ids = new DerivedIds();
   #fallbackRunId: string | null = null;
   #finished: Promise<void> | null = null;
+  /** Why the latest connection to the collector failed, as the agents saw it. */
+  #connectionError: string | null = null;
 
   constructor(options: OtlpSinkOptions) {
     super();
@@ -347,7 +358,7 @@ class OtlpSink extends BatchTransform {
       // Our own agents, so that the end of the run can cut a request to a collector that hangs
       // (and the exporter's own retries of it): the process must not outlive the flush deadline.
       httpAgentOptions: (proto: string) => {
-        const a = closableAgent(proto);
+        const a = closableAgent(proto, (err) => (this.#connectionError = describeError(err)));
         this.#agents.push(a);
         if (this.#agentsClosed) a.close();
         return a;
@@ -411,11 +422,17 @@ class OtlpSink extends BatchTransform {
     for (const a of this.#agents) a.close();
     void exporter.shutdown().catch(() => {});
     if (delivery.lost > 0) {
-      const why = delivery.lastError ? ` (${withoutUrlSecrets(delivery.lastError, this.#url)})` : '';
+      // The exporter's own reason, else the failed connection it was still retrying, else the
+      // deadline that cut it short.
+      const why =
+        delivery.lastError ??
+        this.#connectionError ??
+        `not sent within flushTimeoutMs, ${this.#opts.flushTimeoutMs} ms`;
       lateWarn(
         this.#run,
         'OTLP_UNDELIVERED',
-        `${delivery.lost} of ${delivery.total} spans not delivered to ${this.#where}${why}`,
+        `${delivery.lost} of ${delivery.total} spans not delivered to ${this.#where} ` +
+          `(${withoutUrlSecrets(why, this.#url)})`,
       );
     }
   }
