@@ -19,7 +19,7 @@ import { test } from 'node:test';
 import { type Message, open, type RunEvent, type SubagentHandle } from '../src/index.js';
 import { chunked, fanoutInput, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers/helpers.js';
 import { writeStream } from '../bench/gen.js';
-import { fixtureLines, HANG, longMainRun, STALL, until } from './helpers/projection-runs.js';
+import { fixtureLines, HANG, longMainRun, recordOrderBytes, STALL, until } from './helpers/projection-runs.js';
 
 /** The streams each watch sees: those opened on files under its folder while it watches. */
 const watches = new Set<{ dir: string; streams: ReadStream[] }>();
@@ -623,8 +623,14 @@ test('with files, a reader opened at once holds no line ' +
   'in memory: a late events loop replays the files', async () => {
   const lines = fixtureLines('binary-tree-depth-3');
   const input = Buffer.from(lines.join('\n') + '\n');
-  // Room for the record order (16 bytes a line), not for the lines themselves.
-  const run = open(chunked([input]), { out: join(tmpDir(), 'out'), maxBufferedBytes: lines.length * 16 });
+  // Room for the record order (12 bytes a record, and each tree change), not for the lines themselves.
+  const first = open(chunked([input]));
+  let changes = 0;
+  for await (const event of first.events) changes += event.changes.length;
+  await first.done;
+  const maxBufferedBytes = recordOrderBytes(lines.length, changes);
+  assert.ok(maxBufferedBytes < input.length);
+  const run = open(chunked([input]), { out: join(tmpDir(), 'out'), maxBufferedBytes });
   const early: string[] = [];
   for await (const message of run.messages) early.push(idOf(message));
   await run.done;

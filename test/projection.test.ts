@@ -18,7 +18,7 @@ import { writeStream } from '../bench/gen.js';
 import { checkProjection, expectedOf } from './helpers/projection-check.js';
 import { chunked, fixtureFiles, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers/helpers.js';
 import { readStream } from './helpers/oracle.js';
-import { fixtureLines, HANG, longMainRun, STALL, until } from './helpers/projection-runs.js';
+import { bufferedBytes, fixtureLines, HANG, longMainRun, STALL, until } from './helpers/projection-runs.js';
 
 for (const file of fixtureFiles()) {
   for (const mode of ['memory', 'files'] as const) {
@@ -1227,11 +1227,17 @@ test('a subagent whose spawn timestamp does not parse has no elapsed time, not N
   assert.equal(output.elapsedMs, null);
 });
 
-test('the memory buffer holds exactly maxBufferedBytes: each line and 16 bytes of record order', async () => {
+test('the memory buffer holds exactly maxBufferedBytes: lines packed by channel, and the record order', async () => {
   const lines = fixtureLines('nested-depth-3');
-  // What a run without files keeps for late readers: every line's bytes, and a 16-byte entry each.
-  const held = lines.reduce((sum, line) => sum + Buffer.byteLength(line) + 16, 0);
   const input = Buffer.from(lines.join('\n') + '\n');
+  // What a run without files keeps for late readers: each channel's lines packed, the record order.
+  const read = open(chunked([input]));
+  await read.done;
+  const all: RunEvent[] = [];
+  for await (const event of read.events) all.push(event);
+  const held = bufferedBytes(all, lines);
+  const payload = lines.reduce((sum, line) => sum + Buffer.byteLength(line), 0);
+  assert.ok(held > payload, `${held} bytes held for ${payload} of lines`);
   const fits = open(chunked([input]), { maxBufferedBytes: held });
   await fits.done;
   const events: RunEvent[] = [];
@@ -1352,11 +1358,13 @@ test('a run of junk lines and a long line that is no JSON are quarantined each a
     input.flatMap((line, at) => (bad.has(line) ? [at + 1] : [])),
     [2, 3, 4, 9],
   );
-  // Without files: what the memory buffer holds, each routed line and 16 bytes per record.
-  const held = input.reduce((sum, line) => sum + (bad.has(line) ? 0 : Buffer.byteLength(line)) + 16, 0);
+  // Without files: what the memory buffer holds, each channel's routed lines packed and the
+  // record order of every record, quarantined ones included.
+  const read = open(chunksOf(input), { spec: { stages, sinks: [] } });
+  const held = bufferedBytes(await eventsOf(read, input, [2, 3, 4, 9]), input);
   const fits = open(chunksOf(input), { maxBufferedBytes: held, spec: { stages, sinks: [] } });
   await eventsOf(fits, input, [2, 3, 4, 9]);
-  // One byte less and the quarantined lines' 16 bytes no longer fit.
+  // One byte less and the record order no longer fits.
   const over = open(chunksOf(input), { maxBufferedBytes: held - 1, spec: { stages, sinks: [] } });
   await over.done;
   await assert.rejects(

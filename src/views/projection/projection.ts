@@ -22,7 +22,8 @@ import {
 import { roundUsd, worse, type TokensBasis } from '../../model/cost.js';
 import { usageShown } from '../cost.js';
 import { deepFreeze, Feed } from '../feed.js';
-import { ENTRY_BYTES, EventLog, NO_CHANGES, type EventEntry } from './event-log.js';
+import { EventLog, NO_CHANGES, type EventEntry, type LinePlace } from './event-log.js';
+import { PackedLines } from './packed-lines.js';
 import { HandleList, SubagentHandleImpl, totalsOf, type HandleHost } from './handles.js';
 import { ChannelFileCursors } from './replay.js';
 import {
@@ -58,9 +59,9 @@ interface ChannelReader {
 interface ChannelLog {
   count: number;
   readers: Set<ChannelReader>;
-  /** Raw lines in memory mode; null once given up or when files are written. */
-  memory: Buffer[] | null;
-  /** The bytes `memory` holds. */
+  /** Raw lines in memory mode, packed; null once given up or when files are written. */
+  memory: PackedLines | null;
+  /** The bytes `memory` holds, as it counts them (its chunks and column whole). */
   bytes: number;
   /** Why `memory` was given up: the run's buffer limit, or a line too long to hold. */
   givenUp: 'limit' | 'long line' | null;
@@ -155,8 +156,8 @@ export class Projection implements HandleHost {
       }
       for (const ev of rec.events ?? []) this.change(ev);
       const id = rec.channel?.id ?? null;
-      const copy = this.append(id, rec);
-      this.recordLine(id, rec, copy);
+      const held = this.append(id, rec);
+      this.recordLine(id, rec, held);
       // A run may have several result lines (one per turn): the last one tells how it ended.
       // The view, not `value`: reading `value` would parse every line.
       const line = rec.kind === 'line' ? viewOf(rec) : rec.value;
@@ -367,21 +368,31 @@ export class Projection implements HandleHost {
 
   private recordQuarantine(lineNo: number): void {
     if (this.eventLog) {
-      this.eventLog.push({ lineNo, channel: undefined, changes: NO_CHANGES, raw: null, value: null });
-      this.countBuffered(ENTRY_BYTES, null);
+      const added = this.eventLog.push({ lineNo, channel: undefined, changes: NO_CHANGES, value: null }, null);
+      this.countBuffered(added, null);
     }
     if (this.eventReaders.size > 0) this.deliverEvent(quarantineEvent(lineNo));
   }
 
-  private recordLine(id: string | null, rec: LineRecord | SpooledRecord, copy: Buffer | null): void {
+  private recordLine(id: string | null, rec: LineRecord | SpooledRecord, held: LinePlace | null): void {
     if (this.eventLog) {
-      // With files, a late loop reads lines back from the channel files; without, the copy the
-      // channel's memory buffer holds is shared, not counted twice.
+      // With files, a late loop reads lines back from the channel files; without, the line the
+      // channel's memory buffer holds is shared, not counted twice; one whose channel gave its
+      // buffer up is kept by the log.
       const files = this.replayStore() !== null;
-      const raw = rec.kind === 'line' && !files ? (copy ?? this.lineBytes(rec)) : null;
+      let place: LinePlace | null = null;
+      let added = 0;
+      if (rec.kind === 'line' && !files) {
+        const pack = this.eventLog.linesOf(id, held?.pack ?? null);
+        if (held) place = held;
+        else {
+          place = { pack, at: pack.length };
+          added = pack.push(this.lineBytes(rec));
+        }
+      }
       const value = rec.kind === 'spooled' && !files ? deepFreeze(rec.value) : null;
-      this.eventLog.push({ lineNo: rec.lineNo, channel: id, changes: rec.events ?? NO_CHANGES, raw, value });
-      this.countBuffered(ENTRY_BYTES + (raw && !copy ? raw.length : 0), null);
+      const entry = { lineNo: rec.lineNo, channel: id, changes: rec.events ?? NO_CHANGES, value };
+      this.countBuffered(added + this.eventLog.push(entry, place), null);
     }
     if (this.eventReaders.size === 0) return;
     this.deliverEvent(
@@ -560,21 +571,22 @@ export class Projection implements HandleHost {
     }
   }
 
-  /** Adds the line to its channel; returns the copy kept in the memory buffer, if one was. */
-  private append(id: string | null, rec: LineRecord | SpooledRecord): Buffer | null {
+  /** Adds the line to its channel; returns where its memory buffer keeps it, if it does. */
+  private append(id: string | null, rec: LineRecord | SpooledRecord): LinePlace | null {
     const log = this.log(id);
     log.count++;
     // A reader opened before the chain started made its log before the files were known.
     if (log.memory && this.replayStore()) this.giveUp(log, null);
-    let copy: Buffer | null = null;
+    let place: LinePlace | null = null;
     if (log.memory && rec.kind === 'spooled') {
       // A line too long to hold cannot be replayed from memory: this channel's buffer goes.
       this.giveUp(log, 'long line');
     } else if (log.memory && rec.kind === 'line') {
-      // A copy: `raw` is a view into the input chunk and would keep the whole chunk alive.
-      copy = this.lineBytes(rec);
-      log.memory.push(copy);
-      this.countBuffered(copy.length, log);
+      // Copied into the buffer's chunks: `raw` is a view into the input chunk and would keep
+      // the whole chunk alive.
+      const pack = log.memory;
+      place = { pack, at: pack.length };
+      this.countBuffered(pack.push(this.lineBytes(rec)), log);
     }
     if (log.readers.size > 0) {
       // Read only for a reader: a line's value may be parsed on first read.
@@ -584,7 +596,7 @@ export class Projection implements HandleHost {
         else reader.take(value);
       }
     }
-    return log.memory ? copy : null;
+    return log.memory ? place : null;
   }
 
   /**
@@ -597,7 +609,7 @@ export class Projection implements HandleHost {
 
   /** A line as a reader replays it: its bytes, or for a mapped line the JSON of what was routed. */
   private lineBytes(rec: LineRecord): Buffer {
-    return this.session.linesMapped ? Buffer.from(JSON.stringify(rec.value)) : Buffer.from(rec.raw);
+    return this.session.linesMapped ? Buffer.from(JSON.stringify(rec.value)) : rec.raw;
   }
 
   /** Counts bytes a channel's buffer (or, for null, the event log) now holds; sheds past the limit. */
@@ -660,7 +672,7 @@ export class Projection implements HandleHost {
   private log(id: string | null): ChannelLog {
     let log = this.logs.get(id);
     if (!log) {
-      const memory = this.replayStore() ? null : [];
+      const memory = this.replayStore() ? null : new PackedLines();
       // A channel first asked for after the run finished (a subagent with no line of its own)
       // has ended already: its readers end at once.
       log = { count: 0, readers: new Set(), memory, bytes: 0, givenUp: null, ended: this.finished };
@@ -706,8 +718,9 @@ export class Projection implements HandleHost {
           (log.givenUp === 'long line' ? 'maxLineBytes' : 'maxBufferedBytes'),
       );
     }
-    const lines = log.memory.slice(0, count);
-    for (const raw of lines) yield lineValue(raw);
+    // The lines so far, even should the buffer be given up meanwhile.
+    const lines = log.memory;
+    for (let at = 0; at < count; at++) yield lineValue(lines.line(at));
   }
 
   private childList(id: string | null): HandleList {

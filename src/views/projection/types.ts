@@ -7,9 +7,10 @@ import type { ModelCost, OutputTokensBasis, TokensBasis } from '../../model/cost
 
 export const PROJECTION_DEFAULTS = Object.freeze({
   /**
-   * Raw line bytes kept in memory so a reader opened late can start from a channel's first
-   * line (or an `events` loop from the run's first), when no files are written (with files,
-   * late readers replay the `.jsonl` files instead); the run's record order counts too.
+   * Memory kept so a reader opened late can start from a channel's first line (or an `events`
+   * loop from the run's first), when no files are written (with files, late readers replay the
+   * `.jsonl` files instead): the lines packed (their bytes in chunks, unused room included, 4
+   * bytes a line and a few hundred a channel and a chunk beside) and the run's record order.
    */
   maxBufferedBytes: 64 * 1024 * 1024,
   /** Lines queued for one open reader before the input waits for it to catch up. */
