@@ -3,6 +3,7 @@ import type { JsonObject } from '../../model/message.js';
 import type { RecordBatch } from '../../model/record.js';
 import { channelUsage, indexCost } from '../cost.js';
 import type { SinkRun } from '../../model/session.js';
+import type { ReadonlyChannelCost } from '../../model/cost.js';
 import {
   field,
   isoTime,
@@ -147,6 +148,8 @@ interface Tracked {
   sentEntries: number;
   sentTicks: number;
   sentFields: string;
+  /** The ledger's figures its sent fields were made of (undefined: none made yet). */
+  sentCost: ReadonlyChannelCost | null | undefined;
 }
 
 /** A channel's fields without its transcript; `cut` says how much of the transcript was left out. */
@@ -181,6 +184,22 @@ export function channelUpdate(
     prompt: extra.prompt,
     cut: extra.cut,
   };
+}
+
+/** Whether two of the ledger's figures for a channel show the same on the page. */
+function sameFigures(a: ReadonlyChannelCost | null, b: ReadonlyChannelCost | null | undefined): boolean {
+  if (a === b) return true;
+  if (!a || !b) return false;
+  if (a.usd !== b.usd || a.basis !== b.basis || a.transcriptOnly !== b.transcriptOnly) return false;
+  const x = a.tokens;
+  const y = b.tokens;
+  return (
+    x.input_tokens === y.input_tokens &&
+    x.output_tokens === y.output_tokens &&
+    x.cache_read_input_tokens === y.cache_read_input_tokens &&
+    x.cache_creation_5m_input_tokens === y.cache_creation_5m_input_tokens &&
+    x.cache_creation_1h_input_tokens === y.cache_creation_1h_input_tokens
+  );
 }
 
 /**
@@ -234,6 +253,7 @@ export class LiveReport {
         sentEntries: 0,
         sentTicks: 0,
         sentFields: '',
+        sentCost: undefined,
       };
       this.channels.set(c.id, t);
       this.order.push(c.id);
@@ -279,11 +299,13 @@ export class LiveReport {
    * A channel's dollars so far and their basis (null when unpriced, unknown or there is no
    * session), and its usage as index.json shows it.
    */
-  private channelUsd(c: ChannelFields): Pick<ChannelView, 'cost' | 'costBasis'> & {
+  private channelUsd(
+    c: ChannelFields,
+    cost: ReadonlyChannelCost | null,
+  ): Pick<ChannelView, 'cost' | 'costBasis'> & {
     usage?: Record<string, number>;
   } {
     if (!this.run) return { cost: null, costBasis: null };
-    const cost = this.run.cost.channelCost(c.id);
     const usage = channelUsage(c.usage, cost);
     return cost === null
       ? { cost: null, costBasis: 'unknown', usage }
@@ -328,12 +350,16 @@ export class LiveReport {
     const touched = all ? this.order : this.order.filter((id) => this.touched.has(id));
     for (const id of touched) {
       const t = this.channels.get(id)!;
+      const cost = this.run ? this.run.cost.channelCost(id) : null;
+      // A channel no line touched changes only by its figures: the same ones, nothing to make.
+      if (all && !this.touched.has(id) && sameFigures(cost, t.sentCost)) continue;
+      t.sentCost = cost;
       const fields = {
         spawned: t.spawned,
         prompt: t.prompt,
         log: null,
         cut: t.budget.cut(),
-        ...this.channelUsd(t.source),
+        ...this.channelUsd(t.source, cost),
       };
       const json = JSON.stringify(channelUpdate(t.source, fields, this.limits.summaryChars));
       if (json === t.sentFields) continue;
