@@ -108,6 +108,38 @@ for (const [args, code] of [
   });
 }
 
+test('a flag that takes no value is on, off by --no-FLAG or =false, on by =true; any other value is ' +
+  'refused, as a flag and as its alias', () => {
+  assert.equal(parseArgs(['--force']).force, true);
+  assert.equal(parseArgs(['--no-force']).force, false);
+  assert.equal(parseArgs(['--force=false']).force, false);
+  assert.equal(parseArgs(['--force=true']).force, true);
+  assert.equal(parseArgs(['-q=false']).quiet, false);
+  for (const arg of ['--force=no', '--force=0', '--force=', '--force=yes', '--html=no', '-q=1', '--quiet=off'])
+    assert.throws(() => parseArgs([arg]), { code: 'ERR_BAD_OPTION', message: / takes no value .*, not "/ }, arg);
+  // After -- the arguments are the command's.
+  assert.deepEqual(parseArgs(['--', 'cmd', '--force=no']).rest, ['cmd', '--force=no']);
+});
+
+test('--force=no does not replace a folder and --html=no writes no report: exit 2, one line', () => {
+  const dir = tmpDir();
+  const input = join(FIXTURES, 'nested-depth-3.jsonl');
+  const out = join(dir, 'o');
+  assert.equal(subtee(['--out', out, '-q', '--stdout', 'none', input]).status, 0);
+  const before = readFileSync(join(out, 'index.json'), 'utf8');
+  for (const flag of ['--force=no', '--force=0', '--force=']) {
+    const r = subtee(['--out', out, '-q', '--stdout', 'none', flag, input]);
+    assert.equal(r.status, 2, `${flag}: ${r.stderr}`);
+    assert.equal(r.stderr, `subtee: --force takes no value (--force, --no-force, --force=true or ` +
+      `--force=false), not "${flag.slice('--force='.length)}" [ERR_BAD_OPTION]\n`);
+  }
+  assert.equal(readFileSync(join(out, 'index.json'), 'utf8'), before, 'the folder was left alone');
+  assert.equal(subtee(['--out', out, '-q', '--stdout', 'none', '--force=false', input]).status, 3);
+  const html = subtee(['--out', join(dir, 'h'), '-q', '--stdout', 'none', '--html=no', input]);
+  assert.equal(html.status, 2, html.stderr);
+  assert.equal(existsSync(join(dir, 'h')), false);
+});
+
 test('parseArgs throws typed errors', () => {
   assert.throws(() => parseArgs(['--nope']), { code: 'ERR_UNKNOWN_OPTION' });
   assert.equal(parseArgs(['-o', 'x']).out, 'x');

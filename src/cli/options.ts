@@ -220,6 +220,24 @@ function withNegativeValues(argv: string[], table: readonly OptionDef[]): string
 }
 
 /**
+ * A flag without a value takes `--flag`, `--no-flag`, `--flag=true` and `--flag=false`; any
+ * other value is refused (`--force=no` would read as on).
+ */
+function checkFlagValues(argv: string[], table: readonly OptionDef[]): void {
+  const end = argv.includes('--') ? argv.indexOf('--') : argv.length;
+  for (const arg of argv.slice(0, end)) {
+    const m = /^--?([^=]+)=([\s\S]*)$/.exec(arg);
+    const def = m && table.find((o) => o.name === m[1] || o.alias === m[1]);
+    if (!m || !def || def.type !== 'boolean' || m[2] === 'true' || m[2] === 'false') continue;
+    throw new UsageError(
+      'ERR_BAD_OPTION',
+      `--${def.name} takes no value (--${def.name}, --no-${def.name}, --${def.name}=true or ` +
+        `--${def.name}=false), not "${m[2]}"`,
+    );
+  }
+}
+
+/**
  * Parses argv against OPTIONS. Throws a UsageError (one line, naming `command`'s help) for
  * anything it does not know.
  */
@@ -229,6 +247,7 @@ export function parseArgs(
   command = 'subtee',
 ): ParsedOptions {
   const argv = withNegativeValues(args, table);
+  checkFlagValues(argv, table);
   const unknown: string[] = [];
   const raw = minimist(argv, {
     string: table.filter((o) => o.type !== 'boolean').map((o) => o.name),
@@ -272,6 +291,9 @@ export function parseArgs(
         throw new UsageError('ERR_BAD_OPTION', `--${o.name} must be a whole number${least}, not "${v}"`);
       }
       v = n;
+    } else if (o.type === 'boolean') {
+      // `-q=false`: minimist leaves a short flag's value a string.
+      v = v === true || v === 'true';
     }
     // The same check a config's value gets (choices, bounds, ranges…).
     const tooSmall = typeof v === 'number' && o.min !== undefined && v < o.min;
