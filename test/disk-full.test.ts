@@ -280,3 +280,21 @@ test('a write that fails (main.jsonl a folder) counts the unterminated last line
   assert.ok(index.input.unwritten > 0);
   assert.deepEqual(saidUnwritten(r.stderr), { unwritten: index.input.unwritten, lines: read.length });
 });
+
+test('an index.json that cannot be written after another write failed is said on stderr ' +
+  '(INDEX_UNWRITTEN) before the error line', () => {
+  const out = join(tmpDir(), 'out');
+  mkdirSync(join(out, 'main.jsonl'), { recursive: true });
+  mkdirSync(join(out, 'index.json'));
+  const input = join(tmpDir(), 'in.jsonl');
+  writeFileSync(input, JSON.stringify(said(null, 0)) + '\n' + JSON.stringify(said('toolu_a', 1)) + '\n');
+  const r = spawnSync(process.execPath, [BIN, '--force', '--out', out, '--stdout', 'none', '-q', input], {
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 3, r.stderr);
+  const [warning, error, ...rest] = r.stderr.split('\n');
+  assert.match(warning, /^subtee: warning INDEX_UNWRITTEN: cannot write \S+\/index\.json: .*no index\.json$/);
+  assert.match(error, /^subtee: cannot write \S+\/main\.jsonl: EISDIR; 1 of 2 input lines not written \[ERR_WRITE\]$/);
+  assert.deepEqual(rest, ['']);
+  assert.equal(existsSync(join(out, 'index.json.tmp')), false, 'no temporary index left');
+});
