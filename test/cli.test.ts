@@ -108,6 +108,22 @@ for (const [args, code] of [
   });
 }
 
+test('under a descriptor limit too low to load subtee: one line with its code, exit 3, no stack', () => {
+  const out = join(tmpDir(), 'o');
+  const input = join(FIXTURES, 'nested-depth-3.jsonl');
+  const r = spawnSync(
+    'bash',
+    ['-c', `ulimit -n 40 && exec "${process.execPath}" "${BIN}" --out "${out}" "${input}"`],
+    { encoding: 'utf8', timeout: 30_000 },
+  );
+  assert.equal(r.status, 3, r.stderr);
+  assert.equal(
+    r.stderr,
+    'subtee: too many open files to load subtee (ulimit -n is too low); raise the limit, ' +
+      'e.g. ulimit -n 1024 [ERR_FILE_LIMIT]\n',
+  );
+});
+
 test('a flag that takes no value is on, off by --no-FLAG or =false, on by =true; any other value is ' +
   'refused, as a flag and as its alias', () => {
   assert.equal(parseArgs(['--force']).force, true);
@@ -115,7 +131,8 @@ test('a flag that takes no value is on, off by --no-FLAG or =false, on by =true;
   assert.equal(parseArgs(['--force=false']).force, false);
   assert.equal(parseArgs(['--force=true']).force, true);
   assert.equal(parseArgs(['-q=false']).quiet, false);
-  for (const arg of ['--force=no', '--force=0', '--force=', '--force=yes', '--html=no', '-q=1', '--quiet=off'])
+  const refused = ['--force=no', '--force=0', '--force=', '--force=yes', '--html=no', '-q=1', '--quiet=off'];
+  for (const arg of refused)
     assert.throws(() => parseArgs([arg]), { code: 'ERR_BAD_OPTION', message: / takes no value .*, not "/ }, arg);
   // After -- the arguments are the command's.
   assert.deepEqual(parseArgs(['--', 'cmd', '--force=no']).rest, ['cmd', '--force=no']);
