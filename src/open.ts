@@ -154,9 +154,21 @@ export type OpenInput =
  */
 export function open(input: OpenInput, options: OpenOptions = {}): RunProjection {
   checkInput(input);
+  if (options === null || typeof options !== 'object' || Array.isArray(options))
+    throw new UsageError('ERR_OPEN_OPTIONS', `open(): options must be an object, not ${describe(options)}`);
   checkOptionNames(options);
   if (options.openChannelFile !== undefined && typeof options.openChannelFile !== 'function')
     throw new UsageError('ERR_OPEN_OPTIONS', 'open(): openChannelFile must be a function of a path');
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal))
+    throw new UsageError(
+      'ERR_OPEN_OPTIONS',
+      `open(): signal must be an AbortSignal, not ${describe(options.signal)}`,
+    );
+  if (options.env !== undefined && (options.env === null || typeof options.env !== 'object'))
+    throw new UsageError(
+      'ERR_OPEN_OPTIONS',
+      `open(): env must be an object of variables, not ${describe(options.env)}`,
+    );
   if (options.config !== undefined && options.spec !== undefined) {
     throw new UsageError('ERR_OPEN_OPTIONS', 'open(): pass a config or a spec, not both');
   }

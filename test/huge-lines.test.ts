@@ -127,6 +127,7 @@ test(
       blank_lines: 0,
       failed: 0,
       unwritten: 0,
+      dropped: 0,
     });
     const agent = index.channels.find((c: any) => c.id === 'toolu_01huge');
     assert.deepEqual(

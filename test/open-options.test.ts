@@ -223,3 +223,15 @@ test("a registry a program extends keeps the built-in stages and sinks; a built-
   // The built-in registry itself may be passed, as before.
   await open(fixture(), { registry: builtinRegistry().add(counter) }).done;
 });
+
+test('open() refuses options that are not an object, a signal that is no AbortSignal, an env that is no object', () => {
+  const bad: unknown[] = [null, 'out', [], { signal: 'x' }, { signal: {} }, { env: 5 }, { env: null }];
+  for (const options of bad) {
+    assert.throws(
+      () => open(fixture(), options as never),
+      (err: Error & { code?: string }) =>
+        err.name === 'UsageError' && err.code === 'ERR_OPEN_OPTIONS' && err.message.startsWith('open(): '),
+      JSON.stringify(options),
+    );
+  }
+});

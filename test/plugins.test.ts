@@ -1,15 +1,17 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain, type ComponentSpec } from '../src/chain/chain.js';
-import { definePlugin, type PluginDefinition } from '../src/chain/plugin.js';
+import { definePlugin, type PluginContext, type PluginDefinition } from '../src/chain/plugin.js';
 import { registerPlugins } from '../src/chain/config.js';
 import { Session } from '../src/model/session.js';
 import { redact, redactRecord, MASK, SECRET_PATTERNS } from '../plugins/redact-secrets/index.js';
 import { stepSummary } from '../plugins/github-step-summary/index.js';
-import { ROOT, chunked, linesOf, readTree, tmpDir } from './helpers/helpers.js';
+import { ROOT, chunked, fanoutInput, linesOf, readTree, splitEvery, tmpDir } from './helpers/helpers.js';
+import type { RecordResult } from '../src/chain/plugin-stream.js';
+import type { SubteeRecord } from '../src/model/record.js';
 import { importsUnder } from './helpers/imports.js';
 import { readDoc } from './helpers/docs.js';
 
@@ -489,4 +491,187 @@ test("a plugin reads the run's cost report as it is: nothing in it can be set or
   const report = run.cost.report();
   assert.equal(report.usd, 0.5);
   assert.equal(report.channels.get(null)?.tokens.output_tokens, 5);
+});
+
+// What a stage plugin may return, and what the folder and index.json hold when it fails.
+
+/** A stage plugin whose function is `fn`, with the context it was made with. */
+function stagePlugin(name: string, fn: (rec: SubteeRecord, ctx: PluginContext) => unknown): PluginDefinition {
+  return definePlugin<Record<string, never>>({
+    name,
+    kind: 'stage',
+    kit: '^0.1.0',
+    options: {},
+    create: (_o, ctx) => (rec) => fn(rec, ctx) as RecordResult,
+  });
+}
+
+/** Input lines in the folder, counted from its `.jsonl` files and quarantine.log. */
+function linesInFolder(out: string): number {
+  let lines = 0;
+  for (const [path, bytes] of readTree(out))
+    if (path.endsWith('.jsonl') || path === 'quarantine.log') lines += bytes.toString().split('\n').length - 1;
+  return lines;
+}
+
+/**
+ * Runs `input` in chunks of 4 KiB (many batches in flight) through the parser, `stages` with
+ * the plugin among them, and the files sink: the run's error, index.json, the lines on disk.
+ */
+async function runPlugin(plugin: PluginDefinition, stages: string[], input: Buffer, maxLineBytes = 16 << 20) {
+  const out = join(tmpDir(), 'out');
+  const registry = builtinRegistry();
+  registry.add(plugin);
+  let error: (Error & { code?: string }) | null = null;
+  const spec = {
+    stages: [{ use: 'line-parser', maxLineBytes }, ...stages.map((use) => ({ use }))],
+    sinks: [{ use: 'files', out }],
+  };
+  try {
+    await runChain(chunked(splitEvery(input, 4096)), spec, { registry });
+  } catch (err) {
+    error = err as Error;
+  }
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  return { error, index, onDisk: linesInFolder(out), out };
+}
+
+const nonBlankLines = (input: Buffer) => input.toString().split('\n').filter((l) => l.trim() !== '').length;
+
+test('a stage plugin that throws mid-run: every line read is in the folder or counted unwritten', async () => {
+  const input = fanoutInput(5, 3000);
+  for (const stages of [
+    ['channel-router', 'thrower', 'thinking-truncator', 'idle-watchdog'],
+    ['thrower', 'channel-router'],
+  ]) {
+    let n = 0;
+    const thrower = stagePlugin('thrower', (rec) => {
+      if (++n === 2000) throw new Error('boom');
+      return rec;
+    });
+    const { error, index, onDisk } = await runPlugin(thrower, stages, input);
+    const at = stages.join(' → ');
+    assert.equal(error?.code, 'ERR_PLUGIN_FAILED', at);
+    assert.equal(error?.message, 'plugin thrower failed: boom', at);
+    assert.ok(index.input.lines >= 2000 && index.input.lines <= nonBlankLines(input), at);
+    assert.ok(index.input.unwritten > 0, `${at}: the batch in flight is not on disk`);
+    assert.equal(onDisk + index.input.unwritten + index.input.dropped, index.input.lines, at);
+  }
+});
+
+test('a stage plugin that returns what is not a record for its line fails naming it, the line and the value', async () => {
+  const input = fanoutInput(3, 400);
+  const cases: Array<[string, (rec: SubteeRecord) => unknown, RegExp]> = [
+    ['a number', () => 42, /returned number 42 for line 5: not a record/],
+    ['a string', () => 'str', /returned "str" for line 5: not a record/],
+    ['two copies', (rec) => [rec, rec], /returned 2 records for line 5/],
+    ['a copy and null', (rec) => [rec, null], /returned 2 records for line 5/],
+    ['a record without its line number', () => ({ kind: 'line', value: {} }), /record of line undefined/],
+    ['the next line', (rec) => ({ ...rec, lineNo: rec.lineNo + 1 }), /returned a record of line 6 for line 5/],
+    ['a line without bytes', (rec) => ({ ...rec, raw: 'x' }), /line record without its bytes for line 5/],
+    ['a line without a value', (rec) => ({ ...rec, value: null }), /value is not an object for line 5/],
+    ['another kind', (rec) => ({ ...rec, kind: 'quarantine' }), /for line 5: not a line record/],
+  ];
+  for (const [what, give, message] of cases) {
+    const plugin = stagePlugin('shaper', (rec) => (rec.lineNo === 5 ? give(rec) : rec));
+    const { error, index, onDisk } = await runPlugin(plugin, ['channel-router', 'shaper'], input);
+    assert.equal(error?.code, 'ERR_PLUGIN_FAILED', what);
+    assert.match(error!.message, /^plugin shaper returned /, what);
+    assert.match(error!.message, message, what);
+    assert.equal(onDisk + index.input.unwritten, index.input.lines, what);
+    assert.equal(index.input.dropped, 0, what);
+  }
+});
+
+test('a stage plugin hands on its record, a new one for the same line or a list of one: each line once', async () => {
+  const input = fanoutInput(3, 400);
+  const returns: Array<(rec: SubteeRecord) => unknown> = [
+    () => undefined,
+    (rec) => rec,
+    (rec) => [rec],
+    (rec) => ({ ...rec }),
+    (rec) => Promise.resolve([{ ...rec }]),
+  ];
+  for (const give of returns) {
+    const { error, index, onDisk, out } = await runPlugin(stagePlugin('keeper', give), ['channel-router', 'keeper'], input);
+    assert.equal(error, null, String(give));
+    assert.equal(onDisk, nonBlankLines(input), String(give));
+    assert.equal(index.input.lines, onDisk);
+    assert.deepEqual([index.input.unwritten, index.input.dropped], [0, 0]);
+    const written = [...readTree(out)].filter(([p]) => p.endsWith('.jsonl')).map(([, b]) => b.toString());
+    assert.deepEqual(written.join('').split('\n').filter(Boolean).sort(), linesOf(input).sort(), String(give));
+  }
+});
+
+test('a stage plugin that drops lines: index.json counts them as dropped, a junk run as its lines', async () => {
+  const spawn = JSON.stringify({
+    type: 'assistant',
+    parent_tool_use_id: null,
+    message: { id: 'm', content: [{ type: 'tool_use', id: 'toolu_d', name: 'Agent', input: {} }] },
+  });
+  const text = (k: number, n = 1) =>
+    JSON.stringify({
+      type: 'assistant',
+      parent_tool_use_id: 'toolu_d',
+      message: { id: `t${k}`, content: [{ type: 'text', text: `${k} ${'y'.repeat(n)}` }] },
+    });
+  // Short text lines (every third dropped), a run of 3 junk lines (dropped: 3 lines), and a
+  // spooled line (dropped: its spool file goes too).
+  const lines = [spawn, ...Array.from({ length: 30 }, (_, k) => text(k)), 'junk a', 'junk b', 'junk c'];
+  lines.push(text(99, 10_000), text(100));
+  const input = Buffer.from(lines.join('\n') + '\n');
+  const dropper = stagePlugin('dropper', (rec) => {
+    if (rec.kind !== 'line') return null;
+    const id = (rec.value.message as { id?: string } | undefined)?.id ?? '';
+    return /^t\d+$/.test(id) && Number(id.slice(1)) % 3 === 0 ? [] : rec;
+  });
+  const { error, index, onDisk, out } = await runPlugin(dropper, ['dropper', 'channel-router'], input, 4096);
+  assert.equal(error, null);
+  const droppedText = Array.from({ length: 30 }, (_, k) => k).filter((k) => k % 3 === 0).length;
+  assert.equal(index.input.dropped, droppedText + 3 + 1);
+  assert.equal(onDisk + index.input.dropped, nonBlankLines(input));
+  assert.equal(index.input.lines, nonBlankLines(input));
+  assert.equal(index.input.unwritten, 0);
+  assert.deepEqual(readdirSync(out).filter((f) => f.startsWith('.subtee-spool')), []);
+});
+
+test("ctx.stopInput(new Error(…)) fails the run as the plugin's stop, what was read in the folder", async () => {
+  const input = fanoutInput(3, 3000);
+  let n = 0;
+  const stopper = stagePlugin('stopper', (rec, ctx) => {
+    if (++n === 500) ctx.stopInput!(new Error('enough'));
+    return rec;
+  });
+  const { error, index, onDisk } = await runPlugin(stopper, ['channel-router', 'stopper'], input);
+  assert.equal(error?.code, 'ERR_PLUGIN_FAILED');
+  assert.equal(error?.message, 'plugin stopper stopped the run: enough');
+  assert.ok(index.input.lines >= 500 && index.input.lines < nonBlankLines(input));
+  assert.deepEqual([onDisk, index.input.unwritten], [index.input.lines, 0]);
+});
+
+test('ctx.session.warn refuses a code that is not capitals, digits and _; the failure shows it escaped', async () => {
+  const input = fanoutInput(1, 10);
+  const codes: Array<[string, boolean]> = [
+    ['MY_PLUGIN_SKIPPED', true],
+    ['X\x1b[31mCODE', false],
+    ['lower', false],
+    ['', false],
+    ['SPACE CODE', false],
+  ];
+  for (const [code, ok] of codes) {
+    const warner = stagePlugin('warner', (rec, ctx) => {
+      ctx.session.warn(code, 'a message');
+      return rec;
+    });
+    const { error, index } = await runPlugin(warner, ['warner', 'channel-router'], input);
+    if (ok) {
+      assert.equal(error, null);
+      assert.deepEqual(index.warnings, [{ code, message: 'a message' }]);
+      continue;
+    }
+    assert.equal(error?.code, 'ERR_PLUGIN_FAILED', JSON.stringify(code));
+    assert.ok(error!.message.startsWith('plugin warner failed: warn: a warning code is'), error!.message);
+    assert.ok(error!.message.includes(JSON.stringify(code)) && !/[\x00-\x1f]/.test(error!.message));
+    assert.deepEqual(index.warnings, []);
+  }
 });

@@ -102,7 +102,7 @@ test("the model's usage per line: each channel's tokens from its own lines, the 
   );
 });
 
-test('the model counts its own input: lines, blanks, bytes, quarantine, unwritten', () => {
+test('the model counts its own input: lines, blanks, bytes, quarantine, dropped, unwritten', () => {
   const model = new RunModel();
   model.countLines();
   model.countLines(4);
@@ -112,13 +112,17 @@ test('the model counts its own input: lines, blanks, bytes, quarantine, unwritte
   model.countQuarantined(7, 3);
   assert.deepEqual(
     { ...model.input },
-    { lines: 5, blankLines: 1, bytes: 120, quarantined: 4, failed: 0, unwritten: 0 },
+    { lines: 5, blankLines: 1, bytes: 120, quarantined: 4, failed: 0, unwritten: 0, dropped: 0 },
   );
   assert.deepEqual(model.quarantineLines.listed, [2, 7, 8, 9]);
   // After a failed output: what the folder holds is written, the rest of the lines read is not.
   assert.equal(model.recordUnwritten(3), 2);
   assert.equal(model.input.unwritten, 2);
   assert.equal(model.recordUnwritten(9), 0);
+  // A line a plugin dropped is in no file by design: not unwritten.
+  model.countDropped();
+  assert.equal(model.recordUnwritten(3), 1);
+  assert.equal(model.input.dropped, 1);
 });
 
 test("usage events: a message's repeated usage adds nothing, a message_delta settles its output; " +

@@ -65,6 +65,7 @@ test('a new session: nothing counted, nothing known, not interrupted nor stalled
     quarantined: 0,
     failed: 0,
     unwritten: 0,
+    dropped: 0,
   });
   assert.deepEqual(session.warnings, []);
   assert.deepEqual([session.quarantineLines.listed, session.quarantineLines.omitted], [[], 0]);

@@ -574,7 +574,9 @@ test('a stage stops the input through the stop the ' +
   const line = (t: string) => JSON.stringify({ type: 'user', message: { content: t } });
   input.write(`${line('a')}\n${line('b')}\n`);
   // The input never ends: the stop ends the run.
-  await assert.rejects(runChain(input, spec, { registry }), { message: 'enough' });
+  // A plugin's stop is reported as its own, the reason's message kept.
+  const stopped = { code: 'ERR_PLUGIN_FAILED', message: 'plugin stopper stopped the run: enough' };
+  await assert.rejects(runChain(input, spec, { registry }), stopped);
   assert.equal(typeof seen.pop(), 'function');
   assert.equal(readFileSync(join(out, 'main.jsonl'), 'utf8'), `${line('a')}\n${line('b')}\n`);
   assert.equal(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).input.lines, 2);

@@ -1,7 +1,7 @@
 import { Writable, type Duplex, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { builtinRegistry } from './builtins.js';
-import { BATCH_HIGH_WATER_MARK, type RecordBatch } from '../model/record.js';
+import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../model/record.js';
 import { CutShortError } from '../decompress.js';
 import { EXIT, SubteeError, UsageError } from '../errors.js';
 import {
@@ -15,6 +15,7 @@ import {
 } from './plugin.js';
 import {
   createPluginStream,
+  linesOfRecord,
   pluginFailure,
   type RecordHandlers,
   type RecordPlugin,
@@ -206,7 +207,7 @@ function assembleChain(
       const builtin = isBuiltin(p.def);
       let made: ReturnType<PluginDefinition['create']>;
       try {
-        made = p.def.create(p.opts, builtin ? ctx : pluginCtx);
+        made = p.def.create(p.opts, builtin ? ctx : pluginContext(pluginCtx, p.def.name));
       } catch (err) {
         throw builtin ? err : pluginFailure(p.def.name, err);
       }
@@ -221,13 +222,31 @@ function assembleChain(
         );
       }
       const sink = p.def.kind === 'sink';
-      streams.push(createPluginStream(made, { name: p.def.name, sink, reads: p.def.reads }));
+      const dropped = (rec: SubteeRecord) => session.countDropped(linesOfRecord(rec));
+      streams.push(createPluginStream(made, { name: p.def.name, sink, reads: p.def.reads, dropped }));
     }
   } catch (err) {
     for (const s of streams) s.destroy();
     throw err;
   }
   return { streams, session };
+}
+
+/**
+ * A plugin's own context: its `stopInput` fails the run as the plugin's stop, named, with the
+ * reason's message (a SubteeError it gives stays as it is).
+ */
+function pluginContext(shared: PluginContext, name: string): PluginContext {
+  const { stopInput } = shared;
+  if (stopInput === undefined) return shared;
+  return {
+    ...shared,
+    stopInput: (reason: Error) => {
+      if (reason instanceof SubteeError) return stopInput(reason);
+      const why = reason instanceof Error ? reason.message : String(reason);
+      stopInput(new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} stopped the run: ${why}`, { cause: reason }));
+    },
+  };
 }
 
 function checkChain(spec: ChainSpec, registry: Registry): void {

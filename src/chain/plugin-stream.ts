@@ -4,9 +4,13 @@ import type { RecordBatch, SubteeRecord } from '../model/record.js';
 import { createBatchTransform } from './batch-transform.js';
 
 /**
- * What a plugin's function returns for one record: the record to hand on (the same one, or a
- * new one), several, `null` or `[]` to drop it, nothing to hand it on unchanged; or a promise
- * of any of these, which holds the input until it settles (backpressure).
+ * What a stage plugin's function returns for one record: nothing (`undefined`) or the record
+ * itself to hand it on, a new record for the same input line (same `kind` and `lineNo`, and
+ * for a run of quarantined lines the same `lines`) to hand on instead, `null` or `[]` to drop
+ * it (counted in `index.json`'s `input.dropped`); a list of one is that one. Anything else
+ * (two records for one, a number, a record of another line) fails the run as
+ * ERR_PLUGIN_FAILED naming the plugin: every input line lands once. A promise of any of these
+ * holds the input until it settles (backpressure). A sink's return is not read.
  */
 export type RecordResult = SubteeRecord | readonly SubteeRecord[] | null | undefined | void;
 
@@ -37,6 +41,8 @@ export interface PluginStreamOptions {
    * ones among them. Absent: every record.
    */
   reads?: readonly string[];
+  /** Told of each record a stage drops (its function returned `null` or `[]`). */
+  dropped?: (rec: SubteeRecord) => void;
 }
 
 /** A plugin's failure, named: a SubteeError it threw stays as it is. */
@@ -44,6 +50,43 @@ export function pluginFailure(name: string, err: unknown): SubteeError {
   if (err instanceof SubteeError) return err;
   const why = err instanceof Error ? err.message : String(err);
   return new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} failed: ${why}`, { cause: err });
+}
+
+const CONTRACT = 'a stage returns its record, a new one for the same line, null to drop it, or nothing';
+
+/** Input lines a record stands for: a run of quarantined lines is several. */
+export const linesOfRecord = (rec: SubteeRecord): number =>
+  rec.kind === 'quarantine' ? Math.max(1, rec.lines ?? 1) : 1;
+
+/** What was wrong with a stage's result for `rec`, or null when it is a record to hand on. */
+function resultProblem(rec: SubteeRecord, result: unknown): string | null {
+  const at = `for line ${rec.lineNo}`;
+  if (result === null || typeof result !== 'object') return `returned ${shown(result)} ${at}: not a record`;
+  const r = result as Partial<SubteeRecord> & { lines?: unknown };
+  if (r.kind !== rec.kind) return `returned ${shown(result)} ${at}: not a ${rec.kind} record`;
+  if (r.lineNo !== rec.lineNo) return `returned a record of line ${String(r.lineNo).slice(0, 20)} ${at}`;
+  if (r.kind === 'quarantine' && linesOfRecord(r as SubteeRecord) !== linesOfRecord(rec))
+    return `returned a run of ${String(r.lines).slice(0, 20)} quarantined lines ${at} (${linesOfRecord(rec)})`;
+  const bytes = r.kind === 'spooled' ? (r as { head?: unknown }).head : (r as { raw?: unknown }).raw;
+  if (!Buffer.isBuffer(bytes)) return `returned a ${r.kind} record without its bytes ${at}`;
+  if (r.kind === 'spooled' && typeof (r as { spool?: { copy?: unknown } }).spool?.copy !== 'function')
+    return `returned a spooled record without its spool ${at}`;
+  if (r.kind === 'line') {
+    const value = (r as { value?: unknown }).value;
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      return `returned a line record whose value is not an object ${at}`;
+  }
+  return null;
+}
+
+/** A value a plugin returned, named in a line of an error message. */
+function shown(value: unknown): string {
+  if (Array.isArray(value)) return `a list of ${value.length}`;
+  if (value === null || value === undefined) return String(value);
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value !== 'object') return `${typeof value} ${String(value).slice(0, 40)}`;
+  const kind = (value as { kind?: unknown }).kind;
+  return typeof kind === 'string' ? `a record of kind ${JSON.stringify(kind.slice(0, 20))}` : 'an object';
 }
 
 function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
@@ -73,12 +116,27 @@ export function createPluginStream(plugin: RecordPlugin, options: PluginStreamOp
     return handlers.end();
   };
 
-  /** Hands on what the function returned for `rec`, into `out`. */
+  /** Hands on what the function returned for `rec`, into `out` (see RecordResult). */
   const take = (out: SubteeRecord[], rec: SubteeRecord, result: RecordResult) => {
-    if (sink || result === undefined) out.push(rec);
-    else if (result === null) return;
-    else if (Array.isArray(result)) out.push(...(result as SubteeRecord[]));
-    else out.push(result as SubteeRecord);
+    if (sink || result === undefined || result === rec) return void out.push(rec);
+    let one: unknown = result;
+    if (Array.isArray(result)) {
+      if (result.length > 1) {
+        throw refused(`returned ${result.length} records for line ${rec.lineNo}`);
+      }
+      one = result.length === 0 ? null : result[0];
+    }
+    if (one === null) return drop(rec);
+    if (one === rec) return void out.push(rec);
+    const problem = resultProblem(rec, one);
+    if (problem !== null) throw refused(problem);
+    out.push(one as SubteeRecord);
+  };
+  const refused = (problem: string) =>
+    new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} ${problem} (${CONTRACT})`);
+  const drop = (rec: SubteeRecord) => {
+    if (rec.kind === 'spooled') rec.spool.release();
+    options.dropped?.(rec);
   };
 
   /** The rest of a batch from record `from` on, once a promise of the function settled. */

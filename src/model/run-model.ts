@@ -52,6 +52,8 @@ export interface InputCounts {
   quarantined: number;
   failed: number;
   unwritten: number;
+  /** Lines a stage plugin dropped (its function returned `null`): in no file, by design. */
+  dropped: number;
 }
 
 /** The subagent tree as its readers see it: its channels read-only, nothing to set. */
@@ -101,7 +103,7 @@ export class RunModel implements RunView {
   get input(): Readonly<InputCounts> {
     return this.#input;
   }
-  readonly #input = { lines: 0, blankLines: 0, bytes: 0, quarantined: 0, failed: 0, unwritten: 0 };
+  readonly #input = { lines: 0, blankLines: 0, bytes: 0, quarantined: 0, failed: 0, unwritten: 0, dropped: 0 };
   /**
    * Line numbers in the quarantine file: the first ones, then only a count (any stream keeps
    * a small index).
@@ -178,12 +180,18 @@ export class RunModel implements RunView {
     else this.quarantineLines.pushRun(lineNo, count);
   }
 
+  /** `count` input lines a stage plugin dropped: in no file, and not unwritten. */
+  countDropped(count = 1): void {
+    this.#input.dropped += count;
+  }
+
   /**
-   * An output failed with `written` lines in the output folder: the lines read that are not
-   * there are `input.unwritten`. Returns them.
+   * The run failed (an output, or anything that cut the chain short) with `written` lines in
+   * the output folder: the lines read that are neither there nor dropped are
+   * `input.unwritten`. Returns them.
    */
   recordUnwritten(written: number): number {
-    this.#input.unwritten = Math.max(0, this.#input.lines - written);
+    this.#input.unwritten = Math.max(0, this.#input.lines - this.#input.dropped - written);
     return this.#input.unwritten;
   }
 

@@ -207,9 +207,18 @@ export function pluginRunOf(model: Session): PluginRun {
     get interrupted() {
       return model.interrupted;
     },
-    warn: (code: string, message: string, subject?: string) => model.warn(code, message, subject),
+    warn: (code: string, message: string, subject?: string) => {
+      // A code is shown as it stands on stderr and in index.json: capitals, digits and `_`.
+      if (typeof code !== 'string' || !WARNING_CODE.test(code)) {
+        const shown = typeof code === 'string' ? JSON.stringify(code.slice(0, 80)) : typeof code;
+        throw new TypeError(`warn: a warning code is capitals, digits and _, not ${shown}`);
+      }
+      return model.warn(code, message, subject);
+    },
   });
 }
+
+const WARNING_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
 
 /**
  * The session a stage factory was given, as the type the factory takes it as (a sink: SinkRun).

@@ -98,6 +98,7 @@ export interface IndexHead {
     blank_lines: number;
     failed: number;
     unwritten: number;
+    dropped: number;
   };
   quarantine: string | null;
   quarantine_lines: readonly number[];
@@ -209,6 +210,7 @@ function indexParts(
       blank_lines: run.input.blankLines,
       failed: run.input.failed,
       unwritten: run.input.unwritten,
+      dropped: run.input.dropped,
     },
     quarantine,
     quarantine_lines: run.quarantineLines.listed,

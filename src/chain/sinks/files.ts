@@ -233,7 +233,7 @@ class FilesSink extends BatchTransform {
 
   /** Interrupted or failed upstream: keep what arrived and say so in the index. */
   protected override teardown(error: Error | null): void {
-    this.#finish(error);
+    this.#finish(error, true);
   }
 
   #quarantineFile(): AppendFile {
@@ -389,8 +389,8 @@ class FilesSink extends BatchTransform {
   }
 
   /**
-   * After a failed output: the input lines in the folder, counted from the files themselves
-   * (the model counts the rest as unwritten). Every input line is one line of a channel's
+   * After a failed output or a chain cut short: the input lines in the folder, counted from
+   * the files themselves (the model counts the rest as unwritten). Every input line is one line of a channel's
    * `.jsonl` or of `quarantine.log` (a line cut short by the failure has no newline yet and is
    * not counted), so what the files hold is what was written, whichever write failed.
    */
@@ -433,7 +433,7 @@ class FilesSink extends BatchTransform {
    * an output failed (here or in another sink) and then names it in an OUTPUT_FAILED warning,
    * so a reader of the folder learns why the run failed.
    */
-  #finish(error: Error | null = null): void {
+  #finish(error: Error | null = null, cutShort = false): void {
     if (this.#finished) return;
     this.#finished = true;
     // Once for the transcripts' last lines and the index: one pass over every channel, not two.
@@ -456,10 +456,10 @@ class FilesSink extends BatchTransform {
     }
     // The first write that failed is the one named (the chain's error, when it is one).
     const output = this.#failed ?? (error instanceof OutputError ? error : (failure ?? error));
-    if (output instanceof OutputError) {
-      this.#run.recordUnwritten(this.#linesWritten());
+    // Cut short (a failed plugin, an abort), lines read may never have reached this sink.
+    if (output !== null || cutShort) this.#run.recordUnwritten(this.#linesWritten());
+    if (output instanceof OutputError)
       this.#run.warn('OUTPUT_FAILED', `${output.message}; ${unwrittenText(this.#run.input)}`);
-    }
     // The warnings the end added (a failed write's, the costs'): room for them too, if any is left.
     this.#reserveRoom();
     try {
