@@ -619,6 +619,50 @@ test('a late reader replays a line too long to hold ' +
   assert.ok(earlyMessages.length > 0);
 });
 
+test('a message on a line too long to hold is marked tooLong with its bytes and its channel file, ' +
+  'live and replayed; its neighbours are whole', async () => {
+  const lines = fixtureLines('nested-depth-3');
+  const at = lines.findIndex((line) => JSON.parse(line).type === 'assistant');
+  const template = JSON.parse(lines[at]);
+  // An assistant message of main with a tool call, longer than the line parser holds here.
+  const call = { type: 'tool_use', id: 'toolu_long', name: 'Bash', input: { command: 'c'.repeat(9000) } };
+  const long = JSON.stringify({ ...template, message: { ...template.message, id: 'msg_long', content: [call] } });
+  const input = [...lines.slice(0, at + 1), long, ...lines.slice(at + 1)];
+  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator'].map(
+    (use) => (use === 'line-parser' ? { use, maxLineBytes: 4096 } : { use }),
+  );
+  const chunks = () => chunked(splitEvery(Buffer.from(input.join('\n') + '\n'), 1024));
+  const cutsOf = async (messages: AsyncIterable<Message>) => {
+    const seen: Array<[string | null, number, unknown]> = [];
+    for await (const message of messages) seen.push([message.id, (await message.blocks).length, message.tooLong]);
+    return seen;
+  };
+  const out = join(tmpDir(), 'out');
+  const run = open(chunks(), { out, spec: { stages, sinks: [] } });
+  const live = cutsOf(run.messages);
+  await run.done;
+  const early = await live;
+  const late = await cutsOf(run.messages);
+  const file = join(out, 'main.jsonl');
+  const marked = { bytes: Buffer.byteLength(long), file };
+  // The long line is a message of its own: no id, no block, and where to read it whole.
+  assert.deepEqual(
+    early.filter(([, , cut]) => cut !== null),
+    [[null, 0, marked]],
+  );
+  assert.ok(early.filter(([, , cut]) => cut === null).every(([id, blocks]) => id !== null && blocks > 0));
+  assert.deepEqual(late, early);
+  assert.ok(readFileSync(file, 'utf8').split('\n').includes(long));
+  // Without files the line is nowhere to read again: the marker says so.
+  const memory = open(chunks(), { spec: { stages, sinks: [] } });
+  const held = cutsOf(memory.messages);
+  await memory.done;
+  assert.deepEqual(
+    (await held).filter(([, , cut]) => cut !== null),
+    [[null, 0, { bytes: marked.bytes, file: null }]],
+  );
+});
+
 test('with files, a reader opened at once holds no line ' +
   'in memory: a late events loop replays the files', async () => {
   const lines = fixtureLines('binary-tree-depth-3');

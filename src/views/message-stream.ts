@@ -33,6 +33,30 @@ export type MessageBlock =
       readonly isError: boolean;
     };
 
+/**
+ * A line longer than the line parser holds (`maxLineBytes`): routed by its top-level scalar
+ * members, its content never read, so a message on it shows no block. Where to read it whole.
+ */
+export interface LineCut {
+  /** The line's length in bytes. */
+  readonly bytes: number;
+  /** The channel's `.jsonl` file, where the line is whole; null when no files are written. */
+  readonly file: string | null;
+}
+
+/** Where a line's value carries its LineCut: a symbol, so no member of a JSON line can be it. */
+export const LINE_CUT: unique symbol = Symbol('subtee.lineCut');
+
+/** A copy of a too-long line's value (its scalar members) carrying its LineCut, not enumerable. */
+export function withLineCut(value: JsonObject, cut: LineCut): JsonObject {
+  return Object.defineProperty({ ...value }, LINE_CUT, { value: Object.freeze({ ...cut }) });
+}
+
+/** The LineCut a value carries: null for any line held whole. */
+export function lineCutOf(value: JsonObject): LineCut | null {
+  return (value as { [LINE_CUT]?: LineCut })[LINE_CUT] ?? null;
+}
+
 /** Values that arrive one by one: iterate for each as it comes, or await the whole. */
 export interface LiveValues<T, Whole> extends AsyncIterable<T>, PromiseLike<Whole> {}
 
@@ -53,6 +77,11 @@ export interface Message {
   readonly text: LiveValues<string, string>;
   /** The message's usage, counted once: resolves when the message is complete (null: none). */
   readonly usage: PromiseLike<Usage | null>;
+  /**
+   * Set when the message's line was longer than the line parser holds: its blocks were not
+   * read (none shows, nor its tool calls in `toolCalls`); the line is whole in `file`.
+   */
+  readonly tooLong: LineCut | null;
 }
 
 /**
@@ -103,6 +132,7 @@ class LiveMessage {
     channel: string | null,
     id: string | null,
     ts: string | null,
+    cut: LineCut | null,
     observed: () => void,
   ) {
     this.completed = new Promise((resolve) => (this.resolveCompleted = resolve));
@@ -137,6 +167,7 @@ class LiveMessage {
       blocks: Object.freeze(blocks),
       text: Object.freeze(text),
       usage: Object.freeze(usage),
+      tooLong: cut,
     });
   }
 
@@ -210,13 +241,14 @@ export class MessageAssembler {
     if (lineTypeOf(value) !== 'assistant') return null;
     const message = isObject(value.message) ? value.message : {};
     const id = nonEmpty(message.id);
-    if (id !== null && this.current?.id === id) {
+    const cut = lineCutOf(value);
+    if (id !== null && cut === null && this.current?.id === id) {
       this.current.live?.deref()?.add(value, this.display());
       return null;
     }
     const slot: CurrentMessage = { id, live: null, kept: null };
     const ts = nonEmpty(value.timestamp);
-    const live: LiveMessage = new LiveMessage(this.count++, channelIdOf(value), id, ts, () => {
+    const live: LiveMessage = new LiveMessage(this.count++, channelIdOf(value), id, ts, cut, () => {
       slot.kept = live;
     });
     live.add(value, this.display());

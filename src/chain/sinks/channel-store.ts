@@ -13,6 +13,7 @@ import type { ChannelStore } from '../../model/session.js';
 import { LineSplitter } from '../../model/lines.js';
 import { lineValue } from '../../model/line-view.js';
 import { StreamScanner } from '../../model/stream-scan.js';
+import { withLineCut } from '../../views/message-stream.js';
 import { ProjectionError } from '../../views/projection/types.js';
 import { descriptorBudget } from '../../safe-open.js';
 import { FileNamer } from './file-names.js';
@@ -127,7 +128,8 @@ export class FileChannelStore implements ChannelStore {
 
 /**
  * Lines `skip` to `count` of a `.jsonl` file, parsed. A line longer than `heldLineBytes` comes
- * back as a live reader saw it when the line parser spooled it: its top-level scalar members only.
+ * back as a live reader saw it when the line parser spooled it: its top-level scalar members only,
+ * carrying its length and this file (`withLineCut`).
  * A file with fewer whole lines (cut short, even mid-line) fails with ERR_PROJECTION_REPLAY.
  */
 async function* readJsonLines(
@@ -141,6 +143,7 @@ async function* readJsonLines(
   const values: JsonObject[] = [];
   let seen = 0;
   let scanner: StreamScanner | null = null;
+  let cutBytes = 0;
   const wanted = () => seen >= skip && seen < count;
   const splitter = new LineSplitter(heldLineBytes, {
     line(raw) {
@@ -153,10 +156,13 @@ async function* readJsonLines(
         return;
       }
       (scanner ??= new StreamScanner()).push(piece);
+      cutBytes += piece.length;
       if (!final) return;
       const verdict = scanner.end();
       scanner = null;
-      if (wanted()) values.push(verdict.ok ? (verdict.value as JsonObject) : {});
+      const cut = { bytes: cutBytes, file: path };
+      cutBytes = 0;
+      if (wanted()) values.push(verdict.ok ? withLineCut(verdict.value as JsonObject, cut) : {});
       seen++;
     },
   });

@@ -11,7 +11,7 @@ import {
 } from '../../model/message.js';
 import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
-import type { ChannelStore, SinkRun } from '../../model/session.js';
+import type { SinkRun } from '../../model/session.js';
 import { lineValue, viewOf } from '../../model/line-view.js';
 import {
   channelTimes,
@@ -24,6 +24,7 @@ import { usageShown } from '../cost.js';
 import { deepFreeze, Feed } from '../feed.js';
 import { EventLog, NO_CHANGES, type EventEntry, type LinePlace } from './event-log.js';
 import { PackedLines } from './packed-lines.js';
+import { withLineCut } from '../message-stream.js';
 import { HandleList, SubagentHandleImpl, totalsOf, type HandleHost } from './handles.js';
 import { ChannelFileCursors } from './replay.js';
 import {
@@ -32,6 +33,7 @@ import {
   ProjectionError,
   type CostFigures,
   type ProjectionOptions,
+  type ReplayStore,
   type RunCost,
   type RunEvent,
   type RunOutput,
@@ -94,7 +96,7 @@ export class Projection implements HandleHost {
    * Where a late reader replays a channel's lines from (the files sink's `.jsonl` files), as
    * the chain built it; null: from memory. The chain's projection sink sets it.
    */
-  store: ChannelStore | null = null;
+  store: ReplayStore | null = null;
   /** Every subagent at any depth, as first seen. */
   readonly subagentList = new HandleList((handle) => this.fresh.add(handle.id));
   private readonly handles = new Map<string, SubagentHandleImpl>();
@@ -589,8 +591,12 @@ export class Projection implements HandleHost {
       this.countBuffered(pack.push(this.lineBytes(rec)), log);
     }
     if (log.readers.size > 0) {
-      // Read only for a reader: a line's value may be parsed on first read.
-      const value = rec.value!;
+      // Read only for a reader: a line's value may be parsed on first read. A line too long to
+      // hold says so, and where it is whole.
+      const value =
+        rec.kind === 'spooled'
+          ? withLineCut(rec.value!, { bytes: rec.spool.bytes, file: this.store?.jsonlPath?.(id) ?? null })
+          : rec.value!;
       for (const reader of log.readers) {
         if (reader.held) reader.held.push(value);
         else reader.take(value);
@@ -603,7 +609,7 @@ export class Projection implements HandleHost {
    * The store a late reader replays from (the files sink's): none when the lines were mapped
    * from another producer's events, because the files keep those events, not the lines routed.
    */
-  private replayStore(): ChannelStore | null {
+  private replayStore(): ReplayStore | null {
     return this.session.linesMapped ? null : this.store;
   }
 

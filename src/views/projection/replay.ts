@@ -1,14 +1,11 @@
 /** Channels read back from a store in the order of the run's lines, for a late `events` loop. */
 import type { JsonObject } from '../../model/message.js';
-import type { ChannelStore } from '../../model/session.js';
 import type { EventLog } from './event-log.js';
-import { ProjectionError } from './types.js';
+import { ProjectionError, type ReplayStore } from './types.js';
 
 /** Channel files read at once by one late `events` loop; the rest are closed and reopened. */
 const REPLAY_OPEN_FILES = 64;
 
-/** A store that reads at most `maxOpenFiles` files at once over all its replays (the files sink's). */
-type BoundedStore = ChannelStore & { readonly maxOpenFiles?: number };
 
 /**
  * Reads channels back from a store in the order of the run's lines, for a late `events` loop
@@ -23,7 +20,7 @@ export class ChannelFileCursors {
   private readonly maxOpen: number;
 
   constructor(
-    private readonly store: BoundedStore,
+    private readonly store: ReplayStore,
     log: EventLog,
     count: number,
   ) {

@@ -3,6 +3,7 @@ import { SubteeError } from '../../errors.js';
 import type { JsonObject, Usage } from '../../model/message.js';
 import type { Message } from '../message-stream.js';
 import type { ChannelEvent, ChannelSnapshot, ChannelStatus } from '../../model/tree.js';
+import type { ChannelStore } from '../../model/session.js';
 import type { ModelCost, OutputTokensBasis, TokensBasis } from '../../model/cost.js';
 
 export const PROJECTION_DEFAULTS = Object.freeze({
@@ -36,6 +37,15 @@ export interface ProjectionOptions {
 }
 
 export type SubagentStatus = ChannelStatus | 'interrupted';
+
+/**
+ * Where late readers replay from: a channel store, which may say how many files it reads at
+ * once over all its replays and where each channel's `.jsonl` is (the files sink's does).
+ */
+export type ReplayStore = ChannelStore & {
+  readonly maxOpenFiles?: number;
+  jsonlPath?(channel: string | null): string | undefined;
+};
 
 export type ToolCallStatus = 'finished' | 'error' | 'interrupted';
 
