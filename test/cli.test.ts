@@ -132,8 +132,8 @@ test('a flag that takes no value is on, off by --no-FLAG or =false, on by =true;
   assert.equal(parseArgs(['--force=true']).force, true);
   assert.equal(parseArgs(['-q=false']).quiet, false);
   const refused = ['--force=no', '--force=0', '--force=', '--force=yes', '--html=no', '-q=1', '--quiet=off'];
-  for (const arg of refused)
-    assert.throws(() => parseArgs([arg]), { code: 'ERR_BAD_OPTION', message: / takes no value .*, not "/ }, arg);
+  const bad = { code: 'ERR_BAD_OPTION', message: / takes no value .*, not "/ };
+  for (const arg of refused) assert.throws(() => parseArgs([arg]), bad, arg);
   // After -- the arguments are the command's.
   assert.deepEqual(parseArgs(['--', 'cmd', '--force=no']).rest, ['cmd', '--force=no']);
 });

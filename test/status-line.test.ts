@@ -115,3 +115,18 @@ test('a status line is cut one column short of the terminal, with a mark where i
   assert.equal(fitToWidth('abcdef', 0), 'abcdef', 'a width the terminal does not tell');
   assert.equal(fitToWidth('abcdef', undefined), 'abcdef');
 });
+
+test('an error line on a terminal starts a row of its own, not at the end of the status line', {
+  skip: noScript,
+}, async () => {
+  const dir = tmpDir();
+  const empty = join(dir, 'empty.jsonl');
+  writeFileSync(empty, '');
+  const line = `${q(process.execPath)} ${q(BIN)} --out ${q(join(dir, 'o'))} --stdout none ${q(empty)}`;
+  const { code, shown } = await onTerminal(line);
+  assert.equal(code, 3, shown);
+  assert.match(shown, /\r\x1b\[2Ksubtee: 0 lines/, 'the status line was drawn');
+  const rows = screen(shown.replaceAll('\r\n', '\n')).filter((row) => row !== '');
+  assert.equal(rows.length, 1, rows.join('\n'));
+  assert.match(rows[0], /^subtee: the input held no lines: .* \[INPUT_EMPTY\]$/);
+});

@@ -177,6 +177,8 @@ export async function main(
   const runOne = async (file: string, chainSpec: ChainSpec): Promise<number> => {
     run = new Session();
     const status = await startStatus(run, chainSpec);
+    // An error line starts a line of its own, not at the end of the status line.
+    const tellError = (err: unknown) => (status?.clear(), reportError(io.stderr, err));
     const warnings = tellWarnings(run, (w) => {
       // The run's error line says the same: index.json keeps it for readers of the folder.
       if (w.code === 'OUTPUT_FAILED') return;
@@ -238,14 +240,14 @@ export async function main(
       if (run.input.lines === 0 && signalled === null && !resends) {
         const empty = inputEmpty(isRun ? opts.rest[0] : null);
         code = code === EXIT.OK ? empty.exitCode : code;
-        reportError(io.stderr, empty);
+        tellError(empty);
       }
     } catch (err) {
       warnings.catchUp();
-      if (strayFailure) code = reportError(io.stderr, strayFailure);
+      if (strayFailure) code = tellError(strayFailure);
       else if (err instanceof StallError) code = EXIT.STALL;
       else if (!aborted || (err as Error)?.name !== 'AbortError')
-        code = reportError(io.stderr, withUnwritten(err, run));
+        code = tellError(withUnwritten(err, run));
     } finally {
       // Nothing the command started outlives the run: whatever of its process group still
       // runs (the command after a stall or a failure, a process that held its stdout) is
