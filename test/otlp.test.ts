@@ -2,12 +2,16 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { Readable, Writable } from 'node:stream';
+import { Readable, Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { after, before, describe, test } from 'node:test';
 import type { RecordBatch } from '../src/model/record.js';
 import { Session } from '../src/model/session.js';
 import { createOtlpSink } from '../src/chain/sinks/otlp.js';
+import { createPinoSink } from '../src/chain/sinks/pino.js';
+import { createDiscard } from '../src/chain/chain.js';
+import { createChannelRouter } from '../src/chain/stages/channel-router.js';
+import { createLineParser } from '../src/chain/stages/line-parser.js';
 import { claudeAvailable } from './e2e/claude.js';
 import { startFakeApi, type FakeApi } from './e2e/fake-api.js';
 import { pipeClaudeIntoSubtee } from './e2e/pipe.js';
@@ -136,6 +140,80 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
       .map((s) => [s.traceId, s.spanId, s.parentSpanId, s.startMs, s.endMs])
       .sort();
     assert.deepEqual(second, first);
+  });
+
+  test('pino events and OTLP spans are the same whether a run arrives at once or a line at a time: ' +
+    'a status event, and the span handed out at it, carry the figures as of its own line', async () => {
+    const lines = linesOf(readFileSync(NESTED));
+    /** The pino events (their `time` left out) and the spans (by id) of one run through the sinks. */
+    const run = async (lineByLine: boolean) => {
+      receiver.spans.length = 0;
+      receiver.behave('accept');
+      const session = new Session();
+      const pinoLog = join(tmpDir(), 'events.log');
+      const source = new Readable({ read() {} });
+      let next = 0;
+      const feed = () => {
+        if (next < lines.length) source.push(`${lines[next++]}\n`);
+        else if (next++ === lines.length) source.push(null);
+      };
+      if (lineByLine) feed();
+      else {
+        source.push(lines.map((l) => `${l}\n`).join(''));
+        source.push(null);
+      }
+      // After every sink: line by line, the next line is written once this one passed them all.
+      const passed = new Transform({
+        objectMode: true,
+        transform(batch: RecordBatch, _enc, cb) {
+          cb(null, batch);
+          if (lineByLine) feed();
+        },
+      });
+      await pipeline(
+        source,
+        createLineParser({ session }),
+        createChannelRouter({ session }),
+        createPinoSink({ destination: pinoLog, session }),
+        createOtlpSink({ url: receiver.url, session }),
+        passed,
+        createDiscard(),
+      );
+      if (lineByLine) assert.equal(next, lines.length + 1, 'every line was fed, one at a time');
+      const events = linesOf(readFileSync(pinoLog)).map((l) => {
+        const { time: _time, ...event } = JSON.parse(l);
+        return event;
+      });
+      const spans = receiver.spans.map((s) => [s.spanId, like(s), s.statusMessage] as const).sort();
+      return { events, spans };
+    };
+    const atOnce = await run(false);
+    const lineByLine = await run(true);
+    assert.deepEqual(lineByLine.events, atOnce.events);
+    assert.deepEqual(lineByLine.spans, atOnce.spans);
+
+    // Each subagent ends before the result line: its figures are the stream's as of its end,
+    // each message's latest output_tokens (an independent count of the lines up to it).
+    const statuses = atOnce.events.filter((e) => e.kind === 'status');
+    assert.equal(statuses.length, 3);
+    for (const e of statuses) {
+      const latest = new Map<string, number>();
+      for (const l of lines.slice(0, e.line)) {
+        const v = JSON.parse(l);
+        if (v.type === 'assistant' && v.parent_tool_use_id === e.channel)
+          latest.set(v.message.id, v.message.usage.output_tokens);
+      }
+      const output = [...latest.values()].reduce((a, b) => a + b, 0);
+      assert.deepEqual([e.output_tokens, e.cost_basis], [output, 'stream'], e.channel);
+      const span = atOnce.spans.find(([, s]) => s.attributes['gen_ai.agent.id'] === e.channel)![1];
+      assert.deepEqual(
+        [span.attributes['gen_ai.usage.output_tokens'], span.attributes['subtee.cost.usd']],
+        [e.output_tokens, e.cost_usd],
+        `${e.channel}: its span is handed out at the line it ended on`,
+      );
+      assert.equal(span.attributes['subtee.cost.basis'], 'table');
+      assert.equal(span.attributes['subtee.cost.output_tokens.basis'], 'stream');
+    }
   });
 
   test('`--otlp` alone follows OTEL_EXPORTER_OTLP_* ' +

@@ -1,5 +1,11 @@
 import { SubteeError } from '../errors.js';
-import { CostLedger, type CostView, type UsageEvent } from './cost.js';
+import {
+  CostLedger,
+  type CostBasis,
+  type CostView,
+  type ReadonlyChannelCost,
+  type UsageEvent,
+} from './cost.js';
 import { ThinkingCounts } from './display.js';
 import type { Stall } from './in-flight.js';
 import type { JsonObject } from './message.js';
@@ -30,6 +36,30 @@ export interface RoutedEvent {
   readonly usage: UsageEvent | null;
   /** The tool calls and results on the line, in block order; most lines share one empty list. */
   readonly tools: readonly ToolEvent[];
+}
+
+/**
+ * A channel's cost figures as of the line it ended on (or changed its end on), frozen into
+ * that line's status event: what a view tells of the end shows these, so a run read live
+ * and its recording replayed show the same, whatever later lines the model has taken by the
+ * time the view reads the event. The run's final figures are `index.json`'s.
+ */
+export interface EndFigures {
+  /** The ledger's `channelCost` once the line was counted; null: no usage of it yet. */
+  readonly cost: ReadonlyChannelCost | null;
+  /** How the dollars were found then: `result` once a result line was counted, else `table`. */
+  readonly basis: CostBasis;
+}
+
+/** A status event as the run model hands it on: the tree's, with its channel's EndFigures. */
+type StatusEvent = Extract<ChannelEvent, { type: 'status' }> & { readonly figures: EndFigures };
+
+/**
+ * The figures a status event froze (see EndFigures); null for an event that is not a status
+ * or that the run model did not make (a plugin's or a test's own record).
+ */
+export function endFigures(ev: ChannelEvent): EndFigures | null {
+  return ev.type === 'status' ? ((ev as Partial<StatusEvent>).figures ?? null) : null;
 }
 
 export type { UsageEvent } from './cost.js';
@@ -138,9 +168,11 @@ export class RunModel implements RunView {
    * One JSON line, routed: onto its channel in the tree, its usage into the cost ledger (a
    * reading that fails is counted as a failed record, the line stays routed). Throws when the
    * tree cannot take the line (the router quarantines it). The event says what the line did:
-   * its channel, the tree changes, the usage counted and the tool calls and results on it.
+   * its channel, the tree changes (a status event with its channel's EndFigures), the usage
+   * counted and the tool calls and results on it. `onEnd(id)` is called for each subagent
+   * that ends on the line, before its figures are frozen.
    */
-  take(value: JsonObject, lineNo: number): RoutedEvent {
+  take(value: JsonObject, lineNo: number, onEnd?: (channel: string) => void): RoutedEvent {
     const { channel, events, tools } = this.tree.route(value, lineNo);
     let usage: UsageEvent | null = null;
     try {
@@ -152,10 +184,44 @@ export class RunModel implements RunView {
       type: 'routed',
       lineNo,
       channel,
-      changes: events.length > 0 ? events : NO_CHANGES,
+      changes: events.length > 0 ? this.withFigures(events, lineNo, onEnd) : NO_CHANGES,
       usage,
       tools,
     });
+  }
+
+  /**
+   * The line's tree changes, each status event with its channel's figures as of this line
+   * (EndFigures). `onEnd` is told of each subagent that ends first: what it adds to the
+   * ledger (the router reads the subagent's transcript there) is in its figures.
+   */
+  private withFigures(
+    events: readonly ChannelEvent[],
+    lineNo: number,
+    onEnd: ((channel: string) => void) | undefined,
+  ): readonly ChannelEvent[] {
+    if (!events.some((ev) => ev.type === 'status')) return events;
+    return Object.freeze(
+      events.map((ev): ChannelEvent => {
+        if (ev.type !== 'status') return ev;
+        const id = ev.channel.id;
+        if (onEnd !== undefined && id !== null) {
+          try {
+            onEnd(id);
+          } catch (err) {
+            this.recordFailed('channel-router', lineNo, err);
+          }
+        }
+        let cost: ReadonlyChannelCost | null = null;
+        try {
+          cost = frozenCost(this.cost.channelCost(id));
+        } catch (err) {
+          this.recordFailed('channel-router', lineNo, err);
+        }
+        const figures: EndFigures = Object.freeze({ cost, basis: this.cost.hasResult ? 'result' : 'table' });
+        return Object.freeze({ ...ev, figures });
+      }),
+    );
   }
 
   /** `count` input lines read (blank ones are counted apart, see countBlankLine). */
@@ -251,6 +317,14 @@ export class RunModel implements RunView {
     );
     return why;
   }
+}
+
+/** A channel's cost as its own frozen object (one read from a report is frozen already). */
+function frozenCost(cost: ReadonlyChannelCost | null): ReadonlyChannelCost | null {
+  if (cost === null || Object.isFrozen(cost)) return cost;
+  Object.freeze(cost.models);
+  Object.freeze(cost.tokens);
+  return Object.freeze(cost);
 }
 
 /** How many quarantined line numbers index.json lists; the rest are counted. */

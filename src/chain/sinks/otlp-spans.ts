@@ -11,6 +11,7 @@ import {
   nonEmpty,
 } from '../../model/message.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
+import { endFigures, type EndFigures } from '../../model/run-model.js';
 import { CUT_LENGTHS, storedText } from '../../model/display.js';
 import { runIdFrom, StreamClock } from './stream-facts.js';
 
@@ -120,6 +121,11 @@ export interface TraceBuilderOptions {
 
 interface AgentState {
   channel: SpanChannel;
+  /**
+   * The channel as its latest status event left it, with its figures then: what its span
+   * shows when it is handed out at its notification, whatever later lines did since.
+   */
+  ended: { channel: SpanChannel; figures: EndFigures | null } | null;
   startMs: number | null;
   /** When the channel first stopped running. */
   endMs: number | null;
@@ -179,7 +185,9 @@ export class TraceBuilder {
     const out: SpanData[] = [];
     for (const ev of rec.events ?? []) {
       const a = this.agentOf(ev.channel, ms);
-      if (ev.type === 'status' && ev.channel.status !== 'running') a.endMs ??= ms;
+      if (ev.type !== 'status') continue;
+      a.ended = { channel: ev.channel, figures: endFigures(ev) };
+      if (ev.channel.status !== 'running') a.endMs ??= ms;
     }
     const ch = rec.channel;
     const agent = ch ? this.agentOf(ch, ms) : null;
@@ -193,9 +201,11 @@ export class TraceBuilder {
     } else if (kind === 'user' && agent) {
       this.user(v, agent, ms, out);
     } else if (subtype === 'task_notification') {
+      // The channel as of its end, this line or before: never as later lines left it.
       const done = this.agents.get(nonEmpty(v.tool_use_id) ?? '');
-      if (done && !done.exported && done.channel.status !== 'running' && !done.channel.orphan) {
-        out.push(this.agentSpan(done));
+      const ended = done?.ended;
+      if (done && ended && !done.exported && ended.channel.status !== 'running' && !ended.channel.orphan) {
+        out.push(this.agentSpan(done, {}, ended));
       }
     }
     return out;
@@ -242,6 +252,7 @@ export class TraceBuilder {
     if (!a) {
       a = {
         channel: ch ?? mainPlaceholder,
+        ended: null,
         startMs: ms,
         endMs: null,
         model: null,
@@ -301,12 +312,15 @@ export class TraceBuilder {
     }
   }
 
-  /** The channel's dollars (and the run's, on main) as the ledger has them when the span ends. */
-  private costAttributes(id: string | null): Attributes {
+  /**
+   * The channel's dollars: `at` its end (the figures its status event froze), else as the
+   * ledger has them at the end of the run, with the run's on main.
+   */
+  private costAttributes(id: string | null, at: EndFigures | null): Attributes {
     const costs = this.opts.costs;
     if (!costs) return {};
-    const out: Attributes = { [COST.basis]: costs.hasResult ? 'result' : 'table' };
-    const own = costs.channelCost(id);
+    const out: Attributes = { [COST.basis]: at ? at.basis : costs.hasResult ? 'result' : 'table' };
+    const own = at ? at.cost : costs.channelCost(id);
     // A channel with no usage known has no dollars: the attribute is left out, never 0.
     if (own !== null && own.usd !== null) out[COST.usd] = own.usd;
     out[COST.tokensBasis] = own?.basis ?? 'unknown';
@@ -352,9 +366,14 @@ export class TraceBuilder {
     };
   }
 
-  private agentSpan(a: AgentState, extra: Attributes = {}): SpanData {
+  /**
+   * The span of an agent: as it `ended` (its notification: the channel and figures its last
+   * status event froze), else as it is now (the end of the run).
+   */
+  private agentSpan(a: AgentState, extra: Attributes = {}, ended: AgentState['ended'] = null): SpanData {
     a.exported = true;
-    const ch = a.channel;
+    const ch = ended?.channel ?? a.channel;
+    const figures = ended?.figures ?? null;
     const isMain = ch.id === null;
     const name = isMain ? 'main' : (ch.agent ?? 'subagent');
     const lastSeen = ch.lastSeen ? Date.parse(ch.lastSeen) : NaN;
@@ -380,14 +399,15 @@ export class TraceBuilder {
       attributes[SESSION_ID] = this.sessionId;
     }
     attributes[OPENINFERENCE_KIND] = 'AGENT';
-    Object.assign(attributes, this.costAttributes(ch.id));
+    Object.assign(attributes, this.costAttributes(ch.id, figures));
     const model = a.model ?? (isMain ? this.initModel : null);
     if (model) attributes[GENAI.requestModel] = model;
     for (const [k, attr] of USAGE_ATTRIBUTES)
       if (typeof ch.usage[k] === 'number') attributes[attr] = ch.usage[k];
     // The true (or estimated) output tokens when the ledger knows them: the lines' own are the
     // message_start snapshot.
-    const tokens = this.opts.costs?.channelCost(ch.id)?.tokens;
+    const costs = this.opts.costs;
+    const tokens = costs ? (figures ? figures.cost : costs.channelCost(ch.id))?.tokens : undefined;
     if (tokens) attributes[GENAI.outputTokens] = tokens.output_tokens;
     if (this.runId) attributes['subtee.run.id'] = this.runId;
     if (ch.depth !== null) attributes['subtee.depth'] = ch.depth;

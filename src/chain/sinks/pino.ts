@@ -16,7 +16,8 @@ import { openLogFile } from '../../safe-open.js';
 import { requireSession, type SinkRun } from '../../model/session.js';
 import { elapsedBetween, type ChannelSnapshot } from '../../model/tree.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
-import type { ReadonlyChannelCost, CostView } from '../../model/cost.js';
+import type { ReadonlyChannelCost } from '../../model/cost.js';
+import { endFigures } from '../../model/run-model.js';
 import { channelUsage } from '../../views/cost.js';
 import { PINO_SINK_DEFAULTS, type PinoSinkOptions } from './pino-options.js';
 
@@ -100,14 +101,17 @@ function spanFields(ch: { startedAt: string | null; endedAt: string | null }) {
 }
 
 /**
- * The pino events of one line record: one per content block, plus tree changes. A status
- * event carries the channel's dollars so far (`cost_usd`, null when a model is unpriced) and
- * its output tokens (`output_tokens`, as index.json's `usage`) when the run's cost ledger is given.
+ * The pino events of one line record: one per content block, plus tree changes. With
+ * `withCosts`, a status event carries the channel's figures as of its own line, as the run
+ * model froze them into the event (EndFigures): its dollars (`cost_usd`, null when a model is
+ * unpriced or no usage is known), its output tokens (`output_tokens`, as index.json's `usage`)
+ * and how they were found (`cost_basis`, as index.json's `cost.basis`). An event the model did
+ * not make has none.
  */
 export function pinoEvents(
   rec: LineRecord,
   maxChars: number,
-  costs?: Pick<CostView, 'channelCost'>,
+  withCosts = false,
   display: DisplayPolicy = DISPLAY_DEFAULTS,
 ): PinoEvent[] {
   const out: PinoEvent[] = [];
@@ -148,13 +152,14 @@ export function pinoEvents(
   }
   for (const ev of rec.events ?? []) {
     if (ev.type !== 'status') continue;
+    const figures = withCosts ? endFigures(ev) : null;
     const fields = {
       ...where(ev.channel),
       status: ev.channel.status,
       content: content(ev.summary ?? ''),
       // The subagent's span, spawn to report (index.json's started_at, ended_at, elapsed_ms).
       ...(ev.channel.id !== null && ev.channel.status !== 'running' ? spanFields(ev.channel) : {}),
-      ...(costs ? costFields(ev.channel, costs.channelCost(ev.channel.id)) : {}),
+      ...(figures ? costFields(ev.channel, figures.cost) : {}),
     };
     push(ev.channel.status === 'failed' ? 'error' : 'info', 'status', fields, ev.channel);
   }
@@ -162,12 +167,13 @@ export function pinoEvents(
 }
 
 /**
- * A channel's dollars so far (null when no usage of it is known yet, or a model is unpriced)
- * and its output tokens as index.json shows them.
+ * A channel's dollars (null when no usage of it is known yet, or a model is unpriced), its
+ * output tokens and their basis as index.json shows them.
  */
 const costFields = (ch: ChannelSnapshot, cost: ReadonlyChannelCost | null) => ({
   cost_usd: cost === null ? null : cost.usd,
   output_tokens: channelUsage(ch.usage, cost).output_tokens ?? null,
+  cost_basis: cost === null ? 'unknown' : cost.basis,
 });
 
 /**
@@ -444,7 +450,7 @@ class PinoSink extends BatchTransform {
   #logLine(rec: LineRecord): void {
     let events: PinoEvent[];
     try {
-      events = pinoEvents(rec, this.#opts.maxContentChars, this.#run.cost, this.#opts.display);
+      events = pinoEvents(rec, this.#opts.maxContentChars, true, this.#opts.display);
     } catch (err) {
       // A line the sink cannot read (a plugin stage made it unreadable) costs only its own
       // events: it is counted and reported once, and every other line is still logged.

@@ -11,7 +11,6 @@ import { UsageError } from '../../errors.js';
 import { overridePrices } from '../../model/prices.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { viewOf } from '../../model/line-view.js';
-import type { ChannelEvent } from '../../model/tree.js';
 import { escapeOneLine } from '../../views/escape.js';
 import { createBatchTransform } from '../batch-transform.js';
 import { EndedTranscripts, readTranscripts } from '../transcripts.js';
@@ -117,6 +116,9 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
   if (options.prices !== undefined) loadPrices(session, options.prices);
   const tree = session.tree;
   const ended = options.transcripts === undefined ? null : new EndedTranscripts({ dir: options.transcripts });
+  // A subagent that ends: its transcript, when there are transcripts to read, is taken before
+  // the model freezes the subagent's figures into its status event.
+  const onEnd = ended === null ? undefined : (id: string) => takeEnded(session, ended, id, options);
   let cyclesSeen = 0;
   return createBatchTransform({
     transformBatch(batch: RecordBatch) {
@@ -125,25 +127,15 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
       for (let i = 0; i < batch.length; i++) {
         const rec = batch[i];
         if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) continue;
-        let ends: readonly ChannelEvent[] = [];
         try {
           const value = rec.kind === 'spooled' ? rec.value! : viewOf(rec);
-          const routed = session.take(value, rec.lineNo);
-          ends = routed.changes;
+          const routed = session.take(value, rec.lineNo, onEnd);
           // A new, frozen envelope: nothing is written on the record it was given.
           out[i] = rec.kind === 'spooled' ? routedSpooled(rec, routed) : new RoutedLine(rec, routed);
         } catch (err) {
           session.recordFailed('channel-router', rec.lineNo, err);
           // A spooled line has no bytes in memory to quarantine: it stays on main's channel.
           if (rec.kind === 'line') out[i] = unroutable(session, rec);
-        }
-        // A subagent that ends here: its transcript, when there are transcripts to read.
-        if (ended !== null) {
-          try {
-            for (const ev of ends) if (ev.type === 'status') takeEnded(session, ended, ev, options);
-          } catch (err) {
-            session.recordFailed('channel-router', rec.lineNo, err);
-          }
         }
         if (tree.spawnCycles !== cyclesSeen) {
           cyclesSeen = tree.spawnCycles;
@@ -172,14 +164,8 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
  * from here on. One not there yet, partial or disagreeing is left, without a word, to the
  * run's end, which reads every transcript again and warns as it does without this.
  */
-function takeEnded(
-  session: Session,
-  ended: EndedTranscripts,
-  ev: ChannelEvent,
-  options: ChannelRouterOptions,
-): void {
-  const id = ev.channel.id;
-  if (id === null || !session.cost.seenUsage) return;
+function takeEnded(session: Session, ended: EndedTranscripts, id: string, options: ChannelRouterOptions): void {
+  if (!session.cost.seenUsage) return;
   const t = ended.channel(id, session.tree.sessionId, options.transcriptsCwd ?? session.cost.runCwd);
   if (t !== null) session.cost.takeChannelTranscript(id, t);
 }
