@@ -280,6 +280,31 @@ function linesFiled(out: string): number {
   return n;
 }
 
+test('SIGHUP (the terminal closed) mid-stream: what arrived is on disk, index.json says interrupted, ' +
+  'exit 129', async () => {
+  const out = join(tmpDir(), 'o');
+  const child = spawn(process.execPath, [BIN, '--out', out, '--stdout', 'none'], {
+    stdio: ['pipe', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const closed = new Promise<number | null>((r) => child.on('close', r));
+  const lines = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8').split('\n').slice(0, 10);
+  child.stdin.write(lines.join('\n') + '\n');
+  // Ready when every line is on disk; the input stays open, as a live agent's does.
+  for (const t0 = Date.now(); !existsSync(out) || linesFiled(out) < 10; ) {
+    assert.ok(Date.now() - t0 < 30_000, 'the first lines on disk');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  child.kill('SIGHUP');
+  assert.equal(await closed, 129, stderr);
+  assert.match(stderr, /interrupted by SIGHUP/);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.interrupted, true);
+  assert.equal(index.input.lines, 10);
+  child.stdin.destroy();
+});
+
 test('SIGINT while the stdout reader takes nothing (| less left open): stdout is let go, the ' +
   'files and index.json are completed, exit 130 without waiting for the reader', async () => {
   const dir = tmpDir();
