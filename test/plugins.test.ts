@@ -9,9 +9,9 @@ import { registerPlugins } from '../src/chain/config.js';
 import { Session } from '../src/model/session.js';
 import { redact, redactRecord, MASK, SECRET_PATTERNS } from '../plugins/redact-secrets/index.js';
 import { stepSummary } from '../plugins/github-step-summary/index.js';
-import { ROOT, chunked, fanoutInput, linesOf, readTree, splitEvery, tmpDir } from './helpers/helpers.js';
+import { FIXTURES, ROOT, chunked, fanoutInput, linesOf, readTree, splitEvery, tmpDir } from './helpers/helpers.js';
 import type { RecordResult } from '../src/chain/plugin-stream.js';
-import type { SubteeRecord } from '../src/model/record.js';
+import type { LineRecord, SubteeRecord } from '../src/model/record.js';
 import { importsUnder } from './helpers/imports.js';
 import { readDoc } from './helpers/docs.js';
 
@@ -674,4 +674,29 @@ test('ctx.session.warn refuses a code that is not capitals, digits and _; the fa
     assert.ok(error!.message.includes(JSON.stringify(code)) && !/[\x00-\x1f]/.test(error!.message));
     assert.deepEqual(index.warnings, []);
   }
+});
+
+test("a line an input adapter derived is no input line: dropping it counts nothing, unmarking it is refused", async () => {
+  const input = readFileSync(join(FIXTURES, 'other-agents', 'opencode-spawn.jsonl'));
+  const isDerived = (rec: SubteeRecord) => rec.kind === 'line' && rec.derived === true;
+  let derived = 0;
+  const dropAll = stagePlugin('drop-all', (rec) => {
+    if (isDerived(rec)) derived++;
+    return null;
+  });
+  const stages = ['input-format', 'drop-all', 'channel-router'];
+  const dropped = await runPlugin(dropAll, stages, input);
+  assert.equal(dropped.error, null);
+  assert.ok(derived > 0, 'the adapter derives lines from this stream');
+  assert.equal(dropped.onDisk, 0);
+  assert.equal(dropped.index.input.dropped, nonBlankLines(input), 'each input line once, derived ones not');
+  const unmark = stagePlugin('unmark', (rec) => {
+    if (!isDerived(rec)) return rec;
+    const { derived: _derived, ...rest } = rec as LineRecord;
+    return rest;
+  });
+  const refused = await runPlugin(unmark, ['input-format', 'unmark', 'channel-router'], input);
+  assert.equal(refused.error?.code, 'ERR_PLUGIN_FAILED');
+  assert.match(refused.error!.message, /^plugin unmark returned a line record not marked derived for line \d+/);
+  assert.equal(refused.onDisk + refused.index.input.unwritten, refused.index.input.lines);
 });

@@ -54,9 +54,12 @@ export function pluginFailure(name: string, err: unknown): SubteeError {
 
 const CONTRACT = 'a stage returns its record, a new one for the same line, null to drop it, or nothing';
 
-/** Input lines a record stands for: a run of quarantined lines is several. */
+/**
+ * Input lines a record stands for: a run of quarantined lines is several, a line an input
+ * adapter derived from another's bytes none.
+ */
 export const linesOfRecord = (rec: SubteeRecord): number =>
-  rec.kind === 'quarantine' ? Math.max(1, rec.lines ?? 1) : 1;
+  rec.kind === 'quarantine' ? Math.max(1, rec.lines ?? 1) : rec.kind === 'line' && rec.derived ? 0 : 1;
 
 /** What was wrong with a stage's result for `rec`, or null when it is a record to hand on. */
 function resultProblem(rec: SubteeRecord, result: unknown): string | null {
@@ -72,6 +75,10 @@ function resultProblem(rec: SubteeRecord, result: unknown): string | null {
   if (r.kind === 'spooled' && typeof (r as { spool?: { copy?: unknown } }).spool?.copy !== 'function')
     return `returned a spooled record without its spool ${at}`;
   if (r.kind === 'line') {
+    // A derived line is shown, never written: a replacement is one too, or the line would be
+    // written twice (or, the other way round, not at all).
+    if ((r.derived === true) !== (rec.kind === 'line' && rec.derived === true))
+      return `returned a line record ${r.derived === true ? 'marked' : 'not marked'} derived ${at}`;
     const value = (r as { value?: unknown }).value;
     if (value === null || typeof value !== 'object' || Array.isArray(value))
       return `returned a line record whose value is not an object ${at}`;
