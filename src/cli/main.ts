@@ -143,6 +143,7 @@ export async function main(
   let aborted = false;
   const graceMs = Number(opts['kill-grace-ms']);
   let stdoutWatch: ReturnType<typeof letGoWhenStuck> | null = null;
+  const endStdoutWatch = () => stdoutWatch?.end();
   // First signal: stop reading (or, under subtee run, pass it to the command and every process
   // it started, SIGKILL after the grace) and let everything already read reach the sinks; a
   // stdout whose reader takes nothing for STUCK_OUTPUT_MS is let go. A second one stops at
@@ -275,7 +276,7 @@ export async function main(
     }
   } finally {
     for (const sig of STOP_SIGNALS) process.off(sig, onSignal);
-    (stdoutWatch as ReturnType<typeof letGoWhenStuck> | null)?.end();
+    endStdoutWatch();
   }
   if (code === EXIT.STALL)
     io.stderr.write(
