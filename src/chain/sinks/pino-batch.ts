@@ -153,8 +153,9 @@ function pinoString(str: string): string {
  * One pino log line, rendered here rather than by a logger: the bytes pino writes for
  * `logger[level](fields, msg)` with `base: null`, `messageKey: 'msg'` and this `time`
  * (`{"level":…,"time":"…",` the fields in order, undefined ones left out, `"msg":…}` and a
- * newline). A logger call costs as much again as the line itself: it re-walks the fields,
- * checks hooks and mixins, and writes each line on its own.
+ * newline), but for TERMINAL_UNSAFE characters, written as `\uXXXX` escapes (pinoString). A
+ * logger call costs as much again as the line itself: it re-walks the fields, checks hooks
+ * and mixins, and writes each line on its own.
  */
 export function pinoLine(level: number, time: string, fields: Record<string, unknown>, msg: string): string {
   let line = `{"level":${level},"time":"${time}"`;
