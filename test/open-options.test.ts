@@ -224,7 +224,8 @@ test("a registry a program extends keeps the built-in stages and sinks; a built-
   await open(fixture(), { registry: builtinRegistry().add(counter) }).done;
 });
 
-test('open() refuses options that are not an object, a signal that is no AbortSignal, an env that is no object', () => {
+test('open() refuses options that are not an object, a signal that is ' +
+  'no AbortSignal, an env that is no object', () => {
   const bad: unknown[] = [null, 'out', [], { signal: 'x' }, { signal: {} }, { env: 5 }, { env: null }];
   for (const options of bad) {
     assert.throws(

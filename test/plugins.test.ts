@@ -9,7 +9,16 @@ import { registerPlugins } from '../src/chain/config.js';
 import { Session } from '../src/model/session.js';
 import { redact, redactRecord, MASK, SECRET_PATTERNS } from '../plugins/redact-secrets/index.js';
 import { stepSummary } from '../plugins/github-step-summary/index.js';
-import { FIXTURES, ROOT, chunked, fanoutInput, linesOf, readTree, splitEvery, tmpDir } from './helpers/helpers.js';
+import {
+  FIXTURES,
+  ROOT,
+  chunked,
+  fanoutInput,
+  linesOf,
+  readTree,
+  splitEvery,
+  tmpDir,
+} from './helpers/helpers.js';
 import type { RecordResult } from '../src/chain/plugin-stream.js';
 import type { LineRecord, SubteeRecord } from '../src/model/record.js';
 import { importsUnder } from './helpers/imports.js';
@@ -214,7 +223,11 @@ test('redact-secrets: no secret after any escape reaches a .jsonl, a .log or a s
   const run = await runChain(
     chunked([Buffer.from(input)]),
     {
-      stages: [{ use: 'line-parser', maxLineBytes: 4096 }, { use: 'redact-secrets' }, { use: 'channel-router' }],
+      stages: [
+        { use: 'line-parser', maxLineBytes: 4096 },
+        { use: 'redact-secrets' },
+        { use: 'channel-router' },
+      ],
       sinks: [{ use: 'files', out }],
     },
     { registry },
@@ -252,7 +265,8 @@ test("redact-secrets: a spooled line's 4 MiB stretch with no , or } is cut outsi
     const unit = `${escape}${token}`;
     const prefix = '{"x":"';
     // Filler so that an escape straddles the first forced cut, one character past its backslash.
-    const filler = 'a'.repeat((((MAX_WINDOW_CHARS - 1 - prefix.length) % unit.length) + unit.length) % unit.length);
+    const offset = (MAX_WINDOW_CHARS - 1 - prefix.length) % unit.length;
+    const filler = 'a'.repeat((offset + unit.length) % unit.length);
     const count = Math.ceil((5 * 1024 * 1024) / unit.length);
     const line = `${prefix}${filler}${unit.repeat(count)}"}`;
     assert.equal(line[MAX_WINDOW_CHARS - 1], '\\', 'a backslash just before the cut');
@@ -510,7 +524,8 @@ function stagePlugin(name: string, fn: (rec: SubteeRecord, ctx: PluginContext) =
 function linesInFolder(out: string): number {
   let lines = 0;
   for (const [path, bytes] of readTree(out))
-    if (path.endsWith('.jsonl') || path === 'quarantine.log') lines += bytes.toString().split('\n').length - 1;
+    if (path.endsWith('.jsonl') || path === 'quarantine.log')
+      lines += bytes.toString().split('\n').length - 1;
   return lines;
 }
 
@@ -538,7 +553,8 @@ async function runPlugin(plugin: PluginDefinition, stages: string[], input: Buff
 
 const nonBlankLines = (input: Buffer) => input.toString().split('\n').filter((l) => l.trim() !== '').length;
 
-test('a stage plugin that throws mid-run: every line read is in the folder or counted unwritten', async () => {
+test('a stage plugin that throws mid-run: every line read is in the folder ' +
+  'or counted unwritten', async () => {
   const input = fanoutInput(5, 3000);
   for (const stages of [
     ['channel-router', 'thrower', 'thinking-truncator', 'idle-watchdog'],
@@ -559,7 +575,8 @@ test('a stage plugin that throws mid-run: every line read is in the folder or co
   }
 });
 
-test('a stage plugin that returns what is not a record for its line fails naming it, the line and the value', async () => {
+test('a stage plugin that returns what is not a record for its line fails ' +
+  'naming it, the line and the value', async () => {
   const input = fanoutInput(3, 400);
   const cases: Array<[string, (rec: SubteeRecord) => unknown, RegExp]> = [
     ['a number', () => 42, /returned number 42 for line 5: not a record/],
@@ -567,7 +584,7 @@ test('a stage plugin that returns what is not a record for its line fails naming
     ['two copies', (rec) => [rec, rec], /returned 2 records for line 5/],
     ['a copy and null', (rec) => [rec, null], /returned 2 records for line 5/],
     ['a record without its line number', () => ({ kind: 'line', value: {} }), /record of line undefined/],
-    ['the next line', (rec) => ({ ...rec, lineNo: rec.lineNo + 1 }), /returned a record of line 6 for line 5/],
+    ['the next line', (rec) => ({ ...rec, lineNo: rec.lineNo + 1 }), /a record of line 6 for line 5/],
     ['a line without bytes', (rec) => ({ ...rec, raw: 'x' }), /line record without its bytes for line 5/],
     ['a line without a value', (rec) => ({ ...rec, value: null }), /value is not an object for line 5/],
     ['another kind', (rec) => ({ ...rec, kind: 'quarantine' }), /for line 5: not a line record/],
@@ -583,7 +600,8 @@ test('a stage plugin that returns what is not a record for its line fails naming
   }
 });
 
-test('a stage plugin hands on its record, a new one for the same line or a list of one: each line once', async () => {
+test('a stage plugin hands on its record, a new one for the same line ' +
+  'or a list of one: each line once', async () => {
   const input = fanoutInput(3, 400);
   const returns: Array<(rec: SubteeRecord) => unknown> = [
     () => undefined,
@@ -593,17 +611,20 @@ test('a stage plugin hands on its record, a new one for the same line or a list 
     (rec) => Promise.resolve([{ ...rec }]),
   ];
   for (const give of returns) {
-    const { error, index, onDisk, out } = await runPlugin(stagePlugin('keeper', give), ['channel-router', 'keeper'], input);
+    const keeper = stagePlugin('keeper', give);
+    const { error, index, onDisk, out } = await runPlugin(keeper, ['channel-router', 'keeper'], input);
     assert.equal(error, null, String(give));
     assert.equal(onDisk, nonBlankLines(input), String(give));
     assert.equal(index.input.lines, onDisk);
     assert.deepEqual([index.input.unwritten, index.input.dropped], [0, 0]);
     const written = [...readTree(out)].filter(([p]) => p.endsWith('.jsonl')).map(([, b]) => b.toString());
-    assert.deepEqual(written.join('').split('\n').filter(Boolean).sort(), linesOf(input).sort(), String(give));
+    const writtenLines = written.join('').split('\n').filter(Boolean);
+    assert.deepEqual(writtenLines.sort(), linesOf(input).sort(), String(give));
   }
 });
 
-test('a stage plugin that drops lines: index.json counts them as dropped, a junk run as its lines', async () => {
+test('a stage plugin that drops lines: index.json counts them as dropped, ' +
+  'a junk run as its lines', async () => {
   const spawn = JSON.stringify({
     type: 'assistant',
     parent_tool_use_id: null,
@@ -635,7 +656,8 @@ test('a stage plugin that drops lines: index.json counts them as dropped, a junk
   assert.deepEqual(readdirSync(out).filter((f) => f.startsWith('.subtee-spool')), []);
 });
 
-test("ctx.stopInput(new Error(…)) fails the run as the plugin's stop, what was read in the folder", async () => {
+test("ctx.stopInput(new Error(…)) fails the run as the plugin's stop, " +
+  'what was read in the folder', async () => {
   const input = fanoutInput(3, 3000);
   let n = 0;
   const stopper = stagePlugin('stopper', (rec, ctx) => {
@@ -649,7 +671,8 @@ test("ctx.stopInput(new Error(…)) fails the run as the plugin's stop, what was
   assert.deepEqual([onDisk, index.input.unwritten], [index.input.lines, 0]);
 });
 
-test('ctx.session.warn refuses a code that is not capitals, digits and _; the failure shows it escaped', async () => {
+test('ctx.session.warn refuses a code that is not capitals, digits and _; ' +
+  'the failure shows it escaped', async () => {
   const input = fanoutInput(1, 10);
   const codes: Array<[string, boolean]> = [
     ['MY_PLUGIN_SKIPPED', true],
@@ -676,7 +699,8 @@ test('ctx.session.warn refuses a code that is not capitals, digits and _; the fa
   }
 });
 
-test("a line an input adapter derived is no input line: dropping it counts nothing, unmarking it is refused", async () => {
+test('a line an input adapter derived is no input line: dropping it counts nothing, ' +
+  'unmarking it is refused', async () => {
   const input = readFileSync(join(FIXTURES, 'other-agents', 'opencode-spawn.jsonl'));
   const isDerived = (rec: SubteeRecord) => rec.kind === 'line' && rec.derived === true;
   let derived = 0;
@@ -697,6 +721,7 @@ test("a line an input adapter derived is no input line: dropping it counts nothi
   });
   const refused = await runPlugin(unmark, ['input-format', 'unmark', 'channel-router'], input);
   assert.equal(refused.error?.code, 'ERR_PLUGIN_FAILED');
-  assert.match(refused.error!.message, /^plugin unmark returned a line record not marked derived for line \d+/);
+  const unmarked = /^plugin unmark returned a line record not marked derived for line \d+/;
+  assert.match(refused.error!.message, unmarked);
   assert.equal(refused.onDisk + refused.index.input.unwritten, refused.index.input.lines);
 });

@@ -244,7 +244,8 @@ function pluginContext(shared: PluginContext, name: string): PluginContext {
     stopInput: (reason: Error) => {
       if (reason instanceof SubteeError) return stopInput(reason);
       const why = reason instanceof Error ? reason.message : String(reason);
-      stopInput(new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} stopped the run: ${why}`, { cause: reason }));
+      const message = `plugin ${name} stopped the run: ${why}`;
+      stopInput(new SubteeError('ERR_PLUGIN_FAILED', message, { cause: reason }));
     },
   };
 }

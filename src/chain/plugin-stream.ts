@@ -68,8 +68,10 @@ function resultProblem(rec: SubteeRecord, result: unknown): string | null {
   const r = result as Partial<SubteeRecord> & { lines?: unknown };
   if (r.kind !== rec.kind) return `returned ${shown(result)} ${at}: not a ${rec.kind} record`;
   if (r.lineNo !== rec.lineNo) return `returned a record of line ${String(r.lineNo).slice(0, 20)} ${at}`;
-  if (r.kind === 'quarantine' && linesOfRecord(r as SubteeRecord) !== linesOfRecord(rec))
-    return `returned a run of ${String(r.lines).slice(0, 20)} quarantined lines ${at} (${linesOfRecord(rec)})`;
+  if (r.kind === 'quarantine' && linesOfRecord(r as SubteeRecord) !== linesOfRecord(rec)) {
+    const lines = String(r.lines).slice(0, 20);
+    return `returned a run of ${lines} quarantined lines ${at}, a run of ${linesOfRecord(rec)}`;
+  }
   const bytes = r.kind === 'spooled' ? (r as { head?: unknown }).head : (r as { raw?: unknown }).raw;
   if (!Buffer.isBuffer(bytes)) return `returned a ${r.kind} record without its bytes ${at}`;
   if (r.kind === 'spooled' && typeof (r as { spool?: { copy?: unknown } }).spool?.copy !== 'function')
@@ -90,7 +92,8 @@ function resultProblem(rec: SubteeRecord, result: unknown): string | null {
 function shown(value: unknown): string {
   if (Array.isArray(value)) return `a list of ${value.length}`;
   if (value === null || value === undefined) return String(value);
-  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'string')
+    return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   if (typeof value !== 'object') return `${typeof value} ${String(value).slice(0, 40)}`;
   const kind = (value as { kind?: unknown }).kind;
   return typeof kind === 'string' ? `a record of kind ${JSON.stringify(kind.slice(0, 20))}` : 'an object';

@@ -133,7 +133,15 @@ export class RunModel implements RunView {
   get input(): Readonly<InputCounts> {
     return this.#input;
   }
-  readonly #input = { lines: 0, blankLines: 0, bytes: 0, quarantined: 0, failed: 0, unwritten: 0, dropped: 0 };
+  readonly #input = {
+    lines: 0,
+    blankLines: 0,
+    bytes: 0,
+    quarantined: 0,
+    failed: 0,
+    unwritten: 0,
+    dropped: 0,
+  };
   /**
    * Line numbers in the quarantine file: the first ones, then only a count (any stream keeps
    * a small index).
