@@ -13,7 +13,7 @@ import {
   type ToolCall,
 } from '../src/index.js';
 import { DEFAULT_STAGES } from '../src/entry/chain.js';
-import type { Usage } from '../src/entry/model.js';
+import { RunModel, type Usage } from '../src/entry/model.js';
 import { writeStream } from '../bench/gen.js';
 import { checkProjection, expectedOf } from './helpers/projection-check.js';
 import { chunked, fixtureFiles, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers/helpers.js';
@@ -275,20 +275,42 @@ async function usageOfMessages(messages: AsyncIterable<Message>): Promise<Record
 
 for (const file of fixtureFiles()) {
   const name = file.split('/').pop();
-  test(`usage summed over each channel's messages equals its index.json usage: ${name}`, async () => {
+  test(`usage summed over each channel's messages equals its index.json usage, ` +
+    `read live or replayed: ${name}`, async () => {
     const run = open(chunked(splitEvery(readFileSync(file), 4096)));
     const sums = new Map<string | null, Promise<Record<string, number>>>();
     sums.set(null, usageOfMessages(run.messages));
-    for await (const sub of run.allSubagents) sums.set(sub.id, usageOfMessages(sub.messages));
+    const handles = new Map<string | null, { messages: AsyncIterable<Message> }>([[null, run]]);
+    for await (const sub of run.allSubagents) {
+      sums.set(sub.id, usageOfMessages(sub.messages));
+      handles.set(sub.id, sub);
+    }
     const index = await run.done;
     assert.equal(sums.size, index.channels.length);
+    // Output tokens as the run model's usage events count them (each API message once, a
+    // message_delta's exact figure), by an independent run of the model over the lines.
+    const model = new RunModel();
+    const eventOutput = new Map<string | null, number>();
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .forEach((text, at) => {
+        if (text.trim() === '') return;
+        const routed = model.take(JSON.parse(text), at + 1);
+        const id = routed.channel.id;
+        if (routed.usage) eventOutput.set(id, (eventOutput.get(id) ?? 0) + routed.usage.tokens.output_tokens);
+      });
     for (const channel of index.channels) {
-      // A message's usage is its lines' (the message_start snapshot for output tokens);
-      // index.json's output tokens are the true or estimated ones unless the basis is `stream`.
-      const { output_tokens: output, ...usage } = await sums.get(channel.id)!;
+      const name = `channel ${channel.id ?? 'main'}`;
+      const live = await sums.get(channel.id)!;
+      // Replayed from memory after the run: counted again by the same rule.
+      const late = await usageOfMessages(handles.get(channel.id)!.messages);
+      assert.deepEqual(late, live, name);
+      const { output_tokens: output, ...usage } = live;
       const { output_tokens: indexOutput, ...indexUsage } = channel.usage;
-      assert.deepEqual(usage, indexUsage, `channel ${channel.id ?? 'main'}`);
-      if (index.cost.output_tokens === 'stream') assert.equal(output, indexOutput);
+      assert.deepEqual(usage, indexUsage, name);
+      // index.json's output is the ledger's: the events' sum, unless the result line estimated it.
+      assert.equal(output ?? 0, eventOutput.get(channel.id) ?? indexOutput ?? 0, name);
+      if (channel.cost.basis !== 'estimated') assert.equal(output, indexOutput, name);
     }
   });
 }

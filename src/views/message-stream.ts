@@ -16,6 +16,7 @@ import {
   type JsonObject,
   type Usage,
 } from '../model/message.js';
+import { CostLedger, type UsageEvent } from '../model/cost.js';
 import { deepFreeze } from './feed.js';
 import { lineContent } from '../model/content.js';
 import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../model/display.js';
@@ -75,7 +76,12 @@ export interface Message {
   readonly blocks: LiveValues<MessageBlock, readonly MessageBlock[]>;
   /** Each text block's text as it arrives; awaited: the text blocks joined by newlines. */
   readonly text: LiveValues<string, string>;
-  /** The message's usage, counted once: resolves when the message is complete (null: none). */
+  /**
+   * The message's usage, counted once, as `index.json` counts its channel's: the numbers its
+   * latest line states, with `output_tokens` as the cost ledger counts the message (a
+   * `message_delta`'s exact figure when one came). Resolves when the message is complete;
+   * null for a message with no id or no usage stated (`index.json` counts neither).
+   */
   readonly usage: PromiseLike<Usage | null>;
   /**
    * Set when the message's line was longer than the line parser holds: its blocks were not
@@ -119,7 +125,10 @@ export function blocksOfLine(value: JsonObject, display: DisplayPolicy = DISPLAY
 /** A message being assembled: its blocks so far, read from the first by any number of loops. */
 class LiveMessage {
   private readonly blocks: MessageBlock[] = [];
-  private usage: Usage | null = null;
+  /** The usage its latest line states. */
+  private stated: Record<string, number> | null = null;
+  /** Its output tokens as the cost ledger counted them, line by line; null: never counted. */
+  private output: number | null = null;
   private complete = false;
   private wake: Array<() => void> = [];
   private readonly completed: Promise<void>;
@@ -155,7 +164,7 @@ class LiveMessage {
     const usage: Message['usage'] = {
       then: (onDone, onFail) =>
         whole()
-          .then(() => this.usage)
+          .then(() => this.usage(id))
           .then(onDone, onFail),
     };
     this.message = Object.freeze({
@@ -175,10 +184,20 @@ class LiveMessage {
     for (const block of blocksOfLine(value, display)) this.blocks.push(block);
     const message = value.message;
     // Every line of the message repeats its usage; the latest one stands, as in index.json.
-    if (isObject(message) && isObject(message.usage)) {
-      this.usage = Object.freeze(usageNumbers(message.usage)) as Usage;
-    }
+    if (isObject(message) && isObject(message.usage)) this.stated = usageNumbers(message.usage);
     this.notify();
+  }
+
+  /** What the cost ledger counted for one of the message's lines (its delta included). */
+  count(usage: UsageEvent): void {
+    this.output = (this.output ?? 0) + usage.tokens.output_tokens;
+  }
+
+  private usage(id: string | null): Usage | null {
+    if (id === null || this.stated === null) return null;
+    const usage = { ...this.stated };
+    if (this.output !== null) usage.output_tokens = this.output;
+    return Object.freeze(usage) as Usage;
   }
 
   end(): void {
@@ -232,12 +251,41 @@ export class MessageAssembler {
    */
   private current: CurrentMessage | null = null;
   private count = 0;
+  /**
+   * Counts replayed lines, which carry no usage event, by the router's own rule: a cost ledger
+   * over this channel's lines alone (a channel's figures depend on its own lines only).
+   */
+  private ledger: CostLedger | null = null;
 
   /** `display`: the run's display policy, read as each line is taken (the chain sets it). */
   constructor(private readonly display: () => DisplayPolicy = () => DISPLAY_DEFAULTS) {}
 
-  /** The message the line starts, or null when it continues one (or is not a model call). */
-  take(value: JsonObject): Message | null {
+  /**
+   * The message the line starts, or null when it continues one (or is not a model call).
+   * `usage`: what the cost ledger counted for the line as it was routed; undefined for a
+   * line replayed, counted here the same way.
+   */
+  take(value: JsonObject, usage?: UsageEvent | null): Message | null {
+    const counted = usage === undefined ? this.countAgain(value) : usage;
+    const started = this.assemble(value);
+    // The ledger's figure is its message's (a delta comes after its message's lines).
+    if (counted && this.current !== null && counted.messageId === this.current.id) {
+      this.current.live?.deref()?.count(counted);
+    }
+    return started;
+  }
+
+  private countAgain(value: JsonObject): UsageEvent | null {
+    const ledger = (this.ledger ??= new CostLedger());
+    try {
+      return ledger.observe(value, channelIdOf(value));
+    } catch {
+      // The router counted this line as a failed record already.
+      return null;
+    }
+  }
+
+  private assemble(value: JsonObject): Message | null {
     if (lineTypeOf(value) !== 'assistant') return null;
     const message = isObject(value.message) ? value.message : {};
     const id = nonEmpty(message.id);

@@ -9,7 +9,7 @@ import {
   type ChannelTimes,
 } from '../../model/tree.js';
 import type { DisplayPolicy } from '../../model/display.js';
-import type { TokensBasis } from '../../model/cost.js';
+import type { TokensBasis, UsageEvent } from '../../model/cost.js';
 import { usageShown } from '../cost.js';
 import { Feed } from '../feed.js';
 import { MessageAssembler, type Message } from '../message-stream.js';
@@ -37,7 +37,7 @@ export interface HandleHost {
   openReader<T>(
     what: string,
     id: string | null,
-    take: (value: JsonObject, feed: Feed<T>) => void,
+    take: (value: JsonObject, usage: UsageEvent | null | undefined, feed: Feed<T>) => void,
     end: (feed: Feed<T>) => void,
   ): Feed<T>;
 }
@@ -211,8 +211,8 @@ export function messagesOf(projection: HandleHost, id: string | null): AsyncIter
       return projection.openReader<Message>(
         'messages',
         id,
-        (value, feed) => {
-          const message = assembler.take(value);
+        (value, usage, feed) => {
+          const message = assembler.take(value, usage);
           if (message) feed.push(message);
         },
         () => assembler.end(),
@@ -229,7 +229,7 @@ export function toolCallsOf(projection: HandleHost, id: string | null): AsyncIte
       return projection.openReader<ToolCall>(
         'toolCalls',
         id,
-        (value, feed) => {
+        (value, _usage, feed) => {
           for (const call of pairing.take(value)) feed.push(call);
         },
         () => pairing.end(),

@@ -19,7 +19,7 @@ import {
   type ChannelTimes,
   type ReadonlyChannel,
 } from '../../model/tree.js';
-import { roundUsd, worse, type TokensBasis } from '../../model/cost.js';
+import { roundUsd, worse, type TokensBasis, type UsageEvent } from '../../model/cost.js';
 import { usageShown } from '../cost.js';
 import { deepFreeze, Feed } from '../feed.js';
 import { EventLog, NO_CHANGES, type EventEntry, type LinePlace } from './event-log.js';
@@ -50,10 +50,14 @@ interface ChannelReader {
   /** What the reader reads, for a warning: `messages of main`… */
   name: string;
   feed: Feed<unknown>;
-  take(value: JsonObject): void;
+  /**
+   * `usage`: what the cost ledger counted for the line as it was routed (null: nothing);
+   * undefined for a line replayed, whose reader counts it again by the same rule.
+   */
+  take(value: JsonObject, usage?: UsageEvent | null): void;
   end(): void;
   /** Lines routed while the reader was still replaying the channel's earlier lines. */
-  held: JsonObject[] | null;
+  held: Array<[JsonObject, UsageEvent | null]> | null;
   endPending: boolean;
 }
 
@@ -423,7 +427,7 @@ export class Projection implements HandleHost {
   openReader<T>(
     what: string,
     id: string | null,
-    take: (value: JsonObject, feed: Feed<T>) => void,
+    take: (value: JsonObject, usage: UsageEvent | null | undefined, feed: Feed<T>) => void,
     end: (feed: Feed<T>) => void,
   ): Feed<T> {
     const log = this.log(id);
@@ -447,7 +451,7 @@ export class Projection implements HandleHost {
     const reader: ChannelReader = {
       name: `${what} of ${id ?? 'main'}`,
       feed: feed as Feed<unknown>,
-      take: (value) => take(value, feed),
+      take: (value, usage) => take(value, usage, feed),
       end: endOnce,
       held: log.count > 0 ? [] : null,
       endPending: false,
@@ -483,7 +487,7 @@ export class Projection implements HandleHost {
     }
     const held = reader.held ?? [];
     reader.held = null;
-    for (const value of held) reader.take(value);
+    for (const [value, usage] of held) reader.take(value, usage);
     if (reader.endPending || log.ended) reader.end();
     this.checkDrain();
   }
@@ -597,9 +601,10 @@ export class Projection implements HandleHost {
         rec.kind === 'spooled'
           ? withLineCut(rec.value!, { bytes: rec.spool.bytes, file: this.store?.jsonlPath?.(id) ?? null })
           : rec.value!;
+      const usage = rec.kind === 'line' ? (rec.usage ?? null) : null;
       for (const reader of log.readers) {
-        if (reader.held) reader.held.push(value);
-        else reader.take(value);
+        if (reader.held) reader.held.push([value, usage]);
+        else reader.take(value, usage);
       }
     }
     return log.memory ? place : null;
