@@ -165,9 +165,10 @@ export async function main(
   };
   for (const sig of STOP_SIGNALS) process.on(sig, onSignal);
 
-  /** The live status line, on a terminal's stderr that stdout's text does not share. */
+  /** The live status line, on a terminal's stderr that neither stdout's text nor a command shares. */
   const startStatus = async (session: Session, chainSpec: ChainSpec) => {
-    if (opts.quiet || io.stderr.isTTY !== true) return null;
+    // Under subtee run the command writes its own stderr to the same terminal, at any moment.
+    if (opts.quiet || isRun || io.stderr.isTTY !== true) return null;
     const { startStatusLine, statusLineWanted } = await import('./status-line.js');
     const fd = (stream: object) => (stream as { fd?: number }).fd;
     if (!statusLineWanted(chainSpec, fd(io.stdout), fd(io.stderr) ?? 2)) return null;
