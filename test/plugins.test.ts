@@ -8,6 +8,7 @@ import { definePlugin, type PluginContext, type PluginDefinition } from '../src/
 import { registerPlugins } from '../src/chain/config.js';
 import { Session } from '../src/model/session.js';
 import { redact, redactRecord, MASK, SECRET_PATTERNS } from '../plugins/redact-secrets/index.js';
+import { rewriteText } from '../src/chain/record-text.js';
 import { stepSummary } from '../plugins/github-step-summary/index.js';
 import {
   FIXTURES,
@@ -723,5 +724,23 @@ test('a line an input adapter derived is no input line: dropping it counts nothi
   assert.equal(refused.error?.code, 'ERR_PLUGIN_FAILED');
   const unmarked = /^plugin unmark returned a line record not marked derived for line \d+/;
   assert.match(refused.error!.message, unmarked);
+  assert.equal(refused.onDisk + refused.index.input.unwritten, refused.index.input.lines);
+});
+
+test('a run of quarantined lines is replaced by a run of as many lines, or refused', async () => {
+  const input = Buffer.from(`${linesOf(fanoutInput(1, 3)).join('\n')}\njunk a\njunk b\njunk c\n`);
+  const isRun = (rec: SubteeRecord) => rec.kind === 'quarantine' && (rec.lines ?? 1) > 1;
+  const upper = stagePlugin('upper', (rec) =>
+    rec.kind === 'quarantine' && isRun(rec) ? rewriteText(rec, (text) => text.toUpperCase()) : rec,
+  );
+  const kept = await runPlugin(upper, ['upper', 'channel-router'], input);
+  assert.equal(kept.error, null);
+  assert.equal(readFileSync(join(kept.out, 'quarantine.log'), 'utf8'), 'JUNK A\nJUNK B\nJUNK C\n');
+  assert.equal(kept.onDisk, nonBlankLines(input));
+  const shorter = stagePlugin('shorter', (rec) => (isRun(rec) ? { ...rec, lines: 1 } : rec));
+  const refused = await runPlugin(shorter, ['shorter', 'channel-router'], input);
+  assert.equal(refused.error?.code, 'ERR_PLUGIN_FAILED');
+  const message = /^plugin shorter returned a run of 1 quarantined lines for line 5, a run of 3/;
+  assert.match(refused.error!.message, message);
   assert.equal(refused.onDisk + refused.index.input.unwritten, refused.index.input.lines);
 });
