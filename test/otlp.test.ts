@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { basename, join } from 'node:path';
 import { Readable, Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -281,6 +282,41 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
       `http://127.0.0.1:${port}/v1/traces (connect ECONNREFUSED 127.0.0.1:${port})`;
     assert.equal(r.stderr, `subtee: warning OTLP_UNDELIVERED: ${message}\n`);
     assert.deepEqual(pinoWarnings(pinoLog), [{ code: 'OTLP_UNDELIVERED', content: message }]);
+  });
+
+  test('a collector that reset one connection, then took one and never answered: ' +
+    'OTLP_UNDELIVERED names the deadline, not the connection failure before', async () => {
+    let connections = 0;
+    const held: Socket[] = [];
+    let taken: () => void;
+    const secondTaken = new Promise<void>((resolve) => (taken = resolve));
+    const server = createServer((socket) => {
+      if (++connections === 1) return socket.resetAndDestroy();
+      held.push(socket);
+      taken();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      // The run's input stays open until the exporter, retrying, has connected again.
+      const run = subtee(
+        ['-c', otlpConfig({ url, timeoutMs: 120_000, retryMs: 500, flushTimeoutMs: 1000 })],
+        { stdin: readFileSync(NESTED) },
+      );
+      await secondTaken;
+      run.child.stdin!.end();
+      const r = await run;
+      assert.equal(r.code, 0, r.stderr);
+      const { index } = checkOutput(readFileSync(NESTED), r.out, 'reset, then silent');
+      assert.equal(
+        r.stderr,
+        `subtee: warning OTLP_UNDELIVERED: ${spanCount(index)} of ${spanCount(index)} spans not ` +
+          `delivered to ${url}/v1/traces (not sent within flushTimeoutMs, 1000 ms)\n`,
+      );
+    } finally {
+      for (const socket of held) socket.destroy();
+      server.close();
+    }
   });
 
   test('collector answering 500: retried within the bound, then counted as not delivered', async () => {

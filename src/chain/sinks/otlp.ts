@@ -1,6 +1,6 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import type { Transform } from 'node:stream';
+import type { Duplex, Transform } from 'node:stream';
 import type * as OtelApi from '@opentelemetry/api';
 import type { HrTime } from '@opentelemetry/api';
 import type { IdGenerator, ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -45,8 +45,17 @@ export async function importOtlpSdk(): Promise<void> {
 /** The error a closed agent fails a new connection with: the exporter does not retry it. */
 const exportClosed = () => Object.assign(new Error('the run has ended'), { code: 'SUBTEE_EXPORT_CLOSED' });
 
-/** What an agent is told of a connection that failed (refused, reset, a TLS error). */
-type ConnectionError = (err: unknown) => void;
+/**
+ * What an agent tells of its connections: why one failed (refused, reset, a TLS error), or
+ * null once one is made again.
+ */
+type ConnectionState = (error: unknown) => void;
+
+/** A new connection, with its failure and its success told to `onState`. */
+function watched<T extends Duplex | null | undefined>(socket: T, onState: ConnectionState): T {
+  socket?.on('error', onState).on('connect', () => onState(null));
+  return socket;
+}
 
 /**
  * HTTP and HTTPS agents that, once closed, destroy their sockets and fail every new
@@ -57,11 +66,11 @@ type ConnectionError = (err: unknown) => void;
  */
 class ClosableHttpAgent extends HttpAgent {
   #closed = false;
-  constructor(private readonly onError: ConnectionError) {
+  constructor(private readonly onState: ConnectionState) {
     super({ keepAlive: true });
   }
   override createConnection(...args: Parameters<HttpAgent['createConnection']>) {
-    if (!this.#closed) return super.createConnection(...args)?.on('error', this.onError);
+    if (!this.#closed) return watched(super.createConnection(...args), this.onState);
     process.nextTick(() => args[1]?.(exportClosed(), undefined as never));
     return undefined;
   }
@@ -73,11 +82,11 @@ class ClosableHttpAgent extends HttpAgent {
 
 class ClosableHttpsAgent extends HttpsAgent {
   #closed = false;
-  constructor(private readonly onError: ConnectionError) {
+  constructor(private readonly onState: ConnectionState) {
     super({ keepAlive: true });
   }
   override createConnection(...args: Parameters<HttpsAgent['createConnection']>) {
-    if (!this.#closed) return super.createConnection(...args)?.on('error', this.onError);
+    if (!this.#closed) return watched(super.createConnection(...args), this.onState);
     process.nextTick(() => args[1]?.(exportClosed(), undefined as never));
     return undefined;
   }
@@ -87,8 +96,8 @@ class ClosableHttpsAgent extends HttpsAgent {
   }
 }
 
-function closableAgent(proto: string, onError: ConnectionError): ClosableHttpAgent | ClosableHttpsAgent {
-  return proto === 'https:' ? new ClosableHttpsAgent(onError) : new ClosableHttpAgent(onError);
+function closableAgent(proto: string, onState: ConnectionState): ClosableHttpAgent | ClosableHttpsAgent {
+  return proto === 'https:' ? new ClosableHttpsAgent(onState) : new ClosableHttpAgent(onState);
 }
 
 const hrTime = (ms: number): HrTime => [Math.floor(ms / 1000), Math.round((ms % 1000) * 1e6)];
@@ -297,7 +306,7 @@ class OtlpSink extends BatchTransform {
   readonly #ids = new DerivedIds();
   #fallbackRunId: string | null = null;
   #finished: Promise<void> | null = null;
-  /** Why the latest connection to the collector failed, as the agents saw it. */
+  /** Why the latest connection to the collector failed, as the agents saw it; null once one is made. */
   #connectionError: string | null = null;
 
   constructor(options: OtlpSinkOptions) {
@@ -358,7 +367,9 @@ class OtlpSink extends BatchTransform {
       // Our own agents, so that the end of the run can cut a request to a collector that hangs
       // (and the exporter's own retries of it): the process must not outlive the flush deadline.
       httpAgentOptions: (proto: string) => {
-        const a = closableAgent(proto, (err) => (this.#connectionError = describeError(err)));
+        const a = closableAgent(proto, (err) => {
+          this.#connectionError = err === null ? null : describeError(err);
+        });
         this.#agents.push(a);
         if (this.#agentsClosed) a.close();
         return a;
