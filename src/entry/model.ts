@@ -9,6 +9,8 @@ export {
 export { type Warning, type AgentProducer, type Producer } from '../model/session.js';
 export {
   RunModel,
+  endFigures,
+  type EndFigures,
   type ModelEvent,
   type RoutedEvent,
   type RunView,
