@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type Message, open, type RunEvent, type SubagentHandle, type ToolCall } from '../src/index.js';
+import { RunModel, type Usage } from '../src/entry/model.js';
 import { chunked, FIXTURES, tmpDir } from './helpers/helpers.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -322,3 +323,59 @@ test("a subagent first seen after another channel's buffer was given up replays 
     for await (const _message of run.messages);
   }, (err: { code?: string }) => err.code === 'ERR_PROJECTION_BUFFER');
 });
+
+/** Every subagent's outcome of a run read from `input`, by id. */
+async function outcomesOf(input: Readable): Promise<Map<string, unknown>> {
+  const run = open(input);
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
+  await run.done;
+  return new Map(await Promise.all(handles.map(async (h) => [h.id, await h.outcome] as const)));
+}
+
+for (const name of ['nested-depth-3', 'partial-messages', 'background-fanout-12']) {
+  test(`a subagent's outcome is its figures as of the line it ended on, the same however fast ` +
+    `the input is read: ${name}`, async () => {
+    const text = readFileSync(join(FIXTURES, `${name}.jsonl`), 'utf8');
+    const lines = text.split('\n').filter((line) => line.trim() !== '');
+    // At once: the run model is far past each subagent's end (the result line too) by the time
+    // the projection settles its outcome; a line a turn: it is not.
+    const atOnce = await outcomesOf(chunked([Buffer.from(text)]));
+    const trickled = await outcomesOf(
+      Readable.from(
+        (async function* () {
+          for (const line of lines) {
+            yield Buffer.from(line + '\n');
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+        })(),
+      ),
+    );
+    assert.deepEqual(atOnce, trickled);
+    // Independently: each channel's output tokens as the run model's usage events count them up
+    // to the line of its status event, and whether a result line had come by then.
+    const model = new RunModel();
+    const output = new Map<string | null, number>();
+    const atEnd = new Map<string, { output: number; result: boolean }>();
+    let result = false;
+    lines.forEach((line, at) => {
+      const value = JSON.parse(line);
+      const routed = model.take(value, at + 1);
+      if (value.type === 'result') result = true;
+      const id = routed.channel.id;
+      if (routed.usage) output.set(id, (output.get(id) ?? 0) + routed.usage.tokens.output_tokens);
+      for (const change of routed.changes) {
+        const ended = change.channel.id;
+        if (change.type === 'status' && ended !== null && !atEnd.has(ended)) {
+          atEnd.set(ended, { output: output.get(ended) ?? 0, result });
+        }
+      }
+    });
+    assert.ok(atEnd.size > 0);
+    for (const [id, end] of atEnd) {
+      const outcome = atOnce.get(id) as { usage: Usage; cost: { basis: string } };
+      assert.equal(outcome.usage.output_tokens ?? 0, end.output, id);
+      assert.equal(outcome.cost.basis, end.result ? 'result' : 'table', id);
+    }
+  });
+}

@@ -577,16 +577,31 @@ test("a subagent's messages show thinking as --thinking says: drop leaves it out
 
 for (const file of fixtureFiles()) {
   const name = file.split('/').pop();
-  test(`each subagent's outputTokens basis is its channel's, as index.json names it: ${name}`, async () => {
+  test(`each subagent's outputTokens basis is its channel's when it ended; the run's, index.json's: ` +
+    `${name}`, async () => {
     const run = open(file);
     const handles: SubagentHandle[] = [];
     for await (const handle of run.allSubagents) handles.push(handle);
     const index = await run.done;
+    // Independently: the run model over the lines, each channel's basis read at its first end.
+    const model = new RunModel();
+    const atEnd = new Map<string, string>();
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .forEach((text, at) => {
+        if (text.trim() === '') return;
+        for (const change of model.take(JSON.parse(text), at + 1).changes) {
+          const id = change.channel.id;
+          if (change.type !== 'status' || id === null || atEnd.has(id)) continue;
+          atEnd.set(id, model.cost.channelCost(id)?.basis ?? 'unknown');
+        }
+      });
     for (const handle of handles) {
       const channel = index.channels.find((c) => c.id === handle.id)!;
       const { cost } = await handle.outcome;
-      assert.equal(cost.outputTokens, channel.cost.basis, handle.id);
-      if (channel.cost.basis === 'unknown') assert.equal(cost.usd, null, handle.id);
+      // A subagent that never ended is settled at the run's end, with index.json's figures.
+      assert.equal(cost.outputTokens, atEnd.get(handle.id) ?? channel.cost.basis, handle.id);
+      if (cost.outputTokens === 'unknown') assert.equal(cost.usd, null, handle.id);
     }
     assert.equal((await run.output).cost.outputTokens, index.cost.output_tokens);
   });

@@ -9,8 +9,8 @@ import {
   type ChannelTimes,
 } from '../../model/tree.js';
 import type { DisplayPolicy } from '../../model/display.js';
-import type { TokensBasis, UsageEvent } from '../../model/cost.js';
-import { usageShown } from '../cost.js';
+import type { CostBasis, ReadonlyChannelCost, TokensBasis, UsageEvent } from '../../model/cost.js';
+import { channelUsage } from '../cost.js';
 import { Feed } from '../feed.js';
 import { MessageAssembler, type Message } from '../message-stream.js';
 import { channelTokens, elapsedMs } from '../walk.js';
@@ -25,6 +25,14 @@ import {
   type Totals,
 } from './types.js';
 
+/** A channel as of a moment, with its cost then and how its dollars were found. */
+export interface ChannelFigures {
+  channel: ReadonlyChannel;
+  /** The ledger's channelCost; null: no usage of it known. */
+  cost: ReadonlyChannelCost | null;
+  basis: CostBasis;
+}
+
 /** What a handle and a channel's readers need of the projection that made them. */
 export interface HandleHost {
   readonly session: SinkRun;
@@ -32,8 +40,9 @@ export interface HandleHost {
   readonly display: DisplayPolicy;
   pathOf(id: string | null): string[];
   childrenOf(id: string | null): AsyncIterable<SubagentHandle>;
-  costOf(usd: number | null, outputTokens: TokensBasis): CostFigures;
-  totals(ch: ReadonlyChannel): SubagentOutput['subtree'];
+  costOf(usd: number | null, outputTokens: TokensBasis, basis: CostBasis): CostFigures;
+  figuresOf(ch: ReadonlyChannel, atEnd: boolean): ChannelFigures;
+  totals(ch: ReadonlyChannel, atEnd?: boolean): SubagentOutput['subtree'];
   openReader<T>(
     what: string,
     id: string | null,
@@ -171,33 +180,30 @@ export class SubagentHandleImpl implements SubagentHandle {
     return snapshotOf(this.channel);
   }
 
-  /** The subagent ended (or the run did): settle its output once. */
+  /**
+   * The subagent ended (or the run did): settle its output once, with its figures as of the
+   * line it ended on (those its status event froze; at the run's end, the final ones).
+   */
   ended(): void {
     if (this.done) return;
     this.done = true;
-    const ch = this.channel;
-    // Its cost as the ledger has it: an unpriced model or no usage known costs null, not 0.
-    const own = this.projection.session.cost.channelCost(ch.id);
+    const { channel: ch, cost: own, basis } = this.projection.figuresOf(this.channel, true);
     this.resolveOutcome(
       Object.freeze({
         ...totalsOf(
-          // A transcript's figures once read (when it ended), as index.json shows them.
-          usageShown(
-            ch.usage,
-            own && this.projection.session.cost.fromTranscript(ch.id) ? own.tokens : null,
-            own?.transcriptOnly ?? false,
-          ),
+          // As index.json shows it: the output tokens the ledger counted, a transcript's once read.
+          channelUsage(ch.usage, own),
           ch.firstSeen,
           ch.lastSeen,
-          // No usage known: null dollars, basis `unknown`, as index.json says.
-          this.projection.costOf(own === null ? null : own.usd, own?.basis ?? 'unknown'),
+          // An unpriced model costs null; no usage known: null dollars, basis `unknown`.
+          this.projection.costOf(own === null ? null : own.usd, own?.basis ?? 'unknown', basis),
           channelTimes(this.projection.session.tree, ch),
         ),
         status: this.status,
         summary: ch.summary,
         error: ch.status === 'failed' ? (ch.summary ?? 'failed') : null,
         lines: ch.lines,
-        subtree: this.projection.totals(ch),
+        subtree: this.projection.totals(this.channel, true),
       }),
     );
   }

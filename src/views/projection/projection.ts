@@ -19,13 +19,20 @@ import {
   type ChannelTimes,
   type ReadonlyChannel,
 } from '../../model/tree.js';
-import { roundUsd, worse, type TokensBasis, type UsageEvent } from '../../model/cost.js';
-import { usageShown } from '../cost.js';
+import { roundUsd, worse, type CostBasis, type TokensBasis, type UsageEvent } from '../../model/cost.js';
+import { endFigures, type EndFigures } from '../../model/run-model.js';
+import { channelUsage } from '../cost.js';
 import { deepFreeze, Feed } from '../feed.js';
 import { EventLog, NO_CHANGES, type EventEntry, type LinePlace } from './event-log.js';
 import { PackedLines } from './packed-lines.js';
 import { withLineCut } from '../message-stream.js';
-import { HandleList, SubagentHandleImpl, totalsOf, type HandleHost } from './handles.js';
+import {
+  HandleList,
+  SubagentHandleImpl,
+  totalsOf,
+  type ChannelFigures,
+  type HandleHost,
+} from './handles.js';
 import { ChannelFileCursors } from './replay.js';
 import {
   PROJECTION_DEFAULTS,
@@ -111,6 +118,8 @@ export class Projection implements HandleHost {
    */
   private readonly fresh = new Set<string>();
   private readonly logs = new Map<string | null, ChannelLog>();
+  /** Each subagent's cost figures as its first status event froze them. */
+  private readonly ends = new Map<string, EndFigures>();
   /** What a late `events` loop replays; null once the memory buffer was given up. */
   private eventLog: EventLog | null = new EventLog();
   private readonly eventReaders = new Set<EventReader>();
@@ -505,16 +514,30 @@ export class Projection implements HandleHost {
     return path.reverse();
   }
 
-  /**
-   * Dollars as the cost ledger has them now, with how they were found: `outputTokens` is the
-   * ledger's own basis for the channels counted (the least exact of them).
-   */
-  costOf(usd: number | null, outputTokens: TokensBasis): CostFigures {
-    const basis = this.session.cost.hasResult ? 'result' : 'table';
+  /** Dollars with how they were found: `outputTokens` the ledger's basis for the channels counted. */
+  costOf(usd: number | null, outputTokens: TokensBasis, basis: CostBasis): CostFigures {
     return Object.freeze({ usd, basis, outputTokens });
   }
 
-  totals(ch: ReadonlyChannel): SubagentOutput['subtree'] {
+  /**
+   * A channel's cost figures: with `atEnd`, once it ended, as the line it ended on left them
+   * (its status event froze them, so an outcome is the same however fast the input is read,
+   * whatever later lines the run model took before this batch reached the projection); else
+   * the ledger's now. The channel is the tree's (a subagent has no line after its end; a
+   * Copilot CLI subagent's one stated total comes with its end).
+   */
+  figuresOf(ch: ReadonlyChannel, atEnd: boolean): ChannelFigures {
+    const end = atEnd && ch.id !== null ? this.ends.get(ch.id) : undefined;
+    if (end) return { channel: ch, cost: end.cost, basis: end.basis };
+    const basis = this.session.cost.hasResult ? 'result' : 'table';
+    return { channel: ch, cost: this.session.cost.channelCost(ch.id), basis };
+  }
+
+  /**
+   * A channel and every channel under it, rolled up: with `atEnd` each as it ended (see
+   * `figuresOf`; one still running as it is now), else as they are now.
+   */
+  totals(ch: ReadonlyChannel, atEnd = false): SubagentOutput['subtree'] {
     const usage: Record<string, number> = {};
     let first: string | null = null;
     let last: string | null = null;
@@ -522,6 +545,7 @@ export class Projection implements HandleHost {
     let subagents = 0;
     let costUsd: number | null = 0;
     let outputTokens: TokensBasis | null = null;
+    let basis: CostBasis = 'table';
     const seen = new Set<ReadonlyChannel>();
     const stack = [ch];
     while (stack.length > 0) {
@@ -529,18 +553,20 @@ export class Projection implements HandleHost {
       if (seen.has(at)) continue;
       seen.add(at);
       subagents++;
+      const figures = this.figuresOf(at, atEnd);
+      const { channel, cost: own } = figures;
+      if (at === ch) basis = figures.basis;
       // As index.json's subtree_usd: channels with no usage known cost nothing here.
-      const own = this.session.cost.channelCost(at.id);
       if (own && own.basis !== 'unknown') {
         costUsd = costUsd === null || own.usd === null ? null : costUsd + own.usd;
         outputTokens = outputTokens === null ? own.basis : worse(outputTokens, own.basis);
       }
-      const tokens = own && this.session.cost.fromTranscript(at.id) ? own.tokens : null;
-      const shown = usageShown(at.usage, tokens, own?.transcriptOnly ?? false);
+      // As index.json shows it: the output tokens the ledger counted.
+      const shown = channelUsage(channel.usage, own);
       for (const key in shown) usage[key] = (usage[key] ?? 0) + shown[key];
-      if (at.firstSeen && (!first || at.firstSeen < first)) first = at.firstSeen;
-      if (at.lastSeen && (!last || at.lastSeen > last)) last = at.lastSeen;
-      const times = channelTimes(this.session.tree, at);
+      if (channel.firstSeen && (!first || channel.firstSeen < first)) first = channel.firstSeen;
+      if (channel.lastSeen && (!last || channel.lastSeen > last)) last = channel.lastSeen;
+      const times = channelTimes(this.session.tree, channel);
       if (times.startedAt && (!span.startedAt || times.startedAt < span.startedAt))
         span.startedAt = times.startedAt;
       if (times.endedAt && (!span.endedAt || times.endedAt > span.endedAt)) span.endedAt = times.endedAt;
@@ -551,7 +577,7 @@ export class Projection implements HandleHost {
     }
     // The subagents under it: itself not counted (a leaf has none).
     return Object.freeze({
-      ...totalsOf(usage, first, last, this.costOf(roundUsd(costUsd), outputTokens ?? 'exact'), span),
+      ...totalsOf(usage, first, last, this.costOf(roundUsd(costUsd), outputTokens ?? 'exact', basis), span),
       subagents: subagents - 1,
     });
   }
@@ -571,6 +597,8 @@ export class Projection implements HandleHost {
       // The loop taking its parent may open the parent's `subagents` next: hold this one too.
       if (parent !== null && this.fresh.has(parent)) this.fresh.add(id);
     } else if (ev.type === 'status' && ev.channel.status !== 'running') {
+      const figures = endFigures(ev);
+      if (figures && !this.ends.has(id)) this.ends.set(id, figures);
       this.handles.get(id)?.ended();
       this.endLog(id);
       this.children.get(id)?.end();
