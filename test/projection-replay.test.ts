@@ -17,7 +17,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
 import { type Message, open, type RunEvent, type SubagentHandle } from '../src/index.js';
-import { chunked, fanoutInput, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers/helpers.js';
+import { chunked, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers/helpers.js';
 import { writeStream } from '../bench/gen.js';
 import { fixtureLines, HANG, longMainRun, recordOrderBytes, STALL, until } from './helpers/projection-runs.js';
 
@@ -350,13 +350,12 @@ const LATE_READERS_PROGRAM = `
 import { createReadStream } from 'node:fs';
 const [index, input, out] = process.argv.slice(2);
 const { open } = await import(index);
-const streams = new Set();
+let reading = 0;
 let most = 0;
 const openChannelFile = (path) => {
-  for (const stream of streams) if (stream.destroyed) streams.delete(stream);
   const stream = createReadStream(path);
-  streams.add(stream);
-  most = Math.max(most, streams.size);
+  most = Math.max(most, ++reading);
+  stream.once('close', () => reading--);
   return stream;
 };
 const run = open(input, { out, openChannelFile });
@@ -379,11 +378,35 @@ await run.done;
 console.log(JSON.stringify({ subagents: tasks.length, ok, failed, most }));
 `;
 
+/**
+ * `subagents` spawned at once on main, each writing a message with a tool call and its result,
+ * then each ended in turn while the files sink still writes: the late readers of those ended
+ * replay their files beside the files the sink holds open.
+ */
+function endingFanout(subagents: number): Buffer {
+  const lines: object[] = [];
+  const line = (type: string, parent: string | null, content: object[], id?: string) =>
+    lines.push({ type, parent_tool_use_id: parent, message: { role: type, ...(id ? { id } : {}), content } });
+  for (let k = 0; k < subagents; k++) {
+    line('assistant', null, [{ type: 'tool_use', id: `toolu_f${k}`, name: 'Agent', input: {} }], `s${k}`);
+  }
+  for (let k = 0; k < subagents; k++) {
+    const call = { type: 'tool_use', id: `toolu_b${k}`, name: 'Bash', input: { command: `echo ${k}` } };
+    line('assistant', `toolu_f${k}`, [{ type: 'text', text: `t${k}` }, call], `m${k}`);
+    line('user', `toolu_f${k}`, [{ type: 'tool_result', tool_use_id: `toolu_b${k}`, content: `${k}` }]);
+  }
+  for (let k = 0; k < subagents; k++) {
+    line('user', null, [{ type: 'tool_result', tool_use_id: `toolu_f${k}`, content: 'done' }]);
+    line('assistant', null, [{ type: 'text', text: `after ${k}` }], `a${k}`);
+  }
+  return Buffer.from(lines.map((value) => JSON.stringify(value)).join('\n') + '\n');
+}
+
 test('400 late readers under ulimit -n 256 all read: the replay files open at once are bounded, ' +
   'the rest wait', async () => {
   const dir = tmpDir();
   const input = join(dir, 'fanout.jsonl');
-  writeFileSync(input, fanoutInput(400, 800));
+  writeFileSync(input, endingFanout(400));
   const program = join(dir, 'late-readers.mjs');
   writeFileSync(program, LATE_READERS_PROGRAM);
   const index = pathToFileURL(join(ROOT, 'dist', 'src', 'index.js')).href;

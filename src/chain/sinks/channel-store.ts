@@ -117,10 +117,21 @@ export class FileChannelStore implements ChannelStore {
       // The file opens once one of the run's replay slots is free, and gives it back when
       // the replay ends, fails or its reader breaks off.
       await store.#slots.take();
-      try {
-        yield* readJsonLines(store.openFile(path), path, store.heldLineBytes(), to, from, channel);
-      } finally {
+      const stream = store.openFile(path);
+      // Free once the file is closed, not when the replay is done with it: a closing file still
+      // holds its descriptor.
+      let given = false;
+      const give = () => {
+        if (given) return;
+        given = true;
         store.#slots.give();
+      };
+      stream.once('close', give);
+      try {
+        yield* readJsonLines(stream, path, store.heldLineBytes(), to, from, channel);
+      } finally {
+        stream.destroy();
+        if (stream.closed) give();
       }
     })();
   }
