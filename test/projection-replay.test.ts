@@ -19,7 +19,14 @@ import { test } from 'node:test';
 import { type Message, open, type RunEvent, type SubagentHandle } from '../src/index.js';
 import { chunked, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers/helpers.js';
 import { writeStream } from '../bench/gen.js';
-import { fixtureLines, HANG, longMainRun, recordOrderBytes, STALL, until } from './helpers/projection-runs.js';
+import {
+  fixtureLines,
+  HANG,
+  longMainRun,
+  recordOrderBytes,
+  STALL,
+  until,
+} from './helpers/projection-runs.js';
 
 /** The streams each watch sees: those opened on files under its folder while it watches. */
 const watches = new Set<{ dir: string; streams: ReadStream[] }>();
@@ -649,7 +656,8 @@ test('a message on a line too long to hold is marked tooLong with its bytes and 
   const template = JSON.parse(lines[at]);
   // An assistant message of main with a tool call, longer than the line parser holds here.
   const call = { type: 'tool_use', id: 'toolu_long', name: 'Bash', input: { command: 'c'.repeat(9000) } };
-  const long = JSON.stringify({ ...template, message: { ...template.message, id: 'msg_long', content: [call] } });
+  const message = { ...template.message, id: 'msg_long', content: [call] };
+  const long = JSON.stringify({ ...template, message });
   const input = [...lines.slice(0, at + 1), long, ...lines.slice(at + 1)];
   const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator'].map(
     (use) => (use === 'line-parser' ? { use, maxLineBytes: 4096 } : { use }),
@@ -657,7 +665,9 @@ test('a message on a line too long to hold is marked tooLong with its bytes and 
   const chunks = () => chunked(splitEvery(Buffer.from(input.join('\n') + '\n'), 1024));
   const cutsOf = async (messages: AsyncIterable<Message>) => {
     const seen: Array<[string | null, number, unknown]> = [];
-    for await (const message of messages) seen.push([message.id, (await message.blocks).length, message.tooLong]);
+    for await (const message of messages) {
+      seen.push([message.id, (await message.blocks).length, message.tooLong]);
+    }
     return seen;
   };
   const out = join(tmpDir(), 'out');

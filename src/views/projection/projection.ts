@@ -383,8 +383,8 @@ export class Projection implements HandleHost {
 
   private recordQuarantine(lineNo: number): void {
     if (this.eventLog) {
-      const added = this.eventLog.push({ lineNo, channel: undefined, changes: NO_CHANGES, value: null }, null);
-      this.countBuffered(added, null);
+      const entry = { lineNo, channel: undefined, changes: NO_CHANGES, value: null };
+      this.countBuffered(this.eventLog.push(entry, null), null);
     }
     if (this.eventReaders.size > 0) this.deliverEvent(quarantineEvent(lineNo));
   }
