@@ -1,8 +1,8 @@
-import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chainProblems, DEFAULT_STAGES, type ChainSpec, type ComponentSpec } from './chain.js';
 import { UsageError } from '../errors.js';
+import { readSmallText, SmallFileRefused } from '../small-file.js';
 import { loadPlugin, type Registry } from './plugin.js';
 
 export interface Config extends ChainSpec {
@@ -21,57 +21,16 @@ export const BUNDLED_PLUGINS_DIR = fileURLToPath(new URL('../../plugins/', impor
 /** The largest config read: a chain of every stage and sink is a few kilobytes. */
 export const MAX_CONFIG_BYTES = 1024 * 1024;
 
-/** Why a file is not read as a config, or null for a regular file or a named pipe. */
-function notReadable(st: Stats): string | null {
-  if (st.isFile() || st.isFIFO()) return null;
-  if (st.isDirectory()) return 'a folder, not a file';
-  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device, not a file';
-  return 'not a regular file';
-}
-
 /**
- * The text of a config file, at most MAX_CONFIG_BYTES: a device (`/dev/zero`) is refused
- * without a read, a file or a pipe larger than that once it passes it. A named pipe is
- * opened without blocking (a blocking open waits for a writer in a thread no signal reaches):
- * with no writer it is refused; once a writer is there (`--config <(make-config)`), its data
- * is waited for. Errors are ERR_CONFIG_READ, one line.
+ * The text of a config file, at most MAX_CONFIG_BYTES (see readSmallText: a device or an
+ * endless pipe is never read whole). Errors are ERR_CONFIG_READ, one line.
  */
 function readConfigText(path: string): string {
-  const refuse = (why: string, cause?: unknown) =>
-    new UsageError('ERR_CONFIG_READ', `cannot read config ${path}: ${why}`, cause);
-  let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    return readSmallText(path, MAX_CONFIG_BYTES, 'a config');
   } catch (err) {
-    throw refuse((err as NodeJS.ErrnoException).code ?? String(err), err);
-  }
-  let blocking: number | null = null;
-  try {
-    const st = fstatSync(fd);
-    const why = notReadable(st);
-    if (why !== null) throw refuse(why);
-    const buf = Buffer.alloc(MAX_CONFIG_BYTES + 1);
-    let size = 0;
-    while (size <= MAX_CONFIG_BYTES) {
-      let n: number;
-      try {
-        n = readSync(blocking ?? fd, buf, size, buf.length - size, null);
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (!st.isFIFO() || code !== 'EAGAIN' || blocking !== null) throw refuse(code ?? String(err), err);
-        // A writer is there and has not written yet: it opens at once now.
-        blocking = openSync(path, 'r');
-        continue;
-      }
-      if (n === 0) break;
-      size += n;
-    }
-    if (size > MAX_CONFIG_BYTES) throw refuse(`larger than ${MAX_CONFIG_BYTES} bytes, not a config`);
-    if (size === 0 && st.isFIFO()) throw refuse('a named pipe with nothing written to it');
-    return buf.subarray(0, size).toString('utf8');
-  } finally {
-    closeSync(fd);
-    if (blocking !== null) closeSync(blocking);
+    if (!(err instanceof SmallFileRefused)) throw err;
+    throw new UsageError('ERR_CONFIG_READ', `cannot read config ${path}: ${err.message}`, err.cause ?? err);
   }
 }
 

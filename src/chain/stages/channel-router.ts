@@ -1,4 +1,3 @@
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import type { Transform } from 'node:stream';
 import {
   RoutedLine,
@@ -8,6 +7,7 @@ import {
   type SubteeRecord,
 } from '../../model/record.js';
 import { UsageError } from '../../errors.js';
+import { readSmallText, SmallFileRefused } from '../../small-file.js';
 import { overridePrices } from '../../model/prices.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { viewOf } from '../../model/line-view.js';
@@ -37,46 +37,6 @@ export interface ChannelRouterOptions {
 export const MAX_PRICES_BYTES = 1024 * 1024;
 
 /**
- * The text of a price file, at most MAX_PRICES_BYTES: a device (`/dev/zero`) or an endless
- * pipe (`<(yes)`) is refused once it passes that. A named pipe is opened without blocking: a
- * blocking open waits for a writer in a thread no signal reaches. With no writer it reads as
- * empty (and is refused); once a writer is there (`<(cat prices.json)`), its data is waited for.
- */
-function readPricesText(path: string): string {
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-  let blocking: number | null = null;
-  try {
-    const fifo = fstatSync(fd).isFIFO();
-    const buf = Buffer.alloc(MAX_PRICES_BYTES + 1);
-    let size = 0;
-    while (size <= MAX_PRICES_BYTES) {
-      let n: number;
-      try {
-        n = readSync(blocking ?? fd, buf, size, buf.length - size, null);
-      } catch (err) {
-        if (!fifo || (err as NodeJS.ErrnoException).code !== 'EAGAIN' || blocking !== null) throw err;
-        // A writer is there and has not written yet: it opens at once now.
-        blocking = openSync(path, 'r');
-        continue;
-      }
-      if (n === 0) break;
-      size += n;
-    }
-    if (size > MAX_PRICES_BYTES)
-      throw new UsageError(
-        'ERR_PRICES',
-        `prices ${escapeOneLine(path)}: larger than ${MAX_PRICES_BYTES} bytes, not a price file`,
-      );
-    // A byte order mark is allowed at the start (editors on Windows write one).
-    const text = buf.subarray(0, size).toString('utf8');
-    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-  } finally {
-    closeSync(fd);
-    if (blocking !== null) closeSync(blocking);
-  }
-}
-
-/**
  * Why a price file is not JSON, in words and a position: the parser's own message quotes the
  * file's bytes, which may be anything.
  */
@@ -90,9 +50,10 @@ function notJson(err: unknown): string {
 function loadPrices(session: Session, path: string): void {
   let data: unknown;
   try {
-    data = JSON.parse(readPricesText(path));
+    data = JSON.parse(readSmallText(path, MAX_PRICES_BYTES, 'a price file'));
   } catch (err) {
-    if (err instanceof UsageError) throw err;
+    if (err instanceof SmallFileRefused)
+      throw new UsageError('ERR_PRICES', `prices ${escapeOneLine(path)}: ${err.message}`, err.cause ?? err);
     const message = `prices ${escapeOneLine(path)}: cannot read it as JSON (${notJson(err)})`;
     throw new UsageError('ERR_PRICES', message, err);
   }
