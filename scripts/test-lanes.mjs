@@ -9,7 +9,7 @@ export const OUTSIDE = new Set([
   'adapters-examples', 'ci-recipe', 'e2e', 'e2e-codex', 'e2e-copilot', 'e2e-gemini', 'e2e-opencode',
   'otlp', 'run-command', 'sdk', 'transcripts', 'watchdog-live',
   // Chromium.
-  'report-browser', 'report-index-browser', 'report-live',
+  'cost', 'report-browser', 'report-index-browser', 'report-live',
   // ClickHouse.
   'clickhouse', 'clickhouse-bench', 'clickhouse-spool', 'hardening-probe',
   'stats-clickhouse',
