@@ -104,36 +104,23 @@ const TERMINAL_UNSAFE = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2
 const TERMINAL_UNSAFE_ALL = new RegExp(TERMINAL_UNSAFE.source, 'g');
 const unicodeEscape = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
-/** Whether a UTF-16 unit is TERMINAL_UNSAFE's (for a loop that reads each unit anyway). */
-const unsafeUnit = (u: number) =>
-  u >= 0x7f &&
-  (u <= 0x9f || u === 0x61c || u === 0x200e || u === 0x200f || (u >= 0x202a && u <= 0x202e) ||
-    (u >= 0x2066 && u <= 0x2069));
-
-/**
- * JSON text with every TERMINAL_UNSAFE character written as a `\uXXXX` escape: the same value.
- * Text that is all ASCII (its UTF-8 length is its length, which V8 finds at once for such a
- * string) can hold only DEL of them; other text takes one pass of the regular expression.
- */
-function terminalSafe(json: string): string {
-  const ascii = Buffer.byteLength(json) === json.length;
-  if (ascii ? !json.includes('\x7f') : !TERMINAL_UNSAFE.test(json)) return json;
-  return json.replace(TERMINAL_UNSAFE_ALL, unicodeEscape);
-}
+/** JSON text with every TERMINAL_UNSAFE character written as a `\uXXXX` escape: the same value. */
+const terminalSafe = (json: string) => json.replace(TERMINAL_UNSAFE_ALL, unicodeEscape);
 
 /**
  * A string as pino writes it (its `asString`): short strings without a control character
  * are quoted with only `"` and `\` escaped, everything else is `JSON.stringify`'s (always, on
  * Node 25 and later). The two differ only for a lone surrogate in a short string. Unlike
  * pino, TERMINAL_UNSAFE characters are written as `\uXXXX` escapes: the same JSON value,
- * nothing a terminal acts on.
+ * nothing a terminal acts on. One test of the regular expression clears most strings (asking
+ * `Buffer.byteLength` first whether a string is ASCII cost more on strings that are not).
  */
 function pinoString(str: string): string {
-  if (NODE_MAJOR >= 25 || str.length > 100) return terminalSafe(JSON.stringify(str));
+  if (TERMINAL_UNSAFE.test(str)) return terminalSafe(JSON.stringify(str));
+  if (NODE_MAJOR >= 25 || str.length > 100) return JSON.stringify(str);
   let result = '';
   let last = 0;
   let found = false;
-  let unsafe = false;
   let point = 255;
   for (let i = 0; i < str.length && point >= 32; i++) {
     point = str.charCodeAt(i);
@@ -141,12 +128,10 @@ function pinoString(str: string): string {
       result += str.slice(last, i) + '\\';
       last = i;
       found = true;
-    } else if (point >= 0x7f && !unsafe) {
-      unsafe = unsafeUnit(point);
     }
   }
-  if (point < 32 || unsafe) return terminalSafe(JSON.stringify(str));
-  return `"${found ? result + str.slice(last) : str}"`;
+  result = found ? result + str.slice(last) : str;
+  return point < 32 ? JSON.stringify(str) : `"${result}"`;
 }
 
 /**
@@ -179,7 +164,7 @@ export function pinoLine(level: number, time: string, fields: Record<string, unk
       default:
         value = JSON.stringify(value);
         if (value === undefined) continue;
-        text = terminalSafe(value as string);
+        text = TERMINAL_UNSAFE.test(value as string) ? terminalSafe(value as string) : (value as string);
     }
     line += `,${keyText(key)}:${text}`;
   }
