@@ -36,7 +36,7 @@ export const SLOW = new Set([
  * with the other cores idle.
  */
 export const LONGEST = [
-  'cli', 'cost', 'report', 'projection', 'stats', 'hardening-inputs', 'idle-watchdog',
+  'cli', 'report', 'projection', 'stats', 'hardening-inputs', 'idle-watchdog',
   'hardening-files', 'projection-replay', 'other-agents', 'output-folder', 'deep-agents-parity',
 ];
 
