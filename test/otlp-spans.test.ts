@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
+import { spawn as spawnProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
 import { test } from 'node:test';
 import { TraceBuilder, type SpanData } from '../src/chain/sinks/otlp-spans.js';
-import { fixtureFiles } from './helpers/helpers.js';
+import { BIN, fixtureFiles, FIXTURES, tmpDir } from './helpers/helpers.js';
+import { COPILOT_TOTALS } from './helpers/chat-reading.js';
+import { startOtlpReceiver } from './servers/otlp-receiver.js';
 import { assertSpanTree, routeThrough, type SpanLike } from './helpers/otlp-tree.js';
 
 const like = (s: SpanData): SpanLike => ({
@@ -315,4 +319,52 @@ test('every agent span carries its depth, the main conversation 0 included', asy
     agents.some((s) => s.attributes['subtee.depth'] === 3),
     'the fixture nests three deep',
   );
+});
+
+test("an agent span's subtee.usage.tokens is its tokens as the summary counts them, a total where " +
+  'that is all the stream states', async () => {
+  const total = line({
+    type: 'assistant',
+    message: { id: 'm-total', content: [], usage: { total_tokens: 240 } },
+    parent_tool_use_id: 't1',
+    session_id: 's1',
+    timestamp: ts(3),
+  });
+  const { spans, index } = await spansOf(bytes(init, spawn('t1', 1), say('t1', 2, 'working'), total));
+  const agent = spans.find((s) => s.key === 'agent:t1')!;
+  const channel = index.channels.find((c: { id: string | null }) => c.id === 't1');
+  assert.deepEqual(channel.usage, { total_tokens: 240 });
+  assert.equal(agent.attributes['subtee.usage.tokens'], 240);
+  const main = spans.find((s) => s.key === 'agent:')!;
+  assert.equal(main.attributes['subtee.usage.tokens'], 7, 'input and output tokens of the spawn line');
+});
+
+test('no agent span of a GitHub Copilot CLI run claims output tokens: its usage is unknown, ' +
+  'never 0', async () => {
+  const receiver = await startOtlpReceiver();
+  try {
+    for (const name of COPILOT_TOTALS) {
+      const file = join(FIXTURES, `${name}.jsonl`);
+      receiver.spans.length = 0;
+      const out = join(tmpDir(), 'out');
+      // Spawned, not spawnSync: the receiver answers from this process's event loop.
+      const args = [BIN, '--out', out, '--stdout', 'none', '-q', '--otlp', receiver.url, file];
+      const child = spawnProcess(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d));
+      const [code] = await once(child, 'close');
+      assert.equal(code, 0, stderr);
+      assert.equal(stderr, '', 'every span delivered');
+      const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+      const agents = receiver.spans.filter((s) => s.attributes['openinference.span.kind'] === 'AGENT');
+      assert.equal(agents.length, index.channels.length, name);
+      for (const span of agents) {
+        const id = span.attributes['gen_ai.agent.id'] ?? 'main';
+        assert.equal(span.attributes['subtee.cost.output_tokens.basis'], 'unknown', `${name}: ${id}`);
+        assert.ok(!('gen_ai.usage.output_tokens' in span.attributes), `${name}: ${id} output tokens`);
+      }
+    }
+  } finally {
+    await receiver.close();
+  }
 });

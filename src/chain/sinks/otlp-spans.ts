@@ -14,6 +14,8 @@ import type { ChannelSnapshot } from '../../model/tree.js';
 import { endFigures, type EndFigures } from '../../model/run-model.js';
 import { CUT_LENGTHS, storedText } from '../../model/display.js';
 import { runIdFrom, StreamClock } from './stream-facts.js';
+import { channelUsage } from '../../views/cost.js';
+import { channelTokens } from '../../views/walk.js';
 
 /** The channel fields spans are made of: a live Channel or a snapshot of one. */
 export type SpanChannel = Omit<ChannelSnapshot, 'counts' | 'tag' | 'seq'>;
@@ -57,6 +59,8 @@ export const GENAI = Object.freeze({
   errorType: 'error.type',
 });
 
+/** A channel's tokens as the summary and the report count them (input and output, or a total). */
+const USAGE_TOKENS = 'subtee.usage.tokens';
 /** What Langfuse groups a run's traces by: the run's session. */
 const SESSION_ID = 'session.id';
 /** OpenInference's span kind, which Arize Phoenix shows: `AGENT` or `TOOL`. */
@@ -402,13 +406,15 @@ export class TraceBuilder {
     Object.assign(attributes, this.costAttributes(ch.id, figures));
     const model = a.model ?? (isMain ? this.initModel : null);
     if (model) attributes[GENAI.requestModel] = model;
-    for (const [k, attr] of USAGE_ATTRIBUTES)
-      if (typeof ch.usage[k] === 'number') attributes[attr] = ch.usage[k];
-    // The true (or estimated) output tokens when the ledger knows them: the lines' own are the
-    // message_start snapshot.
+    // The usage every view shows (channelUsage): the ledger's true or estimated output tokens
+    // where it knows them (the lines' own are the message_start snapshot), none it does not.
     const costs = this.opts.costs;
-    const tokens = costs ? (figures ? figures.cost : costs.channelCost(ch.id))?.tokens : undefined;
-    if (tokens) attributes[GENAI.outputTokens] = tokens.output_tokens;
+    const usage = channelUsage(ch.usage, costs ? (figures ? figures.cost : costs.channelCost(ch.id)) : null);
+    for (const [k, attr] of USAGE_ATTRIBUTES)
+      if (typeof usage[k] === 'number') attributes[attr] = usage[k];
+    // A producer that states only a total (GitHub Copilot CLI's subagents) is counted by it.
+    const tokens = channelTokens({ usage });
+    if (tokens > 0) attributes[USAGE_TOKENS] = tokens;
     if (this.runId) attributes['subtee.run.id'] = this.runId;
     if (ch.depth !== null) attributes['subtee.depth'] = ch.depth;
     attributes['subtee.status'] = ch.status;
