@@ -130,19 +130,3 @@ test('an error line on a terminal starts a row of its own, not at the end of the
   assert.equal(rows.length, 1, rows.join('\n'));
   assert.match(rows[0], /^subtee: the input held no lines: .* \[INPUT_EMPTY\]$/);
 });
-
-test("under subtee run the command's own stderr never lands on a status line: none is drawn", {
-  skip: noScript,
-}, async () => {
-  const dir = tmpDir();
-  // The agent writes to the terminal's stderr itself, before and after its output.
-  const agent = `echo agent starting >&2; cat ${q(recording)}; echo agent done >&2`;
-  const line =
-    `${q(process.execPath)} ${q(BIN)} run --out ${q(join(dir, 'o'))} --stdout none -- ` +
-    `sh -c ${q(agent.replaceAll('"', '\\"'))}`;
-  const { code, shown } = await onTerminal(line);
-  assert.equal(code, 0, shown);
-  const rows = screen(shown.replaceAll('\r\n', '\n'));
-  assert.ok(rows.includes('agent starting') && rows.includes('agent done'), rows.join('\n'));
-  assert.ok(!/ lines \(\d+\/s\) · /.test(shown), shown);
-});
