@@ -1264,7 +1264,8 @@ test('a subagent whose spawn timestamp does not parse has no elapsed time, not N
   assert.equal(output.elapsedMs, null);
 });
 
-test('the memory buffer holds exactly maxBufferedBytes: lines packed by channel, and the record order', async () => {
+test('the memory buffer holds exactly maxBufferedBytes: lines packed by channel, ' +
+  'and the record order', async () => {
   const lines = fixtureLines('nested-depth-3');
   const input = Buffer.from(lines.join('\n') + '\n');
   // What a run without files keeps for late readers: each channel's lines packed, the record order.

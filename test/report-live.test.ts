@@ -182,7 +182,8 @@ describe('the live page in Chromium', { skip }, () => {
       const shown = await figures(report);
       assert.deepEqual(live, shown);
       assert.notDeepEqual(beforeResult.rows, shown.rows, 'the figures shown before the result change');
-      if (c.endChanges) assert.notDeepEqual(afterResult.rows, shown.rows, "what the run's end read changes them");
+      if (c.endChanges)
+        assert.notDeepEqual(afterResult.rows, shown.rows, "what the run's end read changes them");
       else assert.deepEqual(afterResult.rows, shown.rows, 'the result line alone brings them');
       // Main's Σ columns against index.json: its tokens summed here, its dollars the run's agents'.
       const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));

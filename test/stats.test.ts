@@ -478,7 +478,9 @@ test("a Copilot subagent's stated total counts as its tokens in stats, as in the
   for (const [k, name] of COPILOT_TOTALS.entries()) {
     const out = join(root, `run-${k}`);
     const input = join(FIXTURES, `${name}.jsonl`);
-    const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', input], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', input], {
+      encoding: 'utf8',
+    });
     assert.equal(r.status, 0, r.stderr);
     const summary = [...r.stderr.matchAll(/ {2}tokens (\d+) {2}/g)].reduce((n, m) => n + Number(m[1]), 0);
     const tokens = copilotTokens(readFileSync(input, 'utf8'));

@@ -194,7 +194,9 @@ export function readOpencode(text: string): ChatReading {
 /** Copilot CLI recordings (under the fixtures) whose subagents state only a total (`totalTokens`). */
 export const COPILOT_TOTALS = [
   'other-agents/copilot-spawn',
-  ...['failing-subagent', 'late-subagent-output', 'nested-2', 'spawn-2'].map((n) => `other-agents/copilot/${n}`),
+  ...['failing-subagent', 'late-subagent-output', 'nested-2', 'spawn-2'].map(
+    (n) => `other-agents/copilot/${n}`,
+  ),
 ];
 
 /** Each agent's tokens as a Copilot recording states them (a subagent's total), by channel id. */

@@ -390,9 +390,10 @@ class FilesSink extends BatchTransform {
 
   /**
    * After a failed output or a chain cut short: the input lines in the folder, counted from
-   * the files themselves (the model counts the rest as unwritten). Every input line is one line of a channel's
-   * `.jsonl` or of `quarantine.log` (a line cut short by the failure has no newline yet and is
-   * not counted), so what the files hold is what was written, whichever write failed.
+   * the files themselves (the model counts the rest as unwritten). Every input line is one
+   * line of a channel's `.jsonl` or of `quarantine.log` (a line cut short by the failure has
+   * no newline yet and is not counted), so what the files hold is what was written, whichever
+   * write failed.
    */
   #linesWritten(): number {
     const rels = [...this.#byChannel.values()].map((f) => relPath(f.jsonlFile));

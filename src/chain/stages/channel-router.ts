@@ -125,7 +125,12 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
  * from here on. One not there yet, partial or disagreeing is left, without a word, to the
  * run's end, which reads every transcript again and warns as it does without this.
  */
-function takeEnded(session: Session, ended: EndedTranscripts, id: string, options: ChannelRouterOptions): void {
+function takeEnded(
+  session: Session,
+  ended: EndedTranscripts,
+  id: string,
+  options: ChannelRouterOptions,
+): void {
   if (!session.cost.seenUsage) return;
   const t = ended.channel(id, session.tree.sessionId, options.transcriptsCwd ?? session.cost.runCwd);
   if (t !== null) session.cost.takeChannelTranscript(id, t);
