@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { clickhouseStats } from '../chain/stats-clickhouse.js';
 import { EXIT, SubteeError, UsageError } from '../errors.js';
-import { escapeOneLine } from '../views/escape.js';
+import { escapeOneLine, terminalSafeJson } from '../views/escape.js';
 import {
   statsCsv,
   StatsAggregator,
@@ -163,7 +163,7 @@ export async function statsCommand(argv: string[], stdout: Writable, stderr: Wri
         ),
     });
   }
-  if (args.json) stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  if (args.json) stdout.write(`${terminalSafeJson(JSON.stringify(report, null, 2))}\n`);
   else if (args.csv) stdout.write(statsCsv(report));
   else stdout.write(statsText(report));
   if (report.skipped > 0) {

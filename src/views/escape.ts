@@ -18,6 +18,22 @@ export function escapeControl(text: string): string {
   });
 }
 
+/**
+ * What JSON lets stand raw in a string and a terminal showing it acts on: DEL, the C1 controls
+ * (U+009B is a CSI) and the bidi controls that reorder what a reader sees.
+ */
+export const JSON_TERMINAL_UNSAFE = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+const JSON_TERMINAL_UNSAFE_ALL = new RegExp(JSON_TERMINAL_UNSAFE.source, 'g');
+const unicodeEscape = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
+/**
+ * JSON text (JSON.stringify's, which escapes C0 controls already) with every
+ * JSON_TERMINAL_UNSAFE character written as a `\uXXXX` escape: the same value, nothing a
+ * terminal acts on. For JSON subtee writes where a terminal may show it (pino, `stats --json`).
+ */
+export const terminalSafeJson = (json: string): string =>
+  json.replace(JSON_TERMINAL_UNSAFE_ALL, unicodeEscape);
+
 // UNSAFE plus TAB and LF, for one pass over one-line fields.
 const UNSAFE_ON_ONE_LINE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 

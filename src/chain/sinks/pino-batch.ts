@@ -1,4 +1,5 @@
 import type { DestinationStream } from 'pino';
+import { JSON_TERMINAL_UNSAFE, terminalSafeJson } from '../../views/escape.js';
 
 /**
  * Bytes handed to the destination at most at a time (a longer line goes on its own): below
@@ -97,26 +98,15 @@ function nameText(value: string): string {
 }
 
 /**
- * DEL, the C1 controls (U+009B is a CSI) and the bidi controls that reorder what a reader
- * sees: JSON lets them stand raw in a string, and a terminal showing the log acts on them.
- */
-const TERMINAL_UNSAFE = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
-const TERMINAL_UNSAFE_ALL = new RegExp(TERMINAL_UNSAFE.source, 'g');
-const unicodeEscape = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
-
-/** JSON text with every TERMINAL_UNSAFE character written as a `\uXXXX` escape: the same value. */
-const terminalSafe = (json: string) => json.replace(TERMINAL_UNSAFE_ALL, unicodeEscape);
-
-/**
  * A string as pino writes it (its `asString`): short strings without a control character
  * are quoted with only `"` and `\` escaped, everything else is `JSON.stringify`'s (always, on
  * Node 25 and later). The two differ only for a lone surrogate in a short string. Unlike
- * pino, TERMINAL_UNSAFE characters are written as `\uXXXX` escapes: the same JSON value,
+ * pino, JSON_TERMINAL_UNSAFE characters are written as `\uXXXX` escapes: the same JSON value,
  * nothing a terminal acts on. One test of the regular expression clears most strings (asking
  * `Buffer.byteLength` first whether a string is ASCII cost more on strings that are not).
  */
 function pinoString(str: string): string {
-  if (TERMINAL_UNSAFE.test(str)) return terminalSafe(JSON.stringify(str));
+  if (JSON_TERMINAL_UNSAFE.test(str)) return terminalSafeJson(JSON.stringify(str));
   if (NODE_MAJOR >= 25 || str.length > 100) return JSON.stringify(str);
   let result = '';
   let last = 0;
@@ -138,7 +128,7 @@ function pinoString(str: string): string {
  * One pino log line, rendered here rather than by a logger: the bytes pino writes for
  * `logger[level](fields, msg)` with `base: null`, `messageKey: 'msg'` and this `time`
  * (`{"level":…,"time":"…",` the fields in order, undefined ones left out, `"msg":…}` and a
- * newline), but for TERMINAL_UNSAFE characters, written as `\uXXXX` escapes (pinoString). A
+ * newline), but for JSON_TERMINAL_UNSAFE characters, written as `\uXXXX` escapes (pinoString). A
  * logger call costs as much again as the line itself: it re-walks the fields, checks hooks
  * and mixins, and writes each line on its own.
  */
@@ -164,7 +154,9 @@ export function pinoLine(level: number, time: string, fields: Record<string, unk
       default:
         value = JSON.stringify(value);
         if (value === undefined) continue;
-        text = TERMINAL_UNSAFE.test(value as string) ? terminalSafe(value as string) : (value as string);
+        text = JSON_TERMINAL_UNSAFE.test(value as string)
+          ? terminalSafeJson(value as string)
+          : (value as string);
     }
     line += `,${keyText(key)}:${text}`;
   }
