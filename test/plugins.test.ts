@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
@@ -11,6 +12,7 @@ import { redact, redactRecord, MASK, SECRET_PATTERNS } from '../plugins/redact-s
 import { rewriteText } from '../src/chain/record-text.js';
 import { stepSummary } from '../plugins/github-step-summary/index.js';
 import {
+  BIN,
   FIXTURES,
   ROOT,
   chunked,
@@ -743,4 +745,33 @@ test('a run of quarantined lines is replaced by a run of as many lines, or refus
   const message = /^plugin shorter returned a run of 1 quarantined lines for line 5, a run of 3/;
   assert.match(refused.error!.message, message);
   assert.equal(refused.onDisk + refused.index.input.unwritten, refused.index.input.lines);
+});
+
+test('the summary of a run a plugin cut short or thinned says how many lines read the folder ' +
+  'lacks, as index.json counts them', () => {
+  const dir = tmpDir();
+  const input = join(dir, 'in.jsonl');
+  writeFileSync(input, fanoutInput(3, 3000));
+  for (const [name, body, code] of [
+    ['thrower', `if (rec.lineNo === 2000) throw new Error('boom'); return rec;`, 1],
+    ['thinner', 'return rec.lineNo % 10 === 0 ? null : rec;', 0],
+  ] as const) {
+    const file = join(dir, `${name}.mjs`);
+    writeFileSync(file, `export default { name: '${name}', kind: 'stage', kit: '>=0.0.0', options: {},
+  create: () => (rec) => { ${body} } };\n`);
+    const config = join(dir, `${name}.json`);
+    const stages = [{ use: 'line-parser' }, { use: 'channel-router' }, { use: name }];
+    writeFileSync(config, JSON.stringify({ plugins: [file], stages, sinks: [{ use: 'files' }] }));
+    const out = join(dir, `out-${name}`);
+    const args = [BIN, '--config', config, '--out', out, '--stdout', 'none', input];
+    const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
+    assert.equal(r.status, code, r.stderr);
+    const { input: counts } = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    const missing = name === 'thrower' ? counts.unwritten : counts.dropped;
+    assert.ok(missing > 0, `${name}: ${JSON.stringify(counts)}`);
+    const what = name === 'thrower' ? 'not written' : 'dropped by a plugin';
+    const summary = `, ${counts.lines} lines, 0 quarantined, ${missing} ${what} → `;
+    assert.ok(r.stderr.split('\n').some((l) => l.startsWith('subtee: ') && l.includes(summary)), r.stderr);
+    assert.equal(linesInFolder(out) + missing, counts.lines, name);
+  }
 });

@@ -49,8 +49,11 @@ export function summaryText(session: RunView, out: string, options: SummaryOptio
   const lines = [
     `subtee: ${counted(rows.length - 1, 'subagent')} ` +
       `(${n.completed} completed, ${n.failed} failed, ${n.running} running), ` +
-      `${counted(session.input.lines, 'line')}, ${session.input.quarantined} quarantined → ` +
-      escapeOneLine(out),
+      `${counted(session.input.lines, 'line')}, ${session.input.quarantined} quarantined` +
+      // The lines read that the folder lacks, and why: they add up to `lines` with those in it.
+      (session.input.unwritten > 0 ? `, ${session.input.unwritten} not written` : '') +
+      (session.input.dropped > 0 ? `, ${session.input.dropped} dropped by a plugin` : '') +
+      ` → ${escapeOneLine(out)}`,
     runCostLine(report, basisCounts(report, rows.map((r) => r.channel.id))),
   ];
   const rowText = (prefix: string, { channel: ch, parentRow }: TreeRow, note = '') => {
