@@ -220,7 +220,8 @@ test(
   () => {
     const dir = tmpDir();
     const agent = join(dir, 'slow.sh');
-    writeFileSync(agent, `#!/bin/sh\nhead -5 "${recording}"\necho agent-stderr >&2\ntail -n +6 "${recording}"\n`);
+    const script = `head -5 "${recording}"\necho agent-stderr >&2\ntail -n +6 "${recording}"\n`;
+    writeFileSync(agent, `#!/bin/sh\n${script}`);
     chmodSync(agent, 0o755);
     const stdoutFile = join(dir, 'stdout.txt');
     const out = join(dir, 'o');
