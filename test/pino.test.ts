@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { pinoLine } from '../src/chain/sinks/pino-batch.js';
@@ -15,8 +16,8 @@ const TERMINAL_UNSAFE = [
   ...['\u2066', '\u2067', '\u2068', '\u2069'],
 ];
 
-test('pino lines on stdout write C1 and bidi controls as \\u escapes: ' +
-  'no raw one in the bytes, every field parses to the text the stream gave', () => {
+/** A run whose text, tool name, tool input and tool result carry every TERMINAL_UNSAFE character. */
+function unsafeRun(): { input: string; text: string; tool: string } {
   const session = '55555555-2222-3333-4444-555555555555';
   const text = `safe ${TERMINAL_UNSAFE.join('x')} \u009b2J\u009b31mC1 \u202eevil ESC \u001b]0;T\u0007 end`;
   const tool = `Bash\u202e\u009b`;
@@ -47,11 +48,11 @@ test('pino lines on stdout write C1 and bidi controls as \\u escapes: ' +
       uuid: 'u',
     },
   ];
-  const input = lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
-  const r = spawnSync(process.execPath, [BIN, '--out', join(tmpDir(), 'out'), '--stdout', 'none', '-q',
-    '--pino', '-'], { input, timeout: 30_000, killSignal: 'SIGKILL' });
-  assert.equal(r.status, 0, String(r.stderr));
-  const bytes = r.stdout.toString('utf8');
+  return { input: lines.map((l) => JSON.stringify(l)).join('\n') + '\n', text, tool };
+}
+
+/** Checks pino's bytes: no raw TERMINAL_UNSAFE character, and every field the text the stream gave. */
+function assertEscaped(bytes: string, text: string, tool: string): void {
   for (const c of TERMINAL_UNSAFE)
     assert.ok(!bytes.includes(c), `U+${c.charCodeAt(0).toString(16).padStart(4, '0')} is raw in the log`);
   assert.ok(!bytes.includes('\u001b') && !bytes.includes('\u0007'), 'ESC and BEL are escaped too');
@@ -62,6 +63,30 @@ test('pino lines on stdout write C1 and bidi controls as \\u escapes: ' +
   assert.deepEqual(byKind('tool_use').map((e) => [e.tool, JSON.parse(e.content).command]), [[tool, text]]);
   // The headline is escaped for reading (as stderr is): visible escapes, not the characters.
   for (const e of events) assert.ok(!/[\u0080-\u009f\u202a-\u202e]/.test(e.msg), e.msg);
+}
+
+test('pino lines on stdout write C1 and bidi controls as \\u escapes: ' +
+  'no raw one in the bytes, every field parses to the text the stream gave', () => {
+  const { input, text, tool } = unsafeRun();
+  const r = spawnSync(process.execPath, [BIN, '--out', join(tmpDir(), 'out'), '--stdout', 'none', '-q',
+    '--pino', '-'], { input, timeout: 30_000, killSignal: 'SIGKILL' });
+  assert.equal(r.status, 0, String(r.stderr));
+  assertEscaped(r.stdout.toString('utf8'), text, tool);
+});
+
+test('pino lines through a transport write C1 and bidi controls as \\u escapes too', () => {
+  const { input, text, tool } = unsafeRun();
+  const dir = tmpDir();
+  const log = join(dir, 'events.log');
+  const config = join(dir, 'config.json');
+  writeFileSync(config, JSON.stringify({ sinks: [
+    { use: 'files', out: join(dir, 'out') },
+    { use: 'pino', transport: { target: 'pino/file', options: { destination: log } } },
+  ] }));
+  const r = spawnSync(process.execPath, [BIN, '--config', config, '-q'],
+    { input, timeout: 30_000, killSignal: 'SIGKILL' });
+  assert.equal(r.status, 0, String(r.stderr));
+  assertEscaped(readFileSync(log, 'utf8'), text, tool);
 });
 
 test('pinoLine escapes C1 and bidi controls in every string it writes: ' +

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { withDefaults } from '../../defaults.js';
 import { UsageError, writeFailed } from '../../errors.js';
 import { quarantinedLines, type LineRecord, type RecordBatch } from '../../model/record.js';
-import { escapeOneLine } from '../../views/escape.js';
+import { escapeOneLine, terminalSafeJson } from '../../views/escape.js';
 import { channelLabel, inputPreview } from '../../views/text.js';
 import { lineContent } from '../../model/content.js';
 import { CUT_LENGTHS, cutText, DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
@@ -287,6 +287,8 @@ class PinoSink extends BatchTransform {
             base: null,
             timestamp: () => `,"time":"${this.#eventTime ?? new Date().toISOString()}"`,
             messageKey: 'msg',
+            // pino's own serialisation lets C1 and bidi controls stand raw, as JSON allows.
+            hooks: { streamWrite: terminalSafeJson },
           },
           this.#transport!,
         ));
