@@ -111,16 +111,17 @@ test("on every fixture the channels' dollars add up to the result's costUSD per 
       const listPrice = (seen.input * OPUS_5_5.input + c.usage.output_tokens * OPUS_5_5.output) / 1e6;
       near(c.cost.usd, listPrice, `${name}: dollars of ${c.id}`);
     }
-    // A subtree is its channel and every channel under it.
+    // A subtree is its channel and every channel under it whose usage is known; none: unknown.
     const byId = new Map(index.channels.map((c: any) => [c.id, c]));
     for (const c of index.channels) {
-      let sum = 0;
+      let sum: number | null = null;
       for (const d of index.channels) {
         let at: any = d;
         while (at && at.id !== c.id) at = at.id === null ? null : byId.get(at.parent);
-        if (at) sum += d.cost.usd;
+        if (at && d.cost.basis !== 'unknown') sum = (sum ?? 0) + d.cost.usd;
       }
-      near(c.cost.subtree_usd, sum, `${name}: subtree of ${c.id}`);
+      if (sum === null) assert.equal(c.cost.subtree_usd, null, `${name}: subtree of ${c.id}`);
+      else near(c.cost.subtree_usd, sum, `${name}: subtree of ${c.id}`);
     }
   }
 });
@@ -527,6 +528,10 @@ interface Views {
   stderr: string;
   /** The report page's cost line, as Chromium draws it. */
   header: string;
+  /** The report's Σ cost cell of each channel, by its id (`main` for main), as Chromium draws it. */
+  sigma: Map<string, string>;
+  /** The `# cost:` line closing each channel's `.log`, by its id (`main` for main). */
+  costLines: Map<string, string>;
   stats: any;
   /** The attributes of the run's root span, as a loopback OTLP receiver got them. */
   root: Record<string, string | number | boolean>;
@@ -570,15 +575,35 @@ describe('the run cost in every view, against what the recording states', () => 
     assert.equal(code, 0, stderr);
     const { page } = await openReport(browser, out);
     const header = (await page.textContent('#cost')) ?? '';
+    // Each row: the channel's id at the end of its name's title, its Σ cost in the last cell.
+    const cells = await page.$$eval('#tree tbody tr.tree-row', (rows) =>
+      rows.map((r) => [r.querySelector('td')!.title, r.lastElementChild!.textContent ?? '']),
+    );
     await page.close();
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    const sigma = new Map<string, string>();
+    const costLines = new Map<string, string>();
+    const ids = index.channels.flatMap((c: any) => (c.id === null ? [] : [c.id]));
+    for (const [title, text] of cells) {
+      const id = ids.find((i: string) => title.endsWith(` ${i}`)) ?? 'main';
+      assert.ok(!sigma.has(id), `one row for ${id}`);
+      sigma.set(id, text);
+    }
+    for (const c of index.channels) {
+      const id = c.id ?? 'main';
+      const log = readFileSync(join(out, c.log), 'utf8').trimEnd().split('\n');
+      costLines.set(id, log.filter((l) => l.startsWith('# cost: ')).pop()!);
+    }
     const stats = spawnSync(process.execPath, [BIN, 'stats', out, '--json'], { encoding: 'utf8' });
     assert.equal(stats.status, 0, stats.stderr);
     const roots = receiver.spans.filter((s) => s.parentSpanId === '');
     assert.equal(roots.length, 1);
     return {
-      index: JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')),
+      index,
       stderr,
       header,
+      sigma,
+      costLines,
       stats: JSON.parse(stats.stdout).total,
       root: roots[0].attributes,
     };
@@ -633,6 +658,51 @@ describe('the run cost in every view, against what the recording states', () => 
     near(v.stats.cost_usd, known, 'stats cost_usd');
     assert.equal(v.stats.unknown, spawned);
     near(v.root['subtee.run.cost.usd'] as number, known, 'OTLP subtee.run.cost.usd');
+  });
+
+  test('a subtree of no known usage costs unknown in every view; a partly known one what is known ' +
+    '+ N unknown, as the run does', async () => {
+    // GitHub Copilot CLI: no channel's usage is known, so no subtree's is.
+    const copilot = join(FIXTURES, 'other-agents', 'copilot-spawn.jsonl');
+    const v = await views(copilot);
+    const under = (id: string | null): number =>
+      1 + v.index.channels.filter((c: any) => c.parent === id && c.id !== null).reduce(
+        (n: number, c: any) => n + under(c.id), 0);
+    assert.equal(under(null), v.index.channels.length, 'every channel is under main');
+    for (const c of v.index.channels) {
+      const id = c.id ?? 'main';
+      assert.deepEqual([c.cost.subtree_usd, c.cost.subtree_unknown], [null, under(c.id)], id);
+      assert.match(v.costLines.get(id)!, /^# cost: \$\? · subtree \$\? · /, id);
+      assert.equal(v.sigma.get(id), '$?', `report Σ cost of ${id}`);
+    }
+    const run = open(copilot);
+    const outputs: Promise<SubagentOutput>[] = [];
+    for await (const sub of run.allSubagents) outputs.push(sub.output);
+    const output = await run.output;
+    await run.done;
+    assert.ok(outputs.length >= 2);
+    for (const out of [output, ...(await Promise.all(outputs))])
+      assert.deepEqual([out.subtree.cost.usd, out.subtree.cost.outputTokens], [null, 'unknown']);
+
+    // Gemini CLI: main's usage is known, its subagents' is not.
+    const gemini = join(FIXTURES, 'other-agents', 'gemini-spawn.jsonl');
+    const lines = readFileSync(gemini, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const [[model, stated]] = Object.entries<any>(lines.find((l) => l.type === 'result').stats.models);
+    const spawned = lines.filter((l) => l.type === 'tool_use' && l.tool_name === 'invoke_agent').length;
+    const prices = join(tmpDir(), 'prices.json');
+    writeFileSync(prices, JSON.stringify({ date: '2026-10-01', models: { [model]: { input: 3, output: 7 } } }));
+    const known = (stated.input_tokens * 3 + stated.output_tokens * 7) / 1e6;
+    const g = await views(gemini, '--prices', prices);
+    const main = g.index.channels.find((c: any) => c.id === null);
+    near(main.cost.subtree_usd, known, 'main subtree_usd');
+    assert.equal(main.cost.subtree_unknown, spawned);
+    const floor = `${formatUsd(known)} + ${spawned} unknown`;
+    assert.ok(g.costLines.get('main')!.includes(` · subtree ${floor} · `), g.costLines.get('main'));
+    assert.equal(g.sigma.get('main'), floor, 'report Σ cost of main');
+    for (const c of g.index.channels.filter((c: any) => c.id !== null)) {
+      assert.deepEqual([c.cost.subtree_usd, c.cost.subtree_unknown], [null, 1], c.id);
+      assert.equal(g.sigma.get(c.id), '$?', `report Σ cost of ${c.id}`);
+    }
   });
 
   test("the run's output-tokens basis is its channels' least exact: a result without modelUsage " +

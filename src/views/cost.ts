@@ -9,6 +9,7 @@ import { cutText } from '../model/display.js';
 import type { SinkRun } from '../model/session.js';
 import type { ReadonlyChannel } from '../model/tree.js';
 import { escapeOneLine } from './escape.js';
+import { addUsdSum, usdLeavingOut, usdSumFigure, usdSumOf, type UsdSum } from './report/client.js';
 import { walkTree, type TreeLike, type TreeRow } from './walk.js';
 
 /** The mark an estimated or stream figure carries where dollars are shown: `~` (see docs/cost.md). */
@@ -42,7 +43,10 @@ export interface ChannelCostView {
   models: readonly string[];
   /** null: unpriced, or its usage unknown (see `basis` and `reason`). */
   usd: number | null;
-  /** Its subtree's dollars, over the channels whose usage is known; null when one is unpriced. */
+  /**
+   * Its subtree's dollars, over the channels whose usage is known; null when one is unpriced or
+   * none is known (`usdSumFigure`).
+   */
   subtreeUsd: number | null;
   /** Channels in its subtree (itself included) whose usage is unknown: not in `subtreeUsd`. */
   subtreeUnknown: number;
@@ -84,11 +88,6 @@ export function indexCost(
 }
 
 /**
- * Every channel's cost and its subtree's, rolled up along the walk (children after parents,
- * so one backward pass): a subtree with an unpriced channel costs null; a channel of unknown
- * usage adds nothing and is counted (`subtreeUnknown`), so the figure is shown as a floor.
- */
-/**
  * A channel's usage as index.json shows it: the stream's, with the ledger's output tokens (true,
  * estimated or a transcript's), or a transcript's counts whole when the stream showed none of
  * its messages. `tokens` null (no usage known): the stream's as they are.
@@ -123,20 +122,27 @@ export function channelUsage<U extends Readonly<Record<string, number>>>(
   return usageShown(usage, tokens, cost?.transcriptOnly ?? false);
 }
 
+/**
+ * Every channel's cost and its subtree's, rolled up along the walk (children after parents,
+ * so one backward pass): a subtree with an unpriced channel costs null; a channel of unknown
+ * usage adds nothing and is counted (`subtreeUnknown`), so the figure is shown as a floor; a
+ * subtree of unknown usage only costs null, as the run does when none is known.
+ */
 export function channelCosts(
   report: ReadonlyCostReport,
   tree: TreeLike,
   rows: readonly TreeRow[] = walkTree(tree),
 ): Map<ReadonlyChannel, ChannelCostView> {
+  const sums: UsdSum[] = [];
   const views = rows.map((row): ChannelCostView => {
     const own = report.channels.get(row.channel.id);
     const usd = own ? own.usd : null;
-    const unknown = own === undefined || own.basis === 'unknown';
+    sums.push(usdSumOf(usd, own === undefined || own.basis === 'unknown'));
     return {
       models: own?.models ?? [],
       usd,
-      subtreeUsd: unknown ? 0 : usd,
-      subtreeUnknown: unknown ? 1 : 0,
+      subtreeUsd: null,
+      subtreeUnknown: 0,
       tokens: own && own.basis !== 'unknown' ? own.tokens : null,
       basis: own?.basis ?? 'unknown',
       reason: own ? own.reason : NO_USAGE_REASON,
@@ -145,17 +151,17 @@ export function channelCosts(
   });
   for (let i = rows.length - 1; i >= 0; i--) {
     const parent = rows[i].parentRow;
-    if (parent < 0) continue;
-    const into = views[parent];
-    const from = views[i];
-    into.subtreeUsd =
-      into.subtreeUsd === null || from.subtreeUsd === null ? null : into.subtreeUsd + from.subtreeUsd;
-    into.subtreeUnknown += from.subtreeUnknown;
+    if (parent >= 0) addUsdSum(sums[parent], sums[i]);
   }
-  for (const v of views) v.subtreeUsd = roundUsd(v.subtreeUsd);
+  views.forEach((v, i) => {
+    v.subtreeUsd = roundUsd(usdSumFigure(sums[i]));
+    v.subtreeUnknown = sums[i].unknown;
+  });
   return new Map(rows.map((row, i) => [row.channel, views[i]]));
 }
 
+
+export { addUsdSum, usdLeavingOut, usdSumFigure, usdSumOf, type UsdSum };
 
 /**
  * How many channels of unknown usage the run's dollars leave out: those counted apart when the

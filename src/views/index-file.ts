@@ -126,7 +126,7 @@ function costFields(view: ChannelCostView | undefined): Pick<IndexChannel, 'mode
   if (!view)
     return {
       models: [],
-      cost: { usd: null, subtree_usd: 0, subtree_unknown: 1, basis: 'unknown', reason: NO_USAGE_REASON },
+      cost: { usd: null, subtree_usd: null, subtree_unknown: 1, basis: 'unknown', reason: NO_USAGE_REASON },
     };
   return {
     models: view.models,

@@ -11,6 +11,7 @@ import {
   channelUsage,
   formatUsd,
   runUsdLeavesOut,
+  usdLeavingOut,
   type ChannelCostView,
 } from './cost.js';
 import type { ReadonlyCostReport, TokensBasis } from '../model/cost.js';
@@ -155,11 +156,9 @@ function runCostLine(report: ReadonlyCostReport, counts: Record<TokensBasis, num
         : 'no result line';
   const unattributed =
     report.unattributed_usd === null ? '' : `, unattributed ${formatUsd(report.unattributed_usd)}`;
-  const leftOut = (usd: number | null, unknown: number) =>
-    formatUsd(usd) + (usd !== null && unknown > 0 ? ` + ${unknown} unknown` : '');
-  const run = leftOut(report.usd, runUsdLeavesOut(report, counts.unknown));
+  const run = usdLeavingOut(report.usd, runUsdLeavesOut(report, counts.unknown));
   return (
-    `cost ${run}: subagent tree ${leftOut(report.channels_usd, counts.unknown)}${unattributed} ` +
+    `cost ${run}: subagent tree ${usdLeavingOut(report.channels_usd, counts.unknown)}${unattributed} ` +
     `(${claude}; ${basis}; agents' output tokens ${basisText(counts)})`
   );
 }

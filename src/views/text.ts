@@ -6,7 +6,7 @@ import type { LineRecord, SpooledRecord } from '../model/record.js';
 import type { ChannelSnapshot } from '../model/tree.js';
 import { escapeControl, escapeOneLine } from './escape.js';
 import type { ReadonlyCostReport } from '../model/cost.js';
-import { formatUsd, NO_USAGE_REASON, type ChannelCostView } from './cost.js';
+import { formatUsd, NO_USAGE_REASON, usdLeavingOut, type ChannelCostView } from './cost.js';
 
 /** What the transcript cuts each field to: the display policy's length classes (model/display.ts). */
 export const RENDER_DEFAULTS = Object.freeze({
@@ -78,11 +78,7 @@ export function headerLines(ch: ChannelSnapshot): string[] {
 export function costLine(cost: ChannelCostView | undefined, report: ReadonlyCostReport): string {
   // A null is unpriced or unknown and is shown as such, never as $0.
   const own = formatUsd(cost === undefined ? null : cost.usd);
-  const subtree =
-    formatUsd(cost === undefined ? null : cost.subtreeUsd) +
-    (cost !== undefined && cost.subtreeUsd !== null && cost.subtreeUnknown > 0
-      ? ` + ${cost.subtreeUnknown} unknown`
-      : '');
+  const subtree = usdLeavingOut(cost?.subtreeUsd ?? null, cost?.subtreeUnknown ?? 0);
   const models =
     cost && cost.models.length > 0 ? cost.models.map((m) => escapeOneLine(m)).join(', ') : 'no model';
   const t = cost?.tokens;

@@ -21,7 +21,7 @@ import {
 } from '../../model/tree.js';
 import { roundUsd, worse, type CostBasis, type TokensBasis, type UsageEvent } from '../../model/cost.js';
 import { endFigures, type EndFigures } from '../../model/run-model.js';
-import { channelUsage } from '../cost.js';
+import { addUsdSum, channelUsage, usdSumFigure, usdSumOf, type UsdSum } from '../cost.js';
 import { deepFreeze, Feed } from '../feed.js';
 import { EventLog, NO_CHANGES, type EventEntry, type LinePlace } from './event-log.js';
 import { PackedLines } from './packed-lines.js';
@@ -554,7 +554,7 @@ export class Projection implements HandleHost {
     let last: string | null = null;
     const span: Pick<ChannelTimes, 'startedAt' | 'endedAt'> = { startedAt: null, endedAt: null };
     let subagents = 0;
-    let costUsd: number | null = 0;
+    const costUsd: UsdSum = { usd: 0, known: 0, unknown: 0 };
     let outputTokens: TokensBasis | null = null;
     let basis: CostBasis = 'table';
     const seen = new Set<ReadonlyChannel>();
@@ -567,11 +567,10 @@ export class Projection implements HandleHost {
       const figures = this.figuresOf(at, atEnd);
       const { channel, cost: own } = figures;
       if (at === ch) basis = figures.basis;
-      // As index.json's subtree_usd: channels with no usage known cost nothing here.
-      if (own && own.basis !== 'unknown') {
-        costUsd = costUsd === null || own.usd === null ? null : costUsd + own.usd;
-        outputTokens = outputTokens === null ? own.basis : worse(outputTokens, own.basis);
-      }
+      // As index.json's subtree_usd: channels with no usage known are counted apart.
+      const unknown = !own || own.basis === 'unknown';
+      addUsdSum(costUsd, usdSumOf(own?.usd ?? null, unknown));
+      if (!unknown) outputTokens = outputTokens === null ? own.basis : worse(outputTokens, own.basis);
       // As index.json shows it: the output tokens the ledger counted.
       const shown = channelUsage(channel.usage, own);
       for (const key in shown) usage[key] = (usage[key] ?? 0) + shown[key];
@@ -588,7 +587,7 @@ export class Projection implements HandleHost {
     }
     // The subagents under it: itself not counted (a leaf has none).
     return Object.freeze({
-      ...totalsOf(usage, first, last, this.costOf(roundUsd(costUsd), outputTokens ?? 'exact', basis), span),
+      ...totalsOf(usage, first, last, this.costOf(roundUsd(usdSumFigure(costUsd)), outputTokens ?? 'unknown', basis), span),
       subagents: subagents - 1,
     });
   }

@@ -15,6 +15,46 @@ export interface Totals {
   last: number | null;
 }
 
+/**
+ * Dollars of a subtree as they are added up, in every view (docs/cost.md, "Unknown is
+ * unknown"): a channel of unknown usage adds nothing and is counted apart; an unpriced one
+ * makes the sum null. The rule lives here because the page's script imports nothing at run
+ * time; views/cost.ts hands it to every other view.
+ */
+export interface UsdSum {
+  /** The dollars of the channels whose usage is known; null once one of them is unpriced. */
+  usd: number | null;
+  /** Channels whose usage is known (in `usd`). */
+  known: number;
+  /** Channels whose usage is unknown (not in `usd`). */
+  unknown: number;
+}
+
+/** One channel's dollars as a sum: `unknownUsage`, its usage is unknown (its dollars not in it). */
+export function usdSumOf(usd: number | null, unknownUsage: boolean): UsdSum {
+  return unknownUsage ? { usd: 0, known: 0, unknown: 1 } : { usd, known: 1, unknown: 0 };
+}
+
+/** Adds `from` (a child's subtree) into `into`. */
+export function addUsdSum(into: UsdSum, from: UsdSum): void {
+  into.usd = into.usd === null || from.usd === null ? null : into.usd + from.usd;
+  into.known += from.known;
+  into.unknown += from.unknown;
+}
+
+/** The sum's figure: null (`$?`) when no channel in it is of known usage, or one is unpriced. */
+export function usdSumFigure(sum: UsdSum): number | null {
+  return sum.known === 0 ? null : sum.usd;
+}
+
+/**
+ * Dollars that leave out channels of unknown usage, as a person reads them: `$0.0012 + 2
+ * unknown`; `$?` for a null figure (nothing known, or unpriced), never `$0 + 2 unknown`.
+ */
+export function usdLeavingOut(usd: number | null, unknown: number): string {
+  return formatUsd(usd) + (usd !== null && unknown > 0 ? ` + ${unknown} unknown` : '');
+}
+
 export interface Row {
   index: number;
   ch: ChannelView;
@@ -24,7 +64,9 @@ export interface Row {
   parentRow: number;
   hasChildren: boolean;
   own: Totals;
+  /** The subtree's: `usd` is `usdSumFigure(subUsd)`. */
   sub: Totals;
+  subUsd: UsdSum;
 }
 
 /** A channel's tokens as the data states them (the summary's count, see Usage). */
@@ -66,14 +108,13 @@ export function treeRows(channels: readonly ChannelView[]): Row[] {
       const own = {
         tokens: tokensOf(ch),
         usd: ch.cost,
-        // A channel of unknown usage adds nothing to its parents' sums (it is not unpriced).
-        subUsd: ch.costBasis === 'unknown' ? 0 : ch.cost,
         first: ch.first ?? ch.spawned,
         last: ch.last ?? ch.first ?? ch.spawned,
       };
-      const { subUsd, ...ownTotals } = own;
-      const sub = { ...ownTotals, usd: subUsd };
-      rows.push({ index: i, ch, level, parentRow, hasChildren: false, own: ownTotals, sub });
+      // A channel of unknown usage adds nothing to its parents' sums (it is not unpriced).
+      const subUsd = usdSumOf(ch.cost, ch.costBasis === 'unknown');
+      const sub = { ...own, usd: null };
+      rows.push({ index: i, ch, level, parentRow, hasChildren: false, own, sub, subUsd });
       const row = rows.length - 1;
       const kids = children[i];
       for (let k = kids.length - 1; k >= 0; k--) if (!visited[kids[k]]) stack.push([kids[k], level + 1, row]);
@@ -90,10 +131,11 @@ export function treeRows(channels: readonly ChannelView[]): Row[] {
     const t = rows[p].sub;
     rows[p].hasChildren = true;
     t.tokens += s.tokens;
-    t.usd = t.usd === null || s.usd === null ? null : t.usd + s.usd;
+    addUsdSum(rows[p].subUsd, rows[r].subUsd);
     if (s.first !== null && (t.first === null || s.first < t.first)) t.first = s.first;
     if (s.last !== null && (t.last === null || s.last > t.last)) t.last = s.last;
   }
+  for (const row of rows) row.sub.usd = usdSumFigure(row.subUsd);
   return rows;
 }
 
@@ -525,7 +567,7 @@ function renderTree(state: State, again = true): void {
       num(formatDuration(elapsed(r.sub))),
       num(formatCount(ch.lines)),
       num((ch.costBasis === 'estimated' || ch.costBasis === 'stream' ? '~' : '') + formatUsd(r.own.usd)),
-      num(formatUsd(r.sub.usd)),
+      num(usdLeavingOut(r.sub.usd, r.subUsd.unknown)),
     );
     frag.append(tr);
   }
