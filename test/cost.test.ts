@@ -690,7 +690,8 @@ describe('the run cost in every view, against what the recording states', () => 
     const [[model, stated]] = Object.entries<any>(lines.find((l) => l.type === 'result').stats.models);
     const spawned = lines.filter((l) => l.type === 'tool_use' && l.tool_name === 'invoke_agent').length;
     const prices = join(tmpDir(), 'prices.json');
-    writeFileSync(prices, JSON.stringify({ date: '2026-10-01', models: { [model]: { input: 3, output: 7 } } }));
+    const rates = { [model]: { input: 3, output: 7 } };
+    writeFileSync(prices, JSON.stringify({ date: '2026-10-01', models: rates }));
     const known = (stated.input_tokens * 3 + stated.output_tokens * 7) / 1e6;
     const g = await views(gemini, '--prices', prices);
     const main = g.index.channels.find((c: any) => c.id === null);

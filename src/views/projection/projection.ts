@@ -586,8 +586,9 @@ export class Projection implements HandleHost {
       }
     }
     // The subagents under it: itself not counted (a leaf has none).
+    const cost = this.costOf(roundUsd(usdSumFigure(costUsd)), outputTokens ?? 'unknown', basis);
     return Object.freeze({
-      ...totalsOf(usage, first, last, this.costOf(roundUsd(usdSumFigure(costUsd)), outputTokens ?? 'unknown', basis), span),
+      ...totalsOf(usage, first, last, cost, span),
       subagents: subagents - 1,
     });
   }
