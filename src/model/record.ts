@@ -1,7 +1,7 @@
 import type { UsageEvent } from './cost.js';
 import type { JsonObject } from './message.js';
 import type { RoutedEvent, ToolEvent } from './run-model.js';
-import type { ChannelEvent, ReadonlyChannel } from './tree.js';
+import type { ChannelEvent, ChannelPlace, ReadonlyChannel } from './tree.js';
 
 export type { ChannelEvent } from './tree.js';
 
@@ -20,6 +20,11 @@ export interface LineRecord {
    * lines arrive; `events` carry snapshots that do not). Never written on a record.
    */
   readonly channel?: ReadonlyChannel;
+  /**
+   * On the router's envelope: where the channel sat as the line was routed (its parent, depth
+   * and agent), frozen: a view names the line's channel by this, however late it reads it.
+   */
+  readonly place?: ChannelPlace;
   /** On the router's envelope: the tree changes this line caused, frozen. */
   readonly events?: readonly ChannelEvent[];
   /** On the router's envelope: what the cost ledger counted for this line, when it counted any. */
@@ -91,6 +96,7 @@ export interface SpooledRecord {
   reason: QuarantineReason | null;
   /** On the router's envelope, as for a line record. */
   readonly channel?: ReadonlyChannel;
+  readonly place?: ChannelPlace;
   readonly events?: readonly ChannelEvent[];
 }
 
@@ -126,6 +132,7 @@ export class RoutedLine implements LineRecord {
   readonly raw: Buffer;
   declare readonly value: JsonObject;
   readonly channel: ReadonlyChannel;
+  readonly place: ChannelPlace;
   // Declared, not defined: a line without events or not derived has no such key at all.
   declare readonly events?: readonly ChannelEvent[];
   declare readonly usage?: UsageEvent;
@@ -139,6 +146,7 @@ export class RoutedLine implements LineRecord {
     this.#line = line;
     Object.defineProperty(this, 'value', ROUTED_VALUE);
     this.channel = routed.channel;
+    this.place = routed.place;
     const { changes, usage, tools } = routed;
     if (changes.length > 0) Object.defineProperty(this, 'events', { value: changes, enumerable: true });
     if (usage !== null) Object.defineProperty(this, 'usage', { value: usage, enumerable: true });
@@ -165,8 +173,8 @@ export function lineOf(rec: LineRecord): LineRecord {
 }
 
 /** A spooled line as the channel router hands it on: a new, frozen record with its channel. */
-export function routedSpooled(rec: SpooledRecord, { channel, changes }: RoutedEvent): SpooledRecord {
-  return Object.freeze({ ...rec, channel, ...(changes.length > 0 ? { events: changes } : {}) });
+export function routedSpooled(rec: SpooledRecord, { channel, place, changes }: RoutedEvent): SpooledRecord {
+  return Object.freeze({ ...rec, channel, place, ...(changes.length > 0 ? { events: changes } : {}) });
 }
 
 /**

@@ -12,6 +12,7 @@ import type { JsonObject } from './message.js';
 import {
   ChannelTree,
   type ChannelEvent,
+  type ChannelPlace,
   type ReadonlyChannel,
   type ToolEvent,
 } from './tree.js';
@@ -30,6 +31,8 @@ export interface RoutedEvent {
    * changes as later lines arrive; `changes` carry snapshots that do not).
    */
   readonly channel: ReadonlyChannel;
+  /** Where the channel sat as this line was routed, frozen: what a view of the line names it by. */
+  readonly place: ChannelPlace;
   /** The tree changes the line caused, in order: a channel opened, its spawn seen, its end. */
   readonly changes: readonly ChannelEvent[];
   /** What the cost ledger counted for the line; null for most lines (it counted nothing). */
@@ -192,6 +195,7 @@ export class RunModel implements RunView {
       type: 'routed',
       lineNo,
       channel,
+      place: channel.place,
       changes: events.length > 0 ? this.withFigures(events, lineNo, onEnd) : NO_CHANGES,
       usage,
       tools,

@@ -33,6 +33,21 @@ function agentName(value: unknown): string | null {
   return name === null ? null : boundedText(name, MAX_AGENT_CHARS);
 }
 
+/**
+ * Where a channel sat in the tree when a line was routed to it, and what it was called: what a
+ * view of that line names it by. The tree makes a new one when a spawn or a task_started
+ * places or names the channel (a line that arrived before its spawn keeps the place it had),
+ * never changes one.
+ */
+export interface ChannelPlace {
+  readonly id: string | null;
+  readonly parent: string | null;
+  readonly depth: number | null;
+  readonly agent: string | null;
+  readonly description: string | null;
+  readonly tag: string;
+}
+
 export interface Channel {
   /** The spawning tool_use id; null for the main conversation. */
   readonly id: string | null;
@@ -64,6 +79,8 @@ export interface Channel {
   readonly tag: string;
   /** Creation order, for stable listings. */
   readonly seq: number;
+  /** Where the channel sits now, frozen (see ChannelPlace). */
+  readonly place: ChannelPlace;
 }
 
 /**
@@ -78,7 +95,7 @@ export type ReadonlyChannel = Readonly<Omit<Channel, 'children' | 'counts' | 'us
 };
 
 /** A channel as it was at one moment: what events carry, frozen, never updated. */
-export type ChannelSnapshot = Readonly<Omit<Channel, 'children' | 'counts' | 'usage'>> & {
+export type ChannelSnapshot = Readonly<Omit<Channel, 'children' | 'counts' | 'usage' | 'place'>> & {
   readonly counts: Readonly<Record<CountedBlockType, number>>;
   readonly usage: Readonly<Record<string, number>>;
 };
@@ -190,11 +207,20 @@ class TreeChannel implements Channel {
   readonly seq: number;
   #messageId: string | null = null;
   #messageUsage: Record<string, number> | null = null;
+  #place: ChannelPlace | null = null;
 
   constructor(id: string | null, tag: string, seq: number) {
     this.id = id;
     this.tag = tag;
     this.seq = seq;
+  }
+
+  get place(): ChannelPlace {
+    const place = this.#place;
+    const moved = place === null || place.parent !== this.parent || place.depth !== this.depth;
+    if (!moved && place.agent === this.agent && place.description === this.description) return place;
+    const { id, parent, depth, agent, description, tag } = this;
+    return (this.#place = Object.freeze({ id, parent, depth, agent, description, tag }));
   }
 
   addChild(id: string): void {

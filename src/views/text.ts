@@ -18,7 +18,7 @@ export const RENDER_DEFAULTS = Object.freeze({
 /** A field value of the transcript (prompt, result, status summary): cut as the `field` class. */
 const fieldText = (text: Parameters<typeof cutText>[0]): string => cutText(text, 'field').text;
 
-export function channelLabel(ch: ChannelSnapshot): string {
+export function channelLabel(ch: Pick<ChannelSnapshot, 'id' | 'agent' | 'tag'>): string {
   if (ch.id === null) return 'main';
   return `${ch.agent ?? 'agent'}·${ch.tag}`;
 }
@@ -45,7 +45,7 @@ export class ChannelLabels {
 
   constructor(readonly maxChars: number = LABEL_DEFAULTS.maxChars) {}
 
-  of(ch: ChannelSnapshot): string {
+  of(ch: Pick<ChannelSnapshot, 'id' | 'agent' | 'description' | 'tag'>): string {
     if (ch.id === null) return 'main';
     const known = this.#byId.get(ch.id);
     if (known !== undefined) return known;

@@ -14,7 +14,7 @@ import { viewOf } from '../../model/line-view.js';
 import { batchLines, PINO_LEVELS, pinoLine } from './pino-batch.js';
 import { openLogFile } from '../../safe-open.js';
 import { requireSession, type SinkRun } from '../../model/session.js';
-import { elapsedBetween, type ChannelSnapshot } from '../../model/tree.js';
+import { elapsedBetween, type ChannelPlace, type ChannelSnapshot } from '../../model/tree.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import type { ReadonlyChannelCost } from '../../model/cost.js';
 import { endFigures } from '../../model/run-model.js';
@@ -50,7 +50,10 @@ function whileReaderReads(): (err: unknown, writing: number, waiting: number) =>
 
 type Kind = 'text' | 'thinking' | 'tool_use' | 'tool_result' | 'status' | 'warning' | 'quarantine';
 
-function where(ch: ChannelSnapshot | undefined) {
+/** Who a channel is, as a line's events name it: its place as the line was routed, or a snapshot. */
+type Named = ChannelPlace | ChannelSnapshot;
+
+function where(ch: Named | undefined) {
   return {
     channel: ch?.id ?? 'main',
     parent: ch?.parent ?? null,
@@ -70,7 +73,7 @@ export interface PinoEvent {
 /** The headline of an event: who, what, and the start of the content, on one escaped line. */
 export function eventMessage(
   kind: Kind,
-  ch: ChannelSnapshot | undefined,
+  ch: Named | undefined,
   fields: Record<string, unknown>,
 ): string {
   const who = ch ? channelLabel(ch) : 'main';
@@ -115,13 +118,14 @@ export function pinoEvents(
   display: DisplayPolicy = DISPLAY_DEFAULTS,
 ): PinoEvent[] {
   const out: PinoEvent[] = [];
-  const ch = rec.channel;
+  // Where the channel was as the line was routed, not as the tree has it by now.
+  const ch = rec.place ?? rec.channel;
   const v = viewOf(rec);
   const push = (
     level: PinoEvent['level'],
     kind: Kind,
     fields: Record<string, unknown>,
-    about: ChannelSnapshot | undefined = ch,
+    about: Named | undefined = ch,
   ) => out.push({ level, kind, fields, msg: eventMessage(kind, about, fields) });
   const content = (text: Parameters<typeof cutText>[0]) => cutText(text, 'content', maxChars).text;
   for (const item of lineContent(v, display)) {
@@ -460,7 +464,7 @@ class PinoSink extends BatchTransform {
       return;
     }
     if (events.length === 0 || this.#readerGone) return;
-    const base = where(rec.channel);
+    const base = where(rec.place ?? rec.channel);
     const time = streamTime(viewOf(rec));
     this.#eventTime = time;
     for (const e of events) {

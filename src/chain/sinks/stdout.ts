@@ -55,7 +55,8 @@ export function stdoutText(
   indent: string,
   memory: StdoutMemory = stdoutMemory(),
 ): string | null {
-  const ch = rec.channel;
+  // Where the channel was as the line was routed, not as the tree has it by now.
+  const ch = rec.place ?? rec.channel;
   const isMain = !ch || ch.id === null;
   const out: string[] = [];
   if (mode === 'text') {
