@@ -521,3 +521,75 @@ test('stats --json writes the C1 and bidi controls of an agent name as \\u escap
   assert.ok(r.stdout.includes('lev\\u202eel\\u009b2'), r.stdout);
   assert.ok(JSON.stringify(JSON.parse(r.stdout)).includes('lev\u202eel\u009b2'));
 });
+
+/** A run folder holding this index.json; its channels get a format and a time each. */
+function writeIndex(root: string, name: string, channels: unknown[], cost: object = {}): string {
+  const dir = join(root, name);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'index.json'), JSON.stringify({ format: 'subtee-index/1', cost, channels }));
+  return dir;
+}
+
+test('stats refuses a figure past 2^53 − 1 as implausible, counts it as none and names it: two near ' +
+  '1e308 never sum to Infinity', () => {
+  const root = tmpDir();
+  const MAX = Number.MAX_SAFE_INTEGER;
+  const channel = (id: string | null, usage: object, usd: number) => ({
+    id, agent: 'worker', status: 'completed', models: ['m'], usage, cost: { usd, basis: 'exact' },
+    first_seen: '2026-11-30T12:00:00.000Z', last_seen: '2026-11-30T12:00:01.000Z',
+  });
+  // Each run: main with huge figures, a subagent with plain ones, the largest taken (2^53 − 1).
+  for (const name of ['a', 'b'])
+    writeIndex(root, name, [
+      channel(null, { input_tokens: 1.5e308, output_tokens: 7 }, 1e308),
+      channel('toolu_1', { input_tokens: MAX, output_tokens: 3 }, 0.25),
+    ], { unattributed_usd: 1.7e308 });
+  const r = stats([root, '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const report = JSON.parse(r.stdout);
+  for (const g of [report.total, ...Object.values<any>(report.tables).flat()])
+    for (const [k, v] of Object.entries(g))
+      assert.ok(v === null ? !k.endsWith('_tokens') && k !== 'tokens' : true, `${g.key}.${k} is null`);
+  // The independent count: the plausible figures alone, two runs of them.
+  assert.equal(report.runs, 2);
+  assert.equal(report.refused, 6, 'per run: an input count, a cost, the unattributed dollars');
+  assert.equal(report.total.input_tokens, 2 * MAX);
+  assert.equal(report.total.output_tokens, 2 * (7 + 3));
+  assert.equal(report.total.tokens, 2 * (7 + MAX + 3));
+  assert.equal(report.total.cost_usd, 0.5);
+  assert.equal(report.total.unpriced, 2, 'main, its dollars refused, is unpriced');
+  assert.equal(report.total.unattributed_usd, 0);
+  const named = r.stderr.split('\n').filter((l) => l.includes('implausible'));
+  assert.equal(named.length, 2, r.stderr);
+  for (const name of ['a', 'b'])
+    assert.ok(
+      named.some((l) => l.includes(join(root, name, 'index.json')) &&
+        l.includes('3 implausible figures counted as none (channels[0].usage.input_tokens is 1.5e+308;')),
+      r.stderr,
+    );
+  const text = stats([root]);
+  assert.equal(text.code, 0, text.stderr);
+  assert.ok(!text.stdout.includes('∞') && !/NaN|Infinity/.test(text.stdout), text.stdout);
+  assert.match(text.stdout.split('\n')[0], /^2 runs from run folders, 6 implausible figures counted as none$/);
+});
+
+test('a run folder whose index.json lists no channel is skipped and named, so every count of runs ' +
+  'agrees: the header, the total row and --json', () => {
+  const root = tmpDir();
+  const out = join(root, 'real');
+  const run = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q',
+    join(FIXTURES, 'nested-depth-3.jsonl')]);
+  assert.equal(run.status, 0, String(run.stderr));
+  writeIndex(root, 'none', []);
+  writeIndex(root, 'junk', [1, 'x', null], { unattributed_usd: 2 });
+  const r = stats([root, '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const report = JSON.parse(r.stdout);
+  assert.deepEqual([report.runs, report.total.runs, report.skipped], [1, 1, 2]);
+  for (const name of ['none', 'junk'])
+    assert.ok(r.stderr.includes(`skipped ${join(root, name, 'index.json')}: index.json lists no channel`), r.stderr);
+  const text = stats([root, '--by', 'agent']);
+  const all = text.stdout.split('\n').find((l) => l.startsWith('all '))!.trim().split(/\s+/);
+  assert.match(text.stdout.split('\n')[0], /^1 runs from run folders, 2 skipped /);
+  assert.equal(all[1], '1', `the total row's runs: ${all.join(' ')}`);
+});

@@ -274,6 +274,7 @@ export async function clickhouseStats(options: ClickHouseStatsOptions): Promise<
       since: options.since ?? null,
       runs: total.runs,
       skipped: 0,
+      refused: 0,
       tables,
       total,
       costliest: top === 0 ? [] : (await rows(costliestSql(table, sinceMs, top))).map(subagentOf),

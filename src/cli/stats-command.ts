@@ -8,6 +8,7 @@ import {
   statsCsv,
   StatsAggregator,
   statsRunOf,
+  statsSkipReason,
   statsText,
   STATS_GROUPINGS,
   type StatsGrouping,
@@ -37,6 +38,8 @@ interface FolderStatsOptions {
   onSkipped?: (s: SkippedRun) => void;
   /** Called for a folder left out as the same run as one counted (`as`), by its run id. */
   onDuplicate?: (s: { path: string; as: string }) => void;
+  /** Called for a run counted with figures refused as implausible: how many, and the first. */
+  onRefused?: (s: { path: string; refused: number; first: string }) => void;
 }
 
 /**
@@ -44,7 +47,7 @@ interface FolderStatsOptions {
  * memory holds one document, a few numbers per group and the elapsed samples.
  */
 function folderStats(roots: readonly string[], options: FolderStatsOptions = {}): StatsReport {
-  const { by, sinceMs, top, onSkipped, onDuplicate } = options;
+  const { by, sinceMs, top, onSkipped, onDuplicate, onRefused } = options;
   const stats = new StatsAggregator({ by, sinceMs, top, joinPath: join });
   const unreadable = (dir: string, why: string) => onSkipped?.({ path: dir, why: `folder not read: ${why}` });
   // A run is counted once however it is named (`runs runs/r1 ./runs/r1/`, a link to it): by
@@ -64,7 +67,7 @@ function folderStats(roots: readonly string[], options: FolderStatsOptions = {})
     const run = 'index' in read ? statsRunOf(dir, read.index) : null;
     if (run === null) {
       stats.skipped++;
-      const why = 'why' in read ? read.why : 'not a subtee index.json';
+      const why = 'why' in read ? read.why : (statsSkipReason(read.index) ?? 'not a subtee index.json');
       onSkipped?.({ path: join(dir, 'index.json'), why });
       continue;
     }
@@ -76,7 +79,8 @@ function folderStats(roots: readonly string[], options: FolderStatsOptions = {})
       }
       seenRuns.set(run.runId, dir);
     }
-    stats.addRun(run);
+    if (stats.addRun(run) && run.refused > 0)
+      onRefused?.({ path: join(dir, 'index.json'), refused: run.refused, first: run.firstRefused ?? '' });
   }
   return stats.report(options.since ?? null);
 }
@@ -161,6 +165,11 @@ export async function statsCommand(argv: string[], stdout: Writable, stderr: Wri
         stderr.write(
           `subtee: not counted ${escapeOneLine(s.path)}: the same run (run_id) as ${escapeOneLine(s.as)}\n`,
         ),
+      onRefused: (s) =>
+        stderr.write(
+          `subtee: ${escapeOneLine(s.path)}: ${s.refused} implausible figure${s.refused === 1 ? '' : 's'} ` +
+            `counted as none (${s.first}; a count or dollar amount is a number from 0 to 2^53 − 1)\n`,
+        ),
     });
   }
   if (args.json) stdout.write(`${terminalSafeJson(JSON.stringify(report, null, 2))}\n`);
@@ -168,7 +177,7 @@ export async function statsCommand(argv: string[], stdout: Writable, stderr: Wri
   else stdout.write(statsText(report));
   if (report.skipped > 0) {
     const folders = `${report.skipped} run folder${report.skipped === 1 ? '' : 's'}`;
-    stderr.write(`subtee: ${folders} skipped (index.json unreadable)\n`);
+    stderr.write(`subtee: ${folders} skipped (index.json unreadable or of no channel)\n`);
   }
   return EXIT.OK;
 }

@@ -60,6 +60,10 @@ export interface StatsRun {
   channels: StatsChannel[];
   /** Dollars the run's result counts and no channel shows (index.json's `cost.unattributed_usd`). */
   unattributedUsd: number;
+  /** Figures of its index.json refused as implausible (see `plausible`), counted as none. */
+  refused: number;
+  /** The first of them, for the warning: `channels[2].usage.input_tokens is 1e+308`. */
+  firstRefused: string | null;
 }
 
 export interface StatsGroup {
@@ -111,8 +115,10 @@ export interface StatsReport {
   source: 'folders' | 'clickhouse';
   since: string | null;
   runs: number;
-  /** Run folders whose index.json could not be read (named on stderr). */
+  /** Run folders whose index.json could not be read, or lists no channel (named on stderr). */
   skipped: number;
+  /** Figures refused as implausible in the runs counted (named on stderr), counted as none. */
+  refused: number;
   tables: Partial<Record<StatsGrouping, StatsGroup[]>>;
   total: StatsGroup;
   /** Subagents by their own cost, then tokens: the top entries. */
@@ -122,8 +128,24 @@ export interface StatsReport {
   failed_total: number;
 }
 
-/** A count or amount from index.json, 0 when it is missing, negative or not a finite number. */
-export const finite = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : 0);
+/**
+ * The largest count or dollar amount stats takes from an index.json: 2^53 − 1, past any figure
+ * subtee writes (it refuses 10^7 tokens of a kind in a message, $10^6 for a run). Every figure
+ * added up is at most this, so no sum over any number of runs reaches Infinity (2^53 figures of
+ * 2^53 are 2^106, and a double holds 2^1023), and a token count stays a whole number.
+ */
+export const STATS_MAX_FIGURE = Number.MAX_SAFE_INTEGER;
+
+/**
+ * A count or amount from index.json: itself when it is a number from 0 to STATS_MAX_FIGURE;
+ * undefined when missing or not a number (not stated); null when a number outside that range
+ * (negative, not finite, implausibly large): refused, counted as none, and named.
+ */
+export function plausible(v: unknown): number | null | undefined {
+  if (typeof v !== 'number') return undefined;
+  return Number.isFinite(v) && v >= 0 && v <= STATS_MAX_FIGURE ? v : null;
+}
+
 const text = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
 
 function timeMs(v: unknown): number | null {
@@ -149,28 +171,64 @@ function modelKey(models: unknown): string {
   return first ?? '';
 }
 
-/** A channel's own dollars from index.json's `cost` (absent before index.json carried cost). */
-function channelCost(cost: unknown): number | null {
-  if (!isObject(cost) || cost.basis === 'unknown') return null;
-  return typeof cost.usd === 'number' && Number.isFinite(cost.usd) && cost.usd >= 0 ? cost.usd : null;
+/** Reads index.json's figures through `plausible`, counting and naming the ones it refuses. */
+class FigureReader {
+  refused = 0;
+  first: string | null = null;
+
+  read(v: unknown, where: () => string): number | undefined {
+    const n = plausible(v);
+    if (n !== null) return n;
+    if (this.refused++ === 0) this.first = `${where()} is ${String(v)}`;
+    return undefined;
+  }
 }
+
+/** The usage counts stats reads, each through `plausible`. */
+const USAGE_FIELDS = [
+  'input_tokens',
+  'output_tokens',
+  'cache_read_input_tokens',
+  'cache_creation_input_tokens',
+  'total_tokens',
+] as const;
 
 /** The group key of the runs' unattributed dollars in the agent and model tables. */
 export const UNATTRIBUTED_KEY = '(unattributed)';
 
 /**
- * The figures of one parsed index.json, or null when it is not a subtee index (a
- * half-written file that happens to parse, another program's JSON).
+ * Why statsRunOf takes no run from a parsed index.json, or null when it takes one: not a subtee
+ * index (a half-written file that happens to parse, another program's JSON), or one that lists
+ * no channel (every index.json subtee writes lists main), which would be a run of nothing.
+ */
+export function statsSkipReason(index: unknown): string | null {
+  if (!isObject(index) || typeof index.format !== 'string' || !index.format.startsWith('subtee-index/'))
+    return 'not a subtee index.json';
+  if (!Array.isArray(index.channels)) return 'not a subtee index.json';
+  if (!index.channels.some(isObject)) return 'index.json lists no channel';
+  return null;
+}
+
+/**
+ * The figures of one parsed index.json, or null when `statsSkipReason` names why not. A figure
+ * refused by `plausible` counts as none and is counted in `refused`.
  */
 export function statsRunOf(run: string, index: unknown): StatsRun | null {
-  if (!isObject(index) || typeof index.format !== 'string' || !index.format.startsWith('subtee-index/'))
-    return null;
-  if (!Array.isArray(index.channels)) return null;
+  if (statsSkipReason(index) !== null) return null;
+  const doc = index as { channels: unknown[]; cost?: unknown; run_id?: unknown };
   const channels: StatsChannel[] = [];
+  const figures = new FigureReader();
   let startMs: number | null = null;
-  for (const c of index.channels) {
+  for (const [i, c] of doc.channels.entries()) {
     if (!isObject(c)) continue;
-    const usage = isObject(c.usage) ? c.usage : {};
+    const stated = isObject(c.usage) ? c.usage : {};
+    const usage: Record<string, number> = {};
+    for (const k of USAGE_FIELDS) {
+      const n = figures.read(stated[k], () => `channels[${i}].usage.${k}`);
+      if (n !== undefined) usage[k] = n;
+    }
+    const cost = isObject(c.cost) ? c.cost : null;
+    const usd = cost ? figures.read(cost.usd, () => `channels[${i}].cost.usd`) : undefined;
     // Its span, spawn to report (index.json's started_at/ended_at; older ones have only lines).
     const first = timeMs(c.started_at) ?? timeMs(c.first_seen);
     const last = timeMs(c.ended_at) ?? timeMs(c.last_seen);
@@ -182,22 +240,24 @@ export function statsRunOf(run: string, index: unknown): StatsRun | null {
       agent: id === null ? MAIN_AGENT : (text(c.agent) ?? ''),
       model: modelKey(c.models),
       status: text(c.status) ?? '',
-      inputTokens: finite(usage.input_tokens),
-      outputTokens: finite(usage.output_tokens),
-      cacheReadTokens: finite(usage.cache_read_input_tokens),
-      cacheCreationTokens: finite(usage.cache_creation_input_tokens),
+      inputTokens: usage.input_tokens ?? 0,
+      outputTokens: usage.output_tokens ?? 0,
+      cacheReadTokens: usage.cache_read_input_tokens ?? 0,
+      cacheCreationTokens: usage.cache_creation_input_tokens ?? 0,
       tokens: channelTokens({ usage }),
-      costUsd: channelCost(c.cost),
-      costUnknown: isObject(c.cost) && c.cost.basis === 'unknown',
+      // Its own dollars (absent before index.json carried cost); none when its usage is unknown.
+      costUsd: cost === null || cost.basis === 'unknown' ? null : (usd ?? null),
+      costUnknown: cost !== null && cost.basis === 'unknown',
       elapsedMs: elapsedMs(first, last),
       lastSeenMs: last,
       log: insidePath(c.log, 'log'),
       jsonl: insidePath(c.jsonl, 'jsonl'),
     });
   }
-  const cost = isObject(index.cost) ? index.cost : {};
-  const runId = typeof index.run_id === 'string' && index.run_id.length > 0 ? index.run_id : null;
-  return { runId, startMs, channels, unattributedUsd: finite(cost.unattributed_usd) };
+  const cost = isObject(doc.cost) ? doc.cost : {};
+  const unattributedUsd = figures.read(cost.unattributed_usd, () => 'cost.unattributed_usd') ?? 0;
+  const runId = typeof doc.run_id === 'string' && doc.run_id.length > 0 ? doc.run_id : null;
+  return { runId, startMs, channels, unattributedUsd, refused: figures.refused, firstRefused: figures.first };
 }
 
 /** A UTC day `YYYY-MM-DD`. */
@@ -334,9 +394,11 @@ export function groupRow(key: string, s: GroupSums): StatsGroup {
   };
 }
 
+/** n to `digits` decimals; a figure too large to scale has none to round, and is itself. */
 export function roundTo(n: number, digits: number): number {
   const f = 10 ** digits;
-  return Math.round(n * f) / f;
+  const scaled = n * f;
+  return Number.isFinite(scaled) ? Math.round(scaled) / f : n;
 }
 
 const costRank = (s: StatsSubagent) => s.cost_usd ?? -1;
@@ -431,6 +493,7 @@ export class StatsAggregator {
   private readonly failedList: TopList<StatsSubagent & { lastSeenMs: number }>;
   private failedTotal = 0;
   private runs = 0;
+  private refused = 0;
   skipped = 0;
 
   constructor(private readonly options: StatsOptions = {}) {
@@ -445,6 +508,7 @@ export class StatsAggregator {
     const since = this.options.sinceMs ?? null;
     if (since !== null && (run.startMs === null || run.startMs < since)) return false;
     const runNo = this.runs++;
+    this.refused += run.refused;
     const day = dayOf(run.startMs);
     if (run.unattributedUsd > 0) {
       this.total.addUnattributed(run.unattributedUsd, runNo);
@@ -503,6 +567,7 @@ export class StatsAggregator {
       since,
       runs: this.runs,
       skipped: this.skipped,
+      refused: this.refused,
       tables,
       total: this.total.row('all'),
       costliest: this.costliest.items,
@@ -586,8 +651,9 @@ function subagentRows(list: StatsSubagent[]): string {
 export function statsText(r: StatsReport): string {
   const out: string[] = [];
   const from = r.source === 'clickhouse' ? 'ClickHouse' : 'run folders';
-  const skipped = r.skipped > 0 ? `, ${r.skipped} skipped (unreadable index.json)` : '';
-  out.push(`${thousands(r.runs)} runs from ${from}${r.since ? ` since ${r.since}` : ''}${skipped}`);
+  const skipped = r.skipped > 0 ? `, ${r.skipped} skipped (index.json unreadable or of no channel)` : '';
+  const refused = r.refused > 0 ? `, ${thousands(r.refused)} implausible figures counted as none` : '';
+  out.push(`${thousands(r.runs)} runs from ${from}${r.since ? ` since ${r.since}` : ''}${skipped}${refused}`);
   for (const by of STATS_GROUPINGS) {
     const rows = r.tables[by];
     if (!rows) continue;
