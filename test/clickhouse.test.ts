@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { Readable, Writable } from 'node:stream';
+import { Readable, Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { after, before, describe, test } from 'node:test';
 import { generate } from '../bench/gen.js';
@@ -19,6 +19,9 @@ import { routeThrough } from './helpers/otlp-tree.js';
 import { clickhouseAvailable, type ClickHouseServer, startClickHouse } from './servers/clickhouse.js';
 import { createServer, type IncomingHttpHeaders, request } from 'node:http';
 import { Session } from '../src/model/session.js';
+import { createDiscard } from '../src/chain/chain.js';
+import { createChannelRouter } from '../src/chain/stages/channel-router.js';
+import { createLineParser } from '../src/chain/stages/line-parser.js';
 import { tableDdl, type Entry } from '../src/chain/sinks/clickhouse-rows.js';
 
 interface CliRun {
@@ -316,6 +319,82 @@ describe(
       const second = await subtee(['--clickhouse', ch.url, file]);
       assert.equal(second.code, 0, second.stderr);
       await assertRunStored(ch, runIdOf(file), indexOf(first.out), 'sent twice');
+    });
+
+    test('a run fed at once and a line at a time inserts the same rows: a status row carries the ' +
+      'figures its line froze, an opened channel\'s none, the ledger\'s final ones only the final row',
+    async () => {
+      const file = fixture('nested-depth-3');
+      const lines = linesOf(readFileSync(file));
+      /** Every row one run inserted, unmerged (no FINAL), the run column left out, in order. */
+      const run = async (runId: string, lineByLine: boolean) => {
+        const session = new Session();
+        const source = new Readable({ read() {} });
+        let next = 0;
+        const feed = () => {
+          if (next < lines.length) source.push(`${lines[next++]}\n`);
+          else if (next++ === lines.length) source.push(null);
+        };
+        if (lineByLine) feed();
+        else {
+          source.push(lines.map((l) => `${l}\n`).join(''));
+          source.push(null);
+        }
+        // After the sink: line by line, the next line is written once this one passed it.
+        const passed = new Transform({
+          objectMode: true,
+          transform(batch: RecordBatch, _enc, cb) {
+            cb(null, batch);
+            if (lineByLine) feed();
+          },
+        });
+        await pipeline(
+          source,
+          createLineParser({ session }),
+          createChannelRouter({ session }),
+          createClickHouseSink({ url: ch.url, runId, session }),
+          passed,
+          createDiscard(),
+        );
+        if (lineByLine) assert.equal(next, lines.length + 1, 'every line was fed, one at a time');
+        const rows = async (table: string, order: string) =>
+          (await ch.rows<any>(`SELECT * FROM ${table} WHERE run = ${lit(runId)} ORDER BY ${order}`)).map(
+            ({ run: _run, ...row }) => row,
+          );
+        return {
+          events: await rows('subtee_events', 'line, part'),
+          channels: await rows('subtee_channels', 'ver, channel, status'),
+        };
+      };
+      const atOnce = await run('fed-at-once', false);
+      const lineByLine = await run('fed-line-by-line', true);
+      assert.equal(atOnce.events.length, lines.length);
+      assert.deepEqual(lineByLine.events, atOnce.events);
+      assert.deepEqual(lineByLine.channels, atOnce.channels);
+
+      // Independently: each subagent ends before the result line, so its status row shows the
+      // stream's output tokens as of that line at table prices; the final rows, the result's.
+      const statuses = atOnce.channels.filter((r) => r.channel !== '' && r.status !== 'running');
+      const ended = statuses.filter((r) => Number(r.ver) <= lines.length);
+      assert.equal(ended.length, 3, 'one status row per subagent, before the final rows');
+      for (const row of ended) {
+        const latest = new Map<string, number>();
+        for (const l of lines.slice(0, Number(row.ver))) {
+          const v = JSON.parse(l);
+          if (v.type === 'assistant' && v.parent_tool_use_id === row.channel)
+            latest.set(v.message.id, v.message.usage.output_tokens);
+        }
+        const output = [...latest.values()].reduce((a, b) => a + b, 0);
+        assert.deepEqual([Number(row.output_tokens), row.cost_basis], [output, 'stream'], row.channel);
+        assert.equal(row.unattributed_usd, null, 'told on main\'s final row only');
+      }
+      const opened = atOnce.channels.filter((r) => r.status === 'running' && r.channel !== '');
+      assert.ok(opened.length >= 3);
+      for (const row of opened)
+        assert.deepEqual([row.cost_usd, row.cost_basis, row.model], [null, '', ''], row.channel);
+      const finals = atOnce.channels.filter((r) => Number(r.ver) === lines.length + 1);
+      assert.equal(finals.length, 4, 'a final row per channel');
+      for (const row of finals) assert.equal(row.cost_basis, 'estimated', row.channel);
     });
 
     test('server killed with SIGKILL mid-run and ' +

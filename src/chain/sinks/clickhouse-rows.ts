@@ -1,6 +1,7 @@
 import type { CostView, UsageEvent } from '../../model/cost.js';
 import { rememberLatest } from '../../model/latest.js';
-import type { ToolEvent } from '../../model/run-model.js';
+import { endFigures, type EndFigures, type ToolEvent } from '../../model/run-model.js';
+import type { ChannelEvent } from '../../model/tree.js';
 import { quarantinedLines, type SpooledRecord, type SubteeRecord } from '../../model/record.js';
 import { escapeControl } from '../../views/escape.js';
 import {
@@ -362,7 +363,7 @@ export class RowBuilder {
       ...usage,
     });
     const out: Entry[] = [{ t: 'events', r: row }];
-    for (const ev of rec.events ?? []) out.push({ t: 'channels', r: this.channelRow(ev.channel, {}) });
+    for (const ev of rec.events ?? []) out.push({ t: 'channels', r: this.eventRow(ev) });
     return out;
   }
 
@@ -427,19 +428,35 @@ export class RowBuilder {
       content,
     };
     const out: Entry[] = [{ t: 'events', r: this.event(rec.lineNo, ms, own, ch, fields) }];
-    for (const ev of rec.events ?? []) out.push({ t: 'channels', r: this.channelRow(ev.channel, {}) });
+    for (const ev of rec.events ?? []) out.push({ t: 'channels', r: this.eventRow(ev) });
     return out;
   }
 
-  /** A channels row: as of now, or (at the end) the final one, which outranks every earlier version. */
+  /**
+   * The channels row of a tree change, as of its line whatever the sink reads later: a status
+   * event's with the figures the run model froze into it (EndFigures, as pino's status line and
+   * OTLP's agent span show them); an opened channel's or a spawn's with none (nothing froze any).
+   */
+  private eventRow(ev: ChannelEvent): ChannelRow {
+    return this.channelRow(ev.channel, { figures: endFigures(ev) });
+  }
+
+  /**
+   * A channels row: a tree change's, its cost figures `figures` (none: null dollars, no model,
+   * basis ''; never the ledger's now, which holds lines after it), or (`final`, at the end)
+   * the final one with the ledger's final figures, which outranks every earlier version.
+   */
   channelRow(
     ch: SpanChannel & { counts?: Readonly<Record<BlockKind, number>> },
-    o: { final?: boolean; stalled?: boolean; interrupted?: boolean },
+    o: { final?: boolean; stalled?: boolean; interrupted?: boolean; figures?: EndFigures | null },
   ): ChannelRow {
     const first = ch.firstSeen ? Date.parse(ch.firstSeen) : NaN;
     const last = ch.lastSeen ? Date.parse(ch.lastSeen) : NaN;
     const msOr0 = (x: number) => (Number.isFinite(x) ? x : 0);
-    const cost = this.costs?.channelCost(ch.id) ?? null;
+    // The ledger's now only for the final row: a tree change's row is as of its own line.
+    const frozen = o.final ? null : (o.figures ?? null);
+    const costed = this.costs !== null && (o.final === true || frozen !== null);
+    const cost = !costed ? null : o.final ? (this.costs?.channelCost(ch.id) ?? null) : frozen!.cost;
     // Spawn to report; main, and a subagent still running, to the latest time the run showed.
     const main = ch.id === null;
     const started = main ? (this.clock.first ?? first) : ch.startedAt ? Date.parse(ch.startedAt) : first;
@@ -468,10 +485,11 @@ export class RowBuilder {
       cache_read_tokens: num(ch.usage.cache_read_input_tokens),
       cache_creation_tokens: num(ch.usage.cache_creation_input_tokens),
       model: cost?.models[0] ?? '',
-      cost_usd: this.costs === null || cost === null ? null : cost.usd,
+      cost_usd: cost === null ? null : cost.usd,
       // A channel the ledger never saw usage on is unknown, as index.json says.
-      cost_basis: this.costs === null ? '' : (cost?.basis ?? 'unknown'),
-      unattributed_usd: main ? (this.costs?.unattributedUsd() ?? null) : null,
+      cost_basis: !costed ? '' : (cost?.basis ?? 'unknown'),
+      // What no channel shows is the run's, told once: on main's final row.
+      unattributed_usd: main && o.final ? (this.costs?.unattributedUsd() ?? null) : null,
       first_seen: Math.floor(msOr0(first) / 1000),
       last_seen: Math.floor(msOr0(last) / 1000),
       first_seen_ms: msOr0(first),
