@@ -675,14 +675,23 @@ describe('the run cost in every view, against what the recording states', () => 
       assert.match(v.costLines.get(id)!, /^# cost: \$\? · subtree \$\? · /, id);
       assert.equal(v.sigma.get(id), '$?', `report Σ cost of ${id}`);
     }
-    const run = open(copilot);
-    const outputs: Promise<SubagentOutput>[] = [];
-    for await (const sub of run.allSubagents) outputs.push(sub.output);
-    const output = await run.output;
-    await run.done;
-    assert.ok(outputs.length >= 2);
-    for (const out of [output, ...(await Promise.all(outputs))])
-      assert.deepEqual([out.subtree.cost.usd, out.subtree.cost.outputTokens], [null, 'unknown']);
+    /** The projection's subtree figures of main and of each subagent (by id), with `options`. */
+    const projected = async (file: string, options: Parameters<typeof open>[1] = {}) => {
+      const run = open(file, options);
+      const outputs: Array<[string, Promise<SubagentOutput>]> = [];
+      for await (const sub of run.allSubagents) outputs.push([sub.id, sub.output]);
+      const output = await run.output;
+      await run.done;
+      const subtrees = new Map([['main', output.subtree]]);
+      for (const [id, out] of outputs) subtrees.set(id, (await out).subtree);
+      return subtrees;
+    };
+    const copilotTrees = await projected(copilot);
+    assert.equal(copilotTrees.size, v.index.channels.length);
+    for (const c of v.index.channels) {
+      const sub = copilotTrees.get(c.id ?? 'main')!;
+      assert.deepEqual([sub.cost.usd, sub.cost.outputTokens, sub.unknown], [null, 'unknown', under(c.id)]);
+    }
 
     // Gemini CLI: main's usage is known, its subagents' is not.
     const gemini = join(FIXTURES, 'other-agents', 'gemini-spawn.jsonl');
@@ -700,9 +709,17 @@ describe('the run cost in every view, against what the recording states', () => 
     const floor = `${formatUsd(known)} + ${spawned} unknown`;
     assert.ok(g.costLines.get('main')!.includes(` · subtree ${floor} · `), g.costLines.get('main'));
     assert.equal(g.sigma.get('main'), floor, 'report Σ cost of main');
+    const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router'].map((use) =>
+      use === 'channel-router' ? { use, prices } : { use },
+    );
+    const geminiTrees = await projected(gemini, { config: { stages } });
+    near(geminiTrees.get('main')!.cost.usd, known, "the projection's subtree.cost of main");
+    assert.equal(geminiTrees.get('main')!.unknown, spawned);
     for (const c of g.index.channels.filter((c: any) => c.id !== null)) {
       assert.deepEqual([c.cost.subtree_usd, c.cost.subtree_unknown], [null, 1], c.id);
       assert.equal(g.sigma.get(c.id), '$?', `report Σ cost of ${c.id}`);
+      const sub = geminiTrees.get(c.id)!;
+      assert.deepEqual([sub.cost.usd, sub.cost.outputTokens, sub.unknown], [null, 'unknown', 1], c.id);
     }
   });
 

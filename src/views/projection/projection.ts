@@ -590,6 +590,7 @@ export class Projection implements HandleHost {
     return Object.freeze({
       ...totalsOf(usage, first, last, cost, span),
       subagents: subagents - 1,
+      unknown: costUsd.unknown,
     });
   }
 

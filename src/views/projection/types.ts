@@ -111,6 +111,18 @@ export interface Totals {
   readonly elapsedMs: number | null;
 }
 
+/**
+ * A channel and every channel under it, rolled up. `cost.usd` is the dollars of those whose
+ * usage is known, null when one is unpriced or none is known (`outputTokens` `unknown`), as
+ * index.json's `subtree_usd`; `unknown` counts the others, as its `subtree_unknown`.
+ */
+export interface SubtreeOutput extends Totals {
+  /** Subagents under it (a leaf has none). */
+  readonly subagents: number;
+  /** Channels in it, itself included, whose usage is unknown: not in `cost.usd`. */
+  readonly unknown: number;
+}
+
 export interface SubagentOutput extends Totals {
   readonly status: SubagentStatus;
   /** The final report: the task notification's summary or the spawn call's result. */
@@ -118,8 +130,11 @@ export interface SubagentOutput extends Totals {
   /** Why a failed subagent failed (the error its end carried); null unless `failed`. */
   readonly error: string | null;
   readonly lines: number;
-  /** This subagent and every subagent under it, rolled up; `subagents` counts those under it. */
-  readonly subtree: Totals & { readonly subagents: number };
+  /**
+   * This subagent and every subagent under it, rolled up; `subagents` counts those under it,
+   * `unknown` those of unknown usage (itself included), not in `cost.usd` (see SubtreeOutput).
+   */
+  readonly subtree: SubtreeOutput;
 }
 
 /** A routed line, with where it went. */
@@ -175,7 +190,7 @@ export interface RunOutput {
     readonly usage: Usage | null;
   } | null;
   /** Every channel's usage from its lines, rolled up (each API message counted once). */
-  readonly subtree: Totals & { readonly subagents: number };
+  readonly subtree: SubtreeOutput;
   /** The run's dollars beside Claude Code's own. */
   readonly cost: RunCost;
 }
