@@ -585,10 +585,11 @@ export class Projection implements HandleHost {
         if (child) stack.push(child);
       }
     }
-    // The subagents under it: itself not counted (a leaf has none).
+    // Nothing of known usage in it: its dollars unknown, as the run's are then.
     const cost = this.costOf(roundUsd(usdSumFigure(costUsd)), outputTokens ?? 'unknown', basis);
     return Object.freeze({
       ...totalsOf(usage, first, last, cost, span),
+      // The subagents under it: itself not counted (a leaf has none).
       subagents: subagents - 1,
       unknown: costUsd.unknown,
     });
