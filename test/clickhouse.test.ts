@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { Readable, Transform, Writable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { after, before, describe, test } from 'node:test';
 import { generate } from '../bench/gen.js';
@@ -15,13 +15,11 @@ import {
   SPOOL_FILE,
 } from '../src/chain/sinks/clickhouse-spool.js';
 import { BIN, checkOutput, closedPort, FIXTURES, fixtureFiles, linesOf, tmpDir } from './helpers/helpers.js';
+import { feedThrough, ORPHAN_FIRST, orphanFirstLines } from './helpers/feed.js';
 import { routeThrough } from './helpers/otlp-tree.js';
 import { clickhouseAvailable, type ClickHouseServer, startClickHouse } from './servers/clickhouse.js';
 import { createServer, type IncomingHttpHeaders, request } from 'node:http';
 import { Session } from '../src/model/session.js';
-import { createDiscard } from '../src/chain/chain.js';
-import { createChannelRouter } from '../src/chain/stages/channel-router.js';
-import { createLineParser } from '../src/chain/stages/line-parser.js';
 import { tableDdl, type Entry } from '../src/chain/sinks/clickhouse-rows.js';
 
 interface CliRun {
@@ -328,35 +326,9 @@ describe(
       const lines = linesOf(readFileSync(file));
       /** Every row one run inserted, unmerged (no FINAL), the run column left out, in order. */
       const run = async (runId: string, lineByLine: boolean) => {
-        const session = new Session();
-        const source = new Readable({ read() {} });
-        let next = 0;
-        const feed = () => {
-          if (next < lines.length) source.push(`${lines[next++]}\n`);
-          else if (next++ === lines.length) source.push(null);
-        };
-        if (lineByLine) feed();
-        else {
-          source.push(lines.map((l) => `${l}\n`).join(''));
-          source.push(null);
-        }
-        // After the sink: line by line, the next line is written once this one passed it.
-        const passed = new Transform({
-          objectMode: true,
-          transform(batch: RecordBatch, _enc, cb) {
-            cb(null, batch);
-            if (lineByLine) feed();
-          },
-        });
-        await pipeline(
-          source,
-          createLineParser({ session }),
-          createChannelRouter({ session }),
+        await feedThrough(lines, lineByLine, (session) => [
           createClickHouseSink({ url: ch.url, runId, session }),
-          passed,
-          createDiscard(),
-        );
-        if (lineByLine) assert.equal(next, lines.length + 1, 'every line was fed, one at a time');
+        ]);
         const rows = async (table: string, order: string) =>
           (await ch.rows<any>(`SELECT * FROM ${table} WHERE run = ${lit(runId)} ORDER BY ${order}`)).map(
             ({ run: _run, ...row }) => row,
@@ -395,6 +367,24 @@ describe(
       const finals = atOnce.channels.filter((r) => Number(r.ver) === lines.length + 1);
       assert.equal(finals.length, 4, 'a final row per channel');
       for (const row of finals) assert.equal(row.cost_basis, 'estimated', row.channel);
+    });
+
+    test("a line's row names its channel as it was placed when the line arrived, fed at once or a line " +
+      'at a time: a line before its spawn stays unplaced', async () => {
+      const lines = orphanFirstLines();
+      const run = async (runId: string, lineByLine: boolean) => {
+        await feedThrough(lines, lineByLine, (session) => [
+          createClickHouseSink({ url: ch.url, runId, session }),
+        ]);
+        return (await ch.rows<any>(`SELECT line, channel, parent, depth, agent FROM subtee_events ` +
+          `WHERE run = ${lit(runId)} ORDER BY line, part`));
+      };
+      const atOnce = await run('placed-at-once', false);
+      assert.deepEqual(await run('placed-line-by-line', true), atOnce);
+      const { id, agent } = ORPHAN_FIRST;
+      const placed = atOnce.filter((r) => r.channel === id);
+      const seen = placed.map((r) => [Number(r.line), Number(r.depth), r.agent]);
+      assert.deepEqual(seen, [[2, -1, ''], [4, 1, agent]]);
     });
 
     test('server killed with SIGKILL mid-run and ' +

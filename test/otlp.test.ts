@@ -3,20 +3,17 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { basename, join } from 'node:path';
-import { Readable, Transform, Writable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { after, before, describe, test } from 'node:test';
 import type { RecordBatch } from '../src/model/record.js';
-import { Session } from '../src/model/session.js';
 import { createOtlpSink } from '../src/chain/sinks/otlp.js';
 import { createPinoSink } from '../src/chain/sinks/pino.js';
-import { createDiscard } from '../src/chain/chain.js';
-import { createChannelRouter } from '../src/chain/stages/channel-router.js';
-import { createLineParser } from '../src/chain/stages/line-parser.js';
 import { claudeAvailable } from './e2e/claude.js';
 import { startFakeApi, type FakeApi } from './e2e/fake-api.js';
 import { pipeClaudeIntoSubtee } from './e2e/pipe.js';
 import { BIN, checkOutput, closedPort, fixtureFiles, linesOf, readTree, tmpDir } from './helpers/helpers.js';
+import { feedThrough } from './helpers/feed.js';
 import { assertSpanTree, routeThrough, type SpanLike } from './helpers/otlp-tree.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './servers/otlp-receiver.js';
 
@@ -150,37 +147,11 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     const run = async (lineByLine: boolean) => {
       receiver.spans.length = 0;
       receiver.behave('accept');
-      const session = new Session();
       const pinoLog = join(tmpDir(), 'events.log');
-      const source = new Readable({ read() {} });
-      let next = 0;
-      const feed = () => {
-        if (next < lines.length) source.push(`${lines[next++]}\n`);
-        else if (next++ === lines.length) source.push(null);
-      };
-      if (lineByLine) feed();
-      else {
-        source.push(lines.map((l) => `${l}\n`).join(''));
-        source.push(null);
-      }
-      // After every sink: line by line, the next line is written once this one passed them all.
-      const passed = new Transform({
-        objectMode: true,
-        transform(batch: RecordBatch, _enc, cb) {
-          cb(null, batch);
-          if (lineByLine) feed();
-        },
-      });
-      await pipeline(
-        source,
-        createLineParser({ session }),
-        createChannelRouter({ session }),
+      await feedThrough(lines, lineByLine, (session) => [
         createPinoSink({ destination: pinoLog, session }),
         createOtlpSink({ url: receiver.url, session }),
-        passed,
-        createDiscard(),
-      );
-      if (lineByLine) assert.equal(next, lines.length + 1, 'every line was fed, one at a time');
+      ]);
       const events = linesOf(readFileSync(pinoLog)).map((l) => {
         const { time: _time, ...event } = JSON.parse(l);
         return event;

@@ -2,17 +2,12 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Readable, Transform, Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { Writable } from 'node:stream';
 import { test } from 'node:test';
-import { createDiscard } from '../src/chain/chain.js';
 import { pinoLine } from '../src/chain/sinks/pino-batch.js';
 import { createPinoSink } from '../src/chain/sinks/pino.js';
 import { createStdoutSink } from '../src/chain/sinks/stdout.js';
-import { createChannelRouter } from '../src/chain/stages/channel-router.js';
-import { createLineParser } from '../src/chain/stages/line-parser.js';
-import type { RecordBatch } from '../src/model/record.js';
-import { Session } from '../src/model/session.js';
+import { feedThrough, ORPHAN_FIRST, orphanFirstLines } from './helpers/feed.js';
 import { BIN, linesOf, tmpDir } from './helpers/helpers.js';
 
 /** DEL, every C1 control and every bidi control a terminal or a viewer acts on. */
@@ -120,71 +115,26 @@ test('pinoLine escapes C1 and bidi controls in every string it writes: ' +
 test("pino and stdout name a line's channel as it was placed when the line arrived, " +
   'the same whether the run arrives at once or a line at a time: lines before their spawn stay unplaced',
 async () => {
-  const session = '66666666-2222-3333-4444-555555555555';
-  const sub = 'toolu_01orphanfirst';
-  const said = (parent: string | null, text: string, uuid: string) => ({
-    type: 'assistant',
-    message: { id: `m_${uuid}`, role: 'assistant', content: [{ type: 'text', text }] },
-    parent_tool_use_id: parent,
-    session_id: session,
-    uuid,
-  });
-  const spawn = {
-    type: 'assistant',
-    message: {
-      id: 'm_spawn',
-      role: 'assistant',
-      content: [
-        { type: 'tool_use', id: sub, name: 'Agent', input: { subagent_type: 'Explore', prompt: 'go' } },
-      ],
-    },
-    parent_tool_use_id: null,
-    session_id: session,
-    uuid: 'spawn',
-  };
-  const lines = [
-    JSON.stringify({ type: 'system', subtype: 'init', session_id: session, uuid: 'i' }),
-    JSON.stringify(said(sub, 'before its spawn', 'early')),
-    JSON.stringify(spawn),
-    JSON.stringify(said(sub, 'after its spawn', 'late')),
-  ];
+  const lines = orphanFirstLines();
   const run = async (lineByLine: boolean) => {
     const log = join(tmpDir(), 'events.log');
-    const source = new Readable({ read() {} });
-    let next = 0;
-    const feed = () => {
-      if (next < lines.length) source.push(`${lines[next++]}\n`);
-      else if (next++ === lines.length) source.push(null);
-    };
-    if (lineByLine) feed();
-    else {
-      source.push(`${lines.join('\n')}\n`);
-      source.push(null);
-    }
-    const passed = new Transform({
-      objectMode: true,
-      transform(batch: RecordBatch, _enc, cb) {
-        cb(null, batch);
-        if (lineByLine) feed();
-      },
-    });
-    const run = new Session();
     let stdout = '';
     const stream = new Writable({ write: (chunk, _enc, cb) => ((stdout += chunk), cb()) });
-    await pipeline(source, createLineParser({ session: run }), createChannelRouter({ session: run }),
-      createPinoSink({ destination: log, session: run }), createStdoutSink({ stream, indent: '  ' }),
-      passed, createDiscard());
-    if (lineByLine) assert.equal(next, lines.length + 1, 'every line was fed, one at a time');
+    await feedThrough(lines, lineByLine, (session) => [
+      createPinoSink({ destination: log, session }),
+      createStdoutSink({ stream, indent: '  ' }),
+    ]);
     const events = linesOf(readFileSync(log)).map((l) => JSON.parse(l)).filter((e) => e.kind === 'text')
       .map(({ line, channel, parent, depth, agent, msg }) => ({ line, channel, parent, depth, agent, msg }));
     return { events, stdout };
   };
   const atOnce = await run(false);
   assert.deepEqual(await run(true), atOnce);
+  const { id, agent } = ORPHAN_FIRST;
   assert.deepEqual(atOnce.events.map((e) => [e.line, e.channel, e.depth, e.agent]), [
-    [2, sub, 0, null],
-    [4, sub, 1, 'Explore'],
+    [2, id, 0, null],
+    [4, id, 1, agent],
   ]);
   assert.match(atOnce.stdout, /^\[agent·\S+\] before its spawn$/m);
-  assert.match(atOnce.stdout, /^\[Explore·\S+\] after its spawn$/m);
+  assert.match(atOnce.stdout, new RegExp(`^\\[${agent}·\\S+\\] after its spawn$`, 'm'));
 });

@@ -1,7 +1,7 @@
 import type { CostView, UsageEvent } from '../../model/cost.js';
 import { rememberLatest } from '../../model/latest.js';
 import { endFigures, type EndFigures, type ToolEvent } from '../../model/run-model.js';
-import type { ChannelEvent } from '../../model/tree.js';
+import type { ChannelEvent, ChannelPlace } from '../../model/tree.js';
 import { quarantinedLines, type SpooledRecord, type SubteeRecord } from '../../model/record.js';
 import { escapeControl } from '../../views/escape.js';
 import {
@@ -351,7 +351,8 @@ export class RowBuilder {
     } else if (kind === 'result') {
       texts.push(nonEmpty(v.result) ?? '');
     }
-    const ch = rec.channel ?? null;
+    // Where the channel was as the line was routed, not as the tree has it by now.
+    const ch = rec.place ?? rec.channel ?? null;
     const usage = usageColumns(rec.usage);
     const row = this.event(rec.lineNo, ms, own, ch, {
       type: nonEmpty(v.type) ?? '',
@@ -419,7 +420,7 @@ export class RowBuilder {
     this.runId ??= runIdFrom(v);
     this.session = this.sessionOf(v) ?? this.session;
     const { ms, own } = this.clock.observe(v);
-    const ch = rec.channel ?? null;
+    const ch = rec.place ?? rec.channel ?? null;
     const fields = {
       type: nonEmpty(v.type) ?? '',
       subtype: nonEmpty(v.subtype) ?? '',
@@ -523,7 +524,7 @@ export class RowBuilder {
     line: number,
     ms: number | null,
     own: boolean,
-    ch: SpanChannel | null,
+    ch: Pick<ChannelPlace, 'id' | 'parent' | 'depth' | 'agent'> | null,
     fields: Partial<EventRow>,
   ): EventRow {
     const t = ms ?? 0;
