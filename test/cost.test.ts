@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { open, type SubagentOutput } from '../src/index.js';
 import { apportion } from '../src/model/cost.js';
+import { overridePrices, PRICE_TABLE } from '../src/model/prices.js';
 import { formatUsd } from '../src/views/cost.js';
 import { launchBrowser, openReport } from './helpers/browser.js';
 import { BIN, fixtureFiles, FIXTURES, runToFiles, splitEvery, tmpDir } from './helpers/helpers.js';
@@ -515,11 +516,29 @@ test('a price file rate past $10,000 per million tokens, ' +
     assert.equal(r.status, 2, String(rate));
     assert.match(r.stderr, /models\.m\.output: must be a number of USD per million tokens, from 0 to 10,000/);
   }
-  const dear = { m: { input: 10_000, output: 10_000 } };
-  writeFileSync(file, JSON.stringify({ date: '2026-01-01', models: dear }));
-  const cache = withPrices(file);
-  // A cache rate left out is a multiple of the input (5-minute writes 1.25×): past the bound, named.
-  assert.match(cache.stderr, /models\.m\.cache_write_5m: must be a number/);
+  // A cache rate written past the bound is named; one left out is not checked (below).
+  const dearRead = { m: { input: 1, output: 1, cache_read: 10_001 } };
+  writeFileSync(file, JSON.stringify({ date: '2026-01-01', models: dearRead }));
+  assert.match(withPrices(file).stderr, /models\.m\.cache_read: must be a number/);
+});
+
+test('a price file may leave out cache rates whose usual multiple of its input rate passes $10,000', () => {
+  const file = join(tmpDir(), 'p.json');
+  const written = { date: '2026-10-01', models: { 'our-fine-tune-1': { input: 6000, output: 15 } } };
+  writeFileSync(file, JSON.stringify(written));
+  const r = withPrices(file);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(JSON.parse(readFileSync(join(r.out, 'index.json'), 'utf8')).cost.prices_date, '2026-10-01');
+  const table = overridePrices(PRICE_TABLE, written);
+  assert.ok(typeof table !== 'string', String(table));
+  // The usual multiples of the input rate: cache read 0.1×, 5-minute write 1.25×, 1-hour write 2×.
+  assert.deepEqual(table.models['our-fine-tune-1'], {
+    input: 6000,
+    output: 15,
+    cache_read: 600,
+    cache_write_5m: 7500,
+    cache_write_1h: 12_000,
+  });
 });
 
 /** Every view of one real CLI run: index.json, stderr, the report's header, stats, OTLP's root. */

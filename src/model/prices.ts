@@ -103,7 +103,8 @@ const KINDS = ['input', 'output', 'cache_read', 'cache_write_5m', 'cache_write_1
  * base's, its date and sources stand for the whole. What is wrong with it, as one line, when
  * it is not a price file: `{ "date": "YYYY-MM-DD", "models": { "<id>": { "input": 3,
  * "output": 15, "cache_read"?: …, "cache_write_5m"?: …, "cache_write_1h"?: … } } }`, USD per
- * million tokens; a cache rate left out is the standard multiple of the input rate.
+ * million tokens; a cache rate left out is the standard multiple of the input rate. The rates
+ * written must be from 0 to MAX_USD_PER_MILLION_TOKENS; a derived one may be up to twice that.
  */
 export function overridePrices(base: PriceTable, data: unknown): PriceTable | string {
   if (!isObject(data)) return 'must be a JSON object';
@@ -127,8 +128,11 @@ export function overridePrices(base: PriceTable, data: unknown): PriceTable | st
     for (const kind of Object.keys(given))
       if (!(KINDS as readonly string[]).includes(kind))
         return `models.${shownId(id)}.${shownId(kind)}: unknown key`;
+    // Only the rates the file writes are checked: a cache rate left out is a multiple of the
+    // input rate (up to 2×), and may pass the bound a written rate may not.
     for (const kind of KINDS) {
-      const v = rate(kind);
+      const v = given[kind];
+      if (v === undefined && kind !== 'input' && kind !== 'output') continue;
       if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > MAX_USD_PER_MILLION_TOKENS)
         return (
           `models.${shownId(id)}.${kind}: must be a number of USD per million tokens, ` +
