@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -16,7 +16,7 @@ import { MAX_TRACKED_WAITS } from '../src/model/in-flight.js';
 import { createLineParser } from '../src/chain/stages/line-parser.js';
 import type { SubteeRecord } from '../src/model/record.js';
 import { Session } from '../src/model/session.js';
-import { BIN, tmpDir } from './helpers/helpers.js';
+import { BIN, FIXTURES, tmpDir } from './helpers/helpers.js';
 
 function fakeClock() {
   let t = 0;
@@ -553,4 +553,86 @@ test("subtee run: a Codex command silent past Claude Code's Bash default is not 
   assert.equal(fromClaude.code, 124, fromClaude.stderr);
   assert.equal(fromClaude.index.stalled, true);
   assert.match(fromClaude.stderr, /Bash "npm test" silent \d\.\d s of its allowed 1\.5 s in main/);
+});
+
+/**
+ * A fake agent replaying a recording: its first `upTo` lines, then silence; `resumeAfterMs`
+ * later the rest (the subagent finished), or never (it hung: subtee stops it).
+ */
+function replayScript(file: string, upTo: number, resumeAfterMs: number | null): string {
+  const path = JSON.stringify(join(FIXTURES, 'other-agents', file));
+  const resume =
+    resumeAfterMs === null
+      ? 'setInterval(() => {}, 60_000);'
+      : `setTimeout(() => process.stdout.write(lines.slice(${upTo}).join('')), ${resumeAfterMs});`;
+  return (
+    `const lines = require('fs').readFileSync(${path}, 'utf8').split(/(?<=\\n)/);` +
+    `process.stdout.write(lines.slice(0, ${upTo}).join(''));${resume}`
+  );
+}
+
+/**
+ * `subtee run` of a script under a model allowance (0.4 s) far below the subagent's silence;
+ * resolves when it exits.
+ */
+function runAgent(script: string, toolTimeoutMs: number) {
+  const out = join(tmpDir(), 'out');
+  const flags = ['--stall-grace-ms', '0', '--idle-timeout-ms', '300', '--model-timeout-ms', '400'];
+  const argv = [BIN, 'run', '--out', out, '--stdout', 'none', '-q', ...flags];
+  argv.push('--tool-timeout-ms', String(toolTimeoutMs), '--', process.execPath, '-e', script);
+  const child = spawn(process.execPath, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  return new Promise<{ code: number | null; stderr: string; index: any }>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+      resolve({ code, stderr, index });
+    });
+  });
+}
+
+/**
+ * Gemini CLI, opencode and Codex show a subagent only spawned and ended: its whole life is
+ * silence in the stream. Scaled down: the model allows 0.4 s, the subagent works 2.5 s.
+ */
+const unseenSubagents = [
+  { producer: 'gemini', file: 'gemini/two-subagents.jsonl', upTo: 7, waits: /Task "SCRIPT:leaf:0"/ },
+  // opencode prints the task call once it has ended: main's step is what is awaited.
+  {
+    producer: 'opencode',
+    file: 'opencode/spawn-2.jsonl',
+    upTo: 2,
+    waits: /model response or a tool call not yet shown/,
+  },
+  // Between spawn_agent and the wait that ends the agents, main's model decides its next call.
+  { producer: 'codex', file: 'codex/two-subagents.jsonl', upTo: 8, waits: /Task "SCRIPT:leaf:0"/ },
+];
+
+for (const { producer, file, upTo, waits } of unseenSubagents) {
+  test(`subtee run: a ${producer} subagent working past the model allowance rides through under the ` +
+    'tool allowance; silent past it, it is a stall naming what was awaited', async () => {
+    const [healthy, hung] = await Promise.all([
+      runAgent(replayScript(file, upTo, 2500), 20_000),
+      runAgent(replayScript(file, upTo, null), 1500),
+    ]);
+    assert.equal(healthy.code, 0, healthy.stderr);
+    assert.equal(healthy.index.producer, producer);
+    assert.equal(healthy.index.stalled, false);
+    assert.equal(hung.code, 124, hung.stderr);
+    assert.equal(hung.index.stalled, true);
+    const named = new RegExp(`${waits.source} silent \\d\\.\\d s of its allowed 1\\.5 s in main`);
+    assert.match(hung.stderr, named);
+    assert.equal(hung.index.stall.waitingOn[0].allowedMs, 1500);
+  });
+}
+
+test('subtee run: a Claude Code subagent, whose steps the stream carries, silent past the model ' +
+  'allowance is a stall whatever the tool allowance', async () => {
+  const spawnCall = toolUse('A', 'Agent', { description: 'dig', subagent_type: 'Explore', prompt: 'p' });
+  const prompt = reply('A', { type: 'text', text: 'p' });
+  const script = agentScript([init, say(null, spawnCall), prompt], 60_000, []);
+  const silent = await runAgent(script, 20_000);
+  assert.equal(silent.code, 124, silent.stderr);
+  assert.match(silent.stderr, /model request silent \d\.\d s of its allowed 0\.4 s in Explore/);
 });

@@ -13,6 +13,10 @@ import {
   type Wait,
   type WaitLimits,
 } from '../src/model/in-flight.js';
+import { createCodexMapper } from '../src/adapters/codex.js';
+import { createGeminiMapper } from '../src/adapters/gemini.js';
+import { createOpencodeMapper } from '../src/adapters/opencode.js';
+import type { StreamMapper } from '../src/adapters/stream-lines.js';
 
 /** Limits that differ from one another, so each allowance tells where it came from. */
 const LIMITS: WaitLimits = {
@@ -458,6 +462,150 @@ test('a foreground subagent is awaited through its own channel, and ends with it
     6,
   );
   assert.deepEqual(rows(launched), [request(3)]);
+});
+
+/** A recording of another CLI through its own mapper, as the chain maps it: the waits after each event. */
+function mappedWaits(
+  producer: string,
+  mapper: StreamMapper,
+  file: string,
+  limits: WaitLimits,
+): unknown[][][] {
+  const path = fileURLToPath(new URL(`../../test/fixtures/other-agents/${file}`, import.meta.url));
+  const events = readFileSync(path, 'utf8').split('\n').filter(Boolean);
+  const flight = new InFlight(limits);
+  flight.producer = producer;
+  flight.transcripts = mapper;
+  const after: unknown[][][] = [];
+  events.forEach((event, index) => {
+    for (const line of mapper.map(JSON.parse(event)).lines) flight.observe(line, index + 1);
+    after.push(rows(flight));
+  });
+  for (const line of mapper.end()) flight.observe(line, events.length + 1);
+  after.push(rows(flight));
+  return after;
+}
+
+/** Limits where the tool allowance is the larger: a subagent the stream does not show gets it. */
+const TOOL_LONGER: WaitLimits = { ...LIMITS, toolTimeoutMs: 95_000 };
+
+test('a Gemini CLI subagent, shown only spawned and ended, is awaited as its call: the larger of the ' +
+  'model and tool allowances, its channel awaiting nothing', () => {
+  const unseen = (id: string, prompt: string, since: number, allowed: number) =>
+    ['tool', null, `Task "${prompt}"`, since, allowed, false, true];
+  const [a, b] = ['invoke_agent__invoke_agent_1796151785122_0', 'invoke_agent__invoke_agent_1796151785465_1'];
+  for (const limits of [TOOL_LONGER, LIMITS]) {
+    const longer = Math.max(limits.modelTimeoutMs, limits.toolTimeoutMs);
+    const req = (since: number) =>
+      ['model', null, 'model request', since, limits.modelTimeoutMs, false, true];
+    const expected = [
+      /* 1 init */ [req(1)],
+      /* 2 prompt */ [req(1)],
+      /* 3-5 text pieces */ [req(1)],
+      [req(1)],
+      [req(1)],
+      /* 6 invoke_agent 0, and its prompt on its channel */ [unseen(a, 'SCRIPT:leaf:0', 6, longer)],
+      /* 7 invoke_agent 1 */ [unseen(a, 'SCRIPT:leaf:0', 6, longer), unseen(b, 'SCRIPT:leaf:1', 7, longer)],
+      /* 8 result 0, and its text on its channel */ [unseen(b, 'SCRIPT:leaf:1', 7, longer)],
+      /* 9 result 1: the next request */ [req(9)],
+      /* 10-13 text pieces */ [req(9)],
+      [req(9)],
+      [req(9)],
+      [req(9)],
+      /* 14 result */ [],
+      /* end */ [],
+    ];
+    const after = mappedWaits('gemini', createGeminiMapper(), 'gemini/two-subagents.jsonl', limits);
+    after.forEach((waits, index) => assert.deepEqual(waits, expected[index], `after event ${index + 1}`));
+  }
+});
+
+test('a Codex agent, shown only spawned and ended, is awaited as its call from spawn_agent to the wait ' +
+  'that ends it: the larger of the model and tool allowances', () => {
+  const [a, b] = ['01a232fc-b34f-7872-b0f4-99f098067015', '01a232fc-b366-7291-a240-d2548af29c8f'];
+  for (const limits of [TOOL_LONGER, LIMITS]) {
+    const longer = Math.max(limits.modelTimeoutMs, limits.toolTimeoutMs);
+    const model = (what: string, since: number) =>
+      ['model', null, what, since, limits.modelTimeoutMs, false, true];
+    const agent = (id: string, since: number) =>
+      ['tool', null, `Task "SCRIPT:leaf:${id === a ? 0 : 1}"`, since, longer, false, true];
+    const wait = (since: number) => ['tool', null, 'wait', since, limits.toolTimeoutMs, false, true];
+    // Spawns allowed longer than the wait are listed before it; with equal allowances, oldest first.
+    const byAllowance = (...waits: unknown[][]) =>
+      limits === LIMITS
+        ? waits.filter((w) => w[2] !== 'wait').concat(waits.filter((w) => w[2] === 'wait'))
+        : waits;
+    const expected = [
+      /* 1 thread.started */ [model('model request', 1)],
+      /* 2 error item */ [model('model response', 2)],
+      /* 3 turn.started */ [model('model response', 2)],
+      /* 4 agent_message */ [model('model response', 2)],
+      /* 5 spawn_agent started */ [model('model response', 2)],
+      /* 6 spawn_agent completed: thread a */ [agent(a, 6)],
+      /* 7 spawn_agent started */ [agent(a, 6)],
+      /* 8 spawn_agent completed: thread b */ [agent(a, 6), agent(b, 8)],
+      /* 9 wait started */ byAllowance(agent(a, 6), agent(b, 8), wait(9)),
+      /* 10 wait completed: a done */ [agent(b, 8)],
+      /* 11 wait started */ byAllowance(agent(b, 8), wait(11)),
+      /* 12 wait completed: b done, the next request */ [model('model request', 12)],
+      /* 13 agent_message */ [model('model response', 13)],
+      /* 14 turn.completed */ [],
+      /* end */ [],
+    ];
+    const after = mappedWaits('codex', createCodexMapper(), 'codex/two-subagents.jsonl', limits);
+    after.forEach((waits, index) => assert.deepEqual(waits, expected[index], `after event ${index + 1}`));
+  }
+});
+
+test('opencode, which prints a call only once it has ended: every model wait allows the larger of the ' +
+  'model and tool allowances and says a call may be running; its tasks leave no wait behind', () => {
+  for (const limits of [TOOL_LONGER, LIMITS]) {
+    const longer = Math.max(limits.modelTimeoutMs, limits.toolTimeoutMs);
+    const step = (phase: string, since: number) =>
+      ['model', null, `${phase} or a tool call not yet shown`, since, longer, false, true];
+    const expected = [
+      /* 1 step_start */ [step('model request', 1)],
+      /* 2 text */ [step('model response', 2)],
+      /* 3 task 1, ended */ [step('model request', 3)],
+      /* 4 task 0, ended */ [step('model request', 4)],
+      /* 5 step_finish */ [step('model response', 5)],
+      /* 6 step_start */ [step('model response', 5)],
+      /* 7 text */ [step('model response', 5)],
+      /* 8 step_finish */ [step('model response', 5)],
+      /* end: the run's result */ [],
+    ];
+    const after = mappedWaits('opencode', createOpencodeMapper(), 'opencode/spawn-2.jsonl', limits);
+    after.forEach((waits, index) => assert.deepEqual(waits, expected[index], `after event ${index + 1}`));
+  }
+  // A call the stream shows while it runs is awaited as it is (opencode prints none such today).
+  const flight = new InFlight(TOOL_LONGER);
+  flight.producer = 'opencode';
+  flight.observe(assistant(null, toolUse('call-1', 'bash', { command: 'make' })), 1);
+  assert.deepEqual(rows(flight), [['tool', null, 'bash "make"', 1, TOOL_LONGER.toolTimeoutMs, false, true]]);
+});
+
+test('a spawned channel the stream carries (Claude Code, Copilot CLI) is still awaited by its own ' +
+  'lines', () => {
+  // The same spawn, streamed: its channel's first request decides, at the model allowance.
+  const streamed = new InFlight(TOOL_LONGER);
+  streamed.producer = 'copilot';
+  streamed.transcripts = { transcriptOf: () => 'stream' };
+  streamed.observe(init(), 0);
+  streamed.observe(assistant(null, toolUse('call-A', 'Task', { description: 'dig', prompt: 'p' })), 1);
+  const childRequest = ['model', 'call-A', 'model request', 1, LIMITS.modelTimeoutMs, false, true];
+  assert.deepEqual(rows(streamed), [childRequest]);
+  // Shown only spawned and ended: the call is awaited, its prompt and result on its channel add nothing.
+  const unseen = new InFlight(TOOL_LONGER);
+  unseen.transcripts = { transcriptOf: (channel) => (channel === 'call-A' ? 'spawn-and-result' : 'stream') };
+  unseen.observe(init(), 0);
+  unseen.observe(assistant(null, toolUse('call-A', 'Task', { description: 'dig', prompt: 'p' })), 1);
+  unseen.observe(user('call-A', 'p'), 1);
+  unseen.observe(assistant('call-A', toolUse('call-A1', 'Read', { file_path: 'x' })), 2);
+  const call = ['tool', null, 'Task "dig"', 1, TOOL_LONGER.toolTimeoutMs, false, true];
+  assert.deepEqual(rows(unseen), [call]);
+  unseen.observe(user(null, [toolResult('call-A', 'done')]), 3);
+  unseen.observe(assistant('call-A', text('done')), 3);
+  assert.deepEqual(rows(unseen), [request(3)]);
 });
 
 test('background tasks: started, listed again, replaced by the list, ended', () => {

@@ -11,6 +11,7 @@ import {
   type JsonObject,
 } from './message.js';
 import { isText } from './scan.js';
+import type { TranscriptKinds } from './session.js';
 
 /**
  * What a run is waiting on, read from its lines alone: per channel a model request, a
@@ -59,12 +60,23 @@ const SHELL_TOOLS: ReadonlySet<string> = new Set(['Bash', 'PowerShell']);
  */
 const BASH_LIMITS_PRODUCERS: ReadonlySet<string | null> = new Set([null, 'claude']);
 
+/**
+ * The producers that print a tool call only once it has ended (opencode prints a tool part
+ * completed or failed, never running): whatever silence follows a step's start or its last
+ * printed part may be a call at work, a subagent among them, so a model wait of theirs allows
+ * the larger of the model and tool allowances, and says so.
+ */
+const CALLS_SHOWN_ENDED: ReadonlySet<string | null> = new Set(['opencode']);
+
 export type WaitKind = 'model' | 'tool' | 'background';
 
 /** The model phases a channel can wait in. */
 const MODEL_REQUEST = 'model request';
 const MODEL_RESPONSE = 'model response';
 const MESSAGE_STREAM = 'message stream';
+type ModelPhase = typeof MODEL_REQUEST | typeof MODEL_RESPONSE | typeof MESSAGE_STREAM;
+/** How a model wait of a CALLS_SHOWN_ENDED producer is named: a call may be running unseen. */
+const OR_UNSEEN_CALLS = ' or a tool call not yet shown';
 
 /** One thing in flight, as a stall reports it. */
 export interface Wait {
@@ -124,9 +136,15 @@ const WHAT_CHARS = 80;
 interface ChannelState {
   /** The model phase: a request sent, a message arriving, or none (tools run, or the turn is over). */
   model: Wait | null;
+  /** The phase `model` stands for (its `what` may say more); null with it. */
+  phase: ModelPhase | null;
   /** Inside `message_start` … `message_stop`: the request streams, so idle silence applies. */
   streaming: boolean;
-  /** Foreground tool calls by tool_use id; a foreground spawn is here with no allowance of its own. */
+  /**
+   * Foreground tool calls by tool_use id. A foreground spawn is here with no allowance of its
+   * own (its channel's waits decide), unless its channel is not streamed: then it is awaited
+   * as a call (see `unseenSpawnAllowance`).
+   */
   /**
    * Null while none runs: a Map keeps its table once made, some 120 bytes a channel, and most
    * channels of a large run wait on no call at any one time.
@@ -145,6 +163,12 @@ export class InFlight {
    * producer's limits, never another CLI's.
    */
   producer: string | null = null;
+  /**
+   * How much of each channel the stream shows (the session's `transcripts`; null: all of it).
+   * A `spawn-and-result` channel's work is not in the stream: its spawn call in the parent is
+   * what is awaited, and the channel's own lines (its prompt, its result) await nothing.
+   */
+  transcripts: TranscriptKinds | null = null;
 
   constructor(private readonly limits: WaitLimits) {}
 
@@ -153,6 +177,7 @@ export class InFlight {
     const line = asStreamLine(value);
     if (!line) return;
     const channelId = channelIdOf(value);
+    if (channelId !== null && this.unstreamed(channelId)) return;
     switch (line.type) {
       case 'system':
         this.observeSystem(line as unknown as JsonObject, channelId, now);
@@ -242,10 +267,10 @@ export class InFlight {
     if (!state) return;
     if (eventType === 'message_start') {
       state.streaming = true;
-      state.model = this.modelWait(channelId, MESSAGE_STREAM, this.limits.idleTimeoutMs, now);
+      this.setModel(state, channelId, MESSAGE_STREAM, now);
     } else {
       state.streaming = false;
-      state.model = null;
+      this.setModel(state, channelId, null, now);
     }
   }
 
@@ -264,9 +289,8 @@ export class InFlight {
     // Without partial messages a line is one finished block: the message may go on with
     // more (a long tool input is silence too), so the model still answers; once it has asked
     // for a tool, that call's allowance covers the rest of the message.
-    if (calls > 0 || state.tools !== null) state.model = null;
-    else if (state.model?.what !== MODEL_RESPONSE)
-      state.model = this.modelWait(channelId, MODEL_RESPONSE, this.limits.modelTimeoutMs, now);
+    if (calls > 0 || state.tools !== null) this.setModel(state, channelId, null, now);
+    else if (state.phase !== MODEL_RESPONSE) this.setModel(state, channelId, MODEL_RESPONSE, now);
   }
 
   private observeUser(value: JsonObject, channelId: string | null, now: number): void {
@@ -293,13 +317,36 @@ export class InFlight {
 
   private requestModel(channelId: string | null, now: number): void {
     const state = this.channel(channelId, now);
-    if (!state || state.streaming || state.model?.what === MODEL_REQUEST) return;
-    state.model = this.modelWait(channelId, MODEL_REQUEST, this.limits.modelTimeoutMs, now);
+    if (!state || state.streaming || state.phase === MODEL_REQUEST) return;
+    this.setModel(state, channelId, MODEL_REQUEST, now);
   }
 
-  private modelWait(channelId: string | null, what: string, allowedMs: number, now: number): Wait {
-    const graced = what !== MESSAGE_STREAM;
-    return { kind: 'model', channelId, what, sinceMs: now, allowedMs, declared: false, graced };
+  /** The channel's model phase from `now` (null: none), with the allowance it is given. */
+  private setModel(
+    state: ChannelState,
+    channelId: string | null,
+    phase: ModelPhase | null,
+    now: number,
+  ): void {
+    state.phase = phase;
+    if (phase === null) {
+      state.model = null;
+      return;
+    }
+    // A streamed message's idle allowance is subtee's own and exact: no grace.
+    const graced = phase !== MESSAGE_STREAM;
+    let what: string = phase;
+    let allowedMs = graced ? this.limits.modelTimeoutMs : this.limits.idleTimeoutMs;
+    if (graced && CALLS_SHOWN_ENDED.has(this.producer)) {
+      what += OR_UNSEEN_CALLS;
+      allowedMs = Math.max(allowedMs, this.limits.toolTimeoutMs);
+    }
+    state.model = { kind: 'model', channelId, what, sinceMs: now, allowedMs, declared: false, graced };
+  }
+
+  /** A spawned channel whose own steps the stream does not carry (see `transcripts`). */
+  private unstreamed(channelId: string): boolean {
+    return this.transcripts !== null && this.transcripts.transcriptOf(channelId) === 'spawn-and-result';
   }
 
   private addTool(
@@ -311,8 +358,11 @@ export class InFlight {
     now: number,
   ): void {
     const args = isObject(input) ? input : {};
-    const spawn = SPAWN_TOOLS.has(name) && args.run_in_background !== true;
-    const { allowedMs, declared } = this.toolAllowance(name, args);
+    // A subagent the stream shows only spawned and ended is awaited as its call, not by its channel.
+    const foreground = SPAWN_TOOLS.has(name) && args.run_in_background !== true;
+    const unseen = foreground && this.unstreamed(id);
+    const spawn = foreground && !unseen;
+    const { allowedMs, declared } = unseen ? this.unseenSpawnAllowance() : this.toolAllowance(name, args);
     const label = describeCall(name, args);
     if (!this.track()) return this.fold(spawn ? this.limits.modelTimeoutMs : allowedMs, now);
     // One object per call: a spread copy of one raised peak memory measurably.
@@ -328,6 +378,16 @@ export class InFlight {
     });
     // A foreground subagent is decided by its own channel: its first request is on its way.
     if (spawn && !this.channels.has(id)) this.requestModel(id, now);
+  }
+
+  /**
+   * A subagent whose steps are not in the stream: the silence may span all its model requests
+   * and tool calls, so it allows the larger of the two allowances (Gemini CLI's subagents stop
+   * at 10 minutes unless their definition says otherwise; opencode's `task` and Codex's agents
+   * state no limit).
+   */
+  private unseenSpawnAllowance(): { allowedMs: number; declared: boolean } {
+    return { allowedMs: Math.max(this.limits.modelTimeoutMs, this.limits.toolTimeoutMs), declared: false };
   }
 
   private toolAllowance(name: string, input: JsonObject): { allowedMs: number; declared: boolean } {
@@ -390,7 +450,7 @@ export class InFlight {
       this.fold(this.limits.modelTimeoutMs, now);
       return undefined;
     }
-    const state: ChannelState = { model: null, streaming: false, tools: null };
+    const state: ChannelState = { model: null, phase: null, streaming: false, tools: null };
     this.channels.set(channelId, state);
     return state;
   }
@@ -451,14 +511,18 @@ export function cleanName(text: string): string {
   return boundedText(text.replace(/\s+/g, ' ').trim(), WHAT_CHARS);
 }
 
-/** `Bash "npm test"`, `Read "src/a.ts"`, `Agent "review the diff"`, or the tool's name alone (raw). */
+/**
+ * `Bash "npm test"`, `Read "src/a.ts"`, `Agent "review the diff"`, a spawn without a description
+ * by its prompt, or the tool's name alone (raw).
+ */
 function describeCall(name: string, input: JsonObject): string {
   const detail =
     headText(input.command) ??
     headText(input.description) ??
     headText(input.file_path) ??
     headText(input.url) ??
-    headText(input.pattern);
+    headText(input.pattern) ??
+    headText(input.prompt);
   const tool = name.length > WHAT_CHARS ? name.slice(0, WHAT_CHARS) : name;
   return detail ? `${tool} "${detail}"` : tool;
 }

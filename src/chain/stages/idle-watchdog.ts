@@ -3,7 +3,7 @@ import { withDefaults } from '../../defaults.js';
 import { EXIT, SubteeError } from '../../errors.js';
 import type { RecordBatch } from '../../model/record.js';
 import { escapeOneLine } from '../../views/escape.js';
-import { requireSession, type Session } from '../../model/session.js';
+import { requireSession, type Session, type TranscriptKinds } from '../../model/session.js';
 import { viewOf } from '../../model/line-view.js';
 import { boundedText } from '../../model/bounded-text.js';
 import {
@@ -118,6 +118,11 @@ export class IdleWatchdog {
     this.inFlight.producer = producer;
   }
 
+  /** How much of each channel the stream shows: a subagent it does not stream is awaited as its call. */
+  set transcripts(transcripts: TranscriptKinds | null) {
+    this.inFlight.transcripts = transcripts;
+  }
+
   waits(): Wait[] {
     return this.inFlight.waits();
   }
@@ -217,6 +222,7 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
       const now = clock.now();
       dog.activity(now);
       dog.producer = run.producer;
+      dog.transcripts = run.transcripts;
       for (const rec of batch) if (rec.kind === 'line') dog.observe(viewOf(rec), now);
       return batch;
     },
@@ -303,7 +309,8 @@ export const idleWatchdogPlugin = defineBuiltin<IdleWatchdogConfig>({
       1,
       IDLE_WATCHDOG_DEFAULTS.toolTimeoutMs,
       'silence allowed while a tool call other than Bash (and MCP with $MCP_TOOL_TIMEOUT) runs, ' +
-        'and any call of a CLI other than Claude Code',
+        'and any call of a CLI other than Claude Code; a subagent of Codex, Gemini CLI or opencode ' +
+        'gets the larger of this and modelTimeoutMs',
     ),
     bashDefaultTimeoutMs: msOption(
       1,
