@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import {
+  chmodSync,
   cpSync,
   mkdirSync,
   readdirSync,
@@ -539,6 +540,51 @@ test('a stream that states no usage (nothing answered yet) reads no transcript a
   const message = { id: 'm1', model: 'claude-opus-5-5', content: [], usage: { input_tokens: 3 } };
   writeFileSync(used, `${JSON.stringify({ type: 'assistant', message, parent_tool_use_id: null })}\n`);
   assert.match(run(['--transcripts', empty, used]).stderr, /TRANSCRIPT_UNREADABLE: .*the stream states no session id/);
+});
+
+test("transcripts are read only from Claude Code's stream: under subtee run behind a wrapper, a " +
+  'Codex or Gemini CLI stream reads none and warns of none', () => {
+  const dir = tmpDir();
+  const config = join(dir, 'claude-config');
+  mkdirSync(join(config, 'projects'), { recursive: true });
+  // A command of no known agent's name (as npx, env or a script would be): it may be Claude Code.
+  const wrapper = join(dir, 'agent-wrapper.sh');
+  writeFileSync(wrapper, '#!/bin/sh\ncat "$1"\n');
+  chmodSync(wrapper, 0o755);
+  const runWrapped = (file: string) => {
+    const out = join(dir, `out-${Math.random().toString(36).slice(2)}`);
+    const argv = [BIN, 'run', '--out', out, '--stdout', 'none', '-q', '--', wrapper, file];
+    const r = spawnSync(process.execPath, argv, {
+      encoding: 'utf8',
+      env: { ...process.env, CLAUDE_CONFIG_DIR: config },
+    });
+    assert.equal(r.status, 0, r.stderr);
+    return { stderr: r.stderr, index: JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')) };
+  };
+  for (const [producer, file] of [
+    ['codex', 'codex/shell.jsonl'],
+    ['codex', 'codex/two-subagents.jsonl'],
+    ['gemini', 'gemini/shell.jsonl'],
+    ['gemini', 'gemini/two-subagents.jsonl'],
+  ]) {
+    const { stderr, index } = runWrapped(join(FIXTURES, 'other-agents', file));
+    assert.equal(index.producer, producer);
+    assert.ok(index.cost.channels_by_basis.stream + index.cost.channels_by_basis.estimated > 0, file);
+    assert.doesNotMatch(stderr, /TRANSCRIPT_/, file);
+    assert.deepEqual(index.warnings.filter((w: any) => w.code.startsWith('TRANSCRIPT_')), [], file);
+  }
+  // The same wrapper printing Claude Code's stream: its transcripts are looked for, and named.
+  const claude = runWrapped(join(FIXTURES, 'nested-depth-3.jsonl'));
+  assert.equal(claude.index.producer, 'claude');
+  assert.match(claude.stderr, /warning TRANSCRIPT_UNREADABLE: transcripts in .*no transcript of session/);
+  // --transcripts given on a pipe: a Codex stream reads none of them either.
+  const piped = spawnSync(
+    process.execPath,
+    [BIN, '--out', join(dir, 'piped'), '--stdout', 'none', '-q', '--transcripts', config],
+    { input: readFileSync(join(FIXTURES, 'other-agents', 'codex', 'shell.jsonl')), encoding: 'utf8' },
+  );
+  assert.equal(piped.status, 0, piped.stderr);
+  assert.doesNotMatch(piped.stderr, /TRANSCRIPT_/);
 });
 
 /**

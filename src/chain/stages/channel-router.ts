@@ -131,9 +131,19 @@ function takeEnded(
   id: string,
   options: ChannelRouterOptions,
 ): void {
-  if (!session.cost.seenUsage) return;
+  if (!session.cost.seenUsage || !fromClaudeCode(session)) return;
   const t = ended.channel(id, session.tree.sessionId, options.transcriptsCwd ?? session.cost.runCwd);
   if (t !== null) session.cost.takeChannelTranscript(id, t);
+}
+
+/**
+ * Whether the stream is Claude Code's (the CLI's or the Agent SDK's), whose transcripts are
+ * read: not another agent's (Codex, Gemini CLI …) nor a LangGraph run's, whatever command
+ * wrapped it under `subtee run`. A chain without the input-format stage states no producer:
+ * its lines are Claude Code's.
+ */
+function fromClaudeCode(session: Session): boolean {
+  return session.producer === null || session.producer === 'claude';
 }
 
 /** Each channel's transcript usage, read once the stream has ended (see chain/transcripts.ts). */
@@ -141,7 +151,7 @@ function takeTranscripts(session: Session, options: ChannelRouterOptions): void 
   const dir = options.transcripts!;
   // A stream that states no usage (an agent that printed nothing, a run stalled before its
   // first answer) has nothing a transcript could make exact: no reading, no warning.
-  if (!session.cost.seenUsage) return;
+  if (!session.cost.seenUsage || !fromClaudeCode(session)) return;
   try {
     const found = readTranscripts({
       dir,
