@@ -206,6 +206,49 @@ test("with a result, every token seen: the output is the result's, the dollars C
   assert.equal(ledger.channelCost('none'), null);
 });
 
+test("the cache-write split stated on one side only: the channels add up to the result's costUSD", () => {
+  // TABLE: input 1, output 2, 5-minute write 4, 1-hour write 5 per million tokens. Main writes
+  // 3,000 cache tokens, a subagent 1,000; both sides count 4,000 writes and 500 output tokens.
+  const run = (mainUsage: object, subUsage: object, split: object) => {
+    const ledger = new CostLedger(TABLE);
+    const words = [{ type: 'text', text: 'x'.repeat(400) }];
+    ledger.observe(line('m1', 'm-a', { input_tokens: 10, output_tokens: 1, ...mainUsage }, words), null);
+    ledger.observe(line('s1', 'm-a', { input_tokens: 30, output_tokens: 1, ...subUsage }, words), 'sub');
+    const figures = { inputTokens: 40, outputTokens: 500, cacheCreationInputTokens: 4000, costUSD: 0.05 };
+    const modelUsage = { 'm-a': { ...figures, ...split } };
+    ledger.observe({ type: 'result', total_cost_usd: 0.05, modelUsage }, null);
+    return ledger.report();
+  };
+  const writes = (n: number, oneHour?: number) => ({
+    cache_creation_input_tokens: n,
+    ...(oneHour === undefined ? {} : { cache_creation: { ephemeral_1h_input_tokens: oneHour } }),
+  });
+  // (a) The lines split their writes (main 1,000 of 3,000 one-hour, the subagent all 1,000),
+  // the result states only the total: its writes weigh as the lines split theirs.
+  const a = run(writes(3000, 1000), writes(1000, 1000), {});
+  // (b) The lines state no split; the result says 3,000 of the 4,000 are one-hour writes.
+  const b = run(writes(3000), writes(1000), {
+    cacheCreationEphemeral1hInputTokens: 3000,
+    cacheCreationEphemeral5mInputTokens: 1000,
+  });
+  for (const [name, report] of [['lines split', a], ['result split', b]] as const) {
+    close(report.channels_usd, 0.05);
+    close(report.models['m-a'].usd, 0.05);
+    assert.deepEqual([report.unattributed_usd, report.usd], [0, 0.05], name);
+    // Every token of the result is on a channel: all its output is shared, 250 each (equal estimates).
+    assert.equal(report.models['m-a'].output_tokens, 500, name);
+    assert.equal(report.channels.get('sub')!.tokens.output_tokens, 250, name);
+  }
+  // (a) Weighted tokens: 40×1 + 500×2 + 2,000×4 + 2,000×5 = 19,040 for $0.05; the subagent
+  // has 30 input, 250 output and 1,000 one-hour writes.
+  close(a.channels.get('sub')!.usd, ((30 + 250 * 2 + 1000 * 5) * 0.05) / 19_040);
+  // (b) 40 + 1,000 + 1,000×4 + 3,000×5 = 20,040; the lines' unsplit writes weigh as the
+  // result splits them (4.75 a token), the subagent's 1,000 among them.
+  close(b.channels.get('sub')!.usd, ((30 + 250 * 2 + 1000 * 4.75) * 0.05) / 20_040);
+  // The lines' token figures stay as stated: writes without a split count as 5-minute ones.
+  assert.deepEqual(b.channels.get('sub')!.tokens, tokens(30, 250, 0, 1000, 0));
+});
+
 test('with a result: the output shared by what each channel produced, at the standard ratios', () => {
   const ledger = new CostLedger(TABLE);
   // Estimates: 400 characters are 100 tokens, 1200 are 300 (4 per token), above the lines' 1.

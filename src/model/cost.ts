@@ -177,6 +177,8 @@ interface Tally {
   cacheRead: number;
   cache5m: number;
   cache1h: number;
+  /** Of `cache5m`, the writes of messages whose usage stated no 5-minute/1-hour split. */
+  cacheUnsplit: number;
   /** Output of messages whose message_delta was seen. */
   exactOutput: number;
   /** The lines' own output of the other messages. */
@@ -195,6 +197,8 @@ interface MessageFigures {
   cacheRead: number;
   cache5m: number;
   cache1h: number;
+  /** Its cache writes when its usage stated no split (counted in `cache5m` too), else 0. */
+  cacheUnsplit: number;
   lineOutput: number;
   chars: number;
   exact: number | null;
@@ -220,6 +224,7 @@ const noFigures = (): MessageFigures => ({
   cacheRead: 0,
   cache5m: 0,
   cache1h: 0,
+  cacheUnsplit: 0,
   lineOutput: 0,
   chars: 0,
   exact: null,
@@ -232,6 +237,7 @@ function copyFigures(to: MessageFigures, from: MessageFigures): void {
   to.cacheRead = from.cacheRead;
   to.cache5m = from.cache5m;
   to.cache1h = from.cache1h;
+  to.cacheUnsplit = from.cacheUnsplit;
   to.lineOutput = from.lineOutput;
   to.chars = from.chars;
   to.exact = from.exact;
@@ -311,9 +317,16 @@ export interface TranscriptFindings {
   problems: string[];
 }
 
+/** A model's figures in the `result` line; `split`: it states its 5-minute/1-hour cache writes. */
+interface ResultModel {
+  tokens: ModelTokens;
+  usd: number | null;
+  split: boolean;
+}
+
 interface ResultUsage {
   totalUsd: number | null;
-  models: Map<string, { tokens: ModelTokens; usd: number | null }>;
+  models: Map<string, ResultModel>;
 }
 
 const emptyTally = (): Tally => ({
@@ -321,6 +334,7 @@ const emptyTally = (): Tally => ({
   cacheRead: 0,
   cache5m: 0,
   cache1h: 0,
+  cacheUnsplit: 0,
   exactOutput: 0,
   streamOutput: 0,
   estimate: 0,
@@ -436,6 +450,8 @@ export class CostLedger {
             created,
             count(split.ephemeral_1h_input_tokens, 'cache_creation.ephemeral_1h_input_tokens'),
           );
+    // Without the split, the writes are counted as 5-minute ones and priced as compute() says.
+    msg.cacheUnsplit = split === null ? created : 0;
     msg.input = this.tokens(usage.input_tokens, 'usage.input_tokens', lineNo);
     msg.cacheRead = this.tokens(usage.cache_read_input_tokens, 'usage.cache_read_input_tokens', lineNo);
     msg.cache5m = created - oneHour;
@@ -603,6 +619,7 @@ export class CostLedger {
     const addCacheRead = next.cacheRead - msg.cacheRead;
     const add5m = next.cache5m - msg.cache5m;
     const add1h = next.cache1h - msg.cache1h;
+    tally.cacheUnsplit += next.cacheUnsplit - msg.cacheUnsplit;
     const addExact = (exact ?? 0) - (counted ? (msg.exact ?? 0) : 0);
     const addStream = streamOutput - wasStream;
     tally.input += addInput;
@@ -642,7 +659,7 @@ export class CostLedger {
     const total = this.dollars(value.total_cost_usd, 'total_cost_usd', lineNo);
     if (!modelUsage && total === null) return;
     this.cached = null;
-    const models = new Map<string, { tokens: ModelTokens; usd: number | null }>();
+    const models = new Map<string, ResultModel>();
     const max = COST_BOUNDS.runTokens;
     for (const [model, usage] of Object.entries(modelUsage ?? {})) {
       if (!isObject(usage)) continue;
@@ -659,6 +676,9 @@ export class CostLedger {
           cache_creation_1h_input_tokens: oneHour,
         },
         usd: this.dollars(usage.costUSD, field('costUSD'), lineNo),
+        split:
+          usage.cacheCreationEphemeral1hInputTokens !== undefined ||
+          usage.cacheCreationEphemeral5mInputTokens !== undefined,
       });
     }
     this.result = { totalUsd: total, models };
@@ -870,6 +890,7 @@ export class CostLedger {
       tally.cacheRead = m.tokens.cache_read_input_tokens;
       tally.cache5m = m.tokens.cache_creation_5m_input_tokens;
       tally.cache1h = m.tokens.cache_creation_1h_input_tokens;
+      tally.cacheUnsplit = 0;
       tally.exactOutput = m.tokens.output_tokens;
       tally.streamOutput = 0;
       tally.estimate = 0;
@@ -915,7 +936,7 @@ export class CostLedger {
    */
   private resultModels(
     lineModels: readonly string[],
-  ): Map<string, { tokens: ModelTokens; usd: number | null }> {
+  ): Map<string, ResultModel> {
     const models = this.result?.models ?? new Map();
     if (models.size !== 1 || lineModels.length !== 1) return models;
     const [[named, usage]] = [...models];
@@ -932,6 +953,65 @@ export class CostLedger {
     return new Map([[used, usage]]);
   }
 
+  /**
+   * How a model's tokens are priced, from its tokens over every channel (`sum`) and the
+   * result's figures for it. With the result's dollars, a rate derived from them: its dollars
+   * over its tokens weighted by the table's rates (Anthropic's usual multiples for a model the
+   * table lacks), and the output tokens its messages account for, to share over them. A cache
+   * write whose 5-minute/1-hour split one side leaves out is weighed as the other side splits
+   * its writes (the result's writes as the lines split theirs; the lines' unsplit writes as
+   * the result splits what the lines do not state), so the channels add up to the result's
+   * dollars whichever side states the split. Without them, the table's rates (none: null,
+   * unless the model has nothing to price).
+   */
+  private termsOf(model: string, sum: ModelSum, fromResult: ResultModel | undefined): ModelTerms {
+    const table = this.rateOf(model);
+    if (!fromResult || fromResult.usd === null) {
+      const none =
+        sum.input + sum.cacheRead + sum.cache5m + sum.cache1h + sum.exactOutput + sum.streamOutput === 0;
+      const rate = table ?? (none ? FREE : null);
+      const unsplitWrite = rate?.cache_write_5m ?? 0;
+      return { rate, unsplitWrite, shared: false, toShare: 0, table: table !== null };
+    }
+    const weights = table ?? STANDARD_RATIOS;
+    const r = fromResult.tokens;
+    const stated5m = sum.cache5m - sum.cacheUnsplit;
+    const blend = (w5m: number, w1h: number) =>
+      w5m + w1h > 0
+        ? (w5m * weights.cache_write_5m + w1h * weights.cache_write_1h) / (w5m + w1h)
+        : weights.cache_write_5m;
+    let resultWeights = weights;
+    let unsplit: number;
+    if (fromResult.split) {
+      const r5m = Math.max(0, r.cache_creation_5m_input_tokens - stated5m);
+      const r1h = Math.max(0, r.cache_creation_1h_input_tokens - sum.cache1h);
+      unsplit =
+        r5m + r1h > 0
+          ? blend(r5m, r1h)
+          : blend(r.cache_creation_5m_input_tokens, r.cache_creation_1h_input_tokens);
+    } else {
+      // The result's writes, all counted as 5-minute ones, weigh as the lines split theirs.
+      unsplit = blend(stated5m, sum.cache1h);
+      if (unsplit !== weights.cache_write_5m) resultWeights = { ...weights, cache_write_5m: unsplit };
+    }
+    const whole = priceTokens(r, resultWeights);
+    const factor = whole > 0 ? fromResult.usd / whole : null;
+    const rate = factor !== null ? scaled(weights, factor) : (table ?? scaled(weights, 0));
+    // The output the stream's messages account for: the result's, times the share of the
+    // result's input side the channels show (less than all when messages are missing).
+    const resultInput = inputSide(r, resultWeights);
+    const seenInput =
+      inputSide(sumTokens(sum), weights) + (sum.cacheUnsplit * (unsplit - weights.cache_write_5m)) / 1e6;
+    const share = resultInput > 0 ? Math.min(1, seenInput / resultInput) : 1;
+    return {
+      rate,
+      unsplitWrite: factor !== null ? unsplit * factor : rate.cache_write_5m,
+      shared: true,
+      toShare: Math.max(0, Math.round(r.output_tokens * share) - sum.exactOutput),
+      table: table !== null,
+    };
+  }
+
   private compute(): ReadonlyCostReport {
     const result = this.result;
     const channels = [...this.byChannel.entries()];
@@ -943,55 +1023,30 @@ export class CostLedger {
     const modelIds = [...lineModels];
     for (const m of resultModels.keys()) if (!seen.has(m) && seen.add(m)) modelIds.push(m);
 
-    // Per model: the rate of each kind of token, and each channel's output tokens.
-    const rates = new Map<string, ModelPrice | null>();
+    // Per model: how its tokens are priced, and each channel's output tokens.
+    const terms = new Map<string, ModelTerms>();
     const outputs = new Map<string, Map<string | null, number>>();
-    const shared = new Set<string>();
     let usedTable = false;
     for (const model of modelIds) {
       const tallies = channels.flatMap(([key, ledger]) => {
         const t = ledger.models.get(model);
         return t ? [[key, t] as const] : [];
       });
-      const seenTokens = emptyTokens();
-      let exact = 0;
-      let estimateSum = 0;
-      for (const [, t] of tallies) {
-        seenTokens.input_tokens += t.input;
-        seenTokens.cache_read_input_tokens += t.cacheRead;
-        seenTokens.cache_creation_5m_input_tokens += t.cache5m;
-        seenTokens.cache_creation_1h_input_tokens += t.cache1h;
-        exact += t.exactOutput;
-        estimateSum += t.estimate;
-      }
-      const table = priceOf(this.prices, model);
-      const fromResult = resultModels.get(model);
+      const sum = emptySum();
+      for (const [, t] of tallies) addTally(sum, t, 1);
+      const term = this.termsOf(model, sum, resultModels.get(model));
+      terms.set(model, term);
+      if (term.table) usedTable = true;
       const out = new Map<string | null, number>();
-      if (fromResult && fromResult.usd !== null) {
-        shared.add(model);
-        const weights = table ?? STANDARD_RATIOS;
-        const whole = priceTokens(fromResult.tokens, weights);
-        rates.set(model, whole > 0 ? scaled(weights, fromResult.usd / whole) : (table ?? scaled(weights, 0)));
-        if (table) usedTable = true;
-        // The output the stream's messages account for: the result's, times the share of the
-        // result's input side the channels show (less than all when messages are missing).
-        const resultInput = inputSide(fromResult.tokens, weights);
-        const share = resultInput > 0 ? Math.min(1, inputSide(seenTokens, weights) / resultInput) : 1;
-        const toShare = Math.max(0, Math.round(fromResult.tokens.output_tokens * share) - exact);
+      if (term.shared) {
         const shares = apportion(
-          toShare,
+          term.toShare,
           tallies.map(([, t]) => t.estimate),
-          estimateSum,
+          sum.estimate,
           tallies.map(([key]) => key ?? ''),
         );
         tallies.forEach(([key, t], i) => out.set(key, t.exactOutput + shares[i]));
       } else {
-        // Nothing to price is free, whether or not the model has a price.
-        const none = tallies.every(
-          ([, t]) => t.input + t.cacheRead + t.cache5m + t.cache1h + t.exactOutput + t.streamOutput === 0,
-        );
-        rates.set(model, table ?? (none ? FREE : null));
-        if (table) usedTable = true;
         for (const [key, t] of tallies) out.set(key, t.exactOutput + t.streamOutput);
       }
       outputs.set(model, out);
@@ -1026,8 +1081,8 @@ export class CostLedger {
           cache_creation_5m_input_tokens: t.cache5m,
           cache_creation_1h_input_tokens: t.cache1h,
         };
-        const rate = rates.get(model) ?? null;
-        const usd = rate ? priceTokens(tokens, rate) : null;
+        const term = terms.get(model)!;
+        const usd = term.rate ? modelUsd(tokens, t.cacheUnsplit, term) : null;
         cost.usd = cost.usd === null || usd === null ? null : cost.usd + usd;
         const m = perModel[model];
         m.usd = m.usd === null || usd === null ? null : m.usd + usd;
@@ -1036,13 +1091,13 @@ export class CostLedger {
           m[k] += tokens[k];
         }
         const basis: TokensBasis =
-          t.estimatedMessages === 0 ? 'exact' : shared.has(model) ? 'estimated' : 'stream';
+          t.estimatedMessages === 0 ? 'exact' : term.shared ? 'estimated' : 'stream';
         cost.basis = worse(cost.basis, basis);
         m.basis = m.basis === 'unknown' ? basis : worse(m.basis, basis);
       }
       runBasis = runBasis === 'unknown' ? cost.basis : worse(runBasis, cost.basis);
     }
-    const unpriced = modelIds.filter((m) => rates.get(m) === null && perModel[m].result_usd === null);
+    const unpriced = modelIds.filter((m) => terms.get(m)!.rate === null && perModel[m].result_usd === null);
     for (const m of unpriced) perModel[m].usd = null;
     for (const m of modelIds) if (perModel[m].basis === 'unknown') perModel[m].usd = null;
     // Channels of unknown usage are counted apart: what they spent is in the unattributed dollars.
@@ -1101,6 +1156,70 @@ function freezeChannelCost(c: ChannelCost): void {
 }
 
 const FREE: ModelPrice = { input: 0, output: 0, cache_read: 0, cache_write_5m: 0, cache_write_1h: 0 };
+
+/** A model's tokens over channels: what its pricing depends on (see termsOf). */
+interface ModelSum {
+  input: number;
+  cacheRead: number;
+  cache5m: number;
+  cache1h: number;
+  cacheUnsplit: number;
+  exactOutput: number;
+  streamOutput: number;
+  estimate: number;
+}
+
+const emptySum = (): ModelSum => ({
+  input: 0,
+  cacheRead: 0,
+  cache5m: 0,
+  cache1h: 0,
+  cacheUnsplit: 0,
+  exactOutput: 0,
+  streamOutput: 0,
+  estimate: 0,
+});
+
+/** Adds a channel's tally to a model's sum (`sign` -1: takes it out). */
+function addTally(sum: ModelSum, t: Tally, sign: 1 | -1): void {
+  sum.input += sign * t.input;
+  sum.cacheRead += sign * t.cacheRead;
+  sum.cache5m += sign * t.cache5m;
+  sum.cache1h += sign * t.cache1h;
+  sum.cacheUnsplit += sign * t.cacheUnsplit;
+  sum.exactOutput += sign * t.exactOutput;
+  sum.streamOutput += sign * t.streamOutput;
+  sum.estimate += sign * t.estimate;
+}
+
+/** A sum's input side as tokens (its output left out). */
+const sumTokens = (sum: ModelSum): ModelTokens => ({
+  input_tokens: sum.input,
+  output_tokens: 0,
+  cache_read_input_tokens: sum.cacheRead,
+  cache_creation_5m_input_tokens: sum.cache5m,
+  cache_creation_1h_input_tokens: sum.cache1h,
+});
+
+/** How a model's tokens are priced over the channels (see CostLedger.termsOf). */
+interface ModelTerms {
+  /** USD per million tokens of each kind; null: nothing prices the model. */
+  rate: ModelPrice | null;
+  /** USD per million cache-write tokens of a message that stated no 5-minute/1-hour split. */
+  unsplitWrite: number;
+  /** Its output tokens are shared from the result's (`estimated`). */
+  shared: boolean;
+  /** The result's output tokens to share over the messages of no exact output. */
+  toShare: number;
+  /** The price table has the model. */
+  table: boolean;
+}
+
+/** Dollars of one channel's tokens of a model; `unsplit` of its 5-minute writes stated no split. */
+function modelUsd(tokens: ModelTokens, unsplit: number, term: ModelTerms): number {
+  const rate = term.rate!;
+  return priceTokens(tokens, rate) + (unsplit * (term.unsplitWrite - rate.cache_write_5m)) / 1e6;
+}
 
 const scaled = (p: ModelPrice, factor: number): ModelPrice => ({
   input: p.input * factor,
