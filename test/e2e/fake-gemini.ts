@@ -96,6 +96,12 @@ export const GEMINI_SCRIPTS: Record<string, (t: GeminiTurn) => GeminiReply> = {
       return { kind: 'parts', parts: [{ text: `Leaf ${name} starting.` }, shell(`echo leaf-${name}-ok`)] };
     return finish(t, `Leaf ${name} report: done.`);
   },
+  /** slow:SECONDS — a subagent whose one command runs that long, then reports. */
+  slow(t) {
+    const seconds = t.args[0] ?? '1';
+    if (t.turn === 0) return { kind: 'parts', parts: [{ text: 'Slow work.' }, shell(`sleep ${seconds}`)] };
+    return finish(t, `Slow ${seconds} s report: done.`);
+  },
   /** broken — a subagent whose model request fails. */
   broken: () => ({ kind: 'error', status: 400, message: 'scripted failure for this subagent' }),
   /** spawn:A:B… — the main agent starts one subagent per script (`leaf.0` is `SCRIPT:leaf:0`). */
