@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { CodexMapper, itemResult } from '../src/adapters/codex.js';
 import {
@@ -896,4 +897,126 @@ test('a stream that stops fitting the producer chosen is ' +
     assert.equal(got.producer, producer, name);
     assert.deepEqual(got.codes, ['INPUT_FORMAT_MISMATCH'], name);
   }
+});
+
+/** A stream through the built-in chain into an output folder: its index.json and warnings. */
+async function intoFolder(bytes: Buffer, maxLineBytes?: number) {
+  const out = join(tmpDir(), 'out');
+  const run = await runChain(chunked(splitEvery(bytes, 4096)), {
+    stages: [
+      { use: 'line-parser', ...(maxLineBytes === undefined ? {} : { maxLineBytes }) },
+      { use: 'input-format' },
+      { use: 'channel-router' },
+    ],
+    sinks: [{ use: 'files', out }],
+  });
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  return { out, index, warnings: run.warnings };
+}
+
+/** A channel of index.json as a subagent's figures: all but its paths and times. */
+const figures = (ch: any) => {
+  const { log, jsonl, first_seen, last_seen, ...rest } = ch;
+  for (const k of Object.keys(rest)) if (k.endsWith('_ms') || k.endsWith('_at')) delete rest[k];
+  return rest;
+};
+
+test('a stray line among the first costs that line: the mapper goes on where it left off, ' +
+  'the tree, transcripts and version as without it, each change told', async () => {
+  const streams: Array<[string, string]> = [
+    ['codex', join(DIR, 'codex', 'two-subagents.jsonl')],
+    ['codex', join(DIR, 'codex', 'nested-subagent.jsonl')],
+    ['copilot', join(DIR, 'copilot', 'spawn-2.jsonl')],
+    ['copilot', join(DIR, 'copilot', 'nested-2.jsonl')],
+    ['gemini', join(DIR, 'gemini', 'two-subagents.jsonl')],
+    ['opencode', join(DIR, 'opencode', 'nested-2.jsonl')],
+    ['claude', join(FIXTURES, 'nested-depth-3.jsonl')],
+  ];
+  for (const [producer, file] of streams) {
+    const lines = inputLines(readFileSync(file));
+    const clean = await intoFolder(readFileSync(file));
+    assert.equal(clean.index.producer, producer, file);
+    for (const [stray, line] of Object.entries(STRAY)) {
+      if (stray === producer) continue;
+      for (const at of [2, 4, 7, 8]) {
+        const name = `${producer} (${file.slice(DIR.length)}) with a stray ${stray} line ${at}`;
+        const input = [...lines.slice(0, at - 1), line, ...lines.slice(at - 1)];
+        const got = await intoFolder(Buffer.from(input.join('\n') + '\n', 'latin1'));
+        const { index } = got;
+        assert.equal(index.producer, producer, name);
+        assert.equal(index.producer_version, clean.index.producer_version, `${name}: the version`);
+        assert.equal(index.channels.length, clean.index.channels.length, `${name}: every channel`);
+        // Every subagent exactly as without the stray line; main as well, but for its lines.
+        assert.deepEqual(index.channels.slice(1).map(figures), clean.index.channels.slice(1).map(figures), name);
+        const [main, cleanMain] = [index.channels[0], clean.index.channels[0]];
+        for (const k of ['status', 'summary', 'usage', 'transcript'])
+          assert.deepEqual(main[k], cleanMain[k], `${name}: main ${k}`);
+        assert.ok(main.lines > cleanMain.lines, `${name}: the stray line is routed to main`);
+        // Each input line lands once; the stray one in main's file.
+        const { all, byChannel } = writtenLines(got.out, index);
+        assert.deepEqual([...all].sort(), [...input].sort(), `${name}: every line kept once`);
+        assert.ok(byChannel.get(null)!.includes(line), `${name}: the stray line is in main.jsonl`);
+        // Told both ways: read as the stray's producer at its line, as the stream's again after.
+        const told = got.warnings.filter((w) => w.code.startsWith('INPUT_FORMAT'));
+        assert.deepEqual(told.map((w) => w.code), ['INPUT_FORMAT_CHANGED', 'INPUT_FORMAT_CHANGED'], name);
+        assert.match(told[0].message, new RegExp(`^line ${at} fits ${stray}, not ${producer} `), name);
+        const back =
+          at > lines.length
+            ? `^the input ended read as ${stray} from line ${at} \\(1 line\\); ${at - 1} lines were ` +
+              `read as ${producer}: the run is ${producer}'s`
+            : `^line ${at + 1} fits ${producer}, not ${stray} \\(read as ${stray} from line ${at}\\): ` +
+              `read as ${producer} again from there on, going on from line ${at - 1}`;
+        assert.match(told[1].message, new RegExp(back), name);
+      }
+    }
+  }
+});
+
+test("a stray line among a mapped run's first lines: a late reader still replays main whole", async () => {
+  const file = join(DIR, 'codex', 'two-subagents.jsonl');
+  const lines = inputLines(readFileSync(file));
+  /**
+   * The main conversation's texts and tool calls as a reader opened after the run sees them.
+   * The lines up to `at` are given first, the rest once the run has routed line `at` (as a live
+   * agent's lines come).
+   */
+  const mainOf = async (input: string[], at: number) => {
+    const source = new PassThrough();
+    const run = open(source, { out: join(tmpDir(), 'out') });
+    source.write(input.slice(0, at).join('\n') + '\n');
+    for await (const event of run.events) {
+      if (event.lineNo < at) continue;
+      source.end(input.slice(at).join('\n') + '\n');
+      break;
+    }
+    await run.done;
+    const texts: string[] = [];
+    for await (const message of run.messages) texts.push(`${message.role}: ${await message.text}`);
+    const calls: string[] = [];
+    for await (const call of run.toolCalls) calls.push(`${call.name} ${await call.output}`);
+    return { texts, calls };
+  };
+  const clean = await mainOf(lines, 7);
+  assert.ok(clean.calls.length >= 2 && clean.texts.length >= 1, 'the run has calls and text');
+  for (const at of [2, 7]) {
+    const input = [...lines.slice(0, at - 1), STRAY.claude, ...lines.slice(at - 1)];
+    assert.deepEqual(await mainOf(input, at), clean, `a stray claude line ${at}`);
+  }
+});
+
+test('a stream that keeps changing producer is told each change up to 4, then read as it is: ' +
+  'warnings bounded, every line kept', async () => {
+  const codex = inputLines(readFileSync(join(DIR, 'codex', 'two-subagents.jsonl')));
+  // A Claude line after each Codex line: the choice never settles by itself.
+  const input = codex.flatMap((l) => [l, STRAY.claude]);
+  const got = await intoFolder(Buffer.from(input.join('\n') + '\n', 'latin1'));
+  const told = got.warnings.filter((w) => w.code.startsWith('INPUT_FORMAT'));
+  assert.deepEqual(
+    told.map((w) => `${w.code} ${/^line (\d+)/.exec(w.message)?.[1]}`),
+    [2, 3, 4, 5].map((n) => `INPUT_FORMAT_CHANGED ${n}`).concat('INPUT_FORMAT_MISMATCH 6'),
+  );
+  assert.match(told[4].message, /the input changed producer 4 times/);
+  assert.equal(got.index.producer, 'codex');
+  const { all } = writtenLines(got.out, got.index);
+  assert.deepEqual([...all].sort(), [...input].sort(), 'every line kept once');
 });

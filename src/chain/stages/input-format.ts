@@ -113,12 +113,19 @@ export function createInputFormat(options: InputFormatOptions): Transform {
     spawnTools: options.spawnTools ?? INPUT_FORMAT_DEFAULTS.spawnTools,
     onWarning: (code, message) => run.warn(code, message),
   });
+  // One reader per coding agent the run was read as, kept when `auto` turns to another
+  // producer: a stray line read as another producer costs that line, and the lines after it
+  // go on where the mapper left off (its tree state and the version its stream stated).
+  const agents = new Map<AgentProducer, AgentEvents>();
   let agent: AgentEvents | null = null;
   const decided = (producer: Producer) => {
     agent?.detach();
     agent = null;
     run.stateProducer(producer);
-    if (isAgentProducer(producer)) agent = new AgentEvents(run, producer);
+    if (!isAgentProducer(producer)) return;
+    agent = agents.get(producer) ?? null;
+    if (agent) agent.attach();
+    else agents.set(producer, (agent = new AgentEvents(run, producer)));
   };
   const detector = new ProducerDetector(format === 'auto' ? null : format);
   if (format !== 'auto') decided(format);
@@ -145,9 +152,13 @@ export function createInputFormat(options: InputFormatOptions): Transform {
         const value =
           rec.kind === 'line' ? (cheap ? viewOf(rec) : rec.value) : rec.kind === 'spooled' ? rec.value : null;
         if (value && detector.watching) {
+          const wasFinal = detector.final;
           const seen = detector.observe(value, rec.lineNo);
           if (seen.producer !== run.producer) decided(seen.producer);
-          if (seen.warning) run.warn(seen.warning.code, seen.warning.message);
+          if (seen.warning) run.warn(seen.warning.code, seen.warning.message, seen.warning.subject);
+          // Mapped lines stay so while the choice is open (a reader replays them from memory);
+          // once it is final on a producer whose files hold its lines, the files replay them.
+          if (!wasFinal && detector.final && agent === null) run.stateLinesMapped(false);
         }
         handle(rec, out);
       }
@@ -155,6 +166,11 @@ export function createInputFormat(options: InputFormatOptions): Transform {
     },
     flushAtEnd() {
       const out: RecordBatch = [];
+      const last = detector.atEnd();
+      if (last) {
+        decided(last.producer);
+        run.warn(last.warning.code, last.warning.message, last.warning.subject);
+      }
       if (agent) agent.end(out);
       else if (run.producer === 'langgraph') toRecords(shareRepeatedText(mapper.end(), 0), lastLineNo, out);
       return out.length > 0 ? out : undefined;
@@ -181,15 +197,27 @@ export function producersFitting(value: JsonObject): Producer[] {
 
 /** Lines that fit one producer alone that `auto` waits for before its choice is final. */
 const LINES_TO_DECIDE = 8;
+/** Changes `auto` makes before its choice is final whatever comes: two stray lines, there and back. */
+const MAX_CHANGES = 4;
+
+/** What `ProducerDetector.observe` says to tell: a warning, its code and (for each change) its line. */
+export interface DetectorWarning {
+  code: 'INPUT_FORMAT_CHANGED' | 'INPUT_FORMAT_MISMATCH';
+  message: string;
+  subject?: string;
+}
 
 /**
  * `--input-format auto`, decided from more than one line: the first JSON line names a
  * producer at once (so nothing waits), but the choice stays open until `LINES_TO_DECIDE`
- * lines fit it and no other producer. Until then a line that does not fit the choice and
- * fits another changes it (INPUT_FORMAT_CHANGED): a stray first line (an `npm warn` printed as
- * a Gemini-like `error` event before a Claude stream) costs that line, not the run. Once
- * final, or when the format was given, the first line that fits another producer and not the
- * chosen one is told once (INPUT_FORMAT_MISMATCH); then lines are no longer looked at.
+ * lines in a row fit it and no other producer. Until then a line that does not fit the choice
+ * and fits another changes it (INPUT_FORMAT_CHANGED, told for each change, both ways): a stray
+ * first line (an `npm warn` printed as a Gemini-like `error` event before a Claude stream), or
+ * a stray line among the first, costs that line, not the run: the input-format stage keeps
+ * each producer's reader, so the lines after a stray one go on where they left off. After
+ * `MAX_CHANGES` changes the choice is final. Once final, or when the format was given, the
+ * first line that fits another producer and not the chosen one is told once
+ * (INPUT_FORMAT_MISMATCH); then lines are no longer looked at.
  */
 export class ProducerDetector {
   private producer: Producer | null;
@@ -197,6 +225,12 @@ export class ProducerDetector {
   final: boolean;
   private since = 0;
   private support = 0;
+  private changes = 0;
+  /** The producers read before, each with the last line read as it. */
+  private readonly left = new Map<Producer, number>();
+  private lastLineNo = 0;
+  /** How many lines were read as each producer while the choice was open. */
+  private readonly linesAs = new Map<Producer, number>();
   watching = true;
 
   constructor(given: Producer | null) {
@@ -204,44 +238,76 @@ export class ProducerDetector {
     this.final = given !== null;
   }
 
-  observe(
-    value: JsonObject,
-    lineNo: number,
-  ): { producer: Producer; warning: { code: string; message: string } | null } {
+  observe(value: JsonObject, lineNo: number): { producer: Producer; warning: DetectorWarning | null } {
     // Once final, a line that fits the choice is all there is to know (the usual case, quickly).
     if (this.final && SHAPE_OF.get(this.producer!)!(value))
       return { producer: this.producer!, warning: null };
     const fits = producersFitting(value);
-    let warning = null;
+    let warning: DetectorWarning | null = null;
     if (this.producer === null) {
       this.producer = detectProducer(value);
       this.since = lineNo;
     } else if (fits.length > 0 && !fits.includes(this.producer)) {
+      if (!this.final && this.changes >= MAX_CHANGES) this.final = true;
       if (this.final) {
         this.watching = false;
         warning = {
           code: 'INPUT_FORMAT_MISMATCH',
           message:
             `line ${lineNo} looks like a ${fits[0]} event, not ${this.producer}: it was read as ` +
-            `${this.producer}; pass --input-format to choose`,
+            `${this.producer}` +
+            (this.changes >= MAX_CHANGES ? ` (the input changed producer ${this.changes} times)` : '') +
+            '; pass --input-format to choose',
         };
         return { producer: this.producer, warning };
       }
-      const before = this.producer;
-      this.producer = fits[0];
-      warning = {
-        code: 'INPUT_FORMAT_CHANGED',
-        message:
-          `line ${lineNo} fits ${this.producer}, not ${before} (decided from line ${this.since}): ` +
-          `read as ${this.producer} from there on, the lines before as ${before}; ` +
-          'pass --input-format to choose',
-      };
-      this.since = lineNo;
-      this.support = 0;
+      warning = this.change(fits[0], lineNo);
     }
+    this.lastLineNo = lineNo;
+    if (!this.final) this.linesAs.set(this.producer, (this.linesAs.get(this.producer) ?? 0) + 1);
     if (!this.final && fits.length === 1 && fits[0] === this.producer && ++this.support >= LINES_TO_DECIDE)
       this.final = true;
     return { producer: this.producer, warning };
+  }
+
+  /**
+   * At the end of an input whose choice is still open: the producer most of its lines were
+   * read as, when that is not the one chosen last (a stray last line of a short run).
+   */
+  atEnd(): { producer: Producer; warning: DetectorWarning } | null {
+    if (this.final || this.producer === null) return null;
+    const now = this.producer;
+    let best = now;
+    for (const [p, n] of this.linesAs) if (n > this.linesAs.get(best)!) best = p;
+    if (best === now) return null;
+    this.producer = best;
+    this.final = true;
+    const lines = (n: number) => `${n} line${n === 1 ? '' : 's'}`;
+    const message =
+      `the input ended read as ${now} from line ${this.since} (${lines(this.linesAs.get(now)!)}); ` +
+      `${lines(this.linesAs.get(best)!)} were read as ${best}: the run is ${best}'s; ` +
+      'pass --input-format to choose';
+    return { producer: best, warning: { code: 'INPUT_FORMAT_CHANGED', message, subject: 'end' } };
+  }
+
+  private change(to: Producer, lineNo: number): DetectorWarning {
+    const from = this.producer!;
+    const before = this.left.get(to);
+    this.left.set(from, this.lastLineNo);
+    const read = `line ${lineNo} fits ${to}, not ${from} (read as ${from} from line ${this.since}): `;
+    const message =
+      before === undefined
+        ? `${read}read as ${to} from there on, the lines before as ${from}`
+        : `${read}read as ${to} again from there on, going on from line ${before}`;
+    this.producer = to;
+    this.since = lineNo;
+    this.support = 0;
+    this.changes++;
+    return {
+      code: 'INPUT_FORMAT_CHANGED',
+      message: `${message}; pass --input-format to choose`,
+      subject: `line ${lineNo}`,
+    };
   }
 }
 
@@ -259,19 +325,29 @@ function withValue(rec: LineRecord, value: JsonObject): LineRecord {
 export class AgentEvents {
   readonly mapper: StreamMapper;
   private lastLineNo = 0;
+  /** The version the producer's stream stated, once it has. */
+  private version: string | null = null;
 
   constructor(
     private readonly run: Session,
     private readonly producer: AgentProducer,
   ) {
     this.mapper = createAgentMapper(producer, (code, message) => run.warn(code, message));
-    run.stateLinesMapped(true);
-    run.transcripts = this.mapper;
+    this.attach();
   }
 
-  /** `auto` changed its mind: the run's lines are no longer this producer's. */
+  /** The run's lines are this producer's (again): its transcripts and version are the run's. */
+  attach(): void {
+    this.run.stateLinesMapped(true);
+    this.run.transcripts = this.mapper;
+    this.run.producerVersion = this.version;
+  }
+
+  /**
+   * `auto` read a line as another producer: what this one stated stays here for when its
+   * lines come back. The lines stay mapped (see createInputFormat) until the choice is final.
+   */
   detach(): void {
-    this.run.stateLinesMapped(false);
     this.run.producerVersion = null;
     if (this.run.transcripts === this.mapper) this.run.transcripts = null;
   }
@@ -291,7 +367,10 @@ export class AgentEvents {
       out.push(rec.kind === 'line' ? withValue(rec, eventLine(this.producer, {}, null)) : rec);
       return;
     }
-    this.run.producerVersion ??= this.mapper.version;
+    if (this.version === null && this.mapper.version !== null) {
+      this.version = this.mapper.version;
+      this.run.producerVersion ??= this.version;
+    }
     // One event may name a long text on many lines: the copies are bounded by the event's size.
     const lines = shareRepeatedText(mapped.lines, rec.kind === 'line' ? rec.raw.length : 0);
     const own = mapped.own;
