@@ -49,6 +49,7 @@ function codexReader() {
   const spawned = new Set<string>();
   let lastText: string | null = null;
   let turns = 0;
+  let errors = 0;
   const endThreads = (item: Json, out: Expect) => {
     const blocks: Json[] = [];
     for (const [t, state] of Object.entries(obj(item.agents_states))) {
@@ -206,6 +207,9 @@ function codexReader() {
         out.add(init('codex', null, str(ev.thread_id), null, null));
       } else if (['item.started', 'item.updated', 'item.completed'].includes(ev.type) && isObj(ev.item)) {
         item(ev.type, ev.item, out);
+      } else if (ev.type === 'error') {
+        errors++;
+        out.add(text(null, `codex-error-${errors}`, `[error] ${shown(ev.message)}`, null));
       } else if (ev.type === 'turn.completed' || ev.type === 'turn.failed') {
         turns++;
         const usage: Json = {};
@@ -601,8 +605,18 @@ test('Codex: an event is a thread, turn or item event; an item event carries its
     { type: 'item.started', item: {} },
     { type: 'item.updated', item: {} },
     { type: 'item.completed', item: {} },
+    { type: 'error', message: 'Reconnecting... 1/5' },
+    { type: 'error', message: '' },
   ];
   const no: Json[] = [
+    // Another CLI's error: Gemini's has a timestamp, opencode's a sessionID.
+    { type: 'error', timestamp: '2026-12-01T00:00:00.000Z', message: 'npm warn' },
+    { type: 'error', sessionID: 's', error: { name: 'APIError' } },
+    { type: 'error', sessionID: 's', message: 'x' },
+    { type: 'error', message: 'x', subtype: 'y' },
+    { type: 'error', message: 'x', parent_tool_use_id: null },
+    { type: 'error', message: { text: 'x' } },
+    { type: 'error' },
     { type: 'thread.started' },
     { type: 'item.completed' },
     { type: 'item.started', item: 'x' },

@@ -117,8 +117,11 @@ const READERS: Record<Producer, (evs: any[]) => Expected> = {
     for (const ev of evs) {
       if (ev.type === 'turn.completed' || ev.type === 'turn.failed') {
         e.mainStatus = ev.type === 'turn.completed' ? 'completed' : 'failed';
-        addUsage(e.usage, '', 'input_tokens', ev.usage.input_tokens);
-        addUsage(e.usage, '', 'output_tokens', ev.usage.output_tokens);
+        // A turn failed by an API error states no usage.
+        if (ev.usage) {
+          addUsage(e.usage, '', 'input_tokens', ev.usage.input_tokens);
+          addUsage(e.usage, '', 'output_tokens', ev.usage.output_tokens);
+        }
       }
       const item = ev.item;
       if (!item || ev.type !== 'item.completed') continue;
@@ -1019,4 +1022,27 @@ test('a stream that keeps changing producer is told each change up to 4, then re
   assert.equal(got.index.producer, 'codex');
   const { all } = writtenLines(got.out, got.index);
   assert.deepEqual([...all].sort(), [...input].sort(), 'every line kept once');
+});
+
+test("Codex's top-level errors (real recordings) are shown on main, in its .log and on stdout; " +
+  'a turn.failed after one fails the run', () => {
+  for (const [name, status] of [
+    ['codex-api-error.jsonl', 'failed'],
+    ['codex-unreachable.jsonl', 'running'],
+  ]) {
+    const file = join(DIR, name);
+    const errors = events(readFileSync(file))
+      .filter((ev) => ev.type === 'error' || ev.item?.type === 'error')
+      .map((ev) => `[error] ${ev.message ?? ev.item.message}`);
+    assert.ok(errors.length >= 2, `${name}: errors to show`);
+    const out = join(tmpDir(), 'out');
+    const r = spawnSync(process.execPath, [BIN, '--out', out, '-q', file], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const log = readFileSync(join(out, 'main.log'), 'utf8');
+    assert.deepEqual(log.split('\n').filter((l) => l.startsWith('[error] ')), errors, `${name}: main.log`);
+    assert.deepEqual(r.stdout.split('\n').filter((l) => l.startsWith('[error] ')), errors, `${name}: stdout`);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.equal(index.channels[0].status, status, name);
+    assert.equal(index.channels[0].counts.text, errors.length, `${name}: each error a text`);
+  }
 });

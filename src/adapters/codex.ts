@@ -2,7 +2,8 @@
  * OpenAI Codex (`codex exec --json`) onto subtee's channel model. The CLI prints thread and
  * turn events and items (`item.started` / `item.updated` / `item.completed`): agent messages,
  * reasoning, shell commands, file changes, MCP and web calls, and `collab_tool_call` items for
- * the agents it spawns (`spawn_agent`, `wait`…). A spawned thread's own items are not in the
+ * the agents it spawns (`spawn_agent`, `wait`…), and top-level `error` events (a retry, or
+ * the API error that failed the turn, shown on main as `[error] …`). A spawned thread's own items are not in the
  * stream: each thread id named by a spawn becomes a channel with the spawn's prompt, and its
  * status and final message from the `agents_states` later items carry. Pure: no I/O, no clock.
  */
@@ -36,6 +37,7 @@ const CODEX_TYPES = new Set([
   'item.started',
   'item.updated',
   'item.completed',
+  'error',
 ]);
 
 /** Whether a line is a Codex `exec --json` event. */
@@ -43,6 +45,17 @@ export function isCodexEvent(value: JsonObject): boolean {
   if (typeof value.type !== 'string' || !CODEX_TYPES.has(value.type) || 'data' in value) return false;
   if (value.type === 'thread.started') return typeof value.thread_id === 'string';
   if (value.type.startsWith('item.')) return isObject(value.item);
+  // A top-level error (`Reconnecting…`, or what stopped the turn) has a message alone: Gemini's
+  // has a `timestamp`, opencode's a `sessionID`, Claude Code's lines a subtype or a parent.
+  if (value.type === 'error') {
+    return (
+      typeof value.message === 'string' &&
+      !('timestamp' in value) &&
+      !('sessionID' in value) &&
+      !('subtype' in value) &&
+      !('parent_tool_use_id' in value)
+    );
+  }
   return true;
 }
 
@@ -86,6 +99,7 @@ export class CodexMapper implements StreamMapper {
   private readonly spawned = new Set<string>();
   private lastText: string | null = null;
   private turns = 0;
+  private errors = 0;
 
   transcriptOf(channel: string | null): ChannelTranscript {
     return transcriptOfSpawned(this.spawned, channel);
@@ -103,6 +117,11 @@ export class CodexMapper implements StreamMapper {
       case 'item.updated':
       case 'item.completed':
         if (isObject(event.item)) this.item(event.type, event.item, push);
+        break;
+      case 'error':
+        // Told on main as an error item is; it ends nothing (a `turn.failed` does).
+        this.errors++;
+        push(textLine(null, `codex-error-${this.errors}`, `[error] ${textOf(event.message)}`, null));
         break;
       case 'turn.completed':
       case 'turn.failed': {
