@@ -39,6 +39,8 @@ const errorText = (e: unknown): string | null => (typeof e === 'string' ? str(e)
 function copilotReader(spawnTools: readonly string[] = ['task']) {
   const agents = new Map<string, string>();
   const announced = new Set<string>();
+  /** Spawn calls shown as Task: a subagent whose call was never shown gets it at its start. */
+  const spawned = new Set<string>();
   const perCall = new Set<string>();
   /** The model each channel's latest message named: its usage events are priced by it. */
   const models = new Map<string | null, string>();
@@ -48,6 +50,7 @@ function copilotReader(spawnTools: readonly string[] = ['task']) {
   const call = (id: string, name: string, input: Json): Json => {
     announced.add(id);
     if (!spawnTools.includes(name)) return { type: 'tool_use', id, name, input };
+    spawned.add(id);
     return {
       type: 'tool_use',
       id,
@@ -163,6 +166,16 @@ function copilotReader(spawnTools: readonly string[] = ['task']) {
         case 'subagent.started':
           if (id && agentId) agents.set(agentId, id);
           if (id) {
+            // The parent agent, by `data.parentId` (none: main); an unknown one shows no call.
+            const parent = data.parentId === undefined ? null : agents.get(str(data.parentId) ?? '');
+            if (!spawned.has(id) && parent !== undefined) {
+              spawned.add(id);
+              announced.add(id);
+              const agent = str(data.agentName) ?? str(data.agentType);
+              const input = { description: str(data.agentDescription), subagent_type: agent };
+              const task = { type: 'tool_use', id, name: 'Task', input };
+              out.add(assistant(parent, null, [task], null, ts), false);
+            }
             out.add(
               timed(
                 {

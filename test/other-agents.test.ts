@@ -1046,3 +1046,62 @@ test("Codex's top-level errors (real recordings) are shown on main, in its .log 
     assert.equal(index.channels[0].counts.text, errors.length, `${name}: each error a text`);
   }
 });
+
+/** A Copilot event line made longer than `bytes` (its `data` padded), when `pad` says so. */
+const paddedPast = (bytes: number, pad: (ev: any) => boolean) => (l: string) =>
+  pad(JSON.parse(l)) ? l.replace('"data":{', `"data":{"pad":"${'x'.repeat(bytes)}",`) : l;
+
+/** Whether a Copilot event is (or carries) a spawn: a task call, or a subagent's start or end. */
+const carriesSpawn = (ev: any) =>
+  ev.type.startsWith('subagent.') ||
+  (ev.data.toolRequests ?? []).some((r: any) => r.name === 'task') ||
+  ev.data.toolName === 'task';
+
+test('a line too long to hold of a mapped producer is routed once, as a held one: ' +
+  "each channel's lines and figures as when held", async () => {
+  for (const name of ['copilot/nested-2.jsonl', 'copilot-spawn.jsonl', 'copilot/spawn-2.jsonl']) {
+    const input = inputLines(readFileSync(join(DIR, name)));
+    const held = await intoFolder(Buffer.from(input.join('\n') + '\n', 'latin1'));
+    // Every line of an agent but those of its spawns goes past the limit.
+    const padded = input.map(paddedPast(5000, (ev) => ev.agentId !== undefined && !carriesSpawn(ev)));
+    const bytes = Buffer.from(padded.join('\n') + '\n', 'latin1');
+    const noLimit = await intoFolder(bytes);
+    const spooled = await intoFolder(bytes, 4096);
+    assert.ok(spooled.warnings.some((w) => w.code === 'LINE_TOO_LONG'), name);
+    assert.deepEqual(held.index.channels.length > 1, true, `${name}: subagents`);
+    for (const [run, what] of [[held, 'held'], [spooled, 'spooled']] as const) {
+      // Their top-level fields route them: the subagents' own events still name their agent.
+      assert.deepEqual(
+        run.index.channels.map((c: any) => [c.id, c.parent, c.depth, c.status, c.lines]),
+        noLimit.index.channels.map((c: any) => [c.id, c.parent, c.depth, c.status, c.lines]),
+        `${name}: ${what}`,
+      );
+    }
+    for (const ch of spooled.index.channels)
+      assert.equal(
+        readFileSync(join(spooled.out, ch.jsonl), 'latin1'),
+        readFileSync(join(noLimit.out, ch.jsonl), 'latin1'),
+        `${name}: ${ch.jsonl}, byte for byte`,
+      );
+  }
+});
+
+test('a Copilot subagent whose spawn call was too long to hold still nests under its parent ' +
+  "(subagent.started's data.parentId), its call shown once", async () => {
+  for (const name of ['copilot/nested-2.jsonl', 'copilot-spawn.jsonl']) {
+    const input = inputLines(readFileSync(join(DIR, name)));
+    const held = await intoFolder(Buffer.from(input.join('\n') + '\n', 'latin1'));
+    // Every line but the subagents' starts and ends past the limit: spawn calls among them.
+    const padded = input.map(paddedPast(5000, (ev) => !ev.type.startsWith('subagent.')));
+    const spooled = await intoFolder(Buffer.from(padded.join('\n') + '\n', 'latin1'), 4096);
+    const tree = (run: typeof held) =>
+      run.index.channels.map((c: any) => [c.id, c.parent, c.depth, c.orphan, c.agent, c.status]);
+    assert.deepEqual(tree(spooled), tree(held), name);
+    // Each spawn call once, on its parent's channel: where the start was, a Task call.
+    const starts = events(Buffer.from(input.join('\n'), 'latin1')).filter((e) => e.type === 'subagent.started');
+    for (const ch of spooled.index.channels) {
+      const spawns = starts.filter((s) => held.index.channels.find((c: any) => c.id === s.data.toolCallId).parent === ch.id);
+      assert.equal(ch.counts.tool_use, spawns.length, `${name}: ${ch.id ?? 'main'} shows each spawn call`);
+    }
+  }
+});

@@ -3,7 +3,8 @@
  * CLI prints one session event a line, `{ type, data, id, timestamp, parentId, ephemeral?,
  * agentId? }`; a subagent's events carry its `agentId`, and most carry
  * `data.parentToolCallId`, the `task` call that started it. (`parentId` is the previous event
- * of the session, not a parent agent.) The task call id becomes the channel id, as the
+ * of the session, not a parent agent; in `subagent.started`, `data.parentId` is the parent
+ * agent's `agentId`.) The task call id becomes the channel id, as the
  * `Agent` tool_use id does for Claude Code, so subagents nest at any depth: a subagent's own
  * `task` call is in its channel. Pure: no I/O, no clock.
  */
@@ -87,9 +88,10 @@ const COPILOT_USAGE = Object.freeze({
 
 /**
  * Maps Copilot session events to stream-json-shaped lines, one event at a time. State: the
- * channel of each subagent's `agentId` (the latest MAX_AGENTS_REMEMBERED), the tool calls
- * announced and not yet finished, and which subagents reported their own usage; a call's and
- * a usage entry go when the call or the agent ends.
+ * channel of each subagent's `agentId` and the spawn calls shown (the latest
+ * MAX_AGENTS_REMEMBERED of each), the tool calls announced and not yet finished, and which
+ * subagents reported their own usage; a call's and a usage entry go when the call or the
+ * agent ends.
  */
 export class CopilotMapper implements StreamMapper {
   version: string | null = null;
@@ -102,6 +104,8 @@ export class CopilotMapper implements StreamMapper {
   private readonly agents = new Map<string, string>();
   /** Tool calls shown as tool_use and not yet ended. */
   private readonly announced = new Set<string>();
+  /** Spawn calls shown as `Task` (the latest MAX_AGENTS_REMEMBERED), ended or not. */
+  private readonly spawnCalls = new Map<string, true>();
   /** Subagents whose usage came per call (`assistant.usage`), so their total is not added. */
   private readonly usageSeen = new Set<string>();
   /** The model each channel's latest message named (for its usage events); gone when it ends. */
@@ -195,7 +199,17 @@ export class CopilotMapper implements StreamMapper {
           }
           if (id) {
             const name = nonEmpty(data.agentName) ?? nonEmpty(data.agentType);
-            push(taskStartedLine(id, name, nonEmpty(data.agentDescription), ts));
+            const description = nonEmpty(data.agentDescription);
+            const parent = this.spawnerOf(data);
+            if (!this.spawnCalls.has(id) && parent !== undefined && id.length <= MAX_ID_CHARS) {
+              // Its spawn call was not read (a line too long to hold is read by its top-level
+              // fields only): the call is shown here, where its parent agent made it.
+              rememberLatest(this.spawnCalls, id, true, MAX_AGENTS_REMEMBERED);
+              this.announced.add(id);
+              const call = toolUseBlock(id, 'Task', { description, subagent_type: name });
+              push(assistantLine(parent, null, [call], null, ts), false);
+            }
+            push(taskStartedLine(id, name, description, ts));
           }
           break;
         }
@@ -262,10 +276,22 @@ export class CopilotMapper implements StreamMapper {
     return assistantLine(channel, nonEmpty(data.messageId), content, null, ts, model);
   }
 
+  /**
+   * The channel of the agent that started a subagent, from `subagent.started`: its
+   * `data.parentId` names the parent's `agentId` (a subagent started by the main agent has
+   * none). Undefined when the parent is an agent not known (or no longer remembered).
+   */
+  private spawnerOf(data: JsonObject): string | null | undefined {
+    if (data.parentId === undefined) return null;
+    const parent = nonEmpty(data.parentId);
+    return parent === null ? undefined : this.agents.get(parent);
+  }
+
   /** A tool_use block; a spawn tool's call becomes `Task` so the tree opens its channel. */
   private toolUse(id: string, name: string, args: JsonObject): JsonObject {
     this.announced.add(id);
     if (!this.spawnTools.has(name)) return toolUseBlock(id, name, args);
+    if (id.length <= MAX_ID_CHARS) rememberLatest(this.spawnCalls, id, true, MAX_AGENTS_REMEMBERED);
     const agent = nonEmpty(args.agent_type) ?? nonEmpty(args.name);
     return toolUseBlock(id, 'Task', { ...args, subagent_type: agent, tool: name });
   }

@@ -380,11 +380,9 @@ export class AgentEvents {
       } else if (rec.kind === 'line') {
         out.push(withValue(rec, lines[i]));
       } else {
-        // A line too long to hold: its bytes stay in the spool, its channel is the event's.
-        const placeholder = eventLine(this.producer, rec.value!, mapped.channel);
-        const stands = lines[i];
-        out.push({ ...rec, value: placeholder });
-        if (stands.type !== placeholder.type) out.push(derivedRecord(rec.lineNo, stands));
+        // A line too long to hold stands for its line as a held one does: one record, its
+        // bytes in the spool, its value what was mapped from its top-level members.
+        out.push({ ...rec, value: lines[i] });
       }
     }
     if (own < 0 || own >= lines.length) {
