@@ -950,7 +950,8 @@ test('a stray line among the first costs that line: the mapper goes on where it 
         assert.equal(index.producer_version, clean.index.producer_version, `${name}: the version`);
         assert.equal(index.channels.length, clean.index.channels.length, `${name}: every channel`);
         // Every subagent exactly as without the stray line; main as well, but for its lines.
-        assert.deepEqual(index.channels.slice(1).map(figures), clean.index.channels.slice(1).map(figures), name);
+        const subagents = (i: any) => i.channels.slice(1).map(figures);
+        assert.deepEqual(subagents(index), subagents(clean.index), name);
         const [main, cleanMain] = [index.channels[0], clean.index.channels[0]];
         for (const k of ['status', 'summary', 'usage', 'transcript'])
           assert.deepEqual(main[k], cleanMain[k], `${name}: main ${k}`);
@@ -1098,9 +1099,10 @@ test('a Copilot subagent whose spawn call was too long to hold still nests under
       run.index.channels.map((c: any) => [c.id, c.parent, c.depth, c.orphan, c.agent, c.status]);
     assert.deepEqual(tree(spooled), tree(held), name);
     // Each spawn call once, on its parent's channel: where the start was, a Task call.
+    const parentOf = new Map(held.index.channels.map((c: any) => [c.id, c.parent]));
     const starts = events(Buffer.from(input.join('\n'), 'latin1')).filter((e) => e.type === 'subagent.started');
     for (const ch of spooled.index.channels) {
-      const spawns = starts.filter((s) => held.index.channels.find((c: any) => c.id === s.data.toolCallId).parent === ch.id);
+      const spawns = starts.filter((s) => parentOf.get(s.data.toolCallId) === ch.id);
       assert.equal(ch.counts.tool_use, spawns.length, `${name}: ${ch.id ?? 'main'} shows each spawn call`);
     }
   }

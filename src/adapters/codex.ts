@@ -3,9 +3,10 @@
  * turn events and items (`item.started` / `item.updated` / `item.completed`): agent messages,
  * reasoning, shell commands, file changes, MCP and web calls, and `collab_tool_call` items for
  * the agents it spawns (`spawn_agent`, `wait`…), and top-level `error` events (a retry, or
- * the API error that failed the turn, shown on main as `[error] …`). A spawned thread's own items are not in the
- * stream: each thread id named by a spawn becomes a channel with the spawn's prompt, and its
- * status and final message from the `agents_states` later items carry. Pure: no I/O, no clock.
+ * the API error that failed the turn, shown on main as `[error] …`). A spawned thread's own
+ * items are not in the stream: each thread id named by a spawn becomes a channel with the
+ * spawn's prompt, and its status and final message from the `agents_states` later items carry.
+ * Pure: no I/O, no clock.
  */
 import { headOf } from '../model/bounded-text.js';
 import { isObject, nonEmpty, type JsonObject } from '../model/message.js';
