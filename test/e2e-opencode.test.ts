@@ -149,3 +149,36 @@ describe(
     }
   },
 );
+
+describe(
+  'real opencode under subtee run: the idle watchdog',
+  { skip: !chatCliAvailable('opencode') && 'opencode is not installed (`npm test` installs it)' },
+  () => {
+    test('a task silent past the idle and model allowances (opencode prints it once it has ended) ' +
+      'rides through under the tool allowance', { timeout: 180_000 }, async () => {
+      const api = await startFakeChat();
+      try {
+        const out = join(tmpDir(), 'out');
+        // opencode takes up to ~15 s to print its first line: the idle allowance covers that. The
+        // subagent's one command then sleeps 32 s, and main's stream is silent all that time.
+        const limits = ['--idle-timeout-ms', '25000', '--model-timeout-ms', '1000', '--stall-grace-ms', '0'];
+        const flags = [...limits, '--tool-timeout-ms', '120000'];
+        const r = await subteeRunsChatCli(BIN, 'opencode', 'CHAT:slowsub:32', api.url, out, flags);
+        assert.equal(r.code, 0, r.stderr);
+        const events = r.raw.toString('utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+        const text = events.findIndex((e) => e.type === 'text');
+        const task = events.findIndex((e) => e.type === 'tool_use' && e.part.tool === 'task');
+        assert.equal(task, text + 1, 'nothing printed between the text and the ended task');
+        assert.ok(events[task].timestamp - events[text].timestamp >= 32_000, 'silent while the task ran');
+        const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+        assert.equal(index.stalled, false);
+        assert.deepEqual(
+          index.channels.map((c: { status: string }) => c.status),
+          ['completed', 'completed'],
+        );
+      } finally {
+        await api.close();
+      }
+    });
+  },
+);

@@ -111,6 +111,12 @@ export const CHAT_SCRIPTS: Record<string, (t: ChatTurn) => ChatReply> = {
     if (t.turn === 1) return say('Waiting for the printer.', [shell(`sleep ${waitSeconds}; echo waited`)]);
     return say('The printer reported. [latesub]');
   },
+  /** slowsub:S — one subagent whose command is silent for S seconds, then a report. */
+  slowsub(t) {
+    const slow = spawnCall(`CHAT:longcmd:${t.args[0] ?? 10}`, 'slow part');
+    if (t.turn === 0) return say('One slow part.', [slow]);
+    return say('The slow part reported. [slowsub]');
+  },
   /** longcmd:S — one command silent for S seconds, then a report. */
   longcmd(t) {
     if (t.turn === 0) return say('Running a long command.', [shell(`sleep ${t.args[0] ?? 60}; echo slept`)]);
