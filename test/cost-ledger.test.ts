@@ -766,3 +766,70 @@ test("lines naming no model take the init line's (Gemini CLI's init.model)", () 
   close(ledger.report().usd, 1000 / M);
   assert.equal(ledger.runCwd, '/w');
 });
+
+test("after the result, a channel's end figures are its report figures, " +
+  'but for the rounding of its share of the output', () => {
+  const ledger = new CostLedger(TABLE);
+  // Estimates 100, 200 and 100 tokens (4 characters a token): shares of 1,000 are whole.
+  const says = (chars: number) => [{ type: 'text', text: 'x'.repeat(chars) }];
+  ledger.observe(line('m1', 'm-a', { input_tokens: 100, output_tokens: 1 }, says(400)), null);
+  ledger.observe(line('a1', 'm-a', { input_tokens: 200, output_tokens: 1 }, says(800)), 'a');
+  ledger.observe(line('b1', 'm-a', { input_tokens: 100, output_tokens: 1 }, says(400)), 'b');
+  const figures = { inputTokens: 400, outputTokens: 1000, costUSD: 0.01 };
+  ledger.observe({ type: 'result', modelUsage: { 'm-a': figures } }, null);
+  assert.deepEqual(
+    [null, 'a', 'b'].map((c) => ledger.endCost(c)!.tokens.output_tokens),
+    [250, 500, 250],
+  );
+  for (const c of [null, 'a', 'b']) assert.deepEqual(ledger.endCost(c), ledger.report().channels.get(c));
+  // 1,001 tokens: 250.25, 500.5, 250.25. The report gives the left-over token to the largest
+  // remainder ('a'); an end figure rounds its own share (500.5 to 501 as well, 250.25 to 250).
+  const odd = new CostLedger(TABLE);
+  odd.observe(line('m1', 'm-a', { input_tokens: 100, output_tokens: 1 }, says(400)), null);
+  odd.observe(line('a1', 'm-a', { input_tokens: 200, output_tokens: 1 }, says(800)), 'a');
+  odd.observe(line('b1', 'm-a', { input_tokens: 100, output_tokens: 1 }, says(400)), 'b');
+  odd.observe({ type: 'result', modelUsage: { 'm-a': { ...figures, outputTokens: 1001 } } }, null);
+  assert.deepEqual([null, 'a', 'b'].map((c) => odd.endCost(c)!.tokens.output_tokens), [250, 501, 250]);
+  assert.deepEqual(
+    [null, 'a', 'b'].map((c) => odd.report().channels.get(c)!.tokens.output_tokens),
+    [250, 501, 250],
+  );
+  // Before a result, a channel's end figures are channelCost's.
+  const live = new CostLedger(TABLE);
+  live.observe(line('m1', 'm-a', { input_tokens: 100, output_tokens: 3 }), null);
+  assert.deepEqual(live.endCost(null), live.channelCost(null));
+  assert.equal(live.endCost('nobody'), null);
+});
+
+test("end figures follow a channel's transcript taken at its end and given back by a later line", () => {
+  const ledger = new CostLedger(TABLE);
+  const says = (chars: number) => [{ type: 'text', text: 'x'.repeat(chars) }];
+  ledger.observe(line('m1', 'm-a', { input_tokens: 100, output_tokens: 1 }, says(400)), null);
+  ledger.observe(line('c1', 'm-a', { input_tokens: 50, output_tokens: 1 }, says(400)), 'c');
+  const figures = { inputTokens: 180, outputTokens: 900, costUSD: 0.01 };
+  ledger.observe({ type: 'result', modelUsage: { 'm-a': figures } }, null);
+  const same = (step: string) => {
+    for (const c of [null, 'c'])
+      assert.deepEqual(ledger.endCost(c), ledger.report().channels.get(c), `${step}: ${c ?? 'main'}`);
+  };
+  same('stream');
+  // The transcript says 'c' wrote 200 output tokens: main's share is the rest of what the
+  // result's output the stream shows (150 of 180 input tokens: 750), less those 200.
+  const transcript = {
+    file: 'agent-c.jsonl',
+    models: new Map([['m-a', { tokens: tokens(50, 200), messages: 1 }]]),
+    partial: null,
+  };
+  assert.equal(ledger.takeChannelTranscript('c', transcript), true);
+  assert.deepEqual([ledger.endCost(null)!.tokens.output_tokens, ledger.endCost('c')!.basis], [550, 'exact']);
+  same('transcript taken');
+  // A later line of 'c' gives the stream's figures back: 30 more input tokens, all 180 shown.
+  ledger.observe(line('c2', 'm-a', { input_tokens: 30, output_tokens: 1 }, says(400)), 'c');
+  assert.equal(ledger.endCost(null)!.tokens.output_tokens, 300);
+  same('transcript given back');
+  ledger.takeTranscripts(
+    { dir: 'config', main: null, subagents: new Map([['c', transcript]]), problems: [] },
+    () => true,
+  );
+  same('run end');
+});

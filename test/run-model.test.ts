@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  endFigures,
   RunModel,
   type ChannelEvent,
   type ModelEvent,
@@ -262,3 +263,67 @@ for (const file of [...fixtureFiles(), ...sampleFiles()]) {
     }
   });
 }
+
+/**
+ * Claude Code's background pattern: `n` subagents spawned in the background, the main turn's
+ * result, then each subagent's message and its task_notification (its end).
+ */
+function backgroundAfterResult(n: number): object[] {
+  const sid = 'bg-session';
+  const model = 'claude-opus-5-5';
+  const lines: object[] = [{ type: 'system', subtype: 'init', session_id: sid, model }];
+  const usage = (input: number) => ({ input_tokens: input, output_tokens: 1 });
+  for (let i = 0; i < n; i++) {
+    const input = { description: `d${i}`, prompt: 'p', run_in_background: true };
+    const content = [{ type: 'tool_use', id: `toolu_f${i}`, name: 'Agent', input }];
+    const message = { id: `m${i}`, model, usage: usage(10), content };
+    lines.push({ type: 'assistant', parent_tool_use_id: null, message });
+  }
+  for (let i = 0; i < n; i++) {
+    const content = [{ tool_use_id: `toolu_f${i}`, type: 'tool_result', content: 'Async agent launched' }];
+    lines.push({ type: 'user', parent_tool_use_id: null, message: { role: 'user', content } });
+  }
+  const modelUsage = { [model]: { inputTokens: 15 * n, outputTokens: 7 * n, costUSD: n / 1000 } };
+  lines.push({ type: 'result', subtype: 'success', session_id: sid, total_cost_usd: n / 1000, modelUsage });
+  for (let i = 0; i < n; i++) {
+    // Messages of different lengths: the result's output is shared unevenly.
+    const content = [{ type: 'text', text: 'x'.repeat(4 * (1 + (i % 7))) }];
+    const message = { id: `s${i}`, model, usage: usage(5), content };
+    lines.push({ type: 'assistant', parent_tool_use_id: `toolu_f${i}`, message });
+    const end = { type: 'system', subtype: 'task_notification', tool_use_id: `toolu_f${i}` };
+    lines.push({ ...end, status: 'completed', summary: 'done', session_id: sid });
+  }
+  return lines;
+}
+
+test('subagents ending after the result line: each end prices its channel ' +
+  'without working out the whole report, which the run works out once', () => {
+  const n = 300;
+  const model = new RunModel();
+  const ends: { id: string; output: number; usd: number | null; basis: string }[] = [];
+  backgroundAfterResult(n).forEach((value, at) => {
+    for (const change of model.take(value as never, at + 1).changes) {
+      const figures = endFigures(change);
+      if (figures?.cost && change.channel.id !== null)
+        ends.push({
+          id: change.channel.id,
+          output: figures.cost.tokens.output_tokens,
+          usd: figures.cost.usd,
+          basis: figures.basis,
+        });
+    }
+  });
+  assert.equal(ends.length, n);
+  // No end asked for the report: the work per end does not grow with the run's channels.
+  assert.equal(model.cost.reportsComputed, 0);
+  const report = model.cost.report();
+  model.cost.report();
+  assert.equal(model.cost.reportsComputed, 1);
+  // The last end came after every line with usage: its figures are its final ones, but for
+  // the rounding of its share (largest remainders in the report), at most one token.
+  const last = ends[n - 1];
+  const final = report.channels.get(last.id)!;
+  assert.equal(last.basis, 'result');
+  assert.ok(Math.abs(final.tokens.output_tokens - last.output) <= 1, `${final.tokens.output_tokens}`);
+  assert.ok(ends.every((e) => e.basis === 'result' && e.usd !== null && e.usd > 0));
+});

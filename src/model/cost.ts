@@ -392,6 +392,12 @@ export class CostLedger {
   private readonly byChannel = new Map<string | null, ChannelLedger>();
   private result: ResultUsage | null = null;
   private cached: ReadonlyCostReport | null = null;
+  /**
+   * Per model, its tallies summed over the channels that used it (`channels` of them), kept as
+   * each line changes a tally: what prices one channel's figures without the whole report.
+   */
+  private readonly sums = new Map<string, ModelSum & { channels: number }>();
+  #reportsComputed = 0;
   /** COST_DISAGREES as the latest report found it (null: none), and whether it was told. */
   private disagreement: string | null = null;
   private disagreementTold = false;
@@ -544,7 +550,10 @@ export class CostLedger {
     if (!msg || msg.id !== id || msg.model !== model) {
       msg = { id, model, ...noFigures(), counted: false };
       ledger.current = msg;
-      if (!ledger.models.has(model)) ledger.models.set(model, emptyTally());
+      if (!ledger.models.has(model)) {
+        ledger.models.set(model, emptyTally());
+        this.sumOf(model).channels++;
+      }
       ledger.models.get(model)!.messages++;
       if (id !== null && ledger.early?.id === id) {
         msg.exact = ledger.early.output;
@@ -619,7 +628,8 @@ export class CostLedger {
     const addCacheRead = next.cacheRead - msg.cacheRead;
     const add5m = next.cache5m - msg.cache5m;
     const add1h = next.cache1h - msg.cache1h;
-    tally.cacheUnsplit += next.cacheUnsplit - msg.cacheUnsplit;
+    const addUnsplit = next.cacheUnsplit - msg.cacheUnsplit;
+    tally.cacheUnsplit += addUnsplit;
     const addExact = (exact ?? 0) - (counted ? (msg.exact ?? 0) : 0);
     const addStream = streamOutput - wasStream;
     tally.input += addInput;
@@ -630,6 +640,15 @@ export class CostLedger {
     tally.streamOutput += addStream;
     tally.estimate += estimate - wasEstimate;
     tally.estimatedMessages += estimated - wasEstimated;
+    const sum = this.sums.get(msg.model)!;
+    sum.input += addInput;
+    sum.cacheRead += addCacheRead;
+    sum.cache5m += add5m;
+    sum.cache1h += add1h;
+    sum.cacheUnsplit += addUnsplit;
+    sum.exactOutput += addExact;
+    sum.streamOutput += addStream;
+    sum.estimate += estimate - wasEstimate;
     tally.known += (next.known ? 1 : 0) - (counted && msg.known ? 1 : 0);
     copyFigures(msg, next);
     msg.counted = true;
@@ -708,6 +727,71 @@ export class CostLedger {
       cost.usd = cost.usd === null || rate === null ? null : cost.usd + priceTokens(tokens, rate);
       for (const k of Object.keys(tokens) as (keyof ModelTokens)[]) cost.tokens[k] += tokens[k];
       if (t.estimatedMessages > 0) cost.basis = 'stream';
+    }
+    cost.usd = roundUsd(cost.usd);
+    return cost;
+  }
+
+  /** A model's sum over the channels, made at its first channel. */
+  private sumOf(model: string): ModelSum & { channels: number } {
+    let sum = this.sums.get(model);
+    if (sum === undefined) this.sums.set(model, (sum = { ...emptySum(), channels: 0 }));
+    return sum;
+  }
+
+  /** Adds a channel's tallies to the models' sums (`sign` -1: takes them out, before they change). */
+  private account(ledger: ChannelLedger, sign: 1 | -1): void {
+    for (const model of ledger.models.names()) {
+      const sum = this.sumOf(model);
+      addTally(sum, ledger.models.get(model)!, sign);
+      sum.channels += sign;
+      if (sum.channels === 0) this.sums.delete(model);
+    }
+  }
+
+  /** How many times the whole report was worked out (each after a line changed the figures). */
+  get reportsComputed(): number {
+    return this.#reportsComputed;
+  }
+
+  /**
+   * One channel's figures as a status event freezes them (the run model's EndFigures), in work
+   * of the order of its own models, not of the run's channels, so a run whose subagents end
+   * after its result line (Claude Code's background subagents) stays linear. Before a result,
+   * `channelCost`. After it, the channel's tokens at the rates the result gives (`termsOf`, from
+   * every channel's tokens as they stand), its output tokens its exact ones plus its share of
+   * the result's output in proportion to what its messages produced, rounded to the nearest
+   * token: the final report shares by largest remainders, so that the channels' shares add up
+   * to the result's exactly, and may give a channel one token more or less.
+   */
+  endCost(channel: string | null): ReadonlyChannelCost | null {
+    if (!this.result) return this.channelCost(channel);
+    const ledger = this.byChannel.get(channel);
+    if (!ledger) return null;
+    const cost = this.newChannelCost(ledger);
+    if (cost.basis === 'unknown') return cost;
+    const resultModels = this.resultModels(this.sums.size === 1 ? [...this.sums.keys()] : []);
+    for (const model of cost.models) {
+      const t = ledger.models.get(model)!;
+      const sum = this.sums.get(model)!;
+      const term = this.termsOf(model, sum, resultModels.get(model));
+      const share =
+        term.shared && term.toShare > 0 && sum.estimate > 0
+          ? Math.round((term.toShare * t.estimate) / sum.estimate)
+          : 0;
+      const tokens: ModelTokens = {
+        input_tokens: t.input,
+        output_tokens: t.exactOutput + (term.shared ? share : t.streamOutput),
+        cache_read_input_tokens: t.cacheRead,
+        cache_creation_5m_input_tokens: t.cache5m,
+        cache_creation_1h_input_tokens: t.cache1h,
+      };
+      const usd = term.rate ? modelUsd(tokens, t.cacheUnsplit, term) : null;
+      cost.usd = cost.usd === null || usd === null ? null : cost.usd + usd;
+      for (const k of Object.keys(tokens) as (keyof ModelTokens)[]) cost.tokens[k] += tokens[k];
+      const basis: TokensBasis =
+        t.estimatedMessages === 0 ? 'exact' : term.shared ? 'estimated' : 'stream';
+      cost.basis = worse(cost.basis, basis);
     }
     cost.usd = roundUsd(cost.usd);
     return cost;
@@ -834,7 +918,9 @@ export class CostLedger {
   private untake(ledger: ChannelLedger): boolean {
     const stream = ledger.stream;
     if (stream === null) return false;
+    this.account(ledger, -1);
     ledger.models = stream.models;
+    this.account(ledger, 1);
     ledger.current = stream.current;
     ledger.early = stream.early;
     ledger.transcript = null;
@@ -883,6 +969,7 @@ export class CostLedger {
   /** A channel's tallies become its transcript's: every message's output exact. */
   private adopt(key: string | null, t: TranscriptChannel, only: boolean): void {
     const ledger = this.ledger(key);
+    this.account(ledger, -1);
     for (const [model, m] of t.models) {
       if (!ledger.models.has(model)) ledger.models.set(model, emptyTally());
       const tally = ledger.models.get(model)!;
@@ -898,6 +985,7 @@ export class CostLedger {
       tally.messages = m.messages;
       tally.known = m.messages;
     }
+    this.account(ledger, 1);
     ledger.current = null;
     ledger.early = null;
     ledger.stream = null;
@@ -1013,6 +1101,7 @@ export class CostLedger {
   }
 
   private compute(): ReadonlyCostReport {
+    this.#reportsComputed++;
     const result = this.result;
     const channels = [...this.byChannel.entries()];
     const lineModels: string[] = [];

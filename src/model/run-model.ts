@@ -48,7 +48,10 @@ export interface RoutedEvent {
  * time the view reads the event. The run's final figures are `index.json`'s.
  */
 export interface EndFigures {
-  /** The ledger's `channelCost` once the line was counted; null: no usage of it yet. */
+  /**
+   * The ledger's `endCost` once the line was counted (its `channelCost` before a result line;
+   * after one, priced without the whole report: see CostLedger.endCost); null: no usage yet.
+   */
   readonly cost: ReadonlyChannelCost | null;
   /** How the dollars were found then: `result` once a result line was counted, else `table`. */
   readonly basis: CostBasis;
@@ -226,7 +229,7 @@ export class RunModel implements RunView {
         }
         let cost: ReadonlyChannelCost | null = null;
         try {
-          cost = frozenCost(this.cost.channelCost(id));
+          cost = frozenCost(this.cost.endCost(id));
         } catch (err) {
           this.recordFailed('channel-router', lineNo, err);
         }
