@@ -284,13 +284,56 @@ export function* generate(o: GenOptions): Generator<string> {
   });
 }
 
+/**
+ * Claude Code's background pattern: `fanout` subagents spawned in the background, the main
+ * turn's result (its usage and dollars those of every line, so nothing disagrees), then each
+ * subagent's message and its task_notification: every subagent ends after the result.
+ */
+export function* generateBackground(fanout: number): Generator<string> {
+  const sid = '5f1c2b8e-0000-4000-8000-0000000bac46';
+  const model = 'claude-sonnet-4-5';
+  const line = (v: Record<string, unknown>) => JSON.stringify({ ...v, session_id: sid });
+  const assistant = (id: string, parent: string | null, content: unknown[], input: number) => {
+    const usage = { input_tokens: input, output_tokens: 1 };
+    const message = { id, type: 'message', role: 'assistant', model, content, usage };
+    return line({ type: 'assistant', parent_tool_use_id: parent, message });
+  };
+  const cwd = '/srv/build/checkout';
+  yield line({ type: 'system', subtype: 'init', cwd, model, uuid: `init-bg-${fanout}` });
+  for (let i = 0; i < fanout; i++) {
+    const input = { description: `task ${i}`, prompt: 'look into it', run_in_background: true };
+    yield assistant(`msg_m${i}`, null, [{ type: 'tool_use', id: `toolu_bg${i}`, name: 'Agent', input }], 10);
+  }
+  for (let i = 0; i < fanout; i++) {
+    const content = [{ tool_use_id: `toolu_bg${i}`, type: 'tool_result', content: 'Async agent launched' }];
+    yield line({ type: 'user', parent_tool_use_id: null, message: { role: 'user', content } });
+  }
+  const usd = fanout / 1000;
+  const modelUsage = { [model]: { inputTokens: 15 * fanout, outputTokens: 40 * fanout, costUSD: usd } };
+  yield line({ type: 'result', subtype: 'success', is_error: false, total_cost_usd: usd, modelUsage });
+  for (let i = 0; i < fanout; i++) {
+    const text = 'found it '.repeat(1 + (i % 9));
+    yield assistant(`msg_s${i}`, `toolu_bg${i}`, [{ type: 'text', text }], 5);
+    const end = { type: 'system', subtype: 'task_notification', tool_use_id: `toolu_bg${i}` };
+    yield line({ ...end, status: 'completed', summary: 'done' });
+  }
+}
+
 export async function writeStream(o: GenOptions, path: string): Promise<{ lines: number; bytes: number }> {
+  return writeLines(generate(o), path);
+}
+
+/** Writes generated lines to `path`, a megabyte at a time. */
+export async function writeLines(
+  generated: Iterable<string>,
+  path: string,
+): Promise<{ lines: number; bytes: number }> {
   const ws = createWriteStream(path, { highWaterMark: 1 << 20 });
   let lines = 0;
   let bytes = 0;
   let batch: string[] = [];
   let batchLen = 0;
-  for (const line of generate(o)) {
+  for (const line of generated) {
     batch.push(line);
     batchLen += line.length;
     lines++;

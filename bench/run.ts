@@ -9,7 +9,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { writeStream } from './gen.js';
+import { generateBackground, writeLines, writeStream } from './gen.js';
 import { measureHandover } from './handover.js';
 import { measureLatency } from './latency.js';
 
@@ -288,10 +288,22 @@ async function main() {
     }
     fanRows.push(row, page, ...withDemux);
   }
+  if (wanted('fanout')) {
+    // Claude Code's background subagents: each ends after the main turn's result line.
+    const file = join(work, 'background-after-result.jsonl');
+    const fanout = quick ? 2000 : 10_000;
+    const { lines } = await writeLines(generateBackground(fanout), file);
+    const label =
+      `subtee → files, ${fanout.toLocaleString('en-US')} background subagents, ending after the result`;
+    const row: Row = { label, samples: [], input: { file, lines } };
+    const cmd = () => `${node} ${BIN} --out ${fresh('bg')} --stdout none -q`;
+    for (let i = 0; i < runs; i++) row.samples.push(measure(cmd(), file));
+    fanRows.push(row);
+  }
   if (wanted('fanout'))
     report.push(
       table(
-        'many subagents (2,000 and 10,000), large lines',
+        'many subagents (2,000 and 10,000, large lines; background ones ending after the result)',
         inputs['large-f2000'].file,
         fanRows,
         inputs['large-f2000'].lines,

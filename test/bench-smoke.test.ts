@@ -40,6 +40,8 @@ test('npm run bench -- --quick prints every table', () => {
   ]) {
     assert.ok(r.stdout.includes(`| ${label} |`), label);
   }
+  // Background subagents ending after the result line (each end once priced the whole run).
+  assert.match(r.stdout, /\| subtee → files, [\d,]+ background subagents, ending after the result \|/);
   const rows = r.stdout.split('\n').filter((l) => l.startsWith('| subtee') || l.startsWith('| open()'));
   assert.ok(
     rows.every((l) => / \| 0 \|/.test(l)),
