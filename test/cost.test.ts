@@ -8,7 +8,8 @@ import type { Browser } from 'playwright-core';
 import { open, type SubagentOutput } from '../src/index.js';
 import { apportion } from '../src/model/cost.js';
 import { overridePrices, PRICE_TABLE } from '../src/model/prices.js';
-import { formatUsd } from '../src/views/cost.js';
+import * as page from '../src/views/report/client.js';
+import * as costViews from '../src/views/cost.js';
 import { launchBrowser, openReport } from './helpers/browser.js';
 import { BIN, fixtureFiles, FIXTURES, runToFiles, splitEvery, tmpDir } from './helpers/helpers.js';
 import { startOtlpReceiver, type OtlpReceiver } from './servers/otlp-receiver.js';
@@ -667,7 +668,7 @@ describe('the run cost in every view, against what the recording states', () => 
     near(v.index.cost.channels_usd, known, 'index.json cost.channels_usd');
     assert.equal(v.index.cost.output_tokens, 'stream');
     assert.deepEqual(v.index.cost.channels_by_basis, { exact: 0, estimated: 0, stream: 1, unknown: spawned });
-    const usd = formatUsd(known);
+    const usd = costViews.formatUsd(known);
     const floor = `${usd} + ${spawned} unknown`;
     assert.ok(v.stderr.includes(`\ncost ${floor}: subagent tree ${floor} (no result line;`), v.stderr);
     assert.equal(
@@ -725,7 +726,7 @@ describe('the run cost in every view, against what the recording states', () => 
     const main = g.index.channels.find((c: any) => c.id === null);
     near(main.cost.subtree_usd, known, 'main subtree_usd');
     assert.equal(main.cost.subtree_unknown, spawned);
-    const floor = `${formatUsd(known)} + ${spawned} unknown`;
+    const floor = `${costViews.formatUsd(known)} + ${spawned} unknown`;
     assert.ok(g.costLines.get('main')!.includes(` · subtree ${floor} · `), g.costLines.get('main'));
     assert.equal(g.sigma.get('main'), floor, 'report Σ cost of main');
     const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router'].map((use) =>
@@ -761,4 +762,26 @@ describe('the run cost in every view, against what the recording states', () => 
     assert.ok(line?.endsWith(`agents' output tokens ${n} as the stream states (~, an undercount))`), line);
     assert.match(v.header, / · output tokens stream$/);
   });
+});
+
+test("the report page's copy of the subtree-dollars rule and of formatUsd agree with views/cost.ts's", () => {
+  const figures = [null, 0, 0.000_004, 0.0123, 1.5, 1234.5678, -1, Number.NaN, Infinity];
+  for (const usd of figures) {
+    assert.equal(page.formatUsd(usd), costViews.formatUsd(usd), String(usd));
+    for (const unknown of [0, 1, 3])
+      assert.equal(page.usdLeavingOut(usd, unknown), costViews.usdLeavingOut(usd, unknown));
+  }
+  // Every way of adding two subtrees of one or two channels each, known, unknown or unpriced.
+  const channels: Array<[number | null, boolean]> = [[0.5, false], [null, false], [0, true], [0.25, true]];
+  const sum = (rule: typeof costViews | typeof page, parts: Array<[number | null, boolean]>) => {
+    const into = rule.usdSumOf(...parts[0]);
+    for (const part of parts.slice(1)) rule.addUsdSum(into, rule.usdSumOf(...part));
+    return [into, rule.usdSumFigure(into)];
+  };
+  for (const a of channels)
+    for (const b of channels)
+      for (const c of [...channels, undefined]) {
+        const parts = c ? [a, b, c] : [a, b];
+        assert.deepEqual(sum(page, parts), sum(costViews, parts), JSON.stringify(parts));
+      }
 });

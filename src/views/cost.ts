@@ -9,12 +9,50 @@ import { cutText } from '../model/display.js';
 import type { SinkRun } from '../model/session.js';
 import type { ReadonlyChannel } from '../model/tree.js';
 import { escapeOneLine } from './escape.js';
-import { addUsdSum, usdLeavingOut, usdSumFigure, usdSumOf, type UsdSum } from './report/client.js';
 import { walkTree, type TreeLike, type TreeRow } from './walk.js';
 
 /** The mark an estimated or stream figure carries where dollars are shown: `~` (see docs/cost.md). */
 export function basisMark(basis: TokensBasis): string {
   return basis === 'estimated' || basis === 'stream' ? '~' : '';
+}
+
+/**
+ * Dollars of a subtree as they are added up, in every view (docs/cost.md, "Unknown is
+ * unknown"): a channel of unknown usage adds nothing and is counted apart; an unpriced one
+ * makes the sum null. The report page's script has a copy of its own (report/client.ts).
+ */
+export interface UsdSum {
+  /** The dollars of the channels whose usage is known; null once one of them is unpriced. */
+  usd: number | null;
+  /** Channels whose usage is known (in `usd`). */
+  known: number;
+  /** Channels whose usage is unknown (not in `usd`). */
+  unknown: number;
+}
+
+/** One channel's dollars as a sum: `unknownUsage`, its usage is unknown (its dollars not in it). */
+export function usdSumOf(usd: number | null, unknownUsage: boolean): UsdSum {
+  return unknownUsage ? { usd: 0, known: 0, unknown: 1 } : { usd, known: 1, unknown: 0 };
+}
+
+/** Adds `from` (a child's subtree) into `into`. */
+export function addUsdSum(into: UsdSum, from: UsdSum): void {
+  into.usd = into.usd === null || from.usd === null ? null : into.usd + from.usd;
+  into.known += from.known;
+  into.unknown += from.unknown;
+}
+
+/** The sum's figure: null (`$?`) when no channel in it is of known usage, or one is unpriced. */
+export function usdSumFigure(sum: UsdSum): number | null {
+  return sum.known === 0 ? null : sum.usd;
+}
+
+/**
+ * Dollars that leave out channels of unknown usage, as a person reads them: `$0.0012 + 2
+ * unknown`; `$?` for a null figure (nothing known, or unpriced), never `$0 + 2 unknown`.
+ */
+export function usdLeavingOut(usd: number | null, unknown: number): string {
+  return formatUsd(usd) + (usd !== null && unknown > 0 ? ` + ${unknown} unknown` : '');
 }
 
 /** The run's cost in index.json (format documented in docs/output-folder.md). */
@@ -161,7 +199,6 @@ export function channelCosts(
 }
 
 
-export { addUsdSum, usdLeavingOut, usdSumFigure, usdSumOf, type UsdSum };
 
 /**
  * How many channels of unknown usage the run's dollars leave out: those counted apart when the

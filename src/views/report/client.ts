@@ -16,10 +16,8 @@ export interface Totals {
 }
 
 /**
- * Dollars of a subtree as they are added up, in every view (docs/cost.md, "Unknown is
- * unknown"): a channel of unknown usage adds nothing and is counted apart; an unpriced one
- * makes the sum null. The rule lives here because the page's script imports nothing at run
- * time; views/cost.ts hands it to every other view.
+ * The page's own copy of views/cost.ts's subtree-dollars rule (UsdSum and its functions): the
+ * page's script imports nothing at run time. test/cost.test.ts checks that the two agree.
  */
 export interface UsdSum {
   /** The dollars of the channels whose usage is known; null once one of them is unpriced. */
