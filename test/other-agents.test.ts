@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
@@ -304,6 +304,14 @@ test('the version: Copilot states it in its skills path; ' +
   assert.equal(r.status, 4, r.stderr);
   assert.match(r.stderr, /GitHub Copilot CLI 1\.0\.102 does not satisfy --require-version >=1\.1/);
   assert.match(r.stderr, /\[ERR_VERSION\]\n$/);
+  // A stray line after the one stating it: the version stays the run's, and is checked.
+  const lines = inputLines(readFileSync(file));
+  const strayed = join(tmpDir(), 'strayed.jsonl');
+  writeFileSync(strayed, [lines[0], STRAY.claude, ...lines.slice(1)].join('\n') + '\n');
+  assert.equal(runCli(strayed, ['--require-version', '>=1.0.0 <2']).index.producer_version, '1.0.102');
+  const again = [BIN, '--out', join(tmpDir(), 'o'), '-q', '--require-version', '>=1.1', strayed];
+  const refused = spawnSync(process.execPath, again, { encoding: 'utf8' });
+  assert.equal(refused.status, 4, refused.stderr);
   // Codex states none: a required version cannot be checked.
   const codex = spawnSync(
     process.execPath,
@@ -955,6 +963,9 @@ test('a stray line among the first costs that line: the mapper goes on where it 
         const [main, cleanMain] = [index.channels[0], clean.index.channels[0]];
         for (const k of ['status', 'summary', 'usage', 'transcript'])
           assert.deepEqual(main[k], cleanMain[k], `${name}: main ${k}`);
+        // Its calls and their results (a spawn's result among them) as without the stray line.
+        for (const k of ['tool_use', 'tool_result'])
+          assert.equal(main.counts[k], cleanMain.counts[k], `${name}: main ${k}`);
         assert.ok(main.lines > cleanMain.lines, `${name}: the stray line is routed to main`);
         // Each input line lands once; the stray one in main's file.
         const { all, byChannel } = writtenLines(got.out, index);
