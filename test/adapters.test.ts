@@ -20,6 +20,7 @@ import {
   tmpDir,
 } from './helpers/helpers.js';
 import { teeJsonl } from '../src/adapters/claude-sdk.js';
+import { agentRunIdOf } from '../src/adapters/run-id.js';
 
 const linesOf = (file: string) =>
   readFileSync(file, 'utf8')
@@ -539,4 +540,31 @@ test('teeJsonl: a writer with room takes every line without waiting for a drain'
   for await (const message of teeJsonl(source(), out)) got.push(message);
   assert.deepEqual(got, [{ n: 1 }, { n: 2 }]);
   assert.deepEqual(lines, ['{"n":1}\n', '{"n":2}\n']);
+});
+
+test("a coding agent's run id: the same events give the same id, a resumed session " +
+  '(same session, later start) another, a stream without an id none', () => {
+  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  const thread = { type: 'thread.started', thread_id: '01a232fc-b2a2-7b00-bbd1-93c4a49a2e6d' };
+  assert.equal(agentRunIdOf('codex', thread), thread.thread_id);
+  assert.equal(agentRunIdOf('codex', { type: 'turn.started' }), null);
+  const copilot = { type: 'session.start', id: 'f635bf85-d6ab-4cb7-8b0b-6ad71c1f247e', data: {} };
+  assert.equal(agentRunIdOf('copilot', copilot), copilot.id);
+  assert.equal(agentRunIdOf('copilot', { type: 'session.start', data: {} }), null);
+
+  const init = { type: 'init', session_id: 'f3da82d5', timestamp: '2026-12-01T14:22:33.868Z' };
+  const gemini = agentRunIdOf('gemini', init);
+  assert.match(gemini ?? '', uuid);
+  assert.equal(agentRunIdOf('gemini', { ...init }), gemini, 'a replay: the same id');
+  assert.notEqual(agentRunIdOf('gemini', { ...init, timestamp: '2026-12-01T15:00:00.000Z' }), gemini);
+  assert.notEqual(agentRunIdOf('opencode', { sessionID: 'f3da82d5', timestamp: init.timestamp }), gemini);
+  assert.equal(agentRunIdOf('gemini', { type: 'message', session_id: 'f3da82d5' }), null);
+
+  const step = { type: 'step_start', sessionID: 'ses_dce0', timestamp: 1796135113882 };
+  const opencode = agentRunIdOf('opencode', step);
+  assert.match(opencode ?? '', uuid);
+  assert.equal(agentRunIdOf('opencode', { ...step }), opencode);
+  assert.notEqual(agentRunIdOf('opencode', { ...step, timestamp: 1796135999999 }), opencode);
+  // An id too long for a line's `uuid` is named by its hash, never cut.
+  assert.match(agentRunIdOf('codex', { ...thread, thread_id: 'x'.repeat(300) }) ?? '', uuid);
 });

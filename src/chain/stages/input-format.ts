@@ -4,6 +4,7 @@ import { CopilotMapper, isCopilotEvent } from '../../adapters/copilot.js';
 import { GeminiMapper, isGeminiEvent } from '../../adapters/gemini.js';
 import { isProtocolEvent, LangGraphMapper, LANGGRAPH_DEFAULTS } from '../../adapters/langgraph.js';
 import { isOpencodeEvent, OpencodeMapper } from '../../adapters/opencode.js';
+import { agentRunIdOf } from '../../adapters/run-id.js';
 import { eventLine, shareRepeatedText, type StreamMapper } from '../../adapters/stream-lines.js';
 import { channelIdOf, lineTypeOf, type JsonObject } from '../../model/message.js';
 import { viewOf } from '../../model/line-view.js';
@@ -316,17 +317,25 @@ function withValue(rec: LineRecord, value: JsonObject): LineRecord {
   return { kind: 'line', lineNo: rec.lineNo, raw: rec.raw, value };
 }
 
+/** `value` carrying the run's id as its `uuid`, where Claude Code's lines carry theirs (see `runIdOf`). */
+const withRunId = (value: JsonObject, runId: string): JsonObject => ({ ...value, uuid: runId });
+
 /**
  * A coding agent's events through its mapper. Each input line stays one record with its own
  * bytes (so its channel's `.jsonl` keeps it byte for byte), its value the mapped line that
  * stands for it, or a placeholder routed to its channel when none does; the other mapped
  * lines follow as `derived` records, which are routed and shown but never written to a file.
+ * The first record of an input line after the stream named its run (see `agentRunIdOf`) carries
+ * that id as its `uuid`, so the tree, `index.json` and every sink key the run on it.
  */
 export class AgentEvents {
   readonly mapper: StreamMapper;
   private lastLineNo = 0;
   /** The version the producer's stream stated, once it has. */
   private version: string | null = null;
+  /** The run's id once the stream named it; `stamped` once a record carried it. */
+  private runId: string | null = null;
+  private stamped = false;
 
   constructor(
     private readonly run: Session,
@@ -371,24 +380,30 @@ export class AgentEvents {
       this.version = this.mapper.version;
       this.run.producerVersion ??= this.version;
     }
+    this.runId ??= agentRunIdOf(this.producer, rec.value!);
+    // The record that carries the line's own bytes takes the id (a derived one would show it).
+    const own = (value: JsonObject): JsonObject => {
+      if (this.stamped || this.runId === null) return value;
+      this.stamped = true;
+      return withRunId(value, this.runId);
+    };
     // One event may name a long text on many lines: the copies are bounded by the event's size.
     const lines = shareRepeatedText(mapped.lines, rec.kind === 'line' ? rec.raw.length : 0);
-    const own = mapped.own;
     for (let i = 0; i < lines.length; i++) {
-      if (i !== own) {
+      if (i !== mapped.own) {
         out.push(derivedRecord(rec.lineNo, lines[i]));
       } else if (rec.kind === 'line') {
-        out.push(withValue(rec, lines[i]));
+        out.push(withValue(rec, own(lines[i])));
       } else {
         // A line too long to hold stands for its line as a held one does: one record, its
         // bytes in the spool, its value what was mapped from its top-level members.
-        out.push({ ...rec, value: lines[i] });
+        out.push({ ...rec, value: own(lines[i]) });
       }
     }
-    if (own < 0 || own >= lines.length) {
+    if (mapped.own < 0 || mapped.own >= lines.length) {
       // No mapped line stands for the event: a placeholder after them carries its bytes to its
       // channel (a spawn among them comes first).
-      const placeholder = eventLine(this.producer, rec.value!, mapped.channel);
+      const placeholder = own(eventLine(this.producer, rec.value!, mapped.channel));
       out.push(rec.kind === 'line' ? withValue(rec, placeholder) : { ...rec, value: placeholder });
     }
   }
