@@ -9,10 +9,20 @@ import { after, before, describe, test } from 'node:test';
 import type { RecordBatch } from '../src/model/record.js';
 import { createOtlpSink } from '../src/chain/sinks/otlp.js';
 import { createPinoSink } from '../src/chain/sinks/pino.js';
+import { traceIdOf } from '../src/chain/sinks/stream-facts.js';
 import { claudeAvailable } from './e2e/claude.js';
 import { startFakeApi, type FakeApi } from './e2e/fake-api.js';
 import { pipeClaudeIntoSubtee } from './e2e/pipe.js';
-import { BIN, checkOutput, closedPort, fixtureFiles, linesOf, readTree, tmpDir } from './helpers/helpers.js';
+import {
+  BIN,
+  checkOutput,
+  closedPort,
+  FIXTURES,
+  fixtureFiles,
+  linesOf,
+  readTree,
+  tmpDir,
+} from './helpers/helpers.js';
 import { feedThrough } from './helpers/feed.js';
 import { assertSpanTree, routeThrough, type SpanLike } from './helpers/otlp-tree.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './servers/otlp-receiver.js';
@@ -140,6 +150,31 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     assert.deepEqual(second, first);
   });
 
+  test("a replay of a Codex, Copilot, Gemini CLI or opencode recording is the same run: index.json's " +
+    'run_id, the trace id and every span id are those of the first run', async () => {
+    for (const name of ['codex/two-subagents', 'copilot-spawn', 'gemini-spawn', 'opencode-spawn']) {
+      const file = join(FIXTURES, 'other-agents', `${name}.jsonl`);
+      const once = async () => {
+        receiver.spans.length = 0;
+        receiver.behave('accept');
+        const r = await subtee(['--otlp', receiver.url, file]);
+        assert.equal(r.code, 0, r.stderr);
+        const index = indexOf(r.out);
+        const spans = receiver.spans.splice(0);
+        assert.equal(spans.length, spanCount(index), name);
+        return { runId: index.run_id, spans: spans.map((s) => [s.traceId, s.spanId, s.parentSpanId]).sort() };
+      };
+      const first = await once();
+      const second = await once();
+      assert.equal(typeof first.runId, 'string', `${name}: index.json names the run`);
+      assert.equal(second.runId, first.runId, name);
+      assert.deepEqual(second.spans, first.spans, name);
+      // The trace is the run's: the trace id the sinks derive from index.json's run_id.
+      const traces = new Set(first.spans.map(([trace]) => trace));
+      assert.deepEqual(traces, new Set([traceIdOf(first.runId)]), name);
+    }
+  });
+
   test('pino events and OTLP spans are the same whether a run arrives at once or a line at a time: ' +
     'a status event, and the span handed out at it, carry the figures as of its own line', async () => {
     const lines = linesOf(readFileSync(NESTED));
@@ -244,15 +279,26 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     'connection and reaches the pino log as well as stderr', async () => {
     const port = await closedPort();
     const pinoLog = join(tmpDir(), 'events.log');
-    // The exporter's own timeout (10 s) outlasts the flush deadline (5 s): it never says why.
+    // Every refused connection is heard: the first batch is given up after retryMs (5 s), within
+    // the run's flush deadline (5 s after its input ends).
     const r = await subtee([`--otlp=http://127.0.0.1:${port}`, `--pino=${pinoLog}`, NESTED]);
     assert.equal(r.code, 0, r.stderr);
     const { index } = checkOutput(readFileSync(NESTED), r.out, 'collector down, flags');
-    const message =
+    const refused = `connect ECONNREFUSED 127.0.0.1:${port}`;
+    const unavailable =
+      `collector http://127.0.0.1:${port}/v1/traces is not accepting spans (${refused}); ` +
+      'the run goes on and spans are retried';
+    const undelivered =
       `${spanCount(index)} of ${spanCount(index)} spans not delivered to ` +
-      `http://127.0.0.1:${port}/v1/traces (connect ECONNREFUSED 127.0.0.1:${port})`;
-    assert.equal(r.stderr, `subtee: warning OTLP_UNDELIVERED: ${message}\n`);
-    assert.deepEqual(pinoWarnings(pinoLog), [{ code: 'OTLP_UNDELIVERED', content: message }]);
+      `http://127.0.0.1:${port}/v1/traces (${refused})`;
+    assert.equal(
+      r.stderr,
+      `subtee: warning OTLP_UNAVAILABLE: ${unavailable}\nsubtee: warning OTLP_UNDELIVERED: ${undelivered}\n`,
+    );
+    assert.deepEqual(pinoWarnings(pinoLog), [
+      { code: 'OTLP_UNAVAILABLE', content: unavailable },
+      { code: 'OTLP_UNDELIVERED', content: undelivered },
+    ]);
   });
 
   test('a collector that reset one connection, then took one and never answered: ' +
@@ -313,6 +359,64 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     );
     assert.equal(receiver.spans.length, 0);
   });
+
+  test('spans a collector rejects in a partial success (OTLP/JSON and protobuf) are counted in ' +
+    "OTLP_UNDELIVERED with the collector's message, its control characters replaced", async () => {
+    for (const protocol of ['http/json', 'http/protobuf']) {
+      receiver.spans.length = 0;
+      receiver.requests.length = 0;
+      receiver.behave({ rejectSpans: 2, message: 'span too large, dropped \u001b[31m' });
+      const env = { OTEL_EXPORTER_OTLP_PROTOCOL: protocol };
+      const r = await subtee(['--otlp', receiver.url, NESTED], { env });
+      assert.equal(r.code, 0, r.stderr);
+      const { index } = checkOutput(readFileSync(NESTED), r.out, protocol);
+      const sent = receiver.requests.reduce((n, q) => n + q.spans, 0);
+      const rejected = receiver.requests.reduce((n, q) => n + Math.min(2, q.spans), 0);
+      assert.equal(sent, spanCount(index), `${protocol}: every span sent once`);
+      assert.equal(receiver.spans.length, sent - rejected, `${protocol}: the rest kept`);
+      assert.ok(rejected > 0);
+      assert.equal(
+        r.stderr,
+        `subtee: warning OTLP_UNDELIVERED: ${rejected} of ${sent} spans not delivered to ` +
+          `${receiver.url}/v1/traces (span too large, dropped ?[31m)\n`,
+        protocol,
+      );
+    }
+  });
+
+  for (const [answer, behaviour, reason] of [
+    ['answering 503', 503, 'HTTP 503 Service Unavailable'],
+    ['dropping every connection', 'drop', 'ECONNRESET socket hang up'],
+  ] as const) {
+    test(`collector ${answer} to the end: the run ends within flushTimeoutMs of its input's end ` +
+      `and OTLP_UNDELIVERED names the last answer (${reason})`, async () => {
+      receiver.requests.length = 0;
+      receiver.behave(behaviour);
+      const flushTimeoutMs = 1000;
+      // retryMs outlasts the run: no batch is given up before the end.
+      const run = subtee(['-c', otlpConfig({ url: receiver.url, retryMs: 60_000, flushTimeoutMs })], {
+        stdin: readFileSync(NESTED),
+      });
+      let warnedAt = 0;
+      run.child.stderr!.on('data', () => (warnedAt ||= Date.now()));
+      // The input is read and a batch was tried six times: its next try waits 2 s, past the
+      // deadline, and must not keep the process alive.
+      await receiver.waitForRequests(6);
+      const endedAt = Date.now();
+      run.child.stdin!.end();
+      const r = await run;
+      const exitedAt = Date.now();
+      assert.equal(r.code, 0, r.stderr);
+      const { index } = checkOutput(readFileSync(NESTED), r.out, answer);
+      assert.equal(
+        r.stderr,
+        `subtee: warning OTLP_UNDELIVERED: ${spanCount(index)} of ${spanCount(index)} spans not ` +
+          `delivered to ${receiver.url}/v1/traces (${reason})\n`,
+      );
+      assert.ok(warnedAt - endedAt >= flushTimeoutMs - 50, `waited ${warnedAt - endedAt} ms for the spans`);
+      assert.ok(exitedAt - warnedAt < 500, `exited ${exitedAt - warnedAt} ms after the warning`);
+    });
+  }
 
   test('collector that never answers: the run ends at ' +
     'the flush deadline, not at the request timeout', async () => {

@@ -11,6 +11,7 @@ import { createRequire } from 'node:module';
  */
 const root = createRequire(import.meta.url)('otlp-proto/build/src/generated/root.js');
 const ExportTraceServiceRequest = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+const ExportTraceServiceResponse = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse;
 
 export interface ReceivedSpan {
   traceId: string;
@@ -29,14 +30,18 @@ export interface ReceivedSpan {
   scope: string;
 }
 
-/** What the receiver does with one request: accept it, answer with a status, or never answer. */
-export type Behaviour = 'accept' | 'hang' | number;
+/**
+ * What the receiver does with one request: accept it, answer with a status, never answer,
+ * drop the connection, or keep all but `rejectSpans` of its spans and answer 200 with an OTLP
+ * partial success naming them (`rejectedSpans`, `errorMessage`) in the request's encoding.
+ */
+export type Behaviour = 'accept' | 'hang' | 'drop' | number | { rejectSpans: number; message: string };
 
 export interface OtlpReceiver {
   url: string;
   spans: ReceivedSpan[];
   /** Requests received, answered or not, with their content type and a hash of the body. */
-  requests: Array<{ contentType: string; bytes: number; sha1: string }>;
+  requests: Array<{ contentType: string; bytes: number; sha1: string; spans: number }>;
   behave(b: Behaviour | ((n: number) => Behaviour)): void;
   /** Accepts every request held by 'hang' so far. */
   release(): void;
@@ -44,6 +49,8 @@ export interface OtlpReceiver {
   lastHeaders: Record<string, string | string[] | undefined>;
   /** Resolves once `n` spans have been received. */
   waitForSpans(n: number, timeoutMs?: number): Promise<void>;
+  /** Resolves once `n` requests have been received, answered or not. */
+  waitForRequests(n: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -106,22 +113,40 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const listeners = new Set<() => void>();
   let lastHeaders: Record<string, string | string[] | undefined> = {};
 
-  const accept = (path: string | undefined, contentType: string, buf: Buffer, res: ServerResponse) => {
+  const decode = (contentType: string, buf: Buffer) =>
+    spansOf(
+      contentType.includes('json')
+        ? JSON.parse(buf.toString('utf8'))
+        : ExportTraceServiceRequest.toObject(ExportTraceServiceRequest.decode(buf), {
+            longs: String,
+            enums: Number,
+            bytes: Array,
+          }),
+    );
+  const accept = (
+    path: string | undefined,
+    contentType: string,
+    buf: Buffer,
+    res: ServerResponse,
+    reject?: { rejectSpans: number; message: string },
+  ) => {
     if (path !== '/v1/traces') {
       res.writeHead(404).end();
       return;
     }
-    const decoded = contentType.includes('json')
-      ? JSON.parse(buf.toString('utf8'))
-      : ExportTraceServiceRequest.toObject(ExportTraceServiceRequest.decode(buf), {
-          longs: String,
-          enums: Number,
-          bytes: Array,
-        });
-    spans.push(...spansOf(decoded));
+    const got = decode(contentType, buf);
+    const rejected = Math.min(reject?.rejectSpans ?? 0, got.length);
+    spans.push(...got.slice(rejected));
     for (const l of listeners) l();
-    if (contentType.includes('json')) res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    else res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+    const partial = (count: number | string) =>
+      reject ? { partialSuccess: { rejectedSpans: count, errorMessage: reject.message } } : {};
+    if (contentType.includes('json')) {
+      // OTLP/JSON writes the int64 count as a string.
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(partial(String(rejected))));
+    } else {
+      const body = ExportTraceServiceResponse.encode(ExportTraceServiceResponse.fromObject(partial(rejected))).finish();
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(Buffer.from(body));
+    }
   };
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -130,11 +155,21 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     req.on('end', () => {
       const buf = Buffer.concat(body);
       const contentType = String(req.headers['content-type'] ?? '');
-      requests.push({ contentType, bytes: buf.length, sha1: createHash('sha1').update(buf).digest('hex') });
+      let count = 0;
+      try {
+        count = decode(contentType, buf).length;
+      } catch {
+        // Not a request of spans: counted as none.
+      }
+      const sha1 = createHash('sha1').update(buf).digest('hex');
+      requests.push({ contentType, bytes: buf.length, sha1, spans: count });
       lastHeaders = req.headers;
+      for (const l of listeners) l();
       const b = typeof behaviour === 'function' ? behaviour(requests.length) : behaviour;
       if (b === 'hang') hung.set(res, () => accept(req.url, contentType, buf, res));
       else if (b === 'accept') accept(req.url, contentType, buf, res);
+      else if (b === 'drop') req.socket.destroy();
+      else if (typeof b === 'object') accept(req.url, contentType, buf, res, b);
       else res.writeHead(b, { 'content-type': 'text/plain' }).end('refused by the test');
     });
   });
@@ -168,6 +203,17 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
           listeners.delete(check);
           reject(new Error(`only ${spans.length} of ${n} spans arrived`));
         }, timeoutMs);
+        listeners.add(check);
+        check();
+      });
+    },
+    waitForRequests(n) {
+      return new Promise((resolve) => {
+        const check = () => {
+          if (requests.length < n) return;
+          listeners.delete(check);
+          resolve();
+        };
         listeners.add(check);
         check();
       });

@@ -1,15 +1,21 @@
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
-import type { Duplex, Transform } from 'node:stream';
+import { createRequire } from 'node:module';
+import type { Transform } from 'node:stream';
 import type * as OtelApi from '@opentelemetry/api';
 import type { HrTime } from '@opentelemetry/api';
-import type { IdGenerator, ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { IdGenerator, ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { withDefaults } from '../../defaults.js';
 import { onceLoader } from '../../optional-package.js';
 import { shownUrl, withoutUrlSecrets } from '../../shown-url.js';
 import type { RecordBatch } from '../../model/record.js';
 import { requireSession, type SinkRun } from '../../model/session.js';
 import { TraceBuilder, type SpanData } from './otlp-spans.js';
+import {
+  OtlpHttpSender,
+  type OtlpHttpConfig,
+  type SendResult,
+  type SpanSender,
+  type TraceSerializer,
+} from './otlp-http.js';
 import { lateWarn, randomRunId, spanIdOf, traceIdOf } from './stream-facts.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import {
@@ -27,77 +33,43 @@ import {
  * optional peer dependencies (a missing one is ERR_OPTIONAL_DEPENDENCY, naming it).
  */
 const loadOtlpSdk = onceLoader('otlp', async () => {
-  const [api, sdk, resources, proto, json] = await Promise.all([
+  const [api, sdk, resources] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/sdk-trace-base'),
     import('@opentelemetry/resources'),
-    import('@opentelemetry/exporter-trace-otlp-proto'),
-    import('@opentelemetry/exporter-trace-otlp-http'),
   ]);
+  const proto = exporterParts('@opentelemetry/exporter-trace-otlp-proto', 'ProtobufTraceSerializer');
+  const json = exporterParts('@opentelemetry/exporter-trace-otlp-http', 'JsonTraceSerializer');
   return { api, sdk, resources, proto, json };
 });
+
+type ConvertHttpOptions = (
+  config: { url: string; timeoutMillis?: number },
+  signal: 'TRACES',
+  path: 'v1/traces',
+  requiredHeaders: Record<string, string>,
+) => OtlpHttpConfig;
+
+/**
+ * What an OTLP/HTTP trace exporter package is made of, taken from its own dependencies (the
+ * versions it pins): the configuration it reads from OTEL_EXPORTER_OTLP_* and its serializer.
+ * subtee sends the requests itself (otlp-http.ts).
+ */
+function exporterParts(
+  name: string,
+  serializer: 'ProtobufTraceSerializer' | 'JsonTraceSerializer',
+): { convert: ConvertHttpOptions; serializer: TraceSerializer } {
+  const fromExporter = createRequire(createRequire(import.meta.url).resolve(name));
+  const base = fromExporter('@opentelemetry/otlp-exporter-base/node-http') as {
+    convertLegacyHttpOptions: ConvertHttpOptions;
+  };
+  const transformer = fromExporter('@opentelemetry/otlp-transformer') as Record<string, TraceSerializer>;
+  return { convert: base.convertLegacyHttpOptions, serializer: transformer[serializer] };
+}
 
 /** Imports the SDK: the chain does before the sink is made, so a missing package stops the run first. */
 export async function importOtlpSdk(): Promise<void> {
   await loadOtlpSdk();
-}
-
-/** The error a closed agent fails a new connection with: the exporter does not retry it. */
-const exportClosed = () => Object.assign(new Error('the run has ended'), { code: 'SUBTEE_EXPORT_CLOSED' });
-
-/**
- * What an agent tells of its connections: why one failed (refused, reset, a TLS error), or
- * null once one is made again.
- */
-type ConnectionState = (error: unknown) => void;
-
-/** A new connection, with its failure and its success told to `onState`. */
-function watched<T extends Duplex | null | undefined>(socket: T, onState: ConnectionState): T {
-  socket?.on('error', onState).on('connect', () => onState(null));
-  return socket;
-}
-
-/**
- * HTTP and HTTPS agents that, once closed, destroy their sockets and fail every new
- * connection at once. A custom agent overriding `createConnection` is what Node documents
- * for this (http.Agent), and the exporter takes agents from its `httpAgentOptions` factory.
- * They also say why a connection failed: the exporter retries a refused connection by itself
- * until its timeout and says nothing of it before, which may be after the run's end.
- */
-class ClosableHttpAgent extends HttpAgent {
-  #closed = false;
-  constructor(private readonly onState: ConnectionState) {
-    super({ keepAlive: true });
-  }
-  override createConnection(...args: Parameters<HttpAgent['createConnection']>) {
-    if (!this.#closed) return watched(super.createConnection(...args), this.onState);
-    process.nextTick(() => args[1]?.(exportClosed(), undefined as never));
-    return undefined;
-  }
-  close(): void {
-    this.#closed = true;
-    this.destroy();
-  }
-}
-
-class ClosableHttpsAgent extends HttpsAgent {
-  #closed = false;
-  constructor(private readonly onState: ConnectionState) {
-    super({ keepAlive: true });
-  }
-  override createConnection(...args: Parameters<HttpsAgent['createConnection']>) {
-    if (!this.#closed) return watched(super.createConnection(...args), this.onState);
-    process.nextTick(() => args[1]?.(exportClosed(), undefined as never));
-    return undefined;
-  }
-  close(): void {
-    this.#closed = true;
-    this.destroy();
-  }
-}
-
-function closableAgent(proto: string, onState: ConnectionState): ClosableHttpAgent | ClosableHttpsAgent {
-  return proto === 'https:' ? new ClosableHttpsAgent(onState) : new ClosableHttpAgent(onState);
 }
 
 const hrTime = (ms: number): HrTime => [Math.floor(ms / 1000), Math.round((ms % 1000) * 1e6)];
@@ -145,7 +117,9 @@ interface DeliveryOptions {
  * holds the input back (backpressure). A batch that still fails after `retryMs` of retries is
  * given up and the collector counts as unavailable: from then on the queue never holds the
  * run back; it keeps the newest spans up to its bound, gives up the oldest, and keeps trying
- * one batch at a time, so a collector that comes back gets everything still queued.
+ * one batch at a time, so a collector that comes back gets everything still queued. Spans a
+ * collector rejects in an answer of success (OTLP partial success) are lost, not retried, as
+ * the OTLP specification asks; the collector's message is the reason.
  *
  * @internal Its types are the SDK's, an optional package: left out of the declarations.
  */
@@ -154,7 +128,10 @@ export class SpanDelivery {
   lost = 0;
   total = 0;
   available = true;
+  /** Why spans were last not delivered: the collector's answer or the connection's failure. */
   lastError: string | null = null;
+  /** Whether `lastError` is a connection's failure (no answer at all), which a new connection ends. */
+  private lastErrorUnanswered = false;
   private readonly queue: ReadableSpan[] = [];
   private inFlight: ReadableSpan[] | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
@@ -162,7 +139,7 @@ export class SpanDelivery {
   private readonly waiters: Array<() => void> = [];
 
   constructor(
-    private readonly exporter: SpanExporter,
+    private readonly exporter: SpanSender,
     private readonly opts: DeliveryOptions,
     private readonly onUnavailable: (error: string) => void,
   ) {}
@@ -219,6 +196,15 @@ export class SpanDelivery {
     this.wake();
   }
 
+  /**
+   * A connection to the collector was made: a connection failure before it no longer says why
+   * the spans in flight are not delivered (at the end, nothing heard is the deadline's fault).
+   */
+  connected(): void {
+    if (this.lastErrorUnanswered) this.lastError = null;
+    this.lastErrorUnanswered = false;
+  }
+
   private wake(): void {
     for (const w of this.waiters.splice(0)) w();
   }
@@ -234,12 +220,16 @@ export class SpanDelivery {
     this.exporter.export(batch, (result) => {
       if (this.stopped || this.inFlight !== batch) return;
       if (result.code === 0 /* ExportResultCode.SUCCESS */) {
-        this.delivered += batch.length;
+        const rejected = Math.min(batch.length, Math.max(0, result.rejected?.count ?? 0));
+        this.delivered += batch.length - rejected;
+        this.lost += rejected;
+        if (rejected > 0) this.failed(result.rejected!.reason, false);
         this.available = true;
         this.finishBatch();
         return;
       }
-      this.lastError = describeError(result.error);
+      const reason = describeError(result.error);
+      this.failed(reason, unanswered(result));
       const backoffMs = Math.min(2000, 100 * 2 ** tries);
       if (Date.now() + backoffMs < firstTry + this.opts.retryMs) {
         this.retryTimer = setTimeout(() => {
@@ -251,10 +241,15 @@ export class SpanDelivery {
       this.lost += batch.length;
       if (this.available) {
         this.available = false;
-        this.onUnavailable(this.lastError);
+        this.onUnavailable(reason);
       }
       this.finishBatch();
     });
+  }
+
+  private failed(reason: string, unanswered: boolean): void {
+    this.lastError = reason;
+    this.lastErrorUnanswered = unanswered;
   }
 
   private finishBatch(): void {
@@ -262,6 +257,11 @@ export class SpanDelivery {
     this.wake();
     this.pump();
   }
+}
+
+/** An export that failed without an answer from the collector (no HTTP status). */
+function unanswered(result: SendResult): boolean {
+  return typeof (result.error as { code?: unknown } | undefined)?.code !== 'number';
 }
 
 function describeError(err: unknown): string {
@@ -276,9 +276,10 @@ function describeError(err: unknown): string {
 /**
  * OTLP traces sink: a pass-through stage (record batches in, the same out) that turns the run
  * into one trace — GenAI `invoke_agent` and `execute_tool` spans with the stream's own times
- * (see TraceBuilder) — and sends it with the OpenTelemetry SDK's OTLP/HTTP exporter, which
- * reads the OTEL_EXPORTER_OTLP_* variables (headers, timeout, compression, certificates);
- * OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME describe the resource.
+ * (see TraceBuilder) — built by the OpenTelemetry SDK and sent over OTLP/HTTP with the
+ * configuration of its exporter, which reads the OTEL_EXPORTER_OTLP_* variables (headers,
+ * timeout, compression, certificates); OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME describe
+ * the resource.
  *
  * A collector that is down, slow or failing never holds up the run for long and never costs
  * the files: see SpanDelivery. What was not delivered is reported once, with its count.
@@ -289,7 +290,7 @@ export function createOtlpSink(options: OtlpSinkOptions): Transform {
 
 type Sdk = Awaited<ReturnType<typeof loadOtlpSdk>>;
 /** What the SDK makes for a sink, once it is imported. */
-type Live = { api: Sdk['api']; exporter: SpanExporter; delivery: SpanDelivery; tracer: OtelApi.Tracer };
+type Live = { api: Sdk['api']; sender: OtlpHttpSender; delivery: SpanDelivery; tracer: OtelApi.Tracer };
 
 class OtlpSink extends BatchTransform {
   readonly #opts: typeof OTLP_SINK_DEFAULTS & OtlpSinkOptions;
@@ -298,16 +299,12 @@ class OtlpSink extends BatchTransform {
   /** The endpoint may carry credentials; messages show it redacted (see shownUrl). */
   readonly #where: string;
   readonly #builder: TraceBuilder;
-  readonly #agents: Array<{ close(): void }> = [];
-  #agentsClosed = false;
   readonly #protocol: OtlpProtocol;
   /** Set once the SDK is imported (`_construct`). */
   #live: Live | null = null;
   readonly #ids = new DerivedIds();
   #fallbackRunId: string | null = null;
   #finished: Promise<void> | null = null;
-  /** Why the latest connection to the collector failed, as the agents saw it; null once one is made. */
-  #connectionError: string | null = null;
 
   constructor(options: OtlpSinkOptions) {
     super();
@@ -337,11 +334,18 @@ class OtlpSink extends BatchTransform {
   }
 
   #start({ api, sdk, resources, proto, json }: Sdk): void {
-    const config = this.#exporterConfig(this.#opts.timeoutMs);
-    const { OTLPTraceExporter } = this.#protocol === 'http/json' ? json : proto;
-    const exporter = new OTLPTraceExporter(config);
-    const delivery = new SpanDelivery(exporter, this.#opts, (error) => this.#warnUnavailable(error));
-    this.#live = { api, exporter, delivery, tracer: this.#tracerOf(sdk, resources, delivery) };
+    const { convert, serializer } = this.#protocol === 'http/json' ? json : proto;
+    const timeoutMs = this.#opts.timeoutMs;
+    const contentType = this.#protocol === 'http/json' ? 'application/json' : 'application/x-protobuf';
+    const config = convert(
+      { url: this.#url, ...(timeoutMs !== undefined ? { timeoutMillis: timeoutMs } : {}) },
+      'TRACES',
+      'v1/traces',
+      { 'Content-Type': contentType },
+    );
+    const sender = new OtlpHttpSender(config, serializer, () => delivery.connected());
+    const delivery = new SpanDelivery(sender, this.#opts, (error) => this.#warnUnavailable(error));
+    this.#live = { api, sender, delivery, tracer: this.#tracerOf(sdk, resources, delivery) };
   }
 
   protected override transformBatch(batch: RecordBatch): BatchOutcome {
@@ -358,23 +362,6 @@ class OtlpSink extends BatchTransform {
   /** Interrupted or stalled: the trace still says what was running, within the same deadline. */
   protected override teardown(): PromiseLike<void> {
     return this.#finish();
-  }
-
-  #exporterConfig(timeoutMs: number | undefined) {
-    return {
-      url: this.#url,
-      ...(timeoutMs !== undefined ? { timeoutMillis: timeoutMs } : {}),
-      // Our own agents, so that the end of the run can cut a request to a collector that hangs
-      // (and the exporter's own retries of it): the process must not outlive the flush deadline.
-      httpAgentOptions: (proto: string) => {
-        const a = closableAgent(proto, (err) => {
-          this.#connectionError = err === null ? null : describeError(err);
-        });
-        this.#agents.push(a);
-        if (this.#agentsClosed) a.close();
-        return a;
-      },
-    };
   }
 
   #tracerOf(sdk: Sdk['sdk'], resources: Sdk['resources'], delivery: SpanDelivery): OtelApi.Tracer {
@@ -426,19 +413,15 @@ class OtlpSink extends BatchTransform {
     return this.#finished;
   }
 
-  async #end({ delivery, exporter }: Live): Promise<void> {
+  async #end({ delivery, sender }: Live): Promise<void> {
     this.#emit(this.#builder.finish(this.#run.tree.channels(), this.#run));
     await delivery.drain(this.#opts.flushTimeoutMs);
-    this.#agentsClosed = true;
-    for (const a of this.#agents) a.close();
-    void exporter.shutdown().catch(() => {});
+    // A request still waiting is cut: the process does not outlive the deadline.
+    sender.close();
     if (delivery.lost > 0) {
-      // The exporter's own reason, else the failed connection it was still retrying, else the
-      // deadline that cut it short.
-      const why =
-        delivery.lastError ??
-        this.#connectionError ??
-        `not sent within flushTimeoutMs, ${this.#opts.flushTimeoutMs} ms`;
+      // The collector's last answer (or the spans it rejected), else the connection's failure,
+      // else the deadline that cut a request short.
+      const why = delivery.lastError ?? `not sent within flushTimeoutMs, ${this.#opts.flushTimeoutMs} ms`;
       lateWarn(
         this.#run,
         'OTLP_UNDELIVERED',

@@ -1,0 +1,167 @@
+import type { Agent, ClientRequest, IncomingMessage } from 'node:http';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { boundedText } from '../../model/bounded-text.js';
+
+/**
+ * OTLP/HTTP requests of the OTLP sink, one attempt each: the exporter packages' configuration
+ * (the endpoint, OTEL_EXPORTER_OTLP_* headers, timeout, compression, certificates) and
+ * serializers, and subtee's own request, so that it hears every answer — a status the SDK's
+ * exporter retries by itself, and the spans a collector rejects in a 200 ("partial success",
+ * which the SDK's exporter only logs) — and can end every request at the run's deadline.
+ * SpanDelivery does the retrying.
+ */
+
+/** What `convertLegacyHttpOptions` of `@opentelemetry/otlp-exporter-base/node-http` makes of the env. */
+export interface OtlpHttpConfig {
+  url: string;
+  headers(): Promise<Record<string, string>>;
+  compression: 'gzip' | 'none';
+  timeoutMillis: number;
+  agentFactory(protocol: string): Agent | Promise<Agent>;
+  userAgent?: string;
+}
+
+/** `ProtobufTraceSerializer` or `JsonTraceSerializer` of `@opentelemetry/otlp-transformer`. */
+export interface TraceSerializer {
+  serializeRequest(spans: ReadableSpan[]): Uint8Array | undefined;
+  deserializeResponse(data: Uint8Array): unknown;
+}
+
+/** One export's outcome; `rejected` counts spans a collector refused in an answer of success. */
+export interface SendResult {
+  code: number;
+  error?: unknown;
+  rejected?: { count: number; reason: string };
+}
+
+/** What SpanDelivery sends through: this sender, or any SDK SpanExporter. */
+export interface SpanSender {
+  export(spans: ReadableSpan[], done: (result: SendResult) => void): void;
+  shutdown(): Promise<void>;
+}
+
+/** The most of an answer read: the SDK's exporter reads as much. */
+const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+/** Collector text inside a warning: printable ASCII, at most this long. */
+const MAX_REASON_CHARS = 200;
+
+const gzipped = promisify(gzip);
+
+/** A collector's words inside a warning line: printable, bounded. */
+export function collectorText(s: string): string {
+  return boundedText(s, MAX_REASON_CHARS).replace(/[^\x20-\x7e]/g, '?');
+}
+
+/** The error of an export that could not be sent, or was cut at the end of the run. */
+export const exportClosed = () =>
+  Object.assign(new Error('the run has ended'), { code: 'SUBTEE_EXPORT_CLOSED' });
+
+/**
+ * The spans a collector rejected, from a decoded ExportTraceServiceResponse (protobuf's
+ * decoded object or OTLP/JSON, where the int64 count is a string): null when none.
+ */
+export function rejectedOf(response: unknown, batchSize: number): { count: number; reason: string } | null {
+  const partial = (response as { partialSuccess?: { rejectedSpans?: unknown; errorMessage?: unknown } })
+    ?.partialSuccess;
+  if (partial === null || typeof partial !== 'object') return null;
+  const count = Number(String(partial.rejectedSpans ?? 0));
+  if (!Number.isInteger(count) || count <= 0) return null;
+  const message = typeof partial.errorMessage === 'string' ? collectorText(partial.errorMessage) : '';
+  return { count: Math.min(count, batchSize), reason: message || 'rejected by the collector' };
+}
+
+/**
+ * Sends each batch in one request. `onConnect` hears each new connection made. `close()` ends
+ * every request still waiting and the agent's connections: nothing is left to keep the
+ * process alive.
+ */
+export class OtlpHttpSender implements SpanSender {
+  #agent: Agent | null = null;
+  #closed = false;
+  readonly #requests = new Set<ClientRequest>();
+
+  constructor(
+    private readonly config: OtlpHttpConfig,
+    private readonly serializer: TraceSerializer,
+    private readonly onConnect: () => void = () => {},
+  ) {}
+
+  export(spans: ReadableSpan[], done: (result: SendResult) => void): void {
+    this.#send(spans).then(done, (error: unknown) => done({ code: 1, error }));
+  }
+
+  async #send(spans: ReadableSpan[]): Promise<SendResult> {
+    if (this.#closed) return { code: 1, error: exportClosed() };
+    const serialized = this.serializer.serializeRequest(spans);
+    if (serialized === undefined) return { code: 1, error: new Error('the spans could not be serialized') };
+    const url = new URL(this.config.url);
+    const agent = (this.#agent ??= await this.config.agentFactory(url.protocol));
+    const headers: Record<string, string> = { ...(await this.config.headers()) };
+    headers['User-Agent'] = this.config.userAgent ? `${this.config.userAgent} subtee` : 'subtee';
+    let body = Buffer.from(serialized.buffer, serialized.byteOffset, serialized.byteLength);
+    if (this.config.compression === 'gzip') {
+      body = await gzipped(body);
+      headers['Content-Encoding'] = 'gzip';
+    }
+    if (this.#closed) return { code: 1, error: exportClosed() };
+    const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    return new Promise<SendResult>((resolve) => {
+      const req = request(url, { method: 'POST', headers, agent }, (res) =>
+        this.#answer(res, spans.length, resolve),
+      );
+      this.#requests.add(req);
+      req.on('close', () => this.#requests.delete(req));
+      req.on('socket', (socket) => {
+        if (socket.connecting) socket.once('connect', () => this.onConnect());
+      });
+      req.setTimeout(this.config.timeoutMillis, () =>
+        req.destroy(
+          Object.assign(new Error(`no answer within ${this.config.timeoutMillis} ms`), { code: 'ETIMEDOUT' }),
+        ),
+      );
+      req.on('error', (error) => resolve({ code: 1, error }));
+      req.end(body);
+    });
+  }
+
+  #answer(res: IncomingMessage, batchSize: number, resolve: (r: SendResult) => void): void {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    res.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes <= MAX_ANSWER_BYTES) chunks.push(chunk);
+    });
+    res.on('error', (error) => resolve({ code: 1, error }));
+    res.on('end', () => {
+      const status = res.statusCode ?? 0;
+      if (status < 200 || status > 299) {
+        resolve({ code: 1, error: { code: status, message: collectorText(res.statusMessage ?? '') } });
+        return;
+      }
+      let decoded: unknown = null;
+      const data = Buffer.concat(chunks);
+      try {
+        if (data.length > 0 && bytes <= MAX_ANSWER_BYTES) decoded = this.serializer.deserializeResponse(data);
+      } catch {
+        // An answer of success that cannot be read says no more than its status.
+      }
+      const rejected = rejectedOf(decoded, batchSize);
+      resolve(rejected === null ? { code: 0 } : { code: 0, rejected });
+    });
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const req of this.#requests) req.destroy(exportClosed());
+    this.#agent?.destroy();
+  }
+
+  shutdown(): Promise<void> {
+    this.close();
+    return Promise.resolve();
+  }
+}
