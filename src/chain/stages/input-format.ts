@@ -378,7 +378,7 @@ export class AgentEvents {
     }
     if (this.version === null && this.mapper.version !== null) {
       this.version = this.mapper.version;
-      this.run.producerVersion ??= this.version;
+      this.run.producerVersion = this.version;
     }
     this.runId ??= agentRunIdOf(this.producer, rec.value!);
     // The record that carries the line's own bytes takes the id (a derived one would show it).
