@@ -9,9 +9,9 @@ import {
   SPAWN_TOOLS,
   type ContentBlock,
   type JsonObject,
+  type TranscriptKinds,
 } from './message.js';
 import { isText } from './scan.js';
-import type { TranscriptKinds } from './session.js';
 
 /**
  * What a run is waiting on, read from its lines alone: per channel a model request, a

@@ -305,3 +305,11 @@ export function runIdOf(value: Record<string, unknown>): string | null {
   const u = value.uuid;
   return typeof u === 'string' && u.length > 0 && u.length <= 200 ? u : null;
 }
+
+/** How much of a channel a mapped producer's stream shows: all of it, or its spawn and result. */
+export type ChannelTranscript = 'stream' | 'spawn-and-result';
+
+/** What a mapped producer's stream says of each channel's transcript (its mapper answers). */
+export interface TranscriptKinds {
+  transcriptOf(channel: string | null): ChannelTranscript;
+}

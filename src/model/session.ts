@@ -1,7 +1,7 @@
 import { UsageError } from '../errors.js';
 import type { CostView } from './cost.js';
 import { HELD_LINE_BYTES } from './lines.js';
-import type { JsonObject } from './message.js';
+import type { JsonObject, TranscriptKinds } from './message.js';
 import { RunModel, type RunView } from './run-model.js';
 
 export {
@@ -56,13 +56,7 @@ export interface CommandEnd {
   signal: string | null;
 }
 
-/** How much of a channel a mapped producer's stream shows: all of it, or its spawn and result. */
-export type ChannelTranscript = 'stream' | 'spawn-and-result';
-
-/** What a mapped producer's stream says of each channel's transcript (its mapper answers). */
-export interface TranscriptKinds {
-  transcriptOf(channel: string | null): ChannelTranscript;
-}
+export type { ChannelTranscript, TranscriptKinds } from './message.js';
 
 /**
  * One run: its model (RunModel: the tree, costs, counts, warnings) and what the chain around
