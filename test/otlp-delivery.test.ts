@@ -11,6 +11,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { BasicTracerProvider, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { RecordBatch } from '../src/model/record.js';
 import { createOtlpSink, SpanDelivery } from '../src/chain/sinks/otlp.js';
+import { rejectedOf, type SpanSender } from '../src/chain/sinks/otlp-http.js';
 import { fixtureFiles } from './helpers/helpers.js';
 import { routeThrough } from './helpers/otlp-tree.js';
 import { startOtlpReceiver, type OtlpReceiver } from './servers/otlp-receiver.js';
@@ -432,6 +433,37 @@ test('an exporter that fails without saying why: the reason kept is "export fail
   assert.equal(delivery.lastError, 'export failed');
   assert.deepEqual(tried, [1]);
   assert.deepEqual(counts(delivery), { total: 1, delivered: 0, lost: 1, pending: 0, available: false });
+});
+
+test('a partial success counts at most the batch as lost, never retried; a count that is not a ' +
+  'positive whole number is none; the message is printable and bounded', async () => {
+  assert.deepEqual(rejectedOf({ partialSuccess: { rejectedSpans: '3', errorMessage: 'too big' } }, 5), {
+    count: 3,
+    reason: 'too big',
+  });
+  assert.equal(rejectedOf({ partialSuccess: { rejectedSpans: 1e12 } }, 5)?.count, 5);
+  for (const rejectedSpans of [0, -2, 1.5, 'x', null, undefined])
+    assert.equal(rejectedOf({ partialSuccess: { rejectedSpans } }, 5), null, String(rejectedSpans));
+  assert.equal(rejectedOf({}, 5), null);
+  assert.equal(rejectedOf(null, 5), null);
+  const hostile = { partialSuccess: { rejectedSpans: 1, errorMessage: `\u001b]0;x\u0007${'y'.repeat(500)}` } };
+  assert.equal(rejectedOf(hostile, 1)!.reason, `?]0;x?${'y'.repeat(191)}...`);
+
+  // A collector that claims to have rejected more spans than it got: each batch is lost once.
+  const sent: number[] = [];
+  const claims: SpanSender = {
+    export: (spans, done) => {
+      sent.push(spans.length);
+      setImmediate(() => done({ code: 0, rejected: { count: 1e12, reason: 'all of them' } }));
+    },
+    shutdown: () => Promise.resolve(),
+  };
+  const delivery = new SpanDelivery(claims, { retryMs: 5000, maxQueueSpans: 10, maxBatchSpans: 2 }, () => {});
+  for (const span of spansNamed(['a', 'b', 'c'])) delivery.push(span);
+  await until('every batch answered', () => delivery.pending === 0);
+  assert.deepEqual(sent, [1, 2], 'each span sent once');
+  assert.deepEqual(counts(delivery), { total: 3, delivered: 0, lost: 3, pending: 0, available: true });
+  assert.equal(delivery.lastError, 'all of them');
 });
 
 describe('the OTLP sink at the end of a run', () => {

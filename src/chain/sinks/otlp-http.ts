@@ -4,7 +4,6 @@ import { request as httpsRequest } from 'node:https';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { boundedText } from '../../model/bounded-text.js';
 
 /**
  * OTLP/HTTP requests of the OTLP sink, one attempt each: the exporter packages' configuration
@@ -51,9 +50,10 @@ const MAX_REASON_CHARS = 200;
 
 const gzipped = promisify(gzip);
 
-/** A collector's words inside a warning line: printable, bounded. */
+/** A collector's words inside a warning line: printable ASCII (others `?`), `...` when cut. */
 export function collectorText(s: string): string {
-  return boundedText(s, MAX_REASON_CHARS).replace(/[^\x20-\x7e]/g, '?');
+  const printable = s.replace(/[^\x20-\x7e]/g, '?');
+  return printable.length > MAX_REASON_CHARS ? `${printable.slice(0, MAX_REASON_CHARS - 3)}...` : printable;
 }
 
 /** The error of an export that could not be sent, or was cut at the end of the run. */
