@@ -446,7 +446,8 @@ test('a partial success counts at most the batch as lost, never retried; a count
     assert.equal(rejectedOf({ partialSuccess: { rejectedSpans } }, 5), null, String(rejectedSpans));
   assert.equal(rejectedOf({}, 5), null);
   assert.equal(rejectedOf(null, 5), null);
-  const hostile = { partialSuccess: { rejectedSpans: 1, errorMessage: `\u001b]0;x\u0007${'y'.repeat(500)}` } };
+  const errorMessage = `\u001b]0;x\u0007${'y'.repeat(500)}`;
+  const hostile = { partialSuccess: { rejectedSpans: 1, errorMessage } };
   assert.equal(rejectedOf(hostile, 1)!.reason, `?]0;x?${'y'.repeat(191)}...`);
 
   // A collector that claims to have rejected more spans than it got: each batch is lost once.
