@@ -12,6 +12,12 @@ import {
   insertSettingAside,
   readSpool,
   refusalReason,
+  keepInSpool,
+  SendStopped,
+  SendTally,
+  settleHeld,
+  TABLE_REFUSES_AFTER_ROWS,
+  TableRefused,
   Rejects,
   REJECTS_FILE,
   removeSpool,
@@ -27,7 +33,7 @@ const openFiles = () => readdirSync('/proc/self/fd').length;
 const entriesIn = (file: string) => linesOf(readFileSync(file)).map((l) => JSON.parse(l) as Entry);
 
 test('insertSettingAside: halves a refused batch down to ' +
-  'the rows refused alone; any other failure is thrown', async () => {
+  'the rows refused alone; any other failure stops it, every row handed back', async () => {
   const entries: Entry[] = Array.from({ length: 11 }, (_, i) => ({
     t: 'events',
     r: { line: i + 1 } as never,
@@ -41,11 +47,15 @@ test('insertSettingAside: halves a refused batch down to ' +
   const setAside: Array<[number, string]> = [];
   await insertSettingAside(
     entries,
-    async (part) => {
-      if (part.some((e) => refusedLines.has(lineOf(e)))) throw refusal;
-      inserted.push(part.map((e) => lineOf(e)));
+    {
+      insert: async (part) => {
+        if (part.some((e) => refusedLines.has(lineOf(e)))) throw refusal;
+        inserted.push(part.map((e) => lineOf(e)));
+      },
+      setAside: (entry, err) => setAside.push([lineOf(entry), refusalReason(err)]),
+      stopped: () => false,
     },
-    (entry, err) => setAside.push([lineOf(entry), refusalReason(err)]),
+    new SendTally(),
   );
   assert.deepEqual(
     inserted.flat().sort((a, b) => a - b),
@@ -59,22 +69,19 @@ test('insertSettingAside: halves a refused batch down to ' +
   // In order, halves first-half-first.
   assert.deepEqual(inserted, [[1, 2], [4, 5, 6], [7], [9], [10, 11]]);
   const gone = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-  await assert.rejects(
-    insertSettingAside(
-      entries,
-      () => Promise.reject(gone),
-      () => assert.fail('not data'),
-    ),
-    gone,
-  );
+  const failing = (err: unknown) => ({
+    insert: () => Promise.reject(err),
+    setAside: () => assert.fail('not data'),
+    stopped: () => false,
+  });
+  const everyRow = entries.map(lineOf).join();
+  const stoppedBy = (cause: unknown) => (err: unknown) =>
+    err instanceof SendStopped && err.cause === cause && err.rest.map(lineOf).join() === everyRow;
+  await assert.rejects(insertSettingAside(entries, failing(gone), new SendTally()), stoppedBy(gone));
   const serverError = new Error('Code: 241. DB::Exception: Memory limit exceeded');
   await assert.rejects(
-    insertSettingAside(
-      entries,
-      () => Promise.reject(serverError),
-      () => assert.fail('not data'),
-    ),
-    serverError,
+    insertSettingAside(entries, failing(serverError), new SendTally()),
+    stoppedBy(serverError),
   );
   const oldServer = new Error(
     'Code: 27, e.displayText() = DB::Exception: Cannot parse input: expected , before: x',
@@ -234,18 +241,129 @@ test("refusalReason: the code the client parsed, or the one the message states, 
     assert.equal(refusalReason(Object.assign(new Error('gone'), { code })), 'Code: null, gone', code);
   const quoted = new Error('bad gateway, the upstream said Code: 27, e.displayText() = x');
   assert.equal(refusalReason(quoted), 'Code: null, bad gateway, the upstream said Code');
+  // A row's text the server quotes without a colon before it stays out.
+  const inQuotes = new Error("Code: 6, e.displayText() = DB::Exception: Cannot parse string 'a secret\\nb' as Date");
+  assert.equal(refusalReason(inQuotes), 'Code: 6, Cannot parse string');
 });
 
-test('insertSettingAside: a failure that is no error at all is thrown as it came', async () => {
+test('insertSettingAside: a failure that is no error at all stops the send ' +
+  'with it, its row handed back', async () => {
   const entries: Entry[] = [{ t: 'events', r: { line: 1 } as never }];
   for (const failure of [undefined, null]) {
     await assert.rejects(
       insertSettingAside(
         entries,
-        () => Promise.reject(failure),
-        () => assert.fail('not data'),
+        {
+          insert: () => Promise.reject(failure),
+          setAside: () => assert.fail('not data'),
+          stopped: () => false,
+        },
+        new SendTally(),
       ),
-      (err) => err === failure,
+      (err) => err instanceof SendStopped && err.cause === failure && err.rest.length === 1,
     );
   }
+});
+
+const rowsOf = (lines: number[], t: Entry['t'] = 'events'): Entry[] =>
+  lines.map((line) => ({ t, r: { line } as never }));
+const dataRefusal = () =>
+  Object.assign(new Error('Code: 38, e.displayText() = DB::Exception: Cannot parse date: x'), { code: '38' });
+
+test('insertSettingAside: stopped midway, the rows neither inserted nor set aside are handed ' +
+  'back in order, and no insert is made after', async () => {
+  const entries = rowsOf([1, 2, 3, 4, 5, 6, 7, 8]);
+  const inserted: number[] = [];
+  const setAside: number[] = [];
+  let stop = false;
+  const err = await insertSettingAside(
+    entries,
+    {
+      insert: async (part) => {
+        assert.equal(stop, false, 'no insert once stopped');
+        if (part.some((e) => lineOf(e) === 2)) throw dataRefusal();
+        inserted.push(...part.map(lineOf));
+        // The end comes once the first half is done.
+        if (part.some((e) => lineOf(e) === 4)) stop = true;
+      },
+      setAside: (e) => setAside.push(lineOf(e)),
+      stopped: () => stop,
+    },
+    new SendTally(),
+  ).then(
+    () => assert.fail('stopped'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof SendStopped);
+  assert.equal(err.cause, null);
+  assert.deepEqual([inserted, setAside], [[1, 3, 4], [2]]);
+  assert.deepEqual(err.rest.map(lineOf), [5, 6, 7, 8], 'each row in one place');
+});
+
+test('insertSettingAside: a table that took none of the rows and refused TABLE_REFUSES_AFTER_ROWS ' +
+  'alone is the problem; none is set aside, every row handed back', async () => {
+  const events = rowsOf(Array.from({ length: 40 }, (_, i) => i + 1));
+  const channels = rowsOf([100, 101], 'channels');
+  let inserts = 0;
+  const took: number[] = [];
+  const err = await insertSettingAside(
+    [...events.slice(0, 5), ...channels, ...events.slice(5)],
+    {
+      insert: async (part) => {
+        inserts++;
+        // The events table refuses every row; the channels table takes its own.
+        if (part.some((e) => e.t === 'events')) throw dataRefusal();
+        took.push(...part.map(lineOf));
+      },
+      setAside: () => assert.fail('the rows are not at fault'),
+      stopped: () => false,
+    },
+    new SendTally(),
+  ).then(
+    () => assert.fail('refused'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof SendStopped && err.cause instanceof TableRefused);
+  assert.equal(err.cause.kind, 'events');
+  assert.equal(err.cause.reason, 'Code: 38, Cannot parse date');
+  assert.deepEqual(took, [100, 101], 'the channels rows went in');
+  assert.deepEqual(
+    err.rest.map(lineOf).sort((a, b) => a - b),
+    events.map(lineOf),
+    'every events row back once',
+  );
+  assert.ok(inserts < 3 * TABLE_REFUSES_AFTER_ROWS, `${inserts} inserts, not one per row`);
+});
+
+test('insertSettingAside: rows refused alone before their table took one are set aside once it ' +
+  'takes one, or at the end of the file (settleHeld)', async () => {
+  const refused = new Set([1, 2, 3]);
+  const setAside: number[] = [];
+  const to = {
+    insert: async (part: Entry[]) => {
+      if (part.some((e) => refused.has(lineOf(e)))) throw dataRefusal();
+    },
+    setAside: (e: Entry) => setAside.push(lineOf(e)),
+    stopped: () => false,
+  };
+  const tally = new SendTally();
+  await insertSettingAside(rowsOf([1, 2]), to, tally);
+  assert.deepEqual(setAside, [], 'held while the table took nothing');
+  await insertSettingAside(rowsOf([3, 4]), to, tally);
+  assert.deepEqual(setAside, [1, 2, 3], 'the table took row 4: the rows were at fault');
+  const few = new SendTally();
+  await insertSettingAside(rowsOf([1]), to, few);
+  settleHeld(few, to);
+  assert.deepEqual(setAside, [1, 2, 3, 1], 'fewer than the limit, alone in the file: set aside');
+});
+
+test('keepInSpool: a claimed file rewritten to the rows handed back and the batches not read yet', () => {
+  const file = join(tmpDir(), 'clickhouse-spool.sending-1-x-1.jsonl');
+  const entries = rowsOf([1, 2, 3, 4, 5, 6, 7]);
+  writeFileSync(file, entries.map((e) => JSON.stringify(e) + '\n').join(''));
+  const batches = readSpool(file, 3);
+  batches.next();
+  keepInSpool(file, rowsOf([2, 3]), batches);
+  assert.deepEqual(entriesIn(file).map(lineOf), [2, 3, 4, 5, 6, 7]);
+  assert.equal(existsSync(`${file}.tmp`), false);
 });

@@ -311,6 +311,113 @@ describe(
       assert.deepEqual(indexOf(claude.out).warnings, []);
     });
 
+    test('a table named subtee_events of another shape is left as it is: one CLICKHOUSE_TABLE line ' +
+      'names it and its columns, every row waits in the spool once, none is filed as refused', async () => {
+      await ch.client.command({ query: 'CREATE DATABASE IF NOT EXISTS shape' });
+      await ch.client.command({
+        query:
+          'CREATE TABLE shape.subtee_events (run String, line UInt64, x UInt8) ' +
+          'ENGINE = MergeTree ORDER BY run',
+      });
+      const file = fixture('nested-depth-3');
+      const started = Date.now();
+      const r = await subtee(['--clickhouse', `${ch.url}/shape`, file]);
+      const tookMs = Date.now() - started;
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(
+        [...r.stderr.matchAll(/warning (\w+):/g)].map((m) => m[1]),
+        ['CLICKHOUSE_TABLE', 'CLICKHOUSE_SPOOLED'],
+        r.stderr,
+      );
+      const where = escaped(`${ch.url}/shape`);
+      const spool = join(r.out, SPOOL_FILE);
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `warning CLICKHOUSE_TABLE: subtee_events at ${where} is not a table subtee writes \\(no column ` +
+            `session, ts, ts_ms and \\d+ more\\): it is left as it is; rows are kept in ${escaped(spool)}, ` +
+            'not tried again in this run \\(RENAME TABLE subtee_events away or set eventsTable',
+        ),
+      );
+      const columns = await ch.rows<{ name: string }>('DESCRIBE TABLE shape.subtee_events');
+      assert.deepEqual(columns.map((c) => c.name), ['run', 'line', 'x'], 'not altered');
+      const [{ n }] = await ch.rows<{ n: string }>('SELECT count() AS n FROM shape.subtee_events');
+      assert.equal(Number(n), 0);
+      assert.equal(existsSync(join(r.out, REJECTS_FILE)), false, 'no row filed as refused');
+      assert.deepEqual(findSpoolFiles(r.out), [spool]);
+      const entries = linesOf(readFileSync(spool)).map((l) => JSON.parse(l) as Entry);
+      const lines = entries.filter((e) => e.t === 'events').map((e) => (e.r as { line: number }).line);
+      assert.deepEqual(
+        lines.sort((a, b) => a - b),
+        linesOf(readFileSync(file)).map((_, i) => i + 1),
+        'every line once',
+      );
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `warning CLICKHOUSE_SPOOLED: ${entries.length} rows not sent to ClickHouse at ${where} ` +
+            `\\(subtee_events is not subtee's table\\): kept in ${escaped(spool)}; `,
+        ),
+      );
+      assert.ok(tookMs < 10_000, `ended in ${tookMs} ms, not after flushTimeoutMs`);
+    });
+
+    test('a second signal ends the wait for a server that does not answer (SIGSTOP) at once; ' +
+      'the rows wait in the spool, each once', async () => {
+      const file = fixture('nested-depth-3');
+      const bytes = readFileSync(file);
+      const out = join(tmpDir(), 'out');
+      // The files sink first: its index.json, written when the input stops, says the end has come.
+      const cfg = join(tmpDir(), 'subtee.json');
+      const sink = { url: ch.url, runId: 'two-signals', flushTimeoutMs: 120_000, timeoutMs: 120_000 };
+      writeFileSync(
+        cfg,
+        JSON.stringify({
+          sinks: [{ use: 'files', out }, { use: 'stdout', mode: 'none' }, { use: 'clickhouse', ...sink }],
+        }),
+      );
+      ch.pause();
+      try {
+        let endInput!: () => void;
+        const child = spawn(process.execPath, [BIN, '-q', '-c', cfg], {
+          env: { PATH: process.env.PATH },
+          stdio: ['pipe', 'ignore', 'pipe'],
+        });
+        let stderr = '';
+        child.stderr!.on('data', (d) => (stderr += d));
+        const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+        child.stdin!.on('error', () => {});
+        child.stdin!.write(bytes);
+        void new Promise<void>((r) => (endInput = r)).then(() => child.stdin!.end());
+        try {
+          const main = join(out, 'main.jsonl');
+          await until('the lines filed', () => existsSync(main) && readFileSync(main).length > 0);
+          // The first stops the input: the files end (index.json), then ClickHouse's end waits
+          // (flushTimeoutMs) for the server. The second ends the wait.
+          child.kill('SIGTERM');
+          await until('index.json written', () => existsSync(join(out, 'index.json')));
+          const second = Date.now();
+          child.kill('SIGTERM');
+          const code = await exited;
+          const tookMs = Date.now() - second;
+          assert.equal(code, 143, stderr);
+          assert.ok(tookMs < 5000, `exited ${tookMs} ms after the second signal`);
+        } finally {
+          endInput();
+          child.kill('SIGKILL');
+        }
+        const entries = linesOf(readFileSync(join(out, SPOOL_FILE))).map((l) => JSON.parse(l) as Entry);
+        const lines = entries.filter((e) => e.t === 'events').map((e) => (e.r as { line: number }).line);
+        assert.deepEqual(
+          lines.sort((a, b) => a - b),
+          linesOf(bytes).map((_, i) => i + 1),
+          'every line once',
+        );
+      } finally {
+        ch.resume();
+      }
+    });
+
     test('the same run sent again (a replay, a resend) counts once', async () => {
       const file = fixture('binary-tree-depth-3');
       const first = await subtee(['--clickhouse', ch.url, file]);
@@ -796,7 +903,25 @@ function countedFrom(bytes: Buffer) {
 
 /** A fixture routed by the real parser and router: its records one per batch, and the finished run. */
 async function recordsOf(name: string) {
-  const bytes = readFileSync(fixture(name));
+  return recordsFrom(readFileSync(fixture(name)));
+}
+
+/** A generated run of about 300 KiB, its lines that are JSON (the generator mixes in others). */
+function generatedJson(seed: number): Buffer {
+  const json = (l: string) => {
+    try {
+      JSON.parse(l);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const lines = [...generate({ sizeBytes: 300 * 1024, fanout: 5, shape: 'small', seed })].filter(json);
+  return Buffer.from(lines.join('\n') + '\n');
+}
+
+/** Input bytes routed by the real parser and router, as recordsOf does a fixture. */
+async function recordsFrom(bytes: Buffer) {
   const batches: RecordBatch[] = [];
   const { run } = await routeThrough(bytes, (b) => {
     for (const rec of b) batches.push([rec]);
@@ -914,6 +1039,11 @@ describe(
           `SELECT line FROM ${table} ${final ? 'FINAL' : ''} WHERE run = '${run}' ORDER BY line`,
         )
       ).map((r) => Number(r.line));
+    /** Lines stored for a run, read from the server itself (not through the relay). */
+    const storedLines = async (table: string, run: string) =>
+      (await ch.rows<{ line: number }>(`SELECT line FROM ${table} WHERE run = '${run}'`)).map((r) =>
+        Number(r.line),
+      );
     const storedChannels = async (table: string, run: string) =>
       (
         await ch.rows<{ channel: string }>(
@@ -1605,6 +1735,221 @@ describe(
           `^${lineNumbers.length + channels.length} rows not sent to ClickHouse at ${escaped(relay.url)} \\(.+\\): kept in ${escaped(claimed)}; send them with --clickhouse-resend ${escaped(spoolDir)}$`,
         ),
       );
+    });
+
+    test('a table that refuses every row (a partition key no row fits) is told once as the ' +
+      "table's problem: its rows wait in the spool, none is filed as refused, a few inserts " +
+      'rather than one per row', async () => {
+      fresh();
+      const tables = { eventsTable: 'every_events', channelsTable: 'every_channels' };
+      await ch.client.command({
+        query: tableDdl('events', tables.eventsTable).replace(
+          'ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(ts)',
+          'ENGINE = MergeTree PARTITION BY toDate(content)',
+        ),
+      });
+      const bytes = generatedJson(3);
+      const { batches, run, lineNumbers } = await recordsFrom(bytes);
+      const spoolDir = tmpDir();
+      await runSink(
+        Readable.from(batches, { objectMode: true }),
+        {
+          url: relay.url,
+          runId: 'every-row',
+          ...tables,
+          flushIntervalMs: 1,
+          maxRetryDelayMs: 600_000,
+          spoolDir,
+        },
+        run,
+      ).done;
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_TABLE', 'CLICKHOUSE_SPOOLED']);
+      assert.match(
+        messageOf(run, 0, 'CLICKHOUSE_TABLE'),
+        new RegExp(
+          `^every_events at ${escaped(relay.url)} refuses every row subtee sends it \\(Code: \\d+, ` +
+            `Cannot parse [a-z ]+\\); rows are kept in ${escaped(join(spoolDir, SPOOL_FILE))}, not tried again`,
+        ),
+      );
+      assert.equal(existsSync(join(spoolDir, REJECTS_FILE)), false, 'no row filed as refused');
+      const spooled = findSpoolFiles(spoolDir).flatMap(entriesIn);
+      assert.deepEqual(
+        spooled
+          .filter((e) => e.t === 'events')
+          .map(lineOf)
+          .sort((a, b) => a - b),
+        lineNumbers,
+        'every line once, in the spool',
+      );
+      assert.match(messageOf(run, 0, 'CLICKHOUSE_SPOOLED'), new RegExp(`^${spooled.length} rows not sent `));
+      const inserts = relay.inserts(tables.eventsTable).length;
+      assert.ok(inserts < 60, `${inserts} inserts for ${lineNumbers.length} rows`);
+    });
+
+    test('the end waits at most flushTimeoutMs for a server that stopped answering, its last ' +
+      'try at the server included', async () => {
+      fresh();
+      relay.behave('refuse');
+      const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+      const spoolDir = tmpDir();
+      const feed = feeder();
+      const flushTimeoutMs = 1000;
+      const { done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'hung-end',
+          eventsTable: 'h_events',
+          channelsTable: 'h_channels',
+          flushIntervalMs: 1,
+          maxRetryDelayMs: 600_000,
+          timeoutMs: 30_000,
+          flushTimeoutMs,
+          spoolDir,
+        },
+        run,
+      );
+      for (const b of batches) feed.push(b);
+      await cutOnFailure(feed.input, done, () =>
+        until('the server found away', () => codesOf(run, 0).includes('CLICKHOUSE_UNAVAILABLE')),
+      );
+      // From now on the server takes connections and never answers.
+      relay.behave('hold');
+      const ending = Date.now();
+      feed.end();
+      await done;
+      const tookMs = Date.now() - ending;
+      assert.ok(tookMs < flushTimeoutMs + 2000, `the end took ${tookMs} ms`);
+      assert.ok(relay.held() > 0, 'the last try was made');
+      await until('the unanswered requests cut off', () =>
+        relay.exchanges.filter((e) => e.verdict === 'hold').every((e) => e.closed),
+      );
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE', 'CLICKHOUSE_SPOOLED']);
+      const spooled = findSpoolFiles(spoolDir).flatMap(entriesIn);
+      assert.deepEqual(
+        spooled
+          .filter((e) => e.t === 'events')
+          .map(lineOf)
+          .sort((a, b) => a - b),
+        lineNumbers,
+      );
+    });
+
+    test("the sink's signal aborted while the end waits for an unanswered insert: the end stops " +
+      'at once, the rows in the spool once', async () => {
+      fresh();
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') ? 'hold' : 'forward'));
+      const { batches, run, lineNumbers } = await recordsOf('nested-depth-3');
+      const spoolDir = tmpDir();
+      const feed = feeder();
+      const stop = new AbortController();
+      const { done } = runSink(
+        feed.input,
+        {
+          url: relay.url,
+          runId: 'stopped-at-once',
+          eventsTable: 's_events',
+          channelsTable: 's_channels',
+          flushTimeoutMs: 120_000,
+          timeoutMs: 120_000,
+          spoolDir,
+          signal: stop.signal,
+        },
+        run,
+      );
+      for (const b of batches) feed.push(b);
+      feed.end();
+      await cutOnFailure(feed.input, done, () => until('the last insert held', () => relay.held() > 0));
+      const stopping = Date.now();
+      stop.abort();
+      await done;
+      const tookMs = Date.now() - stopping;
+      assert.ok(tookMs < 2000, `stopped ${tookMs} ms after the signal`);
+      assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_SPOOLED']);
+      const spooled = findSpoolFiles(spoolDir).flatMap(entriesIn);
+      assert.deepEqual(
+        spooled
+          .filter((e) => e.t === 'events')
+          .map(lineOf)
+          .sort((a, b) => a - b),
+        lineNumbers,
+      );
+    });
+
+    test('the run ends while a spool with many refused rows is being split: the wait stops at ' +
+      'flushTimeoutMs, nothing is sent after it, CLICKHOUSE_REJECTED counts the rows filed, each ' +
+      'row is in one place', async () => {
+      fresh();
+      const tables = { eventsTable: 'm_events', channelsTable: 'm_channels' };
+      const earlier = tmpDir();
+      relay.behave('refuse');
+      const bytes = generatedJson(9);
+      const made = await recordsFrom(bytes);
+      await runSink(
+        Readable.from(made.batches, { objectMode: true }),
+        { url: relay.url, runId: 'many-bad', ...tables, flushTimeoutMs: 0, spoolDir: earlier },
+        made.run,
+      ).done;
+      // Every third events row a word where a number goes: refused as data, one by one.
+      const file = join(earlier, SPOOL_FILE);
+      const badLines = new Set<number>();
+      const rows = entriesIn(file).map((e, i) => {
+        if (e.t !== 'events' || i % 3 !== 0) return e;
+        badLines.add(lineOf(e));
+        return { ...e, r: { ...e.r, depth: 'deep' } } as unknown as Entry;
+      });
+      writeFileSync(file, rows.map((e) => JSON.stringify(e) + '\n').join(''));
+
+      relay.behave('forward');
+      const run = new Session();
+      const feed = feeder();
+      const flushTimeoutMs = 300;
+      const { done } = runSink(
+        feed.input,
+        { url: relay.url, runId: 'splitter', ...tables, resend: earlier, flushTimeoutMs, spoolDir: tmpDir() },
+        run,
+      );
+      const rejects = join(earlier, REJECTS_FILE);
+      await cutOnFailure(feed.input, done, () =>
+        until('rows set aside', () => existsSync(rejects) && entriesIn(rejects).length > 0),
+      );
+      const ending = Date.now();
+      feed.end();
+      await done;
+      const tookMs = Date.now() - ending;
+      assert.ok(tookMs < flushTimeoutMs + 2000, `the end took ${tookMs} ms`);
+      const filed = entriesIn(rejects).map(lineOf);
+      const sent = relay.exchanges.length;
+      assert.match(
+        messageOf(run, 0, 'CLICKHOUSE_REJECTED'),
+        new RegExp(`^${filed.length} spooled rows refused`),
+      );
+      assert.ok(filed.every((l) => badLines.has(l)), 'only rows at fault filed');
+      const [left, ...others] = findSpoolFiles(earlier);
+      assert.deepEqual(others, []);
+      const kept = entriesIn(left).filter((e) => e.t === 'events').map(lineOf);
+      assert.deepEqual(
+        filed.filter((l) => kept.includes(l)),
+        [],
+        'a row filed as refused is no longer in the spool',
+      );
+      const stored = new Set(await storedLines(tables.eventsTable, 'many-bad'));
+      const everyLine = rows.filter((e) => e.t === 'events').map(lineOf);
+      const placed = new Set([...filed, ...kept, ...stored]);
+      assert.deepEqual(
+        everyLine.filter((l) => !placed.has(l)),
+        [],
+        'every row is stored, filed or kept',
+      );
+      assert.deepEqual(
+        [...badLines].filter((l) => stored.has(l)),
+        [],
+        'no row at fault stored',
+      );
+      // After a round trip to the server, the sink has sent nothing more and filed nothing more.
+      await storedLines(tables.eventsTable, 'many-bad');
+      assert.equal(relay.exchanges.length, sent, 'no request since the end');
+      assert.equal(entriesIn(rejects).length, filed.length);
     });
 
     test('spooled rows refused in two folders: both rejects files are named, the rows counted', async () => {

@@ -34,6 +34,7 @@ const clickhouseSinkPlugin = defineLoadedBuiltin(
       spoolDir: o.spoolDir ?? ctx.out,
       session: ctx.session,
       display: ctx.display,
+      signal: ctx.signal,
     }),
 );
 const reportSinkPlugin = defineLoadedBuiltin(

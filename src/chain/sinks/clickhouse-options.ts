@@ -50,10 +50,15 @@ export interface ClickHouseSinkOptions {
   session: SinkRun;
   /** How rows show thinking (`--thinking`); whole without one. */
   display?: DisplayPolicy;
+  /**
+   * Aborted to stop at once (the command line's second signal): the end waits for nothing,
+   * what is not sent stays in the spool.
+   */
+  signal?: AbortSignal;
 }
 
 export const clickhouseSinkDefinition: PluginManifest<
-  Omit<ClickHouseSinkOptions, 'session' | 'spoolDir' | 'display'> & { spoolDir?: string }
+  Omit<ClickHouseSinkOptions, 'session' | 'spoolDir' | 'display' | 'signal'> & { spoolDir?: string }
 > = {
   name: 'clickhouse',
   kind: 'sink',

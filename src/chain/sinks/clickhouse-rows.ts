@@ -182,6 +182,49 @@ export function addColumnsDdl(kind: TableKind, name: string, existing: readonly 
     .map(([column, type]) => `ALTER TABLE ${name} ADD COLUMN ${column} ${type}`);
 }
 
+/** subtee's columns of a table and their types, in the order tableDdl makes them. */
+export function tableColumns(kind: TableKind): Array<readonly [string, string]> {
+  const ddl = tableDdl(kind, 'x');
+  const body = ddl.slice(ddl.indexOf('(') + 1, ddl.lastIndexOf(') ENGINE'));
+  return body.split(',').map((column) => {
+    const [name, ...type] = column.trim().split(/\s+/);
+    return [name, type.join(' ')] as const;
+  });
+}
+
+/**
+ * Why an existing table is not one subtee writes to, from its `DESCRIBE TABLE` rows: a column
+ * subtee writes that it lacks (other than those later versions added, which addColumnsDdl
+ * adds) or has with another type. Null for subtee's table, whatever columns it has besides.
+ */
+export function foreignShape(
+  kind: TableKind,
+  described: ReadonlyArray<{ name: string; type: string; default_type?: string }>,
+): string | null {
+  const has = new Map(described.map((c) => [c.name, c.type]));
+  // A column computed by the table (MATERIALIZED, ALIAS) cannot be written.
+  const computed = new Set(
+    described.filter((c) => /^(MATERIALIZED|ALIAS)$/.test(c.default_type ?? '')).map((c) => c.name),
+  );
+  const added = new Set(ADDED_COLUMNS[kind].map(([column]) => column));
+  const missing: string[] = [];
+  const retyped: string[] = [];
+  for (const [column, type] of tableColumns(kind)) {
+    const found = has.get(column);
+    if (found === undefined) {
+      if (!added.has(column)) missing.push(column);
+    } else if (found !== type) retyped.push(`${column} is ${found}, not ${type}`);
+    else if (computed.has(column)) retyped.push(`${column} is computed by the table`);
+  }
+  if (missing.length === 0 && retyped.length === 0) return null;
+  const shown = (list: string[]) =>
+    list.slice(0, 3).join(', ') + (list.length > 3 ? ` and ${list.length - 3} more` : '');
+  return [
+    ...(missing.length > 0 ? [`no column ${shown(missing)}`] : []),
+    ...(retyped.length > 0 ? [shown(retyped)] : []),
+  ].join('; ');
+}
+
 /**
  * Whether an events table, from its `SHOW CREATE TABLE` statement, replaces rows that share
  * (run, line): a replacing (or collapsing) engine whose sorting key lacks `part`, as an older

@@ -11,8 +11,8 @@ import {
 import { basename, dirname, join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { writeFailed } from '../../errors.js';
-import { openDataFileForAppend, openRegularForRead, writeAllSync } from '../../safe-open.js';
-import type { Entry } from './clickhouse-rows.js';
+import { openDataFileForAppend, openRegularForRead, replaceFileWith, writeAllSync } from '../../safe-open.js';
+import type { Entry, TableKind } from './clickhouse-rows.js';
 
 /** The spool of a run in its output folder; rows waiting for ClickHouse, one JSON entry a line. */
 export const SPOOL_FILE = 'clickhouse-spool.jsonl';
@@ -227,47 +227,145 @@ function clickhouseCode(err: unknown): number | null {
 
 /**
  * Why the server refused a row, without the row: its code and the exception's first clause
- * (the message goes on to quote the row's bytes).
+ * (the message goes on to quote the row's bytes, after a colon or within quotes).
  */
 export function refusalReason(err: unknown): string {
   const message = String((err as { message?: unknown } | null)?.message ?? err);
   // `Code: 53, e.displayText() = DB::Exception: …` (old servers) or `Code: 53. DB::Exception: …`.
   const exception = message.replace(/^Code: \d+(?:, e\.displayText\(\) =|\.) /, '');
-  const clause = /(?:DB::Exception: )?([^:\n]{1,120})/.exec(exception);
-  return `Code: ${clickhouseCode(err)}, ${clause?.[1] ?? 'refused'}`;
+  // The clause ends before a colon or a quote: what follows may be the row's text.
+  const clause = /(?:DB::Exception: )?([^:'"`\n]{1,120})/.exec(exception);
+  return `Code: ${clickhouseCode(err)}, ${clause?.[1].trimEnd() || 'refused'}`;
 }
 
 /** Whether ClickHouse refused an insert for what some row holds. */
-function refusedAsData(err: unknown): boolean {
+export function refusedAsData(err: unknown): boolean {
   const code = clickhouseCode(err);
   return code !== null && REFUSED_DATA_CODES.has(code);
 }
 
 /**
+ * Single rows of one table refused in a row, with none of that table's rows taken before them,
+ * that say the table refuses every row (its shape, a setting) rather than these rows.
+ */
+export const TABLE_REFUSES_AFTER_ROWS = 8;
+
+/**
+ * A table subtee does not write to: one of another shape (`foreign`, found before any row is
+ * sent), or one that refuses every row sent to it. The table's problem, not the rows'.
+ */
+export class TableRefused extends Error {
+  constructor(
+    readonly kind: TableKind,
+    readonly reason: string,
+    readonly foreign = false,
+  ) {
+    super(`the ${kind} table ${foreign ? 'is not subtee\'s' : 'refuses every row'} (${reason})`);
+  }
+}
+
+/** What one spool file's send has learnt so far: the tables that took rows, the rows held. */
+export class SendTally {
+  readonly took = new Set<TableKind>();
+  /** Rows refused alone by a table that took none yet: rows at fault, or the table. */
+  readonly held = new Map<TableKind, Array<{ entry: Entry; err: unknown }>>();
+}
+
+export interface SettingAside {
+  insert: (entries: Entry[]) => Promise<void>;
+  /** A row the server refused as data, set aside for good. */
+  setAside: (entry: Entry, err: unknown) => void;
+  /** Checked before each insert: true stops the batch, its rows not yet done handed back. */
+  stopped: () => boolean;
+}
+
+/** Why a batch's send stopped early, with its rows not yet inserted nor set aside. */
+export class SendStopped extends Error {
+  constructor(
+    readonly rest: Entry[],
+    override readonly cause: unknown,
+  ) {
+    super('send stopped');
+  }
+}
+
+/**
  * Inserts a batch; when the server refuses it as data, inserts its halves, and so on down to
  * the rows it refuses alone, which are handed to `setAside`. A row inserted twice this way
- * counts once (the tables are keyed). Any other failure is thrown.
+ * counts once (the tables are keyed). A table that took none of this file's rows and refused
+ * TABLE_REFUSES_AFTER_ROWS of them alone is the problem (TableRefused): those rows are not set
+ * aside. Any other failure, and `stopped()`, end the batch with SendStopped, naming every row
+ * neither inserted nor set aside (those held for their table included), so that each row is in
+ * one place only.
  */
-export async function insertSettingAside(
-  batch: Entry[],
-  insert: (entries: Entry[]) => Promise<void>,
-  setAside: (entry: Entry, err: unknown) => void,
-): Promise<void> {
+export async function insertSettingAside(batch: Entry[], to: SettingAside, tally: SendTally): Promise<void> {
   // A list, not recursion: the depth is log2 of the batch.
   const parts: Entry[][] = [batch];
+  const rest = () => [...[...tally.held.values()].flat().map((h) => h.entry), ...[...parts].reverse().flat()];
   while (parts.length > 0) {
+    if (to.stopped()) throw new SendStopped(rest(), null);
     const part = parts.pop()!;
     try {
-      await insert(part);
+      await to.insert(part);
     } catch (err) {
-      if (!refusedAsData(err)) throw err;
-      if (part.length === 1) {
-        setAside(part[0], err);
+      if (!refusedAsData(err)) {
+        parts.push(part);
+        throw new SendStopped(rest(), err);
+      }
+      if (part.length > 1) {
+        const half = Math.ceil(part.length / 2);
+        parts.push(part.slice(half), part.slice(0, half));
         continue;
       }
-      const half = Math.ceil(part.length / 2);
-      parts.push(part.slice(half), part.slice(0, half));
+      const kind = part[0].t;
+      if (tally.took.has(kind)) {
+        to.setAside(part[0], err);
+        continue;
+      }
+      const held = tally.held.get(kind) ?? [];
+      tally.held.set(kind, held);
+      held.push({ entry: part[0], err });
+      if (held.length >= TABLE_REFUSES_AFTER_ROWS)
+        throw new SendStopped(rest(), new TableRefused(kind, refusalReason(err)));
+      continue;
     }
+    for (const kind of new Set(part.map((e) => e.t))) tookRows(tally, kind, to);
+  }
+}
+
+/** A table took a row: the rows it refused alone before were at fault, and are set aside. */
+function tookRows(tally: SendTally, kind: TableKind, to: SettingAside): void {
+  tally.took.add(kind);
+  for (const { entry, err } of tally.held.get(kind) ?? []) to.setAside(entry, err);
+  tally.held.delete(kind);
+}
+
+/**
+ * At the end of a file: rows held for a table that never took one are few (under
+ * TABLE_REFUSES_AFTER_ROWS), so they are the rows at fault: set aside.
+ */
+export function settleHeld(tally: SendTally, to: Pick<SettingAside, 'setAside'>): void {
+  for (const held of tally.held.values()) for (const { entry, err } of held) to.setAside(entry, err);
+  tally.held.clear();
+}
+
+/**
+ * Rewrites a claimed spool file to hold only `rows` and what `later` still yields: what a send
+ * stopped midway has neither inserted nor set aside.
+ */
+export function keepInSpool(path: string, rows: Entry[], later: Iterable<Entry[]>): void {
+  try {
+    replaceFileWith(path, (fd) => {
+      const put = (entries: Entry[]) => {
+        let text = '';
+        for (const e of entries) text += JSON.stringify(e) + '\n';
+        if (text) writeAllSync(fd, Buffer.from(text));
+      };
+      put(rows);
+      for (const batch of later) put(batch);
+    });
+  } catch (err) {
+    throw writeFailed(path, err);
   }
 }
 

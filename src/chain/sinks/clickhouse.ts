@@ -13,6 +13,7 @@ import {
   RowBuilder,
   tableDdl,
   addColumnsDdl,
+  foreignShape,
   keyLosesParts,
   withRun,
   type EventRow,
@@ -23,13 +24,20 @@ import {
   claimFile,
   findSpoolFiles,
   insertSettingAside,
+  keepInSpool,
   readSpool,
   refusalReason,
+  refusedAsData,
   Rejects,
   releaseClaims,
   removeSpool,
+  SendStopped,
+  SendTally,
+  settleHeld,
   Spool,
   SPOOL_FILE,
+  TableRefused,
+  type SettingAside,
 } from './clickhouse-spool.js';
 import { lateWarn, randomRunId } from './stream-facts.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
@@ -148,6 +156,17 @@ class ClickHouseSink extends BatchTransform {
   #probeDelayMs = 250;
   #closing = false;
   #closed = false;
+  /**
+   * Aborted when the end's wait is over (flushTimeoutMs) or the run is to stop at once (the
+   * chain's signal: a second interrupt): every request still out is cut off, none is started.
+   */
+  readonly #cut = new AbortController();
+  /** A table that is not subtee's, or refuses every row: no row is tried again this run. */
+  #refused: TableRefused | null = null;
+  readonly #stopAtOnce = () => {
+    this.#cut.abort(new Error('stopped at once'));
+    this.#wake();
+  };
   readonly #waiters: Array<() => void> = [];
   #draining: Promise<void> | null = null;
   #finished: Promise<void> | null = null;
@@ -174,6 +193,7 @@ class ClickHouseSink extends BatchTransform {
           .filter((f): f is string => f !== null)
       : [];
     this.#mode = this.#backlog.length > 0 ? 'draining' : 'online';
+    options.signal?.addEventListener('abort', this.#stopAtOnce, { once: true });
   }
 
   /** Node holds every write until the client is imported (an optional peer dependency). */
@@ -243,17 +263,30 @@ class ClickHouseSink extends BatchTransform {
   // rows read back from a spool carry the id of the run that made them.
   async #insert(entries: Entry[]): Promise<void> {
     const client = this.#client!;
+    const abort_signal = this.#cut.signal;
     if (!this.#tablesReady) {
       for (const kind of ['events', 'channels'] as const) {
         const table = this.#tables[kind];
-        await client.command({ query: tableDdl(kind, table) });
-        // Tables made by an earlier subtee lack the newer columns (18.16 has no ADD COLUMN IF
-        // NOT EXISTS): ask which it has.
-        const described = await client.query({ query: `DESCRIBE TABLE ${table}`, format: 'JSONEachRow' });
-        const columns = ((await described.json()) as Array<{ name: string }>).map((c) => c.name);
-        for (const query of addColumnsDdl(kind, table, columns)) await client.command({ query });
+        await client.command({ query: tableDdl(kind, table), abort_signal });
+        // A table of that name may be another's: subtee neither alters nor writes to it. Tables
+        // made by an earlier subtee lack the newer columns (18.16 has no ADD COLUMN IF NOT
+        // EXISTS): ask which it has.
+        const described = await client.query({
+          query: `DESCRIBE TABLE ${table}`,
+          format: 'JSONEachRow',
+          abort_signal,
+        });
+        const columns = (await described.json()) as Array<{ name: string; type: string }>;
+        const foreign = foreignShape(kind, columns);
+        if (foreign !== null) throw new TableRefused(kind, foreign, true);
+        const names = columns.map((c) => c.name);
+        for (const query of addColumnsDdl(kind, table, names)) await client.command({ query, abort_signal });
         if (kind === 'events') {
-          const shown = await client.query({ query: `SHOW CREATE TABLE ${table}`, format: 'JSONEachRow' });
+          const shown = await client.query({
+            query: `SHOW CREATE TABLE ${table}`,
+            format: 'JSONEachRow',
+            abort_signal,
+          });
           const [made] = (await shown.json()) as Array<{ statement?: string }>;
           this.#oldKey = keyLosesParts(made?.statement ?? '');
         }
@@ -275,7 +308,7 @@ class ClickHouseSink extends BatchTransform {
     for (const kind of ['events', 'channels'] as const) {
       const values = entries.filter((e) => e.t === kind).map((e) => e.r);
       if (values.length === 0) continue;
-      await client.insert({ table: this.#tables[kind], values, format: 'JSONEachRow' });
+      await client.insert({ table: this.#tables[kind], values, format: 'JSONEachRow', abort_signal });
     }
   }
 
@@ -284,14 +317,15 @@ class ClickHouseSink extends BatchTransform {
   }
 
   #scheduleProbe(): void {
-    if (this.#closing || this.#probeTimer) return;
+    if (this.#closing || this.#probeTimer || this.#refused) return;
     this.#probeTimer = setTimeout(() => void this.#probe(), this.#probeDelayMs);
     this.#probeDelayMs = Math.min(this.#probeDelayMs * 2, this.#opts.maxRetryDelayMs);
   }
 
   #goOffline(err: unknown, entries: Entry[]): void {
-    this.#lastError = this.#problem(err);
     this.#toSpool(entries);
+    if (err instanceof TableRefused) return this.#refuseTable(err);
+    this.#lastError = this.#problem(err);
     if (this.#mode !== 'offline') {
       this.#mode = 'offline';
       const what = `ClickHouse at ${this.#where} is not taking rows (${this.#lastError})`;
@@ -305,9 +339,33 @@ class ClickHouseSink extends BatchTransform {
     this.#scheduleProbe();
   }
 
+  /**
+   * A table that is not subtee's, or that refused every row it was sent: told once, naming the
+   * table and why; its rows (and every later one) stay in the spool for a resend once it is fixed.
+   */
+  #refuseTable(err: TableRefused): void {
+    this.#mode = 'offline';
+    this.#wake();
+    if (this.#refused) return;
+    this.#refused = err;
+    const name = err.kind === 'events' ? this.#opts.eventsTable : this.#opts.channelsTable;
+    const option = `${err.kind}Table`;
+    const what = err.foreign
+      ? `${name} at ${this.#where} is not a table subtee writes (${err.reason}): it is left as it is`
+      : `${name} at ${this.#where} refuses every row subtee sends it (${err.reason})`;
+    this.#lastError = err.foreign ? `${name} is not subtee's table` : `${name} refuses every row`;
+    lateWarn(
+      this.#run,
+      'CLICKHOUSE_TABLE',
+      `${what}; rows are kept in ${this.#spool.file}, not tried again in this run (RENAME TABLE ` +
+        `${name} away or set ${option} to another name, then send them with --clickhouse-resend)`,
+    );
+  }
+
   #send(): void {
     const queue = this.#queue;
-    if (this.#closed || this.#mode !== 'online' || this.#sending || queue.length === 0) return;
+    const stopped = this.#closed || this.#cut.signal.aborted;
+    if (stopped || this.#mode !== 'online' || this.#sending || queue.length === 0) return;
     const batch = withRun(queue.splice(0, this.#opts.batchRows), this.#runId());
     this.#sending = batch;
     this.#insert(batch).then(
@@ -319,10 +377,16 @@ class ClickHouseSink extends BatchTransform {
         else this.#armFlush();
       },
       (err) => {
-        if (this.#closed) return;
+        // Cut off at the end: the end spools what was being sent.
+        if (this.#closed || this.#cut.signal.aborted) return;
         this.#sending = null;
         try {
-          this.#goOffline(err, [...batch, ...queue.splice(0)]);
+          const rows = [...batch, ...queue.splice(0)];
+          if (!refusedAsData(err)) return this.#goOffline(err, rows);
+          // The server answered, refusing the rows: they are sent from the spool, where a row
+          // at fault is set aside and a table that refuses every row is told apart.
+          this.#toSpool(rows);
+          void this.#drain();
         } catch (spoolErr) {
           this.destroy(spoolErr as Error);
         }
@@ -348,25 +412,11 @@ class ClickHouseSink extends BatchTransform {
     this.#mode = 'draining';
     try {
       for (;;) {
+        if (this.#closed || this.#cut.signal.aborted) return;
         const file = this.#backlog.shift() ?? this.#spool.claimOwn();
         if (!file) break;
         this.#leftovers.add(file);
-        try {
-          // A row the server refuses as data is set aside, not left to hold back the rest.
-          const setAside = (entry: Entry, err: unknown) =>
-            this.#rejects.add(dirname(file), entry, refusalReason(err));
-          for (const batch of readSpool(file, this.#opts.batchRows)) {
-            if (this.#closed) return;
-            await insertSettingAside(batch, (entries) => this.#insert(entries), setAside);
-          }
-        } catch (err) {
-          if (this.#closed) return;
-          // A resend cut off (the server gone mid-request) is a server away like any other:
-          // the file waits, this run's rows go to the spool, and the warning says so.
-          this.#backlog.unshift(file);
-          this.#goOffline(err, []);
-          return;
-        }
+        if (!(await this.#sendFile(file))) return;
         removeSpool(file);
         this.#leftovers.delete(file);
       }
@@ -379,13 +429,53 @@ class ClickHouseSink extends BatchTransform {
     }
   }
 
+  /**
+   * Sends a claimed spool file: true when every row went in or was set aside; false when the
+   * send stopped (the end, the server gone, a table refusing every row), the file then holding
+   * exactly the rows neither inserted nor set aside.
+   */
+  async #sendFile(file: string): Promise<boolean> {
+    const tally = new SendTally();
+    // A row the server refuses as data is set aside, not left to hold back the rest.
+    const to: SettingAside = {
+      insert: (entries) => this.#insert(entries),
+      setAside: (entry, err) => this.#rejects.add(dirname(file), entry, refusalReason(err)),
+      stopped: () => this.#closed || this.#cut.signal.aborted,
+    };
+    const batches = readSpool(file, this.#opts.batchRows);
+    try {
+      for (let next = batches.next(); !next.done; next = batches.next())
+        await insertSettingAside(next.value, to, tally);
+      settleHeld(tally, to);
+      return true;
+    } catch (err) {
+      if (!(err instanceof SendStopped)) {
+        // The rejects file could not be written: the run ends with that error.
+        this.destroy(err as Error);
+        return false;
+      }
+      keepInSpool(file, err.rest, batches);
+      if (this.#closed || this.#cut.signal.aborted) return false;
+      // A resend cut off (the server gone mid-request) is a server away like any other: the
+      // file waits, this run's rows go to the spool, and the warning says so.
+      this.#backlog.unshift(file);
+      this.#goOffline(err.cause, []);
+      return false;
+    } finally {
+      batches.return(undefined);
+    }
+  }
+
   #ping(): Promise<Ping> {
-    return this.#client!.ping().catch((err) => ({ success: false as const, error: err as Error }));
+    return this.#client!.ping({ select: false, abort_signal: this.#cut.signal }).catch((err) => ({
+      success: false as const,
+      error: err as Error,
+    }));
   }
 
   async #probe(): Promise<void> {
     this.#probeTimer = null;
-    if (this.#closed) return;
+    if (this.#closed || this.#refused) return;
     const ping = await this.#ping();
     if (this.#closed) return;
     if (!ping.success) {
@@ -404,6 +494,7 @@ class ClickHouseSink extends BatchTransform {
   /** Never started (the client could not be imported): hand back the spool files claimed. */
   async #abandon(): Promise<void> {
     this.#closing = this.#closed = true;
+    this.#opts.signal?.removeEventListener('abort', this.#stopAtOnce);
     releaseClaims(this.#backlog);
   }
 
@@ -420,7 +511,18 @@ class ClickHouseSink extends BatchTransform {
     ];
     if (this.#mode === 'online') for (const entry of final) this.#queue.push(entry);
     else this.#toSpool(final);
-    await this.#sendUntil(Date.now() + this.#opts.flushTimeoutMs);
+    const waitMs = this.#opts.flushTimeoutMs;
+    const cut = this.#cut;
+    const timer = setTimeout(() => {
+      cut.abort(new Error(`not sent within flushTimeoutMs, ${waitMs} ms`));
+      this.#wake();
+    }, waitMs);
+    await this.#sendUntil(Date.now() + waitMs);
+    clearTimeout(timer);
+    this.#opts.signal?.removeEventListener('abort', this.#stopAtOnce);
+    // Whatever is still out is cut off; a spool file's send that stops keeps its rest in the file.
+    cut.abort(new Error('ended'));
+    await this.#draining;
     this.#closed = true;
     // What did not make it in time waits in the spool (an insert cut short may have
     // landed: the keys make that harmless).
@@ -434,13 +536,18 @@ class ClickHouseSink extends BatchTransform {
 
   /** At the end: the last rows, and the spool if a server that was away answers, until `deadline`. */
   async #sendUntil(deadline: number): Promise<void> {
-    while (Date.now() < deadline) {
+    const cut = this.#cut.signal;
+    while (!cut.aborted && Date.now() < deadline) {
       if (this.#mode === 'online') {
         if (this.#queue.length === 0 && !this.#sending) break;
         this.#send();
+      } else if (this.#refused) {
+        break;
       } else if (!this.#draining) {
-        // One more try at a server that was away: the spool goes now if it answers.
+        // One more try at a server that was away: the spool goes now if it answers. The wait
+        // for its answer ends with the end's (the cut).
         const ping = await this.#ping();
+        if (cut.aborted) break;
         if (!ping.success) {
           this.#lastError = this.#problem(ping.error);
           break;
