@@ -369,7 +369,7 @@ describe(
       const out = join(tmpDir(), 'out');
       // The files sink first: its index.json, written when the input stops, says the end has come.
       const cfg = join(tmpDir(), 'subtee.json');
-      const sink = { url: ch.url, runId: 'two-signals', flushTimeoutMs: 120_000, timeoutMs: 120_000 };
+      const sink = { url: ch.url, runId: 'two-signals', flushTimeoutMs: 30_000, timeoutMs: 30_000 };
       writeFileSync(
         cfg,
         JSON.stringify({
@@ -1850,8 +1850,8 @@ describe(
           runId: 'stopped-at-once',
           eventsTable: 's_events',
           channelsTable: 's_channels',
-          flushTimeoutMs: 120_000,
-          timeoutMs: 120_000,
+          flushTimeoutMs: 30_000,
+          timeoutMs: 30_000,
           spoolDir,
           signal: stop.signal,
         },
