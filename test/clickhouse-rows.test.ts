@@ -4,9 +4,11 @@ import { basename, join } from 'node:path';
 import { test } from 'node:test';
 import {
   addColumnsDdl,
+  foreignShape,
   keyLosesParts,
   quoteTableName,
   RowBuilder,
+  tableColumns,
   tableDdl,
   TOOL_NAMES_REMEMBERED,
   type ChannelRow,
@@ -427,6 +429,35 @@ test('table names: plain identifiers only, quoted; both tables keyed for replace
   const all = ['model', 'cost_usd', 'started_at_ms', 'ended_at_ms', 'cost_basis', 'unattributed_usd'];
   assert.deepEqual(addColumnsDdl('channels', '`c`', all), []);
   assert.deepEqual(addColumnsDdl('events', '`e`', ['run', 'part', 'tool_uses', 'tool_results']), []);
+});
+
+test("foreignShape: subtee's columns with their types, those a newer subtee adds aside, are " +
+  "subtee's table whatever else it has; a missing, retyped or computed column is not", () => {
+  for (const kind of ['events', 'channels'] as const) {
+    const own = tableColumns(kind).map(([name, type]) => ({ name, type, default_type: '' }));
+    const typed = /\b\w+ (String|U?Int\d+|DateTime\('UTC'\)|Nullable\(Float64\))/g;
+    assert.equal(own.length, tableDdl(kind, 'x').match(typed)?.length, 'every column read');
+    assert.equal(foreignShape(kind, own), null, kind);
+    assert.equal(foreignShape(kind, [...own, { name: 'team', type: 'String' }]), null, 'one more column');
+  }
+  const events = tableColumns('events').map(([name, type]) => ({ name, type, default_type: '' }));
+  assert.ok(events.some((c) => c.name === 'ts' && c.type === "DateTime('UTC')"));
+  const older = events.filter((c) => !['part', 'tool_uses', 'tool_results'].includes(c.name));
+  assert.equal(foreignShape('events', older), null, 'an older subtee made it: the columns are added');
+  assert.equal(
+    foreignShape('events', [
+      { name: 'run', type: 'String' },
+      { name: 'line', type: 'UInt64' },
+      { name: 'x', type: 'UInt8' },
+    ]),
+    'no column session, ts, ts_ms and 17 more',
+  );
+  const retyped = events.map((c) => (c.name === 'line' ? { ...c, type: 'String' } : c));
+  assert.equal(foreignShape('events', retyped), 'line is String, not UInt64');
+  const computed = events.map((c) => (c.name === 'content' ? { ...c, default_type: 'MATERIALIZED' } : c));
+  assert.equal(foreignShape('events', computed), 'content is computed by the table');
+  const both = retyped.filter((c) => c.name !== 'session');
+  assert.equal(foreignShape('events', both), 'no column session; line is String, not UInt64');
 });
 
 test('spool: appended entries come back in batches; a ' +
