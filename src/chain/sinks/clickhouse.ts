@@ -449,12 +449,14 @@ class ClickHouseSink extends BatchTransform {
       settleHeld(tally, to);
       return true;
     } catch (err) {
-      if (!(err instanceof SendStopped)) {
+      try {
         // The rejects file could not be written: the run ends with that error.
-        this.destroy(err as Error);
+        if (!(err instanceof SendStopped)) throw err;
+        keepInSpool(file, err.rest, batches);
+      } catch (writeErr) {
+        this.destroy(writeErr as Error);
         return false;
       }
-      keepInSpool(file, err.rest, batches);
       if (this.#closed || this.#cut.signal.aborted) return false;
       // A resend cut off (the server gone mid-request) is a server away like any other: the
       // file waits, this run's rows go to the spool, and the warning says so.
