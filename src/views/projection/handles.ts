@@ -9,11 +9,12 @@ import {
   type ChannelTimes,
 } from '../../model/tree.js';
 import type { DisplayPolicy } from '../../model/display.js';
-import type { CostBasis, ReadonlyChannelCost, TokensBasis, UsageEvent } from '../../model/cost.js';
+import type { CostBasis, TokensBasis, UsageEvent } from '../../model/cost.js';
 import { channelUsage } from '../cost.js';
 import { Feed } from '../feed.js';
 import { MessageAssembler, type Message } from '../message-stream.js';
 import { channelTokens, elapsedMs } from '../walk.js';
+import type { ChannelFigures } from './subtree.js';
 import { ToolCallPairing } from './tool-calls.js';
 import {
   SubagentError,
@@ -25,24 +26,18 @@ import {
   type Totals,
 } from './types.js';
 
-/** A channel as of a moment, with its cost then and how its dollars were found. */
-export interface ChannelFigures {
-  channel: ReadonlyChannel;
-  /** The ledger's channelCost; null: no usage of it known. */
-  cost: ReadonlyChannelCost | null;
-  basis: CostBasis;
-}
-
 /** What a handle and a channel's readers need of the projection that made them. */
 export interface HandleHost {
   readonly session: SinkRun;
   readonly finished: boolean;
   readonly display: DisplayPolicy;
-  pathOf(id: string | null): string[];
+  /** Ids from main down to the channel, frozen. */
+  pathOf(id: string | null): readonly string[];
   childrenOf(id: string | null): AsyncIterable<SubagentHandle>;
   costOf(usd: number | null, outputTokens: TokensBasis, basis: CostBasis): CostFigures;
   figuresOf(ch: ReadonlyChannel, atEnd: boolean): ChannelFigures;
-  totals(ch: ReadonlyChannel, atEnd?: boolean): SubagentOutput['subtree'];
+  /** The channel and every channel under it, each as it ended (see Projection.totals). */
+  totals(ch: ReadonlyChannel): SubagentOutput['subtree'];
   openReader<T>(
     what: string,
     id: string | null,
@@ -158,7 +153,7 @@ export class SubagentHandleImpl implements SubagentHandle {
     return this.channel.background;
   }
   get path(): readonly string[] {
-    return Object.freeze(this.projection.pathOf(this.id));
+    return this.projection.pathOf(this.id);
   }
   get status(): SubagentStatus {
     return this.channel.status === 'running' && this.projection.finished
@@ -203,7 +198,7 @@ export class SubagentHandleImpl implements SubagentHandle {
         summary: ch.summary,
         error: ch.status === 'failed' ? (ch.summary ?? 'failed') : null,
         lines: ch.lines,
-        subtree: this.projection.totals(this.channel, true),
+        subtree: this.projection.totals(this.channel),
       }),
     );
   }

@@ -13,26 +13,17 @@ import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
 import type { SinkRun } from '../../model/session.js';
 import { lineValue, viewOf } from '../../model/line-view.js';
-import {
-  channelTimes,
-  type ChannelEvent,
-  type ChannelTimes,
-  type ReadonlyChannel,
-} from '../../model/tree.js';
-import { roundUsd, worse, type CostBasis, type TokensBasis, type UsageEvent } from '../../model/cost.js';
+import type { ChannelEvent, ReadonlyChannel } from '../../model/tree.js';
+import { roundUsd, type CostBasis, type TokensBasis, type UsageEvent } from '../../model/cost.js';
 import { endFigures, type EndFigures } from '../../model/run-model.js';
-import { addUsdSum, channelUsage, usdSumFigure, usdSumOf, type UsdSum } from '../cost.js';
+import { usdSumFigure } from '../cost.js';
 import { deepFreeze, Feed } from '../feed.js';
 import { EventLog, NO_CHANGES, type EventEntry, type LinePlace } from './event-log.js';
 import { PackedLines } from './packed-lines.js';
 import { withLineCut } from '../message-stream.js';
-import {
-  HandleList,
-  SubagentHandleImpl,
-  totalsOf,
-  type ChannelFigures,
-  type HandleHost,
-} from './handles.js';
+import { HandleList, SubagentHandleImpl, totalsOf, type HandleHost } from './handles.js';
+import { ChannelPaths, MAIN_PATH, type ChannelPath } from './paths.js';
+import { SubtreeSums, type ChannelFigures, type SubtreeSum } from './subtree.js';
 import { ChannelFileCursors } from './replay.js';
 import {
   PROJECTION_DEFAULTS,
@@ -93,7 +84,30 @@ const finiteNumber = (value: unknown): number | null =>
   typeof value === 'number' && Number.isFinite(value) ? value : null;
 
 const quarantineEvent = (lineNo: number): RunEvent =>
-  Object.freeze({ kind: 'quarantine', lineNo, path: Object.freeze([]), changes: Object.freeze([]) });
+  Object.freeze({ kind: 'quarantine', lineNo, path: MAIN_PATH, changes: Object.freeze([]) });
+
+/**
+ * A line's event, frozen. Its `path` is the channel's shared path, laid out as ids when read:
+ * an event costs the same however deep its channel is.
+ */
+function lineEvent(
+  lineNo: number,
+  channel: string | null,
+  path: ChannelPath | null,
+  line: JsonObject,
+  changes: readonly ChannelEvent[],
+): RunEvent {
+  return Object.freeze({
+    kind: 'line',
+    lineNo,
+    channel,
+    get path() {
+      return path?.ids() ?? MAIN_PATH;
+    },
+    line,
+    changes,
+  });
+}
 
 /**
  * The live projection of one run: handles for every subagent, and readers over each
@@ -111,6 +125,10 @@ export class Projection implements HandleHost {
   /** Every subagent at any depth, as first seen. */
   readonly subagentList = new HandleList((handle) => this.fresh.add(handle.id));
   private readonly handles = new Map<string, SubagentHandleImpl>();
+  /** Every channel's path, made once and shared (see ChannelPaths). */
+  readonly paths: ChannelPaths;
+  /** Subtree figures as subagents end, sums of ended subtrees kept (see SubtreeSums). */
+  readonly subtrees: SubtreeSums;
   private readonly children = new Map<string | null, HandleList>();
   /**
    * Subagents given to an open loop (and those under them) since the input last waited a
@@ -151,6 +169,12 @@ export class Projection implements HandleHost {
     options: ProjectionOptions = {},
   ) {
     this.opts = withDefaults(PROJECTION_DEFAULTS, options);
+    this.paths = new ChannelPaths(session.tree);
+    this.subtrees = new SubtreeSums({
+      tree: session.tree,
+      figuresOf: (ch, atEnd) => this.figuresOf(ch, atEnd),
+      settled: (id) => this.ends.has(id),
+    });
     for (const [name, least] of PROJECTION_OPTION_LEAST) {
       const value = this.opts[name];
       // A negative high-water mark never let a reader's queue count as drained: the run hung.
@@ -171,8 +195,10 @@ export class Projection implements HandleHost {
         else if (rec.final) for (let k = 0; k < (rec.lines ?? 1); k++) this.recordQuarantine(rec.lineNo + k);
         continue;
       }
-      for (const ev of rec.events ?? []) this.change(ev);
       const id = rec.channel?.id ?? null;
+      // The line changed its channel's figures: a subtree sum kept over it is no longer good.
+      this.subtrees.changed(id);
+      for (const ev of rec.events ?? []) this.change(ev);
       const held = this.append(id, rec);
       this.recordLine(id, rec, held);
       // A run may have several result lines (one per turn): the last one tells how it ended.
@@ -293,7 +319,7 @@ export class Projection implements HandleHost {
         durationMs: number(line.duration_ms),
         usage: isObject(line.usage) ? (usageNumbers(line.usage) as Usage) : null,
       },
-      subtree: this.totals(this.session.tree.main),
+      subtree: this.runTotals(),
       cost: this.runCost(),
     });
   }
@@ -381,14 +407,13 @@ export class Projection implements HandleHost {
     const line = entry.raw
       ? lineValue(entry.raw)
       : (entry.value ?? read ?? {});
-    return Object.freeze({
-      kind: 'line',
-      lineNo: entry.lineNo,
-      channel: entry.channel,
-      path: Object.freeze(this.pathOf(entry.channel)),
-      line: deepFreeze(line),
-      changes: entry.changes,
-    });
+    return lineEvent(
+      entry.lineNo,
+      entry.channel,
+      this.paths.of(entry.channel),
+      deepFreeze(line),
+      entry.changes,
+    );
   }
 
   private recordQuarantine(lineNo: number): void {
@@ -421,14 +446,7 @@ export class Projection implements HandleHost {
     }
     if (this.eventReaders.size === 0) return;
     this.deliverEvent(
-      Object.freeze({
-        kind: 'line',
-        lineNo: rec.lineNo,
-        channel: id,
-        path: Object.freeze(this.pathOf(id)),
-        line: deepFreeze(rec.value!),
-        changes: rec.events ?? NO_CHANGES,
-      }),
+      lineEvent(rec.lineNo, id, this.paths.of(id), deepFreeze(rec.value!), rec.events ?? NO_CHANGES),
     );
   }
 
@@ -512,17 +530,9 @@ export class Projection implements HandleHost {
     this.checkDrain();
   }
 
-  pathOf(id: string | null): string[] {
-    const path: string[] = [];
-    const seen = new Set<string>();
-    for (let at = id; at !== null && !seen.has(at);) {
-      seen.add(at);
-      path.push(at);
-      const ch = this.session.tree.get(at);
-      if (!ch || ch.orphan) break;
-      at = ch.parent;
-    }
-    return path.reverse();
+  /** Ids from main down to the channel, frozen (empty for main). */
+  pathOf(id: string | null): readonly string[] {
+    return this.paths.ids(id);
   }
 
   /** Dollars with how they were found: `outputTokens` the ledger's basis for the channels counted. */
@@ -545,59 +555,35 @@ export class Projection implements HandleHost {
   }
 
   /**
-   * A channel and every channel under it, rolled up: with `atEnd` each as it ended (see
-   * `figuresOf`; one still running as it is now), else as they are now.
+   * A channel and every channel under it, rolled up, each as it ended (see `figuresOf`; one
+   * still running as it is now).
    */
-  totals(ch: ReadonlyChannel, atEnd = false): SubagentOutput['subtree'] {
-    const usage: Record<string, number> = {};
-    let first: string | null = null;
-    let last: string | null = null;
-    const span: Pick<ChannelTimes, 'startedAt' | 'endedAt'> = { startedAt: null, endedAt: null };
-    let subagents = 0;
-    const costUsd: UsdSum = { usd: 0, known: 0, unknown: 0 };
-    let outputTokens: TokensBasis | null = null;
-    let basis: CostBasis = 'table';
-    const seen = new Set<ReadonlyChannel>();
-    const stack = [ch];
-    while (stack.length > 0) {
-      const at = stack.pop()!;
-      if (seen.has(at)) continue;
-      seen.add(at);
-      subagents++;
-      const figures = this.figuresOf(at, atEnd);
-      const { channel, cost: own } = figures;
-      if (at === ch) basis = figures.basis;
-      // As index.json's subtree_usd: channels with no usage known are counted apart.
-      const unknown = !own || own.basis === 'unknown';
-      addUsdSum(costUsd, usdSumOf(own?.usd ?? null, unknown));
-      if (!unknown) outputTokens = outputTokens === null ? own.basis : worse(outputTokens, own.basis);
-      // As index.json shows it: the output tokens the ledger counted.
-      const shown = channelUsage(channel.usage, own);
-      for (const key in shown) usage[key] = (usage[key] ?? 0) + shown[key];
-      if (channel.firstSeen && (!first || channel.firstSeen < first)) first = channel.firstSeen;
-      if (channel.lastSeen && (!last || channel.lastSeen > last)) last = channel.lastSeen;
-      const times = channelTimes(this.session.tree, channel);
-      if (times.startedAt && (!span.startedAt || times.startedAt < span.startedAt))
-        span.startedAt = times.startedAt;
-      if (times.endedAt && (!span.endedAt || times.endedAt > span.endedAt)) span.endedAt = times.endedAt;
-      for (const childId of at.children) {
-        const child = this.session.tree.get(childId);
-        if (child) stack.push(child);
-      }
-    }
+  totals(ch: ReadonlyChannel): SubagentOutput['subtree'] {
+    return this.totalsFrom(this.subtrees.atEnd(ch), this.figuresOf(ch, true).basis);
+  }
+
+  /** Every channel of the run, orphans and what they spawned included, as it is now. */
+  private runTotals(): SubagentOutput['subtree'] {
+    return this.totalsFrom(this.subtrees.everyChannel(), this.figuresOf(this.session.tree.main, false).basis);
+  }
+
+  private totalsFrom(sum: SubtreeSum, basis: CostBasis): SubagentOutput['subtree'] {
     // Nothing of known usage in it: its dollars unknown, as the run's are then.
-    const cost = this.costOf(roundUsd(usdSumFigure(costUsd)), outputTokens ?? 'unknown', basis);
+    const cost = this.costOf(roundUsd(usdSumFigure(sum.usd)), sum.outputTokens ?? 'unknown', basis);
+    const span = { startedAt: sum.startedAt, endedAt: sum.endedAt };
     return Object.freeze({
-      ...totalsOf(usage, first, last, cost, span),
+      ...totalsOf(sum.usage, sum.firstSeen, sum.lastSeen, cost, span),
       // The subagents under it: itself not counted (a leaf has none).
-      subagents: subagents - 1,
-      unknown: costUsd.unknown,
+      subagents: sum.channels - 1,
+      unknown: sum.usd.unknown,
     });
   }
 
   private change(ev: ChannelEvent): void {
     const id = ev.channel.id;
     if (id === null) return;
+    // A subtree sum kept over the channel (a status) or its parent (a spawn under it) goes.
+    this.subtrees.changed(ev.type === 'status' ? id : ev.channel.orphan ? null : ev.channel.parent);
     if (ev.type === 'open') {
       const channel = this.session.tree.get(id)!;
       const handle = new SubagentHandleImpl(this, channel);
