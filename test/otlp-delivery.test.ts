@@ -11,7 +11,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { BasicTracerProvider, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { RecordBatch } from '../src/model/record.js';
 import { createOtlpSink, SpanDelivery } from '../src/chain/sinks/otlp.js';
-import { rejectedOf, type SpanSender } from '../src/chain/sinks/otlp-http.js';
+import { rejectedOf, retryAfterMsOf, type SpanSender } from '../src/chain/sinks/otlp-http.js';
 import { fixtureFiles } from './helpers/helpers.js';
 import { routeThrough } from './helpers/otlp-tree.js';
 import { startOtlpReceiver, type OtlpReceiver } from './servers/otlp-receiver.js';
@@ -465,6 +465,47 @@ test('a partial success counts at most the batch as lost, never retried; a count
   assert.deepEqual(sent, [1, 2], 'each span sent once');
   assert.deepEqual(counts(delivery), { total: 3, delivered: 0, lost: 3, pending: 0, available: true });
   assert.equal(delivery.lastError, 'all of them');
+});
+
+test("a collector's Retry-After: the batch is tried again no sooner; one beyond retryMs gives " +
+  'it up at once', async () => {
+  const now = Date.parse('2026-12-01T12:00:00Z');
+  assert.equal(retryAfterMsOf('2', now), 2000);
+  assert.equal(retryAfterMsOf(['1'], now), 1000);
+  assert.equal(retryAfterMsOf('Tue, 01 Dec 2026 12:00:03 GMT', now), 3000);
+  assert.equal(retryAfterMsOf('Tue, 01 Dec 2026 11:00:00 GMT', now), 0);
+  for (const header of [undefined, '', 'soon', '1.5']) assert.equal(retryAfterMsOf(header, now), null);
+
+  /** A sender refusing the first try of each batch with 429 and this Retry-After, then taking it. */
+  const refusingOnce = (retryAfterMs: number) => {
+    const tries: number[] = [];
+    const sender: SpanSender = {
+      export: (_spans, done) => {
+        tries.push(Date.now());
+        const error = { code: 429, message: 'Too Many Requests' };
+        setImmediate(() => done(tries.length === 1 ? { code: 1, error, retryAfterMs } : { code: 0 }));
+      },
+      shutdown: () => Promise.resolve(),
+    };
+    return { sender, tries };
+  };
+  const waited = refusingOnce(400);
+  const options = { retryMs: 5000, maxQueueSpans: 10, maxBatchSpans: 10 };
+  const delivery = new SpanDelivery(waited.sender, options, () => {});
+  delivery.push(spansNamed(['a'])[0]);
+  await until('the batch delivered', () => delivery.delivered === 1);
+  assert.equal(waited.tries.length, 2);
+  const gapMs = waited.tries[1] - waited.tries[0];
+  assert.ok(gapMs >= 400, `tried again after ${gapMs} ms`);
+
+  const tooLong = refusingOnce(60_000);
+  const unavailable: string[] = [];
+  const given = new SpanDelivery(tooLong.sender, options, (e) => unavailable.push(e));
+  given.push(spansNamed(['a'])[0]);
+  await until('the batch given up', () => unavailable.length > 0);
+  assert.deepEqual(unavailable, ['HTTP 429 Too Many Requests']);
+  assert.equal(tooLong.tries.length, 1);
+  assert.deepEqual(counts(given), { total: 1, delivered: 0, lost: 1, pending: 0, available: false });
 });
 
 describe('the OTLP sink at the end of a run', () => {

@@ -30,11 +30,15 @@ export interface TraceSerializer {
   deserializeResponse(data: Uint8Array): unknown;
 }
 
-/** One export's outcome; `rejected` counts spans a collector refused in an answer of success. */
+/**
+ * One export's outcome; `rejected` counts spans a collector refused in an answer of success,
+ * `retryAfterMs` is how long a refusing collector asked to be left alone (`Retry-After`).
+ */
 export interface SendResult {
   code: number;
   error?: unknown;
   rejected?: { count: number; reason: string };
+  retryAfterMs?: number;
 }
 
 /** What SpanDelivery sends through: this sender, or any SDK SpanExporter. */
@@ -54,6 +58,19 @@ const gzipped = promisify(gzip);
 export function collectorText(s: string): string {
   const printable = s.replace(/[^\x20-\x7e]/g, '?');
   return printable.length > MAX_REASON_CHARS ? `${printable.slice(0, MAX_REASON_CHARS - 3)}...` : printable;
+}
+
+/**
+ * A `Retry-After` header in milliseconds from `nowMs`: delay-seconds or an HTTP date; null when
+ * absent or unreadable.
+ */
+export function retryAfterMsOf(header: string | string[] | undefined, nowMs: number): number | null {
+  const value = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (!value) return null;
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  // An HTTP date ends in GMT; Date.parse alone would take "1.5" for a day in 2001.
+  const at = / GMT$/.test(value) ? Date.parse(value) : NaN;
+  return Number.isFinite(at) ? Math.max(0, at - nowMs) : null;
 }
 
 /** The error of an export that could not be sent, or was cut at the end of the run. */
@@ -139,7 +156,9 @@ export class OtlpHttpSender implements SpanSender {
     res.on('end', () => {
       const status = res.statusCode ?? 0;
       if (status < 200 || status > 299) {
-        resolve({ code: 1, error: { code: status, message: collectorText(res.statusMessage ?? '') } });
+        const error = { code: status, message: collectorText(res.statusMessage ?? '') };
+        const retryAfterMs = retryAfterMsOf(res.headers['retry-after'], Date.now());
+        resolve(retryAfterMs === null ? { code: 1, error } : { code: 1, error, retryAfterMs });
         return;
       }
       let decoded: unknown = null;

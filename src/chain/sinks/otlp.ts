@@ -230,7 +230,8 @@ export class SpanDelivery {
       }
       const reason = describeError(result.error);
       this.failed(reason, unanswered(result));
-      const backoffMs = Math.min(2000, 100 * 2 ** tries);
+      // A collector's Retry-After is honoured; one beyond retryMs gives the batch up now.
+      const backoffMs = Math.max(Math.min(2000, 100 * 2 ** tries), result.retryAfterMs ?? 0);
       if (Date.now() + backoffMs < firstTry + this.opts.retryMs) {
         this.retryTimer = setTimeout(() => {
           this.retryTimer = null;
