@@ -9,6 +9,7 @@ import {
   createIdleWatchdog,
   IdleWatchdog,
   IDLE_WATCHDOG_DEFAULTS,
+  silenceFigures,
   stallMessage,
   type Clock,
 } from '../src/chain/stages/idle-watchdog.js';
@@ -33,7 +34,9 @@ function fakeClock() {
       tick?.();
     }
   };
-  return { clock, advance, running: () => tick !== null };
+  /** Moves time forward without a check, as between two ticks of the interval. */
+  const pass = (ms: number) => void (t += ms);
+  return { clock, advance, pass, running: () => tick !== null };
 }
 
 /** One batch holding one line record, as the line parser would emit it. */
@@ -182,6 +185,75 @@ test('input bytes reset the idle clock: one long line arriving slowly is not sil
   // Then the bytes stop: real silence.
   fc.advance(11_000);
   assert.equal((dog.errored as any)?.code, 'ERR_STALL');
+});
+
+test('a stall reports the silence since the last line, not since the check after it', async () => {
+  const fc = fakeClock();
+  const run = new Session();
+  const parser = createLineParser({ session: run });
+  const dog = createIdleWatchdog({ ...opts, clock: fc.clock, session: run });
+  dog.on('error', () => {});
+  parser.pipe(dog).resume();
+  // The line arrives 300 ms into an interval; the checks come at 1 s, 2 s, …
+  fc.pass(300);
+  parser.write('{"type":"result","subtype":"success"}\n');
+  await settle();
+  fc.advance(700, 700);
+  let firedAt = 1000;
+  while (dog.errored === null && firedAt < 60_000) {
+    fc.advance(1000);
+    firedAt += 1000;
+  }
+  assert.equal((dog.errored as any)?.code, 'ERR_STALL');
+  assert.equal(run.stall?.silenceMs, firedAt - 300, 'silent from the line on');
+  assert.equal(firedAt - 300 > opts.idleTimeoutMs && firedAt - 300 <= opts.idleTimeoutMs + 1000, true);
+  assert.match(run.warnings[0].message, /^no input for 10\.7 s \(allowed 10\.0 s\); nothing was in flight$/);
+});
+
+test("a stall's figures show its silence above its allowance, cut and never rounded up", () => {
+  assert.deepEqual(silenceFigures(631_000, 630_000), { silence: '631 s', allowed: '630 s' });
+  assert.deepEqual(silenceFigures(630_999, 630_000), { silence: '630.9 s', allowed: '630.0 s' });
+  assert.deepEqual(silenceFigures(630_003, 630_000), { silence: '630.003 s', allowed: '630.000 s' });
+  assert.deepEqual(silenceFigures(2_900, 2_000), { silence: '2.9 s', allowed: '2.0 s' });
+  assert.deepEqual(silenceFigures(2_001, 2_000), { silence: '2.001 s', allowed: '2.000 s' });
+  const allowances = [1, 999, 1_500, 2_000, 9_950, 9_999, 10_000, 12_345, 630_000, 3_600_000];
+  const excesses = [1, 2, 7, 49, 50, 51, 99, 100, 449, 450, 499, 500, 501, 999, 1_000, 1_999, 60_000];
+  for (const allowedMs of allowances) {
+    for (const excess of excesses) {
+      const silenceMs = allowedMs + excess;
+      const f = silenceFigures(silenceMs, allowedMs);
+      const [silenceText, allowedText] = [f.silence, f.allowed].map((x) => x.replace(/ s$/, ''));
+      const [silence, allowed] = [Number(silenceText), Number(allowedText)];
+      const decimals = silenceText.split('.')[1]?.length ?? 0;
+      const why = `${silenceMs} of ${allowedMs} read ${f.silence} of ${f.allowed}`;
+      assert.ok(silence > allowed, `${why}: the silence reads above the allowance`);
+      assert.ok(Math.round(silence * 1000) <= silenceMs, `${why}: never more than was silent`);
+      assert.ok(Math.abs(allowed * 1000 - allowedMs) <= 500 / 10 ** decimals, `${why}: the allowance`);
+      assert.equal(allowedText.split('.')[1]?.length ?? 0, decimals, `${why}: one precision`);
+    }
+  }
+  const stall = { silenceMs: 630_400, allowedMs: 630_000, waitingOn: [], moreWaiting: 0 };
+  assert.equal(stallMessage(stall), 'no input for 630.4 s (allowed 630.0 s); nothing was in flight');
+});
+
+test("after a stall, the chain's drain deadline counts from the input's end, not from the " +
+  'stall', async () => {
+  let inputEnds = () => {};
+  const inputEnded = new Promise<void>((resolve) => (inputEnds = resolve));
+  const stops: Error[] = [];
+  const w = watch({ stallDrainMs: 0, stopInput: (err: Error) => stops.push(err), inputEnded });
+  w.dog.resume();
+  w.advance(11_000);
+  assert.equal(stops.length, 1, 'the input was told to stop');
+  assert.equal(w.run.stalled, true);
+  // A timer of the same length, set after the stall, runs after any deadline the stall set.
+  await new Promise((r) => setTimeout(r, 0));
+  assert.equal(w.dog.destroyed, false, 'not torn down while the input is still ending');
+  inputEnds();
+  await inputEnded;
+  await new Promise((r) => setTimeout(r, 0));
+  assert.equal(w.dog.destroyed, true, 'torn down once the input ended and the deadline passed');
+  assert.equal((w.dog.errored as any)?.code, 'ERR_STALL');
 });
 
 // ---- what is in flight, with plain numbers -------------------------------------------------
@@ -552,7 +624,7 @@ test("subtee run: a Codex command silent past Claude Code's Bash default is not 
   const fromClaude = run(claude);
   assert.equal(fromClaude.code, 124, fromClaude.stderr);
   assert.equal(fromClaude.index.stalled, true);
-  assert.match(fromClaude.stderr, /Bash "npm test" silent \d\.\d s of its allowed 1\.5 s in main/);
+  assert.match(fromClaude.stderr, /Bash "npm test" silent \d\.\d+ s of its allowed 1\.5 s in main/);
 });
 
 /**

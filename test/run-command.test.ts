@@ -13,6 +13,7 @@ import {
   stuckReader,
   tmpDir,
 } from './helpers/helpers.js';
+import { DEFAULT_STAGES } from '../src/chain/chain.js';
 import { claudeCommand, describeWithClaude } from './e2e/claude.js';
 import { codexAvailable, codexCommand } from './e2e/codex.js';
 import { startFakeResponses } from './e2e/fake-responses.js';
@@ -281,6 +282,69 @@ test('subtee run: a stalled command that ignores SIGTERM is killed after the gra
   assert.equal(index.input.lines, 3);
 });
 
+/** The chain of the command line, with the watchdog's drain time after a stall set to `stallDrainMs`. */
+function drainConfig(dir: string, out: string, stallDrainMs: number): string {
+  const config = join(dir, 'config.json');
+  const stages = DEFAULT_STAGES.map((s) => (s.use === 'idle-watchdog' ? { ...s, stallDrainMs } : s));
+  const spec = { stages, sinks: [{ use: 'files', out }, { use: 'stdout', mode: 'none' }] };
+  writeFileSync(config, JSON.stringify(spec));
+  return config;
+}
+
+for (const [kind, trap, end] of [
+  ['stops on SIGTERM', '', { exit_code: 143, signal: 'SIGTERM' }],
+  ['ignores SIGTERM past the stall\'s drain time', "trap '' TERM\n", { exit_code: 137, signal: 'SIGKILL' }],
+] as const) {
+  test(`subtee run: a stall ends with one [ERR_STALL] line, and index.json records the end of the ` +
+    `command it stopped, one that ${kind}`, () => {
+    const dir = tmpDir();
+    const out = join(dir, 'o');
+    const agent = join(dir, 'agent.sh');
+    writeFileSync(agent, `#!/bin/sh\n${trap}head -3 "${recording}"\nexec sleep 60\n`);
+    chmodSync(agent, 0o755);
+    // The chain may drain for 100 ms after a stall; the command is given 1 s before SIGKILL.
+    const limits = ['--idle-timeout-ms', '800', '--model-timeout-ms', '800', '--stall-grace-ms', '0'];
+    const r = spawnSync(
+      process.execPath,
+      [BIN, 'run', '-c', drainConfig(dir, out, 100), '-q', ...limits, '--kill-grace-ms', '1000', '--', agent],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
+    assert.equal(r.status, 124, r.stderr);
+    const lines = r.stderr.trimEnd().split('\n');
+    assert.match(lines[0], /^subtee: warning STALL: no input for /);
+    assert.equal(
+      lines.at(-1),
+      'subtee: stalled; the command was stopped; index.json marks what was still running [ERR_STALL]',
+    );
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.equal(index.stalled, true);
+    assert.deepEqual(index.command, { name: agent, ...end });
+    const codes = index.warnings.map((w: any) => w.code);
+    assert.ok(codes.includes('STALL'), codes.join(' '));
+    assert.ok(!codes.includes('COMMAND_KILLED'), 'the command stopped by subtee is not killed from outside');
+  });
+}
+
+test('a stall on a pipe ends with one [ERR_STALL] line', async () => {
+  const out = join(tmpDir(), 'o');
+  const child = spawn(
+    process.execPath,
+    [BIN, '--out', out, '-q', '--stdout', 'none', '--idle-timeout-ms', '500'],
+    { stdio: ['pipe', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  // A run's last line, and the pipe stays open: silence with nothing in flight.
+  child.stdin.write(`${JSON.stringify({ type: 'result', subtype: 'success', is_error: false })}\n`);
+  const code = await new Promise((r) => child.on('close', r));
+  child.stdin.destroy();
+  assert.equal(code, 124, stderr);
+  assert.equal(
+    stderr.trimEnd().split('\n').at(-1),
+    'subtee: stalled; index.json marks what was still running [ERR_STALL]',
+  );
+});
+
 const strays: number[] = [];
 after(() => {
   for (const pid of strays) {
@@ -405,7 +469,7 @@ for (const [sig, code] of [
   ['SIGINT', 130],
 ] as const) {
   test(`subtee run: a second ${sig} stops at once with ${code}, killing an agent that ignores the ` +
-    `first`, async () => {
+    `first; index.json records the agent's end`, async () => {
     const dir = tmpDir();
     const out = join(dir, 'o');
     const pidFile = join(dir, 'pid');
@@ -441,6 +505,7 @@ for (const [sig, code] of [
     const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
     assert.equal(index.interrupted, true);
     assert.equal(index.input.lines, 3);
+    assert.deepEqual(index.command, { name: agent, exit_code: 137, signal: 'SIGKILL' }, 'its end');
   });
 }
 
@@ -622,7 +687,7 @@ test('subtee run: one SIGINT to a command that ignores it is ' +
 });
 
 test('subtee run: when subtee ends early (the stream states a ' +
-  'refused version) the command and what it started are stopped', async () => {
+  'refused version) the command and what it started are stopped, and index.json records how', async () => {
   const dir = tmpDir();
   const old = join(dir, 'old.jsonl');
   writeFileSync(
@@ -657,6 +722,9 @@ test('subtee run: when subtee ends early (the stream states a ' +
   assert.match(stderr, /\[ERR_VERSION\]/);
   assert.equal(running(agentPid), false, 'the agent is gone');
   assert.equal(running(grandchild), false, 'the process the agent started is gone');
+  const index = JSON.parse(readFileSync(join(dir, 'o', 'index.json'), 'utf8'));
+  assert.deepEqual(index.command, { name: agent, exit_code: 143, signal: 'SIGTERM' });
+  assert.doesNotMatch(stderr, /COMMAND_KILLED/, 'stopped by subtee, not killed from outside');
 });
 
 test('subtee run: a command killed from outside is recorded ' +

@@ -65,6 +65,13 @@ export interface ChainOptions {
   signal?: AbortSignal;
   /** Stops reading input: what was read still flows through every stage and sink, then the chain ends. */
   stop?: AbortSignal;
+  /**
+   * Called once when the input is stopped (the caller's `stop`, or a stage's `stopInput`: a
+   * stall, a refused version, a failed write); the input ends, and the sinks finish, only once
+   * it settles. `subtee run` stops its command here, so that `index.json` records its end.
+   * It must settle in bounded time: the chain waits for it.
+   */
+  settleInput?: () => Promise<void>;
   env?: NodeJS.ProcessEnv;
   stderr?: Writable;
   /** How a late reader's replay opens a channel's `.jsonl` file (`fs.createReadStream`). */
@@ -159,6 +166,7 @@ function assembleChain(
   spec: ChainSpec,
   options: ChainOptions,
   stopInput: ((reason: Error) => void) | undefined,
+  inputEnded?: Promise<void>,
 ): { streams: Duplex[]; session: Session } {
   const registry = options.registry ?? builtinRegistry();
   checkChain(spec, registry);
@@ -178,13 +186,15 @@ function assembleChain(
     stderr: options.stderr ?? process.stderr,
     signal: options.signal,
     stopInput,
+    inputEnded,
     out,
     channelStore:
       out === undefined
         ? null
         : new FileChannelStore(out, () => session.heldLineBytes, options.openChannelFile),
   };
-  const pluginCtx: PluginContext = { ...ctx, session: pluginRunOf(session) };
+  const { inputEnded: _inputEnded, ...shared } = ctx;
+  const pluginCtx: PluginContext = { ...shared, session: pluginRunOf(session) };
   const byteTaps = parts.filter((p) => p.input === 'bytes' && p.def.kind === 'sink');
   const rest = parts.filter((p) => !byteTaps.includes(p));
   const edges = rest.filter((p) => p.input === 'bytes' || p.input === 'objects');
@@ -299,9 +309,15 @@ const STOPPED = Symbol('stopped');
 
 /**
  * The input until `stop` fires. A pending read is abandoned at once (the input may be a pipe
- * that stays silent), and the chain then drains what it already holds, as at end of input.
+ * that stays silent), and once `settle` has settled (the caller's `settleInput`), the chain
+ * drains what it already holds, as at end of input. `onEnd` is called as the input ends.
  */
-function untilStopped(stop: AbortSignal, onInputFailure: (err: unknown) => void) {
+function untilStopped(
+  stop: AbortSignal,
+  onInputFailure: (err: unknown) => void,
+  settle: () => Promise<void>,
+  onEnd: () => void,
+) {
   return async function* (source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
     const it = source[Symbol.asyncIterator]();
     try {
@@ -321,11 +337,13 @@ function untilStopped(stop: AbortSignal, onInputFailure: (err: unknown) => void)
         } finally {
           stop.removeEventListener('abort', onAbort);
         }
-        if (next === STOPPED || next.done) return;
+        if (next === STOPPED || next.done) break;
         yield next.value;
       }
+      if (stop.aborted) await settle();
     } finally {
       void it.return?.();
+      onEnd();
     }
   };
 }
@@ -343,10 +361,24 @@ export async function runChain(
     reason ??= why;
     stopped.abort();
   };
+  // The input's end: at its last byte, or once a stop has settled (the generator may then still
+  // wait on a stage that takes nothing, and the watchdog's drain deadline counts from here).
+  let onEnd = () => {};
+  const inputEnded = new Promise<void>((resolve) => (onEnd = resolve));
+  let settling: Promise<void> | null = null;
+  const settle = () =>
+    (settling ??= (async () => {
+      try {
+        await options.settleInput?.();
+      } finally {
+        onEnd();
+      }
+    })());
+  stopped.signal.addEventListener('abort', () => void settle().catch(() => {}), { once: true });
   let built: ReturnType<typeof buildChain>;
   try {
     await loadChainPackages(spec, options.registry);
-    built = assembleChain(spec, options, stopInput);
+    built = assembleChain(spec, options, stopInput, inputEnded);
   } catch (err) {
     // Never read: let go of it (an open file) now, not when the collector finds it.
     input.destroy();
@@ -374,7 +406,7 @@ export async function runChain(
   // The typings have no overload for a list that mixes streams and a generator stage.
   // The input is read by the generator alone, so its error reaches onInputFailure only.
   const all = [
-    untilStopped(stopped.signal, onInputFailure)(input),
+    untilStopped(stopped.signal, onInputFailure, settle, onEnd)(input),
     ...streams,
     createDiscard(),
   ] as unknown as NodeJS.ReadableStream[];

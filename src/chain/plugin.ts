@@ -48,6 +48,11 @@ export interface PluginContext {
 /** What the chain hands subtee's own stages and sinks: the session itself, to count into. */
 export interface BuiltinContext extends PluginContext {
   session: Session;
+  /**
+   * Under runChain: resolves once the input has ended (after a stop, once the caller's
+   * `settleInput` has settled): what was read is then on its way down the chain.
+   */
+  inputEnded?: Promise<void>;
 }
 
 /**

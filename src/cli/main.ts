@@ -160,8 +160,11 @@ export async function main(
     }
     aborted = true;
     stdoutWatch.letGo();
-    command?.signalAll('SIGKILL');
-    ac.abort();
+    if (!command || !runCommand) return ac.abort();
+    // The chain ends once the command's end is known (it takes a moment after SIGKILL), so
+    // that index.json records it; a command the kernel cannot end at once is not waited for.
+    command.signalAll('SIGKILL');
+    void runCommand.within(command.exited, runCommand.REAP_WAIT_MS).then(() => ac.abort());
   };
   for (const sig of STOP_SIGNALS) process.on(sig, onSignal);
 
@@ -225,11 +228,15 @@ export async function main(
       } else {
         input = await openInput(file, io.stdin);
       }
+      const started = command as WrappedCommand | null;
       const chainOptions = {
         session: run,
         registry,
         signal: ac.signal,
         stop: stop.signal,
+        // The input stopped early (a stall, a failed write, a refused version): the command is
+        // stopped now and its end awaited (bounded by the grace), so index.json records it.
+        settleInput: started ? () => started.stop(aborted ? 0 : graceMs) : undefined,
         env: io.env,
         stderr: io.stderr,
       };
@@ -279,10 +286,11 @@ export async function main(
     for (const sig of STOP_SIGNALS) process.off(sig, onSignal);
     endStdoutWatch();
   }
-  if (code === EXIT.STALL)
-    io.stderr.write(
-      `subtee: stalled; ${isRun ? 'the command was stopped; ' : ''}index.json marks what was still running\n`,
-    );
+  if (code === EXIT.STALL) {
+    const stopped = isRun ? 'the command was stopped; ' : '';
+    const what = `stalled; ${stopped}index.json marks what was still running`;
+    reportError(io.stderr, new SubteeError('ERR_STALL', what, { exitCode: EXIT.STALL }));
+  }
   // An interrupted run is never a success, whatever the command returned on the signal: a
   // CI step's `&& deploy` must not run.
   if (signalled) {

@@ -26,7 +26,9 @@ export function commandAgentName(cmd: string): string {
 /**
  * Under `subtee run` of Claude Code, where its transcripts are: `CLAUDE_CONFIG_DIR`, else
  * `~/.claude`, and the command's working directory. The channel router reads them at the end
- * (exact output tokens per agent); a `transcripts` given in the flags or config stands.
+ * (exact output tokens per agent); a `transcripts` given in the flags or config stands. A
+ * command of no known agent's name (a wrapper: a script, `npx`, `env`) may be Claude Code: the
+ * router reads the transcripts only if the stream turns out to be Claude Code's.
  */
 export function withRunTranscripts(
   spec: ChainSpec,
@@ -110,13 +112,28 @@ export interface WrappedCommand {
   exited: Promise<number>;
   /** The signal that ended the command, once it has exited; null for an exit of its own. */
   readonly signal: NodeJS.Signals | null;
+  /** Whether subtee signalled the command (stop, signalAll): a signal's death is then its doing. */
+  readonly stopping: boolean;
   /** Sends a signal to the command and every process it started (its process group). */
   signalAll(signal: NodeJS.Signals): void;
   /**
    * Ends the command and every process it started: `first` (SIGTERM unless told), then
-   * SIGKILL to what still runs after `graceMs`. Resolves once they are gone.
+   * SIGKILL to what still runs after `graceMs`. Resolves once they are gone, or once SIGKILL
+   * was sent and `REAP_WAIT_MS` passed (a process the kernel cannot end at once, in an
+   * uninterruptible wait, is not waited for): never later than `graceMs` and a few seconds.
    */
   stop(graceMs: number, first?: NodeJS.Signals): Promise<void>;
+}
+
+/** After SIGKILL: how long the command's exit is waited for before subtee goes on without it. */
+export const REAP_WAIT_MS = 2000;
+
+/** Resolves with `promise`, or with undefined after `ms`, whichever comes first. */
+export function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let done: (value: undefined) => void = () => {};
+  const timeout = new Promise<undefined>((resolve) => (done = resolve));
+  const timer = setTimeout(() => done(undefined), ms);
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -130,6 +147,7 @@ export function spawnCommand(argv: string[]): WrappedCommand {
   const groups = process.platform !== 'win32';
   const child = spawn(argv[0], argv.slice(1), { stdio: ['inherit', 'pipe', 'inherit'], detached: groups });
   let signal: NodeJS.Signals | null = null;
+  let stopping = false;
   const exited = new Promise<number>((resolve) =>
     child.on('exit', (code, sig) => {
       signal = code === null ? sig : null;
@@ -144,23 +162,28 @@ export function spawnCommand(argv: string[]): WrappedCommand {
     get signal() {
       return signal;
     },
+    get stopping() {
+      return stopping;
+    },
     signalAll(sig) {
       const id = pgid();
       if (id === undefined) return;
+      stopping = true;
       if (groups) signalGroup(id, sig);
       else child.kill(sig);
     },
     async stop(graceMs, first = 'SIGTERM') {
       const id = pgid();
       if (id === undefined) return;
+      stopping = true;
       if (groups) await endGroup(id, graceMs, first);
       else if (child.exitCode === null && child.signalCode === null) {
         child.kill(graceMs > 0 ? first : 'SIGKILL');
         const kill = setTimeout(() => child.kill('SIGKILL'), graceMs);
-        await exited;
+        await within(exited, graceMs + REAP_WAIT_MS);
         clearTimeout(kill);
       }
-      await exited;
+      await within(exited, REAP_WAIT_MS);
     },
   };
 }
@@ -199,7 +222,8 @@ export function commandOutput(
   child.once('exit', (exitCode, sig) => {
     run.command = commandEnd(name, exitCode, sig);
     // Killed from outside (the out-of-memory killer, a kill of the agent alone): cut short.
-    if (sig !== null && exitCode === null && !run.interrupted && !run.stalled) {
+    // Stopped by subtee (a stall, a signal, a run that ended early), it is that run's end.
+    if (sig !== null && exitCode === null && !command.stopping && !run.interrupted && !run.stalled) {
       run.interrupted = true;
       run.warn('COMMAND_KILLED', `${name} was ended by ${sig} (exit ${run.command.exit_code})`);
     }

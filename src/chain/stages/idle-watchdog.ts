@@ -65,6 +65,12 @@ export interface IdleWatchdogOptions extends Partial<IdleWatchdogSettings> {
    * fails at once.
    */
   stopInput?: (reason: Error) => void;
+  /**
+   * Resolves once the chain's input has ended (runChain's, see BuiltinContext.inputEnded): the
+   * time a stall gives the chain to drain (`stallDrainMs`) is counted from then, so the wait
+   * for a command to be stopped under `subtee run` is not counted against the stages.
+   */
+  inputEnded?: Promise<void>;
   /** The chain's session, shared by every stage (required). */
   session: Session;
 }
@@ -143,10 +149,13 @@ export class IdleWatchdog {
     if (backedUp) return null;
     this.silence += Math.max(0, gap);
     const allowed = this.allowedSilenceMs();
-    if (this.silence <= allowed) return null;
+    // In whole milliseconds, as the allowances are: the silence a stall reports exceeds its
+    // allowance by one at least, and its figures can show it.
+    const silenceMs = Math.floor(this.silence);
+    if (silenceMs <= allowed) return null;
     const waits = this.waits();
     return Object.freeze({
-      silenceMs: this.silence,
+      silenceMs,
       allowedMs: allowed,
       waitingOn: Object.freeze(
         waits.slice(0, STALL_WAITS_LISTED).map((wait) =>
@@ -169,22 +178,45 @@ export class IdleWatchdog {
 /** Whole seconds, or tenths below ten seconds: a short allowance must not read as its own silence. */
 const seconds = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`);
 
+/**
+ * A stall's silence and its allowance in seconds, with as many decimals as it takes (up to
+ * milliseconds) for the silence to read above the allowance: the silence is cut, never
+ * rounded up (`631 s (allowed 630 s)`, `630.4 s (allowed 630.0 s)`, `2.3 s (allowed 2.0 s)`).
+ * Whole seconds from ten seconds on, tenths below, as `seconds` shows the rest.
+ */
+export function silenceFigures(silenceMs: number, allowedMs: number): { silence: string; allowed: string } {
+  let decimals = allowedMs < 10_000 ? 1 : 0;
+  for (; decimals < 3; decimals++) {
+    const unit = 10 ** (3 - decimals);
+    if (Math.floor(silenceMs / unit) > Math.round(allowedMs / unit)) break;
+  }
+  const unit = 10 ** (3 - decimals);
+  const cut = Math.floor(silenceMs / unit) * unit;
+  return {
+    silence: `${(cut / 1000).toFixed(decimals)} s`,
+    allowed: `${((Math.round(allowedMs / unit) * unit) / 1000).toFixed(decimals)} s`,
+  };
+}
+
 /** One wait in words: `Bash "npm test" silent 212 s of its declared 600 s in general-purpose·a1b2c3`. */
-function describeWait(wait: StalledWait, silenceMs: number): string {
+function describeWait(wait: StalledWait, silence: string, silenceMs: number): string {
   const whose = wait.kind === 'background' ? 'the ceiling' : wait.declared ? 'its declared' : 'its allowed';
   const limit = wait.allowedMs === null ? 'with no limit' : `of ${whose} ${seconds(wait.allowedMs)}`;
   const longer = wait.inFlightMs > silenceMs + 1000 ? ` (in flight ${seconds(wait.inFlightMs)})` : '';
   const where = wait.kind === 'background' ? '' : ` in ${wait.channel}`;
-  return `${wait.what} silent ${seconds(silenceMs)} ${limit}${where}${longer}`;
+  return `${wait.what} silent ${silence} ${limit}${where}${longer}`;
 }
 
 /** How many waits the one-line message names. */
 const WAITS_IN_MESSAGE = 5;
 
 export function stallMessage(stall: Stall): string {
-  const head = `no input for ${seconds(stall.silenceMs)} (allowed ${seconds(stall.allowedMs)})`;
+  const { silence, allowed } = silenceFigures(stall.silenceMs, stall.allowedMs);
+  const head = `no input for ${silence} (allowed ${allowed})`;
   if (stall.waitingOn.length === 0) return `${head}; nothing was in flight`;
-  const named = stall.waitingOn.slice(0, WAITS_IN_MESSAGE).map((w) => describeWait(w, stall.silenceMs));
+  const named = stall.waitingOn
+    .slice(0, WAITS_IN_MESSAGE)
+    .map((w) => describeWait(w, silence, stall.silenceMs));
   const more = stall.waitingOn.length - named.length + stall.moreWaiting;
   const tail = more > 0 ? `; and ${more} more` : '';
   return `${head}: ${named.map(escapeOneLine).join('; ')}${tail}`;
@@ -211,6 +243,8 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
   let timer: unknown = null;
   let drainTimer: NodeJS.Timeout | null = null;
   let bytesSeen = run.input.bytes;
+  // The stream finished (flushed or torn down): no drain deadline is set after that.
+  let finished = false;
   const stop = () => {
     if (timer !== null) clock.clearInterval(timer);
     timer = null;
@@ -221,13 +255,22 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
     transformBatch(batch: RecordBatch) {
       const now = clock.now();
       dog.activity(now);
+      // The bytes of these lines are activity at `now`, not again at the next check: silence
+      // is timed from the last line, not from the check after it.
+      bytesSeen = run.input.bytes;
       dog.producer = run.producer;
       dog.transcripts = run.transcripts;
       for (const rec of batch) if (rec.kind === 'line') dog.observe(viewOf(rec), now);
       return batch;
     },
-    flushAtEnd: stop,
-    teardown: stop,
+    flushAtEnd: () => {
+      finished = true;
+      stop();
+    },
+    teardown: () => {
+      finished = true;
+      stop();
+    },
   });
   timer = clock.setInterval(() => {
     if (run.input.bytes !== bytesSeen) {
@@ -245,7 +288,11 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
       if (options.stopInput) {
         options.stopInput(err);
         // A stage above that never finishes must not turn a stall into a hang.
-        drainTimer = setTimeout(() => stream.destroy(err), opts.stallDrainMs);
+        const drain = () => {
+          if (!finished) drainTimer = setTimeout(() => stream.destroy(err), opts.stallDrainMs);
+        };
+        if (options.inputEnded) void options.inputEnded.then(drain);
+        else drain();
       } else {
         stream.destroy(err);
       }
@@ -288,7 +335,7 @@ const STALL_ACTIONS = ['fail', 'warn'] as const;
 const msOption = (min: number, fallback: number, description: string) =>
   ({ type: 'integer', min, default: fallback, description }) satisfies OptionSpec;
 
-type IdleWatchdogConfig = Omit<IdleWatchdogOptions, 'session' | 'clock' | 'stopInput'>;
+type IdleWatchdogConfig = Omit<IdleWatchdogOptions, 'session' | 'clock' | 'stopInput' | 'inputEnded'>;
 
 export const idleWatchdogPlugin = defineBuiltin<IdleWatchdogConfig>({
   name: 'idle-watchdog',
@@ -357,5 +404,6 @@ export const idleWatchdogPlugin = defineBuiltin<IdleWatchdogConfig>({
       ...definedOnly(o),
       session: ctx.session,
       stopInput: ctx.stopInput,
+      inputEnded: ctx.inputEnded,
     }),
 });
