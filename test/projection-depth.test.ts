@@ -30,6 +30,14 @@ const end = (i: number) => ({
   parent_tool_use_id: parentOf(i),
   message: { content: [{ type: 'tool_result', tool_use_id: idOf(i), content: 'ok' }] },
 });
+/** Claude Code's word, on main, that background subagent `i` ended. */
+const notify = (i: number) => ({
+  type: 'system',
+  subtype: 'task_notification',
+  tool_use_id: idOf(i),
+  status: 'completed',
+  summary: 'done',
+});
 const said = (id: string, inputTokens: number) => ({
   type: 'assistant',
   parent_tool_use_id: id,
@@ -126,6 +134,33 @@ test('a kept subtree sum is forgotten when a line reaches a channel in it after 
   assert.equal(sum.channels, 5);
   feed(said('toolu_late', 7));
   assert.equal(sums.atEnd(root).usage.input_tokens, plainCount(tree, root).tokens);
+});
+
+test('background subagents of a chain ending top-down in one batch read those still running under ' +
+  'them once; after the next batch, as they are then', () => {
+  const n = 3_000;
+  const { tree, sums, feed } = sumsOver();
+  for (let i = 0; i < n; i++) feed(spawn(i, i + 1));
+  // One batch: the run model does not move on while the projection takes it.
+  for (let i = 0; i < n; i++) {
+    feed(notify(i));
+    const sum = sums.atEnd(tree.get(idOf(i))!);
+    if (i % 500 === 0) assert.equal(sum.usage.input_tokens, plainCount(tree, tree.get(idOf(i))!).tokens);
+  }
+  // The first end reads every channel under it (and keeps each sum); each later one, two.
+  assert.ok(sums.visits <= 4 * n, `${sums.visits} reads for ${n} ends`);
+  // Batch by batch, the run model a line ahead on the deepest, whose line the projection has not
+  // taken yet: each end reads it as it is then, as the tree has it.
+  const next = sumsOver();
+  const m = 200;
+  for (let i = 0; i < m; i++) next.feed(spawn(i, i + 1));
+  for (let i = 0; i < m - 1; i++) {
+    next.tree.route(said(idOf(m - 1), 1000 + i));
+    next.sums.refresh();
+    next.feed(notify(i));
+    const root = next.tree.get(idOf(i))!;
+    assert.equal(next.sums.atEnd(root).usage.input_tokens, plainCount(next.tree, root).tokens);
+  }
 });
 
 test('paths of a chain 20,000 deep are made once per channel, shared, and laid out as the tree ' +

@@ -189,6 +189,8 @@ export class Projection implements HandleHost {
 
   /** Takes one batch of routed records. */
   accept(batch: RecordBatch): void {
+    // The run model moved on since the last batch: sums over running subagents are stale.
+    this.subtrees.refresh();
     for (const rec of batch) {
       if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) {
         if (rec.kind === 'spooled') this.recordQuarantine(rec.lineNo);
@@ -269,6 +271,7 @@ export class Projection implements HandleHost {
     if (this.finished) return;
     this.finished = true;
     this.fresh.clear();
+    this.subtrees.refresh();
     for (const handle of this.handles.values()) handle.ended();
     for (const id of this.logs.keys()) this.endLog(id);
     for (const list of this.children.values()) list.end();

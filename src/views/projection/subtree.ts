@@ -55,7 +55,8 @@ export function addChannel(
   // As index.json's subtree_usd: channels with no usage known are counted apart.
   const unknown = !own || own.basis === 'unknown';
   addUsdSum(sum.usd, usdSumOf(own?.usd ?? null, unknown));
-  if (!unknown) sum.outputTokens = sum.outputTokens === null ? own.basis : worse(sum.outputTokens, own.basis);
+  const basis = unknown ? null : own.basis;
+  if (basis) sum.outputTokens = sum.outputTokens === null ? basis : worse(sum.outputTokens, basis);
   // As index.json shows it: the output tokens the ledger counted.
   const shown = channelUsage(channel.usage, own);
   for (const key in shown) sum.usage[key] = (sum.usage[key] ?? 0) + shown[key];
@@ -67,8 +68,8 @@ export function addChannel(
 /** Adds the sum of a subtree (`from`, left as it is) into `into`. */
 export function addSum(into: SubtreeSum, from: SubtreeSum): void {
   addUsdSum(into.usd, from.usd);
-  const basis = from.outputTokens;
-  if (basis !== null) into.outputTokens = into.outputTokens === null ? basis : worse(into.outputTokens, basis);
+  const [was, basis] = [into.outputTokens, from.outputTokens];
+  if (basis !== null) into.outputTokens = was === null ? basis : worse(was, basis);
   for (const key in from.usage) into.usage[key] = (into.usage[key] ?? 0) + from.usage[key];
   addSpan(into, from.firstSeen, from.lastSeen, from.startedAt, from.endedAt);
   into.channels += from.channels;
@@ -96,15 +97,26 @@ export interface SubtreeHost {
   settled(id: string): boolean;
 }
 
+/** A subtree's sum as kept: `live` when a channel in it was read as it is now (still running). */
+interface Kept {
+  sum: SubtreeSum;
+  live: boolean;
+  /** The `refresh` it was made in: a live sum holds only until the next. */
+  epoch: number;
+}
+
 /**
  * Subtree sums as each subagent ends. The sum of a subtree whose channels are all settled
  * (ended, figures frozen) is kept; `changed` forgets it, and its ancestors', when a line or a
  * tree change touches a channel in it (a line after a subagent's end, a spawn under it). A
- * channel still running is read as it is now, at every end above it, as before.
+ * channel still running is read as it is now; a sum over one holds until `refresh` (the run
+ * model moves on between the projection's batches, not during one), so subagents ending in one
+ * batch above the same running ones read those once.
  */
 export class SubtreeSums {
-  /** Kept sums by channel: a channel has one only if every channel under it has one. */
-  private readonly kept = new Map<string, SubtreeSum>();
+  /** Kept sums by channel: a channel has a good one only if every channel under it has. */
+  private readonly kept = new Map<string, Kept>();
+  private epoch = 0;
   /** Channels whose figures the walks read, and kept sums they took, for the bounded-work check. */
   visits = 0;
 
@@ -116,11 +128,30 @@ export class SubtreeSums {
    */
   changed(id: string | null): void {
     const tree = this.host.tree;
-    for (let at = id; at !== null && this.kept.delete(at);) {
+    for (let at = id; at !== null;) {
+      const kept = this.kept.get(at);
+      if (!kept) break;
+      this.kept.delete(at);
+      if (!this.holds(kept)) break;
       const ch = tree.get(at);
       if (!ch || ch.orphan) break;
       at = ch.parent;
     }
+  }
+
+  /** Channels still running may have moved on: sums over them are made again. */
+  refresh(): void {
+    this.epoch++;
+  }
+
+  private holds(kept: Kept): boolean {
+    return !kept.live || kept.epoch === this.epoch;
+  }
+
+  /** A child's kept sum if it still holds. */
+  private keptSum(id: string): SubtreeSum | null {
+    const kept = this.kept.get(id);
+    return kept && this.holds(kept) ? kept.sum : null;
   }
 
   /**
@@ -139,26 +170,27 @@ export class SubtreeSums {
       seen.add(at);
       order.push(at);
       for (const childId of at.children) {
-        if (this.kept.has(childId)) continue;
+        if (this.keptSum(childId)) continue;
         const child = tree.get(childId);
         if (child) stack.push(child);
       }
     }
     // Children before parents; each adds its own figures, then its children's sums, the last
     // child first (the order a walk from `root` met them in).
-    const made = new Map<ReadonlyChannel, { sum: SubtreeSum; settled: boolean }>();
+    const made = new Map<ReadonlyChannel, { sum: SubtreeSum; live: boolean }>();
     for (let i = order.length - 1; i >= 0; i--) {
       const at = order[i];
       const sum = emptySum();
       this.visits++;
       addChannel(sum, tree, this.host.figuresOf(at, true));
-      let settled = at.id !== null && this.host.settled(at.id);
+      let live = at.id === null || !this.host.settled(at.id);
       for (let c = at.children.length - 1; c >= 0; c--) {
         const childId = at.children[c];
         const kept = this.kept.get(childId);
-        if (kept) {
+        if (kept && this.holds(kept)) {
           this.visits++;
-          addSum(sum, kept);
+          addSum(sum, kept.sum);
+          live ||= kept.live;
           continue;
         }
         const child = tree.get(childId);
@@ -166,10 +198,10 @@ export class SubtreeSums {
         if (!sub) continue;
         made.delete(child);
         addSum(sum, sub.sum);
-        settled &&= sub.settled;
+        live ||= sub.live;
       }
-      made.set(at, { sum, settled });
-      if (settled && at.id !== null) this.kept.set(at.id, sum);
+      made.set(at, { sum, live });
+      if (at.id !== null) this.kept.set(at.id, { sum, live, epoch: this.epoch });
     }
     return made.get(root)!.sum;
   }
