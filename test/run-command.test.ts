@@ -623,7 +623,7 @@ for (const [sig, code] of [
   ['SIGTERM', 143],
 ] as const) {
   test(`subtee run: on ${sig} the command and every process it started are gone when subtee exits ` +
-    `${code}, though the agent exits 0`, async () => {
+    `${code} with one ERR_INTERRUPTED line, though the agent exits 0`, async () => {
     const dir = tmpDir();
     const out = join(dir, 'o');
     const { agent, pids } = agentWithGrandchild(dir);
@@ -645,7 +645,8 @@ for (const [sig, code] of [
     assert.equal(result, code, stderr);
     assert.equal(running(agentPid), false, 'the agent is gone');
     assert.equal(running(grandchild), false, 'the process the agent started is gone');
-    assert.match(stderr, new RegExp(`interrupted by ${sig}`));
+    const line = `interrupted by ${sig}; index\\.json marks what was still running \\[ERR_INTERRUPTED\\]`;
+    assert.match(stderr, new RegExp(`^subtee: ${line}$`, 'm'));
     const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
     assert.equal(index.interrupted, true);
     assert.deepEqual(index.command, { name: agent, exit_code: 0, signal: null });

@@ -294,8 +294,9 @@ export async function main(
   // An interrupted run is never a success, whatever the command returned on the signal: a
   // CI step's `&& deploy` must not run.
   if (signalled) {
-    io.stderr.write(`subtee: interrupted by ${signalled}; index.json marks what was still running\n`);
     code = signalExit(signalled);
+    const what = `interrupted by ${signalled}; index.json marks what was still running`;
+    reportError(io.stderr, new SubteeError('ERR_INTERRUPTED', what, { exitCode: code }));
     // What stays queued for a reader that takes nothing would keep the process alive: after a
     // signal subtee leaves without it (stderr gets the same bound for its last lines).
     if (io.stdout.writableLength > 0) {
