@@ -706,5 +706,5 @@ test('subtee run: a Claude Code subagent, whose steps the stream carries, silent
   const script = agentScript([init, say(null, spawnCall), prompt], 60_000, []);
   const silent = await runAgent(script, 20_000);
   assert.equal(silent.code, 124, silent.stderr);
-  assert.match(silent.stderr, /model request silent \d\.\d s of its allowed 0\.4 s in Explore/);
+  assert.match(silent.stderr, /model request silent \d\.\d+ s of its allowed 0\.4 s in Explore/);
 });
