@@ -187,11 +187,7 @@ const NO_CHILDREN: readonly string[] = Object.freeze([]);
  */
 class TreeChannel implements Channel {
   readonly id: string | null;
-  parent: string | null = null;
   orphan = false;
-  depth: number | null = null;
-  agent: string | null = null;
-  description: string | null = null;
   status: ChannelStatus = 'running';
   background: boolean | null = null;
   summary: string | null = null;
@@ -207,20 +203,55 @@ class TreeChannel implements Channel {
   readonly seq: number;
   #messageId: string | null = null;
   #messageUsage: Record<string, number> | null = null;
-  #place: ChannelPlace | null = null;
+  /**
+   * Its parent, depth, agent and description are held here, not in fields of their own: one
+   * frozen value, replaced when one of them changes, which a line routed now keeps as it is.
+   */
+  #place: ChannelPlace;
 
   constructor(id: string | null, tag: string, seq: number) {
     this.id = id;
     this.tag = tag;
     this.seq = seq;
+    this.#place = Object.freeze({ id, parent: null, depth: null, agent: null, description: null, tag });
   }
 
   get place(): ChannelPlace {
-    const place = this.#place;
-    const moved = place === null || place.parent !== this.parent || place.depth !== this.depth;
-    if (!moved && place.agent === this.agent && place.description === this.description) return place;
-    const { id, parent, depth, agent, description, tag } = this;
-    return (this.#place = Object.freeze({ id, parent, depth, agent, description, tag }));
+    return this.#place;
+  }
+  get parent(): string | null {
+    return this.#place.parent;
+  }
+  set parent(parent: string | null) {
+    const p = this.#place;
+    if (parent !== p.parent) this.#moveTo(parent, p.depth, p.agent, p.description);
+  }
+  get depth(): number | null {
+    return this.#place.depth;
+  }
+  set depth(depth: number | null) {
+    const p = this.#place;
+    if (depth !== p.depth) this.#moveTo(p.parent, depth, p.agent, p.description);
+  }
+  get agent(): string | null {
+    return this.#place.agent;
+  }
+  set agent(agent: string | null) {
+    const p = this.#place;
+    if (agent !== p.agent) this.#moveTo(p.parent, p.depth, agent, p.description);
+  }
+  get description(): string | null {
+    return this.#place.description;
+  }
+  set description(description: string | null) {
+    const p = this.#place;
+    if (description !== p.description) this.#moveTo(p.parent, p.depth, p.agent, description);
+  }
+
+  /** A new place, written out as a literal so that every place shares one hidden class. */
+  #moveTo(parent: string | null, depth: number | null, agent: string | null, description: string | null) {
+    const { id, tag } = this;
+    this.#place = Object.freeze({ id, parent, depth, agent, description, tag });
   }
 
   addChild(id: string): void {
