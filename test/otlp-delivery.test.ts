@@ -508,6 +508,30 @@ test("a collector's Retry-After: the batch is tried again no sooner; one beyond 
   assert.deepEqual(counts(given), { total: 1, delivered: 0, lost: 1, pending: 0, available: false });
 });
 
+test("a collector's Retry-After beyond retryMs holds the batches queued behind the one it gives " +
+  'up: none is sent before it has passed, then they go', async () => {
+  const tries: Array<{ at: number; spans: number }> = [];
+  const sender: SpanSender = {
+    export: (spans, done) => {
+      tries.push({ at: Date.now(), spans: spans.length });
+      const error = { code: 429, message: 'Too Many Requests' };
+      setImmediate(() => done(tries.length === 1 ? { code: 1, error, retryAfterMs: 300 } : { code: 0 }));
+    },
+    shutdown: () => Promise.resolve(),
+  };
+  const unavailable: string[] = [];
+  const options = { retryMs: 100, maxQueueSpans: 10, maxBatchSpans: 1 };
+  const delivery = new SpanDelivery(sender, options, (e) => unavailable.push(e));
+  for (const span of spansNamed(['a', 'b', 'c', 'd'])) delivery.push(span);
+  await until('the first batch given up', () => unavailable.length > 0);
+  assert.equal(tries.length, 1, 'the batches behind it wait');
+  assert.deepEqual(counts(delivery), { total: 4, delivered: 0, lost: 1, pending: 3, available: false });
+  await until('the rest delivered', () => delivery.delivered === 3);
+  assert.deepEqual(tries.map((t) => t.spans), [1, 1, 1, 1]);
+  const gapMs = tries[1].at - tries[0].at;
+  assert.ok(gapMs >= 300, `the next batch went ${gapMs} ms after the answer`);
+});
+
 describe('the OTLP sink at the end of a run', () => {
   let receiver: OtlpReceiver;
   before(async () => {

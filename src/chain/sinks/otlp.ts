@@ -135,6 +135,11 @@ export class SpanDelivery {
   private readonly queue: ReadableSpan[] = [];
   private inFlight: ReadableSpan[] | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
+  /**
+   * No request before this (epoch ms): a collector's Retry-After holds every batch, not only
+   * the one it answered, so the queue waits for the collector rather than being refused.
+   */
+  private notBeforeMs = 0;
   private stopped = false;
   private readonly waiters: Array<() => void> = [];
 
@@ -210,7 +215,15 @@ export class SpanDelivery {
   }
 
   private pump(): void {
-    if (this.stopped || this.inFlight || this.queue.length === 0) return;
+    if (this.stopped || this.inFlight || this.retryTimer || this.queue.length === 0) return;
+    const waitMs = this.notBeforeMs - Date.now();
+    if (waitMs > 0) {
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = null;
+        this.pump();
+      }, waitMs);
+      return;
+    }
     const batch = this.queue.splice(0, this.opts.maxBatchSpans);
     this.inFlight = batch;
     this.attempt(batch, Date.now(), 0);
@@ -230,8 +243,10 @@ export class SpanDelivery {
       }
       const reason = describeError(result.error);
       this.failed(reason, unanswered(result));
-      // A collector's Retry-After is honoured; one beyond retryMs gives the batch up now.
+      // A collector's Retry-After is honoured; one beyond retryMs gives the batch up now, and
+      // the batches after it wait for it too.
       const backoffMs = Math.max(Math.min(2000, 100 * 2 ** tries), result.retryAfterMs ?? 0);
+      if (result.retryAfterMs) this.notBeforeMs = Date.now() + result.retryAfterMs;
       if (Date.now() + backoffMs < firstTry + this.opts.retryMs) {
         this.retryTimer = setTimeout(() => {
           this.retryTimer = null;
