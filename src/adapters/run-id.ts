@@ -22,7 +22,7 @@ const MAX_RUN_ID_CHARS = 200;
  * A UUID (version 8, RFC 9562's custom layout) named by its parts: the same parts, the same
  * UUID.
  */
-export function nameBasedUuid(parts: readonly string[]): string {
+function nameBasedUuid(parts: readonly string[]): string {
   const h = createHash('sha256').update(`subtee-run\0${parts.join('\0')}`).digest();
   h[6] = (h[6]! & 0x0f) | 0x80;
   h[8] = (h[8]! & 0x3f) | 0x80;

@@ -2,8 +2,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 /** How often a group that was signalled is looked at until it is empty. */
 const GROUP_CHECK_MS = 50;
-/** How long processes sent SIGKILL are given to be gone (the kernel ends them; nothing to wait for). */
-const AFTER_KILL_MS = 2000;
+/**
+ * How long processes sent SIGKILL are given to be gone (the kernel ends them; one in an
+ * uninterruptible wait is not waited for beyond this).
+ */
+export const AFTER_KILL_MS = 2000;
 
 /**
  * Sends a signal to every process of a group. False when the group is empty; a process that

@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import { EXIT, SubteeError } from '../errors.js';
 import { agentNameOf, type CommandEnd, type Session } from '../model/session.js';
 import { findVersion } from '../semver.js';
-import { endGroup, signalGroup } from './process-group.js';
+import { AFTER_KILL_MS, endGroup, signalGroup } from './process-group.js';
 
 /** Asks the agent command for its version (`CMD --version`). */
 export function commandVersion(cmd: string): string | null {
@@ -126,7 +126,7 @@ export interface WrappedCommand {
 }
 
 /** After SIGKILL: how long the command's exit is waited for before subtee goes on without it. */
-export const REAP_WAIT_MS = 2000;
+export const REAP_WAIT_MS = AFTER_KILL_MS;
 
 /** Resolves with `promise`, or with undefined after `ms`, whichever comes first. */
 export function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
@@ -176,13 +176,15 @@ export function spawnCommand(argv: string[]): WrappedCommand {
       const id = pgid();
       if (id === undefined) return;
       stopping = true;
-      if (groups) await endGroup(id, graceMs, first);
-      else if (child.exitCode === null && child.signalCode === null) {
+      if (!groups && child.exitCode === null && child.signalCode === null) {
         child.kill(graceMs > 0 ? first : 'SIGKILL');
         const kill = setTimeout(() => child.kill('SIGKILL'), graceMs);
         await within(exited, graceMs + REAP_WAIT_MS);
         clearTimeout(kill);
+        return;
       }
+      if (groups) await endGroup(id, graceMs, first);
+      // The group is gone (or given up on), or the command had ended: its exit is taken now.
       await within(exited, REAP_WAIT_MS);
     },
   };

@@ -198,8 +198,6 @@ export function channelCosts(
   return new Map(rows.map((row, i) => [row.channel, views[i]]));
 }
 
-
-
 /**
  * How many channels of unknown usage the run's dollars leave out: those counted apart when the
  * figure is its channels' sum (no dollars from the result), none when the result states it.

@@ -55,7 +55,7 @@ const MAX_REASON_CHARS = 200;
 const gzipped = promisify(gzip);
 
 /** A collector's words inside a warning line: printable ASCII (others `?`), `...` when cut. */
-export function collectorText(s: string): string {
+function collectorText(s: string): string {
   const printable = s.replace(/[^\x20-\x7e]/g, '?');
   return printable.length > MAX_REASON_CHARS ? `${printable.slice(0, MAX_REASON_CHARS - 3)}...` : printable;
 }
@@ -74,7 +74,7 @@ export function retryAfterMsOf(header: string | string[] | undefined, nowMs: num
 }
 
 /** The error of an export that could not be sent, or was cut at the end of the run. */
-export const exportClosed = () =>
+const exportClosed = () =>
   Object.assign(new Error('the run has ended'), { code: 'SUBTEE_EXPORT_CLOSED' });
 
 /**

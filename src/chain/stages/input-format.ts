@@ -192,7 +192,7 @@ const PRODUCER_SHAPES: ReadonlyArray<readonly [Producer, (value: JsonObject) => 
 const SHAPE_OF = new Map(PRODUCER_SHAPES);
 
 /** Which producers could have written a line, by the shapes of their events (see `detectProducer`). */
-export function producersFitting(value: JsonObject): Producer[] {
+function producersFitting(value: JsonObject): Producer[] {
   return PRODUCER_SHAPES.filter(([, fits]) => fits(value)).map(([p]) => p);
 }
 

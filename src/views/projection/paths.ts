@@ -6,7 +6,7 @@
 import type { TreeView } from '../../model/run-model.js';
 
 /** Paths at most this deep keep their ids once laid out; deeper ones are laid out per read. */
-export const PATH_IDS_KEPT_DEPTH = 64;
+const PATH_IDS_KEPT_DEPTH = 64;
 
 /** The path of main: empty. */
 export const MAIN_PATH: readonly string[] = Object.freeze([]);
