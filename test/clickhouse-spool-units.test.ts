@@ -242,7 +242,9 @@ test("refusalReason: the code the client parsed, or the one the message states, 
   const quoted = new Error('bad gateway, the upstream said Code: 27, e.displayText() = x');
   assert.equal(refusalReason(quoted), 'Code: null, bad gateway, the upstream said Code');
   // A row's text the server quotes without a colon before it stays out.
-  const inQuotes = new Error("Code: 6, e.displayText() = DB::Exception: Cannot parse string 'a secret\\nb' as Date");
+  const inQuotes = new Error(
+    "Code: 6, e.displayText() = DB::Exception: Cannot parse string 'a secret\\nb' as Date",
+  );
   assert.equal(refusalReason(inQuotes), 'Code: 6, Cannot parse string');
 });
 

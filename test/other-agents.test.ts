@@ -1120,7 +1120,8 @@ test('a Copilot subagent whose spawn call was too long to hold still nests under
     assert.deepEqual(tree(spooled), tree(held), name);
     // Each spawn call once, on its parent's channel: where the start was, a Task call.
     const parentOf = new Map(held.index.channels.map((c: any) => [c.id, c.parent]));
-    const starts = events(Buffer.from(input.join('\n'), 'latin1')).filter((e) => e.type === 'subagent.started');
+    const starts = events(Buffer.from(input.join('\n'), 'latin1'))
+      .filter((e) => e.type === 'subagent.started');
     for (const ch of spooled.index.channels) {
       const spawns = starts.filter((s) => parentOf.get(s.data.toolCallId) === ch.id);
       assert.equal(ch.counts.tool_use, spawns.length, `${name}: ${ch.id ?? 'main'} shows each spawn call`);

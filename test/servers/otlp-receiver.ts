@@ -142,9 +142,11 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       reject ? { partialSuccess: { rejectedSpans: count, errorMessage: reject.message } } : {};
     if (contentType.includes('json')) {
       // OTLP/JSON writes the int64 count as a string.
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(partial(String(rejected))));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(partial(String(rejected))));
     } else {
-      const body = ExportTraceServiceResponse.encode(ExportTraceServiceResponse.fromObject(partial(rejected))).finish();
+      const response = ExportTraceServiceResponse.fromObject(partial(rejected));
+      const body = ExportTraceServiceResponse.encode(response).finish();
       res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(Buffer.from(body));
     }
   };
