@@ -1246,17 +1246,11 @@ function freezeChannelCost(c: ChannelCost): void {
 
 const FREE: ModelPrice = { input: 0, output: 0, cache_read: 0, cache_write_5m: 0, cache_write_1h: 0 };
 
-/** A model's tokens over channels: what its pricing depends on (see termsOf). */
-interface ModelSum {
-  input: number;
-  cacheRead: number;
-  cache5m: number;
-  cache1h: number;
-  cacheUnsplit: number;
-  exactOutput: number;
-  streamOutput: number;
-  estimate: number;
-}
+/** A model's tokens over channels, the tallies' fields its pricing depends on (see termsOf). */
+type ModelSum = Pick<
+  Tally,
+  'input' | 'cacheRead' | 'cache5m' | 'cache1h' | 'cacheUnsplit' | 'exactOutput' | 'streamOutput' | 'estimate'
+>;
 
 const emptySum = (): ModelSum => ({
   input: 0,
