@@ -966,6 +966,13 @@ const lineNumbersOf = (rows: string[]) => rows.map((r) => JSON.parse(r).line as 
 
 const lineOf = (e: Entry) => (e.r as { line?: number }).line as number;
 
+/** The input lines the events rows among `entries` stand for, in order. */
+const eventLines = (entries: Entry[]) =>
+  entries
+    .filter((e) => e.t === 'events')
+    .map(lineOf)
+    .sort((a, b) => a - b);
+
 const entriesIn = (file: string) => linesOf(readFileSync(file)).map((l) => JSON.parse(l) as Entry);
 
 const codesOf = (run: Session, from: number) => run.warnings.slice(from).map((w) => w.code);
@@ -1246,12 +1253,7 @@ describe(
       feed.end();
       await done;
       const entries = entriesIn(spool);
-      const events = entries.filter((e) => e.t === 'events');
-      assert.deepEqual(
-        events.map(lineOf).sort((a, b) => a - b),
-        lineNumbers,
-        'every line in the spool once',
-      );
+      assert.deepEqual(eventLines(entries), lineNumbers, 'every line in the spool once');
       assert.ok(
         entries.every((e) => e.r.run === 'away-all'),
         'under the run id',
@@ -1668,14 +1670,7 @@ describe(
       ).done;
       const check = () => {
         const entries = entriesIn(spool);
-        assert.deepEqual(
-          entries
-            .filter((e) => e.t === 'events')
-            .map(lineOf)
-            .sort((a, b) => a - b),
-          lineNumbers,
-          'every line once',
-        );
+        assert.deepEqual(eventLines(entries), lineNumbers, 'every line once');
         const isFinal = (e: Entry) => (e.r as { ver?: number }).ver === lineNumbers.length + 1;
         const finals = entries.filter((e) => e.t === 'channels' && isFinal(e));
         assert.deepEqual(finals.map((e) => e.r.channel).sort(), channels);
@@ -1774,14 +1769,7 @@ describe(
       );
       assert.equal(existsSync(join(spoolDir, REJECTS_FILE)), false, 'no row filed as refused');
       const spooled = findSpoolFiles(spoolDir).flatMap(entriesIn);
-      assert.deepEqual(
-        spooled
-          .filter((e) => e.t === 'events')
-          .map(lineOf)
-          .sort((a, b) => a - b),
-        lineNumbers,
-        'every line once, in the spool',
-      );
+      assert.deepEqual(eventLines(spooled), lineNumbers, 'every line once, in the spool');
       assert.match(messageOf(run, 0, 'CLICKHOUSE_SPOOLED'), new RegExp(`^${spooled.length} rows not sent `));
       const inserts = relay.inserts(tables.eventsTable).length;
       assert.ok(inserts < 60, `${inserts} inserts for ${lineNumbers.length} rows`);
@@ -1827,13 +1815,7 @@ describe(
       );
       assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_UNAVAILABLE', 'CLICKHOUSE_SPOOLED']);
       const spooled = findSpoolFiles(spoolDir).flatMap(entriesIn);
-      assert.deepEqual(
-        spooled
-          .filter((e) => e.t === 'events')
-          .map(lineOf)
-          .sort((a, b) => a - b),
-        lineNumbers,
-      );
+      assert.deepEqual(eventLines(spooled), lineNumbers);
     });
 
     test("the sink's signal aborted while the end waits for an unanswered insert: the end stops " +
@@ -1868,13 +1850,7 @@ describe(
       assert.ok(tookMs < 2000, `stopped ${tookMs} ms after the signal`);
       assert.deepEqual(codesOf(run, 0), ['CLICKHOUSE_SPOOLED']);
       const spooled = findSpoolFiles(spoolDir).flatMap(entriesIn);
-      assert.deepEqual(
-        spooled
-          .filter((e) => e.t === 'events')
-          .map(lineOf)
-          .sort((a, b) => a - b),
-        lineNumbers,
-      );
+      assert.deepEqual(eventLines(spooled), lineNumbers);
     });
 
     test('the run ends while a spool with many refused rows is being split: the wait stops at ' +

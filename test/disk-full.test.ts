@@ -72,7 +72,7 @@ test(
 function linesOnDisk(out: string): string[] {
   const files = ['quarantine.log', ...readdirSync(out).filter((n) => n.endsWith('.jsonl'))];
   if (existsSync(join(out, 'agents')))
-    files.push(...readdirSync(join(out, 'agents')).filter((n) => n.endsWith('.jsonl')).map((n) => `agents/${n}`));
+    for (const n of readdirSync(join(out, 'agents'))) if (n.endsWith('.jsonl')) files.push(`agents/${n}`);
   const found: string[] = [];
   for (const rel of files.filter((f) => existsSync(join(out, f)) && statSync(join(out, f)).isFile())) {
     const text = readFileSync(join(out, rel), 'utf8');
@@ -90,7 +90,10 @@ const spawnOf = (id: string) => ({
 const said = (channel: string | null, i: number) => ({
   type: 'assistant',
   parent_tool_use_id: channel,
-  message: { id: `s_${channel}_${i}`, content: [{ type: 'text', text: `line ${i} of ${channel ?? 'main'}` }] },
+  message: {
+    id: `s_${channel}_${i}`,
+    content: [{ type: 'text', text: `line ${i} of ${channel ?? 'main'}` }],
+  },
 });
 const huge = (channel: string | null, bytes: number) => ({
   type: 'user',

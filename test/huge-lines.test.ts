@@ -376,7 +376,8 @@ function denseLine(shape: 'arrays' | 'objects' | 'siblings', count: number): str
 }
 
 test(
-  'a line nested millions deep or of millions of objects costs memory bounded by its size, in a run and a report',
+  'a line nested millions deep or of millions of objects costs memory bounded by its size, ' +
+    'in a run and a report',
   { skip: noTime },
   () => {
     const timed = (args: string[], input?: string) => {

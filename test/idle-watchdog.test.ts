@@ -166,13 +166,19 @@ test('a blocked event loop counts at most two intervals of silence per check', (
   assert.equal(fired.silenceMs, 11_000);
 });
 
-test('input bytes reset the idle clock: one long line arriving slowly is not silence', async () => {
+/** The line parser piped into a watchdog on a fake clock, its stall kept on `dog.errored`. */
+function parserIntoWatchdog() {
   const fc = fakeClock();
   const run = new Session();
   const parser = createLineParser({ session: run });
   const dog = createIdleWatchdog({ ...opts, clock: fc.clock, session: run });
   dog.on('error', () => {});
   parser.pipe(dog).resume();
+  return { fc, run, parser, dog };
+}
+
+test('input bytes reset the idle clock: one long line arriving slowly is not silence', async () => {
+  const { fc, run, parser, dog } = parserIntoWatchdog();
   parser.write('{"type":"assistant","message":{"content":[{"type":"text","text":"');
   // 30 s of a line growing by a few bytes every 200 ms: no record reaches the watchdog.
   for (let i = 0; i < 150; i++) {
@@ -188,12 +194,7 @@ test('input bytes reset the idle clock: one long line arriving slowly is not sil
 });
 
 test('a stall reports the silence since the last line, not since the check after it', async () => {
-  const fc = fakeClock();
-  const run = new Session();
-  const parser = createLineParser({ session: run });
-  const dog = createIdleWatchdog({ ...opts, clock: fc.clock, session: run });
-  dog.on('error', () => {});
-  parser.pipe(dog).resume();
+  const { fc, run, parser, dog } = parserIntoWatchdog();
   // The line arrives 300 ms into an interval; the checks come at 1 s, 2 s, …
   fc.pass(300);
   parser.write('{"type":"result","subtype":"success"}\n');

@@ -590,9 +590,12 @@ test('the OpenTelemetry SDK and the ClickHouse client are loaded only by a run t
   const probe = `
     import { createRequire } from 'node:module';
     const { main } = await import(${JSON.stringify(join(BIN, '..', '..', 'dist', 'src', 'cli', 'main.js'))});
-    const loaded = () => Object.keys(createRequire(import.meta.url).cache).filter((k) => /@opentelemetry|@clickhouse/.test(k)).length;
+    const store = /@opentelemetry|@clickhouse/;
+    const loaded = () => Object.keys(createRequire(import.meta.url).cache).filter((k) => store.test(k)).length;
     const before = loaded();
-    await main(process.argv.slice(1), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' } });
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' };
+    const { stdin, stdout, stderr } = process;
+    await main(process.argv.slice(1), { stdin, stdout, stderr, env });
     console.error(JSON.stringify({ before, after: loaded() }));`;
   const run = (args: string[]) => {
     const r = spawnSync(

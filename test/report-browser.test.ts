@@ -239,12 +239,14 @@ describe('the static report in Chromium', { skip }, () => {
         }
         const html = readFileSync(join(out, 'report.html'), 'utf8');
         assert.equal(html.includes(thought), shown, `${mode}, ${built}: the page's bytes`);
-        assert.equal((await transcriptOf()).includes(thought), shown, `${mode}, ${built}: what the page shows`);
+        const seen = (await transcriptOf()).includes(thought);
+        assert.equal(seen, shown, `${mode}, ${built}: what the page shows`);
       }
       const leafLog = readFileSync(join(out, leaf.log), 'utf8');
       assert.equal(leafLog.includes(thought), shown, `${mode}: the .log`);
       assert.equal(readFileSync(pino, 'utf8').includes(thought), shown, `${mode}: pino`);
-      assert.ok(readFileSync(join(out, leaf.jsonl), 'utf8').includes(thought), `${mode}: the .jsonl keeps bytes`);
+      const kept = readFileSync(join(out, leaf.jsonl), 'utf8');
+      assert.ok(kept.includes(thought), `${mode}: the .jsonl keeps bytes`);
       assert.deepEqual(index.display, { thinking: mode, thinking_chars: 2000 });
     }
   });
@@ -737,7 +739,8 @@ describe('the report layout at 900, 1400 and 1600 px in Chromium', { skip }, () 
 
   test('a finished run whose lines carry no timestamps says so, not "no timestamps yet"', async () => {
     const lines = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8').split('\n');
-    const bare = lines.map((l) => (l.trim() ? JSON.stringify({ ...JSON.parse(l), timestamp: undefined }) : l));
+    const untimed = (l: string) => JSON.stringify({ ...JSON.parse(l), timestamp: undefined });
+    const bare = lines.map((l) => (l.trim() ? untimed(l) : l));
     const out = reportOf(bare.join('\n'));
     const { page } = await openReport(browser, out);
     assert.equal(await page.$eval('#range', (r) => r.textContent), 'no timestamps in this stream');

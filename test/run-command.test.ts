@@ -848,7 +848,8 @@ for (const [sig, code] of [
   ['SIGTERM', 143],
 ] as const) {
 test(
-  `${sig} while Codex runs a long command: exit ${code}, and neither Codex (a native binary) nor the command outlives subtee`,
+  `${sig} while Codex runs a long command: exit ${code}, and neither Codex (a native binary) ` +
+    'nor the command outlives subtee',
   { skip: !codexAvailable() && 'the Codex CLI and its platform binary are not installed' },
   async () => {
     const api = await startFakeResponses();
