@@ -64,6 +64,36 @@ test('--force never writes through links planted in --out: each ' +
   checkOutput(input, out, 'planted links');
 });
 
+test('a --force run leaves only its own transcripts: files an earlier run wrote are removed, ' +
+  'links among them unfollowed, other files and the ClickHouse spool kept', () => {
+  const v = victim();
+  const out = tmpDir();
+  assert.equal(subtee(['--out', out, '-q', '--stdout', 'none', '--html'], recording).status, 0);
+  assert.ok(readdirSync(join(out, 'agents')).length > 0, 'the earlier run wrote subagents');
+  symlinkSync(v.file, join(out, 'agents', 'planted.log'));
+  writeFileSync(join(out, 'notes.txt'), 'mine\n');
+  writeFileSync(join(out, 'clickhouse-spool.jsonl'), '{"row":1}\n');
+  const mainOnly = recording
+    .toString('utf8')
+    .split('\n')
+    .filter((line) => /"parent_tool_use_id":null/.test(line))
+    .join('\n') + '\n';
+  const r = subtee(['--out', out, '--force', '-q', '--stdout', 'none'], mainOnly);
+  assert.equal(r.status, 0, r.stderr);
+  const { index } = checkOutput(Buffer.from(mainOnly), out, 'forced rerun');
+  const listed = index.channels
+    .flatMap((c: { log: string; jsonl: string }) => [c.log, c.jsonl])
+    .filter((path: string) => path.startsWith('agents/'));
+  const written = readdirSync(join(out, 'agents')).map((name) => `agents/${name}`);
+  assert.deepEqual(written.sort(), listed.sort());
+  assert.deepEqual(
+    readdirSync(out).sort(),
+    ['agents', 'clickhouse-spool.jsonl', 'index.json', 'main.jsonl', 'main.log', 'notes.txt'],
+    'no report.html of the earlier run',
+  );
+  assert.equal(readFileSync(v.file, 'utf8'), 'precious\n');
+});
+
 test('a FIFO planted as main.log does not block a --force run', () => {
   const out = tmpDir();
   execFileSync('mkfifo', [join(out, 'main.log'), join(out, 'main.jsonl')]);

@@ -124,7 +124,42 @@ export function prepareOutDir(out: string, force: boolean): void {
   } catch (err) {
     throw writeFailed(agents, err);
   }
-  if (st && force) removeLeftoverSpools(out);
+  if (st && force) {
+    removeLeftoverSpools(out);
+    removeEarlierTranscripts(out);
+  }
+}
+
+/** The files a run writes at the top of its folder, some only sometimes. */
+const TOP_RUN_FILES = Object.freeze([
+  'index.json',
+  'main.log',
+  'main.jsonl',
+  'main.thinking.log',
+  'quarantine.log',
+  'report.html',
+]);
+
+/**
+ * Removes what an earlier run left in a folder a forced run writes into, so that the folder
+ * holds this run's transcripts only: every `.log`/`.jsonl` entry of `agents/` (subtee's own
+ * folder) and the top-level files a run writes. A link is removed, never
+ * followed; a folder is left alone; the ClickHouse spool (rows still to send) is kept.
+ */
+function removeEarlierTranscripts(out: string): void {
+  const agents = join(out, 'agents');
+  const stale = readdirSync(agents)
+    .filter((name) => name.endsWith('.log') || name.endsWith('.jsonl'))
+    .map((name) => join(agents, name));
+  for (const path of [...stale, ...TOP_RUN_FILES.map((name) => join(out, name))]) {
+    const entry = lstatOrNull(path);
+    if (!entry || entry.isDirectory()) continue;
+    try {
+      unlinkSync(path);
+    } catch (err) {
+      throw writeFailed(path, err);
+    }
+  }
 }
 
 function lstatOrNull(path: string) {
