@@ -23,6 +23,7 @@ import {
   removeSpool,
   Spool,
   SPOOL_FILE,
+  spooledRows,
 } from '../src/chain/sinks/clickhouse-spool.js';
 import type { Entry } from '../src/chain/sinks/clickhouse-rows.js';
 import { linesOf, tmpDir } from './helpers/helpers.js';
@@ -108,6 +109,39 @@ test('readSpool: entries in batches of batchRows across 1 MiB pieces; torn and f
   );
   assert.deepEqual(batches.flat(), wanted);
   assert.ok(Buffer.byteLength(text) > 2 * 1024 * 1024, 'more than two pieces');
+});
+
+test('keepInSpool: the lines after the last batch read kept byte for byte across 1 MiB pieces ' +
+  '(a character cut between them, a foreign line, a torn end); a file none of whose entries ' +
+  'went anywhere left as it is; spooledRows counts its lines', () => {
+  const file = join(tmpDir(), 'clickhouse-spool.sending-1-x-1.jsonl');
+  // Written with a space JSON.stringify would not write: a row parsed and written again differs.
+  const lines = Array.from({ length: 900 }, (_, i) => ' ' + JSON.stringify({
+    t: 'events',
+    r: { line: i + 1, text: 'é€'.repeat(1000 + (i % 7)) },
+  }));
+  const original = Buffer.from(lines.join('\n') + '\n{"t":"other","r":{}}\n{"t":"events","r":{"line":9');
+  writeFileSync(file, original);
+  const place = { bytes: 0, entries: 0 };
+  const batches = readSpool(file, 400, place);
+  batches.next();
+  const [second] = [batches.next().value as Entry[]];
+  assert.equal(place.entries, 800);
+  keepInSpool(file, second, place);
+  assert.equal(place.entries, 800, 'read no further');
+  batches.return(undefined);
+  const unread = original.subarray(Buffer.byteLength(lines.slice(0, 800).join('\n') + '\n'));
+  const kept = readFileSync(file);
+  assert.ok(kept.subarray(kept.length - unread.length).equals(unread), 'the unread bytes as they were');
+  assert.deepEqual([...readSpool(file, 400)][0], second, 'the rows handed back first');
+  assert.equal(spooledRows(file), 400 + 100 + 2, 'the lines, the foreign and the torn ones too');
+  const whole = readFileSync(file);
+  const again = { bytes: 0, entries: 0 };
+  const reread = readSpool(file, 400, again);
+  const first = reread.next().value as Entry[];
+  keepInSpool(file, [...first].reverse(), again);
+  reread.return(undefined);
+  assert.ok(readFileSync(file).equals(whole), 'every entry read handed back: the file as it was');
 });
 
 test('claimFile: a spool another live process is sending is ' +
@@ -363,9 +397,10 @@ test('keepInSpool: a claimed file rewritten to the rows handed back and the batc
   const file = join(tmpDir(), 'clickhouse-spool.sending-1-x-1.jsonl');
   const entries = rowsOf([1, 2, 3, 4, 5, 6, 7]);
   writeFileSync(file, entries.map((e) => JSON.stringify(e) + '\n').join(''));
-  const batches = readSpool(file, 3);
+  const place = { bytes: 0, entries: 0 };
+  const batches = readSpool(file, 3, place);
   batches.next();
-  keepInSpool(file, rowsOf([2, 3]), batches);
+  keepInSpool(file, rowsOf([2, 3]), place);
   assert.deepEqual(entriesIn(file).map(lineOf), [2, 3, 4, 5, 6, 7]);
   assert.equal(existsSync(`${file}.tmp`), false);
 });

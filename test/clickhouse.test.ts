@@ -873,6 +873,10 @@ async function startRelay(target: string) {
       for (const go of held.splice(0)) go();
     },
     held: () => held.length,
+    /** Forgets the held requests, never forwarded: their senders were cut off. */
+    drop() {
+      held.length = 0;
+    },
     /** Inserts into `table` (answered or not), in order. */
     inserts: (table: string) => exchanges.filter((e) => e.sql.startsWith(`INSERT INTO \`${table}\` `)),
     close: () =>
@@ -1620,6 +1624,69 @@ describe(
       assert.notEqual(claimFile(claimed), null, 'let go: a later resend takes it');
       relay.behave('forward');
       relay.release();
+    });
+
+    test('the end with a large resent spool half sent: the unread rows are kept as their bytes, ' +
+      'not parsed again, the end within flushTimeoutMs and a small bound; a later resend sends ' +
+      'each row once', async () => {
+      fresh();
+      const tables = { eventsTable: 'g_events', channelsTable: 'g_channels' };
+      const earlier = tmpDir();
+      const { file } = await earlierSpool(earlier, 'nested-depth-3', 'big-earlier', tables);
+      const model = entriesIn(file).find((e) => e.t === 'events')!;
+      // A spool of many rows, each written as JSON another writer might (a space before it):
+      // parsed the same, written again by JSON.stringify without it.
+      const rowCount = 200_000;
+      const content = 'x'.repeat(200);
+      const line = (n: number) => ' ' + JSON.stringify({ ...model, r: { ...model.r, line: n, content } }) + '\n';
+      const parts: string[] = [];
+      for (let n = 1; n <= rowCount; n++) parts.push(line(n));
+      const original = Buffer.from(parts.join(''));
+      writeFileSync(file, original);
+      const batchRows = 1000;
+      // The first insert goes in, the second is never answered.
+      let inserts = 0;
+      relay.behave((ex) => (ex.sql.startsWith('INSERT') && ++inserts > 1 ? 'hold' : 'forward'));
+      const run = new Session();
+      const feed = feeder();
+      const flushTimeoutMs = 300;
+      const options = { url: relay.url, runId: 'big-resender', ...tables, batchRows, flushTimeoutMs };
+      const spoolDir = tmpDir();
+      const { done } = runSink(feed.input, { ...options, resend: earlier, spoolDir }, run);
+      await cutOnFailure(feed.input, done, () => until('the second insert held', () => relay.held() > 0));
+      const ending = Date.now();
+      feed.end();
+      await done;
+      const tookMs = Date.now() - ending;
+      relay.drop();
+      assert.ok(tookMs < flushTimeoutMs + 1500, `the end took ${tookMs} ms`);
+      const [left, ...others] = findSpoolFiles(earlier);
+      assert.deepEqual(others, []);
+      const kept = readFileSync(left);
+      // The held batch is handed back first, then the rows never read, byte for byte.
+      const unread = original.subarray(Buffer.byteLength(parts.slice(0, 2 * batchRows).join('')));
+      assert.ok(kept.subarray(kept.length - unread.length).equals(unread), 'the unread rows as they were');
+      assert.deepEqual(
+        eventLines(entriesIn(left)),
+        Array.from({ length: rowCount - batchRows }, (_, i) => batchRows + i + 1),
+      );
+      const own = linesOf(readFileSync(join(spoolDir, SPOOL_FILE))).length;
+      const spooled = new RegExp(`^${rowCount - batchRows + own} rows not sent `);
+      assert.match(messageOf(run, 0, 'CLICKHOUSE_SPOOLED'), spooled);
+      relay.behave('forward');
+      const later = new Session();
+      await runSink(
+        Readable.from([], { objectMode: true }),
+        { ...options, runId: 'big-later', resend: earlier, batchRows: 10_000, flushTimeoutMs: 120_000, spoolDir: tmpDir() },
+        later,
+      ).done;
+      assert.deepEqual(findSpoolFiles(earlier), []);
+      const lines = await storedLines(tables.eventsTable, 'big-earlier');
+      assert.equal(lines.length, rowCount, 'no row stored twice');
+      assert.deepEqual(
+        lines.sort((a, b) => a - b),
+        Array.from({ length: rowCount }, (_, i) => i + 1),
+      );
     });
 
     test('at the end the channel rows are final (they outrank ' +

@@ -9,7 +9,6 @@ import {
   unlinkSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { StringDecoder } from 'node:string_decoder';
 import { writeFailed } from '../../errors.js';
 import { openDataFileForAppend, openRegularForRead, replaceFileWith, writeAllSync } from '../../safe-open.js';
 import type { Entry, TableKind } from './clickhouse-rows.js';
@@ -156,36 +155,65 @@ function isDir(p: string): boolean {
   }
 }
 
+/** Where a spool file's reading stands: what a send stopped midway keeps is the rest of the file. */
+export interface SpoolPlace {
+  /** Bytes of the file before the first line not yet in a batch handed out. */
+  bytes: number;
+  /** Entries in the batches handed out. */
+  entries: number;
+}
+
+/** Bytes a spool file is read and copied in. */
+const PIECE_BYTES = 1024 * 1024;
+
 /**
  * The entries of a spool file in batches, read in 1 MiB pieces so a large spool never sits in
  * memory. A torn last line (a sender killed mid-write) or any line that is not an entry is skipped.
+ * `place`, when given, follows the batches handed out (see SpoolPlace).
  */
-export function* readSpool(path: string, batchRows: number): Generator<Entry[]> {
+export function* readSpool(path: string, batchRows: number, place?: SpoolPlace): Generator<Entry[]> {
   const fd = openRegularForRead(path);
-  const buf = Buffer.alloc(1024 * 1024);
-  const decoder = new StringDecoder('utf8');
-  let rest = '';
+  const buf = Buffer.alloc(PIECE_BYTES);
+  /** The start of a line not ended yet, carried to the next piece. */
+  let carried: Buffer[] = [];
+  /** Bytes of the file before the next line to read. */
+  let at = 0;
   let batch: Entry[] = [];
+  const add = (line: Buffer): boolean => {
+    at += line.length + 1;
+    const e = parseEntry(line.toString('utf8'));
+    if (e) batch.push(e);
+    return batch.length >= batchRows;
+  };
+  const handOut = (): Entry[] => {
+    const out = batch;
+    batch = [];
+    if (place) {
+      place.bytes = at;
+      place.entries += out.length;
+    }
+    return out;
+  };
   try {
     for (;;) {
       const n = readSync(fd, buf, 0, buf.length, null);
-      const text = rest + (n === 0 ? decoder.end() : decoder.write(buf.subarray(0, n)));
-      const lines = text.split('\n');
-      rest = n === 0 ? '' : lines.pop()!;
-      for (const line of lines) {
-        const e = parseEntry(line);
-        if (e) batch.push(e);
-        if (batch.length >= batchRows) {
-          yield batch;
-          batch = [];
-        }
-      }
       if (n === 0) break;
+      let from = 0;
+      for (let nl = buf.indexOf(10, 0); nl !== -1 && nl < n; nl = buf.indexOf(10, from)) {
+        const piece = buf.subarray(from, nl);
+        const line = carried.length > 0 ? Buffer.concat([...carried, piece]) : piece;
+        carried = [];
+        from = nl + 1;
+        if (add(line)) yield handOut();
+      }
+      if (from < n) carried.push(Buffer.from(buf.subarray(from, n)));
     }
+    // A last line without its newline: `add` counts one byte more than it has, past the end.
+    if (carried.length > 0) add(Buffer.concat(carried));
   } finally {
     closeSync(fd);
   }
-  if (batch.length > 0) yield batch;
+  if (batch.length > 0) yield handOut();
 }
 
 function parseEntry(line: string): Entry | null {
@@ -350,23 +378,50 @@ export function settleHeld(tally: SendTally, to: Pick<SettingAside, 'setAside'>)
 }
 
 /**
- * Rewrites a claimed spool file to hold only `rows` and what `later` still yields: what a send
- * stopped midway has neither inserted nor set aside.
+ * Leaves in a claimed spool file only `rows` and the bytes after `place` (the lines not read
+ * into a batch yet): what a send stopped midway has neither inserted nor set aside. The rest
+ * of the file is copied as it is, a piece at a time, never parsed again; a file none of whose
+ * entries went anywhere (every entry read is handed back) is left as it is.
  */
-export function keepInSpool(path: string, rows: Entry[], later: Iterable<Entry[]>): void {
+export function keepInSpool(path: string, rows: Entry[], place: SpoolPlace): void {
+  if (rows.length === place.entries) return;
   try {
-    replaceFileWith(path, (fd) => {
-      const put = (entries: Entry[]) => {
+    const from = openRegularForRead(path);
+    try {
+      replaceFileWith(path, (fd) => {
         let text = '';
-        for (const e of entries) text += JSON.stringify(e) + '\n';
+        for (const e of rows) text += JSON.stringify(e) + '\n';
         if (text) writeAllSync(fd, Buffer.from(text));
-      };
-      put(rows);
-      for (const batch of later) put(batch);
-    });
+        const buf = Buffer.alloc(PIECE_BYTES);
+        for (let at = place.bytes, n; (n = readSync(from, buf, 0, buf.length, at)) > 0; at += n)
+          writeAllSync(fd, buf.subarray(0, n));
+      });
+    } finally {
+      closeSync(from);
+    }
   } catch (err) {
     throw writeFailed(path, err);
   }
+}
+
+/**
+ * The entries of a spool file, counted by its lines, not parsed: a line not ended (a sender
+ * killed mid-write) counts too. What a send left in the file is told at the end, after its wait.
+ */
+export function spooledRows(path: string): number {
+  const fd = openRegularForRead(path);
+  const buf = Buffer.alloc(PIECE_BYTES);
+  let rows = 0;
+  let last = 10;
+  try {
+    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0;) {
+      for (let nl = buf.indexOf(10); nl !== -1 && nl < n; nl = buf.indexOf(10, nl + 1)) rows++;
+      last = buf[n - 1];
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return last === 10 ? rows : rows + 1;
 }
 
 /** Rows set aside in REJECTS_FILE files: how many, where, and the first reason given. */

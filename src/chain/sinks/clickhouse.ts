@@ -36,6 +36,7 @@ import {
   settleHeld,
   Spool,
   SPOOL_FILE,
+  spooledRows,
   TableRefused,
   type SettingAside,
 } from './clickhouse-spool.js';
@@ -442,7 +443,8 @@ class ClickHouseSink extends BatchTransform {
       setAside: (entry, err) => this.#rejects.add(dirname(file), entry, refusalReason(err)),
       stopped: () => this.#closed || this.#cut.signal.aborted,
     };
-    const batches = readSpool(file, this.#opts.batchRows);
+    const place = { bytes: 0, entries: 0 };
+    const batches = readSpool(file, this.#opts.batchRows, place);
     try {
       for (let next = batches.next(); !next.done; next = batches.next())
         await insertSettingAside(next.value, to, tally);
@@ -452,7 +454,7 @@ class ClickHouseSink extends BatchTransform {
       try {
         // The rejects file could not be written: the run ends with that error.
         if (!(err instanceof SendStopped)) throw err;
-        keepInSpool(file, err.rest, batches);
+        keepInSpool(file, err.rest, place);
       } catch (writeErr) {
         this.destroy(writeErr as Error);
         return false;
@@ -574,7 +576,7 @@ class ClickHouseSink extends BatchTransform {
     const claimed = new Set([...this.#leftovers, ...this.#backlog]);
     const files = [...claimed, ...(spool.rows > 0 ? [spool.file] : [])];
     let rows = spool.rows;
-    for (const f of claimed) for (const b of readSpool(f, 10_000)) rows += b.length;
+    for (const f of claimed) rows += spooledRows(f);
     if (files.length === 0) return;
     const why = this.#lastError ? ` (${this.#lastError})` : '';
     const kept = files.join(', ');
