@@ -588,4 +588,44 @@ describe('the OTLP sink at the end of a run', () => {
     );
     assert.match(warnings[1].message, /\(HTTP 500\b.*\)$/);
   });
+
+  test('a 503 whose batch was then taken, and a collector that later stops answering: ' +
+    'OTLP_UNDELIVERED names the deadline that lost the spans, not the earlier 503', async () => {
+    receiver.spans.length = 0;
+    receiver.requests.length = 0;
+    receiver.behave((n) => (n === 1 ? 503 : n <= 3 ? 'accept' : 'hang'));
+    const flushTimeoutMs = 500;
+    const { warnings, spanCount } = await runSink({ maxBatchSpans: 3, retryMs: 60_000, flushTimeoutMs });
+    const lost = spanCount - receiver.spans.length;
+    receiver.release();
+    assert.ok(lost > 0 && receiver.requests.length > 3, 'a request went unanswered');
+    assert.deepEqual(
+      warnings.map((w) => w.message),
+      [
+        `${lost} of ${spanCount} spans not delivered to ${receiver.url}/v1/traces ` +
+          `(not sent within flushTimeoutMs, ${flushTimeoutMs} ms)`,
+      ],
+    );
+  });
+
+  test('spans lost to two failures (a batch given up on a 400, spans rejected in partial ' +
+    'successes): OTLP_UNDELIVERED gives each reason with the spans it lost', async () => {
+    receiver.spans.length = 0;
+    receiver.requests.length = 0;
+    receiver.behave((n) => (n === 1 ? 400 : { rejectSpans: 1, message: 'too big' }));
+    const { warnings, spanCount } = await runSink({ maxBatchSpans: 3, retryMs: 0, flushTimeoutMs: 60_000 });
+    const [refused, ...later] = receiver.requests;
+    const rejected = later.reduce((n, q) => n + Math.min(1, q.spans), 0);
+    assert.equal(refused.spans + rejected, spanCount - receiver.spans.length, 'every span lost counted');
+    assert.ok(refused.spans > 0 && rejected > 0);
+    assert.deepEqual(
+      warnings.map((w) => w.code),
+      ['OTLP_UNAVAILABLE', 'OTLP_UNDELIVERED'],
+    );
+    assert.equal(
+      warnings[1].message,
+      `${spanCount - receiver.spans.length} of ${spanCount} spans not delivered to ${receiver.url}/v1/traces ` +
+        `(${refused.spans}: HTTP 400 Bad Request; ${rejected}: too big)`,
+    );
+  });
 });

@@ -132,6 +132,16 @@ export class SpanDelivery {
   lastError: string | null = null;
   /** Whether `lastError` is a connection's failure (no answer at all), which a new connection ends. */
   private lastErrorUnanswered = false;
+  /**
+   * Spans not delivered by why each was lost, in the order the reasons first lost one; null for
+   * spans still waiting when the end's wait was over with no failure holding them (the deadline).
+   */
+  readonly lostFor = new Map<string | null, number>();
+  /**
+   * What holds the waiting spans back: the failure of the latest attempt, until an attempt
+   * succeeds (or, a connection's failure, until a new connection is made).
+   */
+  private holdUp: string | null = null;
   private readonly queue: ReadableSpan[] = [];
   private inFlight: ReadableSpan[] | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
@@ -152,13 +162,14 @@ export class SpanDelivery {
   push(span: ReadableSpan): void {
     this.total++;
     if (this.stopped) {
-      this.lost++;
+      this.lose(1, null);
       return;
     }
     this.queue.push(span);
     if (!this.available && this.queue.length > this.opts.maxQueueSpans) {
       this.queue.shift();
-      this.lost++;
+      // The collector is away: the failure that keeps it so loses the oldest span.
+      this.lose(1, this.holdUp ?? this.lastError);
     }
     this.pump();
   }
@@ -195,7 +206,7 @@ export class SpanDelivery {
     if (this.stopped) return;
     this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.lost += this.pending;
+    this.lose(this.pending, this.holdUp);
     this.queue.length = 0;
     this.inFlight = null;
     this.wake();
@@ -206,7 +217,7 @@ export class SpanDelivery {
    * the spans in flight are not delivered (at the end, nothing heard is the deadline's fault).
    */
   connected(): void {
-    if (this.lastErrorUnanswered) this.lastError = null;
+    if (this.lastErrorUnanswered) this.lastError = this.holdUp = null;
     this.lastErrorUnanswered = false;
   }
 
@@ -235,8 +246,12 @@ export class SpanDelivery {
       if (result.code === 0 /* ExportResultCode.SUCCESS */) {
         const rejected = Math.min(batch.length, Math.max(0, result.rejected?.count ?? 0));
         this.delivered += batch.length - rejected;
-        this.lost += rejected;
-        if (rejected > 0) this.failed(result.rejected!.reason, false);
+        this.holdUp = null;
+        if (rejected > 0) {
+          this.lose(rejected, result.rejected!.reason);
+          this.lastError = result.rejected!.reason;
+          this.lastErrorUnanswered = false;
+        }
         this.available = true;
         this.finishBatch();
         return;
@@ -254,7 +269,7 @@ export class SpanDelivery {
         }, backoffMs);
         return;
       }
-      this.lost += batch.length;
+      this.lose(batch.length, reason);
       if (this.available) {
         this.available = false;
         this.onUnavailable(reason);
@@ -264,8 +279,14 @@ export class SpanDelivery {
   }
 
   private failed(reason: string, unanswered: boolean): void {
-    this.lastError = reason;
+    this.lastError = this.holdUp = reason;
     this.lastErrorUnanswered = unanswered;
+  }
+
+  private lose(spans: number, reason: string | null): void {
+    if (spans <= 0) return;
+    this.lost += spans;
+    this.lostFor.set(reason, (this.lostFor.get(reason) ?? 0) + spans);
   }
 
   private finishBatch(): void {
@@ -273,6 +294,20 @@ export class SpanDelivery {
     this.wake();
     this.pump();
   }
+}
+
+/**
+ * Why spans were not delivered, from the failures that lost them: a failure's reason alone when
+ * one lost them all, else each reason after its count (`3: HTTP 400 Bad Request; 2: too big`),
+ * in the order they first lost a span. Spans lost with no failure holding them were still
+ * waiting when the end's wait was over.
+ */
+function undeliveredReason(lostFor: ReadonlyMap<string | null, number>, flushTimeoutMs: number): string {
+  const named = [...lostFor].map(
+    ([reason, spans]) => [reason ?? `not sent within flushTimeoutMs, ${flushTimeoutMs} ms`, spans] as const,
+  );
+  if (named.length === 1) return named[0][0];
+  return named.map(([reason, spans]) => `${spans}: ${reason}`).join('; ');
 }
 
 /** An export that failed without an answer from the collector (no HTTP status). */
@@ -435,9 +470,7 @@ class OtlpSink extends BatchTransform {
     // A request still waiting is cut: the process does not outlive the deadline.
     sender.close();
     if (delivery.lost > 0) {
-      // The collector's last answer (or the spans it rejected), else the connection's failure,
-      // else the deadline that cut a request short.
-      const why = delivery.lastError ?? `not sent within flushTimeoutMs, ${this.#opts.flushTimeoutMs} ms`;
+      const why = undeliveredReason(delivery.lostFor, this.#opts.flushTimeoutMs);
       lateWarn(
         this.#run,
         'OTLP_UNDELIVERED',
