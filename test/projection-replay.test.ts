@@ -19,6 +19,7 @@ import { test } from 'node:test';
 import { type Message, open, type RunEvent, type SubagentHandle } from '../src/index.js';
 import { chunked, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers/helpers.js';
 import { writeStream } from '../bench/gen.js';
+import { LineRuns } from '../src/views/projection/line-runs.js';
 import {
   fixtureLines,
   HANG,
@@ -1100,3 +1101,168 @@ for (const out of [undefined, 'files'] as const) {
     },
   );
 }
+
+/** A Claude Code `system` line, stray before another producer's stream. */
+const STRAY_CLAUDE = JSON.stringify({
+  type: 'system',
+  subtype: 'init',
+  session_id: 's',
+  model: 'm',
+  tools: [],
+});
+/** A Codex event, stray before a Claude Code stream. */
+const STRAY_CODEX = JSON.stringify({ type: 'thread.started', thread_id: 'stray' });
+const otherAgentLines = (name: string) =>
+  readFileSync(join(FIXTURES, 'other-agents', name), 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '');
+
+/**
+ * Opens a run over `lines` handed over one at a time, each once it was routed (an `events`
+ * loop from the start sees it): `at(i, run)` is called before line `i` is written. Resolves
+ * with what that loop saw and the run's index.json.
+ */
+async function lineByLine(
+  lines: readonly string[],
+  out: string | undefined,
+  at: (i: number, run: ReturnType<typeof open>) => void,
+) {
+  const input = new PassThrough();
+  const run = open(input, { out });
+  const early: RunEvent[] = [];
+  const events = run.events[Symbol.asyncIterator]();
+  for (let i = 0; i < lines.length; i++) {
+    at(i, run);
+    input.write(lines[i] + '\n');
+    for (let next = await events.next(); !next.done; next = await events.next()) {
+      early.push(next.value);
+      if (next.value.lineNo > i) break;
+    }
+  }
+  input.end();
+  for (let next = await events.next(); !next.done; next = await events.next()) early.push(next.value);
+  return { run, early, index: await run.done };
+}
+
+/** A message as a test compares it: where it is, its id and its whole text. */
+const messageSeen = async (messages: AsyncIterable<Message>) => {
+  const seen: string[] = [];
+  for await (const message of messages) seen.push(`${idOf(message)}:${await message.text}`);
+  return seen;
+};
+
+test('a Codex stream after a stray Claude Code line: a main reader attached after lines passed ' +
+  'reads what one attached from the start reads, with files or without', async () => {
+  const lines = [STRAY_CLAUDE, ...otherAgentLines('codex-spawn.jsonl')];
+  for (const out of [undefined, join(tmpDir(), 'out')]) {
+    for (const lateAt of [2, 5]) {
+      let fromStart: Promise<string[]> | undefined;
+      let late: Promise<string[]> | undefined;
+      const { index } = await lineByLine(lines, out && `${out}-${lateAt}`, (i, run) => {
+        if (i === 0) fromStart = messageSeen(run.messages);
+        if (i === lateAt) late = messageSeen(run.messages);
+      });
+      assert.equal(index.producer, 'codex');
+      assert.ok(index.warnings.some((w: { code: string }) => w.code === 'INPUT_FORMAT_CHANGED'));
+      const expected = await fromStart!;
+      assert.ok(expected.length > 1);
+      const what = `attached before line ${lateAt + 1}, ${out ? 'files' : 'memory'}`;
+      assert.deepEqual(await late!, expected, what);
+    }
+  }
+});
+
+test('a run whose producer auto changed: a late events loop and a late reader replay each line ' +
+  'as it was routed, in its place, fed a line at a time or at once, with files or without', async () => {
+  // Each with whether its first line is routed as it came (a Claude Code line is; a Codex
+  // event is routed as what it maps to).
+  const runs = [
+    ['a stray Codex line before Claude Code', [STRAY_CODEX, ...fixtureLines('foreground-fanout-3')], false],
+    ['a stray Claude Code line before Codex', [STRAY_CLAUDE, ...otherAgentLines('codex-spawn.jsonl')], true],
+  ] as const;
+  for (const [name, lines, firstAsItCame] of runs) {
+    for (const out of [undefined, join(tmpDir(), 'out')]) {
+      for (const feed of ['a line at a time', 'at once']) {
+        const what = `${name}, ${feed}, ${out ? 'files' : 'memory'}`;
+        let run: ReturnType<typeof open>;
+        let early: RunEvent[];
+        let mainFromStart: Promise<string[]> | undefined;
+        if (feed === 'at once') {
+          run = open(chunked([Buffer.from(lines.join('\n') + '\n')]), { out: out && `${out}-once` });
+          mainFromStart = messageSeen(run.messages);
+          early = [];
+          for await (const event of run.events) early.push(event);
+          await run.done;
+        } else {
+          ({ run, early } = await lineByLine(lines, out, (i, r) => {
+            if (i === 0) mainFromStart = messageSeen(r.messages);
+          }));
+        }
+        const index = await run.done;
+        assert.ok(index.warnings.some((w: { code: string }) => w.code === 'INPUT_FORMAT_CHANGED'), what);
+        const late: RunEvent[] = [];
+        for await (const event of run.events) late.push(event);
+        assert.deepEqual(late, early, what);
+        const first = early[0];
+        assert.ok(first.kind === 'line' && first.lineNo === 1, what);
+        assert.equal(isDeepStrictEqual(first.line, JSON.parse(lines[0])), firstAsItCame, what);
+        assert.deepEqual(await messageSeen(run.messages), await mainFromStart!, what);
+      }
+    }
+  }
+});
+
+test('with files, a stray Codex line is the only line of a Claude Code run main holds in memory: ' +
+  'a late main reader under a small maxBufferedBytes replays the rest from main.jsonl', async () => {
+  const lines = [STRAY_CODEX, ...fixtureLines('foreground-fanout-3')];
+  const input = Buffer.from(lines.join('\n') + '\n');
+  // Room for the stray line's packed bytes, not for main's other lines.
+  const maxBufferedBytes = 4096;
+  const mainBytes = lines
+    .filter((line) => !line.includes('"parent_tool_use_id":"'))
+    .reduce((sum, line) => sum + Buffer.byteLength(line), 0);
+  assert.ok(mainBytes > maxBufferedBytes, `${mainBytes} bytes on main`);
+  const fromStart = open(chunked([input]));
+  const expected = messageSeen(fromStart.messages);
+  await fromStart.done;
+  const run = open(chunked([input]), { out: join(tmpDir(), 'out'), maxBufferedBytes });
+  const index = await run.done;
+  assert.equal(index.producer, 'claude');
+  assert.deepEqual(await messageSeen(run.messages), await expected);
+  assert.ok((await expected).length > 1);
+});
+
+test('a channel\'s line runs place each line in its file or in memory: a mapped line has its ' +
+  'event\'s line in the file, a derived one none', () => {
+  // Every mix of the three kinds over six lines: as routed (r), mapped (m), derived (d).
+  const kinds = ['r', 'm', 'd'] as const;
+  for (let mix = 0; mix < 3 ** 6; mix++) {
+    const lines = Array.from({ length: 6 }, (_, k) => kinds[Math.floor(mix / 3 ** k) % 3]);
+    const runs = new LineRuns();
+    for (const kind of lines) runs.add(kind === 'r', kind !== 'd');
+    // Counted apart: each line's place in the file (every line but a derived one has one) or in memory.
+    const places: Array<['file' | 'memory', number]> = [];
+    let file = 0;
+    let memory = 0;
+    for (const kind of lines) {
+      places.push(kind === 'r' ? ['file', file] : ['memory', memory++]);
+      if (kind !== 'd') file++;
+    }
+    assert.equal(runs.fileLines, file, lines.join(''));
+    const walk = runs.walk();
+    assert.deepEqual(
+      lines.map(() => walk.next()),
+      places.map(([where, at]) => (where === 'file' ? at : null)),
+      lines.join(''),
+    );
+    for (let count = 0; count <= lines.length; count++) {
+      const spanned: Array<['file' | 'memory', number]> = [];
+      for (const span of runs.spans(count)) {
+        assert.ok(span.to > span.from, lines.join(''));
+        for (let at = span.from; at < span.to; at++) spanned.push([span.source, at]);
+      }
+      assert.deepEqual(spanned, places.slice(0, count), `${lines.join('')}, ${count} lines`);
+      assert.equal(runs.needsMemory(count), places.slice(0, count).some(([where]) => where === 'memory'));
+    }
+  }
+});

@@ -75,7 +75,7 @@ test('a new session: nothing counted, nothing known, not interrupted nor stalled
     [session.transcripts, session.producer, session.producerVersion, session.checkedCommandVersion],
     [null, null, null, null],
   );
-  assert.deepEqual([session.linesMapped, session.interrupted, session.stalled], [false, false, false]);
+  assert.deepEqual([session.interrupted, session.stalled], [false, false]);
   assert.equal(session.stall, null);
   // No display policy stated yet: no channel's thinking is counted.
   assert.equal(session.thinking.policy, null);

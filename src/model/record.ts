@@ -37,6 +37,13 @@ export interface LineRecord {
    * shown like any line, never written to a `.jsonl`, so each input line is kept once.
    */
   derived?: true;
+  /**
+   * Set by an input adapter on the record that carries an input line's own bytes when its
+   * `value` is what that line's event was mapped to (a coding agent's event read as a Claude
+   * Code line), not `raw` parsed: its `.jsonl` keeps `raw`, a replay of the line routed takes
+   * `value`.
+   */
+  mapped?: true;
 }
 
 /** Bytes that are not a JSON object line. Kept byte for byte for the quarantine file. */
@@ -98,6 +105,8 @@ export interface SpooledRecord {
   readonly channel?: ReadonlyChannel;
   readonly place?: ChannelPlace;
   readonly events?: readonly ChannelEvent[];
+  /** As for a line record: `value` is what the line's event was mapped to. */
+  mapped?: true;
 }
 
 /** The bytes of one spooled line, in a file of its own. */
@@ -133,11 +142,12 @@ export class RoutedLine implements LineRecord {
   declare readonly value: JsonObject;
   readonly channel: ReadonlyChannel;
   readonly place: ChannelPlace;
-  // Declared, not defined: a line without events or not derived has no such key at all.
+  // Declared, not defined: a line without events, not derived or not mapped has no such key at all.
   declare readonly events?: readonly ChannelEvent[];
   declare readonly usage?: UsageEvent;
   declare readonly tools?: readonly ToolEvent[];
   declare readonly derived?: true;
+  declare readonly mapped?: true;
   readonly #line: LineRecord;
 
   constructor(line: LineRecord, routed: RoutedEvent) {
@@ -152,6 +162,7 @@ export class RoutedLine implements LineRecord {
     if (usage !== null) Object.defineProperty(this, 'usage', { value: usage, enumerable: true });
     if (tools.length > 0) Object.defineProperty(this, 'tools', { value: tools, enumerable: true });
     if (line.derived) Object.defineProperty(this, 'derived', { value: true, enumerable: true });
+    if (line.mapped) Object.defineProperty(this, 'mapped', { value: true, enumerable: true });
     Object.freeze(this);
   }
 

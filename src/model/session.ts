@@ -88,14 +88,6 @@ export class Session extends RunModel {
    * refused for it.
    */
   checkedCommandVersion: string | null = null;
-  /**
-   * True when the routed lines are mapped from another producer's events whose own bytes are
-   * what the `.jsonl` files keep: a reader replays such a run from memory, not from the files.
-   */
-  get linesMapped(): boolean {
-    return this.#linesMapped;
-  }
-  #linesMapped = false;
   interrupted = false;
   /** Under `subtee run`, once the command has exited: how it ended. Null otherwise. */
   command: CommandEnd | null = null;
@@ -114,11 +106,6 @@ export class Session extends RunModel {
   stateProducer(producer: Producer | null): void {
     this.#producer = producer;
   }
-
-  /** The input-format stage states whether the routed lines are mapped (see linesMapped). */
-  stateLinesMapped(mapped: boolean): void {
-    this.#linesMapped = mapped;
-  }
 }
 
 /**
@@ -134,7 +121,6 @@ export interface SinkRun extends RunView {
   readonly heldLineBytes: number;
   readonly producer: Producer | null;
   readonly producerVersion: string | null;
-  readonly linesMapped: boolean;
   readonly interrupted: boolean;
   readonly command: CommandEnd | null;
   readonly transcripts: TranscriptKinds | null;

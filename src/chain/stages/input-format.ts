@@ -153,13 +153,9 @@ export function createInputFormat(options: InputFormatOptions): Transform {
         const value =
           rec.kind === 'line' ? (cheap ? viewOf(rec) : rec.value) : rec.kind === 'spooled' ? rec.value : null;
         if (value && detector.watching) {
-          const wasFinal = detector.final;
           const seen = detector.observe(value, rec.lineNo);
           if (seen.producer !== run.producer) decided(seen.producer);
           if (seen.warning) run.warn(seen.warning.code, seen.warning.message, seen.warning.subject);
-          // Mapped lines stay so while the choice is open (a reader replays them from memory);
-          // once it is final on a producer whose files hold its lines, the files replay them.
-          if (!wasFinal && detector.final && agent === null) run.stateLinesMapped(false);
         }
         handle(rec, out);
       }
@@ -312,9 +308,9 @@ export class ProducerDetector {
   }
 }
 
-/** A new record of the same line standing for `value`: its bytes kept, nothing written on it. */
+/** A new record of the same line standing for `value`, marked `mapped`: its bytes kept. */
 function withValue(rec: LineRecord, value: JsonObject): LineRecord {
-  return { kind: 'line', lineNo: rec.lineNo, raw: rec.raw, value };
+  return { kind: 'line', lineNo: rec.lineNo, raw: rec.raw, value, mapped: true };
 }
 
 /** `value` carrying the run's id as its `uuid`, where Claude Code's lines carry theirs (see `runIdOf`). */
@@ -347,14 +343,13 @@ export class AgentEvents {
 
   /** The run's lines are this producer's (again): its transcripts and version are the run's. */
   attach(): void {
-    this.run.stateLinesMapped(true);
     this.run.transcripts = this.mapper;
     this.run.producerVersion = this.version;
   }
 
   /**
    * `auto` read a line as another producer: what this one stated stays here for when its
-   * lines come back. The lines stay mapped (see createInputFormat) until the choice is final.
+   * lines come back.
    */
   detach(): void {
     this.run.producerVersion = null;
@@ -397,14 +392,16 @@ export class AgentEvents {
       } else {
         // A line too long to hold stands for its line as a held one does: one record, its
         // bytes in the spool, its value what was mapped from its top-level members.
-        out.push({ ...rec, value: own(lines[i]) });
+        out.push({ ...rec, value: own(lines[i]), mapped: true });
       }
     }
     if (mapped.own < 0 || mapped.own >= lines.length) {
       // No mapped line stands for the event: a placeholder after them carries its bytes to its
       // channel (a spawn among them comes first).
       const placeholder = own(eventLine(this.producer, rec.value!, mapped.channel));
-      out.push(rec.kind === 'line' ? withValue(rec, placeholder) : { ...rec, value: placeholder });
+      out.push(
+        rec.kind === 'line' ? withValue(rec, placeholder) : { ...rec, value: placeholder, mapped: true },
+      );
     }
   }
 

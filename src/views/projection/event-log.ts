@@ -31,8 +31,8 @@ export const NO_CHANGES: readonly ChannelEvent[] = Object.freeze([]);
  * The run's records in order, column by column: 12 bytes a record (its line number, its
  * channel's slot, its line's place in the lines its channel holds), so keeping it costs little
  * beside the lines themselves. The lines are those the channels hold, shared (a line is held
- * once); those of a channel that gave its own up are kept here. Without files only; with files
- * they are read back.
+ * once); those of a channel that gave its own up are kept here. A line its channel's file
+ * holds as routed is read back from there.
  */
 export class EventLog {
   /** Per record: its line number, its channel's slot (0: quarantined bytes), its line's place + 1. */

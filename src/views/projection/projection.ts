@@ -25,6 +25,7 @@ import { HandleList, SubagentHandleImpl, totalsOf, type HandleHost } from './han
 import { ChannelPaths, MAIN_PATH, type ChannelPath } from './paths.js';
 import { SubtreeSums, type ChannelFigures, type SubtreeSum } from './subtree.js';
 import { ChannelFileCursors } from './replay.js';
+import { LineRuns, type LineWalk } from './line-runs.js';
 import {
   PROJECTION_DEFAULTS,
   PROJECTION_OPTION_LEAST,
@@ -63,7 +64,12 @@ interface ChannelReader {
 interface ChannelLog {
   count: number;
   readers: Set<ChannelReader>;
-  /** Raw lines in memory mode, packed; null once given up or when files are written. */
+  /** Which lines its `.jsonl` holds as routed (with files), and which only `memory` holds. */
+  runs: LineRuns;
+  /**
+   * The lines its file does not hold as routed (every line without files), packed; null before
+   * the first, or once given up (`givenUp`).
+   */
   memory: PackedLines | null;
   /** The bytes `memory` holds, as it counts them (its chunks and column whole). */
   bytes: number;
@@ -71,6 +77,9 @@ interface ChannelLog {
   givenUp: 'limit' | 'long line' | null;
   ended: boolean;
 }
+
+/** Where the projection keeps a routed line: in its channel's memory buffer, its `.jsonl`, or nowhere. */
+type LineKept = LinePlace | 'file' | null;
 
 interface EventReader {
   name: 'events';
@@ -377,15 +386,27 @@ export class Projection implements HandleHost {
 
   private async replayEvents(reader: EventReader, log: EventLog, count: number): Promise<void> {
     const limit = this.opts.readerHighWaterLines;
-    const store = this.replayStore();
-    const files = store ? new ChannelFileCursors(store, log, count) : null;
+    const store = this.store;
+    const files = store ? new ChannelFileCursors(store, (id) => this.log(id).runs.fileLines) : null;
+    // Each channel's lines in order: where its file holds each.
+    const walks = new Map<string | null, LineWalk>();
     try {
       for (let at = 0; at < count; at++) {
         if (reader.feed.closed) return;
         const entry = log.entry(at);
-        const inFile = entry.channel !== undefined && !entry.raw && !entry.value;
-        const line = inFile ? await files?.next(entry.channel as string | null) : null;
-        reader.feed.push(this.eventOf(entry, line ?? null));
+        let line: JsonObject | null = null;
+        if (entry.channel !== undefined) {
+          let walk = walks.get(entry.channel);
+          if (!walk) walks.set(entry.channel, (walk = this.log(entry.channel).runs.walk()));
+          const inFile = walk.next();
+          if (!entry.raw && !entry.value) {
+            if (inFile === null) {
+              throw new ProjectionError('ERR_PROJECTION_REPLAY', `line ${entry.lineNo} is held nowhere`);
+            }
+            line = await files!.next(entry.channel, inFile);
+          }
+        }
+        reader.feed.push(this.eventOf(entry, line));
         await reader.feed.room(limit);
       }
     } catch (err) {
@@ -427,23 +448,22 @@ export class Projection implements HandleHost {
     if (this.eventReaders.size > 0) this.deliverEvent(quarantineEvent(lineNo));
   }
 
-  private recordLine(id: string | null, rec: LineRecord | SpooledRecord, held: LinePlace | null): void {
+  private recordLine(id: string | null, rec: LineRecord | SpooledRecord, kept: LineKept): void {
     if (this.eventLog) {
-      // With files, a late loop reads lines back from the channel files; without, the line the
-      // channel's memory buffer holds is shared, not counted twice; one whose channel gave its
-      // buffer up is kept by the log.
-      const files = this.replayStore() !== null;
+      // A line its channel's file holds as routed is read back from there; one the channel's
+      // memory buffer holds is shared, not counted twice; one whose channel gave its buffer up
+      // is kept by the log.
       let place: LinePlace | null = null;
       let added = 0;
-      if (rec.kind === 'line' && !files) {
-        const pack = this.eventLog.linesOf(id, held?.pack ?? null);
-        if (held) place = held;
+      if (rec.kind === 'line' && kept !== 'file') {
+        const pack = this.eventLog.linesOf(id, kept?.pack ?? null);
+        if (kept) place = kept;
         else {
           place = { pack, at: pack.length };
           added = pack.push(this.lineBytes(rec));
         }
       }
-      const value = rec.kind === 'spooled' && !files ? deepFreeze(rec.value) : null;
+      const value = rec.kind === 'spooled' && kept !== 'file' ? deepFreeze(rec.value) : null;
       const entry = { lineNo: rec.lineNo, channel: id, changes: rec.events ?? NO_CHANGES, value };
       this.countBuffered(added + this.eventLog.push(entry, place), null);
     }
@@ -607,23 +627,27 @@ export class Projection implements HandleHost {
     }
   }
 
-  /** Adds the line to its channel; returns where its memory buffer keeps it, if it does. */
-  private append(id: string | null, rec: LineRecord | SpooledRecord): LinePlace | null {
+  /** Adds the line to its channel; returns where the projection keeps it (see LineKept). */
+  private append(id: string | null, rec: LineRecord | SpooledRecord): LineKept {
     const log = this.log(id);
-    log.count++;
-    // A reader opened before the chain started made its log before the files were known.
-    if (log.memory && this.replayStore()) this.giveUp(log, null);
-    let place: LinePlace | null = null;
-    if (log.memory && rec.kind === 'spooled') {
+    let kept: LineKept = null;
+    // A derived line has no line of its own in the file; a mapped one has its event's there.
+    const own = !(rec.kind === 'line' && rec.derived);
+    const inFile = this.store !== null && own && !rec.mapped;
+    log.runs.add(inFile, own);
+    if (inFile) {
+      kept = 'file';
+    } else if (log.givenUp === null && rec.kind === 'spooled') {
       // A line too long to hold cannot be replayed from memory: this channel's buffer goes.
       this.giveUp(log, 'long line');
-    } else if (log.memory && rec.kind === 'line') {
+    } else if (log.givenUp === null && rec.kind === 'line') {
       // Copied into the buffer's chunks: `raw` is a view into the input chunk and would keep
       // the whole chunk alive.
-      const pack = log.memory;
-      place = { pack, at: pack.length };
+      const pack = (log.memory ??= new PackedLines());
+      kept = { pack, at: pack.length };
       this.countBuffered(pack.push(this.lineBytes(rec)), log);
     }
+    log.count++;
     if (log.readers.size > 0) {
       // Read only for a reader: a line's value may be parsed on first read. A line too long to
       // hold says so, and where it is whole.
@@ -638,20 +662,12 @@ export class Projection implements HandleHost {
         this.maybeBehind.add(reader);
       }
     }
-    return log.memory ? place : null;
-  }
-
-  /**
-   * The store a late reader replays from (the files sink's): none when the lines were mapped
-   * from another producer's events, because the files keep those events, not the lines routed.
-   */
-  private replayStore(): ReplayStore | null {
-    return this.session.linesMapped ? null : this.store;
+    return kept;
   }
 
   /** A line as a reader replays it: its bytes, or for a mapped line the JSON of what was routed. */
   private lineBytes(rec: LineRecord): Buffer {
-    return this.session.linesMapped ? Buffer.from(JSON.stringify(rec.value)) : rec.raw;
+    return rec.mapped ? Buffer.from(JSON.stringify(rec.value)) : rec.raw;
   }
 
   /** Counts bytes a channel's buffer (or, for null, the event log) now holds; sheds past the limit. */
@@ -700,9 +716,9 @@ export class Projection implements HandleHost {
     }
   }
 
-  /** Gives up a channel's buffer (`why` null: its files replay it instead). */
-  private giveUp(log: ChannelLog, why: ChannelLog['givenUp']): void {
-    if (!log.memory) return;
+  /** Gives up a channel's buffer, and what it would have held later. */
+  private giveUp(log: ChannelLog, why: NonNullable<ChannelLog['givenUp']>): void {
+    if (log.givenUp) return;
     // Lines the event log still holds stay counted, as the event log's.
     if (this.eventLog) this.eventLogBytes += log.bytes;
     else this.bufferedBytes -= log.bytes;
@@ -714,10 +730,17 @@ export class Projection implements HandleHost {
   private log(id: string | null): ChannelLog {
     let log = this.logs.get(id);
     if (!log) {
-      const memory = this.replayStore() ? null : new PackedLines();
       // A channel first asked for after the run finished (a subagent with no line of its own)
       // has ended already: its readers end at once.
-      log = { count: 0, readers: new Set(), memory, bytes: 0, givenUp: null, ended: this.finished };
+      log = {
+        count: 0,
+        readers: new Set(),
+        runs: new LineRuns(),
+        memory: null,
+        bytes: 0,
+        givenUp: null,
+        ended: this.finished,
+      };
       this.logs.set(id, log);
     }
     return log;
@@ -742,27 +765,29 @@ export class Projection implements HandleHost {
     );
   }
 
+  /** A channel's first `count` lines: those its file holds as routed from there, the rest from memory. */
   private async *replay(id: string | null, log: ChannelLog, count: number): AsyncGenerator<JsonObject> {
-    const store = this.replayStore();
-    if (store) {
-      yield* store.read(id, 0, count);
-      return;
-    }
-    if (!log.memory) {
+    // The lines so far, even should the buffer be given up meanwhile.
+    const lines = log.memory;
+    if (log.runs.needsMemory(count) && !lines) {
       const why =
         log.givenUp === 'long line'
           ? 'it has a line longer than the line parser holds (maxLineBytes)'
           : `the run buffered more than maxBufferedBytes (${this.opts.maxBufferedBytes} bytes)`;
+      const files = this.store
+        ? "its file does not hold its lines as they were routed (mapped from another producer's events)"
+        : 'no files were written to replay from';
       throw new ProjectionError(
         'ERR_PROJECTION_BUFFER',
-        `cannot replay channel ${id ?? 'main'} from its start: ${why}, and no files were written to ` +
-          'replay from; open readers earlier, write files (out), or raise ' +
+        `cannot replay channel ${id ?? 'main'} from its start: ${why}, and ${files}; open readers ` +
+          `earlier, ${this.store ? '' : 'write files (out), '}or raise ` +
           (log.givenUp === 'long line' ? 'maxLineBytes' : 'maxBufferedBytes'),
       );
     }
-    // The lines so far, even should the buffer be given up meanwhile.
-    const lines = log.memory;
-    for (let at = 0; at < count; at++) yield lineValue(lines.line(at));
+    for (const span of log.runs.spans(count)) {
+      if (span.source === 'file') yield* this.store!.read(id, span.from, span.to);
+      else for (let at = span.from; at < span.to; at++) yield lineValue(lines!.line(at));
+    }
   }
 
   private childList(id: string | null): HandleList {

@@ -1,6 +1,5 @@
 /** Channels read back from a store in the order of the run's lines, for a late `events` loop. */
 import type { JsonObject } from '../../model/message.js';
-import type { EventLog } from './event-log.js';
 import { ProjectionError, type ReplayStore } from './types.js';
 
 /** Channel files read at once by one late `events` loop; the rest are closed and reopened. */
@@ -14,42 +13,40 @@ const REPLAY_OPEN_FILES = 64;
  */
 export class ChannelFileCursors {
   private readonly open = new Map<string | null, AsyncIterator<JsonObject>>();
-  private readonly read = new Map<string | null, number>();
-  private readonly total = new Map<string | null, number>();
+  /** Per channel open, the place in its file of the line its cursor reads next. */
+  private readonly at = new Map<string | null, number>();
   /** Never more than the store reads at once: a loop holding them all would wait on itself. */
   private readonly maxOpen: number;
 
+  /** `fileLines`: the lines a channel's file holds now (a replay reads no further). */
   constructor(
     private readonly store: ReplayStore,
-    log: EventLog,
-    count: number,
+    private readonly fileLines: (id: string | null) => number,
   ) {
     this.maxOpen = Math.max(1, Math.min(REPLAY_OPEN_FILES, store.maxOpenFiles ?? REPLAY_OPEN_FILES));
-    for (let at = 0; at < count; at++) {
-      const id = log.channelOf(at);
-      if (id !== undefined) this.total.set(id, (this.total.get(id) ?? 0) + 1);
-    }
   }
 
-  async next(id: string | null): Promise<JsonObject> {
+  /** The line at `place` in a channel's file (its lines read in order, but for those memory holds). */
+  async next(id: string | null, place: number): Promise<JsonObject> {
     let lines = this.open.get(id);
     if (lines) {
       this.open.delete(id); // re-inserted last: the map's order is the order of use
-    } else {
-      if (this.open.size >= this.maxOpen) {
-        const [oldest, its] = this.open.entries().next().value!;
-        this.open.delete(oldest);
-        await its.return?.(undefined);
+      if (this.at.get(id) !== place) {
+        await lines.return?.(undefined);
+        lines = undefined;
       }
-      const from = this.read.get(id) ?? 0;
-      lines = this.store.read(id, from, this.total.get(id) ?? 0)[Symbol.asyncIterator]();
+    } else if (this.open.size >= this.maxOpen) {
+      const [oldest, its] = this.open.entries().next().value!;
+      this.open.delete(oldest);
+      await its.return?.(undefined);
     }
+    lines ??= this.store.read(id, place, Math.max(place + 1, this.fileLines(id)))[Symbol.asyncIterator]();
     this.open.set(id, lines);
     const next = await lines.next();
     if (next.done) {
       throw new ProjectionError('ERR_PROJECTION_REPLAY', `the file of channel ${id ?? 'main'} ends early`);
     }
-    this.read.set(id, (this.read.get(id) ?? 0) + 1);
+    this.at.set(id, place + 1);
     return next.value;
   }
 
@@ -58,4 +55,3 @@ export class ChannelFileCursors {
     this.open.clear();
   }
 }
-
