@@ -1638,7 +1638,8 @@ describe(
       // parsed the same, written again by JSON.stringify without it.
       const rowCount = 200_000;
       const content = 'x'.repeat(200);
-      const line = (n: number) => ' ' + JSON.stringify({ ...model, r: { ...model.r, line: n, content } }) + '\n';
+      const line = (n: number) =>
+        ' ' + JSON.stringify({ ...model, r: { ...model.r, line: n, content } }) + '\n';
       const parts: string[] = [];
       for (let n = 1; n <= rowCount; n++) parts.push(line(n));
       const original = Buffer.from(parts.join(''));
@@ -1677,7 +1678,14 @@ describe(
       const later = new Session();
       await runSink(
         Readable.from([], { objectMode: true }),
-        { ...options, runId: 'big-later', resend: earlier, batchRows: 10_000, flushTimeoutMs: 120_000, spoolDir: tmpDir() },
+        {
+          ...options,
+          runId: 'big-later',
+          resend: earlier,
+          batchRows: 10_000,
+          flushTimeoutMs: 120_000,
+          spoolDir: tmpDir(),
+        },
         later,
       ).done;
       assert.deepEqual(findSpoolFiles(earlier), []);

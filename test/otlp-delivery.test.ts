@@ -624,8 +624,8 @@ describe('the OTLP sink at the end of a run', () => {
     );
     assert.equal(
       warnings[1].message,
-      `${spanCount - receiver.spans.length} of ${spanCount} spans not delivered to ${receiver.url}/v1/traces ` +
-        `(${refused.spans}: HTTP 400 Bad Request; ${rejected}: too big)`,
+      `${spanCount - receiver.spans.length} of ${spanCount} spans not delivered to ` +
+        `${receiver.url}/v1/traces (${refused.spans}: HTTP 400 Bad Request; ${rejected}: too big)`,
     );
   });
 });

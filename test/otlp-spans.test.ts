@@ -6,7 +6,8 @@ import { basename, join } from 'node:path';
 import { test } from 'node:test';
 import { TraceBuilder, type SpanData } from '../src/chain/sinks/otlp-spans.js';
 import { BIN, fixtureFiles, FIXTURES, tmpDir } from './helpers/helpers.js';
-import { COPILOT_TOTALS } from './helpers/chat-reading.js';
+import { channelTokens } from '../src/views/walk.js';
+import { COPILOT_TOTALS, copilotTokens } from './helpers/chat-reading.js';
 import { startOtlpReceiver } from './servers/otlp-receiver.js';
 import { assertSpanTree, routeThrough, type SpanLike } from './helpers/otlp-tree.js';
 
@@ -337,6 +338,75 @@ test("an agent span's subtee.usage.tokens is its tokens as the summary counts th
   assert.equal(agent.attributes['subtee.usage.tokens'], 240);
   const main = spans.find((s) => s.key === 'agent:')!;
   assert.equal(main.attributes['subtee.usage.tokens'], 7, 'input and output tokens of the spawn line');
+});
+
+test("usage a subagent's lines state after its result ended it, up to its notification, is on the " +
+  'span handed out there; a status event that froze it again counts it once', async () => {
+  const usage = (at: number, message: string, input: number, output: number) =>
+    line({
+      type: 'assistant',
+      message: { id: message, content: [], usage: { input_tokens: input, output_tokens: output } },
+      parent_tool_use_id: 't1',
+      uuid: `u-usage-${at}`,
+      session_id: 's1',
+      timestamp: ts(at),
+    });
+  const notification = (status: string, summary: string | null) =>
+    line({
+      type: 'system',
+      subtype: 'task_notification',
+      tool_use_id: 't1',
+      status,
+      summary,
+      session_id: 's1',
+      uuid: 'u-n',
+      timestamp: ts(9),
+    });
+  // The result ends t1 at 10 + 4; a later line of its message (+2) and a new message (3 + 1) follow.
+  const lines = [init, spawn('t1', 1), prompt('t1', 2, 'go'), usage(3, 'm-a', 10, 4)];
+  lines.push(toolResult(null, 't1', 4, 'done'), usage(5, 'm-a', 10, 6), usage(6, 'm-b', 3, 1));
+  for (const [status, summary] of [['completed', null], ['failed', 'broke']] as const) {
+    const builder = new TraceBuilder();
+    const handedOut: SpanData[] = [];
+    const { index } = await routeThrough(bytes(...lines, notification(status, summary)), (batch) => {
+      for (const rec of batch) handedOut.push(...builder.add(rec));
+    });
+    const agent = handedOut.find((sp) => sp.key === 'agent:t1')!;
+    assert.equal(agent.attributes['subtee.status'], status, 'handed out at the notification');
+    assert.equal(agent.attributes['subtee.usage.tokens'], 13 + 7, status);
+    const channel = index.channels.find((c: { id: string | null }) => c.id === 't1');
+    assert.equal(channelTokens(channel), 13 + 7, `${status}: index.json`);
+  }
+});
+
+test("a GitHub Copilot CLI subagent's span, handed out at its end notification (its total stated " +
+  "after its task call's result ended its channel), carries the tokens index.json and the " +
+  'recording state for it', async () => {
+  const receiver = await startOtlpReceiver();
+  try {
+    for (const name of COPILOT_TOTALS) {
+      const file = join(FIXTURES, `${name}.jsonl`);
+      const stated = copilotTokens(readFileSync(file, 'utf8'));
+      receiver.spans.length = 0;
+      const out = join(tmpDir(), 'out');
+      const args = [BIN, '--out', out, '--stdout', 'none', '-q', '--otlp', receiver.url, file];
+      const child = spawnProcess(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d));
+      const [code] = await once(child, 'close');
+      assert.equal(code, 0, stderr);
+      const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+      for (const ch of index.channels as Array<{ id: string | null; usage: Record<string, unknown> }>) {
+        if (ch.id === null) continue;
+        const span = receiver.spans.find((sp) => sp.attributes['gen_ai.agent.id'] === ch.id)!;
+        const tokens = channelTokens(ch);
+        assert.equal(tokens, stated.get(ch.id) ?? 0, `${name} ${ch.id}: index.json against the recording`);
+        assert.equal(span.attributes['subtee.usage.tokens'], tokens || undefined, `${name} ${ch.id}`);
+      }
+    }
+  } finally {
+    await receiver.close();
+  }
 });
 
 test('no agent span of a GitHub Copilot CLI run claims output tokens: its usage is unknown, ' +

@@ -9,6 +9,7 @@ import {
   systemSubtypeOf,
   type JsonObject,
   nonEmpty,
+  usageNumbers,
 } from '../../model/message.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 import { endFigures, type EndFigures } from '../../model/run-model.js';
@@ -130,6 +131,14 @@ interface AgentState {
    * shows when it is handed out at its notification, whatever later lines did since.
    */
   ended: { channel: SpanChannel; figures: EndFigures | null } | null;
+  /**
+   * The usage lines of the channel stated after `ended` froze it, as the tree adds it: what
+   * a notification's own event may still bring (GitHub Copilot CLI states a subagent's total
+   * only in the event that ends it, after its task call's result ended its channel).
+   */
+  lateUsage: Record<string, number> | null;
+  /** The channel's latest API message and its usage (a later line of it replaces it). */
+  message: { id: string; usage: Record<string, number> } | null;
   startMs: number | null;
   /** When the channel first stopped running. */
   endMs: number | null;
@@ -187,15 +196,18 @@ export class TraceBuilder {
       this.sessionId = sessionId === null ? null : storedText(sessionId, 'stored', MAX_SPAN_NAME_CHARS);
     }
     const out: SpanData[] = [];
+    const ch = rec.channel;
+    const kind = lineTypeOf(v);
+    // The line's usage before its status events: a snapshot one of them froze holds it already.
+    if (kind === 'assistant' && ch) this.followUsage(v, this.agentOf(ch, ms));
     for (const ev of rec.events ?? []) {
       const a = this.agentOf(ev.channel, ms);
       if (ev.type !== 'status') continue;
       a.ended = { channel: ev.channel, figures: endFigures(ev) };
+      a.lateUsage = null;
       if (ev.channel.status !== 'running') a.endMs ??= ms;
     }
-    const ch = rec.channel;
     const agent = ch ? this.agentOf(ch, ms) : null;
-    const kind = lineTypeOf(v);
     const subtype = systemSubtypeOf(v);
     if (subtype === 'init') {
       this.version = nonEmpty(v.claude_code_version) ?? this.version;
@@ -209,7 +221,7 @@ export class TraceBuilder {
       const done = this.agents.get(nonEmpty(v.tool_use_id) ?? '');
       const ended = done?.ended;
       if (done && ended && !done.exported && ended.channel.status !== 'running' && !ended.channel.orphan) {
-        out.push(this.agentSpan(done, {}, ended));
+        out.push(this.agentSpan(done, {}, withLateUsage(ended, done.lateUsage)));
       }
     }
     return out;
@@ -257,6 +269,8 @@ export class TraceBuilder {
       a = {
         channel: ch ?? mainPlaceholder,
         ended: null,
+        lateUsage: null,
+        message: null,
         startMs: ms,
         endMs: null,
         model: null,
@@ -270,6 +284,24 @@ export class TraceBuilder {
       a.startMs ??= ms;
     }
     return a;
+  }
+
+  /**
+   * Follows the channel's usage as the tree adds it (per API message, a later line of one
+   * replacing what the earlier ones stated); a change after the channel's end froze it goes to
+   * `lateUsage`.
+   */
+  private followUsage(v: JsonObject, agent: AgentState): void {
+    const message = isObject(v.message) ? v.message : {};
+    const id = nonEmpty(message.id);
+    if (id === null || !isObject(message.usage)) return;
+    const now = usageNumbers(message.usage);
+    const before = agent.message?.id === id ? agent.message.usage : null;
+    agent.message = { id, usage: now };
+    if (agent.ended === null || agent.exported) return;
+    const usage = (agent.lateUsage ??= {});
+    for (const k in now) usage[k] = (usage[k] ?? 0) + now[k] - (before?.[k] ?? 0);
+    if (before) for (const k in before) if (!(k in now)) usage[k] = (usage[k] ?? 0) - before[k];
   }
 
   private assistant(v: JsonObject, agent: AgentState, ms: number | null): void {
@@ -446,6 +478,17 @@ export class TraceBuilder {
     const key = agentKey(ch.id);
     return { key, parentKey, name: spanName, startMs, endMs: endAt, attributes: bounded, error };
   }
+}
+
+/**
+ * A channel as its end froze it, with the usage its lines stated after that (up to its
+ * notification) added: the usage the tree holds for it as of the notification.
+ */
+function withLateUsage(ended: NonNullable<AgentState['ended']>, late: Record<string, number> | null) {
+  if (late === null) return ended;
+  const usage: Record<string, number> = { ...ended.channel.usage };
+  for (const k in late) usage[k] = (usage[k] ?? 0) + late[k];
+  return { ...ended, channel: { ...ended.channel, usage } };
 }
 
 /** An ISO time in milliseconds; null when there is none or it is not a date. */
