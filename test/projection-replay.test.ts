@@ -679,10 +679,11 @@ test('a message on a line too long to hold is marked tooLong with its bytes and 
   const late = await cutsOf(run.messages);
   const file = join(out, 'main.jsonl');
   const marked = { bytes: Buffer.byteLength(long), file };
-  // The long line is a message of its own: no id, no block, and where to read it whole.
+  // The long line is a message of its own: no id, its tool call its one block, and where to
+  // read it whole.
   assert.deepEqual(
     early.filter(([, , cut]) => cut !== null),
-    [[null, 0, marked]],
+    [[null, 1, marked]],
   );
   assert.ok(early.filter(([, , cut]) => cut === null).every(([id, blocks]) => id !== null && blocks > 0));
   assert.deepEqual(late, early);
@@ -693,7 +694,7 @@ test('a message on a line too long to hold is marked tooLong with its bytes and 
   await memory.done;
   assert.deepEqual(
     (await held).filter(([, , cut]) => cut !== null),
-    [[null, 0, { bytes: marked.bytes, file: null }]],
+    [[null, 1, { bytes: marked.bytes, file: null }]],
   );
 });
 
@@ -1264,5 +1265,60 @@ test('a channel\'s line runs place each line in its file or in memory: a mapped 
       assert.deepEqual(spanned, places.slice(0, count), `${lines.join('')}, ${count} lines`);
       assert.equal(runs.needsMemory(count), places.slice(0, count).some(([where]) => where === 'memory'));
     }
+  }
+});
+
+test("a subagent's tool call and its result on lines too long to hold are in its toolCalls: name " +
+  'and id, input and output cut, live and replayed, with files or without, as index.json ' +
+  'counts', async () => {
+  const lines = fixtureLines('foreground-fanout-3');
+  const isBash = (b: { type: string; name?: string }) => b.type === 'tool_use' && b.name === 'Bash';
+  const at = lines.findIndex((line) => {
+    const value = JSON.parse(line);
+    return value.type === 'assistant' && value.parent_tool_use_id && value.message.content.some(isBash);
+  });
+  const value = JSON.parse(lines[at]);
+  const call = value.message.content.find((b: { type: string }) => b.type === 'tool_use');
+  call.input = { ...call.input, command: 'c'.repeat(9000) };
+  lines[at] = JSON.stringify(value);
+  const resultAt = lines.findIndex((line) => line.includes(`"tool_use_id":"${call.id}"`));
+  const result = JSON.parse(lines[resultAt]);
+  const block = result.message.content.find((b: { tool_use_id?: string }) => b.tool_use_id === call.id);
+  block.content = 'o'.repeat(9000);
+  lines[resultAt] = JSON.stringify(result);
+  const stages = ['line-parser', 'input-format', 'version-guard', 'channel-router', 'thinking-truncator'].map(
+    (use) => (use === 'line-parser' ? { use, maxLineBytes: 4096 } : { use }),
+  );
+  const callsOf = async (handle: SubagentHandle) => {
+    const seen: Array<[string, string, unknown, string, string | null]> = [];
+    for await (const c of handle.toolCalls) {
+      seen.push([c.id, c.name, c.input, await c.status, await c.output]);
+    }
+    return seen;
+  };
+  for (const out of [undefined, join(tmpDir(), 'out')]) {
+    // Chunks shorter than the long lines: they are spooled, and each handle's reader reads live.
+    const run = open(chunked(splitEvery(Buffer.from(lines.join('\n') + '\n'), 512)), {
+      out,
+      spec: { stages, sinks: [] },
+    });
+    let handle: SubagentHandle | undefined;
+    let live: ReturnType<typeof callsOf> | undefined;
+    for await (const h of run.allSubagents) {
+      if (h.id !== value.parent_tool_use_id) continue;
+      handle = h;
+      live = callsOf(h);
+    }
+    const index = await run.done;
+    const calls = await live!;
+    assert.deepEqual(
+      calls.filter(([id]) => id === call.id),
+      [[call.id, 'Bash', '[…cut…]', 'finished', '[…cut…]']],
+      out ? 'files' : 'memory',
+    );
+    const channel = index.channels.find((c) => c.id === handle!.id)!;
+    assert.equal(channel.counts.tool_use, calls.length);
+    // With files, a late reader reads the long lines back from the .jsonl as the live one did.
+    if (out) assert.deepEqual(await callsOf(handle!), calls);
   }
 });

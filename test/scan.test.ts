@@ -23,7 +23,7 @@ import {
   UNDECIDED,
   valueAt,
 } from '../src/model/scan.js';
-import { StreamScanner } from '../src/model/stream-scan.js';
+import { StreamScanner, TOOL_BLOCKS_KEPT } from '../src/model/stream-scan.js';
 import { readFileSync } from 'node:fs';
 import { fixtureFiles, runToFiles, splitEvery } from './helpers/helpers.js';
 
@@ -235,6 +235,32 @@ test('lazy strings: length and any head or tail slice as String has them (proper
   );
 });
 
+const isPlain = (x: unknown): x is Record<string, unknown> =>
+  typeof x === 'object' && x !== null && !Array.isArray(x);
+
+/**
+ * What the streaming checker keeps of a line, from the value JSON.parse makes of it whole:
+ * its top-level scalars, and the tool calls and results among its `message.content` blocks
+ * (the first TOOL_BLOCKS_KEPT), each named by its ids, name and error flag, what it carries cut.
+ */
+function keptOfLine(value: Record<string, unknown>): Record<string, unknown> {
+  const scalar = ([, x]: [string, unknown]) => typeof x !== 'object' || x === null;
+  const kept = Object.fromEntries(Object.entries(value).filter(scalar));
+  const content = isPlain(value.message) && Array.isArray(value.message.content) ? value.message.content : [];
+  const tools: unknown[] = [];
+  for (const b of content) {
+    if (tools.length === TOOL_BLOCKS_KEPT || !isPlain(b)) continue;
+    if (b.type === 'tool_use' && typeof b.id === 'string' && typeof b.name === 'string') {
+      tools.push({ type: 'tool_use', id: b.id, name: b.name, input: '[…cut…]' });
+    } else if (b.type === 'tool_result' && typeof b.tool_use_id === 'string') {
+      const error = typeof b.is_error === 'boolean' ? { is_error: b.is_error } : {};
+      tools.push({ type: 'tool_result', tool_use_id: b.tool_use_id, content: '[…cut…]', ...error });
+    }
+  }
+  if (tools.length > 0) kept.message = { content: tools };
+  return kept;
+}
+
 /** Real lines with bytes changed, dropped or inserted: mostly not JSON any more. */
 const mutated = fc
   .tuple(
@@ -274,12 +300,7 @@ test('the scanners judge every line as JSON.parse does: same verdict and reason 
       const verdict = stream.end(terminated);
       assert.equal(verdict.ok, expected.ok);
       if (!verdict.ok && !expected.ok) assert.equal(verdict.reason, expected.reason);
-      if (verdict.ok && expected.ok) {
-        const scalars = Object.fromEntries(
-          Object.entries(expected.value).filter(([, x]) => typeof x !== 'object' || x === null),
-        );
-        assert.deepStrictEqual(verdict.value, scalars);
-      }
+      if (verdict.ok && expected.ok) assert.deepStrictEqual(verdict.value, keptOfLine(expected.value));
     }),
     { numRuns: 1500, seed: 20261203 },
   );
@@ -498,5 +519,96 @@ test('a line that would make more containers than its size allows is read by its
     // Broken the same way, it is refused as JSON.parse refuses it.
     const broken = parseBounded(raw.subarray(0, raw.length - 2), true);
     assert.deepEqual(broken, { ok: false, reason: 'not-json' }, `${name}: cut short`);
+  }
+});
+
+/** A content block of any kind, its members in any order, some with members of the wrong type. */
+const anyBlock = fc
+  .tuple(
+    fc.oneof(
+      fc.record({
+        type: fc.constant('tool_use'),
+        id: text(8),
+        name: text(8),
+        input: fc.jsonValue({ maxDepth: 2 }),
+      }),
+      fc.record({
+        type: fc.constant('tool_result'),
+        tool_use_id: text(8),
+        is_error: fc.oneof(fc.boolean(), fc.constant(null)),
+        content: fc.oneof(text(8), fc.array(fc.record({ type: fc.constant('text'), text: text(8) }))),
+      }),
+      fc.record({ type: fc.constantFrom('text', 'thinking', 'tool_use'), text: text(8), id: fc.integer() }),
+      fc.record({ type: fc.constant('tool_result'), tool_use_id: fc.integer() }),
+      fc.oneof(text(4), fc.integer(), fc.constant(null), fc.array(fc.integer(), { maxLength: 2 })),
+    ),
+    fc.integer(),
+  )
+  .map(([b, seed]) => {
+    if (!isPlain(b)) return b;
+    // The members shuffled, so each member may come before or after the block's nested values.
+    const entries = Object.entries(b);
+    let r = seed;
+    for (let i = entries.length - 1; i > 0; i--) {
+      r = (r * 1103515245 + 12345) & 0x7fffffff;
+      const j = r % (i + 1);
+      [entries[i], entries[j]] = [entries[j], entries[i]];
+    }
+    return Object.fromEntries(entries);
+  });
+
+test('the streaming checker keeps the tool calls and results of message.content, what they ' +
+  'carry cut, whatever their order, spelling and neighbours, the first 64 (property)', () => {
+  const message = fc.record(
+    {
+      id: text(4),
+      content: fc.oneof(
+        fc.array(anyBlock, { maxLength: 6 }),
+        fc.array(anyBlock, { minLength: 60, maxLength: 80 }),
+      ),
+      usage: fc.jsonValue({ maxDepth: 1 }),
+    },
+    { requiredKeys: ['content'] },
+  );
+  const lineWithBlocks = fc.record({
+    type: fc.constantFrom('assistant', 'user'),
+    before: fc.jsonValue({ maxDepth: 2 }),
+    message: fc.oneof(message, text(4)),
+    uuid: text(6),
+  });
+  fc.assert(
+    fc.property(lineWithBlocks, fc.integer(), fc.array(fc.nat(), { maxLength: 6 }), (value, seed, cuts) => {
+      let r = seed;
+      const rnd = () => (r = (r * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+      const raw = Buffer.from(serialize(value, rnd));
+      const stream = new StreamScanner();
+      let prev = 0;
+      for (const c of [...cuts.map((x) => x % (raw.length + 1)).sort((x, y) => x - y), raw.length]) {
+        stream.push(raw.subarray(prev, c));
+        prev = c;
+      }
+      const verdict = stream.end(true);
+      assert.ok(verdict.ok);
+      assert.deepStrictEqual(verdict.value, keptOfLine(JSON.parse(raw.toString())));
+    }),
+    { numRuns: 400, seed: 20261206 },
+  );
+  // The last `message` of a line is its own, as JSON.parse keeps the last of a key.
+  const call = { type: 'tool_use', id: 't1', name: 'Bash', input: {} };
+  for (const json of [
+    `{"message":"m","message":{"content":[${JSON.stringify(call)}]}}`,
+    `{"message":{"content":[${JSON.stringify(call)}]},"message":"m"}`,
+    `{"message":{"content":[${JSON.stringify(call)}]},"message":{"content":[]}}`,
+    `{"message":{"content":[${JSON.stringify(call)}],"content":"c"}}`,
+    // More tool calls than are kept: the first 64.
+    JSON.stringify({
+      message: { content: Array.from({ length: 70 }, (_, k) => ({ ...call, id: `t${k}` })) },
+    }),
+  ]) {
+    const stream = new StreamScanner();
+    stream.push(Buffer.from(json));
+    const verdict = stream.end(true);
+    assert.ok(verdict.ok);
+    assert.deepStrictEqual(verdict.value, keptOfLine(JSON.parse(json)), json);
   }
 });

@@ -1,13 +1,15 @@
 /**
  * A JSON checker for a line that arrives in pieces and is never held whole: it keeps only a
  * stack of open containers and the state of the token it is in, and captures the top-level
- * object's scalar members (its `type`, `parent_tool_use_id`, `timestamp`…) as they pass.
+ * object's scalar members (its `type`, `parent_tool_use_id`, `timestamp`…) as they pass, and
+ * the tool calls and results among the blocks of its `message.content` (see `ToolBlocks`).
  * It judges exactly as `JSON.parse` would judge the UTF-8 decoded line (see `scanJson`).
  *
  * Hand-written rather than stream-json's tokenizer: the tokenizer builds a token object per
  * value and a string per chunk of every string, which for one multi-gigabyte line is the
  * whole cost; a byte loop over the table below runs at several hundred MB/s (see bench/).
  */
+import { cutMarker } from './display.js';
 import { BACKSLASH, HEX, QUOTE, SIMPLE_ESCAPE } from './scan.js';
 
 // States outside a token.
@@ -46,6 +48,53 @@ const N_E = 5;
 const N_ESIGN = 6;
 const N_EXP = 7;
 
+/** Tool blocks of a line's `message.content` kept, at most: a line has one block as Claude Code writes it. */
+export const TOOL_BLOCKS_KEPT = 64;
+/** A tool block's member longer than this (an id, a name) is left out, and the block with it. */
+const BLOCK_MEMBER_BYTES = 1024;
+/** The members of a content block kept: what names a tool call or result. */
+const BLOCK_KEYS = new Set(['type', 'id', 'name', 'tool_use_id', 'is_error']);
+
+/** Where the scanner is in the top-level `message.content`: the depth of each place less one. */
+const OUTSIDE = 0;
+const IN_MESSAGE = 1; // the top-level `message` object (depth 2)
+const IN_CONTENT = 2; // its `content` array (depth 3)
+const IN_BLOCK = 3; // one of its objects (depth 4)
+
+type Members = Array<[Buffer, Buffer]>;
+
+/** A captured key or string's JSON text, parsed (a key's captured bytes are its quoted JSON). */
+const nameOf = (json: number[] | null): string | null =>
+  json === null ? null : (JSON.parse(Buffer.from(json).toString('utf8')) as string);
+
+/** Members as an object: `__proto__` an own member, as JSON.parse makes it. */
+function objectOf(members: Members): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, raw] of members) {
+    const name = JSON.parse(key.toString('utf8')) as string;
+    const value: unknown = JSON.parse(raw.toString('utf8'));
+    if (name === '__proto__')
+      Object.defineProperty(out, name, { value, writable: true, enumerable: true, configurable: true });
+    else out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * A content block as the value of a line too long to hold shows it: a tool call (its `id` and
+ * `name`) or a tool result (its `tool_use_id` and `is_error`), what it carries (the call's
+ * `input`, the result's `content`) cut, never read; null for any other block.
+ */
+function toolBlock(block: Record<string, unknown>): Record<string, unknown> | null {
+  if (block.type === 'tool_use' && typeof block.id === 'string' && typeof block.name === 'string')
+    return { type: 'tool_use', id: block.id, name: block.name, input: cutMarker(null) };
+  if (block.type === 'tool_result' && typeof block.tool_use_id === 'string') {
+    const error = typeof block.is_error === 'boolean' ? { is_error: block.is_error } : {};
+    return { type: 'tool_result', tool_use_id: block.tool_use_id, content: cutMarker(null), ...error };
+  }
+  return null;
+}
+
 export type StreamVerdict =
   | { ok: true; value: Record<string, unknown> }
   | { ok: false; reason: 'not-json' | 'not-object' | 'truncated' };
@@ -74,7 +123,18 @@ export class StreamScanner {
   private key: number[] | null = null;
   private capture: number[] | null = null;
   private capturing = false;
-  private readonly members: Array<[Buffer, Buffer]> = [];
+  /** How long the member being captured may be. */
+  private captureLimit = 0;
+  private readonly members: Members = [];
+  /** Where a captured member goes: the top-level object's, or the block's being read. */
+  private into: Members = this.members;
+  /** Where in `message.content` the scanner is (OUTSIDE…IN_BLOCK). */
+  private zone = OUTSIDE;
+  /** The tool blocks of `message.content` so far; the members of the block being read. */
+  private tools: Array<Record<string, unknown>> = [];
+  private block: Members | null = null;
+  /** The last top-level `message` is an object (not one of the scalar members). */
+  private messageObject = false;
 
   constructor(private readonly captureBytes = 64 * 1024) {}
 
@@ -159,10 +219,11 @@ export class StreamScanner {
         if (c === 0x7d && this.state === KEY_OR_END) return this.close();
         if (c !== QUOTE) return this.fail();
         this.inKey = true;
-        if (this.depth === 1) {
+        if (this.depth === 1 || this.zoneKeys()) {
           this.key = [];
           this.capture = this.key;
           this.capturing = true;
+          this.captureLimit = this.depth === 1 ? this.captureBytes : BLOCK_MEMBER_BYTES;
           this.capture.push(c);
         }
         this.state = STRING;
@@ -190,17 +251,34 @@ export class StreamScanner {
     }
   }
 
+  /** True where a key is read for `message.content`: in `message`, and in a block being kept. */
+  private zoneKeys(): boolean {
+    return (
+      (this.zone === IN_MESSAGE && this.depth === 2) ||
+      (this.zone === IN_BLOCK && this.depth === 4 && this.block !== null)
+    );
+  }
+
   private startValue(c: number): void {
-    const member = this.depth === 1 && this.key !== null;
+    const top = this.depth === 1 && this.key !== null;
+    const inBlock =
+      this.zone === IN_BLOCK && this.depth === 4 && this.block !== null && BLOCK_KEYS.has(nameOf(this.key)!);
+    // A later `content` of the message is its own, as JSON.parse keeps the last.
+    if (this.zone === IN_MESSAGE && this.depth === 2 && nameOf(this.key) === 'content') this.tools = [];
     if (c === 0x7b || c === 0x5b) {
+      this.enter(c);
       this.key = null; // nested containers are not captured
       this.open(c);
       this.state = c === 0x7b ? KEY_OR_END : VALUE_OR_END;
       return;
     }
-    if (member) {
+    if (top || inBlock) {
       this.capture = [c];
       this.capturing = true;
+      this.captureLimit = top ? this.captureBytes : BLOCK_MEMBER_BYTES;
+      this.into = top ? this.members : this.block!;
+    } else {
+      this.key = null;
     }
     if (c === QUOTE) {
       this.inKey = false;
@@ -264,8 +342,14 @@ export class StreamScanner {
 
   private endScalar(): void {
     if (this.state === FAILED) return;
-    if (this.capturing && this.key && this.capture)
-      this.members.push([Buffer.from(this.key), Buffer.from(this.capture)]);
+    if (this.capturing && this.key && this.capture) {
+      this.into.push([Buffer.from(this.key), Buffer.from(this.capture)]);
+      // A later top-level `message` is the line's, as JSON.parse keeps the last.
+      if (this.into === this.members && nameOf(this.key) === 'message') {
+        this.tools = [];
+        this.messageObject = false;
+      }
+    }
     this.capturing = false;
     this.capture = null;
     this.key = null;
@@ -291,7 +375,33 @@ export class StreamScanner {
     return (this.stack[at >> 3] & (1 << (at & 7))) !== 0;
   }
 
+  /** A container opens (`c`) as the value of `this.key`: into `message.content` or a block of it. */
+  private enter(c: number): void {
+    if (this.depth === 1 && c === 0x7b && nameOf(this.key) === 'message') {
+      this.zone = IN_MESSAGE;
+      this.tools = []; // a later `message` is the line's, as JSON.parse keeps the last
+      this.messageObject = true;
+    } else if (this.zone === IN_MESSAGE && this.depth === 2 && c === 0x5b && nameOf(this.key) === 'content') {
+      this.zone = IN_CONTENT;
+    } else if (this.zone === IN_CONTENT && this.depth === 3 && c === 0x7b) {
+      this.zone = IN_BLOCK;
+      this.block = this.tools.length < TOOL_BLOCKS_KEPT ? [] : null;
+    }
+  }
+
+  /** The container at `this.depth` closes: out of a block, `content` or `message`. */
+  private leave(): void {
+    if (this.zone === OUTSIDE || this.depth !== this.zone + 1) return;
+    if (this.zone === IN_BLOCK && this.block !== null) {
+      const tool = toolBlock(objectOf(this.block));
+      if (tool) this.tools.push(tool);
+      this.block = null;
+    }
+    this.zone--;
+  }
+
   private close(): void {
+    this.leave();
     this.depth--;
     this.key = null;
     this.state = this.depth === 0 ? DONE : AFTER;
@@ -299,7 +409,7 @@ export class StreamScanner {
 
   private keep(bytes: Buffer, from: number, to: number): void {
     const into = this.capture!;
-    if (into.length + (to - from) > this.captureBytes) {
+    if (into.length + (to - from) > this.captureLimit) {
       // Too long to keep: the member is left out of the value.
       this.capturing = false;
       this.key = null;
@@ -313,15 +423,15 @@ export class StreamScanner {
     this.state = FAILED;
   }
 
+  /**
+   * The top-level scalar members, and when `message.content` has tool calls or results, a
+   * `message` holding those alone as `content` (see `toolBlock`).
+   */
   private value(): Record<string, unknown> {
-    const out: Record<string, unknown> = {};
-    for (const [key, raw] of this.members) {
-      const name = JSON.parse(key.toString('utf8')) as string;
-      const value: unknown = JSON.parse(raw.toString('utf8'));
-      if (name === '__proto__')
-        Object.defineProperty(out, name, { value, writable: true, enumerable: true, configurable: true });
-      else out[name] = value;
-    }
+    const out = objectOf(this.members);
+    // An earlier scalar `message` is not the line's.
+    if (this.messageObject) delete out.message;
+    if (this.tools.length > 0) out.message = { content: this.tools };
     return out;
   }
 }
