@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
@@ -773,5 +773,90 @@ test('the summary of a run a plugin cut short or thinned says how many lines rea
     const summary = `, ${counts.lines} lines, 0 quarantined, ${missing} ${what} → `;
     assert.ok(r.stderr.split('\n').some((l) => l.startsWith('subtee: ') && l.includes(summary)), r.stderr);
     assert.equal(linesInFolder(out) + missing, counts.lines, name);
+  }
+});
+
+/**
+ * A folder of plugin modules that import `subtee` as a plugin's package does (its
+ * `node_modules/subtee` is this package), each written as the Plugins page shows one.
+ */
+function pluginProject(files: Record<string, string>): string {
+  const dir = tmpDir();
+  mkdirSync(join(dir, 'node_modules'));
+  symlinkSync(ROOT, join(dir, 'node_modules', 'subtee'));
+  writeFileSync(join(dir, 'package.json'), '{ "type": "module", "private": true }');
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  return dir;
+}
+
+/** Runs a recording through the CLI with `plugin`'s sink (or stage) given `options`. */
+function runWithPlugin(dir: string, file: string, use: string, options: object, kind = 'sink') {
+  const out = join(dir, `out-${use}`);
+  const stages = [{ use: 'line-parser' }, ...(kind === 'stage' ? [{ use, ...options }] : [])];
+  const sinks = [{ use: 'files', out }, ...(kind === 'sink' ? [{ use, ...options }] : [])];
+  const config = join(dir, `${use}.json`);
+  const spec = { plugins: [`./${file}`], stages: [...stages, { use: 'channel-router' }], sinks };
+  writeFileSync(config, JSON.stringify(spec));
+  const args = [BIN, '--config', config, '--stdout', 'none', join(FIXTURES, 'nested-depth-3.jsonl')];
+  const r = spawnSync(process.execPath, args, { encoding: 'utf8', env: { ...process.env, MY_TOKEN: '' } });
+  return { status: r.status, stderr: r.stderr, wrote: existsSync(out) };
+}
+
+test("a plugin's checkEnvironment or option check that throws fails as ERR_PLUGIN_FAILED " +
+  'naming the plugin and what threw, before anything is written', () => {
+  const sink = (name: string, rest: string) =>
+    `import { definePlugin, UsageError } from 'subtee';\n` +
+    `export default definePlugin({ name: '${name}', kind: 'sink', kit: '^0.1.0', ${rest}, ` +
+    'create: () => () => {} });\n';
+  const dir = pluginProject({
+    'env-error.mjs': sink('env-error', "options: {}, checkEnvironment: () => { throw new Error('no token'); }"),
+    'env-null.mjs': sink('env-null', 'options: {}, checkEnvironment: () => { throw null; }'),
+    'check-error.mjs': sink(
+      'check-error',
+      "options: { n: { type: 'integer', check: (v) => { throw new Error('blew up on ' + v); } } }",
+    ),
+    // A value the plugin refuses is a UsageError of its own: its code and exit 2, as it is.
+    'env-usage.mjs': sink(
+      'env-usage',
+      'options: {}, checkEnvironment: (o, env) => { ' +
+        "if (!env.MY_TOKEN) throw new UsageError('ERR_BAD_OPTION', 'env-usage needs $MY_TOKEN'); }",
+    ),
+  });
+  const cases: Array<[string, object, number, string]> = [
+    ['env-error', {}, 1, 'plugin env-error failed: checkEnvironment threw: no token [ERR_PLUGIN_FAILED]'],
+    ['env-null', {}, 1, 'plugin env-null failed: checkEnvironment threw: null [ERR_PLUGIN_FAILED]'],
+    [
+      'check-error',
+      { n: 3 },
+      1,
+      'plugin check-error failed: the check of option n threw: blew up on 3 [ERR_PLUGIN_FAILED]',
+    ],
+    ['env-usage', {}, 2, 'env-usage needs $MY_TOKEN [ERR_BAD_OPTION]'],
+  ];
+  for (const [name, options, status, line] of cases) {
+    const r = runWithPlugin(dir, `${name}.mjs`, name, options);
+    assert.deepEqual([r.status, r.stderr], [status, `subtee: ${line}\n`], name);
+    assert.equal(r.wrote, false, `${name}: no output folder`);
+  }
+});
+
+test('a plugin that definePlugin refuses as its module is imported fails with its code: ' +
+  'ERR_PLUGIN_VERSION for a kit range this is not, ERR_PLUGIN_INVALID for a bad shape', () => {
+  const stage = (name: string, kind: string, kit: string) =>
+    `import { definePlugin } from 'subtee';\n` +
+    `export default definePlugin({ name: '${name}', kind: '${kind}', kit: '${kit}', options: {}, ` +
+    'create: () => (rec) => rec });\n';
+  const dir = pluginProject({
+    'old-kit.mjs': stage('old-kit', 'stage', '^9.0.0'),
+    'bad-kind.mjs': stage('bad-kind', 'filter', '^0.1.0'),
+  });
+  const cases: Array<[string, string]> = [
+    ['old-kit', 'plugin old-kit supports subtee ^9.0.0, this is 0.1.0 [ERR_PLUGIN_VERSION]'],
+    ['bad-kind', 'plugin bad-kind: kind must be "stage" or "sink" [ERR_PLUGIN_INVALID]'],
+  ];
+  for (const [name, line] of cases) {
+    const r = runWithPlugin(dir, `${name}.mjs`, name, {}, 'stage');
+    assert.deepEqual([r.status, r.stderr], [2, `subtee: ${line}\n`], name);
+    assert.equal(r.wrote, false, name);
   }
 });

@@ -4,7 +4,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Duplex, Writable } from 'node:stream';
 import type { RecordPlugin } from './plugin-stream.js';
 import { pathToFileURL } from 'node:url';
-import { UsageError } from '../errors.js';
+import { SubteeError, UsageError } from '../errors.js';
 import type { ChannelStore, PluginRun, Session } from '../model/session.js';
 import type { DisplayPolicy } from '../model/display.js';
 import { isValidRange, satisfies } from '../semver.js';
@@ -373,6 +373,11 @@ export async function loadPlugin(spec: string, baseDir: string): Promise<PluginD
     const url = isPath ? pathToFileURL(resolve(baseDir, spec)).href : resolvePackage(spec, baseDir);
     mod = await import(url);
   } catch (err) {
+    // definePlugin refuses a definition as the module is imported: its code, not "cannot load".
+    // Read by code, so a plugin built against another copy of subtee is told the same.
+    const code = (err as { code?: unknown } | null)?.code;
+    if (code === 'ERR_PLUGIN_INVALID' || code === 'ERR_PLUGIN_VERSION')
+      throw new UsageError(code, (err as Error).message, err);
     const why =
       (err as NodeJS.ErrnoException)?.code === 'ERR_MODULE_NOT_FOUND' ||
       (err as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND'
@@ -385,6 +390,66 @@ export async function loadPlugin(spec: string, baseDir: string): Promise<PluginD
   return checkDefinition(def, spec);
 }
 
+/**
+ * What a plugin's callback threw, as the run's error: ERR_PLUGIN_FAILED naming the plugin and
+ * the callback (even for `null`). A SubteeError stays as it is: `checkEnvironment` throws a
+ * UsageError for a value it refuses.
+ */
+function callbackFailure(name: string, callback: string, err: unknown): SubteeError {
+  if (err instanceof SubteeError) return err;
+  const why = err instanceof Error ? err.message : String(err);
+  return new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} failed: ${callback} threw: ${why}`, {
+    cause: err,
+  });
+}
+
+/** The plugin definitions a registry holds: their callbacks' failures are named. */
+const named = new WeakSet<object>();
+
+/**
+ * A plugin's definition as a registry holds it: what its `checkEnvironment` or an option's
+ * `check` throws fails with the plugin's name (see callbackFailure), as what its `create` and
+ * its function throw does, instead of as a bug of subtee's. subtee's own are held as they are.
+ */
+function registered(def: PluginDefinition): PluginDefinition {
+  if (isBuiltin(def) || named.has(def)) return def;
+  const { name, checkEnvironment } = def;
+  const options: Record<string, OptionSpec> = {};
+  for (const [key, o] of Object.entries(def.options as Record<string, OptionSpec>)) {
+    const check = o?.check;
+    options[key] =
+      typeof check !== 'function'
+        ? o
+        : Object.freeze({
+            ...o,
+            check: (value: never) => {
+              try {
+                return check.call(o, value);
+              } catch (err) {
+                throw callbackFailure(name, `the check of option ${key}`, err);
+              }
+            },
+          });
+  }
+  const held: PluginDefinition = Object.freeze({
+    ...def,
+    options: Object.freeze(options),
+    ...(typeof checkEnvironment === 'function'
+      ? {
+          checkEnvironment: (opts: unknown, env: NodeJS.ProcessEnv) => {
+            try {
+              checkEnvironment.call(def, opts, env);
+            } catch (err) {
+              throw callbackFailure(name, 'checkEnvironment', err);
+            }
+          },
+        }
+      : {}),
+  });
+  named.add(held);
+  return held;
+}
+
 export class Registry {
   private readonly defs = new Map<string, PluginDefinition>();
 
@@ -394,7 +459,7 @@ export class Registry {
         'ERR_PLUGIN_DUPLICATE',
         `plugin ${def.name}: a stage or sink of that name is already registered`,
       );
-    this.defs.set(def.name, def);
+    this.defs.set(def.name, registered(def));
     return this;
   }
 
