@@ -16,7 +16,7 @@ import { pathToFileURL } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
-import { type Message, open, type RunEvent, type SubagentHandle } from '../src/index.js';
+import { type Message, open, type RunEvent, type SubagentHandle, type ToolCall } from '../src/index.js';
 import { chunked, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers/helpers.js';
 import { writeStream } from '../bench/gen.js';
 import { LineRuns } from '../src/views/projection/line-runs.js';
@@ -489,25 +489,35 @@ function withLineOver1KiB() {
   return { lines, long, stages };
 }
 
-test("a line too long to hold gives its channel's buffer up: its late readers fail, others read " +
-  "on", async () => {
+test('a line too long to hold is held as what was routed of it: without files, late readers ' +
+  'replay every channel as live ones read it, the calls its results settle included', async () => {
   const { lines, long, stages } = withLineOver1KiB();
   // Chunks shorter than the line: it is spooled as it streams past.
   const input = Buffer.from(lines.join('\n') + '\n');
   const run = open(chunked(splitEvery(input, 256)), { spec: { stages, sinks: [] } });
+  const callsOf = async (calls: AsyncIterable<ToolCall>) => {
+    const seen: unknown[] = [];
+    for await (const c of calls) seen.push([c.id, c.name, await c.status, await c.output]);
+    return seen;
+  };
   const early: RunEvent[] = [];
   const reading = (async () => {
     for await (const event of run.events) early.push(event);
   })();
+  // Read live: each channel's tool calls from its start.
+  const live = new Map<string | null, Promise<unknown[]>>([[null, callsOf(run.toolCalls)]]);
   const handles: SubagentHandle[] = [];
-  for await (const handle of run.allSubagents) handles.push(handle);
+  for await (const handle of run.allSubagents) {
+    handles.push(handle);
+    live.set(handle.id, callsOf(handle.toolCalls));
+  }
   await run.done;
   await reading;
   assert.deepEqual(
     early.map((event) => event.lineNo),
     lines.map((_line, at) => at + 1),
   );
-  // The long line is routed with its top-level scalar members only.
+  // The long line is routed with its top-level scalar members (and tool blocks) only.
   const spooled = early[long];
   assert.equal(spooled.kind, 'line');
   if (spooled.kind === 'line') assert.equal(spooled.line.type, JSON.parse(lines[long]).type);
@@ -515,24 +525,20 @@ test("a line too long to hold gives its channel's buffer up: its late readers fa
   const late: RunEvent[] = [];
   for await (const event of run.events) late.push(event);
   assert.deepEqual(late, early);
-  // The channels of lines too long to hold cannot be replayed; every other channel can.
-  const longChannels = new Set(
-    lines
-      .filter((line) => Buffer.byteLength(line) > 1024)
-      .map((line) => JSON.parse(line).parent_tool_use_id ?? null),
-  );
-  assert.ok(longChannels.size < handles.length + 1);
-  const readers: Array<[string | null, AsyncIterable<unknown>]> = [
-    [null, run.messages],
-    ...handles.map((h): [string | null, AsyncIterable<unknown>] => [h.id, h.messages]),
-  ];
-  for (const [id, messages] of readers) {
-    const reading = async () => {
-      for await (const _value of messages);
-    };
-    if (!longChannels.has(id)) await reading();
-    else await assert.rejects(reading, { code: 'ERR_PROJECTION_BUFFER', message: /longer than/ });
+  // Every channel replays as it was read live, those of lines too long to hold too.
+  const longResults = lines.filter((line) => Buffer.byteLength(line) > 1024 && line.includes('"tool_result"'));
+  assert.ok(longResults.length > 0);
+  let cut = 0;
+  for (const [id, calls] of [
+    [null, run.toolCalls],
+    ...handles.map((h) => [h.id, h.toolCalls] as const),
+  ] as const) {
+    const seen = await live.get(id)!;
+    assert.deepEqual(await callsOf(calls), seen, `channel ${id ?? 'main'}`);
+    cut += seen.filter((c) => (c as unknown[])[3] === '[…cut…]').length;
   }
+  // Each result on a long line settled its call, its output cut.
+  assert.equal(cut, longResults.length);
 });
 
 test('with files, a late reader gets a line past ' +

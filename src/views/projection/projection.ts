@@ -20,7 +20,7 @@ import { usdSumFigure } from '../cost.js';
 import { deepFreeze, Feed } from '../feed.js';
 import { EventLog, NO_CHANGES, type EventEntry, type LinePlace } from './event-log.js';
 import { PackedLines } from './packed-lines.js';
-import { withLineCut } from '../message-stream.js';
+import { withLineCut, type LineCut } from '../message-stream.js';
 import { HandleList, SubagentHandleImpl, totalsOf, type HandleHost } from './handles.js';
 import { ChannelPaths, MAIN_PATH, type ChannelPath } from './paths.js';
 import { SubtreeSums, type ChannelFigures, type SubtreeSum } from './subtree.js';
@@ -71,12 +71,20 @@ interface ChannelLog {
    * the first, or once given up (`givenUp`).
    */
   memory: PackedLines | null;
-  /** The bytes `memory` holds, as it counts them (its chunks and column whole). */
+  /**
+   * Of the lines `memory` holds, by their place there, those too long to hold: `memory` has
+   * what was routed of each (see SpooledRecord), this says how long it is and where it is whole.
+   */
+  cuts: Map<number, LineCut> | null;
+  /** The bytes `memory` and `cuts` hold, as they count them (chunks and column whole). */
   bytes: number;
-  /** Why `memory` was given up: the run's buffer limit, or a line too long to hold. */
-  givenUp: 'limit' | 'long line' | null;
+  /** `memory` was given up, past the run's buffer limit. */
+  givenUp: boolean;
   ended: boolean;
 }
+
+/** What a line too long to hold costs its channel's buffer beside what was routed of it (its `cuts` entry). */
+const CUT_BYTES = 200;
 
 /** Where the projection keeps a routed line: in its channel's memory buffer, its `.jsonl`, or nowhere. */
 type LineKept = LinePlace | 'file' | null;
@@ -637,24 +645,23 @@ export class Projection implements HandleHost {
     log.runs.add(inFile, own);
     if (inFile) {
       kept = 'file';
-    } else if (log.givenUp === null && rec.kind === 'spooled') {
-      // A line too long to hold cannot be replayed from memory: this channel's buffer goes.
-      this.giveUp(log, 'long line');
-    } else if (log.givenUp === null && rec.kind === 'line') {
+    } else if (!log.givenUp) {
       // Copied into the buffer's chunks: `raw` is a view into the input chunk and would keep
-      // the whole chunk alive.
+      // the whole chunk alive. A line too long to hold is held as what was routed of it.
       const pack = (log.memory ??= new PackedLines());
       kept = { pack, at: pack.length };
-      this.countBuffered(pack.push(this.lineBytes(rec)), log);
+      let bytes = pack.push(this.lineBytes(rec));
+      if (rec.kind === 'spooled') {
+        (log.cuts ??= new Map()).set(kept.at, this.cutOf(id, rec));
+        bytes += CUT_BYTES;
+      }
+      this.countBuffered(bytes, log);
     }
     log.count++;
     if (log.readers.size > 0) {
       // Read only for a reader: a line's value may be parsed on first read. A line too long to
       // hold says so, and where it is whole.
-      const value =
-        rec.kind === 'spooled'
-          ? withLineCut(rec.value!, { bytes: rec.spool.bytes, file: this.store?.jsonlPath?.(id) ?? null })
-          : rec.value!;
+      const value = rec.kind === 'spooled' ? withLineCut(rec.value!, this.cutOf(id, rec)) : rec.value!;
       const usage = rec.kind === 'line' ? (rec.usage ?? null) : null;
       for (const reader of log.readers) {
         if (reader.held) reader.held.push([value, usage]);
@@ -665,9 +672,17 @@ export class Projection implements HandleHost {
     return kept;
   }
 
-  /** A line as a reader replays it: its bytes, or for a mapped line the JSON of what was routed. */
-  private lineBytes(rec: LineRecord): Buffer {
-    return rec.mapped ? Buffer.from(JSON.stringify(rec.value)) : rec.raw;
+  /**
+   * A line as a reader replays it: its bytes, or the JSON of what was routed for a mapped line
+   * or a line too long to hold.
+   */
+  private lineBytes(rec: LineRecord | SpooledRecord): Buffer {
+    return rec.kind === 'line' && !rec.mapped ? rec.raw : Buffer.from(JSON.stringify(rec.value));
+  }
+
+  /** How long a line too long to hold is, and where it is whole (its channel's `.jsonl`). */
+  private cutOf(id: string | null, rec: SpooledRecord): LineCut {
+    return { bytes: rec.spool.bytes, file: this.store?.jsonlPath?.(id) ?? null };
   }
 
   /** Counts bytes a channel's buffer (or, for null, the event log) now holds; sheds past the limit. */
@@ -712,19 +727,20 @@ export class Projection implements HandleHost {
       );
     for (const [, log] of candidates) {
       if (this.bufferedBytes <= target) break;
-      this.giveUp(log, 'limit');
+      this.giveUp(log);
     }
   }
 
   /** Gives up a channel's buffer, and what it would have held later. */
-  private giveUp(log: ChannelLog, why: NonNullable<ChannelLog['givenUp']>): void {
+  private giveUp(log: ChannelLog): void {
     if (log.givenUp) return;
     // Lines the event log still holds stay counted, as the event log's.
     if (this.eventLog) this.eventLogBytes += log.bytes;
     else this.bufferedBytes -= log.bytes;
     log.memory = null;
+    log.cuts = null;
     log.bytes = 0;
-    log.givenUp = why;
+    log.givenUp = true;
   }
 
   private log(id: string | null): ChannelLog {
@@ -737,8 +753,9 @@ export class Projection implements HandleHost {
         readers: new Set(),
         runs: new LineRuns(),
         memory: null,
+        cuts: null,
         bytes: 0,
-        givenUp: null,
+        givenUp: false,
         ended: this.finished,
       };
       this.logs.set(id, log);
@@ -769,24 +786,26 @@ export class Projection implements HandleHost {
   private async *replay(id: string | null, log: ChannelLog, count: number): AsyncGenerator<JsonObject> {
     // The lines so far, even should the buffer be given up meanwhile.
     const lines = log.memory;
+    const cuts = log.cuts;
     if (log.runs.needsMemory(count) && !lines) {
-      const why =
-        log.givenUp === 'long line'
-          ? 'it has a line longer than the line parser holds (maxLineBytes)'
-          : `the run buffered more than maxBufferedBytes (${this.opts.maxBufferedBytes} bytes)`;
       const files = this.store
         ? "its file does not hold its lines as they were routed (mapped from another producer's events)"
         : 'no files were written to replay from';
       throw new ProjectionError(
         'ERR_PROJECTION_BUFFER',
-        `cannot replay channel ${id ?? 'main'} from its start: ${why}, and ${files}; open readers ` +
-          `earlier, ${this.store ? '' : 'write files (out), '}or raise ` +
-          (log.givenUp === 'long line' ? 'maxLineBytes' : 'maxBufferedBytes'),
+        `cannot replay channel ${id ?? 'main'} from its start: the run buffered more than ` +
+          `maxBufferedBytes (${this.opts.maxBufferedBytes} bytes), and ${files}; open readers ` +
+          `earlier, ${this.store ? '' : 'write files (out), '}or raise maxBufferedBytes`,
       );
     }
     for (const span of log.runs.spans(count)) {
       if (span.source === 'file') yield* this.store!.read(id, span.from, span.to);
-      else for (let at = span.from; at < span.to; at++) yield lineValue(lines!.line(at));
+      else {
+        for (let at = span.from; at < span.to; at++) {
+          const cut = cuts?.get(at);
+          yield cut ? withLineCut(lineValue(lines!.line(at)), cut) : lineValue(lines!.line(at));
+        }
+      }
     }
   }
 
