@@ -117,11 +117,13 @@ test(
     // The front page's open() program, run the same way: one line per subagent, then the count.
     const front = names.findIndex((_, i) => snippets[i].code.includes('run.allSubagents'));
     assert.ok(front >= 0, 'the README shows open() in a few lines');
-    const short = spawnSync(
-      process.execPath,
-      [join(project, 'out', names[front].replace(/\.ts$/, '.js')), join(FIXTURES, 'nested-depth-3.jsonl')],
-      { cwd: project, encoding: 'utf8', timeout: 60_000 },
-    );
+    const runFront = (fixture: string) =>
+      spawnSync(
+        process.execPath,
+        [join(project, 'out', names[front].replace(/\.ts$/, '.js')), join(FIXTURES, fixture)],
+        { cwd: project, encoding: 'utf8', timeout: 60_000 },
+      );
+    const short = runFront('nested-depth-3.jsonl');
     assert.equal(short.status, 0, short.stderr);
     const lines = short.stdout.trim().split('\n');
     assert.deepEqual(lines.slice(0, -1).sort(), [
@@ -130,5 +132,9 @@ test(
       'general-purpose "level 2": completed, 5 lines',
     ]);
     assert.equal(lines.at(-1), '3 subagents, $0.00292');
+    // A failed subagent is one more line, not a crash.
+    const failing = runFront('failing-beside-healthy.jsonl');
+    assert.equal(failing.status, 0, failing.stderr);
+    assert.match(failing.stdout, /: failed, \d+ lines\n/);
   },
 );
