@@ -14,6 +14,7 @@ import {
   tmpDir,
 } from './helpers/helpers.js';
 import { DEFAULT_STAGES } from '../src/chain/chain.js';
+import { commandVersion, VERSION_QUESTION } from '../src/cli/run-command.js';
 import { claudeCommand, describeWithClaude } from './e2e/claude.js';
 import { codexAvailable, codexCommand } from './e2e/codex.js';
 import { startFakeResponses } from './e2e/fake-responses.js';
@@ -84,6 +85,71 @@ test('subtee run --require-version: refuses a too-old agent before starting it',
     { encoding: 'utf8' },
   );
   assert.equal(ok.status, 0, ok.stderr);
+});
+
+/**
+ * An agent whose `--version` starts a background job holding its output (writing the job's pid
+ * to `pid`), then answers `answer` and exits, or with no `answer` never answers.
+ */
+function versionWithJob(answer?: string): { agent: string; job: () => number | null } {
+  const dir = tmpDir();
+  const agent = join(dir, 'agent.sh');
+  const pidFile = join(dir, 'pid');
+  const then = answer === undefined ? 'while true; do sleep 0.1; done' : `echo "${answer}"; exit 0`;
+  writeFileSync(
+    agent,
+    `#!/bin/sh
+if [ "$1" = "--version" ]; then sleep 600 & echo $! > "${pidFile}.tmp"; ` +
+      `mv "${pidFile}.tmp" "${pidFile}"; ${then}; fi
+cat "${recording}"
+`,
+  );
+  chmodSync(agent, 0o755);
+  const job = () => {
+    if (!existsSync(pidFile)) return null;
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    strays.push(pid);
+    return pid;
+  };
+  return { agent, job };
+}
+
+test('the --version question ends its whole process group: an answer is read though a job it ' +
+  'started holds the output, and a command that never answers is named with the time it had', async () => {
+  const answering = versionWithJob('2.1.328 (Claude Code)');
+  const t0 = Date.now();
+  assert.deepEqual(await commandVersion(answering.agent), { version: '2.1.328', unknownBecause: null });
+  assert.ok(Date.now() - t0 < VERSION_QUESTION.timeoutMs / 2, 'not held until the time is up');
+  const answeredJob = answering.job();
+  assert.ok(answeredJob !== null);
+  await waitFor(() => !running(answeredJob), 'the job the answer left behind to end');
+  const silent = versionWithJob();
+  const asked = await commandVersion(silent.agent, undefined, 300);
+  assert.equal(asked.version, null);
+  assert.equal(asked.unknownBecause, `${silent.agent} --version gave no answer within 0.3 s`);
+  const silentJob = silent.job();
+  assert.ok(silentJob !== null);
+  await waitFor(() => !running(silentJob), 'the silent command\'s job to end');
+});
+
+test('subtee run --require-version: a signal while --version gets no answer ends subtee at once, ' +
+  'exit 130, and what the question started with it', async () => {
+  const silent = versionWithJob();
+  const child = spawn(
+    process.execPath,
+    [BIN, 'run', '--out', join(tmpDir(), 'o'), '-q', '--require-version', '>=2.1.0', '--', silent.agent],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const closed = new Promise<number | null>((r) => child.on('close', r));
+  await waitFor(() => silent.job() !== null, 'the --version question to start its job');
+  const signalledAt = Date.now();
+  child.kill('SIGINT');
+  assert.equal(await closed, 130, stderr);
+  assert.ok(Date.now() - signalledAt < VERSION_QUESTION.timeoutMs / 2, 'not held until the time is up');
+  const job = silent.job()!;
+  await waitFor(() => !running(job), 'the job to end');
 });
 
 test('subtee run --require-version reads the version wherever --version ' +

@@ -217,9 +217,11 @@ export async function main(
         const { commandAgentName, commandOutput, commandStarted, commandVersion, spawnCommand } = runCommand;
         const required = chainSpec.stages.find((s) => s.use === 'version-guard')?.requireVersion;
         if (typeof required === 'string') {
-          const version = commandVersion(opts.rest[0]);
-          checkRequiredVersion(version, required, commandAgentName(opts.rest[0]));
-          run.checkedCommandVersion = version;
+          const asked = await commandVersion(opts.rest[0], stop.signal);
+          if (signalled) return signalExit(signalled);
+          const agent = commandAgentName(opts.rest[0]);
+          checkRequiredVersion(asked.version, required, agent, asked.unknownBecause);
+          run.checkedCommandVersion = asked.version;
         }
         if (signalled) return signalExit(signalled);
         command = spawnCommand(opts.rest);

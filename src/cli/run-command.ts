@@ -1,4 +1,5 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import type { Socket } from 'node:net';
 import { constants, homedir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -9,13 +10,61 @@ import { agentNameOf, type CommandEnd, type Session } from '../model/session.js'
 import { findVersion } from '../semver.js';
 import { AFTER_KILL_MS, endGroup, signalGroup } from './process-group.js';
 
-/** Asks the agent command for its version (`CMD --version`). */
-export function commandVersion(cmd: string): string | null {
-  const asked = spawnSync(cmd, ['--version'], { encoding: 'utf8', timeout: 20_000 });
-  if (asked.error || asked.status !== 0) return null;
+/** How long `CMD --version` may take, and how much of what it prints is read. */
+export const VERSION_QUESTION = Object.freeze({ timeoutMs: 20_000, maxOutputBytes: 64 * 1024 });
+
+export interface CommandVersion {
+  version: string | null;
+  /** Why there is no version, when there is none. */
+  unknownBecause: string | null;
+}
+
+/**
+ * Asks the agent command for its version (`CMD --version`). The question runs in a process
+ * group of its own, ended when the answer is in, the time is up or `signal` aborts: nothing it
+ * starts outlives it.
+ */
+export async function commandVersion(
+  cmd: string,
+  signal?: AbortSignal,
+  timeoutMs: number = VERSION_QUESTION.timeoutMs,
+): Promise<CommandVersion> {
+  const asked = `${cmd} --version`;
+  const child = spawn(cmd, ['--version'], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+  let because: string | null = null;
+  const endGroup = () => child.pid !== undefined && signalGroup(child.pid, 'SIGKILL');
+  const stop = (why: string) => {
+    because ??= why;
+    endGroup();
+  };
+  const timer = setTimeout(() => stop(`${asked} gave no answer within ${timeoutMs / 1000} s`), timeoutMs);
+  const onAbort = () => stop(`${asked} was interrupted`);
+  signal?.addEventListener('abort', onAbort, { once: true });
+  if (signal?.aborted) onAbort();
+  const chunks: Buffer[] = [];
+  let held = 0;
+  child.stdout.on('data', (chunk: Buffer) => {
+    if (held >= VERSION_QUESTION.maxOutputBytes) return;
+    chunks.push(chunk);
+    held += chunk.length;
+  });
+  // What the command started may hold its output open: the group goes with the command.
+  child.on('exit', endGroup);
+  try {
+    const [code, endSignal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
+    if (!because && code !== 0) because = `${asked} ended with ${code ?? endSignal}`;
+  } catch (err) {
+    because ??= `cannot run ${asked}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`;
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
+  }
+  if (because) return { version: null, unknownBecause: because };
+  const printed = Buffer.concat(chunks).toString('utf8');
   // Claude Code prints `2.1.328 (Claude Code)`, opencode `1.18.33`, GitHub Copilot CLI
   // `GitHub Copilot CLI 1.0.102.` and a second line; with no version-shaped word, the first word.
-  return findVersion(asked.stdout) ?? (asked.stdout.trim().split(/\s+/)[0] || null);
+  const version = findVersion(printed) ?? (printed.trim().split(/\s+/)[0] || null);
+  return { version, unknownBecause: version ? null : `${asked} printed nothing` };
 }
 
 /** The agent a command names (`…/copilot` → GitHub Copilot CLI); Claude Code otherwise. */

@@ -94,10 +94,12 @@ export function checkRequiredVersion(
   version: string | null,
   range: string | null,
   agent = 'Claude Code',
+  unknownBecause: string | null = null,
 ): void {
   if (range === null) return;
   if (version === null || !parseVersion(version)) {
-    throw new VersionRefused(`the agent's version is unknown and --require-version ${range} is set`);
+    const why = unknownBecause ? ` (${unknownBecause})` : '';
+    throw new VersionRefused(`the agent's version is unknown${why} and --require-version ${range} is set`);
   }
   if (!satisfies(version, range))
     throw new VersionRefused(`${agent} ${version} does not satisfy --require-version ${range}`);
