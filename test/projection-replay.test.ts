@@ -526,7 +526,9 @@ test('a line too long to hold is held as what was routed of it: without files, l
   for await (const event of run.events) late.push(event);
   assert.deepEqual(late, early);
   // Every channel replays as it was read live, those of lines too long to hold too.
-  const longResults = lines.filter((line) => Buffer.byteLength(line) > 1024 && line.includes('"tool_result"'));
+  const longResults = lines.filter(
+    (line) => Buffer.byteLength(line) > 1024 && line.includes('"tool_result"'),
+  );
   assert.ok(longResults.length > 0);
   let cut = 0;
   for (const [id, calls] of [

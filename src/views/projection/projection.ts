@@ -83,7 +83,7 @@ interface ChannelLog {
   ended: boolean;
 }
 
-/** What a line too long to hold costs its channel's buffer beside what was routed of it (its `cuts` entry). */
+/** What a line too long to hold costs its channel's buffer beside its routed value (its `cuts` entry). */
 const CUT_BYTES = 200;
 
 /** Where the projection keeps a routed line: in its channel's memory buffer, its `.jsonl`, or nowhere. */
