@@ -62,3 +62,10 @@ test("a sink's run (SinkRun) reads every figure and warns; counting, routing, st
     "TS2540 Cannot assign to 'output_tokens' because it is a read-only property.",
   ]);
 });
+
+test("a plugin's option specs type-check as the Plugins page writes them: check reads the " +
+  "option's own type, description may be left out, and a misuse is refused", () => {
+  // The fixture marks each misuse with @ts-expect-error: a type that lets one through fails
+  // the check as much as one that refuses what the page shows.
+  assert.deepEqual(typeCheck(['test/fixtures/typecheck/plugin-options.ts']), []);
+});

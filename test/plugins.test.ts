@@ -809,7 +809,10 @@ test("a plugin's checkEnvironment or option check that throws fails as ERR_PLUGI
     `export default definePlugin({ name: '${name}', kind: 'sink', kit: '^0.1.0', ${rest}, ` +
     'create: () => () => {} });\n';
   const dir = pluginProject({
-    'env-error.mjs': sink('env-error', "options: {}, checkEnvironment: () => { throw new Error('no token'); }"),
+    'env-error.mjs': sink(
+      'env-error',
+      "options: {}, checkEnvironment: () => { throw new Error('no token'); }",
+    ),
     'env-null.mjs': sink('env-null', 'options: {}, checkEnvironment: () => { throw null; }'),
     'check-error.mjs': sink(
       'check-error',

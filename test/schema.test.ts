@@ -138,7 +138,7 @@ test('each flag that sets a stage option takes its type, ' +
   for (const o of targeted) {
     const spec = BUILTINS.find((d) => d.name === o.target!.use)!.options[o.target!.key];
     assert.ok(spec, o.name);
-    assert.ok(o.help.startsWith(spec.description), `${o.name}: help is the option's description`);
+    assert.ok(o.help.startsWith(String(spec.description)), `${o.name}: help is the option's description`);
     assert.deepEqual([o.choices, o.min], [spec.choices, spec.min], o.name);
     if (o.name !== 'out' && o.name !== 'pino') assert.equal(o.default, spec.default, `${o.name}: default`);
     assert.equal(o.type, spec.type === 'integer' ? 'number' : spec.type, o.name);
@@ -197,7 +197,8 @@ test('every built-in option its factory has a constant ' +
       if (value === undefined || value === null) continue;
       checked++;
       assert.deepEqual(o.default, value, `${def.name}.${key}: default`);
-      assert.doesNotMatch(o.description, /\(default \d/, `${def.name}.${key}: default only in the text`);
+      const text = String(o.description);
+      assert.doesNotMatch(text, /\(default \d/, `${def.name}.${key}: default only in the text`);
       if (o.defaultVaries) continue;
       assert.deepEqual(shipped[key].default, value, `${def.name}.${key}: schema default`);
     }

@@ -58,9 +58,10 @@ export interface BuiltinContext extends PluginContext {
 /**
  * One option of a stage or sink, every fact about it in one place: the config check, the
  * JSON Schema, and the command-line flag that sets it (its type, bounds, default and help)
- * all read this.
+ * all read this. `V` is what its values are (`OptionSpecs<O>` gives each key of O its own):
+ * `check` is called only with a value of the option's type.
  */
-export interface OptionSpec {
+export interface OptionSpec<V = unknown> {
   /** `integer`: a whole number that is exact in JSON and JavaScript (a safe integer). */
   type: 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array';
   choices?: readonly (string | number)[];
@@ -74,11 +75,15 @@ export interface OptionSpec {
   default?: string | number | boolean | readonly string[];
   /** The default depends on the machine (the open-file budget): --help shows it, the schema does not. */
   defaultVaries?: boolean;
-  /** A further check of a value of the right type: what is wrong with it, or null. */
-  check?: (value: never) => string | null;
+  /**
+   * A further check of a value of the right type: what is wrong with it, or null. (A method,
+   * so a spec of any value type is an `OptionSpec`: its check is only called with its values.)
+   */
+  check?(value: V): string | null;
   /** The component cannot be built without it. */
   required?: boolean;
-  description: string;
+  /** What the option is for: the config's JSON Schema shows it (and --help, a built-in's flag). */
+  description?: string;
 }
 
 /**
@@ -101,7 +106,7 @@ export type OptionType<V> = V extends boolean
  * factory's options interface.
  */
 export type OptionSpecs<O> = {
-  [K in keyof O]-?: OptionSpec & { type: OptionType<NonNullable<O[K]>> };
+  [K in keyof O]-?: OptionSpec<NonNullable<O[K]>> & { type: OptionType<NonNullable<O[K]>> };
 };
 
 const typeName = (value: unknown) =>
@@ -127,7 +132,7 @@ export function optionProblem(o: OptionSpec, value: unknown): string | null {
   if (typeof value === 'string' && o.minLength !== undefined && value.length < o.minLength) {
     return o.minLength === 1 ? 'must not be empty' : `must be at least ${o.minLength} characters`;
   }
-  return o.check?.(value as never) ?? null;
+  return o.check?.(value) ?? null;
 }
 
 /**
@@ -422,7 +427,7 @@ function registered(def: PluginDefinition): PluginDefinition {
         ? o
         : Object.freeze({
             ...o,
-            check: (value: never) => {
+            check: (value: unknown) => {
               try {
                 return check.call(o, value);
               } catch (err) {

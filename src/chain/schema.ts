@@ -1,7 +1,8 @@
 import type { OptionSpec, PluginDefinition, Registry } from './plugin.js';
 
 function optionSchema(o: OptionSpec): Record<string, unknown> {
-  const s: Record<string, unknown> = { type: o.type, description: o.description };
+  const s: Record<string, unknown> = { type: o.type };
+  if (o.description !== undefined) s.description = o.description;
   if (o.choices) s.enum = [...o.choices];
   if (o.min !== undefined) s.minimum = o.min;
   // 1e300 is a whole number to JSON Schema; subtee takes only numbers that are exact.

@@ -123,6 +123,7 @@ function resolveRow(row: Row): OptionDef {
   const { use, key } = row.target;
   const spec = BUILTINS.find((d) => d.name === use)?.options[key];
   if (!spec) throw new Error(`option table: ${use} has no option ${key}`);
+  if (spec.description === undefined) throw new Error(`option table: ${use}.${key} has no description`);
   const numeric = spec.type === 'integer' || spec.type === 'number';
   const type = numeric ? 'number' : spec.type === 'boolean' ? 'boolean' : 'string';
   const own = row.default !== undefined;
