@@ -574,6 +574,26 @@ test('stats refuses a figure past 2^53 − 1 as implausible, counts it as none a
   assert.equal(head, '2 runs from run folders, 6 implausible figures counted as none');
 });
 
+test('stats refuses a fraction of a token as implausible, so token sums stay whole; ' +
+  'dollars may be fractions', () => {
+  const root = tmpDir();
+  writeIndex(root, 'a', [
+    {
+      id: null, agent: 'main', status: 'completed', models: ['m'],
+      usage: { input_tokens: 1.5, output_tokens: 7 }, cost: { usd: 0.25, basis: 'exact' },
+    },
+  ]);
+  const r = stats([root, '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const report = JSON.parse(r.stdout);
+  assert.equal(report.refused, 1);
+  assert.deepEqual(
+    [report.total.input_tokens, report.total.output_tokens, report.total.cost_usd],
+    [0, 7, 0.25],
+  );
+  assert.match(r.stderr, /1 implausible figure counted as none \(channels\[0\]\.usage\.input_tokens is 1\.5;/);
+});
+
 test('a run folder whose index.json lists no channel is skipped and named, so every count of runs ' +
   'agrees: the header, the total row and --json', () => {
   const root = tmpDir();

@@ -168,7 +168,8 @@ export async function statsCommand(argv: string[], stdout: Writable, stderr: Wri
       onRefused: (s) =>
         stderr.write(
           `subtee: ${escapeOneLine(s.path)}: ${s.refused} implausible figure${s.refused === 1 ? '' : 's'} ` +
-            `counted as none (${s.first}; a count or dollar amount is a number from 0 to 2^53 − 1)\n`,
+            `counted as none (${s.first}; a count or dollar amount is a number from 0 to 2^53 − 1, ` +
+            'a token count a whole one)\n',
         ),
     });
   }

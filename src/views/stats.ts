@@ -137,13 +137,15 @@ export interface StatsReport {
 export const STATS_MAX_FIGURE = Number.MAX_SAFE_INTEGER;
 
 /**
- * A count or amount from index.json: itself when it is a number from 0 to STATS_MAX_FIGURE;
- * undefined when missing or not a number (not stated); null when a number outside that range
- * (negative, not finite, implausibly large): refused, counted as none, and named.
+ * A count or amount from index.json: itself when it is a number from 0 to STATS_MAX_FIGURE (a
+ * whole one when it is a `count`); undefined when missing or not a number (not stated); null
+ * otherwise (negative, not finite, implausibly large, a fraction of a token): refused, counted
+ * as none, and named.
  */
-export function plausible(v: unknown): number | null | undefined {
+export function plausible(v: unknown, count = false): number | null | undefined {
   if (typeof v !== 'number') return undefined;
-  return Number.isFinite(v) && v >= 0 && v <= STATS_MAX_FIGURE ? v : null;
+  const inRange = Number.isFinite(v) && v >= 0 && v <= STATS_MAX_FIGURE;
+  return inRange && (!count || Number.isInteger(v)) ? v : null;
 }
 
 const text = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
@@ -176,8 +178,8 @@ class FigureReader {
   refused = 0;
   first: string | null = null;
 
-  read(v: unknown, where: () => string): number | undefined {
-    const n = plausible(v);
+  read(v: unknown, where: () => string, count = false): number | undefined {
+    const n = plausible(v, count);
     if (n !== null) return n;
     if (this.refused++ === 0) this.first = `${where()} is ${String(v)}`;
     return undefined;
@@ -224,7 +226,7 @@ export function statsRunOf(run: string, index: unknown): StatsRun | null {
     const stated = isObject(c.usage) ? c.usage : {};
     const usage: Record<string, number> = {};
     for (const k of USAGE_FIELDS) {
-      const n = figures.read(stated[k], () => `channels[${i}].usage.${k}`);
+      const n = figures.read(stated[k], () => `channels[${i}].usage.${k}`, true);
       if (n !== undefined) usage[k] = n;
     }
     const cost = isObject(c.cost) ? c.cost : null;
