@@ -50,6 +50,7 @@ export {
 export { rewriteText, mapStrings, type TextRewrite, type RewriteOptions } from './chain/record-text.js';
 export { escapeControl, escapeOneLine, escapeHtml, escapeMarkdown } from './views/escape.js';
 export { walkTree, statusCounts, channelTokens, MAX_GUIDE_LEVELS } from './views/walk.js';
+export { shownTokens } from './views/cost.js';
 export { type ThinkingMode } from './chain/stages/thinking-truncator.js';
 export { contentBlocks } from './model/message.js';
 export { type PluginRun, type Session } from './model/session.js';

@@ -329,6 +329,28 @@ test('github-step-summary: tree, statuses, collapsed reports, escaped text', asy
   assert.ok(!hostile.includes('<script>') && !hostile.includes('<img') && !/[\x1b\x07]/.test(hostile));
 });
 
+test("github-step-summary shows each agent's tokens as index.json states them", async () => {
+  const path = join(tmpDir(), 'summary.md');
+  const out = join(tmpDir(), 'o');
+  const recording = readFileSync(join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl'));
+  await chainWith(
+    ['github-step-summary'],
+    ['line-parser', 'channel-router'],
+    [
+      { use: 'files', out },
+      { use: 'github-step-summary', path },
+    ],
+    recording,
+  );
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  const stated = index.channels.map(
+    (c: { usage: { input_tokens: number; output_tokens: number } }) =>
+      c.usage.input_tokens + c.usage.output_tokens,
+  );
+  const shown = [...readFileSync(path, 'utf8').matchAll(/ lines, (\d+) tokens$/gm)].map((m) => Number(m[1]));
+  assert.deepEqual(shown, stated);
+});
+
 test('github-step-summary stays under its limit however large the run', () => {
   const run = new Session();
   const last = new Map();

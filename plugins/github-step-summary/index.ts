@@ -1,11 +1,11 @@
 import { appendFileSync } from 'node:fs';
 import {
-  channelTokens,
   contentBlocks,
   definePlugin,
   escapeHtml,
   escapeMarkdown,
   MAX_GUIDE_LEVELS,
+  shownTokens,
   statusCounts,
   walkTree,
   writeFailed,
@@ -53,6 +53,7 @@ export function stepSummary(
     return true;
   };
   const order = walkTree(run.tree).map((row) => row.channel);
+  const costs = run.cost.report().channels;
   let omitted = 0;
   for (const ch of order) {
     const indent = '  '.repeat(Math.min(MAX_GUIDE_LEVELS, Math.max(0, ch.depth ?? 1)));
@@ -64,7 +65,7 @@ export function stepSummary(
     if (
       !add(
         `${indent}- ${ICON[ch.status]} ${name} — ` +
-          `${ch.status}, ${ch.lines} lines, ${channelTokens(ch)} tokens\n`,
+          `${ch.status}, ${ch.lines} lines, ${shownTokens(ch, costs.get(ch.id))} tokens\n`,
       )
     )
       omitted++;

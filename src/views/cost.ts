@@ -9,7 +9,7 @@ import { cutText } from '../model/display.js';
 import type { SinkRun } from '../model/session.js';
 import type { ReadonlyChannel } from '../model/tree.js';
 import { escapeOneLine } from './escape.js';
-import { walkTree, type TreeLike, type TreeRow } from './walk.js';
+import { channelTokens, walkTree, type TreeLike, type TreeRow } from './walk.js';
 
 /** The mark an estimated or stream figure carries where dollars are shown: `~` (see docs/cost.md). */
 export function basisMark(basis: TokensBasis): string {
@@ -158,6 +158,18 @@ export function channelUsage<U extends Readonly<Record<string, number>>>(
 ): U {
   const tokens = cost && cost.basis !== 'unknown' ? cost.tokens : null;
   return usageShown(usage, tokens, cost?.transcriptOnly ?? false);
+}
+
+/**
+ * Input plus output tokens of a channel as every view shows them (index.json, the summary, the
+ * report): its usage as `channelUsage` makes it from its cost, which a plugin reads as
+ * `run.cost.report().channels.get(channel.id)`. Without a cost, the stream's as they are.
+ */
+export function shownTokens(
+  ch: { usage: Readonly<Record<string, number>> },
+  cost?: Parameters<typeof channelUsage>[1],
+): number {
+  return channelTokens({ usage: channelUsage(ch.usage, cost) });
 }
 
 /**

@@ -1,15 +1,15 @@
 import type { RunView } from '../model/run-model.js';
 import { escapeOneLine } from './escape.js';
 import { ChannelLabels } from './text.js';
-import { channelTokens, statusCounts, walkTree, type TreeRow } from './walk.js';
+import { statusCounts, walkTree, type TreeRow } from './walk.js';
 import { withDefaults } from '../defaults.js';
 import type { ReadonlyChannel } from '../model/tree.js';
 import {
   basisCounts,
   basisMark,
   channelCosts,
-  channelUsage,
   formatUsd,
+  shownTokens,
   runUsdLeavesOut,
   usdLeavingOut,
   type ChannelCostView,
@@ -64,7 +64,7 @@ export function summaryText(session: RunView, out: string, options: SummaryOptio
     const status = ch.id === null && ch.lines === 0 ? 'no lines' : ch.status;
     return (
       `${prefix}${labels.of(ch)}  ${status}${depth}  ` +
-      `lines ${ch.lines}  tokens ${tokensOf(ch, costs.get(ch))}  ` +
+      `lines ${ch.lines}  tokens ${shownTokens(ch, costs.get(ch))}  ` +
       usdOf(costs.get(ch)) +
       (unreached ? '  (spawn not seen)' : '') +
       note
@@ -134,11 +134,6 @@ export function summaryText(session: RunView, out: string, options: SummaryOptio
 function usdOf(cost: ChannelCostView | undefined): string {
   if (cost === undefined) return formatUsd(null);
   return cost.usd === null ? formatUsd(null) : `${basisMark(cost.basis)}${formatUsd(cost.usd)}`;
-}
-
-/** Input plus output tokens as index.json shows them (its `usage`). */
-function tokensOf(ch: ReadonlyChannel, cost: ChannelCostView | undefined): number {
-  return channelTokens({ usage: channelUsage(ch.usage, cost) });
 }
 
 /**
