@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { builtinRegistry } from './chain/builtins.js';
 import { DEFAULT_STAGES, runChain, type ChainSpec, type ComponentSpec } from './chain/chain.js';
-import { configOf, readConfig, registerPlugins } from './chain/config.js';
+import { configOf, lacksRouter, readConfig, registerPlugins } from './chain/config.js';
 import { defineBuiltin, KIT_VERSION, Registry } from './chain/plugin.js';
 import { createProjectionSink } from './chain/sinks/projection.js';
 import { NULL_INPUT } from './chain/stages/object-source.js';
@@ -323,7 +323,7 @@ function chainSpecOf(options: OpenOptions, registry: Registry): ChainSpec {
         `(known: ${registry.names().filter((name) => name !== 'projection').join(', ')})`,
     );
   }
-  if (Array.isArray(stages) && !stages.some((stage) => stage?.use === 'channel-router')) {
+  if (lacksRouter(stages)) {
     throw new UsageError(
       'ERR_ROUTER_REQUIRED',
       'open(): spec.stages has no channel-router, so no line would reach its subagent; ' +

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { createReadStream, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain } from '../src/chain/chain.js';
@@ -11,6 +11,7 @@ import { applyFlags } from '../src/cli/config.js';
 import { parseArgs } from '../src/cli/options.js';
 import { configSchema } from '../src/chain/schema.js';
 import { loadPlugin, definePlugin, Registry } from '../src/chain/plugin.js';
+import { open } from '../src/open.js';
 import { BIN, FIXTURES, ROOT, chunked, readTree, tmpDir } from './helpers/helpers.js';
 
 const writeJson = (data: unknown) => {
@@ -58,6 +59,75 @@ test('every problem of a config is reported in one message', async () => {
     assert.ok(err.message.includes(part), `${part} in ${err.message}`);
   }
   assert.equal(err.message.split('\n').length, 1);
+});
+
+/** Runs the CLI on a recording with `config`: its exit code, its stderr, whether `out` exists. */
+function runConfig(config: object, out = join(tmpDir(), 'logs')) {
+  const p = writeJson(config);
+  const args = [BIN, '--config', p, '--stdout', 'none', join(FIXTURES, 'nested-depth-3.jsonl')];
+  const r = spawnSync(process.execPath, args, { cwd: dirname(p), encoding: 'utf8' });
+  return { status: r.status, stderr: r.stderr, wrote: existsSync(out) };
+}
+
+test("a config's unknown top-level key or wrong section is reported with its stages' and " +
+  "sinks' problems, in one message", () => {
+  const out = join(tmpDir(), 'logs');
+  const stages = [{ use: 'line-parser', foo: 1 }, { use: 'channel-router' }];
+  const sinks = [{ use: 'files', out, maxOpenFiles: 'x' }, { use: 'nosuch' }];
+  const cases: Array<[object, string[]]> = [
+    [
+      { bogus: 1, stages, sinks },
+      [
+        'bogus: unknown key',
+        'stages[0].foo: unknown option',
+        'sinks[0].maxOpenFiles: must be',
+        'sinks[1]: unknown sink',
+      ],
+    ],
+    // A section of the wrong type stands in as its default, so the others are still checked.
+    [{ bogus: 1, plugins: 'x', stages: {}, sinks }, [
+      'bogus: unknown key',
+      'plugins: must be a list',
+      'stages: must be a list',
+      'sinks[0].maxOpenFiles: must be',
+      'sinks[1]: unknown sink',
+    ]],
+    [
+      { plugins: [3], stages, sinks: 'files' },
+      ['plugins: must be a list', 'sinks: must be a list', 'stages[0].foo'],
+    ],
+  ];
+  for (const [config, parts] of cases) {
+    const r = runConfig(config, out);
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /^subtee: config .*\[ERR_CONFIG\]\n$/);
+    const said = r.stderr.split('; ').map((p) => p.replace(/^subtee: config \S+: /, ''));
+    assert.deepEqual(
+      parts.map((part) => said.findIndex((p) => p.startsWith(part))),
+      parts.map((_, i) => i),
+      `each problem once, in order: ${r.stderr}`,
+    );
+    assert.equal(said.length, parts.length, r.stderr);
+    assert.equal(r.wrote, false);
+  }
+});
+
+test('a config whose stages have no channel-router is refused as open() refuses it ' +
+  '(ERR_ROUTER_REQUIRED), not every line filed under main while index.json counts none', async () => {
+  const out = join(tmpDir(), 'logs');
+  const config = { stages: [{ use: 'line-parser' }], sinks: [{ use: 'files', out }] };
+  const r = runConfig(config, out);
+  assert.equal(r.status, 2, r.stderr);
+  assert.match(r.stderr, /^subtee: config \S+: stages has no channel-router, .*\[ERR_ROUTER_REQUIRED\]\n$/);
+  assert.equal(r.wrote, false);
+  await assert.rejects(open(join(FIXTURES, 'nested-depth-3.jsonl'), { config }).done, {
+    code: 'ERR_ROUTER_REQUIRED',
+  });
+  // With other problems, all of them in the one message.
+  const both = runConfig({ ...config, sinks: [{ use: 'files', out, colour: 1 }] }, out);
+  assert.equal(both.status, 2);
+  const bothSaid = /sinks\[0\]\.colour: unknown option.*; stages has no channel-router.*\[ERR_CONFIG\]/;
+  assert.match(both.stderr, bothSaid);
 });
 
 test('flags override the config; a flag for a missing stage adds it in order', () => {

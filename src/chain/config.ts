@@ -34,8 +34,22 @@ function readConfigText(path: string): string {
   }
 }
 
-/** Reads and checks the shape of a config file. Every problem is reported in one message. */
-export function readConfig(path: string): { config: Config; baseDir: string } {
+/** A config file read and its shape checked: what is wrong with it, not yet thrown. */
+export interface ConfigRead {
+  config: Config;
+  /** The config file's folder: its plugins' paths are relative to it. */
+  baseDir: string;
+  /** What is wrong with its shape (unknown keys, a section of the wrong type), one each. */
+  problems: string[];
+}
+
+/**
+ * Reads a config file and checks its shape, returning its problems rather than throwing them
+ * (a file that cannot be read or is not a JSON object still throws at once): the command line
+ * reports them with its chain's, in one message (checkSpec). A section of the wrong type
+ * stands in as its default, so the rest is still checked.
+ */
+export function readConfigProblems(path: string): ConfigRead {
   const text = readConfigText(path);
   let data: unknown;
   try {
@@ -43,30 +57,46 @@ export function readConfig(path: string): { config: Config; baseDir: string } {
   } catch (err) {
     throw new UsageError('ERR_CONFIG', `config ${path} is not valid JSON: ${(err as Error).message}`, err);
   }
-  return { config: configOf(data, `config ${path}`), baseDir: dirname(resolve(path)) };
+  return { ...configShape(data, `config ${path}`), baseDir: dirname(resolve(path)) };
+}
+
+/** Reads and checks the shape of a config file. Every problem is reported in one message. */
+export function readConfig(path: string): { config: Config; baseDir: string } {
+  const { config, baseDir, problems } = readConfigProblems(path);
+  if (problems.length > 0) throw new UsageError('ERR_CONFIG', `config ${path}: ${problems.join('; ')}`);
+  return { config, baseDir };
 }
 
 /** Checks the shape of a config's data (parsed from a file, or given as an object). */
 export function configOf(data: unknown, where: string): Config {
+  const { config, problems } = configShape(data, where);
+  if (problems.length > 0) throw new UsageError('ERR_CONFIG', `${where}: ${problems.join('; ')}`);
+  return config;
+}
+
+/** A config's data as a Config, and what is wrong with its shape. */
+function configShape(data: unknown, where: string): { config: Config; problems: string[] } {
   if (typeof data !== 'object' || data === null || Array.isArray(data))
     throw new UsageError('ERR_CONFIG', `${where}: must be a JSON object`);
   const problems: string[] = [];
   const d = data as Record<string, unknown>;
   for (const k of Object.keys(d))
     if (!TOP_KEYS.has(k)) problems.push(`${k}: unknown key (known: stages, sinks, plugins)`);
-  if (
-    d.plugins !== undefined &&
-    (!Array.isArray(d.plugins) || !d.plugins.every((p) => typeof p === 'string'))
-  )
+  const plugins = d.plugins === undefined ? [] : Array.isArray(d.plugins) ? d.plugins : null;
+  if (plugins === null || !plugins.every((p) => typeof p === 'string'))
     problems.push('plugins: must be a list of module paths or names');
-  for (const k of ['stages', 'sinks'])
-    if (d[k] !== undefined && !Array.isArray(d[k])) problems.push(`${k}: must be a list`);
-  if (problems.length > 0) throw new UsageError('ERR_CONFIG', `${where}: ${problems.join('; ')}`);
-  return {
-    stages: (d.stages as ComponentSpec[] | undefined) ?? DEFAULT_STAGES.map((s) => ({ ...s })),
-    sinks: (d.sinks as ComponentSpec[] | undefined) ?? [],
-    plugins: (d.plugins as string[] | undefined) ?? [],
+  const list = (k: 'stages' | 'sinks'): ComponentSpec[] | undefined => {
+    if (d[k] === undefined || Array.isArray(d[k])) return d[k] as ComponentSpec[] | undefined;
+    problems.push(`${k}: must be a list`);
+    return undefined;
   };
+  const config = {
+    stages: list('stages') ?? DEFAULT_STAGES.map((s) => ({ ...s })),
+    sinks: list('sinks') ?? [],
+    // The names in a bad list are still loaded: the stages and sinks they register are checked.
+    plugins: (plugins ?? []).filter((p): p is string => typeof p === 'string'),
+  };
+  return { config, problems };
 }
 
 /** Registers the config's plugins; a bare name that matches a bundled plugin loads that one. */
@@ -84,13 +114,35 @@ export async function registerPlugins(registry: Registry, plugins: string[], bas
   }
 }
 
-export function checkSpec(spec: ChainSpec, registry: Registry, where: string): void {
-  const problems = chainProblems(spec, registry);
+/**
+ * Whether a chain's stages lack the channel router: no line would reach its subagent's file,
+ * and index.json would count none of the lines the files sink wrote to main. The command
+ * line and `open()` refuse such a chain (ERR_ROUTER_REQUIRED).
+ */
+export function lacksRouter(stages: unknown): boolean {
+  return Array.isArray(stages) && !stages.some((stage) => stage?.use === 'channel-router');
+}
+
+/**
+ * Checks a chain spec as the command line runs it, with `earlier` problems (the config file's
+ * own, readConfigProblems), and throws every problem in one message: ERR_CONFIG, or
+ * ERR_ROUTER_REQUIRED when a missing channel router is the only one.
+ */
+export function checkSpec(spec: ChainSpec, registry: Registry, where: string, earlier: string[] = []): void {
+  const problems = [...earlier, ...chainProblems(spec, registry)];
   const stdoutWriters = [
     spec.sinks.some((c) => c.use === 'stdout' && c.mode !== 'none'),
     spec.sinks.some((c) => c.use === 'pino' && (c.destination ?? '-') === '-' && c.transport === undefined),
   ].filter(Boolean).length;
   if (stdoutWriters > 1)
     problems.push('stdout and pino both write to stdout: use --stdout none, or --pino FILE');
-  if (problems.length > 0) throw new UsageError('ERR_CONFIG', `${where}: ${problems.join('; ')}`);
+  const router = lacksRouter(spec.stages);
+  if (router) {
+    problems.push(
+      'stages has no channel-router, so no line would reach its subagent: add { "use": "channel-router" }',
+    );
+  }
+  if (problems.length === 0) return;
+  const code = router && problems.length === 1 ? 'ERR_ROUTER_REQUIRED' : 'ERR_CONFIG';
+  throw new UsageError(code, `${where}: ${problems.join('; ')}`);
 }

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { UsageError } from '../errors.js';
 import { builtinRegistry } from '../chain/builtins.js';
 import { DEFAULT_STAGES, defaultSpec, type ChainSpec } from '../chain/chain.js';
-import { checkSpec, readConfig, registerPlugins } from '../chain/config.js';
+import { checkSpec, readConfigProblems, registerPlugins } from '../chain/config.js';
 import { OPTIONS, type OptionDef, type ParsedOptions } from './options.js';
 import { applyReportFlags } from './report-flags.js';
 
@@ -60,18 +60,23 @@ export function applyFlags(
   return out;
 }
 
-/** Builds the chain spec from the config file (if any) and the flags, and the registry with its plugins. */
+/**
+ * Builds the chain spec from the config file (if any) and the flags, and the registry with its
+ * plugins. The config's own problems and the chain's are reported together, in one message.
+ */
 export async function resolveSpec(o: ParsedOptions) {
   const registry = builtinRegistry();
   let spec: ChainSpec;
+  let problems: string[] = [];
   if (typeof o.config === 'string') {
-    const { config, baseDir } = readConfig(o.config);
-    await registerPlugins(registry, config.plugins, baseDir);
-    spec = applyFlags(config, o, true);
+    const read = readConfigProblems(o.config);
+    problems = read.problems;
+    await registerPlugins(registry, read.config.plugins, read.baseDir);
+    spec = applyFlags(read.config, o, true);
   } else {
     spec = applyFlags(defaultSpec(String(o.out)), o, false);
   }
   spec = applyReportFlags(spec, o);
-  checkSpec(spec, registry, typeof o.config === 'string' ? `config ${o.config}` : 'options');
+  checkSpec(spec, registry, typeof o.config === 'string' ? `config ${o.config}` : 'options', problems);
   return { spec, registry };
 }
