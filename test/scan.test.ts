@@ -23,7 +23,7 @@ import {
   UNDECIDED,
   valueAt,
 } from '../src/model/scan.js';
-import { StreamScanner, TOOL_BLOCKS_KEPT } from '../src/model/stream-scan.js';
+import { MEMBERS_CAPTURED, StreamScanner, TOOL_BLOCKS_KEPT } from '../src/model/stream-scan.js';
 import { readFileSync } from 'node:fs';
 import { fixtureFiles, runToFiles, splitEvery } from './helpers/helpers.js';
 
@@ -611,4 +611,28 @@ test('the streaming checker keeps the tool calls and results of message.content,
     assert.ok(verdict.ok);
     assert.deepStrictEqual(verdict.value, keptOfLine(JSON.parse(json)), json);
   }
+});
+
+test('the streaming checker holds a bounded value whatever a line repeats: a key seen again ' +
+  'replaces its member, and members past the bound are left out, the line still read', () => {
+  const captureBytes = 1024;
+  const repeated = new StreamScanner(captureBytes);
+  repeated.push(Buffer.from('{"type":"assistant"'));
+  for (let k = 0; k < 10_000; k++) repeated.push(Buffer.from(`,"a":${k},"b":"${'x'.repeat(k % 7)}"`));
+  repeated.push(Buffer.from('}'));
+  const kept = repeated.end(true);
+  assert.ok(kept.ok);
+  assert.deepStrictEqual(kept.value, { type: 'assistant', a: 9999, b: 'x'.repeat(9999 % 7) });
+  // Many long members: what is kept stays within the bound, the first of them kept whole.
+  const wide = new StreamScanner(captureBytes);
+  wide.push(Buffer.from('{"type":"user"'));
+  for (let k = 0; k < 2000; k++) wide.push(Buffer.from(`,"f${k}":"${'y'.repeat(1000)}"`));
+  wide.push(Buffer.from(`,"type":"${'z'.repeat(1000)}"}`));
+  const bounded = wide.end(true);
+  assert.ok(bounded.ok);
+  const size = Buffer.byteLength(JSON.stringify(bounded.value));
+  assert.ok(size <= MEMBERS_CAPTURED * captureBytes, `${size} bytes held`);
+  assert.equal(bounded.value.f0, 'y'.repeat(1000));
+  assert.equal(bounded.value.f1999, undefined);
+  assert.equal(bounded.value.type, undefined, 'a later type past the bound leaves out the earlier one');
 });

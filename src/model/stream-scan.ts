@@ -61,7 +61,14 @@ const IN_MESSAGE = 1; // the top-level `message` object (depth 2)
 const IN_CONTENT = 2; // its `content` array (depth 3)
 const IN_BLOCK = 3; // one of its objects (depth 4)
 
-type Members = Array<[Buffer, Buffer]>;
+/** How many times `captureBytes` a line's top-level members may take together. */
+export const MEMBERS_CAPTURED = 4;
+
+/**
+ * Captured members by their key's JSON bytes (latin1), in the order of their last occurrence: a
+ * key seen again replaces its member, so a line repeating one key a million times keeps one.
+ */
+type Members = Map<string, Buffer>;
 
 /** A captured key or string's JSON text, parsed (a key's captured bytes are its quoted JSON). */
 const nameOf = (json: number[] | null): string | null =>
@@ -71,7 +78,7 @@ const nameOf = (json: number[] | null): string | null =>
 function objectOf(members: Members): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, raw] of members) {
-    const name = JSON.parse(key.toString('utf8')) as string;
+    const name = JSON.parse(Buffer.from(key, 'latin1').toString('utf8')) as string;
     const value: unknown = JSON.parse(raw.toString('utf8'));
     if (name === '__proto__')
       Object.defineProperty(out, name, { value, writable: true, enumerable: true, configurable: true });
@@ -101,7 +108,9 @@ export type StreamVerdict =
 
 /**
  * Feed the line with `push`, then ask `end()`. Top-level scalar members are captured up to
- * `captureBytes` each (longer strings are left out of the value, as are nested containers).
+ * `captureBytes` each (longer strings are left out of the value, as are nested containers),
+ * and up to `MEMBERS_CAPTURED` times that together: a member past it is left out too, and so is
+ * an earlier one of the same key, which the line no longer holds.
  */
 export class StreamScanner {
   private state = ROOT;
@@ -125,7 +134,9 @@ export class StreamScanner {
   private capturing = false;
   /** How long the member being captured may be. */
   private captureLimit = 0;
-  private readonly members: Members = [];
+  private readonly members: Members = new Map();
+  /** Bytes of the top-level members captured, keys and values. */
+  private membersBytes = 0;
   /** Where a captured member goes: the top-level object's, or the block's being read. */
   private into: Members = this.members;
   /** Where in `message.content` the scanner is (OUTSIDE…IN_BLOCK). */
@@ -343,7 +354,7 @@ export class StreamScanner {
   private endScalar(): void {
     if (this.state === FAILED) return;
     if (this.capturing && this.key && this.capture) {
-      this.into.push([Buffer.from(this.key), Buffer.from(this.capture)]);
+      this.keepMember(Buffer.from(this.key).toString('latin1'), Buffer.from(this.capture));
       // A later top-level `message` is the line's, as JSON.parse keeps the last.
       if (this.into === this.members && nameOf(this.key) === 'message') {
         this.tools = [];
@@ -354,6 +365,21 @@ export class StreamScanner {
     this.capture = null;
     this.key = null;
     this.state = this.depth === 0 ? DONE : AFTER;
+  }
+
+  /** A captured member, in place of an earlier one of its key; at the top, within the bound. */
+  private keepMember(key: string, value: Buffer): void {
+    const into = this.into;
+    const before = into.get(key);
+    into.delete(key);
+    if (into !== this.members) {
+      into.set(key, value);
+      return;
+    }
+    if (before !== undefined) this.membersBytes -= key.length + before.length;
+    if (this.membersBytes + key.length + value.length > MEMBERS_CAPTURED * this.captureBytes) return;
+    into.set(key, value);
+    this.membersBytes += key.length + value.length;
   }
 
   private open(c: number): void {
@@ -385,7 +411,7 @@ export class StreamScanner {
       this.zone = IN_CONTENT;
     } else if (this.zone === IN_CONTENT && this.depth === 3 && c === 0x7b) {
       this.zone = IN_BLOCK;
-      this.block = this.tools.length < TOOL_BLOCKS_KEPT ? [] : null;
+      this.block = this.tools.length < TOOL_BLOCKS_KEPT ? new Map() : null;
     }
   }
 
