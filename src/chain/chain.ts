@@ -6,6 +6,7 @@ import { CutShortError } from '../decompress.js';
 import { EXIT, SubteeError, UsageError } from '../errors.js';
 import {
   isBuiltin,
+  checkPluginEnvironment,
   optionProblem,
   packagesOf,
   type PluginContext,
@@ -128,7 +129,7 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
           );
           continue;
         }
-        const problem = optionProblem(o, value);
+        const problem = optionProblem(o, value, isBuiltin(def) ? undefined : { plugin: def.name, key });
         if (problem) problems.push(`${at}.${key}: ${problem}`);
       }
     });
@@ -210,7 +211,7 @@ function assembleChain(
       `invalid chain: ${byteTaps[0].def.name} copies input bytes, and message objects have none`,
     );
   }
-  for (const p of parts) p.def.checkEnvironment?.(p.opts, ctx.env);
+  for (const p of parts) checkPluginEnvironment(p.def, p.opts, ctx.env);
   const streams: Duplex[] = [];
   try {
     for (const p of [...byteTaps, ...rest]) {

@@ -112,8 +112,15 @@ export type OptionSpecs<O> = {
 const typeName = (value: unknown) =>
   Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
 
-/** What is wrong with a value for an option, or null: the one check behind configs and flags. */
-export function optionProblem(o: OptionSpec, value: unknown): string | null {
+/**
+ * What is wrong with a value for an option, or null: the one check behind configs and flags.
+ * `of` names a plugin's option: what its `check` throws fails the run naming the plugin.
+ */
+export function optionProblem(
+  o: OptionSpec,
+  value: unknown,
+  of?: { plugin: string; key: string },
+): string | null {
   const actual = typeName(value);
   const shown = actual === 'number' ? String(value) : actual;
   if (o.type === 'integer') {
@@ -132,7 +139,12 @@ export function optionProblem(o: OptionSpec, value: unknown): string | null {
   if (typeof value === 'string' && o.minLength !== undefined && value.length < o.minLength) {
     return o.minLength === 1 ? 'must not be empty' : `must be at least ${o.minLength} characters`;
   }
-  return o.check?.(value) ?? null;
+  try {
+    return o.check?.(value) ?? null;
+  } catch (err) {
+    if (of === undefined) throw err;
+    throw callbackFailure(of.plugin, `the check of option ${of.key}`, err);
+  }
 }
 
 /**
@@ -408,51 +420,21 @@ function callbackFailure(name: string, callback: string, err: unknown): SubteeEr
   });
 }
 
-/** The plugin definitions a registry holds: their callbacks' failures are named. */
-const named = new WeakSet<object>();
-
 /**
- * A plugin's definition as a registry holds it: what its `checkEnvironment` or an option's
- * `check` throws fails with the plugin's name (see callbackFailure), as what its `create` and
- * its function throw does, instead of as a bug of subtee's. subtee's own are held as they are.
+ * Calls a plugin's `checkEnvironment`: what it throws fails the run naming the plugin (see
+ * callbackFailure), as what its `create` and its function throw do, not as a bug of subtee's.
  */
-function registered(def: PluginDefinition): PluginDefinition {
-  if (isBuiltin(def) || named.has(def)) return def;
-  const { name, checkEnvironment } = def;
-  const options: Record<string, OptionSpec> = {};
-  for (const [key, o] of Object.entries(def.options as Record<string, OptionSpec>)) {
-    const check = o?.check;
-    options[key] =
-      typeof check !== 'function'
-        ? o
-        : Object.freeze({
-            ...o,
-            check: (value: unknown) => {
-              try {
-                return check.call(o, value);
-              } catch (err) {
-                throw callbackFailure(name, `the check of option ${key}`, err);
-              }
-            },
-          });
+export function checkPluginEnvironment(
+  def: PluginDefinition,
+  options: unknown,
+  env: NodeJS.ProcessEnv,
+): void {
+  try {
+    def.checkEnvironment?.call(def, options as never, env);
+  } catch (err) {
+    if (isBuiltin(def)) throw err;
+    throw callbackFailure(def.name, 'checkEnvironment', err);
   }
-  const held: PluginDefinition = Object.freeze({
-    ...def,
-    options: Object.freeze(options),
-    ...(typeof checkEnvironment === 'function'
-      ? {
-          checkEnvironment: (opts: unknown, env: NodeJS.ProcessEnv) => {
-            try {
-              checkEnvironment.call(def, opts, env);
-            } catch (err) {
-              throw callbackFailure(name, 'checkEnvironment', err);
-            }
-          },
-        }
-      : {}),
-  });
-  named.add(held);
-  return held;
 }
 
 export class Registry {
@@ -464,7 +446,7 @@ export class Registry {
         'ERR_PLUGIN_DUPLICATE',
         `plugin ${def.name}: a stage or sink of that name is already registered`,
       );
-    this.defs.set(def.name, registered(def));
+    this.defs.set(def.name, def);
     return this;
   }
 
