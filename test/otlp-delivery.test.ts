@@ -608,6 +608,27 @@ describe('the OTLP sink at the end of a run', () => {
     );
   });
 
+  test('a collector that answers 200, then trickles its body a byte at a time and never ends it: ' +
+    'each request ends at timeoutMs from its start, the batch is given up, and the run ends', async () => {
+    receiver.requests.length = 0;
+    receiver.behave('trickle');
+    const timeoutMs = 300;
+    // A deadline reset by each byte would hold the run to flushTimeoutMs and lose every span
+    // to it; the whole-request deadline loses them to the timeout, long before.
+    const { warnings, spanCount } = await runSink({ timeoutMs, retryMs: 0, flushTimeoutMs: 30_000 });
+    receiver.behave('accept');
+    const timedOut = `ETIMEDOUT the request did not end within ${timeoutMs} ms`;
+    assert.deepEqual(
+      warnings.map((w) => w.message),
+      [
+        `collector ${receiver.url}/v1/traces is not accepting spans (${timedOut}); ` +
+          'the run goes on and spans are retried',
+        `${spanCount} of ${spanCount} spans not delivered to ${receiver.url}/v1/traces (${timedOut})`,
+      ],
+    );
+    assert.ok(receiver.requests.length >= 1);
+  });
+
   test('spans lost to two failures (a batch given up on a 400, spans rejected in partial ' +
     'successes): OTLP_UNDELIVERED gives each reason with the spans it lost', async () => {
     receiver.spans.length = 0;

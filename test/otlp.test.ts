@@ -444,6 +444,90 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     receiver.release();
   });
 
+  // A collector that answers 200 and trickles its body for ever, requests that may last two
+  // minutes, a queue of two spans: the input waits for room behind a request that never ends.
+  const trickled = {
+    timeoutMs: 120_000,
+    retryMs: 60_000,
+    flushTimeoutMs: 1000,
+    maxQueueSpans: 2,
+    maxBatchSpans: 1,
+  };
+  const deadlineUndelivered = (index: unknown, url: string) =>
+    `subtee: warning OTLP_UNDELIVERED: ${spanCount(index)} of ${spanCount(index)} spans not ` +
+    `delivered to ${url}/v1/traces (not sent within flushTimeoutMs, 1000 ms)\n`;
+
+  test('a collector trickling its answer while the queue is full: the run ends within ' +
+    "flushTimeoutMs of its input's end, and OTLP_UNDELIVERED counts every span of the run", async () => {
+    receiver.requests.length = 0;
+    receiver.behave('trickle');
+    const run = subtee(['-c', otlpConfig({ url: receiver.url, ...trickled })], {
+      stdin: readFileSync(NESTED),
+      timeoutMs: 30_000,
+    });
+    await receiver.waitForRequests(1);
+    const endedAt = Date.now();
+    run.child.stdin!.end();
+    const r = await run;
+    const tookMs = Date.now() - endedAt;
+    assert.equal(r.code, 0, r.stderr);
+    const { index } = checkOutput(readFileSync(NESTED), r.out, 'trickling collector');
+    assert.equal(r.stderr, deadlineUndelivered(index, receiver.url));
+    assert.ok(tookMs < trickled.flushTimeoutMs + 5000, `ended ${tookMs} ms after the input`);
+    receiver.behave('accept');
+  });
+
+  test('a collector trickling its answer while the queue is full: the first SIGTERM ends the ' +
+    'run within flushTimeoutMs, exit 143, OTLP_UNDELIVERED counting every span read', async () => {
+    receiver.requests.length = 0;
+    receiver.behave('trickle');
+    // The input stays open: only the signal ends it.
+    const run = subtee(['-c', otlpConfig({ url: receiver.url, ...trickled })], {
+      stdin: readFileSync(NESTED),
+      timeoutMs: 30_000,
+    });
+    await receiver.waitForRequests(1);
+    const signalledAt = Date.now();
+    run.child.kill('SIGTERM');
+    const r = await run;
+    const tookMs = Date.now() - signalledAt;
+    assert.equal(r.code, 143, r.stderr);
+    const index = indexOf(r.out);
+    assert.equal(index.interrupted, true);
+    assert.equal(
+      r.stderr,
+      deadlineUndelivered(index, receiver.url) +
+        'subtee: interrupted by SIGTERM; index.json marks what was still running [ERR_INTERRUPTED]\n',
+    );
+    assert.ok(tookMs < trickled.flushTimeoutMs + 5000, `ended ${tookMs} ms after the signal`);
+    receiver.behave('accept');
+  });
+
+  for (const [what, retryAfter] of [
+    ['of 35 days', String(35 * 24 * 3600)],
+    ['an HTTP date in 9999', 'Fri, 31 Dec 9999 23:59:59 GMT'],
+  ]) {
+    test(`a Retry-After ${what} (past the longest Node timer) holds the queued batches to the ` +
+      "end's deadline: no request after the first, stderr has subtee's lines alone", async () => {
+      receiver.requests.length = 0;
+      receiver.behave({ status: 503, retryAfter });
+      const config = otlpConfig({ url: receiver.url, retryMs: 500, flushTimeoutMs: 1000, maxBatchSpans: 1 });
+      const r = await subtee(['-c', config, NESTED]);
+      assert.equal(r.code, 0, r.stderr);
+      const { index } = checkOutput(readFileSync(NESTED), r.out, `Retry-After ${what}`);
+      const where = `${receiver.url}/v1/traces`;
+      assert.equal(
+        r.stderr,
+        `subtee: warning OTLP_UNAVAILABLE: collector ${where} is not accepting spans ` +
+          '(HTTP 503 Service Unavailable); the run goes on and spans are retried\n' +
+          `subtee: warning OTLP_UNDELIVERED: ${spanCount(index)} of ${spanCount(index)} spans not ` +
+          `delivered to ${where} (HTTP 503 Service Unavailable)\n`,
+      );
+      assert.equal(receiver.requests.length, 1, 'the batches behind the first wait for the Retry-After');
+      receiver.behave('accept');
+    });
+  }
+
   test('collector failing for a while, then back: every span arrives, no warning of loss', async () => {
     receiver.spans.length = 0;
     receiver.requests.length = 0;

@@ -23,7 +23,8 @@ const pinoSinkPlugin = defineLoadedBuiltin(
 const otlpSinkPlugin = defineLoadedBuiltin(
   otlpSinkDefinition,
   { code: () => import('./sinks/otlp.js'), packages: (m) => m.importOtlpSdk() },
-  (m, o, ctx) => m.createOtlpSink({ ...o, session: ctx.session, env: ctx.env }),
+  (m, o, ctx) =>
+    m.createOtlpSink({ ...o, session: ctx.session, env: ctx.env, inputEnded: ctx.inputEnded }),
 );
 const clickhouseSinkPlugin = defineLoadedBuiltin(
   clickhouseSinkDefinition,

@@ -32,10 +32,19 @@ export interface ReceivedSpan {
 
 /**
  * What the receiver does with one request: accept it, answer with a status, never answer,
- * drop the connection, or keep all but `rejectSpans` of its spans and answer 200 with an OTLP
- * partial success naming them (`rejectedSpans`, `errorMessage`) in the request's encoding.
+ * drop the connection, answer 200 and then send a byte every 50 ms without ever ending the
+ * body (`trickle`), answer a status with a `Retry-After` header, or keep all but
+ * `rejectSpans` of its spans and answer 200 with an OTLP partial success naming them
+ * (`rejectedSpans`, `errorMessage`) in the request's encoding.
  */
-export type Behaviour = 'accept' | 'hang' | 'drop' | number | { rejectSpans: number; message: string };
+export type Behaviour =
+  | 'accept'
+  | 'hang'
+  | 'drop'
+  | 'trickle'
+  | number
+  | { status: number; retryAfter: string }
+  | { rejectSpans: number; message: string };
 
 export interface OtlpReceiver {
   url: string;
@@ -110,6 +119,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const requests: OtlpReceiver['requests'] = [];
   let behaviour: Behaviour | ((n: number) => Behaviour) = 'accept';
   const hung = new Map<ServerResponse, () => void>();
+  const trickling = new Set<ServerResponse>();
   const listeners = new Set<() => void>();
   let lastHeaders: Record<string, string | string[] | undefined> = {};
 
@@ -171,6 +181,12 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       if (b === 'hang') hung.set(res, () => accept(req.url, contentType, buf, res));
       else if (b === 'accept') accept(req.url, contentType, buf, res);
       else if (b === 'drop') req.socket.destroy();
+      else if (b === 'trickle') {
+        res.writeHead(200, { 'content-type': 'application/x-protobuf' });
+        trickling.add(res);
+        const timer = setInterval(() => res.write(' '), 50);
+        res.on('close', () => (clearInterval(timer), trickling.delete(res)));
+      } else if (typeof b === 'object' && 'status' in b) res.writeHead(b.status, { 'retry-after': b.retryAfter }).end();
       else if (typeof b === 'object') accept(req.url, contentType, buf, res, b);
       else res.writeHead(b, { 'content-type': 'text/plain' }).end('refused by the test');
     });
@@ -221,7 +237,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       });
     },
     async close() {
-      for (const res of hung.keys()) res.destroy();
+      for (const res of [...hung.keys(), ...trickling]) res.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

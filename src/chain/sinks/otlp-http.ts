@@ -54,6 +54,12 @@ const MAX_REASON_CHARS = 200;
 
 const gzipped = promisify(gzip);
 
+/** The longest delay a Node timer takes (2^31 - 1 ms, about 24.8 days); a longer one fires at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A delay for setTimeout: `ms` within what a Node timer takes (a longer wait is re-armed). */
+export const timerMs = (ms: number): number => Math.min(Math.max(0, ms), MAX_TIMER_MS);
+
 /** A collector's words inside a warning line: printable ASCII (others `?`), `...` when cut. */
 function collectorText(s: string): string {
   const printable = s.replace(/[^\x20-\x7e]/g, '?');
@@ -126,21 +132,35 @@ export class OtlpHttpSender implements SpanSender {
     }
     if (this.#closed) return { code: 1, error: exportClosed() };
     const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const timeoutMs = this.config.timeoutMillis;
     return new Promise<SendResult>((resolve) => {
+      // The first outcome counts: the deadline's, an error's, or the whole answer's.
+      let deadline: NodeJS.Timeout | null = null;
+      const settle = (result: SendResult) => {
+        if (deadline === null) return;
+        clearTimeout(deadline);
+        deadline = null;
+        resolve(result);
+      };
       const req = request(url, { method: 'POST', headers, agent }, (res) =>
-        this.#answer(res, spans.length, resolve),
+        this.#answer(res, spans.length, settle),
       );
+      // One deadline for the whole request, from its start to the last byte of the answer: an
+      // idle timeout would let a collector that trickles its answer a byte at a time hold it
+      // for ever.
+      deadline = setTimeout(() => {
+        const error = Object.assign(new Error(`the request did not end within ${timeoutMs} ms`), {
+          code: 'ETIMEDOUT',
+        });
+        settle({ code: 1, error });
+        req.destroy(error);
+      }, timerMs(timeoutMs));
       this.#requests.add(req);
       req.on('close', () => this.#requests.delete(req));
       req.on('socket', (socket) => {
         if (socket.connecting) socket.once('connect', () => this.onConnect());
       });
-      req.setTimeout(this.config.timeoutMillis, () =>
-        req.destroy(
-          Object.assign(new Error(`no answer within ${this.config.timeoutMillis} ms`), { code: 'ETIMEDOUT' }),
-        ),
-      );
-      req.on('error', (error) => resolve({ code: 1, error }));
+      req.on('error', (error) => settle({ code: 1, error }));
       req.end(body);
     });
   }

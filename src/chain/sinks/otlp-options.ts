@@ -86,9 +86,15 @@ export interface OtlpSinkOptions {
   /** The chain's session, shared by every stage (required). */
   session: SinkRun;
   env?: NodeJS.ProcessEnv;
+  /**
+   * Resolves once the chain's input has ended (runChain's): `flushTimeoutMs` counts from then,
+   * so a batch waiting for room in the queue at that moment waits no longer than the last spans.
+   * Without it, `flushTimeoutMs` counts from the sink's own end.
+   */
+  inputEnded?: Promise<void>;
 }
 
-export const otlpSinkDefinition: PluginManifest<Omit<OtlpSinkOptions, 'session' | 'env'>> = {
+export const otlpSinkDefinition: PluginManifest<Omit<OtlpSinkOptions, 'session' | 'env' | 'inputEnded'>> = {
   name: 'otlp',
   kind: 'sink',
   kit: BUILTIN_KIT,

@@ -11,6 +11,7 @@ import { requireSession, type SinkRun } from '../../model/session.js';
 import { TraceBuilder, type SpanData } from './otlp-spans.js';
 import {
   OtlpHttpSender,
+  timerMs,
   type OtlpHttpConfig,
   type SendResult,
   type SpanSender,
@@ -144,7 +145,11 @@ export class SpanDelivery {
   private holdUp: string | null = null;
   private readonly queue: ReadableSpan[] = [];
   private inFlight: ReadableSpan[] | null = null;
-  private retryTimer: NodeJS.Timeout | null = null;
+  /** Cancels the wait before the next try (a backoff or a collector's Retry-After), if any. */
+  private retryTimer: (() => void) | null = null;
+  /** Cancels the end's deadline, once one is set (`endBy`). */
+  private endTimer: (() => void) | null = null;
+  private endAtMs = Infinity;
   /**
    * No request before this (epoch ms): a collector's Retry-After holds every batch, not only
    * the one it answered, so the queue waits for the collector rather than being refused.
@@ -162,7 +167,8 @@ export class SpanDelivery {
   push(span: ReadableSpan): void {
     this.total++;
     if (this.stopped) {
-      this.lose(1, null);
+      // Made after the end's deadline: lost to what held the others back, else to the deadline.
+      this.lose(1, this.holdUp);
       return;
     }
     this.queue.push(span);
@@ -187,17 +193,25 @@ export class SpanDelivery {
     while (!this.hasRoom()) await new Promise<void>((resolve) => this.waiters.push(resolve));
   }
 
-  /** Waits for everything queued to be sent, at most `timeoutMs`; what is left counts as lost. */
+  /**
+   * The end's deadline (epoch ms): delivery stops then (`stop`) at the latest, a wait for room
+   * ends, and what is still queued, or made after, counts as lost. An earlier deadline wins.
+   */
+  endBy(atMs: number): void {
+    if (this.stopped || atMs >= this.endAtMs) return;
+    this.endAtMs = atMs;
+    this.endTimer?.();
+    this.endTimer = callAt(atMs, () => this.stop());
+  }
+
+  /**
+   * Waits for everything queued to be sent, at most `timeoutMs` (or to an earlier deadline
+   * set by `endBy`); what is left counts as lost.
+   */
   async drain(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.pending > 0 && Date.now() < deadline) {
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, Math.min(50, Math.max(1, deadline - Date.now())));
-        this.waiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
+    this.endBy(Date.now() + timeoutMs);
+    while (this.pending > 0 && !this.stopped) {
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
     this.stop();
   }
@@ -205,7 +219,8 @@ export class SpanDelivery {
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
-    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer?.();
+    this.endTimer?.();
     this.lose(this.pending, this.holdUp);
     this.queue.length = 0;
     this.inFlight = null;
@@ -227,12 +242,11 @@ export class SpanDelivery {
 
   private pump(): void {
     if (this.stopped || this.inFlight || this.retryTimer || this.queue.length === 0) return;
-    const waitMs = this.notBeforeMs - Date.now();
-    if (waitMs > 0) {
-      this.retryTimer = setTimeout(() => {
+    if (this.notBeforeMs > Date.now()) {
+      this.retryTimer = callAt(this.notBeforeMs, () => {
         this.retryTimer = null;
         this.pump();
-      }, waitMs);
+      });
       return;
     }
     const batch = this.queue.splice(0, this.opts.maxBatchSpans);
@@ -263,10 +277,10 @@ export class SpanDelivery {
       const backoffMs = Math.max(Math.min(2000, 100 * 2 ** tries), result.retryAfterMs ?? 0);
       if (result.retryAfterMs) this.notBeforeMs = Date.now() + result.retryAfterMs;
       if (Date.now() + backoffMs < firstTry + this.opts.retryMs) {
-        this.retryTimer = setTimeout(() => {
+        this.retryTimer = callAt(Date.now() + backoffMs, () => {
           this.retryTimer = null;
           if (!this.stopped) this.attempt(batch, firstTry, tries + 1);
-        }, backoffMs);
+        });
         return;
       }
       this.lose(batch.length, reason);
@@ -294,6 +308,21 @@ export class SpanDelivery {
     this.wake();
     this.pump();
   }
+}
+
+/**
+ * Calls `fire` once at `atMs` (epoch ms), however far ahead (a `Retry-After` of months): a Node
+ * timer waits at most MAX_TIMER_MS, so a longer wait is made of several. Returns the cancel.
+ */
+function callAt(atMs: number, fire: () => void): () => void {
+  let timer: NodeJS.Timeout;
+  const arm = () => {
+    const waitMs = atMs - Date.now();
+    if (waitMs > 0) timer = setTimeout(arm, timerMs(waitMs));
+    else fire();
+  };
+  timer = setTimeout(arm, timerMs(atMs - Date.now()));
+  return () => clearTimeout(timer);
 }
 
 /**
@@ -397,6 +426,9 @@ class OtlpSink extends BatchTransform {
     const sender = new OtlpHttpSender(config, serializer, () => delivery.connected());
     const delivery = new SpanDelivery(sender, this.#opts, (error) => this.#warnUnavailable(error));
     this.#live = { api, sender, delivery, tracer: this.#tracerOf(sdk, resources, delivery) };
+    // The end's deadline counts from the input's end: a batch still waiting for room in the
+    // queue then (a slow collector) waits no longer than the last spans do.
+    void this.#opts.inputEnded?.then(() => delivery.endBy(Date.now() + this.#opts.flushTimeoutMs));
   }
 
   protected override transformBatch(batch: RecordBatch): BatchOutcome {
