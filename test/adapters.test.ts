@@ -20,7 +20,7 @@ import {
   tmpDir,
 } from './helpers/helpers.js';
 import { teeJsonl } from '../src/adapters/claude-sdk.js';
-import { agentRunIdOf } from '../src/adapters/run-id.js';
+import { agentRunIdOf, CODEX_RUN_ID_WAIT, RunIdReader } from '../src/adapters/run-id.js';
 
 const linesOf = (file: string) =>
   readFileSync(file, 'utf8')
@@ -545,9 +545,6 @@ test('teeJsonl: a writer with room takes every line without waiting for a drain'
 test("a coding agent's run id: the same events give the same id, a resumed session " +
   '(same session, later start) another, a stream without an id none', () => {
   const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-  const thread = { type: 'thread.started', thread_id: '01a232fc-b2a2-7b00-bbd1-93c4a49a2e6d' };
-  assert.equal(agentRunIdOf('codex', thread), thread.thread_id);
-  assert.equal(agentRunIdOf('codex', { type: 'turn.started' }), null);
   const copilot = { type: 'session.start', id: 'f635bf85-d6ab-4cb7-8b0b-6ad71c1f247e', data: {} };
   assert.equal(agentRunIdOf('copilot', copilot), copilot.id);
   assert.equal(agentRunIdOf('copilot', { type: 'session.start', data: {} }), null);
@@ -566,5 +563,46 @@ test("a coding agent's run id: the same events give the same id, a resumed sessi
   assert.equal(agentRunIdOf('opencode', { ...step }), opencode);
   assert.notEqual(agentRunIdOf('opencode', { ...step, timestamp: 1796135999999 }), opencode);
   // An id too long for a line's `uuid` is named by its hash, never cut.
-  assert.match(agentRunIdOf('codex', { ...thread, thread_id: 'x'.repeat(300) }) ?? '', uuid);
+  assert.match(agentRunIdOf('copilot', { ...copilot, id: 'x'.repeat(300) }) ?? '', uuid);
+});
+
+test("a Codex run's id: named by its thread and its lines up to its first turn's first event, " +
+  'pending until then; a resumed thread another id, a replay the same; bounded wait', () => {
+  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  const thread = { type: 'thread.started', thread_id: '01a232fc-b2a2-7b00-bbd1-93c4a49a2e6d' };
+  const item = (text: string) => ({
+    type: 'item.completed',
+    item: { id: 'item_0', type: 'agent_message', text },
+  });
+  const idOf = (events: Array<JsonObject | null>, settle = false) => {
+    const reader = new RunIdReader('codex');
+    const pending: boolean[] = [];
+    for (const e of events) {
+      reader.see(e, e === null ? null : Buffer.from(JSON.stringify(e)));
+      pending.push(reader.pending);
+    }
+    if (settle) reader.settle();
+    return { id: reader.id, pending };
+  };
+  const turn = { type: 'turn.started' };
+  const first = idOf([turn, thread, turn, item('Plan: one command.')]);
+  assert.deepEqual(first.pending, [false, true, true, false], 'pending from thread.started to the item');
+  assert.match(first.id ?? '', uuid);
+  assert.notEqual(first.id, thread.thread_id);
+  const again = idOf([thread, { type: 'turn.started' }, item('Plan: one command.')]);
+  assert.equal(again.id, first.id, 'a replay (a line before the thread is no part of it)');
+  const resumed = idOf([thread, { type: 'turn.started' }, item('Command finished.')]);
+  assert.notEqual(resumed.id, first.id, 'the same thread resumed');
+  const cut = idOf([thread, { type: 'turn.started' }], true);
+  assert.deepEqual(cut.pending, [true, true]);
+  assert.match(cut.id ?? '', uuid, 'named at the end by what came');
+  assert.notEqual(cut.id, first.id);
+  const notHeld = idOf([thread, null]);
+  assert.deepEqual(notHeld.pending, [true, false], 'a line not held as bytes ends the wait');
+  const long = idOf([thread, ...Array.from({ length: CODEX_RUN_ID_WAIT.lines - 1 }, () => ({ type: 'x' }))]);
+  assert.equal(long.pending.at(-2), true);
+  assert.equal(long.pending.at(-1), false, `the wait ends at ${CODEX_RUN_ID_WAIT.lines} lines`);
+  const big = idOf([thread, { type: 'item.started', text: 'x'.repeat(CODEX_RUN_ID_WAIT.bytes) }]);
+  assert.deepEqual(big.pending, [true, false], 'and at its bytes');
+  assert.equal(idOf([{ type: 'turn.started' }, item('no thread')], true).id, null, 'no thread, no id');
 });

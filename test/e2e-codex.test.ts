@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { CODEX, codexAvailable, codexCommand } from './e2e/codex.js';
+import { CODEX, codexAvailable, codexCommand, type CliCommand } from './e2e/codex.js';
 import { describeCli } from './e2e/cli-suite.js';
 import { startFakeResponses } from './e2e/fake-responses.js';
 import { readCodex } from './e2e/other-reader.js';
@@ -49,6 +50,52 @@ describe('real Codex CLI whose API request fails', { skip }, () => {
       assert.equal(index.producer, 'codex');
       assert.equal(index.channels[0].status, 'failed');
     } finally {
+      await api.close();
+    }
+  });
+});
+
+describe('real Codex CLI resuming a thread (`codex exec resume`)', { skip }, () => {
+  test('two runs of one thread are two runs (two run ids, both counted by subtee stats); a ' +
+    'replay of either recording is the same run as it was live', async () => {
+    const api = await startFakeResponses();
+    const root = tmpDir();
+    const first = codexCommand({ prompt: 'SCRIPT:shell:1', apiUrl: api.url, keepHome: true });
+    try {
+      const live = await pipeCliIntoSubtee(BIN, first, join(root, 'first'));
+      assert.equal(live.subteeCode, 0, live.subteeStderr);
+      const thread = JSON.parse(live.raw.toString('utf8').split('\n')[0]).thread_id as string;
+      // The resume runs in the first run's CODEX_HOME, where the thread was kept.
+      const next = codexCommand({ prompt: 'SCRIPT:shell:2', apiUrl: api.url });
+      const argv = [...next.argv];
+      argv.splice(argv.indexOf('exec') + 1, 0, 'resume');
+      argv.splice(argv.length - 1, 0, thread);
+      const resume: CliCommand = { ...next, argv, env: first.env };
+      const resumed = await pipeCliIntoSubtee(BIN, resume, join(root, 'resumed'));
+      assert.equal(resumed.subteeCode, 0, resumed.subteeStderr);
+      const events = (raw: Buffer) =>
+        raw.toString('utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      assert.equal(events(resumed.raw)[0].thread_id, thread, 'the resume continues the thread');
+      const runIdOf = (dir: string) => JSON.parse(readFileSync(join(root, dir, 'index.json'), 'utf8')).run_id;
+      assert.notEqual(runIdOf('first'), runIdOf('resumed'));
+      for (const [dir, raw] of [['first', live.raw], ['resumed', resumed.raw]] as const) {
+        const args = [BIN, '--out', join(root, `${dir}-replay`), '--stdout', 'none', '-q'];
+        const replay = spawnSync(process.execPath, args, { input: raw });
+        assert.equal(replay.status, 0, String(replay.stderr));
+        assert.equal(runIdOf(`${dir}-replay`), runIdOf(dir), `${dir}: the replay`);
+      }
+      // Counted here from the bytes: each turn's input and output tokens.
+      const tokens = [live.raw, resumed.raw]
+        .flatMap(events)
+        .filter((e) => e.type === 'turn.completed')
+        .reduce((n, e) => n + e.usage.input_tokens + e.usage.output_tokens, 0);
+      const r = spawnSync(process.execPath, [BIN, 'stats', root, '--json'], { encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+      const report = JSON.parse(r.stdout);
+      assert.equal(report.runs, 2, 'each replay counted once with its live run, the two runs apart');
+      assert.equal(report.total.tokens, tokens);
+    } finally {
+      rmSync(first.home, { recursive: true, force: true });
       await api.close();
     }
   });

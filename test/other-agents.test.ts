@@ -987,6 +987,18 @@ test('a stray line among the first costs that line: the mapper goes on where it 
   }
 });
 
+test("another producer's line while a Codex run's id is pending: the Codex lines that waited go " +
+  'on first, in order, and none is lost when the input ends there', async () => {
+  const lines = inputLines(readFileSync(join(DIR, 'codex', 'two-subagents.jsonl')));
+  for (const input of [[lines[0], STRAY.gemini, ...lines.slice(1)], [lines[0], STRAY.gemini]]) {
+    const { out, index } = await intoFolder(Buffer.from(input.join('\n') + '\n', 'latin1'));
+    const { all, byChannel } = writtenLines(out, index);
+    assert.deepEqual([...all].sort(), [...input].sort(), `${input.length} lines: every line kept once`);
+    const main = byChannel.get(null)!;
+    assert.deepEqual(main.slice(0, 2), input.slice(0, 2), `${input.length} lines: in their order`);
+  }
+});
+
 test('a stray line among the first: a late reader still replays main whole', async () => {
   /**
    * The main conversation's texts and tool calls as a reader opened after the run sees them.

@@ -3,13 +3,16 @@
  * recording lands on the same key as the original run (in `index.json`, ClickHouse and the
  * OTLP trace), as Claude Code's first `uuid` does. Pure: no I/O, no clock, no randomness.
  *
- * - Codex: the `thread_id` of `thread.started` (its stream carries nothing else of the run).
+ * - Codex: a UUID named by the `thread_id` of `thread.started` and the bytes of the stream up
+ *   to the first event of its first turn (see RunIdReader).
  * - GitHub Copilot CLI: the `id` of its first event (a fresh UUID per event, as Claude Code's).
  * - Gemini CLI: the `session_id` of its `init` event with that event's `timestamp`.
  * - opencode: the `sessionID` of its first event that has one, with that event's `timestamp`.
  *
  * A session id alone would give a resumed session the key of its first run: where the stream
- * carries the start time, the id is a name-based UUID of both (and of the producer).
+ * carries the start time, the id is a name-based UUID of both (and of the producer). Codex's
+ * carries none, and `codex exec resume` continues a thread under its `thread_id`: what tells
+ * two runs of a thread apart is what each was asked and began to answer.
  */
 import { createHash } from 'node:crypto';
 import { nonEmpty, type JsonObject } from '../model/message.js';
@@ -44,10 +47,8 @@ function timeOf(value: unknown): string {
  * The run id one event of `producer`'s stream names, or null when it names none (the first
  * event that names one is the run's).
  */
-export function agentRunIdOf(producer: AgentProducer, event: JsonObject): string | null {
+export function agentRunIdOf(producer: Exclude<AgentProducer, 'codex'>, event: JsonObject): string | null {
   switch (producer) {
-    case 'codex':
-      return event.type === 'thread.started' ? asIs(producer, nonEmpty(event.thread_id)) : null;
     case 'copilot':
       return asIs(producer, nonEmpty(event.id));
     case 'gemini': {
@@ -58,5 +59,63 @@ export function agentRunIdOf(producer: AgentProducer, event: JsonObject): string
       const session = nonEmpty(event.sessionID);
       return session === null ? null : nameBasedUuid([producer, session, timeOf(event.timestamp)]);
     }
+  }
+}
+
+/**
+ * How long a Codex run's id waits for the first event of its first turn: at most this many
+ * lines in all, of at most this many bytes; then it is named by what came.
+ */
+export const CODEX_RUN_ID_WAIT = Object.freeze({ lines: 64, bytes: 1024 * 1024 });
+
+/**
+ * A run's id as its stream names it, one input line at a time: for most producers the first
+ * event that names one (`agentRunIdOf`). For Codex, from its `thread.started` on the id is
+ * `pending` until the first event after the first `turn.started` (the turn's first item, or
+ * its end) has come, and is then a UUID named by the thread and the bytes of every line from
+ * `thread.started` to that event: a replay of a recording gets its id again, and a resumed
+ * thread (`codex exec resume`, the same `thread_id`) gets another for each run that was asked
+ * or answered anything else. A line not held as bytes (one too long to hold, a quarantined
+ * piece) ends the wait before it; so do the CODEX_RUN_ID_WAIT bounds and the input's end
+ * (`settle`). Holding the pending lines is the caller's (the input-format stage's).
+ */
+export class RunIdReader {
+  id: string | null = null;
+  pending = false;
+  private thread: string | null = null;
+  private readonly bytesSeen = createHash('sha256');
+  private lines = 0;
+  private bytes = 0;
+  private turnStarted = false;
+
+  constructor(private readonly producer: AgentProducer) {}
+
+  /** The next input line: its event (null: not an object) and its bytes (null: not held). */
+  see(event: JsonObject | null, raw: Uint8Array | null): void {
+    if (this.id !== null) return;
+    if (this.producer !== 'codex') {
+      if (event) this.id = agentRunIdOf(this.producer, event);
+      return;
+    }
+    if (!this.pending) {
+      this.thread = event?.type === 'thread.started' ? nonEmpty(event.thread_id) : null;
+      if (this.thread === null) return;
+      this.pending = true;
+    }
+    if (raw === null) return this.settle();
+    this.lines++;
+    this.bytes += raw.length;
+    this.bytesSeen.update(raw).update('\n');
+    const turnBegun = this.turnStarted && event?.type !== 'turn.started';
+    if (event?.type === 'turn.started') this.turnStarted = true;
+    const waitOver = this.lines >= CODEX_RUN_ID_WAIT.lines || this.bytes >= CODEX_RUN_ID_WAIT.bytes;
+    if (turnBegun || waitOver) this.settle();
+  }
+
+  /** Names a pending run by the lines that came (the input ended, or the wait is over). */
+  settle(): void {
+    if (!this.pending) return;
+    this.pending = false;
+    this.id = nameBasedUuid([this.producer, this.thread!, this.bytesSeen.digest('hex')]);
   }
 }

@@ -4,7 +4,7 @@ import { CopilotMapper, isCopilotEvent } from '../../adapters/copilot.js';
 import { GeminiMapper, isGeminiEvent } from '../../adapters/gemini.js';
 import { isProtocolEvent, LangGraphMapper, LANGGRAPH_DEFAULTS } from '../../adapters/langgraph.js';
 import { isOpencodeEvent, OpencodeMapper } from '../../adapters/opencode.js';
-import { agentRunIdOf } from '../../adapters/run-id.js';
+import { RunIdReader } from '../../adapters/run-id.js';
 import { eventLine, shareRepeatedText, type StreamMapper } from '../../adapters/stream-lines.js';
 import { channelIdOf, lineTypeOf, type JsonObject } from '../../model/message.js';
 import { viewOf } from '../../model/line-view.js';
@@ -119,8 +119,8 @@ export function createInputFormat(options: InputFormatOptions): Transform {
   // go on where the mapper left off (its tree state and the version its stream stated).
   const agents = new Map<AgentProducer, AgentEvents>();
   let agent: AgentEvents | null = null;
-  const decided = (producer: Producer) => {
-    agent?.detach();
+  const decided = (producer: Producer, out: RecordBatch) => {
+    agent?.detach(out);
     agent = null;
     run.stateProducer(producer);
     if (!isAgentProducer(producer)) return;
@@ -129,7 +129,7 @@ export function createInputFormat(options: InputFormatOptions): Transform {
     else agents.set(producer, (agent = new AgentEvents(run, producer)));
   };
   const detector = new ProducerDetector(format === 'auto' ? null : format);
-  if (format !== 'auto') decided(format);
+  if (format !== 'auto') decided(format, []);
   let lastLineNo = 0;
   const toRecords = (values: JsonObject[], lineNo: number, out: RecordBatch) => {
     for (const value of values)
@@ -154,7 +154,7 @@ export function createInputFormat(options: InputFormatOptions): Transform {
           rec.kind === 'line' ? (cheap ? viewOf(rec) : rec.value) : rec.kind === 'spooled' ? rec.value : null;
         if (value && detector.watching) {
           const seen = detector.observe(value, rec.lineNo);
-          if (seen.producer !== run.producer) decided(seen.producer);
+          if (seen.producer !== run.producer) decided(seen.producer, out);
           if (seen.warning) run.warn(seen.warning.code, seen.warning.message, seen.warning.subject);
         }
         handle(rec, out);
@@ -165,7 +165,7 @@ export function createInputFormat(options: InputFormatOptions): Transform {
       const out: RecordBatch = [];
       const last = detector.atEnd();
       if (last) {
-        decided(last.producer);
+        decided(last.producer, out);
         run.warn(last.warning.code, last.warning.message, last.warning.subject);
       }
       if (agent) agent.end(out);
@@ -321,8 +321,10 @@ const withRunId = (value: JsonObject, runId: string): JsonObject => ({ ...value,
  * bytes (so its channel's `.jsonl` keeps it byte for byte), its value the mapped line that
  * stands for it, or a placeholder routed to its channel when none does; the other mapped
  * lines follow as `derived` records, which are routed and shown but never written to a file.
- * The first record of an input line after the stream named its run (see `agentRunIdOf`) carries
- * that id as its `uuid`, so the tree, `index.json` and every sink key the run on it.
+ * The first record of an input line after the stream named its run (see RunIdReader) carries
+ * that id as its `uuid`, so the tree, `index.json` and every sink key the run on it; while the
+ * id is pending (a Codex stream's first lines), the lines wait here, in order, and go on with
+ * it.
  */
 export class AgentEvents {
   readonly mapper: StreamMapper;
@@ -330,14 +332,17 @@ export class AgentEvents {
   /** The version the producer's stream stated, once it has. */
   private version: string | null = null;
   /** The run's id once the stream named it; `stamped` once a record carried it. */
-  private runId: string | null = null;
+  private readonly runId: RunIdReader;
   private stamped = false;
+  /** Input lines waiting for the run's id (at most CODEX_RUN_ID_WAIT). */
+  private readonly held: SubteeRecord[] = [];
 
   constructor(
     private readonly run: Session,
     private readonly producer: AgentProducer,
   ) {
     this.mapper = createAgentMapper(producer, (code, message) => run.warn(code, message));
+    this.runId = new RunIdReader(producer);
     this.attach();
   }
 
@@ -349,14 +354,35 @@ export class AgentEvents {
 
   /**
    * `auto` read a line as another producer: what this one stated stays here for when its
-   * lines come back.
+   * lines come back; lines waiting for the run's id go on first, named by what came.
    */
-  detach(): void {
+  detach(out: RecordBatch): void {
+    this.release(out);
     this.run.producerVersion = null;
     if (this.run.transcripts === this.mapper) this.run.transcripts = null;
   }
 
   push(rec: SubteeRecord, out: RecordBatch): void {
+    const event = rec.kind === 'quarantine' ? null : rec.value;
+    // A line too long to hold (spooled), or a piece of a line, is not held as bytes.
+    const whole = rec.kind === 'line' || (rec.kind === 'quarantine' && rec.final);
+    this.runId.see(event, whole ? rec.raw : null);
+    if (this.runId.pending) {
+      this.held.push(rec);
+      return;
+    }
+    this.release(out);
+    this.map(rec, out);
+  }
+
+  /** The lines that waited for the run's id, with it (named now if it still was not). */
+  private release(out: RecordBatch): void {
+    if (this.held.length === 0) return;
+    this.runId.settle();
+    for (const rec of this.held.splice(0)) this.map(rec, out);
+  }
+
+  private map(rec: SubteeRecord, out: RecordBatch): void {
     this.lastLineNo = rec.lineNo;
     if (rec.kind === 'quarantine' || (rec.kind === 'spooled' && rec.value === null)) {
       out.push(rec);
@@ -375,12 +401,11 @@ export class AgentEvents {
       this.version = this.mapper.version;
       this.run.producerVersion = this.version;
     }
-    this.runId ??= agentRunIdOf(this.producer, rec.value!);
     // The record that carries the line's own bytes takes the id (a derived one would show it).
     const own = (value: JsonObject): JsonObject => {
-      if (this.stamped || this.runId === null) return value;
+      if (this.stamped || this.runId.id === null) return value;
       this.stamped = true;
-      return withRunId(value, this.runId);
+      return withRunId(value, this.runId.id);
     };
     // One event may name a long text on many lines: the copies are bounded by the event's size.
     const lines = shareRepeatedText(mapped.lines, rec.kind === 'line' ? rec.raw.length : 0);
@@ -406,6 +431,7 @@ export class AgentEvents {
   }
 
   end(out: RecordBatch): void {
+    this.release(out);
     const lines = shareRepeatedText(this.mapper.end(), 0);
     for (const line of lines) out.push(derivedRecord(this.lastLineNo, line));
   }
