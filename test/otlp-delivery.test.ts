@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { BasicTracerProvider, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { RecordBatch } from '../src/model/record.js';
-import { createOtlpSink, SpanDelivery } from '../src/chain/sinks/otlp.js';
+import { createOtlpSink, MAX_LOSS_REASONS, OTHER_LOSSES, SpanDelivery } from '../src/chain/sinks/otlp.js';
 import { rejectedOf, retryAfterMsOf, type SpanSender } from '../src/chain/sinks/otlp-http.js';
 import { fixtureFiles } from './helpers/helpers.js';
 import { routeThrough } from './helpers/otlp-tree.js';
@@ -433,6 +433,28 @@ test('an exporter that fails without saying why: the reason kept is "export fail
   assert.equal(delivery.lastError, 'export failed');
   assert.deepEqual(tried, [1]);
   assert.deepEqual(counts(delivery), { total: 1, delivered: 0, lost: 1, pending: 0, available: false });
+});
+
+test('spans lost for more reasons than MAX_LOSS_REASONS: the first ones kept with their spans, ' +
+  'the rest counted together; every span lost counted once', async () => {
+  // A collector whose message names the batch: a reason of its own for each.
+  let batches = 0;
+  const naming: SpanSender = {
+    export: (_spans, done) =>
+      setImmediate(() => done({ code: 0, rejected: { count: 1, reason: `batch ${++batches} refused` } })),
+    shutdown: () => Promise.resolve(),
+  };
+  const delivery = new SpanDelivery(naming, { retryMs: 0, maxQueueSpans: 100, maxBatchSpans: 2 }, () => {});
+  for (const span of spansNamed(Array.from({ length: 24 }, (_, i) => `s${i}`))) delivery.push(span);
+  await delivery.drain(60_000);
+  assert.equal(delivery.lost, batches, 'one span of each batch');
+  const named = [...delivery.lostFor.keys()];
+  assert.deepEqual(
+    named,
+    [...Array.from({ length: MAX_LOSS_REASONS }, (_, i) => `batch ${i + 1} refused`), OTHER_LOSSES],
+  );
+  assert.equal(delivery.lostFor.get(OTHER_LOSSES), batches - MAX_LOSS_REASONS);
+  assert.equal([...delivery.lostFor.values()].reduce((a, b) => a + b, 0), delivery.lost);
 });
 
 test('a partial success counts at most the batch as lost, never retried; a count that is not a ' +

@@ -107,6 +107,19 @@ class HandOver implements SpanProcessor {
   }
 }
 
+/**
+ * The most reasons SpanDelivery tells spans were lost for; later ones are OTHER_LOSSES.
+ *
+ * @internal
+ */
+export const MAX_LOSS_REASONS = 8;
+/**
+ * What spans lost for a reason past the first MAX_LOSS_REASONS count under.
+ *
+ * @internal
+ */
+export const OTHER_LOSSES = 'other failures';
+
 interface DeliveryOptions {
   retryMs: number;
   maxQueueSpans: number;
@@ -136,6 +149,7 @@ export class SpanDelivery {
   /**
    * Spans not delivered by why each was lost, in the order the reasons first lost one; null for
    * spans still waiting when the end's wait was over with no failure holding them (the deadline).
+   * At most MAX_LOSS_REASONS reasons; the spans of any later one count under OTHER_LOSSES.
    */
   readonly lostFor = new Map<string | null, number>();
   /**
@@ -300,7 +314,9 @@ export class SpanDelivery {
   private lose(spans: number, reason: string | null): void {
     if (spans <= 0) return;
     this.lost += spans;
-    this.lostFor.set(reason, (this.lostFor.get(reason) ?? 0) + spans);
+    // A collector's messages may differ for every batch: the reasons kept are bounded.
+    const key = this.lostFor.has(reason) || this.lostFor.size < MAX_LOSS_REASONS ? reason : OTHER_LOSSES;
+    this.lostFor.set(key, (this.lostFor.get(key) ?? 0) + spans);
   }
 
   private finishBatch(): void {
