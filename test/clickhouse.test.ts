@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { EXIT } from '../src/errors.js';
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -630,7 +631,16 @@ describe(
       assert.equal(Number(n), 3, 'three runs, each under its own id');
     });
 
-    test('--clickhouse-resend from the command line', async () => {
+    test('--clickhouse-resend from the command line; a run that read no line (a resend alone, an ' +
+      'empty input) adds no run of its own', async () => {
+      const runsStored = async () => {
+        const [made] = await ch.rows<{ n: number }>(
+          "SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'subtee_channels'",
+        );
+        if (Number(made.n) === 0) return [];
+        return (await ch.rows<{ run: string }>('SELECT DISTINCT run FROM subtee_channels')).map((r) => r.run);
+      };
+      const before = new Set(await runsStored());
       const runs = tmpDir();
       const cfg = config({
         url: `http://127.0.0.1:${await closedPort()}`,
@@ -648,6 +658,10 @@ describe(
       assert.equal(next.code, 0, next.stderr);
       assert.deepEqual(findSpoolFiles(runs), []);
       await assertRunStored(ch, 'resent-by-flag', indexOf(away.out), 'resent from the command line');
+      const empty = await subtee(['--clickhouse', ch.url], { out: join(runs, 'run-3'), feed: async () => {} });
+      assert.equal(empty.code, EXIT.IO, empty.stderr);
+      const added = (await runsStored()).filter((run) => !before.has(run));
+      assert.deepEqual(added, ['resent-by-flag']);
     });
 
     test('a server that stops answering (SIGSTOP) holds the input ' +

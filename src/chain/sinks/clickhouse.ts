@@ -509,9 +509,11 @@ class ClickHouseSink extends BatchTransform {
     this.#flushTimer = this.#probeTimer = null;
     const run = this.#run;
     const flags = { final: true, stalled: run.stalled, interrupted: run.interrupted };
+    // A run that read no line (a resend alone, an empty input) is no run of the fleet's.
+    const channels = run.input.lines === 0 ? [] : run.tree.channels();
     const final = [
       ...this.#builder.releaseUntimed(),
-      ...run.tree.channels().map((ch): Entry => ({ t: 'channels', r: this.#builder.channelRow(ch, flags) })),
+      ...channels.map((ch): Entry => ({ t: 'channels', r: this.#builder.channelRow(ch, flags) })),
     ];
     if (this.#mode === 'online') for (const entry of final) this.#queue.push(entry);
     else this.#toSpool(final);
