@@ -384,6 +384,32 @@ test('a tool_result that never comes is a hang after the allowance; one that com
   assert.match(stallMessage(half.stall!), /Bash "slow"/);
 });
 
+test('a tool_result on a line too long to hold ends its call as any other does', async () => {
+  const fc = fakeClock();
+  const run = new Session();
+  const parser = createLineParser({ session: run, maxLineBytes: 4096, spoolDir: tmpDir() });
+  const dog = createIdleWatchdog({ ...opts, clock: fc.clock, session: run });
+  dog.on('error', () => {});
+  parser.pipe(dog).resume();
+  const lines = [
+    init,
+    say(null, toolUse('b1', 'Bash', { command: 'quick', timeout: 90_000 })),
+    say(null, toolUse('b2', 'Bash', { command: 'slow', timeout: 30_000 })),
+    reply(null, toolResult('b1', 'x'.repeat(20_000))),
+  ];
+  parser.write(lines.map((value) => JSON.stringify(value)).join('\n') + '\n');
+  // The result's line, 20 KB, is past maxLineBytes: spooled, not held.
+  while (run.input.lines < lines.length) await settle();
+  await settle();
+  let firedAt = 0;
+  while (dog.errored === null && firedAt < 120_000) {
+    fc.advance(1000);
+    firedAt += 1000;
+  }
+  assert.equal(firedAt, 36_000, 'b2 alone in flight: its 30 s and the grace');
+  assert.match(stallMessage(run.stall!), /Bash "slow"/);
+});
+
 test('with partial messages, a streamed message allows the idle timeout between events', () => {
   const midMessage = silenceUntilStall([
     init,

@@ -260,7 +260,11 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
       bytesSeen = run.input.bytes;
       dog.producer = run.producer;
       dog.transcripts = run.transcripts;
-      for (const rec of batch) if (rec.kind === 'line') dog.observe(viewOf(rec), now);
+      for (const rec of batch) {
+        if (rec.kind === 'line') dog.observe(viewOf(rec), now);
+        // A line too long to hold: its routing members and the tool calls and results it names.
+        else if (rec.kind === 'spooled' && rec.value !== null) dog.observe(rec.value, now);
+      }
       return batch;
     },
     flushAtEnd: () => {
