@@ -606,6 +606,29 @@ function agentScript(before: object[], silentMs: number, after: object[]): strin
   );
 }
 
+test("subtee run: a Codex turn's first answer slower than the idle timeout is its model request, " +
+  'not a stall: the first lines go on at once', () => {
+  const codex = agentScript(
+    [{ type: 'thread.started', thread_id: 'th_1' }, { type: 'turn.started' }],
+    2500,
+    [
+      { type: 'item.completed', item: { id: 'item_0', type: 'agent_message', text: 'done' } },
+      { type: 'turn.completed', usage: { input_tokens: 5, output_tokens: 2 } },
+    ],
+  );
+  const out = join(tmpDir(), 'out');
+  const flags = ['--stall-grace-ms', '0', '--idle-timeout-ms', '1000', '--model-timeout-ms', '20000'];
+  const r = spawnSync(
+    process.execPath,
+    [BIN, 'run', '--out', out, '--stdout', 'none', '-q', ...flags, '--', process.execPath, '-e', codex],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.stalled, false);
+  assert.match(index.run_id, /^[0-9a-f-]{36}$/, 'the run is named by its first answer');
+});
+
 test("subtee run: a Codex command silent past Claude Code's Bash default is not a stall; a Bash call " +
   "is", () => {
   const command = { id: 'item_1', type: 'command_execution', command: 'npm test', status: 'in_progress' };

@@ -1127,27 +1127,8 @@ const otherAgentLines = (name: string) =>
     .filter((line) => line.trim() !== '');
 
 /**
- * The lines a Codex stream's run id waits for (see docs/producers.md): from `thread.started`
- * to the line before the first event after its first `turn.started`, or before a line of
- * another producer. They are routed with that line.
- */
-function waitingForRunId(lines: readonly string[]): Set<number> {
-  const waiting = new Set<number>();
-  const types = lines.map((line) => String(JSON.parse(line).type));
-  const codex = (type: string) => /^(thread|turn|item)\.[a-z_]+$|^error$/.test(type);
-  let turnStarted = false;
-  for (let i = types.indexOf('thread.started'); i >= 0 && i < types.length; i++) {
-    if (!codex(types[i]) || (turnStarted && types[i] !== 'turn.started')) break;
-    turnStarted ||= types[i] === 'turn.started';
-    waiting.add(i);
-  }
-  return waiting;
-}
-
-/**
  * Opens a run over `lines` handed over one at a time, each once it was routed (an `events`
- * loop from the start sees it; a line waiting for a Codex run's id, once the next is written):
- * `at(i, run)` is called before line `i` is written. Resolves with what that loop saw and the
+ * loop from the start sees it): `at(i, run)` is called before line `i` is written. Resolves with what that loop saw and the
  * run's index.json.
  */
 async function lineByLine(
@@ -1159,11 +1140,9 @@ async function lineByLine(
   const run = open(input, { out });
   const early: RunEvent[] = [];
   const events = run.events[Symbol.asyncIterator]();
-  const waiting = waitingForRunId(lines);
   for (let i = 0; i < lines.length; i++) {
     at(i, run);
     input.write(lines[i] + '\n');
-    if (waiting.has(i)) continue;
     for (let next = await events.next(); !next.done; next = await events.next()) {
       early.push(next.value);
       if (next.value.lineNo > i) break;

@@ -77,7 +77,7 @@ export const CODEX_RUN_ID_WAIT = Object.freeze({ lines: 64, bytes: 1024 * 1024 }
  * thread (`codex exec resume`, the same `thread_id`) gets another for each run that was asked
  * or answered anything else. A line not held as bytes (one too long to hold, a quarantined
  * piece) ends the wait before it; so do the CODEX_RUN_ID_WAIT bounds and the input's end
- * (`settle`). Holding the pending lines is the caller's (the input-format stage's).
+ * (`settle`). The lines go on meanwhile: the caller stamps the id on the first record after.
  */
 export class RunIdReader {
   id: string | null = null;

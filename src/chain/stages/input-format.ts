@@ -119,8 +119,8 @@ export function createInputFormat(options: InputFormatOptions): Transform {
   // go on where the mapper left off (its tree state and the version its stream stated).
   const agents = new Map<AgentProducer, AgentEvents>();
   let agent: AgentEvents | null = null;
-  const decided = (producer: Producer, out: RecordBatch) => {
-    agent?.detach(out);
+  const decided = (producer: Producer) => {
+    agent?.detach();
     agent = null;
     run.stateProducer(producer);
     if (!isAgentProducer(producer)) return;
@@ -129,7 +129,7 @@ export function createInputFormat(options: InputFormatOptions): Transform {
     else agents.set(producer, (agent = new AgentEvents(run, producer)));
   };
   const detector = new ProducerDetector(format === 'auto' ? null : format);
-  if (format !== 'auto') decided(format, []);
+  if (format !== 'auto') decided(format);
   let lastLineNo = 0;
   const toRecords = (values: JsonObject[], lineNo: number, out: RecordBatch) => {
     for (const value of values)
@@ -154,7 +154,7 @@ export function createInputFormat(options: InputFormatOptions): Transform {
           rec.kind === 'line' ? (cheap ? viewOf(rec) : rec.value) : rec.kind === 'spooled' ? rec.value : null;
         if (value && detector.watching) {
           const seen = detector.observe(value, rec.lineNo);
-          if (seen.producer !== run.producer) decided(seen.producer, out);
+          if (seen.producer !== run.producer) decided(seen.producer);
           if (seen.warning) run.warn(seen.warning.code, seen.warning.message, seen.warning.subject);
         }
         handle(rec, out);
@@ -165,7 +165,7 @@ export function createInputFormat(options: InputFormatOptions): Transform {
       const out: RecordBatch = [];
       const last = detector.atEnd();
       if (last) {
-        decided(last.producer, out);
+        decided(last.producer);
         run.warn(last.warning.code, last.warning.message, last.warning.subject);
       }
       if (agent) agent.end(out);
@@ -322,9 +322,9 @@ const withRunId = (value: JsonObject, runId: string): JsonObject => ({ ...value,
  * stands for it, or a placeholder routed to its channel when none does; the other mapped
  * lines follow as `derived` records, which are routed and shown but never written to a file.
  * The first record of an input line after the stream named its run (see RunIdReader) carries
- * that id as its `uuid`, so the tree, `index.json` and every sink key the run on it; while the
- * id is pending (a Codex stream's first lines), the lines wait here, in order, and go on with
- * it.
+ * that id as its `uuid`, so the tree, `index.json` and every sink key the run on it. Lines never
+ * wait for it: a Codex stream's first lines (its `turn.started`, which the watchdog reads as a
+ * model request) go on at once, and the line that names the run carries its id.
  */
 export class AgentEvents {
   readonly mapper: StreamMapper;
@@ -334,8 +334,6 @@ export class AgentEvents {
   /** The run's id once the stream named it; `stamped` once a record carried it. */
   private readonly runId: RunIdReader;
   private stamped = false;
-  /** Input lines waiting for the run's id (at most CODEX_RUN_ID_WAIT). */
-  private readonly held: SubteeRecord[] = [];
 
   constructor(
     private readonly run: Session,
@@ -354,10 +352,10 @@ export class AgentEvents {
 
   /**
    * `auto` read a line as another producer: what this one stated stays here for when its
-   * lines come back; lines waiting for the run's id go on first, named by what came.
+   * lines come back; a pending run id is named by what came.
    */
-  detach(out: RecordBatch): void {
-    this.release(out);
+  detach(): void {
+    this.runId.settle();
     this.run.producerVersion = null;
     if (this.run.transcripts === this.mapper) this.run.transcripts = null;
   }
@@ -367,19 +365,7 @@ export class AgentEvents {
     // A line too long to hold (spooled), or a piece of a line, is not held as bytes.
     const whole = rec.kind === 'line' || (rec.kind === 'quarantine' && rec.final);
     this.runId.see(event, whole ? rec.raw : null);
-    if (this.runId.pending) {
-      this.held.push(rec);
-      return;
-    }
-    this.release(out);
     this.map(rec, out);
-  }
-
-  /** The lines that waited for the run's id, with it (named now if it still was not). */
-  private release(out: RecordBatch): void {
-    if (this.held.length === 0) return;
-    this.runId.settle();
-    for (const rec of this.held.splice(0)) this.map(rec, out);
   }
 
   private map(rec: SubteeRecord, out: RecordBatch): void {
@@ -431,7 +417,7 @@ export class AgentEvents {
   }
 
   end(out: RecordBatch): void {
-    this.release(out);
+    this.runId.settle();
     const lines = shareRepeatedText(this.mapper.end(), 0);
     for (const line of lines) out.push(derivedRecord(this.lastLineNo, line));
   }
