@@ -12,4 +12,20 @@ try {
   );
   process.exitCode = 3;
 }
-if (cli) process.exitCode = await cli.main(process.argv.slice(2));
+if (cli) {
+  const code = await cli.main(process.argv.slice(2));
+  process.exitCode = code;
+  // The run has ended: nothing left running (a plugin's timer or socket, a promise it never
+  // settled) holds subtee once stdout and stderr have taken what was written for them.
+  await Promise.all([process.stdout, process.stderr].map(written));
+  process.exit(code);
+}
+
+/** Resolves once `stream` holds nothing more to write (or is gone). */
+function written(stream) {
+  if (stream.destroyed || stream.writableLength === 0) return undefined;
+  return new Promise((resolve) => {
+    stream.once('drain', resolve);
+    stream.once('close', resolve);
+  });
+}

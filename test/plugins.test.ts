@@ -681,6 +681,134 @@ test('a stage plugin that drops lines: index.json counts them as dropped, ' +
   assert.deepEqual(readdirSync(out).filter((f) => f.startsWith('.subtee-spool')), []);
 });
 
+/** Writes a plugin module and a config naming it into `dir`; returns the config's path. */
+function pluginConfig(dir: string, name: string, kind: 'stage' | 'sink', create: string, chain: object) {
+  const file = join(dir, `${name}.mjs`);
+  writeFileSync(file, `export default { name: '${name}', kind: '${kind}', kit: '>=0.0.0', options: {},
+  create: () => ${create} };\n`);
+  const config = join(dir, `${name}.json`);
+  writeFileSync(config, JSON.stringify({ plugins: [file], ...chain }));
+  return config;
+}
+
+test('a plugin promise that never settles (a sink\'s end(), a stage\'s function) fails the run ' +
+  'naming it, exit 1 with index.json written, never Node\'s silent exit 13', () => {
+  const dir = tmpDir();
+  const input = join(FIXTURES, 'nested-depth-3.jsonl');
+  const lines = nonBlankLines(readFileSync(input));
+  const never = 'new Promise(() => {})';
+  const cases = [
+    {
+      name: 'hangend',
+      create: `({ record: () => {}, end: () => ${never} })`,
+      kind: 'sink' as const,
+      chain: { sinks: [{ use: 'hangend' }] },
+      run: false,
+      said: 'plugin hangend: its end() never settled',
+    },
+    {
+      name: 'hangrec',
+      create: `(rec) => (rec.lineNo >= 5 ? ${never} : rec)`,
+      kind: 'stage' as const,
+      chain: {
+        stages: [{ use: 'line-parser' }, { use: 'hangrec' }, { use: 'channel-router' }],
+        sinks: [{ use: 'files' }],
+      },
+      run: false,
+      said: 'plugin hangrec: its function for line 5 never settled',
+    },
+    {
+      name: 'hangrun',
+      create: `({ record: () => {}, end: () => ${never} })`,
+      kind: 'sink' as const,
+      chain: { sinks: [{ use: 'hangrun' }] },
+      run: true,
+      said: 'plugin hangrun: its end() never settled',
+    },
+  ];
+  for (const c of cases) {
+    const config = pluginConfig(dir, c.name, c.kind, c.create, c.chain);
+    const out = join(dir, `out-${c.name}`);
+    const flags = ['--config', config, '--out', out, '--stdout', 'none', '-q'];
+    const args = c.run
+      ? [BIN, 'run', ...flags, '--', 'sh', '-c', `cat "${input}"; exit 7`]
+      : [BIN, ...flags, input];
+    const r = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 20_000, killSignal: 'SIGKILL' });
+    assert.equal(r.status, 1, `${c.name}: ${r.status} ${r.signal} ${r.stderr}`);
+    const errors = r.stderr.split('\n').filter((l) => l.endsWith('[ERR_PLUGIN_FAILED]'));
+    assert.equal(errors.length, 1, r.stderr);
+    assert.ok(errors[0].startsWith(`subtee: ${c.said} (`), errors[0]);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.equal(index.input.lines, lines, c.name);
+    assert.equal(linesInFolder(out) + index.input.unwritten, lines, c.name);
+    const ended = { name: 'sh', exit_code: 7, signal: null };
+    if (c.run) assert.deepEqual(index.command, ended, "index.json keeps the command's end");
+  }
+});
+
+test('once the input has ended, a plugin promise pending past --plugin-end-timeout-ms fails the run ' +
+  'naming it, and the timer the plugin left running does not hold subtee', () => {
+  const dir = tmpDir();
+  const input = join(FIXTURES, 'nested-depth-3.jsonl');
+  const create = '({ record: () => {}, end: () => new Promise(() => { setInterval(() => {}, 1000); }) })';
+  const config = pluginConfig(dir, 'slowend', 'sink', create, { sinks: [{ use: 'slowend' }] });
+  const out = join(dir, 'out');
+  const args = [BIN, '--config', config, '--out', out, '--stdout', 'none', '-q'];
+  const t0 = Date.now();
+  const r = spawnSync(process.execPath, [...args, '--plugin-end-timeout-ms', '300', input], {
+    encoding: 'utf8',
+    timeout: 20_000,
+    killSignal: 'SIGKILL',
+  });
+  const tookMs = Date.now() - t0;
+  assert.equal(r.status, 1, `${r.status} ${r.signal} ${r.stderr}`);
+  assert.equal(
+    r.stderr,
+    "subtee: plugin slowend: its end() did not settle within 0.3 s of the input's end [ERR_PLUGIN_FAILED]\n",
+  );
+  assert.ok(tookMs < 10_000, `took ${tookMs} ms`);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(linesInFolder(out), index.input.lines);
+});
+
+test("after the chain's abort (a second signal) a stage plugin is called no more, " +
+  'whatever its pending promise does later', async () => {
+  const called: number[] = [];
+  let release = () => {};
+  let onHeld = () => {};
+  const held = new Promise<void>((resolve) => (onHeld = resolve));
+  const plugin = definePlugin<Record<string, never>>({
+    name: 'held',
+    kind: 'stage',
+    kit: '^0.1.0',
+    options: {},
+    create: () => (rec) => {
+      called.push(rec.lineNo);
+      if (rec.lineNo !== 5) return rec;
+      onHeld();
+      return new Promise<SubteeRecord>((resolve) => (release = () => resolve(rec)));
+    },
+  });
+  const registry = builtinRegistry();
+  registry.add(plugin);
+  const out = join(tmpDir(), 'out');
+  const spec = {
+    stages: [{ use: 'line-parser' }, { use: 'held' }, { use: 'channel-router' }],
+    sinks: [{ use: 'files', out }],
+  };
+  const ac = new AbortController();
+  const running = runChain(chunked([fanoutInput(2, 50)]), spec, { registry, signal: ac.signal });
+  await held;
+  ac.abort();
+  await assert.rejects(running, { name: 'AbortError' });
+  // The promise the plugin held settles after the abort: the rest of its batch is not handed to it.
+  release();
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(called, [1, 2, 3, 4, 5]);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(linesInFolder(out) + index.input.unwritten, index.input.lines);
+});
+
 test("ctx.stopInput(new Error(…)) fails the run as the plugin's stop, " +
   'what was read in the folder', async () => {
   const input = fanoutInput(3, 3000);

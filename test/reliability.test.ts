@@ -69,6 +69,56 @@ for (const [sig, code] of [
   });
 }
 
+for (const [what, pending] of [
+  ['slow (a minute a record)', 'new Promise((resolve) => setTimeout(() => resolve(rec), 60_000))'],
+  ['stuck (never settles, a timer left running)', 'new Promise(() => setInterval(() => {}, 1000))'],
+] as const) {
+  test(`a second SIGINT stops at once while a stage plugin is ${what}: exit 130, index.json ` +
+    'written, the plugin called no more', async () => {
+    const dir = tmpDir();
+    const out = join(dir, 'o');
+    const calls = join(dir, 'calls');
+    const signalled = join(dir, 'signalled');
+    const plugin = join(dir, 'held.mjs');
+    // The plugin notes each call it is held on, and the first SIGINT once subtee has had it.
+    writeFileSync(
+      plugin,
+      `import { appendFileSync, writeFileSync } from 'node:fs';
+process.once('SIGINT', () => writeFileSync(${JSON.stringify(signalled)}, ''));
+export default { name: 'held', kind: 'stage', kit: '>=0.0.0', options: {}, create: () => (rec) => {
+  if (rec.lineNo < 5) return rec;
+  appendFileSync(${JSON.stringify(calls)}, rec.lineNo + '\\n');
+  return ${pending};
+} };\n`,
+    );
+    const config = join(dir, 'held.json');
+    const stages = [{ use: 'line-parser' }, { use: 'held' }, { use: 'channel-router' }];
+    writeFileSync(config, JSON.stringify({ plugins: [plugin], stages, sinks: [{ use: 'files' }] }));
+    const s = startOnPipe(out, ['--config', config]);
+    s.child.stdin.write(recLines.join('\n') + '\n');
+    await waitFor(() => existsSync(calls));
+    s.child.kill('SIGINT');
+    await waitFor(() => existsSync(signalled));
+    s.child.kill('SIGINT');
+    const t0 = Date.now();
+    const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 20_000).unref());
+    const r = await Promise.race([s.closed, timeout]);
+    const tookMs = Date.now() - t0;
+    s.child.stdin.destroy();
+    if (r === 'timeout') {
+      s.child.kill('SIGKILL');
+      assert.fail(`still running 20 s after the second SIGINT: ${s.stderr()}`);
+    }
+    assert.equal(r.code, 130, s.stderr());
+    assert.ok(tookMs < 5000, `exited ${tookMs} ms after the second SIGINT`);
+    assert.equal(readFileSync(calls, 'utf8'), '5\n', 'the plugin is called for line 5 only');
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.equal(index.interrupted, true);
+    assert.equal(routedLines(out) + index.input.unwritten, index.input.lines);
+    assert.match(s.stderr(), /^subtee: interrupted by SIGINT; .*\[ERR_INTERRUPTED\]$/m);
+  });
+}
+
 test('kill -9: every file is valid line by line but ' +
   'for one torn last line; a rerun is unaffected', async () => {
   const out = join(tmpDir(), 'o');

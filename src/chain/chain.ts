@@ -17,7 +17,10 @@ import {
 import {
   createPluginStream,
   linesOfRecord,
+  neverSettled,
+  PLUGIN_STREAM_DEFAULTS,
   pluginFailure,
+  type PendingPluginCall,
   type RecordHandlers,
   type RecordPlugin,
 } from './plugin-stream.js';
@@ -77,6 +80,11 @@ export interface ChainOptions {
   stderr?: Writable;
   /** How a late reader's replay opens a channel's `.jsonl` file (`fs.createReadStream`). */
   openChannelFile?: OpenChannelFile;
+  /**
+   * Once the input has ended, how long a plugin's promise (its function's for a record, or its
+   * `end()`'s) may stay pending before the run fails as ERR_PLUGIN_FAILED naming it (30 s).
+   */
+  pluginEndTimeoutMs?: number;
 }
 
 /**
@@ -168,6 +176,7 @@ function assembleChain(
   options: ChainOptions,
   stopInput: ((reason: Error) => void) | undefined,
   inputEnded?: Promise<void>,
+  pending?: Set<PendingPluginCall>,
 ): { streams: Duplex[]; session: Session } {
   const registry = options.registry ?? builtinRegistry();
   checkChain(spec, registry);
@@ -234,7 +243,17 @@ function assembleChain(
       }
       const sink = p.def.kind === 'sink';
       const dropped = (rec: SubteeRecord) => session.countDropped(linesOfRecord(rec));
-      streams.push(createPluginStream(made, { name: p.def.name, sink, reads: p.def.reads, dropped }));
+      streams.push(
+        createPluginStream(made, {
+          name: p.def.name,
+          sink,
+          reads: p.def.reads,
+          dropped,
+          inputEnded,
+          endTimeoutMs: options.pluginEndTimeoutMs ?? PLUGIN_STREAM_DEFAULTS.endTimeoutMs,
+          pending,
+        }),
+      );
     }
   } catch (err) {
     for (const s of streams) s.destroy();
@@ -377,9 +396,16 @@ export async function runChain(
     })());
   stopped.signal.addEventListener('abort', () => void settle().catch(() => {}), { once: true });
   let built: ReturnType<typeof buildChain>;
+  // The plugin promises the chain waits on: when the event loop runs empty while one is
+  // pending, nothing is left that could settle it, and the run fails naming the plugin (else
+  // the process would end with the chain unsettled: Node's exit 13, nothing said).
+  const pending = new Set<PendingPluginCall>();
+  const onLoopEmpty = () => {
+    for (const call of [...pending]) call.fail(neverSettled(call));
+  };
   try {
     await loadChainPackages(spec, options.registry);
-    built = assembleChain(spec, options, stopInput, inputEnded);
+    built = assembleChain(spec, options, stopInput, inputEnded, pending);
   } catch (err) {
     // Never read: let go of it (an open file) now, not when the collector finds it.
     input.destroy();
@@ -411,9 +437,11 @@ export async function runChain(
     ...streams,
     createDiscard(),
   ] as unknown as NodeJS.ReadableStream[];
+  process.on('beforeExit', onLoopEmpty);
   try {
     await pipeline(all, { signal: options.signal });
   } finally {
+    process.off('beforeExit', onLoopEmpty);
     options.stop?.removeEventListener('abort', onStop);
     // Not a member of the pipeline, so close it here: a silent pipe would hold a read open.
     settled = true;

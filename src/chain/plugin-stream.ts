@@ -43,7 +43,41 @@ export interface PluginStreamOptions {
   reads?: readonly string[];
   /** Told of each record a stage drops (its function returned `null` or `[]`). */
   dropped?: (rec: SubteeRecord) => void;
+  /**
+   * Resolves once the chain's input has ended: from then on (or from its start, if later) a
+   * promise of the plugin has `endTimeoutMs` to settle, or the run fails naming the plugin.
+   */
+  inputEnded?: Promise<void>;
+  /** How long a promise of the plugin may stay pending once the input has ended. */
+  endTimeoutMs?: number;
+  /**
+   * The chain's list of the plugin promises it waits on now (one per plugin stream at most):
+   * when nothing is left that could settle them, the chain fails them (see runChain).
+   */
+  pending?: Set<PendingPluginCall>;
 }
+
+/** A plugin's promise the kit is waiting on: whose, for what, and how to give up on it. */
+export interface PendingPluginCall {
+  /** The plugin's name. */
+  readonly name: string;
+  /** What it was called for: `its function for line 5`, `its end()`. */
+  readonly what: string;
+  /** Stops waiting: the call fails with `err`, as if the plugin had rejected with it. */
+  fail(err: SubteeError): void;
+}
+
+/** How long a plugin's promise may stay pending once the input has ended, unless told. */
+export const PLUGIN_STREAM_DEFAULTS = Object.freeze({ endTimeoutMs: 30_000 });
+
+/** The failure of a plugin call that nothing is left to settle (the event loop ran empty). */
+export function neverSettled(call: PendingPluginCall): SubteeError {
+  const why = 'nothing was left running that could settle it';
+  return new SubteeError('ERR_PLUGIN_FAILED', `plugin ${call.name}: ${call.what} never settled (${why})`);
+}
+
+/** Whole seconds, or tenths below ten. */
+const seconds = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`);
 
 /** A plugin's failure, named: a SubteeError it threw stays as it is. */
 export function pluginFailure(name: string, err: unknown): SubteeError {
@@ -125,6 +159,51 @@ export function createPluginStream(plugin: RecordPlugin, options: PluginStreamOp
     ended = true;
     return handlers.end();
   };
+  const endTimeoutMs = options.endTimeoutMs ?? PLUGIN_STREAM_DEFAULTS.endTimeoutMs;
+  const pending = options.pending ?? new Set<PendingPluginCall>();
+  // The one call awaited now (calls are made one at a time) and whether the input has ended.
+  let current: { arm(): void } | null = null;
+  let inputOver = false;
+  void options.inputEnded?.then(() => {
+    inputOver = true;
+    current?.arm();
+  });
+
+  /**
+   * Waits for a promise of the plugin, listed in `pending` while it is; once the input has ended
+   * (at once with `now`) it has `endTimeoutMs` to settle. The timer holds nothing open: when it
+   * is all that is left, the chain fails the call as never settled instead.
+   */
+  const awaited = <T>(promise: PromiseLike<T>, what: string, now = false): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      let timer: NodeJS.Timeout | null = null;
+      const finish = (settle: () => void) => {
+        if (!pending.delete(call)) return;
+        if (current === waiting) current = null;
+        if (timer !== null) clearTimeout(timer);
+        settle();
+      };
+      const call: PendingPluginCall = { name, what, fail: (err) => finish(() => reject(err)) };
+      const late = () =>
+        new SubteeError(
+          'ERR_PLUGIN_FAILED',
+          `plugin ${name}: ${what} did not settle within ${seconds(endTimeoutMs)} of the input's end`,
+        );
+      const waiting = {
+        arm: () => {
+          if (timer !== null || !pending.has(call)) return;
+          timer = setTimeout(() => call.fail(late()), endTimeoutMs);
+          timer.unref();
+        },
+      };
+      pending.add(call);
+      current = waiting;
+      if (now || inputOver) waiting.arm();
+      promise.then(
+        (value) => finish(() => resolve(value)),
+        (err: unknown) => finish(() => reject(err)),
+      );
+    });
 
   /** Hands on what the function returned for `rec`, into `out` (see RecordResult). */
   const take = (out: SubteeRecord[], rec: SubteeRecord, result: RecordResult) => {
@@ -157,10 +236,17 @@ export function createPluginStream(plugin: RecordPlugin, options: PluginStreamOp
     first: PromiseLike<RecordResult>,
   ) => {
     try {
-      take(out, batch[from], await first);
+      take(out, batch[from], await awaited(first, forLine(batch[from])));
       for (let i = from + 1; i < batch.length; i++) {
+        // Torn down meanwhile (an interrupt, a failure elsewhere): the plugin is called no more.
+        if (stream.destroyed) return out;
         const rec = batch[i];
-        take(out, rec, wanted(rec) ? await fn!(rec) : undefined);
+        if (!wanted(rec)) {
+          take(out, rec, undefined);
+          continue;
+        }
+        const result = fn!(rec);
+        take(out, rec, isPromiseLike(result) ? await awaited(result, forLine(rec)) : result);
       }
     } catch (err) {
       throw pluginFailure(name, err);
@@ -168,7 +254,8 @@ export function createPluginStream(plugin: RecordPlugin, options: PluginStreamOp
     return out;
   };
 
-  return createBatchTransform({
+  const forLine = (rec: SubteeRecord) => `its function for line ${rec.lineNo}`;
+  const stream = createBatchTransform({
     sink,
     transformBatch(batch: RecordBatch) {
       if (fn === undefined) return batch;
@@ -192,7 +279,8 @@ export function createPluginStream(plugin: RecordPlugin, options: PluginStreamOp
     },
     async flushAtEnd() {
       try {
-        await end();
+        const done = end();
+        if (isPromiseLike(done)) await awaited(done, 'its end()', true);
       } catch (err) {
         throw pluginFailure(name, err);
       }
@@ -205,4 +293,5 @@ export function createPluginStream(plugin: RecordPlugin, options: PluginStreamOp
       }
     },
   });
+  return stream;
 }

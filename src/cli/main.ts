@@ -241,6 +241,7 @@ export async function main(
         settleInput: started ? () => started.stop(aborted ? 0 : graceMs) : undefined,
         env: io.env,
         stderr: io.stderr,
+        pluginEndTimeoutMs: Number(opts['plugin-end-timeout-ms']),
       };
       await runChain(input, chainSpec, chainOptions);
       warnings.catchUp();
@@ -300,8 +301,10 @@ export async function main(
     const what = `interrupted by ${signalled}; index.json marks what was still running`;
     reportError(io.stderr, new SubteeError('ERR_INTERRUPTED', what, { exitCode: code }));
     // What stays queued for a reader that takes nothing would keep the process alive: after a
-    // signal subtee leaves without it (stderr gets the same bound for its last lines).
-    if (io.stdout.writableLength > 0) {
+    // signal subtee leaves without it (stderr gets the same bound for its last lines). After a
+    // second signal it waits for nothing else either: a plugin's timer or socket, or a promise
+    // it is still settling, does not hold the process.
+    if (aborted || io.stdout.writableLength > 0) {
       await drainedWithin(io.stderr);
       process.exit(code);
     }
