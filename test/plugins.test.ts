@@ -771,6 +771,25 @@ test('once the input has ended, a plugin promise pending past --plugin-end-timeo
   assert.equal(linesInFolder(out), index.input.lines);
 });
 
+test('a plugin sink that never settles mid-run, below the idle watchdog, fails the run naming it: ' +
+  'a backed-up chain is no silence, and the watchdog holds nothing open for it', () => {
+  const dir = tmpDir();
+  const input = join(dir, 'in.jsonl');
+  // Far more than the chain's buffers hold, so the input is still unread when the sink stops.
+  writeFileSync(input, fanoutInput(3, 30_000));
+  const create = '(rec) => (rec.lineNo >= 5 ? new Promise(() => {}) : undefined)';
+  const config = pluginConfig(dir, 'stuck', 'sink', create, { sinks: [{ use: 'stuck' }] });
+  const out = join(dir, 'out');
+  const args = [BIN, '--config', config, '--out', out, '--stdout', 'none', '-q', input];
+  const r = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 20_000, killSignal: 'SIGKILL' });
+  assert.equal(r.status, 1, `${r.status} ${r.signal} ${r.stderr}`);
+  const said = /^subtee: plugin stuck: its function for line 5 never settled \(.*\[ERR_PLUGIN_FAILED\]$/m;
+  assert.match(r.stderr, said);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.ok(index.input.lines < nonBlankLines(readFileSync(input)), 'the input was not read to its end');
+  assert.equal(linesInFolder(out) + index.input.unwritten, index.input.lines);
+});
+
 test("after the chain's abort (a second signal) a stage plugin is called no more, " +
   'whatever its pending promise does later', async () => {
   const called: number[] = [];

@@ -46,6 +46,8 @@ export interface Clock {
   now(): number;
   setInterval(fn: () => void, ms: number): unknown;
   clearInterval(handle: unknown): void;
+  /** Whether the interval keeps the process running (a Node timer's ref and unref). */
+  hold?(handle: unknown, held: boolean): void;
 }
 
 export const systemClock: Clock = {
@@ -55,6 +57,7 @@ export const systemClock: Clock = {
   // The timer is cleared when the chain ends or is destroyed.
   setInterval: (fn, ms) => setInterval(fn, ms),
   clearInterval: (h) => clearInterval(h as NodeJS.Timeout),
+  hold: (h, held) => void (held ? (h as NodeJS.Timeout).ref() : (h as NodeJS.Timeout).unref()),
 };
 
 export interface IdleWatchdogOptions extends Partial<IdleWatchdogSettings> {
@@ -282,6 +285,11 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
       dog.activity(clock.now());
     }
     const backedUp = stream.readableLength >= stream.readableHighWaterMark;
+    // A chain backed up below the watchdog is a slow sink, not silence: nothing is timed then, so
+    // the timer holds nothing open. A sink that waits on something (a pipe, a socket, a timer)
+    // keeps the run alive by itself; one that never settles, with nothing else left running,
+    // is found by runChain and fails the run naming it instead of holding it forever.
+    clock.hold?.(timer, !backedUp);
     const stall = dog.check(clock.now(), backedUp);
     if (!stall) return;
     const message = stallMessage(stall);
