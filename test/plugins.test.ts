@@ -790,6 +790,35 @@ test('a plugin sink that never settles mid-run, below the idle watchdog, fails t
   assert.equal(linesInFolder(out) + index.input.unwritten, index.input.lines);
 });
 
+test('twelve chains running at once watch for a plugin promise nothing can settle ' +
+  'with one process listener', async () => {
+  const before = process.listenerCount('beforeExit');
+  const releases: Array<() => void> = [];
+  let onAllHeld = () => {};
+  const allHeld = new Promise<void>((resolve) => (onAllHeld = resolve));
+  const plugin = stagePlugin('gate', (rec) => {
+    if (rec.lineNo !== 1) return rec;
+    return new Promise<SubteeRecord>((resolve) => {
+      releases.push(() => resolve(rec));
+      if (releases.length === 12) onAllHeld();
+    });
+  });
+  const registry = builtinRegistry();
+  registry.add(plugin);
+  const runs = Array.from({ length: 12 }, () => {
+    const spec = {
+      stages: [{ use: 'line-parser' }, { use: 'gate' }, { use: 'channel-router' }],
+      sinks: [{ use: 'files', out: join(tmpDir(), 'out') }],
+    };
+    return runChain(chunked([fanoutInput(1, 5)]), spec, { registry });
+  });
+  await allHeld;
+  assert.equal(process.listenerCount('beforeExit'), before + 1);
+  for (const release of releases) release();
+  await Promise.all(runs);
+  assert.equal(process.listenerCount('beforeExit'), before);
+});
+
 test("after the chain's abort (a second signal) a stage plugin is called no more, " +
   'whatever its pending promise does later', async () => {
   const called: number[] = [];

@@ -368,6 +368,28 @@ function untilStopped(
   };
 }
 
+/** The pending plugin calls of each chain running in this process. */
+const runningChains = new Set<Set<PendingPluginCall>>();
+
+/**
+ * The event loop ran empty: nothing is left that could settle a plugin promise still pending,
+ * so each fails naming its plugin (else the process would end with the chain unsettled, as
+ * Node's exit 13, nothing said).
+ */
+function onEmptyLoop(): void {
+  for (const pending of runningChains) for (const call of [...pending]) call.fail(neverSettled(call));
+}
+
+/** Watches a running chain's plugin calls; one process listener for every chain. */
+function watchEmptyLoop(pending: Set<PendingPluginCall>): () => void {
+  if (runningChains.size === 0) process.on('beforeExit', onEmptyLoop);
+  runningChains.add(pending);
+  return () => {
+    runningChains.delete(pending);
+    if (runningChains.size === 0) process.off('beforeExit', onEmptyLoop);
+  };
+}
+
 /** Runs input through the chain to the end; resolves with the run's state. */
 export async function runChain(
   input: Readable,
@@ -396,13 +418,8 @@ export async function runChain(
     })());
   stopped.signal.addEventListener('abort', () => void settle().catch(() => {}), { once: true });
   let built: ReturnType<typeof buildChain>;
-  // The plugin promises the chain waits on: when the event loop runs empty while one is
-  // pending, nothing is left that could settle it, and the run fails naming the plugin (else
-  // the process would end with the chain unsettled: Node's exit 13, nothing said).
+  // The plugin promises the chain waits on (see watchEmptyLoop).
   const pending = new Set<PendingPluginCall>();
-  const onLoopEmpty = () => {
-    for (const call of [...pending]) call.fail(neverSettled(call));
-  };
   try {
     await loadChainPackages(spec, options.registry);
     built = assembleChain(spec, options, stopInput, inputEnded, pending);
@@ -437,11 +454,11 @@ export async function runChain(
     ...streams,
     createDiscard(),
   ] as unknown as NodeJS.ReadableStream[];
-  process.on('beforeExit', onLoopEmpty);
+  const unwatch = watchEmptyLoop(pending);
   try {
     await pipeline(all, { signal: options.signal });
   } finally {
-    process.off('beforeExit', onLoopEmpty);
+    unwatch();
     options.stop?.removeEventListener('abort', onStop);
     // Not a member of the pipeline, so close it here: a silent pipe would hold a read open.
     settled = true;
