@@ -119,6 +119,43 @@ export default { name: 'held', kind: 'stage', kit: '>=0.0.0', options: {}, creat
   });
 }
 
+test('one SIGINT while a stage plugin never settles (a timer left running, stdin open) ends the run ' +
+  'once --plugin-end-timeout-ms has passed: the plugin named, exit 130', async () => {
+  const dir = tmpDir();
+  const out = join(dir, 'o');
+  const calls = join(dir, 'calls');
+  const plugin = join(dir, 'stuck.mjs');
+  writeFileSync(
+    plugin,
+    `import { writeFileSync } from 'node:fs';
+export default { name: 'stuck', kind: 'stage', kit: '>=0.0.0', options: {}, create: () => (rec) => {
+  if (rec.lineNo < 5) return rec;
+  writeFileSync(${JSON.stringify(calls)}, String(rec.lineNo));
+  return new Promise(() => setInterval(() => {}, 1000));
+} };\n`,
+  );
+  const config = join(dir, 'stuck.json');
+  const stages = [{ use: 'line-parser' }, { use: 'stuck' }, { use: 'channel-router' }];
+  writeFileSync(config, JSON.stringify({ plugins: [plugin], stages, sinks: [{ use: 'files' }] }));
+  const s = startOnPipe(out, ['--config', config, '--plugin-end-timeout-ms', '500']);
+  s.child.stdin.write(recLines.join('\n') + '\n');
+  await waitFor(() => existsSync(calls));
+  s.child.kill('SIGINT');
+  const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 20_000).unref());
+  const r = await Promise.race([s.closed, timeout]);
+  s.child.stdin.destroy();
+  if (r === 'timeout') {
+    s.child.kill('SIGKILL');
+    assert.fail(`still running 20 s after SIGINT: ${s.stderr()}`);
+  }
+  assert.equal(r.code, 130, s.stderr());
+  const said = "subtee: plugin stuck: its function for line 5 did not settle within 0.5 s of the input's end";
+  assert.ok(s.stderr().includes(`${said} [ERR_PLUGIN_FAILED]\n`), s.stderr());
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.interrupted, true);
+  assert.equal(routedLines(out) + index.input.unwritten, index.input.lines);
+});
+
 test('kill -9: every file is valid line by line but ' +
   'for one torn last line; a rerun is unaffected', async () => {
   const out = join(tmpDir(), 'o');
