@@ -383,3 +383,35 @@ describe('the live page in Chromium', { skip }, () => {
     await page.close();
   });
 });
+
+test('the live page of a transcript of empty blocks stays under its size limit; the agent stays in it', () => {
+  const feed = new ReportFeed();
+  const maxPageBytes = 262_144;
+  // Transcripts as long as the page allows: only the page's own limit bounds them.
+  const live = new LiveReport(feed, undefined, 'test', { maxPageBytes, channelChars: 1 << 30 });
+  const tree = new ChannelTree();
+  const lines = [spawnLine('toolu_e', { prompt: 'p' })];
+  const blocks = [
+    { type: 'thinking', thinking: '', signature: 'c2ln' },
+    ...Array.from({ length: 999 }, () => ({ type: 'text', text: '' })),
+  ];
+  for (let i = 0; i < 100; i++)
+    lines.push({ type: 'assistant', parent_tool_use_id: 'toolu_e', message: { id: `m${i}`, content: blocks } } as any);
+  lines.forEach((value, i) => {
+    const { channel, events } = tree.route(value as any);
+    const raw = Buffer.from(JSON.stringify(value));
+    live.observe([{ kind: 'line', lineNo: i + 1, raw, value: value as any, channel, events }]);
+    live.flush();
+  });
+  live.flush(true);
+  const events = feed.since(0);
+  const sent = events.filter((e) => e.type === 'entries');
+  const bytes = sent.reduce((n, e) => n + Buffer.byteLength(e.data), 0);
+  assert.ok(bytes <= maxPageBytes, `${bytes} bytes of transcript sent`);
+  const entries = sent.reduce((n, e) => n + JSON.parse(e.data).entries.length, 0);
+  assert.ok(entries > 1000 && entries < 100_000, `${entries} entries sent`);
+  const sub = events.filter((e) => e.type === 'channel').map((e) => JSON.parse(e.data));
+  const last = sub.filter((c) => c.id === 'toolu_e').at(-1);
+  assert.ok(last, 'the subagent is on the page');
+  assert.ok(last.cut.lines > 0, 'its transcript says it was cut');
+});

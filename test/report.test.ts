@@ -20,7 +20,7 @@ import {
 } from '../src/views/report/client.js';
 import { channelUpdate, ReportFeed, type ChannelFields } from '../src/views/report/live.js';
 import { pageBytes, pagePieces } from '../src/views/report/page.js';
-import { lineFacts, TranscriptBudget, type ChannelView } from '../src/views/report/model.js';
+import { entryChars, lineFacts, TranscriptBudget, type ChannelView } from '../src/views/report/model.js';
 import { parseServe } from '../src/chain/sinks/report.js';
 import { startSubtee } from './helpers/browser.js';
 import { COPILOT_TOTALS, copilotTokens } from './helpers/chat-reading.js';
@@ -127,16 +127,72 @@ test('TranscriptBudget keeps what happened first and counts what it cut', () => 
   b.addLine([{ k: 'text', t: null, s: 'c' }]);
   b.skipLine(50);
   assert.equal(b.entries.length, 2);
-  // The start that fits the 400 left, the one marker included (17 characters for a count of 600).
-  assert.equal(b.entries[1].s, `${'b'.repeat(382)} […218 chars cut…]`);
-  assert.equal(b.entries[1].s.length, 400);
+  // 644 taken by the first (its text and what it takes around it on the page); of the 356 left,
+  // the second's start: 288 characters, the one marker included (17 for a count of 600).
+  assert.equal(entryChars(b.entries[0]), 644);
+  assert.equal(b.entries[1].s, `${'b'.repeat(270)} […330 chars cut…]`);
+  assert.equal(b.entries[1].cut, 330);
+  assert.ok(entryChars(b.entries[1]) <= 356);
   assert.equal(b.room, 0);
-  assert.deepEqual(b.cut(), { lines: 3, chars: 218 + 1 + 50 });
+  assert.deepEqual(b.cut(), { lines: 3, chars: 330 + 1 + 50 });
   for (const t of [1, 2, 3]) b.tick(t);
   assert.deepEqual(b.ticks, [1, 2]);
   b.shrink(700, 1);
   assert.equal(b.entries.length, 1);
   assert.deepEqual(b.ticks, [1]);
+});
+
+test('TranscriptBudget: blocks with no text still fill the budget, and shrinking takes them out', () => {
+  const b = new TranscriptBudget(64 * 1024, 10);
+  const empty = { k: 'text' as const, t: 1765432109876, s: '' };
+  for (let i = 0; i < 10_000; i++) b.addLine(Array.from({ length: 100 }, () => empty));
+  // Each counts at least what it takes on the page: the transcript stays within its budget.
+  const onPage = (entries: unknown[]) => JSON.stringify(entries).length;
+  assert.ok(onPage(b.entries) <= 64 * 1024, `${b.entries.length} entries, ${onPage(b.entries)} characters`);
+  assert.ok(b.entries.length > 1000, `${b.entries.length} entries kept`);
+  assert.equal(b.cut()!.lines, 10_000 - Math.floor(b.entries.length / 100));
+  b.shrink(1000, 10);
+  assert.ok(onPage(b.entries) <= 1000 && b.entries.length > 0, `${b.entries.length} entries after shrink`);
+  b.shrink(0, 0);
+  assert.equal(b.entries.length, 0);
+});
+
+test('a transcript of empty blocks is cut to fit the page: no agent is left out for it', () => {
+  // One subagent whose lines carry 1000 text blocks each, all empty (and a thinking block that
+  // came as its signature only): 120,000 entries, none with a character of text.
+  const lines = [
+    JSON.stringify({
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: { id: 's', content: [{ type: 'tool_use', id: 'toolu_e', name: 'Agent', input: { prompt: 'p' } }] },
+    }),
+  ];
+  const blocks = [
+    { type: 'thinking', thinking: '', signature: 'c2ln' },
+    ...Array.from({ length: 999 }, () => ({ type: 'text', text: '' })),
+  ];
+  for (let i = 0; i < 120; i++)
+    lines.push(
+      JSON.stringify({
+        type: 'assistant',
+        parent_tool_use_id: 'toolu_e',
+        timestamp: '2026-01-01T00:00:00.000Z',
+        message: { id: `m${i}`, content: blocks },
+      }),
+    );
+  const out = join(tmpDir(), 'o');
+  assert.equal(subtee(['--out', out, '--stdout', 'none', '-q'], lines.join('\n') + '\n').status, 0);
+  const r = subtee(['report', '--max-page-bytes', '262144', out]);
+  assert.equal(r.status, 0, r.stderr);
+  const size = statSync(join(out, 'report.html')).size;
+  assert.ok(size <= 262_144, `page ${size} bytes`);
+  const data = pageData(readFileSync(join(out, 'report.html'), 'utf8'));
+  assert.equal(data.page.leftOutChannels, undefined);
+  assert.deepEqual(data.channels.map((c: any) => c.id), [null, 'toolu_e']);
+  const sub = data.channels[1];
+  assert.ok(sub.entries.length > 0, 'its transcript starts on the page');
+  assert.ok(sub.cut.lines > 0 && sub.entries.length < 120_000, `${sub.entries.length} entries kept`);
+  assert.match(r.stderr, /, 1 of 2 transcripts cut to fit \(the .log files have them whole\)\n$/);
 });
 
 test('treeRows: nesting, subtree rollups, orphans last, cycles, a 100,000-deep chain, no recursion', () => {

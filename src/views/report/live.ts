@@ -284,13 +284,12 @@ export class LiveReport {
         }
       }
       if (rec.channel.id !== null && t.prompt === null) t.prompt = f.prompt;
-      // The page's total is bounded like the static page's; past it, transcripts stop growing.
+      // The page's total is bounded like the static page's (each entry counting what it takes
+      // on the page, not only its text); past it, transcripts stop growing.
       if (this.chars >= this.limits.maxPageBytes * 0.7) {
         if (f.entries.length > 0) t.budget.skipLine(f.entries.reduce((n, e) => n + e.s.length, 0));
       } else {
-        const before = t.budget.entries.length;
-        t.budget.addLine(f.entries);
-        for (let i = before; i < t.budget.entries.length; i++) this.chars += t.budget.entries[i].s.length;
+        this.chars += t.budget.addLine(f.entries);
       }
     }
   }

@@ -332,16 +332,42 @@ export function lineFacts(
 }
 
 /**
- * The start of an entry that does not fit the `room` left (the transcript stays a prefix):
- * cut at its head as a `preview` is; `head` characters kept, `rest` left out.
+ * What an entry takes on the page besides its text: its keys, kind, time and the comma after it
+ * (`{"k":"thinking","t":1765432109876,"s":""},` is 43 characters).
  */
-function startOf(s: string, room: number): { head: number; rest: number; s: string } {
-  const c = cutText(s, 'preview', room);
-  return { head: s.length - c.cut, rest: c.cut, s: c.text };
+const ENTRY_CHARS = 44;
+/** Room for the `"cut"` count a cut entry gains (`,"cut":` and up to 16 digits). */
+const CUT_CHARS = 24;
+
+/**
+ * The characters an entry counts against a transcript budget: its text and what it takes around
+ * it on the page, so blocks with little or no text (an empty text block, a thinking block that
+ * came as a signature only) still fill the budget and a transcript of them stays bounded.
+ */
+export function entryChars(e: Entry): number {
+  let n = ENTRY_CHARS + e.s.length;
+  if (e.n !== undefined) n += 7 + e.n.length;
+  if (e.id !== undefined) n += 8 + e.id.length;
+  if (e.err === true) n += 11;
+  if (e.cut !== undefined) n += CUT_CHARS;
+  return n;
 }
 
 /**
- * One channel's transcript under a character budget. The transcript kept is always a
+ * The start of an entry that does not fit the `room` left (the transcript stays a prefix):
+ * cut at its head as a `preview` is, when that keeps a useful start (null when it would not);
+ * `rest` characters left out. The entry it makes counts at most `room`.
+ */
+function startOf(e: Entry, room: number): { entry: Entry; rest: number } | null {
+  const text = room - (entryChars(e) - e.s.length) - (e.cut === undefined ? CUT_CHARS : 0);
+  if (text < 200) return null;
+  const c = cutText(e.s, 'preview', text);
+  return { entry: { ...e, s: c.text, cut: (e.cut ?? 0) + c.cut }, rest: c.cut };
+}
+
+/**
+ * One channel's transcript under a character budget (entries count their text and what they take
+ * around it on the page, see entryChars). The transcript kept is always a
  * prefix (what happened first); what does not fit is counted, and the page points to the
  * channel's `.log` file for it. The prompt and final report are kept apart from the budget.
  */
@@ -349,6 +375,7 @@ export class TranscriptBudget {
   readonly entries: Entry[] = [];
   readonly ticks: number[] = [];
   cutLines = 0;
+  /** Characters of text left out (what the entries take around their text is not counted). */
   cutChars = 0;
   private used = 0;
 
@@ -362,28 +389,31 @@ export class TranscriptBudget {
     return this.cutLines > 0 ? 0 : Math.max(0, this.budget - this.used);
   }
 
-  /** Adds the entries of one line, as far as they fit. */
-  addLine(entries: Entry[]): void {
+  /** Adds the entries of one line, as far as they fit; the budget they took. */
+  addLine(entries: Entry[]): number {
+    const before = this.used;
     let cut = false;
     for (const e of entries) {
       const room = this.room;
-      if (!cut && room >= e.s.length) {
+      const chars = cut ? 0 : entryChars(e);
+      if (!cut && room >= chars) {
         this.entries.push(e);
-        this.used += e.s.length;
+        this.used += chars;
         continue;
       }
       // Keep the start of a block that does not fit when that shows something useful.
-      if (!cut && room >= 200) {
-        const { head, rest, s } = startOf(e.s, room);
-        this.entries.push({ ...e, s, cut: (e.cut ?? 0) + rest });
-        this.used += head;
-        this.cutChars += rest;
+      const start = cut ? null : startOf(e, room);
+      if (start) {
+        this.entries.push(start.entry);
+        this.used += entryChars(start.entry);
+        this.cutChars += start.rest;
       } else {
         this.cutChars += e.s.length;
       }
       cut = true;
     }
     if (cut) this.cutLines++;
+    return this.used - before;
   }
 
   /** A line that was not read because the budget was already spent. */
@@ -407,19 +437,17 @@ export class TranscriptBudget {
     let used = 0;
     let keep = 0;
     for (; keep < this.entries.length; keep++) {
-      const len = this.entries[keep].s.length;
-      if (used + len > budget) break;
-      used += len;
+      const chars = entryChars(this.entries[keep]);
+      if (used + chars > budget) break;
+      used += chars;
     }
-    const room = budget - used;
-    if (keep < this.entries.length && room >= 200) {
-      // The block that straddles the budget keeps its start, as when it was first added.
-      const e = this.entries[keep];
-      const { rest, s } = startOf(e.s, room);
-      this.entries[keep] = { ...e, s, cut: (e.cut ?? 0) + rest };
-      this.cutChars += rest;
+    // The block that straddles the budget keeps its start, as when it was first added.
+    const start = keep < this.entries.length ? startOf(this.entries[keep], budget - used) : null;
+    if (start) {
+      this.entries[keep] = start.entry;
+      this.cutChars += start.rest;
       this.cutLines++;
-      used += room;
+      used += entryChars(start.entry);
       keep++;
     }
     for (let i = keep; i < this.entries.length; i++) this.cutChars += this.entries[i].s.length;
