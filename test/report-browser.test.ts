@@ -9,7 +9,7 @@ import { BIN, FIXTURES, linesOf, ROOT, tmpDir } from './helpers/helpers.js';
 import { readStream } from './helpers/oracle.js';
 import { writeStream } from '../bench/gen.js';
 import { readReportData } from '../src/views/report/build.js';
-import { treeRows } from '../src/views/report/client.js';
+import { treeRows, usdLeavingOut } from '../src/views/report/client.js';
 
 const skip =
   !chromiumAvailable() && 'Chromium is not installed (.ci/run installs it: apt-get install chromium)';
@@ -366,7 +366,8 @@ describe('the static report in Chromium', { skip }, () => {
     await page.close();
   });
 
-  test('a page that leaves agents out says so, and draws the ones it keeps with no error', async () => {
+  test('a page that leaves agents out says so, draws the ones it keeps with no error, and shows ' +
+    "main's Σ tokens and Σ cost of the whole run, as index.json", async () => {
     const dir = tmpDir();
     await writeStream(
       { sizeBytes: 4 * 1024 * 1024, fanout: 600, shape: 'small', seed: 3 },
@@ -393,6 +394,18 @@ describe('the static report in Chromium', { skip }, () => {
       ),
     );
     assert.equal(await page.locator('#app').getAttribute('data-channels'), String(data.channels.length));
+    // The Σ columns of main are its subtree's, every agent's, not a sum over the agents kept.
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    const main = index.channels[0];
+    const tokens = index.channels.reduce(
+      (n: number, c: any) => n + (c.usage.input_tokens ?? 0) + (c.usage.output_tokens ?? 0),
+      0,
+    );
+    const cells = s.rows[0].cells;
+    assert.equal(s.rows[0].key, '');
+    assert.equal(cells[4], tokens.toLocaleString('en-US'));
+    assert.equal(cells[9], usdLeavingOut(main.cost.subtree_usd, main.cost.subtree_unknown));
+    assert.notEqual(cells[9], '$?');
     assert.deepEqual(console, []);
     await page.close();
   });

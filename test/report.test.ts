@@ -17,6 +17,7 @@ import {
   tailOf,
   timelineLabel,
   treeRows,
+  usdLeavingOut,
 } from '../src/views/report/client.js';
 import { channelUpdate, ReportFeed, type ChannelFields } from '../src/views/report/live.js';
 import { pageBytes, pagePieces } from '../src/views/report/page.js';
@@ -503,6 +504,82 @@ test('many channels that fit: the page is the data as read, nothing shortened or
   assert.equal(html, [...pagePieces(data, pageBytes(data))].join(''));
   assert.equal(pageData(html).page.leftOutChannels, undefined);
   assert.equal(pageData(html).page.fieldChars, undefined);
+});
+
+/**
+ * A run of `wide` subagents spawned by main, each spawning one more that answers, every message
+ * priced and timed; every fifth grandchild never answers (its usage unknown).
+ */
+function pricedTwoLevelRun(wide: number): string {
+  const t0 = Date.parse('2026-11-30T12:00:00.000Z');
+  let n = 0;
+  const line = (parent: string | null, content: unknown[], input: number) =>
+    JSON.stringify({
+      type: 'assistant',
+      parent_tool_use_id: parent,
+      timestamp: new Date(t0 + 1000 * n).toISOString(),
+      message: {
+        id: `m_${n++}`,
+        role: 'assistant',
+        model: 'claude-opus-5-5',
+        content,
+        usage: { input_tokens: input, output_tokens: 2 },
+      },
+    });
+  const spawn = (id: string) => ({
+    type: 'tool_use',
+    id,
+    name: 'Agent',
+    input: { subagent_type: 'g', description: `d ${id}`, prompt: `${id} `.repeat(40) },
+  });
+  const lines: string[] = [];
+  for (let i = 0; i < wide; i++) {
+    lines.push(line(null, [spawn(`toolu_a${i}`)], 10 + i), line(`toolu_a${i}`, [spawn(`toolu_b${i}`)], 5));
+    if (i % 5 !== 0) lines.push(line(`toolu_b${i}`, [{ type: 'text', text: 'done' }], 3 + i));
+  }
+  const out = join(tmpDir(), 'o');
+  const r = subtee(['--out', out, '--stdout', 'none', '-q'], lines.join('\n') + '\n');
+  assert.equal(r.status, 0, r.stderr);
+  return out;
+}
+
+test('a page that leaves agents out shows every kept agent\'s Σ tokens, Σ elapsed and Σ cost of its ' +
+  'whole subtree, as index.json and the whole page do', () => {
+  const out = pricedTwoLevelRun(600);
+  const r = subtee(['report', '--max-page-bytes', '262144', out]);
+  assert.equal(r.status, 0, r.stderr);
+  const data = pageData(readFileSync(join(out, 'report.html'), 'utf8'));
+  assert.ok(data.page.leftOutChannels > 100, `${data.page.leftOutChannels} left out`);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  const own = new Map<string | null, any>(index.channels.map((c: any) => [c.id, c]));
+  // Independent of the page: each channel's input + output tokens in index.json, over its subtree.
+  const tokens = (c: any) => (c.usage.input_tokens ?? 0) + (c.usage.output_tokens ?? 0);
+  const subtreeTokens = (id: string | null): number =>
+    tokens(own.get(id)) +
+    index.channels
+      .filter((c: any) => c.id !== null && c.parent === id)
+      .reduce((sum: number, c: any) => sum + subtreeTokens(c.id), 0);
+  const whole = new Map(treeRows(readReportData(out).data.channels).map((w) => [w.ch.id, w]));
+  let partial = 0;
+  for (const row of treeRows(data.channels)) {
+    const id = row.ch.id;
+    const i = own.get(id);
+    const kept = data.channels.filter((c: any) => c.parent === id && c.id !== null).length;
+    const spawned = index.channels.filter((c: any) => c.parent === id && c.id !== null).length;
+    if (kept < spawned) partial++;
+    assert.equal(row.sub.tokens, subtreeTokens(id), `Σ tokens of ${id}`);
+    assert.equal(
+      usdLeavingOut(row.sub.usd, row.subUsd.unknown),
+      usdLeavingOut(i.cost.subtree_usd, i.cost.subtree_unknown),
+      `Σ cost of ${id}`,
+    );
+    assert.deepEqual([row.sub.first, row.sub.last], [whole.get(id)!.sub.first, whole.get(id)!.sub.last]);
+  }
+  // Main and the agents whose child was left out, at least.
+  assert.ok(partial > 100, `${partial} kept agents have agents left out under them`);
+  const main = index.channels[0];
+  assert.equal(main.cost.subtree_unknown, 120);
+  assert.equal(treeRows(data.channels)[0].sub.tokens, index.channels.reduce((n: number, c: any) => n + tokens(c), 0));
 });
 
 test('a final report is cut to summaryChars on the page from a folder and on the live page', () => {

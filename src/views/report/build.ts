@@ -26,7 +26,7 @@ import {
   type ReportLimits,
 } from './model.js';
 import { pageBytes } from './page.js';
-import { treeRows } from './client.js';
+import { statedSubtree, treeRows, type PageChannel } from './client.js';
 import {
   cutText,
   DISPLAY_DEFAULTS,
@@ -443,10 +443,15 @@ function shortenFields(data: ReportData, limit: number, size: number): number {
  * Keeps the channels that fit, taken level by level in the page's walk order (main and its
  * subagents first), so every kept channel's parent is kept too; the rest are left out and
  * counted. Each channel is one piece of the page, so its share is known without a new pass.
+ * A kept channel with channels left out under it states its subtree's figures, added up over
+ * every channel (the Σ columns show the subtree's, not the kept channels' sum).
  */
 function leaveOutChannels(data: ReportData, limit: number): void {
-  const all = data.channels;
-  const order = treeRows(all)
+  const all: PageChannel[] = data.channels;
+  const rows = treeRows(all);
+  // Stated on every channel with children while measuring (a bound), dropped below where unneeded.
+  for (const r of rows) if (r.hasChildren) all[r.index].subtree = statedSubtree(r);
+  const order = rows
     .map((r, at) => ({ index: r.index, level: r.level, at }))
     .sort((a, b) => a.level - b.level || a.at - b.at);
   // Measured with the widest counts the page section can end up with.
@@ -462,6 +467,14 @@ function leaveOutChannels(data: ReportData, limit: number): void {
     room -= bytes;
     keep[index] = 1;
     kept++;
+  }
+  // A subtree kept whole is added up by the page to the same figures: nothing to state.
+  const whole = new Uint8Array(rows.length).fill(1);
+  for (let r = rows.length - 1; r >= 0; r--) {
+    const { index, parentRow } = rows[r];
+    if (keep[index] === 0) whole[r] = 0;
+    if (parentRow >= 0 && whole[r] === 0) whole[parentRow] = 0;
+    if (whole[r] === 1) delete all[index].subtree;
   }
   data.channels = all.filter((_, i) => keep[i] === 1);
   data.page.leftOutChannels = all.length - kept;

@@ -53,6 +53,31 @@ export function usdLeavingOut(usd: number | null, unknown: number): string {
   return formatUsd(usd) + (usd !== null && unknown > 0 ? ` + ${unknown} unknown` : '');
 }
 
+/**
+ * A channel's subtree figures over every channel under it, stated in the data when the page
+ * leaves some of them out (see fitReportPage): its Σ columns show these, not a sum over the
+ * channels the page kept.
+ */
+export interface StatedSubtree {
+  tokens: number;
+  /** As a UsdSum: the dollars of the channels of known usage, how many are known and unknown. */
+  usd: number | null;
+  known: number;
+  unknown: number;
+  first: number | null;
+  last: number | null;
+}
+
+/** A channel as the page's data holds it: its `subtree` stated when the page leaves some of it out. */
+export type PageChannel = ChannelView & { subtree?: StatedSubtree };
+
+/** The stated figures of a row's subtree, as treeRows added them up. */
+export function statedSubtree(row: Row): StatedSubtree {
+  const { tokens, first, last } = row.sub;
+  const { usd, known, unknown } = row.subUsd;
+  return { tokens, usd, known, unknown, first, last };
+}
+
 export interface Row {
   index: number;
   ch: ChannelView;
@@ -65,6 +90,8 @@ export interface Row {
   /** The subtree's: `usd` is `usdSumFigure(subUsd)`. */
   sub: Totals;
   subUsd: UsdSum;
+  /** Its subtree's figures are stated in the data (some of it is not in the page), not added up. */
+  stated: boolean;
 }
 
 /** A channel's tokens as the data states them (the summary's count, see Usage). */
@@ -78,7 +105,7 @@ export function tokensOf(ch: ChannelView): number {
  * hostile input can arrange), each with its subtree. The walk uses an explicit stack, so
  * the stream cannot choose how deep the call stack grows, and visits every channel once.
  */
-export function treeRows(channels: readonly ChannelView[]): Row[] {
+export function treeRows(channels: readonly PageChannel[]): Row[] {
   const byId = new Map<string, number>();
   channels.forEach((c, i) => {
     if (c.id !== null && !byId.has(c.id)) byId.set(c.id, i);
@@ -110,9 +137,14 @@ export function treeRows(channels: readonly ChannelView[]): Row[] {
         last: ch.last ?? ch.first ?? ch.spawned,
       };
       // A channel of unknown usage adds nothing to its parents' sums (it is not unpriced).
-      const subUsd = usdSumOf(ch.cost, ch.costBasis === 'unknown');
-      const sub = { ...own, usd: null };
-      rows.push({ index: i, ch, level, parentRow, hasChildren: false, own, sub, subUsd });
+      let subUsd = usdSumOf(ch.cost, ch.costBasis === 'unknown');
+      let sub: Totals = { ...own, usd: null };
+      const s = ch.subtree;
+      if (s) {
+        subUsd = { usd: s.usd, known: s.known, unknown: s.unknown };
+        sub = { tokens: s.tokens, usd: null, first: s.first, last: s.last };
+      }
+      rows.push({ index: i, ch, level, parentRow, hasChildren: false, own, sub, subUsd, stated: !!s });
       const row = rows.length - 1;
       const kids = children[i];
       for (let k = kids.length - 1; k >= 0; k--) if (!visited[kids[k]]) stack.push([kids[k], level + 1, row]);
@@ -128,6 +160,8 @@ export function treeRows(channels: readonly ChannelView[]): Row[] {
     const s = rows[r].sub;
     const t = rows[p].sub;
     rows[p].hasChildren = true;
+    // A stated subtree already holds its children's figures, those of the page and the others.
+    if (rows[p].stated) continue;
     t.tokens += s.tokens;
     addUsdSum(rows[p].subUsd, rows[r].subUsd);
     if (s.first !== null && (t.first === null || s.first < t.first)) t.first = s.first;
