@@ -884,3 +884,57 @@ test('--serve: Last-Event-ID resumes without gaps; only the page and its stream,
   assert.equal([...fromScratch.values()].filter((c) => c.status === 'completed').length, 13);
   assert.equal(resumed.events.at(-1)!.event, 'end');
 });
+
+test('--serve leaves index.json as a plain run writes it: the live page reads the cost mid-run ' +
+  'and tells no warning', async () => {
+  // A real recording with an earlier `result` line (one per turn, as a multi-turn session prints)
+  // stating less than its own per-model figures give: a disagreement only while it stands.
+  const lines = linesOf(readFileSync(join(FIXTURES, 'nested-depth-3.jsonl')));
+  const last = JSON.parse(lines.at(-1)!);
+  assert.equal(last.type, 'result');
+  lines.splice(14, 0, JSON.stringify({ ...last, total_cost_usd: 0.0001, uuid: 'early-result' }));
+  const plain = join(tmpDir(), 'o');
+  assert.equal(subtee(['--out', plain, '--stdout', 'none', '-q'], lines.join('\n') + '\n').status, 0);
+
+  const served = join(tmpDir(), 'o');
+  const s = startSubtee(['--out', served, '--stdout', 'none', '-q', '--serve', '0']);
+  const url = await s.url();
+  const early = readEvents(url, {}, (evs) =>
+    evs.some((e) => e.event === 'run' && e.data.cost?.resultUsd === 0.0001),
+  );
+  await early.connected;
+  s.child.stdin!.write(lines.slice(0, 15).join('\n') + '\n');
+  // The live page has shown the run's cost while the early result stood.
+  const { events, res } = await early.done;
+  res.destroy();
+  const mid = events.filter((e) => e.event === 'run').at(-1)!;
+  assert.ok(mid.data.cost.channelsUsd > 0.0001, 'the figures disagreed when the page read them');
+  assert.deepEqual(mid.data.warnings, []);
+  s.child.stdin!.end(lines.slice(15).join('\n') + '\n');
+  assert.equal(await s.closed, 0, s.stderr());
+  const index = (out: string) => JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.deepEqual(index(served).warnings, []);
+  assert.deepEqual(index(served), index(plain));
+});
+
+test('the live page names quarantine.log in its facts, as report.html does', async () => {
+  for (const bad of [false, true]) {
+    const out = join(tmpDir(), 'o');
+    const s = startSubtee(['--out', out, '--stdout', 'none', '-q', '--serve', '0']);
+    const url = await s.url();
+    const stream = readEvents(url, {});
+    await stream.connected;
+    const line = JSON.stringify({ type: 'assistant', message: { content: [{ type: 'text', text: 'hi' }] } });
+    s.child.stdin!.end(`${line}\n${bad ? '{not json\n' : ''}`);
+    const { events } = await stream.done;
+    assert.equal(await s.closed, 0, s.stderr());
+    const run = events.filter((e) => e.event === 'run').at(-1)!.data;
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.equal(index.quarantine, bad ? 'quarantine.log' : null);
+    assert.equal(run.quarantine, index.quarantine);
+    assert.equal(run.input.quarantined, bad ? 1 : 0);
+    assert.equal(subtee(['report', '-q', out]).status, 0);
+    const page = pageData(readFileSync(join(out, 'report.html'), 'utf8'));
+    assert.equal(run.quarantine, page.run.quarantine);
+  }
+});

@@ -147,7 +147,10 @@ export type ReadonlyCostReport = Readonly<Omit<CostReport, 'models' | 'channels'
 
 /** The ledger as sinks, views and plugins read it: figures out, nothing to set. */
 export interface CostView {
+  /** The run's report: at its end, tells COST_DISAGREES (once) when the result disagrees. */
   report(): ReadonlyCostReport;
+  /** The report as it stands now, read mid-run (a live view): no warning is told. */
+  reportSoFar(): ReadonlyCostReport;
   channelCost(channel: string | null): ReadonlyChannelCost | null;
   readonly hasResult: boolean;
   readonly seenUsage: boolean;
@@ -1003,6 +1006,14 @@ export class CostLedger {
       this.warn?.('COST_DISAGREES', this.disagreement);
     }
     return report;
+  }
+
+  /**
+   * The report as it stands now, for a view that reads it while the run goes (the live page):
+   * later lines may still change either side of a disagreement, so no warning is told.
+   */
+  reportSoFar(): ReadonlyCostReport {
+    return this.reportNow();
   }
 
   /**

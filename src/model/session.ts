@@ -149,6 +149,10 @@ export function pluginRunOf(model: Session): PluginRun {
       const report = ledger.report();
       return Object.freeze({ ...report, channels: new Map(report.channels) });
     },
+    reportSoFar: () => {
+      const report = ledger.reportSoFar();
+      return Object.freeze({ ...report, channels: new Map(report.channels) });
+    },
     channelCost: (channel: string | null) => ledger.channelCost(channel),
     get hasResult() {
       return ledger.hasResult;

@@ -63,7 +63,14 @@ class ReportSink extends BatchTransform {
     if (address && !isLoopback(address.host)) this.#warnExposed(address.host);
     this.#feed = address ? new ReportFeed() : null;
     this.#live = this.#feed
-      ? new LiveReport(this.#feed, options.session, subteeVersion(), this.#limits, options.display)
+      ? new LiveReport(
+          this.#feed,
+          options.session,
+          subteeVersion(),
+          this.#limits,
+          options.display,
+          opts.out !== undefined,
+        )
       : null;
     if (address && this.#live && this.#feed) this.#serve(address, this.#live, this.#feed);
   }

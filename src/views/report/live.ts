@@ -20,6 +20,9 @@ import {
   type RunView,
 } from './model.js';
 
+/** The output folder's file of quarantined lines, as index.json's `quarantine` names it. */
+const QUARANTINE_FILE = 'quarantine.log';
+
 export type FeedEventType = 'run' | 'channel' | 'entries' | 'end';
 
 export interface FeedEvent {
@@ -237,6 +240,8 @@ export class LiveReport {
     private readonly subtee: string,
     limits: Partial<ReportLimits> = {},
     private readonly display: DisplayPolicy = DISPLAY_DEFAULTS,
+    /** Whether the report's run writes an output folder (the sink's `out`): its quarantine file. */
+    private readonly writesFolder = false,
   ) {
     this.limits = { ...REPORT_DEFAULTS, ...limits };
   }
@@ -324,12 +329,14 @@ export class LiveReport {
         bytes: run?.input.bytes ?? 0,
         quarantined: run?.input.quarantined ?? 0,
       },
-      quarantine: null,
+      // As index.json names it: the files sink's file, made with the first quarantined line.
+      quarantine: this.writesFolder && (run?.input.quarantined ?? 0) > 0 ? QUARANTINE_FILE : null,
       warnings: (run?.warnings ?? []).map((w) => ({
         code: field(w.code) ?? '?',
         message: field(w.message, 'block') ?? '',
       })),
-      cost: run ? runCostView(indexCost(run.cost.report())) : null,
+      // Read as it stands, telling no warning: the run's end tells them, once, with its figures.
+      cost: run ? runCostView(indexCost(run.cost.reportSoFar())) : null,
     };
   }
 
