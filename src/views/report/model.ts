@@ -24,7 +24,10 @@ export const REPORT_DEFAULTS = Object.freeze({
    * fields are shortened and the deepest channels left out.
    */
   maxPageBytes: 8 * 1024 * 1024,
-  /** Transcript characters kept per channel at most (less when many channels share the page). */
+  /**
+   * Transcript characters kept per channel at most, each block counting what it takes on the page
+   * (entryChars); less when many channels share the page.
+   */
   channelChars: 64 * 1024,
   /** Characters of one text, thinking or result block (a `block`: head and tail around the marker). */
   entryChars: CUT_LENGTHS.block.chars,
