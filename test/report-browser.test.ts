@@ -707,6 +707,42 @@ describe('the report layout at 900, 1400 and 1600 px in Chromium', { skip }, () 
     }
   });
 
+  test('a Σ cost that leaves out an agent of unknown usage ("+ 1 unknown") is shown whole at 900, ' +
+    '1400 and 1600 px, in view once the tree is scrolled to its end', async () => {
+    const out = reportOf(readFileSync(join(FIXTURES, 'failing-beside-healthy.jsonl')));
+    const main = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).channels[0];
+    const expected = usdLeavingOut(main.cost.subtree_usd, main.cost.subtree_unknown);
+    assert.match(expected, /^\$0\.\d+ \+ 1 unknown$/);
+    for (const width of [900, 1400, 1600]) {
+      const { page, console } = await openReport(browser, out, '', { width, height: 900 });
+      const l = await layout(page);
+      for (const r of l.rows) {
+        assert.deepEqual(r.cutNumbers, [], `${width} px: numbers of "${r.name}" shown whole`);
+        assert.ok(r.nameWhole && r.nameInView, `${width} px: "${r.name}" whole and in view`);
+      }
+      assert.deepEqual(l.cutHeads, [], `${width} px: column heads shown whole`);
+      // The figure's text lies within the tree's box, right of the names, scrolled to the end.
+      const shown = await page.evaluate(() => {
+        const wrap = document.getElementById('tree-wrap')!;
+        wrap.scrollLeft = 1e9;
+        const cell = document.querySelector<HTMLTableRowElement>('#tree tr.tree-row')!.cells[9];
+        const range = document.createRange();
+        range.selectNodeContents(cell);
+        const text = range.getBoundingClientRect();
+        const box = wrap.getBoundingClientRect();
+        const names = cell.parentElement!.querySelector('td.name')!.getBoundingClientRect();
+        return {
+          text: cell.textContent,
+          inside: text.left >= Math.max(box.left, names.right) && text.right <= box.left + wrap.clientWidth,
+        };
+      });
+      assert.deepEqual(shown, { text: expected, inside: true }, `${width} px`);
+      await screenshot(page, `sigma-cost-${width}`);
+      assert.deepEqual(console, []);
+      await page.close();
+    }
+  });
+
   test("main's Agent calls link to the subagent each spawned; the link opens its transcript", async () => {
     const out = reportOf(readFileSync(join(FIXTURES, 'binary-tree-depth-3.jsonl')));
     const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));

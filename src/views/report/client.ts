@@ -345,6 +345,8 @@ interface State {
   treeRowH: number;
   ended: boolean;
   lower: WeakMap<Entry, string>;
+  /** The tree's column widths (px), the room its names keep, the number columns sized so far. */
+  columns?: { widths: number[]; nameRoom: number; sized: Set<number> };
 }
 
 function el<K extends keyof HTMLElementTagNameMap>(
@@ -605,8 +607,50 @@ function renderTree(state: State, again = true): void {
   }
   if (to < state.visible.length) frag.append(spacer((state.visible.length - to) * state.treeRowH));
   body.replaceChildren(frag);
+  fitNumberColumns(state, body);
   const row = body.querySelector<HTMLElement>('tr.tree-row');
   if (row && row.offsetHeight > 0) state.treeRowH = row.offsetHeight;
+}
+
+/** Horizontal padding of a tree cell (REPORT_CSS: `padding: 3px 5px`), and a pixel for rounding. */
+const CELL_PAD = 11;
+
+/**
+ * Sizes each number column of the tree to its widest figure drawn and its head (a Σ cost that
+ * leaves out agents, `$0.0012 + 2 unknown`; counts in the billions) and the table's least
+ * width with them, so no figure is cut short and the names keep the room the style sheet gave
+ * them. Columns only grow once sized: the tree does not jump back and forth as rows are drawn.
+ */
+function fitNumberColumns(state: State, body: Element): void {
+  const table = $('tree');
+  const heads = [...table.querySelectorAll<HTMLTableCellElement>('thead th')];
+  if (table.getBoundingClientRect().width === 0) return;
+  // Read once, as the style sheet lays the table out: the columns' widths and the names' room.
+  state.columns ??= (() => {
+    const widths = heads.map((th) => th.getBoundingClientRect().width);
+    const least = parseFloat(getComputedStyle(table).minWidth) || 0;
+    return { widths, nameRoom: least - widths.slice(1).reduce((n, w) => n + w, 0), sized: new Set() };
+  })();
+  const cols = state.columns;
+  const range = document.createRange();
+  const need = new Map<number, number>();
+  const measure = (cell: HTMLTableCellElement) => {
+    range.selectNodeContents(cell);
+    const px = Math.ceil(range.getBoundingClientRect().width) + CELL_PAD;
+    need.set(cell.cellIndex, Math.max(need.get(cell.cellIndex) ?? 0, px));
+  };
+  for (const th of heads) if (th.classList.contains('num')) measure(th);
+  for (const td of body.querySelectorAll<HTMLTableCellElement>('tr.tree-row td.num')) measure(td);
+  let changed = false;
+  for (const [column, px] of need) {
+    if (cols.sized.has(column) && px <= cols.widths[column]) continue;
+    cols.sized.add(column);
+    cols.widths[column] = px;
+    heads[column].style.width = `${px}px`;
+    changed = true;
+  }
+  if (changed)
+    table.style.minWidth = `${Math.ceil(cols.nameRoom + cols.widths.slice(1).reduce((n, w) => n + w, 0))}px`;
 }
 
 function wireTree(state: State, select: (k: Key) => void, rerender: () => void): void {
