@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { basename, join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
@@ -47,7 +47,7 @@ interface CliRun {
 function subtee(
   args: string[],
   o: { env?: NodeJS.ProcessEnv; stdin?: Buffer; timeoutMs?: number } = {},
-): Promise<CliRun> & { child: ReturnType<typeof spawn> } {
+): Promise<CliRun> & { child: ReturnType<typeof spawn>; out: string } {
   const out = join(tmpDir(), 'out');
   const child = spawn(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', ...args], {
     env: { PATH: process.env.PATH, ...o.env },
@@ -65,8 +65,9 @@ function subtee(
       clearTimeout(timer);
       resolve({ code, stderr, out });
     }),
-  ) as Promise<CliRun> & { child: typeof child };
+  ) as Promise<CliRun> & { child: typeof child; out: string };
   p.child = child;
+  p.out = out;
   return p;
 }
 
@@ -500,6 +501,34 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
         'subtee: interrupted by SIGTERM; index.json marks what was still running [ERR_INTERRUPTED]\n',
     );
     assert.ok(tookMs < trickled.flushTimeoutMs + 5000, `ended ${tookMs} ms after the signal`);
+    receiver.behave('accept');
+  });
+
+  test('a signal once the input was read to its end interrupts nothing: the spans still wait ' +
+    'their deadline, exit 0 and index.json not interrupted; a notice says a second signal stops ' +
+    'at once', async () => {
+    receiver.requests.length = 0;
+    receiver.behave('hang');
+    // The files first, as `--otlp` places them: index.json is written while the spans wait.
+    const config = join(tmpDir(), 'subtee.json');
+    const sinks = [{ use: 'files' }, { use: 'otlp', url: receiver.url, flushTimeoutMs: 5000 }];
+    writeFileSync(config, JSON.stringify({ sinks }));
+    const run = subtee(['-c', config], { stdin: readFileSync(NESTED), timeoutMs: 30_000 });
+    run.child.stdin!.end();
+    // index.json is written once every line reached the files: the input was read whole.
+    while (!existsSync(join(run.out, 'index.json'))) await new Promise((r) => setTimeout(r, 20));
+    run.child.kill('SIGINT');
+    const r = await run;
+    assert.equal(r.code, 0, r.stderr);
+    const { index } = checkOutput(readFileSync(NESTED), r.out, 'signal after the end');
+    assert.equal(index.interrupted, false);
+    assert.equal(
+      r.stderr,
+      'subtee: SIGINT: the input was read to its end; finishing (a second signal stops at once)\n' +
+        `subtee: warning OTLP_UNDELIVERED: ${spanCount(index)} of ${spanCount(index)} spans not ` +
+        `delivered to ${receiver.url}/v1/traces (not sent within flushTimeoutMs, 5000 ms)\n`,
+    );
+    receiver.release();
     receiver.behave('accept');
   });
 

@@ -148,9 +148,19 @@ export async function main(
   // it started, SIGKILL after the grace) and let everything already read reach the sinks; a
   // stdout whose reader takes nothing for STUCK_OUTPUT_MS is let go. A second one stops at
   // once: they are killed, stdout is let go, and subtee exits 129/130/143 waiting for nothing.
+  // A first signal once the last input was read to its end interrupts nothing: the run is
+  // whole, its sinks finish within their own deadlines (a second signal stops them at once).
+  let readWhole = false;
+  let signals = 0;
   const onSignal = (sig: NodeJS.Signals) => {
+    if (++signals === 1 && readWhole) {
+      const what = 'the input was read to its end; finishing (a second signal stops at once)';
+      io.stderr.write(`subtee: ${sig}: ${what}\n`);
+      stdoutWatch ??= letGoWhenStuck(io.stdout);
+      return;
+    }
     run.interrupted = true;
-    const first = signalled === null;
+    const first = signalled === null && signals === 1;
     signalled = sig;
     stdoutWatch ??= letGoWhenStuck(io.stdout);
     if (first) {
@@ -179,7 +189,7 @@ export async function main(
   };
 
   /** Runs one input (or the command) through its chain; returns the exit code. */
-  const runOne = async (file: string, chainSpec: ChainSpec): Promise<number> => {
+  const runOne = async (file: string, chainSpec: ChainSpec, last = true): Promise<number> => {
     run = new Session();
     const status = await startStatus(run, chainSpec);
     // An error line starts a line of its own, not at the end of the status line.
@@ -230,6 +240,8 @@ export async function main(
       } else {
         input = await openInput(file, io.stdin);
       }
+      readWhole = false;
+      if (last) input.once('end', () => (readWhole = true));
       const started = command as WrappedCommand | null;
       const chainOptions = {
         session: run,
@@ -282,7 +294,8 @@ export async function main(
     // signal ends the series.
     else {
       for (let i = 0; i < inputs.length && code === EXIT.OK && signalled === null; i++) {
-        code = await runOne(inputs[i], names.length > 0 ? specForInput(spec, names[i]) : spec);
+        const chainSpec = names.length > 0 ? specForInput(spec, names[i]) : spec;
+        code = await runOne(inputs[i], chainSpec, i === inputs.length - 1);
       }
     }
   } finally {
