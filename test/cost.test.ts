@@ -671,9 +671,10 @@ describe('the run cost in every view, against what the recording states', () => 
     const usd = costViews.formatUsd(known);
     const floor = `${usd} + ${spawned} unknown`;
     assert.ok(v.stderr.includes(`\ncost ${floor}: subagent tree ${floor} (no result line;`), v.stderr);
+    // The page's header as the summary: what the dollars leave out, counted.
     assert.equal(
       v.header,
-      `cost ${usd} (no result line) · agents ${usd} · basis table 2026-10-01 · output tokens stream`,
+      `cost ${floor} (no result line) · agents ${floor} · basis table 2026-10-01 · output tokens stream`,
     );
     near(v.stats.cost_usd, known, 'stats cost_usd');
     assert.equal(v.stats.unknown, spawned);
@@ -764,13 +765,23 @@ describe('the run cost in every view, against what the recording states', () => 
   });
 });
 
-test("the report page's copy of the subtree-dollars rule and of formatUsd agree with views/cost.ts's", () => {
+test("the report page's copy of the subtree-dollars rule, of what the run's dollars leave out and of " +
+  "formatUsd agree with views/cost.ts's", () => {
   const figures = [null, 0, 0.000_004, 0.0123, 1.5, 1234.5678, -1, Number.NaN, Infinity];
   for (const usd of figures) {
     assert.equal(page.formatUsd(usd), costViews.formatUsd(usd), String(usd));
     for (const unknown of [0, 1, 3])
       assert.equal(page.usdLeavingOut(usd, unknown), costViews.usdLeavingOut(usd, unknown));
   }
+  // The run's dollars as the result states them, or as its channels' sum, with or without a result.
+  for (const usd of [null, 0.5, 1.5])
+    for (const channels of [null, 0.5, 1.5])
+      for (const unattributed of [null, 0, 1]) {
+        const report = { usd, channels_usd: channels, unattributed_usd: unattributed };
+        const view = { usd, channelsUsd: channels, unattributedUsd: unattributed };
+        const leaves = costViews.runUsdLeavesOut(report as Parameters<typeof costViews.runUsdLeavesOut>[0], 2);
+        assert.equal(page.runUsdLeavesOut(view, 2), leaves, JSON.stringify(report));
+      }
   // Every way of adding two subtrees of one or two channels each, known, unknown or unpriced.
   const channels: Array<[number | null, boolean]> = [[0.5, false], [null, false], [0, true], [0.25, true]];
   const sum = (rule: typeof costViews | typeof page, parts: Array<[number | null, boolean]>) => {

@@ -14,6 +14,9 @@ import { treeRows, usdLeavingOut } from '../src/views/report/client.js';
 const skip =
   !chromiumAvailable() && 'Chromium is not installed (.ci/run installs it: apt-get install chromium)';
 
+/** `s` as a regular expression matching it alone. */
+const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
 function reportOf(input: string | Buffer, extra: string[] = []): string {
   const out = join(tmpDir(), 'o');
   const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', '--html', ...extra], {
@@ -406,6 +409,59 @@ describe('the static report in Chromium', { skip }, () => {
     assert.equal(cells[4], tokens.toLocaleString('en-US'));
     assert.equal(cells[9], usdLeavingOut(main.cost.subtree_usd, main.cost.subtree_unknown));
     assert.notEqual(cells[9], '$?');
+    assert.deepEqual(console, []);
+    await page.close();
+  });
+
+  test("the header's counts have thousands separators and its cost line says what the run's dollars " +
+    'leave out, as the end-of-run summary does', async () => {
+    // 3,300 subagents: a third fail, a third never end; every seventh never answers.
+    let n = 0;
+    const said = (parent: string | null, content: unknown[], input: number) =>
+      JSON.stringify({
+        type: 'assistant',
+        parent_tool_use_id: parent,
+        message: {
+          id: `m_${n++}`,
+          role: 'assistant',
+          model: 'claude-opus-5-5',
+          content,
+          usage: { input_tokens: input, output_tokens: 2 },
+        },
+      });
+    const lines: string[] = [];
+    for (let i = 0; i < 3300; i++) {
+      const id = `toolu_a${i}`;
+      const input = { subagent_type: 'g', description: `d${i}`, prompt: 'p' };
+      lines.push(said(null, [{ type: 'tool_use', id, name: 'Agent', input }], 10));
+      if (i % 7 !== 0) lines.push(said(id, [{ type: 'text', text: 'done' }], 3));
+      const result = { type: 'tool_result', tool_use_id: id, content: 'r', is_error: i % 3 === 1 };
+      if (i % 3 !== 2)
+        lines.push(
+          JSON.stringify({ type: 'user', parent_tool_use_id: null, message: { role: 'user', content: [result] } }),
+        );
+    }
+    const out = join(tmpDir(), 'o');
+    const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '--html'], {
+      input: lines.join('\n') + '\n',
+      timeout: 60_000,
+      encoding: 'utf8',
+    });
+    assert.equal(r.status, 0, r.stderr);
+    // The summary's counts and dollars, read from stderr.
+    const counts = /(\d+) subagents \((\d+) completed, (\d+) failed, (\d+) running\)/.exec(r.stderr)!;
+    assert.deepEqual(counts.slice(1).map(Number), [3300, 1100, 1100, 1100]);
+    const cost = /\ncost (.+): subagent tree (.+) \(no result line; /.exec(r.stderr)!;
+    assert.match(cost[1], /^\$0\.\d+ \+ 472 unknown$/);
+    const { page, console } = await openReport(browser, out);
+    const s = await seen(page);
+    const sep = (k: number) => Number(counts[k]).toLocaleString('en-US');
+    assert.equal(
+      s.summary,
+      `${sep(1)} subagents: ${sep(2)} completed, ${sep(3)} failed, ${sep(4)} running · ` +
+        `${lines.length.toLocaleString('en-US')} lines · 0 quarantined`,
+    );
+    assert.match(s.cost, new RegExp(`^cost ${esc(cost[1])} \\(no result line\\) · agents ${esc(cost[2])} · `));
     assert.deepEqual(console, []);
     await page.close();
   });

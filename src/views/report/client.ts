@@ -193,8 +193,24 @@ export function formatUsd(usd: number | null): string {
   return `$${usd.toFixed(abs >= 1 ? 2 : abs >= 0.01 ? 4 : 6)}`;
 }
 
-/** The run's cost beside Claude Code's own, for the header. */
-export function costLine(run: RunView): string {
+/**
+ * How many channels of unknown usage the run's dollars leave out: those counted apart when the
+ * figure is its channels' sum (no dollars from the result), none when the result states it. The
+ * page's own copy of views/cost.ts's runUsdLeavesOut (test/cost.test.ts checks that they agree).
+ */
+export function runUsdLeavesOut(
+  cost: { usd: number | null; channelsUsd: number | null; unattributedUsd: number | null },
+  unknown: number,
+): number {
+  const channelsSum = cost.usd !== null && cost.unattributedUsd === null && cost.usd === cost.channelsUsd;
+  return channelsSum ? unknown : 0;
+}
+
+/**
+ * The run's cost beside Claude Code's own, for the header, as the end-of-run summary shows it:
+ * a sum that leaves out the `unknown` channels of unknown usage says how many.
+ */
+export function costLine(run: RunView, unknown: number): string {
   const c = run.cost;
   if (!c) return '';
   const claude =
@@ -206,7 +222,8 @@ export function costLine(run: RunView): string {
   const unattributed = c.unattributedUsd === null ? '' : ` · unattributed ${formatUsd(c.unattributedUsd)}`;
   const basis = c.basis === 'result' ? 'basis result' : `basis table ${c.pricesDate ?? ''}`.trim();
   return (
-    `cost ${formatUsd(c.usd)} (${claude}) · agents ${formatUsd(c.channelsUsd)}${unattributed} · ` +
+    `cost ${usdLeavingOut(c.usd, runUsdLeavesOut(c, unknown))} (${claude}) · ` +
+    `agents ${usdLeavingOut(c.channelsUsd, unknown)}${unattributed} · ` +
     `${basis} · output tokens ${c.outputTokens}`
   );
 }
@@ -479,7 +496,8 @@ function renderHeader(state: State): void {
   const missing = leftOut > 0 ? ` in this page (${formatCount(leftOut)} left out)` : '';
   $('summary').textContent =
     `${formatCount(subs.length)} subagents${missing}: ` +
-    `${n('completed')} completed, ${n('failed')} failed, ${n('running')} running · ` +
+    `${formatCount(n('completed'))} completed, ${formatCount(n('failed'))} failed, ` +
+    `${formatCount(n('running'))} running · ` +
     `${formatCount(run.input.lines)} lines · ${formatCount(run.input.quarantined)} quarantined`;
   const banner = $('banner');
   // The STALL warning says what was in flight and for how long.
@@ -501,7 +519,9 @@ function renderHeader(state: State): void {
     }),
   );
   $('facts').textContent = factsLine(run);
-  $('cost').textContent = costLine(run);
+  // Channels of unknown usage: those under each root, the ones the page leaves out included.
+  const unknown = state.rows.reduce((sum, r) => sum + (r.parentRow < 0 ? r.subUsd.unknown : 0), 0);
+  $('cost').textContent = costLine(run, unknown);
   $('pageinfo').textContent = live
     ? ''
     : `page ${formatBytes(page.bytes)} (limit ${formatBytes(page.limitBytes)})` +
