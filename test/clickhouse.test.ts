@@ -635,7 +635,8 @@ describe(
       'empty input) adds no run of its own', async () => {
       const runsStored = async () => {
         const [made] = await ch.rows<{ n: number }>(
-          "SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'subtee_channels'",
+          'SELECT count() AS n FROM system.tables ' +
+            "WHERE database = currentDatabase() AND name = 'subtee_channels'",
         );
         if (Number(made.n) === 0) return [];
         return (await ch.rows<{ run: string }>('SELECT DISTINCT run FROM subtee_channels')).map((r) => r.run);
@@ -658,7 +659,8 @@ describe(
       assert.equal(next.code, 0, next.stderr);
       assert.deepEqual(findSpoolFiles(runs), []);
       await assertRunStored(ch, 'resent-by-flag', indexOf(away.out), 'resent from the command line');
-      const empty = await subtee(['--clickhouse', ch.url], { out: join(runs, 'run-3'), feed: async () => {} });
+      const nothing = { out: join(runs, 'run-3'), feed: async () => {} };
+      const empty = await subtee(['--clickhouse', ch.url], nothing);
       assert.equal(empty.code, EXIT.IO, empty.stderr);
       const added = (await runsStored()).filter((run) => !before.has(run));
       assert.deepEqual(added, ['resent-by-flag']);

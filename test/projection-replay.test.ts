@@ -1128,8 +1128,8 @@ const otherAgentLines = (name: string) =>
 
 /**
  * Opens a run over `lines` handed over one at a time, each once it was routed (an `events`
- * loop from the start sees it): `at(i, run)` is called before line `i` is written. Resolves with what that loop saw and the
- * run's index.json.
+ * loop from the start sees it): `at(i, run)` is called before line `i` is written. Resolves
+ * with what that loop saw and the run's index.json.
  */
 async function lineByLine(
   lines: readonly string[],
