@@ -779,7 +779,8 @@ test("the report page's copy of the subtree-dollars rule, of what the run's doll
       for (const unattributed of [null, 0, 1]) {
         const report = { usd, channels_usd: channels, unattributed_usd: unattributed };
         const view = { usd, channelsUsd: channels, unattributedUsd: unattributed };
-        const leaves = costViews.runUsdLeavesOut(report as Parameters<typeof costViews.runUsdLeavesOut>[0], 2);
+        const asReport = report as Parameters<typeof costViews.runUsdLeavesOut>[0];
+        const leaves = costViews.runUsdLeavesOut(asReport, 2);
         assert.equal(page.runUsdLeavesOut(view, 2), leaves, JSON.stringify(report));
       }
   // Every way of adding two subtrees of one or two channels each, known, unknown or unpriced.

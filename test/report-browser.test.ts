@@ -436,10 +436,8 @@ describe('the static report in Chromium', { skip }, () => {
       lines.push(said(null, [{ type: 'tool_use', id, name: 'Agent', input }], 10));
       if (i % 7 !== 0) lines.push(said(id, [{ type: 'text', text: 'done' }], 3));
       const result = { type: 'tool_result', tool_use_id: id, content: 'r', is_error: i % 3 === 1 };
-      if (i % 3 !== 2)
-        lines.push(
-          JSON.stringify({ type: 'user', parent_tool_use_id: null, message: { role: 'user', content: [result] } }),
-        );
+      const message = { role: 'user', content: [result] };
+      if (i % 3 !== 2) lines.push(JSON.stringify({ type: 'user', parent_tool_use_id: null, message }));
     }
     const out = join(tmpDir(), 'o');
     const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '--html'], {
@@ -461,7 +459,8 @@ describe('the static report in Chromium', { skip }, () => {
       `${sep(1)} subagents: ${sep(2)} completed, ${sep(3)} failed, ${sep(4)} running · ` +
         `${lines.length.toLocaleString('en-US')} lines · 0 quarantined`,
     );
-    assert.match(s.cost, new RegExp(`^cost ${esc(cost[1])} \\(no result line\\) · agents ${esc(cost[2])} · `));
+    const header = `cost ${esc(cost[1])} \\(no result line\\) · agents ${esc(cost[2])} · `;
+    assert.match(s.cost, new RegExp(`^${header}`));
     assert.deepEqual(console, []);
     await page.close();
   });
