@@ -384,7 +384,8 @@ describe('the live page in Chromium', { skip }, () => {
   });
 });
 
-test('the live page of a transcript of empty blocks stays under its size limit; the agent stays in it', () => {
+test('the live page of a transcript of empty blocks stays under its size limit; ' +
+  'the agent stays in it', () => {
   const feed = new ReportFeed();
   const maxPageBytes = 262_144;
   // Transcripts as long as the page allows: only the page's own limit bounds them.
@@ -396,7 +397,11 @@ test('the live page of a transcript of empty blocks stays under its size limit; 
     ...Array.from({ length: 999 }, () => ({ type: 'text', text: '' })),
   ];
   for (let i = 0; i < 100; i++)
-    lines.push({ type: 'assistant', parent_tool_use_id: 'toolu_e', message: { id: `m${i}`, content: blocks } } as any);
+    lines.push({
+      type: 'assistant',
+      parent_tool_use_id: 'toolu_e',
+      message: { id: `m${i}`, content: blocks },
+    } as any);
   lines.forEach((value, i) => {
     const { channel, events } = tree.route(value as any);
     const raw = Buffer.from(JSON.stringify(value));

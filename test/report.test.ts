@@ -165,7 +165,10 @@ test('a transcript of empty blocks is cut to fit the page: no agent is left out 
     JSON.stringify({
       type: 'assistant',
       parent_tool_use_id: null,
-      message: { id: 's', content: [{ type: 'tool_use', id: 'toolu_e', name: 'Agent', input: { prompt: 'p' } }] },
+      message: {
+        id: 's',
+        content: [{ type: 'tool_use', id: 'toolu_e', name: 'Agent', input: { prompt: 'p' } }],
+      },
     }),
   ];
   const blocks = [

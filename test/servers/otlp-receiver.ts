@@ -186,7 +186,9 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         trickling.add(res);
         const timer = setInterval(() => res.write(' '), 50);
         res.on('close', () => (clearInterval(timer), trickling.delete(res)));
-      } else if (typeof b === 'object' && 'status' in b) res.writeHead(b.status, { 'retry-after': b.retryAfter }).end();
+      } else if (typeof b === 'object' && 'status' in b) {
+        res.writeHead(b.status, { 'retry-after': b.retryAfter }).end();
+      }
       else if (typeof b === 'object') accept(req.url, contentType, buf, res, b);
       else res.writeHead(b, { 'content-type': 'text/plain' }).end('refused by the test');
     });
