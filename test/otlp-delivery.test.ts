@@ -348,6 +348,33 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     await shutdown();
   });
 
+  test("past the input's deadline: spans made while the collector accepts are delivered; the " +
+    'first failure then stops delivery, its batch and later spans lost to it, no retry', async () => {
+    reset();
+    const { exporter, answered, shutdown } = exporterTo(receiver);
+    const delivery = new SpanDelivery(
+      exporter,
+      { retryMs: 60_000, maxQueueSpans: 10, maxBatchSpans: 1 },
+      () => {},
+    );
+    delivery.endWhenHeldFrom(Date.now());
+    await until("the input's deadline", () => delivery.pastInputDeadline);
+    const [a, b, c, d] = spansNamed(['a', 'b', 'c', 'd']);
+    delivery.push(a);
+    delivery.push(b);
+    await answered(2);
+    assert.deepEqual(counts(delivery), { total: 2, delivered: 2, lost: 0, pending: 0, available: true });
+    receiver.behave(400);
+    delivery.push(c);
+    await answered(3);
+    delivery.push(d);
+    assert.deepEqual(counts(delivery), { total: 4, delivered: 2, lost: 2, pending: 0, available: true });
+    assert.ok(delivery.lastError);
+    assert.deepEqual([...delivery.lostFor], [[delivery.lastError, 2]]);
+    assert.equal(receiver.requests.length, 3, 'the failed batch was not tried again');
+    await shutdown();
+  });
+
   test('drain during a retry backoff stops the retries', async () => {
     reset();
     receiver.behave(500);

@@ -504,6 +504,36 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     receiver.behave('accept');
   });
 
+  test("a slow stage plugin after the input's end with an accepting collector: every span is " +
+    'delivered, no warning, though the chain makes them past flushTimeoutMs', async () => {
+    receiver.spans.length = 0;
+    receiver.requests.length = 0;
+    receiver.behave('accept');
+    const dir = tmpDir();
+    const delayMs = 40;
+    const flushTimeoutMs = 300;
+    // A stage that takes 40 ms a record: the 34 lines of the fixture leave it over a second
+    // after the file's last byte was read, past flushTimeoutMs.
+    writeFileSync(
+      join(dir, 'slow.mjs'),
+      "export default { name: 'slow', kind: 'stage', kit: '>=0.0.0', options: {}, create: () => " +
+        `(rec) => new Promise((done) => setTimeout(() => done(rec), ${delayMs})) };\n`,
+    );
+    const config = join(dir, 'subtee.json');
+    const stages = [{ use: 'line-parser' }, { use: 'slow' }, { use: 'channel-router' }];
+    const sinks = [{ use: 'files' }, { use: 'otlp', url: receiver.url, flushTimeoutMs }];
+    writeFileSync(config, JSON.stringify({ plugins: ['./slow.mjs'], stages, sinks }));
+    const startedAt = Date.now();
+    const r = await subtee(['-c', config, NESTED], { timeoutMs: 30_000 });
+    const tookMs = Date.now() - startedAt;
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stderr, '', 'no warning');
+    const { index } = checkOutput(readFileSync(NESTED), r.out, 'slow stage');
+    assert.ok(tookMs > linesOf(readFileSync(NESTED)).length * delayMs, `the stage took ${tookMs} ms`);
+    assert.equal(receiver.spans.length, spanCount(index), 'every span delivered');
+    assertSpanTree(receiver.spans.map(like), index, 'slow stage');
+  });
+
   test('a signal once the input was read to its end interrupts nothing: the spans still wait ' +
     'their deadline, exit 0 and index.json not interrupted; a notice says a second signal stops ' +
     'at once', async () => {

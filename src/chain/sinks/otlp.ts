@@ -164,6 +164,10 @@ export class SpanDelivery {
   /** Cancels the end's deadline, once one is set (`endBy`). */
   private endTimer: (() => void) | null = null;
   private endAtMs = Infinity;
+  /** Cancels the input's deadline, once one is set (`endWhenHeldFrom`). */
+  private inputTimer: (() => void) | null = null;
+  /** Past the input's deadline: delivery stops as soon as the collector holds it up. */
+  pastInputDeadline = false;
   /**
    * No request before this (epoch ms): a collector's Retry-After holds every batch, not only
    * the one it answered, so the queue waits for the collector rather than being refused.
@@ -202,9 +206,34 @@ export class SpanDelivery {
     return !this.available || this.queue.length < this.opts.maxQueueSpans;
   }
 
-  /** Resolves when the input may go on (room in the queue, or the collector given up on). */
+  /**
+   * Resolves when the input may go on (room in the queue, or the collector given up on); past
+   * the input's deadline a full queue is not waited on: delivery stops (`endWhenHeldFrom`).
+   */
   async whenRoom(): Promise<void> {
-    while (!this.hasRoom()) await new Promise<void>((resolve) => this.waiters.push(resolve));
+    while (!this.hasRoom()) {
+      if (this.pastInputDeadline) return this.stop();
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+  }
+
+  /**
+   * The input's deadline (epoch ms): from then on, delivery stops (`stop`) as soon as it waits
+   * on the collector — a full queue (a request that does not end), a failure no try has
+   * succeeded since, the collector given up on. While the collector takes spans, the spans
+   * still being made go on being sent, to the end's deadline (`drain`).
+   */
+  endWhenHeldFrom(atMs: number): void {
+    if (this.stopped || this.inputTimer) return;
+    this.inputTimer = callAt(atMs, () => {
+      this.pastInputDeadline = true;
+      if (this.heldUp()) this.stop();
+    });
+  }
+
+  /** Whether the collector holds the spans back: a full queue, a failure, the collector away. */
+  private heldUp(): boolean {
+    return !this.available || this.holdUp !== null || this.queue.length >= this.opts.maxQueueSpans;
   }
 
   /**
@@ -235,6 +264,7 @@ export class SpanDelivery {
     this.stopped = true;
     this.retryTimer?.();
     this.endTimer?.();
+    this.inputTimer?.();
     this.lose(this.pending, this.holdUp);
     this.queue.length = 0;
     this.inFlight = null;
@@ -286,6 +316,8 @@ export class SpanDelivery {
       }
       const reason = describeError(result.error);
       this.failed(reason, unanswered(result));
+      // Past the input's deadline a failing collector is not waited on.
+      if (this.pastInputDeadline) return this.stop();
       // A collector's Retry-After is honoured; one beyond retryMs gives the batch up now, and
       // the batches after it wait for it too.
       const backoffMs = Math.max(Math.min(2000, 100 * 2 ** tries), result.retryAfterMs ?? 0);
@@ -442,9 +474,11 @@ class OtlpSink extends BatchTransform {
     const sender = new OtlpHttpSender(config, serializer, () => delivery.connected());
     const delivery = new SpanDelivery(sender, this.#opts, (error) => this.#warnUnavailable(error));
     this.#live = { api, sender, delivery, tracer: this.#tracerOf(sdk, resources, delivery) };
-    // The end's deadline counts from the input's end: a batch still waiting for room in the
-    // queue then (a slow collector) waits no longer than the last spans do.
-    void this.#opts.inputEnded?.then(() => delivery.endBy(Date.now() + this.#opts.flushTimeoutMs));
+    // Waits on the collector count from the input's end too: a batch still waiting for room in
+    // the queue then (a slow collector) waits no longer than the last spans do. Spans the chain
+    // makes later, while the collector takes them, are sent (see endWhenHeldFrom).
+    const inputDeadline = () => delivery.endWhenHeldFrom(Date.now() + this.#opts.flushTimeoutMs);
+    void this.#opts.inputEnded?.then(inputDeadline);
   }
 
   protected override transformBatch(batch: RecordBatch): BatchOutcome {
