@@ -771,6 +771,22 @@ test('once the input has ended, a plugin promise pending past --plugin-end-timeo
   assert.equal(linesInFolder(out), index.input.lines);
 });
 
+test('a --plugin-end-timeout-ms past the longest Node timer waits as long as said: an end() ' +
+  'that takes 300 ms is not failed', () => {
+  const dir = tmpDir();
+  const create = '({ record: () => {}, end: () => new Promise((resolve) => setTimeout(resolve, 300)) })';
+  const config = pluginConfig(dir, 'slowend', 'sink', create, { sinks: [{ use: 'slowend' }] });
+  const args = [BIN, '--config', config, '--out', join(dir, 'out'), '--stdout', 'none', '-q'];
+  const input = join(FIXTURES, 'nested-depth-3.jsonl');
+  const r = spawnSync(process.execPath, [...args, '--plugin-end-timeout-ms', '3000000000', input], {
+    encoding: 'utf8',
+    timeout: 20_000,
+    killSignal: 'SIGKILL',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, '');
+});
+
 test('a plugin sink that never settles mid-run, below the idle watchdog, fails the run naming it: ' +
   'a backed-up chain is no silence, and the watchdog holds nothing open for it', () => {
   const dir = tmpDir();

@@ -192,7 +192,8 @@ export function createPluginStream(plugin: RecordPlugin, options: PluginStreamOp
       const waiting = {
         arm: () => {
           if (timer !== null || !pending.has(call)) return;
-          timer = setTimeout(() => call.fail(late()), endTimeoutMs);
+          // A Node timer longer than 2^31 − 1 ms fires at once: longer bounds wait that long.
+          timer = setTimeout(() => call.fail(late()), Math.min(endTimeoutMs, 2 ** 31 - 1));
           timer.unref();
         },
       };
