@@ -132,6 +132,27 @@ test('the --version question ends its whole process group: an answer is read tho
   await waitFor(() => !running(silentJob), 'the silent command\'s job to end');
 });
 
+test('the --version question does not wait for a process the command set free of its group ' +
+  'holding the output: the answer is read, the question ends', async () => {
+  const dir = tmpDir();
+  const agent = join(dir, 'agent.mjs');
+  const pidFile = join(dir, 'pid');
+  writeFileSync(
+    agent,
+    `#!${process.execPath}\nimport { spawn } from 'node:child_process';\n` +
+      "import { writeFileSync } from 'node:fs';\n" +
+      "const free = spawn('sleep', ['600'], { detached: true, stdio: ['ignore', 'inherit', 'ignore'] });\n" +
+      `writeFileSync(${JSON.stringify(pidFile)}, String(free.pid));\nfree.unref();\n` +
+      "console.log('2.1.328 (Claude Code)');\n",
+  );
+  chmodSync(agent, 0o755);
+  const t0 = Date.now();
+  const asked = await commandVersion(agent);
+  strays.push(Number(readFileSync(pidFile, 'utf8')));
+  assert.deepEqual(asked, { version: '2.1.328', unknownBecause: null });
+  assert.ok(Date.now() - t0 < VERSION_QUESTION.timeoutMs / 2, 'not held by the freed process');
+});
+
 test('subtee run --require-version: a signal while --version gets no answer ends subtee at once, ' +
   'exit 130, and what the question started with it', async () => {
   const silent = versionWithJob();

@@ -11,7 +11,12 @@ import { findVersion } from '../semver.js';
 import { AFTER_KILL_MS, endGroup, signalGroup } from './process-group.js';
 
 /** How long `CMD --version` may take, and how much of what it prints is read. */
-export const VERSION_QUESTION = Object.freeze({ timeoutMs: 20_000, maxOutputBytes: 64 * 1024 });
+export const VERSION_QUESTION = Object.freeze({
+  timeoutMs: 20_000,
+  maxOutputBytes: 64 * 1024,
+  /** How long its output is read after it ended: a process it set free may hold the pipe open. */
+  outputAfterEndMs: 200,
+});
 
 export interface CommandVersion {
   version: string | null;
@@ -32,9 +37,14 @@ export async function commandVersion(
   const asked = `${cmd} --version`;
   const child = spawn(cmd, ['--version'], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
   let because: string | null = null;
-  const endGroup = () => child.pid !== undefined && signalGroup(child.pid, 'SIGKILL');
+  let letGo: NodeJS.Timeout | null = null;
+  const endGroup = () => {
+    if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
+    letGo ??= setTimeout(() => child.stdout.destroy(), VERSION_QUESTION.outputAfterEndMs);
+  };
   const stop = (why: string) => {
     because ??= why;
+    child.kill('SIGKILL');
     endGroup();
   };
   const timer = setTimeout(() => stop(`${asked} gave no answer within ${timeoutMs / 1000} s`), timeoutMs);
@@ -48,7 +58,8 @@ export async function commandVersion(
     chunks.push(chunk);
     held += chunk.length;
   });
-  // What the command started may hold its output open: the group goes with the command.
+  // What the command started may hold its output open: the group goes with the command, and
+  // what left the group is not waited for.
   child.on('exit', endGroup);
   try {
     const [code, endSignal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
@@ -57,6 +68,7 @@ export async function commandVersion(
     because ??= `cannot run ${asked}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`;
   } finally {
     clearTimeout(timer);
+    if (letGo) clearTimeout(letGo);
     signal?.removeEventListener('abort', onAbort);
   }
   if (because) return { version: null, unknownBecause: because };
