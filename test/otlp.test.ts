@@ -562,6 +562,34 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     receiver.behave('accept');
   });
 
+  test("a second signal after one the input's end let pass stops at once: exit 130, the line says " +
+    'the sending was cut short, index.json as written, not interrupted', async () => {
+    receiver.requests.length = 0;
+    receiver.behave('hang');
+    const config = join(tmpDir(), 'subtee.json');
+    const sinks = [{ use: 'files' }, { use: 'otlp', url: receiver.url, flushTimeoutMs: 20_000 }];
+    writeFileSync(config, JSON.stringify({ sinks }));
+    const run = subtee(['-c', config], { stdin: readFileSync(NESTED), timeoutMs: 30_000 });
+    let said = '';
+    run.child.stderr!.on('data', (d) => (said += d));
+    run.child.stdin!.end();
+    while (!existsSync(join(run.out, 'index.json'))) await new Promise((r) => setTimeout(r, 20));
+    run.child.kill('SIGINT');
+    while (!said.includes('finishing')) await new Promise((r) => setTimeout(r, 20));
+    const secondAt = Date.now();
+    run.child.kill('SIGINT');
+    const r = await run;
+    assert.equal(r.code, 130, r.stderr);
+    assert.ok(Date.now() - secondAt < 5000, 'at once, not at the 20 s deadline');
+    assert.match(
+      r.stderr,
+      /^subtee: interrupted by SIGINT after the input's end; what was still being sent was cut short \[ERR_INTERRUPTED\]$/m,
+    );
+    assert.equal(indexOf(r.out).interrupted, false);
+    receiver.release();
+    receiver.behave('accept');
+  });
+
   for (const [what, retryAfter] of [
     ['of 35 days', String(35 * 24 * 3600)],
     ['an HTTP date in 9999', 'Fri, 31 Dec 9999 23:59:59 GMT'],

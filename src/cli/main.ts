@@ -151,9 +151,11 @@ export async function main(
   // A first signal once the last input was read to its end interrupts nothing: the run is
   // whole, its sinks finish within their own deadlines (a second signal stops them at once).
   let readWhole = false;
+  let lateFirstSignal = false;
   let signals = 0;
   const onSignal = (sig: NodeJS.Signals) => {
     if (++signals === 1 && readWhole) {
+      lateFirstSignal = true;
       const what = 'the input was read to its end; finishing (a second signal stops at once)';
       io.stderr.write(`subtee: ${sig}: ${what}\n`);
       stdoutWatch ??= letGoWhenStuck(io.stdout);
@@ -311,7 +313,11 @@ export async function main(
   // CI step's `&& deploy` must not run.
   if (signalled) {
     code = signalExit(signalled);
-    const what = `interrupted by ${signalled}; index.json marks what was still running`;
+    // After the input's end (the first signal let the run finish) the lines are all on disk:
+    // what the second cut short is the sending.
+    const what = lateFirstSignal
+      ? `interrupted by ${signalled} after the input's end; what was still being sent was cut short`
+      : `interrupted by ${signalled}; index.json marks what was still running`;
     reportError(io.stderr, new SubteeError('ERR_INTERRUPTED', what, { exitCode: code }));
     // What stays queued for a reader that takes nothing would keep the process alive: after a
     // signal subtee leaves without it (stderr gets the same bound for its last lines). After a
