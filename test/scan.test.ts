@@ -635,4 +635,18 @@ test('the streaming checker holds a bounded value whatever a line repeats: a key
   assert.equal(bounded.value.f0, 'y'.repeat(1000));
   assert.equal(bounded.value.f1999, undefined);
   assert.equal(bounded.value.type, undefined, 'a later type past the bound leaves out the earlier one');
+  // One name spelled many ways (`"type"`, `"\u0074ype"`…) is one member: the bound is not
+  // spent on it.
+  const spelled = new StreamScanner(captureBytes);
+  spelled.push(Buffer.from('{"type":"user"'));
+  const spellings = ['ty', '\\u0074y', 't\\u0079', '\\u0074\\u0079'].flatMap((ty) =>
+    ['pe', '\\u0070e'].map((pe) => ty + pe),
+  );
+  const spelledValue = (k: number) => `${'z'.repeat(900)}${k}`;
+  for (let k = 0; k < 200; k++)
+    spelled.push(Buffer.from(`,"${spellings[k % spellings.length]}":"${spelledValue(k)}"`));
+  spelled.push(Buffer.from(',"uuid":"u1"}'));
+  const one = spelled.end(true);
+  assert.ok(one.ok);
+  assert.deepStrictEqual(one.value, { type: spelledValue(199), uuid: 'u1' });
 });

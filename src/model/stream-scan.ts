@@ -65,8 +65,9 @@ const IN_BLOCK = 3; // one of its objects (depth 4)
 export const MEMBERS_CAPTURED = 4;
 
 /**
- * Captured members by their key's JSON bytes (latin1), in the order of their last occurrence: a
- * key seen again replaces its member, so a line repeating one key a million times keeps one.
+ * Captured members by their name's JSON bytes (latin1), in the order of their last occurrence: a
+ * name seen again, however spelled, replaces its member, so a line repeating one key a million
+ * times keeps one.
  */
 type Members = Map<string, Buffer>;
 
@@ -354,7 +355,9 @@ export class StreamScanner {
   private endScalar(): void {
     if (this.state === FAILED) return;
     if (this.capturing && this.key && this.capture) {
-      this.keepMember(Buffer.from(this.key).toString('latin1'), Buffer.from(this.capture));
+      // Keyed by the name, however the line spells it (`"id"`, `"\u0069d"`): one member a name.
+      const name = Buffer.from(JSON.stringify(nameOf(this.key))).toString('latin1');
+      this.keepMember(name, Buffer.from(this.capture));
       // A later top-level `message` is the line's, as JSON.parse keeps the last.
       if (this.into === this.members && nameOf(this.key) === 'message') {
         this.tools = [];
