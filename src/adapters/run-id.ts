@@ -76,8 +76,9 @@ export const CODEX_RUN_ID_WAIT = Object.freeze({ lines: 64, bytes: 1024 * 1024 }
  * `thread.started` to that event: a replay of a recording gets its id again, and a resumed
  * thread (`codex exec resume`, the same `thread_id`) gets another for each run that was asked
  * or answered anything else. A line not held as bytes (one too long to hold, a quarantined
- * piece) ends the wait before it; so do the CODEX_RUN_ID_WAIT bounds and the input's end
- * (`settle`). The lines go on meanwhile: the caller stamps the id on the first record after.
+ * piece) ends the wait before it; so do the CODEX_RUN_ID_WAIT bounds and another producer's
+ * line (`settle`). The lines go on meanwhile: the caller stamps the id on the first record
+ * after, so a run whose input ends while its id is pending has none.
  */
 export class RunIdReader {
   id: string | null = null;

@@ -417,7 +417,6 @@ export class AgentEvents {
   }
 
   end(out: RecordBatch): void {
-    this.runId.settle();
     const lines = shareRepeatedText(this.mapper.end(), 0);
     for (const line of lines) out.push(derivedRecord(this.lastLineNo, line));
   }
