@@ -87,9 +87,9 @@ export interface OtlpSinkOptions {
   session: SinkRun;
   env?: NodeJS.ProcessEnv;
   /**
-   * Resolves once the chain's input has ended (runChain's): `flushTimeoutMs` counts from then,
-   * so a batch waiting for room in the queue at that moment waits no longer than the last spans.
-   * Without it, `flushTimeoutMs` counts from the sink's own end.
+   * Resolves once the chain's input has ended (runChain's): `flushTimeoutMs` after it, a
+   * collector that holds delivery up (a full queue, a failed send) ends it, while one that
+   * takes spans still gets those the chain makes. The final wait counts from the sink's own end.
    */
   inputEnded?: Promise<void>;
 }
