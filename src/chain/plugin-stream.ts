@@ -2,6 +2,7 @@ import type { Duplex } from 'node:stream';
 import { SubteeError } from '../errors.js';
 import type { RecordBatch, SubteeRecord } from '../model/record.js';
 import { createBatchTransform } from './batch-transform.js';
+import { timerMs } from '../timer-ms.js';
 
 /**
  * What a stage plugin's function returns for one record: nothing (`undefined`) or the record
@@ -192,8 +193,8 @@ export function createPluginStream(plugin: RecordPlugin, options: PluginStreamOp
       const waiting = {
         arm: () => {
           if (timer !== null || !pending.has(call)) return;
-          // A Node timer longer than 2^31 − 1 ms fires at once: longer bounds wait that long.
-          timer = setTimeout(() => call.fail(late()), Math.min(endTimeoutMs, 2 ** 31 - 1));
+          // A longer bound than a Node timer takes waits as long as one takes.
+          timer = setTimeout(() => call.fail(late()), timerMs(endTimeoutMs));
           timer.unref();
         },
       };

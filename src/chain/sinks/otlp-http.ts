@@ -4,6 +4,7 @@ import { request as httpsRequest } from 'node:https';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { timerMs } from '../../timer-ms.js';
 
 /**
  * OTLP/HTTP requests of the OTLP sink, one attempt each: the exporter packages' configuration
@@ -54,11 +55,6 @@ const MAX_REASON_CHARS = 200;
 
 const gzipped = promisify(gzip);
 
-/** The longest delay a Node timer takes (2^31 - 1 ms, about 24.8 days); a longer one fires at once. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/** A delay for setTimeout: `ms` within what a Node timer takes (a longer wait is re-armed). */
-export const timerMs = (ms: number): number => Math.min(Math.max(0, ms), MAX_TIMER_MS);
 
 /** A collector's words inside a warning line: printable ASCII (others `?`), `...` when cut. */
 function collectorText(s: string): string {

@@ -11,13 +11,13 @@ import { requireSession, type SinkRun } from '../../model/session.js';
 import { TraceBuilder, type SpanData } from './otlp-spans.js';
 import {
   OtlpHttpSender,
-  timerMs,
   type OtlpHttpConfig,
   type SendResult,
   type SpanSender,
   type TraceSerializer,
 } from './otlp-http.js';
 import { lateWarn, randomRunId, spanIdOf, traceIdOf } from './stream-facts.js';
+import { timerMs } from '../../timer-ms.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import {
   OTLP_SINK_DEFAULTS,
