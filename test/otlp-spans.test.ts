@@ -379,6 +379,21 @@ test("usage a subagent's lines state after its result ended it, up to its notifi
   }
 });
 
+/**
+ * `subtee --otlp URL FILE`, spawned, not spawnSync: the receiver answers from this process's
+ * event loop. Asserts exit 0; gives index.json and stderr.
+ */
+async function subteeWithOtlp(file: string, url: string) {
+  const out = join(tmpDir(), 'out');
+  const args = [BIN, '--out', out, '--stdout', 'none', '-q', '--otlp', url, file];
+  const child = spawnProcess(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d));
+  const [code] = await once(child, 'close');
+  assert.equal(code, 0, stderr);
+  return { index: JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')), stderr };
+}
+
 test("a GitHub Copilot CLI subagent's span, handed out at its end notification (its total stated " +
   "after its task call's result ended its channel), carries the tokens index.json and the " +
   'recording state for it', async () => {
@@ -388,14 +403,7 @@ test("a GitHub Copilot CLI subagent's span, handed out at its end notification (
       const file = join(FIXTURES, `${name}.jsonl`);
       const stated = copilotTokens(readFileSync(file, 'utf8'));
       receiver.spans.length = 0;
-      const out = join(tmpDir(), 'out');
-      const args = [BIN, '--out', out, '--stdout', 'none', '-q', '--otlp', receiver.url, file];
-      const child = spawnProcess(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-      let stderr = '';
-      child.stderr.on('data', (d: Buffer) => (stderr += d));
-      const [code] = await once(child, 'close');
-      assert.equal(code, 0, stderr);
-      const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+      const { index } = await subteeWithOtlp(file, receiver.url);
       for (const ch of index.channels as Array<{ id: string | null; usage: Record<string, unknown> }>) {
         if (ch.id === null) continue;
         const span = receiver.spans.find((sp) => sp.attributes['gen_ai.agent.id'] === ch.id)!;
@@ -416,16 +424,8 @@ test('no agent span of a GitHub Copilot CLI run claims output tokens: its usage 
     for (const name of COPILOT_TOTALS) {
       const file = join(FIXTURES, `${name}.jsonl`);
       receiver.spans.length = 0;
-      const out = join(tmpDir(), 'out');
-      // Spawned, not spawnSync: the receiver answers from this process's event loop.
-      const args = [BIN, '--out', out, '--stdout', 'none', '-q', '--otlp', receiver.url, file];
-      const child = spawnProcess(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-      let stderr = '';
-      child.stderr.on('data', (d: Buffer) => (stderr += d));
-      const [code] = await once(child, 'close');
-      assert.equal(code, 0, stderr);
+      const { index, stderr } = await subteeWithOtlp(file, receiver.url);
       assert.equal(stderr, '', 'every span delivered');
-      const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
       const agents = receiver.spans.filter((s) => s.attributes['openinference.span.kind'] === 'AGENT');
       assert.equal(agents.length, index.channels.length, name);
       for (const span of agents) {

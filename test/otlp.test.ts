@@ -534,19 +534,28 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     assertSpanTree(receiver.spans.map(like), index, 'slow stage');
   });
 
-  test('a signal once the input was read to its end interrupts nothing: the spans still wait ' +
-    'their deadline, exit 0 and index.json not interrupted; a notice says a second signal stops ' +
-    'at once', async () => {
+  /**
+   * A run whose input was read whole (its index.json written, the files sink placed first as
+   * `--otlp` places it) while its spans wait for a collector that never answers, up to
+   * `flushTimeoutMs`.
+   */
+  async function readWholeWhileSpansWait(flushTimeoutMs: number) {
     receiver.requests.length = 0;
     receiver.behave('hang');
-    // The files first, as `--otlp` places them: index.json is written while the spans wait.
     const config = join(tmpDir(), 'subtee.json');
-    const sinks = [{ use: 'files' }, { use: 'otlp', url: receiver.url, flushTimeoutMs: 5000 }];
+    const sinks = [{ use: 'files' }, { use: 'otlp', url: receiver.url, flushTimeoutMs }];
     writeFileSync(config, JSON.stringify({ sinks }));
     const run = subtee(['-c', config], { stdin: readFileSync(NESTED), timeoutMs: 30_000 });
     run.child.stdin!.end();
-    // index.json is written once every line reached the files: the input was read whole.
     while (!existsSync(join(run.out, 'index.json'))) await new Promise((r) => setTimeout(r, 20));
+    // Wrapped: an async function's result that is a promise would be awaited.
+    return { run };
+  }
+
+  test('a signal once the input was read to its end interrupts nothing: the spans still wait ' +
+    'their deadline, exit 0 and index.json not interrupted; a notice says a second signal stops ' +
+    'at once', async () => {
+    const { run } = await readWholeWhileSpansWait(5000);
     run.child.kill('SIGINT');
     const r = await run;
     assert.equal(r.code, 0, r.stderr);
@@ -564,16 +573,9 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
 
   test("a second signal after one the input's end let pass stops at once: exit 130, the line says " +
     'the sending was cut short, index.json as written, not interrupted', async () => {
-    receiver.requests.length = 0;
-    receiver.behave('hang');
-    const config = join(tmpDir(), 'subtee.json');
-    const sinks = [{ use: 'files' }, { use: 'otlp', url: receiver.url, flushTimeoutMs: 20_000 }];
-    writeFileSync(config, JSON.stringify({ sinks }));
-    const run = subtee(['-c', config], { stdin: readFileSync(NESTED), timeoutMs: 30_000 });
+    const { run } = await readWholeWhileSpansWait(20_000);
     let said = '';
     run.child.stderr!.on('data', (d) => (said += d));
-    run.child.stdin!.end();
-    while (!existsSync(join(run.out, 'index.json'))) await new Promise((r) => setTimeout(r, 20));
     run.child.kill('SIGINT');
     while (!said.includes('finishing')) await new Promise((r) => setTimeout(r, 20));
     const secondAt = Date.now();
@@ -762,7 +764,8 @@ test('the OpenTelemetry SDK and the ClickHouse client are loaded only by a run t
     import { createRequire } from 'node:module';
     const { main } = await import(${JSON.stringify(join(BIN, '..', '..', 'dist', 'src', 'cli', 'main.js'))});
     const store = /@opentelemetry|@clickhouse/;
-    const loaded = () => Object.keys(createRequire(import.meta.url).cache).filter((k) => store.test(k)).length;
+    const loaded = () =>
+      Object.keys(createRequire(import.meta.url).cache).filter((k) => store.test(k)).length;
     const before = loaded();
     const env = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' };
     const { stdin, stdout, stderr } = process;

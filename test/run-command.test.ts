@@ -26,7 +26,8 @@ function fakeAgent(version: string, exitCode = 0, extra = ''): string {
   const p = join(tmpDir(), 'agent.sh');
   writeFileSync(
     p,
-    `#!/bin/sh\nif [ "$1" = "--version" ]; then echo "${version} (Claude Code)"; exit 0; fi\ncat "${recording}"\necho "agent stderr line" >&2\n${extra}\nexit ${exitCode}\n`,
+    `#!/bin/sh\nif [ "$1" = "--version" ]; then echo "${version} (Claude Code)"; exit 0; fi\n` +
+      `cat "${recording}"\necho "agent stderr line" >&2\n${extra}\nexit ${exitCode}\n`,
   );
   chmodSync(p, 0o755);
   return p;
@@ -181,7 +182,8 @@ test('subtee run --require-version reads the version wherever --version ' +
     const p = join(dir, command);
     writeFileSync(
       p,
-      `#!/bin/sh\nif [ "$1" = "--version" ]; then cat "${join(dir, 'version.txt')}"; exit 0; fi\ncat "${stream}"\n`,
+      `#!/bin/sh\nif [ "$1" = "--version" ]; then cat "${join(dir, 'version.txt')}"; exit 0; fi\n` +
+        `cat "${stream}"\n`,
     );
     chmodSync(p, 0o755);
     return p;
@@ -267,7 +269,8 @@ test('subtee run forwards SIGTERM to the command and exits with its code', async
   // The trap is set before the first line is printed, so lines on disk mean both sides are ready.
   writeFileSync(
     agent,
-    `#!/bin/sh\ntrap 'echo got-term >&2; exit 143' TERM\nhead -3 "${recording}"\nwhile true; do sleep 0.1; done\n`,
+    `#!/bin/sh\ntrap 'echo got-term >&2; exit 143' TERM\nhead -3 "${recording}"\n` +
+      'while true; do sleep 0.1; done\n',
   );
   chmodSync(agent, 0o755);
   const child = spawn(process.execPath, [BIN, 'run', '--out', out, '-q', '--stdout', 'none', '--', agent], {
@@ -563,7 +566,8 @@ for (const [sig, code] of [
     const agent = join(dir, 'stubborn.sh');
     writeFileSync(
       agent,
-      `#!/bin/sh\necho $$ > "${pidFile}"\ntrap 'echo got-signal >&2' INT TERM\nhead -3 "${recording}"\nwhile true; do sleep 0.1; done\n`,
+      `#!/bin/sh\necho $$ > "${pidFile}"\ntrap 'echo got-signal >&2' INT TERM\n` +
+        `head -3 "${recording}"\nwhile true; do sleep 0.1; done\n`,
     );
     chmodSync(agent, 0o755);
     // A grace far beyond the test's patience: the second signal must not wait for it.
@@ -877,7 +881,8 @@ describeWithClaude('subtee run with the real Claude Code', (apiUrl) => {
       const quoted = plain.map((a) => `'${a.replaceAll("'", `'\\''`)}'`).join(' ');
       const piped = spawnSync(
         'bash',
-        ['-c', `${quoted} | "${process.execPath}" "${BIN}" --out "${join(tmpDir(), 'p')}"; exit \${PIPESTATUS[1]}`],
+        ['-c', `${quoted} | "${process.execPath}" "${BIN}" --out "${join(tmpDir(), 'p')}"; ` +
+          'exit ${PIPESTATUS[1]}'],
         { env, cwd: env.SUBTEE_E2E_CWD, encoding: 'utf8', timeout: 60_000 },
       );
       assert.equal(piped.status, 3, piped.stderr);
