@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, type Writable } from 'node:stream';
 import { builtinRegistry } from './chain/builtins.js';
 import { DEFAULT_STAGES, runChain, type ChainSpec, type ComponentSpec } from './chain/chain.js';
 import { configOf, lacksRouter, readConfig, registerPlugins } from './chain/config.js';
@@ -69,6 +69,17 @@ export interface OpenOptions extends ProjectionOptions {
    * `checkEnvironment`); `process.env` by default.
    */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Where stages and sinks write what they tell a person (the report sink's live address, a
+   * plugin's `ctx.stderr`); `process.stderr` by default.
+   */
+  stderr?: Writable;
+  /**
+   * Once the input has ended, how long a plugin's promise (its function's for a record, or its
+   * `end()`'s) may stay pending before `done` rejects with ERR_PLUGIN_FAILED naming it (30,000),
+   * as `--plugin-end-timeout-ms` does for the command line.
+   */
+  pluginEndTimeoutMs?: number;
 }
 
 /** Every option `open()` takes: a program in JavaScript can pass anything, so others are refused. */
@@ -85,6 +96,8 @@ const OPEN_OPTIONS: Readonly<Record<keyof OpenOptions, true>> = Object.freeze({
   stallGraceMs: true,
   onStall: true,
   env: true,
+  stderr: true,
+  pluginEndTimeoutMs: true,
   openChannelFile: true,
   maxBufferedBytes: true,
   readerHighWaterLines: true,
@@ -169,6 +182,19 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
       'ERR_OPEN_OPTIONS',
       `open(): env must be an object of variables, not ${describe(options.env)}`,
     );
+  const stderrGiven: unknown = options.stderr;
+  if (stderrGiven !== undefined && typeof (stderrGiven as Partial<Writable> | null)?.write !== 'function')
+    throw new UsageError(
+      'ERR_OPEN_OPTIONS',
+      `open(): stderr must be a writable stream, not ${describe(stderrGiven)}`,
+    );
+  const endTimeoutMs: unknown = options.pluginEndTimeoutMs;
+  if (endTimeoutMs !== undefined && !(typeof endTimeoutMs === 'number' && endTimeoutMs >= 0))
+    throw new UsageError(
+      'ERR_OPEN_OPTIONS',
+      'open(): pluginEndTimeoutMs must be a number of milliseconds of at least 0, ' +
+        `not ${shownValue(endTimeoutMs)}`,
+    );
   if (options.config !== undefined && options.spec !== undefined) {
     throw new UsageError('ERR_OPEN_OPTIONS', 'open(): pass a config or a spec, not both');
   }
@@ -233,8 +259,18 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
             : stage,
       );
       const spec: ChainSpec = { stages, sinks: [...base.sinks, { use: 'projection' }] };
-      const { env, openChannelFile } = options;
-      await runChain(source, spec, { registry, session, stop: stop.signal, env, openChannelFile });
+      // What the command line hands runChain besides: its `signal` (open()'s is the stop above,
+      // an interrupt) and `settleInput` (it stops `subtee run`'s command; open() runs none).
+      const { env, stderr, openChannelFile, pluginEndTimeoutMs } = options;
+      await runChain(source, spec, {
+        registry,
+        session,
+        stop: stop.signal,
+        env,
+        stderr,
+        openChannelFile,
+        pluginEndTimeoutMs,
+      });
       // An abort after the run's end changes nothing: index.json is written.
       options.signal?.removeEventListener('abort', onAbort);
       if (session.interrupted) throw abortError(options.signal?.reason);
@@ -352,6 +388,9 @@ function checkInput(input: unknown): void {
 
 const describe = (value: unknown) =>
   value === null ? 'null' : Array.isArray(value) ? 'an array' : `a value of type ${typeof value}`;
+
+/** A number as it is (NaN, -1), anything else by its type. */
+const shownValue = (value: unknown) => (typeof value === 'number' ? String(value) : describe(value));
 
 function abortError(reason: unknown): SubteeError {
   const err = new SubteeError('ABORT_ERR', 'the run was aborted (its signal fired)', {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { definePlugin, KIT_VERSION, open, type OpenInput } from '../src/index.js';
@@ -232,6 +232,78 @@ test('open() refuses options that are not an object, a signal that is ' +
       () => open(fixture(), options as never),
       (err: Error & { code?: string }) =>
         err.name === 'UsageError' && err.code === 'ERR_OPEN_OPTIONS' && err.message.startsWith('open(): '),
+      JSON.stringify(options),
+    );
+  }
+});
+
+test("open()'s pluginEndTimeoutMs bounds a plugin promise still pending after the input's end: " +
+  'done rejects naming the plugin', { timeout: 15_000 }, async () => {
+  // A timer of its own keeps the process busy, so only the bound can end the wait.
+  let timer: NodeJS.Timeout | undefined;
+  const slowEnd = definePlugin({
+    name: 'slow-end',
+    kind: 'sink',
+    kit: `^${KIT_VERSION}`,
+    options: {},
+    create: () => ({
+      end: () => new Promise<void>(() => void (timer = setInterval(() => {}, 1000))),
+    }),
+  });
+  const out = join(tmpDir(), 'out');
+  const t0 = performance.now();
+  try {
+    const stages = DEFAULT_STAGES.map((s) => ({ ...s }));
+    const run = open(fixture(), {
+      registry: new Registry().add(slowEnd),
+      spec: { stages, sinks: [{ use: 'files', out }, { use: 'slow-end' }] },
+      pluginEndTimeoutMs: 200,
+    });
+    await assert.rejects(run.done, {
+      code: 'ERR_PLUGIN_FAILED',
+      message: "plugin slow-end: its end() did not settle within 0.2 s of the input's end",
+    });
+  } finally {
+    clearInterval(timer);
+  }
+  assert.ok(performance.now() - t0 < 10_000);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.input.lines, readFileSync(fixture(), 'utf8').split('\n').filter(Boolean).length);
+});
+
+test("open()'s stderr is where the chain's components tell a person: a plugin's ctx.stderr", async () => {
+  const told = definePlugin({
+    name: 'told',
+    kind: 'sink',
+    kit: `^${KIT_VERSION}`,
+    options: {},
+    create: (_o, ctx) => ({ end: () => void ctx.stderr.write('told: the end\n') }),
+  });
+  const chunks: string[] = [];
+  const stderr = new Writable({ write: (chunk, _enc, cb) => (chunks.push(String(chunk)), cb()) });
+  const stages = DEFAULT_STAGES.map((s) => ({ ...s }));
+  const options = { registry: new Registry().add(told), spec: { stages, sinks: [{ use: 'told' }] } };
+  await open(fixture(), { ...options, stderr }).done;
+  assert.deepEqual(chunks, ['told: the end\n']);
+});
+
+test('open() refuses a pluginEndTimeoutMs that is no number of at least 0 and a stderr that ' +
+  'is no stream, named', () => {
+  const bad: unknown[] = [
+    { pluginEndTimeoutMs: -1 },
+    { pluginEndTimeoutMs: Number.NaN },
+    { pluginEndTimeoutMs: '300' },
+    { pluginEndTimeoutMs: null },
+    { stderr: 'x' },
+    { stderr: {} },
+    { stderr: null },
+  ];
+  for (const options of bad) {
+    const name = Object.keys(options as object)[0];
+    assert.throws(
+      () => open(fixture(), options as never),
+      (err: Error & { code?: string }) =>
+        err.code === 'ERR_OPEN_OPTIONS' && err.message.startsWith(`open(): ${name} must be`),
       JSON.stringify(options),
     );
   }
