@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn as spawnProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { test } from 'node:test';
 import { TraceBuilder, type SpanData } from '../src/chain/sinks/otlp-spans.js';
@@ -340,42 +340,107 @@ test("an agent span's subtee.usage.tokens is its tokens as the summary counts th
   assert.equal(main.attributes['subtee.usage.tokens'], 7, 'input and output tokens of the spawn line');
 });
 
-test("usage a subagent's lines state after its result ended it, up to its notification, is on the " +
-  'span handed out there; a status event that froze it again counts it once', async () => {
+/** A subagent t1 whose lines state usage after its result ended it, up to its notification. */
+function lateUsageRun(status: 'completed' | 'failed', summary: string | null) {
   const usage = (at: number, message: string, input: number, output: number) =>
     line({
       type: 'assistant',
-      message: { id: message, content: [], usage: { input_tokens: input, output_tokens: output } },
+      message: {
+        id: message,
+        model: 'claude-sonnet-4-5',
+        content: [],
+        usage: { input_tokens: input, output_tokens: output },
+      },
       parent_tool_use_id: 't1',
       uuid: `u-usage-${at}`,
       session_id: 's1',
       timestamp: ts(at),
     });
-  const notification = (status: string, summary: string | null) =>
-    line({
-      type: 'system',
-      subtype: 'task_notification',
-      tool_use_id: 't1',
-      status,
-      summary,
-      session_id: 's1',
-      uuid: 'u-n',
-      timestamp: ts(9),
-    });
+  const notification = line({
+    type: 'system',
+    subtype: 'task_notification',
+    tool_use_id: 't1',
+    status,
+    summary,
+    session_id: 's1',
+    uuid: 'u-n',
+    timestamp: ts(9),
+  });
   // The result ends t1 at 10 + 4; a later line of its message (+2) and a new message (3 + 1) follow.
   const lines = [init, spawn('t1', 1), prompt('t1', 2, 'go'), usage(3, 'm-a', 10, 4)];
   lines.push(toolResult(null, 't1', 4, 'done'), usage(5, 'm-a', 10, 6), usage(6, 'm-b', 3, 1));
+  return bytes(...lines, notification);
+}
+
+/**
+ * Each channel's input and output tokens as the recording states them, counted apart from
+ * subtee: per API message, its last line's usage.
+ */
+function statedTokens(input: Buffer): Map<string | null, number> {
+  const byMessage = new Map<string, { channel: string | null; tokens: number }>();
+  for (const text of input.toString('utf8').split('\n')) {
+    if (text === '') continue;
+    const v = JSON.parse(text);
+    const u = v.type === 'assistant' ? v.message?.usage : undefined;
+    if (u === undefined) continue;
+    const tokens = (u.input_tokens ?? 0) + (u.output_tokens ?? 0);
+    byMessage.set(v.message.id, { channel: v.parent_tool_use_id ?? null, tokens });
+  }
+  const out = new Map<string | null, number>();
+  for (const { channel, tokens } of byMessage.values()) out.set(channel, (out.get(channel) ?? 0) + tokens);
+  return out;
+}
+
+test("usage a subagent's lines state after its result ended it, up to its notification, is on the " +
+  'span handed out there, from the run model\'s usage events; a status event that froze it again ' +
+  'counts it once', async () => {
   for (const [status, summary] of [['completed', null], ['failed', 'broke']] as const) {
-    const builder = new TraceBuilder();
+    let builder: TraceBuilder | null = null;
     const handedOut: SpanData[] = [];
-    const { index } = await routeThrough(bytes(...lines, notification(status, summary)), (batch) => {
+    const { index } = await routeThrough(lateUsageRun(status, summary), (batch, run) => {
+      // With the run's cost ledger, as the OTLP sink has it.
+      builder ??= new TraceBuilder({ costs: run.cost });
       for (const rec of batch) handedOut.push(...builder.add(rec));
     });
     const agent = handedOut.find((sp) => sp.key === 'agent:t1')!;
     assert.equal(agent.attributes['subtee.status'], status, 'handed out at the notification');
+    assert.equal(agent.attributes['gen_ai.usage.input_tokens'], 13, status);
+    assert.equal(agent.attributes['gen_ai.usage.output_tokens'], 7, status);
     assert.equal(agent.attributes['subtee.usage.tokens'], 13 + 7, status);
     const channel = index.channels.find((c: { id: string | null }) => c.id === 't1');
     assert.equal(channelTokens(channel), 13 + 7, `${status}: index.json`);
+    assert.equal(agent.attributes['subtee.cost.usd'], channel.cost.usd, `${status}: dollars`);
+  }
+});
+
+test("a subagent's span handed out at its notification, usage stated after its end included, " +
+  "carries the tokens and dollars of index.json and of the recording, as the collector receives " +
+  'it', async () => {
+  const receiver = await startOtlpReceiver();
+  try {
+    const file = join(tmpDir(), 'late-usage.jsonl');
+    const input = lateUsageRun('completed', null);
+    writeFileSync(file, input);
+    const stated = statedTokens(input);
+    const { index, stderr } = await subteeWithOtlp(file, receiver.url);
+    assert.doesNotMatch(stderr, /OTLP_/, 'every span delivered');
+    const agents = receiver.spans.filter((s) => s.attributes['openinference.span.kind'] === 'AGENT');
+    assert.equal(agents.length, index.channels.length);
+    for (const ch of index.channels) {
+      const span = agents.find((s) => (s.attributes['gen_ai.agent.id'] ?? null) === ch.id)!;
+      const what = `channel ${ch.id ?? 'main'}`;
+      assert.equal(channelTokens(ch), stated.get(ch.id), `${what}: index.json against the recording`);
+      assert.equal(span.attributes['subtee.usage.tokens'], channelTokens(ch), what);
+      assert.equal(span.attributes['gen_ai.usage.input_tokens'], ch.usage.input_tokens, `${what}: input`);
+      assert.equal(span.attributes['gen_ai.usage.output_tokens'], ch.usage.output_tokens, `${what}: output`);
+      // Left out where index.json has none (main's model is not in the price table).
+      assert.equal(span.attributes['subtee.cost.usd'], ch.cost.usd ?? undefined, `${what}: dollars`);
+    }
+    assert.equal(stated.get('t1'), 13 + 7, 'the recording states usage after the end');
+    const t1 = index.channels.find((c: { id: string | null }) => c.id === 't1');
+    assert.equal(typeof t1.cost.usd, 'number', "t1's model is priced");
+  } finally {
+    await receiver.close();
   }
 });
 

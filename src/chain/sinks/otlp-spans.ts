@@ -1,5 +1,11 @@
 import { withDefaults } from '../../defaults.js';
-import type { CostView } from '../../model/cost.js';
+import {
+  roundUsd,
+  type CostView,
+  type ModelTokens,
+  type ReadonlyChannelCost,
+  type UsageEvent,
+} from '../../model/cost.js';
 import type { SubteeRecord } from '../../model/record.js';
 import {
   contentBlocks,
@@ -132,13 +138,17 @@ interface AgentState {
    */
   ended: { channel: SpanChannel; figures: EndFigures | null } | null;
   /**
-   * The usage lines of the channel stated after `ended` froze it, as the tree adds it: what
-   * a notification's own event may still bring (GitHub Copilot CLI states a subagent's total
-   * only in the event that ends it, after its task call's result ended its channel).
+   * What the run model counted for the channel after `ended` froze it, up to its notification:
+   * its lines' `usage` events summed, and a total a line states alone (GitHub Copilot CLI
+   * states a subagent's total only in the event that ends it, after its task call's result
+   * ended its channel).
    */
-  lateUsage: Record<string, number> | null;
-  /** The channel's latest API message and its usage (a later line of it replaces it). */
-  message: { id: string; usage: Record<string, number> } | null;
+  late: LateUsage | null;
+  /**
+   * The channel's latest API message and the total it states (0 for none): the tree counts a
+   * message's total once, a later line of it replacing what the earlier ones stated.
+   */
+  totalMessage: { id: string; total: number } | null;
   startMs: number | null;
   /** When the channel first stopped running. */
   endMs: number | null;
@@ -146,6 +156,18 @@ interface AgentState {
   prompt: string | null;
   lastText: string | null;
   exported: boolean;
+}
+
+/** What a channel's lines added after its end froze its figures (see AgentState.late). */
+interface LateUsage {
+  /** The tokens of the `usage` events, by kind. */
+  tokens: ModelTokens;
+  /** Their dollars at the table's rates; null once one of them is unpriced. */
+  usd: number | null;
+  /** Whether any `usage` event was counted. */
+  counted: boolean;
+  /** What totals stated alone added: the ledger counts no kind of token for them, no event. */
+  total: number;
 }
 
 interface ToolState {
@@ -199,12 +221,13 @@ export class TraceBuilder {
     const ch = rec.channel;
     const kind = lineTypeOf(v);
     // The line's usage before its status events: a snapshot one of them froze holds it already.
-    if (kind === 'assistant' && ch) this.followUsage(v, this.agentOf(ch, ms));
+    if (rec.usage) this.followUsage(rec.usage);
+    if (kind === 'assistant' && ch) this.followTotal(v, this.agentOf(ch, ms));
     for (const ev of rec.events ?? []) {
       const a = this.agentOf(ev.channel, ms);
       if (ev.type !== 'status') continue;
       a.ended = { channel: ev.channel, figures: endFigures(ev) };
-      a.lateUsage = null;
+      a.late = null;
       if (ev.channel.status !== 'running') a.endMs ??= ms;
     }
     const agent = ch ? this.agentOf(ch, ms) : null;
@@ -221,7 +244,7 @@ export class TraceBuilder {
       const done = this.agents.get(nonEmpty(v.tool_use_id) ?? '');
       const ended = done?.ended;
       if (done && ended && !done.exported && ended.channel.status !== 'running' && !ended.channel.orphan) {
-        out.push(this.agentSpan(done, {}, withLateUsage(ended, done.lateUsage)));
+        out.push(this.agentSpan(done, {}, withLateUsage(ended, done.late)));
       }
     }
     return out;
@@ -269,8 +292,8 @@ export class TraceBuilder {
       a = {
         channel: ch ?? mainPlaceholder,
         ended: null,
-        lateUsage: null,
-        message: null,
+        late: null,
+        totalMessage: null,
         startMs: ms,
         endMs: null,
         model: null,
@@ -287,21 +310,31 @@ export class TraceBuilder {
   }
 
   /**
-   * Follows the channel's usage as the tree adds it (per API message, a later line of one
-   * replacing what the earlier ones stated); a change after the channel's end froze it goes to
-   * `lateUsage`.
+   * Adds what the run model's cost ledger counted for a line (its `usage` event) to its
+   * channel's late usage, once the channel's end froze its figures.
    */
-  private followUsage(v: JsonObject, agent: AgentState): void {
-    const message = isObject(v.message) ? v.message : {};
-    const id = nonEmpty(message.id);
-    if (id === null || !isObject(message.usage)) return;
-    const now = usageNumbers(message.usage);
-    const before = agent.message?.id === id ? agent.message.usage : null;
-    agent.message = { id, usage: now };
-    if (agent.ended === null || agent.exported) return;
-    const usage = (agent.lateUsage ??= {});
-    for (const k in now) usage[k] = (usage[k] ?? 0) + now[k] - (before?.[k] ?? 0);
-    if (before) for (const k in before) if (!(k in now)) usage[k] = (usage[k] ?? 0) - before[k];
+  private followUsage(ev: UsageEvent): void {
+    const agent = this.agents.get(ev.channel);
+    if (agent === undefined || agent.ended === null || agent.exported) return;
+    const late = (agent.late ??= noLateUsage());
+    for (const k of TOKEN_KINDS) late.tokens[k] += ev.tokens[k];
+    late.usd = late.usd === null || ev.usd === null ? null : late.usd + ev.usd;
+    late.counted = true;
+  }
+
+  /**
+   * Follows a total a line states alone (`usage.total_tokens` with no kind of token), as the
+   * tree adds it: the ledger counts no kind of token for it, so no `usage` event carries it.
+   */
+  private followTotal(v: JsonObject, agent: AgentState): void {
+    const message = isObject(v.message) ? v.message : null;
+    const id = message === null ? null : nonEmpty(message.id);
+    if (message === null || id === null || !isObject(message.usage)) return;
+    const total = usageNumbers(message.usage).total_tokens ?? 0;
+    const before = agent.totalMessage?.id === id ? agent.totalMessage.total : 0;
+    agent.totalMessage = { id, total };
+    if (agent.ended === null || agent.exported || total === before) return;
+    (agent.late ??= noLateUsage()).total += total - before;
   }
 
   private assistant(v: JsonObject, agent: AgentState, ms: number | null): void {
@@ -480,15 +513,67 @@ export class TraceBuilder {
   }
 }
 
+/** The kinds of token a usage event counts. */
+const TOKEN_KINDS: ReadonlyArray<keyof ModelTokens> = [
+  'input_tokens',
+  'output_tokens',
+  'cache_read_input_tokens',
+  'cache_creation_5m_input_tokens',
+  'cache_creation_1h_input_tokens',
+];
+
+const noLateUsage = (): LateUsage => ({
+  tokens: {
+    input_tokens: 0,
+    output_tokens: 0,
+    cache_read_input_tokens: 0,
+    cache_creation_5m_input_tokens: 0,
+    cache_creation_1h_input_tokens: 0,
+  },
+  usd: 0,
+  counted: false,
+  total: 0,
+});
+
 /**
- * A channel as its end froze it, with the usage its lines stated after that (up to its
- * notification) added: the usage the tree holds for it as of the notification.
+ * A channel as its end froze it, with what its lines added after that (up to its
+ * notification): the usage events on its figures and on its usage, a total stated alone on its
+ * usage. Before a result line, the figures are then the ledger's as of the notification.
  */
-function withLateUsage(ended: NonNullable<AgentState['ended']>, late: Record<string, number> | null) {
+function withLateUsage(ended: NonNullable<AgentState['ended']>, late: LateUsage | null) {
   if (late === null) return ended;
+  const t = late.tokens;
   const usage: Record<string, number> = { ...ended.channel.usage };
-  for (const k in late) usage[k] = (usage[k] ?? 0) + late[k];
-  return { ...ended, channel: { ...ended.channel, usage } };
+  const add = (key: string, n: number) => {
+    if (n !== 0) usage[key] = (usage[key] ?? 0) + n;
+  };
+  add('input_tokens', t.input_tokens);
+  add('output_tokens', t.output_tokens);
+  add('cache_read_input_tokens', t.cache_read_input_tokens);
+  add('cache_creation_input_tokens', t.cache_creation_5m_input_tokens + t.cache_creation_1h_input_tokens);
+  add('total_tokens', late.total);
+  const figures = ended.figures && { ...ended.figures, cost: withLateCost(ended.figures.cost, late) };
+  return { channel: { ...ended.channel, usage }, figures };
+}
+
+/**
+ * A channel's frozen cost with the usage events counted after it. A channel whose usage was
+ * unknown at its end is known once an event counted some: the lines' own figures (`stream`).
+ */
+function withLateCost(cost: ReadonlyChannelCost | null, late: LateUsage): ReadonlyChannelCost | null {
+  if (!late.counted) return cost;
+  const known = cost !== null && cost.basis !== 'unknown';
+  const tokens = { ...late.tokens };
+  if (known) for (const k of TOKEN_KINDS) tokens[k] += cost.tokens[k];
+  const usd = !known ? late.usd : cost.usd === null || late.usd === null ? null : cost.usd + late.usd;
+  return {
+    models: cost?.models ?? [],
+    usd: roundUsd(usd),
+    tokens,
+    basis: known ? cost.basis : 'stream',
+    reason: null,
+    transcriptOnly: cost?.transcriptOnly ?? false,
+  };
 }
 
 /** An ISO time in milliseconds; null when there is none or it is not a date. */
