@@ -532,6 +532,57 @@ test("a plugin reads the run's cost report as it is: nothing in it can be set or
   assert.equal(report.channels.get(null)?.tokens.output_tokens, 5);
 });
 
+test("a plugin cannot route a line, count thinking or set a channel's field through ctx.session", async () => {
+  const tried: string[] = [];
+  const seen: unknown[] = [];
+  const meddler = definePlugin({
+    name: 'tree-meddler',
+    kind: 'stage',
+    kit: '^0.1.0',
+    options: {},
+    create: (_o, ctx) => (rec) => {
+      if (rec.lineNo !== 2) return rec;
+      const { tree, thinking } = ctx.session;
+      const live = tree as unknown as {
+        route(v: object, n: number): unknown;
+        main: { status: string; lines: number; counts: { tool_use: number }; children: string[] };
+      };
+      tried.push(
+        ...attempts([
+          // @ts-expect-error: the tree a plugin reads has no route
+          () => void tree.route({ type: 'assistant', parent_tool_use_id: 'FAKE' }, 1e6),
+          () => void live.route({ type: 'assistant', parent_tool_use_id: 'FAKE' }, 1e6),
+          // @ts-expect-error: the thinking counts a plugin reads have no add
+          () => void thinking.add(null, 'x'.repeat(12345)),
+          () => void (live.main.status = 'failed'),
+          () => void (live.main.lines = 99),
+          () => void (live.main.counts.tool_use = 7),
+          () => void live.main.children.push('FAKE'),
+        ]),
+      );
+      // Read-only, yet read through: the same view each time, as the tree stands now.
+      seen.push(tree.main === tree.main, tree.channels()[0] === tree.main, tree.main.lines);
+      seen.push(tree.size, thinking.of(null).kept_chars, thinking.policy?.thinking);
+      return rec;
+    },
+  });
+  const thinkingLine = {
+    type: 'assistant',
+    message: { id: 'm1', role: 'assistant', content: [{ type: 'thinking', thinking: 'abcdef' }] },
+  };
+  const text = `{"type":"system","subtype":"init"}\n${JSON.stringify(thinkingLine)}\n`;
+  const stages = ['line-parser', 'channel-router', 'thinking-truncator', 'tree-meddler'];
+  const run = await runWithStage(meddler, stages, text);
+  assert.deepEqual(tried, Array(7).fill('TypeError'));
+  assert.deepEqual(seen, [true, true, 2, 1, 6, 'truncate']);
+  assert.equal(run.tree.size, 1);
+  assert.equal(run.tree.get('FAKE'), undefined);
+  assert.deepEqual(run.thinking.of(null), { kept_chars: 6, cut_chars: 0 });
+  assert.equal(run.tree.main.status, 'running');
+  assert.equal(run.tree.main.lines, 2);
+  assert.equal(run.tree.main.counts.tool_use, 0);
+});
+
 // What a stage plugin may return, and what the folder and index.json hold when it fails.
 
 /** A stage plugin whose function is `fn`, with the context it was made with. */

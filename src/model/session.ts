@@ -2,7 +2,9 @@ import { UsageError } from '../errors.js';
 import type { CostView } from './cost.js';
 import { HELD_LINE_BYTES } from './lines.js';
 import type { JsonObject, TranscriptKinds } from './message.js';
-import { RunModel, type RunView } from './run-model.js';
+import { RunModel, type RunView, type TreeView } from './run-model.js';
+import type { Channel, ChannelTree, ReadonlyChannel } from './tree.js';
+import type { Stall } from './in-flight.js';
 
 export {
   CappedLineList,
@@ -138,8 +140,9 @@ export interface PluginRun extends RunView {
 }
 
 /**
- * A facade over the model for plugins: counts and lists read as frozen copies, so a plugin
- * cannot set a count or add a warning but through `warn`.
+ * A facade over the model for plugins: counts and lists read as frozen copies, the tree and
+ * the thinking counts through read-only views (no `route`, no `add`, no field to set), so a
+ * plugin cannot set a count, change the tree or add a warning but through `warn`.
  */
 export function pluginRunOf(model: Session): PluginRun {
   const ledger = model.cost;
@@ -167,9 +170,7 @@ export function pluginRunOf(model: Session): PluginRun {
     fromTranscript: (key: string | null) => ledger.fromTranscript(key),
   });
   return Object.freeze({
-    get tree() {
-      return model.tree;
-    },
+    tree: readonlyTree(model.tree),
     cost,
     get input() {
       return Object.freeze({ ...model.input });
@@ -182,11 +183,14 @@ export function pluginRunOf(model: Session): PluginRun {
       return Object.freeze(model.warnings.slice());
     },
     warningAt: (index: number) => model.warningAt(index),
-    get thinking() {
-      return model.thinking;
-    },
+    thinking: Object.freeze({
+      get policy() {
+        return model.thinking.policy;
+      },
+      of: (channel: string | null) => model.thinking.of(channel),
+    }),
     get stall() {
-      return model.stall;
+      return frozenStall(model.stall);
     },
     get interrupted() {
       return model.interrupted;
@@ -203,6 +207,73 @@ export function pluginRunOf(model: Session): PluginRun {
 }
 
 const WARNING_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
+
+/**
+ * The tree as a plugin reads it: its scalar fields, `size`, and its channels as read-only
+ * views (one per channel, the same object each time, so a plugin may compare them), never the
+ * tree itself, whose `route` would add a line to the run.
+ */
+function readonlyTree(tree: ChannelTree): TreeView {
+  const views = new WeakMap<Channel, ReadonlyChannel>();
+  const view = (ch: Channel): ReadonlyChannel => {
+    let v = views.get(ch);
+    if (v === undefined) views.set(ch, (v = channelView(ch)));
+    return v;
+  };
+  return Object.freeze({
+    get main() {
+      return view(tree.main);
+    },
+    get: (id: string | null) => {
+      const ch = tree.get(id);
+      return ch === undefined ? undefined : view(ch);
+    },
+    channels: () => tree.channels().map(view),
+    get size() {
+      return tree.size;
+    },
+    get sessionId() {
+      return tree.sessionId;
+    },
+    get runId() {
+      return tree.runId;
+    },
+    get version() {
+      return tree.version;
+    },
+    get firstTime() {
+      return tree.firstTime;
+    },
+    get lastTime() {
+      return tree.lastTime;
+    },
+  });
+}
+
+/** Channel fields read through as they stand (each a string, number, boolean or null). */
+const SCALAR_FIELDS = [
+  'id', 'parent', 'orphan', 'depth', 'agent', 'description', 'status', 'background', 'summary',
+  'lines', 'firstSeen', 'lastSeen', 'startedAt', 'endedAt', 'tag', 'seq', 'place',
+] as const satisfies ReadonlyArray<keyof Channel>;
+
+/**
+ * A live channel read-only: each field read from the tree's node when read, its counts, usage
+ * and children as frozen copies, nothing to set (a write throws a TypeError).
+ */
+function channelView(ch: Channel): ReadonlyChannel {
+  const fields: PropertyDescriptorMap = {};
+  for (const key of SCALAR_FIELDS) fields[key] = { get: () => ch[key], enumerable: true };
+  fields.counts = { get: () => Object.freeze({ ...ch.counts }), enumerable: true };
+  fields.usage = { get: () => Object.freeze({ ...ch.usage }), enumerable: true };
+  fields.children = { get: () => Object.freeze(ch.children.slice()), enumerable: true };
+  return Object.freeze(Object.defineProperties({}, fields)) as ReadonlyChannel;
+}
+
+function frozenStall(stall: Stall | null): Stall | null {
+  if (stall === null || Object.isFrozen(stall)) return stall;
+  const waitingOn = Object.freeze(stall.waitingOn.map((w) => Object.freeze({ ...w })));
+  return Object.freeze({ ...stall, waitingOn });
+}
 
 /**
  * The session a stage factory was given, as the type the factory takes it as (a sink: SinkRun).
