@@ -69,6 +69,35 @@ test('a real hang fires after the idle timeout, naming nothing in flight', () =>
   assert.equal(w.running(), false);
 });
 
+test('a stall while plugins above hold records names each, the longest held first, and fails as ' +
+  'ERR_PLUGIN_FAILED naming that one', () => {
+  const held = [
+    { plugin: 'tagger', what: 'its function for line 9', heldMs: 2_500 },
+    { plugin: 'slow-redact', what: 'its function for line 4', heldMs: 11_400 },
+  ];
+  let asked = 0;
+  const w = watch({ pluginCallsAbove: () => (asked++, held) });
+  w.dog.resume();
+  w.advance(10_000);
+  assert.equal(asked, 0, 'asked only when the watchdog fires');
+  w.advance(1000);
+  assert.equal(asked, 1);
+  const err = w.dog.errored as Error & { code?: string };
+  assert.equal(err.code, 'ERR_PLUGIN_FAILED');
+  assert.equal(
+    err.message,
+    "plugin slow-redact: its function for line 4 held records for 11 s, past the idle watchdog's " +
+      'allowance (10 s without input)',
+  );
+  assert.deepEqual(w.run.stall?.heldBy, [held[1], held[0]]);
+  assert.equal(
+    w.run.warnings[0].message,
+    'plugin slow-redact held records for 11 s (its function for line 4 had not settled); ' +
+      'plugin tagger held records for 2.5 s (its function for line 9 had not settled): ' +
+      'nothing reached the idle watchdog for 11 s (allowed 10 s)',
+  );
+});
+
 test('a silent background subagent is not a hang until the ceiling plus the grace', async () => {
   const w = watch();
   w.dog.resume();
@@ -233,7 +262,7 @@ test("a stall's figures show its silence above its allowance, cut and never roun
       assert.equal(allowedText.split('.')[1]?.length ?? 0, decimals, `${why}: one precision`);
     }
   }
-  const stall = { silenceMs: 630_400, allowedMs: 630_000, waitingOn: [], moreWaiting: 0 };
+  const stall = { silenceMs: 630_400, allowedMs: 630_000, waitingOn: [], moreWaiting: 0, heldBy: [] };
   assert.equal(stallMessage(stall), 'no input for 630.4 s (allowed 630.0 s); nothing was in flight');
 });
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain, type ComponentSpec } from '../src/chain/chain.js';
@@ -855,6 +856,94 @@ test('a plugin sink that never settles mid-run, below the idle watchdog, fails t
   const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
   assert.ok(index.input.lines < nonBlankLines(readFileSync(input)), 'the input was not read to its end');
   assert.equal(linesInFolder(out) + index.input.unwritten, index.input.lines);
+});
+
+/** An idle watchdog that fires 300 ms into any silence, whatever is in flight. */
+const QUICK_WATCHDOG = {
+  use: 'idle-watchdog',
+  ...{ idleTimeoutMs: 300, modelTimeoutMs: 300, toolTimeoutMs: 300, graceMs: 0 },
+  ...{ checkIntervalMs: 20, stallDrainMs: 100 },
+};
+
+/**
+ * Runs `lines` through a plugin and a quick watchdog, the input left open (silent): a stage
+ * above the watchdog, a sink below it.
+ */
+async function silentRunWith(plugin: PluginDefinition, lines: number) {
+  const out = join(tmpDir(), 'out');
+  const registry = builtinRegistry().add(plugin);
+  const stage = plugin.kind === 'stage' ? [{ use: plugin.name }] : [];
+  const sink = plugin.kind === 'sink' ? [{ use: plugin.name }] : [];
+  const stages = [{ use: 'line-parser' }, ...stage, { use: 'channel-router' }, QUICK_WATCHDOG];
+  const spec = { stages, sinks: [{ use: 'files', out }, ...sink] };
+  const input = new PassThrough();
+  input.write(fanoutInput(1, lines - 1));
+  const t0 = performance.now();
+  // A promise still pending once the stall has ended the input fails a second later, after
+  // the watchdog's drain deadline (0.1 s) has ended the run.
+  const err = await runChain(input, spec, { registry, pluginEndTimeoutMs: 1000 }).then(
+    () => assert.fail('the run went on through a silent input'),
+    (e: Error & { code?: string }) => e,
+  );
+  const tookMs = performance.now() - t0;
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.input.lines, lines);
+  assert.equal(linesInFolder(out) + index.input.unwritten, index.input.lines);
+  return { err, index, tookMs };
+}
+
+test('a stage plugin stuck above the idle watchdog fails the run naming it and how long it held ' +
+  "records (ERR_PLUGIN_FAILED, not ERR_STALL); index.json's stall says so", async () => {
+  const stuck = stagePlugin('stuck', (rec) => (rec.lineNo === 5 ? new Promise(() => {}) : rec));
+  const { err, index, tookMs } = await silentRunWith(stuck, 8);
+  assert.equal(err.code, 'ERR_PLUGIN_FAILED', err.message);
+  const said = new RegExp(
+    '^plugin stuck: its function for line 5 held records for (\\d+\\.\\d) s, ' +
+      "past the idle watchdog's allowance \\(0\\.3 s without input\\)$",
+  );
+  assert.match(err.message, said);
+  assert.equal(index.stalled, true);
+  assert.deepEqual(
+    index.stall.heldBy.map((h: { plugin: string; what: string }) => [h.plugin, h.what]),
+    [['stuck', 'its function for line 5']],
+  );
+  // Held from the line's arrival to the stall: at least the silence, at most the whole run.
+  const { heldMs } = index.stall.heldBy[0];
+  const { silenceMs } = index.stall;
+  assert.ok(heldMs >= silenceMs && heldMs <= tookMs, `${heldMs} ${silenceMs} ${tookMs}`);
+  assert.equal(Number(said.exec(err.message)![1]), Number((heldMs / 1000).toFixed(1)));
+  const warning = index.warnings.find((w: { code: string }) => w.code === 'STALL');
+  const named = /^plugin stuck held records for .* \(its function for line 5 had not settled\): /;
+  assert.match(warning.message, named);
+});
+
+test("a silent input's stall names no plugin: not a stage plugin above the idle watchdog that " +
+  'settles, nor a sink plugin below it that holds records', async () => {
+  const settles = stagePlugin('settles', (rec) => new Promise((resolve) => setImmediate(resolve, rec)));
+  // Below the watchdog, a sink that holds records does not keep them from it: the input is silent.
+  // (Its timer keeps the process busy, as a plugin waiting on something would.)
+  let timer: NodeJS.Timeout | undefined;
+  const sinkStuck = definePlugin<Record<string, never>>({
+    name: 'sink-stuck',
+    kind: 'sink',
+    kit: '^0.1.0',
+    options: {},
+    create: () => (rec) =>
+      rec.lineNo === 5 ? new Promise(() => void (timer = setInterval(() => {}, 1000))) : undefined,
+  });
+  try {
+    for (const plugin of [settles, sinkStuck]) {
+      const { err, index } = await silentRunWith(plugin, 8);
+      assert.deepEqual(index.stall.heldBy, [], plugin.name);
+      const warning = index.warnings.find((w: { code: string }) => w.code === 'STALL');
+      assert.match(warning.message, /^no input for /);
+      if (plugin === settles) assert.equal(err.code, 'ERR_STALL', err.message);
+      // The sink still holds line 5 once the input has ended: the end bound names it.
+      else assert.match(err.message, /^plugin sink-stuck: its function for line 5 did not settle within/);
+    }
+  } finally {
+    clearInterval(timer);
+  }
 });
 
 test('twelve chains running at once watch for a plugin promise nothing can settle ' +

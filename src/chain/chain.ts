@@ -25,6 +25,7 @@ import {
   type RecordPlugin,
 } from './plugin-stream.js';
 import { pluginRunOf, Session } from '../model/session.js';
+import type { HeldRecords } from '../model/in-flight.js';
 import { displayPolicy, type DisplayPolicy } from '../model/display.js';
 import { THINKING_TRUNCATOR_DEFAULTS } from './stages/thinking-truncator.js';
 import { filesSinkPlugin } from './sinks/files.js';
@@ -181,6 +182,7 @@ function assembleChain(
   const registry = options.registry ?? builtinRegistry();
   checkChain(spec, registry);
   const session = options.session ?? new Session();
+  const calls = pending ?? new Set<PendingPluginCall>();
   const parts = [...spec.stages, ...spec.sinks].map((c) => {
     const def = registry.get(c.use) as PluginDefinition;
     const { use: _use, ...opts } = c;
@@ -225,9 +227,11 @@ function assembleChain(
   try {
     for (const p of [...byteTaps, ...rest]) {
       const builtin = isBuiltin(p.def);
+      const place = streams.length;
       let made: ReturnType<PluginDefinition['create']>;
       try {
-        made = p.def.create(p.opts, builtin ? ctx : pluginContext(pluginCtx, p.def.name));
+        const own: BuiltinContext = { ...ctx, pluginCallsAbove: () => callsAbove(calls, place) };
+        made = p.def.create(p.opts, builtin ? own : pluginContext(pluginCtx, p.def.name));
       } catch (err) {
         throw builtin ? err : pluginFailure(p.def.name, err);
       }
@@ -251,7 +255,8 @@ function assembleChain(
           dropped,
           inputEnded,
           endTimeoutMs: options.pluginEndTimeoutMs ?? PLUGIN_STREAM_DEFAULTS.endTimeoutMs,
-          pending,
+          pending: calls,
+          place,
         }),
       );
     }
@@ -260,6 +265,18 @@ function assembleChain(
     throw err;
   }
   return { streams, session };
+}
+
+/** The calls of the plugins placed before `place` pending now, and how long each has been. */
+function callsAbove(calls: ReadonlySet<PendingPluginCall>, place: number): HeldRecords[] {
+  const now = performance.now();
+  return [...calls]
+    .filter((call) => call.place < place)
+    .map((call) => ({
+      plugin: call.name,
+      what: call.what,
+      heldMs: Math.max(0, Math.round(now - call.sinceMs)),
+    }));
 }
 
 /**

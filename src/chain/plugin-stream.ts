@@ -56,6 +56,8 @@ export interface PluginStreamOptions {
    * when nothing is left that could settle them, the chain fails them (see runChain).
    */
   pending?: Set<PendingPluginCall>;
+  /** Where the plugin is in its chain (the index of its stream): its calls say so (`place`). */
+  place?: number;
 }
 
 /** A plugin's promise the kit is waiting on: whose, for what, and how to give up on it. */
@@ -64,6 +66,10 @@ export interface PendingPluginCall {
   readonly name: string;
   /** What it was called for: `its function for line 5`, `its end()`. */
   readonly what: string;
+  /** Where its plugin is in the chain (the index of its stream). */
+  readonly place: number;
+  /** When it was called (`performance.now()`). */
+  readonly sinceMs: number;
   /** Stops waiting: the call fails with `err`, as if the plugin had rejected with it. */
   fail(err: SubteeError): void;
 }
@@ -162,6 +168,7 @@ export function createPluginStream(plugin: RecordPlugin, options: PluginStreamOp
   };
   const endTimeoutMs = options.endTimeoutMs ?? PLUGIN_STREAM_DEFAULTS.endTimeoutMs;
   const pending = options.pending ?? new Set<PendingPluginCall>();
+  const place = options.place ?? 0;
   // The one call awaited now (calls are made one at a time) and whether the input has ended.
   let current: { arm(): void } | null = null;
   let inputOver = false;
@@ -184,7 +191,13 @@ export function createPluginStream(plugin: RecordPlugin, options: PluginStreamOp
         if (timer !== null) clearTimeout(timer);
         settle();
       };
-      const call: PendingPluginCall = { name, what, fail: (err) => finish(() => reject(err)) };
+      const call: PendingPluginCall = {
+        name,
+        what,
+        place,
+        sinceMs: performance.now(),
+        fail: (err) => finish(() => reject(err)),
+      };
       const late = () =>
         new SubteeError(
           'ERR_PLUGIN_FAILED',

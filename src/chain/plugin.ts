@@ -7,6 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { SubteeError, UsageError } from '../errors.js';
 import type { ChannelStore, PluginRun, Session } from '../model/session.js';
 import type { DisplayPolicy } from '../model/display.js';
+import type { HeldRecords } from '../model/in-flight.js';
 import { isValidRange, satisfies } from '../semver.js';
 
 /** The kit version plugins declare support for. Kept in step with package.json by a test. */
@@ -53,6 +54,12 @@ export interface BuiltinContext extends PluginContext {
    * `settleInput` has settled): what was read is then on its way down the chain.
    */
   inputEnded?: Promise<void>;
+  /**
+   * The calls of plugins placed above this component that are pending now (a stage plugin's
+   * function or `end()` whose promise has not settled), each with how long it has been: the
+   * records they hold reach nothing below them. The idle watchdog names them when it fires.
+   */
+  pluginCallsAbove?: () => readonly HeldRecords[];
 }
 
 /**

@@ -114,6 +114,19 @@ export interface StalledWait {
   readonly declared: boolean;
 }
 
+/**
+ * A plugin placed above the watchdog whose call had not settled when it fired: the records it
+ * held reached nothing below it, so the silence was (at least) the plugin's.
+ */
+export interface HeldRecords {
+  /** The plugin's name. */
+  readonly plugin: string;
+  /** The call: `its function for line 5`, `its end()`. */
+  readonly what: string;
+  /** How long the call had been pending. */
+  readonly heldMs: number;
+}
+
 /** Why the watchdog fired: `index.json`'s `stall`. */
 export interface Stall {
   readonly silenceMs: number;
@@ -123,6 +136,8 @@ export interface Stall {
   readonly waitingOn: readonly StalledWait[];
   /** In flight but not listed. */
   readonly moreWaiting: number;
+  /** Plugins above the watchdog holding records when it fired, the longest held first. */
+  readonly heldBy: readonly HeldRecords[];
 }
 
 /** How many waits a stall lists; the rest are counted. */

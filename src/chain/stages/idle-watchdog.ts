@@ -11,6 +11,7 @@ import {
   InFlight,
   STALL_WAITS_LISTED,
   WAIT_LIMIT_DEFAULTS,
+  type HeldRecords,
   type Stall,
   type StalledWait,
   type Wait,
@@ -74,6 +75,12 @@ export interface IdleWatchdogOptions extends Partial<IdleWatchdogSettings> {
    * for a command to be stopped under `subtee run` is not counted against the stages.
    */
   inputEnded?: Promise<void>;
+  /**
+   * The plugin calls pending above the watchdog in its chain (see
+   * BuiltinContext.pluginCallsAbove): a stall while one holds records names the plugin and
+   * fails as ERR_PLUGIN_FAILED, not ERR_STALL.
+   */
+  pluginCallsAbove?: () => readonly HeldRecords[];
   /** The chain's session, shared by every stage (required). */
   session: Session;
 }
@@ -83,6 +90,20 @@ export class StallError extends SubteeError {
     super('ERR_STALL', message, { exitCode: EXIT.STALL });
     this.name = 'StallError';
   }
+}
+
+/**
+ * The run's error for a stall: ERR_STALL, or, when a plugin above the watchdog held records,
+ * ERR_PLUGIN_FAILED naming the one that held them longest (the silence was its).
+ */
+export function stallError(stall: Stall, message: string): SubteeError {
+  const held = stall.heldBy[0];
+  if (held === undefined) return new StallError(message);
+  return new SubteeError(
+    'ERR_PLUGIN_FAILED',
+    `plugin ${held.plugin}: ${held.what} held records for ${seconds(held.heldMs)}, ` +
+      `past the idle watchdog's allowance (${seconds(stall.allowedMs)} without input)`,
+  );
 }
 
 /** Names a channel in a stall report. */
@@ -145,8 +166,11 @@ export class IdleWatchdog {
     return allowed;
   }
 
-  /** One periodic check. Returns a Stall when the allowed silence is exceeded. */
-  check(now: number, backedUp: boolean): Stall | null {
+  /**
+   * One periodic check. Returns a Stall when the allowed silence is exceeded; `heldBy` are the
+   * plugin calls above the watchdog pending then (asked for only when it fires).
+   */
+  check(now: number, backedUp: boolean, heldBy: () => readonly HeldRecords[] = () => []): Stall | null {
     const gap = Math.min(now - this.lastCheck, 2 * this.opts.checkIntervalMs);
     this.lastCheck = now;
     if (backedUp) return null;
@@ -174,6 +198,11 @@ export class IdleWatchdog {
         ),
       ),
       moreWaiting: Math.max(0, waits.length - STALL_WAITS_LISTED),
+      heldBy: Object.freeze(
+        [...heldBy()]
+          .sort((a, b) => b.heldMs - a.heldMs)
+          .map((held) => Object.freeze({ plugin: held.plugin, what: held.what, heldMs: held.heldMs })),
+      ),
     });
   }
 }
@@ -215,6 +244,14 @@ const WAITS_IN_MESSAGE = 5;
 
 export function stallMessage(stall: Stall): string {
   const { silence, allowed } = silenceFigures(stall.silenceMs, stall.allowedMs);
+  // What the agent was waiting on is as of the last line the watchdog saw: not said, lest it
+  // be blamed for a silence the plugin made (index.json's stall still lists it).
+  if (stall.heldBy.length > 0) {
+    const held = stall.heldBy.map(
+      (h) => `plugin ${h.plugin} held records for ${seconds(h.heldMs)} (${h.what} had not settled)`,
+    );
+    return `${held.join('; ')}: nothing reached the idle watchdog for ${silence} (allowed ${allowed})`;
+  }
   const head = `no input for ${silence} (allowed ${allowed})`;
   if (stall.waitingOn.length === 0) return `${head}; nothing was in flight`;
   const named = stall.waitingOn
@@ -290,13 +327,13 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
     // keeps the run alive by itself; one that never settles, with nothing else left running,
     // is found by runChain and fails the run naming it instead of holding it forever.
     clock.hold?.(timer, !backedUp);
-    const stall = dog.check(clock.now(), backedUp);
+    const stall = dog.check(clock.now(), backedUp, options.pluginCallsAbove);
     if (!stall) return;
     const message = stallMessage(stall);
     run.recordStall(stall, message);
     if (opts.onStall === 'fail') {
       stop();
-      const err = new StallError(message);
+      const err = stallError(stall, message);
       if (options.stopInput) {
         options.stopInput(err);
         // A stage above that never finishes must not turn a stall into a hang.
@@ -347,7 +384,10 @@ const STALL_ACTIONS = ['fail', 'warn'] as const;
 const msOption = (min: number, fallback: number, description: string) =>
   ({ type: 'integer', min, default: fallback, description }) satisfies OptionSpec;
 
-type IdleWatchdogConfig = Omit<IdleWatchdogOptions, 'session' | 'clock' | 'stopInput' | 'inputEnded'>;
+type IdleWatchdogConfig = Omit<
+  IdleWatchdogOptions,
+  'session' | 'clock' | 'stopInput' | 'inputEnded' | 'pluginCallsAbove'
+>;
 
 export const idleWatchdogPlugin = defineBuiltin<IdleWatchdogConfig>({
   name: 'idle-watchdog',
@@ -417,5 +457,6 @@ export const idleWatchdogPlugin = defineBuiltin<IdleWatchdogConfig>({
       session: ctx.session,
       stopInput: ctx.stopInput,
       inputEnded: ctx.inputEnded,
+      pluginCallsAbove: ctx.pluginCallsAbove,
     }),
 });
