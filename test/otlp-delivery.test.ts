@@ -375,6 +375,53 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     await shutdown();
   });
 
+  test("a burst that fills the queue once the input's deadline is due, before its timer runs (the " +
+    "end's last spans): the deadline judges the queue as it stood then, and every span is " +
+    'delivered', async () => {
+    reset();
+    // Held until the deadline has been judged: the collector has not answered the burst yet.
+    receiver.behave('hang');
+    const { exporter, shutdown } = exporterTo(receiver);
+    const delivery = new SpanDelivery(
+      exporter,
+      { retryMs: 60_000, maxQueueSpans: 2, maxBatchSpans: 2 },
+      () => {},
+    );
+    delivery.endWhenHeldFrom(Date.now());
+    // Due now; its timer runs on a later turn of the event loop, after this burst.
+    for (const span of spansNamed(['a', 'b', 'c', 'd'])) delivery.push(span);
+    assert.equal(delivery.hasRoom(), false, 'the burst filled the queue');
+    const drained = delivery.drain(60_000);
+    await until("the input's deadline", () => delivery.pastInputDeadline);
+    receiver.behave('accept');
+    receiver.release();
+    await drained;
+    assert.deepEqual(counts(delivery), { total: 4, delivered: 4, lost: 0, pending: 0, available: true });
+    assert.deepEqual([...delivery.lostFor], []);
+    await shutdown();
+  });
+
+  test("a queue full before the input's deadline is held back at it: delivery stops, the spans " +
+    'lost to the deadline', async () => {
+    reset();
+    receiver.behave('hang');
+    const { exporter, shutdown } = exporterTo(receiver);
+    const delivery = new SpanDelivery(
+      exporter,
+      { retryMs: 60_000, maxQueueSpans: 2, maxBatchSpans: 2 },
+      () => {},
+    );
+    for (const span of spansNamed(['a', 'b', 'c', 'd'])) delivery.push(span);
+    await requestsReceived(receiver, 1);
+    delivery.endWhenHeldFrom(Date.now() + 1);
+    await until("the input's deadline", () => delivery.pastInputDeadline);
+    assert.deepEqual(counts(delivery), { total: 4, delivered: 0, lost: 4, pending: 0, available: true });
+    assert.deepEqual([...delivery.lostFor], [[null, 4]]);
+    receiver.behave('accept');
+    receiver.release();
+    await shutdown();
+  });
+
   test('drain during a retry backoff stops the retries', async () => {
     reset();
     receiver.behave(500);

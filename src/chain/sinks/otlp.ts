@@ -168,6 +168,8 @@ export class SpanDelivery {
   private inputTimer: (() => void) | null = null;
   /** Past the input's deadline: delivery stops as soon as the collector holds it up. */
   pastInputDeadline = false;
+  /** Since when the queue has been full (epoch ms); Infinity while it has room. */
+  private fullSinceMs = Infinity;
   /**
    * No request before this (epoch ms): a collector's Retry-After holds every batch, not only
    * the one it answered, so the queue waits for the collector rather than being refused.
@@ -196,6 +198,7 @@ export class SpanDelivery {
       this.lose(1, this.holdUp ?? this.lastError);
     }
     this.pump();
+    this.noteFull();
   }
 
   get pending(): number {
@@ -227,13 +230,23 @@ export class SpanDelivery {
     if (this.stopped || this.inputTimer) return;
     this.inputTimer = callAt(atMs, () => {
       this.pastInputDeadline = true;
-      if (this.heldUp()) this.stop();
+      if (this.heldUpAt(atMs)) this.stop();
     });
   }
 
-  /** Whether the collector holds the spans back: a full queue, a failure, the collector away. */
-  private heldUp(): boolean {
-    return !this.available || this.holdUp !== null || this.queue.length >= this.opts.maxQueueSpans;
+  /**
+   * Whether the collector held the spans back at `atMs`: a queue full since before then, a
+   * failure, the collector away. The timer runs after `atMs`, maybe after a burst of spans
+   * made in between (the end's last spans) filled the queue: the collector has not held those.
+   */
+  private heldUpAt(atMs: number): boolean {
+    return !this.available || this.holdUp !== null || this.fullSinceMs < atMs;
+  }
+
+  /** Keeps `fullSinceMs` after the queue changed. */
+  private noteFull(): void {
+    if (this.queue.length < this.opts.maxQueueSpans) this.fullSinceMs = Infinity;
+    else if (this.fullSinceMs === Infinity) this.fullSinceMs = Date.now();
   }
 
   /**
@@ -267,6 +280,7 @@ export class SpanDelivery {
     this.inputTimer?.();
     this.lose(this.pending, this.holdUp);
     this.queue.length = 0;
+    this.noteFull();
     this.inFlight = null;
     this.wake();
   }
@@ -294,6 +308,7 @@ export class SpanDelivery {
       return;
     }
     const batch = this.queue.splice(0, this.opts.maxBatchSpans);
+    this.noteFull();
     this.inFlight = batch;
     this.attempt(batch, Date.now(), 0);
   }
