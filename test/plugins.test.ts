@@ -975,6 +975,56 @@ test('twelve chains running at once watch for a plugin promise nothing can settl
   assert.equal(process.listenerCount('beforeExit'), before);
 });
 
+test('two open() runs in one process, one with a plugin promise nothing can settle: that one fails ' +
+  'naming it once the loop runs empty, the other runs to its end unaffected', () => {
+  const input = join(FIXTURES, 'nested-depth-3.jsonl');
+  const lines = nonBlankLines(readFileSync(input));
+  const [outStuck, outOther] = [join(tmpDir(), 'stuck'), join(tmpDir(), 'other')];
+  // In a process of its own: the test runner takes an empty event loop for a test that hangs.
+  const script = `
+    const { open, definePlugin } = await import(${JSON.stringify(join(ROOT, 'dist', 'src', 'index.js'))});
+    const { Registry } = await import(${JSON.stringify(join(ROOT, 'dist', 'src', 'entry', 'chain.js'))});
+    const [input, outStuck, outOther] = process.argv.slice(1);
+    const stage = (name, fn) => definePlugin({ name, kind: 'stage', kit: '^0.1.0', options: {}, create: () => fn });
+    let laterCalls = 0;
+    const never = stage('never', (rec) => (rec.lineNo === 3 ? new Promise(() => {}) : rec));
+    const later = stage('later', (rec) => new Promise((resolve) => setImmediate(resolve, (laterCalls++, rec))));
+    const options = (plugin, out) => ({
+      out,
+      registry: new Registry().add(plugin),
+      spec: { stages: [{ use: 'line-parser' }, { use: plugin.name }, { use: 'channel-router' }], sinks: [] },
+    });
+    let otherEnded = false;
+    const stuck = open(input, options(never, outStuck)).done.then(
+      () => ({ ended: true }),
+      (err) => ({ code: err.code, message: err.message, otherEnded }),
+    );
+    const other = await open(input, options(later, outOther)).done;
+    otherEnded = true;
+    const watching = process.listenerCount('beforeExit');
+    const failed = await stuck;
+    const after = process.listenerCount('beforeExit');
+    console.log(JSON.stringify({ other: other.input, warnings: other.warnings, laterCalls, watching, failed, after }));`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, input, outStuck, outOther], {
+    encoding: 'utf8',
+    timeout: 20_000,
+    killSignal: 'SIGKILL',
+  });
+  assert.equal(r.status, 0, `${r.status} ${r.signal} ${r.stderr}`);
+  const got = JSON.parse(r.stdout);
+  assert.equal(got.other.lines, lines);
+  assert.deepEqual(got.warnings, []);
+  assert.equal(got.laterCalls, lines);
+  assert.equal(linesInFolder(outOther), lines);
+  assert.equal(got.watching, 1, 'the stuck run is still watched once the other has ended');
+  assert.equal(got.failed.code, 'ERR_PLUGIN_FAILED');
+  assert.match(got.failed.message, /^plugin never: its function for line 3 never settled /);
+  assert.equal(got.failed.otherEnded, true, 'failed only once nothing else was left running');
+  assert.equal(got.after, 0);
+  const index = JSON.parse(readFileSync(join(outStuck, 'index.json'), 'utf8'));
+  assert.equal(linesInFolder(outStuck) + index.input.unwritten, index.input.lines);
+});
+
 test("after the chain's abort (a second signal) a stage plugin is called no more, " +
   'whatever its pending promise does later', async () => {
   const called: number[] = [];

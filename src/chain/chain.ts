@@ -385,7 +385,13 @@ function untilStopped(
   };
 }
 
-/** The pending plugin calls of each chain running in this process. */
+/**
+ * The pending plugin calls of each chain running in this process. Module state on purpose: an
+ * empty event loop is a fact of the process, not of a chain, and one listener serves every
+ * chain (a listener each gave a program running eleven chains Node's MaxListenersExceededWarning).
+ * Each chain keeps its own calls and leaves the set as it ends; a chain's calls fail only when
+ * the loop is empty, when no other chain has anything left running either.
+ */
 const runningChains = new Set<Set<PendingPluginCall>>();
 
 /**
