@@ -1,17 +1,49 @@
-/**
- * Just enough semver for version ranges: `>=2.1.219`, `<3`, `^0.1.0`, `2.1.x`, joined by
- * spaces (AND) or `||`.
- */
-export type Version = [number, number, number];
+import { createRequire } from 'node:module';
 
 /**
- * The whole string as a version (`2.1.328`, `v1.2`, `0.3.0-nightly.1+build`), or null: a
- * version the stream states is only trusted whole (`99abc` is not version 99).
+ * Versions and version ranges as npm reads them, through npm's own `semver` package: every range
+ * form it knows (`>=2.1.219 <3`, `^0.1.0`, `~1.2`, `1.x`, `1.2.3 - 1.4`, `a || b`).
+ *
+ * A prerelease counts by its place in semver's order: `2.1.300-nightly` is newer than
+ * `2.1.219`, so it meets `>=2.1.219`, and `2.1.219-beta.1` comes before `2.1.219`, so it does
+ * not. What is checked is a program that is already installed (the agent, subtee itself for a
+ * plugin), as npm checks `engines` (`includePrerelease`): semver's default of leaving
+ * prereleases out of a range is for choosing a version to install, and would refuse a newer
+ * nightly that no range short of naming it could admit.
  */
-export function parseVersion(s: string): Version | null {
-  const m = /^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?\s*$/.exec(s);
-  if (!m) return null;
-  return [Number(m[1]), Number(m[2] ?? 0), Number(m[3] ?? 0)];
+const OPTIONS = Object.freeze({ includePrerelease: true });
+
+/** The functions of the `semver` package used here (it ships no types of its own). */
+interface SemverFunctions {
+  satisfies(version: string, range: string, options: typeof OPTIONS): boolean;
+  validRange(range: string, options: typeof OPTIONS): string | null;
+  valid(version: string): string | null;
+  compare(a: string, b: string): -1 | 0 | 1;
+}
+
+const requireHere = createRequire(import.meta.url);
+let loaded: SemverFunctions | null = null;
+
+/**
+ * `semver`'s functions, loaded on first use, each from its own module as semver documents it:
+ * 22 of the package's 47 modules.
+ */
+function semver(): SemverFunctions {
+  return (loaded ??= {
+    satisfies: requireHere('semver/functions/satisfies'),
+    validRange: requireHere('semver/ranges/valid'),
+    valid: requireHere('semver/functions/valid'),
+    compare: requireHere('semver/functions/compare'),
+  });
+}
+
+/**
+ * The whole string as a version, in its plain form (`v2.1.328 ` → `2.1.328`), or null: a
+ * version the stream states is only trusted whole (`99abc` is not version 99, `2.1` is not a
+ * version).
+ */
+export function parseVersion(s: string): string | null {
+  return semver().valid(s);
 }
 
 /**
@@ -24,63 +56,21 @@ export function findVersion(text: string): string | null {
   return found ? found[1] : null;
 }
 
-export function compareVersions(a: Version, b: Version): number {
-  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
-  return 0;
+/** Semver order of two versions (a prerelease before its release): -1, 0 or 1. */
+export function compareVersions(a: string, b: string): number {
+  return semver().compare(a, b);
 }
 
-const COMPARATOR = /^(>=|<=|>|<|=|\^|~)?\s*v?(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?$/;
-
-/** True when the range is well-formed; used to reject bad `--require-version` values early. */
+/**
+ * True when the range is one semver reads. A blank range, or a blank side of `||`, is refused
+ * although semver reads it as `*`: a stray `||` would otherwise let every version through.
+ */
 export function isValidRange(range: string): boolean {
-  return range.split('||').every((alt) => {
-    const parts = alt.trim().split(/\s+/).filter(Boolean);
-    return parts.length > 0 && parts.every((p) => COMPARATOR.test(p));
-  });
+  if (range.split('||').some((alt) => alt.trim() === '')) return false;
+  return semver().validRange(range, OPTIONS) !== null;
 }
 
+/** Whether the version is in the range; false for a version or a range that cannot be read. */
 export function satisfies(version: string, range: string): boolean {
-  const v = parseVersion(version);
-  if (!v || !isValidRange(range)) return false;
-  return range.split('||').some((alt) =>
-    alt
-      .trim()
-      .split(/\s+/)
-      .filter(Boolean)
-      .every((p) => test(v, p)),
-  );
-}
-
-function test(v: Version, comparator: string): boolean {
-  const m = COMPARATOR.exec(comparator)!;
-  const op = m[1] ?? '=';
-  const wild = (x: string | undefined) => x === undefined || x === 'x' || x === '*';
-  const base: Version = [Number(m[2]), wild(m[3]) ? 0 : Number(m[3]), wild(m[4]) ? 0 : Number(m[4])];
-  const c = compareVersions(v, base);
-  switch (op) {
-    case '>=':
-      return c >= 0;
-    case '<=':
-      return c <= 0;
-    case '>':
-      return c > 0;
-    case '<':
-      return c < 0;
-    case '^': {
-      // The first non-zero part is pinned; a part left out counts as any (`^0` is <1.0.0, `^0.0` is <0.1.0).
-      const upper: Version =
-        base[0] > 0 || wild(m[3])
-          ? [base[0] + 1, 0, 0]
-          : base[1] > 0 || wild(m[4])
-            ? [0, base[1] + 1, 0]
-            : [0, 0, base[2] + 1];
-      return c >= 0 && compareVersions(v, upper) < 0;
-    }
-    case '~':
-      return c >= 0 && compareVersions(v, wild(m[3]) ? [base[0] + 1, 0, 0] : [base[0], base[1] + 1, 0]) < 0;
-    default:
-      if (wild(m[3])) return v[0] === base[0];
-      if (wild(m[4])) return v[0] === base[0] && v[1] === base[1];
-      return c === 0;
-  }
+  return isValidRange(range) && semver().satisfies(version, range, OPTIONS);
 }

@@ -3,10 +3,11 @@ import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { test } from 'node:test';
-import { BIN, FIXTURES, linesOf, tmpDir } from './helpers/helpers.js';
+import { BIN, FIXTURES, linesOf, ROOT, tmpDir } from './helpers/helpers.js';
 import { VersionGuard, versionWarnings, checkRequiredVersion } from '../src/chain/stages/version-guard.js';
-import { satisfies } from '../src/semver.js';
+import { isValidRange, satisfies } from '../src/semver.js';
 import type { SubteeRecord } from '../src/model/record.js';
 
 const init = (v: string | undefined): SubteeRecord => ({
@@ -54,9 +55,9 @@ test('--require-version refuses older and unknown versions with ERR_VERSION (exi
   assert.ok(satisfies('2.1.5', '^2.1.0 || 1.x'));
   assert.ok(!satisfies('3.0.0', '^2.1.0'));
   // A version is read whole or not at all: a leading number is not a version.
-  for (const odd of ['99abc', '3 is what I am', '2.1.\u001b[2J328', '2.1.328.4', ''])
+  for (const odd of ['99abc', '3 is what I am', '2.1.\u001b[2J328', '2.1.328.4', '', '2.2', '=2.1.328'])
     assert.throws(() => checkRequiredVersion(odd, '>=2.1.219'), { code: 'ERR_VERSION' }, odd);
-  for (const fine of ['2.1.328', 'v2.1.328', '2.2', '2.1.328-beta.1+build.5', ' 2.1.328 '])
+  for (const fine of ['2.1.328', 'v2.1.328', '2.1.328-beta.1+build.5', ' 2.1.328 '])
     assert.doesNotThrow(() => checkRequiredVersion(fine, '>=2.1.219'), fine);
   const codes = new VersionGuard(null).observe(init('2.1.\u001b[2J328')).map((w) => w.code);
   assert.deepEqual(codes, ['VERSION_UNKNOWN']);
@@ -171,6 +172,153 @@ test('caret ranges below 1.0 pin the first non-zero part, as npm does; tilde pin
     ['0.2.0', '~0.1.0', false],
   ];
   for (const [v, range, expected] of cases) assert.equal(satisfies(v, range), expected, `${v} in ${range}`);
+});
+
+test('a prerelease counts by its place in semver order: 2.1.219-beta.1 is older than 2.1.219 and ' +
+  'refused by >=2.1.219, a nightly of a later version is newer and accepted', () => {
+  assert.throws(() => checkRequiredVersion('2.1.219-beta.1', '>=2.1.219'), {
+    code: 'ERR_VERSION',
+    exitCode: 4,
+    message: 'Claude Code 2.1.219-beta.1 does not satisfy --require-version >=2.1.219',
+  });
+  for (const [v, range] of [
+    ['2.1.300-nightly', '>=2.1.219'],
+    ['2.1.219', '>=2.1.219-beta.1'],
+    ['2.1.219-beta.2', '>=2.1.219-beta.1'],
+    ['2.1.219-rc.1', '>=2.1.219-0'],
+    ['1.5.0-rc.1', '^1.0.0'],
+  ])
+    assert.doesNotThrow(() => checkRequiredVersion(v, range), `${v} in ${range}`);
+  const cases: Array<[string, string, boolean]> = [
+    ['2.1.219-beta.1', '>=2.1.219-beta.2', false],
+    ['2.0.0-rc.1', '^1.0.0', false], // a prerelease of the next major is outside ^1
+    ['3.0.0-alpha', '<3', false],
+    ['3.0.0-alpha', '>=2.1.219 <3', false],
+    ['2.1.328-beta.1+build.5', '2.1.328-beta.1', true], // build metadata is not compared
+  ];
+  for (const [v, range, expected] of cases) assert.equal(satisfies(v, range), expected, `${v} in ${range}`);
+  // The timeline reads a prerelease as older than its release, as the range does.
+  assert.deepEqual(codes('2.1.211-beta.1'), ['VERSION_NO_NESTED_FORWARDING', 'VERSION_NO_SUBAGENT_TEXT']);
+  assert.deepEqual(codes('2.1.219-rc.1'), ['VERSION_NO_NESTED_FORWARDING']);
+  assert.deepEqual(codes('2.1.220-nightly.3'), []);
+  const g = new VersionGuard('>=2.1.219');
+  assert.throws(() => g.observe(init('2.1.219-beta.1')), { code: 'ERR_VERSION' });
+  assert.deepEqual(new VersionGuard('>=2.1.219').observe(init('2.1.300-nightly')), []);
+});
+
+test('a hyphen range holds both ends, a partial upper end all of its versions: 1.2.3 - 1.4', () => {
+  const cases: Array<[string, string, boolean]> = [
+    ['1.2.2', '1.2.3 - 1.4', false],
+    ['1.2.3', '1.2.3 - 1.4', true],
+    ['1.4.0', '1.2.3 - 1.4', true],
+    ['1.4.99', '1.2.3 - 1.4', true],
+    ['1.5.0-0', '1.2.3 - 1.4', false],
+    ['1.5.0', '1.2.3 - 1.4', false],
+    ['2.1.219', '2.1.219 - 2.1.300', true],
+    ['2.1.301', '2.1.219 - 2.1.300', false],
+    ['1.0.0', '1 - 2', true],
+    ['2.9.9', '1 - 2', true],
+    ['3.0.0', '1 - 2', false],
+  ];
+  for (const [v, range, expected] of cases) assert.equal(satisfies(v, range), expected, `${v} in ${range}`);
+  // On the command line too: the recording states 2.1.328.
+  const input = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'));
+  const run = (range: string) =>
+    spawnSync(
+      process.execPath,
+      [BIN, '--out', join(tmpDir(), 'o'), '-q', '--stdout', 'none', '--require-version', range],
+      { input, encoding: 'utf8' },
+    );
+  const accepted = run('2.1.219 - 2.1');
+  assert.equal(accepted.status, 0, accepted.stderr);
+  const refused = run('2.1.219 - 2.1.300');
+  assert.equal(refused.status, 4, refused.stderr);
+  assert.match(
+    refused.stderr,
+    /^subtee: Claude Code 2\.1\.328 does not satisfy --require-version 2\.1\.219 - 2\.1\.300 \[ERR_VERSION\]$/m,
+  );
+});
+
+test('x-ranges: an x, X or * part, or a part left out, matches any value of it', () => {
+  const cases: Array<[string, string, boolean]> = [
+    ['2.1.0', '2.1.x', true],
+    ['2.1.999', '2.1.X', true],
+    ['2.2.0', '2.1.x', false],
+    ['2.0.9', '2.1.*', false],
+    ['1.0.0', '1.x', true],
+    ['1.99.3', '1.x.x', true],
+    ['2.0.0', '1.x', false],
+    ['2.5.0', '2', true],
+    ['3.0.0', '2', false],
+    ['0.0.1', '*', true],
+    ['2.1.328', 'x', true],
+    ['2.1.5', '^2.1.0 || 1.x', true],
+    ['1.4.0', '^2.1.0 || 1.x', true],
+    ['0.9.0', '^2.1.0 || 1.x', false],
+  ];
+  for (const [v, range, expected] of cases) assert.equal(satisfies(v, range), expected, `${v} in ${range}`);
+});
+
+test('an invalid range is refused before any input is read (exit 2, ERR_BAD_OPTION, the option and ' +
+  'the value named), a blank side of || too; a plugin with one is ERR_PLUGIN_INVALID', async () => {
+  const invalid = ['banana', '>=2.1.219 ||', '|| 1.x', '>2.1.219 <', '=>1', '1.2.3.4', '2.1.219 -', 'latest'];
+  for (const range of invalid) {
+    assert.equal(isValidRange(range), false, range);
+    assert.equal(satisfies('2.1.328', range), false, range);
+    const out = join(tmpDir(), 'o');
+    const r = spawnSync(
+      process.execPath,
+      [BIN, '--out', out, '-q', '--stdout', 'none', '--require-version', range],
+      { input: readFileSync(join(FIXTURES, 'nested-depth-3.jsonl')), encoding: 'utf8' },
+    );
+    assert.equal(r.status, 2, `${range}: ${r.stderr}`);
+    assert.equal(
+      r.stderr,
+      `subtee: --require-version must be a version range such as ">=2.1.219", not "${range}" [ERR_BAD_OPTION]\n`,
+    );
+    assert.equal(existsSync(out), false, `${range}: no output folder`);
+  }
+  for (const range of ['>=2.1.219', '>= 2.1.219', '~>1.2', '>=v1.2.3', '1.2.3 - 1.4', '1.x || >=2.5.0 <3'])
+    assert.equal(isValidRange(range), true, range);
+  const { definePlugin } = await import('../src/chain/plugin.js');
+  for (const kit of ['^0.1.0 ||', 'banana'])
+    assert.throws(
+      () => definePlugin({ name: 'p', kind: 'stage', kit, options: {}, create: () => null as never }),
+      { code: 'ERR_PLUGIN_INVALID', message: 'plugin p: kit must be a version range such as "^0.1.0"' },
+      kit,
+    );
+});
+
+test('the built-in kit range is valid and met by subtee, so semver is loaded only when a version is ' +
+  'read: not by --version or --help, by the timeline of a recording, by a plugin kit', async () => {
+  const { BUILTIN_KIT, KIT_VERSION } = await import('../src/chain/plugin.js');
+  assert.ok(isValidRange(BUILTIN_KIT) && satisfies(KIT_VERSION, BUILTIN_KIT), BUILTIN_KIT);
+  const main = pathToFileURL(join(ROOT, 'dist', 'src', 'cli', 'main.js')).href;
+  const plugin = pathToFileURL(join(ROOT, 'dist', 'src', 'chain', 'plugin.js')).href;
+  // subtee's command line in this process, then the semver modules in its CommonJS cache.
+  const semverModules = (args: string[], kit: string | null = null) => {
+    const program = `
+      import { createRequire } from 'node:module';
+      const { main } = await import(${JSON.stringify(main)});
+      const code = await main(${JSON.stringify(args)});
+      const kit = ${JSON.stringify(kit)};
+      if (kit) (await import(${JSON.stringify(plugin)})).definePlugin(
+        { name: 'p', kind: 'stage', kit, options: {}, create: () => null });
+      const cache = Object.keys(createRequire(import.meta.url).cache);
+      console.error(JSON.stringify({ code, semver: cache.filter((p) => p.includes('/node_modules/semver/')) }));`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', program], {
+      input: readFileSync(join(FIXTURES, 'nested-depth-3.jsonl')),
+      encoding: 'utf8',
+    });
+    const report = JSON.parse(r.stderr.trim().split('\n').pop()!);
+    assert.equal(report.code, 0, r.stderr);
+    return report.semver.length;
+  };
+  assert.equal(semverModules(['--version']), 0, '--version');
+  assert.equal(semverModules(['--help']), 0, '--help');
+  // The recording's system/init states 2.1.328: the version timeline reads it.
+  assert.ok(semverModules(['--out', join(tmpDir(), 'o'), '-q', '--stdout', 'none']) > 0, 'a split');
+  assert.ok(semverModules(['--version'], '>=0.1.0') > 0, 'a plugin kit');
 });
 
 test('a plugin for ^0.2.0 is refused by kit 0.1.0, one for ^0.1.0 is not', async () => {

@@ -293,7 +293,7 @@ function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDef
   if (def.kind !== 'stage' && def.kind !== 'sink') problems.push('kind must be "stage" or "sink"');
   if (def.reads !== undefined && !(Array.isArray(def.reads) && def.reads.every((t) => typeof t === 'string')))
     problems.push('reads must be a list of line types');
-  if (typeof def.kit !== 'string' || !isValidRange(def.kit))
+  if (typeof def.kit !== 'string' || (def.kit !== BUILTIN_KIT && !isValidRange(def.kit)))
     problems.push('kit must be a version range such as "^0.1.0"');
   if (typeof def.create !== 'function') problems.push('create must be a function');
   if (def.checkEnvironment !== undefined && typeof def.checkEnvironment !== 'function')
@@ -302,7 +302,7 @@ function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDef
     problems.push('options must describe the accepted options');
   if (problems.length > 0)
     throw new UsageError('ERR_PLUGIN_INVALID', `plugin ${source}: ${problems.join('; ')}`);
-  if (!satisfies(KIT_VERSION, def.kit)) {
+  if (def.kit !== BUILTIN_KIT && !satisfies(KIT_VERSION, def.kit)) {
     throw new UsageError(
       'ERR_PLUGIN_VERSION',
       `plugin ${def.name} supports subtee ${def.kit}, this is ${KIT_VERSION}`,

@@ -3,7 +3,7 @@ import { withDefaults } from '../../defaults.js';
 import { EXIT, SubteeError } from '../../errors.js';
 import type { RecordBatch, SubteeRecord } from '../../model/record.js';
 import { agentNameOf, requireSession, type Session } from '../../model/session.js';
-import { compareVersions, isValidRange, parseVersion, satisfies, type Version } from '../../semver.js';
+import { compareVersions, isValidRange, parseVersion, satisfies } from '../../semver.js';
 import {
   channelIdOf,
   contentBlocks,
@@ -40,34 +40,38 @@ export interface GuardWarning {
 const FORWARD_HINT =
   'pass --forward-subagent-text or set CLAUDE_CODE_FORWARD_SUBAGENT_TEXT=1 (Claude Code 2.1.211 or later)';
 
-/** What Claude Code's version timeline says about a version. */
+/**
+ * What Claude Code's version timeline says about a version (a plain semver version, as
+ * `parseVersion` gives it; a prerelease comes before its release: `2.1.211-beta.1` is older
+ * than 2.1.211).
+ */
 export const VERSION_NOTES: ReadonlyArray<{
   code: string;
-  applies: (v: Version) => boolean;
+  applies: (v: string) => boolean;
   message: (v: string) => string;
 }> = [
   {
     code: 'VERSION_PIPE_TRUNCATION',
-    applies: (v) => compareVersions(v, [2, 1, 208]) < 0,
+    applies: (v) => compareVersions(v, '2.1.208') < 0,
     message: (v) => `Claude Code ${v} can lose the last line and the result when piped (fixed in 2.1.208)`,
   },
   {
     code: 'VERSION_NO_SUBAGENT_TEXT',
-    applies: (v) => compareVersions(v, [2, 1, 211]) < 0,
+    applies: (v) => compareVersions(v, '2.1.211') < 0,
     message: (v) =>
       `Claude Code ${v} does not forward subagent text or thinking (added in 2.1.211): ` +
       'transcripts will hold tool calls only',
   },
   {
     code: 'VERSION_NO_NESTING',
-    applies: (v) => compareVersions(v, [2, 1, 217]) >= 0 && compareVersions(v, [2, 1, 218]) <= 0,
+    applies: (v) => compareVersions(v, '2.1.217') >= 0 && compareVersions(v, '2.1.218') <= 0,
     message: (v) =>
       `Claude Code ${v} spawns no nested subagents by default: ` +
       'set CLAUDE_CODE_MAX_SUBAGENT_SPAWN_DEPTH to allow them',
   },
   {
     code: 'VERSION_NO_NESTED_FORWARDING',
-    applies: (v) => compareVersions(v, [2, 1, 219]) < 0,
+    applies: (v) => compareVersions(v, '2.1.219') < 0,
     message: (v) =>
       `Claude Code ${v} does not forward nested subagents (depth 2 and deeper; added in 2.1.219)`,
   },
