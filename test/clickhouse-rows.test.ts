@@ -325,6 +325,30 @@ test('content: a bounded prefix, control characters escaped; ' +
   assert.equal(rows[1].content, '');
 });
 
+test('content is what every view reads of a line (lineContent): thinking on a user line follows ' +
+  "the display policy, a user's plain-string prompt is stored", async () => {
+  const thinking = { type: 'thinking', thinking: 'SECRET THOUGHT' };
+  const lines = [
+    blocksLine('user', 'u1', [thinking, { type: 'text', text: 'and some text' }]),
+    line({ type: 'user', message: { role: 'user', content: 'Please build the thing' }, uuid: 'u2', timestamp: ts }),
+    blocksLine('assistant', 'a1', [thinking, { type: 'tool_use', id: 't1', name: 'Bash', input: { c: 1 } }]),
+    blocksLine('user', 'u3', [{ type: 'tool_result', tool_use_id: 't1', content: [{ type: 'text', text: 'ok' }] }]),
+  ];
+  const dropped = await eventRows(lines, { display: displayPolicy({ thinking: 'drop' }) });
+  assert.deepEqual(
+    dropped.events.map((e) => [e.kind, e.content]),
+    [
+      ['thinking,text', 'and some text'],
+      ['', 'Please build the thing'],
+      ['thinking,tool_use', 'Bash {"c":1}'],
+      ['tool_result', 'ok'],
+    ],
+  );
+  const kept = await eventRows(lines, { display: displayPolicy({ thinking: 'keep' }) });
+  assert.equal(kept.events[0].content, 'SECRET THOUGHT\nand some text');
+  assert.equal(kept.events[2].content, 'SECRET THOUGHT\nBash {"c":1}');
+});
+
 test('quarantined lines are rows too: one per line, a spooled one counted whole', async () => {
   const long = 'z'.repeat(5000);
   const input = Buffer.from(

@@ -4,18 +4,11 @@ import { endFigures, type EndFigures, type ToolEvent } from '../../model/run-mod
 import type { ChannelEvent, ChannelPlace } from '../../model/tree.js';
 import { quarantinedLines, type SpooledRecord, type SubteeRecord } from '../../model/record.js';
 import { escapeControl } from '../../views/escape.js';
-import {
-  lineTypeOf,
-  nonEmpty,
-  rawBlocks,
-  resultText,
-  type CountedBlockType as BlockKind,
-  type ToolResultBlock,
-} from '../../model/message.js';
+import { lineContent, type ContentItem } from '../../model/content.js';
+import { lineTypeOf, nonEmpty, rawBlocks, type CountedBlockType as BlockKind } from '../../model/message.js';
 import type { SpanChannel } from './otlp-spans.js';
 import { CUT_LENGTHS, storedText } from '../../model/display.js';
-import { DISPLAY_DEFAULTS, shownThinking, type DisplayPolicy } from '../../model/display.js';
-import { isText } from '../../model/scan.js';
+import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import { runIdFrom, StreamClock } from './stream-facts.js';
 
 /**
@@ -370,30 +363,11 @@ export class RowBuilder {
     const texts: string[] = [];
     const kind = lineTypeOf(v);
     const tools = this.toolColumns(rec.tools, kind === 'result' && v.is_error === true);
-    if (kind === 'assistant' || kind === 'user') {
-      const lineKind = kind;
-      rawBlocks(v).forEach((b) => {
-        const kind = typeof b.type === 'string' ? b.type : 'unknown';
-        kinds.add(kind);
-        if (kind === 'tool_use') {
-          texts.push(`${nonEmpty(b.name) ?? 'tool'} ${JSON.stringify(b.input ?? {})}`);
-        } else if (kind === 'tool_result') {
-          texts.push(resultText(b as unknown as ToolResultBlock));
-        } else if (kind === 'text' && typeof b.text === 'string') {
-          texts.push(b.text);
-        } else if (kind === 'thinking') {
-          // The policy applies to an assistant line's thinking, as every view applies it.
-          const full: unknown = b.thinking;
-          const policed = lineKind === 'assistant' && isText(full);
-          const shown = policed ? shownThinking(this.display, full).text : String(b.thinking ?? '');
-          if (shown !== null) texts.push(String(shown));
-        }
-      });
-    } else if (kind === 'system') {
-      texts.push(nonEmpty(v.summary) ?? nonEmpty(v.description) ?? '');
-    } else if (kind === 'result') {
-      texts.push(nonEmpty(v.result) ?? '');
-    }
+    if (kind === 'assistant' || kind === 'user')
+      for (const b of rawBlocks(v)) kinds.add(typeof b.type === 'string' ? b.type : 'unknown');
+    if (kind === 'system') texts.push(nonEmpty(v.summary) ?? nonEmpty(v.description) ?? '');
+    // What the line says as every view reads it, thinking as the display policy shows it.
+    else for (const item of lineContent(v, this.display)) texts.push(itemText(item));
     // Where the channel was as the line was routed, not as the tree has it by now.
     const ch = rec.place ?? rec.channel ?? null;
     const usage = usageColumns(rec.usage);
@@ -620,6 +594,23 @@ function usageColumns(usage: UsageEvent | undefined): UsageColumns {
     cache_read_tokens: t.cache_read_input_tokens,
     cache_creation_tokens: t.cache_creation_5m_input_tokens + t.cache_creation_1h_input_tokens,
   };
+}
+
+/** An item's text in the `content` column: a tool call as its name and its input's JSON. */
+function itemText(item: ContentItem): string {
+  switch (item.kind) {
+    case 'prompt':
+    case 'text':
+      return item.text;
+    case 'thinking':
+      return String(item.text);
+    case 'tool_use':
+      return `${item.name || 'tool'} ${JSON.stringify(item.input ?? {})}`;
+    case 'tool_result':
+      return String(item.text);
+    case 'run':
+      return item.text ?? '';
+  }
 }
 
 /** Fills in the run id of rows made before the stream showed it. */
