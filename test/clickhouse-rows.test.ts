@@ -25,6 +25,7 @@ async function rowsOf(
   input: Buffer,
   options: ConstructorParameters<typeof RowBuilder>[0] = {},
   chunkBytes?: number,
+  maxLineBytes?: number,
 ) {
   let made: RowBuilder | null = null;
   const entries: Entry[] = [];
@@ -35,6 +36,7 @@ async function rowsOf(
       for (const rec of batch) entries.push(...made.rows(rec));
     },
     chunkBytes,
+    maxLineBytes,
   );
   const builder: RowBuilder = made!;
   entries.push(...builder.releaseUntimed());
@@ -220,6 +222,47 @@ test("event rows' tool columns are the run model's tool events: a channel's tool
       `${basename(file)}: sanity: a result row named its call`,
     );
   }
+});
+
+test("a spooled line's row has its tool and token columns as a held line's: with every line over " +
+  "1 KiB spooled, a channel's rows still add up to index.json's counts and usage", async () => {
+  let spooledTools = 0;
+  for (const file of [...fixtureFiles(), ...sampleFiles()]) {
+    const input = readFileSync(file);
+    const held = await rowsOf(input);
+    const spooled = await rowsOf(input, {}, undefined, 1024);
+    const columns = (events: EventRow[], id: string | null) => {
+      const mine = events.filter((e) => e.channel === (id ?? ''));
+      const sum = (k: keyof EventRow) => mine.reduce((n, e) => n + (e[k] as number), 0);
+      return [sum('tool_uses'), sum('tool_results'), sum('input_tokens'), sum('cache_read_tokens')];
+    };
+    for (const c of spooled.index.channels) {
+      const name = `${basename(file)}: ${c.id}`;
+      const counted = [c.counts.tool_use, c.counts.tool_result, c.usage.input_tokens ?? 0,
+        c.usage.cache_read_input_tokens ?? 0];
+      assert.deepEqual(columns(spooled.events, c.id), counted, name);
+      assert.deepEqual(columns(spooled.events, c.id), columns(held.events, c.id), `${name}, held`);
+    }
+    const withTools = spooled.events.filter((e) => e.kind === 'spooled' && e.tool_uses + e.tool_results > 0);
+    spooledTools += withTools.length;
+  }
+  assert.ok(spooledTools > 0, 'sanity: some spooled line had a tool call or result');
+  const big = 'x'.repeat(3000);
+  const call = { type: 'tool_use', id: 'tu1', name: 'Bash', input: { command: 'ls' } };
+  const message = { id: 'm1', role: 'assistant', content: [{ type: 'text', text: big }, call],
+    usage: { input_tokens: 7, output_tokens: 3 } };
+  const lines = [
+    JSON.stringify({ type: 'assistant', timestamp: '2026-01-01T00:00:00Z', message }),
+    JSON.stringify({ type: 'user', timestamp: '2026-01-01T00:00:01Z',
+      message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tu1', content: big }] } }),
+  ];
+  const { events, index } = await rowsOf(Buffer.from(lines.join('\n') + '\n'), {}, undefined, 1024);
+  assert.deepEqual(
+    events.map((e) => [e.kind, e.tool, e.tool_use_id, e.tool_uses, e.tool_results]),
+    [['spooled', 'Bash', 'tu1', 1, 0], ['spooled', 'Bash', 'tu1', 0, 1]],
+  );
+  // A spooled line's value keeps no `message.usage`: the ledger counts none, and no row shows any.
+  assert.equal(events[0].input_tokens, index.channels[0].usage.input_tokens ?? 0);
 });
 
 const line = (v: Record<string, unknown>) => JSON.stringify(v);

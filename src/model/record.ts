@@ -105,6 +105,9 @@ export interface SpooledRecord {
   readonly channel?: ReadonlyChannel;
   readonly place?: ChannelPlace;
   readonly events?: readonly ChannelEvent[];
+  /** On the router's envelope, as for a line record: read from `value`. */
+  readonly usage?: UsageEvent;
+  readonly tools?: readonly ToolEvent[];
   /** As for a line record: `value` is what the line's event was mapped to. */
   mapped?: true;
 }
@@ -183,9 +186,21 @@ export function lineOf(rec: LineRecord): LineRecord {
   return rec instanceof RoutedLine ? innerOf(rec) : rec;
 }
 
-/** A spooled line as the channel router hands it on: a new, frozen record with its channel. */
-export function routedSpooled(rec: SpooledRecord, { channel, place, changes }: RoutedEvent): SpooledRecord {
-  return Object.freeze({ ...rec, channel, place, ...(changes.length > 0 ? { events: changes } : {}) });
+/**
+ * A spooled line as the channel router hands it on: a new, frozen record with what the model
+ * said of it, as a routed line has it (its channel and, when it has them, its tree changes,
+ * usage and tool events).
+ */
+export function routedSpooled(rec: SpooledRecord, routed: RoutedEvent): SpooledRecord {
+  const { channel, place, changes, usage, tools } = routed;
+  return Object.freeze({
+    ...rec,
+    channel,
+    place,
+    ...(changes.length > 0 ? { events: changes } : {}),
+    ...(usage !== null ? { usage } : {}),
+    ...(tools.length > 0 ? { tools } : {}),
+  });
 }
 
 /**

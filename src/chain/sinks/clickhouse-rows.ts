@@ -424,7 +424,10 @@ export class RowBuilder {
     };
   }
 
-  /** A line too long to hold: its row has its top-level fields and its start as content. */
+  /**
+   * A line too long to hold: its row has its top-level fields, its tool and token columns as
+   * a held line's, and its start as content.
+   */
   private spooledRows(rec: SpooledRecord): Entry[] {
     this.lines++;
     const content = this.content(rec.head.toString('utf8'), null);
@@ -442,8 +445,11 @@ export class RowBuilder {
       type: nonEmpty(v.type) ?? '',
       subtype: nonEmpty(v.subtype) ?? '',
       kind: 'spooled',
+      // The tool and token columns as a held line's: from the model's events for the line.
+      ...this.toolColumns(rec.tools, lineTypeOf(v) === 'result' && v.is_error === true),
       bytes,
       content,
+      ...usageColumns(rec.usage),
     };
     const out: Entry[] = [{ t: 'events', r: this.event(rec.lineNo, ms, own, ch, fields) }];
     for (const ev of rec.events ?? []) out.push({ t: 'channels', r: this.eventRow(ev) });
