@@ -14,6 +14,8 @@ const TABLE: PriceTable = {
   models: { 'm-a': { input: 1, output: 2, cache_read: 3, cache_write_5m: 4, cache_write_1h: 5 } },
 };
 const M = 1_000_000;
+/** Claude Sonnet's rates per million tokens (cache read 0.3: not a binary fraction). */
+const SONNET = { input: 3, output: 15, cache_read: 0.3, cache_write_5m: 3.75, cache_write_1h: 6 };
 
 type Text = string | undefined;
 const line = (id: Text, model: Text, usage: unknown, content: unknown[] = []) => ({
@@ -671,6 +673,38 @@ test("dollars: an unpriced channel makes the channels' sum unknown; sums are fre
   // A difference below a billionth of a dollar is dust, not unattributed dollars.
   sums.observe({ type: 'result', total_cost_usd: 0.3000000001 }, null);
   assert.equal(sums.report().unattributed_usd, 0);
+});
+
+test("12,000 channels' dollars add up free of float dust: the channels' sum and a model's, " +
+  "at the table's rates and at the result's", () => {
+  // Rates with a decimal (0.3 is no binary fraction): a plain sum of these 12,000 figures reads
+  // 271.543445999999, each addition rounding once more.
+  const ledger = new CostLedger({ ...TABLE, models: { 'm-s': SONNET } });
+  // The run's dollars counted apart, in whole tenths of a microdollar (rates × 10 are whole).
+  let tenths = 0;
+  for (let i = 0; i < 12_000; i++) {
+    const [input, output, read] = [1200 + (i % 97), 350 + (i % 13), 45_000 + (i % 301)];
+    const usage = { input_tokens: input, output_tokens: output, cache_read_input_tokens: read };
+    ledger.observe(line(`m${i}`, 'm-s', usage), `c${i}`);
+    tenths += input * 30 + output * 150 + read * 3;
+  }
+  const exact = tenths / 1e7;
+  assert.equal(exact, 271.543446);
+  const report = ledger.report();
+  assert.deepEqual([report.channels_usd, report.usd, report.models['m-s'].usd], [exact, exact, exact]);
+  // At the result's rates, 12,000 like channels (a fan-out of one task) add up to its dollars,
+  // where a plain sum reads 12.340000000002.
+  const fanout = new CostLedger({ ...TABLE, models: { 'm-s': SONNET } });
+  const usage = { input_tokens: 15, output_tokens: 40, cache_read_input_tokens: 1000 };
+  for (let i = 0; i < 12_000; i++) fanout.observe(line(`m${i}`, 'm-s', usage), `c${i}`);
+  const stated = { inputTokens: 15 * 12_000, outputTokens: 40 * 12_000, cacheReadInputTokens: 12_000_000 };
+  const modelUsage = { 'm-s': { ...stated, costUSD: 12.34 } };
+  fanout.observe({ type: 'result', total_cost_usd: 12.34, modelUsage }, null);
+  const priced = fanout.report();
+  assert.deepEqual(
+    [priced.channels_usd, priced.usd, priced.models['m-s'].usd, priced.unattributed_usd],
+    [12.34, 12.34, 12.34, 0],
+  );
 });
 
 test('apportion: remainders ranked by their fraction; default ties go by position past ten', () => {

@@ -351,6 +351,69 @@ test("the projection: each subagent's output and subtree cost, the run's beside 
   assert.equal(output.cost.unattributedUsd, 0);
 });
 
+/**
+ * Claude Code's background fan-out: main spawns `fanout` subagents in the background (one
+ * message each, `main` its usage), each writes one message of `usage`, then the result
+ * (`result`: its line's own fields, none to leave it out).
+ */
+function backgroundFanout(fanout: number, main: object, usage: object, result: object | null): string {
+  const model = 'claude-sonnet-4-5';
+  const lines: unknown[] = [{ type: 'system', subtype: 'init', cwd: '/w', model, session_id: 's' }];
+  const message = (id: string, content: unknown[], u: object) =>
+    ({ id, type: 'message', role: 'assistant', model, content, usage: u });
+  for (let i = 0; i < fanout; i++) {
+    const input = { description: `task ${i}`, prompt: 'look into it', run_in_background: true };
+    const spawn = [{ type: 'tool_use', id: `toolu_${i}`, name: 'Agent', input }];
+    lines.push({ type: 'assistant', parent_tool_use_id: null, message: message(`msg_m${i}`, spawn, main) });
+    const launched = [{ tool_use_id: `toolu_${i}`, type: 'tool_result', content: 'Async agent launched' }];
+    lines.push({ type: 'user', parent_tool_use_id: null, message: { role: 'user', content: launched } });
+  }
+  for (let i = 0; i < fanout; i++) {
+    const found = message(`msg_s${i}`, [{ type: 'text', text: 'found it' }], usage);
+    lines.push({ type: 'assistant', parent_tool_use_id: `toolu_${i}`, message: found });
+    const end = { type: 'system', subtype: 'task_notification', tool_use_id: `toolu_${i}` };
+    lines.push({ ...end, status: 'completed' });
+  }
+  if (result) lines.push({ type: 'result', subtype: 'success', is_error: false, ...result });
+  const path = join(tmpDir(), 'fanout.jsonl');
+  writeFileSync(path, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+  return path;
+}
+
+test("12,000 subagents: index.json's subtree_usd and channels_usd and the projection's run subtree " +
+  "add up free of float dust, at the table's rates and at the result's", async () => {
+  const fanout = 12_000;
+  const main = { input_tokens: 10, output_tokens: 1 };
+  const usage = { input_tokens: 15, output_tokens: 40, cache_read_input_tokens: 1000 };
+  // At the table's rates (Claude Sonnet 4.5: 3, 15 and 0.3 per million), counted apart in whole
+  // tenths of a microdollar: a plain sum of the channels' dollars reads 11.879999999998.
+  const sonnet = PRICE_TABLE.models['claude-sonnet-4-5'];
+  assert.deepEqual([sonnet.input, sonnet.output, sonnet.cache_read], [3, 15, 0.3]);
+  const tenths = fanout * (10 * 30 + 1 * 150) + fanout * (15 * 30 + 40 * 150 + 1000 * 3);
+  const byTable = tenths / 1e7;
+  assert.equal(byTable, 11.88);
+  // At the result's: 12,000 like channels whose rates come from its $12.34 (a sum of their figures
+  // as rounded to 12 decimals reads 12.339999999192).
+  const figures = { inputTokens: 25 * fanout, outputTokens: 41 * fanout, cacheReadInputTokens: 1e3 * fanout };
+  const modelUsage = { 'claude-sonnet-4-5': { ...figures, costUSD: 12.34 } };
+  const stated = { total_cost_usd: 12.34, modelUsage };
+  for (const [result, usd] of [[null, byTable], [stated, 12.34]] as const) {
+    const file = backgroundFanout(fanout, main, usage, result);
+    const { index } = runCli(file);
+    assert.equal(index.channels.length, fanout + 1);
+    const top = index.channels.find((c: any) => c.id === null);
+    assert.deepEqual(
+      [index.cost.usd, index.cost.channels_usd, top.cost.subtree_usd],
+      [usd, usd, usd],
+      result ? 'result' : 'table',
+    );
+    const run = open(file);
+    const output = await run.output;
+    await run.done;
+    assert.deepEqual([output.subtree.cost.usd, output.cost.channelsUsd], [usd, usd]);
+  }
+});
+
 test("pino: each status event carries its channel's dollars (cost_usd)", () => {
   const file = join(FIXTURES, 'nested-depth-3.jsonl');
   const reading = readRecording(readFileSync(file, 'utf8'));
@@ -785,15 +848,21 @@ test("the report page's copy of the subtree-dollars rule, of what the run's doll
       }
   // Every way of adding two subtrees of one or two channels each, known, unknown or unpriced.
   const channels: Array<[number | null, boolean]> = [[0.5, false], [null, false], [0, true], [0.25, true]];
-  const sum = (rule: typeof costViews | typeof page, parts: Array<[number | null, boolean]>) => {
-    const into = rule.usdSumOf(...parts[0]);
-    for (const part of parts.slice(1)) rule.addUsdSum(into, rule.usdSumOf(...part));
-    return [into, rule.usdSumFigure(into)];
+  // The figure and the counts: views/cost.ts keeps what rounding lost too (the page adds plainly).
+  const sum = (parts: Array<[number | null, boolean]>) => {
+    const into = costViews.usdSumOf(...parts[0]);
+    for (const part of parts.slice(1)) costViews.addUsdSum(into, costViews.usdSumOf(...part));
+    return [costViews.usdSumFigure(into), into.known, into.unknown];
+  };
+  const pageSum = (parts: Array<[number | null, boolean]>) => {
+    const into = page.usdSumOf(...parts[0]);
+    for (const part of parts.slice(1)) page.addUsdSum(into, page.usdSumOf(...part));
+    return [page.usdSumFigure(into), into.known, into.unknown];
   };
   for (const a of channels)
     for (const b of channels)
       for (const c of [...channels, undefined]) {
         const parts = c ? [a, b, c] : [a, b];
-        assert.deepEqual(sum(page, parts), sum(costViews, parts), JSON.stringify(parts));
+        assert.deepEqual(pageSum(parts), sum(parts), JSON.stringify(parts));
       }
 });

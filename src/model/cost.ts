@@ -716,6 +716,7 @@ export class CostLedger {
     if (!ledger) return null;
     const cost = this.newChannelCost(ledger);
     if (cost.basis === 'unknown') return cost;
+    let usd: UsdTotal | null = newTotal();
     for (const model of cost.models) {
       const t = ledger.models.get(model)!;
       const tokens: ModelTokens = {
@@ -727,11 +728,12 @@ export class CostLedger {
       };
       const nothing = Object.values(tokens).every((n) => n === 0);
       const rate = priceOf(this.prices, model) ?? (nothing ? FREE : null);
-      cost.usd = cost.usd === null || rate === null ? null : cost.usd + priceTokens(tokens, rate);
+      usd = plusUsd(usd, rate === null ? null : priceTokens(tokens, rate));
       for (const k of Object.keys(tokens) as (keyof ModelTokens)[]) cost.tokens[k] += tokens[k];
       if (t.estimatedMessages > 0) cost.basis = 'stream';
     }
-    cost.usd = roundUsd(cost.usd);
+    cost.usd = totalUsd(usd);
+    roundChannelUsd(cost);
     return cost;
   }
 
@@ -774,6 +776,7 @@ export class CostLedger {
     const cost = this.newChannelCost(ledger);
     if (cost.basis === 'unknown') return cost;
     const resultModels = this.resultModels(this.sums.size === 1 ? [...this.sums.keys()] : []);
+    let own: UsdTotal | null = newTotal();
     for (const model of cost.models) {
       const t = ledger.models.get(model)!;
       const sum = this.sums.get(model)!;
@@ -789,14 +792,14 @@ export class CostLedger {
         cache_creation_5m_input_tokens: t.cache5m,
         cache_creation_1h_input_tokens: t.cache1h,
       };
-      const usd = term.rate ? modelUsd(tokens, t.cacheUnsplit, term) : null;
-      cost.usd = cost.usd === null || usd === null ? null : cost.usd + usd;
+      own = plusUsd(own, term.rate ? modelUsd(tokens, t.cacheUnsplit, term) : null);
       for (const k of Object.keys(tokens) as (keyof ModelTokens)[]) cost.tokens[k] += tokens[k];
       const basis: TokensBasis =
         t.estimatedMessages === 0 ? 'exact' : term.shared ? 'estimated' : 'stream';
       cost.basis = worse(cost.basis, basis);
     }
-    cost.usd = roundUsd(cost.usd);
+    cost.usd = totalUsd(own);
+    roundChannelUsd(cost);
     return cost;
   }
 
@@ -1167,11 +1170,18 @@ export class CostLedger {
     // Channels whose usage is known, and how their output tokens were found, the least exact.
     let known = 0;
     let runBasis: TokensBasis = 'unknown';
+    // Dollars added up free of float dust (addUsd), per model and over the channels. Channels of
+    // unknown usage are counted apart: what they spent is in the unattributed dollars. With none
+    // known, the channels' dollars are unknown too (null), though nothing is left out of the
+    // unattributed dollars (what the result states less $0).
+    const modelTotals = new Map<string, UsdTotal | null>(modelIds.map((m) => [m, newTotal()]));
+    let channelsTotal: UsdTotal | null = newTotal();
     for (const [key, ledger] of channels) {
       const cost = this.newChannelCost(ledger);
       perChannel.set(key, cost);
       if (cost.basis === 'unknown') continue;
       known++;
+      let own: UsdTotal | null = newTotal();
       for (const model of cost.models) {
         const t = ledger.models.get(model)!;
         const tokens: ModelTokens = {
@@ -1183,9 +1193,10 @@ export class CostLedger {
         };
         const term = terms.get(model)!;
         const usd = term.rate ? modelUsd(tokens, t.cacheUnsplit, term) : null;
-        cost.usd = cost.usd === null || usd === null ? null : cost.usd + usd;
+        own = plusUsd(own, usd);
+        modelTotals.set(model, plusUsd(modelTotals.get(model)!, usd));
+        channelsTotal = plusUsd(channelsTotal, usd);
         const m = perModel[model];
-        m.usd = m.usd === null || usd === null ? null : m.usd + usd;
         for (const k of Object.keys(tokens) as (keyof ModelTokens)[]) {
           cost.tokens[k] += tokens[k];
           m[k] += tokens[k];
@@ -1195,18 +1206,14 @@ export class CostLedger {
         cost.basis = worse(cost.basis, basis);
         m.basis = m.basis === 'unknown' ? basis : worse(m.basis, basis);
       }
+      cost.usd = totalUsd(own);
       runBasis = runBasis === 'unknown' ? cost.basis : worse(runBasis, cost.basis);
     }
+    for (const model of modelIds) perModel[model].usd = totalUsd(modelTotals.get(model)!);
     const unpriced = modelIds.filter((m) => terms.get(m)!.rate === null && perModel[m].result_usd === null);
     for (const m of unpriced) perModel[m].usd = null;
     for (const m of modelIds) if (perModel[m].basis === 'unknown') perModel[m].usd = null;
-    // Channels of unknown usage are counted apart: what they spent is in the unattributed dollars.
-    // With none known, the channels' dollars are unknown too (null), though nothing is left out
-    // of the unattributed dollars (what the result states less $0).
-    let channelsUsd: number | null = 0;
-    for (const c of perChannel.values())
-      if (c.basis !== 'unknown')
-        channelsUsd = channelsUsd === null || c.usd === null ? null : channelsUsd + c.usd;
+    const channelsUsd = totalUsd(channelsTotal);
     const resultUsd = result?.totalUsd ?? null;
     // Without a total, the result's per-model dollars are the run's, when each model has them.
     const runUsd = resultUsd ?? (result && everyModelPriced(result) ? sumResultModels(result) : null);
@@ -1222,7 +1229,7 @@ export class CostLedger {
         `per-model figures price the channels at $${roundUsd(channelsUsd!)}: nothing is unattributed`;
       unattributed = 0;
     }
-    for (const c of perChannel.values()) c.usd = roundUsd(c.usd);
+    for (const c of perChannel.values()) roundChannelUsd(c);
     for (const m of Object.values(perModel)) {
       m.usd = roundUsd(m.usd);
       m.result_usd = roundUsd(m.result_usd);
@@ -1343,10 +1350,66 @@ function sumResultModels(result: ResultUsage): number {
 
 /**
  * Dollars to 12 decimal places: far below any price (a token costs at least 1e-8 dollars),
- * and free of the float dust of sums (0.0029200000000000007 is 0.00292).
+ * and free of the float dust of a figure's own arithmetic (0.0029200000000000007 is 0.00292).
+ * A figure is rounded once, when shown: sums add the figures before rounding (`addUsd`).
  */
 export const roundUsd = <T extends number | null>(usd: T): T =>
   (usd === null ? null : Math.round(usd * 1e12) / 1e12) as T;
+
+/**
+ * Dollars being added up, free of float dust however many figures are added (Neumaier's
+ * compensated summation): what each addition's rounding loses is found exactly and kept in
+ * `lost`, so `sum + lost` errs by a rounding or two of the total, where a plain sum of n
+ * figures errs by up to n roundings (12,000 channels' plain sum strays past the 12th decimal).
+ */
+export interface UsdTotal {
+  sum: number;
+  lost: number;
+}
+
+/** What rounding lost in `sum`, the float sum of `a` and `b`: exactly (Knuth's TwoSum, Neumaier's form). */
+export const roundingLost = (a: number, b: number, sum: number): number =>
+  Math.abs(a) >= Math.abs(b) ? a - sum + b : b - sum + a;
+
+/** Adds `usd` into `total`; `lost`: what rounding lost making `usd`, when it is itself a total. */
+export function addUsd(total: UsdTotal, usd: number, lost = 0): void {
+  const sum = total.sum + usd;
+  total.lost += roundingLost(total.sum, usd, sum) + lost;
+  total.sum = sum;
+}
+
+/** `total` with `usd` added; null once either is (a model without a price). */
+function plusUsd(total: UsdTotal | null, usd: number | null): UsdTotal | null {
+  if (total === null || usd === null) return null;
+  addUsd(total, usd);
+  return total;
+}
+
+const newTotal = (): UsdTotal => ({ sum: 0, lost: 0 });
+const totalUsd = (total: UsdTotal | null): number | null => (total === null ? null : total.sum + total.lost);
+
+/**
+ * Each channel figure's dollars before rounding, where rounding changed them: what sums over
+ * channels (a subtree's, in the views) add, so that a subtree of thousands of channels does not
+ * gather their roundings (up to half a picodollar each). Keyed by the figure's frozen object.
+ */
+const unroundedUsd = new WeakMap<ReadonlyChannelCost, number>();
+
+/** Rounds a channel's dollars as shown (`roundUsd`), keeping them unrounded for sums. */
+function roundChannelUsd(cost: ChannelCost): void {
+  const shown = roundUsd(cost.usd);
+  if (cost.usd !== null && shown !== cost.usd) unroundedUsd.set(cost, cost.usd);
+  cost.usd = shown;
+}
+
+/**
+ * A channel's dollars as sums over channels add them: before rounding to 12 decimals, when the
+ * ledger made the figure (a copy of it, or one made elsewhere, adds its `usd`); null as `usd`.
+ */
+export function usdToAdd(cost: ReadonlyChannelCost): number | null {
+  const unrounded = unroundedUsd.get(cost);
+  return unrounded !== undefined && roundUsd(unrounded) === cost.usd ? unrounded : cost.usd;
+}
 
 /** Floating-point dust (a difference of sums of the same figures) is zero. */
 const noDust = (usd: number) => (Math.abs(usd) < 1e-9 ? 0 : usd);

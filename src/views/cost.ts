@@ -1,5 +1,8 @@
 import {
+  roundingLost,
   roundUsd,
+  usdToAdd,
+  type ReadonlyChannelCost,
   type ReadonlyCostReport,
   type ModelCost,
   type ModelTokens,
@@ -19,11 +22,16 @@ export function basisMark(basis: TokensBasis): string {
 /**
  * Dollars of a subtree as they are added up, in every view (docs/cost.md, "Unknown is
  * unknown"): a channel of unknown usage adds nothing and is counted apart; an unpriced one
- * makes the sum null. The report page's script has a copy of its own (report/client.ts).
+ * makes the sum null. The channels' dollars are added before rounding (`usdToAdd`), free of
+ * float dust however many they are (model/cost.ts's `addUsd`). The report page's script has a
+ * copy of its own (report/client.ts), which adds the rounded figures of index.json plainly: it
+ * shows at most six decimals.
  */
 export interface UsdSum {
-  /** The dollars of the channels whose usage is known; null once one of them is unpriced. */
+  /** The dollars of the channels whose usage is known, less `lost`; null once one is unpriced. */
   usd: number | null;
+  /** What rounding lost adding up `usd` (see `addUsd`): the figure is `usd + lost`. */
+  lost: number;
   /** Channels whose usage is known (in `usd`). */
   known: number;
   /** Channels whose usage is unknown (not in `usd`). */
@@ -32,19 +40,29 @@ export interface UsdSum {
 
 /** One channel's dollars as a sum: `unknownUsage`, its usage is unknown (its dollars not in it). */
 export function usdSumOf(usd: number | null, unknownUsage: boolean): UsdSum {
-  return unknownUsage ? { usd: 0, known: 0, unknown: 1 } : { usd, known: 1, unknown: 0 };
+  return unknownUsage ? { usd: 0, lost: 0, known: 0, unknown: 1 } : { usd, lost: 0, known: 1, unknown: 0 };
+}
+
+/** A channel's cost as a sum: its dollars before rounding (`usdToAdd`); no cost, its usage unknown. */
+export function channelUsdSum(cost: ReadonlyChannelCost | null | undefined): UsdSum {
+  return cost && cost.basis !== 'unknown' ? usdSumOf(usdToAdd(cost), false) : usdSumOf(null, true);
 }
 
 /** Adds `from` (a child's subtree) into `into`. */
 export function addUsdSum(into: UsdSum, from: UsdSum): void {
-  into.usd = into.usd === null || from.usd === null ? null : into.usd + from.usd;
+  if (into.usd === null || from.usd === null) into.usd = null;
+  else {
+    const usd = into.usd + from.usd;
+    into.lost += roundingLost(into.usd, from.usd, usd) + from.lost;
+    into.usd = usd;
+  }
   into.known += from.known;
   into.unknown += from.unknown;
 }
 
 /** The sum's figure: null (`$?`) when no channel in it is of known usage, or one is unpriced. */
 export function usdSumFigure(sum: UsdSum): number | null {
-  return sum.known === 0 ? null : sum.usd;
+  return sum.known === 0 || sum.usd === null ? null : sum.usd + sum.lost;
 }
 
 /**
@@ -187,7 +205,7 @@ export function channelCosts(
   const views = rows.map((row): ChannelCostView => {
     const own = report.channels.get(row.channel.id);
     const usd = own ? own.usd : null;
-    sums.push(usdSumOf(usd, own === undefined || own.basis === 'unknown'));
+    sums.push(channelUsdSum(own));
     return {
       models: own?.models ?? [],
       usd,

@@ -7,7 +7,7 @@
 import { channelTimes, type ReadonlyChannel } from '../../model/tree.js';
 import { worse, type CostBasis, type ReadonlyChannelCost, type TokensBasis } from '../../model/cost.js';
 import type { TreeView } from '../../model/run-model.js';
-import { addUsdSum, channelUsage, usdSumOf, type UsdSum } from '../cost.js';
+import { addUsdSum, channelUsage, channelUsdSum, type UsdSum } from '../cost.js';
 
 /** A channel as of a moment, with its cost then and how its dollars were found. */
 export interface ChannelFigures {
@@ -39,7 +39,7 @@ export function emptySum(): SubtreeSum {
     lastSeen: null,
     startedAt: null,
     endedAt: null,
-    usd: { usd: 0, known: 0, unknown: 0 },
+    usd: { usd: 0, lost: 0, known: 0, unknown: 0 },
     outputTokens: null,
     channels: 0,
   };
@@ -54,7 +54,7 @@ export function addChannel(
   const { channel, cost: own } = figures;
   // As index.json's subtree_usd: channels with no usage known are counted apart.
   const unknown = !own || own.basis === 'unknown';
-  addUsdSum(sum.usd, usdSumOf(own?.usd ?? null, unknown));
+  addUsdSum(sum.usd, channelUsdSum(own));
   const basis = unknown ? null : own.basis;
   if (basis) sum.outputTokens = sum.outputTokens === null ? basis : worse(sum.outputTokens, basis);
   // As index.json shows it: the output tokens the ledger counted.
