@@ -619,6 +619,16 @@ test('subtee help [COMMAND] prints the help of the command, the same as COMMAND 
   assert.match(subtee(['help', 'reprot']).stderr, /did you mean report\?/);
 });
 
+test("the help's exit codes are the documented ones, and exit 1 names a failed plugin", () => {
+  const table = readDoc('docs/options.md').split('## Exit codes')[1].split('\n\n')[1];
+  const documented = [...table.matchAll(/^\| ([\d /]+) \|/gm)].flatMap((m) => m[1].split(' / '));
+  assert.ok(documented.includes('124') && documented.includes('143'), table);
+  const main = helpOf(['--help']).stdout.split('Exit codes:')[1];
+  for (const code of documented) assert.match(main, new RegExp(`\\b${code} `), `exit ${code}`);
+  assert.match(main, /\b1 internal error or a plugin failed/);
+  assert.match(helpOf(['run', '--help']).stdout.split('Exit codes:')[1], /\b1 a plugin failed/);
+});
+
 test('every help line fits in 100 columns', () => {
   for (const args of HELPS) {
     const r = helpOf(args);

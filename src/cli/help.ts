@@ -28,13 +28,15 @@ SIGHUP, SIGINT and SIGTERM are passed to CMD and every process it started (SIGKI
 --kill-grace-ms); nothing it started outlives subtee run.`;
 
 export const EXIT_CODES_HELP =
-  `Exit codes: 0 ok, 1 internal error, 2 bad usage or config, 3 input or output unusable
-  (an input with no lines, disk full, --out not a folder), 4 agent version refused, 124 stalled,
+  `Exit codes: 0 ok, 1 internal error or a plugin failed (a stage plugin holding records when
+  the watchdog fires too), 2 bad usage or config, 3 input or output unusable (an input with no
+  lines, disk full, --out not a folder), 4 agent version refused, 124 stalled,
   129 SIGHUP, 130 SIGINT, 143 SIGTERM.`;
 
 export const RUN_EXIT_CODES_HELP =
-  `Exit codes: the command's own; 2 bad usage or config, or CMD cannot start; 3 output unusable,
-  or CMD exited 0 printing no line; 4 agent version refused; 124 stalled (CMD was stopped);
+  `Exit codes: the command's own; 1 a plugin failed; 2 bad usage or config, or CMD cannot start;
+  3 output unusable, or CMD exited 0 printing no line; 4 agent version refused; 124 stalled
+  (CMD was stopped);
   129 SIGHUP, 130 SIGINT, 143 SIGTERM, whatever CMD returned.`;
 
 /** The main command's help, or `subtee run`'s. */
