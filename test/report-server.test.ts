@@ -1,5 +1,11 @@
 import assert from 'node:assert/strict';
-import { type IncomingHttpHeaders, type IncomingMessage, request } from 'node:http';
+import {
+  createServer as createHttpServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  request,
+} from 'node:http';
+import { once } from 'node:events';
 import { test } from 'node:test';
 import {
   REPORT_SERVER_DEFAULTS,
@@ -535,6 +541,46 @@ test('close with an idle keep-alive connection open still finishes', async () =>
   await eventually(() => received.includes('not found\n'));
   await server.close();
   await socketClosed;
+});
+
+// Node's own keep-alive timeout (5 s) would close an idle connection left open: the test's bound
+// is below it, so a close that did not notice the last stream closing fails.
+const BELOW_KEEP_ALIVE_MS = 4000;
+
+test('close ends once the last event stream has closed: the kept-alive connection its stream ended ' +
+  'on is closed then, not left to the keep-alive timeout', { timeout: BELOW_KEEP_ALIVE_MS }, async () => {
+  assert.ok(createHttpServer().keepAliveTimeout > BELOW_KEEP_ALIVE_MS);
+  const feed = new ReportFeed();
+  feed.publish('run', '{}');
+  const server = await startReportServer({
+    host: '127.0.0.1',
+    port: 0,
+    feed,
+    page: () => PAGE,
+    closeGraceMs: 600_000,
+  });
+  // A raw keep-alive request, as a browser's EventSource makes: the connection outlives the stream.
+  const socket = connectTcp(server.port, '127.0.0.1');
+  let received = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => (received += chunk));
+  const socketClosed = once(socket, 'close');
+  socket.write(`GET /events HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nConnection: keep-alive\r\n\r\n`);
+  await eventually(() => received.includes('id: 1\n'));
+  let closed = false;
+  const closing = server.close().then(() => (closed = true));
+  // While the feed goes on, the stream stays open and close waits for it.
+  feed.publish('entries', '{}');
+  await eventually(() => received.includes('id: 2\n'));
+  assert.equal(closed, false);
+  assert.equal(server.clients, 1);
+  feed.end();
+  await closing;
+  await socketClosed;
+  assert.match(received, /^HTTP\/1\.1 200 OK\r\n/);
+  assert.match(received, /\r\nConnection: keep-alive\r\n/);
+  assert.ok(received.endsWith('event: end\ndata: {}\n\n\r\n0\r\n\r\n'), 'the stream ended, not cut');
+  assert.equal(server.clients, 0);
 });
 
 test('close cuts a stream that is still open after the grace period', async () => {

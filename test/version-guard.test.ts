@@ -235,7 +235,11 @@ test('a hyphen range holds both ends, a partial upper end all of its versions: 1
   assert.equal(refused.status, 4, refused.stderr);
   assert.match(
     refused.stderr,
-    /^subtee: Claude Code 2\.1\.328 does not satisfy --require-version 2\.1\.219 - 2\.1\.300 \[ERR_VERSION\]$/m,
+    new RegExp(
+      '^subtee: Claude Code 2\\.1\\.328 does not satisfy --require-version 2\\.1\\.219 - 2\\.1\\.300 ' +
+        '\\[ERR_VERSION\\]$',
+      'm',
+    ),
   );
 });
 
@@ -274,7 +278,8 @@ test('an invalid range is refused before any input is read (exit 2, ERR_BAD_OPTI
     assert.equal(r.status, 2, `${range}: ${r.stderr}`);
     assert.equal(
       r.stderr,
-      `subtee: --require-version must be a version range such as ">=2.1.219", not "${range}" [ERR_BAD_OPTION]\n`,
+      'subtee: --require-version must be a version range such as ">=2.1.219", ' +
+        `not "${range}" [ERR_BAD_OPTION]\n`,
     );
     assert.equal(existsSync(out), false, `${range}: no output folder`);
   }
@@ -305,7 +310,8 @@ test('the built-in kit range is valid and met by subtee, so semver is loaded onl
       if (kit) (await import(${JSON.stringify(plugin)})).definePlugin(
         { name: 'p', kind: 'stage', kit, options: {}, create: () => null });
       const cache = Object.keys(createRequire(import.meta.url).cache);
-      console.error(JSON.stringify({ code, semver: cache.filter((p) => p.includes('/node_modules/semver/')) }));`;
+      const semver = cache.filter((p) => p.includes('/node_modules/semver/'));
+      console.error(JSON.stringify({ code, semver }));`;
     const r = spawnSync(process.execPath, ['--input-type=module', '-e', program], {
       input: readFileSync(join(FIXTURES, 'nested-depth-3.jsonl')),
       encoding: 'utf8',

@@ -48,6 +48,8 @@ export interface ReportServer {
 export function startReportServer(options: ReportServerOptions): Promise<ReportServer> {
   const o = { ...REPORT_SERVER_DEFAULTS, ...options };
   const streams = new Set<ServerResponse>();
+  /** Set by close(): called when the last event stream closes. */
+  let onStreamsClosed: (() => void) | null = null;
   let port = o.port;
   // This machine's own names, compared as a browser writes them (`[::ffff:127.0.0.1]` arrives
   // as `[::ffff:7f00:1]`).
@@ -93,6 +95,7 @@ export function startReportServer(options: ReportServerOptions): Promise<ReportS
       unsubscribe();
       clearInterval(ping);
       streams.delete(res);
+      if (streams.size === 0) onStreamsClosed?.();
     });
     pump();
   };
@@ -141,19 +144,18 @@ export function startReportServer(options: ReportServerOptions): Promise<ReportS
         },
         close() {
           closing ??= new Promise<void>((done) => {
-            server.close(() => done());
             // Event streams end by themselves once they have sent everything of an ended
-            // feed; whatever is still open after the grace period is cut.
-            server.closeIdleConnections();
+            // feed; whatever is still open after the grace period is cut. Once the last one
+            // has closed, the connections left (kept alive, idle) are closed at once.
             const force = setTimeout(() => server.closeAllConnections(), o.closeGraceMs);
             force.unref();
-            const check = setInterval(() => {
-              if (streams.size === 0) {
-                clearInterval(check);
-                server.closeAllConnections();
-              }
-            }, 20);
-            check.unref();
+            server.close(() => {
+              clearTimeout(force);
+              done();
+            });
+            server.closeIdleConnections();
+            onStreamsClosed = () => server.closeAllConnections();
+            if (streams.size === 0) onStreamsClosed();
           });
           return closing;
         },
