@@ -606,3 +606,73 @@ test("a Codex run's id: named by its thread and its lines up to its first turn's
   assert.deepEqual(big.pending, [true, false], 'and at its bytes');
   assert.equal(idOf([{ type: 'turn.started' }, item('no thread')], true).id, null, 'no thread, no id');
 });
+
+/** A Codex recording's lines before its first turn's first event (`thread.started` on). */
+function beforeFirstItem(lines: string[]): string[] {
+  const turn = lines.findIndex((l) => JSON.parse(l).type === 'turn.started');
+  return lines.slice(0, turn + 1);
+}
+
+test('a Codex recording cut before its first turn\'s first event: its run is named by the bytes ' +
+  'read, a replay the same id, another cut another; every input line lands once', () => {
+  const files = ['plain', 'shell', 'two-subagents'].map((n) =>
+    join(FIXTURES, 'other-agents', 'codex', `${n}.jsonl`),
+  );
+  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  const ids = new Map<string, string>();
+  for (const file of files) {
+    const lines = linesOf(file);
+    const cuts = beforeFirstItem(lines);
+    assert.ok(cuts.length >= 2, `${file}: a thread and its turn`);
+    for (let n = 1; n <= cuts.length; n++) {
+      const input = Buffer.from(cuts.slice(0, n).join('\n') + '\n');
+      const what = `${file}: ${n} lines`;
+      const runOnce = () => {
+        const out = join(tmpDir(), 'out');
+        const r = boundedSubtee(['--out', out, '--stdout', 'none', '-q'], input);
+        assert.equal(r.status, 0, r.stderr);
+        assert.deepEqual(readFileSync(join(out, 'main.jsonl')), input, `${what}: each line once, as read`);
+        return JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+      };
+      const index = runOnce();
+      assert.equal(index.producer, 'codex', what);
+      assert.match(index.run_id ?? '', uuid, `${what}: named`);
+      assert.equal(runOnce().run_id, index.run_id, `${what}: a replay`);
+      const seen = ids.get(index.run_id);
+      assert.equal(seen, undefined, `${what}: the id of ${seen}`);
+      ids.set(index.run_id, what);
+    }
+    const out = join(tmpDir(), 'out');
+    const whole = boundedSubtee(['--out', out, '--stdout', 'none', '-q'], readFileSync(file));
+    assert.equal(whole.status, 0, whole.stderr);
+    const runId = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).run_id;
+    assert.equal(ids.get(runId), undefined, `${file} whole: named by its first item too`);
+  }
+});
+
+test('subtee run: a Codex run that stalls on its first turn\'s model request is named by what it ' +
+  'printed, and its turn.started went on at once: the stall names the model request', () => {
+  const thread = { type: 'thread.started', thread_id: '01a232fc-b2a2-7b00-bbd1-93c4a49a2e6d' };
+  const printed = [thread, { type: 'turn.started' }].map((e) => JSON.stringify(e) + '\n').join('');
+  // Prints its thread and its turn, then never answers.
+  const codex = `process.stdout.write(${JSON.stringify(printed)}); setInterval(() => {}, 60_000);`;
+  const out = join(tmpDir(), 'out');
+  const flags = ['--stall-grace-ms', '0', '--idle-timeout-ms', '300', '--model-timeout-ms', '600'];
+  const argv = [BIN, 'run', '--out', out, '--stdout', 'none', '-q', ...flags, '--'];
+  const r = spawnSync(process.execPath, [...argv, process.execPath, '-e', codex], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  assert.equal(r.status, 124, r.stderr);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.stalled, true);
+  assert.equal(index.stall.allowedMs, 600, 'the turn is a model request in flight');
+  assert.equal(index.stall.waitingOn[0]?.kind, 'model', JSON.stringify(index.stall));
+  assert.match(index.run_id ?? '', /^[0-9a-f-]{36}$/);
+  assert.equal(readFileSync(join(out, 'main.jsonl'), 'utf8'), printed);
+  const again = join(tmpDir(), 'out');
+  const replay = boundedSubtee(['--out', again, '--stdout', 'none', '-q'], printed);
+  assert.equal(replay.status, 0, replay.stderr);
+  const replayed = JSON.parse(readFileSync(join(again, 'index.json'), 'utf8'));
+  assert.equal(replayed.run_id, index.run_id, 'a replay of what it printed');
+});

@@ -77,8 +77,9 @@ export const CODEX_RUN_ID_WAIT = Object.freeze({ lines: 64, bytes: 1024 * 1024 }
  * thread (`codex exec resume`, the same `thread_id`) gets another for each run that was asked
  * or answered anything else. A line not held as bytes (one too long to hold, a quarantined
  * piece) ends the wait before it; so do the CODEX_RUN_ID_WAIT bounds and another producer's
- * line (`settle`). The lines go on meanwhile: the caller stamps the id on the first record
- * after, so a run whose input ends while its id is pending has none.
+ * line (`settle`), and the input's end (`settle`: a run cut before its first turn's first
+ * event is named by the lines it has). The lines go on meanwhile: the caller stamps the id on
+ * the first record after, or at the end on a record of its own.
  */
 export class RunIdReader {
   id: string | null = null;

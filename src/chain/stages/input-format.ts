@@ -324,7 +324,8 @@ const withRunId = (value: JsonObject, runId: string): JsonObject => ({ ...value,
  * The first record of an input line after the stream named its run (see RunIdReader) carries
  * that id as its `uuid`, so the tree, `index.json` and every sink key the run on it. Lines never
  * wait for it: a Codex stream's first lines (its `turn.started`, which the watchdog reads as a
- * model request) go on at once, and the line that names the run carries its id.
+ * model request) go on at once, and the line that names the run carries its id (a run whose
+ * input ends first is named at the end, on a placeholder).
  */
 export class AgentEvents {
   readonly mapper: StreamMapper;
@@ -388,11 +389,7 @@ export class AgentEvents {
       this.run.producerVersion = this.version;
     }
     // The record that carries the line's own bytes takes the id (a derived one would show it).
-    const own = (value: JsonObject): JsonObject => {
-      if (this.stamped || this.runId.id === null) return value;
-      this.stamped = true;
-      return withRunId(value, this.runId.id);
-    };
+    const own = (value: JsonObject) => this.withId(value);
     // One event may name a long text on many lines: the copies are bounded by the event's size.
     const lines = shareRepeatedText(mapped.lines, rec.kind === 'line' ? rec.raw.length : 0);
     for (let i = 0; i < lines.length; i++) {
@@ -416,7 +413,20 @@ export class AgentEvents {
     }
   }
 
+  /** `value` with the run's id, if it is the first record to carry it. */
+  private withId(value: JsonObject): JsonObject {
+    if (this.stamped || this.runId.id === null) return value;
+    this.stamped = true;
+    return withRunId(value, this.runId.id);
+  }
+
   end(out: RecordBatch): void {
+    // A run cut while its id was pending (a Codex stream before its first turn's first item)
+    // is named by the lines read; no line of its own is left to carry the id, so a
+    // placeholder, shown nowhere, does.
+    this.runId.settle();
+    const named = this.withId(eventLine(this.producer, {}, null));
+    if (named.uuid !== undefined) out.push(derivedRecord(this.lastLineNo, named));
     const lines = shareRepeatedText(this.mapper.end(), 0);
     for (const line of lines) out.push(derivedRecord(this.lastLineNo, line));
   }
