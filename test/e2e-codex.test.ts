@@ -8,7 +8,7 @@ import { describeCli } from './e2e/cli-suite.js';
 import { startFakeResponses } from './e2e/fake-responses.js';
 import { readCodex } from './e2e/other-reader.js';
 import { CODEX_SCENARIOS } from './e2e/other-scenarios.js';
-import { pipeCliIntoSubtee } from './e2e/pipe-cli.js';
+import { pipeCliIntoSubtee, subteeRunsCli } from './e2e/pipe-cli.js';
 import { BIN, tmpDir } from './helpers/helpers.js';
 
 const skip =
@@ -49,6 +49,44 @@ describe('real Codex CLI whose API request fails', { skip }, () => {
       const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
       assert.equal(index.producer, 'codex');
       assert.equal(index.channels[0].status, 'failed');
+    } finally {
+      await api.close();
+    }
+  });
+});
+
+describe('real Codex CLI whose first model request is never answered', { skip }, () => {
+  test('`subtee run` stops it at the stall, before its first turn\'s first item: the run is named ' +
+    'by what it printed, a replay of that the same run; its turn.started was the model request ' +
+    'the watchdog waited on', async () => {
+    const api = await startFakeResponses();
+    try {
+      const out = join(tmpDir(), 'out');
+      // The idle allowance covers the CLI's start, before its first line; the model request's is longer.
+      const flags = ['--stall-grace-ms', '0', '--idle-timeout-ms', '8000', '--model-timeout-ms', '10000'];
+      const command = codexCommand({ prompt: 'SCRIPT:silent', apiUrl: api.url });
+      const r = await subteeRunsCli(BIN, command, out, flags);
+      assert.equal(r.code, 124, r.stderr);
+      const events = r.raw
+        .toString('utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
+      const turn = events.findIndex((e) => e.type === 'turn.started');
+      assert.ok(turn > 0 && events[0].type === 'thread.started', `a thread and its turn: ${r.raw}`);
+      assert.equal(events.length, turn + 1, 'nothing after the turn started');
+      const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+      assert.equal(index.producer, 'codex');
+      assert.equal(index.stalled, true);
+      assert.equal(index.stall.waitingOn[0]?.kind, 'model', JSON.stringify(index.stall));
+      const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+      assert.match(index.run_id ?? '', uuid, 'named by what it printed');
+      const again = join(tmpDir(), 'out');
+      const replay = spawnSync(process.execPath, [BIN, '--out', again, '--stdout', 'none', '-q'], {
+        input: r.raw,
+      });
+      assert.equal(replay.status, 0, String(replay.stderr));
+      assert.equal(JSON.parse(readFileSync(join(again, 'index.json'), 'utf8')).run_id, index.run_id);
     } finally {
       await api.close();
     }

@@ -16,7 +16,9 @@ export type CodexStep =
   | { type: 'call'; name: string; args: Record<string, unknown>; namespace?: string };
 
 export type CodexReply =
-  { kind: 'steps'; steps: CodexStep[] } | { kind: 'error'; status: number; message: string };
+  | { kind: 'steps'; steps: CodexStep[] }
+  | { kind: 'error'; status: number; message: string }
+  | { kind: 'silent' };
 
 export interface CodexTurn {
   script: string;
@@ -118,6 +120,8 @@ export const CODEX_SCRIPTS: Record<string, (t: CodexTurn) => CodexReply> = {
       };
     return say(`Leaf ${name} report: done.`);
   },
+  /** silent — a request never answered (the server's close ends it). */
+  silent: () => ({ kind: 'silent' }),
   /** broken — a subagent whose model request fails. */
   broken: () => ({ kind: 'error', status: 400, message: 'scripted failure for this subagent' }),
   /** spawn:A:B… — the main agent starts one subagent per script (`leaf.0` is `SCRIPT:leaf:0`). */
@@ -304,6 +308,7 @@ export async function startFakeResponses(): Promise<FakeResponses> {
       const t = codexTurnOf(body);
       log.push({ path, script: t?.script ?? null, turn: t?.turn ?? null });
       const reply = t ? CODEX_SCRIPTS[t.script](t) : say('OK');
+      if (reply.kind === 'silent') return;
       if (reply.kind === 'error') {
         res.writeHead(reply.status, { 'content-type': 'application/json' });
         res.end(
