@@ -792,6 +792,43 @@ test('MODEL_MISMATCH: a result naming one model and lines ' +
   assert.equal(report.channels.get(null)!.basis, 'estimated');
 });
 
+test("MODEL_MISMATCH judges the run's final result line, told once at the run's end: an earlier " +
+  'result naming another model tells nothing once a later one agrees', () => {
+  const words = [{ type: 'text', text: 'x'.repeat(40) }];
+  // The result's figures: those of the lines so far (100 input tokens a message, 10 output).
+  const result = (model: string, messages: number, usd: number) => ({
+    type: 'result',
+    total_cost_usd: usd,
+    modelUsage: { [model]: { inputTokens: 100 * messages, outputTokens: 10 * messages, costUSD: usd } },
+  });
+  const run = (first: string, final: string) => {
+    const warnings: string[] = [];
+    const ledger = new CostLedger(TABLE, (code, message) => warnings.push(`${code}: ${message}`));
+    ledger.observe(line('m1', 'm-a', { input_tokens: 100, output_tokens: 1 }, words), null);
+    ledger.observe(result(first, 1, 0.002), null);
+    // Read mid-run, as a subagent ending after the result and the live views read it.
+    ledger.observe(line('s1', 'm-a', { input_tokens: 100, output_tokens: 1 }, words), 'sub');
+    const midRun = [ledger.endCost('sub'), ledger.channelCost(null), ledger.reportSoFar()];
+    assert.ok(midRun.every((figures) => figures !== null));
+    assert.deepEqual(warnings, []);
+    ledger.observe(result(final, 2, 0.004), null);
+    const report = ledger.report();
+    ledger.report();
+    return { warnings, report };
+  };
+  const agrees = run('gateway/m-a', 'm-a');
+  assert.deepEqual(agrees.warnings, []);
+  const figures = (r: typeof agrees.report) => [r.usd, r.channels_usd, r.unattributed_usd];
+  assert.deepEqual(figures(agrees.report), [0.004, 0.004, 0]);
+  assert.deepEqual(Object.keys(agrees.report.models), ['m-a']);
+  const renamed = run('m-a', 'gateway/m-a');
+  assert.deepEqual(renamed.warnings, [
+    'MODEL_MISMATCH: the result line names model gateway/m-a and the assistant lines m-a: ' +
+      "the result's figures for gateway/m-a are taken as m-a's",
+  ]);
+  assert.deepEqual(figures(renamed.report), [0.004, 0.004, 0]);
+});
+
 test("lines naming no model take the init line's (Gemini CLI's init.model)", () => {
   const ledger = new CostLedger(TABLE);
   ledger.observe({ type: 'system', subtype: 'init', model: 'm-a', cwd: '/w' }, null);

@@ -414,6 +414,45 @@ test("12,000 subagents: index.json's subtree_usd and channels_usd and the projec
   }
 });
 
+test("MODEL_MISMATCH in index.json judges the run's final result line: a subagent ending after an " +
+  'earlier result naming another model leaves no warning once the final result agrees', () => {
+  const model = 'claude-sonnet-4-5';
+  const usage = { input_tokens: 100, output_tokens: 10 };
+  const message = (id: string, content: unknown[]) => ({ id, role: 'assistant', model, content, usage });
+  const result = (named: string, messages: number, usd: number) => ({
+    type: 'result',
+    subtype: 'success',
+    total_cost_usd: usd,
+    modelUsage: { [named]: { inputTokens: 100 * messages, outputTokens: 10 * messages, costUSD: usd } },
+  });
+  const input = { description: 'task', prompt: 'look', run_in_background: true };
+  const launched = [{ tool_use_id: 'toolu_1', type: 'tool_result', content: 'Async agent launched' }];
+  const spawn = message('m1', [{ type: 'tool_use', id: 'toolu_1', name: 'Agent', input }]);
+  const found = message('s1', [{ type: 'text', text: 'found it' }]);
+  const stream = (first: string, final: string) => {
+    const lines = [
+      { type: 'system', subtype: 'init', cwd: '/w', model, session_id: 's' },
+      { type: 'assistant', message: spawn },
+      { type: 'user', message: { role: 'user', content: launched } },
+      result(first, 1, 0.002),
+      { type: 'assistant', parent_tool_use_id: 'toolu_1', message: found },
+      { type: 'system', subtype: 'task_notification', tool_use_id: 'toolu_1', status: 'completed' },
+      { type: 'assistant', message: message('m2', [{ type: 'text', text: 'done' }]) },
+      result(final, 3, 0.006),
+    ];
+    const path = join(tmpDir(), 'turns.jsonl');
+    writeFileSync(path, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    return path;
+  };
+  const mismatches = (r: ReturnType<typeof runCli>) => [
+    r.index.warnings.filter((w: any) => w.code === 'MODEL_MISMATCH').length,
+    r.stderr.split('\n').filter((l) => l.includes('MODEL_MISMATCH')).length,
+    r.index.cost.channels_usd,
+  ];
+  assert.deepEqual(mismatches(runCli(stream(`gateway/${model}`, model))), [0, 0, 0.006]);
+  assert.deepEqual(mismatches(runCli(stream(model, `gateway/${model}`))), [1, 1, 0.006]);
+});
+
 test("pino: each status event carries its channel's dollars (cost_usd)", () => {
   const file = join(FIXTURES, 'nested-depth-3.jsonl');
   const reading = readRecording(readFileSync(file, 'utf8'));

@@ -147,7 +147,10 @@ export type ReadonlyCostReport = Readonly<Omit<CostReport, 'models' | 'channels'
 
 /** The ledger as sinks, views and plugins read it: figures out, nothing to set. */
 export interface CostView {
-  /** The run's report: at its end, tells COST_DISAGREES (once) when the result disagrees. */
+  /**
+   * The run's report: at its end, tells COST_DISAGREES (once) when the result disagrees, and
+   * MODEL_MISMATCH (once) when the result took as another model's is the run's final one.
+   */
   report(): ReadonlyCostReport;
   /** The report as it stands now, read mid-run (a live view): no warning is told. */
   reportSoFar(): ReadonlyCostReport;
@@ -409,8 +412,12 @@ export class CostLedger {
   runCwd: string | null = null;
   /** The model an init line names (Gemini CLI's `init.model`): lines that name none use it. */
   private initModel: string | null = null;
-  /** Models the result names and the lines do not, mapped to the one model the lines name. */
-  private mismatch: { result: string; lines: string } | null = null;
+  /**
+   * MODEL_MISMATCH as the latest report found it (null: none), and whether it was told: the
+   * run's final result is judged, not an earlier one that later lines may replace.
+   */
+  private mismatch: string | null = null;
+  private mismatchTold = false;
 
   constructor(
     public prices: PriceTable = PRICE_TABLE,
@@ -1003,10 +1010,15 @@ export class CostLedger {
   report(): ReadonlyCostReport {
     const report = this.reportNow();
     // Told once, by a report asked for as such (the run's end), never by a channel's figure
-    // read mid-run, while later lines may still change either side.
+    // read mid-run, while later lines may still change either side (a later result line
+    // replaces an earlier one, naming its models anew).
     if (this.disagreement !== null && !this.disagreementTold) {
       this.disagreementTold = true;
       this.warn?.('COST_DISAGREES', this.disagreement);
+    }
+    if (this.mismatch !== null && !this.mismatchTold) {
+      this.mismatchTold = true;
+      this.warn?.('MODEL_MISMATCH', this.mismatch);
     }
     return report;
   }
@@ -1034,25 +1046,25 @@ export class CostLedger {
 
   /**
    * The result's per-model figures, with a model the lines never name under the one model
-   * they do, when each side names exactly one (a gateway, an alias): MODEL_MISMATCH, once.
+   * they do, when each side names exactly one (a gateway, an alias: see `renamed`).
    */
-  private resultModels(
-    lineModels: readonly string[],
-  ): Map<string, ResultModel> {
-    const models = this.result?.models ?? new Map();
-    if (models.size !== 1 || lineModels.length !== 1) return models;
-    const [[named, usage]] = [...models];
+  private resultModels(lineModels: readonly string[]): Map<string, ResultModel> {
+    const models = this.result?.models ?? new Map<string, ResultModel>();
+    const renamed = this.renamed(lineModels);
+    return renamed === null ? models : new Map([[renamed.lines, models.get(renamed.result)!]]);
+  }
+
+  /**
+   * The one model the result names and the one model the lines name (`lineModels`), when they
+   * differ: the result's figures are taken as the lines' model's. Null when they agree, or
+   * either side names more than one.
+   */
+  private renamed(lineModels: readonly string[]): { result: string; lines: string } | null {
+    const models = this.result?.models;
+    if (!models || models.size !== 1 || lineModels.length !== 1) return null;
+    const [named] = models.keys();
     const used = lineModels[0];
-    if (named === used || used === UNNAMED_MODEL) return models;
-    if (this.mismatch === null) {
-      this.mismatch = { result: named, lines: used };
-      this.warn?.(
-        'MODEL_MISMATCH',
-        `the result line names model ${printable(named)} and the assistant lines ${printable(used)}: ` +
-          `the result's figures for ${printable(named)} are taken as ${printable(used)}'s`,
-      );
-    }
-    return new Map([[used, usage]]);
+    return named === used || used === UNNAMED_MODEL ? null : { result: named, lines: used };
   }
 
   /**
@@ -1123,6 +1135,13 @@ export class CostLedger {
     for (const [, ledger] of channels)
       for (const m of ledger.models.names()) if (!seen.has(m) && seen.add(m)) lineModels.push(m);
     const resultModels = this.resultModels(lineModels);
+    // Judged on each report, told by the run's end (report()): the final result is the run's.
+    const renamed = this.renamed(lineModels);
+    this.mismatch =
+      renamed &&
+      `the result line names model ${printable(renamed.result)} and the assistant lines ` +
+        `${printable(renamed.lines)}: the result's figures for ${printable(renamed.result)} ` +
+        `are taken as ${printable(renamed.lines)}'s`;
     const modelIds = [...lineModels];
     for (const m of resultModels.keys()) if (!seen.has(m) && seen.add(m)) modelIds.push(m);
 
