@@ -216,7 +216,6 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
       kit: `^${KIT_VERSION}`,
       options: {},
       create: (_options, ctx) => {
-        projection.display = ctx.display;
         projection.store = ctx.channelStore;
         return createProjectionSink({ session: ctx.session, projection });
       },

@@ -12,7 +12,11 @@ import { createStdoutSink } from '../src/chain/sinks/stdout.js';
 import { PassThrough, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { once } from 'node:events';
-import { truncateMiddle } from '../src/chain/stages/thinking-truncator.js';
+import { createThinkingTruncator, truncateMiddle } from '../src/chain/stages/thinking-truncator.js';
+import { createLineParser } from '../src/chain/stages/line-parser.js';
+import { createChannelRouter } from '../src/chain/stages/channel-router.js';
+import { createFilesSink } from '../src/chain/sinks/files.js';
+import { UsageError } from '../src/errors.js';
 import { BIN, ROOT, chunked, linesOf, readTree, tmpDir } from './helpers/helpers.js';
 
 const thinkingLine = (parent: string | null, text: string, type = 'assistant') =>
@@ -83,6 +87,72 @@ for (const [mode, type] of ['keep', 'truncate', 'drop', 'file'].flatMap((m) => [
     assert.ok(log.includes('after'));
   });
 }
+
+// A program composing the factories itself: the truncator's options are the run's one policy,
+// which every view reads from the run, even a sink made before the truncator.
+for (const mode of ['keep', 'truncate', 'drop', 'file'] as const) {
+  test(`factories composed by hand, --thinking ${mode}: .log, pino, index.json display and ` +
+    'counts all show the truncator\'s policy', async () => {
+    const out = join(tmpDir(), 'out');
+    const pinoFile = join(tmpDir(), 'events.log');
+    const session = new Session();
+    const files = createFilesSink({ session, out });
+    const pino = createPinoSink({ session, destination: pinoFile });
+    const truncator = createThinkingTruncator({ session, mode, maxChars: 100 });
+    await pipeline(
+      chunked([inputOf('assistant')]),
+      createLineParser({ session }),
+      createChannelRouter({ session }),
+      truncator,
+      files,
+      pino,
+    );
+    const tree = readTree(out);
+    const log = tree.get('main.log')!.toString();
+    const index = JSON.parse(tree.get('index.json')!.toString());
+    assert.deepEqual(index.display, { thinking: mode, thinking_chars: 100 });
+    assert.deepEqual(session.display, { thinking: mode, thinkingChars: 100 });
+    const shown = readFileSync(pinoFile, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((e) => e.kind === 'thinking')
+      .map((e) => e.content as string);
+    const whole = long.length + 'short one'.length;
+    const counts = index.channels[0].thinking;
+    assert.equal(counts.kept_chars + counts.cut_chars, whole);
+    if (mode === 'keep') {
+      assert.ok(log.includes(long));
+      assert.deepEqual(shown, [long, 'short one']);
+      assert.equal(counts.cut_chars, 0);
+    } else if (mode === 'truncate') {
+      assert.ok(!log.includes('MIDDLE') && log.includes(`[…${long.length - 100} chars cut…]`));
+      assert.deepEqual(shown, [truncateMiddle(long, 100).text, 'short one']);
+      assert.equal(counts.cut_chars, long.length - 100);
+    } else if (mode === 'drop') {
+      assert.ok(!log.includes('[thinking]'));
+      assert.deepEqual(shown, []);
+      assert.equal(counts.kept_chars, 0);
+    } else {
+      assert.ok(!log.includes('MIDDLE') && log.includes('in the .thinking.log beside this transcript'));
+      assert.ok(tree.get('main.thinking.log')!.toString().includes(long));
+      assert.ok(shown.every((text) => !text.includes('MIDDLE')));
+      assert.equal(counts.kept_chars, 0);
+    }
+  });
+}
+
+test('a second truncator stating another policy for the same run is refused: ERR_DISPLAY_POLICY', () => {
+  const session = new Session();
+  createThinkingTruncator({ session, mode: 'drop' });
+  // The same policy again changes nothing.
+  createThinkingTruncator({ session, mode: 'drop' });
+  assert.throws(
+    () => createThinkingTruncator({ session, mode: 'truncate', maxChars: 50 }),
+    (err: UsageError) => err.code === 'ERR_DISPLAY_POLICY' && /drop already, not truncate to 50/.test(err.message),
+  );
+  assert.deepEqual(session.display, { thinking: 'drop', thinkingChars: 2000 });
+});
 
 test('pino sink: one line per event with channel fields and levels; pino-pretty reads it', async () => {
   const out = join(tmpDir(), 'out');

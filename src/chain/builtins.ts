@@ -18,7 +18,7 @@ import { reportSinkDefinition } from './sinks/report-options.js';
 const pinoSinkPlugin = defineLoadedBuiltin(
   pinoSinkDefinition,
   { code: () => import('./sinks/pino.js') },
-  (m, o, ctx) => m.createPinoSink({ ...o, session: ctx.session, display: ctx.display }),
+  (m, o, ctx) => m.createPinoSink({ ...o, session: ctx.session }),
 );
 const otlpSinkPlugin = defineLoadedBuiltin(
   otlpSinkDefinition,
@@ -34,15 +34,13 @@ const clickhouseSinkPlugin = defineLoadedBuiltin(
       ...o,
       spoolDir: o.spoolDir ?? ctx.out,
       session: ctx.session,
-      display: ctx.display,
       signal: ctx.signal,
     }),
 );
 const reportSinkPlugin = defineLoadedBuiltin(
   reportSinkDefinition,
   { code: () => import('./sinks/report.js') },
-  (m, o, ctx) =>
-    m.createReportSink({ ...o, session: ctx.session, stderr: ctx.stderr, display: ctx.display }),
+  (m, o, ctx) => m.createReportSink({ ...o, session: ctx.session, stderr: ctx.stderr }),
 );
 
 /**

@@ -148,7 +148,8 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
 
 /**
  * The run's one display policy, from the thinking truncator's options (`--thinking`): every
- * view applies it. A chain without that stage shows thinking whole.
+ * view applies it, reading it from the run (`Session.display`). A chain without that stage
+ * shows thinking whole.
  */
 export function displayPolicyOf(spec: ChainSpec): DisplayPolicy {
   const stage = spec.stages.find((c) => c.use === 'thinking-truncator');
@@ -182,6 +183,9 @@ function assembleChain(
   const registry = options.registry ?? builtinRegistry();
   checkChain(spec, registry);
   const session = options.session ?? new Session();
+  // Stated before any component is made, so a plugin made before the thinking truncator reads
+  // the same policy; the truncator states the same again.
+  session.stateDisplay(displayPolicyOf(spec));
   const calls = pending ?? new Set<PendingPluginCall>();
   const parts = [...spec.stages, ...spec.sinks].map((c) => {
     const def = registry.get(c.use) as PluginDefinition;
@@ -193,7 +197,7 @@ function assembleChain(
   const out = parts.find((p) => p.def === filesSinkPlugin)?.opts.out as string | undefined;
   const ctx: BuiltinContext = {
     session,
-    display: displayPolicyOf(spec),
+    display: session.display,
     env: options.env ?? process.env,
     stderr: options.stderr ?? process.stderr,
     signal: options.signal,

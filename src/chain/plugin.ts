@@ -22,7 +22,10 @@ export interface PluginContext {
    * subtee's own stages and sinks get the chain's Session (BuiltinContext).
    */
   session: PluginRun;
-  /** How every view shows what the run said (`--thinking`): one policy for the whole chain. */
+  /**
+   * How every view shows what the run said (`--thinking`): the one policy of the run, as
+   * `session.display` reads it.
+   */
   display: DisplayPolicy;
   env: NodeJS.ProcessEnv;
   /** Human-readable diagnostics (never stdout). */

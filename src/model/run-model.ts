@@ -1,4 +1,4 @@
-import { SubteeError } from '../errors.js';
+import { SubteeError, UsageError } from '../errors.js';
 import {
   CostLedger,
   type CostBasis,
@@ -6,7 +6,7 @@ import {
   type ReadonlyChannelCost,
   type UsageEvent,
 } from './cost.js';
-import { ThinkingCounts } from './display.js';
+import { DISPLAY_DEFAULTS, displayPolicy, ThinkingCounts, type DisplayPolicy } from './display.js';
 import type { Stall } from './in-flight.js';
 import type { JsonObject } from './message.js';
 import {
@@ -115,6 +115,11 @@ export interface RunView {
   readonly warnings: readonly Warning[];
   warningAt(index: number): Promise<Warning>;
   readonly thinking: Pick<ThinkingCounts, 'policy' | 'of'>;
+  /**
+   * How every view of the run shows what it said: the one policy stated for the run (see
+   * RunModel.stateDisplay), thinking whole while none is.
+   */
+  readonly display: DisplayPolicy;
   readonly stall: Stall | null;
 }
 
@@ -163,6 +168,10 @@ export class RunModel implements RunView {
    * `thinking`), once a thinking truncator states the policy; none counted before.
    */
   readonly thinking = new ThinkingCounts();
+  get display(): DisplayPolicy {
+    return this.#display ?? DISPLAY_DEFAULTS;
+  }
+  #display: DisplayPolicy | null = null;
   /** Whether the run went silent past its allowance (see recordStall). */
   get stalled(): boolean {
     return this.#stall !== null;
@@ -237,6 +246,24 @@ export class RunModel implements RunView {
         return Object.freeze({ ...ev, figures });
       }),
     );
+  }
+
+  /**
+   * States the run's one display policy (`display`), which every view reads from the run:
+   * the thinking truncator states its options (`buildChain` states them before it makes any
+   * component). The same policy stated again changes nothing; a different one is refused
+   * (ERR_DISPLAY_POLICY), so two views of one run never show it two ways.
+   */
+  stateDisplay(policy: DisplayPolicy): void {
+    const stated = displayPolicy(policy);
+    const was = this.#display;
+    if (was === null) this.#display = stated;
+    else if (was.thinking !== stated.thinking || was.thinkingChars !== stated.thinkingChars)
+      throw new UsageError(
+        'ERR_DISPLAY_POLICY',
+        `the run's display policy is stated once: thinking ${shownPolicy(was)} already, ` +
+          `not ${shownPolicy(stated)}`,
+      );
   }
 
   /** `count` input lines read (blank ones are counted apart, see countBlankLine). */
@@ -333,6 +360,9 @@ export class RunModel implements RunView {
     return why;
   }
 }
+
+const shownPolicy = (p: DisplayPolicy): string =>
+  p.thinking === 'truncate' ? `truncate to ${p.thinkingChars} chars` : p.thinking;
 
 /** A channel's cost as its own frozen object (one read from a report is frozen already). */
 function frozenCost(cost: ReadonlyChannelCost | null): ReadonlyChannelCost | null {

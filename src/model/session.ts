@@ -189,6 +189,9 @@ export function pluginRunOf(model: Session): PluginRun {
       },
       of: (channel: string | null) => model.thinking.of(channel),
     }),
+    get display() {
+      return model.display;
+    },
     get stall() {
       return frozenStall(model.stall);
     },

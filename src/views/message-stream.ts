@@ -257,7 +257,7 @@ export class MessageAssembler {
    */
   private ledger: CostLedger | null = null;
 
-  /** `display`: the run's display policy, read as each line is taken (the chain sets it). */
+  /** `display`: the run's display policy (`run.display`), read as each line is taken. */
   constructor(private readonly display: () => DisplayPolicy = () => DISPLAY_DEFAULTS) {}
 
   /**

@@ -1,4 +1,4 @@
-import { CUT_LENGTHS, type DisplayPolicy } from '../../model/display.js';
+import { CUT_LENGTHS } from '../../model/display.js';
 import type { SinkRun } from '../../model/session.js';
 import { httpUrlProblem } from '../../shown-url.js';
 import { BUILTIN_KIT, type PluginManifest } from '../plugin.js';
@@ -48,8 +48,6 @@ export interface ClickHouseSinkOptions {
   resend?: string;
   /** The chain's session, shared by every stage (required). */
   session: SinkRun;
-  /** How rows show thinking (`--thinking`); whole without one. */
-  display?: DisplayPolicy;
   /**
    * Aborted to stop at once (the command line's second signal): the end waits for nothing,
    * what is not sent stays in the spool.
@@ -58,7 +56,7 @@ export interface ClickHouseSinkOptions {
 }
 
 export const clickhouseSinkDefinition: PluginManifest<
-  Omit<ClickHouseSinkOptions, 'session' | 'spoolDir' | 'display' | 'signal'> & { spoolDir?: string }
+  Omit<ClickHouseSinkOptions, 'session' | 'spoolDir' | 'signal'> & { spoolDir?: string }
 > = {
   name: 'clickhouse',
   kind: 'sink',

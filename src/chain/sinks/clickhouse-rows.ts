@@ -286,19 +286,23 @@ export class RowBuilder {
   /** The run's cost ledger: each channel row carries the channel's model and dollars. */
   private readonly costs: Pick<CostView, 'channelCost' | 'unattributedUsd'> | null;
 
-  /** How rows show thinking: a block the policy drops has no text. */
-  private readonly display: DisplayPolicy;
+  /**
+   * How rows show thinking: a block the policy drops has no text. A function reads the
+   * run's policy as each row is made (the sink's: `() => run.display`).
+   */
+  private readonly display: () => DisplayPolicy;
 
   constructor(
     options: {
       runId?: string;
       maxContentChars?: number;
       costs?: Pick<CostView, 'channelCost' | 'unattributedUsd'>;
-      display?: DisplayPolicy;
+      display?: DisplayPolicy | (() => DisplayPolicy);
     } = {},
   ) {
     this.runId = options.runId ?? null;
-    this.display = options.display ?? DISPLAY_DEFAULTS;
+    const display = options.display ?? DISPLAY_DEFAULTS;
+    this.display = typeof display === 'function' ? display : () => display;
     this.costs = options.costs ?? null;
     this.maxChars = options.maxContentChars ?? ROW_BUILDER_DEFAULTS.maxContentChars;
   }
@@ -367,7 +371,7 @@ export class RowBuilder {
       for (const b of rawBlocks(v)) kinds.add(typeof b.type === 'string' ? b.type : 'unknown');
     if (kind === 'system') texts.push(nonEmpty(v.summary) ?? nonEmpty(v.description) ?? '');
     // What the line says as every view reads it, thinking as the display policy shows it.
-    else for (const item of lineContent(v, this.display)) texts.push(itemText(item));
+    else for (const item of lineContent(v, this.display())) texts.push(itemText(item));
     // Where the channel was as the line was routed, not as the tree has it by now.
     const ch = rec.place ?? rec.channel ?? null;
     const usage = usageColumns(rec.usage);

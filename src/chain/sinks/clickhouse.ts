@@ -7,7 +7,6 @@ import { onceLoader } from '../../optional-package.js';
 import { shownUrl, withoutUrlSecrets } from '../../shown-url.js';
 import type { RecordBatch } from '../../model/record.js';
 import { requireSession, type SinkRun } from '../../model/session.js';
-import type { DisplayPolicy } from '../../model/display.js';
 import {
   quoteTableName,
   RowBuilder,
@@ -182,7 +181,7 @@ class ClickHouseSink extends BatchTransform {
       runId: opts.runId,
       maxContentChars: opts.maxContentChars,
       costs: this.#run.cost,
-      display: options.display,
+      display: () => this.#run.display,
     });
     this.#spool = new Spool(() => {
       const dir = typeof opts.spoolDir === 'function' ? opts.spoolDir() : opts.spoolDir;

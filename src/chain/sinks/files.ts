@@ -29,7 +29,6 @@ import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.
 import { escapeControl, escapeOneLine } from '../../views/escape.js';
 import { costLine, headerLines, renderRecord, spooledLine, statusLine } from '../../views/text.js';
 import { requireSession, type SinkRun } from '../../model/session.js';
-import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import { fullThinking } from '../../model/content.js';
 import { viewOf } from '../../model/line-view.js';
 import { systemSubtypeOf } from '../../model/message.js';
@@ -63,8 +62,6 @@ export interface FilesSinkOptions {
   force?: boolean;
   /** The chain's session, shared by every stage (required). */
   session: SinkRun;
-  /** How the `.log` transcripts show thinking (`file`: whole in `<channel>.thinking.log`). */
-  display?: DisplayPolicy;
   /**
    * Where each channel's files are named, shared with whoever reads them back (the chain
    * builds one from these options); the sink makes its own when none is given.
@@ -188,7 +185,6 @@ export function createFilesSink(options: FilesSinkOptions): Transform {
 class FilesSink extends BatchTransform {
   readonly #opts: typeof FILES_SINK_DEFAULTS & FilesSinkOptions;
   readonly #run: SinkRun;
-  readonly #display: DisplayPolicy;
   readonly #files: AppendFiles;
   readonly #store: FileChannelStore;
   readonly #byChannel = new Map<string | null, ChannelFiles>();
@@ -209,7 +205,6 @@ class FilesSink extends BatchTransform {
     const opts = withDefaults(FILES_SINK_DEFAULTS, options);
     this.#opts = opts;
     this.#run = requireSession(options, 'createFilesSink');
-    this.#display = options.display ?? DISPLAY_DEFAULTS;
     prepareOutDir(opts.out, opts.force);
     this.#files = new AppendFiles(opts.out, opts.maxOpenFiles, opts.force);
     const run = this.#run;
@@ -324,7 +319,7 @@ class FilesSink extends BatchTransform {
       files.writeLine(f.jsonlFile, rec.raw);
     }
     if (lines.length > 0) files.writeText(f.logFile, lines.join('\n') + '\n');
-    if (this.#display.thinking === 'file') this.#writeThinking(f, rec);
+    if (this.#run.display.thinking === 'file') this.#writeThinking(f, rec);
   }
 
   /**
@@ -350,7 +345,7 @@ class FilesSink extends BatchTransform {
       // A task_started line may give a channel its agent and description without an event:
       // no string of it takes more room in the index than the line's own JSON text.
       if (systemSubtypeOf(viewOf(rec)) === 'task_started') this.#indexRoom += rec.raw.length;
-      return renderRecord(rec, this.#display);
+      return renderRecord(rec, this.#run.display);
     } catch (err) {
       const why = this.#run.recordFailed('files', rec.lineNo, err);
       return [`[line ${rec.lineNo} could not be shown: ${escapeOneLine(why)}]`];
@@ -382,7 +377,7 @@ class FilesSink extends BatchTransform {
       const f = byChannel.get(ch.id);
       return f && pathsOf(f);
     };
-    const index = indexForWriting(this.#run, paths, quarantine, costs, this.#display);
+    const index = indexForWriting(this.#run, paths, quarantine, costs, this.#run.display);
     const path = join(this.#opts.out, 'index.json');
     // Into the room reserved for it: on a full disk too. Should the document outgrow it (a
     // stream of many models), a fresh temporary file, then with the room of live spools.
@@ -534,7 +529,7 @@ function linesIn(out: string, rel: string): number {
 
 const LF = 0x0a;
 
-type FilesSinkConfig = Omit<FilesSinkOptions, 'session' | 'display' | 'store' | 'stopInput'>;
+type FilesSinkConfig = Omit<FilesSinkOptions, 'session' | 'store' | 'stopInput'>;
 
 export const filesSinkPlugin = defineBuiltin<FilesSinkConfig>({
   name: 'files',
@@ -574,7 +569,6 @@ export const filesSinkPlugin = defineBuiltin<FilesSinkConfig>({
     return createFilesSink({
       ...o,
       session: ctx.session,
-      display: ctx.display,
       store: shared,
       stopInput: ctx.stopInput,
     });

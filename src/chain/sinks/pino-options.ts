@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { CUT_LENGTHS, type DisplayPolicy } from '../../model/display.js';
+import { CUT_LENGTHS } from '../../model/display.js';
 import type { SinkRun } from '../../model/session.js';
 import { BUILTIN_KIT, type PluginManifest } from '../plugin.js';
 
@@ -31,11 +31,9 @@ export interface PinoSinkOptions {
   maxContentChars?: number;
   /** The chain's session, shared by every stage (required). */
   session: SinkRun;
-  /** How events show thinking (`--thinking`); whole without one. */
-  display?: DisplayPolicy;
 }
 
-export const pinoSinkDefinition: PluginManifest<Omit<PinoSinkOptions, 'session' | 'logger' | 'display'>> = {
+export const pinoSinkDefinition: PluginManifest<Omit<PinoSinkOptions, 'session' | 'logger'>> = {
   name: 'pino',
   kind: 'sink',
   kit: BUILTIN_KIT,

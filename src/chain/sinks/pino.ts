@@ -456,7 +456,7 @@ class PinoSink extends BatchTransform {
   #logLine(rec: LineRecord): void {
     let events: PinoEvent[];
     try {
-      events = pinoEvents(rec, this.#opts.maxContentChars, true, this.#opts.display);
+      events = pinoEvents(rec, this.#opts.maxContentChars, true, this.#run.display);
     } catch (err) {
       // A line the sink cannot read (a plugin stage made it unreadable) costs only its own
       // events: it is counted and reported once, and every other line is still logged.

@@ -1,6 +1,5 @@
 import type { Writable } from 'node:stream';
 import { UsageError } from '../../errors.js';
-import type { DisplayPolicy } from '../../model/display.js';
 import type { SinkRun } from '../../model/session.js';
 import { REPORT_DEFAULTS, type ReportLimits } from '../../views/report/model.js';
 import { BUILTIN_KIT, type PluginManifest } from '../plugin.js';
@@ -40,7 +39,7 @@ export function parseServe(value: string): ServeAddress {
 /** The report's limits a config sets; the others are the page's own. */
 export type ReportPluginOptions = Omit<
   ReportSinkOptions,
-  'session' | 'stderr' | 'flushMs' | 'display' | Exclude<keyof ReportLimits, 'maxPageBytes' | 'channelChars'>
+  'session' | 'stderr' | 'flushMs' | Exclude<keyof ReportLimits, 'maxPageBytes' | 'channelChars'>
 >;
 
 export interface ReportSinkOptions extends Partial<ReportLimits> {
@@ -53,8 +52,6 @@ export interface ReportSinkOptions extends Partial<ReportLimits> {
   flushMs?: number;
   session?: SinkRun;
   stderr?: Writable;
-  /** How the pages show thinking (`--thinking`): the live one, and report.html at the end. */
-  display?: DisplayPolicy;
 }
 
 export const reportSinkDefinition: PluginManifest<ReportPluginOptions> = {

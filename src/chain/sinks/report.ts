@@ -6,7 +6,6 @@ import type { RecordBatch } from '../../model/record.js';
 import type { SinkRun } from '../../model/session.js';
 import { reportLine, subteeVersion } from '../../views/report/build.js';
 import { channelReaderFor } from '../stages/input-format.js';
-import type { DisplayPolicy } from '../../model/display.js';
 import { LiveReport, ReportFeed } from '../../views/report/live.js';
 import type { ReportLimits } from '../../views/report/model.js';
 import { pageHtml } from '../../views/report/page.js';
@@ -68,7 +67,6 @@ class ReportSink extends BatchTransform {
           options.session,
           subteeVersion(),
           this.#limits,
-          options.display,
           opts.out !== undefined,
         )
       : null;
@@ -141,7 +139,8 @@ class ReportSink extends BatchTransform {
     this.#live?.flush(true);
     this.#feed?.end();
     if (this.#opts.html) {
-      const display = this.#opts.display;
+      // The run's policy; without a session, the one index.json records.
+      const display = this.#opts.session?.display;
       const options = { ...this.#limits, channelReader: channelReaderFor, display };
       const report = writeReport(this.#opts.out!, options);
       if (!this.#opts.quiet) this.#stderr.write(reportLine(report));

@@ -26,17 +26,17 @@ export interface ThinkingTruncatorOptions {
 
 /**
  * Thinking truncator: records in, the same records out, untouched. Its options are the
- * run's display policy for thinking (`displayPolicyOf`, which every view applies: the
- * `.log`, pino, ClickHouse, the report, the projection); the stage states that policy to
- * the session's thinking counts and counts each thinking block of a channel there, into
+ * run's display policy for thinking: the stage states them to the session (`stateDisplay`),
+ * where every view reads them (the `.log`, pino, ClickHouse, the report, the projection,
+ * `index.json`'s `display`), and counts each thinking block of a channel under them, into
  * index.json as `thinking: { kept_chars, cut_chars }`.
  * The raw line is never changed, so `.jsonl` files keep everything.
  */
 export function createThinkingTruncator(options: ThinkingTruncatorOptions): Transform {
   const opts = withDefaults(THINKING_TRUNCATOR_DEFAULTS, options);
   const run = requireSession(options, 'createThinkingTruncator');
-  const policy = displayPolicy({ thinking: opts.mode, thinkingChars: opts.maxChars });
-  run.thinking.countWith(policy);
+  run.stateDisplay(displayPolicy({ thinking: opts.mode, thinkingChars: opts.maxChars }));
+  run.thinking.countWith(run.display);
   return createBatchTransform({
     transformBatch(batch: RecordBatch) {
       for (const rec of batch) {

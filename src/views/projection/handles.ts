@@ -8,7 +8,6 @@ import {
   type ChannelSnapshot,
   type ChannelTimes,
 } from '../../model/tree.js';
-import type { DisplayPolicy } from '../../model/display.js';
 import type { CostBasis, TokensBasis, UsageEvent } from '../../model/cost.js';
 import { channelUsage } from '../cost.js';
 import { Feed } from '../feed.js';
@@ -30,7 +29,6 @@ import {
 export interface HandleHost {
   readonly session: SinkRun;
   readonly finished: boolean;
-  readonly display: DisplayPolicy;
   /** Ids from main down to the channel, frozen. */
   pathOf(id: string | null): readonly string[];
   childrenOf(id: string | null): AsyncIterable<SubagentHandle>;
@@ -208,7 +206,7 @@ export class SubagentHandleImpl implements SubagentHandle {
 export function messagesOf(projection: HandleHost, id: string | null): AsyncIterable<Message> {
   return {
     [Symbol.asyncIterator]: () => {
-      const assembler = new MessageAssembler(() => projection.display);
+      const assembler = new MessageAssembler(() => projection.session.display);
       return projection.openReader<Message>(
         'messages',
         id,

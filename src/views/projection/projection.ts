@@ -9,7 +9,6 @@ import {
   type JsonObject,
   type Usage,
 } from '../../model/message.js';
-import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
 import type { SinkRun } from '../../model/session.js';
 import { lineValue, viewOf } from '../../model/line-view.js';
@@ -132,8 +131,6 @@ function lineEvent(
  * nothing per line unless a reader is open, or (without files) within `maxBufferedBytes`.
  */
 export class Projection implements HandleHost {
-  /** The run's display policy (`--thinking`) for message blocks; the chain's projection sink sets it. */
-  display: DisplayPolicy = DISPLAY_DEFAULTS;
   /**
    * Where a late reader replays a channel's lines from (the files sink's `.jsonl` files), as
    * the chain built it; null: from memory. The chain's projection sink sets it.

@@ -1,4 +1,4 @@
-import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
+import { DISPLAY_DEFAULTS } from '../../model/display.js';
 import type { JsonObject } from '../../model/message.js';
 import type { RecordBatch } from '../../model/record.js';
 import { channelUsage, indexCost } from '../cost.js';
@@ -239,7 +239,6 @@ export class LiveReport {
     private readonly run: SinkRun | undefined,
     private readonly subtee: string,
     limits: Partial<ReportLimits> = {},
-    private readonly display: DisplayPolicy = DISPLAY_DEFAULTS,
     /** Whether the report's run writes an output folder (the sink's `out`): its quarantine file. */
     private readonly writesFolder = false,
   ) {
@@ -275,7 +274,7 @@ export class LiveReport {
       if (!rec.channel) continue;
       const t = this.track(rec.channel as ChannelFields);
       if (!this.repriced && repricesAll(rec.value) && this.run?.cost.hasResult) this.repriced = true;
-      const f = lineFacts(rec.value, this.limits, this.display);
+      const f = lineFacts(rec.value, this.limits, this.run?.display ?? DISPLAY_DEFAULTS);
       if (f.version) this.version = f.version;
       if (f.session) this.session = f.session;
       for (let k = 0; k < f.tools; k++) t.budget.tick(f.time);
