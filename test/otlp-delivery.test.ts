@@ -401,6 +401,28 @@ describe('SpanDelivery against a loopback OTLP/HTTP receiver', () => {
     await shutdown();
   });
 
+  test("a burst that fills the queue as the input's deadline falls due while the input waits for " +
+    'room: the input waits no longer, delivery stops, the spans lost to the deadline', async () => {
+    reset();
+    receiver.behave('hang');
+    const { exporter, shutdown } = exporterTo(receiver);
+    const delivery = new SpanDelivery(
+      exporter,
+      { retryMs: 60_000, maxQueueSpans: 2, maxBatchSpans: 2 },
+      () => {},
+    );
+    delivery.endWhenHeldFrom(Date.now());
+    for (const span of spansNamed(['a', 'b', 'c', 'd'])) delivery.push(span);
+    // Waits before the deadline's timer has run; a request that never ends would hold it.
+    await delivery.whenRoom();
+    assert.equal(delivery.pastInputDeadline, true);
+    assert.deepEqual(counts(delivery), { total: 4, delivered: 0, lost: 4, pending: 0, available: true });
+    assert.deepEqual([...delivery.lostFor], [[null, 4]], 'lost to the deadline');
+    receiver.behave('accept');
+    receiver.release();
+    await shutdown();
+  });
+
   test("a queue full before the input's deadline is held back at it: delivery stops, the spans " +
     'lost to the deadline', async () => {
     reset();

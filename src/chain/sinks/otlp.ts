@@ -231,6 +231,8 @@ export class SpanDelivery {
     this.inputTimer = callAt(atMs, () => {
       this.pastInputDeadline = true;
       if (this.heldUpAt(atMs)) this.stop();
+      // A wait for room is not kept past the deadline (whenRoom): it looks again.
+      else this.wake();
     });
   }
 
