@@ -373,9 +373,11 @@ test('content is what every view reads of a line (lineContent): thinking on a us
   const thinking = { type: 'thinking', thinking: 'SECRET THOUGHT' };
   const lines = [
     blocksLine('user', 'u1', [thinking, { type: 'text', text: 'and some text' }]),
-    line({ type: 'user', message: { role: 'user', content: 'Please build the thing' }, uuid: 'u2', timestamp: ts }),
+    line({ type: 'user', message: { role: 'user', content: 'Please build the thing' },
+      uuid: 'u2', timestamp: ts }),
     blocksLine('assistant', 'a1', [thinking, { type: 'tool_use', id: 't1', name: 'Bash', input: { c: 1 } }]),
-    blocksLine('user', 'u3', [{ type: 'tool_result', tool_use_id: 't1', content: [{ type: 'text', text: 'ok' }] }]),
+    blocksLine('user', 'u3',
+      [{ type: 'tool_result', tool_use_id: 't1', content: [{ type: 'text', text: 'ok' }] }]),
   ];
   const dropped = await eventRows(lines, { display: displayPolicy({ thinking: 'drop' }) });
   assert.deepEqual(

@@ -236,12 +236,15 @@ test('the files sink keeps the raw line of a record it cannot render and goes on
     value: JSON.parse(textLine(null, text)),
     channel: session.tree.main,
   });
-  const bad = good(2, 'bad');
-  bad.value = new Proxy(bad.value, {
-    get: () => {
-      throw new RangeError('unreadable');
-    },
-  });
+  const plain = good(2, 'bad');
+  const bad: LineRecord = {
+    ...plain,
+    value: new Proxy(plain.value, {
+      get: () => {
+        throw new RangeError('unreadable');
+      },
+    }),
+  };
   await new Promise<void>((resolve, reject) => {
     sink.on('error', reject).on('finish', resolve);
     sink.end([good(1, 'first'), bad, good(3, 'third')]);

@@ -8,6 +8,7 @@ import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain, type ComponentSpec } from '../src/chain/chain.js';
 import { definePlugin, type PluginContext, type PluginDefinition } from '../src/chain/plugin.js';
 import { registerPlugins } from '../src/chain/config.js';
+import { recordOfObject } from '../src/chain/stages/object-source.js';
 import { Session } from '../src/model/session.js';
 import { redact, redactRecord, MASK, SECRET_PATTERNS } from '../plugins/redact-secrets/index.js';
 import { rewriteText } from '../src/chain/record-text.js';
@@ -533,7 +534,8 @@ test("a plugin reads the run's cost report as it is: nothing in it can be set or
   assert.equal(report.channels.get(null)?.tokens.output_tokens, 5);
 });
 
-test("a plugin cannot route a line, count thinking or set a channel's field through ctx.session", async () => {
+test('a plugin cannot route a line, count thinking or set a channel\'s field ' +
+  'through ctx.session', async () => {
   const tried: string[] = [];
   const seen: unknown[] = [];
   const meddler = definePlugin({
@@ -629,6 +631,88 @@ async function runPlugin(plugin: PluginDefinition, stages: string[], input: Buff
 }
 
 const nonBlankLines = (input: Buffer) => input.toString().split('\n').filter((l) => l.trim() !== '').length;
+
+test('every record a stage plugin is handed is frozen, whatever made it: a write on one throws', async () => {
+  const seen = new Map<string, string[]>();
+  const probe = (name: string) =>
+    stagePlugin(name, (rec) => {
+      const writable = rec as unknown as Record<string, unknown>;
+      const tried = attempts([
+        () => void (writable.raw = Buffer.from('{"type":"x"}')),
+        () => void (writable.value = { type: 'x' }),
+        () => void (writable.lineNo = 0),
+        () => void (writable.kind = 'line'),
+        () => void (writable.channel = null),
+      ]);
+      const what = `${name} ${rec.kind}${rec.kind === 'line' && rec.raw.length > 65536 ? ' long' : ''}` +
+        `${rec.kind === 'spooled' && rec.value === null ? ' junk' : ''}` +
+        `${(rec as LineRecord).mapped ? ' mapped' : ''}${(rec as LineRecord).derived ? ' derived' : ''}`;
+      seen.set(what, [String(Object.isFrozen(rec)), ...new Set(tried)]);
+      return rec;
+    });
+  const thinking = (chars: number) =>
+    JSON.stringify({ type: 'assistant', message: { id: `m${chars}`, role: 'assistant',
+      content: [{ type: 'thinking', thinking: 'x'.repeat(chars) }] } });
+  const input = Buffer.from(
+    [thinking(10), thinking(70_000), '{"not json', 'a', 'b', 'c', thinking(120_000),
+      `[${'1,'.repeat(60_000)}1]`].join('\n') + '\n',
+  );
+  for (const stages of [['before', 'channel-router', 'after']]) {
+    const plugins = [probe('before'), probe('after')];
+    const out = join(tmpDir(), 'out');
+    const registry = builtinRegistry();
+    for (const p of plugins) registry.add(p);
+    const spec = {
+      stages: [{ use: 'line-parser', maxLineBytes: 100_000 }, ...stages.map((use) => ({ use }))],
+      sinks: [{ use: 'files', out }],
+    };
+    await runChain(chunked(splitEvery(input, 4096)), spec, { registry });
+  }
+  const codex = readFileSync(join(FIXTURES, 'other-agents', 'codex-spawn.jsonl'));
+  const registry = builtinRegistry();
+  registry.add(probe('mapped'));
+  const spec = {
+    stages: ['line-parser', 'input-format', 'mapped', 'channel-router'].map((use) => ({ use })),
+    sinks: [{ use: 'files', out: join(tmpDir(), 'out') }],
+  };
+  await runChain(chunked([codex]), spec, { registry });
+  const frozen = ['true', 'TypeError'];
+  const expected = [
+    'before line', 'before line long', 'before quarantine', 'before spooled', 'before spooled junk',
+    'after line', 'after line long', 'after quarantine', 'after spooled', 'after spooled junk',
+    'mapped line mapped', 'mapped line derived',
+  ];
+  assert.deepEqual(Object.fromEntries([...seen].filter(([k]) => expected.includes(k))),
+    Object.fromEntries(expected.map((k) => [k, frozen])));
+  assert.deepEqual([...seen.values()].filter((v) => v.join() !== frozen.join()), [], [...seen.keys()].join());
+  for (const input of [{ type: 'user' }, 'not an object', [1], new Date(0)])
+    assert.ok(Object.isFrozen(recordOfObject(input, 1)), `object-source: ${String(input)}`);
+});
+
+test('a stage plugin that writes on a record fails the run naming the plugin; ' +
+  "the folder holds the input's bytes, never the ones it wrote", async () => {
+  const input = fanoutInput(2, 200);
+  for (const [field, stages] of [
+    ['raw', ['assign', 'channel-router']],
+    ['value', ['channel-router', 'assign']],
+  ] as const) {
+    const assign = stagePlugin('assign', (rec) => {
+      if (rec.kind !== 'line' || rec.lineNo !== 3) return rec;
+      const writable = rec as { raw: Buffer; value: object };
+      if (field === 'raw') writable.raw = Buffer.from('{"type":"x"}');
+      else writable.value = { ...rec.value, injected: true };
+      return rec;
+    });
+    const { error, index, onDisk, out } = await runPlugin(assign, [...stages], input);
+    assert.equal(error?.code, 'ERR_PLUGIN_FAILED', field);
+    // V8's words: a frozen field is read only, a routed line's value a getter.
+    const refused = `Cannot (assign to read only property '${field}'|set property ${field} of)`;
+    assert.match(error!.message, new RegExp(`^plugin assign failed: ${refused}`));
+    for (const [path, bytes] of readTree(out))
+      assert.doesNotMatch(bytes.toString(), /"type":"x"|injected/, `${field}: ${path}`);
+    assert.equal(onDisk + index.input.unwritten, index.input.lines, field);
+  }
+});
 
 test('a stage plugin that throws mid-run: every line read is in the folder ' +
   'or counted unwritten', async () => {

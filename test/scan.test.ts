@@ -370,7 +370,8 @@ test('grammar corners are judged as JSON.parse judges them', () => {
   }
 });
 
-test('a scanned line parses its value on first read; a copy carries the value, not the view', () => {
+test('a scanned line parses its value on first read; a copy carries the value, not the view; ' +
+  'the record itself is never written on', () => {
   const raw = Buffer.from(
     `{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"${'x'.repeat(5000)}"}]}}`,
   );
@@ -386,12 +387,15 @@ test('a scanned line parses its value on first read; a copy carries the value, n
     'a spread parses and copies value',
   );
   assert.equal(viewOf(copy), copy.value);
-  rec.value = { replaced: true };
-  assert.deepEqual(
-    viewOf(rec),
-    { replaced: true },
-    'a stage that assigns value is seen by every later stage',
-  );
+  const writable = rec as { value: unknown; raw: Buffer; lineNo: number };
+  assert.throws(() => void (writable.value = { replaced: true }), TypeError);
+  assert.throws(() => void (writable.raw = Buffer.from('{}')), TypeError);
+  assert.throws(() => void (writable.lineNo = 1), TypeError);
+  assert.ok(Object.isFrozen(rec));
+  assert.equal(rec.raw, raw);
+  assert.equal((viewOf(rec).message as any).content[0].thinking, 'x'.repeat(5000));
+  const changed = { ...rec, value: { replaced: true } };
+  assert.deepEqual(viewOf(changed), { replaced: true }, 'a new record with a new value is read as it');
 });
 
 test('a line shorter than PARSE_LINE_BYTES is parsed whole, a longer one read through a view', () => {

@@ -12,39 +12,34 @@ let viewOfScanned: (rec: ScannedLine) => JsonObject;
  * object built from the scan, with the long strings a transcript shortens left undecoded
  * (see `buildView` for exactly what a view holds).
  *
- * `value` is an own, enumerable accessor, so `{ ...rec }` copies a parsed value as it always
- * did; the view is private, so a copy never carries a view of bytes it no longer holds. Once
- * `value` has been read or assigned, `viewOf` returns `value`: a stage that changes `value`
- * is seen by every stage after it.
+ * `value` is an own, enumerable accessor with no setter, so `{ ...rec }` copies a parsed
+ * value as it always did; the view is private, so a copy never carries a view of bytes it no
+ * longer holds. The record is frozen: a stage that changes a line hands on a new record. Once
+ * `value` has been read, `viewOf` returns it, so a change made inside it is seen by every
+ * stage after.
  */
 export class ScannedLine implements LineRecord {
   readonly kind = 'line' as const;
-  declare value: JsonObject;
-  /** The bytes that were scanned: `value` is theirs even if a stage assigns `raw`. */
-  #bytes: Buffer;
+  declare readonly value: JsonObject;
   #value: JsonObject | undefined = undefined;
   #view: JsonObject;
 
   constructor(
     readonly lineNo: number,
-    public raw: Buffer,
+    readonly raw: Buffer,
     view: JsonObject,
   ) {
-    this.#bytes = raw;
     this.#view = view;
     Object.defineProperty(this, 'value', VALUE);
+    Object.freeze(this);
   }
 
   static {
     VALUE = {
       get(this: ScannedLine) {
-        return (this.#value ??= JSON.parse(this.#bytes.toString('utf8')) as JsonObject);
-      },
-      set(this: ScannedLine, v: JsonObject) {
-        this.#value = v;
+        return (this.#value ??= JSON.parse(this.raw.toString('utf8')) as JsonObject);
       },
       enumerable: true,
-      configurable: true,
     };
     viewOfScanned = (rec) => rec.#value ?? rec.#view;
   }
@@ -157,10 +152,10 @@ export function parseWhole(line: Buffer, terminated: boolean): Scanned {
   return { ok: true, value: value as JsonObject };
 }
 
-/** The record of a line `scanLine` accepted. */
+/** The record of a line `scanLine` accepted, frozen. */
 export function scannedRecord(lineNo: number, raw: Buffer, scanned: Scanned & { ok: true }): LineRecord {
   if (scanned.view) return new ScannedLine(lineNo, raw, scanned.view);
-  return { kind: 'line', lineNo, raw, value: scanned.value };
+  return Object.freeze({ kind: 'line', lineNo, raw, value: scanned.value });
 }
 
 /**

@@ -5,15 +5,19 @@ import type { ChannelEvent, ChannelPlace, ReadonlyChannel } from './tree.js';
 
 export type { ChannelEvent } from './tree.js';
 
-/** A JSON object line, as the line parser emits it and every later stage passes it on. */
+/**
+ * A JSON object line, as the line parser emits it and every later stage passes it on. Never
+ * written on: the stages that make records freeze them, and a stage that changes a line hands
+ * on a new record (`{ ...rec, value }`).
+ */
 export interface LineRecord {
-  kind: 'line';
+  readonly kind: 'line';
   /** 1-based line number in the input, blank lines included (so `sed -n Np` finds it). */
-  lineNo: number;
+  readonly lineNo: number;
   /** The line's bytes without its terminator; sinks write these unchanged. */
-  raw: Buffer;
+  readonly raw: Buffer;
   /** The parsed object. */
-  value: JsonObject;
+  readonly value: JsonObject;
   /**
    * On the envelope the channel router makes (`RoutedLine`): the channel the line is on, as
    * the tree holds it, to be read while the record is being handled (it changes as later
@@ -36,34 +40,34 @@ export interface LineRecord {
    * subagent's prompt from its spawn call, a message joined from its pieces): routed and
    * shown like any line, never written to a `.jsonl`, so each input line is kept once.
    */
-  derived?: true;
+  readonly derived?: true;
   /**
    * Set by an input adapter on the record that carries an input line's own bytes when its
    * `value` is what that line's event was mapped to (a coding agent's event read as a Claude
    * Code line), not `raw` parsed: its `.jsonl` keeps `raw`, a replay of the line routed takes
    * `value`.
    */
-  mapped?: true;
+  readonly mapped?: true;
 }
 
 /** Bytes that are not a JSON object line. Kept byte for byte for the quarantine file. */
 export interface QuarantineRecord {
-  kind: 'quarantine';
-  lineNo: number;
-  raw: Buffer;
-  reason: QuarantineReason;
+  readonly kind: 'quarantine';
+  readonly lineNo: number;
+  readonly raw: Buffer;
+  readonly reason: QuarantineReason;
   /**
    * False on all but the last of consecutive pieces of one line. subtee's own input edges
    * always set true (a line too long to hold arrives as a SpooledRecord); sinks still join
    * pieces, for a stage that hands a line on in parts.
    */
-  final: boolean;
+  readonly final: boolean;
   /**
    * How many input lines `raw` holds, from `lineNo` on, joined by their newlines: the line
    * parser hands a run of short lines that cannot be JSON objects on as one record. 1 when
    * absent. See `quarantinedLines`.
    */
-  lines?: number;
+  readonly lines?: number;
 }
 
 /** Each input line of a quarantine record, with its line number: one, or each of a run. */
@@ -89,18 +93,18 @@ export type QuarantineReason = 'not-json' | 'not-object' | 'truncated' | 'too-lo
  * and quarantined otherwise (`reason`). Sinks copy `spool` byte for byte.
  */
 export interface SpooledRecord {
-  kind: 'spooled';
-  lineNo: number;
+  readonly kind: 'spooled';
+  readonly lineNo: number;
   /** The line's first bytes, for previews; the whole line is in `spool`. */
-  head: Buffer;
-  spool: Spool;
+  readonly head: Buffer;
+  readonly spool: Spool;
   /**
    * The top-level scalar members (`type`, `parent_tool_use_id`…) of a JSON object line; null
    * when quarantined.
    */
-  value: JsonObject | null;
+  readonly value: JsonObject | null;
   /** Why the line is quarantined; null when it is routed. */
-  reason: QuarantineReason | null;
+  readonly reason: QuarantineReason | null;
   /** On the router's envelope, as for a line record. */
   readonly channel?: ReadonlyChannel;
   readonly place?: ChannelPlace;
@@ -109,7 +113,7 @@ export interface SpooledRecord {
   readonly usage?: UsageEvent;
   readonly tools?: readonly ToolEvent[];
   /** As for a line record: `value` is what the line's event was mapped to. */
-  mapped?: true;
+  readonly mapped?: true;
 }
 
 /** The bytes of one spooled line, in a file of its own. */

@@ -169,7 +169,8 @@ function takeTranscripts(session: Session, options: ChannelRouterOptions): void 
 
 function unroutable(session: Session, rec: LineRecord): SubteeRecord {
   session.countQuarantined(rec.lineNo);
-  return { kind: 'quarantine', lineNo: rec.lineNo, raw: rec.raw, reason: 'failed', final: true };
+  const { lineNo, raw } = rec;
+  return Object.freeze({ kind: 'quarantine', lineNo, raw, reason: 'failed', final: true });
 }
 
 export const channelRouterPlugin = defineBuiltin<Omit<ChannelRouterOptions, 'session'>>({

@@ -132,8 +132,10 @@ export function createInputFormat(options: InputFormatOptions): Transform {
   if (format !== 'auto') decided(format);
   let lastLineNo = 0;
   const toRecords = (values: JsonObject[], lineNo: number, out: RecordBatch) => {
-    for (const value of values)
-      out.push({ kind: 'line', lineNo, raw: Buffer.from(JSON.stringify(value)), value } satisfies LineRecord);
+    for (const value of values) {
+      const raw = Buffer.from(JSON.stringify(value));
+      out.push(Object.freeze({ kind: 'line', lineNo, raw, value } satisfies LineRecord));
+    }
   };
   const handle = (rec: SubteeRecord, out: RecordBatch) => {
     if (agent) return agent.push(rec, out);
@@ -308,9 +310,9 @@ export class ProducerDetector {
   }
 }
 
-/** A new record of the same line standing for `value`, marked `mapped`: its bytes kept. */
+/** A new record of the same line standing for `value`, marked `mapped`: its bytes kept (frozen). */
 function withValue(rec: LineRecord, value: JsonObject): LineRecord {
-  return { kind: 'line', lineNo: rec.lineNo, raw: rec.raw, value, mapped: true };
+  return Object.freeze({ kind: 'line', lineNo: rec.lineNo, raw: rec.raw, value, mapped: true });
 }
 
 /** `value` carrying the run's id as its `uuid`, where Claude Code's lines carry theirs (see `runIdOf`). */
@@ -400,7 +402,7 @@ export class AgentEvents {
       } else {
         // A line too long to hold stands for its line as a held one does: one record, its
         // bytes in the spool, its value what was mapped from its top-level members.
-        out.push({ ...rec, value: own(lines[i]), mapped: true });
+        out.push(Object.freeze({ ...rec, value: own(lines[i]), mapped: true }));
       }
     }
     if (mapped.own < 0 || mapped.own >= lines.length) {
@@ -408,7 +410,9 @@ export class AgentEvents {
       // channel (a spawn among them comes first).
       const placeholder = own(eventLine(this.producer, rec.value!, mapped.channel));
       out.push(
-        rec.kind === 'line' ? withValue(rec, placeholder) : { ...rec, value: placeholder, mapped: true },
+        rec.kind === 'line'
+          ? withValue(rec, placeholder)
+          : Object.freeze({ ...rec, value: placeholder, mapped: true }),
       );
     }
   }
@@ -433,7 +437,8 @@ export class AgentEvents {
 }
 
 function derivedRecord(lineNo: number, value: JsonObject): LineRecord {
-  return { kind: 'line', lineNo, raw: Buffer.from(JSON.stringify(value)), value, derived: true };
+  const raw = Buffer.from(JSON.stringify(value));
+  return Object.freeze({ kind: 'line', lineNo, raw, value, derived: true });
 }
 
 export const inputFormatPlugin = defineBuiltin<Omit<InputFormatOptions, 'session'>>({

@@ -2,9 +2,9 @@
 import type { SubteeRecord } from '../../model/record.js';
 import type { Session } from '../../model/session.js';
 
-/** A run of junk lines as one quarantine record (see LineSplitter's `junkRun`). */
+/** A run of junk lines as one quarantine record (see LineSplitter's `junkRun`), frozen. */
 export function junkRunRecord(raw: Buffer, lineNo: number, lines: number): SubteeRecord {
-  return { kind: 'quarantine', lineNo, raw, reason: 'not-object', final: true, lines };
+  return Object.freeze({ kind: 'quarantine', lineNo, raw, reason: 'not-object', final: true, lines });
 }
 
 /** At the end of the input: a warning when no line at all was a JSON object. */

@@ -64,7 +64,7 @@ export function createLineParser(options: LineParserOptions): Duplex {
   let batch: RecordBatch = [];
   const quarantine = (raw: Buffer, lineNo: number, reason: QuarantineReason, final: boolean) => {
     if (final) run.countQuarantined(lineNo);
-    batch.push({ kind: 'quarantine', lineNo, raw, reason, final });
+    batch.push(Object.freeze({ kind: 'quarantine', lineNo, raw, reason, final }));
   };
   let spool: LineSpool | null = null;
   const splitter = new LineSplitter(opts.maxLineBytes, {
@@ -95,7 +95,7 @@ export function createLineParser(options: LineParserOptions): Duplex {
       spool ??= new LineSpool(spoolDir(options.spoolDir), lineNo);
       spool.push(piece);
       if (!final) return;
-      batch.push(endSpool(run, spool, lineNo, terminated, opts.maxLineBytes));
+      batch.push(Object.freeze(endSpool(run, spool, lineNo, terminated, opts.maxLineBytes)));
       spool = null;
     },
   });

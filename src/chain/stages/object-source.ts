@@ -43,20 +43,21 @@ export function recordOfObject(input: unknown, lineNo: number): LineRecord | Qua
   } catch {
     text = undefined;
   }
+  // Frozen, as the line parser's: a record is never written on.
   if (text === undefined) {
-    return {
+    return Object.freeze({
       kind: 'quarantine',
       lineNo,
       raw: Buffer.from(safeString(value)),
       reason: 'not-json',
       final: true,
-    };
+    });
   }
   const raw = Buffer.from(text);
   if (text[0] !== '{' || Buffer.isBuffer(value) || value instanceof Uint8Array) {
-    return { kind: 'quarantine', lineNo, raw, reason: 'not-object', final: true };
+    return Object.freeze({ kind: 'quarantine', lineNo, raw, reason: 'not-object', final: true });
   }
-  return { kind: 'line', lineNo, raw, value: isPlainObject(value) ? value : JSON.parse(text) };
+  return Object.freeze({ kind: 'line', lineNo, raw, value: isPlainObject(value) ? value : JSON.parse(text) });
 }
 
 /** Several queued input objects, handed to the transform at once. */
