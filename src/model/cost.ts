@@ -149,7 +149,7 @@ export type ReadonlyCostReport = Readonly<Omit<CostReport, 'models' | 'channels'
 export interface CostView {
   /**
    * The run's report: at its end, tells COST_DISAGREES (once) when the result disagrees, and
-   * MODEL_MISMATCH (once) when the result took as another model's is the run's final one.
+   * MODEL_MISMATCH (once) when the run's final result line names another model than the lines.
    */
   report(): ReadonlyCostReport;
   /** The report as it stands now, read mid-run (a live view): no warning is told. */
@@ -1386,14 +1386,14 @@ export interface UsdTotal {
   lost: number;
 }
 
-/** What rounding lost in `sum`, the float sum of `a` and `b`: exactly (Knuth's TwoSum, Neumaier's form). */
+/** What rounding lost in `sum`, the float sum of `a` and `b`: exactly (Fast2Sum, the larger first). */
 export const roundingLost = (a: number, b: number, sum: number): number =>
   Math.abs(a) >= Math.abs(b) ? a - sum + b : b - sum + a;
 
-/** Adds `usd` into `total`; `lost`: what rounding lost making `usd`, when it is itself a total. */
-export function addUsd(total: UsdTotal, usd: number, lost = 0): void {
+/** Adds `usd` into `total`, keeping what rounding lost. */
+export function addUsd(total: UsdTotal, usd: number): void {
   const sum = total.sum + usd;
-  total.lost += roundingLost(total.sum, usd, sum) + lost;
+  total.lost += roundingLost(total.sum, usd, sum);
   total.sum = sum;
 }
 
