@@ -1378,7 +1378,7 @@ export const roundUsd = <T extends number | null>(usd: T): T =>
 /**
  * Dollars being added up, free of float dust however many figures are added (Neumaier's
  * compensated summation): what each addition's rounding loses is found exactly and kept in
- * `lost`, so `sum + lost` errs by a rounding or two of the total, where a plain sum of n
+ * `lost`, so `sum + lost` errs by a few roundings of the total, where a plain sum of n
  * figures errs by up to n roundings (12,000 channels' plain sum strays past the 12th decimal).
  */
 export interface UsdTotal {
