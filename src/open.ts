@@ -227,7 +227,7 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
   // read still reaches every sink, and index.json says so. Iterators end at once.
   const stop = new AbortController();
   const onAbort = () => {
-    session.interrupted = true;
+    session.stateInterrupted();
     projection.finish();
     stop.abort();
   };

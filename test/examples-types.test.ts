@@ -63,6 +63,12 @@ test("a sink's run (SinkRun) reads every figure and warns; counting, routing, st
   ]);
 });
 
+test("the Session's chain facts (producer, its version and transcripts, the checked version, " +
+  'the interrupt, the command\'s end, the display policy) are set only through its state methods', () => {
+  // The fixture marks each assignment with @ts-expect-error: a fact left writable fails the check.
+  assert.deepEqual(typeCheck(['test/fixtures/typecheck/session-facts.ts']), []);
+});
+
 test("a plugin's option specs type-check as the Plugins page writes them: check reads the " +
   "option's own type, description may be left out, and a misuse is refused", () => {
   // The fixture marks each misuse with @ts-expect-error: a type that lets one through fails

@@ -83,6 +83,34 @@ test('a new session: nothing counted, nothing known, not interrupted nor stalled
   assert.equal(session.tree.main.status, 'running');
 });
 
+test('the chain\'s facts are stated through the Session\'s methods; a stated producer replaces the ' +
+  'last one\'s version and transcripts; prices are stated before the first line', () => {
+  const session = new Session();
+  const kinds = Object.freeze({ transcriptOf: () => 'spawn-and-result' as const });
+  session.stateProducer('codex', { version: '0.46.0', transcripts: kinds });
+  assert.deepEqual([session.producer, session.producerVersion, session.transcripts], ['codex', '0.46.0', kinds]);
+  // Read as another producer: that one's facts, none of the last one's.
+  session.stateProducer('claude');
+  assert.deepEqual([session.producer, session.producerVersion, session.transcripts], ['claude', null, null]);
+  session.stateCheckedCommandVersion('2.1.328');
+  session.stateInterrupted();
+  session.stateCommandEnd({ name: 'claude', exit_code: 130, signal: 'SIGINT' });
+  assert.deepEqual(
+    [session.checkedCommandVersion, session.interrupted, session.command],
+    ['2.1.328', true, { name: 'claude', exit_code: 130, signal: 'SIGINT' }],
+  );
+  // Nothing to assign: each fact is a getter over the Session's own state.
+  const facts = session as unknown as Record<string, unknown>;
+  for (const key of ['producer', 'producerVersion', 'transcripts', 'checkedCommandVersion', 'interrupted', 'command'])
+    assert.throws(() => (facts[key] = null), TypeError, key);
+  assert.equal(session.interrupted, true);
+  const table = Object.freeze({ ...session.cost.prices, date: '2030-01-01' });
+  session.statePrices(table);
+  assert.equal(session.cost.prices, table);
+  session.countLines(1);
+  assert.throws(() => session.statePrices(table), { code: 'ERR_PRICES' });
+});
+
 test('warn: once per code, or once per subject of a ' +
   'code; a reader waiting at each place gets it', async () => {
   const session = new Session();

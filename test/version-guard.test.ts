@@ -376,13 +376,13 @@ test('an init that states no version is accepted when the command --version met 
   const { Session } = await import('../src/model/session.js');
   const run = new Session();
   run.stateProducer('claude');
-  run.checkedCommandVersion = '2.1.328';
+  run.stateCheckedCommandVersion('2.1.328');
   const guard = new VersionGuard('>=2.1.219', run);
   assert.deepEqual(guard.observe(init(undefined)), []);
   assert.deepEqual(guard.end(), []);
   // A version the init does state is still checked, and without a checked command it is refused.
   assert.throws(() => new VersionGuard('>=2.1.219', run).observe(init('2.1.210')), { code: 'ERR_VERSION' });
-  run.checkedCommandVersion = null;
+  run.stateCheckedCommandVersion(null);
   assert.throws(() => new VersionGuard('>=2.1.219', run).observe(init(undefined)), { code: 'ERR_VERSION' });
 });
 

@@ -161,7 +161,7 @@ export async function main(
       stdoutWatch ??= letGoWhenStuck(io.stdout);
       return;
     }
-    run.interrupted = true;
+    run.stateInterrupted();
     const first = signalled === null && signals === 1;
     signalled = sig;
     stdoutWatch ??= letGoWhenStuck(io.stdout);
@@ -233,7 +233,7 @@ export async function main(
           if (signalled) return signalExit(signalled);
           const agent = commandAgentName(opts.rest[0]);
           checkRequiredVersion(asked.version, required, agent, asked.unknownBecause);
-          run.checkedCommandVersion = asked.version;
+          run.stateCheckedCommandVersion(asked.version);
         }
         if (signalled) return signalExit(signalled);
         command = spawnCommand(opts.rest);

@@ -283,12 +283,13 @@ export function commandOutput(
 ): Readable {
   const { child, exited } = command;
   child.once('exit', (exitCode, sig) => {
-    run.command = commandEnd(name, exitCode, sig);
+    const end = commandEnd(name, exitCode, sig);
+    run.stateCommandEnd(end);
     // Killed from outside (the out-of-memory killer, a kill of the agent alone): cut short.
     // Stopped by subtee (a stall, a signal, a run that ended early), it is that run's end.
     if (sig !== null && exitCode === null && !command.stopping && !run.interrupted && !run.stalled) {
-      run.interrupted = true;
-      run.warn('COMMAND_KILLED', `${name} was ended by ${sig} (exit ${run.command.exit_code})`);
+      run.stateInterrupted();
+      run.warn('COMMAND_KILLED', `${name} was ended by ${sig} (exit ${end.exit_code})`);
     }
     watchHeldPipe(child.stdout as Socket, () => {
       const what = `${name} exited with code ${exitCodeOf(exitCode, sig)}`;

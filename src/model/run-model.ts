@@ -8,6 +8,7 @@ import {
 } from './cost.js';
 import { DISPLAY_DEFAULTS, displayPolicy, ThinkingCounts, type DisplayPolicy } from './display.js';
 import type { Stall } from './in-flight.js';
+import type { PriceTable } from './prices.js';
 import type { JsonObject } from './message.js';
 import {
   ChannelTree,
@@ -264,6 +265,17 @@ export class RunModel implements RunView {
         `the run's display policy is stated once: thinking ${shownPolicy(was)} already, ` +
           `not ${shownPolicy(stated)}`,
       );
+  }
+
+  /**
+   * The price table the cost ledger prices the run with (the shipped one until stated): the
+   * channel router states the one its `prices` file makes, before the run's first line, so
+   * every line is priced by one table.
+   */
+  statePrices(table: PriceTable): void {
+    if (this.#input.lines > 0)
+      throw new UsageError('ERR_PRICES', 'prices are stated before the run reads its first line');
+    this.cost.prices = table;
   }
 
   /** `count` input lines read (blank ones are counted apart, see countBlankLine). */

@@ -82,31 +82,76 @@ export class Session extends RunModel {
     return this.#producer;
   }
   #producer: Producer | null = null;
-  /** The version a mapped producer's stream states (Claude Code's is the tree's); null when none. */
-  producerVersion: string | null = null;
+  /**
+   * The version a mapped producer's stream states (Claude Code's is the tree's); null when
+   * none. Stated with the producer (see stateProducer).
+   */
+  get producerVersion(): string | null {
+    return this.#producerVersion;
+  }
+  #producerVersion: string | null = null;
+  /**
+   * Under a mapped producer (Copilot, Codex, Gemini CLI, opencode): how much of each channel
+   * its stream shows (index.json's `transcript`). Null for Claude Code and LangGraph. Stated
+   * with the producer (see stateProducer).
+   */
+  get transcripts(): TranscriptKinds | null {
+    return this.#transcripts;
+  }
+  #transcripts: TranscriptKinds | null = null;
   /**
    * Under `subtee run`: the version the command printed for `--version`, once it met
    * `--require-version`. A stream that states none (Codex, Gemini CLI, opencode) is then not
-   * refused for it.
+   * refused for it. Stated by the command line (stateCheckedCommandVersion).
    */
-  checkedCommandVersion: string | null = null;
-  interrupted = false;
+  get checkedCommandVersion(): string | null {
+    return this.#checkedCommandVersion;
+  }
+  #checkedCommandVersion: string | null = null;
+  /** Whether the run was interrupted (a signal, an abort): see stateInterrupted. */
+  get interrupted(): boolean {
+    return this.#interrupted;
+  }
+  #interrupted = false;
   /** Under `subtee run`, once the command has exited: how it ended. Null otherwise. */
-  command: CommandEnd | null = null;
-  /**
-   * Under a mapped producer (Copilot, Codex, Gemini CLI, opencode): how much of each channel
-   * its stream shows (index.json's `transcript`). Null for Claude Code and LangGraph.
-   */
-  transcripts: TranscriptKinds | null = null;
+  get command(): CommandEnd | null {
+    return this.#command;
+  }
+  #command: CommandEnd | null = null;
 
   /** The line parser states its `maxLineBytes` (see heldLineBytes). */
   stateHeldLineBytes(bytes: number): void {
     this.#heldLineBytes = bytes;
   }
 
-  /** The input-format stage states who wrote the input (see producer). */
-  stateProducer(producer: Producer | null): void {
+  /**
+   * The input-format stage states who wrote the input (see producer) and, for a mapped
+   * coding agent, what its stream stated so far: its version and how much of each channel it
+   * shows (a read-only view: `transcriptOf`). Each statement replaces the last whole: a run
+   * read as another producer has that one's facts, or none.
+   */
+  stateProducer(
+    producer: Producer | null,
+    agent: { readonly version: string | null; readonly transcripts: TranscriptKinds } | null = null,
+  ): void {
     this.#producer = producer;
+    this.#producerVersion = agent?.version ?? null;
+    this.#transcripts = agent?.transcripts ?? null;
+  }
+
+  /** The command line states the version `subtee run`'s command printed and that met `--require-version`. */
+  stateCheckedCommandVersion(version: string | null): void {
+    this.#checkedCommandVersion = version;
+  }
+
+  /** The run was interrupted (a signal, an abort): stays so. */
+  stateInterrupted(): void {
+    this.#interrupted = true;
+  }
+
+  /** Under `subtee run`: how the command ended, once it has exited. */
+  stateCommandEnd(end: CommandEnd): void {
+    this.#command = end;
   }
 }
 

@@ -60,7 +60,7 @@ function loadPrices(session: Session, path: string): void {
   const table = overridePrices(session.cost.prices, data);
   if (typeof table === 'string')
     throw new UsageError('ERR_PRICES', `prices ${escapeOneLine(path)}: ${table}`);
-  session.cost.prices = table;
+  session.statePrices(table);
 }
 
 /**

@@ -16,6 +16,7 @@ import {
   type AgentProducer,
   type Producer,
   type Session,
+  type TranscriptKinds,
 } from '../../model/session.js';
 import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
@@ -122,8 +123,7 @@ export function createInputFormat(options: InputFormatOptions): Transform {
   const decided = (producer: Producer) => {
     agent?.detach();
     agent = null;
-    run.stateProducer(producer);
-    if (!isAgentProducer(producer)) return;
+    if (!isAgentProducer(producer)) return run.stateProducer(producer);
     agent = agents.get(producer) ?? null;
     if (agent) agent.attach();
     else agents.set(producer, (agent = new AgentEvents(run, producer)));
@@ -331,6 +331,10 @@ const withRunId = (value: JsonObject, runId: string): JsonObject => ({ ...value,
  */
 export class AgentEvents {
   readonly mapper: StreamMapper;
+  /** The mapper's `transcriptOf`, and nothing else of it, for the run's readers. */
+  private readonly transcripts: TranscriptKinds = Object.freeze({
+    transcriptOf: (channel: string | null) => this.mapper.transcriptOf(channel),
+  });
   private lastLineNo = 0;
   /** The version the producer's stream stated, once it has. */
   private version: string | null = null;
@@ -347,11 +351,14 @@ export class AgentEvents {
     this.attach();
   }
 
-  /** The run's lines are this producer's (again): its transcripts and version are the run's. */
+  /**
+   * The run's lines are this producer's (again): it states the producer, with its version and
+   * how much of each channel its stream shows (read through the mapper, which learns it).
+   */
   attach(): void {
-    this.run.transcripts = this.mapper;
-    this.run.producerVersion = this.version;
+    this.run.stateProducer(this.producer, { version: this.version, transcripts: this.transcripts });
   }
+
 
   /**
    * `auto` read a line as another producer: what this one stated stays here for when its
@@ -359,8 +366,6 @@ export class AgentEvents {
    */
   detach(): void {
     this.runId.settle();
-    this.run.producerVersion = null;
-    if (this.run.transcripts === this.mapper) this.run.transcripts = null;
   }
 
   push(rec: SubteeRecord, out: RecordBatch): void {
@@ -388,7 +393,8 @@ export class AgentEvents {
     }
     if (this.version === null && this.mapper.version !== null) {
       this.version = this.mapper.version;
-      this.run.producerVersion = this.version;
+      // The run's producer is this one (it maps the lines): stated again, with the version.
+      this.attach();
     }
     // The record that carries the line's own bytes takes the id (a derived one would show it).
     const own = (value: JsonObject) => this.withId(value);
