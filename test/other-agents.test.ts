@@ -860,6 +860,8 @@ const STRAY: Record<string, string> = {
   codex: '{"type":"turn.started"}',
   copilot: '{"type":"session.warning","data":{"message":"npm warn"}}',
   claude: '{"type":"system","subtype":"notice","message":"npm warn"}',
+  // A LangGraph protocol event that maps to no line (graph state).
+  langgraph: '{"method":"updates","params":{"namespace":[],"data":{"x":1}}}',
 };
 
 test('--input-format auto is not misled by one stray ' +

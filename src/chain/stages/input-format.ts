@@ -120,9 +120,13 @@ export function createInputFormat(options: InputFormatOptions): Transform {
   // go on where the mapper left off (its tree state and the version its stream stated).
   const agents = new Map<AgentProducer, AgentEvents>();
   let agent: AgentEvents | null = null;
+  // `auto` turned to LangGraph from another producer while its choice was open: the lines read
+  // as LangGraph are kept as the other producers' are (see keepStrayEvent) until it is final.
+  let strayLangGraph = false;
   const decided = (producer: Producer) => {
     agent?.detach();
     agent = null;
+    if (producer === 'langgraph' && run.producer !== null) strayLangGraph = true;
     if (!isAgentProducer(producer)) return run.stateProducer(producer);
     agent = agents.get(producer) ?? null;
     if (agent) agent.attach();
@@ -143,6 +147,7 @@ export function createInputFormat(options: InputFormatOptions): Transform {
     lastLineNo = rec.lineNo;
     // Quarantined bytes, and objects that are not protocol events, go on as they are.
     if (rec.kind !== 'line' || !isProtocolEvent(rec.value)) out.push(rec);
+    else if (strayLangGraph && !detector.final) keepStrayEvent(rec, mapper, out);
     else toRecords(shareRepeatedText(mapper.map(rec.value), rec.raw.length), rec.lineNo, out);
   };
   return createBatchTransform({
@@ -313,6 +318,18 @@ export class ProducerDetector {
 /** A new record of the same line standing for `value`, marked `mapped`: its bytes kept (frozen). */
 function withValue(rec: LineRecord, value: JsonObject): LineRecord {
   return Object.freeze({ kind: 'line', lineNo: rec.lineNo, raw: rec.raw, value, mapped: true });
+}
+
+/**
+ * A LangGraph protocol event read while `auto` had turned to LangGraph from another producer
+ * (a stray line, until the choice is final): kept as the coding agents' events are, its bytes
+ * in main's `.jsonl` under a placeholder (shown nowhere), the lines it maps to routed and shown
+ * as `derived` records, so the line lands once however the run's producer is decided.
+ */
+function keepStrayEvent(rec: LineRecord, mapper: LangGraphMapper, out: RecordBatch): void {
+  for (const line of shareRepeatedText(mapper.map(rec.value), rec.raw.length))
+    out.push(derivedRecord(rec.lineNo, line));
+  out.push(withValue(rec, eventLine('langgraph', {}, null)));
 }
 
 /** `value` carrying the run's id as its `uuid`, where Claude Code's lines carry theirs (see `runIdOf`). */
