@@ -5,13 +5,13 @@ import {
   MAX_BATCH_RECORDS,
   type QuarantineReason,
   type RecordBatch,
+  type SubteeRecord,
 } from '../../model/record.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { scanLine, scannedRecord } from '../../model/line-view.js';
 import { HELD_LINE_BYTES, isBlank, LineSplitter } from '../../model/lines.js';
 import { defineBuiltin, BUILTIN_KIT } from '../plugin.js';
 import { endSpool, LineSpool, spoolDir } from './line-spool.js';
-import { junkRunRecord, warnIfAllQuarantined } from './line-input.js';
 
 export const LINE_PARSER_DEFAULTS = Object.freeze({
   /** Longest line held in memory; longer lines are spooled to a file as they stream past. */
@@ -172,3 +172,17 @@ export const lineParserPlugin = defineBuiltin<Omit<LineParserOptions, 'session' 
   input: () => 'bytes',
   create: (o, ctx) => createLineParser({ ...o, session: ctx.session, spoolDir: ctx.out }),
 });
+
+/** A run of junk lines as one quarantine record (see LineSplitter's `junkRun`), frozen. */
+function junkRunRecord(raw: Buffer, lineNo: number, lines: number): SubteeRecord {
+  return Object.freeze({ kind: 'quarantine', lineNo, raw, reason: 'not-object', final: true, lines });
+}
+
+/** At the end of the input: a warning when no line at all was a JSON object. */
+function warnIfAllQuarantined(run: Session): void {
+  const { lines, quarantined } = run.input;
+  if (lines > 0 && quarantined === lines) {
+    const what = `none of the ${lines} input lines is a JSON object, all are in the quarantine file`;
+    run.warn('INPUT_QUARANTINED', `${what}: is this Claude Code's --output-format stream-json output?`);
+  }
+}
