@@ -216,8 +216,7 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
       kit: `^${KIT_VERSION}`,
       options: {},
       create: (_options, ctx) => {
-        projection.store = ctx.channelStore;
-        return createProjectionSink({ session: ctx.session, projection });
+        return createProjectionSink({ session: ctx.session, projection, store: ctx.channelStore });
       },
     }),
   );  // A config is read (and its plugins loaded) once the run starts; a spec is checked now.

@@ -1330,3 +1330,64 @@ test("a subagent's tool call and its result on lines too long to hold are in its
     if (out) assert.deepEqual(await callsOf(handle!), calls);
   }
 });
+
+test('a projection composed by hand replays late readers from the store its sink was made with, ' +
+  'shows thinking as the run\'s policy says, and takes one sink only', async () => {
+  const { Session } = await import('../src/model/session.js');
+  const { Projection, messagesOf } = await import('../src/views/projection.js');
+  const { createProjectionSink } = await import('../src/chain/sinks/projection.js');
+  const { FileChannelStore } = await import('../src/chain/sinks/channel-store.js');
+  const { createLineParser } = await import('../src/chain/stages/line-parser.js');
+  const { createChannelRouter } = await import('../src/chain/stages/channel-router.js');
+  const { createThinkingTruncator } = await import('../src/chain/stages/thinking-truncator.js');
+  const { createFilesSink } = await import('../src/chain/sinks/files.js');
+  const { pipeline } = await import('node:stream/promises');
+  const input = [1, 2, 3].map((n) =>
+    JSON.stringify({
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: {
+        id: `m${n}`,
+        content: [
+          { type: 'thinking', thinking: `secret ${n}`, signature: 's' },
+          { type: 'text', text: `said ${n}` },
+        ],
+      },
+    }),
+  );
+  /** Runs the lines, files and projection, the store given or none; the messages read after. */
+  const run = async (withStore: boolean) => {
+    const out = join(tmpDir(), 'out');
+    const session = new Session();
+    const projection = new Projection(session);
+    const files = new FileChannelStore(out, () => session.heldLineBytes);
+    const read: Array<[string | null, number, number]> = [];
+    const store = {
+      read(channel: string | null, from: number, to: number) {
+        read.push([channel, from, to]);
+        return files.read(channel, from, to);
+      },
+    };
+    const sink = createProjectionSink({ session, projection, store: withStore ? store : null });
+    assert.throws(() => createProjectionSink({ session, projection }), { code: 'ERR_CONFIG' });
+    await pipeline(
+      chunked([Buffer.from(input.join('\n') + '\n')]),
+      createLineParser({ session }),
+      createChannelRouter({ session }),
+      createThinkingTruncator({ session, mode: 'drop' }),
+      createFilesSink({ session, out, store: files }),
+      sink,
+    );
+    const said: string[] = [];
+    for await (const message of messagesOf(projection, null))
+      for (const block of await message.blocks)
+        said.push(`${block.type}:${'text' in block ? block.text : ''}`);
+    return { said, read };
+  };
+  const fromStore = await run(true);
+  const fromMemory = await run(false);
+  assert.deepEqual(fromStore.said, ['text:said 1', 'text:said 2', 'text:said 3']);
+  assert.deepEqual(fromMemory.said, fromStore.said);
+  assert.deepEqual(fromStore.read, [[null, 0, 3]]);
+  assert.deepEqual(fromMemory.read, []);
+});

@@ -88,10 +88,11 @@ test('the chain\'s facts are stated through the Session\'s methods; a stated pro
   const session = new Session();
   const kinds = Object.freeze({ transcriptOf: () => 'spawn-and-result' as const });
   session.stateProducer('codex', { version: '0.46.0', transcripts: kinds });
-  assert.deepEqual([session.producer, session.producerVersion, session.transcripts], ['codex', '0.46.0', kinds]);
+  const facts = () => [session.producer, session.producerVersion, session.transcripts];
+  assert.deepEqual(facts(), ['codex', '0.46.0', kinds]);
   // Read as another producer: that one's facts, none of the last one's.
   session.stateProducer('claude');
-  assert.deepEqual([session.producer, session.producerVersion, session.transcripts], ['claude', null, null]);
+  assert.deepEqual(facts(), ['claude', null, null]);
   session.stateCheckedCommandVersion('2.1.328');
   session.stateInterrupted();
   session.stateCommandEnd({ name: 'claude', exit_code: 130, signal: 'SIGINT' });
@@ -100,9 +101,9 @@ test('the chain\'s facts are stated through the Session\'s methods; a stated pro
     ['2.1.328', true, { name: 'claude', exit_code: 130, signal: 'SIGINT' }],
   );
   // Nothing to assign: each fact is a getter over the Session's own state.
-  const facts = session as unknown as Record<string, unknown>;
-  for (const key of ['producer', 'producerVersion', 'transcripts', 'checkedCommandVersion', 'interrupted', 'command'])
-    assert.throws(() => (facts[key] = null), TypeError, key);
+  const fields = session as unknown as Record<string, unknown>;
+  const keys = ['producer', 'producerVersion', 'transcripts', 'checkedCommandVersion', 'interrupted', 'command'];
+  for (const key of keys) assert.throws(() => (fields[key] = null), TypeError, key);
   assert.equal(session.interrupted, true);
   const table = Object.freeze({ ...session.cost.prices, date: '2030-01-01' });
   session.statePrices(table);

@@ -149,7 +149,8 @@ test('a second truncator stating another policy for the same run is refused: ERR
   createThinkingTruncator({ session, mode: 'drop' });
   assert.throws(
     () => createThinkingTruncator({ session, mode: 'truncate', maxChars: 50 }),
-    (err: UsageError) => err.code === 'ERR_DISPLAY_POLICY' && /drop already, not truncate to 50/.test(err.message),
+    (err: UsageError) =>
+      err.code === 'ERR_DISPLAY_POLICY' && /drop already, not truncate to 50/.test(err.message),
   );
   assert.deepEqual(session.display, { thinking: 'drop', thinkingChars: 2000 });
 });

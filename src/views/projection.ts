@@ -12,6 +12,7 @@ export {
   type QuarantineEvent,
   type RunCost,
   type RunEvent,
+  type ReplayStore,
   type RunOutput,
   type SubagentHandle,
   type SubagentOutput,

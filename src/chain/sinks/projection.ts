@@ -1,13 +1,18 @@
 import type { Transform } from 'node:stream';
 import type { RecordBatch } from '../../model/record.js';
 import { requireSession, type SinkRun } from '../../model/session.js';
-import type { Projection } from '../../views/projection.js';
+import type { Projection, ReplayStore } from '../../views/projection.js';
 import { createBatchTransform } from '../batch-transform.js';
 
 export interface ProjectionSinkOptions {
   session: SinkRun;
   /** The projection the records feed; `open()` makes one per run. */
   projection: Projection;
+  /**
+   * Where the projection's late readers replay a channel from: the chain's channel store
+   * (`ctx.channelStore`, the files sink's `.jsonl` files); none: from memory.
+   */
+  store?: ReplayStore | null;
 }
 
 /**
@@ -19,6 +24,7 @@ export interface ProjectionSinkOptions {
 export function createProjectionSink(options: ProjectionSinkOptions): Transform {
   requireSession(options, 'createProjectionSink');
   const { projection } = options;
+  projection.bind(options.store ?? null);
   return createBatchTransform({
     sink: true,
     transformBatch(batch: RecordBatch) {

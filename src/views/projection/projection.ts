@@ -133,9 +133,14 @@ function lineEvent(
 export class Projection implements HandleHost {
   /**
    * Where a late reader replays a channel's lines from (the files sink's `.jsonl` files), as
-   * the chain built it; null: from memory. The chain's projection sink sets it.
+   * the chain built it; null: from memory. Given once, by the chain's projection sink as it is
+   * made (see bind).
    */
-  store: ReplayStore | null = null;
+  get store(): ReplayStore | null {
+    return this.#store;
+  }
+  #store: ReplayStore | null = null;
+  #bound = false;
   /** Every subagent at any depth, as first seen. */
   readonly subagentList = new HandleList((handle) => this.fresh.add(handle.id));
   private readonly handles = new Map<string, SubagentHandleImpl>();
@@ -199,6 +204,18 @@ export class Projection implements HandleHost {
         );
       }
     }
+  }
+
+  /**
+   * The chain's projection sink, as it is made, binds the projection to the chain's store
+   * (null: none, replay from memory); once: a second sink feeding the same projection is
+   * refused.
+   */
+  bind(store: ReplayStore | null): void {
+    if (this.#bound)
+      throw new UsageError('ERR_CONFIG', 'a projection is fed by one projection sink, and it has one');
+    this.#bound = true;
+    this.#store = store;
   }
 
   /** Takes one batch of routed records. */
