@@ -39,7 +39,7 @@ import {
   TableRefused,
   type SettingAside,
 } from './clickhouse-spool.js';
-import { lateWarn, randomRunId } from './stream-facts.js';
+import { randomRunId } from './stream-facts.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import { CLICKHOUSE_SINK_DEFAULTS, type ClickHouseSinkOptions } from './clickhouse-options.js';
 
@@ -296,8 +296,7 @@ class ClickHouseSink extends BatchTransform {
     if (this.#oldKey && entries.some((e) => e.t === 'events' && (e.r as EventRow).part > 0)) {
       this.#oldKey = false;
       const name = this.#opts.eventsTable;
-      lateWarn(
-        this.#run,
+      this.#run.warn(
         'CLICKHOUSE_OLD_KEY',
         `${name} is keyed on (run, line) by an older subtee: rows of one input line (a mapped ` +
           `producer's derived lines) are all written, but FINAL and merges keep one of them; ` +
@@ -329,8 +328,7 @@ class ClickHouseSink extends BatchTransform {
     if (this.#mode !== 'offline') {
       this.#mode = 'offline';
       const what = `ClickHouse at ${this.#where} is not taking rows (${this.#lastError})`;
-      lateWarn(
-        this.#run,
+      this.#run.warn(
         'CLICKHOUSE_UNAVAILABLE',
         `${what}; they are kept in ${this.#spool.file} and sent when it answers`,
       );
@@ -354,8 +352,7 @@ class ClickHouseSink extends BatchTransform {
       ? `${name} at ${this.#where} is not a table subtee writes (${err.reason}): it is left as it is`
       : `${name} at ${this.#where} refuses every row subtee sends it (${err.reason})`;
     this.#lastError = err.foreign ? `${name} is not subtee's table` : `${name} refuses every row`;
-    lateWarn(
-      this.#run,
+    this.#run.warn(
       'CLICKHOUSE_TABLE',
       `${what}; rows are kept in ${this.#spool.file}, not tried again in this run (RENAME TABLE ` +
         `${name} away or set ${option} to another name, then send them with --clickhouse-resend)`,
@@ -568,7 +565,7 @@ class ClickHouseSink extends BatchTransform {
     if (rejects.rows === 0) return;
     const aside = [...rejects.files].join(', ');
     const what = `${rejects.rows} spooled rows refused by ClickHouse at ${this.#where} (${rejects.reason})`;
-    lateWarn(this.#run, 'CLICKHOUSE_REJECTED', `${what}: set aside in ${aside}`);
+    this.#run.warn('CLICKHOUSE_REJECTED', `${what}: set aside in ${aside}`);
   }
 
   #reportSpooled(): void {
@@ -581,8 +578,7 @@ class ClickHouseSink extends BatchTransform {
     if (files.length === 0) return;
     const why = this.#lastError ? ` (${this.#lastError})` : '';
     const kept = files.join(', ');
-    lateWarn(
-      this.#run,
+    this.#run.warn(
       'CLICKHOUSE_SPOOLED',
       `${rows} rows not sent to ClickHouse at ${this.#where}${why}: kept in ${kept}; ` +
         `send them with --clickhouse-resend ${spool.dir}`,

@@ -16,7 +16,7 @@ import {
   type SpanSender,
   type TraceSerializer,
 } from './otlp-http.js';
-import { lateWarn, randomRunId, spanIdOf, traceIdOf } from './stream-facts.js';
+import { randomRunId, spanIdOf, traceIdOf } from './stream-facts.js';
 import { timerMs } from '../../timer-ms.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import {
@@ -532,7 +532,7 @@ class OtlpSink extends BatchTransform {
   #warnUnavailable(error: string): void {
     const why = withoutUrlSecrets(error, this.#url);
     const what = `collector ${this.#where} is not accepting spans (${why})`;
-    lateWarn(this.#run, 'OTLP_UNAVAILABLE', `${what}; the run goes on and spans are retried`);
+    this.#run.warn('OTLP_UNAVAILABLE', `${what}; the run goes on and spans are retried`);
   }
 
   #emit(spans: SpanData[]): void {
@@ -570,8 +570,7 @@ class OtlpSink extends BatchTransform {
     sender.close();
     if (delivery.lost > 0) {
       const why = undeliveredReason(delivery.lostFor, this.#opts.flushTimeoutMs);
-      lateWarn(
-        this.#run,
+      this.#run.warn(
         'OTLP_UNDELIVERED',
         `${delivery.lost} of ${delivery.total} spans not delivered to ${this.#where} ` +
           `(${withoutUrlSecrets(why, this.#url)})`,

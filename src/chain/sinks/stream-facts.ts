@@ -1,5 +1,4 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { SinkRun } from '../../model/session.js';
 import { runIdOf } from '../../model/message.js';
 
 /** Epoch milliseconds of an ISO `timestamp` field, or null when it is missing or not a date. */
@@ -54,17 +53,4 @@ export function traceIdOf(runId: string): string {
  */
 export function spanIdOf(traceId: string, key: string): string {
   return createHash('sha256').update(`${traceId}\0${key}`).digest('hex').slice(0, 16);
-}
-
-/**
- * Run.warn for a sink that may finish after others: the warning is recorded and printed all
- * the same, but a listener of a sink that has already closed (pino's destination) throws,
- * and that must not fail the run.
- */
-export function lateWarn(run: SinkRun, code: string, message: string): void {
-  try {
-    run.warn(code, message);
-  } catch {
-    // The closed sink misses it; stderr and index.json (when written later) have it.
-  }
 }
