@@ -369,10 +369,6 @@ const USAGE_KINDS = [
 export const saneFigure = (v: unknown, max: number): v is number =>
   typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= max;
 
-/** A figure shown to a person or a machine: finite and not negative, else null. */
-export const shownFigure = (v: unknown): number | null =>
-  typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null;
-
 /** A name from the stream inside a warning: printable ASCII, at most 60 characters. */
 const printable = (s: string): string => boundedText(s, 60).replace(/[^\x20-\x7e]/g, '?');
 
