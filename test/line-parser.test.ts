@@ -4,9 +4,9 @@ import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createLineParser, LineSplitter, classifyLine } from '../src/chain/stages/line-parser.js';
 import { quarantinedLines, type SpooledRecord, type SubteeRecord } from '../src/model/record.js';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { Session } from '../src/model/session.js';
-import { chunked, splitEvery } from './helpers/helpers.js';
+import { chunked, splitEvery, tmpDir } from './helpers/helpers.js';
 
 /** One record per input line: a junk run's record stands for each of its lines. */
 function perLine(recs: SubteeRecord[]): SubteeRecord[] {
@@ -18,12 +18,13 @@ function perLine(recs: SubteeRecord[]): SubteeRecord[] {
 async function parse(
   chunks: Buffer[],
   maxLineBytes?: number,
+  spoolDir?: string,
 ): Promise<{ recs: SubteeRecord[]; run: Session }> {
   const run = new Session();
   const recs: SubteeRecord[] = [];
   await pipeline(
     chunked(chunks),
-    createLineParser({ session: run, maxLineBytes }),
+    createLineParser({ session: run, maxLineBytes, spoolDir }),
     new Writable({ objectMode: true, write: (batch: SubteeRecord[], _e, cb) => (recs.push(...batch), cb()) }),
   );
   return { recs, run };
@@ -167,6 +168,30 @@ test('a line over the limit is spooled, never held: routed ' +
     held.push(splitter.heldBytes);
   }
   assert.ok(Math.max(...held) <= max);
+});
+
+test('a blank line is counted blank whatever its length: spaces, tabs or CRs past the limit ' +
+  'are skipped as held ones are, not quarantined, and leave no spool', async () => {
+  const blanks = [' '.repeat(5000), '\r'.repeat(3000), ' \t'.repeat(2000) + '\r', '\t'.repeat(1500)];
+  // Blank lines between lines that are not: a long line that is blank but for its last byte is not.
+  const input = Buffer.from(
+    blanks.join('\n') + '\n{"type":"x"}\n' + ' '.repeat(4000) + 'x\n' + blanks[0] + '\n' + blanks[1],
+  );
+  const counts = (run: Session) => [run.input.lines, run.input.blankLines, run.input.quarantined];
+  const held = await parse([input]);
+  assert.deepEqual(counts(held.run), [2, 6, 1], 'held: 6 blank lines, 2 lines, the x one quarantined');
+  for (const size of [input.length, 700, 1]) {
+    const dir = tmpDir();
+    const got = await parse(splitEvery(input, size), 1024, dir);
+    const name = `limit 1024, chunks of ${size}`;
+    assert.deepEqual(counts(got.run), counts(held.run), name);
+    assert.deepEqual(got.recs.map((r) => [r.kind, r.lineNo]), [['line', 5], ['spooled', 6]], name);
+    assert.deepEqual(got.run.warnings.map((w) => w.message), [
+      'line 6 is longer than 1024 bytes: it is not a JSON object and was kept in the quarantine file',
+    ], name);
+    (got.recs[1] as SpooledRecord).spool.release();
+    assert.deepEqual(readdirSync(dir), [], `${name}: no spool left behind`);
+  }
 });
 
 test('classifyLine tells objects from everything else', () => {

@@ -95,7 +95,11 @@ export function createLineParser(options: LineParserOptions): Duplex {
       spool ??= new LineSpool(spoolDir(options.spoolDir), lineNo);
       spool.push(piece);
       if (!final) return;
-      batch.push(Object.freeze(endSpool(run, spool, lineNo, terminated, opts.maxLineBytes)));
+      if (spool.blank) {
+        // A blank line is skipped and counted as one, held or spooled: its length changes nothing.
+        spool.discard();
+        run.countBlankLine();
+      } else batch.push(Object.freeze(endSpool(run, spool, lineNo, terminated, opts.maxLineBytes)));
       spool = null;
     },
   });

@@ -5,6 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { writeFailed } from '../../errors.js';
 import type { Spool, SpooledRecord } from '../../model/record.js';
 import type { Session } from '../../model/session.js';
+import { isBlank } from '../../model/lines.js';
 import { StreamScanner } from '../../model/stream-scan.js';
 import { writeAllSync } from '../../safe-open.js';
 
@@ -111,6 +112,8 @@ export class LineSpool {
   private readonly scanner = new StreamScanner(SPOOL_CAPTURE_BYTES);
   /** A CR at the end of the last piece: the line's own, unless a newline follows it. */
   private pendingCr = false;
+  /** Spaces, tabs and CRs only so far: a blank line, whatever its length (see `blank`). */
+  private blankSoFar = true;
 
   constructor(
     dir: string,
@@ -137,6 +140,14 @@ export class LineSpool {
       piece = piece.subarray(0, piece.length - 1);
     }
     this.take(piece);
+  }
+
+  /**
+   * Every byte taken is a space, a tab or a CR: a blank line, which the parser counts and
+   * skips however long it is (each byte is looked at once, until the first that is not).
+   */
+  get blank(): boolean {
+    return this.blankSoFar;
   }
 
   /** The line ended: at a newline (`terminated`), or with the input. */
@@ -172,6 +183,7 @@ export class LineSpool {
       throw writeFailed(this.path, err);
     }
     this.bytes += piece.length;
+    if (this.blankSoFar) this.blankSoFar = isBlank(piece);
     if (!this.scanner.failed) this.scanner.push(piece);
     if (this.headBytes < SPOOL_HEAD_BYTES) {
       const part = Buffer.from(piece.subarray(0, SPOOL_HEAD_BYTES - this.headBytes));
