@@ -12,6 +12,7 @@ import type { Stall } from '../src/model/in-flight.js';
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { UsageEvent, ToolEvent } from '../src/entry/model.js';
+import { MESSAGES_REMEMBERED } from '../src/model/latest.js';
 import { fixtureFiles, sampleFiles } from './helpers/helpers.js';
 import { readStream } from './helpers/oracle.js';
 import { routeThrough } from './helpers/otlp-tree.js';
@@ -189,6 +190,39 @@ test("usage events: a message's repeated usage adds nothing, a message_delta set
     { type: 'toolResult', lineNo: 5, channel: null, id: 'toolu_x', isError: true },
   ]);
   assert.equal(model.cost.channelCost(null)?.tokens.output_tokens, 7);
+});
+
+test("a message whose lines resume after other messages' on its channel (A, B, A) is counted " +
+  'once in the tree and the ledger, within the latest MESSAGES_REMEMBERED; an older one again', () => {
+  const line = (id: string, input: number) => ({
+    type: 'assistant',
+    parent_tool_use_id: null,
+    message: { id, model: 'claude-opus-5-5', usage: { input_tokens: input, output_tokens: 1 }, content: [] },
+  });
+  for (let between = 1; between <= MESSAGES_REMEMBERED; between++) {
+    const model = new RunModel();
+    const lines = [line('A', 100), ...Array.from({ length: between }, (_, i) => line(`B${i}`, 10))];
+    // A's next line states its usage again, its input grown as a later line of a message may.
+    lines.push(line('A', 150));
+    lines.forEach((value, i) => model.take(value, i + 1));
+    const once = between < MESSAGES_REMEMBERED;
+    const input = (once ? 150 : 250) + 10 * between;
+    const name = `A, ${between} other message(s), A`;
+    assert.equal(model.tree.main.usage.input_tokens, input, `${name}: the tree`);
+    assert.equal(model.cost.channelCost(null)?.tokens.input_tokens, input, `${name}: the ledger`);
+    // Both say the same: index.json's channel usage and cost.models agree.
+    const models = model.cost.reportSoFar().models;
+    assert.equal(models['claude-opus-5-5']?.input_tokens, input, `${name}: cost.models`);
+  }
+  // A message_delta for a message resumed after another settles that message's output, once.
+  const model = new RunModel();
+  [line('A', 100), line('B', 10)].forEach((value, i) => model.take(value, i + 1));
+  const delta = { type: 'stream_event', parent_tool_use_id: null, api_message_id: 'A',
+    event: { type: 'message_delta', usage: { output_tokens: 9 } } };
+  model.take(delta, 3);
+  model.take(line('A', 100), 4);
+  assert.equal(model.cost.channelCost(null)?.tokens.output_tokens, 10, 'A settled at 9, B stated 1');
+  assert.equal(model.cost.channelCost(null)?.tokens.input_tokens, 110);
 });
 
 /** The routed lines' usage and tool events of a run, through the chain, and its index.json. */

@@ -30,6 +30,7 @@
  * per channel and per model, plus the one message being assembled per channel.
  */
 import { boundedText } from './bounded-text.js';
+import { resumeMessage } from './latest.js';
 import { isObject, MAX_MESSAGE_TOKENS, nonEmpty, type JsonObject } from './message.js';
 import {
   MAX_USD_PER_MILLION_TOKENS,
@@ -291,6 +292,8 @@ class ModelTallies {
 interface ChannelLedger {
   models: ModelTallies;
   current: OpenMessage | null;
+  /** The messages before `current`, newest first (see resumeMessage); null until there is one. */
+  earlier: OpenMessage[] | null;
   /** A message_delta that came before any line of its message. */
   early: { id: string; output: number } | null;
   /** The largest total of tokens a usage stated without their kinds (Copilot's subagents). */
@@ -301,7 +304,12 @@ interface ChannelLedger {
    * The stream's own figures, kept while a transcript taken when the channel ended stands in
    * for them: usage arriving later puts them back (see takeChannelTranscript).
    */
-  stream: { models: ModelTallies; current: OpenMessage | null; early: ChannelLedger['early'] } | null;
+  stream: {
+    models: ModelTallies;
+    current: OpenMessage | null;
+    earlier: OpenMessage[] | null;
+    early: ChannelLedger['early'];
+  } | null;
 }
 
 /** One channel's usage as Claude Code's transcript states it: per model, each message once. */
@@ -530,6 +538,7 @@ export class CostLedger {
       ledger = {
         models: new ModelTallies(),
         current: null,
+        earlier: null,
         early: null,
         totalOnly: 0,
         transcript: null,
@@ -554,17 +563,10 @@ export class CostLedger {
     if (ledger.transcript !== null && !this.untake(ledger)) return null;
     let msg = ledger.current;
     if (!msg || msg.id !== id || msg.model !== model) {
-      msg = { id, model, ...noFigures(), counted: false };
-      ledger.current = msg;
-      if (!ledger.models.has(model)) {
-        ledger.models.set(model, emptyTally());
-        this.sumOf(model).channels++;
-      }
-      ledger.models.get(model)!.messages++;
-      if (id !== null && ledger.early?.id === id) {
-        msg.exact = ledger.early.output;
-        ledger.early = null;
-      }
+      // A message whose lines resume after another's is found among the latest few: counted once.
+      const is = (m: OpenMessage) => m.id === id && m.model === model;
+      const resumed = msg ? resumeMessage((ledger.earlier ??= []), msg, is) : null;
+      msg = ledger.current = resumed ?? this.open(ledger, id, model);
     }
     // Every line of a message repeats its usage: the latest one stands.
     const next = this.next;
@@ -574,6 +576,21 @@ export class CostLedger {
     next.chars = msg.chars + producedChars(message.content);
     next.exact = msg.exact;
     return this.apply(ledger, msg, next, channel, lineNo);
+  }
+
+  /** A message's first line on a channel: counted among its model's messages. */
+  private open(ledger: ChannelLedger, id: string, model: string): OpenMessage {
+    const msg: OpenMessage = { id, model, ...noFigures(), counted: false };
+    if (!ledger.models.has(model)) {
+      ledger.models.set(model, emptyTally());
+      this.sumOf(model).channels++;
+    }
+    ledger.models.get(model)!.messages++;
+    if (ledger.early?.id === id) {
+      msg.exact = ledger.early.output;
+      ledger.early = null;
+    }
+    return msg;
   }
 
   private delta(value: JsonObject, channel: string | null, lineNo: number): UsageEvent | null {
@@ -588,7 +605,11 @@ export class CostLedger {
     const id = nonEmpty(value.api_message_id);
     const ledger = this.ledger(channel);
     if (ledger.transcript !== null && !this.untake(ledger)) return null;
-    const msg = ledger.current;
+    let msg = ledger.current;
+    // The delta of a message whose lines resume after another's (see `assistant`).
+    const is = (m: OpenMessage) => m.id === id;
+    if (msg && id !== null && msg.id !== id && ledger.earlier?.some(is))
+      msg = ledger.current = resumeMessage(ledger.earlier, msg, is);
     this.cached = null;
     if (msg && (id === null || msg.id === id)) {
       const next = this.next;
@@ -912,7 +933,7 @@ export class CostLedger {
     if (own.transcript === null) {
       const models = new ModelTallies();
       for (const model of own.models.names()) models.set(model, { ...own.models.get(model)! });
-      stream = { models, current: own.current, early: own.early };
+      stream = { models, current: own.current, earlier: own.earlier, early: own.early };
     }
     this.adopt(key, t, ledger === undefined || ledger.models.names().length === 0);
     own.stream = stream;
@@ -931,6 +952,7 @@ export class CostLedger {
     ledger.models = stream.models;
     this.account(ledger, 1);
     ledger.current = stream.current;
+    ledger.earlier = stream.earlier;
     ledger.early = stream.early;
     ledger.transcript = null;
     ledger.stream = null;
@@ -996,6 +1018,7 @@ export class CostLedger {
     }
     this.account(ledger, 1);
     ledger.current = null;
+    ledger.earlier = null;
     ledger.early = null;
     ledger.stream = null;
     // Taken again at the end, a transcript taken when its channel ended says what it did then.

@@ -18,7 +18,7 @@ import {
   type UserLine,
 } from './message.js';
 import { boundedText } from './bounded-text.js';
-import { rememberLatest } from './latest.js';
+import { rememberLatest, resumeMessage } from './latest.js';
 
 export type ChannelStatus = 'running' | 'completed' | 'failed';
 
@@ -203,6 +203,8 @@ class TreeChannel implements Channel {
   readonly seq: number;
   #messageId: string | null = null;
   #messageUsage: Record<string, number> | null = null;
+  /** The messages before it, newest first (see resumeMessage); null until there is one. */
+  #earlier: Array<{ id: string; usage: Record<string, number> }> | null = null;
   /**
    * Its parent, depth, agent and description are held here, not in fields of their own: one
    * frozen value, replaced when one of them changes, which a line routed now keeps as it is.
@@ -262,11 +264,16 @@ class TreeChannel implements Channel {
   /**
    * One API message arrives as consecutive lines, one per block, each repeating the
    * message's usage; the latest line's usage replaces what earlier lines of that message
-   * contributed. Only the current message is remembered, so memory does not grow with the
-   * length of the run.
+   * contributed. Only the latest MESSAGES_REMEMBERED messages are remembered, so memory does
+   * not grow with the length of the run; a message whose lines resume after another's among
+   * them (A, B, A) is counted once.
    */
   addUsage(messageId: string, now: Record<string, number>): void {
-    const before = this.#messageId === messageId ? this.#messageUsage : null;
+    let before = this.#messageId === messageId ? this.#messageUsage : null;
+    if (this.#messageId !== null && this.#messageId !== messageId) {
+      const current = { id: this.#messageId, usage: this.#messageUsage! };
+      before = resumeMessage((this.#earlier ??= []), current, (m) => m.id === messageId)?.usage ?? null;
+    }
     const usage = this.usage;
     for (const k in now) usage[k] = (usage[k] ?? 0) + now[k] - (before?.[k] ?? 0);
     if (before) for (const k in before) if (!(k in now)) usage[k] -= before[k];
