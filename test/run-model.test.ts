@@ -225,6 +225,27 @@ test("a message whose lines resume after other messages' on its channel (A, B, A
   assert.equal(model.cost.channelCost(null)?.tokens.input_tokens, 110);
 });
 
+test("a <synthetic> message (Claude Code's own, no API call) counts in neither the tree's usage " +
+  'nor the ledger: channels[].usage and cost.models agree', () => {
+  const line = (id: string, model: string, parent: string | null) => ({
+    type: 'assistant',
+    parent_tool_use_id: parent,
+    message: { id, model, usage: { input_tokens: 500, output_tokens: 7 }, content: [{ type: 'text', text: 'x' }] },
+  });
+  const model = new RunModel();
+  [spawn, line('s1', '<synthetic>', null), inside, line('s2', '<synthetic>', 'toolu_a')].forEach((v, i) =>
+    model.take(v, i + 1),
+  );
+  const sub = model.tree.channels().find((c) => c.id === 'toolu_a')!;
+  assert.deepEqual([model.tree.main.usage.input_tokens, sub.usage.input_tokens], [10, 7], 'the tree');
+  assert.deepEqual(
+    [model.cost.channelCost(null)?.tokens.input_tokens, model.cost.channelCost('toolu_a')?.tokens.input_tokens],
+    [10, 7],
+    'the ledger',
+  );
+  assert.deepEqual(Object.keys(model.cost.reportSoFar().models), ['claude-sonnet-4-5'], 'cost.models');
+});
+
 /** The routed lines' usage and tool events of a run, through the chain, and its index.json. */
 async function eventsOf(input: Buffer) {
   const usage: UsageEvent[] = [];

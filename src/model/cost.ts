@@ -31,7 +31,7 @@
  */
 import { boundedText } from './bounded-text.js';
 import { resumeMessage } from './latest.js';
-import { isObject, MAX_MESSAGE_TOKENS, nonEmpty, type JsonObject } from './message.js';
+import { isObject, isSyntheticMessage, MAX_MESSAGE_TOKENS, nonEmpty, type JsonObject } from './message.js';
 import {
   MAX_USD_PER_MILLION_TOKENS,
   priceOf,
@@ -95,8 +95,6 @@ export const COST_BOUNDS = Object.freeze({
 /** How the ledger reports a refused figure or a disagreement (the session's `warn`). */
 export type CostWarn = (code: string, message: string, subject?: string) => void;
 
-/** Claude Code's marker for a message it wrote itself (an API error shown as text): no API call. */
-const SYNTHETIC_MODEL = '<synthetic>';
 /** The model of an assistant line that names none (another producer). */
 const UNNAMED_MODEL = 'unknown';
 
@@ -550,8 +548,8 @@ export class CostLedger {
   }
 
   private assistant(message: JsonObject, channel: string | null, lineNo: number): UsageEvent | null {
+    if (isSyntheticMessage(message)) return null;
     const model = nonEmpty(message.model) ?? this.initModel ?? UNNAMED_MODEL;
-    if (model === SYNTHETIC_MODEL) return null;
     // A line without a message id cannot be told apart from a repeat: like the tree's usage,
     // it is not counted.
     const id = nonEmpty(message.id);

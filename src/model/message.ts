@@ -269,6 +269,17 @@ export function channelIdOf(value: JsonObject): string | null {
 }
 
 /**
+ * Claude Code's model name on a message it wrote itself (an API error shown as text): not an
+ * API call, so its usage counts nowhere (the tree's, the cost ledger's, the transcripts').
+ */
+export const SYNTHETIC_MODEL = '<synthetic>';
+
+/** Whether an assistant line's `message` is one Claude Code wrote itself (see SYNTHETIC_MODEL). */
+export function isSyntheticMessage(message: JsonObject): boolean {
+  return message.model === SYNTHETIC_MODEL;
+}
+
+/**
  * The most tokens of one kind an API message may state (the largest context windows hold two
  * million): a larger count, or a negative or non-finite one, is not a count (see cost.ts).
  */

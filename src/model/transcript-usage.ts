@@ -6,11 +6,8 @@
  * each repeating the message's final usage, so each message (by `message.id` and `requestId`)
  * counts once. Plain logic: the reading is in chain/transcripts.ts.
  */
-import { isObject, nonEmpty } from './message.js';
+import { isObject, isSyntheticMessage, nonEmpty } from './message.js';
 import { COST_BOUNDS, saneFigure, type ModelTokens, type TranscriptChannel } from './cost.js';
-
-/** Claude Code's marker for a message it wrote itself (no API call), as in the stream. */
-const SYNTHETIC_MODEL = '<synthetic>';
 
 /** A session id or agent id that may name a file: letters, digits, `-` and `_`. */
 export const SAFE_ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -46,7 +43,7 @@ export class TranscriptUsage {
     const message = line.message;
     const model = nonEmpty(message.model);
     const id = nonEmpty(message.id);
-    if (model === null || model === SYNTHETIC_MODEL || id === null || !isObject(message.usage)) return;
+    if (model === null || isSyntheticMessage(message) || id === null || !isObject(message.usage)) return;
     const usage = message.usage;
     const max = COST_BOUNDS.messageTokens;
     let bad: string | null = null;

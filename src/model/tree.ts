@@ -11,6 +11,7 @@ import {
   type AssistantLine,
   type CountedBlockType,
   isObject,
+  isSyntheticMessage,
   type JsonObject,
   type SystemLine,
   type ToolResultBlock,
@@ -570,7 +571,9 @@ export class ChannelTree {
       else this.call(block, channel);
     }
     const key = nonEmpty(line.message.id);
-    if (key && isObject(line.message.usage)) channel.addUsage(key, usageNumbers(line.message.usage));
+    // A message Claude Code wrote itself is no API call: its usage counts nowhere, as in the ledger.
+    if (key && isObject(line.message.usage) && !isSyntheticMessage(line.message as unknown as JsonObject))
+      channel.addUsage(key, usageNumbers(line.message.usage));
   }
 
   /** Remembers a non-spawn call's channel (see `calls`); an id no real CLI makes is not kept. */
