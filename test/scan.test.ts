@@ -23,7 +23,7 @@ import {
   UNDECIDED,
   valueAt,
 } from '../src/model/scan.js';
-import { MEMBERS_CAPTURED, StreamScanner, TOOL_BLOCKS_KEPT } from '../src/model/stream-scan.js';
+import { BLOCK_MEMBER_BYTES, MEMBERS_CAPTURED, StreamScanner, TOOL_BLOCKS_KEPT } from '../src/model/stream-scan.js';
 import { readFileSync } from 'node:fs';
 import { fixtureFiles, runToFiles, splitEvery } from './helpers/helpers.js';
 
@@ -615,6 +615,37 @@ test('the streaming checker keeps the tool calls and results of message.content,
     assert.ok(verdict.ok);
     assert.deepStrictEqual(verdict.value, keptOfLine(JSON.parse(json)), json);
   }
+});
+
+test('a tool call or result whose id or name is longer than BLOCK_MEMBER_BYTES counts on a spooled ' +
+  'line as on a held one, read with an empty id; the tool counts of index.json the same', async () => {
+  const pad = 'p'.repeat(2000);
+  const long = (n: number) => 'toolu_' + 'i'.repeat(n - 6);
+  // Ids just under, at and past the bound (as JSON text, quotes included), a name past it.
+  const blocks = [
+    { type: 'tool_use', id: long(BLOCK_MEMBER_BYTES - 2), name: 'Bash', input: {} },
+    { type: 'tool_use', id: long(BLOCK_MEMBER_BYTES - 1), name: 'Bash', input: {} },
+    { type: 'tool_use', id: long(5000), name: 'Bash', input: {} },
+    { type: 'tool_use', id: 'toolu_1', name: 'n'.repeat(5000), input: {} },
+    { type: 'tool_result', tool_use_id: long(5000), content: 'ok', is_error: true },
+  ];
+  const line = (type: string, content: unknown[]) =>
+    JSON.stringify({ type, parent_tool_use_id: null, pad, message: { id: 'm', role: type, content } });
+  const calls = line('assistant', blocks.slice(0, 4));
+  const scanned = new StreamScanner();
+  scanned.push(Buffer.from(calls));
+  const verdict = scanned.end(true);
+  assert.ok(verdict.ok);
+  assert.deepStrictEqual(
+    (verdict.value.message as { content: Array<{ id: string; name: string }> }).content.map((b) => [b.id, b.name]),
+    [[long(BLOCK_MEMBER_BYTES - 2), 'Bash'], ['', 'Bash'], ['', 'Bash'], ['toolu_1', '']],
+  );
+  const input = Buffer.from(`${calls}\n${line('user', blocks.slice(4))}\n`);
+  const held = await runToFiles(input);
+  const spooled = await runToFiles(input, {}, { maxLineBytes: 1024 });
+  assert.ok(spooled.run.warnings.some((w) => w.code === 'LINE_TOO_LONG'), 'the lines were spooled');
+  assert.deepEqual(held.index.channels[0].counts, { text: 0, thinking: 0, tool_use: 4, tool_result: 1 });
+  assert.deepEqual(spooled.index.channels[0].counts, held.index.channels[0].counts);
 });
 
 test('the streaming checker holds a bounded value whatever a line repeats: a key seen again ' +

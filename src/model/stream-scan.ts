@@ -50,8 +50,13 @@ const N_EXP = 7;
 
 /** Tool blocks of a line's `message.content` kept, at most: a line has one block as Claude Code writes it. */
 export const TOOL_BLOCKS_KEPT = 64;
-/** A tool block's member longer than this (an id, a name) is left out, and the block with it. */
-const BLOCK_MEMBER_BYTES = 1024;
+/**
+ * A tool block's member longer than this (an id, a name, as JSON text) is read as empty: the
+ * call or result is counted as on a held line, its id not kept (see `keep`).
+ */
+export const BLOCK_MEMBER_BYTES = 1024;
+/** What a block member too long to keep is read as: an empty string. */
+const TOO_LONG_MEMBER = Buffer.from('""');
 /** The members of a content block kept: what names a tool call or result. */
 const BLOCK_KEYS = new Set(['type', 'id', 'name', 'tool_use_id', 'is_error']);
 
@@ -439,7 +444,10 @@ export class StreamScanner {
   private keep(bytes: Buffer, from: number, to: number): void {
     const into = this.capture!;
     if (into.length + (to - from) > this.captureLimit) {
-      // Too long to keep: the member is left out of the value.
+      // Too long to keep: a top-level member is left out of the value; a block's is read as
+      // empty, so the block still counts (a tool call whose id is longer than any CLI makes).
+      if (into !== this.key && this.key !== null && this.block !== null && this.into === this.block)
+        this.block.set(Buffer.from(JSON.stringify(nameOf(this.key))).toString('latin1'), TOO_LONG_MEMBER);
       this.capturing = false;
       this.key = null;
       this.capture = null;
