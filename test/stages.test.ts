@@ -142,6 +142,22 @@ for (const mode of ['keep', 'truncate', 'drop', 'file'] as const) {
   });
 }
 
+test('a chain with no thinking truncator shows thinking as its session\'s stated policy says, ' +
+  'and counts none', async () => {
+  const out = join(tmpDir(), 'out');
+  const session = new Session();
+  session.stateDisplay({ thinking: 'drop', thinkingChars: 2000 });
+  await runChain(
+    chunked([inputOf('assistant')]),
+    { stages: [{ use: 'line-parser' }, { use: 'channel-router' }], sinks: [{ use: 'files', out }] },
+    { session },
+  );
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.deepEqual(index.display, { thinking: 'drop', thinking_chars: 2000 });
+  assert.ok(!readFileSync(join(out, 'main.log'), 'utf8').includes('[thinking]'));
+  assert.equal(index.channels[0].thinking, undefined);
+});
+
 test('a second truncator stating another policy for the same run is refused: ERR_DISPLAY_POLICY', () => {
   const session = new Session();
   createThinkingTruncator({ session, mode: 'drop' });

@@ -183,9 +183,10 @@ function assembleChain(
   const registry = options.registry ?? builtinRegistry();
   checkChain(spec, registry);
   const session = options.session ?? new Session();
-  // Stated before any component is made, so a plugin made before the thinking truncator reads
-  // the same policy; the truncator states the same again.
-  session.stateDisplay(displayPolicyOf(spec));
+  // The truncator's policy is stated before any component is made, so a plugin made before the
+  // truncator reads the same one; the truncator states the same again. Without one, the
+  // session's stands (thinking whole, unless the program that made it stated another).
+  if (spec.stages.some((c) => c.use === 'thinking-truncator')) session.stateDisplay(displayPolicyOf(spec));
   const calls = pending ?? new Set<PendingPluginCall>();
   const parts = [...spec.stages, ...spec.sinks].map((c) => {
     const def = registry.get(c.use) as PluginDefinition;
