@@ -102,7 +102,14 @@ test('the chain\'s facts are stated through the Session\'s methods; a stated pro
   );
   // Nothing to assign: each fact is a getter over the Session's own state.
   const fields = session as unknown as Record<string, unknown>;
-  const keys = ['producer', 'producerVersion', 'transcripts', 'checkedCommandVersion', 'interrupted', 'command'];
+  const keys = [
+    'producer',
+    'producerVersion',
+    'transcripts',
+    'checkedCommandVersion',
+    'interrupted',
+    'command',
+  ];
   for (const key of keys) assert.throws(() => (fields[key] = null), TypeError, key);
   assert.equal(session.interrupted, true);
   const table = Object.freeze({ ...session.cost.prices, date: '2030-01-01' });
