@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { type Message, open, type SubagentHandle } from '../src/index.js';
 import { teeJsonl } from '../src/entry/adapters.js';
 import { NESTED_SCRIPT, startRun } from './e2e/deep-agents.js';
-import { BIN, tmpDir } from './helpers/helpers.js';
+import { BIN, readTree, tmpDir } from './helpers/helpers.js';
 import {
   claudeUsage,
   contentText,
@@ -164,6 +164,9 @@ test('recorded LangGraph protocol events through the CLI: ' +
       flags.join(' ') || 'auto',
     );
   }
+  // Read by auto (its first lines waiting until the choice is final), the files are the same.
+  const files = (out: string) => [...readTree(join(dir, out))].filter(([f]) => f !== 'index.json');
+  assert.deepEqual(files('replay0'), files('replay2'), 'auto writes what --input-format langgraph does');
   // Forced the other way, the events are not read as subagents: nothing is guessed.
   const forced = join(dir, 'forced');
   const r = spawnSync(

@@ -989,6 +989,36 @@ test('a stray line among the first costs that line: the mapper goes on where it 
   }
 });
 
+test("a stray first line of another producer's shape, a LangGraph event's among them, costs only " +
+  'itself: kept once in main.jsonl, every subagent as without it, the change told', async () => {
+  const streams: Array<[string, string]> = [
+    ['codex', join(DIR, 'codex', 'two-subagents.jsonl')],
+    ['copilot', join(DIR, 'copilot', 'spawn-2.jsonl')],
+    ['gemini', join(DIR, 'gemini', 'two-subagents.jsonl')],
+    ['opencode', join(DIR, 'opencode', 'nested-2.jsonl')],
+    ['claude', join(FIXTURES, 'nested-depth-3.jsonl')],
+  ];
+  for (const [producer, file] of streams) {
+    const lines = inputLines(readFileSync(file));
+    const clean = await intoFolder(readFileSync(file));
+    for (const [stray, line] of Object.entries(STRAY)) {
+      if (stray === producer) continue;
+      const name = `${producer} (${file.slice(DIR.length)}) after a stray ${stray} line`;
+      const input = [line, ...lines];
+      const got = await intoFolder(Buffer.from(input.join('\n') + '\n', 'latin1'));
+      assert.equal(got.index.producer, producer, name);
+      const subagents = (i: any) => i.channels.slice(1).map(figures);
+      assert.deepEqual(subagents(got.index), subagents(clean.index), name);
+      const { all, byChannel } = writtenLines(got.out, got.index);
+      assert.deepEqual([...all].sort(), [...input].sort(), `${name}: every line kept once`);
+      assert.equal(byChannel.get(null)![0], line, `${name}: the stray line first in main.jsonl`);
+      const told = got.warnings.filter((w) => w.code.startsWith('INPUT_FORMAT'));
+      assert.deepEqual(told.map((w) => w.code), ['INPUT_FORMAT_CHANGED'], name);
+      assert.match(told[0].message, new RegExp(`^line 2 fits ${producer}, not ${stray} `), name);
+    }
+  }
+});
+
 test("another producer's line while a Codex run's id is pending: the Codex lines that waited go " +
   'on first, in order, and none is lost when the input ends there', async () => {
   const lines = inputLines(readFileSync(join(DIR, 'codex', 'two-subagents.jsonl')));

@@ -123,10 +123,16 @@ export function createInputFormat(options: InputFormatOptions): Transform {
   // `auto` turned to LangGraph from another producer while its choice was open: the lines read
   // as LangGraph are kept as the other producers' are (see keepStrayEvent) until it is final.
   let strayLangGraph = false;
+  // `auto` read the input's first lines as LangGraph: they wait here until the choice is final
+  // (a LangGraph run's: mapped as such) or turns to another producer (stray lines: kept as
+  // keepStrayEvent keeps them), at most WAITING_RECORDS records or WAITING_BYTES.
+  let waiting: SubteeRecord[] | null = null;
+  let waitingBytes = 0;
   const decided = (producer: Producer) => {
     agent?.detach();
     agent = null;
     if (producer === 'langgraph' && run.producer !== null) strayLangGraph = true;
+    else if (producer === 'langgraph' && format === 'auto') waiting = [];
     if (!isAgentProducer(producer)) return run.stateProducer(producer);
     agent = agents.get(producer) ?? null;
     if (agent) agent.attach();
@@ -141,14 +147,27 @@ export function createInputFormat(options: InputFormatOptions): Transform {
       out.push(Object.freeze({ kind: 'line', lineNo, raw, value } satisfies LineRecord));
     }
   };
-  const handle = (rec: SubteeRecord, out: RecordBatch) => {
-    if (agent) return agent.push(rec, out);
-    if (run.producer !== 'langgraph') return void out.push(rec);
+  const langGraph = (rec: SubteeRecord, out: RecordBatch, stray: boolean) => {
     lastLineNo = rec.lineNo;
     // Quarantined bytes, and objects that are not protocol events, go on as they are.
     if (rec.kind !== 'line' || !isProtocolEvent(rec.value)) out.push(rec);
-    else if (strayLangGraph && !detector.final) keepStrayEvent(rec, mapper, out);
+    else if (stray) keepStrayEvent(rec, mapper, out);
     else toRecords(shareRepeatedText(mapper.map(rec.value), rec.raw.length), rec.lineNo, out);
+  };
+  /** The lines waiting go on: as a LangGraph run's, or as `stray` lines among another's. */
+  const release = (out: RecordBatch, stray: boolean) => {
+    const lines = waiting!;
+    waiting = null;
+    for (const rec of lines) langGraph(rec, out, stray);
+  };
+  const handle = (rec: SubteeRecord, out: RecordBatch) => {
+    if (agent) return agent.push(rec, out);
+    if (run.producer !== 'langgraph') return void out.push(rec);
+    if (waiting === null) return langGraph(rec, out, strayLangGraph && !detector.final);
+    waiting.push(rec);
+    waitingBytes += rec.kind === 'spooled' ? rec.head.length : rec.raw.length;
+    // A run whose first lines are this many is read as LangGraph's without waiting more.
+    if (waiting.length >= WAITING_RECORDS || waitingBytes >= WAITING_BYTES) release(out, false);
   };
   return createBatchTransform({
     transformBatch(batch: RecordBatch) {
@@ -164,6 +183,8 @@ export function createInputFormat(options: InputFormatOptions): Transform {
           if (seen.producer !== run.producer) decided(seen.producer);
           if (seen.warning) run.warn(seen.warning.code, seen.warning.message, seen.warning.subject);
         }
+        if (waiting !== null && (detector.final || run.producer !== 'langgraph'))
+          release(out, run.producer !== 'langgraph');
         handle(rec, out);
       }
       return out.length > 0 ? out : undefined;
@@ -175,6 +196,7 @@ export function createInputFormat(options: InputFormatOptions): Transform {
         decided(last.producer);
         run.warn(last.warning.code, last.warning.message, last.warning.subject);
       }
+      if (waiting !== null) release(out, run.producer !== 'langgraph');
       if (agent) agent.end(out);
       else if (run.producer === 'langgraph') toRecords(shareRepeatedText(mapper.end(), 0), lastLineNo, out);
       return out.length > 0 ? out : undefined;
@@ -198,6 +220,13 @@ const SHAPE_OF = new Map(PRODUCER_SHAPES);
 function producersFitting(value: JsonObject): Producer[] {
   return PRODUCER_SHAPES.filter(([, fits]) => fits(value)).map(([p]) => p);
 }
+
+/**
+ * What `auto` holds of an input whose first lines it read as LangGraph's while its choice is
+ * open (see createInputFormat's `waiting`): records, and their bytes held in memory.
+ */
+const WAITING_RECORDS = 64;
+const WAITING_BYTES = 1024 * 1024;
 
 /** Lines that fit one producer alone that `auto` waits for before its choice is final. */
 const LINES_TO_DECIDE = 8;
