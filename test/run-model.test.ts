@@ -230,7 +230,12 @@ test("a <synthetic> message (Claude Code's own, no API call) counts in neither t
   const line = (id: string, model: string, parent: string | null) => ({
     type: 'assistant',
     parent_tool_use_id: parent,
-    message: { id, model, usage: { input_tokens: 500, output_tokens: 7 }, content: [{ type: 'text', text: 'x' }] },
+    message: {
+      id,
+      model,
+      usage: { input_tokens: 500, output_tokens: 7 },
+      content: [{ type: 'text', text: 'x' }],
+    },
   });
   const model = new RunModel();
   [spawn, line('s1', '<synthetic>', null), inside, line('s2', '<synthetic>', 'toolu_a')].forEach((v, i) =>
@@ -239,7 +244,7 @@ test("a <synthetic> message (Claude Code's own, no API call) counts in neither t
   const sub = model.tree.channels().find((c) => c.id === 'toolu_a')!;
   assert.deepEqual([model.tree.main.usage.input_tokens, sub.usage.input_tokens], [10, 7], 'the tree');
   assert.deepEqual(
-    [model.cost.channelCost(null)?.tokens.input_tokens, model.cost.channelCost('toolu_a')?.tokens.input_tokens],
+    [null, 'toolu_a'].map((c) => model.cost.channelCost(c)?.tokens.input_tokens),
     [10, 7],
     'the ledger',
   );

@@ -23,7 +23,12 @@ import {
   UNDECIDED,
   valueAt,
 } from '../src/model/scan.js';
-import { BLOCK_MEMBER_BYTES, MEMBERS_CAPTURED, StreamScanner, TOOL_BLOCKS_KEPT } from '../src/model/stream-scan.js';
+import {
+  BLOCK_MEMBER_BYTES,
+  MEMBERS_CAPTURED,
+  StreamScanner,
+  TOOL_BLOCKS_KEPT,
+} from '../src/model/stream-scan.js';
 import { readFileSync } from 'node:fs';
 import { fixtureFiles, runToFiles, splitEvery } from './helpers/helpers.js';
 
@@ -637,7 +642,10 @@ test('a tool call or result whose id or name is longer than BLOCK_MEMBER_BYTES c
   const verdict = scanned.end(true);
   assert.ok(verdict.ok);
   assert.deepStrictEqual(
-    (verdict.value.message as { content: Array<{ id: string; name: string }> }).content.map((b) => [b.id, b.name]),
+    (verdict.value.message as { content: Array<{ id: string; name: string }> }).content.map((b) => [
+      b.id,
+      b.name,
+    ]),
     [[long(BLOCK_MEMBER_BYTES - 2), 'Bash'], ['', 'Bash'], ['', 'Bash'], ['toolu_1', '']],
   );
   const input = Buffer.from(`${calls}\n${line('user', blocks.slice(4))}\n`);
