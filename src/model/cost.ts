@@ -30,7 +30,7 @@
  * per channel and per model, plus the one message being assembled per channel.
  */
 import { boundedText } from './bounded-text.js';
-import { resumeMessage } from './latest.js';
+import { rememberEarlier } from './latest.js';
 import { isObject, isSyntheticMessage, MAX_MESSAGE_TOKENS, nonEmpty, type JsonObject } from './message.js';
 import {
   MAX_USD_PER_MILLION_TOKENS,
@@ -290,8 +290,8 @@ class ModelTallies {
 interface ChannelLedger {
   models: ModelTallies;
   current: OpenMessage | null;
-  /** The messages before `current`, newest first (see resumeMessage); null until there is one. */
-  earlier: OpenMessage[] | null;
+  /** The ids of the messages before `current`, newest first (see rememberEarlier); null until one. */
+  earlier: string[] | null;
   /** A message_delta that came before any line of its message. */
   early: { id: string; output: number } | null;
   /** The largest total of tokens a usage stated without their kinds (Copilot's subagents). */
@@ -305,7 +305,7 @@ interface ChannelLedger {
   stream: {
     models: ModelTallies;
     current: OpenMessage | null;
-    earlier: OpenMessage[] | null;
+    earlier: string[] | null;
     early: ChannelLedger['early'];
   } | null;
 }
@@ -561,10 +561,10 @@ export class CostLedger {
     if (ledger.transcript !== null && !this.untake(ledger)) return null;
     let msg = ledger.current;
     if (!msg || msg.id !== id || msg.model !== model) {
-      // A message whose lines resume after another's is found among the latest few: counted once.
-      const is = (m: OpenMessage) => m.id === id && m.model === model;
-      const resumed = msg ? resumeMessage((ledger.earlier ??= []), msg, is) : null;
-      msg = ledger.current = resumed ?? this.open(ledger, id, model);
+      // A message resumed after another's (A, B, A) was counted when its lines came first.
+      if (msg && msg.id !== id && ledger.earlier?.includes(id)) return null;
+      if (msg) rememberEarlier((ledger.earlier ??= []), msg.id);
+      msg = ledger.current = this.open(ledger, id, model);
     }
     // Every line of a message repeats its usage: the latest one stands.
     const next = this.next;
@@ -603,11 +603,7 @@ export class CostLedger {
     const id = nonEmpty(value.api_message_id);
     const ledger = this.ledger(channel);
     if (ledger.transcript !== null && !this.untake(ledger)) return null;
-    let msg = ledger.current;
-    // The delta of a message whose lines resume after another's (see `assistant`).
-    const is = (m: OpenMessage) => m.id === id;
-    if (msg && id !== null && msg.id !== id && ledger.earlier?.some(is))
-      msg = ledger.current = resumeMessage(ledger.earlier, msg, is);
+    const msg = ledger.current;
     this.cached = null;
     if (msg && (id === null || msg.id === id)) {
       const next = this.next;

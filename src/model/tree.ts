@@ -19,7 +19,7 @@ import {
   type UserLine,
 } from './message.js';
 import { boundedText } from './bounded-text.js';
-import { rememberLatest, resumeMessage } from './latest.js';
+import { rememberEarlier, rememberLatest } from './latest.js';
 
 export type ChannelStatus = 'running' | 'completed' | 'failed';
 
@@ -204,8 +204,8 @@ class TreeChannel implements Channel {
   readonly seq: number;
   #messageId: string | null = null;
   #messageUsage: Record<string, number> | null = null;
-  /** The messages before it, newest first (see resumeMessage); null until there is one. */
-  #earlier: Array<{ id: string; usage: Record<string, number> }> | null = null;
+  /** The ids of the messages before it, newest first (see rememberEarlier); null until one. */
+  #earlier: string[] | null = null;
   /**
    * Its parent, depth, agent and description are held here, not in fields of their own: one
    * frozen value, replaced when one of them changes, which a line routed now keeps as it is.
@@ -270,10 +270,11 @@ class TreeChannel implements Channel {
    * them (A, B, A) is counted once.
    */
   addUsage(messageId: string, now: Record<string, number>): void {
-    let before = this.#messageId === messageId ? this.#messageUsage : null;
-    if (this.#messageId !== null && this.#messageId !== messageId) {
-      const current = { id: this.#messageId, usage: this.#messageUsage! };
-      before = resumeMessage((this.#earlier ??= []), current, (m) => m.id === messageId)?.usage ?? null;
+    const before = this.#messageId === messageId ? this.#messageUsage : null;
+    if (before === null && this.#messageId !== null) {
+      // A message resumed after another's (A, B, A) was counted when its lines came first.
+      if (this.#earlier?.includes(messageId)) return;
+      rememberEarlier((this.#earlier ??= []), this.#messageId);
     }
     const usage = this.usage;
     for (const k in now) usage[k] = (usage[k] ?? 0) + now[k] - (before?.[k] ?? 0);
