@@ -10,6 +10,7 @@ import {
   InFlight,
   MAX_TRACKED_WAITS,
   WAIT_LIMIT_DEFAULTS,
+  type StreamFacts,
   type Wait,
   type WaitLimits,
 } from '../src/model/in-flight.js';
@@ -17,6 +18,7 @@ import { createCodexMapper } from '../src/adapters/codex.js';
 import { createGeminiMapper } from '../src/adapters/gemini.js';
 import { createOpencodeMapper } from '../src/adapters/opencode.js';
 import type { StreamMapper } from '../src/adapters/stream-lines.js';
+import type { TranscriptKinds } from '../src/model/message.js';
 
 /** Limits that differ from one another, so each allowance tells where it came from. */
 const LIMITS: WaitLimits = {
@@ -473,9 +475,7 @@ function mappedWaits(
 ): unknown[][][] {
   const path = fileURLToPath(new URL(`../../test/fixtures/other-agents/${file}`, import.meta.url));
   const events = readFileSync(path, 'utf8').split('\n').filter(Boolean);
-  const flight = new InFlight(limits);
-  flight.producer = producer;
-  flight.transcripts = mapper;
+  const flight = new InFlight(limits, { producer, transcripts: mapper });
   const after: unknown[][][] = [];
   events.forEach((event, index) => {
     for (const line of mapper.map(JSON.parse(event)).lines) flight.observe(line, index + 1);
@@ -578,8 +578,7 @@ test('opencode, which prints a call only once it has ended: every model wait all
     after.forEach((waits, index) => assert.deepEqual(waits, expected[index], `after event ${index + 1}`));
   }
   // A call the stream shows while it runs is awaited as it is (opencode prints none such today).
-  const flight = new InFlight(TOOL_LONGER);
-  flight.producer = 'opencode';
+  const flight = new InFlight(TOOL_LONGER, { producer: 'opencode', transcripts: null });
   flight.observe(assistant(null, toolUse('call-1', 'bash', { command: 'make' })), 1);
   assert.deepEqual(rows(flight), [['tool', null, 'bash "make"', 1, TOOL_LONGER.toolTimeoutMs, false, true]]);
 });
@@ -587,16 +586,17 @@ test('opencode, which prints a call only once it has ended: every model wait all
 test('a spawned channel the stream carries (Claude Code, Copilot CLI) is still awaited by its own ' +
   'lines', () => {
   // The same spawn, streamed: its channel's first request decides, at the model allowance.
-  const streamed = new InFlight(TOOL_LONGER);
-  streamed.producer = 'copilot';
-  streamed.transcripts = { transcriptOf: () => 'stream' };
+  const copilot = { producer: 'copilot', transcripts: { transcriptOf: () => 'stream' as const } };
+  const streamed = new InFlight(TOOL_LONGER, copilot);
   streamed.observe(init(), 0);
   streamed.observe(assistant(null, toolUse('call-A', 'Task', { description: 'dig', prompt: 'p' })), 1);
   const childRequest = ['model', 'call-A', 'model request', 1, LIMITS.modelTimeoutMs, false, true];
   assert.deepEqual(rows(streamed), [childRequest]);
   // Shown only spawned and ended: the call is awaited, its prompt and result on its channel add nothing.
-  const unseen = new InFlight(TOOL_LONGER);
-  unseen.transcripts = { transcriptOf: (channel) => (channel === 'call-A' ? 'spawn-and-result' : 'stream') };
+  const unseen = new InFlight(TOOL_LONGER, {
+    producer: null,
+    transcripts: { transcriptOf: (channel) => (channel === 'call-A' ? 'spawn-and-result' : 'stream') },
+  });
   unseen.observe(init(), 0);
   unseen.observe(assistant(null, toolUse('call-A', 'Task', { description: 'dig', prompt: 'p' })), 1);
   unseen.observe(user('call-A', 'p'), 1);
@@ -606,6 +606,17 @@ test('a spawned channel the stream carries (Claude Code, Copilot CLI) is still a
   unseen.observe(user(null, [toolResult('call-A', 'done')]), 3);
   unseen.observe(assistant('call-A', text('done')), 3);
   assert.deepEqual(rows(unseen), [request(3)]);
+});
+
+test("the run's stream facts are read as each line comes, never copied when the flight is made: " +
+  'transcripts stated later decide the spawns after them', () => {
+  const facts: StreamFacts & { transcripts: TranscriptKinds | null } = { producer: null, transcripts: null };
+  const flight = new InFlight(TOOL_LONGER, facts);
+  flight.observe(init(), 0);
+  facts.transcripts = { transcriptOf: (channel) => (channel === 'call-A' ? 'spawn-and-result' : 'stream') };
+  flight.observe(assistant(null, toolUse('call-A', 'Task', { description: 'dig', prompt: 'p' })), 1);
+  flight.observe(user('call-A', 'p'), 1);
+  assert.deepEqual(rows(flight), [['tool', null, 'Task "dig"', 1, TOOL_LONGER.toolTimeoutMs, false, true]]);
 });
 
 test('background tasks: started, listed again, replaced by the list, ended', () => {

@@ -167,25 +167,34 @@ interface ChannelState {
   tools: Map<string, Wait & { spawn: boolean }> | null;
 }
 
+/**
+ * What the run states about its stream that limits what is awaited, as the run holds it
+ * (the Session's read-only facts): read when a line is observed, never copied.
+ */
+export interface StreamFacts {
+  /** Who writes the stream (null: unknown): a tool call gets its own producer's limits. */
+  readonly producer: string | null;
+  /**
+   * How much of each channel the stream shows (null: all of it). A `spawn-and-result`
+   * channel's work is not in the stream: its spawn call in the parent is what is awaited,
+   * and the channel's own lines (its prompt, its result) await nothing.
+   */
+  readonly transcripts: TranscriptKinds | null;
+}
+
+const UNKNOWN_STREAM: StreamFacts = Object.freeze({ producer: null, transcripts: null });
+
 export class InFlight {
   private readonly channels = new Map<string | null, ChannelState>();
   private readonly background = new Map<string, Wait>();
   private tracked = 0;
   /** Waits past MAX_TRACKED_WAITS: how many, and the longest allowance among them (until `result`). */
   private overflow: { count: number; allowedMs: number | null; sinceMs: number } | null = null;
-  /**
-   * Who writes the stream (the session's `producer`; null: unknown): a tool call gets its own
-   * producer's limits, never another CLI's.
-   */
-  producer: string | null = null;
-  /**
-   * How much of each channel the stream shows (the session's `transcripts`; null: all of it).
-   * A `spawn-and-result` channel's work is not in the stream: its spawn call in the parent is
-   * what is awaited, and the channel's own lines (its prompt, its result) await nothing.
-   */
-  transcripts: TranscriptKinds | null = null;
-
-  constructor(private readonly limits: WaitLimits) {}
+  /** `stream`: the run's facts about its stream (the Session), read as each line is observed. */
+  constructor(
+    private readonly limits: WaitLimits,
+    private readonly stream: StreamFacts = UNKNOWN_STREAM,
+  ) {}
 
   /** Reads one line (a parsed JSON object) arriving at `now`. */
   observe(value: JsonObject, now: number): void {
@@ -352,7 +361,7 @@ export class InFlight {
     const graced = phase !== MESSAGE_STREAM;
     let what: string = phase;
     let allowedMs = graced ? this.limits.modelTimeoutMs : this.limits.idleTimeoutMs;
-    if (graced && CALLS_SHOWN_ENDED.has(this.producer)) {
+    if (graced && CALLS_SHOWN_ENDED.has(this.stream.producer)) {
       what += OR_UNSEEN_CALLS;
       allowedMs = Math.max(allowedMs, this.limits.toolTimeoutMs);
     }
@@ -361,7 +370,8 @@ export class InFlight {
 
   /** A spawned channel whose own steps the stream does not carry (see `transcripts`). */
   private unstreamed(channelId: string): boolean {
-    return this.transcripts !== null && this.transcripts.transcriptOf(channelId) === 'spawn-and-result';
+    const transcripts = this.stream.transcripts;
+    return transcripts !== null && transcripts.transcriptOf(channelId) === 'spawn-and-result';
   }
 
   private addTool(
@@ -407,7 +417,7 @@ export class InFlight {
 
   private toolAllowance(name: string, input: JsonObject): { allowedMs: number; declared: boolean } {
     const limits = this.limits;
-    if (SHELL_TOOLS.has(name) && BASH_LIMITS_PRODUCERS.has(this.producer)) {
+    if (SHELL_TOOLS.has(name) && BASH_LIMITS_PRODUCERS.has(this.stream.producer)) {
       const asked = input.timeout;
       const declared = typeof asked === 'number' && Number.isFinite(asked) && asked > 0;
       const wanted = declared ? asked : limits.bashDefaultTimeoutMs;

@@ -3,7 +3,7 @@ import { withDefaults } from '../../defaults.js';
 import { EXIT, SubteeError } from '../../errors.js';
 import type { RecordBatch } from '../../model/record.js';
 import { escapeOneLine } from '../../views/escape.js';
-import { requireSession, type Session, type TranscriptKinds } from '../../model/session.js';
+import { requireSession, type Session } from '../../model/session.js';
 import { viewOf } from '../../model/line-view.js';
 import { boundedText } from '../../model/bounded-text.js';
 import {
@@ -14,6 +14,7 @@ import {
   type HeldRecords,
   type Stall,
   type StalledWait,
+  type StreamFacts,
   type Wait,
   type WaitLimits,
 } from '../../model/in-flight.js';
@@ -128,9 +129,11 @@ export class IdleWatchdog {
     private readonly opts: IdleWatchdogSettings,
     now: number,
     private readonly labelOf: ChannelLabeler = idLabel,
+    /** The run's facts about its stream (its producer, its transcripts), read as lines come. */
+    stream?: StreamFacts,
   ) {
     this.lastCheck = now;
-    this.inFlight = new InFlight(opts);
+    this.inFlight = new InFlight(opts, stream);
   }
 
   activity(now: number): void {
@@ -141,16 +144,6 @@ export class IdleWatchdog {
   /** Reads one line arriving at `now`: what it starts or ends. */
   observe(value: Record<string, unknown>, now: number): void {
     this.inFlight.observe(value, now);
-  }
-
-  /** Who writes the stream: its tool calls get that producer's limits. */
-  set producer(producer: string | null) {
-    this.inFlight.producer = producer;
-  }
-
-  /** How much of each channel the stream shows: a subagent it does not stream is awaited as its call. */
-  set transcripts(transcripts: TranscriptKinds | null) {
-    this.inFlight.transcripts = transcripts;
   }
 
   waits(): Wait[] {
@@ -279,7 +272,7 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
     const channel = run.tree.get(id);
     return boundedText(channel ? channelLabel(channel) : (id ?? 'main'), LABEL_CHARS);
   };
-  const dog = new IdleWatchdog(opts, clock.now(), labelOf);
+  const dog = new IdleWatchdog(opts, clock.now(), labelOf, run);
   let timer: unknown = null;
   let drainTimer: NodeJS.Timeout | null = null;
   let bytesSeen = run.input.bytes;
@@ -298,8 +291,6 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
       // The bytes of these lines are activity at `now`, not again at the next check: silence
       // is timed from the last line, not from the check after it.
       bytesSeen = run.input.bytes;
-      dog.producer = run.producer;
-      dog.transcripts = run.transcripts;
       for (const rec of batch) {
         if (rec.kind === 'line') dog.observe(viewOf(rec), now);
         // A line too long to hold: its routing members and the tool calls and results it names.
