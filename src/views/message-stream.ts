@@ -10,6 +10,7 @@
 import {
   channelIdOf,
   isObject,
+  isSyntheticMessage,
   lineTypeOf,
   nonEmpty,
   usageNumbers,
@@ -80,7 +81,7 @@ export interface Message {
    * The message's usage, counted once, as `index.json` counts its channel's: the numbers its
    * latest line states, with `output_tokens` as the cost ledger counts the message (a
    * `message_delta`'s exact figure when one came). Resolves when the message is complete;
-   * null for a message with no id or no usage stated (`index.json` counts neither).
+   * null for a message with no id, no usage stated or a `<synthetic>` one (`index.json` counts none).
    */
   readonly usage: PromiseLike<Usage | null>;
   /**
@@ -183,8 +184,10 @@ class LiveMessage {
   add(value: JsonObject, display: DisplayPolicy): void {
     for (const block of blocksOfLine(value, display)) this.blocks.push(block);
     const message = value.message;
-    // Every line of the message repeats its usage; the latest one stands, as in index.json.
-    if (isObject(message) && isObject(message.usage)) this.stated = usageNumbers(message.usage);
+    // Every line of the message repeats its usage; the latest one stands, as in index.json,
+    // which counts none of a <synthetic> message (no API call).
+    if (isObject(message) && isObject(message.usage) && !isSyntheticMessage(message))
+      this.stated = usageNumbers(message.usage);
     this.notify();
   }
 
