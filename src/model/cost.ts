@@ -30,7 +30,6 @@
  * per channel and per model, plus the one message being assembled per channel.
  */
 import { boundedText } from './bounded-text.js';
-import { rememberEarlier } from './latest.js';
 import { isObject, isSyntheticMessage, MAX_MESSAGE_TOKENS, nonEmpty, type JsonObject } from './message.js';
 import {
   MAX_USD_PER_MILLION_TOKENS,
@@ -290,8 +289,6 @@ class ModelTallies {
 interface ChannelLedger {
   models: ModelTallies;
   current: OpenMessage | null;
-  /** The ids of the messages before `current`, newest first (see rememberEarlier); null until one. */
-  earlier: string[] | null;
   /** A message_delta that came before any line of its message. */
   early: { id: string; output: number } | null;
   /** The largest total of tokens a usage stated without their kinds (Copilot's subagents). */
@@ -302,12 +299,7 @@ interface ChannelLedger {
    * The stream's own figures, kept while a transcript taken when the channel ended stands in
    * for them: usage arriving later puts them back (see takeChannelTranscript).
    */
-  stream: {
-    models: ModelTallies;
-    current: OpenMessage | null;
-    earlier: string[] | null;
-    early: ChannelLedger['early'];
-  } | null;
+  stream: { models: ModelTallies; current: OpenMessage | null; early: ChannelLedger['early'] } | null;
 }
 
 /** One channel's usage as Claude Code's transcript states it: per model, each message once. */
@@ -536,7 +528,6 @@ export class CostLedger {
       ledger = {
         models: new ModelTallies(),
         current: null,
-        earlier: null,
         early: null,
         totalOnly: 0,
         transcript: null,
@@ -561,9 +552,6 @@ export class CostLedger {
     if (ledger.transcript !== null && !this.untake(ledger)) return null;
     let msg = ledger.current;
     if (!msg || msg.id !== id || msg.model !== model) {
-      // A message resumed after another's (A, B, A) was counted when its lines came first.
-      if (msg && msg.id !== id && ledger.earlier?.includes(id)) return null;
-      if (msg) rememberEarlier((ledger.earlier ??= []), msg.id);
       msg = ledger.current = this.open(ledger, id, model);
     }
     // Every line of a message repeats its usage: the latest one stands.
@@ -927,7 +915,7 @@ export class CostLedger {
     if (own.transcript === null) {
       const models = new ModelTallies();
       for (const model of own.models.names()) models.set(model, { ...own.models.get(model)! });
-      stream = { models, current: own.current, earlier: own.earlier, early: own.early };
+      stream = { models, current: own.current, early: own.early };
     }
     this.adopt(key, t, ledger === undefined || ledger.models.names().length === 0);
     own.stream = stream;
@@ -946,7 +934,6 @@ export class CostLedger {
     ledger.models = stream.models;
     this.account(ledger, 1);
     ledger.current = stream.current;
-    ledger.earlier = stream.earlier;
     ledger.early = stream.early;
     ledger.transcript = null;
     ledger.stream = null;
@@ -1012,7 +999,6 @@ export class CostLedger {
     }
     this.account(ledger, 1);
     ledger.current = null;
-    ledger.earlier = null;
     ledger.early = null;
     ledger.stream = null;
     // Taken again at the end, a transcript taken when its channel ended says what it did then.

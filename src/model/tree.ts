@@ -19,7 +19,7 @@ import {
   type UserLine,
 } from './message.js';
 import { boundedText } from './bounded-text.js';
-import { rememberEarlier, rememberLatest } from './latest.js';
+import { rememberLatest } from './latest.js';
 
 export type ChannelStatus = 'running' | 'completed' | 'failed';
 
@@ -204,8 +204,6 @@ class TreeChannel implements Channel {
   readonly seq: number;
   #messageId: string | null = null;
   #messageUsage: Record<string, number> | null = null;
-  /** The ids of the messages before it, newest first (see rememberEarlier); null until one. */
-  #earlier: string[] | null = null;
   /**
    * Its parent, depth, agent and description are held here, not in fields of their own: one
    * frozen value, replaced when one of them changes, which a line routed now keeps as it is.
@@ -265,17 +263,12 @@ class TreeChannel implements Channel {
   /**
    * One API message arrives as consecutive lines, one per block, each repeating the
    * message's usage; the latest line's usage replaces what earlier lines of that message
-   * contributed. Only the latest MESSAGES_REMEMBERED messages are remembered, so memory does
-   * not grow with the length of the run; a message whose lines resume after another's among
-   * them (A, B, A) is counted once.
+   * contributed. Only the current message is remembered, so memory does not grow with the
+   * length of the run (nor a channel's state with its messages: a message whose lines resume
+   * after another's, A, B, A, which no CLI writes, is counted again).
    */
   addUsage(messageId: string, now: Record<string, number>): void {
     const before = this.#messageId === messageId ? this.#messageUsage : null;
-    if (before === null && this.#messageId !== null) {
-      // A message resumed after another's (A, B, A) was counted when its lines came first.
-      if (this.#earlier?.includes(messageId)) return;
-      rememberEarlier((this.#earlier ??= []), this.#messageId);
-    }
     const usage = this.usage;
     for (const k in now) usage[k] = (usage[k] ?? 0) + now[k] - (before?.[k] ?? 0);
     if (before) for (const k in before) if (!(k in now)) usage[k] -= before[k];
