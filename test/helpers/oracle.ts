@@ -204,6 +204,8 @@ export function readStream(text: string): Oracle {
     }
   }
   // Counts and usage, per channel. Lines of one API message repeat its usage: the last counts.
+  // A message Claude Code wrote itself (model "<synthetic>", an API error as text) is no API
+  // call: its usage counts nowhere (docs/cost.md).
   const messageUsage = new Map<OracleChannel, Map<string, Record<string, number>>>();
   for (const v of parsed) {
     const c = get(chOf(v));
@@ -214,6 +216,7 @@ export function readStream(text: string): Oracle {
       if (
         typeof v.message?.id === 'string' &&
         v.message.id !== '' &&
+        v.message.model !== '<synthetic>' &&
         usage &&
         typeof usage === 'object' &&
         !Array.isArray(usage)
