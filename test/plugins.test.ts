@@ -708,10 +708,35 @@ test('a stage plugin that writes on a record fails the run naming the plugin; ' 
     // V8's words: a frozen field is read only, a routed line's value a getter.
     const refused = `Cannot (assign to read only property '${field}'|set property ${field} of)`;
     assert.match(error!.message, new RegExp(`^plugin assign failed: ${refused}`));
+    assert.ok(error!.message.endsWith('(a record is never written on: return a new one, { ...rec, value })'));
     for (const [path, bytes] of readTree(out))
       assert.doesNotMatch(bytes.toString(), /"type":"x"|injected/, `${field}: ${path}`);
     assert.equal(onDisk + index.input.unwritten, index.input.lines, field);
   }
+});
+
+test('a record a stage plugin returns is frozen as it is handed on: a later plugin that writes on it ' +
+  'fails naming itself', async () => {
+  const rewrite = stagePlugin('rewrite', (rec) =>
+    rec.kind === 'line' ? { ...rec, value: { ...rec.value, rewritten: true } } : rec,
+  );
+  const assign = stagePlugin('assign', (rec) => {
+    if (rec.kind === 'line' && rec.lineNo === 3) (rec as { value: object }).value = { type: 'x' };
+    return rec;
+  });
+  const out = join(tmpDir(), 'out');
+  const registry = builtinRegistry();
+  for (const p of [rewrite, assign]) registry.add(p);
+  const spec = {
+    stages: ['line-parser', 'rewrite', 'assign', 'channel-router'].map((use) => ({ use })),
+    sinks: [{ use: 'files', out }],
+  };
+  const error = await runChain(chunked([fanoutInput(2, 200)]), spec, { registry }).then(
+    () => null,
+    (err: { code?: string; message: string }) => err,
+  );
+  assert.equal(error?.code, 'ERR_PLUGIN_FAILED');
+  assert.match(error!.message, /^plugin assign failed: Cannot assign to read only property 'value'/);
 });
 
 test('a stage plugin that throws mid-run: every line read is in the folder ' +

@@ -90,8 +90,14 @@ const seconds = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `
 export function pluginFailure(name: string, err: unknown): SubteeError {
   if (err instanceof SubteeError) return err;
   const why = err instanceof Error ? err.message : String(err);
-  return new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} failed: ${why}`, { cause: err });
+  // V8's words for a write on a frozen record (a field, or a routed line's value getter).
+  const wroteOnRecord =
+    err instanceof TypeError && /^Cannot (assign to read only|set property|add property)/.test(why);
+  const hint = wroteOnRecord ? ` (${WRITE_HINT})` : '';
+  return new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} failed: ${why}${hint}`, { cause: err });
 }
+
+const WRITE_HINT = 'a record is never written on: return a new one, { ...rec, value }';
 
 const CONTRACT = 'a stage returns its record, a new one for the same line, null to drop it, or nothing';
 
@@ -234,7 +240,8 @@ export function createPluginStream(plugin: RecordPlugin, options: PluginStreamOp
     if (one === rec) return void out.push(rec);
     const problem = resultProblem(rec, one);
     if (problem !== null) throw refused(problem);
-    out.push(one as SubteeRecord);
+    // Frozen as every record is where it is made: the next stage cannot write on it either.
+    out.push(Object.freeze(one) as SubteeRecord);
   };
   const refused = (problem: string) =>
     new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} ${problem} (${CONTRACT})`);
