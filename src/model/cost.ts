@@ -1380,7 +1380,7 @@ export const roundUsd = <T extends number | null>(usd: T): T =>
  * `lost`, so `sum + lost` errs by a few roundings of the total, where a plain sum of n
  * figures errs by up to n roundings (12,000 channels' plain sum strays past the 12th decimal).
  */
-export interface UsdTotal {
+interface UsdTotal {
   sum: number;
   lost: number;
 }
@@ -1390,7 +1390,7 @@ export const roundingLost = (a: number, b: number, sum: number): number =>
   Math.abs(a) >= Math.abs(b) ? a - sum + b : b - sum + a;
 
 /** Adds `usd` into `total`, keeping what rounding lost. */
-export function addUsd(total: UsdTotal, usd: number): void {
+function addUsd(total: UsdTotal, usd: number): void {
   const sum = total.sum + usd;
   total.lost += roundingLost(total.sum, usd, sum);
   total.sum = sum;

@@ -272,7 +272,7 @@ export function channelIdOf(value: JsonObject): string | null {
  * Claude Code's model name on a message it wrote itself (an API error shown as text): not an
  * API call, so its usage counts nowhere (the tree's, the cost ledger's, the transcripts').
  */
-export const SYNTHETIC_MODEL = '<synthetic>';
+const SYNTHETIC_MODEL = '<synthetic>';
 
 /** Whether an assistant line's `message` is one Claude Code wrote itself (see SYNTHETIC_MODEL). */
 export function isSyntheticMessage(message: JsonObject): boolean {

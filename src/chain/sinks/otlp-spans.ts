@@ -11,6 +11,7 @@ import {
   contentBlocks,
   resultText,
   isObject,
+  isSyntheticMessage,
   lineTypeOf,
   systemSubtypeOf,
   type JsonObject,
@@ -340,7 +341,7 @@ export class TraceBuilder {
   private assistant(v: JsonObject, agent: AgentState, ms: number | null): void {
     const message = isObject(v.message) ? v.message : {};
     const model = nonEmpty(message.model);
-    if (model && model !== '<synthetic>') agent.model ??= model;
+    if (model && !isSyntheticMessage(message)) agent.model ??= model;
     for (const b of contentBlocks(v)) {
       if (b.type === 'tool_use') {
         const id = nonEmpty(b.id);

@@ -97,7 +97,7 @@ export class StallError extends SubteeError {
  * The run's error for a stall: ERR_STALL, or, when a plugin above the watchdog held records,
  * ERR_PLUGIN_FAILED naming the one that held them longest (the silence was its).
  */
-export function stallError(stall: Stall, message: string): SubteeError {
+function stallError(stall: Stall, message: string): SubteeError {
   const held = stall.heldBy[0];
   if (held === undefined) return new StallError(message);
   return new SubteeError(

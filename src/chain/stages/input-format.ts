@@ -8,7 +8,7 @@ import { RunIdReader } from '../../adapters/run-id.js';
 import { eventLine, shareRepeatedText, type StreamMapper } from '../../adapters/stream-lines.js';
 import { channelIdOf, lineTypeOf, type JsonObject } from '../../model/message.js';
 import { viewOf } from '../../model/line-view.js';
-import type { LineRecord, RecordBatch, SubteeRecord } from '../../model/record.js';
+import type { LineRecord, RecordBatch, SpooledRecord, SubteeRecord } from '../../model/record.js';
 import {
   AGENT_NAMES,
   agentNameOf,
@@ -344,8 +344,13 @@ export class ProducerDetector {
   }
 }
 
-/** A new record of the same line standing for `value`, marked `mapped`: its bytes kept (frozen). */
-function withValue(rec: LineRecord, value: JsonObject): LineRecord {
+/**
+ * A new record of the same line standing for `value`, marked `mapped`: its bytes kept (frozen).
+ * A line too long to hold stands for its line as a held one does: one record, its bytes in the
+ * spool, its value what was mapped from its top-level members.
+ */
+function withValue(rec: LineRecord | SpooledRecord, value: JsonObject): SubteeRecord {
+  if (rec.kind === 'spooled') return Object.freeze({ ...rec, value, mapped: true });
   return Object.freeze({ kind: 'line', lineNo: rec.lineNo, raw: rec.raw, value, mapped: true });
 }
 
@@ -449,23 +454,15 @@ export class AgentEvents {
     for (let i = 0; i < lines.length; i++) {
       if (i !== mapped.own) {
         out.push(derivedRecord(rec.lineNo, lines[i]));
-      } else if (rec.kind === 'line') {
-        out.push(withValue(rec, own(lines[i])));
       } else {
-        // A line too long to hold stands for its line as a held one does: one record, its
-        // bytes in the spool, its value what was mapped from its top-level members.
-        out.push(Object.freeze({ ...rec, value: own(lines[i]), mapped: true }));
+        out.push(withValue(rec, own(lines[i])));
       }
     }
     if (mapped.own < 0 || mapped.own >= lines.length) {
       // No mapped line stands for the event: a placeholder after them carries its bytes to its
       // channel (a spawn among them comes first).
       const placeholder = own(eventLine(this.producer, rec.value!, mapped.channel));
-      out.push(
-        rec.kind === 'line'
-          ? withValue(rec, placeholder)
-          : Object.freeze({ ...rec, value: placeholder, mapped: true }),
-      );
+      out.push(withValue(rec, placeholder));
     }
   }
 
