@@ -422,6 +422,8 @@ function boot(): void {
     renderTranscript(state, false);
     app.dataset.channels = String(state.data.channels.length);
     app.dataset.entries = String(state.data.channels.reduce((n, c) => n + c.entries.length, 0));
+    // Said once the page shows what the run ended with, not when the end arrives.
+    if (state.ended) app.dataset.state = 'ended';
   };
   const schedule = () => {
     frame ||= requestAnimationFrame(render);
@@ -1246,7 +1248,6 @@ function connect(state: State, schedule: () => void, app: HTMLElement): void {
   es.addEventListener('end', () => {
     es.close();
     state.ended = true;
-    app.dataset.state = 'ended';
     schedule();
   });
 }
