@@ -347,13 +347,19 @@ const emptyTally = (): Tally => ({
   known: 0,
 });
 
-const emptyTokens = (): ModelTokens => ({
+/** A ModelTokens of every kind at 0. */
+export const emptyTokens = (): ModelTokens => ({
   input_tokens: 0,
   output_tokens: 0,
   cache_read_input_tokens: 0,
   cache_creation_5m_input_tokens: 0,
   cache_creation_1h_input_tokens: 0,
 });
+
+/** The kinds of token a ModelTokens counts (a usage event's too). */
+export const MODEL_TOKEN_KINDS: ReadonlyArray<keyof ModelTokens> = Object.freeze(
+  Object.keys(emptyTokens()) as Array<keyof ModelTokens>,
+);
 
 /** The kinds of token a usage object may state (a total alone states none). */
 const USAGE_KINDS = [

@@ -7,7 +7,7 @@
  * counts once. Plain logic: the reading is in chain/transcripts.ts.
  */
 import { isObject, isSyntheticMessage, nonEmpty } from './message.js';
-import { COST_BOUNDS, saneFigure, type ModelTokens, type TranscriptChannel } from './cost.js';
+import { COST_BOUNDS, emptyTokens, saneFigure, type ModelTokens, type TranscriptChannel } from './cost.js';
 
 /** A session id or agent id that may name a file: letters, digits, `-` and `_`. */
 export const SAFE_ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -81,13 +81,7 @@ export class TranscriptUsage {
       let m = models.get(model);
       if (!m) {
         m = {
-          tokens: {
-            input_tokens: 0,
-            output_tokens: 0,
-            cache_read_input_tokens: 0,
-            cache_creation_5m_input_tokens: 0,
-            cache_creation_1h_input_tokens: 0,
-          },
+          tokens: emptyTokens(),
           messages: 0,
         };
         models.set(model, m);

@@ -2,6 +2,8 @@ import { withDefaults } from '../../defaults.js';
 import {
   roundUsd,
   type CostView,
+  emptyTokens,
+  MODEL_TOKEN_KINDS,
   type ModelTokens,
   type ReadonlyChannelCost,
   type UsageEvent,
@@ -318,7 +320,7 @@ export class TraceBuilder {
     const agent = this.agents.get(ev.channel);
     if (agent === undefined || agent.ended === null || agent.exported) return;
     const late = (agent.late ??= noLateUsage());
-    for (const k of TOKEN_KINDS) late.tokens[k] += ev.tokens[k];
+    for (const k of MODEL_TOKEN_KINDS) late.tokens[k] += ev.tokens[k];
     late.usd = late.usd === null || ev.usd === null ? null : late.usd + ev.usd;
     late.counted = true;
   }
@@ -514,23 +516,8 @@ export class TraceBuilder {
   }
 }
 
-/** The kinds of token a usage event counts. */
-const TOKEN_KINDS: ReadonlyArray<keyof ModelTokens> = [
-  'input_tokens',
-  'output_tokens',
-  'cache_read_input_tokens',
-  'cache_creation_5m_input_tokens',
-  'cache_creation_1h_input_tokens',
-];
-
 const noLateUsage = (): LateUsage => ({
-  tokens: {
-    input_tokens: 0,
-    output_tokens: 0,
-    cache_read_input_tokens: 0,
-    cache_creation_5m_input_tokens: 0,
-    cache_creation_1h_input_tokens: 0,
-  },
+  tokens: emptyTokens(),
   usd: 0,
   counted: false,
   total: 0,
@@ -565,7 +552,7 @@ function withLateCost(cost: ReadonlyChannelCost | null, late: LateUsage): Readon
   if (!late.counted) return cost;
   const known = cost !== null && cost.basis !== 'unknown';
   const tokens = { ...late.tokens };
-  if (known) for (const k of TOKEN_KINDS) tokens[k] += cost.tokens[k];
+  if (known) for (const k of MODEL_TOKEN_KINDS) tokens[k] += cost.tokens[k];
   const usd = !known ? late.usd : cost.usd === null || late.usd === null ? null : cost.usd + late.usd;
   return {
     models: cost?.models ?? [],
