@@ -1094,10 +1094,12 @@ test('two open() runs in one process, one with a plugin promise nothing can sett
     const { open, definePlugin } = await import(${JSON.stringify(join(ROOT, 'dist', 'src', 'index.js'))});
     const { Registry } = await import(${JSON.stringify(join(ROOT, 'dist', 'src', 'entry', 'chain.js'))});
     const [input, outStuck, outOther] = process.argv.slice(1);
-    const stage = (name, fn) => definePlugin({ name, kind: 'stage', kit: '^0.1.0', options: {}, create: () => fn });
+    const stage = (name, fn) =>
+      definePlugin({ name, kind: 'stage', kit: '^0.1.0', options: {}, create: () => fn });
     let laterCalls = 0;
     const never = stage('never', (rec) => (rec.lineNo === 3 ? new Promise(() => {}) : rec));
-    const later = stage('later', (rec) => new Promise((resolve) => setImmediate(resolve, (laterCalls++, rec))));
+    const later = stage('later', (rec) =>
+      new Promise((resolve) => setImmediate(resolve, (laterCalls++, rec))));
     const options = (plugin, out) => ({
       out,
       registry: new Registry().add(plugin),
@@ -1113,7 +1115,8 @@ test('two open() runs in one process, one with a plugin promise nothing can sett
     const watching = process.listenerCount('beforeExit');
     const failed = await stuck;
     const after = process.listenerCount('beforeExit');
-    console.log(JSON.stringify({ other: other.input, warnings: other.warnings, laterCalls, watching, failed, after }));`;
+    const { input: read, warnings } = other;
+    console.log(JSON.stringify({ other: read, warnings, laterCalls, watching, failed, after }));`;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, input, outStuck, outOther], {
     encoding: 'utf8',
     timeout: 20_000,
