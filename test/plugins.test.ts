@@ -563,8 +563,9 @@ test('a plugin cannot route a line, count thinking or set a channel\'s field ' +
           () => void live.main.children.push('FAKE'),
         ]),
       );
-      // Read-only, yet read through: the same view each time, as the tree stands now.
-      seen.push(tree.main === tree.main, tree.channels()[0] === tree.main, tree.main.lines);
+      // Read-only, yet read through: the tree's own channel, the record's, as the tree stands now.
+      const same = tree.main === tree.main && tree.channels()[0] === tree.main;
+      seen.push(same && rec.kind === 'line' && rec.channel === tree.main, tree.main.lines);
       seen.push(tree.size, thinking.of(null).kept_chars, thinking.policy?.thinking);
       return rec;
     },
@@ -577,7 +578,7 @@ test('a plugin cannot route a line, count thinking or set a channel\'s field ' +
   const stages = ['line-parser', 'channel-router', 'thinking-truncator', 'tree-meddler'];
   const run = await runWithStage(meddler, stages, text);
   assert.deepEqual(tried, Array(7).fill('TypeError'));
-  assert.deepEqual(seen, [true, true, 2, 1, 6, 'truncate']);
+  assert.deepEqual(seen, [true, 2, 1, 6, 'truncate']);
   assert.equal(run.tree.size, 1);
   assert.equal(run.tree.get('FAKE'), undefined);
   assert.deepEqual(run.thinking.of(null), { kept_chars: 6, cut_chars: 0 });
@@ -737,6 +738,112 @@ test('a record a stage plugin returns is frozen as it is handed on: a later plug
   );
   assert.equal(error?.code, 'ERR_PLUGIN_FAILED');
   assert.match(error!.message, /^plugin assign failed: Cannot assign to read only property 'value'/);
+});
+
+/** A subagent spawned, its line with usage, its report, and the run's result: one input chunk. */
+const CHANNEL_INPUT = Buffer.from(
+  [
+    { type: 'system', subtype: 'init', session_id: 's1' },
+    {
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: {
+        id: 'm1',
+        model: 'claude-sonnet-4-5',
+        content: [{ type: 'tool_use', id: 'toolu_a', name: 'Agent', input: { subagent_type: 'Explore' } }],
+        usage: { input_tokens: 7, output_tokens: 3 },
+      },
+    },
+    {
+      type: 'assistant',
+      parent_tool_use_id: 'toolu_a',
+      message: {
+        id: 'm2',
+        model: 'claude-sonnet-4-5',
+        content: [{ type: 'text', text: 'found it' }],
+        usage: { input_tokens: 10, output_tokens: 5 },
+      },
+    },
+    {
+      type: 'user',
+      parent_tool_use_id: null,
+      message: { content: [{ type: 'tool_result', tool_use_id: 'toolu_a', content: 'done' }] },
+    },
+    { type: 'result', subtype: 'success', is_error: false },
+  ].map((line) => JSON.stringify(line)).join('\n') + '\n',
+);
+
+/** Writes a plugin might try on a routed line's channel: its fields, what they hold, its class. */
+const CHANNEL_WRITES: Record<string, (ch: object) => void> = {
+  status: (ch) => void ((ch as { status: string }).status = 'failed'),
+  lines: (ch) => void ((ch as { lines: number }).lines = 0),
+  id: (ch) => void ((ch as { id: string }).id = 'toolu_forged'),
+  'counts.text': (ch) => void ((ch as { counts: { text: number } }).counts.text = 99),
+  'usage.output_tokens': (ch) => void ((ch as { usage: Record<string, number> }).usage.output_tokens = 1e6),
+  'place.depth': (ch) => void ((ch as { place: { depth: number } }).place.depth = 7),
+  children: (ch) => void (ch as { children: string[] }).children.push('toolu_forged'),
+  'a field added': (ch) => void ((ch as { forged?: boolean }).forged = true),
+  'status defined': (ch) => void Object.defineProperty(ch, 'status', { value: 'failed' }),
+  'status on its prototype': (ch) =>
+    void Object.defineProperty(Object.getPrototypeOf(ch), 'status', { get: () => 'failed' }),
+};
+
+/** What index.json says of each channel that the tree holds (not the files sink's paths). */
+const treeFigures = (index: { channels: Array<Record<string, unknown>> }) =>
+  index.channels.map(({ id, parent, depth, agent, status, summary, lines, counts, usage }) =>
+    ({ id, parent, depth, agent, status, summary, lines, counts, usage }));
+
+test('a write on a routed line\'s channel from a stage plugin throws, and index.json says ' +
+  'what the tree counted', async () => {
+  const tried = new Map<string, Set<string>>();
+  const meddle = stagePlugin('meddle', (rec) => {
+    if (rec.kind !== 'line' || !rec.channel) return rec;
+    for (const [what, write] of Object.entries(CHANNEL_WRITES)) {
+      const [result] = attempts([() => write(rec.channel!)]);
+      tried.set(what, (tried.get(what) ?? new Set()).add(result));
+    }
+    return rec;
+  });
+  const pass = stagePlugin('meddle', (rec) => rec);
+  const stages = ['channel-router', 'meddle'];
+  const meddled = await runPlugin(meddle, stages, CHANNEL_INPUT);
+  const clean = await runPlugin(pass, stages, CHANNEL_INPUT);
+  assert.equal(meddled.error, null);
+  const sub = meddled.index.channels.find((c: { id: string | null }) => c.id === 'toolu_a');
+  const usage = { input_tokens: 10, output_tokens: 5 };
+  assert.deepEqual([sub.status, sub.lines, sub.usage], ['completed', 1, usage]);
+  assert.deepEqual(sub.counts, { text: 1, thinking: 0, tool_use: 0, tool_result: 0 });
+  assert.deepEqual(meddled.index, clean.index);
+  for (const [path, bytes] of readTree(meddled.out))
+    if (path.endsWith('.jsonl')) assert.deepEqual(bytes, readTree(clean.out).get(path), path);
+  // Refused, each of them, not ignored: the plugin that had not caught it would have failed.
+  assert.deepEqual(Object.fromEntries([...tried].map(([k, v]) => [k, [...v]])),
+    Object.fromEntries(Object.keys(CHANNEL_WRITES).map((k) => [k, ['TypeError']])));
+});
+
+test('a stage plugin that writes on a channel fails the run naming the plugin, as a write on a ' +
+  'record does; index.json holds the tree\'s figures', async () => {
+  const stages = ['channel-router', 'meddle'];
+  const clean = await runPlugin(stagePlugin('meddle', (rec) => rec), stages, CHANNEL_INPUT);
+  for (const [what, refused, hint] of [
+    ['status', "Cannot set property status of #<Channel> which has only a getter", 'channel'],
+    ['id', "Cannot assign to read only property 'id' of object '#<Channel>'", 'channel'],
+    ['counts.text', "Cannot assign to read only property 'text' of object '#<Object>'", 'record'],
+  ] as const) {
+    const meddle = stagePlugin('meddle', (rec) => {
+      if (rec.kind === 'line' && rec.lineNo === 3) CHANNEL_WRITES[what](rec.channel!);
+      return rec;
+    });
+    const { error, index } = await runPlugin(meddle, stages, CHANNEL_INPUT);
+    assert.equal(error?.code, 'ERR_PLUGIN_FAILED', what);
+    const hints = {
+      channel: '(a channel is read only: the tree alone changes it, as lines arrive)',
+      record: '(a record is never written on: return a new one, { ...rec, value })',
+    };
+    assert.equal(error!.message, `plugin meddle failed: ${refused} ${hints[hint]}`, what);
+    // The router had routed the whole chunk before the plugin saw its third line.
+    assert.deepEqual(treeFigures(index), treeFigures(clean.index), what);
+  }
 });
 
 test('a stage plugin that throws mid-run: every line read is in the folder ' +

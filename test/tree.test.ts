@@ -645,3 +645,57 @@ test('task_notification: only completed or failed end a channel, once per status
   );
   assert.deepEqual([tree.get('b')!.status, tree.get('b')!.summary], ['failed', 'boom']);
 });
+
+test('a channel is read only at run time: every write throws and the tree keeps its figures', () => {
+  const t = new ChannelTree();
+  t.route(spawn('a', null));
+  t.route(text('a', 'hi', 'm1', { input_tokens: 10, output_tokens: 5 }));
+  const a = t.get('a')!;
+  const writable = a as unknown as Record<string, unknown> & {
+    counts: Record<string, number>;
+    usage: Record<string, number>;
+    place: Record<string, unknown>;
+    children: string[];
+  };
+  const writes = [
+    () => void (writable.status = 'failed'),
+    () => void (writable.lines = 0),
+    () => void (writable.parent = 'x'),
+    () => void (writable.tag = 'x'),
+    () => void (writable.forged = true),
+    () => void (writable.counts.text = 99),
+    () => void (writable.usage.output_tokens = 1e6),
+    () => void (writable.place.depth = 7),
+    () => void writable.children.push('x'),
+    () => void Object.defineProperty(a, 'status', { value: 'failed' }),
+    () => void Object.defineProperty(Object.getPrototypeOf(a), 'lines', { get: () => 0 }),
+  ];
+  for (const write of writes) assert.throws(write, TypeError, write.toString());
+  assert.deepEqual(
+    [a.status, a.lines, a.parent, a.tag, a.counts.text, a.usage.output_tokens, a.depth, a.children.length],
+    ['running', 1, null, 'a', 1, 5, 1, 0],
+  );
+  assert.equal('forged' in a, false);
+});
+
+test('what a reader took from a channel never changes under it: the channel goes on with its own', () => {
+  const t = new ChannelTree();
+  t.route(spawn('a', null));
+  t.route(text('a', 'hi', 'm1', { input_tokens: 10, output_tokens: 5 }));
+  const [a, main] = [t.get('a')!, t.main];
+  const [usage, counts, children, place] = [a.usage, a.counts, main.children, a.place];
+  // Read twice before a change, the same objects: a read copies nothing.
+  assert.equal(a.usage, usage);
+  assert.equal(main.children, children);
+  t.route(text('a', 'more', 'm1', { input_tokens: 10, output_tokens: 8 }));
+  t.route(text('a', 'next', 'm2', { input_tokens: 3, output_tokens: 1 }));
+  t.route(spawn('b', null));
+  t.route(spawn('c', 'a'));
+  assert.deepEqual(usage, { input_tokens: 10, output_tokens: 5 });
+  assert.deepEqual(counts, { text: 1, thinking: 0, tool_use: 0, tool_result: 0 });
+  assert.deepEqual(children, ['a']);
+  assert.equal(place.depth, 1);
+  assert.deepEqual(a.usage, { input_tokens: 13, output_tokens: 9 });
+  assert.deepEqual(a.counts, { text: 3, thinking: 0, tool_use: 1, tool_result: 0 });
+  assert.deepEqual([main.children, a.children], [['a', 'b'], ['c']]);
+});

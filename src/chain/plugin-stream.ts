@@ -90,14 +90,17 @@ const seconds = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `
 export function pluginFailure(name: string, err: unknown): SubteeError {
   if (err instanceof SubteeError) return err;
   const why = err instanceof Error ? err.message : String(err);
-  // V8's words for a write on a frozen record (a field, or a routed line's value getter).
+  // V8's words for a write on a frozen record (a field, or a routed line's value getter), or on
+  // a channel (a getter, or a field of the frozen node, which V8 names by its class).
   const wroteOnRecord =
     err instanceof TypeError && /^Cannot (assign to read only|set property|add property)/.test(why);
-  const hint = wroteOnRecord ? ` (${WRITE_HINT})` : '';
+  const onChannel = / of (object '#<Channel>'|#<Channel>)/.test(why);
+  const hint = wroteOnRecord ? ` (${onChannel ? CHANNEL_HINT : WRITE_HINT})` : '';
   return new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} failed: ${why}${hint}`, { cause: err });
 }
 
 const WRITE_HINT = 'a record is never written on: return a new one, { ...rec, value }';
+const CHANNEL_HINT = 'a channel is read only: the tree alone changes it, as lines arrive';
 
 const CONTRACT = 'a stage returns its record, a new one for the same line, null to drop it, or nothing';
 

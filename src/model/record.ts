@@ -19,9 +19,10 @@ export interface LineRecord {
   /** The parsed object. */
   readonly value: JsonObject;
   /**
-   * On the envelope the channel router makes (`RoutedLine`): the channel the line is on, as
-   * the tree holds it, to be read while the record is being handled (it changes as later
-   * lines arrive; `events` carry snapshots that do not). Never written on a record.
+   * On the envelope the channel router makes (`RoutedLine`): the channel the line is on, the
+   * tree's own node, read only (a write on it throws, see ReadonlyChannel), to be read while
+   * the record is being handled (it changes as later lines arrive; `events` carry snapshots
+   * that do not).
    */
   readonly channel?: ReadonlyChannel;
   /**

@@ -28,8 +28,9 @@ export interface RoutedEvent {
   readonly type: 'routed';
   readonly lineNo: number;
   /**
-   * The channel the line is on, as the tree holds it: read it while the line is handled (it
-   * changes as later lines arrive; `changes` carry snapshots that do not).
+   * The channel the line is on, the tree's own node, read only (see ReadonlyChannel): read it
+   * while the line is handled (it changes as later lines arrive; `changes` carry snapshots
+   * that do not).
    */
   readonly channel: ReadonlyChannel;
   /** Where the channel sat as this line was routed, frozen: what a view of the line names it by. */

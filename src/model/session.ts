@@ -3,7 +3,7 @@ import type { CostView } from './cost.js';
 import { HELD_LINE_BYTES } from './lines.js';
 import type { JsonObject, TranscriptKinds } from './message.js';
 import { RunModel, type RunView, type TreeView } from './run-model.js';
-import type { Channel, ChannelTree, ReadonlyChannel } from './tree.js';
+import type { ChannelTree } from './tree.js';
 import type { Stall } from './in-flight.js';
 
 export {
@@ -186,8 +186,9 @@ export interface PluginRun extends RunView {
 
 /**
  * A facade over the model for plugins: counts and lists read as frozen copies, the tree and
- * the thinking counts through read-only views (no `route`, no `add`, no field to set), so a
- * plugin cannot set a count, change the tree or add a warning but through `warn`.
+ * the thinking counts through read-only views (no `route`, no `add`; the tree's channels are
+ * its own nodes, which have no field to set), so a plugin cannot set a count, change the tree
+ * or add a warning but through `warn`.
  */
 export function pluginRunOf(model: Session): PluginRun {
   const ledger = model.cost;
@@ -257,26 +258,17 @@ export function pluginRunOf(model: Session): PluginRun {
 const WARNING_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
 
 /**
- * The tree as a plugin reads it: its scalar fields, `size`, and its channels as read-only
- * views (one per channel, the same object each time, so a plugin may compare them), never the
- * tree itself, whose `route` would add a line to the run.
+ * The tree as a plugin reads it: its scalar fields, `size`, and its channels, never the tree
+ * itself, whose `route` would add a line to the run. A channel is the tree's own node, read
+ * only at run time (see ReadonlyChannel): the same object as a record's `channel`.
  */
 function readonlyTree(tree: ChannelTree): TreeView {
-  const views = new WeakMap<Channel, ReadonlyChannel>();
-  const view = (ch: Channel): ReadonlyChannel => {
-    let v = views.get(ch);
-    if (v === undefined) views.set(ch, (v = channelView(ch)));
-    return v;
-  };
   return Object.freeze({
     get main() {
-      return view(tree.main);
+      return tree.main;
     },
-    get: (id: string | null) => {
-      const ch = tree.get(id);
-      return ch === undefined ? undefined : view(ch);
-    },
-    channels: () => tree.channels().map(view),
+    get: (id: string | null) => tree.get(id),
+    channels: () => tree.channels(),
     get size() {
       return tree.size;
     },
@@ -296,25 +288,6 @@ function readonlyTree(tree: ChannelTree): TreeView {
       return tree.lastTime;
     },
   });
-}
-
-/** Channel fields read through as they stand (each a string, number, boolean or null). */
-const SCALAR_FIELDS = [
-  'id', 'parent', 'orphan', 'depth', 'agent', 'description', 'status', 'background', 'summary',
-  'lines', 'firstSeen', 'lastSeen', 'startedAt', 'endedAt', 'tag', 'seq', 'place',
-] as const satisfies ReadonlyArray<keyof Channel>;
-
-/**
- * A live channel read-only: each field read from the tree's node when read, its counts, usage
- * and children as frozen copies, nothing to set (a write throws a TypeError).
- */
-function channelView(ch: Channel): ReadonlyChannel {
-  const fields: PropertyDescriptorMap = {};
-  for (const key of SCALAR_FIELDS) fields[key] = { get: () => ch[key], enumerable: true };
-  fields.counts = { get: () => Object.freeze({ ...ch.counts }), enumerable: true };
-  fields.usage = { get: () => Object.freeze({ ...ch.usage }), enumerable: true };
-  fields.children = { get: () => Object.freeze(ch.children.slice()), enumerable: true };
-  return Object.freeze(Object.defineProperties({}, fields)) as ReadonlyChannel;
 }
 
 function frozenStall(stall: Stall | null): Stall | null {

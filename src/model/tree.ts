@@ -49,33 +49,44 @@ export interface ChannelPlace {
   readonly tag: string;
 }
 
-export interface Channel {
+/**
+ * A channel as every reader holds it: a record's `channel` (`RoutedLine.channel`), `RunView.tree`'s
+ * channels, a plugin's `ctx.session.tree`. It is the tree's own node, read only at run time as in
+ * its type: each field is a getter over state only the tree sets, and the node is frozen, so a
+ * write on it (a field, or one added or defined) throws a TypeError, as a write on a record does.
+ * Read it while the line that routed it is handled: it changes as later lines arrive (`events`
+ * carry snapshots that do not).
+ */
+export interface ReadonlyChannel {
   /** The spawning tool_use id; null for the main conversation. */
   readonly id: string | null;
-  parent: string | null;
+  readonly parent: string | null;
   /** Lines arrived for this id before (or without) its spawn call. */
-  orphan: boolean;
-  depth: number | null;
-  agent: string | null;
-  description: string | null;
-  status: ChannelStatus;
+  readonly orphan: boolean;
+  readonly depth: number | null;
+  readonly agent: string | null;
+  readonly description: string | null;
+  readonly status: ChannelStatus;
   /** From task_started / the spawn input / the launch result; null while unknown. */
-  background: boolean | null;
-  summary: string | null;
-  lines: number;
-  counts: Record<CountedBlockType, number>;
-  usage: Record<string, number>;
-  firstSeen: string | null;
-  lastSeen: string | null;
+  readonly background: boolean | null;
+  readonly summary: string | null;
+  readonly lines: number;
+  /** The blocks counted so far, as a frozen object made when read. */
+  readonly counts: Readonly<Record<CountedBlockType, number>>;
+  /** The usage summed so far, frozen: the same object until the next line changes it. */
+  readonly usage: Readonly<Record<string, number>>;
+  readonly firstSeen: string | null;
+  readonly lastSeen: string | null;
   /**
    * When the channel began: its spawn line's time (the `Agent`/`Task` call), else the time of
    * the line that opened it; a line without a timestamp takes the run's latest. Null for main
    * (main runs from the run's first line: see `channelTimes`).
    */
-  startedAt: string | null;
+  readonly startedAt: string | null;
   /** When it reported (its tool_result or task notification), as `startedAt`; null while it runs. */
-  endedAt: string | null;
-  children: string[];
+  readonly endedAt: string | null;
+  /** The ids it spawned, frozen: the same list until its next spawn. */
+  readonly children: readonly string[];
   /** A short tag unique within the run, for labels such as `[Explore·a1b2c3]`. */
   readonly tag: string;
   /** Creation order, for stable listings. */
@@ -84,22 +95,8 @@ export interface Channel {
   readonly place: ChannelPlace;
 }
 
-/**
- * A channel of the tree as a reader holds it: the live node (read it while the line that
- * routed it is handled; it changes as later lines arrive), with nothing to set. What sinks and
- * views get from the run (`RunView.tree`, `RoutedLine.channel`).
- */
-export type ReadonlyChannel = Readonly<Omit<Channel, 'children' | 'counts' | 'usage'>> & {
-  readonly children: readonly string[];
-  readonly counts: Readonly<Record<CountedBlockType, number>>;
-  readonly usage: Readonly<Record<string, number>>;
-};
-
 /** A channel as it was at one moment: what events carry, frozen, never updated. */
-export type ChannelSnapshot = Readonly<Omit<Channel, 'children' | 'counts' | 'usage' | 'place'>> & {
-  readonly counts: Readonly<Record<CountedBlockType, number>>;
-  readonly usage: Readonly<Record<string, number>>;
-};
+export type ChannelSnapshot = Omit<ReadonlyChannel, 'children' | 'place'>;
 
 /**
  * Written out field by field, in the channel's order: a copy made by spreading gets a hidden
@@ -108,9 +105,7 @@ export type ChannelSnapshot = Readonly<Omit<Channel, 'children' | 'counts' | 'us
  * collection). Built as literals they share one frozen class.
  */
 export function snapshotOf(ch: ReadonlyChannel): ChannelSnapshot {
-  const { counts } = ch;
-  const usage: Record<string, number> = {};
-  for (const key in ch.usage) usage[key] = ch.usage[key];
+  const { counts, usage } = ch;
   return Object.freeze({
     id: ch.id,
     parent: ch.parent,
@@ -122,13 +117,16 @@ export function snapshotOf(ch: ReadonlyChannel): ChannelSnapshot {
     background: ch.background,
     summary: ch.summary,
     lines: ch.lines,
-    counts: Object.freeze({
-      text: counts.text,
-      thinking: counts.thinking,
-      tool_use: counts.tool_use,
-      tool_result: counts.tool_result,
-    }),
-    usage: Object.freeze(usage),
+    // A tree's channel hands both out frozen, never to be changed: the snapshot keeps them.
+    counts: Object.isFrozen(counts)
+      ? counts
+      : Object.freeze({
+          text: counts.text,
+          thinking: counts.thinking,
+          tool_use: counts.tool_use,
+          tool_result: counts.tool_result,
+        }),
+    usage: Object.isFrozen(usage) ? usage : frozenCopy(usage),
     firstSeen: ch.firstSeen,
     lastSeen: ch.lastSeen,
     startedAt: ch.startedAt,
@@ -136,6 +134,12 @@ export function snapshotOf(ch: ReadonlyChannel): ChannelSnapshot {
     tag: ch.tag,
     seq: ch.seq,
   });
+}
+
+function frozenCopy(from: Readonly<Record<string, number>>): Readonly<Record<string, number>> {
+  const copy: Record<string, number> = {};
+  for (const key in from) copy[key] = from[key];
+  return Object.freeze(copy);
 }
 
 /** A tree change caused by one line, carrying the channel as it was right after that line. */
@@ -181,27 +185,61 @@ const NO_TOOLS: readonly ToolEvent[] = Object.freeze([]);
 const NO_CHILDREN: readonly string[] = Object.freeze([]);
 
 /**
- * A channel as the tree keeps it: `Channel`'s fields, in its order, and the API message whose
- * lines are arriving on it, private (invisible to readers, copies and JSON). One object per
- * channel, where a map beside the tree held the message: with 10,000 subagents alive to the
- * run's end, each map cost some 50 bytes per channel.
+ * How the tree sets its channels' state: the node's fields are private and it has no method
+ * that changes them, so a reader holding the node (a record's `channel`) has nothing to call;
+ * these are made inside the class (its static block) and kept in this module.
  */
-class TreeChannel implements Channel {
+interface ChannelWriter {
+  /** A line on the channel: one more, and its time (null when it has none). */
+  line(ch: Channel, ts: string | null): void;
+  count(ch: Channel, type: CountedBlockType): void;
+  addUsage(ch: Channel, messageId: string, now: Record<string, number>): void;
+  /** Seen before (or without) its spawn, or placed by it; when it began, if not known yet. */
+  open(ch: Channel, orphan: boolean, startedAt: string | null): void;
+  /** Its parent, agent and description (a spawn, task_started): one new place. */
+  name(ch: Channel, parent: string | null, agent: string | null, description: string | null): void;
+  depth(ch: Channel, depth: number): void;
+  addChild(ch: Channel, id: string): void;
+  /** The ids it spawned, the tree's own list: read, never kept nor handed out. */
+  children(ch: Channel): readonly string[];
+  background(ch: Channel, background: boolean): void;
+  status(ch: Channel, status: ChannelStatus): void;
+  /** It reported: its status, its summary if one came, and when. */
+  end(ch: Channel, status: ChannelStatus, summary: string | null, endedAt: string | null): void;
+}
+
+let write!: ChannelWriter;
+
+/**
+ * A channel as the tree keeps it and every reader holds it (see ReadonlyChannel): its state in
+ * private fields, read through getters, set only through `write`; the instance and its
+ * prototype frozen, so no field can be set, added or shadowed. With the state, privately, the
+ * API message whose lines are arriving on it (invisible to readers, copies and JSON). One
+ * object per channel, where a map beside the tree held the message: with 10,000 subagents
+ * alive to the run's end, each map cost some 50 bytes per channel. Its counts are four numbers,
+ * not an object of their own (a frozen one is made when they are read); its usage and
+ * children are frozen when read and copied at their next change, so a reader's object never
+ * changes under it and a line that changes them copies nothing unless they were read since.
+ */
+class Channel implements ReadonlyChannel {
   readonly id: string | null;
-  orphan = false;
-  status: ChannelStatus = 'running';
-  background: boolean | null = null;
-  summary: string | null = null;
-  lines = 0;
-  counts: Record<CountedBlockType, number> = { text: 0, thinking: 0, tool_use: 0, tool_result: 0 };
-  usage: Record<string, number> = {};
-  firstSeen: string | null = null;
-  lastSeen: string | null = null;
-  startedAt: string | null = null;
-  endedAt: string | null = null;
-  children: string[] = NO_CHILDREN as string[];
   readonly tag: string;
   readonly seq: number;
+  #orphan = false;
+  #status: ChannelStatus = 'running';
+  #background: boolean | null = null;
+  #summary: string | null = null;
+  #lines = 0;
+  #text = 0;
+  #thinking = 0;
+  #toolUse = 0;
+  #toolResult = 0;
+  #usage: Record<string, number> = {};
+  #firstSeen: string | null = null;
+  #lastSeen: string | null = null;
+  #startedAt: string | null = null;
+  #endedAt: string | null = null;
+  #children: string[] = NO_CHILDREN as string[];
   #messageId: string | null = null;
   #messageUsage: Record<string, number> | null = null;
   /**
@@ -210,11 +248,12 @@ class TreeChannel implements Channel {
    */
   #place: ChannelPlace;
 
-  constructor(id: string | null, tag: string, seq: number) {
+  constructor(id: string | null, tag: string, seq: number, depth: number | null) {
     this.id = id;
     this.tag = tag;
     this.seq = seq;
-    this.#place = Object.freeze({ id, parent: null, depth: null, agent: null, description: null, tag });
+    this.#place = Object.freeze({ id, parent: null, depth, agent: null, description: null, tag });
+    Object.freeze(this);
   }
 
   get place(): ChannelPlace {
@@ -223,41 +262,61 @@ class TreeChannel implements Channel {
   get parent(): string | null {
     return this.#place.parent;
   }
-  set parent(parent: string | null) {
-    const p = this.#place;
-    if (parent !== p.parent) this.#moveTo(parent, p.depth, p.agent, p.description);
+  get orphan(): boolean {
+    return this.#orphan;
   }
   get depth(): number | null {
     return this.#place.depth;
   }
-  set depth(depth: number | null) {
-    const p = this.#place;
-    if (depth !== p.depth) this.#moveTo(p.parent, depth, p.agent, p.description);
-  }
   get agent(): string | null {
     return this.#place.agent;
-  }
-  set agent(agent: string | null) {
-    const p = this.#place;
-    if (agent !== p.agent) this.#moveTo(p.parent, p.depth, agent, p.description);
   }
   get description(): string | null {
     return this.#place.description;
   }
-  set description(description: string | null) {
-    const p = this.#place;
-    if (description !== p.description) this.#moveTo(p.parent, p.depth, p.agent, description);
+  get status(): ChannelStatus {
+    return this.#status;
+  }
+  get background(): boolean | null {
+    return this.#background;
+  }
+  get summary(): string | null {
+    return this.#summary;
+  }
+  get lines(): number {
+    return this.#lines;
+  }
+  get counts(): Readonly<Record<CountedBlockType, number>> {
+    return Object.freeze({
+      text: this.#text,
+      thinking: this.#thinking,
+      tool_use: this.#toolUse,
+      tool_result: this.#toolResult,
+    });
+  }
+  get usage(): Readonly<Record<string, number>> {
+    return Object.freeze(this.#usage);
+  }
+  get firstSeen(): string | null {
+    return this.#firstSeen;
+  }
+  get lastSeen(): string | null {
+    return this.#lastSeen;
+  }
+  get startedAt(): string | null {
+    return this.#startedAt;
+  }
+  get endedAt(): string | null {
+    return this.#endedAt;
+  }
+  get children(): readonly string[] {
+    return Object.freeze(this.#children);
   }
 
   /** A new place, written out as a literal so that every place shares one hidden class. */
   #moveTo(parent: string | null, depth: number | null, agent: string | null, description: string | null) {
     const { id, tag } = this;
     this.#place = Object.freeze({ id, parent, depth, agent, description, tag });
-  }
-
-  addChild(id: string): void {
-    if (this.children === NO_CHILDREN) this.children = [id];
-    else this.children.push(id);
   }
 
   /**
@@ -267,13 +326,78 @@ class TreeChannel implements Channel {
    * length of the run (nor a channel's state with its messages: a message whose lines resume
    * after another's, A, B, A, which no CLI writes, is counted again).
    */
-  addUsage(messageId: string, now: Record<string, number>): void {
+  #addUsage(messageId: string, now: Record<string, number>): void {
     const before = this.#messageId === messageId ? this.#messageUsage : null;
-    const usage = this.usage;
+    let usage = this.#usage;
+    // Handed to a reader since it last changed: the reader keeps that one, the channel a copy.
+    if (Object.isFrozen(usage)) {
+      usage = {};
+      for (const k in this.#usage) usage[k] = this.#usage[k];
+      this.#usage = usage;
+    }
     for (const k in now) usage[k] = (usage[k] ?? 0) + now[k] - (before?.[k] ?? 0);
     if (before) for (const k in before) if (!(k in now)) usage[k] -= before[k];
     this.#messageId = messageId;
     this.#messageUsage = now;
+  }
+
+  static {
+    Object.freeze(this.prototype);
+    write = {
+      line(ch, ts) {
+        ch.#lines++;
+        if (ts) {
+          ch.#firstSeen ??= ts;
+          ch.#lastSeen = ts;
+        }
+      },
+      count(ch, type) {
+        switch (type) {
+          case 'text':
+            ch.#text++;
+            break;
+          case 'thinking':
+            ch.#thinking++;
+            break;
+          case 'tool_use':
+            ch.#toolUse++;
+            break;
+          case 'tool_result':
+            ch.#toolResult++;
+        }
+      },
+      addUsage: (ch, messageId, now) => ch.#addUsage(messageId, now),
+      open(ch, orphan, startedAt) {
+        ch.#orphan = orphan;
+        ch.#startedAt ??= startedAt;
+      },
+      name(ch, parent, agent, description) {
+        const p = ch.#place;
+        if (parent !== p.parent || agent !== p.agent || description !== p.description)
+          ch.#moveTo(parent, p.depth, agent, description);
+      },
+      depth(ch, depth) {
+        const p = ch.#place;
+        if (depth !== p.depth) ch.#moveTo(p.parent, depth, p.agent, p.description);
+      },
+      addChild(ch, id) {
+        // The shared empty list, or a list handed to a reader: the channel goes on with a copy.
+        if (Object.isFrozen(ch.#children)) ch.#children = [...ch.#children, id];
+        else ch.#children.push(id);
+      },
+      children: (ch) => ch.#children,
+      background(ch, background) {
+        ch.#background = background;
+      },
+      status(ch, status) {
+        ch.#status = status;
+      },
+      end(ch, status, summary, endedAt) {
+        ch.#status = status;
+        ch.#summary = summary ?? ch.#summary;
+        ch.#endedAt = endedAt;
+      },
+    };
   }
 }
 
@@ -282,9 +406,9 @@ class TreeChannel implements Channel {
  * one parsed line and returns the channel it belongs to plus the tree changes it caused.
  */
 export class ChannelTree {
-  readonly main: Channel;
-  readonly #main: TreeChannel;
-  private readonly byId = new Map<string, TreeChannel>();
+  readonly main: ReadonlyChannel;
+  readonly #main: Channel;
+  private readonly byId = new Map<string, Channel>();
   private readonly tags = new Set<string>();
   /** Next `~n` suffix to try per tag base, so a run of colliding ids costs O(1) each. */
   private readonly tagSuffix = new Map<string, number>();
@@ -310,7 +434,7 @@ export class ChannelTree {
    * one run in the background (`run_in_background`), whose result comes as it starts, is kept;
    * at most the latest MAX_CALLS_REMEMBERED.
    */
-  private readonly calls = new Map<string, { channel: TreeChannel; background: boolean }>();
+  private readonly calls = new Map<string, { channel: Channel; background: boolean }>();
   private seq = 0;
   sessionId: string | null = null;
   /** The run's identity: the first `uuid` a line carries (see `runIdOf`); null until one does. */
@@ -328,16 +452,15 @@ export class ChannelTree {
 
   constructor() {
     this.#main = this.newChannel(null);
-    this.#main.depth = 0;
     this.main = this.#main;
   }
 
-  get(id: string | null): Channel | undefined {
+  get(id: string | null): ReadonlyChannel | undefined {
     return id === null ? this.main : this.byId.get(id);
   }
 
   /** Every channel, main first, then in creation order. */
-  channels(): Channel[] {
+  channels(): ReadonlyChannel[] {
     return [this.main, ...this.byId.values()];
   }
 
@@ -356,7 +479,7 @@ export class ChannelTree {
   route(
     value: JsonObject,
     lineNo = 0,
-  ): { channel: Channel; events: readonly ChannelEvent[]; tools: readonly ToolEvent[] } {
+  ): { channel: ReadonlyChannel; events: readonly ChannelEvent[]; tools: readonly ToolEvent[] } {
     const pending: PendingEvent[] = [];
     this.lineTools = null;
     this.lineNo = lineNo;
@@ -366,12 +489,8 @@ export class ChannelTree {
       this.lastTime = ts;
     }
     const channel = this.channelFor(channelIdOf(value), pending);
-    channel.lines++;
+    write.line(channel, ts);
     this.runId ??= runIdOf(value);
-    if (ts) {
-      channel.firstSeen ??= ts;
-      channel.lastSeen = ts;
-    }
     const line = asStreamLine(value);
     switch (line?.type) {
       case 'assistant':
@@ -385,7 +504,7 @@ export class ChannelTree {
         break;
       case 'result':
         this.results++;
-        this.main.status = line.is_error === true ? 'failed' : 'completed';
+        write.status(this.#main, line.is_error === true ? 'failed' : 'completed');
         break;
     }
     // Snapshots are taken once the whole line is applied, so an event shows its line's effect.
@@ -403,7 +522,7 @@ export class ChannelTree {
   }
 
   /** A tool call or result seen on the line being routed. */
-  private tool(block: ToolUseBlock | ToolResultBlock, channel: Channel): void {
+  private tool(block: ToolUseBlock | ToolResultBlock, channel: ReadonlyChannel): void {
     const lineNo = this.lineNo;
     const on = channel.id;
     const event: ToolEvent =
@@ -419,8 +538,10 @@ export class ChannelTree {
     (this.lineTools ??= []).push(Object.freeze(event));
   }
 
-  private newChannel(id: string | null): TreeChannel {
-    return new TreeChannel(id, id === null ? 'main' : this.uniqueTag(id), this.seq++);
+  private newChannel(id: string | null): Channel {
+    // Main is at depth 0 from the start; a subagent's depth is unknown until its spawn.
+    if (id === null) return new Channel(null, 'main', this.seq++, 0);
+    return new Channel(id, this.uniqueTag(id), this.seq++, null);
   }
 
   /**
@@ -446,22 +567,21 @@ export class ChannelTree {
     return tag;
   }
 
-  private channelFor(id: string | null, pending: PendingEvent[]): TreeChannel {
+  private channelFor(id: string | null, pending: PendingEvent[]): Channel {
     if (id === null) return this.#main;
     let ch = this.byId.get(id);
     if (!ch) {
       const caller = this.calls.get(id);
       if (caller) return caller.channel;
       ch = this.newChannel(id);
-      ch.orphan = true;
-      ch.startedAt = this.lastTime;
+      write.open(ch, true, this.lastTime);
       this.byId.set(id, ch);
       pending.push({ type: 'open', channel: ch });
     }
     return ch;
   }
 
-  private spawn(block: ToolUseBlock, parent: TreeChannel, pending: PendingEvent[]): void {
+  private spawn(block: ToolUseBlock, parent: Channel, pending: PendingEvent[]): void {
     const id = nonEmpty(block.id);
     if (!id) return;
     const input: JsonObject = isObject(block.input) ? block.input : {};
@@ -480,16 +600,14 @@ export class ChannelTree {
       ch = this.newChannel(id);
       this.byId.set(id, ch);
     }
-    ch.orphan = false;
-    ch.startedAt ??= this.lastTime;
-    ch.parent = parent.id;
-    parent.addChild(id);
+    write.open(ch, false, this.lastTime);
+    const agent = agentName(input.subagent_type) ?? ch.agent;
+    write.name(ch, parent.id, agent, nonEmpty(input.description) ?? ch.description);
+    write.addChild(parent, id);
     const underMain = this.inMainTree(parent);
     if (!underMain) this.joinTrees(ch, parent);
-    ch.agent = agentName(input.subagent_type) ?? ch.agent;
-    ch.description = nonEmpty(input.description) ?? ch.description;
     if (typeof input.run_in_background === 'boolean' && ch.background === null) {
-      ch.background = input.run_in_background;
+      write.background(ch, input.run_in_background);
     }
     if (parent.depth !== null) this.setDepth(ch, parent.depth + 1, underMain);
     pending.push({ type: known ? 'spawn' : 'open', channel: ch });
@@ -516,8 +634,8 @@ export class ChannelTree {
       } else {
         this.guessedDepth.add(ch);
       }
-      ch.depth = d;
-      for (const childId of ch.children) {
+      write.depth(ch, d);
+      for (const childId of write.children(ch)) {
         const child = this.byId.get(childId);
         if (child) stack.push([child, d + 1]);
       }
@@ -531,7 +649,7 @@ export class ChannelTree {
 
   /** Main for a channel in its tree, else the root of `ch`'s set, shortening the links it walked. */
   private treeOf(ch: Channel): Channel {
-    if (this.inMainTree(ch)) return this.main;
+    if (this.inMainTree(ch)) return this.#main;
     let root = ch;
     for (let up = this.treeLink.get(root); up; up = this.treeLink.get(root)) root = up;
     for (let at = ch; at !== root;) {
@@ -554,10 +672,10 @@ export class ChannelTree {
     this.treeSize.delete(small);
   }
 
-  private assistant(line: AssistantLine, channel: TreeChannel, pending: PendingEvent[]): void {
+  private assistant(line: AssistantLine, channel: Channel, pending: PendingEvent[]): void {
     for (const block of contentBlocks(line as unknown as JsonObject)) {
       if (block.type === 'redacted_thinking') continue;
-      channel.counts[block.type]++;
+      write.count(channel, block.type);
       if (block.type === 'tool_result') this.tool(block, channel);
       if (block.type !== 'tool_use') continue;
       this.tool(block, channel);
@@ -567,11 +685,11 @@ export class ChannelTree {
     const key = nonEmpty(line.message.id);
     // A message Claude Code wrote itself is no API call: its usage counts nowhere, as in the ledger.
     if (key && isObject(line.message.usage) && !isSyntheticMessage(line.message as unknown as JsonObject))
-      channel.addUsage(key, usageNumbers(line.message.usage));
+      write.addUsage(channel, key, usageNumbers(line.message.usage));
   }
 
   /** Remembers a non-spawn call's channel (see `calls`); an id no real CLI makes is not kept. */
-  private call(block: ToolUseBlock, channel: TreeChannel): void {
+  private call(block: ToolUseBlock, channel: Channel): void {
     const id = nonEmpty(block.id);
     if (!id || id.length > MAX_CALL_ID_CHARS || this.byId.has(id)) return;
     const background = isObject(block.input) && block.input.run_in_background === true;
@@ -581,14 +699,14 @@ export class ChannelTree {
   private user(line: UserLine, channel: Channel, pending: PendingEvent[]): void {
     for (const block of contentBlocks(line as unknown as JsonObject)) {
       if (block.type !== 'tool_result') continue;
-      channel.counts.tool_result++;
+      write.count(channel, 'tool_result');
       this.tool(block, channel);
       if (this.calls.get(block.tool_use_id)?.background === false) this.calls.delete(block.tool_use_id);
       const target = this.byId.get(block.tool_use_id);
       if (!target || target.status !== 'running') continue;
       const text = resultText(block);
       if (ASYNC_LAUNCH.test(text)) {
-        target.background = true;
+        write.background(target, true);
         continue;
       }
       if (target.background === true) continue;
@@ -601,16 +719,16 @@ export class ChannelTree {
       case 'init':
         this.sessionId = nonEmpty(line.session_id) ?? this.sessionId;
         this.version = nonEmpty(line.claude_code_version) ?? this.version;
-        if (this.main.status !== 'running') this.main.status = 'running';
+        if (this.main.status !== 'running') write.status(this.#main, 'running');
         return;
       case 'task_started': {
         // A foreground or background shell command is a task too, never an agent.
         if (line.task_type === LOCAL_BASH) return;
         const ch = this.byId.get(nonEmpty(line.tool_use_id) ?? '');
         if (!ch) return;
-        if (typeof line.is_backgrounded === 'boolean') ch.background = line.is_backgrounded;
-        ch.agent ??= agentName(line.subagent_type);
-        ch.description ??= nonEmpty(line.description);
+        if (typeof line.is_backgrounded === 'boolean') write.background(ch, line.is_backgrounded);
+        const agent = ch.agent ?? agentName(line.subagent_type);
+        write.name(ch, ch.parent, agent, ch.description ?? nonEmpty(line.description));
         if (ch.depth === null && isDepth(line.spawn_depth)) this.setDepth(ch, line.spawn_depth, false);
         return;
       }
@@ -633,9 +751,8 @@ export class ChannelTree {
     if (ch.status !== 'running' && !final) return;
     // A repeated notification that brings no summary the channel lacks changes nothing.
     if (ch.status === status && (ch.summary !== null || summary === null)) return;
-    ch.status = status;
-    ch.summary = summary ?? ch.summary;
-    if (ch.id !== null) ch.endedAt = this.lastTime;
+    // Main's end is the run's latest line (see `channelTimes`), never a time of its own.
+    write.end(ch, status, summary, ch.id !== null ? this.lastTime : null);
     pending.push({ type: 'status', channel: ch, summary });
   }
 }
