@@ -12,7 +12,7 @@ export {
   type OptionSpecs,
 } from './chain/plugin.js';
 // A channel as the run hands it to a plugin (the tree's `main`, `get`, `channels()`, a record's
-// `channel`): the live node, read-only.
+// `channel`): the live node, read only at run time as in its type (a write on it throws).
 export { type ReadonlyChannel as Channel } from './model/tree.js';
 export { type IndexDocument, type IndexChannel } from './views/index-file.js';
 export { SubteeError, UsageError, EXIT, OutputError, writeFailed } from './errors.js';
