@@ -77,6 +77,9 @@ for (let c = 0; c < 256; c++) {
   UNITS[c] =
     c < 0x20 || c === QUOTE || c === BACKSLASH ? SPECIAL : c < 0x80 ? 1 : c < 0xc0 ? 0 : c < 0xf0 ? 1 : 2;
 }
+/** 1 for a byte that ends an ASCII run inside a string: a quote, a backslash, a control or high byte. */
+const ASCII_STOP = new Uint8Array(256);
+for (let c = 0; c < 256; c++) ASCII_STOP[c] = c < 0x20 || c === QUOTE || c === BACKSLASH || c >= 0x80 ? 1 : 0;
 for (const ch of '0123456789abcdefABCDEF') HEX[ch.charCodeAt(0)] = 1;
 for (const ch of '"\\/bfnrt') SIMPLE_ESCAPE[ch.charCodeAt(0)] = 1;
 
@@ -134,15 +137,18 @@ function scanString(): void {
   let high = 0;
   let escaped = 0;
   for (;;) {
-    let k = 0;
-    while (j < end && (k = UNITS[buf[j]]) !== SPECIAL) {
-      units += k;
-      high |= buf[j];
-      j++;
-    }
+    // ASCII runs are the common case: one unit a byte, nothing to add up.
+    const from = j;
+    while (j < end && ASCII_STOP[buf[j]] === 0) j++;
+    units += j - from;
     if (j >= end) throw INVALID;
     const c = buf[j];
     if (c === QUOTE) break;
+    if (c >= 0x80) {
+      high = STRING_HIGH;
+      while (j < end && buf[j] >= 0x80) units += UNITS[buf[j++]];
+      continue;
+    }
     if (c !== BACKSLASH) throw INVALID; // a raw control character
     escaped = STRING_ESCAPED;
     const d = buf[j + 1];
@@ -157,7 +163,7 @@ function scanString(): void {
     }
     units++;
   }
-  entry(TAG_STRING | escaped | (high & 0x80 ? STRING_HIGH : 0), start, j, units);
+  entry(TAG_STRING | escaped | high, start, j, units);
   i = j + 1;
 }
 
