@@ -1,5 +1,5 @@
 import type { JsonObject } from './message.js';
-import { lineOf, RoutedLine, type LineRecord } from './record.js';
+import { LazyLine, lineOf, RoutedLine, type LineRecord } from './record.js';
 import { buildView, NOT_JSON, scanJson, Tape, type Bytes } from './scan.js';
 import { StreamScanner } from './stream-scan.js';
 
@@ -18,7 +18,7 @@ let viewOfScanned: (rec: ScannedLine) => JsonObject;
  * `value` has been read, `viewOf` returns it, so a change made inside it is seen by every
  * stage after.
  */
-export class ScannedLine implements LineRecord {
+export class ScannedLine extends LazyLine implements LineRecord {
   readonly kind = 'line' as const;
   declare readonly value: JsonObject;
   #value: JsonObject | undefined = undefined;
@@ -29,6 +29,7 @@ export class ScannedLine implements LineRecord {
     readonly raw: Buffer,
     view: JsonObject,
   ) {
+    super();
     this.#view = view;
     Object.defineProperty(this, 'value', VALUE);
     Object.freeze(this);

@@ -135,13 +135,19 @@ export type SubteeRecord = LineRecord | QuarantineRecord | SpooledRecord;
 let innerOf: (rec: RoutedLine) => LineRecord;
 
 /**
+ * A line record whose `value` is built only when something reads it (the line parser's
+ * `ScannedLine`, an own accessor): a routed line around one reads it through, lazily too.
+ */
+export abstract class LazyLine {}
+
+/**
  * A line as the channel router hands it on: a new, frozen envelope around the record it was
  * given (whose bytes and value it shares), with what the model said of the line (its
  * `RoutedEvent`): the channel, the tree changes it caused (`events`), the usage counted
  * (`usage`) and its tool calls and results (`tools`), the last three present only when the
- * line has them. `value` is the given record's, read only when something reads it (an own,
- * enumerable accessor, so `{ ...rec }` copies it); `lineOf` gives the record inside, whose
- * scanned view the built-in stages read.
+ * line has them. `value` is the given record's: the same object, or, around a `LazyLine`,
+ * read only when something reads it (an own, enumerable accessor, so `{ ...rec }` copies
+ * it); `lineOf` gives the record inside, whose scanned view the built-in stages read.
  */
 export class RoutedLine implements LineRecord {
   readonly kind = 'line' as const;
@@ -162,15 +168,18 @@ export class RoutedLine implements LineRecord {
     this.lineNo = line.lineNo;
     this.raw = line.raw;
     this.#line = line;
-    Object.defineProperty(this, 'value', ROUTED_VALUE);
+    // A plain property where the value is already built: an accessor defined on each object
+    // costs V8 a hidden class per object, about as much as routing the line.
+    if (line instanceof LazyLine) Object.defineProperty(this, 'value', ROUTED_VALUE);
+    else this.value = line.value;
     this.channel = routed.channel;
     this.place = routed.place;
     const { changes, usage, tools } = routed;
-    if (changes.length > 0) Object.defineProperty(this, 'events', { value: changes, enumerable: true });
-    if (usage !== null) Object.defineProperty(this, 'usage', { value: usage, enumerable: true });
-    if (tools.length > 0) Object.defineProperty(this, 'tools', { value: tools, enumerable: true });
-    if (line.derived) Object.defineProperty(this, 'derived', { value: true, enumerable: true });
-    if (line.mapped) Object.defineProperty(this, 'mapped', { value: true, enumerable: true });
+    if (changes.length > 0) this.events = changes;
+    if (usage !== null) this.usage = usage;
+    if (tools.length > 0) this.tools = tools;
+    if (line.derived) this.derived = true;
+    if (line.mapped) this.mapped = true;
     Object.freeze(this);
   }
 
