@@ -1,3 +1,4 @@
+import { isAscii } from 'node:buffer';
 import type { JsonObject } from './message.js';
 import { LazyLine, lineOf, RoutedLine, type LineRecord } from './record.js';
 import { buildView, NOT_JSON, scanJson, Tape, type Bytes } from './scan.js';
@@ -38,7 +39,7 @@ export class ScannedLine extends LazyLine implements LineRecord {
   static {
     VALUE = {
       get(this: ScannedLine) {
-        return (this.#value ??= JSON.parse(this.raw.toString('utf8')) as JsonObject);
+        return (this.#value ??= JSON.parse(lineText(this.raw)) as JsonObject);
       },
       enumerable: true,
     };
@@ -145,12 +146,22 @@ export function parseBounded(line: Buffer, terminated: boolean): Scanned {
 export function parseWhole(line: Buffer, terminated: boolean): Scanned {
   let value: unknown;
   try {
-    value = JSON.parse(line.toString('utf8'));
+    value = JSON.parse(lineText(line));
   } catch {
     return { ok: false, reason: terminated ? 'not-json' : 'truncated' };
   }
   // A line that starts with `{` and parses is an object.
   return { ok: true, value: value as JsonObject };
+}
+
+/**
+ * A line's bytes as text, as `toString('utf8')` decodes them. An ASCII line (most are: JSON
+ * escapes what it writes beyond ASCII, and Claude Code writes most text as it is) is decoded
+ * as Latin-1, which gives the same string without UTF-8's decoding: on 200 MB of small lines
+ * (`bench/gen.ts`) the parse of every line took about a fifth less.
+ */
+export function lineText(line: Buffer): string {
+  return isAscii(line) ? (line as Bytes).latin1Slice(0, line.length) : (line as Bytes).utf8Slice(0, line.length);
 }
 
 /** The record of a line `scanLine` accepted, frozen. */
