@@ -1,3 +1,4 @@
+import { EventEmitter, once } from 'node:events';
 import { dirname, join } from 'node:path';
 import type { Transform } from 'node:stream';
 import type { ClickHouseClient } from '@clickhouse/client';
@@ -165,9 +166,13 @@ class ClickHouseSink extends BatchTransform {
   #refused: TableRefused | null = null;
   readonly #stopAtOnce = () => {
     this.#cut.abort(new Error('stopped at once'));
-    this.#wake();
+    this.#changes.emit('change');
   };
-  readonly #waiters: Array<() => void> = [];
+  /**
+   * Emits `change` when a send ends, the mode changes or the run is cut off: the wait for room
+   * in the queue and the end's wait (`#changed`) look again then.
+   */
+  readonly #changes = new EventEmitter();
   #draining: Promise<void> | null = null;
   #finished: Promise<void> | null = null;
 
@@ -240,19 +245,13 @@ class ClickHouseSink extends BatchTransform {
     while (full()) await this.#changed(1000);
   }
 
-  #wake(): void {
-    for (const w of this.#waiters.splice(0)) w();
-  }
-
   /** Resolves when something changes (a send ends, the mode changes), or after `ms`. */
-  #changed(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, ms);
-      this.#waiters.push(() => {
-        clearTimeout(t);
-        resolve();
-      });
-    });
+  async #changed(ms: number): Promise<void> {
+    // A timer of its own rather than AbortSignal.timeout, whose timer does not keep the process up.
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(), ms);
+    await once(this.#changes, 'change', { signal: timeout.signal }).catch(() => {});
+    clearTimeout(timer);
   }
 
   #runId(): string {
@@ -333,7 +332,7 @@ class ClickHouseSink extends BatchTransform {
         `${what}; they are kept in ${this.#spool.file} and sent when it answers`,
       );
     }
-    this.#wake();
+    this.#changes.emit('change');
     this.#scheduleProbe();
   }
 
@@ -343,7 +342,7 @@ class ClickHouseSink extends BatchTransform {
    */
   #refuseTable(err: TableRefused): void {
     this.#mode = 'offline';
-    this.#wake();
+    this.#changes.emit('change');
     if (this.#refused) return;
     this.#refused = err;
     const name = err.kind === 'events' ? this.#opts.eventsTable : this.#opts.channelsTable;
@@ -369,7 +368,7 @@ class ClickHouseSink extends BatchTransform {
       () => {
         if (this.#closed) return;
         this.#sending = null;
-        this.#wake();
+        this.#changes.emit('change');
         if (queue.length >= this.#opts.batchRows || (this.#closing && queue.length > 0)) this.#send();
         else this.#armFlush();
       },
@@ -422,7 +421,7 @@ class ClickHouseSink extends BatchTransform {
       this.#probeDelayMs = 250;
     } finally {
       this.#draining = null;
-      this.#wake();
+      this.#changes.emit('change');
     }
   }
 
@@ -517,7 +516,7 @@ class ClickHouseSink extends BatchTransform {
     const cut = this.#cut;
     const timer = setTimeout(() => {
       cut.abort(new Error(`not sent within flushTimeoutMs, ${waitMs} ms`));
-      this.#wake();
+      this.#changes.emit('change');
     }, waitMs);
     await this.#sendUntil(Date.now() + waitMs);
     clearTimeout(timer);

@@ -1,3 +1,4 @@
+import { EventEmitter, once } from 'node:events';
 import { createRequire } from 'node:module';
 import type { Transform } from 'node:stream';
 import type * as OtelApi from '@opentelemetry/api';
@@ -176,7 +177,11 @@ export class SpanDelivery {
    */
   private notBeforeMs = 0;
   private stopped = false;
-  private readonly waiters: Array<() => void> = [];
+  /**
+   * Emits `change` when a batch ends, delivery stops or the input's deadline passes: the waits
+   * for room (`whenRoom`) and for the end (`drain`) look again then.
+   */
+  private readonly changes = new EventEmitter();
 
   constructor(
     private readonly exporter: SpanSender,
@@ -216,7 +221,7 @@ export class SpanDelivery {
   async whenRoom(): Promise<void> {
     while (!this.hasRoom()) {
       if (this.pastInputDeadline) return this.stop();
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
+      await once(this.changes, 'change');
     }
   }
 
@@ -232,7 +237,7 @@ export class SpanDelivery {
       this.pastInputDeadline = true;
       if (this.heldUpAt(atMs)) this.stop();
       // A wait for room is not kept past the deadline (whenRoom): it looks again.
-      else this.wake();
+      else this.changes.emit('change');
     });
   }
 
@@ -268,9 +273,7 @@ export class SpanDelivery {
    */
   async drain(timeoutMs: number): Promise<void> {
     this.endBy(Date.now() + timeoutMs);
-    while (this.pending > 0 && !this.stopped) {
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
-    }
+    while (this.pending > 0 && !this.stopped) await once(this.changes, 'change');
     this.stop();
   }
 
@@ -284,7 +287,7 @@ export class SpanDelivery {
     this.queue.length = 0;
     this.noteFull();
     this.inFlight = null;
-    this.wake();
+    this.changes.emit('change');
   }
 
   /**
@@ -294,10 +297,6 @@ export class SpanDelivery {
   connected(): void {
     if (this.lastErrorUnanswered) this.lastError = this.holdUp = null;
     this.lastErrorUnanswered = false;
-  }
-
-  private wake(): void {
-    for (const w of this.waiters.splice(0)) w();
   }
 
   private pump(): void {
@@ -370,7 +369,7 @@ export class SpanDelivery {
 
   private finishBatch(): void {
     this.inFlight = null;
-    this.wake();
+    this.changes.emit('change');
     this.pump();
   }
 }
