@@ -1,3 +1,4 @@
+import { on } from 'node:events';
 import { Readable, type Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { EXIT, SubteeError } from './errors.js';
@@ -261,38 +262,30 @@ export async function* gunzipMembers(source: AsyncIterable<Buffer>): AsyncGenera
  * by the time the write is called back everything it inflated has been handed out.
  */
 async function* inflate(inflater: zlib.InflateRaw, input: Buffer): AsyncGenerator<Buffer> {
-  let written = false;
-  let failed: Error | null = null;
-  let wake: (() => void) | null = null;
-  const rouse = () => {
-    const resolve = wake;
-    wake = null;
-    resolve?.();
-  };
-  const onError = (err: Error) => {
-    failed = err;
-    rouse();
-  };
-  inflater.on('error', onError);
-  inflater.on('readable', rouse);
-  inflater.write(input, () => {
-    written = true;
-    rouse();
-  });
+  // Aborted when the write is called back: all of `input` is inflated, the wait is over.
+  const written = new AbortController();
+  // Rejects with the inflater's error, or with an AbortError once the write is called back.
+  const readable = on(inflater, 'readable', { signal: written.signal });
+  inflater.write(input, () => written.abort());
   try {
-    for (;;) {
+    for (let done = false; ; ) {
       for (
         let piece = inflater.read() as Buffer | null;
         piece !== null;
         piece = inflater.read() as Buffer | null
       )
         yield piece;
-      if (failed) throw failed;
-      if (written) return;
-      await new Promise<void>((resolve) => (wake = resolve));
+      if (done) return;
+      // Written: what it inflated last is read once more, above.
+      done = await readable.next().then(
+        () => false,
+        (err: Error) => {
+          if (!written.signal.aborted || err.cause !== written.signal.reason) throw err;
+          return true;
+        },
+      );
     }
   } finally {
-    inflater.off('error', onError);
-    inflater.off('readable', rouse);
+    void readable.return?.();
   }
 }

@@ -4,6 +4,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { TraceBuilder, type SpanData } from '../src/chain/sinks/otlp-spans.js';
+import { gunzipMembers } from '../src/decompress.js';
 import { BIN, FIXTURES, checkOutput, readTree, tmpDir } from './helpers/helpers.js';
 import { routeThrough } from './helpers/otlp-tree.js';
 import { gzipSync } from 'node:zlib';
@@ -151,6 +152,21 @@ test('a stage plugin that fails is reported by code with index.json written, nev
     const index = JSON.parse(readFileSync(join(dir, c.name, 'index.json'), 'utf8'));
     assert.equal(index.stalled, c.name === 'silent', `${c.name}: index.json's stalled`);
   }
+});
+
+test("gzip damaged inside its deflate data fails with the inflater's own error, not a later check", async () => {
+  const damaged = gzipSync(readFileSync(FIXTURE));
+  for (let i = 20; i < 60; i++) damaged[i] ^= 0x55;
+  async function* pieces() {
+    yield damaged.subarray(0, 40);
+    yield damaged.subarray(40);
+  }
+  await assert.rejects(
+    async () => {
+      for await (const piece of gunzipMembers(pieces())) assert.ok(piece);
+    },
+    { code: 'Z_DATA_ERROR', message: 'invalid literal/lengths set' },
+  );
 });
 
 test('a cut-short gzip input keeps every decompressed byte and says so: INPUT_CUT_SHORT, exit 3', () => {
