@@ -344,6 +344,38 @@ test('one message per API message: its blocks arrive as its lines do, from the f
   await run.done;
 });
 
+test('a message read by 1,000 loops at once gives every loop each block in order, ' +
+  'with no listener-leak warning', async () => {
+  const warnings: Error[] = [];
+  const onWarning = (w: Error) => warnings.push(w);
+  process.on('warning', onWarning);
+  const lines = fixtureLines('binary-tree-depth-3');
+  const first = JSON.parse(lines.find((l) => l.includes('"type":"assistant"'))!);
+  const upTo = lines.findIndex((l) => l.includes(`"id":"${first.message.id}"`));
+  const input = new PassThrough();
+  const run = open(input);
+  input.write(lines.slice(0, upTo + 1).join('\n') + '\n');
+  // The loop on messages stays open: it is what feeds the message its lines.
+  const messages = run.messages[Symbol.asyncIterator]();
+  let message = (await messages.next()).value as Message;
+  while (message.id !== first.message.id) message = (await messages.next()).value as Message;
+  // Every loop waits for the message's second block before it is written.
+  const loops = Array.from({ length: 1000 }, async () => {
+    const seen = [];
+    for await (const block of message.blocks) seen.push(block);
+    return seen;
+  });
+  input.end(lines.slice(upTo + 1).join('\n') + '\n');
+  const all = await message.blocks;
+  assert.ok(all.length >= 2);
+  for (const seen of await Promise.all(loops)) assert.deepEqual(seen, all);
+  while (!(await messages.next()).done);
+  await run.done;
+  await new Promise((resolve) => setImmediate(resolve));
+  process.off('warning', onWarning);
+  assert.deepEqual(warnings.map((w) => w.name), []);
+});
+
 test('cause names the spawning call as LangChain does: { type: "toolCall", tool_call_id }', async () => {
   const run = open(fixtureFiles().find((f) => f.includes('nested-depth-3.'))!);
   for await (const sub of run.allSubagents) {

@@ -7,6 +7,7 @@
  * counted once. User lines (a prompt, tool results) are no model call: their text reaches a
  * reader as tool calls' outputs and the subagent's description.
  */
+import { EventEmitter, once } from 'node:events';
 import {
   channelIdOf,
   isObject,
@@ -131,7 +132,8 @@ class LiveMessage {
   /** Its output tokens as the cost ledger counted them, line by line; null: never counted. */
   private output: number | null = null;
   private complete = false;
-  private wake: Array<() => void> = [];
+  /** Emits `change` when a block is added or the message completes; made when a loop first waits. */
+  private changes: EventEmitter | null = null;
   private readonly completed: Promise<void>;
   private resolveCompleted!: () => void;
   readonly message: Message;
@@ -218,15 +220,18 @@ class LiveMessage {
       } else if (this.complete) {
         return;
       } else {
-        await new Promise<void>((resolve) => this.wake.push(resolve));
+        if (!this.changes) {
+          this.changes = new EventEmitter();
+          // One listener per loop waiting on the message: how many is the program's to say.
+          this.changes.setMaxListeners(0);
+        }
+        await once(this.changes, 'change');
       }
     }
   }
 
   private notify(): void {
-    const wake = this.wake;
-    this.wake = [];
-    for (const resolve of wake) resolve();
+    this.changes?.emit('change');
   }
 }
 

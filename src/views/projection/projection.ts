@@ -1,4 +1,5 @@
 /** The live projection of one run: routed records in, handles and readers out. */
+import { EventEmitter, once } from 'node:events';
 import { SubteeError, UsageError } from '../../errors.js';
 import { withDefaults } from '../../defaults.js';
 import {
@@ -179,7 +180,8 @@ export class Projection implements HandleHost {
   /** Bytes the memory buffers hold: every channel's, and the event log's own. */
   private bufferedBytes = 0;
   private eventLogBytes = 0;
-  private drainWaiters: Array<() => void> = [];
+  /** Emits `drained` when no reader is behind any more, or the run ends: the input goes on. */
+  private readonly drains = new EventEmitter();
   private stallTimer: NodeJS.Timeout | null = null;
   finished = false;
 
@@ -281,7 +283,7 @@ export class Projection implements HandleHost {
     }
     if (!this.pressured) return Promise.resolve();
     this.stallTimer ??= setTimeout(() => this.warnStalled(), this.opts.readerStallMs);
-    return new Promise((resolve) => this.drainWaiters.push(resolve));
+    return once(this.drains, 'drained').then(() => {});
   }
 
   private warnStalled(): void {
@@ -834,15 +836,13 @@ export class Projection implements HandleHost {
   }
 
   private checkDrain(): void {
-    if (this.drainWaiters.length > 0 && !this.pressured) this.releaseDrain();
+    if (this.drains.listenerCount('drained') > 0 && !this.pressured) this.releaseDrain();
   }
 
   private releaseDrain(): void {
     clearTimeout(this.stallTimer ?? undefined);
     this.stallTimer = null;
-    const waiters = this.drainWaiters;
-    this.drainWaiters = [];
-    for (const resolve of waiters) resolve();
+    this.drains.emit('drained');
   }
 }
 
