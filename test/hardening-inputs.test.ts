@@ -154,7 +154,8 @@ test('a stage plugin that fails is reported by code with index.json written, nev
   }
 });
 
-test("gzip damaged inside its deflate data fails with the inflater's own error, not a later check", async () => {
+test("gzip damaged inside its deflate data fails with the inflater's own error, " +
+  'not a later check', async () => {
   const damaged = gzipSync(readFileSync(FIXTURE));
   for (let i = 20; i < 60; i++) damaged[i] ^= 0x55;
   async function* pieces() {
