@@ -1,4 +1,8 @@
+import { EventEmitter, once } from 'node:events';
 import { SubteeError } from '../errors.js';
+
+/** What a feed's `value` event carries when the feed ends or is released, instead of a value. */
+const END: unique symbol = Symbol('end');
 
 /**
  * One consumer's queue of values, read with `for await`. Values are pushed by the projection
@@ -9,12 +13,15 @@ import { SubteeError } from '../errors.js';
 export class Feed<T> implements AsyncIterableIterator<T> {
   private queue: T[] = [];
   private head = 0;
-  private waiting: ((result: IteratorResult<T>) => void) | null = null;
-  private rejectWaiting: ((err: unknown) => void) | null = null;
   private ended = false;
   private error: unknown = null;
   private released = false;
-  private roomWaiters: Array<{ limit: number; resolve: () => void }> = [];
+  /**
+   * A reader waiting in `next` listens for `value` (a value handed straight to it, or END) and
+   * `error` (the failure); `room` listens for `pulled`, emitted as a value is read or the
+   * reader goes.
+   */
+  private readonly events = new EventEmitter();
 
   constructor(
     private readonly onPull: () => void = () => {},
@@ -33,12 +40,7 @@ export class Feed<T> implements AsyncIterableIterator<T> {
   /** Queues a value; true when it went straight to a consumer waiting for it. */
   push(value: T): boolean {
     if (this.released || this.ended) return false;
-    if (this.waiting) {
-      const resolve = this.waiting;
-      this.waiting = this.rejectWaiting = null;
-      resolve({ value, done: false });
-      return true;
-    }
+    if (this.events.emit('value', value)) return true;
     this.queue.push(value);
     return false;
   }
@@ -51,20 +53,15 @@ export class Feed<T> implements AsyncIterableIterator<T> {
   end(): void {
     if (this.ended) return;
     this.ended = true;
-    if (this.waiting && this.backlog === 0) {
-      const resolve = this.waiting;
-      this.waiting = this.rejectWaiting = null;
-      resolve({ value: undefined, done: true });
-    }
+    // A reader waits only on an empty queue.
+    this.events.emit('value', END);
   }
 
   fail(error: SubteeError): void {
     if (this.ended) return;
-    if (this.rejectWaiting && this.backlog === 0) {
-      const reject = this.rejectWaiting;
-      this.waiting = this.rejectWaiting = null;
+    if (this.events.listenerCount('value') > 0) {
       this.ended = true;
-      reject(error);
+      this.events.emit('error', error);
       return;
     }
     this.error = error;
@@ -81,7 +78,7 @@ export class Feed<T> implements AsyncIterableIterator<T> {
         this.head = 0;
       }
       this.onPull();
-      this.wakeRoom();
+      this.events.emit('pulled');
       return Promise.resolve({ value, done: false });
     }
     if (this.ended || this.released) {
@@ -91,26 +88,15 @@ export class Feed<T> implements AsyncIterableIterator<T> {
       return error ? Promise.reject(error) : Promise.resolve({ value: undefined, done: true });
     }
     this.onPull();
-    return new Promise((resolve, reject) => {
-      this.waiting = resolve;
-      this.rejectWaiting = reject;
+    return once(this.events, 'value').then((args) => {
+      const value = args[0] as T | typeof END;
+      return value === END ? { value: undefined, done: true } : { value, done: false };
     });
   }
 
   /** Resolves once at most `limit` values wait to be read (or the reader has gone). */
-  room(limit: number): Promise<void> {
-    if (this.backlog <= limit || this.released) return Promise.resolve();
-    return new Promise((resolve) => this.roomWaiters.push({ limit, resolve }));
-  }
-
-  private wakeRoom(): void {
-    if (this.roomWaiters.length === 0) return;
-    const still: typeof this.roomWaiters = [];
-    for (const waiter of this.roomWaiters) {
-      if (this.backlog <= waiter.limit || this.released) waiter.resolve();
-      else still.push(waiter);
-    }
-    this.roomWaiters = still;
+  async room(limit: number): Promise<void> {
+    while (this.backlog > limit && !this.released) await once(this.events, 'pulled');
   }
 
   return(): Promise<IteratorResult<T>> {
@@ -123,12 +109,8 @@ export class Feed<T> implements AsyncIterableIterator<T> {
     this.released = true;
     this.queue = [];
     this.head = 0;
-    this.wakeRoom();
-    if (this.waiting) {
-      const resolve = this.waiting;
-      this.waiting = this.rejectWaiting = null;
-      resolve({ value: undefined, done: true });
-    }
+    this.events.emit('pulled');
+    this.events.emit('value', END);
     this.onRelease();
   }
 
