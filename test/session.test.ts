@@ -155,6 +155,27 @@ test('warn: once per code, or once per subject of a ' +
   assert.equal(other.warn('A\u0000', 'z', 'B'), true);
 });
 
+test('10,000 readers waiting for the next warning each get it, in the order they asked, ' +
+  'with no listener-leak warning', async () => {
+  const warnings: Error[] = [];
+  const onWarning = (w: Error) => warnings.push(w);
+  process.on('warning', onWarning);
+  const session = new Session();
+  const heard: number[] = [];
+  const readers = Array.from({ length: 10_000 }, (_, reader) =>
+    session.warningAt(0).then((w) => {
+      heard.push(reader);
+      return w.code;
+    }),
+  );
+  session.warn('SLOW', 'first');
+  assert.deepEqual(new Set(await Promise.all(readers)), new Set(['SLOW']));
+  assert.deepEqual(heard, [...heard.keys()]);
+  await new Promise((resolve) => setImmediate(resolve));
+  process.off('warning', onWarning);
+  assert.deepEqual(warnings.map((w) => w.name), []);
+});
+
 test('recordFailed: a plain error counted and warned once with name and message; a typed one thrown', () => {
   const session = new Session();
   const why = session.recordFailed('the pino sink', 7, new TypeError('bad value'));

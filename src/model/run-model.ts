@@ -1,3 +1,4 @@
+import { EventEmitter, once } from 'node:events';
 import { SubteeError, UsageError } from '../errors.js';
 import {
   CostLedger,
@@ -183,8 +184,11 @@ export class RunModel implements RunView {
     return this.#stall;
   }
   #stall: Stall | null = null;
-  /** Readers waiting for a warning not recorded yet: index → resolvers (see warningAt). */
-  readonly #waiting = new Map<number, Array<(w: Warning) => void>>();
+  /**
+   * Emits `warning` as one is recorded, for the readers waiting for one not recorded yet (see
+   * warningAt): one listener each, as many as follow the warnings.
+   */
+  readonly #recorded = new EventEmitter().setMaxListeners(0);
 
   /** Per code, the subjects warned of (`undefined`: the code without one). */
   readonly #warned = new Map<string, Set<string | undefined>>();
@@ -334,11 +338,7 @@ export class RunModel implements RunView {
     subjects.add(subject);
     const w = Object.freeze({ code, message });
     this.#warnings.push(w);
-    const waiting = this.#waiting.get(this.#warnings.length - 1);
-    if (waiting !== undefined) {
-      this.#waiting.delete(this.#warnings.length - 1);
-      for (const resolve of waiting) resolve(w);
-    }
+    this.#recorded.emit('warning');
     return true;
   }
 
@@ -346,13 +346,9 @@ export class RunModel implements RunView {
    * The warning at `index` of `warnings` (0 the first): at once when it is recorded, else
    * once it is. A reader that follows the run's warnings keeps its own cursor into the list.
    */
-  warningAt(index: number): Promise<Warning> {
-    if (index < this.warnings.length) return Promise.resolve(this.warnings[index]);
-    return new Promise((resolve) => {
-      const list = this.#waiting.get(index);
-      if (list) list.push(resolve);
-      else this.#waiting.set(index, [resolve]);
-    });
+  async warningAt(index: number): Promise<Warning> {
+    while (!(index < this.#warnings.length)) await once(this.#recorded, 'warning');
+    return this.#warnings[index];
   }
 
   /**
