@@ -440,6 +440,30 @@ test('Last-Event-ID resumes after that id; a value that ' +
   });
 });
 
+test('50 pages following the feed each get every event in order, with no listener-leak ' +
+  'warning; pages that go leave no listener on the feed', async () => {
+  const warnings: Error[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning);
+  process.on('warning', onWarning);
+  const feed = new ReportFeed();
+  await withServer({ feed }, async (server) => {
+    const stay = await Promise.all(Array.from({ length: 50 }, () => openEvents(server.port)));
+    const leave = await Promise.all(Array.from({ length: 20 }, () => openEvents(server.port)));
+    await eventually(() => feed.listenerCount('published') === 70);
+    for (const client of leave) client.res.destroy();
+    await eventually(() => server.clients === 50);
+    assert.equal(feed.listenerCount('published'), 50);
+    for (let i = 1; i <= 5; i++) feed.publish('entries', `{"i":${i}}`);
+    feed.end();
+    for (const client of stay) assert.deepEqual(idsOf((await client.done).text), [1, 2, 3, 4, 5, 6]);
+    await eventually(() => server.clients === 0);
+  });
+  assert.equal(feed.listenerCount('published') + feed.listenerCount('error'), 0);
+  await new Promise((resolve) => setImmediate(resolve));
+  process.off('warning', onWarning);
+  assert.deepEqual(warnings.map((w) => w.name), []);
+});
+
 test('a client that stops reading holds its stream back, then gets every event once, in order', async () => {
   // Events keep coming while the client is stalled: the server waits for one drain at a time
   // rather than piling up writes (and 'drain' listeners, which Node reports as a leak).

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { UsageError } from '../../errors.js';
@@ -72,32 +73,34 @@ export function startReportServer(options: ReportServerOptions): Promise<ReportS
     });
     res.write(`retry: ${o.retryMs}\n\n`);
     streams.add(res);
-    let cursor = last;
-    let waiting = false;
-    const pump = () => {
-      if (waiting || res.destroyed || res.writableEnded) return;
-      for (const ev of o.feed.since(cursor)) {
-        cursor = ev.id;
-        if (!res.write(`id: ${ev.id}\nevent: ${ev.type}\ndata: ${ev.data}\n\n`)) {
-          waiting = true;
-          res.once('drain', () => {
-            waiting = false;
-            pump();
-          });
-          return;
-        }
-      }
-      if (o.feed.ended) res.end();
-    };
-    const unsubscribe = o.feed.subscribe(pump);
+    // Aborted when the page goes: its wait for the next event, or for room in its socket, ends.
+    const gone = new AbortController();
     const ping = setInterval(() => res.write(': keep-alive\n\n'), o.keepAliveMs).unref();
     res.on('close', () => {
-      unsubscribe();
+      gone.abort();
       clearInterval(ping);
       streams.delete(res);
       if (streams.size === 0) onStreamsClosed?.();
     });
-    pump();
+    // It stops with an AbortError when the page goes, or its socket's error: the page is gone.
+    follow(res, last, gone.signal).catch(() => {});
+  };
+
+  /** Writes the feed's events after `cursor` to the page as they come, one drain at a time. */
+  const follow = async (res: ServerResponse, cursor: number, signal: AbortSignal) => {
+    while (!res.destroyed && !res.writableEnded) {
+      let full = false;
+      for (const ev of o.feed.since(cursor)) {
+        cursor = ev.id;
+        if (!res.write(`id: ${ev.id}\nevent: ${ev.type}\ndata: ${ev.data}\n\n`)) {
+          full = true;
+          break;
+        }
+      }
+      if (full) await once(res, 'drain', { signal });
+      else if (o.feed.ended) res.end();
+      else await once(o.feed, 'published', { signal });
+    }
   };
 
   const server = createServer((req, res) => {

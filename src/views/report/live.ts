@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { DISPLAY_DEFAULTS } from '../../model/display.js';
 import type { JsonObject } from '../../model/message.js';
 import type { RecordBatch } from '../../model/record.js';
@@ -38,16 +39,21 @@ export interface FeedEvent {
  * facts, one channel's fields) replace the previous event of that key, which is then
  * dropped from the log: whoever has seen an event also gets its replacement, since the
  * replacement has a later id. Transcript events are never replaced, and the transcripts
- * are bounded, so the log is bounded too.
+ * are bounded, so the log is bounded too. It emits `published` after each event; the page's
+ * server waits for it once per open page, so it sets no limit on listeners.
  */
-export class ReportFeed {
+export class ReportFeed extends EventEmitter {
   private events: Array<FeedEvent | null> = [];
   private readonly ids: number[] = [];
   private readonly latest = new Map<string, number>();
-  private readonly listeners = new Set<() => void>();
   private dropped = 0;
   private next = 1;
   ended = false;
+
+  constructor() {
+    super();
+    this.setMaxListeners(0);
+  }
 
   get lastId(): number {
     return this.next - 1;
@@ -64,7 +70,7 @@ export class ReportFeed {
       if (before !== undefined) this.drop(before);
     }
     if (type === 'end') this.ended = true;
-    for (const l of this.listeners) l();
+    this.emit('published');
   }
 
   end(): void {
@@ -86,11 +92,6 @@ export class ReportFeed {
       if (ev) out.push(ev);
     }
     return out;
-  }
-
-  subscribe(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
   }
 
   /** Events held (replaced ones excluded). */
