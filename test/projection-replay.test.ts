@@ -1391,3 +1391,38 @@ test('a projection composed by hand replays late readers from the store its sink
   assert.deepEqual(fromStore.read, [[null, 0, 3]]);
   assert.deepEqual(fromMemory.read, []);
 });
+
+test('replays waiting for one of the store\'s files get them first come first served, ' +
+  '2,000 waiting with no listener-leak warning', async () => {
+  const { FileChannelStore } = await import('../src/chain/sinks/channel-store.js');
+  const warnings: Error[] = [];
+  const onWarning = (w: Error) => warnings.push(w);
+  process.on('warning', onWarning);
+  const out = tmpDir();
+  const opened: string[] = [];
+  let most = 0;
+  const store = new FileChannelStore(
+    out,
+    () => 1 << 20,
+    (path) => {
+      opened.push(path);
+      most = Math.max(most, store.openFiles);
+      return createReadStream(path);
+    },
+    2,
+  );
+  const ids = Array.from({ length: 2000 }, (_, i) => `toolu_${i}`);
+  fs.mkdirSync(join(out, 'agents'));
+  for (const id of ids) fs.writeFileSync(join(out, `${store.stemOf(id)}.jsonl`), '{"n":1}\n{"n":2}\n');
+  const read = async (id: string) => {
+    const lines = [];
+    for await (const line of store.read(id, 0, 2)) lines.push(line);
+    return lines;
+  };
+  for (const lines of await Promise.all(ids.map(read))) assert.deepEqual(lines, [{ n: 1 }, { n: 2 }]);
+  assert.deepEqual(opened, ids.map((id) => store.jsonlPath(id)));
+  assert.equal(most, 2);
+  await until(() => store.openFiles === 0);
+  process.off('warning', onWarning);
+  assert.deepEqual(warnings.map((w) => w.name), []);
+});

@@ -5,6 +5,7 @@
  * writes the files, and to the projection, which replays late readers through it: neither
  * knows the other.
  */
+import { EventEmitter, on } from 'node:events';
 import { createReadStream } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -32,7 +33,14 @@ export const replayOpenFiles = (): number => Math.max(1, Math.min(64, Math.floor
 /** A count of open replay files, and the replays waiting for one to close, first come first served. */
 class FileSlots {
   #used = 0;
-  readonly #waiting: Array<() => void> = [];
+  #waiting = 0;
+  /** Emits `passed` when a closed file's slot passes to a waiting replay. */
+  readonly #slots = new EventEmitter();
+  /**
+   * Core's queue of waiting promises: each `passed` settles the oldest `next()` not settled yet,
+   * so slots pass in the order replays asked for them, with one listener however many wait.
+   */
+  readonly #turns = on(this.#slots, 'passed');
 
   constructor(readonly size: number) {}
 
@@ -42,14 +50,18 @@ class FileSlots {
       this.#used++;
       return;
     }
-    return new Promise((resolve) => this.#waiting.push(resolve));
+    this.#waiting++;
+    return this.#turns.next().then(() => {});
   }
 
   /** A file closed: its slot passes to the first waiting replay, if any. */
   give(): void {
-    const next = this.#waiting.shift();
-    if (next) next();
-    else this.#used--;
+    if (this.#waiting === 0) {
+      this.#used--;
+      return;
+    }
+    this.#waiting--;
+    this.#slots.emit('passed');
   }
 
   get open(): number {
