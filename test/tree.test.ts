@@ -699,3 +699,23 @@ test('what a reader took from a channel never changes under it: the channel goes
   assert.deepEqual(a.counts, { text: 3, thinking: 0, tool_use: 1, tool_result: 0 });
   assert.deepEqual([main.children, a.children], [['a', 'b'], ['c']]);
 });
+
+test("a channel written as JSON or inspected shows every field a reader sees, as they are now", async () => {
+  const { inspect } = await import('node:util');
+  const t = new ChannelTree();
+  t.route(spawn('a', null));
+  t.route(text('a', 'hi', 'm1', { input_tokens: 10, output_tokens: 5 }));
+  t.route(spawn('c', 'a'));
+  const a = t.get('a')!;
+  const json = JSON.parse(JSON.stringify(a)) as Record<string, unknown>;
+  const fields = [
+    'id', 'parent', 'orphan', 'depth', 'agent', 'description', 'status', 'background', 'summary',
+    'lines', 'counts', 'usage', 'firstSeen', 'lastSeen', 'startedAt', 'endedAt', 'tag', 'seq',
+    'children', 'place',
+  ] as const;
+  assert.deepEqual(Object.keys(json).sort(), [...fields].sort());
+  for (const f of fields) assert.deepEqual(json[f], JSON.parse(JSON.stringify(a[f])), f);
+  assert.deepEqual(json.children, ['c']);
+  assert.deepEqual(json.usage, { input_tokens: 10, output_tokens: 5 });
+  assert.match(inspect(a), /status: 'running'/);
+});

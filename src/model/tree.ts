@@ -313,6 +313,19 @@ class Channel implements ReadonlyChannel {
     return Object.freeze(this.#children);
   }
 
+  /**
+   * Every field a reader sees, as a plain object: what `JSON.stringify` writes of a channel (a
+   * plugin's log line, a debugger's view). The fields are getters, so a spread (`{ ...channel }`)
+   * copies only `id`, `tag` and `seq`; this, or `snapshotOf`, makes a copy.
+   */
+  toJSON(): ChannelSnapshot & { readonly children: readonly string[]; readonly place: ChannelPlace } {
+    return { ...snapshotOf(this), children: this.children, place: this.place };
+  }
+
+  [Symbol.for('nodejs.util.inspect.custom')](): object {
+    return this.toJSON();
+  }
+
   /** A new place, written out as a literal so that every place shares one hidden class. */
   #moveTo(parent: string | null, depth: number | null, agent: string | null, description: string | null) {
     const { id, tag } = this;
