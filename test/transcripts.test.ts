@@ -455,7 +455,9 @@ describe('a transcript that is missing, partial, disagrees or is a link is named
 function ccusage(config: string): { totals: any } | string {
   const r = spawnSync(
     'npx',
-    ['-y', '--prefer-offline', 'ccusage@20.0.24', 'claude', 'session', '--offline', '--json', '--breakdown'],
+    // Its linux-x64 build is an optional dependency, which this repository's .npmrc leaves out.
+    ['-y', '--include=optional', '--prefer-offline', 'ccusage@20.0.24', 'claude', 'session', '--offline',
+      '--json', '--breakdown'],
     { encoding: 'utf8', timeout: 180_000, env: { ...process.env, CLAUDE_CONFIG_DIR: config } },
   );
   const why = r.error?.message ?? r.stderr.trim().split('\n')[0];
