@@ -17,7 +17,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { PassThrough, Readable } from 'node:stream';
 import { test } from 'node:test';
 import { type Message, open, type RunEvent, type SubagentHandle, type ToolCall } from '../src/index.js';
-import { chunked, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers/helpers.js';
+import { chunked, FIXTURES, processWarnings, ROOT, splitEvery, tmpDir } from './helpers/helpers.js';
 import { writeStream } from '../bench/gen.js';
 import { LineRuns } from '../src/views/projection/line-runs.js';
 import {
@@ -1395,9 +1395,7 @@ test('a projection composed by hand replays late readers from the store its sink
 test('replays waiting for one of the store\'s files get them first come first served, ' +
   '2,000 waiting with no listener-leak warning', async () => {
   const { FileChannelStore } = await import('../src/chain/sinks/channel-store.js');
-  const warnings: Error[] = [];
-  const onWarning = (w: Error) => warnings.push(w);
-  process.on('warning', onWarning);
+  const warnings = processWarnings();
   const out = tmpDir();
   const opened: string[] = [];
   let most = 0;
@@ -1423,6 +1421,5 @@ test('replays waiting for one of the store\'s files get them first come first se
   assert.deepEqual(opened, ids.map((id) => store.jsonlPath(id)));
   assert.equal(most, 2);
   await until(() => store.openFiles === 0);
-  process.off('warning', onWarning);
-  assert.deepEqual(warnings.map((w) => w.name), []);
+  assert.deepEqual(await warnings.settled(), []);
 });

@@ -16,7 +16,15 @@ import { DEFAULT_STAGES } from '../src/entry/chain.js';
 import { RunModel, type Usage } from '../src/entry/model.js';
 import { writeStream } from '../bench/gen.js';
 import { checkProjection, expectedOf } from './helpers/projection-check.js';
-import { chunked, fixtureFiles, FIXTURES, ROOT, splitEvery, tmpDir } from './helpers/helpers.js';
+import {
+  chunked,
+  fixtureFiles,
+  FIXTURES,
+  processWarnings,
+  ROOT,
+  splitEvery,
+  tmpDir,
+} from './helpers/helpers.js';
 import { readStream } from './helpers/oracle.js';
 import { bufferedBytes, fixtureLines, HANG, longMainRun, STALL, until } from './helpers/projection-runs.js';
 
@@ -346,9 +354,7 @@ test('one message per API message: its blocks arrive as its lines do, from the f
 
 test('a message read by 1,000 loops at once gives every loop each block in order, ' +
   'with no listener-leak warning', async () => {
-  const warnings: Error[] = [];
-  const onWarning = (w: Error) => warnings.push(w);
-  process.on('warning', onWarning);
+  const warnings = processWarnings();
   const lines = fixtureLines('binary-tree-depth-3');
   const first = JSON.parse(lines.find((l) => l.includes('"type":"assistant"'))!);
   const upTo = lines.findIndex((l) => l.includes(`"id":"${first.message.id}"`));
@@ -371,9 +377,7 @@ test('a message read by 1,000 loops at once gives every loop each block in order
   for (const seen of await Promise.all(loops)) assert.deepEqual(seen, all);
   while (!(await messages.next()).done);
   await run.done;
-  await new Promise((resolve) => setImmediate(resolve));
-  process.off('warning', onWarning);
-  assert.deepEqual(warnings.map((w) => w.name), []);
+  assert.deepEqual(await warnings.settled(), []);
 });
 
 test('cause names the spawning call as LangChain does: { type: "toolCall", tool_call_id }', async () => {

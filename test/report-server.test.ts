@@ -14,6 +14,7 @@ import {
 } from '../src/chain/sinks/report-server.js';
 import { LiveReport, ReportFeed } from '../src/views/report/live.js';
 import { contentSecurityPolicy, pageHtml } from '../src/views/report/page.js';
+import { processWarnings } from './helpers/helpers.js';
 import { connect as connectTcp, createServer as createNetServer } from 'node:net';
 import { UsageError } from '../src/errors.js';
 import { isLoopback } from '../src/loopback.js';
@@ -442,9 +443,7 @@ test('Last-Event-ID resumes after that id; a value that ' +
 
 test('50 pages following the feed each get every event in order, with no listener-leak ' +
   'warning; pages that go leave no listener on the feed', async () => {
-  const warnings: Error[] = [];
-  const onWarning = (warning: Error) => warnings.push(warning);
-  process.on('warning', onWarning);
+  const warnings = processWarnings();
   const feed = new ReportFeed();
   await withServer({ feed }, async (server) => {
     const stay = await Promise.all(Array.from({ length: 50 }, () => openEvents(server.port)));
@@ -459,17 +458,13 @@ test('50 pages following the feed each get every event in order, with no listene
     await eventually(() => server.clients === 0);
   });
   assert.equal(feed.listenerCount('published') + feed.listenerCount('error'), 0);
-  await new Promise((resolve) => setImmediate(resolve));
-  process.off('warning', onWarning);
-  assert.deepEqual(warnings.map((w) => w.name), []);
+  assert.deepEqual(await warnings.settled(), []);
 });
 
 test('a client that stops reading holds its stream back, then gets every event once, in order', async () => {
   // Events keep coming while the client is stalled: the server waits for one drain at a time
   // rather than piling up writes (and 'drain' listeners, which Node reports as a leak).
-  const warnings: Error[] = [];
-  const onWarning = (warning: Error) => warnings.push(warning);
-  process.on('warning', onWarning);
+  const warnings = processWarnings();
   const feed = new ReportFeed();
   const big = 'x'.repeat(64 * 1024);
   const count = 300; // about 20 MB: far more than the socket buffers hold
@@ -488,11 +483,7 @@ test('a client that stops reading holds its stream back, then gets every event o
       expected.slice(0, count),
     );
   });
-  process.off('warning', onWarning);
-  assert.deepEqual(
-    warnings.map((w) => w.name),
-    [],
-  );
+  assert.deepEqual(await warnings.settled(), []);
 });
 
 test('idle streams get keep-alive comments', async () => {

@@ -11,7 +11,7 @@ import {
 import { createFilesSink, createPinoSink } from '../src/entry/sinks.js';
 import { createProjectionSink } from '../src/chain/sinks/projection.js';
 import { Projection } from '../src/views/projection.js';
-import { tmpDir } from './helpers/helpers.js';
+import { processWarnings, tmpDir } from './helpers/helpers.js';
 import { OutputError, SubteeError, UsageError } from '../src/errors.js';
 import {
   agentNameOf,
@@ -157,9 +157,7 @@ test('warn: once per code, or once per subject of a ' +
 
 test('10,000 readers waiting for the next warning each get it, in the order they asked, ' +
   'with no listener-leak warning', async () => {
-  const warnings: Error[] = [];
-  const onWarning = (w: Error) => warnings.push(w);
-  process.on('warning', onWarning);
+  const warnings = processWarnings();
   const session = new Session();
   const heard: number[] = [];
   const readers = Array.from({ length: 10_000 }, (_, reader) =>
@@ -171,9 +169,7 @@ test('10,000 readers waiting for the next warning each get it, in the order they
   session.warn('SLOW', 'first');
   assert.deepEqual(new Set(await Promise.all(readers)), new Set(['SLOW']));
   assert.deepEqual(heard, [...heard.keys()]);
-  await new Promise((resolve) => setImmediate(resolve));
-  process.off('warning', onWarning);
-  assert.deepEqual(warnings.map((w) => w.name), []);
+  assert.deepEqual(await warnings.settled(), []);
 });
 
 test('recordFailed: a plain error counted and warned once with name and message; a typed one thrown', () => {

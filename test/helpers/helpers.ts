@@ -270,3 +270,21 @@ export function stuckReader(dir: string): { fd: number; firstBytes: Promise<void
   })();
   return { fd, firstBytes, close: () => closeSync(readEnd) };
 }
+
+/**
+ * Listens for the process's warnings (Node's listener-leak warning among them) from now until
+ * `settled()`, which waits a turn of the event loop (Node emits a warning on a later tick),
+ * stops listening and gives the names of the warnings heard.
+ */
+export function processWarnings(): { settled(): Promise<string[]> } {
+  const warnings: Error[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning);
+  process.on('warning', onWarning);
+  return {
+    async settled() {
+      await new Promise((resolve) => setImmediate(resolve));
+      process.off('warning', onWarning);
+      return warnings.map((w) => w.name);
+    },
+  };
+}
