@@ -541,7 +541,10 @@ test('a stream that states no usage (nothing answered yet) reads no transcript a
   const used = join(tmpDir(), 'used.jsonl');
   const message = { id: 'm1', model: 'claude-opus-5-5', content: [], usage: { input_tokens: 3 } };
   writeFileSync(used, `${JSON.stringify({ type: 'assistant', message, parent_tool_use_id: null })}\n`);
-  assert.match(run(['--transcripts', empty, used]).stderr, /TRANSCRIPT_UNREADABLE: .*the stream states no session id/);
+  assert.match(
+    run(['--transcripts', empty, used]).stderr,
+    /TRANSCRIPT_UNREADABLE: .*the stream states no session id/,
+  );
 });
 
 test("transcripts are read only from Claude Code's stream: under subtee run behind a wrapper, a " +

