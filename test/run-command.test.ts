@@ -226,6 +226,37 @@ test('subtee run --require-version reads the version wherever --version ' +
   );
 });
 
+test('subtee run --require-version: an answer to --version without a whole version is ' +
+  'refused saying what it printed, escaped and cut short', () => {
+  const refusal = (answer: string) => {
+    const dir = tmpDir();
+    const marker = join(dir, 'started');
+    writeFileSync(join(dir, 'version.txt'), answer);
+    const agent = join(dir, 'agent.sh');
+    writeFileSync(
+      agent,
+      `#!/bin/sh\nif [ "$1" = "--version" ]; then cat "${join(dir, 'version.txt')}"; exit 0; fi\n` +
+        `touch "${marker}"\ncat "${recording}"\n`,
+    );
+    chmodSync(agent, 0o755);
+    const args = ['run', '--out', join(dir, 'o'), '-q', '--require-version', '>=1', '--', agent];
+    const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8' });
+    assert.equal(r.status, 4, r.stderr);
+    assert.ok(!existsSync(marker), 'the agent never ran');
+    return r.stderr.replace(agent, 'AGENT');
+  };
+  assert.equal(
+    refusal('claude 2.1\n'),
+    'subtee: the agent\'s version is unknown (AGENT --version printed "claude 2.1": no word of it ' +
+      'is a whole version x.y.z) and --require-version >=1 is set [ERR_VERSION]\n',
+  );
+  const long = refusal(`tool \x1b[31m(GNU coreutils) 9.1\nWritten by ${'x'.repeat(200)}\n`);
+  const shown = /printed "(.*)": no word/.exec(long)?.[1] ?? '';
+  assert.ok(shown.startsWith('tool \\u001b[31m(GNU coreutils) 9.1\\nWritten by xxx'), long);
+  assert.ok(shown.length < VERSION_QUESTION.shownChars + 20, long);
+  assert.match(shown, /\[…\d+ chars cut…\]$/);
+});
+
 test('--require-version on a pipe: exit 4 when the stream says the version is too old', () => {
   const old = readFileSync(recording, 'utf8').replace(
     '"claude_code_version":"2.1.328"',

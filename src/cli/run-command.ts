@@ -7,7 +7,9 @@ import type { ChainSpec } from '../chain/chain.js';
 import { Readable } from 'node:stream';
 import { EXIT, SubteeError } from '../errors.js';
 import { agentNameOf, type CommandEnd, type Session } from '../model/session.js';
+import { cutText } from '../model/display.js';
 import { findVersion } from '../semver.js';
+import { escapeOneLine } from '../views/escape.js';
 import { AFTER_KILL_MS, endGroup, signalGroup } from './process-group.js';
 
 /** How long `CMD --version` may take, and how much of what it prints is read. */
@@ -16,6 +18,8 @@ export const VERSION_QUESTION = Object.freeze({
   maxOutputBytes: 64 * 1024,
   /** How long its output is read after it ended: a process it set free may hold the pipe open. */
   outputAfterEndMs: 200,
+  /** Characters of an answer without a version shown in the error, at most. */
+  shownChars: 80,
 });
 
 export interface CommandVersion {
@@ -74,9 +78,21 @@ export async function commandVersion(
   if (because) return { version: null, unknownBecause: because };
   const printed = Buffer.concat(chunks).toString('utf8');
   // Claude Code prints `2.1.328 (Claude Code)`, opencode `1.18.33`, GitHub Copilot CLI
-  // `GitHub Copilot CLI 1.0.102.` and a second line; with no version-shaped word, the first word.
-  const version = findVersion(printed) ?? (printed.trim().split(/\s+/)[0] || null);
-  return { version, unknownBecause: version ? null : `${asked} printed nothing` };
+  // `GitHub Copilot CLI 1.0.102.` and a second line.
+  const version = findVersion(printed);
+  return { version, unknownBecause: version ? null : noVersionIn(asked, printed) };
+}
+
+/**
+ * Why an answer holds no version: what it printed (quoted, escaped, cut to `shownChars`),
+ * `claude 2.1` or `true (GNU coreutils) 9.1`, has no word of the whole form x.y.z.
+ */
+function noVersionIn(asked: string, printed: string): string {
+  const answer = printed.trim();
+  if (answer === '') return `${asked} printed nothing`;
+  const shown = cutText(answer, 'preview', VERSION_QUESTION.shownChars).text;
+  const quoted = escapeOneLine(JSON.stringify(shown));
+  return `${asked} printed ${quoted}: no word of it is a whole version x.y.z`;
 }
 
 /** The agent a command names (`…/copilot` → GitHub Copilot CLI); Claude Code otherwise. */
