@@ -397,3 +397,12 @@ test('a line timestamp on the 29th, 30th or 31st is its own time exactly when it
   // February's 29th in the 4 leap years among them): the count the calendar gives.
   assert.equal(own, 8 * (12 + 11 + 11 + 7) + 4);
 });
+
+test('a label tagged to tell alike descriptions apart escapes the tag, which comes from a stream id', () => {
+  const labels = new ChannelLabels();
+  const alike = { agent: 'general-purpose', description: 'same' };
+  assert.equal(labels.of({ ...alike, id: 'a', tag: 'a' }), 'same');
+  const tagged = labels.of({ ...alike, id: '\x1b]0;X\x07b', tag: '\x1b]0;X\x07b' });
+  assert.doesNotMatch(tagged, /[\x00-\x1f\x7f-\x9f]/);
+  assert.equal(tagged, 'same·\\x1b]0;X\\x07b');
+});

@@ -51,7 +51,7 @@ export class ChannelLabels {
     if (known !== undefined) return known;
     const description = ch.description?.trim() ? descriptionLabel(ch.description, this.maxChars) : null;
     if (description === null) return escapeOneLine(channelLabel(ch));
-    const label = this.#taken.has(description) ? `${description}·${ch.tag}` : description;
+    const label = this.#taken.has(description) ? `${description}·${escapeOneLine(ch.tag)}` : description;
     this.#taken.add(label);
     this.#byId.set(ch.id, label);
     return label;
