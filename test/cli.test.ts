@@ -3,10 +3,12 @@ import { spawn, spawnSync } from 'node:child_process';
 import {
   closeSync,
   existsSync,
+  lstatSync,
   mkdirSync,
   readdirSync,
   readFileSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -552,6 +554,28 @@ test('several inputs: one output folder each, OUT/<name>/, all checked before an
   assert.equal(again.status, 3);
   assert.match(again.stderr, /failing-beside-healthy already holds files .*\[ERR_OUT_NOT_EMPTY\]/);
   assert.equal(existsSync(join(out, 'nested-depth-3-task-tool')), false);
+});
+
+test('several inputs: a link planted as an input\'s folder is refused, or removed under --force', () => {
+  const dir = tmpDir();
+  const a = join(FIXTURES, 'nested-depth-3.jsonl');
+  const b = join(FIXTURES, 'failing-beside-healthy.jsonl');
+  const elsewhere = join(dir, 'elsewhere');
+  mkdirSync(join(elsewhere, 'agents'), { recursive: true });
+  writeFileSync(join(elsewhere, 'agents', 'precious.jsonl'), 'kept\n');
+  const out = join(dir, 'o');
+  mkdirSync(out);
+  symlinkSync(elsewhere, join(out, 'nested-depth-3'));
+  const refused = subtee(['--out', out, '-q', a, b]);
+  assert.equal(refused.status, 3, refused.stderr);
+  assert.match(refused.stderr, /nested-depth-3 is a link: subtee does not write through one.*ERR_OUT_NOT_DIR/);
+  assert.deepEqual(readdirSync(out), ['nested-depth-3'], 'nothing written before the refusal');
+  const forced = subtee(['--out', out, '-q', '--force', a, b]);
+  assert.equal(forced.status, 0, forced.stderr);
+  assert.equal(lstatSync(join(out, 'nested-depth-3')).isDirectory(), true, 'a folder of its own');
+  checkOutput(readFileSync(a), join(out, 'nested-depth-3'), 'the input behind the link');
+  assert.deepEqual(readdirSync(elsewhere, { recursive: true }).sort(), ['agents', 'agents/precious.jsonl']);
+  assert.equal(readFileSync(join(elsewhere, 'agents', 'precious.jsonl'), 'utf8'), 'kept\n');
 });
 
 test('an input with no JSON object line at all gets an INPUT_QUARANTINED warning', () => {

@@ -3,8 +3,10 @@ import {
   constants as fsConstants,
   createReadStream,
   fstatSync,
+  lstatSync,
   readdirSync,
   statSync,
+  unlinkSync,
 } from 'node:fs';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -12,7 +14,7 @@ import type { ChainSpec } from '../chain/chain.js';
 import { FileNamer } from '../chain/sinks/file-names.js';
 import { decompressed } from '../decompress.js';
 import { FILE_READ_BYTES, inputIsFolder, inputUnreadable, openInputFile } from '../input-file.js';
-import { EXIT, OutputError, SubteeError } from '../errors.js';
+import { EXIT, OutputError, SubteeError, writeFailed } from '../errors.js';
 
 /**
  * Checks every input before anything is written: a missing, unreadable or folder input is
@@ -95,6 +97,7 @@ export function specForInput(spec: ChainSpec, name: string): ChainSpec {
  * nothing half done.
  */
 export function checkInputFolders(spec: ChainSpec, names: string[]): void {
+  const links: string[] = [];
   for (const files of spec.sinks.filter((c) => c.use === 'files' && typeof c.out === 'string')) {
     const out = String(files.out);
     const top = statOrNull(out);
@@ -103,6 +106,17 @@ export function checkInputFolders(spec: ChainSpec, names: string[]): void {
     }
     for (const name of names) {
       const dir = join(out, name);
+      // subtee names this folder, inside --out: a link planted there is never followed. Under
+      // --force it is removed (once every folder passed), as a planted link in a run's folder
+      // is; else the run is refused.
+      if (lstatOrNull(dir)?.isSymbolicLink()) {
+        if (files.force !== true) {
+          const why = 'is a link: subtee does not write through one; remove it or pass --force';
+          throw new OutputError('ERR_OUT_NOT_DIR', dir, `${dir} ${why}`);
+        }
+        links.push(dir);
+        continue;
+      }
       const st = statOrNull(dir);
       if (st && !st.isDirectory())
         throw new OutputError('ERR_OUT_NOT_DIR', dir, `${dir} exists and is not a folder`);
@@ -112,11 +126,26 @@ export function checkInputFolders(spec: ChainSpec, names: string[]): void {
       }
     }
   }
+  for (const link of links) {
+    try {
+      unlinkSync(link);
+    } catch (err) {
+      throw writeFailed(link, err);
+    }
+  }
 }
 
 function statOrNull(p: string) {
   try {
     return statSync(p);
+  } catch {
+    return null;
+  }
+}
+
+function lstatOrNull(p: string) {
+  try {
+    return lstatSync(p);
   } catch {
     return null;
   }
