@@ -406,3 +406,15 @@ test('a label tagged to tell alike descriptions apart escapes the tag, which com
   assert.doesNotMatch(tagged, /[\x00-\x1f\x7f-\x9f]/);
   assert.equal(tagged, 'same·\\x1b]0;X\\x07b');
 });
+
+test('descriptions that differ only in invisible characters or compatibility forms get tags apart', () => {
+  const labels = new ChannelLabels();
+  const shown = ['review', 'review\u200b', 're\u2060view', 'ｒｅｖｉｅｗ'].map((description, i) =>
+    labels.of({ id: `a${i}`, agent: 'general-purpose', description, tag: `t${i}` }),
+  );
+  assert.equal(shown[0], 'review');
+  assert.deepEqual(
+    shown.slice(1).map((label) => label.slice(label.lastIndexOf('·'))),
+    ['·t1', '·t2', '·t3'],
+  );
+});

@@ -34,10 +34,17 @@ export function descriptionLabel(description: string, maxChars: number = LABEL_D
 }
 
 /**
+ * What a label looks like: the same once compatibility forms are folded and invisible format
+ * characters (zero-width spaces and joiners, U+2060, U+FEFF) are left out, so `review` and
+ * `review` with a zero-width space after it count as one label.
+ */
+const shownAs = (label: string): string => label.normalize('NFKC').replace(/\p{Cf}/gu, '');
+
+/**
  * Labels that tell agents apart on stdout and in the summary: a subagent's description (the
  * spawn call's, `part 4`) cut to a width once it is known, else its agent type and tag
  * (`general-purpose·0005rx`). A description another channel already shows gets the tag too,
- * so two agents never share a label. A channel keeps the first description label it is given.
+ * so two agents never share a label, nor two that only look alike (`shownAs`). A channel keeps the first description label it is given.
  */
 export class ChannelLabels {
   readonly #byId = new Map<string, string>();
@@ -51,8 +58,9 @@ export class ChannelLabels {
     if (known !== undefined) return known;
     const description = ch.description?.trim() ? descriptionLabel(ch.description, this.maxChars) : null;
     if (description === null) return escapeOneLine(channelLabel(ch));
-    const label = this.#taken.has(description) ? `${description}·${escapeOneLine(ch.tag)}` : description;
-    this.#taken.add(label);
+    const taken = this.#taken.has(shownAs(description));
+    const label = taken ? `${description}·${escapeOneLine(ch.tag)}` : description;
+    this.#taken.add(shownAs(label));
     this.#byId.set(ch.id, label);
     return label;
   }
