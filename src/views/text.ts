@@ -44,7 +44,8 @@ const shownAs = (label: string): string => label.normalize('NFKC').replace(/\p{C
  * Labels that tell agents apart on stdout and in the summary: a subagent's description (the
  * spawn call's, `part 4`) cut to a width once it is known, else its agent type and tag
  * (`general-purpose·0005rx`). A description another channel already shows gets the tag too,
- * so two agents never share a label, nor two that only look alike (`shownAs`). A channel keeps the first description label it is given.
+ * so two agents never share a label, nor two that only look alike (`shownAs`). A channel
+ * keeps the first description label it is given.
  */
 export class ChannelLabels {
   readonly #byId = new Map<string, string>();
