@@ -7,6 +7,7 @@ import {
   openSync,
   readFileSync,
   renameSync,
+  rmdirSync,
   statSync,
   unlinkSync,
   writeSync,
@@ -161,8 +162,31 @@ export function reopenFile(path: string, id: FileIdentity): number {
  * file with other names is refused (EHARDLINK).
  */
 export function openLogFile(path: string): number {
-  makeDirs(dirname(path));
-  const fd = openSync(path, APPEND | constants.O_CREAT, 0o644);
+  return openLog(path).fd;
+}
+
+/** A log file openLog opened, and what the opening made: see `letGoOfLog`. */
+export interface OpenedLog {
+  readonly path: string;
+  readonly fd: number;
+  /** The folders made on its way, outermost first. */
+  readonly made: readonly string[];
+  /** The file, when the opening created it; null when it was there. */
+  readonly created: FileIdentity | null;
+}
+
+/** openLogFile, saying what it made: the file (when it was not there) and folders on its way. */
+export function openLog(path: string): OpenedLog {
+  const made = makeDirs(dirname(path));
+  let created = true;
+  let fd: number;
+  try {
+    fd = openSync(path, APPEND | constants.O_CREAT | constants.O_EXCL, 0o644);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    created = false;
+    fd = openSync(path, APPEND | constants.O_CREAT, 0o644);
+  }
   let st: Stats;
   try {
     st = fstatSync(fd);
@@ -174,7 +198,37 @@ export function openLogFile(path: string): number {
     closeSync(fd);
     throw errno('EISDIR', `${path} is a folder`);
   }
-  return notHardLinked(path, fd, st);
+  const id = created ? { dev: smallInteger(st.dev), ino: smallInteger(st.ino) } : null;
+  return { path, fd: notHardLinked(path, fd, st), made, created: id };
+}
+
+/**
+ * Closes a log file openLog opened and nothing was written to, and removes what the opening
+ * made: the file if it created it (the same file, still empty), then the folders it made that
+ * are still empty. Never fails: what cannot be removed stays.
+ */
+export function letGoOfLog(log: OpenedLog): void {
+  try {
+    closeSync(log.fd);
+    const st = log.created && lstatSync(log.path);
+    if (st && st.isFile() && st.size === 0 && st.dev === log.created!.dev && st.ino === log.created!.ino)
+      unlinkSync(log.path);
+  } catch {
+    // Already closed, replaced or gone: left as it is.
+  }
+  removeEmptyFolders(log.made);
+}
+
+/** Removes folders (outermost first in `made`) that are still empty, innermost first. */
+export function removeEmptyFolders(made: readonly string[]): void {
+  for (const dir of [...made].reverse()) {
+    try {
+      rmdirSync(dir);
+    } catch {
+      // Not empty (someone wrote there) or gone: left as it is, and so are its parents.
+      return;
+    }
+  }
 }
 
 /**
@@ -205,9 +259,10 @@ export function openDataFileForAppend(path: string): number {
 /**
  * `mkdir -p` as a loop over the missing components, each created on its own. Node's
  * recursive mkdirSync spins forever under a path that cannot be created (`/proc/…`);
- * this fails there with the first component's error.
+ * this fails there with the first component's error. Returns the folders it made, outermost
+ * first.
  */
-export function makeDirs(path: string): void {
+export function makeDirs(path: string): string[] {
   const missing: string[] = [];
   for (let at = resolve(path); ; at = dirname(at)) {
     try {
@@ -218,13 +273,16 @@ export function makeDirs(path: string): void {
       missing.push(at);
     }
   }
+  const made: string[] = [];
   for (const dir of missing.reverse()) {
     try {
       mkdirSync(dir);
+      made.push(dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
   }
+  return made;
 }
 
 /** Descriptors kept for everything but output files: Node's own, stdio, pino, a config, a child. */

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import {
@@ -879,6 +888,58 @@ test('subtee run: a command that prints no line is INPUT_EMPTY, exit 3, though i
   });
   assert.equal(r.status, 3, r.stderr);
   assert.match(r.stderr, /silent\.sh printed no lines on stdout: nothing to split .*--verbose\) \[INPUT_EMPTY\]\n$/);
+});
+
+/** A stand-in agent that marks `started` as its first act, then prints the recording. */
+function markingAgent(): { agent: string; started: string } {
+  const dir = tmpDir();
+  const started = join(dir, 'started');
+  const agent = join(dir, 'agent.sh');
+  writeFileSync(agent, `#!/bin/sh\ntouch "${started}"\ncat "${recording}"\n`);
+  chmodSync(agent, 0o755);
+  return { agent, started };
+}
+
+test('subtee run: an output folder or a pino log that cannot be written refuses the run before ' +
+  'the command starts (exit 3), and leaves no new folder behind', () => {
+  const refused = (args: string[], code: string) => {
+    const { agent, started } = markingAgent();
+    const r = spawnSync(process.execPath, [BIN, 'run', '-q', ...args, '--', agent], { encoding: 'utf8' });
+    assert.equal(r.status, 3, r.stderr);
+    assert.match(r.stderr, new RegExp(`^subtee: .*\\[${code}\\]\n$`));
+    assert.ok(!existsSync(started), `${args.join(' ')}: the command never started`);
+  };
+  const dir = tmpDir();
+  const earlier = join(dir, 'earlier');
+  const made = spawnSync(process.execPath, [BIN, '--out', earlier, '-q'], { input: '{}\n' });
+  assert.equal(made.status, 0);
+  refused(['--out', earlier], 'ERR_OUT_NOT_EMPTY');
+  writeFileSync(join(dir, 'a-file'), '');
+  refused(['--out', join(dir, 'a-file')], 'ERR_OUT_NOT_DIR');
+  symlinkSync(join(dir, 'elsewhere.log'), join(dir, 'link.log'));
+  refused(['--out', join(dir, 'new'), `--pino=${join(dir, 'link.log')}`], 'ERR_WRITE');
+  assert.ok(!existsSync(join(dir, 'new')), 'the folder made ready for the refused run is gone');
+  assert.ok(!existsSync(join(dir, 'elsewhere.log')), 'nothing written through the link');
+});
+
+test('subtee run: a command that cannot start leaves the output folder as it was: a new one ' +
+  '(with its pino log) is gone, an empty one stays empty', () => {
+  const dir = tmpDir();
+  const fresh = join(dir, 'new', 'nested');
+  const nothing = join(dir, 'nothing');
+  const gone = spawnSync(process.execPath, [BIN, 'run', '--out', fresh, '--pino', '--', nothing]);
+  assert.equal(gone.status, 2);
+  assert.deepEqual(readdirSync(dir), []);
+  const empty = join(dir, 'empty');
+  mkdirSync(empty);
+  const stays = spawnSync(process.execPath, [BIN, 'run', '--out', empty, '--', nothing]);
+  assert.equal(stays.status, 2);
+  assert.deepEqual(readdirSync(empty), []);
+  // The folder is usable again: the run it was made ready for never happened.
+  const { agent } = markingAgent();
+  const args = ['run', '--out', empty, '-q', '--stdout', 'none', '--', agent];
+  const again = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8' });
+  assert.equal(again.status, 0, again.stderr);
 });
 
 test('subtee run: a command not on PATH reads "not found ' +

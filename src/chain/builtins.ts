@@ -8,7 +8,7 @@ import { thinkingTruncatorPlugin } from './stages/thinking-truncator.js';
 import { idleWatchdogPlugin } from './stages/idle-watchdog.js';
 import { filesSinkPlugin } from './sinks/files.js';
 import { stdoutSinkPlugin } from './sinks/stdout.js';
-import { pinoSinkDefinition } from './sinks/pino-options.js';
+import { PINO_SINK_DEFAULTS, pinoSinkDefinition } from './sinks/pino-options.js';
 import { otlpSinkDefinition } from './sinks/otlp-options.js';
 import { clickhouseSinkDefinition } from './sinks/clickhouse-options.js';
 import { reportSinkDefinition } from './sinks/report-options.js';
@@ -18,7 +18,11 @@ import { reportSinkDefinition } from './sinks/report-options.js';
 const pinoSinkPlugin = defineLoadedBuiltin(
   pinoSinkDefinition,
   { code: () => import('./sinks/pino.js') },
-  (m, o, ctx) => m.createPinoSink({ ...o, session: ctx.session }),
+  (m, o, ctx) =>
+    m.createPreparedPinoSink(
+      { ...o, session: ctx.session },
+      ctx.prepared?.takeLog(o.destination ?? PINO_SINK_DEFAULTS.destination),
+    ),
 );
 const otlpSinkPlugin = defineLoadedBuiltin(
   otlpSinkDefinition,

@@ -30,6 +30,7 @@ import { displayPolicy, type DisplayPolicy } from '../model/display.js';
 import { THINKING_TRUNCATOR_DEFAULTS } from './stages/thinking-truncator.js';
 import { filesSinkPlugin } from './sinks/files.js';
 import { FileChannelStore, type OpenChannelFile } from './sinks/channel-store.js';
+import type { PreparedRun, PreparedWrites } from './sinks/prepared.js';
 
 export interface ComponentSpec {
   use: string;
@@ -179,6 +180,7 @@ function assembleChain(
   stopInput: ((reason: Error) => void) | undefined,
   inputEnded?: Promise<void>,
   pending?: Set<PendingPluginCall>,
+  prepared?: PreparedWrites,
 ): { streams: Duplex[]; session: Session } {
   const registry = options.registry ?? builtinRegistry();
   checkChain(spec, registry);
@@ -204,13 +206,14 @@ function assembleChain(
     signal: options.signal,
     stopInput,
     inputEnded,
+    prepared,
     out,
     channelStore:
       out === undefined
         ? null
         : new FileChannelStore(out, () => session.heldLineBytes, options.openChannelFile),
   };
-  const { inputEnded: _inputEnded, ...shared } = ctx;
+  const { inputEnded: _inputEnded, prepared: _prepared, ...shared } = ctx;
   const pluginCtx: PluginContext = { ...shared, session: pluginRunOf(session) };
   const byteTaps = parts.filter((p) => p.input === 'bytes' && p.def.kind === 'sink');
   const rest = parts.filter((p) => !byteTaps.includes(p));
@@ -424,6 +427,20 @@ export async function runChain(
   spec: ChainSpec,
   options: ChainOptions = {},
 ): Promise<Session> {
+  return runPreparedChain(input, spec, options);
+}
+
+/**
+ * runChain, its sinks taking where they write from `prepared` (`prepareWrites`: `subtee run`
+ * makes it ready before it starts the command) instead of opening it; what none of them took
+ * is let go once the chain is made.
+ */
+export async function runPreparedChain(
+  input: Readable,
+  spec: ChainSpec,
+  options: ChainOptions,
+  prepared?: PreparedRun,
+): Promise<Session> {
   // Input stops on the caller's `stop` or when a stage asks (the watchdog on a stall).
   const stopped = new AbortController();
   let reason: Error | null = null;
@@ -450,11 +467,13 @@ export async function runChain(
   const pending = new Set<PendingPluginCall>();
   try {
     await loadChainPackages(spec, options.registry);
-    built = assembleChain(spec, options, stopInput, inputEnded, pending);
+    built = assembleChain(spec, options, stopInput, inputEnded, pending, prepared);
   } catch (err) {
     // Never read: let go of it (an open file) now, not when the collector finds it.
     input.destroy();
     throw err;
+  } finally {
+    prepared?.release();
   }
   const { streams, session: run } = built;
   const onStop = () => stopped.abort();

@@ -8,6 +8,7 @@ import { SubteeError, UsageError } from '../errors.js';
 import type { ChannelStore, PluginRun, Session } from '../model/session.js';
 import type { DisplayPolicy } from '../model/display.js';
 import type { HeldRecords } from '../model/in-flight.js';
+import type { PreparedWrites } from './sinks/prepared.js';
 import { isValidRange, satisfies } from '../semver.js';
 
 /** The kit version plugins declare support for. Kept in step with package.json by a test. */
@@ -63,6 +64,8 @@ export interface BuiltinContext extends PluginContext {
    * records they hold reach nothing below them. The idle watchdog names them when it fires.
    */
   pluginCallsAbove?: () => readonly HeldRecords[];
+  /** Where the chain writes, made ready before its input started, for its sinks to take. */
+  prepared?: PreparedWrites;
 }
 
 /**

@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { builtinRegistry } from '../chain/builtins.js';
-import { loadChainPackages, runChain, type ChainSpec } from '../chain/chain.js';
+import { loadChainPackages, runPreparedChain, type ChainSpec } from '../chain/chain.js';
+import { prepareWrites } from '../chain/prepare-writes.js';
+import type { PreparedRun } from '../chain/sinks/prepared.js';
 import { StallError } from '../chain/stages/idle-watchdog.js';
 import { checkRequiredVersion } from '../chain/stages/version-guard.js';
 import { parseServe } from '../chain/sinks/report-options.js';
@@ -221,6 +223,7 @@ export async function main(
       stop.abort();
     };
     process.on('uncaughtException', onStrayThrow);
+    let prepared: PreparedRun | null = null;
     try {
       // A sink's optional package that is missing fails before the command is started.
       await loadChainPackages(chainSpec, registry);
@@ -235,6 +238,9 @@ export async function main(
           checkRequiredVersion(asked.version, required, agent, asked.unknownBecause);
           run.stateCheckedCommandVersion(asked.version);
         }
+        // Where the run writes is made ready before the command starts: a folder or a log file
+        // that cannot be used refuses the run before the agent does anything.
+        prepared = prepareWrites(chainSpec);
         if (signalled) return signalExit(signalled);
         command = spawnCommand(opts.rest);
         await commandStarted(command, opts.rest[0]);
@@ -257,7 +263,7 @@ export async function main(
         stderr: io.stderr,
         pluginEndTimeoutMs: Number(opts['plugin-end-timeout-ms']),
       };
-      await runChain(input, chainSpec, chainOptions);
+      await runPreparedChain(input, chainSpec, chainOptions, prepared ?? undefined);
       warnings.catchUp();
       if (strayFailure) throw strayFailure;
       if (command) code = await command.exited;
@@ -279,6 +285,8 @@ export async function main(
       // runs (the command after a stall or a failure, a process that held its stdout) is
       // stopped, at once after a second signal.
       await command?.stop(aborted ? 0 : graceMs);
+      // A command that did not start (or a signal before it did) leaves the folder as it was.
+      prepared?.release();
       process.off('uncaughtException', onStrayThrow);
       status?.stop();
       command?.child.stdout?.destroy();

@@ -38,7 +38,14 @@ import { AppendFiles, relPath, type AppendFile } from './append-files.js';
 import { appendSpool } from './spool-copy.js';
 import { writePiecesSync } from './write-pieces.js';
 import { IndexReserve } from './index-reserve.js';
-import { createNewFile, descriptorBudget, makeDirs, openRegularUnder } from '../../safe-open.js';
+import {
+  createNewFile,
+  descriptorBudget,
+  makeDirs,
+  openRegularUnder,
+  removeEmptyFolders,
+} from '../../safe-open.js';
+import type { PreparedOut } from './prepared.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
 import { releaseLiveSpools, removeLeftoverSpools } from '../stages/line-spool.js';
@@ -93,9 +100,10 @@ const NL = Buffer.from('\n');
 /**
  * Refuses an `out` that is a file, or a folder that already holds files (unless forced).
  * With `force`, an `agents` entry that is not a real folder (a link, a file) is replaced by
- * one: subtee never writes through a link planted in `out`.
+ * one: subtee never writes through a link planted in `out`. Returns the folders it made,
+ * outermost first.
  */
-export function prepareOutDir(out: string, force: boolean): void {
+export function prepareOutDir(out: string, force: boolean): string[] {
   if (out === '') throw new OutputError('ERR_OUT_NOT_DIR', out, '--out must name a folder, not ""');
   let st;
   try {
@@ -113,11 +121,15 @@ export function prepareOutDir(out: string, force: boolean): void {
     );
   }
   const agents = join(out, 'agents');
+  const made: string[] = [];
   try {
-    makeDirs(out);
+    made.push(...makeDirs(out));
     const entry = lstatOrNull(agents);
     if (entry && !entry.isDirectory()) unlinkSync(agents);
-    if (!entry?.isDirectory()) mkdirSync(agents);
+    if (!entry?.isDirectory()) {
+      mkdirSync(agents);
+      made.push(agents);
+    }
   } catch (err) {
     throw writeFailed(agents, err);
   }
@@ -125,6 +137,33 @@ export function prepareOutDir(out: string, force: boolean): void {
     removeLeftoverSpools(out);
     removeEarlierTranscripts(out);
   }
+  return made;
+}
+
+/**
+ * The output folder made ready as the files sink makes it ready before its first line:
+ * checked, made, cleared of an earlier run's transcripts with `force`, and index.json's room
+ * taken in it. Handed to the sink (`filesSinkPlugin`), or let go by `releaseOutput`.
+ */
+export function prepareOutput(out: string, force: boolean): PreparedOut {
+  const made = prepareOutDir(out, force);
+  const path = join(out, 'index.json.tmp');
+  try {
+    return { out, made, reserve: new IndexReserve(path, force) };
+  } catch (err) {
+    throw writeFailed(path, err);
+  }
+}
+
+/**
+ * Lets go of an output folder no run wrote into (a command that could not start): index.json's
+ * room is removed, and so are the folders the preparing made while they are still empty. An
+ * earlier run's transcripts that `force` removed stay removed.
+ */
+export function releaseOutput(prepared: PreparedOut): void {
+  prepared.reserve.close();
+  removeQuietly(prepared.reserve.path);
+  removeEmptyFolders(prepared.made);
 }
 
 /** The files a run writes at the top of its folder, some only sometimes. */
@@ -200,20 +239,16 @@ class FilesSink extends BatchTransform {
   /** The write that failed, once the input was asked to stop for it: nothing is written after. */
   #failed: OutputError | null = null;
 
-  constructor(options: FilesSinkOptions) {
+  /** `prepared`: the folder `options.out` made ready (prepareOutput), else it is made ready here. */
+  constructor(options: FilesSinkOptions, prepared?: PreparedOut) {
     super({ sink: true });
     const opts = withDefaults(FILES_SINK_DEFAULTS, options);
     this.#opts = opts;
     this.#run = requireSession(options, 'createFilesSink');
-    prepareOutDir(opts.out, opts.force);
+    this.#reserve = (prepared ?? prepareOutput(opts.out, opts.force)).reserve;
     this.#files = new AppendFiles(opts.out, opts.maxOpenFiles, opts.force);
     const run = this.#run;
     this.#store = options.store ?? new FileChannelStore(opts.out, () => run.heldLineBytes);
-    try {
-      this.#reserve = new IndexReserve(join(opts.out, 'index.json.tmp'), opts.force);
-    } catch (err) {
-      throw writeFailed(join(opts.out, 'index.json.tmp'), err);
-    }
     this.#filesOf(this.#run.tree.main);
     this.#reserveRoom();
   }
@@ -566,12 +601,8 @@ export const filesSinkPlugin = defineBuiltin<FilesSinkConfig>({
   create: (o, ctx) => {
     const store = ctx.channelStore;
     const shared = store instanceof FileChannelStore && store.out === o.out ? store : undefined;
-    return createFilesSink({
-      ...o,
-      session: ctx.session,
-      store: shared,
-      stopInput: ctx.stopInput,
-    });
+    const options = { ...o, session: ctx.session, store: shared, stopInput: ctx.stopInput };
+    return new FilesSink(options, ctx.prepared?.takeOut(o.out));
   },
 });
 

@@ -12,7 +12,7 @@ import { lineContent } from '../../model/content.js';
 import { CUT_LENGTHS, cutText, DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import { viewOf } from '../../model/line-view.js';
 import { batchLines, PINO_LEVELS, pinoLine } from './pino-batch.js';
-import { openLogFile } from '../../safe-open.js';
+import { openLogFile, type OpenedLog } from '../../safe-open.js';
 import { requireSession, type SinkRun } from '../../model/session.js';
 import { elapsedBetween, type ChannelPlace, type ChannelSnapshot } from '../../model/tree.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
@@ -243,6 +243,11 @@ export function createPinoSink(options: PinoSinkOptions): Transform {
   return new PinoSink(options);
 }
 
+/** createPinoSink logging to `log`, its destination opened already (see PreparedWrites). */
+export function createPreparedPinoSink(options: PinoSinkOptions, log: OpenedLog | undefined): Transform {
+  return new PinoSink(options, log);
+}
+
 type Destination = ReturnType<typeof PinoModule.destination>;
 type PinoTransport = ReturnType<typeof PinoModule.transport>;
 
@@ -269,7 +274,7 @@ class PinoSink extends BatchTransform {
   /** Set at the end: warnings recorded later (by sinks after this one) are not logged. */
   #warningsDone = false;
 
-  constructor(options: PinoSinkOptions) {
+  constructor(options: PinoSinkOptions, log?: OpenedLog) {
     super({ sink: true });
     const opts = (this.#opts = withDefaults(PINO_SINK_DEFAULTS, options));
     this.#run = requireSession(options, 'createPinoSink');
@@ -277,7 +282,7 @@ class PinoSink extends BatchTransform {
     this.#what = opts.transport
       ? `pino transport ${transportTargets(opts.transport)}`
       : String(opts.destination);
-    if (!this.#hostLogger) this.#openOutput();
+    if (!this.#hostLogger) this.#openOutput(log);
     this.#transport?.once('ready', () => (this.#transportReady = true));
     (this.#dest ?? this.#transport)?.on('error', (err: unknown) => this.#onFail(err));
     // In contentMode 'buffer' sonic-boom takes Buffers, which its typings do not say.
@@ -381,8 +386,11 @@ class PinoSink extends BatchTransform {
     this.#transport?.end();
   }
 
-  /** A transport, or a destination opened here, not by pino (no link followed; see safe-open). */
-  #openOutput(): void {
+  /**
+   * A transport, or a destination opened here (or before the run: `log`), not by pino (no link
+   * followed; see safe-open).
+   */
+  #openOutput(log: OpenedLog | undefined): void {
     const opts = this.#opts;
     if (opts.transport) {
       try {
@@ -398,7 +406,7 @@ class PinoSink extends BatchTransform {
     const target = opts.destination === '-' ? 1 : opts.destination;
     try {
       // No blocking on a pipe either.
-      const dest = target === 1 ? 1 : openLogFile(target);
+      const dest = target === 1 ? 1 : (log?.fd ?? openLogFile(target));
       this.#dest = pino().destination({
         dest,
         sync: true,
