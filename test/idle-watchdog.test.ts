@@ -772,7 +772,7 @@ for (const { producer, file, upTo, waits } of unseenSubagents) {
     assert.equal(healthy.index.stalled, false);
     assert.equal(hung.code, 124, hung.stderr);
     assert.equal(hung.index.stalled, true);
-    const named = new RegExp(`${waits.source} silent \\d\\.\\d s of its allowed 1\\.5 s in main`);
+    const named = new RegExp(`${waits.source} silent \\d\\.\\d+ s of its allowed 1\\.5 s in main`);
     assert.match(hung.stderr, named);
     assert.equal(hung.index.stall.waitingOn[0].allowedMs, 1500);
   });
