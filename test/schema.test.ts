@@ -20,7 +20,7 @@ import { OTLP_SINK_DEFAULTS } from '../src/chain/sinks/otlp.js';
 import { CLICKHOUSE_SINK_DEFAULTS } from '../src/chain/sinks/clickhouse.js';
 import { REPORT_SINK_DEFAULTS } from '../src/chain/sinks/report.js';
 import { REPORT_DEFAULTS } from '../src/views/report/model.js';
-import { OPTIONS, parseArgs } from '../src/cli/options.js';
+import { namedAsFlags, OPTIONS, parseArgs } from '../src/cli/options.js';
 import { BIN, ROOT, tmpDir } from './helpers/helpers.js';
 import { allDocs } from './helpers/docs.js';
 
@@ -138,7 +138,8 @@ test('each flag that sets a stage option takes its type, ' +
   for (const o of targeted) {
     const spec = BUILTINS.find((d) => d.name === o.target!.use)!.options[o.target!.key];
     assert.ok(spec, o.name);
-    assert.ok(o.help.startsWith(String(spec.description)), `${o.name}: help is the option's description`);
+    const described = namedAsFlags(String(spec.description), o.target!.use);
+    assert.ok(o.help.startsWith(described), `${o.name}: help is the option's description`);
     assert.deepEqual([o.choices, o.min], [spec.choices, spec.min], o.name);
     if (o.name !== 'out' && o.name !== 'pino') assert.equal(o.default, spec.default, `${o.name}: default`);
     assert.equal(o.type, spec.type === 'integer' ? 'number' : spec.type, o.name);

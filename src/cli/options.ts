@@ -4,6 +4,7 @@ import { BUILTINS } from '../chain/builtins.js';
 import { optionProblem, type OptionSpec } from '../chain/plugin.js';
 import { shownUrl } from '../shown-url.js';
 import { STATS_DEFAULTS } from '../views/stats.js';
+import { OTLP_URL_FROM_ENV } from '../chain/sinks/otlp-options.js';
 
 /** A command-line flag as --help, the parser and the config overrides read it. */
 export interface OptionDef {
@@ -66,9 +67,8 @@ const ROWS: readonly Row[] = [
   {
     name: 'otlp',
     arg: '[URL]',
-    optionalDefault: 'env',
+    optionalDefault: OTLP_URL_FROM_ENV,
     default: null,
-    note: 'alone: from OTEL_EXPORTER_OTLP_*, else localhost:4318',
     target: { use: 'otlp', key: 'url' },
   },
   { name: 'clickhouse', arg: 'URL', target: { use: 'clickhouse', key: 'url' } },
@@ -125,6 +125,26 @@ const ROWS: readonly Row[] = [
   { name: 'version', alias: 'V', type: 'boolean', default: false, help: 'print the version' },
 ];
 
+/**
+ * A stage's or sink's option description in the command line's terms: an option key of that
+ * stage or sink that a flag of `table` sets (`modelTimeoutMs`) is named as the flag
+ * (`--model-timeout-ms`), as a config's keys are not what a command line takes.
+ */
+export function namedAsFlags(text: string, use: string, table: readonly OptionDef[] = OPTIONS): string {
+  return text.replace(/\b[a-z]+(?:[A-Z][a-z]*)+\b/g, (key) => {
+    const flag = table.find((d) => d.target?.use === use && d.target.key === key);
+    return flag === undefined ? key : `--${flag.name}`;
+  });
+}
+
+/** The table's rows resolved, each help in the command line's terms (see namedAsFlags). */
+function resolveRows(rows: readonly Row[]): readonly OptionDef[] {
+  const defs = rows.map(resolveRow);
+  return Object.freeze(
+    defs.map((d) => (d.target ? { ...d, help: namedAsFlags(d.help, d.target.use, defs) } : d)),
+  );
+}
+
 /** A row with its target's facts filled in from the built-in option specs. */
 function resolveRow(row: Row): OptionDef {
   if (row.target === undefined) return { ...row, cliDefault: row.default !== undefined };
@@ -152,7 +172,7 @@ function resolveRow(row: Row): OptionDef {
 }
 
 /** The one table behind argument parsing, --help and the flags that override a config. */
-export const OPTIONS: readonly OptionDef[] = Object.freeze(ROWS.map(resolveRow));
+export const OPTIONS: readonly OptionDef[] = resolveRows(ROWS);
 
 /** `subtee stats`: its own flags, and the ClickHouse sink's URL and table name for `--clickhouse`. */
 const STATS_ROWS: readonly Row[] = [
@@ -195,7 +215,7 @@ const STATS_ROWS: readonly Row[] = [
 ];
 
 /** The flags of `subtee stats`, from the same table machinery as the main command's. */
-export const STATS_OPTIONS: readonly OptionDef[] = Object.freeze(STATS_ROWS.map(resolveRow));
+export const STATS_OPTIONS: readonly OptionDef[] = resolveRows(STATS_ROWS);
 
 export interface ParsedOptions {
   /** Positional arguments before `--`. */

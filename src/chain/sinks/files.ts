@@ -595,7 +595,8 @@ export const filesSinkPlugin = defineBuiltin<FilesSinkConfig>({
       type: 'boolean',
       default: FILES_SINK_DEFAULTS.force,
       description:
-        'write into an output folder that already holds files (entries of the same names are replaced)',
+        'write into an output folder that already holds files: every transcript, index.json and ' +
+        'report.html an earlier run wrote there is removed first (other files are kept)',
     },
   },
   create: (o, ctx) => {

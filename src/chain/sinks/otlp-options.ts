@@ -104,8 +104,9 @@ export const otlpSinkDefinition: PluginManifest<Omit<OtlpSinkOptions, 'session' 
       // Checked with the options, before any sink is made: a bad URL leaves no folder behind.
       check: (url: string) => (url === OTLP_URL_FROM_ENV ? null : httpUrlProblem(url)),
       description:
-        'OTLP/HTTP collector endpoint (/v1/traces is added to a URL without a path); "env" or absent: ' +
-        'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318',
+        'OTLP/HTTP collector endpoint (/v1/traces is added to a URL without a path); "env", also when ' +
+        'no URL is given: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, ' +
+        'else http://localhost:4318',
     },
     protocol: {
       type: 'string',

@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { systemReason } from '../src/errors.js';
+import { OPTIONS, parseArgs } from '../src/cli/options.js';
+import { BIN, FIXTURES, tmpDir } from './helpers/helpers.js';
+import { readDoc } from './helpers/docs.js';
+
+const RECORDING = join(FIXTURES, 'nested-depth-3.jsonl');
+
+function subtee(args: string[], options: { input?: string; cwd?: string } = {}) {
+  return spawnSync(process.execPath, [BIN, ...args], {
+    input: options.input ?? '',
+    cwd: options.cwd,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+}
+
+/** The row of docs/options.md's table for `--name`. */
+function docsRow(name: string): string {
+  const row = readDoc('docs/options.md')
+    .split('\n')
+    .find((l) => l.startsWith('| `') && l.split('|')[1].includes(`--${name}`));
+  assert.ok(row, `docs/options.md has a row for --${name}`);
+  return row;
+}
+
+const helpOf = (name: string) => OPTIONS.find((o) => o.name === name)!.help;
+
+test('--help names the flags a flag is compared with, never the config keys they set', () => {
+  assert.match(helpOf('tool-timeout-ms'), /the larger of this and --model-timeout-ms\b/);
+  const keys = new Set(OPTIONS.filter((o) => o.target).map((o) => o.target!.key));
+  for (const o of OPTIONS) {
+    const words = o.help.match(/\b[a-z]+(?:[A-Z][a-z]*)+\b/g) ?? [];
+    assert.deepEqual(
+      words.filter((w) => keys.has(w)),
+      [],
+      `--${o.name}: ${o.help}`,
+    );
+  }
+});
+
+test("--force: --help and docs/options.md both say an earlier run's transcripts are removed, " +
+  'and they are while other files stay', () => {
+  assert.doesNotMatch(helpOf('force'), /same names/);
+  const removed = /every transcript, index\.json and report\.html an earlier run wrote there is removed/;
+  assert.match(helpOf('force'), removed);
+  assert.match(docsRow('force'), /is removed first/);
+  const out = join(tmpDir(), 'o');
+  const wide = join(FIXTURES, 'background-fanout-12.jsonl');
+  assert.equal(subtee(['-q', '--stdout', 'none', '--out', out, wide]).status, 0);
+  writeFileSync(join(out, 'notes.txt'), 'mine\n');
+  const r = subtee(['-q', '--stdout', 'none', '--force', '--out', out, RECORDING]);
+  assert.equal(r.status, 0, r.stderr);
+  const agents = readdirSync(join(out, 'agents')).filter((f) => f.endsWith('.jsonl'));
+  assert.equal(agents.length, 3, 'only this run’s three subagents');
+  assert.ok(existsSync(join(out, 'notes.txt')), 'a file no run wrote is kept');
+});
+
+test('--otlp env is what --otlp alone means, and both --help and docs/options.md say so', () => {
+  assert.equal(parseArgs(['--otlp', 'env']).otlp, 'env');
+  assert.equal(parseArgs(['--otlp']).otlp, 'env');
+  assert.match(helpOf('otlp'), /"env", also when no URL is given: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT/);
+  assert.doesNotMatch(helpOf('otlp'), /absent/);
+  assert.match(docsRow('otlp'), /`--otlp` alone, or `--otlp env`, takes the endpoint from/);
+  const r = subtee(['--otlp', 'recording.jsonl', '--out', join(tmpDir(), 'o')]);
+  assert.equal(r.status, 2);
+  const refused = 'subtee: --otlp must be an http or https URL, not "recording.jsonl" [ERR_BAD_OPTION]\n';
+  assert.equal(r.stderr, refused);
+});
