@@ -1,7 +1,7 @@
 import { on } from 'node:events';
 import { Readable, type Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
-import { EXIT, SubteeError } from './errors.js';
+import { EXIT, SubteeError, systemReason } from './errors.js';
 
 export type Compression = 'gzip' | 'zstd' | 'xz' | 'bzip2';
 
@@ -45,7 +45,7 @@ function readFailed(name: string, err: unknown, kind: Compression | null = null)
   if (err instanceof SubteeError) return err;
   const e = err as NodeJS.ErrnoException;
   const damaged = kind !== null && e?.code?.startsWith('Z_') === true;
-  const why = damaged ? `${kind} data is damaged or cut short (${e.message})` : (e?.code ?? String(err));
+  const why = damaged ? `${kind} data is damaged or cut short (${e.message})` : systemReason(err);
   return new SubteeError('ERR_INPUT', `cannot read ${name}: ${why}`, { exitCode: EXIT.IO, cause: err });
 }
 

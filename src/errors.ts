@@ -45,6 +45,48 @@ export class OutputError extends SubteeError {
   }
 }
 
+/**
+ * System error codes in words, for error lines and warnings: `no such file`, not `ENOENT`.
+ * A code not listed here is said as the system describes it (`EXDEV: cross-device link not
+ * permitted, …` gives `cross-device link not permitted`), and only then by its code.
+ */
+const SYSTEM_REASONS: Readonly<Record<string, string>> = Object.freeze({
+  ENOENT: 'no such file',
+  ENOTDIR: 'a part of its path is a file, not a folder',
+  EISDIR: 'it is a folder, not a file',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EROFS: 'the file system is read-only',
+  ENOSPC: 'no space left on device',
+  EDQUOT: 'the disk quota is used up',
+  EMFILE: 'too many open files (ulimit -n)',
+  ENFILE: 'too many open files on this machine',
+  ENAMETOOLONG: 'the name is too long',
+  EEXIST: 'it already exists',
+  EIO: 'an input/output error (a failing disk or a dropped mount?)',
+  ENOTFOUND: 'no such host',
+  EAI_AGAIN: 'the host name cannot be looked up now',
+  EADDRINUSE: 'the address is already in use',
+  EADDRNOTAVAIL: "the address is not one of this machine's",
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'the connection was reset',
+  ETIMEDOUT: 'timed out',
+});
+
+/**
+ * Why a system call failed, in words (see SYSTEM_REASONS); `own` words a code the way the
+ * caller's context needs (a link refused for a write, say) before the general words do.
+ */
+export function systemReason(err: unknown, own: Readonly<Record<string, string>> = {}): string {
+  const e = err as NodeJS.ErrnoException | null | undefined;
+  const code = typeof e?.code === 'string' ? e.code : undefined;
+  if (code !== undefined && Object.hasOwn(own, code)) return own[code];
+  if (code !== undefined && Object.hasOwn(SYSTEM_REASONS, code)) return SYSTEM_REASONS[code];
+  const described = typeof e?.message === 'string' ? /^[A-Z][A-Z0-9_]*: ([^,]+)/.exec(e.message) : null;
+  if (described) return described[1];
+  return code ?? (typeof e?.message === 'string' ? e.message : String(err));
+}
+
 const WRITE_FAILURES: Record<string, string> = {
   ENOSPC: 'no space left on device',
   ELOOP: 'it is a symbolic link, and subtee does not write through links',
@@ -62,7 +104,6 @@ export function unwrittenText(input: { lines: number; unwritten: number }): stri
 
 /** Wraps a Node fs error as an OutputError naming the path, keeping the original as cause. */
 export function writeFailed(path: string, err: unknown): OutputError {
-  const sys = err as NodeJS.ErrnoException;
-  const why = (sys?.code && WRITE_FAILURES[sys.code]) ?? sys?.code ?? String(err);
+  const why = systemReason(err, WRITE_FAILURES);
   return new OutputError('ERR_WRITE', path, `cannot write ${path}: ${why}`, err);
 }

@@ -3,7 +3,7 @@ import { open, stat } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { decompressed, SNIFF_BYTES, unreadableCompression } from './decompress.js';
-import { EXIT, SubteeError } from './errors.js';
+import { EXIT, SubteeError, systemReason } from './errors.js';
 
 /**
  * Reads of 256 KiB when the input is a file (a pipe gives at most 64 KiB a read anyway);
@@ -12,9 +12,7 @@ import { EXIT, SubteeError } from './errors.js';
 export const FILE_READ_BYTES = 256 * 1024;
 
 export function inputUnreadable(file: string, err: unknown): SubteeError {
-  const code = (err as NodeJS.ErrnoException).code;
-  const why = code === 'ENOENT' ? 'no such file' : (code ?? String(err));
-  return new SubteeError('ERR_INPUT', `cannot read ${file}: ${why}`, { exitCode: EXIT.IO, cause: err });
+  return new SubteeError('ERR_INPUT', `cannot read ${file}: ${systemReason(err)}`, { exitCode: EXIT.IO, cause: err });
 }
 
 export function inputIsFolder(file: string): SubteeError {

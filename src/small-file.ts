@@ -1,4 +1,5 @@
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { systemReason } from './errors.js';
 
 /** Why a small file was not read: one phrase, for the error line of the option that named it. */
 export class SmallFileRefused extends Error {}
@@ -25,7 +26,7 @@ export function readSmallText(path: string, maxBytes: number, what: string): str
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (err) {
-    throw new SmallFileRefused((err as NodeJS.ErrnoException).code ?? String(err), { cause: err });
+    throw new SmallFileRefused(systemReason(err), { cause: err });
   }
   let blocking: number | null = null;
   try {
@@ -41,7 +42,7 @@ export function readSmallText(path: string, maxBytes: number, what: string): str
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (!st.isFIFO() || code !== 'EAGAIN' || blocking !== null)
-          throw new SmallFileRefused(code ?? String(err), { cause: err });
+          throw new SmallFileRefused(systemReason(err), { cause: err });
         // A writer is there and has not written yet: it opens at once now.
         blocking = openSync(path, 'r');
         continue;

@@ -71,3 +71,41 @@ test('--otlp env is what --otlp alone means, and both --help and docs/options.md
   const refused = 'subtee: --otlp must be an http or https URL, not "recording.jsonl" [ERR_BAD_OPTION]\n';
   assert.equal(r.stderr, refused);
 });
+
+test('a missing config or price file, a recording given to subtee report and a folder given to ' +
+  '--pino are each said in words on one line with its code, never as a system code', () => {
+  const dir = tmpDir();
+  const out = ['--out', join(dir, 'o'), '-q', '--stdout', 'none'];
+  const noConfig = 'cannot read config nope.json: no such file [ERR_CONFIG_READ]';
+  const cases: Array<[string[], number, string]> = [
+    [['-c', 'nope.json', ...out, RECORDING], 2, noConfig],
+    [['--prices', 'nope.json', ...out, RECORDING], 2, 'prices nope.json: no such file [ERR_PRICES]'],
+    [['report', RECORDING], 3, `cannot read ${RECORDING}: it is a file, not an output folder [ERR_INPUT]`],
+    [
+      ['report', join(RECORDING, 'run')],
+      3,
+      `cannot read ${join(RECORDING, 'run', 'index.json')}: a part of its path is a file, not a folder ` +
+        '[ERR_INPUT]',
+    ],
+    [['--pino=.', ...out, RECORDING], 3, 'cannot write .: it is a folder, not a file [ERR_WRITE]'],
+  ];
+  for (const [args, status, line] of cases) {
+    const r = subtee(args, { cwd: dir });
+    assert.equal(r.status, status, r.stderr);
+    assert.equal(r.stderr, `subtee: ${line}\n`, args.join(' '));
+  }
+});
+
+test('systemReason: a system error in words (own words for a context first), else as the system ' +
+  'describes it, else its code', () => {
+  const sys = (code: string, message = `${code}: something else, open 'x'`) =>
+    Object.assign(new Error(message), { code });
+  assert.equal(systemReason(sys('EACCES')), 'permission denied');
+  assert.equal(systemReason(sys('ENOTFOUND', 'getaddrinfo ENOTFOUND nohost.invalid')), 'no such host');
+  assert.equal(systemReason(sys('EISDIR')), 'it is a folder, not a file');
+  assert.equal(systemReason(sys('ELOOP'), { ELOOP: 'a link, not followed' }), 'a link, not followed');
+  assert.equal(systemReason(sys('EXDEV', "EXDEV: cross-device link not permitted, rename 'a' -> 'b'")),
+    'cross-device link not permitted');
+  assert.equal(systemReason(sys('EWHAT', 'no description here')), 'EWHAT');
+  assert.equal(systemReason('plain'), 'plain');
+});

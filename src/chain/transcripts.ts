@@ -8,6 +8,7 @@
 import { closeSync, lstatSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { openRegularUnder } from '../safe-open.js';
+import { systemReason } from '../errors.js';
 import type { TranscriptChannel, TranscriptFindings } from '../model/cost.js';
 import { metaToolUseId, projectSlug, SAFE_ID, TranscriptUsage } from '../model/transcript-usage.js';
 
@@ -263,7 +264,7 @@ const reason = (err: unknown): string => {
   if (code === 'ELOOP') return 'a link, not followed';
   if (code === 'ENOTREG') return 'not a regular file';
   if (code === 'ENOENT') return 'missing';
-  return code ?? (err instanceof SyntaxError ? 'not JSON' : 'unreadable');
+  return err instanceof SyntaxError ? 'not JSON' : systemReason(err);
 };
 
 /** The project folder holding `<session>.jsonl`: the cwd's first, else a bounded search. */

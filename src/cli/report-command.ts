@@ -50,6 +50,10 @@ export function reportCommand(argv: string[], stdout: Writable, stderr: Writable
   const given = o['max-page-bytes'];
   const maxPageBytes = given === undefined ? REPORT_DEFAULTS.maxPageBytes : Number(given);
   const out = o._[0];
+  if (isOtherThanFolder(out))
+    throw new SubteeError('ERR_INPUT', `cannot read ${out}: it is a file, not an output folder`, {
+      exitCode: EXIT.IO,
+    });
   if (!isRunFolder(out) && isFolder(out)) return indexReport(out, maxPageBytes, o.quiet === true, stderr);
   const written = writeReport(out, reportOptions(maxPageBytes));
   if (!o.quiet) stderr.write(reportLine(written));
@@ -65,6 +69,15 @@ function isRunFolder(dir: string): boolean {
   try {
     lstatSync(join(dir, 'index.json'));
     return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Something that is there but not a folder (a recording given for its output folder). */
+function isOtherThanFolder(path: string): boolean {
+  try {
+    return !statSync(path).isDirectory();
   } catch {
     return false;
   }

@@ -1,6 +1,7 @@
 import { closeSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openRegularForRead } from '../safe-open.js';
+import { systemReason } from '../errors.js';
 
 /** A run folder whose index.json could not be used. */
 export interface SkippedRun {
@@ -32,8 +33,7 @@ export function* runFolders(
         entries = readdirSync(dir, { withFileTypes: true });
       } catch (err) {
         if (dir === root) throw err;
-        const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
-        onUnreadable(dir, WHY[code] ?? code);
+        onUnreadable(dir, systemReason(err, WHY));
         continue;
       }
       if (entries.some((e) => e.name === 'index.json' && !e.isDirectory())) {
@@ -61,8 +61,7 @@ export function readRunIndex(dir: string): { index: unknown } | { why: string } 
       closeSync(fd);
     }
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
-    return { why: WHY[code] ?? code };
+    return { why: systemReason(err, WHY) };
   }
   try {
     return { index: JSON.parse(textOf) };

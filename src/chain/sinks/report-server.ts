@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
-import { UsageError } from '../../errors.js';
+import { systemReason, UsageError } from '../../errors.js';
 import { canonicalHost, hostHeaderParts, isLoopback } from '../../loopback.js';
 import type { ReportFeed } from '../../views/report/live.js';
 import { contentSecurityPolicy } from '../../views/report/page.js';
@@ -171,7 +171,7 @@ function cannotListen(address: ServeAddress, err: NodeJS.ErrnoException): UsageE
   const where = `${hostForUrl(address.host)}:${address.port}`;
   return new UsageError(
     'ERR_BAD_OPTION',
-    `--serve: cannot listen on ${where}: ${err.code ?? err.message}`,
+    `--serve: cannot listen on ${where}: ${systemReason(err)}`,
     err,
   );
 }

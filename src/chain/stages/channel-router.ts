@@ -6,7 +6,7 @@ import {
   type RecordBatch,
   type SubteeRecord,
 } from '../../model/record.js';
-import { UsageError } from '../../errors.js';
+import { systemReason, UsageError } from '../../errors.js';
 import { readSmallText, SmallFileRefused } from '../../small-file.js';
 import { overridePrices } from '../../model/prices.js';
 import { requireSession, type Session } from '../../model/session.js';
@@ -41,7 +41,7 @@ export const MAX_PRICES_BYTES = 1024 * 1024;
  * file's bytes, which may be anything.
  */
 function notJson(err: unknown): string {
-  if (!(err instanceof SyntaxError)) return (err as NodeJS.ErrnoException).code ?? 'unreadable';
+  if (!(err instanceof SyntaxError)) return systemReason(err);
   const at = /position (\d+)/.exec(err.message);
   return at ? `not valid JSON at character ${at[1]}` : 'not valid JSON';
 }
@@ -160,7 +160,7 @@ function takeTranscripts(session: Session, options: ChannelRouterOptions): void 
     });
     session.cost.takeTranscripts(found, (id) => session.tree.get(id) !== undefined);
   } catch (err) {
-    const why = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+    const why = systemReason(err);
     const shown = escapeOneLine(dir);
     const message = `transcripts in ${shown}: ${why}; figures as the stream states them`;
     session.warn('TRANSCRIPT_UNREADABLE', message);

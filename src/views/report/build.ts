@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { HELD_LINE_BYTES, LineSplitter } from '../../model/lines.js';
 import { parseBounded, planLine } from '../../model/line-view.js';
 import { elementsAt, membersAt, scanJson, Tape, valueAt } from '../../model/scan.js';
-import { EXIT, SubteeError } from '../../errors.js';
+import { EXIT, SubteeError, systemReason } from '../../errors.js';
 import { withDefaults } from '../../defaults.js';
 import { openRegularForRead, openRunFile } from '../../safe-open.js';
 import {
@@ -140,8 +140,7 @@ const READ_REFUSALS: Record<string, string> = {
 };
 
 function readRefusal(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException).code;
-  return (code && READ_REFUSALS[code]) ?? code ?? String(err);
+  return systemReason(err, READ_REFUSALS);
 }
 
 /** index.json: its members but `channels`, and a walk over the channels, one entry at a time. */
