@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { gzipSync } from 'node:zlib';
 import { systemReason } from '../src/errors.js';
+import { ProducerDetector } from '../src/chain/stages/input-format.js';
 import { OPTIONS, parseArgs } from '../src/cli/options.js';
 import { BIN, FIXTURES, tmpDir } from './helpers/helpers.js';
 import { readDoc } from './helpers/docs.js';
@@ -108,4 +110,46 @@ test('systemReason: a system error in words (own words for a context first), els
     'cross-device link not permitted');
   assert.equal(systemReason(sys('EWHAT', 'no description here')), 'EWHAT');
   assert.equal(systemReason('plain'), 'plain');
+});
+
+test('a damaged or cut-short gzip input is said once, as the error line; index.json records it ' +
+  'as INPUT_CUT_SHORT', () => {
+  const dir = tmpDir();
+  const gz = gzipSync(readFileSync(RECORDING));
+  const inputs = { cut: gz.subarray(0, 600), trailing: Buffer.concat([gz, Buffer.from('not gzip\n')]) };
+  for (const [name, bytes] of Object.entries(inputs)) {
+    const file = join(dir, `${name}.jsonl.gz`);
+    writeFileSync(file, bytes);
+    const out = join(dir, name);
+    const r = subtee(['-q', '--stdout', 'none', '--out', out, file]);
+    assert.equal(r.status, 3, r.stderr);
+    const said = r.stderr.split('\n').filter((l) => l.includes('gzip data is damaged or cut short'));
+    assert.equal(said.length, 1, r.stderr);
+    assert.match(said[0], /^subtee: cannot read \S+: gzip data is damaged or cut short \(.+\) \[ERR_INPUT]$/);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    const codes = index.warnings.map((w: { code: string }) => w.code);
+    assert.ok(codes.includes('INPUT_CUT_SHORT'), codes.join());
+  }
+});
+
+test('INPUT_FORMAT_MISMATCH tells who gave --input-format which format the line fits, and who ' +
+  'did not to give one', () => {
+  const out = join(tmpDir(), 'o');
+  const r = subtee(['-q', '--stdout', 'none', '--out', out, '--input-format', 'codex', RECORDING]);
+  const warning = r.stderr.split('\n').find((l) => l.includes('INPUT_FORMAT_MISMATCH'));
+  assert.equal(
+    warning,
+    'subtee: warning INPUT_FORMAT_MISMATCH: line 1 looks like a claude event, not codex: it was read as ' +
+      "codex, as --input-format codex says; if the input is claude's, pass --input-format claude or " +
+      'leave the option out',
+  );
+  // Decided by auto (8 lines in a row), then a line of another producer.
+  const detector = new ProducerDetector(null);
+  const claude = { type: 'assistant', parent_tool_use_id: null, message: { id: 'm', content: [] } };
+  for (let n = 1; n <= 8; n++) detector.observe(claude, n);
+  const told = detector.observe({ type: 'thread.started', thread_id: 't' }, 9).warning;
+  assert.equal(told?.code, 'INPUT_FORMAT_MISMATCH');
+  const auto = 'line 9 looks like a codex event, not claude: it was read as claude; ' +
+    'pass --input-format to choose';
+  assert.equal(told!.message, auto);
 });

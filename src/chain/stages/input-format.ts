@@ -254,6 +254,8 @@ export interface DetectorWarning {
  */
 export class ProducerDetector {
   private producer: Producer | null;
+  /** The format was given (`--input-format`), not decided from the lines. */
+  private readonly given: boolean;
   /** The choice will not change: a line that does not fit it is only told. */
   final: boolean;
   private since = 0;
@@ -268,6 +270,7 @@ export class ProducerDetector {
 
   constructor(given: Producer | null) {
     this.producer = given;
+    this.given = given !== null;
     this.final = given !== null;
   }
 
@@ -284,13 +287,17 @@ export class ProducerDetector {
       if (!this.final && this.changes >= MAX_CHANGES) this.final = true;
       if (this.final) {
         this.watching = false;
+        // Someone who gave the format is told which one the line fits, not to give one.
+        const hint = this.given
+          ? `, as --input-format ${this.producer} says; if the input is ${fits[0]}'s, pass ` +
+            `--input-format ${fits[0]} or leave the option out`
+          : (this.changes >= MAX_CHANGES ? ` (the input changed producer ${this.changes} times)` : '') +
+            '; pass --input-format to choose';
         warning = {
           code: 'INPUT_FORMAT_MISMATCH',
           message:
             `line ${lineNo} looks like a ${fits[0]} event, not ${this.producer}: it was read as ` +
-            `${this.producer}` +
-            (this.changes >= MAX_CHANGES ? ` (the input changed producer ${this.changes} times)` : '') +
-            '; pass --input-format to choose',
+            `${this.producer}${hint}`,
         };
         return { producer: this.producer, warning };
       }
