@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
@@ -152,4 +152,42 @@ test('INPUT_FORMAT_MISMATCH tells who gave --input-format which format the line 
   const auto = 'line 9 looks like a codex event, not claude: it was read as claude; ' +
     'pass --input-format to choose';
   assert.equal(told!.message, auto);
+});
+
+test("--pino naming the run's input (by any name), or a file that holds something else than a " +
+  'pino log, is refused before anything is read or written; a pino log is appended to', () => {
+  const dir = tmpDir();
+  const recording = join(dir, 'recording.jsonl');
+  copyFileSync(RECORDING, recording);
+  const before = readFileSync(recording);
+  const other = readFileSync(join(FIXTURES, 'foreground-fanout-3.jsonl'), 'utf8');
+  const out = join(dir, 'o');
+  const fix = '; --pino alone goes after FILE, or write --pino=LOG [ERR_BAD_OPTION]\n';
+  // `cat other | subtee --pino recording.jsonl`: the recording taken for the log's name.
+  let r = subtee(['--out', out, '--pino', recording], { input: other });
+  assert.equal(r.status, 2, r.stderr);
+  assert.equal(
+    r.stderr,
+    `subtee: --pino ${recording} already holds something else than a pino log (a recording?): ` +
+      `the log would be appended to it${fix}`,
+  );
+  // A pino log given as the input and, under another name, as the log.
+  const log = join(dir, 'events.log');
+  r = subtee(['-q', '--stdout', 'none', '--out', join(dir, 'first'), `--pino=${log}`, recording]);
+  assert.equal(r.status, 0, r.stderr);
+  const logLines = readFileSync(log, 'utf8').split('\n').length;
+  const alias = `${dir}/./events.log`;
+  r = subtee(['--out', out, `--pino=${alias}`, log]);
+  assert.equal(r.status, 2, r.stderr);
+  assert.equal(
+    r.stderr,
+    `subtee: --pino ${alias} is this run's input ${log}: the log would be appended to it${fix}`,
+  );
+  assert.deepEqual(readFileSync(recording), before, 'the recording is as it was');
+  assert.equal(readFileSync(log, 'utf8').split('\n').length, logLines, 'the log is as it was');
+  assert.ok(!existsSync(out), 'no output folder');
+  // A pino log is what --pino appends to.
+  r = subtee(['-q', '--stdout', 'none', '--out', join(dir, 'second'), `--pino=${log}`, recording]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(readFileSync(log, 'utf8').split('\n').length, 2 * logLines - 1);
 });

@@ -5,6 +5,7 @@ import { DEFAULT_STAGES, defaultSpec, type ChainSpec } from '../chain/chain.js';
 import { checkSpec, readConfigProblems, registerPlugins } from '../chain/config.js';
 import { OPTIONS, type OptionDef, type ParsedOptions } from './options.js';
 import { applyReportFlags } from './report-flags.js';
+import { checkPinoDestination } from './inputs.js';
 
 /**
  * Applies command-line flags to a chain spec. Without a config every flag applies (defaults
@@ -78,5 +79,8 @@ export async function resolveSpec(o: ParsedOptions) {
   }
   spec = applyReportFlags(spec, o);
   checkSpec(spec, registry, typeof o.config === 'string' ? `config ${o.config}` : 'options', problems);
+  // The run's inputs: its files, else stdin; under `subtee run` (a command after --), none.
+  const inputs = o.rest.length > 0 ? [] : o._.length > 0 ? o._ : ['-'];
+  checkPinoDestination(spec, inputs, o.given.has('pino'));
   return { spec, registry };
 }

@@ -1,11 +1,15 @@
 import {
   accessSync,
+  closeSync,
   constants as fsConstants,
   createReadStream,
   fstatSync,
   lstatSync,
+  openSync,
   readdirSync,
+  readSync,
   statSync,
+  type Stats,
   unlinkSync,
 } from 'node:fs';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
@@ -14,7 +18,7 @@ import type { ChainSpec } from '../chain/chain.js';
 import { FileNamer } from '../chain/sinks/file-names.js';
 import { decompressed } from '../decompress.js';
 import { FILE_READ_BYTES, inputIsFolder, inputUnreadable, openInputFile } from '../input-file.js';
-import { EXIT, OutputError, SubteeError, writeFailed } from '../errors.js';
+import { EXIT, OutputError, SubteeError, UsageError, writeFailed } from '../errors.js';
 
 /**
  * Checks every input before anything is written: a missing, unreadable or folder input is
@@ -132,6 +136,65 @@ export function checkInputFolders(spec: ChainSpec, names: string[]): void {
     } catch (err) {
       throw writeFailed(link, err);
     }
+  }
+}
+
+/** How every pino log begins: pino writes the level first. */
+const PINO_START = Buffer.from('{"level":');
+
+/**
+ * A pino log's file is appended to, so one that names an input of the run (by any name: the
+ * same file is the same device and inode) or already holds something else than a pino log
+ * (`--pino recording.jsonl`, the recording taken for the log's name) is refused before
+ * anything is read or written. `inputs` are the run's files (`-` for stdin; none under
+ * `subtee run`); a destination that is not a regular file (`-`, a pipe, a device, a link) is
+ * let be.
+ */
+export function checkPinoDestination(spec: ChainSpec, inputs: readonly string[], given: boolean): void {
+  for (const sink of spec.sinks) {
+    const dest = sink.use === 'pino' ? sink.destination : undefined;
+    if (typeof dest !== 'string' || dest === '-') continue;
+    // A link is not followed: the pino sink refuses it when it opens the log.
+    const st = lstatOrNull(dest);
+    if (!st?.isFile()) continue;
+    const what = given ? `--pino ${dest}` : `pino destination ${dest}`;
+    const fix = given ? '; --pino alone goes after FILE, or write --pino=LOG' : '';
+    const refuse = (why: string) =>
+      new UsageError('ERR_BAD_OPTION', `${what} ${why}: the log would be appended to it${fix}`);
+    for (const file of inputs) {
+      const input = file === '-' ? fstatOrNull(0) : statOrNull(file);
+      if (input?.isFile() && input.dev === st.dev && input.ino === st.ino)
+        throw refuse(`is this run's input ${file === '-' ? 'stdin' : file}`);
+    }
+    if (st.size > 0 && beginsOtherwise(dest, PINO_START))
+      throw refuse('already holds something else than a pino log (a recording?)');
+  }
+}
+
+/** Whether the file's first bytes are not `start` (false when it cannot be read: its open says why). */
+function beginsOtherwise(path: string, start: Buffer): boolean {
+  let fd: number;
+  try {
+    fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+  } catch {
+    return false;
+  }
+  try {
+    const head = Buffer.alloc(start.length);
+    const n = readSync(fd, head, 0, head.length, 0);
+    return n < start.length || !head.equals(start);
+  } catch {
+    return false;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function fstatOrNull(fd: number): Stats | null {
+  try {
+    return fstatSync(fd);
+  } catch {
+    return null;
   }
 }
 

@@ -61,7 +61,7 @@ const ROWS: readonly Row[] = [
     arg: '[FILE]',
     optionalDefault: 'events.pino.log',
     default: null,
-    note: 'alone: OUT/events.pino.log',
+    note: 'alone: OUT/events.pino.log; an input, or a file holding other than a pino log, is refused',
     target: { use: 'pino', key: 'destination' },
   },
   {

@@ -575,7 +575,7 @@ export const filesSinkPlugin = defineBuiltin<FilesSinkConfig>({
       type: 'string',
       required: true,
       minLength: 1,
-      description: 'folder for transcripts and index.json (must be new or empty)',
+      description: 'folder for transcripts and index.json (new or empty, unless forced)',
     },
     maxOpenFiles: {
       type: 'integer',
