@@ -36,8 +36,8 @@ export const SLOW = new Set([
  * with the other cores idle.
  */
 export const LONGEST = [
-  'cli', 'report', 'projection', 'stats', 'hardening-inputs', 'idle-watchdog',
-  'hardening-files', 'projection-replay', 'other-agents', 'output-folder', 'deep-agents-parity',
+  'cli', 'report', 'projection', 'stats', 'hardening-inputs', 'idle-watchdog', 'hardening-files',
+  'mapped-conservation', 'projection-replay', 'other-agents', 'output-folder', 'deep-agents-parity',
 ];
 
 /**

@@ -8,6 +8,8 @@ import { type Message, open, type SubagentHandle } from '../src/index.js';
 import { teeJsonl } from '../src/entry/adapters.js';
 import { NESTED_SCRIPT, startRun } from './e2e/deep-agents.js';
 import { BIN, readTree, tmpDir } from './helpers/helpers.js';
+import { channelReaderFor, runReaderFor } from '../src/chain/stages/input-format.js';
+import { readReportData } from '../src/views/report/build.js';
 import {
   claudeUsage,
   contentText,
@@ -178,6 +180,40 @@ test('recorded LangGraph protocol events through the CLI: ' +
   const index = JSON.parse(readFileSync(join(forced, 'index.json'), 'utf8'));
   assert.equal(index.producer, 'claude');
   assert.equal(index.channels.length, 1);
+});
+
+test("a LangGraph run's folder: main.jsonl is the recording, byte for byte, and the report read " +
+  'from the folder shows every channel as the run did', async () => {
+  const run = await startRun();
+  const dir = tmpDir();
+  const recording = join(dir, 'events.jsonl');
+  const file = createWriteStream(recording);
+  await open(teeJsonl(run, file), { out: join(dir, 'live') }).done;
+  file.end();
+  await finished(file);
+  const out = join(dir, 'replay');
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', recording], {
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  assert.ok(readFileSync(join(out, 'main.jsonl')).equals(readFileSync(recording)));
+  for (const [path, bytes] of readTree(out))
+    if (path.startsWith('agents/') && path.endsWith('.jsonl')) assert.equal(bytes.length, 0, path);
+
+  const options = { channelReader: channelReaderFor, runReader: runReaderFor };
+  const { channels } = readReportData(out, options).data;
+  const texts = (id: string | null) =>
+    channels.find((c) => c.id === id)!.entries.filter((e) => e.k === 'text').map((e) => e.s);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(channels.length, index.channels.length);
+  for (const c of index.channels) {
+    // What the run's own transcript shows of the channel, the report shows.
+    const log = readFileSync(join(out, c.log), 'utf8');
+    assert.ok(texts(c.id).length >= 1, `${c.id}: its texts`);
+    for (const text of texts(c.id)) assert.ok(log.includes(text), `${c.id}: ${text}`);
+  }
+  const analyst = channels.find((c) => c.agent === 'analyst')!;
+  assert.equal(analyst.prompt !== null, true);
 });
 
 // The LangGraph mapper event by event: protocol events written out here in the shape a v3 run

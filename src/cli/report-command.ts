@@ -3,7 +3,7 @@ import { lstatSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { EXIT, SubteeError, UsageError } from '../errors.js';
 import { writeIndexPage, writeReport } from '../chain/sinks/report-file.js';
-import { channelReaderFor } from '../chain/stages/input-format.js';
+import { channelReaderFor, runReaderFor } from '../chain/stages/input-format.js';
 import { escapeOneLine } from '../views/escape.js';
 import { reportLine, type ReportBuildOptions } from '../views/report/build.js';
 import { indexPageRow, type IndexPageRow } from '../views/report/index-page.js';
@@ -62,7 +62,7 @@ export function reportCommand(argv: string[], stdout: Writable, stderr: Writable
 
 /** The page's build: its size and how channels' files are read. */
 function reportOptions(maxPageBytes: number): ReportBuildOptions {
-  return { maxPageBytes, channelReader: channelReaderFor };
+  return { maxPageBytes, channelReader: channelReaderFor, runReader: runReaderFor };
 }
 
 function isRunFolder(dir: string): boolean {

@@ -5,7 +5,7 @@ import { isLoopback } from '../../loopback.js';
 import type { RecordBatch } from '../../model/record.js';
 import type { SinkRun } from '../../model/session.js';
 import { reportLine, subteeVersion } from '../../views/report/build.js';
-import { channelReaderFor } from '../stages/input-format.js';
+import { channelReaderFor, runReaderFor } from '../stages/input-format.js';
 import { LiveReport, ReportFeed } from '../../views/report/live.js';
 import type { ReportLimits } from '../../views/report/model.js';
 import { pageHtml } from '../../views/report/page.js';
@@ -141,7 +141,7 @@ class ReportSink extends BatchTransform {
     if (this.#opts.html) {
       // The run's policy; without a session, the one index.json records.
       const display = this.#opts.session?.display;
-      const options = { ...this.#limits, channelReader: channelReaderFor, display };
+      const options = { ...this.#limits, channelReader: channelReaderFor, runReader: runReaderFor, display };
       const report = writeReport(this.#opts.out!, options);
       if (!this.#opts.quiet) this.#stderr.write(reportLine(report));
     }

@@ -86,6 +86,21 @@ export function channelReaderFor(
 }
 
 /**
+ * How main's `.jsonl` of a LangGraph run reads back (for the report built from an output
+ * folder): it holds the run's protocol events in order, each mapped through one mapper onto
+ * the lines of every channel; a line that is no protocol event (null) is main's own. Null for
+ * other producers.
+ */
+export function runReaderFor(
+  producer: string,
+): ((event: JsonObject, eventBytes: number) => JsonObject[] | null) | null {
+  if (producer !== 'langgraph') return null;
+  const mapper = new LangGraphMapper({ spawnTools: INPUT_FORMAT_DEFAULTS.spawnTools });
+  return (event, eventBytes) =>
+    isProtocolEvent(event) ? shareRepeatedText(mapper.map(event), eventBytes) : null;
+}
+
+/**
  * Who wrote a line: a LangGraph protocol event (`method` and `params.namespace`), a Copilot
  * CLI session event (`session.…`/`assistant.…` types with `data`), a Codex event
  * (`thread.started`, `turn.…`, `item.…`), a Gemini CLI event (`init`, `message`… with an ISO
@@ -103,10 +118,11 @@ export function detectProducer(value: JsonObject): Producer {
 
 /**
  * Input format: record batches in, record batches out. Claude Code stream-json passes
- * through untouched. LangGraph protocol events become stream-json-shaped lines (see
- * `LangGraphMapper`), each with its own JSON text as `raw` and the line number of the event
- * it came from; events that carry nothing a transcript shows (checkpoints, state values)
- * become no line. What was decided is `session.producer` (`producer` in index.json).
+ * through untouched. A LangGraph protocol event keeps its bytes in main's `.jsonl` (see
+ * `keepProtocolEvent`); the stream-json-shaped lines it maps to (see `LangGraphMapper`; none
+ * for events that carry nothing a transcript shows, as checkpoints and state values) are
+ * routed and shown, never written. What was decided is `session.producer` (`producer` in
+ * index.json).
  */
 export function createInputFormat(options: InputFormatOptions): Transform {
   const format = options.format ?? INPUT_FORMAT_DEFAULTS.format;
@@ -120,19 +136,9 @@ export function createInputFormat(options: InputFormatOptions): Transform {
   // go on where the mapper left off (its tree state and the version its stream stated).
   const agents = new Map<AgentProducer, AgentEvents>();
   let agent: AgentEvents | null = null;
-  // `auto` turned to LangGraph from another producer while its choice was open: the lines read
-  // as LangGraph are kept as the other producers' are (see keepStrayEvent) until it is final.
-  let strayLangGraph = false;
-  // `auto` read the input's first lines as LangGraph: they wait here until the choice is final
-  // (a LangGraph run's: mapped as such) or turns to another producer (stray lines: kept as
-  // keepStrayEvent keeps them), at most WAITING_RECORDS records or WAITING_BYTES.
-  let waiting: SubteeRecord[] | null = null;
-  let waitingBytes = 0;
   const decided = (producer: Producer) => {
     agent?.detach();
     agent = null;
-    if (producer === 'langgraph' && run.producer !== null) strayLangGraph = true;
-    else if (producer === 'langgraph' && format === 'auto') waiting = [];
     if (!isAgentProducer(producer)) return run.stateProducer(producer);
     agent = agents.get(producer) ?? null;
     if (agent) agent.attach();
@@ -141,33 +147,13 @@ export function createInputFormat(options: InputFormatOptions): Transform {
   const detector = new ProducerDetector(format === 'auto' ? null : format);
   if (format !== 'auto') decided(format);
   let lastLineNo = 0;
-  const toRecords = (values: JsonObject[], lineNo: number, out: RecordBatch) => {
-    for (const value of values) {
-      const raw = Buffer.from(JSON.stringify(value));
-      out.push(Object.freeze({ kind: 'line', lineNo, raw, value } satisfies LineRecord));
-    }
-  };
-  const langGraph = (rec: SubteeRecord, out: RecordBatch, stray: boolean) => {
-    lastLineNo = rec.lineNo;
-    // Quarantined bytes, and objects that are not protocol events, go on as they are.
-    if (rec.kind !== 'line' || !isProtocolEvent(rec.value)) out.push(rec);
-    else if (stray) keepStrayEvent(rec, mapper, out);
-    else toRecords(shareRepeatedText(mapper.map(rec.value), rec.raw.length), rec.lineNo, out);
-  };
-  /** The lines waiting go on: as a LangGraph run's, or as `stray` lines among another's. */
-  const release = (out: RecordBatch, stray: boolean) => {
-    const lines = waiting!;
-    waiting = null;
-    for (const rec of lines) langGraph(rec, out, stray);
-  };
   const handle = (rec: SubteeRecord, out: RecordBatch) => {
     if (agent) return agent.push(rec, out);
     if (run.producer !== 'langgraph') return void out.push(rec);
-    if (waiting === null) return langGraph(rec, out, strayLangGraph && !detector.final);
-    waiting.push(rec);
-    waitingBytes += rec.kind === 'spooled' ? rec.head.length : rec.raw.length;
-    // A run whose first lines are this many is read as LangGraph's without waiting more.
-    if (waiting.length >= WAITING_RECORDS || waitingBytes >= WAITING_BYTES) release(out, false);
+    lastLineNo = rec.lineNo;
+    // Quarantined bytes, and objects that are not protocol events, go on as they are.
+    if (rec.kind !== 'line' || !isProtocolEvent(rec.value)) out.push(rec);
+    else keepProtocolEvent(rec, mapper, out);
   };
   return createBatchTransform({
     transformBatch(batch: RecordBatch) {
@@ -183,8 +169,6 @@ export function createInputFormat(options: InputFormatOptions): Transform {
           if (seen.producer !== run.producer) decided(seen.producer);
           if (seen.warning) run.warn(seen.warning.code, seen.warning.message, seen.warning.subject);
         }
-        if (waiting !== null && (detector.final || run.producer !== 'langgraph'))
-          release(out, run.producer !== 'langgraph');
         handle(rec, out);
       }
       return out.length > 0 ? out : undefined;
@@ -196,9 +180,9 @@ export function createInputFormat(options: InputFormatOptions): Transform {
         decided(last.producer);
         run.warn(last.warning.code, last.warning.message, last.warning.subject);
       }
-      if (waiting !== null) release(out, run.producer !== 'langgraph');
       if (agent) agent.end(out);
-      else if (run.producer === 'langgraph') toRecords(shareRepeatedText(mapper.end(), 0), lastLineNo, out);
+      else if (run.producer === 'langgraph')
+        for (const line of shareRepeatedText(mapper.end(), 0)) out.push(derivedRecord(lastLineNo, line));
       return out.length > 0 ? out : undefined;
     },
   });
@@ -220,13 +204,6 @@ const SHAPE_OF = new Map(PRODUCER_SHAPES);
 function producersFitting(value: JsonObject): Producer[] {
   return PRODUCER_SHAPES.filter(([, fits]) => fits(value)).map(([p]) => p);
 }
-
-/**
- * What `auto` holds of an input whose first lines it read as LangGraph's while its choice is
- * open (see createInputFormat's `waiting`): records, and their bytes held in memory.
- */
-const WAITING_RECORDS = 64;
-const WAITING_BYTES = 1024 * 1024;
 
 /** Lines that fit one producer alone that `auto` waits for before its choice is final. */
 const LINES_TO_DECIDE = 8;
@@ -362,12 +339,12 @@ function withValue(rec: LineRecord | SpooledRecord, value: JsonObject): SubteeRe
 }
 
 /**
- * A LangGraph protocol event read while `auto` had turned to LangGraph from another producer
- * (a stray line, until the choice is final): kept as the coding agents' events are, its bytes
- * in main's `.jsonl` under a placeholder (shown nowhere), the lines it maps to routed and shown
- * as `derived` records, so the line lands once however the run's producer is decided.
+ * A LangGraph protocol event, kept as the coding agents' events are: its bytes in main's
+ * `.jsonl` as they came, under a placeholder (routed to main, shown nowhere), the lines it
+ * maps to (none for checkpoints, state values, deltas) routed and shown as `derived` records.
+ * Main's `.jsonl` is thus the run's events in order, a recording the CLI replays.
  */
-function keepStrayEvent(rec: LineRecord, mapper: LangGraphMapper, out: RecordBatch): void {
+function keepProtocolEvent(rec: LineRecord, mapper: LangGraphMapper, out: RecordBatch): void {
   for (const line of shareRepeatedText(mapper.map(rec.value), rec.raw.length))
     out.push(derivedRecord(rec.lineNo, line));
   out.push(withValue(rec, eventLine('langgraph', {}, null)));

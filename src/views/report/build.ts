@@ -1,4 +1,4 @@
-import { isObject, type JsonObject } from '../../model/message.js';
+import { channelIdOf, isObject, type JsonObject } from '../../model/message.js';
 import { closeSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { HELD_LINE_BYTES, LineSplitter } from '../../model/lines.js';
@@ -46,6 +46,12 @@ export interface ReportBuildOptions extends Partial<ReportLimits> {
   channelReader?: (
     producer: string,
   ) => ((event: JsonObject, channel: string | null, eventBytes?: number) => JsonObject[]) | null;
+  /**
+   * For a run whose events all stay in main's `.jsonl` (LangGraph's), a reader of that file
+   * that maps each event to the lines it stands for, of every channel, in order (each routed
+   * by its `parent_tool_use_id`); null for a line that is no such event (main's own line).
+   */
+  runReader?: (producer: string) => ((event: JsonObject, eventBytes: number) => JsonObject[] | null) | null;
   /** How the page shows thinking; without one, what index.json says the run's views did. */
   display?: DisplayPolicy;
 }
@@ -262,11 +268,35 @@ export function readReportData(
   const budgets = channels.map(() => new TranscriptBudget(perChannel, limits.ticksPerChannel));
   const spawnPrompts = new Map<string, string>();
 
+  /** What a channel's transcript takes of each line shown on it. */
+  const onValueOf = (ch: ChannelView, budget: TranscriptBudget) => (value: JsonObject, lineBytes: number) => {
+    const f = lineFacts(value, limits, display);
+    for (let k = 0; k < f.tools; k++) budget.tick(f.time);
+    for (const s of f.spawns) {
+      const childId = field(s.id) ?? '';
+      const child = byId.get(childId);
+      if (child && child.spawned === null) child.spawned = f.time;
+      if (s.prompt !== null && !spawnPrompts.has(childId)) spawnPrompts.set(childId, s.prompt);
+    }
+    if (ch.prompt === null && ch.id !== null) ch.prompt = f.prompt;
+    if (budget.room === 0) budget.skipLine(lineBytes);
+    else budget.addLine(f.entries);
+  };
+  const handlers = channels.map((ch, i) => onValueOf(ch, budgets[i]));
+  const handlerOf = new Map<string | null, (value: JsonObject, lineBytes: number) => void>();
+  channels.forEach((ch, i) => {
+    if (!handlerOf.has(ch.id)) handlerOf.set(ch.id, handlers[i]);
+  });
+  const runReader = producer === null ? null : (options.runReader?.(producer) ?? null);
+
   channels.forEach((ch, i) => {
     const rel = jsonl[i];
     if (rel === null) return;
     const budget = budgets[i];
+    const onValue = handlers[i];
     const mapped = producer === null ? null : (options.channelReader?.(producer) ?? null);
+    // Main's file holds the whole run's events: each is shown on the channels it maps to.
+    const whole = ch.id === null ? runReader : null;
     try {
       forEachLine(
         [out, rel],
@@ -274,7 +304,7 @@ export function readReportData(
           // Once the budget is spent only tool calls matter (ticks and spawn times): skip
           // decoding the lines that cannot hold one (a mapped producer's may hold one by
           // another name).
-          if (budget.room === 0 && mapped === null && !line.includes('"tool_use"')) {
+          if (budget.room === 0 && mapped === null && whole === null && !line.includes('"tool_use"')) {
             if (line.length > 0) budget.skipLine(line.length);
             return;
           }
@@ -282,7 +312,10 @@ export function readReportData(
           const read = planLine(line) === 'not-object' ? null : parseBounded(line, true);
           const value = read?.ok ? read.value : undefined;
           if (!isObject(value)) return;
-          if (mapped === null) onValue(value, line.length);
+          const lines = whole?.(value, line.length) ?? null;
+          if (lines !== null) {
+            for (const v of lines) (handlerOf.get(channelIdOf(v)) ?? onValue)(v, line.length);
+          } else if (mapped === null) onValue(value, line.length);
           else for (const v of mapped(value, ch.id, line.length)) onValue(v, line.length);
         },
         (bytes) => budget.skipLine(bytes),
@@ -294,20 +327,6 @@ export function readReportData(
           exitCode: EXIT.IO,
           cause: err,
         });
-    }
-  
-    function onValue(value: JsonObject, lineBytes: number): void {
-      const f = lineFacts(value, limits, display);
-      for (let k = 0; k < f.tools; k++) budget.tick(f.time);
-      for (const s of f.spawns) {
-        const childId = field(s.id) ?? '';
-        const child = byId.get(childId);
-        if (child && child.spawned === null) child.spawned = f.time;
-        if (s.prompt !== null && !spawnPrompts.has(childId)) spawnPrompts.set(childId, s.prompt);
-      }
-      if (ch.prompt === null && ch.id !== null) ch.prompt = f.prompt;
-      if (budget.room === 0) budget.skipLine(lineBytes);
-      else budget.addLine(f.entries);
     }
   });
   for (const ch of channels)
