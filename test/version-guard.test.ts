@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test } from 'node:test';
@@ -455,4 +455,33 @@ test('a refused version stops reading: exit 4 while the agent still holds the pi
   const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
   assert.equal(index.input.lines, 2);
   assert.deepEqual(linesInFolder(out), lines);
+  const said = index.warnings.map((w: { code: string; message: string }) => [
+    w.code,
+    /refused at line 1:/.test(w.message),
+  ]);
+  assert.deepEqual(said, [['VERSION_REFUSED', true]]);
+});
+
+test('a refused version is recorded in index.json: a VERSION_REFUSED warning says where it was ' +
+  'refused, the CLI says it once, as its error', () => {
+  const file = join(FIXTURES, 'nested-depth-3.jsonl');
+  const noInit = join(tmpDir(), 'no-init.jsonl');
+  const text = readFileSync(file, 'utf8').split('\n');
+  writeFileSync(noInit, text.filter((l) => !l.includes('"subtype":"init"')).join('\n'));
+  for (const [input, said] of [
+    [file, 'Claude Code 2.1.328 does not satisfy --require-version >=3; refused at line 1: ' +
+      'reading stopped, the lines read by then are filed'],
+    [noInit, "the agent's version is unknown and --require-version >=3 is set; " +
+      'refused at the end of the input'],
+  ]) {
+    const out = join(tmpDir(), 'o');
+    const args = [BIN, '--out', out, '-q', '--stdout', 'none', '--require-version', '>=3', input];
+    const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
+    assert.equal(r.status, 4, r.stderr);
+    assert.doesNotMatch(r.stderr, /warning VERSION_REFUSED/);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.deepEqual(index.warnings, [{ code: 'VERSION_REFUSED', message: said }]);
+    // Whatever was read is in the folder (a file this short is read whole).
+    assert.equal(index.input.lines, linesInFolder(out).length);
+  }
 });

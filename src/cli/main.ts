@@ -200,7 +200,7 @@ export async function main(
     const tellError = (err: unknown) => (status?.clear(), reportError(io.stderr, err));
     const warnings = tellWarnings(run, (w) => {
       // The run's error line says the same: index.json keeps it for readers of the folder.
-      if (w.code === 'OUTPUT_FAILED' || w.code === 'INPUT_CUT_SHORT') return;
+      if (w.code === 'OUTPUT_FAILED' || w.code === 'INPUT_CUT_SHORT' || w.code === 'VERSION_REFUSED') return;
       status?.clear();
       io.stderr.write(`subtee: warning ${w.code}: ${escapeOneLine(w.message)}\n`);
     });

@@ -262,11 +262,15 @@ export class VersionGuard {
   }
 }
 
+/** The warning that records a refused version in index.json (the CLI's error line says it). */
+export const REFUSED_WARNING = 'VERSION_REFUSED';
+
 /**
  * Version guard: records in, the same records out (object mode). Warnings go to the run
- * (stderr, index.json, pino hear them once each). A refused version stops the input (the
- * chain's `stopInput`): the lines read until then are filed like any others, and the run
- * fails with VersionRefused (exit 4). Without a stop to ask, the refusal fails the stream.
+ * (stderr, index.json, pino hear them once each). A refused version is a VERSION_REFUSED
+ * warning and stops the input (the chain's `stopInput`): the lines read until then are filed
+ * like any others, and the run fails with VersionRefused (exit 4). Without a stop to ask, the
+ * refusal fails the stream.
  */
 export function createVersionGuard(options: VersionGuardOptions): Transform {
   const opts = withDefaults(VERSION_GUARD_DEFAULTS, options);
@@ -275,8 +279,18 @@ export function createVersionGuard(options: VersionGuardOptions): Transform {
   const warn = (ws: GuardWarning[]) => ws.forEach((w) => run.warn(w.code, w.message));
   /** The refusal, once the input was asked to stop for it: the lines after it are not checked. */
   let refused: VersionRefused | null = null;
-  const refuse = (err: unknown): void => {
-    if (!(err instanceof VersionRefused) || !options.stopInput) throw err;
+  /**
+   * A refusal is recorded (VERSION_REFUSED, in index.json for a reader of the folder) with where
+   * it came: at line `lineNo`, where the input stops, or at the end of the input (null).
+   */
+  const refuse = (err: unknown, lineNo: number | null): void => {
+    if (!(err instanceof VersionRefused)) throw err;
+    const where =
+      lineNo === null
+        ? 'refused at the end of the input'
+        : `refused at line ${lineNo}: reading stopped, the lines read by then are filed`;
+    run.warn(REFUSED_WARNING, `${err.message}; ${where}`);
+    if (!options.stopInput) throw err;
     refused = err;
     options.stopInput(err);
   };
@@ -287,7 +301,7 @@ export function createVersionGuard(options: VersionGuardOptions): Transform {
         try {
           warn(guard.observe(rec));
         } catch (err) {
-          if (err instanceof VersionRefused) refuse(err);
+          if (err instanceof VersionRefused) refuse(err, rec.lineNo);
           else run.recordFailed('version-guard', rec.lineNo, err);
         }
       }
@@ -298,7 +312,7 @@ export function createVersionGuard(options: VersionGuardOptions): Transform {
       try {
         warn(guard.end());
       } catch (err) {
-        refuse(err);
+        refuse(err, null);
       }
     },
   });
