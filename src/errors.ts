@@ -95,6 +95,7 @@ const WRITE_FAILURES: Record<string, string> = {
   ENOTREG: 'it is not a regular file (a named pipe or a device)',
   EHARDLINK: 'it is a hard link (a file with other names), and subtee does not write through links',
   EREPLACED: 'it was replaced by something else during the run',
+  EREMOVED: 'it was removed during the run',
 };
 
 /** How many input lines a failed output left out of the folder, in words. */

@@ -147,6 +147,58 @@ function onlyRegular(path: string, fd: number): number {
   throw errno('ENOTREG', `${path} is not a regular file`);
 }
 
+/**
+ * A folder subtee opens files in, as the run found it after preparing it: its device and
+ * inode. O_NOFOLLOW guards only the last step of a path, so a folder on the way replaced by a
+ * link (`agents/` pointing outside the output folder) would have files created and written
+ * there; each open checks the folder's name still holds this folder (`checkFolder`). A folder
+ * subtee made is taken with lstat (a link there is not it); `follow` takes it with stat, for
+ * the output folder itself, whose name the user chose and may be a link.
+ */
+export interface FolderPin {
+  readonly path: string;
+  readonly follow: boolean;
+  readonly dev: number;
+  readonly ino: number;
+}
+
+/** The folder `path` is now: ELOOP when a link has its name (unless `follow`), ENOTDIR for a file. */
+export function pinFolder(path: string, follow: boolean): FolderPin {
+  const st = follow ? statSync(path) : lstatSync(path);
+  if (!st.isDirectory())
+    throw errno(st.isSymbolicLink() ? 'ELOOP' : 'ENOTDIR', `${path} is not a folder`);
+  return { path, follow, dev: smallInteger(st.dev), ino: smallInteger(st.ino) };
+}
+
+/**
+ * Throws unless `pin.path` still names the folder pinned: ELOOP when a link now has its name,
+ * EREPLACED for another folder or a file, the lstat's own error when nothing has it. Node has
+ * no openat: a swap made between this check and the open that follows still goes unseen by
+ * it, so a caller checks again once the file is open (see AppendFiles).
+ */
+export function checkFolder(pin: FolderPin): void {
+  const st = pin.follow ? statSync(pin.path) : lstatSync(pin.path);
+  if (st.isDirectory() && st.dev === pin.dev && st.ino === pin.ino) return;
+  throw errno(st.isSymbolicLink() ? 'ELOOP' : 'EREPLACED', `${pin.path} was replaced during the run`);
+}
+
+/**
+ * Throws EREPLACED unless `path` still names the file subtee created (`id`), EREMOVED when
+ * nothing does: a file replaced or removed while it was open takes no error on write, the
+ * lines going to a file no name leads to any more.
+ */
+export function checkStillThere(path: string, id: FileIdentity): void {
+  let st: Stats;
+  try {
+    st = lstatSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    throw errno('EREMOVED', `${path} was removed during the run`);
+  }
+  if (st.isFile() && st.dev === id.dev && st.ino === id.ino) return;
+  throw errno('EREPLACED', `${path} was replaced during the run`);
+}
+
 /** Reopens a file subtee created, for append; fails if the name now holds anything else. */
 export function reopenFile(path: string, id: FileIdentity): number {
   const fd = openSync(path, APPEND);

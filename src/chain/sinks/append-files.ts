@@ -1,7 +1,15 @@
 import { closeSync, writevSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFailed } from '../../errors.js';
-import { createNewFile, reopenFile, writeAllSync } from '../../safe-open.js';
+import {
+  checkFolder,
+  checkStillThere,
+  createNewFile,
+  pinFolder,
+  reopenFile,
+  writeAllSync,
+  type FolderPin,
+} from '../../safe-open.js';
 
 /**
  * One file's state. Kept small, since there is one or two per channel and 10,000 channels
@@ -53,10 +61,22 @@ const NEWLINE = Buffer.from('\n');
  * than the budget, an EMFILE closes more of them and lowers the budget). A file is created
  * exclusively on its first write, so an existing file is never overwritten unless
  * `overwrite` is set, and then the entry is replaced, never written through (see safe-open).
+ *
+ * Nothing is made through a folder swapped during the run: `dir` and the `folders` under it
+ * (`agents`) are pinned when this is made, and each file is made only once its folder is
+ * found, before and after, still under its name (`checkFolder`), else the write fails naming
+ * the folder. A file replaced while it is open is seen when it is reopened (`reopenFile`) or
+ * by `closeAll` at the end, which finds every file made still under its name
+ * (`checkStillThere`): never on a write, which would cost a call per write, nor on each
+ * close and reopen of the LRU, which with thousands of channels can be one per line.
  */
 export class AppendFiles {
   private readonly open = new Set<AppendFile>();
   private readonly dirty = new Set<AppendFile>();
+  /** The folders files are opened in, by their path relative to `dir` (`''` for `dir`). */
+  private readonly pins = new Map<string, FolderPin>();
+  /** Every file created, each checked at the end to be still under its name. */
+  private readonly created: AppendFile[] = [];
   pendingBytes = 0;
   /**
    * Text of every file is encoded into one arena, each file's consecutive text as one run,
@@ -92,7 +112,10 @@ export class AppendFiles {
     private readonly dir: string,
     private maxOpenFiles: number,
     private readonly overwrite = false,
-  ) {}
+    folders: readonly string[] = [],
+  ) {
+    for (const rel of ['', ...folders]) this.pinOf(rel);
+  }
 
   file(stem: string, ext: string, raw = false): AppendFile {
     return {
@@ -265,8 +288,23 @@ export class AppendFiles {
     this.arenaUsed = 0;
   }
 
+  /**
+   * Closes every file, then finds each folder and each file created still under its name: the
+   * first that is not (replaced while a file was open, or after it was closed) fails as a write
+   * to it would.
+   */
   closeAll(): void {
-    for (const f of this.open) this.close(f);
+    let failure: unknown = null;
+    for (const f of this.open) {
+      try {
+        this.close(f);
+      } catch (err) {
+        failure ??= err;
+      }
+    }
+    if (failure !== null) throw failure;
+    for (const pin of this.pins.values()) this.checkFolder(pin);
+    for (const f of this.created) this.checkStillThere(f);
   }
 
   private flushFile(f: AppendFile): void {
@@ -313,28 +351,70 @@ export class AppendFiles {
       return f.fd;
     }
     if (this.open.size >= this.maxOpenFiles) this.close(this.open.values().next().value as AppendFile);
+    const creating = f.createdIno === -1;
+    // Before a file is made: nothing is created, or removed by `overwrite`, in a folder that
+    // took the name of the one pinned. A reopen needs no check (a file found through another
+    // folder is not the one made, and is refused), so a file the LRU closes and reopens again
+    // and again costs no more calls.
+    if (creating) this.checkFolder(this.folderOf(f));
     for (;;) {
       try {
-        if (f.createdIno !== -1) {
+        if (!creating) {
           f.fd = reopenFile(this.pathOf(f), { dev: f.createdDev, ino: f.createdIno });
         } else {
           const made = createNewFile(this.pathOf(f), this.overwrite);
           f.fd = made.fd;
           f.createdDev = made.id.dev;
           f.createdIno = made.id.ino;
+          this.created.push(f);
         }
         break;
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        if ((code !== 'EMFILE' && code !== 'ENFILE') || this.open.size === 0)
+        if ((code !== 'EMFILE' && code !== 'ENFILE') || this.open.size === 0) {
+          // A folder swapped is named rather than the file not found through it.
+          this.checkFolder(this.folderOf(f));
           throw writeFailed(this.pathOf(f), err);
+        }
         // The process has fewer descriptors than the budget: give one back and keep the lower budget.
         this.maxOpenFiles = Math.max(1, this.open.size);
         this.close(this.open.values().next().value as AppendFile);
       }
     }
     this.open.add(f);
+    // After: a swap made while the file was made is seen before a byte is written (the file,
+    // empty, is left where the link led). Node has no openat: a folder swapped for a link and
+    // back between the two checks still has the file made and written where the link led,
+    // seen at the end (`closeAll` finds nothing of it under its name).
+    if (creating) this.checkFolder(this.folderOf(f));
     return f.fd;
+  }
+
+  private folderOf(f: AppendFile): FolderPin {
+    const slash = f.stem.lastIndexOf('/');
+    return this.pinOf(slash === -1 ? '' : f.stem.slice(0, slash));
+  }
+
+  /** The folder `rel` (relative to `dir`) as first seen: `dir` itself may be a link, `rel` not. */
+  private pinOf(rel: string): FolderPin {
+    let pin = this.pins.get(rel);
+    if (pin) return pin;
+    const path = rel === '' ? this.dir : join(this.dir, rel);
+    try {
+      pin = pinFolder(path, rel === '');
+    } catch (err) {
+      throw writeFailed(path, err);
+    }
+    this.pins.set(rel, pin);
+    return pin;
+  }
+
+  private checkFolder(pin: FolderPin): void {
+    try {
+      checkFolder(pin);
+    } catch (err) {
+      throw writeFailed(pin.path, err);
+    }
   }
 
   private close(f: AppendFile): void {
@@ -344,6 +424,16 @@ export class AppendFiles {
     f.fd = -1;
     try {
       closeSync(fd);
+    } catch (err) {
+      throw writeFailed(this.pathOf(f), err);
+    }
+  }
+
+  /** Finds `f` still under its name, its folder first (so a folder swapped is the one named). */
+  private checkStillThere(f: AppendFile): void {
+    this.checkFolder(this.folderOf(f));
+    try {
+      checkStillThere(this.pathOf(f), { dev: f.createdDev, ino: f.createdIno });
     } catch (err) {
       throw writeFailed(this.pathOf(f), err);
     }

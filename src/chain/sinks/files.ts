@@ -246,7 +246,7 @@ class FilesSink extends BatchTransform {
     this.#opts = opts;
     this.#run = requireSession(options, 'createFilesSink');
     this.#reserve = (prepared ?? prepareOutput(opts.out, opts.force)).reserve;
-    this.#files = new AppendFiles(opts.out, opts.maxOpenFiles, opts.force);
+    this.#files = new AppendFiles(opts.out, opts.maxOpenFiles, opts.force, ['agents']);
     const run = this.#run;
     this.#store = options.store ?? new FileChannelStore(opts.out, () => run.heldLineBytes);
     this.#filesOf(this.#run.tree.main);
@@ -517,8 +517,13 @@ class FilesSink extends BatchTransform {
     } catch (err) {
       failure = err;
     } finally {
-      // Before the index: under a tight descriptor limit it needs one of them.
-      this.#files.closeAll();
+      // Before the index: under a tight descriptor limit it needs one of them. A file found
+      // replaced while it was open fails the run as a failed write does.
+      try {
+        this.#files.closeAll();
+      } catch (err) {
+        if (this.#failed === null) failure ??= err;
+      }
     }
     // The first write that failed is the one named (the chain's error, when it is one).
     const output = this.#failed ?? (error instanceof OutputError ? error : (failure ?? error));
