@@ -513,7 +513,7 @@ test('tags: the id after toolu_ (and 01), longer while taken, then numbered', ()
   const shared = Array.from({ length: 10 }, (_, i) => `toolu_01${'a'.repeat(12)}${i}`);
   for (const id of shared) tree.route(say(id, {}));
   assert.equal(tree.get('toolu_abcdefghij')!.tag, 'abcdef');
-  assert.equal(tree.get('xtoolu_01zzzzzz')!.tag, 'xtoolu');
+  assert.equal(tree.get('xtoolu_01zzzzzz')!.tag, 'zzzzzz', 'not a Claude id: its end');
   // An id whose own tag looks numbered pushes the numbering past it.
   tree.route(say('toolu_01aaaaaa~', {}));
   tree.route(say('toolu_01aaaaaa~5', {}));
@@ -527,6 +527,33 @@ test('tags: the id after toolu_ (and 01), longer while taken, then numbered', ()
   assert.deepEqual(
     shared.map((id) => tree.get(id)!.tag),
     [6, 7, 8, 9, 10, 11, 12].map((n) => 'a'.repeat(n)).concat(['aaaaaa~2', 'aaaaaa~3', 'aaaaaa~4']),
+  );
+});
+
+test('tags tell apart ids that share a long start: Gemini and Codex ids by their end', () => {
+  const tree = new ChannelTree();
+  const ids = [
+    'invoke_agent__invoke_agent_1796134953936_0',
+    'invoke_agent__invoke_agent_1796134954031_1',
+    '01a231f8-9442-76a3-9a1a-850231d59d44',
+    '01a231f8-946e-7540-bb21-a3e90ba57bf3',
+    'call_1',
+    'call_10',
+    'toolu_bdrk_01Xy7PqR',
+    'toolu_vrtx_01Ab3dEf',
+  ];
+  for (const id of ids) tree.route(say(id, {}));
+  assert.deepEqual(
+    ids.map((id) => tree.get(id)!.tag),
+    ['3936_0', '4031_1', 'd59d44', 'a57bf3', 'call_1', 'call_10', 'Xy7PqR', 'Ab3dEf'],
+  );
+  // Ids that share their end too get longer pieces of it, then numbers.
+  const sameEnd = Array.from({ length: 9 }, (_, i) => `${i}${'_x'.repeat(20)}`);
+  for (const id of sameEnd) tree.route(say(id, {}));
+  assert.deepEqual(
+    sameEnd.map((id) => tree.get(id)!.tag),
+    ['_x_x_x', 'x_x_x_x', '_x_x_x_x', 'x_x_x_x_x', '_x_x_x_x_x', 'x_x_x_x_x_x', '_x_x_x_x_x_x']
+      .concat(['_x_x_x~2', '_x_x_x~3']),
   );
 });
 

@@ -558,20 +558,29 @@ export class ChannelTree {
   }
 
   /**
-   * The random part of an id starts after `toolu_01`: take 6 characters, up to 12 while the
-   * shorter ones are taken, then the 6-character base with a `~n` suffix. Bounded work per
-   * id, however many ids share a long prefix.
+   * A tag is a piece of the id that tells it apart, so `agents/*<tag>*` finds its files.
+   * Claude's `toolu_01…` ids (and Bedrock's or Vertex's `toolu_bdrk_01…`) are random after
+   * that start: take 6 characters from there, up to 12 while the shorter ones are taken.
+   * Other producers' ids share a long start (Gemini's `invoke_agent__invoke_agent_<ms>_<n>`,
+   * Codex's time-ordered UUIDs) and differ at the end: an id of up to 12 characters is its own
+   * tag (`call_10`), a longer one gives its last 6 characters, up to 12. When every length is
+   * taken, the 6-character piece with a `~n` suffix. Bounded work per id, however many ids
+   * share a long prefix or suffix.
    */
   private uniqueTag(id: string): string {
-    const body = id.replace(/^toolu_(01)?/, '') || id;
-    for (let n = Math.min(6, body.length); n <= Math.min(TAG_MAX_CHARS, body.length); n++) {
-      const tag = body.slice(0, n);
+    const claude = CLAUDE_ID_START.exec(id);
+    const body = claude === null ? id : id.slice(claude[0].length) || id;
+    const fromEnd = claude === null && body.length > TAG_MAX_CHARS;
+    const piece = (n: number): string => (fromEnd ? body.slice(body.length - n) : body.slice(0, n));
+    const shortest = claude === null && !fromEnd ? body.length : Math.min(6, body.length);
+    for (let n = shortest; n <= Math.min(TAG_MAX_CHARS, body.length); n++) {
+      const tag = piece(n);
       if (!this.tags.has(tag)) {
         this.tags.add(tag);
         return tag;
       }
     }
-    const base = body.slice(0, 6);
+    const base = piece(Math.min(6, body.length));
     let i = this.tagSuffix.get(base) ?? 2;
     while (this.tags.has(`${base}~${i}`)) i++;
     this.tagSuffix.set(base, i + 1);
@@ -809,6 +818,8 @@ export function elapsedBetween(from: string | null, to: string | null): number |
 
 /** Longest label tag tried before a `~n` suffix. */
 const TAG_MAX_CHARS = 12;
+/** The start of a Claude tool-use id, before its random part: `toolu_`, `toolu_bdrk_`, then `01`. */
+const CLAUDE_ID_START = /^toolu_(?:[a-z]{2,8}_)?(?:01)?/;
 
 /** A depth a stream may claim: a whole number from 1 (main is 0) to a bound no real tree reaches. */
 const isDepth = (v: unknown): v is number =>
