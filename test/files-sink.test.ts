@@ -138,6 +138,40 @@ test('readable logs: header, blocks, status; control characters escaped', async 
   assert.match(main, /\[result\] report\\x1b/);
 });
 
+test("a subagent's .log shows its prompt once: a forwarded one as sent, else the spawn's", async () => {
+  const promptsOf = (log: string) => log.split('\n').filter((l) => l.startsWith('[prompt] '));
+  // Claude Code forwards no prompt line for a background subagent: its spawn's prompt is shown.
+  const bg = await runToFiles(readFileSync(join(FIXTURES, 'background-fanout-12.jsonl')));
+  const bgSubs = bg.index.channels.filter((c: any) => c.id !== null);
+  assert.equal(bgSubs.length, 12);
+  for (const c of bgSubs) {
+    const log = bg.files.get(c.log)!.toString();
+    const n = /worker (\d+)/.exec(c.description)![1];
+    assert.deepEqual(promptsOf(log), [`[prompt] SCRIPT:worker:w${n}`], c.log);
+    assert.match(log, /^# depth: 1\n\n\[prompt\] /m, 'before the first line');
+  }
+  // A foreground subagent's forwarded prompt is its first line: not repeated from the spawn.
+  const fg = await runToFiles(readFileSync(join(FIXTURES, 'foreground-fanout-3.jsonl')));
+  for (const c of fg.index.channels.filter((c: any) => c.id !== null)) {
+    assert.equal(promptsOf(fg.files.get(c.log)!.toString()).length, 1, c.log);
+  }
+  // No spawn prompt: task_started's; a subagent with no line of its own still shows it.
+  const spawn = (id: string, input: object) =>
+    JSON.stringify({
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: { id: `m-${id}`, content: [{ type: 'tool_use', id, name: 'Agent', input }] },
+    });
+  const lines = [
+    spawn('toolu_01quiet', { description: 'quiet', prompt: 'look \x1b[2J around' }),
+    spawn('toolu_01task', { description: 'told late' }),
+    JSON.stringify({ type: 'system', subtype: 'task_started', tool_use_id: 'toolu_01task', prompt: 'from task' }),
+  ];
+  const { files, index } = await runToFiles(Buffer.from(lines.join('\n') + '\n'));
+  const logs = index.channels.slice(1).map((c: any) => promptsOf(files.get(c.log)!.toString()));
+  assert.deepEqual(logs, [['[prompt] look \\x1b[2J around'], ['[prompt] from task']]);
+});
+
 test('2,000 channels with at most 16 open files lose nothing, across closes and reopens', async () => {
   const n = 2_000;
   const lines: string[] = [];

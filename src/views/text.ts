@@ -105,13 +105,18 @@ export function statusLine(status: string, summary: string | null): string {
   return `[status] ${status}${text}`;
 }
 
+/** The `[prompt]` line of a prompt a channel received, cut as a `field`. */
+export function promptLine(text: string): string {
+  return `[prompt] ${escapeControl(fieldText(text))}`;
+}
+
 /** The readable lines of one record, in block order, thinking as `policy` shows it. */
 export function renderRecord(rec: LineRecord, policy: DisplayPolicy = DISPLAY_DEFAULTS): string[] {
   const out: string[] = [];
   for (const item of lineContent(viewOf(rec), policy)) {
     switch (item.kind) {
       case 'prompt':
-        out.push(`[prompt] ${escapeControl(fieldText(item.text))}`);
+        out.push(promptLine(item.text));
         break;
       case 'text':
         out.push(escapeControl(item.text));

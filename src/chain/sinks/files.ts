@@ -27,11 +27,18 @@ import {
 import { jsonPieces } from '../../views/json-pieces.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
 import { escapeControl, escapeOneLine } from '../../views/escape.js';
-import { costLine, headerLines, renderRecord, spooledLine, statusLine } from '../../views/text.js';
+import {
+  costLine,
+  headerLines,
+  promptLine,
+  renderRecord,
+  spooledLine,
+  statusLine,
+} from '../../views/text.js';
 import { requireSession, type SinkRun } from '../../model/session.js';
-import { fullThinking } from '../../model/content.js';
+import { fullThinking, lineContent } from '../../model/content.js';
 import { viewOf } from '../../model/line-view.js';
-import { systemSubtypeOf } from '../../model/message.js';
+import { isObject, nonEmpty, systemSubtypeOf, type JsonObject } from '../../model/message.js';
 import type { LazyText } from '../../model/scan.js';
 import type { ChannelSnapshot } from '../../model/tree.js';
 import { AppendFiles, relPath, type AppendFile } from './append-files.js';
@@ -236,6 +243,12 @@ class FilesSink extends BatchTransform {
   #warningsCounted = 0;
   /** Models whose room is counted (a run names a handful). */
   readonly #models = new Set<string>();
+  /**
+   * Subagents opened by a spawn whose transcript has no line yet: the `[prompt]` line of the
+   * prompt the spawn call (or task_started) gave, or null. Claude Code forwards a foreground
+   * subagent's prompt as its first line, never a background one's; see `#promptFirst`.
+   */
+  readonly #promptPending = new Map<string, string | null>();
   /** The write that failed, once the input was asked to stop for it: nothing is written after. */
   #failed: OutputError | null = null;
 
@@ -346,6 +359,7 @@ class FilesSink extends BatchTransform {
     if (rec.kind === 'spooled') {
       appendSpool(files, f.jsonlFile, rec.spool);
       files.write(f.jsonlFile, NL);
+      this.#promptFirst(rec.channel?.id ?? null, f, false);
       files.writeText(f.logFile, spooledLine(rec, relPath(f.jsonlFile)) + '\n');
       return;
     }
@@ -353,7 +367,10 @@ class FilesSink extends BatchTransform {
     if (!rec.derived) {
       files.writeLine(f.jsonlFile, rec.raw);
     }
-    if (lines.length > 0) files.writeText(f.logFile, lines.join('\n') + '\n');
+    if (lines.length > 0) {
+      this.#promptFirst(rec.channel?.id ?? null, f, this.#hasPrompt(rec));
+      files.writeText(f.logFile, lines.join('\n') + '\n');
+    }
     if (this.#run.display.thinking === 'file') this.#writeThinking(f, rec);
   }
 
@@ -367,24 +384,58 @@ class FilesSink extends BatchTransform {
       for (const ev of rec.events ?? []) {
         const f = this.#filesOf(ev.channel);
         if (ev.type !== 'open') this.#indexRoom += describedRoom(ev.channel);
+        if (ev.type === 'open' && ev.channel.id !== null && rec.kind === 'line') {
+          this.#promptPending.set(ev.channel.id, spawnPrompt(viewOf(rec), ev.channel.id));
+        }
         if (ev.type === 'spawn') {
           this.#files.writeText(
             f.logFile,
             `[spawn] parent ${ev.channel.parent ?? 'main'}, depth ${ev.channel.depth ?? '(unknown)'}\n`,
           );
         } else if (ev.type === 'status') {
+          this.#promptFirst(ev.channel.id, f, false);
           this.#files.writeText(f.logFile, statusLine(ev.channel.status, ev.summary) + '\n');
         }
       }
       if (rec.kind !== 'line') return [];
       // A task_started line may give a channel its agent and description without an event:
       // no string of it takes more room in the index than the line's own JSON text.
-      if (systemSubtypeOf(viewOf(rec)) === 'task_started') this.#indexRoom += rec.raw.length;
+      if (systemSubtypeOf(viewOf(rec)) === 'task_started') {
+        this.#indexRoom += rec.raw.length;
+        this.#taskPrompt(viewOf(rec));
+      }
       return renderRecord(rec, this.#run.display);
     } catch (err) {
       const why = this.#run.recordFailed('files', rec.lineNo, err);
       return [`[line ${rec.lineNo} could not be shown: ${escapeOneLine(why)}]`];
     }
+  }
+
+  /**
+   * Before a subagent's first transcript line (or its status, or its cost line when it has
+   * neither), the prompt its spawn gave, unless that first line is the prompt itself: a
+   * foreground subagent's forwarded prompt is shown once, a background one's is not lost.
+   */
+  #promptFirst(id: string | null, f: ChannelFiles, hasPrompt: boolean): void {
+    if (id === null || !this.#promptPending.has(id)) return;
+    const line = this.#promptPending.get(id);
+    this.#promptPending.delete(id);
+    if (line && !hasPrompt) this.#files.writeText(f.logFile, line + '\n');
+  }
+
+  /** Whether a record shows a prompt: checked once a channel, on its first shown line. */
+  #hasPrompt(rec: LineRecord): boolean {
+    const id = rec.channel?.id ?? null;
+    if (id === null || !this.#promptPending.get(id)) return false;
+    return lineContent(viewOf(rec), this.#run.display).some((item) => item.kind === 'prompt');
+  }
+
+  /** task_started's prompt, for a subagent whose spawn call gave none. */
+  #taskPrompt(line: JsonObject): void {
+    const id = nonEmpty(line.tool_use_id);
+    if (id === null || this.#promptPending.get(id) !== null) return;
+    if (typeof line.prompt !== 'string' || line.prompt === '') return;
+    this.#promptPending.set(id, promptLine(line.prompt));
   }
 
   /** In `file` mode, a line's thinking whole into its channel's `.thinking.log`. */
@@ -490,6 +541,7 @@ class FilesSink extends BatchTransform {
   #writeCostLines({ report, channels: costs }: RunCosts): void {
     for (const ch of this.#run.tree.channels()) {
       const f = this.#byChannel.get(ch.id);
+      if (f) this.#promptFirst(ch.id, f, false);
       if (f) this.#files.writeText(f.logFile, costLine(costs.get(ch), report) + '\n');
     }
   }
@@ -618,4 +670,14 @@ function removeQuietly(path: string): void {
   } catch {
     // Not there: nothing to tidy.
   }
+}
+
+/** The `[prompt]` line of the prompt a spawn call on `line` gives subagent `id`, or null. */
+function spawnPrompt(line: JsonObject, id: string): string | null {
+  for (const item of lineContent(line)) {
+    if (item.kind !== 'tool_use' || item.id !== id || !isObject(item.input)) continue;
+    const prompt = item.input.prompt;
+    return typeof prompt === 'string' && prompt !== '' ? promptLine(prompt) : null;
+  }
+  return null;
 }
