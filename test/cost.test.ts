@@ -9,6 +9,7 @@ import { open, type SubagentOutput } from '../src/index.js';
 import { apportion } from '../src/model/cost.js';
 import { overridePrices, PRICE_TABLE } from '../src/model/prices.js';
 import * as page from '../src/views/report/client.js';
+import { runCostView } from '../src/views/report/model.js';
 import * as costViews from '../src/views/cost.js';
 import { launchBrowser, openReport } from './helpers/browser.js';
 import { BIN, fixtureFiles, FIXTURES, runToFiles, splitEvery, tmpDir } from './helpers/helpers.js';
@@ -166,6 +167,29 @@ test('a result line without dollars leaves nothing unattributed; stderr says wha
   assert.ok(index.cost.channels_usd > 0);
   assert.match(stderr, /the result line states no total/);
   assert.doesNotMatch(stderr, /no result line/);
+});
+
+test('a result line that states no dollars is called so, not missing; a run cut before one has none', () => {
+  // The cost line names what is missing: the result's dollars, or the result line itself.
+  const tokensOnly = variant('nested-depth-3.jsonl', (v) => {
+    if (v.type !== 'result') return v;
+    const { total_cost_usd: _total, modelUsage: _models, ...rest } = v;
+    return rest;
+  });
+  const cut = variant('foreground-fanout-3.jsonl', (v) => (v.type === 'result' ? null : v));
+  const gemini = join(FIXTURES, 'other-agents', 'gemini-spawn.jsonl');
+  const header = (index: any) =>
+    page.costLine({ cost: runCostView(index.cost) } as any, 0, index.channels[0].status);
+  for (const [input, words] of [
+    [tokensOnly, 'the result line states no dollars'],
+    [gemini, 'the result line states no dollars'],
+    [cut, 'no result line'],
+  ]) {
+    const { index, stderr } = runCli(input);
+    assert.equal(index.cost.result_usd, null);
+    assert.match(stderr, new RegExp(`\\ncost .* \\(${words}; basis table `), input);
+    assert.match(header(index), new RegExp(`^cost .* \\(${words}\\) · `), input);
+  }
 });
 
 test('a token count past the bound is refused, its line named: sums and dollars never reach Infinity', () => {

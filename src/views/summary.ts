@@ -55,7 +55,7 @@ export function summaryText(session: RunView, out: string, options: SummaryOptio
       (session.input.unwritten > 0 ? `, ${session.input.unwritten} not written` : '') +
       (session.input.dropped > 0 ? `, ${session.input.dropped} dropped by a plugin` : '') +
       ` → ${escapeOneLine(out)}`,
-    runCostLine(report, basisCounts(report, rows.map((r) => r.channel.id))),
+    runCostLine(report, basisCounts(report, rows.map((r) => r.channel.id)), session.tree.main.status),
   ];
   const rowText = (prefix: string, { channel: ch, parentRow }: TreeRow, note = '') => {
     const unreached = parentRow < 0 && ch.id !== null && ch.orphan;
@@ -139,16 +139,24 @@ function usdOf(cost: ChannelCostView | undefined): string {
 /**
  * The run's dollars beside Claude Code's own, and how they were found. A sum that leaves out
  * channels of unknown usage says how many (`$0.0012 + 1 unknown`, as a transcript's `# cost:`
- * line); one where nothing is known is `$?`, never `$0`.
+ * line); one where nothing is known is `$?`, never `$0`. Without the result's dollars it says
+ * what is missing: the result line (main still `running`: only a result ends it), its total,
+ * or any dollars at all (every Codex, Gemini and opencode result, a cut Claude one).
  */
-function runCostLine(report: ReadonlyCostReport, counts: Record<TokensBasis, number>): string {
+function runCostLine(
+  report: ReadonlyCostReport,
+  counts: Record<TokensBasis, number>,
+  mainStatus: string,
+): string {
   const basis = report.basis === 'result' ? 'basis result' : `basis table ${report.prices_date ?? ''}`.trim();
   const claude =
     report.result_usd !== null
       ? `Claude Code ${formatUsd(report.result_usd)}`
       : report.basis === 'result'
         ? 'the result line states no total'
-        : 'no result line';
+        : mainStatus === 'running'
+          ? 'no result line'
+          : 'the result line states no dollars';
   const unattributed =
     report.unattributed_usd === null ? '' : `, unattributed ${formatUsd(report.unattributed_usd)}`;
   const run = usdLeavingOut(report.usd, runUsdLeavesOut(report, counts.unknown));

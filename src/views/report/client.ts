@@ -210,15 +210,18 @@ export function runUsdLeavesOut(
  * The run's cost beside Claude Code's own, for the header, as the end-of-run summary shows it:
  * a sum that leaves out the `unknown` channels of unknown usage says how many.
  */
-export function costLine(run: RunView, unknown: number): string {
+export function costLine(run: RunView, unknown: number, mainStatus: string): string {
   const c = run.cost;
   if (!c) return '';
+  // As the summary words it: main is `running` until a result line ends it.
   const claude =
     c.resultUsd !== null
       ? `Claude Code ${formatUsd(c.resultUsd)}`
       : c.basis === 'result'
         ? 'the result line states no total'
-        : 'no result line';
+        : mainStatus === 'running'
+          ? 'no result line'
+          : 'the result line states no dollars';
   const unattributed = c.unattributedUsd === null ? '' : ` · unattributed ${formatUsd(c.unattributedUsd)}`;
   const basis = c.basis === 'result' ? 'basis result' : `basis table ${c.pricesDate ?? ''}`.trim();
   return (
@@ -523,7 +526,8 @@ function renderHeader(state: State): void {
   $('facts').textContent = factsLine(run);
   // Channels of unknown usage: those under each root, the ones the page leaves out included.
   const unknown = state.rows.reduce((sum, r) => sum + (r.parentRow < 0 ? r.subUsd.unknown : 0), 0);
-  $('cost').textContent = costLine(run, unknown);
+  const main = state.data.channels.find((ch) => ch.id === null);
+  $('cost').textContent = costLine(run, unknown, main ? main.status : 'running');
   $('pageinfo').textContent = live
     ? ''
     : `page ${formatBytes(page.bytes)} (limit ${formatBytes(page.limitBytes)})` +
