@@ -779,11 +779,12 @@ for (const { producer, file, upTo, waits } of unseenSubagents) {
 }
 
 test('subtee run: a Claude Code subagent, whose steps the stream carries, silent past the model ' +
-  'allowance is a stall whatever the tool allowance', async () => {
+  "allowance is a stall whatever the tool allowance, named as the summary's tree names it", async () => {
   const spawnCall = toolUse('A', 'Agent', { description: 'dig', subagent_type: 'Explore', prompt: 'p' });
   const prompt = reply('A', { type: 'text', text: 'p' });
   const script = agentScript([init, say(null, spawnCall), prompt], 60_000, []);
   const silent = await runAgent(script, 20_000);
   assert.equal(silent.code, 124, silent.stderr);
-  assert.match(silent.stderr, /model request silent \d\.\d+ s of its allowed 0\.4 s in Explore/);
+  assert.match(silent.stderr, /model request silent \d\.\d+ s of its allowed 0\.4 s in dig\n/);
+  assert.equal(silent.index.stall.waitingOn[0].channel, 'dig');
 });

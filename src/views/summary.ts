@@ -1,7 +1,7 @@
 import type { RunView } from '../model/run-model.js';
 import { escapeOneLine } from './escape.js';
 import { ChannelLabels } from './text.js';
-import { statusCounts, walkTree, type TreeRow } from './walk.js';
+import { statusCounts, walkTree, type TreeLike, type TreeRow } from './walk.js';
 import { withDefaults } from '../defaults.js';
 import type { ReadonlyChannel } from '../model/tree.js';
 import {
@@ -32,6 +32,16 @@ export interface SummaryOptions {
 /** `1 subagent`, `2 subagents`. */
 export function counted(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
+/**
+ * Every channel's label as the summary's tree gives it (main `main`, a subagent its description
+ * or its type and tag): given in the same walk order, a description shown twice gets the tag on
+ * the same row. The summary of a tree past `maxTreeRows` labels only the rows it shows.
+ */
+export function summaryLabels(tree: TreeLike): Map<string | null, string> {
+  const labels = new ChannelLabels();
+  return new Map(walkTree(tree).map(({ channel }) => [channel.id, labels.of(channel)]));
 }
 
 /**

@@ -18,7 +18,7 @@ import {
   type Wait,
   type WaitLimits,
 } from '../../model/in-flight.js';
-import { channelLabel } from '../../views/text.js';
+import { summaryLabels } from '../../views/summary.js';
 import { createBatchTransform } from '../batch-transform.js';
 import { BUILTIN_KIT, defineBuiltin, type OptionSpec } from '../plugin.js';
 
@@ -223,7 +223,7 @@ export function silenceFigures(silenceMs: number, allowedMs: number): { silence:
   };
 }
 
-/** One wait in words: `Bash "npm test" silent 212 s of its declared 600 s in general-purpose·a1b2c3`. */
+/** One wait in words: `Bash "npm test" silent 212 s of its declared 600 s in part 4`. */
 function describeWait(wait: StalledWait, silence: string, silenceMs: number): string {
   const whose = wait.kind === 'background' ? 'the ceiling' : wait.declared ? 'its declared' : 'its allowed';
   const limit = wait.allowedMs === null ? 'with no limit' : `of ${whose} ${seconds(wait.allowedMs)}`;
@@ -268,9 +268,13 @@ export function createIdleWatchdog(options: IdleWatchdogOptions): Transform {
   const run = requireSession(options, 'createIdleWatchdog');
   const opts = withDefaults(IDLE_WATCHDOG_DEFAULTS, options);
   const clock = options.clock ?? systemClock;
+  // Named as the summary's tree names them, once a stall: labels stand while no line arrives.
+  let labels: { lines: number; of: Map<string | null, string> } | null = null;
   const labelOf: ChannelLabeler = (id) => {
-    const channel = run.tree.get(id);
-    return boundedText(channel ? channelLabel(channel) : (id ?? 'main'), LABEL_CHARS);
+    if (labels === null || labels.lines !== run.input.lines) {
+      labels = { lines: run.input.lines, of: summaryLabels(run.tree) };
+    }
+    return boundedText(labels.of.get(id) ?? id ?? 'main', LABEL_CHARS);
   };
   const dog = new IdleWatchdog(opts, clock.now(), labelOf, run);
   let timer: unknown = null;
