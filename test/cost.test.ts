@@ -192,6 +192,13 @@ test('a result line that states no dollars is called so, not missing; a run cut 
   }
 });
 
+test("a run with no subagent states main's output tokens, not a count of agents", () => {
+  const { stderr } = runCli(join(FIXTURES, 'other-agents', 'copilot-shell.jsonl'));
+  assert.match(stderr, /; main's output tokens unknown \(\$\?\)\)\n/);
+  const { stderr: fanout } = runCli(join(FIXTURES, 'foreground-fanout-3.jsonl'));
+  assert.match(fanout, /; agents' output tokens 4 estimated \(~\)\)\n/);
+});
+
 test('a token count past the bound is refused, its line named: sums and dollars never reach Infinity', () => {
   const line = (id: string) =>
     JSON.stringify({

@@ -172,8 +172,18 @@ function runCostLine(
   const run = usdLeavingOut(report.usd, runUsdLeavesOut(report, counts.unknown));
   return (
     `cost ${run}: subagent tree ${usdLeavingOut(report.channels_usd, counts.unknown)}${unattributed} ` +
-    `(${claude}; ${basis}; agents' output tokens ${basisText(counts)})`
+    `(${claude}; ${basis}; ${outputTokensText(counts)})`
   );
+}
+
+/**
+ * How the agents' output tokens were found: `agents' output tokens 3 exact, 1 unknown ($?)`;
+ * with no subagent, main's alone, uncounted (`main's output tokens unknown ($?)`).
+ */
+function outputTokensText(counts: Record<TokensBasis, number>): string {
+  const total = counts.exact + counts.estimated + counts.stream + counts.unknown;
+  if (total !== 1) return `agents' output tokens ${basisText(counts)}`;
+  return `main's output tokens ${basisText(counts).replace(/^1 /, '')}`;
 }
 
 /** `3 exact, 2 estimated (~), 1 unknown ($?)`: the channels by basis, the empty ones left out. */
