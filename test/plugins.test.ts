@@ -331,6 +331,15 @@ test('github-step-summary: tree, statuses, collapsed reports, escaped text', asy
   assert.ok(!hostile.includes('<script>') && !hostile.includes('<img') && !/[\x1b\x07]/.test(hostile));
 });
 
+test('github-step-summary: one subagent and one line read in the singular', () => {
+  const run = new Session();
+  const spawn = { type: 'tool_use', id: 'toolu_x', name: 'Agent', input: { description: 'one' } };
+  run.tree.route({ type: 'assistant', parent_tool_use_id: null, message: { content: [spawn] } });
+  const md = stepSummary(run, new Map(), { maxBytes: 100_000, reportChars: 1000 });
+  assert.match(md, /^## subtee: 1 subagent — 0 completed, 0 failed, 1 running\n/);
+  assert.match(md, /^- \S+ \*\*main\*\* — running, 1 line, /m);
+});
+
 test("github-step-summary shows each agent's tokens as index.json states them", async () => {
   const path = join(tmpDir(), 'summary.md');
   const out = join(tmpDir(), 'o');

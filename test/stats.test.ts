@@ -614,6 +614,18 @@ test('a run folder whose index.json lists no channel is skipped and named, so ev
     );
   const text = stats([root, '--by', 'agent']);
   const all = text.stdout.split('\n').find((l) => l.startsWith('all '))!.trim().split(/\s+/);
-  assert.match(text.stdout.split('\n')[0], /^1 runs from run folders, 2 skipped /);
+  assert.match(text.stdout.split('\n')[0], /^1 run from run folders, 2 skipped /);
   assert.equal(all[1], '1', `the total row's runs: ${all.join(' ')}`);
+});
+
+test('one run reads in the singular: 1 run from run folders, 2 runs in the plural', () => {
+  const root = tmpDir();
+  // Two recordings: folders of one run (one run_id) are counted once.
+  const ran = (name: string, fixture: string) =>
+    spawnSync(process.execPath, [BIN, '--out', join(root, name), '--stdout', 'none', '-q',
+      join(FIXTURES, fixture)]);
+  assert.equal(ran('one', 'foreground-fanout-3.jsonl').status, 0);
+  assert.match(stats([root]).stdout, /^1 run from run folders\n/);
+  assert.equal(ran('two', 'nested-depth-3.jsonl').status, 0);
+  assert.match(stats([root]).stdout, /^2 runs from run folders\n/);
 });

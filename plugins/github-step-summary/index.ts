@@ -38,9 +38,9 @@ export function stepSummary(
 ): string {
   const n = statusCounts(run.tree.channels());
   const parts: string[] = [
-    `## subtee: ${run.tree.size - 1} subagents — ` +
+    `## subtee: ${run.tree.size - 1} subagent${run.tree.size === 2 ? '' : 's'} — ` +
       `${n.completed} completed, ${n.failed} failed, ${n.running} running\n\n`,
-    `${run.input.lines} lines, ${run.input.quarantined} quarantined` +
+    `${run.input.lines} line${run.input.lines === 1 ? '' : 's'}, ${run.input.quarantined} quarantined` +
       `${run.stall !== null ? ', **stalled**' : ''}${run.interrupted ? ', **interrupted**' : ''}\n\n`,
   ];
   let size = Buffer.byteLength(parts.join(''));
@@ -65,7 +65,8 @@ export function stepSummary(
     if (
       !add(
         `${indent}- ${ICON[ch.status]} ${name} — ` +
-          `${ch.status}, ${ch.lines} lines, ${shownTokens(ch, costs.get(ch.id))} tokens\n`,
+          `${ch.status}, ${ch.lines} line${ch.lines === 1 ? '' : 's'}, ` +
+          `${shownTokens(ch, costs.get(ch.id))} tokens\n`,
       )
     )
       omitted++;
