@@ -165,7 +165,12 @@ test("a subagent's .log shows its prompt once: a forwarded one as sent, else the
   const lines = [
     spawn('toolu_01quiet', { description: 'quiet', prompt: 'look \x1b[2J around' }),
     spawn('toolu_01task', { description: 'told late' }),
-    JSON.stringify({ type: 'system', subtype: 'task_started', tool_use_id: 'toolu_01task', prompt: 'from task' }),
+    JSON.stringify({
+      type: 'system',
+      subtype: 'task_started',
+      tool_use_id: 'toolu_01task',
+      prompt: 'from task',
+    }),
   ];
   const { files, index } = await runToFiles(Buffer.from(lines.join('\n') + '\n'));
   const logs = index.channels.slice(1).map((c: any) => promptsOf(files.get(c.log)!.toString()));

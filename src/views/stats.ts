@@ -655,7 +655,8 @@ export function statsText(r: StatsReport): string {
   const from = r.source === 'clickhouse' ? 'ClickHouse' : 'run folders';
   const skipped = r.skipped > 0 ? `, ${r.skipped} skipped (index.json unreadable or of no channel)` : '';
   const refused = r.refused > 0 ? `, ${thousands(r.refused)} implausible figures counted as none` : '';
-  out.push(`${thousands(r.runs)} run${r.runs === 1 ? '' : 's'} from ${from}${r.since ? ` since ${r.since}` : ''}${skipped}${refused}`);
+  const runs = `${thousands(r.runs)} run${r.runs === 1 ? '' : 's'}`;
+  out.push(`${runs} from ${from}${r.since ? ` since ${r.since}` : ''}${skipped}${refused}`);
   for (const by of STATS_GROUPINGS) {
     const rows = r.tables[by];
     if (!rows) continue;
