@@ -777,9 +777,12 @@ describe('the run cost in every view, against what the recording states', () => 
     for (const [model, m] of Object.entries<any>(v.index.cost.models))
       assert.deepEqual([m.usd, m.basis], [null, 'unknown'], model);
     const line = v.stderr.split('\n').find((l) => l.startsWith('cost '));
-    assert.match(line ?? '', /^cost \$\?: subagent tree \$\? \(no result line; /);
+    assert.match(line ?? '', /^cost \$\?: subagent tree \$\? \(the result line states no dollars; /);
     assert.ok(line!.endsWith(`; agents' output tokens ${agents} unknown ($?))`), line);
-    assert.match(v.header, /^cost \$\? \(no result line\) · agents \$\? · .* · output tokens unknown$/);
+    assert.match(
+      v.header,
+      /^cost \$\? \(the result line states no dollars\) · agents \$\? · .* · output tokens unknown$/,
+    );
     assert.deepEqual([v.stats.cost_usd, v.stats.unknown], [null, agents]);
     assert.ok(!('subtee.run.cost.usd' in v.root), `root span: ${JSON.stringify(v.root)}`);
   });
@@ -803,11 +806,12 @@ describe('the run cost in every view, against what the recording states', () => 
     assert.deepEqual(v.index.cost.channels_by_basis, { exact: 0, estimated: 0, stream: 1, unknown: spawned });
     const usd = costViews.formatUsd(known);
     const floor = `${usd} + ${spawned} unknown`;
-    assert.ok(v.stderr.includes(`\ncost ${floor}: subagent tree ${floor} (no result line;`), v.stderr);
+    const lacks = 'the result line states no dollars';
+    assert.ok(v.stderr.includes(`\ncost ${floor}: subagent tree ${floor} (${lacks};`), v.stderr);
     // The page's header as the summary: what the dollars leave out, counted.
     assert.equal(
       v.header,
-      `cost ${floor} (no result line) · agents ${floor} · basis table 2026-10-01 · output tokens stream`,
+      `cost ${floor} (${lacks}) · agents ${floor} · basis table 2026-10-01 · output tokens stream`,
     );
     near(v.stats.cost_usd, known, 'stats cost_usd');
     assert.equal(v.stats.unknown, spawned);
