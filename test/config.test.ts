@@ -5,9 +5,9 @@ import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
-import { runChain } from '../src/chain/chain.js';
-import { readConfig, registerPlugins, checkSpec } from '../src/chain/config.js';
-import { applyFlags } from '../src/cli/config.js';
+import { DEFAULT_STAGES, runChain } from '../src/chain/chain.js';
+import { readConfig, readConfigProblems, registerPlugins, checkSpec } from '../src/chain/config.js';
+import { applyFlags, resolveSpec } from '../src/cli/config.js';
 import { parseArgs } from '../src/cli/options.js';
 import { configSchema } from '../src/chain/schema.js';
 import { loadPlugin, definePlugin, Registry } from '../src/chain/plugin.js';
@@ -39,11 +39,12 @@ test('every problem of a config is reported in one message', async () => {
     ],
     sinks: [{ use: 'files' }, { use: 'stdout', mode: 'loud' }],
   });
-  const r = readConfig(p2);
+  const r = readConfigProblems(p2);
   const registry = builtinRegistry();
   const err = (() => {
     try {
-      checkSpec(applyFlags(r.config, parseArgs([]), true), registry, 'config');
+      const listed = { stages: r.listed, sinks: r.config.sinks };
+      checkSpec(applyFlags(listed, parseArgs([]), true), registry, 'config');
     } catch (e) {
       return e as any;
     }
@@ -112,28 +113,58 @@ test("a config's unknown top-level key or wrong section is reported with its sta
   }
 });
 
-test('a config whose stages have no channel-router is refused as open() refuses it ' +
-  '(ERR_ROUTER_REQUIRED), not every line filed under main while index.json counts none', async () => {
-  const out = join(tmpDir(), 'logs');
-  const config = { stages: [{ use: 'line-parser' }], sinks: [{ use: 'files', out }] };
-  const r = runConfig(config, out);
-  assert.equal(r.status, 2, r.stderr);
-  assert.match(r.stderr, /^subtee: config \S+: stages has no channel-router, .*\[ERR_ROUTER_REQUIRED\]\n$/);
-  assert.equal(r.wrote, false);
-  await assert.rejects(open(join(FIXTURES, 'nested-depth-3.jsonl'), { config }).done, {
-    code: 'ERR_ROUTER_REQUIRED',
-  });
-  // With other problems, all of them in the one message.
-  const both = runConfig({ ...config, sinks: [{ use: 'files', out, colour: 1 }] }, out);
-  assert.equal(both.status, 2);
-  const bothSaid = /sinks\[0\]\.colour: unknown option.*; stages has no channel-router.*\[ERR_CONFIG\]/;
-  assert.match(both.stderr, bothSaid);
+/** The stages the command line runs for a config file with `config`, by name. */
+async function stagesRun(config: object): Promise<string[]> {
+  const { spec } = await resolveSpec(parseArgs(['--config', writeJson(config)]));
+  return spec.stages.map((stage) => stage.use);
+}
+
+test("a config's stages run among the default stages: another agent's stream is still read " +
+  'as its own, and a default stage is left out only where leaveOut names it', async () => {
+  const defaults = DEFAULT_STAGES.map((stage) => stage.use);
+  const listed = [{ use: 'line-parser' }, { use: 'channel-router' }];
+  assert.deepEqual(await stagesRun({ stages: listed }), defaults);
+  // Without the router too: it is never left out, so no line goes to main for want of it.
+  assert.deepEqual(await stagesRun({ stages: [{ use: 'thinking-truncator', mode: 'drop' }] }), defaults);
+  assert.deepEqual(
+    await stagesRun({
+      plugins: ['redact-secrets'],
+      stages: [{ use: 'redact-secrets' }, { use: 'version-guard' }],
+      leaveOut: ['idle-watchdog'],
+    }),
+    [
+      'line-parser',
+      'input-format',
+      'redact-secrets',
+      'version-guard',
+      'channel-router',
+      'thinking-truncator',
+    ],
+  );
+  // The shipped example that lists its stages, on each agent's recording, as a user runs it.
+  for (const agent of ['codex', 'copilot', 'gemini', 'opencode']) {
+    const out = join(tmpDir(), 'o');
+    const config = join(ROOT, 'examples', 'redact-secrets.json');
+    const input = join(FIXTURES, 'other-agents', `${agent}-spawn.jsonl`);
+    const args = [BIN, '-q', '--stdout', 'none', '--out', out, '--config', config, input];
+    const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.equal(index.producer, agent);
+    assert.ok(index.channels.length > 1, `${agent}: its subagents are found`);
+  }
+  const leaveOut = ['channel-router', 'idle-watchdog'];
+  const refused = runConfig({ leaveOut, stages: [{ use: 'idle-watchdog' }] });
+  assert.equal(refused.status, 2);
+  assert.match(refused.stderr, /leaveOut: "channel-router" is not a default stage that can be left out/);
+  assert.match(refused.stderr, /leaveOut: "idle-watchdog" is in stages too/);
 });
 
 test('flags override the config; a flag for a missing stage adds it in order', () => {
   const { config } = readConfig(
     writeJson({
       stages: [{ use: 'line-parser' }, { use: 'channel-router' }],
+      leaveOut: ['input-format', 'version-guard', 'thinking-truncator', 'idle-watchdog'],
       sinks: [{ use: 'files', out: 'a' }],
     }),
   );
@@ -283,7 +314,7 @@ test('plugins published as ESM-only packages load by name, as import() resolves 
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, type: 'module', ...manifest }));
   };
   const def = (name: string) =>
-    `export default { name: "${name}", kind: "stage", kit: "^0.1.0", options: {}, create() {} };`;
+    `export default { name: "${name}", kind: "stage", kit: "^0.1.0", options: {}, create: () => (r) => r };`;
   pkg('esm-only', { exports: { '.': { import: './dist/index.js' } } }, { 'dist/index.js': def('esm-only') });
   // Conditions in order: the first that import() matches wins, `require` is never taken.
   pkg(
@@ -321,7 +352,7 @@ test('plugins published as ESM-only packages load by name, as import() resolves 
     join(nested, 'subtee.json'),
     JSON.stringify({
       plugins: ['esm-only'],
-      stages: [{ use: 'line-parser' }, { use: 'channel-router' }],
+      stages: [{ use: 'line-parser' }, { use: 'esm-only' }, { use: 'channel-router' }],
       sinks: [{ use: 'files', out: join(project, 'o') }],
     }),
   );

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { writeStream } from '../bench/gen.js';
@@ -9,7 +9,9 @@ import { runChain } from '../src/chain/chain.js';
 import { registerPlugins } from '../src/chain/config.js';
 import { Session } from '../src/model/session.js';
 import { BIN, checkOutput, chunked, FIXTURES, linesOf, readTree, ROOT, tmpDir } from './helpers/helpers.js';
-import { allDocs } from './helpers/docs.js';
+import { resolveSpec } from '../src/cli/config.js';
+import { parseArgs } from '../src/cli/options.js';
+import { allDocs, codeBlocks, section } from './helpers/docs.js';
 
 const example = (name: string) => join(ROOT, 'dist', 'examples', `${name}.js`);
 
@@ -83,6 +85,35 @@ test('examples/drop-progress: the plugin loads by path and takes task_progress l
   const written = [...readTree(out)].filter(([f]) => f.endsWith('.jsonl')).flatMap(([, b]) => linesOf(b));
   assert.equal(written.length, linesOf(input).length - progress.length);
   assert.ok(!written.some((l) => l.includes('"subtype":"task_progress"')));
+});
+
+/** The chain a page states in prose after `runs`, as `a → b → c`, by name. */
+function statedChain(text: string): string[] {
+  const stated = /runs `([a-z-]+(?: →\s+[a-z-]+)+)`/.exec(text);
+  assert.ok(stated, 'the page states the chain it runs');
+  return stated[1].split(/\s*→\s*/);
+}
+
+test('the Plugins page config runs as it says: its stages among the default ones, less the one it ' +
+  'leaves out, every sink written', async () => {
+  const page = section('docs/plugins.md', '## Config');
+  const dir = tmpDir();
+  const file = join(dir, 'subtee.json');
+  writeFileSync(file, codeBlocks(page, 'json')[0]);
+  const { spec } = await resolveSpec(parseArgs(['--config', file]));
+  assert.deepEqual(
+    spec.stages.map((stage) => stage.use),
+    statedChain(page),
+  );
+  const summary = join(dir, 'summary.md');
+  const input = join(FIXTURES, 'nested-depth-3.jsonl');
+  execFileSync(process.execPath, [BIN, '--config', file, input], {
+    cwd: dir,
+    env: { ...process.env, GITHUB_STEP_SUMMARY: summary },
+    stdio: 'pipe',
+  });
+  for (const written of ['logs/index.json', 'events.log', 'summary.md'])
+    assert.ok(existsSync(join(dir, written)), written);
 });
 
 test('examples/run-model: the model alone tells each subagent opened and ended as index.json has it', () => {

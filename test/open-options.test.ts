@@ -71,8 +71,10 @@ test('open() runs a config, a file or an object, with its plugins loaded', async
     assert.ok(!texts[0].includes(secret), texts[0]);
   }
   assert.throws(() => open(fixture(), { config, spec: { stages, sinks: [] } }), { code: 'ERR_OPEN_OPTIONS' });
+  // A config's stages run among the default ones, the router with them (a spec without it is
+  // refused, above).
   const unrouted = { stages: [{ use: 'line-parser' }], sinks: [] };
-  await assert.rejects(open(fixture(), { config: unrouted }).done, { code: 'ERR_ROUTER_REQUIRED' });
+  assert.ok((await open(fixture(), { config: unrouted }).done).channels.length > 1);
   const missing = join(tmpDir(), 'none.json');
   await assert.rejects(open(fixture(), { config: missing }).done, { code: 'ERR_CONFIG_READ' });
 });

@@ -53,6 +53,14 @@ export const DEFAULT_STAGES: readonly ComponentSpec[] = Object.freeze(
   ].map((use) => ({ use })),
 );
 
+/**
+ * The default stages a config's `leaveOut` may name. The input edge and the channel router
+ * are never left out: without them no line is read, or none reaches its subagent.
+ */
+export const OPTIONAL_STAGES: readonly string[] = Object.freeze(
+  DEFAULT_STAGES.map((s) => s.use).filter((use) => use !== 'line-parser' && use !== 'channel-router'),
+);
+
 /** The chain the CLI runs without a config: every built-in stage, the files and stdout sinks. */
 export function defaultSpec(out: string, stdout: 'text' | 'main' | 'raw' | 'none' = 'text'): ChainSpec {
   return {

@@ -1,6 +1,12 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chainProblems, DEFAULT_STAGES, type ChainSpec, type ComponentSpec } from './chain.js';
+import {
+  chainProblems,
+  DEFAULT_STAGES,
+  OPTIONAL_STAGES,
+  type ChainSpec,
+  type ComponentSpec,
+} from './chain.js';
 import { UsageError } from '../errors.js';
 import { readSmallText, SmallFileRefused } from '../small-file.js';
 import { loadPlugin, type Registry } from './plugin.js';
@@ -11,9 +17,40 @@ export interface Config extends ChainSpec {
    * bundled plugin names.
    */
   plugins: string[];
+  /** The default stages not to run (`OPTIONAL_STAGES`); `stages` already leaves them out. */
+  leaveOut: string[];
 }
 
-const TOP_KEYS = new Set(['$schema', 'stages', 'sinks', 'plugins']);
+const TOP_KEYS = new Set(['$schema', 'stages', 'sinks', 'plugins', 'leaveOut']);
+
+/** Stages that read the input: one of them comes first in every chain. */
+const INPUT_EDGES: ReadonlySet<string> = new Set(['line-parser', 'object-source']);
+
+/**
+ * A config's stages placed among the default ones: every default stage the list neither names
+ * nor `leaveOut` names runs too, right after the default stage before it (its input edge for
+ * the first), so a stage the list puts after the line parser sees the lines as the input
+ * format made them, as in the default chain. Entries that are not stages stay, for the check.
+ */
+export function withDefaultStages(
+  stages: readonly ComponentSpec[],
+  leaveOut: readonly unknown[],
+): ComponentSpec[] {
+  const order = DEFAULT_STAGES.map((s) => s.use);
+  const rank = (c: ComponentSpec) => (INPUT_EDGES.has(c?.use) ? 0 : order.indexOf(c?.use));
+  const out = stages.map((c) => (typeof c === 'object' && c !== null ? { ...c } : c));
+  order.forEach((use, at) => {
+    const named = out.some((c) => (at === 0 ? rank(c) === 0 : c?.use === use));
+    if (named || (OPTIONAL_STAGES.includes(use) && leaveOut.includes(use))) return;
+    let after = -1;
+    out.forEach((c, i) => {
+      const r = rank(c);
+      if (r >= 0 && r < at) after = i;
+    });
+    out.splice(after + 1, 0, { use });
+  });
+  return out;
+}
 
 /** The plugins shipped in `plugins/`, loadable by bare name. */
 export const BUNDLED_PLUGINS_DIR = fileURLToPath(new URL('../../plugins/', import.meta.url));
@@ -37,6 +74,11 @@ function readConfigText(path: string): string {
 /** A config file read and its shape checked: what is wrong with it, not yet thrown. */
 export interface ConfigRead {
   config: Config;
+  /**
+   * Its stages as the file lists them, before the default stages are placed among them: its
+   * problems name the entries by their place in this list.
+   */
+  listed: ComponentSpec[];
   /** The config file's folder: its plugins' paths are relative to it. */
   baseDir: string;
   /** What is wrong with its shape (unknown keys, a section of the wrong type), one each. */
@@ -75,13 +117,16 @@ export function configOf(data: unknown, where: string): Config {
 }
 
 /** A config's data as a Config, and what is wrong with its shape. */
-function configShape(data: unknown, where: string): { config: Config; problems: string[] } {
+function configShape(
+  data: unknown,
+  where: string,
+): { config: Config; listed: ComponentSpec[]; problems: string[] } {
   if (typeof data !== 'object' || data === null || Array.isArray(data))
     throw new UsageError('ERR_CONFIG', `${where}: must be a JSON object`);
   const problems: string[] = [];
   const d = data as Record<string, unknown>;
   for (const k of Object.keys(d))
-    if (!TOP_KEYS.has(k)) problems.push(`${k}: unknown key (known: stages, sinks, plugins)`);
+    if (!TOP_KEYS.has(k)) problems.push(`${k}: unknown key (known: stages, sinks, plugins, leaveOut)`);
   const plugins = d.plugins === undefined ? [] : Array.isArray(d.plugins) ? d.plugins : null;
   if (plugins === null || !plugins.every((p) => typeof p === 'string'))
     problems.push('plugins: must be a list of module paths or names');
@@ -90,13 +135,24 @@ function configShape(data: unknown, where: string): { config: Config; problems: 
     problems.push(`${k}: must be a list`);
     return undefined;
   };
+  const leaveOut = d.leaveOut === undefined ? [] : Array.isArray(d.leaveOut) ? d.leaveOut : null;
+  if (leaveOut === null) problems.push('leaveOut: must be a list of default stages');
+  for (const use of leaveOut ?? []) {
+    if (!OPTIONAL_STAGES.includes(use as string))
+      problems.push(`leaveOut: ${JSON.stringify(use)} is not a default stage that can be left out ` +
+        `(${OPTIONAL_STAGES.join(', ')})`);
+    else if (Array.isArray(d.stages) && d.stages.some((c) => c?.use === use))
+      problems.push(`leaveOut: "${use}" is in stages too: keep it in one of them`);
+  }
+  const listed = list('stages') ?? [];
   const config = {
-    stages: list('stages') ?? DEFAULT_STAGES.map((s) => ({ ...s })),
+    stages: withDefaultStages(listed, leaveOut ?? []),
+    leaveOut: (leaveOut ?? []).filter((use) => OPTIONAL_STAGES.includes(use)),
     sinks: list('sinks') ?? [],
     // The names in a bad list are still loaded: the stages and sinks they register are checked.
     plugins: (plugins ?? []).filter((p): p is string => typeof p === 'string'),
   };
-  return { config, problems };
+  return { config, listed, problems };
 }
 
 /** Registers the config's plugins; a bare name that matches a bundled plugin loads that one. */
@@ -116,8 +172,8 @@ export async function registerPlugins(registry: Registry, plugins: string[], bas
 
 /**
  * Whether a chain's stages lack the channel router: no line would reach its subagent's file,
- * and index.json would count none of the lines the files sink wrote to main. The command
- * line and `open()` refuse such a chain (ERR_ROUTER_REQUIRED).
+ * and index.json would count none of the lines the files sink wrote to main. `open()` refuses
+ * such a spec (ERR_ROUTER_REQUIRED); a config's stages always have it (withDefaultStages).
  */
 export function lacksRouter(stages: unknown): boolean {
   return Array.isArray(stages) && !stages.some((stage) => stage?.use === 'channel-router');
@@ -125,8 +181,7 @@ export function lacksRouter(stages: unknown): boolean {
 
 /**
  * Checks a chain spec as the command line runs it, with `earlier` problems (the config file's
- * own, readConfigProblems), and throws every problem in one message: ERR_CONFIG, or
- * ERR_ROUTER_REQUIRED when a missing channel router is the only one.
+ * own, readConfigProblems), and throws every problem in one message (ERR_CONFIG).
  */
 export function checkSpec(spec: ChainSpec, registry: Registry, where: string, earlier: string[] = []): void {
   const problems = [...earlier, ...chainProblems(spec, registry)];
@@ -136,13 +191,5 @@ export function checkSpec(spec: ChainSpec, registry: Registry, where: string, ea
   ].filter(Boolean).length;
   if (stdoutWriters > 1)
     problems.push('stdout and pino both write to stdout: use --stdout none, or --pino FILE');
-  const router = lacksRouter(spec.stages);
-  if (router) {
-    problems.push(
-      'stages has no channel-router, so no line would reach its subagent: add { "use": "channel-router" }',
-    );
-  }
-  if (problems.length === 0) return;
-  const code = router && problems.length === 1 ? 'ERR_ROUTER_REQUIRED' : 'ERR_CONFIG';
-  throw new UsageError(code, `${where}: ${problems.join('; ')}`);
+  if (problems.length > 0) throw new UsageError('ERR_CONFIG', `${where}: ${problems.join('; ')}`);
 }

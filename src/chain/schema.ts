@@ -1,3 +1,4 @@
+import { OPTIONAL_STAGES } from './chain.js';
 import type { OptionSpec, PluginDefinition, Registry } from './plugin.js';
 
 function optionSchema(o: OptionSpec): Record<string, unknown> {
@@ -84,12 +85,19 @@ export function configSchema(registry: Registry): Record<string, unknown> {
       },
       stages: {
         type: 'array',
-        description: 'the stages in order; the line parser comes first',
+        description:
+          'the stages in order; each default stage not listed runs too, after the default one before it',
         items: entrySchema(
           'stage',
           defs,
           defs.filter((d) => d.kind === 'sink'),
         ),
+      },
+      leaveOut: {
+        type: 'array',
+        uniqueItems: true,
+        items: { enum: [...OPTIONAL_STAGES] },
+        description: 'default stages not to run',
       },
       sinks: {
         type: 'array',

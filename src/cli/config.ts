@@ -2,7 +2,12 @@ import { join } from 'node:path';
 import { UsageError } from '../errors.js';
 import { builtinRegistry } from '../chain/builtins.js';
 import { DEFAULT_STAGES, defaultSpec, type ChainSpec } from '../chain/chain.js';
-import { checkSpec, readConfigProblems, registerPlugins } from '../chain/config.js';
+import {
+  checkSpec,
+  readConfigProblems,
+  registerPlugins,
+  withDefaultStages,
+} from '../chain/config.js';
 import { OPTIONS, type OptionDef, type ParsedOptions } from './options.js';
 import { applyReportFlags } from './report-flags.js';
 import { checkPinoDestination } from './inputs.js';
@@ -68,17 +73,17 @@ export function applyFlags(
 export async function resolveSpec(o: ParsedOptions) {
   const registry = builtinRegistry();
   let spec: ChainSpec;
-  let problems: string[] = [];
-  if (typeof o.config === 'string') {
-    const read = readConfigProblems(o.config);
-    problems = read.problems;
-    await registerPlugins(registry, read.config.plugins, read.baseDir);
-    spec = applyFlags(read.config, o, true);
+  if (typeof o.config !== 'string') {
+    spec = applyReportFlags(applyFlags(defaultSpec(String(o.out)), o, false), o);
+    checkSpec(spec, registry, 'options');
   } else {
-    spec = applyFlags(defaultSpec(String(o.out)), o, false);
+    const read = readConfigProblems(o.config);
+    await registerPlugins(registry, read.config.plugins, read.baseDir);
+    // Checked as the file lists its stages, so that a problem names the entry where it stands.
+    const listed = applyReportFlags(applyFlags({ stages: read.listed, sinks: read.config.sinks }, o, true), o);
+    checkSpec(listed, registry, `config ${o.config}`, read.problems);
+    spec = { ...listed, stages: withDefaultStages(listed.stages, read.config.leaveOut) };
   }
-  spec = applyReportFlags(spec, o);
-  checkSpec(spec, registry, typeof o.config === 'string' ? `config ${o.config}` : 'options', problems);
   // The run's inputs: its files, else stdin; under `subtee run` (a command after --), none.
   const inputs = o.rest.length > 0 ? [] : o._.length > 0 ? o._ : ['-'];
   checkPinoDestination(spec, inputs, o.given.has('pino'));
