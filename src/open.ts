@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Readable, type Writable } from 'node:stream';
 import { builtinRegistry } from './chain/builtins.js';
 import { DEFAULT_STAGES, runChain, type ChainSpec, type ComponentSpec } from './chain/chain.js';
-import { configOf, lacksRouter, readConfig, registerPlugins } from './chain/config.js';
+import { configOf, lacksRouter, readConfig, registerPlugins, unusedPlugins } from './chain/config.js';
 import { defineBuiltin, KIT_VERSION, Registry } from './chain/plugin.js';
 import { createProjectionSink } from './chain/sinks/projection.js';
 import { NULL_INPUT } from './chain/stages/object-source.js';
@@ -336,7 +336,12 @@ async function configSpec(options: OpenOptions, registry: Registry): Promise<Cha
     typeof options.config === 'string'
       ? readConfig(options.config)
       : { config: configOf(options.config, 'open() config'), baseDir: process.cwd() };
-  await registerPlugins(registry, config.plugins, baseDir);
+  const loaded = await registerPlugins(registry, config.plugins, baseDir);
+  const unused = unusedPlugins(config, loaded);
+  if (unused.length > 0) {
+    const where = typeof options.config === 'string' ? `config ${options.config}` : 'open() config';
+    throw new UsageError('ERR_CONFIG', `${where}: ${unused.join('; ')}`);
+  }
   return chainSpecOf({ ...options, spec: { stages: config.stages, sinks: config.sinks } }, registry);
 }
 

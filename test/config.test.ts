@@ -160,6 +160,25 @@ test("a config's stages run among the default stages: another agent's stream is 
   assert.match(refused.stderr, /leaveOut: "idle-watchdog" is in stages too/);
 });
 
+test('a plugin a config loads but no stage or sink names is refused, naming the entry to add', async () => {
+  const out = join(tmpDir(), 'logs');
+  const config = { plugins: ['redact-secrets'], sinks: [{ use: 'files', out }] };
+  const r = runConfig(config, out);
+  assert.equal(r.status, 2, r.stderr);
+  const said = r.stderr.replace(/^subtee: config \S+: /, '');
+  const expected =
+    'plugins: "redact-secrets" is loaded but runs nowhere: no stage uses "redact-secrets"; ' +
+    'add { "use": "redact-secrets" } to stages [ERR_CONFIG]\n';
+  assert.equal(said, expected);
+  assert.equal(r.wrote, false);
+  await assert.rejects(open(join(FIXTURES, 'nested-depth-3.jsonl'), { config }).done, {
+    code: 'ERR_CONFIG',
+    message: /add \{ "use": "redact-secrets" \} to stages/,
+  });
+  const summary = runConfig({ plugins: ['github-step-summary'], sinks: [{ use: 'files', out }] }, out);
+  assert.match(summary.stderr, /add \{ "use": "github-step-summary" \} to sinks/);
+});
+
 test('flags override the config; a flag for a missing stage adds it in order', () => {
   const { config } = readConfig(
     writeJson({

@@ -94,6 +94,29 @@ function statedChain(text: string): string[] {
   return stated[1].split(/\s*→\s*/);
 }
 
+test("the README's plugin config runs it after the default stages: task_progress lines out, " +
+  "the stream read as Claude Code's", async () => {
+  const page = section('README.md', '## A plugin');
+  const config = JSON.parse(codeBlocks(page, 'json')[0]) as { plugins: string[] };
+  assert.deepEqual(config.plugins, ['./drop-progress.js']);
+  const dir = tmpDir();
+  const file = join(dir, 'subtee.json');
+  // The built example, where the README's config has it next to itself.
+  writeFileSync(file, JSON.stringify({ ...config, plugins: [example('drop-progress')] }));
+  const { spec } = await resolveSpec(parseArgs(['--config', file]));
+  assert.deepEqual(
+    spec.stages.map((stage) => stage.use),
+    statedChain(page),
+  );
+  const input = join(FIXTURES, 'background-fanout-12.jsonl');
+  const progress = linesOf(readFileSync(input)).filter((l) => l.includes('"subtype":"task_progress"'));
+  const out = join(dir, 'out');
+  execFileSync(process.execPath, [BIN, '-q', '--stdout', 'none', '--config', file, '--out', out, input]);
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.input.dropped, progress.length);
+  assert.equal(index.producer, 'claude');
+});
+
 test('the Plugins page config runs as it says: its stages among the default ones, less the one it ' +
   'leaves out, every sink written', async () => {
   const page = section('docs/plugins.md', '## Config');

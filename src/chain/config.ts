@@ -9,7 +9,7 @@ import {
 } from './chain.js';
 import { UsageError } from '../errors.js';
 import { readSmallText, SmallFileRefused } from '../small-file.js';
-import { loadPlugin, type Registry } from './plugin.js';
+import { loadPlugin, type PluginDefinition, type Registry } from './plugin.js';
 
 export interface Config extends ChainSpec {
   /**
@@ -155,8 +155,22 @@ function configShape(
   return { config, listed, problems };
 }
 
-/** Registers the config's plugins; a bare name that matches a bundled plugin loads that one. */
-export async function registerPlugins(registry: Registry, plugins: string[], baseDir: string): Promise<void> {
+/** A plugin a config loaded: how the config names it, and what it registered. */
+export interface LoadedPlugin {
+  spec: string;
+  def: PluginDefinition;
+}
+
+/**
+ * Registers the config's plugins; a bare name that matches a bundled plugin loads that one.
+ * Resolves with each as loaded, for `unusedPlugins`.
+ */
+export async function registerPlugins(
+  registry: Registry,
+  plugins: string[],
+  baseDir: string,
+): Promise<LoadedPlugin[]> {
+  const loaded: LoadedPlugin[] = [];
   for (const spec of plugins) {
     const bundled = /^[a-z0-9-]+$/.test(spec) ? join(BUNDLED_PLUGINS_DIR, spec, 'index.js') : null;
     let def;
@@ -167,7 +181,28 @@ export async function registerPlugins(registry: Registry, plugins: string[], bas
       def = await loadPlugin(spec, baseDir);
     }
     registry.add(def);
+    loaded.push({ spec, def });
   }
+  return loaded;
+}
+
+/**
+ * A problem for each loaded plugin that no stage or sink of the chain uses: loading one does
+ * not run it, and the config would leave it out with nothing said.
+ */
+export function unusedPlugins(spec: ChainSpec, loaded: readonly LoadedPlugin[]): string[] {
+  const used = new Set(
+    [spec.stages, spec.sinks].flatMap((list) => (Array.isArray(list) ? list.map((c) => c?.use) : [])),
+  );
+  return loaded
+    .filter(({ def }) => !used.has(def.name))
+    .map(({ spec: name, def }) => {
+      const section = def.kind === 'sink' ? 'sinks' : 'stages';
+      return (
+        `plugins: ${JSON.stringify(name)} is loaded but runs nowhere: no ${def.kind} uses ` +
+        `"${def.name}"; add { "use": "${def.name}" } to ${section}`
+      );
+    });
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   checkSpec,
   readConfigProblems,
   registerPlugins,
+  unusedPlugins,
   withDefaultStages,
 } from '../chain/config.js';
 import { OPTIONS, type OptionDef, type ParsedOptions } from './options.js';
@@ -78,10 +79,12 @@ export async function resolveSpec(o: ParsedOptions) {
     checkSpec(spec, registry, 'options');
   } else {
     const read = readConfigProblems(o.config);
-    await registerPlugins(registry, read.config.plugins, read.baseDir);
+    const loaded = await registerPlugins(registry, read.config.plugins, read.baseDir);
     // Checked as the file lists its stages, so that a problem names the entry where it stands.
-    const listed = applyReportFlags(applyFlags({ stages: read.listed, sinks: read.config.sinks }, o, true), o);
-    checkSpec(listed, registry, `config ${o.config}`, read.problems);
+    const written = { stages: read.listed, sinks: read.config.sinks };
+    const listed = applyReportFlags(applyFlags(written, o, true), o);
+    const problems = [...read.problems, ...unusedPlugins(listed, loaded)];
+    checkSpec(listed, registry, `config ${o.config}`, problems);
     spec = { ...listed, stages: withDefaultStages(listed.stages, read.config.leaveOut) };
   }
   // The run's inputs: its files, else stdin; under `subtee run` (a command after --), none.
