@@ -17,6 +17,7 @@ import type { ChannelEvent, ReadonlyChannel } from '../../model/tree.js';
 import { roundUsd, type CostBasis, type TokensBasis, type UsageEvent } from '../../model/cost.js';
 import { endFigures, type EndFigures } from '../../model/run-model.js';
 import { usdSumFigure } from '../cost.js';
+import { escapeOneLine } from '../escape.js';
 import { deepFreeze, Feed } from '../feed.js';
 import { EventLog, NO_CHANGES, type EventEntry, type LinePlace } from './event-log.js';
 import { PackedLines } from './packed-lines.js';
@@ -293,9 +294,10 @@ export class Projection implements HandleHost {
       `the input has waited ${this.opts.readerStallMs} ms for ${names.join(', ')}: a loop that awaits ` +
       "something later in the run (a subagent's output, done) while it holds this reader waits for " +
       'ever; read such things in separate tasks, or with interleave()';
-    // Also a process warning: a program that deadlocks this way may print nothing else.
+    // Also a process warning: a program that deadlocks this way may print nothing else. Node
+    // prints it on stderr as it is, so the channel ids in it (the stream's) are escaped.
     if (this.session.warn('READER_STALLED', message)) {
-      process.emitWarning(message, { code: 'READER_STALLED' });
+      process.emitWarning(escapeOneLine(message), { code: 'READER_STALLED' });
     }
   }
 

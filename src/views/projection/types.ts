@@ -1,5 +1,6 @@
 /** The projection's public types, defaults and errors. */
 import { SubteeError } from '../../errors.js';
+import { escapeOneLine } from '../escape.js';
 import type { JsonObject, Usage } from '../../model/message.js';
 import type { Message } from '../message-stream.js';
 import type { ChannelEvent, ChannelSnapshot, ChannelStatus } from '../../model/tree.js';
@@ -226,10 +227,14 @@ export interface SubagentHandle {
   snapshot(): ChannelSnapshot;
 }
 
-/** A reader could not start from the beginning: the memory buffer had to be given up. */
+/**
+ * A reader could not start from the beginning: the memory buffer had to be given up. The message
+ * names a channel by its id, which the stream chose: its controls are escaped, so a program that
+ * logs the message replays no terminal sequence.
+ */
 export class ProjectionError extends SubteeError {
   constructor(code: string, message: string) {
-    super(code, message);
+    super(code, escapeOneLine(message));
     this.name = 'ProjectionError';
   }
 }
@@ -248,7 +253,8 @@ export class SubagentError extends SubteeError {
 
   constructor(name: string | null, output: SubagentOutput & { readonly id: string }) {
     const error = output.error ?? 'failed';
-    super('ERR_SUBAGENT_FAILED', `Subagent ${name ?? output.id} failed: ${error}`);
+    // The label and the reason are the stream's text: escaped in the message, raw in the fields.
+    super('ERR_SUBAGENT_FAILED', escapeOneLine(`Subagent ${name ?? output.id} failed: ${error}`));
     this.name = 'SubagentError';
     this.id = output.id;
     this.status = 'failed';
