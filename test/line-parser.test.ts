@@ -271,3 +271,31 @@ test('a line over the limit is spooled however the input is cut, whole in one ch
   ]);
   for (const shape of shapes.slice(1)) assert.deepEqual(shape, shapes[0]);
 });
+
+test('a line over the limit loses exactly the one CR before its newline, as a short line does, ' +
+  'wherever the chunks split its CRs', async () => {
+  const max = 1024;
+  const bytesOf = (rec: SubteeRecord) => {
+    if (rec.kind === 'line') return rec.raw;
+    assert.equal(rec.kind, 'spooled');
+    const parts: Buffer[] = [];
+    rec.spool.copy((piece) => parts.push(Buffer.from(piece)));
+    rec.spool.release();
+    return Buffer.concat(parts);
+  };
+  for (const body of ['{"x":1}', `{"x":"${'y'.repeat(2000)}"}`]) {
+    for (const [end, kept] of [['\r\r\n', '\r'], ['\r\r\r\n', '\r\r'], ['\r\n', ''], ['\r', '\r']]) {
+      const input = Buffer.from(body + end);
+      // Every split among the last bytes: between the CRs, between a CR and the newline.
+      for (let at = input.length - end.length - 1; at <= input.length; at++) {
+        const { recs } = await parse([input.subarray(0, at), input.subarray(at)], max);
+        assert.equal(recs.length, 1);
+        assert.equal(
+          JSON.stringify(bytesOf(recs[0]).toString()),
+          JSON.stringify(body + kept),
+          `${body.length} bytes ending ${JSON.stringify(end)}, split at ${at}`,
+        );
+      }
+    }
+  }
+});

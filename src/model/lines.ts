@@ -34,6 +34,12 @@ export class LineSplitter {
   private parts: Buffer[] = [];
   private partsBytes = 0;
   private overflowing = false;
+  /**
+   * A CR that ended the last piece of a long line handed on: held back, as it is the CR before
+   * the newline when the next piece is the line's empty end (the line loses exactly one CR,
+   * as a short line does).
+   */
+  private heldCr = false;
   private lineNo = 0;
   private atStart = true;
   /** The run `junkRunEnd` found last: its line count and the newline after it. */
@@ -44,7 +50,10 @@ export class LineSplitter {
     private readonly maxLineBytes: number,
     private readonly sink: {
       line(raw: Buffer, lineNo: number, terminated: boolean): void;
-      /** `terminated`: the final piece ended at a newline, not with the input. */
+      /**
+       * The pieces of a long line are its bytes, as `raw` is a short line's: the one CR before
+       * its newline left out. `terminated`: the final piece ended at a newline, not with the input.
+       */
       overflow(piece: Buffer, lineNo: number, final: boolean, terminated?: boolean): void;
       /**
        * Two or more consecutive newline-terminated lines, none ending in CR, each starting
@@ -71,7 +80,7 @@ export class LineSplitter {
       this.lineNo++;
       if (this.overflowing) {
         this.overflowing = false;
-        this.sink.overflow(stripCr(chunk.subarray(start, nl)), this.lineNo, true);
+        this.overflowPiece(chunk.subarray(start, nl), this.lineNo, true);
       } else if (this.partsBytes > 0) {
         this.parts.push(chunk.subarray(start, nl));
         const lineBytes = this.partsBytes + nl - start;
@@ -99,7 +108,7 @@ export class LineSplitter {
     if (start === chunk.length) return null;
     const rest = chunk.subarray(start);
     if (this.overflowing) {
-      this.sink.overflow(rest, this.lineNo + 1, false);
+      this.overflowPiece(rest, this.lineNo + 1, false);
       return null;
     }
     this.parts.push(rest);
@@ -110,7 +119,7 @@ export class LineSplitter {
       const parts = this.parts;
       this.parts = [];
       this.partsBytes = 0;
-      for (const part of parts) this.sink.overflow(part, this.lineNo + 1, false);
+      for (const part of parts) this.overflowPiece(part, this.lineNo + 1, false);
     }
     return null;
   }
@@ -146,15 +155,41 @@ export class LineSplitter {
    */
   private overflowWhole(pieces: Buffer[]): void {
     const last = pieces.length - 1;
-    for (let k = 0; k < last; k++) this.sink.overflow(pieces[k], this.lineNo, false);
-    this.sink.overflow(stripCr(pieces[last]), this.lineNo, true);
+    for (let k = 0; k < last; k++) this.overflowPiece(pieces[k], this.lineNo, false);
+    this.overflowPiece(pieces[last], this.lineNo, true);
+  }
+
+  /**
+   * Hands on a piece of a long line, the one CR before its newline left out wherever the
+   * pieces split (`x\r` + `\n`, `x\r` + `\r\n`, `x\r\r\n`): a piece's last CR is held
+   * until the next piece shows whether the newline follows it.
+   */
+  private overflowPiece(piece: Buffer, lineNo: number, final: boolean, terminated = true): void {
+    if (this.heldCr) {
+      this.heldCr = false;
+      // The held CR was the last byte before the newline: it is the one left out.
+      if (final && terminated && piece.length === 0) {
+        this.sink.overflow(piece, lineNo, true);
+        return;
+      }
+      this.sink.overflow(Buffer.from([CR]), lineNo, false);
+    }
+    if (final) {
+      this.sink.overflow(terminated ? stripCr(piece) : piece, lineNo, true, terminated);
+      return;
+    }
+    if (piece.length > 0 && piece[piece.length - 1] === CR) {
+      this.heldCr = true;
+      piece = piece.subarray(0, piece.length - 1);
+    }
+    if (piece.length > 0) this.sink.overflow(piece, lineNo, false);
   }
 
   /** At end of input: an unterminated last line is handed on as such. */
   end(): void {
     if (this.overflowing) {
       this.overflowing = false;
-      this.sink.overflow(Buffer.alloc(0), ++this.lineNo, true, false);
+      this.overflowPiece(Buffer.alloc(0), ++this.lineNo, true, false);
     } else if (this.partsBytes > 0) {
       const line = Buffer.concat(this.parts, this.partsBytes);
       this.parts = [];

@@ -14,7 +14,6 @@ export const SPOOL_HEAD_BYTES = 4096;
 /** Top-level scalar members of a spooled line longer than this are left out of its value. */
 export const SPOOL_CAPTURE_BYTES = 64 * 1024;
 const COPY_BYTES = 1024 * 1024;
-const CR = 0x0d;
 
 /** Spools not released yet, deleted at exit whatever happened to the chain. */
 const live = new Set<string>();
@@ -110,8 +109,6 @@ export class LineSpool {
   private readonly head: Buffer[] = [];
   private headBytes = 0;
   private readonly scanner = new StreamScanner(SPOOL_CAPTURE_BYTES);
-  /** A CR at the end of the last piece: the line's own, unless a newline follows it. */
-  private pendingCr = false;
   /** Spaces, tabs and CRs only so far: a blank line, whatever its length (see `blank`). */
   private blankSoFar = true;
 
@@ -129,16 +126,9 @@ export class LineSpool {
     track(this.path);
   }
 
+  /** The line's next bytes, as the LineSplitter hands them on (its CR before the newline left out). */
   push(piece: Buffer): void {
     if (piece.length === 0) return;
-    if (this.pendingCr) {
-      this.pendingCr = false;
-      this.take(Buffer.from([CR]));
-    }
-    if (piece.length > 0 && piece[piece.length - 1] === CR) {
-      this.pendingCr = true;
-      piece = piece.subarray(0, piece.length - 1);
-    }
     this.take(piece);
   }
 
@@ -152,8 +142,6 @@ export class LineSpool {
 
   /** The line ended: at a newline (`terminated`), or with the input. */
   finish(terminated: boolean): SpooledRecord {
-    if (this.pendingCr && !terminated) this.take(Buffer.from([CR]));
-    this.pendingCr = false;
     closeSync(this.fd);
     const verdict = this.scanner.end(terminated);
     return {
