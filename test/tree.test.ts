@@ -224,6 +224,60 @@ test('spawn cycles of any length are ignored: the tree stays a tree, depths stay
   }
 });
 
+test('a subagent already placed, spawned again on its own channel or below it, is a spawn ' +
+  'cycle: counted, its place kept; spawned again by an ancestor or a sibling, it is not', () => {
+  const t = new ChannelTree();
+  t.route(spawn('a', null));
+  t.route(spawn('b', 'a'));
+  t.route(spawn('x', null));
+  t.route(spawn('b', null)); // by an ancestor
+  t.route(spawn('a', 'x')); // by a sibling
+  assert.equal(t.spawnCycles, 0);
+  t.route(spawn('a', 'b'));
+  assert.equal(t.spawnCycles, 1);
+  assert.deepEqual(t.firstCycle, { id: 'a', on: 'b' });
+  t.route(spawn('s', null));
+  t.route(spawn('s', 's'));
+  assert.equal(t.spawnCycles, 2);
+  assert.deepEqual(
+    ['a', 'b', 's'].map((id) => [t.get(id)!.parent, t.get(id)!.depth]),
+    [[null, 1], ['a', 2], [null, 1]],
+  );
+  assert.deepEqual(t.get('b')!.children, []);
+  // In a tree main has not spawned yet: o (an orphan) spawned p, p spawned q, q spawns p.
+  const u = new ChannelTree();
+  u.route(spawn('p', 'o'));
+  u.route(spawn('q', 'p'));
+  u.route(spawn('r', 'o'));
+  u.route(spawn('p', 'r')); // a sibling
+  assert.equal(u.spawnCycles, 0);
+  u.route(spawn('p', 'q'));
+  assert.equal(u.spawnCycles, 1);
+  assert.deepEqual([u.get('p')!.parent, u.get('q')!.parent], ['o', 'p']);
+});
+
+test('a spawn cycle closed from the bottom of a chain tens of thousands deep is found in ' +
+  'steps of log depth, each time', () => {
+  const n = 30_000;
+  const t = new ChannelTree();
+  const timed = (fn: () => void) => {
+    const started = process.hrtime.bigint();
+    fn();
+    return Number(process.hrtime.bigint() - started) / 1e6;
+  };
+  const built = timed(() => {
+    for (let i = 0; i < n; i++) t.route(spawn(`d${i}`, i === 0 ? null : `d${i - 1}`));
+  });
+  // Every channel of the chain spawned again from its bottom: n cycles, none walks the chain.
+  const cycles = timed(() => {
+    for (let i = 0; i < n; i++) t.route(spawn(`d${i}`, `d${n - 1}`));
+  });
+  assert.equal(t.spawnCycles, n);
+  assert.equal(t.get(`d${n - 1}`)!.depth, n);
+  // A walk up the chain per spawn is 450 million steps, hundreds of times the building's cost.
+  assert.ok(cycles < 10 * built + 100, `${cycles} ms to find the cycles, ${built} ms to build`);
+});
+
 test('a spawn_depth guess on a channel of an ignored cycle flows down the tree, not around it', () => {
   const t = new ChannelTree();
   t.route(spawn('a', 'b'));

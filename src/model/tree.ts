@@ -441,6 +441,13 @@ export class ChannelTree {
    */
   private readonly guessedDepth = new Set<Channel>();
   /**
+   * Per channel in main's tree, an ancestor to skip up to (main for depth 1): the links of a
+   * path skip 1, 1, 3, 1, 1, 3, 7… levels (as a skew-binary number counts), so `isBelow` finds
+   * whether one channel descends from another in O(log depth) steps at any depth. Set as a
+   * channel joins main's tree, after its parent (see `setDepth`).
+   */
+  private readonly skipUp = new Map<Channel, Channel>();
+  /**
    * Tool calls other than spawns, by id, with the channel that made them: a line whose
    * `parent_tool_use_id` names one (Claude Code's `tool_progress` heartbeat of a long Bash
    * call) belongs to that channel, not to a subagent. A call is forgotten at its result, but
@@ -609,13 +616,16 @@ export class ChannelTree {
     const input: JsonObject = isObject(block.input) ? block.input : {};
     let ch = this.byId.get(id);
     const known = ch !== undefined;
-    if (ch && !ch.orphan) return; // a replayed spawn line: the tree already has it
     // Claude Code never spawns a channel on its own channel or below it; such a stream would
-    // make the tree a cycle. The spawn is ignored: the channel stays an orphan (depth null,
-    // or task_started's spawn_depth) and the tree stays a tree that every walk can trust.
+    // make the tree a cycle. The spawn is ignored: the channel stays where it is (an orphan:
+    // depth null, or task_started's spawn_depth) and the tree stays a tree every walk can trust.
+    if (ch && !ch.orphan) {
+      // Spawned again (a replayed spawn line, or a second parent): its first place is kept.
+      if (id === parent.id || this.isBelow(parent, ch)) this.spawnCycle(id, parent);
+      return;
+    }
     if (id === parent.id || (ch && this.treeOf(ch) === this.treeOf(parent))) {
-      this.spawnCycles++;
-      this.firstCycle ??= { id, on: parent.id };
+      this.spawnCycle(id, parent);
       return;
     }
     if (!ch) {
@@ -633,6 +643,47 @@ export class ChannelTree {
     }
     if (parent.depth !== null) this.setDepth(ch, parent.depth + 1, underMain);
     pending.push({ type: known ? 'spawn' : 'open', channel: ch });
+  }
+
+  private spawnCycle(id: string, parent: Channel): void {
+    this.spawnCycles++;
+    this.firstCycle ??= { id, on: parent.id };
+  }
+
+  /** The channel `ch` was spawned by: main for one spawned by main (not for an orphan). */
+  private parentOf(ch: Channel): Channel | undefined {
+    return ch.orphan ? undefined : ch.parent === null ? this.#main : this.byId.get(ch.parent);
+  }
+
+  /**
+   * Whether `ch` descends from `root`, a channel that has a parent. In main's tree, by the
+   * skip links; elsewhere (a tree whose spawn to main was not seen yet) by climbing parent
+   * links, at most CYCLE_CLIMB_LINKS of them, so a stream of such spawns costs bounded time.
+   */
+  private isBelow(ch: Channel, root: Channel): boolean {
+    if (this.inMainTree(root)) {
+      if (!this.inMainTree(ch)) return false;
+      const depth = root.depth!;
+      let at = ch;
+      while (at.depth! > depth) {
+        const skip = this.skipUp.get(at)!;
+        at = skip.depth! >= depth ? skip : this.parentOf(at)!;
+      }
+      return at === root;
+    }
+    if (this.treeOf(ch) !== this.treeOf(root)) return false;
+    let at: Channel | undefined = ch;
+    for (let links = 0; at && at !== root && links < CYCLE_CLIMB_LINKS; links++) at = this.parentOf(at);
+    return at === root;
+  }
+
+  /** Sets the skip link of `ch`, just joined to main's tree, whose parent has its own. */
+  private linkSkip(ch: Channel): void {
+    const up = this.parentOf(ch)!;
+    const upSkip = this.skipUp.get(up) ?? up;
+    const upSkip2 = this.skipUp.get(upSkip) ?? upSkip;
+    const even = up.depth! - upSkip.depth! === upSkip.depth! - upSkip2.depth!;
+    this.skipUp.set(ch, even ? upSkip2 : up);
   }
 
   /**
@@ -653,10 +704,12 @@ export class ChannelTree {
         this.guessedDepth.delete(ch);
         this.treeLink.delete(ch);
         this.treeSize.delete(ch);
+        write.depth(ch, d);
+        this.linkSkip(ch);
       } else {
         this.guessedDepth.add(ch);
+        write.depth(ch, d);
       }
-      write.depth(ch, d);
       for (const childId of write.children(ch)) {
         const child = this.byId.get(childId);
         if (child) stack.push([child, d + 1]);
@@ -779,6 +832,11 @@ export class ChannelTree {
   }
 }
 
+/**
+ * How far up a spawn's parent is followed, in a tree not yet under main, to tell whether the
+ * spawn closes a cycle (see `isBelow`): a deeper one is ignored as a second parent's spawn is.
+ */
+export const CYCLE_CLIMB_LINKS = 1_000;
 /** How many non-spawn tool calls the tree remembers the channel of (the latest). */
 export const MAX_CALLS_REMEMBERED = 10_000;
 /** Longest call id remembered: real ids are about 30 characters; a huge one must not be held 10,000 times. */

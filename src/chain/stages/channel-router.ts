@@ -107,7 +107,8 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
               (c.on === c.id
                 ? 'its own channel'
                 : `the channel of ${escapeOneLine(String(c.on))}, which descends from it`) +
-              ' (a spawn cycle): that spawn is ignored, the channel stays an orphan (depth unknown)',
+              ' (a spawn cycle): that spawn is ignored, the channel keeps its place (an orphan stays ' +
+              'one, depth unknown)',
           );
         }
       }
