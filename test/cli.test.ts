@@ -593,13 +593,16 @@ test('an input with no JSON object line at all gets an INPUT_QUARANTINED warning
 });
 
 test('an input with no lines (empty, or blank lines only) is INPUT_EMPTY, exit 3, with one line', () => {
-  for (const input of ['', '\n\n  \n']) {
+  for (const [input, held] of [
+    ['', 'no lines'],
+    ['\n\n  \n', 'only blank lines'],
+  ]) {
     const out = join(tmpDir(), 'o');
     const r = subtee(['--out', out], input);
     assert.equal(r.status, 3, JSON.stringify(input));
     assert.equal(
       r.stderr,
-      'subtee: the input held no lines: nothing to split (Claude Code prints stream-json only with ' +
+      `subtee: the input held ${held}: nothing to split (Claude Code prints stream-json only with ` +
         '--output-format stream-json --verbose) [INPUT_EMPTY]\n',
     );
     assert.equal(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).input.lines, 0);

@@ -270,7 +270,7 @@ export async function main(
       // A run that resends spooled ClickHouse rows has work without input of its own.
       const resends = chainSpec.sinks.some((s) => s.use === 'clickhouse' && s.resend !== undefined);
       if (run.input.lines === 0 && signalled === null && !resends) {
-        const empty = inputEmpty(isRun ? opts.rest[0] : null);
+        const empty = inputEmpty(isRun ? opts.rest[0] : null, run.input.blankLines);
         code = code === EXIT.OK ? empty.exitCode : code;
         tellError(empty);
       }
@@ -376,11 +376,12 @@ function tellWarnings(run: Session, tell: (w: Warning) => void): { catchUp(): vo
 }
 
 /**
- * An input without a line, such as `claude -p … --output-format stream-json` without
- * `--verbose` prints: an empty folder must not pass for a run (exit 3).
+ * An input without a line (or with blank ones only), such as `claude -p … --output-format
+ * stream-json` without `--verbose` prints: an empty folder must not pass for a run (exit 3).
  */
-export function inputEmpty(command: string | null): SubteeError {
-  const what = command === null ? 'the input held no lines' : `${command} printed no lines on stdout`;
+export function inputEmpty(command: string | null, blankLines = 0): SubteeError {
+  const lines = blankLines > 0 ? 'only blank lines' : 'no lines';
+  const what = command === null ? `the input held ${lines}` : `${command} printed ${lines} on stdout`;
   const hint = 'Claude Code prints stream-json only with --output-format stream-json --verbose';
   return new SubteeError('INPUT_EMPTY', `${what}: nothing to split (${hint})`, { exitCode: EXIT.IO });
 }
