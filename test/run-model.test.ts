@@ -8,6 +8,7 @@ import {
   type RoutedEvent,
   type RunView,
 } from '../src/entry/model.js';
+import { WARNINGS_TOLD_PER_CODE } from '../src/model/run-model.js';
 import type { Stall } from '../src/model/in-flight.js';
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
@@ -84,6 +85,32 @@ test('every event the model says is frozen, and a stall is recorded as a frozen 
   assert.equal(model.stall, stall);
   assert.deepEqual(model.warnings, [{ code: 'STALL', message: 'silent' }]);
   assert.ok(Object.isFrozen(model.warnings[0]));
+});
+
+test('past WARNINGS_TOLD_PER_CODE warnings of one code the rest are counted, not listed: one ' +
+  'WARNINGS_OMITTED says so, each code capped on its own, the counts exact', () => {
+  const model = new RunModel();
+  const listed: boolean[] = [];
+  for (let i = 0; i < WARNINGS_TOLD_PER_CODE + 25; i++) {
+    listed.push(model.warn('MANY', `subject ${i}`, `s${i}`));
+    model.warn('MANY', `subject ${i} again`, `s${i}`); // once per subject, told or counted
+  }
+  for (let i = 0; i < 3; i++) model.warn('FEW', `few ${i}`, `f${i}`);
+  assert.deepEqual(
+    listed,
+    Array.from({ length: WARNINGS_TOLD_PER_CODE + 25 }, (_, i) => i < WARNINGS_TOLD_PER_CODE),
+  );
+  assert.deepEqual(model.warnings, [
+    ...Array.from({ length: WARNINGS_TOLD_PER_CODE }, (_, i) => ({ code: 'MANY', message: `subject ${i}` })),
+    {
+      code: 'WARNINGS_OMITTED',
+      message: `more than ${WARNINGS_TOLD_PER_CODE} MANY warnings: the rest are not told one by one; ` +
+        "index.json's warnings_omitted counts them",
+    },
+    ...Array.from({ length: 3 }, (_, i) => ({ code: 'FEW', message: `few ${i}` })),
+  ]);
+  assert.deepEqual(model.warningsOmitted, { MANY: 25 });
+  assert.ok(Object.isFrozen(model.warningsOmitted));
 });
 
 test("the model's usage per line: each channel's tokens from its own lines, the run's their sum", () => {

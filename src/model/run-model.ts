@@ -116,6 +116,11 @@ export interface RunView {
     readonly limit: number;
   };
   readonly warnings: readonly Warning[];
+  /**
+   * Per code, how many of its warnings were counted and not told: those past the first
+   * WARNINGS_TOLD_PER_CODE (index.json's `warnings_omitted`).
+   */
+  readonly warningsOmitted: Readonly<Record<string, number>>;
   warningAt(index: number): Promise<Warning>;
   readonly thinking: Pick<ThinkingCounts, 'policy' | 'of'>;
   /**
@@ -166,6 +171,10 @@ export class RunModel implements RunView {
     return this.#warnings;
   }
   readonly #warnings: Warning[] = [];
+  get warningsOmitted(): Readonly<Record<string, number>> {
+    return Object.freeze(Object.fromEntries(this.#omitted));
+  }
+  readonly #omitted = new Map<string, number>();
   /**
    * Per channel, the thinking the run's display policy kept and cut (index.json's
    * `thinking`), once a thinking truncator states the policy; none counted before.
@@ -329,17 +338,35 @@ export class RunModel implements RunView {
   /**
    * Records a warning once per code (or once per `subject` of a code, such as a model without
    * a price). Warnings are an append-only list: a reader keeps its place in it (a cursor) and
-   * reads each once, in order (`warningAt` waits for one not recorded yet).
+   * reads each once, in order (`warningAt` waits for one not recorded yet). A stream chooses
+   * how many subjects there are: past WARNINGS_TOLD_PER_CODE of one code, the rest are counted
+   * (`warningsOmitted`), not listed, and one WARNINGS_OMITTED says so. So every view, which
+   * follows this list, tells a bounded number of lines. False when not listed.
    */
   warn(code: string, message: string, subject?: string): boolean {
     let subjects = this.#warned.get(code);
     if (subjects === undefined) this.#warned.set(code, (subjects = new Set()));
     if (subjects.has(subject)) return false;
     subjects.add(subject);
-    const w = Object.freeze({ code, message });
-    this.#warnings.push(w);
+    if (subjects.size <= WARNINGS_TOLD_PER_CODE) {
+      this.#record(code, message);
+      return true;
+    }
+    const omitted = (this.#omitted.get(code) ?? 0) + 1;
+    this.#omitted.set(code, omitted);
+    if (omitted === 1) {
+      this.#record(
+        'WARNINGS_OMITTED',
+        `more than ${WARNINGS_TOLD_PER_CODE} ${code} warnings: the rest are not told one by one; ` +
+          "index.json's warnings_omitted counts them",
+      );
+    }
+    return false;
+  }
+
+  #record(code: string, message: string): void {
+    this.#warnings.push(Object.freeze({ code, message }));
     this.#recorded.emit('warning');
-    return true;
   }
 
   /**
@@ -380,6 +407,12 @@ function frozenCost(cost: ReadonlyChannelCost | null): ReadonlyChannelCost | nul
   Object.freeze(cost.tokens);
   return Object.freeze(cost);
 }
+
+/**
+ * How many warnings of one code are told (listed, on stderr, in pino, in index.json); the
+ * rest are counted in index.json's `warnings_omitted`.
+ */
+export const WARNINGS_TOLD_PER_CODE = 10;
 
 /** How many quarantined line numbers index.json lists; the rest are counted. */
 export const QUARANTINE_LINES_LISTED = 1000;

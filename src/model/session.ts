@@ -228,6 +228,9 @@ export function pluginRunOf(model: Session): PluginRun {
     get warnings() {
       return Object.freeze(model.warnings.slice());
     },
+    get warningsOmitted() {
+      return model.warningsOmitted;
+    },
     warningAt: (index: number) => model.warningAt(index),
     thinking: Object.freeze({
       get policy() {

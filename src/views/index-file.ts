@@ -104,6 +104,8 @@ export interface IndexHead {
   quarantine_lines: readonly number[];
   quarantine_lines_omitted: number;
   warnings: readonly Warning[];
+  /** Per code, its warnings counted and not listed (past the first WARNINGS_TOLD_PER_CODE). */
+  warnings_omitted: Readonly<Record<string, number>>;
   /** What the run cost (see docs/cost.md). */
   cost: IndexCost;
   /** How the run's views showed it (`--thinking`): what `subtee report` applies to the page. */
@@ -216,6 +218,7 @@ function indexParts(
     quarantine_lines: run.quarantineLines.listed,
     quarantine_lines_omitted: run.quarantineLines.omitted,
     warnings: run.warnings,
+    warnings_omitted: run.warningsOmitted,
     cost: indexCost(
       report,
       tree.channels().map((c) => c.id),
