@@ -12,7 +12,10 @@ import { EXIT, SubteeError, systemReason } from './errors.js';
 export const FILE_READ_BYTES = 256 * 1024;
 
 export function inputUnreadable(file: string, err: unknown): SubteeError {
-  return new SubteeError('ERR_INPUT', `cannot read ${file}: ${systemReason(err)}`, { exitCode: EXIT.IO, cause: err });
+  return new SubteeError('ERR_INPUT', `cannot read ${file}: ${systemReason(err)}`, {
+    exitCode: EXIT.IO,
+    cause: err,
+  });
 }
 
 export function inputIsFolder(file: string): SubteeError {
