@@ -955,6 +955,26 @@ test('subtee run: a command not on PATH reads "not found ' +
   assert.equal(file.stderr, `subtee: cannot start ${path}: no such file [ERR_COMMAND]\n`);
 });
 
+test('subtee run: a command whose path runs through a file, which Node throws rather than emits, ' +
+  'cannot start (exit 2, said in words), nor be asked its version', () => {
+  const file = join(tmpDir(), 'a-file');
+  writeFileSync(file, '');
+  const agent = join(file, 'agent');
+  const out = join(tmpDir(), 'o');
+  const started = spawnSync(process.execPath, [BIN, 'run', '--out', out, '--', agent], { encoding: 'utf8' });
+  assert.equal(started.status, 2, started.stderr);
+  assert.equal(
+    started.stderr,
+    `subtee: cannot start ${agent}: a part of its path is a file, not a folder [ERR_COMMAND]\n`,
+  );
+  assert.equal(existsSync(out), false, 'no folder left behind');
+  const asked = spawnSync(process.execPath, [BIN, 'run', '--require-version', '>=1', '--', agent], {
+    encoding: 'utf8',
+  });
+  assert.equal(asked.status, 4, asked.stderr);
+  assert.match(asked.stderr, /\(cannot run .*agent --version: a part of its path is a file, not a folder\)/);
+});
+
 /** Pids of running (not zombie) processes whose command line holds `marker`. */
 function runningWith(marker: string): number[] {
   const ps = spawnSync('ps', ['-eo', 'pid=,stat=,args='], { encoding: 'utf8' }).stdout;

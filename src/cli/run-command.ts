@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type ChildProcessByStdio } from 'node:child_process';
 import { once } from 'node:events';
 import type { Socket } from 'node:net';
 import { constants, homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { ChainSpec } from '../chain/chain.js';
 import { Readable } from 'node:stream';
-import { EXIT, SubteeError } from '../errors.js';
+import { EXIT, SubteeError, systemReason } from '../errors.js';
 import { agentNameOf, type CommandEnd, type Session } from '../model/session.js';
 import { cutText } from '../model/display.js';
 import { findVersion } from '../semver.js';
@@ -39,7 +39,13 @@ export async function commandVersion(
   timeoutMs: number = VERSION_QUESTION.timeoutMs,
 ): Promise<CommandVersion> {
   const asked = `${cmd} --version`;
-  const child = spawn(cmd, ['--version'], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+  let child: ChildProcessByStdio<null, Readable, null>;
+  try {
+    child = spawn(cmd, ['--version'], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch (err) {
+    // Some failures (a part of the path that is a file) are thrown, not emitted.
+    return { version: null, unknownBecause: `cannot run ${asked}: ${systemReason(err)}` };
+  }
   let because: string | null = null;
   let letGo: NodeJS.Timeout | null = null;
   const endGroup = () => {
@@ -69,7 +75,7 @@ export async function commandVersion(
     const [code, endSignal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
     if (!because && code !== 0) because = `${asked} ended with ${code ?? endSignal}`;
   } catch (err) {
-    because ??= `cannot run ${asked}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`;
+    because ??= `cannot run ${asked}: ${systemReason(err)}`;
   } finally {
     clearTimeout(timer);
     if (letGo) clearTimeout(letGo);
@@ -222,7 +228,13 @@ export function within<T>(promise: Promise<T>, ms: number): Promise<T | undefine
 export function spawnCommand(argv: string[]): WrappedCommand {
   // Windows has no process groups to signal: there the command alone is.
   const groups = process.platform !== 'win32';
-  const child = spawn(argv[0], argv.slice(1), { stdio: ['inherit', 'pipe', 'inherit'], detached: groups });
+  let child: ChildProcessByStdio<null, Readable, null>;
+  try {
+    child = spawn(argv[0], argv.slice(1), { stdio: ['inherit', 'pipe', 'inherit'], detached: groups });
+  } catch (err) {
+    // Some failures (a part of the path that is a file) are thrown, not emitted.
+    throw cannotStart(argv[0], err as NodeJS.ErrnoException);
+  }
   let signal: NodeJS.Signals | null = null;
   let stopping = false;
   const exited = new Promise<number>((resolve) =>
@@ -270,9 +282,7 @@ export function spawnCommand(argv: string[]): WrappedCommand {
 /** Why a command could not start, in words (`not found on PATH` rather than ENOENT). */
 export function startFailure(cmd: string, err: NodeJS.ErrnoException): string {
   const where = cmd.includes('/') ? 'no such file' : 'not found on PATH';
-  if (err.code === 'ENOENT') return where;
-  if (err.code === 'EACCES') return 'not executable (permission denied)';
-  return err.code ?? err.message;
+  return systemReason(err, { ENOENT: where, EACCES: 'not executable (permission denied)' });
 }
 
 /** Resolves once the command runs; a command that cannot start is ERR_COMMAND (exit 2). */
@@ -281,10 +291,13 @@ export async function commandStarted({ child }: WrappedCommand, name: string): P
     child.once('spawn', () => resolve(null));
     child.once('error', resolve);
   });
-  if (started) {
-    const message = `cannot start ${name}: ${startFailure(name, started as NodeJS.ErrnoException)}`;
-    throw new SubteeError('ERR_COMMAND', message, { exitCode: EXIT.USAGE, cause: started });
-  }
+  if (started) throw cannotStart(name, started as NodeJS.ErrnoException);
+}
+
+/** A command that cannot start: ERR_COMMAND (exit 2), saying why. */
+function cannotStart(name: string, err: NodeJS.ErrnoException): SubteeError {
+  const message = `cannot start ${name}: ${startFailure(name, err)}`;
+  return new SubteeError('ERR_COMMAND', message, { exitCode: EXIT.USAGE, cause: err });
 }
 
 /**
