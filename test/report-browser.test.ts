@@ -505,7 +505,12 @@ describe('the static report in Chromium', { skip }, () => {
     // What was in flight, and for how long, in the banner itself.
     assert.match(
       await banner.innerText(),
-      /^This run stalled: the idle watchdog fired \(no input for [\d.]+ s \(allowed 1\.50* s\): background general-purpose "slow worker" \(\w+\) silent [\d.]+ s of the ceiling 1\.5 s; .*Bash "echo slow-ok" silent [\d.]+ s of its allowed 1\.5 s in general-purpose·\w+/s,
+      new RegExp(
+        String.raw`^This run stalled: the idle watchdog fired \(no input for [\d.]+ s \(allowed 1\.50* s\): ` +
+          String.raw`background general-purpose "slow worker" \(\w+\) silent [\d.]+ s of the ceiling 1\.5 s; ` +
+          String.raw`.*Bash "echo slow-ok" silent [\d.]+ s of its allowed 1\.5 s in slow worker\)`,
+        's',
+      ),
     );
     assert.match(
       await page.locator('#warnings li[data-code="STALL"]').innerText(),
