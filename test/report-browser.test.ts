@@ -506,9 +506,10 @@ describe('the static report in Chromium', { skip }, () => {
     assert.match(
       await banner.innerText(),
       new RegExp(
-        String.raw`^This run stalled: the idle watchdog fired \(no input for [\d.]+ s \(allowed 1\.50* s\): ` +
-          String.raw`background general-purpose "slow worker" \(\w+\) silent [\d.]+ s of the ceiling 1\.5 s; ` +
-          String.raw`.*Bash "echo slow-ok" silent [\d.]+ s of its allowed 1\.5 s in slow worker\)`,
+        String.raw`^This run stalled: the idle watchdog fired \(no input for [\d.]+ s ` +
+          String.raw`\(allowed 1\.50* s\): background general-purpose "slow worker" \(\w+\) ` +
+          String.raw`silent [\d.]+ s of the ceiling 1\.5 s; .*Bash "echo slow-ok" silent [\d.]+ s ` +
+          String.raw`of its allowed 1\.5 s in slow worker\)`,
         's',
       ),
     );

@@ -31,7 +31,7 @@ export function checkInputs(files: string[], stdinIsProcess = true): string[] {
   }
   for (const file of inputs) {
     if (file === '-') {
-      if (stdinIsProcess && isFolder(0)) throw inputIsFolder('stdin');
+      if (stdinIsProcess && fstatOrNull(0)?.isDirectory()) throw inputIsFolder('stdin');
       continue;
     }
     try {
@@ -47,7 +47,7 @@ export function checkInputs(files: string[], stdinIsProcess = true): string[] {
 export async function openInput(file: string, stdin: Readable): Promise<Readable> {
   if (file === '-') {
     // `subtee < recorded.jsonl`: read the file behind stdin in large reads.
-    const fileBehind = stdin === process.stdin && isRegularFile(0);
+    const fileBehind = stdin === process.stdin && fstatOrNull(0)?.isFile() === true;
     return decompressed(
       fileBehind ? createReadStream('', { fd: 0, highWaterMark: FILE_READ_BYTES }) : stdin,
       'stdin',
@@ -190,42 +190,15 @@ function beginsOtherwise(path: string, start: Buffer): boolean {
   }
 }
 
-function fstatOrNull(fd: number): Stats | null {
+/** What a stat says, or null when it fails (missing, unreadable): the caller's next step says why. */
+function statusOf(stat: () => Stats): Stats | null {
   try {
-    return fstatSync(fd);
+    return stat();
   } catch {
     return null;
   }
 }
 
-function statOrNull(p: string) {
-  try {
-    return statSync(p);
-  } catch {
-    return null;
-  }
-}
-
-function lstatOrNull(p: string) {
-  try {
-    return lstatSync(p);
-  } catch {
-    return null;
-  }
-}
-
-function isRegularFile(fd: number): boolean {
-  try {
-    return fstatSync(fd).isFile();
-  } catch {
-    return false;
-  }
-}
-
-function isFolder(fd: number): boolean {
-  try {
-    return fstatSync(fd).isDirectory();
-  } catch {
-    return false;
-  }
-}
+const statOrNull = (p: string) => statusOf(() => statSync(p));
+const lstatOrNull = (p: string) => statusOf(() => lstatSync(p));
+const fstatOrNull = (fd: number) => statusOf(() => fstatSync(fd));
