@@ -4,6 +4,10 @@ import { systemReason } from './errors.js';
 /** Why a small file was not read: one phrase, for the error line of the option that named it. */
 export class SmallFileRefused extends Error {}
 
+/** How long a read of a named pipe whose writer has not written yet waits before it tries again. */
+const FIFO_POLL_MS = 5;
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
 /** Why a file is not read as a small file, or null for a regular file or a named pipe. */
 function notReadable(st: Stats): string | null {
   if (st.isFile() || st.isFIFO()) return null;
@@ -28,7 +32,6 @@ export function readSmallText(path: string, maxBytes: number, what: string): str
   } catch (err) {
     throw new SmallFileRefused(systemReason(err), { cause: err });
   }
-  let blocking: number | null = null;
   try {
     const st = fstatSync(fd);
     const why = notReadable(st);
@@ -38,13 +41,14 @@ export function readSmallText(path: string, maxBytes: number, what: string): str
     while (size <= maxBytes) {
       let n: number;
       try {
-        n = readSync(blocking ?? fd, buf, size, buf.length - size, null);
+        n = readSync(fd, buf, size, buf.length - size, null);
       } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (!st.isFIFO() || code !== 'EAGAIN' || blocking !== null)
+        if (!st.isFIFO() || (err as NodeJS.ErrnoException).code !== 'EAGAIN')
           throw new SmallFileRefused(systemReason(err), { cause: err });
-        // A writer is there and has not written yet: it opens at once now.
-        blocking = openSync(path, 'r');
+        // A writer is there and has not written yet: its data is waited for on this descriptor.
+        // (Opening the pipe again to block would wait for ever for a writer that wrote and left
+        // in between.)
+        Atomics.wait(PAUSE, 0, 0, FIFO_POLL_MS);
         continue;
       }
       if (n === 0) break;
@@ -56,6 +60,5 @@ export function readSmallText(path: string, maxBytes: number, what: string): str
     return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   } finally {
     closeSync(fd);
-    if (blocking !== null) closeSync(blocking);
   }
 }
