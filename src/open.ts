@@ -3,7 +3,14 @@ import { join } from 'node:path';
 import { Readable, type Writable } from 'node:stream';
 import { builtinRegistry } from './chain/builtins.js';
 import { DEFAULT_STAGES, runChain, type ChainSpec, type ComponentSpec } from './chain/chain.js';
-import { configOf, lacksRouter, readConfig, registerPlugins, unusedPlugins } from './chain/config.js';
+import {
+  checkSpec,
+  configShape,
+  lacksRouter,
+  readConfigProblems,
+  registerPlugins,
+  unusedPlugins,
+} from './chain/config.js';
 import { defineBuiltin, KIT_VERSION, Registry } from './chain/plugin.js';
 import { createProjectionSink } from './chain/sinks/projection.js';
 import { NULL_INPUT } from './chain/stages/object-source.js';
@@ -330,19 +337,21 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
   };
 }
 
-/** The chain of a config (file or object), its plugins registered. */
+/**
+ * The chain of a config (file or object), its plugins registered. Checked as the command line
+ * checks one: as the config lists its stages, so that a problem names the entry where it
+ * stands, every problem in one message (ERR_CONFIG).
+ */
 async function configSpec(options: OpenOptions, registry: Registry): Promise<ChainSpec> {
-  const { config, baseDir } =
+  const where = typeof options.config === 'string' ? `config ${options.config}` : 'open() config';
+  const read =
     typeof options.config === 'string'
-      ? readConfig(options.config)
-      : { config: configOf(options.config, 'open() config'), baseDir: process.cwd() };
-  const loaded = await registerPlugins(registry, config.plugins, baseDir);
-  const unused = unusedPlugins(config, loaded);
-  if (unused.length > 0) {
-    const where = typeof options.config === 'string' ? `config ${options.config}` : 'open() config';
-    throw new UsageError('ERR_CONFIG', `${where}: ${unused.join('; ')}`);
-  }
-  return chainSpecOf({ ...options, spec: { stages: config.stages, sinks: config.sinks } }, registry);
+      ? readConfigProblems(options.config)
+      : { ...configShape(options.config, where), baseDir: process.cwd() };
+  const loaded = await registerPlugins(registry, read.config.plugins, read.baseDir);
+  const written = { stages: read.listed, sinks: read.config.sinks };
+  checkSpec(written, registry, where, [...read.problems, ...unusedPlugins(written, loaded)]);
+  return chainSpecOf({ ...options, spec: { stages: read.config.stages, sinks: read.config.sinks } }, registry);
 }
 
 /** The chain `open()` runs, from its options; refuses options that cannot work together. */

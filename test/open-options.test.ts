@@ -199,6 +199,22 @@ test('a stage nobody registered is named, not reported as a missing router', asy
   assert.throws(() => open(fixture(), { spec: { stages: [{ use: 'nope' }], sinks: [] } }), named);
 });
 
+test("a config's problems name its entries where the config lists them, as the command line's do",
+  async () => {
+  const stages = [{ use: 'thinking-truncator', bogus: 1 }];
+  const file = join(tmpDir(), 'bad.json');
+  writeFileSync(file, JSON.stringify({ stages, sinks: [{ use: 'files' }] }));
+  for (const config of [{ stages }, file]) {
+    await assert.rejects(open(fixture(), { config }).done, (err: { code?: string; message?: string }) => {
+      assert.equal(err.code, 'ERR_CONFIG');
+      assert.match(err.message ?? '', /stages\[0\]\.bogus: unknown option for "thinking-truncator"/);
+      // Every problem in the one message: the files sink's missing folder too.
+      if (typeof config === 'string') assert.match(err.message ?? '', /sinks\[0\]\.out: required/);
+      return true;
+    });
+  }
+});
+
 test("a registry a program extends keeps the built-in stages and sinks; a built-in's name stays " +
   "taken", async () => {
   let seen = 0;

@@ -109,15 +109,8 @@ export function readConfig(path: string): { config: Config; baseDir: string } {
   return { config, baseDir };
 }
 
-/** Checks the shape of a config's data (parsed from a file, or given as an object). */
-export function configOf(data: unknown, where: string): Config {
-  const { config, problems } = configShape(data, where);
-  if (problems.length > 0) throw new UsageError('ERR_CONFIG', `${where}: ${problems.join('; ')}`);
-  return config;
-}
-
-/** A config's data as a Config, and what is wrong with its shape. */
-function configShape(
+/** A config's data as a Config, its stages as listed, and what is wrong with its shape. */
+export function configShape(
   data: unknown,
   where: string,
 ): { config: Config; listed: ComponentSpec[]; problems: string[] } {
