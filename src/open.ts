@@ -15,6 +15,7 @@ import { defineBuiltin, KIT_VERSION, Registry } from './chain/plugin.js';
 import { createProjectionSink } from './chain/sinks/projection.js';
 import { NULL_INPUT } from './chain/stages/object-source.js';
 import { EXIT, OutputError, SubteeError, UsageError } from './errors.js';
+import { decompressed } from './decompress.js';
 import { openInputFile } from './input-file.js';
 import { isProtocolEvent } from './adapters/langgraph.js';
 import { Session } from './model/session.js';
@@ -351,7 +352,8 @@ async function configSpec(options: OpenOptions, registry: Registry): Promise<Cha
   const loaded = await registerPlugins(registry, read.config.plugins, read.baseDir);
   const written = { stages: read.listed, sinks: read.config.sinks };
   checkSpec(written, registry, where, [...read.problems, ...unusedPlugins(written, loaded)]);
-  return chainSpecOf({ ...options, spec: { stages: read.config.stages, sinks: read.config.sinks } }, registry);
+  const spec = { stages: read.config.stages, sinks: read.config.sinks };
+  return chainSpecOf({ ...options, spec }, registry);
 }
 
 /** The chain `open()` runs, from its options; refuses options that cannot work together. */
@@ -436,15 +438,17 @@ const INPUT_EDGES: ReadonlySet<string> = new Set(['line-parser', 'object-source'
 const isBytes = (value: unknown) => typeof value === 'string' || value instanceof Uint8Array;
 
 /**
- * The input as a stream, and the chain edge that reads it. A byte stream is taken as it is;
- * otherwise the first value is looked at: bytes or strings go to the line parser, anything
- * else (message objects) to the object source. The value looked at is not lost.
+ * The input as a stream, and the chain edge that reads it. A byte stream is read as the
+ * command line reads stdin (gzip or zstd decompressed, recognised by its first bytes);
+ * otherwise the first value is looked at: bytes or strings go to the line parser the same way,
+ * anything else (message objects) to the object source. The value looked at is not lost.
  */
 async function inputOf(
   input: OpenInput,
 ): Promise<{ source: Readable; edge: 'line-parser' | 'object-source' }> {
   if (typeof input === 'string') return { source: await openInputFile(input), edge: 'line-parser' };
-  if (input instanceof Readable && !input.readableObjectMode) return { source: input, edge: 'line-parser' };
+  if (input instanceof Readable && !input.readableObjectMode)
+    return { source: decompressed(input, 'the input'), edge: 'line-parser' };
   const iterator = (input as AsyncIterable<unknown>)[Symbol.asyncIterator]();
   const first = await iterator.next();
   const values = async function* () {
@@ -471,11 +475,10 @@ async function inputOf(
       await iterator.return?.();
     }
   };
-  const objects = !first.done && !isBytes(first.value);
-  return {
-    source: Readable.from(values(), { objectMode: objects }),
-    edge: objects ? 'object-source' : 'line-parser',
-  };
+  if (!first.done && !isBytes(first.value))
+    return { source: Readable.from(values(), { objectMode: true }), edge: 'object-source' };
+  const bytes = Readable.from(values(), { objectMode: false });
+  return { source: decompressed(bytes, 'the input'), edge: 'line-parser' };
 }
 
 /** Whether a value is a LangGraph run's own `failed` event (the root's lifecycle). */

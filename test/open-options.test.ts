@@ -143,6 +143,24 @@ test('an input that fails midway: what was read is filed, ' +
   );
 });
 
+test('a gzip byte stream or iterable given to open() is decompressed, as the command line ' +
+  'decompresses its stdin', async () => {
+  const plain = await open(fixture()).done;
+  assert.ok(plain.channels.length > 1);
+  const packed = gzipSync(readFileSync(fixture()));
+  async function* pieces() {
+    // Split inside the gzip header: the format is told from the first bytes, whatever the chunks.
+    yield packed.subarray(0, 3);
+    yield packed.subarray(3);
+  }
+  for (const input of [chunked([packed]), pieces()]) {
+    const index = await open(input).done;
+    assert.deepEqual(index.input, plain.input);
+    assert.deepEqual(index.channels.map((ch) => ch.id), plain.channels.map((ch) => ch.id));
+    assert.deepEqual(index.warnings, []);
+  }
+});
+
 test('open() on a cut-short gzip file keeps every decompressed ' +
   'byte, records INPUT_CUT_SHORT, rejects ERR_INPUT', async () => {
   const dir = tmpDir();
