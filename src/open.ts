@@ -11,7 +11,7 @@ import {
   registerPlugins,
   unusedPlugins,
 } from './chain/config.js';
-import { defineBuiltin, KIT_VERSION, Registry } from './chain/plugin.js';
+import { defineBuiltin, KIT_VERSION, optionProblem, Registry, type OptionSpec } from './chain/plugin.js';
 import { createProjectionSink } from './chain/sinks/projection.js';
 import { NULL_INPUT } from './chain/stages/object-source.js';
 import { EXIT, OutputError, SubteeError, UsageError } from './errors.js';
@@ -45,10 +45,18 @@ export interface OpenOptions extends ProjectionOptions {
   spec?: ChainSpec;
   /**
    * A config instead of a spec: the path of a config file, or its content as an object
-   * (`stages`, `sinks`, `plugins`); its plugins are loaded (paths relative to the file, or
-   * to the working folder for an object).
+   * (`stages`, `sinks`, `plugins`, `leaveOut`, as in the file); its plugins are loaded (paths
+   * relative to the file, or to the working folder for an object).
    */
-  config?: string | { stages?: ComponentSpec[]; sinks?: ComponentSpec[]; plugins?: string[] };
+  config?:
+    | string
+    | {
+        $schema?: string;
+        stages?: ComponentSpec[];
+        sinks?: ComponentSpec[];
+        plugins?: string[];
+        leaveOut?: string[];
+      };
   /**
    * A registry with plugins registered: the run can use its stages and sinks besides the
    * built-in ones (one of its own may not take a built-in's name).
@@ -121,6 +129,55 @@ function checkOptionNames(options: object): void {
       unknown.map((k) => JSON.stringify(k)).join(', ') +
       ` (it takes ${Object.keys(OPEN_OPTIONS).join(', ')})`,
   );
+}
+
+/**
+ * A registry and a spec have their shape checked here: a program in JavaScript can pass
+ * anything, and a wrong one would fail later as a TypeError with no code.
+ */
+function checkRegistryAndSpec(options: OpenOptions): void {
+  const registry: unknown = options.registry;
+  const methods = registry as Partial<Registry> | null;
+  if (registry !== undefined && (typeof methods?.names !== 'function' || typeof methods.get !== 'function'))
+    throw new UsageError(
+      'ERR_OPEN_OPTIONS',
+      `open(): registry must be a Registry (new Registry() from subtee/chain), not ${describe(registry)}`,
+    );
+  const spec: unknown = options.spec;
+  const lists = spec as Partial<ChainSpec> | null;
+  if (spec !== undefined && !(Array.isArray(lists?.stages) && Array.isArray(lists.sinks)))
+    throw new UsageError(
+      'ERR_OPEN_OPTIONS',
+      'open(): spec must be a chain as a config file lists one, { stages: [...], sinks: [...] }, not ' +
+        (Array.isArray(spec) || typeof spec !== 'object' || spec === null
+          ? describe(spec)
+          : 'an object without both lists'),
+    );
+}
+
+/**
+ * open()'s options that are a stage's or a sink's (the files sink's folder, the idle watchdog's
+ * limits), checked as that component checks them and named as open() names them, at once:
+ * left to the chain, they failed the run later under the chain's own names (`sinks[0].out`).
+ */
+function checkForwardedOptions(options: OpenOptions): void {
+  const builtins = builtinRegistry();
+  const files = builtins.get('files')!.options;
+  const watchdog = builtins.get('idle-watchdog')!.options;
+  const forwarded: Array<[string, OptionSpec, unknown]> = [
+    ['out', files.out, options.out],
+    ['force', files.force, options.force],
+    ['idleTimeoutMs', watchdog.idleTimeoutMs, options.idleTimeoutMs],
+    ['modelTimeoutMs', watchdog.modelTimeoutMs, options.modelTimeoutMs],
+    ['toolTimeoutMs', watchdog.toolTimeoutMs, options.toolTimeoutMs],
+    ['stallGraceMs', watchdog.graceMs, options.stallGraceMs],
+    ['onStall', watchdog.onStall, options.onStall],
+  ];
+  const problems = forwarded.flatMap(([name, spec, value]) => {
+    const problem = value === undefined ? null : optionProblem(spec, value);
+    return problem === null ? [] : [`${name} ${problem}`];
+  });
+  if (problems.length > 0) throw new UsageError('ERR_OPEN_OPTIONS', `open(): ${problems.join('; ')}`);
 }
 
 /** What each name of `interleave()` yields. */
@@ -206,6 +263,8 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
   if (options.config !== undefined && options.spec !== undefined) {
     throw new UsageError('ERR_OPEN_OPTIONS', 'open(): pass a config or a spec, not both');
   }
+  checkRegistryAndSpec(options);
+  checkForwardedOptions(options);
   const session = new Session();
   const projection = new Projection(session, options);
   // A copy: the caller's registry may serve several runs, each with its own projection sink.
@@ -289,7 +348,7 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
     if (typeof filesOut === 'string') {
       return JSON.parse(await readFile(join(filesOut, 'index.json'), 'utf8')) as IndexDocument;
     }
-    return buildIndex(session, () => undefined, null);
+    return buildIndex(session, () => undefined, null, session.display);
   })();
   // Errors are reported through `done`; iterators just end. A program that never awaits
   // `done` must not crash on an unhandled rejection.

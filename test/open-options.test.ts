@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { definePlugin, KIT_VERSION, open, type OpenInput } from '../src/index.js';
+import { definePlugin, KIT_VERSION, open, type OpenInput, type OpenOptions } from '../src/index.js';
 import { builtinRegistry, DEFAULT_STAGES, Registry } from '../src/entry/chain.js';
 import { chunked, fixtureFiles, readTree, tmpDir } from './helpers/helpers.js';
 
@@ -208,6 +208,50 @@ test('an openChannelFile that is not a function is refused at once, named', () =
   assert.throws(() => open(fixture(), options), (err: { code?: string; message?: string }) => {
     return err.code === 'ERR_OPEN_OPTIONS' && /openChannelFile/.test(err.message ?? '');
   });
+});
+
+test("the options open() hands a stage or a sink are refused at once under open()'s names, " +
+  'with a code', () => {
+  const cases: Array<[Record<string, unknown>, RegExp]> = [
+    [{ out: 42 }, /^open\(\): out must be a string/],
+    [{ out: '' }, /^open\(\): out must not be empty/],
+    [{ out: join(tmpDir(), 'o'), force: 'yes' }, /^open\(\): force must be a boolean/],
+    [{ idleTimeoutMs: '1000' }, /^open\(\): idleTimeoutMs must be a whole number/],
+    [{ stallGraceMs: -5 }, /^open\(\): stallGraceMs must be at least/],
+    [{ onStall: 'explode' }, /^open\(\): onStall must be one of fail, warn/],
+    [{ readerStallMs: '5' }, /^open\(\): readerStallMs must be an integer of at least 1, not a string$/],
+  ];
+  for (const [options, message] of cases) {
+    const given = options as Parameters<typeof open>[1];
+    assert.throws(() => open(fixture(), given), { code: 'ERR_OPEN_OPTIONS', message });
+  }
+});
+
+test('a registry or a spec of the wrong shape is refused at once with a code, not a TypeError later', () => {
+  const cases: Array<[Record<string, unknown>, RegExp]> = [
+    [{ registry: {} }, /registry must be a Registry/],
+    [{ registry: 5 }, /registry must be a Registry/],
+    [{ spec: 'x' }, /spec must be a chain .*not a value of type string/],
+    [{ spec: {} }, /spec must be a chain .*not an object without both lists/],
+    [{ spec: { stages: [{ use: 'line-parser' }, { use: 'channel-router' }] } }, /spec must be a chain/],
+  ];
+  for (const [options, message] of cases) {
+    const given = options as Parameters<typeof open>[1];
+    assert.throws(() => open(fixture(), given), { code: 'ERR_OPEN_OPTIONS', message });
+  }
+});
+
+test('done holds the display policy the views applied, with an output folder or without one', async () => {
+  // A config object as a file holds one: its $schema and leaveOut are part of the type.
+  const config: OpenOptions['config'] = {
+    $schema: 'https://example.invalid/subtee-config.json',
+    leaveOut: ['idle-watchdog'],
+    stages: [{ use: 'thinking-truncator', mode: 'drop' }],
+  };
+  const without = await open(fixture(), { config }).done;
+  const withOut = await open(fixture(), { config, out: join(tmpDir(), 'o') }).done;
+  assert.deepEqual(without.display, { thinking: 'drop', thinking_chars: 2000 });
+  assert.deepEqual(without.display, withOut.display);
 });
 
 test('a stage nobody registered is named, not reported as a missing router', async () => {

@@ -203,7 +203,8 @@ export class Projection implements HandleHost {
       if (!Number.isSafeInteger(value) || value < least) {
         throw new UsageError(
           'ERR_OPEN_OPTIONS',
-          `open(): ${name} must be an integer of at least ${least}, not ${String(value)}`,
+          `open(): ${name} must be an integer of at least ${least}, ` +
+            `not ${typeof value === 'number' ? String(value) : `a ${typeof value}`}`,
         );
       }
     }
