@@ -12,7 +12,7 @@ import * as page from '../src/views/report/client.js';
 import { runCostView } from '../src/views/report/model.js';
 import * as costViews from '../src/views/cost.js';
 import { launchBrowser, openReport } from './helpers/browser.js';
-import { BIN, fixtureFiles, FIXTURES, runToFiles, splitEvery, tmpDir } from './helpers/helpers.js';
+import { BIN, fixtureFiles, FIXTURES, ROOT, runToFiles, splitEvery, tmpDir } from './helpers/helpers.js';
 import { startOtlpReceiver, type OtlpReceiver } from './servers/otlp-receiver.js';
 
 /** claude-opus-5-5 list prices, USD per million tokens (platform.claude.com, models/opus-5-5). */
@@ -197,6 +197,24 @@ test("a run with no subagent states main's output tokens, not a count of agents"
   assert.match(stderr, /; main's output tokens unknown \(\$\?\)\)\n/);
   const { stderr: fanout } = runCli(join(FIXTURES, 'foreground-fanout-3.jsonl'));
   assert.match(fanout, /; agents' output tokens 4 estimated \(~\)\)\n/);
+});
+
+test("a run with no subagent states main's dollars on its cost line, not a subagent tree's (as " +
+  'docs/cost.md shows)', () => {
+  const { index, stderr } = runCli(join(FIXTURES, 'long-bash-heartbeat.jsonl'));
+  assert.equal(index.channels.length, 1);
+  const [run, main] = [index.cost.usd, index.cost.channels_usd].map((usd) => costViews.formatUsd(usd));
+  const line = stderr.split('\n').find((l) => l.startsWith('cost '));
+  assert.ok(line?.startsWith(`cost ${run}: main ${main}, unattributed `), line);
+  // docs/cost.md shows this line.
+  const doc = readFileSync(join(ROOT, 'docs', 'cost.md'), 'utf8').replace(/\s+/g, ' ');
+  assert.ok(doc.includes(`\`${line}\``), line);
+  // Unknown usage: main's dollars are unknown, still no tree.
+  const { stderr: copilot } = runCli(join(FIXTURES, 'other-agents', 'copilot-shell.jsonl'));
+  assert.match(copilot, /\ncost \$\?: main \$\? \(the result line states no dollars; /);
+  for (const text of [stderr, copilot]) assert.doesNotMatch(text, /subagent tree/);
+  const { stderr: fanout } = runCli(join(FIXTURES, 'foreground-fanout-3.jsonl'));
+  assert.match(fanout, /\ncost \$[\d.]+: subagent tree \$[\d.]+, unattributed /);
 });
 
 test('a token count past the bound is refused, its line named: sums and dollars never reach Infinity', () => {

@@ -170,10 +170,17 @@ function runCostLine(
   const unattributed =
     report.unattributed_usd === null ? '' : `, unattributed ${formatUsd(report.unattributed_usd)}`;
   const run = usdLeavingOut(report.usd, runUsdLeavesOut(report, counts.unknown));
+  // The channels' dollars: a run with no subagent has no tree, only main.
+  const channels = mainAlone(counts) ? 'main' : 'subagent tree';
   return (
-    `cost ${run}: subagent tree ${usdLeavingOut(report.channels_usd, counts.unknown)}${unattributed} ` +
+    `cost ${run}: ${channels} ${usdLeavingOut(report.channels_usd, counts.unknown)}${unattributed} ` +
     `(${claude}; ${basis}; ${outputTokensText(counts)})`
   );
+}
+
+/** Whether the run's one channel is main: no subagent. */
+function mainAlone(counts: Record<TokensBasis, number>): boolean {
+  return counts.exact + counts.estimated + counts.stream + counts.unknown === 1;
 }
 
 /**
@@ -181,8 +188,7 @@ function runCostLine(
  * with no subagent, main's alone, uncounted (`main's output tokens unknown ($?)`).
  */
 function outputTokensText(counts: Record<TokensBasis, number>): string {
-  const total = counts.exact + counts.estimated + counts.stream + counts.unknown;
-  if (total !== 1) return `agents' output tokens ${basisText(counts)}`;
+  if (!mainAlone(counts)) return `agents' output tokens ${basisText(counts)}`;
   return `main's output tokens ${basisText(counts).replace(/^1 /, '')}`;
 }
 
