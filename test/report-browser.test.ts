@@ -306,6 +306,23 @@ describe('the static report in Chromium', { skip }, () => {
     await page.close();
   });
 
+  test("the header's counts agree with their nouns: 1 subagent, 0 subagents, " +
+    'never 1 subagents', async () => {
+    for (const [name, subagents] of [
+      ['slow-background-helper', '1 subagent: 1 completed'],
+      ['long-bash-heartbeat', '0 subagents: 0 completed'],
+    ]) {
+      const input = readFileSync(join(FIXTURES, `${name}.jsonl`));
+      const { page, console } = await openReport(browser, reportOf(input));
+      const s = await seen(page);
+      const lines = linesOf(input).length;
+      assert.ok(lines > 1, `${name}: ${lines} lines`);
+      assert.equal(s.summary, `${subagents}, 0 failed, 0 running · ${lines} lines · 0 quarantined`, name);
+      assert.deepEqual(console, []);
+      await page.close();
+    }
+  });
+
   test('an old Claude Code: the version guard’s warnings ' +
     'are listed with their codes, the version shown', async () => {
     const input = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8').replaceAll(
@@ -534,7 +551,7 @@ describe('the static report in Chromium', { skip }, () => {
       (await page.locator('#timeline line.tail').count()) >= 1,
       'a running agent’s bar runs on to the end of the run',
     );
-    assert.match(st.summary, /1 subagents: 0 completed, 0 failed, 1 running/);
+    assert.match(st.summary, /^1 subagent: 0 completed, 0 failed, 1 running/);
     await screenshot(page, 'stalled');
     assert.deepEqual(console, []);
     await page.close();

@@ -10,7 +10,9 @@ import { test } from 'node:test';
 import { writeStream } from '../bench/gen.js';
 import { readReportData } from '../src/views/report/build.js';
 import {
+  counted as pageCounted,
   foldCase,
+  formatCount,
   headOf,
   hitContext,
   lastWords,
@@ -23,6 +25,7 @@ import { channelUpdate, ReportFeed, type ChannelFields } from '../src/views/repo
 import { pageBytes, pagePieces } from '../src/views/report/page.js';
 import { entryChars, lineFacts, TranscriptBudget, type ChannelView } from '../src/views/report/model.js';
 import { parseServe } from '../src/chain/sinks/report.js';
+import { counted } from '../src/views/summary.js';
 import { startSubtee } from './helpers/browser.js';
 import { COPILOT_TOTALS, copilotTokens } from './helpers/chat-reading.js';
 import { BIN, FIXTURES, linesOf, tmpDir } from './helpers/helpers.js';
@@ -352,6 +355,28 @@ test('subtee report: one self-contained page, a CSP allowing exactly its own scr
   assert.equal(leaf.prompt, 'SCRIPT:nest:0');
   assert.equal(leaf.summary, 'Worker leaf report: done.');
   assert.equal(leaf.ticks.length, 1);
+});
+
+test("the page's copy of counted agrees with views/summary.ts's: 1 subagent, 2 subagents, thousands " +
+  'separated', () => {
+  for (const n of [0, 1, 2, 1234, 1_000_001])
+    for (const noun of ['subagent', 'more line'])
+      assert.equal(pageCounted(n, noun), counted(n, noun).replace(/^\d+/, formatCount(n)), `${n}`);
+  assert.deepEqual([pageCounted(1, 'line'), pageCounted(1234, 'line')], ['1 line', '1,234 lines']);
+});
+
+test("a run of one agent: subtee report says 1 transcript, and the runs' index page 1 run, " +
+  '1 priced run', () => {
+  const root = tmpDir();
+  const input = join(FIXTURES, 'long-bash-heartbeat.jsonl');
+  const r = subtee(['--out', join(root, 'run'), '--html', '--stdout', 'none', input]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /report\.html: [\d.]+ KB \(limit 8\.0 MB\), 1 transcript, none cut\n/);
+  const report = subtee(['report', root]);
+  assert.equal(report.status, 0, report.stderr);
+  assert.match(report.stderr, /index\.html: 1 run\n$/);
+  const index = readFileSync(join(root, 'index.html'), 'utf8');
+  assert.match(index, /<div id="summary">1 run, 0 not completed, \$[\d.]+ over 1 priced run · subtee /);
 });
 
 const sum = (ns: Iterable<number>) => [...ns].reduce((a, b) => a + b, 0);

@@ -5,6 +5,7 @@ import { EXIT, SubteeError, UsageError } from '../errors.js';
 import { writeIndexPage, writeReport } from '../chain/sinks/report-file.js';
 import { channelReaderFor, runReaderFor } from '../chain/stages/input-format.js';
 import { escapeOneLine } from '../views/escape.js';
+import { counted } from '../views/summary.js';
 import { reportLine, type ReportBuildOptions } from '../views/report/build.js';
 import { indexPageRow, type IndexPageRow } from '../views/report/index-page.js';
 import { readRunIndex, runFolders } from './run-folders.js';
@@ -130,6 +131,6 @@ function indexReport(root: string, maxPageBytes: number, quiet: boolean, stderr:
       { exitCode: EXIT.IO },
     );
   const path = writeIndexPage(root, rows);
-  if (!quiet) stderr.write(`subtee: wrote ${path}: ${rows.length} runs\n`);
+  if (!quiet) stderr.write(`subtee: wrote ${path}: ${counted(rows.length, 'run')}\n`);
   return 0;
 }

@@ -26,6 +26,7 @@ import {
   type ReportLimits,
 } from './model.js';
 import { pageBytes } from './page.js';
+import { counted } from '../summary.js';
 import { statedSubtree, treeRows, type PageChannel } from './client.js';
 import {
   cutText,
@@ -508,12 +509,12 @@ function mb(n: number): string {
 export function reportLine(r: ReportResult): string {
   const cut =
     r.cutChannels > 0
-      ? `${r.cutChannels} of ${r.channels} transcripts cut to fit (the .log files have them whole)`
-      : `${r.channels} transcripts, none cut`;
+      ? `${r.cutChannels} of ${counted(r.channels, 'transcript')} cut to fit (the .log files have them whole)`
+      : `${counted(r.channels, 'transcript')}, none cut`;
   const leftOut = r.leftOutChannels ?? 0;
   const missing =
     leftOut > 0
-      ? `, ${leftOut} of ${r.channels + leftOut} agents left out to fit ` +
+      ? `, ${leftOut} of ${counted(r.channels + leftOut, 'agent')} left out to fit ` +
         '(index.json and the .log files have them all)'
       : '';
   return `subtee: wrote ${r.path}: ${mb(r.bytes)} (limit ${mb(r.limitBytes)}), ${cut}${missing}\n`;

@@ -235,6 +235,15 @@ export function formatCount(n: number): string {
   return Math.round(n).toLocaleString('en-US');
 }
 
+/**
+ * `1 subagent`, `1,200 lines`: a count and its noun, in the singular for one. The page's own
+ * copy of views/summary.ts's counted, with thousands separators (test/report.test.ts checks that
+ * they agree).
+ */
+export function counted(n: number, noun: string): string {
+  return `${formatCount(n)} ${noun}${n === 1 ? '' : 's'}`;
+}
+
 export function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
@@ -500,10 +509,10 @@ function renderHeader(state: State): void {
   const leftOut = page.leftOutChannels ?? 0;
   const missing = leftOut > 0 ? ` in this page (${formatCount(leftOut)} left out)` : '';
   $('summary').textContent =
-    `${formatCount(subs.length)} subagents${missing}: ` +
+    `${counted(subs.length, 'subagent')}${missing}: ` +
     `${formatCount(n('completed'))} completed, ${formatCount(n('failed'))} failed, ` +
     `${formatCount(n('running'))} running · ` +
-    `${formatCount(run.input.lines)} lines · ${formatCount(run.input.quarantined)} quarantined`;
+    `${counted(run.input.lines, 'line')} · ${formatCount(run.input.quarantined)} quarantined`;
   const banner = $('banner');
   // The STALL warning says what was in flight and for how long.
   const stall = run.warnings.find((w) => w.code === 'STALL');
@@ -532,13 +541,13 @@ function renderHeader(state: State): void {
     ? ''
     : `page ${formatBytes(page.bytes)} (limit ${formatBytes(page.limitBytes)})` +
       (page.cutChannels > 0
-        ? ` · ${page.cutChannels} transcripts cut to fit, the full ones are in the .log files`
+        ? ` · ${counted(page.cutChannels, 'transcript')} cut to fit, the full ones are in the .log files`
         : ' · no transcript cut') +
       (page.fieldChars === undefined
         ? ''
-        : ` · prompts, final reports and descriptions shortened to ${formatCount(page.fieldChars)} chars`) +
+        : ` · prompts, final reports and descriptions shortened to ${counted(page.fieldChars, 'char')}`) +
       (leftOut > 0
-        ? ` · ${formatCount(leftOut)} of ${formatCount(channels.length + leftOut)} agents left out to fit ` +
+        ? ` · ${formatCount(leftOut)} of ${counted(channels.length + leftOut, 'agent')} left out to fit ` +
           '(the deepest; index.json and the .log files have them all)'
         : '');
 }
@@ -928,7 +937,7 @@ function entryHead(e: Entry, from: number | null): string {
           ? 'run result'
           : e.k;
   const when = e.t !== null && from !== null ? `  +${formatDuration(e.t - from)}` : '';
-  return `${label}${when}${e.cut ? `  (${formatCount(e.cut)} chars cut)` : ''}`;
+  return `${label}${when}${e.cut ? `  (${counted(e.cut, 'char')} cut)` : ''}`;
 }
 
 /**
@@ -1043,8 +1052,8 @@ function renderTranscript(state: State, scroll: boolean, focusEntry?: number): v
       el(
         'div',
         'cutnote',
-        `${formatCount(ch.cut.lines)} more lines (${formatCount(ch.cut.chars)} chars) ` +
-          `are not shown, to keep this ` +
+        `${counted(ch.cut.lines, 'more line')} (${counted(ch.cut.chars, 'char')}) ` +
+          `${ch.cut.lines === 1 ? 'is' : 'are'} not shown, to keep this ` +
           `page small; the whole transcript is in ${where}.`,
       ),
     );
@@ -1162,7 +1171,7 @@ function renderCards(state: State): void {
     c.status.replaceChildren(badge(ch.status));
     c.meta.textContent =
       `${ch.background ? 'background · ' : ''}depth ${ch.depth ?? '?'} · ` +
-      `${formatCount(tokensOf(ch))} tokens · ${formatCount(ch.lines)} lines`;
+      `${counted(tokensOf(ch), 'token')} · ${counted(ch.lines, 'line')}`;
     let text = '';
     for (let i = ch.entries.length - 1; i >= 0; i--) {
       if (ch.entries[i].k === 'text') {

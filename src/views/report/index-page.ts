@@ -9,6 +9,7 @@ import { escapeHtml } from '../escape.js';
 import { formatUsd } from '../cost.js';
 import { isObject } from '../../model/message.js';
 import { formatMs } from '../stats.js';
+import { counted } from '../summary.js';
 import { field, isoTime } from './model.js';
 import { channelTokens, elapsedMs } from '../walk.js';
 
@@ -170,8 +171,8 @@ export function indexPageHtml(rows: readonly IndexPageRow[], subteeVersion: stri
   const priced = rows.filter((r) => r.costUsd !== null);
   const cost = priced.reduce((s, r) => s + (r.costUsd ?? 0), 0);
   const summary =
-    `${rows.length} runs, ${failed} not completed` +
-    (priced.length > 0 ? `, ${formatUsd(cost)} over ${priced.length} priced runs` : '') +
+    `${counted(rows.length, 'run')}, ${failed} not completed` +
+    (priced.length > 0 ? `, ${formatUsd(cost)} over ${counted(priced.length, 'priced run')}` : '') +
     ` · subtee ${escapeHtml(subteeVersion)}`;
   return (
     '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n' +
