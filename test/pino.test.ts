@@ -10,7 +10,7 @@ import { createStdoutSink } from '../src/chain/sinks/stdout.js';
 import { feedThrough, ORPHAN_FIRST, orphanFirstLines } from './helpers/feed.js';
 import { BIN, linesOf, tmpDir } from './helpers/helpers.js';
 
-/** DEL, every C1 control and every bidi control a terminal or a viewer acts on. */
+/** What a terminal or a viewer acts on: DEL, every C1 and bidi control, U+2028 and U+2029. */
 const TERMINAL_UNSAFE = [
   ...Array.from({ length: 0x9f - 0x7f + 1 }, (_, k) => String.fromCharCode(0x7f + k)),
   '\u061c',
@@ -18,6 +18,8 @@ const TERMINAL_UNSAFE = [
   '\u200f',
   ...['\u202a', '\u202b', '\u202c', '\u202d', '\u202e'],
   ...['\u2066', '\u2067', '\u2068', '\u2069'],
+  '\u2028',
+  '\u2029',
 ];
 
 /** A run whose text, tool name, tool input and tool result carry every TERMINAL_UNSAFE character. */
@@ -66,10 +68,10 @@ function assertEscaped(bytes: string, text: string, tool: string): void {
   assert.deepEqual(byKind('tool_result').map((e) => e.content), [text]);
   assert.deepEqual(byKind('tool_use').map((e) => [e.tool, JSON.parse(e.content).command]), [[tool, text]]);
   // The headline is escaped for reading (as stderr is): visible escapes, not the characters.
-  for (const e of events) assert.ok(!/[\u0080-\u009f\u202a-\u202e]/.test(e.msg), e.msg);
+  for (const e of events) assert.ok(!/[\u0080-\u009f\u2028\u2029\u202a-\u202e]/.test(e.msg), e.msg);
 }
 
-test('pino lines on stdout write C1 and bidi controls as \\u escapes: ' +
+test('pino lines on stdout write C1 and bidi controls, U+2028 and U+2029 as \\u escapes: ' +
   'no raw one in the bytes, every field parses to the text the stream gave', () => {
   const { input, text, tool } = unsafeRun();
   const r = spawnSync(process.execPath, [BIN, '--out', join(tmpDir(), 'out'), '--stdout', 'none', '-q',
@@ -78,7 +80,8 @@ test('pino lines on stdout write C1 and bidi controls as \\u escapes: ' +
   assertEscaped(r.stdout.toString('utf8'), text, tool);
 });
 
-test('pino lines through a transport write C1 and bidi controls as \\u escapes too', () => {
+test('pino lines through a transport write C1 and bidi controls, U+2028 and U+2029 as \\u escapes ' +
+  'too', () => {
   const { input, text, tool } = unsafeRun();
   const dir = tmpDir();
   const log = join(dir, 'events.log');
@@ -93,7 +96,7 @@ test('pino lines through a transport write C1 and bidi controls as \\u escapes t
   assertEscaped(readFileSync(log, 'utf8'), text, tool);
 });
 
-test('pinoLine escapes C1 and bidi controls in every string it writes: ' +
+test('pinoLine escapes C1 and bidi controls, U+2028 and U+2029 in every string it writes: ' +
   'keys, naming fields, short and long values, nested values, msg', () => {
   const bad = TERMINAL_UNSAFE.join('');
   const fields = {

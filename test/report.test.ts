@@ -84,7 +84,7 @@ test('lineFacts: text, thinking, tool calls, results, prompts, spawns; control c
     message: {
       content: [
         { type: 'thinking', thinking: 'plan\x1b[2J' },
-        { type: 'text', text: 'hello \u202eevil' },
+        { type: 'text', text: 'hello \u202eevil\u2028[text] forged\u2029' },
         { type: 'tool_use', id: 'toolu_child', name: 'Agent', input: { prompt: 'do it', description: 'd' } },
         { type: 'tool_use', id: 'toolu_b', name: 'Bash', input: { command: 'x'.repeat(5000) } },
       ],
@@ -95,7 +95,7 @@ test('lineFacts: text, thinking, tool calls, results, prompts, spawns; control c
     ['thinking', 'text', 'tool', 'tool'],
   );
   assert.equal(a.entries[0].s, 'plan\\x1b[2J');
-  assert.equal(a.entries[1].s, 'hello \\u202eevil');
+  assert.equal(a.entries[1].s, 'hello \\u202eevil\\u2028[text] forged\\u2029');
   assert.equal(a.tools, 2);
   assert.equal(a.time, Date.parse(t));
   assert.deepEqual(a.spawns, [{ id: 'toolu_child', prompt: 'do it' }]);
@@ -696,7 +696,7 @@ test('index.json read a channel at a time gives what a whole parse gives, duplic
   assert.deepEqual(scanned, parsed);
   assert.deepEqual(
     scanned.channels.map((c) => [c.id, c.summary, c.entries.map((e) => e.s)]),
-    [['b', 'done \u2028 "quoted"', ['from b']]],
+    [['b', 'done \\u2028 "quoted"', ['from b']]],
   );
   assert.equal(scanned.run.session, 'sé');
   assert.equal(({} as Record<string, unknown>).polluted, undefined);

@@ -502,24 +502,24 @@ test("a Copilot subagent's stated total counts as its tokens in stats, as in the
   );
 });
 
-test('stats --json writes the C1 and bidi controls of an agent name as \\u escapes: the same JSON, ' +
-  'nothing a terminal acts on', () => {
+test('stats --json writes the C1 and bidi controls and U+2028 of an agent name as \\u escapes: ' +
+  'the same JSON, nothing a terminal or a viewer acts on', () => {
   const input = join(tmpDir(), 'in.jsonl');
   const recording = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8');
   // In the file as JSON escapes, so subtee reads the characters themselves.
-  const hostile = '"subagent_type":"lev\\u202eel\\u009b2"';
+  const hostile = '"subagent_type":"lev\\u202eel\\u009b2\\u2028"';
   writeFileSync(input, recording.replaceAll('"subagent_type":"general-purpose"', hostile));
   const out = join(tmpDir(), 'out');
   const run = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', input], {
     encoding: 'utf8',
   });
   assert.equal(run.status, 0, run.stderr);
-  assert.ok(readFileSync(join(out, 'index.json'), 'utf8').includes('lev\u202eel\u009b2'));
+  assert.ok(readFileSync(join(out, 'index.json'), 'utf8').includes('lev\u202eel\u009b2\u2028'));
   const r = stats([out, '--json', '--by', 'agent']);
   assert.equal(r.code, 0, r.stderr);
-  assert.doesNotMatch(r.stdout, /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/);
-  assert.ok(r.stdout.includes('lev\\u202eel\\u009b2'), r.stdout);
-  assert.ok(JSON.stringify(JSON.parse(r.stdout)).includes('lev\u202eel\u009b2'));
+  assert.doesNotMatch(r.stdout, /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+  assert.ok(r.stdout.includes('lev\\u202eel\\u009b2\\u2028'), r.stdout);
+  assert.ok(JSON.stringify(JSON.parse(r.stdout)).includes('lev\u202eel\u009b2\u2028'));
 });
 
 /** A run folder holding this index.json; its channels get a format and a time each. */

@@ -4,9 +4,12 @@
  * cut first (the one cutter, `cutText` in model/display.ts), then escaped for where it goes.
  */
 
-// C0 controls except TAB and LF, DEL, C1 controls, and the bidi controls that can reorder
-// what a reader sees (Trojan Source). CR is escaped too: a raw CR overwrites a log line.
-const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+// C0 controls except TAB and LF, DEL, C1 controls, U+2028 and U+2029, and the bidi controls
+// that can reorder what a reader sees (Trojan Source). CR is escaped too: a raw CR overwrites
+// a log line; and so is every character but LF that a viewer may break a line at (VT, FF, NEL,
+// the line and paragraph separators), or one line of text could pass for several.
+const UNSAFE =
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 /** Makes model text safe for a terminal or a log viewer: control characters become visible escapes. */
 export function escapeControl(text: string): string {
@@ -19,23 +22,26 @@ export function escapeControl(text: string): string {
 }
 
 /**
- * What JSON lets stand raw in a string and a terminal showing it acts on: DEL, the C1 controls
- * (U+009B is a CSI) and the bidi controls that reorder what a reader sees.
+ * What JSON lets stand raw in a string and a terminal or a viewer showing it acts on: DEL, the
+ * C1 controls (U+009B is a CSI), the line and paragraph separators U+2028 and U+2029 (a viewer
+ * may break the line there) and the bidi controls that reorder what a reader sees.
  */
-export const JSON_TERMINAL_UNSAFE = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+export const JSON_TERMINAL_UNSAFE =
+  /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 const JSON_TERMINAL_UNSAFE_ALL = new RegExp(JSON_TERMINAL_UNSAFE.source, 'g');
 const unicodeEscape = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
 /**
  * JSON text (JSON.stringify's, which escapes C0 controls already) with every
  * JSON_TERMINAL_UNSAFE character written as a `\uXXXX` escape: the same value, nothing a
- * terminal acts on. For JSON subtee writes where a terminal may show it (pino, `stats --json`).
+ * terminal or a viewer acts on. For JSON subtee writes where one may show it (pino, `stats --json`).
  */
 export const terminalSafeJson = (json: string): string =>
   json.replace(JSON_TERMINAL_UNSAFE_ALL, unicodeEscape);
 
 // UNSAFE plus TAB and LF, for one pass over one-line fields.
-const UNSAFE_ON_ONE_LINE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE_ON_ONE_LINE =
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 /** Same as escapeControl, and newlines and tabs become `\n`/`\t` too: for one-line fields. */
 export function escapeOneLine(text: string): string {

@@ -24,8 +24,8 @@ export interface PinoSinkOptions {
    * A pino logger (or child) of the host application to log through instead of a destination
    * of subtee's own. Its `time` stays the host's; the line's `timestamp` is added as a field.
    * subtee flushes it at the end but never ends it. The host's logger serialises the lines, so
-   * C1 and bidi controls stand raw in its JSON strings unless it escapes them (pino's
-   * `hooks.streamWrite`, as subtee's own transport logger does).
+   * C1 and bidi controls, U+2028 and U+2029 stand raw in its JSON strings unless it escapes
+   * them (pino's `hooks.streamWrite`, as subtee's own transport logger does).
    */
   logger?: Logger;
   maxContentChars?: number;

@@ -296,7 +296,8 @@ class PinoSink extends BatchTransform {
             base: null,
             timestamp: () => `,"time":"${this.#eventTime ?? new Date().toISOString()}"`,
             messageKey: 'msg',
-            // pino's own serialisation lets C1 and bidi controls stand raw, as JSON allows.
+            // pino's own serialisation lets C1 and bidi controls, U+2028 and U+2029 stand raw,
+            // as JSON allows.
             hooks: { streamWrite: terminalSafeJson },
           },
           this.#transport!,
