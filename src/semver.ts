@@ -22,19 +22,22 @@ interface SemverFunctions {
 }
 
 const requireHere = createRequire(import.meta.url);
-let loaded: SemverFunctions | null = null;
+/** Each function's own module. */
+const MODULES: Readonly<Record<keyof SemverFunctions, string>> = {
+  satisfies: 'semver/functions/satisfies',
+  validRange: 'semver/ranges/valid',
+  valid: 'semver/functions/valid',
+  compare: 'semver/functions/compare',
+};
+const loaded: Partial<SemverFunctions> = {};
 
 /**
- * `semver`'s functions, loaded on first use, each from its own module as semver documents it:
- * 22 of the package's 47 modules.
+ * One of `semver`'s functions, loaded on its first use from its own module, as semver documents
+ * it: the version timeline compares versions (9 of the package's 47 modules), and only a range
+ * to check (`--require-version`, a plugin's `kit`) loads semver's range reader (13 more).
  */
-function semver(): SemverFunctions {
-  return (loaded ??= {
-    satisfies: requireHere('semver/functions/satisfies'),
-    validRange: requireHere('semver/ranges/valid'),
-    valid: requireHere('semver/functions/valid'),
-    compare: requireHere('semver/functions/compare'),
-  });
+function semver<K extends keyof SemverFunctions>(name: K): SemverFunctions[K] {
+  return (loaded[name] ??= requireHere(MODULES[name]) as SemverFunctions[K]);
 }
 
 /**
@@ -43,7 +46,7 @@ function semver(): SemverFunctions {
  * version).
  */
 export function parseVersion(s: string): string | null {
-  return semver().valid(s);
+  return semver('valid')(s);
 }
 
 /**
@@ -58,7 +61,7 @@ export function findVersion(text: string): string | null {
 
 /** Semver order of two versions (a prerelease before its release): -1, 0 or 1. */
 export function compareVersions(a: string, b: string): number {
-  return semver().compare(a, b);
+  return semver('compare')(a, b);
 }
 
 /**
@@ -67,10 +70,10 @@ export function compareVersions(a: string, b: string): number {
  */
 export function isValidRange(range: string): boolean {
   if (range.split('||').some((alt) => alt.trim() === '')) return false;
-  return semver().validRange(range, OPTIONS) !== null;
+  return semver('validRange')(range, OPTIONS) !== null;
 }
 
 /** Whether the version is in the range; false for a version or a range that cannot be read. */
 export function satisfies(version: string, range: string): boolean {
-  return isValidRange(range) && semver().satisfies(version, range, OPTIONS);
+  return isValidRange(range) && semver('satisfies')(version, range, OPTIONS);
 }
