@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { channelTimes, ChannelTree, MAX_CALLS_REMEMBERED } from '../src/model/tree.js';
+import {
+  channelTimes,
+  ChannelTree,
+  MAX_CALLS_REMEMBERED,
+  MAX_END_CHARS_BEFORE_SPAWN,
+  MAX_ENDS_BEFORE_SPAWN,
+} from '../src/model/tree.js';
 
 const spawn = (id: string, parent: string | null, name = 'Agent', input: Record<string, unknown> = {}) => ({
   type: 'assistant',
@@ -513,6 +519,108 @@ test('a foreground subagent ends at its tool_result; an orphan starts at its fir
   bare.route(spawn('toolu_x', null));
   const none = { startedAt: null, endedAt: null, elapsedMs: null };
   assert.deepEqual(channelTimes(bare, bare.get('toolu_x')!), none, 'no times, no span');
+});
+
+test('a report that arrives before its spawn ends the subagent as the spawn opens it, ' +
+  'with the status and summary it said', () => {
+  const t = new ChannelTree();
+  assert.deepEqual(t.route(notified('toolu_a', 'failed', 'API error')).events, [], 'no channel yet');
+  const spawned = t.route(spawn('toolu_a', null, 'Agent', { run_in_background: true }));
+  assert.deepEqual(
+    spawned.events.map((e) => [e.type, e.channel.id, e.channel.status]),
+    [
+      ['open', 'toolu_a', 'failed'],
+      ['status', 'toolu_a', 'failed'],
+    ],
+    'both events carry the channel as the line left it',
+  );
+  const status = spawned.events[1];
+  assert.ok(status.type === 'status');
+  assert.equal(status.summary, 'API error');
+  assert.deepEqual([t.get('toolu_a')!.status, t.get('toolu_a')!.summary], ['failed', 'API error']);
+  // A foreground spawn's tool_result before the spawn ends it as it would after.
+  t.route(result(null, 'toolu_b', [{ type: 'text', text: 'report' }]));
+  t.route(spawn('toolu_b', null));
+  assert.deepEqual([t.get('toolu_b')!.status, t.get('toolu_b')!.summary], ['completed', 'report']);
+  // A later notification is final, as it is after the spawn.
+  t.route(notified('toolu_b', 'failed', 'gave up'));
+  assert.deepEqual([t.get('toolu_b')!.status, t.get('toolu_b')!.summary], ['failed', 'gave up']);
+  // An end before the first line of a subagent whose spawn never comes ends its orphan.
+  t.route(notified('toolu_o', 'completed', 'orphan done'));
+  const orphan = t.route(text('toolu_o'));
+  assert.deepEqual(
+    orphan.events.map((e) => e.type),
+    ['open', 'status'],
+  );
+  assert.deepEqual([t.get('toolu_o')!.orphan, t.get('toolu_o')!.status], [true, 'completed']);
+});
+
+test('a result before its spawn ends only what a result after it would: ' +
+  'not a background spawn, not with a launch, not after a notification', () => {
+  const t = new ChannelTree();
+  t.route(result(null, 'toolu_bg', 'early text'));
+  t.route(spawn('toolu_bg', null, 'Agent', { run_in_background: true }));
+  assert.equal(t.get('toolu_bg')!.status, 'running', 'a background spawn waits for its notification');
+  t.route(result(null, 'toolu_l', 'Async agent launched successfully.'));
+  t.route(spawn('toolu_l', null));
+  assert.equal(t.get('toolu_l')!.status, 'running', 'a launch ends nothing');
+  t.route(notified('toolu_n', 'failed', 'stopped early'));
+  t.route(result(null, 'toolu_n', 'a report'));
+  t.route(spawn('toolu_n', null));
+  assert.deepEqual([t.get('toolu_n')!.status, t.get('toolu_n')!.summary], ['failed', 'stopped early']);
+  t.route(result(null, 'toolu_r', 'report', true));
+  t.route(notified('toolu_r', 'completed', ''));
+  t.route(spawn('toolu_r', null));
+  assert.deepEqual(
+    [t.get('toolu_r')!.status, t.get('toolu_r')!.summary],
+    ['completed', 'report'],
+    'the notification is final; the result\'s summary stays when it brings none',
+  );
+  // The result of a call the tree knows (main's Bash) is that call's: kept for no subagent.
+  t.route(bash('toolu_x', null));
+  t.route(result(null, 'toolu_x', 'ok'));
+  t.route(spawn('toolu_x', null));
+  assert.equal(t.get('toolu_x')!.status, 'running');
+});
+
+test("an end before the spawn keeps the report's time; the span runs from the spawn line", () => {
+  const t = new ChannelTree();
+  t.route(at(text(null, 'go', 'm0'), '2026-12-06T11:00:00.000Z'));
+  t.route(at(text(null, 'on', 'm1'), '2026-12-06T11:00:20.000Z'));
+  t.route(notified('toolu_a', 'completed'));
+  t.route(at(spawn('toolu_a', null), '2026-12-06T11:00:05.000Z'));
+  t.route(at(text(null, 'later', 'm2'), '2026-12-06T11:00:30.000Z'));
+  assert.deepEqual(channelTimes(t, t.get('toolu_a')!), {
+    startedAt: '2026-12-06T11:00:05.000Z',
+    endedAt: '2026-12-06T11:00:20.000Z',
+    elapsedMs: 15_000,
+  });
+});
+
+test('ends kept for ids not spawned yet are bounded: the latest MAX_ENDS_BEFORE_SPAWN, ' +
+  'their summaries MAX_END_CHARS_BEFORE_SPAWN in all besides the newest', () => {
+  const t = new ChannelTree();
+  for (let i = 0; i <= MAX_ENDS_BEFORE_SPAWN; i++) t.route(notified(`toolu_${i}`, 'completed', 's'));
+  t.route(spawn('toolu_0', null));
+  t.route(spawn('toolu_1', null));
+  t.route(spawn(`toolu_${MAX_ENDS_BEFORE_SPAWN}`, null));
+  assert.deepEqual(
+    [t.get('toolu_0')!.status, t.get('toolu_1')!.status, t.get(`toolu_${MAX_ENDS_BEFORE_SPAWN}`)!.status],
+    ['running', 'completed', 'completed'],
+    'the oldest is forgotten first',
+  );
+  const half = 'x'.repeat(MAX_END_CHARS_BEFORE_SPAWN / 2);
+  const big = new ChannelTree();
+  big.route(notified('toolu_a', 'completed', half));
+  big.route(notified('toolu_b', 'completed', half));
+  big.route(notified('toolu_c', 'failed', half + half));
+  for (const id of ['toolu_a', 'toolu_b', 'toolu_c']) big.route(spawn(id, null));
+  assert.deepEqual(
+    ['toolu_a', 'toolu_b', 'toolu_c'].map((id) => big.get(id)!.status),
+    ['running', 'running', 'failed'],
+    'the newest is kept whole, past the characters, and the older ones go',
+  );
+  assert.equal(big.get('toolu_c')!.summary!.length, MAX_END_CHARS_BEFORE_SPAWN);
 });
 
 // ChannelTree (src/model/tree.ts) rules that the tree tests leave implicit: event snapshots,

@@ -455,6 +455,15 @@ export class ChannelTree {
    * at most the latest MAX_CALLS_REMEMBERED.
    */
   private readonly calls = new Map<string, { channel: Channel; background: boolean }>();
+  /**
+   * Reports that came before their channel, by id: a task_notification, or a tool_result that
+   * answers no call the tree knows, on an id no line has opened yet (a spawn line forwarded
+   * late). The channel ends with them as it opens, at its spawn or its first line. At most the
+   * latest MAX_ENDS_BEFORE_SPAWN ids, and MAX_END_CHARS_BEFORE_SPAWN characters of ids and
+   * summaries besides the newest's: an id that never opens is forgotten, oldest first.
+   */
+  private readonly endsBeforeSpawn = new Map<string, EndsBeforeSpawn>();
+  private endsBeforeSpawnChars = 0;
   private seq = 0;
   sessionId: string | null = null;
   /** The run's identity: the first `uuid` a line carries (see `runIdOf`); null until one does. */
@@ -606,6 +615,7 @@ export class ChannelTree {
       write.open(ch, true, this.lastTime);
       this.byId.set(id, ch);
       pending.push({ type: 'open', channel: ch });
+      this.endKept(ch, pending);
     }
     return ch;
   }
@@ -643,6 +653,7 @@ export class ChannelTree {
     }
     if (parent.depth !== null) this.setDepth(ch, parent.depth + 1, underMain);
     pending.push({ type: known ? 'spawn' : 'open', channel: ch });
+    if (!known) this.endKept(ch, pending);
   }
 
   private spawnCycle(id: string, parent: Channel): void {
@@ -776,8 +787,10 @@ export class ChannelTree {
       if (block.type !== 'tool_result') continue;
       write.count(channel, 'tool_result');
       this.tool(block, channel);
-      if (this.calls.get(block.tool_use_id)?.background === false) this.calls.delete(block.tool_use_id);
+      const call = this.calls.get(block.tool_use_id);
+      if (call?.background === false) this.calls.delete(block.tool_use_id);
       const target = this.byId.get(block.tool_use_id);
+      if (!target && !call) this.resultBeforeSpawn(block);
       if (!target || target.status !== 'running') continue;
       const text = resultText(block);
       if (ASYNC_LAUNCH.test(text)) {
@@ -808,10 +821,13 @@ export class ChannelTree {
         return;
       }
       case 'task_notification': {
-        const ch = this.byId.get(nonEmpty(line.tool_use_id) ?? '');
-        if (!ch) return;
+        const id = nonEmpty(line.tool_use_id);
         const status = line.status === 'completed' ? 'completed' : line.status === 'failed' ? 'failed' : null;
-        if (status) this.end(ch, status, nonEmpty(line.summary), pending, true);
+        if (id === null || status === null) return;
+        const ch = this.byId.get(id);
+        if (ch) this.end(ch, status, nonEmpty(line.summary), pending, true);
+        // A shell command's task names its call, which the tree knows: no subagent's end.
+        else if (!this.calls.has(id)) this.noticeBeforeSpawn(id, status, nonEmpty(line.summary));
       }
     }
   }
@@ -822,14 +838,91 @@ export class ChannelTree {
     summary: string | null,
     pending: PendingEvent[],
     final = false,
+    endedAt = this.lastTime,
   ): void {
     if (ch.status !== 'running' && !final) return;
     // A repeated notification that brings no summary the channel lacks changes nothing.
     if (ch.status === status && (ch.summary !== null || summary === null)) return;
     // Main's end is the run's latest line (see `channelTimes`), never a time of its own.
-    write.end(ch, status, summary, ch.id !== null ? this.lastTime : null);
+    write.end(ch, status, summary, ch.id !== null ? endedAt : null);
     pending.push({ type: 'status', channel: ch, summary });
   }
+
+  /**
+   * A tool_result on an id with no channel and no call: the report of a subagent whose spawn
+   * has not come yet. Kept as the first end of its id (a later result could not end the
+   * channel, which would no longer be running); a launch ends nothing.
+   */
+  private resultBeforeSpawn(block: ToolResultBlock): void {
+    const id = nonEmpty(block.tool_use_id);
+    if (!id || id.length > MAX_CALL_ID_CHARS || this.endsBeforeSpawn.has(id)) return;
+    const text = resultText(block);
+    if (ASYNC_LAUNCH.test(text)) return;
+    const status: ChannelStatus = block.is_error === true ? 'failed' : 'completed';
+    const result: KeptEnd = { status, summary: text, at: this.lastTime };
+    this.keepEnds(id, { result, notice: null, chars: id.length + text.length });
+  }
+
+  /** A task_notification on an id with no channel: merged as `end` would merge it on one. */
+  private noticeBeforeSpawn(id: string, status: ChannelStatus, summary: string | null): void {
+    if (id.length > MAX_CALL_ID_CHARS) return;
+    const kept = this.endsBeforeSpawn.get(id);
+    const before = kept?.notice ?? null;
+    if (before && before.status === status && (before.summary !== null || summary === null)) return;
+    const notice = { status, summary: summary ?? before?.summary ?? null, at: this.lastTime };
+    const result = kept?.result ?? null;
+    const chars = id.length + (result?.summary?.length ?? 0) + (notice.summary?.length ?? 0);
+    this.keepEnds(id, { result, notice, chars });
+  }
+
+  /** Keeps `ends` as the newest, forgetting the oldest past either bound (never the newest). */
+  private keepEnds(id: string, ends: EndsBeforeSpawn): void {
+    this.forgetEnds(id);
+    this.endsBeforeSpawn.set(id, ends);
+    this.endsBeforeSpawnChars += ends.chars;
+    for (const oldest of this.endsBeforeSpawn.keys()) {
+      const within = this.endsBeforeSpawn.size <= MAX_ENDS_BEFORE_SPAWN &&
+        this.endsBeforeSpawnChars <= MAX_END_CHARS_BEFORE_SPAWN;
+      if (within || oldest === id) return;
+      this.forgetEnds(oldest);
+    }
+  }
+
+  private forgetEnds(id: string): EndsBeforeSpawn | undefined {
+    const ends = this.endsBeforeSpawn.get(id);
+    if (ends === undefined) return undefined;
+    this.endsBeforeSpawn.delete(id);
+    this.endsBeforeSpawnChars -= ends.chars;
+    return ends;
+  }
+
+  /**
+   * A channel just opened ends with the reports its id had before, as if they came after it:
+   * its result first (unless its spawn runs in the background), then its notification, each
+   * at its own time.
+   */
+  private endKept(ch: Channel, pending: PendingEvent[]): void {
+    const ends = this.forgetEnds(ch.id!);
+    if (ends === undefined) return;
+    const { result, notice } = ends;
+    if (result && ch.background !== true)
+      this.end(ch, result.status, result.summary, pending, false, result.at);
+    if (notice) this.end(ch, notice.status, notice.summary, pending, true, notice.at);
+  }
+}
+
+/** A report kept for a channel not opened yet: its status, summary and time. */
+interface KeptEnd {
+  readonly status: ChannelStatus;
+  readonly summary: string | null;
+  readonly at: string | null;
+}
+
+/** What an id's reports before its channel add up to, and the characters they hold. */
+interface EndsBeforeSpawn {
+  readonly result: KeptEnd | null;
+  readonly notice: KeptEnd | null;
+  readonly chars: number;
 }
 
 /**
@@ -839,6 +932,10 @@ export class ChannelTree {
 export const CYCLE_CLIMB_LINKS = 1_000;
 /** How many non-spawn tool calls the tree remembers the channel of (the latest). */
 export const MAX_CALLS_REMEMBERED = 10_000;
+/** How many ids the tree keeps reports for that came before their channel (the latest). */
+export const MAX_ENDS_BEFORE_SPAWN = 1_000;
+/** The characters of those ids and summaries kept at most, besides the newest's. */
+export const MAX_END_CHARS_BEFORE_SPAWN = 1_000_000;
 /** Longest call id remembered: real ids are about 30 characters; a huge one must not be held 10,000 times. */
 const MAX_CALL_ID_CHARS = 256;
 /** `task_started`'s `task_type` for a shell command (Claude Code's Bash), not a subagent. */
