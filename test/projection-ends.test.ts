@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type Message, open, type RunEvent, type SubagentHandle, type ToolCall } from '../src/index.js';
 import { RunModel, type Usage } from '../src/entry/model.js';
-import { chunked, FIXTURES, tmpDir } from './helpers/helpers.js';
+import { summaryText } from '../src/views/summary.js';
+import { checkDetails, checkOutput, chunked, FIXTURES, runToFiles, tmpDir } from './helpers/helpers.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
@@ -46,6 +47,65 @@ test('a subagent still running when the input ends: its output and status say in
   assert.equal(handles[0].status, 'interrupted');
   // index.json keeps the tree's own word: the channel was still running.
   assert.equal(index.channels.find((c) => c.id === 'toolu_sub')?.status, 'running');
+});
+
+test('a subagent whose report came before its spawn line: the handle, index.json, the summary ' +
+  'and a plain reading all say it ended as the report said', async () => {
+  // Nested subagents, their spawn lines forwarded late: each report is on main before them.
+  const nestedSpawn = (id: string, background: boolean) =>
+    line({
+      type: 'assistant',
+      parent_tool_use_id: 'toolu_sub',
+      message: {
+        id: `m-${id}`,
+        content: [{ type: 'tool_use', id, name: 'Agent', input: { run_in_background: background } }],
+      },
+    });
+  const notice = (id: string, status: string, summary: string) =>
+    line({ type: 'system', subtype: 'task_notification', tool_use_id: id, status, summary });
+  const input = Buffer.from(
+    [
+      line({ type: 'system', subtype: 'init', session_id: 's', claude_code_version: '2.1.328' }),
+      spawnLine,
+      notice('toolu_failed', 'failed', 'Agent terminated early due to an API error'),
+      toolResult('toolu_done', 'child report', false),
+      nestedSpawn('toolu_failed', true),
+      nestedSpawn('toolu_done', false),
+      notice('toolu_sub', 'completed', 'all reported'),
+      line({ type: 'result', subtype: 'success', is_error: false, result: 'ok' }),
+    ].join('\n') + '\n',
+  );
+  const run = open(chunked([input]));
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.allSubagents) handles.push(handle);
+  const index = await run.done;
+  const expected = new Map([
+    ['toolu_sub', ['completed', 'all reported']],
+    ['toolu_failed', ['failed', 'Agent terminated early due to an API error']],
+    ['toolu_done', ['completed', 'child report']],
+  ]);
+  assert.deepEqual(handles.map((h) => h.id).sort(), [...expected.keys()].sort());
+  for (const handle of handles) {
+    const outcome = await handle.outcome;
+    const [status, summary] = expected.get(handle.id)!;
+    assert.deepEqual([handle.status, outcome.status, outcome.summary], [status, status, summary], handle.id);
+    assert.equal(handle.snapshot().status, status);
+    const channel = index.channels.find((c) => c.id === handle.id)!;
+    assert.deepEqual([channel.status, channel.summary], [status, summary], `index.json: ${handle.id}`);
+  }
+  await assert.rejects(handles.find((h) => h.id === 'toolu_failed')!.output, { status: 'failed' });
+  assert.match(
+    summaryText(run.session, 'out'),
+    /^subtee: 3 subagents \(2 completed, 1 failed, 0 running\)/,
+  );
+  // The folder says the same as a plain reading of the stream, statuses and summaries included.
+  const { out } = await runToFiles(input);
+  const { index: written, expected: reading } = checkOutput(input, out, 'reports first');
+  checkDetails(written, reading, 'reports first');
+  assert.deepEqual(
+    [...expected.keys()].map((id) => reading.channels.get(id)?.status),
+    [...expected.values()].map(([status]) => status),
+  );
 });
 
 test('a failed tool call: its error carries the text, its output none; a good one the reverse', async () => {

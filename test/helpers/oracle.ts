@@ -74,6 +74,9 @@ export function readStream(text: string): Oracle {
   // a user line brings the call's result, unless the call runs in the background.
   const otherCalls = new Map<string, { ch: string | null; background: boolean }>();
   const opened = new Set<string>();
+  // The tool_result blocks and task notifications that name such a call: no subagent's report.
+  const answersCall = new Set<object>();
+  const noticeOfCall = new Set<object>();
   const lineChannel = new Map<object, string | null>();
   const place = (v: any): string | null => {
     const parent = parentOf(v);
@@ -89,10 +92,14 @@ export function readStream(text: string): Oracle {
           otherCalls.set(b.id, { ch, background: b.input?.run_in_background === true });
       }
     }
+    if (v.type === 'system' && v.subtype === 'task_notification' && otherCalls.has(v.tool_use_id))
+      noticeOfCall.add(v);
     if (v.type === 'user') {
-      for (const b of blocksOf(v))
-        if (b.type === 'tool_result' && otherCalls.get(b.tool_use_id)?.background === false)
-          otherCalls.delete(b.tool_use_id);
+      for (const b of blocksOf(v)) {
+        if (b.type !== 'tool_result') continue;
+        if (otherCalls.has(b.tool_use_id)) answersCall.add(b);
+        if (otherCalls.get(b.tool_use_id)?.background === false) otherCalls.delete(b.tool_use_id);
+      }
     }
     return ch;
   };
@@ -144,8 +151,20 @@ export function readStream(text: string): Oracle {
     }
   }
   // Statuses, background and reports, in arrival order: a channel exists from its first
-  // line or its spawn.
+  // line or its spawn. A report on an id not known yet waits for it, and is read as the
+  // channel appears, as if it came then (a launch result ends nothing and is not kept).
   const known = new Set<string | null>([null]);
+  const early = new Map<string, Array<() => void>>();
+  const later = (id: string, report: () => void) => {
+    if (!early.has(id)) early.set(id, []);
+    early.get(id)!.push(report);
+  };
+  const appear = (id: string | null) => {
+    if (known.has(id)) return;
+    known.add(id);
+    for (const report of early.get(id!) ?? []) report();
+    early.delete(id!);
+  };
   const spawned = new Set<string>();
   const resultText = (b: any) =>
     typeof b.content === 'string'
@@ -161,15 +180,15 @@ export function readStream(text: string): Oracle {
   };
   for (const v of parsed) {
     const ch = chOf(v);
-    known.add(ch);
+    appear(ch);
     if (v.type === 'assistant') {
       for (const b of blocksOf(v)) {
         if (b.type !== 'tool_use' || spawnParent.get(b.id) !== ch || spawned.has(b.id)) continue;
         spawned.add(b.id);
-        known.add(b.id);
         const c = get(b.id);
         if (c.background === null && typeof b.input?.run_in_background === 'boolean')
           c.background = b.input.run_in_background;
+        appear(b.id);
       }
     }
     if (v.type === 'system' && v.subtype === 'init') get(null).status = 'running';
@@ -187,19 +206,29 @@ export function readStream(text: string): Oracle {
       v.type === 'system' &&
       v.subtype === 'task_notification' &&
       typeof v.tool_use_id === 'string' &&
-      known.has(v.tool_use_id) &&
+      v.tool_use_id !== '' &&
       (v.status === 'completed' || v.status === 'failed')
     ) {
-      end(get(v.tool_use_id), v.status, typeof v.summary === 'string' && v.summary !== '' ? v.summary : null);
+      const id = v.tool_use_id;
+      const summary = typeof v.summary === 'string' && v.summary !== '' ? v.summary : null;
+      const report = () => end(get(id), v.status, summary);
+      if (known.has(id)) report();
+      else if (!noticeOfCall.has(v)) later(id, report);
     }
     if (v.type === 'user') {
       for (const b of blocksOf(v)) {
-        if (b.type !== 'tool_result' || !known.has(b.tool_use_id)) continue;
-        const c = get(b.tool_use_id);
-        if (c.status !== 'running') continue;
+        if (b.type !== 'tool_result') continue;
         const text = resultText(b);
-        if (/^\s*Async agent launched/.test(text)) c.background = true;
-        else if (c.background !== true) end(c, b.is_error === true ? 'failed' : 'completed', text);
+        const launch = /^\s*Async agent launched/.test(text);
+        const report = () => {
+          const c = get(b.tool_use_id);
+          if (c.status !== 'running') return;
+          if (launch) c.background = true;
+          else if (c.background !== true) end(c, b.is_error === true ? 'failed' : 'completed', text);
+        };
+        if (known.has(b.tool_use_id)) report();
+        else if (!answersCall.has(b) && !launch && b.tool_use_id !== '' && !early.has(b.tool_use_id))
+          later(b.tool_use_id, report);
       }
     }
   }
