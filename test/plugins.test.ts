@@ -640,6 +640,10 @@ async function runPlugin(plugin: PluginDefinition, stages: string[], input: Buff
   return { error, index, onDisk: linesInFolder(out), out };
 }
 
+/** What a plugin that wrote on a record or its value is told, after V8's words. */
+const WRITE_HINT =
+  'a record and its value are never written on: return a new one, as rewriteText(rec, fn) makes';
+
 const nonBlankLines = (input: Buffer) => input.toString().split('\n').filter((l) => l.trim() !== '').length;
 
 test('every record a stage plugin is handed is frozen, whatever made it: a write on one throws', async () => {
@@ -718,7 +722,7 @@ test('a stage plugin that writes on a record fails the run naming the plugin; ' 
     // V8's words: a frozen field is read only, a routed line's value a getter.
     const refused = `Cannot (assign to read only property '${field}'|set property ${field} of)`;
     assert.match(error!.message, new RegExp(`^plugin assign failed: ${refused}`));
-    assert.ok(error!.message.endsWith('(a record is never written on: return a new one, { ...rec, value })'));
+    assert.ok(error!.message.endsWith(`(${WRITE_HINT})`));
     for (const [path, bytes] of readTree(out))
       assert.doesNotMatch(bytes.toString(), /"type":"x"|injected/, `${field}: ${path}`);
     assert.equal(onDisk + index.input.unwritten, index.input.lines, field);
@@ -747,6 +751,136 @@ test('a record a stage plugin returns is frozen as it is handed on: a later plug
   );
   assert.equal(error?.code, 'ERR_PLUGIN_FAILED');
   assert.match(error!.message, /^plugin assign failed: Cannot assign to read only property 'value'/);
+});
+
+/** Writes inside a value: on its first content block, its content list, its message. */
+const VALUE_WRITES: Record<string, (value: Record<string, any>) => void> = {
+  assign: (v) => void (v.message.content[0].text = 'HACKED'),
+  push: (v) => void v.message.content.push({ type: 'text', text: 'HACKED' }),
+  delete: (v) => void delete v.message.content[0].type,
+  define: (v) => void Object.defineProperty(v.message, 'HACKED', { value: 'HACKED', enumerable: true }),
+};
+
+/** Lines of each make: parsed at once, read through a view (past 64 KiB), spooled (past 100 KB). */
+const MADE_LINES = Buffer.from(
+  [
+    [{ type: 'text', text: 'hi' }],
+    [{ type: 'text', text: 'y'.repeat(70_000) }],
+    [{ type: 'tool_use', id: 't1', name: 'Bash', input: { command: 'z'.repeat(120_000) } }],
+  ]
+    .map((content, i) => ({ type: 'assistant', message: { id: `m${i}`, role: 'assistant', content } }))
+    .map((line) => JSON.stringify(line))
+    .join('\n') + '\n',
+);
+
+test('a plugin that writes anywhere inside the value it is handed fails the run naming it, whatever ' +
+  'made the line; no file shows what it wrote', async () => {
+  const codex = readFileSync(join(FIXTURES, 'other-agents', 'codex-spawn.jsonl'));
+  const runs = [
+    { what: 'before the router', input: MADE_LINES, stages: ['meddle', 'channel-router'], lines: [1, 2, 3] },
+    { what: 'after the router', input: MADE_LINES, stages: ['channel-router', 'meddle'], lines: [1, 2, 3] },
+    { what: 'reads', input: MADE_LINES, stages: ['channel-router', 'meddle'], lines: [2], reads: true },
+    // 0: the first line whose value has content blocks.
+    { what: 'mapped', input: codex, stages: ['input-format', 'meddle', 'channel-router'], lines: [0] },
+  ];
+  let failed = 0;
+  for (const { what, input, stages, lines, reads } of runs)
+    for (const lineNo of lines)
+      for (const [how, write] of Object.entries(VALUE_WRITES)) {
+        const meddle = definePlugin<Record<string, never>>({
+          name: 'meddle',
+          kind: 'stage',
+          kit: '^0.1.0',
+          ...(reads ? { reads: ['assistant'] } : {}),
+          options: {},
+          create: () => {
+            let written = false;
+            return (rec) => {
+              const value = rec.kind === 'quarantine' ? null : (rec.value as Record<string, any> | null);
+              if (written || !Array.isArray(value?.message?.content)) return;
+              if (rec.lineNo !== lineNo && lineNo !== 0) return;
+              written = true;
+              write(value!);
+            };
+          },
+        });
+        const at = `${what}, line ${lineNo}, ${how}`;
+        const { error, index, onDisk, out } = await runPlugin(meddle, stages, input, 100_000);
+        assert.equal(error?.code, 'ERR_PLUGIN_FAILED', at);
+        assert.match(error!.message, /^plugin meddle failed: (Cannot|#<Object>) /, at);
+        assert.ok(error!.message.endsWith(`(${WRITE_HINT})`), `${at}: ${error!.message}`);
+        for (const [path, bytes] of readTree(out))
+          assert.doesNotMatch(bytes.toString(), /HACKED/, `${at}: ${path}`);
+        assert.equal(onDisk + index.input.unwritten, index.input.lines, at);
+        failed++;
+      }
+  assert.equal(failed, 4 * 8);
+});
+
+test('a value a plugin made is frozen through as the kit hands it to the next plugin: a write in it ' +
+  'fails naming that one', async () => {
+  const remake = stagePlugin('remake', (rec) =>
+    rec.kind === 'line' ? { ...rec, value: { ...rec.value, made: { message: { content: [] } } } } : rec,
+  );
+  const later = stagePlugin('later', (rec) => {
+    const made = rec.kind === 'line' ? (rec.value.made as { message: { content: string[] } }) : null;
+    made?.message.content.push('HACKED');
+  });
+  const out = join(tmpDir(), 'out');
+  const registry = builtinRegistry();
+  for (const p of [remake, later]) registry.add(p);
+  const spec = {
+    stages: ['line-parser', 'remake', 'later', 'channel-router'].map((use) => ({ use })),
+    sinks: [{ use: 'files', out }],
+  };
+  const error = await runChain(chunked([MADE_LINES]), spec, { registry }).then(
+    () => null,
+    (err: { code?: string; message: string }) => err,
+  );
+  assert.equal(error?.code, 'ERR_PLUGIN_FAILED');
+  assert.match(error!.message, /^plugin later failed: Cannot add property 0, object is not extensible/);
+  for (const [path, bytes] of readTree(out)) assert.doesNotMatch(bytes.toString(), /HACKED/, path);
+});
+
+test('built-in stages and sinks never write in a value: with plugins that read (and so freeze) every ' +
+  'value first, each fixture makes the same folder', async () => {
+  const reader = (name: string) => stagePlugin(name, (rec) => void (rec.kind === 'quarantine' || rec.value));
+  const fixtures = [
+    ...readdirSync(FIXTURES).filter((f) => f.endsWith('.jsonl')),
+    ...readdirSync(join(FIXTURES, 'other-agents'))
+      .filter((f) => f.endsWith('.jsonl'))
+      .map((f) => `other-agents/${f}`),
+  ];
+  for (const fixture of fixtures) {
+    const input = readFileSync(join(FIXTURES, fixture));
+    const folders = [];
+    for (const readers of [false, true]) {
+      const out = join(tmpDir(), 'out');
+      const registry = builtinRegistry();
+      for (const name of ['first', 'mapped', 'routed']) registry.add(reader(name));
+      const plugin = (use: string) => (readers ? [{ use }] : []);
+      const spec = {
+        stages: [
+          { use: 'line-parser', maxLineBytes: 4096 },
+          ...plugin('first'),
+          { use: 'input-format' },
+          ...plugin('mapped'),
+          { use: 'channel-router' },
+          ...plugin('routed'),
+          { use: 'thinking-truncator', mode: 'file' },
+        ],
+        sinks: [{ use: 'files', out }, { use: 'pino', destination: join(out, 'pino.log') }],
+      };
+      await runChain(chunked(splitEvery(input, 4096)), spec, { registry });
+      const tree = readTree(out);
+      const index = JSON.parse(tree.get('index.json')!.toString());
+      tree.delete('index.json');
+      tree.delete('pino.log');
+      folders.push({ tree, channels: index.channels, input: index.input });
+    }
+    assert.ok(folders[0].tree.size > 1, fixture);
+    assert.deepEqual(folders[1], folders[0], fixture);
+  }
 });
 
 /** A subagent spawned, its line with usage, its report, and the run's result: one input chunk. */
@@ -847,7 +981,7 @@ test('a stage plugin that writes on a channel fails the run naming the plugin, a
     assert.equal(error?.code, 'ERR_PLUGIN_FAILED', what);
     const hints = {
       channel: '(a channel is read only: the tree alone changes it, as lines arrive)',
-      record: '(a record is never written on: return a new one, { ...rec, value })',
+      record: `(${WRITE_HINT})`,
     };
     assert.equal(error!.message, `plugin meddle failed: ${refused} ${hints[hint]}`, what);
     // The router had routed the whole chunk before the plugin saw its third line.

@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import { SubteeError } from '../errors.js';
 import type { RecordBatch, SubteeRecord } from '../model/record.js';
+import { freezeValueOf } from '../model/line-view.js';
 import { createBatchTransform } from './batch-transform.js';
 import { timerMs } from '../timer-ms.js';
 
@@ -90,16 +91,19 @@ const seconds = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `
 export function pluginFailure(name: string, err: unknown): SubteeError {
   if (err instanceof SubteeError) return err;
   const why = err instanceof Error ? err.message : String(err);
-  // V8's words for a write on a frozen record (a field, or a routed line's value getter), or on
-  // a channel (a getter, or a field of the frozen node, which V8 names by its class).
-  const wroteOnRecord =
-    err instanceof TypeError && /^Cannot (assign to read only|set property|add property)/.test(why);
+  // V8's words for a write on a frozen record or anything in its value (a field set, added,
+  // deleted or defined, a routed line's value getter), or on a channel (a getter, or a field of
+  // the frozen node, which V8 names by its class).
+  const wroteOnRecord = err instanceof TypeError && FROZEN_WRITE.test(why);
   const onChannel = / of (object '#<Channel>'|#<Channel>)/.test(why);
   const hint = wroteOnRecord ? ` (${onChannel ? CHANNEL_HINT : WRITE_HINT})` : '';
   return new SubteeError('ERR_PLUGIN_FAILED', `plugin ${name} failed: ${why}${hint}`, { cause: err });
 }
 
-const WRITE_HINT = 'a record is never written on: return a new one, { ...rec, value }';
+const FROZEN_WRITE =
+  /^Cannot (assign to read only|set|add|delete|define|redefine) property|^#<\w+> is not extensible$/;
+const WRITE_HINT =
+  'a record and its value are never written on: return a new one, as rewriteText(rec, fn) makes';
 const CHANNEL_HINT = 'a channel is read only: the tree alone changes it, as lines arrive';
 
 const CONTRACT = 'a stage returns its record, a new one for the same line, null to drop it, or nothing';
@@ -270,6 +274,7 @@ export function createPluginStream(plugin: RecordPlugin, options: PluginStreamOp
           take(out, rec, undefined);
           continue;
         }
+        freezeValueOf(rec);
         const result = fn!(rec);
         take(out, rec, isPromiseLike(result) ? await awaited(result, forLine(rec)) : result);
       }
@@ -293,6 +298,7 @@ export function createPluginStream(plugin: RecordPlugin, options: PluginStreamOp
         }
         let result: RecordResult | PromiseLike<RecordResult>;
         try {
+          freezeValueOf(rec);
           result = fn(rec);
         } catch (err) {
           throw pluginFailure(name, err);

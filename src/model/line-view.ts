@@ -1,11 +1,16 @@
 import { isAscii } from 'node:buffer';
 import type { JsonObject } from './message.js';
-import { LazyLine, lineOf, RoutedLine, type LineRecord } from './record.js';
+import { freezeDeep } from './freeze-deep.js';
+import { LazyLine, lineOf, RoutedLine, type LineRecord, type SubteeRecord } from './record.js';
 import { buildView, NOT_JSON, scanJson, Tape, type Bytes } from './scan.js';
 import { StreamScanner } from './stream-scan.js';
 
 let VALUE: PropertyDescriptor;
 let viewOfScanned: (rec: ScannedLine) => JsonObject;
+let parsedValueOf: (rec: ScannedLine) => JsonObject | undefined;
+
+/** Lines handed to a plugin before their value was parsed: it is frozen through as it is. */
+const freezeWhenParsed = new WeakSet<ScannedLine>();
 
 /**
  * A line record whose `value` is parsed only when something reads it. The line was checked
@@ -16,8 +21,8 @@ let viewOfScanned: (rec: ScannedLine) => JsonObject;
  * `value` is an own, enumerable accessor with no setter, so `{ ...rec }` copies a parsed
  * value as it always did; the view is private, so a copy never carries a view of bytes it no
  * longer holds. The record is frozen: a stage that changes a line hands on a new record. Once
- * `value` has been read, `viewOf` returns it, so a change made inside it is seen by every
- * stage after.
+ * `value` has been read, `viewOf` returns it, so every stage after reads that one object;
+ * handed to a plugin, it is frozen all through as it is parsed (`freezeValueOf`).
  */
 export class ScannedLine extends LazyLine implements LineRecord {
   readonly kind = 'line' as const;
@@ -39,12 +44,32 @@ export class ScannedLine extends LazyLine implements LineRecord {
   static {
     VALUE = {
       get(this: ScannedLine) {
-        return (this.#value ??= JSON.parse(lineText(this.raw)) as JsonObject);
+        if (this.#value !== undefined) return this.#value;
+        const value = JSON.parse(lineText(this.raw)) as JsonObject;
+        if (freezeWhenParsed.has(this)) freezeDeep(value);
+        return (this.#value = value);
       },
       enumerable: true,
     };
     viewOfScanned = (rec) => rec.#value ?? rec.#view;
+    parsedValueOf = (rec) => rec.#value;
   }
+}
+
+/**
+ * Freezes what a record's `value` holds, all through, as the kit hands the record to a plugin's
+ * function: a write anywhere in it throws, so a plugin cannot change what the readable views
+ * show of a line while its bytes (the `.jsonl`) say otherwise. A line whose value is not parsed
+ * yet (a long line, read through its view) is frozen as it is parsed, so a plugin that never
+ * reads it still costs nothing; a value is walked once, however many plugins are handed it.
+ */
+export function freezeValueOf(rec: SubteeRecord): void {
+  if (rec.kind === 'quarantine') return;
+  const line = rec.kind === 'line' ? lineOf(rec) : null;
+  if (!(line instanceof ScannedLine)) return freezeDeep(rec.value);
+  const parsed = parsedValueOf(line);
+  if (parsed !== undefined) freezeDeep(parsed);
+  else freezeWhenParsed.add(line);
 }
 
 /**

@@ -88,7 +88,15 @@ export function blockType(block: JsonObject): ContentBlockType | null {
 export function rawBlocks(line: JsonObject): JsonObject[] {
   const message = line.message;
   if (!isObject(message) || !Array.isArray(message.content)) return [];
-  return message.content.filter(isObject);
+  // A loop, not `filter`: V8's `filter` leaves its fast path on a frozen list (a value a plugin
+  // was handed), which took twice as long; on any other list the two take the same.
+  const content: unknown[] = message.content;
+  const blocks: JsonObject[] = [];
+  for (let i = 0; i < content.length; i++) {
+    const block = content[i];
+    if (isObject(block)) blocks.push(block);
+  }
+  return blocks;
 }
 
 /** A raw block as a typed block, or null when subtee does not understand it. */

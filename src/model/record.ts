@@ -7,8 +7,9 @@ export type { ChannelEvent } from './tree.js';
 
 /**
  * A JSON object line, as the line parser emits it and every later stage passes it on. Never
- * written on: the stages that make records freeze them, and a stage that changes a line hands
- * on a new record (`{ ...rec, value }`).
+ * written on: the stages that make records freeze them, the kit freezes the value all through
+ * where it hands one to a plugin, and a stage that changes a line hands on a new record (its
+ * bytes and value both: `rewriteText`).
  */
 export interface LineRecord {
   readonly kind: 'line';
