@@ -883,6 +883,73 @@ test('built-in stages and sinks never write in a value: with plugins that read (
   }
 });
 
+test("an option a config leaves out reaches the plugin's create and checkEnvironment as its " +
+  'default; one given is as given; a list default is a copy for each run', async () => {
+  const seen: Array<{ at: string; options: Record<string, unknown> }> = [];
+  const probe = definePlugin<{ word: string; mask: string; times: number; tags: string[]; note?: string }>({
+    name: 'probe',
+    kind: 'sink',
+    kit: '^0.1.0',
+    options: {
+      word: { type: 'string', required: true },
+      mask: { type: 'string', default: '[REDACTED]' },
+      times: { type: 'integer', min: 1, default: 5 },
+      tags: { type: 'array', default: ['a'] },
+      note: { type: 'string' },
+    },
+    checkEnvironment: (options) =>
+      void seen.push({ at: 'checkEnvironment', options: structuredClone(options) }),
+    create: (options) => {
+      seen.push({ at: 'create', options: structuredClone(options) });
+      options.tags.push('added by the plugin');
+      return () => {};
+    },
+  });
+  const configs = [{ word: 'x' }, { word: 'x', mask: '#', times: 2, tags: [], note: 'n' }, { word: 'y' }];
+  for (const given of configs) {
+    const spec = {
+      stages: [{ use: 'line-parser' }, { use: 'channel-router' }],
+      sinks: [{ use: 'probe', ...given }],
+    };
+    const registry = builtinRegistry().add(probe);
+    await runChain(chunked([Buffer.from('{"type":"system"}\n')]), spec, { registry });
+  }
+  const defaults = { mask: '[REDACTED]', times: 5, tags: ['a'] };
+  const expected = [
+    { word: 'x', ...defaults },
+    { word: 'x', mask: '#', times: 2, tags: [], note: 'n' },
+    { word: 'y', ...defaults },
+  ];
+  assert.deepEqual(seen, expected.flatMap((options) => [
+    { at: 'checkEnvironment', options },
+    { at: 'create', options },
+  ]));
+  assert.deepEqual(probe.options.tags.default, ['a']);
+});
+
+test('a default its own option refuses is refused as the plugin is defined: ERR_PLUGIN_INVALID ' +
+  'naming the option', () => {
+  const define = (options: object) => () =>
+    definePlugin({
+      name: 'bad-default',
+      kind: 'sink',
+      kit: '^0.1.0',
+      options,
+      create: () => () => {},
+    } as never);
+  assert.throws(define({ n: { type: 'integer', min: 1, default: 0 }, m: { type: 'string', default: 3 } }), {
+    code: 'ERR_PLUGIN_INVALID',
+    message: 'plugin bad-default: option n: its default must be at least 1; ' +
+      'option m: its default must be a string, not number',
+  });
+  const check = (v: string) => (v === '' ? 'must not be empty' : null);
+  const checked = { type: 'string', default: '', check };
+  assert.throws(define({ s: checked }), {
+    code: 'ERR_PLUGIN_INVALID',
+    message: 'plugin bad-default: option s: its default must not be empty',
+  });
+});
+
 /** A subagent spawned, its line with usage, its report, and the run's result: one input chunk. */
 const CHANNEL_INPUT = Buffer.from(
   [

@@ -200,7 +200,8 @@ function assembleChain(
   const calls = pending ?? new Set<PendingPluginCall>();
   const parts = [...spec.stages, ...spec.sinks].map((c) => {
     const def = registry.get(c.use) as PluginDefinition;
-    const { use: _use, ...opts } = c;
+    const { use: _use, ...given } = c;
+    const opts = isBuiltin(def) ? given : withDefaults(def, given);
     return { def, opts, input: def.input?.(opts) ?? 'records' };
   });
   // The files sink writes each channel's `.jsonl`; the store that names and reads them back is
@@ -281,6 +282,20 @@ function assembleChain(
     throw err;
   }
   return { streams, session };
+}
+
+/**
+ * A plugin's options as its `create` and `checkEnvironment` get them: each option left out that
+ * has a `default` has it (a list, a copy of it). A built-in's factory applies its own defaults:
+ * some options left out are read from the environment (the watchdog's `API_TIMEOUT_MS`, the
+ * OTLP endpoint), which a default given here would hide.
+ */
+function withDefaults(def: PluginDefinition, given: Record<string, unknown>): Record<string, unknown> {
+  const opts = { ...given };
+  for (const [key, o] of Object.entries(def.options))
+    if (o.default !== undefined && opts[key] === undefined)
+      opts[key] = Array.isArray(o.default) ? [...(o.default as unknown[])] : o.default;
+  return opts;
 }
 
 /** The calls of the plugins placed before `place` pending now, and how long each has been. */

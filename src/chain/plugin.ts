@@ -84,7 +84,10 @@ export interface OptionSpec<V = unknown> {
   max?: number;
   /** Shortest string: 1 for a name or path that must not be empty. */
   minLength?: number;
-  /** What the component uses when the option is left out (shown in --help and the schema). */
+  /**
+   * What the component uses when the option is left out (shown in --help and the schema). A
+   * plugin's `create` (and `checkEnvironment`) is given it for an option a config leaves out.
+   */
   default?: string | number | boolean | readonly string[];
   /** The default depends on the machine (the open-file budget): --help shows it, the schema does not. */
   defaultVaries?: boolean;
@@ -114,12 +117,26 @@ export type OptionType<V> = V extends boolean
         : 'object';
 
 /**
+ * What the spec of option K says of its presence, by what O says: a default of the option's own
+ * type, and for a key O says `create` always gets (not optional, no `undefined`) `required` or a
+ * `default` (which the kit gives `create` when the option is left out), so the options `create`
+ * is typed with never promise a key it may lack.
+ */
+type OptionPresence<O, K extends keyof O> = {} extends Pick<O, K>
+  ? { default?: NonNullable<O[K]> }
+  : undefined extends O[K]
+    ? { default?: NonNullable<O[K]> }
+    : { required: true; default?: NonNullable<O[K]> } | { default: NonNullable<O[K]> };
+
+/**
  * The option specs of a stage or sink whose options are O: one spec per key of O, no more and
  * no fewer, each of a type that holds that key's values, so a spec cannot drift from the
  * factory's options interface.
  */
 export type OptionSpecs<O> = {
-  [K in keyof O]-?: OptionSpec<NonNullable<O[K]>> & { type: OptionType<NonNullable<O[K]>> };
+  [K in keyof O]-?: OptionSpec<NonNullable<O[K]>> & {
+    type: OptionType<NonNullable<O[K]>>;
+  } & OptionPresence<O, K>;
 };
 
 const typeName = (value: unknown) =>
@@ -306,6 +323,7 @@ function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDef
     problems.push('checkEnvironment must be a function');
   if (typeof def.options !== 'object' || def.options === null)
     problems.push('options must describe the accepted options');
+  else problems.push(...defaultProblems(def.options));
   if (problems.length > 0)
     throw new UsageError('ERR_PLUGIN_INVALID', `plugin ${source}: ${problems.join('; ')}`);
   if (def.kit !== BUILTIN_KIT && !satisfies(KIT_VERSION, def.kit)) {
@@ -315,6 +333,22 @@ function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDef
     );
   }
   return def;
+}
+
+/** A default its own option refuses: `create` is given it whenever a config leaves the option out. */
+function defaultProblems(options: Record<string, OptionSpec>): string[] {
+  const problems: string[] = [];
+  for (const [key, o] of Object.entries(options)) {
+    if (o?.default === undefined) continue;
+    let problem: string | null;
+    try {
+      problem = optionProblem(o, o.default);
+    } catch (err) {
+      problem = `fails its check (${err instanceof Error ? err.message : String(err)})`;
+    }
+    if (problem !== null) problems.push(`option ${key}: its default ${problem}`);
+  }
+  return problems;
 }
 
 /** The conditions `import()` matches in a package's `exports`, in Node.js's order of preference. */
