@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
-import { runChain, type ComponentSpec } from '../src/chain/chain.js';
-import { definePlugin, type PluginContext, type PluginDefinition } from '../src/chain/plugin.js';
+import { buildChain, runChain, type ComponentSpec } from '../src/chain/chain.js';
+import { definePlugin, Registry, type PluginContext, type PluginDefinition } from '../src/chain/plugin.js';
 import { registerPlugins } from '../src/chain/config.js';
 import { recordOfObject } from '../src/chain/stages/object-source.js';
 import { Session } from '../src/model/session.js';
@@ -947,6 +947,36 @@ test('a default its own option refuses is refused as the plugin is defined: ERR_
   assert.throws(define({ s: checked }), {
     code: 'ERR_PLUGIN_INVALID',
     message: 'plugin bad-default: option s: its default must not be empty',
+  });
+});
+
+test("runChain and buildChain run a plugin of a registry of the program's own among the built-in " +
+  "stages and sinks, as open() does; one of a built-in's name is ERR_PLUGIN_DUPLICATE", async () => {
+  const types: string[] = [];
+  const registry = new Registry().add(stagePlugin('mine', (rec) => void types.push(rec.kind)));
+  const out = join(tmpDir(), 'out');
+  const spec = {
+    stages: ['line-parser', 'mine', 'channel-router'].map((use) => ({ use })),
+    sinks: [{ use: 'files', out }],
+  };
+  const session = await runChain(chunked([MADE_LINES]), spec, { registry });
+  assert.deepEqual([types, session.input.lines], [['line', 'line', 'line'], 3]);
+  assert.ok(existsSync(join(out, 'main.jsonl')));
+  assert.deepEqual(registry.names(), ['mine'], "the program's registry is left as it was");
+  const { streams } = buildChain({ ...spec, sinks: [] }, { registry });
+  assert.equal(streams.length, 3);
+  for (const stream of streams) stream.destroy();
+  const typo = { ...spec, stages: [{ use: 'line-parsr' }, { use: 'channel-router' }] };
+  await assert.rejects(runChain(chunked([MADE_LINES]), typo, { registry }), {
+    code: 'ERR_CONFIG',
+    message: /^invalid chain: stages\[0\]: unknown stage "line-parsr" \(known: line-parser, .*, mine\)$/,
+  });
+  const files = definePlugin<Record<string, never>>({
+    name: 'files', kind: 'sink', kit: '^0.1.0', options: {}, create: () => () => {},
+  });
+  await assert.rejects(runChain(chunked([MADE_LINES]), spec, { registry: new Registry().add(files) }), {
+    code: 'ERR_PLUGIN_DUPLICATE',
+    message: 'plugin files: a stage or sink of that name is already registered',
   });
 });
 

@@ -74,6 +74,23 @@ export function builtinRegistry(): Registry {
   return r;
 }
 
+/**
+ * The registry a chain is built from: the built-in stages and sinks, and what a program's own
+ * registry adds to them (as open() reads one), so `new Registry().add(plugin)` runs the plugin
+ * among the built-ins. A registry that holds them already (`builtinRegistry().add(…)`) is used as
+ * it is; another stage or sink of a built-in's name is ERR_PLUGIN_DUPLICATE.
+ */
+export function chainRegistry(given?: Registry): Registry {
+  if (given === undefined) return builtinRegistry();
+  if (BUILTINS.every((def) => given.get(def.name) === def)) return given;
+  const registry = builtinRegistry();
+  for (const name of given.names()) {
+    const def = given.get(name)!;
+    if (registry.get(name) !== def) registry.add(def);
+  }
+  return registry;
+}
+
 /** The modules of the built-in sinks whose code is imported only when a chain names them. */
 export interface BuiltinSinkCode {
   pino: typeof import('./sinks/pino.js');

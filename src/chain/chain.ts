@@ -1,6 +1,6 @@
 import { Writable, type Duplex, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { builtinRegistry } from './builtins.js';
+import { builtinRegistry, chainRegistry } from './builtins.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../model/record.js';
 import { CutShortError } from '../decompress.js';
 import { EXIT, SubteeError, UsageError } from '../errors.js';
@@ -73,6 +73,10 @@ export function defaultSpec(out: string, stdout: 'text' | 'main' | 'raw' | 'none
 }
 
 export interface ChainOptions {
+  /**
+   * The stages and sinks a spec may name besides the built-in ones (a `Registry` with plugins
+   * added); a stage or sink of a built-in's name in it is ERR_PLUGIN_DUPLICATE.
+   */
   registry?: Registry;
   session?: Session;
   /** Aborts the chain at once: every stream is destroyed (sinks still flush what they hold). */
@@ -190,7 +194,7 @@ function assembleChain(
   pending?: Set<PendingPluginCall>,
   prepared?: PreparedWrites,
 ): { streams: Duplex[]; session: Session } {
-  const registry = options.registry ?? builtinRegistry();
+  const registry = chainRegistry(options.registry);
   checkChain(spec, registry);
   const session = options.session ?? new Session();
   // The truncator's policy is stated before any component is made, so a plugin made before the
@@ -339,10 +343,8 @@ function checkChain(spec: ChainSpec, registry: Registry): void {
  * (ERR_OPTIONAL_DEPENDENCY, exit 2) and leaves no output folder behind. A chain without those
  * sinks imports neither. `runChain` does it; so may a program before it starts what feeds a chain.
  */
-export async function loadChainPackages(
-  spec: ChainSpec,
-  registry: Registry = builtinRegistry(),
-): Promise<void> {
+export async function loadChainPackages(spec: ChainSpec, given?: Registry): Promise<void> {
+  const registry = chainRegistry(given);
   checkChain(spec, registry);
   const defs = [...spec.stages, ...spec.sinks].map((c) => registry.get(c.use) as PluginDefinition);
   await Promise.all(defs.map((def) => packagesOf(def)?.()));
