@@ -32,23 +32,25 @@ import {
   type ToolCall,
 } from './views/projection.js';
 
+/** open()'s options; an option given as `undefined` is left out (as under exactOptionalPropertyTypes). */
 export interface OpenOptions extends ProjectionOptions {
   /** Also write the output folder (transcripts, `.jsonl` files, `index.json`) here. */
-  out?: string;
+  out?: string | undefined;
   /** Write into an `out` folder that already holds files. */
-  force?: boolean;
+  force?: boolean | undefined;
   /**
    * The chain to run, as in a config file; the projection is added as its last sink. By
    * default every built-in stage, plus the files sink when `out` is given. It must route
    * (list the `channel-router` stage); `out` adds the files sink unless it lists one.
    */
-  spec?: ChainSpec;
+  spec?: ChainSpec | undefined;
   /**
    * A config instead of a spec: the path of a config file, or its content as an object
    * (`stages`, `sinks`, `plugins`, `leaveOut`, as in the file); its plugins are loaded (paths
    * relative to the file, or to the working folder for an object).
    */
   config?:
+    | undefined
     | string
     | {
         $schema?: string;
@@ -61,41 +63,41 @@ export interface OpenOptions extends ProjectionOptions {
    * A registry with plugins registered: the run can use its stages and sinks besides the
    * built-in ones (one of its own may not take a built-in's name).
    */
-  registry?: Registry;
+  registry?: Registry | undefined;
   /**
    * Stops the run as an interrupt (Ctrl-C) stops the command line: reading stops, what was
    * read reaches every sink, `index.json` says `"interrupted": true` (channels still running
    * stay `running`), every iterator ends, and `done` rejects with an `AbortError`.
    */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * How a late reader opens a channel's `.jsonl` file to replay it (`fs.createReadStream` by
    * default): a program can watch how far each replay reads.
    */
-  openChannelFile?: (path: string) => Readable;
+  openChannelFile?: ((path: string) => Readable) | undefined;
   /** The idle watchdog's limits (see docs/watchdog.md); its defaults otherwise. */
-  idleTimeoutMs?: number;
-  modelTimeoutMs?: number;
-  toolTimeoutMs?: number;
-  stallGraceMs?: number;
+  idleTimeoutMs?: number | undefined;
+  modelTimeoutMs?: number | undefined;
+  toolTimeoutMs?: number | undefined;
+  stallGraceMs?: number | undefined;
   /** `fail` (the default): a stall rejects `done` with `ERR_STALL`; `warn`: recorded, the run goes on. */
-  onStall?: 'fail' | 'warn';
+  onStall?: 'fail' | 'warn' | undefined;
   /**
    * The environment stages and sinks read (the OTLP sink's `OTEL_EXPORTER_OTLP_*`, a plugin's
    * `checkEnvironment`); `process.env` by default.
    */
-  env?: NodeJS.ProcessEnv;
+  env?: NodeJS.ProcessEnv | undefined;
   /**
    * Where stages and sinks write what they tell a person (the report sink's live address, a
    * plugin's `ctx.stderr`); `process.stderr` by default.
    */
-  stderr?: Writable;
+  stderr?: Writable | undefined;
   /**
    * Once the input has ended, how long a plugin's promise (its function's for a record, or its
    * `end()`'s) may stay pending before `done` rejects with ERR_PLUGIN_FAILED naming it (30,000),
    * as `--plugin-end-timeout-ms` does for the command line.
    */
-  pluginEndTimeoutMs?: number;
+  pluginEndTimeoutMs?: number | undefined;
 }
 
 /** Every option `open()` takes: a program in JavaScript can pass anything, so others are refused. */

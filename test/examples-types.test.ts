@@ -12,7 +12,7 @@ const EXAMPLES = ['examples/claude-agent-sdk.mjs', 'examples/deep-agents.mjs'];
  * Files on the command line, so tsconfig.json (and its `paths` to src/) is not read: `subtee`
  * resolves as a user's import does, through package.json `exports` to the built declarations.
  */
-function typeCheck(files: string[]): string[] {
+function typeCheck(files: string[], extra: string[] = []): string[] {
   const flags = ['--strict', '--noEmit', '--allowJs', '--checkJs', '--skipLibCheck', '--pretty', 'false'];
   const node = [
     '--module',
@@ -24,7 +24,7 @@ function typeCheck(files: string[]): string[] {
     '--types',
     'node',
   ];
-  const args = [TSC, ...flags, ...node, ...files];
+  const args = [TSC, ...flags, ...extra, ...node, ...files];
   const r = spawnSync(process.execPath, args, { cwd: ROOT, encoding: 'utf8' });
   assert.equal(r.error, undefined);
   return r.stdout.split('\n').filter((l) => /^\S.*error TS\d+/.test(l));
@@ -33,6 +33,12 @@ function typeCheck(files: string[]): string[] {
 test('the .mjs examples type-check as TypeScript under --strict against the built package types', () => {
   assert.ok(existsSync(join(ROOT, 'dist', 'src', 'index.d.ts')), 'the package is built');
   assert.deepEqual(typeCheck(EXAMPLES), []);
+});
+
+test('the projection example (the README and library page snippet) type-checks under the ' +
+  'strictest flags a program may turn on: open() takes an option given as undefined', () => {
+  const strictest = ['--exactOptionalPropertyTypes', '--noUncheckedIndexedAccess'];
+  assert.deepEqual(typeCheck(['examples/projection.ts'], strictest), []);
 });
 
 test('the type-check reports what it should: an example that misuses the API fails it', () => {

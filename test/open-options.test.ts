@@ -227,6 +227,16 @@ test("the options open() hands a stage or a sink are refused at once under open(
   }
 });
 
+test('every option given as undefined is left out, as its type says', async () => {
+  const names: Array<keyof OpenOptions> = ['out', 'force', 'spec', 'config', 'registry', 'signal',
+    'openChannelFile', 'idleTimeoutMs', 'modelTimeoutMs', 'toolTimeoutMs', 'stallGraceMs', 'onStall', 'env',
+    'stderr', 'pluginEndTimeoutMs', 'maxBufferedBytes', 'readerHighWaterLines', 'readerStallMs'];
+  const options: OpenOptions = Object.fromEntries(names.map((name) => [name, undefined]));
+  const index = await open(fixture(), options).done;
+  const plain = await open(fixture()).done;
+  assert.deepEqual(index.channels.map((ch) => ch.id), plain.channels.map((ch) => ch.id));
+});
+
 test('a registry or a spec of the wrong shape is refused at once with a code, not a TypeError later', () => {
   const cases: Array<[Record<string, unknown>, RegExp]> = [
     [{ registry: {} }, /registry must be a Registry/],

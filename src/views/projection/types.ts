@@ -32,9 +32,9 @@ export const PROJECTION_OPTION_LEAST: ReadonlyArray<[keyof typeof PROJECTION_DEF
 ];
 
 export interface ProjectionOptions {
-  maxBufferedBytes?: number;
-  readerHighWaterLines?: number;
-  readerStallMs?: number;
+  maxBufferedBytes?: number | undefined;
+  readerHighWaterLines?: number | undefined;
+  readerStallMs?: number | undefined;
 }
 
 export type SubagentStatus = ChannelStatus | 'interrupted';
