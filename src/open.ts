@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable, type Writable } from 'node:stream';
-import { builtinRegistry } from './chain/builtins.js';
+import { builtinsWith } from './chain/builtins.js';
 import { DEFAULT_STAGES, runChain, type ChainSpec, type ComponentSpec } from './chain/chain.js';
 import {
   checkSpec,
@@ -12,7 +12,9 @@ import {
   unusedPlugins,
 } from './chain/config.js';
 import { defineBuiltin, KIT_VERSION, optionProblem, Registry, type OptionSpec } from './chain/plugin.js';
+import { filesSinkPlugin } from './chain/sinks/files.js';
 import { createProjectionSink } from './chain/sinks/projection.js';
+import { idleWatchdogPlugin } from './chain/stages/idle-watchdog.js';
 import { NULL_INPUT } from './chain/stages/object-source.js';
 import { EXIT, OutputError, SubteeError, UsageError } from './errors.js';
 import { decompressed } from './decompress.js';
@@ -163,9 +165,8 @@ function checkRegistryAndSpec(options: OpenOptions): void {
  * left to the chain, they failed the run later under the chain's own names (`sinks[0].out`).
  */
 function checkForwardedOptions(options: OpenOptions): void {
-  const builtins = builtinRegistry();
-  const files = builtins.get('files')!.options;
-  const watchdog = builtins.get('idle-watchdog')!.options;
+  const files = filesSinkPlugin.options;
+  const watchdog = idleWatchdogPlugin.options;
   const forwarded: Array<[string, OptionSpec, unknown]> = [
     ['out', files.out, options.out],
     ['force', files.force, options.force],
@@ -269,15 +270,9 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
   checkForwardedOptions(options);
   const session = new Session();
   const projection = new Projection(session, options);
-  // A copy: the caller's registry may serve several runs, each with its own projection sink.
-  // It starts with the built-in stages and sinks, so a registry a program extends keeps them.
-  const registry = builtinRegistry();
-  const builtins = new Set(registry.names());
-  for (const name of options.registry?.names() ?? []) {
-    const def = options.registry!.get(name)!;
-    // The built-in itself is already there; another of the same name is ERR_PLUGIN_DUPLICATE.
-    if (!builtins.has(name) || registry.get(name) !== def) registry.add(def);
-  }
+  // A copy, always: the caller's registry may serve several runs, each with its own projection
+  // sink. It starts with the built-in stages and sinks, so a registry a program extends keeps them.
+  const registry = builtinsWith(options.registry);
   registry.add(
     defineBuiltin({
       name: 'projection',

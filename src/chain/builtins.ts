@@ -81,11 +81,18 @@ export function builtinRegistry(): Registry {
  * it is; another stage or sink of a built-in's name is ERR_PLUGIN_DUPLICATE.
  */
 export function chainRegistry(given?: Registry): Registry {
-  if (given === undefined) return builtinRegistry();
-  if (BUILTINS.every((def) => given.get(def.name) === def)) return given;
+  if (given !== undefined && BUILTINS.every((def) => given.get(def.name) === def)) return given;
+  return builtinsWith(given);
+}
+
+/**
+ * A new registry of the built-in stages and sinks and what `given` adds to them: the built-in
+ * itself in `given` is already there; another of a built-in's name is ERR_PLUGIN_DUPLICATE.
+ */
+export function builtinsWith(given?: Registry): Registry {
   const registry = builtinRegistry();
-  for (const name of given.names()) {
-    const def = given.get(name)!;
+  for (const name of given?.names() ?? []) {
+    const def = given!.get(name)!;
     if (registry.get(name) !== def) registry.add(def);
   }
   return registry;
