@@ -63,7 +63,10 @@ test('bench/tokenizer.js compares the spool checker with stream-json on one line
   assert.equal(r.status, 0, r.stderr);
   assert.match(
     r.stdout,
-    /^run 1, 2 MB line: subtee's checker \d+ MB\/s \(JSON object: true\); stream-json parser \d+ MB\/s \(\d+ tokens\)/,
+    new RegExp(
+      "^run 1, 2 MB line: subtee's checker \\d+ MB/s \\(JSON object: true\\); " +
+        'stream-json parser \\d+ MB/s \\(\\d+ tokens\\)',
+    ),
   );
 });
 

@@ -626,7 +626,8 @@ test('subtee help [COMMAND] prints the help of the command, the same as COMMAND 
   const main = helpOf(['--help']);
   assert.equal(helpOf(['help']).stdout, main.stdout);
   assert.equal(helpOf(['-h']).stdout, main.stdout);
-  assert.match(main.stdout, /^subtee \[options\] \[FILE…\] .*\nsubtee run .*\nsubtee report .*\nsubtee stats .*\nsubtee help /);
+  const usage = ['subtee \\[options\\] \\[FILE…\\] ', 'subtee run ', 'subtee report ', 'subtee stats '];
+  assert.match(main.stdout, new RegExp(`^${usage.join('.*\\n')}.*\\nsubtee help `));
   for (const command of ['run', 'report', 'stats']) {
     const viaHelp = helpOf(['help', command]);
     const viaFlag = helpOf([command, '--help']);
@@ -640,7 +641,10 @@ test('subtee help [COMMAND] prints the help of the command, the same as COMMAND 
   assert.match(helpOf(['run', '--help']).stdout, /Exit codes: the command's own;/);
   const unknown = subtee(['help', 'nosuch']);
   assert.equal(unknown.status, 2);
-  assert.equal(unknown.stderr, 'subtee: no command nosuch: the commands are run, report, stats, help [ERR_USAGE]\n');
+  assert.equal(
+    unknown.stderr,
+    'subtee: no command nosuch: the commands are run, report, stats, help [ERR_USAGE]\n',
+  );
   assert.match(subtee(['help', 'reprot']).stderr, /did you mean report\?/);
 });
 
@@ -672,7 +676,8 @@ test('a mistyped command is named as one when no such file exists, and read as a
   ]) {
     const r = spawnSync(process.execPath, [BIN, word], { cwd: dir, input: '', encoding: 'utf8' });
     assert.equal(r.status, 2, r.stderr);
-    assert.equal(r.stderr, `subtee: no file or command ${word}: did you mean subtee ${command}? [ERR_USAGE]\n`);
+    const said = `subtee: no file or command ${word}: did you mean subtee ${command}? [ERR_USAGE]\n`;
+    assert.equal(r.stderr, said);
     assert.equal(existsSync(join(dir, 'subtee-out')), false, 'nothing written');
   }
   // A name like no command is a missing file, as before.
@@ -693,8 +698,8 @@ test('subtee run with its command given without --: the error shows the line wit
   assert.equal(r.status, 2);
   assert.equal(
     r.stderr,
-    "subtee: unknown option -p; the command goes after --, as in: subtee run --out x -- claude -p 'hi there' " +
-      '--verbose [ERR_UNKNOWN_OPTION]\n',
+    'subtee: unknown option -p; the command goes after --, as in: ' +
+      "subtee run --out x -- claude -p 'hi there' --verbose [ERR_UNKNOWN_OPTION]\n",
   );
   const bare = subtee(['run', '-q', '--out', 'x', 'claude']);
   assert.equal(bare.status, 2);
@@ -776,11 +781,13 @@ test('the summary of a large tree is bounded: its top, ' +
   const r = subtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none'], input);
   assert.equal(r.status, 0, r.stderr);
   const lines = r.stderr.trimEnd().split('\n');
-  assert.match(lines[0], /^subtee: 60 subagents \(59 completed, 1 failed, 0 running\), 182 lines, 0 quarantined/);
+  const counts = /^subtee: 60 subagents \(59 completed, 1 failed, 0 running\), 182 lines, 0 quarantined/;
+  assert.match(lines[0], counts);
   assert.ok(lines.length <= 36, `${lines.length} lines`);
   // The top: main, then the first 19 subagents main spawned, then how many more it spawned.
   assert.match(lines[2], /^main  completed  lines 122 /);
-  for (let k = 0; k < 19; k++) assert.match(lines[3 + k], new RegExp(`^├─ part ${k}  completed  depth 1 `));
+  for (let k = 0; k < 19; k++)
+    assert.match(lines[3 + k], new RegExp(`^├─ part ${k}  completed  depth 1 `));
   assert.equal(lines[22], '└─ … 41 more spawned by main');
   assert.equal(lines[23], 'failed: 1');
   assert.match(lines[24], /^ {3}part 50  failed  depth 1 /);
@@ -791,8 +798,8 @@ test('the summary of a large tree is bounded: its top, ' +
   assert.equal(listed, 19 + 1 + 5);
   assert.equal(
     lines[31],
-    `… and ${n - listed} more subagents: index.json lists every one, subtee report ${lines[0].split('→ ')[1]} ` +
-      'draws the whole tree',
+    `… and ${n - listed} more subagents: index.json lists every one, ` +
+      `subtee report ${lines[0].split('→ ')[1]} draws the whole tree`,
   );
   assert.equal(lines.length, 32);
 });

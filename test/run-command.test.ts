@@ -509,7 +509,7 @@ test("subtee run: an agent that exits while a process it started holds its stdou
   assert.equal(result, 5, stderr);
   assert.match(
     stderr,
-    /warning PIPE_HELD: \S+agent\.sh exited with code 5, but a process it started still holds its stdout open/,
+    /warning PIPE_HELD: \S+agent\.sh exited with code 5, but a process it started still holds its stdout/,
   );
   assert.equal(running(Number(readFileSync(pidFile, 'utf8'))), false, 'the process that held stdout is gone');
   assert.doesNotMatch(stderr, /STALL/);
@@ -887,7 +887,8 @@ test('subtee run: a command that prints no line is INPUT_EMPTY, exit 3, though i
     encoding: 'utf8',
   });
   assert.equal(r.status, 3, r.stderr);
-  assert.match(r.stderr, /silent\.sh printed no lines on stdout: nothing to split .*--verbose\) \[INPUT_EMPTY\]\n$/);
+  const empty = /silent\.sh printed no lines on stdout: nothing to split .*--verbose\) \[INPUT_EMPTY\]\n$/;
+  assert.match(r.stderr, empty);
 });
 
 /** A stand-in agent that marks `started` as its first act, then prints the recording. */
@@ -948,7 +949,10 @@ test('subtee run: a command not on PATH reads "not found ' +
     encoding: 'utf8',
   });
   assert.equal(onPath.status, 2);
-  assert.equal(onPath.stderr, 'subtee: cannot start subtee-no-such-command: not found on PATH [ERR_COMMAND]\n');
+  assert.equal(
+    onPath.stderr,
+    'subtee: cannot start subtee-no-such-command: not found on PATH [ERR_COMMAND]\n',
+  );
   const path = join(tmpDir(), 'no-such-agent');
   const file = spawnSync(process.execPath, [BIN, 'run', '--', path], { encoding: 'utf8' });
   assert.equal(file.status, 2);

@@ -591,7 +591,8 @@ test('stats refuses a fraction of a token as implausible, so token sums stay who
     [report.total.input_tokens, report.total.output_tokens, report.total.cost_usd],
     [0, 7, 0.25],
   );
-  assert.match(r.stderr, /1 implausible figure counted as none \(channels\[0\]\.usage\.input_tokens is 1\.5;/);
+  const implausible = /1 implausible figure counted as none \(channels\[0\]\.usage\.input_tokens is 1\.5;/;
+  assert.match(r.stderr, implausible);
 });
 
 test('a run folder whose index.json lists no channel is skipped and named, so every count of runs ' +

@@ -454,7 +454,8 @@ test('a refused version stops reading: exit 4 while the agent still holds the pi
   const [code] = (await once(child, 'exit')) as [number];
   child.stdin.destroy();
   assert.equal(code, 4, stderr);
-  assert.match(stderr, /Claude Code 2\.1\.210 does not satisfy --require-version >=2\.1\.219 \[ERR_VERSION\]/);
+  const refused = /Claude Code 2\.1\.210 does not satisfy --require-version >=2\.1\.219 \[ERR_VERSION\]/;
+  assert.match(stderr, refused);
   const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
   assert.equal(index.input.lines, 2);
   assert.deepEqual(linesInFolder(out), lines);
