@@ -206,6 +206,10 @@ interface ChannelWriter {
   status(ch: Channel, status: ChannelStatus): void;
   /** It reported: its status, its summary if one came, and when. */
   end(ch: Channel, status: ChannelStatus, summary: string | null, endedAt: string | null): void;
+  /** Its skip link in main's tree (see `ChannelTree.isBelow`), set as it joins that tree. */
+  skipUp(ch: Channel, to: Channel): void;
+  /** Its skip link; null before it joins main's tree, and for main. */
+  skipOf(ch: Channel): Channel | null;
 }
 
 let write!: ChannelWriter;
@@ -242,6 +246,7 @@ class Channel implements ReadonlyChannel {
   #children: string[] = NO_CHILDREN as string[];
   #messageId: string | null = null;
   #messageUsage: Record<string, number> | null = null;
+  #skipUp: Channel | null = null;
   /**
    * Its parent, depth, agent and description are held here, not in fields of their own: one
    * frozen value, replaced when one of them changes, which a line routed now keeps as it is.
@@ -410,6 +415,10 @@ class Channel implements ReadonlyChannel {
         ch.#summary = summary ?? ch.#summary;
         ch.#endedAt = endedAt;
       },
+      skipUp(ch, to) {
+        ch.#skipUp = to;
+      },
+      skipOf: (ch) => ch.#skipUp,
     };
   }
 }
@@ -440,13 +449,6 @@ export class ChannelTree {
    * spawn_depth, and what a channel spawned under such a guess took from it.
    */
   private readonly guessedDepth = new Set<Channel>();
-  /**
-   * Per channel in main's tree, an ancestor to skip up to (main for depth 1): the links of a
-   * path skip 1, 1, 3, 1, 1, 3, 7… levels (as a skew-binary number counts), so `isBelow` finds
-   * whether one channel descends from another in O(log depth) steps at any depth. Set as a
-   * channel joins main's tree, after its parent (see `setDepth`).
-   */
-  private readonly skipUp = new Map<Channel, Channel>();
   /**
    * Tool calls other than spawns, by id, with the channel that made them: a line whose
    * `parent_tool_use_id` names one (Claude Code's `tool_progress` heartbeat of a long Bash
@@ -668,8 +670,12 @@ export class ChannelTree {
 
   /**
    * Whether `ch` descends from `root`, a channel that has a parent. In main's tree, by the
-   * skip links; elsewhere (a tree whose spawn to main was not seen yet) by climbing parent
-   * links, at most CYCLE_CLIMB_LINKS of them, so a stream of such spawns costs bounded time.
+   * skip links: each channel there holds an ancestor to skip up to (main for depth 1), and the
+   * links of a path skip 1, 1, 3, 1, 1, 3, 7… levels (as a skew-binary number counts), so this
+   * takes O(log depth) steps at any depth; a field of the channel, where a map beside the tree
+   * cost some 40 bytes per channel. Elsewhere (a tree whose spawn to main was not seen yet) by
+   * climbing parent links, at most CYCLE_CLIMB_LINKS of them, so a stream of such spawns costs
+   * bounded time.
    */
   private isBelow(ch: Channel, root: Channel): boolean {
     if (this.inMainTree(root)) {
@@ -677,7 +683,7 @@ export class ChannelTree {
       const depth = root.depth!;
       let at = ch;
       while (at.depth! > depth) {
-        const skip = this.skipUp.get(at)!;
+        const skip = write.skipOf(at)!;
         at = skip.depth! >= depth ? skip : this.parentOf(at)!;
       }
       return at === root;
@@ -691,10 +697,10 @@ export class ChannelTree {
   /** Sets the skip link of `ch`, just joined to main's tree, whose parent has its own. */
   private linkSkip(ch: Channel): void {
     const up = this.parentOf(ch)!;
-    const upSkip = this.skipUp.get(up) ?? up;
-    const upSkip2 = this.skipUp.get(upSkip) ?? upSkip;
+    const upSkip = write.skipOf(up) ?? up;
+    const upSkip2 = write.skipOf(upSkip) ?? upSkip;
     const even = up.depth! - upSkip.depth! === upSkip.depth! - upSkip2.depth!;
-    this.skipUp.set(ch, even ? upSkip2 : up);
+    write.skipUp(ch, even ? upSkip2 : up);
   }
 
   /**
