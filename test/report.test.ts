@@ -626,6 +626,31 @@ test('a final report is cut to summaryChars on the page from a folder and on the
   assert.equal(channelUpdate(live, extra).summary, summary);
 });
 
+test('a hostile index.json with 40,000 warnings: the page stays under its limit, lists at most 10 a ' +
+  'code, and counts the rest', () => {
+  const out = runFixture('nested-depth-3');
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  const many = Array.from({ length: 20_000 }, () => ({ code: 'SAME', message: 'm'.repeat(1000) }));
+  const distinct = Array.from({ length: 20_000 }, (_, i) => ({ code: `C${i}`, message: 'd'.repeat(1000) }));
+  index.warnings = [...many, ...distinct];
+  writeFileSync(join(out, 'index.json'), JSON.stringify(index));
+  const limit = 1024 * 1024;
+  const r = subtee(['report', '--max-page-bytes', String(limit), out]);
+  assert.equal(r.status, 0, r.stderr);
+  const size = statSync(join(out, 'report.html')).size;
+  assert.ok(size <= limit, `page ${size} bytes`);
+  const shown: Array<{ code: string; message: string }> = pageData(
+    readFileSync(join(out, 'report.html'), 'utf8'),
+  ).run.warnings;
+  assert.equal(shown.filter((w) => w.code === 'SAME').length, 10);
+  const listed = shown.length - 1;
+  assert.ok(listed > 10 && listed < 200, `${listed} listed`);
+  assert.deepEqual(shown.at(-1), {
+    code: 'WARNINGS_OMITTED',
+    message: `${40_000 - listed} more warnings in index.json, not listed here`,
+  });
+});
+
 test('a hostile index.json: paths outside the folder are neither read nor linked', () => {
   const dir = tmpDir();
   const out = join(dir, 'o');

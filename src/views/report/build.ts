@@ -24,7 +24,9 @@ import {
   type ChannelView,
   type ReportData,
   type ReportLimits,
+  type RunView,
 } from './model.js';
+import { WARNINGS_TOLD_PER_CODE } from '../../model/run-model.js';
 import { pageBytes } from './page.js';
 import { counted } from '../summary.js';
 import { statedSubtree, treeRows, type PageChannel } from './client.js';
@@ -409,6 +411,36 @@ function attach(data: ReportData, budgets: TranscriptBudget[]): void {
   data.page.cutChannels = data.channels.filter((c) => c.cut !== null).length;
 }
 
+/**
+ * The most of the page the run's warnings may take. subtee lists at most WARNINGS_TOLD_PER_CODE
+ * of a code in index.json, but a folder it did not write may list any number.
+ */
+const WARNINGS_PAGE_SHARE = 1 / 8;
+
+/**
+ * The warnings the page lists: in order, while they fit in `budgetBytes` and their code has had
+ * fewer than WARNINGS_TOLD_PER_CODE; the rest counted in one last WARNINGS_OMITTED.
+ */
+export function fitWarnings(warnings: RunView['warnings'], budgetBytes: number): RunView['warnings'] {
+  const shown: RunView['warnings'] = [];
+  const perCode = new Map<string, number>();
+  let room = budgetBytes;
+  for (const w of warnings) {
+    const told = perCode.get(w.code) ?? 0;
+    const bytes = Buffer.byteLength(jsonForScript(w)) + 1;
+    if (told >= WARNINGS_TOLD_PER_CODE || bytes > room) continue;
+    perCode.set(w.code, told + 1);
+    room -= bytes;
+    shown.push(w);
+  }
+  const omitted = warnings.length - shown.length;
+  if (omitted > 0) {
+    const message = `${counted(omitted, 'more warning')} in index.json, not listed here`;
+    shown.push({ code: 'WARNINGS_OMITTED', message });
+  }
+  return shown;
+}
+
 /** What prompts, final reports and descriptions are shortened to, in turn, once transcripts are gone. */
 const FIELD_CHARS = [1000, 300, 100];
 
@@ -423,6 +455,7 @@ const FIELD_CHARS = [1000, 300, 100];
 export function fitReportPage(out: string, options: ReportBuildOptions = {}): ReportData {
   const limits = withDefaults(REPORT_DEFAULTS, options) as ReportLimits;
   const { data, budgets } = readReportData(out, options);
+  data.run.warnings = fitWarnings(data.run.warnings, limits.maxPageBytes * WARNINGS_PAGE_SHARE);
   let size = pageBytes(data);
   for (let attempt = 0; size > limits.maxPageBytes && attempt < 8; attempt++) {
     const per = attempt < 7 ? Math.floor(data.page.channelChars * (limits.maxPageBytes / size) * 0.9) : 0;
