@@ -547,6 +547,49 @@ test('a background subagent: its launch result does not end it, task_notificatio
   );
 });
 
+test("a subagent's report that came before its spawn line ends it: the stall is timed by the parent's " +
+  'request, not held for the long command the subagent had running', async () => {
+  const w = watch({ modelTimeoutMs: 20_000 });
+  w.dog.resume();
+  // Lines of different channels interleave: the subagent's lines and its report come first.
+  for (const value of [
+    init,
+    say('A', toolUse('a1', 'Bash', { command: 'npm test', timeout: 300_000 })),
+    reply(null, toolResult('A', 'report')),
+    say(null, toolUse('A', 'Agent', { description: 'review', prompt: 'p' })),
+  ])
+    w.dog.write(line(value));
+  await settle();
+  w.advance(25_000);
+  assert.equal(w.dog.errored, null, "the parent's request: 20 s and the grace");
+  w.advance(1000);
+  assert.equal((w.dog.errored as any)?.code, 'ERR_STALL');
+  assert.equal(
+    w.run.warnings[0].message,
+    'no input for 26 s (allowed 25 s): model request silent 26 s of its allowed 20 s in main',
+  );
+});
+
+test('a background task whose task_notification came before its task_started is not awaited: ' +
+  'after the result, silence is a hang at the idle timeout', async () => {
+  const w = watch();
+  w.dog.resume();
+  const task = { task_id: 'k1', tool_use_id: 'A' };
+  for (const value of [
+    init,
+    { type: 'system', subtype: 'task_notification', ...task, status: 'completed' },
+    { type: 'system', subtype: 'task_started', ...task, is_backgrounded: true, description: 'dig' },
+    { type: 'result', subtype: 'success' },
+  ])
+    w.dog.write(line(value));
+  await settle();
+  w.advance(10_000);
+  assert.equal(w.dog.errored, null);
+  w.advance(1000);
+  assert.equal((w.dog.errored as any)?.code, 'ERR_STALL');
+  assert.match(w.run.warnings[0].message, /nothing was in flight/);
+});
+
 test('state stays bounded: calls past the tracking limit are folded, their longest allowance kept', () => {
   const dog = new IdleWatchdog({ ...limits }, 0);
   dog.observe(init, 0);

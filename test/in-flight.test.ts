@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import {
   cleanName,
   InFlight,
+  MAX_END_CHARS_BEFORE_START,
+  MAX_ENDS_BEFORE_START,
   MAX_TRACKED_WAITS,
   WAIT_LIMIT_DEFAULTS,
   type StreamFacts,
@@ -690,6 +692,94 @@ test('waits are listed by allowance, longest first (no limit before all), then o
   );
 });
 
+// ---- ends that come before what they end: lines of different channels interleave ----
+
+test("a call whose result came before its line is not awaited: the result's channel is not held", () => {
+  const bash = (id: string, timeout: number) => toolUse(id, 'Bash', { command: id, timeout });
+  const spawn = (id: string, input: Line = {}) =>
+    assistant(null, toolUse(id, 'Agent', { description: `sub ${id}`, prompt: 'p', ...input }));
+  // A foreground subagent's report first, then its spawn: the parent's request (out since init)
+  // is awaited, no request of the subagent's.
+  const reported = feed([
+    [0, init()],
+    [1, user(null, [toolResult('toolu_01A', [text('Report: done.')])])],
+    [2, spawn('toolu_01A')],
+  ]);
+  assert.deepEqual(rows(reported), [request(0)]);
+  // Its own lines came first too, a long command among them: the report ends them, and a line
+  // of it after its spawn opens nothing again.
+  const early = feed([
+    [0, init()],
+    [1, assistant('toolu_01A', bash('toolu_01a1', 95_000))],
+    [2, user(null, [toolResult('toolu_01A', [text('Report: done.')])])],
+    [3, spawn('toolu_01A')],
+    [4, assistant('toolu_01A', text('late'))],
+  ]);
+  assert.deepEqual(rows(early), [request(0)]);
+  // A plain call answered first; with another still running, that one alone is awaited.
+  const plain = feed([
+    [0, init()],
+    [1, user(null, [toolResult('toolu_01b')])],
+    [2, assistant(null, bash('toolu_01b', 95_000))],
+  ]);
+  assert.deepEqual(rows(plain), [request(0)]);
+  const beside = feed([
+    [0, init()],
+    [1, assistant(null, toolUse('toolu_01r', 'Read', { file_path: 'a' }))],
+    [2, user(null, [toolResult('toolu_01b')])],
+    [3, assistant(null, bash('toolu_01b', 95_000))],
+  ]);
+  assert.deepEqual(rows(beside), [['tool', null, 'Read "a"', 1, LIMITS.toolTimeoutMs, false, true]]);
+  // A streamed message whose call was answered first: at its stop the next request is out.
+  const streamed = feed([
+    [0, init()],
+    [1, user(null, [toolResult('toolu_01b')])],
+    [2, streamEvent(null, 'message_start')],
+    [3, assistant(null, bash('toolu_01b', 95_000))],
+    [4, streamEvent(null, 'message_stop')],
+  ]);
+  assert.deepEqual(rows(streamed), [request(4)]);
+  // A background launch first: the launch is no wait, but the subagent runs on in its channel.
+  const launched = feed([
+    [0, init()],
+    [1, user(null, [toolResult('toolu_01B', [text('Async agent launched successfully.\nagentId: a1')])])],
+    [2, spawn('toolu_01B', { run_in_background: true })],
+    [3, assistant('toolu_01B', toolUse('toolu_01b1', 'Grep', { pattern: 'x' }))],
+  ]);
+  assert.deepEqual(rows(launched), [
+    request(0),
+    ['tool', 'toolu_01B', 'Grep "x"', 3, LIMITS.toolTimeoutMs, false, true],
+  ]);
+  // A result is applied to its call once: the same id shown again is a call of its own.
+  reported.observe(assistant(null, bash('toolu_01A', 95_000)), 5);
+  assert.deepEqual(rows(reported), [['tool', null, 'Bash "toolu_01A"', 5, 95_000, true, true]]);
+});
+
+test('a task_notification before its task_started: the task is not awaited; a later spawn of the ' +
+  'same task is', () => {
+  const started = (taskId: string, spawnId: string) =>
+    system('task_started', { task_id: taskId, tool_use_id: spawnId, is_backgrounded: true });
+  const notified = (taskId: string, spawnId: string) =>
+    system('task_notification', { task_id: taskId, tool_use_id: spawnId, status: 'completed' });
+  const flight = new InFlight(LIMITS);
+  const step = (now: number, value: Line) => (flight.observe(value, now), rows(flight));
+  assert.deepEqual(step(1, notified('k1', 'toolu_01k')), []);
+  assert.deepEqual(step(2, started('k1', 'toolu_01k')), []);
+  // Listed (without its spawn) between the two: the task_started that names its spawn ends it.
+  step(3, notified('k2', 'toolu_01m'));
+  const listed = system('background_tasks_changed', { tasks: [{ task_id: 'k2' }] });
+  assert.deepEqual(step(4, listed), [
+    ['background', null, 'background task (k2)', 4, LIMITS.bgWaitCeilingMs, false, true],
+  ]);
+  assert.deepEqual(step(5, started('k2', 'toolu_01m')), []);
+  // A subagent whose notification came before its lines: they open no channel.
+  assert.deepEqual(step(6, assistant('toolu_01k', text('late'))), []);
+  // The same task started again by a new spawn (resumed) runs again.
+  assert.deepEqual(step(7, started('k1', 'toolu_01n')), [
+    ['background', 'toolu_01n', 'background task (k1)', 7, LIMITS.bgWaitCeilingMs, false, true],
+  ]);
+});
+
 // ---- bounded state: MAX_TRACKED_WAITS channels, calls and tasks are tracked one by one ----
 
 const read = (id: string, channel: Channel = null) =>
@@ -837,4 +927,31 @@ test("what ends frees its place: results, ended subagents, ended tasks, and the 
     },
     MAX_TRACKED_WAITS - 2 - 1,
   );
+});
+
+test('results kept for calls not shown yet are bounded: the latest MAX_ENDS_BEFORE_START ids, ' +
+  'MAX_END_CHARS_BEFORE_START characters of them in all besides the newest', () => {
+  /** The calls awaited once each of `results` has come, then a call for each of `ids`. */
+  const awaitedAfter = (results: string[], ids: string[]) => {
+    const flight = new InFlight(LIMITS);
+    flight.observe(init(), 0);
+    for (const id of results) flight.observe(user(null, [toolResult(id)]), 1);
+    for (const id of ids) flight.observe(read(id), 2);
+    return flight
+      .waits()
+      .filter((w) => w.kind === 'tool')
+      .map((w) => w.what);
+  };
+  const many = Array.from({ length: MAX_ENDS_BEFORE_START + 1 }, (_, i) => `toolu_${i}`);
+  const newest = `toolu_${MAX_ENDS_BEFORE_START}`;
+  const shown = ['toolu_0', 'toolu_1', newest];
+  assert.deepEqual(awaitedAfter(many, shown), ['Read "toolu_0"'], 'the oldest is forgotten');
+  const half = (c: string) => c.repeat(MAX_END_CHARS_BEFORE_START / 2);
+  const [a, b, whole] = [half('a'), half('b'), half('c') + half('c') + 'c'];
+  assert.deepEqual(
+    awaitedAfter([a, b, whole], [a, b, whole]).map((what) => what[6]),
+    ['a', 'b'],
+    'the newest kept whole, past the characters, and the older ones go',
+  );
+  assert.deepEqual(awaitedAfter([a, b], [a, b]), [], 'within the characters: both kept');
 });

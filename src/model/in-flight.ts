@@ -147,6 +147,10 @@ export const STALL_WAITS_LISTED = 20;
 export const MAX_TRACKED_WAITS = 10_000;
 /** Characters of a command or description kept to name a wait. */
 const WHAT_CHARS = 80;
+/** How many ids the flight keeps ends for that came before what they end (the latest). */
+export const MAX_ENDS_BEFORE_START = 1_000;
+/** The characters of those ids kept at most, besides the newest's. */
+export const MAX_END_CHARS_BEFORE_START = 1_000_000;
 
 interface ChannelState {
   /** The model phase: a request sent, a message arriving, or none (tools run, or the turn is over). */
@@ -155,6 +159,11 @@ interface ChannelState {
   phase: ModelPhase | null;
   /** Inside `message_start` … `message_stop`: the request streams, so idle silence applies. */
   streaming: boolean;
+  /**
+   * The message streaming asked for a call whose result had come before it (see
+   * `EndsBeforeStart`): when it stops with no call pending, the next request is out.
+   */
+  answeredBeforeShown: boolean;
   /**
    * Foreground tool calls by tool_use id. A foreground spawn is here with no allowance of its
    * own (its channel's waits decide), unless its channel is not streamed: then it is awaited
@@ -184,10 +193,67 @@ export interface StreamFacts {
 
 const UNKNOWN_STREAM: StreamFacts = Object.freeze({ producer: null, transcripts: null });
 
+// What an end seen before its start says about an id: bits of one number (see EndsBeforeStart).
+/** A `tool_result` for a call not shown yet: the call, when it comes, is not awaited. */
+const CALL_ANSWERED = 1;
+/** Its subagent ended (its spawn's result, not a launch; a `task_notification`): no channel opens. */
+const CHANNEL_ENDED = 2;
+/** A `task_notification` named it: a background task started on it is over already. */
+const TASK_ENDED = 4;
+
+/**
+ * Ends by id, kept for what has not started yet or may still show a line. Lines of different
+ * channels interleave, so a subagent's lines, or the parent's `tool_result` answering its
+ * spawn, can come before the line carrying the spawn, and a line of a channel after its end.
+ * Ids and flags only: at most the latest MAX_ENDS_BEFORE_START ids and MAX_END_CHARS_BEFORE_START
+ * characters of them besides the newest's; the oldest is forgotten first, so an id that never
+ * starts costs nothing for long. Pure.
+ */
+class EndsBeforeStart {
+  private readonly flags = new Map<string, number>();
+  private chars = 0;
+
+  /** Adds `flag` to what `id` has, as the newest. */
+  keep(id: string, flag: number): void {
+    const had = this.forget(id);
+    this.flags.set(id, had | flag);
+    this.chars += id.length;
+    for (const oldest of this.flags.keys()) {
+      const within = this.flags.size <= MAX_ENDS_BEFORE_START && this.chars <= MAX_END_CHARS_BEFORE_START;
+      if (within || oldest === id) return;
+      this.forget(oldest);
+    }
+  }
+
+  has(id: string, flag: number): boolean {
+    return this.flags.size > 0 && ((this.flags.get(id) ?? 0) & flag) !== 0;
+  }
+
+  /** Whether `id` has `flag`, which it then no longer has (what it says is applied once). */
+  take(id: string, flag: number): boolean {
+    if (!this.has(id, flag)) return false;
+    const rest = this.flags.get(id)! & ~flag;
+    if (rest === 0) this.forget(id);
+    else this.flags.set(id, rest);
+    return true;
+  }
+
+  /** Drops `id`; its flags (0: none). */
+  private forget(id: string): number {
+    const flags = this.flags.get(id);
+    if (flags === undefined) return 0;
+    this.flags.delete(id);
+    this.chars -= id.length;
+    return flags;
+  }
+}
+
 export class InFlight {
   private readonly channels = new Map<string | null, ChannelState>();
   private readonly background = new Map<string, Wait>();
   private tracked = 0;
+  /** Ends seen before what they end: calls answered, channels and tasks ended (see EndsBeforeStart). */
+  private readonly endsBeforeStart = new EndsBeforeStart();
   /** Waits past MAX_TRACKED_WAITS: how many, and the longest allowance among them (until `result`). */
   private overflow: { count: number; allowedMs: number | null; sinceMs: number } | null = null;
   /** `stream`: the run's facts about its stream (the Session), read as each line is observed. */
@@ -265,7 +331,8 @@ export class InFlight {
         return;
       case 'task_notification':
         if (taskId) this.deleteBackground(taskId);
-        if (typeof line.tool_use_id === 'string') this.endChannel(line.tool_use_id);
+        // Its spawn's task is over too, should its task_started come later.
+        if (typeof line.tool_use_id === 'string') this.endChannel(line.tool_use_id, TASK_ENDED);
         return;
       case 'background_tasks_changed': {
         if (!Array.isArray(line.tasks)) return;
@@ -291,10 +358,14 @@ export class InFlight {
     if (!state) return;
     if (eventType === 'message_start') {
       state.streaming = true;
+      state.answeredBeforeShown = false;
       this.setModel(state, channelId, MESSAGE_STREAM, now);
     } else {
+      // Its calls all answered before they were shown: the next request is out, as after a result.
+      const next = state.answeredBeforeShown && state.tools === null ? MODEL_REQUEST : null;
       state.streaming = false;
-      this.setModel(state, channelId, null, now);
+      state.answeredBeforeShown = false;
+      this.setModel(state, channelId, next, now);
     }
   }
 
@@ -302,18 +373,29 @@ export class InFlight {
     const state = this.channel(channelId, now);
     if (!state) return;
     let calls = 0;
+    let answered = 0;
     const content = contentOf(value);
     for (let index = 0; index < content.length; index++) {
       const block = blockOf(content[index], 'tool_use');
       if (block === null) continue;
+      // Its result came first (lines interleave): the call is over, nothing to await.
+      if (this.endsBeforeStart.take(block.id, CALL_ANSWERED)) {
+        answered++;
+        continue;
+      }
       calls++;
       this.addTool(state, channelId, block.id, block.name, block.input, now);
     }
-    if (state.streaming) return;
+    if (state.streaming) {
+      if (answered > 0) state.answeredBeforeShown = true;
+      return;
+    }
     // Without partial messages a line is one finished block: the message may go on with
     // more (a long tool input is silence too), so the model still answers; once it has asked
-    // for a tool, that call's allowance covers the rest of the message.
+    // for a tool, that call's allowance covers the rest of the message, and once every call
+    // it asked for is answered, the next request is out.
     if (calls > 0 || state.tools !== null) this.setModel(state, channelId, null, now);
+    else if (answered > 0) this.requestModel(channelId, now);
     else if (state.phase !== MODEL_RESPONSE) this.setModel(state, channelId, MODEL_RESPONSE, now);
   }
 
@@ -327,7 +409,10 @@ export class InFlight {
       if (block === null) continue;
       results++;
       const call = state.tools?.get(block.tool_use_id);
-      if (!call) continue;
+      if (!call) {
+        this.resultBeforeCall(block);
+        continue;
+      }
       state.tools!.delete(block.tool_use_id);
       if (state.tools!.size === 0) state.tools = null;
       this.tracked--;
@@ -337,6 +422,17 @@ export class InFlight {
     }
     // A prompt, or the last awaited result: the next request goes out.
     if (results === 0 || state.tools === null) this.requestModel(channelId, now);
+  }
+
+  /**
+   * A tool_result for no call its channel awaits: its call line may come later (lines
+   * interleave), answered already. Unless it is a background launch, whatever runs under the
+   * id has ended: a subagent whose own lines came first.
+   */
+  private resultBeforeCall(block: Extract<ContentBlock, { type: 'tool_result' }>): void {
+    const id = block.tool_use_id;
+    this.endsBeforeStart.keep(id, CALL_ANSWERED);
+    if (!ASYNC_LAUNCH.test(resultTextLazy(block).slice(0, 100).toString())) this.endChannel(id);
   }
 
   private requestModel(channelId: string | null, now: number): void {
@@ -435,6 +531,9 @@ export class InFlight {
     knownChannel: string | null = null,
   ): void {
     const channelId = typeof task.tool_use_id === 'string' ? task.tool_use_id : knownChannel;
+    // Its spawn's task_notification came first: the task is over.
+    if (channelId !== null && this.endsBeforeStart.has(channelId, TASK_ENDED))
+      return this.deleteBackground(taskId);
     const known = this.background.get(taskId);
     if (known) {
       // Claude Code lists a task (background_tasks_changed) before task_started names its spawn.
@@ -459,23 +558,37 @@ export class InFlight {
     if (this.background.delete(taskId)) this.tracked--;
   }
 
-  /** A subagent ended: its channel waits on nothing any more. */
-  private endChannel(id: string): void {
+  /**
+   * A subagent ended: its channel waits on nothing any more, and a line of it that comes later
+   * (lines interleave) opens it no more. `flags`: what else the end says of the id.
+   */
+  private endChannel(id: string, flags = 0): void {
+    this.endsBeforeStart.keep(id, CHANNEL_ENDED | flags);
     const state = this.channels.get(id);
     if (!state) return;
     this.tracked -= 1 + (state.tools?.size ?? 0);
     this.channels.delete(id);
   }
 
-  /** The channel's state, created on its first line; undefined when the tracking is full. */
+  /**
+   * The channel's state, created on its first line; undefined when the tracking is full, or
+   * when the channel has ended (a late line of it).
+   */
   private channel(channelId: string | null, now: number): ChannelState | undefined {
     const known = this.channels.get(channelId);
     if (known) return known;
+    if (channelId !== null && this.endsBeforeStart.has(channelId, CHANNEL_ENDED)) return undefined;
     if (!this.track()) {
       this.fold(this.limits.modelTimeoutMs, now);
       return undefined;
     }
-    const state: ChannelState = { model: null, phase: null, streaming: false, tools: null };
+    const state: ChannelState = {
+      model: null,
+      phase: null,
+      streaming: false,
+      answeredBeforeShown: false,
+      tools: null,
+    };
     this.channels.set(channelId, state);
     return state;
   }
