@@ -164,6 +164,61 @@ test('the CLI on a stream with a deep chain, a children-first ' +
   assert.ok(readFileSync(pino, 'utf8').includes('"tool":"Bash"'));
 });
 
+test('a spawn id used again by another spawn, and a second session in the stream, are each told ' +
+  'once; a replayed spawn line is not', () => {
+  const spawnAs = (id: string, description: string) =>
+    JSON.stringify({
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: {
+        id: `m_${description}`,
+        content: [{ type: 'tool_use', id, name: 'Agent', input: { description } }],
+      },
+    });
+  const init = (session: string) => JSON.stringify({ type: 'system', subtype: 'init', session_id: session });
+  const lines = [
+    init('s-one'),
+    spawnAs('toolu_dup', 'first'),
+    spawnAs('toolu_dup', 'first'),
+    textLine('toolu_dup', 'one'),
+    init('s-one'),
+    spawnAs('toolu_dup', 'second'),
+    spawnAs('toolu_dup', 'third'),
+    textLine('toolu_dup', 'two'),
+    init('s-two'),
+    init('s-three'),
+  ];
+  const input = Buffer.from(lines.join('\n') + '\n');
+  const out = join(tmpDir(), 'o');
+  const r = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none'], { input, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const { index } = checkOutput(input, out, 'hostile');
+  const told = index.warnings.filter((w: any) => /^SPAWN_REPEATED|^SESSION_CHANGED/.test(w.code));
+  assert.deepEqual(told, [
+    {
+      code: 'SPAWN_REPEATED',
+      message:
+        'input line 6 spawns toolu_dup again ("second"; first "first"): the id keeps its first ' +
+        "spawn's place, and its lines and its end are that channel's",
+    },
+    {
+      code: 'SESSION_CHANGED',
+      message:
+        "input line 9 starts session s-two after s-one: the stream holds more than one run; index.json's " +
+        "session_id and the run's cost are the last session's",
+    },
+  ]);
+  assert.equal(index.session_id, 's-three');
+  assert.deepEqual(
+    index.channels.map((c: any) => [c.id, c.description, c.lines]),
+    [
+      [null, null, 8],
+      ['toolu_dup', 'first', 2],
+    ],
+  );
+  assert.match(r.stderr, /warning SPAWN_REPEATED: input line 6/);
+});
+
 /** A plugin stage that makes one line's value throw when read, as a buggy plugin could. */
 function poisonLine(lineNo: number) {
   return definePlugin<Record<string, never>>({

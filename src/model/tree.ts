@@ -480,6 +480,17 @@ export class ChannelTree {
   spawnCycles = 0;
   /** The first such spawn, for the warning. */
   firstCycle: { id: string; on: string | null } | null = null;
+  /**
+   * Spawn calls on an id that already has its place, with another parent or description (a
+   * replayed spawn line has neither): the id keeps its first spawn's channel (see `spawn`).
+   */
+  spawnRepeats = 0;
+  /** The first such spawn, for the warning: the id, and the description each spawn gave it. */
+  firstRepeat: { id: string; first: string | null; again: string | null } | null = null;
+  /** `system/init` lines naming a session other than the one before (two runs in one stream). */
+  sessionChanges = 0;
+  /** The first such change, for the warning. */
+  firstSessionChange: { from: string; to: string } | null = null;
 
   constructor() {
     this.#main = this.newChannel(null);
@@ -634,6 +645,7 @@ export class ChannelTree {
     if (ch && !ch.orphan) {
       // Spawned again (a replayed spawn line, or a second parent): its first place is kept.
       if (id === parent.id || this.isBelow(parent, ch)) this.spawnCycle(id, parent);
+      else this.spawnAgain(ch, parent, nonEmpty(input.description));
       return;
     }
     if (id === parent.id || (ch && this.treeOf(ch) === this.treeOf(parent))) {
@@ -656,6 +668,13 @@ export class ChannelTree {
     if (parent.depth !== null) this.setDepth(ch, parent.depth + 1, underMain);
     pending.push({ type: known ? 'spawn' : 'open', channel: ch });
     if (!known) this.endKept(ch, pending);
+  }
+
+  /** A spawn of `ch`, which has its place, by `parent`: counted when it is not a replay. */
+  private spawnAgain(ch: Channel, parent: Channel, description: string | null): void {
+    if (parent.id === ch.parent && (description === null || description === ch.description)) return;
+    this.spawnRepeats++;
+    this.firstRepeat ??= { id: ch.id!, first: ch.description, again: description };
   }
 
   private spawnCycle(id: string, parent: Channel): void {
@@ -810,11 +829,17 @@ export class ChannelTree {
 
   private system(line: SystemLine, pending: PendingEvent[]): void {
     switch (line.subtype) {
-      case 'init':
-        this.sessionId = nonEmpty(line.session_id) ?? this.sessionId;
+      case 'init': {
+        const session = nonEmpty(line.session_id);
+        if (session !== null && this.sessionId !== null && session !== this.sessionId) {
+          this.sessionChanges++;
+          this.firstSessionChange ??= { from: this.sessionId, to: session };
+        }
+        this.sessionId = session ?? this.sessionId;
         this.version = nonEmpty(line.claude_code_version) ?? this.version;
         if (this.main.status !== 'running') write.status(this.#main, 'running');
         return;
+      }
       case 'task_started': {
         // A foreground or background shell command is a task too, never an agent.
         if (line.task_type === LOCAL_BASH) return;

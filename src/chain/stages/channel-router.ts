@@ -12,6 +12,8 @@ import { overridePrices } from '../../model/prices.js';
 import { requireSession, type Session } from '../../model/session.js';
 import { viewOf } from '../../model/line-view.js';
 import { escapeOneLine } from '../../views/escape.js';
+import { descriptionLabel } from '../../views/text.js';
+import { cutText } from '../../model/display.js';
 import { createBatchTransform } from '../batch-transform.js';
 import { EndedTranscripts, readTranscripts } from '../transcripts.js';
 import { BUILTIN_KIT, defineBuiltin } from '../plugin.js';
@@ -63,6 +65,9 @@ function loadPrices(session: Session, path: string): void {
   session.statePrices(table);
 }
 
+/** An id the stream chose, as a warning shows it: one line, cut as a preview. */
+const shownId = (id: string): string => escapeOneLine(cutText(id, 'preview').text);
+
 /**
  * Channel router: record batches in, each routed line out as a new, frozen envelope with its
  * `channel` and `events` (RoutedLine; a spooled line's record copied the same way).
@@ -80,7 +85,10 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
   // A subagent that ends: its transcript, when there are transcripts to read, is taken before
   // the model freezes the subagent's figures into its status event.
   const onEnd = ended === null ? undefined : (id: string) => takeEnded(session, ended, id, options);
+  // What the tree counted so far of what it tells once a run.
   let cyclesSeen = 0;
+  let repeatsSeen = 0;
+  let sessionChangesSeen = 0;
   return createBatchTransform({
     transformBatch(batch: RecordBatch) {
       // A batch of its own: the one it was given is not written on either.
@@ -109,6 +117,27 @@ export function createChannelRouter(options: ChannelRouterOptions): Transform {
                 : `the channel of ${escapeOneLine(String(c.on))}, which descends from it`) +
               ' (a spawn cycle): that spawn is ignored, the channel keeps its place (an orphan stays ' +
               'one, depth unknown)',
+          );
+        }
+        if (tree.spawnRepeats !== repeatsSeen) {
+          repeatsSeen = tree.spawnRepeats;
+          const r = tree.firstRepeat!;
+          const named = (d: string | null) => (d === null ? 'no description' : `"${descriptionLabel(d)}"`);
+          session.warn(
+            'SPAWN_REPEATED',
+            `input line ${rec.lineNo} spawns ${shownId(r.id)} again (${named(r.again)}; first ` +
+              `${named(r.first)}): the id keeps its first spawn's place, and its lines and its end ` +
+              "are that channel's",
+          );
+        }
+        if (tree.sessionChanges !== sessionChangesSeen) {
+          sessionChangesSeen = tree.sessionChanges;
+          const c = tree.firstSessionChange!;
+          session.warn(
+            'SESSION_CHANGED',
+            `input line ${rec.lineNo} starts session ${shownId(c.to)} after ${shownId(c.from)}: ` +
+              "the stream holds more than one run; index.json's session_id and the run's cost are the " +
+              "last session's",
           );
         }
       }
