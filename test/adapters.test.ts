@@ -219,7 +219,8 @@ async function indexOf(events: JsonObject[]) {
   return { ...((await run.done) as { channels: Array<Record<string, any>> }), calls };
 }
 
-test('LangGraph: failed and interrupted subagents keep their status; a failed tool is an error', async () => {
+test('LangGraph: a failed subagent keeps its status, an interrupted one ends stopped; ' +
+  'a failed tool is an error', async () => {
   const started = ev('tasks', ['tools:t1'], {
     id: 'x',
     name: 'model_request',
@@ -250,7 +251,8 @@ test('LangGraph: failed and interrupted subagents keep their status; a failed to
   const interrupted = await indexOf(
     spawnEvents([started], [ev('lifecycle', ['tools:t1'], { event: 'interrupted' })]),
   );
-  assert.equal(interrupted.channels[1].status, 'running');
+  assert.equal(interrupted.channels[1].status, 'stopped');
+  // The run itself was not ended: no result line came.
   assert.equal(interrupted.channels[0].status, 'running');
 });
 

@@ -468,6 +468,27 @@ test('a foreground subagent is awaited through its own channel, and ends with it
   assert.deepEqual(rows(launched), [request(3)]);
 });
 
+test('a subagent stopped by the user is awaited no more: neither its calls nor its background task', () => {
+  const flight = feed([
+    [0, init()],
+    [1, assistant(null, toolUse('toolu_01S', 'Agent', { description: 'bg', run_in_background: true }))],
+    [2, system('task_started', { task_id: 'k1', tool_use_id: 'toolu_01S', is_backgrounded: true })],
+    [3, user(null, [toolResult('toolu_01S', [text('Async agent launched successfully.\nagentId: a1')])])],
+    [4, assistant('toolu_01S', toolUse('toolu_01s1', 'Grep', { pattern: 'x' }))],
+  ]);
+  assert.deepEqual(
+    rows(flight).map(([kind, channel]) => [kind, channel]),
+    [
+      ['background', 'toolu_01S'],
+      ['model', null],
+      ['tool', 'toolu_01S'],
+    ],
+  );
+  const stop = { task_id: 'k1', tool_use_id: 'toolu_01S', status: 'stopped', summary: 'Task stopped by user' };
+  flight.observe(system('task_notification', stop), 5);
+  assert.deepEqual(rows(flight), [request(3)]);
+});
+
 /** A recording of another CLI through its own mapper, as the chain maps it: the waits after each event. */
 function mappedWaits(
   producer: string,

@@ -555,6 +555,62 @@ test('a report that arrives before its spawn ends the subagent as the spawn open
   assert.deepEqual([t.get('toolu_o')!.orphan, t.get('toolu_o')!.status], [true, 'completed']);
 });
 
+test('a subagent stopped by the user ends stopped, with its summary and end time', () => {
+  const t = new ChannelTree();
+  t.route(at(spawn('a', null, 'Agent', { run_in_background: true }), '2026-12-06T11:00:00.000Z'));
+  t.route(result(null, 'a', 'Async agent launched successfully.'));
+  const stop = t.route(at(notified('a', 'stopped', 'Task stopped by user'), '2026-12-06T11:00:09.000Z'));
+  assert.deepEqual(
+    stop.events.map((e) => [e.type, e.channel.id, e.channel.status, e.type === 'status' && e.summary]),
+    [['status', 'a', 'stopped', 'Task stopped by user']],
+  );
+  assert.deepEqual(
+    [t.get('a')!.status, t.get('a')!.summary, t.get('a')!.endedAt],
+    ['stopped', 'Task stopped by user', '2026-12-06T11:00:09.000Z'],
+  );
+  assert.equal(channelTimes(t, t.get('a')!).elapsedMs, 9_000);
+  // Repeated, it is no news; a later tool_result on its id ends nothing, as after any end.
+  assert.deepEqual(t.route(notified('a', 'stopped', 'Task stopped by user')).events, []);
+  assert.deepEqual(t.route(result(null, 'a', 'a late report')).events, []);
+  assert.deepEqual([t.get('a')!.status, t.get('a')!.summary], ['stopped', 'Task stopped by user']);
+});
+
+test('a foreground subagent stopped after its result ends stopped: the notification is final', () => {
+  const t = new ChannelTree();
+  t.route(spawn('a', null));
+  t.route(result(null, 'a', '[Request interrupted by user for tool use]', true));
+  assert.equal(t.get('a')!.status, 'failed');
+  const stop = t.route(notified('a', 'stopped', ''));
+  assert.deepEqual(
+    stop.events.map((e) => [e.type, e.channel.status]),
+    [['status', 'stopped']],
+  );
+  assert.deepEqual(
+    [t.get('a')!.status, t.get('a')!.summary],
+    ['stopped', '[Request interrupted by user for tool use]'],
+    "the result's summary stays when the notification brings none",
+  );
+});
+
+test('a stop notified before the spawn ends the subagent stopped as the spawn opens it', () => {
+  const t = new ChannelTree();
+  assert.deepEqual(t.route(notified('toolu_s', 'stopped', 'stopped early')).events, []);
+  const spawned = t.route(spawn('toolu_s', null, 'Agent', { run_in_background: true }));
+  assert.deepEqual(
+    spawned.events.map((e) => [e.type, e.channel.status]),
+    [
+      ['open', 'stopped'],
+      ['status', 'stopped'],
+    ],
+  );
+  assert.deepEqual([t.get('toolu_s')!.status, t.get('toolu_s')!.summary], ['stopped', 'stopped early']);
+  // A foreground spawn's failed result, then its stop, both before it: it opens stopped.
+  t.route(result(null, 'toolu_f', 'interrupted', true));
+  t.route(notified('toolu_f', 'stopped', ''));
+  t.route(spawn('toolu_f', null));
+  assert.deepEqual([t.get('toolu_f')!.status, t.get('toolu_f')!.summary], ['stopped', 'interrupted']);
+});
+
 test('a result before its spawn ends only what a result after it would: ' +
   'not a background spawn, not with a launch, not after a notification', () => {
   const t = new ChannelTree();
@@ -803,13 +859,15 @@ test('task_started: unknown ids ignored; it sets background, and agent and descr
   assert.equal(tree.get('b')!.background, false);
 });
 
-test('task_notification: only completed or failed end a channel, once per status and summary', () => {
+test('task_notification: only completed, failed or stopped end a channel, once per status and summary', () => {
   const tree = new ChannelTree();
   const unknown = system('task_notification', { tool_use_id: 'x', status: 'completed' });
   assert.deepEqual(tree.route(unknown).events, []);
   tree.route(agentSpawn('a', null, { run_in_background: true }));
-  const stopped = system('task_notification', { tool_use_id: 'a', status: 'stopped' });
-  assert.deepEqual(tree.route(stopped).events, []);
+  for (const status of ['killed', 'running', '', null]) {
+    const other = system('task_notification', { tool_use_id: 'a', status });
+    assert.deepEqual(tree.route(other).events, [], `status ${status}`);
+  }
   assert.equal(tree.get('a')!.status, 'running');
   const done = system('task_notification', { tool_use_id: 'a', status: 'completed', summary: 'ok' });
   assert.deepEqual(

@@ -21,7 +21,14 @@ import {
 import { boundedText } from './bounded-text.js';
 import { rememberLatest } from './latest.js';
 
-export type ChannelStatus = 'running' | 'completed' | 'failed';
+/**
+ * `stopped`: the subagent was stopped before it finished (Claude Code's `task_notification`
+ * status `stopped`: the user, or the agent's own TaskStop); an end, not a failure.
+ */
+export type ChannelStatus = 'running' | 'completed' | 'failed' | 'stopped';
+
+/** The statuses a subagent ends with, as `task_notification` names them. */
+const NOTIFIED_ENDS: ReadonlySet<unknown> = new Set<ChannelStatus>(['completed', 'failed', 'stopped']);
 
 /**
  * Longest agent name kept: every stdout label, pino record, ClickHouse row and span repeats
@@ -148,7 +155,7 @@ export type ChannelEvent =
   | { readonly type: 'open'; readonly channel: ChannelSnapshot }
   /** The spawn call of a channel that was first seen as an orphan: parent and depth now known. */
   | { readonly type: 'spawn'; readonly channel: ChannelSnapshot }
-  /** The channel ended (completed or failed), with the summary that came with this change. */
+  /** The channel ended (completed, failed or stopped), with the summary that came with this change. */
   | { readonly type: 'status'; readonly channel: ChannelSnapshot; readonly summary: string | null };
 
 /**
@@ -853,8 +860,8 @@ export class ChannelTree {
       }
       case 'task_notification': {
         const id = nonEmpty(line.tool_use_id);
-        const status = line.status === 'completed' ? 'completed' : line.status === 'failed' ? 'failed' : null;
-        if (id === null || status === null) return;
+        if (id === null || !NOTIFIED_ENDS.has(line.status)) return;
+        const status = line.status as ChannelStatus;
         const ch = this.byId.get(id);
         if (ch) this.end(ch, status, nonEmpty(line.summary), pending, true);
         // A shell command's task names its call, which the tree knows: no subagent's end.

@@ -77,7 +77,7 @@ export type StatusCounts = Record<ChannelStatus, number>;
 
 /** Subagents (main excluded) by status. */
 export function statusCounts(channels: Iterable<ReadonlyChannel>): StatusCounts {
-  const counts: StatusCounts = { running: 0, completed: 0, failed: 0 };
+  const counts: StatusCounts = { running: 0, completed: 0, failed: 0, stopped: 0 };
   for (const ch of channels) if (ch.id !== null) counts[ch.status]++;
   return counts;
 }
