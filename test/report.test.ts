@@ -22,7 +22,8 @@ import {
   usdLeavingOut,
 } from '../src/views/report/client.js';
 import { channelUpdate, ReportFeed, type ChannelFields } from '../src/views/report/live.js';
-import { pageBytes, pagePieces } from '../src/views/report/page.js';
+import { pageBytes, pageHtml, pagePieces, REPORT_CSS } from '../src/views/report/page.js';
+import { indexPageRow } from '../src/views/report/index-page.js';
 import { entryChars, lineFacts, TranscriptBudget, type ChannelView } from '../src/views/report/model.js';
 import { parseServe } from '../src/chain/sinks/report.js';
 import { counted } from '../src/views/summary.js';
@@ -649,6 +650,28 @@ test('a hostile index.json with 40,000 warnings: the page stays under its limit,
     code: 'WARNINGS_OMITTED',
     message: `${40_000 - listed} more warnings in index.json, not listed here`,
   });
+});
+
+test('a stopped subagent is drawn stopped, from a folder and live, in its own colour; ' +
+  "the runs' index page counts it neither failed nor running", () => {
+  const out = join(tmpDir(), 'o');
+  mkdirSync(out, { recursive: true });
+  const channels = [
+    { id: null, status: 'completed' },
+    { id: 'a', status: 'stopped', summary: 'Task stopped by user' },
+    { id: 'b', status: 'killed' },
+  ];
+  writeFileSync(join(out, 'index.json'), JSON.stringify({ channels }));
+  const shown = readReportData(out).data.channels.map((c) => [c.id, c.status]);
+  assert.deepEqual(shown, [[null, 'completed'], ['a', 'stopped'], ['b', 'running']]);
+  const live = { id: 'a', status: 'stopped', counts: {}, usage: {} } as unknown as ChannelFields;
+  const extra = { spawned: null, prompt: null, log: null, cut: null, cost: null };
+  assert.equal(channelUpdate(live, extra).status, 'stopped');
+  for (const rule of ['.badge.stopped', '.card.stopped', '.sw.stopped', '#timeline .bar.stopped'])
+    assert.match(REPORT_CSS, new RegExp(`^${rule.replace(/\./g, '\\.')} \\{ \\S+: var\\(--stop\\); \\}$`, 'm'));
+  assert.match(pageHtml(readReportData(out).data), /<span class="sw stopped"><\/span>\nstopped<\/span>/);
+  const row = indexPageRow('o', null, { channels });
+  assert.deepEqual([row.status, row.subagents, row.failed, row.running], ['completed', 2, 0, 1]);
 });
 
 test('a hostile index.json: paths outside the folder are neither read nor linked', () => {

@@ -8,6 +8,7 @@ import { EXIT, SubteeError, systemReason } from '../../errors.js';
 import { withDefaults } from '../../defaults.js';
 import { openRegularForRead, openRunFile } from '../../safe-open.js';
 import {
+  endStatus,
   field,
   isoTime,
   lineFacts,
@@ -228,7 +229,7 @@ function channelView(c: JsonObject, summaryChars: number): ChannelView {
     depth: typeof c.depth === 'number' && Number.isSafeInteger(c.depth) ? c.depth : null,
     agent: field(c.agent),
     description: field(c.description),
-    status: c.status === 'completed' || c.status === 'failed' ? c.status : 'running',
+    status: endStatus(c.status),
     background: typeof c.background === 'boolean' ? c.background : null,
     summary: typeof c.summary === 'string' ? clip(c.summary, summaryChars, 'summary').s : null,
     lines: typeof c.lines === 'number' && Number.isFinite(c.lines) ? c.lines : 0,

@@ -511,6 +511,7 @@ function renderHeader(state: State): void {
   $('summary').textContent =
     `${counted(subs.length, 'subagent')}${missing}: ` +
     `${formatCount(n('completed'))} completed, ${formatCount(n('failed'))} failed, ` +
+    (n('stopped') > 0 ? `${formatCount(n('stopped'))} stopped, ` : '') +
     `${formatCount(n('running'))} running · ` +
     `${counted(run.input.lines, 'line')} · ${formatCount(run.input.quarantined)} quarantined`;
   const banner = $('banner');

@@ -10,7 +10,7 @@ import { formatUsd } from '../cost.js';
 import { isObject } from '../../model/message.js';
 import { formatMs } from '../stats.js';
 import { counted } from '../summary.js';
-import { field, isoTime } from './model.js';
+import { endStatus, field, isoTime } from './model.js';
 import { channelTokens, elapsedMs } from '../walk.js';
 
 type RunStatus = 'completed' | 'failed' | 'running' | 'stalled' | 'interrupted' | 'unreadable';
@@ -73,7 +73,7 @@ export function indexPageRow(path: string, report: string | null, index: unknown
     }
     row.subagents++;
     if (c.status === 'failed') row.failed++;
-    else if (c.status !== 'completed') row.running++;
+    else if (endStatus(c.status) === 'running') row.running++;
   }
   row.status =
     index.stalled === true

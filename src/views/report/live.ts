@@ -6,6 +6,7 @@ import { channelUsage, indexCost } from '../cost.js';
 import type { SinkRun } from '../../model/session.js';
 import type { ReadonlyChannelCost } from '../../model/cost.js';
 import {
+  endStatus,
   field,
   isoTime,
   lineFacts,
@@ -173,7 +174,7 @@ export function channelUpdate(
     depth: typeof c.depth === 'number' ? c.depth : null,
     agent: field(c.agent),
     description: field(c.description),
-    status: c.status === 'completed' || c.status === 'failed' ? c.status : 'running',
+    status: endStatus(c.status),
     background: typeof c.background === 'boolean' ? c.background : null,
     summary: typeof c.summary === 'string' ? clip(c.summary, summaryChars, 'summary').s : null,
     lines: c.lines,

@@ -151,6 +151,11 @@ export function channelBasis(cost: unknown): ChannelView['costBasis'] {
   return b === 'exact' || b === 'estimated' || b === 'stream' || b === 'unknown' ? b : null;
 }
 
+/** A channel's status as the page draws it: an end the tree names, else `running`. */
+export function endStatus(status: unknown): 'completed' | 'failed' | 'stopped' | 'running' {
+  return status === 'completed' || status === 'failed' || status === 'stopped' ? status : 'running';
+}
+
 /** A channel's own dollars from its index.json row. */
 export function channelUsd(cost: unknown): number | null {
   return isObject(cost) ? usdOrNull(cost.usd) : null;

@@ -10,8 +10,8 @@ import { jsonForScript, type ReportData } from './model.js';
  */
 
 export const REPORT_CSS = `
-:root { --ok: #1f8a4c; --fail: #c62f2f; --run: #2f6fd0; --muted: #667; --line: #dde; --bg: #fff;
-  --hl: #fff6c8; }
+:root { --ok: #1f8a4c; --fail: #c62f2f; --run: #2f6fd0; --stop: #8a6a2a; --muted: #667; --line: #dde;
+  --bg: #fff; --hl: #fff6c8; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 13px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1c1c24;
   background: #f6f6f9; }
@@ -45,6 +45,7 @@ section.panel, aside > div, #transcript { background: var(--bg); border: 1px sol
 .sw.completed { background: var(--ok); }
 .sw.failed { background: var(--fail); }
 .sw.running { background: var(--run); }
+.sw.stopped { background: var(--stop); }
 .sw.bgsw { background: repeating-linear-gradient(135deg, #888 0 3px, #ddd 3px 6px); }
 #timeline-wrap { position: relative; max-height: 520px; overflow: auto; border: 1px solid var(--line);
   border-radius: 4px; }
@@ -56,6 +57,7 @@ section.panel, aside > div, #transcript { background: var(--bg); border: 1px sol
 #timeline .bar.completed { fill: var(--ok); }
 #timeline .bar.failed { fill: var(--fail); }
 #timeline .bar.running { fill: var(--run); }
+#timeline .bar.stopped { fill: var(--stop); }
 #timeline .bgover { fill: url(#bg-hatch); pointer-events: none; }
 #timeline .tail { stroke: var(--run); stroke-dasharray: 3 3; stroke-width: 2; }
 #timeline .ticks { stroke: #111; stroke-width: 1; opacity: .65; pointer-events: none; }
@@ -90,6 +92,7 @@ tr.tree-row.selected { background: var(--hl); }
 .badge.completed { background: var(--ok); }
 .badge.failed { background: var(--fail); }
 .badge.running { background: var(--run); }
+.badge.stopped { background: var(--stop); }
 .bgtag { display: inline-block; padding: 0 5px; border-radius: 8px; font-size: 11px; background: #e6e6ee;
   color: #444; }
 .agent { font-weight: 600; }
@@ -124,6 +127,7 @@ mark { background: #ffe066; }
   padding: 6px 8px; background: #fff; cursor: pointer; }
 .card.completed { border-top-color: var(--ok); }
 .card.failed { border-top-color: var(--fail); }
+.card.stopped { border-top-color: var(--stop); }
 .card .last { color: #333; font-size: 12px; white-space: pre-wrap; word-break: break-word;
   max-height: 5.6em; overflow: hidden; margin-top: 4px; }
 `;
@@ -151,6 +155,8 @@ const SHELL = `<header>
 completed</span>
 <span><span class="sw failed"></span>
 failed</span>
+<span><span class="sw stopped"></span>
+stopped</span>
 <span><span class="sw running"></span>
 running</span>
 <span><span class="sw bgsw"></span>
