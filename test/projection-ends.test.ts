@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type Message, open, type RunEvent, type SubagentHandle, type ToolCall } from '../src/index.js';
 import { RunModel, type Usage } from '../src/entry/model.js';
-import { summaryText } from '../src/views/summary.js';
+import { statusLine, summaryText } from '../src/views/summary.js';
 import { checkDetails, checkOutput, chunked, FIXTURES, runToFiles, tmpDir } from './helpers/helpers.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -106,6 +106,52 @@ test('a subagent whose report came before its spawn line: the handle, index.json
     [...expected.keys()].map((id) => reading.channels.get(id)?.status),
     [...expected.values()].map(([status]) => status),
   );
+});
+
+test('a subagent the user stopped: the handle, its output, index.json, the summary and a plain reading ' +
+  'all say stopped, and none calls it a failure', async () => {
+  const at = (v: Record<string, unknown>, second: number) =>
+    line({ ...v, timestamp: `2026-12-06T11:00:${String(second).padStart(2, '0')}.000Z` });
+  const input = Buffer.from(
+    [
+      at({ type: 'system', subtype: 'init', session_id: 's', claude_code_version: '2.1.328' }, 0),
+      at(JSON.parse(spawnLine), 1),
+      at({ type: 'system', subtype: 'task_started', tool_use_id: 'toolu_sub', is_backgrounded: true }, 1),
+      at(JSON.parse(toolUse('toolu_a')), 2),
+      at({
+        type: 'system',
+        subtype: 'task_notification',
+        tool_use_id: 'toolu_sub',
+        status: 'stopped',
+        summary: 'Task stopped by user',
+      }, 5),
+      at({ type: 'result', subtype: 'success', is_error: false, result: 'ok' }, 6),
+    ].join('\n') + '\n',
+  );
+  const run = open(chunked([input]));
+  const handles: SubagentHandle[] = [];
+  for await (const handle of run.subagents) handles.push(handle);
+  const index = await run.done;
+  assert.equal(handles.length, 1);
+  const [handle] = handles;
+  const output = await handle.output;
+  assert.deepEqual(
+    [handle.status, output.status, output.summary, output.error, output.elapsedMs],
+    ['stopped', 'stopped', 'Task stopped by user', null, 4_000],
+  );
+  const channel = index.channels.find((c) => c.id === 'toolu_sub')!;
+  assert.deepEqual(
+    [channel.status, channel.summary, channel.ended_at],
+    ['stopped', 'Task stopped by user', '2026-12-06T11:00:05.000Z'],
+  );
+  const summary = summaryText(run.session, 'out').split('\n');
+  assert.match(summary[0], /^subtee: 1 subagent \(0 completed, 0 failed, 1 stopped, 0 running\), /);
+  assert.match(summary[3], /^└─ .*  stopped  depth 1 /);
+  assert.match(statusLine(run.session, 0), / · 0 running · 0 done · 0 failed · 1 stopped · 0 quarantined$/);
+  const { out } = await runToFiles(input);
+  const { index: written, expected: reading } = checkOutput(input, out, 'stopped');
+  checkDetails(written, reading, 'stopped');
+  assert.equal(reading.channels.get('toolu_sub')?.status, 'stopped');
 });
 
 test('a failed tool call: its error carries the text, its output none; a good one the reverse', async () => {

@@ -59,7 +59,8 @@ export function summaryText(session: RunView, out: string, options: SummaryOptio
   const labels = new ChannelLabels();
   const lines = [
     `subtee: ${counted(rows.length - 1, 'subagent')} ` +
-      `(${n.completed} completed, ${n.failed} failed, ${n.running} running), ` +
+      `(${n.completed} completed, ${n.failed} failed, ` +
+      `${stoppedText(n.stopped, ', ')}${n.running} running), ` +
       `${counted(session.input.lines, 'line')}, ${session.input.quarantined} quarantined` +
       // The lines read that the folder lacks, and why: they add up to `lines` with those in it.
       (session.input.unwritten > 0 ? `, ${session.input.unwritten} not written` : '') +
@@ -207,6 +208,15 @@ export function statusLine(session: RunView, linesPerSecond: number): string {
   const n = statusCounts(session.tree.channels());
   return (
     `subtee: ${session.input.lines} lines (${Math.round(linesPerSecond)}/s) · ${n.running} running · ` +
-    `${n.completed} done · ${n.failed} failed · ${session.input.quarantined} quarantined`
+    `${n.completed} done · ${n.failed} failed · ${stoppedText(n.stopped, ' · ')}` +
+    `${session.input.quarantined} quarantined`
   );
+}
+
+/**
+ * `2 stopped` and the separator after it, or nothing: most runs stop no subagent, and their
+ * counts read as they always did.
+ */
+function stoppedText(stopped: number, separator: string): string {
+  return stopped > 0 ? `${stopped} stopped${separator}` : '';
 }

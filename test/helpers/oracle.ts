@@ -7,7 +7,7 @@ export interface OracleChannel {
   parent: string | null;
   depth: number | null;
   agent: string | null;
-  status: 'running' | 'completed' | 'failed';
+  status: 'running' | 'completed' | 'failed' | 'stopped';
   /** From task_started, the spawn input or the launch result; null while unknown. */
   background: boolean | null;
   /** The report that ended it: the foreground tool_result's text or task_notification's summary. */
@@ -173,7 +173,7 @@ export function readStream(text: string): Oracle {
           .filter((x: any) => typeof x?.text === 'string')
           .map((x: any) => x.text)
           .join('\n');
-  const end = (c: OracleChannel, status: 'completed' | 'failed', summary: string | null) => {
+  const end = (c: OracleChannel, status: 'completed' | 'failed' | 'stopped', summary: string | null) => {
     if (c.status === status && c.summary !== null) return;
     c.status = status;
     c.summary = summary ?? c.summary;
@@ -207,7 +207,7 @@ export function readStream(text: string): Oracle {
       v.subtype === 'task_notification' &&
       typeof v.tool_use_id === 'string' &&
       v.tool_use_id !== '' &&
-      (v.status === 'completed' || v.status === 'failed')
+      (v.status === 'completed' || v.status === 'failed' || v.status === 'stopped')
     ) {
       const id = v.tool_use_id;
       const summary = typeof v.summary === 'string' && v.summary !== '' ? v.summary : null;

@@ -207,7 +207,10 @@ export interface SubagentHandle {
   readonly cause: { readonly type: 'toolCall'; readonly tool_call_id: string };
   /** Ids from the main conversation down to this subagent (ancestors first, itself last). */
   readonly path: readonly string[];
-  /** Live: changes as the run goes on. */
+  /**
+   * Live: changes as the run goes on. `stopped`: it was stopped before it finished (not a
+   * failure); `interrupted`: the run ended while it was still running.
+   */
   readonly status: SubagentStatus;
   /** Each access starts a new reader from this subagent's first line. */
   readonly messages: AsyncIterable<Message>;
@@ -216,7 +219,7 @@ export interface SubagentHandle {
   readonly subagents: AsyncIterable<SubagentHandle>;
   /**
    * Settles when the subagent ends (or the run does), as Deep Agents' does: resolves for a
-   * subagent that completed (or was interrupted by the run's end), rejects with a
+   * subagent that completed or was stopped (or was interrupted by the run's end), rejects with a
    * `SubagentError` (`status`, `summary`, `error`, and the figures as `output`) for one that
    * failed. A rejection nobody awaits does not crash the program.
    */
