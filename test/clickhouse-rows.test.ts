@@ -330,6 +330,32 @@ test('tool names wait for their results among the latest TOOL_NAMES_REMEMBERED c
   assert.equal(rows[4].tool_results, 1);
 });
 
+test('a stopped subagent: its status row and its final row say stopped, ended at its notification', async () => {
+  const at = (v: Record<string, unknown>, second: number) =>
+    JSON.stringify({ ...v, session_id: 's1', timestamp: `2026-12-06T11:00:0${second}.000Z` });
+  const input = Buffer.from(
+    [
+      at({ type: 'system', subtype: 'init', claude_code_version: '2.1.328' }, 0),
+      at({
+        type: 'assistant',
+        parent_tool_use_id: null,
+        message: { id: 'm1', content: [{ type: 'tool_use', id: 'toolu_s', name: 'Agent', input: {} }] },
+      }, 1),
+      at({ type: 'system', subtype: 'task_notification', tool_use_id: 'toolu_s', status: 'stopped' }, 4),
+      at({ type: 'result', subtype: 'success', is_error: false, result: 'ok' }, 7),
+    ].join('\n') + '\n',
+  );
+  const { midRun, final } = await rowsOf(input);
+  const row = (r: ChannelRow) => [r.status, r.started_at_ms, r.ended_at_ms];
+  const ended = Date.parse('2026-12-06T11:00:04.000Z');
+  const started = Date.parse('2026-12-06T11:00:01.000Z');
+  assert.deepEqual(midRun.filter((r) => r.channel === 'toolu_s').map(row), [
+    ['running', started, started],
+    ['stopped', started, ended],
+  ]);
+  assert.deepEqual(final.filter((r) => r.channel === 'toolu_s').map(row), [['stopped', started, ended]]);
+});
+
 test('content: a bounded prefix, control characters escaped; ' +
   'thinking hidden by the truncator stays hidden', async () => {
   const input = Buffer.from(

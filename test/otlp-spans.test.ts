@@ -207,6 +207,32 @@ test('failed subagent: ERROR status with error.type; the report only with conten
   assert.equal(on.error, 'subagent failed: it broke');
 });
 
+test('a stopped subagent: its span ends at its notification, status stopped, no ERROR', async () => {
+  const notification = line({
+    type: 'system',
+    subtype: 'task_notification',
+    tool_use_id: 'a1',
+    status: 'stopped',
+    summary: 'Task stopped by user',
+    uuid: 'u-n',
+    session_id: 's1',
+    timestamp: ts(5),
+  });
+  const input = bytes(
+    init,
+    spawn('a1', 1),
+    prompt('a1', 2, 'go a1'),
+    say('a1', 3, 'working'),
+    notification,
+    say(null, 9, 'done'),
+  );
+  const span = (await spansOf(input, { captureContent: true })).spans.find((s) => s.key === 'agent:a1')!;
+  assert.deepEqual(
+    [span.error, span.attributes['error.type'], span.attributes['subtee.status'], span.endMs],
+    [null, undefined, 'stopped', Date.parse(ts(5))],
+  );
+});
+
 test('message content only when asked for, bounded', async () => {
   const long = 'x'.repeat(500);
   const input = bytes(

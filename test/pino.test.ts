@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { pinoLine } from '../src/chain/sinks/pino-batch.js';
-import { createPinoSink } from '../src/chain/sinks/pino.js';
+import { createPinoSink, pinoEvents } from '../src/chain/sinks/pino.js';
+import { ChannelTree } from '../src/model/tree.js';
 import { createStdoutSink } from '../src/chain/sinks/stdout.js';
 import { feedThrough, ORPHAN_FIRST, orphanFirstLines } from './helpers/feed.js';
 import { BIN, linesOf, tmpDir } from './helpers/helpers.js';
@@ -140,4 +141,34 @@ async () => {
   ]);
   assert.match(atOnce.stdout, /^\[agent·\S+\] before its spawn$/m);
   assert.match(atOnce.stdout, new RegExp(`^\\[${agent}·\\S+\\] after its spawn$`, 'm'));
+});
+
+test('a stopped subagent is logged at info, not as an error, with its status, summary and span', () => {
+  const tree = new ChannelTree();
+  const values = [
+    {
+      type: 'assistant',
+      parent_tool_use_id: null,
+      timestamp: '2026-12-06T11:00:01.000Z',
+      message: { id: 'm1', content: [{ type: 'tool_use', id: 'toolu_s', name: 'Agent', input: {} }] },
+    },
+    {
+      type: 'system',
+      subtype: 'task_notification',
+      tool_use_id: 'toolu_s',
+      status: 'stopped',
+      summary: 'Task stopped by user',
+      timestamp: '2026-12-06T11:00:04.000Z',
+    },
+  ];
+  const logged = values.flatMap((value, i) => {
+    const { channel, events } = tree.route(value, i + 1);
+    const raw = Buffer.from(JSON.stringify(value));
+    return pinoEvents({ kind: 'line', lineNo: i + 1, raw, value, channel, events }, 1000);
+  });
+  const status = logged.filter((e) => e.kind === 'status');
+  assert.deepEqual(
+    status.map((e) => [e.level, e.fields.status, e.fields.content, e.fields.elapsed_ms]),
+    [['info', 'stopped', 'Task stopped by user', 3000]],
+  );
 });
