@@ -24,7 +24,7 @@ export interface StepSummaryOptions {
   reportChars?: number;
 }
 
-const ICON: Record<string, string> = { completed: '✅', failed: '❌', running: '⏳' };
+const ICON: Record<string, string> = { completed: '✅', failed: '❌', stopped: '⏹️', running: '⏳' };
 
 /**
  * The summary as Markdown, never longer than maxBytes: the tree first (one line per agent),
@@ -39,7 +39,9 @@ export function stepSummary(
   const n = statusCounts(run.tree.channels());
   const parts: string[] = [
     `## subtee: ${run.tree.size - 1} subagent${run.tree.size === 2 ? '' : 's'} — ` +
-      `${n.completed} completed, ${n.failed} failed, ${n.running} running\n\n`,
+      `${n.completed} completed, ${n.failed} failed, ` +
+      // Most runs stop no subagent: their line reads as it always did.
+      `${n.stopped > 0 ? `${n.stopped} stopped, ` : ''}${n.running} running\n\n`,
     `${run.input.lines} line${run.input.lines === 1 ? '' : 's'}, ${run.input.quarantined} quarantined` +
       `${run.stall !== null ? ', **stalled**' : ''}${run.interrupted ? ', **interrupted**' : ''}\n\n`,
   ];
