@@ -23,7 +23,7 @@ import { rememberLatest } from './latest.js';
 
 /**
  * `stopped`: the subagent was stopped before it finished (Claude Code's `task_notification`
- * status `stopped`: the user, or the agent's own TaskStop); an end, not a failure.
+ * status `stopped`, as when the user stops it); an end, not a failure.
  */
 export type ChannelStatus = 'running' | 'completed' | 'failed' | 'stopped';
 
