@@ -330,7 +330,8 @@ test('tool names wait for their results among the latest TOOL_NAMES_REMEMBERED c
   assert.equal(rows[4].tool_results, 1);
 });
 
-test('a stopped subagent: its status row and its final row say stopped, ended at its notification', async () => {
+test('a stopped subagent: its status row and its final row say stopped, ' +
+  'ended at its notification', async () => {
   const at = (v: Record<string, unknown>, second: number) =>
     JSON.stringify({ ...v, session_id: 's1', timestamp: `2026-12-06T11:00:0${second}.000Z` });
   const input = Buffer.from(

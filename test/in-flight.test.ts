@@ -484,8 +484,8 @@ test('a subagent stopped by the user is awaited no more: neither its calls nor i
       ['tool', 'toolu_01S'],
     ],
   );
-  const stop = { task_id: 'k1', tool_use_id: 'toolu_01S', status: 'stopped', summary: 'Task stopped by user' };
-  flight.observe(system('task_notification', stop), 5);
+  const stop = { task_id: 'k1', tool_use_id: 'toolu_01S', status: 'stopped' };
+  flight.observe(system('task_notification', { ...stop, summary: 'Task stopped by user' }), 5);
   assert.deepEqual(rows(flight), [request(3)]);
 });
 

@@ -344,7 +344,8 @@ test('github-step-summary: a stopped subagent has its own icon and count', () =>
   const run = new Session();
   const spawn = { type: 'tool_use', id: 'toolu_x', name: 'Agent', input: { description: 'one' } };
   run.tree.route({ type: 'assistant', parent_tool_use_id: null, message: { content: [spawn] } });
-  run.tree.route({ type: 'system', subtype: 'task_notification', tool_use_id: 'toolu_x', status: 'stopped' });
+  const stop = { type: 'system', subtype: 'task_notification', tool_use_id: 'toolu_x', status: 'stopped' };
+  run.tree.route(stop);
   const md = stepSummary(run, new Map(), { maxBytes: 100_000, reportChars: 1000 });
   assert.match(md, /^## subtee: 1 subagent — 0 completed, 0 failed, 1 stopped, 0 running\n/);
   assert.match(md, /^  - ⏹️ agent `x` “one” — stopped, 0 lines, /m);

@@ -147,7 +147,8 @@ test('a subagent the user stopped: the handle, its output, index.json, the summa
   const summary = summaryText(run.session, 'out').split('\n');
   assert.match(summary[0], /^subtee: 1 subagent \(0 completed, 0 failed, 1 stopped, 0 running\), /);
   assert.match(summary[3], /^└─ .*  stopped  depth 1 /);
-  assert.match(statusLine(run.session, 0), / · 0 running · 0 done · 0 failed · 1 stopped · 0 quarantined$/);
+  const counts = / · 0 running · 0 done · 0 failed · 1 stopped · 0 quarantined$/;
+  assert.match(statusLine(run.session, 0), counts);
   const { out } = await runToFiles(input);
   const { index: written, expected: reading } = checkOutput(input, out, 'stopped');
   checkDetails(written, reading, 'stopped');

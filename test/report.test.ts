@@ -667,8 +667,10 @@ test('a stopped subagent is drawn stopped, from a folder and live, in its own co
   const live = { id: 'a', status: 'stopped', counts: {}, usage: {} } as unknown as ChannelFields;
   const extra = { spawned: null, prompt: null, log: null, cut: null, cost: null };
   assert.equal(channelUpdate(live, extra).status, 'stopped');
-  for (const rule of ['.badge.stopped', '.card.stopped', '.sw.stopped', '#timeline .bar.stopped'])
-    assert.match(REPORT_CSS, new RegExp(`^${rule.replace(/\./g, '\\.')} \\{ \\S+: var\\(--stop\\); \\}$`, 'm'));
+  for (const rule of ['.badge.stopped', '.card.stopped', '.sw.stopped', '#timeline .bar.stopped']) {
+    const escaped = rule.replace(/\./g, '\\.');
+    assert.match(REPORT_CSS, new RegExp(`^${escaped} \\{ \\S+: var\\(--stop\\); \\}$`, 'm'));
+  }
   assert.match(pageHtml(readReportData(out).data), /<span class="sw stopped"><\/span>\nstopped<\/span>/);
   const row = indexPageRow('o', null, { channels });
   assert.deepEqual([row.status, row.subagents, row.failed, row.running], ['completed', 2, 0, 1]);

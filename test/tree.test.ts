@@ -859,7 +859,8 @@ test('task_started: unknown ids ignored; it sets background, and agent and descr
   assert.equal(tree.get('b')!.background, false);
 });
 
-test('task_notification: only completed, failed or stopped end a channel, once per status and summary', () => {
+test('task_notification: only completed, failed or stopped end a channel, ' +
+  'once per status and summary', () => {
   const tree = new ChannelTree();
   const unknown = system('task_notification', { tool_use_id: 'x', status: 'completed' });
   assert.deepEqual(tree.route(unknown).events, []);
