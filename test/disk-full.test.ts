@@ -302,3 +302,56 @@ test('an index.json that cannot be written after another write failed is said on
   assert.deepEqual(rest, ['']);
   assert.equal(existsSync(join(out, 'index.json.tmp')), false, 'no temporary index left');
 });
+
+test(
+  'a disk that fills while a long line is spooled: that line and those read with it are counted ' +
+    'read and not written, and the error line says how many',
+  { skip: !canMount && 'mounting a tmpfs is not permitted here' },
+  () => {
+    const long = (i: number, bytes: number) =>
+      JSON.stringify(said(null, i)).replace('line', 'y'.repeat(bytes));
+    const cases: Array<[string, string[]]> = [
+      // The line alone is larger than the disk.
+      ['one line past the disk', [JSON.stringify(spawnOf('toolu_a')), long(0, 2_000_000), 'after']],
+      // Earlier long lines are copied into main.jsonl; a later, longer one's spool finds no room.
+      [
+        'long lines among short ones',
+        [
+          ...[0, 1, 2, 3].flatMap((i) => [long(i, 100_000), JSON.stringify(said('toolu_a', i)), 'junk']),
+          long(4, 700_000),
+          JSON.stringify(said('toolu_a', 4)),
+          'junk',
+        ],
+      ],
+    ];
+    for (const [name, lines] of cases) {
+      const own = smallDisk('1m')!;
+      try {
+        const text = lines.join('\n') + '\n';
+        const input = join(tmpDir(), 'in.jsonl');
+        writeFileSync(input, text);
+        const out = join(own, 'out');
+        const args = [BIN, '--out', out, '--stdout', 'none', '-q', '--max-line-bytes', '1024', input];
+        const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
+        assert.equal(r.status, 3, `${name}: ${r.stderr}`);
+        const spoolFull = /^subtee: cannot write \S+\/\.subtee-spool-\S+: no space left on device; /m;
+        assert.match(r.stderr, spoolFull, `${name}: the spool's write is the one that failed`);
+        const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+        // The lines read, counted here from the bytes index.json says were read.
+        const read = inputLines(Buffer.from(text).subarray(0, index.input.bytes));
+        assert.equal(index.input.lines, read.length, `${name}: lines read`);
+        const found = linesOnDisk(out);
+        assertFoundOnce(read, found, name);
+        assert.ok(found.length < read.length, `${name}: the full disk left lines out`);
+        assert.equal(index.input.unwritten, read.length - found.length, `${name}: unwritten`);
+        // Past the warnings (LINE_TOO_LONG), one error line.
+        const error = r.stderr.replace(/^subtee: warning .*\n/gm, '');
+        const figures = { unwritten: index.input.unwritten, lines: read.length };
+        assert.deepEqual(saidUnwritten(error), figures, name);
+        assert.deepEqual(readdirSync(out).filter((n) => n.startsWith('.subtee-spool-')), [], name);
+      } finally {
+        spawnSync('umount', [own]);
+      }
+    }
+  },
+);

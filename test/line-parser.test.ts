@@ -6,6 +6,7 @@ import { createLineParser, LineSplitter, classifyLine } from '../src/chain/stage
 import { quarantinedLines, type SpooledRecord, type SubteeRecord } from '../src/model/record.js';
 import { existsSync, readdirSync } from 'node:fs';
 import { Session } from '../src/model/session.js';
+import { join } from 'node:path';
 import { chunked, splitEvery, tmpDir } from './helpers/helpers.js';
 
 /** One record per input line: a junk run's record stands for each of its lines. */
@@ -191,6 +192,66 @@ test('a blank line is counted blank whatever its length: spaces, tabs or CRs pas
     ], name);
     (got.recs[1] as SpooledRecord).spool.release();
     assert.deepEqual(readdirSync(dir), [], `${name}: no spool left behind`);
+  }
+});
+
+/** Lines in `bytes` as a reader splits them: at newlines, a last one without its newline too. */
+function linesIn(bytes: Buffer): string[] {
+  const lines = bytes.toString('latin1').split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  return lines.map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
+}
+
+test('a spool write that fails fails the parser; the long line, the lines after it in the bytes ' +
+  'read and one they leave unterminated are counted, and none of them is handed on', async () => {
+  const lines = [
+    '{"a":1}',
+    'not json',
+    '  ',
+    `{"x":"${'y'.repeat(5000)}"}`,
+    '{"b":2}',
+    'junk',
+    '',
+    ' '.repeat(2000),
+    `{"z":"${'y'.repeat(3000)}"}`,
+  ];
+  const input = Buffer.from(lines.join('\n') + '\n{"cut');
+  const failedLine = 4;
+  const [before, through] = [19, 6000];
+  const cuts: Array<[string, Buffer[]]> = [
+    ['one chunk', [input]],
+    [
+      'the long line whole in a chunk, with lines after it',
+      [input.subarray(0, before), input.subarray(before, through), input.subarray(through)],
+    ],
+    ['chunks of 700', splitEvery(input, 700)],
+    ['chunks of 1', splitEvery(input, 1)],
+  ];
+  for (const [name, chunks] of cuts) {
+    const run = new Session();
+    const recs: SubteeRecord[] = [];
+    const spoolDir = join(tmpDir(), 'no-such-folder');
+    await assert.rejects(
+      pipeline(
+        chunked(chunks),
+        createLineParser({ session: run, maxLineBytes: 1024, spoolDir }),
+        new Writable({ objectMode: true, write: (b: SubteeRecord[], _e, cb) => (recs.push(...b), cb()) }),
+      ),
+      (err: Error & { code?: string }) => err.code === 'ERR_WRITE' && err.message.includes(spoolDir),
+      name,
+    );
+    // Counted here from the bytes the parser says it read.
+    const read = linesIn(input.subarray(0, run.input.bytes));
+    const blank = read.filter((l) => !/[^ \t]/.test(l)).length;
+    assert.ok(read.length >= failedLine, `${name}: the long line was begun`);
+    assert.deepEqual([run.input.lines, run.input.blankLines], [read.length - blank, blank], name);
+    const handed = perLine(recs);
+    assert.ok(handed.every((r) => r.lineNo < failedLine), `${name}: nothing from the long line on handed on`);
+    // Junk split before the failed line is quarantined (the files sink counts what its file
+    // holds, see disk-full.test.ts); none read after it is.
+    const listed = run.quarantineLines.listed;
+    assert.ok(listed.every((n) => n < failedLine), `${name}: quarantined ${listed.join()}`);
+    for (const r of handed) if (r.kind === 'quarantine') assert.ok(listed.includes(r.lineNo), name);
   }
 });
 

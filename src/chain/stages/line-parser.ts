@@ -1,5 +1,6 @@
 import { Duplex } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
+import { OutputError } from '../../errors.js';
 import {
   BATCH_HIGH_WATER_MARK,
   MAX_BATCH_RECORDS,
@@ -67,6 +68,27 @@ export function createLineParser(options: LineParserOptions): Duplex {
     batch.push(Object.freeze({ kind: 'quarantine', lineNo, raw, reason, final }));
   };
   let spool: LineSpool | null = null;
+  /**
+   * The spool write that failed (a full disk): the chunk's bytes after it, and a line begun in
+   * them, are still counted as read, and none of their lines is handed on (see `failWrite`).
+   */
+  let spoolFailure: OutputError | null = null;
+  /** After a failed spool write, whether the long line being counted is blank so far. */
+  let uncopiedBlank = true;
+  const spoolPiece = (piece: Buffer, lineNo: number) => {
+    try {
+      spool ??= new LineSpool(spoolDir(options.spoolDir), lineNo);
+      spool.push(piece);
+    } catch (err) {
+      if (!(err instanceof OutputError)) throw err;
+      spoolFailure = err;
+      // The failed piece was read: blank or not, the line is counted as a held one is.
+      uncopiedBlank = spool?.blank ?? true;
+      // Its file will not be copied now: deleted at once, which leaves room for index.json.
+      spool?.discard();
+      spool = null;
+    }
+  };
   const splitter = new LineSplitter(opts.maxLineBytes, {
     line(raw, lineNo, terminated) {
       if (isBlank(raw)) {
@@ -74,6 +96,7 @@ export function createLineParser(options: LineParserOptions): Duplex {
         return;
       }
       run.countLines();
+      if (spoolFailure !== null) return;
       const c = scanLine(raw, terminated);
       if (c.ok && c.shallow !== undefined) {
         run.warn(
@@ -88,13 +111,21 @@ export function createLineParser(options: LineParserOptions): Duplex {
     },
     junkRun(raw, lineNo, lines) {
       run.countLines(lines);
+      if (spoolFailure !== null) return;
       run.countQuarantined(lineNo, lines);
       batch.push(junkRunRecord(raw, lineNo, lines));
     },
     overflow(piece, lineNo, final, terminated = true) {
-      spool ??= new LineSpool(spoolDir(options.spoolDir), lineNo);
-      spool.push(piece);
-      if (!final) return;
+      if (spoolFailure === null) spoolPiece(piece, lineNo);
+      if (spoolFailure !== null) {
+        uncopiedBlank &&= isBlank(piece);
+        if (!final) return;
+        if (uncopiedBlank) run.countBlankLine();
+        else run.countLines();
+        uncopiedBlank = true;
+        return;
+      }
+      if (!final || spool === null) return;
       if (spool.blank) {
         // A blank line is skipped and counted as one, held or spooled: its length changes nothing.
         spool.discard();
@@ -103,6 +134,18 @@ export function createLineParser(options: LineParserOptions): Duplex {
       spool = null;
     },
   });
+  /**
+   * A spool write failed: the rest of the chunk and a line it leaves unterminated are counted
+   * as read (the input's bytes are counted by the chunk), nothing more is handed on (the lines
+   * split with the failed one are not written: nothing is, after a failed write), and the
+   * parser fails with the write's error.
+   */
+  const failWrite = (rest: Buffer | null, err: OutputError, cb: (err: Error) => void) => {
+    if (rest !== null) splitter.push(rest);
+    splitter.end();
+    batch = [];
+    cb(err);
+  };
   const take = (): RecordBatch | undefined => {
     if (batch.length === 0) return undefined;
     const b = batch;
@@ -121,10 +164,15 @@ export function createLineParser(options: LineParserOptions): Duplex {
     readableObjectMode: true,
     readableHighWaterMark: BATCH_HIGH_WATER_MARK,
     write(chunk: Buffer, _enc, cb) {
+      // A chunk buffered before a spool write failed, handed over after it: not read.
+      if (spoolFailure !== null) return cb(spoolFailure);
       run.countBytes(chunk.length);
       let rest: Buffer | null = chunk;
       const split = () => {
-        while ((rest = splitter.push(rest!, MAX_BATCH_RECORDS)) !== null) {
+        for (;;) {
+          rest = splitter.push(rest!, MAX_BATCH_RECORDS);
+          if (spoolFailure !== null) return failWrite(rest, spoolFailure, cb);
+          if (rest === null) break;
           const b = take();
           if (b && !stream.push(b)) {
             resume = split;
