@@ -303,6 +303,67 @@ test('an index.json that cannot be written after another write failed is said on
   assert.equal(existsSync(join(out, 'index.json.tmp')), false, 'no temporary index left');
 });
 
+/**
+ * The input line numbers (1-based, blank lines counted) of the lines `quarantine.log` holds
+ * whole, found by matching its lines in order against the input's: none when there is no file.
+ */
+function quarantinedOnDisk(out: string, text: string): number[] {
+  const path = join(out, 'quarantine.log');
+  if (!existsSync(path) || !statSync(path).isFile()) return [];
+  const held = readFileSync(path, 'utf8').split('\n').slice(0, -1);
+  const input = text.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
+  const numbers: number[] = [];
+  let at = 0;
+  for (const line of held) {
+    while (at < input.length && input[at] !== line) at++;
+    assert.ok(at < input.length, `quarantine.log holds a line that is no input line: ${line}`);
+    numbers.push(++at);
+  }
+  return numbers;
+}
+
+test('after a failed write, only the lines quarantine.log holds are quarantined: a junk line that ' +
+  'never reached it (the cut-off last line) is unwritten, in index.json and the summary alike', () => {
+  const junkAmong = [
+    JSON.stringify({ type: 'system', subtype: 'init', session_id: 's' }),
+    'not json',
+    JSON.stringify(spawnOf('toolu_a')),
+    '',
+    '{"cut": ',
+    JSON.stringify(said('toolu_a', 0)),
+  ];
+  const cut = '{"type":"assistant","parent_tool_use_id":"toolu_a"';
+  // [name, the file a folder is planted under, the input's lines]
+  const cases: Array<[string, string, string[]]> = [
+    ['junk lines written before the failure', 'main.jsonl', junkAmong],
+    ['no junk line but the cut-off last one', 'main.jsonl', [JSON.stringify(said(null, 0))]],
+    // The failed write is the quarantine file's: it holds no line, and index.json names none.
+    ['quarantine.log a folder', 'quarantine.log', junkAmong],
+  ];
+  for (const [name, planted, lines] of cases) {
+    const out = join(tmpDir(), 'out');
+    mkdirSync(join(out, planted), { recursive: true });
+    const text = lines.join('\n') + '\n' + cut;
+    const input = join(tmpDir(), 'in.jsonl');
+    writeFileSync(input, text);
+    const args = [BIN, '--force', '--out', out, '--stdout', 'none', input];
+    const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
+    assert.equal(r.status, 3, `${name}: ${r.stderr}`);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    const held = quarantinedOnDisk(out, text);
+    assert.deepEqual(index.quarantine_lines, held, name);
+    assert.equal(index.input.quarantined, held.length, name);
+    assert.equal(index.quarantine, held.length > 0 ? 'quarantine.log' : null, name);
+    // The cut-off line is read and in no file: unwritten, and the counts still add up.
+    const read = inputLines(Buffer.from(text));
+    const found = linesOnDisk(out);
+    assert.equal(index.input.lines, read.length, name);
+    assert.equal(index.input.unwritten, read.length - found.length, name);
+    const counts = `${read.length} lines, ${held.length} quarantined, ${index.input.unwritten} not written`;
+    assert.ok(r.stderr.includes(`, ${counts} → `), `${name}: the summary says ${counts}\n${r.stderr}`);
+  }
+});
+
 test(
   'a disk that fills while a long line is spooled: that line and those read with it are counted ' +
     'read and not written, and the error line says how many',
@@ -348,6 +409,7 @@ test(
         const error = r.stderr.replace(/^subtee: warning .*\n/gm, '');
         const figures = { unwritten: index.input.unwritten, lines: read.length };
         assert.deepEqual(saidUnwritten(error), figures, name);
+        assert.deepEqual(index.quarantine_lines, quarantinedOnDisk(out, text), name);
         assert.deepEqual(readdirSync(out).filter((n) => n.startsWith('.subtee-spool-')), [], name);
       } finally {
         spawnSync('umount', [own]);

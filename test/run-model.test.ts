@@ -153,6 +153,36 @@ test('the model counts its own input: lines, blanks, bytes, quarantine, dropped,
   assert.equal(model.input.dropped, 1);
 });
 
+test('after a failed output, the quarantined lines are those the quarantine file holds: one that ' +
+  'never reached it is unwritten, not quarantined, and its number is not listed', () => {
+  const model = new RunModel();
+  model.countLines(9);
+  model.countQuarantined(2);
+  model.countQuarantined(5, 3);
+  model.countQuarantined(9);
+  // The folder holds 6 lines, 3 of them in the quarantine file: lines 2, 5 and 6.
+  assert.equal(model.recordUnwritten(6, 3), 3);
+  assert.equal(model.input.quarantined, 3);
+  assert.deepEqual(model.quarantineLines.listed, [2, 5, 6]);
+  assert.equal(model.quarantineLines.omitted, 0);
+  // A file holding all of them changes nothing.
+  assert.equal(model.recordUnwritten(9, 3), 0);
+  assert.equal(model.input.quarantined, 3);
+
+  // Past the listed limit: the ones not listed are counted down first.
+  const junk = new RunModel();
+  const limit = junk.quarantineLines.limit;
+  junk.countLines(limit + 500);
+  junk.countQuarantined(1, limit + 500);
+  junk.recordUnwritten(limit + 200, limit + 200);
+  assert.equal(junk.input.quarantined, limit + 200);
+  assert.equal(junk.quarantineLines.listed.length, limit);
+  assert.equal(junk.quarantineLines.omitted, 200);
+  junk.recordUnwritten(0, 0);
+  assert.equal(junk.input.quarantined, 0);
+  assert.deepEqual([junk.quarantineLines.listed, junk.quarantineLines.omitted], [[], 0]);
+});
+
 test("usage events: a message's repeated usage adds nothing, a message_delta settles its output; " +
   'tool calls and results are events; a line without either allocates none', () => {
   const model = new RunModel();

@@ -321,11 +321,19 @@ export class RunModel implements RunView {
 
   /**
    * The run failed (an output, or anything that cut the chain short) with `written` lines in
-   * the output folder: the lines read that are neither there nor dropped are
-   * `input.unwritten`. Returns them.
+   * the output folder, `quarantined` of them in its quarantine file: the lines read that are
+   * neither there nor dropped are `input.unwritten`. A line bound for the quarantine file that
+   * never reached it (read after the failed write, or queued when it failed) is unwritten only:
+   * `input.quarantined` and the listed line numbers are cut to the lines the file holds: the
+   * first ones counted, as lines reach the file in the order they are counted (`quarantined`
+   * left out: none is cut). Returns the unwritten.
    */
-  recordUnwritten(written: number): number {
+  recordUnwritten(written: number, quarantined?: number): number {
     this.#input.unwritten = Math.max(0, this.#input.lines - this.#input.dropped - written);
+    if (quarantined !== undefined && quarantined < this.#input.quarantined) {
+      this.#input.quarantined = quarantined;
+      this.quarantineLines.keepFirst(quarantined);
+    }
     return this.#input.unwritten;
   }
 
@@ -427,6 +435,12 @@ export class CappedLineList {
   push(lineNo: number): void {
     if (this.listed.length < this.limit) this.listed.push(lineNo);
     else this.omitted++;
+  }
+
+  /** Only the first `count` line numbers stay, listed or counted. */
+  keepFirst(count: number): void {
+    if (count < this.listed.length) this.listed.length = count;
+    this.omitted = Math.min(this.omitted, count - this.listed.length);
   }
 
   /** `count` consecutive line numbers from `first` on. */

@@ -174,7 +174,7 @@ export interface SinkRun extends RunView {
   readonly stalled: boolean;
   warn(code: string, message: string, subject?: string): boolean;
   recordFailed(stage: string, lineNo: number, err: unknown): string;
-  recordUnwritten(written: number): number;
+  recordUnwritten(written: number, quarantined?: number): number;
 }
 
 /** The run as a plugin is handed it (`ctx.session`): every figure, and `warn`. */

@@ -458,7 +458,8 @@ class FilesSink extends BatchTransform {
 
   #writeIndex(costs: RunCosts): void {
     const byChannel = this.#byChannel;
-    const quarantine = this.#quarantine ? relPath(this.#quarantine) : null;
+    // Named once it holds a line (a failed write can leave it without one).
+    const quarantine = this.#quarantine && this.#run.input.quarantined > 0 ? relPath(this.#quarantine) : null;
     const paths = (ch: ChannelSnapshot) => {
       const f = byChannel.get(ch.id);
       return f && pathsOf(f);
@@ -506,17 +507,17 @@ class FilesSink extends BatchTransform {
 
   /**
    * After a failed output or a chain cut short: the input lines in the folder, counted from
-   * the files themselves (the model counts the rest as unwritten). Every input line is one
-   * line of a channel's `.jsonl` or of `quarantine.log` (a line cut short by the failure has
-   * no newline yet and is not counted), so what the files hold is what was written, whichever
-   * write failed.
+   * the files themselves (the model counts the rest as unwritten), and of them those in
+   * `quarantine.log`. Every input line is one line of a channel's `.jsonl` or of
+   * `quarantine.log` (a line cut short by the failure has no newline yet and is not counted),
+   * so what the files hold is what was written, whichever write failed.
    */
-  #linesWritten(): number {
-    const rels = [...this.#byChannel.values()].map((f) => relPath(f.jsonlFile));
-    if (this.#quarantine) rels.push(relPath(this.#quarantine));
-    let written = 0;
-    for (const rel of rels) written += linesIn(this.#opts.out, rel);
-    return written;
+  #linesWritten(): { written: number; quarantined: number } {
+    const out = this.#opts.out;
+    const quarantined = this.#quarantine ? linesIn(out, relPath(this.#quarantine)) : 0;
+    let written = quarantined;
+    for (const f of this.#byChannel.values()) written += linesIn(out, relPath(f.jsonlFile));
+    return { written, quarantined };
   }
 
   /** The queued writes on the next turn of the event loop, unless a batch forces them first. */
@@ -580,7 +581,10 @@ class FilesSink extends BatchTransform {
     // The first write that failed is the one named (the chain's error, when it is one).
     const output = this.#failed ?? (error instanceof OutputError ? error : (failure ?? error));
     // Cut short (a failed plugin, an abort), lines read may never have reached this sink.
-    if (output !== null || cutShort) this.#run.recordUnwritten(this.#linesWritten());
+    if (output !== null || cutShort) {
+      const { written, quarantined } = this.#linesWritten();
+      this.#run.recordUnwritten(written, quarantined);
+    }
     if (output instanceof OutputError)
       this.#run.warn('OUTPUT_FAILED', `${output.message}; ${unwrittenText(this.#run.input)}`);
     // The warnings the end added (a failed write's, the costs'): room for them too, if any is left.
