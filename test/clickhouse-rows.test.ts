@@ -6,7 +6,6 @@ import {
   addColumnsDdl,
   foreignShape,
   keyLosesParts,
-  quoteTableName,
   RowBuilder,
   tableColumns,
   tableDdl,
@@ -15,6 +14,7 @@ import {
   type Entry,
   type EventRow,
 } from '../src/chain/sinks/clickhouse-rows.js';
+import { quoteTableName } from '../src/chain/sinks/clickhouse-options.js';
 import { claimFile, findSpoolFiles, readSpool, Spool } from '../src/chain/sinks/clickhouse-spool.js';
 import { fixtureFiles, linesOf, sampleFiles, tmpDir } from './helpers/helpers.js';
 import { routeThrough } from './helpers/otlp-tree.js';

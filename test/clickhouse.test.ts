@@ -785,7 +785,9 @@ describe(
   },
 );
 
-test('a URL that is not one, or an unsafe table name, fails fast with one line', async () => {
+test('a URL that is not one, one the client refuses, or an unsafe table name, fails fast with one ' +
+  'line and writes nothing: a corrected run into the same folder goes ahead', async () => {
+  const secret = 'pw-in-the-query';
   for (const [args, message] of [
     [
       ['--clickhouse', 'not a url'],
@@ -793,21 +795,50 @@ test('a URL that is not one, or an unsafe table name, fails fast with one line',
     ],
     [
       ['-c', config({ url: 'ftp://u:secret@h' })],
-      /sinks\[\d\]\.url: must be an http or https URL \[ERR_CONFIG\]/,
+      /sinks\[1\]\.url: must be an http or https URL \[ERR_CONFIG\]/,
+    ],
+    [
+      ['--clickhouse', 'http://127.0.0.1:1/db?foo=1'],
+      new RegExp(
+        '^subtee: clickhouse: not a usable URL: http://127\\.0\\.0\\.1:1/db\\?\\*\\*\\* ' +
+          '\\(Unknown URL parameters: foo\\) \\[ERR_BAD_OPTION\\]',
+      ),
+    ],
+    [
+      ['--clickhouse', `http://127.0.0.1:1/?password=${secret}`],
+      /Unknown URL parameters: password\) \[ERR_BAD_OPTION\]/,
+    ],
+    [
+      ['-c', config({ url: 'http://127.0.0.1:1/?database=a' })],
+      /Unknown URL parameters: database\) \[ERR_BAD_OPTION\]/,
     ],
     [
       ['-c', config({ url: 'http://127.0.0.1:1', eventsTable: 'x; DROP TABLE y' })],
-      /subtee: clickhouse: eventsTable must be a name such as subtee_events or db\.subtee_events, not "x; DROP TABLE y" \[ERR_BAD_OPTION\]/,
+      /sinks\[1\]\.eventsTable: must be a name such as subtee_events or db\.subtee_events \[ERR_CONFIG\]/,
     ],
     [['--clickhouse-resend', '/tmp'], /--clickhouse-resend DIR needs --clickhouse URL.* \[ERR_USAGE\]/],
   ] as const) {
+    const out = join(tmpDir(), 'out');
     const r = await subtee([...args], {
+      out,
       feed: async (stdin) => void stdin.write(readFileSync(fixture('nested-depth-3'))),
     });
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, message);
     assert.equal(r.stderr.trim().split('\n').length, 1);
+    assert.ok(!r.stderr.includes(secret), r.stderr);
+    assert.equal(existsSync(out), false, `${args.join(' ')}: no folder left behind`);
   }
+  // The folder a refused run would have written is still free for the run as meant.
+  const out = join(tmpDir(), 'out');
+  const refused = await subtee(['--clickhouse', 'http://127.0.0.1:1/db?foo=1'], { out });
+  assert.equal(refused.code, 2, refused.stderr);
+  const meant = await subtee(['--clickhouse', `http://127.0.0.1:${await closedPort()}/db`], {
+    out,
+    feed: async (stdin) => void stdin.write(readFileSync(fixture('nested-depth-3'))),
+  });
+  assert.equal(meant.code, 0, meant.stderr);
+  assert.equal(indexOf(out).input.lines, linesOf(readFileSync(fixture('nested-depth-3'))).length);
 });
 
 // The ClickHouse sink's delivery, in process, against a real ClickHouse server seen through a

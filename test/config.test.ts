@@ -388,11 +388,12 @@ test('a chain that cannot be built lets go of its input at once', async () => {
     stages: [{ use: 'line-parser' }],
     sinks: [
       { use: 'files', out: join(tmpDir(), 'out') },
-      // A table name is checked as the sink is made, after the files sink was.
-      { use: 'clickhouse', url: 'http://127.0.0.1:1', eventsTable: 'x; DROP TABLE y' },
+      // The report's html without a folder to build it from is found as the sink is made,
+      // after the files sink was.
+      { use: 'report', html: true },
     ],
   };
-  await assert.rejects(runChain(input, spec), { code: 'ERR_BAD_OPTION' });
+  await assert.rejects(runChain(input, spec), { code: 'ERR_CONFIG', message: /html needs out/ });
   assert.equal(input.destroyed, true);
 });
 

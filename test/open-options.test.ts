@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { test } from 'node:test';
@@ -285,6 +285,22 @@ test("a config's problems name its entries where the config lists them, as the c
       return true;
     });
   }
+});
+
+test("a config's sinks are named by their index in it; a sink option refused without I/O (a URL the " +
+  'ClickHouse client does not take) is refused before the output folder is made', async () => {
+  const sinks = [{ use: 'pino', destination: join(tmpDir(), 'a.log') }, { use: 'pino', bogus: 1 }];
+  const out = join(tmpDir(), 'o');
+  await assert.rejects(open(fixture(), { config: { sinks }, out }).done, {
+    code: 'ERR_CONFIG',
+    message: /sinks\[1\]\.bogus: unknown option for "pino"/,
+  });
+  const clickhouse = { use: 'clickhouse', url: 'http://127.0.0.1:1/?database=a' };
+  await assert.rejects(open(fixture(), { config: { sinks: [clickhouse] }, out }).done, {
+    code: 'ERR_BAD_OPTION',
+    message: /clickhouse: not a usable URL: .*Unknown URL parameters: database/,
+  });
+  assert.equal(existsSync(out), false, 'no folder left behind');
 });
 
 test("a registry a program extends keeps the built-in stages and sinks; a built-in's name stays " +

@@ -923,6 +923,52 @@ test('subtee run: an output folder or a pino log that cannot be written refuses 
   assert.ok(!existsSync(join(dir, 'elsewhere.log')), 'nothing written through the link');
 });
 
+test('subtee run: a sink option refused without I/O (a URL the ClickHouse client does not take, a ' +
+  'table name, an OTLP endpoint from the environment, a pino transport of no form) refuses the run ' +
+  'before the command starts (exit 2), and leaves no folder behind', () => {
+  const configOf = (sink: Record<string, unknown>) => {
+    const file = join(tmpDir(), 'subtee.json');
+    writeFileSync(file, JSON.stringify({ sinks: [{ use: 'files', out: 'unused' }, sink] }));
+    return file;
+  };
+  const clickhouse = 'http://127.0.0.1:1';
+  for (const [args, env, message] of [
+    [['--clickhouse', `${clickhouse}/?database=subtee`], {}, /Unknown URL parameters: database/],
+    [['--clickhouse', `${clickhouse}/?password=x`], {}, /Unknown URL parameters: password/],
+    [
+      ['--config', configOf({ use: 'clickhouse', url: `${clickhouse}/?database=a` })],
+      {},
+      /^subtee: clickhouse: not a usable URL: .*\[ERR_BAD_OPTION\]\n$/,
+    ],
+    [
+      ['--config', configOf({ use: 'clickhouse', url: clickhouse, eventsTable: 'a b; DROP' })],
+      {},
+      /sinks\[1\]\.eventsTable: must be a name such as .*\[ERR_CONFIG\]\n$/,
+    ],
+    [['--otlp'], { OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://x' }, /OTEL_EXPORTER_OTLP_ENDPOINT must be/],
+    [['--otlp'], { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, /protocol grpc is not supported/],
+    [
+      ['--config', configOf({ use: 'pino', transport: {} })],
+      {},
+      /sinks\[\d\]\.transport: must have one of target .*\[ERR_CONFIG\]\n$/,
+    ],
+  ] as const) {
+    const { agent, started } = markingAgent();
+    const out = join(tmpDir(), 'out');
+    const r = spawnSync(
+      process.execPath,
+      [BIN, 'run', '--out', out, '-q', '--stdout', 'none', ...args, '--', agent],
+      { encoding: 'utf8', env: { PATH: process.env.PATH, ...env } },
+    );
+    const what = `${args.join(' ')} ${JSON.stringify(env)}`;
+    assert.equal(r.status, 2, `${what}: ${r.stderr}`);
+    assert.match(r.stderr, /^subtee: [^\n]*\[ERR_(BAD_OPTION|CONFIG)\]\n$/, what);
+    assert.match(r.stderr, message, what);
+    assert.ok(!existsSync(started), `${what}: the command never started`);
+    assert.ok(!existsSync(out), `${what}: no folder left behind`);
+  }
+});
+
 test('subtee run: a command that cannot start leaves the output folder as it was: a new one ' +
   '(with its pino log) is gone, an empty one stays empty', () => {
   const dir = tmpDir();

@@ -32,7 +32,11 @@ const otlpSinkPlugin = defineLoadedBuiltin(
 );
 const clickhouseSinkPlugin = defineLoadedBuiltin(
   clickhouseSinkDefinition,
-  { code: () => import('./sinks/clickhouse.js'), packages: (m) => m.importClickHouseClient() },
+  {
+    code: () => import('./sinks/clickhouse.js'),
+    packages: (m) => m.importClickHouseClient(),
+    check: (m, o) => m.checkClickHouseUrl(o.url),
+  },
   (m, o, ctx) =>
     m.createClickHouseSink({
       ...o,

@@ -7,6 +7,7 @@ import { EXIT, SubteeError, UsageError } from '../errors.js';
 import {
   isBuiltin,
   checkPluginEnvironment,
+  codeCheckOf,
   optionProblem,
   packagesOf,
   type PluginContext,
@@ -182,10 +183,48 @@ export function buildChain(
   spec: ChainSpec,
   options: ChainOptions = {},
 ): { streams: Duplex[]; session: Session } {
+  const registry = chainRegistry(options.registry);
+  checkChain(spec, registry);
+  checkEnvironments(spec, registry, options.env ?? process.env);
   return assembleChain(spec, options, undefined);
 }
 
-/** buildChain, with the function a stage calls to stop the input (runChain's). */
+/** Each stage and sink of a checked spec: its definition, and its options as `create` gets them. */
+function componentsOf(spec: ChainSpec, registry: Registry) {
+  return [...spec.stages, ...spec.sinks].map((c) => {
+    const def = registry.get(c.use) as PluginDefinition;
+    const { use: _use, ...given } = c;
+    return { def, opts: isBuiltin(def) ? given : withDefaults(def, given) };
+  });
+}
+
+/** Calls every component's `checkEnvironment`, before any is made. */
+function checkEnvironments(spec: ChainSpec, registry: Registry, env: NodeJS.ProcessEnv): void {
+  for (const { def, opts } of componentsOf(spec, registry)) checkPluginEnvironment(def, opts, env);
+}
+
+/**
+ * Checks a chain as far as it can be checked before anything is made or started, past its
+ * options (chainProblems): imports the optional packages its sinks need (loadChainPackages),
+ * calls every component's `checkEnvironment`, then each built-in's check of what only its code
+ * can judge (the ClickHouse client's reading of the URL), none of them with a request. What it
+ * refuses leaves no output folder behind and, under `subtee run`, no command started: the
+ * command line calls it before it makes the folder ready, and runChain before the chain is made.
+ */
+export async function checkChainBeforeStart(
+  spec: ChainSpec,
+  options: Pick<ChainOptions, 'registry' | 'env'> = {},
+): Promise<void> {
+  const registry = chainRegistry(options.registry);
+  await loadChainPackages(spec, registry);
+  checkEnvironments(spec, registry, options.env ?? process.env);
+  for (const { def, opts } of componentsOf(spec, registry)) await codeCheckOf(def)?.(opts);
+}
+
+/**
+ * buildChain, with the function a stage calls to stop the input (runChain's), of a spec its
+ * caller has checked (checkChain, and every component's environment).
+ */
 function assembleChain(
   spec: ChainSpec,
   options: ChainOptions,
@@ -195,19 +234,16 @@ function assembleChain(
   prepared?: PreparedWrites,
 ): { streams: Duplex[]; session: Session } {
   const registry = chainRegistry(options.registry);
-  checkChain(spec, registry);
   const session = options.session ?? new Session();
   // The truncator's policy is stated before any component is made, so a plugin made before the
   // truncator reads the same one; the truncator states the same again. Without one, the
   // session's stands (thinking whole, unless the program that made it stated another).
   if (spec.stages.some((c) => c.use === 'thinking-truncator')) session.stateDisplay(displayPolicyOf(spec));
   const calls = pending ?? new Set<PendingPluginCall>();
-  const parts = [...spec.stages, ...spec.sinks].map((c) => {
-    const def = registry.get(c.use) as PluginDefinition;
-    const { use: _use, ...given } = c;
-    const opts = isBuiltin(def) ? given : withDefaults(def, given);
-    return { def, opts, input: def.input?.(opts) ?? 'records' };
-  });
+  const parts = componentsOf(spec, registry).map((p) => ({
+    ...p,
+    input: p.def.input?.(p.opts) ?? 'records',
+  }));
   // The files sink writes each channel's `.jsonl`; the store that names and reads them back is
   // made here, from its options, and handed to it and to whoever replays (the projection).
   const out = parts.find((p) => p.def === filesSinkPlugin)?.opts.out as string | undefined;
@@ -243,7 +279,6 @@ function assembleChain(
       `invalid chain: ${byteTaps[0].def.name} copies input bytes, and message objects have none`,
     );
   }
-  for (const p of parts) checkPluginEnvironment(p.def, p.opts, ctx.env);
   const streams: Duplex[] = [];
   try {
     for (const p of [...byteTaps, ...rest]) {
@@ -491,7 +526,7 @@ export async function runPreparedChain(
   // The plugin promises the chain waits on (see watchEmptyLoop).
   const pending = new Set<PendingPluginCall>();
   try {
-    await loadChainPackages(spec, options.registry);
+    await checkChainBeforeStart(spec, options);
     built = assembleChain(spec, options, stopInput, inputEnded, pending, prepared);
   } catch (err) {
     // Never read: let go of it (an open file) now, not when the collector finds it.

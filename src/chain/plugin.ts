@@ -248,6 +248,16 @@ export function defineBuiltin<O>(
 export const packagesOf = (def: PluginDefinition): (() => Promise<unknown>) | undefined =>
   packageLoaders.get(def);
 
+/** What a built-in checks of its options with its code imported (see defineLoadedBuiltin). */
+const codeChecks = new WeakMap<object, (options: any) => Promise<void>>();
+
+/**
+ * A built-in's check of its options that needs its code and packages imported, if it has one:
+ * it throws a UsageError for a value it refuses, and makes no request.
+ */
+export const codeCheckOf = (def: PluginDefinition): ((options: unknown) => Promise<void>) | undefined =>
+  codeChecks.get(def);
+
 /** A stage's or sink's definition without its code (`create`): what the options are. */
 export type PluginManifest<O = any> = Omit<PluginDefinition<O>, 'create'>;
 
@@ -258,10 +268,16 @@ export type PluginManifest<O = any> = Omit<PluginDefinition<O>, 'create'>;
  * packages it needs. loadChainPackages imports both before a chain is made (runChain, open()
  * and the command line call it); buildChain, which cannot wait, makes it once its code is
  * supplied (the `subtee/chain` entry imports every built-in's and hands it over, see supplyCode).
+ * `check` refuses options only the imported code can judge (a URL as the ClickHouse client
+ * reads it); checkChainBeforeStart calls it before anything is made or started.
  */
 export function defineLoadedBuiltin<O, M>(
   manifest: PluginManifest<O>,
-  load: { code: () => Promise<M>; packages?: (module: M) => Promise<unknown> },
+  load: {
+    code: () => Promise<M>;
+    packages?: (module: M) => Promise<unknown>;
+    check?: (module: M, options: O) => Promise<void>;
+  },
   create: (module: M, options: O, ctx: BuiltinContext) => Duplex,
 ): Readonly<PluginDefinition<O>> {
   let module: M | null = null;
@@ -284,6 +300,8 @@ export function defineLoadedBuiltin<O, M>(
     },
   );
   codeSuppliers.set(checked, (m) => (module ??= m as M));
+  const { check } = load;
+  if (check) codeChecks.set(checked, async (options: O) => check(await code(), options));
   return checked;
 }
 

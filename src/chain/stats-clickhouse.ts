@@ -22,7 +22,7 @@ import {
   type StatsSubagent,
 } from '../views/stats.js';
 import { CLICKHOUSE_SINK_DEFAULTS, connectClickHouse } from './sinks/clickhouse.js';
-import { quoteTableName } from './sinks/clickhouse-rows.js';
+import { quoteTableName } from './sinks/clickhouse-options.js';
 
 interface ClickHouseStatsOptions {
   url: string;

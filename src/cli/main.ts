@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { builtinRegistry } from '../chain/builtins.js';
-import { loadChainPackages, runPreparedChain, type ChainSpec } from '../chain/chain.js';
+import { checkChainBeforeStart, runPreparedChain, type ChainSpec } from '../chain/chain.js';
 import { prepareWrites } from '../chain/prepare-writes.js';
 import type { PreparedRun } from '../chain/sinks/prepared.js';
 import { StallError } from '../chain/stages/idle-watchdog.js';
@@ -225,8 +225,10 @@ export async function main(
     process.on('uncaughtException', onStrayThrow);
     let prepared: PreparedRun | null = null;
     try {
-      // A sink's optional package that is missing fails before the command is started.
-      await loadChainPackages(chainSpec, registry);
+      // A sink's optional package that is missing, an environment or an option only a sink's
+      // code can judge (the ClickHouse client's URL) fails before the folder is made ready and
+      // before the command is started.
+      await checkChainBeforeStart(chainSpec, { registry, env: io.env });
       let input: Readable;
       if (runCommand) {
         const { commandAgentName, commandOutput, commandStarted, commandVersion, spawnCommand } = runCommand;

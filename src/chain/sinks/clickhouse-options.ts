@@ -28,6 +28,21 @@ export const CLICKHOUSE_SINK_DEFAULTS = Object.freeze({
   flushTimeoutMs: 10_000,
 });
 
+const TABLE_NAME_PART = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** A table name as SQL: `table` or `database.table`, each part a plain identifier, quoted. */
+export function quoteTableName(name: string): string | null {
+  const parts = name.split('.');
+  if (parts.length > 2 || !parts.every((p) => TABLE_NAME_PART.test(p))) return null;
+  return parts.map((p) => `\`${p}\``).join('.');
+}
+
+/** The check of a table option: what is wrong with `name` as the `kind` table's, or null. */
+export function tableNameCheck(kind: 'events' | 'channels'): (name: string) => string | null {
+  return (name) =>
+    quoteTableName(name) === null ? `must be a name such as subtee_${kind} or db.subtee_${kind}` : null;
+}
+
 export interface ClickHouseSinkOptions {
   /** The HTTP interface, e.g. http://user:password@host:8123 (a path names the database). */
   url: string;
@@ -66,17 +81,20 @@ export const clickhouseSinkDefinition: PluginManifest<
       type: 'string',
       required: true,
       // Checked with the options, before any sink is made: a bad URL leaves no folder behind.
+      // What only the client can judge (its URL parameters) is checked once it is imported.
       check: httpUrlProblem,
       description: 'the HTTP interface, e.g. http://user:password@host:8123 (a path names the database)',
     },
     eventsTable: {
       type: 'string',
       default: CLICKHOUSE_SINK_DEFAULTS.eventsTable,
+      check: tableNameCheck('events'),
       description: 'table of one row per input line, created if missing',
     },
     channelsTable: {
       type: 'string',
       default: CLICKHOUSE_SINK_DEFAULTS.channelsTable,
+      check: tableNameCheck('channels'),
       description: "table of index.json's channel rows, created if missing",
     },
     runId: {

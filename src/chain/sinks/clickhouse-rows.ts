@@ -231,15 +231,6 @@ export function keyLosesParts(createStatement: string): boolean {
   return order !== null && !/\bpart\b/.test(order[1]);
 }
 
-const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/** A table name as SQL: `table` or `database.table`, each part a plain identifier, quoted. */
-export function quoteTableName(name: string): string | null {
-  const parts = name.split('.');
-  if (parts.length > 2 || !parts.every((p) => NAME.test(p))) return null;
-  return parts.map((p) => `\`${p}\``).join('.');
-}
-
 const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 
 type UsageColumns = Pick<

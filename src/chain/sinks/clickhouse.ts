@@ -9,7 +9,6 @@ import { shownUrl, withoutUrlSecrets } from '../../shown-url.js';
 import type { RecordBatch } from '../../model/record.js';
 import { requireSession, type SinkRun } from '../../model/session.js';
 import {
-  quoteTableName,
   RowBuilder,
   tableDdl,
   addColumnsDdl,
@@ -42,7 +41,12 @@ import {
 } from './clickhouse-spool.js';
 import { randomRunId } from './stream-facts.js';
 import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
-import { CLICKHOUSE_SINK_DEFAULTS, type ClickHouseSinkOptions } from './clickhouse-options.js';
+import {
+  CLICKHOUSE_SINK_DEFAULTS,
+  quoteTableName,
+  tableNameCheck,
+  type ClickHouseSinkOptions,
+} from './clickhouse-options.js';
 
 
 type Mode = 'online' | 'offline' | 'draining';
@@ -82,6 +86,15 @@ export async function connectClickHouse(url: string, timeoutMs: number): Promise
   }
 }
 
+/**
+ * Refuses a URL the client would not take, as connectClickHouse does (ERR_BAD_OPTION), without
+ * a request: a chain checks it before anything is made or started (checkChainBeforeStart).
+ */
+export async function checkClickHouseUrl(url: string): Promise<void> {
+  const client = await connectClickHouse(url, CLICKHOUSE_SINK_DEFAULTS.timeoutMs);
+  await client.close();
+}
+
 function describe(err: unknown): string {
   const e = err as { code?: unknown; message?: unknown };
   const msg = String(e?.message ?? err)
@@ -108,19 +121,20 @@ export function createClickHouseSink(options: ClickHouseSinkOptions): Transform 
   return new ClickHouseSink(options);
 }
 
-/** Both tables' names, quoted; a name that is not one fails fast. */
+/**
+ * Both tables' names, quoted; a name that is not one fails fast (a chain checks it with the
+ * options, before anything is made: this is for a sink made without one).
+ */
 function quotedTables(opts: { eventsTable: string; channelsTable: string }): Record<TableKind, string> {
   const tables: Record<TableKind, string> = { events: '', channels: '' };
   for (const [kind, name] of [
     ['events', opts.eventsTable],
     ['channels', opts.channelsTable],
   ] as const) {
-    const quoted = quoteTableName(name);
-    if (!quoted) {
-      const expected = `a name such as subtee_${kind} or db.subtee_${kind}`;
-      throw new UsageError('ERR_BAD_OPTION', `clickhouse: ${kind}Table must be ${expected}, not "${name}"`);
-    }
-    tables[kind] = quoted;
+    const problem = tableNameCheck(kind)(name);
+    if (problem !== null)
+      throw new UsageError('ERR_BAD_OPTION', `clickhouse: ${kind}Table ${problem}, not "${name}"`);
+    tables[kind] = quoteTableName(name)!;
   }
   return tables;
 }

@@ -16,6 +16,19 @@ export const PINO_SINK_DEFAULTS = Object.freeze({
   maxContentChars: CUT_LENGTHS.content.chars,
 });
 
+/**
+ * What is wrong with a transport config, or null: the check of the option. Only its shape, one
+ * of the three forms pino takes; whether its modules load is found when the sink starts it.
+ */
+export function transportProblem(transport: Record<string, unknown>): string | null {
+  const forms = [
+    typeof transport.target === 'string' && transport.target !== '',
+    Array.isArray(transport.targets),
+    Array.isArray(transport.pipeline),
+  ].filter(Boolean).length;
+  return forms === 1 ? null : 'must have one of target (a module), targets (a list) or pipeline (a list)';
+}
+
 export interface PinoSinkOptions {
   destination?: string;
   /** Any pino transport config (`{ target, options }`, `{ targets }` or `{ pipeline }`). */
@@ -46,6 +59,7 @@ export const pinoSinkDefinition: PluginManifest<Omit<PinoSinkOptions, 'session' 
     },
     transport: {
       type: 'object',
+      check: transportProblem,
       description:
         'a pino transport config: { "target": …, "options": … }, { "targets": […] } ' +
         'or { "pipeline": […] }',

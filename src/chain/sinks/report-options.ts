@@ -23,17 +23,22 @@ export const REPORT_SINK_DEFAULTS = Object.freeze({
 /** Where `--serve` binds unless a host is given: only this machine can connect. */
 export const SERVE_DEFAULT_HOST = '127.0.0.1';
 
+/** `[HOST:]PORT`, HOST in brackets for an IPv6 address. */
+const SERVE_ADDRESS = /^(?:(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):)?(\d{1,5})$/;
+
+/** What is wrong with `value` as `serve`'s address, or null: the check of the option. */
+export function serveProblem(value: string): string | null {
+  const m = SERVE_ADDRESS.exec(value);
+  return m && Number(m[2]) <= 65535 ? null : 'must be [HOST:]PORT with PORT 0-65535 (0: any free port)';
+}
+
 /** `--serve [HOST:]PORT`: `8080`, `0` (any free port), `127.0.0.1:8080`, `[::1]:0`, `0.0.0.0:8080`. */
 export function parseServe(value: string): ServeAddress {
-  const m = /^(?:(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):)?(\d{1,5})$/.exec(value);
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || port > 65535)
-    throw new UsageError(
-      'ERR_BAD_OPTION',
-      `--serve must be [HOST:]PORT with PORT 0-65535 (0: any free port), not "${value}"`,
-    );
-  const host = m[1] === undefined ? SERVE_DEFAULT_HOST : m[1].replace(/^\[(.*)\]$/, '$1');
-  return { host, port };
+  const problem = serveProblem(value);
+  if (problem !== null) throw new UsageError('ERR_BAD_OPTION', `--serve ${problem}, not "${value}"`);
+  const [, host, port] = SERVE_ADDRESS.exec(value)!;
+  const bare = host === undefined ? SERVE_DEFAULT_HOST : host.replace(/^\[(.*)\]$/, '$1');
+  return { host: bare, port: Number(port) };
 }
 
 /** The report's limits a config sets; the others are the page's own. */
@@ -71,6 +76,7 @@ export const reportSinkDefinition: PluginManifest<ReportPluginOptions> = {
     },
     serve: {
       type: 'string',
+      check: serveProblem,
       description:
         '[HOST:]PORT to serve the live report on (host 127.0.0.1 unless given; port 0 picks one)',
     },
