@@ -113,6 +113,46 @@ test("a config's unknown top-level key or wrong section is reported with its sta
   }
 });
 
+test("a config's problems name its stages and sinks by their index in the file, whatever the " +
+  'flags add before them', () => {
+  const input = join(FIXTURES, 'nested-depth-3.jsonl');
+  const split = (...more: string[]) => (flags: string[]) => [...flags, ...more, input];
+  const cases: Array<[object, (flags: string[]) => string[], RegExp]> = [
+    // --out adds the files sink before the first pino sink, --stdout none the stdout sink.
+    [
+      { sinks: [{ use: 'pino', destination: 'x' }, { use: 'pino', bogus: 1 }] },
+      split(),
+      /: sinks\[1\]\.bogus: unknown option for "pino"/,
+    ],
+    [{ sinks: [{ use: 'pino', file: '/x' }] }, split(), /: sinks\[0\]\.file: unknown option/],
+    [
+      { sinks: [{ use: 'pino', file: '/x' }] },
+      (flags) => ['run', ...flags, '--stdout', 'none', '-q', '--', 'true'],
+      /: sinks\[0\]\.file: unknown option/,
+    ],
+    // --thinking adds the truncator before the watchdog.
+    [
+      { stages: [{ use: 'idle-watchdog', bogus: 1 }] },
+      split('--thinking', 'drop'),
+      /: stages\[0\]\.bogus: unknown option for "idle-watchdog"/,
+    ],
+    [
+      { stages: [{ use: 'channel-router' }, { use: 'idle-watchdog' }, { use: 'channel-router' }] },
+      split('--thinking', 'drop'),
+      /: stages\[2\]: "channel-router" is already stages\[0\] \(once per chain\)/,
+    ],
+  ];
+  for (const [config, argv, message] of cases) {
+    const out = join(tmpDir(), 'o');
+    const args = argv(['--config', writeJson(config), '--out', out]);
+    const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8' });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, message);
+    assert.match(r.stderr, /\[ERR_CONFIG\]\n$/);
+    assert.equal(existsSync(out), false);
+  }
+});
+
 /** The stages the command line runs for a config file with `config`, by name. */
 async function stagesRun(config: object): Promise<string[]> {
   const { spec } = await resolveSpec(parseArgs(['--config', writeJson(config)]));

@@ -950,7 +950,7 @@ test('subtee run: a sink option refused without I/O (a URL the ClickHouse client
     [
       ['--config', configOf({ use: 'pino', transport: {} })],
       {},
-      /sinks\[\d\]\.transport: must have one of target .*\[ERR_CONFIG\]\n$/,
+      /sinks\[1\]\.transport: must have one of target .*\[ERR_CONFIG\]\n$/,
     ],
   ] as const) {
     const { agent, started } = markingAgent();

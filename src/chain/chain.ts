@@ -102,11 +102,18 @@ export interface ChainOptions {
   pluginEndTimeoutMs?: number;
 }
 
+/** How a problem names the entry at `index` of a spec's `section`. */
+export type PlaceOf = (section: 'stages' | 'sinks', index: number) => string;
+
+const placeInSpec: PlaceOf = (section, index) => `${section}[${index}]`;
+
 /**
  * Checks a chain spec against the registry and returns every problem at once, so a config
- * is fixed in one round: unknown stage or sink names, unknown option keys, wrong types.
+ * is fixed in one round: unknown stage or sink names, unknown option keys, wrong types. Each
+ * names its entry by `placeOf` (its index in the spec, unless told: the command line names a
+ * config's entries by their index in the file, see configPlaces).
  */
-export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
+export function chainProblems(spec: ChainSpec, registry: Registry, placeOf = placeInSpec): string[] {
   const problems: string[] = [];
   const builtins = builtinRegistry();
   // A built-in stage twice would apply each line twice to the one Session: a second router
@@ -122,7 +129,7 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
       continue;
     }
     list.forEach((c, i) => {
-      const at = `${section}[${i}]`;
+      const at = placeOf(section, i);
       if (typeof c !== 'object' || c === null || typeof c.use !== 'string') {
         problems.push(`${at}: needs "use": the name of a ${kind}`);
         return;
@@ -136,7 +143,7 @@ export function chainProblems(spec: ChainSpec, registry: Registry): string[] {
       if (kind === 'stage' && builtins.get(c.use) === def) {
         const first = builtinStageAt.get(c.use);
         if (first !== undefined)
-          problems.push(`${at}: "${c.use}" is already stages[${first}] (once per chain)`);
+          problems.push(`${at}: "${c.use}" is already ${placeOf('stages', first)} (once per chain)`);
         else builtinStageAt.set(c.use, i);
       }
       for (const [key, o] of Object.entries(def.options))

@@ -6,6 +6,7 @@ import {
   OPTIONAL_STAGES,
   type ChainSpec,
   type ComponentSpec,
+  type PlaceOf,
 } from './chain.js';
 import { UsageError } from '../errors.js';
 import { readSmallText, SmallFileRefused } from '../small-file.js';
@@ -208,11 +209,36 @@ export function lacksRouter(stages: unknown): boolean {
 }
 
 /**
- * Checks a chain spec as the command line runs it, with `earlier` problems (the config file's
- * own, readConfigProblems), and throws every problem in one message (ERR_CONFIG).
+ * How problems name the entries of a config's stages and sinks once flags were applied to them
+ * (`applied`): each of the file's by its index in the file (`sinks[1]`), as written, whatever
+ * the flags put before it; one the flags added, as such. The flags copy every entry, in order,
+ * and add one only of a `use` the list lacks.
  */
-export function checkSpec(spec: ChainSpec, registry: Registry, where: string, earlier: string[] = []): void {
-  const problems = [...earlier, ...chainProblems(spec, registry)];
+export function configPlaces(written: ChainSpec, applied: ChainSpec): PlaceOf {
+  const placesIn = (section: 'stages' | 'sinks') => {
+    const uses = new Set(written[section].map((c) => c?.use));
+    let next = 0;
+    return applied[section].map((c) =>
+      uses.has(c?.use) ? `${section}[${next++}]` : `${section}[${c.use} from the flags]`,
+    );
+  };
+  const places = { stages: placesIn('stages'), sinks: placesIn('sinks') };
+  return (section, index) => places[section][index] ?? `${section}[${index}]`;
+}
+
+/**
+ * Checks a chain spec as the command line runs it, with `earlier` problems (the config file's
+ * own, readConfigProblems), and throws every problem in one message (ERR_CONFIG). `placeOf`
+ * names the entries (see chainProblems).
+ */
+export function checkSpec(
+  spec: ChainSpec,
+  registry: Registry,
+  where: string,
+  earlier: string[] = [],
+  placeOf?: PlaceOf,
+): void {
+  const problems = [...earlier, ...chainProblems(spec, registry, placeOf)];
   const stdoutWriters = [
     spec.sinks.some((c) => c.use === 'stdout' && c.mode !== 'none'),
     spec.sinks.some((c) => c.use === 'pino' && (c.destination ?? '-') === '-' && c.transport === undefined),

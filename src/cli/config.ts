@@ -4,6 +4,7 @@ import { builtinRegistry } from '../chain/builtins.js';
 import { DEFAULT_STAGES, defaultSpec, type ChainSpec } from '../chain/chain.js';
 import {
   checkSpec,
+  configPlaces,
   readConfigProblems,
   registerPlugins,
   unusedPlugins,
@@ -84,7 +85,7 @@ export async function resolveSpec(o: ParsedOptions) {
     const written = { stages: read.listed, sinks: read.config.sinks };
     const listed = applyReportFlags(applyFlags(written, o, true), o);
     const problems = [...read.problems, ...unusedPlugins(listed, loaded)];
-    checkSpec(listed, registry, `config ${o.config}`, problems);
+    checkSpec(listed, registry, `config ${o.config}`, problems, configPlaces(written, listed));
     spec = { ...listed, stages: withDefaultStages(listed.stages, read.config.leaveOut) };
   }
   // The run's inputs: its files, else stdin; under `subtee run` (a command after --), none.
