@@ -241,6 +241,19 @@ test('flags override the config; a flag for a missing stage adds it in order', (
   assert.equal(kept.sinks[0].out, 'a', 'defaults of flags do not override the file');
 });
 
+test("--out adds the files sink before a config's sinks: a report sink in the config reads the " +
+  'index.json it wrote', () => {
+  const config = writeJson({ sinks: [{ use: 'report', html: true }, { use: 'stdout', mode: 'none' }] });
+  const out = join(tmpDir(), 'o');
+  const recording = join(FIXTURES, 'nested-depth-3.jsonl');
+  const args = [BIN, '--config', config, '--out', out, recording];
+  const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.ok(existsSync(join(out, 'report.html')), 'the report was written');
+  const spec = applyFlags(readConfig(config).config, parseArgs(['--out', out]), true);
+  assert.deepEqual(spec.sinks.map((s) => s.use), ['files', 'report', 'stdout']);
+});
+
 test('bad configs through the CLI: one line, exit 2', () => {
   const cases = [
     join(tmpDir(), 'missing.json'),

@@ -17,8 +17,8 @@ import { checkPinoDestination } from './inputs.js';
 /**
  * Applies command-line flags to a chain spec. Without a config every flag applies (defaults
  * included); with one, only flags given on the command line do, overriding the file. A flag
- * for a stage or sink the spec does not have adds it (stages at their default position,
- * sinks at the end, before a pino sink; pino itself last).
+ * for a stage or sink the spec does not have adds it (stages at their default position, the
+ * files sink first, other sinks at the end, before a pino sink; pino itself last).
  */
 export function applyFlags(
   spec: ChainSpec,
@@ -44,9 +44,13 @@ export function applyFlags(
       c = { use: def.target.use };
       // A sink the flags add goes last, but before pino: what a sink warns when it finishes
       // (OTLP_UNDELIVERED, CLICKHOUSE_SPOOLED) reaches the pino log only from a sink before it.
-      const at = isSink
-        ? list.findIndex((x) => x.use === 'pino')
-        : list.findIndex((x) => order.indexOf(x.use) > order.indexOf(def.target!.use));
+      // The files sink (--out) goes first, as in the default chain: a sink after it reads what
+      // it wrote as it ends (the report, index.json).
+      const at = !isSink
+        ? list.findIndex((x) => order.indexOf(x.use) > order.indexOf(def.target!.use))
+        : def.target.use === 'files'
+          ? 0
+          : list.findIndex((x) => x.use === 'pino');
       if (at === -1) list.push(c);
       else list.splice(at, 0, c);
     }
