@@ -219,7 +219,7 @@ async function indexOf(events: JsonObject[]) {
   return { ...((await run.done) as { channels: Array<Record<string, any>> }), calls };
 }
 
-test('LangGraph: a failed subagent keeps its status, an interrupted one ends stopped; ' +
+test('LangGraph: a failed subagent keeps its status, an interrupted one (a pause) stays running; ' +
   'a failed tool is an error', async () => {
   const started = ev('tasks', ['tools:t1'], {
     id: 'x',
@@ -251,7 +251,7 @@ test('LangGraph: a failed subagent keeps its status, an interrupted one ends sto
   const interrupted = await indexOf(
     spawnEvents([started], [ev('lifecycle', ['tools:t1'], { event: 'interrupted' })]),
   );
-  assert.equal(interrupted.channels[1].status, 'stopped');
+  assert.equal(interrupted.channels[1].status, 'running');
   // The run itself was not ended: no result line came.
   assert.equal(interrupted.channels[0].status, 'running');
 });

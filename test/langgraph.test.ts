@@ -490,10 +490,8 @@ test('LangGraph: failures and interruptions carry their ' +
         started(['tools:sent-task'], 'd2', 'beta', null, 1),
       ],
     ],
-    [
-      ev('lifecycle', ['tools:sent-task'], { event: 'interrupted' }),
-      [notification(['tools:sent-task'], 'd2', 'stopped', null)],
-    ],
+    // A pause, not an end.
+    [ev('lifecycle', ['tools:sent-task'], { event: 'interrupted' }), []],
     [
       spawnTask(b, 'gamma'),
       [

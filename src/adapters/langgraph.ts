@@ -316,14 +316,10 @@ export class LangGraphMapper {
     }
     const id = this.subagents.get(key(ns));
     if (id === undefined || this.ended.has(id)) return;
-    const mapped =
-      status === 'completed'
-        ? 'completed'
-        : status === 'failed'
-          ? 'failed'
-          : status === 'interrupted'
-            ? 'stopped'
-            : null;
+    // `interrupted` is a pause (an `interrupt()` waiting for input; the thread may resume): no
+    // end, so the subagent stays running, and the projection says `interrupted` once the run
+    // ends, as Deep Agents' own `run.subagents` does.
+    const mapped = status === 'completed' ? 'completed' : status === 'failed' ? 'failed' : null;
     if (!mapped) return;
     // A failed subagent's summary is why it failed, never its last words.
     const summary =
