@@ -181,6 +181,16 @@ test('after a failed output, the quarantined lines are those the quarantine file
   junk.recordUnwritten(0, 0);
   assert.equal(junk.input.quarantined, 0);
   assert.deepEqual([junk.quarantineLines.listed, junk.quarantineLines.omitted], [[], 0]);
+
+  // Counted out of input order (a line the router could not place, after the parser's junk
+  // lines of its batch): the file holds the first lines in input order.
+  const late = new RunModel();
+  late.countLines(9);
+  late.countQuarantined(5);
+  late.countQuarantined(9);
+  late.countQuarantined(7);
+  late.recordUnwritten(2, 2);
+  assert.deepEqual(late.quarantineLines.listed, [5, 7]);
 });
 
 test("usage events: a message's repeated usage adds nothing, a message_delta settles its output; " +

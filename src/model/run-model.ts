@@ -437,8 +437,13 @@ export class CappedLineList {
     else this.omitted++;
   }
 
-  /** Only the first `count` line numbers stay, listed or counted. */
+  /**
+   * Only the first `count` line numbers stay, listed or counted. The first in input order: the
+   * lines reach their file in that order, but a line the router could not place is counted
+   * after the parser's junk lines of the same batch.
+   */
   keepFirst(count: number): void {
+    this.listed.sort((a, b) => a - b);
     if (count < this.listed.length) this.listed.length = count;
     this.omitted = Math.min(this.omitted, count - this.listed.length);
   }

@@ -698,10 +698,9 @@ export class ChannelTree {
    * Whether `ch` descends from `root`, a channel that has a parent. In main's tree, by the
    * skip links: each channel there holds an ancestor to skip up to (main for depth 1), and the
    * links of a path skip 1, 1, 3, 1, 1, 3, 7… levels (as a skew-binary number counts), so this
-   * takes O(log depth) steps at any depth; a field of the channel, where a map beside the tree
-   * cost some 40 bytes per channel. Elsewhere (a tree whose spawn to main was not seen yet) by
-   * climbing parent links, at most CYCLE_CLIMB_LINKS of them, so a stream of such spawns costs
-   * bounded time.
+   * takes O(log depth) steps at any depth. Elsewhere (a tree whose spawn to main was not seen
+   * yet) by climbing parent links, at most CYCLE_CLIMB_LINKS of them, so a stream of such spawns
+   * costs bounded time.
    */
   private isBelow(ch: Channel, root: Channel): boolean {
     if (this.inMainTree(root)) {
