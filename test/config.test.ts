@@ -241,8 +241,8 @@ test('flags override the config; a flag for a missing stage adds it in order', (
   assert.equal(kept.sinks[0].out, 'a', 'defaults of flags do not override the file');
 });
 
-test("--out adds the files sink before a config's sinks: a report sink in the config reads the " +
-  'index.json it wrote', () => {
+test("--out adds the files sink before a config's report sink, which reads the index.json it " +
+  "wrote, and after the config's other sinks, whose warnings it writes", () => {
   const config = writeJson({ sinks: [{ use: 'report', html: true }, { use: 'stdout', mode: 'none' }] });
   const out = join(tmpDir(), 'o');
   const recording = join(FIXTURES, 'nested-depth-3.jsonl');
@@ -252,6 +252,10 @@ test("--out adds the files sink before a config's sinks: a report sink in the co
   assert.ok(existsSync(join(out, 'report.html')), 'the report was written');
   const spec = applyFlags(readConfig(config).config, parseArgs(['--out', out]), true);
   assert.deepEqual(spec.sinks.map((s) => s.use), ['files', 'report', 'stdout']);
+  const others = writeJson({ sinks: [{ use: 'stdout', mode: 'none' }, { use: 'pino' }] });
+  const flags = parseArgs(['--out', out, '--otlp', 'http://127.0.0.1:4318']);
+  const added = applyFlags(readConfig(others).config, flags, true);
+  assert.deepEqual(added.sinks.map((s) => s.use), ['stdout', 'files', 'otlp', 'pino']);
 });
 
 test('bad configs through the CLI: one line, exit 2', () => {

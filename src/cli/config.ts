@@ -17,8 +17,8 @@ import { checkPinoDestination } from './inputs.js';
 /**
  * Applies command-line flags to a chain spec. Without a config every flag applies (defaults
  * included); with one, only flags given on the command line do, overriding the file. A flag
- * for a stage or sink the spec does not have adds it (stages at their default position, the
- * files sink first, other sinks at the end, before a pino sink; pino itself last).
+ * for a stage or sink the spec does not have adds it (stages at their default position, sinks
+ * at the end, before a pino sink and the files sink before a report sink too; pino itself last).
  */
 export function applyFlags(
   spec: ChainSpec,
@@ -43,14 +43,13 @@ export function applyFlags(
     if (!c) {
       c = { use: def.target.use };
       // A sink the flags add goes last, but before pino: what a sink warns when it finishes
-      // (OTLP_UNDELIVERED, CLICKHOUSE_SPOOLED) reaches the pino log only from a sink before it.
-      // The files sink (--out) goes first, as in the default chain: a sink after it reads what
-      // it wrote as it ends (the report, index.json).
-      const at = !isSink
-        ? list.findIndex((x) => order.indexOf(x.use) > order.indexOf(def.target!.use))
-        : def.target.use === 'files'
-          ? 0
-          : list.findIndex((x) => x.use === 'pino');
+      // (OTLP_UNDELIVERED, CLICKHOUSE_SPOOLED) reaches the pino log only from a sink before it,
+      // and index.json only from one before the files sink (--out), which also goes before a
+      // report sink: the report reads the index.json it writes as it ends.
+      const before = isSink && def.target.use === 'files' ? ['report', 'pino'] : ['pino'];
+      const at = isSink
+        ? list.findIndex((x) => before.includes(x.use))
+        : list.findIndex((x) => order.indexOf(x.use) > order.indexOf(def.target!.use));
       if (at === -1) list.push(c);
       else list.splice(at, 0, c);
     }
