@@ -172,6 +172,21 @@ function inputLines(bytes: Buffer): string[] {
     .filter((l) => /[^ \t\r]/.test(l));
 }
 
+/**
+ * A run a full disk cut short: index.json's lines read are the lines in the bytes it says were
+ * read (counted here), each found at most once on disk, and those not found are `unwritten`.
+ */
+function checkCutShort(out: string, text: string, name: string): { index: any; read: string[] } {
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  const read = inputLines(Buffer.from(text).subarray(0, index.input.bytes));
+  assert.equal(index.input.lines, read.length, `${name}: lines read`);
+  const found = linesOnDisk(out);
+  assertFoundOnce(read, found, name);
+  assert.ok(found.length < read.length, `${name}: the full disk left lines out`);
+  assert.equal(index.input.unwritten, read.length - found.length, `${name}: unwritten`);
+  return { index, read };
+}
+
 /** Each line found on disk is an input line, found once: the check fails on any other. */
 function assertFoundOnce(lines: string[], found: string[], name: string): void {
   const left = new Map<string, number>();
@@ -227,15 +242,8 @@ test(
           encoding: 'utf8',
         });
         assert.equal(r.status, 3, `${name}: ${r.stderr}`);
-        const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
         assert.equal(existsSync(join(out, 'index.json.tmp')), false, `${name}: no temporary index left`);
-        // The lines read, counted here from the bytes index.json says were read.
-        const read = inputLines(Buffer.from(text).subarray(0, index.input.bytes));
-        assert.equal(index.input.lines, read.length, `${name}: lines read`);
-        const found = linesOnDisk(out);
-        assertFoundOnce(read, found, name);
-        assert.ok(found.length < read.length, `${name}: the full disk left lines out`);
-        assert.equal(index.input.unwritten, read.length - found.length, `${name}: unwritten`);
+        const { index, read } = checkCutShort(out, text, name);
         const figures = { unwritten: index.input.unwritten, lines: read.length };
         assert.deepEqual(saidUnwritten(r.stderr), figures, name);
         // No transcript shows a line its channel's .jsonl lacks: the raw lines took the room first.
@@ -397,14 +405,7 @@ test(
         assert.equal(r.status, 3, `${name}: ${r.stderr}`);
         const spoolFull = /^subtee: cannot write \S+\/\.subtee-spool-\S+: no space left on device; /m;
         assert.match(r.stderr, spoolFull, `${name}: the spool's write is the one that failed`);
-        const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
-        // The lines read, counted here from the bytes index.json says were read.
-        const read = inputLines(Buffer.from(text).subarray(0, index.input.bytes));
-        assert.equal(index.input.lines, read.length, `${name}: lines read`);
-        const found = linesOnDisk(out);
-        assertFoundOnce(read, found, name);
-        assert.ok(found.length < read.length, `${name}: the full disk left lines out`);
-        assert.equal(index.input.unwritten, read.length - found.length, `${name}: unwritten`);
+        const { index, read } = checkCutShort(out, text, name);
         // Past the warnings (LINE_TOO_LONG), one error line.
         const error = r.stderr.replace(/^subtee: warning .*\n/gm, '');
         const figures = { unwritten: index.input.unwritten, lines: read.length };
