@@ -494,21 +494,13 @@ export async function runChain(
   spec: ChainSpec,
   options: ChainOptions = {},
 ): Promise<Session> {
-  try {
-    await checkChainBeforeStart(spec, options);
-  } catch (err) {
-    // Never read: let go of it (an open file) now, not when the collector finds it.
-    input.destroy();
-    throw err;
-  }
   return runPreparedChain(input, spec, options);
 }
 
 /**
  * runChain, its sinks taking where they write from `prepared` (`prepareWrites`: `subtee run`
  * makes it ready before it starts the command) instead of opening it; what none of them took
- * is let go once the chain is made. The caller has run checkChainBeforeStart, before it made
- * anything ready.
+ * is let go once the chain is made.
  */
 export async function runPreparedChain(
   input: Readable,
@@ -541,6 +533,7 @@ export async function runPreparedChain(
   // The plugin promises the chain waits on (see watchEmptyLoop).
   const pending = new Set<PendingPluginCall>();
   try {
+    await checkChainBeforeStart(spec, options);
     built = assembleChain(spec, options, stopInput, inputEnded, pending, prepared);
   } catch (err) {
     // Never read: let go of it (an open file) now, not when the collector finds it.
