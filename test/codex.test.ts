@@ -1,6 +1,9 @@
 // The Codex mapper event by event: each recorded event is fed to the mapper and the lines it
 // makes are compared whole with the lines an independent reading of the same event expects.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { createCodexMapper, isCodexEvent, itemResult } from '../src/adapters/codex.js';
 import type { MappedEvent } from '../src/adapters/stream-lines.js';
@@ -22,15 +25,16 @@ import {
   toolResult,
   withExit,
 } from './helpers/expected-lines.js';
+import { BIN, FIXTURES, tmpDir } from './helpers/helpers.js';
 
 
 const CODEX_DONE: Json = {
   completed: 'completed',
   errored: 'failed',
   failed: 'failed',
-  shutdown: 'failed',
+  shutdown: 'stopped',
   not_found: 'failed',
-  interrupted: 'failed',
+  interrupted: 'stopped',
 };
 
 /** The first 80 UTF-16 units of a prompt, one fewer when the cut would split a surrogate pair. */
@@ -57,6 +61,10 @@ function codexReader() {
       running.delete(t);
       const message = str(state.message);
       if (message !== null) out.add(text(t, `codex-final-${t}`, message, null), false);
+      if (CODEX_DONE[state.status] === 'stopped') {
+        const notice = { type: 'system', subtype: 'task_notification', tool_use_id: t, status: 'stopped' };
+        out.add({ ...notice, summary: message, parent_tool_use_id: t }, false);
+      }
       blocks.push({
         type: 'tool_result',
         tool_use_id: t,
@@ -581,7 +589,11 @@ test('Codex: updates, spawns in progress, threads ended by a later spawn, every 
     own: -1,
     lines: [text('ta', 'codex-final-ta', 'ta died', null), toolResult('ta', 'ta died', true, null)],
   });
-  assert.deepEqual(interrupted.lines, [toolResult('tb', 'agent interrupted', true, null)]);
+  assert.deepEqual(interrupted.lines, [
+    { type: 'system', subtype: 'task_notification', tool_use_id: 'tb', status: 'stopped', summary: null,
+      parent_tool_use_id: 'tb' },
+    toolResult('tb', 'agent interrupted', false, null),
+  ]);
   assert.equal(
     (odd.lines[1] as Json).message.content[0].content,
     '',
@@ -626,4 +638,28 @@ test('Codex: an event is a thread, turn or item event; an item event carries its
   ];
   for (const ev of yes) assert.equal(isCodexEvent(ev), true, JSON.stringify(ev));
   for (const ev of no) assert.equal(isCodexEvent(ev), false, JSON.stringify(ev));
+});
+
+test('Codex: an agent closed (shutdown) or interrupted ends stopped, not failed; one that errored failed', () => {
+  const recorded = readFileSync(join(FIXTURES, 'other-agents', 'codex', 'failing-subagent.jsonl'), 'utf8');
+  const input = recorded
+    .replace('"status":"completed","message":"Leaf 0', '"status":"shutdown","message":"Leaf 0')
+    .replace('"status":"errored"', '"status":"interrupted"');
+  assert.notEqual(input, recorded);
+  const run = (text: string) => {
+    const out = join(tmpDir(), 'out');
+    const r = spawnSync(process.execPath, [BIN, '--out', out], { input: text, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    return { ends: index.channels.map((c: Json) => c.status), told: /\d+ subagents \([^)]*\)/.exec(r.stderr)?.[0] };
+  };
+  assert.deepEqual(run(input), {
+    ends: ['completed', 'stopped', 'stopped'],
+    told: '2 subagents (0 completed, 0 failed, 2 stopped, 0 running)',
+  });
+  // The recording itself: the agent that errored failed.
+  assert.deepEqual(run(recorded), {
+    ends: ['completed', 'completed', 'failed'],
+    told: '2 subagents (1 completed, 1 failed, 0 running)',
+  });
 });

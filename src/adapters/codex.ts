@@ -17,6 +17,7 @@ import {
   promptLine,
   resultLine,
   shellResultText,
+  taskNotificationLine,
   textLine,
   textOf,
   toolResultBlock,
@@ -69,14 +70,18 @@ export const CODEX_USAGE = Object.freeze({
   reasoning_output_tokens: 'reasoning_output_tokens',
 });
 
-/** `agents_states` statuses after which a spawned agent does no more. */
-const DONE_STATES: Readonly<Record<string, 'completed' | 'failed'>> = Object.freeze({
+/**
+ * `agents_states` statuses after which a spawned agent does no more. An agent closed
+ * (`shutdown`) or interrupted before it finished was stopped, as Claude Code's `stopped`
+ * notification says: an end, not a failure.
+ */
+const DONE_STATES: Readonly<Record<string, 'completed' | 'failed' | 'stopped'>> = Object.freeze({
   completed: 'completed',
   errored: 'failed',
   failed: 'failed',
-  shutdown: 'failed',
+  shutdown: 'stopped',
   not_found: 'failed',
-  interrupted: 'failed',
+  interrupted: 'stopped',
 });
 
 const COLLAB_TOOL = 'collab_tool_call';
@@ -250,6 +255,8 @@ export class CodexMapper implements StreamMapper {
       this.running.delete(thread);
       const message = nonEmpty(state.message);
       if (message !== null) push(textLine(thread, `codex-final-${thread}`, message, null), false);
+      // Told before the spawn's result, which would end the channel as completed.
+      if (status === 'stopped') push(taskNotificationLine(thread, status, message, null), false);
       blocks.push(toolResultBlock(thread, message ?? `agent ${String(state.status)}`, status === 'failed'));
     }
     if (blocks.length > 0) push(toolResultLine(null, blocks, null), false);

@@ -179,7 +179,7 @@ export function taskStartedLine(
 /** A subagent's end as Claude Code reports it; a null summary keeps the one its result gave. */
 export function taskNotificationLine(
   id: string,
-  status: 'completed' | 'failed',
+  status: 'completed' | 'failed' | 'stopped',
   summary: string | null,
   timestamp: string | null,
 ): JsonObject {
