@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import {
   cleanName,
   InFlight,
-  MAX_END_CHARS_BEFORE_START,
+  MAX_END_ID_CHARS,
   MAX_ENDS_BEFORE_START,
   MAX_TRACKED_WAITS,
   WAIT_LIMIT_DEFAULTS,
@@ -951,7 +951,7 @@ test("what ends frees its place: results, ended subagents, ended tasks, and the 
 });
 
 test('results kept for calls not shown yet are bounded: the latest MAX_ENDS_BEFORE_START ids, ' +
-  'MAX_END_CHARS_BEFORE_START characters of them in all besides the newest', () => {
+  'none longer than MAX_END_ID_CHARS', () => {
   /** The calls awaited once each of `results` has come, then a call for each of `ids`. */
   const awaitedAfter = (results: string[], ids: string[]) => {
     const flight = new InFlight(LIMITS);
@@ -967,12 +967,12 @@ test('results kept for calls not shown yet are bounded: the latest MAX_ENDS_BEFO
   const newest = `toolu_${MAX_ENDS_BEFORE_START}`;
   const shown = ['toolu_0', 'toolu_1', newest];
   assert.deepEqual(awaitedAfter(many, shown), ['Read "toolu_0"'], 'the oldest is forgotten');
-  const half = (c: string) => c.repeat(MAX_END_CHARS_BEFORE_START / 2);
-  const [a, b, whole] = [half('a'), half('b'), half('c') + half('c') + 'c'];
+  const longest = 'a'.repeat(MAX_END_ID_CHARS);
+  const tooLong = 'b'.repeat(MAX_END_ID_CHARS + 1);
   assert.deepEqual(
-    awaitedAfter([a, b, whole], [a, b, whole]).map((what) => what[6]),
-    ['a', 'b'],
-    'the newest kept whole, past the characters, and the older ones go',
+    awaitedAfter([...many.slice(1), tooLong], [longest, tooLong, 'toolu_1']).map((what) => what.slice(0, 7)),
+    ['Read "a', 'Read "b'],
+    'an id too long is not kept, and pushes none out',
   );
-  assert.deepEqual(awaitedAfter([a, b], [a, b]), [], 'within the characters: both kept');
+  assert.deepEqual(awaitedAfter([longest, 'toolu_1'], [longest, 'toolu_1']), [], 'the longest kept');
 });

@@ -149,8 +149,11 @@ export const MAX_TRACKED_WAITS = 10_000;
 const WHAT_CHARS = 80;
 /** How many ids the flight keeps ends for that came before what they end (the latest). */
 export const MAX_ENDS_BEFORE_START = 1_000;
-/** The characters of those ids kept at most, besides the newest's. */
-export const MAX_END_CHARS_BEFORE_START = 1_000_000;
+/**
+ * The longest id such an end is kept for, as the tree remembers call ids (real ones are about
+ * 30 characters): one huge id must not push out the others.
+ */
+export const MAX_END_ID_CHARS = 256;
 
 interface ChannelState {
   /** The model phase: a request sent, a message arriving, or none (tools run, or the turn is over). */
@@ -205,24 +208,19 @@ const TASK_ENDED = 4;
  * Ends by id, kept for what has not started yet or may still show a line. Lines of different
  * channels interleave, so a subagent's lines, or the parent's `tool_result` answering its
  * spawn, can come before the line carrying the spawn, and a line of a channel after its end.
- * Ids and flags only: at most the latest MAX_ENDS_BEFORE_START ids and MAX_END_CHARS_BEFORE_START
- * characters of them besides the newest's; the oldest is forgotten first, so an id that never
- * starts costs nothing for long. Pure.
+ * Ids and flags only: at most the latest MAX_ENDS_BEFORE_START ids of at most MAX_END_ID_CHARS
+ * characters; the oldest is forgotten first, so an id that never starts costs nothing for long.
+ * Pure.
  */
 class EndsBeforeStart {
   private readonly flags = new Map<string, number>();
-  private chars = 0;
 
-  /** Adds `flag` to what `id` has, as the newest. */
+  /** Adds `flag` to what `id` has, as the newest; an id too long is not kept. */
   keep(id: string, flag: number): void {
+    if (id.length > MAX_END_ID_CHARS) return;
     const had = this.forget(id);
     this.flags.set(id, had | flag);
-    this.chars += id.length;
-    for (const oldest of this.flags.keys()) {
-      const within = this.flags.size <= MAX_ENDS_BEFORE_START && this.chars <= MAX_END_CHARS_BEFORE_START;
-      if (within || oldest === id) return;
-      this.forget(oldest);
-    }
+    if (this.flags.size > MAX_ENDS_BEFORE_START) this.forget(this.flags.keys().next().value!);
   }
 
   has(id: string, flag: number): boolean {
@@ -243,7 +241,6 @@ class EndsBeforeStart {
     const flags = this.flags.get(id);
     if (flags === undefined) return 0;
     this.flags.delete(id);
-    this.chars -= id.length;
     return flags;
   }
 }
