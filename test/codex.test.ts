@@ -640,7 +640,8 @@ test('Codex: an event is a thread, turn or item event; an item event carries its
   for (const ev of no) assert.equal(isCodexEvent(ev), false, JSON.stringify(ev));
 });
 
-test('Codex: an agent closed (shutdown) or interrupted ends stopped, not failed; one that errored failed', () => {
+test('Codex: an agent closed (shutdown) or interrupted ends stopped, not failed; ' +
+  'one that errored failed', () => {
   const recorded = readFileSync(join(FIXTURES, 'other-agents', 'codex', 'failing-subagent.jsonl'), 'utf8');
   const input = recorded
     .replace('"status":"completed","message":"Leaf 0', '"status":"shutdown","message":"Leaf 0')
@@ -651,7 +652,8 @@ test('Codex: an agent closed (shutdown) or interrupted ends stopped, not failed;
     const r = spawnSync(process.execPath, [BIN, '--out', out], { input: text, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
     const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
-    return { ends: index.channels.map((c: Json) => c.status), told: /\d+ subagents \([^)]*\)/.exec(r.stderr)?.[0] };
+    const told = /\d+ subagents \([^)]*\)/.exec(r.stderr)?.[0];
+    return { ends: index.channels.map((c: Json) => c.status), told };
   };
   assert.deepEqual(run(input), {
     ends: ['completed', 'stopped', 'stopped'],
