@@ -1719,6 +1719,75 @@ test("a plugin's checkEnvironment or option check that throws fails as ERR_PLUGI
   }
 });
 
+test("runChain calls a plugin's checkEnvironment once per run, before the plugin is made", async () => {
+  const calls: string[] = [];
+  const counted = definePlugin({
+    name: 'counted',
+    kind: 'sink',
+    kit: '^0.1.0',
+    options: {},
+    checkEnvironment: () => void calls.push('checkEnvironment'),
+    create: () => (calls.push('create'), () => {}),
+  });
+  const spec = { stages: [{ use: 'line-parser' }, { use: 'channel-router' }], sinks: [{ use: 'counted' }] };
+  const registry = builtinRegistry().add(counted);
+  for (let run = 0; run < 2; run++)
+    await runChain(chunked([Buffer.from('{"type":"system"}\n')]), spec, { registry });
+  assert.deepEqual(calls, ['checkEnvironment', 'create', 'checkEnvironment', 'create']);
+});
+
+test("the command line calls a plugin's checkEnvironment once per run: reading a file, reading " +
+  'stdin, and under subtee run, before the command starts', () => {
+  // Each call appends a line to a file the test reads: a second check would add a second line.
+  const dir = pluginProject({
+    'counted.mjs':
+      "import { appendFileSync } from 'node:fs';\n" +
+      "import { definePlugin } from 'subtee';\n" +
+      "export default definePlugin({ name: 'counted', kind: 'sink', kit: '^0.1.0', " +
+      "options: { calls: { type: 'string', required: true } }, " +
+      "checkEnvironment: (o) => appendFileSync(o.calls, 'checkEnvironment\\n'), " +
+      'create: () => () => {} });\n',
+  });
+  const recording = join(FIXTURES, 'nested-depth-3.jsonl');
+  const agentLines = [
+    { type: 'system', subtype: 'init', session_id: 's' },
+    { type: 'result', subtype: 'success', session_id: 's' },
+  ];
+  // The command notes its start in the same file, after the check it must come after.
+  const agent =
+    "require('node:fs').appendFileSync(process.env.CALLS, 'command started\\n');\n" +
+    `for (const l of ${JSON.stringify(agentLines)}) console.log(JSON.stringify(l));`;
+  // How each run is asked for: what goes before the options, what after, and what stdin holds.
+  const checkedOnce = ['checkEnvironment'];
+  const ways = [
+    { way: 'a file', before: [], after: [recording], stdin: '', lines: checkedOnce },
+    { way: 'stdin', before: [], after: [], stdin: readFileSync(recording, 'utf8'), lines: checkedOnce },
+    {
+      way: 'subtee run',
+      before: ['run'],
+      after: ['--', process.execPath, '-e', agent],
+      stdin: '',
+      lines: ['checkEnvironment', 'command started'],
+    },
+  ];
+  for (const [i, { way, before, after, stdin, lines }] of ways.entries()) {
+    const calls = join(dir, `calls-${i}`);
+    const out = join(dir, `out-${i}`);
+    const config = join(dir, `config-${i}.json`);
+    const sinks = [{ use: 'files' }, { use: 'counted', calls }];
+    writeFileSync(config, JSON.stringify({ plugins: ['./counted.mjs'], sinks }));
+    const options = ['--config', config, '--out', out, '--stdout', 'none', '-q'];
+    const r = spawnSync(process.execPath, [BIN, ...before, ...options, ...after], {
+      encoding: 'utf8',
+      input: stdin,
+      env: { ...process.env, CALLS: calls },
+    });
+    assert.equal(r.status, 0, `${way}: ${r.stderr}`);
+    assert.ok(existsSync(join(out, 'index.json')), way);
+    assert.deepEqual(linesOf(readFileSync(calls)), lines, way);
+  }
+});
+
 test('a plugin that definePlugin refuses as its module is imported fails with its code: ' +
   'ERR_PLUGIN_VERSION for a kit range this is not, ERR_PLUGIN_INVALID for a bad shape', () => {
   const stage = (name: string, kind: string, kit: string) =>

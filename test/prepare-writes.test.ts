@@ -3,7 +3,7 @@ import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
-import { defaultSpec, runPreparedChain } from '../src/chain/chain.js';
+import { checkChainBeforeStart, defaultSpec, runPreparedChain } from '../src/chain/chain.js';
 import { prepareWrites } from '../src/chain/prepare-writes.js';
 import { linesOf, ROOT, tmpDir } from './helpers/helpers.js';
 
@@ -16,12 +16,13 @@ test('the sinks write where prepareWrites opened before the input started, openi
   const log = join(dir, 'events.log');
   const spec = defaultSpec(out, 'none');
   spec.sinks.push({ use: 'pino', destination: log });
+  const checked = await checkChainBeforeStart(spec);
   const prepared = prepareWrites(spec);
   const room = statSync(join(out, 'index.json.tmp')).ino;
   // The name now holds another file: a sink opening the log again would write to that one.
   renameSync(log, join(dir, 'opened.log'));
   writeFileSync(log, '');
-  await runPreparedChain(Readable.from([recording]), spec, {}, prepared);
+  await runPreparedChain(Readable.from([recording]), checked, {}, prepared);
   assert.equal(statSync(join(out, 'index.json')).ino, room);
   assert.ok(linesOf(readFileSync(join(dir, 'opened.log'))).length > 0);
   assert.equal(readFileSync(log, 'utf8'), '');

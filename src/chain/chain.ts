@@ -210,6 +210,21 @@ function checkEnvironments(spec: ChainSpec, registry: Registry, env: NodeJS.Proc
   for (const { def, opts } of componentsOf(spec, registry)) checkPluginEnvironment(def, opts, env);
 }
 
+declare const checkedBeforeStart: unique symbol;
+
+/**
+ * A chain checkChainBeforeStart passed, with the registry and environment it was checked
+ * against and its sinks' packages imported. runPreparedChain runs it as it is, so the checks
+ * (a plugin's `checkEnvironment` among them) run once per run whoever made them; only
+ * checkChainBeforeStart makes one (the brand keeps a hand-made object from passing for it).
+ */
+export interface CheckedChain {
+  readonly spec: ChainSpec;
+  readonly registry: Registry;
+  readonly env: NodeJS.ProcessEnv;
+  readonly [checkedBeforeStart]: true;
+}
+
 /**
  * Checks a chain as far as it can be checked before anything is made or started, past its
  * options (chainProblems): imports the optional packages its sinks need (loadChainPackages),
@@ -217,15 +232,18 @@ function checkEnvironments(spec: ChainSpec, registry: Registry, env: NodeJS.Proc
  * can judge (the ClickHouse client's reading of the URL), none of them with a request. What it
  * refuses leaves no output folder behind and, under `subtee run`, no command started: the
  * command line calls it before it makes the folder ready, and runChain before the chain is made.
+ * Both hand what it returns to runPreparedChain, which checks nothing again.
  */
 export async function checkChainBeforeStart(
   spec: ChainSpec,
   options: Pick<ChainOptions, 'registry' | 'env'> = {},
-): Promise<void> {
+): Promise<CheckedChain> {
   const registry = chainRegistry(options.registry);
+  const env = options.env ?? process.env;
   await loadChainPackages(spec, registry);
-  checkEnvironments(spec, registry, options.env ?? process.env);
+  checkEnvironments(spec, registry, env);
   for (const { def, opts } of componentsOf(spec, registry)) await codeCheckOf(def)?.(opts);
+  return { spec, registry, env } as CheckedChain;
 }
 
 /**
@@ -494,20 +512,31 @@ export async function runChain(
   spec: ChainSpec,
   options: ChainOptions = {},
 ): Promise<Session> {
-  return runPreparedChain(input, spec, options);
+  let checked: CheckedChain;
+  try {
+    checked = await checkChainBeforeStart(spec, options);
+  } catch (err) {
+    // Never read: let go of it (an open file) now, not when the collector finds it.
+    input.destroy();
+    throw err;
+  }
+  return runPreparedChain(input, checked, options);
 }
 
 /**
- * runChain, its sinks taking where they write from `prepared` (`prepareWrites`: `subtee run`
- * makes it ready before it starts the command) instead of opening it; what none of them took
- * is let go once the chain is made.
+ * runChain of a chain checkChainBeforeStart has checked (the command line checks it before it
+ * makes the folder ready and starts the command), with the registry and environment it was
+ * checked against, checking nothing again; its sinks take where they write from `prepared`
+ * (`prepareWrites`: `subtee run` makes it ready before it starts the command) instead of
+ * opening it; what none of them took is let go once the chain is made.
  */
 export async function runPreparedChain(
   input: Readable,
-  spec: ChainSpec,
-  options: ChainOptions,
+  checked: CheckedChain,
+  runOptions: Omit<ChainOptions, 'registry' | 'env'>,
   prepared?: PreparedRun,
 ): Promise<Session> {
+  const options: ChainOptions = { ...runOptions, registry: checked.registry, env: checked.env };
   // Input stops on the caller's `stop` or when a stage asks (the watchdog on a stall).
   const stopped = new AbortController();
   let reason: Error | null = null;
@@ -533,8 +562,7 @@ export async function runPreparedChain(
   // The plugin promises the chain waits on (see watchEmptyLoop).
   const pending = new Set<PendingPluginCall>();
   try {
-    await checkChainBeforeStart(spec, options);
-    built = assembleChain(spec, options, stopInput, inputEnded, pending, prepared);
+    built = assembleChain(checked.spec, options, stopInput, inputEnded, pending, prepared);
   } catch (err) {
     // Never read: let go of it (an open file) now, not when the collector finds it.
     input.destroy();

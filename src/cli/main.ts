@@ -227,8 +227,9 @@ export async function main(
     try {
       // A sink's optional package that is missing, an environment or an option only a sink's
       // code can judge (the ClickHouse client's URL) fails before the folder is made ready and
-      // before the command is started.
-      await checkChainBeforeStart(chainSpec, { registry, env: io.env });
+      // before the command is started. runPreparedChain runs what it checked, checking nothing
+      // again: a plugin's checkEnvironment is called once a run.
+      const checked = await checkChainBeforeStart(chainSpec, { registry, env: io.env });
       let input: Readable;
       if (runCommand) {
         const { commandAgentName, commandOutput, commandStarted, commandVersion, spawnCommand } = runCommand;
@@ -255,17 +256,15 @@ export async function main(
       const started = command as WrappedCommand | null;
       const chainOptions = {
         session: run,
-        registry,
         signal: ac.signal,
         stop: stop.signal,
         // The input stopped early (a stall, a failed write, a refused version): the command is
         // stopped now and its end awaited (bounded by the grace), so index.json records it.
         settleInput: started ? () => started.stop(aborted ? 0 : graceMs) : undefined,
-        env: io.env,
         stderr: io.stderr,
         pluginEndTimeoutMs: Number(opts['plugin-end-timeout-ms']),
       };
-      await runPreparedChain(input, chainSpec, chainOptions, prepared ?? undefined);
+      await runPreparedChain(input, checked, chainOptions, prepared ?? undefined);
       warnings.catchUp();
       if (strayFailure) throw strayFailure;
       if (command) code = await command.exited;
