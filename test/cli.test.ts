@@ -830,6 +830,73 @@ test('labels from the stream are escaped on stdout and in ' +
   assert.match(r.stderr, /\n└─ type\\x1b\[31m·1  completed /);
 });
 
+test('a model line that is a GitHub workflow command is shown escaped on stdout and in the .log, ' +
+  'every line of a text, and kept as is in the .jsonl', () => {
+  const lines = [
+    { type: 'system', subtype: 'init', session_id: 's', claude_code_version: '2.1.328' },
+    {
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: {
+        id: 'm1',
+        content: [
+          { type: 'thinking', thinking: '::notice::tagged\n  ::add-mask::later' },
+          { type: 'text', text: '::add-mask::secret\nok ::warning::x\n\t::stop-commands::tok\n  ::error::x' },
+          {
+            type: 'tool_use',
+            id: 'toolu_sub1',
+            name: 'Agent',
+            input: { subagent_type: 'Explore', description: 'd', prompt: '::warning::one\n::warning::two' },
+          },
+        ],
+      },
+    },
+    {
+      type: 'assistant',
+      parent_tool_use_id: 'toolu_sub1',
+      message: { id: 'm2', content: [{ type: 'text', text: '::error::sub\n::error::sub2' }] },
+    },
+    {
+      type: 'user',
+      parent_tool_use_id: null,
+      message: { content: [{ type: 'tool_result', tool_use_id: 'toolu_sub1', content: 'ok' }] },
+    },
+  ].map((l) => JSON.stringify(l));
+  const input = lines.join('\n') + '\n';
+  const out = join(tmpDir(), 'o');
+  const r = subtee(['--out', out, '-q'], input);
+  assert.equal(r.status, 0, r.stderr);
+  // Main's text starts its lines; a subagent's lines start with its label, so are no commands.
+  assert.equal(
+    r.stdout,
+    '\\x3a:add-mask::secret\nok ::warning::x\n\t\\x3a:stop-commands::tok\n  \\x3a:error::x\n' +
+      '[d] ::error::sub\n[d] ::error::sub2\n[d] [status] completed — ok\n',
+  );
+  const files = readTree(out);
+  const mainLog = files.get('main.log')!.toString();
+  assert.ok(
+    mainLog.includes(
+      '[thinking] ::notice::tagged\n  \\x3a:add-mask::later\n' +
+        '\\x3a:add-mask::secret\nok ::warning::x\n\t\\x3a:stop-commands::tok\n  \\x3a:error::x\n',
+    ),
+    mainLog,
+  );
+  const subLog = files.get('agents/toolu_sub1.log')!.toString();
+  const subShown = '[prompt] ::warning::one\n\\x3a:warning::two\n\\x3a:error::sub\n\\x3a:error::sub2\n';
+  assert.ok(subLog.includes(subShown), subLog);
+  const logs = [...files.keys()].filter((f) => f.endsWith('.log'));
+  for (const f of logs)
+    assert.doesNotMatch(files.get(f)!.toString(), /(^|\n)\s*::/, `${f} holds no workflow command`);
+  // The .jsonl files keep the input's bytes.
+  assert.equal(files.get('main.jsonl')!.toString(), [0, 1, 3].map((k) => lines[k] + '\n').join(''));
+  assert.equal(files.get('agents/toolu_sub1.jsonl')!.toString(), lines[2] + '\n');
+  // Thinking written whole to its own file is escaped the same way.
+  const whole = join(tmpDir(), 'o');
+  assert.equal(subtee(['--out', whole, '-q', '--thinking', 'file'], input).status, 0);
+  const thinking = readFileSync(join(whole, 'main.thinking.log'), 'utf8');
+  assert.ok(thinking.includes('\n\\x3a:notice::tagged\n  \\x3a:add-mask::later\n'), thinking);
+});
+
 test('a plain split loads no code of report, stats or run, of the pino, otlp and clickhouse sinks ' +
   'or of the projection; --html and --pino load their sinks\' code', () => {
   const dir = tmpDir();

@@ -5,6 +5,8 @@ import {
   escapeHtml,
   escapeMarkdown,
   escapeOneLine,
+  escapeTextLines,
+  escapeWorkflowCommands,
   JSON_TERMINAL_UNSAFE,
   terminalSafeJson,
 } from '../src/views/escape.js';
@@ -46,4 +48,32 @@ test('no character of the Basic Multilingual Plane is left raw where a line may 
       assert.ok(ok, `${name} ${hex(c)}: ${JSON.stringify(shown)}`);
     }
   }
+});
+
+test('a line of model text that is a GitHub workflow command has its first colon shown as \\x3a, ' +
+  'every line of it, after any white space the runner skips; a tag before the first line keeps it', () => {
+  assert.equal(escapeTextLines('::add-mask::secret'), '\\x3a:add-mask::secret');
+  assert.equal(escapeTextLines('  ::error::x'), '  \\x3a:error::x');
+  assert.equal(
+    escapeTextLines('ok\n::warning ::x\n\t::stop-commands::tok\n\u00a0\u3000::notice::x\n'),
+    'ok\n\\x3a:warning ::x\n\t\\x3a:stop-commands::tok\n\u00a0\u3000\\x3a:notice::x\n',
+  );
+  // The runner trims .NET's white space: the Unicode space separators among it too.
+  for (const blank of [' ', '\t', '\u00a0', '\u1680', '\u2000', '\u200a', '\u202f', '\u205f', '\u3000'])
+    assert.equal(escapeWorkflowCommands(`${blank}::x`), `${blank}\\x3a:x`, hex(blank));
+  // After a tag the first line is no command; the lines after it start lines of their own.
+  assert.equal(
+    escapeTextLines('::notice::a\n::notice::b', '[thinking] '),
+    '[thinking] ::notice::a\n\\x3a:notice::b',
+  );
+  // `::` past a line's start is no command, and stays.
+  const code = 'std::string s; // a ::b\nx::y';
+  assert.equal(escapeTextLines(code), code);
+  // Escaped once: shown text escaped again is unchanged.
+  assert.equal(escapeWorkflowCommands('\\x3a:add-mask::x'), '\\x3a:add-mask::x');
+  // A CR that would start a line for the runner is an escape before the colons are looked at.
+  assert.equal(escapeTextLines('a\r::add-mask::x'), 'a\\x0d::add-mask::x');
+  // Not for HTML or Markdown, where a workflow command means nothing.
+  assert.equal(escapeHtml('::add-mask::x'), '::add-mask::x');
+  assert.equal(escapeMarkdown('::add-mask::x'), '::add-mask::x');
 });

@@ -21,6 +21,31 @@ export function escapeControl(text: string): string {
   });
 }
 
+// What the GitHub Actions runner skips before it looks for a workflow command at a line's start
+// (.NET's TrimStart: every Unicode white space), less LF, which ends the line.
+const WORKFLOW_COMMAND_LINE =
+  /(^|\n)([\t\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*)::/g;
+
+/**
+ * Lines of shown text with no GitHub workflow command among them: a line whose first characters
+ * but white space are `::` (`::add-mask::x`, `  ::error::x`) has that first colon written as
+ * `\x3a`, or a job log that shows it would run it. For text after escapeControl (a raw CR would
+ * start a line for the runner), whole lines as written: a tag before it (`[thinking] `) already
+ * keeps the first line from being a command.
+ */
+export function escapeWorkflowCommands(lines: string): string {
+  // Most text has no `::` at all: one plain search spares it the pattern on every shown line.
+  return lines.includes('::') ? lines.replace(WORKFLOW_COMMAND_LINE, '$1$2\\x3a:') : lines;
+}
+
+/**
+ * Model text as lines of a terminal or a log (stdout, the `.log` files): its control characters
+ * escaped, and no line of it a workflow command. `tag` starts the first line (`[thinking] `).
+ */
+export function escapeTextLines(text: string, tag = ''): string {
+  return escapeWorkflowCommands(tag + escapeControl(text));
+}
+
 /**
  * What JSON lets stand raw in a string and a terminal or a viewer showing it acts on: DEL, the
  * C1 controls (U+009B is a CSI), the line and paragraph separators U+2028 and U+2029 (a viewer

@@ -4,7 +4,7 @@ import { isObject, type JsonObject } from '../model/message.js';
 import { viewOf } from '../model/line-view.js';
 import type { LineRecord, SpooledRecord } from '../model/record.js';
 import type { ChannelSnapshot } from '../model/tree.js';
-import { escapeControl, escapeOneLine } from './escape.js';
+import { escapeOneLine, escapeTextLines } from './escape.js';
 import type { ReadonlyCostReport } from '../model/cost.js';
 import { formatUsd, NO_USAGE_REASON, usdLeavingOut, type ChannelCostView } from './cost.js';
 
@@ -107,7 +107,7 @@ export function statusLine(status: string, summary: string | null): string {
 
 /** The `[prompt]` line of a prompt a channel received, cut as a `field`. */
 export function promptLine(text: string): string {
-  return `[prompt] ${escapeControl(fieldText(text))}`;
+  return escapeTextLines(fieldText(text), '[prompt] ');
 }
 
 /** The readable lines of one record, in block order, thinking as `policy` shows it. */
@@ -119,10 +119,10 @@ export function renderRecord(rec: LineRecord, policy: DisplayPolicy = DISPLAY_DE
         out.push(promptLine(item.text));
         break;
       case 'text':
-        out.push(escapeControl(item.text));
+        out.push(escapeTextLines(item.text));
         break;
       case 'thinking':
-        out.push(item.redacted ? '[thinking] (redacted)' : `[thinking] ${escapeControl(String(item.text))}`);
+        out.push(item.redacted ? '[thinking] (redacted)' : escapeTextLines(String(item.text), '[thinking] '));
         break;
       case 'tool_use': {
         const input = inputPreview(item.input, RENDER_DEFAULTS.toolInputChars);

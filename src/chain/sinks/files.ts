@@ -26,7 +26,7 @@ import {
 } from '../../views/index-file.js';
 import { jsonPieces } from '../../views/json-pieces.js';
 import type { LineRecord, RecordBatch, SpooledRecord } from '../../model/record.js';
-import { escapeControl, escapeOneLine } from '../../views/escape.js';
+import { escapeOneLine, escapeTextLines } from '../../views/escape.js';
 import {
   costLine,
   headerLines,
@@ -451,7 +451,7 @@ class FilesSink extends BatchTransform {
     const lineNo = rec.lineNo;
     f.thinkingFile ??= this.#files.file(f.logFile.stem, '.thinking.log');
     for (const t of texts) {
-      const text = `[thinking] input line ${lineNo}\n${escapeControl(t.toString())}\n\n`;
+      const text = `[thinking] input line ${lineNo}\n${escapeTextLines(t.toString())}\n\n`;
       this.#files.write(f.thinkingFile, text);
     }
   }

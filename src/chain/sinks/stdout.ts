@@ -3,7 +3,7 @@ import { withDefaults } from '../../defaults.js';
 import { writeFailed } from '../../errors.js';
 import type { LineRecord, RecordBatch } from '../../model/record.js';
 import { contentBlocks, lineTypeOf } from '../../model/message.js';
-import { escapeControl } from '../../views/escape.js';
+import { escapeControl, escapeTextLines } from '../../views/escape.js';
 import { ChannelLabels, RENDER_DEFAULTS, statusLine } from '../../views/text.js';
 import { headOf } from '../../model/bounded-text.js';
 import { MAX_GUIDE_LEVELS } from '../../views/walk.js';
@@ -79,12 +79,12 @@ export function stdoutText(
   if (lineTypeOf(v) === 'assistant' && (isMain || mode === 'text')) {
     for (const b of contentBlocks(v)) {
       if (b.type !== 'text') continue;
-      const text = escapeControl(b.text);
       if (isMain) {
-        out.push(text);
+        out.push(escapeTextLines(b.text));
         continue;
       }
-      out.push(prefixed(ch!.depth, memory.labels.of(ch!), text, indent));
+      // Every line of a subagent's text starts with its label: none can be a workflow command.
+      out.push(prefixed(ch!.depth, memory.labels.of(ch!), escapeControl(b.text), indent));
       memory.lastText.set(ch!.id!, headOf(b.text.trim(), RENDER_DEFAULTS.resultChars));
     }
   }
