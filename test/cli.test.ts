@@ -897,6 +897,17 @@ test('a model line that is a GitHub workflow command is shown escaped on stdout 
   assert.ok(thinking.includes('\n\\x3a:notice::tagged\n  \\x3a:add-mask::later\n'), thinking);
 });
 
+test("a description that is a workflow command is escaped where the end-of-run summary starts a line " +
+  'with it, after blanks only (stderr goes to the job log too)', () => {
+  const descriptions = Array.from({ length: 21 }, (_, k) => (k === 20 ? '::add-mask::x' : `part ${k}`));
+  const input = fleet(descriptions, { failing: [20] });
+  const r = subtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none'], input);
+  assert.equal(r.status, 0, r.stderr);
+  // Listed as failed below the top, after three spaces, which the runner would skip.
+  assert.match(r.stderr, /\nfailed: 1\n {3}\\x3a:add-mask::x  failed  depth 1 /);
+  assert.doesNotMatch(r.stderr, /(^|\n)\s*::/);
+});
+
 test('a plain split loads no code of report, stats or run, of the pino, otlp and clickhouse sinks ' +
   'or of the projection; --html and --pino load their sinks\' code', () => {
   const dir = tmpDir();

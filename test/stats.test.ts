@@ -522,6 +522,25 @@ test('stats --json writes the C1 and bidi controls and U+2028 of an agent name a
   assert.ok(JSON.stringify(JSON.parse(r.stdout)).includes('lev\u202eel\u009b2\u2028'));
 });
 
+test('an agent type that is a workflow command is escaped in the first column of stats, which starts ' +
+  'its line, and shown as is where a cell comes before it', () => {
+  const input = join(tmpDir(), 'in.jsonl');
+  const recording = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8');
+  const command = '"subagent_type":"::add-mask::x"';
+  writeFileSync(input, recording.replaceAll('"subagent_type":"general-purpose"', command));
+  const out = join(tmpDir(), 'out');
+  const run = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', input], {
+    encoding: 'utf8',
+  });
+  assert.equal(run.status, 0, run.stderr);
+  const r = stats([out, '--by', 'agent']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /\n\\x3a:add-mask::x +\d/);
+  assert.doesNotMatch(r.stdout, /(^|\n)\s*::/);
+  // In the lists of subagents the agent is the fourth cell.
+  assert.match(r.stdout, /\n *\S+ +\d+ +\S+ +::add-mask::x  /);
+});
+
 /** A run folder holding this index.json; its channels get a format and a time each. */
 function writeIndex(root: string, name: string, channels: unknown[], cost: object = {}): string {
   const dir = join(root, name);

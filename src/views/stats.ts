@@ -6,7 +6,7 @@
 import { isObject } from '../model/message.js';
 import { formatUsd } from './cost.js';
 import { channelTokens, elapsedMs } from './walk.js';
-import { escapeControl, escapeOneLine } from './escape.js';
+import { escapeControl, escapeOneLine, escapeWorkflowCommands } from './escape.js';
 import { cutText } from '../model/display.js';
 
 export const STATS_GROUPINGS = ['agent', 'model', 'day'] as const;
@@ -632,8 +632,15 @@ function groupCells(g: StatsGroup): string[] {
   ];
 }
 
+/** How wide a column of names from the data is at most. */
+const NAME_CHARS = 60;
+
 /** Names from the data are shown on one line, control characters escaped, cut as a `label` to a column. */
-const shown = (s: string, max = 60) => cutText(escapeOneLine(s), 'label', max).text;
+const shown = (s: string, max = NAME_CHARS) => cutText(escapeOneLine(s), 'label', max).text;
+
+/** A group's name as `shown`, in the first column: it starts its line, so is never a workflow command. */
+const keyCell = (key: string) =>
+  cutText(escapeWorkflowCommands(escapeOneLine(key)), 'label', NAME_CHARS).text;
 
 function subagentRows(list: StatsSubagent[]): string {
   return table(
@@ -664,7 +671,7 @@ export function statsText(r: StatsReport): string {
       '',
       table(
         [by, ...GROUP_HEAD],
-        [...rows.map((g) => [shown(g.key), ...groupCells(g)]), ['all', ...groupCells(r.total)]],
+        [...rows.map((g) => [keyCell(g.key), ...groupCells(g)]), ['all', ...groupCells(r.total)]],
         (column) => column > 0,
       ),
     );

@@ -1,5 +1,5 @@
 import type { RunView } from '../model/run-model.js';
-import { escapeOneLine } from './escape.js';
+import { escapeOneLine, escapeWorkflowCommands } from './escape.js';
 import { ChannelLabels } from './text.js';
 import { statusCounts, walkTree, type TreeLike, type TreeRow } from './walk.js';
 import { withDefaults } from '../defaults.js';
@@ -73,7 +73,8 @@ export function summaryText(session: RunView, out: string, options: SummaryOptio
     const depth = ch.id !== null ? `  depth ${ch.depth ?? '?'}` : '';
     // Main without a line (the input held none it could read) has not run at all.
     const status = ch.id === null && ch.lines === 0 ? 'no lines' : ch.status;
-    return (
+    // A row may start with the label, after blanks only: a description that is a workflow command.
+    return escapeWorkflowCommands(
       `${prefix}${labels.of(ch)}  ${status}${depth}  ` +
       `lines ${ch.lines}  tokens ${shownTokens(ch, costs.get(ch))}  ` +
       usdOf(costs.get(ch)) +
