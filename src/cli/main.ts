@@ -163,7 +163,9 @@ export async function main(
       stdoutWatch ??= letGoWhenStuck(io.stdout);
       return;
     }
-    run.stateInterrupted();
+    // After a first signal the input's end let pass, every line is in the folder: index.json,
+    // written once the sinks end, does not call the run interrupted.
+    if (!lateFirstSignal) run.stateInterrupted();
     const first = signalled === null && signals === 1;
     signalled = sig;
     stdoutWatch ??= letGoWhenStuck(io.stdout);
