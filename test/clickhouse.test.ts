@@ -15,7 +15,16 @@ import {
   REJECTS_FILE,
   SPOOL_FILE,
 } from '../src/chain/sinks/clickhouse-spool.js';
-import { BIN, checkOutput, closedPort, FIXTURES, fixtureFiles, linesOf, tmpDir } from './helpers/helpers.js';
+import {
+  BIN,
+  checkOutput,
+  closedPort,
+  FIXTURES,
+  fixtureFiles,
+  linesOf,
+  tmpDir,
+  transcriptsEnded,
+} from './helpers/helpers.js';
 import { feedThrough, ORPHAN_FIRST, orphanFirstLines } from './helpers/feed.js';
 import { routeThrough } from './helpers/otlp-tree.js';
 import { clickhouseAvailable, type ClickHouseServer, startClickHouse } from './servers/clickhouse.js';
@@ -368,7 +377,8 @@ describe(
       const file = fixture('nested-depth-3');
       const bytes = readFileSync(file);
       const out = join(tmpDir(), 'out');
-      // The files sink first: its index.json, written when the input stops, says the end has come.
+      // The files sink first: its transcripts' last lines, written when the input stops, say the
+      // end has come (index.json waits for the clickhouse sink after it).
       const cfg = join(tmpDir(), 'subtee.json');
       const sink = { url: ch.url, runId: 'two-signals', flushTimeoutMs: 30_000, timeoutMs: 30_000 };
       writeFileSync(
@@ -393,16 +403,17 @@ describe(
         try {
           const main = join(out, 'main.jsonl');
           await until('the lines filed', () => existsSync(main) && readFileSync(main).length > 0);
-          // The first stops the input: the files end (index.json), then ClickHouse's end waits
-          // (flushTimeoutMs) for the server. The second ends the wait.
+          // The first stops the input: the transcripts end, then ClickHouse's end waits
+          // (flushTimeoutMs) for the server. The second ends the wait; index.json is written.
           child.kill('SIGTERM');
-          await until('index.json written', () => existsSync(join(out, 'index.json')));
+          await until('the transcripts ended', () => transcriptsEnded(out));
           const second = Date.now();
           child.kill('SIGTERM');
           const code = await exited;
           const tookMs = Date.now() - second;
           assert.equal(code, 143, stderr);
           assert.ok(tookMs < 5000, `exited ${tookMs} ms after the second signal`);
+          assert.equal(indexOf(out).interrupted, true, 'the first signal stopped the input');
         } finally {
           endInput();
           child.kill('SIGKILL');
@@ -784,6 +795,22 @@ describe(
     });
   },
 );
+
+test('index.json lists the warnings a ClickHouse sink added by --clickhouse raises as it ends, as ' +
+  'stderr does', async () => {
+  const port = await closedPort();
+  const r = await subtee(['--clickhouse', `http://127.0.0.1:${port}`, fixture('nested-depth-3')]);
+  assert.equal(r.code, 0, r.stderr);
+  const index = indexOf(r.out);
+  const listed = index.warnings.map((w: { code: string; message: string }) => `${w.code}: ${w.message}`);
+  // The rows left unsent, told as the sink ends, after the files sink has ended the transcripts.
+  assert.deepEqual(
+    listed.map((w: string) => w.slice(0, w.indexOf(':'))),
+    ['CLICKHOUSE_UNAVAILABLE', 'CLICKHOUSE_SPOOLED'],
+  );
+  const onStderr = r.stderr.split('\n').filter((l) => l.startsWith('subtee: warning '));
+  assert.deepEqual(onStderr, listed.map((w: string) => `subtee: warning ${w}`));
+});
 
 test('a URL that is not one, one the client refuses, or an unsafe table name, fails fast with one ' +
   'line and writes nothing: a corrected run into the same folder goes ahead', async () => {

@@ -22,6 +22,7 @@ import {
   linesOf,
   readTree,
   tmpDir,
+  transcriptsEnded,
 } from './helpers/helpers.js';
 import { feedThrough } from './helpers/feed.js';
 import { assertSpanTree, routeThrough, type SpanLike } from './helpers/otlp-tree.js';
@@ -302,6 +303,30 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     ]);
   });
 
+  test('index.json lists the warnings an OTLP sink added by --otlp raises as it ends, as stderr, the ' +
+    'pino log and report.html do', async () => {
+    const port = await closedPort();
+    const pinoLog = join(tmpDir(), 'events.log');
+    // The flags place the files sink first and the otlp sink after it: index.json waits for it.
+    const r = await subtee([`--otlp=http://127.0.0.1:${port}`, `--pino=${pinoLog}`, '--html', NESTED]);
+    assert.equal(r.code, 0, r.stderr);
+    const { index } = checkOutput(readFileSync(NESTED), r.out, 'collector down, flags, index.json');
+    const told = pinoWarnings(pinoLog);
+    assert.deepEqual(
+      told.map((w) => w.code),
+      ['OTLP_UNAVAILABLE', 'OTLP_UNDELIVERED'],
+    );
+    const listed = index.warnings.map((w: { code: string; message: string }) => ({
+      code: w.code,
+      content: w.message,
+    }));
+    assert.deepEqual(listed, told);
+    const onStderr = r.stderr.split('\n').filter((l) => l.startsWith('subtee: warning '));
+    assert.deepEqual(onStderr, told.map((w) => `subtee: warning ${w.code}: ${w.content}`));
+    const page = readFileSync(join(r.out, 'report.html'), 'utf8');
+    for (const { code } of told) assert.ok(page.includes(code), `report.html lists ${code}`);
+  });
+
   test('a collector that reset one connection, then took one and never answered: ' +
     'OTLP_UNDELIVERED names the deadline, not the connection failure before', async () => {
     let connections = 0;
@@ -535,9 +560,9 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
   });
 
   /**
-   * A run whose input was read whole (its index.json written, the files sink placed first as
-   * `--otlp` places it) while its spans wait for a collector that never answers, up to
-   * `flushTimeoutMs`.
+   * A run whose input was read whole (its transcripts ended, the files sink placed first as
+   * `--otlp` places it; index.json waits for the otlp sink) while its spans wait for a collector
+   * that never answers, up to `flushTimeoutMs`.
    */
   async function readWholeWhileSpansWait(flushTimeoutMs: number) {
     receiver.requests.length = 0;
@@ -547,7 +572,8 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
     writeFileSync(config, JSON.stringify({ sinks }));
     const run = subtee(['-c', config], { stdin: readFileSync(NESTED), timeoutMs: 30_000 });
     run.child.stdin!.end();
-    while (!existsSync(join(run.out, 'index.json'))) await new Promise((r) => setTimeout(r, 20));
+    while (!transcriptsEnded(run.out)) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(existsSync(join(run.out, 'index.json')), false, 'index.json waits for the spans');
     // Wrapped: an async function's result that is a promise would be awaited.
     return { run };
   }
@@ -572,7 +598,7 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
   });
 
   test("a second signal after one the input's end let pass stops at once: exit 130, the line says " +
-    'the sending was cut short, index.json as written, not interrupted', async () => {
+    'the sending was cut short, index.json written, not interrupted', async () => {
     const { run } = await readWholeWhileSpansWait(20_000);
     let said = '';
     run.child.stderr!.on('data', (d) => (said += d));
@@ -587,7 +613,9 @@ describe('OTLP sink against a loopback OTLP/HTTP receiver', () => {
       r.stderr,
       /^subtee: interrupted by SIGINT after the input's end; what was still being sent was cut short \[ERR_INTERRUPTED\]$/m,
     );
-    assert.equal(indexOf(r.out).interrupted, false);
+    // Written as the chain was torn down, with every line: the run was whole.
+    const { index } = checkOutput(readFileSync(NESTED), r.out, 'second signal after the end');
+    assert.equal(index.interrupted, false);
     receiver.release();
     receiver.behave('accept');
   });

@@ -46,6 +46,15 @@ export class BatchTransform extends Transform {
   }
 
   /**
+   * Ends this stream's output now, from `flushAtEnd`, before its outcome settles: what reads it
+   * ends while this one still finishes (the files sink writes index.json once the sinks after
+   * it have ended). Nothing is handed on after it: `flushAtEnd` then returns nothing.
+   */
+  protected endOutput(): void {
+    this.push(null);
+  }
+
+  /**
    * The stream is destroyed: let go of what is held. When this throws, the chain's own error
    * is the one reported, and the thrown one only when there is none.
    */

@@ -45,10 +45,11 @@ const clickhouseSinkPlugin = defineLoadedBuiltin(
       signal: ctx.signal,
     }),
 );
-const reportSinkPlugin = defineLoadedBuiltin(
+export const reportSinkPlugin = defineLoadedBuiltin(
   reportSinkDefinition,
   { code: () => import('./sinks/report.js') },
-  (m, o, ctx) => m.createReportSink({ ...o, session: ctx.session, stderr: ctx.stderr }),
+  (m, o, ctx) =>
+    m.createReportSink({ ...o, session: ctx.session, stderr: ctx.stderr, indexWritten: ctx.indexWritten }),
 );
 
 /**

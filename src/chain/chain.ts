@@ -1,6 +1,6 @@
 import { Writable, type Duplex, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { builtinRegistry, chainRegistry } from './builtins.js';
+import { finished, pipeline } from 'node:stream/promises';
+import { builtinRegistry, chainRegistry, reportSinkPlugin } from './builtins.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../model/record.js';
 import { CutShortError } from '../decompress.js';
 import { EXIT, SubteeError, UsageError } from '../errors.js';
@@ -304,14 +304,28 @@ function assembleChain(
       `invalid chain: ${byteTaps[0].def.name} copies input bytes, and message objects have none`,
     );
   }
+  const ordered = [...byteTaps, ...rest];
+  // The files sink writes index.json once the sinks after it have ended, and a report that
+  // builds its page from the folder waits for that instead: each stream's end, once all are made.
+  const readsIndex = ordered.map((p) => p.def === reportSinkPlugin && p.opts.html === true);
+  const isFiles = ordered.map((p) => p.def === filesSinkPlugin);
+  let madeAll = (_ends: Promise<void>[]) => {};
+  const ends = new Promise<Promise<void>[]>((resolve) => (madeAll = resolve));
+  const endsOf = (which: (at: number) => boolean) =>
+    ends.then((all) => Promise.all(all.filter((_, at) => which(at)))).then(() => undefined);
   const streams: Duplex[] = [];
   try {
-    for (const p of [...byteTaps, ...rest]) {
+    for (const p of ordered) {
       const builtin = isBuiltin(p.def);
       const place = streams.length;
       let made: ReturnType<PluginDefinition['create']>;
       try {
-        const own: BuiltinContext = { ...ctx, pluginCallsAbove: () => callsAbove(calls, place) };
+        const own: BuiltinContext = {
+          ...ctx,
+          pluginCallsAbove: () => callsAbove(calls, place),
+          sinksAfterEnded: endsOf((at) => at > place && !readsIndex[at]),
+          indexWritten: endsOf((at) => at < place && isFiles[at]),
+        };
         made = p.def.create(p.opts, builtin ? own : pluginContext(pluginCtx, p.def.name));
       } catch (err) {
         throw builtin ? err : pluginFailure(p.def.name, err);
@@ -345,6 +359,8 @@ function assembleChain(
     for (const s of streams) s.destroy();
     throw err;
   }
+  // Ended: its input ended and it finished what it held (its writable side), or it failed.
+  madeAll(streams.map((s) => finished(s, { readable: false }).catch(() => {})));
   return { streams, session };
 }
 

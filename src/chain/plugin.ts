@@ -66,6 +66,17 @@ export interface BuiltinContext extends PluginContext {
   pluginCallsAbove?: () => readonly HeldRecords[];
   /** Where the chain writes, made ready before its input started, for its sinks to take. */
   prepared?: PreparedWrites;
+  /**
+   * Settles once every sink after this component has ended (or failed), those that wait for
+   * the folder's index.json (`indexWritten`) aside: the files sink writes index.json then, so
+   * that it holds what they warned as they ended.
+   */
+  sinksAfterEnded?: Promise<void>;
+  /**
+   * Settles once every files sink before this component has ended, index.json written (or
+   * failed): a report sink builds its page from the folder then.
+   */
+  indexWritten?: Promise<void>;
 }
 
 /**

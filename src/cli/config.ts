@@ -43,9 +43,10 @@ export function applyFlags(
     if (!c) {
       c = { use: def.target.use };
       // A sink the flags add goes last, but before pino: what a sink warns when it finishes
-      // (OTLP_UNDELIVERED, CLICKHOUSE_SPOOLED) reaches the pino log only from a sink before it,
-      // and index.json only from one before the files sink (--out), which also goes before a
-      // report sink: the report reads the index.json it writes as it ends.
+      // (OTLP_UNDELIVERED, CLICKHOUSE_SPOOLED) reaches the pino log only from a sink before it.
+      // index.json has it wherever the sink is: the files sink writes it once the sinks after
+      // it have ended. The files sink (--out) goes before a report sink: the report waits for
+      // its index.json.
       const before = isSink && def.target.use === 'files' ? ['report', 'pino'] : ['pino'];
       const at = isSink
         ? list.findIndex((x) => before.includes(x.use))

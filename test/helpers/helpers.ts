@@ -185,6 +185,20 @@ export function checkDetails(index: any, expected: Oracle, name: string): void {
   }
 }
 
+/**
+ * Whether the files sink has ended OUT's transcripts: main.log closes with its `# cost:` line,
+ * written once the input has ended (index.json follows once the sinks after it have ended).
+ */
+export function transcriptsEnded(out: string): boolean {
+  let log: string;
+  try {
+    log = readFileSync(join(out, 'main.log'), 'utf8');
+  } catch {
+    return false;
+  }
+  return log.trimEnd().split('\n').pop()!.startsWith('# cost: ');
+}
+
 /** A loopback port nothing listens on: connections to it are refused at once. */
 export async function closedPort(): Promise<number> {
   const server = createServer();

@@ -87,6 +87,12 @@ export interface FilesSinkOptions {
    * failed write destroys the chain.
    */
   stopInput?: (reason: Error) => void;
+  /**
+   * Settles once every sink after this one has ended (the chain's `sinksAfterEnded`): the end
+   * of the input is handed on once the transcripts are whole, and index.json is written then,
+   * with what those sinks warned as they ended. Without it index.json is written at once.
+   */
+  sinksAfterEnded?: PromiseLike<void>;
 }
 
 /** A channel's files; their paths are made when index.json is written (`pathsOf`). */
@@ -221,8 +227,9 @@ function lstatOrNull(path: string) {
  * Writes are queued and written synchronously in batches: when the queue passes
  * `flushBytes` (before the next record is accepted, which is the backpressure), and on the
  * next turn of the event loop otherwise, so a line is on disk as soon as input pauses —
- * never held back waiting for more. On interruption (destroy) whatever was received is
- * flushed and index.json is still written.
+ * never held back waiting for more. At the input's end the transcripts get their last lines;
+ * index.json follows once the sinks after it have ended (`sinksAfterEnded`). On interruption
+ * (destroy) whatever was received is flushed and index.json is still written.
  */
 export function createFilesSink(options: FilesSinkOptions): Transform {
   return new FilesSink(options);
@@ -236,7 +243,9 @@ class FilesSink extends BatchTransform {
   readonly #byChannel = new Map<string | null, ChannelFiles>();
   #quarantine: AppendFile | null = null;
   #scheduled: NodeJS.Immediate | null = null;
-  #finished = false;
+  /** The transcripts ended (`#endTranscripts`): the run's costs, and what failed then, if anything. */
+  #ended: { costs: RunCosts; failure: unknown } | null = null;
+  #indexDone = false;
   /** Room on the disk for index.json, and what it is to hold: see `#reserveRoom`. */
   readonly #reserve: IndexReserve;
   #indexRoom: number = INDEX_ROOM.headBytes;
@@ -305,13 +314,23 @@ class FilesSink extends BatchTransform {
     return true;
   }
 
-  protected override flushAtEnd(): void {
-    this.#finish();
+  protected override flushAtEnd(): BatchOutcome {
+    const { failure } = this.#endTranscripts(null, false);
+    const after = this.#opts.sinksAfterEnded;
+    // A failure fails the run now: index.json is written at once, as on an interruption.
+    if (failure !== null || after === undefined) return this.#endIndex(null);
+    // The sinks after this one end now, and what they warn as they end is in index.json.
+    this.endOutput();
+    return Promise.resolve(after).then(() => this.#endIndex(null));
   }
 
-  /** Interrupted or failed upstream: keep what arrived and say so in the index. */
+  /**
+   * Interrupted or failed, upstream, here or in a sink after this one (while index.json waits
+   * for them): keep what arrived and say so in the index.
+   */
   protected override teardown(error: Error | null): void {
-    this.#finish(error, true);
+    this.#endTranscripts(error, true);
+    this.#endIndex(error);
   }
 
   #quarantineFile(): AppendFile {
@@ -548,13 +567,12 @@ class FilesSink extends BatchTransform {
   }
 
   /**
-   * Ends the files: cost lines, what is buffered, then index.json, which is written even when
-   * an output failed (here or in another sink) and then names it in an OUTPUT_FAILED warning,
-   * so a reader of the folder learns why the run failed.
+   * Ends the transcripts: cost lines, what is buffered; after an output failed (here or in
+   * another sink) the lines written are counted and an OUTPUT_FAILED warning names it, so that
+   * index.json (`#endIndex`) tells a reader of the folder why the run failed.
    */
-  #finish(error: Error | null = null, cutShort = false): void {
-    if (this.#finished) return;
-    this.#finished = true;
+  #endTranscripts(error: Error | null, cutShort: boolean): { costs: RunCosts; failure: unknown } {
+    if (this.#ended !== null) return this.#ended;
     // Once for the transcripts' last lines and the index: one pass over every channel, not two.
     const costs = runCosts(this.#run);
     let failure: unknown = null;
@@ -587,7 +605,20 @@ class FilesSink extends BatchTransform {
     }
     if (output instanceof OutputError)
       this.#run.warn('OUTPUT_FAILED', `${output.message}; ${unwrittenText(this.#run.input)}`);
-    // The warnings the end added (a failed write's, the costs'): room for them too, if any is left.
+    this.#ended = { costs, failure };
+    return this.#ended;
+  }
+
+  /**
+   * Writes index.json, once, after `#endTranscripts`: even when an output failed, and then
+   * fails with that failure.
+   */
+  #endIndex(error: Error | null): void {
+    if (this.#indexDone || this.#ended === null) return;
+    this.#indexDone = true;
+    const { costs, failure } = this.#ended;
+    // The warnings the end added (a failed write's, the costs', the sinks' after this one):
+    // room for them too, if any is left.
     this.#reserveRoom();
     try {
       this.#writeIndex(costs);
@@ -625,7 +656,7 @@ function linesIn(out: string, rel: string): number {
 
 const LF = 0x0a;
 
-type FilesSinkConfig = Omit<FilesSinkOptions, 'session' | 'store' | 'stopInput'>;
+type FilesSinkConfig = Omit<FilesSinkOptions, 'session' | 'store' | 'stopInput' | 'sinksAfterEnded'>;
 
 export const filesSinkPlugin = defineBuiltin<FilesSinkConfig>({
   name: 'files',
@@ -663,7 +694,13 @@ export const filesSinkPlugin = defineBuiltin<FilesSinkConfig>({
   create: (o, ctx) => {
     const store = ctx.channelStore;
     const shared = store instanceof FileChannelStore && store.out === o.out ? store : undefined;
-    const options = { ...o, session: ctx.session, store: shared, stopInput: ctx.stopInput };
+    const options = {
+      ...o,
+      session: ctx.session,
+      store: shared,
+      stopInput: ctx.stopInput,
+      sinksAfterEnded: ctx.sinksAfterEnded,
+    };
     return new FilesSink(options, ctx.prepared?.takeOut(o.out));
   },
 });

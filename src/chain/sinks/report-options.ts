@@ -44,7 +44,11 @@ export function parseServe(value: string): ServeAddress {
 /** The report's limits a config sets; the others are the page's own. */
 export type ReportPluginOptions = Omit<
   ReportSinkOptions,
-  'session' | 'stderr' | 'flushMs' | Exclude<keyof ReportLimits, 'maxPageBytes' | 'channelChars'>
+  | 'session'
+  | 'stderr'
+  | 'flushMs'
+  | 'indexWritten'
+  | Exclude<keyof ReportLimits, 'maxPageBytes' | 'channelChars'>
 >;
 
 export interface ReportSinkOptions extends Partial<ReportLimits> {
@@ -57,6 +61,11 @@ export interface ReportSinkOptions extends Partial<ReportLimits> {
   flushMs?: number;
   session?: SinkRun;
   stderr?: Writable;
+  /**
+   * Settles once the files sink has written index.json (the chain's `indexWritten`): `html`
+   * builds the page then, the end of the input handed on meanwhile. Without it, at the end.
+   */
+  indexWritten?: PromiseLike<void>;
 }
 
 export const reportSinkDefinition: PluginManifest<ReportPluginOptions> = {

@@ -34,7 +34,9 @@ const LIMIT_KEYS = [
  * Report sink: records pass through unchanged. With `serve` it keeps a live report of the
  * records and serves it (the page and its event stream) while the run goes; with `html`
  * it writes OUT/report.html from the output folder when the run ends, stalls or is
- * interrupted. List it after the files sink, whose index.json the static report reads.
+ * interrupted. List it after the files sink, whose index.json the static report reads: in a
+ * chain it waits for it (`indexWritten`), which the files sink writes once the other sinks
+ * after it have ended.
  */
 export function createReportSink(options: ReportSinkOptions): Transform {
   return new ReportSink(options);
@@ -86,6 +88,15 @@ class ReportSink extends BatchTransform {
   }
 
   protected override flushAtEnd(): BatchOutcome {
+    const indexWritten = this.#opts.html ? this.#opts.indexWritten : undefined;
+    if (indexWritten === undefined) return this.#end();
+    // The page is built from the folder once its index.json is written; the sinks after this
+    // one end meanwhile (the files sink waits for them).
+    this.endOutput();
+    return Promise.resolve(indexWritten).then(() => this.#end());
+  }
+
+  #end(): BatchOutcome {
     try {
       this.#finish();
     } catch (err) {
