@@ -801,6 +801,25 @@ test('a task_notification before its task_started: the task is not awaited; a la
   ]);
 });
 
+test('a background task whose task_notification (task_id only) came before its task_started is not ' +
+  'awaited', () => {
+  const started = (taskId: string, fields: Line = {}) =>
+    system('task_started', { task_id: taskId, is_backgrounded: true, ...fields });
+  const notified = (taskId: string) => system('task_notification', { task_id: taskId, status: 'completed' });
+  const flight = new InFlight(LIMITS);
+  const step = (now: number, value: Line) => (flight.observe(value, now), rows(flight));
+  // An agent's task_started names its spawn, a notification of the task id alone does not.
+  assert.deepEqual(step(1, notified('k1')), []);
+  assert.deepEqual(step(2, started('k1', { tool_use_id: 'toolu_01k' })), []);
+  // A command's task, neither line naming a spawn.
+  assert.deepEqual(step(3, notified('k2')), []);
+  assert.deepEqual(step(4, started('k2', { task_type: 'local_bash' })), []);
+  // The end is applied once: the same task started again by a new spawn (resumed) runs again.
+  assert.deepEqual(step(5, started('k1', { tool_use_id: 'toolu_01n' })), [
+    ['background', 'toolu_01n', 'background task (k1)', 5, LIMITS.bgWaitCeilingMs, false, true],
+  ]);
+});
+
 // ---- bounded state: MAX_TRACKED_WAITS channels, calls and tasks are tracked one by one ----
 
 const read = (id: string, channel: Channel = null) =>

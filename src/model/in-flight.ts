@@ -203,6 +203,12 @@ const CALL_ANSWERED = 1;
 const CHANNEL_ENDED = 2;
 /** A `task_notification` named it: a background task started on it is over already. */
 const TASK_ENDED = 4;
+/**
+ * A `task_notification` named this task id and no spawn: the task's `task_started`, should it
+ * come later, is over already (a notification naming the spawn says so by TASK_ENDED on its id,
+ * so that a new spawn resuming the task is awaited).
+ */
+const TASK_ID_ENDED = 8;
 
 /**
  * Ends by id, kept for what has not started yet or may still show a line. Lines of different
@@ -324,10 +330,11 @@ export class InFlight {
         if (line.status === 'requesting') this.requestModel(channelId, now);
         return;
       case 'task_started':
-        if (taskId && line.is_backgrounded === true) this.addBackground(taskId, line, now);
+        if (taskId && line.is_backgrounded === true) this.startBackground(taskId, line, now);
         return;
       case 'task_notification':
         if (taskId) this.deleteBackground(taskId);
+        if (taskId && typeof line.tool_use_id !== 'string') this.endsBeforeStart.keep(taskId, TASK_ID_ENDED);
         // Its spawn's task is over too, should its task_started come later.
         if (typeof line.tool_use_id === 'string') this.endChannel(line.tool_use_id, TASK_ENDED);
         return;
@@ -519,6 +526,12 @@ export class InFlight {
     if (name.startsWith('mcp__') && limits.mcpToolTimeoutMs !== null)
       return { allowedMs: limits.mcpToolTimeoutMs, declared: false };
     return { allowedMs: limits.toolTimeoutMs, declared: false };
+  }
+
+  private startBackground(taskId: string, line: JsonObject, now: number): void {
+    // Its notification came first, naming the task alone: this is the start it ended.
+    if (this.endsBeforeStart.take(taskId, TASK_ID_ENDED)) return this.deleteBackground(taskId);
+    this.addBackground(taskId, line, now);
   }
 
   private addBackground(
