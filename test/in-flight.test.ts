@@ -786,12 +786,11 @@ test('a task_notification before its task_started: the task is not awaited; a la
   const step = (now: number, value: Line) => (flight.observe(value, now), rows(flight));
   assert.deepEqual(step(1, notified('k1', 'toolu_01k')), []);
   assert.deepEqual(step(2, started('k1', 'toolu_01k')), []);
-  // Listed (without its spawn) between the two: the task_started that names its spawn ends it.
+  // Listed (without its spawn) between the two: the list was taken before the notification was
+  // processed, and the task_started that names its spawn is over.
   step(3, notified('k2', 'toolu_01m'));
   const listed = system('background_tasks_changed', { tasks: [{ task_id: 'k2' }] });
-  assert.deepEqual(step(4, listed), [
-    ['background', null, 'background task (k2)', 4, LIMITS.bgWaitCeilingMs, false, true],
-  ]);
+  assert.deepEqual(step(4, listed), []);
   assert.deepEqual(step(5, started('k2', 'toolu_01m')), []);
   // A subagent whose notification came before its lines: they open no channel.
   assert.deepEqual(step(6, assistant('toolu_01k', text('late'))), []);
@@ -818,6 +817,38 @@ test('a background task whose task_notification (task_id only) came before its t
   assert.deepEqual(step(5, started('k1', { tool_use_id: 'toolu_01n' })), [
     ['background', 'toolu_01n', 'background task (k1)', 5, LIMITS.bgWaitCeilingMs, false, true],
   ]);
+});
+
+test('a background_tasks_changed that still lists a task already notified does not await it again', () => {
+  const agent = { task_type: 'local_agent' };
+  const started = (taskId: string, spawnId: string) =>
+    system('task_started', { task_id: taskId, tool_use_id: spawnId, ...agent, is_backgrounded: true });
+  const notified = (fields: Line) => system('task_notification', { ...fields, status: 'completed' });
+  const listed = (...ids: string[]) =>
+    system('background_tasks_changed', { tasks: ids.map((id) => ({ task_id: id, ...agent })) });
+  const task = (taskId: string, since: number, spawnId: string | null = null) =>
+    ['background', spawnId, `background local_agent (${taskId})`, since, LIMITS.bgWaitCeilingMs, false, true];
+  const flight = new InFlight(LIMITS);
+  const step = (now: number, value: Line) => (flight.observe(value, now), rows(flight));
+  step(1, listed('k1', 'k2'));
+  step(2, started('k1', 'toolu_01k'));
+  assert.deepEqual(step(3, notified({ task_id: 'k1', tool_use_id: 'toolu_01k' })), [task('k2', 1)]);
+  // A list taken before the notification was processed: k1 is over, k2 still runs.
+  assert.deepEqual(step(4, listed('k1', 'k2')), [task('k2', 1)]);
+  // The same with a notification of the task id alone, and with one that came before its task_started.
+  assert.deepEqual(step(5, notified({ task_id: 'k2' })), []);
+  assert.deepEqual(step(6, listed('k1', 'k2')), []);
+  step(7, notified({ task_id: 'k3', tool_use_id: 'toolu_01m' }));
+  assert.deepEqual(step(8, listed('k3')), []);
+  assert.deepEqual(step(9, started('k3', 'toolu_01m')), []);
+  assert.deepEqual(step(10, listed('k3')), []);
+  // A task started again by a new spawn (resumed) is listed as running again.
+  assert.deepEqual(step(11, started('k1', 'toolu_01r')), [task('k1', 11, 'toolu_01r')]);
+  assert.deepEqual(step(12, listed('k1')), [task('k1', 11, 'toolu_01r')]);
+  // What is kept is bounded: past MAX_ENDS_BEFORE_START later ends, the oldest is forgotten.
+  const later = Array.from({ length: MAX_ENDS_BEFORE_START }, (_, index) => `n${index}`);
+  for (const id of ['k4', ...later]) step(13, notified({ task_id: id }));
+  assert.deepEqual(step(14, listed('k4', later[0])), [task('k4', 14)]);
 });
 
 // ---- bounded state: MAX_TRACKED_WAITS channels, calls and tasks are tracked one by one ----

@@ -209,6 +209,12 @@ const TASK_ENDED = 4;
  * so that a new spawn resuming the task is awaited).
  */
 const TASK_ID_ENDED = 8;
+/**
+ * A `task_notification` named this task id: a `background_tasks_changed` that still lists the
+ * task was taken before the notification was processed, and does not bring it back (a new
+ * start of the task, resumed by a new spawn, does).
+ */
+const TASK_NOTIFIED = 16;
 
 /**
  * Ends by id, kept for what has not started yet or may still show a line. Lines of different
@@ -333,8 +339,12 @@ export class InFlight {
         if (taskId && line.is_backgrounded === true) this.startBackground(taskId, line, now);
         return;
       case 'task_notification':
-        if (taskId) this.deleteBackground(taskId);
-        if (taskId && typeof line.tool_use_id !== 'string') this.endsBeforeStart.keep(taskId, TASK_ID_ENDED);
+        if (taskId) {
+          this.deleteBackground(taskId);
+          // Naming no spawn, only the task id can tell its task_started, should it come later, it is over.
+          const spawnNamed = typeof line.tool_use_id === 'string';
+          this.endsBeforeStart.keep(taskId, spawnNamed ? TASK_NOTIFIED : TASK_NOTIFIED | TASK_ID_ENDED);
+        }
         // Its spawn's task is over too, should its task_started come later.
         if (typeof line.tool_use_id === 'string') this.endChannel(line.tool_use_id, TASK_ENDED);
         return;
@@ -345,6 +355,7 @@ export class InFlight {
         for (const id of known.keys()) this.deleteBackground(id);
         for (const task of line.tasks) {
           if (!isObject(task) || typeof task.task_id !== 'string') continue;
+          if (this.endsBeforeStart.has(task.task_id, TASK_NOTIFIED)) continue;
           const before = known.get(task.task_id);
           this.addBackground(task.task_id, task, before?.sinceMs ?? now, before?.channelId ?? null);
         }
@@ -531,6 +542,11 @@ export class InFlight {
   private startBackground(taskId: string, line: JsonObject, now: number): void {
     // Its notification came first, naming the task alone: this is the start it ended.
     if (this.endsBeforeStart.take(taskId, TASK_ID_ENDED)) return this.deleteBackground(taskId);
+    // Unless its spawn's notification came first (addBackground lets it go), it runs anew: a list
+    // that names it from now on is not stale.
+    const spawnId = typeof line.tool_use_id === 'string' ? line.tool_use_id : null;
+    if (spawnId === null || !this.endsBeforeStart.has(spawnId, TASK_ENDED))
+      this.endsBeforeStart.take(taskId, TASK_NOTIFIED);
     this.addBackground(taskId, line, now);
   }
 
