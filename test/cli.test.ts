@@ -908,6 +908,74 @@ test("a description that is a workflow command is escaped where the end-of-run s
   assert.doesNotMatch(r.stderr, /(^|\n)\s*::/);
 });
 
+test('a `##[` workflow command anywhere in shown text is escaped on stdout, in the .log and the summary, ' +
+  'and kept as is in the .jsonl', () => {
+  const lines = [
+    { type: 'system', subtype: 'init', session_id: 's', claude_code_version: '2.1.328' },
+    {
+      type: 'assistant',
+      parent_tool_use_id: null,
+      message: {
+        id: 'm1',
+        content: [
+          { type: 'text', text: 'see ##[add-mask]x\n##[warning]w' },
+          {
+            type: 'tool_use',
+            id: 'toolu_sub1',
+            name: 'Agent',
+            input: { subagent_type: 'Explore', description: '##[group]d', prompt: 'p ##[debug]q' },
+          },
+          { type: 'tool_use', id: 'toolu_b', name: 'Bash', input: { command: 'echo ##[error]e' } },
+        ],
+      },
+    },
+    {
+      type: 'assistant',
+      parent_tool_use_id: 'toolu_sub1',
+      message: { id: 'm2', content: [{ type: 'text', text: 'sub ##[error]boom' }] },
+    },
+    {
+      type: 'user',
+      parent_tool_use_id: null,
+      message: { content: [{ type: 'tool_result', tool_use_id: 'toolu_b', content: 'out ##[error]boom' }] },
+    },
+    {
+      type: 'user',
+      parent_tool_use_id: null,
+      message: { content: [{ type: 'tool_result', tool_use_id: 'toolu_sub1', content: 'ok ##[endgroup]' }] },
+    },
+  ].map((l) => JSON.stringify(l));
+  const input = lines.join('\n') + '\n';
+  const out = join(tmpDir(), 'o');
+  const r = subtee(['--out', out], input);
+  assert.equal(r.status, 0, r.stderr);
+  // Main's lines and a subagent's, its label and its last words included.
+  assert.equal(
+    r.stdout,
+    'see #\\x23[add-mask]x\n#\\x23[warning]w\n' +
+      '[#\\x23[group]d] sub #\\x23[error]boom\n[#\\x23[group]d] [status] completed — ok #\\x23[endgroup]\n',
+  );
+  // The summary's row of the subagent, on stderr.
+  assert.match(r.stderr, /\n└─ #\\x23\[group\]d  completed  depth 1 /);
+  assert.doesNotMatch(r.stderr, /##\[/);
+  const files = readTree(out);
+  const mainLog = files.get('main.log')!.toString();
+  for (const shown of [
+    'see #\\x23[add-mask]x\n#\\x23[warning]w\n',
+    '[tool] Bash {"command":"echo #\\x23[error]e"}\n',
+    '[result] out #\\x23[error]boom\n',
+  ])
+    assert.ok(mainLog.includes(shown), mainLog);
+  const subLog = files.get('agents/toolu_sub1.log')!.toString();
+  assert.ok(subLog.includes('# description: #\\x23[group]d\n'), subLog);
+  assert.ok(subLog.includes('[prompt] p #\\x23[debug]q\nsub #\\x23[error]boom\n'), subLog);
+  for (const [f, bytes] of files)
+    if (f.endsWith('.log')) assert.doesNotMatch(bytes.toString(), /##\[/, `${f} holds no workflow command`);
+  // The .jsonl files keep the input's bytes.
+  assert.equal(files.get('main.jsonl')!.toString(), [0, 1, 3, 4].map((k) => lines[k] + '\n').join(''));
+  assert.equal(files.get('agents/toolu_sub1.jsonl')!.toString(), lines[2] + '\n');
+});
+
 test('a plain split loads no code of report, stats or run, of the pino, otlp and clickhouse sinks ' +
   'or of the projection; --html and --pino load their sinks\' code', () => {
   const dir = tmpDir();

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import {
   escapeControl,
   escapeHtml,
+  escapeLogText,
   escapeMarkdown,
   escapeOneLine,
   escapeTextLines,
@@ -76,4 +77,40 @@ test('a line of model text that is a GitHub workflow command has its first colon
   // Not for HTML or Markdown, where a workflow command means nothing.
   assert.equal(escapeHtml('::add-mask::x'), '::add-mask::x');
   assert.equal(escapeMarkdown('::add-mask::x'), '::add-mask::x');
+});
+
+test('a `##[` anywhere in shown text, the older form of a GitHub workflow command, has its second `#` ' +
+  'shown as \\x23 by every terminal and log escaper', () => {
+  assert.equal(escapeTextLines('see ##[add-mask]x\n##[warning]w'), 'see #\\x23[add-mask]x\n#\\x23[warning]w');
+  assert.equal(escapeTextLines('##[error]boom', '[thinking] '), '[thinking] #\\x23[error]boom');
+  assert.equal(
+    escapeOneLine('out ##[error file=a.ts;line=1]boom\n##[endgroup]'),
+    'out #\\x23[error file=a.ts;line=1]boom\\n#\\x23[endgroup]',
+  );
+  assert.equal(escapeLogText('sub ##[debug]x\u001b'), 'sub #\\x23[debug]x\\x1b');
+  // Both forms on one line: the colon at its start and the hashes past it.
+  assert.equal(escapeWorkflowCommands('::notice::a ##[group]g'), '\\x3a:notice::a #\\x23[group]g');
+  // Every `##[`, and a run of hashes leaves none behind; shown text escaped again is unchanged.
+  assert.equal(escapeOneLine('##[a]##[b] ###[c]'), '#\\x23[a]#\\x23[b] ##\\x23[c]');
+  assert.equal(escapeOneLine(escapeOneLine('###[c]')), escapeOneLine('###[c]'));
+  // `#[` and `## [` are no command, and stay.
+  assert.equal(escapeTextLines('a #[b] ## [c] #\n#[d]'), 'a #[b] ## [c] #\n#[d]');
+  // No text of these characters comes out of a terminal or log escaper with a `##[` in it.
+  const alphabet = ['#', '[', ':', ' ', '\n', '\r', '\\', 'x'];
+  const texts = [''];
+  for (let length = 0; length < 5; length++)
+    for (const text of texts.splice(0)) for (const c of alphabet) texts.push(text + c);
+  for (const text of texts)
+    for (const [name, shown] of [
+      ['escapeTextLines', escapeTextLines(text)],
+      ['escapeOneLine', escapeOneLine(text)],
+      ['escapeLogText', escapeLogText(text)],
+      ['escapeWorkflowCommands', escapeWorkflowCommands(text)],
+    ] as const)
+      assert.ok(!shown.includes('##['), `${name} ${JSON.stringify(text)}: ${JSON.stringify(shown)}`);
+  // Not for HTML (the report is no job log) or escapeControl alone (stored rows keep the text);
+  // Markdown writes `\#\#\[` anyway.
+  assert.equal(escapeControl('##[add-mask]x'), '##[add-mask]x');
+  assert.equal(escapeHtml('##[add-mask]x'), '##[add-mask]x');
+  assert.equal(escapeMarkdown('##[add-mask]x'), '\\#\\#\\[add-mask\\]x');
 });

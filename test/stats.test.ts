@@ -541,6 +541,28 @@ test('an agent type that is a workflow command is escaped in the first column of
   assert.match(r.stdout, /\n *\S+ +\d+ +\S+ +::add-mask::x  /);
 });
 
+test('an agent type holding a `##[` workflow command is escaped in every cell of stats, as text and ' +
+  'CSV, which a job log would run anywhere in a line', () => {
+  const input = join(tmpDir(), 'in.jsonl');
+  const recording = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8');
+  const command = '"subagent_type":"a ##[add-mask]x"';
+  writeFileSync(input, recording.replaceAll('"subagent_type":"general-purpose"', command));
+  const out = join(tmpDir(), 'out');
+  const run = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', input], {
+    encoding: 'utf8',
+  });
+  assert.equal(run.status, 0, run.stderr);
+  const text = stats([out, '--by', 'agent']);
+  assert.equal(text.code, 0, text.stderr);
+  // The first column, and the fourth cell of the lists of subagents.
+  assert.match(text.stdout, /\na #\\x23\[add-mask\]x +\d/);
+  assert.match(text.stdout, /\n *\S+ +\d+ +\S+ +a #\\x23\[add-mask\]x  /);
+  const csv = stats([out, '--csv', '--by', 'agent']);
+  assert.equal(csv.code, 0, csv.stderr);
+  assert.match(csv.stdout, /\nagent,a #\\x23\[add-mask\]x,/);
+  for (const r of [text, csv]) assert.doesNotMatch(r.stdout, /##\[/);
+});
+
 /** A run folder holding this index.json; its channels get a format and a time each. */
 function writeIndex(root: string, name: string, channels: unknown[], cost: object = {}): string {
   const dir = join(root, name);

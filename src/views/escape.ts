@@ -11,7 +11,11 @@
 const UNSAFE =
   /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
-/** Makes model text safe for a terminal or a log viewer: control characters become visible escapes. */
+/**
+ * Makes model text safe for a terminal or a log viewer: control characters become visible escapes.
+ * What a terminal or a log shows goes through escapeLogText (or escapeOneLine, escapeTextLines),
+ * which also keep a CI job's log from running it; this alone is for HTML and stored rows.
+ */
 export function escapeControl(text: string): string {
   return text.replace(UNSAFE, (c) => {
     const code = c.charCodeAt(0);
@@ -26,16 +30,31 @@ export function escapeControl(text: string): string {
 const WORKFLOW_COMMAND_LINE =
   /(^|\n)([\t\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*)::/g;
 
+// The runner's older form of a workflow command, `##[add-mask]x`, counts anywhere in a line:
+// it looks for the first `##[` and takes the name after it up to a space or `]`.
+const HASH_COMMAND = '##[';
+
+/**
+ * Text with no `##[` in it, so no older-form workflow command: its second `#` is written `\x23`,
+ * the notation of the other escapes. Done after them, and safe so: no other escape writes a `#`
+ * or a `[`, and this one leaves none behind (`###[` becomes `##\x23[`).
+ */
+function escapeHashCommands(text: string): string {
+  return text.includes(HASH_COMMAND) ? text.replaceAll(HASH_COMMAND, '#\\x23[') : text;
+}
+
 /**
  * Lines of shown text with no GitHub workflow command among them: a line whose first characters
  * but white space are `::` (`::add-mask::x`, `  ::error::x`) has that first colon written as
- * `\x3a`, or a job log that shows it would run it. For text after escapeControl (a raw CR would
- * start a line for the runner), whole lines as written: a tag before it (`[thinking] `) already
- * keeps the first line from being a command.
+ * `\x3a`, and a `##[` anywhere has its second `#` written `\x23`, or a job log that shows it
+ * would run it. For text after escapeControl (a raw CR would start a line for the runner), whole
+ * lines as written: a tag before it (`[thinking] `) already keeps the first line from starting
+ * with `::`.
  */
 export function escapeWorkflowCommands(lines: string): string {
   // Most text has no `::` at all: one plain search spares it the pattern on every shown line.
-  return lines.includes('::') ? lines.replace(WORKFLOW_COMMAND_LINE, '$1$2\\x3a:') : lines;
+  const lineStarts = lines.includes('::') ? lines.replace(WORKFLOW_COMMAND_LINE, '$1$2\\x3a:') : lines;
+  return escapeHashCommands(lineStarts);
 }
 
 /**
@@ -44,6 +63,14 @@ export function escapeWorkflowCommands(lines: string): string {
  */
 export function escapeTextLines(text: string, tag = ''): string {
   return escapeWorkflowCommands(tag + escapeControl(text));
+}
+
+/**
+ * Model text for a terminal or a log where each line starts with subtee's own text (a label):
+ * escapeControl, and no `##[`, which a job log runs wherever it is in a line.
+ */
+export function escapeLogText(text: string): string {
+  return escapeHashCommands(escapeControl(text));
 }
 
 /**
@@ -68,11 +95,16 @@ export const terminalSafeJson = (json: string): string =>
 const UNSAFE_ON_ONE_LINE =
   /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
-/** Same as escapeControl, and newlines and tabs become `\n`/`\t` too: for one-line fields. */
+/**
+ * Same as escapeControl, and newlines and tabs become `\n`/`\t` too: for one-line fields of a
+ * terminal or a log. A `##[` is written `#\x23[` (escapeHashCommands); one line cannot start a
+ * second, so `::` can start only the field, which the callers that start a line with it escape.
+ */
 export function escapeOneLine(text: string): string {
-  return text.replace(UNSAFE_ON_ONE_LINE, (c) =>
+  const oneLine = text.replace(UNSAFE_ON_ONE_LINE, (c) =>
     c === '\n' ? '\\n' : c === '\t' ? '\\t' : escapeControl(c),
   );
+  return escapeHashCommands(oneLine);
 }
 
 const HTML: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };

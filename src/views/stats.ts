@@ -6,7 +6,7 @@
 import { isObject } from '../model/message.js';
 import { formatUsd } from './cost.js';
 import { channelTokens, elapsedMs } from './walk.js';
-import { escapeControl, escapeOneLine, escapeWorkflowCommands } from './escape.js';
+import { escapeLogText, escapeOneLine, escapeWorkflowCommands } from './escape.js';
 import { cutText } from '../model/display.js';
 
 export const STATS_GROUPINGS = ['agent', 'model', 'day'] as const;
@@ -704,8 +704,9 @@ export function statsText(r: StatsReport): string {
 function csvField(v: string | number | null): string {
   if (v === null) return '';
   if (typeof v === 'number') return String(v);
-  // Control characters from the data are escapes here too: CSV often lands on a terminal.
-  const shownText = escapeControl(v);
+  // Control characters and `##[` from the data are escapes here too: CSV often lands on a
+  // terminal, or a job log.
+  const shownText = escapeLogText(v);
   const safe = /^[=+\-@\t\r]/.test(shownText) ? `'${shownText}` : shownText;
   return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }

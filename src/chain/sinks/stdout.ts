@@ -3,7 +3,7 @@ import { withDefaults } from '../../defaults.js';
 import { writeFailed } from '../../errors.js';
 import type { LineRecord, RecordBatch } from '../../model/record.js';
 import { contentBlocks, lineTypeOf } from '../../model/message.js';
-import { escapeControl, escapeTextLines } from '../../views/escape.js';
+import { escapeLogText, escapeTextLines } from '../../views/escape.js';
 import { ChannelLabels, RENDER_DEFAULTS, statusLine } from '../../views/text.js';
 import { headOf } from '../../model/bounded-text.js';
 import { MAX_GUIDE_LEVELS } from '../../views/walk.js';
@@ -83,8 +83,8 @@ export function stdoutText(
         out.push(escapeTextLines(b.text));
         continue;
       }
-      // Every line of a subagent's text starts with its label: none can be a workflow command.
-      out.push(prefixed(ch!.depth, memory.labels.of(ch!), escapeControl(b.text), indent));
+      // Every line of a subagent's text starts with its label: none can start with `::`.
+      out.push(prefixed(ch!.depth, memory.labels.of(ch!), escapeLogText(b.text), indent));
       memory.lastText.set(ch!.id!, headOf(b.text.trim(), RENDER_DEFAULTS.resultChars));
     }
   }
@@ -95,7 +95,7 @@ function prefixed(depth: number | null, label: string, text: string, indent: str
   const pad = indent.repeat(Math.min(MAX_GUIDE_LEVELS, Math.max(0, (depth ?? 1) - 1)));
   return text
     .split('\n')
-    .map((l) => `${pad}[${escapeControl(label)}] ${l}`)
+    .map((l) => `${pad}[${escapeLogText(label)}] ${l}`)
     .join('\n');
 }
 
