@@ -908,8 +908,8 @@ test("a description that is a workflow command is escaped where the end-of-run s
   assert.doesNotMatch(r.stderr, /(^|\n)\s*::/);
 });
 
-test('a `##[` workflow command anywhere in shown text is escaped on stdout, in the .log and the summary, ' +
-  'and kept as is in the .jsonl', () => {
+test('a `##[` workflow command anywhere in shown text is escaped on stdout, in the .log, the summary ' +
+  "and pino's stdout lines, and kept as is in the .jsonl", () => {
   const lines = [
     { type: 'system', subtype: 'init', session_id: 's', claude_code_version: '2.1.328' },
     {
@@ -974,6 +974,14 @@ test('a `##[` workflow command anywhere in shown text is escaped on stdout, in t
   // The .jsonl files keep the input's bytes.
   assert.equal(files.get('main.jsonl')!.toString(), [0, 1, 3, 4].map((k) => lines[k] + '\n').join(''));
   assert.equal(files.get('agents/toolu_sub1.jsonl')!.toString(), lines[2] + '\n');
+  // pino's lines on stdout hold the same values, their `#` after a `#` written \u0023.
+  const pino = subtee(['--out', join(tmpDir(), 'o'), '--stdout', 'none', '-q', '--pino', '-'], input);
+  assert.equal(pino.status, 0, pino.stderr);
+  assert.doesNotMatch(pino.stdout, /##\[/);
+  assert.ok(pino.stdout.includes('"content":"see #\\u0023[add-mask]x\\n#\\u0023[warning]w"'), pino.stdout);
+  const contents = linesOf(Buffer.from(pino.stdout)).map((l) => JSON.parse(l).content);
+  assert.ok(contents.includes('see ##[add-mask]x\n##[warning]w'), String(contents));
+  assert.ok(contents.includes('out ##[error]boom'), String(contents));
 });
 
 test('a plain split loads no code of report, stats or run, of the pino, otlp and clickhouse sinks ' +

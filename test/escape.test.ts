@@ -9,6 +9,7 @@ import {
   escapeTextLines,
   escapeWorkflowCommands,
   JSON_TERMINAL_UNSAFE,
+  needsTerminalSafeJson,
   terminalSafeJson,
 } from '../src/views/escape.js';
 
@@ -80,7 +81,7 @@ test('a line of model text that is a GitHub workflow command has its first colon
 });
 
 test('a `##[` anywhere in shown text, the older form of a GitHub workflow command, has its second `#` ' +
-  'shown as \\x23 by every terminal and log escaper', () => {
+  'shown as \\x23 by every terminal and log escaper and written \\u0023 in JSON for a terminal', () => {
   assert.equal(escapeTextLines('see ##[add-mask]x\n##[warning]w'), 'see #\\x23[add-mask]x\n#\\x23[warning]w');
   assert.equal(escapeTextLines('##[error]boom', '[thinking] '), '[thinking] #\\x23[error]boom');
   assert.equal(
@@ -108,6 +109,12 @@ test('a `##[` anywhere in shown text, the older form of a GitHub workflow comman
       ['escapeWorkflowCommands', escapeWorkflowCommands(text)],
     ] as const)
       assert.ok(!shown.includes('##['), `${name} ${JSON.stringify(text)}: ${JSON.stringify(shown)}`);
+  // JSON keeps the value: `\u0023` is a `#` to a reader of the JSON, none to a job log.
+  const raw = JSON.stringify({ content: 'see ##[add-mask]x', n: '###[' });
+  const json = terminalSafeJson(raw);
+  assert.equal(json, '{"content":"see #\\u0023[add-mask]x","n":"##\\u0023["}');
+  assert.deepEqual(JSON.parse(json), JSON.parse(raw));
+  assert.ok(needsTerminalSafeJson('a ##[b') && !needsTerminalSafeJson('a #[b ## ['));
   // Not for HTML (the report is no job log) or escapeControl alone (stored rows keep the text);
   // Markdown writes `\#\#\[` anyway.
   assert.equal(escapeControl('##[add-mask]x'), '##[add-mask]x');

@@ -541,8 +541,8 @@ test('an agent type that is a workflow command is escaped in the first column of
   assert.match(r.stdout, /\n *\S+ +\d+ +\S+ +::add-mask::x  /);
 });
 
-test('an agent type holding a `##[` workflow command is escaped in every cell of stats, as text and ' +
-  'CSV, which a job log would run anywhere in a line', () => {
+test('an agent type holding a `##[` workflow command is escaped in every cell of stats, as text, CSV ' +
+  'and JSON, which a job log would run anywhere in a line', () => {
   const input = join(tmpDir(), 'in.jsonl');
   const recording = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8');
   const command = '"subagent_type":"a ##[add-mask]x"';
@@ -560,7 +560,11 @@ test('an agent type holding a `##[` workflow command is escaped in every cell of
   const csv = stats([out, '--csv', '--by', 'agent']);
   assert.equal(csv.code, 0, csv.stderr);
   assert.match(csv.stdout, /\nagent,a #\\x23\[add-mask\]x,/);
-  for (const r of [text, csv]) assert.doesNotMatch(r.stdout, /##\[/);
+  const json = stats([out, '--json', '--by', 'agent']);
+  assert.equal(json.code, 0, json.stderr);
+  assert.ok(json.stdout.includes('"a #\\u0023[add-mask]x"'), json.stdout);
+  assert.ok(JSON.stringify(JSON.parse(json.stdout)).includes('"a ##[add-mask]x"'));
+  for (const r of [text, csv, json]) assert.doesNotMatch(r.stdout, /##\[/);
 });
 
 /** A run folder holding this index.json; its channels get a format and a time each. */

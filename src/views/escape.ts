@@ -85,11 +85,19 @@ const unicodeEscape = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart
 
 /**
  * JSON text (JSON.stringify's, which escapes C0 controls already) with every
- * JSON_TERMINAL_UNSAFE character written as a `\uXXXX` escape: the same value, nothing a
- * terminal or a viewer acts on. For JSON subtee writes where one may show it (pino, `stats --json`).
+ * JSON_TERMINAL_UNSAFE character written as a `\uXXXX` escape, and every `##[` as `#\u0023[`
+ * (a job log runs `##[add-mask]x` anywhere in a line, inside a JSON string too; `#` is only
+ * ever in a string): the same value, nothing a terminal, a viewer or a job log acts on. For JSON
+ * subtee writes where one may show it (pino, `stats --json`).
  */
-export const terminalSafeJson = (json: string): string =>
-  json.replace(JSON_TERMINAL_UNSAFE_ALL, unicodeEscape);
+export const terminalSafeJson = (json: string): string => {
+  const shown = json.replace(JSON_TERMINAL_UNSAFE_ALL, unicodeEscape);
+  return shown.includes(HASH_COMMAND) ? shown.replaceAll(HASH_COMMAND, '#\\u0023[') : shown;
+};
+
+/** Whether terminalSafeJson changes the JSON of this string (or this JSON text). */
+export const needsTerminalSafeJson = (text: string): boolean =>
+  JSON_TERMINAL_UNSAFE.test(text) || text.includes(HASH_COMMAND);
 
 // UNSAFE plus TAB and LF, for one pass over one-line fields.
 const UNSAFE_ON_ONE_LINE =

@@ -1,5 +1,5 @@
 import type { DestinationStream } from 'pino';
-import { JSON_TERMINAL_UNSAFE, terminalSafeJson } from '../../views/escape.js';
+import { needsTerminalSafeJson, terminalSafeJson } from '../../views/escape.js';
 
 /**
  * Bytes handed to the destination at most at a time (a longer line goes on its own): below
@@ -101,12 +101,13 @@ function nameText(value: string): string {
  * A string as pino writes it (its `asString`): short strings without a control character
  * are quoted with only `"` and `\` escaped, everything else is `JSON.stringify`'s (always, on
  * Node 25 and later). The two differ only for a lone surrogate in a short string. Unlike
- * pino, JSON_TERMINAL_UNSAFE characters are written as `\uXXXX` escapes: the same JSON value,
- * nothing a terminal acts on. One test of the regular expression clears most strings (asking
+ * pino, JSON_TERMINAL_UNSAFE characters and the second `#` of a `##[` are written as `\uXXXX`
+ * escapes (terminalSafeJson): the same JSON value, nothing a terminal or a job log acts on. One
+ * test of the regular expression and one plain search clear most strings (asking
  * `Buffer.byteLength` first whether a string is ASCII cost more on strings that are not).
  */
 function pinoString(str: string): string {
-  if (JSON_TERMINAL_UNSAFE.test(str)) return terminalSafeJson(JSON.stringify(str));
+  if (needsTerminalSafeJson(str)) return terminalSafeJson(JSON.stringify(str));
   if (NODE_MAJOR >= 25 || str.length > 100) return JSON.stringify(str);
   let result = '';
   let last = 0;
@@ -128,7 +129,7 @@ function pinoString(str: string): string {
  * One pino log line, rendered here rather than by a logger: the bytes pino writes for
  * `logger[level](fields, msg)` with `base: null`, `messageKey: 'msg'` and this `time`
  * (`{"level":…,"time":"…",` the fields in order, undefined ones left out, `"msg":…}` and a
- * newline), but for JSON_TERMINAL_UNSAFE characters, written as `\uXXXX` escapes (pinoString). A
+ * newline), but for what terminalSafeJson writes as `\uXXXX` escapes (pinoString). A
  * logger call costs as much again as the line itself: it re-walks the fields, checks hooks
  * and mixins, and writes each line on its own.
  */
@@ -154,7 +155,7 @@ export function pinoLine(level: number, time: string, fields: Record<string, unk
       default:
         value = JSON.stringify(value);
         if (value === undefined) continue;
-        text = JSON_TERMINAL_UNSAFE.test(value as string)
+        text = needsTerminalSafeJson(value as string)
           ? terminalSafeJson(value as string)
           : (value as string);
     }

@@ -297,7 +297,7 @@ class PinoSink extends BatchTransform {
             timestamp: () => `,"time":"${this.#eventTime ?? new Date().toISOString()}"`,
             messageKey: 'msg',
             // pino's own serialisation lets C1 and bidi controls, U+2028 and U+2029 stand raw,
-            // as JSON allows.
+            // as JSON allows, and a `##[` a job log would run.
             hooks: { streamWrite: terminalSafeJson },
           },
           this.#transport!,
