@@ -337,6 +337,34 @@ test('SIGINT while the stdout reader takes nothing (| less left open): stdout is
   reader.close();
 });
 
+test('a stdout reader that takes nothing does not hold back index.json: it is written once every ' +
+  'line is filed, while stdout still waits', async () => {
+  const dir = tmpDir();
+  const input = join(dir, 'long-last-text.jsonl');
+  const lines = linesOf(readFileSync(join(FIXTURES, 'nested-depth-3.jsonl')));
+  // Main's last text far beyond what a pipe holds, just before the result: stdout is stuck on it.
+  const text = { type: 'assistant', parent_tool_use_id: null, session_id: 's',
+    message: { id: 'msg_long', role: 'assistant', content: [{ type: 'text', text: 'x'.repeat(300_000) }] } };
+  writeFileSync(input, [...lines.slice(0, -1), JSON.stringify(text), lines.at(-1)].join('\n') + '\n');
+  const out = join(dir, 'o');
+  const reader = stuckReader(dir);
+  const child = spawn(process.execPath, [BIN, '--out', out, input], { stdio: ['ignore', reader.fd, 'pipe'] });
+  closeSync(reader.fd);
+  const closed = new Promise((r) => child.on('close', r));
+  const deadline = Date.now() + 20_000;
+  while (!existsSync(join(out, 'index.json')) && Date.now() < deadline && child.exitCode === null)
+    await new Promise((r) => setTimeout(r, 20));
+  const running = child.exitCode === null && child.signalCode === null;
+  child.kill('SIGKILL');
+  await closed;
+  reader.close();
+  assert.ok(existsSync(join(out, 'index.json')), 'index.json written');
+  assert.ok(running, 'written while subtee still waited for stdout');
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.equal(index.input.lines, lines.length + 1);
+  assert.equal(index.interrupted, false);
+});
+
 test('the documentation names every option (and none the command line lacks), ' +
   'warning code and error code', async () => {
   const options = readDoc('docs/options.md');

@@ -15,7 +15,7 @@ import { reportSinkDefinition } from './sinks/report-options.js';
 
 // The sinks most runs do not use: their definitions are here at once, their code (and the
 // pages, the SDK, the client they load) is imported only by a chain that names them.
-const pinoSinkPlugin = defineLoadedBuiltin(
+export const pinoSinkPlugin = defineLoadedBuiltin(
   pinoSinkDefinition,
   { code: () => import('./sinks/pino.js') },
   (m, o, ctx) =>

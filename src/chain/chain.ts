@@ -1,6 +1,6 @@
 import { Writable, type Duplex, type Readable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
-import { builtinRegistry, chainRegistry, reportSinkPlugin } from './builtins.js';
+import { builtinRegistry, chainRegistry, pinoSinkPlugin, reportSinkPlugin } from './builtins.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../model/record.js';
 import { CutShortError } from '../decompress.js';
 import { EXIT, SubteeError, UsageError } from '../errors.js';
@@ -30,6 +30,8 @@ import type { HeldRecords } from '../model/in-flight.js';
 import { displayPolicy, type DisplayPolicy } from '../model/display.js';
 import { THINKING_TRUNCATOR_DEFAULTS } from './stages/thinking-truncator.js';
 import { filesSinkPlugin } from './sinks/files.js';
+import { PINO_SINK_DEFAULTS } from './sinks/pino-options.js';
+import { stdoutSinkPlugin } from './sinks/stdout.js';
 import { FileChannelStore, type OpenChannelFile } from './sinks/channel-store.js';
 import type { PreparedRun, PreparedWrites } from './sinks/prepared.js';
 
@@ -307,7 +309,11 @@ function assembleChain(
   const ordered = [...byteTaps, ...rest];
   // The files sink writes index.json once the sinks after it have ended, and a report that
   // builds its page from the folder waits for that instead: each stream's end, once all are made.
+  // Not for a sink writing to stdout, which warns nothing as it ends and whose reader may stop
+  // taking output (a pager left open): index.json would wait on it for as long.
   const readsIndex = ordered.map((p) => p.def === reportSinkPlugin && p.opts.html === true);
+  const toStdout = ordered.map((p) => p.def === stdoutSinkPlugin || (p.def === pinoSinkPlugin &&
+    p.opts.transport === undefined && (p.opts.destination ?? PINO_SINK_DEFAULTS.destination) === '-'));
   const isFiles = ordered.map((p) => p.def === filesSinkPlugin);
   let madeAll = (_ends: Promise<void>[]) => {};
   const ends = new Promise<Promise<void>[]>((resolve) => (madeAll = resolve));
@@ -323,7 +329,7 @@ function assembleChain(
         const own: BuiltinContext = {
           ...ctx,
           pluginCallsAbove: () => callsAbove(calls, place),
-          sinksAfterEnded: endsOf((at) => at > place && !readsIndex[at]),
+          sinksAfterEnded: endsOf((at) => at > place && !readsIndex[at] && !toStdout[at]),
           indexWritten: endsOf((at) => at < place && isFiles[at]),
         };
         made = p.def.create(p.opts, builtin ? own : pluginContext(pluginCtx, p.def.name));
