@@ -163,9 +163,9 @@ export async function main(
       stdoutWatch ??= letGoWhenStuck(io.stdout);
       return;
     }
-    // After a first signal the input's end let pass, every line is in the folder: index.json,
-    // written once the sinks end, does not call the run interrupted.
-    if (!lateFirstSignal) run.stateInterrupted();
+    // A second signal after a late first one cuts short what was still being finished (the
+    // sends, and lines a stage still held): index.json, written as the chain is torn down, says so.
+    run.stateInterrupted();
     const first = signalled === null && signals === 1;
     signalled = sig;
     stdoutWatch ??= letGoWhenStuck(io.stdout);
