@@ -567,6 +567,22 @@ test('an agent type holding a `##[` workflow command is escaped in every cell of
   for (const r of [text, csv, json]) assert.doesNotMatch(r.stdout, /##\[/);
 });
 
+test('a CSV field of several lines starts no line with a workflow command', () => {
+  const input = join(tmpDir(), 'in.jsonl');
+  const recording = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8');
+  const command = '"subagent_type":"a\\n::add-mask::x"';
+  writeFileSync(input, recording.replaceAll('"subagent_type":"general-purpose"', command));
+  const out = join(tmpDir(), 'out');
+  const run = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', input], {
+    encoding: 'utf8',
+  });
+  assert.equal(run.status, 0, run.stderr);
+  const csv = stats([out, '--csv', '--by', 'agent']);
+  assert.equal(csv.code, 0, csv.stderr);
+  assert.match(csv.stdout, /\nagent,"a\n\\x3a:add-mask::x",/);
+  assert.doesNotMatch(csv.stdout, /(^|\n)\s*::/);
+});
+
 /** A run folder holding this index.json; its channels get a format and a time each. */
 function writeIndex(root: string, name: string, channels: unknown[], cost: object = {}): string {
   const dir = join(root, name);

@@ -6,7 +6,7 @@
 import { isObject } from '../model/message.js';
 import { formatUsd } from './cost.js';
 import { channelTokens, elapsedMs } from './walk.js';
-import { escapeLogText, escapeOneLine, escapeWorkflowCommands } from './escape.js';
+import { escapeOneLine, escapeTextLines, escapeWorkflowCommands } from './escape.js';
 import { cutText } from '../model/display.js';
 
 export const STATS_GROUPINGS = ['agent', 'model', 'day'] as const;
@@ -704,9 +704,9 @@ export function statsText(r: StatsReport): string {
 function csvField(v: string | number | null): string {
   if (v === null) return '';
   if (typeof v === 'number') return String(v);
-  // Control characters and `##[` from the data are escapes here too: CSV often lands on a
-  // terminal, or a job log.
-  const shownText = escapeLogText(v);
+  // Control characters and workflow commands from the data are escaped here too: CSV often
+  // lands on a terminal, or a job log, where a quoted field's second line starts a line.
+  const shownText = escapeTextLines(v);
   const safe = /^[=+\-@\t\r]/.test(shownText) ? `'${shownText}` : shownText;
   return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
