@@ -383,3 +383,21 @@ test('index.json fits in the room reserved for it during the run, with ids, desc
     assert.equal(existsSync(join(out, 'index.json.tmp')), false, name);
   }
 });
+
+test("a spawn found after its subagent's first line names the parent in the .log escaped, as the " +
+  'header does: no `##[` of an id reaches it', async () => {
+  const lines = linesOf(readFileSync(join(FIXTURES, 'nested-depth-3.jsonl')));
+  const parent = 'toolu_A ##[add-mask]Z';
+  const renamed = lines.map((l) => l.replaceAll('toolu_01002xri0fox8bsameTail', parent));
+  // The nested subagent's first line (its prompt) before the line spawning it.
+  const spawns = (l: string) => l.includes('"name":"Agent"') && l.includes(`"parent_tool_use_id":"${parent}"`);
+  const spawn = renamed.findIndex(spawns);
+  const first = renamed.findIndex((l) => l.includes('"parent_tool_use_id":"toolu_010030wc1xfyvisameTail"'));
+  assert.ok(spawn > 0 && first > spawn);
+  const [moved] = renamed.splice(first, 1);
+  renamed.splice(spawn, 0, moved);
+  const { out } = await runToFiles(Buffer.from(renamed.join('\n') + '\n'));
+  const log = readFileSync(join(out, 'agents', 'toolu_010030wc1xfyvisameTail.log'), 'utf8');
+  assert.match(log, /^\[spawn\] parent toolu_A #\\x23\[add-mask\]Z, depth 2$/m);
+  assert.doesNotMatch(log, /##\[/);
+});

@@ -409,7 +409,9 @@ class FilesSink extends BatchTransform {
         if (ev.type === 'spawn') {
           this.#files.writeText(
             f.logFile,
-            `[spawn] parent ${ev.channel.parent ?? 'main'}, depth ${ev.channel.depth ?? '(unknown)'}\n`,
+            // The parent's id is the stream's: escaped as the `# parent:` header's is.
+            `[spawn] parent ${escapeOneLine(ev.channel.parent ?? 'main')}, ` +
+              `depth ${ev.channel.depth ?? '(unknown)'}\n`,
           );
         } else if (ev.type === 'status') {
           this.#promptFirst(ev.channel.id, f, false);
