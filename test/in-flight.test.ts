@@ -817,6 +817,11 @@ test('a background task whose task_notification (task_id only) came before its t
   assert.deepEqual(step(5, started('k1', { tool_use_id: 'toolu_01n' })), [
     ['background', 'toolu_01n', 'background task (k1)', 5, LIMITS.bgWaitCeilingMs, false, true],
   ]);
+  // Notified by the task id alone after its start: that start is what ended, not the next one.
+  assert.deepEqual(step(6, notified('k1')), []);
+  assert.deepEqual(step(7, started('k1', { tool_use_id: 'toolu_01r' })), [
+    ['background', 'toolu_01r', 'background task (k1)', 7, LIMITS.bgWaitCeilingMs, false, true],
+  ]);
 });
 
 test('a background_tasks_changed that still lists a task already notified does not await it again', () => {

@@ -215,6 +215,11 @@ const TASK_ID_ENDED = 8;
  * start of the task, resumed by a new spawn, does).
  */
 const TASK_NOTIFIED = 16;
+/**
+ * A `task_started` started this task id: a notification naming the task alone ends that start,
+ * and leaves no TASK_ID_ENDED for a later one (the task resumed by a new spawn).
+ */
+const TASK_STARTED = 32;
 
 /**
  * Ends by id, kept for what has not started yet or may still show a line. Lines of different
@@ -341,9 +346,11 @@ export class InFlight {
       case 'task_notification':
         if (taskId) {
           this.deleteBackground(taskId);
-          // Naming no spawn, only the task id can tell its task_started, should it come later, it is over.
-          const spawnNamed = typeof line.tool_use_id === 'string';
-          this.endsBeforeStart.keep(taskId, spawnNamed ? TASK_NOTIFIED : TASK_NOTIFIED | TASK_ID_ENDED);
+          // Naming no spawn, only the task id can tell its task_started, should it come later,
+          // it is over: unless that start came already.
+          const started = this.endsBeforeStart.take(taskId, TASK_STARTED);
+          const startKnown = started || typeof line.tool_use_id === 'string';
+          this.endsBeforeStart.keep(taskId, startKnown ? TASK_NOTIFIED : TASK_NOTIFIED | TASK_ID_ENDED);
         }
         // Its spawn's task is over too, should its task_started come later.
         if (typeof line.tool_use_id === 'string') this.endChannel(line.tool_use_id, TASK_ENDED);
@@ -547,6 +554,7 @@ export class InFlight {
     const spawnId = typeof line.tool_use_id === 'string' ? line.tool_use_id : null;
     if (spawnId === null || !this.endsBeforeStart.has(spawnId, TASK_ENDED))
       this.endsBeforeStart.take(taskId, TASK_NOTIFIED);
+    this.endsBeforeStart.keep(taskId, TASK_STARTED);
     this.addBackground(taskId, line, now);
   }
 
