@@ -326,7 +326,9 @@ class FilesSink extends BatchTransform {
 
   /**
    * Interrupted or failed, upstream, here or in a sink after this one (while index.json waits
-   * for them): keep what arrived and say so in the index.
+   * for them): keep what arrived and write the index. Lines cut short are counted unwritten and
+   * a failed write is named (OUTPUT_FAILED) when the transcripts were not whole yet; a sink
+   * failing after they were is the run's error (stderr, the exit code), not the index's.
    */
   protected override teardown(error: Error | null): void {
     this.#endTranscripts(error, true);
