@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+
 /**
  * Every failure subtee reports on purpose is a SubteeError with a stable `code` and the
  * process exit code it maps to. Tests and embedders check `code`; messages may change.
@@ -107,4 +109,24 @@ export function unwrittenText(input: { lines: number; unwritten: number }): stri
 export function writeFailed(path: string, err: unknown): OutputError {
   const why = systemReason(err, WRITE_FAILURES);
   return new OutputError('ERR_WRITE', path, `cannot write ${path}: ${why}`, err);
+}
+
+/** A folder that already holds files, refused without `--force`; `named` as the refusal names it. */
+export function outNotEmpty(out: string, named = `--out ${out}`): OutputError {
+  const why = 'already holds files (a previous run?); choose a new folder or pass --force';
+  return new OutputError('ERR_OUT_NOT_EMPTY', out, `${named} ${why}`);
+}
+
+/**
+ * A folder another run is writing (its lock, `.subtee-lock`, names a live process), refused
+ * with or without `--force`. A lock from another host cannot be checked from here, and says so.
+ */
+export function outBusy(out: string, named: string, pid: number | null, host: string | null): OutputError {
+  const who = pid === null ? '' : host === null ? ` (pid ${pid})` : ` (pid ${pid} on host ${host})`;
+  const then =
+    host === null
+      ? 'wait for it to end or choose another folder'
+      : `it cannot be checked from this host; if that run is gone, remove ${join(out, '.subtee-lock')}`;
+  const what = `${named} is being written by another subtee run${who}`;
+  return new OutputError('ERR_OUT_BUSY', out, `${what}; ${then}`);
 }

@@ -483,6 +483,9 @@ function inLibraryWords(err: unknown): unknown {
       err,
     );
   }
+  if (err.code === 'ERR_OUT_BUSY') {
+    return new OutputError(err.code, err.path, err.message.replace(/^--out /, 'out folder '), err);
+  }
   if (err.code === 'ERR_OUT_NOT_DIR') {
     return new OutputError(err.code, err.path, `out ${JSON.stringify(err.path)} must name a folder`, err);
   }

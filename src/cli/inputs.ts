@@ -16,6 +16,7 @@ import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { ChainSpec } from '../chain/chain.js';
 import { FileNamer } from '../chain/sinks/file-names.js';
+import { refuseIfBusy } from '../chain/sinks/out-lock.js';
 import { decompressed } from '../decompress.js';
 import { FILE_READ_BYTES, inputIsFolder, inputUnreadable, openInputFile } from '../input-file.js';
 import { EXIT, OutputError, SubteeError, UsageError, writeFailed } from '../errors.js';
@@ -124,6 +125,8 @@ export function checkInputFolders(spec: ChainSpec, names: string[]): void {
       const st = statOrNull(dir);
       if (st && !st.isDirectory())
         throw new OutputError('ERR_OUT_NOT_DIR', dir, `${dir} exists and is not a folder`);
+      // A folder another run is writing is refused before any input is read, forced or not.
+      if (st?.isDirectory()) refuseIfBusy(dir, dir);
       if (st && files.force !== true && readdirSync(dir).length > 0) {
         const why = 'already holds files (a previous run?); choose a new folder or pass --force';
         throw new OutputError('ERR_OUT_NOT_EMPTY', dir, `${dir} ${why}`);

@@ -12,7 +12,8 @@ import {
 import { join } from 'node:path';
 import type { Transform } from 'node:stream';
 import { withDefaults } from '../../defaults.js';
-import { OutputError, unwrittenText, writeFailed } from '../../errors.js';
+import { OutputError, outNotEmpty, unwrittenText, writeFailed } from '../../errors.js';
+import { outLockPath, refuseIfBusy, releaseOutLock, takeOutLock, type OutLock } from './out-lock.js';
 import {
   channelRoom,
   describedRoom,
@@ -111,12 +112,14 @@ const pathsOf = (f: ChannelFiles): ChannelPaths => ({
 const NL = Buffer.from('\n');
 
 /**
- * Refuses an `out` that is a file, or a folder that already holds files (unless forced).
- * With `force`, an `agents` entry that is not a real folder (a link, a file) is replaced by
- * one: subtee never writes through a link planted in `out`. Returns the folders it made,
- * outermost first.
+ * Refuses an `out` that is a file, a folder another run is writing (ERR_OUT_BUSY, forced or
+ * not), or a folder that already holds files (unless forced), then takes the folder's lock
+ * (`takeOutLock`) before anything is written or removed there: two runs into one folder never
+ * both get past here. With `force`, an `agents` entry that is not a real folder (a link, a
+ * file) is replaced by one: subtee never writes through a link planted in `out`. Returns the
+ * folders it made, outermost first, and the lock, held until the run ends.
  */
-export function prepareOutDir(out: string, force: boolean): string[] {
+export function prepareOutDir(out: string, force: boolean): { made: string[]; lock: OutLock } {
   if (out === '') throw new OutputError('ERR_OUT_NOT_DIR', out, '--out must name a folder, not ""');
   let st;
   try {
@@ -126,17 +129,24 @@ export function prepareOutDir(out: string, force: boolean): string[] {
   }
   if (st && !st.isDirectory())
     throw new OutputError('ERR_OUT_NOT_DIR', out, `--out ${out} exists and is not a folder`);
-  if (st && !force && readdirSync(out).length > 0) {
-    throw new OutputError(
-      'ERR_OUT_NOT_EMPTY',
-      out,
-      `--out ${out} already holds files (a previous run?); choose a new folder or pass --force`,
-    );
-  }
+  // Busy first: a folder a live run writes holds files too, and --force must not clear it.
+  if (st) refuseIfBusy(out);
+  if (st && !force && readdirSync(out).length > 0) throw outNotEmpty(out);
   const agents = join(out, 'agents');
   const made: string[] = [];
   try {
     made.push(...makeDirs(out));
+  } catch (err) {
+    throw writeFailed(agents, err);
+  }
+  let lock: OutLock;
+  try {
+    lock = takeOutLock(out, force);
+  } catch (err) {
+    removeEmptyFolders(made);
+    throw err instanceof OutputError ? err : writeFailed(outLockPath(out), err);
+  }
+  try {
     const entry = lstatOrNull(agents);
     if (entry && !entry.isDirectory()) unlinkSync(agents);
     if (!entry?.isDirectory()) {
@@ -144,38 +154,46 @@ export function prepareOutDir(out: string, force: boolean): string[] {
       made.push(agents);
     }
   } catch (err) {
+    releaseOutLock(lock);
     throw writeFailed(agents, err);
   }
   if (st && force) {
-    removeLeftoverSpools(out);
-    removeEarlierTranscripts(out);
+    try {
+      removeLeftoverSpools(out);
+      removeEarlierTranscripts(out);
+    } catch (err) {
+      releaseOutLock(lock);
+      throw err;
+    }
   }
-  return made;
+  return { made, lock };
 }
 
 /**
  * The output folder made ready as the files sink makes it ready before its first line:
- * checked, made, cleared of an earlier run's transcripts with `force`, and index.json's room
- * taken in it. Handed to the sink (`filesSinkPlugin`), or let go by `releaseOutput`.
+ * checked, locked, made, cleared of an earlier run's transcripts with `force`, and index.json's
+ * room taken in it. Handed to the sink (`filesSinkPlugin`), or let go by `releaseOutput`.
  */
 export function prepareOutput(out: string, force: boolean): PreparedOut {
-  const made = prepareOutDir(out, force);
+  const { made, lock } = prepareOutDir(out, force);
   const path = join(out, 'index.json.tmp');
   try {
-    return { out, made, reserve: new IndexReserve(path, force) };
+    return { out, made, lock, reserve: new IndexReserve(path, force) };
   } catch (err) {
+    releaseOutLock(lock);
     throw writeFailed(path, err);
   }
 }
 
 /**
  * Lets go of an output folder no run wrote into (a command that could not start): index.json's
- * room is removed, and so are the folders the preparing made while they are still empty. An
- * earlier run's transcripts that `force` removed stay removed.
+ * room is removed, then the lock, and the folders the preparing made while they are still
+ * empty. An earlier run's transcripts that `force` removed stay removed.
  */
 export function releaseOutput(prepared: PreparedOut): void {
   prepared.reserve.close();
   removeQuietly(prepared.reserve.path);
+  releaseOutLock(prepared.lock);
   removeEmptyFolders(prepared.made);
 }
 
@@ -248,6 +266,8 @@ class FilesSink extends BatchTransform {
   #indexDone = false;
   /** Room on the disk for index.json, and what it is to hold: see `#reserveRoom`. */
   readonly #reserve: IndexReserve;
+  /** The output folder's lock: let go once index.json is written (or could not be). */
+  readonly #lock: OutLock;
   #indexRoom: number = INDEX_ROOM.headBytes;
   #warningsCounted = 0;
   /** Models whose room is counted (a run names a handful). */
@@ -267,12 +287,20 @@ class FilesSink extends BatchTransform {
     const opts = withDefaults(FILES_SINK_DEFAULTS, options);
     this.#opts = opts;
     this.#run = requireSession(options, 'createFilesSink');
-    this.#reserve = (prepared ?? prepareOutput(opts.out, opts.force)).reserve;
-    this.#files = new AppendFiles(opts.out, opts.maxOpenFiles, opts.force, ['agents']);
-    const run = this.#run;
-    this.#store = options.store ?? new FileChannelStore(opts.out, () => run.heldLineBytes);
-    this.#filesOf(this.#run.tree.main);
-    this.#reserveRoom();
+    const ready = prepared ?? prepareOutput(opts.out, opts.force);
+    this.#reserve = ready.reserve;
+    this.#lock = ready.lock;
+    try {
+      this.#files = new AppendFiles(opts.out, opts.maxOpenFiles, opts.force, ['agents']);
+      const run = this.#run;
+      this.#store = options.store ?? new FileChannelStore(opts.out, () => run.heldLineBytes);
+      this.#filesOf(this.#run.tree.main);
+      this.#reserveRoom();
+    } catch (err) {
+      // No run will end here to let go of the folder.
+      releaseOutLock(this.#lock);
+      throw err;
+    }
   }
 
   protected override transformBatch(batch: RecordBatch): BatchOutcome {
@@ -623,14 +651,17 @@ class FilesSink extends BatchTransform {
     const { costs, failure } = this.#ended;
     // The warnings the end added (a failed write's, the costs', the sinks' after this one):
     // room for them too, if any is left.
-    this.#reserveRoom();
     try {
+      this.#reserveRoom();
       this.#writeIndex(costs);
     } catch (err) {
       if (failure === null && error === null && this.#failed === null) throw err;
       // The run fails with its own error; this says what a reader of the folder will not find.
       const why = err instanceof Error ? err.message : String(err);
       this.#run.warn('INDEX_UNWRITTEN', `${why}: the folder has no index.json`);
+    } finally {
+      // The run has written its last file here: another run may have the folder.
+      releaseOutLock(this.#lock);
     }
     if (failure !== null) throw failure;
   }

@@ -1,5 +1,6 @@
 import type { OpenedLog } from '../../safe-open.js';
 import type { IndexReserve } from './index-reserve.js';
+import type { OutLock } from './out-lock.js';
 
 /** An output folder made ready as the files sink makes it ready (`prepareOutput`). */
 export interface PreparedOut {
@@ -8,6 +9,8 @@ export interface PreparedOut {
   readonly reserve: IndexReserve;
   /** The folders the preparing made (the folder itself, `agents`), outermost first. */
   readonly made: readonly string[];
+  /** The folder's lock (`.subtee-lock`), held until the run's index.json is written. */
+  readonly lock: OutLock;
 }
 
 /**
