@@ -30,13 +30,13 @@ SIGHUP, SIGINT and SIGTERM are passed to CMD and every process it started (SIGKI
 export const EXIT_CODES_HELP =
   `Exit codes: 0 ok, 1 internal error or a plugin failed (a stage plugin holding records when
   the watchdog fires too), 2 bad usage or config, 3 input or output unusable (an input with no
-  lines, disk full, --out not a folder), 4 agent version refused, 124 stalled,
-  129 SIGHUP, 130 SIGINT, 143 SIGTERM.`;
+  lines, disk full, --out not a folder or being written by another run), 4 agent version
+  refused, 124 stalled, 129 SIGHUP, 130 SIGINT, 143 SIGTERM.`;
 
 export const RUN_EXIT_CODES_HELP =
   `Exit codes: the command's own; 1 a plugin failed; 2 bad usage or config, or CMD cannot start;
-  3 output unusable, or CMD exited 0 printing no line; 4 agent version refused; 124 stalled
-  (CMD was stopped);
+  3 output unusable (or being written by another run), or CMD exited 0 printing no line;
+  4 agent version refused; 124 stalled (CMD was stopped);
   129 SIGHUP, 130 SIGINT, 143 SIGTERM, whatever CMD returned.`;
 
 /** The main command's help, or `subtee run`'s. */

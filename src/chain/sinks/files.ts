@@ -723,7 +723,8 @@ export const filesSinkPlugin = defineBuiltin<FilesSinkConfig>({
       default: FILES_SINK_DEFAULTS.force,
       description:
         'write into an output folder that already holds files: every transcript, index.json and ' +
-        'report.html an earlier run wrote there is removed first (other files are kept)',
+        'report.html an earlier run wrote there is removed first (other files are kept); a folder ' +
+        'another run is writing is refused even so',
     },
   },
   create: (o, ctx) => {
