@@ -390,7 +390,8 @@ test("a spawn found after its subagent's first line names the parent in the .log
   const parent = 'toolu_A ##[add-mask]Z';
   const renamed = lines.map((l) => l.replaceAll('toolu_01002xri0fox8bsameTail', parent));
   // The nested subagent's first line (its prompt) before the line spawning it.
-  const spawns = (l: string) => l.includes('"name":"Agent"') && l.includes(`"parent_tool_use_id":"${parent}"`);
+  const spawns = (l: string) =>
+    l.includes('"name":"Agent"') && l.includes(`"parent_tool_use_id":"${parent}"`);
   const spawn = renamed.findIndex(spawns);
   const first = renamed.findIndex((l) => l.includes('"parent_tool_use_id":"toolu_010030wc1xfyvisameTail"'));
   assert.ok(spawn > 0 && first > spawn);
