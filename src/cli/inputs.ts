@@ -19,7 +19,7 @@ import { FileNamer } from '../chain/sinks/file-names.js';
 import { refuseIfBusy } from '../chain/sinks/out-lock.js';
 import { decompressed } from '../decompress.js';
 import { FILE_READ_BYTES, inputIsFolder, inputUnreadable, openInputFile } from '../input-file.js';
-import { EXIT, OutputError, SubteeError, UsageError, writeFailed } from '../errors.js';
+import { EXIT, OutputError, outNotEmpty, SubteeError, UsageError, writeFailed } from '../errors.js';
 
 /**
  * Checks every input before anything is written: a missing, unreadable or folder input is
@@ -128,8 +128,7 @@ export function checkInputFolders(spec: ChainSpec, names: string[]): void {
       // A folder another run is writing is refused before any input is read, forced or not.
       if (st?.isDirectory()) refuseIfBusy(dir, dir);
       if (st && files.force !== true && readdirSync(dir).length > 0) {
-        const why = 'already holds files (a previous run?); choose a new folder or pass --force';
-        throw new OutputError('ERR_OUT_NOT_EMPTY', dir, `${dir} ${why}`);
+        throw outNotEmpty(dir, dir);
       }
     }
   }

@@ -12,6 +12,7 @@ import { basename, dirname, join } from 'node:path';
 import { writeFailed } from '../../errors.js';
 import { openDataFileForAppend, openRegularForRead, replaceFileWith, writeAllSync } from '../../safe-open.js';
 import type { Entry, TableKind } from './clickhouse-rows.js';
+import { processAlive } from '../../process-alive.js';
 
 /** The spool of a run in its output folder; rows waiting for ClickHouse, one JSON entry a line. */
 export const SPOOL_FILE = 'clickhouse-spool.jsonl';
@@ -76,15 +77,6 @@ export class Spool {
     const claimed = claimFile(this.file);
     if (claimed) this.rows = 0;
     return claimed;
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { outBusy, outNotEmpty } from '../../errors.js';
 import { createNewFile, openRegularForRead, writeAllSync, type FileIdentity } from '../../safe-open.js';
+import { processAlive } from '../../process-alive.js';
 
 /**
  * The entry a run holds in its output folder while it writes there: a small file naming the
@@ -185,15 +186,6 @@ const otherHost = (holder: LockHolder): string | null =>
 function holdsFolder(holder: LockHolder): boolean {
   if (holder.pid === null) return false;
   return otherHost(holder) !== null || processAlive(holder.pid);
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**

@@ -8,6 +8,7 @@ import type { Session } from '../../model/session.js';
 import { isBlank } from '../../model/lines.js';
 import { StreamScanner } from '../../model/stream-scan.js';
 import { writeAllSync } from '../../safe-open.js';
+import { processAlive } from '../../process-alive.js';
 
 /** Bytes of a spooled line kept in memory for previews (the readable log, pino, warnings). */
 export const SPOOL_HEAD_BYTES = 4096;
@@ -41,15 +42,6 @@ export function spoolDir(out: string | undefined): string {
 
 /** A spool's name: `.subtee-spool-<pid>-<line>-<random>`. */
 const SPOOL_NAME = /^\.subtee-spool-(\d+)-\d+-[0-9a-f]{12}$/;
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * Removes the spools a killed run (`kill -9` mid-line: no exit hook ran) left in `dir`: files
