@@ -41,23 +41,46 @@ export const LONGEST = [
 ];
 
 /**
+ * Every file's longest, longest first (wall time on 2 cores, the whole suite running): `npm
+ * test` starts them before the others, so that it does not end on one of them alone (run by
+ * name, the suite ended on `watchdog-live`'s two minutes with the other core idle).
+ */
+export const LONGEST_OF_ALL = [
+  'watchdog-live', 'e2e-opencode', 'e2e', 'clickhouse', 'otlp', 'bench-smoke', 'cost-hostile-views',
+  'report-browser', 'e2e-gemini', 'stats-clickhouse', 'sdk', 'clickhouse-spool', 'huge-lines',
+  'report-live',
+];
+
+/** Every test file `npm test` runs, those of LONGEST_OF_ALL first in its order, then by name. */
+export function allFiles(sourceDir = 'test', builtDir = join('dist', 'test')) {
+  return testNames(sourceDir)
+    .sort((a, b) => rankIn(LONGEST_OF_ALL, a) - rankIn(LONGEST_OF_ALL, b) || (a < b ? -1 : a > b ? 1 : 0))
+    .map((name) => join(builtDir, `${name}.test.js`));
+}
+
+/**
  * The unit lane's test files, the longest first, then by name: one built file
  * (`dist/test/NAME.test.js`) per test source (`test/NAME.test.ts`). Listed from the sources,
  * so the output of a test file since deleted, which an incremental build leaves in `dist/`,
  * is never run.
  */
 export function unitFiles(sourceDir = 'test', builtDir = join('dist', 'test')) {
-  return readdirSync(sourceDir)
-    .filter((f) => f.endsWith('.test.ts'))
-    .map((f) => f.slice(0, -'.test.ts'.length))
+  return testNames(sourceDir)
     .filter((name) => !OUTSIDE.has(name) && !SLOW.has(name))
-    .sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0))
+    .sort((a, b) => rankIn(LONGEST, a) - rankIn(LONGEST, b) || (a < b ? -1 : a > b ? 1 : 0))
     .map((name) => join(builtDir, `${name}.test.js`));
 }
 
-function rank(name) {
-  const at = LONGEST.indexOf(name);
-  return at === -1 ? LONGEST.length : at;
+/** The names of the test sources (`NAME.test.ts`) in `sourceDir`. */
+function testNames(sourceDir) {
+  return readdirSync(sourceDir)
+    .filter((f) => f.endsWith('.test.ts'))
+    .map((f) => f.slice(0, -'.test.ts'.length));
+}
+
+function rankIn(list, name) {
+  const at = list.indexOf(name);
+  return at === -1 ? list.length : at;
 }
 
 /** Where tsc compiles from: tsconfig.json's `include`, folders under `root`. */

@@ -18,8 +18,14 @@ test('npm run test:unit runs the files that need no outside program; npm test ru
   const lanes = await import(pathToFileURL(join(ROOT, 'scripts', 'test-lanes.mjs')).href);
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
   assert.match(pkg.scripts['test:unit'], /node scripts\/test-unit\.mjs$/);
-  assert.match(pkg.scripts.test, /node --test [^&]*dist\/test\/\*\.test\.js$/, 'npm test: every file');
+  assert.match(pkg.scripts.test, /node scripts\/test-all\.mjs$/, 'npm test: every file');
   const sources = readdirSync(join(ROOT, 'test')).filter((f) => f.endsWith('.test.ts'));
+  const all: string[] = lanes.allFiles(join(ROOT, 'test'), join(ROOT, 'dist', 'test'));
+  assert.deepEqual(
+    all.map((f) => f.split('/').pop()!.replace(/\.js$/, '.ts')).sort(),
+    [...sources].sort(),
+    'npm test runs every test file once',
+  );
   const built: string[] = lanes.unitFiles(join(ROOT, 'test'), join(ROOT, 'dist', 'test'));
   const unit = new Set(built.map((f) => f.split('/').pop()!.replace(/\.js$/, '.ts')));
   const reaching: string[] = [];
@@ -31,7 +37,8 @@ test('npm run test:unit runs the files that need no outside program; npm test ru
   assert.deepEqual(reaching, [], 'files of the unit lane that run an outside program');
   // Every name the lists give is a test file (a renamed file is not silently run in the quick lane).
   const names = new Set(sources.map((f) => f.slice(0, -'.test.ts'.length)));
-  const stale = [...lanes.OUTSIDE, ...lanes.SLOW, ...lanes.LONGEST].filter((n: string) => !names.has(n));
+  const listed = [...lanes.OUTSIDE, ...lanes.SLOW, ...lanes.LONGEST, ...lanes.LONGEST_OF_ALL];
+  const stale = listed.filter((n: string) => !names.has(n));
   assert.deepEqual(stale, [], 'names in scripts/test-lanes.mjs without a test file');
   assert.ok(unit.size >= 40, `${unit.size} files in the unit lane`);
 });
@@ -58,6 +65,10 @@ test('npm run test:unit builds incrementally and runs the built files of test so
   for (const f of ['a', 'report', 'cli', 'z']) writeFileSync(join(sources, `${f}.test.ts`), '');
   const order = lanes.unitFiles(sources, built).map((f: string) => f.slice(built.length + 1));
   assert.deepEqual(order, ['cli.test.js', 'report.test.js', 'a.test.js', 'kept.test.js', 'z.test.js']);
+  // npm test: every file, its longest first.
+  const every = lanes.allFiles(sources, built).map((f: string) => f.slice(built.length + 1));
+  const firstAll = ['e2e.test.js', 'a.test.js', 'cli.test.js', 'kept.test.js', 'report.test.js', 'z.test.js'];
+  assert.deepEqual(every, firstAll);
 });
 
 test('the unit lane builds in full when a compiled file is missing: ' +
