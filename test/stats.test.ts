@@ -522,17 +522,23 @@ test('stats --json writes the C1 and bidi controls and U+2028 of an agent name a
   assert.ok(JSON.stringify(JSON.parse(r.stdout)).includes('lev\u202eel\u009b2\u2028'));
 });
 
-test('an agent type that is a workflow command is escaped in the first column of stats, which starts ' +
-  'its line, and shown as is where a cell comes before it', () => {
+/** The folder of a run of nested-depth-3.jsonl whose subagents' type is `type` (JSON string text). */
+function runWithAgentType(type: string): string {
   const input = join(tmpDir(), 'in.jsonl');
   const recording = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8');
-  const command = '"subagent_type":"::add-mask::x"';
-  writeFileSync(input, recording.replaceAll('"subagent_type":"general-purpose"', command));
+  const typed = recording.replaceAll('"subagent_type":"general-purpose"', `"subagent_type":"${type}"`);
+  writeFileSync(input, typed);
   const out = join(tmpDir(), 'out');
   const run = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', input], {
     encoding: 'utf8',
   });
   assert.equal(run.status, 0, run.stderr);
+  return out;
+}
+
+test('an agent type that is a workflow command is escaped in the first column of stats, which starts ' +
+  'its line, and shown as is where a cell comes before it', () => {
+  const out = runWithAgentType('::add-mask::x');
   const r = stats([out, '--by', 'agent']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /\n\\x3a:add-mask::x +\d/);
@@ -543,15 +549,7 @@ test('an agent type that is a workflow command is escaped in the first column of
 
 test('an agent type holding a `##[` workflow command is escaped in every cell of stats, as text, CSV ' +
   'and JSON, which a job log would run anywhere in a line', () => {
-  const input = join(tmpDir(), 'in.jsonl');
-  const recording = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8');
-  const command = '"subagent_type":"a ##[add-mask]x"';
-  writeFileSync(input, recording.replaceAll('"subagent_type":"general-purpose"', command));
-  const out = join(tmpDir(), 'out');
-  const run = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', input], {
-    encoding: 'utf8',
-  });
-  assert.equal(run.status, 0, run.stderr);
+  const out = runWithAgentType('a ##[add-mask]x');
   const text = stats([out, '--by', 'agent']);
   assert.equal(text.code, 0, text.stderr);
   // The first column, and the fourth cell of the lists of subagents.
@@ -568,15 +566,7 @@ test('an agent type holding a `##[` workflow command is escaped in every cell of
 });
 
 test('a CSV field of several lines starts no line with a workflow command', () => {
-  const input = join(tmpDir(), 'in.jsonl');
-  const recording = readFileSync(join(FIXTURES, 'nested-depth-3.jsonl'), 'utf8');
-  const command = '"subagent_type":"a\\n::add-mask::x"';
-  writeFileSync(input, recording.replaceAll('"subagent_type":"general-purpose"', command));
-  const out = join(tmpDir(), 'out');
-  const run = spawnSync(process.execPath, [BIN, '--out', out, '--stdout', 'none', '-q', input], {
-    encoding: 'utf8',
-  });
-  assert.equal(run.status, 0, run.stderr);
+  const out = runWithAgentType('a\\n::add-mask::x');
   const csv = stats([out, '--csv', '--by', 'agent']);
   assert.equal(csv.code, 0, csv.stderr);
   assert.match(csv.stdout, /\nagent,"a\n\\x3a:add-mask::x",/);
