@@ -9,8 +9,8 @@ import { checkOutput, linesOf, tmpDir, BIN } from './helpers/helpers.js';
  * The idle watchdog on live runs of the real Claude Code CLI: silences that the agent's own
  * tools and model allow ride through, real hangs are still stopped. The idle timeout is
  * short against each silence but long enough for the CLI's own start on a loaded machine
- * (about 6 s before its first line), when nothing is in flight yet; the runs go one at a
- * time so that they do not slow each other's start.
+ * (about 6 s before its first line), when nothing is in flight yet. The runs spend most of
+ * their time waiting out those silences, so three go at once.
  */
 const IDLE_MS = 10_000;
 const SILENT_MS = 22_000;
@@ -107,4 +107,4 @@ describeWithClaude('the idle watchdog on live runs', (apiUrl) => {
     assert.equal(r.index.stall.allowedMs, IDLE_MS);
     assert.ok(r.ms < 60_000, `stopped in ${r.ms} ms, long before the model allowance`);
   });
-});
+}, { concurrency: 3 });

@@ -89,12 +89,18 @@ export async function runClaude(
 
 /**
  * A suite against the real CLI and one scripted Messages API shared by its tests (skipped,
- * saying why, when the CLI is not installed). `apiUrl()` is the API's address once it is up.
+ * saying why, when the CLI is not installed). `apiUrl()` is the API's address once it is up;
+ * `concurrency` tests of the suite run at once (the API answers each conversation by its own
+ * messages).
  */
-export function describeWithClaude(title: string, body: (apiUrl: () => string) => void): void {
+export function describeWithClaude(
+  title: string,
+  body: (apiUrl: () => string) => void,
+  { concurrency = 1 }: { concurrency?: number } = {},
+): void {
   describe(
     title,
-    { skip: !claudeAvailable() && 'the Claude Code CLI is not installed (`npm test` installs it)' },
+    { concurrency, skip: !claudeAvailable() && 'the Claude Code CLI is not installed (`npm test` installs it)' },
     () => {
       let api: FakeApi | undefined;
       before(async () => {
