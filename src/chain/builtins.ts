@@ -16,7 +16,14 @@ import { reportSinkDefinition } from './sinks/report-options.js';
 // The sinks most runs do not use: their definitions are here at once, their code (and the
 // pages, the SDK, the client they load) is imported only by a chain that names them.
 export const pinoSinkPlugin = defineLoadedBuiltin(
-  pinoSinkDefinition,
+  {
+    ...pinoSinkDefinition,
+    // Its own stream to stdout: a reader that stopped reading would hold index.json back.
+    indexRole: (o) =>
+      o.transport === undefined && (o.destination ?? PINO_SINK_DEFAULTS.destination) === '-'
+        ? 'unwaited'
+        : 'warns',
+  },
   { code: () => import('./sinks/pino.js') },
   (m, o, ctx) =>
     m.createPreparedPinoSink(
@@ -45,8 +52,9 @@ const clickhouseSinkPlugin = defineLoadedBuiltin(
       signal: ctx.signal,
     }),
 );
-export const reportSinkPlugin = defineLoadedBuiltin(
-  reportSinkDefinition,
+const reportSinkPlugin = defineLoadedBuiltin(
+  // With `html`, it builds its page from the folder once index.json is written.
+  { ...reportSinkDefinition, indexRole: (o) => (o.html === true ? 'reads' : 'warns') },
   { code: () => import('./sinks/report.js') },
   (m, o, ctx) =>
     m.createReportSink({ ...o, session: ctx.session, stderr: ctx.stderr, indexWritten: ctx.indexWritten }),

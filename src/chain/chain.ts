@@ -1,6 +1,6 @@
 import { Writable, type Duplex, type Readable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
-import { builtinRegistry, chainRegistry, pinoSinkPlugin, reportSinkPlugin } from './builtins.js';
+import { builtinRegistry, chainRegistry } from './builtins.js';
 import { BATCH_HIGH_WATER_MARK, type RecordBatch, type SubteeRecord } from '../model/record.js';
 import { CutShortError } from '../decompress.js';
 import { EXIT, SubteeError, UsageError } from '../errors.js';
@@ -8,6 +8,7 @@ import {
   isBuiltin,
   checkPluginEnvironment,
   codeCheckOf,
+  indexRoleOf,
   optionProblem,
   packagesOf,
   type PluginContext,
@@ -30,8 +31,6 @@ import type { HeldRecords } from '../model/in-flight.js';
 import { displayPolicy, type DisplayPolicy } from '../model/display.js';
 import { THINKING_TRUNCATOR_DEFAULTS } from './stages/thinking-truncator.js';
 import { filesSinkPlugin } from './sinks/files.js';
-import { PINO_SINK_DEFAULTS } from './sinks/pino-options.js';
-import { stdoutSinkPlugin } from './sinks/stdout.js';
 import { FileChannelStore, type OpenChannelFile } from './sinks/channel-store.js';
 import type { PreparedRun, PreparedWrites } from './sinks/prepared.js';
 
@@ -307,14 +306,10 @@ function assembleChain(
     );
   }
   const ordered = [...byteTaps, ...rest];
-  // The files sink writes index.json once the sinks after it have ended, and a report that
-  // builds its page from the folder waits for that instead: each stream's end, once all are made.
-  // Not for a sink writing to stdout, which warns nothing as it ends and whose reader may stop
-  // taking output (a pager left open): index.json would wait on it for as long.
-  const readsIndex = ordered.map((p) => p.def === reportSinkPlugin && p.opts.html === true);
-  const toStdout = ordered.map((p) => p.def === stdoutSinkPlugin || (p.def === pinoSinkPlugin &&
-    p.opts.transport === undefined && (p.opts.destination ?? PINO_SINK_DEFAULTS.destination) === '-'));
-  const isFiles = ordered.map((p) => p.def === filesSinkPlugin);
+  // The files sink writes index.json once the sinks after it whose end may warn have ended, and
+  // a sink reading index.json waits for that instead (each definition's IndexRole): each
+  // stream's end, once all are made.
+  const roles = ordered.map((p) => indexRoleOf(p.def, p.opts));
   let madeAll = (_ends: Promise<void>[]) => {};
   const ends = new Promise<Promise<void>[]>((resolve) => (madeAll = resolve));
   const endsOf = (which: (at: number) => boolean) =>
@@ -329,8 +324,8 @@ function assembleChain(
         const own: BuiltinContext = {
           ...ctx,
           pluginCallsAbove: () => callsAbove(calls, place),
-          sinksAfterEnded: endsOf((at) => at > place && !readsIndex[at] && !toStdout[at]),
-          indexWritten: endsOf((at) => at < place && isFiles[at]),
+          sinksAfterEnded: endsOf((at) => at > place && roles[at] === 'warns'),
+          indexWritten: endsOf((at) => at < place && roles[at] === 'writes'),
         };
         made = p.def.create(p.opts, builtin ? own : pluginContext(pluginCtx, p.def.name));
       } catch (err) {

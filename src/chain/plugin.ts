@@ -236,6 +236,30 @@ export interface PluginDefinition<O = any> {
 /** The definitions of subtee's own stages and sinks: theirs alone may return a stream. */
 const builtin = new WeakSet<object>();
 
+/**
+ * How a sink's end stands to the output folder's index.json, which the files sink writes once
+ * the sinks after it have ended, so that it holds what they warned as they ended:
+ * - `writes`: it writes index.json (the files sink);
+ * - `reads`: it reads index.json once written, so index.json cannot wait for it (a report
+ *   that builds its page from the folder);
+ * - `unwaited`: its end warns nothing and may never come (a reader of stdout that stopped
+ *   taking output, a pager left open): index.json does not wait for it;
+ * - `warns`: any other sink, a plugin's too: index.json waits for its end.
+ */
+export type IndexRole = 'writes' | 'reads' | 'unwaited' | 'warns';
+
+/** What a built-in declares beside its definition. */
+export interface BuiltinTraits<O> {
+  /** Its role at index.json's writing, by its options (absent: `warns`). */
+  indexRole?: (options: O) => IndexRole;
+}
+
+const indexRoles = new WeakMap<object, (options: any) => IndexRole>();
+
+/** A component's role at index.json's writing (see IndexRole): a plugin's is always `warns`. */
+export const indexRoleOf = (def: PluginDefinition, options: unknown): IndexRole =>
+  indexRoles.get(def)?.(options) ?? 'warns';
+
 /** What a built-in needs imported before it is made (its optional peer dependencies). */
 const packageLoaders = new WeakMap<object, () => Promise<unknown>>();
 
@@ -244,14 +268,17 @@ const packageLoaders = new WeakMap<object, () => Promise<unknown>>();
  * the optional packages it needs; its stream waits for them too, when made without it.
  */
 export function defineBuiltin<O>(
-  def: Omit<PluginDefinition<O>, 'create'> & {
-    create(options: O, ctx: BuiltinContext): RecordPlugin | Duplex;
-  },
+  def: Omit<PluginDefinition<O>, 'create'> &
+    BuiltinTraits<O> & {
+      create(options: O, ctx: BuiltinContext): RecordPlugin | Duplex;
+    },
   loadPackages?: () => Promise<unknown>,
 ): Readonly<PluginDefinition<O>> {
-  const checked = definePlugin(def);
+  const { indexRole, ...definition } = def;
+  const checked = definePlugin(definition as PluginDefinition<O>);
   builtin.add(checked);
   if (loadPackages) packageLoaders.set(checked, loadPackages);
+  if (indexRole) indexRoles.set(checked, indexRole);
   return checked;
 }
 
@@ -283,7 +310,7 @@ export type PluginManifest<O = any> = Omit<PluginDefinition<O>, 'create'>;
  * reads it); checkChainBeforeStart calls it before anything is made or started.
  */
 export function defineLoadedBuiltin<O, M>(
-  manifest: PluginManifest<O>,
+  manifest: PluginManifest<O> & BuiltinTraits<O>,
   load: {
     code: () => Promise<M>;
     packages?: (module: M) => Promise<unknown>;

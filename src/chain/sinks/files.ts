@@ -697,6 +697,7 @@ export const filesSinkPlugin = defineBuiltin<FilesSinkConfig>({
   name: 'files',
   kind: 'sink',
   kit: BUILTIN_KIT,
+  indexRole: () => 'writes',
   options: {
     out: {
       type: 'string',

@@ -207,6 +207,8 @@ export const stdoutSinkPlugin = defineBuiltin<Omit<StdoutSinkOptions, 'session' 
   name: 'stdout',
   kind: 'sink',
   kit: BUILTIN_KIT,
+  // Its end warns nothing, and a reader that stopped reading would hold index.json back.
+  indexRole: () => 'unwaited',
   options: {
     mode: {
       type: 'string',
