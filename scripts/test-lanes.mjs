@@ -1,7 +1,7 @@
 // The test lanes: `npm test` runs every built test file; `npm run test:unit` leaves out those
 // that run an outside program (the agent CLIs, Chromium, ClickHouse, npm) or take minutes by
 // design (lines of gigabytes, tens of millions of lines, the benchmarks, fuzzing).
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const OUTSIDE = new Set([
@@ -109,3 +109,22 @@ function sourcesUnder(root, dir) {
 
 /** Whether a `test:fail` event fails the lane: a failing `todo` test does not, as with `node --test`. */
 export const failsTheLane = (event) => !event.todo;
+
+/**
+ * The tests' folders (TMPDIR, for the test files this process starts) go under a folder of
+ * their own in memory (/dev/shm) when the machine has one and TMPDIR is not set, removed at
+ * exit: on a virtual machine's disk each file created costs about a millisecond, and a test
+ * of 12,000 subagents creates 24,000 (that test ran in 31 s on disk, 18 s in memory).
+ */
+export function testFoldersInMemory(memory = '/dev/shm') {
+  if (process.env.TMPDIR !== undefined || !statSync(memory, { throwIfNoEntry: false })?.isDirectory()) return;
+  const folder = mkdtempSync(join(memory, 'subtee-tests-'));
+  process.env.TMPDIR = folder;
+  process.on('exit', () => {
+    try {
+      rmSync(folder, { recursive: true, force: true });
+    } catch (err) {
+      process.stderr.write(`could not remove the tests' folder ${folder}: ${err.message}\n`);
+    }
+  });
+}

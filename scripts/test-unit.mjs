@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { run } from 'node:test';
 import { spec, tap } from 'node:test/reporters';
-import { failsTheLane, missingOutputs, unitFiles } from './test-lanes.mjs';
+import { failsTheLane, missingOutputs, testFoldersInMemory, unitFiles } from './test-lanes.mjs';
 
 // Every build keeps dist/.tsbuildinfo current (tsconfig.json), and `npm run build` removes it
 // with dist/; an output gone since the last build makes this build a full one.
@@ -17,6 +17,7 @@ const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 const build = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.json'], { stdio: 'inherit' });
 if (build.status !== 0) process.exit(build.status ?? 1);
 
+testFoldersInMemory();
 const files = unitFiles('test', join('dist', 'test'));
 // Two files more than cores: a file waiting on a child process, a server or a timer leaves
 // its core to another (on 2 cores, with the longest files first, 4 at once took about 3 s

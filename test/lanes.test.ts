@@ -113,3 +113,28 @@ test('a failing todo test does not fail the unit lane; any other failing test do
   assert.equal(r.status, 0, r.stderr);
   assert.deepEqual(JSON.parse(r.stdout), { later: false, broken: true });
 });
+
+test("the tests' folders go in a folder of their own under the memory folder when TMPDIR is " +
+  'unset, removed at exit; a TMPDIR set is kept', () => {
+  const memory = tmpDir();
+  const lanes = pathToFileURL(join(ROOT, 'scripts', 'test-lanes.mjs')).href;
+  const script =
+    `const { testFoldersInMemory } = await import(${JSON.stringify(lanes)});` +
+    `testFoldersInMemory(${JSON.stringify(memory)});` +
+    `const { existsSync } = await import('node:fs');` +
+    'console.log(JSON.stringify([process.env.TMPDIR, existsSync(process.env.TMPDIR)]));';
+  const runWith = (tmp: string | undefined) => {
+    const env = { ...process.env };
+    delete env.TMPDIR;
+    if (tmp !== undefined) env.TMPDIR = tmp;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { env, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout) as [string, boolean];
+  };
+  const [folder, existed] = runWith(undefined);
+  assert.equal(join(folder, '..'), memory, 'under the memory folder');
+  assert.ok(existed, 'made before the tests start');
+  assert.deepEqual(readdirSync(memory), [], 'removed at exit');
+  const own = tmpDir();
+  assert.deepEqual(runWith(own), [own, true], 'a TMPDIR set is used as it is');
+});
