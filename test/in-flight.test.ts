@@ -856,6 +856,38 @@ test('a background_tasks_changed that still lists a task already notified does n
   assert.deepEqual(step(14, listed('k4', later[0])), [task('k4', 14)]);
 });
 
+test('a task_notification naming only its spawn ends the background task started on that spawn', () => {
+  const agent = { task_type: 'local_agent' };
+  const started = (taskId: string, spawnId: string) =>
+    system('task_started', { task_id: taskId, tool_use_id: spawnId, ...agent, is_backgrounded: true });
+  const notified = (spawnId: string) =>
+    system('task_notification', { tool_use_id: spawnId, status: 'completed' });
+  const listed = (...ids: string[]) =>
+    system('background_tasks_changed', { tasks: ids.map((id) => ({ task_id: id, ...agent })) });
+  const task = (taskId: string, since: number, spawnId: string | null) =>
+    ['background', spawnId, `background local_agent (${taskId})`, since, LIMITS.bgWaitCeilingMs, false, true];
+  const flight = new InFlight(LIMITS);
+  const step = (now: number, value: Line) => (flight.observe(value, now), rows(flight));
+  step(1, started('k1', 'toolu_01a'));
+  step(2, started('k2', 'toolu_01b'));
+  assert.deepEqual(step(3, notified('toolu_01a')), [task('k2', 2, 'toolu_01b')]);
+  // A list taken before the notification was processed does not bring the task back.
+  assert.deepEqual(step(4, listed('k1', 'k2')), [task('k2', 2, 'toolu_01b')]);
+  // A spawn no task was started on: nothing ends.
+  assert.deepEqual(step(5, notified('toolu_01z')), [task('k2', 2, 'toolu_01b')]);
+  // A task listed before its task_started names the spawn ends by that spawn too.
+  assert.deepEqual(step(6, listed('k2', 'k3')), [task('k2', 2, 'toolu_01b'), task('k3', 6, null)]);
+  step(7, started('k3', 'toolu_01c'));
+  assert.deepEqual(step(8, notified('toolu_01c')), [task('k2', 2, 'toolu_01b')]);
+  // Resumed by a new spawn, a task is ended by that spawn's notification, not by its first spawn's.
+  step(9, started('k1', 'toolu_01d'));
+  assert.deepEqual(step(10, notified('toolu_01a')), [
+    task('k2', 2, 'toolu_01b'),
+    task('k1', 9, 'toolu_01d'),
+  ]);
+  assert.deepEqual(step(11, notified('toolu_01d')), [task('k2', 2, 'toolu_01b')]);
+});
+
 // ---- bounded state: MAX_TRACKED_WAITS channels, calls and tasks are tracked one by one ----
 
 const read = (id: string, channel: Channel = null) =>
@@ -992,6 +1024,14 @@ test("what ends frees its place: results, ended subagents, ended tasks, and the 
       flight.observe(system('background_tasks_changed', { tasks: [{ task_id: 'k3' }] }), 1);
     },
     2,
+  );
+  // A background task ended by a notification naming only its spawn.
+  const spawned = { task_id: 'k1', tool_use_id: 'toolu_01k', is_backgrounded: true };
+  freedBy(
+    1 + 1,
+    (flight) => flight.observe(system('task_started', spawned), 0),
+    (flight) => flight.observe(system('task_notification', { tool_use_id: 'toolu_01k' }), 1),
+    1,
   );
   // The run's result: every place but the background tasks' (and then a new turn's main channel).
   freedBy(

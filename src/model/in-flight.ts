@@ -210,9 +210,9 @@ const TASK_ENDED = 4;
  */
 const TASK_ID_ENDED = 8;
 /**
- * A `task_notification` named this task id: a `background_tasks_changed` that still lists the
- * task was taken before the notification was processed, and does not bring it back (a new
- * start of the task, resumed by a new spawn, does).
+ * A `task_notification` named this task id, or the spawn it was started on: a
+ * `background_tasks_changed` that still lists the task was taken before the notification was
+ * processed, and does not bring it back (a new start of the task, resumed by a new spawn, does).
  */
 const TASK_NOTIFIED = 16;
 /**
@@ -265,6 +265,11 @@ class EndsBeforeStart {
 export class InFlight {
   private readonly channels = new Map<string | null, ChannelState>();
   private readonly background = new Map<string, Wait>();
+  /**
+   * The background task awaited on each spawn id its wait carries (the latest, should two name
+   * one spawn): a task_notification naming the spawn alone ends it. Only tasks in `background`.
+   */
+  private readonly taskBySpawn = new Map<string, string>();
   private tracked = 0;
   /** Ends seen before what they end: calls answered, channels and tasks ended (see EndsBeforeStart). */
   private readonly endsBeforeStart = new EndsBeforeStart();
@@ -343,18 +348,15 @@ export class InFlight {
       case 'task_started':
         if (taskId && line.is_backgrounded === true) this.startBackground(taskId, line, now);
         return;
-      case 'task_notification':
-        if (taskId) {
-          this.deleteBackground(taskId);
-          // Naming no spawn, only the task id can tell its task_started, should it come later,
-          // it is over: unless that start came already.
-          const started = this.endsBeforeStart.take(taskId, TASK_STARTED);
-          const startKnown = started || typeof line.tool_use_id === 'string';
-          this.endsBeforeStart.keep(taskId, startKnown ? TASK_NOTIFIED : TASK_NOTIFIED | TASK_ID_ENDED);
-        }
+      case 'task_notification': {
+        const spawnId = typeof line.tool_use_id === 'string' ? line.tool_use_id : null;
+        // Naming its spawn alone, it ends the task started on that spawn, if one is awaited.
+        const ended = taskId ?? (spawnId === null ? undefined : this.taskBySpawn.get(spawnId));
+        if (ended !== undefined) this.endTask(ended, spawnId !== null);
         // Its spawn's task is over too, should its task_started come later.
-        if (typeof line.tool_use_id === 'string') this.endChannel(line.tool_use_id, TASK_ENDED);
+        if (spawnId !== null) this.endChannel(spawnId, TASK_ENDED);
         return;
+      }
       case 'background_tasks_changed': {
         if (!Array.isArray(line.tasks)) return;
         // The list replaces what was known: it names every background task still alive.
@@ -546,6 +548,17 @@ export class InFlight {
     return { allowedMs: limits.toolTimeoutMs, declared: false };
   }
 
+  /**
+   * A task's task_notification: it is awaited no more, and a list taken before it does not bring
+   * it back. Naming no spawn, only the task id can tell its task_started, should it come later,
+   * that it is over: unless that start came already.
+   */
+  private endTask(taskId: string, spawnNamed: boolean): void {
+    this.deleteBackground(taskId);
+    const started = this.endsBeforeStart.take(taskId, TASK_STARTED);
+    this.endsBeforeStart.keep(taskId, started || spawnNamed ? TASK_NOTIFIED : TASK_NOTIFIED | TASK_ID_ENDED);
+  }
+
   private startBackground(taskId: string, line: JsonObject, now: number): void {
     // Its notification came first, naming the task alone: this is the start it ended.
     if (this.endsBeforeStart.take(taskId, TASK_ID_ENDED)) return this.deleteBackground(taskId);
@@ -571,12 +584,15 @@ export class InFlight {
     const known = this.background.get(taskId);
     if (known) {
       // Claude Code lists a task (background_tasks_changed) before task_started names its spawn.
-      if (known.channelId === null && channelId !== null)
+      if (known.channelId === null && channelId !== null) {
         this.background.set(taskId, { ...known, channelId });
+        this.taskBySpawn.set(channelId, taskId);
+      }
       return;
     }
     const allowedMs = this.limits.bgWaitCeilingMs === 0 ? null : this.limits.bgWaitCeilingMs;
     if (!this.track()) return this.fold(allowedMs, since);
+    if (channelId !== null) this.taskBySpawn.set(channelId, taskId);
     this.background.set(taskId, {
       kind: 'background',
       channelId,
@@ -589,7 +605,12 @@ export class InFlight {
   }
 
   private deleteBackground(taskId: string): void {
-    if (this.background.delete(taskId)) this.tracked--;
+    const wait = this.background.get(taskId);
+    if (wait === undefined) return;
+    this.background.delete(taskId);
+    this.tracked--;
+    if (wait.channelId !== null && this.taskBySpawn.get(wait.channelId) === taskId)
+      this.taskBySpawn.delete(wait.channelId);
   }
 
   /**
