@@ -136,6 +136,7 @@ test('a recorded run with a quiet background worker: what is awaited after each 
   const taskName = `background general-purpose "slow worker" (${taskId})`;
   const listed = ['background', null, taskName, 4, LIMITS.bgWaitCeilingMs, false, true];
   const task = ['background', spawnId, taskName, 4, LIMITS.bgWaitCeilingMs, false, true];
+  // task_updated with an end status (line 14) ends the task; the notification after it, the channel.
   const expected: unknown[][][] = [
     /* 1 init */ [main('model request', 1)],
     /* 2 text */ [main('model response', 2)],
@@ -150,7 +151,7 @@ test('a recorded run with a quiet background worker: what is awaited after each 
     /* 11 task_progress */ [task, main('model response', 7), echo],
     /* 12 Bash result */ [task, main('model response', 7), worker('model request', 12)],
     /* 13 worker text */ [task, main('model response', 7), worker('model response', 13)],
-    /* 14 task_updated */ [task, main('model response', 7), worker('model response', 13)],
+    /* 14 task_updated, completed */ [main('model response', 7), worker('model response', 13)],
     /* 15 task_notification */ [main('model response', 7)],
     /* 16 background_tasks_changed [] */ [main('model response', 7)],
     /* 17 init: a new turn */ [main('model request', 17)],
@@ -888,6 +889,89 @@ test('a task_notification naming only its spawn ends the background task started
   assert.deepEqual(step(11, notified('toolu_01d')), [task('k2', 2, 'toolu_01b')]);
 });
 
+test('a task_updated whose patch.status is completed, failed or killed ends its task; running, pending or ' +
+  'any other patch changes nothing', () => {
+  const started = system('task_started', { task_id: 'k1', tool_use_id: 'toolu_01a', is_backgrounded: true });
+  const task = ['background', 'toolu_01a', 'background task (k1)', 1, LIMITS.bgWaitCeilingMs, false, true];
+  const updated = (patch: unknown) => system('task_updated', { task_id: 'k1', patch });
+  const after = (update: Line) =>
+    rows(
+      feed([
+        [1, started],
+        [2, update],
+        // A list taken before the update was processed.
+        [3, system('background_tasks_changed', { tasks: [{ task_id: 'k1' }] })],
+      ]),
+    );
+  for (const status of ['completed', 'failed', 'killed'])
+    assert.deepEqual(after(updated({ status, end_time: 1796039368000 })), [], status);
+  const notEnds: unknown[] = [
+    { status: 'running' },
+    { status: 'pending' },
+    { status: 'stopped' },
+    { status: 'Completed' },
+    { description: 'completed' },
+    {},
+    'completed',
+    null,
+  ];
+  for (const patch of notEnds) assert.deepEqual(after(updated(patch)), [task], JSON.stringify(patch));
+  // The status outside the patch, or a task_updated naming no task, ends nothing either.
+  assert.deepEqual(after(system('task_updated', { task_id: 'k1', status: 'completed' })), [task]);
+  assert.deepEqual(after(system('task_updated', { patch: { status: 'completed' } })), [task]);
+});
+
+/** Lines of one background task's life, as Claude Code writes them, and its row while awaited. */
+const taskLines = {
+  started: (taskId: string, fields: Line = {}) =>
+    system('task_started', { task_id: taskId, is_backgrounded: true, ...fields }),
+  updated: (taskId: string) =>
+    system('task_updated', { task_id: taskId, patch: { status: 'completed', end_time: 1796039368000 } }),
+  notified: (fields: Line) => system('task_notification', { ...fields, status: 'completed' }),
+  row: (taskId: string, since: number, spawnId: string | null, kind = 'task') =>
+    ['background', spawnId, `background ${kind} (${taskId})`, since, LIMITS.bgWaitCeilingMs, false, true],
+};
+
+test('a task_updated end before its task_started ends that start only: the task resumed by a new spawn ' +
+  'is awaited', () => {
+  const { started, updated, row } = taskLines;
+  const flight = new InFlight(LIMITS);
+  const step = (now: number, value: Line) => (flight.observe(value, now), rows(flight));
+  assert.deepEqual(step(1, updated('k1')), []);
+  assert.deepEqual(step(2, started('k1', { tool_use_id: 'toolu_01a' })), []);
+  assert.deepEqual(step(3, started('k1', { tool_use_id: 'toolu_01b' })), [row('k1', 3, 'toolu_01b')]);
+});
+
+test('a task ended by its task_updated, then by its task_notification, is awaited again when resumed', () => {
+  const { started, updated, notified, row } = taskLines;
+  const flight = new InFlight(LIMITS);
+  const step = (now: number, value: Line) => (flight.observe(value, now), rows(flight));
+  // An agent's: the notification names the task and its spawn.
+  step(1, started('k1', { tool_use_id: 'toolu_01a' }));
+  assert.deepEqual(step(2, updated('k1')), []);
+  assert.deepEqual(step(3, notified({ task_id: 'k1', tool_use_id: 'toolu_01a' })), []);
+  assert.deepEqual(step(4, started('k1', { tool_use_id: 'toolu_01b' })), [row('k1', 4, 'toolu_01b')]);
+  // A notification naming the task alone, after the task_updated, ends the same start.
+  const command = { task_type: 'local_bash' };
+  step(5, started('k2', command));
+  step(6, updated('k2'));
+  assert.deepEqual(step(7, notified({ task_id: 'k2' })), [row('k1', 4, 'toolu_01b')]);
+  assert.deepEqual(step(8, started('k2', command)), [
+    row('k1', 4, 'toolu_01b'),
+    row('k2', 8, null, 'local_bash'),
+  ]);
+});
+
+test('a foreground task ended by its task_updated is awaited when resumed in the background', () => {
+  const { started, updated, row } = taskLines;
+  const flight = new InFlight(LIMITS);
+  const step = (now: number, value: Line) => (flight.observe(value, now), rows(flight));
+  // Awaited through its spawn's channel, not as a task.
+  assert.deepEqual(step(1, started('k1', { tool_use_id: 'toolu_01a', is_backgrounded: false })), []);
+  assert.deepEqual(step(2, updated('k1')), []);
+  assert.deepEqual(step(3, started('k1', { tool_use_id: 'toolu_01b' })), [row('k1', 3, 'toolu_01b')]);
+});
+
 // ---- bounded state: MAX_TRACKED_WAITS channels, calls and tasks are tracked one by one ----
 
 const read = (id: string, channel: Channel = null) =>
@@ -1031,6 +1115,13 @@ test("what ends frees its place: results, ended subagents, ended tasks, and the 
     1 + 1,
     (flight) => flight.observe(system('task_started', spawned), 0),
     (flight) => flight.observe(system('task_notification', { tool_use_id: 'toolu_01k' }), 1),
+    1,
+  );
+  // A background task ended by its task_updated.
+  freedBy(
+    1 + 1,
+    (flight) => flight.observe(bg('k1'), 0),
+    (flight) => flight.observe(system('task_updated', { task_id: 'k1', patch: { status: 'killed' } }), 1),
     1,
   );
   // The run's result: every place but the background tasks' (and then a new turn's main channel).

@@ -204,22 +204,29 @@ const CHANNEL_ENDED = 2;
 /** A `task_notification` named it: a background task started on it is over already. */
 const TASK_ENDED = 4;
 /**
- * A `task_notification` named this task id and no spawn: the task's `task_started`, should it
- * come later, is over already (a notification naming the spawn says so by TASK_ENDED on its id,
- * so that a new spawn resuming the task is awaited).
+ * An end named this task id and no spawn (a `task_notification`, or a `task_updated` with an end
+ * status): the task's `task_started`, should it come later, is over already (a notification
+ * naming the spawn says so by TASK_ENDED on its id, so that a new spawn resuming the task is
+ * awaited).
  */
 const TASK_ID_ENDED = 8;
 /**
- * A `task_notification` named this task id, or the spawn it was started on: a
- * `background_tasks_changed` that still lists the task was taken before the notification was
- * processed, and does not bring it back (a new start of the task, resumed by a new spawn, does).
+ * An end of this task id came (a `task_notification` naming it or its spawn, a `task_updated`
+ * with an end status): a `background_tasks_changed` that still lists the task was taken before
+ * the end was processed, and does not bring it back (a new start of the task, resumed by a new
+ * spawn, does).
  */
 const TASK_NOTIFIED = 16;
 /**
- * A `task_started` started this task id: a notification naming the task alone ends that start,
- * and leaves no TASK_ID_ENDED for a later one (the task resumed by a new spawn).
+ * A `task_started` started this task id (in the background or not): an end naming the task
+ * alone ends that start, and leaves no TASK_ID_ENDED for a later one (the task resumed by a new
+ * spawn).
  */
 const TASK_STARTED = 32;
+
+/** The `patch.status` of a `task_updated` that ends its task. */
+const TASK_END_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'killed']);
+const isTaskEnd = (status: unknown) => typeof status === 'string' && TASK_END_STATUSES.has(status);
 
 /**
  * Ends by id, kept for what has not started yet or may still show a line. Lines of different
@@ -346,7 +353,13 @@ export class InFlight {
         if (line.status === 'requesting') this.requestModel(channelId, now);
         return;
       case 'task_started':
-        if (taskId && line.is_backgrounded === true) this.startBackground(taskId, line, now);
+        if (taskId === null) return;
+        if (line.is_backgrounded === true) this.startBackground(taskId, line, now);
+        else this.startForeground(taskId);
+        return;
+      case 'task_updated':
+        // Claude Code states a task's end here first (`patch.status`), then in its task_notification.
+        if (taskId && isObject(line.patch) && isTaskEnd(line.patch.status)) this.endTask(taskId, false, true);
         return;
       case 'task_notification': {
         const spawnId = typeof line.tool_use_id === 'string' ? line.tool_use_id : null;
@@ -549,14 +562,27 @@ export class InFlight {
   }
 
   /**
-   * A task's task_notification: it is awaited no more, and a list taken before it does not bring
-   * it back. Naming no spawn, only the task id can tell its task_started, should it come later,
-   * that it is over: unless that start came already.
+   * A task ended (`task_notification`, or `task_updated` with an end status): it is awaited no
+   * more, and a list taken before this end does not bring it back. Naming no spawn, only the task
+   * id can tell its task_started, should it come later, that it is over: unless that start came
+   * already. `startStays`: the end is stated again later (a task_updated's, by its
+   * task_notification), so the start it ended stays known for that statement to end it.
    */
-  private endTask(taskId: string, spawnNamed: boolean): void {
+  private endTask(taskId: string, spawnNamed: boolean, startStays = false): void {
     this.deleteBackground(taskId);
-    const started = this.endsBeforeStart.take(taskId, TASK_STARTED);
+    const started = startStays
+      ? this.endsBeforeStart.has(taskId, TASK_STARTED)
+      : this.endsBeforeStart.take(taskId, TASK_STARTED);
     this.endsBeforeStart.keep(taskId, started || spawnNamed ? TASK_NOTIFIED : TASK_NOTIFIED | TASK_ID_ENDED);
+  }
+
+  /**
+   * A foreground task is awaited through its spawn's call and channel, not as a task; its start
+   * is kept all the same, so that its end by the task id alone (its task_updated) ends this start
+   * and not a later one (the task resumed in the background).
+   */
+  private startForeground(taskId: string): void {
+    if (!this.endsBeforeStart.take(taskId, TASK_ID_ENDED)) this.endsBeforeStart.keep(taskId, TASK_STARTED);
   }
 
   private startBackground(taskId: string, line: JsonObject, now: number): void {
