@@ -364,6 +364,33 @@ test('plugins: contract checked, loading errors name the plugin and keep the cau
   assert.equal((await loadPlugin('subtee-plugin-upper', dir)).name, 'upper');
 });
 
+test("definePlugin hands back a frozen copy and leaves the caller's definition, its reads and " +
+  'options as they were: not frozen, and what is done to them after reaches nothing the kit reads', () => {
+  class Counter {
+    name = 'counter';
+    kind = 'stage' as const;
+    kit = '^0.1.0';
+    reads = ['assistant'];
+    options = { times: { type: 'integer' as const, default: 1 } };
+    create() {
+      return () => null;
+    }
+  }
+  const given = new Counter();
+  const defined = definePlugin(given);
+  assert.notEqual(defined, given);
+  assert.deepEqual([given, given.reads, given.options].map(Object.isFrozen), [false, false, false]);
+  assert.deepEqual([defined, defined.reads, defined.options].map(Object.isFrozen), [true, true, true]);
+  assert.equal(defined.create, Counter.prototype.create, "the prototype's create is kept");
+  given.reads.push('user');
+  given.name = 'renamed';
+  (given.options as Record<string, unknown>).extra = { type: 'string' };
+  assert.deepEqual(
+    [defined.name, defined.reads, Object.keys(defined.options)],
+    ['counter', ['assistant'], ['times']],
+  );
+});
+
 test('built-in stages register through the same contract as plugins', () => {
   const r = builtinRegistry();
   for (const n of r.names()) {

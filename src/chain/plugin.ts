@@ -359,8 +359,20 @@ export const isBuiltin = (def: PluginDefinition): boolean => builtin.has(def);
 
 const NAME = /^[a-z0-9][a-z0-9._-]*$/;
 
+/**
+ * The definition checked, as a frozen copy: the object passed stays the caller's, as it was (its
+ * `reads` and `options` too). The copy keeps its prototype and every own property as it stands
+ * (a getter stays a getter); its `reads` and `options` are frozen copies, so what was checked is
+ * what the kit reads, whatever is done to the object passed after.
+ */
 export function definePlugin<O>(def: PluginDefinition<O>): Readonly<PluginDefinition<O>> {
-  return Object.freeze(checkDefinition(def, def?.name ?? '(unnamed)'));
+  const checked = checkDefinition(def, def?.name ?? '(unnamed)');
+  const own = Object.getOwnPropertyDescriptors(checked);
+  const { options, reads } = own;
+  if (options && 'value' in options)
+    own.options = { ...options, value: Object.freeze({ ...options.value }) as OptionSpecs<O> };
+  if (reads && Array.isArray(reads.value)) own.reads = { ...reads, value: Object.freeze([...reads.value]) };
+  return Object.freeze(Object.create(Object.getPrototypeOf(checked), own) as PluginDefinition<O>);
 }
 
 function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDefinition<O> {
