@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { definePlugin, KIT_VERSION, open, type OpenInput, type OpenOptions } from '../src/index.js';
+import {
+  definePlugin,
+  KIT_VERSION,
+  open,
+  type OpenInput,
+  type OpenOptions,
+  type PluginDefinition,
+} from '../src/index.js';
 import { builtinRegistry, DEFAULT_STAGES, Registry } from '../src/entry/chain.js';
 import { chunked, fixtureFiles, readTree, tmpDir } from './helpers/helpers.js';
 
@@ -412,5 +419,60 @@ test('open() refuses a pluginEndTimeoutMs that is no number of at least 0 and a 
         err.code === 'ERR_OPEN_OPTIONS' && err.message.startsWith(`open(): ${name} must be`),
       JSON.stringify(options),
     );
+  }
+});
+
+/** The objects and arrays in a value that are frozen, by their path. */
+function frozenParts(value: unknown, path = '', found: string[] = []): string[] {
+  if (value === null || typeof value !== 'object') return found;
+  if (Object.isFrozen(value)) found.push(path || '(the value)');
+  for (const [key, child] of Object.entries(value)) frozenParts(child, `${path}.${key}`, found);
+  return found;
+}
+
+test("open() leaves the caller's plugin definition and message objects as they were: not frozen; " +
+  'the plugin and the projections are handed frozen copies', async () => {
+  const messages = readFileSync(fixture(), 'utf8').split('\n').filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const before = structuredClone(messages);
+  const seen: { lineNo: number; value: unknown; refused: boolean }[] = [];
+  const def: PluginDefinition<{ note?: string }> = {
+    name: 'look',
+    kind: 'stage',
+    kit: `^${KIT_VERSION}`,
+    reads: ['assistant', 'user', 'system', 'result'],
+    options: { note: { type: 'string', default: 'n' } },
+    create: () => (rec) => {
+      if (rec.kind !== 'line') return rec;
+      let refused = false;
+      try {
+        (rec.value as { type: unknown }).type = 'x';
+      } catch {
+        refused = true;
+      }
+      seen.push({ lineNo: rec.lineNo, value: rec.value, refused });
+      return rec;
+    },
+  };
+  const plugin = definePlugin(def);
+  const stages = [{ use: 'object-source' }, { use: 'look' }, ...DEFAULT_STAGES.slice(1)];
+  const options: OpenOptions = { registry: new Registry().add(plugin), spec: { stages, sinks: [] } };
+  const run = open(Readable.from(messages), options);
+  const handed: unknown[] = [];
+  for await (const [name, item] of run.interleave('events', 'toolCalls', 'messages')) {
+    if (name === 'events') handed.push(item.kind === 'line' ? item.line : null);
+    else handed.push(name === 'toolCalls' ? item.input : item);
+  }
+  await run.done;
+  assert.deepEqual(frozenParts(messages), [], 'no part of a message object handed in is frozen');
+  assert.deepEqual(messages, before, 'nor changed');
+  assert.deepEqual([def, def.reads, def.options, options].map(Object.isFrozen), [false, false, false, false]);
+  assert.ok(Object.isFrozen(plugin) && Object.isFrozen(plugin.reads) && Object.isFrozen(plugin.options));
+  assert.ok(seen.length > 0 && seen.every((s) => s.refused && frozenParts(s.value).length > 0));
+  assert.ok(seen.every((s) => !messages.includes(s.value as Record<string, unknown>)));
+  assert.deepEqual(seen.map((s) => s.value), seen.map((s) => messages[s.lineNo - 1]));
+  assert.ok(handed.length > messages.length && handed.some((v) => typeof v === 'object' && v !== null));
+  for (const value of handed) {
+    if (typeof value === 'object' && value !== null) assert.ok(Object.isFrozen(value));
   }
 });

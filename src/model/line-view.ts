@@ -16,7 +16,8 @@ const freezeWhenParsed = new WeakSet<ScannedLine>();
  * A line record whose `value` is parsed only when something reads it. The line was checked
  * by the scanner (it is a JSON object) and the built-in stages read `viewOf(rec)`: the same
  * object built from the scan, with the long strings a transcript shortens left undecoded
- * (see `buildView` for exactly what a view holds).
+ * (see `buildView` for exactly what a view holds). From the object source, the view is the
+ * caller's own message object, read and never written on or frozen: `value` is a copy.
  *
  * `value` is an own, enumerable accessor with no setter, so `{ ...rec }` copies a parsed
  * value as it always did; the view is private, so a copy never carries a view of bytes it no

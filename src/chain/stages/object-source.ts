@@ -1,4 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
+import { ScannedLine } from '../../model/line-view.js';
 import { isPlainObject } from '../../model/message.js';
 import {
   BATCH_HIGH_WATER_MARK,
@@ -33,7 +34,8 @@ export const NULL_INPUT: unique symbol = Symbol('null input');
  * gives the same index. A value whose JSON text is not an object (a string, an array, a
  * number, a Date, something `JSON.stringify` refuses) is quarantined, as the line parser
  * would quarantine that text. Any other value that is not a plain object (a class instance,
- * a Map, one with a `toJSON`) is read as its JSON text reads, for the same reason.
+ * a Map, one with a `toJSON`) is read as its JSON text reads, for the same reason. A plain
+ * object is neither written on nor frozen: the record's `value` is its own, parsed from `raw`.
  */
 export function recordOfObject(input: unknown, lineNo: number): LineRecord | QuarantineRecord {
   const value = input === NULL_INPUT ? null : input;
@@ -57,7 +59,11 @@ export function recordOfObject(input: unknown, lineNo: number): LineRecord | Qua
   if (text[0] !== '{' || Buffer.isBuffer(value) || value instanceof Uint8Array) {
     return Object.freeze({ kind: 'quarantine', lineNo, raw, reason: 'not-object', final: true });
   }
-  return Object.freeze({ kind: 'line', lineNo, raw, value: isPlainObject(value) ? value : JSON.parse(text) });
+  if (!isPlainObject(value)) return Object.freeze({ kind: 'line', lineNo, raw, value: JSON.parse(text) });
+  // The object stays the caller's: the built-in stages read it as the line's view, and never
+  // write on it; `value` is parsed from `raw` when something reads it (a plugin, whose value
+  // the kit freezes, a projection that hands it out), so nothing the kit freezes is the caller's.
+  return new ScannedLine(lineNo, raw, value);
 }
 
 /** Several queued input objects, handed to the transform at once. */
