@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
@@ -728,6 +728,19 @@ test('buildChain of subtee/chain makes the sinks whose code a run imports only '
   await pipeline([Readable.from([input]), ...streams] as unknown as NodeJS.ReadableStream[]);
   assert.ok(linesOf(readFileSync(events)).length > 0);
   assert.match(readFileSync(join(out, 'report.html'), 'utf8'), /^<!doctype html>/i);
+});
+
+test('buildChain of subtee/chain refuses a report sink with html and no out before any sink is ' +
+  'made: one ERR_CONFIG line naming the sink, no folder left behind', async () => {
+  const { buildChain } = await import('../src/entry/chain.js');
+  const out = join(tmpDir(), 'out');
+  const stages = [{ use: 'line-parser' }, { use: 'channel-router' }];
+  const sinks = [{ use: 'files', out }, { use: 'report', html: true }];
+  assert.throws(() => buildChain({ stages, sinks }), {
+    code: 'ERR_CONFIG',
+    message: /^invalid chain: sinks\[1\]: html needs out, the output folder the files sink writes$/,
+  });
+  assert.ok(!existsSync(out), 'the files sink before it made no folder');
 });
 
 test("require('subtee/chain') works from CommonJS, and its buildChain makes a sink loaded when named", () => {

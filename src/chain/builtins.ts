@@ -11,7 +11,7 @@ import { stdoutSinkPlugin } from './sinks/stdout.js';
 import { PINO_SINK_DEFAULTS, pinoSinkDefinition } from './sinks/pino-options.js';
 import { otlpSinkDefinition } from './sinks/otlp-options.js';
 import { clickhouseSinkDefinition } from './sinks/clickhouse-options.js';
-import { reportSinkDefinition } from './sinks/report-options.js';
+import { reportOptionsProblem, reportSinkDefinition } from './sinks/report-options.js';
 
 // The sinks most runs do not use: their definitions are here at once, their code (and the
 // pages, the SDK, the client they load) is imported only by a chain that names them.
@@ -54,7 +54,11 @@ const clickhouseSinkPlugin = defineLoadedBuiltin(
 );
 const reportSinkPlugin = defineLoadedBuiltin(
   // With `html`, it builds its page from the folder once index.json is written.
-  { ...reportSinkDefinition, indexRole: (o) => (o.html === true ? 'reads' : 'warns') },
+  {
+    ...reportSinkDefinition,
+    indexRole: (o) => (o.html === true ? 'reads' : 'warns'),
+    optionsProblem: reportOptionsProblem,
+  },
   { code: () => import('./sinks/report.js') },
   (m, o, ctx) =>
     m.createReportSink({ ...o, session: ctx.session, stderr: ctx.stderr, indexWritten: ctx.indexWritten }),

@@ -10,6 +10,7 @@ import {
   codeCheckOf,
   indexRoleOf,
   optionProblem,
+  optionsProblemOf,
   packagesOf,
   type PluginContext,
   type BuiltinContext,
@@ -110,9 +111,10 @@ const placeInSpec: PlaceOf = (section, index) => `${section}[${index}]`;
 
 /**
  * Checks a chain spec against the registry and returns every problem at once, so a config
- * is fixed in one round: unknown stage or sink names, unknown option keys, wrong types. Each
- * names its entry by `placeOf` (its index in the spec, unless told: the command line names a
- * config's entries by their index in the file, see configPlaces).
+ * is fixed in one round: unknown stage or sink names, unknown option keys, wrong types, a
+ * built-in's option that needs another (a report's `html` without `out`). Each names its entry
+ * by `placeOf` (its index in the spec, unless told: the command line names a config's entries
+ * by their index in the file, see configPlaces).
  */
 export function chainProblems(spec: ChainSpec, registry: Registry, placeOf = placeInSpec): string[] {
   const problems: string[] = [];
@@ -147,6 +149,7 @@ export function chainProblems(spec: ChainSpec, registry: Registry, placeOf = pla
           problems.push(`${at}: "${c.use}" is already ${placeOf('stages', first)} (once per chain)`);
         else builtinStageAt.set(c.use, i);
       }
+      const before = problems.length;
       for (const [key, o] of Object.entries(def.options))
         if (o.required && c[key] === undefined) problems.push(`${at}.${key}: required`);
       for (const [key, value] of Object.entries(c)) {
@@ -162,6 +165,12 @@ export function chainProblems(spec: ChainSpec, registry: Registry, placeOf = pla
         }
         const problem = optionProblem(o, value, isBuiltin(def) ? undefined : { plugin: def.name, key });
         if (problem) problems.push(`${at}.${key}: ${problem}`);
+      }
+      // Taken together once each is of its own type and passed its own check.
+      if (problems.length === before) {
+        const { use: _use, ...given } = c;
+        const together = optionsProblemOf(def, given);
+        if (together) problems.push(`${at}: ${together}`);
       }
     });
   }

@@ -252,9 +252,19 @@ export type IndexRole = 'writes' | 'reads' | 'unwaited' | 'warns';
 export interface BuiltinTraits<O> {
   /** Its role at index.json's writing, by its options (absent: `warns`). */
   indexRole?: (options: O) => IndexRole;
+  /**
+   * What is wrong with its options taken together (an option that needs another), or null.
+   * The chain's check calls it once each option has passed its own, before anything is made.
+   */
+  optionsProblem?: (options: O) => string | null;
 }
 
 const indexRoles = new WeakMap<object, (options: any) => IndexRole>();
+const optionsProblems = new WeakMap<object, (options: any) => string | null>();
+
+/** What is wrong with a component's options taken together, or null (see BuiltinTraits). */
+export const optionsProblemOf = (def: PluginDefinition, options: unknown): string | null =>
+  optionsProblems.get(def)?.(options) ?? null;
 
 /** A component's role at index.json's writing (see IndexRole): a plugin's is always `warns`. */
 export const indexRoleOf = (def: PluginDefinition, options: unknown): IndexRole =>
@@ -274,11 +284,12 @@ export function defineBuiltin<O>(
     },
   loadPackages?: () => Promise<unknown>,
 ): Readonly<PluginDefinition<O>> {
-  const { indexRole, ...definition } = def;
+  const { indexRole, optionsProblem, ...definition } = def;
   const checked = definePlugin(definition as PluginDefinition<O>);
   builtin.add(checked);
   if (loadPackages) packageLoaders.set(checked, loadPackages);
   if (indexRole) indexRoles.set(checked, indexRole);
+  if (optionsProblem) optionsProblems.set(checked, optionsProblem);
   return checked;
 }
 

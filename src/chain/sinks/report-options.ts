@@ -41,6 +41,13 @@ export function parseServe(value: string): ServeAddress {
   return { host: bare, port: Number(port) };
 }
 
+/** What is wrong with the report's options taken together, or null: `html` needs `out`. */
+export function reportOptionsProblem(options: { out?: string; html?: boolean }): string | null {
+  return (options.html ?? REPORT_SINK_DEFAULTS.html) && !options.out
+    ? 'html needs out, the output folder the files sink writes'
+    : null;
+}
+
 /** The report's limits a config sets; the others are the page's own. */
 export type ReportPluginOptions = Omit<
   ReportSinkOptions,

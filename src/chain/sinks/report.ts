@@ -13,6 +13,7 @@ import { BatchTransform, type BatchOutcome } from '../batch-transform.js';
 import {
   parseServe,
   REPORT_SINK_DEFAULTS,
+  reportOptionsProblem,
   SERVE_DEFAULT_HOST,
   type ReportSinkOptions,
 } from './report-options.js';
@@ -55,8 +56,8 @@ class ReportSink extends BatchTransform {
   constructor(options: ReportSinkOptions) {
     super();
     const opts = withDefaults(REPORT_SINK_DEFAULTS, options);
-    if (opts.html && !opts.out)
-      throw new UsageError('ERR_CONFIG', 'report: html needs out, the output folder the files sink writes');
+    const problem = reportOptionsProblem(opts);
+    if (problem !== null) throw new UsageError('ERR_CONFIG', `report: ${problem}`);
     this.#opts = opts;
     const address = opts.serve === undefined ? null : parseServe(opts.serve);
     for (const k of LIMIT_KEYS) if (options[k] !== undefined) this.#limits[k] = options[k];
