@@ -924,8 +924,9 @@ test('subtee run: an output folder or a pino log that cannot be written refuses 
 });
 
 test('subtee run: a sink option refused without I/O (a URL the ClickHouse client does not take, a ' +
-  'table name, an OTLP endpoint from the environment, a pino transport of no form) refuses the run ' +
-  'before the command starts (exit 2), and leaves no folder behind', () => {
+  'table name, an OTLP endpoint from the environment, a pino transport of no form or whose target ' +
+  'pino does not find) refuses the run before the command starts (exit 2), and leaves no folder ' +
+  'behind', () => {
   const configOf = (sink: Record<string, unknown>) => {
     const file = join(tmpDir(), 'subtee.json');
     writeFileSync(file, JSON.stringify({ sinks: [{ use: 'files', out: 'unused' }, sink] }));
@@ -951,6 +952,11 @@ test('subtee run: a sink option refused without I/O (a URL the ClickHouse client
       ['--config', configOf({ use: 'pino', transport: {} })],
       {},
       /sinks\[1\]\.transport: must have one of target .*\[ERR_CONFIG\]\n$/,
+    ],
+    [
+      ['--config', configOf({ use: 'pino', transport: { target: 'no-such-transport-xyz' } })],
+      {},
+      /^subtee: pino transport no-such-transport-xyz: cannot load \(no module is found for target /,
     ],
   ] as const) {
     const { agent, started } = markingAgent();

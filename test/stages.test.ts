@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain } from '../src/chain/chain.js';
 import { Session } from '../src/model/session.js';
-import { createPinoSink } from '../src/chain/sinks/pino.js';
+import { checkTransportTargets, createPinoSink } from '../src/chain/sinks/pino.js';
 import { batchLines, pinoLine } from '../src/chain/sinks/pino-batch.js';
 import { createStdoutSink } from '../src/chain/sinks/stdout.js';
 import { PassThrough, Readable } from 'node:stream';
@@ -384,24 +385,33 @@ test("createPinoSink({ logger }): events go through the host's own pino logger o
   assert.equal(events[5].msg, 'the host goes on logging', 'the host logger is not ended');
 });
 
-test('a bad pino transport target is a config error: exit 2, ERR_CONFIG, one line', () => {
+test('a pino transport target pino does not find (a package not installed, a path that does not ' +
+  'exist, in a list too) is refused before the output folder is made, one that fails as it loads ' +
+  'when the sink starts it: exit 2, ERR_CONFIG, one line', () => {
   const dir = tmpDir();
   writeFileSync(join(dir, 'throws.mjs'), 'throw new Error("transport failed to load");');
+  const notFound = /cannot load \(no module is found for target "[^"]+": give pino\/file, /;
   // A transport that throws as it loads: its worker's error or its exit may reach pino first.
-  for (const [target, why] of [
-    ['no-such-transport-xyz', /cannot load/],
-    [join(dir, 'throws.mjs'), /cannot start \((transport failed to load|its worker exited)\)/],
+  for (const [transport, named, why, folderMade] of [
+    [{ target: 'no-such-transport-xyz' }, 'no-such-transport-xyz', notFound, false],
+    [{ target: join(dir, 'absent.mjs') }, join(dir, 'absent.mjs'), notFound, false],
+    [
+      { targets: [{ target: 'pino/file' }, { target: 'no-such-transport-xyz' }] },
+      'pino/file, no-such-transport-xyz',
+      notFound,
+      false,
+    ],
+    [{ pipeline: [{ target: 'no-such-transport-xyz' }] }, 'no-such-transport-xyz', notFound, false],
+    [
+      { target: join(dir, 'throws.mjs') },
+      join(dir, 'throws.mjs'),
+      /cannot start \((transport failed to load|its worker exited)\)/,
+      true,
+    ],
   ] as const) {
     const config = join(dir, `c${Math.random()}.json`);
-    writeFileSync(
-      config,
-      JSON.stringify({
-        sinks: [
-          { use: 'files', out: join(tmpDir(), 'o') },
-          { use: 'pino', transport: { target } },
-        ],
-      }),
-    );
+    const out = join(tmpDir(), 'o');
+    writeFileSync(config, JSON.stringify({ sinks: [{ use: 'files', out }, { use: 'pino', transport }] }));
     const r = spawnSync(
       process.execPath,
       [BIN, '--config', config, '-q', join(ROOT, 'test', 'fixtures', 'nested-depth-3.jsonl')],
@@ -409,9 +419,78 @@ test('a bad pino transport target is a config error: exit 2, ERR_CONFIG, one lin
     );
     assert.equal(r.status, 2, r.stderr);
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
-    assert.ok(r.stderr.includes(`pino transport ${target}:`), r.stderr);
+    assert.ok(r.stderr.includes(`pino transport ${named}:`), r.stderr);
     assert.match(r.stderr, why);
     assert.match(r.stderr, /\[ERR_CONFIG\]$/m);
+    assert.equal(existsSync(out), folderMade, `${named}: the output folder made: ${folderMade}`);
+  }
+});
+
+/** Whether pino itself starts a transport: its worker ready before an error or its exit. */
+async function pinoStarts(transport: Record<string, unknown>): Promise<boolean> {
+  const { default: pino } = await import('pino');
+  let stream: ReturnType<typeof pino.transport>;
+  try {
+    stream = pino.transport(transport as unknown as Parameters<typeof pino.transport>[0]);
+  } catch {
+    return false;
+  }
+  const started = await new Promise<boolean>((resolve) => {
+    stream.once('ready', () => resolve(true));
+    stream.once('error', () => resolve(false));
+    stream.once('close', () => resolve(false));
+  });
+  stream.end();
+  return started;
+}
+
+test('a transport is accepted before the chain is made when pino finds its targets (pino/file, an ' +
+  'installed package, an absolute path or file:// URL that exists, a path beside its caller, in ' +
+  'targets and pipeline) and refused, naming the target, when it does not', async () => {
+  const dir = tmpDir();
+  const mine = join(dir, 'mine.mjs');
+  const make = '() => new Writable({ write(chunk, encoding, done) { done(); } })';
+  writeFileSync(mine, `import { Writable } from "node:stream"; export default ${make};`);
+  const plain = `const { Writable } = require("node:stream"); module.exports = ${make};`;
+  writeFileSync(join(dir, 'plain.js'), plain);
+  const pass = join(dir, 'pass.mjs');
+  writeFileSync(pass, 'import { PassThrough } from "node:stream"; export default () => new PassThrough();');
+  const log = join(dir, 'events.log');
+  const pinoFile = { target: 'pino/file', options: { destination: log } };
+  const found: Record<string, unknown>[] = [
+    pinoFile,
+    { target: 'pino-pretty', options: { destination: log } },
+    { target: mine },
+    // An absolute path is taken as it is, whatever the callers.
+    { target: mine, caller: [] },
+    { target: pathToFileURL(mine).href },
+    // Without its extension, pino's worker requires it: `.js` is added.
+    { target: join(dir, 'plain') },
+    { target: './mine.mjs', caller: join(dir, 'program.js') },
+    { targets: [pinoFile, { pipeline: [{ target: mine }] }] },
+    { pipeline: [{ target: pass }, pinoFile] },
+  ];
+  const lost: [Record<string, unknown>, string][] = [
+    [{ target: 'no-such-transport-xyz' }, 'no-such-transport-xyz'],
+    [{ target: join(dir, 'absent.mjs') }, join(dir, 'absent.mjs')],
+    [{ target: pathToFileURL(join(dir, 'absent.mjs')).href }, pathToFileURL(join(dir, 'absent.mjs')).href],
+    // Found from the caller's file, not from the working folder: without a caller, from subtee's.
+    [{ target: './mine.mjs' }, './mine.mjs'],
+    [{ targets: [pinoFile, { pipeline: [{ target: 'no-such-transport-xyz' }] }] }, 'no-such-transport-xyz'],
+    [{ pipeline: [{ target: pass }, { target: 'no-such-transport-xyz' }] }, 'no-such-transport-xyz'],
+  ];
+  for (const transport of found) {
+    await checkTransportTargets(transport);
+    assert.equal(await pinoStarts(transport), true, `pino starts ${JSON.stringify(transport)}`);
+  }
+  for (const [transport, target] of lost) {
+    await assert.rejects(checkTransportTargets(transport), (err: UsageError) => {
+      assert.equal(err.code, 'ERR_CONFIG');
+      assert.match(err.message, /^pino transport [^\n]+: cannot load \(no module is found for target /);
+      assert.ok(err.message.includes(`target ${JSON.stringify(target)}:`), err.message);
+      return true;
+    });
+    assert.equal(await pinoStarts(transport), false, `pino does not start ${JSON.stringify(transport)}`);
   }
 });
 

@@ -24,7 +24,11 @@ export const pinoSinkPlugin = defineLoadedBuiltin(
         ? 'unwaited'
         : 'warns',
   },
-  { code: () => import('./sinks/pino.js') },
+  {
+    code: () => import('./sinks/pino.js'),
+    // A transport target pino would not find refuses the run before anything starts.
+    check: (m, o) => m.checkTransportTargets(o.transport),
+  },
   (m, o, ctx) =>
     m.createPreparedPinoSink(
       { ...o, session: ctx.session },

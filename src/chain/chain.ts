@@ -239,10 +239,11 @@ export interface CheckedChain {
  * Checks a chain as far as it can be checked before anything is made or started, past its
  * options (chainProblems): imports the optional packages its sinks need (loadChainPackages),
  * calls every component's `checkEnvironment`, then each built-in's check of what only its code
- * can judge (the ClickHouse client's reading of the URL), none of them with a request. What it
- * refuses leaves no output folder behind and, under `subtee run`, no command started: the
- * command line calls it before it makes the folder ready, and runChain before the chain is made.
- * Both hand what it returns to runPreparedChain, which checks nothing again.
+ * can judge (the ClickHouse client's reading of the URL, whether pino finds a transport's
+ * targets), none of them with a request. What it refuses leaves no output folder behind and,
+ * under `subtee run`, no command started: the command line calls it before it makes the folder
+ * ready, and runChain before the chain is made. Both hand what it returns to runPreparedChain,
+ * which checks nothing again.
  */
 export async function checkChainBeforeStart(
   spec: ChainSpec,

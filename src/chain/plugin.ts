@@ -318,7 +318,8 @@ export type PluginManifest<O = any> = Omit<PluginDefinition<O>, 'create'>;
  * and the command line call it); buildChain, which cannot wait, makes it once its code is
  * supplied (the `subtee/chain` entry imports every built-in's and hands it over, see supplyCode).
  * `check` refuses options only the imported code can judge (a URL as the ClickHouse client
- * reads it); checkChainBeforeStart calls it before anything is made or started.
+ * reads it, a pino transport target pino would not find); checkChainBeforeStart calls it before
+ * anything is made or started.
  */
 export function defineLoadedBuiltin<O, M>(
   manifest: PluginManifest<O> & BuiltinTraits<O>,

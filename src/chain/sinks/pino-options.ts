@@ -18,7 +18,8 @@ export const PINO_SINK_DEFAULTS = Object.freeze({
 
 /**
  * What is wrong with a transport config, or null: the check of the option. Only its shape, one
- * of the three forms pino takes; whether its modules load is found when the sink starts it.
+ * of the three forms pino takes; whether pino finds its targets is checked with the sink's code
+ * (checkTransportTargets), before the chain is made, and whether they load when the sink starts it.
  */
 export function transportProblem(transport: Record<string, unknown>): string | null {
   const forms = [

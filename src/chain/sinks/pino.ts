@@ -20,6 +20,9 @@ import type { ReadonlyChannelCost } from '../../model/cost.js';
 import { endFigures } from '../../model/run-model.js';
 import { channelUsage } from '../../views/cost.js';
 import { PINO_SINK_DEFAULTS, type PinoSinkOptions } from './pino-options.js';
+import { transportTargets } from './pino-target.js';
+
+export { checkTransportTargets } from './pino-target.js';
 
 /** pino, loaded when a pino sink is made: most runs have none, and loading it is a tenth of start-up. */
 let loadedPino: typeof PinoModule | null = null;
@@ -217,18 +220,6 @@ export function streamTime(value: Record<string, unknown>): string | null {
 }
 
 let lastTimestamp: { given: string | null; iso: string | null } = { given: null, iso: null };
-
-function transportTargets(t: Record<string, unknown>): string {
-  const list = [
-    t,
-    ...(Array.isArray(t.targets) ? t.targets : []),
-    ...(Array.isArray(t.pipeline) ? t.pipeline : []),
-  ];
-  const names = list
-    .map((x) => (x && typeof x === 'object' ? (x as Record<string, unknown>).target : undefined))
-    .filter((x) => typeof x === 'string');
-  return names.length > 0 ? names.join(', ') : '(no target)';
-}
 
 /**
  * Pino sink: a pass-through stage (object mode) that logs one structured line per routed
