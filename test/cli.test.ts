@@ -1024,7 +1024,8 @@ test('a plain split loads no code of report, stats or run, of the pino, otlp and
     'cli/status-line.js',
     'chain/stats-clickhouse.js',
     'views/projection/projection.js',
-    ...['report', 'pino', 'pino-batch', 'otlp', 'otlp-spans'].map((f) => `chain/sinks/${f}.js`),
+    ...['report', 'pino', 'pino-batch', 'pino-target'].map((f) => `chain/sinks/${f}.js`),
+    ...['otlp', 'otlp-spans'].map((f) => `chain/sinks/${f}.js`),
     ...['clickhouse', 'clickhouse-rows', 'clickhouse-spool'].map((f) => `chain/sinks/${f}.js`),
   ];
   const plain = cliModules(['--out', join(dir, 'plain'), '--stdout', 'none', '-q', input]);
