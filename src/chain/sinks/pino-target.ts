@@ -4,10 +4,8 @@ import { isAbsolute, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../../errors.js';
 
-/**
- * Whether pino finds the modules of a transport config, checked before a chain is made, as
- * pino's transport() finds them when the sink starts it (a worker then loads each).
- */
+// Whether pino finds the modules of a transport config, checked before a chain is made, as
+// pino's transport() finds them when the sink starts it (a worker then loads each).
 
 /**
  * The files pino finds a package name or relative path from when the config gives no `caller`:
