@@ -364,31 +364,48 @@ test('plugins: contract checked, loading errors name the plugin and keep the cau
   assert.equal((await loadPlugin('subtee-plugin-upper', dir)).name, 'upper');
 });
 
-test("definePlugin hands back a frozen copy and leaves the caller's definition, its reads and " +
-  'options as they were: not frozen, and what is done to them after reaches nothing the kit reads', () => {
+test("definePlugin hands back a frozen copy and leaves the caller's definition, its reads, options " +
+  "and options' specs as they were: not frozen, and what is done to them after reaches nothing the kit " +
+  'reads; a class instance is frozen itself and keeps its private fields', () => {
+  const given = {
+    name: 'counter',
+    kind: 'stage' as const,
+    kit: '^0.1.0',
+    reads: ['assistant'],
+    options: { times: { type: 'integer' as const, default: 1, choices: [1, 2] } },
+    create: () => () => null,
+  };
+  const defined = definePlugin(given);
+  assert.notEqual(defined, given);
+  const parts = (d: typeof given) => [d, d.reads, d.options, d.options.times, d.options.times.choices];
+  assert.deepEqual(parts(given).map(Object.isFrozen), [false, false, false, false, false]);
+  assert.deepEqual(parts(defined as typeof given).map(Object.isFrozen), [true, true, true, true, true]);
+  given.reads.push('user');
+  given.name = 'renamed';
+  given.options.times.default = 7;
+  given.options.times.choices.push(7);
+  (given.options as Record<string, unknown>).extra = { type: 'string' };
+  assert.deepEqual(
+    [defined.name, defined.reads, defined.options],
+    ['counter', ['assistant'], { times: { type: 'integer', default: 1, choices: [1, 2] } }],
+  );
+
   class Counter {
     name = 'counter';
     kind = 'stage' as const;
     kit = '^0.1.0';
-    reads = ['assistant'];
-    options = { times: { type: 'integer' as const, default: 1 } };
+    options = {};
+    #made = 0;
     create() {
+      this.#made++;
       return () => null;
     }
   }
-  const given = new Counter();
-  const defined = definePlugin(given);
-  assert.notEqual(defined, given);
-  assert.deepEqual([given, given.reads, given.options].map(Object.isFrozen), [false, false, false]);
-  assert.deepEqual([defined, defined.reads, defined.options].map(Object.isFrozen), [true, true, true]);
-  assert.equal(defined.create, Counter.prototype.create, "the prototype's create is kept");
-  given.reads.push('user');
-  given.name = 'renamed';
-  (given.options as Record<string, unknown>).extra = { type: 'string' };
-  assert.deepEqual(
-    [defined.name, defined.reads, Object.keys(defined.options)],
-    ['counter', ['assistant'], ['times']],
-  );
+  const instance = new Counter();
+  const definedInstance = definePlugin(instance);
+  assert.equal(definedInstance, instance, 'a class instance is frozen itself');
+  assert.ok(Object.isFrozen(instance));
+  assert.equal(typeof (definedInstance.create as () => unknown)(), 'function', 'its private field is there');
 });
 
 test('built-in stages register through the same contract as plugins', () => {

@@ -245,6 +245,7 @@ const builtin = new WeakSet<object>();
  * - `unwaited`: its end warns nothing and may never come (a reader of stdout that stopped
  *   taking output, a pager left open): index.json does not wait for it;
  * - `warns`: any other sink, a plugin's too: index.json waits for its end.
+ * A files sink's index.json waits for a later files sink's end too: that end may warn.
  */
 export type IndexRole = 'writes' | 'reads' | 'unwaited' | 'warns';
 
@@ -372,19 +373,31 @@ export const isBuiltin = (def: PluginDefinition): boolean => builtin.has(def);
 const NAME = /^[a-z0-9][a-z0-9._-]*$/;
 
 /**
- * The definition checked, as a frozen copy: the object passed stays the caller's, as it was (its
- * `reads` and `options` too). The copy keeps its prototype and every own property as it stands
- * (a getter stays a getter); its `reads` and `options` are frozen copies, so what was checked is
- * what the kit reads, whatever is done to the object passed after.
+ * The definition checked, frozen. A plain object (the usual definition) is copied, so the object
+ * passed stays the caller's, as it was: the copy holds its own properties' values (a getter is
+ * read once) and frozen copies of `reads`, `options` and each option's spec, so what was checked
+ * is what the kit reads, whatever is done to the object passed after. An instance of a class is
+ * frozen itself: a copy would not have its private fields.
  */
 export function definePlugin<O>(def: PluginDefinition<O>): Readonly<PluginDefinition<O>> {
   const checked = checkDefinition(def, def?.name ?? '(unnamed)');
-  const own = Object.getOwnPropertyDescriptors(checked);
-  const { options, reads } = own;
-  if (options && 'value' in options)
-    own.options = { ...options, value: Object.freeze({ ...options.value }) as OptionSpecs<O> };
-  if (reads && Array.isArray(reads.value)) own.reads = { ...reads, value: Object.freeze([...reads.value]) };
-  return Object.freeze(Object.create(Object.getPrototypeOf(checked), own) as PluginDefinition<O>);
+  const proto = Object.getPrototypeOf(checked) as unknown;
+  if (proto !== Object.prototype && proto !== null) return Object.freeze(checked);
+  const options = Object.entries(checked.options as Record<string, OptionSpec>).map(([key, spec]) => [
+    key,
+    frozenSpec(spec),
+  ]);
+  return Object.freeze({
+    ...checked,
+    options: Object.freeze(Object.fromEntries(options)) as OptionSpecs<O>,
+    ...(checked.reads === undefined ? {} : { reads: Object.freeze([...checked.reads]) }),
+  });
+}
+
+/** A frozen copy of an option's spec, its lists too. */
+function frozenSpec(spec: OptionSpec): OptionSpec {
+  const list = (v: unknown) => (Array.isArray(v) ? Object.freeze([...v]) : v);
+  return Object.freeze({ ...spec, choices: list(spec.choices), default: list(spec.default) } as OptionSpec);
 }
 
 function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDefinition<O> {
