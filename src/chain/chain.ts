@@ -334,7 +334,7 @@ function assembleChain(
         const own: BuiltinContext = {
           ...ctx,
           pluginCallsAbove: () => callsAbove(calls, place),
-          sinksAfterEnded: endsOf((at) => at > place && roles[at] === 'warns'),
+          sinksAfterEnded: endsOf((at) => at > place && (roles[at] === 'warns' || roles[at] === 'writes')),
           indexWritten: endsOf((at) => at < place && roles[at] === 'writes'),
         };
         made = p.def.create(p.opts, builtin ? own : pluginContext(pluginCtx, p.def.name));
