@@ -1162,3 +1162,14 @@ test('results kept for calls not shown yet are bounded: the latest MAX_ENDS_BEFO
   );
   assert.deepEqual(awaitedAfter([longest, 'toolu_1'], [longest, 'toolu_1']), [], 'the longest kept');
 });
+
+test('an empty task_id names no task: its start is not awaited, and its notification ends the task by ' +
+  'its spawn', () => {
+  const agent = { task_type: 'local_agent', is_backgrounded: true };
+  const flight = new InFlight(LIMITS);
+  const step = (now: number, value: Line) => (flight.observe(value, now), rows(flight));
+  assert.deepEqual(step(1, system('task_started', { task_id: '', tool_use_id: 'toolu_01a', ...agent })), []);
+  step(2, system('task_started', { task_id: 'k2', tool_use_id: 'toolu_01b', ...agent }));
+  assert.equal(rows(flight).length, 1);
+  assert.deepEqual(step(3, system('task_notification', { task_id: '', tool_use_id: 'toolu_01b' })), []);
+});

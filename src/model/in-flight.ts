@@ -343,7 +343,7 @@ export class InFlight {
   }
 
   private observeSystem(line: JsonObject, channelId: string | null, now: number): void {
-    const taskId = typeof line.task_id === 'string' ? line.task_id : null;
+    const taskId = typeof line.task_id === 'string' && line.task_id !== '' ? line.task_id : null;
     switch (line.subtype) {
       case 'init':
         // A (new) turn of the main conversation: its first request is on its way.
