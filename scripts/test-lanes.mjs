@@ -1,7 +1,7 @@
 // The test lanes: `npm test` runs every built test file; `npm run test:unit` leaves out those
 // that run an outside program (the agent CLIs, Chromium, ClickHouse, npm) or take minutes by
 // design (lines of gigabytes, tens of millions of lines, the benchmarks, fuzzing).
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const OUTSIDE = new Set([
@@ -112,19 +112,28 @@ export const failsTheLane = (event) => !event.todo;
 
 /**
  * The tests' folders (TMPDIR, for the test files this process starts) go under a folder of
- * their own in memory (/dev/shm) when the machine has one and TMPDIR is not set, removed at
- * exit: on a virtual machine's disk each file created costs about a millisecond, and a test
+ * their own in memory (/dev/shm) when the machine has one with room (`leastFreeBytes`: the
+ * suite writes a line of 2 GB twice) and TMPDIR is not set, removed at exit or on SIGINT or
+ * SIGTERM: on a virtual machine's disk each file created costs about a millisecond, and a test
  * of 12,000 subagents creates 24,000 (that test ran in 31 s on disk, 18 s in memory).
  */
-export function testFoldersInMemory(memory = '/dev/shm') {
+export function testFoldersInMemory(memory = '/dev/shm', leastFreeBytes = 8 * 2 ** 30) {
   if (process.env.TMPDIR !== undefined || !statSync(memory, { throwIfNoEntry: false })?.isDirectory()) return;
+  const { bavail, bsize } = statfsSync(memory);
+  if (bavail * bsize < leastFreeBytes) return;
   const folder = mkdtempSync(join(memory, 'subtee-tests-'));
   process.env.TMPDIR = folder;
-  process.on('exit', () => {
+  const remove = () => {
     try {
       rmSync(folder, { recursive: true, force: true });
     } catch (err) {
       process.stderr.write(`could not remove the tests' folder ${folder}: ${err.message}\n`);
     }
-  });
+  };
+  process.on('exit', remove);
+  for (const signal of ['SIGINT', 'SIGTERM'])
+    process.once(signal, () => {
+      remove();
+      process.kill(process.pid, signal);
+    });
 }

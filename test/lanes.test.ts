@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { ROOT, tmpDir } from './helpers/helpers.js';
 
@@ -115,26 +116,44 @@ test('a failing todo test does not fail the unit lane; any other failing test do
 });
 
 test("the tests' folders go in a folder of their own under the memory folder when TMPDIR is " +
-  'unset, removed at exit; a TMPDIR set is kept', () => {
+  'unset and it has room, removed at exit and on SIGTERM; a TMPDIR set is kept', async () => {
   const memory = tmpDir();
   const lanes = pathToFileURL(join(ROOT, 'scripts', 'test-lanes.mjs')).href;
-  const script =
+  const script = (leastFreeBytes: number, then = '') =>
     `const { testFoldersInMemory } = await import(${JSON.stringify(lanes)});` +
-    `testFoldersInMemory(${JSON.stringify(memory)});` +
+    `testFoldersInMemory(${JSON.stringify(memory)}, ${leastFreeBytes});` +
     `const { existsSync } = await import('node:fs');` +
-    'console.log(JSON.stringify([process.env.TMPDIR, existsSync(process.env.TMPDIR)]));';
-  const runWith = (tmp: string | undefined) => {
+    `console.log(JSON.stringify([process.env.TMPDIR ?? null, existsSync(process.env.TMPDIR ?? '')]));${then}`;
+  const envWith = (tmp: string | undefined) => {
     const env = { ...process.env };
     delete env.TMPDIR;
     if (tmp !== undefined) env.TMPDIR = tmp;
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { env, encoding: 'utf8' });
+    return env;
+  };
+  const runWith = (tmp: string | undefined, leastFreeBytes = 0) => {
+    const args = ['--input-type=module', '-e', script(leastFreeBytes)];
+    const r = spawnSync(process.execPath, args, { env: envWith(tmp), encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    return JSON.parse(r.stdout) as [string, boolean];
+    return JSON.parse(r.stdout) as [string | null, boolean];
   };
   const [folder, existed] = runWith(undefined);
-  assert.equal(join(folder, '..'), memory, 'under the memory folder');
+  assert.equal(join(folder!, '..'), memory, 'under the memory folder');
   assert.ok(existed, 'made before the tests start');
   assert.deepEqual(readdirSync(memory), [], 'removed at exit');
+  assert.deepEqual(runWith(undefined, 2 ** 60), [null, false], 'a memory folder without room is not used');
   const own = tmpDir();
   assert.deepEqual(runWith(own), [own, true], 'a TMPDIR set is used as it is');
+  // A run stopped by a signal removes its folder too.
+  const waiting = script(0, 'setInterval(() => {}, 1000);');
+  const child = spawn(process.execPath, ['--input-type=module', '-e', waiting], {
+    env: envWith(undefined),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const [line] = (await once(child.stdout!, 'data')) as [Buffer];
+  const [made] = JSON.parse(line.toString('utf8')) as [string];
+  assert.ok(existsSync(made));
+  child.kill('SIGTERM');
+  const [, signal] = await once(child, 'exit');
+  assert.equal(signal, 'SIGTERM');
+  assert.ok(!existsSync(made), 'removed on SIGTERM');
 });
