@@ -488,10 +488,17 @@ test('a transport is accepted before the chain is made when pino finds its targe
       assert.equal(err.code, 'ERR_CONFIG');
       assert.match(err.message, /^pino transport [^\n]+: cannot load \(no module is found for target /);
       assert.ok(err.message.includes(`target ${JSON.stringify(target)}:`), err.message);
+      // The headline names it among the config's targets.
+      assert.ok(err.message.split(': cannot load')[0].includes(target), err.message);
       return true;
     });
     assert.equal(await pinoStarts(transport), false, `pino does not start ${JSON.stringify(transport)}`);
   }
+  // A caller that is no file path is refused as such, not as a target not found.
+  await assert.rejects(checkTransportTargets({ target: 'pino/file', caller: { a: 1 } }), {
+    code: 'ERR_CONFIG',
+    message: 'pino transport: caller must be a file path or a list of them',
+  });
 });
 
 test('a line the pino sink cannot read is counted ' +

@@ -19,14 +19,7 @@ const OWN_CALLERS: readonly string[] = [
 
 /** The targets a transport config names, for its errors: `pino transport pino/file, my-transport`. */
 export function transportTargets(t: Record<string, unknown>): string {
-  const list = [
-    t,
-    ...(Array.isArray(t.targets) ? t.targets : []),
-    ...(Array.isArray(t.pipeline) ? t.pipeline : []),
-  ];
-  const names = list
-    .map((x) => (x && typeof x === 'object' ? (x as Record<string, unknown>).target : undefined))
-    .filter((x) => typeof x === 'string');
+  const names = transportTargetsOf(t).filter((x) => typeof x === 'string');
   return names.length > 0 ? names.join(', ') : '(no target)';
 }
 
@@ -96,9 +89,9 @@ export async function checkTransportTargets(transport: Record<string, unknown> |
   if (transport === undefined) return;
   const { caller } = transport;
   const callers = caller === undefined ? OWN_CALLERS : typeof caller === 'string' ? [caller] : caller;
-  const lost = transportTargetsOf(transport).find(
-    (target) => !found(target, Array.isArray(callers) ? callers : []),
-  );
+  if (!Array.isArray(callers) || !callers.every((c) => typeof c === 'string'))
+    throw new UsageError('ERR_CONFIG', 'pino transport: caller must be a file path or a list of them');
+  const lost = transportTargetsOf(transport).find((target) => !found(target, callers));
   if (lost === undefined) return;
   throw new UsageError(
     'ERR_CONFIG',
