@@ -39,7 +39,8 @@ async function stats(out: string, ...flags: string[]) {
 
 describe('hostile figures through every view, every producer', () => {
   for (const [producer, file] of PRODUCERS) {
-    test(`${producer}: index.json, logs, stderr, report, pino and stats stay finite and not negative`, async () => {
+    const views = 'index.json, logs, stderr, report, pino and stats';
+    test(`${producer}: ${views} stay finite and not negative`, async () => {
       for (const value of HOSTILE) {
         const label = `${producer} ${value}`;
         const input = poisoned(file, value);

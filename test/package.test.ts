@@ -172,7 +172,9 @@ test('installing the packed tarball runs no install-time script and npm has noth
     /^npm run build && /,
     'npm test builds first, so `npm ci && npm test` works on a clean clone',
   );
-  assert.match(readFileSync(join(ROOT, '.ci', 'run'), 'utf8'), /^npm test$/m, 'CI builds through npm test');
+  const ci = readFileSync(join(ROOT, '.ci', 'run'), 'utf8');
+  assert.match(ci, /^npm test$/m, 'CI builds through npm test');
+  assert.doesNotMatch(ci, /^npm run build$/m, 'and only there: a build before it would run twice');
   // A build starts from an empty dist/: a test or module whose source is gone is not run or packed.
   assert.match(pkg.scripts.build, /rmSync\('dist'.*&& tsc -p tsconfig\.json$/);
   // A real install into a fresh project, from the packed tarball.

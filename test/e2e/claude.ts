@@ -100,7 +100,10 @@ export function describeWithClaude(
 ): void {
   describe(
     title,
-    { concurrency, skip: !claudeAvailable() && 'the Claude Code CLI is not installed (`npm test` installs it)' },
+    {
+      concurrency,
+      skip: !claudeAvailable() && 'the Claude Code CLI is not installed (`npm test` installs it)',
+    },
     () => {
       let api: FakeApi | undefined;
       before(async () => {
