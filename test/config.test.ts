@@ -389,6 +389,9 @@ test("definePlugin hands back a frozen copy and leaves the caller's definition, 
     [defined.name, defined.reads, defined.options],
     ['counter', ['assistant'], { times: { type: 'integer', default: 1, choices: [1, 2] } }],
   );
+  // A spec gains no key it did not have.
+  const plain = definePlugin({ ...given, options: { n: { type: 'integer' as const, default: 1 } } });
+  assert.deepEqual(Object.keys(plain.options.n), ['type', 'default']);
 
   class Counter {
     name = 'counter';

@@ -396,8 +396,10 @@ export function definePlugin<O>(def: PluginDefinition<O>): Readonly<PluginDefini
 
 /** A frozen copy of an option's spec, its lists too. */
 function frozenSpec(spec: OptionSpec): OptionSpec {
-  const list = (v: unknown) => (Array.isArray(v) ? Object.freeze([...v]) : v);
-  return Object.freeze({ ...spec, choices: list(spec.choices), default: list(spec.default) } as OptionSpec);
+  const copy: Record<string, unknown> = { ...spec };
+  for (const key of ['choices', 'default'])
+    if (Array.isArray(copy[key])) copy[key] = Object.freeze([...(copy[key] as unknown[])]);
+  return Object.freeze(copy) as unknown as OptionSpec;
 }
 
 function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDefinition<O> {
