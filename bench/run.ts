@@ -4,7 +4,7 @@
  * Options: see USAGE.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +19,12 @@ const BIN = join(ROOT, 'bin', 'subtee.js');
 const MAIN_TEXT_JQ =
   'select(.type == "assistant" and .parent_tool_use_id == null) | .message.content[]? | ' +
   'select(.type == "text") | .text';
+/** `bench/floor.ts`'s modes: what a line costs with no run model, no index and no escapes. */
+const FLOOR_LABELS = Object.freeze({
+  bytes: 'floor: routed by bytes, nothing judged, .jsonl only',
+  'parse-all': 'floor: JSON.parse every line, .jsonl + .log',
+  'by-need': 'floor: scanner judges every line, parse by need, .jsonl + .log',
+});
 const USAGE = `usage: npm run bench -- [options]
   --quick        small inputs, one run each: proves the benchmark works (used by the tests)
   --runs N       repetitions per measurement (default 5; the median is reported)
@@ -77,7 +83,9 @@ const hugeMb = arg('huge-mb', quick ? '20' : '200,2048')
   )
   .filter((n) => n > 0);
 const wanted = (table: string) => only === '' || only.split(',').includes(table);
-const work = mkdtempSync(join(arg('out-root', tmpdir()), 'subtee-bench-'));
+const outRoot = arg('out-root', tmpdir());
+mkdirSync(outRoot, { recursive: true });
+const work = mkdtempSync(join(outRoot, 'subtee-bench-'));
 const hasTime = existsSync('/usr/bin/time');
 const hasJq = spawnSync('jq', ['--version']).status === 0;
 const node = process.execPath;
@@ -241,6 +249,10 @@ async function main() {
       'stream-json jsonl, routing only (not chosen)',
       () => `${node} ${join(ROOT, 'dist/bench/alt-parse.js')} stream-json`,
     ],
+    ...(['bytes', 'parse-all', 'by-need'] as const).map((mode): [string, () => string] => [
+      FLOOR_LABELS[mode],
+      () => `${node} ${join(ROOT, 'dist/bench/floor.js')} ${mode} ${fresh(`floor-${mode}-${shape}`)}`,
+    ]),
     ['subtee parse only', () => `${node} ${join(ROOT, 'dist/bench/parse-only.js')}`],
     ['subtee → files', () => `${node} ${BIN} --out ${fresh(`files-${shape}`)} --stdout none -q`],
     [

@@ -32,6 +32,7 @@ test('npm run bench -- --quick prints every table', () => {
   for (const label of [
     'cat (floor)',
     'node read (floor)',
+    'floor: JSON.parse every line, .jsonl + .log',
     'subtee parse only',
     'subtee → files',
     'subtee → files + pino',
@@ -42,10 +43,10 @@ test('npm run bench -- --quick prints every table', () => {
   }
   // Background subagents ending after the result line (each end once priced the whole run).
   assert.match(r.stdout, /\| subtee → files, [\d,]+ background subagents, ending after the result \|/);
-  const rows = r.stdout.split('\n').filter((l) => l.startsWith('| subtee') || l.startsWith('| open()'));
+  const rows = r.stdout.split('\n').filter((l) => /^\| (subtee|open\(\)|floor:)/.test(l));
   assert.ok(
     rows.every((l) => / \| 0 \|/.test(l)),
-    `every subtee run exits 0:\n${rows.join('\n')}`,
+    `every subtee and floor run exits 0:\n${rows.join('\n')}`,
   );
   assert.match(r.stdout, /\| \d+\.\d+ \| \d+\.\d+ \| \d+\.\d+ \| 0 \|/, 'latency row, no line lost');
   for (const shape of ['large', 'small'])
@@ -201,5 +202,51 @@ test('the live-state table counts the subagents the generator spawned, and its c
     assert.deepEqual(readdirSync(outRoot), [], 'inputs and outputs removed');
   } finally {
     rmSync(outRoot, { recursive: true, force: true });
+  }
+});
+
+test('bench/floor.js writes every input line once: to its channel\'s .jsonl, or quarantined when ' +
+  'its mode judges lines', () => {
+  const work = mkdtempSync(join(tmpdir(), 'subtee-floor-bench-'));
+  try {
+    const input = join(work, 'in.jsonl');
+    const gen = [join(ROOT, 'dist', 'bench', 'gen.js'), '--size-mb', '2', '--shape', 'small', '--seed', '5'];
+    assert.equal(spawnSync(process.execPath, [...gen, '--out', input]).status, 0);
+    const lines = readFileSync(input, 'utf8').split('\n').filter((l) => l !== '');
+    // An independent count, by JSON.parse: lines per channel, and the lines that are no object.
+    const expected = new Map<string, number>();
+    for (const line of lines) {
+      let key = 'quarantine';
+      try {
+        const v = JSON.parse(line);
+        if (typeof v === 'object' && v !== null && !Array.isArray(v))
+          key = typeof v.parent_tool_use_id === 'string' ? `agents/${v.parent_tool_use_id}` : 'main';
+      } catch {}
+      expected.set(key, (expected.get(key) ?? 0) + 1);
+    }
+    assert.ok((expected.get('quarantine') ?? 0) > 0, 'the input has noise');
+    assert.ok(expected.size > 10, 'the input has subagents');
+    const written = (out: string) => {
+      const files = ['main.jsonl', 'quarantine.jsonl'];
+      for (const f of readdirSync(join(out, 'agents'))) if (f.endsWith('.jsonl')) files.push(`agents/${f}`);
+      const counts = new Map<string, number>();
+      for (const f of files) {
+        const n = readFileSync(join(out, f), 'utf8').split('\n').length - 1;
+        if (n > 0) counts.set(f.replace(/\.jsonl$/, ''), n);
+      }
+      return counts;
+    };
+    for (const mode of ['parse-all', 'by-need', 'bytes']) {
+      const out = join(work, mode);
+      const r = spawnSync(process.execPath, [join(ROOT, 'dist', 'bench', 'floor.js'), mode, out], {
+        input: readFileSync(input),
+      });
+      assert.equal(r.status, 0, String(r.stderr));
+      const counts = written(out);
+      if (mode === 'bytes') assert.equal([...counts.values()].reduce((a, b) => a + b), lines.length);
+      else assert.deepEqual(new Map([...counts].sort()), new Map([...expected].sort()), mode);
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
   }
 });
