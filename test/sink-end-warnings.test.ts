@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { PassThrough, Readable } from 'node:stream';
+import { PassThrough, Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { test } from 'node:test';
 import {
@@ -39,6 +39,11 @@ function lateWarner(ending: () => Promise<void>, failing = false) {
       },
     }),
   });
+}
+
+/** Resolves once `ready()` holds, looking again every few milliseconds. */
+async function until(ready: () => boolean): Promise<void> {
+  while (!ready()) await new Promise((resolve) => setTimeout(resolve, 5));
 }
 
 /** An end that waits a turn of the event loop. */
@@ -117,4 +122,41 @@ test('report.html, built from the folder once index.json is written, lists what 
   await runChain(Readable.from([NESTED]), specOf(out, sinks), options);
   assert.deepEqual(codesIn(out), ['LATE_END']);
   assert.ok(readFileSync(join(out, 'report.html'), 'utf8').includes('LATE_END'), 'the page lists it');
+});
+
+test('index.json waits for a later files sink, and lists what it warns as it ends: a file of its ' +
+  'own removed during the run', async () => {
+  const [first, second] = [join(tmpDir(), 'first'), join(tmpDir(), 'second')];
+  const spec: ChainSpec = {
+    stages: DEFAULT_STAGES.map((s) => ({ ...s })),
+    sinks: [{ use: 'files', out: first }, { use: 'files', out: second }],
+  };
+  const { streams } = buildChain(spec);
+  // The program's own pipeline holds the end back between the two files sinks until released.
+  let release = () => {};
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const gate = new Transform({
+    objectMode: true,
+    transform: (batch, _e, done) => done(null, batch),
+    flush: (done) => void released.then(() => done()),
+  });
+  const at = streams.length - 1;
+  const input = new PassThrough();
+  const done = pipeline([input, ...streams.slice(0, at), gate, streams[at]] as NodeJS.ReadWriteStream[]).then(
+    () => null,
+    (err: Error & { code?: string }) => err,
+  );
+  const lines = linesOf(NESTED);
+  input.write(`${lines[0]}\n`);
+  const removed = join(second, 'main.jsonl');
+  await until(() => existsSync(removed) && readFileSync(removed, 'utf8') !== '');
+  unlinkSync(removed);
+  input.end(`${lines.slice(1).join('\n')}\n`);
+  await until(() => transcriptsEnded(first));
+  assert.equal(existsSync(join(first, 'index.json')), false, 'index.json waits for the second sink');
+  release();
+  assert.equal((await done)?.code, 'ERR_WRITE');
+  const failures = indexOf(first).warnings.filter((w: { code: string }) => w.code === 'OUTPUT_FAILED');
+  assert.equal(failures.length, 1, JSON.stringify(indexOf(first).warnings));
+  assert.match(failures[0].message, /second\/main\.jsonl: it was removed during the run/);
 });
