@@ -380,6 +380,22 @@ test("a run of one agent: subtee report says 1 transcript, and the runs' index p
   assert.match(index, /<div id="summary">1 run, 0 not completed, \$[\d.]+ over 1 priced run · subtee /);
 });
 
+test('the line that names a written page shows control characters in its path as escapes, on one ' +
+  'line: --html, subtee report OUT and the runs\' index page', () => {
+  const root = join(tmpDir(), 'logs\x1b]0;title\x07\n::add-mask::x');
+  const input = join(FIXTURES, 'long-bash-heartbeat.jsonl');
+  const run = subtee(['--out', join(root, 'run'), '--html', '--stdout', 'none', input]);
+  const report = subtee(['report', join(root, 'run')]);
+  const index = subtee(['report', root]);
+  for (const r of [run, report, index]) {
+    assert.equal(r.status, 0, r.stderr);
+    const wrote = r.stderr.split('\n').find((l) => l.startsWith('subtee: wrote '));
+    assert.ok(wrote, r.stderr);
+    assert.match(wrote, /logs\\x1b\]0;title\\x07\\n::add-mask::x\/(run\/report|index)\.html: /);
+    assert.doesNotMatch(r.stderr, /[\x1b\x07]|\n::/);
+  }
+});
+
 const sum = (ns: Iterable<number>) => [...ns].reduce((a, b) => a + b, 0);
 
 test("a Copilot subagent's stated total is its tokens on report.html (own and Σ) and the runs' index " +

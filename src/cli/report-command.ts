@@ -131,6 +131,6 @@ function indexReport(root: string, maxPageBytes: number, quiet: boolean, stderr:
       { exitCode: EXIT.IO },
     );
   const path = writeIndexPage(root, rows);
-  if (!quiet) stderr.write(`subtee: wrote ${path}: ${counted(rows.length, 'run')}\n`);
+  if (!quiet) stderr.write(`subtee: wrote ${escapeOneLine(path)}: ${counted(rows.length, 'run')}\n`);
   return 0;
 }

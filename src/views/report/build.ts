@@ -30,6 +30,7 @@ import {
 import { WARNINGS_TOLD_PER_CODE } from '../../model/run-model.js';
 import { pageBytes } from './page.js';
 import { counted } from '../summary.js';
+import { escapeOneLine } from '../escape.js';
 import { statedSubtree, treeRows, type PageChannel } from './client.js';
 import {
   cutText,
@@ -551,5 +552,6 @@ export function reportLine(r: ReportResult): string {
       ? `, ${leftOut} of ${counted(r.channels + leftOut, 'agent')} left out to fit ` +
         '(index.json and the .log files have them all)'
       : '';
-  return `subtee: wrote ${r.path}: ${mb(r.bytes)} (limit ${mb(r.limitBytes)}), ${cut}${missing}\n`;
+  const size = `${mb(r.bytes)} (limit ${mb(r.limitBytes)})`;
+  return `subtee: wrote ${escapeOneLine(r.path)}: ${size}, ${cut}${missing}\n`;
 }
