@@ -312,7 +312,7 @@ export function open(input: OpenInput, options: OpenOptions = {}): RunProjection
     try {
       const base = given ?? (await configSpec(options, registry));
       filesOut = base.sinks.find((sink) => sink.use === 'files')?.out;
-      const { source, edge } = await inputOf(input);
+      const { source, edge } = await inputOf(input, stop.signal);
       const stages = base.stages.map((stage) =>
         INPUT_EDGES.has(stage.use) && stage.use !== edge
           ? { use: edge }
@@ -504,17 +504,34 @@ const isBytes = (value: unknown) => typeof value === 'string' || value instanceo
  */
 async function inputOf(
   input: OpenInput,
+  stop: AbortSignal,
 ): Promise<{ source: Readable; edge: 'line-parser' | 'object-source' }> {
   if (typeof input === 'string') return { source: await openInputFile(input), edge: 'line-parser' };
   if (input instanceof Readable && !input.readableObjectMode)
     return { source: decompressed(input, 'the input'), edge: 'line-parser' };
   const iterator = (input as AsyncIterable<unknown>)[Symbol.asyncIterator]();
-  const first = await iterator.next();
+  // The first value is waited for only until the run is stopped: then the input is an empty one,
+  // let go of (a generator still waiting holds its return() until its value comes: not awaited).
+  // A first read that fails is read as any later one is, through the chain (ERR_INPUT).
+  let first: IteratorResult<unknown> = { done: true, value: undefined };
+  let failed: { err: unknown } | null = null;
+  try {
+    const read = await untilStopped(Promise.resolve(iterator.next()), stop);
+    if (read === STOPPED) {
+      void (async () => iterator.return?.())().catch(() => {});
+      if (input instanceof Readable) input.destroy();
+      return { source: Readable.from([], { objectMode: false }), edge: 'line-parser' };
+    }
+    first = read;
+  } catch (err) {
+    failed = { err };
+  }
   const values = async function* () {
     // A LangGraph run stream rejects once it has told its own failure (a root `failed`
     // event): that run failed, as a Claude run whose result line says so; its input did not.
     let told = false;
     try {
+      if (failed !== null) throw failed.err;
       if (first.done) return;
       told = runFailureTold(first.value);
       yield first.value ?? NULL_INPUT;
@@ -538,6 +555,21 @@ async function inputOf(
     return { source: Readable.from(values(), { objectMode: true }), edge: 'object-source' };
   const bytes = Readable.from(values(), { objectMode: false });
   return { source: decompressed(bytes, 'the input'), edge: 'line-parser' };
+}
+
+const STOPPED = Symbol('stopped');
+
+/** A promise, or STOPPED once `stop` fires first. */
+function untilStopped<T>(promise: Promise<T>, stop: AbortSignal): Promise<T | typeof STOPPED> {
+  if (stop.aborted) {
+    promise.catch(() => {});
+    return Promise.resolve(STOPPED);
+  }
+  return new Promise((resolve, reject) => {
+    const onStop = () => resolve(STOPPED);
+    stop.addEventListener('abort', onStop, { once: true });
+    void promise.then(resolve, reject).finally(() => stop.removeEventListener('abort', onStop));
+  });
 }
 
 /** Whether a value is a LangGraph run's own `failed` event (the root's lifecycle). */

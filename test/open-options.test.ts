@@ -476,3 +476,42 @@ test("open() leaves the caller's plugin definition and message objects as they w
     if (typeof value === 'object' && value !== null) assert.ok(Object.isFrozen(value));
   }
 });
+
+test('an abort before an iterable input gives its first value ends the run: done rejects with ' +
+  'an AbortError, index.json says interrupted', { timeout: 10_000 }, async () => {
+  const silent = () => ({
+    [Symbol.asyncIterator]: () => ({ next: () => new Promise<IteratorResult<unknown>>(() => {}) }),
+  });
+  const controller = new AbortController();
+  const out = join(tmpDir(), 'o');
+  const run = open(silent(), { signal: controller.signal, out });
+  const subagents = (async () => {
+    for await (const _ of run.subagents) assert.fail('no subagent was read');
+  })();
+  setTimeout(() => controller.abort(), 20);
+  await assert.rejects(run.done, { name: 'AbortError', code: 'ABORT_ERR' });
+  await subagents;
+  assert.equal(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).interrupted, true);
+  assert.equal((await run.output).status, 'interrupted');
+  // An object stream that stays silent, and a signal aborted before open() is called, alike.
+  const objects = new Readable({ objectMode: true, read() {} });
+  await assert.rejects(open(objects, { signal: AbortSignal.abort() }).done, { name: 'AbortError' });
+  assert.ok(objects.destroyed, 'the input is let go of');
+});
+
+test('an iterable input whose first read fails rejects done with ERR_INPUT, as a later failure ' +
+  'does, and index.json records it', async () => {
+  const out = join(tmpDir(), 'o');
+  const failing = {
+    [Symbol.asyncIterator]: () => ({
+      next: () => Promise.reject(Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' })),
+    }),
+  };
+  await assert.rejects(open(failing, { out }).done, {
+    code: 'ERR_INPUT',
+    message: /^cannot read the input: an input\/output error/,
+  });
+  const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+  assert.deepEqual(index.warnings.map((w: { code: string }) => w.code), ['INPUT_FAILED']);
+  assert.equal(index.input.lines, 0);
+});
