@@ -1808,3 +1808,29 @@ test('a plugin that definePlugin refuses as its module is imported fails with it
     assert.equal(r.wrote, false, name);
   }
 });
+
+test('a create that returns a promise (an async create) or an object without record or end is ' +
+  'refused with ERR_PLUGIN_INVALID, never run as a plugin that passes every record', async () => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (err: unknown) => unhandled.push(err);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    const made: Array<[string, () => unknown]> = [
+      ['an async create', () => Promise.resolve(() => null)],
+      ['an async create that rejects', () => Promise.reject(new Error('not made'))],
+      ['a typo', () => ({ recrod: () => null })],
+    ];
+    for (const [what, create] of made) {
+      const plugin = definePlugin({ name: 'late', kind: 'stage', kit: '^0.1.0', options: {}, create } as never);
+      await assert.rejects(
+        runWithStage(plugin, ['line-parser', 'channel-router', 'late'], '{"type":"system"}\n'),
+        { code: 'ERR_PLUGIN_INVALID', message: /^plugin late: create must return a function over records/ },
+        what,
+      );
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(unhandled, []);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+});

@@ -346,9 +346,13 @@ function assembleChain(
         continue;
       }
       if (!isRecordPlugin(made)) {
+        // An async create: its promise is not waited for, and what it rejects with is not the run's.
+        const promised: unknown = made;
+        if (isPromiseLike(promised)) promised.then(undefined, () => {});
         throw new UsageError(
           'ERR_PLUGIN_INVALID',
-          `plugin ${p.def.name}: create must return a function over records (or { record, end })`,
+          `plugin ${p.def.name}: create must return a function over records (or { record, end })` +
+            (isPromiseLike(promised) ? ', not a promise: create is not awaited' : ''),
         );
       }
       const sink = p.def.kind === 'sink';
@@ -441,11 +445,17 @@ export async function loadChainPackages(spec: ChainSpec, given?: Registry): Prom
 function isRecordPlugin(made: unknown): made is RecordPlugin {
   if (typeof made === 'function') return true;
   if (made === null || typeof made !== 'object' || typeof (made as Duplex).pipe === 'function') return false;
+  if (isPromiseLike(made)) return false;
   const { record, end } = made as RecordHandlers;
+  // Neither (`{}`, a misspelt `recrod`) would pass every record on as if the plugin were not there.
+  if (record === undefined && end === undefined) return false;
   return (
     (record === undefined || typeof record === 'function') && (end === undefined || typeof end === 'function')
   );
 }
+
+const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
+  typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 
 /**
  * A sink at the very end of the chain: records have been written by then, so drop them, and
