@@ -6,7 +6,13 @@ import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
 import { buildChain, runChain, type ComponentSpec } from '../src/chain/chain.js';
-import { definePlugin, Registry, type PluginContext, type PluginDefinition } from '../src/chain/plugin.js';
+import {
+  definePlugin,
+  optionProblem,
+  Registry,
+  type PluginContext,
+  type PluginDefinition,
+} from '../src/chain/plugin.js';
 import { registerPlugins } from '../src/chain/config.js';
 import { recordOfObject } from '../src/chain/stages/object-source.js';
 import { Session } from '../src/model/session.js';
@@ -1821,7 +1827,8 @@ test('a create that returns a promise (an async create) or an object without rec
       ['a typo', () => ({ recrod: () => null })],
     ];
     for (const [what, create] of made) {
-      const plugin = definePlugin({ name: 'late', kind: 'stage', kit: '^0.1.0', options: {}, create } as never);
+      const def = { name: 'late', kind: 'stage', kit: '^0.1.0', options: {}, create };
+      const plugin = definePlugin(def as never);
       await assert.rejects(
         runWithStage(plugin, ['line-parser', 'channel-router', 'late'], '{"type":"system"}\n'),
         { code: 'ERR_PLUGIN_INVALID', message: /^plugin late: create must return a function over records/ },
@@ -1833,4 +1840,11 @@ test('a create that returns a promise (an async create) or an object without rec
   } finally {
     process.off('unhandledRejection', onUnhandled);
   }
+});
+
+test('an option of the wrong type is named with its article: an array, an object, a string', () => {
+  assert.equal(optionProblem({ type: 'array' }, 'x'), 'must be an array, not string');
+  assert.equal(optionProblem({ type: 'object' }, []), 'must be an object, not array');
+  assert.equal(optionProblem({ type: 'string' }, null), 'must be a string, not null');
+  assert.equal(optionProblem({ type: 'boolean' }, 1), 'must be a boolean, not number');
 });

@@ -171,7 +171,7 @@ export function optionProblem(
   } else if (o.type === 'number') {
     if (actual !== 'number' || !Number.isFinite(value)) return `must be a finite number, not ${shown}`;
   } else if (actual !== o.type) {
-    return `must be a ${o.type}, not ${actual}`;
+    return `must be ${o.type === 'array' || o.type === 'object' ? 'an' : 'a'} ${o.type}, not ${actual}`;
   }
   if (o.choices && !o.choices.includes(value as string | number))
     return `must be one of ${o.choices.join(', ')}`;
