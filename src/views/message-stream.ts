@@ -38,7 +38,8 @@ export type MessageBlock =
 
 /**
  * A line longer than the line parser holds (`maxLineBytes`): routed by its top-level scalar
- * members, its content never read, so a message on it shows no block. Where to read it whole.
+ * members and the tool calls and results named in its content, whose input and text are never
+ * read (`[…cut…]`), so a message on it shows those blocks alone. Where to read it whole.
  */
 export interface LineCut {
   /** The line's length in bytes. */
@@ -86,8 +87,9 @@ export interface Message {
    */
   readonly usage: PromiseLike<Usage | null>;
   /**
-   * Set when the message's line was longer than the line parser holds: its blocks were not
-   * read (none shows, nor its tool calls in `toolCalls`); the line is whole in `file`.
+   * Set when the message's line was longer than the line parser holds: a message of its own
+   * (`id` null) whose blocks are its tool calls and results alone (the first 64), their input and
+   * text `[…cut…]`, as they are in `toolCalls`; the line is whole in `file`.
    */
   readonly tooLong: LineCut | null;
 }
