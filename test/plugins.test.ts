@@ -1848,3 +1848,21 @@ test('an option of the wrong type is named with its article: an array, an object
   assert.equal(optionProblem({ type: 'string' }, null), 'must be a string, not null');
   assert.equal(optionProblem({ type: 'boolean' }, 1), 'must be a boolean, not number');
 });
+
+test('an option spec no value could pass is refused as the plugin is defined: ERR_PLUGIN_INVALID ' +
+  'naming the option', () => {
+  const define = (options: object) => () =>
+    definePlugin({
+      name: 'bad-spec',
+      kind: 'stage',
+      kit: '^0.1.0',
+      options,
+      create: () => () => {},
+    } as never);
+  assert.throws(define({ n: { type: 'int' }, flag: null, word: { type: 'string', check: 'no' } }), {
+    code: 'ERR_PLUGIN_INVALID',
+    message: 'plugin bad-spec: option n: its type must be one of string, integer, number, boolean, ' +
+      'object, array, not "int"; option flag: its type must be one of string, integer, number, ' +
+      'boolean, object, array, not undefined; option word: its check must be a function of a value',
+  });
+});

@@ -430,11 +430,33 @@ function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDef
   return def;
 }
 
-/** A default its own option refuses: `create` is given it whenever a config leaves the option out. */
+const OPTION_TYPES: ReadonlySet<unknown> = new Set([
+  'string',
+  'integer',
+  'number',
+  'boolean',
+  'object',
+  'array',
+]);
+
+/**
+ * A spec no value could pass (a type of none of the six: `int`, `bool`), a `check` that is not a
+ * function, and a default its own option refuses: `create` is given it whenever a config leaves
+ * the option out.
+ */
 function defaultProblems(options: Record<string, OptionSpec>): string[] {
   const problems: string[] = [];
   for (const [key, o] of Object.entries(options)) {
-    if (o?.default === undefined) continue;
+    if (o === null || typeof o !== 'object' || !OPTION_TYPES.has(o.type)) {
+      const types = [...OPTION_TYPES].join(', ');
+      problems.push(`option ${key}: its type must be one of ${types}, not ${JSON.stringify(o?.type)}`);
+      continue;
+    }
+    if (o.check !== undefined && typeof o.check !== 'function') {
+      problems.push(`option ${key}: its check must be a function of a value`);
+      continue;
+    }
+    if (o.default === undefined) continue;
     let problem: string | null;
     try {
       problem = optionProblem(o, o.default);
