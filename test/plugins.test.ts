@@ -1815,23 +1815,28 @@ test('a plugin that definePlugin refuses as its module is imported fails with it
   }
 });
 
-test('a create that returns a promise (an async create) or an object without record or end is ' +
+test('a create that returns a promise or an object without record or end is ' +
   'refused with ERR_PLUGIN_INVALID, never run as a plugin that passes every record', async () => {
   const unhandled: unknown[] = [];
   const onUnhandled = (err: unknown) => unhandled.push(err);
   process.on('unhandledRejection', onUnhandled);
   try {
-    const made: Array<[string, () => unknown]> = [
-      ['an async create', () => Promise.resolve(() => null)],
-      ['an async create that rejects', () => Promise.reject(new Error('not made'))],
-      ['a typo', () => ({ recrod: () => null })],
+    const promised = ', not a promise: create is not awaited';
+    const made: Array<[string, () => unknown, string]> = [
+      ['a promise', () => Promise.resolve(() => null), promised],
+      ['a promise that rejects', () => Promise.reject(new Error('not made')), promised],
+      ['a thenable whose then throws', () => ({ then: () => { throw new Error('no'); } }), promised],
+      ['a typo', () => ({ recrod: () => null }), ', not an object with neither'],
     ];
-    for (const [what, create] of made) {
+    for (const [what, create, why] of made) {
       const def = { name: 'late', kind: 'stage', kit: '^0.1.0', options: {}, create };
       const plugin = definePlugin(def as never);
       await assert.rejects(
         runWithStage(plugin, ['line-parser', 'channel-router', 'late'], '{"type":"system"}\n'),
-        { code: 'ERR_PLUGIN_INVALID', message: /^plugin late: create must return a function over records/ },
+        {
+          code: 'ERR_PLUGIN_INVALID',
+          message: `plugin late: create must return a function over records (or { record, end })${why}`,
+        },
         what,
       );
     }
@@ -1840,6 +1845,15 @@ test('a create that returns a promise (an async create) or an object without rec
   } finally {
     process.off('unhandledRejection', onUnhandled);
   }
+});
+
+test('an async create is refused as the plugin is defined, before anything is made: ' +
+  'ERR_PLUGIN_INVALID', () => {
+  const def = { name: 'eager', kind: 'sink', kit: '^0.1.0', options: {}, create: async () => () => null };
+  assert.throws(() => definePlugin(def as never), {
+    code: 'ERR_PLUGIN_INVALID',
+    message: 'plugin eager: create must not be async: the kit does not await it',
+  });
 });
 
 test('an option of the wrong type is named with its article: an array, an object, a string', () => {
@@ -1862,7 +1876,7 @@ test('an option spec no value could pass is refused as the plugin is defined: ER
   assert.throws(define({ n: { type: 'int' }, flag: null, word: { type: 'string', check: 'no' } }), {
     code: 'ERR_PLUGIN_INVALID',
     message: 'plugin bad-spec: option n: its type must be one of string, integer, number, boolean, ' +
-      'object, array, not "int"; option flag: its type must be one of string, integer, number, ' +
-      'boolean, object, array, not undefined; option word: its check must be a function of a value',
+      'object, array, not "int"; option flag: its spec must be an object with a type, not null; ' +
+      'option word: its check must be a function of a value',
   });
 });

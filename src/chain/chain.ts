@@ -345,16 +345,7 @@ function assembleChain(
         streams.push(made as Duplex);
         continue;
       }
-      if (!isRecordPlugin(made)) {
-        // An async create: its promise is not waited for, and what it rejects with is not the run's.
-        const promised: unknown = made;
-        if (isPromiseLike(promised)) promised.then(undefined, () => {});
-        throw new UsageError(
-          'ERR_PLUGIN_INVALID',
-          `plugin ${p.def.name}: create must return a function over records (or { record, end })` +
-            (isPromiseLike(promised) ? ', not a promise: create is not awaited' : ''),
-        );
-      }
+      if (!isRecordPlugin(made)) throw invalidCreated(p.def.name, made);
       const sink = p.def.kind === 'sink';
       const dropped = (rec: SubteeRecord) => session.countDropped(linesOfRecord(rec));
       streams.push(
@@ -456,6 +447,32 @@ function isRecordPlugin(made: unknown): made is RecordPlugin {
 
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
   typeof (value as PromiseLike<unknown> | null)?.then === 'function';
+
+/**
+ * ERR_PLUGIN_INVALID for what a plugin's `create` returned that is no plugin. A promise (a
+ * create that returns one without being async) is not waited for, and what it rejects with is
+ * not the run's: its rejection is caught here.
+ */
+function invalidCreated(name: string, made: unknown): UsageError {
+  const promised = isPromiseLike(made);
+  if (promised) {
+    try {
+      made.then(undefined, () => {});
+    } catch {
+      // A thenable whose then throws: nothing to wait for.
+    }
+  }
+  const handlers = made !== null && typeof made === 'object' && !promised;
+  const what = promised
+    ? ', not a promise: create is not awaited'
+    : handlers && !('record' in made) && !('end' in made)
+      ? ', not an object with neither'
+      : '';
+  return new UsageError(
+    'ERR_PLUGIN_INVALID',
+    `plugin ${name}: create must return a function over records (or { record, end })${what}`,
+  );
+}
 
 /**
  * A sink at the very end of the chain: records have been written by then, so drop them, and

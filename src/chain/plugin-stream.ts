@@ -20,16 +20,17 @@ export type RecordResult = SubteeRecord | readonly SubteeRecord[] | null | undef
 export type RecordFunction = (record: SubteeRecord) => RecordResult | PromiseLike<RecordResult>;
 
 /** A plugin that also wants to know when the input has ended (a summary to write). */
-export interface RecordHandlers {
-  record?: RecordFunction;
-  /**
-   * Called once, when the input has ended; also when the run fails or stops, where what it
-   * throws is left unreported in favour of the run's own error.
-   */
-  end?: () => void | PromiseLike<void>;
-}
+/** What a plugin's `create` may return besides a function: a `record`, an `end`, or both. */
+export type RecordHandlers =
+  | { record: RecordFunction; end?: EndHandler }
+  | { record?: RecordFunction; end: EndHandler };
 
-/** What a plugin's `create` returns: its function over records, or its handlers. */
+/**
+ * Called once, when the input has ended; also when the run fails or stops, where what it
+ * throws is left unreported in favour of the run's own error.
+ */
+export type EndHandler = () => void | PromiseLike<void>;
+
 export type RecordPlugin = RecordFunction | RecordHandlers;
 
 export interface PluginStreamOptions {

@@ -414,11 +414,14 @@ function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDef
   if (typeof def.kit !== 'string' || (def.kit !== BUILTIN_KIT && !isValidRange(def.kit)))
     problems.push('kit must be a version range such as "^0.1.0"');
   if (typeof def.create !== 'function') problems.push('create must be a function');
+  // Its promise would reach the kit in place of the plugin: create is called, never awaited.
+  else if (def.create.constructor?.name === 'AsyncFunction')
+    problems.push('create must not be async: the kit does not await it');
   if (def.checkEnvironment !== undefined && typeof def.checkEnvironment !== 'function')
     problems.push('checkEnvironment must be a function');
   if (typeof def.options !== 'object' || def.options === null)
     problems.push('options must describe the accepted options');
-  else problems.push(...defaultProblems(def.options));
+  else problems.push(...optionSpecProblems(def.options));
   if (problems.length > 0)
     throw new UsageError('ERR_PLUGIN_INVALID', `plugin ${source}: ${problems.join('; ')}`);
   if (def.kit !== BUILTIN_KIT && !satisfies(KIT_VERSION, def.kit)) {
@@ -440,16 +443,21 @@ const OPTION_TYPES: ReadonlySet<unknown> = new Set([
 ]);
 
 /**
- * A spec no value could pass (a type of none of the six: `int`, `bool`), a `check` that is not a
- * function, and a default its own option refuses: `create` is given it whenever a config leaves
- * the option out.
+ * What no option spec may be: not an object, of a type none of the six (`int`, `bool`: no value
+ * could pass it), with a `check` that is not a function, or with a default its own option
+ * refuses (`create` is given it whenever a config leaves the option out).
  */
-function defaultProblems(options: Record<string, OptionSpec>): string[] {
+function optionSpecProblems(options: Record<string, OptionSpec>): string[] {
   const problems: string[] = [];
   for (const [key, o] of Object.entries(options)) {
-    if (o === null || typeof o !== 'object' || !OPTION_TYPES.has(o.type)) {
+    if (o === null || typeof o !== 'object') {
+      const given = o === null ? 'null' : typeof o;
+      problems.push(`option ${key}: its spec must be an object with a type, not ${given}`);
+      continue;
+    }
+    if (!OPTION_TYPES.has(o.type)) {
       const types = [...OPTION_TYPES].join(', ');
-      problems.push(`option ${key}: its type must be one of ${types}, not ${JSON.stringify(o?.type)}`);
+      problems.push(`option ${key}: its type must be one of ${types}, not ${JSON.stringify(o.type)}`);
       continue;
     }
     if (o.check !== undefined && typeof o.check !== 'function') {
