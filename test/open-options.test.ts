@@ -479,16 +479,21 @@ test("open() leaves the caller's plugin definition and message objects as they w
 
 test('an abort before an iterable input gives its first value ends the run: done rejects with ' +
   'an AbortError, index.json says interrupted', { timeout: 10_000 }, async () => {
-  const silent = () => ({
-    [Symbol.asyncIterator]: () => ({ next: () => new Promise<IteratorResult<unknown>>(() => {}) }),
-  });
   const controller = new AbortController();
+  // Aborted once the run waits for the first value: the value never comes.
+  const silent = {
+    [Symbol.asyncIterator]: () => ({
+      next: () => {
+        setImmediate(() => controller.abort());
+        return new Promise<IteratorResult<unknown>>(() => {});
+      },
+    }),
+  };
   const out = join(tmpDir(), 'o');
-  const run = open(silent(), { signal: controller.signal, out });
+  const run = open(silent, { signal: controller.signal, out });
   const subagents = (async () => {
     for await (const _ of run.subagents) assert.fail('no subagent was read');
   })();
-  setTimeout(() => controller.abort(), 20);
   await assert.rejects(run.done, { name: 'AbortError', code: 'ABORT_ERR' });
   await subagents;
   assert.equal(JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')).interrupted, true);

@@ -13,6 +13,7 @@ import {
 } from '../src/chain/chain.js';
 import { definePlugin, Registry } from '../src/chain/plugin.js';
 import { FIXTURES, linesOf, tmpDir, transcriptsEnded } from './helpers/helpers.js';
+import { until } from './helpers/projection-runs.js';
 
 // What a sink after the files sink warns as it ends (a network sink's OTLP_UNDELIVERED,
 // CLICKHOUSE_SPOOLED) is in index.json, however the chain was assembled: the files sink writes
@@ -39,11 +40,6 @@ function lateWarner(ending: () => Promise<void>, failing = false) {
       },
     }),
   });
-}
-
-/** Resolves once `ready()` holds, looking again every few milliseconds. */
-async function until(ready: () => boolean): Promise<void> {
-  while (!ready()) await new Promise((resolve) => setTimeout(resolve, 5));
 }
 
 /** An end that waits a turn of the event loop. */
@@ -125,7 +121,7 @@ test('report.html, built from the folder once index.json is written, lists what 
 });
 
 test('index.json waits for a later files sink, and lists what it warns as it ends: a file of its ' +
-  'own removed during the run', async () => {
+  'own removed during the run', { timeout: 20_000 }, async () => {
   const [first, second] = [join(tmpDir(), 'first'), join(tmpDir(), 'second')];
   const spec: ChainSpec = {
     stages: DEFAULT_STAGES.map((s) => ({ ...s })),
