@@ -23,7 +23,8 @@ const MAIN_TEXT_JQ =
 const FLOOR_LABELS = Object.freeze({
   bytes: 'floor: routed by bytes, nothing judged, .jsonl only',
   'parse-all': 'floor: JSON.parse every line, .jsonl + .log',
-  'by-need': 'floor: scanner judges every line, parse by need, .jsonl + .log',
+  'scan-parse': 'floor: scanner judges every line, JSON.parse all but stream events, .jsonl + .log',
+  'scan-view': "floor: scanner judges every line, its view read, .jsonl + .log",
 });
 const USAGE = `usage: npm run bench -- [options]
   --quick        small inputs, one run each: proves the benchmark works (used by the tests)
@@ -249,7 +250,7 @@ async function main() {
       'stream-json jsonl, routing only (not chosen)',
       () => `${node} ${join(ROOT, 'dist/bench/alt-parse.js')} stream-json`,
     ],
-    ...(['bytes', 'parse-all', 'by-need'] as const).map((mode): [string, () => string] => [
+    ...(['bytes', 'parse-all', 'scan-parse', 'scan-view'] as const).map((mode): [string, () => string] => [
       FLOOR_LABELS[mode],
       () => `${node} ${join(ROOT, 'dist/bench/floor.js')} ${mode} ${fresh(`floor-${mode}-${shape}`)}`,
     ]),

@@ -33,6 +33,7 @@ test('npm run bench -- --quick prints every table', () => {
     'cat (floor)',
     'node read (floor)',
     'floor: JSON.parse every line, .jsonl + .log',
+    'floor: scanner judges every line, its view read, .jsonl + .log',
     'subtee parse only',
     'subtee → files',
     'subtee → files + pino',
@@ -236,15 +237,26 @@ test('bench/floor.js writes every input line once: to its channel\'s .jsonl, or 
       }
       return counts;
     };
-    for (const mode of ['parse-all', 'by-need', 'bytes']) {
+    // What the .log files hold, in bytes: text for every channel but the quarantine's.
+    const logBytes = (out: string) => {
+      const agents = readdirSync(join(out, 'agents')).filter((f) => f.endsWith('.log'));
+      return ['main.log', ...agents.map((f) => `agents/${f}`)].map((f) => readFileSync(join(out, f)).length);
+    };
+    for (const mode of ['parse-all', 'scan-parse', 'scan-view', 'bytes']) {
       const out = join(work, mode);
       const r = spawnSync(process.execPath, [join(ROOT, 'dist', 'bench', 'floor.js'), mode, out], {
         input: readFileSync(input),
       });
       assert.equal(r.status, 0, String(r.stderr));
       const counts = written(out);
-      if (mode === 'bytes') assert.equal([...counts.values()].reduce((a, b) => a + b), lines.length);
-      else assert.deepEqual(new Map([...counts].sort()), new Map([...expected].sort()), mode);
+      const logs = logBytes(out);
+      if (mode === 'bytes') {
+        assert.equal([...counts.values()].reduce((a, b) => a + b), lines.length);
+        assert.ok(logs.every((n) => n === 0), 'bytes writes no .log');
+        continue;
+      }
+      assert.deepEqual(new Map([...counts].sort()), new Map([...expected].sort()), mode);
+      assert.equal(logs.filter((n) => n > 0).length, logs.length, `${mode}: every channel's .log has text`);
     }
   } finally {
     rmSync(work, { recursive: true, force: true });
