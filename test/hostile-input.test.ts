@@ -13,6 +13,7 @@ import { Session } from '../src/model/session.js';
 import { buildIndex } from '../src/views/index-file.js';
 import { summaryText } from '../src/views/summary.js';
 import { inputPreview, renderRecord } from '../src/views/text.js';
+import { jsonText, jsonTextByLoop } from '../src/model/json-text.js';
 import { stepSummary } from '../plugins/github-step-summary/index.js';
 import { BIN, checkOutput, chunked, linesOf, readTree, tmpDir } from './helpers/helpers.js';
 
@@ -317,4 +318,83 @@ test('the files sink keeps the raw line of a record it cannot render and goes on
   );
   assert.equal(session.input.failed, 1);
   assert.throws(() => renderRecord(bad), RangeError, 'the record really is unreadable');
+});
+
+test('jsonText: what JSON.stringify gives, and the same text past the depth it overflows at', () => {
+  const samples: unknown[] = [
+    null,
+    'a"b',
+    1.5,
+    [1, undefined, () => 0, 'x'],
+    { a: 1, b: undefined, c: { d: [true, null] }, e: () => 0, f: 2 },
+    { b: undefined },
+    { when: new Date(0), n: new Number(3) },
+    [],
+    {},
+  ];
+  for (const value of samples) {
+    assert.equal(jsonText(value), JSON.stringify(value));
+    assert.equal(jsonTextByLoop(value), JSON.stringify(value));
+  }
+  assert.equal(jsonText(undefined), undefined);
+  let deep: unknown = { z: 'end' };
+  for (let i = 0; i < 20_000; i++) deep = i % 2 ? [deep, 1] : { k: deep, u: undefined };
+  assert.throws(() => JSON.stringify(deep), RangeError);
+  const text = jsonText(deep)!;
+  assert.equal(text.length, 10_000 * ('[,1]'.length + '{"k":}'.length) + '{"z":"end"}'.length);
+  assert.ok(text.startsWith('[{"k":[{"k":') && text.endsWith('},1]'));
+  assert.ok(text.includes('[{"k":{"z":"end"}},1]'));
+  const cycle: any = { a: [] };
+  cycle.a.push({ cycle });
+  assert.throws(() => jsonTextByLoop(cycle), TypeError);
+});
+
+test("values nested 20,000 deep in other producers' events are mapped and shown, no record fails", () => {
+  const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
+  const D = 20_000;
+  const streams: Record<string, string[]> = {
+    codex: [
+      '{"type":"thread.started","thread_id":"th1"}',
+      '{"type":"turn.started"}',
+      `{"type":"item.started","item":{"id":"c1","type":"command_execution","command":${deep(D)}}}`,
+      `{"type":"item.completed","item":{"id":"c1","type":"command_execution","command":${deep(D)},` +
+        `"aggregated_output":${deep(D)},"exit_code":0,"status":"completed"}}`,
+      `{"type":"item.completed","item":{"id":"m1","type":"agent_message","text":${deep(D)}}}`,
+      '{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}',
+    ],
+    opencode: [
+      '{"type":"step_start","timestamp":1700000000000,"sessionID":"ses1","part":{"messageID":"m1"}}',
+      '{"type":"tool_use","timestamp":1700000000001,"sessionID":"ses1","part":{"messageID":"m1",' +
+        `"callID":"oc1","tool":"bash","state":{"status":"completed","input":{},"output":${deep(D)}}}}`,
+      '{"type":"step_finish","timestamp":1700000000002,"sessionID":"ses1","part":{"messageID":"m1",' +
+        '"reason":"stop"}}',
+    ],
+    langgraph: [
+      '{"type":"event","method":"lifecycle","params":{"namespace":[],"timestamp":1700000000000,' +
+        '"data":{"event":"running"}}}',
+      '{"type":"event","method":"tools","params":{"namespace":[],"timestamp":1700000000001,"data":' +
+        `{"event":"tool-started","tool_call_id":"lg1","tool_name":"ls","input":{"x":${deep(D)}}}}}`,
+      '{"type":"event","method":"tools","params":{"namespace":[],"timestamp":1700000000002,"data":' +
+        `{"event":"tool-finished","tool_call_id":"lg1","output":${deep(D)}}}}`,
+      '{"type":"event","method":"lifecycle","params":{"namespace":[],"timestamp":1700000000003,' +
+        '"data":{"event":"completed"}}}',
+    ],
+  };
+  for (const [format, lines] of Object.entries(streams)) {
+    const input = Buffer.from(lines.join('\n') + '\n');
+    const out = join(tmpDir(), 'o');
+    const r = spawnSync(process.execPath, [BIN, '-q', '--input-format', format, '--out', out], {
+      input,
+      encoding: 'utf8',
+      timeout: 60_000,
+      maxBuffer: 1 << 26,
+    });
+    assert.equal(r.status, 0, `${format}: ${r.stderr.slice(-2000)}`);
+    assert.doesNotMatch(r.stderr, /RECORD_FAILED|call stack/, format);
+    const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8'));
+    assert.equal(index.input.failed, 0, format);
+    const log = readFileSync(join(out, 'main.log'), 'utf8');
+    assert.match(log, /\[tool\] (Bash \{"command":"\[\[\[|bash \{\}|ls \{"x":\[\[\[)/, format);
+    assert.match(log, /\[result\] \[\[\[\[/, format);
+  }
 });

@@ -11,6 +11,7 @@
  * namespace, and that tool call id becomes the channel id (as the `Agent` tool_use id does
  * for Claude Code). Everything here is pure: no I/O, no clock.
  */
+import { jsonText } from '../model/json-text.js';
 import { isObject, nonEmpty, type JsonObject } from '../model/message.js';
 
 export const LANGGRAPH_DEFAULTS = Object.freeze({
@@ -112,7 +113,7 @@ export function contentText(content: unknown): string {
 /** The text a tool produced: a string, a ToolMessage, or a Command that carries one. */
 export function toolOutputText(output: unknown, toolCallId: string): string {
   if (typeof output === 'string') return output;
-  if (!isObject(output)) return output === undefined ? '' : JSON.stringify(output);
+  if (!isObject(output)) return jsonText(output) ?? '';
   const update = isObject(output.update)
     ? output.update
     : isObject(messageFields(output).update)
@@ -124,7 +125,7 @@ export function toolOutputText(output: unknown, toolCallId: string): string {
   }
   const fields = messageFields(output);
   if ('content' in fields) return contentText(fields.content);
-  return JSON.stringify(output);
+  return jsonText(output) ?? '';
 }
 
 /** LangChain usage metadata in the field names Claude Code uses. */

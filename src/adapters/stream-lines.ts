@@ -4,6 +4,7 @@
  * no clock.
  */
 import { headOf } from '../model/bounded-text.js';
+import { jsonText } from '../model/json-text.js';
 import { isObject, nonEmpty, type JsonObject } from '../model/message.js';
 
 /**
@@ -257,7 +258,7 @@ export function argumentsOf(value: unknown): JsonObject {
 export function textOf(value: unknown): string {
   if (typeof value === 'string') return value;
   if (value === undefined || value === null) return '';
-  return JSON.stringify(value);
+  return jsonText(value) ?? '';
 }
 
 /** An ISO time from an epoch in milliseconds, when a Date can hold it. */

@@ -6,6 +6,7 @@ import { isProtocolEvent, LangGraphMapper, LANGGRAPH_DEFAULTS } from '../../adap
 import { isOpencodeEvent, OpencodeMapper } from '../../adapters/opencode.js';
 import { RunIdReader } from '../../adapters/run-id.js';
 import { eventLine, shareRepeatedText, type StreamMapper } from '../../adapters/stream-lines.js';
+import { jsonText } from '../../model/json-text.js';
 import { channelIdOf, lineTypeOf, type JsonObject } from '../../model/message.js';
 import { viewOf } from '../../model/line-view.js';
 import type { LineRecord, RecordBatch, SpooledRecord, SubteeRecord } from '../../model/record.js';
@@ -470,7 +471,8 @@ export class AgentEvents {
 }
 
 function derivedRecord(lineNo: number, value: JsonObject): LineRecord {
-  const raw = Buffer.from(JSON.stringify(value));
+  // A mapped line holds what the event held (a tool's input), as deep as the stream chose.
+  const raw = Buffer.from(jsonText(value) ?? '{}');
   return Object.freeze({ kind: 'line', lineNo, raw, value, derived: true });
 }
 
