@@ -598,3 +598,23 @@ test('spool files are found in a folder and its subfolders, waiting or abandoned
     ['a/clickhouse-spool.jsonl', 'b/clickhouse-spool.sending-123-x-1.jsonl', 'clickhouse-spool.jsonl'],
   );
 });
+
+test('content: a tool input nested 20,000 deep is its JSON text, cut as any', async () => {
+  // Written as text: JSON.stringify itself overflows at this depth.
+  const deep = '['.repeat(20_000) + '"end"' + ']'.repeat(20_000);
+  const input = Buffer.from(
+    line({
+      type: 'assistant',
+      message: { id: 'm1', content: [{ type: 'tool_use', id: 't1', name: 'Read', input: { x: 'DEEP' } }] },
+      parent_tool_use_id: null,
+      uuid: 'u1',
+      timestamp: ts,
+    }).replace('"DEEP"', deep) + '\n',
+  );
+  const builder = new RowBuilder({ maxContentChars: 50 });
+  const rows: EventRow[] = [];
+  await routeThrough(input, (batch) => {
+    for (const rec of batch) rows.push(...builder.rows(rec).map((e) => e.r as EventRow));
+  });
+  assert.match(rows[0].content, /^Read \{"x":\[\[\[\[.* \[…\d+ chars cut…\]$/);
+});

@@ -529,3 +529,15 @@ test('no agent span of a GitHub Copilot CLI run claims output tokens: its usage 
     await receiver.close();
   }
 });
+
+test('a tool input nested 20,000 deep gives its tool span, its arguments cut as any', async () => {
+  // Written as text: JSON.stringify itself overflows at this depth.
+  const deep = '['.repeat(20_000) + '"end"' + ']'.repeat(20_000);
+  const call = toolUse(null, 't1', 'Read', 1, { x: 'DEEP' }).replace('"DEEP"', deep);
+  const input = bytes(init, call, toolResult(null, 't1', 2, 'ok'));
+  const { spans } = await spansOf(input, { captureContent: true, maxContentChars: 100 });
+  const tool = spans.find((s) => s.key === 'tool:t1')!;
+  const args = String(tool.attributes['gen_ai.tool.call.arguments']);
+  assert.ok(args.startsWith('{"x":[[[[') && args.endsWith(']]]]}'), args);
+  assert.equal(tool.endMs, Date.parse(ts(2)));
+});

@@ -8,6 +8,7 @@ import { lineContent, type ContentItem } from '../../model/content.js';
 import { lineTypeOf, nonEmpty, rawBlocks, type CountedBlockType as BlockKind } from '../../model/message.js';
 import type { SpanChannel } from './otlp-spans.js';
 import { CUT_LENGTHS, storedText } from '../../model/display.js';
+import { jsonText } from '../../model/json-text.js';
 import { DISPLAY_DEFAULTS, type DisplayPolicy } from '../../model/display.js';
 import { runIdFrom, StreamClock } from './stream-facts.js';
 
@@ -606,7 +607,7 @@ function itemText(item: ContentItem): string {
     case 'thinking':
       return String(item.text);
     case 'tool_use':
-      return `${item.name || 'tool'} ${JSON.stringify(item.input ?? {})}`;
+      return `${item.name || 'tool'} ${jsonText(item.input ?? {}) ?? ''}`;
     case 'tool_result':
       return String(item.text);
     case 'run':

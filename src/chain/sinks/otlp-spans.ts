@@ -23,6 +23,7 @@ import {
 import type { ChannelSnapshot } from '../../model/tree.js';
 import { endFigures, type EndFigures } from '../../model/run-model.js';
 import { CUT_LENGTHS, storedText } from '../../model/display.js';
+import { jsonText } from '../../model/json-text.js';
 import { runIdFrom, StreamClock } from './stream-facts.js';
 import { channelUsage } from '../../views/cost.js';
 import { channelTokens } from '../../views/walk.js';
@@ -349,7 +350,7 @@ export class TraceBuilder {
         const id = nonEmpty(b.id);
         if (!id || this.tools.has(id) || this.finishedTools.has(id)) continue;
         const max = this.opts.maxContentChars;
-        const input = JSON.stringify(b.input ?? {});
+        const input = jsonText(b.input ?? {}) ?? '';
         const args = this.opts.captureContent ? storedText(input, 'block', max) : null;
         this.tools.set(id, {
           id,
