@@ -199,6 +199,29 @@ describe('the live page in Chromium', { skip }, () => {
       await report.close();
     });
 
+  test('the live page of a run cut off with background subagents running ends with the elapsed ' +
+    "times report.html shows: main and a running agent to the run's latest line", async () => {
+    const out = join(tmpDir(), 'o');
+    const s = startSubtee(['--out', out, '--html', '--stdout', 'none', '-q', '--serve', '0']);
+    const url = await s.url();
+    // Cut where main has spoken last and the workers go on: the run ends with them running.
+    const cut = fanout.findIndex((l) => l.includes('Worker w1 report'));
+    assert.ok(cut > 0);
+    s.child.stdin!.write(fanout.slice(0, cut).join('\n') + '\n');
+    const { page, console } = await newPage(browser);
+    await page.goto(url);
+    await page.waitForFunction(() => document.querySelectorAll('#cards .card').length === 12);
+    await endRun(s, page);
+    const live = await figures(page);
+    const { page: report } = await openReport(browser, out);
+    const shown = await figures(report);
+    assert.ok(shown.rows.filter((r) => r[1].startsWith('running')).length > 1, 'subagents still running');
+    assert.deepEqual(live, shown);
+    assert.deepEqual(console, []);
+    await page.close();
+    await report.close();
+  });
+
   test("a Copilot subagent's stated total is its tokens on the live page and on report.html, " +
     'own and Σ', async () => {
     for (const name of COPILOT_TOTALS.slice(0, 3)) {

@@ -986,6 +986,16 @@ export interface ChannelTimes {
   elapsedMs: number | null;
 }
 
+/** What a channel's span is made of (a ReadonlyChannel's fields, or a copy of them). */
+export interface ChannelSpan {
+  id: string | null;
+  status: string;
+  firstSeen: string | null;
+  lastSeen: string | null;
+  startedAt?: string | null;
+  endedAt?: string | null;
+}
+
 /**
  * A channel's span: a subagent's from its spawn to its report, or to the run's latest line
  * while it runs; main's from the run's first line to its latest. Times the stream did not
@@ -993,7 +1003,7 @@ export interface ChannelTimes {
  */
 export function channelTimes(
   tree: Pick<ChannelTree, 'firstTime' | 'lastTime'>,
-  ch: ReadonlyChannel,
+  ch: ChannelSpan,
 ): ChannelTimes {
   const main = ch.id === null;
   const startedAt = (main ? tree.firstTime : ch.startedAt) ?? ch.firstSeen;

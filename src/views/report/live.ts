@@ -5,6 +5,7 @@ import type { RecordBatch } from '../../model/record.js';
 import { channelUsage, indexCost } from '../cost.js';
 import type { SinkRun } from '../../model/session.js';
 import type { ReadonlyChannelCost } from '../../model/cost.js';
+import { channelTimes, type ChannelTimes } from '../../model/tree.js';
 import {
   endStatus,
   field,
@@ -160,11 +161,14 @@ interface Tracked {
 /** A channel's fields without its transcript; `cut` says how much of the transcript was left out. */
 export type ChannelUpdate = Omit<ChannelView, 'entries' | 'ticks'>;
 
-/** A channel's fields as the page shows them; its final report cut to `summaryChars`. */
+/**
+ * A channel's fields as the page shows them; its final report cut to `summaryChars`. Its span is
+ * `times` when given (index.json's, see channelTimes), else its own spawn and report or lines.
+ */
 export function channelUpdate(
   c: ChannelFields,
   extra: Pick<ChannelView, 'spawned' | 'prompt' | 'log' | 'cut' | 'cost'> &
-    Partial<Pick<ChannelView, 'costBasis'>> & { usage?: Record<string, number> },
+    Partial<Pick<ChannelView, 'costBasis'>> & { usage?: Record<string, number>; times?: ChannelTimes },
   summaryChars: number = REPORT_DEFAULTS.summaryChars,
 ): ChannelUpdate {
   return {
@@ -180,8 +184,8 @@ export function channelUpdate(
     lines: c.lines,
     counts: { ...c.counts },
     usage: usageOf(extra.usage ?? c.usage),
-    first: isoTime(c.startedAt ?? c.firstSeen),
-    last: isoTime(c.endedAt ?? c.lastSeen),
+    first: isoTime(extra.times ? extra.times.startedAt : (c.startedAt ?? c.firstSeen)),
+    last: isoTime(extra.times ? extra.times.endedAt : (c.endedAt ?? c.lastSeen)),
     cost: extra.cost,
     costBasis: extra.costBasis ?? null,
     spawned: extra.spawned,
@@ -234,6 +238,8 @@ export class LiveReport {
   private version: string | null = null;
   private session: string | null = null;
   private sentRun = '';
+  /** The run's latest line time when fields were last sent. */
+  private sentLastTime: string | null = null;
   private chars = 0;
 
   constructor(
@@ -354,12 +360,17 @@ export class LiveReport {
     }
     const all = end || this.repriced;
     this.repriced = false;
+    // Main's span is the run's: it grows with every line, whichever channel the line is on.
+    const lastTime = this.run?.tree.lastTime ?? null;
+    if (lastTime !== this.sentLastTime && this.channels.has(null)) this.touched.add(null);
+    this.sentLastTime = lastTime;
     const touched = all ? this.order : this.order.filter((id) => this.touched.has(id));
     for (const id of touched) {
       const t = this.channels.get(id)!;
       const cost = this.run ? this.run.cost.channelCost(id) : null;
-      // A channel no line touched changes only by its figures: the same ones, nothing to make.
-      if (all && !this.touched.has(id) && sameFigures(cost, t.sentCost)) continue;
+      // A channel no line touched changes only by its figures (and, at the end, a running one's
+      // span, which ends with the run's latest line): the same ones, nothing to make.
+      if (!end && all && !this.touched.has(id) && sameFigures(cost, t.sentCost)) continue;
       t.sentCost = cost;
       const fields = {
         spawned: t.spawned,
@@ -367,6 +378,8 @@ export class LiveReport {
         log: null,
         cut: t.budget.cut(),
         ...this.channelUsd(t.source, cost),
+        // As index.json's: main's span is the run's, a running agent's ends with the run's latest line.
+        ...(this.run ? { times: channelTimes(this.run.tree, t.source) } : {}),
       };
       const json = JSON.stringify(channelUpdate(t.source, fields, this.limits.summaryChars));
       if (json === t.sentFields) continue;
