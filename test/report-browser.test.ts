@@ -785,6 +785,38 @@ describe('the report layout at 900, 1400 and 1600 px in Chromium', { skip }, () 
     }
   });
 
+  test("the timeline's labels stay in their column at every depth: a chain 60 deep", async () => {
+    const lines: object[] = [];
+    let parent: string | null = null;
+    for (let i = 0; i < 60; i++) {
+      const id = `toolu_${i}`;
+      const input = { description: `level ${i + 1} worker`, prompt: 'p', subagent_type: 'general-purpose' };
+      lines.push({
+        type: 'assistant',
+        parent_tool_use_id: parent,
+        timestamp: new Date(Date.UTC(2026, 10, 30, 12, 0, i)).toISOString(),
+        message: { id: `m${i}`, content: [{ type: 'tool_use', id, name: 'Agent', input }] },
+      });
+      parent = id;
+    }
+    const out = reportOf(lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    const { page, console } = await openReport(browser, out);
+    const labels = await page.evaluate(() => {
+      const svg = document.getElementById('timeline')!;
+      const left = svg.getBoundingClientRect().left;
+      // The plot starts where the first grid line is drawn: the labels' column ends there.
+      const plot = Number(svg.querySelector('line.grid')!.getAttribute('x1'));
+      return [...svg.querySelectorAll('text')]
+        .filter((t) => !t.closest('.axis'))
+        .map((t) => ({ text: t.textContent, right: t.getBoundingClientRect().right - left, plot }));
+    });
+    assert.equal(labels.length, 61);
+    for (const l of labels)
+      assert.ok(l.right <= l.plot, `"${l.text}" ends at ${l.right}, the plot at ${l.plot}`);
+    assert.deepEqual(console, []);
+    await page.close();
+  });
+
   test('a Σ cost that leaves out an agent of unknown usage ("+ 1 unknown") is shown whole at 900, ' +
     '1400 and 1600 px, in view once the tree is scrolled to its end', async () => {
     const out = reportOf(readFileSync(join(FIXTURES, 'failing-beside-healthy.jsonl')));

@@ -299,6 +299,13 @@ export function tailOf(s: string, max: number): string {
   return s.slice(splitsPair(s, from) ? from + 1 : from);
 }
 
+/**
+ * Levels a timeline label is indented by, 12 px each: each takes two units off its label, so the
+ * label ends where the level above's does, down to the level whose label is cut to its shortest
+ * (8 units); deeper ones are not indented further, or they would run into the plot or off the page.
+ */
+const TIMELINE_INDENT_LEVELS = 13;
+
 /** A timeline label: whole within `36 - 2·level` units, else its head and `…`. */
 export function timelineLabel(label: string, level: number): string {
   return label.length > 36 - level * 2 ? `${headOf(label, Math.max(8, 34 - level * 2))}…` : label;
@@ -780,7 +787,7 @@ function renderTimeline(state: State): void {
     const key = keyOf(ch.id);
     if (key === state.selected)
       plot.append(svg('rect', { class: 'sel', x: LABEL_W, y, width: plotW, height: ROW_H }));
-    const text = svg('text', { x: 4 + r.level * 12, y: y + 14 });
+    const text = svg('text', { x: 4 + Math.min(r.level, TIMELINE_INDENT_LEVELS) * 12, y: y + 14 });
     const label = ch.description ? `${ch.description} · ${channelLabel(ch)}` : channelLabel(ch);
     text.textContent = timelineLabel(label, r.level);
     labels.append(text);
