@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { generateRuns, writeRuns } from '../bench/stats-gen.js';
 import { COPILOT_TOTALS, copilotTokens } from './helpers/chat-reading.js';
 import { BIN, FIXTURES, tmpDir } from './helpers/helpers.js';
 import { statsRunOf } from '../src/views/stats.js';
+import { INDEX_MAX_BYTES } from '../src/cli/run-folders.js';
 
 function stats(args: string[]) {
   const r = spawnSync(process.execPath, [BIN, 'stats', ...args], {
@@ -680,4 +681,18 @@ test('one run reads in the singular: 1 run from run folders, 2 runs in the plura
   assert.match(stats([root]).stdout, /^1 run from run folders\n/);
   assert.equal(ran('two', 'nested-depth-3.jsonl').status, 0);
   assert.match(stats([root]).stdout, /^2 runs from run folders\n/);
+});
+
+test('an index.json longer than a string Node holds is skipped by its size, named, never read', () => {
+  const root = tmpDir();
+  mkdirSync(join(root, 'huge'));
+  const path = join(root, 'huge', 'index.json');
+  // Sparse: no byte of it is stored.
+  writeFileSync(path, '');
+  truncateSync(path, INDEX_MAX_BYTES + 1);
+  const r = stats([root, '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(JSON.parse(r.stdout).skipped, 1);
+  const why = `${INDEX_MAX_BYTES + 1} bytes, more than the ${INDEX_MAX_BYTES} read`;
+  assert.ok(r.stderr.includes(`skipped ${path}: ${why}`), r.stderr);
 });

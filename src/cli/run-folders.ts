@@ -1,4 +1,5 @@
-import { closeSync, readdirSync, readFileSync } from 'node:fs';
+import { constants as buffers } from 'node:buffer';
+import { closeSync, fstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openRegularForRead } from '../safe-open.js';
 import { systemReason } from '../errors.js';
@@ -8,6 +9,12 @@ export interface SkippedRun {
   path: string;
   why: string;
 }
+
+/**
+ * The longest index.json read: the longest string Node holds. A run of 10,000 subagents writes
+ * some 11 MB; a file past this is no index subtee wrote, and reading it would hold it all.
+ */
+export const INDEX_MAX_BYTES = buffers.MAX_STRING_LENGTH;
 
 const WHY: Record<string, string> = {
   ELOOP: 'a symbolic link (not followed)',
@@ -56,6 +63,9 @@ export function readRunIndex(dir: string): { index: unknown } | { why: string } 
   try {
     const fd = openRegularForRead(path);
     try {
+      // Longer than a string Node can hold: skipped by its size, before a byte is read.
+      const bytes = fstatSync(fd).size;
+      if (bytes > INDEX_MAX_BYTES) return { why: `${bytes} bytes, more than the ${INDEX_MAX_BYTES} read` };
       textOf = readFileSync(fd, 'utf8');
     } finally {
       closeSync(fd);
