@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain } from '../src/chain/chain.js';
@@ -14,6 +15,7 @@ import { buildIndex } from '../src/views/index-file.js';
 import { summaryText } from '../src/views/summary.js';
 import { inputPreview, renderRecord } from '../src/views/text.js';
 import { jsonText, jsonTextByLoop } from '../src/model/json-text.js';
+import { open } from '../src/open.js';
 import { stepSummary } from '../plugins/github-step-summary/index.js';
 import { BIN, checkOutput, chunked, linesOf, readTree, tmpDir } from './helpers/helpers.js';
 
@@ -397,4 +399,18 @@ test("values nested 20,000 deep in other producers' events are mapped and shown,
     assert.match(log, /\[tool\] (Bash \{"command":"\[\[\[|bash \{\}|ls \{"x":\[\[\[)/, format);
     assert.match(log, /\[result\] \[\[\[\[/, format);
   }
+});
+
+test('a message object given to open() with a tool input nested 20,000 deep is routed as its line ' +
+  'would be, not quarantined', async () => {
+  const out = join(tmpDir(), 'o');
+  const deep = JSON.parse(deepToolUse(20_000));
+  const after = JSON.parse(textLine(null, 'after'));
+  const run = open(Readable.from([deep, after]), { out });
+  await run.done;
+  const files = readTree(out);
+  const index = JSON.parse(files.get('index.json')!.toString());
+  assert.equal(index.input.quarantined, 0);
+  assert.deepEqual(linesOf(files.get('main.jsonl')), [deepToolUse(20_000), textLine(null, 'after')]);
+  assert.match(files.get('main.log')!.toString(), /\[tool\] Bash \{"a":\{"a":/);
 });

@@ -1,4 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
+import { jsonText } from '../../model/json-text.js';
 import { ScannedLine } from '../../model/line-view.js';
 import { isPlainObject } from '../../model/message.js';
 import {
@@ -32,7 +33,7 @@ export const NULL_INPUT: unique symbol = Symbol('null input');
  * The record one input object becomes: its JSON text is its raw line, so the `.jsonl`
  * files hold what a byte stream of the same messages would have held, and replaying them
  * gives the same index. A value whose JSON text is not an object (a string, an array, a
- * number, a Date, something `JSON.stringify` refuses) is quarantined, as the line parser
+ * number, a Date, something `JSON.stringify` refuses: a cycle, a BigInt) is quarantined, as the line parser
  * would quarantine that text. Any other value that is not a plain object (a class instance,
  * a Map, one with a `toJSON`) is read as its JSON text reads, for the same reason. A plain
  * object is neither written on nor frozen: the record's `value` is its own, parsed from `raw`.
@@ -41,7 +42,8 @@ export function recordOfObject(input: unknown, lineNo: number): LineRecord | Qua
   const value = input === NULL_INPUT ? null : input;
   let text: string | undefined;
   try {
-    text = JSON.stringify(value);
+    // At any depth: JSON.stringify overflows some 5,000 levels down, and the caller chose the depth.
+    text = jsonText(value);
   } catch {
     text = undefined;
   }
