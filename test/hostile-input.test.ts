@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
+import { runInNewContext } from 'node:vm';
 import { builtinRegistry } from '../src/chain/builtins.js';
 import { runChain } from '../src/chain/chain.js';
 import { definePlugin } from '../src/chain/plugin.js';
@@ -322,6 +323,12 @@ test('the files sink keeps the raw line of a record it cannot render and goes on
   assert.throws(() => renderRecord(bad), RangeError, 'the record really is unreadable');
 });
 
+/** An array whose first element's toJSON adds to it: JSON.stringify writes the elements it had. */
+function grown(list: unknown[]): unknown[] {
+  list.unshift({ toJSON: () => (list.push('extra'), 0) });
+  return list;
+}
+
 test('jsonText: what JSON.stringify gives, and the same text past the depth it overflows at', () => {
   const samples: unknown[] = [
     null,
@@ -333,11 +340,20 @@ test('jsonText: what JSON.stringify gives, and the same text past the depth it o
     { when: new Date(0), n: new Number(3) },
     [],
     {},
+    // eslint-disable-next-line no-sparse-arrays
+    [1, , 3],
+    [Symbol('s'), undefined],
+    { s: Symbol('s'), [Symbol('k')]: 1, z: -0, nan: NaN, inf: -Infinity },
+    { n: runInNewContext('new Number(3)'), s: runInNewContext('new String("x")') },
+    { a: { toJSON: (key: string) => `key ${key}` }, list: [{ toJSON: (key: string) => key }] },
   ];
   for (const value of samples) {
     assert.equal(jsonText(value), JSON.stringify(value));
     assert.equal(jsonTextByLoop(value), JSON.stringify(value));
   }
+  assert.equal(jsonTextByLoop(grown([1, 2])), JSON.stringify(grown([1, 2])));
+  for (const value of [10n, { b: Object(1n) }])
+    assert.throws(() => jsonTextByLoop(value), TypeError, 'a BigInt, boxed or not, has no JSON text');
   assert.equal(jsonText(undefined), undefined);
   let deep: unknown = { z: 'end' };
   for (let i = 0; i < 20_000; i++) deep = i % 2 ? [deep, 1] : { k: deep, u: undefined };
