@@ -1826,7 +1826,7 @@ test('a create that returns a promise or an object without record or end is ' +
       ['a promise', () => Promise.resolve(() => null), promised],
       ['a promise that rejects', () => Promise.reject(new Error('not made')), promised],
       ['a thenable whose then throws', () => ({ then: () => { throw new Error('no'); } }), promised],
-      ['a typo', () => ({ recrod: () => null }), ', not an object with neither'],
+      ['a typo', () => ({ recrod: () => null }), ', not an object with neither record nor end'],
     ];
     for (const [what, create, why] of made) {
       const def = { name: 'late', kind: 'stage', kit: '^0.1.0', options: {}, create };

@@ -466,7 +466,7 @@ function invalidCreated(name: string, made: unknown): UsageError {
   const what = promised
     ? ', not a promise: create is not awaited'
     : handlers && !('record' in made) && !('end' in made)
-      ? ', not an object with neither'
+      ? ', not an object with neither record nor end'
       : '';
   return new UsageError(
     'ERR_PLUGIN_INVALID',

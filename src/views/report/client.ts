@@ -787,9 +787,10 @@ function renderTimeline(state: State): void {
     const key = keyOf(ch.id);
     if (key === state.selected)
       plot.append(svg('rect', { class: 'sel', x: LABEL_W, y, width: plotW, height: ROW_H }));
-    const text = svg('text', { x: 4 + Math.min(r.level, TIMELINE_INDENT_LEVELS) * 12, y: y + 14 });
+    const indent = Math.min(r.level, TIMELINE_INDENT_LEVELS);
+    const text = svg('text', { x: 4 + indent * 12, y: y + 14 });
     const label = ch.description ? `${ch.description} · ${channelLabel(ch)}` : channelLabel(ch);
-    text.textContent = timelineLabel(label, r.level);
+    text.textContent = timelineLabel(label, indent);
     labels.append(text);
     if (!view || r.own.first === null) return;
     const x0 = x(r.own.first);

@@ -370,7 +370,8 @@ export class LiveReport {
       const cost = this.run ? this.run.cost.channelCost(id) : null;
       // A channel no line touched changes only by its figures (and, at the end, a running one's
       // span, which ends with the run's latest line): the same ones, nothing to make.
-      if (!end && all && !this.touched.has(id) && sameFigures(cost, t.sentCost)) continue;
+      const spanMoves = end && t.source.status === 'running';
+      if (all && !spanMoves && !this.touched.has(id) && sameFigures(cost, t.sentCost)) continue;
       t.sentCost = cost;
       const fields = {
         spawned: t.spawned,
