@@ -19,8 +19,10 @@ export type RecordResult = SubteeRecord | readonly SubteeRecord[] | null | undef
 /** A plugin's function over records: called once per record, in input order. */
 export type RecordFunction = (record: SubteeRecord) => RecordResult | PromiseLike<RecordResult>;
 
-/** A plugin that also wants to know when the input has ended (a summary to write). */
-/** What a plugin's `create` may return besides a function: a `record`, an `end`, or both. */
+/**
+ * What a plugin's `create` may return besides a function, for a plugin that also wants to know
+ * when the input has ended (a summary to write): a `record`, an `end`, or both.
+ */
 export type RecordHandlers =
   | { record: RecordFunction; end?: EndHandler }
   | { record?: RecordFunction; end: EndHandler };
@@ -31,6 +33,7 @@ export type RecordHandlers =
  */
 export type EndHandler = () => void | PromiseLike<void>;
 
+/** What a plugin's `create` returns: its function over records, or its handlers. */
 export type RecordPlugin = RecordFunction | RecordHandlers;
 
 export interface PluginStreamOptions {

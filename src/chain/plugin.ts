@@ -85,9 +85,12 @@ export interface BuiltinContext extends PluginContext {
  * all read this. `V` is what its values are (`OptionSpecs<O>` gives each key of O its own):
  * `check` is called only with a value of the option's type.
  */
+/** The types an option may have. */
+const OPTION_TYPES = ['string', 'integer', 'number', 'boolean', 'object', 'array'] as const;
+
 export interface OptionSpec<V = unknown> {
   /** `integer`: a whole number that is exact in JSON and JavaScript (a safe integer). */
-  type: 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array';
+  type: (typeof OPTION_TYPES)[number];
   choices?: readonly (string | number)[];
   /** Smallest value of a number. */
   min?: number;
@@ -433,15 +436,6 @@ function checkDefinition<O>(def: PluginDefinition<O>, source: string): PluginDef
   return def;
 }
 
-const OPTION_TYPES: ReadonlySet<unknown> = new Set([
-  'string',
-  'integer',
-  'number',
-  'boolean',
-  'object',
-  'array',
-]);
-
 /**
  * What no option spec may be: not an object, of a type none of the six (`int`, `bool`: no value
  * could pass it), with a `check` that is not a function, or with a default its own option
@@ -455,8 +449,8 @@ function optionSpecProblems(options: Record<string, OptionSpec>): string[] {
       problems.push(`option ${key}: its spec must be an object with a type, not ${given}`);
       continue;
     }
-    if (!OPTION_TYPES.has(o.type)) {
-      const types = [...OPTION_TYPES].join(', ');
+    if (!(OPTION_TYPES as readonly unknown[]).includes(o.type)) {
+      const types = OPTION_TYPES.join(', ');
       problems.push(`option ${key}: its type must be one of ${types}, not ${JSON.stringify(o.type)}`);
       continue;
     }

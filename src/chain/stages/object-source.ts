@@ -33,8 +33,8 @@ export const NULL_INPUT: unique symbol = Symbol('null input');
  * The record one input object becomes: its JSON text is its raw line, so the `.jsonl`
  * files hold what a byte stream of the same messages would have held, and replaying them
  * gives the same index. A value whose JSON text is not an object (a string, an array, a
- * number, a Date, something `JSON.stringify` refuses: a cycle, a BigInt) is quarantined, as the line parser
- * would quarantine that text. Any other value that is not a plain object (a class instance,
+ * number, a Date, something `JSON.stringify` refuses: a cycle, a BigInt) is quarantined, as
+ * the line parser would quarantine that text. Any other value that is not a plain object (a class instance,
  * a Map, one with a `toJSON`) is read as its JSON text reads, for the same reason. A plain
  * object is neither written on nor frozen: the record's `value` is its own, parsed from `raw`.
  */
