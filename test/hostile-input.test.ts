@@ -36,10 +36,14 @@ const textLine = (parent: string | null, text: string) =>
     message: { id: `t_${text}`, content: [{ type: 'text', text }] },
   });
 
-/** `{"a":{"a":…1…}}`, `depth` levels, as text: JSON.parse reads it, JSON.stringify of it overflows the stack. */
+/**
+ * `{"a":{"a":…1…}}`, `depth` levels, as text: JSON.parse reads it, JSON.stringify of it
+ * overflows the stack.
+ */
 const nested = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
 const deepToolUse = (depth: number) =>
-  `{"type":"assistant","parent_tool_use_id":null,"message":{"id":"m_deep","content":[{"type":"tool_use","id":"toolu_deep","name":"Bash","input":${nested(depth)}}]}}`;
+  '{"type":"assistant","parent_tool_use_id":null,"message":{"id":"m_deep","content":' +
+  `[{"type":"tool_use","id":"toolu_deep","name":"Bash","input":${nested(depth)}}]}}`;
 
 test('inputPreview: JSON.stringify for small inputs, cut at maxChars, no recursion', () => {
   for (const v of [
@@ -108,7 +112,10 @@ test('summaries, index and step summary of a chain 20,000 deep: no recursion, bo
   const bounded = summaryText(run, 'out').split('\n');
   assert.equal(bounded.length, 6, 'by default: the headline, cost, main, its one child, how many more');
   assert.match(bounded[3], /^└─ Explore·d0  running  depth 1 .*\(\+19999 below\)$/);
-  assert.equal(bounded[4], '… and 19999 more subagents: index.json lists every one, subtee report out draws the whole tree');
+  assert.equal(
+    bounded[4],
+    '… and 19999 more subagents: index.json lists every one, subtee report out draws the whole tree',
+  );
   const md = stepSummary(run, new Map(), { maxBytes: 100_000, reportChars: 100 });
   assert.ok(Buffer.byteLength(md) <= 100_000);
   assert.match(md, /more entries not shown/);
@@ -352,6 +359,16 @@ test('jsonText: what JSON.stringify gives, and the same text past the depth it o
     assert.equal(jsonTextByLoop(value), JSON.stringify(value));
   }
   assert.equal(jsonTextByLoop(grown([1, 2])), JSON.stringify(grown([1, 2])));
+  // A RangeError other than the stack's (a text too long for a string) is not written again by the loop.
+  let calls = 0;
+  const tooLong = {
+    toJSON: () => {
+      calls++;
+      throw new RangeError('Invalid string length');
+    },
+  };
+  assert.throws(() => jsonText(tooLong), /Invalid string length/);
+  assert.equal(calls, 1);
   for (const value of [10n, { b: Object(1n) }])
     assert.throws(() => jsonTextByLoop(value), TypeError, 'a BigInt, boxed or not, has no JSON text');
   assert.equal(jsonText(undefined), undefined);

@@ -190,7 +190,8 @@ describe('the static report in Chromium', { skip }, () => {
     assert.match(
       tip,
       new RegExp(
-        'level 0\ncompleted, foreground\nstart \\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z {3}end \\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z\n' +
+        'level 0\ncompleted, foreground\nstart \\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z ' +
+          '{3}end \\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z\n' +
           `elapsed ${Date.parse(reportedAt) - Date.parse(spawnedAt)} ms`,
       ),
     );
